@@ -1,0 +1,32 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** A random bearer value with `bytes` bytes of entropy, base64url without padding. */
+export function randomToken(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+/**
+ * How server-generated secrets (codes, device codes, refresh tokens, client secrets,
+ * session ids) are stored. They carry at least 256 bits of entropy, so a fast hash is
+ * enough: a slow password hash buys nothing against brute force of a 256-bit value and
+ * would cost milliseconds on every request.
+ */
+export function hashSecret(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('base64url');
+}
+
+/** Constant-time string comparison: the time taken does not depend on where the inputs differ. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const left = createHash('sha256').update(a, 'utf8').digest();
+  const right = createHash('sha256').update(b, 'utf8').digest();
+  // Comparing fixed-length digests keeps the lengths of the inputs out of the timing too.
+  return timingSafeEqual(left, right) && a.length === b.length;
+}
+
+/** RFC 7636 §4.2: code_challenge = BASE64URL(SHA256(ASCII(code_verifier))). */
+export function s256(verifier: string): string {
+  return createHash('sha256').update(verifier, 'ascii').digest('base64url');
+}
+
+/** RFC 7636 §4.1: code-verifier = 43*128unreserved. */
+export const CODE_VERIFIER_PATTERN = /^[A-Za-z0-9\-._~]{43,128}$/;

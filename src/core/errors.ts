@@ -1,0 +1,55 @@
+/**
+ * The OAuth error codes this server can answer with: RFC 6749 §4.1.2.1 and §5.2,
+ * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'unsupported_response_type'
+  | 'unsupported_token_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'server_error'
+  | 'temporarily_unavailable'
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'expired_token'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'login_required'
+  | 'consent_required';
+
+const defaultStatus: Partial<Record<OAuthErrorCode, number>> = {
+  invalid_client: 401,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  server_error: 500,
+  temporarily_unavailable: 503,
+};
+
+/**
+ * The one error type of the protocol code. `description` is public: it is sent to the
+ * client as `error_description`, so it never holds a secret or an internal detail; the
+ * `cause` stays in the logs.
+ */
+export class OAuthError extends Error {
+  readonly code: OAuthErrorCode;
+  readonly description: string;
+  readonly status: number;
+
+  constructor(code: OAuthErrorCode, description: string, options: { status?: number; cause?: unknown } = {}) {
+    super(`${code}: ${description}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'OAuthError';
+    this.code = code;
+    this.description = description;
+    this.status = options.status ?? defaultStatus[code] ?? 400;
+  }
+
+  /** The RFC 6749 §5.2 error body. */
+  toJSON(): { error: OAuthErrorCode; error_description: string } {
+    return { error: this.code, error_description: this.description };
+  }
+}

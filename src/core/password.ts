@@ -1,0 +1,54 @@
+import * as crypto from 'node:crypto';
+import { promisify } from 'node:util';
+
+const { randomBytes, timingSafeEqual } = crypto;
+
+// node:crypto gained argon2 in Node 24.7; `engines` allows older 22.x for the rest of the
+// package, so its absence is reported as one clear line instead of a TypeError.
+function argon2Async(algorithm: 'argon2id', parameters: crypto.Argon2Parameters): Promise<Buffer> {
+  if (typeof crypto.argon2 !== 'function') {
+    return Promise.reject(new Error(`password hashing needs argon2 from node:crypto (Node.js >= 24.7); this is Node.js ${process.version}`));
+  }
+  return promisify(crypto.argon2)(algorithm, parameters);
+}
+
+/**
+ * Parameters from RFC 9106 §4's second recommended option (memory-constrained):
+ * argon2id, t=3, m=64 MiB, p=4.
+ */
+const params = { memory: 65536, passes: 3, parallelism: 4, tagLength: 32 } as const;
+
+/** A PHC-format argon2id hash of a user password. */
+export async function hashPassword(password: string): Promise<string> {
+  const nonce = randomBytes(16);
+  const tag = await argon2Async('argon2id', { message: password, nonce, ...params });
+  return `$argon2id$v=19$m=${params.memory},t=${params.passes},p=${params.parallelism}$${nonce.toString('base64url')}$${tag.toString('base64url')}`;
+}
+
+const PHC = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/;
+
+export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
+  const match = PHC.exec(encoded);
+  if (!match) return false;
+  const [, memory, passes, parallelism, nonce, tag] = match as unknown as [string, string, string, string, string, string];
+  const expected = Buffer.from(tag, 'base64url');
+  const actual = await argon2Async('argon2id', {
+    message: password,
+    nonce: Buffer.from(nonce, 'base64url'),
+    memory: Number(memory),
+    passes: Number(passes),
+    parallelism: Number(parallelism),
+    tagLength: expected.length,
+  });
+  return timingSafeEqual(actual, expected);
+}
+
+/**
+ * A hash of no password, verified against when the username is unknown, so that a failed
+ * sign-in takes the same time whether or not the user exists.
+ */
+let decoy: Promise<string> | undefined;
+export function decoyPasswordHash(): Promise<string> {
+  decoy ??= hashPassword(randomBytes(32).toString('base64url'));
+  return decoy;
+}

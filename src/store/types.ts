@@ -1,0 +1,266 @@
+/**
+ * The store: what the protocol needs to remember, said in the protocol's words.
+ *
+ * Two implementations, `sqlite/` (embedded, the default) and `postgres/` (several
+ * stateless instances behind one database), pass one contract suite
+ * (`test/store/contract.ts`). Times are milliseconds since the epoch. Secrets (client
+ * secrets, codes, device codes, session ids) arrive here already hashed with
+ * `hashSecret`: the store never sees a bearer value.
+ *
+ * Every single-use or state-changing method is one conditional statement
+ * (`UPDATE … WHERE … RETURNING`): no implementation reads, decides, then writes.
+ */
+
+export const GRANT_AUTHORIZATION_CODE = 'authorization_code';
+export const GRANT_DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code';
+export const GRANT_REFRESH_TOKEN = 'refresh_token';
+
+export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN;
+
+/** A registered client (RFC 6749 §2). */
+export interface ClientRecord {
+  readonly id: string;
+  /** Shown to the user on the approval page. */
+  readonly name: string;
+  /** `hashSecret(client_secret)`; null for a public client (RFC 6749 §2.1). */
+  readonly secretHash: string | null;
+  /** Compared by exact string match (RFC 9700 §2.1). */
+  readonly redirectUris: readonly string[];
+  /** The scopes this client may ask for. */
+  readonly scopes: readonly string[];
+  readonly grantTypes: readonly GrantType[];
+  /** Browser origins allowed to call the token-side endpoints through CORS. */
+  readonly webOrigins: readonly string[];
+  readonly createdAt: number;
+}
+
+export interface ClientStore {
+  /** Throws `DuplicateError` when the id is taken. */
+  create(client: ClientRecord): Promise<void>;
+  get(id: string): Promise<ClientRecord | null>;
+  list(): Promise<ClientRecord[]>;
+  /** Also ends everything issued to the client: its codes, device codes and grants. */
+  remove(id: string): Promise<boolean>;
+}
+
+/** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
+export interface UserRecord {
+  readonly id: string;
+  /** Unique; stored as given (the flows normalise it before it gets here). */
+  readonly username: string;
+  /** PHC-format argon2id. */
+  readonly passwordHash: string;
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly emailVerified: boolean;
+  readonly disabled: boolean;
+  readonly createdAt: number;
+}
+
+export interface UserStore {
+  /** Throws `DuplicateError` when the username is taken. */
+  create(user: UserRecord): Promise<void>;
+  get(id: string): Promise<UserRecord | null>;
+  findByUsername(username: string): Promise<UserRecord | null>;
+  list(): Promise<UserRecord[]>;
+  setDisabled(id: string, disabled: boolean): Promise<boolean>;
+}
+
+/** A browser session after sign-in. */
+export interface SessionRecord {
+  /** `hashSecret` of the session cookie's value. */
+  readonly idHash: string;
+  readonly userId: string;
+  /** When the user last entered their password (OIDC `auth_time`). */
+  readonly authTime: number;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface SessionStore {
+  create(session: SessionRecord): Promise<void>;
+  /** The session if it exists and has not expired at `now`. */
+  get(idHash: string, now: number): Promise<SessionRecord | null>;
+  remove(idHash: string): Promise<void>;
+}
+
+/** What the user approved: one approval, from which codes and tokens are issued. */
+export interface GrantRecord {
+  readonly id: string;
+  readonly userId: string;
+  readonly clientId: string;
+  readonly scope: readonly string[];
+  /** The grant type through which it was approved. */
+  readonly kind: typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE;
+  readonly authTime: number;
+  readonly createdAt: number;
+  /** Set once; a revoked grant issues nothing more and its tokens are inactive. */
+  readonly revokedAt: number | null;
+  /** For a device grant: where and when the device asked (RFC 8628 §5.4). */
+  readonly device: DeviceOrigin | null;
+}
+
+export interface DeviceOrigin {
+  readonly ip: string;
+  readonly userAgent: string | null;
+  readonly requestedAt: number;
+}
+
+export interface GrantStore {
+  create(grant: GrantRecord): Promise<void>;
+  get(id: string): Promise<GrantRecord | null>;
+  /** Sets `revokedAt` if not already set; true when this call revoked it. */
+  revoke(id: string, now: number): Promise<boolean>;
+  /** The user's grants that are not revoked, newest first. */
+  listForUser(userId: string): Promise<GrantRecord[]>;
+}
+
+/** An authorization code (RFC 6749 §4.1.2), bound to its PKCE challenge (RFC 7636 §4.4). */
+export interface AuthorizationCodeRecord {
+  readonly hash: string;
+  readonly clientId: string;
+  readonly userId: string;
+  readonly grantId: string;
+  readonly redirectUri: string;
+  readonly scope: readonly string[];
+  readonly nonce: string | null;
+  readonly codeChallenge: string;
+  readonly authTime: number;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly consumedAt: number | null;
+}
+
+export interface AuthorizationCodeStore {
+  create(code: AuthorizationCodeRecord): Promise<void>;
+  /**
+   * Redeems a code: exactly one caller receives the record. It is marked consumed and
+   * returned only if it is unconsumed, unexpired at `now`, and was issued to this client
+   * for this redirect_uri and challenge; otherwise nothing changes and null is returned.
+   */
+  consume(
+    hash: string,
+    binding: { readonly clientId: string; readonly redirectUri: string; readonly codeChallenge: string },
+    now: number,
+  ): Promise<AuthorizationCodeRecord | null>;
+  /** The record whatever its state, to tell a replay from a mismatch after `consume` failed. */
+  find(hash: string): Promise<AuthorizationCodeRecord | null>;
+}
+
+export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'consumed';
+
+/** A device authorization request (RFC 8628 §3.1-3.2). */
+export interface DeviceAuthorizationRecord {
+  readonly deviceCodeHash: string;
+  /** Normalised: 8 characters, upper case, no separator. */
+  readonly userCode: string;
+  readonly clientId: string;
+  readonly scope: readonly string[];
+  readonly status: DeviceStatus;
+  /** Seconds between polls; grows by 5 with every `slow_down` (RFC 8628 §3.5). */
+  readonly interval: number;
+  readonly lastPolledAt: number | null;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  /** Where the device request came from, shown on the approval page. */
+  readonly requestIp: string;
+  readonly requestUserAgent: string | null;
+  /** Set by the user's decision. */
+  readonly userId: string | null;
+  readonly authTime: number | null;
+  readonly grantId: string | null;
+  readonly decidedAt: number | null;
+}
+
+/**
+ * What one poll found, decided in the same statement that recorded the poll, in this
+ * order: `expired` (past `expiresAt`), `consumed` (tokens were already issued),
+ * `denied`, `slow_down` (sooner than `interval` after the previous poll; the interval grows
+ * by 5 s), `issue` (approved: the record is now consumed and the caller issues the
+ * tokens, exactly once), `pending`.
+ */
+export type DevicePollOutcome = 'expired' | 'consumed' | 'denied' | 'slow_down' | 'issue' | 'pending';
+
+export type DeviceDecision =
+  | { readonly approve: true; readonly userId: string; readonly authTime: number; readonly grantId: string }
+  | { readonly approve: false };
+
+export interface DeviceAuthorizationStore {
+  /** False, and nothing stored, when a live record already has this user code. */
+  create(record: DeviceAuthorizationRecord): Promise<boolean>;
+  /** The record with this user code that has not expired at `now`, whatever its status. */
+  findByUserCode(userCode: string, now: number): Promise<DeviceAuthorizationRecord | null>;
+  /**
+   * Records the user's decision: only a pending, unexpired record changes; returns the
+   * updated record, or null when there was none to decide.
+   */
+  decide(userCode: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null>;
+  /**
+   * One poll by the device: one indexed lookup and one write. Null when no record has this
+   * hash for this client.
+   */
+  poll(
+    deviceCodeHash: string,
+    clientId: string,
+    now: number,
+  ): Promise<{ readonly outcome: DevicePollOutcome; readonly record: DeviceAuthorizationRecord } | null>;
+}
+
+export interface RateLimitStore {
+  /** Counts one event against `key` in its fixed window; returns the count with this one. */
+  hit(key: string, windowMs: number, now: number): Promise<number>;
+  /** The count in the current window, without counting. */
+  count(key: string, windowMs: number, now: number): Promise<number>;
+}
+
+export type SigningAlgorithm = 'RS256' | 'ES256';
+
+/** A signing key pair as JWKs. Published from `createdAt` until `expiresAt`. */
+export interface SigningKeyRecord {
+  readonly kid: string;
+  readonly alg: SigningAlgorithm;
+  readonly privateJwk: Readonly<Record<string, unknown>>;
+  readonly publicJwk: Readonly<Record<string, unknown>>;
+  readonly createdAt: number;
+  /** Signs from this time on: later than `createdAt` by the publication lead time. */
+  readonly activatesAt: number;
+  /** Stops signing at this time (its successor has activated). */
+  readonly retiresAt: number | null;
+  /** Leaves the JWKS at this time: after the last token it signed has expired. */
+  readonly expiresAt: number | null;
+}
+
+export interface KeyStore {
+  add(key: SigningKeyRecord): Promise<void>;
+  /** Keys still published at `now` (expiresAt null or later), oldest first. */
+  listPublished(now: number): Promise<SigningKeyRecord[]>;
+  /** Schedules the end of a key's signing and publication. */
+  schedule(kid: string, retiresAt: number, expiresAt: number): Promise<void>;
+}
+
+export interface Store {
+  readonly clients: ClientStore;
+  readonly users: UserStore;
+  readonly sessions: SessionStore;
+  readonly grants: GrantStore;
+  readonly codes: AuthorizationCodeStore;
+  readonly devices: DeviceAuthorizationStore;
+  readonly rateLimits: RateLimitStore;
+  readonly keys: KeyStore;
+  /**
+   * Deletes codes, device records, sessions and rate-limit windows that expired before
+   * `before` (the caller keeps a margin after expiry, so a replayed code is still
+   * recognised as one for a while). Works in small batches so it never holds a long lock.
+   * Returns the number of rows deleted.
+   */
+  purgeExpired(before: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A unique constraint refused the write. */
+export class DuplicateError extends Error {
+  constructor(what: string) {
+    super(`${what} already exists`);
+    this.name = 'DuplicateError';
+  }
+}

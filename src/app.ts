@@ -1,0 +1,77 @@
+import fastifyCookie from '@fastify/cookie';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Clock } from './core/clock.ts';
+import type { Config } from './config/index.ts';
+import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import type { FlowDeps, TokenGrant } from './flows/types.ts';
+import { authorizeRoutes } from './http/authorize.ts';
+import { discoveryRoutes } from './http/discovery.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { parseParams, registerFormParsing } from './http/form.ts';
+import { homeRoutes } from './http/home.ts';
+import { registerSecurityHeaders } from './http/security.ts';
+import { tokenRoutes } from './http/token.ts';
+import type { Store } from './store/types.ts';
+import type { KeyManager } from './tokens/keys.ts';
+import { TokenIssuer } from './tokens/issue.ts';
+
+/** Everything the HTTP layer needs, built by the composition root (main.ts, cli, tests). */
+export interface AppDeps extends FlowDeps {
+  readonly keys: KeyManager;
+  /** The grant types of the token endpoint, in the order discovery lists them. */
+  readonly grants: readonly TokenGrant[];
+  /** Endpoints added by feature plugins, merged into the discovery document. */
+  readonly extraMetadata: Readonly<Record<string, unknown>>;
+}
+
+export interface AppInput {
+  readonly config: Config;
+  readonly store: Store;
+  readonly keys: KeyManager;
+  readonly clock: Clock;
+  /** Defaults to a pino logger at `config.logLevel`. */
+  readonly logger?: FastifyServerOptions['logger'];
+}
+
+/** The grants this server implements. */
+export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant];
+
+export function appDeps(input: AppInput): AppDeps {
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes);
+  return {
+    config: input.config,
+    store: input.store,
+    clock: input.clock,
+    keys: input.keys,
+    tokens,
+    grants: GRANTS,
+    extraMetadata: {},
+  };
+}
+
+/** Builds the Fastify app from its dependencies; does not listen. */
+export async function buildApp(input: AppInput): Promise<FastifyInstance> {
+  const deps = appDeps(input);
+  const app = Fastify({
+    logger: input.logger ?? {
+      level: input.config.logLevel,
+      // Request URLs may carry user codes and authorization responses: log the path only.
+      serializers: {
+        req: (request) => ({ method: request.method, path: request.url.split('?')[0], id: request.id }),
+      },
+    },
+    disableRequestLogging: true,
+    trustProxy: input.config.trustProxy,
+    bodyLimit: 16 * 1024,
+    routerOptions: { querystringParser: (query: string) => parseParams(query) },
+  });
+  registerErrorHandling(app);
+  registerSecurityHeaders(app);
+  registerFormParsing(app);
+  await app.register(fastifyCookie);
+  await app.register(homeRoutes, { deps });
+  await app.register(discoveryRoutes, { deps });
+  await app.register(authorizeRoutes, { deps });
+  await app.register(tokenRoutes, { deps });
+  return app;
+}

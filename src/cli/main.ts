@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+/**
+ * The `tessera` command: the second composition root. Run in a checkout as
+ * `npm run --silent tessera -- <command>`.
+ */
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig, type Config } from '../config/index.ts';
+import { hashSecret, randomToken } from '../core/crypto.ts';
+import { hashPassword } from '../core/password.ts';
+import { SUPPORTED_SCOPES } from '../core/scopes.ts';
+import { normalizeUsername } from '../core/username.ts';
+import { keyManager, serve } from '../main.ts';
+import { openStore } from '../store/open.ts';
+import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType, type Store } from '../store/types.ts';
+import { validateRedirectUri } from './redirect-uri.ts';
+
+export const USAGE = `Usage: tessera <command> [options]
+
+Commands:
+  serve                                   Run the server (settings from the environment; see README)
+  client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
+             [--scope "openid profile email"] [--grant TYPE ...] [--json]
+                                          Register a client; prints its client_id and client_secret once
+  client list [--json]                    List registered clients
+  client remove CLIENT_ID                 Remove a client and everything issued to it
+  user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
+                                          Create a user; the password is read from standard input
+  keys rotate                             Publish new signing keys; they sign after the lead time
+`;
+
+/** A mistake in how the command was called: usage line, exit 2. */
+export class UsageError extends Error {}
+
+export interface Io {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly stdin: () => Promise<string>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
+  authorization_code: GRANT_AUTHORIZATION_CODE,
+  device_code: GRANT_DEVICE_CODE,
+  [GRANT_DEVICE_CODE]: GRANT_DEVICE_CODE,
+};
+
+function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals = 0) {
+  try {
+    const parsed = parseArgs({ args, options, allowPositionals: positionals > 0, strict: true });
+    if (parsed.positionals.length !== positionals) throw new UsageError(`expected ${positionals} argument(s), got ${parsed.positionals.length}`);
+    return parsed;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(config.database);
+  try {
+    return await run(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function clientAdd(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    name: { type: 'string' },
+    'redirect-uri': { type: 'string', multiple: true },
+    scope: { type: 'string' },
+    grant: { type: 'string', multiple: true },
+    json: { type: 'boolean' },
+  });
+  const name = values.name?.trim();
+  if (!name) throw new UsageError('--name is required');
+  const redirectUris = values['redirect-uri'] ?? [];
+  for (const uri of redirectUris) {
+    const problem = validateRedirectUri(uri);
+    if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
+  }
+  const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
+  const unknown = scopes.filter((scope) => !SUPPORTED_SCOPES.includes(scope));
+  if (unknown.length > 0) throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${SUPPORTED_SCOPES.join(' ')})`);
+  const grantTypes = [...new Set((values.grant ?? ['authorization_code', 'device_code']).map((grant) => {
+    const type = GRANT_NAMES[grant];
+    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code`);
+    return type;
+  }))];
+  if (grantTypes.includes(GRANT_AUTHORIZATION_CODE) && redirectUris.length === 0) {
+    throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
+  }
+  const clientId = randomUUID();
+  const clientSecret = randomToken(32);
+  await withStore(config, (store) =>
+    store.clients.create({
+      id: clientId,
+      name,
+      secretHash: hashSecret(clientSecret),
+      redirectUris,
+      scopes,
+      grantTypes,
+      webOrigins: [],
+      createdAt: Date.now(),
+    }),
+  );
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ client_id: clientId, client_secret: clientSecret, client_name: name, redirect_uris: redirectUris, scope: scopes.join(' '), grant_types: grantTypes })}\n`);
+  } else {
+    io.stdout(`Registered client "${name}".\n  client_id:     ${clientId}\n  client_secret: ${clientSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+  }
+}
+
+async function clientList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } });
+  const clients = await withStore(config, (store) => store.clients.list());
+  if (values.json) {
+    io.stdout(`${JSON.stringify(clients.map((client) => ({ client_id: client.id, client_name: client.name, redirect_uris: client.redirectUris, scope: client.scopes.join(' '), grant_types: client.grantTypes })))}\n`);
+    return;
+  }
+  if (clients.length === 0) io.stdout('No clients registered.\n');
+  for (const client of clients) {
+    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+  }
+}
+
+async function clientRemove(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  const removed = await withStore(config, (store) => store.clients.remove(id));
+  if (!removed) throw new Error(`no client with id ${id}`);
+  io.stdout(`Removed client ${id}.\n`);
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    username: { type: 'string' },
+    'password-stdin': { type: 'boolean' },
+    name: { type: 'string' },
+    email: { type: 'string' },
+  });
+  const username = normalizeUsername(values.username ?? '');
+  if (!username) throw new UsageError('--username is required');
+  if (!/^[\p{L}\p{N}._@+-]{1,64}$/u.test(username)) throw new UsageError('--username: 1-64 letters, digits or . _ @ + -');
+  if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
+  if (values.email !== undefined && !EMAIL.test(values.email)) throw new UsageError(`--email ${values.email}: not an email address`);
+  const password = (await io.stdin()).replace(/\r?\n$/, '');
+  if (password.length < 8) throw new Error('the password must be at least 8 characters');
+  const id = randomUUID();
+  await withStore(config, async (store) => {
+    try {
+      await store.users.create({
+        id,
+        username,
+        passwordHash: await hashPassword(password),
+        name: values.name?.trim() || null,
+        email: values.email ?? null,
+        emailVerified: false,
+        disabled: false,
+        createdAt: Date.now(),
+      });
+    } catch (error) {
+      if (error instanceof DuplicateError) throw new Error(`a user named ${username} already exists`);
+      throw error;
+    }
+  });
+  io.stdout(`Created user ${username} (sub ${id}).\n`);
+}
+
+async function keysRotate(config: Config, args: string[], io: Io): Promise<void> {
+  parse(args, {});
+  const added = await withStore(config, async (store) => {
+    const keys = keyManager(config, store);
+    await keys.ensureKeys();
+    return keys.rotate();
+  });
+  for (const key of added) {
+    io.stdout(`Published ${key.alg} key ${key.kid}; it signs from ${new Date(key.activatesAt).toISOString()}.\n`);
+  }
+}
+
+type Command = (config: Config, args: string[], io: Io) => Promise<void>;
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  'client add': clientAdd,
+  'client list': clientList,
+  'client remove': clientRemove,
+  'user add': userAdd,
+  'keys rotate': keysRotate,
+};
+
+/** Runs one command; returns the exit code. */
+export async function run(argv: string[], io: Io): Promise<number> {
+  try {
+    const [first = '', second = '', ...rest] = argv;
+    if (first === '--help' || first === '-h' || first === 'help') {
+      io.stdout(USAGE);
+      return 0;
+    }
+    const config = loadConfig(io.env);
+    if (first === 'serve') {
+      parse([second, ...rest].filter(Boolean), {});
+      await serve(config);
+      return -1;
+    }
+    const command = COMMANDS[`${first} ${second}`];
+    if (!command) throw new UsageError(first ? `unknown command: ${[first, second].filter(Boolean).join(' ')}` : 'no command given');
+    await command(config, rest, io);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`tessera: ${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      io.stderr(`tessera: invalid setting ${error.message}\n`);
+      return 1;
+    }
+    io.stderr(`tessera: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password: ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  run(process.argv.slice(2), {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    stdin: readStdin,
+    env: process.env,
+  }).then((code) => {
+    // -1: a server is running and keeps the process alive.
+    if (code >= 0) process.exitCode = code;
+  });
+}

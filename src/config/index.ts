@@ -1,0 +1,141 @@
+import path from 'node:path';
+
+/** Everything a running server is told from outside. Read once at start by `loadConfig`. */
+export interface Config {
+  /** TCP port to listen on (`PORT`, default 8080; 0 picks a free one). */
+  readonly port: number;
+  /** Address to listen on (`HOST`, default `localhost`). */
+  readonly host: string;
+  /**
+   * The issuer identifier (`TESSERA_ISSUER`): the `iss` of every token and the base of
+   * every endpoint URL. https, or http on a loopback host (OIDC Discovery §2, RFC 8414 §2).
+   */
+  readonly issuer: string;
+  /** `TESSERA_DATABASE`: a SQLite file path (default `./data/tessera.db`) or a `postgres://` URL. */
+  readonly database: string;
+  /** `TESSERA_LOG_LEVEL`: fatal, error, warn, info (default), debug, trace or silent. */
+  readonly logLevel: string;
+  /** `TESSERA_TRUST_PROXY`: trust X-Forwarded-* from a reverse proxy (default false). */
+  readonly trustProxy: boolean;
+  readonly lifetimes: Lifetimes;
+  readonly device: DeviceSettings;
+  /**
+   * `TESSERA_KEY_LEAD_TIME` seconds (default 3600): how long a new signing key is published in
+   * the JWKS before it signs anything, so relying parties that cache the JWKS see it first.
+   */
+  readonly keyLeadTimeSeconds: number;
+}
+
+/** Lifetimes in seconds. */
+export interface Lifetimes {
+  /** RFC 6749 §4.1.2 says at most 10 minutes; RFC 9700 §4.2.1 short: 60 s. */
+  readonly authorizationCode: number;
+  /** `TESSERA_ACCESS_TOKEN_TTL` (default 3600). */
+  readonly accessToken: number;
+  /** `TESSERA_ID_TOKEN_TTL` (default 3600). */
+  readonly idToken: number;
+  /** `TESSERA_SESSION_TTL` (default 86400): how long a browser sign-in lasts. */
+  readonly session: number;
+}
+
+/** RFC 8628 settings, in seconds. */
+export interface DeviceSettings {
+  /** Device code and user code lifetime: the seed's ten minutes. */
+  readonly codeLifetime: number;
+  /** The `interval` returned; RFC 8628 §3.2 default 5. */
+  readonly interval: number;
+}
+
+export class ConfigError extends Error {
+  constructor(setting: string, why: string) {
+    super(`${setting}: ${why}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got ${JSON.stringify(env[name])}`);
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** OIDC Discovery §2 / RFC 8414 §2: https, no query or fragment; http only for a loopback host. */
+export function parseIssuer(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('TESSERA_ISSUER', `must be an absolute URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    throw new ConfigError('TESSERA_ISSUER', `must use https (http is allowed only for localhost), got ${JSON.stringify(raw)}`);
+  }
+  if (url.search || url.hash || raw.includes('?') || raw.includes('#')) {
+    throw new ConfigError('TESSERA_ISSUER', `must not have a query or fragment, got ${JSON.stringify(raw)}`);
+  }
+  if (url.username || url.password) {
+    throw new ConfigError('TESSERA_ISSUER', 'must not contain a user name or password');
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function database(env: Env): string {
+  const raw = env['TESSERA_DATABASE']?.trim();
+  if (!raw) return path.resolve('data', 'tessera.db');
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    try {
+      new URL(raw);
+    } catch {
+      throw new ConfigError('TESSERA_DATABASE', 'is not a valid postgres:// URL');
+    }
+    return raw;
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
+    throw new ConfigError('TESSERA_DATABASE', 'must be a SQLite file path or a postgres:// URL');
+  }
+  return raw;
+}
+
+/** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = env['HOST']?.trim() || 'localhost';
+  const issuer = parseIssuer(env['TESSERA_ISSUER']?.trim() || `http://localhost:${port}`);
+  const logLevel = env['TESSERA_LOG_LEVEL']?.trim().toLowerCase() || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('TESSERA_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  }
+  return {
+    port,
+    host,
+    issuer,
+    database: database(env),
+    logLevel,
+    trustProxy: boolean(env, 'TESSERA_TRUST_PROXY', false),
+    lifetimes: {
+      authorizationCode: 60,
+      accessToken: integer(env, 'TESSERA_ACCESS_TOKEN_TTL', 3600, 60, 86400),
+      idToken: integer(env, 'TESSERA_ID_TOKEN_TTL', 3600, 60, 86400),
+      session: integer(env, 'TESSERA_SESSION_TTL', 86400, 300, 30 * 86400),
+    },
+    device: { codeLifetime: 600, interval: 5 },
+    keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME', 3600, 0, 30 * 86400),
+  };
+}

@@ -1,0 +1,19 @@
+/** The scopes this server knows (OIDC Core §5.4 and §11), with what each means to the user. */
+export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  openid: 'Sign you in and know who you are',
+  profile: 'See your name and username',
+  email: 'See your email address',
+  offline_access: 'Stay connected while you are away (until you revoke it)',
+};
+
+export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);
+
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+/** Splits a scope parameter into its distinct values, in order; null if malformed. */
+export function parseScope(raw: string): string[] | null {
+  const values = raw.split(' ').filter((value) => value !== '');
+  if (!values.every((value) => SCOPE_TOKEN.test(value))) return null;
+  return [...new Set(values)];
+}

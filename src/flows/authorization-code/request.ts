@@ -1,0 +1,123 @@
+import { OAuthError } from '../../core/errors.ts';
+import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { GRANT_AUTHORIZATION_CODE, type ClientRecord, type Store } from '../../store/types.ts';
+
+/** A validated authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
+export interface AuthorizationRequest {
+  readonly client: ClientRecord;
+  readonly redirectUri: string;
+  readonly scope: readonly string[];
+  readonly state: string | null;
+  readonly nonce: string | null;
+  readonly codeChallenge: string;
+  readonly prompt: string | null;
+  /** OIDC Core §3.1.2.1: seconds since the user last signed in beyond which they must again. */
+  readonly maxAge: number | null;
+}
+
+export type RequestCheck =
+  /** The client or redirect_uri cannot be trusted: show an error page, never redirect (RFC 6749 §4.1.2.1). */
+  | { readonly kind: 'fatal'; readonly error: OAuthError }
+  /** Every other error goes back to the client's registered redirect_uri. */
+  | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | null; readonly error: OAuthError }
+  | { readonly kind: 'ok'; readonly request: AuthorizationRequest };
+
+/** Raw query or form values: a repeated parameter arrives as an array. */
+export type RawParams = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/** The S256 challenge is a base64url SHA-256 digest: 43 characters. */
+const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+/** Bounds what a client can make us store and echo. */
+const MAX_VALUE_LENGTH = 1024;
+
+function single(params: RawParams, name: string): { value: string | null; repeated: boolean } {
+  const raw = params[name];
+  if (Array.isArray(raw)) return { value: null, repeated: raw.length > 1 };
+  // RFC 6749 §3.1: parameters sent without a value are treated as if they were omitted.
+  return { value: typeof raw === 'string' && raw !== '' ? raw : null, repeated: false };
+}
+
+/**
+ * Validates an authorization request. The client and redirect_uri are checked first and
+ * alone: until both are known good, nothing is sent to the redirect_uri.
+ */
+export async function checkAuthorizationRequest(store: Store, params: RawParams): Promise<RequestCheck> {
+  const clientId = single(params, 'client_id');
+  const redirect = single(params, 'redirect_uri');
+  if (clientId.repeated || redirect.repeated) {
+    return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id and redirect_uri must each be sent once') };
+  }
+  if (clientId.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is required') };
+  const client = clientId.value.length <= MAX_VALUE_LENGTH ? await store.clients.get(clientId.value) : null;
+  if (!client) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is not a registered client') };
+  if (redirect.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'redirect_uri is required') };
+  // RFC 9700 §2.1: exact string matching, no patterns, no normalisation.
+  if (!client.redirectUris.includes(redirect.value)) {
+    return { kind: 'fatal', error: new OAuthError('invalid_request', 'redirect_uri is not registered for this client') };
+  }
+  const redirectUri = redirect.value;
+  const stateParam = single(params, 'state');
+  const state = stateParam.repeated ? null : stateParam.value;
+  const fail = (error: OAuthError): RequestCheck => ({ kind: 'redirect', redirectUri, state, error });
+
+  for (const [name, value] of Object.entries(params)) {
+    if (Array.isArray(value) && value.length > 1) return fail(new OAuthError('invalid_request', `${name} must be sent once`));
+    if (typeof value === 'string' && value.length > MAX_VALUE_LENGTH) return fail(new OAuthError('invalid_request', `${name} is too long`));
+  }
+  const responseType = single(params, 'response_type').value;
+  if (responseType === null) return fail(new OAuthError('invalid_request', 'response_type is required'));
+  if (responseType !== 'code') return fail(new OAuthError('unsupported_response_type', 'only response_type=code is supported'));
+  if (!client.grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
+    return fail(new OAuthError('unauthorized_client', 'this client is not allowed the authorization code grant'));
+  }
+  if (single(params, 'request').value !== null || single(params, 'request_uri').value !== null) {
+    return fail(new OAuthError('invalid_request', 'request objects are not supported'));
+  }
+  if (single(params, 'response_mode').value !== null && single(params, 'response_mode').value !== 'query') {
+    return fail(new OAuthError('invalid_request', 'only response_mode=query is supported'));
+  }
+
+  // RFC 7636 §4.4.1 and RFC 9700 §2.1.1: PKCE is required, and only S256 is accepted; an
+  // absent method means plain (RFC 7636 §4.3), so it is refused too.
+  const codeChallenge = single(params, 'code_challenge').value;
+  if (codeChallenge === null) return fail(new OAuthError('invalid_request', 'code_challenge is required (PKCE with S256)'));
+  const method = single(params, 'code_challenge_method').value;
+  if (method !== 'S256') return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256'));
+  if (!S256_CHALLENGE.test(codeChallenge)) {
+    return fail(new OAuthError('invalid_request', 'code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)'));
+  }
+
+  const rawScope = single(params, 'scope').value;
+  // RFC 6749 §3.3: without a default scope, an omitted scope fails as invalid_scope.
+  if (rawScope === null) return fail(new OAuthError('invalid_scope', 'scope is required'));
+  const scope = parseScope(rawScope);
+  if (scope === null || scope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed'));
+  const refused = scope.filter((value) => !SUPPORTED_SCOPES.includes(value) || !client.scopes.includes(value));
+  if (refused.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${refused.join(' ')}`));
+
+  const prompt = single(params, 'prompt').value;
+  if (prompt !== null && !['none', 'login', 'consent'].includes(prompt)) {
+    return fail(new OAuthError('invalid_request', 'prompt must be none, login or consent'));
+  }
+
+  const rawMaxAge = single(params, 'max_age').value;
+  if (rawMaxAge !== null && !/^\d{1,9}$/.test(rawMaxAge)) return fail(new OAuthError('invalid_request', 'max_age must be a number of seconds'));
+  const maxAge = rawMaxAge === null ? null : Number(rawMaxAge);
+
+  return {
+    kind: 'ok',
+    request: { client, redirectUri, scope, state, nonce: single(params, 'nonce').value, codeChallenge, prompt, maxAge },
+  };
+}
+
+/**
+ * The redirect back to the client (RFC 6749 §4.1.2 and §4.1.2.1) with `iss` (RFC 9207).
+ * Parameters are added to any query the registered URI already has.
+ */
+export function redirectToClient(redirectUri: string, issuer: string, state: string | null, params: Record<string, string>): string {
+  const url = new URL(redirectUri);
+  for (const [name, value] of Object.entries(params)) url.searchParams.append(name, value);
+  if (state !== null) url.searchParams.append('state', state);
+  url.searchParams.append('iss', issuer);
+  return url.href;
+}

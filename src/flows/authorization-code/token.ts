@@ -1,0 +1,59 @@
+/**
+ * RFC 6749 §4.1.3 (Access Token Request) with RFC 7636 §4.5-4.6 (PKCE verification).
+ */
+import { CODE_VERIFIER_PATTERN, hashSecret, s256 } from '../../core/crypto.ts';
+import { OAuthError } from '../../core/errors.ts';
+import { GRANT_AUTHORIZATION_CODE } from '../../store/types.ts';
+import type { TokenGrant } from '../types.ts';
+
+export const authorizationCodeGrant: TokenGrant = {
+  type: GRANT_AUTHORIZATION_CODE,
+
+  async handle(deps, client, params) {
+    const code = params['code'];
+    const redirectUri = params['redirect_uri'];
+    const verifier = params['code_verifier'];
+    if (code === undefined) throw new OAuthError('invalid_request', 'code is required');
+    // RFC 6749 §4.1.3: redirect_uri is REQUIRED if it was included in the authorization
+    // request, and here it always is.
+    if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required');
+    // RFC 7636 §4.5: the client MUST send the code_verifier.
+    if (verifier === undefined) throw new OAuthError('invalid_request', 'code_verifier is required');
+    // RFC 7636 §4.1: code-verifier = 43*128unreserved. A malformed one can never match.
+    if (!CODE_VERIFIER_PATTERN.test(verifier)) {
+      throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters');
+    }
+
+    const now = deps.clock.now();
+    const hash = hashSecret(code);
+    // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
+    // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
+    // are checked in the one statement that redeems it.
+    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge: s256(verifier) }, now);
+    if (!redeemed) {
+      const found = await deps.store.codes.find(hash);
+      if (found?.consumedAt != null) {
+        // RFC 6749 §4.1.2: if a code is used more than once, the server SHOULD revoke all
+        // tokens previously issued based on that code.
+        await deps.store.grants.revoke(found.grantId, now);
+        throw new OAuthError('invalid_grant', 'authorization code has already been used');
+      }
+      if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
+      if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
+      if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+    }
+
+    const [grant, user] = await Promise.all([deps.store.grants.get(redeemed.grantId), deps.store.users.get(redeemed.userId)]);
+    if (!grant || grant.revokedAt !== null) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
+    if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
+    return deps.tokens.issue({
+      client,
+      user,
+      scope: redeemed.scope,
+      grantId: redeemed.grantId,
+      authTime: redeemed.authTime,
+      nonce: redeemed.nonce,
+    });
+  },
+};

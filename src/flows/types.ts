@@ -1,0 +1,21 @@
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../config/index.ts';
+import type { ClientRecord, GrantType, Store } from '../store/types.ts';
+import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
+
+/** What the protocol flows are given: no Fastify, so tests can call them directly. */
+export interface FlowDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly tokens: TokenIssuer;
+}
+
+/** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */
+export type Params = Readonly<Record<string, string>>;
+
+/** One grant type at the token endpoint (RFC 6749 §4.1.3, RFC 8628 §3.4, …). */
+export interface TokenGrant {
+  readonly type: GrantType;
+  handle(deps: FlowDeps, client: ClientRecord, params: Params): Promise<TokenResponse>;
+}

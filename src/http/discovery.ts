@@ -1,0 +1,54 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { SUPPORTED_SCOPES } from '../core/scopes.ts';
+import type { AppDeps } from '../app.ts';
+
+/**
+ * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing
+ * is advertised that a client cannot use.
+ */
+export function discoveryMetadata(deps: AppDeps): Record<string, unknown> {
+  const issuer = deps.config.issuer;
+  return {
+    issuer,
+    authorization_endpoint: `${issuer}/oauth/authorize`,
+    token_endpoint: `${issuer}/oauth/token`,
+    jwks_uri: `${issuer}/.well-known/jwks.json`,
+    ...deps.extraMetadata,
+    scopes_supported: SUPPORTED_SCOPES,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: deps.grants.map((grant) => grant.type),
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: ['RS256'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic'],
+    code_challenge_methods_supported: ['S256'],
+    authorization_response_iss_parameter_supported: true,
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'name', 'preferred_username', 'email', 'email_verified'],
+    prompt_values_supported: ['none', 'login', 'consent'],
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+  };
+}
+
+export const discoveryRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const metadata = JSON.stringify(discoveryMetadata(deps));
+  const send = async (_request: unknown, reply: import('fastify').FastifyReply) =>
+    reply
+      .header('Cache-Control', 'public, max-age=300')
+      .header('Access-Control-Allow-Origin', '*')
+      .type('application/json; charset=utf-8')
+      .send(metadata);
+  app.get('/.well-known/openid-configuration', send);
+  app.get('/.well-known/oauth-authorization-server', send);
+
+  // Relying parties cache this: the max-age stays well below the key publication lead time,
+  // so a new key is seen by every cache before it signs anything.
+  app.get('/.well-known/jwks.json', async (_request, reply) =>
+    reply
+      .header('Cache-Control', 'public, max-age=300')
+      .header('Access-Control-Allow-Origin', '*')
+      .type('application/jwk-set+json')
+      .send(JSON.stringify(await deps.keys.jwks())),
+  );
+};

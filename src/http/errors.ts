@@ -1,0 +1,59 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { OAuthError } from '../core/errors.ts';
+import { errorPage } from '../ui/pages.ts';
+import { BASIC_CHALLENGE } from './client-auth.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route serves a page to a person: errors render as HTML, not JSON. */
+    page?: boolean;
+  }
+}
+
+const FASTIFY_CLIENT_ERRORS: Readonly<Record<string, OAuthError>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: new OAuthError('invalid_request', 'the request body is too large', { status: 413 }),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: new OAuthError('invalid_request', 'the request body must be application/x-www-form-urlencoded'),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: new OAuthError('invalid_request', 'the Content-Length does not match the body'),
+  FST_ERR_CTP_EMPTY_TYPE: new OAuthError('invalid_request', 'the request body must be application/x-www-form-urlencoded'),
+};
+
+/** Maps anything thrown to the OAuth error the client sees; unknown errors are server_error. */
+export function toOAuthError(error: unknown): OAuthError {
+  if (error instanceof OAuthError) return error;
+  const fastifyError = error as Partial<FastifyError> | null;
+  const known = fastifyError?.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;
+  if (known) return known;
+  if (fastifyError?.validation) return new OAuthError('invalid_request', fastifyError.message ?? 'the request is malformed');
+  const status = fastifyError?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new OAuthError('invalid_request', 'the request is malformed', { status: status === 413 || status === 431 ? status : 400 });
+  }
+  return new OAuthError('server_error', 'the server could not complete the request', { cause: error });
+}
+
+/** Writes an OAuth error as RFC 6749 §5.2 JSON, or as a page on page routes. */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: OAuthError): FastifyReply {
+  if (error.code === 'invalid_client' && error.status === 401) reply.header('WWW-Authenticate', BASIC_CHALLENGE);
+  reply.header('Cache-Control', 'no-store');
+  reply.status(error.status);
+  if (request.routeOptions.config?.page) {
+    const title = error.status >= 500 ? 'Something went wrong' : error.status === 403 ? 'Request refused' : 'This request cannot be completed';
+    return reply.type('text/html; charset=utf-8').send(errorPage(title, error.description));
+  }
+  return reply.type('application/json; charset=utf-8').send(error.toJSON());
+}
+
+/**
+ * The one error handler: every failure becomes an OAuth error with its status; stack traces
+ * and internal messages go to the log only.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const oauth = toOAuthError(error);
+    if (oauth.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(request, reply, oauth);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new OAuthError('invalid_request', `no endpoint at ${request.method} ${request.url.split('?')[0]}`, { status: 404 })),
+  );
+}

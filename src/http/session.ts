@@ -1,0 +1,96 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { constantTimeEqual, hashSecret, randomToken } from '../core/crypto.ts';
+import { OAuthError } from '../core/errors.ts';
+import type { Config } from '../config/index.ts';
+import type { SessionRecord, Store } from '../store/types.ts';
+import type { Clock } from '../core/clock.ts';
+
+/**
+ * Cookie names. Over https they take the `__Host-` prefix, which the browser accepts only
+ * for Secure, host-only, Path=/ cookies, so a sibling subdomain cannot plant them.
+ */
+export function cookieNames(config: Config): { session: string; csrf: string } {
+  const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
+  return { session: `${prefix}tessera_session`, csrf: `${prefix}tessera_csrf` };
+}
+
+function cookieOptions(config: Config, maxAgeSeconds?: number) {
+  return {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: config.issuer.startsWith('https:'),
+    ...(maxAgeSeconds === undefined ? {} : { maxAge: maxAgeSeconds }),
+  };
+}
+
+export interface SessionDeps {
+  readonly store: Store;
+  readonly config: Config;
+  readonly clock: Clock;
+}
+
+/** The signed-in browser session, if the cookie names a live one. */
+export async function currentSession(deps: SessionDeps, request: FastifyRequest): Promise<SessionRecord | null> {
+  const value = request.cookies[cookieNames(deps.config).session];
+  if (!value || value.length > 128) return null;
+  return deps.store.sessions.get(hashSecret(value), deps.clock.now());
+}
+
+export async function startSession(deps: SessionDeps, reply: FastifyReply, userId: string): Promise<SessionRecord> {
+  const now = deps.clock.now();
+  const value = randomToken(32);
+  const session: SessionRecord = {
+    idHash: hashSecret(value),
+    userId,
+    authTime: now,
+    createdAt: now,
+    expiresAt: now + deps.config.lifetimes.session * 1000,
+  };
+  await deps.store.sessions.create(session);
+  reply.setCookie(cookieNames(deps.config).session, value, cookieOptions(deps.config, deps.config.lifetimes.session));
+  return session;
+}
+
+export async function endSession(deps: SessionDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const name = cookieNames(deps.config).session;
+  const value = request.cookies[name];
+  if (value) await deps.store.sessions.remove(hashSecret(value));
+  reply.clearCookie(name, cookieOptions(deps.config));
+}
+
+/**
+ * CSRF defence for every form: a random token in an HttpOnly cookie, echoed in a hidden
+ * field (double submit), on top of SameSite=Lax cookies and an Origin check. Returns the
+ * token to put in the page, setting the cookie when the browser has none.
+ */
+export function csrfToken(config: Config, request: FastifyRequest, reply: FastifyReply): string {
+  const name = cookieNames(config).csrf;
+  const existing = request.cookies[name];
+  if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
+  const token = randomToken(32);
+  reply.setCookie(name, token, cookieOptions(config));
+  // Later code in the same request (a page rendered after a failed check) sees the new one.
+  request.cookies[name] = token;
+  return token;
+}
+
+/** Refuses a form post that did not come from one of our own pages. */
+export function checkCsrf(config: Config, request: FastifyRequest, submitted: unknown): void {
+  const origin = request.headers.origin;
+  if (origin !== undefined && origin !== new URL(config.issuer).origin) {
+    throw new OAuthError('invalid_request', 'the form was posted from another site', { status: 403 });
+  }
+  const expected = request.cookies[cookieNames(config).csrf];
+  if (typeof submitted !== 'string' || !expected || !constantTimeEqual(submitted, expected)) {
+    throw new OAuthError('invalid_request', 'the form has expired; go back and try again', { status: 403 });
+  }
+}
+
+/** A same-server path to return to after sign-in; anything else falls back to `/`. */
+export function safeReturnTo(value: unknown): string {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || value.length > 4096) {
+    return '/';
+  }
+  return value;
+}

@@ -1,0 +1,28 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { OAuthError } from '../core/errors.ts';
+import type { AppDeps } from '../app.ts';
+import { authenticateClient } from './client-auth.ts';
+import { formParams } from './form.ts';
+
+/**
+ * The token endpoint (RFC 6749 §3.2): authenticate the client, then hand the request to the
+ * grant its `grant_type` names. Each grant is one module registered in `AppDeps.grants`.
+ */
+export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const grants = new Map(deps.grants.map((grant) => [grant.type as string, grant]));
+
+  app.post('/oauth/token', async (request, reply) => {
+    // RFC 6749 §5.1: responses with tokens (and, for simplicity, all of them) are not cached.
+    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
+    const params = formParams(request);
+    const client = await authenticateClient(deps.store, request, params);
+    const grantType = params['grant_type'];
+    if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required');
+    const grant = grants.get(grantType);
+    if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType} is not supported`);
+    if (!client.grantTypes.includes(grant.type)) {
+      throw new OAuthError('unauthorized_client', `this client is not allowed the ${grantType} grant`);
+    }
+    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params));
+  });
+};

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import * as oidc from 'openid-client';
+import { FormBrowser } from './helpers/browser.ts';
+import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+interface Attempt {
+  readonly url: URL;
+  readonly verifier: string;
+  readonly challenge: string;
+  readonly state: string;
+  readonly nonce: string;
+}
+
+async function attempt(config: oidc.Configuration, scope = 'openid profile email'): Promise<Attempt> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const challenge = await oidc.calculatePKCECodeChallenge(verifier);
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT_URI,
+    scope,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+  });
+  return { url, verifier, challenge, state, nonce };
+}
+
+describe('authorization code flow with PKCE, through openid-client', () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.addClient({ name: 'Photo Printer' });
+    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+  });
+  after(() => server.close());
+
+  /** Runs the browser part; returns the callback URL the client receives. */
+  async function callback(start: Attempt, browser = new FormBrowser(server.url), decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
+    const page = await browser.authorize(start.url.href, user, decision);
+    assert.equal(page.status, 303, page.html);
+    assert.ok(page.location?.startsWith(REDIRECT_URI), `redirected to ${page.location}`);
+    return new URL(page.location);
+  }
+
+  it('completes the flow, and the client library validates the ID token with its nonce', async () => {
+    const start = await attempt(config);
+    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+      idTokenExpected: true,
+    });
+    assert.equal(tokens.token_type, 'bearer');
+    assert.equal(tokens.scope, 'openid profile email');
+    assert.ok((tokens.expires_in ?? 0) > 0);
+    const claims = tokens.claims()!;
+    assert.equal(claims.iss, server.url);
+    assert.equal(claims.aud, client.clientId);
+    assert.equal(claims.sub, user.id);
+    assert.equal(claims.nonce, start.nonce);
+    assert.equal(typeof claims.auth_time, 'number');
+    assert.equal(claims['name'], 'Ada Lovelace');
+    assert.equal(claims['email'], 'ada@example.com');
+  });
+
+  it('issues an RFC 9068 access token that verifies against the published JWKS', async () => {
+    const start = await attempt(config, 'openid');
+    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+    });
+    const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
+    const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, {
+      issuer: server.url,
+      audience: server.url,
+      typ: 'at+jwt',
+    });
+    assert.equal(protectedHeader.alg, 'RS256');
+    assert.equal(payload.sub, user.id);
+    assert.equal(payload['client_id'], client.clientId);
+    assert.equal(payload['scope'], 'openid');
+    assert.equal(typeof payload.jti, 'string');
+    assert.equal(decodeJwt(tokens.id_token!)['email'], undefined, 'no email claim without the email scope');
+  });
+
+  it('leaves out the ID token when openid was not asked for', async () => {
+    const start = await attempt(config, 'profile');
+    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+    });
+    assert.equal(tokens.id_token, undefined);
+    assert.equal(tokens.scope, 'profile');
+  });
+
+  it('returns the state and the issuer on the callback (RFC 9207)', async () => {
+    const start = await attempt(config);
+    const url = await callback(start);
+    assert.equal(url.searchParams.get('state'), start.state);
+    assert.equal(url.searchParams.get('iss'), server.url);
+    assert.match(url.searchParams.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('sends access_denied with the state when the user denies', async () => {
+    const start = await attempt(config);
+    const url = await callback(start, undefined, 'deny');
+    assert.equal(url.searchParams.get('error'), 'access_denied');
+    assert.equal(url.searchParams.get('state'), start.state);
+    assert.equal(url.searchParams.get('code'), null);
+  });
+
+  it('refuses a wrong code_verifier with invalid_grant, and the code still works with the right one', async () => {
+    const start = await attempt(config);
+    const code = (await callback(start)).searchParams.get('code')!;
+    const auth = { authorization: basic(client.clientId, client.clientSecret) };
+    const wrong = await postForm(`${server.url}/oauth/token`, {
+      grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: oidc.randomPKCECodeVerifier(),
+    }, auth);
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.body['error'], 'invalid_grant');
+    const right = await postForm(`${server.url}/oauth/token`, {
+      grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier,
+    }, auth);
+    assert.equal(right.status, 200);
+  });
+
+  it('refuses a replayed code with invalid_grant and revokes the grant it came from', async () => {
+    const start = await attempt(config);
+    const code = (await callback(start)).searchParams.get('code')!;
+    const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
+    const auth = { authorization: basic(client.clientId, client.clientSecret) };
+    const first = await postForm(`${server.url}/oauth/token`, form, auth);
+    assert.equal(first.status, 200);
+    const replay = await postForm(`${server.url}/oauth/token`, form, auth);
+    assert.equal(replay.status, 400);
+    assert.equal(replay.body['error'], 'invalid_grant');
+    const grantId = decodeJwt(first.body['access_token'] as string)['gid'] as string;
+    assert.notEqual((await server.store.grants.get(grantId))?.revokedAt, null, 'the grant is revoked');
+  });
+
+  it('gives a code to exactly one of 20 concurrent redemptions', async () => {
+    const start = await attempt(config);
+    const code = (await callback(start)).searchParams.get('code')!;
+    const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
+    const auth = { authorization: basic(client.clientId, client.clientSecret) };
+    const results = await Promise.all(Array.from({ length: 20 }, () => postForm(`${server.url}/oauth/token`, form, auth)));
+    assert.equal(results.filter((result) => result.status === 200).length, 1);
+    for (const result of results.filter((result) => result.status !== 200)) {
+      assert.equal(result.status, 400);
+      assert.equal(result.body['error'], 'invalid_grant');
+    }
+  });
+
+  it('refuses a code presented with another redirect_uri, or by another client', async () => {
+    const other = await server.addClient();
+    const start = await attempt(config);
+    const code = (await callback(start)).searchParams.get('code')!;
+    const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
+    const byOther = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(other.clientId, other.clientSecret) });
+    assert.equal(byOther.body['error'], 'invalid_grant');
+    const elsewhere = await postForm(`${server.url}/oauth/token`, { ...form, redirect_uri: 'http://127.0.0.1:9/other' }, {
+      authorization: basic(client.clientId, client.clientSecret),
+    });
+    assert.equal(elsewhere.status, 400);
+    assert.equal(elsewhere.body['error'], 'invalid_grant');
+  });
+
+  it('refuses a malformed code_verifier with invalid_grant', async () => {
+    const start = await attempt(config);
+    const code = (await callback(start)).searchParams.get('code')!;
+    for (const verifier of ['short', 'x'.repeat(129), `${'a'.repeat(42)} `, `${'a'.repeat(42)}+`]) {
+      const result = await postForm(`${server.url}/oauth/token`, {
+        grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier,
+      }, { authorization: basic(client.clientId, client.clientSecret) });
+      assert.equal(result.status, 400, verifier);
+      assert.equal(result.body['error'], 'invalid_grant', verifier);
+    }
+  });
+
+  it('refuses an unknown code with invalid_grant', async () => {
+    const result = await postForm(`${server.url}/oauth/token`, {
+      grant_type: 'authorization_code', code: 'not-a-code', redirect_uri: REDIRECT_URI, code_verifier: oidc.randomPKCECodeVerifier(),
+    }, { authorization: basic(client.clientId, client.clientSecret) });
+    assert.equal(result.status, 400);
+    assert.equal(result.body['error'], 'invalid_grant');
+  });
+
+  it('signs ID tokens with a key that the JWKS publishes', async () => {
+    const start = await attempt(config);
+    const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
+      pkceCodeVerifier: start.verifier, expectedState: start.state, expectedNonce: start.nonce,
+    });
+    const { kid } = decodeProtectedHeader(tokens.id_token!);
+    const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; d?: string }[] };
+    assert.ok(jwks.keys.some((key) => key.kid === kid));
+    assert.ok(jwks.keys.every((key) => key.d === undefined), 'no private key material is published');
+  });
+});

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+  let browser: Browser;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.addClient({ name: 'Garden Planner' });
+    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
+    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  /** Opens a phone-sized page that captures the redirect to the client instead of loading it. */
+  async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const page = await context.newPage();
+    const callback = new Promise<URL>((resolve) => {
+      void page.route(`${REDIRECT_URI}**`, async (route) => {
+        resolve(new URL(route.request().url()));
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
+      });
+    });
+    return { page, callback };
+  }
+
+  async function start(scope = 'openid profile email') {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope, state, nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    });
+    return { url, verifier, state, nonce };
+  }
+
+  it('signs in, shows the application and scopes, approves, and the client gets a valid ID token', async () => {
+    const { page, callback } = await phonePage();
+    const attempt = await start();
+    await page.goto(attempt.url.href);
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
+    const scopes = await page.getByRole('listitem').allInnerTexts();
+    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name and username', 'See your email address']);
+    // Usable on a phone: the page fits the viewport without sideways scrolling.
+    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true);
+    await page.getByRole('button', { name: 'Approve' }).click();
+
+    const tokens = await oidc.authorizationCodeGrant(config, await callback, {
+      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+    });
+    assert.equal(tokens.claims()?.sub, user.id);
+    assert.equal(tokens.claims()?.['name'], 'Grace Hopper');
+    await page.context().close();
+  });
+
+  it('sends access_denied to the client when the user presses Deny', async () => {
+    const { page, callback } = await phonePage();
+    const attempt = await start('openid');
+    await page.goto(attempt.url.href);
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Deny' }).click();
+    const url = await callback;
+    assert.equal(url.searchParams.get('error'), 'access_denied');
+    assert.equal(url.searchParams.get('state'), attempt.state);
+    await page.context().close();
+  });
+
+  it('tells the user when the password is wrong, and lets them try again', async () => {
+    const { page, callback } = await phonePage();
+    const attempt = await start('openid');
+    await page.goto(attempt.url.href);
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    assert.ok((await callback).searchParams.get('code'));
+    await page.context().close();
+  });
+});

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ManualClock } from '../src/core/clock.ts';
+import { KeyManager } from '../src/tokens/keys.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+
+describe('discovery and JWKS', () => {
+  let server: TestServer;
+
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  it('states exactly what is implemented', async () => {
+    const response = await fetch(`${server.url}/.well-known/openid-configuration`);
+    assert.equal(response.status, 200);
+    const metadata = (await response.json()) as Record<string, unknown>;
+    assert.equal(metadata['issuer'], server.url);
+    assert.equal(metadata['authorization_endpoint'], `${server.url}/oauth/authorize`);
+    assert.equal(metadata['token_endpoint'], `${server.url}/oauth/token`);
+    assert.equal(metadata['jwks_uri'], `${server.url}/.well-known/jwks.json`);
+    assert.deepEqual(metadata['code_challenge_methods_supported'], ['S256']);
+    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic']);
+    assert.deepEqual(metadata['response_types_supported'], ['code']);
+    assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
+    assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));
+    const rfc8414 = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    assert.deepEqual(rfc8414, metadata);
+  });
+
+  it('publishes an RS256 and an ES256 public key, and no private parts', async () => {
+    const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: Record<string, unknown>[] };
+    assert.deepEqual(jwks.keys.map((key) => key['alg']).sort(), ['ES256', 'RS256']);
+    for (const key of jwks.keys) {
+      assert.equal(key['use'], 'sig');
+      assert.equal(typeof key['kid'], 'string');
+      for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi']) assert.equal(key[secret], undefined);
+    }
+  });
+});
+
+describe('key rotation', () => {
+  it('publishes the next key before it signs, and keeps the old one until its tokens expire', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1));
+    const server = await startTestServer({ clock });
+    try {
+      const keys = new KeyManager(server.store.keys, clock, { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 });
+      const before = await keys.signingKey('RS256');
+      const [next] = (await keys.rotate()).filter((key) => key.alg === 'RS256');
+      const published = async () => (await keys.jwks()).keys.map((key) => key.kid);
+
+      assert.ok((await published()).includes(next!.kid), 'published at once');
+      assert.equal((await keys.signingKey('RS256')).kid, before.kid, 'the old key still signs during the lead time');
+
+      clock.advance(3600 * 1000);
+      assert.equal((await keys.signingKey('RS256')).kid, next!.kid, 'the new key signs after the lead time');
+      assert.ok((await published()).includes(before.kid), 'the old key stays published while its tokens live');
+
+      clock.advance(3600 * 1000 + 1);
+      assert.ok(!(await published()).includes(before.kid), 'the old key leaves once its last token has expired');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * A minimal cookie-keeping form client for tests that do not need a real browser: it reads
+ * the server's pages as a person's browser would (forms, hidden fields, redirects).
+ */
+const ENTITIES: Readonly<Record<string, string>> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
+const unescape = (value: string) => value.replace(/&(amp|lt|gt|quot|#39);/g, (entity) => ENTITIES[entity]!);
+
+export interface Page {
+  readonly status: number;
+  readonly url: string;
+  readonly html: string;
+  readonly location: string | null;
+  readonly headers: Headers;
+}
+
+export interface Form {
+  readonly action: string;
+  readonly fields: Record<string, string>;
+  /** Values of the submit buttons named `decision`, in page order. */
+  readonly buttons: string[];
+}
+
+export class FormBrowser {
+  readonly cookies = new Map<string, string>();
+  readonly base: string;
+
+  constructor(base: string) {
+    this.base = base;
+  }
+
+  #remember(headers: Headers): void {
+    for (const line of headers.getSetCookie()) {
+      const [pair = ''] = line.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      if (/max-age=0|expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+  }
+
+  async request(url: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Page> {
+    const target = new URL(url, this.base).href;
+    const headers: Record<string, string> = { ...init.headers };
+    if (this.cookies.size > 0) headers['cookie'] = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+    if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
+    const response = await fetch(target, {
+      method: init.method ?? (init.form ? 'POST' : 'GET'),
+      headers,
+      redirect: 'manual',
+      ...(init.form ? { body: new URLSearchParams(init.form).toString() } : {}),
+    });
+    this.#remember(response.headers);
+    return { status: response.status, url: target, html: await response.text(), location: response.headers.get('location'), headers: response.headers };
+  }
+
+  /** Follows redirects on this server; stops at one leading elsewhere and returns it. */
+  async follow(page: Page): Promise<Page> {
+    let current = page;
+    for (let hops = 0; current.location && hops < 10; hops++) {
+      const next = new URL(current.location, current.url);
+      if (next.origin !== new URL(this.base).origin) return current;
+      current = await this.request(next.href);
+    }
+    return current;
+  }
+
+  /** The first form on the page whose action matches. */
+  form(page: Page, action: string | RegExp): Form {
+    for (const match of page.html.matchAll(/<form\b[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)) {
+      const formAction = unescape(match[1]!);
+      if (typeof action === 'string' ? formAction !== action : !action.test(formAction)) continue;
+      const fields: Record<string, string> = {};
+      for (const input of match[2]!.matchAll(/<input\b[^>]*>/g)) {
+        const name = /name="([^"]*)"/.exec(input[0])?.[1];
+        const value = /value="([^"]*)"/.exec(input[0])?.[1] ?? '';
+        if (name) fields[unescape(name)] = unescape(value);
+      }
+      const buttons = [...match[2]!.matchAll(/<button\b[^>]*name="decision"[^>]*value="([^"]*)"/g)].map((button) => button[1]!);
+      return { action: formAction, fields, buttons };
+    }
+    throw new Error(`no form with action ${action} on ${page.url} (status ${page.status}):\n${page.html.slice(0, 2000)}`);
+  }
+
+  async submit(page: Page, action: string | RegExp, values: Record<string, string>): Promise<Page> {
+    const form = this.form(page, action);
+    return this.request(new URL(form.action, page.url).href, { form: { ...form.fields, ...values } });
+  }
+
+  /**
+   * Opens an authorization URL, signs in if asked, and decides. Returns the redirect that
+   * leaves this server (to the client's redirect_uri).
+   */
+  async authorize(url: string, user: { username: string; password: string } | null, decision: 'approve' | 'deny' = 'approve'): Promise<Page> {
+    let page = await this.follow(await this.request(url));
+    if (page.html.includes('action="/login"') && user) {
+      page = await this.follow(await this.submit(page, '/login', { username: user.username, password: user.password }));
+    }
+    if (page.location) return page;
+    return this.submit(page, '/oauth/authorize', { decision });
+  }
+}

@@ -1,0 +1,23 @@
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+
+export const CHROMIUM_PATH = process.env['TESSERA_CHROMIUM'] ?? '/usr/bin/chromium';
+
+/**
+ * Why browser tests cannot run here, or undefined when they can. In CI a missing browser is
+ * a failure, not a skip: `.ci/run` installs Debian's chromium.
+ */
+export function chromiumUnavailable(): string | undefined {
+  if (existsSync(CHROMIUM_PATH)) return undefined;
+  if (process.env['CI']) throw new Error(`Chromium is not installed at ${CHROMIUM_PATH}; .ci/run should have installed it`);
+  return `browser tests skipped: no Chromium at ${CHROMIUM_PATH} (apt-get install chromium)`;
+}
+
+/** Headless Debian Chromium with the flags this sandboxed, offline machine needs. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+}

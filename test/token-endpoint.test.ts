@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { basic, postForm, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+
+describe('the token endpoint refuses malformed requests with OAuth errors', () => {
+  let server: TestServer;
+  let client: TestClient;
+  let token: string;
+  let auth: Record<string, string>;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.addClient();
+    token = `${server.url}/oauth/token`;
+    auth = { authorization: basic(client.clientId, client.clientSecret) };
+  });
+  after(() => server.close());
+
+  function assertError(result: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, error: string) {
+    assert.equal(result.status, status, JSON.stringify(result.body));
+    assert.equal(result.body['error'], error);
+    assert.equal(typeof result.body['error_description'], 'string');
+    assert.match(result.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(result.headers.get('cache-control'), 'no-store');
+    assert.doesNotMatch(JSON.stringify(result.body), /at .*\.ts:\d+/, 'no stack trace');
+  }
+
+  it('answers a request without client authentication with invalid_client, 401 and WWW-Authenticate', async () => {
+    const result = await postForm(token, { grant_type: 'authorization_code', code: 'x' });
+    assertError(result, 401, 'invalid_client');
+    assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
+  });
+
+  it('answers a wrong client secret with invalid_client and 401', async () => {
+    const result = await postForm(token, { grant_type: 'authorization_code' }, { authorization: basic(client.clientId, 'wrong') });
+    assertError(result, 401, 'invalid_client');
+    assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
+  });
+
+  it('answers an unknown client and a malformed Basic header with invalid_client', async () => {
+    assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: basic('nobody', 'x') }), 401, 'invalid_client');
+    assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: 'Basic !!!' }), 401, 'invalid_client');
+    assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }), 401, 'invalid_client');
+  });
+
+  it('decodes form-encoded credentials in the Basic header (RFC 6749 §2.3.1)', async () => {
+    const result = await postForm(token, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }, auth);
+    assertError(result, 400, 'invalid_grant');
+  });
+
+  it('refuses client_secret in the body (only client_secret_basic is offered)', async () => {
+    assertError(await postForm(token, { grant_type: 'authorization_code', client_id: client.clientId, client_secret: client.clientSecret }), 401, 'invalid_client');
+  });
+
+  it('answers a missing grant_type with invalid_request', async () => {
+    assertError(await postForm(token, { code: 'x' }, auth), 400, 'invalid_request');
+  });
+
+  it('answers an unknown grant_type with unsupported_grant_type', async () => {
+    assertError(await postForm(token, { grant_type: 'password', username: 'a', password: 'b' }, auth), 400, 'unsupported_grant_type');
+  });
+
+  it('answers a repeated parameter with invalid_request', async () => {
+    assertError(await postForm(token, 'grant_type=authorization_code&code=a&code=b', auth), 400, 'invalid_request');
+  });
+
+  it('answers missing code, redirect_uri or code_verifier with invalid_request', async () => {
+    const full = { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) };
+    for (const missing of ['code', 'redirect_uri', 'code_verifier'] as const) {
+      const form: Record<string, string> = { ...full };
+      delete form[missing];
+      assertError(await postForm(token, form, auth), 400, 'invalid_request');
+    }
+  });
+
+  it('answers a JSON body with invalid_request', async () => {
+    const response = await fetch(token, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"grant_type":"authorization_code"}' });
+    assert.equal(response.status, 400);
+    assert.equal(((await response.json()) as { error: string }).error, 'invalid_request');
+  });
+
+  it('answers a request without a body with invalid_request', async () => {
+    const response = await fetch(token, { method: 'POST', headers: auth });
+    assert.equal(response.status, 400);
+    assert.equal(((await response.json()) as { error: string }).error, 'invalid_request');
+  });
+
+  it('answers an oversized body with 413 and invalid_request', async () => {
+    assertError(await postForm(token, { grant_type: 'authorization_code', code: 'x'.repeat(64 * 1024) }, auth), 413, 'invalid_request');
+  });
+
+  it('answers a malformed form body without crashing', async () => {
+    assertError(await postForm(token, '%%%&&&=%zz', auth), 400, 'invalid_request');
+  });
+
+  it('answers unauthorized_client when the client is not allowed the grant', async () => {
+    const deviceOnly = await server.addClient({ grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const result = await postForm(token, { grant_type: 'authorization_code', code: 'x' }, { authorization: basic(deviceOnly.clientId, deviceOnly.clientSecret) });
+    assertError(result, 400, 'unauthorized_client');
+  });
+
+  it('answers GET with an OAuth error, not a crash', async () => {
+    const response = await fetch(token);
+    assert.equal(response.status, 404);
+    assert.equal(((await response.json()) as { error: string }).error, 'invalid_request');
+  });
+});

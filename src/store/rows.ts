@@ -1,0 +1,201 @@
+/**
+ * Rows to records: one function per table, shared by both stores so that both return the
+ * same shapes. The few column types SQL has no common form for are read through the
+ * dialect's `ColumnReader`. Every value is checked: a row that does not fit its record
+ * is a corrupt database or a schema mismatch, and fails loudly here rather than
+ * somewhere in a flow.
+ */
+
+import {
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  type AuthorizationCodeRecord,
+  type ClientRecord,
+  type DeviceAuthorizationRecord,
+  type DevicePollOutcome,
+  type DeviceStatus,
+  type GrantRecord,
+  type GrantType,
+  type SessionRecord,
+  type SigningAlgorithm,
+  type SigningKeyRecord,
+  type UserRecord,
+} from './types.ts';
+
+/** A row as a driver returns it: column name to value. */
+export type Row = Readonly<Record<string, unknown>>;
+
+/** How a dialect stores lists, JSON objects and booleans. */
+export interface ColumnReader {
+  /** A list of strings: JSON text in SQLite, `text[]` in PostgreSQL. */
+  strings(row: Row, column: string): string[];
+  /** A JSON object: JSON text in SQLite, `jsonb` in PostgreSQL. */
+  object(row: Row, column: string): Record<string, unknown>;
+  /** 0 or 1 in SQLite, `boolean` in PostgreSQL. */
+  boolean(row: Row, column: string): boolean;
+}
+
+export class CorruptRowError extends Error {
+  constructor(column: string, expected: string, value: unknown) {
+    super(`column ${column}: expected ${expected}, found ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`);
+    this.name = 'CorruptRowError';
+  }
+}
+
+export function text(row: Row, column: string): string {
+  const value = row[column];
+  if (typeof value !== 'string') throw new CorruptRowError(column, 'text', value);
+  return value;
+}
+
+export function textOrNull(row: Row, column: string): string | null {
+  return row[column] === null ? null : text(row, column);
+}
+
+export function integer(row: Row, column: string): number {
+  const value = row[column];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new CorruptRowError(column, 'an integer', value);
+  return value;
+}
+
+export function integerOrNull(row: Row, column: string): number | null {
+  return row[column] === null ? null : integer(row, column);
+}
+
+/** Checks that every element of a decoded list is a string. */
+export function stringList(column: string, value: unknown): string[] {
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
+    throw new CorruptRowError(column, 'a list of strings', value);
+  }
+  return value;
+}
+
+/** Checks that a decoded JSON value is an object (a JWK), not an array or a scalar. */
+export function jsonObject(column: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new CorruptRowError(column, 'a JSON object', value);
+  }
+  return { ...value };
+}
+
+function oneOf<T extends string>(allowed: readonly T[], column: string, value: string): T {
+  const found = allowed.find((candidate) => candidate === value);
+  if (found === undefined) throw new CorruptRowError(column, allowed.join(' | '), value);
+  return found;
+}
+
+const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
+const grantKinds: readonly GrantRecord['kind'][] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE];
+const deviceStatuses: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed'];
+const pollOutcomes: readonly DevicePollOutcome[] = ['expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending'];
+const algorithms: readonly SigningAlgorithm[] = ['RS256', 'ES256'];
+
+export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
+  return {
+    id: text(row, 'id'),
+    name: text(row, 'name'),
+    secretHash: textOrNull(row, 'secret_hash'),
+    redirectUris: read.strings(row, 'redirect_uris'),
+    scopes: read.strings(row, 'scopes'),
+    grantTypes: read.strings(row, 'grant_types').map((value) => oneOf(grantTypes, 'grant_types', value)),
+    webOrigins: read.strings(row, 'web_origins'),
+    createdAt: integer(row, 'created_at'),
+  };
+}
+
+export function userFromRow(row: Row, read: ColumnReader): UserRecord {
+  return {
+    id: text(row, 'id'),
+    username: text(row, 'username'),
+    passwordHash: text(row, 'password_hash'),
+    name: textOrNull(row, 'name'),
+    email: textOrNull(row, 'email'),
+    emailVerified: read.boolean(row, 'email_verified'),
+    disabled: read.boolean(row, 'disabled'),
+    createdAt: integer(row, 'created_at'),
+  };
+}
+
+export function sessionFromRow(row: Row): SessionRecord {
+  return {
+    idHash: text(row, 'id_hash'),
+    userId: text(row, 'user_id'),
+    authTime: integer(row, 'auth_time'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+  };
+}
+
+export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
+  const ip = textOrNull(row, 'device_ip');
+  return {
+    id: text(row, 'id'),
+    userId: text(row, 'user_id'),
+    clientId: text(row, 'client_id'),
+    scope: read.strings(row, 'scope'),
+    kind: oneOf(grantKinds, 'kind', text(row, 'kind')),
+    authTime: integer(row, 'auth_time'),
+    createdAt: integer(row, 'created_at'),
+    revokedAt: integerOrNull(row, 'revoked_at'),
+    device:
+      ip === null
+        ? null
+        : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
+  };
+}
+
+export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
+  return {
+    hash: text(row, 'hash'),
+    clientId: text(row, 'client_id'),
+    userId: text(row, 'user_id'),
+    grantId: text(row, 'grant_id'),
+    redirectUri: text(row, 'redirect_uri'),
+    scope: read.strings(row, 'scope'),
+    nonce: textOrNull(row, 'nonce'),
+    codeChallenge: text(row, 'code_challenge'),
+    authTime: integer(row, 'auth_time'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    consumedAt: integerOrNull(row, 'consumed_at'),
+  };
+}
+
+export function deviceFromRow(row: Row, read: ColumnReader): DeviceAuthorizationRecord {
+  return {
+    deviceCodeHash: text(row, 'device_code_hash'),
+    userCode: text(row, 'user_code'),
+    clientId: text(row, 'client_id'),
+    scope: read.strings(row, 'scope'),
+    status: oneOf(deviceStatuses, 'status', text(row, 'status')),
+    interval: integer(row, 'poll_interval'),
+    lastPolledAt: integerOrNull(row, 'last_polled_at'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    requestIp: text(row, 'request_ip'),
+    requestUserAgent: textOrNull(row, 'request_user_agent'),
+    userId: textOrNull(row, 'user_id'),
+    authTime: integerOrNull(row, 'auth_time'),
+    grantId: textOrNull(row, 'grant_id'),
+    decidedAt: integerOrNull(row, 'decided_at'),
+  };
+}
+
+/** The outcome the device poll's UPDATE stored in `last_outcome` and returned. */
+export function pollOutcomeFromRow(row: Row): DevicePollOutcome {
+  return oneOf(pollOutcomes, 'last_outcome', text(row, 'last_outcome'));
+}
+
+export function signingKeyFromRow(row: Row, read: ColumnReader): SigningKeyRecord {
+  return {
+    kid: text(row, 'kid'),
+    alg: oneOf(algorithms, 'alg', text(row, 'alg')),
+    privateJwk: read.object(row, 'private_jwk'),
+    publicJwk: read.object(row, 'public_jwk'),
+    createdAt: integer(row, 'created_at'),
+    activatesAt: integer(row, 'activates_at'),
+    retiresAt: integerOrNull(row, 'retires_at'),
+    expiresAt: integerOrNull(row, 'expires_at'),
+  };
+}

@@ -1,5 +1,5 @@
 import fastifyCookie from '@fastify/cookie';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
@@ -60,7 +60,9 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
         req: (request) => ({ method: request.method, path: request.url.split('?')[0], id: request.id }),
       },
     },
-    disableRequestLogging: true,
+    // No line per request: device polling alone would flood the log, and the hot path
+    // should not pay for it. Failures and security events are logged where they happen.
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy: input.config.trustProxy,
     bodyLimit: 16 * 1024,
     routerOptions: { querystringParser: (query: string) => parseParams(query) },

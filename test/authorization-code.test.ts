@@ -49,8 +49,9 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   async function callback(start: Attempt, browser = new FormBrowser(server.url), decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
     const page = await browser.authorize(start.url.href, user, decision);
     assert.equal(page.status, 303, page.html);
-    assert.ok(page.location?.startsWith(REDIRECT_URI), `redirected to ${page.location}`);
-    return new URL(page.location);
+    const location = page.location ?? '';
+    assert.ok(location.startsWith(REDIRECT_URI), `redirected to ${location}`);
+    return new URL(location);
   }
 
   it('completes the flow, and the client library validates the ID token with its nonce', async () => {

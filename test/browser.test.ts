@@ -63,7 +63,8 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const scopes = await page.getByRole('listitem').allInnerTexts();
     assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name and username', 'See your email address']);
     // Usable on a phone: the page fits the viewport without sideways scrolling.
-    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true);
+    const { scrollWidth, innerWidth } = await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })') as { scrollWidth: number; innerWidth: number };
+    assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();
 
     const tokens = await oidc.authorizationCodeGrant(config, await callback, {

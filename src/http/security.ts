@@ -4,13 +4,15 @@ const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; fr
 
 /**
  * Headers on every response: pages cannot be framed (clickjacking of the approval page),
- * nothing is content-sniffed, and URLs carrying codes are never sent on as a Referer.
+ * nothing is content-sniffed, and our URLs are never sent to another site as a Referer.
  */
 export function registerSecurityHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (_request, reply, payload) => {
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('X-Frame-Options', 'DENY');
-    reply.header('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: with no-referrer browsers send `Origin: null` on our own
+    // form posts, and the CSRF check relies on a real Origin.
+    reply.header('Referrer-Policy', 'same-origin');
     if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', `${BASE_CSP}; form-action 'self'`);
     return payload;
   });

@@ -12,7 +12,7 @@ export function layout(title: string, body: SafeHtml): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${title} · Tessera</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>

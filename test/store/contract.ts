@@ -36,6 +36,10 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
+/**
+ * Defines the suite `name` for one store. `open` is called once, before the first case;
+ * the store it returns must be empty and is shared by every case.
+ */
 export function storeContract(name: string, open: () => Promise<OpenedStore>): void {
   describe(name, () => {
     let opened: OpenedStore | undefined;

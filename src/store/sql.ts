@@ -28,8 +28,9 @@ function devicePollOutcome(now: string): string {
  * The SET list of the device poll's one UPDATE. Every expression in a SET list sees the
  * row as it was before the UPDATE (in SQLite and PostgreSQL alike), so the outcome is
  * computed once from the old row and drives the other columns: `slow_down` grows the
- * interval, `issue` consumes the record. Concurrent polls queue on the row lock, and each
- * sees the row its predecessor left: one `issue`, then `consumed`.
+ * interval, `issue` consumes the record. Concurrent polls are serialised (SQLite's write
+ * lock, PostgreSQL's row lock) and each sees the row its predecessor left: one `issue`,
+ * then `consumed`.
  */
 export function devicePollAssignments(now: string): string {
   const outcome = devicePollOutcome(now);

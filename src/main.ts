@@ -14,6 +14,36 @@ import { KeyManager } from './tokens/keys.ts';
 const PURGE_RETENTION_MS = 60 * 60_000;
 const PURGE_EVERY_MS = 60_000;
 
+/**
+ * Purges expired records about once every `PURGE_EVERY_MS`, each time after a random 50% to
+ * 150% of it, so that instances started together drift apart instead of purging in step;
+ * the next purge is scheduled only when the last has finished, so a long backlog never
+ * runs twice at once in one instance. Instances purging at the same moment is harmless:
+ * the purge is idempotent and each batch skips the rows another one holds. Returns a stop
+ * function that resolves once a purge under way has finished, so the store can be closed.
+ */
+export function schedulePurge(store: Store, onError: (error: unknown) => void, random: () => number = Math.random): () => Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = store
+        .purgeExpired(systemClock.now() - PURGE_RETENTION_MS)
+        .then(() => {}, onError)
+        .finally(next);
+    }, PURGE_EVERY_MS * (0.5 + random()));
+    timer.unref();
+  };
+  next();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+}
+
 export function keyManager(config: Config, store: Store): KeyManager {
   return new KeyManager(store.keys, systemClock, {
     leadTimeSeconds: config.keyLeadTimeSeconds,
@@ -32,17 +62,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const keys = keyManager(config, store);
   await keys.ensureKeys();
   const app = await buildApp({ config, store, keys, clock: systemClock });
-  const purge = setInterval(() => {
-    store.purgeExpired(systemClock.now() - PURGE_RETENTION_MS).catch((error: unknown) => app.log.warn({ err: error }, 'purge failed'));
-  }, PURGE_EVERY_MS);
-  purge.unref();
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'));
   const address = await app.listen({ port: config.port, host: config.host });
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address})`);
   return {
     app,
     url: address,
     async close() {
-      clearInterval(purge);
+      await stopPurge();
       await app.close();
       await store.close();
     },

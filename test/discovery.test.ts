@@ -63,4 +63,22 @@ describe('key rotation', () => {
       await server.close();
     }
   });
+
+  it('publishes a key rotated in by another instance at once, though that instance still signs from its cache', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1));
+    const server = await startTestServer({ clock });
+    try {
+      const settings = { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 };
+      const here = new KeyManager(server.store.keys, clock, settings);
+      const elsewhere = new KeyManager(server.store.keys, clock, settings);
+      const signing = await here.signingKey('RS256');
+      await here.jwks();
+      const added = (await elsewhere.rotate()).map((key) => key.kid);
+      const published = (await here.jwks()).keys.map((key) => key.kid);
+      for (const kid of added) assert.ok(published.includes(kid), `${kid} is published`);
+      assert.equal((await here.signingKey('RS256')).kid, signing.kid);
+    } finally {
+      await server.close();
+    }
+  });
 });

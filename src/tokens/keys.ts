@@ -87,9 +87,15 @@ export class KeyManager {
     return added;
   }
 
-  /** The public keys to publish (RFC 7517 JWK Set), including those not yet signing. */
+  /**
+   * The public keys to publish (RFC 7517 JWK Set), including those not yet signing. Read
+   * from the store every time, not from the signing cache: a key rotated in by any
+   * instance or by `tessera keys rotate` is published by every instance at once, so its
+   * lead time is whole everywhere. Relying parties cache the JWKS, so this is rarely asked.
+   */
   async jwks(): Promise<{ keys: JWK[] }> {
-    const { published } = await this.#load();
+    const published = await this.#store.listPublished(this.#clock.now());
+    published.sort((a, b) => a.activatesAt - b.activatesAt || a.createdAt - b.createdAt);
     return { keys: published.map((key) => ({ ...key.publicJwk }) as JWK) };
   }
 

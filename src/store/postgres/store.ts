@@ -334,13 +334,16 @@ function postgresStore(pool: pg.Pool): Store {
 
 function statements() {
   const statement = (name: string, text: string): Statement => ({ name: `tessera_${name}`, text });
-  // SKIP LOCKED: rows a poll or a concurrent purge holds are left for the next batch
-  // rather than waited for.
+  // SKIP LOCKED: rows a poll or a concurrent purge (another instance's) holds are left for
+  // the next batch rather than waited for. The batch is found through the expiry index and
+  // deleted through the primary key: `= ANY(ARRAY(…))` makes the batch one value computed
+  // first, where `IN (…)` let the planner hash-join it against a scan of the whole table,
+  // so that each batch cost the table's size rather than the batch's.
   const purge = (table: string, key: string, expiry: string): Statement =>
     statement(
       `purge_${table}`,
-      `DELETE FROM ${table} WHERE ${key} IN (
-        SELECT ${key} FROM ${table} WHERE ${expiry} < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
+        SELECT ${key} FROM ${table} WHERE ${expiry} < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))`,
     );
 
   return {

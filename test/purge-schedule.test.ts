@@ -23,7 +23,7 @@ describe('the background purge', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
       const { store, started, finish } = slowStore();
-      const stop = schedulePurge(store, assert.fail, () => 0.25);
+      const stop = schedulePurge(store, (error) => assert.fail(String(error)), () => 0.25);
       mock.timers.tick(44_999);
       assert.equal(started.length, 0, 'not before 75% of a minute (random 0.25)');
       mock.timers.tick(1);

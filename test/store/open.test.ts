@@ -13,6 +13,23 @@ describe('the database setting', () => {
     }
   });
 
+  it('takes schema=NAME out of a postgres:// URL for Tessera, leaving the rest for the driver', () => {
+    assert.deepEqual(parseDatabase('postgres://tessera@db.internal/tessera?schema=auth'), {
+      kind: 'postgres',
+      url: 'postgres://tessera@db.internal/tessera',
+      schema: 'auth',
+    });
+    assert.deepEqual(parseDatabase('postgres://tessera@/tessera?host=/run/postgresql&schema=auth&sslmode=verify-full'), {
+      kind: 'postgres',
+      url: 'postgres://tessera@/tessera?host=%2Frun%2Fpostgresql&sslmode=verify-full',
+      schema: 'auth',
+    });
+  });
+
+  it('refuses a postgres:// URL that names two schemas', () => {
+    assert.throws(() => parseDatabase('postgres://db/tessera?schema=a&schema=b'), /more than one schema/);
+  });
+
   it('names an SQLite file with sqlite:PATH, a file: URL or path, or a plain path', () => {
     assert.deepEqual(parseDatabase('sqlite:data/tessera.db'), { kind: 'sqlite', path: 'data/tessera.db' });
     assert.deepEqual(parseDatabase('sqlite:/var/lib/tessera/tessera.db'), { kind: 'sqlite', path: '/var/lib/tessera/tessera.db' });

@@ -1,0 +1,287 @@
+/**
+ * Two Tessera server processes on two ports sharing one PostgreSQL database behave as one
+ * server: what one issues the other redeems, a browser session and a sign-in lockout
+ * follow the user from one to the other, a code is still used once, and both publish the
+ * same keys. Both get the same `TESSERA_ISSUER`, as behind a load balancer, and each is
+ * called on its own port, as the load balancer would.
+ *
+ * Runs against the PostgreSQL of `test/helpers/postgres.ts`, in a schema of its own.
+ */
+
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { after, before, it } from 'node:test';
+import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
+import * as oidc from 'openid-client';
+import { FormBrowser, type Page } from './helpers/browser.ts';
+import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
+import { basic, freePort, postForm, REDIRECT_URI } from './helpers/server.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const CLI = join(ROOT, 'src/cli/main.ts');
+const NODE_FLAGS = ['--disable-warning=ExperimentalWarning'];
+
+interface Instance {
+  readonly name: string;
+  readonly url: string;
+  readonly process: ChildProcess;
+  /** What the process wrote, for the message when something fails. */
+  output(): string;
+}
+
+/** Runs one `tessera` command to completion. */
+function tessera(args: string[], env: Record<string, string>, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+/** Starts `tessera serve` and waits until its health check answers. */
+async function startInstance(name: string, port: number, env: Record<string, string>): Promise<Instance> {
+  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve'], {
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const instance: Instance = { name, url: `http://127.0.0.1:${port}`, process: child, output: () => output };
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`instance ${name} exited with ${child.exitCode}:\n${output}`);
+    const healthy = await fetch(`${instance.url}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (healthy) return instance;
+    if (Date.now() > deadline) throw new Error(`instance ${name} did not answer on ${instance.url}:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function stopInstance(instance: Instance | undefined): Promise<void> {
+  if (!instance || instance.process.exitCode !== null) return;
+  const exited = once(instance.process, 'exit');
+  instance.process.kill('SIGTERM');
+  await exited;
+}
+
+async function jwks(instance: Instance): Promise<JSONWebKeySet> {
+  const response = await fetch(`${instance.url}/.well-known/jwks.json`);
+  assert.equal(response.status, 200);
+  return (await response.json()) as JSONWebKeySet;
+}
+
+interface Attempt {
+  readonly url: URL;
+  readonly verifier: string;
+  readonly state: string;
+  readonly nonce: string;
+}
+
+async function attempt(config: oidc.Configuration): Promise<Attempt> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid profile',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+  });
+  return { url, verifier, state, nonce };
+}
+
+/** The same authorization request, sent to another instance. */
+const at = (instance: Instance, url: string | URL): string => {
+  const moved = new URL(url, instance.url);
+  return new URL(`${moved.pathname}${moved.search}`, instance.url).href;
+};
+
+/** Where a page redirects the browser to leave the server: the client's callback. */
+function callback(page: Page): URL {
+  assert.equal(page.status, 303, page.html);
+  assert.ok(page.location?.startsWith(REDIRECT_URI), `redirected to ${page.location}`);
+  return new URL(page.location!);
+}
+
+describePostgres('two Tessera processes on one PostgreSQL database', () => {
+  const schema = newSchema();
+  let issuer: string;
+  let env: Record<string, string>;
+  let a: Instance | undefined;
+  let b: Instance | undefined;
+  let client: { client_id: string; client_secret: string };
+  const ada = { username: 'ada', password: 'correct horse battery staple' };
+  let adaSub: string;
+  /** openid-client, pointed at A by discovery. */
+  let viaA: oidc.Configuration;
+  /** The same client with B as its token endpoint and JWKS. */
+  let viaB: oidc.Configuration;
+
+  const A = () => a!;
+  const B = () => b!;
+
+  before(async () => {
+    const portA = await freePort();
+    let portB = await freePort();
+    while (portB === portA) portB = await freePort();
+    issuer = `http://127.0.0.1:${portA}`;
+    env = { HOST: '127.0.0.1', TESSERA_ISSUER: issuer, TESSERA_DATABASE: databaseSetting(schema), TESSERA_LOG_LEVEL: 'warn' };
+
+    // Everything starts at once on an empty schema: two servers and two commands race to
+    // migrate it (the advisory lock lets one do it) and the servers to create first keys.
+    const [started, registered, created] = await Promise.all([
+      Promise.allSettled([startInstance('A', portA, env), startInstance('B', portB, env)]),
+      tessera(['client', 'add', '--name', 'Photo Printer', '--redirect-uri', REDIRECT_URI, '--scope', 'openid profile', '--json'], env),
+      tessera(['user', 'add', '--username', ada.username, '--password-stdin', '--name', 'Ada Lovelace'], env, `${ada.password}\n`),
+    ]);
+    [a, b] = started.map((result) => (result.status === 'fulfilled' ? result.value : undefined));
+    for (const result of started) if (result.status === 'rejected') throw result.reason;
+    assert.equal(registered.code, 0, registered.stderr);
+    assert.equal(created.code, 0, created.stderr);
+    client = JSON.parse(registered.stdout) as typeof client;
+    adaSub = /\(sub ([^)]+)\)/.exec(created.stdout)![1]!;
+
+    viaA = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const metadataOfB = (await (await fetch(`${B().url}/.well-known/openid-configuration`)).json()) as oidc.ServerMetadata;
+    assert.equal(metadataOfB.issuer, issuer);
+    viaB = new oidc.Configuration(
+      { ...metadataOfB, token_endpoint: `${B().url}/oauth/token`, jwks_uri: `${B().url}/.well-known/jwks.json` },
+      client.client_id,
+      undefined,
+      oidc.ClientSecretBasic(client.client_secret),
+    );
+    oidc.allowInsecureRequests(viaB);
+  });
+
+  after(async () => {
+    await Promise.all([stopInstance(a), stopInstance(b)]);
+    await dropSchema(schema);
+  });
+
+  /** A browser signed in as Ada on `instance`, and the page it was sent to next. */
+  async function signIn(instance: Instance, start: Attempt): Promise<{ browser: FormBrowser; next: Page }> {
+    const browser = new FormBrowser(instance.url);
+    const signInPage = await browser.request(at(instance, start.url));
+    const next = await browser.submit(signInPage, '/login', ada);
+    assert.equal(next.status, 303, next.html);
+    return { browser, next };
+  }
+
+  it('both publish the same JWKS, and tokens issued by A verify with the keys B publishes', async () => {
+    const [keysA, keysB] = await Promise.all([jwks(A()), jwks(B())]);
+    assert.deepEqual(keysA, keysB);
+
+    const start = await attempt(viaA);
+    const { browser, next } = await signIn(A(), start);
+    const approved = await browser.submit(await browser.follow(next), '/oauth/authorize', { decision: 'approve' });
+    const tokens = await oidc.authorizationCodeGrant(viaA, callback(approved), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+      idTokenExpected: true,
+    });
+    const keysOfB = createLocalJWKSet(await jwks(B()));
+    const access = await jwtVerify(tokens.access_token, keysOfB, { issuer, audience: issuer, typ: 'at+jwt' });
+    assert.equal(access.payload.sub, adaSub);
+    const id = await jwtVerify(tokens.id_token!, keysOfB, { issuer, audience: client.client_id });
+    assert.equal(id.payload['nonce'], start.nonce);
+  });
+
+  it('signs in on A, approves through B with the same session, and redeems the code at B', async () => {
+    const start = await attempt(viaA);
+    const { browser, next } = await signIn(A(), start);
+    // The sign-in on A sends the browser back to the authorization request; the load
+    // balancer sends that request to B, which knows the session.
+    const consent = await browser.request(at(B(), next.location!));
+    assert.equal(consent.status, 200, consent.html);
+    assert.match(consent.html, /Ada Lovelace/);
+    const callbackUrl = callback(await browser.submit(consent, '/oauth/authorize', { decision: 'approve' }));
+    assert.equal(callbackUrl.searchParams.get('iss'), issuer);
+
+    const tokens = await oidc.authorizationCodeGrant(viaB, callbackUrl, {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+      idTokenExpected: true,
+    });
+    assert.equal(tokens.claims()?.sub, adaSub);
+    const { payload } = await jwtVerify(tokens.access_token, createLocalJWKSet(await jwks(A())), { issuer, audience: issuer });
+    assert.equal(payload['client_id'], client.client_id);
+  });
+
+  it('ends the session everywhere when the user signs out through either instance', async () => {
+    const start = await attempt(viaA);
+    const { browser, next } = await signIn(A(), start);
+    const consent = await browser.request(at(B(), next.location!));
+    const signedOut = await browser.submit(consent, '/logout', {});
+    assert.equal(signedOut.status, 303);
+    const again = await browser.request(at(A(), start.url));
+    assert.equal(again.status, 200);
+    assert.ok(browser.form(again, '/login'), 'A asks for the password again');
+  });
+
+  it('gives tokens for one code to exactly one of 20 concurrent redemptions spread over both', async () => {
+    const start = await attempt(viaA);
+    const { browser, next } = await signIn(B(), start);
+    const code = callback(await browser.submit(await browser.follow(next), '/oauth/authorize', { decision: 'approve' })).searchParams.get('code')!;
+
+    const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
+    const authorization = { authorization: basic(client.client_id, client.client_secret) };
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => postForm(`${(i % 2 === 0 ? A() : B()).url}/oauth/token`, form, authorization)),
+    );
+    const winners = answers.filter((answer) => answer.status === 200);
+    assert.equal(winners.length, 1, JSON.stringify(answers.map((answer) => answer.status)));
+    assert.equal(typeof winners[0]!.body['access_token'], 'string');
+    for (const answer of answers.filter((answer) => answer.status !== 200)) {
+      assert.equal(answer.status, 400);
+      assert.equal(answer.body['error'], 'invalid_grant');
+    }
+  });
+
+  it('locks a username after 10 failed sign-ins counted on both, on both', async () => {
+    const grace = { username: 'grace', password: 'a different long password' };
+    const created = await tessera(['user', 'add', '--username', grace.username, '--password-stdin'], env, `${grace.password}\n`);
+    assert.equal(created.code, 0, created.stderr);
+    const browser = new FormBrowser(A().url);
+    const form = browser.form(await browser.request(`${A().url}/login`), '/login').fields;
+
+    for (let i = 0; i < 10; i++) {
+      const failed = await browser.request(`${(i % 2 === 0 ? A() : B()).url}/login`, {
+        form: { ...form, username: grace.username, password: `wrong guess ${i}` },
+      });
+      assert.equal(failed.status, 401, `attempt ${i + 1}`);
+    }
+    for (const instance of [B(), A()]) {
+      const locked = await browser.request(`${instance.url}/login`, { form: { ...form, ...grace } });
+      assert.equal(locked.status, 429, `${instance.name} refuses even the right password`);
+      assert.match(locked.html, /Too many failed sign-in attempts/);
+    }
+  });
+
+  it('publishes a key rotated with tessera keys rotate on both instances at once', async () => {
+    const rotated = await tessera(['keys', 'rotate'], env);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const added = [...rotated.stdout.matchAll(/key (\S+);/g)].map((match) => match[1]!);
+    assert.equal(added.length, 2, rotated.stdout);
+    const [keysA, keysB] = await Promise.all([jwks(A()), jwks(B())]);
+    assert.deepEqual(keysA, keysB);
+    const published = keysA.keys.map((key) => key.kid);
+    for (const kid of added) assert.ok(published.includes(kid), `${kid} is published`);
+  });
+});

@@ -63,7 +63,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     // No line per request: device polling alone would flood the log, and the hot path
     // should not pay for it. Failures and security events are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
-    trustProxy: input.config.trustProxy,
+    trustProxy: typeof input.config.trustProxy === 'boolean' ? input.config.trustProxy : [...input.config.trustProxy],
     bodyLimit: 16 * 1024,
     routerOptions: { querystringParser: (query: string) => parseParams(query) },
   });

@@ -26,12 +26,25 @@ describe('loadConfig', () => {
     [{ TESSERA_DATABASE: 'mysql://db/x' }, 'TESSERA_DATABASE'],
     [{ TESSERA_LOG_LEVEL: 'loud' }, 'TESSERA_LOG_LEVEL'],
     [{ TESSERA_TRUST_PROXY: 'maybe' }, 'TESSERA_TRUST_PROXY'],
+    [{ TESSERA_TRUST_PROXY: '10.0.0.0/33' }, 'TESSERA_TRUST_PROXY'],
+    [{ TESSERA_TRUST_PROXY: '10.0.0.1,proxy.internal' }, 'TESSERA_TRUST_PROXY'],
     [{ TESSERA_ACCESS_TOKEN_TTL: '5' }, 'TESSERA_ACCESS_TOKEN_TTL'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
     });
   }
+
+  it('reads TESSERA_TRUST_PROXY as true, false, or the proxies to believe', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ TESSERA_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.deepEqual(loadConfig({ TESSERA_TRUST_PROXY: '10.0.0.0/8, 192.0.2.10,fd00::/8 , Loopback' }).trustProxy, [
+      '10.0.0.0/8',
+      '192.0.2.10',
+      'fd00::/8',
+      'loopback',
+    ]);
+  });
 
   it('accepts a postgres URL', () => {
     assert.equal(loadConfig({ TESSERA_DATABASE: 'postgres://u@db:5432/tessera' }).database, 'postgres://u@db:5432/tessera');

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
@@ -15,8 +16,15 @@ export interface Config {
   readonly database: string;
   /** `TESSERA_LOG_LEVEL`: fatal, error, warn, info (default), debug, trace or silent. */
   readonly logLevel: string;
-  /** `TESSERA_TRUST_PROXY`: trust X-Forwarded-* from a reverse proxy (default false). */
-  readonly trustProxy: boolean;
+  /**
+   * `TESSERA_TRUST_PROXY`: whose `X-Forwarded-For` (the client address used by the per-address
+   * sign-in limit and shown for device requests) to believe. `false` (default): nobody, the
+   * peer's address is the client's; `true`: every peer, so the header's first entry, which
+   * a client can write, is taken; a list of proxy addresses and CIDR ranges (or `loopback`,
+   * `linklocal`, `uniquelocal`): the header is read from the right, up to the first address
+   * that is not one of them.
+   */
+  readonly trustProxy: boolean | readonly string[];
   readonly lifetimes: Lifetimes;
   readonly device: DeviceSettings;
   /**
@@ -70,6 +78,31 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(name, `must be true or false, got ${JSON.stringify(env[name])}`);
+}
+
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** An IPv4 or IPv6 address, a CIDR range, or one of the named ranges of proxy-addr. */
+function isProxyRange(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.includes(entry.toLowerCase())) return true;
+  const [address = '', prefix, extra] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || extra !== undefined) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32));
+}
+
+function trustProxy(env: Env): boolean | readonly string[] {
+  const raw = env['TESSERA_TRUST_PROXY']?.trim() ?? '';
+  if (raw === '' || /^(1|0|true|false|yes|no|on|off)$/i.test(raw)) return boolean(env, 'TESSERA_TRUST_PROXY', false);
+  const entries = raw.split(',').map((entry) => entry.trim());
+  const wrong = entries.find((entry) => !isProxyRange(entry));
+  if (wrong !== undefined) {
+    throw new ConfigError(
+      'TESSERA_TRUST_PROXY',
+      `must be true, false, or a comma-separated list of proxy addresses, CIDR ranges, loopback, linklocal or uniquelocal; ${JSON.stringify(wrong)} is none of these`,
+    );
+  }
+  return entries.map((entry) => (PROXY_RANGE_NAMES.includes(entry.toLowerCase()) ? entry.toLowerCase() : entry));
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -128,7 +161,7 @@ export function loadConfig(env: Env = process.env): Config {
     issuer,
     database: database(env),
     logLevel,
-    trustProxy: boolean(env, 'TESSERA_TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     lifetimes: {
       authorizationCode: 60,
       accessToken: integer(env, 'TESSERA_ACCESS_TOKEN_TTL', 3600, 60, 86400),

@@ -75,6 +75,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const pool = new pg.Pool({
     connectionString: url,
     types,
+    // When the database is unreachable (a failover, a partition), a request fails after
+    // ten seconds instead of waiting for a connection forever, and TCP keepalive finds
+    // pooled connections to a server that is gone.
+    connectionTimeoutMillis: 10_000,
+    keepAlive: true,
     // A startup parameter, so that every connection has it before its first query.
     ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
   });

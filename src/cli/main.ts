@@ -9,20 +9,22 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword } from '../core/password.ts';
+import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType, type Store } from '../store/types.ts';
-import { validateRedirectUri } from './redirect-uri.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
 
 Commands:
   serve                                   Run the server (settings from the environment; see README)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
-             [--scope "openid profile email"] [--grant TYPE ...] [--json]
+             [--scope "openid profile email"] [--grant TYPE ...] [--public]
+             [--web-origin ORIGIN ...] [--json]
                                           Register a client; prints its client_id and client_secret once
+                                          (--public: no secret, for browser, native and CLI apps)
   client list [--json]                    List registered clients
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
@@ -72,13 +74,15 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'redirect-uri': { type: 'string', multiple: true },
     scope: { type: 'string' },
     grant: { type: 'string', multiple: true },
+    public: { type: 'boolean' },
+    'web-origin': { type: 'string', multiple: true },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
   if (!name) throw new UsageError('--name is required');
   const redirectUris = values['redirect-uri'] ?? [];
   for (const uri of redirectUris) {
-    const problem = validateRedirectUri(uri);
+    const problem = redirectUriProblem(uri, { publicClient: values.public === true });
     if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
   }
   const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
@@ -92,22 +96,42 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (grantTypes.includes(GRANT_AUTHORIZATION_CODE) && redirectUris.length === 0) {
     throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
   }
+  const webOrigins = (values['web-origin'] ?? []).map((origin) => {
+    const problem = webOriginProblem(origin);
+    if (problem) throw new UsageError(`--web-origin ${origin}: ${problem}`);
+    return new URL(origin).origin;
+  });
+  if (webOrigins.length > 0 && !values.public) {
+    throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
+  }
   const clientId = randomUUID();
-  const clientSecret = randomToken(32);
+  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
+  const clientSecret = values.public ? null : randomToken(32);
   await withStore(config, (store) =>
     store.clients.create({
       id: clientId,
       name,
-      secretHash: hashSecret(clientSecret),
+      secretHash: clientSecret === null ? null : hashSecret(clientSecret),
       redirectUris,
       scopes,
       grantTypes,
-      webOrigins: [],
+      webOrigins,
       createdAt: Date.now(),
     }),
   );
   if (values.json) {
-    io.stdout(`${JSON.stringify({ client_id: clientId, client_secret: clientSecret, client_name: name, redirect_uris: redirectUris, scope: scopes.join(' '), grant_types: grantTypes })}\n`);
+    io.stdout(`${JSON.stringify({
+      client_id: clientId,
+      ...(clientSecret === null ? {} : { client_secret: clientSecret }),
+      token_endpoint_auth_method: clientSecret === null ? 'none' : 'client_secret_basic',
+      client_name: name,
+      redirect_uris: redirectUris,
+      scope: scopes.join(' '),
+      grant_types: grantTypes,
+      ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
+    })}\n`);
+  } else if (clientSecret === null) {
+    io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
   } else {
     io.stdout(`Registered client "${name}".\n  client_id:     ${clientId}\n  client_secret: ${clientSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
   }
@@ -132,6 +156,19 @@ async function clientRemove(config: Config, args: string[], io: Io): Promise<voi
   const removed = await withStore(config, (store) => store.clients.remove(id));
   if (!removed) throw new Error(`no client with id ${id}`);
   io.stdout(`Removed client ${id}.\n`);
+}
+
+/** Why a browser origin cannot be registered for CORS, or null. */
+function webOriginProblem(origin: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return 'must be an origin such as https://app.example';
+  }
+  if (url.origin === 'null' || `${url.origin}` !== origin.replace(/\/$/, '')) return 'must be an origin (scheme, host and port) without a path';
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname))) return null;
+  return 'must use https (http only on a loopback host)';
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

@@ -6,6 +6,7 @@ import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import type { FlowDeps, TokenGrant } from './flows/types.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import { discoveryRoutes } from './http/discovery.ts';
+import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
@@ -70,6 +71,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerFormParsing(app);
+  registerCors(app, deps);
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });

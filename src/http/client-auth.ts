@@ -3,6 +3,7 @@ import { constantTimeEqual, hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { Params } from '../flows/types.ts';
+import { bindClient } from './cors.ts';
 
 /** Sent with every invalid_client (RFC 6749 §5.2: 401 and the scheme the client can use). */
 export const BASIC_CHALLENGE = 'Basic realm="tessera", charset="UTF-8"';
@@ -35,7 +36,13 @@ export function parseBasic(header: string | undefined): { id: string; secret: st
  * a confidential client without its secret, or a public client presenting one. Failures are
  * invalid_client with 401, whatever went wrong, so they tell an attacker little.
  */
-export async function authenticateClient(store: Store, request: FastifyRequest, params: Params): Promise<ClientRecord> {
+export async function authenticateClient(store: Store, request: FastifyRequest, params: Params, issuer: string): Promise<ClientRecord> {
+  const client = await identifyClient(store, request, params);
+  bindClient(request, client, issuer);
+  return client;
+}
+
+async function identifyClient(store: Store, request: FastifyRequest, params: Params): Promise<ClientRecord> {
   if (params['client_secret'] !== undefined) {
     throw new OAuthError('invalid_client', 'client authentication must use HTTP Basic (client_secret_basic), not client_secret in the body');
   }

@@ -3,8 +3,10 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import { deviceCodeGrant } from './flows/device/token.ts';
 import type { FlowDeps, TokenGrant } from './flows/types.ts';
 import { authorizeRoutes } from './http/authorize.ts';
+import { deviceMetadata, deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
 import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
@@ -35,7 +37,10 @@ export interface AppInput {
 }
 
 /** The grants this server implements. */
-export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant];
+export const GRANTS: readonly TokenGrant[] = [
+  authorizationCodeGrant,
+  deviceCodeGrant,
+];
 
 export function appDeps(input: AppInput): AppDeps {
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes);
@@ -46,7 +51,9 @@ export function appDeps(input: AppInput): AppDeps {
     keys: input.keys,
     tokens,
     grants: GRANTS,
-    extraMetadata: {},
+    extraMetadata: {
+      ...deviceMetadata(input.config.issuer),
+    },
   };
 }
 
@@ -77,5 +84,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(discoveryRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
+  await app.register(deviceRoutes, { deps });
   return app;
 }

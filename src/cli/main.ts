@@ -15,6 +15,7 @@ import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType, type Store } from '../store/types.ts';
+import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
 
@@ -30,6 +31,9 @@ Commands:
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
   keys rotate                             Publish new signing keys; they sign after the lead time
+  device-login --client-id ID --client-secret SECRET [--scope "openid profile"] [--issuer URL]
+                                          Act as a device (RFC 8628): show a code and a QR code, wait
+                                          for approval, print the granted scopes and ID token claims
 `;
 
 /** A mistake in how the command was called: usage line, exit 2. */
@@ -40,6 +44,8 @@ export interface Io {
   readonly stderr: (text: string) => void;
   readonly stdin: () => Promise<string>;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** Standard output is a terminal (device-login redraws a countdown). */
+  readonly tty?: boolean;
 }
 
 const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
@@ -220,6 +226,32 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
   }
 }
 
+/** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
+async function deviceLoginCommand(config: Config, args: string[], io: Io): Promise<number> {
+  const { values } = parse(args, {
+    'client-id': { type: 'string' },
+    'client-secret': { type: 'string' },
+    scope: { type: 'string' },
+    issuer: { type: 'string' },
+  });
+  const clientId = values['client-id'];
+  const clientSecret = values['client-secret'];
+  if (!clientId) throw new UsageError('--client-id is required');
+  if (!clientSecret) throw new UsageError('--client-secret is required');
+  let issuer = config.issuer;
+  if (values.issuer !== undefined) {
+    try {
+      issuer = new URL(values.issuer).href.replace(/\/+$/, '');
+    } catch {
+      throw new UsageError(`--issuer ${values.issuer}: not an absolute URL`);
+    }
+  }
+  return deviceLogin(
+    { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
+    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr),
+  );
+}
+
 type Command = (config: Config, args: string[], io: Io) => Promise<void>;
 
 const COMMANDS: Readonly<Record<string, Command>> = {
@@ -244,6 +276,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       await serve(config);
       return -1;
     }
+    if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
     const command = COMMANDS[`${first} ${second}`];
     if (!command) throw new UsageError(first ? `unknown command: ${[first, second].filter(Boolean).join(' ')}` : 'no command given');
     await command(config, rest, io);
@@ -275,6 +308,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     stderr: (text) => process.stderr.write(text),
     stdin: readStdin,
     env: process.env,
+    tty: process.stdout.isTTY === true,
   }).then((code) => {
     // -1: a server is running and keeps the process alive.
     if (code >= 0) process.exitCode = code;

@@ -127,6 +127,25 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     assert.match(result.stdout, /Granted scopes: profile\nNo ID token was issued/);
   });
 
+  it('refuses a server whose metadata names another issuer (RFC 8414 §3.3)', async () => {
+    const output = { stdout: '', stderr: '' };
+    const code = await deviceLogin(
+      { issuer: 'http://auth.example', clientId: client.clientId, clientSecret: client.clientSecret, scope: 'openid' },
+      {
+        stdout: (text) => (output.stdout += text),
+        stderr: (text) => (output.stderr += text),
+        // auth.example answers with this server's metadata, whose issuer is the server's own URL.
+        fetch: (url, init) => fetch(String(url).replace('http://auth.example', server.url), init),
+        now: () => clock.now(),
+        sleep: async () => {},
+        tty: false,
+      },
+    );
+    assert.equal(code, 1);
+    assert.match(output.stderr, new RegExp(`says its issuer is ${server.url}`));
+    assert.equal(output.stdout, '', 'no code was requested');
+  });
+
   it('exits 1 with the server\'s reason when the client is refused', async () => {
     const result = await run({ secret: 'wrong' });
     assert.equal(result.code, 1);

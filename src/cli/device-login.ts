@@ -117,6 +117,10 @@ async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Pro
     if (typeof value !== 'string') throw new DeviceLoginError(`${options.issuer} does not offer the device flow (no ${name} in its metadata)`);
     return value;
   };
+  // RFC 8414 §3.3: the issuer in the metadata MUST be identical to the one it was fetched for.
+  if (field('issuer') !== options.issuer) {
+    throw new DeviceLoginError(`the server at ${options.issuer} says its issuer is ${field('issuer')}; use --issuer ${field('issuer')} or fix TESSERA_ISSUER`);
+  }
   return { issuer: field('issuer'), device_authorization_endpoint: field('device_authorization_endpoint'), token_endpoint: field('token_endpoint'), jwks_uri: field('jwks_uri') };
 }
 

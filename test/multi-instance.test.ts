@@ -1,9 +1,11 @@
 /**
  * Two Tessera server processes on two ports sharing one PostgreSQL database behave as one
- * server: what one issues the other redeems, a browser session and a sign-in lockout
- * follow the user from one to the other, a code is still used once, and both publish the
+ * server: what one issues the other redeems, a device started at one is approved through
+ * the other, a browser session and the sign-in and user-code lockouts follow the user from
+ * one to the other, a code or a device approval is still used once, and both publish the
  * same keys. Both get the same `TESSERA_ISSUER`, as behind a load balancer, and each is
- * called on its own port, as the load balancer would.
+ * called on its own port, as the load balancer would. They trust X-Forwarded-For from
+ * loopback, as from a proxy, so that a test can stand at an address of its own.
  *
  * Runs against the PostgreSQL of `test/helpers/postgres.ts`, in a schema of its own.
  */
@@ -16,6 +18,7 @@ import { after, before, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as oidc from 'openid-client';
 import { FormBrowser, type Page } from './helpers/browser.ts';
+import { assertPollError, BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
 import { basic, freePort, postForm, REDIRECT_URI } from './helpers/server.ts';
 
@@ -138,7 +141,13 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     let portB = await freePort();
     while (portB === portA) portB = await freePort();
     issuer = `http://127.0.0.1:${portA}`;
-    env = { HOST: '127.0.0.1', TESSERA_ISSUER: issuer, TESSERA_DATABASE: databaseSetting(schema), TESSERA_LOG_LEVEL: 'warn' };
+    env = {
+      HOST: '127.0.0.1',
+      TESSERA_ISSUER: issuer,
+      TESSERA_DATABASE: databaseSetting(schema),
+      TESSERA_TRUST_PROXY: 'loopback',
+      TESSERA_LOG_LEVEL: 'warn',
+    };
 
     // Everything starts at once on an empty schema: two servers and two commands race to
     // migrate it (the advisory lock lets one do it) and the servers to create first keys.
@@ -271,6 +280,62 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
       const locked = await browser.request(`${instance.url}/login`, { form: { ...form, ...grace } });
       assert.equal(locked.status, 429, `${instance.name} refuses even the right password`);
       assert.match(locked.html, /Too many failed sign-in attempts/);
+    }
+  });
+
+  /** The device's first request (RFC 8628 §3.1), at `instance`. */
+  async function startDevice(instance: Instance): Promise<{ device_code: string; user_code: string }> {
+    const started = await postForm(`${instance.url}/oauth/device/authorization`, { scope: 'openid profile' }, {
+      authorization: basic(client.client_id, client.client_secret),
+    });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    return started.body as { device_code: string; user_code: string };
+  }
+
+  const pollAt = (instance: Instance, deviceCode: string) =>
+    postForm(`${instance.url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code: deviceCode }, {
+      authorization: basic(client.client_id, client.client_secret),
+    });
+
+  it('holds a device to its polling interval across both: pending at B, then slow_down at A', async () => {
+    const device = await startDevice(A());
+    assertPollError(await pollAt(B(), device.device_code), 'authorization_pending');
+    assertPollError(await pollAt(A(), device.device_code), 'slow_down');
+  });
+
+  it('starts a device at A, approves it through B, and gives tokens once to 20 polls spread over both', async () => {
+    const device = await startDevice(A());
+    const browser = new BrowserAt(B().url, '198.51.100.20');
+    const done = await browser.decide(device.user_code, { id: adaSub, ...ada }, 'approve');
+    assert.equal(done.status, 200, done.html);
+
+    // No poll came before the approval, so none of these is too soon: one takes the
+    // tokens, the others find them already issued.
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => pollAt(i % 2 === 0 ? A() : B(), device.device_code)));
+    const winners = answers.filter((answer) => answer.status === 200);
+    assert.equal(winners.length, 1, JSON.stringify(answers.map((answer) => answer.body['error'] ?? answer.status)));
+    for (const answer of answers.filter((answer) => answer.status !== 200)) assertPollError(answer, 'invalid_grant');
+    const { payload } = await jwtVerify(winners[0]!.body['access_token'] as string, createLocalJWKSet(await jwks(A())), {
+      issuer,
+      audience: issuer,
+    });
+    assert.equal(payload.sub, adaSub);
+  });
+
+  it('locks user-code entry after 5 wrong codes counted on both, on both', async () => {
+    const device = await startDevice(B());
+    const browser = new BrowserAt(A().url, '198.51.100.30');
+    const enter = async (instance: Instance, code: string) =>
+      browser.submit(await browser.request(`${instance.url}/device`), '/device', { user_code: code });
+
+    for (const [i, wrong] of ['BBBB-BBBB', 'CCCC-CCCC', 'DDDD-DDDD', 'FFFF-FFFF', 'GGGG-GGGG'].entries()) {
+      const refused = await enter(i % 2 === 0 ? A() : B(), wrong);
+      assert.equal(refused.status, 400, `wrong code ${i + 1}`);
+    }
+    for (const instance of [B(), A()]) {
+      const locked = await enter(instance, device.user_code);
+      assert.equal(locked.status, 429, `${instance.name} refuses even a live code`);
+      assert.match(locked.html, /Too many wrong codes/);
     }
   });
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { FormBrowser, type Page } from './browser.ts';
+import { postgresSkip, postgresUrl } from './postgres.ts';
 import { basic, postForm, type TestClient, type TestServer, type TestUser } from './server.ts';
 
 export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -89,23 +90,24 @@ export interface StoreUnderTest {
 }
 
 /**
- * SQLite always; PostgreSQL when TESSERA_TEST_POSTGRES_URL names one (.ci/run sets it).
+ * SQLite always; PostgreSQL as `test/helpers/postgres.ts` decides (mandatory when
+ * TESSERA_TEST_POSTGRES_URL or CI is set, skipped with the reason when it cannot be reached).
  * Each PostgreSQL run gets its own schema, put first on the search path by the URL, so runs
  * share nothing (rate-limit windows included) and leave nothing behind.
  */
 export function storesUnderTest(): StoreUnderTest[] {
-  const url = process.env['TESSERA_TEST_POSTGRES_URL'];
+  const url = postgresUrl;
   return [
     { name: 'SQLite', skip: undefined, fresh: async () => ({ database: undefined, drop: async () => {} }) },
     {
       name: 'PostgreSQL',
-      skip: url ? undefined : 'PostgreSQL tests skipped: TESSERA_TEST_POSTGRES_URL is not set',
+      skip: postgresSkip,
       async fresh() {
         const schema = `tessera_device_${Math.random().toString(36).slice(2, 10)}`;
         const admin = new pg.Client({ connectionString: url });
         await admin.connect();
         await admin.query(`CREATE SCHEMA ${schema}`);
-        const database = new URL(url!);
+        const database = new URL(url);
         database.searchParams.set('options', `-c search_path=${schema}`);
         return {
           database: database.href,

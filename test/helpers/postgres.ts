@@ -55,6 +55,15 @@ const reason = await unreachable();
 const requiredBy = postgresRequiredBy(process.env);
 
 /**
+ * For tests that choose their stores themselves: why to skip PostgreSQL, or undefined to
+ * run it (reachable, or mandatory, where an unreachable server then fails the test).
+ */
+export const postgresSkip: string | undefined =
+  reason === null || requiredBy !== null
+    ? undefined
+    : `PostgreSQL tests skipped: ${reason}. Start PostgreSQL there or set TESSERA_TEST_POSTGRES_URL to run them.`;
+
+/**
  * `describe(name, body)` when PostgreSQL is reachable; otherwise one failing case when the
  * tests are mandatory, or one skipped case whose reason the test report shows.
  */
@@ -67,7 +76,7 @@ export function describePostgres(name: string, body: () => void): void {
     });
   } else {
     // One skipped case rather than a skipped suite, so that the run's summary counts it.
-    it(name, { skip: `PostgreSQL tests skipped: ${reason}. Start PostgreSQL there or set TESSERA_TEST_POSTGRES_URL to run them.` }, () => {});
+    it(name, { skip: postgresSkip }, () => {});
   }
 }
 

@@ -3,14 +3,19 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import { refreshTokenGrant } from './flows/refresh/token.ts';
 import type { FlowDeps, TokenGrant } from './flows/types.ts';
+import { accountRoutes } from './http/account.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import { discoveryRoutes } from './http/discovery.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
+import { introspectionRoutes } from './http/introspection.ts';
+import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
+import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
@@ -34,10 +39,21 @@ export interface AppInput {
 }
 
 /** The grants this server implements. */
-export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant];
+export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant, refreshTokenGrant];
+
+/** Discovery entries of the token lifecycle endpoints (RFC 8414 §2, OIDC Discovery §3). */
+function lifecycleMetadata(issuer: string): Record<string, unknown> {
+  return {
+    userinfo_endpoint: `${issuer}/oauth/userinfo`,
+    revocation_endpoint: `${issuer}/oauth/revoke`,
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic'],
+    introspection_endpoint: `${issuer}/oauth/introspect`,
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
+  };
+}
 
 export function appDeps(input: AppInput): AppDeps {
-  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes);
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store);
   return {
     config: input.config,
     store: input.store,
@@ -45,7 +61,7 @@ export function appDeps(input: AppInput): AppDeps {
     keys: input.keys,
     tokens,
     grants: GRANTS,
-    extraMetadata: {},
+    extraMetadata: { ...lifecycleMetadata(input.config.issuer) },
   };
 }
 
@@ -75,5 +91,9 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(discoveryRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
+  await app.register(revocationRoutes, { deps });
+  await app.register(introspectionRoutes, { deps });
+  await app.register(userinfoRoutes, { deps });
+  await app.register(accountRoutes, { deps });
   return app;
 }

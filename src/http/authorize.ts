@@ -35,7 +35,7 @@ function authorizeUrl(params: Record<string, string>): string {
 }
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
-async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
+export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
   const session = await currentSession(deps, request);
   if (!session) return null;
   const user = await deps.store.users.get(session.userId);

@@ -1,0 +1,101 @@
+/**
+ * Sign-ins for the token lifecycle tests: a real authorization code flow through
+ * openid-client, and, until the device flow is on this branch, a device grant made the way
+ * the device flow makes one.
+ */
+import { randomUUID } from 'node:crypto';
+import * as oidc from 'openid-client';
+import type { Clock } from '../../src/core/clock.ts';
+import { systemClock } from '../../src/core/clock.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../../src/store/types.ts';
+import { TokenIssuer, type TokenResponse } from '../../src/tokens/issue.ts';
+import { FormBrowser } from './browser.ts';
+import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './server.ts';
+
+/** The grants of a client registered to receive refresh tokens (`client add --grant refresh_token`). */
+export const withRefresh = (): GrantType[] => [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
+
+/** The scopes such a client may ask for. */
+export const OFFLINE_SCOPES = ['openid', 'profile', 'email', 'offline_access'];
+
+export function discover(server: TestServer, client: TestClient): Promise<oidc.Configuration> {
+  return oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+    execute: [oidc.allowInsecureRequests],
+  });
+}
+
+/** The whole code flow through openid-client: the user signs in and approves `scope`. */
+export async function signIn(server: TestServer, config: oidc.Configuration, user: TestUser, scope: string) {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  // A nonce only where an ID token will carry it back.
+  const nonce = scope.split(' ').includes('openid') ? oidc.randomNonce() : undefined;
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT_URI, scope, state, ...(nonce ? { nonce } : {}),
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+  });
+  const page = await new FormBrowser(server.url).authorize(url.href, user);
+  if (!page.location?.startsWith(REDIRECT_URI)) throw new Error(`the sign-in did not reach the client: ${page.status} ${page.html.slice(0, 500)}`);
+  return oidc.authorizationCodeGrant(config, new URL(page.location), {
+    pkceCodeVerifier: verifier, expectedState: state, ...(nonce ? { expectedNonce: nonce } : {}),
+  });
+}
+
+/**
+ * The code flow over plain HTTP, for servers on a manual clock (whose tokens a client
+ * library checking the wall clock would refuse). Returns the raw token response.
+ */
+export async function signInRaw(server: TestServer, client: TestClient, user: TestUser, scope: string): Promise<Record<string, unknown>> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = new URL(`${server.url}/oauth/authorize`);
+  url.search = new URLSearchParams({
+    response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+  }).toString();
+  const page = await new FormBrowser(server.url).authorize(url.href, user);
+  const code = new URL(page.location ?? 'http://invalid/').searchParams.get('code');
+  if (!code) throw new Error(`no code: ${page.status} ${page.location}`);
+  const result = await postForm(`${server.url}/oauth/token`, {
+    grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier,
+  }, { authorization: basic(client.clientId, client.clientSecret) });
+  if (result.status !== 200) throw new Error(`token exchange failed: ${JSON.stringify(result.body)}`);
+  return result.body;
+}
+
+/** A refresh over plain HTTP: status and body. */
+export function refreshRaw(server: TestServer, client: TestClient, refreshToken: string, extra: Record<string, string> = {}) {
+  return postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, {
+    authorization: basic(client.clientId, client.clientSecret),
+  });
+}
+
+/**
+ * A device signed in: the grant the device flow records when the user approves a device
+ * (RFC 8628), with where and when the device asked, and the tokens its poll receives
+ * through the same `TokenIssuer.issue` the device grant calls.
+ */
+export async function deviceSignIn(
+  server: TestServer,
+  client: TestClient,
+  user: TestUser,
+  options: { scope?: string[]; ip?: string; userAgent?: string; clock?: Clock } = {},
+): Promise<TokenResponse> {
+  const clock = options.clock ?? systemClock;
+  const now = clock.now();
+  const grantId = randomUUID();
+  const scope = options.scope ?? ['openid', 'profile'];
+  await server.store.grants.create({
+    id: grantId,
+    userId: user.id,
+    clientId: client.clientId,
+    scope,
+    kind: GRANT_DEVICE_CODE,
+    authTime: now,
+    createdAt: now,
+    revokedAt: null,
+    device: { ip: options.ip ?? '203.0.113.7', userAgent: options.userAgent ?? 'LivingRoomTV/2.1', requestedAt: now - 30_000 },
+  });
+  const [clientRecord, userRecord] = await Promise.all([server.store.clients.get(client.clientId), server.store.users.get(user.id)]);
+  const issuer = new TokenIssuer(server.keys, clock, server.config.issuer, server.config.lifetimes, server.store);
+  return issuer.issue({ client: clientRecord!, user: userRecord!, scope, grantId, authTime: now });
+}

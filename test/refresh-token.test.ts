@@ -6,6 +6,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { hashSecret } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/store/types.ts';
 import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
+import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const HOUR = 3600_000;
@@ -218,5 +219,38 @@ describe('refresh token lifetime and idle timeout', () => {
     clock.advance(DAY);
     const expired = await refreshRaw(server, client, token);
     assert.deepEqual([expired.status, expired.body['error']], [400, 'invalid_grant']);
+  });
+});
+
+// SQLite runs each statement synchronously, so simultaneous requests rarely interleave
+// between reading a refresh token and rotating it; PostgreSQL answers over the network, and
+// they do. The rotation must give the new token to one of them all the same.
+describe('simultaneous refreshes against PostgreSQL', { skip: await postgresSkip() }, () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let database: { url: string; drop(): Promise<void> };
+
+  before(async () => {
+    database = await freshPostgresDatabase();
+    server = await startTestServer({ database: database.url });
+    client = await server.addClient({ scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    user = await server.addUser({ username: 'ada' });
+  });
+  after(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+
+  it('gives exactly one new token to 10 simultaneous refreshes of one token, then treats the grant as reused', async () => {
+    for (let round = 0; round < 3; round++) {
+      const first = await signInRaw(server, client, user, 'openid offline_access');
+      const results = await Promise.all(Array.from({ length: 10 }, () => refreshRaw(server, client, first['refresh_token'] as string)));
+      const winners = results.filter((result) => result.status === 200);
+      assert.equal(winners.length, 1, JSON.stringify(results.map((result) => result.body)));
+      for (const loser of results.filter((result) => result.status !== 200)) assert.equal(loser.body['error'], 'invalid_grant');
+      const after = await refreshRaw(server, client, winners[0]!.body['refresh_token'] as string);
+      assert.deepEqual([after.status, after.body['error']], [400, 'invalid_grant'], 'the grant was revoked as reused');
+    }
   });
 });

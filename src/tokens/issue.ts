@@ -88,12 +88,16 @@ export class TokenIssuer {
   }
 
   /**
-   * The tokens for an approval being redeemed (a code, a device code) or refreshed. The grant
-   * must still stand; a refresh token comes with them when `receivesRefreshToken` says so.
+   * The tokens for an approval being redeemed (a code, a device code) or refreshed, with a
+   * refresh token when `receivesRefreshToken` says so. Whether the grant still stands is
+   * decided by the caller, in the one statement that redeemed the code or rotated the
+   * refresh token: that caller is owed its tokens even if the grant is revoked a moment
+   * later (by a concurrent replay, say), and tokens issued then are dead wherever revocation
+   * is checked.
    */
   async issue(issuance: Issuance): Promise<TokenResponse> {
     const grant = await this.#store.grants.get(issuance.grantId);
-    if (!grant || grant.revokedAt !== null) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
+    if (!grant) throw new OAuthError('invalid_grant', 'the authorization no longer exists');
     const nowMs = this.#clock.now();
     const now = seconds(nowMs);
     const scope = issuance.scope.join(' ');
@@ -102,12 +106,8 @@ export class TokenIssuer {
       issuance.scope.includes('openid') ? this.#idToken(issuance, now) : undefined,
       receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs) : undefined,
     ]);
-    const activeUntil = Math.max((now + this.#lifetimes.accessToken) * 1000, refresh?.expiresAt ?? 0);
-    // Revoked while these were being made: the refresh token just stored is dead with the
-    // grant, and nothing is handed out.
-    if (!(await this.#store.grants.recordUse(grant.id, nowMs, activeUntil))) {
-      throw new OAuthError('invalid_grant', 'the authorization has been revoked');
-    }
+    // A revoked grant records no use: the account page has nothing to show for it.
+    await this.#store.grants.recordUse(grant.id, nowMs, Math.max((now + this.#lifetimes.accessToken) * 1000, refresh?.expiresAt ?? 0));
     return {
       access_token: accessToken,
       token_type: 'Bearer',

@@ -15,6 +15,9 @@ export const introspectionRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async 
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const params = formParams(request);
     const client = await authenticateClient(deps.store, request, params);
+    // A public client (RFC 6749 §2.1) proves nothing by its client_id: letting it introspect
+    // would let anyone probe tokens. Unreachable until public clients can authenticate here.
+    if (client.secretHash === null) throw new OAuthError('invalid_client', 'token introspection needs a client with a secret');
     const token = params['token'];
     if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
     return reply.type('application/json; charset=utf-8').send(await introspectToken(deps, client, token));

@@ -84,6 +84,18 @@ describe('token introspection (RFC 7662) through openid-client', () => {
     for (const token of ['x'.repeat(43), 'not a token', 'a.b.c', forged]) await assertInactive(token);
   });
 
+  it('accepts an access token signed with our published ES256 key as well as RS256', async () => {
+    const live = decodeJwt((await signIn(server, config, user, 'openid')).access_token);
+    const key = await server.keys.signingKey('ES256');
+    const token = await new SignJWT({ client_id: client.clientId, scope: 'openid', gid: live['gid'] as string })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
+      .setIssuer(server.url).setAudience(server.url).setSubject(user.id).setIssuedAt().setExpirationTime('1h').setJti('es256-token')
+      .sign(key.key);
+    const result = await oidc.tokenIntrospection(config, token);
+    assert.equal(result.active, true);
+    assert.equal(result.jti, 'es256-token');
+  });
+
   it("reports another client's tokens as inactive to it", async () => {
     const other = await server.addClient({ scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
     const tokens = await signIn(server, config, user, 'openid offline_access');

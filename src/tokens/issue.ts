@@ -5,7 +5,7 @@ import type { Lifetimes } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type ClientRecord, type GrantRecord, type Store, type UserRecord } from '../store/types.ts';
-import type { KeyManager } from './keys.ts';
+import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
 /** The successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3). Wire names, readonly. */
 export interface TokenResponse {
@@ -152,7 +152,8 @@ export class TokenIssuer {
         issuer: this.#issuer,
         audience: this.#issuer,
         typ: 'at+jwt',
-        algorithms: ['RS256'],
+        // Whichever of our algorithms signed it: the key, found by its kid, fixes which.
+        algorithms: [...SIGNING_ALGORITHMS],
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp'],
       });

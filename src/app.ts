@@ -3,11 +3,14 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import type { FlowDeps, TokenGrant } from './flows/types.ts';
 import { accountRoutes } from './http/account.ts';
 import { authorizeRoutes } from './http/authorize.ts';
+import { deviceMetadata, deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
+import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
@@ -39,14 +42,19 @@ export interface AppInput {
 }
 
 /** The grants this server implements. */
-export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant, refreshTokenGrant];
+export const GRANTS: readonly TokenGrant[] = [
+  authorizationCodeGrant,
+  deviceCodeGrant,
+  refreshTokenGrant,
+];
 
 /** Discovery entries of the token lifecycle endpoints (RFC 8414 §2, OIDC Discovery §3). */
 function lifecycleMetadata(issuer: string): Record<string, unknown> {
   return {
     userinfo_endpoint: `${issuer}/oauth/userinfo`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic'],
+    // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
     introspection_endpoint: `${issuer}/oauth/introspect`,
     introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
   };
@@ -61,7 +69,10 @@ export function appDeps(input: AppInput): AppDeps {
     keys: input.keys,
     tokens,
     grants: GRANTS,
-    extraMetadata: { ...lifecycleMetadata(input.config.issuer) },
+    extraMetadata: {
+      ...deviceMetadata(input.config.issuer),
+      ...lifecycleMetadata(input.config.issuer),
+    },
   };
 }
 
@@ -86,11 +97,13 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerFormParsing(app);
+  registerCors(app, deps);
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
+  await app.register(deviceRoutes, { deps });
   await app.register(revocationRoutes, { deps });
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });

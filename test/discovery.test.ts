@@ -21,7 +21,7 @@ describe('discovery and JWKS', () => {
     assert.equal(metadata['token_endpoint'], `${server.url}/oauth/token`);
     assert.equal(metadata['jwks_uri'], `${server.url}/.well-known/jwks.json`);
     assert.deepEqual(metadata['code_challenge_methods_supported'], ['S256']);
-    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic']);
+    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'none']);
     assert.deepEqual(metadata['response_types_supported'], ['code']);
     assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
     assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));
@@ -31,11 +31,11 @@ describe('discovery and JWKS', () => {
 
   it('lists the token lifecycle endpoints and exactly the grant types the token endpoint takes', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    assert.deepEqual(metadata['grant_types_supported'], ['authorization_code', 'refresh_token']);
+    assert.deepEqual(metadata['grant_types_supported'], ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
     assert.equal(metadata['userinfo_endpoint'], `${server.url}/oauth/userinfo`);
     assert.equal(metadata['revocation_endpoint'], `${server.url}/oauth/revoke`);
     assert.equal(metadata['introspection_endpoint'], `${server.url}/oauth/introspect`);
-    assert.deepEqual(metadata['revocation_endpoint_auth_methods_supported'], ['client_secret_basic']);
+    assert.deepEqual(metadata['revocation_endpoint_auth_methods_supported'], ['client_secret_basic', 'none']);
     assert.deepEqual(metadata['introspection_endpoint_auth_methods_supported'], ['client_secret_basic']);
     assert.ok((metadata['scopes_supported'] as string[]).includes('offline_access'));
   });

@@ -14,9 +14,9 @@ export const introspectionRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async 
     // The answer says whether a token is good: never cached (RFC 7662 §4).
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const params = formParams(request);
-    const client = await authenticateClient(deps.store, request, params);
+    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
     // A public client (RFC 6749 §2.1) proves nothing by its client_id: letting it introspect
-    // would let anyone probe tokens. Unreachable until public clients can authenticate here.
+    // would let anyone who knows one probe tokens.
     if (client.secretHash === null) throw new OAuthError('invalid_client', 'token introspection needs a client with a secret');
     const token = params['token'];
     if (token === undefined) throw new OAuthError('invalid_request', 'token is required');

@@ -10,7 +10,7 @@ export const revocationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (ap
   app.post('/oauth/revoke', async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     const params = formParams(request);
-    const client = await authenticateClient(deps.store, request, params);
+    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
     const token = params['token'];
     if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
     await revokeToken(deps, client, token);

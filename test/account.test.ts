@@ -26,7 +26,8 @@ describe('the account page', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
+    // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
+    server = await startTestServer({ env: { TESSERA_TRUST_PROXY: 'true' } });
     app = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
     user = await server.addUser({ username: 'ada', name: 'Ada Lovelace' });
@@ -151,7 +152,8 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
   let browser: Browser;
 
   before(async () => {
-    server = await startTestServer();
+    // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
+    server = await startTestServer({ env: { TESSERA_TRUST_PROXY: 'true' } });
     app = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
     user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });

@@ -161,7 +161,7 @@ describe('refresh tokens for a device sign-in', () => {
 
   it('gives a device a refresh token when its client is registered for refresh_token, without offline_access', async () => {
     const tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
-    const tokens = await deviceSignIn(server, tv, user, { scope: ['openid', 'profile'] });
+    const tokens = await deviceSignIn(server, tv, user, { scope: 'openid profile' });
     assert.ok(tokens.refresh_token);
     const refreshed = await oidc.refreshTokenGrant(await discover(server, tv), tokens.refresh_token);
     assert.equal(refreshed.claims()?.sub, user.id);
@@ -169,8 +169,8 @@ describe('refresh tokens for a device sign-in', () => {
   });
 
   it('gives a device no refresh token when its client is not registered for refresh_token', async () => {
-    const tv = await server.addClient({ name: 'Kitchen Radio', grantTypes: [GRANT_DEVICE_CODE] });
-    const tokens = await deviceSignIn(server, tv, user, { scope: ['openid', 'offline_access'] });
+    const tv = await server.addClient({ name: 'Kitchen Radio', scopes: OFFLINE_SCOPES, grantTypes: [GRANT_DEVICE_CODE] });
+    const tokens = await deviceSignIn(server, tv, user, { scope: 'openid offline_access' });
     assert.equal(tokens.refresh_token, undefined);
   });
 });

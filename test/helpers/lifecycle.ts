@@ -1,15 +1,11 @@
 /**
- * Sign-ins for the token lifecycle tests: a real authorization code flow through
- * openid-client, and, until the device flow is on this branch, a device grant made the way
- * the device flow makes one.
+ * Sign-ins for the token lifecycle tests: the authorization code flow through openid-client
+ * (or plain HTTP, for servers on a manual clock) and the device flow over HTTP.
  */
-import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
-import type { Clock } from '../../src/core/clock.ts';
-import { systemClock } from '../../src/core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../../src/store/types.ts';
-import { TokenIssuer, type TokenResponse } from '../../src/tokens/issue.ts';
 import { FormBrowser } from './browser.ts';
+import { BrowserAt, poll, startDevice } from './device.ts';
 import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './server.ts';
 
 /** The grants of a client registered to receive refresh tokens (`client add --grant refresh_token`). */
@@ -69,33 +65,31 @@ export function refreshRaw(server: TestServer, client: TestClient, refreshToken:
   });
 }
 
+/** What a device's successful poll receives (RFC 8628 §3.5, RFC 6749 §5.1). */
+export interface DeviceTokens {
+  readonly access_token: string;
+  readonly refresh_token?: string;
+  readonly scope: string;
+}
+
 /**
- * A device signed in: the grant the device flow records when the user approves a device
- * (RFC 8628), with where and when the device asked, and the tokens its poll receives
- * through the same `TokenIssuer.issue` the device grant calls.
+ * A device signs in through the device flow (RFC 8628): it asks for codes (saying who it is
+ * in User-Agent, and where it is in X-Forwarded-For when the server trusts a proxy), the
+ * user approves on a second screen, and the device's poll receives the tokens.
  */
 export async function deviceSignIn(
   server: TestServer,
   client: TestClient,
   user: TestUser,
-  options: { scope?: string[]; ip?: string; userAgent?: string; clock?: Clock } = {},
-): Promise<TokenResponse> {
-  const clock = options.clock ?? systemClock;
-  const now = clock.now();
-  const grantId = randomUUID();
-  const scope = options.scope ?? ['openid', 'profile'];
-  await server.store.grants.create({
-    id: grantId,
-    userId: user.id,
-    clientId: client.clientId,
-    scope,
-    kind: GRANT_DEVICE_CODE,
-    authTime: now,
-    createdAt: now,
-    revokedAt: null,
-    device: { ip: options.ip ?? '203.0.113.7', userAgent: options.userAgent ?? 'LivingRoomTV/2.1', requestedAt: now - 30_000 },
+  options: { scope?: string; ip?: string; userAgent?: string } = {},
+): Promise<DeviceTokens> {
+  const started = await startDevice(server, client, options.scope ?? 'openid profile', {
+    'user-agent': options.userAgent ?? 'LivingRoomTV/2.1',
+    ...(options.ip ? { 'x-forwarded-for': options.ip } : {}),
   });
-  const [clientRecord, userRecord] = await Promise.all([server.store.clients.get(client.clientId), server.store.users.get(user.id)]);
-  const issuer = new TokenIssuer(server.keys, clock, server.config.issuer, server.config.lifetimes, server.store);
-  return issuer.issue({ client: clientRecord!, user: userRecord!, scope, grantId, authTime: now });
+  const approved = await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
+  if (approved.status !== 200) throw new Error(`the approval failed: ${approved.status}`);
+  const polled = await poll(server, client, started.device_code);
+  if (polled.status !== 200) throw new Error(`the poll failed: ${JSON.stringify(polled.body)}`);
+  return polled.body as unknown as DeviceTokens;
 }

@@ -10,7 +10,9 @@ import { startTestServer, type TestClient, type TestServer, type TestUser } from
  * Chromium on a phone-sized screen is the person. openid-client waits the real `interval`
  * (5 s) before its first poll; the browser part runs meanwhile.
  */
-describe('the device flow end to end: openid-client polls, a person approves in Chromium', { skip: chromiumUnavailable() }, () => {
+// The two cases use their own device codes and browser contexts, so they wait their
+// polling intervals side by side.
+describe('the device flow end to end: openid-client polls, a person approves in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
   let server: TestServer;
   let client: TestClient;
   let user: TestUser;

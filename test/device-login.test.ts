@@ -36,7 +36,7 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
   });
   after(() => server.close());
 
-  async function run(options: { scope?: string; secret?: string; tty?: boolean; onWait?: (call: number, output: { stdout: string }) => Promise<number | void> } = {}) {
+  async function run(options: { client?: TestClient; scope?: string; secret?: string; tty?: boolean; onWait?: (call: number, output: { stdout: string }) => Promise<number | void> } = {}) {
     const output = { stdout: '', stderr: '' };
     const waits: number[] = [];
     const deps: DeviceLoginDeps = {
@@ -53,7 +53,13 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
       },
     };
     const code = await deviceLogin(
-      { issuer: server.url, clientId: client.clientId, clientSecret: options.secret ?? client.clientSecret, scope: options.scope ?? 'openid profile' },
+      {
+        issuer: server.url,
+        clientId: (options.client ?? client).clientId,
+        // A public client has no secret: device-login then sends its client_id in the form.
+        clientSecret: options.secret ?? ((options.client ?? client).clientSecret || undefined),
+        scope: options.scope ?? 'openid profile',
+      },
       deps,
     );
     return { code, waits, ...output };
@@ -62,6 +68,15 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
   const decide = (decision: 'approve' | 'deny') => async (call: number, output: { stdout: string }) => {
     if (call === 1) await new BrowserAt(server.url).decide(printedUserCode(output.stdout), user, decision);
   };
+
+  it('signs in a public client, which has no secret to send (RFC 8628 §5.7)', async () => {
+    const tv = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const result = await run({ client: tv, onWait: decide('approve') });
+    assert.equal(result.code, 0, result.stderr);
+    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as Record<string, unknown>;
+    assert.equal(claims['aud'], tv.clientId);
+    assert.equal(claims['sub'], user.id);
+  });
 
   it('shows the code, the link and its QR code, waits the interval, and prints the granted scopes and the verified ID token claims', async () => {
     const result = await run({ onWait: decide('approve') });
@@ -127,6 +142,25 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     assert.match(result.stdout, /Granted scopes: profile\nNo ID token was issued/);
   });
 
+  it('refuses a server whose metadata names another issuer (RFC 8414 §3.3)', async () => {
+    const output = { stdout: '', stderr: '' };
+    const code = await deviceLogin(
+      { issuer: 'http://auth.example', clientId: client.clientId, clientSecret: client.clientSecret, scope: 'openid' },
+      {
+        stdout: (text) => (output.stdout += text),
+        stderr: (text) => (output.stderr += text),
+        // auth.example answers with this server's metadata, whose issuer is the server's own URL.
+        fetch: (url, init) => fetch(String(url).replace('http://auth.example', server.url), init),
+        now: () => clock.now(),
+        sleep: async () => {},
+        tty: false,
+      },
+    );
+    assert.equal(code, 1);
+    assert.match(output.stderr, new RegExp(`says its issuer is ${server.url}`));
+    assert.equal(output.stdout, '', 'no code was requested');
+  });
+
   it('exits 1 with the server\'s reason when the client is refused', async () => {
     const result = await run({ secret: 'wrong' });
     assert.equal(result.code, 1);
@@ -180,8 +214,8 @@ describe('tessera device-login, as a person runs it', () => {
     }
   });
 
-  it('prints the usage and exits 2 without a client id or secret', async () => {
-    for (const args of [['device-login'], ['device-login', '--client-id', 'x'], ['device-login', '--client-secret', 'y'], ['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'not a url']]) {
+  it('prints the usage and exits 2 without a client id, with an empty secret or a bad issuer', async () => {
+    for (const args of [['device-login'], ['device-login', '--client-secret', 'y'], ['device-login', '--client-id', 'x', '--client-secret', ''], ['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'not a url']]) {
       const run = tessera(args);
       assert.equal(await run.exited, 2, args.join(' '));
       assert.match(run.output().stderr, /Usage: tessera/);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { BrowserAt } from './helpers/device.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('public clients: native apps and command-line tools without a secret', () => {
@@ -44,6 +45,24 @@ describe('public clients: native apps and command-line tools without a secret', 
   it('redirects to a private-use URI scheme (RFC 8252 §7.1)', async () => {
     const { location } = await signIn('com.example.notes:/oauth2redirect');
     assert.match(location, /^com\.example\.notes:\/oauth2redirect\?code=/);
+  });
+
+  it('completes the device flow as a public client through openid-client (RFC 8628 §5.7)', async () => {
+    const tv = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const device = await oidc.initiateDeviceAuthorization(tvConfig, { scope: 'openid profile' });
+    const polling = oidc.pollDeviceAuthorizationGrant(tvConfig, device);
+    await new BrowserAt(server.url).decide(device.user_code, user, 'approve');
+    const tokens = await polling;
+    assert.equal(tokens.claims()?.sub, user.id);
+    assert.equal(tokens.claims()?.aud, tv.clientId);
+  });
+
+  it('refuses a confidential client that asks for device codes with only its client_id', async () => {
+    const confidential = await server.addClient({ grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const result = await postForm(`${server.url}/oauth/device/authorization`, { client_id: confidential.clientId, scope: 'openid' });
+    assert.equal(result.status, 401);
+    assert.equal(result.body['error'], 'invalid_client');
   });
 
   it('refuses a public client that presents a secret, in the header or the body', async () => {

@@ -14,7 +14,8 @@ import QRCode from 'qrcode';
 export interface DeviceLoginOptions {
   readonly issuer: string;
   readonly clientId: string;
-  readonly clientSecret: string;
+  /** Absent for a public client, which sends its client_id in the form instead (RFC 6749 §2.3.1 is for confidential ones). */
+  readonly clientSecret?: string | undefined;
   readonly scope: string;
 }
 
@@ -117,16 +118,22 @@ async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Pro
     if (typeof value !== 'string') throw new DeviceLoginError(`${options.issuer} does not offer the device flow (no ${name} in its metadata)`);
     return value;
   };
+  // RFC 8414 §3.3: the issuer in the metadata MUST be identical to the one it was fetched for.
+  if (field('issuer') !== options.issuer) {
+    throw new DeviceLoginError(`the server at ${options.issuer} says its issuer is ${field('issuer')}; use --issuer ${field('issuer')} or fix TESSERA_ISSUER`);
+  }
   return { issuer: field('issuer'), device_authorization_endpoint: field('device_authorization_endpoint'), token_endpoint: field('token_endpoint'), jwks_uri: field('jwks_uri') };
 }
 
 async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<number> {
   const metadata = await discover(options, deps);
-  const authorization = { authorization: basicAuth(options.clientId, options.clientSecret) };
+  const secret = options.clientSecret;
+  const authorization: Record<string, string> = secret === undefined ? {} : { authorization: basicAuth(options.clientId, secret) };
+  const identification: Record<string, string> = secret === undefined ? { client_id: options.clientId } : {};
   const form = (params: Record<string, string>): RequestInit => ({
     method: 'POST',
     headers: { ...authorization, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams(params).toString(),
+    body: new URLSearchParams({ ...identification, ...params }).toString(),
   });
 
   // RFC 8628 §3.1-3.2.

@@ -31,9 +31,10 @@ Commands:
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
   keys rotate                             Publish new signing keys; they sign after the lead time
-  device-login --client-id ID --client-secret SECRET [--scope "openid profile"] [--issuer URL]
+  device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
                                           for approval, print the granted scopes and ID token claims
+                                          (no secret: a public client; TESSERA_CLIENT_SECRET also works)
   grant list --username NAME [--json]     List the applications and devices a user approved
   grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working
 `;
@@ -287,9 +288,11 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
     issuer: { type: 'string' },
   });
   const clientId = values['client-id'];
-  const clientSecret = values['client-secret'];
+  // The environment keeps the secret out of the process list and the shell history; without
+  // one, the device acts as a public client.
+  const clientSecret = values['client-secret'] ?? (io.env['TESSERA_CLIENT_SECRET'] || undefined);
   if (!clientId) throw new UsageError('--client-id is required');
-  if (!clientSecret) throw new UsageError('--client-secret is required');
+  if (clientSecret === '') throw new UsageError('--client-secret must not be empty (leave it out for a public client)');
   let issuer = config.issuer;
   if (values.issuer !== undefined) {
     try {

@@ -23,17 +23,19 @@ export function deviceMetadata(issuer: string): Record<string, string> {
   return { device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}` };
 }
 
-const LOOKUP_MESSAGES: Readonly<Record<'locked' | 'malformed' | 'unknown', { status: number; message: string }>> = {
-  locked: {
-    status: 429,
-    message: `Too many wrong codes. For your security, codes cannot be entered here for a while: wait ${USER_CODE_LOCKOUT.windowMs / 60_000} minutes, then try again.`,
-  },
-  malformed: { status: 400, message: 'A code is 8 letters, like BCDF-GHJK. Check the code on your device and try again.' },
-  unknown: {
-    status: 400,
-    message: 'That code is not valid, or it has expired (codes last 10 minutes). Check the code on your device, or get a new one there.',
-  },
-};
+function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'locked' | 'malformed' | 'unknown', { status: number; message: string }>> {
+  return {
+    locked: {
+      status: 429,
+      message: `Too many wrong codes. For your security, codes cannot be entered here for a while: wait ${USER_CODE_LOCKOUT.windowMs / 60_000} minutes, then try again.`,
+    },
+    malformed: { status: 400, message: 'A code is 8 letters, like BCDF-GHJK. Check the code on your device and try again.' },
+    unknown: {
+      status: 400,
+      message: `That code is not valid, or it has expired (codes last ${Math.round(codeLifetimeSeconds / 60)} minutes). Check the code on your device, or get a new one there.`,
+    },
+  };
+}
 
 function single(params: RawParams, name: string): string {
   const value = params[name];
@@ -45,6 +47,8 @@ function single(params: RawParams, name: string): string {
  * person uses on a second screen (§3.3): enter the code, sign in, review, decide.
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const messages = lookupMessages(deps.config.device.codeLifetime);
+
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
     // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
@@ -72,7 +76,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
     if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage());
     if (lookup.kind === 'locked') request.log.warn({ ip: request.ip }, 'device user code entry locked after too many wrong codes');
-    const { status, message } = LOOKUP_MESSAGES[lookup.kind];
+    const { status, message } = messages[lookup.kind];
     return page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error: message }));
   }
 

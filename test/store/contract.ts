@@ -620,6 +620,12 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           assert.equal((await store.devices.findByUserCode(record.userCode, at(3)))?.interval, 20);
         });
 
+        it('stops growing the interval at the longest a device code lives, however often it is told to slow down', async () => {
+          const record = await givenDevice();
+          for (let i = 0; i < 130; i++) await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + i);
+          assert.equal((await store.devices.findByUserCode(record.userCode, T0 + 130))?.interval, 600);
+        });
+
         it('answers normally again once the device waits the grown interval', async () => {
           const record = await givenDevice();
           await store.devices.poll(record.deviceCodeHash, record.clientId, T0);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { FormBrowser, type Page } from './browser.ts';
-import { postgresSkip, postgresUrl } from './postgres.ts';
+import { postgresSkipReason, postgresUrl } from './postgres.ts';
 import { basic, postForm, type TestClient, type TestServer, type TestUser } from './server.ts';
 
 export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -101,7 +101,7 @@ export function storesUnderTest(): StoreUnderTest[] {
     { name: 'SQLite', skip: undefined, fresh: async () => ({ database: undefined, drop: async () => {} }) },
     {
       name: 'PostgreSQL',
-      skip: postgresSkip,
+      skip: postgresSkipReason,
       async fresh() {
         const schema = `tessera_device_${Math.random().toString(36).slice(2, 10)}`;
         const admin = new pg.Client({ connectionString: url });

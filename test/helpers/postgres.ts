@@ -17,6 +17,8 @@ import pg from 'pg';
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export const postgresUrl = process.env['TESSERA_TEST_POSTGRES_URL'] || DEFAULT_URL;
+/** The same, under the name the token-lifecycle tests use. */
+export const POSTGRES_URL = postgresUrl;
 
 /** Why the PostgreSQL tests must run here, or null when they may be skipped. */
 export function postgresRequiredBy(env: Readonly<Record<string, string | undefined>>): string | null {
@@ -58,7 +60,7 @@ const requiredBy = postgresRequiredBy(process.env);
  * For tests that choose their stores themselves: why to skip PostgreSQL, or undefined to
  * run it (reachable, or mandatory, where an unreachable server then fails the test).
  */
-export const postgresSkip: string | undefined =
+export const postgresSkipReason: string | undefined =
   reason === null || requiredBy !== null
     ? undefined
     : `PostgreSQL tests skipped: ${reason}. Start PostgreSQL there or set TESSERA_TEST_POSTGRES_URL to run them.`;
@@ -76,8 +78,17 @@ export function describePostgres(name: string, body: () => void): void {
     });
   } else {
     // One skipped case rather than a skipped suite, so that the run's summary counts it.
-    it(name, { skip: postgresSkip }, () => {});
+    it(name, { skip: postgresSkipReason }, () => {});
   }
+}
+
+/**
+ * For `describe(…, { skip: await postgresSkip() })`: false to run, or why to skip. Throws
+ * when the tests are mandatory and PostgreSQL cannot be reached, which fails the file.
+ */
+export async function postgresSkip(): Promise<string | false> {
+  if (reason !== null && requiredBy !== null) throw new Error(`${reason}; the PostgreSQL tests must run because ${requiredBy}`);
+  return postgresSkipReason ?? false;
 }
 
 /** A fresh schema name; nothing is created until a store opens it. */
@@ -102,4 +113,14 @@ export function databaseSetting(schema: string): string {
   const url = new URL(postgresUrl);
   url.searchParams.set('schema', schema);
   return url.href;
+}
+
+/**
+ * Creates a fresh schema and returns a database URL whose connections use it (the
+ * `TESSERA_DATABASE` of a test server), and how to drop it afterwards.
+ */
+export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const schema = newSchema();
+  await withAdmin((client) => client.query(`CREATE SCHEMA ${client.escapeIdentifier(schema)}`));
+  return { url: databaseSetting(schema), drop: () => dropSchema(schema).then(() => {}) };
 }

@@ -2,10 +2,11 @@
  * Two Tessera server processes on two ports sharing one PostgreSQL database behave as one
  * server: what one issues the other redeems, a device started at one is approved through
  * the other, a browser session and the sign-in and user-code lockouts follow the user from
- * one to the other, a code or a device approval is still used once, and both publish the
- * same keys. Both get the same `TESSERA_ISSUER`, as behind a load balancer, and each is
- * called on its own port, as the load balancer would. They trust X-Forwarded-For from
- * loopback, as from a proxy, so that a test can stand at an address of its own.
+ * one to the other, a code or a device approval is still used once, a refresh token
+ * replayed at one ends the approval at both, and both publish the same keys. Both get the
+ * same `TESSERA_ISSUER`, as behind a load balancer, and each is called on its own port, as
+ * the load balancer would. They trust X-Forwarded-For from loopback, as from a proxy, so
+ * that a test can stand at an address of its own.
  *
  * Runs against the PostgreSQL of `test/helpers/postgres.ts`, in a schema of its own.
  */
@@ -91,13 +92,13 @@ interface Attempt {
   readonly nonce: string;
 }
 
-async function attempt(config: oidc.Configuration): Promise<Attempt> {
+async function attempt(config: oidc.Configuration, scope = 'openid profile'): Promise<Attempt> {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
   const url = oidc.buildAuthorizationUrl(config, {
     redirect_uri: REDIRECT_URI,
-    scope: 'openid profile',
+    scope,
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
     state,
@@ -337,6 +338,45 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
       assert.equal(locked.status, 429, `${instance.name} refuses even a live code`);
       assert.match(locked.html, /Too many wrong codes/);
     }
+  });
+
+  it('rotates at B a refresh token A issued, and a replay of the old one at A ends the approval on both', async () => {
+    const registered = await tessera(
+      ['client', 'add', '--name', 'Mail', '--redirect-uri', REDIRECT_URI, '--scope', 'openid offline_access',
+        '--grant', 'authorization_code', '--grant', 'refresh_token', '--json'],
+      env,
+    );
+    assert.equal(registered.code, 0, registered.stderr);
+    const mail = JSON.parse(registered.stdout) as typeof client;
+    const authorization = { authorization: basic(mail.client_id, mail.client_secret) };
+    const mailViaA = await oidc.discovery(new URL(issuer), mail.client_id, undefined, oidc.ClientSecretBasic(mail.client_secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const start = await attempt(mailViaA, 'openid offline_access');
+    const { browser, next } = await signIn(A(), start);
+    const approved = await browser.submit(await browser.follow(next), '/oauth/authorize', { decision: 'approve' });
+    const first = await oidc.authorizationCodeGrant(mailViaA, callback(approved), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+    });
+    assert.ok(first.refresh_token, 'a refresh token with offline_access');
+
+    const refresh = (instance: Instance, token: string) =>
+      postForm(`${instance.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: token }, authorization);
+    const rotated = await refresh(B(), first.refresh_token);
+    assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+    const second = rotated.body as { access_token: string; refresh_token: string };
+
+    const replay = await refresh(A(), first.refresh_token);
+    assert.equal(replay.status, 400);
+    assert.equal(replay.body['error'], 'invalid_grant');
+    const afterReplay = await refresh(B(), second.refresh_token);
+    assert.equal(afterReplay.status, 400, 'the rotated token died with the approval');
+    assert.equal(afterReplay.body['error'], 'invalid_grant');
+    const introspected = await postForm(`${A().url}/oauth/introspect`, { token: second.access_token }, authorization);
+    assert.equal(introspected.status, 200);
+    assert.equal(introspected.body['active'], false, 'A knows the access token B issued is revoked');
   });
 
   it('publishes a key rotated with tessera keys rotate on both instances at once', async () => {

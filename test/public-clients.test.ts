@@ -107,3 +107,30 @@ describe('public clients: native apps and command-line tools without a secret', 
     }
   });
 });
+
+describe('shorter token lifetimes for public clients', () => {
+  it('gives a public client the public access-token lifetime and a confidential one the usual', async () => {
+    const server = await startTestServer({ env: { TESSERA_PUBLIC_ACCESS_TOKEN_TTL: '300' } });
+    try {
+      const user = await server.addUser();
+      const lifetimeFor = async (client: TestClient, authentication: oidc.ClientAuth) => {
+        const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, authentication, { execute: [oidc.allowInsecureRequests] });
+        const verifier = oidc.randomPKCECodeVerifier();
+        const state = oidc.randomState();
+        const url = oidc.buildAuthorizationUrl(config, {
+          redirect_uri: 'http://127.0.0.1/callback', scope: 'openid', state,
+          code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+        });
+        const page = await new FormBrowser(server.url).authorize(url.href, user);
+        const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
+        return tokens.expires_in;
+      };
+      const publicClient = await server.addClient({ public: true, redirectUris: ['http://127.0.0.1/callback'] });
+      const confidential = await server.addClient({ redirectUris: ['http://127.0.0.1/callback'] });
+      assert.equal(await lifetimeFor(publicClient, oidc.None()), 300);
+      assert.equal(await lifetimeFor(confidential, oidc.ClientSecretBasic(confidential.clientSecret)), 3600);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -14,7 +14,11 @@ export const userinfoRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
       reply.header('WWW-Authenticate', bearerChallenge());
       throw new OAuthError('invalid_token', 'an access token is required (Authorization: Bearer)');
     }
-    return reply.type('application/json; charset=utf-8').send(await userInfo(deps, token));
+    const { clientId, claims } = await userInfo(deps, token);
+    // Only the browser origins of the app the token was issued to may read the answer.
+    const client = await deps.store.clients.get(clientId);
+    if (client) request.oauthClient = client;
+    return reply.type('application/json; charset=utf-8').send(claims);
   }
 
   app.get('/oauth/userinfo', (request, reply) => handle(request, reply, request.query as Record<string, unknown>));

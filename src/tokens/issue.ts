@@ -101,17 +101,18 @@ export class TokenIssuer {
     const nowMs = this.#clock.now();
     const now = seconds(nowMs);
     const scope = issuance.scope.join(' ');
+    const lifetimes = this.#lifetimesFor(issuance.client);
     const [accessToken, idToken, refresh] = await Promise.all([
-      this.#accessToken(issuance, now, scope),
+      this.#accessToken(issuance, now, scope, lifetimes.accessToken),
       issuance.scope.includes('openid') ? this.#idToken(issuance, now) : undefined,
-      receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs) : undefined,
+      receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined,
     ]);
     // A revoked grant records no use: the account page has nothing to show for it.
-    await this.#store.grants.recordUse(grant.id, nowMs, Math.max((now + this.#lifetimes.accessToken) * 1000, refresh?.expiresAt ?? 0));
+    await this.#store.grants.recordUse(grant.id, nowMs, Math.max((now + lifetimes.accessToken) * 1000, refresh?.expiresAt ?? 0));
     return {
       access_token: accessToken,
       token_type: 'Bearer',
-      expires_in: this.#lifetimes.accessToken,
+      expires_in: lifetimes.accessToken,
       scope,
       ...(idToken === undefined ? {} : { id_token: idToken }),
       ...(refresh === undefined ? {} : { refresh_token: refresh.token }),
@@ -123,8 +124,8 @@ export class TokenIssuer {
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
    */
-  async #refreshToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<{ token: string; expiresAt: number } | undefined> {
-    const expiresAt = Math.min(grant.createdAt + this.#lifetimes.refreshToken * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
+  async #refreshToken(issuance: Issuance, grant: GrantRecord, now: number, lifetime: number): Promise<{ token: string; expiresAt: number } | undefined> {
+    const expiresAt = Math.min(grant.createdAt + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
     if (expiresAt <= now) return undefined;
     const token = randomToken(32);
     await this.#store.refreshTokens.create({
@@ -174,8 +175,13 @@ export class TokenIssuer {
     return this.#verificationKeys.keys;
   }
 
+  /** Public clients may be given shorter lifetimes than confidential ones. */
+  #lifetimesFor(client: ClientRecord): { accessToken: number; refreshToken: number } {
+    return client.secretHash === null ? this.#lifetimes.publicClient : this.#lifetimes;
+  }
+
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
-  async #accessToken(issuance: Issuance, now: number, scope: string): Promise<string> {
+  async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return new SignJWT({
       client_id: issuance.client.id,
@@ -190,7 +196,7 @@ export class TokenIssuer {
       .setAudience(this.#issuer)
       .setSubject(issuance.user.id)
       .setIssuedAt(now)
-      .setExpirationTime(now + this.#lifetimes.accessToken)
+      .setExpirationTime(now + lifetime)
       .setJti(randomUUID())
       .sign(key.key);
   }

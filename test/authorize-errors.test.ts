@@ -128,6 +128,18 @@ describe('the authorization endpoint refuses bad requests', () => {
     assert.equal(message(noSuchUser.html), message(wrongPassword.html));
   });
 
+  it('lets no more than 10 of 20 simultaneous wrong passwords for one user be tried, then refuses even the right one', async () => {
+    const target = await server.addUser({ username: 'target' });
+    const browser = new FormBrowser(server.url);
+    const page = await browser.request(`/oauth/authorize?${params()}`);
+    const tries = await Promise.all(Array.from({ length: 20 }, () => browser.submit(page, '/login', { username: 'target', password: 'guess' })));
+    assert.equal(tries.filter((t) => t.status === 401).length, 10);
+    assert.equal(tries.filter((t) => t.status === 429).length, 10);
+    const right = await browser.submit(page, '/login', { username: 'target', password: target.password });
+    assert.equal(right.status, 429);
+    assert.match(right.html, /Too many failed sign-in attempts/);
+  });
+
   it('refuses an approval posted without the CSRF token', async () => {
     const browser = new FormBrowser(server.url);
     const signIn = await browser.request(`/oauth/authorize?${params()}`);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { decoyPasswordHash, verifyPassword } from '../core/password.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { Attempt } from '../flows/attempts.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { checkAuthorizationRequest, redirectToClient, type RawParams } from '../flows/authorization-code/request.ts';
 import type { AppDeps } from '../app.ts';
@@ -132,31 +133,27 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const password = typeof form['password'] === 'string' ? form['password'] : '';
     const username = normalizeUsername(rawUsername).slice(0, 256);
     const now = deps.clock.now();
-    const userKey = `sign-in:user:${username}`;
-    const addressKey = `sign-in:ip:${request.ip}`;
     const page = (status: number, error: string) =>
       reply
         .status(status)
         .type('text/html; charset=utf-8')
         .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
 
-    const [userFailures, addressFailures] = await Promise.all([
-      deps.store.rateLimits.count(userKey, SIGN_IN_LIMIT.windowMs, now),
-      deps.store.rateLimits.count(addressKey, SIGN_IN_LIMIT.windowMs, now),
-    ]);
-    if (userFailures >= SIGN_IN_LIMIT.perUser || addressFailures >= SIGN_IN_LIMIT.perAddress) {
-      return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
-    }
+    const attempt = await Attempt.reserve(
+      deps.store.rateLimits,
+      [
+        { key: `sign-in:user:${username}`, limit: SIGN_IN_LIMIT.perUser },
+        { key: `sign-in:ip:${request.ip}`, limit: SIGN_IN_LIMIT.perAddress },
+      ],
+      SIGN_IN_LIMIT.windowMs,
+      now,
+    );
+    if (!attempt) return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
     const user = username ? await deps.store.users.findByUsername(username) : null;
     // The password is checked even for an unknown user, so the answer takes as long either way.
     const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash()));
-    if (!user || !passwordMatches || user.disabled) {
-      await Promise.all([
-        deps.store.rateLimits.hit(userKey, SIGN_IN_LIMIT.windowMs, now),
-        deps.store.rateLimits.hit(addressKey, SIGN_IN_LIMIT.windowMs, now),
-      ]);
-      return page(401, 'The username or password is incorrect.');
-    }
+    if (!user || !passwordMatches || user.disabled) return page(401, 'The username or password is incorrect.');
+    await attempt.succeeded();
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
     await endSession(deps, request, reply);
     await startSession(deps, reply, user.id);

@@ -273,6 +273,8 @@ export interface RateLimitStore {
   hit(key: string, windowMs: number, now: number): Promise<number>;
   /** The count in the current window, without counting. */
   count(key: string, windowMs: number, now: number): Promise<number>;
+  /** Takes one event back from the current window (an attempt counted in advance that succeeded). */
+  release(key: string, now: number): Promise<void>;
 }
 
 export type SigningAlgorithm = 'RS256' | 'ES256';

@@ -855,6 +855,21 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE), 0);
       });
 
+      it('takes a hit back within the window, never below zero, and not once the window has ended', async () => {
+        const key = unique('attempt');
+        await store.rateLimits.hit(key, MINUTE, T0);
+        await store.rateLimits.hit(key, MINUTE, T0);
+        await store.rateLimits.release(key, T0 + SECOND);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + SECOND), 1);
+        await store.rateLimits.release(key, T0 + SECOND);
+        await store.rateLimits.release(key, T0 + SECOND);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + SECOND), 0);
+        await store.rateLimits.hit(key, MINUTE, T0 + 2 * SECOND);
+        await store.rateLimits.release(key, T0 + MINUTE);
+        assert.equal(await store.rateLimits.hit(key, MINUTE, T0 + MINUTE), 1, 'a new window starts from one');
+        await store.rateLimits.release(unique('never-hit'), T0);
+      });
+
       it('keeps keys apart', async () => {
         const [a, b] = [unique('key'), unique('key')];
         await store.rateLimits.hit(a, MINUTE, T0);

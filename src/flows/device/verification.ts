@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE, type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
+import { Attempt } from '../attempts.ts';
 import type { FlowDeps } from '../types.ts';
 import { normalizeUserCode } from './user-code.ts';
 
@@ -59,17 +60,19 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const now = deps.clock.now();
   const { attempts, windowMs } = USER_CODE_LOCKOUT;
   const keys = lockoutKeys(attempt);
-  const counts = await Promise.all(keys.map((key) => deps.store.rateLimits.count(key, windowMs, now)));
-  if (counts.some((count) => count >= attempts)) return { kind: 'locked' };
+  const guess = await Attempt.reserve(deps.store.rateLimits, keys.map((key) => ({ key, limit: attempts })), windowMs, now);
+  if (!guess) return { kind: 'locked' };
 
   const userCode = normalizeUserCode(attempt.input);
-  if (userCode === null) return { kind: 'malformed' };
+  // Input that cannot be a code guesses nothing, so it is not held against anyone.
+  if (userCode === null) {
+    await guess.succeeded();
+    return { kind: 'malformed' };
+  }
   const record = await deps.store.devices.findByUserCode(userCode, now);
   const client = record ? await deps.store.clients.get(record.clientId) : null;
-  if (!record || !client) {
-    await Promise.all(keys.map((key) => deps.store.rateLimits.hit(key, windowMs, now)));
-    return { kind: 'unknown' };
-  }
+  if (!record || !client) return { kind: 'unknown' };
+  await guess.succeeded();
   if (record.status !== 'pending') return { kind: 'decided', record };
   return { kind: 'pending', record, client };
 }

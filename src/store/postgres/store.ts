@@ -332,6 +332,9 @@ function postgresStore(pool: pg.Pool): Store {
         const row = await one(s.countRateLimit, [key, now]);
         return row ? integer(row, 'hits') : 0;
       },
+      async release(key, now) {
+        await changed(s.releaseRateLimit, [key, now]);
+      },
     },
 
     keys: {
@@ -496,6 +499,7 @@ function statements() {
                               ELSE rate_limits.window_ends_at END
       RETURNING hits`),
     countRateLimit: statement('count_rate_limit', 'SELECT hits FROM rate_limits WHERE key = $1 AND window_ends_at > $2'),
+    releaseRateLimit: statement('release_rate_limit', 'UPDATE rate_limits SET hits = hits - 1 WHERE key = $1 AND window_ends_at > $2 AND hits > 0'),
 
     insertKey: statement('insert_key', `
       INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, activates_at, retires_at, expires_at)

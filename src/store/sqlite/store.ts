@@ -312,6 +312,9 @@ function sqliteStore(db: DatabaseSync): Store {
         const row = one(s.countRateLimit, { key, now });
         return row ? integer(row, 'hits') : 0;
       },
+      async release(key, now) {
+        s.releaseRateLimit.run({ key, now });
+      },
     },
 
     keys: {
@@ -468,6 +471,7 @@ function prepareStatements(db: DatabaseSync) {
                               ELSE rate_limits.window_ends_at END
       RETURNING hits`),
     countRateLimit: db.prepare('SELECT hits FROM rate_limits WHERE key = :key AND window_ends_at > :now'),
+    releaseRateLimit: db.prepare('UPDATE rate_limits SET hits = hits - 1 WHERE key = :key AND window_ends_at > :now AND hits > 0'),
 
     insertKey: db.prepare(`
       INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, activates_at, retires_at, expires_at)

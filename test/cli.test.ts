@@ -1,30 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { startTessera, tessera } from './helpers/cli.ts';
 import { freePort } from './helpers/server.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
-
-function tessera(args: string[], env: Record<string, string>, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli/main.ts'), ...args], {
-      env: { ...process.env, TESSERA_LOG_LEVEL: 'silent', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
 
 describe('the tessera command', () => {
   let dir: string;
@@ -141,10 +124,7 @@ describe('the tessera command', () => {
     const serverEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', TESSERA_ISSUER: issuer };
     const client = JSON.parse((await tessera(['client', 'add', '--name', 'Newcomer App', '--redirect-uri', 'http://127.0.0.1:9/callback', '--json'], serverEnv)).stdout) as { client_id: string; client_secret: string };
     await tessera(['user', 'add', '--username', 'newcomer', '--password-stdin'], serverEnv, 'newcomer password\n');
-    const server = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli/main.ts'), 'serve'], {
-      env: { ...process.env, ...serverEnv, TESSERA_LOG_LEVEL: 'silent' },
-      stdio: 'ignore',
-    });
+    const server = startTessera(['serve'], serverEnv).child;
     try {
       let config: oidc.Configuration | undefined;
       for (let i = 0; i < 100 && !config; i++) {

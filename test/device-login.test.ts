@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import QRCode from 'qrcode';
 import { deviceLogin, type DeviceLoginDeps } from '../src/cli/device-login.ts';
 import { ManualClock } from '../src/core/clock.ts';
+import { startTessera as tessera } from './helpers/cli.ts';
 import { BrowserAt } from './helpers/device.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const SECOND = 1000;
 
 /** The user code as device-login prints it. */
@@ -171,21 +169,6 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
   });
 });
 
-function tessera(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli/main.ts'), ...args], {
-    env: { ...process.env, TESSERA_LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
-  return { child, output: () => ({ stdout, stderr }), exited };
-}
 
 describe('tessera device-login, as a person runs it', () => {
   let server: TestServer;

@@ -14,18 +14,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { join } from 'node:path';
 import { after, before, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as oidc from 'openid-client';
 import { FormBrowser, type Page } from './helpers/browser.ts';
+import { CLI, NODE_FLAGS, tessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
 import { basic, freePort, postForm, REDIRECT_URI } from './helpers/server.ts';
-
-const ROOT = new URL('..', import.meta.url).pathname;
-const CLI = join(ROOT, 'src/cli/main.ts');
-const NODE_FLAGS = ['--disable-warning=ExperimentalWarning'];
 
 interface Instance {
   readonly name: string;
@@ -33,20 +29,6 @@ interface Instance {
   readonly process: ChildProcess;
   /** What the process wrote, for the message when something fails. */
   output(): string;
-}
-
-/** Runs one `tessera` command to completion. */
-function tessera(args: string[], env: Record<string, string>, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
 }
 
 /** Starts `tessera serve` and waits until its health check answers. */

@@ -24,6 +24,11 @@ export interface Config {
    * the JWKS before it signs anything, so relying parties that cache the JWKS see it first.
    */
   readonly keyLeadTimeSeconds: number;
+  /**
+   * `TESSERA_WORKERS` (default 1): server processes sharing the port through node:cluster, so
+   * one machine can use all its cores. They share the store (SQLite in WAL mode, or PostgreSQL).
+   */
+  readonly workers: number;
 }
 
 /** Lifetimes in seconds. */
@@ -137,5 +142,6 @@ export function loadConfig(env: Env = process.env): Config {
     },
     device: { codeLifetime: 600, interval: 5 },
     keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME', 3600, 0, 30 * 86400),
+    workers: integer(env, 'TESSERA_WORKERS', 1, 1, 64),
   };
 }

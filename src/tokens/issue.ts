@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { SignJWT, type JWTPayload } from 'jose';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes } from '../config/index.ts';
 import type { ClientRecord, UserRecord } from '../store/types.ts';
+import { signJws } from './jws.ts';
 import type { KeyManager } from './keys.ts';
 
 /** The successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3). Wire names, readonly. */
@@ -76,40 +76,38 @@ export class TokenIssuer {
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
   async #accessToken(issuance: Issuance, now: number, scope: string): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
-    return new SignJWT({
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
       scope,
       auth_time: seconds(issuance.authTime),
       // Lets introspection and revocation find the approval this token came from.
       gid: issuance.grantId,
-    })
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-      .setIssuer(this.#issuer)
+      iss: this.#issuer,
       // Without a resource indicator, the resource is this server's own API (userinfo).
-      .setAudience(this.#issuer)
-      .setSubject(issuance.user.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + this.#lifetimes.accessToken)
-      .setJti(randomUUID())
-      .sign(key.key);
+      aud: this.#issuer,
+      sub: issuance.user.id,
+      iat: now,
+      exp: now + this.#lifetimes.accessToken,
+      jti: randomUUID(),
+    }, key.privateKey);
   }
 
   /** OIDC Core §2 and §3.1.3.6. */
   async #idToken(issuance: Issuance, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
-    const payload: JWTPayload = {
+    const payload: Record<string, unknown> = {
       ...scopeClaims(issuance.user, issuance.scope),
       auth_time: seconds(issuance.authTime),
       azp: issuance.client.id,
     };
     if (issuance.nonce) payload['nonce'] = issuance.nonce;
-    return new SignJWT(payload)
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
-      .setIssuer(this.#issuer)
-      .setAudience(issuance.client.id)
-      .setSubject(issuance.user.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + this.#lifetimes.idToken)
-      .sign(key.key);
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
+      ...payload,
+      iss: this.#issuer,
+      aud: issuance.client.id,
+      sub: issuance.user.id,
+      iat: now,
+      exp: now + this.#lifetimes.idToken,
+    }, key.privateKey);
   }
 }

@@ -37,7 +37,7 @@ export interface AppInput {
 export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant];
 
 export function appDeps(input: AppInput): AppDeps {
-  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes);
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.config.accessTokenAlg);
   return {
     config: input.config,
     store: input.store,

@@ -28,6 +28,7 @@ describe('loadConfig', () => {
     [{ TESSERA_TRUST_PROXY: 'maybe' }, 'TESSERA_TRUST_PROXY'],
     [{ TESSERA_ACCESS_TOKEN_TTL: '5' }, 'TESSERA_ACCESS_TOKEN_TTL'],
     [{ TESSERA_WORKERS: '0' }, 'TESSERA_WORKERS'],
+    [{ TESSERA_ACCESS_TOKEN_ALG: 'HS256' }, 'TESSERA_ACCESS_TOKEN_ALG'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { SigningAlgorithm } from '../store/types.ts';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
 export interface Config {
@@ -29,6 +30,13 @@ export interface Config {
    * one machine can use all its cores. They share the store (SQLite in WAL mode, or PostgreSQL).
    */
   readonly workers: number;
+  /**
+   * `TESSERA_ACCESS_TOKEN_ALG`: ES256 (default) or RS256, the signature of RFC 9068 access
+   * tokens (both keys are always in the JWKS). ID tokens are RS256, the OIDC default. An
+   * RS256 signature costs about six times the CPU of an ES256 one, and signing is most of
+   * the work of a token response: RS256 access tokens cut its rate by about a third.
+   */
+  readonly accessTokenAlg: SigningAlgorithm;
 }
 
 /** Lifetimes in seconds. */
@@ -118,6 +126,13 @@ function database(env: Env): string {
   return raw;
 }
 
+function accessTokenAlg(env: Env): SigningAlgorithm {
+  const raw = env['TESSERA_ACCESS_TOKEN_ALG']?.trim().toUpperCase();
+  if (raw === undefined || raw === '') return 'ES256';
+  if (raw === 'ES256' || raw === 'RS256') return raw;
+  throw new ConfigError('TESSERA_ACCESS_TOKEN_ALG', `must be ES256 or RS256, got ${JSON.stringify(env['TESSERA_ACCESS_TOKEN_ALG'])}`);
+}
+
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -143,5 +158,6 @@ export function loadConfig(env: Env = process.env): Config {
     device: { codeLifetime: 600, interval: 5 },
     keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME', 3600, 0, 30 * 86400),
     workers: integer(env, 'TESSERA_WORKERS', 1, 1, 64),
+    accessTokenAlg: accessTokenAlg(env),
   };
 }

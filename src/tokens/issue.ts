@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes } from '../config/index.ts';
-import type { ClientRecord, UserRecord } from '../store/types.ts';
+import type { ClientRecord, SigningAlgorithm, UserRecord } from '../store/types.ts';
 import { signJws } from './jws.ts';
 import type { KeyManager } from './keys.ts';
 
@@ -49,12 +49,14 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
+  readonly #accessTokenAlg: SigningAlgorithm;
 
-  constructor(keys: KeyManager, clock: Clock, issuer: string, lifetimes: Lifetimes) {
+  constructor(keys: KeyManager, clock: Clock, issuer: string, lifetimes: Lifetimes, accessTokenAlg: SigningAlgorithm = 'ES256') {
     this.#keys = keys;
     this.#clock = clock;
     this.#issuer = issuer;
     this.#lifetimes = lifetimes;
+    this.#accessTokenAlg = accessTokenAlg;
   }
 
   async issue(issuance: Issuance): Promise<TokenResponse> {
@@ -75,7 +77,7 @@ export class TokenIssuer {
 
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
   async #accessToken(issuance: Issuance, now: number, scope: string): Promise<string> {
-    const key = await this.#keys.signingKey('RS256');
+    const key = await this.#keys.signingKey(this.#accessTokenAlg);
     return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
       scope,

@@ -1,6 +1,7 @@
 /**
  * The composition root: config -> store -> keys -> app -> listen.
  */
+import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';

@@ -5,7 +5,7 @@
  * expects, and the server's CPU over the same window.
  */
 import autocannon, { type Request } from 'autocannon';
-import { cpuSeconds, procAvailable, processTree } from './proc.ts';
+import { cpuSeconds, machineBusySeconds, procAvailable, processTree } from './proc.ts';
 
 /** What a response was, for the scenario that sent it. */
 export type Verdict = 'ok' | 'slow_down' | 'unexpected';
@@ -37,6 +37,11 @@ export interface Sample {
   readonly errors: number;
   /** Server CPU seconds in the window, or NaN where /proc is missing. */
   readonly cpuSeconds: number;
+  /**
+   * CPU seconds the rest of the machine used in the window: neither the server nor this
+   * load generator. Other work on a shared machine shows here, and skews the figures.
+   */
+  readonly otherCpuSeconds: number;
   /** The first few unexpected answers, to say what went wrong. */
   readonly examples: string[];
 }
@@ -61,8 +66,12 @@ export async function load(spec: LoadSpec): Promise<Sample> {
   };
   const pids = procAvailable ? processTree(spec.serverPid) : [];
   const cpuBefore = procAvailable ? cpuSeconds(pids) : NaN;
+  const machineBefore = machineBusySeconds();
+  const driverBefore = process.cpuUsage();
   const started = process.hrtime.bigint();
   let last = started;
+  let ended: { server: number; machine: number; driver: NodeJS.CpuUsage } | undefined;
+  const readings = () => ({ server: procAvailable ? cpuSeconds(pids) : NaN, machine: machineBusySeconds(), driver: process.cpuUsage(driverBefore) });
   const result = await new Promise<import("autocannon").Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -80,11 +89,15 @@ export async function load(spec: LoadSpec): Promise<Sample> {
       last = process.hrtime.bigint();
       // autocannon notices that `amount` is reached only on its once-a-second tick: stop now,
       // and time the batch to its last response, or a 0.3 s batch would count as 1 s.
-      if (spec.amount !== undefined && latencies.length >= spec.amount) instance.stop();
+      if (spec.amount !== undefined && latencies.length === spec.amount) {
+        ended = readings();
+        instance.stop();
+      }
     });
   });
   const seconds = Number((spec.amount === undefined ? process.hrtime.bigint() : last) - started) / 1e9;
-  const cpuAfter = procAvailable ? cpuSeconds(pids) : NaN;
+  const { server: cpuAfter, machine: machineAfter, driver } = ended ?? readings();
+  const other = machineAfter - machineBefore - (cpuAfter - cpuBefore) - (driver.user + driver.system) / 1e6;
   return {
     requests: latencies.length,
     seconds,
@@ -94,6 +107,7 @@ export async function load(spec: LoadSpec): Promise<Sample> {
     unexpected,
     errors: result.errors + result.timeouts,
     cpuSeconds: cpuAfter - cpuBefore,
+    otherCpuSeconds: Math.max(0, other),
     examples,
   };
 }
@@ -109,6 +123,7 @@ export function combine(samples: readonly Sample[]): Sample {
     unexpected: samples.reduce((sum, s) => sum + s.unexpected, 0),
     errors: samples.reduce((sum, s) => sum + s.errors, 0),
     cpuSeconds: samples.reduce((sum, s) => sum + s.cpuSeconds, 0),
+    otherCpuSeconds: samples.reduce((sum, s) => sum + s.otherCpuSeconds, 0),
     examples: samples.flatMap((s) => s.examples).slice(0, 3),
   };
 }

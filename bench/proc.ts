@@ -63,3 +63,12 @@ export function peakRssMb(pids: readonly number[]): number {
   }
   return kb / 1024;
 }
+
+/** CPU seconds the whole machine has spent busy so far (all cores; /proc/stat). */
+export function machineBusySeconds(): number {
+  if (!procAvailable) return NaN;
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+  const busy = fields.reduce((sum, value) => sum + value, 0) - fields[3]! - fields[4]!;
+  return busy / TICKS_PER_SECOND;
+}

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import type { Request } from 'autocannon';
 import pg from 'pg';
 import { combine, load, median, percentile, type Sample, type Verdict } from './load.ts';
-import { peakRssMb, procAvailable, processTree } from './proc.ts';
+import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
 import { seedDeviceCodes } from './seed.ts';
 import { createPostgresDatabase, ROOT, startPeer, startTessera, type StartOptions, type Target } from './targets.ts';
 
@@ -125,6 +125,8 @@ interface Row {
   readonly unexpected?: number;
   readonly slowDown?: number;
   readonly cpuPercent?: number;
+  /** CPU used by neither the server nor the load generator (% of one core): other work on the machine. */
+  readonly otherPercent?: number;
   readonly peakRssMb?: number;
   readonly examples?: string[];
 }
@@ -140,6 +142,7 @@ function summarise(scenario: string, target: Target, samples: readonly Sample[])
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
       cpu: (sample.cpuSeconds / sample.seconds) * 100,
+      other: (sample.otherCpuSeconds / sample.seconds) * 100,
     };
   });
   return {
@@ -152,38 +155,59 @@ function summarise(scenario: string, target: Target, samples: readonly Sample[])
     unexpected: samples.reduce((sum, s) => sum + s.unexpected, 0),
     slowDown: samples.reduce((sum, s) => sum + s.slowDown, 0),
     cpuPercent: median(perRun.map((run) => run.cpu)),
+    otherPercent: median(perRun.map((run) => run.other)),
     peakRssMb: procAvailable ? peakRssMb(processTree(target.pid)) : NaN,
     examples: samples.flatMap((s) => s.examples).slice(0, 3),
   };
 }
 
-/** Warm-up (discarded), then the timed runs. */
-async function timed(settings: Settings, run: (seconds: number) => Promise<Sample>): Promise<Sample[]> {
-  if (settings.warmup > 0) await run(settings.warmup);
-  const samples: Sample[] = [];
-  for (let i = 0; i < settings.runs; i += 1) samples.push(await run(settings.duration));
-  return samples;
+/** One target made ready for one scenario: `run(seconds)` is one timed run. */
+interface Prepared {
+  readonly scenario: string;
+  readonly target: Target;
+  readonly skipped?: string;
+  readonly run?: (seconds: number) => Promise<Sample>;
+}
+
+/**
+ * Warm-up (discarded), then the timed runs, taking turns between the targets (run 1 of
+ * each, then run 2 of each, …) so that a machine that slows down or speeds up during the
+ * scenario treats every server alike.
+ */
+async function measure(settings: Settings, prepared: readonly Prepared[]): Promise<Row[]> {
+  const live = prepared.filter((entry) => entry.run !== undefined);
+  if (settings.warmup > 0) for (const entry of live) await entry.run!(settings.warmup);
+  const samples = new Map<Prepared, Sample[]>(live.map((entry) => [entry, []]));
+  for (let i = 0; i < settings.runs; i += 1) {
+    for (const entry of live) samples.get(entry)!.push(await entry.run!(settings.duration));
+  }
+  return prepared.map((entry) =>
+    entry.run ? summarise(entry.scenario, entry.target, samples.get(entry)!) : { scenario: entry.scenario, target: entry.target.label, skipped: entry.skipped ?? 'not run' },
+  );
 }
 
 function post(path: string, authorization: string, body: string): Request {
   return { method: 'POST', path, headers: { authorization, 'content-type': FORM }, body };
 }
 
-async function deviceAuthorization(settings: Settings, target: Target): Promise<Row> {
+function prepareDeviceAuthorization(settings: Settings, target: Target): Prepared {
+  const scenario = 'device_authorization';
   const path = target.deviceAuthorizationPath;
-  if (!path) return { scenario: 'device_authorization', target: target.label, skipped: 'no device authorization endpoint' };
+  if (!path) return { scenario, target, skipped: 'no device authorization endpoint' };
   const request = post(path, target.authorization, 'scope=openid%20profile');
-  const samples = await timed(settings, (seconds) =>
-    load({
-      url: target.origin,
-      connections: settings.connections,
-      duration: seconds,
-      next: () => request,
-      classify: (status, body): Verdict => (status === 200 && body.includes('"device_code"') ? 'ok' : 'unexpected'),
-      serverPid: target.pid,
-    }),
-  );
-  return summarise('device_authorization', target, samples);
+  return {
+    scenario,
+    target,
+    run: (seconds) =>
+      load({
+        url: target.origin,
+        connections: settings.connections,
+        duration: seconds,
+        next: () => request,
+        classify: (status, body): Verdict => (status === 200 && body.includes('"device_code"') ? 'ok' : 'unexpected'),
+        serverPid: target.pid,
+      }),
+  };
 }
 
 /** Pending device codes made through the server's device authorization endpoint. */
@@ -210,35 +234,35 @@ async function devicePool(target: Target, size: number): Promise<string[]> {
  * of one code; with an interval, the overall rate is held to what the pool allows (with 10%
  * to spare), so any slow_down is the server's mistake.
  */
-async function poll(settings: Settings, target: Target, scenario: string, codes: readonly string[]): Promise<Row> {
+function preparePoll(settings: Settings, target: Target, scenario: string, codes: readonly string[]): Prepared {
   let next = 0;
   const bodies = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
   const overallRate = settings.deviceInterval > 0 ? Math.max(1, Math.floor(codes.length / (settings.deviceInterval * 1.1))) : undefined;
-  const samples = await timed(settings, (seconds) =>
-    load({
-      url: target.origin,
-      connections: settings.connections,
-      duration: seconds,
-      ...(overallRate === undefined ? {} : { overallRate }),
-      next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
-      classify: (status, body): Verdict =>
-        status === 400 && body.includes('"authorization_pending"') ? 'ok' : status === 400 && body.includes('"slow_down"') ? 'slow_down' : 'unexpected',
-      serverPid: target.pid,
-    }),
-  );
-  return summarise(scenario, target, samples);
+  return {
+    scenario,
+    target,
+    run: (seconds) =>
+      load({
+        url: target.origin,
+        connections: settings.connections,
+        duration: seconds,
+        ...(overallRate === undefined ? {} : { overallRate }),
+        next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
+        classify: (status, body): Verdict =>
+          status === 400 && body.includes('"authorization_pending"') ? 'ok' : status === 400 && body.includes('"slow_down"') ? 'slow_down' : 'unexpected',
+        serverPid: target.pid,
+      }),
+  };
 }
 
-async function devicePoll(settings: Settings, target: Target): Promise<Row> {
-  if (!target.deviceAuthorizationPath || !target.supportsDevicePolling) {
-    return { scenario: 'device_poll', target: target.label, skipped: 'no device flow' };
-  }
-  return poll(settings, target, 'device_poll', await devicePool(target, settings.pool));
+async function prepareDevicePoll(settings: Settings, target: Target): Promise<Prepared> {
+  if (!target.deviceAuthorizationPath || !target.supportsDevicePolling) return { scenario: 'device_poll', target, skipped: 'no device flow' };
+  return preparePoll(settings, target, 'device_poll', await devicePool(target, settings.pool));
 }
 
 /** Codes minted in batches (untimed), each exchanged once (timed) until the run's time is used. */
-async function codeExchange(settings: Settings, target: Target): Promise<Row> {
-  const exchangeFor = async (seconds: number): Promise<Sample> => {
+function prepareCodeExchange(settings: Settings, target: Target): Prepared {
+  const run = async (seconds: number): Promise<Sample> => {
     const batches: Sample[] = [];
     let elapsed = 0;
     do {
@@ -261,28 +285,35 @@ async function codeExchange(settings: Settings, target: Target): Promise<Row> {
     } while (elapsed < seconds);
     return combine(batches);
   };
-  return summarise('code_exchange', target, await timed(settings, exchangeFor));
+  return { scenario: 'code_exchange', target, run };
 }
 
-async function devicePollAtScale(settings: Settings, options: StartOptions, outstanding: number): Promise<Row> {
-  const scenario = `device_poll ${outstanding.toLocaleString('en')} codes`;
-  const pool = Math.min(1000, outstanding);
-  let codes: string[] = [];
-  const started = Date.now();
-  const target = await startTessera({
-    ...options,
-    postgres: null,
-    seedSqlite: (path, clientId) => {
-      codes = seedDeviceCodes(path, clientId, outstanding, pool, settings.deviceInterval);
-    },
-  });
-  note(`  seeded ${outstanding.toLocaleString('en')} device codes in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  try {
-    if (!target.supportsDevicePolling) return { scenario, target: target.label, skipped: 'no device flow' };
-    return await poll(settings, target, scenario, codes);
-  } finally {
-    await target.close();
+/** Tessera on SQLite with 1,000 and with `--scale` outstanding device codes, the same pool polled in each. */
+async function scaleTargets(settings: Settings, options: StartOptions, targets: Target[]): Promise<Prepared[]> {
+  const prepared: Prepared[] = [];
+  for (const outstanding of [1000, settings.scale]) {
+    const scenario = `device_poll ${outstanding.toLocaleString('en')} codes`;
+    let codes: string[] = [];
+    const started = Date.now();
+    const target = await startTessera({
+      ...options,
+      postgres: null,
+      seedSqlite: (path, clientId) => {
+        codes = seedDeviceCodes(path, clientId, outstanding, Math.min(1000, outstanding), settings.deviceInterval);
+      },
+    });
+    targets.push(target);
+    note(`  ${scenario}: seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    prepared.push(target.supportsDevicePolling ? preparePoll(settings, target, scenario, codes) : { scenario, target, skipped: 'no device flow' });
   }
+  return prepared;
+}
+
+/** How busy the machine is, in cores, over one second before the bench starts. */
+async function otherLoadBefore(): Promise<number> {
+  const before = machineBusySeconds();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return machineBusySeconds() - before;
 }
 
 function note(line: string): void {
@@ -425,23 +456,31 @@ async function main(): Promise<void> {
 
   const rows: Row[] = [];
   const began = Date.now();
+  const idleBusy = await otherLoadBefore();
+  if (idleBusy > 0.1) note(`the machine was ${Math.round(idleBusy * 100)}% busy (of one core) before the run: other work skews the figures`);
   for (const scenario of settings.scenarios) {
-    if (scenario === 'device_poll_scale') {
-      for (const outstanding of [1000, settings.scale]) {
-        note(`${scenario}: tessera/sqlite with ${outstanding.toLocaleString('en')} outstanding codes`);
-        rows.push(await devicePollAtScale(settings, options, outstanding));
+    note(`${scenario}: ${scenario === 'device_poll_scale' ? 'tessera/sqlite, 1,000 and ' + settings.scale.toLocaleString('en') + ' outstanding codes' : kinds.join(', ')}`);
+    const targets: Target[] = [];
+    try {
+      let prepared: Prepared[];
+      if (scenario === 'device_poll_scale') prepared = await scaleTargets(settings, options, targets);
+      else {
+        prepared = [];
+        for (const kind of kinds) {
+          const target = await start(kind);
+          targets.push(target);
+          prepared.push(
+            scenario === 'device_authorization'
+              ? prepareDeviceAuthorization(settings, target)
+              : scenario === 'device_poll'
+                ? await prepareDevicePoll(settings, target)
+                : prepareCodeExchange(settings, target),
+          );
+        }
       }
-      continue;
-    }
-    for (const kind of kinds) {
-      note(`${scenario}: ${kind}`);
-      const target = await start(kind);
-      try {
-        const run = scenario === 'device_authorization' ? deviceAuthorization : scenario === 'device_poll' ? devicePoll : codeExchange;
-        rows.push(await run(settings, target));
-      } finally {
-        await target.close();
-      }
+      rows.push(...(await measure(settings, prepared)));
+    } finally {
+      for (const target of targets) await target.close();
     }
   }
 
@@ -454,6 +493,11 @@ async function main(): Promise<void> {
   lines.push('', textTable(COLUMNS, table));
   if (compared.rows.length > 0) lines.push('', 'Tessera (SQLite) over oidc-provider:', '', textTable(compared.header, compared.rows));
   if (scale) lines.push('', scale);
+  const disturbed = rows.filter((row) => (row.otherPercent ?? 0) > 15);
+  if (disturbed.length > 0) {
+    lines.push('', 'other work on the machine during the runs (CPU % of one core, neither server nor load generator):');
+    for (const row of disturbed) lines.push(`  ${row.scenario} / ${row.target}: ${Math.round(row.otherPercent!)}%`);
+  }
   for (const row of rows) {
     if (row.examples && row.examples.length > 0) lines.push('', `unexpected answers in ${row.scenario} / ${row.target}:`, ...row.examples.map((example) => `  ${example}`));
   }

@@ -37,7 +37,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
   --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
   --pool N              pending device codes polled round-robin (default 400)
-  --cpu-prof            write node --cpu-prof profiles of the servers to bench/results/profiles
+  --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
+  --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
 
 interface Settings {
@@ -56,6 +57,7 @@ interface Settings {
   readonly batch: number;
   /** Pending device codes polled round-robin. */
   readonly pool: number;
+  readonly out: string;
 }
 
 function settingsFrom(argv: string[]): Settings {
@@ -76,6 +78,7 @@ function settingsFrom(argv: string[]): Settings {
       'device-interval': { type: 'string' },
       'cpu-prof': { type: 'boolean' },
       batch: { type: 'string' },
+      out: { type: 'string' },
       pool: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -110,6 +113,7 @@ function settingsFrom(argv: string[]): Settings {
     cpuProf: values['cpu-prof'] === true,
     batch: Math.floor(number('batch', values.batch, 200, 1)),
     pool: Math.floor(number('pool', values.pool, 400, 1)),
+    out: values.out ?? join(ROOT, 'bench/results'),
   };
 }
 
@@ -434,7 +438,7 @@ function ensurePeerInstalled(): void {
 async function main(): Promise<void> {
   const settings = settingsFrom(process.argv.slice(2));
   if (settings.compare) ensurePeerInstalled();
-  const results = join(ROOT, 'bench/results');
+  const results = settings.out;
   const logDir = join(results, 'logs');
   mkdirSync(logDir, { recursive: true });
   const cpuProfileDir = settings.cpuProf ? join(results, 'profiles') : null;
@@ -515,7 +519,7 @@ async function main(): Promise<void> {
   ].join('\n');
   writeFileSync(join(results, 'latest.md'), markdown);
   writeFileSync(join(results, 'latest.json'), `${JSON.stringify({ machine: info, rows, comparison: compared.rows, scale }, null, 2)}\n`);
-  note(`\nwritten: bench/results/latest.md, bench/results/latest.json${cpuProfileDir ? ', bench/results/profiles/' : ''}`);
+  note(`\nwritten: ${join(results, 'latest.md')}, latest.json${cpuProfileDir ? ', profiles/' : ''}`);
 }
 
 main().then(

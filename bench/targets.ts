@@ -71,7 +71,7 @@ export function basic(id: string, secret: string): string {
 async function spawnServer(label: string, script: string, env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
   const logPath = join(options.logDir, `${label.replace(/\//g, '-')}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
-  const flags = ['--disable-warning=ExperimentalWarning'];
+  const flags = ['--disable-warning=ExperimentalWarning', ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
   if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
   const child = spawn(process.execPath, [...flags, script], {
     cwd: ROOT,

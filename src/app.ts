@@ -3,9 +3,12 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import { deviceCodeGrant } from './flows/device/token.ts';
 import type { FlowDeps, TokenGrant } from './flows/types.ts';
 import { authorizeRoutes } from './http/authorize.ts';
+import { deviceMetadata, deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
+import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
@@ -34,7 +37,10 @@ export interface AppInput {
 }
 
 /** The grants this server implements. */
-export const GRANTS: readonly TokenGrant[] = [authorizationCodeGrant];
+export const GRANTS: readonly TokenGrant[] = [
+  authorizationCodeGrant,
+  deviceCodeGrant,
+];
 
 export function appDeps(input: AppInput): AppDeps {
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.config.accessTokenAlg);
@@ -45,7 +51,9 @@ export function appDeps(input: AppInput): AppDeps {
     keys: input.keys,
     tokens,
     grants: GRANTS,
-    extraMetadata: {},
+    extraMetadata: {
+      ...deviceMetadata(input.config.issuer),
+    },
   };
 }
 
@@ -70,10 +78,12 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerFormParsing(app);
+  registerCors(app, deps);
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
+  await app.register(deviceRoutes, { deps });
   return app;
 }

@@ -39,6 +39,12 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     return { page, callback };
   }
 
+  async function signIn(page: Page, password = user.password): Promise<void> {
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
   async function start(scope = 'openid profile email') {
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
@@ -54,9 +60,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const { page, callback } = await phonePage();
     const attempt = await start();
     await page.goto(attempt.url.href);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page);
 
     await page.getByRole('heading', { level: 1 }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
@@ -79,9 +83,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const { page, callback } = await phonePage();
     const attempt = await start('openid');
     await page.goto(attempt.url.href);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page);
     await page.getByRole('button', { name: 'Deny' }).click();
     const url = await callback;
     assert.equal(url.searchParams.get('error'), 'access_denied');
@@ -93,9 +95,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const { page, callback } = await phonePage();
     const attempt = await start('openid');
     await page.goto(attempt.url.href);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill('not the password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, 'not the password');
     assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();

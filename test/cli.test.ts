@@ -61,10 +61,31 @@ describe('the tessera command', () => {
   });
 
   it('refuses a redirect URI that is not https or loopback http, or has a fragment', async () => {
-    for (const uri of ['http://app.example/cb', 'https://app.example/cb#x', 'not a uri', 'javascript:alert(1)']) {
+    for (const uri of ['http://app.example/cb', 'http://localhost:3000/cb', 'https://app.example/cb#x', 'not a uri', 'javascript:alert(1)']) {
       const result = await tessera(['client', 'add', '--name', 'X', '--redirect-uri', uri], env);
       assert.equal(result.code, 2, uri);
       assert.match(result.stderr, /--redirect-uri/);
+    }
+  });
+
+  it('registers a public client without a secret, with a private-use scheme and a web origin', async () => {
+    const result = await tessera(['client', 'add', '--name', 'Notes', '--public', '--redirect-uri', 'com.example.notes:/cb', '--redirect-uri', 'https://notes.example/cb', '--web-origin', 'https://notes.example', '--json'], env);
+    assert.equal(result.code, 0, result.stderr);
+    const client = JSON.parse(result.stdout) as Record<string, unknown>;
+    assert.equal(client['client_secret'], undefined);
+    assert.equal(client['token_endpoint_auth_method'], 'none');
+    assert.deepEqual(client['web_origins'], ['https://notes.example']);
+  });
+
+  it('refuses a private-use scheme or a web origin for a confidential client, and a web origin with a path', async () => {
+    for (const args of [
+      ['--redirect-uri', 'com.example.notes:/cb'],
+      ['--redirect-uri', 'https://notes.example/cb', '--web-origin', 'https://notes.example'],
+      ['--redirect-uri', 'https://notes.example/cb', '--public', '--web-origin', 'https://notes.example/app'],
+    ]) {
+      const result = await tessera(['client', 'add', '--name', 'X', ...args], env);
+      assert.equal(result.code, 2, args.join(' '));
+      assert.match(result.stderr, /Usage: tessera/);
     }
   });
 

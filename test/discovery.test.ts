@@ -21,7 +21,7 @@ describe('discovery and JWKS', () => {
     assert.equal(metadata['token_endpoint'], `${server.url}/oauth/token`);
     assert.equal(metadata['jwks_uri'], `${server.url}/.well-known/jwks.json`);
     assert.deepEqual(metadata['code_challenge_methods_supported'], ['S256']);
-    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic']);
+    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'none']);
     assert.deepEqual(metadata['response_types_supported'], ['code']);
     assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
     assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));

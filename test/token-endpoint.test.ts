@@ -52,6 +52,12 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
     assertError(await postForm(token, { grant_type: 'authorization_code', client_id: client.clientId, client_secret: client.clientSecret }), 401, 'invalid_client');
   });
 
+  it('refuses a confidential client that sends only its client_id, like a public client', async () => {
+    const result = await postForm(token, { grant_type: 'authorization_code', client_id: client.clientId, code: 'x' });
+    assertError(result, 401, 'invalid_client');
+    assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
+  });
+
   it('answers a missing grant_type with invalid_request', async () => {
     assertError(await postForm(token, { code: 'x' }, auth), 400, 'invalid_request');
   });

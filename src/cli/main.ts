@@ -9,12 +9,13 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword } from '../core/password.ts';
+import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType, type Store } from '../store/types.ts';
-import { validateRedirectUri } from './redirect-uri.ts';
+import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
 
@@ -22,13 +23,19 @@ Commands:
   serve [--workers N]                     Run the server (settings from the environment; see README);
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
-             [--scope "openid profile email"] [--grant TYPE ...] [--json]
+             [--scope "openid profile email"] [--grant TYPE ...] [--public]
+             [--web-origin ORIGIN ...] [--json]
                                           Register a client; prints its client_id and client_secret once
+                                          (--public: no secret, for browser, native and CLI apps)
   client list [--json]                    List registered clients
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
   keys rotate                             Publish new signing keys; they sign after the lead time
+  device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
+                                          Act as a device (RFC 8628): show a code and a QR code, wait
+                                          for approval, print the granted scopes and ID token claims
+                                          (no secret: a public client; TESSERA_CLIENT_SECRET also works)
 `;
 
 /** A mistake in how the command was called: usage line, exit 2. */
@@ -39,6 +46,8 @@ export interface Io {
   readonly stderr: (text: string) => void;
   readonly stdin: () => Promise<string>;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** Standard output is a terminal (device-login redraws a countdown). */
+  readonly tty?: boolean;
 }
 
 const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
@@ -73,13 +82,15 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'redirect-uri': { type: 'string', multiple: true },
     scope: { type: 'string' },
     grant: { type: 'string', multiple: true },
+    public: { type: 'boolean' },
+    'web-origin': { type: 'string', multiple: true },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
   if (!name) throw new UsageError('--name is required');
   const redirectUris = values['redirect-uri'] ?? [];
   for (const uri of redirectUris) {
-    const problem = validateRedirectUri(uri);
+    const problem = redirectUriProblem(uri, { publicClient: values.public === true });
     if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
   }
   const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
@@ -93,22 +104,42 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (grantTypes.includes(GRANT_AUTHORIZATION_CODE) && redirectUris.length === 0) {
     throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
   }
+  const webOrigins = (values['web-origin'] ?? []).map((origin) => {
+    const problem = webOriginProblem(origin);
+    if (problem) throw new UsageError(`--web-origin ${origin}: ${problem}`);
+    return new URL(origin).origin;
+  });
+  if (webOrigins.length > 0 && !values.public) {
+    throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
+  }
   const clientId = randomUUID();
-  const clientSecret = randomToken(32);
+  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
+  const clientSecret = values.public ? null : randomToken(32);
   await withStore(config, (store) =>
     store.clients.create({
       id: clientId,
       name,
-      secretHash: hashSecret(clientSecret),
+      secretHash: clientSecret === null ? null : hashSecret(clientSecret),
       redirectUris,
       scopes,
       grantTypes,
-      webOrigins: [],
+      webOrigins,
       createdAt: Date.now(),
     }),
   );
   if (values.json) {
-    io.stdout(`${JSON.stringify({ client_id: clientId, client_secret: clientSecret, client_name: name, redirect_uris: redirectUris, scope: scopes.join(' '), grant_types: grantTypes })}\n`);
+    io.stdout(`${JSON.stringify({
+      client_id: clientId,
+      ...(clientSecret === null ? {} : { client_secret: clientSecret }),
+      token_endpoint_auth_method: clientSecret === null ? 'none' : 'client_secret_basic',
+      client_name: name,
+      redirect_uris: redirectUris,
+      scope: scopes.join(' '),
+      grant_types: grantTypes,
+      ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
+    })}\n`);
+  } else if (clientSecret === null) {
+    io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
   } else {
     io.stdout(`Registered client "${name}".\n  client_id:     ${clientId}\n  client_secret: ${clientSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
   }
@@ -133,6 +164,19 @@ async function clientRemove(config: Config, args: string[], io: Io): Promise<voi
   const removed = await withStore(config, (store) => store.clients.remove(id));
   if (!removed) throw new Error(`no client with id ${id}`);
   io.stdout(`Removed client ${id}.\n`);
+}
+
+/** Why a browser origin cannot be registered for CORS, or null. */
+function webOriginProblem(origin: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return 'must be an origin such as https://app.example';
+  }
+  if (url.origin === 'null' || `${url.origin}` !== origin.replace(/\/$/, '')) return 'must be an origin (scheme, host and port) without a path';
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname))) return null;
+  return 'must use https (http only on a loopback host)';
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -184,6 +228,34 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
   }
 }
 
+/** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
+async function deviceLoginCommand(config: Config, args: string[], io: Io): Promise<number> {
+  const { values } = parse(args, {
+    'client-id': { type: 'string' },
+    'client-secret': { type: 'string' },
+    scope: { type: 'string' },
+    issuer: { type: 'string' },
+  });
+  const clientId = values['client-id'];
+  // The environment keeps the secret out of the process list and the shell history; without
+  // one, the device acts as a public client.
+  const clientSecret = values['client-secret'] ?? (io.env['TESSERA_CLIENT_SECRET'] || undefined);
+  if (!clientId) throw new UsageError('--client-id is required');
+  if (clientSecret === '') throw new UsageError('--client-secret must not be empty (leave it out for a public client)');
+  let issuer = config.issuer;
+  if (values.issuer !== undefined) {
+    try {
+      issuer = new URL(values.issuer).href.replace(/\/+$/, '');
+    } catch {
+      throw new UsageError(`--issuer ${values.issuer}: not an absolute URL`);
+    }
+  }
+  return deviceLogin(
+    { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
+    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr),
+  );
+}
+
 type Command = (config: Config, args: string[], io: Io) => Promise<void>;
 
 const COMMANDS: Readonly<Record<string, Command>> = {
@@ -212,6 +284,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       await serve(workers === undefined ? config : { ...config, workers: Number(workers) });
       return -1;
     }
+    if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
     const command = COMMANDS[`${first} ${second}`];
     if (!command) throw new UsageError(first ? `unknown command: ${[first, second].filter(Boolean).join(' ')}` : 'no command given');
     await command(config, rest, io);
@@ -243,6 +316,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     stderr: (text) => process.stderr.write(text),
     stdin: readStdin,
     env: process.env,
+    tty: process.stdout.isTTY === true,
   }).then((code) => {
     // -1: a server is running and keeps the process alive.
     if (code >= 0) process.exitCode = code;

@@ -6,6 +6,7 @@ import { approveAuthorization, denyAuthorization } from '../flows/authorization-
 import { checkAuthorizationRequest, redirectToClient, type RawParams } from '../flows/authorization-code/request.ts';
 import type { AppDeps } from '../app.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
+import { html } from '../ui/html.ts';
 import { consentPage, signInPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
@@ -24,12 +25,17 @@ function singleValues(params: RawParams, omit: readonly string[] = []): Record<s
   return result;
 }
 
+function redirectTarget(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.host || url.protocol;
+}
+
 function authorizeUrl(params: Record<string, string>): string {
   return `/oauth/authorize?${new URLSearchParams(params).toString()}`;
 }
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
-async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
+export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
   const session = await currentSession(deps, request);
   if (!session) return null;
   const user = await deps.store.users.get(session.userId);
@@ -94,6 +100,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         scopes: authorization.scope,
         signedInAs: signedIn.user.name ?? signedIn.user.username,
         returnTo: authorizeUrl(fields),
+        // The address the user will be sent to, so a look-alike application name is not all
+        // they have to judge by.
+        details: html`<p class="muted">After you decide, you will return to <strong>${redirectTarget(authorization.redirectUri)}</strong>.</p>`,
       }),
     );
   }

@@ -3,6 +3,7 @@ import { constantTimeEqual, hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { Params } from '../flows/types.ts';
+import { bindClient } from './cors.ts';
 
 /** Sent with every invalid_client (RFC 6749 §5.2: 401 and the scheme the client can use). */
 export const BASIC_CHALLENGE = 'Basic realm="tessera", charset="UTF-8"';
@@ -29,22 +30,40 @@ export function parseBasic(header: string | undefined): { id: string; secret: st
 }
 
 /**
- * Authenticates the client with HTTP Basic (client_secret_basic). Failures are
- * invalid_client with 401, whatever went wrong, so they tell an attacker nothing.
+ * Identifies and authenticates the client. A confidential client uses HTTP Basic
+ * (client_secret_basic); a public client (RFC 6749 §2.1, token_endpoint_auth_method `none`)
+ * sends only its client_id in the form body (RFC 6749 §3.2.1). Mixing the two is refused:
+ * a confidential client without its secret, or a public client presenting one. Failures are
+ * invalid_client with 401, whatever went wrong, so they tell an attacker little.
  */
-export async function authenticateClient(store: Store, request: FastifyRequest, params: Params): Promise<ClientRecord> {
-  const header = request.headers.authorization;
+export async function authenticateClient(store: Store, request: FastifyRequest, params: Params, issuer: string): Promise<ClientRecord> {
+  const client = await identifyClient(store, request, params);
+  bindClient(request, client, issuer);
+  return client;
+}
+
+async function identifyClient(store: Store, request: FastifyRequest, params: Params): Promise<ClientRecord> {
   if (params['client_secret'] !== undefined) {
-    throw new OAuthError('invalid_client', 'client authentication must use HTTP Basic (client_secret_basic)');
+    throw new OAuthError('invalid_client', 'client authentication must use HTTP Basic (client_secret_basic), not client_secret in the body');
+  }
+  const header = request.headers.authorization;
+  if (header === undefined) {
+    const clientId = params['client_id'];
+    if (clientId === undefined) throw new OAuthError('invalid_client', 'client authentication is required: HTTP Basic, or client_id for a public client');
+    const client = clientId.length <= 256 ? await store.clients.get(clientId) : null;
+    if (!client) throw new OAuthError('invalid_client', 'client authentication failed');
+    if (client.secretHash !== null) throw new OAuthError('invalid_client', 'this client must authenticate with HTTP Basic');
+    return client;
   }
   const credentials = parseBasic(header);
-  if (!credentials) throw new OAuthError('invalid_client', 'client authentication with HTTP Basic is required');
+  if (!credentials) throw new OAuthError('invalid_client', 'the Authorization header is not valid HTTP Basic');
   if (params['client_id'] !== undefined && params['client_id'] !== credentials.id) {
     throw new OAuthError('invalid_client', 'client_id does not match the authenticated client');
   }
   const presented = hashSecret(credentials.secret);
   const client = await store.clients.get(credentials.id);
-  if (!client || client.secretHash === null || !constantTimeEqual(presented, client.secretHash)) {
+  if (client && client.secretHash === null) throw new OAuthError('invalid_client', 'a public client has no secret to present');
+  if (!client || !constantTimeEqual(presented, client.secretHash!)) {
     throw new OAuthError('invalid_client', 'client authentication failed');
   }
   return client;

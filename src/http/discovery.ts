@@ -20,7 +20,7 @@ export function discoveryMetadata(deps: AppDeps): Record<string, unknown> {
     grant_types_supported: deps.grants.map((grant) => grant.type),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'name', 'preferred_username', 'email', 'email_verified'],

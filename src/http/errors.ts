@@ -33,6 +33,7 @@ export function toOAuthError(error: unknown): OAuthError {
 
 /** Writes an OAuth error as RFC 6749 §5.2 JSON, or as a page on page routes. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: OAuthError): FastifyReply {
+  // RFC 6749 §5.2: 401 with the scheme the client can use.
   if (error.code === 'invalid_client' && error.status === 401) reply.header('WWW-Authenticate', BASIC_CHALLENGE);
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);

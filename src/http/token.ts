@@ -15,7 +15,7 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     // RFC 6749 §5.1: responses with tokens (and, for simplicity, all of them) are not cached.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const params = formParams(request);
-    const client = await authenticateClient(deps.store, request, params);
+    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
     const grantType = params['grant_type'];
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required');
     const grant = grants.get(grantType);

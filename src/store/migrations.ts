@@ -16,6 +16,7 @@ export type Dialect = 'sqlite' | 'postgres';
 /** One statement: the same text for both dialects, or one text per dialect. */
 export type MigrationStatement = string | { readonly sqlite: string; readonly postgres: string };
 
+/** One schema version. `version` orders migrations and is what `schema_migrations` records. */
 export interface Migration {
   readonly version: number;
   readonly name: string;

@@ -36,12 +36,15 @@ export interface ColumnReader {
   boolean(row: Row, column: string): boolean;
 }
 
+/** A column held a value its record cannot have: a corrupt database or a schema mismatch. */
 export class CorruptRowError extends Error {
   constructor(column: string, expected: string, value: unknown) {
     super(`column ${column}: expected ${expected}, found ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`);
     this.name = 'CorruptRowError';
   }
 }
+
+// Readers for the column types both dialects return alike.
 
 export function text(row: Row, column: string): string {
   const value = row[column];

@@ -28,6 +28,7 @@ export function freePort(): Promise<number> {
 
 export interface TestClient {
   readonly clientId: string;
+  /** Empty for a public client. */
   readonly clientSecret: string;
 }
 
@@ -43,7 +44,7 @@ export interface TestServer {
   readonly store: Store;
   readonly keys: KeyManager;
   readonly app: FastifyInstance;
-  addClient(options?: { name?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[] }): Promise<TestClient>;
+  addClient(options?: { name?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -82,15 +83,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     app,
     async addClient(client = {}) {
       const clientId = `client-${randomToken(6)}`;
-      const clientSecret = randomToken(32);
+      const clientSecret = client.public ? '' : randomToken(32);
       await store.clients.create({
         id: clientId,
         name: client.name ?? 'Test App',
-        secretHash: hashSecret(clientSecret),
+        secretHash: client.public ? null : hashSecret(clientSecret),
         redirectUris: client.redirectUris ?? [REDIRECT_URI],
         scopes: client.scopes ?? ['openid', 'profile', 'email'],
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
-        webOrigins: [],
+        webOrigins: client.webOrigins ?? [],
         createdAt: clock.now(),
       });
       return { clientId, clientSecret };

@@ -1,4 +1,5 @@
 import { OAuthError } from '../../core/errors.ts';
+import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import { GRANT_AUTHORIZATION_CODE, type ClientRecord, type Store } from '../../store/types.ts';
 
@@ -51,8 +52,7 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
   const client = clientId.value.length <= MAX_VALUE_LENGTH ? await store.clients.get(clientId.value) : null;
   if (!client) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is not a registered client') };
   if (redirect.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'redirect_uri is required') };
-  // RFC 9700 §2.1: exact string matching, no patterns, no normalisation.
-  if (!client.redirectUris.includes(redirect.value)) {
+  if (!redirectUriRegistered(client.redirectUris, redirect.value)) {
     return { kind: 'fatal', error: new OAuthError('invalid_request', 'redirect_uri is not registered for this client') };
   }
   const redirectUri = redirect.value;

@@ -1,0 +1,102 @@
+/**
+ * RFC 8628 §3.1 (Device Authorization Request) and §3.2 (Device Authorization Response).
+ */
+import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { OAuthError } from '../../core/errors.ts';
+import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { GRANT_DEVICE_CODE, type ClientRecord } from '../../store/types.ts';
+import type { FlowDeps, Params } from '../types.ts';
+import { formatUserCode, generateUserCode } from './user-code.ts';
+
+/** RFC 8628 §3.2, wire names. */
+export interface DeviceAuthorizationResponse {
+  readonly device_code: string;
+  readonly user_code: string;
+  readonly verification_uri: string;
+  readonly verification_uri_complete: string;
+  readonly expires_in: number;
+  readonly interval: number;
+}
+
+/** Where the device asked from, shown to the approver (RFC 8628 §5.4). */
+export interface DeviceRequestOrigin {
+  readonly ip: string;
+  readonly userAgent: string | null;
+}
+
+/** The page a person opens on their phone (RFC 8628 §3.3). */
+export const VERIFICATION_PATH = '/device';
+
+/** A fresh code collides with a live one about once in 2.56 × 10^10 / live codes. */
+const USER_CODE_ATTEMPTS = 10;
+const MAX_USER_AGENT_LENGTH = 512;
+
+export function verificationUri(issuer: string): string {
+  return `${issuer}${VERIFICATION_PATH}`;
+}
+
+/** RFC 8628 §3.3.1: the verification URI with the user code in it, for a link or a QR code. */
+export function verificationUriComplete(issuer: string, userCode: string): string {
+  return `${verificationUri(issuer)}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
+}
+
+/** The scope a client asked for, if it may have it (RFC 6749 §3.3). */
+function requestedScope(client: ClientRecord, raw: string | undefined): string[] {
+  // RFC 6749 §3.3: without a default scope, an omitted scope fails as invalid_scope.
+  if (raw === undefined) throw new OAuthError('invalid_scope', 'scope is required');
+  const scope = parseScope(raw);
+  if (scope === null || scope.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
+  const refused = scope.filter((value) => !SUPPORTED_SCOPES.includes(value) || !client.scopes.includes(value));
+  if (refused.length > 0) throw new OAuthError('invalid_scope', `scope not allowed for this client: ${refused.join(' ')}`);
+  return scope;
+}
+
+/**
+ * Starts a device authorization for an authenticated client: a device code for the device
+ * to poll with, and a user code for the person to enter.
+ */
+export async function startDeviceAuthorization(
+  deps: FlowDeps,
+  client: ClientRecord,
+  params: Params,
+  origin: DeviceRequestOrigin,
+): Promise<DeviceAuthorizationResponse> {
+  if (!client.grantTypes.includes(GRANT_DEVICE_CODE)) {
+    throw new OAuthError('unauthorized_client', 'this client is not allowed the device authorization grant');
+  }
+  const scope = requestedScope(client, params['scope']);
+  const { codeLifetime, interval } = deps.config.device;
+  const now = deps.clock.now();
+  // RFC 8628 §3.2 and §5.2: the device code is a bearer secret; 256 bits, stored hashed.
+  const deviceCode = randomToken(32);
+  for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
+    const userCode = generateUserCode();
+    const stored = await deps.store.devices.create({
+      deviceCodeHash: hashSecret(deviceCode),
+      userCode,
+      clientId: client.id,
+      scope,
+      status: 'pending',
+      interval,
+      lastPolledAt: null,
+      createdAt: now,
+      expiresAt: now + codeLifetime * 1000,
+      requestIp: origin.ip,
+      requestUserAgent: origin.userAgent?.slice(0, MAX_USER_AGENT_LENGTH) || null,
+      userId: null,
+      authTime: null,
+      grantId: null,
+      decidedAt: null,
+    });
+    if (!stored) continue;
+    return {
+      device_code: deviceCode,
+      user_code: formatUserCode(userCode),
+      verification_uri: verificationUri(deps.config.issuer),
+      verification_uri_complete: verificationUriComplete(deps.config.issuer, userCode),
+      expires_in: codeLifetime,
+      interval,
+    };
+  }
+  throw new OAuthError('temporarily_unavailable', 'no user code is free right now; try again');
+}

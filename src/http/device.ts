@@ -1,0 +1,159 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { hashSecret } from '../core/crypto.ts';
+import { OAuthError } from '../core/errors.ts';
+import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
+import { sameNetwork } from '../flows/device/proximity.ts';
+import { formatUserCode } from '../flows/device/user-code.ts';
+import { decideDeviceRequest, findDeviceRequest, USER_CODE_LOCKOUT, type CodeAttempt, type LookupFailure } from '../flows/device/verification.ts';
+import type { RawParams } from '../flows/authorization-code/request.ts';
+import type { AppDeps } from '../app.ts';
+import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
+import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
+import { consentPage } from '../ui/pages.ts';
+import { renderSignIn, signedInUser } from './authorize.ts';
+import { authenticateClient } from './client-auth.ts';
+import { formParams, rawForm } from './form.ts';
+import { checkCsrf, cookieNames, csrfToken } from './session.ts';
+
+export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
+const APPROVE_PATH = `${VERIFICATION_PATH}/approve`;
+
+/** RFC 8414 §2 and RFC 8628 §4: where a device starts. */
+export function deviceMetadata(issuer: string): Record<string, string> {
+  return { device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}` };
+}
+
+function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'locked' | 'malformed' | 'unknown', { status: number; message: string }>> {
+  return {
+    locked: {
+      status: 429,
+      message: `Too many wrong codes. For your security, codes cannot be entered here for a while: wait ${USER_CODE_LOCKOUT.windowMs / 60_000} minutes, then try again.`,
+    },
+    malformed: { status: 400, message: 'A code is 8 letters, like BCDF-GHJK. Check the code on your device and try again.' },
+    unknown: {
+      status: 400,
+      message: `That code is not valid, or it has expired (codes last ${Math.round(codeLifetimeSeconds / 60)} minutes). Check the code on your device, or get a new one there.`,
+    },
+  };
+}
+
+function single(params: RawParams, name: string): string {
+  const value = params[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/**
+ * The device authorization endpoint (RFC 8628 §3.1-3.2) and the verification pages a
+ * person uses on a second screen (§3.3): enter the code, sign in, review, decide.
+ */
+export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const messages = lookupMessages(deps.config.device.codeLifetime);
+
+  app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
+    // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
+    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
+    const params = formParams(request);
+    // RFC 8628 §3.1: the client authenticates as at the token endpoint.
+    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    const response = await startDeviceAuthorization(deps, client, params, {
+      ip: request.ip,
+      userAgent: request.headers['user-agent'] ?? null,
+    });
+    return reply.type('application/json; charset=utf-8').send(response);
+  });
+
+  function page(reply: FastifyReply, status: number, body: string): FastifyReply {
+    return reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
+  }
+
+  /** The browser, for the wrong-code limit: its CSRF cookie (hashed, so the key reveals nothing). */
+  function attemptOf(request: FastifyRequest, input: string): CodeAttempt {
+    const cookie = request.cookies[cookieNames(deps.config).csrf];
+    return { input, ip: request.ip, browser: cookie && /^[A-Za-z0-9_-]{43}$/.test(cookie) ? hashSecret(cookie) : null };
+  }
+
+  /** Every lookup that did not find a pending request ends on one of these pages. */
+  function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
+    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage());
+    if (lookup.kind === 'locked') request.log.warn({ ip: request.ip }, 'device user code entry locked after too many wrong codes');
+    const { status, message } = messages[lookup.kind];
+    return page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error: message }));
+  }
+
+  function approvalUrl(userCode: string): string {
+    return `${APPROVE_PATH}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
+  }
+
+  function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
+    const userCode = formatUserCode(record.userCode);
+    return page(
+      reply,
+      200,
+      consentPage({
+        csrf: csrfToken(deps.config, request, reply),
+        action: APPROVE_PATH,
+        fields: { user_code: userCode },
+        clientName: client.name,
+        scopes: record.scope,
+        signedInAs: user.name ?? user.username,
+        details: deviceDetails({
+          userCode,
+          requestedAt: record.createdAt,
+          now: deps.clock.now(),
+          deviceIp: record.requestIp,
+          deviceUserAgent: record.requestUserAgent,
+          approverIp: request.ip,
+          otherNetwork: !sameNetwork(record.requestIp, request.ip),
+        }),
+        returnTo: `${VERIFICATION_PATH}?${new URLSearchParams({ user_code: userCode }).toString()}`,
+      }),
+    );
+  }
+
+  // RFC 8628 §3.3.1: verification_uri_complete pre-fills the code; the person still
+  // confirms it, so that a link alone never leads to an approval page.
+  app.get(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
+    const value = single(request.query as RawParams, 'user_code').slice(0, 32);
+    return page(reply, 200, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value }));
+  });
+
+  app.post(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const typed = single(form, 'user_code');
+    const lookup = await findDeviceRequest(deps, attemptOf(request, typed));
+    if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
+    // Post, redirect, get: the approval page can be reloaded, and is where sign-in returns.
+    return reply.redirect(approvalUrl(lookup.record.userCode), 303);
+  });
+
+  app.get(APPROVE_PATH, { config: { page: true } }, async (request, reply) => {
+    const typed = single(request.query as RawParams, 'user_code');
+    const lookup = await findDeviceRequest(deps, attemptOf(request, typed));
+    if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
+    return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
+  });
+
+  app.post(APPROVE_PATH, { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const typed = single(form, 'user_code');
+    const decision = single(form, 'decision');
+    if (decision !== 'approve' && decision !== 'deny') throw new OAuthError('invalid_request', 'decision must be approve or deny');
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) {
+      // The session ended while the page was open: sign in again, then review again.
+      return reply.redirect(`${APPROVE_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
+    }
+    const result = await decideDeviceRequest(
+      deps,
+      attemptOf(request, typed),
+      decision === 'approve' ? { approve: true, session: signedIn.session } : { approve: false },
+    );
+    if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
+    request.log.info({ client: result.client.id, approved: result.approved }, 'device authorization decided');
+    return page(reply, 200, deviceDonePage(result.approved, result.client.name));
+  });
+};

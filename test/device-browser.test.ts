@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+/**
+ * The whole device flow as people and devices do it: openid-client is the device, headless
+ * Chromium on a phone-sized screen is the person. openid-client waits the real `interval`
+ * (5 s) before its first poll; the browser part runs meanwhile.
+ */
+// The two cases use their own device codes and browser contexts, so they wait their
+// polling intervals side by side.
+describe('the device flow end to end: openid-client polls, a person approves in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+  let browser: Browser;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.addClient({ name: 'Living Room TV' });
+    user = await server.addUser({ username: 'katherine', name: 'Katherine Johnson' });
+    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  async function phone(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    return context.newPage();
+  }
+
+  async function signInAndApprove(page: Page, userCode: string) {
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
+    assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Living Room TV/);
+    assert.deepEqual(await page.getByRole('listitem').allInnerTexts(), ['Sign you in and know who you are', 'See your name and username']);
+    assert.equal(await page.locator('#user-code').innerText(), userCode, 'the code to compare with the device');
+    assert.match(await page.locator('dl.origin').innerText(), /less than a minute ago/);
+    assert.ok(await page.getByText('Approve only if you started this yourself').isVisible());
+    const { scrollWidth, innerWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })')) as { scrollWidth: number; innerWidth: number };
+    assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Device approved');
+  }
+
+  function assertTokens(tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers) {
+    assert.equal(tokens.scope, 'openid profile');
+    const claims = tokens.claims();
+    assert.ok(claims, 'an ID token');
+    assert.equal(claims.iss, server.url);
+    assert.equal(claims.aud, client.clientId);
+    assert.equal(claims.sub, user.id);
+    assert.equal(claims['name'], 'Katherine Johnson');
+    assert.equal(claims.nonce, undefined);
+  }
+
+  it('typed code: the person opens verification_uri, types the code, signs in and approves; the device gets tokens', async () => {
+    const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
+    assert.equal(device.verification_uri, `${server.url}/device`);
+    const polling = oidc.pollDeviceAuthorizationGrant(config, device);
+
+    const page = await phone();
+    await page.goto(device.verification_uri);
+    // Typed as a person might: lower case, no dash.
+    await page.getByLabel('Code').fill(device.user_code.toLowerCase().replace('-', ''));
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await signInAndApprove(page, device.user_code);
+
+    assertTokens(await polling);
+    await page.context().close();
+  });
+
+  it('verification_uri_complete: the code is filled in, the person confirms it, signs in and approves; the device gets tokens', async () => {
+    const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
+    const polling = oidc.pollDeviceAuthorizationGrant(config, device);
+
+    const page = await phone();
+    await page.goto(device.verification_uri_complete!);
+    assert.equal(await page.getByLabel('Code').inputValue(), device.user_code);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await signInAndApprove(page, device.user_code);
+
+    assertTokens(await polling);
+    await page.context().close();
+  });
+});

@@ -1,0 +1,251 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
+import { ManualClock } from '../src/core/clock.ts';
+import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
+import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+const MINUTE = 60_000;
+
+/** A user code that is well formed and belongs to no request (one in 2.56 × 10^10 it does). */
+const WRONG_CODE = 'BBBB-BBBB';
+
+describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
+  let clock: ManualClock;
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let addresses = 0;
+
+  before(async () => {
+    clock = new ManualClock();
+    // Each test is its own client address (X-Forwarded-For), so wrong codes in one do not
+    // lock out another.
+    server = await startTestServer({ clock, env: { TESSERA_TRUST_PROXY: 'true' } });
+    client = await server.addClient({ name: 'Living Room TV', scopes: ['openid', 'profile', 'email'] });
+    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
+  });
+  after(() => server.close());
+
+  /** A fresh client address in its own /24. */
+  function address(): string {
+    addresses += 1;
+    return `198.51.${addresses}.10`;
+  }
+
+  it('pre-fills the code from verification_uri_complete and waits for the person to confirm it', async () => {
+    const started = await startDevice(server, client);
+    const browser = new BrowserAt(server.url, address());
+    const page = await browser.request(started.verification_uri_complete);
+    assert.equal(page.status, 200);
+    assert.equal(browser.form(page, '/device').fields['user_code'], started.user_code);
+    assert.doesNotMatch(page.html, /Approve/, 'no approval without pressing Continue');
+    assert.match(page.html, /<label for="user_code">Code<\/label>/);
+    assert.match(page.html, /<button type="submit" class="primary">Continue<\/button>/);
+  });
+
+  it('accepts the code in lower case, without its dash, or with spaces', async () => {
+    const ip = address();
+    for (const typed of [(code: string) => code.toLowerCase(), (code: string) => code.replace('-', ''), (code: string) => ` ${code.replace('-', ' ')} `]) {
+      const started = await startDevice(server, client);
+      const page = await new BrowserAt(server.url, ip).reachApproval(typed(started.user_code), user);
+      assert.match(text(page), new RegExp(started.user_code));
+    }
+  });
+
+  it('asks the person to sign in, then shows the application, the scopes in words, the code, when and where the device asked, and where they are', async () => {
+    const started = await startDevice(server, client, 'openid profile email', { 'x-forwarded-for': '203.0.113.7', 'user-agent': 'SmartTV/5.1 (Living room)' });
+    clock.advance(3 * MINUTE);
+    const browser = new BrowserAt(server.url, '203.0.113.99');
+    const signIn = await browser.enterCode(started.user_code);
+    assert.match(signIn.html, /action="\/login"/);
+    assert.match(text(signIn), /Sign in to continue to Living Room TV/);
+    const page = await browser.reachApproval(started.user_code, user);
+    const shown = text(page);
+    assert.match(shown, /Allow Living Room TV to access your account\?/);
+    assert.match(shown, /Sign you in and know who you are See your name and username See your email address/);
+    assert.match(shown, new RegExp(`Check that this code is the one on your device's screen: ${started.user_code}`));
+    assert.match(shown, /Requested 3 minutes ago/);
+    assert.match(shown, /Device 203\.0\.113\.7 SmartTV\/5\.1 \(Living room\)/);
+    assert.match(shown, /You 203\.0\.113\.99/);
+    assert.match(shown, /Approve only if you started this yourself, on a device you have with you/);
+    assert.doesNotMatch(shown, /different network/, 'same /24: no warning');
+    assert.match(shown, /Signed in as Grace Hopper/);
+  });
+
+  it('warns when the device asked from a different network than the approver is on', async () => {
+    const started = await startDevice(server, client, 'openid', { 'x-forwarded-for': '192.0.2.50' });
+    const page = await new BrowserAt(server.url, '203.0.113.40').reachApproval(started.user_code, user);
+    assert.match(page.html, /<p class="alert warning" role="alert"><strong>This device is on a different network from you\.<\/strong>/);
+    assert.match(text(page), /Device 192\.0\.2\.50/);
+    assert.match(text(page), /You 203\.0\.113\.40/);
+  });
+
+  it('says the device is approved, and that the person can return to it', async () => {
+    const started = await startDevice(server, client);
+    const page = await new BrowserAt(server.url, address()).decide(started.user_code, user, 'approve');
+    assert.equal(page.status, 200);
+    assert.match(text(page), /Device approved Living Room TV is now connected to your account\. You can return to your device/);
+    assert.equal((await poll(server, client, started.device_code)).status, 200);
+  });
+
+  it('says the request is denied, and that the person can return to the device', async () => {
+    const started = await startDevice(server, client);
+    const page = await new BrowserAt(server.url, address()).decide(started.user_code, user, 'deny');
+    assert.equal(page.status, 200);
+    assert.match(text(page), /Request denied Living Room TV was not given access to your account\. You can return to your device/);
+    assertPollError(await poll(server, client, started.device_code), 'access_denied');
+  });
+
+  it('tells the person clearly that an unknown code is not valid, and lets them type it again', async () => {
+    const browser = new BrowserAt(server.url, address());
+    const page = await browser.enterCode(WRONG_CODE);
+    assert.equal(page.status, 400);
+    assert.match(page.html, /<p class="alert error" role="alert">That code is not valid, or it has expired/);
+    assert.equal(browser.form(page, '/device').fields['user_code'], WRONG_CODE);
+    assert.doesNotMatch(page.html, /at .*\.ts:\d+/, 'no stack trace');
+  });
+
+  it('tells the person clearly that an expired code has expired', async () => {
+    const started = await startDevice(server, client);
+    clock.advance(10 * MINUTE);
+    const page = await new BrowserAt(server.url, address()).enterCode(started.user_code);
+    assert.equal(page.status, 400);
+    assert.match(text(page), /That code is not valid, or it has expired \(codes last 10 minutes\)/);
+  });
+
+  it('explains the format of a code that cannot be one', async () => {
+    const page = await new BrowserAt(server.url, address()).enterCode('1234-5678');
+    assert.equal(page.status, 400);
+    assert.match(text(page), /A code is 8 letters, like BCDF-GHJK/);
+  });
+
+  it('says a code was already used once it has been approved or denied', async () => {
+    for (const decision of ['approve', 'deny'] as const) {
+      const started = await startDevice(server, client);
+      const ip = address();
+      await new BrowserAt(server.url, ip).decide(started.user_code, user, decision);
+      const again = await new BrowserAt(server.url, ip).enterCode(started.user_code);
+      assert.equal(again.status, 400);
+      assert.match(text(again), /This code has already been used/);
+    }
+  });
+
+  it('lets only the first of two approvals of one code count, and tells the second it was already decided', async () => {
+    const started = await startDevice(server, client);
+    const other = await server.addUser({ username: 'mallory' });
+    const first = new BrowserAt(server.url, address());
+    const second = new BrowserAt(server.url, address());
+    const firstPage = await first.reachApproval(started.user_code, user);
+    const secondPage = await second.reachApproval(started.user_code, other);
+    assert.match(text(await second.submit(secondPage, '/device/approve', { decision: 'approve' })), /Device approved/);
+    const late = await first.submit(firstPage, '/device/approve', { decision: 'approve' });
+    assert.match(text(late), /This code has already been used/);
+    const tokens = await poll(server, client, started.device_code);
+    assert.equal(tokens.status, 200);
+    assert.equal(decodeJwt(tokens.body['access_token'] as string).sub, other.id, 'the tokens are for the approval that won');
+  });
+
+  it('refuses a code form posted without its CSRF token, or from another site', async () => {
+    const browser = new BrowserAt(server.url, address());
+    await browser.request('/device');
+    const noToken = await browser.request('/device', { form: { user_code: WRONG_CODE } });
+    assert.equal(noToken.status, 403);
+    const entry = await browser.request('/device');
+    const crossSite = await browser.request('/device', { form: { ...browser.form(entry, '/device').fields, user_code: WRONG_CODE }, headers: { origin: 'https://attacker.example' } });
+    assert.equal(crossSite.status, 403);
+  });
+
+  it('refuses a decision other than approve or deny', async () => {
+    const started = await startDevice(server, client);
+    const browser = new BrowserAt(server.url, address());
+    const page = await browser.submit(await browser.reachApproval(started.user_code, user), '/device/approve', { decision: 'maybe' });
+    assert.equal(page.status, 400);
+    assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
+  });
+});
+
+describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
+  let clock: ManualClock;
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let addresses = 0;
+
+  before(async () => {
+    clock = new ManualClock();
+    server = await startTestServer({ clock, env: { TESSERA_TRUST_PROXY: 'true' } });
+    client = await server.addClient({ name: 'Set-top Box' });
+    user = await server.addUser({ username: 'linus' });
+  });
+  after(() => server.close());
+
+  function address(): string {
+    addresses += 1;
+    return `203.0.${addresses}.1`;
+  }
+
+  async function wrongCodes(browser: BrowserAt, count: number) {
+    for (let i = 0; i < count; i++) assert.equal((await browser.enterCode(WRONG_CODE)).status, 400);
+  }
+
+  it('refuses every code, the right one too, after 5 wrong codes from one browser, until the window has passed', async () => {
+    const started = await startDevice(server, client);
+    const browser = new BrowserAt(server.url, address());
+    await wrongCodes(browser, 5);
+    const locked = await browser.enterCode(started.user_code);
+    assert.equal(locked.status, 429);
+    assert.match(text(locked), /Too many wrong codes\. For your security, codes cannot be entered here for a while: wait 10 minutes, then try again\./);
+    clock.advance(9 * MINUTE);
+    assert.equal((await browser.enterCode(started.user_code)).status, 429, 'still refused within the window');
+
+    clock.advance(1 * MINUTE);
+    const fresh = await startDevice(server, client);
+    const page = await browser.reachApproval(fresh.user_code, user);
+    assert.match(text(page), new RegExp(fresh.user_code));
+  });
+
+  it('counts wrong codes per browser across addresses', async () => {
+    const browser = new BrowserAt(server.url, address());
+    await wrongCodes(browser, 3);
+    const moved = new BrowserAt(server.url, address());
+    for (const [name, value] of browser.cookies) moved.cookies.set(name, value);
+    await wrongCodes(moved, 2);
+    assert.equal((await moved.enterCode(WRONG_CODE)).status, 429);
+  });
+
+  it('counts wrong codes per address across browsers, and leaves other addresses alone', async () => {
+    const ip = address();
+    for (let i = 0; i < 5; i++) await wrongCodes(new BrowserAt(server.url, ip), 1);
+    const started = await startDevice(server, client);
+    assert.equal((await new BrowserAt(server.url, ip).enterCode(started.user_code)).status, 429);
+    const elsewhere = await new BrowserAt(server.url, address()).enterCode(started.user_code);
+    assert.match(elsewhere.html, /action="\/login"/, 'another address goes on to sign in');
+  });
+
+  it('counts wrong codes sent straight to the approval step, and refuses the decision once locked', async () => {
+    const ip = address();
+    const browser = new BrowserAt(server.url, ip);
+    for (let i = 0; i < 5; i++) assert.equal((await browser.request(`/device/approve?user_code=${WRONG_CODE}`)).status, 400);
+    assert.equal((await browser.request(`/device/approve?user_code=${WRONG_CODE}`)).status, 429);
+
+    // A signed-in browser that posts decisions for guessed codes is counted the same way.
+    const started = await startDevice(server, client);
+    const guesser = new BrowserAt(server.url, address());
+    const approval = await guesser.reachApproval(started.user_code, user);
+    for (let i = 0; i < 5; i++) {
+      const guess = await guesser.submit(approval, '/device/approve', { decision: 'approve', user_code: WRONG_CODE });
+      assert.equal(guess.status, 400);
+    }
+    const locked = await guesser.submit(approval, '/device/approve', { decision: 'approve' });
+    assert.equal(locked.status, 429);
+    assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
+  });
+
+  it('does not count input that cannot be a code', async () => {
+    const browser = new BrowserAt(server.url, address());
+    for (let i = 0; i < 8; i++) assert.equal((await browser.enterCode('not a code')).status, 400);
+    const started = await startDevice(server, client);
+    assert.match((await browser.enterCode(started.user_code)).html, /action="\/login"/);
+  });
+});

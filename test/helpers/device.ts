@@ -1,0 +1,120 @@
+/**
+ * Helpers for the device flow tests: the device's two requests as plain HTTP, a form
+ * browser that can pretend to be elsewhere (X-Forwarded-For, with TESSERA_TRUST_PROXY),
+ * and the stores to run the state tests against.
+ */
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { FormBrowser, type Page } from './browser.ts';
+import { basic, postForm, type TestClient, type TestServer, type TestUser } from './server.ts';
+
+export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+export interface Started {
+  readonly device_code: string;
+  readonly user_code: string;
+  readonly verification_uri: string;
+  readonly verification_uri_complete: string;
+  readonly expires_in: number;
+  readonly interval: number;
+}
+
+/** The device's first request (RFC 8628 §3.1), expected to succeed. */
+export async function startDevice(server: TestServer, client: TestClient, scope = 'openid profile', headers: Record<string, string> = {}): Promise<Started> {
+  const result = await postForm(`${server.url}/oauth/device/authorization`, { scope }, { authorization: basic(client.clientId, client.clientSecret), ...headers });
+  assert.equal(result.status, 200, JSON.stringify(result.body));
+  return result.body as unknown as Started;
+}
+
+/** One poll of the token endpoint (RFC 8628 §3.4). */
+export function poll(server: TestServer, client: TestClient, deviceCode: string) {
+  return postForm(`${server.url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code: deviceCode }, { authorization: basic(client.clientId, client.clientSecret) });
+}
+
+/** Asserts an RFC 6749 §5.2 error answer with status 400 and the given code. */
+export function assertPollError(result: { status: number; body: Record<string, unknown> }, error: string): void {
+  assert.equal(result.body['error'], error, JSON.stringify(result.body));
+  assert.equal(result.status, 400);
+}
+
+/** A browser that says it is at `ip` (the server must trust X-Forwarded-For). */
+export class BrowserAt extends FormBrowser {
+  readonly ip: string | null;
+  constructor(base: string, ip: string | null = null) {
+    super(base);
+    this.ip = ip;
+  }
+  override request(url: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Page> {
+    return super.request(url, this.ip === null ? init : { ...init, headers: { 'x-forwarded-for': this.ip, ...init.headers } });
+  }
+
+  /** Types a code on /device and presses Continue; returns the page that follows (sign-in, approval or an error). */
+  async enterCode(code: string): Promise<Page> {
+    const entry = await this.request('/device');
+    return this.follow(await this.submit(entry, '/device', { user_code: code }));
+  }
+
+  /** Enters the code, signs in if asked, and returns the approval page. */
+  async reachApproval(code: string, user: TestUser): Promise<Page> {
+    let page = await this.enterCode(code);
+    if (page.html.includes('action="/login"')) {
+      page = await this.follow(await this.submit(page, '/login', { username: user.username, password: user.password }));
+    }
+    assert.equal(page.status, 200, page.html);
+    assert.match(page.html, /action="\/device\/approve"/, 'the approval page');
+    return page;
+  }
+
+  /** Enters the code, signs in if asked, and decides; returns the page after the decision. */
+  async decide(code: string, user: TestUser, decision: 'approve' | 'deny'): Promise<Page> {
+    return this.submit(await this.reachApproval(code, user), '/device/approve', { decision });
+  }
+}
+
+/** The visible text of a page, roughly: tags dropped, entities decoded, spaces collapsed. */
+export function text(page: Page): string {
+  return page.html
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+export interface StoreUnderTest {
+  readonly name: string;
+  /** Why it is skipped here, if it is. */
+  readonly skip: string | undefined;
+  /** A fresh, empty database: its setting, and how to remove it. */
+  fresh(): Promise<{ database: string | undefined; drop(): Promise<void> }>;
+}
+
+/**
+ * SQLite always; PostgreSQL when TESSERA_TEST_POSTGRES_URL names one (.ci/run sets it).
+ * Each PostgreSQL run gets its own schema, put first on the search path by the URL, so runs
+ * share nothing (rate-limit windows included) and leave nothing behind.
+ */
+export function storesUnderTest(): StoreUnderTest[] {
+  const url = process.env['TESSERA_TEST_POSTGRES_URL'];
+  return [
+    { name: 'SQLite', skip: undefined, fresh: async () => ({ database: undefined, drop: async () => {} }) },
+    {
+      name: 'PostgreSQL',
+      skip: url ? undefined : 'PostgreSQL tests skipped: TESSERA_TEST_POSTGRES_URL is not set',
+      async fresh() {
+        const schema = `tessera_device_${Math.random().toString(36).slice(2, 10)}`;
+        const admin = new pg.Client({ connectionString: url });
+        await admin.connect();
+        await admin.query(`CREATE SCHEMA ${schema}`);
+        const database = new URL(url!);
+        database.searchParams.set('options', `-c search_path=${schema}`);
+        return {
+          database: database.href,
+          async drop() {
+            await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+            await admin.end();
+          },
+        };
+      },
+    },
+  ];
+}

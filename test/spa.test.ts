@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { freePort, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+const LIBRARY = readFileSync(new URL('../node_modules/oidc-client-ts/dist/browser/oidc-client-ts.min.js', import.meta.url), 'utf8');
+
+/**
+ * A single-page app on its own origin (a loopback port): one page that loads oidc-client-ts
+ * and exposes its UserManager; the callback page is the same page.
+ */
+async function startSpa(issuer: string, clientId: string, port?: number): Promise<{ origin: string; server: Server }> {
+  const listenPort = port ?? (await freePort());
+  const origin = `http://127.0.0.1:${listenPort}`;
+  const page = spaPage(issuer, clientId, origin);
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    if (path === '/oidc-client-ts.js') response.writeHead(200, { 'content-type': 'text/javascript' }).end(LIBRARY);
+    else response.writeHead(200, { 'content-type': 'text/html' }).end(page);
+  });
+  await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
+  return { origin, server };
+}
+
+describe('a single-page app signs in with oidc-client-ts through CORS', { skip: chromiumUnavailable() }, () => {
+  let tessera: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let spa: { origin: string; server: Server };
+  let stranger: { origin: string; server: Server };
+  let browser: Browser;
+
+  before(async () => {
+    tessera = await startTestServer();
+    user = await tessera.addUser({ username: 'sam', name: 'Sam Vimes' });
+    const port = await freePort();
+    // Registered before the app's server starts, so the port is known: the app is on 127.0.0.1:port.
+    client = await tessera.addClient({
+      name: 'Notes SPA',
+      public: true,
+      redirectUris: [`http://127.0.0.1:${port}/callback.html`],
+      webOrigins: [`http://127.0.0.1:${port}`],
+    });
+    spa = await startSpa(tessera.url, client.clientId, port);
+    stranger = await startSpa(tessera.url, client.clientId);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    spa?.server.close();
+    stranger?.server.close();
+    await tessera?.close();
+  });
+
+  async function signIn(page: Page): Promise<void> {
+    await page.goto(`${spa.origin}/`);
+    // signinRedirect navigates away, so it is started, not awaited.
+    await page.evaluate('void window.mgr.signinRedirect()');
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.waitForURL(`${spa.origin}/callback.html**`);
+  }
+
+  it('signs in with the code flow and PKCE, receiving the tokens through CORS', async () => {
+    const page = await browser.newPage();
+    await signIn(page);
+    const result = (await page.evaluate(`window.mgr.signinRedirectCallback().then((user) => ({
+      sub: user.profile.sub, name: user.profile.name, hasAccess: typeof user.access_token === 'string', scope: user.scope,
+    }))`)) as { sub: string; name: string; hasAccess: boolean; scope: string };
+    assert.equal(result.sub, user.id);
+    assert.equal(result.name, 'Sam Vimes');
+    assert.equal(result.hasAccess, true);
+    assert.equal(result.scope, 'openid profile');
+    await page.close();
+  });
+
+  it('is refused by the browser on an origin the client did not register', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${stranger.origin}/`);
+    const outcome = await page.evaluate(`fetch(${JSON.stringify(`${tessera.url}/oauth/token`)}, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=authorization_code&client_id=${client.clientId}&code=x&redirect_uri=x&code_verifier=${'a'.repeat(43)}',
+    }).then(() => 'read', (error) => 'blocked: ' + error.name)`);
+    assert.equal(outcome, 'blocked: TypeError');
+    await page.close();
+  });
+
+  it('answers a preflight for a registered origin only', async () => {
+    const preflight = (origin: string) =>
+      fetch(`${tessera.url}/oauth/token`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+      });
+    const registered = await preflight(spa.origin);
+    assert.equal(registered.status, 204);
+    assert.equal(registered.headers.get('access-control-allow-origin'), spa.origin);
+    const unknown = await preflight(stranger.origin);
+    assert.equal(unknown.status, 403);
+    assert.equal(unknown.headers.get('access-control-allow-origin'), null);
+  });
+
+  it('never answers CORS on the authorization endpoint', async () => {
+    const response = await fetch(`${tessera.url}/oauth/authorize?client_id=${client.clientId}`, { headers: { origin: spa.origin } });
+    assert.equal(response.headers.get('access-control-allow-origin'), null);
+  });
+
+  it('refuses a token request from an origin the client did not register', async () => {
+    const response = await fetch(`${tessera.url}/oauth/token`, {
+      method: 'POST',
+      headers: { origin: stranger.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: client.clientId, code: 'x' }).toString(),
+    });
+    assert.equal(response.status, 401);
+    assert.equal(((await response.json()) as { error: string }).error, 'invalid_client');
+    assert.equal(response.headers.get('access-control-allow-origin'), null);
+  });
+});
+
+function spaPage(issuer: string, clientId: string, origin: string): string {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>SPA</title>
+<script src="/oidc-client-ts.js"></script>
+<script>
+window.mgr = new oidc.UserManager({
+  authority: ${JSON.stringify(issuer)},
+  client_id: ${JSON.stringify(clientId)},
+  redirect_uri: ${JSON.stringify(`${origin}/callback.html`)},
+  response_type: 'code',
+  scope: 'openid profile',
+  loadUserInfo: false,
+  automaticSilentRenew: false,
+  userStore: new oidc.WebStorageStateStore({ store: window.localStorage }),
+});
+</script></head><body><h1>Notes</h1></body></html>`;
+}

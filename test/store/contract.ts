@@ -1,0 +1,838 @@
+/**
+ * The store contract: one suite that every `Store` implementation must pass. Each store's
+ * test file calls `storeContract` with a way to open a fresh store.
+ *
+ * The suite shares one store across its cases, so every case makes its own ids and user
+ * codes. Times are fixed: most cases live around T0 (2026); the purge cases use earlier
+ * years of their own, so that their cutoffs never reach another case's rows.
+ */
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PURGE_BATCH_SIZE } from '../../src/store/sql.ts';
+import {
+  DuplicateError,
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  type AuthorizationCodeRecord,
+  type ClientRecord,
+  type DeviceAuthorizationRecord,
+  type GrantRecord,
+  type SessionRecord,
+  type SigningKeyRecord,
+  type Store,
+  type UserRecord,
+} from '../../src/store/types.ts';
+
+export interface OpenedStore {
+  readonly store: Store;
+  /** Closes the store and removes what `open` created. */
+  cleanup(): Promise<void>;
+}
+
+const T0 = Date.UTC(2026, 0, 1);
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+/**
+ * Defines the suite `name` for one store. `open` is called once, before the first case;
+ * the store it returns must be empty and is shared by every case.
+ */
+export function storeContract(name: string, open: () => Promise<OpenedStore>): void {
+  describe(name, () => {
+    let opened: OpenedStore | undefined;
+    let store: Store;
+
+    before(async () => {
+      opened = await open();
+      store = opened.store;
+    });
+    after(async () => {
+      await opened?.cleanup();
+    });
+
+    let counter = 0;
+    const unique = (prefix: string): string => `${prefix}-${++counter}`;
+    const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+    /** A fresh user code: 8 upper-case characters from the RFC 8628 §6.1 style alphabet. */
+    const userCode = (): string => {
+      let n = ++counter;
+      let code = '';
+      for (let i = 0; i < 8; i++) {
+        code = USER_CODE_ALPHABET[n % USER_CODE_ALPHABET.length] + code;
+        n = Math.floor(n / USER_CODE_ALPHABET.length);
+      }
+      return code;
+    };
+
+    async function givenClient(overrides: Partial<ClientRecord> = {}): Promise<ClientRecord> {
+      const client: ClientRecord = {
+        id: unique('client'),
+        name: 'Example App',
+        secretHash: 'secret-hash',
+        redirectUris: ['https://app.example/callback', 'http://127.0.0.1/callback'],
+        scopes: ['openid', 'profile', 'offline_access'],
+        grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
+        webOrigins: ['https://app.example'],
+        createdAt: T0,
+        ...overrides,
+      };
+      await store.clients.create(client);
+      return client;
+    }
+
+    async function givenUser(overrides: Partial<UserRecord> = {}): Promise<UserRecord> {
+      const id = unique('user');
+      const user: UserRecord = {
+        id,
+        username: `${id}@example.com`,
+        passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',
+        name: 'Ada Lovelace',
+        email: `${id}@example.com`,
+        emailVerified: true,
+        disabled: false,
+        createdAt: T0,
+        ...overrides,
+      };
+      await store.users.create(user);
+      return user;
+    }
+
+    async function givenGrant(clientId: string, userId: string, overrides: Partial<GrantRecord> = {}): Promise<GrantRecord> {
+      const grant: GrantRecord = {
+        id: unique('grant'),
+        userId,
+        clientId,
+        scope: ['openid', 'profile'],
+        kind: GRANT_AUTHORIZATION_CODE,
+        authTime: T0 - MINUTE,
+        createdAt: T0,
+        revokedAt: null,
+        device: null,
+        ...overrides,
+      };
+      await store.grants.create(grant);
+      return grant;
+    }
+
+    /** A code with its client, user and grant. */
+    async function givenCode(overrides: Partial<AuthorizationCodeRecord> = {}): Promise<AuthorizationCodeRecord> {
+      const clientId = overrides.clientId ?? (await givenClient()).id;
+      const userId = overrides.userId ?? (await givenUser()).id;
+      const grantId = overrides.grantId ?? (await givenGrant(clientId, userId)).id;
+      const code: AuthorizationCodeRecord = {
+        hash: unique('code-hash'),
+        clientId,
+        userId,
+        grantId,
+        redirectUri: 'https://app.example/callback',
+        scope: ['openid', 'profile'],
+        nonce: 'n-0S6_WzA2Mj',
+        codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        authTime: T0 - MINUTE,
+        createdAt: T0,
+        expiresAt: T0 + MINUTE,
+        consumedAt: null,
+        ...overrides,
+      };
+      await store.codes.create(code);
+      return code;
+    }
+
+    const bindingOf = (code: AuthorizationCodeRecord) => ({
+      clientId: code.clientId,
+      redirectUri: code.redirectUri,
+      codeChallenge: code.codeChallenge,
+    });
+
+    function deviceRecord(clientId: string, overrides: Partial<DeviceAuthorizationRecord> = {}): DeviceAuthorizationRecord {
+      return {
+        deviceCodeHash: unique('device-code-hash'),
+        userCode: userCode(),
+        clientId,
+        scope: ['openid', 'offline_access'],
+        status: 'pending',
+        interval: 5,
+        lastPolledAt: null,
+        createdAt: T0,
+        expiresAt: T0 + 10 * MINUTE,
+        requestIp: '203.0.113.7',
+        requestUserAgent: 'ExampleTV/1.0',
+        userId: null,
+        authTime: null,
+        grantId: null,
+        decidedAt: null,
+        ...overrides,
+      };
+    }
+
+    /** A stored pending device record, with its client. */
+    async function givenDevice(overrides: Partial<DeviceAuthorizationRecord> = {}): Promise<DeviceAuthorizationRecord> {
+      const record = deviceRecord(overrides.clientId ?? (await givenClient()).id, overrides);
+      assert.equal(await store.devices.create(record), true);
+      return record;
+    }
+
+    /** A stored device record the user approved at T0 + 1 min. */
+    async function givenApprovedDevice(overrides: Partial<DeviceAuthorizationRecord> = {}): Promise<DeviceAuthorizationRecord> {
+      const record = await givenDevice(overrides);
+      const user = await givenUser();
+      const decided = await store.devices.decide(
+        record.userCode,
+        { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') },
+        T0 + MINUTE,
+      );
+      assert.ok(decided);
+      return decided;
+    }
+
+    async function givenSession(userId: string, overrides: Partial<SessionRecord> = {}): Promise<SessionRecord> {
+      const session: SessionRecord = {
+        idHash: unique('session-hash'),
+        userId,
+        authTime: T0,
+        createdAt: T0,
+        expiresAt: T0 + HOUR,
+        ...overrides,
+      };
+      await store.sessions.create(session);
+      return session;
+    }
+
+    function signingKey(overrides: Partial<SigningKeyRecord> = {}): SigningKeyRecord {
+      const kid = unique('kid');
+      return {
+        kid,
+        alg: 'ES256',
+        privateJwk: { kty: 'EC', crv: 'P-256', x: 'x-coordinate', y: 'y-coordinate', d: 'private', kid },
+        publicJwk: { kty: 'EC', crv: 'P-256', x: 'x-coordinate', y: 'y-coordinate', kid, use: 'sig', alg: 'ES256' },
+        createdAt: T0,
+        activatesAt: T0 + HOUR,
+        retiresAt: null,
+        expiresAt: null,
+        ...overrides,
+      };
+    }
+
+    describe('clients', () => {
+      it('returns a created client with every field as given', async () => {
+        const client = await givenClient();
+        assert.deepEqual(await store.clients.get(client.id), client);
+      });
+
+      it('keeps a public client without a secret and with empty lists', async () => {
+        const client = await givenClient({ secretHash: null, webOrigins: [], grantTypes: [GRANT_DEVICE_CODE] });
+        assert.deepEqual(await store.clients.get(client.id), client);
+      });
+
+      it('returns null for an unknown client id', async () => {
+        assert.equal(await store.clients.get('no-such-client'), null);
+      });
+
+      it('lists created clients, oldest first', async () => {
+        const older = await givenClient({ createdAt: T0 - HOUR });
+        const newer = await givenClient();
+        const listed = (await store.clients.list()).filter((client) => client.id === older.id || client.id === newer.id);
+        assert.deepEqual(listed, [older, newer]);
+      });
+
+      it('refuses a client whose id is taken with DuplicateError, keeping the first', async () => {
+        const first = await givenClient();
+        await assert.rejects(store.clients.create({ ...first, name: 'Impostor' }), DuplicateError);
+        assert.deepEqual(await store.clients.get(first.id), first);
+      });
+
+      it("removes a client with its codes, device records and grants, and leaves another client's alone", async () => {
+        const user = await givenUser();
+        const [gone, kept] = [await givenClient(), await givenClient()];
+        const goneGrant = await givenGrant(gone.id, user.id);
+        const keptGrant = await givenGrant(kept.id, user.id);
+        const goneCode = await givenCode({ clientId: gone.id, userId: user.id, grantId: goneGrant.id });
+        const keptCode = await givenCode({ clientId: kept.id, userId: user.id, grantId: keptGrant.id });
+        const goneDevice = await givenDevice({ clientId: gone.id });
+        const keptDevice = await givenDevice({ clientId: kept.id });
+
+        assert.equal(await store.clients.remove(gone.id), true);
+
+        assert.equal(await store.clients.get(gone.id), null);
+        assert.equal(await store.grants.get(goneGrant.id), null);
+        assert.equal(await store.codes.find(goneCode.hash), null);
+        assert.equal(await store.devices.findByUserCode(goneDevice.userCode, T0), null);
+        assert.equal(await store.devices.poll(goneDevice.deviceCodeHash, gone.id, T0), null);
+        assert.deepEqual(
+          (await store.grants.listForUser(user.id)).map((grant) => grant.id),
+          [keptGrant.id],
+        );
+
+        assert.deepEqual(await store.clients.get(kept.id), kept);
+        assert.deepEqual(await store.grants.get(keptGrant.id), keptGrant);
+        assert.deepEqual(await store.codes.find(keptCode.hash), keptCode);
+        assert.deepEqual(await store.devices.findByUserCode(keptDevice.userCode, T0), keptDevice);
+        assert.deepEqual(await store.users.get(user.id), user);
+      });
+
+      it('returns false when removing an unknown or already removed client', async () => {
+        const client = await givenClient();
+        assert.equal(await store.clients.remove(client.id), true);
+        assert.equal(await store.clients.remove(client.id), false);
+        assert.equal(await store.clients.remove('no-such-client'), false);
+      });
+
+      it('lets a removed client id be registered again', async () => {
+        const client = await givenClient();
+        await store.clients.remove(client.id);
+        await store.clients.create(client);
+        assert.deepEqual(await store.clients.get(client.id), client);
+      });
+    });
+
+    describe('users', () => {
+      it('returns a created user by id and by username, with every field as given', async () => {
+        const user = await givenUser();
+        assert.deepEqual(await store.users.get(user.id), user);
+        assert.deepEqual(await store.users.findByUsername(user.username), user);
+      });
+
+      it('keeps null name and email and false flags', async () => {
+        const user = await givenUser({ name: null, email: null, emailVerified: false });
+        assert.deepEqual(await store.users.get(user.id), user);
+      });
+
+      it('returns null for an unknown id or username', async () => {
+        assert.equal(await store.users.get('no-such-user'), null);
+        assert.equal(await store.users.findByUsername('nobody@example.com'), null);
+      });
+
+      it('matches the username exactly as stored', async () => {
+        const user = await givenUser({ username: unique('alice') });
+        assert.equal(await store.users.findByUsername(user.username.toUpperCase()), null);
+      });
+
+      it('refuses a user whose username is taken with DuplicateError, keeping the first', async () => {
+        const first = await givenUser();
+        await assert.rejects(store.users.create({ ...first, id: unique('user') }), DuplicateError);
+        assert.equal((await store.users.findByUsername(first.username))?.id, first.id);
+      });
+
+      it('lists created users, oldest first', async () => {
+        const older = await givenUser({ createdAt: T0 - HOUR });
+        const newer = await givenUser();
+        const listed = (await store.users.list()).filter((user) => user.id === older.id || user.id === newer.id);
+        assert.deepEqual(listed, [older, newer]);
+      });
+
+      it('disables and re-enables a user, and returns false for an unknown id', async () => {
+        const user = await givenUser();
+        assert.equal(await store.users.setDisabled(user.id, true), true);
+        assert.equal((await store.users.get(user.id))?.disabled, true);
+        assert.equal(await store.users.setDisabled(user.id, false), true);
+        assert.equal((await store.users.get(user.id))?.disabled, false);
+        assert.equal(await store.users.setDisabled('no-such-user', true), false);
+      });
+    });
+
+    describe('sessions', () => {
+      it('returns a session until it expires, and null from its expiry on', async () => {
+        const session = await givenSession((await givenUser()).id);
+        assert.deepEqual(await store.sessions.get(session.idHash, T0), session);
+        assert.deepEqual(await store.sessions.get(session.idHash, session.expiresAt - 1), session);
+        assert.equal(await store.sessions.get(session.idHash, session.expiresAt), null);
+      });
+
+      it('forgets a removed session, and ignores removing an unknown one', async () => {
+        const session = await givenSession((await givenUser()).id);
+        await store.sessions.remove(session.idHash);
+        assert.equal(await store.sessions.get(session.idHash, T0), null);
+        await store.sessions.remove('no-such-session');
+      });
+
+      it('returns null for an unknown session', async () => {
+        assert.equal(await store.sessions.get('no-such-session', T0), null);
+      });
+    });
+
+    describe('grants', () => {
+      it('returns a created grant, with and without its device origin', async () => {
+        const [client, user] = [await givenClient(), await givenUser()];
+        const browser = await givenGrant(client.id, user.id);
+        const device = await givenGrant(client.id, user.id, {
+          kind: GRANT_DEVICE_CODE,
+          scope: ['openid', 'offline_access'],
+          device: { ip: '2001:db8::1', userAgent: null, requestedAt: T0 - 2 * MINUTE },
+        });
+        assert.deepEqual(await store.grants.get(browser.id), browser);
+        assert.deepEqual(await store.grants.get(device.id), device);
+        assert.equal(await store.grants.get('no-such-grant'), null);
+      });
+
+      it('revokes a grant once: the first call returns true and sets revokedAt, later ones return false and keep it', async () => {
+        const grant = await givenGrant((await givenClient()).id, (await givenUser()).id);
+        assert.equal(await store.grants.revoke(grant.id, T0 + MINUTE), true);
+        assert.equal(await store.grants.revoke(grant.id, T0 + 2 * MINUTE), false);
+        assert.deepEqual(await store.grants.get(grant.id), { ...grant, revokedAt: T0 + MINUTE });
+      });
+
+      it('revokes a grant for exactly one of 20 concurrent revokers', async () => {
+        const grant = await givenGrant((await givenClient()).id, (await givenUser()).id);
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.grants.revoke(grant.id, T0 + i)));
+        assert.equal(results.filter(Boolean).length, 1);
+      });
+
+      it('returns false when revoking an unknown grant', async () => {
+        assert.equal(await store.grants.revoke('no-such-grant', T0), false);
+      });
+
+      it("lists a user's unrevoked grants newest first, without other users' grants", async () => {
+        const client = await givenClient();
+        const [user, other] = [await givenUser(), await givenUser()];
+        const oldest = await givenGrant(client.id, user.id, { createdAt: T0 - 2 * HOUR });
+        const revoked = await givenGrant(client.id, user.id, { createdAt: T0 - HOUR });
+        const newest = await givenGrant(client.id, user.id, { createdAt: T0 });
+        await givenGrant(client.id, other.id);
+        await store.grants.revoke(revoked.id, T0);
+        assert.deepEqual(await store.grants.listForUser(user.id), [newest, oldest]);
+        assert.deepEqual(await store.grants.listForUser('no-such-user'), []);
+      });
+    });
+
+    describe('authorization codes', () => {
+      it('finds a created code with every field as given, and null for an unknown one', async () => {
+        const code = await givenCode();
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.equal(await store.codes.find('no-such-code'), null);
+      });
+
+      it('keeps a code without a nonce', async () => {
+        const code = await givenCode({ nonce: null });
+        assert.deepEqual(await store.codes.find(code.hash), code);
+      });
+
+      it('gives a code once: the first redemption returns it consumed, the second returns null', async () => {
+        const code = await givenCode();
+        const consumed = { ...code, consumedAt: T0 + SECOND };
+        assert.deepEqual(await store.codes.consume(code.hash, bindingOf(code), T0 + SECOND), consumed);
+        assert.equal(await store.codes.consume(code.hash, bindingOf(code), T0 + 2 * SECOND), null);
+        assert.deepEqual(await store.codes.find(code.hash), consumed);
+      });
+
+      for (const [field, binding] of [
+        ['client', { clientId: 'another-client' }],
+        ['redirect_uri', { redirectUri: 'https://app.example/other' }],
+        ['PKCE challenge', { codeChallenge: 'another-challenge' }],
+      ] as const) {
+        it(`returns null and leaves the code unconsumed when the ${field} does not match`, async () => {
+          const code = await givenCode();
+          assert.equal(await store.codes.consume(code.hash, { ...bindingOf(code), ...binding }, T0 + SECOND), null);
+          assert.deepEqual(await store.codes.find(code.hash), code);
+          assert.ok(await store.codes.consume(code.hash, bindingOf(code), T0 + SECOND));
+        });
+      }
+
+      it('returns null and leaves the code unconsumed from its expiry on', async () => {
+        const code = await givenCode();
+        assert.equal(await store.codes.consume(code.hash, bindingOf(code), code.expiresAt), null);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+      });
+
+      it('gives a code one millisecond before its expiry', async () => {
+        const code = await givenCode();
+        assert.deepEqual(await store.codes.consume(code.hash, bindingOf(code), code.expiresAt - 1), {
+          ...code,
+          consumedAt: code.expiresAt - 1,
+        });
+      });
+
+      it('returns null for an unknown code', async () => {
+        const code = await givenCode();
+        assert.equal(await store.codes.consume('no-such-code', bindingOf(code), T0), null);
+      });
+
+      it('gives a code to exactly one of 20 concurrent redeemers', async () => {
+        const code = await givenCode();
+        const results = await Promise.all(
+          Array.from({ length: 20 }, () => store.codes.consume(code.hash, bindingOf(code), T0 + SECOND)),
+        );
+        const winners = results.filter((result) => result !== null);
+        assert.equal(winners.length, 1);
+        assert.deepEqual(winners[0], { ...code, consumedAt: T0 + SECOND });
+      });
+    });
+
+    describe('device authorizations', () => {
+      it('finds a created record by its user code until it expires, whatever its status', async () => {
+        const record = await givenDevice();
+        assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0), record);
+        assert.deepEqual(await store.devices.findByUserCode(record.userCode, record.expiresAt - 1), record);
+        assert.equal(await store.devices.findByUserCode(record.userCode, record.expiresAt), null);
+        assert.equal(await store.devices.findByUserCode('BCDFGHJK', T0), null);
+
+        const approved = await givenApprovedDevice();
+        assert.deepEqual(await store.devices.findByUserCode(approved.userCode, T0 + MINUTE), approved);
+      });
+
+      it('refuses a user code that a live record holds, and stores nothing', async () => {
+        const live = await givenDevice();
+        const clash = deviceRecord(live.clientId, { userCode: live.userCode, createdAt: live.expiresAt - 1 });
+        assert.equal(await store.devices.create(clash), false);
+        assert.deepEqual(await store.devices.findByUserCode(live.userCode, T0), live);
+        assert.equal(await store.devices.poll(clash.deviceCodeHash, clash.clientId, T0), null);
+      });
+
+      it('gives the user code of an expired record to a new one, which replaces it', async () => {
+        const expired = await givenDevice();
+        const reuse = deviceRecord(expired.clientId, {
+          userCode: expired.userCode,
+          createdAt: expired.expiresAt,
+          expiresAt: expired.expiresAt + 10 * MINUTE,
+        });
+        assert.equal(await store.devices.create(reuse), true);
+        assert.deepEqual(await store.devices.findByUserCode(reuse.userCode, reuse.createdAt), reuse);
+        assert.equal(await store.devices.poll(expired.deviceCodeHash, expired.clientId, reuse.createdAt), null);
+      });
+
+      it('stores a user code for exactly one of 10 concurrent creators', async () => {
+        const client = await givenClient();
+        const code = userCode();
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () => store.devices.create(deviceRecord(client.id, { userCode: code }))),
+        );
+        assert.equal(results.filter(Boolean).length, 1);
+      });
+
+      it('records an approval once, returning the decided record; a second decision returns null', async () => {
+        const record = await givenDevice();
+        const user = await givenUser();
+        const approval = { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') } as const;
+        const decided = await store.devices.decide(record.userCode, approval, T0 + MINUTE);
+        assert.deepEqual(decided, {
+          ...record,
+          status: 'approved',
+          userId: user.id,
+          authTime: T0,
+          grantId: approval.grantId,
+          decidedAt: T0 + MINUTE,
+        });
+        assert.equal(await store.devices.decide(record.userCode, { approve: false }, T0 + 2 * MINUTE), null);
+        assert.equal(await store.devices.decide(record.userCode, approval, T0 + 2 * MINUTE), null);
+        assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0 + 2 * MINUTE), decided);
+      });
+
+      it('records a denial', async () => {
+        const record = await givenDevice();
+        assert.deepEqual(await store.devices.decide(record.userCode, { approve: false }, T0 + MINUTE), {
+          ...record,
+          status: 'denied',
+          decidedAt: T0 + MINUTE,
+        });
+      });
+
+      it('decides nothing for an expired record or an unknown user code', async () => {
+        const record = await givenDevice();
+        assert.equal(await store.devices.decide(record.userCode, { approve: false }, record.expiresAt), null);
+        assert.equal(await store.devices.decide('BCDFGHJK', { approve: false }, T0), null);
+        assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0), record);
+      });
+
+      it('records a decision for exactly one of 10 concurrent deciders', async () => {
+        const record = await givenDevice();
+        const user = await givenUser();
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            store.devices.decide(
+              record.userCode,
+              i % 2 === 0 ? { approve: true, userId: user.id, authTime: T0, grantId: `grant-${i}` } : { approve: false },
+              T0 + MINUTE,
+            ),
+          ),
+        );
+        assert.equal(results.filter((result) => result !== null).length, 1);
+      });
+
+      describe('poll (RFC 8628 §3.4-3.5)', () => {
+        it("returns null for an unknown device code or another client's, and records no poll", async () => {
+          const record = await givenDevice();
+          const other = await givenClient();
+          assert.equal(await store.devices.poll('no-such-device-code', record.clientId, T0), null);
+          assert.equal(await store.devices.poll(record.deviceCodeHash, other.id, T0), null);
+          assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0), record);
+        });
+
+        it('answers pending to a first poll, however soon after the request, and records the poll time', async () => {
+          const record = await givenDevice();
+          assert.deepEqual(await store.devices.poll(record.deviceCodeHash, record.clientId, T0), {
+            outcome: 'pending',
+            record: { ...record, lastPolledAt: T0 },
+          });
+        });
+
+        it('answers pending to a poll a full interval after the previous one', async () => {
+          const record = await givenDevice();
+          await store.devices.poll(record.deviceCodeHash, record.clientId, T0);
+          const result = await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + 5 * SECOND);
+          assert.deepEqual(result, { outcome: 'pending', record: { ...record, lastPolledAt: T0 + 5 * SECOND } });
+        });
+
+        it('answers slow_down to a poll sooner than the interval, and grows the interval by 5 seconds', async () => {
+          const record = await givenDevice();
+          await store.devices.poll(record.deviceCodeHash, record.clientId, T0);
+          const result = await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + 5 * SECOND - 1);
+          assert.deepEqual(result, {
+            outcome: 'slow_down',
+            record: { ...record, interval: 10, lastPolledAt: T0 + 5 * SECOND - 1 },
+          });
+        });
+
+        it('keeps answering slow_down and growing the interval while the device polls too fast', async () => {
+          const record = await givenDevice();
+          const at = (s: number) => T0 + s * SECOND;
+          await store.devices.poll(record.deviceCodeHash, record.clientId, at(0));
+          const outcomes = [];
+          for (const s of [1, 2, 3]) {
+            outcomes.push((await store.devices.poll(record.deviceCodeHash, record.clientId, at(s)))?.outcome);
+          }
+          assert.deepEqual(outcomes, ['slow_down', 'slow_down', 'slow_down']);
+          assert.equal((await store.devices.findByUserCode(record.userCode, at(3)))?.interval, 20);
+        });
+
+        it('stops growing the interval at the longest a device code lives, however often it is told to slow down', async () => {
+          const record = await givenDevice();
+          for (let i = 0; i < 130; i++) await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + i);
+          assert.equal((await store.devices.findByUserCode(record.userCode, T0 + 130))?.interval, 600);
+        });
+
+        it('answers normally again once the device waits the grown interval', async () => {
+          const record = await givenDevice();
+          await store.devices.poll(record.deviceCodeHash, record.clientId, T0);
+          await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + SECOND); // slow_down: interval 10 s
+          const tooSoon = await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + 11 * SECOND - 1);
+          assert.equal(tooSoon?.outcome, 'slow_down');
+          assert.equal(tooSoon.record.interval, 15);
+          const onTime = await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + 26 * SECOND - 1);
+          assert.deepEqual(onTime, {
+            outcome: 'pending',
+            record: { ...record, interval: 15, lastPolledAt: T0 + 26 * SECOND - 1 },
+          });
+        });
+
+        it('issues an approved record exactly once, consuming it, then answers consumed', async () => {
+          const approved = await givenApprovedDevice();
+          const issued = await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE);
+          assert.deepEqual(issued, {
+            outcome: 'issue',
+            record: { ...approved, status: 'consumed', lastPolledAt: T0 + 2 * MINUTE },
+          });
+          const again = await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 3 * MINUTE);
+          assert.deepEqual(again, {
+            outcome: 'consumed',
+            record: { ...approved, status: 'consumed', lastPolledAt: T0 + 3 * MINUTE },
+          });
+        });
+
+        it('answers denied to a denied record', async () => {
+          const record = await givenDevice();
+          await store.devices.decide(record.userCode, { approve: false }, T0 + MINUTE);
+          const result = await store.devices.poll(record.deviceCodeHash, record.clientId, T0 + 2 * MINUTE);
+          assert.equal(result?.outcome, 'denied');
+          assert.equal(result.record.status, 'denied');
+        });
+
+        it('answers expired from the expiry on, before every other outcome', async () => {
+          const pending = await givenDevice();
+          const approved = await givenApprovedDevice();
+          const denied = await givenDevice();
+          await store.devices.decide(denied.userCode, { approve: false }, T0 + MINUTE);
+          const expiry = T0 + 10 * MINUTE;
+          for (const record of [pending, approved, denied]) {
+            // A poll just before expiry makes the expired one also too soon: expired still wins.
+            await store.devices.poll(record.deviceCodeHash, record.clientId, expiry - 1);
+            const result = await store.devices.poll(record.deviceCodeHash, record.clientId, expiry);
+            assert.equal(result?.outcome, 'expired', record.status);
+          }
+          const afterExpiry = await store.devices.poll(approved.deviceCodeHash, approved.clientId, expiry + HOUR);
+          assert.equal(afterExpiry?.outcome, 'expired');
+        });
+
+        it('answers consumed and denied before slow_down, without growing the interval', async () => {
+          const consumed = await givenApprovedDevice();
+          await store.devices.poll(consumed.deviceCodeHash, consumed.clientId, T0 + 2 * MINUTE);
+          const denied = await givenDevice();
+          await store.devices.decide(denied.userCode, { approve: false }, T0 + MINUTE);
+          await store.devices.poll(denied.deviceCodeHash, denied.clientId, T0 + 2 * MINUTE);
+
+          const afterConsumed = await store.devices.poll(consumed.deviceCodeHash, consumed.clientId, T0 + 2 * MINUTE + 1);
+          const afterDenied = await store.devices.poll(denied.deviceCodeHash, denied.clientId, T0 + 2 * MINUTE + 1);
+          assert.equal(afterConsumed?.outcome, 'consumed');
+          assert.equal(afterConsumed.record.interval, 5);
+          assert.equal(afterDenied?.outcome, 'denied');
+          assert.equal(afterDenied.record.interval, 5);
+        });
+
+        it('answers slow_down before issue to an approved record polled too soon, and issues on the next timely poll', async () => {
+          const approved = await givenDevice({ lastPolledAt: T0 + MINUTE - SECOND });
+          const user = await givenUser();
+          await store.devices.decide(approved.userCode, { approve: true, userId: user.id, authTime: T0, grantId: 'g' }, T0 + MINUTE);
+          const tooSoon = await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + MINUTE);
+          assert.equal(tooSoon?.outcome, 'slow_down');
+          assert.equal(tooSoon.record.status, 'approved');
+          assert.equal(tooSoon.record.interval, 10);
+          const onTime = await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + MINUTE + 10 * SECOND);
+          assert.equal(onTime?.outcome, 'issue');
+          assert.equal(onTime.record.status, 'consumed');
+        });
+
+        it('gives exactly one issue to 20 concurrent polls of an approved record never polled before', async () => {
+          const approved = await givenApprovedDevice();
+          const results = await Promise.all(
+            Array.from({ length: 20 }, () => store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE)),
+          );
+          const outcomes = results.map((result) => result?.outcome);
+          assert.equal(outcomes.filter((outcome) => outcome === 'issue').length, 1);
+          assert.equal(outcomes.filter((outcome) => outcome === 'consumed').length, 19);
+        });
+
+        it('gives exactly one issue to 20 concurrent polls of an approved record last polled long ago', async () => {
+          const approved = await givenApprovedDevice({ lastPolledAt: T0 + 10 * SECOND });
+          const results = await Promise.all(
+            Array.from({ length: 20 }, () => store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 5 * MINUTE)),
+          );
+          const outcomes = results.map((result) => result?.outcome);
+          assert.equal(outcomes.filter((outcome) => outcome === 'issue').length, 1);
+          assert.equal(outcomes.filter((outcome) => outcome === 'consumed').length, 19);
+        });
+      });
+    });
+
+    describe('rate limits', () => {
+      it('counts hits in a fixed window and starts a new window once it has ended', async () => {
+        const key = unique('login:203.0.113.7');
+        const window = MINUTE;
+        assert.equal(await store.rateLimits.hit(key, window, T0), 1);
+        assert.equal(await store.rateLimits.hit(key, window, T0 + SECOND), 2);
+        assert.equal(await store.rateLimits.hit(key, window, T0 + window - 1), 3);
+        assert.equal(await store.rateLimits.hit(key, window, T0 + window), 1);
+        assert.equal(await store.rateLimits.hit(key, window, T0 + window + SECOND), 2);
+      });
+
+      it('counts the current window without counting a hit, and 0 once it has ended', async () => {
+        const key = unique('token:client');
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0), 0);
+        await store.rateLimits.hit(key, MINUTE, T0);
+        await store.rateLimits.hit(key, MINUTE, T0);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + SECOND), 2);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + SECOND), 2);
+        assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE), 0);
+      });
+
+      it('keeps keys apart', async () => {
+        const [a, b] = [unique('key'), unique('key')];
+        await store.rateLimits.hit(a, MINUTE, T0);
+        await store.rateLimits.hit(a, MINUTE, T0);
+        assert.equal(await store.rateLimits.hit(b, MINUTE, T0), 1);
+        assert.equal(await store.rateLimits.count(a, MINUTE, T0), 2);
+      });
+
+      it('counts every one of 20 concurrent hits', async () => {
+        const key = unique('key');
+        const counts = await Promise.all(Array.from({ length: 20 }, () => store.rateLimits.hit(key, MINUTE, T0)));
+        assert.deepEqual(
+          counts.toSorted((x, y) => x - y),
+          Array.from({ length: 20 }, (_, i) => i + 1),
+        );
+      });
+    });
+
+    describe('signing keys', () => {
+      it('publishes added keys oldest first, with their JWKs as given', async () => {
+        const newer = signingKey({ createdAt: T0 + HOUR, alg: 'RS256', publicJwk: { kty: 'RSA', n: 'modulus', e: 'AQAB' } });
+        const older = signingKey({ createdAt: T0 });
+        await store.keys.add(newer);
+        await store.keys.add(older);
+        const published = (await store.keys.listPublished(T0 + HOUR)).filter((key) => [older.kid, newer.kid].includes(key.kid));
+        assert.deepEqual(published, [older, newer]);
+      });
+
+      it('keeps a scheduled key published until its expiry, then leaves it out', async () => {
+        const key = signingKey();
+        await store.keys.add(key);
+        await store.keys.schedule(key.kid, T0 + 2 * HOUR, T0 + 3 * HOUR);
+        const scheduled = { ...key, retiresAt: T0 + 2 * HOUR, expiresAt: T0 + 3 * HOUR };
+        const publishedAt = async (now: number) =>
+          (await store.keys.listPublished(now)).find((published) => published.kid === key.kid);
+        assert.deepEqual(await publishedAt(T0 + 2 * HOUR), scheduled);
+        assert.deepEqual(await publishedAt(T0 + 3 * HOUR - 1), scheduled);
+        assert.equal(await publishedAt(T0 + 3 * HOUR), undefined);
+      });
+
+      it('ignores scheduling an unknown key', async () => {
+        await store.keys.schedule('no-such-kid', T0, T0);
+        assert.equal((await store.keys.listPublished(0)).some((key) => key.kid === 'no-such-kid'), false);
+      });
+    });
+
+    describe('purgeExpired', () => {
+      it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {
+        const start = Date.UTC(2001, 0, 1);
+        const cutoff = start + HOUR;
+        const expired = { expiresAt: cutoff - 1 };
+        const atCutoff = { expiresAt: cutoff };
+
+        const client = await givenClient({ createdAt: start });
+        const user = await givenUser({ createdAt: start });
+        const grant = await givenGrant(client.id, user.id, { createdAt: start });
+        const code = { clientId: client.id, userId: user.id, grantId: grant.id, createdAt: start };
+        const [codeGone, codeKept] = [await givenCode({ ...code, ...expired }), await givenCode({ ...code, ...atCutoff })];
+        const device = { clientId: client.id, createdAt: start };
+        const [deviceGone, deviceKept] = [await givenDevice({ ...device, ...expired }), await givenDevice({ ...device, ...atCutoff })];
+        const session = { createdAt: start };
+        const [sessionGone, sessionKept] = [
+          await givenSession(user.id, { ...session, ...expired }),
+          await givenSession(user.id, { ...session, ...atCutoff }),
+        ];
+        const [windowGone, windowKept] = [unique('key'), unique('key')];
+        await store.rateLimits.hit(windowGone, HOUR, start - 1);
+        await store.rateLimits.hit(windowKept, HOUR, start);
+        const key = signingKey({ createdAt: start, expiresAt: start + 1 });
+        await store.keys.add(key);
+
+        assert.equal(await store.purgeExpired(cutoff), 4);
+
+        assert.equal(await store.codes.find(codeGone.hash), null);
+        assert.deepEqual(await store.codes.find(codeKept.hash), codeKept);
+        assert.equal(await store.devices.poll(deviceGone.deviceCodeHash, client.id, start), null);
+        assert.deepEqual(await store.devices.findByUserCode(deviceKept.userCode, start), deviceKept);
+        assert.equal(await store.sessions.get(sessionGone.idHash, start), null);
+        assert.deepEqual(await store.sessions.get(sessionKept.idHash, start), sessionKept);
+        assert.equal(await store.rateLimits.count(windowGone, HOUR, start), 0);
+        assert.equal(await store.rateLimits.count(windowKept, HOUR, start), 1);
+        // Clients, users, grants and keys are not purged.
+        assert.deepEqual(await store.clients.get(client.id), client);
+        assert.deepEqual(await store.users.get(user.id), user);
+        assert.deepEqual(await store.grants.get(grant.id), grant);
+        assert.ok((await store.keys.listPublished(start)).some((published) => published.kid === key.kid));
+        // Everything left expires later than any cutoff a previous purge could have used.
+        assert.equal(await store.purgeExpired(cutoff), 0);
+      });
+
+      it(`deletes more expired rows than one batch of ${PURGE_BATCH_SIZE} holds`, async () => {
+        const start = Date.UTC(1990, 0, 1);
+        const user = await givenUser({ createdAt: start });
+        const total = PURGE_BATCH_SIZE * 2 + 7;
+        const sessions = Array.from({ length: total }, (_, i) => ({
+          idHash: unique('session-hash'),
+          userId: user.id,
+          authTime: start,
+          createdAt: start,
+          expiresAt: start + i,
+        }));
+        for (let i = 0; i < total; i += 100) {
+          await Promise.all(sessions.slice(i, i + 100).map((session) => store.sessions.create(session)));
+        }
+        assert.equal(await store.purgeExpired(start + HOUR), total);
+        assert.equal(await store.sessions.get(sessions[0].idHash, start - 1), null);
+        assert.equal(await store.sessions.get(sessions[total - 1].idHash, start - 1), null);
+      });
+    });
+  });
+}

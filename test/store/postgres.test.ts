@@ -1,0 +1,239 @@
+/**
+ * The store contract and the multi-instance tests, against a real PostgreSQL:
+ * `TESSERA_TEST_POSTGRES_URL`, or a local server by default. Each run works in schemas of
+ * its own (`tessera_test_<random>`) and drops them afterwards.
+ *
+ * Without a server the suite is skipped with a message saying so, except under CI (`CI`
+ * set), where an unreachable server is a failure: these tests never pass by not running.
+ */
+
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import { migrations } from '../../src/store/migrations.ts';
+import { openPostgresStore } from '../../src/store/postgres/store.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type Store } from '../../src/store/types.ts';
+import { storeContract } from './contract.ts';
+
+const url = process.env['TESSERA_TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const inCI = !['', '0', 'false'].includes((process.env['CI'] ?? '').toLowerCase());
+
+const T0 = Date.UTC(2026, 0, 1);
+const MINUTE = 60_000;
+
+/** The URL without its password, for messages. */
+function redacted(connectionString: string): string {
+  try {
+    const parsed = new URL(connectionString);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/** Why the server cannot be used, or null when it can. */
+async function unreachable(): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (error) {
+    return `cannot reach PostgreSQL at ${redacted(url)}: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+const newSchema = (): string => `tessera_test_${randomBytes(6).toString('hex')}`;
+
+/** Runs `work` with a plain connection, for what the Store interface does not show. */
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const dropSchema = (schema: string): Promise<unknown> =>
+  withAdmin((client) => client.query(`DROP SCHEMA IF EXISTS ${client.escapeIdentifier(schema)} CASCADE`));
+
+/** A client, a user, a grant, a code and an approved device record. */
+async function seed(store: Store) {
+  const client = {
+    id: 'client-1',
+    name: 'TV App',
+    secretHash: null,
+    redirectUris: ['https://tv.example/callback'],
+    scopes: ['openid'],
+    grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
+    webOrigins: [],
+    createdAt: T0,
+  } as const;
+  const user = {
+    id: 'user-1',
+    username: 'ada@example.com',
+    passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',
+    name: null,
+    email: null,
+    emailVerified: false,
+    disabled: false,
+    createdAt: T0,
+  };
+  const grant = {
+    id: 'grant-1',
+    userId: user.id,
+    clientId: client.id,
+    scope: ['openid'],
+    kind: GRANT_AUTHORIZATION_CODE,
+    authTime: T0,
+    createdAt: T0,
+    revokedAt: null,
+    device: null,
+  } as const;
+  const code = {
+    hash: 'code-1',
+    clientId: client.id,
+    userId: user.id,
+    grantId: grant.id,
+    redirectUri: 'https://tv.example/callback',
+    scope: ['openid'],
+    nonce: null,
+    codeChallenge: 'challenge',
+    authTime: T0,
+    createdAt: T0,
+    expiresAt: T0 + 10 * MINUTE,
+    consumedAt: null,
+  };
+  const device = {
+    deviceCodeHash: 'device-1',
+    userCode: 'WDJBMJHT',
+    clientId: client.id,
+    scope: ['openid'],
+    status: 'pending',
+    interval: 5,
+    lastPolledAt: null,
+    createdAt: T0,
+    expiresAt: T0 + 10 * MINUTE,
+    requestIp: '203.0.113.7',
+    requestUserAgent: null,
+    userId: null,
+    authTime: null,
+    grantId: null,
+    decidedAt: null,
+  } as const;
+  await store.clients.create(client);
+  await store.users.create(user);
+  await store.grants.create(grant);
+  await store.codes.create(code);
+  await store.devices.create(device);
+  await store.devices.decide(device.userCode, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0 + MINUTE);
+  return { client, user, grant, code, device };
+}
+
+const reason = await unreachable();
+
+if (reason !== null && inCI) {
+  it('reaches PostgreSQL (required when CI is set)', () => {
+    assert.fail(`${reason}. Under CI the PostgreSQL store tests must run: start PostgreSQL or set TESSERA_TEST_POSTGRES_URL.`);
+  });
+} else {
+  const skip = reason === null ? false : `PostgreSQL tests skipped: ${reason} (set TESSERA_TEST_POSTGRES_URL to run them)`;
+  describe('PostgreSQL', { skip }, () => {
+    storeContract('PostgreSQL store', async () => {
+      const schema = newSchema();
+      const store = await openPostgresStore(url, { schema });
+      return {
+        store,
+        async cleanup() {
+          await store.close();
+          await dropSchema(schema);
+        },
+      };
+    });
+
+    describe('PostgreSQL shared by several instances', () => {
+      const schemas: string[] = [];
+      const fresh = (): string => {
+        const schema = newSchema();
+        schemas.push(schema);
+        return schema;
+      };
+      after(async () => {
+        for (const schema of schemas) await dropSchema(schema);
+      });
+
+      it('migrates a fresh schema once when two stores open it at the same time', async () => {
+        const schema = fresh();
+        const stores = await Promise.all([openPostgresStore(url, { schema }), openPostgresStore(url, { schema })]);
+        try {
+          const rows = await withAdmin((client) =>
+            client.query(`SELECT version FROM ${client.escapeIdentifier(schema)}.schema_migrations ORDER BY version`),
+          );
+          assert.deepEqual(
+            rows.rows.map((row: Record<string, unknown>) => row['version']),
+            migrations.map((migration) => migration.version),
+          );
+        } finally {
+          await Promise.all(stores.map((store) => store.close()));
+        }
+      });
+
+      it('gives a code and a device grant to exactly one of 20 concurrent callers split across two pools', async () => {
+        const schema = fresh();
+        const [a, b] = [await openPostgresStore(url, { schema }), await openPostgresStore(url, { schema })];
+        try {
+          const { code, device } = await seed(a);
+          const [redeemed, polled] = await Promise.all([
+            Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).codes.consume(code.hash, code, T0 + 2 * MINUTE))),
+            Promise.all(
+              Array.from({ length: 20 }, (_, i) =>
+                (i % 2 === 0 ? b : a).devices.poll(device.deviceCodeHash, device.clientId, T0 + 2 * MINUTE),
+              ),
+            ),
+          ]);
+          assert.equal(redeemed.filter((result) => result !== null).length, 1);
+          assert.equal(polled.filter((result) => result?.outcome === 'issue').length, 1);
+        } finally {
+          await a.close();
+          await b.close();
+        }
+      });
+
+      it('keeps an approved device grant approved after the store is closed and opened again', async () => {
+        const schema = fresh();
+        const before = await openPostgresStore(url, { schema });
+        const { device } = await seed(before);
+        const approved = await before.devices.findByUserCode(device.userCode, T0 + MINUTE);
+        await before.close();
+        const after = await openPostgresStore(url, { schema });
+        try {
+          assert.equal(approved?.status, 'approved');
+          assert.deepEqual(await after.devices.findByUserCode(device.userCode, T0 + MINUTE), approved);
+        } finally {
+          await after.close();
+        }
+      });
+
+      it('refuses a database that a newer version has migrated', async () => {
+        const schema = fresh();
+        await (await openPostgresStore(url, { schema })).close();
+        await withAdmin((client) =>
+          client.query(
+            `INSERT INTO ${client.escapeIdentifier(schema)}.schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`,
+          ),
+        );
+        await assert.rejects(openPostgresStore(url, { schema }), /does not know \(9999\)/);
+      });
+
+      it('refuses a schema name it would have to quote', async () => {
+        await assert.rejects(openPostgresStore(url, { schema: 'Robert"); DROP TABLE users;--' }), /invalid PostgreSQL schema name/);
+      });
+    });
+  });
+}

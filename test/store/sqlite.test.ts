@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, it } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { migrations } from '../../src/store/migrations.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
+import { GRANT_DEVICE_CODE, type Store } from '../../src/store/types.ts';
+import { storeContract } from './contract.ts';
+import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
+
+const T0 = Date.UTC(2026, 0, 1);
+const MINUTE = 60_000;
+
+storeContract('SQLite store', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-store-'));
+  // A parent directory that does not exist yet: opening creates it.
+  const store = openSqliteStore(join(dir, 'data', 'tessera.db'));
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+/** What a code and a device record need: a client, a user and a grant. */
+async function seed(store: Store, id: string) {
+  const client = {
+    id: `client-${id}`,
+    name: 'TV App',
+    secretHash: null,
+    redirectUris: ['https://tv.example/callback'],
+    scopes: ['openid'],
+    grantTypes: [GRANT_DEVICE_CODE],
+    webOrigins: [],
+    createdAt: T0,
+  } as const;
+  const user = {
+    id: `user-${id}`,
+    username: `${id}@example.com`,
+    passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',
+    name: null,
+    email: null,
+    emailVerified: false,
+    disabled: false,
+    createdAt: T0,
+  };
+  const grant = {
+    id: `grant-${id}`,
+    userId: user.id,
+    clientId: client.id,
+    scope: ['openid'],
+    kind: GRANT_DEVICE_CODE,
+    authTime: T0,
+    createdAt: T0,
+    revokedAt: null,
+    device: { ip: '203.0.113.7', userAgent: 'TV/1.0', requestedAt: T0 },
+  } as const;
+  const code = {
+    hash: `code-${id}`,
+    clientId: client.id,
+    userId: user.id,
+    grantId: grant.id,
+    redirectUri: 'https://tv.example/callback',
+    scope: ['openid'],
+    nonce: null,
+    codeChallenge: 'challenge',
+    authTime: T0,
+    createdAt: T0,
+    expiresAt: T0 + 10 * MINUTE,
+    consumedAt: null,
+  };
+  const device = {
+    deviceCodeHash: `device-${id}`,
+    userCode: `WDJB${id.slice(0, 4).toUpperCase().padEnd(4, 'X')}`,
+    clientId: client.id,
+    scope: ['openid'],
+    status: 'pending',
+    interval: 5,
+    lastPolledAt: null,
+    createdAt: T0,
+    expiresAt: T0 + 10 * MINUTE,
+    requestIp: '203.0.113.7',
+    requestUserAgent: 'TV/1.0',
+    userId: null,
+    authTime: null,
+    grantId: null,
+    decidedAt: null,
+  } as const;
+  await store.clients.create(client);
+  await store.users.create(user);
+  await store.grants.create(grant);
+  await store.codes.create(code);
+  assert.equal(await store.devices.create(device), true);
+  const approval = { approve: true, userId: user.id, authTime: T0, grantId: grant.id } as const;
+  return { client, user, grant, code, device, approval };
+}
+
+describe('SQLite file shared by restarts, processes and threads', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-store-'));
+  });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the file in WAL mode and records each migration once across reopenings', async () => {
+    const path = join(dir, 'migrations.db');
+    await openSqliteStore(path).close();
+    await openSqliteStore(path).close();
+    const db = new DatabaseSync(path);
+    try {
+      assert.equal(db.prepare('PRAGMA journal_mode').get()?.['journal_mode'], 'wal');
+      const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').all().map((row) => row['version']);
+      assert.deepEqual(versions, migrations.map((migration) => migration.version));
+    } finally {
+      db.close();
+    }
+  });
+
+  it('refuses a database that a newer version has migrated', async () => {
+    const path = join(dir, 'newer.db');
+    await openSqliteStore(path).close();
+    const db = new DatabaseSync(path);
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(9999, 'future', T0);
+    db.close();
+    assert.throws(() => openSqliteStore(path), /does not know \(9999\)/);
+  });
+
+  it('enforces foreign keys: a code for an unknown client is refused', async () => {
+    const store = openSqliteStore(join(dir, 'foreign-keys.db'));
+    try {
+      const { code } = await seed(store, 'fk');
+      await assert.rejects(store.codes.create({ ...code, hash: 'code-orphan', clientId: 'no-such-client' }), /FOREIGN KEY/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps an approved device grant approved across a restart', async () => {
+    const path = join(dir, 'restart.db');
+    const before = openSqliteStore(path);
+    const { grant, device, approval } = await seed(before, 'restart');
+    const approved = await before.devices.decide(device.userCode, approval, T0 + MINUTE);
+    await before.close();
+
+    const after = openSqliteStore(path);
+    try {
+      assert.deepEqual(await after.devices.findByUserCode(device.userCode, T0 + MINUTE), approved);
+      assert.deepEqual(await after.grants.get(grant.id), grant);
+      assert.equal((await after.devices.poll(device.deviceCodeHash, device.clientId, T0 + 2 * MINUTE))?.outcome, 'issue');
+    } finally {
+      await after.close();
+    }
+  });
+
+  it("lets two connections on one file see each other's writes and redeem a code only once between them", async () => {
+    const path = join(dir, 'two-connections.db');
+    const [a, b] = [openSqliteStore(path), openSqliteStore(path)];
+    try {
+      const { client, code, device, approval } = await seed(a, 'two');
+      assert.deepEqual(await b.clients.get(client.id), client);
+      assert.ok(await b.devices.decide(device.userCode, approval, T0 + MINUTE));
+      assert.equal((await a.devices.findByUserCode(device.userCode, T0 + MINUTE))?.status, 'approved');
+
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).codes.consume(code.hash, code, T0 + 1)),
+      );
+      assert.equal(results.filter((result) => result !== null).length, 1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('gives a code and a device grant to exactly one of 4 worker threads with connections of their own', async () => {
+    const path = join(dir, 'workers.db');
+    const store = openSqliteStore(path);
+    const { code, device, approval } = await seed(store, 'workers');
+    await store.devices.decide(device.userCode, approval, T0 + MINUTE);
+    await store.close();
+
+    const task: WorkerTask = {
+      path,
+      start: new Int32Array(new SharedArrayBuffer(4)),
+      rounds: 25,
+      code,
+      device: { hash: device.deviceCodeHash, clientId: device.clientId },
+      now: T0 + 2 * MINUTE,
+    };
+    const workers = Array.from({ length: 4 }, () => new Worker(new URL('./sqlite-worker.ts', import.meta.url), { workerData: task }));
+    try {
+      await Promise.all(workers.map((worker) => once(worker, 'message')));
+      // Listen for the results before the start signal, so that none is missed.
+      const results = Promise.all(workers.map(async (worker): Promise<WorkerResult> => (await once(worker, 'message'))[0]));
+      Atomics.store(task.start, 0, 1);
+      Atomics.notify(task.start, 0);
+      const wins = await results;
+      assert.equal(wins.reduce((sum, win) => sum + win.codes, 0), 1);
+      assert.equal(wins.reduce((sum, win) => sum + win.issues, 0), 1);
+    } finally {
+      await Promise.all(workers.map((worker) => worker.terminate()));
+    }
+  });
+});

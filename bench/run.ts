@@ -37,6 +37,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
   --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
   --pool N              pending device codes polled round-robin (default 400)
+  --baseline            device_poll also against a bare node:http server doing only the
+                        irreducible work of a persisted poll (bench/baseline.ts)
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
@@ -53,6 +55,7 @@ interface Settings {
   readonly scale: number;
   readonly deviceInterval: number;
   readonly cpuProf: boolean;
+  readonly baseline: boolean;
   /** Codes minted then exchanged per timed batch: what oidc-provider's memory adapter can hold. */
   readonly batch: number;
   /** Pending device codes polled round-robin. */
@@ -77,6 +80,7 @@ function settingsFrom(argv: string[]): Settings {
       scale: { type: 'string' },
       'device-interval': { type: 'string' },
       'cpu-prof': { type: 'boolean' },
+      baseline: { type: 'boolean' },
       batch: { type: 'string' },
       out: { type: 'string' },
       pool: { type: 'string' },
@@ -111,6 +115,7 @@ function settingsFrom(argv: string[]): Settings {
     scale: Math.floor(number('scale', values.scale, quick ? 10_000 : 1_000_000, 2_000)),
     deviceInterval: Math.floor(number('device-interval', values['device-interval'], 0, 0)),
     cpuProf: values['cpu-prof'] === true,
+    baseline: values.baseline === true,
     batch: Math.floor(number('batch', values.batch, 200, 1)),
     pool: Math.floor(number('pool', values.pool, 400, 1)),
     out: values.out ?? join(ROOT, 'bench/results'),
@@ -330,10 +335,10 @@ const format = {
   ratio: (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}x` : 'n/a'),
 };
 
-const COLUMNS = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'unexpected', 'slow_down', 'server CPU %', 'peak RSS MB'];
+const COLUMNS = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'unexpected', 'slow_down', 'server CPU %', 'CPU ms/req', 'peak RSS MB'];
 
 function cells(row: Row): string[] {
-  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', ''];
+  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', '', ''];
   return [
     row.scenario,
     row.target,
@@ -344,6 +349,8 @@ function cells(row: Row): string[] {
     String(row.unexpected),
     String(row.slowDown),
     format.int(row.cpuPercent),
+    // CPU per request is steadier than req/s when other work shares the machine.
+    row.cpuPercent === undefined || Number.isNaN(row.cpuPercent) ? 'n/a' : ((row.cpuPercent * 10) / row.rps!).toFixed(3),
     format.int(row.peakRssMb),
   ];
 }
@@ -481,6 +488,19 @@ async function main(): Promise<void> {
                 : prepareCodeExchange(settings, target),
           );
         }
+      }
+      if (scenario === 'device_poll' && settings.baseline) {
+        let codes: string[] = [];
+        const target = await startTessera({
+          ...options,
+          postgres: null,
+          baseline: true,
+          seedSqlite: (path, clientId) => {
+            codes = seedDeviceCodes(path, clientId, settings.pool, settings.pool, settings.deviceInterval);
+          },
+        });
+        targets.push(target);
+        prepared.push(preparePoll(settings, target, 'device_poll', codes));
       }
       rows.push(...(await measure(settings, prepared)));
     } finally {

@@ -67,11 +67,20 @@ export function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
 }
 
-/** Starts `script` and waits for its `{type: 'ready'}` message; on failure shows its log's end. */
-async function spawnServer(label: string, script: string, env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
+/** The Node flags `npm start` runs Tessera with (package.json), so the bench runs it the same way. */
+function startFlags(): string[] {
+  const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  return (scripts['start'] ?? '').split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
+/**
+ * Starts `script` and waits for its `{type: 'ready'}` message; on failure shows its log's end.
+ * BENCH_NODE_FLAGS adds Node flags (e.g. --trace-gc) when investigating.
+ */
+async function spawnServer(label: string, script: string, nodeFlags: readonly string[], env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
   const logPath = join(options.logDir, `${label.replace(/\//g, '-')}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
-  const flags = ['--disable-warning=ExperimentalWarning', ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
+  const flags = [...nodeFlags, ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
   if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
   const child = spawn(process.execPath, [...flags, script], {
     cwd: ROOT,
@@ -150,6 +159,8 @@ export interface TesseraOptions extends StartOptions {
   readonly postgres: { url: string; drop(): Promise<void> } | null;
   /** Runs against the SQLite file after the schema exists and before the server starts. */
   readonly seedSqlite?: (path: string, clientId: string) => void;
+  /** Serves with bench/baseline.ts instead of Tessera (`--baseline`). */
+  readonly baseline?: boolean;
 }
 
 /**
@@ -160,7 +171,7 @@ export interface TesseraOptions extends StartOptions {
 export async function startTessera(options: TesseraOptions): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const database = options.postgres?.url ?? join(dir, 'tessera.db');
-  const label = options.postgres ? 'tessera/postgres' : 'tessera/sqlite';
+  const label = options.baseline ? 'bare node:http' : options.postgres ? 'tessera/postgres' : 'tessera/sqlite';
   const store: Store = await openStore(database);
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
@@ -193,7 +204,8 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const origin = `http://127.0.0.1:${port}`;
   let child: ChildProcess;
   try {
-    child = await spawnServer(label, join(ROOT, 'bench/tessera-server.ts'), {
+    const script = join(ROOT, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
+    child = await spawnServer(label, script, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(), {
       PORT: String(port),
       HOST: '127.0.0.1',
       TESSERA_ISSUER: origin,
@@ -206,7 +218,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     await store.close();
     throw error;
   }
-  const metadata = await discover(origin);
+  const metadata = options.baseline ? { token_endpoint: `${origin}/oauth/token`, grant_types_supported: [DEVICE_GRANT] } : await discover(origin);
   const grantTypes = Array.isArray(metadata['grant_types_supported']) ? metadata['grant_types_supported'] : [];
 
   return {
@@ -270,7 +282,7 @@ export async function startPeer(options: StartOptions): Promise<Target> {
   const origin = `http://127.0.0.1:${port}`;
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
-  const child = await spawnServer('oidc-provider', join(ROOT, 'bench/peer/oidc-provider.js'), {
+  const child = await spawnServer('oidc-provider', join(ROOT, 'bench/peer/oidc-provider.js'), [], {
     PORT: String(port),
     BENCH_CLIENT_ID: clientId,
     BENCH_CLIENT_SECRET: clientSecret,

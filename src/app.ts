@@ -4,7 +4,9 @@ import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
+import { refreshTokenGrant } from './flows/refresh/token.ts';
 import type { FlowDeps, TokenGrant } from './flows/types.ts';
+import { accountRoutes } from './http/account.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import { deviceMetadata, deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
@@ -12,8 +14,11 @@ import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
+import { introspectionRoutes } from './http/introspection.ts';
+import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
+import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
@@ -40,10 +45,23 @@ export interface AppInput {
 export const GRANTS: readonly TokenGrant[] = [
   authorizationCodeGrant,
   deviceCodeGrant,
+  refreshTokenGrant,
 ];
 
+/** Discovery entries of the token lifecycle endpoints (RFC 8414 §2, OIDC Discovery §3). */
+function lifecycleMetadata(issuer: string): Record<string, unknown> {
+  return {
+    userinfo_endpoint: `${issuer}/oauth/userinfo`,
+    revocation_endpoint: `${issuer}/oauth/revoke`,
+    // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    introspection_endpoint: `${issuer}/oauth/introspect`,
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
+  };
+}
+
 export function appDeps(input: AppInput): AppDeps {
-  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.config.accessTokenAlg);
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store, input.config.accessTokenAlg);
   return {
     config: input.config,
     store: input.store,
@@ -53,6 +71,7 @@ export function appDeps(input: AppInput): AppDeps {
     grants: GRANTS,
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
+      ...lifecycleMetadata(input.config.issuer),
     },
   };
 }
@@ -85,5 +104,9 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
   await app.register(deviceRoutes, { deps });
+  await app.register(revocationRoutes, { deps });
+  await app.register(introspectionRoutes, { deps });
+  await app.register(userinfoRoutes, { deps });
+  await app.register(accountRoutes, { deps });
   return app;
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 interface Attempt {
@@ -207,5 +208,39 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; d?: string }[] };
     assert.ok(jwks.keys.some((key) => key.kid === kid));
     assert.ok(jwks.keys.every((key) => key.d === undefined), 'no private key material is published');
+  });
+});
+
+describe('single use of a code on PostgreSQL, where redemptions really overlap', async () => {
+  const skip = await postgresSkip();
+  let database: Awaited<ReturnType<typeof freshPostgresDatabase>> | undefined;
+  let server: TestServer | undefined;
+
+  before(async () => {
+    if (skip) return;
+    database = await freshPostgresDatabase();
+    server = await startTestServer({ database: database.url });
+  });
+  after(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+
+  it('gives a code to exactly one of 20 concurrent redemptions, even though the losers revoke its grant', { skip }, async () => {
+    const client = await server!.addClient();
+    const user = await server!.addUser();
+    const config = await oidc.discovery(new URL(server!.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    for (let round = 0; round < 3; round++) {
+      const start = await attempt(config);
+      const page = await new FormBrowser(server!.url).authorize(start.url.href, user);
+      const code = new URL(page.location!).searchParams.get('code')!;
+      const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
+      const auth = { authorization: basic(client.clientId, client.clientSecret) };
+      const results = await Promise.all(Array.from({ length: 20 }, () => postForm(`${server!.url}/oauth/token`, form, auth)));
+      assert.equal(results.filter((result) => result.status === 200).length, 1, `round ${round}: ${results.map((r) => r.body['error'] ?? r.status).join(',')}`);
+      assert.ok(results.filter((result) => result.status !== 200).every((result) => result.body['error'] === 'invalid_grant'));
+    }
   });
 });

@@ -29,6 +29,17 @@ describe('discovery and JWKS', () => {
     assert.deepEqual(rfc8414, metadata);
   });
 
+  it('lists the token lifecycle endpoints and exactly the grant types the token endpoint takes', async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    assert.deepEqual(metadata['grant_types_supported'], ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
+    assert.equal(metadata['userinfo_endpoint'], `${server.url}/oauth/userinfo`);
+    assert.equal(metadata['revocation_endpoint'], `${server.url}/oauth/revoke`);
+    assert.equal(metadata['introspection_endpoint'], `${server.url}/oauth/introspect`);
+    assert.deepEqual(metadata['revocation_endpoint_auth_methods_supported'], ['client_secret_basic', 'none']);
+    assert.deepEqual(metadata['introspection_endpoint_auth_methods_supported'], ['client_secret_basic']);
+    assert.ok((metadata['scopes_supported'] as string[]).includes('offline_access'));
+  });
+
   it('publishes an RS256 and an ES256 public key, and no private parts', async () => {
     const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: Record<string, unknown>[] };
     assert.deepEqual(jwks.keys.map((key) => key['alg']).sort(), ['ES256', 'RS256']);

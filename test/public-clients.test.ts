@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { BrowserAt } from './helpers/device.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('public clients: native apps and command-line tools without a secret', () => {
@@ -46,6 +47,24 @@ describe('public clients: native apps and command-line tools without a secret', 
     assert.match(location, /^com\.example\.notes:\/oauth2redirect\?code=/);
   });
 
+  it('completes the device flow as a public client through openid-client (RFC 8628 §5.7)', async () => {
+    const tv = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const device = await oidc.initiateDeviceAuthorization(tvConfig, { scope: 'openid profile' });
+    const polling = oidc.pollDeviceAuthorizationGrant(tvConfig, device);
+    await new BrowserAt(server.url).decide(device.user_code, user, 'approve');
+    const tokens = await polling;
+    assert.equal(tokens.claims()?.sub, user.id);
+    assert.equal(tokens.claims()?.aud, tv.clientId);
+  });
+
+  it('refuses a confidential client that asks for device codes with only its client_id', async () => {
+    const confidential = await server.addClient({ grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const result = await postForm(`${server.url}/oauth/device/authorization`, { client_id: confidential.clientId, scope: 'openid' });
+    assert.equal(result.status, 401);
+    assert.equal(result.body['error'], 'invalid_client');
+  });
+
   it('refuses a public client that presents a secret, in the header or the body', async () => {
     const form = { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1/callback', code_verifier: 'a'.repeat(43) };
     const withHeader = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(native.clientId, 'guessed') });
@@ -85,6 +104,33 @@ describe('public clients: native apps and command-line tools without a secret', 
       const response = await fetch(`${server.url}/oauth/authorize?${query}`, { redirect: 'manual' });
       assert.equal(response.status, 400, redirectUri);
       assert.equal(response.headers.get('location'), null);
+    }
+  });
+});
+
+describe('shorter token lifetimes for public clients', () => {
+  it('gives a public client the public access-token lifetime and a confidential one the usual', async () => {
+    const server = await startTestServer({ env: { TESSERA_PUBLIC_ACCESS_TOKEN_TTL: '300' } });
+    try {
+      const user = await server.addUser();
+      const lifetimeFor = async (client: TestClient, authentication: oidc.ClientAuth) => {
+        const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, authentication, { execute: [oidc.allowInsecureRequests] });
+        const verifier = oidc.randomPKCECodeVerifier();
+        const state = oidc.randomState();
+        const url = oidc.buildAuthorizationUrl(config, {
+          redirect_uri: 'http://127.0.0.1/callback', scope: 'openid', state,
+          code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+        });
+        const page = await new FormBrowser(server.url).authorize(url.href, user);
+        const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
+        return tokens.expires_in;
+      };
+      const publicClient = await server.addClient({ public: true, redirectUris: ['http://127.0.0.1/callback'] });
+      const confidential = await server.addClient({ redirectUris: ['http://127.0.0.1/callback'] });
+      assert.equal(await lifetimeFor(publicClient, oidc.None()), 300);
+      assert.equal(await lifetimeFor(confidential, oidc.ClientSecretBasic(confidential.clientSecret)), 3600);
+    } finally {
+      await server.close();
     }
   });
 });

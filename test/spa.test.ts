@@ -43,6 +43,8 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
       public: true,
       redirectUris: [`http://127.0.0.1:${port}/callback.html`],
       webOrigins: [`http://127.0.0.1:${port}`],
+      scopes: ['openid', 'profile', 'offline_access'],
+      grantTypes: ['authorization_code', 'refresh_token'],
     });
     spa = await startSpa(tessera.url, client.clientId, port);
     stranger = await startSpa(tessera.url, client.clientId);
@@ -66,16 +68,30 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
     await page.waitForURL(`${spa.origin}/callback.html**`);
   }
 
-  it('signs in with the code flow and PKCE, receiving the tokens through CORS', async () => {
+  it('signs in with the code flow and PKCE, then refreshes and reads userinfo, all through CORS', async () => {
     const page = await browser.newPage();
     await signIn(page);
-    const result = (await page.evaluate(`window.mgr.signinRedirectCallback().then((user) => ({
-      sub: user.profile.sub, name: user.profile.name, hasAccess: typeof user.access_token === 'string', scope: user.scope,
-    }))`)) as { sub: string; name: string; hasAccess: boolean; scope: string };
+    const result = (await page.evaluate(`(async () => {
+      const first = await window.mgr.signinRedirectCallback();
+      const second = await window.mgr.signinSilent();
+      const userinfo = await fetch(${JSON.stringify(`${tessera.url}/oauth/userinfo`)}, { headers: { authorization: 'Bearer ' + second.access_token } });
+      return {
+        sub: first.profile.sub,
+        name: first.profile.name,
+        scope: first.scope,
+        rotated: typeof first.refresh_token === 'string' && typeof second.refresh_token === 'string' && first.refresh_token !== second.refresh_token,
+        newAccessToken: second.access_token !== first.access_token,
+        userinfoStatus: userinfo.status,
+        userinfo: await userinfo.json(),
+      };
+    })()`)) as { sub: string; name: string; scope: string; rotated: boolean; newAccessToken: boolean; userinfoStatus: number; userinfo: Record<string, unknown> };
     assert.equal(result.sub, user.id);
-    assert.equal(result.name, 'Sam Vimes');
-    assert.equal(result.hasAccess, true);
-    assert.equal(result.scope, 'openid profile');
+    assert.equal(result.name, 'Sam Vimes', 'profile claims loaded from userinfo');
+    assert.equal(result.scope, 'openid profile offline_access');
+    assert.equal(result.rotated, true, 'the refresh token rotates on use');
+    assert.equal(result.newAccessToken, true);
+    assert.equal(result.userinfoStatus, 200);
+    assert.deepEqual(result.userinfo, { sub: user.id, preferred_username: 'sam', name: 'Sam Vimes' });
     await page.close();
   });
 
@@ -105,6 +121,20 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
     assert.equal(unknown.headers.get('access-control-allow-origin'), null);
   });
 
+  it("lets only the token's own app read userinfo from a browser", async () => {
+    await tessera.addClient({ name: 'Other SPA', public: true, redirectUris: [`${stranger.origin}/callback.html`], webOrigins: [stranger.origin] });
+    const page = await browser.newPage();
+    await signIn(page);
+    const token = (await page.evaluate('window.mgr.signinRedirectCallback().then((user) => user.access_token)')) as string;
+    await page.close();
+    const read = (origin: string) => fetch(`${tessera.url}/oauth/userinfo`, { headers: { origin, authorization: `Bearer ${token}` } });
+    const own = await read(spa.origin);
+    assert.equal(own.status, 200);
+    assert.equal(own.headers.get('access-control-allow-origin'), spa.origin);
+    const foreign = await read(stranger.origin);
+    assert.equal(foreign.headers.get('access-control-allow-origin'), null, 'another registered app cannot read it');
+  });
+
   it('never answers CORS on the authorization endpoint', async () => {
     const response = await fetch(`${tessera.url}/oauth/authorize?client_id=${client.clientId}`, { headers: { origin: spa.origin } });
     assert.equal(response.headers.get('access-control-allow-origin'), null);
@@ -131,8 +161,8 @@ window.mgr = new oidc.UserManager({
   client_id: ${JSON.stringify(clientId)},
   redirect_uri: ${JSON.stringify(`${origin}/callback.html`)},
   response_type: 'code',
-  scope: 'openid profile',
-  loadUserInfo: false,
+  scope: 'openid profile offline_access',
+  loadUserInfo: true,
   automaticSilentRenew: false,
   userStore: new oidc.WebStorageStateStore({ store: window.localStorage }),
 });

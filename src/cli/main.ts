@@ -14,7 +14,7 @@ import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType, type Store } from '../store/types.ts';
+import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type Store } from '../store/types.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
@@ -36,6 +36,8 @@ Commands:
                                           Act as a device (RFC 8628): show a code and a QR code, wait
                                           for approval, print the granted scopes and ID token claims
                                           (no secret: a public client; TESSERA_CLIENT_SECRET also works)
+  grant list --username NAME [--json]     List the applications and devices a user approved
+  grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working
 `;
 
 /** A mistake in how the command was called: usage line, exit 2. */
@@ -54,6 +56,7 @@ const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
   authorization_code: GRANT_AUTHORIZATION_CODE,
   device_code: GRANT_DEVICE_CODE,
   [GRANT_DEVICE_CODE]: GRANT_DEVICE_CODE,
+  refresh_token: GRANT_REFRESH_TOKEN,
 };
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals = 0) {
@@ -98,9 +101,12 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (unknown.length > 0) throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${SUPPORTED_SCOPES.join(' ')})`);
   const grantTypes = [...new Set((values.grant ?? ['authorization_code', 'device_code']).map((grant) => {
     const type = GRANT_NAMES[grant];
-    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code`);
+    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
     return type;
   }))];
+  if (grantTypes.length === 1 && grantTypes[0] === GRANT_REFRESH_TOKEN) {
+    throw new UsageError('--grant refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in');
+  }
   if (grantTypes.includes(GRANT_AUTHORIZATION_CODE) && redirectUris.length === 0) {
     throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
   }
@@ -228,6 +234,52 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
   }
 }
 
+const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
+
+async function grantList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { username: { type: 'string' }, json: { type: 'boolean' } });
+  const username = normalizeUsername(values.username ?? '');
+  if (!username) throw new UsageError('--username is required');
+  const listed = await withStore(config, async (store) => {
+    const user = await store.users.findByUsername(username);
+    if (!user) throw new Error(`no user named ${username}`);
+    const grants = await store.grants.listForUser(user.id);
+    const names = new Map(await Promise.all([...new Set(grants.map((grant) => grant.clientId))].map(async (id) => [id, (await store.clients.get(id))?.name ?? id] as const)));
+    return grants.map((grant) => ({ grant, clientName: names.get(grant.clientId) ?? grant.clientId }));
+  });
+  const now = Date.now();
+  if (values.json) {
+    io.stdout(`${JSON.stringify(listed.map(({ grant, clientName }) => ({
+      grant_id: grant.id,
+      client_id: grant.clientId,
+      client_name: clientName,
+      scope: grant.scope.join(' '),
+      grant_type: grant.kind,
+      approved_at: new Date(grant.createdAt).toISOString(),
+      last_used_at: grant.lastUsedAt === null ? null : new Date(grant.lastUsedAt).toISOString(),
+      active: grant.activeUntil !== null && grant.activeUntil > now,
+      device: grant.device === null ? null : { ip: grant.device.ip, user_agent: grant.device.userAgent, requested_at: new Date(grant.device.requestedAt).toISOString() },
+    })))}\n`);
+    return;
+  }
+  if (listed.length === 0) io.stdout(`${username} has approved nothing that is not revoked.\n`);
+  for (const { grant, clientName } of listed) {
+    const state = grant.activeUntil !== null && grant.activeUntil > now ? 'active' : 'no live tokens';
+    io.stdout(`${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`);
+  }
+}
+
+async function grantRevoke(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  const revoked = await withStore(config, async (store) => {
+    const grant = await store.grants.get(id);
+    if (!grant) throw new Error(`no grant with id ${id}`);
+    return store.grants.revoke(id, Date.now());
+  });
+  io.stdout(revoked ? `Revoked grant ${id}; its tokens no longer work.\n` : `Grant ${id} was already revoked.\n`);
+}
+
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
 async function deviceLoginCommand(config: Config, args: string[], io: Io): Promise<number> {
   const { values } = parse(args, {
@@ -264,6 +316,8 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'client remove': clientRemove,
   'user add': userAdd,
   'keys rotate': keysRotate,
+  'grant list': grantList,
+  'grant revoke': grantRevoke,
 };
 
 /** Runs one command; returns the exit code. */

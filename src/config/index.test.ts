@@ -29,11 +29,25 @@ describe('loadConfig', () => {
     [{ TESSERA_ACCESS_TOKEN_TTL: '5' }, 'TESSERA_ACCESS_TOKEN_TTL'],
     [{ TESSERA_WORKERS: '0' }, 'TESSERA_WORKERS'],
     [{ TESSERA_ACCESS_TOKEN_ALG: 'HS256' }, 'TESSERA_ACCESS_TOKEN_ALG'],
+    [{ TESSERA_ACCESS_TOKEN_TTL: '600', TESSERA_PUBLIC_ACCESS_TOKEN_TTL: '900' }, 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL'],
+    [{ TESSERA_REFRESH_TOKEN_TTL: '30 days' }, 'TESSERA_REFRESH_TOKEN_TTL'],
+    [{ TESSERA_REFRESH_TOKEN_TTL: '3600', TESSERA_REFRESH_TOKEN_IDLE_TTL: '7200' }, 'TESSERA_REFRESH_TOKEN_IDLE_TTL'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
     });
   }
+
+  it('keeps refresh tokens 90 days from approval and 30 days idle by default, and reads both settings', () => {
+    assert.deepEqual(
+      [loadConfig({}).lifetimes.refreshToken, loadConfig({}).lifetimes.refreshTokenIdle],
+      [90 * 86400, 30 * 86400],
+    );
+    const set = loadConfig({ TESSERA_REFRESH_TOKEN_TTL: '86400', TESSERA_REFRESH_TOKEN_IDLE_TTL: '3600' }).lifetimes;
+    assert.deepEqual([set.refreshToken, set.refreshTokenIdle], [86400, 3600]);
+    // A lifetime shorter than the default idle time caps the idle time.
+    assert.equal(loadConfig({ TESSERA_REFRESH_TOKEN_TTL: '86400' }).lifetimes.refreshTokenIdle, 86400);
+  });
 
   it('accepts a postgres URL', () => {
     assert.equal(loadConfig({ TESSERA_DATABASE: 'postgres://u@db:5432/tessera' }).database, 'postgres://u@db:5432/tessera');

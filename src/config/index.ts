@@ -49,6 +49,23 @@ export interface Lifetimes {
   readonly idToken: number;
   /** `TESSERA_SESSION_TTL` (default 86400): how long a browser sign-in lasts. */
   readonly session: number;
+  /**
+   * `TESSERA_REFRESH_TOKEN_TTL` (default 7776000, 90 days): how long after the user's approval
+   * the refresh tokens of that grant can be used, however often they are rotated
+   * (RFC 9700 §4.14.2 recommends refresh tokens expire).
+   */
+  readonly refreshToken: number;
+  /**
+   * `TESSERA_REFRESH_TOKEN_IDLE_TTL` (default 2592000, 30 days): a refresh token not used for
+   * this long expires; each refresh starts the idle time again. At most the lifetime.
+   */
+  readonly refreshTokenIdle: number;
+  /**
+   * `TESSERA_PUBLIC_ACCESS_TOKEN_TTL` and `TESSERA_PUBLIC_REFRESH_TOKEN_TTL` (default: the
+   * same as for confidential clients): shorter lifetimes for public clients, whose tokens sit
+   * in browsers and on devices anyone can unpack (RFC 9700 §2.2.2, §4.14.2).
+   */
+  readonly publicClient: { readonly accessToken: number; readonly refreshToken: number };
 }
 
 /** RFC 8628 settings, in seconds. */
@@ -142,6 +159,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('TESSERA_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   }
+  const refreshToken = integer(env, 'TESSERA_REFRESH_TOKEN_TTL', 90 * 86400, 300, 3650 * 86400);
+  const accessToken = integer(env, 'TESSERA_ACCESS_TOKEN_TTL', 3600, 60, 86400);
   return {
     port,
     host,
@@ -151,9 +170,15 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: boolean(env, 'TESSERA_TRUST_PROXY', false),
     lifetimes: {
       authorizationCode: 60,
-      accessToken: integer(env, 'TESSERA_ACCESS_TOKEN_TTL', 3600, 60, 86400),
+      accessToken,
       idToken: integer(env, 'TESSERA_ID_TOKEN_TTL', 3600, 60, 86400),
       session: integer(env, 'TESSERA_SESSION_TTL', 86400, 300, 30 * 86400),
+      refreshToken,
+      refreshTokenIdle: integer(env, 'TESSERA_REFRESH_TOKEN_IDLE_TTL', Math.min(30 * 86400, refreshToken), 60, refreshToken),
+      publicClient: {
+        accessToken: integer(env, 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', accessToken, 60, accessToken),
+        refreshToken: integer(env, 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', refreshToken, 300, refreshToken),
+      },
     },
     device: { codeLifetime: 600, interval: 5 },
     keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME', 3600, 0, 30 * 86400),

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { errorPage } from '../ui/pages.ts';
+import { bearerChallenge } from './bearer.ts';
 import { BASIC_CHALLENGE } from './client-auth.ts';
 
 declare module 'fastify' {
@@ -35,6 +36,11 @@ export function toOAuthError(error: unknown): OAuthError {
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: OAuthError): FastifyReply {
   // RFC 6749 §5.2: 401 with the scheme the client can use.
   if (error.code === 'invalid_client' && error.status === 401) reply.header('WWW-Authenticate', BASIC_CHALLENGE);
+  // RFC 6750 §3: a protected resource names the error in its challenge, unless the route has
+  // already set the bare challenge of a request without a token.
+  if ((error.code === 'invalid_token' || error.code === 'insufficient_scope') && !reply.hasHeader('WWW-Authenticate')) {
+    reply.header('WWW-Authenticate', bearerChallenge(error));
+  }
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {

@@ -14,7 +14,8 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       layout('Tessera', html`<h1>Tessera</h1>
 <p>This is an OAuth 2.0 and OpenID Connect authorization server.</p>
 <p class="muted">Issuer: <code>${deps.config.issuer}</code></p>
-<p><a href="/.well-known/openid-configuration">OpenID Connect discovery document</a></p>`),
+<p><a href="/.well-known/openid-configuration">OpenID Connect discovery document</a></p>
+<p><a href="/account">Your connected apps and devices</a></p>`),
     ),
   );
 

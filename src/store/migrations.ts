@@ -243,6 +243,59 @@ const initial: Migration = {
 };
 
 /**
+ * Version 3, the token lifecycle: refresh tokens (stored by hash, rotated on every use and
+ * kept after rotation so that reuse is recognised), access tokens revoked one by one, and
+ * when each grant was last used and until when its tokens live (the account page).
+ */
+const tokenLifecycle: Migration = {
+  version: 3,
+  name: 'token lifecycle',
+  statements: [
+    { sqlite: 'ALTER TABLE grants ADD COLUMN last_used_at INTEGER', postgres: 'ALTER TABLE grants ADD COLUMN last_used_at bigint' },
+    { sqlite: 'ALTER TABLE grants ADD COLUMN active_until INTEGER', postgres: 'ALTER TABLE grants ADD COLUMN active_until bigint' },
+    // client_id has no foreign key of its own: removing a client removes its grants, and
+    // their refresh tokens go with them.
+    {
+      sqlite: `CREATE TABLE refresh_tokens (
+        hash       TEXT PRIMARY KEY,
+        grant_id   TEXT NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
+        client_id  TEXT NOT NULL,
+        user_id    TEXT NOT NULL REFERENCES users (id),
+        scope      TEXT NOT NULL,
+        auth_time  INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        rotated_at INTEGER
+      )`,
+      postgres: `CREATE TABLE refresh_tokens (
+        hash       text PRIMARY KEY,
+        grant_id   text NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
+        client_id  text NOT NULL,
+        user_id    text NOT NULL REFERENCES users (id),
+        scope      text[] NOT NULL,
+        auth_time  bigint NOT NULL,
+        created_at bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        rotated_at bigint
+      )`,
+    },
+    {
+      sqlite: `CREATE TABLE revoked_access_tokens (
+        jti        TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+      )`,
+      postgres: `CREATE TABLE revoked_access_tokens (
+        jti        text PRIMARY KEY,
+        expires_at bigint NOT NULL
+      )`,
+    },
+    'CREATE INDEX refresh_tokens_expires_at ON refresh_tokens (expires_at)',
+    'CREATE INDEX refresh_tokens_grant_id ON refresh_tokens (grant_id)',
+    'CREATE INDEX revoked_access_tokens_expires_at ON revoked_access_tokens (expires_at)',
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -255,4 +308,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle];

@@ -17,6 +17,7 @@ import {
   type DeviceStatus,
   type GrantRecord,
   type GrantType,
+  type RefreshTokenRecord,
   type SessionRecord,
   type SigningAlgorithm,
   type SigningKeyRecord,
@@ -145,6 +146,22 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
       ip === null
         ? null
         : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
+    lastUsedAt: integerOrNull(row, 'last_used_at'),
+    activeUntil: integerOrNull(row, 'active_until'),
+  };
+}
+
+export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
+  return {
+    hash: text(row, 'hash'),
+    grantId: text(row, 'grant_id'),
+    clientId: text(row, 'client_id'),
+    userId: text(row, 'user_id'),
+    scope: read.strings(row, 'scope'),
+    authTime: integer(row, 'auth_time'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    rotatedAt: integerOrNull(row, 'rotated_at'),
   };
 }
 

@@ -98,7 +98,17 @@ export interface GrantRecord {
   readonly revokedAt: number | null;
   /** For a device grant: where and when the device asked (RFC 8628 §5.4). */
   readonly device: DeviceOrigin | null;
+  /** When tokens were last issued under it (a sign-in or a refresh); null until the first time. */
+  readonly lastUsedAt: number | null;
+  /**
+   * Until when the tokens issued under it can be used: the latest expiry of its access and
+   * refresh tokens. Null until tokens are first issued. Past it, the grant is spent.
+   */
+  readonly activeUntil: number | null;
 }
+
+/** A grant as it is created: nothing has been issued under it yet. */
+export type NewGrant = Omit<GrantRecord, 'lastUsedAt' | 'activeUntil'>;
 
 export interface DeviceOrigin {
   readonly ip: string;
@@ -107,12 +117,64 @@ export interface DeviceOrigin {
 }
 
 export interface GrantStore {
-  create(grant: GrantRecord): Promise<void>;
+  create(grant: NewGrant): Promise<void>;
   get(id: string): Promise<GrantRecord | null>;
   /** Sets `revokedAt` if not already set; true when this call revoked it. */
   revoke(id: string, now: number): Promise<boolean>;
   /** The user's grants that are not revoked, newest first. */
   listForUser(userId: string): Promise<GrantRecord[]>;
+  /**
+   * Records that tokens were issued under the grant at `now`, usable until `activeUntil`
+   * (which only ever moves later). False, and nothing changed, when the grant is unknown or
+   * revoked.
+   */
+  recordUse(id: string, now: number, activeUntil: number): Promise<boolean>;
+}
+
+/**
+ * A refresh token (RFC 6749 §1.5, §6), stored by its hash. Each use exchanges it for a
+ * successor (rotation, RFC 9700 §4.14.2); the used one is kept, marked rotated, so that a
+ * second use is recognised as reuse.
+ */
+export interface RefreshTokenRecord {
+  readonly hash: string;
+  readonly grantId: string;
+  readonly clientId: string;
+  readonly userId: string;
+  /**
+   * The scope granted. A refreshed access token may narrow it; the refresh token never does
+   * (RFC 6749 §6: the new refresh token's scope is identical to the old one's).
+   */
+  readonly scope: readonly string[];
+  /** OIDC `auth_time` of the sign-in the grant came from (OIDC Core §12.2 keeps it). */
+  readonly authTime: number;
+  readonly createdAt: number;
+  /** The earlier of the end of the grant's refresh lifetime and the idle timeout after issue. */
+  readonly expiresAt: number;
+  /** Set when it was exchanged for its successor; from then on, presenting it is reuse. */
+  readonly rotatedAt: number | null;
+}
+
+export interface RefreshTokenStore {
+  create(token: RefreshTokenRecord): Promise<void>;
+  /**
+   * Exchanges a refresh token: exactly one caller receives the record. It is marked rotated
+   * and returned only if it is unrotated, unexpired at `now`, issued to this client, and its
+   * grant is not revoked; otherwise nothing changes and null is returned.
+   */
+  rotate(hash: string, clientId: string, now: number): Promise<RefreshTokenRecord | null>;
+  /** The record whatever its state, to tell reuse from expiry or revocation. */
+  find(hash: string): Promise<RefreshTokenRecord | null>;
+}
+
+/** Access tokens revoked one by one (RFC 7009 §2), by their `jti`. */
+export interface AccessTokenStore {
+  /**
+   * Records the token as revoked, kept until `expiresAt`, when it would have expired anyway.
+   * Revoking it again changes nothing.
+   */
+  revoke(jti: string, expiresAt: number): Promise<void>;
+  isRevoked(jti: string): Promise<boolean>;
 }
 
 /** An authorization code (RFC 6749 §4.1.2), bound to its PKCE challenge (RFC 7636 §4.4). */
@@ -244,14 +306,16 @@ export interface Store {
   readonly sessions: SessionStore;
   readonly grants: GrantStore;
   readonly codes: AuthorizationCodeStore;
+  readonly refreshTokens: RefreshTokenStore;
+  readonly accessTokens: AccessTokenStore;
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
   /**
-   * Deletes codes, device records, sessions and rate-limit windows that expired before
-   * `before` (the caller keeps a margin after expiry, so a replayed code is still
-   * recognised as one for a while). Works in small batches so it never holds a long lock.
-   * Returns the number of rows deleted.
+   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens and
+   * revoked access-token ids that expired before `before` (the caller keeps a margin after
+   * expiry, so a replayed code is still recognised as one for a while). Works in small
+   * batches so it never holds a long lock. Returns the number of rows deleted.
    */
   purgeExpired(before: number): Promise<number>;
   close(): Promise<void>;

@@ -1,21 +1,22 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
+import { loadConfig } from '../config/index.ts';
 import { ManualClock } from '../core/clock.ts';
 import { openStore } from '../store/open.ts';
-import type { ClientRecord, Store, UserRecord } from '../store/types.ts';
+import { GRANT_AUTHORIZATION_CODE, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from './issue.ts';
 import { KeyManager } from './keys.ts';
 
 const ISSUER = 'https://auth.example.com';
-const lifetimes = { authorizationCode: 60, accessToken: 3600, idToken: 600, session: 86400 };
+const lifetimes = { ...loadConfig({}).lifetimes, accessToken: 3600, idToken: 600 };
 const client: ClientRecord = {
   id: 'app',
   name: 'App',
   secretHash: null,
   redirectUris: [],
   scopes: ['openid', 'profile'],
-  grantTypes: ['authorization_code'],
+  grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
   createdAt: 0,
 };
@@ -39,12 +40,25 @@ describe('TokenIssuer', () => {
     store = await openStore(':memory:');
     keys = new KeyManager(store.keys, clock, { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 });
     await keys.ensureKeys();
+    await store.clients.create(client);
+    await store.users.create(user);
+    await store.grants.create({
+      id: 'grant-1',
+      userId: user.id,
+      clientId: client.id,
+      scope: ['openid', 'profile'],
+      kind: GRANT_AUTHORIZATION_CODE,
+      authTime: clock.now(),
+      createdAt: clock.now(),
+      revokedAt: null,
+      device: null,
+    });
   });
   after(() => store.close());
 
   for (const alg of ['ES256', 'RS256'] as const) {
     it(`signs the access token with ${alg} when told to, and the ID token with RS256, both valid against the JWKS`, async () => {
-      const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, alg);
+      const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
       const tokens = await issuer.issue({ client, user, scope: ['openid', 'profile'], grantId: 'grant-1', authTime: clock.now(), nonce: 'n-1' });
       const jwks = createLocalJWKSet(await keys.jwks());
       const options = { issuer: ISSUER, currentDate: new Date(clock.now()) };

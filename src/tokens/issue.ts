@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes } from '../config/index.ts';
-import type { ClientRecord, SigningAlgorithm, UserRecord } from '../store/types.ts';
+import { hashSecret, randomToken } from '../core/crypto.ts';
+import { OAuthError } from '../core/errors.ts';
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type ClientRecord, type GrantRecord, type SigningAlgorithm, type Store, type UserRecord } from '../store/types.ts';
 import { signJws } from './jws.ts';
-import type { KeyManager } from './keys.ts';
+import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
 /** The successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3). Wire names, readonly. */
 export interface TokenResponse {
@@ -41,42 +44,154 @@ export function scopeClaims(user: UserRecord, scope: readonly string[]): Record<
   return claims;
 }
 
+/** The claims of an access token this server signed and that has not expired (RFC 9068 §2.2). */
+export interface AccessTokenClaims {
+  readonly sub: string;
+  readonly client_id: string;
+  readonly scope: readonly string[];
+  readonly jti: string;
+  /** The grant it was issued under. */
+  readonly gid: string;
+  /** Seconds since the epoch. */
+  readonly iat: number;
+  readonly exp: number;
+}
+
+/**
+ * Whether tokens issued under `grant` include a refresh token: only for a client registered
+ * for the refresh_token grant, and then when the user granted `offline_access` (OIDC Core
+ * §11) or signed a device in (RFC 8628), which has no way to ask the user again.
+ */
+export function receivesRefreshToken(client: ClientRecord, grant: GrantRecord): boolean {
+  return client.grantTypes.includes(GRANT_REFRESH_TOKEN) && (grant.scope.includes('offline_access') || grant.kind === GRANT_DEVICE_CODE);
+}
+
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
-/** Signs access tokens (RFC 9068 JWTs) and ID tokens (OIDC Core §2). */
+/**
+ * Signs access tokens (RFC 9068 JWTs) and ID tokens (OIDC Core §2), issues refresh tokens
+ * (RFC 6749 §6), and records each issuance on its grant.
+ */
 export class TokenIssuer {
   readonly #keys: KeyManager;
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens'>;
   readonly #accessTokenAlg: SigningAlgorithm;
+  #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
-  constructor(keys: KeyManager, clock: Clock, issuer: string, lifetimes: Lifetimes, accessTokenAlg: SigningAlgorithm = 'ES256') {
+  constructor(
+    keys: KeyManager,
+    clock: Clock,
+    issuer: string,
+    lifetimes: Lifetimes,
+    store: Pick<Store, 'grants' | 'refreshTokens'>,
+    accessTokenAlg: SigningAlgorithm = 'ES256',
+  ) {
     this.#keys = keys;
     this.#clock = clock;
     this.#issuer = issuer;
     this.#lifetimes = lifetimes;
+    this.#store = store;
     this.#accessTokenAlg = accessTokenAlg;
   }
 
+  /**
+   * The tokens for an approval being redeemed (a code, a device code) or refreshed, with a
+   * refresh token when `receivesRefreshToken` says so. Whether the grant still stands is
+   * decided by the caller, in the one statement that redeemed the code or rotated the
+   * refresh token: that caller is owed its tokens even if the grant is revoked a moment
+   * later (by a concurrent replay, say), and tokens issued then are dead wherever revocation
+   * is checked.
+   */
   async issue(issuance: Issuance): Promise<TokenResponse> {
-    const now = seconds(this.#clock.now());
+    const grant = await this.#store.grants.get(issuance.grantId);
+    if (!grant) throw new OAuthError('invalid_grant', 'the authorization no longer exists');
+    const nowMs = this.#clock.now();
+    const now = seconds(nowMs);
     const scope = issuance.scope.join(' ');
-    const [accessToken, idToken] = await Promise.all([
-      this.#accessToken(issuance, now, scope),
+    const lifetimes = this.#lifetimesFor(issuance.client);
+    const [accessToken, idToken, refresh] = await Promise.all([
+      this.#accessToken(issuance, now, scope, lifetimes.accessToken),
       issuance.scope.includes('openid') ? this.#idToken(issuance, now) : undefined,
+      receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined,
     ]);
+    // A revoked grant records no use: the account page has nothing to show for it.
+    await this.#store.grants.recordUse(grant.id, nowMs, Math.max((now + lifetimes.accessToken) * 1000, refresh?.expiresAt ?? 0));
     return {
       access_token: accessToken,
       token_type: 'Bearer',
-      expires_in: this.#lifetimes.accessToken,
+      expires_in: lifetimes.accessToken,
       scope,
       ...(idToken === undefined ? {} : { id_token: idToken }),
+      ...(refresh === undefined ? {} : { refresh_token: refresh.token }),
     };
   }
 
+  /**
+   * An opaque 256-bit refresh token, stored by its hash with the grant's whole scope (RFC 6749
+   * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
+   * at the grant's refresh lifetime, or sooner when left unused for the idle time.
+   */
+  async #refreshToken(issuance: Issuance, grant: GrantRecord, now: number, lifetime: number): Promise<{ token: string; expiresAt: number } | undefined> {
+    const expiresAt = Math.min(grant.createdAt + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
+    if (expiresAt <= now) return undefined;
+    const token = randomToken(32);
+    await this.#store.refreshTokens.create({
+      hash: hashSecret(token),
+      grantId: grant.id,
+      clientId: issuance.client.id,
+      userId: issuance.user.id,
+      scope: grant.scope,
+      authTime: issuance.authTime,
+      createdAt: now,
+      expiresAt,
+      rotatedAt: null,
+    });
+    return { token, expiresAt };
+  }
+
+  /**
+   * The claims of an access token, if this server signed it (with a key still published),
+   * for itself, and it has not expired; null for anything else. Whether its grant still
+   * stands is the caller's question.
+   */
+  async readAccessToken(token: string): Promise<AccessTokenClaims | null> {
+    try {
+      const { payload } = await jwtVerify(token, await this.#verificationKeySet(), {
+        issuer: this.#issuer,
+        audience: this.#issuer,
+        typ: 'at+jwt',
+        // Whichever of our algorithms signed it: the key, found by its kid, fixes which.
+        algorithms: [...SIGNING_ALGORITHMS],
+        currentDate: new Date(this.#clock.now()),
+        requiredClaims: ['sub', 'jti', 'iat', 'exp'],
+      });
+      const { sub, jti, iat, exp, client_id: clientId, scope, gid } = payload;
+      if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
+      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string') return null;
+      return { sub, jti, iat, exp, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid };
+    } catch {
+      return null;
+    }
+  }
+
+  /** The published keys as a jose key set, rebuilt only when the set of keys changes. */
+  async #verificationKeySet(): Promise<JWTVerifyGetKey> {
+    const jwks = await this.#keys.jwks();
+    const kids = jwks.keys.map((key) => key.kid).join(' ');
+    if (this.#verificationKeys?.kids !== kids) this.#verificationKeys = { kids, keys: createLocalJWKSet(jwks) };
+    return this.#verificationKeys.keys;
+  }
+
+  /** Public clients may be given shorter lifetimes than confidential ones. */
+  #lifetimesFor(client: ClientRecord): { accessToken: number; refreshToken: number } {
+    return client.secretHash === null ? this.#lifetimes.publicClient : this.#lifetimes;
+  }
+
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
-  async #accessToken(issuance: Issuance, now: number, scope: string): Promise<string> {
+  async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
     const key = await this.#keys.signingKey(this.#accessTokenAlg);
     return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
@@ -89,7 +204,7 @@ export class TokenIssuer {
       aud: this.#issuer,
       sub: issuance.user.id,
       iat: now,
-      exp: now + this.#lifetimes.accessToken,
+      exp: now + lifetime,
       jti: randomUUID(),
     }, key.privateKey);
   }
@@ -97,14 +212,11 @@ export class TokenIssuer {
   /** OIDC Core §2 and §3.1.3.6. */
   async #idToken(issuance: Issuance, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
-    const payload: Record<string, unknown> = {
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
       ...scopeClaims(issuance.user, issuance.scope),
       auth_time: seconds(issuance.authTime),
       azp: issuance.client.id,
-    };
-    if (issuance.nonce) payload['nonce'] = issuance.nonce;
-    return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...payload,
+      ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
       iss: this.#issuer,
       aud: issuance.client.id,
       sub: issuance.user.id,

@@ -19,6 +19,7 @@ import {
   type ClientRecord,
   type DeviceAuthorizationRecord,
   type GrantRecord,
+  type RefreshTokenRecord,
   type SessionRecord,
   type SigningKeyRecord,
   type Store,
@@ -111,6 +112,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         revokedAt: null,
         device: null,
+        lastUsedAt: null,
+        activeUntil: null,
         ...overrides,
       };
       await store.grants.create(grant);
@@ -199,6 +202,27 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       };
       await store.sessions.create(session);
       return session;
+    }
+
+    /** A stored refresh token, with its client, user and grant unless given. */
+    async function givenRefreshToken(overrides: Partial<RefreshTokenRecord> = {}): Promise<RefreshTokenRecord> {
+      const clientId = overrides.clientId ?? (await givenClient()).id;
+      const userId = overrides.userId ?? (await givenUser()).id;
+      const grantId = overrides.grantId ?? (await givenGrant(clientId, userId, { scope: ['openid', 'offline_access'] })).id;
+      const token: RefreshTokenRecord = {
+        hash: unique('refresh-hash'),
+        grantId,
+        clientId,
+        userId,
+        scope: ['openid', 'offline_access'],
+        authTime: T0 - MINUTE,
+        createdAt: T0,
+        expiresAt: T0 + HOUR,
+        rotatedAt: null,
+        ...overrides,
+      };
+      await store.refreshTokens.create(token);
+      return token;
     }
 
     function signingKey(overrides: Partial<SigningKeyRecord> = {}): SigningKeyRecord {
@@ -704,6 +728,112 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('grant use', () => {
+      it('records when a grant was last used and until when its tokens live', async () => {
+        const grant = await givenGrant((await givenClient()).id, (await givenUser()).id);
+        assert.equal(await store.grants.recordUse(grant.id, T0 + MINUTE, T0 + HOUR), true);
+        assert.deepEqual(await store.grants.get(grant.id), { ...grant, lastUsedAt: T0 + MINUTE, activeUntil: T0 + HOUR });
+        assert.equal(await store.grants.recordUse(grant.id, T0 + 2 * MINUTE, T0 + 2 * HOUR), true);
+        assert.deepEqual(await store.grants.get(grant.id), { ...grant, lastUsedAt: T0 + 2 * MINUTE, activeUntil: T0 + 2 * HOUR });
+      });
+
+      it('never moves the last use or the active-until time back', async () => {
+        const grant = await givenGrant((await givenClient()).id, (await givenUser()).id);
+        await store.grants.recordUse(grant.id, T0 + 2 * MINUTE, T0 + 2 * HOUR);
+        assert.equal(await store.grants.recordUse(grant.id, T0 + MINUTE, T0 + HOUR), true);
+        assert.deepEqual(await store.grants.get(grant.id), { ...grant, lastUsedAt: T0 + 2 * MINUTE, activeUntil: T0 + 2 * HOUR });
+      });
+
+      it('records no use of a revoked or unknown grant', async () => {
+        const grant = await givenGrant((await givenClient()).id, (await givenUser()).id);
+        await store.grants.revoke(grant.id, T0);
+        assert.equal(await store.grants.recordUse(grant.id, T0 + MINUTE, T0 + HOUR), false);
+        assert.deepEqual(await store.grants.get(grant.id), { ...grant, revokedAt: T0 });
+        assert.equal(await store.grants.recordUse('no-such-grant', T0, T0 + HOUR), false);
+      });
+
+      it('lists grants with their use', async () => {
+        const user = await givenUser();
+        const grant = await givenGrant((await givenClient()).id, user.id);
+        await store.grants.recordUse(grant.id, T0 + MINUTE, T0 + HOUR);
+        assert.deepEqual(await store.grants.listForUser(user.id), [{ ...grant, lastUsedAt: T0 + MINUTE, activeUntil: T0 + HOUR }]);
+      });
+    });
+
+    describe('refresh tokens', () => {
+      it('finds a created refresh token with every field as given, and null for an unknown one', async () => {
+        const token = await givenRefreshToken();
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+        assert.equal(await store.refreshTokens.find('no-such-token'), null);
+      });
+
+      it('rotates a token once: the first call returns it rotated, the second returns null', async () => {
+        const token = await givenRefreshToken();
+        const rotated = { ...token, rotatedAt: T0 + SECOND };
+        assert.deepEqual(await store.refreshTokens.rotate(token.hash, token.clientId, T0 + SECOND), rotated);
+        assert.equal(await store.refreshTokens.rotate(token.hash, token.clientId, T0 + 2 * SECOND), null);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), rotated);
+      });
+
+      it("returns null and leaves the token unrotated when another client presents it", async () => {
+        const token = await givenRefreshToken();
+        const other = await givenClient();
+        assert.equal(await store.refreshTokens.rotate(token.hash, other.id, T0), null);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+      });
+
+      it('rotates a token one millisecond before its expiry, and not from its expiry on', async () => {
+        const [early, late] = [await givenRefreshToken(), await givenRefreshToken()];
+        assert.equal((await store.refreshTokens.rotate(early.hash, early.clientId, early.expiresAt - 1))?.hash, early.hash);
+        assert.equal(await store.refreshTokens.rotate(late.hash, late.clientId, late.expiresAt), null);
+        assert.deepEqual(await store.refreshTokens.find(late.hash), late);
+      });
+
+      it('returns null and leaves the token unrotated once its grant is revoked', async () => {
+        const token = await givenRefreshToken();
+        await store.grants.revoke(token.grantId, T0);
+        assert.equal(await store.refreshTokens.rotate(token.hash, token.clientId, T0 + SECOND), null);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+      });
+
+      it('returns null for an unknown token', async () => {
+        assert.equal(await store.refreshTokens.rotate('no-such-token', 'no-such-client', T0), null);
+      });
+
+      it('rotates a token for exactly one of 20 concurrent callers', async () => {
+        const token = await givenRefreshToken();
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => store.refreshTokens.rotate(token.hash, token.clientId, T0 + i)),
+        );
+        const winners = results.filter((result) => result !== null);
+        assert.equal(winners.length, 1);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), winners[0]);
+      });
+
+      it('removes refresh tokens with the client their grant belongs to', async () => {
+        const token = await givenRefreshToken();
+        await store.clients.remove(token.clientId);
+        assert.equal(await store.refreshTokens.find(token.hash), null);
+      });
+    });
+
+    describe('revoked access tokens', () => {
+      it('knows a revoked jti, and not an unrevoked one', async () => {
+        const jti = unique('jti');
+        assert.equal(await store.accessTokens.isRevoked(jti), false);
+        await store.accessTokens.revoke(jti, T0 + HOUR);
+        assert.equal(await store.accessTokens.isRevoked(jti), true);
+        assert.equal(await store.accessTokens.isRevoked(unique('jti')), false);
+      });
+
+      it('accepts revoking the same jti again, also concurrently', async () => {
+        const jti = unique('jti');
+        await Promise.all(Array.from({ length: 10 }, () => store.accessTokens.revoke(jti, T0 + HOUR)));
+        await store.accessTokens.revoke(jti, T0 + 2 * HOUR);
+        assert.equal(await store.accessTokens.isRevoked(jti), true);
+      });
+    });
+
     describe('rate limits', () => {
       it('counts hits in a fixed window and starts a new window once it has ended', async () => {
         const key = unique('login:203.0.113.7');
@@ -832,6 +962,32 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.purgeExpired(start + HOUR), total);
         assert.equal(await store.sessions.get(sessions[0].idHash, start - 1), null);
         assert.equal(await store.sessions.get(sessions[total - 1].idHash, start - 1), null);
+      });
+
+      it('deletes refresh tokens and revoked access-token ids that expired before the cutoff, rotated or not, and nothing else', async () => {
+        const start = Date.UTC(1995, 0, 1);
+        const cutoff = start + HOUR;
+        const client = await givenClient({ createdAt: start });
+        const user = await givenUser({ createdAt: start });
+        const grant = await givenGrant(client.id, user.id, { createdAt: start });
+        const token = { clientId: client.id, userId: user.id, grantId: grant.id, createdAt: start };
+        const gone = await givenRefreshToken({ ...token, expiresAt: cutoff - 1 });
+        const rotatedGone = await givenRefreshToken({ ...token, expiresAt: cutoff - 1, rotatedAt: start });
+        const kept = await givenRefreshToken({ ...token, expiresAt: cutoff });
+        const rotatedKept = await givenRefreshToken({ ...token, expiresAt: cutoff, rotatedAt: start });
+        const [jtiGone, jtiKept] = [unique('jti'), unique('jti')];
+        await store.accessTokens.revoke(jtiGone, cutoff - 1);
+        await store.accessTokens.revoke(jtiKept, cutoff);
+
+        assert.equal(await store.purgeExpired(cutoff), 3);
+
+        assert.equal(await store.refreshTokens.find(gone.hash), null);
+        assert.equal(await store.refreshTokens.find(rotatedGone.hash), null);
+        assert.deepEqual(await store.refreshTokens.find(kept.hash), kept);
+        assert.deepEqual(await store.refreshTokens.find(rotatedKept.hash), rotatedKept);
+        assert.equal(await store.accessTokens.isRevoked(jtiGone), false);
+        assert.equal(await store.accessTokens.isRevoked(jtiKept), true);
+        assert.deepEqual(await store.grants.get(grant.id), grant);
       });
     });
   });

@@ -60,6 +60,8 @@ async function seed(store: Store, id: string) {
     createdAt: T0,
     revokedAt: null,
     device: { ip: '203.0.113.7', userAgent: 'TV/1.0', requestedAt: T0 },
+    lastUsedAt: null,
+    activeUntil: null,
   } as const;
   const code = {
     hash: `code-${id}`,

@@ -44,8 +44,11 @@ export const authorizationCodeGrant: TokenGrant = {
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     }
 
-    const [grant, user] = await Promise.all([deps.store.grants.get(redeemed.grantId), deps.store.users.get(redeemed.userId)]);
-    if (!grant || grant.revokedAt !== null) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
+    // The grant is not checked again here: the one caller that redeemed the code is owed its
+    // tokens even when a concurrent replay of the same code revokes the grant a moment later
+    // (otherwise a replay racing the client would leave nobody with tokens); tokens issued
+    // under a revoked grant are dead wherever revocation is checked.
+    const user = await deps.store.users.get(redeemed.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     return deps.tokens.issue({
       client,

@@ -16,6 +16,7 @@ import {
   integer,
   jsonObject,
   pollOutcomeFromRow,
+  refreshTokenFromRow,
   sessionFromRow,
   signingKeyFromRow,
   stringList,
@@ -208,6 +209,42 @@ function postgresStore(pool: pg.Pool): Store {
       async listForUser(userId) {
         return (await all(s.listGrantsForUser, [userId])).map((row) => grantFromRow(row, read));
       },
+      async recordUse(id, now, activeUntil) {
+        return (await changed(s.recordGrantUse, [id, now, activeUntil])) > 0;
+      },
+    },
+
+    refreshTokens: {
+      async create(token) {
+        await changed(s.insertRefreshToken, [
+          token.hash,
+          token.grantId,
+          token.clientId,
+          token.userId,
+          list(token.scope),
+          token.authTime,
+          token.createdAt,
+          token.expiresAt,
+          token.rotatedAt,
+        ]);
+      },
+      async rotate(hash, clientId, now) {
+        const row = await one(s.rotateRefreshToken, [hash, clientId, now]);
+        return row ? refreshTokenFromRow(row, read) : null;
+      },
+      async find(hash) {
+        const row = await one(s.getRefreshToken, [hash]);
+        return row ? refreshTokenFromRow(row, read) : null;
+      },
+    },
+
+    accessTokens: {
+      async revoke(jti, expiresAt) {
+        await changed(s.revokeAccessToken, [jti, expiresAt]);
+      },
+      async isRevoked(jti) {
+        return (await one(s.getRevokedAccessToken, [jti])) !== undefined;
+      },
     },
 
     codes: {
@@ -377,6 +414,27 @@ function statements() {
     listGrantsForUser: statement('list_grants_for_user', `
       SELECT * FROM grants WHERE user_id = $1 AND revoked_at IS NULL
       ORDER BY created_at DESC, id DESC`),
+    // Both times only move forward, whatever order concurrent issuances commit in.
+    recordGrantUse: statement('record_grant_use', `
+      UPDATE grants SET last_used_at = GREATEST(last_used_at, $2), active_until = GREATEST(active_until, $3)
+      WHERE id = $1 AND revoked_at IS NULL`),
+
+    insertRefreshToken: statement('insert_refresh_token', `
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, created_at, expires_at, rotated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`),
+    // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
+    // to the authenticated client. A revoked grant's tokens are refused in the same statement.
+    rotateRefreshToken: statement('rotate_refresh_token', `
+      UPDATE refresh_tokens SET rotated_at = $3
+      WHERE hash = $1 AND client_id = $2 AND rotated_at IS NULL AND expires_at > $3
+        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
+      RETURNING *`),
+    getRefreshToken: statement('get_refresh_token', 'SELECT * FROM refresh_tokens WHERE hash = $1'),
+
+    revokeAccessToken: statement('revoke_access_token', `
+      INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2)
+      ON CONFLICT DO NOTHING`),
+    getRevokedAccessToken: statement('get_revoked_access_token', 'SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = $1'),
 
     insertCode: statement('insert_code', `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
@@ -444,6 +502,8 @@ function statements() {
       purge('device_authorizations', 'device_code_hash', 'expires_at'),
       purge('sessions', 'id_hash', 'expires_at'),
       purge('rate_limits', 'key', 'window_ends_at'),
+      purge('refresh_tokens', 'hash', 'expires_at'),
+      purge('revoked_access_tokens', 'jti', 'expires_at'),
     ],
   };
 }

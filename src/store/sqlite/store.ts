@@ -16,6 +16,7 @@ import {
   integer,
   jsonObject,
   pollOutcomeFromRow,
+  refreshTokenFromRow,
   sessionFromRow,
   signingKeyFromRow,
   stringList,
@@ -187,6 +188,42 @@ function sqliteStore(db: DatabaseSync): Store {
       async listForUser(userId) {
         return s.listGrantsForUser.all({ userId }).map((row) => grantFromRow(row, read));
       },
+      async recordUse(id, now, activeUntil) {
+        return changed(s.recordGrantUse, { id, now, activeUntil }) > 0;
+      },
+    },
+
+    refreshTokens: {
+      async create(token) {
+        s.insertRefreshToken.run({
+          hash: token.hash,
+          grantId: token.grantId,
+          clientId: token.clientId,
+          userId: token.userId,
+          scope: list(token.scope),
+          authTime: token.authTime,
+          createdAt: token.createdAt,
+          expiresAt: token.expiresAt,
+          rotatedAt: token.rotatedAt,
+        });
+      },
+      async rotate(hash, clientId, now) {
+        const row = one(s.rotateRefreshToken, { hash, clientId, now });
+        return row ? refreshTokenFromRow(row, read) : null;
+      },
+      async find(hash) {
+        const row = one(s.getRefreshToken, { hash });
+        return row ? refreshTokenFromRow(row, read) : null;
+      },
+    },
+
+    accessTokens: {
+      async revoke(jti, expiresAt) {
+        s.revokeAccessToken.run({ jti, expiresAt });
+      },
+      async isRevoked(jti) {
+        return one(s.getRevokedAccessToken, { jti }) !== undefined;
+      },
     },
 
     codes: {
@@ -356,6 +393,28 @@ function prepareStatements(db: DatabaseSync) {
     listGrantsForUser: db.prepare(`
       SELECT * FROM grants WHERE user_id = :userId AND revoked_at IS NULL
       ORDER BY created_at DESC, id DESC`),
+    // Both times only move forward, whatever order concurrent issuances commit in.
+    recordGrantUse: db.prepare(`
+      UPDATE grants SET last_used_at = MAX(COALESCE(last_used_at, 0), :now),
+                        active_until = MAX(COALESCE(active_until, 0), :activeUntil)
+      WHERE id = :id AND revoked_at IS NULL`),
+
+    insertRefreshToken: db.prepare(`
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, created_at, expires_at, rotated_at)
+      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :createdAt, :expiresAt, :rotatedAt)`),
+    // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
+    // to the authenticated client. A revoked grant's tokens are refused in the same statement.
+    rotateRefreshToken: db.prepare(`
+      UPDATE refresh_tokens SET rotated_at = :now
+      WHERE hash = :hash AND client_id = :clientId AND rotated_at IS NULL AND expires_at > :now
+        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
+      RETURNING *`),
+    getRefreshToken: db.prepare('SELECT * FROM refresh_tokens WHERE hash = :hash'),
+
+    revokeAccessToken: db.prepare(`
+      INSERT INTO revoked_access_tokens (jti, expires_at) VALUES (:jti, :expiresAt)
+      ON CONFLICT DO NOTHING`),
+    getRevokedAccessToken: db.prepare('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = :jti'),
 
     insertCode: db.prepare(`
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
@@ -423,6 +482,8 @@ function prepareStatements(db: DatabaseSync) {
       purge('device_authorizations', 'device_code_hash', 'expires_at'),
       purge('sessions', 'id_hash', 'expires_at'),
       purge('rate_limits', 'key', 'window_ends_at'),
+      purge('refresh_tokens', 'hash', 'expires_at'),
+      purge('revoked_access_tokens', 'jti', 'expires_at'),
     ],
   };
 }

@@ -1,0 +1,67 @@
+/**
+ * RFC 7662 (OAuth 2.0 Token Introspection) §2.1-2.2.
+ */
+import { hashSecret } from '../../core/crypto.ts';
+import type { ClientRecord } from '../../store/types.ts';
+import type { FlowDeps } from '../types.ts';
+import { liveAccessToken, looksLikeJwt } from './access-token.ts';
+
+/** RFC 7662 §2.2, with its field names. */
+export type IntrospectionResponse =
+  | { readonly active: false }
+  | {
+      readonly active: true;
+      readonly scope: string;
+      readonly client_id: string;
+      readonly sub: string;
+      readonly exp: number;
+      readonly iat: number;
+      /** `Bearer` (RFC 6749 §5.1) for an access token; `refresh_token` for a refresh token. */
+      readonly token_type: 'Bearer' | 'refresh_token';
+      readonly iss: string;
+      readonly jti?: string;
+    };
+
+const INACTIVE: IntrospectionResponse = { active: false };
+
+/**
+ * What `client` may know about `token`. RFC 7662 §2.2: a token that is "not active, does not
+ * exist on this server, or the protected resource is not allowed to introspect" gets
+ * `{"active": false}` and nothing else. A client may introspect only tokens issued to it.
+ */
+export async function introspectToken(deps: FlowDeps, client: ClientRecord, token: string): Promise<IntrospectionResponse> {
+  const issuer = deps.config.issuer;
+  if (looksLikeJwt(token)) {
+    const live = await liveAccessToken(deps, token);
+    if (!live || live.claims.client_id !== client.id) return INACTIVE;
+    const { claims } = live;
+    return {
+      active: true,
+      scope: claims.scope.join(' '),
+      client_id: claims.client_id,
+      sub: claims.sub,
+      exp: claims.exp,
+      iat: claims.iat,
+      token_type: 'Bearer',
+      iss: issuer,
+      jti: claims.jti,
+    };
+  }
+
+  const now = deps.clock.now();
+  const refresh = await deps.store.refreshTokens.find(hashSecret(token));
+  // A rotated refresh token is spent: its successor is the live one.
+  if (!refresh || refresh.clientId !== client.id || refresh.rotatedAt !== null || refresh.expiresAt <= now) return INACTIVE;
+  const [grant, user] = await Promise.all([deps.store.grants.get(refresh.grantId), deps.store.users.get(refresh.userId)]);
+  if (!grant || grant.revokedAt !== null || !user || user.disabled) return INACTIVE;
+  return {
+    active: true,
+    scope: refresh.scope.join(' '),
+    client_id: refresh.clientId,
+    sub: refresh.userId,
+    exp: Math.floor(refresh.expiresAt / 1000),
+    iat: Math.floor(refresh.createdAt / 1000),
+    token_type: 'refresh_token',
+    iss: issuer,
+  };
+}

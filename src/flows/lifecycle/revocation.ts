@@ -1,0 +1,27 @@
+/**
+ * RFC 7009 (OAuth 2.0 Token Revocation) §2.1-2.2, for refresh tokens and access tokens.
+ */
+import { hashSecret } from '../../core/crypto.ts';
+import type { ClientRecord } from '../../store/types.ts';
+import type { FlowDeps } from '../types.ts';
+import { looksLikeJwt } from './access-token.ts';
+
+/**
+ * Revokes `token` if it was issued to `client`; does nothing otherwise. RFC 7009 §2.2: "invalid
+ * tokens do not cause an error response since the client cannot handle such an error in a
+ * reasonable way", so the caller answers 200 whatever happened here. The token type hint is
+ * not needed: the two kinds of token cannot be mistaken for each other.
+ */
+export async function revokeToken(deps: FlowDeps, client: ClientRecord, token: string): Promise<void> {
+  if (looksLikeJwt(token)) {
+    const claims = await deps.tokens.readAccessToken(token);
+    // RFC 7009 §2.1: the server "verifies whether the token was issued to the client making
+    // the revocation request". Another client's token is left alone, silently.
+    if (claims && claims.client_id === client.id) await deps.store.accessTokens.revoke(claims.jti, claims.exp * 1000);
+    return;
+  }
+  const refresh = await deps.store.refreshTokens.find(hashSecret(token));
+  // RFC 7009 §2.1: for a refresh token the server "SHOULD also invalidate all access tokens
+  // based on the same authorization grant": revoking the grant ends them all.
+  if (refresh && refresh.clientId === client.id) await deps.store.grants.revoke(refresh.grantId, deps.clock.now());
+}

@@ -1,0 +1,65 @@
+/**
+ * RFC 6749 §6 (Refreshing an Access Token), with refresh token rotation and reuse detection
+ * (RFC 9700 §4.14.2) and the ID token rules of OIDC Core §12.2.
+ */
+import { hashSecret } from '../../core/crypto.ts';
+import { OAuthError } from '../../core/errors.ts';
+import { parseScope } from '../../core/scopes.ts';
+import { GRANT_REFRESH_TOKEN, type RefreshTokenRecord } from '../../store/types.ts';
+import type { FlowDeps, TokenGrant } from '../types.ts';
+
+/**
+ * RFC 6749 §6: "The requested scope MUST NOT include any scope not originally granted by the
+ * resource owner, and if omitted is treated as equal to the scope originally granted."
+ */
+function requestedScope(raw: string | undefined, granted: readonly string[]): readonly string[] {
+  if (raw === undefined) return granted;
+  const scope = parseScope(raw);
+  if (scope === null || scope.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
+  const widened = scope.filter((value) => !granted.includes(value));
+  if (widened.length > 0) throw new OAuthError('invalid_scope', `scope was not granted: ${widened.join(' ')}`);
+  return scope;
+}
+
+/**
+ * Why a refresh token the client holds cannot be exchanged. RFC 9700 §4.14.2: when a rotated
+ * refresh token is used again, the server "cannot determine which party submitted the
+ * invalid refresh token", so it "will revoke the active refresh token" of the grant; here the
+ * whole grant is revoked, and with it every token issued under it.
+ */
+async function refusal(deps: FlowDeps, token: RefreshTokenRecord, now: number): Promise<OAuthError> {
+  if (token.rotatedAt !== null) {
+    await deps.store.grants.revoke(token.grantId, now);
+    return new OAuthError('invalid_grant', 'refresh token has already been used; the authorization is revoked');
+  }
+  if (token.expiresAt <= now) return new OAuthError('invalid_grant', 'refresh token has expired');
+  return new OAuthError('invalid_grant', 'the authorization has been revoked');
+}
+
+export const refreshTokenGrant: TokenGrant = {
+  type: GRANT_REFRESH_TOKEN,
+
+  async handle(deps, client, params) {
+    const presented = params['refresh_token'];
+    if (presented === undefined) throw new OAuthError('invalid_request', 'refresh_token is required');
+    const now = deps.clock.now();
+    const hash = hashSecret(presented);
+
+    const found = await deps.store.refreshTokens.find(hash);
+    // RFC 6749 §6: the server MUST "ensure that the refresh token was issued to the
+    // authenticated client". Another client's token is treated as unknown.
+    if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'refresh token is invalid');
+    if (found.rotatedAt !== null || found.expiresAt <= now) throw await refusal(deps, found, now);
+    // Checked before rotation, so a refused scope leaves the refresh token usable.
+    const scope = requestedScope(params['scope'], found.scope);
+
+    // Exactly one caller rotates the token; everyone else finds it rotated, which is reuse.
+    const rotated = await deps.store.refreshTokens.rotate(hash, client.id, now);
+    if (!rotated) throw await refusal(deps, (await deps.store.refreshTokens.find(hash)) ?? found, now);
+
+    const user = await deps.store.users.get(rotated.userId);
+    if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
+    // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
+    return deps.tokens.issue({ client, user, scope, grantId: rotated.grantId, authTime: rotated.authTime });
+  },
+};

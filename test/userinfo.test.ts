@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { discover, OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
+import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+    config = await discover(server, client);
+  });
+  after(() => server.close());
+
+  const userinfo = (token: string | null, init: RequestInit = {}) =>
+    fetch(`${server.url}/oauth/userinfo`, {
+      ...init,
+      headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...(init.headers as Record<string, string>) },
+    });
+
+  it('returns sub and the profile claims as stored on the user for openid profile', async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    const claims = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
+    assert.deepEqual(claims, { sub: user.id, preferred_username: 'ada', name: 'Ada Lovelace' });
+  });
+
+  it('returns only sub for openid alone, and adds email for the email scope', async () => {
+    const bare = await signIn(server, config, user, 'openid');
+    assert.deepEqual(await oidc.fetchUserInfo(config, bare.access_token, user.id), { sub: user.id });
+    const withEmail = await signIn(server, config, user, 'openid email');
+    assert.deepEqual(await oidc.fetchUserInfo(config, withEmail.access_token, user.id), { sub: user.id, email: 'ada@example.com', email_verified: false });
+  });
+
+  it('answers POST as GET', async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    const response = await userinfo(tokens.access_token, { method: 'POST' });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+    assert.equal(((await response.json()) as Record<string, unknown>)['sub'], user.id);
+  });
+
+  it('refuses a revoked access token with 401 and WWW-Authenticate: Bearer error="invalid_token"', async () => {
+    const tokens = await signIn(server, config, user, 'openid offline_access');
+    await oidc.tokenRevocation(config, tokens.refresh_token!);
+    const response = await userinfo(tokens.access_token);
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", error="invalid_token"/);
+    assert.equal(((await response.json()) as Record<string, unknown>)['error'], 'invalid_token');
+    await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, user.id), (error: unknown) =>
+      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+  });
+
+  it('refuses a malformed or foreign token with invalid_token', async () => {
+    for (const token of ['not-a-jwt', 'a.b.c', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.']) {
+      const response = await userinfo(token);
+      assert.equal(response.status, 401, token);
+      assert.match(response.headers.get('www-authenticate') ?? '', /error="invalid_token"/, token);
+    }
+    const spaced = await userinfo(null, { headers: { authorization: 'Bearer two words' } });
+    assert.equal(spaced.status, 401);
+    assert.match(spaced.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  });
+
+  it('answers a request without a token with 401 and a bare Bearer challenge', async () => {
+    for (const headers of [{}, { authorization: 'Basic YTpi' }]) {
+      const response = await userinfo(null, { headers });
+      assert.equal(response.status, 401);
+      assert.equal(response.headers.get('www-authenticate'), 'Bearer realm="tessera"');
+    }
+  });
+
+  it('refuses a token without the openid scope with 403 insufficient_scope', async () => {
+    const tokens = await signIn(server, config, user, 'profile');
+    const response = await userinfo(tokens.access_token);
+    assert.equal(response.status, 403);
+    assert.match(response.headers.get('www-authenticate') ?? '', /error="insufficient_scope"/);
+  });
+
+  it('refuses an access token in the query or the body with invalid_request', async () => {
+    const tokens = await signIn(server, config, user, 'openid');
+    const query = await fetch(`${server.url}/oauth/userinfo?access_token=${tokens.access_token}`);
+    assert.equal(query.status, 400);
+    assert.equal(((await query.json()) as Record<string, unknown>)['error'], 'invalid_request');
+    const body = await userinfo(tokens.access_token, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `access_token=${tokens.access_token}`,
+    });
+    assert.equal(body.status, 400);
+  });
+});

@@ -18,8 +18,13 @@ export interface LoadSpec {
   readonly amount?: number;
   /** Requests per second over all connections, to pace polling; none when absent. */
   readonly overallRate?: number;
-  /** Builds the next request (method, path, headers, body). */
-  readonly next: () => Request;
+  /**
+   * Builds the next request (method, path, headers, body). `context` belongs to the
+   * connection, which has one request in flight at a time: what is put there comes back to
+   * `answered` with that request's answer.
+   */
+  readonly next: (context: Record<string, unknown>) => Request;
+  readonly answered?: (context: Record<string, unknown>) => void;
   readonly classify: (status: number, body: string) => Verdict;
   /** The server process whose tree is measured. */
   readonly serverPid: number;
@@ -53,8 +58,9 @@ export async function load(spec: LoadSpec): Promise<Sample> {
   let unexpected = 0;
   const examples: string[] = [];
   const request: Request = {
-    setupRequest: (base) => ({ ...base, ...spec.next() }),
-    onResponse: (status, body) => {
+    setupRequest: (base, context) => ({ ...base, ...spec.next(context) }),
+    onResponse: (status, body, context) => {
+      spec.answered?.(context);
       const verdict = spec.classify(status, body);
       if (verdict === 'ok') ok += 1;
       else if (verdict === 'slow_down') slowDown += 1;

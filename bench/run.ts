@@ -24,8 +24,8 @@ const USAGE = `Usage: npm run bench -- [options]
 
   --compare             also run oidc-provider 9.x (installed under bench/ on first use)
   --quick               a smoke run: 1 s runs, one run, short warm-up, 10,000 codes at scale
-  --duration S          seconds per timed run (default 8)
-  --warmup S            seconds of warm-up before the runs (default 2)
+  --duration S          seconds per timed run (default 5)
+  --warmup S            seconds of warm-up before the runs (default 1)
   --runs N              timed runs per scenario; medians are reported (default 3)
   --connections N       concurrent connections (default 50)
   --workers N           Tessera worker processes (node:cluster, default 1)
@@ -36,7 +36,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --scale N             the larger outstanding-code count of device_poll_scale (default 1000000)
   --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
   --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
-  --pool N              pending device codes polled round-robin (default 400)
+  --pool N              pending device codes polled in turn (default 400; more than --connections)
   --baseline            device_poll also against a bare node:http server doing only the
                         irreducible work of a persisted poll (bench/baseline.ts)
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
@@ -99,14 +99,17 @@ function settingsFrom(argv: string[]): Settings {
     return value;
   };
   const quick = values.quick === true;
+  if (values.pool !== undefined && values.connections !== undefined && Number(values.pool) <= Number(values.connections)) {
+    throw new Error('--pool must be larger than --connections: a code is never polled twice at once');
+  }
   const scenarios = (values.scenario ?? [...SCENARIOS]).map((name) => {
     if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--scenario ${name}: must be one of ${SCENARIOS.join(', ')}`);
     return name as ScenarioName;
   });
   return {
     compare: values.compare === true,
-    duration: number('duration', values.duration, quick ? 1 : 8, 0.5),
-    warmup: number('warmup', values.warmup, quick ? 0.5 : 2, 0),
+    duration: number('duration', values.duration, quick ? 1 : 5, 0.5),
+    warmup: number('warmup', values.warmup, quick ? 0.5 : 1, 0),
     runs: Math.floor(number('runs', values.runs, quick ? 1 : 3, 1)),
     connections: Math.floor(number('connections', values.connections, 50, 1)),
     workers: Math.floor(number('workers', values.workers, 1, 1)),
@@ -239,13 +242,14 @@ async function devicePool(target: Target, size: number): Promise<string[]> {
 }
 
 /**
- * Polls the pool round-robin. RFC 8628 §3.5: a client waits `interval` seconds between polls
+ * Polls the pool in turn. RFC 8628 §3.5: a client waits `interval` seconds between polls
  * of one code; with an interval, the overall rate is held to what the pool allows (with 10%
  * to spare), so any slow_down is the server's mistake.
  */
 function preparePoll(settings: Settings, target: Target, scenario: string, codes: readonly string[]): Prepared {
-  let next = 0;
-  const bodies = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
+  // Codes wait in a queue and go back to its end once answered: polled in turn, and never
+  // again while a poll of the same code is still in flight, as a device never does.
+  const idle = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
   const overallRate = settings.deviceInterval > 0 ? Math.max(1, Math.floor(codes.length / (settings.deviceInterval * 1.1))) : undefined;
   return {
     scenario,
@@ -256,7 +260,15 @@ function preparePoll(settings: Settings, target: Target, scenario: string, codes
         connections: settings.connections,
         duration: seconds,
         ...(overallRate === undefined ? {} : { overallRate }),
-        next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
+        next: (context) => {
+          const body = idle.shift()!;
+          context['body'] = body;
+          return post(target.tokenPath, target.authorization, body);
+        },
+        answered: (context) => {
+          if (typeof context['body'] === 'string') idle.push(context['body']);
+          context['body'] = undefined;
+        },
         classify: (status, body): Verdict =>
           status === 400 && body.includes('"authorization_pending"') ? 'ok' : status === 400 && body.includes('"slow_down"') ? 'slow_down' : 'unexpected',
         serverPid: target.pid,

@@ -61,7 +61,7 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
 }
 
 export function appDeps(input: AppInput): AppDeps {
-  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store);
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store, input.config.accessTokenAlg);
   return {
     config: input.config,
     store: input.store,

@@ -1,9 +1,10 @@
 /**
  * The composition root: config -> store -> keys -> app -> listen.
  */
+import './threadpool.ts';
+import cluster, { type Worker } from 'node:cluster';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
 import { openStore } from './store/open.ts';
@@ -61,6 +62,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const store = await openStore(config.database);
   const keys = keyManager(config, store);
   await keys.ensureKeys();
+  // Loaded here, not at the top: a node:cluster primary never serves, and without the app
+  // (Fastify, the flows, the pages) it holds about a third less memory.
+  const { buildApp } = await import('./app.ts');
   const app = await buildApp({ config, store, keys, clock: systemClock });
   const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'));
   const address = await app.listen({ port: config.port, host: config.host });
@@ -90,8 +94,12 @@ export async function main(): Promise<void> {
   await serve(config);
 }
 
-/** Runs the server until SIGINT or SIGTERM, then closes it cleanly. */
+/**
+ * Runs the server until SIGINT or SIGTERM, then closes it cleanly. With `config.workers`
+ * above 1 this process becomes the node:cluster primary and the workers serve.
+ */
 export async function serve(config: Config): Promise<void> {
+  if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
   const server = await startServer(config);
   const stop = () => {
     server.close().then(
@@ -101,6 +109,63 @@ export async function serve(config: Config): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/**
+ * The node:cluster primary: prepares the store once (migrations, first signing keys), so the
+ * workers never race to create them, then forks `config.workers` workers that share the
+ * port and the store: SQLite in WAL mode, where each worker's connection waits for another's
+ * write lock (busy_timeout) instead of failing, or PostgreSQL. Resolves once every worker
+ * listens. A worker that dies is replaced; one that dies before it ever listened stops the
+ * whole server, since its replacement would fail the same way.
+ */
+async function servePrimary(config: Config): Promise<void> {
+  const store = await openStore(config.database);
+  try {
+    await keyManager(config, store).ensureKeys();
+  } finally {
+    await store.close();
+  }
+  let stopping = false;
+  const listening = new Set<Worker>();
+  const fork = () => cluster.fork();
+
+  const ready = new Promise<void>((resolve, reject) => {
+    cluster.on('listening', (worker) => {
+      listening.add(worker);
+      if (listening.size === config.workers) resolve();
+    });
+    cluster.on('exit', (worker, code, signal) => {
+      if (stopping) return;
+      if (!listening.delete(worker)) {
+        stopping = true;
+        for (const other of Object.values(cluster.workers ?? {})) other?.kill('SIGTERM');
+        reject(new Error(`a worker exited before it could serve (${signal ?? `exit code ${code}`})`));
+        return;
+      }
+      process.stderr.write(`tessera: worker ${worker.process.pid} exited (${signal ?? `exit code ${code}`}); starting another\n`);
+      fork();
+    });
+  });
+  for (let i = 0; i < config.workers; i += 1) fork();
+
+  const stop = () => {
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+    if (workers.length === 0) process.exit(0);
+    let left = workers.length;
+    for (const worker of workers) {
+      worker.once('exit', () => {
+        left -= 1;
+        if (left === 0) process.exit(0);
+      });
+      // Each worker closes its server and store on SIGTERM (serve above).
+      worker.kill('SIGTERM');
+    }
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await ready;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

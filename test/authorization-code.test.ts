@@ -89,7 +89,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
       audience: server.url,
       typ: 'at+jwt',
     });
-    assert.equal(protectedHeader.alg, 'RS256');
+    assert.equal(protectedHeader.alg, 'ES256', 'ES256 by default (TESSERA_ACCESS_TOKEN_ALG)');
     assert.equal(payload.sub, user.id);
     assert.equal(payload['client_id'], client.clientId);
     assert.equal(payload['scope'], 'openid');

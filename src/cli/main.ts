@@ -20,7 +20,8 @@ import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 export const USAGE = `Usage: tessera <command> [options]
 
 Commands:
-  serve                                   Run the server (settings from the environment; see README)
+  serve [--workers N]                     Run the server (settings from the environment; see README);
+                                          --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--json]
@@ -329,8 +330,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     const config = loadConfig(io.env);
     if (first === 'serve') {
-      parse([second, ...rest].filter(Boolean), {});
-      await serve(config);
+      const { values } = parse([second, ...rest].filter(Boolean), { workers: { type: 'string' } });
+      const workers = values.workers;
+      if (workers !== undefined && !(/^\d{1,2}$/.test(workers) && Number(workers) >= 1 && Number(workers) <= 64)) {
+        throw new UsageError(`--workers ${workers}: must be a whole number from 1 to 64`);
+      }
+      await serve(workers === undefined ? config : { ...config, workers: Number(workers) });
       return -1;
     }
     if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);

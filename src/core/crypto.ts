@@ -23,6 +23,17 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return timingSafeEqual(left, right) && a.length === b.length;
 }
 
+/**
+ * Constant-time comparison of two `hashSecret` digests: fixed-length already, so they are
+ * compared as they are, without the two extra hashes `constantTimeEqual` spends on inputs of
+ * any length. Client authentication runs on every token request.
+ */
+export function digestsEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'latin1');
+  const right = Buffer.from(b, 'latin1');
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
 /** RFC 7636 §4.2: code_challenge = BASE64URL(SHA256(ASCII(code_verifier))). */
 export function s256(verifier: string): string {
   return createHash('sha256').update(verifier, 'ascii').digest('base64url');

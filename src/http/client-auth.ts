@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { constantTimeEqual, hashSecret } from '../core/crypto.ts';
+import { digestsEqual, hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { Params } from '../flows/types.ts';
@@ -63,7 +63,7 @@ async function identifyClient(store: Store, request: FastifyRequest, params: Par
   const presented = hashSecret(credentials.secret);
   const client = await store.clients.get(credentials.id);
   if (client && client.secretHash === null) throw new OAuthError('invalid_client', 'a public client has no secret to present');
-  if (!client || !constantTimeEqual(presented, client.secretHash!)) {
+  if (!client || !digestsEqual(presented, client.secretHash!)) {
     throw new OAuthError('invalid_client', 'client authentication failed');
   }
   return client;

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type ClientRecord, type GrantRecord, type Store, type UserRecord } from '../store/types.ts';
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type ClientRecord, type GrantRecord, type SigningAlgorithm, type Store, type UserRecord } from '../store/types.ts';
+import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
 /** The successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3). Wire names, readonly. */
@@ -77,14 +78,23 @@ export class TokenIssuer {
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
   readonly #store: Pick<Store, 'grants' | 'refreshTokens'>;
+  readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
-  constructor(keys: KeyManager, clock: Clock, issuer: string, lifetimes: Lifetimes, store: Pick<Store, 'grants' | 'refreshTokens'>) {
+  constructor(
+    keys: KeyManager,
+    clock: Clock,
+    issuer: string,
+    lifetimes: Lifetimes,
+    store: Pick<Store, 'grants' | 'refreshTokens'>,
+    accessTokenAlg: SigningAlgorithm = 'ES256',
+  ) {
     this.#keys = keys;
     this.#clock = clock;
     this.#issuer = issuer;
     this.#lifetimes = lifetimes;
     this.#store = store;
+    this.#accessTokenAlg = accessTokenAlg;
   }
 
   /**
@@ -182,41 +192,36 @@ export class TokenIssuer {
 
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
   async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
-    const key = await this.#keys.signingKey('RS256');
-    return new SignJWT({
+    const key = await this.#keys.signingKey(this.#accessTokenAlg);
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
       scope,
       auth_time: seconds(issuance.authTime),
       // Lets introspection and revocation find the approval this token came from.
       gid: issuance.grantId,
-    })
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-      .setIssuer(this.#issuer)
+      iss: this.#issuer,
       // Without a resource indicator, the resource is this server's own API (userinfo).
-      .setAudience(this.#issuer)
-      .setSubject(issuance.user.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + lifetime)
-      .setJti(randomUUID())
-      .sign(key.key);
+      aud: this.#issuer,
+      sub: issuance.user.id,
+      iat: now,
+      exp: now + lifetime,
+      jti: randomUUID(),
+    }, key.privateKey);
   }
 
   /** OIDC Core §2 and §3.1.3.6. */
   async #idToken(issuance: Issuance, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
-    const payload: JWTPayload = {
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
       ...scopeClaims(issuance.user, issuance.scope),
       auth_time: seconds(issuance.authTime),
       azp: issuance.client.id,
-    };
-    if (issuance.nonce) payload['nonce'] = issuance.nonce;
-    return new SignJWT(payload)
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
-      .setIssuer(this.#issuer)
-      .setAudience(issuance.client.id)
-      .setSubject(issuance.user.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + this.#lifetimes.idToken)
-      .sign(key.key);
+      ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
+      iss: this.#issuer,
+      aud: issuance.client.id,
+      sub: issuance.user.id,
+      iat: now,
+      exp: now + this.#lifetimes.idToken,
+    }, key.privateKey);
   }
 }

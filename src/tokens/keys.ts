@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Clock } from '../core/clock.ts';
 import type { KeyStore, SigningAlgorithm, SigningKeyRecord } from '../store/types.ts';
@@ -16,6 +16,8 @@ export interface ActiveKey {
   readonly kid: string;
   readonly alg: SigningAlgorithm;
   readonly key: CryptoKey;
+  /** The same private key for node:crypto, which signs without WebCrypto's overhead (jws.ts). */
+  readonly privateKey: KeyObject;
 }
 
 /**
@@ -107,7 +109,12 @@ export class KeyManager {
       const now = this.#clock.now();
       const record = cache.published.filter((key) => key.alg === alg && canSign(key, now)).at(-1);
       if (!record) throw new Error(`no ${alg} signing key is active; run 'tessera keys rotate' or restart to generate one`);
-      active = importJWK(record.privateJwk as JWK, alg).then((key) => ({ kid: record.kid, alg, key: key as CryptoKey }));
+      active = importJWK(record.privateJwk as JWK, alg).then((key) => ({
+        kid: record.kid,
+        alg,
+        key: key as CryptoKey,
+        privateKey: createPrivateKey({ key: record.privateJwk as JWK & Record<string, string>, format: 'jwk' }),
+      }));
       active.catch(() => cache.active.delete(alg));
       cache.active.set(alg, active);
     }

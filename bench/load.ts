@@ -1,0 +1,147 @@
+/**
+ * One timed load with autocannon (programmatic API), measured the same way for every server:
+ * the latency of every response (autocannon's own histogram keeps 2xx responses only, and a
+ * poll's expected answer is a 400), each response classified against what the scenario
+ * expects, and the server's CPU over the same window.
+ */
+import autocannon, { type Request } from 'autocannon';
+import { cpuSeconds, machineBusySeconds, procAvailable, processTree } from './proc.ts';
+
+/** What a response was, for the scenario that sent it. */
+export type Verdict = 'ok' | 'slow_down' | 'unexpected';
+
+export interface LoadSpec {
+  readonly url: string;
+  readonly connections: number;
+  /** Seconds; or `amount` requests in all. */
+  readonly duration?: number;
+  readonly amount?: number;
+  /** Requests per second over all connections, to pace polling; none when absent. */
+  readonly overallRate?: number;
+  /**
+   * Builds the next request (method, path, headers, body). `context` belongs to the
+   * connection, which has one request in flight at a time: what is put there comes back to
+   * `answered` with that request's answer.
+   */
+  readonly next: (context: Record<string, unknown>) => Request;
+  readonly answered?: (context: Record<string, unknown>) => void;
+  readonly classify: (status: number, body: string) => Verdict;
+  /** The server process whose tree is measured. */
+  readonly serverPid: number;
+}
+
+export interface Sample {
+  readonly requests: number;
+  readonly seconds: number;
+  /** Milliseconds, one per response. */
+  readonly latencies: number[];
+  readonly ok: number;
+  readonly slowDown: number;
+  readonly unexpected: number;
+  /** Connection errors and timeouts. */
+  readonly errors: number;
+  /** Server CPU seconds in the window, or NaN where /proc is missing. */
+  readonly cpuSeconds: number;
+  /**
+   * CPU seconds the rest of the machine used in the window: neither the server nor this
+   * load generator. Other work on a shared machine shows here, and skews the figures.
+   */
+  readonly otherCpuSeconds: number;
+  /** The first few unexpected answers, to say what went wrong. */
+  readonly examples: string[];
+}
+
+export async function load(spec: LoadSpec): Promise<Sample> {
+  const latencies: number[] = [];
+  let ok = 0;
+  let slowDown = 0;
+  let unexpected = 0;
+  const examples: string[] = [];
+  const request: Request = {
+    setupRequest: (base, context) => ({ ...base, ...spec.next(context) }),
+    onResponse: (status, body, context) => {
+      spec.answered?.(context);
+      const verdict = spec.classify(status, body);
+      if (verdict === 'ok') ok += 1;
+      else if (verdict === 'slow_down') slowDown += 1;
+      else {
+        unexpected += 1;
+        if (examples.length < 3) examples.push(`${status} ${body.slice(0, 200)}`);
+      }
+    },
+  };
+  const pids = procAvailable ? processTree(spec.serverPid) : [];
+  const cpuBefore = procAvailable ? cpuSeconds(pids) : NaN;
+  const machineBefore = machineBusySeconds();
+  const driverBefore = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  let last = started;
+  let ended: { server: number; machine: number; driver: NodeJS.CpuUsage } | undefined;
+  const readings = () => ({ server: procAvailable ? cpuSeconds(pids) : NaN, machine: machineBusySeconds(), driver: process.cpuUsage(driverBefore) });
+  const result = await new Promise<import("autocannon").Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: spec.url,
+        connections: spec.connections,
+        timeout: 10,
+        requests: [request],
+        ...(spec.amount === undefined ? { duration: spec.duration ?? 10 } : { amount: spec.amount }),
+        ...(spec.overallRate === undefined ? {} : { overallRate: spec.overallRate }),
+      },
+      (error, outcome) => (error ? reject(error) : resolve(outcome)),
+    );
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => {
+      latencies.push(responseTime);
+      last = process.hrtime.bigint();
+      // autocannon notices that `amount` is reached only on its once-a-second tick: stop now,
+      // and time the batch to its last response, or a 0.3 s batch would count as 1 s.
+      if (spec.amount !== undefined && latencies.length === spec.amount) {
+        ended = readings();
+        instance.stop();
+      }
+    });
+  });
+  const seconds = Number((spec.amount === undefined ? process.hrtime.bigint() : last) - started) / 1e9;
+  const { server: cpuAfter, machine: machineAfter, driver } = ended ?? readings();
+  const other = machineAfter - machineBefore - (cpuAfter - cpuBefore) - (driver.user + driver.system) / 1e6;
+  return {
+    requests: latencies.length,
+    seconds,
+    latencies,
+    ok,
+    slowDown,
+    unexpected,
+    errors: result.errors + result.timeouts,
+    cpuSeconds: cpuAfter - cpuBefore,
+    otherCpuSeconds: Math.max(0, other),
+    examples,
+  };
+}
+
+/** Several samples as one: a run of code exchanges is several timed batches. */
+export function combine(samples: readonly Sample[]): Sample {
+  return {
+    requests: samples.reduce((sum, s) => sum + s.requests, 0),
+    seconds: samples.reduce((sum, s) => sum + s.seconds, 0),
+    latencies: samples.flatMap((s) => s.latencies),
+    ok: samples.reduce((sum, s) => sum + s.ok, 0),
+    slowDown: samples.reduce((sum, s) => sum + s.slowDown, 0),
+    unexpected: samples.reduce((sum, s) => sum + s.unexpected, 0),
+    errors: samples.reduce((sum, s) => sum + s.errors, 0),
+    cpuSeconds: samples.reduce((sum, s) => sum + s.cpuSeconds, 0),
+    otherCpuSeconds: samples.reduce((sum, s) => sum + s.otherCpuSeconds, 0),
+    examples: samples.flatMap((s) => s.examples).slice(0, 3),
+  };
+}
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export function median(values: readonly number[]): number {
+  const finite = values.filter((value) => !Number.isNaN(value)).sort((a, b) => a - b);
+  if (finite.length === 0) return NaN;
+  const middle = Math.floor(finite.length / 2);
+  return finite.length % 2 === 1 ? finite[middle]! : (finite[middle - 1]! + finite[middle]!) / 2;
+}

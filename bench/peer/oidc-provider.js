@@ -1,0 +1,90 @@
+/**
+ * The peer the benchmark compares Tessera with: node-oidc-provider 9.x, configured as its
+ * README and defaults recommend for the same flows: one confidential client authenticating
+ * with client_secret_basic, PKCE required (S256), the device flow feature on, RS256 ID
+ * tokens (its default), and its default in-memory adapter. Started by bench/run.ts with
+ * PORT, BENCH_CLIENT_ID, BENCH_CLIENT_SECRET and BENCH_REDIRECT_URI in the environment.
+ *
+ * Plain JavaScript: it runs against bench/node_modules, which Tessera's type check never
+ * sees. Minting codes needs the provider's own models, so the driver asks for them over IPC.
+ */
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import Provider from 'oidc-provider';
+
+const port = Number(process.env.PORT);
+const issuer = `http://127.0.0.1:${port}`;
+const clientId = process.env.BENCH_CLIENT_ID;
+const clientSecret = process.env.BENCH_CLIENT_SECRET;
+const redirectUri = process.env.BENCH_REDIRECT_URI;
+
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: 'bench-rs256', alg: 'RS256', use: 'sig' };
+
+const provider = new Provider(issuer, {
+  clients: [
+    {
+      client_id: clientId,
+      client_secret: clientSecret,
+      client_name: 'Bench',
+      redirect_uris: [redirectUri],
+      response_types: ['code'],
+      grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: 'RS256',
+    },
+  ],
+  jwks: { keys: [signingKey] },
+  // A fixed cookie key, as production deployments must set one.
+  cookies: { keys: [randomBytes(32).toString('base64url')] },
+  pkce: { required: () => true },
+  features: {
+    deviceFlow: { enabled: true },
+    devInteractions: { enabled: false },
+  },
+  claims: { openid: ['sub'], profile: ['name', 'preferred_username'] },
+  async findAccount(_ctx, sub) {
+    return {
+      accountId: sub,
+      async claims() {
+        return { sub, name: 'Ada Lovelace', preferred_username: 'ada' };
+      },
+    };
+  },
+});
+// Bad requests are the clients' fault; the bench counts them, the log need not.
+provider.on('server_error', (_ctx, error) => process.stderr.write(`oidc-provider server_error: ${error.stack}\n`));
+
+/** Mints authorization codes as its authorization endpoint would after approval: a grant, then the code. */
+async function mintCodes(count) {
+  const codes = [];
+  const authTime = Math.floor(Date.now() / 1000);
+  for (let i = 0; i < count; i += 1) {
+    const verifier = randomBytes(32).toString('base64url');
+    const grant = new provider.Grant({ accountId: `user-${i}`, clientId });
+    grant.addOIDCScope('openid profile');
+    const grantId = await grant.save();
+    const code = await new provider.AuthorizationCode({
+      accountId: `user-${i}`,
+      client: await provider.Client.find(clientId),
+      grantId,
+      redirectUri,
+      scope: 'openid profile',
+      authTime,
+      codeChallenge: createHash('sha256').update(verifier).digest('base64url'),
+      codeChallengeMethod: 'S256',
+    }).save();
+    codes.push({ code, verifier });
+  }
+  return codes;
+}
+
+process.on('message', (message) => {
+  if (message?.type !== 'mint-codes') return;
+  mintCodes(message.count).then(
+    (codes) => process.send({ id: message.id, codes }),
+    (error) => process.send({ id: message.id, error: String(error?.stack ?? error) }),
+  );
+});
+
+const server = provider.listen(port, '127.0.0.1', () => process.send?.({ type: 'ready' }));
+process.once('SIGTERM', () => server.close(() => process.exit(0)));

@@ -1,0 +1,563 @@
+/**
+ * `npm run bench [-- options]`: Tessera under load, and with `--compare` oidc-provider 9.x
+ * beside it in the same run. Every scenario gets a fresh server; the load comes from this
+ * process (autocannon), so the server's CPU and memory are its own. See docs/benchmarks.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { parseArgs } from 'node:util';
+import type { Request } from 'autocannon';
+import pg from 'pg';
+import { combine, load, median, percentile, type Sample, type Verdict } from './load.ts';
+import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
+import { seedDeviceCodes } from './seed.ts';
+import { createPostgresDatabase, ROOT, startPeer, startTessera, type StartOptions, type Target } from './targets.ts';
+
+const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale'] as const;
+type ScenarioName = (typeof SCENARIOS)[number];
+type TargetKind = 'tessera/sqlite' | 'tessera/postgres' | 'oidc-provider';
+
+const USAGE = `Usage: npm run bench -- [options]
+
+  --compare             also run oidc-provider 9.x (installed under bench/ on first use)
+  --quick               a smoke run: 1 s runs, one run, short warm-up, 10,000 codes at scale
+  --duration S          seconds per timed run (default 5)
+  --warmup S            seconds of warm-up before the runs (default 1)
+  --runs N              timed runs per scenario; medians are reported (default 3)
+  --connections N       concurrent connections (default 50)
+  --workers N           Tessera worker processes (node:cluster, default 1)
+  --scenario NAME       run only this scenario (repeatable): ${SCENARIOS.join(', ')}
+  --postgres URL        PostgreSQL to create a scratch database in
+                        (default postgres://postgres@127.0.0.1:5432/postgres)
+  --no-postgres         skip PostgreSQL even where one answers
+  --scale N             the larger outstanding-code count of device_poll_scale (default 1000000)
+  --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
+  --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
+  --pool N              pending device codes polled in turn (default 400; more than --connections)
+  --baseline            device_poll also against a bare node:http server doing only the
+                        irreducible work of a persisted poll (bench/baseline.ts)
+  --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
+  --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
+`;
+
+interface Settings {
+  readonly compare: boolean;
+  readonly duration: number;
+  readonly warmup: number;
+  readonly runs: number;
+  readonly connections: number;
+  readonly workers: number;
+  readonly scenarios: readonly ScenarioName[];
+  readonly postgres: string | null;
+  readonly scale: number;
+  readonly deviceInterval: number;
+  readonly cpuProf: boolean;
+  readonly baseline: boolean;
+  /** Codes minted then exchanged per timed batch: what oidc-provider's memory adapter can hold. */
+  readonly batch: number;
+  /** Pending device codes polled round-robin. */
+  readonly pool: number;
+  readonly out: string;
+}
+
+function settingsFrom(argv: string[]): Settings {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      compare: { type: 'boolean' },
+      quick: { type: 'boolean' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      runs: { type: 'string' },
+      connections: { type: 'string' },
+      workers: { type: 'string' },
+      scenario: { type: 'string', multiple: true },
+      postgres: { type: 'string' },
+      'no-postgres': { type: 'boolean' },
+      scale: { type: 'string' },
+      'device-interval': { type: 'string' },
+      'cpu-prof': { type: 'boolean' },
+      baseline: { type: 'boolean' },
+      batch: { type: 'string' },
+      out: { type: 'string' },
+      pool: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const number = (name: string, raw: string | undefined, fallback: number, min: number): number => {
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < min) throw new Error(`--${name} must be a number of at least ${min}, got ${raw}`);
+    return value;
+  };
+  const quick = values.quick === true;
+  if (values.pool !== undefined && values.connections !== undefined && Number(values.pool) <= Number(values.connections)) {
+    throw new Error('--pool must be larger than --connections: a code is never polled twice at once');
+  }
+  const scenarios = (values.scenario ?? [...SCENARIOS]).map((name) => {
+    if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`--scenario ${name}: must be one of ${SCENARIOS.join(', ')}`);
+    return name as ScenarioName;
+  });
+  return {
+    compare: values.compare === true,
+    duration: number('duration', values.duration, quick ? 1 : 5, 0.5),
+    warmup: number('warmup', values.warmup, quick ? 0.5 : 1, 0),
+    runs: Math.floor(number('runs', values.runs, quick ? 1 : 3, 1)),
+    connections: Math.floor(number('connections', values.connections, 50, 1)),
+    workers: Math.floor(number('workers', values.workers, 1, 1)),
+    scenarios,
+    postgres: values['no-postgres'] ? null : (values.postgres ?? 'postgres://postgres@127.0.0.1:5432/postgres'),
+    scale: Math.floor(number('scale', values.scale, quick ? 10_000 : 1_000_000, 2_000)),
+    deviceInterval: Math.floor(number('device-interval', values['device-interval'], 0, 0)),
+    cpuProf: values['cpu-prof'] === true,
+    baseline: values.baseline === true,
+    batch: Math.floor(number('batch', values.batch, 200, 1)),
+    pool: Math.floor(number('pool', values.pool, 400, 1)),
+    out: values.out ?? join(ROOT, 'bench/results'),
+  };
+}
+
+interface Row {
+  readonly scenario: string;
+  readonly target: string;
+  /** Why there is no figure, when there is none. */
+  readonly skipped?: string;
+  readonly rps?: number;
+  readonly p50?: number;
+  readonly p99?: number;
+  readonly errors?: number;
+  readonly unexpected?: number;
+  readonly slowDown?: number;
+  readonly cpuPercent?: number;
+  /** CPU used by neither the server nor the load generator (% of one core): other work on the machine. */
+  readonly otherPercent?: number;
+  readonly peakRssMb?: number;
+  readonly examples?: string[];
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+function summarise(scenario: string, target: Target, samples: readonly Sample[]): Row {
+  const perRun = samples.map((sample) => {
+    const sorted = [...sample.latencies].sort((a, b) => a - b);
+    return {
+      rps: sample.requests / sample.seconds,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      cpu: (sample.cpuSeconds / sample.seconds) * 100,
+      other: (sample.otherCpuSeconds / sample.seconds) * 100,
+    };
+  });
+  return {
+    scenario,
+    target: target.label,
+    rps: median(perRun.map((run) => run.rps)),
+    p50: median(perRun.map((run) => run.p50)),
+    p99: median(perRun.map((run) => run.p99)),
+    errors: samples.reduce((sum, s) => sum + s.errors, 0),
+    unexpected: samples.reduce((sum, s) => sum + s.unexpected, 0),
+    slowDown: samples.reduce((sum, s) => sum + s.slowDown, 0),
+    cpuPercent: median(perRun.map((run) => run.cpu)),
+    otherPercent: median(perRun.map((run) => run.other)),
+    peakRssMb: procAvailable ? peakRssMb(processTree(target.pid)) : NaN,
+    examples: samples.flatMap((s) => s.examples).slice(0, 3),
+  };
+}
+
+/** One target made ready for one scenario: `run(seconds)` is one timed run. */
+interface Prepared {
+  readonly scenario: string;
+  readonly target: Target;
+  readonly skipped?: string;
+  readonly run?: (seconds: number) => Promise<Sample>;
+}
+
+/**
+ * Warm-up (discarded), then the timed runs, taking turns between the targets (run 1 of
+ * each, then run 2 of each, …) so that a machine that slows down or speeds up during the
+ * scenario treats every server alike.
+ */
+async function measure(settings: Settings, prepared: readonly Prepared[]): Promise<Row[]> {
+  const live = prepared.filter((entry) => entry.run !== undefined);
+  if (settings.warmup > 0) for (const entry of live) await entry.run!(settings.warmup);
+  const samples = new Map<Prepared, Sample[]>(live.map((entry) => [entry, []]));
+  for (let i = 0; i < settings.runs; i += 1) {
+    for (const entry of live) samples.get(entry)!.push(await entry.run!(settings.duration));
+  }
+  return prepared.map((entry) =>
+    entry.run ? summarise(entry.scenario, entry.target, samples.get(entry)!) : { scenario: entry.scenario, target: entry.target.label, skipped: entry.skipped ?? 'not run' },
+  );
+}
+
+function post(path: string, authorization: string, body: string): Request {
+  return { method: 'POST', path, headers: { authorization, 'content-type': FORM }, body };
+}
+
+function prepareDeviceAuthorization(settings: Settings, target: Target): Prepared {
+  const scenario = 'device_authorization';
+  const path = target.deviceAuthorizationPath;
+  if (!path) return { scenario, target, skipped: 'no device authorization endpoint' };
+  const request = post(path, target.authorization, 'scope=openid%20profile');
+  return {
+    scenario,
+    target,
+    run: (seconds) =>
+      load({
+        url: target.origin,
+        connections: settings.connections,
+        duration: seconds,
+        next: () => request,
+        classify: (status, body): Verdict => (status === 200 && body.includes('"device_code"') ? 'ok' : 'unexpected'),
+        serverPid: target.pid,
+      }),
+  };
+}
+
+/** Pending device codes made through the server's device authorization endpoint. */
+async function devicePool(target: Target, size: number): Promise<string[]> {
+  const codes: string[] = [];
+  const worker = async () => {
+    while (codes.length < size) {
+      const response = await fetch(`${target.origin}${target.deviceAuthorizationPath}`, {
+        method: 'POST',
+        headers: { authorization: target.authorization, 'content-type': FORM },
+        body: 'scope=openid%20profile',
+      });
+      const body = (await response.json()) as { device_code?: string };
+      if (!response.ok || typeof body.device_code !== 'string') throw new Error(`${target.label}: device authorization answered ${response.status} ${JSON.stringify(body)}`);
+      codes.push(body.device_code);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  return codes.slice(0, size);
+}
+
+/**
+ * Polls the pool in turn. RFC 8628 §3.5: a client waits `interval` seconds between polls
+ * of one code; with an interval, the overall rate is held to what the pool allows (with 10%
+ * to spare), so any slow_down is the server's mistake.
+ */
+function preparePoll(settings: Settings, target: Target, scenario: string, codes: readonly string[]): Prepared {
+  // Codes wait in a queue and go back to its end once answered: polled in turn, and never
+  // again while a poll of the same code is still in flight, as a device never does.
+  const idle = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
+  const overallRate = settings.deviceInterval > 0 ? Math.max(1, Math.floor(codes.length / (settings.deviceInterval * 1.1))) : undefined;
+  return {
+    scenario,
+    target,
+    run: (seconds) =>
+      load({
+        url: target.origin,
+        connections: settings.connections,
+        duration: seconds,
+        ...(overallRate === undefined ? {} : { overallRate }),
+        next: (context) => {
+          const body = idle.shift()!;
+          context['body'] = body;
+          return post(target.tokenPath, target.authorization, body);
+        },
+        answered: (context) => {
+          if (typeof context['body'] === 'string') idle.push(context['body']);
+          context['body'] = undefined;
+        },
+        classify: (status, body): Verdict =>
+          status === 400 && body.includes('"authorization_pending"') ? 'ok' : status === 400 && body.includes('"slow_down"') ? 'slow_down' : 'unexpected',
+        serverPid: target.pid,
+      }),
+  };
+}
+
+async function prepareDevicePoll(settings: Settings, target: Target): Promise<Prepared> {
+  if (!target.deviceAuthorizationPath || !target.supportsDevicePolling) return { scenario: 'device_poll', target, skipped: 'no device flow' };
+  return preparePoll(settings, target, 'device_poll', await devicePool(target, settings.pool));
+}
+
+/** Codes minted in batches (untimed), each exchanged once (timed) until the run's time is used. */
+function prepareCodeExchange(settings: Settings, target: Target): Prepared {
+  const run = async (seconds: number): Promise<Sample> => {
+    const batches: Sample[] = [];
+    let elapsed = 0;
+    do {
+      const codes = await target.mintCodes(settings.batch);
+      let next = 0;
+      const bodies = codes.map(
+        ({ code, verifier }) =>
+          `grant_type=authorization_code&code=${encodeURIComponent(code)}&redirect_uri=${encodeURIComponent(target.redirectUri)}&code_verifier=${verifier}`,
+      );
+      const sample = await load({
+        url: target.origin,
+        connections: Math.min(settings.connections, settings.batch),
+        amount: settings.batch,
+        next: () => post(target.tokenPath, target.authorization, bodies[next++ % bodies.length]!),
+        classify: (status, body): Verdict => (status === 200 && body.includes('"id_token"') ? 'ok' : 'unexpected'),
+        serverPid: target.pid,
+      });
+      batches.push(sample);
+      elapsed += sample.seconds;
+    } while (elapsed < seconds);
+    return combine(batches);
+  };
+  return { scenario: 'code_exchange', target, run };
+}
+
+/** Tessera on SQLite with 1,000 and with `--scale` outstanding device codes, the same pool polled in each. */
+async function scaleTargets(settings: Settings, options: StartOptions, targets: Target[]): Promise<Prepared[]> {
+  const prepared: Prepared[] = [];
+  for (const outstanding of [1000, settings.scale]) {
+    const scenario = `device_poll ${outstanding.toLocaleString('en')} codes`;
+    let codes: string[] = [];
+    const started = Date.now();
+    const target = await startTessera({
+      ...options,
+      postgres: null,
+      seedSqlite: (path, clientId) => {
+        codes = seedDeviceCodes(path, clientId, outstanding, Math.min(1000, outstanding), settings.deviceInterval);
+      },
+    });
+    targets.push(target);
+    note(`  ${scenario}: seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    prepared.push(target.supportsDevicePolling ? preparePoll(settings, target, scenario, codes) : { scenario, target, skipped: 'no device flow' });
+  }
+  return prepared;
+}
+
+/** How busy the machine is, in cores, over one second before the bench starts. */
+async function otherLoadBefore(): Promise<number> {
+  const before = machineBusySeconds();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return machineBusySeconds() - before;
+}
+
+function note(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+const format = {
+  int: (value: number | undefined) => (value === undefined || Number.isNaN(value) ? 'n/a' : Math.round(value).toLocaleString('en')),
+  ms: (value: number | undefined) => (value === undefined || Number.isNaN(value) ? 'n/a' : value < 10 ? value.toFixed(2) : value.toFixed(1)),
+  ratio: (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}x` : 'n/a'),
+};
+
+const COLUMNS = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'unexpected', 'slow_down', 'server CPU %', 'CPU ms/req', 'peak RSS MB'];
+
+function cells(row: Row): string[] {
+  if (row.skipped) return [row.scenario, row.target, `(${row.skipped})`, '', '', '', '', '', '', '', ''];
+  return [
+    row.scenario,
+    row.target,
+    format.int(row.rps),
+    format.ms(row.p50),
+    format.ms(row.p99),
+    String(row.errors),
+    String(row.unexpected),
+    String(row.slowDown),
+    format.int(row.cpuPercent),
+    // CPU per request is steadier than req/s when other work shares the machine.
+    row.cpuPercent === undefined || Number.isNaN(row.cpuPercent) ? 'n/a' : ((row.cpuPercent * 10) / row.rps!).toFixed(3),
+    format.int(row.peakRssMb),
+  ];
+}
+
+function textTable(header: string[], rows: string[][]): string {
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function markdownTable(header: string[], rows: string[][]): string {
+  const line = (row: string[]) => `| ${row.join(' | ')} |`;
+  return [line(header), line(header.map((_, i) => (i < 2 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+/** Tessera (SQLite) over oidc-provider for each scenario both ran, against the issue's goals. */
+function comparison(rows: readonly Row[]): { header: string[]; rows: string[][]; verdicts: string[] } {
+  const goals: Record<string, number> = { device_poll: 2, code_exchange: 1.5, device_authorization: 1.2 };
+  const header = ['scenario', 'figure', 'tessera/sqlite', 'oidc-provider', 'ratio', 'goal', 'met'];
+  const out: string[][] = [];
+  const verdicts: string[] = [];
+  for (const scenario of ['device_authorization', 'device_poll', 'code_exchange']) {
+    const ours = rows.find((row) => row.scenario === scenario && row.target === 'tessera/sqlite' && !row.skipped);
+    const theirs = rows.find((row) => row.scenario === scenario && row.target === 'oidc-provider' && !row.skipped);
+    if (!ours || !theirs) continue;
+    const rps = ours.rps! / theirs.rps!;
+    const p99 = ours.p99! / theirs.p99!;
+    const rss = ours.peakRssMb!;
+    const checks: [string, string, string, string, string, boolean][] = [
+      ['req/s', format.int(ours.rps), format.int(theirs.rps), format.ratio(rps), `>= ${goals[scenario]}x`, rps >= goals[scenario]!],
+      ['p99 ms', format.ms(ours.p99), format.ms(theirs.p99), format.ratio(p99), '<= 0.5x', p99 <= 0.5],
+      ['peak RSS MB', format.int(rss), format.int(theirs.peakRssMb), format.ratio(rss / theirs.peakRssMb!), '< 150 MB', rss < 150],
+    ];
+    for (const [figure, a, b, ratio, goal, met] of checks) {
+      out.push([scenario, figure, a, b, ratio, goal, met ? 'yes' : 'NO']);
+      if (!met) verdicts.push(`${scenario} ${figure}: ${ratio} (goal ${goal})`);
+    }
+  }
+  return { header, rows: out, verdicts };
+}
+
+function scaleCheck(rows: readonly Row[]): string | null {
+  const scale = rows.filter((row) => row.scenario.startsWith('device_poll ') && !row.skipped);
+  if (scale.length !== 2) return null;
+  const [small, large] = scale as [Row, Row];
+  const p50 = large.p50! / small.p50!;
+  const p99 = large.p99! / small.p99!;
+  const met = Math.max(p50, p99) <= 1.5;
+  return `${large.scenario} over ${small.scenario}: p50 ${format.ratio(p50)}, p99 ${format.ratio(p99)}, req/s ${format.ratio(large.rps! / small.rps!)} (goal: latency within 1.5x) ${met ? 'met' : 'NOT MET'}`;
+}
+
+async function machine(settings: Settings, postgresVersion: string | null): Promise<Record<string, string>> {
+  const db = new DatabaseSync(':memory:');
+  const sqlite = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
+  db.close();
+  const peerPackage = join(ROOT, 'bench/node_modules/oidc-provider/package.json');
+  const autocannonPackage = join(ROOT, 'node_modules/autocannon/package.json');
+  const version = (path: string) => (existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version : 'not installed');
+  return {
+    cpu: `${cpus().length} x ${cpus()[0]?.model.trim() ?? 'unknown'}`,
+    memory: `${Math.round(totalmem() / 2 ** 30)} GiB`,
+    kernel: `Linux ${release()}`,
+    node: process.version,
+    sqlite,
+    postgres: postgresVersion ?? 'not used',
+    'oidc-provider': settings.compare ? version(peerPackage) : 'not run',
+    autocannon: version(autocannonPackage),
+    settings: `${settings.connections} connections, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers}, device poll interval: ${settings.deviceInterval} s`,
+  };
+}
+
+async function postgresVersion(url: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    const result = await client.query<{ server_version: string }>('SHOW server_version');
+    return result.rows[0]?.server_version ?? 'unknown';
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function ensurePeerInstalled(): void {
+  if (existsSync(join(ROOT, 'bench/node_modules/oidc-provider/package.json'))) return;
+  note('--- installing oidc-provider under bench/ (npm install --prefix bench)');
+  const result = spawnSync('npm', ['install', '--prefix', 'bench', '--no-audit', '--no-fund'], { cwd: ROOT, stdio: 'inherit' });
+  if (result.status !== 0) throw new Error('npm install --prefix bench failed');
+}
+
+async function main(): Promise<void> {
+  const settings = settingsFrom(process.argv.slice(2));
+  if (settings.compare) ensurePeerInstalled();
+  const results = settings.out;
+  const logDir = join(results, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const cpuProfileDir = settings.cpuProf ? join(results, 'profiles') : null;
+  if (cpuProfileDir) mkdirSync(cpuProfileDir, { recursive: true });
+  const options: StartOptions = { workers: settings.workers, deviceInterval: settings.deviceInterval, cpuProfileDir, logDir };
+  const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
+  if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
+
+  const kinds: TargetKind[] = ['tessera/sqlite', ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
+  const start = async (kind: TargetKind): Promise<Target> => {
+    if (kind === 'oidc-provider') return startPeer(options);
+    if (kind === 'tessera/postgres') {
+      const database = await createPostgresDatabase(settings.postgres!);
+      if (!database) throw new Error('PostgreSQL stopped answering');
+      return startTessera({ ...options, postgres: database });
+    }
+    return startTessera({ ...options, postgres: null });
+  };
+
+  const rows: Row[] = [];
+  const began = Date.now();
+  const idleBusy = await otherLoadBefore();
+  if (idleBusy > 0.1) note(`the machine was ${Math.round(idleBusy * 100)}% busy (of one core) before the run: other work skews the figures`);
+  for (const scenario of settings.scenarios) {
+    note(`${scenario}: ${scenario === 'device_poll_scale' ? 'tessera/sqlite, 1,000 and ' + settings.scale.toLocaleString('en') + ' outstanding codes' : kinds.join(', ')}`);
+    const targets: Target[] = [];
+    try {
+      let prepared: Prepared[];
+      if (scenario === 'device_poll_scale') prepared = await scaleTargets(settings, options, targets);
+      else {
+        prepared = [];
+        for (const kind of kinds) {
+          const target = await start(kind);
+          targets.push(target);
+          prepared.push(
+            scenario === 'device_authorization'
+              ? prepareDeviceAuthorization(settings, target)
+              : scenario === 'device_poll'
+                ? await prepareDevicePoll(settings, target)
+                : prepareCodeExchange(settings, target),
+          );
+        }
+      }
+      if (scenario === 'device_poll' && settings.baseline) {
+        let codes: string[] = [];
+        const target = await startTessera({
+          ...options,
+          postgres: null,
+          baseline: true,
+          seedSqlite: (path, clientId) => {
+            codes = seedDeviceCodes(path, clientId, settings.pool, settings.pool, settings.deviceInterval);
+          },
+        });
+        targets.push(target);
+        prepared.push(preparePoll(settings, target, 'device_poll', codes));
+      }
+      rows.push(...(await measure(settings, prepared)));
+    } finally {
+      for (const target of targets) await target.close();
+    }
+  }
+
+  const info = await machine(settings, pgVersion);
+  const table = rows.map(cells);
+  const compared = comparison(rows);
+  const scale = scaleCheck(rows);
+  const lines = [`Tessera benchmark, ${new Date().toISOString()} (${Math.round((Date.now() - began) / 1000)} s)`, ''];
+  for (const [name, value] of Object.entries(info)) lines.push(`${name.padEnd(14)} ${value}`);
+  lines.push('', textTable(COLUMNS, table));
+  if (compared.rows.length > 0) lines.push('', 'Tessera (SQLite) over oidc-provider:', '', textTable(compared.header, compared.rows));
+  if (scale) lines.push('', scale);
+  const disturbed = rows.filter((row) => (row.otherPercent ?? 0) > 15);
+  if (disturbed.length > 0) {
+    lines.push('', 'other work on the machine during the runs (CPU % of one core, neither server nor load generator):');
+    for (const row of disturbed) lines.push(`  ${row.scenario} / ${row.target}: ${Math.round(row.otherPercent!)}%`);
+  }
+  for (const row of rows) {
+    if (row.examples && row.examples.length > 0) lines.push('', `unexpected answers in ${row.scenario} / ${row.target}:`, ...row.examples.map((example) => `  ${example}`));
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+
+  const markdown = [
+    `Run on ${new Date().toISOString().slice(0, 10)}:`,
+    '',
+    ...Object.entries(info).map(([name, value]) => `- ${name}: ${value}`),
+    '',
+    markdownTable(COLUMNS, table),
+    ...(compared.rows.length > 0 ? ['', 'Tessera (SQLite) over oidc-provider:', '', markdownTable(compared.header, compared.rows)] : []),
+    ...(scale ? ['', scale] : []),
+    '',
+  ].join('\n');
+  writeFileSync(join(results, 'latest.md'), markdown);
+  writeFileSync(join(results, 'latest.json'), `${JSON.stringify({ machine: info, rows, comparison: compared.rows, scale }, null, 2)}\n`);
+  note(`\nwritten: ${join(results, 'latest.md')}, latest.json${cpuProfileDir ? ', profiles/' : ''}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,322 @@
+/**
+ * The servers under test, each started fresh in its own process for every scenario: Tessera
+ * on a new SQLite file or a new PostgreSQL database, and oidc-provider with its in-memory
+ * adapter. The driver mints what a scenario needs beforehand: Tessera's codes through its
+ * store, oidc-provider's through its own models (over IPC, since its store is its memory).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
+import { openStore } from '../src/store/open.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type Store } from '../src/store/types.ts';
+
+export const ROOT = new URL('..', import.meta.url).pathname;
+export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+export interface MintedCode {
+  readonly code: string;
+  readonly verifier: string;
+}
+
+export interface Target {
+  /** As printed in the table: `tessera/sqlite`, `tessera/postgres`, `oidc-provider`. */
+  readonly label: string;
+  readonly origin: string;
+  /** The server process; its descendants (cluster workers) are measured with it. */
+  readonly pid: number;
+  readonly tokenPath: string;
+  /** Null when the server does not offer the device flow (yet). */
+  readonly deviceAuthorizationPath: string | null;
+  readonly supportsDevicePolling: boolean;
+  readonly authorization: string;
+  readonly redirectUri: string;
+  mintCodes(count: number): Promise<MintedCode[]>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly workers: number;
+  /** Seconds; the device poll interval Tessera is started with (BENCH_DEVICE_INTERVAL). */
+  readonly deviceInterval: number;
+  /** Directory for `node --cpu-prof` profiles, or null. */
+  readonly cpuProfileDir: string | null;
+  /** Where the server's output goes. */
+  readonly logDir: string;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no free port'))));
+    });
+  });
+}
+
+/** RFC 6749 §2.3.1: form-encode, then base64. */
+export function basic(id: string, secret: string): string {
+  const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
+}
+
+/** The Node flags `npm start` runs Tessera with (package.json), so the bench runs it the same way. */
+function startFlags(): string[] {
+  const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  return (scripts['start'] ?? '').split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
+/**
+ * Starts `script` and waits for its `{type: 'ready'}` message; on failure shows its log's end.
+ * BENCH_NODE_FLAGS adds Node flags (e.g. --trace-gc) when investigating.
+ */
+async function spawnServer(label: string, script: string, nodeFlags: readonly string[], env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
+  const logPath = join(options.logDir, `${label.replace(/\//g, '-')}.log`);
+  const log = createWriteStream(logPath, { flags: 'a' });
+  const flags = [...nodeFlags, ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
+  if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
+  const child = spawn(process.execPath, [...flags, script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error('did not start within 60 s')), 60_000);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      const tail = existsSync(logPath) ? readFileSync(logPath, 'utf8').slice(-2000) : '';
+      reject(new Error(`${label}: ${error.message}\n${tail}`));
+    };
+    child.on('message', (message: { type?: string }) => {
+      if (message?.type === 'ready') {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code, signal) => fail(new Error(`exited during start (${signal ?? `exit code ${code}`})`)));
+  });
+  child.removeAllListeners('exit');
+  return child;
+}
+
+/** SIGTERM (a clean exit writes the CPU profile), then SIGKILL if it lingers. */
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function discover(origin: string): Promise<Record<string, unknown>> {
+  const response = await fetch(`${origin}/.well-known/openid-configuration`);
+  if (!response.ok) throw new Error(`discovery at ${origin} answered ${response.status}`);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+function endpointPath(metadata: Record<string, unknown>, name: string): string | null {
+  const value = metadata[name];
+  return typeof value === 'string' ? new URL(value).pathname : null;
+}
+
+/** A fresh PostgreSQL database next to the one `adminUrl` names; null when none answers. */
+export async function createPostgresDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> } | null> {
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+  try {
+    await admin.connect();
+  } catch {
+    return null;
+  }
+  const name = `tessera_bench_${randomToken(6).toLowerCase().replace(/[^a-z0-9]/g, '')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.href,
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+export interface TesseraOptions extends StartOptions {
+  /** A postgres:// URL of an empty database, or null for a new SQLite file. */
+  readonly postgres: { url: string; drop(): Promise<void> } | null;
+  /** Runs against the SQLite file after the schema exists and before the server starts. */
+  readonly seedSqlite?: (path: string, clientId: string) => void;
+  /** Serves with bench/baseline.ts instead of Tessera (`--baseline`). */
+  readonly baseline?: boolean;
+}
+
+/**
+ * Tessera with one confidential client and one user, registered through the store. Codes
+ * are minted as the approval page does (src/flows/authorization-code/approve.ts): a grant,
+ * then a code stored only as its hash, bound to the S256 challenge of its own verifier.
+ */
+export async function startTessera(options: TesseraOptions): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
+  const database = options.postgres?.url ?? join(dir, 'tessera.db');
+  const label = options.baseline ? 'bare node:http' : options.postgres ? 'tessera/postgres' : 'tessera/sqlite';
+  const store: Store = await openStore(database);
+  const clientId = `bench-${randomUUID()}`;
+  const clientSecret = randomToken(32);
+  const now = Date.now();
+  await store.clients.create({
+    id: clientId,
+    name: 'Bench',
+    secretHash: hashSecret(clientSecret),
+    redirectUris: [REDIRECT_URI],
+    scopes: ['openid', 'profile', 'email'],
+    grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
+    webOrigins: [],
+    createdAt: now,
+  });
+  const userId = randomUUID();
+  await store.users.create({
+    id: userId,
+    username: 'ada',
+    // Never used to sign in: the bench mints codes as if the user had approved.
+    passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    name: 'Ada Lovelace',
+    email: 'ada@example.com',
+    emailVerified: false,
+    disabled: false,
+    createdAt: now,
+  });
+  if (options.seedSqlite && !options.postgres) options.seedSqlite(database, clientId);
+
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  let child: ChildProcess;
+  try {
+    const script = join(ROOT, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
+    child = await spawnServer(label, script, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(), {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      TESSERA_ISSUER: origin,
+      TESSERA_DATABASE: database,
+      TESSERA_LOG_LEVEL: 'warn',
+      TESSERA_WORKERS: String(options.workers),
+      BENCH_DEVICE_INTERVAL: String(options.deviceInterval),
+    }, options);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const metadata = options.baseline ? { token_endpoint: `${origin}/oauth/token`, grant_types_supported: [DEVICE_GRANT] } : await discover(origin);
+  const grantTypes = Array.isArray(metadata['grant_types_supported']) ? metadata['grant_types_supported'] : [];
+
+  return {
+    label,
+    origin,
+    pid: child.pid!,
+    tokenPath: endpointPath(metadata, 'token_endpoint') ?? '/oauth/token',
+    deviceAuthorizationPath: endpointPath(metadata, 'device_authorization_endpoint'),
+    supportsDevicePolling: grantTypes.includes(DEVICE_GRANT),
+    authorization: basic(clientId, clientSecret),
+    redirectUri: REDIRECT_URI,
+    async mintCodes(count) {
+      const minted: MintedCode[] = [];
+      const authTime = Date.now();
+      for (let i = 0; i < count; i += 1) {
+        const grantId = randomUUID();
+        await store.grants.create({
+          id: grantId,
+          userId,
+          clientId,
+          scope: ['openid', 'profile'],
+          kind: GRANT_AUTHORIZATION_CODE,
+          authTime,
+          createdAt: authTime,
+          revokedAt: null,
+          device: null,
+        });
+        const code = randomToken(32);
+        const verifier = randomToken(32);
+        await store.codes.create({
+          hash: hashSecret(code),
+          clientId,
+          userId,
+          grantId,
+          redirectUri: REDIRECT_URI,
+          scope: ['openid', 'profile'],
+          nonce: null,
+          codeChallenge: s256(verifier),
+          authTime,
+          createdAt: authTime,
+          // Batches are exchanged within seconds of minting; ten minutes leaves room for a slow machine.
+          expiresAt: authTime + 600_000,
+          consumedAt: null,
+        });
+        minted.push({ code, verifier });
+      }
+      return minted;
+    },
+    async close() {
+      await stopServer(child);
+      await store.close();
+      await options.postgres?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** oidc-provider 9.x, as bench/peer/oidc-provider.js configures it. */
+export async function startPeer(options: StartOptions): Promise<Target> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const clientId = `bench-${randomUUID()}`;
+  const clientSecret = randomToken(32);
+  const child = await spawnServer('oidc-provider', join(ROOT, 'bench/peer/oidc-provider.js'), [], {
+    PORT: String(port),
+    BENCH_CLIENT_ID: clientId,
+    BENCH_CLIENT_SECRET: clientSecret,
+    BENCH_REDIRECT_URI: REDIRECT_URI,
+    NODE_ENV: 'production',
+  }, options);
+  const metadata = await discover(origin);
+  let next = 0;
+  const pending = new Map<number, { resolve: (codes: MintedCode[]) => void; reject: (error: Error) => void }>();
+  child.on('message', (message: { id?: number; codes?: MintedCode[]; error?: string }) => {
+    const waiter = message.id === undefined ? undefined : pending.get(message.id);
+    if (!waiter) return;
+    pending.delete(message.id!);
+    if (message.codes) waiter.resolve(message.codes);
+    else waiter.reject(new Error(`oidc-provider could not mint codes: ${message.error}`));
+  });
+  return {
+    label: 'oidc-provider',
+    origin,
+    pid: child.pid!,
+    tokenPath: endpointPath(metadata, 'token_endpoint')!,
+    deviceAuthorizationPath: endpointPath(metadata, 'device_authorization_endpoint'),
+    supportsDevicePolling: true,
+    authorization: basic(clientId, clientSecret),
+    redirectUri: REDIRECT_URI,
+    mintCodes(count) {
+      const id = next++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        child.send({ type: 'mint-codes', id, count });
+      });
+    },
+    async close() {
+      await stopServer(child);
+    },
+  };
+}

@@ -1,0 +1,15 @@
+/**
+ * Tessera as the benchmark runs it: the real `serve` of src/main.ts (node:cluster workers
+ * included) with the settings from the environment, and one bench-only change:
+ * `BENCH_DEVICE_INTERVAL` sets the device poll interval (see docs/benchmarks.md: a pool of
+ * codes polled thousands of times a second cannot wait 5 s between polls of one code).
+ * Tells the driver over IPC when every worker listens.
+ */
+import cluster from 'node:cluster';
+import { loadConfig } from '../src/config/index.ts';
+import { serve } from '../src/main.ts';
+
+const config = loadConfig();
+const interval = process.env['BENCH_DEVICE_INTERVAL'];
+await serve(interval === undefined ? config : { ...config, device: { ...config.device, interval: Number(interval) } });
+if (cluster.isPrimary) process.send?.({ type: 'ready' });

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createLocalJWKSet, jwtVerify } from 'jose';
+import { loadConfig } from '../config/index.ts';
+import { ManualClock } from '../core/clock.ts';
+import { openStore } from '../store/open.ts';
+import { GRANT_AUTHORIZATION_CODE, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
+import { TokenIssuer } from './issue.ts';
+import { KeyManager } from './keys.ts';
+
+const ISSUER = 'https://auth.example.com';
+const lifetimes = { ...loadConfig({}).lifetimes, accessToken: 3600, idToken: 600 };
+const client: ClientRecord = {
+  id: 'app',
+  name: 'App',
+  secretHash: null,
+  redirectUris: [],
+  scopes: ['openid', 'profile'],
+  grantTypes: [GRANT_AUTHORIZATION_CODE],
+  webOrigins: [],
+  createdAt: 0,
+};
+const user: UserRecord = {
+  id: 'sub-1',
+  username: 'ada',
+  passwordHash: 'x',
+  name: 'Ada Lovelace',
+  email: null,
+  emailVerified: false,
+  disabled: false,
+  createdAt: 0,
+};
+
+describe('TokenIssuer', () => {
+  let store: Store;
+  let keys: KeyManager;
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+
+  before(async () => {
+    store = await openStore(':memory:');
+    keys = new KeyManager(store.keys, clock, { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 });
+    await keys.ensureKeys();
+    await store.clients.create(client);
+    await store.users.create(user);
+    await store.grants.create({
+      id: 'grant-1',
+      userId: user.id,
+      clientId: client.id,
+      scope: ['openid', 'profile'],
+      kind: GRANT_AUTHORIZATION_CODE,
+      authTime: clock.now(),
+      createdAt: clock.now(),
+      revokedAt: null,
+      device: null,
+    });
+  });
+  after(() => store.close());
+
+  for (const alg of ['ES256', 'RS256'] as const) {
+    it(`signs the access token with ${alg} when told to, and the ID token with RS256, both valid against the JWKS`, async () => {
+      const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
+      const tokens = await issuer.issue({ client, user, scope: ['openid', 'profile'], grantId: 'grant-1', authTime: clock.now(), nonce: 'n-1' });
+      const jwks = createLocalJWKSet(await keys.jwks());
+      const options = { issuer: ISSUER, currentDate: new Date(clock.now()) };
+      const access = await jwtVerify(tokens.access_token, jwks, { ...options, audience: ISSUER, typ: 'at+jwt' });
+      assert.equal(access.protectedHeader.alg, alg);
+      assert.equal(access.payload['client_id'], 'app');
+      assert.equal(access.payload.exp, clock.now() / 1000 + 3600);
+      const id = await jwtVerify(tokens.id_token!, jwks, { ...options, audience: 'app' });
+      assert.equal(id.protectedHeader.alg, 'RS256');
+      assert.equal(id.payload['nonce'], 'n-1');
+      assert.equal(id.payload['name'], 'Ada Lovelace');
+      assert.equal(id.payload.exp, clock.now() / 1000 + 600);
+    });
+  }
+});

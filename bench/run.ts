@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import type { Request } from 'autocannon';
@@ -18,7 +18,7 @@ import { createPostgresDatabase, ROOT, startPeer, startTessera, type StartOption
 
 const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
-type TargetKind = 'tessera/sqlite' | 'tessera/postgres' | 'oidc-provider';
+type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'oidc-provider';
 
 const USAGE = `Usage: npm run bench -- [options]
 
@@ -39,6 +39,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --pool N              pending device codes polled in turn (default 400; more than --connections)
   --baseline            device_poll also against a bare node:http server doing only the
                         irreducible work of a persisted poll (bench/baseline.ts)
+  --against DIR         also run the Tessera of another checkout (with its own node_modules)
+                        on SQLite, as tessera/sqlite@NAME: an A/B of two versions in one run;
+                        its schema must be the one this checkout creates
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
@@ -56,6 +59,8 @@ interface Settings {
   readonly deviceInterval: number;
   readonly cpuProf: boolean;
   readonly baseline: boolean;
+  /** Another checkout to measure beside this one. */
+  readonly against: { readonly root: string; readonly name: string } | null;
   /** Codes minted then exchanged per timed batch: what oidc-provider's memory adapter can hold. */
   readonly batch: number;
   /** Pending device codes polled round-robin. */
@@ -81,6 +86,7 @@ function settingsFrom(argv: string[]): Settings {
       'device-interval': { type: 'string' },
       'cpu-prof': { type: 'boolean' },
       baseline: { type: 'boolean' },
+      against: { type: 'string' },
       batch: { type: 'string' },
       out: { type: 'string' },
       pool: { type: 'string' },
@@ -119,10 +125,18 @@ function settingsFrom(argv: string[]): Settings {
     deviceInterval: Math.floor(number('device-interval', values['device-interval'], 0, 0)),
     cpuProf: values['cpu-prof'] === true,
     baseline: values.baseline === true,
+    against: values.against === undefined ? null : againstCheckout(values.against),
     batch: Math.floor(number('batch', values.batch, 200, 1)),
     pool: Math.floor(number('pool', values.pool, 400, 1)),
     out: values.out ?? join(ROOT, 'bench/results'),
   };
+}
+
+function againstCheckout(dir: string): { root: string; name: string } {
+  const root = resolve(dir);
+  if (!existsSync(join(root, 'bench/tessera-server.ts'))) throw new Error(`--against ${dir}: not a Tessera checkout (no bench/tessera-server.ts)`);
+  if (!existsSync(join(root, 'node_modules'))) throw new Error(`--against ${dir}: no node_modules (run npm install there, or link this checkout's)`);
+  return { root, name: basename(root) };
 }
 
 interface Row {
@@ -466,7 +480,7 @@ async function main(): Promise<void> {
   const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
 
-  const kinds: TargetKind[] = ['tessera/sqlite', ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
+  const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
   const start = async (kind: TargetKind): Promise<Target> => {
     if (kind === 'oidc-provider') return startPeer(options);
     if (kind === 'tessera/postgres') {
@@ -474,6 +488,7 @@ async function main(): Promise<void> {
       if (!database) throw new Error('PostgreSQL stopped answering');
       return startTessera({ ...options, postgres: database });
     }
+    if (kind === 'tessera/sqlite@against') return startTessera({ ...options, postgres: null, against: settings.against! });
     return startTessera({ ...options, postgres: null });
   };
 

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { openStore } from '../src/store/open.ts';
@@ -68,8 +68,8 @@ export function basic(id: string, secret: string): string {
 }
 
 /** The Node flags `npm start` runs Tessera with (package.json), so the bench runs it the same way. */
-function startFlags(): string[] {
-  const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+function startFlags(root: string): string[] {
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   return (scripts['start'] ?? '').split(/\s+/).filter((word) => word.startsWith('--'));
 }
 
@@ -83,7 +83,7 @@ async function spawnServer(label: string, script: string, nodeFlags: readonly st
   const flags = [...nodeFlags, ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
   if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
   const child = spawn(process.execPath, [...flags, script], {
-    cwd: ROOT,
+    cwd: dirname(dirname(script)),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -161,6 +161,12 @@ export interface TesseraOptions extends StartOptions {
   readonly seedSqlite?: (path: string, clientId: string) => void;
   /** Serves with bench/baseline.ts instead of Tessera (`--baseline`). */
   readonly baseline?: boolean;
+  /**
+   * Another checkout of Tessera to serve from (`--against`), labelled `tessera/sqlite@NAME`:
+   * two versions measured side by side in one run, where separate runs differ by more than
+   * most changes do on a shared machine.
+   */
+  readonly against?: { readonly root: string; readonly name: string };
 }
 
 /**
@@ -171,7 +177,9 @@ export interface TesseraOptions extends StartOptions {
 export async function startTessera(options: TesseraOptions): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
   const database = options.postgres?.url ?? join(dir, 'tessera.db');
-  const label = options.baseline ? 'bare node:http' : options.postgres ? 'tessera/postgres' : 'tessera/sqlite';
+  const label = options.baseline
+    ? 'bare node:http'
+    : `${options.postgres ? 'tessera/postgres' : 'tessera/sqlite'}${options.against ? `@${options.against.name}` : ''}`;
   const store: Store = await openStore(database);
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
@@ -204,8 +212,9 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const origin = `http://127.0.0.1:${port}`;
   let child: ChildProcess;
   try {
-    const script = join(ROOT, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
-    child = await spawnServer(label, script, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(), {
+    const root = options.against?.root ?? ROOT;
+    const script = join(root, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
+    child = await spawnServer(label, script, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root), {
       PORT: String(port),
       HOST: '127.0.0.1',
       TESSERA_ISSUER: origin,

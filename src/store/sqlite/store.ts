@@ -27,6 +27,7 @@ import {
 } from '../rows.ts';
 import { devicePollAssignments, PURGE_BATCH_SIZE } from '../sql.ts';
 import { DuplicateError, type Store } from '../types.ts';
+import { GroupCommit } from './group-commit.ts';
 import { migrateSqlite } from './migrate.ts';
 
 /** How long a statement waits for another process's write lock before failing with SQLITE_BUSY. */
@@ -81,12 +82,15 @@ function openDatabase(path: string): DatabaseSync {
 
 function sqliteStore(db: DatabaseSync): Store {
   const s = prepareStatements(db);
-  const one = (statement: StatementSync, parameters: Record<string, SQLInputValue>): Row | undefined =>
-    statement.get(parameters);
+  const batch = new GroupCommit(db);
+  const one = (statement: StatementSync, parameters: Record<string, SQLInputValue> = {}): Row | undefined =>
+    batch.run(statement, () => statement.get(parameters));
+  const all = (statement: StatementSync, parameters: Record<string, SQLInputValue> = {}): Row[] =>
+    batch.run(statement, () => statement.all(parameters));
   const changed = (statement: StatementSync, parameters: Record<string, SQLInputValue>): number =>
-    Number(statement.run(parameters).changes);
+    batch.run(statement, () => Number(statement.run(parameters).changes));
 
-  return {
+  const store: Store = {
     clients: {
       async create(client) {
         const inserted = changed(s.insertClient, {
@@ -106,7 +110,7 @@ function sqliteStore(db: DatabaseSync): Store {
         return row ? clientFromRow(row, read) : null;
       },
       async list() {
-        return s.listClients.all().map((row) => clientFromRow(row, read));
+        return all(s.listClients).map((row) => clientFromRow(row, read));
       },
       async remove(id) {
         return changed(s.removeClient, { id }) > 0;
@@ -136,7 +140,7 @@ function sqliteStore(db: DatabaseSync): Store {
         return row ? userFromRow(row, read) : null;
       },
       async list() {
-        return s.listUsers.all().map((row) => userFromRow(row, read));
+        return all(s.listUsers).map((row) => userFromRow(row, read));
       },
       async setDisabled(id, disabled) {
         return changed(s.setUserDisabled, { id, disabled: flag(disabled) }) > 0;
@@ -145,7 +149,7 @@ function sqliteStore(db: DatabaseSync): Store {
 
     sessions: {
       async create(session) {
-        s.insertSession.run({
+        changed(s.insertSession, {
           idHash: session.idHash,
           userId: session.userId,
           authTime: session.authTime,
@@ -158,13 +162,13 @@ function sqliteStore(db: DatabaseSync): Store {
         return row ? sessionFromRow(row) : null;
       },
       async remove(idHash) {
-        s.removeSession.run({ idHash });
+        changed(s.removeSession, { idHash });
       },
     },
 
     grants: {
       async create(grant) {
-        s.insertGrant.run({
+        changed(s.insertGrant, {
           id: grant.id,
           userId: grant.userId,
           clientId: grant.clientId,
@@ -186,7 +190,7 @@ function sqliteStore(db: DatabaseSync): Store {
         return changed(s.revokeGrant, { id, now }) > 0;
       },
       async listForUser(userId) {
-        return s.listGrantsForUser.all({ userId }).map((row) => grantFromRow(row, read));
+        return all(s.listGrantsForUser, { userId }).map((row) => grantFromRow(row, read));
       },
       async recordUse(id, now, activeUntil) {
         return changed(s.recordGrantUse, { id, now, activeUntil }) > 0;
@@ -195,7 +199,7 @@ function sqliteStore(db: DatabaseSync): Store {
 
     refreshTokens: {
       async create(token) {
-        s.insertRefreshToken.run({
+        changed(s.insertRefreshToken, {
           hash: token.hash,
           grantId: token.grantId,
           clientId: token.clientId,
@@ -219,7 +223,7 @@ function sqliteStore(db: DatabaseSync): Store {
 
     accessTokens: {
       async revoke(jti, expiresAt) {
-        s.revokeAccessToken.run({ jti, expiresAt });
+        changed(s.revokeAccessToken, { jti, expiresAt });
       },
       async isRevoked(jti) {
         return one(s.getRevokedAccessToken, { jti }) !== undefined;
@@ -228,7 +232,7 @@ function sqliteStore(db: DatabaseSync): Store {
 
     codes: {
       async create(code) {
-        s.insertCode.run({
+        changed(s.insertCode, {
           hash: code.hash,
           clientId: code.clientId,
           userId: code.userId,
@@ -313,13 +317,13 @@ function sqliteStore(db: DatabaseSync): Store {
         return row ? integer(row, 'hits') : 0;
       },
       async release(key, now) {
-        s.releaseRateLimit.run({ key, now });
+        changed(s.releaseRateLimit, { key, now });
       },
     },
 
     keys: {
       async add(key) {
-        s.insertKey.run({
+        changed(s.insertKey, {
           kid: key.kid,
           alg: key.alg,
           privateJwk: JSON.stringify(key.privateJwk),
@@ -331,19 +335,20 @@ function sqliteStore(db: DatabaseSync): Store {
         });
       },
       async listPublished(now) {
-        return s.listPublishedKeys.all({ now }).map((row) => signingKeyFromRow(row, read));
+        return all(s.listPublishedKeys, { now }).map((row) => signingKeyFromRow(row, read));
       },
       async schedule(kid, retiresAt, expiresAt) {
-        s.scheduleKey.run({ kid, retiresAt, expiresAt });
+        changed(s.scheduleKey, { kid, retiresAt, expiresAt });
       },
     },
 
     async purgeExpired(before) {
       let deleted = 0;
       for (const statement of s.purge) {
-        // Each batch is its own short transaction, so pollers wait at most one batch.
+        // Each batch is its own short transaction, so other processes wait at most one batch.
         for (;;) {
           const count = changed(statement, { before, limit: PURGE_BATCH_SIZE });
+          batch.flush();
           deleted += count;
           if (count < PURGE_BATCH_SIZE) break;
         }
@@ -352,9 +357,30 @@ function sqliteStore(db: DatabaseSync): Store {
     },
 
     async close() {
-      if (db.isOpen) db.close();
+      if (!db.isOpen) return;
+      batch.flush();
+      db.close();
     },
   };
+  return settledAfterCommit(store, batch);
+}
+
+/**
+ * The store with every call's answer held until its statements have committed (see
+ * GroupCommit): each method runs at once, as before, and only its promise waits.
+ */
+function settledAfterCommit<T extends object>(target: T, batch: GroupCommit): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, member] of Object.entries(target)) {
+    if (typeof member === 'function') {
+      wrapped[name] = (...args: unknown[]) => batch.settle((member as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+    } else if (member !== null && typeof member === 'object') {
+      wrapped[name] = settledAfterCommit(member as object, batch);
+    } else {
+      wrapped[name] = member;
+    }
+  }
+  return wrapped as T;
 }
 
 function prepareStatements(db: DatabaseSync) {

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, it } from 'node:test';
+import { GroupCommit, RolledBackError } from '../../src/store/sqlite/group-commit.ts';
+import { openSqliteStore } from '../../src/store/sqlite/store.ts';
+import { DuplicateError, GRANT_DEVICE_CODE, type ClientRecord } from '../../src/store/types.ts';
+
+const client = (id: string): ClientRecord => ({
+  id,
+  name: 'TV App',
+  secretHash: null,
+  redirectUris: ['https://tv.example/callback'],
+  scopes: ['openid'],
+  grantTypes: [GRANT_DEVICE_CODE],
+  webOrigins: [],
+  createdAt: Date.UTC(2026, 0, 1),
+});
+
+describe('SQLite group commit', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-group-commit-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('answers each write of a round only once another process could read it', async () => {
+    const path = join(dir, 'visible.db');
+    const store = openSqliteStore(path);
+    // Another connection sees only what is committed, as another process would.
+    const observer = new DatabaseSync(path);
+    const committed = observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?');
+    try {
+      const seenWhenAnswered = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => store.clients.create(client(`c${i}`)).then(() => (committed.get(`c${i}`) as { n: number }).n)),
+      );
+      assert.deepEqual(seenWhenAnswered, Array(20).fill(1));
+    } finally {
+      observer.close();
+      await store.close();
+    }
+  });
+
+  it('fails only the call whose statement failed, and commits the rest of its round', async () => {
+    const path = join(dir, 'partial.db');
+    const store = openSqliteStore(path);
+    try {
+      await store.clients.create(client('taken'));
+      const results = await Promise.allSettled([
+        store.clients.create(client('first')),
+        store.clients.create(client('taken')),
+        store.clients.create(client('second')),
+      ]);
+      assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+      assert.ok((results[1] as PromiseRejectedResult).reason instanceof DuplicateError);
+    } finally {
+      await store.close();
+    }
+    const reopened = openSqliteStore(path);
+    try {
+      assert.deepEqual((await reopened.clients.list()).map((record) => record.id).sort(), ['first', 'second', 'taken']);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('fails every call of a round whose transaction a failure ended, and keeps none of its writes', async () => {
+    const db = new DatabaseSync(join(dir, 'rolled-back.db'));
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    const batch = new GroupCommit(db);
+    try {
+      const first = batch.settle(Promise.resolve(batch.run(insert, () => insert.run(1))));
+      // As SQLite does on an I/O error or a full disk: the statement fails and the
+      // transaction with it.
+      const second = batch.settle(
+        (async () =>
+          batch.run(insert, () => {
+            db.exec('ROLLBACK');
+            throw new Error('disk I/O error');
+          }))(),
+      );
+      await assert.rejects(first, RolledBackError);
+      await assert.rejects(second, /disk I\/O error/);
+      assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
+      // The next round starts afresh.
+      await batch.settle(Promise.resolve(batch.run(insert, () => insert.run(3))));
+      assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
+    } finally {
+      db.close();
+    }
+  });
+});

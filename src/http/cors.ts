@@ -82,15 +82,27 @@ export function registerCors(app: FastifyInstance, deps: { readonly store: Store
     });
   }
 
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
+  const allow = (reply: FastifyReply, origin: string) =>
+    reply.header('Access-Control-Allow-Origin', origin).header('Access-Control-Expose-Headers', 'WWW-Authenticate');
+  // A callback hook, not an async one: it runs on every response, most of which come from
+  // no browser origin, and an async hook costs a promise per response.
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload, done) => {
     const origin = crossOrigin(request);
-    if (origin === null || request.method === 'OPTIONS') return payload;
+    if (origin === null || request.method === 'OPTIONS') return done(null, payload);
     reply.header('Vary', 'Origin');
     // Before the client is known (a failed authentication), any registered origin may read
     // the error, so the app can show it; after, only the client's own origins.
-    const allowed = request.oauthClient ? request.oauthClient.webOrigins.includes(origin) : await origins.registered(origin);
-    if (allowed) reply.header('Access-Control-Allow-Origin', origin).header('Access-Control-Expose-Headers', 'WWW-Authenticate');
-    return payload;
+    if (request.oauthClient) {
+      if (request.oauthClient.webOrigins.includes(origin)) allow(reply, origin);
+      return done(null, payload);
+    }
+    origins.registered(origin).then(
+      (allowed) => {
+        if (allowed) allow(reply, origin);
+        done(null, payload);
+      },
+      (error: Error) => done(error),
+    );
   });
 }
 

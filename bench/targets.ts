@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { openStore } from '../src/store/open.ts';
@@ -77,13 +77,13 @@ function startFlags(root: string): string[] {
  * Starts `script` and waits for its `{type: 'ready'}` message; on failure shows its log's end.
  * BENCH_NODE_FLAGS adds Node flags (e.g. --trace-gc) when investigating.
  */
-async function spawnServer(label: string, script: string, nodeFlags: readonly string[], env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
+async function spawnServer(label: string, script: string, cwd: string, nodeFlags: readonly string[], env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
   const logPath = join(options.logDir, `${label.replace(/\//g, '-')}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
   const flags = [...nodeFlags, ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
   if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
   const child = spawn(process.execPath, [...flags, script], {
-    cwd: dirname(dirname(script)),
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -214,7 +214,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   try {
     const root = options.against?.root ?? ROOT;
     const script = join(root, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
-    child = await spawnServer(label, script, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root), {
+    child = await spawnServer(label, script, root, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root), {
       PORT: String(port),
       HOST: '127.0.0.1',
       TESSERA_ISSUER: origin,
@@ -291,7 +291,7 @@ export async function startPeer(options: StartOptions): Promise<Target> {
   const origin = `http://127.0.0.1:${port}`;
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
-  const child = await spawnServer('oidc-provider', join(ROOT, 'bench/peer/oidc-provider.js'), [], {
+  const child = await spawnServer('oidc-provider', join(ROOT, 'bench/peer/oidc-provider.js'), ROOT, [], {
     PORT: String(port),
     BENCH_CLIENT_ID: clientId,
     BENCH_CLIENT_SECRET: clientSecret,

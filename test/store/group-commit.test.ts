@@ -6,18 +6,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { GroupCommit, RolledBackError } from '../../src/store/sqlite/group-commit.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
-import { DuplicateError, GRANT_DEVICE_CODE, type ClientRecord } from '../../src/store/types.ts';
-
-const client = (id: string): ClientRecord => ({
-  id,
-  name: 'TV App',
-  secretHash: null,
-  redirectUris: ['https://tv.example/callback'],
-  scopes: ['openid'],
-  grantTypes: [GRANT_DEVICE_CODE],
-  webOrigins: [],
-  createdAt: Date.UTC(2026, 0, 1),
-});
+import { DuplicateError } from '../../src/store/types.ts';
+import { deviceClient } from './fixtures.ts';
 
 describe('SQLite group commit', () => {
   let dir: string;
@@ -34,7 +24,7 @@ describe('SQLite group commit', () => {
     const committed = observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?');
     try {
       const seenWhenAnswered = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => store.clients.create(client(`c${i}`)).then(() => (committed.get(`c${i}`) as { n: number }).n)),
+        Array.from({ length: 20 }, (_, i) => store.clients.create(deviceClient(`c${i}`)).then(() => (committed.get(`c${i}`) as { n: number }).n)),
       );
       assert.deepEqual(seenWhenAnswered, Array(20).fill(1));
     } finally {
@@ -47,11 +37,11 @@ describe('SQLite group commit', () => {
     const path = join(dir, 'partial.db');
     const store = openSqliteStore(path);
     try {
-      await store.clients.create(client('taken'));
+      await store.clients.create(deviceClient('taken'));
       const results = await Promise.allSettled([
-        store.clients.create(client('first')),
-        store.clients.create(client('taken')),
-        store.clients.create(client('second')),
+        store.clients.create(deviceClient('first')),
+        store.clients.create(deviceClient('taken')),
+        store.clients.create(deviceClient('second')),
       ]);
       assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
       assert.ok((results[1] as PromiseRejectedResult).reason instanceof DuplicateError);

@@ -10,6 +10,7 @@ import { migrations } from '../../src/store/migrations.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import { GRANT_DEVICE_CODE, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
+import { deviceClient } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -30,16 +31,7 @@ storeContract('SQLite store', async () => {
 
 /** What a code and a device record need: a client, a user and a grant. */
 async function seed(store: Store, id: string) {
-  const client = {
-    id: `client-${id}`,
-    name: 'TV App',
-    secretHash: null,
-    redirectUris: ['https://tv.example/callback'],
-    scopes: ['openid'],
-    grantTypes: [GRANT_DEVICE_CODE],
-    webOrigins: [],
-    createdAt: T0,
-  } as const;
+  const client = deviceClient(`client-${id}`, T0);
   const user = {
     id: `user-${id}`,
     username: `${id}@example.com`,

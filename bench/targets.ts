@@ -12,8 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type Store } from '../src/store/types.ts';
+import { type Store } from '../src/store/types.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';

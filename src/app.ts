@@ -5,9 +5,10 @@ import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
-import type { FlowDeps, TokenGrant } from './flows/types.ts';
+import type { TokenGrant } from './flows/types.ts';
 import { accountRoutes } from './http/account.ts';
 import { authorizeRoutes } from './http/authorize.ts';
+import type { AppDeps } from './http/deps.ts';
 import { deviceMetadata, deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
 import { registerCors } from './http/cors.ts';
@@ -22,15 +23,6 @@ import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
-
-/** Everything the HTTP layer needs, built by the composition root (main.ts, cli, tests). */
-export interface AppDeps extends FlowDeps {
-  readonly keys: KeyManager;
-  /** The grant types of the token endpoint, in the order discovery lists them. */
-  readonly grants: readonly TokenGrant[];
-  /** Endpoints added by feature plugins, merged into the discovery document. */
-  readonly extraMetadata: Readonly<Record<string, unknown>>;
-}
 
 export interface AppInput {
   readonly config: Config;

@@ -4,10 +4,19 @@ import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { ManualClock } from '../src/core/clock.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/store/types.ts';
+
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
+import {
+  deviceSignIn,
+  discover,
+  OFFLINE_SCOPES,
+  refreshRaw,
+  signIn,
+  signInRaw,
+  withRefresh,
+} from './helpers/lifecycle.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 /** A form browser signed in as `user`, on the account page. */

@@ -3,10 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { tessera } from './helpers/cli.ts';
 import { openStore } from '../src/store/open.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/store/types.ts';
-
 
 describe('the tessera command: refresh-token clients and grants', () => {
   let dir: string;

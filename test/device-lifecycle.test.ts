@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { deviceLogin, type DeviceLoginDeps } from '../src/cli/device-login.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/store/types.ts';
+
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { BrowserAt, text } from './helpers/device.ts';
 import { refreshRaw } from './helpers/lifecycle.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';

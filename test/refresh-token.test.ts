@@ -4,8 +4,17 @@ import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { hashSecret } from '../src/core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/store/types.ts';
-import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
+
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
+import {
+  deviceSignIn,
+  discover,
+  OFFLINE_SCOPES,
+  refreshRaw,
+  signIn,
+  signInRaw,
+  withRefresh,
+} from './helpers/lifecycle.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 

@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
+import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
-import { GRANT_AUTHORIZATION_CODE, type Store } from '../src/store/types.ts';
+import { type Store } from '../src/store/types.ts';
 import { basic, freePort, REDIRECT_URI } from './helpers/server.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;

@@ -9,12 +9,13 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword } from '../core/password.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type Store } from '../store/types.ts';
+import { DuplicateError, type Store } from '../store/types.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]

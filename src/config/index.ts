@@ -1,6 +1,5 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
-import type { SigningAlgorithm } from '../store/types.ts';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
 export interface Config {
@@ -46,6 +45,9 @@ export interface Config {
    */
   readonly accessTokenAlg: SigningAlgorithm;
 }
+
+/** The JWS algorithms Tessera signs with (RFC 7518 §3.1): RS256 for ID tokens, either for access tokens. */
+export type SigningAlgorithm = 'RS256' | 'ES256';
 
 /** Lifetimes in seconds. */
 export interface Lifetimes {

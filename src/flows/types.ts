@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../config/index.ts';
-import type { ClientRecord, GrantType, Store } from '../store/types.ts';
+import type { GrantType } from '../core/protocol.ts';
+import type { ClientRecord, Store } from '../store/types.ts';
 import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
 
 /** What the protocol flows are given: no Fastify, so tests can call them directly. */

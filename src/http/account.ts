@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
 import { signedInUser } from './authorize.ts';

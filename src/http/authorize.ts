@@ -1,11 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { decoyPasswordHash, verifyPassword } from '../core/password.ts';
+import type { RawParams } from '../core/protocol.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { Attempt } from '../flows/attempts.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
-import { checkAuthorizationRequest, redirectToClient, type RawParams } from '../flows/authorization-code/request.ts';
-import type { AppDeps } from '../app.ts';
+import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import type { AppDeps } from './deps.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { html } from '../ui/html.ts';
 import { consentPage, signInPage } from '../ui/pages.ts';

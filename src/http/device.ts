@@ -1,12 +1,19 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
+import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
-import { decideDeviceRequest, findDeviceRequest, USER_CODE_LOCKOUT, type CodeAttempt, type LookupFailure } from '../flows/device/verification.ts';
-import type { RawParams } from '../flows/authorization-code/request.ts';
-import type { AppDeps } from '../app.ts';
+import {
+  decideDeviceRequest,
+  findDeviceRequest,
+  USER_CODE_LOCKOUT,
+  type CodeAttempt,
+  type LookupFailure,
+} from '../flows/device/verification.ts';
+
+import type { AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
+import type { RawParams } from '../core/protocol.ts';
 import type { Params } from '../flows/types.ts';
-import type { RawParams } from '../flows/authorization-code/request.ts';
 
 /** OAuth requests are small; anything larger is refused with 413 before it is parsed. */
 export const FORM_BODY_LIMIT = 16 * 1024;

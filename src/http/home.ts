@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { layout, STYLESHEET, STYLESHEET_PATH } from '../ui/pages.ts';
 

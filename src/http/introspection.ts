@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { introspectToken } from '../flows/lifecycle/introspection.ts';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
 import { formParams } from './form.ts';
 

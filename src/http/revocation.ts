@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { revokeToken } from '../flows/lifecycle/revocation.ts';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
 import { formParams } from './form.ts';
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
 import { formParams } from './form.ts';
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { userInfo } from '../flows/lifecycle/userinfo.ts';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from './deps.ts';
 import { bearerChallenge, bearerToken } from './bearer.ts';
 import { rawForm } from './form.ts';
 

@@ -6,20 +6,17 @@
  * somewhere in a flow.
  */
 
+import type { SigningAlgorithm } from '../config/index.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
 import {
-  GRANT_AUTHORIZATION_CODE,
-  GRANT_DEVICE_CODE,
-  GRANT_REFRESH_TOKEN,
   type AuthorizationCodeRecord,
   type ClientRecord,
   type DeviceAuthorizationRecord,
   type DevicePollOutcome,
   type DeviceStatus,
   type GrantRecord,
-  type GrantType,
   type RefreshTokenRecord,
   type SessionRecord,
-  type SigningAlgorithm,
   type SigningKeyRecord,
   type UserRecord,
 } from './types.ts';

@@ -11,11 +11,8 @@
  * (`UPDATE … WHERE … RETURNING`): no implementation reads, decides, then writes.
  */
 
-export const GRANT_AUTHORIZATION_CODE = 'authorization_code';
-export const GRANT_DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code';
-export const GRANT_REFRESH_TOKEN = 'refresh_token';
-
-export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN;
+import type { SigningAlgorithm } from '../config/index.ts';
+import type { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
 export interface ClientRecord {
@@ -276,8 +273,6 @@ export interface RateLimitStore {
   /** Takes one event back from the current window (an attempt counted in advance that succeeded). */
   release(key: string, now: number): Promise<void>;
 }
-
-export type SigningAlgorithm = 'RS256' | 'ES256';
 
 /** A signing key pair as JWKs. Published from `createdAt` until `expiresAt`. */
 export interface SigningKeyRecord {

@@ -3,8 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { loadConfig } from '../config/index.ts';
 import { ManualClock } from '../core/clock.ts';
+import { GRANT_AUTHORIZATION_CODE } from '../core/protocol.ts';
 import { openStore } from '../store/open.ts';
-import { GRANT_AUTHORIZATION_CODE, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
+import { type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from './issue.ts';
 import { KeyManager } from './keys.ts';
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../core/clock.ts';
-import type { Lifetimes } from '../config/index.ts';
+import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type ClientRecord, type GrantRecord, type SigningAlgorithm, type Store, type UserRecord } from '../store/types.ts';
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
+import type { ClientRecord, GrantRecord, Store, UserRecord } from '../store/types.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 

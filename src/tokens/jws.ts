@@ -1,5 +1,5 @@
 import { sign, type KeyObject } from 'node:crypto';
-import type { SigningAlgorithm } from '../store/types.ts';
+import type { SigningAlgorithm } from '../config/index.ts';
 
 /** The protected header of a JWS (RFC 7515 §4.1). */
 export interface JwsHeader {

@@ -1,7 +1,8 @@
 import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Clock } from '../core/clock.ts';
-import type { KeyStore, SigningAlgorithm, SigningKeyRecord } from '../store/types.ts';
+import type { SigningAlgorithm } from '../config/index.ts';
+import type { KeyStore, SigningKeyRecord } from '../store/types.ts';
 
 export const SIGNING_ALGORITHMS: readonly SigningAlgorithm[] = ['RS256', 'ES256'];
 

@@ -3,7 +3,13 @@
  * (or plain HTTP, for servers on a manual clock) and the device flow over HTTP.
  */
 import * as oidc from 'openid-client';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../../src/store/types.ts';
+
+import {
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  type GrantType,
+} from '../../src/core/protocol.ts';
 import { FormBrowser } from './browser.ts';
 import { BrowserAt, poll, startDevice } from './device.ts';
 import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './server.ts';

@@ -8,8 +8,9 @@ import { loadConfig, type Config } from '../../src/config/index.ts';
 import { systemClock, type Clock } from '../../src/core/clock.ts';
 import { hashSecret, randomToken } from '../../src/core/crypto.ts';
 import { hashPassword } from '../../src/core/password.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType, type Store } from '../../src/store/types.ts';
+import { type Store } from '../../src/store/types.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';

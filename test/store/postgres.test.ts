@@ -6,11 +6,19 @@
 
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/open.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type Store } from '../../src/store/types.ts';
-import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl as url, withAdmin } from '../helpers/postgres.ts';
+import { type Store } from '../../src/store/types.ts';
+import {
+  databaseSetting,
+  describePostgres,
+  dropSchema,
+  newSchema,
+  postgresUrl as url,
+  withAdmin,
+} from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE, type SessionRecord } from '../../store/types.ts';
+import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
+import { type SessionRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
 

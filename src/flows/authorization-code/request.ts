@@ -1,7 +1,8 @@
 import { OAuthError } from '../../core/errors.ts';
+import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts';
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
-import { GRANT_AUTHORIZATION_CODE, type ClientRecord, type Store } from '../../store/types.ts';
+import { type ClientRecord, type Store } from '../../store/types.ts';
 
 /** A validated authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
 export interface AuthorizationRequest {
@@ -22,9 +23,6 @@ export type RequestCheck =
   /** Every other error goes back to the client's registered redirect_uri. */
   | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | null; readonly error: OAuthError }
   | { readonly kind: 'ok'; readonly request: AuthorizationRequest };
-
-/** Raw query or form values: a repeated parameter arrives as an array. */
-export type RawParams = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** The S256 challenge is a base64url SHA-256 digest: 43 characters. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;

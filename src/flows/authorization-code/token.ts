@@ -3,7 +3,8 @@
  */
 import { CODE_VERIFIER_PATTERN, hashSecret, s256 } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../../store/types.ts';
+
+import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const authorizationCodeGrant: TokenGrant = {

@@ -3,8 +3,9 @@
  */
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
+import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
-import { GRANT_DEVICE_CODE, type ClientRecord } from '../../store/types.ts';
+import { type ClientRecord } from '../../store/types.ts';
 import type { FlowDeps, Params } from '../types.ts';
 import { formatUserCode, generateUserCode } from './user-code.ts';
 

@@ -7,7 +7,8 @@
  */
 import { hashSecret } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
-import { GRANT_DEVICE_CODE } from '../../store/types.ts';
+
+import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const deviceCodeGrant: TokenGrant = {

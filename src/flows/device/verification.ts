@@ -5,7 +5,8 @@
  * address, further tries are refused for a while.
  */
 import { randomUUID } from 'node:crypto';
-import { GRANT_DEVICE_CODE, type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
+import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
+import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
 import { Attempt } from '../attempts.ts';
 import type { FlowDeps } from '../types.ts';
 import { normalizeUserCode } from './user-code.ts';

@@ -4,8 +4,9 @@
  */
 import { hashSecret } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
+import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
-import { GRANT_REFRESH_TOKEN, type RefreshTokenRecord } from '../../store/types.ts';
+import { type RefreshTokenRecord } from '../../store/types.ts';
 import type { FlowDeps, TokenGrant } from '../types.ts';
 
 /**

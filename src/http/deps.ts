@@ -1,0 +1,11 @@
+import type { FlowDeps, TokenGrant } from '../flows/types.ts';
+import type { KeyManager } from '../tokens/keys.ts';
+
+/** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
+export interface AppDeps extends FlowDeps {
+  readonly keys: KeyManager;
+  /** The grant types of the token endpoint, in the order discovery lists them. */
+  readonly grants: readonly TokenGrant[];
+  /** Endpoints added by feature plugins, merged into the discovery document. */
+  readonly extraMetadata: Readonly<Record<string, unknown>>;
+}

@@ -59,7 +59,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
-  const store = await openStore(config.database);
+  const store = await openStore(config.database, config.postgres);
   const keys = keyManager(config, store);
   await keys.ensureKeys();
   // Loaded here, not at the top: a node:cluster primary never serves, and without the app
@@ -120,7 +120,7 @@ export async function serve(config: Config): Promise<void> {
  * whole server, since its replacement would fail the same way.
  */
 async function servePrimary(config: Config): Promise<void> {
-  const store = await openStore(config.database);
+  const store = await openStore(config.database, config.postgres);
   try {
     await keyManager(config, store).ensureKeys();
   } finally {

@@ -72,7 +72,7 @@ function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[]
 }
 
 async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(config.database);
+  const store = await openStore(config.database, config.postgres);
   try {
     return await run(store);
   } finally {

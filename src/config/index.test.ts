@@ -65,4 +65,27 @@ describe('loadConfig', () => {
   it('accepts a postgres URL', () => {
     assert.equal(loadConfig({ TESSERA_DATABASE: 'postgres://u@db:5432/tessera' }).database, 'postgres://u@db:5432/tessera');
   });
+
+  it('keeps 10 PostgreSQL connections and 5-second time limits by default, and reads the three settings', () => {
+    assert.deepEqual(loadConfig({}).postgres, { poolSize: 10, statementTimeoutSeconds: 5, connectTimeoutSeconds: 5 });
+    const set = loadConfig({
+      TESSERA_DATABASE_POOL_SIZE: '25',
+      TESSERA_DATABASE_STATEMENT_TIMEOUT: '2',
+      TESSERA_DATABASE_CONNECT_TIMEOUT: '3',
+    }).postgres;
+    assert.deepEqual(set, { poolSize: 25, statementTimeoutSeconds: 2, connectTimeoutSeconds: 3 });
+  });
+
+  for (const [setting, value] of [
+    ['TESSERA_DATABASE_POOL_SIZE', '0'],
+    ['TESSERA_DATABASE_POOL_SIZE', 'ten'],
+    ['TESSERA_DATABASE_STATEMENT_TIMEOUT', '0'],
+    ['TESSERA_DATABASE_STATEMENT_TIMEOUT', '1.5'],
+    ['TESSERA_DATABASE_CONNECT_TIMEOUT', '0'],
+    ['TESSERA_DATABASE_CONNECT_TIMEOUT', '5s'],
+  ] as const) {
+    it(`names ${setting} when it is wrong (${JSON.stringify(value)})`, () => {
+      assert.throws(() => loadConfig({ [setting]: value }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
+    });
+  }
 });

@@ -44,6 +44,8 @@ export interface Config {
    * the work of a token response: RS256 access tokens cut its rate by about a third.
    */
   readonly accessTokenAlg: SigningAlgorithm;
+  /** The PostgreSQL connection pool and its time limits; an SQLite store ignores them. */
+  readonly postgres: PostgresSettings;
 }
 
 /** The JWS algorithms Tessera signs with (RFC 7518 §3.1): RS256 for ID tokens, either for access tokens. */
@@ -185,6 +187,44 @@ function accessTokenAlg(env: Env): SigningAlgorithm {
   throw new ConfigError('TESSERA_ACCESS_TOKEN_ALG', `must be ES256 or RS256, got ${JSON.stringify(env['TESSERA_ACCESS_TOKEN_ALG'])}`);
 }
 
+/**
+ * How an instance uses PostgreSQL. The time limits bound how long a request waits for the
+ * database: when it is unreachable or stops answering, the request is answered 503
+ * `temporarily_unavailable` after at most the connect timeout plus the statement timeout
+ * for each statement, instead of waiting for it.
+ */
+export interface PostgresSettings {
+  /**
+   * `TESSERA_DATABASE_POOL_SIZE` (default 10, pg's own default): the most connections one
+   * instance (one worker) opens. Instances × workers × this must stay below the server's
+   * `max_connections` (100 by default), with room for administration.
+   */
+  readonly poolSize: number;
+  /**
+   * `TESSERA_DATABASE_STATEMENT_TIMEOUT` seconds (default 5): the longest one statement may
+   * run. PostgreSQL cancels it then (`statement_timeout`); the driver gives up on an answer
+   * that does not come (a server or network that went silent) shortly after. Every
+   * statement Tessera runs for a request is an indexed read or write of a few rows, which
+   * takes milliseconds; migrations at start are not limited.
+   */
+  readonly statementTimeoutSeconds: number;
+  /**
+   * `TESSERA_DATABASE_CONNECT_TIMEOUT` seconds (default 5): the longest a request waits for
+   * a connection, whether a new one to open or a busy pooled one to be free.
+   */
+  readonly connectTimeoutSeconds: number;
+}
+
+export const POSTGRES_DEFAULTS: PostgresSettings = { poolSize: 10, statementTimeoutSeconds: 5, connectTimeoutSeconds: 5 };
+
+function postgresSettings(env: Env): PostgresSettings {
+  return {
+    poolSize: integer(env, 'TESSERA_DATABASE_POOL_SIZE', POSTGRES_DEFAULTS.poolSize, 1, 1000),
+    statementTimeoutSeconds: integer(env, 'TESSERA_DATABASE_STATEMENT_TIMEOUT', POSTGRES_DEFAULTS.statementTimeoutSeconds, 1, 600),
+    connectTimeoutSeconds: integer(env, 'TESSERA_DATABASE_CONNECT_TIMEOUT', POSTGRES_DEFAULTS.connectTimeoutSeconds, 1, 600),
+  };
+}
+
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -219,5 +259,6 @@ export function loadConfig(env: Env = process.env): Config {
     keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME', 3600, 0, 30 * 86400),
     workers: integer(env, 'TESSERA_WORKERS', 1, 1, 64),
     accessTokenAlg: accessTokenAlg(env),
+    postgres: postgresSettings(env),
   };
 }

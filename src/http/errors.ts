@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 import { errorPage } from '../ui/pages.ts';
 import { bearerChallenge } from './bearer.ts';
 import { BASIC_CHALLENGE } from './client-auth.ts';
@@ -18,9 +19,21 @@ const FASTIFY_CLIENT_ERRORS: Readonly<Record<string, OAuthError>> = {
   FST_ERR_CTP_EMPTY_TYPE: new OAuthError('invalid_request', 'the request body must be application/x-www-form-urlencoded'),
 };
 
+/**
+ * How long a client is told to wait before trying again (RFC 9110 §10.2.3) when the database
+ * is not available: about what a failover or a restart of PostgreSQL takes.
+ */
+export const RETRY_AFTER_SECONDS = 5;
+
 /** Maps anything thrown to the OAuth error the client sees; unknown errors are server_error. */
 export function toOAuthError(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error;
+  // RFC 6749 §4.1.2.1 defines temporarily_unavailable for the authorization endpoint only;
+  // §5.2 has no such code for the token endpoint, but it is the one clients understand there
+  // too, and its 503 says that the same request may succeed later.
+  if (error instanceof StoreUnavailableError) {
+    return new OAuthError('temporarily_unavailable', 'the service is temporarily unavailable; try again shortly', { cause: error });
+  }
   const fastifyError = error as Partial<FastifyError> | null;
   const known = fastifyError?.code ? FASTIFY_CLIENT_ERRORS[fastifyError.code] : undefined;
   if (known) return known;
@@ -41,10 +54,15 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   if ((error.code === 'invalid_token' || error.code === 'insufficient_scope') && !reply.hasHeader('WWW-Authenticate')) {
     reply.header('WWW-Authenticate', bearerChallenge(error));
   }
+  if (error.code === 'temporarily_unavailable') reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
-    const title = error.status >= 500 ? 'Something went wrong' : error.status === 403 ? 'Request refused' : 'This request cannot be completed';
+    const title =
+      error.status === 503 ? 'Temporarily unavailable'
+      : error.status >= 500 ? 'Something went wrong'
+      : error.status === 403 ? 'Request refused'
+      : 'This request cannot be completed';
     return reply.type('text/html; charset=utf-8').send(errorPage(title, error.description));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
@@ -57,7 +75,9 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const oauth = toOAuthError(error);
-    if (oauth.status >= 500) request.log.error({ err: error }, 'request failed');
+    // An outage fails every request until it ends: one line each, its cause without a stack.
+    if (error instanceof StoreUnavailableError) request.log.warn(error.message);
+    else if (oauth.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, oauth);
   });
   app.setNotFoundHandler((request, reply) =>

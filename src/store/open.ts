@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import type { PostgresSettings } from '../config/index.ts';
 import type { Store } from './types.ts';
 
 /** Where the store lives, as read from the `database` setting. */
@@ -38,14 +39,15 @@ function postgresLocation(url: string): DatabaseLocation {
 }
 
 /**
- * Opens the store named by the `database` setting (see `parseDatabase`). Only the chosen
+ * Opens the store named by the `database` setting (see `parseDatabase`), PostgreSQL with
+ * the pool size and time limits of `postgres` (the defaults where absent). Only the chosen
  * implementation is loaded, so an SQLite deployment never loads `pg`, and the reverse.
  */
-export async function openStore(database: string): Promise<Store> {
+export async function openStore(database: string, postgres: Partial<PostgresSettings> = {}): Promise<Store> {
   const location = parseDatabase(database);
   if (location.kind === 'postgres') {
     const { openPostgresStore } = await import('./postgres/store.ts');
-    return openPostgresStore(location.url, location.schema === undefined ? {} : { schema: location.schema });
+    return openPostgresStore(location.url, location.schema === undefined ? postgres : { ...postgres, schema: location.schema });
   }
   const { openSqliteStore } = await import('./sqlite/store.ts');
   return openSqliteStore(location.path);

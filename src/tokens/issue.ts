@@ -159,8 +159,11 @@ export class TokenIssuer {
    * stands is the caller's question.
    */
   async readAccessToken(token: string): Promise<AccessTokenClaims | null> {
+    // Outside the try: a store that cannot list the keys fails the request, rather than
+    // making every token look invalid to its client.
+    const keySet = await this.#verificationKeySet();
     try {
-      const { payload } = await jwtVerify(token, await this.#verificationKeySet(), {
+      const { payload } = await jwtVerify(token, keySet, {
         issuer: this.#issuer,
         audience: this.#issuer,
         typ: 'at+jwt',

@@ -70,7 +70,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
-  const store = await openStore(config.database);
+  const store = await openStore(config.database, config.postgres);
   const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
   await keys.ensureKeys();
   const app = await buildApp({ config, store, keys, clock, logger: false });

@@ -17,6 +17,9 @@ export async function migratePostgres(
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    // Not held to the request statement timeout: waiting for another instance's migration,
+    // or rewriting a large table, may take longer.
+    await client.query('SET LOCAL statement_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tessera:migrate:${schema ?? ''}`]);
     if (schema !== null) {
       const found = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);

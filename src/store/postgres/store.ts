@@ -7,6 +7,7 @@
  */
 
 import pg from 'pg';
+import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
 import {
   clientFromRow,
   codeFromRow,
@@ -27,8 +28,10 @@ import {
 import { devicePollAssignments, PURGE_BATCH_SIZE } from '../sql.ts';
 import { DuplicateError, type Store } from '../types.ts';
 import { migratePostgres } from './migrate.ts';
+import { storeError } from './unavailable.ts';
 
-export interface PostgresStoreOptions {
+/** The pool size and time limits (`POSTGRES_DEFAULTS` for those not given), and the schema. */
+export interface PostgresStoreOptions extends Partial<PostgresSettings> {
   /**
    * The schema to keep Tessera's tables in, created if missing and put first on every
    * pooled connection's search_path. Lower-case letters, digits and `_`.
@@ -62,6 +65,13 @@ function parseBigint(value: string): number {
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
+ * How much longer than the statement timeout the driver waits for an answer before it gives
+ * up on the connection: long enough that a live server's own cancellation (a clean error on
+ * a connection that stays usable) comes first, short enough to bound a silent one.
+ */
+const ANSWER_GRACE_MS = 500;
+
+/**
  * Connects to the PostgreSQL database at `url` (a `postgres://` connection string) and
  * brings its schema up to date.
  */
@@ -73,14 +83,21 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   // Type parsers for this pool only, not pg's global ones, which belong to the process.
   const types = new pg.TypeOverrides();
   types.setTypeParser(pg.types.builtins.INT8, parseBigint);
+  const statementTimeoutMs = (options.statementTimeoutSeconds ?? POSTGRES_DEFAULTS.statementTimeoutSeconds) * 1000;
   const pool = new pg.Pool({
     connectionString: url,
     types,
-    // When the database is unreachable (a failover, a partition), a request fails after
-    // ten seconds instead of waiting for a connection forever, and TCP keepalive finds
-    // pooled connections to a server that is gone.
-    connectionTimeoutMillis: 10_000,
+    max: options.poolSize ?? POSTGRES_DEFAULTS.poolSize,
+    // When the database is unreachable (a failover, a partition) or every pooled connection
+    // is busy, a request fails after this long instead of waiting for a connection forever,
+    // and TCP keepalive finds pooled connections to a server that is gone.
+    connectionTimeoutMillis: (options.connectTimeoutSeconds ?? POSTGRES_DEFAULTS.connectTimeoutSeconds) * 1000,
     keepAlive: true,
+    // Startup parameters, so every connection has them: PostgreSQL cancels a statement that
+    // runs longer (57014), and ends a transaction left idle as long, so that an instance that
+    // stalled mid-transaction does not hold its locks.
+    statement_timeout: statementTimeoutMs,
+    idle_in_transaction_session_timeout: statementTimeoutMs,
     // A startup parameter, so that every connection has it before its first query.
     ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
   });
@@ -95,7 +112,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end();
     throw error;
   }
-  return postgresStore(pool);
+  return postgresStore(pool, statementTimeoutMs + ANSWER_GRACE_MS);
 }
 
 interface Statement {
@@ -103,14 +120,24 @@ interface Statement {
   readonly text: string;
 }
 
-function postgresStore(pool: pg.Pool): Store {
+/** `answerTimeoutMs`: how long to wait for a statement's answer before giving up on its connection. */
+function postgresStore(pool: pg.Pool, answerTimeoutMs: number): Store {
   const s = statements();
+  // A server or network that went silent answers nothing, not even the statement timeout's
+  // cancellation: query_timeout bounds the wait, and pg then closes that connection.
+  // (pg reads query_timeout from a query's config; @types/pg's QueryConfig lacks it.)
+  const query = (statement: Statement, values: readonly unknown[]): Promise<pg.QueryResult<Row>> => {
+    const config: pg.QueryConfig & { query_timeout: number } = { ...statement, values: [...values], query_timeout: answerTimeoutMs };
+    return pool.query<Row>(config).catch((error: unknown) => {
+      throw storeError(error);
+    });
+  };
   const all = async (statement: Statement, values: readonly unknown[]): Promise<Row[]> =>
-    (await pool.query<Row>({ name: statement.name, text: statement.text, values: [...values] })).rows;
+    (await query(statement, values)).rows;
   const one = async (statement: Statement, values: readonly unknown[]): Promise<Row | undefined> =>
     (await all(statement, values))[0];
   const changed = async (statement: Statement, values: readonly unknown[]): Promise<number> =>
-    (await pool.query({ name: statement.name, text: statement.text, values: [...values] })).rowCount ?? 0;
+    (await query(statement, values)).rowCount ?? 0;
 
   return {
     clients: {

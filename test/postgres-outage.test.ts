@@ -1,0 +1,256 @@
+/**
+ * PostgreSQL going away while the server runs (issue 11): requests that need the database
+ * are answered 503 `temporarily_unavailable` with Retry-After, as JSON or as a page, within
+ * the configured time limits rather than hanging or failing with a 500, and the same server
+ * serves again once the database is back, without a restart.
+ *
+ * The server talks to PostgreSQL through a TCP proxy written here, which can forward, drop
+ * every connection and refuse new ones (a database that went down), or accept and forward
+ * nothing (a database or network that went silent).
+ */
+
+import assert from 'node:assert/strict';
+import { createServer, Socket, type Server } from 'node:net';
+import { after, before, it } from 'node:test';
+import { FormBrowser } from './helpers/browser.ts';
+import { poll, startDevice } from './helpers/device.ts';
+import { deviceSignIn } from './helpers/lifecycle.ts';
+import { describePostgres, freshPostgresDatabase, postgresUrl } from './helpers/postgres.ts';
+import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+type Mode = 'forward' | 'down' | 'silent';
+
+/** A TCP proxy to PostgreSQL whose behaviour the test switches. */
+class Proxy {
+  readonly #server: Server = createServer((socket) => this.#accept(socket));
+  readonly #upstream: { host: string; port: number };
+  readonly #pairs = new Set<{ client: Socket; upstream: Socket; lostData: boolean }>();
+  #mode: Mode = 'forward';
+  port = 0;
+
+  constructor(upstream: { host: string; port: number }) {
+    this.#upstream = upstream;
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.port, '127.0.0.1', () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.#server.address();
+    if (typeof address !== 'object' || address === null) throw new Error('the proxy has no address');
+    this.port = address.port;
+  }
+
+  #accept(client: Socket): void {
+    const upstream = new Socket();
+    const pair = { client, upstream, lostData: false };
+    this.#pairs.add(pair);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      this.#pairs.delete(pair);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    // Silent: the connection is accepted and nothing goes either way.
+    if (this.#mode === 'silent') pair.lostData = true;
+    else upstream.connect(this.#upstream.port, this.#upstream.host);
+    const relay = (from: Socket, to: Socket) =>
+      from.on('data', (chunk: Buffer) => {
+        if (this.#mode === 'forward' && !pair.lostData) to.write(chunk);
+        else pair.lostData = true;
+      });
+    relay(client, upstream);
+    relay(upstream, client);
+  }
+
+  /** PostgreSQL went down: every open connection is cut and new ones are refused. */
+  async down(): Promise<void> {
+    this.#mode = 'down';
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const pair of this.#pairs) pair.client.destroy();
+    await closed;
+  }
+
+  /** PostgreSQL, or the network to it, went silent: connections stay open, nothing arrives. */
+  silent(): void {
+    this.#mode = 'silent';
+  }
+
+  /** PostgreSQL is back. A connection that lost data in between is cut, as TCP would. */
+  async restore(): Promise<void> {
+    const wasDown = this.#mode === 'down';
+    this.#mode = 'forward';
+    for (const pair of this.#pairs) if (pair.lostData) pair.client.destroy();
+    if (wasDown) await this.start();
+  }
+
+  async close(): Promise<void> {
+    for (const pair of this.#pairs) pair.client.destroy();
+    if (this.#server.listening) await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+/**
+ * The time limits the server runs with here, and how long any one request may take during
+ * an outage: one connection wait plus one unanswered statement, many times over, so a
+ * loaded machine does not fail the test, while a request that waits for the database
+ * (minutes, or for ever) does.
+ */
+const LIMIT_SECONDS = 1;
+const ANSWER_BOUND_MS = 8 * (LIMIT_SECONDS + LIMIT_SECONDS) * 1000;
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+}
+
+/** A request that fails the test if it is not answered within `ANSWER_BOUND_MS`. */
+async function request(url: string, init: RequestInit = {}): Promise<Answer> {
+  const response = await fetch(url, { redirect: 'manual', ...init, signal: AbortSignal.timeout(ANSWER_BOUND_MS) });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+/** RFC 6749 §5.2 JSON with `temporarily_unavailable`, a 503, Retry-After and nothing else. */
+function assertUnavailableJson(answer: Answer, what: string): void {
+  assert.equal(answer.status, 503, `${what}: ${answer.text}`);
+  assert.match(answer.headers.get('content-type') ?? '', /^application\/json/, what);
+  const body = JSON.parse(answer.text) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description'], `${what}: ${answer.text}`);
+  assert.equal(body['error'], 'temporarily_unavailable', what);
+  assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/, `${what}: Retry-After`);
+  assert.equal(answer.headers.get('cache-control'), 'no-store', what);
+}
+
+/** The error page with a 503 and Retry-After. */
+function assertUnavailablePage(answer: Answer, what: string): void {
+  assert.equal(answer.status, 503, `${what}: ${answer.text.slice(0, 500)}`);
+  assert.match(answer.headers.get('content-type') ?? '', /^text\/html/, what);
+  assert.match(answer.text, /<h1>Temporarily unavailable<\/h1>/, what);
+  assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/, `${what}: Retry-After`);
+}
+
+describePostgres('PostgreSQL outage', () => {
+  const upstream = new URL(postgresUrl);
+  const proxy = new Proxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
+  let database: { url: string; drop(): Promise<void> };
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let accessToken: string;
+  let deviceCode: string;
+  let cookie: string;
+
+  before(async () => {
+    await proxy.start();
+    database = await freshPostgresDatabase();
+    const proxied = new URL(database.url);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.port);
+    server = await startTestServer({
+      database: proxied.href,
+      env: { TESSERA_DATABASE_STATEMENT_TIMEOUT: String(LIMIT_SECONDS), TESSERA_DATABASE_CONNECT_TIMEOUT: String(LIMIT_SECONDS) },
+    });
+    client = await server.addClient({ name: 'Living Room TV' });
+    user = await server.addUser();
+    accessToken = (await deviceSignIn(server, client, user)).access_token;
+    deviceCode = (await startDevice(server, client)).device_code;
+    const browser = new FormBrowser(server.url);
+    const login = await browser.follow(await browser.request('/account'));
+    const account = await browser.follow(await browser.submit(login, '/login', { username: user.username, password: user.password }));
+    assert.equal(account.status, 200);
+    cookie = [...browser.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  });
+
+  after(async () => {
+    await proxy.restore();
+    await server?.close();
+    await proxy.close();
+    await database?.drop();
+  });
+
+  /** What a device, a relying party and a person ask while PostgreSQL is unavailable. */
+  const duringOutage = () => ({
+    deviceAuthorization: request(`${server.url}/oauth/device/authorization`, {
+      method: 'POST',
+      headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'scope=openid',
+    }),
+    devicePoll: request(`${server.url}/oauth/token`, {
+      method: 'POST',
+      headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode }).toString(),
+    }),
+    // A valid token must not be called invalid because the keys could not be read.
+    userinfo: request(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } }),
+    jwks: request(`${server.url}/.well-known/jwks.json`),
+    accountPage: request(`${server.url}/account`, { headers: { cookie } }),
+  });
+
+  async function assertUnavailable(): Promise<void> {
+    const answers = duringOutage();
+    assertUnavailableJson(await answers.deviceAuthorization, 'device authorization');
+    assertUnavailableJson(await answers.devicePoll, 'device poll');
+    assertUnavailableJson(await answers.userinfo, 'userinfo');
+    assertUnavailableJson(await answers.jwks, 'JWKS');
+    assertUnavailablePage(await answers.accountPage, 'account page');
+  }
+
+  /** Everything asked during the outage works again. */
+  async function assertServing(): Promise<void> {
+    const started = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, {
+      authorization: basic(client.clientId, client.clientSecret),
+    });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    const polled = await poll(server, client, deviceCode);
+    assert.ok(polled.body['error'] === 'authorization_pending' || polled.body['error'] === 'slow_down', JSON.stringify(polled.body));
+    assert.equal((await request(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } })).status, 200);
+    assert.equal((await request(`${server.url}/.well-known/jwks.json`)).status, 200);
+    const account = await request(`${server.url}/account`, { headers: { cookie } });
+    assert.equal(account.status, 200);
+    assert.match(account.text, /Living Room TV/);
+  }
+
+  /** Asks until the server serves again; a few 503s first are allowed, a hang or a restart are not. */
+  async function eventuallyServing(): Promise<void> {
+    const deadline = Date.now() + 4 * ANSWER_BOUND_MS;
+    for (;;) {
+      const answer = await request(`${server.url}/.well-known/jwks.json`);
+      if (answer.status === 200) break;
+      assertUnavailableJson(answer, 'JWKS while reconnecting');
+      if (Date.now() > deadline) assert.fail('the server did not serve again after PostgreSQL came back');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await assertServing();
+  }
+
+  it('serves through the proxy while PostgreSQL is up', async () => {
+    await assertServing();
+  });
+
+  it('answers 503 temporarily_unavailable while PostgreSQL is down, and serves again at once when it is back', async () => {
+    await assertServing();
+    await proxy.down();
+    await assertUnavailable();
+    // And again: nothing the first failures left behind makes the server hang or crash.
+    await assertUnavailable();
+    await proxy.restore();
+    // The broken connections were discarded: the very next requests get fresh ones.
+    await assertServing();
+  });
+
+  it('answers 503 within the time limits while PostgreSQL accepts connections but never answers, and serves again when it does', async () => {
+    // The pool holds idle connections now, which go silent too: the statement time limit
+    // must end the wait on those, and the connect time limit the wait for new ones.
+    await assertServing();
+    proxy.silent();
+    await assertUnavailable();
+    await proxy.restore();
+    await eventuallyServing();
+  });
+});

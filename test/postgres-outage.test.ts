@@ -11,12 +11,14 @@
 
 import assert from 'node:assert/strict';
 import { createServer, Socket, type Server } from 'node:net';
-import { after, before, it } from 'node:test';
+import { after, afterEach, before, it } from 'node:test';
+import { hashSecret } from '../src/core/crypto.ts';
+import { StoreUnavailableError } from '../src/store/errors.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { poll, startDevice } from './helpers/device.ts';
+import { DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn } from './helpers/lifecycle.ts';
-import { describePostgres, freshPostgresDatabase, postgresUrl } from './helpers/postgres.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { describePostgres, freshPostgresDatabase, postgresUrl, withAdmin } from './helpers/postgres.ts';
+import { basic, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 type Mode = 'forward' | 'down' | 'silent';
 
@@ -27,6 +29,8 @@ class Proxy {
   readonly #pairs = new Set<{ client: Socket; upstream: Socket; lostData: boolean }>();
   #mode: Mode = 'forward';
   port = 0;
+  /** The most connections open through the proxy at any one time. */
+  mostConnections = 0;
 
   constructor(upstream: { host: string; port: number }) {
     this.#upstream = upstream;
@@ -49,12 +53,15 @@ class Proxy {
     const upstream = new Socket();
     const pair = { client, upstream, lostData: false };
     this.#pairs.add(pair);
+    this.mostConnections = Math.max(this.mostConnections, this.#pairs.size);
     const drop = () => {
       client.destroy();
       upstream.destroy();
       this.#pairs.delete(pair);
     };
-    client.on('error', drop).on('close', drop);
+    // On the client's FIN already: pg opens a replacement once its side has closed, which
+    // can be before this side sees 'close'.
+    client.on('error', drop).on('end', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     // Silent: the connection is accepted and nothing goes either way.
     if (this.#mode === 'silent') pair.lostData = true;
@@ -102,6 +109,7 @@ class Proxy {
  * (minutes, or for ever) does.
  */
 const LIMIT_SECONDS = 1;
+const POOL_SIZE = 3;
 const ANSWER_BOUND_MS = 8 * (LIMIT_SECONDS + LIMIT_SECONDS) * 1000;
 
 interface Answer {
@@ -154,7 +162,11 @@ describePostgres('PostgreSQL outage', () => {
     proxied.port = String(proxy.port);
     server = await startTestServer({
       database: proxied.href,
-      env: { TESSERA_DATABASE_STATEMENT_TIMEOUT: String(LIMIT_SECONDS), TESSERA_DATABASE_CONNECT_TIMEOUT: String(LIMIT_SECONDS) },
+      env: {
+        TESSERA_DATABASE_POOL_SIZE: String(POOL_SIZE),
+        TESSERA_DATABASE_STATEMENT_TIMEOUT: String(LIMIT_SECONDS),
+        TESSERA_DATABASE_CONNECT_TIMEOUT: String(LIMIT_SECONDS),
+      },
     });
     client = await server.addClient({ name: 'Living Room TV' });
     user = await server.addUser();
@@ -167,6 +179,9 @@ describePostgres('PostgreSQL outage', () => {
     cookie = [...browser.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
   });
 
+  // A case that failed half-way leaves the next one a database that is up.
+  afterEach(() => proxy.restore());
+
   after(async () => {
     await proxy.restore();
     await server?.close();
@@ -174,41 +189,39 @@ describePostgres('PostgreSQL outage', () => {
     await database?.drop();
   });
 
-  /** What a device, a relying party and a person ask while PostgreSQL is unavailable. */
-  const duringOutage = () => ({
-    deviceAuthorization: request(`${server.url}/oauth/device/authorization`, {
+  /** What a device, a relying party and a person ask while PostgreSQL is unavailable, all at once. */
+  /** The device's form post to `path`, as the client. */
+  const devicePost = (path: string, form: Record<string, string>) =>
+    request(`${server.url}${path}`, {
       method: 'POST',
       headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'scope=openid',
-    }),
-    devicePoll: request(`${server.url}/oauth/token`, {
-      method: 'POST',
-      headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode }).toString(),
-    }),
-    // A valid token must not be called invalid because the keys could not be read.
-    userinfo: request(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } }),
-    jwks: request(`${server.url}/.well-known/jwks.json`),
-    accountPage: request(`${server.url}/account`, { headers: { cookie } }),
-  });
+      body: new URLSearchParams(form).toString(),
+    });
+  const devicePoll = () => devicePost('/oauth/token', { grant_type: DEVICE_GRANT, device_code: deviceCode });
 
   async function assertUnavailable(): Promise<void> {
-    const answers = duringOutage();
-    assertUnavailableJson(await answers.deviceAuthorization, 'device authorization');
-    assertUnavailableJson(await answers.devicePoll, 'device poll');
-    assertUnavailableJson(await answers.userinfo, 'userinfo');
-    assertUnavailableJson(await answers.jwks, 'JWKS');
-    assertUnavailablePage(await answers.accountPage, 'account page');
+    const [deviceAuthorization, polled, userinfo, jwks, accountPage] = await Promise.all([
+      devicePost('/oauth/device/authorization', { scope: 'openid' }),
+      devicePoll(),
+      // A valid token must not be called invalid because the keys could not be read.
+      request(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } }),
+      request(`${server.url}/.well-known/jwks.json`),
+      request(`${server.url}/account`, { headers: { cookie } }),
+    ]);
+    assertUnavailableJson(deviceAuthorization, 'device authorization');
+    assertUnavailableJson(polled, 'device poll');
+    assertUnavailableJson(userinfo, 'userinfo');
+    assertUnavailableJson(jwks, 'JWKS');
+    assertUnavailablePage(accountPage, 'account page');
   }
 
   /** Everything asked during the outage works again. */
   async function assertServing(): Promise<void> {
-    const started = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, {
-      authorization: basic(client.clientId, client.clientSecret),
-    });
-    assert.equal(started.status, 200, JSON.stringify(started.body));
-    const polled = await poll(server, client, deviceCode);
-    assert.ok(polled.body['error'] === 'authorization_pending' || polled.body['error'] === 'slow_down', JSON.stringify(polled.body));
+    const started = await devicePost('/oauth/device/authorization', { scope: 'openid' });
+    assert.equal(started.status, 200, started.text);
+    const polled = await devicePoll();
+    assert.equal(polled.status, 400, polled.text);
+    assert.match(JSON.parse(polled.text).error, /^(authorization_pending|slow_down)$/);
     assert.equal((await request(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } })).status, 200);
     assert.equal((await request(`${server.url}/.well-known/jwks.json`)).status, 200);
     const account = await request(`${server.url}/account`, { headers: { cookie } });
@@ -252,5 +265,35 @@ describePostgres('PostgreSQL outage', () => {
     await assertUnavailable();
     await proxy.restore();
     await eventuallyServing();
+  });
+
+  it('answers 503 when statements wait past the statement timeout on a live database, with no more connections than the pool size', async () => {
+    const schema = new URL(database.url).searchParams.get('schema');
+    assert.ok(schema);
+    await assertServing();
+    proxy.mostConnections = 0;
+    await withAdmin(async (admin) => {
+      // Another session holds the device request's row, so every poll of it waits for the lock.
+      await admin.query('BEGIN');
+      await admin.query(`SELECT 1 FROM ${admin.escapeIdentifier(schema)}.device_authorizations WHERE device_code_hash = $1 FOR UPDATE`, [
+        hashSecret(deviceCode),
+      ]);
+      try {
+        // PostgreSQL itself cancels the statement (57014, what statement_timeout raises).
+        await assert.rejects(server.store.devices.poll(hashSecret(deviceCode), client.clientId, Date.now()), (error: unknown) => {
+          assert.ok(error instanceof StoreUnavailableError, String(error));
+          assert.equal((error.cause as { code?: unknown }).code, '57014', String(error.cause));
+          return true;
+        });
+        // More polls at once than the pool has connections: some wait on the lock, the rest
+        // for a connection; all are answered 503.
+        const polls = await Promise.all(Array.from({ length: 2 * POOL_SIZE + 1 }, devicePoll));
+        for (const [index, answer] of polls.entries()) assertUnavailableJson(answer, `poll ${index + 1} waiting for a locked row`);
+      } finally {
+        await admin.query('ROLLBACK');
+      }
+    });
+    await assertServing();
+    assert.ok(proxy.mostConnections <= POOL_SIZE, `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}`);
   });
 });

@@ -18,7 +18,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn } from './helpers/lifecycle.ts';
 import { describePostgres, freshPostgresDatabase, postgresUrl, withAdmin } from './helpers/postgres.ts';
-import { basic, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 type Mode = 'forward' | 'down' | 'silent';
 
@@ -189,7 +189,6 @@ describePostgres('PostgreSQL outage', () => {
     await database?.drop();
   });
 
-  /** What a device, a relying party and a person ask while PostgreSQL is unavailable, all at once. */
   /** The device's form post to `path`, as the client. */
   const devicePost = (path: string, form: Record<string, string>) =>
     request(`${server.url}${path}`, {
@@ -199,20 +198,34 @@ describePostgres('PostgreSQL outage', () => {
     });
   const devicePoll = () => devicePost('/oauth/token', { grant_type: DEVICE_GRANT, device_code: deviceCode });
 
+  /** What a device, a relying party and a person ask while PostgreSQL is unavailable, all at once. */
   async function assertUnavailable(): Promise<void> {
-    const [deviceAuthorization, polled, userinfo, jwks, accountPage] = await Promise.all([
+    const authorize = new URL(`${server.url}/oauth/authorize`);
+    authorize.search = new URLSearchParams({
+      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+    }).toString();
+    const [deviceAuthorization, polled, userinfo, jwks, accountPage, authorization, health] = await Promise.all([
       devicePost('/oauth/device/authorization', { scope: 'openid' }),
       devicePoll(),
       // A valid token must not be called invalid because the keys could not be read.
       request(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } }),
       request(`${server.url}/.well-known/jwks.json`),
       request(`${server.url}/account`, { headers: { cookie } }),
+      request(authorize.href),
+      request(`${server.url}/healthz`),
     ]);
     assertUnavailableJson(deviceAuthorization, 'device authorization');
     assertUnavailableJson(polled, 'device poll');
     assertUnavailableJson(userinfo, 'userinfo');
     assertUnavailableJson(jwks, 'JWKS');
     assertUnavailablePage(accountPage, 'account page');
+    // The redirect_uri cannot be checked against the client's without the database: no
+    // redirect, the error is shown on the page (RFC 6749 §4.1.2.1).
+    assertUnavailablePage(authorization, 'authorization request');
+    assert.equal(authorization.headers.get('location'), null);
+    // The health check does not ask the database, so an outage does not empty the load balancer.
+    assert.equal(health.status, 200);
   }
 
   /** Everything asked during the outage works again. */

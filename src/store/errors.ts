@@ -1,6 +1,7 @@
 /**
- * The database cannot answer now: it is unreachable, it dropped the connection mid-statement,
- * it is shutting down, or a statement ran past its time limit. Nothing is wrong with the
+ * The database cannot answer now: PostgreSQL is unreachable, dropped the connection
+ * mid-statement, is shutting down, or a statement ran past its time limit; or another
+ * process held SQLite's write lock for the whole busy timeout. Nothing is wrong with the
  * request, and the same request may succeed once the database is back, so the HTTP layer
  * answers 503 `temporarily_unavailable` rather than 500. Whether a write that was under way
  * took effect is unknown; every store write is one statement, so it either did or did not.

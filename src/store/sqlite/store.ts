@@ -29,6 +29,7 @@ import { devicePollAssignments, PURGE_BATCH_SIZE } from '../sql.ts';
 import { DuplicateError, type Store } from '../types.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateSqlite } from './migrate.ts';
+import { storeError } from './unavailable.ts';
 
 /** How long a statement waits for another process's write lock before failing with SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5000;
@@ -83,12 +84,19 @@ function openDatabase(path: string): DatabaseSync {
 function sqliteStore(db: DatabaseSync): Store {
   const s = prepareStatements(db);
   const batch = new GroupCommit(db);
+  const run = <T>(statement: StatementSync, execute: () => T): T => {
+    try {
+      return batch.run(statement, execute);
+    } catch (error) {
+      throw storeError(error);
+    }
+  };
   const one = (statement: StatementSync, parameters: Record<string, SQLInputValue> = {}): Row | undefined =>
-    batch.run(statement, () => statement.get(parameters));
+    run(statement, () => statement.get(parameters));
   const all = (statement: StatementSync, parameters: Record<string, SQLInputValue> = {}): Row[] =>
-    batch.run(statement, () => statement.all(parameters));
+    run(statement, () => statement.all(parameters));
   const changed = (statement: StatementSync, parameters: Record<string, SQLInputValue>): number =>
-    batch.run(statement, () => Number(statement.run(parameters).changes));
+    run(statement, () => Number(statement.run(parameters).changes));
 
   const store: Store = {
     clients: {

@@ -1,17 +1,19 @@
 /**
- * PostgreSQL going away while the server runs (issue 11): requests that need the database
- * are answered 503 `temporarily_unavailable` with Retry-After, as JSON or as a page, within
- * the configured time limits rather than hanging or failing with a 500, and the same server
+ * The database unavailable while the server runs (issue 11): requests that need it are
+ * answered 503 `temporarily_unavailable` with Retry-After, as JSON or as a page, within the
+ * configured time limits rather than hanging or failing with a 500, and the same server
  * serves again once the database is back, without a restart.
  *
  * The server talks to PostgreSQL through a TCP proxy written here, which can forward, drop
  * every connection and refuse new ones (a database that went down), or accept and forward
- * nothing (a database or network that went silent).
+ * nothing (a database or network that went silent). On SQLite, another process holds the
+ * write lock for longer than the busy timeout.
  */
 
 import assert from 'node:assert/strict';
 import { createServer, Socket, type Server } from 'node:net';
-import { after, afterEach, before, it } from 'node:test';
+import { DatabaseSync } from 'node:sqlite';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/core/crypto.ts';
 import { StoreUnavailableError } from '../src/store/errors.ts';
 import { FormBrowser } from './helpers/browser.ts';
@@ -143,6 +145,15 @@ function assertUnavailablePage(answer: Answer, what: string): void {
   assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/, `${what}: Retry-After`);
 }
 
+/** A form post to `path` as the client (HTTP Basic), answered within `ANSWER_BOUND_MS`. */
+function clientPost(server: TestServer, client: TestClient, path: string, form: Record<string, string>): Promise<Answer> {
+  return request(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form).toString(),
+  });
+}
+
 describePostgres('PostgreSQL outage', () => {
   const upstream = new URL(postgresUrl);
   const proxy = new Proxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
@@ -189,13 +200,7 @@ describePostgres('PostgreSQL outage', () => {
     await database?.drop();
   });
 
-  /** The device's form post to `path`, as the client. */
-  const devicePost = (path: string, form: Record<string, string>) =>
-    request(`${server.url}${path}`, {
-      method: 'POST',
-      headers: { authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form).toString(),
-    });
+  const devicePost = (path: string, form: Record<string, string>) => clientPost(server, client, path, form);
   const devicePoll = () => devicePost('/oauth/token', { grant_type: DEVICE_GRANT, device_code: deviceCode });
 
   /** What a device, a relying party and a person ask while PostgreSQL is unavailable, all at once. */
@@ -308,5 +313,27 @@ describePostgres('PostgreSQL outage', () => {
     });
     await assertServing();
     assert.ok(proxy.mostConnections <= POOL_SIZE, `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}`);
+  });
+});
+
+describe('SQLite write lock held by another process', () => {
+  it('answers 503 temporarily_unavailable once the busy timeout has passed, and serves when the lock is free', async () => {
+    const server = await startTestServer();
+    try {
+      const client = await server.addClient();
+      // A `tessera` command, say, in the middle of a write transaction on the same file.
+      const other = new DatabaseSync(server.config.database);
+      other.exec('BEGIN IMMEDIATE');
+      try {
+        assertUnavailableJson(await clientPost(server, client, '/oauth/device/authorization', { scope: 'openid' }), 'device authorization');
+      } finally {
+        other.exec('ROLLBACK');
+        other.close();
+      }
+      const started = await clientPost(server, client, '/oauth/device/authorization', { scope: 'openid' });
+      assert.equal(started.status, 200, started.text);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -71,6 +71,9 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
  */
 const ANSWER_GRACE_MS = 500;
 
+/** A query with pg's `query_timeout`, which pg reads from a query's config but @types/pg's QueryConfig lacks. */
+type TimedQuery = pg.QueryConfig & { readonly query_timeout: number };
+
 /**
  * Connects to the PostgreSQL database at `url` (a `postgres://` connection string) and
  * brings its schema up to date.
@@ -84,6 +87,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const types = new pg.TypeOverrides();
   types.setTypeParser(pg.types.builtins.INT8, parseBigint);
   const statementTimeoutMs = (options.statementTimeoutSeconds ?? POSTGRES_DEFAULTS.statementTimeoutSeconds) * 1000;
+  const answerTimeoutMs = statementTimeoutMs + ANSWER_GRACE_MS;
   const pool = new pg.Pool({
     connectionString: url,
     types,
@@ -93,11 +97,18 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     // and TCP keepalive finds pooled connections to a server that is gone.
     connectionTimeoutMillis: (options.connectTimeoutSeconds ?? POSTGRES_DEFAULTS.connectTimeoutSeconds) * 1000,
     keepAlive: true,
-    // Startup parameters, so every connection has them: PostgreSQL cancels a statement that
-    // runs longer (57014), and ends a transaction left idle as long, so that an instance that
-    // stalled mid-transaction does not hold its locks.
-    statement_timeout: statementTimeoutMs,
-    idle_in_transaction_session_timeout: statementTimeoutMs,
+    // PostgreSQL cancels a statement that runs longer (57014), and ends a transaction left
+    // idle as long, so that an instance that stalled mid-transaction does not hold its locks.
+    // Set on each new connection rather than as startup parameters, which PgBouncer refuses
+    // ("unsupported startup parameter") unless told to ignore them.
+    onConnect: async (client) => {
+      const limits: TimedQuery = {
+        text: "SELECT set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)",
+        values: [String(statementTimeoutMs)],
+        query_timeout: answerTimeoutMs,
+      };
+      await client.query(limits);
+    },
     // A startup parameter, so that every connection has it before its first query.
     ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
   });
@@ -112,7 +123,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end();
     throw error;
   }
-  return postgresStore(pool, statementTimeoutMs + ANSWER_GRACE_MS);
+  return postgresStore(pool, answerTimeoutMs);
 }
 
 interface Statement {
@@ -125,9 +136,8 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number): Store {
   const s = statements();
   // A server or network that went silent answers nothing, not even the statement timeout's
   // cancellation: query_timeout bounds the wait, and pg then closes that connection.
-  // (pg reads query_timeout from a query's config; @types/pg's QueryConfig lacks it.)
   const query = (statement: Statement, values: readonly unknown[]): Promise<pg.QueryResult<Row>> => {
-    const config: pg.QueryConfig & { query_timeout: number } = { ...statement, values: [...values], query_timeout: answerTimeoutMs };
+    const config: TimedQuery = { ...statement, values: [...values], query_timeout: answerTimeoutMs };
     return pool.query<Row>(config).catch((error: unknown) => {
       throw storeError(error);
     });

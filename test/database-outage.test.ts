@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { createServer, Socket, type Server } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, before, describe, it } from 'node:test';
+import type pg from 'pg';
 import { hashSecret } from '../src/core/crypto.ts';
 import { StoreUnavailableError } from '../src/store/errors.ts';
 import { FormBrowser } from './helpers/browser.ts';
@@ -25,7 +26,7 @@ import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer,
 type Mode = 'forward' | 'down' | 'silent';
 
 /** A TCP proxy to PostgreSQL whose behaviour the test switches. */
-class Proxy {
+class DatabaseProxy {
   readonly #server: Server = createServer((socket) => this.#accept(socket));
   readonly #upstream: { host: string; port: number };
   readonly #pairs = new Set<{ client: Socket; upstream: Socket; lostData: boolean }>();
@@ -75,6 +76,11 @@ class Proxy {
       });
     relay(client, upstream);
     relay(upstream, client);
+  }
+
+  /** The local ports of the proxy's connections to PostgreSQL: the `client_port` of their backends. */
+  upstreamPorts(): number[] {
+    return [...this.#pairs].flatMap((pair) => (pair.upstream.localPort === undefined ? [] : [pair.upstream.localPort]));
   }
 
   /** PostgreSQL went down: every open connection is cut and new ones are refused. */
@@ -145,6 +151,15 @@ function assertUnavailablePage(answer: Answer, what: string): void {
   assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/, `${what}: Retry-After`);
 }
 
+/** Asks `check` until it is true, a few times a second, for at most `ANSWER_BOUND_MS`. */
+async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + ANSWER_BOUND_MS;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`waited in vain for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** A form post to `path` as the client (HTTP Basic), answered within `ANSWER_BOUND_MS`. */
 function clientPost(server: TestServer, client: TestClient, path: string, form: Record<string, string>): Promise<Answer> {
   return request(`${server.url}${path}`, {
@@ -156,7 +171,7 @@ function clientPost(server: TestServer, client: TestClient, path: string, form: 
 
 describePostgres('PostgreSQL outage', () => {
   const upstream = new URL(postgresUrl);
-  const proxy = new Proxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
+  const proxy = new DatabaseProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
   let database: { url: string; drop(): Promise<void> };
   let server: TestServer;
   let client: TestClient;
@@ -285,31 +300,54 @@ describePostgres('PostgreSQL outage', () => {
     await eventuallyServing();
   });
 
-  it('answers 503 when statements wait past the statement timeout on a live database, with no more connections than the pool size', async () => {
+  /** Runs `work` while another session holds the device request's row, so every poll of it waits for the lock. */
+  function holdingDeviceRow(work: (admin: pg.Client) => Promise<void>): Promise<void> {
     const schema = new URL(database.url).searchParams.get('schema');
     assert.ok(schema);
-    await assertServing();
-    proxy.mostConnections = 0;
-    await withAdmin(async (admin) => {
-      // Another session holds the device request's row, so every poll of it waits for the lock.
+    return withAdmin(async (admin) => {
       await admin.query('BEGIN');
       await admin.query(`SELECT 1 FROM ${admin.escapeIdentifier(schema)}.device_authorizations WHERE device_code_hash = $1 FOR UPDATE`, [
         hashSecret(deviceCode),
       ]);
       try {
-        // PostgreSQL itself cancels the statement (57014, what statement_timeout raises).
-        await assert.rejects(server.store.devices.poll(hashSecret(deviceCode), client.clientId, Date.now()), (error: unknown) => {
-          assert.ok(error instanceof StoreUnavailableError, String(error));
-          assert.equal((error.cause as { code?: unknown }).code, '57014', String(error.cause));
-          return true;
-        });
-        // More polls at once than the pool has connections: some wait on the lock, the rest
-        // for a connection; all are answered 503.
-        const polls = await Promise.all(Array.from({ length: 2 * POOL_SIZE + 1 }, devicePoll));
-        for (const [index, answer] of polls.entries()) assertUnavailableJson(answer, `poll ${index + 1} waiting for a locked row`);
+        await work(admin);
       } finally {
         await admin.query('ROLLBACK');
       }
+    });
+  }
+
+  it('answers 503 when the connection drops while a statement is under way', async () => {
+    await assertServing();
+    await holdingDeviceRow(async (admin) => {
+      const polled = devicePoll();
+      await waitFor('the poll to wait for the lock', async () => {
+        const waiting = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND client_port = ANY($1)`, [
+          proxy.upstreamPorts(),
+        ]);
+        return (waiting.rowCount ?? 0) > 0;
+      });
+      await proxy.down();
+      assertUnavailableJson(await polled, 'poll cut off mid-statement');
+    });
+    await proxy.restore();
+    await assertServing();
+  });
+
+  it('answers 503 when statements wait past the statement timeout on a live database, with no more connections than the pool size', async () => {
+    await assertServing();
+    proxy.mostConnections = 0;
+    await holdingDeviceRow(async () => {
+      // PostgreSQL itself cancels the statement (57014, what statement_timeout raises).
+      await assert.rejects(server.store.devices.poll(hashSecret(deviceCode), client.clientId, Date.now()), (error: unknown) => {
+        assert.ok(error instanceof StoreUnavailableError, String(error));
+        assert.equal((error.cause as { code?: unknown }).code, '57014', String(error.cause));
+        return true;
+      });
+      // More polls at once than the pool has connections: some wait on the lock, the rest
+      // for a connection; all are answered 503.
+      const polls = await Promise.all(Array.from({ length: 2 * POOL_SIZE + 1 }, devicePoll));
+      for (const [index, answer] of polls.entries()) assertUnavailableJson(answer, `poll ${index + 1} waiting for a locked row`);
     });
     await assertServing();
     assert.ok(proxy.mostConnections <= POOL_SIZE, `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}`);

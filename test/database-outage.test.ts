@@ -15,10 +15,11 @@ import { createServer, Socket, type Server } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type pg from 'pg';
+import { deviceLogin } from '../src/cli/device-login.ts';
 import { hashSecret } from '../src/core/crypto.ts';
 import { StoreUnavailableError } from '../src/store/errors.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { DEVICE_GRANT, startDevice } from './helpers/device.ts';
+import { BrowserAt, DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn } from './helpers/lifecycle.ts';
 import { describePostgres, freshPostgresDatabase, postgresUrl, withAdmin } from './helpers/postgres.ts';
 import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -316,6 +317,33 @@ describePostgres('PostgreSQL outage', () => {
       }
     });
   }
+
+  it('lets tessera device-login wait out an outage, backing off, instead of giving up', async () => {
+    const output = { stdout: '', stderr: '' };
+    const waits: number[] = [];
+    const code = await deviceLogin({ issuer: server.url, clientId: client.clientId, clientSecret: client.clientSecret, scope: 'openid' }, {
+      stdout: (text) => (output.stdout += text),
+      stderr: (text) => (output.stderr += text),
+      fetch: globalThis.fetch,
+      now: () => Date.now(),
+      tty: false,
+      // Waits are not slept through: the first poll comes during the outage, the second after it.
+      async sleep(ms) {
+        waits.push(ms);
+        if (waits.length === 1) await proxy.down();
+        if (waits.length === 2) {
+          await proxy.restore();
+          const userCode = /and enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})\n/.exec(output.stdout)?.[1];
+          assert.ok(userCode, output.stdout);
+          await new BrowserAt(server.url).decide(userCode, user, 'approve');
+        }
+      },
+    });
+    assert.equal(code, 0, output.stderr);
+    assert.match(output.stderr, /The server is temporarily unavailable; retrying in 10 seconds\./);
+    assert.deepEqual(waits, [5000, 10_000]);
+    assert.match(output.stdout, /Approved\./);
+  });
 
   it('answers 503 when the connection drops while a statement is under way', async () => {
     await assertServing();

@@ -204,6 +204,13 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
         interval += 5;
         if (!deps.tty) deps.stdout(`The server asked to poll more slowly: now every ${interval} seconds.\n`);
         continue;
+      case 'temporarily_unavailable':
+        // Not an RFC 8628 §3.5 answer, but the same request may succeed later (its 503 says
+        // so): backed off from as from a connection timeout, rather than given up on.
+        interval = Math.min(interval * 2, MAX_BACKOFF_INTERVAL);
+        endLine();
+        deps.stderr(`The server is temporarily unavailable; retrying in ${interval} seconds.\n`);
+        continue;
       case 'access_denied':
         endLine();
         deps.stderr('The request was denied: no tokens were issued.\n');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
-import { tessera } from './helpers/cli.ts';
+import { runTessera as tessera } from './helpers/cli.ts';
 import { openStore } from '../src/store/open.ts';
 
 describe('the tessera command: refresh-token clients and grants', () => {

@@ -265,7 +265,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   it('starts a device at A, approves it through B, and gives tokens once to 20 polls spread over both', async () => {
     const device = await startDevice(A());
     const browser = new BrowserAt(B().url, '198.51.100.20');
-    const done = await browser.decide(device.user_code, { id: adaSub, ...ada }, 'approve');
+    const done = await browser.decide(device.user_code, ada, 'approve');
     assert.equal(done.status, 200, done.html);
 
     // No poll came before the approval, so none of these is too soon: one takes the

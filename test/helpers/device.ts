@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { FormBrowser, type Page } from './browser.ts';
+import { assertApprovalPage, FormBrowser, type Page } from './browser.ts';
 import { postgresSkipReason, postgresUrl } from './postgres.ts';
 import { basic, postForm, type TestClient, type TestServer, type TestUser } from './server.ts';
 
@@ -55,19 +55,20 @@ export class BrowserAt extends FormBrowser {
     return this.follow(await this.submit(entry, '/device', { user_code: code }));
   }
 
-  /** Enters the code, signs in if asked, and returns the approval page. */
-  async reachApproval(code: string, user: TestUser): Promise<Page> {
+  /**
+   * Enters the code and returns the approval page, asserting each page on the way: with
+   * `user`, the sign-in page must come first and is filled in; with null, this browser is
+   * signed in already and the approval page must come at once.
+   */
+  async reachApproval(code: string, user: Pick<TestUser, 'username' | 'password'> | null): Promise<Page> {
     let page = await this.enterCode(code);
-    if (page.html.includes('action="/login"')) {
-      page = await this.follow(await this.submit(page, '/login', { username: user.username, password: user.password }));
-    }
-    assert.equal(page.status, 200, page.html);
-    assert.match(page.html, /action="\/device\/approve"/, 'the approval page');
+    if (user) page = await this.signIn(page, user);
+    assertApprovalPage(page, '/device/approve');
     return page;
   }
 
-  /** Enters the code, signs in if asked, and decides; returns the page after the decision. */
-  async decide(code: string, user: TestUser, decision: 'approve' | 'deny'): Promise<Page> {
+  /** `reachApproval`, then decides; returns the page after the decision. */
+  async decide(code: string, user: Pick<TestUser, 'username' | 'password'> | null, decision: 'approve' | 'deny'): Promise<Page> {
     return this.submit(await this.reachApproval(code, user), '/device/approve', { decision });
   }
 }

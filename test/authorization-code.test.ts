@@ -148,8 +148,9 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const replay = await postForm(`${server.url}/oauth/token`, form, auth);
     assert.equal(replay.status, 400);
     assert.equal(replay.body['error'], 'invalid_grant');
-    const grantId = decodeJwt(first.body['access_token'] as string)['gid'] as string;
-    assert.notEqual((await server.store.grants.get(grantId))?.revokedAt, null, 'the grant is revoked');
+    // The grant is revoked: the access token the first redemption received is dead.
+    assert.equal((await oidc.tokenIntrospection(config, first.body['access_token'] as string)).active, false);
+    await assert.rejects(oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck), (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.status === 401);
   });
 
   it('gives a code to exactly one of 20 concurrent redemptions', async () => {

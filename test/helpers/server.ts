@@ -65,7 +65,7 @@ export interface TestServer {
   readonly store: Store;
   readonly keys: KeyManager;
   readonly app: FastifyInstance;
-  addClient(options?: { name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
+  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -109,7 +109,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     keys,
     app,
     async addClient(client = {}) {
-      const clientId = `client-${randomToken(6)}`;
+      const clientId = client.id ?? `client-${randomToken(6)}`;
       const clientSecret = client.public ? '' : (client.secret ?? randomToken(32));
       await store.clients.create({
         id: clientId,

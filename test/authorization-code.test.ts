@@ -153,6 +153,17 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     await assert.rejects(oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck), (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.status === 401);
   });
 
+  it('issues nothing for a user disabled after approving, before the code is redeemed', async () => {
+    const leaver = await server.addUser({ username: 'leaver' });
+    const start = await attempt(config);
+    const page = await new FormBrowser(server.url).authorize(start.url.href, leaver);
+    await server.store.users.setDisabled(leaver.id, true);
+    await assert.rejects(
+      oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: start.verifier, expectedState: start.state, expectedNonce: start.nonce }),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
+  });
+
   it('gives a code to exactly one of 20 concurrent redemptions', async () => {
     const start = await attempt(config);
     const code = (await callback(start)).searchParams.get('code')!;

@@ -4,6 +4,8 @@
  * and the stores to run the state tests against.
  */
 import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import * as oidc from 'openid-client';
 import pg from 'pg';
 import { assertApprovalPage, FormBrowser, type Page } from './browser.ts';
 import { postgresSkipReason, postgresUrl } from './postgres.ts';
@@ -25,6 +27,20 @@ export async function startDevice(server: TestServer, client: TestClient, scope 
   const result = await postForm(`${server.url}/oauth/device/authorization`, { scope }, { authorization: basic(client.clientId, client.clientSecret), ...headers });
   assert.equal(result.status, 200, JSON.stringify(result.body));
   return result.body as unknown as Started;
+}
+
+/**
+ * openid-client polling for the device's tokens (RFC 8628 §3.4-3.5), stopped when the test
+ * ends however it ends, so that a failed test never leaves a device polling on for the ten
+ * minutes its code lives.
+ */
+export function pollWhileTestRuns(t: TestContext, config: oidc.Configuration, device: oidc.DeviceAuthorizationResponse) {
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const polling = oidc.pollDeviceAuthorizationGrant(config, device, undefined, { signal: controller.signal });
+  // The test awaits it; if the test fails first, the rejection the abort causes is expected.
+  polling.catch(() => {});
+  return polling;
 }
 
 /** One poll of the token endpoint (RFC 8628 §3.4). */

@@ -34,6 +34,13 @@ describe('token introspection (RFC 7662) through openid-client', () => {
     assert.equal(result.iss, server.url);
   });
 
+  it('reports an ID token as inactive: it is not an access token', async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    assert.equal(tokens.claims()?.sub, user.id, 'a valid ID token');
+    assert.deepEqual(await oidc.tokenIntrospection(config, tokens.id_token!), { active: false });
+    assert.deepEqual(await oidc.tokenIntrospection(config, tokens.id_token!, { token_type_hint: 'access_token' }), { active: false });
+  });
+
   it('describes a live refresh token', async () => {
     const tokens = await signIn(server, config, user, 'openid offline_access');
     const result = await oidc.tokenIntrospection(config, tokens.refresh_token!, { token_type_hint: 'refresh_token' });

@@ -65,6 +65,11 @@ export interface TestServer {
   readonly store: Store;
   readonly keys: KeyManager;
   readonly app: FastifyInstance;
+  /**
+   * Stops the app and closes the store, then opens the database again and serves a new app
+   * on the same address: a restart, with nothing kept but what the database holds.
+   */
+  restart(): Promise<void>;
   addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
@@ -95,23 +100,43 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
-  const store = await openStore(config.database);
-  const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
-  await keys.ensureKeys();
-  const app = await buildApp({ config, store, keys, clock, logger: false });
-  await app.ready();
-  http.on('request', app.routing);
+  const start = async (database = config.database) => {
+    const store = await openStore(database);
+    const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+    await keys.ensureKeys();
+    const app = await buildApp({ config, store, keys, clock, logger: false });
+    await app.ready();
+    http.on('request', app.routing);
+    return { store, keys, app };
+  };
+  let running = await start();
+  const stop = async () => {
+    http.off('request', running.app.routing);
+    await running.app.close();
+    await running.store.close();
+  };
   let users = 0;
   return {
     url: config.issuer,
     config,
-    store,
-    keys,
-    app,
+    get store() {
+      return running.store;
+    },
+    get keys() {
+      return running.keys;
+    },
+    get app() {
+      return running.app;
+    },
+    async restart() {
+      // The listening socket and open connections stay: they are the address, not the app.
+      await stop();
+      running = await start();
+    },
     async addClient(client = {}) {
       const clientId = client.id ?? `client-${randomToken(6)}`;
       const clientSecret = client.public ? '' : (client.secret ?? randomToken(32));
-      await store.clients.create({
+      await running.store.clients.create({
         id: clientId,
         name: client.name ?? 'Test App',
         secretHash: client.public ? null : hashSecret(clientSecret),
@@ -128,7 +153,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       const username = user.username ?? `user${users}`;
       const password = user.password ?? 'correct horse battery staple';
       const id = `sub-${randomToken(6)}`;
-      await store.users.create({
+      await running.store.users.create({
         id,
         username,
         passwordHash: await hashPassword(password, config.passwordHash),
@@ -142,8 +167,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     async close() {
       await closeServer(http);
-      await app.close();
-      await store.close();
+      await stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

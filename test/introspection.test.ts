@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
+import { FormBrowser } from './helpers/browser.ts';
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -68,7 +69,11 @@ describe('token introspection (RFC 7662) through openid-client', () => {
 
   it('reports the tokens of a grant revoked by the user as inactive', async () => {
     const tokens = await signIn(server, config, user, 'openid offline_access');
-    await server.store.grants.revoke(decodeJwt(tokens.access_token)['gid'] as string, Date.now());
+    // The user presses Revoke on the account page.
+    const browser = new FormBrowser(server.url);
+    const account = await browser.signIn(await browser.follow(await browser.request('/account')), user);
+    const revoked = await browser.follow(await browser.submit(account, '/account/revoke', { grant_id: decodeJwt(tokens.access_token)['gid'] as string }));
+    assert.match(revoked.html, /Access revoked/);
     await assertInactive(tokens.access_token);
     await assertInactive(tokens.refresh_token!);
   });

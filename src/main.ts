@@ -60,17 +60,24 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** A loopback address literal is kept in the issuer; any other HOST listens for `localhost`. */
+/** A HOST given as a loopback address is the issuer's host too; otherwise it stays `localhost`. */
 const LOOPBACK_LITERALS = new Set(['127.0.0.1', '::1']);
+
+type Routing = FastifyInstance['routing'];
 
 /**
  * PORT=0 without TESSERA_ISSUER (whose default is then `http://localhost:0`): the system picks
  * the port, and the issuer is where the server ended up listening. Tests start servers this
  * way, so no port is looked for beforehand and lost to another process before it is used.
- * The port is bound before the app is built, since the app is built for its issuer.
+ * The port is bound before the app is built, since the app is built for its issuer; requests
+ * that arrive meanwhile (under node:cluster, a new worker is sent connections as soon as it
+ * listens) wait for `serve`.
  */
-async function listenOnPickedPort(config: Config): Promise<{ server: Server; config: Config }> {
+async function listenOnPickedPort(config: Config): Promise<{ server: Server; config: Config; serve(routing: Routing): void }> {
   const server = createServer();
+  let routing: Routing | null = null;
+  const waiting: Parameters<Routing>[] = [];
+  server.on('request', (request, response) => (routing ? routing(request, response) : waiting.push([request, response])));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, config.host, () => resolve());
@@ -79,7 +86,14 @@ async function listenOnPickedPort(config: Config): Promise<{ server: Server; con
   const issuer = new URL(config.issuer);
   if (LOOPBACK_LITERALS.has(config.host)) issuer.hostname = config.host.includes(':') ? `[${config.host}]` : config.host;
   issuer.port = String(port);
-  return { server, config: { ...config, port, issuer: issuer.href.replace(/\/+$/, '') } };
+  return {
+    server,
+    config: { ...config, port, issuer: issuer.href.replace(/\/+$/, '') },
+    serve(app) {
+      routing = app;
+      for (const [request, response] of waiting.splice(0)) app(request, response);
+    },
+  };
 }
 
 export async function startServer(settings: Config): Promise<RunningServer> {
@@ -96,7 +110,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   let address: string;
   if (picked) {
     await app.ready();
-    picked.server.on('request', app.routing);
+    picked.serve(app.routing);
     address = config.issuer;
   } else {
     address = await app.listen({ port: config.port, host: config.host });

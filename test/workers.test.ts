@@ -118,8 +118,18 @@ describe('tessera serve --workers 2', () => {
     assert.equal(before.length, 2);
     process.kill(Number(before[0]), 'SIGKILL');
     await outputMatches(serving, new RegExp(`worker ${before[0]} exited \\(SIGKILL\\); starting another`));
-    // Two lines from the first workers, a third from the replacement once it listens.
-    await outputMatches(serving, /Tessera is serving/, 3);
+    // Two lines from the first workers, a third from the replacement once it serves.
+    let replaced = false;
+    const serves = outputMatches(serving, /Tessera is serving/, 3).then(() => (replaced = true));
+    // Requests all the while the replacement starts, a few milliseconds apart: every one is
+    // answered, whichever worker the primary hands it to.
+    const meanwhile: Promise<number>[] = [];
+    while (!replaced) {
+      meanwhile.push(request(`${url}/healthz`).then((response) => response.status));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await serves;
+    assert.deepEqual(new Set(await Promise.all(meanwhile)), new Set([200]));
     const after = workers();
     assert.equal(after.length, 2);
     assert.ok(!after.includes(before[0]!), 'the crashed worker is gone');

@@ -100,8 +100,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
-  const start = async (database = config.database) => {
-    const store = await openStore(database);
+  const start = async () => {
+    const store = await openStore(config.database);
     const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
     await keys.ensureKeys();
     const app = await buildApp({ config, store, keys, clock, logger: false });

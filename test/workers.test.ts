@@ -9,7 +9,7 @@ import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { type Store } from '../src/store/types.ts';
-import { outputMatches, serveTessera, tessera, type ServingCommand } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
 
 /** A request on a connection of its own, so that the cluster hands it to whichever worker is next. */
@@ -151,7 +151,7 @@ describe('tessera serve --workers 2', () => {
 
 describe('tessera serve --workers with a bad count', () => {
   it('prints the usage and exits with status 2', async () => {
-    const { code, stderr } = await tessera(['serve', '--workers', '0'], { TESSERA_DATABASE: ':memory:' });
+    const { code, stderr } = await runTessera(['serve', '--workers', '0'], { TESSERA_DATABASE: ':memory:' });
     assert.equal(code, 2);
     assert.match(stderr, /--workers 0: must be a whole number from 1 to 64/);
   });

@@ -109,7 +109,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     http.on('request', app.routing);
     return { store, keys, app };
   };
-  let running = await start();
+  // A server that fails to start must not keep the test process alive on its open port.
+  let running = await start().catch(async (error: unknown) => {
+    await closeServer(http);
+    throw error;
+  });
   const stop = async () => {
     http.off('request', running.app.routing);
     await running.app.close();

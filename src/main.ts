@@ -3,6 +3,8 @@
  */
 import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
@@ -58,7 +60,45 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config): Promise<RunningServer> {
+/** A HOST given as a loopback address is the issuer's host too; otherwise it stays `localhost`. */
+const LOOPBACK_LITERALS = new Set(['127.0.0.1', '::1']);
+
+type Routing = FastifyInstance['routing'];
+
+/**
+ * PORT=0 without TESSERA_ISSUER (whose default is then `http://localhost:0`): the system picks
+ * the port, and the issuer is where the server ended up listening. Tests start servers this
+ * way, so no port is looked for beforehand and lost to another process before it is used.
+ * The port is bound before the app is built, since the app is built for its issuer; requests
+ * that arrive meanwhile (under node:cluster, a new worker is sent connections as soon as it
+ * listens) wait for `serve`.
+ */
+async function listenOnPickedPort(config: Config): Promise<{ server: Server; config: Config; serve(routing: Routing): void }> {
+  const server = createServer();
+  let routing: Routing | null = null;
+  const waiting: Parameters<Routing>[] = [];
+  server.on('request', (request, response) => (routing ? routing(request, response) : waiting.push([request, response])));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const issuer = new URL(config.issuer);
+  if (LOOPBACK_LITERALS.has(config.host)) issuer.hostname = config.host.includes(':') ? `[${config.host}]` : config.host;
+  issuer.port = String(port);
+  return {
+    server,
+    config: { ...config, port, issuer: issuer.href.replace(/\/+$/, '') },
+    serve(app) {
+      routing = app;
+      for (const [request, response] of waiting.splice(0)) app(request, response);
+    },
+  };
+}
+
+export async function startServer(settings: Config): Promise<RunningServer> {
+  const picked = settings.port === 0 && new URL(settings.issuer).port === '0' ? await listenOnPickedPort(settings) : null;
+  const config = picked?.config ?? settings;
   const store = await openStore(config.database, config.postgres);
   const keys = keyManager(config, store);
   await keys.ensureKeys();
@@ -67,13 +107,26 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const { buildApp } = await import('./app.ts');
   const app = await buildApp({ config, store, keys, clock: systemClock });
   const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'));
-  const address = await app.listen({ port: config.port, host: config.host });
+  let address: string;
+  if (picked) {
+    await app.ready();
+    picked.serve(app.routing);
+    address = config.issuer;
+  } else {
+    address = await app.listen({ port: config.port, host: config.host });
+  }
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address})`);
   return {
     app,
     url: address,
     async close() {
       await stopPurge();
+      if (picked) {
+        await new Promise((resolve) => {
+          picked.server.close(resolve);
+          picked.server.closeIdleConnections();
+        });
+      }
       await app.close();
       await store.close();
     },

@@ -148,8 +148,20 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const replay = await postForm(`${server.url}/oauth/token`, form, auth);
     assert.equal(replay.status, 400);
     assert.equal(replay.body['error'], 'invalid_grant');
-    const grantId = decodeJwt(first.body['access_token'] as string)['gid'] as string;
-    assert.notEqual((await server.store.grants.get(grantId))?.revokedAt, null, 'the grant is revoked');
+    // The grant is revoked: the access token the first redemption received is dead.
+    assert.equal((await oidc.tokenIntrospection(config, first.body['access_token'] as string)).active, false);
+    await assert.rejects(oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck), (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.status === 401);
+  });
+
+  it('issues nothing for a user disabled after approving, before the code is redeemed', async () => {
+    const leaver = await server.addUser({ username: 'leaver' });
+    const start = await attempt(config);
+    const page = await new FormBrowser(server.url).authorize(start.url.href, leaver);
+    await server.store.users.setDisabled(leaver.id, true);
+    await assert.rejects(
+      oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: start.verifier, expectedState: start.state, expectedNonce: start.nonce }),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
   });
 
   it('gives a code to exactly one of 20 concurrent redemptions', async () => {

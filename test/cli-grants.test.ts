@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
-import { tessera } from './helpers/cli.ts';
+import { runTessera as tessera } from './helpers/cli.ts';
 import { openStore } from '../src/store/open.ts';
+import { discover, OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
+import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('the tessera command: refresh-token clients and grants', () => {
   let dir: string;
@@ -84,5 +87,76 @@ describe('the tessera command: refresh-token clients and grants', () => {
       assert.equal(result.code, 2, args.join(' '));
       assert.match(result.stderr, /Usage: tessera/);
     }
+  });
+});
+
+describe('the tessera command beside a running server on the same database', () => {
+  let dir: string;
+  let database: string;
+  let server: TestServer;
+  let user: TestUser;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-cli-live-'));
+    database = join(dir, 'tessera.db');
+    server = await startTestServer({ database });
+    user = await server.addUser({ username: 'ada' });
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** What a client with tokens sees: whether its tokens still work, at the endpoints a client uses. */
+  async function assertTokensDead(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse, introspector: oidc.Configuration, refreshError: string) {
+    await assert.rejects(oidc.refreshTokenGrant(config, tokens.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === refreshError);
+    await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, oidc.skipSubjectCheck), (error: unknown) =>
+      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+    assert.equal((await oidc.tokenIntrospection(introspector, tokens.access_token)).active, false);
+    assert.equal((await oidc.tokenIntrospection(introspector, tokens.refresh_token!)).active, false);
+  }
+
+  it('keeps only a hash of a client secret: the secret is nowhere in the database files, yet authenticates the client', async () => {
+    const added = await tessera(['client', 'add', '--name', 'Printer', '--redirect-uri', REDIRECT_URI, '--json'], { TESSERA_DATABASE: database });
+    assert.equal(added.code, 0, added.stderr);
+    const { client_id: clientId, client_secret: secret } = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+    const files = readdirSync(dir).filter((name) => name.startsWith('tessera.db'));
+    assert.ok(files.includes('tessera.db'));
+    for (const name of files) {
+      const bytes = readFileSync(join(dir, name));
+      assert.equal(bytes.includes(secret), false, `the secret is stored in clear in ${name}`);
+    }
+    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
+    // Authenticated: refused for the made-up code, not for the client.
+    await assert.rejects(
+      oidc.genericGrantRequest(config, 'authorization_code', { code: 'x', redirect_uri: REDIRECT_URI, code_verifier: 'a'.repeat(43) }),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
+  });
+
+  it('grant revoke ends the live tokens of the grant: no refresh, no userinfo, inactive at introspection', async () => {
+    const client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    const config = await discover(server, client);
+    const tokens = await signIn(server, config, user, 'openid offline_access');
+    assert.equal((await oidc.tokenIntrospection(config, tokens.access_token)).active, true);
+    const listed = JSON.parse((await tessera(['grant', 'list', '--username', 'ada', '--json'], { TESSERA_DATABASE: database })).stdout) as { grant_id: string; client_id: string }[];
+    const grant = listed.find((entry) => entry.client_id === client.clientId)!;
+    assert.equal((await tessera(['grant', 'revoke', grant.grant_id], { TESSERA_DATABASE: database })).code, 0);
+    await assertTokensDead(config, tokens, config, 'invalid_grant');
+  });
+
+  it('client remove ends the live tokens of the client: its refresh token and client are refused, its access token is dead everywhere', async () => {
+    const client = await server.addClient({ name: 'Leaving App', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    const config = await discover(server, client);
+    const tokens = await signIn(server, config, user, 'openid offline_access');
+    const resourceServer = await discover(server, await server.addClient({ name: 'Resource Server' }));
+    assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id)).sub, user.id, 'live before');
+    assert.equal((await tessera(['client', 'remove', client.clientId], { TESSERA_DATABASE: database })).code, 0);
+    // The client is gone, so it cannot even authenticate (401 and a Basic challenge).
+    await assert.rejects(oidc.refreshTokenGrant(config, tokens.refresh_token!), (error: unknown) =>
+      error instanceof oidc.WWWAuthenticateChallengeError && error.response.status === 401 && error.cause[0]?.scheme === 'basic');
+    await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, user.id), (error: unknown) =>
+      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+    assert.equal((await oidc.tokenIntrospection(resourceServer, tokens.access_token)).active, false);
   });
 });

@@ -4,9 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
+import { decodeProtectedHeader } from 'jose';
+import { ManualClock } from '../src/core/clock.ts';
+import { openStore } from '../src/store/open.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { startTessera, tessera } from './helpers/cli.ts';
-import { freePort } from './helpers/server.ts';
+import { runTessera, serveTessera, tessera } from './helpers/cli.ts';
+import { signInRaw } from './helpers/lifecycle.ts';
+import { startTestServer } from './helpers/server.ts';
 
 
 describe('the tessera command', () => {
@@ -20,14 +24,14 @@ describe('the tessera command', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('registers a client and prints its id and secret once as JSON, nothing else on stdout', async () => {
-    const result = await tessera(['client', 'add', '--name', 'My App', '--redirect-uri', 'https://app.example/cb', '--redirect-uri', 'http://127.0.0.1:8000/cb', '--json'], env);
+    const result = await runTessera(['client', 'add', '--name', 'My App', '--redirect-uri', 'https://app.example/cb', '--redirect-uri', 'http://127.0.0.1:8000/cb', '--json'], env);
     assert.equal(result.code, 0, result.stderr);
     const client = JSON.parse(result.stdout) as Record<string, unknown>;
     assert.equal(typeof client['client_id'], 'string');
     assert.match(client['client_secret'] as string, /^[A-Za-z0-9_-]{43}$/);
     assert.deepEqual(client['redirect_uris'], ['https://app.example/cb', 'http://127.0.0.1:8000/cb']);
     assert.deepEqual(client['grant_types'], ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code']);
-    const list = await tessera(['client', 'list', '--json'], env);
+    const list = await runTessera(['client', 'list', '--json'], env);
     assert.equal(list.code, 0);
     const listed = JSON.parse(list.stdout) as Record<string, unknown>[];
     assert.ok(listed.some((entry) => entry['client_id'] === client['client_id']));
@@ -35,24 +39,24 @@ describe('the tessera command', () => {
   });
 
   it('narrows grants with --grant and refuses unknown ones', async () => {
-    const deviceOnly = await tessera(['client', 'add', '--name', 'TV', '--grant', 'device_code', '--json'], env);
+    const deviceOnly = await runTessera(['client', 'add', '--name', 'TV', '--grant', 'device_code', '--json'], env);
     assert.equal(deviceOnly.code, 0, deviceOnly.stderr);
     assert.deepEqual((JSON.parse(deviceOnly.stdout) as { grant_types: string[] }).grant_types, ['urn:ietf:params:oauth:grant-type:device_code']);
-    const bad = await tessera(['client', 'add', '--name', 'X', '--grant', 'implicit', '--redirect-uri', 'https://x.example/cb'], env);
+    const bad = await runTessera(['client', 'add', '--name', 'X', '--grant', 'implicit', '--redirect-uri', 'https://x.example/cb'], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /Usage: tessera/);
   });
 
   it('refuses a redirect URI that is not https or loopback http, or has a fragment', async () => {
     for (const uri of ['http://app.example/cb', 'http://localhost:3000/cb', 'https://app.example/cb#x', 'not a uri', 'javascript:alert(1)']) {
-      const result = await tessera(['client', 'add', '--name', 'X', '--redirect-uri', uri], env);
+      const result = await runTessera(['client', 'add', '--name', 'X', '--redirect-uri', uri], env);
       assert.equal(result.code, 2, uri);
       assert.match(result.stderr, /--redirect-uri/);
     }
   });
 
   it('registers a public client without a secret, with a private-use scheme and a web origin', async () => {
-    const result = await tessera(['client', 'add', '--name', 'Notes', '--public', '--redirect-uri', 'com.example.notes:/cb', '--redirect-uri', 'https://notes.example/cb', '--web-origin', 'https://notes.example', '--json'], env);
+    const result = await runTessera(['client', 'add', '--name', 'Notes', '--public', '--redirect-uri', 'com.example.notes:/cb', '--redirect-uri', 'https://notes.example/cb', '--web-origin', 'https://notes.example', '--json'], env);
     assert.equal(result.code, 0, result.stderr);
     const client = JSON.parse(result.stdout) as Record<string, unknown>;
     assert.equal(client['client_secret'], undefined);
@@ -66,76 +70,105 @@ describe('the tessera command', () => {
       ['--redirect-uri', 'https://notes.example/cb', '--web-origin', 'https://notes.example'],
       ['--redirect-uri', 'https://notes.example/cb', '--public', '--web-origin', 'https://notes.example/app'],
     ]) {
-      const result = await tessera(['client', 'add', '--name', 'X', ...args], env);
+      const result = await runTessera(['client', 'add', '--name', 'X', ...args], env);
       assert.equal(result.code, 2, args.join(' '));
       assert.match(result.stderr, /Usage: tessera/);
     }
   });
 
   it('removes a client', async () => {
-    const added = JSON.parse((await tessera(['client', 'add', '--name', 'Gone', '--grant', 'device_code', '--json'], env)).stdout) as { client_id: string };
-    assert.equal((await tessera(['client', 'remove', added.client_id], env)).code, 0);
-    assert.equal((await tessera(['client', 'remove', added.client_id], env)).code, 1);
+    const added = JSON.parse((await runTessera(['client', 'add', '--name', 'Gone', '--grant', 'device_code', '--json'], env)).stdout) as { client_id: string };
+    assert.equal((await runTessera(['client', 'remove', added.client_id], env)).code, 0);
+    assert.equal((await runTessera(['client', 'remove', added.client_id], env)).code, 1);
   });
 
   it('adds a user with the password from standard input, and refuses a duplicate', async () => {
-    const first = await tessera(['user', 'add', '--username', 'Alice', '--password-stdin', '--name', 'Alice Liddell', '--email', 'alice@example.com'], env, 'a long enough password\n');
+    const first = await runTessera(['user', 'add', '--username', 'Alice', '--password-stdin', '--name', 'Alice Liddell', '--email', 'alice@example.com'], env, 'a long enough password\n');
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /alice/);
-    const again = await tessera(['user', 'add', '--username', 'alice', '--password-stdin'], env, 'another password\n');
+    const again = await runTessera(['user', 'add', '--username', 'alice', '--password-stdin'], env, 'another password\n');
     assert.equal(again.code, 1);
     assert.match(again.stderr, /already exists/);
   });
 
   it('refuses a password given any way but standard input', async () => {
-    const result = await tessera(['user', 'add', '--username', 'bob', '--password', 'secret123'], env);
+    const result = await runTessera(['user', 'add', '--username', 'bob', '--password', 'secret123'], env);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /Usage/);
   });
 
   it('prints usage and exits non-zero for an unknown command or a missing argument', async () => {
     for (const args of [[], ['frobnicate'], ['client', 'add'], ['client', 'remove']]) {
-      const result = await tessera(args, env);
+      const result = await runTessera(args, env);
       assert.equal(result.code, 2, args.join(' '));
       assert.match(result.stderr, /Usage: tessera/);
     }
   });
 
   it('stops with one clear line for a wrong setting', async () => {
-    const result = await tessera(['client', 'list'], { ...env, PORT: 'eighty' });
+    const result = await runTessera(['client', 'list'], { ...env, PORT: 'eighty' });
     assert.equal(result.code, 1);
     assert.equal(result.stderr.trim().split('\n').length, 1);
     assert.match(result.stderr, /PORT/);
-    const issuer = await tessera(['client', 'list'], { ...env, TESSERA_ISSUER: 'http://auth.example.com' });
+    const issuer = await runTessera(['client', 'list'], { ...env, TESSERA_ISSUER: 'http://auth.example.com' });
     assert.equal(issuer.code, 1);
     assert.match(issuer.stderr, /TESSERA_ISSUER.*https/);
   });
 
-  it('rotates keys: the new ones are published at once and sign only after the lead time', async () => {
-    const result = await tessera(['keys', 'rotate'], env);
-    assert.equal(result.code, 0, result.stderr);
-    assert.equal(result.stdout.trim().split('\n').length, 2);
-    assert.match(result.stdout, /RS256 key .* signs from/);
+  it('rotates keys: the server publishes the new keys at once, and signs new tokens with them only after the lead time', async () => {
+    const clock = new ManualClock(Date.now());
+    const database = join(dir, 'rotate.db');
+    const server = await startTestServer({ clock, database, env: { TESSERA_KEY_LEAD_TIME: '600' } });
+    try {
+      const client = await server.addClient();
+      const user = await server.addUser();
+      const kids = async () => ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid);
+      const signedWith = async () => {
+        const tokens = await signInRaw(server, client, user, 'openid');
+        return { idToken: decodeProtectedHeader(tokens['id_token'] as string), accessToken: decodeProtectedHeader(tokens['access_token'] as string) };
+      };
+      const before = await signedWith();
+
+      const result = await runTessera(['keys', 'rotate'], { TESSERA_DATABASE: database, TESSERA_KEY_LEAD_TIME: '600' });
+      assert.equal(result.code, 0, result.stderr);
+      const printed = Object.fromEntries([...result.stdout.matchAll(/Published (RS256|ES256) key (\S+); it signs from/g)].map((match) => [match[1]!, match[2]!]));
+      assert.deepEqual(Object.keys(printed).sort(), ['ES256', 'RS256']);
+      const published = await kids();
+      assert.ok(published.includes(printed['RS256']!) && published.includes(printed['ES256']!), 'both new keys are in the JWKS at once');
+      assert.ok(published.includes(before.idToken.kid!) && published.includes(before.accessToken.kid!), 'the old keys stay published');
+      // Past the 30 s a server keeps its signing keys in memory, within the lead time.
+      clock.advance(60_000);
+      assert.deepEqual(await signedWith(), before, 'the old keys sign during the lead time');
+
+      clock.advance(541_000);
+      const after = await signedWith();
+      assert.equal(after.idToken.kid, printed['RS256'], 'ID tokens are signed with the new RS256 key after the lead time');
+      assert.equal(after.accessToken.kid, printed['ES256'], 'access tokens are signed with the new ES256 key after the lead time');
+    } finally {
+      await server.close();
+    }
   });
 
-  it('serves what the command registered: a newcomer completes the flow against `serve`', async () => {
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}`;
-    const serverEnv = { ...env, PORT: String(port), HOST: '127.0.0.1', TESSERA_ISSUER: issuer };
-    const client = JSON.parse((await tessera(['client', 'add', '--name', 'Newcomer App', '--redirect-uri', 'http://127.0.0.1:9/callback', '--json'], serverEnv)).stdout) as { client_id: string; client_secret: string };
-    await tessera(['user', 'add', '--username', 'newcomer', '--password-stdin'], serverEnv, 'newcomer password\n');
-    const server = startTessera(['serve'], serverEnv).child;
+  it('hashes passwords at the production cost, argon2id m=64 MiB t=3 p=4, without TESSERA_PASSWORD_HASH (the real command)', async () => {
+    const database = join(dir, 'production-cost.db');
+    const added = await tessera(['user', 'add', '--username', 'grace', '--password-stdin'], { TESSERA_DATABASE: database, TESSERA_PASSWORD_HASH: '' }, 'a long enough password\n');
+    assert.equal(added.code, 0, added.stderr);
+    const store = await openStore(database);
     try {
-      let config: oidc.Configuration | undefined;
-      for (let i = 0; i < 100 && !config; i++) {
-        config = await oidc
-          .discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] })
-          .catch(async () => {
-            await new Promise((resolve) => setTimeout(resolve, 100));
-            return undefined;
-          });
-      }
-      assert.ok(config, 'the server came up');
+      const user = await store.users.findByUsername('grace');
+      assert.match(user?.passwordHash ?? '', /^\$argon2id\$v=19\$m=65536,t=3,p=4\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('serves what the command registered: a newcomer completes the flow against `serve` (the real commands)', async () => {
+    const client = JSON.parse((await tessera(['client', 'add', '--name', 'Newcomer App', '--redirect-uri', 'http://127.0.0.1:9/callback', '--json'], env)).stdout) as { client_id: string; client_secret: string };
+    assert.equal((await tessera(['user', 'add', '--username', 'newcomer', '--password-stdin'], env, 'newcomer password\n')).code, 0);
+    const server = await serveTessera([], env);
+    try {
+      const issuer = server.url;
+      const config = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
       const verifier = oidc.randomPKCECodeVerifier();
       const state = oidc.randomState();
       const url = oidc.buildAuthorizationUrl(config, {
@@ -146,7 +179,7 @@ describe('the tessera command', () => {
       const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
       assert.equal(tokens.claims()?.['preferred_username'], 'newcomer');
     } finally {
-      server.kill('SIGTERM');
+      assert.equal(await server.stop(), 0);
     }
   });
 });

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { pollWhileTestRuns } from './helpers/device.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 /**
@@ -66,10 +67,10 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     assert.equal(claims.nonce, undefined);
   }
 
-  it('typed code: the person opens verification_uri, types the code, signs in and approves; the device gets tokens', async () => {
+  it('typed code: the person opens verification_uri, types the code, signs in and approves; the device gets tokens', async (t) => {
     const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
     assert.equal(device.verification_uri, `${server.url}/device`);
-    const polling = oidc.pollDeviceAuthorizationGrant(config, device);
+    const polling = pollWhileTestRuns(t, config, device);
 
     const page = await phone();
     await page.goto(device.verification_uri);
@@ -82,9 +83,9 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     await page.context().close();
   });
 
-  it('verification_uri_complete: the code is filled in, the person confirms it, signs in and approves; the device gets tokens', async () => {
+  it('verification_uri_complete: the code is filled in, the person confirms it, signs in and approves; the device gets tokens', async (t) => {
     const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
-    const polling = oidc.pollDeviceAuthorizationGrant(config, device);
+    const polling = pollWhileTestRuns(t, config, device);
 
     const page = await phone();
     await page.goto(device.verification_uri_complete!);

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import QRCode from 'qrcode';
 import { deviceLogin, type DeviceLoginDeps } from '../src/cli/device-login.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { startTessera as tessera } from './helpers/cli.ts';
+import { outputMatches, runTessera, startTessera as tessera } from './helpers/cli.ts';
 import { BrowserAt } from './helpers/device.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -183,13 +183,8 @@ describe('tessera device-login, as a person runs it', () => {
     const user = await server.addUser({ username: 'ken' });
     const run = tessera(['device-login', '--client-id', client.clientId, '--client-secret', client.clientSecret, '--scope', 'openid profile', '--issuer', server.url]);
     try {
-      let userCode: string | undefined;
-      for (let i = 0; i < 100 && !userCode; i++) {
-        userCode = /and enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})\n/.exec(run.output().stdout)?.[1];
-        if (!userCode) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      assert.ok(userCode, `device-login printed a code: ${JSON.stringify(run.output())}`);
-      await new BrowserAt(server.url).decide(userCode, user, 'approve');
+      await outputMatches(run, /and enter the code\n\n {4}[A-Z]{4}-[A-Z]{4}\n/);
+      await new BrowserAt(server.url).decide(printedUserCode(run.output().stdout), user, 'approve');
       assert.equal(await run.exited, 0, run.output().stderr);
       assert.match(run.output().stdout, /"preferred_username": "ken"/);
     } finally {
@@ -199,16 +194,31 @@ describe('tessera device-login, as a person runs it', () => {
 
   it('prints the usage and exits 2 without a client id, with an empty secret or a bad issuer', async () => {
     for (const args of [['device-login'], ['device-login', '--client-secret', 'y'], ['device-login', '--client-id', 'x', '--client-secret', ''], ['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'not a url']]) {
-      const run = tessera(args);
-      assert.equal(await run.exited, 2, args.join(' '));
-      assert.match(run.output().stderr, /Usage: tessera/);
+      const result = await runTessera(args);
+      assert.equal(result.code, 2, args.join(' '));
+      assert.match(result.stderr, /Usage: tessera/);
     }
   });
 
+  it('takes a client secret that starts with "-", given after --client-secret or joined to it by "="', async () => {
+    const client = await server.addClient({ name: 'Dashing', secret: `-${'x'.repeat(42)}`, scopes: ['openid'] });
+    const login = (...secret: string[]) => runTessera(['device-login', '--client-id', client.clientId, ...secret, '--scope', 'openid email', '--issuer', server.url]);
+    // The right secret gets past client authentication to the scope the client may not have;
+    // a wrong one is refused as invalid_client: either way the server saw the secret given.
+    for (const secret of [['--client-secret', client.clientSecret], [`--client-secret=${client.clientSecret}`]]) {
+      const result = await login(...secret);
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, /\(invalid_scope: /, secret.join(' '));
+    }
+    const wrong = await login('--client-secret', `${client.clientSecret}y`);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /\(invalid_client: /);
+  });
+
   it('exits 1 with one line when the server cannot be reached', async () => {
-    const run = tessera(['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'http://127.0.0.1:9']);
-    assert.equal(await run.exited, 1);
-    assert.match(run.output().stderr, /^tessera: cannot reach http:\/\/127\.0\.0\.1:9: /);
-    assert.equal(run.output().stderr.trim().split('\n').length, 1);
+    const result = await runTessera(['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'http://127.0.0.1:9']);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^tessera: cannot reach http:\/\/127\.0\.0\.1:9: /);
+    assert.equal(result.stderr.trim().split('\n').length, 1);
   });
 });

@@ -14,7 +14,6 @@ for (const store of storesUnderTest()) {
     let server: TestServer;
     let client: TestClient;
     let user: TestUser;
-    let browser: BrowserAt;
     let drop: () => Promise<void>;
 
     before(async () => {
@@ -24,7 +23,6 @@ for (const store of storesUnderTest()) {
       server = await startTestServer({ clock, ...(fresh.database ? { database: fresh.database } : {}) });
       client = await server.addClient({ name: 'Living Room TV' });
       user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
-      browser = new BrowserAt(server.url);
     });
     after(async () => {
       await server?.close();
@@ -73,7 +71,7 @@ for (const store of storesUnderTest()) {
     it('answers access_denied once the user denies, at every later poll', async () => {
       const started = await startDevice(server, client);
       assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
-      const page = await browser.decide(started.user_code, user, 'deny');
+      const page = await new BrowserAt(server.url).decide(started.user_code, user, 'deny');
       assert.equal(page.status, 200);
       clock.advance(5 * SECOND);
       assertPollError(await poll(server, client, started.device_code), 'access_denied');
@@ -93,7 +91,7 @@ for (const store of storesUnderTest()) {
 
     it('answers expired_token to a code approved but not collected within ten minutes', async () => {
       const started = await startDevice(server, client);
-      await browser.decide(started.user_code, user, 'approve');
+      await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
       clock.advance(600 * SECOND);
       assertPollError(await poll(server, client, started.device_code), 'expired_token');
     });
@@ -101,7 +99,7 @@ for (const store of storesUnderTest()) {
     it('issues tokens once after approval: an ID token without a nonce and an access token, then invalid_grant', async () => {
       const started = await startDevice(server, client, 'openid profile email');
       assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
-      const done = await browser.decide(started.user_code, user, 'approve');
+      const done = await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
       assert.match(done.html, /Device approved/);
       clock.advance(5 * SECOND);
       const success = await poll(server, client, started.device_code);
@@ -125,7 +123,7 @@ for (const store of storesUnderTest()) {
 
     it('issues no ID token when openid was not asked for', async () => {
       const started = await startDevice(server, client, 'profile');
-      await browser.decide(started.user_code, user, 'approve');
+      await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
       const success = await poll(server, client, started.device_code);
       assert.equal(success.status, 200);
       assert.equal(success.body['id_token'], undefined);
@@ -134,7 +132,7 @@ for (const store of storesUnderTest()) {
 
     it('records the approval as a device grant with where and when the device asked', async () => {
       const started = await startDevice(server, client, 'openid', { 'user-agent': 'Kiosk/1.0' });
-      await browser.decide(started.user_code, user, 'approve');
+      await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
       const success = await poll(server, client, started.device_code);
       const grant = await server.store.grants.get(decodeJwt(success.body['access_token'] as string)['gid'] as string);
       assert.ok(grant);
@@ -145,7 +143,7 @@ for (const store of storesUnderTest()) {
 
     it('gives tokens to exactly one of 20 concurrent polls of an approved code', async () => {
       const started = await startDevice(server, client);
-      await browser.decide(started.user_code, user, 'approve');
+      await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
       const results = await Promise.all(Array.from({ length: 20 }, () => poll(server, client, started.device_code)));
       assert.equal(results.filter((result) => result.status === 200).length, 1);
       for (const result of results.filter((result) => result.status !== 200)) assertPollError(result, 'invalid_grant');
@@ -178,7 +176,7 @@ for (const store of storesUnderTest()) {
       assertPollError(await poll(server, other, started.device_code), 'invalid_grant');
       // The other client's poll was not recorded against the code: the owner's first poll is not "too soon".
       assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
-      await browser.decide(started.user_code, user, 'approve');
+      await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
       clock.advance(5 * SECOND);
       assertPollError(await poll(server, other, started.device_code), 'invalid_grant');
       assert.equal((await poll(server, client, started.device_code)).status, 200);

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
+import { FormBrowser } from './helpers/browser.ts';
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -34,6 +35,13 @@ describe('token introspection (RFC 7662) through openid-client', () => {
     assert.equal(result.iss, server.url);
   });
 
+  it('reports an ID token as inactive: it is not an access token', async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    assert.equal(tokens.claims()?.sub, user.id, 'a valid ID token');
+    assert.deepEqual(await oidc.tokenIntrospection(config, tokens.id_token!), { active: false });
+    assert.deepEqual(await oidc.tokenIntrospection(config, tokens.id_token!, { token_type_hint: 'access_token' }), { active: false });
+  });
+
   it('describes a live refresh token', async () => {
     const tokens = await signIn(server, config, user, 'openid offline_access');
     const result = await oidc.tokenIntrospection(config, tokens.refresh_token!, { token_type_hint: 'refresh_token' });
@@ -61,7 +69,11 @@ describe('token introspection (RFC 7662) through openid-client', () => {
 
   it('reports the tokens of a grant revoked by the user as inactive', async () => {
     const tokens = await signIn(server, config, user, 'openid offline_access');
-    await server.store.grants.revoke(decodeJwt(tokens.access_token)['gid'] as string, Date.now());
+    // The user presses Revoke on the account page.
+    const browser = new FormBrowser(server.url);
+    const account = await browser.signIn(await browser.follow(await browser.request('/account')), user);
+    const revoked = await browser.follow(await browser.submit(account, '/account/revoke', { grant_id: decodeJwt(tokens.access_token)['gid'] as string }));
+    assert.match(revoked.html, /Access revoked/);
     await assertInactive(tokens.access_token);
     await assertInactive(tokens.refresh_token!);
   });

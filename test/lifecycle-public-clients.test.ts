@@ -22,8 +22,10 @@ describe('the token lifecycle for a public client (a native app without a secret
     const first = await signIn(server, config, user, 'openid offline_access');
     const second = await oidc.refreshTokenGrant(config, first.refresh_token!);
     assert.ok(second.refresh_token);
-    await assert.rejects(oidc.refreshTokenGrant(config, first.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
-    await assert.rejects(oidc.refreshTokenGrant(config, second.refresh_token!), 'the reuse revoked the grant');
+    const invalidGrant = (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant';
+    await assert.rejects(oidc.refreshTokenGrant(config, first.refresh_token!), invalidGrant);
+    // The reuse revoked the grant: the newest refresh token is refused too.
+    await assert.rejects(oidc.refreshTokenGrant(config, second.refresh_token!), invalidGrant);
   });
 
   it('revokes its own refresh token by client_id, after which it cannot refresh', async () => {

@@ -12,16 +12,15 @@
  */
 
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import * as oidc from 'openid-client';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { CLI, NODE_FLAGS, tessera } from './helpers/cli.ts';
+import { runTessera as tessera, serveTessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
-import { basic, freePort, postForm, REDIRECT_URI } from './helpers/server.ts';
+import { basic, postForm, REDIRECT_URI } from './helpers/server.ts';
 
 interface Instance {
   readonly name: string;
@@ -29,36 +28,17 @@ interface Instance {
   readonly process: ChildProcess;
   /** What the process wrote, for the message when something fails. */
   output(): string;
+  stop(): Promise<unknown>;
 }
 
-/** Starts `tessera serve` and waits until its health check answers. */
-async function startInstance(name: string, port: number, env: Record<string, string>): Promise<Instance> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, CLI, 'serve'], {
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const instance: Instance = { name, url: `http://127.0.0.1:${port}`, process: child, output: () => output };
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`instance ${name} exited with ${child.exitCode}:\n${output}`);
-    const healthy = await fetch(`${instance.url}/healthz`).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (healthy) return instance;
-    if (Date.now() > deadline) throw new Error(`instance ${name} did not answer on ${instance.url}:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Starts `tessera serve` on a port it picks, and resolves once it serves. */
+async function startInstance(name: string, env: Record<string, string>): Promise<Instance> {
+  const serving = await serveTessera([], env);
+  return { name, url: serving.url, process: serving.child, output: () => JSON.stringify(serving.output()), stop: serving.stop };
 }
 
 async function stopInstance(instance: Instance | undefined): Promise<void> {
-  if (!instance || instance.process.exitCode !== null) return;
-  const exited = once(instance.process, 'exit');
-  instance.process.kill('SIGTERM');
-  await exited;
+  await instance?.stop();
 }
 
 async function jwks(instance: Instance): Promise<JSONWebKeySet> {
@@ -120,27 +100,23 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   const B = () => b!;
 
   before(async () => {
-    const portA = await freePort();
-    let portB = await freePort();
-    while (portB === portA) portB = await freePort();
-    issuer = `http://127.0.0.1:${portA}`;
     env = {
-      HOST: '127.0.0.1',
-      TESSERA_ISSUER: issuer,
       TESSERA_DATABASE: databaseSetting(schema),
       TESSERA_TRUST_PROXY: 'loopback',
-      TESSERA_LOG_LEVEL: 'warn',
     };
 
-    // Everything starts at once on an empty schema: two servers and two commands race to
-    // migrate it (the advisory lock lets one do it) and the servers to create first keys.
-    const [started, registered, created] = await Promise.all([
-      Promise.allSettled([startInstance('A', portA, env), startInstance('B', portB, env)]),
+    // A and two commands start at once on an empty schema and race to migrate it (the
+    // advisory lock lets one do it); A picks its port, which makes its address the issuer
+    // B is given, as behind a load balancer; B then races A to use the first keys.
+    const [startedA, registered, created] = await Promise.all([
+      startInstance('A', env),
       tessera(['client', 'add', '--name', 'Photo Printer', '--redirect-uri', REDIRECT_URI, '--scope', 'openid profile', '--json'], env),
       tessera(['user', 'add', '--username', ada.username, '--password-stdin', '--name', 'Ada Lovelace'], env, `${ada.password}\n`),
     ]);
-    [a, b] = started.map((result) => (result.status === 'fulfilled' ? result.value : undefined));
-    for (const result of started) if (result.status === 'rejected') throw result.reason;
+    a = startedA;
+    issuer = a.url;
+    env = { ...env, TESSERA_ISSUER: issuer };
+    b = await startInstance('B', env);
     assert.equal(registered.code, 0, registered.stderr);
     assert.equal(created.code, 0, created.stderr);
     client = JSON.parse(registered.stdout) as typeof client;
@@ -289,7 +265,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   it('starts a device at A, approves it through B, and gives tokens once to 20 polls spread over both', async () => {
     const device = await startDevice(A());
     const browser = new BrowserAt(B().url, '198.51.100.20');
-    const done = await browser.decide(device.user_code, { id: adaSub, ...ada }, 'approve');
+    const done = await browser.decide(device.user_code, ada, 'approve');
     assert.equal(done.status, 200, done.html);
 
     // No poll came before the approval, so none of these is too soon: one takes the

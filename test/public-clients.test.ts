@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
-import { BrowserAt } from './helpers/device.ts';
+import { BrowserAt, pollWhileTestRuns } from './helpers/device.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('public clients: native apps and command-line tools without a secret', () => {
@@ -47,11 +47,11 @@ describe('public clients: native apps and command-line tools without a secret', 
     assert.match(location, /^com\.example\.notes:\/oauth2redirect\?code=/);
   });
 
-  it('completes the device flow as a public client through openid-client (RFC 8628 §5.7)', async () => {
+  it('completes the device flow as a public client through openid-client (RFC 8628 §5.7)', async (t) => {
     const tv = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
     const device = await oidc.initiateDeviceAuthorization(tvConfig, { scope: 'openid profile' });
-    const polling = oidc.pollDeviceAuthorizationGrant(tvConfig, device);
+    const polling = pollWhileTestRuns(t, tvConfig, device);
     await new BrowserAt(server.url).decide(device.user_code, user, 'approve');
     const tokens = await polling;
     assert.equal(tokens.claims()?.sub, user.id);

@@ -92,8 +92,6 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     await assert.rejects(oidc.refreshTokenGrant(config, second.refresh_token!), oauthError('invalid_grant'));
     const introspected = await oidc.tokenIntrospection(config, second.access_token);
     assert.equal(introspected.active, false, 'the access token of the reused grant is dead too');
-    const grantId = decodeJwt(first.access_token)['gid'] as string;
-    assert.notEqual((await server.store.grants.get(grantId))?.revokedAt, null);
   });
 
   it('narrows the scope on request, and a later refresh without scope gets the whole grant again', async () => {
@@ -146,8 +144,8 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     const successor = winners[0]!.body['refresh_token'] as string;
     const after = await refreshRaw(server, client, successor);
     assert.deepEqual([after.status, after.body['error']], [400, 'invalid_grant'], 'the grant was revoked as reused');
-    const grantId = decodeJwt(first.access_token)['gid'] as string;
-    assert.notEqual((await server.store.grants.get(grantId))?.revokedAt, null);
+    const introspected = await oidc.tokenIntrospection(config, winners[0]!.body['access_token'] as string);
+    assert.equal(introspected.active, false, "the winner's access token died with the grant");
   });
 
   it('refuses to refresh for a user who has been disabled', async () => {

@@ -4,24 +4,24 @@ import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { freePort, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const LIBRARY = readFileSync(new URL('../node_modules/oidc-client-ts/dist/browser/oidc-client-ts.min.js', import.meta.url), 'utf8');
 
 /**
- * A single-page app on its own origin (a loopback port): one page that loads oidc-client-ts
- * and exposes its UserManager; the callback page is the same page.
+ * A single-page app on its own origin (a loopback port it binds itself): one page that loads
+ * oidc-client-ts and exposes its UserManager for the client `clientId()` names (asked at
+ * each request, so the client can be registered once the app's origin is known); the
+ * callback page is the same page.
  */
-async function startSpa(issuer: string, clientId: string, port?: number): Promise<{ origin: string; server: Server }> {
-  const listenPort = port ?? (await freePort());
-  const origin = `http://127.0.0.1:${listenPort}`;
-  const page = spaPage(issuer, clientId, origin);
+async function startSpa(issuer: string, clientId: () => string): Promise<{ origin: string; server: Server }> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     if (path === '/oidc-client-ts.js') response.writeHead(200, { 'content-type': 'text/javascript' }).end(LIBRARY);
-    else response.writeHead(200, { 'content-type': 'text/html' }).end(page);
+    else response.writeHead(200, { 'content-type': 'text/html' }).end(spaPage(issuer, clientId(), origin));
   });
-  await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
+  const { port } = await listenOnFreePort(server);
+  const origin = `http://127.0.0.1:${port}`;
   return { origin, server };
 }
 
@@ -36,24 +36,22 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
   before(async () => {
     tessera = await startTestServer();
     user = await tessera.addUser({ username: 'sam', name: 'Sam Vimes' });
-    const port = await freePort();
-    // Registered before the app's server starts, so the port is known: the app is on 127.0.0.1:port.
+    spa = await startSpa(tessera.url, () => client.clientId);
+    stranger = await startSpa(tessera.url, () => client.clientId);
     client = await tessera.addClient({
       name: 'Notes SPA',
       public: true,
-      redirectUris: [`http://127.0.0.1:${port}/callback.html`],
-      webOrigins: [`http://127.0.0.1:${port}`],
+      redirectUris: [`${spa.origin}/callback.html`],
+      webOrigins: [spa.origin],
       scopes: ['openid', 'profile', 'offline_access'],
       grantTypes: ['authorization_code', 'refresh_token'],
     });
-    spa = await startSpa(tessera.url, client.clientId, port);
-    stranger = await startSpa(tessera.url, client.clientId);
     browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
-    spa?.server.close();
-    stranger?.server.close();
+    if (spa) await closeServer(spa.server);
+    if (stranger) await closeServer(stranger.server);
     await tessera?.close();
   });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
 import { basic, postForm, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
 describe('the token endpoint refuses malformed requests with OAuth errors', () => {
@@ -44,8 +45,20 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
   });
 
   it('decodes form-encoded credentials in the Basic header (RFC 6749 §2.3.1)', async () => {
-    const result = await postForm(token, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }, auth);
-    assertError(result, 400, 'invalid_grant');
+    // An id with a colon and a space, a secret with +, %, : and a non-ASCII letter: each
+    // reads differently unless form-decoded after the Basic split.
+    const odd = await server.addClient({ id: 'app:ü one', secret: 'p+q%25r:s é' });
+    const request = (authorization: string) =>
+      postForm(token, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }, { authorization });
+    // openid-client encodes them (client_secret_basic): authenticated, refused for the code only.
+    const config = await oidc.discovery(new URL(server.url), odd.clientId, undefined, oidc.ClientSecretBasic(odd.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    await assert.rejects(
+      oidc.genericGrantRequest(config, 'authorization_code', { code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
+    assertError(await request(basic(odd.clientId, odd.clientSecret)), 400, 'invalid_grant');
+    // The same values not form-encoded are other credentials.
+    assertError(await request(`Basic ${Buffer.from(`${odd.clientId}:${odd.clientSecret}`).toString('base64')}`), 401, 'invalid_client');
   });
 
   it('refuses client_secret in the body (only client_secret_basic is offered)', async () => {

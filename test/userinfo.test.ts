@@ -56,6 +56,17 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
       error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
   });
 
+  it('refuses an ID token presented as an access token with invalid_token (it is for the client, not for resource servers)', async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    const idToken = tokens.id_token!;
+    assert.equal(tokens.claims()?.sub, user.id, 'a valid ID token');
+    const response = await userinfo(idToken);
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", error="invalid_token"/);
+    await assert.rejects(oidc.fetchUserInfo(config, idToken, user.id), (error: unknown) =>
+      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+  });
+
   it('refuses a malformed or foreign token with invalid_token', async () => {
     for (const token of ['not-a-jwt', 'a.b.c', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.']) {
       const response = await userinfo(token);

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,16 +9,8 @@ import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { type Store } from '../src/store/types.ts';
-import { basic, freePort, REDIRECT_URI } from './helpers/server.ts';
-
-const ROOT = new URL('..', import.meta.url).pathname;
-
-function cli(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'src/cli/main.ts'), ...args], {
-    env: { ...process.env, TESSERA_LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
+import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { basic, REDIRECT_URI } from './helpers/server.ts';
 
 /** A request on a connection of its own, so that the cluster hands it to whichever worker is next. */
 async function request(url: string, init: RequestInit = {}): Promise<Response> {
@@ -29,7 +20,7 @@ async function request(url: string, init: RequestInit = {}): Promise<Response> {
 describe('tessera serve --workers 2', () => {
   let dir: string;
   let url: string;
-  let server: ChildProcess;
+  let serving: ServingCommand;
   let store: Store;
   const clientId = `client-${randomUUID()}`;
   const clientSecret = randomToken(32);
@@ -59,29 +50,27 @@ describe('tessera serve --workers 2', () => {
       disabled: false,
       createdAt: Date.now(),
     });
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    server = cli(['serve', '--workers', '2'], { PORT: String(port), HOST: '127.0.0.1', TESSERA_ISSUER: url, TESSERA_DATABASE: database });
-    for (let i = 0; ; i += 1) {
-      const ready = await fetch(`${url}/healthz`).then((response) => response.ok, () => false);
-      if (ready) break;
-      if (i > 200 || server.exitCode !== null) throw new Error('the server did not start');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database }, 2);
+    url = serving.url;
   });
 
   after(async () => {
-    if (server.exitCode === null) {
-      server.kill('SIGKILL');
-      await new Promise((resolve) => server.once('exit', resolve));
+    if (serving && serving.child.exitCode === null) {
+      serving.child.kill('SIGKILL');
+      await serving.exited;
     }
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The primary's child processes: its workers. */
+  const workers = (): string[] =>
+    existsSync(`/proc/${serving.child.pid}/task`)
+      ? readFileSync(`/proc/${serving.child.pid}/task/${serving.child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)
+      : [];
+
   it('runs two worker processes under the primary', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, () => {
-    const children = readFileSync(`/proc/${server.pid}/task/${server.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-    assert.equal(children.length, 2);
+    assert.equal(workers().length, 2);
   });
 
   it('publishes the same signing keys from every worker', async () => {
@@ -124,21 +113,45 @@ describe('tessera serve --workers 2', () => {
     }
   });
 
+  it('replaces a worker that crashes, and the replacement serves from the same store', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, async () => {
+    const before = workers();
+    assert.equal(before.length, 2);
+    process.kill(Number(before[0]), 'SIGKILL');
+    await outputMatches(serving, new RegExp(`worker ${before[0]} exited \\(SIGKILL\\); starting another`));
+    // Two lines from the first workers, a third from the replacement once it serves.
+    let replaced = false;
+    const serves = outputMatches(serving, /Tessera is serving/, 3).then(() => (replaced = true));
+    // Requests all the while the replacement starts, a few milliseconds apart: every one is
+    // answered, whichever worker the primary hands it to.
+    const meanwhile: Promise<number>[] = [];
+    while (!replaced) {
+      meanwhile.push(request(`${url}/healthz`).then((response) => response.status));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await serves;
+    assert.deepEqual(new Set(await Promise.all(meanwhile)), new Set([200]));
+    const after = workers();
+    assert.equal(after.length, 2);
+    assert.ok(!after.includes(before[0]!), 'the crashed worker is gone');
+    assert.ok(after.includes(before[1]!), 'the other worker was left alone');
+    // Connections of their own, so that both workers answer some of them.
+    const responses = await Promise.all(Array.from({ length: 8 }, () => request(`${url}/.well-known/openid-configuration`)));
+    for (const response of responses) {
+      assert.equal(response.status, 200);
+      assert.equal(((await response.json()) as { issuer: string }).issuer, url);
+    }
+  });
+
   it('stops the workers and exits cleanly on SIGTERM', async () => {
-    const children = existsSync(`/proc/${server.pid}/task`) ? readFileSync(`/proc/${server.pid}/task/${server.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean) : [];
-    const exit = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
-    server.kill('SIGTERM');
-    assert.equal(await exit, 0);
+    const children = workers();
+    assert.equal(await serving.stop(), 0);
     for (const pid of children) assert.equal(existsSync(`/proc/${pid}`), false, `worker ${pid} is gone`);
   });
 });
 
 describe('tessera serve --workers with a bad count', () => {
   it('prints the usage and exits with status 2', async () => {
-    const child = cli(['serve', '--workers', '0'], { TESSERA_DATABASE: ':memory:' });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, stderr } = await runTessera(['serve', '--workers', '0'], { TESSERA_DATABASE: ':memory:' });
     assert.equal(code, 2);
     assert.match(stderr, /--workers 0: must be a whole number from 1 to 64/);
   });

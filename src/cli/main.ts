@@ -60,9 +60,34 @@ const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
   refresh_token: GRANT_REFRESH_TOKEN,
 };
 
+/**
+ * getopt's rule for an option that takes a value: `--name VALUE` takes the next argument
+ * whatever it starts with. node:util's parseArgs refuses a value starting with `-` as
+ * ambiguous, and a generated client secret starts with `-` about once in 64. `--name=VALUE`
+ * is left as it is; nothing after `--` is an option.
+ */
+function attachValues(args: readonly string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
+  const attached: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      attached.push(...args.slice(i));
+      break;
+    }
+    const takesValue = arg.startsWith('--') && options[arg.slice(2)]?.type === 'string';
+    if (takesValue && i + 1 < args.length) {
+      attached.push(`${arg}=${args[i + 1]}`);
+      i += 1;
+    } else {
+      attached.push(arg);
+    }
+  }
+  return attached;
+}
+
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals = 0) {
   try {
-    const parsed = parseArgs({ args, options, allowPositionals: positionals > 0, strict: true });
+    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true });
     if (parsed.positionals.length !== positionals) throw new UsageError(`expected ${positionals} argument(s), got ${parsed.positionals.length}`);
     return parsed;
   } catch (error) {
@@ -208,7 +233,7 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
       await store.users.create({
         id,
         username,
-        passwordHash: await hashPassword(password),
+        passwordHash: await hashPassword(password, config.passwordHash),
         name: values.name?.trim() || null,
         email: values.email ?? null,
         emailVerified: false,

@@ -34,6 +34,10 @@ describe('loadConfig', () => {
     [{ TESSERA_ACCESS_TOKEN_TTL: '600', TESSERA_PUBLIC_ACCESS_TOKEN_TTL: '900' }, 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL'],
     [{ TESSERA_REFRESH_TOKEN_TTL: '30 days' }, 'TESSERA_REFRESH_TOKEN_TTL'],
     [{ TESSERA_REFRESH_TOKEN_TTL: '3600', TESSERA_REFRESH_TOKEN_IDLE_TTL: '7200' }, 'TESSERA_REFRESH_TOKEN_IDLE_TTL'],
+    [{ TESSERA_PASSWORD_HASH: 'cheap' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_PASSWORD_HASH: 'm=65536,t=3' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_PASSWORD_HASH: 'm=16,t=1,p=4' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_PASSWORD_HASH: 'm=65536,t=0,p=4' }, 'TESSERA_PASSWORD_HASH'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
@@ -60,6 +64,12 @@ describe('loadConfig', () => {
     assert.deepEqual([set.refreshToken, set.refreshTokenIdle], [86400, 3600]);
     // A lifetime shorter than the default idle time caps the idle time.
     assert.equal(loadConfig({ TESSERA_REFRESH_TOKEN_TTL: '86400' }).lifetimes.refreshTokenIdle, 86400);
+  });
+
+  it('hashes passwords with argon2id m=64 MiB, t=3, p=4 by default (RFC 9106 §4), and reads TESSERA_PASSWORD_HASH', () => {
+    assert.deepEqual(loadConfig({}).passwordHash, { memory: 65536, passes: 3, parallelism: 4 });
+    assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' }).passwordHash, { memory: 8, passes: 1, parallelism: 1 });
+    assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: ' m=19456, t=2, p=1 ' }).passwordHash, { memory: 19456, passes: 2, parallelism: 1 });
   });
 
   it('accepts a postgres URL', () => {

@@ -46,7 +46,27 @@ export interface Config {
   readonly accessTokenAlg: SigningAlgorithm;
   /** The PostgreSQL connection pool and its time limits; an SQLite store ignores them. */
   readonly postgres: PostgresSettings;
+  /**
+   * `TESSERA_PASSWORD_HASH` (default `m=65536,t=3,p=4`): the argon2id cost of new password
+   * hashes, as memory in KiB, passes and lanes (RFC 9106 §3.1). The default is RFC 9106 §4's
+   * second recommended option. Lowering it makes stolen hashes cheaper to guess; the test
+   * suite lowers it to run fast. Existing hashes keep the cost they were made with.
+   */
+  readonly passwordHash: PasswordHashCost;
 }
+
+/** argon2id cost parameters (RFC 9106 §3.1). */
+export interface PasswordHashCost {
+  /** m: memory in KiB, at least 8 per lane. */
+  readonly memory: number;
+  /** t: passes over the memory. */
+  readonly passes: number;
+  /** p: lanes. */
+  readonly parallelism: number;
+}
+
+/** RFC 9106 §4, second recommended option (memory-constrained): t=3, m=64 MiB, p=4. */
+export const DEFAULT_PASSWORD_HASH: PasswordHashCost = { memory: 65536, passes: 3, parallelism: 4 };
 
 /** The JWS algorithms Tessera signs with (RFC 7518 §3.1): RS256 for ID tokens, either for access tokens. */
 export type SigningAlgorithm = 'RS256' | 'ES256';
@@ -225,6 +245,22 @@ function postgresSettings(env: Env): PostgresSettings {
   };
 }
 
+function passwordHash(env: Env): PasswordHashCost {
+  const raw = env['TESSERA_PASSWORD_HASH']?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_PASSWORD_HASH;
+  const match = /^m=(\d{1,8}),t=(\d{1,3}),p=(\d{1,3})$/.exec(raw.replace(/\s+/g, ''));
+  const [memory, passes, parallelism] = match ? [Number(match[1]), Number(match[2]), Number(match[3])] : [0, 0, 0];
+  // RFC 9106 §3.1: p from 1 to 2^24-1, m at least 8p KiB, t at least 1; bounded above here
+  // so that a typo cannot make every sign-in take minutes (4 GiB, 100 passes, 64 lanes).
+  if (!match || parallelism < 1 || parallelism > 64 || passes < 1 || passes > 100 || memory < 8 * parallelism || memory > 4 * 1024 * 1024) {
+    throw new ConfigError(
+      'TESSERA_PASSWORD_HASH',
+      `must be m=KIB,t=PASSES,p=LANES with p 1-64, t 1-100 and m from 8*p to 4194304 (default m=65536,t=3,p=4), got ${JSON.stringify(env['TESSERA_PASSWORD_HASH'])}`,
+    );
+  }
+  return { memory, passes, parallelism };
+}
+
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -260,5 +296,6 @@ export function loadConfig(env: Env = process.env): Config {
     workers: integer(env, 'TESSERA_WORKERS', 1, 1, 64),
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
+    passwordHash: passwordHash(env),
   };
 }

@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { promisify } from 'node:util';
+import type { PasswordHashCost } from '../config/index.ts';
 
 const { randomBytes, timingSafeEqual } = crypto;
 
@@ -13,16 +14,15 @@ function argon2Async(algorithm: 'argon2id', parameters: crypto.Argon2Parameters)
 }
 
 /**
- * Parameters from RFC 9106 §4's second recommended option (memory-constrained):
- * argon2id, t=3, m=64 MiB, p=4.
+ * A PHC-format argon2id hash of a user password, at the cost `TESSERA_PASSWORD_HASH` sets
+ * (`config.passwordHash`; RFC 9106 §4's t=3, m=64 MiB, p=4 by default). The cost is written
+ * into the hash, so verifying never needs the setting.
  */
-const params = { memory: 65536, passes: 3, parallelism: 4, tagLength: 32 } as const;
-
-/** A PHC-format argon2id hash of a user password. */
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, cost: PasswordHashCost): Promise<string> {
   const nonce = randomBytes(16);
-  const tag = await argon2Async('argon2id', { message: password, nonce, ...params });
-  return `$argon2id$v=19$m=${params.memory},t=${params.passes},p=${params.parallelism}$${nonce.toString('base64url')}$${tag.toString('base64url')}`;
+  const { memory, passes, parallelism } = cost;
+  const tag = await argon2Async('argon2id', { message: password, nonce, memory, passes, parallelism, tagLength: 32 });
+  return `$argon2id$v=19$m=${memory},t=${passes},p=${parallelism}$${nonce.toString('base64url')}$${tag.toString('base64url')}`;
 }
 
 const PHC = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/;
@@ -44,11 +44,16 @@ export async function verifyPassword(password: string, encoded: string): Promise
 }
 
 /**
- * A hash of no password, verified against when the username is unknown, so that a failed
- * sign-in takes the same time whether or not the user exists.
+ * A hash of no password at the configured cost, verified against when the username is
+ * unknown, so that a failed sign-in takes the same time whether or not the user exists.
  */
-let decoy: Promise<string> | undefined;
-export function decoyPasswordHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(32).toString('base64url'));
+const decoys = new Map<string, Promise<string>>();
+export function decoyPasswordHash(cost: PasswordHashCost): Promise<string> {
+  const key = `${cost.memory},${cost.passes},${cost.parallelism}`;
+  let decoy = decoys.get(key);
+  if (!decoy) {
+    decoy = hashPassword(randomBytes(32).toString('base64url'), cost);
+    decoys.set(key, decoy);
+  }
   return decoy;
 }

@@ -152,7 +152,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     if (!attempt) return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
     const user = username ? await deps.store.users.findByUsername(username) : null;
     // The password is checked even for an unknown user, so the answer takes as long either way.
-    const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash()));
+    const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash)));
     if (!user || !passwordMatches || user.disabled) return page(401, 'The username or password is incorrect.');
     await attempt.succeeded();
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.

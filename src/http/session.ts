@@ -87,10 +87,23 @@ export function checkCsrf(config: Config, request: FastifyRequest, submitted: un
   }
 }
 
-/** A same-server path to return to after sign-in; anything else falls back to `/`. */
+/** What `safeReturnTo` resolves against: only its origin matters. */
+const RETURN_BASE = new URL('http://tessera.invalid/');
+
+/**
+ * A same-server path to return to after sign-in; anything else falls back to `/`. The value
+ * is resolved as a browser resolves the Location header it ends up in (WHATWG URL: tabs and
+ * newlines dropped, `\` read as `/`), so `//other.example`, `/\other.example` and
+ * `/<tab>/other.example` are all seen as the other site they lead to, and what is returned
+ * is the parsed path, which cannot carry a character a header may not.
+ */
 export function safeReturnTo(value: unknown): string {
-  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || value.length > 4096) {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.length > 4096) return '/';
+  let url: URL;
+  try {
+    url = new URL(value, RETURN_BASE);
+  } catch {
     return '/';
   }
-  return value;
+  return url.origin === RETURN_BASE.origin ? `${url.pathname}${url.search}${url.hash}` : '/';
 }

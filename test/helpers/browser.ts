@@ -1,3 +1,5 @@
+import assert from 'node:assert/strict';
+
 /**
  * A minimal cookie-keeping form client for tests that do not need a real browser: it reads
  * the server's pages as a person's browser would (forms, hidden fields, redirects).
@@ -88,15 +90,44 @@ export class FormBrowser {
   }
 
   /**
-   * Opens an authorization URL, signs in if asked, and decides. Returns the redirect that
-   * leaves this server (to the client's redirect_uri).
+   * Opens an authorization URL and decides, as a person would: with `user`, the sign-in page
+   * must be shown first and is filled in; without, this browser is signed in already and
+   * the approval page must come at once. Asserts each page is the one expected, so a
+   * regression that skipped the password or approved silently fails here. Returns the
+   * redirect that leaves this server (to the client's redirect_uri).
    */
   async authorize(url: string, user: { username: string; password: string } | null, decision: 'approve' | 'deny' = 'approve'): Promise<Page> {
     let page = await this.follow(await this.request(url));
-    if (page.html.includes('action="/login"') && user) {
-      page = await this.follow(await this.submit(page, '/login', { username: user.username, password: user.password }));
-    }
-    if (page.location) return page;
-    return this.submit(page, '/oauth/authorize', { decision });
+    if (user) page = await this.signIn(page, user);
+    assertApprovalPage(page, '/oauth/authorize');
+    const decided = await this.submit(page, '/oauth/authorize', { decision });
+    assert.equal(decided.status, 303, decided.html);
+    return decided;
   }
+
+  /** Asserts `page` is the sign-in page, signs in, and follows where the server sends the browser. */
+  async signIn(page: Page, user: { username: string; password: string }): Promise<Page> {
+    assertSignInPage(page);
+    const signedIn = await this.submit(page, '/login', { username: user.username, password: user.password });
+    assert.equal(signedIn.status, 303, `the sign-in was refused: ${signedIn.status} ${signedIn.html.slice(0, 500)}`);
+    return this.follow(signedIn);
+  }
+}
+
+/** The sign-in page as a person sees it: Username, Password and a Sign in button. */
+export function assertSignInPage(page: Page): void {
+  assert.equal(page.status, 200, `expected the sign-in page, got ${page.status} ${page.location ?? ''} ${page.html.slice(0, 300)}`);
+  assert.match(page.html, /<form method="post" action="\/login">/, 'the sign-in form');
+  assert.match(page.html, /<label for="username">Username<\/label>/);
+  assert.match(page.html, /<label for="password">Password<\/label>/);
+  assert.match(page.html, /<button type="submit" class="primary">Sign in<\/button>/);
+}
+
+/** An approval page: a form posting to `action` with a Deny and an Approve button. */
+export function assertApprovalPage(page: Page, action: string): void {
+  assert.equal(page.status, 200, `expected the approval page, got ${page.status} ${page.location ?? ''} ${page.html.slice(0, 300)}`);
+  assert.doesNotMatch(page.html, /action="\/login"/, 'not the sign-in page');
+  assert.match(page.html, />Deny<\/button>/);
+  assert.match(page.html, />Approve<\/button>/);
+  assert.deepEqual(new FormBrowser(page.url).form(page, action).buttons, ['deny', 'approve']);
 }

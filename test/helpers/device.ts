@@ -4,8 +4,10 @@
  * and the stores to run the state tests against.
  */
 import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import * as oidc from 'openid-client';
 import pg from 'pg';
-import { FormBrowser, type Page } from './browser.ts';
+import { assertApprovalPage, FormBrowser, type Page } from './browser.ts';
 import { postgresSkipReason, postgresUrl } from './postgres.ts';
 import { basic, postForm, type TestClient, type TestServer, type TestUser } from './server.ts';
 
@@ -25,6 +27,20 @@ export async function startDevice(server: TestServer, client: TestClient, scope 
   const result = await postForm(`${server.url}/oauth/device/authorization`, { scope }, { authorization: basic(client.clientId, client.clientSecret), ...headers });
   assert.equal(result.status, 200, JSON.stringify(result.body));
   return result.body as unknown as Started;
+}
+
+/**
+ * openid-client polling for the device's tokens (RFC 8628 §3.4-3.5), stopped when the test
+ * ends however it ends, so that a failed test never leaves a device polling on for the ten
+ * minutes its code lives.
+ */
+export function pollWhileTestRuns(t: TestContext, config: oidc.Configuration, device: oidc.DeviceAuthorizationResponse) {
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const polling = oidc.pollDeviceAuthorizationGrant(config, device, undefined, { signal: controller.signal });
+  // The test awaits it; if the test fails first, the rejection the abort causes is expected.
+  polling.catch(() => {});
+  return polling;
 }
 
 /** One poll of the token endpoint (RFC 8628 §3.4). */
@@ -55,19 +71,20 @@ export class BrowserAt extends FormBrowser {
     return this.follow(await this.submit(entry, '/device', { user_code: code }));
   }
 
-  /** Enters the code, signs in if asked, and returns the approval page. */
-  async reachApproval(code: string, user: TestUser): Promise<Page> {
+  /**
+   * Enters the code and returns the approval page, asserting each page on the way: with
+   * `user`, the sign-in page must come first and is filled in; with null, this browser is
+   * signed in already and the approval page must come at once.
+   */
+  async reachApproval(code: string, user: Pick<TestUser, 'username' | 'password'> | null): Promise<Page> {
     let page = await this.enterCode(code);
-    if (page.html.includes('action="/login"')) {
-      page = await this.follow(await this.submit(page, '/login', { username: user.username, password: user.password }));
-    }
-    assert.equal(page.status, 200, page.html);
-    assert.match(page.html, /action="\/device\/approve"/, 'the approval page');
+    if (user) page = await this.signIn(page, user);
+    assertApprovalPage(page, '/device/approve');
     return page;
   }
 
-  /** Enters the code, signs in if asked, and decides; returns the page after the decision. */
-  async decide(code: string, user: TestUser, decision: 'approve' | 'deny'): Promise<Page> {
+  /** `reachApproval`, then decides; returns the page after the decision. */
+  async decide(code: string, user: Pick<TestUser, 'username' | 'password'> | null, decision: 'approve' | 'deny'): Promise<Page> {
     return this.submit(await this.reachApproval(code, user), '/device/approve', { decision });
   }
 }

@@ -4,8 +4,8 @@
  * its own (`tessera_test_<random>`) and drops them afterwards.
  *
  * The tests are mandatory when `TESSERA_TEST_POSTGRES_URL` is set (`.ci/run` sets it
- * wherever PostgreSQL is installed) or when `CI` is: an unreachable server is then a
- * failure, so they never pass by not running. Otherwise, without a server, they are
+ * wherever PostgreSQL is installed) or when `CI` is (`.ci/run` sets `CI=1`): an unreachable
+ * server is then a failure, so they never pass by not running. Otherwise, without a server, they are
  * skipped with a message saying why.
  */
 

@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -15,15 +16,34 @@ import { KeyManager } from '../../src/tokens/keys.ts';
 
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
+/**
+ * Settings every test server and `tessera` command runs with: argon2id at its cheapest, since
+ * hashing at the production cost (proved once, in test/cli.test.ts) was most of the time of
+ * every sign-in in the suite.
+ */
+export const TEST_ENV: Readonly<Record<string, string>> = { TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' };
+
+/**
+ * An HTTP server listening on a port the system picked (port 0) on the loopback interface,
+ * and that port: the port is never released between being found and being listened on, so
+ * no other process can take it in between.
+ */
+export async function listenOnFreePort(server: Server = createServer()): Promise<{ server: Server; port: number }> {
+  await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.off('error', reject);
+      resolve();
     });
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+/** Closes a server started by `listenOnFreePort`, ending its keep-alive connections. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
   });
 }
 
@@ -45,7 +65,12 @@ export interface TestServer {
   readonly store: Store;
   readonly keys: KeyManager;
   readonly app: FastifyInstance;
-  addClient(options?: { name?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
+  /**
+   * Stops the app and closes the store, then opens the database again and serves a new app
+   * on the same address: a restart, with nothing kept but what the database holds.
+   */
+  restart(): Promise<void>;
+  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -57,35 +82,65 @@ export interface TestServerOptions {
   readonly env?: Readonly<Record<string, string>>;
 }
 
-/** A real server on a free loopback port with a fresh database. */
+/**
+ * A real server on a loopback port with a fresh database. The port is bound first (port 0,
+ * read back), since the issuer the app is built with names it; the app then answers the
+ * requests of that HTTP server.
+ */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-test-'));
-  const port = await freePort();
+  const { server: http, port } = await listenOnFreePort();
   const config = loadConfig({
     PORT: String(port),
     HOST: '127.0.0.1',
     TESSERA_ISSUER: `http://127.0.0.1:${port}`,
     TESSERA_DATABASE: options.database ?? join(dir, 'tessera.db'),
     TESSERA_LOG_LEVEL: 'silent',
+    ...TEST_ENV,
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
-  const store = await openStore(config.database, config.postgres);
-  const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
-  await keys.ensureKeys();
-  const app = await buildApp({ config, store, keys, clock, logger: false });
-  await app.listen({ port, host: '127.0.0.1' });
+  const start = async () => {
+    const store = await openStore(config.database, config.postgres);
+    const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+    await keys.ensureKeys();
+    const app = await buildApp({ config, store, keys, clock, logger: false });
+    await app.ready();
+    http.on('request', app.routing);
+    return { store, keys, app };
+  };
+  // A server that fails to start must not keep the test process alive on its open port.
+  let running = await start().catch(async (error: unknown) => {
+    await closeServer(http);
+    throw error;
+  });
+  const stop = async () => {
+    http.off('request', running.app.routing);
+    await running.app.close();
+    await running.store.close();
+  };
   let users = 0;
   return {
     url: config.issuer,
     config,
-    store,
-    keys,
-    app,
+    get store() {
+      return running.store;
+    },
+    get keys() {
+      return running.keys;
+    },
+    get app() {
+      return running.app;
+    },
+    async restart() {
+      // The listening socket and open connections stay: they are the address, not the app.
+      await stop();
+      running = await start();
+    },
     async addClient(client = {}) {
-      const clientId = `client-${randomToken(6)}`;
-      const clientSecret = client.public ? '' : randomToken(32);
-      await store.clients.create({
+      const clientId = client.id ?? `client-${randomToken(6)}`;
+      const clientSecret = client.public ? '' : (client.secret ?? randomToken(32));
+      await running.store.clients.create({
         id: clientId,
         name: client.name ?? 'Test App',
         secretHash: client.public ? null : hashSecret(clientSecret),
@@ -102,10 +157,10 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       const username = user.username ?? `user${users}`;
       const password = user.password ?? 'correct horse battery staple';
       const id = `sub-${randomToken(6)}`;
-      await store.users.create({
+      await running.store.users.create({
         id,
         username,
-        passwordHash: await hashPassword(password),
+        passwordHash: await hashPassword(password, config.passwordHash),
         name: user.name === undefined ? 'Ada Lovelace' : user.name,
         email: user.email === undefined ? `${username}@example.com` : user.email,
         emailVerified: false,
@@ -115,8 +170,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       return { id, username, password };
     },
     async close() {
-      await app.close();
-      await store.close();
+      await closeServer(http);
+      await stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

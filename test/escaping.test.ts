@@ -1,0 +1,67 @@
+/**
+ * What clients and devices write about themselves (a client's name, a device's User-Agent)
+ * is shown to people as text on every page, never read as markup.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
+import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
+import { BrowserAt, poll, startDevice, text } from './helpers/device.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+const MARKUP = `<img src=x onerror="alert(1)">Evil & Co's "app"`;
+
+/** Shown as the text it is, and nowhere as markup. */
+function assertShownAsText(page: Page, value: string): void {
+  assert.equal(page.status, 200, page.html);
+  assert.ok(text(page).includes(value), `the page shows ${value}:\n${text(page)}`);
+  assert.doesNotMatch(page.html, /<img\b/i, 'no markup from the client or device');
+}
+
+describe('names and user agents on the pages are text, not markup', () => {
+  let server: TestServer;
+  let evil: TestClient;
+  let user: TestUser;
+
+  before(async () => {
+    server = await startTestServer();
+    evil = await server.addClient({ name: MARKUP, grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
+    user = await server.addUser({ username: 'ada' });
+  });
+  after(() => server.close());
+
+  it("shows a client's name as text on the sign-in page and the approval page of the code flow", async () => {
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({
+      response_type: 'code', client_id: evil.clientId, redirect_uri: REDIRECT_URI, scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).toString();
+    const browser = new FormBrowser(server.url);
+    const signInPage = await browser.request(url.href);
+    assertSignInPage(signInPage);
+    assertShownAsText(signInPage, MARKUP);
+    const approval = await browser.signIn(signInPage, user);
+    assertApprovalPage(approval, '/oauth/authorize');
+    assertShownAsText(approval, `Allow ${MARKUP} to access your account?`);
+    assertShownAsText(approval, `${MARKUP} will be able to:`);
+  });
+
+  it("shows a client's name and a device's User-Agent as text on the device approval page, the page after it and the account page", async () => {
+    const userAgent = `<script>alert(1)</script><img src=x onerror=alert(2)> SmartTV/1.0 "living room"`;
+    const started = await startDevice(server, evil, 'openid', { 'user-agent': userAgent });
+    const browser = new BrowserAt(server.url);
+    const approval = await browser.reachApproval(started.user_code, user);
+    assertShownAsText(approval, MARKUP);
+    assertShownAsText(approval, userAgent);
+    assert.doesNotMatch(approval.html, /<script>/);
+    const done = await browser.submit(approval, '/device/approve', { decision: 'approve' });
+    assertShownAsText(done, MARKUP);
+    assert.equal((await poll(server, evil, started.device_code)).status, 200);
+
+    const account = await browser.request('/account');
+    assertShownAsText(account, MARKUP);
+    assertShownAsText(account, userAgent);
+    assert.doesNotMatch(account.html, /<script>/);
+  });
+});

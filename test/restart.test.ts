@@ -1,0 +1,70 @@
+/**
+ * Nothing is lost across a restart: a server stopped and started again on the same SQLite
+ * file keeps its signing keys, sessions, approvals and the codes already used.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
+import { discover, OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+describe('a server restarted on the same SQLite file', () => {
+  let dir: string;
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-restart-'));
+    server = await startTestServer({ database: join(dir, 'tessera.db') });
+    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    user = await server.addUser({ username: 'ada' });
+    config = await discover(server, client);
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** An authorization request from the client: its URL and what the client keeps to redeem the code. */
+  async function authorizationRequest() {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope: 'openid offline_access', state, nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    });
+    return { url, checks: { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce } };
+  }
+
+  it('keeps the session, the approvals, the signing keys and the used codes', async () => {
+    const browser = new FormBrowser(server.url);
+    const first = await authorizationRequest();
+    const firstCallback = new URL((await browser.authorize(first.url.href, user)).location!);
+    const tokens = await oidc.authorizationCodeGrant(config, firstCallback, first.checks);
+    // Approved before the restart, redeemed after it.
+    const second = await authorizationRequest();
+    const secondCallback = new URL((await browser.authorize(second.url.href, null)).location!);
+
+    await server.restart();
+
+    // The keys: the access token issued before verifies, and userinfo accepts it.
+    assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id)).sub, user.id);
+    // The approvals: the refresh token works, and the code approved before redeems.
+    const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
+    assert.equal(refreshed.claims()?.sub, user.id);
+    assert.equal((await oidc.authorizationCodeGrant(config, secondCallback, second.checks)).claims()?.sub, user.id);
+    // The session: the browser is still signed in, and goes straight to the approval page.
+    assertApprovalPage(await browser.follow(await browser.request((await authorizationRequest()).url.href)), '/oauth/authorize');
+    // The used code: its replay is known as one, and ends the approval it came from
+    // (RFC 6749 §4.1.2), so the refresh token that approval holds stops working too.
+    await assert.rejects(oidc.authorizationCodeGrant(config, firstCallback, first.checks), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
+    await assert.rejects(oidc.refreshTokenGrant(config, refreshed.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
+  });
+});

@@ -297,7 +297,8 @@ export interface KeyStore {
   schedule(kid: string, retiresAt: number, expiresAt: number): Promise<void>;
 }
 
-export interface Store {
+/** The stores by concern: what a flow reads and writes, and what a transaction is given. */
+export interface Stores {
   readonly clients: ClientStore;
   readonly users: UserStore;
   readonly sessions: SessionStore;
@@ -308,6 +309,17 @@ export interface Store {
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
+}
+
+export interface Store extends Stores {
+  /**
+   * Runs `work` as one transaction, for writes that must stand or fall together (a grant
+   * and its code): when `work` returns, all its writes are committed; when it throws,
+   * none of them remains and its error is rethrown. `work` makes its store calls through
+   * `tx` (which sees its own writes) and awaits nothing else: on SQLite, other calls wait
+   * until the transaction has ended, so awaiting one inside it would never finish.
+   */
+  transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens and
    * revoked access-token ids that expired before `before` (the caller keeps a margin after

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
-import { PURGE_BATCH_SIZE } from '../../src/store/sql.ts';
+import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import {
   DuplicateError,
   type AuthorizationCodeRecord,

@@ -32,12 +32,23 @@ export class RolledBackError extends Error {
  * statements of a batch run one after another on this connection, and each sees the
  * writes of those before it; other processes are kept out by the write lock
  * (`BEGIN IMMEDIATE`) until the batch commits.
+ *
+ * A transaction (`Store.transaction`) is a savepoint inside the batch. While it is open,
+ * the batch does not commit, and statements that are not the transaction's own (other
+ * requests', whose turn comes between its awaits) wait in a queue until it has ended:
+ * run inside the savepoint, they would be undone with it if it rolled back.
  */
 export class GroupCommit {
   readonly #db: DatabaseSync;
   readonly #writes = new WeakMap<StatementSync, boolean>();
   #waiters: Waiter[] = [];
   #open = false;
+  /** A transaction's savepoint is open. */
+  #inTransaction = false;
+  /** The batch was due to commit while a transaction was open: it commits when that ends. */
+  #commitDue = false;
+  /** Work held back until the open transaction has ended, in arrival order. */
+  #queue: (() => void)[] = [];
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -45,6 +56,8 @@ export class GroupCommit {
 
   /** Runs `statement`, first opening a batch if it writes and none is open. */
   run<T>(statement: StatementSync, execute: () => T): T {
+    // A failure that ended the batch ended the transaction's savepoint with it.
+    if (this.#inTransaction && !this.#open) throw new RolledBackError(new Error('the transaction was rolled back'));
     if (!this.#open && this.#isWrite(statement)) this.#begin();
     try {
       return execute();
@@ -71,9 +84,66 @@ export class GroupCommit {
     });
   }
 
-  /** Commits the open batch now (before the connection closes). */
+  /**
+   * Runs `work` now, or once the open transaction has ended when one is open: for every
+   * statement that is not the transaction's own.
+   */
+  outside<T>(work: () => T | Promise<T>): Promise<T> {
+    if (!this.#inTransaction) return Promise.resolve(work());
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(() => {
+        try {
+          resolve(work());
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+  }
+
+  /** Whether a transaction is open: its own statements run at once. */
+  get inTransaction(): boolean {
+    return this.#inTransaction;
+  }
+
+  /**
+   * Runs `work` in a savepoint of the batch (opening one): released when `work` resolves,
+   * rolled back to when it rejects. Call it through `outside`, so that one transaction
+   * waits for another.
+   */
+  async transaction<T>(work: () => Promise<T>): Promise<T> {
+    if (!this.#open) this.#begin();
+    this.#db.exec('SAVEPOINT tessera_transaction');
+    this.#inTransaction = true;
+    try {
+      const result = await work();
+      this.#end(['RELEASE tessera_transaction']);
+      return result;
+    } catch (error) {
+      this.#end(['ROLLBACK TO tessera_transaction', 'RELEASE tessera_transaction']);
+      throw error;
+    }
+  }
+
+  /** Commits the open batch now (before the connection closes), or as soon as the open transaction ends. */
   flush(): void {
-    if (this.#open) this.#commit();
+    if (this.#inTransaction) this.#commitDue = true;
+    else if (this.#open) this.#commit();
+  }
+
+  #end(commands: readonly string[]): void {
+    try {
+      // Unless a failure already ended the whole batch, and the savepoint with it.
+      if (this.#open && this.#db.isTransaction) for (const command of commands) this.#db.exec(command);
+    } finally {
+      this.#inTransaction = false;
+      // What waited runs now, in this batch, until one of them opens the next transaction.
+      while (!this.#inTransaction && this.#queue.length > 0) this.#queue.shift()!();
+      if (!this.#inTransaction && this.#commitDue) {
+        this.#commitDue = false;
+        this.flush();
+      }
+    }
   }
 
   #isWrite(statement: StatementSync): boolean {
@@ -95,9 +165,7 @@ export class GroupCommit {
     this.#db.exec('BEGIN IMMEDIATE');
     this.#open = true;
     openBatches.add(this);
-    setImmediate(() => {
-      if (this.#open) this.#commit();
-    });
+    setImmediate(() => this.flush());
   }
 
   #commit(): void {

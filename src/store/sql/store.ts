@@ -1,0 +1,252 @@
+/**
+ * The stores by concern, written once over a driver's `Runner`: which statement each
+ * method runs, with which parameters, and how its rows become records. Each method is
+ * one statement, so single use stays one conditional UPDATE on both databases.
+ */
+
+import {
+  clientFromRow,
+  codeFromRow,
+  deviceFromRow,
+  grantFromRow,
+  integer,
+  pollOutcomeFromRow,
+  refreshTokenFromRow,
+  sessionFromRow,
+  signingKeyFromRow,
+  userFromRow,
+  type Row,
+} from '../rows.ts';
+import { DuplicateError, type Stores } from '../types.ts';
+import type { Dialect, Params, Runner } from './dialect.ts';
+import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
+
+export function sqlStores(d: Dialect, q: Runner): Stores {
+  const { read, list, flag } = d;
+  const first = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T | null> => {
+    const row = await q.one(name, params);
+    return row === undefined ? null : record(row);
+  };
+  const every = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T[]> =>
+    (await q.all(name, params)).map(record);
+  const changedAny = async (name: StatementName, params: Params): Promise<boolean> => (await q.changed(name, params)) > 0;
+  const client = (row: Row) => clientFromRow(row, read);
+  const user = (row: Row) => userFromRow(row, read);
+  const grant = (row: Row) => grantFromRow(row, read);
+  const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
+  const code = (row: Row) => codeFromRow(row, read);
+  const device = (row: Row) => deviceFromRow(row, read);
+
+  return {
+    clients: {
+      async create(record) {
+        const inserted = await changedAny('insertClient', {
+          id: record.id,
+          name: record.name,
+          secretHash: record.secretHash,
+          redirectUris: list(record.redirectUris),
+          scopes: list(record.scopes),
+          grantTypes: list(record.grantTypes),
+          webOrigins: list(record.webOrigins),
+          createdAt: record.createdAt,
+        });
+        if (!inserted) throw new DuplicateError(`client ${record.id}`);
+      },
+      get: (id) => first('getClient', { id }, client),
+      list: () => every('listClients', {}, client),
+      remove: (id) => changedAny('removeClient', { id }),
+    },
+
+    users: {
+      async create(record) {
+        const inserted = await changedAny('insertUser', {
+          id: record.id,
+          username: record.username,
+          passwordHash: record.passwordHash,
+          name: record.name,
+          email: record.email,
+          emailVerified: flag(record.emailVerified),
+          disabled: flag(record.disabled),
+          createdAt: record.createdAt,
+        });
+        if (!inserted) throw new DuplicateError(`user ${JSON.stringify(record.username)}`);
+      },
+      get: (id) => first('getUser', { id }, user),
+      findByUsername: (username) => first('getUserByUsername', { username }, user),
+      list: () => every('listUsers', {}, user),
+      setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+    },
+
+    sessions: {
+      async create(session) {
+        await q.changed('insertSession', {
+          idHash: session.idHash,
+          userId: session.userId,
+          authTime: session.authTime,
+          createdAt: session.createdAt,
+          expiresAt: session.expiresAt,
+        });
+      },
+      get: (idHash, now) => first('getSession', { idHash, now }, sessionFromRow),
+      async remove(idHash) {
+        await q.changed('removeSession', { idHash });
+      },
+    },
+
+    grants: {
+      async create(record) {
+        await q.changed('insertGrant', {
+          id: record.id,
+          userId: record.userId,
+          clientId: record.clientId,
+          scope: list(record.scope),
+          kind: record.kind,
+          authTime: record.authTime,
+          createdAt: record.createdAt,
+          revokedAt: record.revokedAt,
+          deviceIp: record.device?.ip ?? null,
+          deviceUserAgent: record.device?.userAgent ?? null,
+          deviceRequestedAt: record.device?.requestedAt ?? null,
+        });
+      },
+      get: (id) => first('getGrant', { id }, grant),
+      revoke: (id, now) => changedAny('revokeGrant', { id, now }),
+      listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
+      recordUse: (id, now, activeUntil) => changedAny('recordGrantUse', { id, now, activeUntil }),
+    },
+
+    refreshTokens: {
+      async create(token) {
+        await q.changed('insertRefreshToken', {
+          hash: token.hash,
+          grantId: token.grantId,
+          clientId: token.clientId,
+          userId: token.userId,
+          scope: list(token.scope),
+          authTime: token.authTime,
+          createdAt: token.createdAt,
+          expiresAt: token.expiresAt,
+          rotatedAt: token.rotatedAt,
+        });
+      },
+      rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
+      find: (hash) => first('getRefreshToken', { hash }, refreshToken),
+    },
+
+    accessTokens: {
+      async revoke(jti, expiresAt) {
+        await q.changed('revokeAccessToken', { jti, expiresAt });
+      },
+      isRevoked: async (jti) => (await q.one('getRevokedAccessToken', { jti })) !== undefined,
+    },
+
+    codes: {
+      async create(record) {
+        await q.changed('insertCode', {
+          hash: record.hash,
+          clientId: record.clientId,
+          userId: record.userId,
+          grantId: record.grantId,
+          redirectUri: record.redirectUri,
+          scope: list(record.scope),
+          nonce: record.nonce,
+          codeChallenge: record.codeChallenge,
+          authTime: record.authTime,
+          createdAt: record.createdAt,
+          expiresAt: record.expiresAt,
+          consumedAt: record.consumedAt,
+        });
+      },
+      consume: (hash, { clientId, redirectUri, codeChallenge }, now) =>
+        first('consumeCode', { hash, clientId, redirectUri, codeChallenge, now }, code),
+      find: (hash) => first('getCode', { hash }, code),
+    },
+
+    devices: {
+      create: (record) =>
+        changedAny('insertDevice', {
+          deviceCodeHash: record.deviceCodeHash,
+          userCode: record.userCode,
+          clientId: record.clientId,
+          scope: list(record.scope),
+          status: record.status,
+          interval: record.interval,
+          lastPolledAt: record.lastPolledAt,
+          createdAt: record.createdAt,
+          expiresAt: record.expiresAt,
+          requestIp: record.requestIp,
+          requestUserAgent: record.requestUserAgent,
+          userId: record.userId,
+          authTime: record.authTime,
+          grantId: record.grantId,
+          decidedAt: record.decidedAt,
+        }),
+      findByUserCode: (userCode, now) => first('getDeviceByUserCode', { userCode, now }, device),
+      decide: (userCode, decision, now) =>
+        first(
+          'decideDevice',
+          {
+            userCode,
+            status: decision.approve ? 'approved' : 'denied',
+            userId: decision.approve ? decision.userId : null,
+            authTime: decision.approve ? decision.authTime : null,
+            grantId: decision.approve ? decision.grantId : null,
+            now,
+          },
+          device,
+        ),
+      poll: (deviceCodeHash, clientId, now) =>
+        first('pollDevice', { deviceCodeHash, clientId, now }, (row) => ({ outcome: pollOutcomeFromRow(row), record: device(row) })),
+    },
+
+    rateLimits: {
+      async hit(key, windowMs, now) {
+        const row = await q.one('hitRateLimit', { key, now, windowEndsAt: now + windowMs });
+        if (!row) throw new Error('rate limit upsert returned no row');
+        return integer(row, 'hits');
+      },
+      // The stored window carries its own end, so the window length is not needed to read it.
+      count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => integer(row, 'hits'))) ?? 0,
+      async release(key, now) {
+        await q.changed('releaseRateLimit', { key, now });
+      },
+    },
+
+    keys: {
+      async add(key) {
+        await q.changed('insertKey', {
+          kid: key.kid,
+          alg: key.alg,
+          privateJwk: JSON.stringify(key.privateJwk),
+          publicJwk: JSON.stringify(key.publicJwk),
+          createdAt: key.createdAt,
+          activatesAt: key.activatesAt,
+          retiresAt: key.retiresAt,
+          expiresAt: key.expiresAt,
+        });
+      },
+      listPublished: (now) => every('listPublishedKeys', { now }, (row) => signingKeyFromRow(row, read)),
+      async schedule(kid, retiresAt, expiresAt) {
+        await q.changed('scheduleKey', { kid, retiresAt, expiresAt });
+      },
+    },
+  };
+}
+
+/**
+ * `Store.purgeExpired`: batch after batch, each its own short transaction (`endBatch`
+ * commits it where the driver would otherwise hold it open), so that other writers wait
+ * at most one batch.
+ */
+export async function purgeExpired(q: Runner, before: number, endBatch: () => void = () => {}): Promise<number> {
+  let deleted = 0;
+  for (const name of PURGES) {
+    for (;;) {
+      const count = await q.changed(name, { before, limit: PURGE_BATCH_SIZE });
+      endBatch();
+      deleted += count;
+      if (count < PURGE_BATCH_SIZE) break;
+    }
+  }
+  return deleted;
+}

@@ -21,6 +21,11 @@ import { DuplicateError, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
+/**
+ * An insert binds its record as it is, field by field to the parameter of the same name
+ * (the statements name their parameters after the record's fields), with the fields
+ * whose column stores another form converted; fields no parameter names are ignored.
+ */
 export function sqlStores(d: Dialect, q: Runner): Stores {
   const { read, list, flag } = d;
   const first = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T | null> => {
@@ -41,14 +46,11 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     clients: {
       async create(record) {
         const inserted = await changedAny('insertClient', {
-          id: record.id,
-          name: record.name,
-          secretHash: record.secretHash,
+          ...record,
           redirectUris: list(record.redirectUris),
           scopes: list(record.scopes),
           grantTypes: list(record.grantTypes),
           webOrigins: list(record.webOrigins),
-          createdAt: record.createdAt,
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
@@ -60,14 +62,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     users: {
       async create(record) {
         const inserted = await changedAny('insertUser', {
-          id: record.id,
-          username: record.username,
-          passwordHash: record.passwordHash,
-          name: record.name,
-          email: record.email,
+          ...record,
           emailVerified: flag(record.emailVerified),
           disabled: flag(record.disabled),
-          createdAt: record.createdAt,
         });
         if (!inserted) throw new DuplicateError(`user ${JSON.stringify(record.username)}`);
       },
@@ -79,13 +76,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
 
     sessions: {
       async create(session) {
-        await q.changed('insertSession', {
-          idHash: session.idHash,
-          userId: session.userId,
-          authTime: session.authTime,
-          createdAt: session.createdAt,
-          expiresAt: session.expiresAt,
-        });
+        await q.changed('insertSession', { ...session });
       },
       get: (idHash, now) => first('getSession', { idHash, now }, sessionFromRow),
       async remove(idHash) {
@@ -117,17 +108,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
 
     refreshTokens: {
       async create(token) {
-        await q.changed('insertRefreshToken', {
-          hash: token.hash,
-          grantId: token.grantId,
-          clientId: token.clientId,
-          userId: token.userId,
-          scope: list(token.scope),
-          authTime: token.authTime,
-          createdAt: token.createdAt,
-          expiresAt: token.expiresAt,
-          rotatedAt: token.rotatedAt,
-        });
+        await q.changed('insertRefreshToken', { ...token, scope: list(token.scope) });
       },
       rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
@@ -142,20 +123,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
 
     codes: {
       async create(record) {
-        await q.changed('insertCode', {
-          hash: record.hash,
-          clientId: record.clientId,
-          userId: record.userId,
-          grantId: record.grantId,
-          redirectUri: record.redirectUri,
-          scope: list(record.scope),
-          nonce: record.nonce,
-          codeChallenge: record.codeChallenge,
-          authTime: record.authTime,
-          createdAt: record.createdAt,
-          expiresAt: record.expiresAt,
-          consumedAt: record.consumedAt,
-        });
+        await q.changed('insertCode', { ...record, scope: list(record.scope) });
       },
       consume: (hash, { clientId, redirectUri, codeChallenge }, now) =>
         first('consumeCode', { hash, clientId, redirectUri, codeChallenge, now }, code),
@@ -163,24 +131,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     devices: {
-      create: (record) =>
-        changedAny('insertDevice', {
-          deviceCodeHash: record.deviceCodeHash,
-          userCode: record.userCode,
-          clientId: record.clientId,
-          scope: list(record.scope),
-          status: record.status,
-          interval: record.interval,
-          lastPolledAt: record.lastPolledAt,
-          createdAt: record.createdAt,
-          expiresAt: record.expiresAt,
-          requestIp: record.requestIp,
-          requestUserAgent: record.requestUserAgent,
-          userId: record.userId,
-          authTime: record.authTime,
-          grantId: record.grantId,
-          decidedAt: record.decidedAt,
-        }),
+      create: (record) => changedAny('insertDevice', { ...record, scope: list(record.scope) }),
       findByUserCode: (userCode, now) => first('getDeviceByUserCode', { userCode, now }, device),
       decide: (userCode, decision, now) =>
         first(
@@ -215,14 +166,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     keys: {
       async add(key) {
         await q.changed('insertKey', {
-          kid: key.kid,
-          alg: key.alg,
+          ...key,
           privateJwk: JSON.stringify(key.privateJwk),
           publicJwk: JSON.stringify(key.publicJwk),
-          createdAt: key.createdAt,
-          activatesAt: key.activatesAt,
-          retiresAt: key.retiresAt,
-          expiresAt: key.expiresAt,
         });
       },
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => signingKeyFromRow(row, read)),

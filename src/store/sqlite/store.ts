@@ -73,7 +73,12 @@ function openDatabase(path: string): DatabaseSync {
 
 function sqliteStore(db: DatabaseSync): Store {
   const prepared = Object.fromEntries(
-    Object.entries(statements(sqliteDialect)).map(([name, sql]) => [name, db.prepare(sql)]),
+    Object.entries(statements(sqliteDialect)).map(([name, sql]) => {
+      const statement = db.prepare(sql);
+      // As in PostgreSQL, where only the named parameters are bound: an insert binds its record.
+      statement.setAllowUnknownNamedParameters(true);
+      return [name, statement];
+    }),
   ) as Record<StatementName, StatementSync>;
   const batch = new GroupCommit(db);
   // The SQLite dialect only ever binds strings, numbers and nulls.

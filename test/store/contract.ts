@@ -1003,5 +1003,129 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.grants.get(grant.id), grant);
       });
     });
+
+    describe('transaction', () => {
+      /** A grant and a code under it, for a new client and user, not yet stored. */
+      async function unstoredGrantAndCode(): Promise<{ grant: GrantRecord; code: AuthorizationCodeRecord }> {
+        const [client, user] = [await givenClient(), await givenUser()];
+        const grant: GrantRecord = {
+          id: unique('grant'),
+          userId: user.id,
+          clientId: client.id,
+          scope: ['openid'],
+          kind: GRANT_AUTHORIZATION_CODE,
+          authTime: T0,
+          createdAt: T0,
+          revokedAt: null,
+          device: null,
+          lastUsedAt: null,
+          activeUntil: null,
+        };
+        const code: AuthorizationCodeRecord = {
+          hash: unique('code-hash'),
+          clientId: client.id,
+          userId: user.id,
+          grantId: grant.id,
+          redirectUri: 'https://app.example/callback',
+          scope: ['openid'],
+          nonce: null,
+          codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          authTime: T0,
+          createdAt: T0,
+          expiresAt: T0 + MINUTE,
+          consumedAt: null,
+        };
+        return { grant, code };
+      }
+
+      it('commits both writes when the work returns, and answers what it returned', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const result = await store.transaction(async (tx) => {
+          await tx.grants.create(grant);
+          await tx.codes.create(code);
+          return 'approved';
+        });
+        assert.equal(result, 'approved');
+        assert.deepEqual(await store.grants.get(grant.id), grant);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+      });
+
+      it('shows the work its own writes before they are committed', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        await store.transaction(async (tx) => {
+          await tx.grants.create(grant);
+          assert.deepEqual(await tx.grants.get(grant.id), grant);
+          await tx.codes.create(code);
+          assert.deepEqual(await tx.codes.consume(code.hash, bindingOf(code), T0 + 1), { ...code, consumedAt: T0 + 1 });
+        });
+        assert.deepEqual(await store.codes.find(code.hash), { ...code, consumedAt: T0 + 1 });
+      });
+
+      it('keeps neither write when the work throws, and rethrows its error', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const failure = new Error('the approval failed');
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.grants.create(grant);
+            await tx.codes.create(code);
+            throw failure;
+          }),
+          (error) => error === failure,
+        );
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.equal(await store.codes.find(code.hash), null);
+      });
+
+      it('undoes the first write when the second fails', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const taken = await givenCode();
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.grants.create(grant);
+            await tx.codes.create({ ...code, hash: taken.hash });
+          }),
+        );
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.deepEqual(await store.codes.find(taken.hash), taken);
+      });
+
+      it('neither undoes nor loses the writes other callers make while it is open', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const other = { ...grant, id: unique('grant') };
+        let outside: Promise<void> | undefined;
+        const failure = new Error('the approval failed');
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.grants.create(grant);
+            // Another request's write, made while this transaction is open.
+            outside = store.grants.create(other);
+            await tx.codes.create(code);
+            throw failure;
+          }),
+          (error) => error === failure,
+        );
+        await outside;
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.deepEqual(await store.grants.get(other.id), other);
+      });
+
+      it('runs concurrent transactions each whole', async () => {
+        const pairs = await Promise.all(Array.from({ length: 10 }, () => unstoredGrantAndCode()));
+        const results = await Promise.allSettled(
+          pairs.map(({ grant, code }, i) =>
+            store.transaction(async (tx) => {
+              await tx.grants.create(grant);
+              await tx.codes.create(code);
+              if (i % 2 === 1) throw new Error('abandoned');
+            }),
+          ),
+        );
+        assert.deepEqual(results.map((result) => result.status), pairs.map((_, i) => (i % 2 === 1 ? 'rejected' : 'fulfilled')));
+        for (const [i, { grant, code }] of pairs.entries()) {
+          assert.deepEqual(await store.grants.get(grant.id), i % 2 === 1 ? null : grant);
+          assert.deepEqual(await store.codes.find(code.hash), i % 2 === 1 ? null : code);
+        }
+      });
+    });
   });
 }

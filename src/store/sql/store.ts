@@ -35,6 +35,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
   const every = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T[]> =>
     (await q.all(name, params)).map(record);
   const changedAny = async (name: StatementName, params: Params): Promise<boolean> => (await q.changed(name, params)) > 0;
+  const write = async (name: StatementName, params: Params): Promise<void> => void (await q.changed(name, params));
   const client = (row: Row) => clientFromRow(row, read);
   const user = (row: Row) => userFromRow(row, read);
   const grant = (row: Row) => grantFromRow(row, read);
@@ -75,18 +76,14 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     sessions: {
-      async create(session) {
-        await q.changed('insertSession', { ...session });
-      },
+      create: (session) => write('insertSession', { ...session }),
       get: (idHash, now) => first('getSession', { idHash, now }, sessionFromRow),
-      async remove(idHash) {
-        await q.changed('removeSession', { idHash });
-      },
+      remove: (idHash) => write('removeSession', { idHash }),
     },
 
     grants: {
-      async create(record) {
-        await q.changed('insertGrant', {
+      create: (record) =>
+        write('insertGrant', {
           id: record.id,
           userId: record.userId,
           clientId: record.clientId,
@@ -98,8 +95,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           deviceIp: record.device?.ip ?? null,
           deviceUserAgent: record.device?.userAgent ?? null,
           deviceRequestedAt: record.device?.requestedAt ?? null,
-        });
-      },
+        }),
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
       listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
@@ -107,24 +103,18 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     refreshTokens: {
-      async create(token) {
-        await q.changed('insertRefreshToken', { ...token, scope: list(token.scope) });
-      },
+      create: (token) => write('insertRefreshToken', { ...token, scope: list(token.scope) }),
       rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
     },
 
     accessTokens: {
-      async revoke(jti, expiresAt) {
-        await q.changed('revokeAccessToken', { jti, expiresAt });
-      },
+      revoke: (jti, expiresAt) => write('revokeAccessToken', { jti, expiresAt }),
       isRevoked: async (jti) => (await q.one('getRevokedAccessToken', { jti })) !== undefined,
     },
 
     codes: {
-      async create(record) {
-        await q.changed('insertCode', { ...record, scope: list(record.scope) });
-      },
+      create: (record) => write('insertCode', { ...record, scope: list(record.scope) }),
       consume: (hash, { clientId, redirectUri, codeChallenge }, now) =>
         first('consumeCode', { hash, clientId, redirectUri, codeChallenge, now }, code),
       find: (hash) => first('getCode', { hash }, code),
@@ -158,23 +148,14 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       },
       // The stored window carries its own end, so the window length is not needed to read it.
       count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => integer(row, 'hits'))) ?? 0,
-      async release(key, now) {
-        await q.changed('releaseRateLimit', { key, now });
-      },
+      release: (key, now) => write('releaseRateLimit', { key, now }),
     },
 
     keys: {
-      async add(key) {
-        await q.changed('insertKey', {
-          ...key,
-          privateJwk: JSON.stringify(key.privateJwk),
-          publicJwk: JSON.stringify(key.publicJwk),
-        });
-      },
+      add: (key) =>
+        write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => signingKeyFromRow(row, read)),
-      async schedule(kid, retiresAt, expiresAt) {
-        await q.changed('scheduleKey', { kid, retiresAt, expiresAt });
-      },
+      schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
     },
   };
 }

@@ -332,8 +332,16 @@ export interface Store extends Stores {
 
 /** A unique constraint refused the write. */
 export class DuplicateError extends Error {
-  constructor(what: string) {
-    super(`${what} already exists`);
+  constructor(what: string, options?: ErrorOptions) {
+    super(`${what} already exists`, options);
     this.name = 'DuplicateError';
+  }
+}
+
+/** A foreign key refused the write: it names a client, user or grant that does not exist. */
+export class MissingReferenceError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('the record names a client, user or grant that does not exist', options);
+    this.name = 'MissingReferenceError';
   }
 }

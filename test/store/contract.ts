@@ -13,6 +13,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import {
   DuplicateError,
+  MissingReferenceError,
   type AuthorizationCodeRecord,
   type ClientRecord,
   type DeviceAuthorizationRecord,
@@ -1001,6 +1002,35 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.accessTokens.isRevoked(jtiGone), false);
         assert.equal(await store.accessTokens.isRevoked(jtiKept), true);
         assert.deepEqual(await store.grants.get(grant.id), grant);
+      });
+    });
+
+    describe('refused writes, alike on every store', () => {
+      it('refuses a grant, code, session or refresh token whose key is taken with DuplicateError, keeping the first', async () => {
+        const code = await givenCode();
+        const grant = await store.grants.get(code.grantId);
+        assert.ok(grant);
+        const token = await givenRefreshToken();
+        const session = await givenSession(code.userId);
+        await assert.rejects(store.grants.create({ ...grant, scope: ['email'] }), DuplicateError);
+        await assert.rejects(store.codes.create({ ...code, redirectUri: 'https://evil.example/' }), DuplicateError);
+        await assert.rejects(store.refreshTokens.create({ ...token, expiresAt: T0 + 2 * HOUR }), DuplicateError);
+        await assert.rejects(store.sessions.create({ ...session, expiresAt: T0 + 2 * HOUR }), DuplicateError);
+        assert.deepEqual(await store.grants.get(grant.id), grant);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+        assert.deepEqual(await store.sessions.get(session.idHash, T0), session);
+      });
+
+      it('refuses a record that names an unknown client, user or grant with MissingReferenceError, storing nothing', async () => {
+        const code = await givenCode();
+        const orphan = { ...code, hash: unique('code-hash') };
+        await assert.rejects(store.codes.create({ ...orphan, grantId: 'no-such-grant' }), MissingReferenceError);
+        await assert.rejects(store.codes.create({ ...orphan, clientId: 'no-such-client' }), MissingReferenceError);
+        await assert.rejects(store.codes.create({ ...orphan, userId: 'no-such-user' }), MissingReferenceError);
+        const session = { idHash: unique('session-hash'), userId: 'no-such-user', authTime: T0, createdAt: T0, expiresAt: T0 + HOUR };
+        await assert.rejects(store.sessions.create(session), MissingReferenceError);
+        assert.equal(await store.codes.find(orphan.hash), null);
       });
     });
 

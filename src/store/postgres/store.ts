@@ -12,7 +12,7 @@ import { CorruptRowError, jsonObject, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import type { Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
 import { migratePostgres } from './migrate.ts';
 
 export interface PostgresStoreOptions {
@@ -99,6 +99,14 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   return postgresStore(pool);
 }
 
+/** A refused write as the same error the SQLite store gives (SQLSTATE class 23). */
+function storeError(error: unknown): unknown {
+  if (!(error instanceof pg.DatabaseError)) return error;
+  if (error.code === '23505') return new DuplicateError(`a ${error.table} row with this key`, { cause: error });
+  if (error.code === '23503') return new MissingReferenceError({ cause: error });
+  return error;
+}
+
 /** A statement with its named parameters numbered (`:hash` to `$1`), and their names in that order. */
 interface Prepared {
   readonly name: string;
@@ -121,9 +129,13 @@ function postgresStore(pool: pg.Pool): Store {
     Object.entries(statements(postgresDialect)).map(([name, sql]) => [name, prepare(name, sql)]),
   ) as Record<StatementName, Prepared>;
   const runner = (connection: pg.Pool | pg.PoolClient): Runner => {
-    const query = (name: StatementName, params: Params = {}) => {
+    const query = async (name: StatementName, params: Params = {}) => {
       const { parameters, ...statement } = prepared[name];
-      return connection.query<Row>({ ...statement, values: parameters.map((parameter) => params[parameter]) });
+      try {
+        return await connection.query<Row>({ ...statement, values: parameters.map((parameter) => params[parameter]) });
+      } catch (error) {
+        throw storeError(error);
+      }
     };
     return {
       one: async (name, params) => (await query(name, params)).rows[0],

@@ -11,7 +11,7 @@ import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import type { Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateSqlite } from './migrate.ts';
 
@@ -36,6 +36,15 @@ export const sqliteDialect: Dialect = {
   purge: (table, key, expiry) =>
     `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${expiry} < :before LIMIT :limit)`,
 };
+
+/** A refused write as the same error the PostgreSQL store gives (SQLite's extended result codes). */
+function storeError(error: unknown): unknown {
+  const code = error instanceof Error && 'errcode' in error ? error.errcode : null;
+  // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE: "UNIQUE constraint failed: grants.id".
+  if (code === 1555 || code === 2067) return new DuplicateError(`a ${/: (\w+)\./.exec(String(error))?.[1]} row with this key`, { cause: error });
+  if (code === 787) return new MissingReferenceError({ cause: error }); // SQLITE_CONSTRAINT_FOREIGNKEY
+  return error;
+}
 
 /**
  * Opens (creating it if needed) the SQLite database at `path`, or an in-memory one for
@@ -86,7 +95,13 @@ function sqliteStore(db: DatabaseSync): Store {
   const runner = (when: <T>(work: () => T) => Promise<T>): Runner => {
     const run = <T>(name: StatementName, execute: (statement: StatementSync) => T): Promise<T> => {
       const statement = prepared[name];
-      return when(() => batch.run(statement, () => execute(statement)));
+      return when(() => {
+        try {
+          return batch.run(statement, () => execute(statement));
+        } catch (error) {
+          throw storeError(error);
+        }
+      });
     };
     return {
       one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),

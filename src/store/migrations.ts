@@ -29,14 +29,7 @@ export interface ColumnTypes {
 }
 
 const columnTypes: Readonly<Record<Dialect, ColumnTypes>> = {
-  sqlite: {
-    text: 'TEXT',
-    time: 'INTEGER',
-    integer: 'INTEGER',
-    list: 'TEXT',
-    json: 'TEXT',
-    boolean: (column) => `INTEGER NOT NULL CHECK (${column} IN (0, 1))`,
-  },
+  sqlite: { text: 'TEXT', time: 'INTEGER', integer: 'INTEGER', list: 'TEXT', json: 'TEXT', boolean: (column) => `INTEGER NOT NULL CHECK (${column} IN (0, 1))` },
   postgres: { text: 'text', time: 'bigint', integer: 'integer', list: 'text[]', json: 'jsonb', boolean: () => 'boolean NOT NULL' },
 };
 

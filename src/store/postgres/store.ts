@@ -107,13 +107,9 @@ function storeError(error: unknown): unknown {
   return error;
 }
 
-/** A statement with its named parameters numbered (`:hash` to `$1`), and their names in that order. */
-interface Prepared {
-  readonly name: string;
-  readonly text: string;
-  readonly parameters: readonly string[];
-}
+type Prepared = { readonly name: string; readonly text: string; readonly parameters: readonly string[] };
 
+/** A named statement with its parameters numbered (`:hash` to `$1`), and their names in that order. */
 function prepare(name: string, sql: string): Prepared {
   const parameters: string[] = [];
   // `(?<![:\w])` leaves casts (`::bigint`) and words with a colon inside string literals alone.
@@ -166,7 +162,6 @@ function postgresStore(pool: pg.Pool): Store {
         throw error;
       }
     },
-    // Each batch is its own short transaction, so pollers wait at most one batch.
     purgeExpired: (before) => purgeExpired(runPool, before),
     async close() {
       if (!pool.ended) await pool.end();

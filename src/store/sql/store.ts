@@ -161,16 +161,14 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
 }
 
 /**
- * `Store.purgeExpired`: batch after batch, each its own short transaction (`endBatch`
- * commits it where the driver would otherwise hold it open), so that other writers wait
- * at most one batch.
+ * `Store.purgeExpired`: batch after batch, each committed before the next starts (on
+ * SQLite, an answer waits for its commit), so that other writers wait at most one batch.
  */
-export async function purgeExpired(q: Runner, before: number, endBatch: () => void = () => {}): Promise<number> {
+export async function purgeExpired(q: Runner, before: number): Promise<number> {
   let deleted = 0;
   for (const name of PURGES) {
     for (;;) {
       const count = await q.changed(name, { before, limit: PURGE_BATCH_SIZE });
-      endBatch();
       deleted += count;
       if (count < PURGE_BATCH_SIZE) break;
     }

@@ -89,16 +89,10 @@ export class GroupCommit {
    * statement that is not the transaction's own.
    */
   outside<T>(work: () => T | Promise<T>): Promise<T> {
-    if (!this.#inTransaction) return Promise.resolve(work());
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push(() => {
-        try {
-          resolve(work());
-        } catch (error) {
-          reject(error);
-        }
-      });
-    });
+    // `new Promise` runs `work` at once, and turns what it throws into a rejection.
+    const attempt = () => new Promise<T>((run) => run(work()));
+    if (!this.#inTransaction) return attempt();
+    return new Promise<T>((resolve) => this.#queue.push(() => resolve(attempt())));
   }
 
   /** Whether a transaction is open: its own statements run at once. */

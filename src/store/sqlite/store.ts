@@ -110,7 +110,8 @@ function sqliteStore(db: DatabaseSync): Store {
     };
   };
   // The store's own calls wait while a transaction is open; the transaction's run at once.
-  const outside = runner((work) => batch.outside(work));
+  // Each answer is held until the statement's batch has committed (see GroupCommit).
+  const outside = runner((work) => batch.settle(batch.outside(work)));
   const tx = sqlStores(
     sqliteDialect,
     runner((work) => {
@@ -119,11 +120,10 @@ function sqliteStore(db: DatabaseSync): Store {
     }),
   );
 
-  const store: Store = {
+  return {
     ...sqlStores(sqliteDialect, outside),
-    transaction: (work) => batch.outside(() => batch.transaction(() => work(tx))),
-    // Each batch is its own short transaction, so other processes wait at most one batch.
-    purgeExpired: (before) => purgeExpired(outside, before, () => batch.flush()),
+    transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
+    purgeExpired: (before) => purgeExpired(outside, before),
     close: () =>
       batch.outside(() => {
         if (!db.isOpen) return;
@@ -131,23 +131,4 @@ function sqliteStore(db: DatabaseSync): Store {
         db.close();
       }),
   };
-  return settledAfterCommit(store, batch);
-}
-
-/**
- * The store with every call's answer held until its statements have committed (see
- * GroupCommit): each method runs at once, as before, and only its promise waits.
- */
-function settledAfterCommit<T extends object>(target: T, batch: GroupCommit): T {
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, member] of Object.entries(target)) {
-    if (typeof member === 'function') {
-      wrapped[name] = (...args: unknown[]) => batch.settle((member as (...a: unknown[]) => Promise<unknown>).apply(target, args));
-    } else if (member !== null && typeof member === 'object') {
-      wrapped[name] = settledAfterCommit(member as object, batch);
-    } else {
-      wrapped[name] = member;
-    }
-  }
-  return wrapped as T;
 }

@@ -90,6 +90,37 @@ describe('SQLite group commit', () => {
     }
   });
 
+  it('runs none of the calls that waited for a transaction whose round a failure ended', async () => {
+    const db = new DatabaseSync(join(dir, 'transaction-rolled-back.db'));
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    const batch = new GroupCommit(db);
+    const write = (v: number) => batch.settle(batch.outside(() => batch.run(insert, () => insert.run(v))));
+    try {
+      let waiting: Promise<unknown> | undefined;
+      const transaction = batch.settle(
+        batch.outside(() =>
+          batch.transaction(async () => {
+            batch.run(insert, () => insert.run(1));
+            waiting = write(2);
+            batch.run(insert, () => {
+              db.exec('ROLLBACK');
+              throw new Error('disk I/O error');
+            });
+          }),
+        ),
+      );
+      // As for any call: the one whose statement failed gets its own error, the others the rollback.
+      await assert.rejects(transaction, /disk I\/O error/);
+      await assert.rejects(waiting!, RolledBackError);
+      assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
+      await write(3);
+      assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
+    } finally {
+      db.close();
+    }
+  });
+
   it('fails every call of a round whose transaction a failure ended, and keeps none of its writes', async () => {
     const db = new DatabaseSync(join(dir, 'rolled-back.db'));
     db.exec('CREATE TABLE t (v INTEGER)');

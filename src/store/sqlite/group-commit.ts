@@ -49,6 +49,8 @@ export class GroupCommit {
   #commitDue = false;
   /** Work held back until the open transaction has ended, in arrival order. */
   #queue: (() => void)[] = [];
+  /** Batches lost to a failure so far. */
+  #failures = 0;
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -92,7 +94,10 @@ export class GroupCommit {
     // `new Promise` runs `work` at once, and turns what it throws into a rejection.
     const attempt = () => new Promise<T>((run) => run(work()));
     if (!this.#inTransaction) return attempt();
-    return new Promise<T>((resolve) => this.#queue.push(() => resolve(attempt())));
+    // Work that waited in a batch a failure then ended was answered with that failure: it must not run after all.
+    const failures = this.#failures;
+    const lost = () => Promise.reject(new RolledBackError(new Error('the batch it waited in was rolled back')));
+    return new Promise<T>((resolve) => this.#queue.push(() => resolve(failures === this.#failures ? attempt() : lost())));
   }
 
   /** Whether a transaction is open: its own statements run at once. */
@@ -177,6 +182,7 @@ export class GroupCommit {
     const waiters = this.#waiters;
     this.#waiters = [];
     this.#open = false;
+    if (failure !== null) this.#failures++;
     openBatches.delete(this);
     for (const waiter of waiters) {
       if (failure === null) waiter.resolve();

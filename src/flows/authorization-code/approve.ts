@@ -6,9 +6,9 @@ import type { FlowDeps } from '../types.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
 
 /**
- * The user approved: record the grant and, in the same transaction, issue a code bound to the client, the redirect_uri
- * and the PKCE challenge (RFC 7636 §4.4), and return where to send the browser.
- * RFC 6749 §4.1.2: the code is short-lived and single-use; only its hash is stored.
+ * The user approved: record the grant and, in the same transaction, a code bound to the
+ * client, the redirect_uri and the PKCE challenge (RFC 7636 §4.4), and return where to send
+ * the browser. RFC 6749 §4.1.2: the code is short-lived and single-use; only its hash is stored.
  */
 export async function approveAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
   const now = deps.clock.now();

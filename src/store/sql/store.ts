@@ -4,19 +4,8 @@
  * one statement, so single use stays one conditional UPDATE on both databases.
  */
 
-import {
-  clientFromRow,
-  codeFromRow,
-  deviceFromRow,
-  grantFromRow,
-  integer,
-  pollOutcomeFromRow,
-  refreshTokenFromRow,
-  sessionFromRow,
-  signingKeyFromRow,
-  userFromRow,
-  type Row,
-} from '../rows.ts';
+import * as rows from '../rows.ts';
+import type { Row } from '../rows.ts';
 import { DuplicateError, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
@@ -36,12 +25,12 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     (await q.all(name, params)).map(record);
   const changedAny = async (name: StatementName, params: Params): Promise<boolean> => (await q.changed(name, params)) > 0;
   const write = async (name: StatementName, params: Params): Promise<void> => void (await q.changed(name, params));
-  const client = (row: Row) => clientFromRow(row, read);
-  const user = (row: Row) => userFromRow(row, read);
-  const grant = (row: Row) => grantFromRow(row, read);
-  const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
-  const code = (row: Row) => codeFromRow(row, read);
-  const device = (row: Row) => deviceFromRow(row, read);
+  const client = (row: Row) => rows.clientFromRow(row, read);
+  const user = (row: Row) => rows.userFromRow(row, read);
+  const grant = (row: Row) => rows.grantFromRow(row, read);
+  const refreshToken = (row: Row) => rows.refreshTokenFromRow(row, read);
+  const code = (row: Row) => rows.codeFromRow(row, read);
+  const device = (row: Row) => rows.deviceFromRow(row, read);
 
   return {
     clients: {
@@ -77,7 +66,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
 
     sessions: {
       create: (session) => write('insertSession', { ...session }),
-      get: (idHash, now) => first('getSession', { idHash, now }, sessionFromRow),
+      get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
       remove: (idHash) => write('removeSession', { idHash }),
     },
 
@@ -137,24 +126,24 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           device,
         ),
       poll: (deviceCodeHash, clientId, now) =>
-        first('pollDevice', { deviceCodeHash, clientId, now }, (row) => ({ outcome: pollOutcomeFromRow(row), record: device(row) })),
+        first('pollDevice', { deviceCodeHash, clientId, now }, (row) => ({ outcome: rows.pollOutcomeFromRow(row), record: device(row) })),
     },
 
     rateLimits: {
       async hit(key, windowMs, now) {
         const row = await q.one('hitRateLimit', { key, now, windowEndsAt: now + windowMs });
         if (!row) throw new Error('rate limit upsert returned no row');
-        return integer(row, 'hits');
+        return rows.integer(row, 'hits');
       },
       // The stored window carries its own end, so the window length is not needed to read it.
-      count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => integer(row, 'hits'))) ?? 0,
+      count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
       release: (key, now) => write('releaseRateLimit', { key, now }),
     },
 
     keys: {
       add: (key) =>
         write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
-      listPublished: (now) => every('listPublishedKeys', { now }, (row) => signingKeyFromRow(row, read)),
+      listPublished: (now) => every('listPublishedKeys', { now }, (row) => rows.signingKeyFromRow(row, read)),
       schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
     },
   };

@@ -1,10 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 
-interface Waiter {
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-}
-
 /** The batches of this thread that hold a write transaction open. */
 const openBatches = new Set<GroupCommit>();
 
@@ -41,7 +36,7 @@ export class RolledBackError extends Error {
 export class GroupCommit {
   readonly #db: DatabaseSync;
   readonly #writes = new WeakMap<StatementSync, boolean>();
-  #waiters: Waiter[] = [];
+  #waiters: { readonly resolve: () => void; readonly reject: (error: unknown) => void }[] = [];
   #open = false;
   /** A transaction's savepoint is open. */
   #inTransaction = false;
@@ -157,7 +152,8 @@ export class GroupCommit {
   #begin(): void {
     // Another connection of this thread holding the write lock could only let go on a
     // later turn of this same event loop, which waiting here would never reach: its batch
-    // is committed first. (A server has one connection; tests and tools may open more.)
+    // is committed first (or, in a transaction, when that ends: this one then waits for
+    // the lock, busy_timeout at most). A server has one connection; tests and tools may open more.
     for (const other of openBatches) if (other !== this) other.flush();
     // IMMEDIATE takes the write lock now, so no other process can commit between this
     // batch's reads and its writes (busy_timeout waits for one that holds it).

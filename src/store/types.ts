@@ -1,14 +1,15 @@
 /**
  * The store: what the protocol needs to remember, said in the protocol's words.
  *
- * Two implementations, `sqlite/` (embedded, the default) and `postgres/` (several
- * stateless instances behind one database), pass one contract suite
- * (`test/store/contract.ts`). Times are milliseconds since the epoch. Secrets (client
+ * Two drivers, `sqlite/` (embedded, the default) and `postgres/` (several stateless
+ * instances behind one database), run the same statements (`sql/`) and pass one contract
+ * suite (`test/store/contract.ts`). Times are milliseconds since the epoch. Secrets (client
  * secrets, codes, device codes, session ids) arrive here already hashed with
  * `hashSecret`: the store never sees a bearer value.
  *
  * Every single-use or state-changing method is one conditional statement
- * (`UPDATE … WHERE … RETURNING`): no implementation reads, decides, then writes.
+ * (`UPDATE … WHERE … RETURNING`): no implementation reads, decides, then writes. Writes
+ * that belong together share a transaction (`Store.transaction`).
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';

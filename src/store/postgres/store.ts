@@ -100,7 +100,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 }
 
 /** A refused write as the same error the SQLite store gives (SQLSTATE class 23). */
-function storeError(error: unknown): unknown {
+function constraintError(error: unknown): unknown {
   if (!(error instanceof pg.DatabaseError)) return error;
   if (error.code === '23505') return new DuplicateError(`a ${error.table} row with this key`, { cause: error });
   if (error.code === '23503') return new MissingReferenceError({ cause: error });
@@ -130,7 +130,7 @@ function postgresStore(pool: pg.Pool): Store {
       try {
         return await connection.query<Row>({ ...statement, values: parameters.map((parameter) => params[parameter]) });
       } catch (error) {
-        throw storeError(error);
+        throw constraintError(error);
       }
     };
     return {

@@ -38,7 +38,7 @@ export const sqliteDialect: Dialect = {
 };
 
 /** A refused write as the same error the PostgreSQL store gives (SQLite's extended result codes). */
-function storeError(error: unknown): unknown {
+function constraintError(error: unknown): unknown {
   const code = error instanceof Error && 'errcode' in error ? error.errcode : null;
   // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE: "UNIQUE constraint failed: grants.id".
   if (code === 1555 || code === 2067) return new DuplicateError(`a ${/: (\w+)\./.exec(String(error))?.[1]} row with this key`, { cause: error });
@@ -99,7 +99,7 @@ function sqliteStore(db: DatabaseSync): Store {
         try {
           return batch.run(statement, () => execute(statement));
         } catch (error) {
-          throw storeError(error);
+          throw constraintError(error);
         }
       });
     };

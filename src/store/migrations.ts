@@ -1,9 +1,10 @@
 /**
- * The schema, as versioned migrations shared by both stores. As in Ory Hydra
- * (`persistence/sql/migrations`), a statement is written once when both dialects accept
- * it and once per dialect only where they differ: column types (SQLite keeps lists and
+ * The schema, as versioned migrations shared by both stores. Each statement is written
+ * once; what differs between the dialects is the column types (SQLite keeps lists and
  * JWKs as JSON text and booleans as 0/1; PostgreSQL uses `text[]`, `jsonb`, `boolean`
- * and `bigint` millisecond timestamps).
+ * and `bigint` millisecond timestamps), which a table's statement takes from
+ * `ColumnTypes`; one that differs in more than that can branch on the dialect it is also
+ * given (Ory Hydra keeps such statements per dialect: `persistence/sql/migrations`).
  *
  * Migrations are append-only: a released migration is never edited, a change is a new
  * version. Each store applies the missing ones at open, in one transaction, under a lock
@@ -13,8 +14,27 @@
 
 export type Dialect = 'sqlite' | 'postgres';
 
-/** One statement: the same text for both dialects, or one text per dialect. */
-export type MigrationStatement = string | { readonly sqlite: string; readonly postgres: string };
+/** The column types that differ, as each dialect spells them. */
+export interface ColumnTypes {
+  readonly text: string;
+  /** Milliseconds since the epoch. */
+  readonly time: string;
+  readonly integer: string;
+  /** A list of strings. */
+  readonly list: string;
+  /** A JSON object (a JWK). */
+  readonly json: string;
+  /** A boolean column's type and constraints, NOT NULL (`column` is its name). */
+  boolean(column: string): string;
+}
+
+const columnTypes: Readonly<Record<Dialect, ColumnTypes>> = {
+  sqlite: { text: 'TEXT', time: 'INTEGER', integer: 'INTEGER', list: 'TEXT', json: 'TEXT', boolean: (column) => `INTEGER NOT NULL CHECK (${column} IN (0, 1))` },
+  postgres: { text: 'text', time: 'bigint', integer: 'integer', list: 'text[]', json: 'jsonb', boolean: () => 'boolean NOT NULL' },
+};
+
+/** One statement: the same text for both dialects, or a text written over their column types. */
+export type MigrationStatement = string | ((t: ColumnTypes, dialect: Dialect) => string);
 
 /** One schema version. `version` orders migrations and is what `schema_migrations` records. */
 export interface Migration {
@@ -25,208 +45,105 @@ export interface Migration {
 
 /** The text of `statement` for `dialect`. */
 export function statementFor(statement: MigrationStatement, dialect: Dialect): string {
-  return typeof statement === 'string' ? statement : statement[dialect];
+  return typeof statement === 'string' ? statement : statement(columnTypes[dialect], dialect);
 }
 
 const initial: Migration = {
   version: 1,
   name: 'initial',
   statements: [
-    {
-      sqlite: `CREATE TABLE clients (
-        id            TEXT PRIMARY KEY,
-        name          TEXT NOT NULL,
-        secret_hash   TEXT,
-        redirect_uris TEXT NOT NULL,
-        scopes        TEXT NOT NULL,
-        grant_types   TEXT NOT NULL,
-        web_origins   TEXT NOT NULL,
-        created_at    INTEGER NOT NULL
-      )`,
-      postgres: `CREATE TABLE clients (
-        id            text PRIMARY KEY,
-        name          text NOT NULL,
-        secret_hash   text,
-        redirect_uris text[] NOT NULL,
-        scopes        text[] NOT NULL,
-        grant_types   text[] NOT NULL,
-        web_origins   text[] NOT NULL,
-        created_at    bigint NOT NULL
-      )`,
-    },
-    {
-      sqlite: `CREATE TABLE users (
-        id             TEXT PRIMARY KEY,
-        username       TEXT NOT NULL UNIQUE,
-        password_hash  TEXT NOT NULL,
-        name           TEXT,
-        email          TEXT,
-        email_verified INTEGER NOT NULL CHECK (email_verified IN (0, 1)),
-        disabled       INTEGER NOT NULL CHECK (disabled IN (0, 1)),
-        created_at     INTEGER NOT NULL
-      )`,
-      postgres: `CREATE TABLE users (
-        id             text PRIMARY KEY,
-        username       text NOT NULL UNIQUE,
-        password_hash  text NOT NULL,
-        name           text,
-        email          text,
-        email_verified boolean NOT NULL,
-        disabled       boolean NOT NULL,
-        created_at     bigint NOT NULL
-      )`,
-    },
+    (t) => `CREATE TABLE clients (
+      id            ${t.text} PRIMARY KEY,
+      name          ${t.text} NOT NULL,
+      secret_hash   ${t.text},
+      redirect_uris ${t.list} NOT NULL,
+      scopes        ${t.list} NOT NULL,
+      grant_types   ${t.list} NOT NULL,
+      web_origins   ${t.list} NOT NULL,
+      created_at    ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE users (
+      id             ${t.text} PRIMARY KEY,
+      username       ${t.text} NOT NULL UNIQUE,
+      password_hash  ${t.text} NOT NULL,
+      name           ${t.text},
+      email          ${t.text},
+      email_verified ${t.boolean('email_verified')},
+      disabled       ${t.boolean('disabled')},
+      created_at     ${t.time} NOT NULL
+    )`,
     // Users are never deleted (their id is the OIDC `sub`), so references to them need no
     // cascade. Everything issued to a client goes with it (ClientStore.remove).
-    {
-      sqlite: `CREATE TABLE sessions (
-        id_hash    TEXT PRIMARY KEY,
-        user_id    TEXT NOT NULL REFERENCES users (id),
-        auth_time  INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-      )`,
-      postgres: `CREATE TABLE sessions (
-        id_hash    text PRIMARY KEY,
-        user_id    text NOT NULL REFERENCES users (id),
-        auth_time  bigint NOT NULL,
-        created_at bigint NOT NULL,
-        expires_at bigint NOT NULL
-      )`,
-    },
-    {
-      sqlite: `CREATE TABLE grants (
-        id                  TEXT PRIMARY KEY,
-        user_id             TEXT NOT NULL REFERENCES users (id),
-        client_id           TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
-        scope               TEXT NOT NULL,
-        kind                TEXT NOT NULL CHECK (kind IN ('authorization_code', 'urn:ietf:params:oauth:grant-type:device_code')),
-        auth_time           INTEGER NOT NULL,
-        created_at          INTEGER NOT NULL,
-        revoked_at          INTEGER,
-        device_ip           TEXT,
-        device_user_agent   TEXT,
-        device_requested_at INTEGER
-      )`,
-      postgres: `CREATE TABLE grants (
-        id                  text PRIMARY KEY,
-        user_id             text NOT NULL REFERENCES users (id),
-        client_id           text NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
-        scope               text[] NOT NULL,
-        kind                text NOT NULL CHECK (kind IN ('authorization_code', 'urn:ietf:params:oauth:grant-type:device_code')),
-        auth_time           bigint NOT NULL,
-        created_at          bigint NOT NULL,
-        revoked_at          bigint,
-        device_ip           text,
-        device_user_agent   text,
-        device_requested_at bigint
-      )`,
-    },
-    {
-      sqlite: `CREATE TABLE authorization_codes (
-        hash           TEXT PRIMARY KEY,
-        client_id      TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
-        user_id        TEXT NOT NULL REFERENCES users (id),
-        grant_id       TEXT NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
-        redirect_uri   TEXT NOT NULL,
-        scope          TEXT NOT NULL,
-        nonce          TEXT,
-        code_challenge TEXT NOT NULL,
-        auth_time      INTEGER NOT NULL,
-        created_at     INTEGER NOT NULL,
-        expires_at     INTEGER NOT NULL,
-        consumed_at    INTEGER
-      )`,
-      postgres: `CREATE TABLE authorization_codes (
-        hash           text PRIMARY KEY,
-        client_id      text NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
-        user_id        text NOT NULL REFERENCES users (id),
-        grant_id       text NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
-        redirect_uri   text NOT NULL,
-        scope          text[] NOT NULL,
-        nonce          text,
-        code_challenge text NOT NULL,
-        auth_time      bigint NOT NULL,
-        created_at     bigint NOT NULL,
-        expires_at     bigint NOT NULL,
-        consumed_at    bigint
-      )`,
-    },
+    (t) => `CREATE TABLE sessions (
+      id_hash    ${t.text} PRIMARY KEY,
+      user_id    ${t.text} NOT NULL REFERENCES users (id),
+      auth_time  ${t.time} NOT NULL,
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE grants (
+      id                  ${t.text} PRIMARY KEY,
+      user_id             ${t.text} NOT NULL REFERENCES users (id),
+      client_id           ${t.text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+      scope               ${t.list} NOT NULL,
+      kind                ${t.text} NOT NULL CHECK (kind IN ('authorization_code', 'urn:ietf:params:oauth:grant-type:device_code')),
+      auth_time           ${t.time} NOT NULL,
+      created_at          ${t.time} NOT NULL,
+      revoked_at          ${t.time},
+      device_ip           ${t.text},
+      device_user_agent   ${t.text},
+      device_requested_at ${t.time}
+    )`,
+    (t) => `CREATE TABLE authorization_codes (
+      hash           ${t.text} PRIMARY KEY,
+      client_id      ${t.text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+      user_id        ${t.text} NOT NULL REFERENCES users (id),
+      grant_id       ${t.text} NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
+      redirect_uri   ${t.text} NOT NULL,
+      scope          ${t.list} NOT NULL,
+      nonce          ${t.text},
+      code_challenge ${t.text} NOT NULL,
+      auth_time      ${t.time} NOT NULL,
+      created_at     ${t.time} NOT NULL,
+      expires_at     ${t.time} NOT NULL,
+      consumed_at    ${t.time}
+    )`,
     // grant_id is not a foreign key here: it is recorded by the user's decision, and the
     // flow may write the grant only after winning that decision. `last_outcome` is what
     // the latest poll found, written and returned by the poll's one UPDATE.
-    {
-      sqlite: `CREATE TABLE device_authorizations (
-        device_code_hash   TEXT PRIMARY KEY,
-        user_code          TEXT NOT NULL UNIQUE,
-        client_id          TEXT NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
-        scope              TEXT NOT NULL,
-        status             TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'consumed')),
-        poll_interval      INTEGER NOT NULL,
-        last_polled_at     INTEGER,
-        last_outcome       TEXT CHECK (last_outcome IN ('expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending')),
-        created_at         INTEGER NOT NULL,
-        expires_at         INTEGER NOT NULL,
-        request_ip         TEXT NOT NULL,
-        request_user_agent TEXT,
-        user_id            TEXT REFERENCES users (id),
-        auth_time          INTEGER,
-        grant_id           TEXT,
-        decided_at         INTEGER
-      )`,
-      postgres: `CREATE TABLE device_authorizations (
-        device_code_hash   text PRIMARY KEY,
-        user_code          text NOT NULL UNIQUE,
-        client_id          text NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
-        scope              text[] NOT NULL,
-        status             text NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'consumed')),
-        poll_interval      integer NOT NULL,
-        last_polled_at     bigint,
-        last_outcome       text CHECK (last_outcome IN ('expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending')),
-        created_at         bigint NOT NULL,
-        expires_at         bigint NOT NULL,
-        request_ip         text NOT NULL,
-        request_user_agent text,
-        user_id            text REFERENCES users (id),
-        auth_time          bigint,
-        grant_id           text,
-        decided_at         bigint
-      )`,
-    },
-    {
-      sqlite: `CREATE TABLE rate_limits (
-        key            TEXT PRIMARY KEY,
-        hits           INTEGER NOT NULL,
-        window_ends_at INTEGER NOT NULL
-      )`,
-      postgres: `CREATE TABLE rate_limits (
-        key            text PRIMARY KEY,
-        hits           integer NOT NULL,
-        window_ends_at bigint NOT NULL
-      )`,
-    },
-    {
-      sqlite: `CREATE TABLE signing_keys (
-        kid          TEXT PRIMARY KEY,
-        alg          TEXT NOT NULL CHECK (alg IN ('RS256', 'ES256')),
-        private_jwk  TEXT NOT NULL,
-        public_jwk   TEXT NOT NULL,
-        created_at   INTEGER NOT NULL,
-        activates_at INTEGER NOT NULL,
-        retires_at   INTEGER,
-        expires_at   INTEGER
-      )`,
-      postgres: `CREATE TABLE signing_keys (
-        kid          text PRIMARY KEY,
-        alg          text NOT NULL CHECK (alg IN ('RS256', 'ES256')),
-        private_jwk  jsonb NOT NULL,
-        public_jwk   jsonb NOT NULL,
-        created_at   bigint NOT NULL,
-        activates_at bigint NOT NULL,
-        retires_at   bigint,
-        expires_at   bigint
-      )`,
-    },
+    (t) => `CREATE TABLE device_authorizations (
+      device_code_hash   ${t.text} PRIMARY KEY,
+      user_code          ${t.text} NOT NULL UNIQUE,
+      client_id          ${t.text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+      scope              ${t.list} NOT NULL,
+      status             ${t.text} NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'consumed')),
+      poll_interval      ${t.integer} NOT NULL,
+      last_polled_at     ${t.time},
+      last_outcome       ${t.text} CHECK (last_outcome IN ('expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending')),
+      created_at         ${t.time} NOT NULL,
+      expires_at         ${t.time} NOT NULL,
+      request_ip         ${t.text} NOT NULL,
+      request_user_agent ${t.text},
+      user_id            ${t.text} REFERENCES users (id),
+      auth_time          ${t.time},
+      grant_id           ${t.text},
+      decided_at         ${t.time}
+    )`,
+    (t) => `CREATE TABLE rate_limits (
+      key            ${t.text} PRIMARY KEY,
+      hits           ${t.integer} NOT NULL,
+      window_ends_at ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE signing_keys (
+      kid          ${t.text} PRIMARY KEY,
+      alg          ${t.text} NOT NULL CHECK (alg IN ('RS256', 'ES256')),
+      private_jwk  ${t.json} NOT NULL,
+      public_jwk   ${t.json} NOT NULL,
+      created_at   ${t.time} NOT NULL,
+      activates_at ${t.time} NOT NULL,
+      retires_at   ${t.time},
+      expires_at   ${t.time}
+    )`,
     // purgeExpired deletes by expiry; listForUser reads a user's grants newest first; the
     // client_id and grant_id indexes keep ON DELETE CASCADE from scanning whole tables.
     'CREATE INDEX sessions_expires_at ON sessions (expires_at)',
@@ -251,44 +168,25 @@ const tokenLifecycle: Migration = {
   version: 3,
   name: 'token lifecycle',
   statements: [
-    { sqlite: 'ALTER TABLE grants ADD COLUMN last_used_at INTEGER', postgres: 'ALTER TABLE grants ADD COLUMN last_used_at bigint' },
-    { sqlite: 'ALTER TABLE grants ADD COLUMN active_until INTEGER', postgres: 'ALTER TABLE grants ADD COLUMN active_until bigint' },
+    (t) => `ALTER TABLE grants ADD COLUMN last_used_at ${t.time}`,
+    (t) => `ALTER TABLE grants ADD COLUMN active_until ${t.time}`,
     // client_id has no foreign key of its own: removing a client removes its grants, and
     // their refresh tokens go with them.
-    {
-      sqlite: `CREATE TABLE refresh_tokens (
-        hash       TEXT PRIMARY KEY,
-        grant_id   TEXT NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
-        client_id  TEXT NOT NULL,
-        user_id    TEXT NOT NULL REFERENCES users (id),
-        scope      TEXT NOT NULL,
-        auth_time  INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
-        rotated_at INTEGER
-      )`,
-      postgres: `CREATE TABLE refresh_tokens (
-        hash       text PRIMARY KEY,
-        grant_id   text NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
-        client_id  text NOT NULL,
-        user_id    text NOT NULL REFERENCES users (id),
-        scope      text[] NOT NULL,
-        auth_time  bigint NOT NULL,
-        created_at bigint NOT NULL,
-        expires_at bigint NOT NULL,
-        rotated_at bigint
-      )`,
-    },
-    {
-      sqlite: `CREATE TABLE revoked_access_tokens (
-        jti        TEXT PRIMARY KEY,
-        expires_at INTEGER NOT NULL
-      )`,
-      postgres: `CREATE TABLE revoked_access_tokens (
-        jti        text PRIMARY KEY,
-        expires_at bigint NOT NULL
-      )`,
-    },
+    (t) => `CREATE TABLE refresh_tokens (
+      hash       ${t.text} PRIMARY KEY,
+      grant_id   ${t.text} NOT NULL REFERENCES grants (id) ON DELETE CASCADE,
+      client_id  ${t.text} NOT NULL,
+      user_id    ${t.text} NOT NULL REFERENCES users (id),
+      scope      ${t.list} NOT NULL,
+      auth_time  ${t.time} NOT NULL,
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL,
+      rotated_at ${t.time}
+    )`,
+    (t) => `CREATE TABLE revoked_access_tokens (
+      jti        ${t.text} PRIMARY KEY,
+      expires_at ${t.time} NOT NULL
+    )`,
     'CREATE INDEX refresh_tokens_expires_at ON refresh_tokens (expires_at)',
     'CREATE INDEX refresh_tokens_grant_id ON refresh_tokens (grant_id)',
     'CREATE INDEX revoked_access_tokens_expires_at ON revoked_access_tokens (expires_at)',

@@ -1,14 +1,15 @@
 /**
  * The store: what the protocol needs to remember, said in the protocol's words.
  *
- * Two implementations, `sqlite/` (embedded, the default) and `postgres/` (several
- * stateless instances behind one database), pass one contract suite
- * (`test/store/contract.ts`). Times are milliseconds since the epoch. Secrets (client
+ * Two drivers, `sqlite/` (embedded, the default) and `postgres/` (several stateless
+ * instances behind one database), run the same statements (`sql/`) and pass one contract
+ * suite (`test/store/contract.ts`). Times are milliseconds since the epoch. Secrets (client
  * secrets, codes, device codes, session ids) arrive here already hashed with
  * `hashSecret`: the store never sees a bearer value.
  *
  * Every single-use or state-changing method is one conditional statement
- * (`UPDATE … WHERE … RETURNING`): no implementation reads, decides, then writes.
+ * (`UPDATE … WHERE … RETURNING`): no implementation reads, decides, then writes. Writes
+ * that belong together share a transaction (`Store.transaction`).
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
@@ -297,7 +298,8 @@ export interface KeyStore {
   schedule(kid: string, retiresAt: number, expiresAt: number): Promise<void>;
 }
 
-export interface Store {
+/** The stores by concern: what a flow reads and writes, and what a transaction is given. */
+export interface Stores {
   readonly clients: ClientStore;
   readonly users: UserStore;
   readonly sessions: SessionStore;
@@ -308,6 +310,17 @@ export interface Store {
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
+}
+
+export interface Store extends Stores {
+  /**
+   * Runs `work` as one transaction, for writes that must stand or fall together (a grant
+   * and its code): when `work` returns, all its writes are committed; when it throws,
+   * none of them remains and its error is rethrown. `work` makes its store calls through
+   * `tx` (which sees its own writes) and awaits nothing else: on SQLite, other calls wait
+   * until the transaction has ended, so awaiting one inside it would never finish.
+   */
+  transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens and
    * revoked access-token ids that expired before `before` (the caller keeps a margin after
@@ -320,8 +333,16 @@ export interface Store {
 
 /** A unique constraint refused the write. */
 export class DuplicateError extends Error {
-  constructor(what: string) {
-    super(`${what} already exists`);
+  constructor(what: string, options?: ErrorOptions) {
+    super(`${what} already exists`, options);
     this.name = 'DuplicateError';
+  }
+}
+
+/** A foreign key refused the write: it names a client, user or grant that does not exist. */
+export class MissingReferenceError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('the record names a client, user or grant that does not exist', options);
+    this.name = 'MissingReferenceError';
   }
 }

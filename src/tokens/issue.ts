@@ -5,7 +5,7 @@ import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
-import type { ClientRecord, GrantRecord, Store, UserRecord } from '../store/types.ts';
+import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, Store, UserRecord } from '../store/types.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -78,7 +78,7 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
-  readonly #store: Pick<Store, 'grants' | 'refreshTokens'>;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction'>;
   readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
@@ -87,7 +87,7 @@ export class TokenIssuer {
     clock: Clock,
     issuer: string,
     lifetimes: Lifetimes,
-    store: Pick<Store, 'grants' | 'refreshTokens'>,
+    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction'>,
     accessTokenAlg: SigningAlgorithm = 'ES256',
   ) {
     this.#keys = keys;
@@ -113,13 +113,23 @@ export class TokenIssuer {
     const now = seconds(nowMs);
     const scope = issuance.scope.join(' ');
     const lifetimes = this.#lifetimesFor(issuance.client);
-    const [accessToken, idToken, refresh] = await Promise.all([
+    const [accessToken, idToken] = await Promise.all([
       this.#accessToken(issuance, now, scope, lifetimes.accessToken),
       issuance.scope.includes('openid') ? this.#idToken(issuance, now) : undefined,
-      receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined,
     ]);
+    const refresh = receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined;
     // A revoked grant records no use: the account page has nothing to show for it.
-    await this.#store.grants.recordUse(grant.id, nowMs, Math.max((now + lifetimes.accessToken) * 1000, refresh?.expiresAt ?? 0));
+    const recordUse = (grants: GrantStore) =>
+      grants.recordUse(grant.id, nowMs, Math.max((now + lifetimes.accessToken) * 1000, refresh?.record.expiresAt ?? 0));
+    if (refresh === undefined) {
+      await recordUse(this.#store.grants);
+    } else {
+      // One transaction: no refresh token outlives the activeUntil its grant shows.
+      await this.#store.transaction(async (tx) => {
+        await tx.refreshTokens.create(refresh.record);
+        await recordUse(tx.grants);
+      });
+    }
     return {
       access_token: accessToken,
       token_type: 'Bearer',
@@ -135,11 +145,11 @@ export class TokenIssuer {
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
    */
-  async #refreshToken(issuance: Issuance, grant: GrantRecord, now: number, lifetime: number): Promise<{ token: string; expiresAt: number } | undefined> {
+  #refreshToken(issuance: Issuance, grant: GrantRecord, now: number, lifetime: number): { token: string; record: RefreshTokenRecord } | undefined {
     const expiresAt = Math.min(grant.createdAt + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
     if (expiresAt <= now) return undefined;
     const token = randomToken(32);
-    await this.#store.refreshTokens.create({
+    const record: RefreshTokenRecord = {
       hash: hashSecret(token),
       grantId: grant.id,
       clientId: issuance.client.id,
@@ -149,8 +159,8 @@ export class TokenIssuer {
       createdAt: now,
       expiresAt,
       rotatedAt: null,
-    });
-    return { token, expiresAt };
+    };
+    return { token, record };
   }
 
   /**

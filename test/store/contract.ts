@@ -10,9 +10,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
-import { PURGE_BATCH_SIZE } from '../../src/store/sql.ts';
+import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import {
   DuplicateError,
+  MissingReferenceError,
   type AuthorizationCodeRecord,
   type ClientRecord,
   type DeviceAuthorizationRecord,
@@ -1001,6 +1002,159 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.accessTokens.isRevoked(jtiGone), false);
         assert.equal(await store.accessTokens.isRevoked(jtiKept), true);
         assert.deepEqual(await store.grants.get(grant.id), grant);
+      });
+    });
+
+    describe('refused writes, alike on every store', () => {
+      it('refuses a grant, code, session or refresh token whose key is taken with DuplicateError, keeping the first', async () => {
+        const code = await givenCode();
+        const grant = await store.grants.get(code.grantId);
+        assert.ok(grant);
+        const token = await givenRefreshToken();
+        const session = await givenSession(code.userId);
+        await assert.rejects(store.grants.create({ ...grant, scope: ['email'] }), DuplicateError);
+        await assert.rejects(store.codes.create({ ...code, redirectUri: 'https://evil.example/' }), DuplicateError);
+        await assert.rejects(store.refreshTokens.create({ ...token, expiresAt: T0 + 2 * HOUR }), DuplicateError);
+        await assert.rejects(store.sessions.create({ ...session, expiresAt: T0 + 2 * HOUR }), DuplicateError);
+        assert.deepEqual(await store.grants.get(grant.id), grant);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+        assert.deepEqual(await store.sessions.get(session.idHash, T0), session);
+      });
+
+      it('refuses a record that names an unknown client, user or grant with MissingReferenceError, storing nothing', async () => {
+        const code = await givenCode();
+        const orphan = { ...code, hash: unique('code-hash') };
+        await assert.rejects(store.codes.create({ ...orphan, grantId: 'no-such-grant' }), MissingReferenceError);
+        await assert.rejects(store.codes.create({ ...orphan, clientId: 'no-such-client' }), MissingReferenceError);
+        await assert.rejects(store.codes.create({ ...orphan, userId: 'no-such-user' }), MissingReferenceError);
+        const session = { idHash: unique('session-hash'), userId: 'no-such-user', authTime: T0, createdAt: T0, expiresAt: T0 + HOUR };
+        await assert.rejects(store.sessions.create(session), MissingReferenceError);
+        assert.equal(await store.codes.find(orphan.hash), null);
+      });
+    });
+
+    describe('transaction', () => {
+      /** A grant and a code under it, for a new client and user, not yet stored. */
+      async function unstoredGrantAndCode(): Promise<{ grant: GrantRecord; code: AuthorizationCodeRecord }> {
+        const [client, user] = [await givenClient(), await givenUser()];
+        const grant: GrantRecord = {
+          id: unique('grant'),
+          userId: user.id,
+          clientId: client.id,
+          scope: ['openid'],
+          kind: GRANT_AUTHORIZATION_CODE,
+          authTime: T0,
+          createdAt: T0,
+          revokedAt: null,
+          device: null,
+          lastUsedAt: null,
+          activeUntil: null,
+        };
+        const code: AuthorizationCodeRecord = {
+          hash: unique('code-hash'),
+          clientId: client.id,
+          userId: user.id,
+          grantId: grant.id,
+          redirectUri: 'https://app.example/callback',
+          scope: ['openid'],
+          nonce: null,
+          codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          authTime: T0,
+          createdAt: T0,
+          expiresAt: T0 + MINUTE,
+          consumedAt: null,
+        };
+        return { grant, code };
+      }
+
+      it('commits both writes when the work returns, and answers what it returned', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const result = await store.transaction(async (tx) => {
+          await tx.grants.create(grant);
+          await tx.codes.create(code);
+          return 'approved';
+        });
+        assert.equal(result, 'approved');
+        assert.deepEqual(await store.grants.get(grant.id), grant);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+      });
+
+      it('shows the work its own writes before they are committed', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        await store.transaction(async (tx) => {
+          await tx.grants.create(grant);
+          assert.deepEqual(await tx.grants.get(grant.id), grant);
+          await tx.codes.create(code);
+          assert.deepEqual(await tx.codes.consume(code.hash, bindingOf(code), T0 + 1), { ...code, consumedAt: T0 + 1 });
+        });
+        assert.deepEqual(await store.codes.find(code.hash), { ...code, consumedAt: T0 + 1 });
+      });
+
+      it('keeps neither write when the work throws, and rethrows its error', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const failure = new Error('the approval failed');
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.grants.create(grant);
+            await tx.codes.create(code);
+            throw failure;
+          }),
+          (error) => error === failure,
+        );
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.equal(await store.codes.find(code.hash), null);
+      });
+
+      it('undoes the first write when the second fails', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const taken = await givenCode();
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.grants.create(grant);
+            await tx.codes.create({ ...code, hash: taken.hash });
+          }),
+        );
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.deepEqual(await store.codes.find(taken.hash), taken);
+      });
+
+      it('neither undoes nor loses the writes other callers make while it is open', async () => {
+        const { grant, code } = await unstoredGrantAndCode();
+        const other = { ...grant, id: unique('grant') };
+        let outside: Promise<void> | undefined;
+        const failure = new Error('the approval failed');
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.grants.create(grant);
+            // Another request's write, made while this transaction is open.
+            outside = store.grants.create(other);
+            await tx.codes.create(code);
+            throw failure;
+          }),
+          (error) => error === failure,
+        );
+        await outside;
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.deepEqual(await store.grants.get(other.id), other);
+      });
+
+      it('runs concurrent transactions each whole', async () => {
+        const pairs = await Promise.all(Array.from({ length: 10 }, () => unstoredGrantAndCode()));
+        const results = await Promise.allSettled(
+          pairs.map(({ grant, code }, i) =>
+            store.transaction(async (tx) => {
+              await tx.grants.create(grant);
+              await tx.codes.create(code);
+              if (i % 2 === 1) throw new Error('abandoned');
+            }),
+          ),
+        );
+        assert.deepEqual(results.map((result) => result.status), pairs.map((_, i) => (i % 2 === 1 ? 'rejected' : 'fulfilled')));
+        for (const [i, { grant, code }] of pairs.entries()) {
+          assert.deepEqual(await store.grants.get(grant.id), i % 2 === 1 ? null : grant);
+          assert.deepEqual(await store.codes.find(code.hash), i % 2 === 1 ? null : code);
+        }
       });
     });
   });

@@ -56,6 +56,71 @@ describe('SQLite group commit', () => {
     }
   });
 
+  it('answers a transaction once both its writes are committed, and commits neither while it is open', async () => {
+    const path = join(dir, 'transaction.db');
+    const store = openSqliteStore(path);
+    const observer = new DatabaseSync(path);
+    const committed = (id: string) => (observer.prepare('SELECT count(*) AS n FROM clients WHERE id = ?').get(id) as { n: number }).n;
+    try {
+      const before = store.clients.create(deviceClient('before'));
+      await store.transaction(async (tx) => {
+        await tx.clients.create(deviceClient('tx-a'));
+        // The round ends here (the work should not wait for anything but its store calls,
+        // but if it does the batch must still wait for it).
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.equal(committed('tx-a'), 0, 'nothing of the transaction is committed while it is open');
+        await tx.clients.create(deviceClient('tx-b'));
+      });
+      await before;
+      assert.deepEqual([committed('before'), committed('tx-a'), committed('tx-b')], [1, 1, 1]);
+
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.clients.create(deviceClient('abandoned'));
+          await new Promise((resolve) => setImmediate(resolve));
+          throw new Error('abandoned');
+        }),
+        /abandoned/,
+      );
+      assert.equal(committed('abandoned'), 0);
+      assert.equal(await store.clients.get('abandoned'), null);
+    } finally {
+      observer.close();
+      await store.close();
+    }
+  });
+
+  it('runs none of the calls that waited for a transaction whose round a failure ended', async () => {
+    const db = new DatabaseSync(join(dir, 'transaction-rolled-back.db'));
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    const batch = new GroupCommit(db);
+    const write = (v: number) => batch.settle(batch.outside(() => batch.run(insert, () => insert.run(v))));
+    try {
+      let waiting: Promise<unknown> | undefined;
+      const transaction = batch.settle(
+        batch.outside(() =>
+          batch.transaction(async () => {
+            batch.run(insert, () => insert.run(1));
+            waiting = write(2);
+            batch.run(insert, () => {
+              db.exec('ROLLBACK');
+              throw new Error('disk I/O error');
+            });
+          }),
+        ),
+      );
+      // As for any call: the one whose statement failed gets its own error, the others the rollback.
+      await assert.rejects(transaction, /disk I\/O error/);
+      await assert.rejects(waiting!, RolledBackError);
+      assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
+      await write(3);
+      assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
+    } finally {
+      db.close();
+    }
+  });
+
   it('fails every call of a round whose transaction a failure ended, and keeps none of its writes', async () => {
     const db = new DatabaseSync(join(dir, 'rolled-back.db'));
     db.exec('CREATE TABLE t (v INTEGER)');

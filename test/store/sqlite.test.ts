@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
-import { type Store } from '../../src/store/types.ts';
+import { MissingReferenceError, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
 import { deviceClient } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
@@ -132,7 +132,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     const store = openSqliteStore(join(dir, 'foreign-keys.db'));
     try {
       const { code } = await seed(store, 'fk');
-      await assert.rejects(store.codes.create({ ...code, hash: 'code-orphan', clientId: 'no-such-client' }), /FOREIGN KEY/);
+      await assert.rejects(store.codes.create({ ...code, hash: 'code-orphan', clientId: 'no-such-client' }), MissingReferenceError);
     } finally {
       await store.close();
     }

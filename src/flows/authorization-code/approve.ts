@@ -6,38 +6,42 @@ import type { FlowDeps } from '../types.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
 
 /**
- * The user approved: record the grant, issue a code bound to the client, the redirect_uri
- * and the PKCE challenge (RFC 7636 §4.4), and return where to send the browser.
- * RFC 6749 §4.1.2: the code is short-lived and single-use; only its hash is stored.
+ * The user approved: record the grant and, in the same transaction, a code bound to the
+ * client, the redirect_uri and the PKCE challenge (RFC 7636 §4.4), and return where to send
+ * the browser. RFC 6749 §4.1.2: the code is short-lived and single-use; only its hash is stored.
  */
 export async function approveAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
   const now = deps.clock.now();
   const grantId = randomUUID();
-  await deps.store.grants.create({
-    id: grantId,
-    userId: session.userId,
-    clientId: request.client.id,
-    scope: request.scope,
-    kind: GRANT_AUTHORIZATION_CODE,
-    authTime: session.authTime,
-    createdAt: now,
-    revokedAt: null,
-    device: null,
-  });
   const code = randomToken(32);
-  await deps.store.codes.create({
-    hash: hashSecret(code),
-    clientId: request.client.id,
-    userId: session.userId,
-    grantId,
-    redirectUri: request.redirectUri,
-    scope: request.scope,
-    nonce: request.nonce,
-    codeChallenge: request.codeChallenge,
-    authTime: session.authTime,
-    createdAt: now,
-    expiresAt: now + deps.config.lifetimes.authorizationCode * 1000,
-    consumedAt: null,
+  // One transaction: a code never refers to a grant that was not stored, nor is a grant
+  // left behind without the code it was approved for.
+  await deps.store.transaction(async (tx) => {
+    await tx.grants.create({
+      id: grantId,
+      userId: session.userId,
+      clientId: request.client.id,
+      scope: request.scope,
+      kind: GRANT_AUTHORIZATION_CODE,
+      authTime: session.authTime,
+      createdAt: now,
+      revokedAt: null,
+      device: null,
+    });
+    await tx.codes.create({
+      hash: hashSecret(code),
+      clientId: request.client.id,
+      userId: session.userId,
+      grantId,
+      redirectUri: request.redirectUri,
+      scope: request.scope,
+      nonce: request.nonce,
+      codeChallenge: request.codeChallenge,
+      authTime: session.authTime,
+      createdAt: now,
+      expiresAt: now + deps.config.lifetimes.authorizationCode * 1000,
+      consumedAt: null,
+    });
   });
   return redirectToClient(request.redirectUri, deps.config.issuer, request.state, { code });
 }

@@ -94,31 +94,41 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
     return denied ? { kind: 'done', approved: false, record: denied, client } : settledState(deps, record.userCode);
   }
 
-  // The grant is written before the decision: from the moment the record says "approved" a
-  // poll may consume it and read the grant, so the grant must already exist. Losing the
-  // decision leaves this grant unused, and it is revoked at once.
+  // The grant and the decision are one transaction: from the moment the record says
+  // "approved" a poll may consume it and read the grant, so the grant must exist by then;
+  // and a decision lost to another (or to expiry) takes the grant back with it.
   const { session } = decision;
   const grantId = randomUUID();
-  await deps.store.grants.create({
-    id: grantId,
-    userId: session.userId,
-    clientId: record.clientId,
-    scope: record.scope,
-    kind: GRANT_DEVICE_CODE,
-    authTime: session.authTime,
-    createdAt: now,
-    revokedAt: null,
-    device: { ip: record.requestIp, userAgent: record.requestUserAgent, requestedAt: record.createdAt },
-  });
-  const approved = await deps.store.devices.decide(
-    record.userCode,
-    { approve: true, userId: session.userId, authTime: session.authTime, grantId },
-    now,
-  );
-  if (approved) return { kind: 'done', approved: true, record: approved, client };
-  await deps.store.grants.revoke(grantId, now);
-  return settledState(deps, record.userCode);
+  const approved = await deps.store
+    .transaction(async (tx) => {
+      await tx.grants.create({
+        id: grantId,
+        userId: session.userId,
+        clientId: record.clientId,
+        scope: record.scope,
+        kind: GRANT_DEVICE_CODE,
+        authTime: session.authTime,
+        createdAt: now,
+        revokedAt: null,
+        device: { ip: record.requestIp, userAgent: record.requestUserAgent, requestedAt: record.createdAt },
+      });
+      const decided = await tx.devices.decide(
+        record.userCode,
+        { approve: true, userId: session.userId, authTime: session.authTime, grantId },
+        now,
+      );
+      if (!decided) throw new DecisionLost();
+      return decided;
+    })
+    .catch((error: unknown) => {
+      if (error instanceof DecisionLost) return null;
+      throw error;
+    });
+  return approved ? { kind: 'done', approved: true, record: approved, client } : settledState(deps, record.userCode);
 }
+
+/** Rolls back the grant of an approval that lost its decision. */
+class DecisionLost extends Error {}
 
 /** After losing a decision: the request was decided by someone else, or has just expired. */
 async function settledState(deps: FlowDeps, userCode: string): Promise<LookupFailure> {

@@ -1,10 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 
-interface Waiter {
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-}
-
 /** The batches of this thread that hold a write transaction open. */
 const openBatches = new Set<GroupCommit>();
 
@@ -32,12 +27,25 @@ export class RolledBackError extends Error {
  * statements of a batch run one after another on this connection, and each sees the
  * writes of those before it; other processes are kept out by the write lock
  * (`BEGIN IMMEDIATE`) until the batch commits.
+ *
+ * A transaction (`Store.transaction`) is a savepoint inside the batch. While it is open,
+ * the batch does not commit, and statements that are not the transaction's own (other
+ * requests', whose turn comes between its awaits) wait in a queue until it has ended:
+ * run inside the savepoint, they would be undone with it if it rolled back.
  */
 export class GroupCommit {
   readonly #db: DatabaseSync;
   readonly #writes = new WeakMap<StatementSync, boolean>();
-  #waiters: Waiter[] = [];
+  #waiters: { readonly resolve: () => void; readonly reject: (error: unknown) => void }[] = [];
   #open = false;
+  /** A transaction's savepoint is open. */
+  #inTransaction = false;
+  /** The batch was due to commit while a transaction was open: it commits when that ends. */
+  #commitDue = false;
+  /** Work held back until the open transaction has ended, in arrival order. */
+  #queue: (() => void)[] = [];
+  /** Batches lost to a failure so far. */
+  #failures = 0;
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -45,6 +53,8 @@ export class GroupCommit {
 
   /** Runs `statement`, first opening a batch if it writes and none is open. */
   run<T>(statement: StatementSync, execute: () => T): T {
+    // A failure that ended the batch ended the transaction's savepoint with it.
+    if (this.#inTransaction && !this.#open) throw new RolledBackError(new Error('the transaction was rolled back'));
     if (!this.#open && this.#isWrite(statement)) this.#begin();
     try {
       return execute();
@@ -71,9 +81,63 @@ export class GroupCommit {
     });
   }
 
-  /** Commits the open batch now (before the connection closes). */
+  /**
+   * Runs `work` now, or once the open transaction has ended when one is open: for every
+   * statement that is not the transaction's own.
+   */
+  outside<T>(work: () => T | Promise<T>): Promise<T> {
+    // `new Promise` runs `work` at once, and turns what it throws into a rejection.
+    const attempt = () => new Promise<T>((run) => run(work()));
+    if (!this.#inTransaction) return attempt();
+    // Work that waited in a batch a failure then ended was answered with that failure: it must not run after all.
+    const failures = this.#failures;
+    const lost = () => Promise.reject(new RolledBackError(new Error('the batch it waited in was rolled back')));
+    return new Promise<T>((resolve) => this.#queue.push(() => resolve(failures === this.#failures ? attempt() : lost())));
+  }
+
+  /** Whether a transaction is open: its own statements run at once. */
+  get inTransaction(): boolean {
+    return this.#inTransaction;
+  }
+
+  /**
+   * Runs `work` in a savepoint of the batch (opening one): released when `work` resolves,
+   * rolled back to when it rejects. Call it through `outside`, so that one transaction
+   * waits for another.
+   */
+  async transaction<T>(work: () => Promise<T>): Promise<T> {
+    if (!this.#open) this.#begin();
+    this.#db.exec('SAVEPOINT tessera_transaction');
+    this.#inTransaction = true;
+    try {
+      const result = await work();
+      this.#end(['RELEASE tessera_transaction']);
+      return result;
+    } catch (error) {
+      this.#end(['ROLLBACK TO tessera_transaction', 'RELEASE tessera_transaction']);
+      throw error;
+    }
+  }
+
+  /** Commits the open batch now (before the connection closes), or as soon as the open transaction ends. */
   flush(): void {
-    if (this.#open) this.#commit();
+    if (this.#inTransaction) this.#commitDue = true;
+    else if (this.#open) this.#commit();
+  }
+
+  #end(commands: readonly string[]): void {
+    try {
+      // Unless a failure already ended the whole batch, and the savepoint with it.
+      if (this.#open && this.#db.isTransaction) for (const command of commands) this.#db.exec(command);
+    } finally {
+      this.#inTransaction = false;
+      // What waited runs now, in this batch, until one of them opens the next transaction.
+      while (!this.#inTransaction && this.#queue.length > 0) this.#queue.shift()!();
+      if (!this.#inTransaction && this.#commitDue) {
+        this.#commitDue = false;
+        this.flush();
+      }
+    }
   }
 
   #isWrite(statement: StatementSync): boolean {
@@ -88,16 +152,15 @@ export class GroupCommit {
   #begin(): void {
     // Another connection of this thread holding the write lock could only let go on a
     // later turn of this same event loop, which waiting here would never reach: its batch
-    // is committed first. (A server has one connection; tests and tools may open more.)
+    // is committed first (or, in a transaction, when that ends: this one then waits for
+    // the lock, busy_timeout at most). A server has one connection; tests and tools may open more.
     for (const other of openBatches) if (other !== this) other.flush();
     // IMMEDIATE takes the write lock now, so no other process can commit between this
     // batch's reads and its writes (busy_timeout waits for one that holds it).
     this.#db.exec('BEGIN IMMEDIATE');
     this.#open = true;
     openBatches.add(this);
-    setImmediate(() => {
-      if (this.#open) this.#commit();
-    });
+    setImmediate(() => this.flush());
   }
 
   #commit(): void {
@@ -115,6 +178,7 @@ export class GroupCommit {
     const waiters = this.#waiters;
     this.#waiters = [];
     this.#open = false;
+    if (failure !== null) this.#failures++;
     openBatches.delete(this);
     for (const waiter of waiters) {
       if (failure === null) waiter.resolve();

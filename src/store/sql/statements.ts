@@ -1,0 +1,187 @@
+/**
+ * Every statement of the store, written once. Parameters are named (`:hash`) in the SQL
+ * text; each driver compiles them to its own form (SQLite binds the names, PostgreSQL
+ * numbers them). The little that differs between the databases comes from the `Dialect`.
+ */
+
+import type { Dialect } from './dialect.ts';
+
+/** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
+export const PURGE_BATCH_SIZE = 1000;
+
+/**
+ * The interval stops growing here: no device code lives longer (the seed's ten minutes), so
+ * a larger interval would change no answer, and the bound keeps `poll_interval * 1000` far
+ * inside PostgreSQL's 32-bit integer however often a device is told to slow down.
+ */
+export const MAX_POLL_INTERVAL_SECONDS = 600;
+
+/**
+ * What one device poll finds (`DevicePollOutcome`), as an SQL expression over the row as
+ * it was before the poll, in the documented order. RFC 8628 §3.5: "expired_token: The
+ * device_code has expired"; "slow_down: ... the interval MUST be increased by 5 seconds
+ * for this and all subsequent requests". A first poll (no `last_polled_at`) is never too
+ * soon.
+ */
+function devicePollOutcome(now: string): string {
+  return `(CASE
+    WHEN expires_at <= ${now} THEN 'expired'
+    WHEN status = 'consumed' THEN 'consumed'
+    WHEN status = 'denied' THEN 'denied'
+    WHEN last_polled_at IS NOT NULL AND ${now} - last_polled_at < poll_interval * 1000 THEN 'slow_down'
+    WHEN status = 'approved' THEN 'issue'
+    ELSE 'pending'
+  END)`;
+}
+
+/**
+ * The SET list of the device poll's one UPDATE. Every expression in a SET list sees the
+ * row as it was before the UPDATE (in SQLite and PostgreSQL alike), so the outcome is
+ * computed once from the old row and drives the other columns: `slow_down` grows the
+ * interval, `issue` consumes the record. Concurrent polls are serialised (SQLite's write
+ * lock, PostgreSQL's row lock) and each sees the row its predecessor left: one `issue`,
+ * then `consumed`.
+ */
+function devicePollAssignments(now: string): string {
+  const outcome = devicePollOutcome(now);
+  return `last_outcome = ${outcome},
+    poll_interval = CASE WHEN ${outcome} = 'slow_down' AND poll_interval < ${MAX_POLL_INTERVAL_SECONDS} THEN poll_interval + 5 ELSE poll_interval END,
+    status = CASE ${outcome} WHEN 'issue' THEN 'consumed' ELSE status END,
+    last_polled_at = ${now}`;
+}
+
+/** The statements, by name, in `dialect`'s SQL. */
+export function statements(d: Dialect) {
+  return {
+    insertClient: `
+      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at)
+      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt)
+      ON CONFLICT DO NOTHING`,
+    getClient: 'SELECT * FROM clients WHERE id = :id',
+    listClients: 'SELECT * FROM clients ORDER BY created_at, id',
+    // Codes, device records and grants go with it: ON DELETE CASCADE.
+    removeClient: 'DELETE FROM clients WHERE id = :id',
+
+    insertUser: `
+      INSERT INTO users (id, username, password_hash, name, email, email_verified, disabled, created_at)
+      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :disabled, :createdAt)
+      ON CONFLICT DO NOTHING`,
+    getUser: 'SELECT * FROM users WHERE id = :id',
+    getUserByUsername: 'SELECT * FROM users WHERE username = :username',
+    listUsers: 'SELECT * FROM users ORDER BY created_at, id',
+    setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
+
+    insertSession: `
+      INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at)
+      VALUES (:idHash, :userId, :authTime, :createdAt, :expiresAt)`,
+    getSession: 'SELECT * FROM sessions WHERE id_hash = :idHash AND expires_at > :now',
+    removeSession: 'DELETE FROM sessions WHERE id_hash = :idHash',
+
+    insertGrant: `
+      INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at,
+                          device_ip, device_user_agent, device_requested_at)
+      VALUES (:id, :userId, :clientId, :scope, :kind, :authTime, :createdAt, :revokedAt,
+              :deviceIp, :deviceUserAgent, :deviceRequestedAt)`,
+    getGrant: 'SELECT * FROM grants WHERE id = :id',
+    revokeGrant: 'UPDATE grants SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL',
+    listGrantsForUser: `
+      SELECT * FROM grants WHERE user_id = :userId AND revoked_at IS NULL
+      ORDER BY created_at DESC, id DESC`,
+    // Both times only move forward, whatever order concurrent issuances commit in.
+    recordGrantUse: `
+      UPDATE grants SET last_used_at = ${d.greatest('COALESCE(last_used_at, 0)', ':now')},
+                        active_until = ${d.greatest('COALESCE(active_until, 0)', ':activeUntil')}
+      WHERE id = :id AND revoked_at IS NULL`,
+
+    insertRefreshToken: `
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, created_at, expires_at, rotated_at)
+      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :createdAt, :expiresAt, :rotatedAt)`,
+    // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
+    // to the authenticated client. A revoked grant's tokens are refused in the same statement.
+    rotateRefreshToken: `
+      UPDATE refresh_tokens SET rotated_at = :now
+      WHERE hash = :hash AND client_id = :clientId AND rotated_at IS NULL AND expires_at > :now
+        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
+      RETURNING *`,
+    getRefreshToken: 'SELECT * FROM refresh_tokens WHERE hash = :hash',
+
+    revokeAccessToken: `
+      INSERT INTO revoked_access_tokens (jti, expires_at) VALUES (:jti, :expiresAt)
+      ON CONFLICT DO NOTHING`,
+    getRevokedAccessToken: 'SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = :jti',
+
+    insertCode: `
+      INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
+                                       code_challenge, auth_time, created_at, expires_at, consumed_at)
+      VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
+              :codeChallenge, :authTime, :createdAt, :expiresAt, :consumedAt)`,
+    // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
+    // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
+    // challenge; a mismatch leaves it untouched.
+    consumeCode: `
+      UPDATE authorization_codes SET consumed_at = :now
+      WHERE hash = :hash AND consumed_at IS NULL AND expires_at > :now
+        AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
+      RETURNING *`,
+    getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
+
+    // A user code is unique among live records only: an expired record holding the same
+    // code is replaced in the same statement, a live one makes the insert do nothing.
+    insertDevice: `
+      INSERT INTO device_authorizations (device_code_hash, user_code, client_id, scope, status, poll_interval,
+                                         last_polled_at, last_outcome, created_at, expires_at, request_ip,
+                                         request_user_agent, user_id, auth_time, grant_id, decided_at)
+      VALUES (:deviceCodeHash, :userCode, :clientId, :scope, :status, :interval,
+              :lastPolledAt, NULL, :createdAt, :expiresAt, :requestIp,
+              :requestUserAgent, :userId, :authTime, :grantId, :decidedAt)
+      ON CONFLICT (user_code) DO UPDATE SET
+        device_code_hash = excluded.device_code_hash, client_id = excluded.client_id, scope = excluded.scope,
+        status = excluded.status, poll_interval = excluded.poll_interval, last_polled_at = excluded.last_polled_at,
+        last_outcome = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at,
+        request_ip = excluded.request_ip, request_user_agent = excluded.request_user_agent,
+        user_id = excluded.user_id, auth_time = excluded.auth_time, grant_id = excluded.grant_id,
+        decided_at = excluded.decided_at
+      WHERE device_authorizations.expires_at <= excluded.created_at`,
+    getDeviceByUserCode: 'SELECT * FROM device_authorizations WHERE user_code = :userCode AND expires_at > :now',
+    decideDevice: `
+      UPDATE device_authorizations
+      SET status = :status, user_id = :userId, auth_time = :authTime, grant_id = :grantId, decided_at = :now
+      WHERE user_code = :userCode AND status = 'pending' AND expires_at > :now
+      RETURNING *`,
+    pollDevice: `
+      UPDATE device_authorizations SET ${devicePollAssignments(d.bigint(':now'))}
+      WHERE device_code_hash = :deviceCodeHash AND client_id = :clientId
+      RETURNING *`,
+
+    // A fixed window that starts at the first hit after the previous window ended.
+    hitRateLimit: `
+      INSERT INTO rate_limits (key, hits, window_ends_at) VALUES (:key, 1, :windowEndsAt)
+      ON CONFLICT (key) DO UPDATE SET
+        hits = CASE WHEN rate_limits.window_ends_at <= :now THEN 1 ELSE rate_limits.hits + 1 END,
+        window_ends_at = CASE WHEN rate_limits.window_ends_at <= :now THEN excluded.window_ends_at
+                              ELSE rate_limits.window_ends_at END
+      RETURNING hits`,
+    countRateLimit: 'SELECT hits FROM rate_limits WHERE key = :key AND window_ends_at > :now',
+    releaseRateLimit: 'UPDATE rate_limits SET hits = hits - 1 WHERE key = :key AND window_ends_at > :now AND hits > 0',
+
+    insertKey: `
+      INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, activates_at, retires_at, expires_at)
+      VALUES (:kid, :alg, :privateJwk, :publicJwk, :createdAt, :activatesAt, :retiresAt, :expiresAt)`,
+    listPublishedKeys: `
+      SELECT * FROM signing_keys WHERE expires_at IS NULL OR expires_at > :now
+      ORDER BY created_at, kid`,
+    scheduleKey: 'UPDATE signing_keys SET retires_at = :retiresAt, expires_at = :expiresAt WHERE kid = :kid',
+
+    purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
+    purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
+    purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),
+    purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at'),
+    purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at'),
+    purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
+  };
+}
+
+export type StatementName = keyof ReturnType<typeof statements>;
+
+/** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens'] as const satisfies readonly StatementName[];

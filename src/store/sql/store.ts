@@ -1,0 +1,166 @@
+/**
+ * The stores by concern, written once over a driver's `Runner`: which statement each
+ * method runs, with which parameters, and how its rows become records. Each method is
+ * one statement, so single use stays one conditional UPDATE on both databases.
+ */
+
+import * as rows from '../rows.ts';
+import type { Row } from '../rows.ts';
+import { DuplicateError, type Stores } from '../types.ts';
+import type { Dialect, Params, Runner } from './dialect.ts';
+import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
+
+/**
+ * An insert binds its record as it is, field by field to the parameter of the same name
+ * (the statements name their parameters after the record's fields), with the fields
+ * whose column stores another form converted; fields no parameter names are ignored.
+ */
+export function sqlStores(d: Dialect, q: Runner): Stores {
+  const { read, list, flag } = d;
+  const first = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T | null> => {
+    const row = await q.one(name, params);
+    return row === undefined ? null : record(row);
+  };
+  const every = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T[]> =>
+    (await q.all(name, params)).map(record);
+  const changedAny = async (name: StatementName, params: Params): Promise<boolean> => (await q.changed(name, params)) > 0;
+  const write = async (name: StatementName, params: Params): Promise<void> => void (await q.changed(name, params));
+  const client = (row: Row) => rows.clientFromRow(row, read);
+  const user = (row: Row) => rows.userFromRow(row, read);
+  const grant = (row: Row) => rows.grantFromRow(row, read);
+  const refreshToken = (row: Row) => rows.refreshTokenFromRow(row, read);
+  const code = (row: Row) => rows.codeFromRow(row, read);
+  const device = (row: Row) => rows.deviceFromRow(row, read);
+
+  return {
+    clients: {
+      async create(record) {
+        const inserted = await changedAny('insertClient', {
+          ...record,
+          redirectUris: list(record.redirectUris),
+          scopes: list(record.scopes),
+          grantTypes: list(record.grantTypes),
+          webOrigins: list(record.webOrigins),
+        });
+        if (!inserted) throw new DuplicateError(`client ${record.id}`);
+      },
+      get: (id) => first('getClient', { id }, client),
+      list: () => every('listClients', {}, client),
+      remove: (id) => changedAny('removeClient', { id }),
+    },
+
+    users: {
+      async create(record) {
+        const inserted = await changedAny('insertUser', {
+          ...record,
+          emailVerified: flag(record.emailVerified),
+          disabled: flag(record.disabled),
+        });
+        if (!inserted) throw new DuplicateError(`user ${JSON.stringify(record.username)}`);
+      },
+      get: (id) => first('getUser', { id }, user),
+      findByUsername: (username) => first('getUserByUsername', { username }, user),
+      list: () => every('listUsers', {}, user),
+      setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+    },
+
+    sessions: {
+      create: (session) => write('insertSession', { ...session }),
+      get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
+      remove: (idHash) => write('removeSession', { idHash }),
+    },
+
+    grants: {
+      create: (record) =>
+        write('insertGrant', {
+          id: record.id,
+          userId: record.userId,
+          clientId: record.clientId,
+          scope: list(record.scope),
+          kind: record.kind,
+          authTime: record.authTime,
+          createdAt: record.createdAt,
+          revokedAt: record.revokedAt,
+          deviceIp: record.device?.ip ?? null,
+          deviceUserAgent: record.device?.userAgent ?? null,
+          deviceRequestedAt: record.device?.requestedAt ?? null,
+        }),
+      get: (id) => first('getGrant', { id }, grant),
+      revoke: (id, now) => changedAny('revokeGrant', { id, now }),
+      listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
+      recordUse: (id, now, activeUntil) => changedAny('recordGrantUse', { id, now, activeUntil }),
+    },
+
+    refreshTokens: {
+      create: (token) => write('insertRefreshToken', { ...token, scope: list(token.scope) }),
+      rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
+      find: (hash) => first('getRefreshToken', { hash }, refreshToken),
+    },
+
+    accessTokens: {
+      revoke: (jti, expiresAt) => write('revokeAccessToken', { jti, expiresAt }),
+      isRevoked: async (jti) => (await q.one('getRevokedAccessToken', { jti })) !== undefined,
+    },
+
+    codes: {
+      create: (record) => write('insertCode', { ...record, scope: list(record.scope) }),
+      consume: (hash, { clientId, redirectUri, codeChallenge }, now) =>
+        first('consumeCode', { hash, clientId, redirectUri, codeChallenge, now }, code),
+      find: (hash) => first('getCode', { hash }, code),
+    },
+
+    devices: {
+      create: (record) => changedAny('insertDevice', { ...record, scope: list(record.scope) }),
+      findByUserCode: (userCode, now) => first('getDeviceByUserCode', { userCode, now }, device),
+      decide: (userCode, decision, now) =>
+        first(
+          'decideDevice',
+          {
+            userCode,
+            status: decision.approve ? 'approved' : 'denied',
+            userId: decision.approve ? decision.userId : null,
+            authTime: decision.approve ? decision.authTime : null,
+            grantId: decision.approve ? decision.grantId : null,
+            now,
+          },
+          device,
+        ),
+      poll: (deviceCodeHash, clientId, now) =>
+        first('pollDevice', { deviceCodeHash, clientId, now }, (row) => ({ outcome: rows.pollOutcomeFromRow(row), record: device(row) })),
+    },
+
+    rateLimits: {
+      async hit(key, windowMs, now) {
+        const row = await q.one('hitRateLimit', { key, now, windowEndsAt: now + windowMs });
+        if (!row) throw new Error('rate limit upsert returned no row');
+        return rows.integer(row, 'hits');
+      },
+      // The stored window carries its own end, so the window length is not needed to read it.
+      count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
+      release: (key, now) => write('releaseRateLimit', { key, now }),
+    },
+
+    keys: {
+      add: (key) =>
+        write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
+      listPublished: (now) => every('listPublishedKeys', { now }, (row) => rows.signingKeyFromRow(row, read)),
+      schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
+    },
+  };
+}
+
+/**
+ * `Store.purgeExpired`: batch after batch, each committed before the next starts (on
+ * SQLite, an answer waits for its commit), so that other writers wait at most one batch.
+ */
+export async function purgeExpired(q: Runner, before: number): Promise<number> {
+  let deleted = 0;
+  for (const name of PURGES) {
+    for (;;) {
+      const count = await q.changed(name, { before, limit: PURGE_BATCH_SIZE });
+      deleted += count;
+      if (count < PURGE_BATCH_SIZE) break;
+    }
+  }
+  return deleted;
+}

@@ -378,7 +378,8 @@ describePostgres('PostgreSQL outage', () => {
       for (const [index, answer] of polls.entries()) assertUnavailableJson(answer, `poll ${index + 1} waiting for a locked row`);
     });
     await assertServing();
-    assert.ok(proxy.mostConnections <= POOL_SIZE, `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}`);
+    // The pool's connections, and the one that listens for client changes.
+    assert.ok(proxy.mostConnections <= POOL_SIZE + 1, `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}, plus the listener`);
   });
 });
 

@@ -33,8 +33,11 @@ const columnTypes: Readonly<Record<Dialect, ColumnTypes>> = {
   postgres: { text: 'text', time: 'bigint', integer: 'integer', list: 'text[]', json: 'jsonb', boolean: () => 'boolean NOT NULL' },
 };
 
-/** One statement: the same text for both dialects, or a text written over their column types. */
-export type MigrationStatement = string | ((t: ColumnTypes, dialect: Dialect) => string);
+/**
+ * One statement: the same text for both dialects, or a text written over their column
+ * types; null where a dialect has nothing to do (a PostgreSQL trigger, say).
+ */
+export type MigrationStatement = string | ((t: ColumnTypes, dialect: Dialect) => string | null);
 
 /** One schema version. `version` orders migrations and is what `schema_migrations` records. */
 export interface Migration {
@@ -43,8 +46,8 @@ export interface Migration {
   readonly statements: readonly MigrationStatement[];
 }
 
-/** The text of `statement` for `dialect`. */
-export function statementFor(statement: MigrationStatement, dialect: Dialect): string {
+/** The text of `statement` for `dialect`, or null when it has none for that dialect. */
+export function statementFor(statement: MigrationStatement, dialect: Dialect): string | null {
   return typeof statement === 'string' ? statement : statement(columnTypes[dialect], dialect);
 }
 
@@ -194,6 +197,35 @@ const tokenLifecycle: Migration = {
 };
 
 /**
+ * Version 4: PostgreSQL announces every change to a client (RFC 6749 §2 registration:
+ * secret, redirect URIs, removal) on the `tessera_clients` channel when it commits, with
+ * the payload `<schema> <client id>`, so that each instance may keep client records in
+ * memory and drop one the moment it changes (src/store/postgres/client-cache.ts). A
+ * trigger rather than a statement in the store: every change notifies, whoever makes it,
+ * and the notice commits or rolls back with the change. SQLite has no cache to keep true.
+ */
+const clientChangeNotices: Migration = {
+  version: 4,
+  name: 'client change notices',
+  statements: [
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE FUNCTION tessera_client_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              PERFORM pg_notify('tessera_clients', TG_TABLE_SCHEMA || ' ' || OLD.id);
+              RETURN NULL;
+            END
+          $$`
+        : null,
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE TRIGGER clients_changed AFTER UPDATE OR DELETE ON clients
+            FOR EACH ROW EXECUTE FUNCTION tessera_client_changed()`
+        : null,
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -206,4 +238,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices];

@@ -36,7 +36,10 @@ export async function migratePostgres(
     checkKnownVersions(applied, migrations);
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
-      for (const statement of migration.statements) await client.query(statementFor(statement, 'postgres'));
+      for (const statement of migration.statements) {
+        const text = statementFor(statement, 'postgres');
+        if (text !== null) await client.query(text);
+      }
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         migration.version,
         migration.name,

@@ -14,6 +14,7 @@ import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
+import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
 import { storeError } from './unavailable.ts';
 
@@ -89,15 +90,20 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   types.setTypeParser(pg.types.builtins.INT8, parseBigint);
   const statementTimeoutMs = (options.statementTimeoutSeconds ?? POSTGRES_DEFAULTS.statementTimeoutSeconds) * 1000;
   const answerTimeoutMs = statementTimeoutMs + ANSWER_GRACE_MS;
-  const pool = new pg.Pool({
+  const connection: pg.ClientConfig = {
     connectionString: url,
     types,
-    max: options.poolSize ?? POSTGRES_DEFAULTS.poolSize,
     // When the database is unreachable (a failover, a partition) or every pooled connection
     // is busy, a request fails after this long instead of waiting for a connection forever,
     // and TCP keepalive finds pooled connections to a server that is gone.
     connectionTimeoutMillis: (options.connectTimeoutSeconds ?? POSTGRES_DEFAULTS.connectTimeoutSeconds) * 1000,
     keepAlive: true,
+    // A startup parameter, so that every connection has it before its first query.
+    ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
+  };
+  const pool = new pg.Pool({
+    ...connection,
+    max: options.poolSize ?? POSTGRES_DEFAULTS.poolSize,
     // PostgreSQL cancels a statement that runs longer (57014), and ends a transaction left
     // idle as long, so that an instance that stalled mid-transaction does not hold its locks.
     // Set on each new connection rather than as startup parameters, which PgBouncer refuses
@@ -110,8 +116,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       };
       await client.query(limits);
     },
-    // A startup parameter, so that every connection has it before its first query.
-    ...(schema === null ? {} : { options: `-c search_path=${schema}` }),
   });
   // Without a listener, an idle connection dropped by the server would crash the process;
   // the pool discards that connection and opens another when one is next needed.
@@ -124,7 +128,16 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end();
     throw error;
   }
-  return postgresStore(pool, answerTimeoutMs);
+  const clients = new ClientCache();
+  const listener = listenForClientChanges(
+    connection,
+    schema,
+    clients,
+    (payload) => pool.query({ text: `SELECT pg_notify('${CLIENT_CHANGES_CHANNEL}', $1)`, values: [payload], query_timeout: answerTimeoutMs } as TimedQuery),
+    (message) => process.emitWarning(message, 'TesseraStoreWarning'),
+  );
+  await listener.ready;
+  return postgresStore(pool, answerTimeoutMs, clients, listener.close);
 }
 
 /** A refused write as the same error the SQLite store gives (SQLSTATE class 23). */
@@ -148,8 +161,13 @@ function prepare(name: string, sql: string): Prepared {
   return { name: `tessera_${name}`, text, parameters };
 }
 
-/** `answerTimeoutMs`: how long to wait for a statement's answer before giving up on its connection. */
-function postgresStore(pool: pg.Pool, answerTimeoutMs: number): Store {
+/**
+ * `answerTimeoutMs`: how long to wait for a statement's answer before giving up on its
+ * connection. `clientCache`: client records kept between requests, so that a device poll or
+ * a device authorization is one round trip (the client's record from memory, the device
+ * statement to the database); reads inside a transaction always go to the database.
+ */
+function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: ClientCache, stopListening: () => Promise<void>): Store {
   const prepared = Object.fromEntries(
     Object.entries(statements(postgresDialect)).map(([name, sql]) => [name, prepare(name, sql)]),
   ) as Record<StatementName, Prepared>;
@@ -172,9 +190,20 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number): Store {
     };
   };
   const runPool = runner(pool);
+  const stores = sqlStores(postgresDialect, runPool);
 
   return {
-    ...sqlStores(postgresDialect, runPool),
+    ...stores,
+    clients: {
+      ...stores.clients,
+      get: (id) => clientCache.get(id, () => stores.clients.get(id)),
+      async remove(id) {
+        const removed = await stores.clients.remove(id);
+        // This instance forgets it at once; the others when the trigger's notice reaches them.
+        clientCache.invalidate(id);
+        return removed;
+      },
+    },
     async transaction(work) {
       const client = await pool.connect().catch((error: unknown) => {
         throw storeError(error);
@@ -202,6 +231,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number): Store {
     },
     purgeExpired: (before) => purgeExpired(runPool, before),
     async close() {
+      await stopListening();
       if (!pool.ended) await pool.end();
     },
   };

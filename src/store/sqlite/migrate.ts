@@ -21,7 +21,10 @@ export function migrateSqlite(db: DatabaseSync, migrations: readonly Migration[]
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
-      for (const statement of migration.statements) db.exec(statementFor(statement, 'sqlite'));
+      for (const statement of migration.statements) {
+        const text = statementFor(statement, 'sqlite');
+        if (text !== null) db.exec(text);
+      }
       record.run(migration.version, migration.name, Date.now());
     }
     db.exec('COMMIT');

@@ -724,6 +724,29 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           assert.equal(outcomes.filter((outcome) => outcome === 'issue').length, 1);
           assert.equal(outcomes.filter((outcome) => outcome === 'consumed').length, 19);
         });
+
+        it('answers each of many records polled at once by itself, each at its own time', async () => {
+          const pending = await givenDevice();
+          const approved = await givenApprovedDevice();
+          const polledJustNow = await givenDevice({ lastPolledAt: T0 + 2 * MINUTE - SECOND });
+          const denied = await givenDevice();
+          await store.devices.decide(denied.userCode, { approve: false }, T0 + MINUTE);
+          const otherClients = await givenDevice();
+          const [a, b, c, d, e, unknown] = await Promise.all([
+            store.devices.poll(pending.deviceCodeHash, pending.clientId, T0 + 2 * MINUTE),
+            store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE + 1),
+            store.devices.poll(polledJustNow.deviceCodeHash, polledJustNow.clientId, T0 + 2 * MINUTE + 2),
+            store.devices.poll(denied.deviceCodeHash, denied.clientId, T0 + 10 * MINUTE),
+            store.devices.poll(otherClients.deviceCodeHash, 'another-client', T0 + 2 * MINUTE),
+            store.devices.poll('no-such-hash', pending.clientId, T0 + 2 * MINUTE),
+          ]);
+          assert.deepEqual(a, { outcome: 'pending', record: { ...pending, lastPolledAt: T0 + 2 * MINUTE } });
+          assert.deepEqual(b, { outcome: 'issue', record: { ...approved, status: 'consumed', lastPolledAt: T0 + 2 * MINUTE + 1 } });
+          assert.deepEqual(c, { outcome: 'slow_down', record: { ...polledJustNow, interval: 10, lastPolledAt: T0 + 2 * MINUTE + 2 } });
+          assert.equal(d?.outcome, 'expired');
+          assert.equal(e, null, "another client's poll finds nothing");
+          assert.equal(unknown, null);
+        });
       });
     });
 

@@ -9,13 +9,14 @@
 
 import pg from 'pg';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
-import { CorruptRowError, jsonObject, stringList, type Row } from '../rows.ts';
+import { CorruptRowError, deviceFromRow, jsonObject, pollOutcomeFromRow, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
-import { statements, type StatementName } from '../sql/statements.ts';
+import { devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
+import { PollBatcher } from './poll-batch.ts';
 import { storeError } from './unavailable.ts';
 
 /** The pool size and time limits (`POSTGRES_DEFAULTS` for those not given), and the schema. */
@@ -140,6 +141,18 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   return postgresStore(pool, answerTimeoutMs, clients, listener.close);
 }
 
+/**
+ * The polls of one batch (`PollBatcher`) in one statement: the poll's own conditional SET
+ * (sql/statements.ts `pollDevice`), applied to each row named by the arrays, each with its
+ * own time. Every expression in the SET reads the row as it was before this statement.
+ */
+const POLL_DEVICES = `
+  UPDATE device_authorizations SET ${devicePollAssignments('polls.now')}
+  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS polls (device_code_hash, client_id, now)
+  WHERE device_authorizations.device_code_hash = polls.device_code_hash
+    AND device_authorizations.client_id = polls.client_id
+  RETURNING device_authorizations.*`;
+
 /** A refused write as the same error the SQLite store gives (SQLSTATE class 23). */
 function constraintError(error: unknown): unknown {
   if (!(error instanceof pg.DatabaseError)) return error;
@@ -171,17 +184,20 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   const prepared = Object.fromEntries(
     Object.entries(statements(postgresDialect)).map(([name, sql]) => [name, prepare(name, sql)]),
   ) as Record<StatementName, Prepared>;
+  const send = async (connection: pg.Pool | pg.PoolClient, statement: pg.QueryConfig) => {
+    // A server or network that went silent answers nothing, not even the statement timeout's
+    // cancellation: query_timeout bounds the wait, and pg then closes that connection.
+    const config: TimedQuery = { ...statement, query_timeout: answerTimeoutMs };
+    try {
+      return await connection.query<Row>(config);
+    } catch (error) {
+      throw constraintError(storeError(error));
+    }
+  };
   const runner = (connection: pg.Pool | pg.PoolClient): Runner => {
-    const query = async (name: StatementName, params: Params = {}) => {
+    const query = (name: StatementName, params: Params = {}) => {
       const { parameters, ...statement } = prepared[name];
-      // A server or network that went silent answers nothing, not even the statement timeout's
-      // cancellation: query_timeout bounds the wait, and pg then closes that connection.
-      const config: TimedQuery = { ...statement, values: parameters.map((parameter) => params[parameter]), query_timeout: answerTimeoutMs };
-      try {
-        return await connection.query<Row>(config);
-      } catch (error) {
-        throw constraintError(storeError(error));
-      }
+      return send(connection, { ...statement, values: parameters.map((parameter) => params[parameter]) });
     };
     return {
       one: async (name, params) => (await query(name, params)).rows[0],
@@ -191,6 +207,17 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   };
   const runPool = runner(pool);
   const stores = sqlStores(postgresDialect, runPool);
+  const polls = new PollBatcher(
+    (poll) => runPool.one('pollDevice', { deviceCodeHash: poll.deviceCodeHash, clientId: poll.clientId, now: poll.now }),
+    async (batch) =>
+      (
+        await send(pool, {
+          name: 'tessera_pollDevices',
+          text: POLL_DEVICES,
+          values: [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now)],
+        })
+      ).rows,
+  );
 
   return {
     ...stores,
@@ -202,6 +229,13 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         // This instance forgets it at once; the others when the trigger's notice reaches them.
         clientCache.invalidate(id);
         return removed;
+      },
+    },
+    devices: {
+      ...stores.devices,
+      async poll(deviceCodeHash, clientId, now) {
+        const row = await polls.poll(deviceCodeHash, clientId, now);
+        return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };
       },
     },
     async transaction(work) {

@@ -42,7 +42,7 @@ function devicePollOutcome(now: string): string {
  * lock, PostgreSQL's row lock) and each sees the row its predecessor left: one `issue`,
  * then `consumed`.
  */
-function devicePollAssignments(now: string): string {
+export function devicePollAssignments(now: string): string {
   const outcome = devicePollOutcome(now);
   return `last_outcome = ${outcome},
     poll_interval = CASE WHEN ${outcome} = 'slow_down' AND poll_interval < ${MAX_POLL_INTERVAL_SECONDS} THEN poll_interval + 5 ELSE poll_interval END,

@@ -524,6 +524,22 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(results.filter(Boolean).length, 1);
       });
 
+      it('stores each of many records created at once by itself: new codes kept, a live code refused, an expired one replaced', async () => {
+        const client = await givenClient();
+        const live = await givenDevice({ clientId: client.id });
+        const expired = await givenDevice({ clientId: client.id, expiresAt: T0 + MINUTE });
+        const fresh = [deviceRecord(client.id), deviceRecord(client.id, { scope: ['openid'], requestUserAgent: null })];
+        const clash = deviceRecord(client.id, { userCode: live.userCode, createdAt: T0 + 2 * MINUTE });
+        const reuse = deviceRecord(client.id, { userCode: expired.userCode, createdAt: T0 + 2 * MINUTE, expiresAt: T0 + 12 * MINUTE });
+        const results = await Promise.all([...fresh, clash, reuse].map((record) => store.devices.create(record)));
+        assert.deepEqual(results, [true, true, false, true]);
+        for (const record of [...fresh, reuse]) {
+          assert.deepEqual(await store.devices.findByUserCode(record.userCode, T0 + 2 * MINUTE), record);
+        }
+        assert.deepEqual(await store.devices.findByUserCode(live.userCode, T0 + 2 * MINUTE), live);
+        assert.equal(await store.devices.poll(clash.deviceCodeHash, client.id, T0 + 2 * MINUTE), null);
+      });
+
       it('records an approval once, returning the decided record; a second decision returns null', async () => {
         const record = await givenDevice();
         const user = await givenUser();

@@ -11,12 +11,12 @@ import pg from 'pg';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
 import { CorruptRowError, deviceFromRow, jsonObject, pollOutcomeFromRow, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
-import { devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
+import { DEVICE_COLUMNS, DEVICE_USER_CODE_CONFLICT, devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
-import { PollBatcher } from './poll-batch.ts';
+import { TurnBatch } from './turn-batch.ts';
 import { storeError } from './unavailable.ts';
 
 /** The pool size and time limits (`POSTGRES_DEFAULTS` for those not given), and the schema. */
@@ -142,7 +142,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 }
 
 /**
- * The polls of one batch (`PollBatcher`) in one statement: the poll's own conditional SET
+ * The polls of one batch (`TurnBatch`) in one statement: the poll's own conditional SET
  * (sql/statements.ts `pollDevice`), applied to each row named by the arrays, each with its
  * own time. Every expression in the SET reads the row as it was before this statement.
  */
@@ -152,6 +152,43 @@ const POLL_DEVICES = `
   WHERE device_authorizations.device_code_hash = polls.device_code_hash
     AND device_authorizations.client_id = polls.client_id
   RETURNING device_authorizations.*`;
+
+interface PollCall extends Readonly<Record<string, string | number>> {
+  readonly deviceCodeHash: string;
+  readonly clientId: string;
+  readonly now: number;
+}
+
+/** The fields of a device authorization in `DEVICE_COLUMNS` order (less `last_outcome`), with their array types. */
+const INSERT_DEVICES_COLUMNS: readonly (readonly [keyof DeviceAuthorizationRecord, string])[] = [
+  ['deviceCodeHash', 'text'],
+  ['userCode', 'text'],
+  ['clientId', 'text'],
+  ['scope', 'text'],
+  ['status', 'text'],
+  ['interval', 'integer'],
+  ['lastPolledAt', 'bigint'],
+  ['createdAt', 'bigint'],
+  ['expiresAt', 'bigint'],
+  ['requestIp', 'text'],
+  ['requestUserAgent', 'text'],
+  ['userId', 'text'],
+  ['authTime', 'bigint'],
+  ['grantId', 'text'],
+  ['decidedAt', 'bigint'],
+];
+
+/** The device authorizations of one batch in one statement, with the single insert's conflict rule. */
+const INSERT_DEVICES = `
+  INSERT INTO device_authorizations (${DEVICE_COLUMNS})
+  SELECT device_code_hash, user_code, client_id, string_to_array(scope, ' '), status, poll_interval,
+         last_polled_at, NULL, created_at, expires_at, request_ip,
+         request_user_agent, user_id, auth_time, grant_id, decided_at
+  FROM unnest(${INSERT_DEVICES_COLUMNS.map(([, type], index) => `$${index + 1}::${type}[]`).join(', ')})
+    AS d (device_code_hash, user_code, client_id, scope, status, poll_interval, last_polled_at, created_at,
+          expires_at, request_ip, request_user_agent, user_id, auth_time, grant_id, decided_at)
+  ${DEVICE_USER_CODE_CONFLICT}
+  RETURNING user_code`;
 
 /** A refused write as the same error the SQLite store gives (SQLSTATE class 23). */
 function constraintError(error: unknown): unknown {
@@ -207,17 +244,29 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   };
   const runPool = runner(pool);
   const stores = sqlStores(postgresDialect, runPool);
-  const polls = new PollBatcher(
-    (poll) => runPool.one('pollDevice', { deviceCodeHash: poll.deviceCodeHash, clientId: poll.clientId, now: poll.now }),
-    async (batch) =>
-      (
-        await send(pool, {
-          name: 'tessera_pollDevices',
-          text: POLL_DEVICES,
-          values: [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now)],
-        })
-      ).rows,
-  );
+  const polls = new TurnBatch<PollCall, Row | undefined>({
+    key: (poll) => poll.deviceCodeHash,
+    one: (poll) => runPool.one('pollDevice', poll),
+    async many(batch) {
+      const values = [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now)];
+      const { rows } = await send(pool, { name: 'tessera_pollDevices', text: POLL_DEVICES, values });
+      return new Map(rows.map((row) => [row['device_code_hash'] as string, row]));
+    },
+    absent: undefined,
+  });
+  const deviceInserts = new TurnBatch<DeviceAuthorizationRecord, boolean>({
+    key: (record) => record.userCode,
+    one: (record) => stores.devices.create(record),
+    async many(batch) {
+      const values = INSERT_DEVICES_COLUMNS.map(([field]) =>
+        // A scope is a list of tokens that never hold a space (RFC 6749 §3.3).
+        batch.map((record) => (field === 'scope' ? record.scope.join(' ') : record[field])),
+      );
+      const { rows } = await send(pool, { name: 'tessera_insertDevices', text: INSERT_DEVICES, values });
+      return new Map(rows.map((row) => [row['user_code'] as string, true]));
+    },
+    absent: false,
+  });
 
   return {
     ...stores,
@@ -233,8 +282,9 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     },
     devices: {
       ...stores.devices,
+      create: (record) => deviceInserts.run(record),
       async poll(deviceCodeHash, clientId, now) {
-        const row = await polls.poll(deviceCodeHash, clientId, now);
+        const row = await polls.run({ deviceCodeHash, clientId, now });
         return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };
       },
     },

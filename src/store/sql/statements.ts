@@ -17,6 +17,24 @@ export const PURGE_BATCH_SIZE = 1000;
 export const MAX_POLL_INTERVAL_SECONDS = 600;
 
 /**
+ * The columns of a device authorization as inserted, in order, and what an insert does
+ * when its user code is taken: a user code is unique among live records only, so an
+ * expired record holding it is replaced in the same statement, and a live one makes the
+ * insert do nothing.
+ */
+export const DEVICE_COLUMNS = `device_code_hash, user_code, client_id, scope, status, poll_interval,
+  last_polled_at, last_outcome, created_at, expires_at, request_ip,
+  request_user_agent, user_id, auth_time, grant_id, decided_at`;
+export const DEVICE_USER_CODE_CONFLICT = `ON CONFLICT (user_code) DO UPDATE SET
+  device_code_hash = excluded.device_code_hash, client_id = excluded.client_id, scope = excluded.scope,
+  status = excluded.status, poll_interval = excluded.poll_interval, last_polled_at = excluded.last_polled_at,
+  last_outcome = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at,
+  request_ip = excluded.request_ip, request_user_agent = excluded.request_user_agent,
+  user_id = excluded.user_id, auth_time = excluded.auth_time, grant_id = excluded.grant_id,
+  decided_at = excluded.decided_at
+WHERE device_authorizations.expires_at <= excluded.created_at`;
+
+/**
  * What one device poll finds (`DevicePollOutcome`), as an SQL expression over the row as
  * it was before the poll, in the documented order. RFC 8628 §3.5: "expired_token: The
  * device_code has expired"; "slow_down: ... the interval MUST be increased by 5 seconds
@@ -125,23 +143,12 @@ export function statements(d: Dialect) {
       RETURNING *`,
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
 
-    // A user code is unique among live records only: an expired record holding the same
-    // code is replaced in the same statement, a live one makes the insert do nothing.
     insertDevice: `
-      INSERT INTO device_authorizations (device_code_hash, user_code, client_id, scope, status, poll_interval,
-                                         last_polled_at, last_outcome, created_at, expires_at, request_ip,
-                                         request_user_agent, user_id, auth_time, grant_id, decided_at)
+      INSERT INTO device_authorizations (${DEVICE_COLUMNS})
       VALUES (:deviceCodeHash, :userCode, :clientId, :scope, :status, :interval,
               :lastPolledAt, NULL, :createdAt, :expiresAt, :requestIp,
               :requestUserAgent, :userId, :authTime, :grantId, :decidedAt)
-      ON CONFLICT (user_code) DO UPDATE SET
-        device_code_hash = excluded.device_code_hash, client_id = excluded.client_id, scope = excluded.scope,
-        status = excluded.status, poll_interval = excluded.poll_interval, last_polled_at = excluded.last_polled_at,
-        last_outcome = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at,
-        request_ip = excluded.request_ip, request_user_agent = excluded.request_user_agent,
-        user_id = excluded.user_id, auth_time = excluded.auth_time, grant_id = excluded.grant_id,
-        decided_at = excluded.decided_at
-      WHERE device_authorizations.expires_at <= excluded.created_at`,
+      ${DEVICE_USER_CODE_CONFLICT}`,
     getDeviceByUserCode: 'SELECT * FROM device_authorizations WHERE user_code = :userCode AND expires_at > :now',
     decideDevice: `
       UPDATE device_authorizations

@@ -17,6 +17,7 @@ import type { ClientRecord, SessionRecord, Store, Stores, UserRecord } from '../
 import { TokenIssuer } from '../src/tokens/issue.ts';
 import { KeyManager } from '../src/tokens/keys.ts';
 import { storesUnderTest } from './helpers/device.ts';
+import { pendingDevice } from './store/fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -105,23 +106,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
     it('approving a device leaves neither the grant nor the decision when the decision cannot be written', async () => {
       const { client, user, session } = await given();
       const userCode = `WDJBMJH${'BCDFGHJKLM'[users % 10]}`;
-      await store.devices.create({
-        deviceCodeHash: `device-${users}`,
-        userCode,
-        clientId: client.id,
-        scope: ['openid'],
-        status: 'pending',
-        interval: 5,
-        lastPolledAt: null,
-        createdAt: T0,
-        expiresAt: T0 + 600_000,
-        requestIp: '203.0.113.7',
-        requestUserAgent: null,
-        userId: null,
-        authTime: null,
-        grantId: null,
-        decidedAt: null,
-      });
+      await store.devices.create(pendingDevice(client.id, { deviceCodeHash: `device-${users}`, userCode }));
       const attempt = { input: userCode, ip: '198.51.100.1', browser: null };
       const broken = crashing(store, (tx) => ({ ...tx, devices: { ...tx.devices, decide: died } }));
       await assert.rejects(decideDeviceRequest(deps(broken), attempt, { approve: true, session }), /died/);

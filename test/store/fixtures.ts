@@ -1,5 +1,5 @@
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
-import { type ClientRecord } from '../../src/store/types.ts';
+import type { ClientRecord, DeviceAuthorizationRecord } from '../../src/store/types.ts';
 
 /** A public device client, as the SQLite-specific store tests register it. */
 export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): ClientRecord {
@@ -12,5 +12,29 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
     createdAt,
+  };
+}
+
+/** A pending device authorization of `clientId`, made at T0 and live for ten minutes. */
+export function pendingDevice(
+  clientId: string,
+  overrides: Partial<DeviceAuthorizationRecord> & Pick<DeviceAuthorizationRecord, 'deviceCodeHash' | 'userCode'>,
+): DeviceAuthorizationRecord {
+  const createdAt = Date.UTC(2026, 0, 1);
+  return {
+    clientId,
+    scope: ['openid'],
+    status: 'pending',
+    interval: 5,
+    lastPolledAt: null,
+    createdAt,
+    expiresAt: createdAt + 10 * 60_000,
+    requestIp: '203.0.113.7',
+    requestUserAgent: null,
+    userId: null,
+    authTime: null,
+    grantId: null,
+    decidedAt: null,
+    ...overrides,
   };
 }

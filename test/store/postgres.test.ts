@@ -20,6 +20,7 @@ import {
   withAdmin,
 } from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
+import { pendingDevice } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -71,23 +72,7 @@ async function seed(store: Store) {
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
   };
-  const device = {
-    deviceCodeHash: 'device-1',
-    userCode: 'WDJBMJHT',
-    clientId: client.id,
-    scope: ['openid'],
-    status: 'pending',
-    interval: 5,
-    lastPolledAt: null,
-    createdAt: T0,
-    expiresAt: T0 + 10 * MINUTE,
-    requestIp: '203.0.113.7',
-    requestUserAgent: null,
-    userId: null,
-    authTime: null,
-    grantId: null,
-    decidedAt: null,
-  } as const;
+  const device = pendingDevice(client.id, { deviceCodeHash: 'device-1', userCode: 'WDJBMJHT' });
   await store.clients.create(client);
   await store.users.create(user);
   await store.grants.create(grant);

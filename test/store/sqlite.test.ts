@@ -11,7 +11,7 @@ import { migrations } from '../../src/store/migrations.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import { MissingReferenceError, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
-import { deviceClient } from './fixtures.ts';
+import { deviceClient, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -70,23 +70,11 @@ async function seed(store: Store, id: string) {
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
   };
-  const device = {
+  const device = pendingDevice(client.id, {
     deviceCodeHash: `device-${id}`,
     userCode: `WDJB${id.slice(0, 4).toUpperCase().padEnd(4, 'X')}`,
-    clientId: client.id,
-    scope: ['openid'],
-    status: 'pending',
-    interval: 5,
-    lastPolledAt: null,
-    createdAt: T0,
-    expiresAt: T0 + 10 * MINUTE,
-    requestIp: '203.0.113.7',
     requestUserAgent: 'TV/1.0',
-    userId: null,
-    authTime: null,
-    grantId: null,
-    decidedAt: null,
-  } as const;
+  });
   await store.clients.create(client);
   await store.users.create(user);
   await store.grants.create(grant);

@@ -12,7 +12,6 @@ import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
-import { BACKSTOP_CHECKPOINT_PAGES, Checkpointer } from './checkpointer.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateSqlite } from './migrate.ts';
 import { storeError } from './unavailable.ts';
@@ -56,10 +55,7 @@ export function openSqliteStore(path: string): Store {
   const db = openDatabase(path);
   try {
     migrateSqlite(db);
-    // A database in memory has no WAL to copy back.
-    if (path === ':memory:') return sqliteStore(db, null);
-    db.exec(`PRAGMA wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-    return sqliteStore(db, new Checkpointer(path));
+    return sqliteStore(db);
   } catch (error) {
     db.close();
     throw error;
@@ -85,7 +81,7 @@ function openDatabase(path: string): DatabaseSync {
   return db;
 }
 
-function sqliteStore(db: DatabaseSync, checkpointer: Checkpointer | null): Store {
+function sqliteStore(db: DatabaseSync): Store {
   const prepared = Object.fromEntries(
     Object.entries(statements(sqliteDialect)).map(([name, sql]) => {
       const statement = db.prepare(sql);
@@ -129,13 +125,11 @@ function sqliteStore(db: DatabaseSync, checkpointer: Checkpointer | null): Store
     ...sqlStores(sqliteDialect, outside),
     transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
     purgeExpired: (before) => purgeExpired(outside, before),
-    close: async () => {
-      await checkpointer?.stop();
-      await batch.outside(() => {
+    close: () =>
+      batch.outside(() => {
         if (!db.isOpen) return;
         batch.flush();
         db.close();
-      });
-    },
+      }),
   };
 }

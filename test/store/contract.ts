@@ -540,6 +540,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.devices.poll(clash.deviceCodeHash, client.id, T0 + 2 * MINUTE), null);
       });
 
+      it('fails only the record naming an unknown client among many created at once', async () => {
+        const client = await givenClient();
+        const [first, orphan, last] = [deviceRecord(client.id), deviceRecord('no-such-client'), deviceRecord(client.id)];
+        const results = await Promise.allSettled([first, orphan, last].map((record) => store.devices.create(record)));
+        assert.deepEqual(results[0], { status: 'fulfilled', value: true });
+        assert.ok(results[1].status === 'rejected' && results[1].reason instanceof MissingReferenceError, String(results[1]));
+        assert.deepEqual(results[2], { status: 'fulfilled', value: true });
+        assert.deepEqual(await store.devices.findByUserCode(last.userCode, T0), last);
+        assert.equal(await store.devices.findByUserCode(orphan.userCode, T0), null);
+      });
+
       it('records an approval once, returning the decided record; a second decision returns null', async () => {
         const record = await givenDevice();
         const user = await givenUser();

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
 import { CorruptRowError, deviceFromRow, jsonObject, pollOutcomeFromRow, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
-import { DEVICE_COLUMNS, DEVICE_USER_CODE_CONFLICT, devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
+import { DEVICE_USER_CODE_CONFLICT, devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
@@ -159,36 +159,50 @@ interface PollCall extends Readonly<Record<string, string | number>> {
   readonly now: number;
 }
 
-/** The fields of a device authorization in `DEVICE_COLUMNS` order (less `last_outcome`), with their array types. */
-const INSERT_DEVICES_COLUMNS: readonly (readonly [keyof DeviceAuthorizationRecord, string])[] = [
-  ['deviceCodeHash', 'text'],
-  ['userCode', 'text'],
-  ['clientId', 'text'],
-  ['scope', 'text'],
-  ['status', 'text'],
-  ['interval', 'integer'],
-  ['lastPolledAt', 'bigint'],
-  ['createdAt', 'bigint'],
-  ['expiresAt', 'bigint'],
-  ['requestIp', 'text'],
-  ['requestUserAgent', 'text'],
-  ['userId', 'text'],
-  ['authTime', 'bigint'],
-  ['grantId', 'text'],
-  ['decidedAt', 'bigint'],
+/**
+ * A device authorization's fields as the batch insert binds them: one array a column, of
+ * the column's type (`last_outcome` is left out: a new record has none). A scope is bound
+ * as its tokens joined by spaces, which no token holds (RFC 6749 §3.3), since `unnest`
+ * would flatten an array of arrays.
+ */
+const INSERT_DEVICES_COLUMNS: readonly (readonly [field: keyof DeviceAuthorizationRecord, column: string, type: string])[] = [
+  ['deviceCodeHash', 'device_code_hash', 'text'],
+  ['userCode', 'user_code', 'text'],
+  ['clientId', 'client_id', 'text'],
+  ['scope', 'scope', 'text'],
+  ['status', 'status', 'text'],
+  ['interval', 'poll_interval', 'integer'],
+  ['lastPolledAt', 'last_polled_at', 'bigint'],
+  ['createdAt', 'created_at', 'bigint'],
+  ['expiresAt', 'expires_at', 'bigint'],
+  ['requestIp', 'request_ip', 'text'],
+  ['requestUserAgent', 'request_user_agent', 'text'],
+  ['userId', 'user_id', 'text'],
+  ['authTime', 'auth_time', 'bigint'],
+  ['grantId', 'grant_id', 'text'],
+  ['decidedAt', 'decided_at', 'bigint'],
 ];
 
 /** The device authorizations of one batch in one statement, with the single insert's conflict rule. */
 const INSERT_DEVICES = `
-  INSERT INTO device_authorizations (${DEVICE_COLUMNS})
-  SELECT device_code_hash, user_code, client_id, string_to_array(scope, ' '), status, poll_interval,
-         last_polled_at, NULL, created_at, expires_at, request_ip,
-         request_user_agent, user_id, auth_time, grant_id, decided_at
-  FROM unnest(${INSERT_DEVICES_COLUMNS.map(([, type], index) => `$${index + 1}::${type}[]`).join(', ')})
-    AS d (device_code_hash, user_code, client_id, scope, status, poll_interval, last_polled_at, created_at,
-          expires_at, request_ip, request_user_agent, user_id, auth_time, grant_id, decided_at)
+  INSERT INTO device_authorizations (${INSERT_DEVICES_COLUMNS.map(([, column]) => column).join(', ')})
+  SELECT ${INSERT_DEVICES_COLUMNS.map(([, column]) => (column === 'scope' ? "string_to_array(scope, ' ')" : column)).join(', ')}
+  FROM unnest(${INSERT_DEVICES_COLUMNS.map(([, , type], index) => `$${index + 1}::${type}[]`).join(', ')})
+    AS d (${INSERT_DEVICES_COLUMNS.map(([, column]) => column).join(', ')})
   ${DEVICE_USER_CODE_CONFLICT}
   RETURNING user_code`;
+
+/**
+ * A batch failure that one of its calls may have caused, or that a call alone would escape:
+ * a row refused by a constraint (SQLSTATE class 23, or its translation), a deadlock victim
+ * (40P01) or a serialization failure (40001). Anything else, an outage or a statement
+ * PostgreSQL cannot run, would fail each call alone too.
+ */
+function failedByOneCall(error: unknown): boolean {
+  if (error instanceof DuplicateError || error instanceof MissingReferenceError) return true;
+  if (!(error instanceof pg.DatabaseError) || error.code === undefined) return false;
+  return error.code.startsWith('23') || error.code === '40P01' || error.code === '40001';
+}
 
 /** A refused write as the same error the SQLite store gives (SQLSTATE class 23). */
 function constraintError(error: unknown): unknown {
@@ -253,19 +267,20 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       return new Map(rows.map((row) => [row['device_code_hash'] as string, row]));
     },
     absent: undefined,
+    retryAlone: failedByOneCall,
   });
   const deviceInserts = new TurnBatch<DeviceAuthorizationRecord, boolean>({
     key: (record) => record.userCode,
     one: (record) => stores.devices.create(record),
     async many(batch) {
       const values = INSERT_DEVICES_COLUMNS.map(([field]) =>
-        // A scope is a list of tokens that never hold a space (RFC 6749 §3.3).
         batch.map((record) => (field === 'scope' ? record.scope.join(' ') : record[field])),
       );
       const { rows } = await send(pool, { name: 'tessera_insertDevices', text: INSERT_DEVICES, values });
       return new Map(rows.map((row) => [row['user_code'] as string, true]));
     },
     absent: false,
+    retryAlone: failedByOneCall,
   });
 
   return {

@@ -1,5 +1,3 @@
-import { StoreUnavailableError } from '../errors.ts';
-
 interface Pending<T, R> {
   readonly item: T;
   resolve(result: R): void;
@@ -15,15 +13,17 @@ interface Pending<T, R> {
  * Each call keeps its own meaning. A batch never holds two calls with the same `key` (a
  * statement cannot update one row twice): the second waits for the next batch, as it would
  * have waited for the row lock. A call alone goes through `one`, the ordinary statement.
- * A batch that fails for any reason but an outage is tried again one call at a time: two
- * instances' batches can lock the same rows in different orders, and PostgreSQL then
- * cancels one of them as a deadlock victim (40P01), which must not fail every call in it.
+ * A batch that fails in a way one of its calls alone may cause or escape (`retryAlone`) is
+ * tried again one call at a time, so that only that call fails: a row that breaks a
+ * constraint, or the deadlock victim PostgreSQL picks when two instances' batches lock the
+ * same rows in different orders (40P01). Any other failure (an outage) fails every call.
  */
 export class TurnBatch<T, R> {
   readonly #key: (item: T) => string;
   readonly #one: (item: T) => Promise<R>;
   readonly #many: (items: readonly T[]) => Promise<ReadonlyMap<string, R>>;
   readonly #absent: R;
+  readonly #retryAlone: (error: unknown) => boolean;
   #pending: Pending<T, R>[] = [];
   #scheduled = false;
 
@@ -36,11 +36,13 @@ export class TurnBatch<T, R> {
     one: (item: T) => Promise<R>;
     many: (items: readonly T[]) => Promise<ReadonlyMap<string, R>>;
     absent: R;
+    retryAlone: (error: unknown) => boolean;
   }) {
     this.#key = options.key;
     this.#one = options.one;
     this.#many = options.many;
     this.#absent = options.absent;
+    this.#retryAlone = options.retryAlone;
   }
 
   run(item: T): Promise<R> {
@@ -80,8 +82,8 @@ export class TurnBatch<T, R> {
         for (const call of batch) call.resolve(results.get(this.#key(call.item)) ?? this.#absent);
       },
       (error: unknown) => {
-        if (error instanceof StoreUnavailableError) for (const call of batch) call.reject(error);
-        else for (const call of batch) alone(call);
+        if (this.#retryAlone(error)) for (const call of batch) alone(call);
+        else for (const call of batch) call.reject(error);
       },
     );
   }

@@ -17,14 +17,10 @@ export const PURGE_BATCH_SIZE = 1000;
 export const MAX_POLL_INTERVAL_SECONDS = 600;
 
 /**
- * The columns of a device authorization as inserted, in order, and what an insert does
- * when its user code is taken: a user code is unique among live records only, so an
- * expired record holding it is replaced in the same statement, and a live one makes the
- * insert do nothing.
+ * What inserting a device authorization does when its user code is taken: a user code is
+ * unique among live records only, so an expired record holding it is replaced in the same
+ * statement, and a live one makes the insert do nothing.
  */
-export const DEVICE_COLUMNS = `device_code_hash, user_code, client_id, scope, status, poll_interval,
-  last_polled_at, last_outcome, created_at, expires_at, request_ip,
-  request_user_agent, user_id, auth_time, grant_id, decided_at`;
 export const DEVICE_USER_CODE_CONFLICT = `ON CONFLICT (user_code) DO UPDATE SET
   device_code_hash = excluded.device_code_hash, client_id = excluded.client_id, scope = excluded.scope,
   status = excluded.status, poll_interval = excluded.poll_interval, last_polled_at = excluded.last_polled_at,
@@ -144,7 +140,9 @@ export function statements(d: Dialect) {
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
 
     insertDevice: `
-      INSERT INTO device_authorizations (${DEVICE_COLUMNS})
+      INSERT INTO device_authorizations (device_code_hash, user_code, client_id, scope, status, poll_interval,
+                                         last_polled_at, last_outcome, created_at, expires_at, request_ip,
+                                         request_user_agent, user_id, auth_time, grant_id, decided_at)
       VALUES (:deviceCodeHash, :userCode, :clientId, :scope, :status, :interval,
               :lastPolledAt, NULL, :createdAt, :expiresAt, :requestIp,
               :requestUserAgent, :userId, :authTime, :grantId, :decidedAt)

@@ -6,7 +6,10 @@ import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import type { TokenGrant } from './flows/types.ts';
+import { ACR_VALUES } from './core/auth-methods.ts';
 import { accountRoutes } from './http/account.ts';
+import { passkeyRoutes } from './http/passkeys.ts';
+import { secondFactorRoutes } from './http/second-factor.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
 import { deviceMetadata, deviceRoutes } from './http/device.ts';
@@ -64,6 +67,8 @@ export function appDeps(input: AppInput): AppDeps {
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
       ...lifecycleMetadata(input.config.issuer),
+      // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
+      acr_values_supported: [...ACR_VALUES],
     },
   };
 }
@@ -100,5 +105,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
   await app.register(accountRoutes, { deps });
+  await app.register(passkeyRoutes, { deps });
+  await app.register(secondFactorRoutes, { deps });
   return app;
 }

@@ -6,6 +6,7 @@ import { normalizeUsername } from '../core/username.ts';
 import { Attempt } from '../flows/attempts.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import type { AppDeps } from './deps.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { html } from '../ui/html.ts';
@@ -13,10 +14,11 @@ import { consentPage, signInPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo, startSession } from './session.ts';
+import { assertApprovalAllowed, completePasswordSignIn, refuseApprovalPage } from './second-factor.ts';
+import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo } from './session.ts';
 
 /** Sign-in attempts allowed per username, and per client address, in one window. */
-const SIGN_IN_LIMIT = { perUser: 10, perAddress: 100, windowMs: 15 * 60_000 };
+export const SIGN_IN_LIMIT = { perUser: 10, perAddress: 100, windowMs: 15 * 60_000 };
 
 /** The request's single-valued parameters, to carry through a form or a URL unchanged. */
 function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string> {
@@ -48,7 +50,7 @@ export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: Fast
   return reply
     .header('Cache-Control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, clientName }));
+    .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
 }
 
 /**
@@ -87,11 +89,18 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       return renderSignIn(deps, request, reply, returnTo, authorization.client.name);
     }
 
-    if (decision === 'approve') return reply.redirect(await approveAuthorization(deps, authorization, signedIn.session), 303);
+    const acrValues = authorization.acrValues ?? null;
+    if (decision === 'approve') {
+      assertApprovalAllowed(deps, authorization.client, signedIn.session, acrValues);
+      return reply.redirect(await approveAuthorization(deps, authorization, signedIn.session), 303);
+    }
     if (decision === 'deny') return reply.redirect(denyAuthorization(deps, authorization), 303);
     if (decision !== null) return sendError(request, reply, new OAuthError('invalid_request', 'decision must be approve or deny'));
 
     const fields = singleValues(params, ['prompt', 'max_age']);
+    // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
+    const refused = refuseApprovalPage(deps, request, reply, authorization.client, signedIn.session, authorizeUrl(fields), acrValues);
+    if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
     return reply.type('text/html; charset=utf-8').send(
       consentPage({
@@ -138,7 +147,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       reply
         .status(status)
         .type('text/html; charset=utf-8')
-        .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
+        .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
 
     const attempt = await Attempt.reserve(
       deps.store.rateLimits,
@@ -155,10 +164,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash)));
     if (!user || !passwordMatches || user.disabled) return page(401, 'The username or password is incorrect.');
     await attempt.succeeded();
-    // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
-    await endSession(deps, request, reply);
-    await startSession(deps, reply, user.id);
-    return reply.redirect(returnTo, 303);
+    return completePasswordSignIn(deps, request, reply, user, returnTo);
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {

@@ -7,6 +7,7 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
+import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
@@ -15,6 +16,10 @@ import {
   type DevicePollOutcome,
   type DeviceStatus,
   type GrantRecord,
+  type PasskeyRecord,
+  type PendingSignInRecord,
+  type TotpRecord,
+  type WebauthnChallengeRecord,
   type RefreshTokenRecord,
   type SessionRecord,
   type SigningKeyRecord,
@@ -102,6 +107,8 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     grantTypes: read.strings(row, 'grant_types').map((value) => oneOf(grantTypes, 'grant_types', value)),
     webOrigins: read.strings(row, 'web_origins'),
     createdAt: integer(row, 'created_at'),
+    // Absent when false, as a record made before the setting existed.
+    ...(read.boolean(row, 'require_phishing_resistant') ? { requirePhishingResistant: true } : {}),
   };
 }
 
@@ -118,18 +125,27 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
   };
 }
 
-export function sessionFromRow(row: Row): SessionRecord {
+export function sessionFromRow(row: Row, read: ColumnReader): SessionRecord {
+  const amr = authMethodsOrNull(row, 'amr', read);
   return {
     idHash: text(row, 'id_hash'),
     userId: text(row, 'user_id'),
     authTime: integer(row, 'auth_time'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
+    ...(amr === null ? {} : { amr }),
   };
+}
+
+/** An `amr` list column; null in rows from before it was kept. */
+function authMethodsOrNull(row: Row, column: string, read: ColumnReader): AuthMethod[] | null {
+  return row[column] === null || row[column] === undefined ? null : read.strings(row, column).map((value) => oneOf(AUTH_METHODS, column, value));
 }
 
 export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
   const ip = textOrNull(row, 'device_ip');
+  const amr = authMethodsOrNull(row, 'amr', read);
+  const acr = row['acr'] === undefined ? null : textOrNull(row, 'acr');
   return {
     id: text(row, 'id'),
     userId: text(row, 'user_id'),
@@ -145,6 +161,8 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
         : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
     lastUsedAt: integerOrNull(row, 'last_used_at'),
     activeUntil: integerOrNull(row, 'active_until'),
+    ...(amr === null ? {} : { amr }),
+    ...(acr === null ? {} : { acr }),
   };
 }
 
@@ -214,5 +232,52 @@ export function signingKeyFromRow(row: Row, read: ColumnReader): SigningKeyRecor
     activatesAt: integer(row, 'activates_at'),
     retiresAt: integerOrNull(row, 'retires_at'),
     expiresAt: integerOrNull(row, 'expires_at'),
+  };
+}
+
+const deviceTypes: readonly PasskeyRecord['deviceType'][] = ['singleDevice', 'multiDevice'];
+const challengePurposes: readonly WebauthnChallengeRecord['purpose'][] = ['register', 'authenticate'];
+
+export function passkeyFromRow(row: Row, read: ColumnReader): PasskeyRecord {
+  return {
+    id: text(row, 'id'),
+    userId: text(row, 'user_id'),
+    name: text(row, 'name'),
+    publicKey: text(row, 'public_key'),
+    counter: integer(row, 'counter'),
+    transports: read.strings(row, 'transports'),
+    deviceType: oneOf(deviceTypes, 'device_type', text(row, 'device_type')),
+    backedUp: read.boolean(row, 'backed_up'),
+    createdAt: integer(row, 'created_at'),
+    lastUsedAt: integerOrNull(row, 'last_used_at'),
+  };
+}
+
+export function webauthnChallengeFromRow(row: Row): WebauthnChallengeRecord {
+  return {
+    challengeHash: text(row, 'challenge_hash'),
+    purpose: oneOf(challengePurposes, 'purpose', text(row, 'purpose')),
+    userId: textOrNull(row, 'user_id'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+  };
+}
+
+export function totpFromRow(row: Row): TotpRecord {
+  return {
+    userId: text(row, 'user_id'),
+    secret: text(row, 'secret'),
+    createdAt: integer(row, 'created_at'),
+    confirmedAt: integerOrNull(row, 'confirmed_at'),
+    lastStep: integerOrNull(row, 'last_step'),
+  };
+}
+
+export function pendingSignInFromRow(row: Row): PendingSignInRecord {
+  return {
+    idHash: text(row, 'id_hash'),
+    userId: text(row, 'user_id'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
   };
 }

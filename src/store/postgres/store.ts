@@ -294,6 +294,11 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         clientCache.invalidate(id);
         return removed;
       },
+      async setRequirePhishingResistant(id, required) {
+        const changed = await stores.clients.setRequirePhishingResistant(id, required);
+        clientCache.invalidate(id);
+        return changed;
+      },
     },
     devices: {
       ...stores.devices,

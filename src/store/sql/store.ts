@@ -8,6 +8,7 @@ import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
 import { DuplicateError, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
+import { secondFactorStores } from './second-factor.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
 /**
@@ -41,12 +42,14 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           scopes: list(record.scopes),
           grantTypes: list(record.grantTypes),
           webOrigins: list(record.webOrigins),
+          requirePhishingResistant: flag(record.requirePhishingResistant === true),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
       get: (id) => first('getClient', { id }, client),
       list: () => every('listClients', {}, client),
       remove: (id) => changedAny('removeClient', { id }),
+      setRequirePhishingResistant: (id, required) => changedAny('setClientPhishingResistant', { id, required: flag(required) }),
     },
 
     users: {
@@ -65,8 +68,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     sessions: {
-      create: (session) => write('insertSession', { ...session }),
-      get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
+      create: (session) => write('insertSession', { ...session, amr: session.amr === undefined ? null : list(session.amr) }),
+      get: (idHash, now) => first('getSession', { idHash, now }, (row) => rows.sessionFromRow(row, read)),
       remove: (idHash) => write('removeSession', { idHash }),
     },
 
@@ -84,6 +87,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           deviceIp: record.device?.ip ?? null,
           deviceUserAgent: record.device?.userAgent ?? null,
           deviceRequestedAt: record.device?.requestedAt ?? null,
+          amr: record.amr === undefined ? null : list(record.amr),
+          acr: record.acr ?? null,
         }),
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
@@ -146,6 +151,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => rows.signingKeyFromRow(row, read)),
       schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
     },
+
+    ...secondFactorStores(d, q),
   };
 }
 

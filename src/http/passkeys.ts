@@ -7,7 +7,7 @@ import { authenticationOptions, finishAuthentication, removePasskey, type Authen
 import { registrationOptions, finishRegistration, type RegistrationResult } from '../flows/passkeys/registration.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { errorPage, PASSKEYS_SCRIPT_PATH, signInPage, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
-import { signedInUser } from './authorize.ts';
+import { signedInUser } from './sign-in.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken, endSession, safeReturnTo, startSession } from './session.ts';

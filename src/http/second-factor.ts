@@ -13,7 +13,8 @@ import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts'
 import type { SafeHtml } from '../ui/html.ts';
 import { signInPage } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
-import { signedInUser, SIGN_IN_LIMIT } from './authorize.ts';
+import { SIGN_IN_LIMIT } from '../flows/sign-in.ts';
+import { signedInUser } from './sign-in.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken, endSession, safeReturnTo, startSession } from './session.ts';

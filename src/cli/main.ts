@@ -13,6 +13,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type 
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { resetSecondFactor } from '../flows/second-factor/reset.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import { DuplicateError, type Store } from '../store/types.ts';
@@ -25,13 +26,15 @@ Commands:
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--json]
+             [--web-origin ORIGIN ...] [--require-phishing-resistant] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--public: no secret, for browser, native and CLI apps)
+                                          (--public: no secret, for browser, native and CLI apps;
+                                          --require-phishing-resistant: only a passkey sign-in may approve)
   client list [--json]                    List registered clients
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
+  user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
@@ -113,6 +116,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'require-phishing-resistant': { type: 'boolean' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -157,6 +161,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       grantTypes,
       webOrigins,
       createdAt: Date.now(),
+      ...(values['require-phishing-resistant'] ? { requirePhishingResistant: true } : {}),
     }),
   );
   if (values.json) {
@@ -169,6 +174,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       scope: scopes.join(' '),
       grant_types: grantTypes,
       ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
+      require_phishing_resistant: values['require-phishing-resistant'] === true,
     })}\n`);
   } else if (clientSecret === null) {
     io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
@@ -186,7 +192,7 @@ async function clientList(config: Config, args: string[], io: Io): Promise<void>
   }
   if (clients.length === 0) io.stdout('No clients registered.\n');
   for (const client of clients) {
-    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}${client.requirePhishingResistant ? '  approvals: passkey sign-ins only\n' : ''}`);
   }
 }
 
@@ -246,6 +252,18 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
     }
   });
   io.stdout(`Created user ${username} (sub ${id}).\n`);
+}
+
+async function userResetSecondFactor(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const username = normalizeUsername(positionals[0]!);
+  const reset = await withStore(config, async (store) => {
+    const user = await store.users.findByUsername(username);
+    if (!user) throw new Error(`no user named ${username}`);
+    return resetSecondFactor(store, user.id);
+  });
+  const passkeys = reset.passkeys === 1 ? '1 passkey' : `${reset.passkeys} passkeys`;
+  io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
 }
 
 async function keysRotate(config: Config, args: string[], io: Io): Promise<void> {
@@ -341,6 +359,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'client list': clientList,
   'client remove': clientRemove,
   'user add': userAdd,
+  'user reset-second-factor': userResetSecondFactor,
   'keys rotate': keysRotate,
   'grant list': grantList,
   'grant revoke': grantRevoke,

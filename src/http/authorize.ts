@@ -18,11 +18,15 @@ import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo, startSe
 /** Sign-in attempts allowed per username, and per client address, in one window. */
 const SIGN_IN_LIMIT = { perUser: 10, perAddress: 100, windowMs: 15 * 60_000 };
 
-/** The request's single-valued parameters, to carry through a form or a URL unchanged. */
-function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string> {
-  const result: Record<string, string> = {};
+/**
+ * The request's parameters, to carry through a form or a URL unchanged: the single-valued
+ * ones, and `resource`, which may be repeated (RFC 8707 §2).
+ */
+function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string | readonly string[]> {
+  const result: Record<string, string | readonly string[]> = {};
   for (const [name, value] of Object.entries(params)) {
-    if (typeof value === 'string' && !omit.includes(name)) result[name] = value;
+    if (omit.includes(name)) continue;
+    if (typeof value === 'string' || (name === 'resource' && Array.isArray(value))) result[name] = value;
   }
   return result;
 }
@@ -32,8 +36,10 @@ function redirectTarget(redirectUri: string): string {
   return url.host || url.protocol;
 }
 
-function authorizeUrl(params: Record<string, string>): string {
-  return `/oauth/authorize?${new URLSearchParams(params).toString()}`;
+function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
+  return `/oauth/authorize?${query.toString()}`;
 }
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
@@ -99,7 +105,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         action: '/oauth/authorize',
         fields,
         clientName: authorization.client.name,
-        scopes: authorization.scope,
+        access: authorization.access,
         signedInAs: signedIn.user.name ?? signedIn.user.username,
         returnTo: authorizeUrl(fields),
         // The address the user will be sent to, so a look-alike application name is not all

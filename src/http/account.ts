@@ -4,7 +4,7 @@ import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
-import { signedInUser } from './authorize.ts';
+import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 

@@ -155,11 +155,12 @@ export async function tokenTarget(
     if (requestedScope !== undefined && elsewhere.length > 0) {
       throw new OAuthError('invalid_scope', `scope belongs to another API than the resource requested: ${elsewhere.join(' ')}`);
     }
-  } else if (requestedScope !== undefined && owners.length > 0) {
-    // Without resource, a request for one API's scopes means that API.
+  } else if (requestedScope !== undefined) {
+    // Without resource, a request for one API's scopes means that API, and one for OpenID
+    // scopes alone means this server's own.
     if (owners.length > 1) throw new OAuthError('invalid_scope', 'scope names several APIs: ask for one with resource');
     resource = owners[0] !== undefined && granted.includes(owners[0]) ? owners[0] : null;
-    if (resource === null) throw new OAuthError('invalid_target', 'the API this scope belongs to has been removed');
+    if (resource === null && owners.length > 0) throw new OAuthError('invalid_target', 'the API this scope belongs to has been removed');
   } else if (granted.length > 1) {
     throw new OAuthError('invalid_target', 'the authorization covers several APIs: name one with resource');
   } else if (granted.length === 1) {

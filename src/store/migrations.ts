@@ -226,6 +226,33 @@ const clientChangeNotices: Migration = {
 };
 
 /**
+ * Version 9, API resources (RFC 8707): each with its scopes, whose names are unique across
+ * the server (the primary key of `resource_scopes`), so that a granted scope names its API.
+ * Grants keep only their scope: removing a resource ends its grants' access to it, since
+ * their scopes no longer name it.
+ */
+const apiResources: Migration = {
+  version: 9,
+  name: 'api resources',
+  statements: [
+    (t) => `CREATE TABLE resources (
+      identifier                ${t.text} PRIMARY KEY,
+      name                      ${t.text} NOT NULL,
+      access_token_ttl          ${t.integer},
+      introspection_secret_hash ${t.text},
+      created_at                ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE resource_scopes (
+      name        ${t.text} PRIMARY KEY,
+      resource    ${t.text} NOT NULL REFERENCES resources (identifier) ON DELETE CASCADE,
+      description ${t.text} NOT NULL,
+      position    ${t.integer} NOT NULL
+    )`,
+    'CREATE INDEX resource_scopes_resource ON resource_scopes (resource)',
+  ],
+};
+
+/**
  * Version 11, passkeys and one-time codes. A session and a grant remember how the person
  * signed in (RFC 8176 `amr`; null in a row from before: a password); a client may require
  * a phishing-resistant sign-in. Passkeys keep the signature counter and backup state the
@@ -303,4 +330,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, secondFactors];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, apiResources, secondFactors];

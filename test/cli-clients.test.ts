@@ -210,6 +210,44 @@ describe('managing clients after registration: client show, update and rotate-se
     assert.equal((await runTessera(['client', 'rotate-secret', 'no-such-client'], env)).code, 1);
   });
 
+  it('registers private_key_jwt clients with a jwks_uri or a JWK Set file, and refuses keys it cannot use', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const good = join(dir, 'good.json');
+    writeFileSync(good, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] }));
+    const fromFile = await add('--redirect-uri', REDIRECT_URI, '--auth-method', 'private_key_jwt', '--jwks-file', good);
+    assert.equal(fromFile.client_secret, undefined, 'no secret');
+    assert.equal(fromFile['token_endpoint_auth_method'], 'private_key_jwt');
+    assert.deepEqual(((fromFile['jwks'] as { keys: { kid: string }[] }).keys).map((k) => k.kid), ['k1']);
+    const fromUri = await add('--redirect-uri', REDIRECT_URI, '--jwks-uri', 'https://app.example/jwks.json');
+    assert.deepEqual([fromUri['token_endpoint_auth_method'], fromUri['jwks_uri']], ['private_key_jwt', 'https://app.example/jwks.json']);
+
+    const files: Record<string, string> = {
+      'not-json.json': 'keys: none',
+      'private.json': JSON.stringify({ keys: [{ ...(await exportJWK(privateKey)), kid: 'k1' }] }),
+      'symmetric.json': JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0' }] }),
+      'no-keys.json': JSON.stringify({ key: [] }),
+    };
+    for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
+    for (const [args, message] of [
+      [['--jwks-file', join(dir, 'not-json.json')], /not JSON/],
+      [['--jwks-file', join(dir, 'private.json')], /public keys only/],
+      [['--jwks-file', join(dir, 'symmetric.json')], /public keys only/],
+      [['--jwks-file', join(dir, 'no-keys.json')], /not a JWK Set/],
+      [['--jwks-file', join(dir, 'missing.json')], /cannot be read/],
+      [['--jwks-uri', 'http://app.example/jwks.json'], /must use https/],
+      [['--jwks-uri', 'not a url'], /not an absolute URL/],
+      [['--jwks-uri', 'https://app.example/jwks.json', '--jwks-file', good], /give one/],
+      [['--auth-method', 'private_key_jwt'], /needs --jwks-uri/],
+      [['--auth-method', 'client_secret_post', '--jwks-file', good], /are for --auth-method private_key_jwt/],
+      [['--auth-method', 'client_secret_jwt'], /--auth-method client_secret_jwt/],
+      [['--public', '--auth-method', 'client_secret_post'], /--public clients have no secret/],
+    ] as const) {
+      const result = await runTessera(['client', 'add', '--name', 'X', '--redirect-uri', REDIRECT_URI, ...args], env);
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, message, args.join(' '));
+    }
+  });
+
   it('lists which clients may go without PKCE and how each authenticates', async () => {
     const legacy = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code', '--pkce', 'optional');
     assert.equal(legacy['pkce'], 'optional');

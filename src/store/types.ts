@@ -218,6 +218,7 @@ export interface AuthorizationCodeRecord {
   readonly redirectUri: string;
   readonly scope: readonly string[];
   readonly nonce: string | null;
+  /** The S256 challenge; empty for a code asked for without PKCE (a client with PKCE optional). */
   readonly codeChallenge: string;
   readonly authTime: number;
   readonly createdAt: number;

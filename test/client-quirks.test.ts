@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('--pkce optional: a confidential OpenID client may use nonce instead of PKCE (RFC 9700 §2.1.1)', () => {
@@ -93,5 +94,36 @@ describe('--pkce optional: a confidential OpenID client may use nonce instead of
     const issued = await code(strict, { scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
     const missing = await redeem(strict, issued);
     assert.deepEqual([missing.status, missing.body['error']], [400, 'invalid_request']);
+  });
+});
+
+describe('http://localhost redirect URIs for public native clients (RFC 8252 §7.3, §8.3)', () => {
+  let server: TestServer;
+  let user: TestUser;
+
+  before(async () => {
+    server = await startTestServer();
+    user = await server.addUser({ username: 'ada' });
+  });
+  after(() => server.close());
+
+  it('signs in through openid-client on whatever port the app opened, and refuses another host or path', async () => {
+    const registered = await runTessera(['client', 'add', '--name', 'oidc-agent', '--public', '--redirect-uri', 'http://localhost/callback', '--grant', 'authorization_code', '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(registered.code, 0, registered.stderr);
+    const clientId = (JSON.parse(registered.stdout) as { client_id: string }).client_id;
+    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const challenge = await oidc.calculatePKCECodeChallenge(verifier);
+    const redirectUri = 'http://localhost:43117/callback';
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' });
+    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    assert.ok(page.location?.startsWith(`${redirectUri}?code=`), page.location ?? '');
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
+    assert.equal(tokens.claims()?.sub, user.id);
+
+    for (const other of ['http://127.0.0.1:43117/callback', 'http://localhost.example:43117/callback', 'http://localhost:43117/other', 'https://localhost:43117/callback']) {
+      const refused = await new FormBrowser(server.url).request(oidc.buildAuthorizationUrl(config, { redirect_uri: other, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' }).href);
+      assert.deepEqual([refused.status, refused.location], [400, null], other);
+    }
   });
 });

@@ -64,6 +64,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: [],
         createdAt: T0,
+        authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
       };
       const user: UserRecord = {
         id: `user-${users}`,

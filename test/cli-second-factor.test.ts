@@ -23,8 +23,8 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     assert.equal(result.code, 0, result.stderr);
     const registered = JSON.parse(result.stdout) as { client_id: string; require_phishing_resistant: boolean };
     assert.equal(registered.require_phishing_resistant, true);
-    const plain = JSON.parse((await tessera(['client', 'add', '--name', 'Printer', '--grant', 'device_code', '--json'], env)).stdout) as { require_phishing_resistant: boolean };
-    assert.equal(plain.require_phishing_resistant, false);
+    const plain = JSON.parse((await tessera(['client', 'add', '--name', 'Printer', '--grant', 'device_code', '--json'], env)).stdout) as { require_phishing_resistant?: boolean };
+    assert.equal(plain.require_phishing_resistant, undefined, 'only said when set');
     const store = await openStore(database);
     try {
       assert.equal((await store.clients.get(registered.client_id))?.requirePhishingResistant, true);
@@ -32,8 +32,26 @@ describe('the tessera command: passkey-only clients and second factors', () => {
       await store.close();
     }
     const list = await tessera(['client', 'list'], env);
-    assert.match(list.stdout, /Living Room TV\n {2}scopes: [^\n]*\n {2}grants: [^\n]*\n {2}approvals: passkey sign-ins only\n/);
-    assert.doesNotMatch(list.stdout, /Printer\n[^]*approvals/);
+    assert.match(list.stdout, /Living Room TV\n(?: {2}[^\n]*\n)* {2}approvals: passkey sign-ins only\n/);
+    assert.doesNotMatch(list.stdout, /Printer\n(?: {2}[^\n]*\n)* {2}approvals/);
+  });
+
+  it('turns the requirement on and off with client update --[no-]require-phishing-resistant, keeping it through other changes', async () => {
+    const added = JSON.parse((await tessera(['client', 'add', '--name', 'Kiosk', '--grant', 'device_code', '--json'], env)).stdout) as { client_id: string };
+    const on = await tessera(['client', 'update', added.client_id, '--require-phishing-resistant', '--json'], env);
+    assert.equal(on.code, 0, on.stderr);
+    assert.equal((JSON.parse(on.stdout) as { require_phishing_resistant: boolean }).require_phishing_resistant, true);
+    const renamed = await tessera(['client', 'update', added.client_id, '--name', 'Lobby kiosk', '--json'], env);
+    assert.equal((JSON.parse(renamed.stdout) as { require_phishing_resistant: boolean }).require_phishing_resistant, true, 'kept through another change');
+    const off = await tessera(['client', 'update', added.client_id, '--no-require-phishing-resistant', '--json'], env);
+    assert.equal(off.code, 0, off.stderr);
+    assert.equal((JSON.parse(off.stdout) as { require_phishing_resistant?: boolean }).require_phishing_resistant, undefined);
+    const store = await openStore(database);
+    try {
+      assert.equal((await store.clients.get(added.client_id))?.requirePhishingResistant, undefined);
+    } finally {
+      await store.close();
+    }
   });
 
   it("removes a user's passkeys, one-time codes and recovery codes with user reset-second-factor, and leaves others' alone", async () => {

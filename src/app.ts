@@ -16,6 +16,7 @@ import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
+import { logoutMetadata, logoutRoutes } from './http/logout.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -65,6 +66,7 @@ export function appDeps(input: AppInput): AppDeps {
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
       ...lifecycleMetadata(input.config.issuer),
+      ...logoutMetadata(input.config.issuer),
     },
   };
 }
@@ -102,5 +104,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
   await app.register(accountRoutes, { deps });
+  await app.register(logoutRoutes, { deps });
   return app;
 }

@@ -64,6 +64,9 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: [],
         createdAt: T0,
+        firstParty: false,
+        postLogoutRedirectUris: [],
+        backchannelLogoutUri: null,
       };
       const user: UserRecord = {
         id: `user-${users}`,
@@ -77,7 +80,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       };
       await store.clients.create(client);
       await store.users.create(user);
-      return { client, user, session: { idHash: `session-${users}`, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };
+      return { client, user, session: { idHash: `session-${users}`, sid: `sid-${users}`, ip: null, userAgent: null, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };
     }
 
     const deps = (over: Store): FlowDeps => ({ store: over, clock, config, tokens });
@@ -91,7 +94,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         state: 'xyz',
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-        prompt: null,
+        prompt: [],
         maxAge: null,
       };
       const broken = crashing(store, (tx) => ({ ...tx, codes: { ...tx.codes, create: died } }));

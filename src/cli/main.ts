@@ -25,9 +25,13 @@ Commands:
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--json]
+             [--web-origin ORIGIN ...] [--first-party]
+             [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--public: no secret, for browser, native and CLI apps)
+                                          (--public: no secret, for browser, native and CLI apps;
+                                          --first-party: your own app, signed in without a consent page;
+                                          --post-logout-redirect-uri: where it may send people after logout;
+                                          --backchannel-logout-uri: where logout tokens are posted)
   client list [--json]                    List registered clients
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
@@ -113,6 +117,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'first-party': { type: 'boolean' },
+    'post-logout-redirect-uri': { type: 'string', multiple: true },
+    'backchannel-logout-uri': { type: 'string' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -144,6 +151,19 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (webOrigins.length > 0 && !values.public) {
     throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
   }
+  // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
+  const postLogoutRedirectUris = [...new Set(values['post-logout-redirect-uri'] ?? [])];
+  for (const uri of postLogoutRedirectUris) {
+    const problem = redirectUriProblem(uri, { publicClient: values.public === true });
+    if (problem) throw new UsageError(`--post-logout-redirect-uri ${uri}: ${problem}`);
+  }
+  // Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment; here also https (http
+  // only on loopback), since the logout token travels to it.
+  const backchannelLogoutUri = values['backchannel-logout-uri'] ?? null;
+  if (backchannelLogoutUri !== null) {
+    const problem = redirectUriProblem(backchannelLogoutUri, { publicClient: false });
+    if (problem) throw new UsageError(`--backchannel-logout-uri ${backchannelLogoutUri}: ${problem}`);
+  }
   const clientId = randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
   const clientSecret = values.public ? null : randomToken(32);
@@ -157,6 +177,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       grantTypes,
       webOrigins,
       createdAt: Date.now(),
+      firstParty: values['first-party'] === true,
+      postLogoutRedirectUris,
+      backchannelLogoutUri,
     }),
   );
   if (values.json) {
@@ -169,6 +192,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       scope: scopes.join(' '),
       grant_types: grantTypes,
       ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
+      first_party: values['first-party'] === true,
+      ...(postLogoutRedirectUris.length > 0 ? { post_logout_redirect_uris: postLogoutRedirectUris } : {}),
+      ...(backchannelLogoutUri === null ? {} : { backchannel_logout_uri: backchannelLogoutUri }),
     })}\n`);
   } else if (clientSecret === null) {
     io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
@@ -181,12 +207,21 @@ async function clientList(config: Config, args: string[], io: Io): Promise<void>
   const { values } = parse(args, { json: { type: 'boolean' } });
   const clients = await withStore(config, (store) => store.clients.list());
   if (values.json) {
-    io.stdout(`${JSON.stringify(clients.map((client) => ({ client_id: client.id, client_name: client.name, redirect_uris: client.redirectUris, scope: client.scopes.join(' '), grant_types: client.grantTypes })))}\n`);
+    io.stdout(`${JSON.stringify(clients.map((client) => ({
+      client_id: client.id,
+      client_name: client.name,
+      redirect_uris: client.redirectUris,
+      scope: client.scopes.join(' '),
+      grant_types: client.grantTypes,
+      first_party: client.firstParty,
+      post_logout_redirect_uris: client.postLogoutRedirectUris,
+      backchannel_logout_uri: client.backchannelLogoutUri,
+    })))}\n`);
     return;
   }
   if (clients.length === 0) io.stdout('No clients registered.\n');
   for (const client of clients) {
-    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}${client.firstParty ? '  first-party: signs in without a consent page\n' : ''}${client.postLogoutRedirectUris.map((uri) => `  after logout: ${uri}\n`).join('')}${client.backchannelLogoutUri ? `  back-channel logout: ${client.backchannelLogoutUri}\n` : ''}`);
   }
 }
 

@@ -53,6 +53,26 @@ export interface Config {
    * suite lowers it to run fast. Existing hashes keep the cost they were made with.
    */
   readonly passwordHash: PasswordHashCost;
+  readonly logout: LogoutSettings;
+}
+
+/**
+ * Back-Channel Logout 1.0 §2.8 delivery: how long each POST of a logout token may take, and
+ * how often it is tried. Delivery runs after the browser is signed out and never delays it.
+ */
+export interface LogoutSettings {
+  /** `TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT` seconds (default 5): the longest one POST may take. */
+  readonly timeoutSeconds: number;
+  /**
+   * `TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS` (default 3): tries per client, counting the first,
+   * when the client's endpoint cannot be reached or answers 5xx. Other answers are final.
+   */
+  readonly attempts: number;
+  /**
+   * `TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS` (default 2000): the wait before the second
+   * try; it doubles before each later one.
+   */
+  readonly retryDelayMs: number;
 }
 
 /** argon2id cost parameters (RFC 9106 §3.1). */
@@ -297,5 +317,10 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
     passwordHash: passwordHash(env),
+    logout: {
+      timeoutSeconds: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', 5, 1, 60),
+      attempts: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', 3, 1, 10),
+      retryDelayMs: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS', 2000, 0, 600_000),
+    },
   };
 }

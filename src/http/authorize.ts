@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
-import { CONSENT_FORM_OMITS, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
+import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
 import type { AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
@@ -47,13 +47,18 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     }
     const authorization = check.request;
 
-    const step = nextStep(authorization, await signedInUser(deps, request), decision, deps.clock.now());
+    const signedIn = await signedInUser(deps, request);
+    const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
+    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
     switch (step.kind) {
       case 'error':
         return reply.redirect(redirectToClient(authorization.redirectUri, issuer, authorization.state, { error: step.error, error_description: step.description }), 303);
       case 'sign-in':
-        // After signing in, come back without the parameters that asked for it.
-        return renderSignIn(deps, request, reply, authorizeUrl(singleValues(params, SIGN_IN_RETURN_OMITS)), authorization.client.name);
+        // After signing in, come back without the parameters that asked for it. That can go
+        // straight on to the client (a remembered approval), and browsers hold the redirects
+        // after a form post to its form-action.
+        allowFormTarget(reply, authorization.redirectUri);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(params))), authorization.client.name);
       case 'approve':
         return reply.redirect(await approveAuthorization(deps, authorization, step.signedIn.session), 303);
       case 'deny':
@@ -72,7 +77,8 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         action: '/oauth/authorize',
         fields,
         clientName: authorization.client.name,
-        scopes: authorization.scope,
+        scopes: step.scopes,
+        more: step.more,
         signedInAs: user.name ?? user.username,
         returnTo: authorizeUrl(fields),
         // The address the user will be sent to, so a look-alike application name is not all

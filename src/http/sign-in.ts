@@ -1,10 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
-import { sessionUser, signIn } from '../flows/sign-in.ts';
+import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
+import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
+import { continuedSid, sessionUser, signIn } from '../flows/sign-in.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { signInPage } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
+import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo, startSession } from './session.ts';
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
@@ -13,6 +16,15 @@ export async function signedInUser(deps: AppDeps, request: FastifyRequest): Prom
   if (!session) return null;
   const user = await sessionUser(deps, session);
   return user ? { session, user } : null;
+}
+
+/**
+ * Signs the browser out: its session ends, its cookie is cleared, and the clients that
+ * received an ID token in it are sent logout tokens (in the background).
+ */
+export async function signOut(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const ended = await endSession(deps, request, reply);
+  if (ended) await sendLogoutTokens(deps, [ended], request.log);
 }
 
 export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string): FastifyReply {
@@ -44,18 +56,25 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
 
     const result = await signIn(deps, { username: rawUsername, password, ip: request.ip });
+    if (result.kind !== 'signed-in') {
+      // The page is shown again; its next post may go on to the client (see authorize.ts).
+      const target = await redirectUriAfterSignIn(deps.store, returnTo);
+      if (target !== null) allowFormTarget(reply, target);
+    }
     if (result.kind === 'limited') return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
     if (result.kind === 'refused') return page(401, 'The username or password is incorrect.');
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
-    await endSession(deps, request, reply);
-    await startSession(deps, reply, result.user.id);
+    const sid = continuedSid(await currentSession(deps, request), result.user);
+    const ended = await endSession(deps, request, reply);
+    if (ended && ended.sid !== sid) await sendLogoutTokens(deps, [ended], request.log);
+    await startSession(deps, request, reply, result.user.id, sid);
     return reply.redirect(returnTo, 303);
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
-    await endSession(deps, request, reply);
+    await signOut(deps, request, reply);
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });
 };

@@ -102,6 +102,9 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     grantTypes: read.strings(row, 'grant_types').map((value) => oneOf(grantTypes, 'grant_types', value)),
     webOrigins: read.strings(row, 'web_origins'),
     createdAt: integer(row, 'created_at'),
+    firstParty: read.boolean(row, 'first_party'),
+    postLogoutRedirectUris: read.strings(row, 'post_logout_redirect_uris'),
+    backchannelLogoutUri: textOrNull(row, 'backchannel_logout_uri'),
   };
 }
 
@@ -121,10 +124,13 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
 export function sessionFromRow(row: Row): SessionRecord {
   return {
     idHash: text(row, 'id_hash'),
+    sid: text(row, 'sid'),
     userId: text(row, 'user_id'),
     authTime: integer(row, 'auth_time'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
+    ip: textOrNull(row, 'ip'),
+    userAgent: textOrNull(row, 'user_agent'),
   };
 }
 
@@ -143,6 +149,8 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
       ip === null
         ? null
         : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
+    remembered: read.boolean(row, 'remembered'),
+    renewedAt: integerOrNull(row, 'renewed_at'),
     lastUsedAt: integerOrNull(row, 'last_used_at'),
     activeUntil: integerOrNull(row, 'active_until'),
   };
@@ -156,6 +164,7 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
     userId: text(row, 'user_id'),
     scope: read.strings(row, 'scope'),
     authTime: integer(row, 'auth_time'),
+    sid: textOrNull(row, 'sid'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     rotatedAt: integerOrNull(row, 'rotated_at'),
@@ -173,6 +182,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     nonce: textOrNull(row, 'nonce'),
     codeChallenge: text(row, 'code_challenge'),
     authTime: integer(row, 'auth_time'),
+    sid: textOrNull(row, 'sid'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     consumedAt: integerOrNull(row, 'consumed_at'),

@@ -20,6 +20,9 @@ const client: ClientRecord = {
   grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
   createdAt: 0,
+  firstParty: false,
+  postLogoutRedirectUris: [],
+  backchannelLogoutUri: null,
 };
 const user: UserRecord = {
   id: 'sub-1',

@@ -72,6 +72,8 @@ export interface ConsentView {
   readonly fields: Readonly<Record<string, string>>;
   readonly clientName: string;
   readonly scopes: readonly string[];
+  /** The person approved part of this before: `scopes` is only what is new. */
+  readonly more?: boolean;
   readonly signedInAs: string;
   /** Flow-specific facts shown above the scopes (the device's code and origin). */
   readonly details?: SafeHtml;
@@ -87,7 +89,7 @@ export function scopeList(scopes: readonly string[]): SafeHtml {
 export function consentPage(view: ConsentView): string {
   return layout(`Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
 ${view.details ?? null}
-<h2 class="muted" id="scopes-heading">${view.clientName} will be able to:</h2>
+<h2 class="muted" id="scopes-heading">${view.clientName} ${view.more ? 'also wants to' : 'will be able to'}:</h2>
 ${scopeList(view.scopes)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}

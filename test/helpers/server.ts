@@ -70,7 +70,19 @@ export interface TestServer {
    * on the same address: a restart, with nothing kept but what the database holds.
    */
   restart(): Promise<void>;
-  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
+  addClient(options?: {
+    id?: string;
+    name?: string;
+    secret?: string;
+    redirectUris?: string[];
+    scopes?: string[];
+    grantTypes?: GrantType[];
+    public?: boolean;
+    webOrigins?: string[];
+    firstParty?: boolean;
+    postLogoutRedirectUris?: string[];
+    backchannelLogoutUri?: string;
+  }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -149,6 +161,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
         webOrigins: client.webOrigins ?? [],
         createdAt: clock.now(),
+        firstParty: client.firstParty ?? false,
+        postLogoutRedirectUris: client.postLogoutRedirectUris ?? [],
+        backchannelLogoutUri: client.backchannelLogoutUri ?? null,
       });
       return { clientId, clientSecret };
     },

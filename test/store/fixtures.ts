@@ -12,6 +12,9 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
     createdAt,
+    firstParty: false,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: null,
   };
 }
 

@@ -20,6 +20,9 @@ const client: ClientRecord = {
   grantTypes: [GRANT_DEVICE_CODE],
   webOrigins: [],
   createdAt: Date.UTC(2026, 0, 1),
+  firstParty: false,
+  postLogoutRedirectUris: [],
+  backchannelLogoutUri: null,
 };
 
 /** Polls `check` until it returns true, for at most `ms`. */

@@ -61,6 +61,6 @@ export const refreshTokenGrant: TokenGrant = {
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    return deps.tokens.issue({ client, user, scope, grantId: rotated.grantId, authTime: rotated.authTime });
+    return deps.tokens.issue({ client, user, scope, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope });
   },
 };

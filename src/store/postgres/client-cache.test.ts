@@ -12,6 +12,9 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   grantTypes: ['authorization_code'],
   webOrigins: [],
   createdAt: 0,
+  firstParty: false,
+  postLogoutRedirectUris: [],
+  backchannelLogoutUri: null,
 });
 
 /** A load that counts its calls and answers `value`. */

@@ -41,6 +41,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           scopes: list(record.scopes),
           grantTypes: list(record.grantTypes),
           webOrigins: list(record.webOrigins),
+          firstParty: flag(record.firstParty),
+          postLogoutRedirectUris: list(record.postLogoutRedirectUris),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
@@ -67,7 +69,11 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     sessions: {
       create: (session) => write('insertSession', { ...session }),
       get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
-      remove: (idHash) => write('removeSession', { idHash }),
+      remove: (idHash) => first('removeSession', { idHash }, rows.sessionFromRow),
+      listForUser: (userId, now) => every('listSessionsForUser', { userId, now }, rows.sessionFromRow),
+      removeForUser: (userId) => every('removeSessionsForUser', { userId }, rows.sessionFromRow),
+      addClient: (sid, clientId, expiresAt) => write('addSessionClient', { sid, clientId, expiresAt }),
+      takeClients: (sid) => every('takeSessionClients', { sid }, (row) => rows.text(row, 'client_id')),
     },
 
     grants: {
@@ -88,6 +94,12 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
       listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
+      async remember(approval, now) {
+        const row = await q.one('rememberGrant', { ...approval, scope: list(approval.scope), remembered: flag(true), now });
+        if (!row) throw new Error('remembering a grant returned no row');
+        return grant(row);
+      },
+      findRemembered: (userId, clientId) => first('findRememberedGrant', { userId, clientId }, grant),
       recordUse: (id, now, activeUntil) => changedAny('recordGrantUse', { id, now, activeUntil }),
     },
 

@@ -4,6 +4,7 @@ import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
+import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken, endSession } from './session.ts';
@@ -29,6 +30,7 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const sessions = await deps.store.sessions.listForUser(signedIn.user.id, now);
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
+    const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
     const notice = (request.query as Record<string, unknown>)['revoked'] === '1' ? 'Access revoked. It has been signed out and must ask you again.' : undefined;
     return reply.type('text/html; charset=utf-8').send(
       accountPage({
@@ -38,7 +40,8 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
         connections: grants.map((grant) => ({
           grantId: grant.id,
           clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-          scopes: grant.scope,
+          // A remembered grant grows: its scopes are as of its last approval.
+          access: describeAccess(catalog, grant.scope, grant.renewedAt ?? grant.createdAt),
           approvedAt: grant.createdAt,
           lastUsedAt: grant.lastUsedAt,
           device: grant.device,

@@ -4,6 +4,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import type { DescribedAccess } from '../flows/resources.ts';
 import type { AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -13,11 +14,15 @@ import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
 
-/** The request's single-valued parameters, to carry through a form or a URL unchanged. */
-function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string> {
-  const result: Record<string, string> = {};
+/**
+ * The request's parameters, to carry through a form or a URL unchanged: the single-valued
+ * ones, and `resource`, which may be repeated (RFC 8707 §2).
+ */
+function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string | readonly string[]> {
+  const result: Record<string, string | readonly string[]> = {};
   for (const [name, value] of Object.entries(params)) {
-    if (typeof value === 'string' && !omit.includes(name)) result[name] = value;
+    if (omit.includes(name)) continue;
+    if (typeof value === 'string' || (name === 'resource' && Array.isArray(value))) result[name] = value;
   }
   return result;
 }
@@ -27,8 +32,19 @@ function redirectTarget(redirectUri: string): string {
   return url.host || url.protocol;
 }
 
-function authorizeUrl(params: Record<string, string>): string {
-  return `/oauth/authorize?${new URLSearchParams(params).toString()}`;
+/** What the approval page shows of `access`: the scopes in `scopes` (the new ones, after a remembered approval). */
+function onlyScopes(access: DescribedAccess, scopes: readonly string[]): DescribedAccess {
+  const asked = (scope: { readonly name: string }) => scopes.includes(scope.name);
+  return {
+    openid: access.openid.filter(asked),
+    apis: access.apis.map((api) => ({ ...api, scopes: api.scopes.filter(asked) })).filter((api) => api.scopes.length > 0),
+  };
+}
+
+function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
+  return `/oauth/authorize?${query.toString()}`;
 }
 
 /**
@@ -77,7 +93,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         action: '/oauth/authorize',
         fields,
         clientName: authorization.client.name,
-        scopes: step.scopes,
+        access: onlyScopes(authorization.access, step.scopes),
         more: step.more,
         signedInAs: user.name ?? user.username,
         returnTo: authorizeUrl(fields),

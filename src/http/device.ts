@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
+import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import {
   decideDeviceRequest,
@@ -19,7 +20,7 @@ import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } fro
 import { consentPage } from '../ui/pages.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
 import { authenticateClient } from './client-auth.ts';
-import { formParams, rawForm } from './form.ts';
+import { formParams, formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
@@ -62,10 +63,13 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const params = formParams(request);
     // RFC 8628 §3.1: the client authenticates as at the token endpoint.
     const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
-    const response = await startDeviceAuthorization(deps, client, params, {
-      ip: request.ip,
-      userAgent: request.headers['user-agent'] ?? null,
-    });
+    const response = await startDeviceAuthorization(
+      deps,
+      client,
+      params,
+      { ip: request.ip, userAgent: request.headers['user-agent'] ?? null },
+      formResources(request),
+    );
     return reply.type('application/json; charset=utf-8').send(response);
   });
 
@@ -91,8 +95,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     return `${APPROVE_PATH}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
   }
 
-  function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
+  async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
     const userCode = formatUserCode(record.userCode);
+    const access = await describeScope(deps.store, record.scope);
     return page(
       reply,
       200,
@@ -101,7 +106,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         action: APPROVE_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
-        scopes: record.scope,
+        access,
         signedInAs: user.name ?? user.username,
         details: deviceDetails({
           userCode,

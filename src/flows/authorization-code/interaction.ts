@@ -33,11 +33,11 @@ const SIGN_IN_RETURN_OMITS: readonly string[] = ['max_age', 'csrf_token', 'decis
 export const CONSENT_FORM_OMITS: readonly string[] = ['prompt', 'max_age'];
 
 /** Where to come back to after the sign-in `nextStep` asked for: the request, less what the sign-in answered. */
-export function returnParams(params: Readonly<Record<string, string>>): Record<string, string> {
-  const result: Record<string, string> = {};
+export function returnParams(params: Readonly<Record<string, string | readonly string[]>>): Record<string, string | readonly string[]> {
+  const result: Record<string, string | readonly string[]> = {};
   for (const [name, value] of Object.entries(params)) {
     if (SIGN_IN_RETURN_OMITS.includes(name)) continue;
-    if (name === 'prompt') {
+    if (name === 'prompt' && typeof value === 'string') {
       const rest = value.split(' ').filter((item) => item !== '' && item !== 'login' && item !== 'select_account');
       if (rest.length > 0) result[name] = rest.join(' ');
       continue;

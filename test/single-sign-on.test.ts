@@ -11,8 +11,9 @@ import { createRemoteJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify, S
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
-import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
 const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
 
@@ -150,6 +151,29 @@ describe('single sign-on through openid-client', () => {
       assert.equal(grants.length, 1);
       assert.deepEqual([...grants[0]!.scope].sort(), ['email', 'openid', 'profile']);
       assert.equal(grants[0]!.clientId, client.clientId);
+    });
+
+    it('grows the approval to an API registered after it: the page asks for the API alone, and its tokens work and refresh', async () => {
+      const { client, config } = await app({ name: 'Photo Printer', scopes: ['openid', 'offline_access', 'prints:order'], grantTypes: ['authorization_code', 'refresh_token'] });
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      const first = await start(config, 'openid offline_access');
+      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize', { decision: 'approve' })));
+      // The API is registered after the approval (the command dates it by the real clock,
+      // which the server's has not passed yet), and asked for a minute later.
+      const added = await runTessera(['resource', 'add', '--identifier', 'https://prints.example', '--name', 'Print Shop', '--scope', 'prints:order=Order prints'], { TESSERA_DATABASE: server.config.database });
+      assert.equal(added.code, 0, added.stderr);
+      clock.advance(60_000);
+      const more = await start(config, 'openid offline_access prints:order');
+      const page = await browser.request(more.url.href);
+      assertApprovalPage(page, '/oauth/authorize');
+      assert.match(text(page), /Photo Printer also wants to: Print Shop https:\/\/prints\.example Order prints Deny Approve/);
+      const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize', { decision: 'approve' })));
+      assert.equal(decodeJwt(tokens.access_token).aud, 'https://prints.example');
+      const introspected = await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(client.clientId, client.clientSecret) });
+      assert.equal(introspected.body['active'], true, JSON.stringify(introspected.body));
+      const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
+      assert.equal(decodeJwt(refreshed.access_token).aud, 'https://prints.example');
     });
 
     it('always asks with prompt=consent, showing everything asked for', async () => {

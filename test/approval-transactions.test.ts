@@ -64,9 +64,8 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: [],
         createdAt: T0,
-        firstParty: false,
-        postLogoutRedirectUris: [],
-        backchannelLogoutUri: null,
+        authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+        firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
       };
       const user: UserRecord = {
         id: `user-${users}`,

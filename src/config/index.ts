@@ -53,8 +53,36 @@ export interface Config {
    * suite lowers it to run fast. Existing hashes keep the cost they were made with.
    */
   readonly passwordHash: PasswordHashCost;
+  readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
 }
+
+/**
+ * How `private_key_jwt` clients (RFC 7523 §2.2, OIDC Core §9) are checked: their keys are
+ * fetched from the `jwks_uri` they registered, and their assertions are short-lived.
+ */
+export interface ClientAuthSettings {
+  /**
+   * `TESSERA_CLIENT_JWKS_TIMEOUT_MS` (default 3000): the longest a request waits for a
+   * client's JWKS to be fetched; past it the request is answered `invalid_client`.
+   */
+  readonly jwksTimeoutMs: number;
+  /** `TESSERA_CLIENT_JWKS_CACHE_TTL` seconds (default 300): how long a fetched JWKS is used before it is fetched again. */
+  readonly jwksCacheSeconds: number;
+  /**
+   * `TESSERA_CLIENT_JWKS_REFETCH_INTERVAL` seconds (default 10): an assertion whose `kid` is
+   * not in the cached JWKS makes Tessera fetch it again at once (the client rotated its
+   * keys), but no sooner than this after the previous fetch, so that made-up `kid`s cannot
+   * turn Tessera into a stream of requests to the client's server.
+   */
+  readonly jwksRefetchSeconds: number;
+  /**
+   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 300): an assertion whose `exp`
+   * is further ahead than this is refused; its `jti` is remembered until `exp`.
+   */
+  readonly assertionMaxLifetimeSeconds: number;
+}
+
 
 /**
  * Back-Channel Logout 1.0 §2.8 delivery: how long each POST of a logout token may take, and
@@ -317,6 +345,12 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
     passwordHash: passwordHash(env),
+    clientAuth: {
+      jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
+      jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),
+      jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
+      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 300, 30, 3600),
+    },
     logout: {
       timeoutSeconds: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', 5, 1, 60),
       attempts: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', 3, 1, 10),

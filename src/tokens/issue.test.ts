@@ -20,9 +20,8 @@ const client: ClientRecord = {
   grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
   createdAt: 0,
-  firstParty: false,
-  postLogoutRedirectUris: [],
-  backchannelLogoutUri: null,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 };
 const user: UserRecord = {
   id: 'sub-1',

@@ -12,9 +12,8 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
     createdAt,
-    firstParty: false,
-    postLogoutRedirectUris: [],
-    backchannelLogoutUri: null,
+    authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+    firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
   };
 }
 

@@ -20,9 +20,8 @@ const client: ClientRecord = {
   grantTypes: [GRANT_DEVICE_CODE],
   webOrigins: [],
   createdAt: Date.UTC(2026, 0, 1),
-  firstParty: false,
-  postLogoutRedirectUris: [],
-  backchannelLogoutUri: null,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 };
 
 /** Polls `check` until it returns true, for at most `ms`. */

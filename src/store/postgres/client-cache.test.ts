@@ -12,9 +12,8 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   grantTypes: ['authorization_code'],
   webOrigins: [],
   createdAt: 0,
-  firstParty: false,
-  postLogoutRedirectUris: [],
-  backchannelLogoutUri: null,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 });
 
 /** A load that counts its calls and answers `value`. */

@@ -69,10 +69,26 @@ export function statements(d: Dialect) {
   return {
     insertClient: `
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at,
+                           auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
                            first_party, post_logout_redirect_uris, backchannel_logout_uri)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt,
+              :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
               :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri)
       ON CONFLICT DO NOTHING`,
+    updateClient: `
+      UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
+        grant_types = :grantTypes, web_origins = :webOrigins, auth_method = :authMethod,
+        previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
+        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, first_party = :firstParty,
+        post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri
+      WHERE id = :id
+      RETURNING *`,
+    // Every SET expression reads the row as it was: the current secret becomes the previous one.
+    rotateClientSecret: `
+      UPDATE clients SET previous_secret_hash = secret_hash, previous_secret_expires_at = :previousExpiresAt,
+        secret_hash = :secretHash
+      WHERE id = :id AND secret_hash IS NOT NULL
+      RETURNING *`,
     getClient: 'SELECT * FROM clients WHERE id = :id',
     listClients: 'SELECT * FROM clients ORDER BY created_at, id',
     // Codes, device records and grants go with it: ON DELETE CASCADE.
@@ -215,6 +231,12 @@ export function statements(d: Dialect) {
     listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
     // Its scopes go with it: ON DELETE CASCADE.
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
+    // RFC 7523 §3: a jti is refused while an unexpired assertion used it; an expired record
+    // that the purge has not yet removed gives way in the same statement.
+    useClientAssertion: `
+      INSERT INTO client_assertions (jti_hash, expires_at) VALUES (:jtiHash, :expiresAt)
+      ON CONFLICT (jti_hash) DO UPDATE SET expires_at = excluded.expires_at
+      WHERE client_assertions.expires_at <= :now`,
 
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
@@ -223,10 +245,11 @@ export function statements(d: Dialect) {
     purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at'),
     purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at'),
     purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
+    purgeClientAssertions: d.purge('client_assertions', 'jti_hash', 'expires_at'),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeSessionClients', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeSessionClients', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions'] as const satisfies readonly StatementName[];

@@ -115,6 +115,8 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
+    // Chromium may issue the intercepted navigation twice: let it land before going on.
+    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
 
     // prompt=login, a wrong password first: the sign-in page shown again still leads on to
     // the app (its form-action allows the app's redirect URI).
@@ -127,6 +129,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const returned = new URL((await back).url());
     assert.equal(returned.searchParams.get('state'), second.state);
     assert.ok(returned.searchParams.get('code'));
+    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
 
     // Without id_token_hint: the person is asked first.
     await page.goto(`${server.url}/oauth/logout?client_id=${encodeURIComponent(client.clientId)}`);

@@ -20,6 +20,7 @@ import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
+import { logoutMetadata, logoutRoutes } from './http/logout.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -75,6 +76,7 @@ export function appDeps(input: AppInput): AppDeps {
       ...lifecycleMetadata(input.config.issuer),
       // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
       acr_values_supported: [...ACR_VALUES],
+      ...logoutMetadata(input.config.issuer),
     },
   };
 }
@@ -114,5 +116,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(accountRoutes, { deps });
   await app.register(passkeyRoutes, { deps });
   await app.register(secondFactorRoutes, { deps });
+  await app.register(logoutRoutes, { deps });
   return app;
 }

@@ -3,11 +3,12 @@ import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
+import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken } from './session.ts';
+import { checkCsrf, csrfToken, endSession } from './session.ts';
 
 const SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
 
@@ -22,13 +23,17 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return reply.redirect(SIGN_IN, 303);
     const now = deps.clock.now();
-    // A grant whose last tokens have all expired can do nothing more: it is not listed.
-    const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter((grant) => grant.activeUntil !== null && grant.activeUntil > now);
+    // A grant whose last tokens have all expired can do nothing more: it is not listed,
+    // unless it is a remembered consent, which signs the person in to the app without asking.
+    const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter(
+      (grant) => grant.remembered || (grant.activeUntil !== null && grant.activeUntil > now),
+    );
+    const sessions = await deps.store.sessions.listForUser(signedIn.user.id, now);
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
     const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
     const query = request.query as Record<string, unknown>;
-    const notice = query['revoked'] === '1' ? 'Access revoked. It has been signed out.' : typeof query['notice'] === 'string' ? SECURITY_NOTICES[query['notice']] : undefined;
+    const notice = query['revoked'] === '1' ? 'Access revoked. It has been signed out and must ask you again.' : typeof query['notice'] === 'string' ? SECURITY_NOTICES[query['notice']] : undefined;
     const csrf = csrfToken(deps.config, request, reply);
     return reply.type('text/html; charset=utf-8').send(
       accountPage({
@@ -39,10 +44,17 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
         connections: grants.map((grant) => ({
           grantId: grant.id,
           clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-          access: describeAccess(catalog, grant.scope, grant.createdAt),
+          // A remembered grant grows: its scopes are as of its last approval.
+          access: describeAccess(catalog, grant.scope, grant.renewedAt ?? grant.createdAt),
           approvedAt: grant.createdAt,
           lastUsedAt: grant.lastUsedAt,
           device: grant.device,
+        })),
+        sessions: sessions.map((session) => ({
+          signedInAt: session.authTime,
+          ip: session.ip,
+          userAgent: session.userAgent,
+          current: session.idHash === signedIn.session.idHash,
         })),
       }),
     );
@@ -59,7 +71,21 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (!grant || grant.userId !== signedIn.user.id) {
       throw new OAuthError('invalid_request', 'There is no such connection on your account.', { status: 404 });
     }
+    // A remembered grant is the consent itself: revoking it forgets it.
     await deps.store.grants.revoke(grant.id, deps.clock.now());
     return reply.redirect('/account?revoked=1', 303);
+  });
+
+  // Ends every browser session of the person, this one included, and tells the apps that
+  // received an ID token in any of them (Back-Channel Logout 1.0).
+  app.post('/account/sign-out-everywhere', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return reply.redirect(SIGN_IN, 303);
+    await endSession(deps, request, reply);
+    const ended = await deps.store.sessions.removeForUser(signedIn.user.id);
+    await sendLogoutTokens(deps, [signedIn.session, ...ended], request.log);
+    return reply.redirect(SIGN_IN, 303);
   });
 };

@@ -14,10 +14,20 @@ export interface ConnectionView {
   readonly device: { readonly ip: string; readonly userAgent: string | null; readonly requestedAt: number } | null;
 }
 
+/** One signed-in browser. */
+export interface BrowserSessionView {
+  readonly signedInAt: number;
+  readonly ip: string | null;
+  readonly userAgent: string | null;
+  /** The browser looking at the page. */
+  readonly current: boolean;
+}
+
 export interface AccountView {
   readonly csrf: string;
   readonly signedInAs: string;
   readonly connections: readonly ConnectionView[];
+  readonly sessions: readonly BrowserSessionView[];
   /** Set right after a revocation. */
   readonly notice?: string | undefined;
   /** How the person signs in: passkeys and one-time codes. */
@@ -62,6 +72,14 @@ ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
   ? html`<p>No applications or devices are connected to your account.</p>`
   : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
+<h2 id="sessions-heading">Signed-in browsers</h2>
+<ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map(
+  (session) => html`<li>${session.userAgent ?? 'Unknown browser'}${session.ip ? html`, from ${session.ip}` : null}, signed in ${time(session.signedInAt)}${session.current ? html` <strong>(this browser)</strong>` : null}</li>`,
+)}</ul>
+<form method="post" action="/account/sign-out-everywhere">
+${csrfField(view.csrf)}
+<button type="submit">Sign out everywhere</button>
+</form>
 ${view.security ?? null}
 ${signedInAs(view.signedInAs, view.csrf, '/account')}`);
 }

@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import { DpopNonces } from './flows/dpop/nonce.ts';
+import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import type { TokenGrant } from './flows/types.ts';
@@ -16,6 +18,7 @@ import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
+import { PAR_PATH, parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -52,6 +55,15 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
   };
 }
 
+/** RFC 9449 §5.1 and RFC 9126 §5: what discovery says about DPoP and pushed requests. */
+function senderConstraintMetadata(config: Config): Record<string, unknown> {
+  return {
+    dpop_signing_alg_values_supported: DPOP_SIGNING_ALGORITHMS,
+    pushed_authorization_request_endpoint: `${config.issuer}${PAR_PATH}`,
+    require_pushed_authorization_requests: config.par.required,
+  };
+}
+
 export function appDeps(input: AppInput): AppDeps {
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store, input.config.accessTokenAlg);
   return {
@@ -64,7 +76,9 @@ export function appDeps(input: AppInput): AppDeps {
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
       ...lifecycleMetadata(input.config.issuer),
+      ...senderConstraintMetadata(input.config),
     },
+    dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
 }
 
@@ -95,6 +109,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(discoveryRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
+  await app.register(parRoutes, { deps });
   await app.register(deviceRoutes, { deps });
   await app.register(revocationRoutes, { deps });
   await app.register(introspectionRoutes, { deps });

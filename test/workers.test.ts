@@ -38,6 +38,8 @@ describe('tessera serve --workers 2', () => {
       scopes: ['openid', 'profile'],
       grantTypes: [GRANT_AUTHORIZATION_CODE],
       webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
       createdAt: Date.now(),
     });
     await store.users.create({
@@ -89,7 +91,7 @@ describe('tessera serve --workers 2', () => {
       const verifier = randomToken(32);
       await store.codes.create({
         hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-        codeChallenge: s256(verifier), authTime: now, createdAt: now, expiresAt: now + 60_000, consumedAt: null,
+        codeChallenge: s256(verifier), authTime: now, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null,
       });
       minted.push({ code, verifier });
     }

@@ -25,9 +25,11 @@ Commands:
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--json]
+             [--web-origin ORIGIN ...] [--require-dpop] [--require-par] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--public: no secret, for browser, native and CLI apps)
+                                          (--public: no secret, for browser, native and CLI apps;
+                                          --require-dpop: token requests need a DPoP proof (RFC 9449);
+                                          --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
@@ -113,6 +115,8 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'require-dpop': { type: 'boolean' },
+    'require-par': { type: 'boolean' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -144,6 +148,11 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (webOrigins.length > 0 && !values.public) {
     throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
   }
+  const requireDpop = values['require-dpop'] === true;
+  const requirePar = values['require-par'] === true;
+  if (requirePar && !grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
+    throw new UsageError('--require-par is for the authorization_code grant: pushed requests are authorization requests');
+  }
   const clientId = randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
   const clientSecret = values.public ? null : randomToken(32);
@@ -156,6 +165,8 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       scopes,
       grantTypes,
       webOrigins,
+      requireDpop,
+      requirePar,
       createdAt: Date.now(),
     }),
   );
@@ -169,6 +180,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       scope: scopes.join(' '),
       grant_types: grantTypes,
       ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
+      // RFC 9449 §5.2 and RFC 9126 §6 client metadata.
+      dpop_bound_access_tokens: requireDpop,
+      require_pushed_authorization_requests: requirePar,
     })}\n`);
   } else if (clientSecret === null) {
     io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
@@ -181,12 +195,12 @@ async function clientList(config: Config, args: string[], io: Io): Promise<void>
   const { values } = parse(args, { json: { type: 'boolean' } });
   const clients = await withStore(config, (store) => store.clients.list());
   if (values.json) {
-    io.stdout(`${JSON.stringify(clients.map((client) => ({ client_id: client.id, client_name: client.name, redirect_uris: client.redirectUris, scope: client.scopes.join(' '), grant_types: client.grantTypes })))}\n`);
+    io.stdout(`${JSON.stringify(clients.map((client) => ({ client_id: client.id, client_name: client.name, redirect_uris: client.redirectUris, scope: client.scopes.join(' '), grant_types: client.grantTypes, dpop_bound_access_tokens: client.requireDpop, require_pushed_authorization_requests: client.requirePar })))}\n`);
     return;
   }
   if (clients.length === 0) io.stdout('No clients registered.\n');
   for (const client of clients) {
-    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.requireDpop ? '  requires DPoP\n' : ''}${client.requirePar ? '  requires pushed authorization requests\n' : ''}${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
   }
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { decoyPasswordHash, verifyPassword } from '../core/password.ts';
 import type { RawParams } from '../core/protocol.ts';
@@ -6,6 +7,7 @@ import { normalizeUsername } from '../core/username.ts';
 import { Attempt } from '../flows/attempts.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
 import type { AppDeps } from './deps.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { html } from '../ui/html.ts';
@@ -60,7 +62,25 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
 
   async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null) {
     reply.header('Cache-Control', 'no-store');
-    const check = await checkAuthorizationRequest(deps.store, params);
+    // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
+    // it is read; the browser is known by its CSRF cookie, which it keeps through sign-in.
+    let pushed: { readonly hash: string; readonly browser: string } | null = null;
+    let requestParams = params;
+    if (isPushedReference(params)) {
+      const browser = hashSecret(csrfToken(deps.config, request, reply));
+      const resolved = await resolvePushedRequest(deps, params, browser);
+      if (resolved.kind === 'fatal') return sendError(request, reply, resolved.error);
+      if (resolved.kind === 'redirect') {
+        const { error, redirectUri, state } = resolved;
+        return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
+      }
+      pushed = { hash: resolved.hash, browser };
+      requestParams = resolved.params;
+    }
+    // What sign-in returns to and the approval form posts: a pushed request goes on by its
+    // reference alone.
+    const carried: RawParams = pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'] };
+    const check = await checkAuthorizationRequest(deps.store, requestParams, pushed !== null);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') {
       const { error, redirectUri, state } = check;
@@ -83,15 +103,27 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     }
     if (!signedIn || stale) {
       // After signing in, come back without the parameters that asked for it.
-      const returnTo = authorizeUrl(singleValues(params, ['prompt', 'max_age', 'csrf_token', 'decision']));
+      const returnTo = authorizeUrl(singleValues(carried, ['prompt', 'max_age', 'csrf_token', 'decision']));
       return renderSignIn(deps, request, reply, returnTo, authorization.client.name);
     }
 
+    if (decision !== null && decision !== 'approve' && decision !== 'deny') {
+      return sendError(request, reply, new OAuthError('invalid_request', 'decision must be approve or deny'));
+    }
+    // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
+    if (decision !== null && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
+      return reply.redirect(
+        redirectToClient(authorization.redirectUri, issuer, authorization.state, {
+          error: 'invalid_request_uri',
+          error_description: 'the request_uri has already been used',
+        }),
+        303,
+      );
+    }
     if (decision === 'approve') return reply.redirect(await approveAuthorization(deps, authorization, signedIn.session), 303);
     if (decision === 'deny') return reply.redirect(denyAuthorization(deps, authorization), 303);
-    if (decision !== null) return sendError(request, reply, new OAuthError('invalid_request', 'decision must be approve or deny'));
 
-    const fields = singleValues(params, ['prompt', 'max_age']);
+    const fields = singleValues(carried, ['prompt', 'max_age']);
     allowFormTarget(reply, authorization.redirectUri);
     return reply.type('text/html; charset=utf-8').send(
       consentPage({

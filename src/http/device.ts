@@ -19,6 +19,7 @@ import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } fro
 import { consentPage } from '../ui/pages.ts';
 import { renderSignIn, signedInUser } from './authorize.ts';
 import { authenticateClient } from './client-auth.ts';
+import { requestProof } from './dpop.ts';
 import { formParams, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
@@ -62,9 +63,15 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const params = formParams(request);
     // RFC 8628 §3.1: the client authenticates as at the token endpoint.
     const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    // RFC 9449 defines no proof here; one binds the device code to its key, as dpop_jkt
+    // binds a code (§10), so that a device code phished or read off the device is worth
+    // nothing without the device's key (the cross-device security BCP's sender constraint).
+    const proof = await requestProof(deps, request, reply, DEVICE_AUTHORIZATION_PATH);
+    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every request');
     const response = await startDeviceAuthorization(deps, client, params, {
       ip: request.ip,
       userAgent: request.headers['user-agent'] ?? null,
+      dpopJkt: proof?.jkt ?? null,
     });
     return reply.type('application/json; charset=utf-8').send(response);
   });

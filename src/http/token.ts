@@ -2,16 +2,19 @@ import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
+import { requestProof } from './dpop.ts';
 import { formParams } from './form.ts';
 
 /**
  * The token endpoint (RFC 6749 §3.2): authenticate the client, then hand the request to the
  * grant its `grant_type` names. Each grant is one module registered in `AppDeps.grants`.
  */
+export const TOKEN_PATH = '/oauth/token';
+
 export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const grants = new Map(deps.grants.map((grant) => [grant.type as string, grant]));
 
-  app.post('/oauth/token', async (request, reply) => {
+  app.post(TOKEN_PATH, async (request, reply) => {
     // RFC 6749 §5.1: responses with tokens (and, for simplicity, all of them) are not cached.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const params = formParams(request);
@@ -23,6 +26,11 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     if (!client.grantTypes.includes(grant.type)) {
       throw new OAuthError('unauthorized_client', `this client is not allowed the ${grantType} grant`);
     }
-    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params));
+    // RFC 9449 §5: a token request with a valid DPoP proof gets tokens bound to its key.
+    const proof = await requestProof(deps, request, reply, TOKEN_PATH);
+    // RFC 9449 §5.2 dpop_bound_access_tokens: the server "MUST reject token requests from
+    // this client that do not contain the DPoP header".
+    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every token request');
+    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params, proof));
   });
 };

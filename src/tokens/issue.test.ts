@@ -19,6 +19,8 @@ const client: ClientRecord = {
   scopes: ['openid', 'profile'],
   grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
+  requireDpop: false,
+  requirePar: false,
   createdAt: 0,
 };
 const user: UserRecord = {

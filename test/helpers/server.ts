@@ -70,7 +70,7 @@ export interface TestServer {
    * on the same address: a restart, with nothing kept but what the database holds.
    */
   restart(): Promise<void>;
-  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
+  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[]; requireDpop?: boolean; requirePar?: boolean }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -148,6 +148,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         scopes: client.scopes ?? ['openid', 'profile', 'email'],
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
         webOrigins: client.webOrigins ?? [],
+        requireDpop: client.requireDpop ?? false,
+        requirePar: client.requirePar ?? false,
         createdAt: clock.now(),
       });
       return { clientId, clientSecret };

@@ -76,6 +76,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         scopes: ['openid', 'profile', 'offline_access'],
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: ['https://app.example'],
+        requireDpop: false,
+        requirePar: false,
         createdAt: T0,
         ...overrides,
       };
@@ -137,6 +139,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         expiresAt: T0 + MINUTE,
         consumedAt: null,
+        dpopJkt: null,
         ...overrides,
       };
       await store.codes.create(code);
@@ -166,6 +169,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         authTime: null,
         grantId: null,
         decidedAt: null,
+        dpopJkt: null,
         ...overrides,
       };
     }
@@ -218,6 +222,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         expiresAt: T0 + HOUR,
         rotatedAt: null,
+        dpopJkt: null,
         ...overrides,
       };
       await store.refreshTokens.create(token);
@@ -1114,6 +1119,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           createdAt: T0,
           expiresAt: T0 + MINUTE,
           consumedAt: null,
+          dpopJkt: null,
         };
         return { grant, code };
       }

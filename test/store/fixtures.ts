@@ -11,6 +11,8 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     scopes: ['openid'],
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
+    requireDpop: false,
+    requirePar: false,
     createdAt,
   };
 }
@@ -35,6 +37,7 @@ export function pendingDevice(
     authTime: null,
     grantId: null,
     decidedAt: null,
+    dpopJkt: null,
     ...overrides,
   };
 }

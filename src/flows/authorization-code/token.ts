@@ -10,7 +10,7 @@ import type { TokenGrant } from '../types.ts';
 export const authorizationCodeGrant: TokenGrant = {
   type: GRANT_AUTHORIZATION_CODE,
 
-  async handle(deps, client, params) {
+  async handle(deps, client, params, proof) {
     const code = params['code'];
     const redirectUri = params['redirect_uri'];
     const verifier = params['code_verifier'];
@@ -30,7 +30,11 @@ export const authorizationCodeGrant: TokenGrant = {
     // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
     // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
     // are checked in the one statement that redeems it.
-    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge: s256(verifier) }, now);
+    const redeemed = await deps.store.codes.consume(
+      hash,
+      { clientId: client.id, redirectUri, codeChallenge: s256(verifier), dpopJkt: proof?.jkt ?? null },
+      now,
+    );
     if (!redeemed) {
       const found = await deps.store.codes.find(hash);
       if (found?.consumedAt != null) {
@@ -42,6 +46,11 @@ export const authorizationCodeGrant: TokenGrant = {
       if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
       if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
       if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+      // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the
+      // token endpoint is bound to the key referenced by dpop_jkt". The code stays unused.
+      if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
+        throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof');
+      }
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     }
 
@@ -58,6 +67,7 @@ export const authorizationCodeGrant: TokenGrant = {
       grantId: redeemed.grantId,
       authTime: redeemed.authTime,
       nonce: redeemed.nonce,
+      dpopJkt: proof?.jkt ?? null,
     });
   },
 };

@@ -16,10 +16,15 @@ export type IntrospectionResponse =
       readonly sub: string;
       readonly exp: number;
       readonly iat: number;
-      /** `Bearer` (RFC 6749 §5.1) for an access token; `refresh_token` for a refresh token. */
-      readonly token_type: 'Bearer' | 'refresh_token';
+      /**
+       * `Bearer` (RFC 6749 §5.1) or `DPoP` (RFC 9449 §6.2) for an access token;
+       * `refresh_token` for a refresh token.
+       */
+      readonly token_type: 'Bearer' | 'DPoP' | 'refresh_token';
       readonly iss: string;
       readonly jti?: string;
+      /** RFC 9449 §6.2: the DPoP key a bound token is confirmed by, "cnf": {"jkt": …}. */
+      readonly cnf?: { readonly jkt: string };
     };
 
 const INACTIVE: IntrospectionResponse = { active: false };
@@ -42,9 +47,10 @@ export async function introspectToken(deps: FlowDeps, client: ClientRecord, toke
       sub: claims.sub,
       exp: claims.exp,
       iat: claims.iat,
-      token_type: 'Bearer',
+      token_type: claims.jkt === null ? 'Bearer' : 'DPoP',
       iss: issuer,
       jti: claims.jti,
+      ...(claims.jkt === null ? {} : { cnf: { jkt: claims.jkt } }),
     };
   }
 
@@ -63,5 +69,6 @@ export async function introspectToken(deps: FlowDeps, client: ClientRecord, toke
     iat: Math.floor(refresh.createdAt / 1000),
     token_type: 'refresh_token',
     iss: issuer,
+    ...(refresh.dpopJkt === null ? {} : { cnf: { jkt: refresh.dpopJkt } }),
   };
 }

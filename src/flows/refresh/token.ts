@@ -40,7 +40,7 @@ async function refusal(deps: FlowDeps, token: RefreshTokenRecord, now: number): 
 export const refreshTokenGrant: TokenGrant = {
   type: GRANT_REFRESH_TOKEN,
 
-  async handle(deps, client, params) {
+  async handle(deps, client, params, proof) {
     const presented = params['refresh_token'];
     if (presented === undefined) throw new OAuthError('invalid_request', 'refresh_token is required');
     const now = deps.clock.now();
@@ -51,6 +51,13 @@ export const refreshTokenGrant: TokenGrant = {
     // authenticated client". Another client's token is treated as unknown.
     if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'refresh token is invalid');
     if (found.rotatedAt !== null || found.expiresAt <= now) throw await refusal(deps, found, now);
+    // RFC 9449 §5: a public client's refresh token is bound to its DPoP key, and "the
+    // authorization server MUST ... check that the refresh token ... is bound to the same
+    // public key" as the proof. The binding never changes, so it is checked before the
+    // rotation, which a refused request leaves undone.
+    if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
+      throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key this refresh token is bound to' : 'this refresh token is bound to a DPoP key: send a DPoP proof');
+    }
     // Checked before rotation, so a refused scope leaves the refresh token usable.
     const scope = requestedScope(params['scope'], found.scope);
 
@@ -61,6 +68,6 @@ export const refreshTokenGrant: TokenGrant = {
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    return deps.tokens.issue({ client, user, scope, grantId: rotated.grantId, authTime: rotated.authTime });
+    return deps.tokens.issue({ client, user, scope, grantId: rotated.grantId, authTime: rotated.authTime, dpopJkt: proof?.jkt ?? null });
   },
 };

@@ -11,6 +11,8 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   scopes: ['openid'],
   grantTypes: ['authorization_code'],
   webOrigins: [],
+  requireDpop: false,
+  requirePar: false,
   createdAt: 0,
 });
 

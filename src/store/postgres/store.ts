@@ -148,15 +148,17 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
  */
 const POLL_DEVICES = `
   UPDATE device_authorizations SET ${devicePollAssignments('polls.now')}
-  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS polls (device_code_hash, client_id, now)
+  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS polls (device_code_hash, client_id, now, dpop_jkt)
   WHERE device_authorizations.device_code_hash = polls.device_code_hash
     AND device_authorizations.client_id = polls.client_id
+    AND (device_authorizations.dpop_jkt IS NULL OR device_authorizations.dpop_jkt = polls.dpop_jkt)
   RETURNING device_authorizations.*`;
 
-interface PollCall extends Readonly<Record<string, string | number>> {
+interface PollCall extends Readonly<Record<string, string | number | null>> {
   readonly deviceCodeHash: string;
   readonly clientId: string;
   readonly now: number;
+  readonly dpopJkt: string | null;
 }
 
 /**
@@ -181,6 +183,7 @@ const INSERT_DEVICES_COLUMNS: readonly (readonly [field: keyof DeviceAuthorizati
   ['authTime', 'auth_time', 'bigint'],
   ['grantId', 'grant_id', 'text'],
   ['decidedAt', 'decided_at', 'bigint'],
+  ['dpopJkt', 'dpop_jkt', 'text'],
 ];
 
 /** The device authorizations of one batch in one statement, with the single insert's conflict rule. */
@@ -262,7 +265,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     key: (poll) => poll.deviceCodeHash,
     one: (poll) => runPool.one('pollDevice', poll),
     async many(batch) {
-      const values = [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now)];
+      const values = [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now), batch.map((poll) => poll.dpopJkt)];
       const { rows } = await send(pool, { name: 'tessera_pollDevices', text: POLL_DEVICES, values });
       return new Map(rows.map((row) => [row['device_code_hash'] as string, row]));
     },
@@ -298,8 +301,8 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     devices: {
       ...stores.devices,
       create: (record) => deviceInserts.run(record),
-      async poll(deviceCodeHash, clientId, now) {
-        const row = await polls.run({ deviceCodeHash, clientId, now });
+      async poll(deviceCodeHash, clientId, now, dpopJkt = null) {
+        const row = await polls.run({ deviceCodeHash, clientId, now, dpopJkt });
         return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };
       },
     },

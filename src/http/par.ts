@@ -1,0 +1,27 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { pushAuthorizationRequest } from '../flows/par/push.ts';
+import type { AppDeps } from './deps.ts';
+import { authenticateClient } from './client-auth.ts';
+import { requestProof } from './dpop.ts';
+import { formParams } from './form.ts';
+
+export const PAR_PATH = '/oauth/par';
+
+/**
+ * The pushed authorization request endpoint (RFC 9126 §2). §2: "the client authenticates
+ * ... as it would at the token endpoint", with every method the token endpoint takes, and
+ * `client_id` for a public client.
+ */
+export const parRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.post(PAR_PATH, async (request, reply) => {
+    // §2.2 refers to RFC 6749 §5.1: the request_uri is a credential of sorts; never cached.
+    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
+    const params = formParams(request);
+    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    // RFC 9449 §10.1: a DPoP proof sent with the pushed request binds the code to its key.
+    const proof = await requestProof(deps, request, reply, PAR_PATH);
+    const response = await pushAuthorizationRequest(deps, client, params, proof);
+    // §2.2: "the authorization server ... returns ... HTTP 201 status code".
+    return reply.status(201).type('application/json; charset=utf-8').send(response);
+  });
+};

@@ -4,8 +4,8 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
-import { approveAt, ath, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure } from './helpers/dpop.ts';
-import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { approveAt, ath, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure, type KeyPair } from './helpers/dpop.ts';
+import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -91,7 +91,7 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
     await assertRefused(unsigned, /well-formed/);
     const unsignedWithSignature = `${unsigned}c2ln`;
     await assertRefused(unsignedWithSignature, /alg/);
-    const ed448 = (await generateKeyPair('Ed448' as 'EdDSA', { extractable: true }).catch(() => null)) as CryptoKeyPair | null;
+    const ed448 = (await generateKeyPair('Ed448' as 'EdDSA', { extractable: true }).catch(() => null)) as KeyPair | null;
     if (ed448) await assertRefused(await handProof(ed448, { htu: tokenUrl, alg: 'Ed448' }), /alg/);
   });
 
@@ -113,7 +113,7 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
 
   describe('at userinfo: 401 with WWW-Authenticate: DPoP', () => {
     let token: string;
-    let keys: CryptoKeyPair;
+    let keys: KeyPair;
     let bearerToken: string;
 
     before(async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { approveAt, clientAuth, codeRequest, discover, dpopKey, handProof, insecure, type DpopKey } from './helpers/dpop.ts';
@@ -19,7 +19,7 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
 
   before(async () => {
     server = await startTestServer();
-    const grantTypes = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
+    const grantTypes: GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
     const scopes = ['openid', 'profile', 'offline_access'];
     confidential = await server.addClient({ name: 'Photo Printer', grantTypes, scopes });
     spa = await server.addClient({ name: 'Notes', public: true, grantTypes, scopes });

@@ -11,6 +11,9 @@ import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from '.
 
 export const insecure = { [oauth.allowInsecureRequests]: true } as const;
 
+/** A key pair as oauth4webapi and jose make them. */
+export type KeyPair = Awaited<ReturnType<typeof oauth.generateKeyPair>>;
+
 export async function discover(server: TestServer): Promise<oauth.AuthorizationServer> {
   const issuer = new URL(server.url);
   return oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
@@ -22,14 +25,14 @@ export function clientAuth(client: TestClient): oauth.ClientAuth {
 
 /** A DPoP key pair and oauth4webapi's handle for it. */
 export interface DpopKey {
-  readonly keys: CryptoKeyPair;
+  readonly keys: KeyPair;
   readonly handle: oauth.DPoPHandle;
   readonly jkt: string;
 }
 
-export async function dpopKey(client: TestClient, alg = 'ES256'): Promise<DpopKey> {
+export async function dpopKey(_client: TestClient, alg = 'ES256'): Promise<DpopKey> {
   const keys = await oauth.generateKeyPair(alg, { extractable: true });
-  const handle = oauth.DPoP({ client_id: client.clientId }, keys);
+  const handle = oauth.DPoP({}, keys);
   return { keys, handle, jkt: await handle.calculateThumbprint() };
 }
 
@@ -77,7 +80,7 @@ export interface ProofOptions {
 }
 
 /** A DPoP proof made by hand, to send what a correct client never would. */
-export async function handProof(keys: CryptoKeyPair, options: ProofOptions): Promise<string> {
+export async function handProof(keys: KeyPair, options: ProofOptions): Promise<string> {
   const publicJwk = await exportJWK(keys.publicKey);
   return new SignJWT({
     htm: options.htm ?? 'POST',
@@ -92,8 +95,8 @@ export async function handProof(keys: CryptoKeyPair, options: ProofOptions): Pro
 }
 
 /** An ES256 key pair whose private half jose can export. */
-export async function handKeys(): Promise<{ keys: CryptoKeyPair; jkt: string; privateJwk: JWK }> {
-  const keys = (await generateKeyPair('ES256', { extractable: true })) as CryptoKeyPair;
+export async function handKeys(): Promise<{ keys: KeyPair; jkt: string; privateJwk: JWK }> {
+  const keys = (await generateKeyPair('ES256', { extractable: true })) as KeyPair;
   return { keys, jkt: await calculateJwkThumbprint(await exportJWK(keys.publicKey)), privateJwk: await exportJWK(keys.privateKey) };
 }
 

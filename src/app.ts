@@ -22,6 +22,7 @@ import { PAR_PATH, parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
+import { signInRoutes } from './http/sign-in.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
 import type { KeyManager } from './tokens/keys.ts';
@@ -107,6 +108,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
+  await app.register(signInRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
   await app.register(parRoutes, { deps });

@@ -3,7 +3,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
-import { signedInUser } from './authorize.ts';
+import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 

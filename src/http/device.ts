@@ -17,7 +17,7 @@ import type { AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
-import { renderSignIn, signedInUser } from './authorize.ts';
+import { renderSignIn, signedInUser } from './sign-in.ts';
 import { authenticateClient } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
 import { formParams, rawForm } from './form.ts';

@@ -5,7 +5,17 @@
  * key the proof carries in its header (§4.2 `jwk`).
  */
 import { createHash } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, errors, jwtVerify, type JWK } from 'jose';
+import {
+  calculateJwkThumbprint,
+  decodeProtectedHeader,
+  EmbeddedJWK,
+  errors,
+  jwtVerify,
+  type CryptoKey,
+  type FlattenedJWSInput,
+  type JWK,
+  type JWTHeaderParameters,
+} from 'jose';
 import type { Clock } from '../../core/clock.ts';
 import type { DpopSettings } from '../../config/index.ts';
 import { hashSecret } from '../../core/crypto.ts';
@@ -50,6 +60,33 @@ const MAX_PROOF_LENGTH = 8192;
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** The members of a JWK that only a private (or symmetric) key has (RFC 7518 §6). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+/**
+ * A client signs every proof with the same key: its import and thumbprint are made once and
+ * kept for the next proofs (they were a third of a proof check's CPU). Bounded, the least
+ * recently used key going first, so that a flood of new keys costs memory only up to this.
+ */
+const KEY_CACHE_SIZE = 1024;
+const keyCache = new Map<string, Promise<{ readonly key: CryptoKey | Uint8Array; readonly jkt: string }>>();
+
+/**
+ * The proof's own key, through jose's `EmbeddedJWK` (which refuses a private or symmetric
+ * `jwk`, one whose `alg` or `use` contradicts the header, and one that is not a key), and its
+ * RFC 7638 thumbprint.
+ */
+async function embeddedKey(header: JWTHeaderParameters, token: FlattenedJWSInput): Promise<{ readonly key: CryptoKey | Uint8Array; readonly jkt: string }> {
+  const cacheKey = `${header.alg}.${JSON.stringify(header.jwk)}`;
+  let entry = keyCache.get(cacheKey);
+  if (entry) {
+    keyCache.delete(cacheKey);
+  } else {
+    entry = (async () => ({ key: await EmbeddedJWK(header, token), jkt: await calculateJwkThumbprint(header.jwk as JWK, 'sha256') }))();
+    entry.catch(() => keyCache.delete(cacheKey));
+    if (keyCache.size >= KEY_CACHE_SIZE) keyCache.delete(keyCache.keys().next().value!);
+  }
+  keyCache.set(cacheKey, entry);
+  return entry;
+}
 
 const invalid = (description: string, cause?: unknown) =>
   new OAuthError('invalid_dpop_proof', description, cause === undefined ? {} : { cause });
@@ -98,10 +135,16 @@ export async function checkDpopProof(deps: DpopDeps, header: string | readonly s
 
   const now = deps.clock.now();
   let payload: Record<string, unknown>;
+  let jkt = '';
   try {
     // Points 3-6: the JWT has the required claims, `typ` is dpop+jwt, `alg` is asymmetric
     // and supported, and the signature verifies with the public key in `jwk`.
-    ({ payload } = await jwtVerify(header, EmbeddedJWK, {
+    const proofKey = async (protectedHeader: JWTHeaderParameters, token: FlattenedJWSInput) => {
+      const embedded = await embeddedKey(protectedHeader, token);
+      jkt = embedded.jkt;
+      return embedded.key;
+    };
+    ({ payload } = await jwtVerify(header, proofKey, {
       typ: 'dpop+jwt',
       algorithms: [...DPOP_SIGNING_ALGORITHMS],
       requiredClaims: ['jti', 'htm', 'htu', 'iat'],
@@ -139,7 +182,6 @@ export async function checkDpopProof(deps: DpopDeps, header: string | readonly s
     throw invalid('the DPoP proof ath does not match the access token');
   }
 
-  const jkt = await calculateJwkThumbprint(jwk as JWK, 'sha256');
   // §11.1: "the server MUST only accept DPoP proofs once ... within the time window". A jti
   // is unique for its key (§4.2), so the two together name the proof. Kept until no clock
   // would accept the proof any more.

@@ -843,6 +843,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const results = await Promise.all(Array.from({ length: 10 }, () => store.dpopProofs.use('proof-2', T0 + MINUTE, T0)));
         assert.equal(results.filter(Boolean).length, 1);
       });
+
+      it('answers each of many proofs used at once by itself: new ones taken, a live one refused, an expired one taken over', async () => {
+        await store.dpopProofs.use('proof-live', T0 + MINUTE, T0);
+        await store.dpopProofs.use('proof-expired', T0 + SECOND, T0);
+        const results = await Promise.all([
+          store.dpopProofs.use('proof-new-1', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+          store.dpopProofs.use('proof-live', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+          store.dpopProofs.use('proof-expired', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+          store.dpopProofs.use('proof-new-2', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+        ]);
+        assert.deepEqual(results, [true, false, true, true]);
+        assert.equal(await store.dpopProofs.use('proof-expired', T0 + 2 * MINUTE, T0 + 3 * SECOND), false, 'taken over until its new expiry');
+      });
     });
 
     describe('pushed authorization requests (RFC 9126)', () => {

@@ -196,6 +196,25 @@ const INSERT_DEVICES = `
   RETURNING user_code`;
 
 /**
+ * The DPoP proofs (RFC 9449 §11.1) of one batch in one statement: each key recorded, or an
+ * expired record of it taken over, as `useDpopProof` does alone. The batch's earliest time
+ * ($3) decides what has expired: the calls of a turn arrive within milliseconds, and a
+ * record at most that much past its expiry is then refused once more, never wrongly taken.
+ */
+const USE_DPOP_PROOFS = `
+  INSERT INTO dpop_proofs (key, expires_at)
+  SELECT key, expires_at FROM unnest($1::text[], $2::bigint[]) AS p (key, expires_at)
+  ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+  WHERE dpop_proofs.expires_at <= $3::bigint
+  RETURNING key`;
+
+interface ProofUse {
+  readonly key: string;
+  readonly expiresAt: number;
+  readonly now: number;
+}
+
+/**
  * A batch failure that one of its calls may have caused, or that a call alone would escape:
  * a row refused by a constraint (SQLSTATE class 23, or its translation), a deadlock victim
  * (40P01) or a serialization failure (40001). Anything else, an outage or a statement
@@ -286,8 +305,23 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     retryAlone: failedByOneCall,
   });
 
+  // Every token request with a DPoP proof records it: batched like the device polls it
+  // comes with, so that a proof costs no round trip of its own.
+  const proofUses = new TurnBatch<ProofUse, boolean>({
+    key: (use) => use.key,
+    one: (use) => stores.dpopProofs.use(use.key, use.expiresAt, use.now),
+    async many(batch) {
+      const values = [batch.map((use) => use.key), batch.map((use) => use.expiresAt), Math.min(...batch.map((use) => use.now))];
+      const { rows } = await send(pool, { name: 'tessera_useDpopProofs', text: USE_DPOP_PROOFS, values });
+      return new Map(rows.map((row) => [row['key'] as string, true]));
+    },
+    absent: false,
+    retryAlone: failedByOneCall,
+  });
+
   return {
     ...stores,
+    dpopProofs: { use: (key, expiresAt, now) => proofUses.run({ key, expiresAt, now }) },
     clients: {
       ...stores.clients,
       get: (id) => clientCache.get(id, () => stores.clients.get(id)),

@@ -15,7 +15,8 @@ import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type Store } from '../store/types.ts';
+import { DuplicateError, type ResourceScope, type Store } from '../store/types.ts';
+import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
@@ -31,6 +32,13 @@ Commands:
                                           --require-dpop: token requests need a DPoP proof (RFC 9449);
                                           --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
+  resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
+               [--access-token-ttl SECONDS] [--introspection-secret] [--json]
+                                          Register an API (RFC 8707); its scope names are unique across
+                                          the server; --introspection-secret prints, once, the secret its
+                                          resource server introspects tokens with
+  resource list [--json]                  List registered APIs and their scopes
+  resource remove URI                     Remove an API: tokens and grants for it stop working at once
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
@@ -127,8 +135,6 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
   }
   const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
-  const unknown = scopes.filter((scope) => !SUPPORTED_SCOPES.includes(scope));
-  if (unknown.length > 0) throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${SUPPORTED_SCOPES.join(' ')})`);
   const grantTypes = [...new Set((values.grant ?? ['authorization_code', 'device_code']).map((grant) => {
     const type = GRANT_NAMES[grant];
     if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
@@ -156,8 +162,14 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   const clientId = randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
   const clientSecret = values.public ? null : randomToken(32);
-  await withStore(config, (store) =>
-    store.clients.create({
+  await withStore(config, async (store) => {
+    // A scope is an OpenID one or one a registered API defines.
+    const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+    const unknown = scopes.filter((scope) => !known.includes(scope));
+    if (unknown.length > 0) {
+      throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`);
+    }
+    await store.clients.create({
       id: clientId,
       name,
       secretHash: clientSecret === null ? null : hashSecret(clientSecret),
@@ -168,8 +180,8 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       requireDpop,
       requirePar,
       createdAt: Date.now(),
-    }),
-  );
+    });
+  });
   if (values.json) {
     io.stdout(`${JSON.stringify({
       client_id: clientId,
@@ -210,6 +222,116 @@ async function clientRemove(config: Config, args: string[], io: Io): Promise<voi
   const removed = await withStore(config, (store) => store.clients.remove(id));
   if (!removed) throw new Error(`no client with id ${id}`);
   io.stdout(`Removed client ${id}.\n`);
+}
+
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ). */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
+/** Bounds on what the operator registers for an API. */
+const MAX_RESOURCE_NAME = 100;
+const MAX_SCOPE_DESCRIPTION = 200;
+const MAX_RESOURCE_IDENTIFIER = 1024;
+/** An API's own access token lifetime: from one minute to one day. */
+const ACCESS_TOKEN_TTL_RANGE = { min: 60, max: 86_400 } as const;
+
+/** `--scope NAME=DESCRIPTION`, checked. */
+function resourceScope(value: string): ResourceScope {
+  const equals = value.indexOf('=');
+  const name = equals < 0 ? value : value.slice(0, equals);
+  const description = equals < 0 ? '' : value.slice(equals + 1).trim();
+  if (!SCOPE_TOKEN.test(name)) throw new UsageError(`--scope ${value}: the name must be 1-128 printable characters without spaces, quotes or backslashes (RFC 6749 §3.3)`);
+  if (SUPPORTED_SCOPES.includes(name)) throw new UsageError(`--scope ${name}: an OpenID Connect scope cannot belong to an API`);
+  if (!description) throw new UsageError(`--scope ${value}: give what it lets an application do, as NAME=DESCRIPTION ("photos:read=See your photos")`);
+  if (description.length > MAX_SCOPE_DESCRIPTION) throw new UsageError(`--scope ${name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`);
+  return { name, description };
+}
+
+async function resourceAdd(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    identifier: { type: 'string' },
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    'access-token-ttl': { type: 'string' },
+    'introspection-secret': { type: 'boolean' },
+    json: { type: 'boolean' },
+  });
+  const identifier = values.identifier ?? '';
+  if (!identifier) throw new UsageError('--identifier is required: the API\'s URI, such as https://api.example.com');
+  const problem = identifier.length > MAX_RESOURCE_IDENTIFIER ? 'is too long' : resourceIndicatorProblem(identifier);
+  if (problem) throw new UsageError(`--identifier ${identifier}: ${problem} (RFC 8707 §2)`);
+  const name = values.name?.trim();
+  if (!name) throw new UsageError('--name is required: what people see on the consent page');
+  if (name.length > MAX_RESOURCE_NAME) throw new UsageError(`--name must be at most ${MAX_RESOURCE_NAME} characters`);
+  const scopes = (values.scope ?? []).map(resourceScope);
+  if (scopes.length === 0) throw new UsageError('--scope NAME=DESCRIPTION is required, at least once');
+  const repeated = scopes.find((scope, index) => scopes.findIndex((other) => other.name === scope.name) !== index);
+  if (repeated) throw new UsageError(`--scope ${repeated.name} is given twice`);
+  const rawTtl = values['access-token-ttl'];
+  let accessTokenTtl: number | null = null;
+  if (rawTtl !== undefined) {
+    accessTokenTtl = /^\d{1,6}$/.test(rawTtl) ? Number(rawTtl) : NaN;
+    if (!(accessTokenTtl >= ACCESS_TOKEN_TTL_RANGE.min && accessTokenTtl <= ACCESS_TOKEN_TTL_RANGE.max)) {
+      throw new UsageError(`--access-token-ttl ${rawTtl}: a number of seconds from ${ACCESS_TOKEN_TTL_RANGE.min} to ${ACCESS_TOKEN_TTL_RANGE.max}`);
+    }
+  }
+  const secret = values['introspection-secret'] ? randomToken(32) : null;
+  await withStore(config, async (store) => {
+    // Named before writing, so the one line says which API holds a taken scope.
+    for (const resource of await store.resources.list()) {
+      if (resource.identifier === identifier) throw new Error(`an API with identifier ${identifier} is already registered`);
+      const taken = scopes.find((scope) => resource.scopes.some((other) => other.name === scope.name));
+      if (taken) throw new Error(`scope ${taken.name} already belongs to ${resource.name} (${resource.identifier}); scope names are unique across the server`);
+    }
+    try {
+      await store.transaction((tx) =>
+        tx.resources.create({ identifier, name, scopes, accessTokenTtl, introspectionSecretHash: secret === null ? null : hashSecret(secret), createdAt: Date.now() }),
+      );
+    } catch (error) {
+      // Another registration got there between the check and the write.
+      if (error instanceof DuplicateError) throw new Error(`${error.message.replace(/^resource /, 'an API with identifier ').replace(/ already exists$/, ' is already registered')}`);
+      throw error;
+    }
+  });
+  if (values.json) {
+    io.stdout(`${JSON.stringify({
+      identifier,
+      name,
+      scopes: scopes.map((scope) => ({ name: scope.name, description: scope.description })),
+      access_token_ttl: accessTokenTtl,
+      ...(secret === null ? {} : { introspection_secret: secret }),
+    })}\n`);
+    return;
+  }
+  io.stdout(`Registered API "${name}" (${identifier}) with scopes ${scopes.map((scope) => scope.name).join(' ')}.\n`);
+  if (secret !== null) {
+    io.stdout(`  introspection secret: ${secret}\nIts resource server calls POST /oauth/introspect with HTTP Basic: the identifier (form-urlencoded) and this secret.\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+  }
+}
+
+async function resourceList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } });
+  const resources = await withStore(config, (store) => store.resources.list());
+  if (values.json) {
+    io.stdout(`${JSON.stringify(resources.map((resource) => ({
+      identifier: resource.identifier,
+      name: resource.name,
+      scopes: resource.scopes.map((scope) => ({ name: scope.name, description: scope.description })),
+      access_token_ttl: resource.accessTokenTtl,
+      introspection: resource.introspectionSecretHash !== null,
+    })))}\n`);
+    return;
+  }
+  if (resources.length === 0) io.stdout('No APIs registered.\n');
+  for (const resource of resources) {
+    io.stdout(`${resource.identifier}  ${resource.name}\n${resource.scopes.map((scope) => `  scope: ${scope.name}  ${scope.description}\n`).join('')}  access tokens live: ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}\n  introspection: ${resource.introspectionSecretHash === null ? 'no' : 'yes'}\n`);
+  }
+}
+
+async function resourceRemove(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const identifier = positionals[0]!;
+  const removed = await withStore(config, (store) => store.resources.remove(identifier));
+  if (!removed) throw new Error(`no API with identifier ${identifier}`);
+  io.stdout(`Removed API ${identifier}: its tokens stop working now, and refresh tokens can no longer get new ones for it.\n`);
 }
 
 /** Why a browser origin cannot be registered for CORS, or null. */
@@ -285,15 +407,18 @@ async function grantList(config: Config, args: string[], io: Io): Promise<void> 
     if (!user) throw new Error(`no user named ${username}`);
     const grants = await store.grants.listForUser(user.id);
     const names = new Map(await Promise.all([...new Set(grants.map((grant) => grant.clientId))].map(async (id) => [id, (await store.clients.get(id))?.name ?? id] as const)));
-    return grants.map((grant) => ({ grant, clientName: names.get(grant.clientId) ?? grant.clientId }));
+    const catalog = new ResourceCatalog(await store.resources.list());
+    // The APIs each grant covers, by their names: what the person approved access to.
+    return grants.map((grant) => ({ grant, clientName: names.get(grant.clientId) ?? grant.clientId, apis: describeAccess(catalog, grant.scope, grant.createdAt).apis }));
   });
   const now = Date.now();
   if (values.json) {
-    io.stdout(`${JSON.stringify(listed.map(({ grant, clientName }) => ({
+    io.stdout(`${JSON.stringify(listed.map(({ grant, clientName, apis }) => ({
       grant_id: grant.id,
       client_id: grant.clientId,
       client_name: clientName,
       scope: grant.scope.join(' '),
+      apis: apis.map((api) => ({ identifier: api.identifier, name: api.name, scopes: api.scopes.map((scope) => scope.name) })),
       grant_type: grant.kind,
       approved_at: new Date(grant.createdAt).toISOString(),
       last_used_at: grant.lastUsedAt === null ? null : new Date(grant.lastUsedAt).toISOString(),
@@ -303,9 +428,10 @@ async function grantList(config: Config, args: string[], io: Io): Promise<void> 
     return;
   }
   if (listed.length === 0) io.stdout(`${username} has approved nothing that is not revoked.\n`);
-  for (const { grant, clientName } of listed) {
+  for (const { grant, clientName, apis } of listed) {
     const state = grant.activeUntil !== null && grant.activeUntil > now ? 'active' : 'no live tokens';
-    io.stdout(`${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`);
+    const apiLines = apis.map((api) => `  API: ${api.name} (${api.identifier}): ${api.scopes.map((scope) => scope.description).join('; ')}\n`).join('');
+    io.stdout(`${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n${apiLines}  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`);
   }
 }
 
@@ -354,6 +480,9 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'client add': clientAdd,
   'client list': clientList,
   'client remove': clientRemove,
+  'resource add': resourceAdd,
+  'resource list': resourceList,
+  'resource remove': resourceRemove,
   'user add': userAdd,
   'keys rotate': keysRotate,
   'grant list': grantList,

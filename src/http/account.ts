@@ -3,6 +3,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
+import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken } from './session.ts';
@@ -24,6 +25,7 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter((grant) => grant.activeUntil !== null && grant.activeUntil > now);
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
+    const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
     const notice = (request.query as Record<string, unknown>)['revoked'] === '1' ? 'Access revoked. It has been signed out.' : undefined;
     return reply.type('text/html; charset=utf-8').send(
       accountPage({
@@ -33,7 +35,7 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
         connections: grants.map((grant) => ({
           grantId: grant.id,
           clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-          scopes: grant.scope,
+          access: describeAccess(catalog, grant.scope, grant.createdAt),
           approvedAt: grant.createdAt,
           lastUsedAt: grant.lastUsedAt,
           device: grant.device,

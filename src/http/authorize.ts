@@ -15,11 +15,15 @@ import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
 
-/** The request's single-valued parameters, to carry through a form or a URL unchanged. */
-function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string> {
-  const result: Record<string, string> = {};
+/**
+ * The request's parameters, to carry through a form or a URL unchanged: the single-valued
+ * ones, and `resource`, which may be repeated (RFC 8707 §2).
+ */
+function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string | readonly string[]> {
+  const result: Record<string, string | readonly string[]> = {};
   for (const [name, value] of Object.entries(params)) {
-    if (typeof value === 'string' && !omit.includes(name)) result[name] = value;
+    if (omit.includes(name)) continue;
+    if (typeof value === 'string' || (name === 'resource' && Array.isArray(value))) result[name] = value;
   }
   return result;
 }
@@ -29,8 +33,10 @@ function redirectTarget(redirectUri: string): string {
   return url.host || url.protocol;
 }
 
-function authorizeUrl(params: Record<string, string>): string {
-  return `/oauth/authorize?${new URLSearchParams(params).toString()}`;
+function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
+  return `/oauth/authorize?${query.toString()}`;
 }
 
 /**
@@ -99,7 +105,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         action: '/oauth/authorize',
         fields,
         clientName: authorization.client.name,
-        scopes: authorization.scope,
+        access: authorization.access,
         signedInAs: user.name ?? user.username,
         returnTo: authorizeUrl(fields),
         // The address the user will be sent to, so a look-alike application name is not all

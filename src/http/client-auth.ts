@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { digestsEqual, hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
-import type { ClientRecord, Store } from '../store/types.ts';
+import type { ClientRecord, ResourceRecord, Store } from '../store/types.ts';
+import { resourceIndicatorProblem } from '../flows/resources.ts';
 import type { Params } from '../flows/types.ts';
 import { bindClient } from './cors.ts';
 
@@ -67,4 +68,23 @@ async function identifyClient(store: Store, request: FastifyRequest, params: Par
     throw new OAuthError('invalid_client', 'client authentication failed');
   }
   return client;
+}
+
+/**
+ * A resource server calling the introspection endpoint (RFC 7662 §2.1: "the protected
+ * resource ... authenticate[s] with the authorization server") with HTTP Basic as its API's
+ * identifier and the introspection secret `tessera resource add --introspection-secret`
+ * printed. Null when the Basic user is no registered API, so the caller is tried as a
+ * client; invalid_client when it is one and the secret is wrong or was never issued.
+ */
+export async function authenticateResourceServer(store: Store, request: FastifyRequest): Promise<ResourceRecord | null> {
+  const credentials = parseBasic(request.headers.authorization);
+  if (!credentials || credentials.id.length > 1024 || resourceIndicatorProblem(credentials.id) !== null) return null;
+  const resource = await store.resources.get(credentials.id);
+  if (!resource) return null;
+  const presented = hashSecret(credentials.secret);
+  if (resource.introspectionSecretHash === null || !digestsEqual(presented, resource.introspectionSecretHash)) {
+    throw new OAuthError('invalid_client', 'resource server authentication failed');
+  }
+  return resource;
 }

@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
+import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import {
   decideDeviceRequest,
@@ -20,7 +21,7 @@ import { consentPage } from '../ui/pages.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
 import { authenticateClient } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
-import { formParams, rawForm } from './form.ts';
+import { formParams, formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
@@ -68,11 +69,13 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     // nothing without the device's key (the cross-device security BCP's sender constraint).
     const proof = await requestProof(deps, request, reply, DEVICE_AUTHORIZATION_PATH);
     if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every request');
-    const response = await startDeviceAuthorization(deps, client, params, {
-      ip: request.ip,
-      userAgent: request.headers['user-agent'] ?? null,
-      dpopJkt: proof?.jkt ?? null,
-    });
+    const response = await startDeviceAuthorization(
+      deps,
+      client,
+      params,
+      { ip: request.ip, userAgent: request.headers['user-agent'] ?? null, dpopJkt: proof?.jkt ?? null },
+      formResources(request),
+    );
     return reply.type('application/json; charset=utf-8').send(response);
   });
 
@@ -98,8 +101,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     return `${APPROVE_PATH}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
   }
 
-  function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
+  async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
     const userCode = formatUserCode(record.userCode);
+    const access = await describeScope(deps.store, record.scope);
     return page(
       reply,
       200,
@@ -108,7 +112,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         action: APPROVE_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
-        scopes: record.scope,
+        access,
         signedInAs: user.name ?? user.username,
         details: deviceDetails({
           userCode,

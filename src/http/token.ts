@@ -3,14 +3,14 @@ import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
-import { formParams } from './form.ts';
+import { formParams, formResources } from './form.ts';
+
+export const TOKEN_PATH = '/oauth/token';
 
 /**
  * The token endpoint (RFC 6749 §3.2): authenticate the client, then hand the request to the
  * grant its `grant_type` names. Each grant is one module registered in `AppDeps.grants`.
  */
-export const TOKEN_PATH = '/oauth/token';
-
 export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const grants = new Map(deps.grants.map((grant) => [grant.type as string, grant]));
 
@@ -18,6 +18,9 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     // RFC 6749 §5.1: responses with tokens (and, for simplicity, all of them) are not cached.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const params = formParams(request);
+    // RFC 8707 §2.2: a token request may name several resources, but an access token here has
+    // one audience (RFC 9068 §3), so the server refuses more than one.
+    if (formResources(request).length > 1) throw new OAuthError('invalid_target', 'one resource per token request: an access token is for one API');
     const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
     const grantType = params['grant_type'];
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required');

@@ -226,6 +226,33 @@ const clientChangeNotices: Migration = {
 };
 
 /**
+ * Version 9, API resources (RFC 8707): each with its scopes, whose names are unique across
+ * the server (the primary key of `resource_scopes`), so that a granted scope names its API.
+ * Grants keep only their scope: removing a resource ends its grants' access to it, since
+ * their scopes no longer name it.
+ */
+const apiResources: Migration = {
+  version: 9,
+  name: 'api resources',
+  statements: [
+    (t) => `CREATE TABLE resources (
+      identifier                ${t.text} PRIMARY KEY,
+      name                      ${t.text} NOT NULL,
+      access_token_ttl          ${t.integer},
+      introspection_secret_hash ${t.text},
+      created_at                ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE resource_scopes (
+      name        ${t.text} PRIMARY KEY,
+      resource    ${t.text} NOT NULL REFERENCES resources (identifier) ON DELETE CASCADE,
+      description ${t.text} NOT NULL,
+      position    ${t.integer} NOT NULL
+    )`,
+    'CREATE INDEX resource_scopes_resource ON resource_scopes (resource)',
+  ],
+};
+
+/**
  * Version 10, sender-constrained tokens and pushed requests. DPoP (RFC 9449): the key
  * thumbprint a code (§10), a device code or a public client's refresh token (§5) is bound
  * to, the proof ids seen within the proof window (§11.1), and the clients that must use it.
@@ -277,4 +304,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, senderConstraint];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, apiResources, senderConstraint];

@@ -17,6 +17,8 @@ import {
   type GrantRecord,
   type PushedRequestRecord,
   type RefreshTokenRecord,
+  type ResourceRecord,
+  type ResourceScope,
   type SessionRecord,
   type SigningKeyRecord,
   type UserRecord,
@@ -237,5 +239,21 @@ export function signingKeyFromRow(row: Row, read: ColumnReader): SigningKeyRecor
     activatesAt: integer(row, 'activates_at'),
     retiresAt: integerOrNull(row, 'retires_at'),
     expiresAt: integerOrNull(row, 'expires_at'),
+  };
+}
+
+export function resourceScopeFromRow(row: Row): ResourceScope & { readonly resource: string } {
+  return { name: text(row, 'name'), description: text(row, 'description'), resource: text(row, 'resource') };
+}
+
+/** A resource row with its scopes, read separately (`resource_scopes`). */
+export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): ResourceRecord {
+  return {
+    identifier: text(row, 'identifier'),
+    name: text(row, 'name'),
+    scopes,
+    accessTokenTtl: integerOrNull(row, 'access_token_ttl'),
+    introspectionSecretHash: textOrNull(row, 'introspection_secret_hash'),
+    createdAt: integer(row, 'created_at'),
   };
 }

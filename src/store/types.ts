@@ -45,6 +45,41 @@ export interface ClientStore {
   remove(id: string): Promise<boolean>;
 }
 
+/** One scope of an API resource: its name is unique across the server. */
+export interface ResourceScope {
+  readonly name: string;
+  /** What a person reads on the consent page ("See your photos"). */
+  readonly description: string;
+}
+
+/** An API registered by the operator (RFC 8707 §2: a resource indicator and its scopes). */
+export interface ResourceRecord {
+  /** An absolute URI without a fragment: the access token's `aud` (RFC 9068 §3). */
+  readonly identifier: string;
+  /** Shown to the user on consent and account pages. */
+  readonly name: string;
+  /** In the order they were registered. */
+  readonly scopes: readonly ResourceScope[];
+  /** Seconds an access token for this API lives; null for the server's default. */
+  readonly accessTokenTtl: number | null;
+  /** `hashSecret` of the resource server's introspection secret (RFC 7662 §2.1); null when it has none. */
+  readonly introspectionSecretHash: string | null;
+  readonly createdAt: number;
+}
+
+export interface ResourceStore {
+  /**
+   * Registers the resource with its scopes. Throws `DuplicateError` when the identifier or a
+   * scope name is taken; several writes, so call it inside `Store.transaction`.
+   */
+  create(resource: ResourceRecord): Promise<void>;
+  get(identifier: string): Promise<ResourceRecord | null>;
+  /** Every resource with its scopes, oldest first. */
+  list(): Promise<ResourceRecord[]>;
+  /** Removes the resource and its scopes; false when there was none. */
+  remove(identifier: string): Promise<boolean>;
+}
+
 /** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
 export interface UserRecord {
   readonly id: string;
@@ -368,6 +403,7 @@ export interface Stores {
   readonly keys: KeyStore;
   readonly dpopProofs: DpopProofStore;
   readonly pushedRequests: PushedRequestStore;
+  readonly resources: ResourceStore;
 }
 
 export interface Store extends Stores {

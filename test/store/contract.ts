@@ -20,6 +20,7 @@ import {
   type GrantRecord,
   type PushedRequestRecord,
   type RefreshTokenRecord,
+  type ResourceRecord,
   type SessionRecord,
   type SigningKeyRecord,
   type Store,
@@ -1207,6 +1208,69 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.ok(await store.pushedRequests.find('kept-request'));
         assert.equal(await store.dpopProofs.use('purged-proof', cutoff + HOUR, start), true, 'its record is gone');
         assert.equal(await store.dpopProofs.use('kept-proof', cutoff + HOUR, start), false);
+      });
+    });
+
+    describe('resources (RFC 8707)', () => {
+      const resource = (overrides: Partial<ResourceRecord> = {}): ResourceRecord => {
+        const id = unique('api');
+        return {
+          identifier: `https://${id}.example/`,
+          name: `API ${id}`,
+          scopes: [
+            { name: `${id}:read`, description: 'See your things' },
+            { name: `${id}:write`, description: 'Change your things' },
+          ],
+          accessTokenTtl: 600,
+          introspectionSecretHash: `hash-${id}`,
+          createdAt: T0,
+          ...overrides,
+        };
+      };
+      const register = (record: ResourceRecord) => store.transaction((tx) => tx.resources.create(record));
+
+      it('stores a resource with its scopes in order, and reads it back by identifier and in the list', async () => {
+        const api = resource();
+        const other = resource({ accessTokenTtl: null, introspectionSecretHash: null, scopes: [], createdAt: T0 + 1 });
+        await register(api);
+        await register(other);
+        assert.deepEqual(await store.resources.get(api.identifier), api);
+        assert.deepEqual(await store.resources.get(other.identifier), other);
+        const listed = await store.resources.list();
+        assert.deepEqual(listed.filter((item) => item.identifier === api.identifier || item.identifier === other.identifier), [api, other]);
+        assert.equal(await store.resources.get('https://unknown.example/'), null);
+      });
+
+      it('refuses a taken identifier with DuplicateError, keeping the first', async () => {
+        const api = resource();
+        await register(api);
+        await assert.rejects(register({ ...resource(), identifier: api.identifier }), DuplicateError);
+        assert.deepEqual(await store.resources.get(api.identifier), api);
+      });
+
+      it('refuses a scope name another resource holds with DuplicateError, storing nothing of the second', async () => {
+        const api = resource();
+        await register(api);
+        const second = resource();
+        const clash = { ...second, scopes: [second.scopes[0]!, { name: api.scopes[1]!.name, description: 'Mine too' }] };
+        await assert.rejects(register(clash), DuplicateError);
+        assert.equal(await store.resources.get(clash.identifier), null);
+        assert.deepEqual(await store.resources.get(api.identifier), api);
+        // Nothing of the refused resource remains: its first scope name is still free.
+        await register(second);
+        assert.deepEqual(await store.resources.get(second.identifier), second);
+      });
+
+      it('removes a resource with its scopes once, freeing its scope names', async () => {
+        const api = resource();
+        await register(api);
+        assert.equal(await store.resources.remove(api.identifier), true);
+        assert.equal(await store.resources.remove(api.identifier), false);
+        assert.equal(await store.resources.get(api.identifier), null);
+        assert.ok(!(await store.resources.list()).some((item) => item.identifier === api.identifier));
+        const again = { ...resource(), scopes: api.scopes };
+        await register(again);
+        assert.deepEqual(await store.resources.get(again.identifier), again);
       });
     });
 

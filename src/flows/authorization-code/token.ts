@@ -5,6 +5,7 @@ import { CODE_VERIFIER_PATTERN, hashSecret, s256 } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
+import { tokenTarget } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const authorizationCodeGrant: TokenGrant = {
@@ -27,6 +28,13 @@ export const authorizationCodeGrant: TokenGrant = {
 
     const now = deps.clock.now();
     const hash = hashSecret(code);
+    // RFC 8707 §2.2: which API the token is for, decided from the code's scope before the code
+    // is redeemed, so that a wrong resource leaves the code usable with the right one. The
+    // grant was created with its code: the code's createdAt is the grant's.
+    const unredeemed = await deps.store.codes.find(hash);
+    const target = unredeemed && unredeemed.clientId === client.id && unredeemed.consumedAt === null && unredeemed.expiresAt > now
+      ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt }, params['resource'])
+      : null;
     // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
     // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
     // are checked in the one statement that redeems it.
@@ -63,7 +71,7 @@ export const authorizationCodeGrant: TokenGrant = {
     return deps.tokens.issue({
       client,
       user,
-      scope: redeemed.scope,
+      ...(target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource']))),
       grantId: redeemed.grantId,
       authTime: redeemed.authTime,
       nonce: redeemed.nonce,

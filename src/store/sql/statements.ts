@@ -207,6 +207,21 @@ export function statements(d: Dialect) {
       ORDER BY created_at, kid`,
     scheduleKey: 'UPDATE signing_keys SET retires_at = :retiresAt, expires_at = :expiresAt WHERE kid = :kid',
 
+    insertResource: `
+      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, created_at)
+      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :createdAt)
+      ON CONFLICT DO NOTHING`,
+    insertResourceScope: `
+      INSERT INTO resource_scopes (name, resource, description, position)
+      VALUES (:name, :resource, :description, :position)
+      ON CONFLICT DO NOTHING`,
+    getResource: 'SELECT * FROM resources WHERE identifier = :identifier',
+    getResourceScopes: 'SELECT * FROM resource_scopes WHERE resource = :identifier ORDER BY position',
+    listResources: 'SELECT * FROM resources ORDER BY created_at, identifier',
+    listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
+    // Its scopes go with it: ON DELETE CASCADE.
+    removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
+
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
     purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),

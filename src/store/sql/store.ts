@@ -156,6 +156,38 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       release: (key, now) => write('releaseRateLimit', { key, now }),
     },
 
+    resources: {
+      async create(record) {
+        const inserted = await changedAny('insertResource', {
+          identifier: record.identifier,
+          name: record.name,
+          accessTokenTtl: record.accessTokenTtl,
+          introspectionSecretHash: record.introspectionSecretHash,
+          createdAt: record.createdAt,
+        });
+        if (!inserted) throw new DuplicateError(`resource ${record.identifier}`);
+        for (const [position, scope] of record.scopes.entries()) {
+          const added = await changedAny('insertResourceScope', { name: scope.name, resource: record.identifier, description: scope.description, position });
+          if (!added) throw new DuplicateError(`scope ${scope.name}`);
+        }
+      },
+      async get(identifier) {
+        const [row, scopes] = await Promise.all([q.one('getResource', { identifier }), q.all('getResourceScopes', { identifier })]);
+        return row === undefined ? null : rows.resourceFromRow(row, scopes.map(rows.resourceScopeFromRow).map(({ name, description }) => ({ name, description })));
+      },
+      async list() {
+        const [resources, scopes] = await Promise.all([q.all('listResources', {}), q.all('listResourceScopes', {})]);
+        const byResource = new Map<string, { name: string; description: string }[]>();
+        for (const { resource, name, description } of scopes.map(rows.resourceScopeFromRow)) {
+          const list = byResource.get(resource) ?? [];
+          list.push({ name, description });
+          byResource.set(resource, list);
+        }
+        return resources.map((row) => rows.resourceFromRow(row, byResource.get(rows.text(row, 'identifier')) ?? []));
+      },
+      remove: (identifier) => changedAny('removeResource', { identifier }),
+    },
+
     keys: {
       add: (key) =>
         write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),

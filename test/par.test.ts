@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser } from './helpers/browser.ts';
@@ -166,6 +167,37 @@ describe('pushed authorization requests (RFC 9126)', () => {
     assert.equal(repeated.body['error'], 'invalid_request');
     const get = await fetch(parUrl);
     assert.equal(get.status, 404);
+  });
+
+  it('keeps several resource values of a pushed request (RFC 8707), and the token names the one asked for', async () => {
+    const env = { TESSERA_DATABASE: server.config.database };
+    for (const [identifier, scope] of [['https://photos.example', 'photos:read=See your photos'], ['https://calendar.example', 'calendar:read=See your calendar']] as const) {
+      const added = await runTessera(['resource', 'add', '--identifier', identifier, '--name', identifier.slice(8), '--scope', scope], env);
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const both = await server.addClient({ scopes: ['openid', 'photos:read', 'calendar:read'] });
+    const request = await codeRequest('openid photos:read calendar:read');
+    const params = new URLSearchParams(request.params);
+    params.append('resource', 'https://photos.example');
+    params.append('resource', 'https://calendar.example');
+    const pushed = await oauth.processPushedAuthorizationResponse(
+      as,
+      { client_id: both.clientId },
+      await oauth.pushedAuthorizationRequest(as, { client_id: both.clientId }, clientAuth(both), params, insecure),
+    );
+    const browser = new FormBrowser(server.url);
+    const page = await browser.signIn(await browser.follow(await browser.request(authorizeUrl(both.clientId, pushed.request_uri).href)), user);
+    assertApprovalPage(page, '/oauth/authorize');
+    assert.match(text(page), /photos\.example.*calendar\.example|calendar\.example.*photos\.example/);
+    const callback = oauth.validateAuthResponse(as, { client_id: both.clientId }, new URL((await browser.submit(page, '/oauth/authorize', { decision: 'approve' })).location!), request.state);
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      { client_id: both.clientId },
+      await oauth.authorizationCodeGrantRequest(as, { client_id: both.clientId }, clientAuth(both), callback, REDIRECT_URI, request.verifier, { additionalParameters: { resource: 'https://calendar.example' }, ...insecure }),
+      { expectedNonce: request.nonce, requireIdToken: true },
+    );
+    assert.equal(decodeJwt(tokens.access_token).aud, 'https://calendar.example');
+    assert.equal(tokens.scope, 'openid calendar:read');
   });
 
   it('binds the code to the key of a proof sent with the push, and refuses a dpop_jkt of another key', async () => {

@@ -3,7 +3,7 @@ import { pushAuthorizationRequest } from '../flows/par/push.ts';
 import type { AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
-import { formParams } from './form.ts';
+import { formParams, formResources } from './form.ts';
 
 export const PAR_PATH = '/oauth/par';
 
@@ -20,7 +20,7 @@ export const parRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
     const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
     // RFC 9449 §10.1: a DPoP proof sent with the pushed request binds the code to its key.
     const proof = await requestProof(deps, request, reply, PAR_PATH);
-    const response = await pushAuthorizationRequest(deps, client, params, proof);
+    const response = await pushAuthorizationRequest(deps, client, params, formResources(request), proof);
     // §2.2: "the authorization server ... returns ... HTTP 201 status code".
     return reply.status(201).type('application/json; charset=utf-8').send(response);
   });

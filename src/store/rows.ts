@@ -210,12 +210,12 @@ export function deviceFromRow(row: Row, read: ColumnReader): DeviceAuthorization
 export function pushedRequestFromRow(row: Row, read: ColumnReader): PushedRequestRecord {
   const params = read.object(row, 'params');
   for (const [name, value] of Object.entries(params)) {
-    if (typeof value !== 'string') throw new CorruptRowError(`params.${name}`, 'text', value);
+    if (typeof value !== 'string') stringList(`params.${name}`, value);
   }
   return {
     hash: text(row, 'hash'),
     clientId: text(row, 'client_id'),
-    params: params as Record<string, string>,
+    params: params as Record<string, string | string[]>,
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     claimedAt: integerOrNull(row, 'claimed_at'),

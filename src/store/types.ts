@@ -329,8 +329,8 @@ export interface DpopProofStore {
 export interface PushedRequestRecord {
   readonly hash: string;
   readonly clientId: string;
-  /** The authorization request parameters, validated when pushed. */
-  readonly params: Readonly<Record<string, string>>;
+  /** The authorization request parameters, validated when pushed; `resource` may be several (RFC 8707 §2). */
+  readonly params: Readonly<Record<string, string | readonly string[]>>;
   readonly createdAt: number;
   readonly expiresAt: number;
   /** When a browser first brought it to the authorization endpoint. */

@@ -864,7 +864,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const record: PushedRequestRecord = {
           hash: unique('request-uri-hash'),
           clientId: overrides.clientId ?? (await givenClient()).id,
-          params: { response_type: 'code', scope: 'openid', state: 'xyz' },
+          params: { response_type: 'code', scope: 'openid', state: 'xyz', resource: ['https://a.example/', 'https://b.example/'] },
           createdAt: T0,
           expiresAt: T0 + MINUTE,
           claimedAt: null,

@@ -28,6 +28,7 @@ export async function pushAuthorizationRequest(
   deps: FlowDeps,
   client: ClientRecord,
   params: Params,
+  resources: readonly string[],
   proof: DpopProof | null,
 ): Promise<PushedAuthorizationResponse> {
   // §2.1: "The client_id parameter ... the authorization server MUST ... ensure that [it]
@@ -38,7 +39,9 @@ export async function pushAuthorizationRequest(
   // §2.1: "The request_uri authorization request parameter is one exception, and it MUST
   // NOT be provided."
   if (params['request_uri'] !== undefined) throw new OAuthError('invalid_request', 'request_uri must not be sent in a pushed request');
-  const request: Record<string, string> = { ...params, client_id: client.id };
+  const request: Record<string, string | readonly string[]> = { ...params, client_id: client.id };
+  // RFC 8707 §2: resource may be sent several times, as at the authorization endpoint.
+  if (resources.length > 0) request['resource'] = resources.length === 1 ? resources[0]! : resources;
   // RFC 9449 §10.1: with a proof here, "the authorization server MUST ... check that
   // dpop_jkt (if present) matches the thumbprint of the key in the DPoP proof".
   if (proof !== null) {

@@ -24,7 +24,7 @@ export type PushedRequestResolution =
   | {
       readonly kind: 'ok';
       /** The pushed parameters, to check as an authorization request. */
-      readonly params: Readonly<Record<string, string>>;
+      readonly params: RawParams;
       /** The hash by which the decision spends it. */
       readonly hash: string;
     };
@@ -80,9 +80,10 @@ export async function spendPushedRequest(deps: FlowDeps, clientId: string, hash:
  */
 function refuse(client: ClientRecord, found: PushedRequestRecord | null, browser: string, error: OAuthError): PushedRequestResolution {
   const pushedTo = found?.clientId === client.id ? found.params['redirect_uri'] : undefined;
-  if (found && pushedTo !== undefined && redirectUriRegistered(client.redirectUris, pushedTo)) {
+  if (found && typeof pushedTo === 'string' && redirectUriRegistered(client.redirectUris, pushedTo)) {
     const ownBrowser = found.browser === null || found.browser === browser;
-    return { kind: 'redirect', redirectUri: pushedTo, state: ownBrowser ? (found.params['state'] ?? null) : null, error };
+    const state = found.params['state'];
+    return { kind: 'redirect', redirectUri: pushedTo, state: ownBrowser && typeof state === 'string' ? state : null, error };
   }
   if (client.redirectUris.length === 1) return { kind: 'redirect', redirectUri: client.redirectUris[0]!, state: null, error };
   return { kind: 'fatal', error };

@@ -47,4 +47,3 @@ export function asResourceError(error: OAuthError): OAuthError {
   return new OAuthError(error.code, error.description, { status: 401, cause: error });
 }
 
-export { type DpopProof };

@@ -294,6 +294,32 @@ describe('client add --require-dpop and --require-par', () => {
     assert.ok((await approveAt(as, strict, pushedUrl, user, request.state)).get('code'));
   });
 
+  it('TESSERA_REQUIRE_PAR refuses every client\'s unpushed request and says so in discovery', async () => {
+    const strictServer = await startTestServer({ env: { TESSERA_REQUIRE_PAR: 'true' } });
+    try {
+      const strictAs = await discover(strictServer);
+      assert.equal(strictAs.require_pushed_authorization_requests, true);
+      const any = await strictServer.addClient();
+      const request = await codeRequest('openid');
+      const url = new URL(strictAs.authorization_endpoint!);
+      for (const [name, value] of Object.entries({ ...request.params, client_id: any.clientId })) url.searchParams.set(name, value);
+      const page = await new FormBrowser(strictServer.url).request(url.href);
+      assert.equal(new URL(page.location!).searchParams.get('error'), 'invalid_request');
+      const pushed = await oauth.processPushedAuthorizationResponse(
+        strictAs,
+        { client_id: any.clientId },
+        await oauth.pushedAuthorizationRequest(strictAs, { client_id: any.clientId }, clientAuth(any), request.params, insecure),
+      );
+      const pushedUrl = new URL(strictAs.authorization_endpoint!);
+      pushedUrl.searchParams.set('client_id', any.clientId);
+      pushedUrl.searchParams.set('request_uri', pushed.request_uri);
+      const strictUser = await strictServer.addUser();
+      assert.ok((await approveAt(strictAs, any, pushedUrl, strictUser, request.state)).get('code'));
+    } finally {
+      await strictServer.close();
+    }
+  });
+
   it('refuses --require-par for a client without the authorization_code grant', async () => {
     const result = await runTessera(['client', 'add', '--name', 'TV', '--grant', 'device_code', '--require-par'], { TESSERA_DATABASE: server.config.database });
     assert.equal(result.code, 2);

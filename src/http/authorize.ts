@@ -65,7 +65,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     // What sign-in returns to and the approval form posts: a pushed request goes on by its
     // reference alone.
     const carried: RawParams = pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'] };
-    const check = await checkAuthorizationRequest(deps.store, requestParams, pushed !== null);
+    const check = await checkAuthorizationRequest(deps.store, requestParams, pushed !== null, deps.config.par.required);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') {
       const { error, redirectUri, state } = check;

@@ -48,9 +48,9 @@ function single(params: RawParams, name: string): { value: string | null; repeat
  * Validates an authorization request. The client and redirect_uri are checked first and
  * alone: until both are known good, nothing is sent to the redirect_uri. `pushed`: the
  * parameters came through a pushed authorization request (RFC 9126), being pushed or
- * resolved from its request_uri.
+ * resolved from its request_uri; `parRequired`: the server takes no other (`TESSERA_REQUIRE_PAR`).
  */
-export async function checkAuthorizationRequest(store: Store, params: RawParams, pushed = false): Promise<RequestCheck> {
+export async function checkAuthorizationRequest(store: Store, params: RawParams, pushed = false, parRequired = false): Promise<RequestCheck> {
   const clientId = single(params, 'client_id');
   const redirect = single(params, 'redirect_uri');
   if (clientId.repeated || redirect.repeated) {
@@ -86,7 +86,7 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   if (single(params, 'request_uri').value !== null) return fail(new OAuthError('invalid_request', 'request_uri cannot be sent here'));
   // RFC 9126 §6 require_pushed_authorization_requests: "the authorization server ... only
   // accepts authorization request parameters sent via PAR".
-  if (!pushed && client.requirePar) {
+  if (!pushed && (client.requirePar || parRequired)) {
     return fail(new OAuthError('invalid_request', 'this client must push its authorization requests (PAR) first'));
   }
   if (single(params, 'response_mode').value !== null && single(params, 'response_mode').value !== 'query') {

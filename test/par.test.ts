@@ -249,6 +249,8 @@ describe('client add --require-dpop and --require-par', () => {
   it('--require-dpop refuses token and device authorization requests without a proof, and takes them with one', async () => {
     const strict = await register('--require-dpop');
     assert.equal(strict.json['dpop_bound_access_tokens'], true);
+    const listed = JSON.parse((await runTessera(['client', 'list', '--json'], { TESSERA_DATABASE: server.config.database })).stdout) as Record<string, unknown>[];
+    assert.equal(listed.find((entry) => entry['client_id'] === strict.clientId)?.['dpop_bound_access_tokens'], true);
     const auth = { authorization: basic(strict.clientId, strict.clientSecret) };
     const device = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, auth);
     assert.equal(device.status, 400);

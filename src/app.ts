@@ -7,6 +7,7 @@ import { DpopNonces } from './flows/dpop/nonce.ts';
 import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
+import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
 import type { TokenGrant } from './flows/types.ts';
 import { accountRoutes } from './http/account.ts';
 import { authorizeRoutes } from './http/authorize.ts';
@@ -25,6 +26,7 @@ import { tokenRoutes } from './http/token.ts';
 import { signInRoutes } from './http/sign-in.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
+import { ClientKeySets } from './tokens/client-jwks.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
 
@@ -50,9 +52,11 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
     userinfo_endpoint: `${issuer}/oauth/userinfo`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    revocation_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     introspection_endpoint: `${issuer}/oauth/introspect`,
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
+    introspection_endpoint_auth_methods_supported: INTROSPECTION_AUTH_METHODS,
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
   };
 }
 
@@ -72,6 +76,7 @@ export function appDeps(input: AppInput): AppDeps {
     store: input.store,
     clock: input.clock,
     keys: input.keys,
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
     tokens,
     grants: GRANTS,
     extraMetadata: {

@@ -66,6 +66,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         requireDpop: false,
         requirePar: false,
         createdAt: T0,
+        authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
       };
       const user: UserRecord = {
         id: `user-${users}`,

@@ -271,6 +271,14 @@ describe('client add --require-dpop and --require-par', () => {
       { expectedNonce: request.nonce, requireIdToken: true },
     );
     assert.equal(tokens.token_type, 'dpop');
+
+    const env = { TESSERA_DATABASE: server.config.database };
+    assert.equal((await runTessera(['client', 'update', strict.clientId, '--require-dpop', 'maybe'], env)).code, 2);
+    const relaxed = await runTessera(['client', 'update', strict.clientId, '--require-dpop', 'false', '--json'], env);
+    assert.equal(relaxed.code, 0, relaxed.stderr);
+    assert.equal((JSON.parse(relaxed.stdout) as Record<string, unknown>)['dpop_bound_access_tokens'], false);
+    const withoutProof = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, auth);
+    assert.equal(withoutProof.status, 200, 'no proof needed once the requirement is off');
   });
 
   it('--require-par refuses an authorization request sent in the URL, at the redirect URI, and takes a pushed one', async () => {

@@ -4,18 +4,28 @@
  * `npm run --silent tessera -- <command>`.
  */
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword } from '../core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
+import {
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  SECRET_AUTH_METHODS,
+  type ClientAuthMethod,
+  type GrantType,
+  type PkcePolicy,
+} from '../core/protocol.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type ResourceScope, type Store } from '../store/types.ts';
+import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store } from '../store/types.ts';
+import { parseJwks } from '../tokens/client-jwks.ts';
 import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
@@ -26,12 +36,26 @@ Commands:
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--require-dpop] [--require-par] [--json]
+             [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
+             [--pkce required|optional] [--require-dpop] [--require-par] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--public: no secret, for browser, native and CLI apps;
+                                          METHOD: client_secret_basic (default), client_secret_post,
+                                          private_key_jwt with --jwks-uri or --jwks-file;
+                                          --pkce optional: a confidential OpenID client may use nonce instead;
                                           --require-dpop: token requests need a DPoP proof (RFC 9449);
                                           --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
+  client show CLIENT_ID [--json]          Show a client's registration
+  client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
+             [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
+             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional]
+             [--require-dpop true|false] [--require-par true|false] [--json]
+                                          Change a client; in effect at once on every instance
+  client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
+                                          Print a new secret once; the old one is accepted for the
+                                          grace period (default 86400, one day)
+  client remove CLIENT_ID                 Remove a client and everything issued to it
   resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
                [--access-token-ttl SECONDS] [--introspection-secret] [--json]
                                           Register an API (RFC 8707); its scope names are unique across
@@ -39,7 +63,6 @@ Commands:
                                           resource server introspects tokens with
   resource list [--json]                  List registered APIs and their scopes
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
-  client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
   keys rotate                             Publish new signing keys; they sign after the lead time
@@ -115,6 +138,150 @@ async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): 
   }
 }
 
+/** What registering or updating a client checks, whichever command set it. */
+/** `true` or `false`, for an option that turns a requirement on or off. */
+function parseSwitch(option: string, value: string): boolean {
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new UsageError(`${option} must be true or false`);
+}
+
+function checkRegistration(client: ClientChanges): void {
+  const publicClient = client.authMethod === 'none';
+  for (const uri of client.redirectUris) {
+    const problem = redirectUriProblem(uri, { publicClient });
+    if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
+  }
+  if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
+    throw new UsageError('--grant refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in');
+  }
+  if (client.grantTypes.includes(GRANT_AUTHORIZATION_CODE) && client.redirectUris.length === 0) {
+    throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
+  }
+  if (client.webOrigins.length > 0 && !publicClient) {
+    throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
+  }
+  if (client.requirePar && !client.grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
+    throw new UsageError('--require-par is for the authorization_code grant: pushed requests are authorization requests');
+  }
+  // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
+  if (client.pkce === 'optional' && publicClient) throw new UsageError('--pkce optional is for confidential clients only: a public client always uses PKCE');
+}
+
+function parseScopes(raw: string): string[] {
+  return [...new Set(raw.split(' ').filter(Boolean))];
+}
+
+/** A client's scope is an OpenID one or one a registered API defines. */
+async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
+  const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const unknown = scopes.filter((scope) => !known.includes(scope));
+  if (unknown.length > 0) {
+    throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`);
+  }
+}
+
+function parseGrants(grants: readonly string[]): GrantType[] {
+  return [...new Set(grants.map((grant) => {
+    const type = GRANT_NAMES[grant];
+    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
+    return type;
+  }))];
+}
+
+function parseWebOrigin(origin: string): string {
+  const problem = webOriginProblem(origin);
+  if (problem) throw new UsageError(`--web-origin ${origin}: ${problem}`);
+  return new URL(origin).origin;
+}
+
+function parsePkce(value: string): PkcePolicy {
+  if (value !== 'required' && value !== 'optional') throw new UsageError(`--pkce ${value}: must be required or optional`);
+  return value;
+}
+
+function parseAuthMethod(value: string): Exclude<ClientAuthMethod, 'none'> {
+  if (value === 'client_secret_basic' || value === 'client_secret_post' || value === 'private_key_jwt') return value;
+  throw new UsageError(`--auth-method ${value}: must be client_secret_basic, client_secret_post or private_key_jwt`);
+}
+
+/**
+ * The keys of a private_key_jwt client: a jwks_uri (https, or http on a loopback address) or
+ * a JWK Set file of public keys.
+ */
+async function clientKeys(values: { 'jwks-uri'?: string | undefined; 'jwks-file'?: string | undefined }): Promise<{ jwksUri: string | null; jwks: Record<string, unknown> | null } | null> {
+  const uri = values['jwks-uri'];
+  const file = values['jwks-file'];
+  if (uri !== undefined && file !== undefined) throw new UsageError('--jwks-uri and --jwks-file: give one');
+  if (uri !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw new UsageError(`--jwks-uri ${uri}: not an absolute URL`);
+    }
+    const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw new UsageError(`--jwks-uri ${uri}: must use https (http only on a loopback address)`);
+    return { jwksUri: url.href, jwks: null };
+  }
+  if (file !== undefined) {
+    let jwks: unknown;
+    try {
+      jwks = JSON.parse(await readFile(file, 'utf8'));
+    } catch (error) {
+      throw new UsageError(`--jwks-file ${file}: ${error instanceof SyntaxError ? 'not JSON' : 'cannot be read'}`);
+    }
+    try {
+      parseJwks(jwks);
+    } catch (error) {
+      throw new UsageError(`--jwks-file ${file}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return { jwksUri: null, jwks: jwks as Record<string, unknown> };
+  }
+  return null;
+}
+
+/** A client as `client show` and `client list --json` print it (RFC 7591 §2 names). */
+function clientJson(client: ClientRecord, now: number): Record<string, unknown> {
+  const graceOpen = client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now;
+  return {
+    client_id: client.id,
+    client_name: client.name,
+    token_endpoint_auth_method: client.authMethod,
+    redirect_uris: client.redirectUris,
+    scope: client.scopes.join(' '),
+    grant_types: client.grantTypes,
+    ...(client.webOrigins.length > 0 ? { web_origins: client.webOrigins } : {}),
+    ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
+    ...(client.jwks !== null ? { jwks: client.jwks } : {}),
+    pkce: client.pkce,
+    // RFC 9449 §5.2 and RFC 9126 §6 client metadata.
+    dpop_bound_access_tokens: client.requireDpop,
+    require_pushed_authorization_requests: client.requirePar,
+    ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
+    created_at: new Date(client.createdAt).toISOString(),
+  };
+}
+
+function clientText(client: ClientRecord, now: number): string {
+  const lines = [
+    `${client.id}  ${client.name}`,
+    `  auth: ${client.authMethod === 'none' ? 'none (public client)' : client.authMethod}`,
+    `  scopes: ${client.scopes.join(' ')}`,
+    `  grants: ${client.grantTypes.join(', ')}`,
+    ...client.redirectUris.map((uri) => `  redirect: ${uri}`),
+    ...client.webOrigins.map((origin) => `  web origin: ${origin}`),
+    ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
+    ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
+    ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
+    ...(client.requireDpop ? ['  requires DPoP proofs'] : []),
+    ...(client.requirePar ? ['  requires pushed authorization requests'] : []),
+    ...(client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now
+      ? [`  previous secret accepted until ${new Date(client.previousSecretExpiresAt!).toISOString()}`]
+      : []),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
 async function clientAdd(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     name: { type: 'string' },
@@ -123,81 +290,62 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'auth-method': { type: 'string' },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    pkce: { type: 'string' },
     'require-dpop': { type: 'boolean' },
     'require-par': { type: 'boolean' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
   if (!name) throw new UsageError('--name is required');
+  const keys = await clientKeys(values);
+  if (values.public && (values['auth-method'] !== undefined || keys !== null)) {
+    throw new UsageError('--public clients have no secret and no keys: leave out --auth-method, --jwks-uri and --jwks-file');
+  }
+  const authMethod: ClientAuthMethod = values.public ? 'none' : parseAuthMethod(values['auth-method'] ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
+  if (authMethod === 'private_key_jwt' && keys === null) throw new UsageError('--auth-method private_key_jwt needs --jwks-uri URL or --jwks-file FILE');
+  if (authMethod !== 'private_key_jwt' && keys !== null) throw new UsageError('--jwks-uri and --jwks-file are for --auth-method private_key_jwt');
   const redirectUris = values['redirect-uri'] ?? [];
-  for (const uri of redirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient: values.public === true });
-    if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
-  }
-  const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
-  const grantTypes = [...new Set((values.grant ?? ['authorization_code', 'device_code']).map((grant) => {
-    const type = GRANT_NAMES[grant];
-    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
-    return type;
-  }))];
-  if (grantTypes.length === 1 && grantTypes[0] === GRANT_REFRESH_TOKEN) {
-    throw new UsageError('--grant refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in');
-  }
-  if (grantTypes.includes(GRANT_AUTHORIZATION_CODE) && redirectUris.length === 0) {
-    throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
-  }
-  const webOrigins = (values['web-origin'] ?? []).map((origin) => {
-    const problem = webOriginProblem(origin);
-    if (problem) throw new UsageError(`--web-origin ${origin}: ${problem}`);
-    return new URL(origin).origin;
-  });
-  if (webOrigins.length > 0 && !values.public) {
-    throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
-  }
-  const requireDpop = values['require-dpop'] === true;
-  const requirePar = values['require-par'] === true;
-  if (requirePar && !grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
-    throw new UsageError('--require-par is for the authorization_code grant: pushed requests are authorization requests');
-  }
+  const scopes = parseScopes(values.scope ?? 'openid profile email');
+  const grantTypes = parseGrants(values.grant ?? ['authorization_code', 'device_code']);
+  const webOrigins = (values['web-origin'] ?? []).map(parseWebOrigin);
+  const pkce = parsePkce(values.pkce ?? 'required');
   const clientId = randomUUID();
-  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
-  const clientSecret = values.public ? null : randomToken(32);
+  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
+  // private_key_jwt client proves itself with its keys.
+  const clientSecret = authMethod === 'none' || authMethod === 'private_key_jwt' ? null : randomToken(32);
+  const client: ClientRecord = {
+    id: clientId,
+    name,
+    secretHash: clientSecret === null ? null : hashSecret(clientSecret),
+    redirectUris,
+    scopes,
+    grantTypes,
+    webOrigins,
+    createdAt: Date.now(),
+    authMethod,
+    previousSecretHash: null,
+    previousSecretExpiresAt: null,
+    jwksUri: keys?.jwksUri ?? null,
+    jwks: keys?.jwks ?? null,
+    pkce,
+    requireDpop: values['require-dpop'] === true,
+    requirePar: values['require-par'] === true,
+  };
+  checkRegistration(client);
   await withStore(config, async (store) => {
-    // A scope is an OpenID one or one a registered API defines.
-    const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
-    const unknown = scopes.filter((scope) => !known.includes(scope));
-    if (unknown.length > 0) {
-      throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`);
-    }
-    await store.clients.create({
-      id: clientId,
-      name,
-      secretHash: clientSecret === null ? null : hashSecret(clientSecret),
-      redirectUris,
-      scopes,
-      grantTypes,
-      webOrigins,
-      requireDpop,
-      requirePar,
-      createdAt: Date.now(),
-    });
+    await checkScopes(store, scopes);
+    await store.clients.create(client);
   });
   if (values.json) {
-    io.stdout(`${JSON.stringify({
-      client_id: clientId,
-      ...(clientSecret === null ? {} : { client_secret: clientSecret }),
-      token_endpoint_auth_method: clientSecret === null ? 'none' : 'client_secret_basic',
-      client_name: name,
-      redirect_uris: redirectUris,
-      scope: scopes.join(' '),
-      grant_types: grantTypes,
-      ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
-      // RFC 9449 §5.2 and RFC 9126 §6 client metadata.
-      dpop_bound_access_tokens: requireDpop,
-      require_pushed_authorization_requests: requirePar,
-    })}\n`);
-  } else if (clientSecret === null) {
+    const { created_at: _, ...described } = clientJson(client, client.createdAt);
+    io.stdout(`${JSON.stringify({ ...described, ...(clientSecret === null ? {} : { client_secret: clientSecret }) })}\n`);
+  } else if (authMethod === 'none') {
     io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
+  } else if (clientSecret === null) {
+    io.stdout(`Registered client "${name}".\n  client_id: ${clientId}\nIt authenticates with private_key_jwt: assertions signed with its keys.\n`);
   } else {
     io.stdout(`Registered client "${name}".\n  client_id:     ${clientId}\n  client_secret: ${clientSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
   }
@@ -206,14 +354,135 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
 async function clientList(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { json: { type: 'boolean' } });
   const clients = await withStore(config, (store) => store.clients.list());
+  const now = Date.now();
   if (values.json) {
-    io.stdout(`${JSON.stringify(clients.map((client) => ({ client_id: client.id, client_name: client.name, redirect_uris: client.redirectUris, scope: client.scopes.join(' '), grant_types: client.grantTypes, dpop_bound_access_tokens: client.requireDpop, require_pushed_authorization_requests: client.requirePar })))}\n`);
+    io.stdout(`${JSON.stringify(clients.map((client) => clientJson(client, now)))}\n`);
     return;
   }
   if (clients.length === 0) io.stdout('No clients registered.\n');
-  for (const client of clients) {
-    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.requireDpop ? '  requires DPoP\n' : ''}${client.requirePar ? '  requires pushed authorization requests\n' : ''}${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+  for (const client of clients) io.stdout(clientText(client, now));
+}
+
+async function clientShow(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  const client = await withStore(config, (store) => store.clients.get(id));
+  if (!client) throw new Error(`no client with id ${id}`);
+  io.stdout(values.json ? `${JSON.stringify(clientJson(client, Date.now()))}\n` : clientText(client, Date.now()));
+}
+
+/**
+ * Changes a registration. Every instance sees the change at its next request: each reads
+ * clients from the database, and PostgreSQL's instances drop a cached client when the
+ * trigger announces its change.
+ */
+async function clientUpdate(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, {
+    name: { type: 'string' },
+    'add-redirect-uri': { type: 'string', multiple: true },
+    'remove-redirect-uri': { type: 'string', multiple: true },
+    scope: { type: 'string' },
+    grant: { type: 'string', multiple: true },
+    'add-web-origin': { type: 'string', multiple: true },
+    'remove-web-origin': { type: 'string', multiple: true },
+    'auth-method': { type: 'string' },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    pkce: { type: 'string' },
+    'require-dpop': { type: 'string' },
+    'require-par': { type: 'string' },
+    json: { type: 'boolean' },
+  }, 1);
+  const id = positionals[0]!;
+  if (Object.keys(values).filter((option) => option !== 'json').length === 0) throw new UsageError('nothing to change: give at least one option');
+  const keys = await clientKeys(values);
+  const outcome = await withStore(config, async (store) => {
+    const client = await store.clients.get(id);
+    if (!client) throw new Error(`no client with id ${id}`);
+    const name = values.name?.trim();
+    if (values.name !== undefined && !name) throw new UsageError('--name must not be empty');
+    const removeUris = values['remove-redirect-uri'] ?? [];
+    const missing = removeUris.filter((uri) => !client.redirectUris.includes(uri));
+    if (missing.length > 0) throw new UsageError(`--remove-redirect-uri ${missing.join(', ')}: not registered for this client`);
+    const removeOrigins = (values['remove-web-origin'] ?? []).map((origin) => origin.replace(/\/$/, ''));
+    const missingOrigins = removeOrigins.filter((origin) => !client.webOrigins.includes(origin));
+    if (missingOrigins.length > 0) throw new UsageError(`--remove-web-origin ${missingOrigins.join(', ')}: not registered for this client`);
+
+    let authMethod = client.authMethod;
+    if (values['auth-method'] !== undefined) {
+      if (client.authMethod === 'none') throw new UsageError('--auth-method: a public client cannot become confidential; register a new client');
+      authMethod = parseAuthMethod(values['auth-method']);
+    } else if (keys !== null && client.authMethod !== 'none') {
+      authMethod = 'private_key_jwt';
+    }
+    if (keys !== null && authMethod !== 'private_key_jwt') throw new UsageError('--jwks-uri and --jwks-file are for --auth-method private_key_jwt');
+    if (authMethod === 'private_key_jwt' && keys === null && client.jwks === null && client.jwksUri === null) {
+      throw new UsageError('--auth-method private_key_jwt needs --jwks-uri URL or --jwks-file FILE');
+    }
+    // A client that had no secret and now authenticates with one gets a new one, shown once.
+    const newSecret = SECRET_AUTH_METHODS.includes(authMethod) && client.secretHash === null ? randomToken(32) : null;
+    const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
+    const changes: ClientChanges = {
+      name: name ?? client.name,
+      redirectUris: [...new Set([...client.redirectUris.filter((uri) => !removeUris.includes(uri)), ...(values['add-redirect-uri'] ?? [])])],
+      scopes: values.scope !== undefined ? parseScopes(values.scope) : client.scopes,
+      grantTypes: values.grant !== undefined ? parseGrants(values.grant) : client.grantTypes,
+      webOrigins: [...new Set([...client.webOrigins.filter((origin) => !removeOrigins.includes(origin)), ...(values['add-web-origin'] ?? []).map(parseWebOrigin)])],
+      authMethod,
+      secretHash: withSecret ? (newSecret !== null ? hashSecret(newSecret) : client.secretHash) : null,
+      previousSecretHash: withSecret && newSecret === null ? client.previousSecretHash : null,
+      previousSecretExpiresAt: withSecret && newSecret === null ? client.previousSecretExpiresAt : null,
+      jwksUri: authMethod === 'private_key_jwt' ? (keys ? keys.jwksUri : client.jwksUri) : null,
+      jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
+      pkce: values.pkce !== undefined ? parsePkce(values.pkce) : client.pkce,
+      requireDpop: values['require-dpop'] !== undefined ? parseSwitch('--require-dpop', values['require-dpop']) : client.requireDpop,
+      requirePar: values['require-par'] !== undefined ? parseSwitch('--require-par', values['require-par']) : client.requirePar,
+    };
+    checkRegistration(changes);
+    if (values.scope !== undefined) await checkScopes(store, changes.scopes);
+    const updated = await store.clients.update(id, changes);
+    if (!updated) throw new Error(`no client with id ${id}`);
+    return { updated, newSecret };
+  });
+  const now = Date.now();
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ ...clientJson(outcome.updated, now), ...(outcome.newSecret === null ? {} : { client_secret: outcome.newSecret }) })}\n`);
+    return;
   }
+  io.stdout(`Updated client ${id}; the change is in effect now.\n${clientText(outcome.updated, now)}`);
+  if (outcome.newSecret !== null) io.stdout(`  client_secret: ${outcome.newSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+}
+
+/** The longest grace a rotated-out secret can be given: long enough for any redeployment. */
+const MAX_GRACE_SECONDS = 30 * 86400;
+
+/**
+ * Gives a client a new secret. The old one keeps working for the grace period, so that the
+ * application can be redeployed with the new one without a moment in which neither works.
+ */
+async function clientRotateSecret(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { grace: { type: 'string' }, json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  const grace = values.grace ?? '86400';
+  if (!/^\d{1,7}$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) throw new UsageError(`--grace ${grace}: a number of seconds from 0 to ${MAX_GRACE_SECONDS}`);
+  const secret = randomToken(32);
+  const previousExpiresAt = Date.now() + Number(grace) * 1000;
+  const rotated = await withStore(config, async (store) => {
+    const client = await store.clients.get(id);
+    if (!client) throw new Error(`no client with id ${id}`);
+    if (!SECRET_AUTH_METHODS.includes(client.authMethod)) {
+      throw new Error(`client ${id} authenticates with ${client.authMethod === 'none' ? 'no secret (a public client)' : client.authMethod}: there is no secret to rotate`);
+    }
+    const done = await store.clients.rotateSecret(id, hashSecret(secret), previousExpiresAt);
+    if (!done) throw new Error(`no client with id ${id}`);
+    return done;
+  });
+  const until = new Date(rotated.previousSecretExpiresAt!).toISOString();
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ client_id: id, client_secret: secret, previous_secret_expires_at: until })}\n`);
+    return;
+  }
+  io.stdout(`New secret for client ${id}:\n  client_secret: ${secret}\nThe secret is shown only now. The previous one is accepted until ${until}.\n`);
 }
 
 async function clientRemove(config: Config, args: string[], io: Io): Promise<void> {
@@ -479,6 +748,9 @@ type Command = (config: Config, args: string[], io: Io) => Promise<void>;
 const COMMANDS: Readonly<Record<string, Command>> = {
   'client add': clientAdd,
   'client list': clientList,
+  'client show': clientShow,
+  'client update': clientUpdate,
+  'client rotate-secret': clientRotateSecret,
   'client remove': clientRemove,
   'resource add': resourceAdd,
   'resource list': resourceList,

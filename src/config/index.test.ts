@@ -38,6 +38,11 @@ describe('loadConfig', () => {
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=3' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=16,t=1,p=4' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=0,p=4' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '50' }, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'],
+    [{ TESSERA_CLIENT_JWKS_TIMEOUT_MS: 'soon' }, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'],
+    [{ TESSERA_CLIENT_JWKS_CACHE_TTL: '-1' }, 'TESSERA_CLIENT_JWKS_CACHE_TTL'],
+    [{ TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '3601' }, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL'],
+    [{ TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '10' }, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
@@ -97,6 +102,14 @@ describe('loadConfig', () => {
     ] as const) {
       assert.throws(() => loadConfig({ [setting]: value }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(setting), `${setting}=${value}`);
     }
+  });
+
+  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and 5-minute assertions by default', () => {
+    assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 300 });
+    assert.deepEqual(
+      loadConfig({ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500', TESSERA_CLIENT_JWKS_CACHE_TTL: '0', TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60', TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120' }).clientAuth,
+      { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120 },
+    );
   });
 
   it('accepts a postgres URL', () => {

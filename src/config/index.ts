@@ -55,6 +55,7 @@ export interface Config {
   readonly passwordHash: PasswordHashCost;
   readonly dpop: DpopSettings;
   readonly par: ParSettings;
+  readonly clientAuth: ClientAuthSettings;
 }
 
 /** DPoP (RFC 9449) at the token endpoint and the resource endpoints. */
@@ -96,6 +97,32 @@ export interface ParSettings {
    * (discovery `require_pushed_authorization_requests`); per client: `client add --require-par`.
    */
   readonly required: boolean;
+}
+
+/**
+ * How `private_key_jwt` clients (RFC 7523 §2.2, OIDC Core §9) are checked: their keys are
+ * fetched from the `jwks_uri` they registered, and their assertions are short-lived.
+ */
+export interface ClientAuthSettings {
+  /**
+   * `TESSERA_CLIENT_JWKS_TIMEOUT_MS` (default 3000): the longest a request waits for a
+   * client's JWKS to be fetched; past it the request is answered `invalid_client`.
+   */
+  readonly jwksTimeoutMs: number;
+  /** `TESSERA_CLIENT_JWKS_CACHE_TTL` seconds (default 300): how long a fetched JWKS is used before it is fetched again. */
+  readonly jwksCacheSeconds: number;
+  /**
+   * `TESSERA_CLIENT_JWKS_REFETCH_INTERVAL` seconds (default 10): an assertion whose `kid` is
+   * not in the cached JWKS makes Tessera fetch it again at once (the client rotated its
+   * keys), but no sooner than this after the previous fetch, so that made-up `kid`s cannot
+   * turn Tessera into a stream of requests to the client's server.
+   */
+  readonly jwksRefetchSeconds: number;
+  /**
+   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 300): an assertion whose `exp`
+   * is further ahead than this is refused; its `jti` is remembered until `exp`.
+   */
+  readonly assertionMaxLifetimeSeconds: number;
 }
 
 /** argon2id cost parameters (RFC 9106 §3.1). */
@@ -349,6 +376,12 @@ export function loadConfig(env: Env = process.env): Config {
       requestLifetime: integer(env, 'TESSERA_PAR_TTL', 60, 5, 600),
       interactionLifetime: integer(env, 'TESSERA_PAR_INTERACTION_TTL', 600, 60, 86400),
       required: boolean(env, 'TESSERA_REQUIRE_PAR', false),
+    },
+    clientAuth: {
+      jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
+      jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),
+      jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
+      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 300, 30, 3600),
     },
   };
 }

@@ -19,9 +19,9 @@ import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../sto
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
-import { authenticateClient } from './client-auth.ts';
+import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
-import { formParams, formResources, rawForm } from './form.ts';
+import { formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
@@ -59,11 +59,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   const messages = lookupMessages(deps.config.device.codeLifetime);
 
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
-    // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
-    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
-    const params = formParams(request);
-    // RFC 8628 §3.1: the client authenticates as at the token endpoint.
-    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    // RFC 8628 §3.1: the client authenticates as at the token endpoint; §3.2 refers to
+    // RFC 6749 §5.1: the response carries a secret, so no caching.
+    const { client, params } = await clientRequest(deps, request, reply);
     // RFC 9449 defines no proof here; one binds the device code to its key, as dpop_jkt
     // binds a code (§10), so that a device code phished or read off the device is worth
     // nothing without the device's key (the cross-device security BCP's sender constraint).

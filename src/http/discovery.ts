@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
+import { ASSERTION_ALGORITHMS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
 import type { AppDeps } from './deps.ts';
 
 /**
@@ -21,7 +22,8 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     grant_types_supported: deps.grants.map((grant) => grant.type),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    token_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'name', 'preferred_username', 'email', 'email_verified'],

@@ -1,23 +1,21 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { pushAuthorizationRequest } from '../flows/par/push.ts';
 import type { AppDeps } from './deps.ts';
-import { authenticateClient } from './client-auth.ts';
+import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
-import { formParams, formResources } from './form.ts';
+import { formResources } from './form.ts';
 
 export const PAR_PATH = '/oauth/par';
 
 /**
  * The pushed authorization request endpoint (RFC 9126 §2). §2: "the client authenticates
  * ... as it would at the token endpoint", with every method the token endpoint takes, and
- * `client_id` for a public client.
+ * `client_id` for a public client. The answer carries a reference to the request: never
+ * cached (§2.2 refers to RFC 6749 §5.1), which `clientRequest` sees to.
  */
 export const parRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   app.post(PAR_PATH, async (request, reply) => {
-    // §2.2 refers to RFC 6749 §5.1: the request_uri is a credential of sorts; never cached.
-    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
-    const params = formParams(request);
-    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    const { client, params } = await clientRequest(deps, request, reply);
     // RFC 9449 §10.1: a DPoP proof sent with the pushed request binds the code to its key.
     const proof = await requestProof(deps, request, reply, PAR_PATH);
     const response = await pushAuthorizationRequest(deps, client, params, formResources(request), proof);

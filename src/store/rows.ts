@@ -7,7 +7,7 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
   type ClientRecord,
@@ -94,6 +94,7 @@ const grantKinds: readonly GrantRecord['kind'][] = [GRANT_AUTHORIZATION_CODE, GR
 const deviceStatuses: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed'];
 const pollOutcomes: readonly DevicePollOutcome[] = ['expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending'];
 const algorithms: readonly SigningAlgorithm[] = ['RS256', 'ES256'];
+const pkcePolicies: readonly PkcePolicy[] = ['required', 'optional'];
 
 export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
   return {
@@ -107,6 +108,12 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     requireDpop: read.boolean(row, 'require_dpop'),
     requirePar: read.boolean(row, 'require_par'),
     createdAt: integer(row, 'created_at'),
+    authMethod: oneOf(CLIENT_AUTH_METHODS, 'auth_method', text(row, 'auth_method')),
+    previousSecretHash: textOrNull(row, 'previous_secret_hash'),
+    previousSecretExpiresAt: integerOrNull(row, 'previous_secret_expires_at'),
+    jwksUri: textOrNull(row, 'jwks_uri'),
+    jwks: row['jwks'] === null ? null : read.object(row, 'jwks'),
+    pkce: oneOf(pkcePolicies, 'pkce', text(row, 'pkce')),
   };
 }
 

@@ -13,7 +13,7 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
-import type { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType } from '../core/protocol.ts';
+import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
 export interface ClientRecord {
@@ -29,18 +29,53 @@ export interface ClientRecord {
   readonly grantTypes: readonly GrantType[];
   /** Browser origins allowed to call the token-side endpoints through CORS. */
   readonly webOrigins: readonly string[];
+  readonly createdAt: number;
+  /**
+   * How it authenticates (RFC 7591 §2 `token_endpoint_auth_method`): `none` exactly when it
+   * is public; a secret method has a `secretHash`, `private_key_jwt` has `jwksUri` or `jwks`.
+   */
+  readonly authMethod: ClientAuthMethod;
+  /** The secret before the last rotation, accepted until `previousSecretExpiresAt`. */
+  readonly previousSecretHash: string | null;
+  readonly previousSecretExpiresAt: number | null;
+  /** `private_key_jwt`: where the client publishes its public keys (fetched and cached). */
+  readonly jwksUri: string | null;
+  /** `private_key_jwt`: its public keys as registered, a JWK Set (RFC 7517 §5). */
+  readonly jwks: Readonly<Record<string, unknown>> | null;
+  /** Whether its authorization requests must use PKCE (RFC 9700 §2.1.1). */
+  readonly pkce: PkcePolicy;
   /** Token requests without a DPoP proof are refused (RFC 9449 §5.2 `dpop_bound_access_tokens`). */
   readonly requireDpop: boolean;
   /** Authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
   readonly requirePar: boolean;
-  readonly createdAt: number;
 }
+
+/** The fields of a registration that a client created before them takes defaults for. */
+type ClientDefaults = 'authMethod' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'jwksUri' | 'jwks' | 'pkce' | 'requireDpop' | 'requirePar';
+
+/**
+ * A client as it is registered: without `authMethod` it is `none` when it has no secret and
+ * `client_secret_basic` when it has one; no previous secret, no keys, PKCE required, DPoP and
+ * pushed requests not required.
+ */
+export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
+
+/** What `ClientStore.update` replaces: everything but the id and the creation time. */
+export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt'>;
 
 export interface ClientStore {
   /** Throws `DuplicateError` when the id is taken. */
-  create(client: ClientRecord): Promise<void>;
+  create(client: NewClient): Promise<void>;
   get(id: string): Promise<ClientRecord | null>;
   list(): Promise<ClientRecord[]>;
+  /** Replaces the registration's fields; the updated record, or null for an unknown id. */
+  update(id: string, changes: ClientChanges): Promise<ClientRecord | null>;
+  /**
+   * Rotates a client's secret in one statement: `secretHash` becomes the secret, the one it
+   * replaces stays accepted until `previousExpiresAt`. Null, and nothing changed, for an
+   * unknown client or one without a secret.
+   */
+  rotateSecret(id: string, secretHash: string, previousExpiresAt: number): Promise<ClientRecord | null>;
   /** Also ends everything issued to the client: its codes, device codes and grants. */
   remove(id: string): Promise<boolean>;
 }
@@ -225,6 +260,7 @@ export interface AuthorizationCodeRecord {
   readonly redirectUri: string;
   readonly scope: readonly string[];
   readonly nonce: string | null;
+  /** The S256 challenge; empty for a code asked for without PKCE (a client with PKCE optional). */
   readonly codeChallenge: string;
   readonly authTime: number;
   readonly createdAt: number;
@@ -357,6 +393,19 @@ export interface PushedRequestStore {
   find(hash: string): Promise<PushedRequestRecord | null>;
 }
 
+/**
+ * The `jti` of every client assertion accepted (RFC 7523 §3: "The JWT MAY contain a "jti"
+ * claim ... the authorization server MAY ensure that JWTs are not replayed"), kept until the
+ * assertion expires.
+ */
+export interface ClientAssertionStore {
+  /**
+   * Records `jtiHash` (`hashSecret` of the client id and the jti) as used until `expiresAt`:
+   * true for exactly one caller, false when it is already recorded and unexpired at `now`.
+   */
+  use(jtiHash: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
 export interface RateLimitStore {
   /** Counts one event against `key` in its fixed window; returns the count with this one. */
   hit(key: string, windowMs: number, now: number): Promise<number>;
@@ -404,6 +453,7 @@ export interface Stores {
   readonly dpopProofs: DpopProofStore;
   readonly pushedRequests: PushedRequestStore;
   readonly resources: ResourceStore;
+  readonly clientAssertions: ClientAssertionStore;
 }
 
 export interface Store extends Stores {
@@ -416,8 +466,8 @@ export interface Store extends Stores {
    */
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
-   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens and
-   * revoked access-token ids that expired before `before` (the caller keeps a margin after
+   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, revoked
+   * access-token ids and used client assertion ids that expired before `before` (the caller keeps a margin after
    * expiry, so a replayed code is still recognised as one for a while). Works in small
    * batches so it never holds a long lock. Returns the number of rows deleted.
    */

@@ -22,6 +22,7 @@ const client: ClientRecord = {
   requireDpop: false,
   requirePar: false,
   createdAt: 0,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
 };
 const user: UserRecord = {
   id: 'sub-1',

@@ -221,7 +221,7 @@ export class TokenIssuer {
 
   /** Public clients may be given shorter lifetimes than confidential ones. */
   #lifetimesFor(client: ClientRecord): { accessToken: number; refreshToken: number } {
-    return client.secretHash === null ? this.#lifetimes.publicClient : this.#lifetimes;
+    return client.authMethod === 'none' ? this.#lifetimes.publicClient : this.#lifetimes;
   }
 
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */

@@ -14,6 +14,7 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     requireDpop: false,
     requirePar: false,
     createdAt,
+    authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   };
 }
 

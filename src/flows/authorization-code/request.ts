@@ -16,6 +16,7 @@ export interface AuthorizationRequest {
   readonly access: DescribedAccess;
   readonly state: string | null;
   readonly nonce: string | null;
+  /** The S256 challenge; empty when a client with PKCE optional sent none (it sent a nonce). */
   readonly codeChallenge: string;
   readonly prompt: string | null;
   /** OIDC Core §3.1.2.1: seconds since the user last signed in beyond which they must again. */
@@ -94,12 +95,15 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   }
 
   // RFC 7636 §4.4.1 and RFC 9700 §2.1.1: PKCE is required, and only S256 is accepted; an
-  // absent method means plain (RFC 7636 §4.3), so it is refused too.
+  // absent method means plain (RFC 7636 §4.3), so it is refused too. The one exception is
+  // below: a confidential client registered with PKCE optional.
   const codeChallenge = single(params, 'code_challenge').value;
-  if (codeChallenge === null) return fail(new OAuthError('invalid_request', 'code_challenge is required (PKCE with S256)'));
   const method = single(params, 'code_challenge_method').value;
-  if (method !== 'S256') return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256'));
-  if (!S256_CHALLENGE.test(codeChallenge)) {
+  const withoutPkce = codeChallenge === null && client.pkce === 'optional' && client.authMethod !== 'none';
+  if (codeChallenge === null && !withoutPkce) return fail(new OAuthError('invalid_request', 'code_challenge is required (PKCE with S256)'));
+  if (withoutPkce && method !== null) return fail(new OAuthError('invalid_request', 'code_challenge_method was sent without a code_challenge'));
+  if (codeChallenge !== null && method !== 'S256') return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256'));
+  if (codeChallenge !== null && !S256_CHALLENGE.test(codeChallenge)) {
     return fail(new OAuthError('invalid_request', 'code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)'));
   }
 
@@ -115,6 +119,14 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   } catch (error) {
     if (error instanceof OAuthError) return fail(error);
     throw error;
+  }
+
+  // RFC 9700 §2.1.1: "Clients MAY use [...] the OpenID Connect "nonce" parameter [...] instead
+  // of PKCE" only where the client is confidential and the request is an OpenID one, whose
+  // ID token carries the nonce back to be checked.
+  const nonce = single(params, 'nonce').value;
+  if (withoutPkce && (!scope.includes('openid') || nonce === null)) {
+    return fail(new OAuthError('invalid_request', 'without PKCE (code_challenge), this client must send an OpenID request (scope openid) with a nonce'));
   }
 
   const prompt = single(params, 'prompt').value;
@@ -135,7 +147,7 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
 
   return {
     kind: 'ok',
-    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce: single(params, 'nonce').value, codeChallenge, prompt, maxAge, dpopJkt },
+    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt },
   };
 }
 

@@ -19,10 +19,11 @@ export const authorizationCodeGrant: TokenGrant = {
     // RFC 6749 §4.1.3: redirect_uri is REQUIRED if it was included in the authorization
     // request, and here it always is.
     if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required');
-    // RFC 7636 §4.5: the client MUST send the code_verifier.
-    if (verifier === undefined) throw new OAuthError('invalid_request', 'code_verifier is required');
+    // RFC 7636 §4.5: the client MUST send the code_verifier; only a client registered with
+    // PKCE optional may leave it out, for a code asked for without a challenge.
+    if (verifier === undefined && client.pkce !== 'optional') throw new OAuthError('invalid_request', 'code_verifier is required');
     // RFC 7636 §4.1: code-verifier = 43*128unreserved. A malformed one can never match.
-    if (!CODE_VERIFIER_PATTERN.test(verifier)) {
+    if (verifier !== undefined && !CODE_VERIFIER_PATTERN.test(verifier)) {
       throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters');
     }
 
@@ -37,12 +38,12 @@ export const authorizationCodeGrant: TokenGrant = {
       : null;
     // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
     // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
-    // are checked in the one statement that redeems it.
-    const redeemed = await deps.store.codes.consume(
-      hash,
-      { clientId: client.id, redirectUri, codeChallenge: s256(verifier), dpopJkt: proof?.jkt ?? null },
-      now,
-    );
+    // are checked in the one statement that redeems it. A code issued without a challenge has
+    // an empty one, which no verifier's hash matches: RFC 9700 §4.8.2, "if there was no
+    // code_challenge in the authorization request, a request to the token endpoint containing
+    // a code_verifier is rejected", and the reverse.
+    const codeChallenge = verifier === undefined ? '' : s256(verifier);
+    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge, dpopJkt: proof?.jkt ?? null }, now);
     if (!redeemed) {
       const found = await deps.store.codes.find(hash);
       if (found?.consumedAt != null) {
@@ -59,6 +60,8 @@ export const authorizationCodeGrant: TokenGrant = {
       if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
         throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof');
       }
+      if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
+      if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     }
 

@@ -14,6 +14,7 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   requireDpop: false,
   requirePar: false,
   createdAt: 0,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
 });
 
 /** A load that counts its calls and answers `value`. */

@@ -6,7 +6,7 @@
 
 import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
-import { DuplicateError, type Stores } from '../types.ts';
+import { DuplicateError, type ClientChanges, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
@@ -32,23 +32,47 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
   const code = (row: Row) => rows.codeFromRow(row, read);
   const device = (row: Row) => rows.deviceFromRow(row, read);
   const pushedRequest = (row: Row) => rows.pushedRequestFromRow(row, read);
+  const clientFields = (record: ClientChanges): Params => ({
+    name: record.name,
+    secretHash: record.secretHash,
+    redirectUris: list(record.redirectUris),
+    scopes: list(record.scopes),
+    grantTypes: list(record.grantTypes),
+    webOrigins: list(record.webOrigins),
+    authMethod: record.authMethod,
+    previousSecretHash: record.previousSecretHash,
+    previousSecretExpiresAt: record.previousSecretExpiresAt,
+    jwksUri: record.jwksUri,
+    jwks: record.jwks === null ? null : JSON.stringify(record.jwks),
+    pkce: record.pkce,
+    requireDpop: flag(record.requireDpop),
+    requirePar: flag(record.requirePar),
+  });
 
   return {
     clients: {
       async create(record) {
         const inserted = await changedAny('insertClient', {
-          ...record,
-          redirectUris: list(record.redirectUris),
-          scopes: list(record.scopes),
-          grantTypes: list(record.grantTypes),
-          webOrigins: list(record.webOrigins),
-          requireDpop: flag(record.requireDpop),
-          requirePar: flag(record.requirePar),
+          id: record.id,
+          createdAt: record.createdAt,
+          ...clientFields({
+            ...record,
+            authMethod: record.authMethod ?? (record.secretHash === null ? 'none' : 'client_secret_basic'),
+            previousSecretHash: record.previousSecretHash ?? null,
+            previousSecretExpiresAt: record.previousSecretExpiresAt ?? null,
+            jwksUri: record.jwksUri ?? null,
+            jwks: record.jwks ?? null,
+            pkce: record.pkce ?? 'required',
+            requireDpop: record.requireDpop ?? false,
+            requirePar: record.requirePar ?? false,
+          }),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
       get: (id) => first('getClient', { id }, client),
       list: () => every('listClients', {}, client),
+      update: (id, changes) => first('updateClient', { id, ...clientFields(changes) }, client),
+      rotateSecret: (id, secretHash, previousExpiresAt) => first('rotateClientSecret', { id, secretHash, previousExpiresAt }, client),
       remove: (id) => changedAny('removeClient', { id }),
     },
 
@@ -186,6 +210,10 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         return resources.map((row) => rows.resourceFromRow(row, byResource.get(rows.text(row, 'identifier')) ?? []));
       },
       remove: (identifier) => changedAny('removeResource', { identifier }),
+    },
+
+    clientAssertions: {
+      use: (jtiHash, expiresAt, now) => changedAny('useClientAssertion', { jtiHash, expiresAt, now }),
     },
 
     keys: {

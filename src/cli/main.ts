@@ -254,9 +254,9 @@ function clientJson(client: ClientRecord, now: number): Record<string, unknown> 
     ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
     ...(client.jwks !== null ? { jwks: client.jwks } : {}),
     pkce: client.pkce,
-    // RFC 9449 §5.2 and RFC 9126 §6 client metadata.
-    dpop_bound_access_tokens: client.requireDpop,
-    require_pushed_authorization_requests: client.requirePar,
+    // RFC 9449 §5.2 and RFC 9126 §6 client metadata, both false when omitted.
+    ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
+    ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
     created_at: new Date(client.createdAt).toISOString(),
   };

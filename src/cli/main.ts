@@ -22,6 +22,7 @@ import {
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { resetSecondFactor } from '../flows/second-factor/reset.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store } from '../store/types.ts';
@@ -37,12 +38,13 @@ Commands:
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional] [--require-dpop] [--require-par] [--json]
+             [--pkce required|optional] [--require-phishing-resistant] [--require-dpop] [--require-par] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
                                           private_key_jwt with --jwks-uri or --jwks-file;
                                           --pkce optional: a confidential OpenID client may use nonce instead;
+                                          --require-phishing-resistant: only a passkey sign-in may approve;
                                           --require-dpop: token requests need a DPoP proof (RFC 9449);
                                           --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
@@ -50,7 +52,7 @@ Commands:
   client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
              [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
              [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional]
-             [--require-dpop true|false] [--require-par true|false] [--json]
+             [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par] [--json]
                                           Change a client; in effect at once on every instance
   client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
                                           Print a new secret once; the old one is accepted for the
@@ -65,6 +67,7 @@ Commands:
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
+  user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
@@ -120,7 +123,8 @@ function attachValues(args: readonly string[], options: NonNullable<ParseArgsCon
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals = 0) {
   try {
-    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true });
+    // allowNegative: `--no-require-phishing-resistant` turns a boolean off on `client update`.
+    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true, allowNegative: true });
     if (parsed.positionals.length !== positionals) throw new UsageError(`expected ${positionals} argument(s), got ${parsed.positionals.length}`);
     return parsed;
   } catch (error) {
@@ -139,12 +143,6 @@ async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): 
 }
 
 /** What registering or updating a client checks, whichever command set it. */
-/** `true` or `false`, for an option that turns a requirement on or off. */
-function parseSwitch(option: string, value: string): boolean {
-  if (value === 'true' || value === 'false') return value === 'true';
-  throw new UsageError(`${option} must be true or false`);
-}
-
 function checkRegistration(client: ClientChanges): void {
   const publicClient = client.authMethod === 'none';
   for (const uri of client.redirectUris) {
@@ -254,6 +252,7 @@ function clientJson(client: ClientRecord, now: number): Record<string, unknown> 
     ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
     ...(client.jwks !== null ? { jwks: client.jwks } : {}),
     pkce: client.pkce,
+    ...(client.requirePhishingResistant ? { require_phishing_resistant: true } : {}),
     // RFC 9449 §5.2 and RFC 9126 §6 client metadata, both false when omitted.
     ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
     ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
@@ -273,6 +272,7 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
     ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
+    ...(client.requirePhishingResistant ? ['  approvals: passkey sign-ins only'] : []),
     ...(client.requireDpop ? ['  requires DPoP proofs'] : []),
     ...(client.requirePar ? ['  requires pushed authorization requests'] : []),
     ...(client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now
@@ -294,6 +294,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
+    'require-phishing-resistant': { type: 'boolean' },
     'require-dpop': { type: 'boolean' },
     'require-par': { type: 'boolean' },
     json: { type: 'boolean' },
@@ -331,6 +332,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     jwksUri: keys?.jwksUri ?? null,
     jwks: keys?.jwks ?? null,
     pkce,
+    ...(values['require-phishing-resistant'] ? { requirePhishingResistant: true } : {}),
     requireDpop: values['require-dpop'] === true,
     requirePar: values['require-par'] === true,
   };
@@ -389,8 +391,9 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
-    'require-dpop': { type: 'string' },
-    'require-par': { type: 'string' },
+    'require-phishing-resistant': { type: 'boolean' },
+    'require-dpop': { type: 'boolean' },
+    'require-par': { type: 'boolean' },
     json: { type: 'boolean' },
   }, 1);
   const id = positionals[0]!;
@@ -435,8 +438,10 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
       jwksUri: authMethod === 'private_key_jwt' ? (keys ? keys.jwksUri : client.jwksUri) : null,
       jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
       pkce: values.pkce !== undefined ? parsePkce(values.pkce) : client.pkce,
-      requireDpop: values['require-dpop'] !== undefined ? parseSwitch('--require-dpop', values['require-dpop']) : client.requireDpop,
-      requirePar: values['require-par'] !== undefined ? parseSwitch('--require-par', values['require-par']) : client.requirePar,
+      // --no-require-phishing-resistant lets password sign-ins approve it again.
+      ...((values['require-phishing-resistant'] ?? client.requirePhishingResistant === true) ? { requirePhishingResistant: true } : {}),
+      requireDpop: values['require-dpop'] ?? client.requireDpop,
+      requirePar: values['require-par'] ?? client.requirePar,
     };
     checkRegistration(changes);
     if (values.scope !== undefined) await checkScopes(store, changes.scopes);
@@ -653,6 +658,18 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
   io.stdout(`Created user ${username} (sub ${id}).\n`);
 }
 
+async function userResetSecondFactor(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const username = normalizeUsername(positionals[0]!);
+  const reset = await withStore(config, async (store) => {
+    const user = await store.users.findByUsername(username);
+    if (!user) throw new Error(`no user named ${username}`);
+    return resetSecondFactor(store, user.id);
+  });
+  const passkeys = reset.passkeys === 1 ? '1 passkey' : `${reset.passkeys} passkeys`;
+  io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
+}
+
 async function keysRotate(config: Config, args: string[], io: Io): Promise<void> {
   parse(args, {});
   const added = await withStore(config, async (store) => {
@@ -756,6 +773,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'resource list': resourceList,
   'resource remove': resourceRemove,
   'user add': userAdd,
+  'user reset-second-factor': userResetSecondFactor,
   'keys rotate': keysRotate,
   'grant list': grantList,
   'grant revoke': grantRevoke,

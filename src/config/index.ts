@@ -55,6 +55,7 @@ export interface Config {
   readonly passwordHash: PasswordHashCost;
   readonly dpop: DpopSettings;
   readonly par: ParSettings;
+  readonly secondFactor: SecondFactorSettings;
   readonly clientAuth: ClientAuthSettings;
 }
 
@@ -97,6 +98,27 @@ export interface ParSettings {
    * (discovery `require_pushed_authorization_requests`); per client: `client add --require-par`.
    */
   readonly required: boolean;
+}
+
+/** Passkeys (WebAuthn) and one-time codes (RFC 6238). */
+export interface SecondFactorSettings {
+  /**
+   * `TESSERA_REQUIRE_SECOND_FACTOR` (default off): when on, only a session that signed in
+   * with a passkey, or with a password and a one-time code, may approve an application or
+   * a device. A person with neither can still sign in with their password, to set one up on
+   * their account page.
+   */
+  readonly required: boolean;
+  /**
+   * `TESSERA_WEBAUTHN_TIMEOUT` seconds (default 300): how long a passkey ceremony's
+   * challenge can be answered, and how long the browser waits for the person.
+   */
+  readonly ceremonyTimeout: number;
+  /**
+   * `TESSERA_SECOND_FACTOR_TIMEOUT` seconds (default 300): how long after a correct password
+   * the one-time code may be entered before the password is asked again.
+   */
+  readonly pendingSignInTimeout: number;
 }
 
 /**
@@ -376,6 +398,11 @@ export function loadConfig(env: Env = process.env): Config {
       requestLifetime: integer(env, 'TESSERA_PAR_TTL', 60, 5, 600),
       interactionLifetime: integer(env, 'TESSERA_PAR_INTERACTION_TTL', 600, 60, 86400),
       required: boolean(env, 'TESSERA_REQUIRE_PAR', false),
+    },
+    secondFactor: {
+      required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR', false),
+      ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT', 300, 30, 3600),
+      pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT', 300, 30, 3600),
     },
     clientAuth: {
       jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),

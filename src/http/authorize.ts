@@ -11,6 +11,7 @@ import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
+import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
@@ -88,6 +89,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // After signing in, come back without the parameters that asked for it.
         return renderSignIn(deps, request, reply, authorizeUrl(singleValues(carried, SIGN_IN_RETURN_OMITS)), authorization.client.name);
       case 'approve':
+        assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(deps, authorization, step.signedIn.session), 303);
       case 'deny':
         return reply.redirect(denyAuthorization(deps, authorization), 303);
@@ -98,6 +100,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     }
     const { user } = step.signedIn;
     const fields = singleValues(carried, CONSENT_FORM_OMITS);
+    // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
+    const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
+    if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
     return reply.type('text/html; charset=utf-8').send(
       consentPage({

@@ -20,6 +20,8 @@ export interface AccountView {
   readonly connections: readonly ConnectionView[];
   /** Set right after a revocation. */
   readonly notice?: string | undefined;
+  /** How the person signs in: passkeys and one-time codes. */
+  readonly security?: SafeHtml | undefined;
 }
 
 const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
@@ -60,5 +62,6 @@ ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
   ? html`<p>No applications or devices are connected to your account.</p>`
   : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
+${view.security ?? null}
 ${signedInAs(view.signedInAs, view.csrf, '/account')}`);
 }

@@ -84,6 +84,7 @@ export interface TestServer {
     jwks?: Record<string, unknown>;
     jwksUri?: string;
     pkce?: PkcePolicy;
+    requirePhishingResistant?: boolean;
     requireDpop?: boolean;
     requirePar?: boolean;
   }): Promise<TestClient>;
@@ -96,6 +97,8 @@ export interface TestServerOptions {
   /** A database URL or path; defaults to a fresh SQLite file in a temporary directory. */
   readonly database?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** The issuer's host (default 127.0.0.1); the server listens on 127.0.0.1 either way. */
+  readonly issuerHost?: 'localhost' | '127.0.0.1';
 }
 
 /**
@@ -109,7 +112,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const config = loadConfig({
     PORT: String(port),
     HOST: '127.0.0.1',
-    TESSERA_ISSUER: `http://127.0.0.1:${port}`,
+    // localhost where passkeys are tested: a WebAuthn RP ID must be a domain, not an IP address.
+    TESSERA_ISSUER: `http://${options.issuerHost ?? '127.0.0.1'}:${port}`,
     TESSERA_DATABASE: options.database ?? join(dir, 'tessera.db'),
     TESSERA_LOG_LEVEL: 'silent',
     ...TEST_ENV,
@@ -172,6 +176,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         requireDpop: client.requireDpop ?? false,
         requirePar: client.requirePar ?? false,
         createdAt: clock.now(),
+        ...(client.requirePhishingResistant ? { requirePhishingResistant: true } : {}),
       });
       return { clientId, clientSecret };
     },

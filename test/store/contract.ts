@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
+import { secondFactorContract } from './second-factor-contract.ts';
 import {
   DuplicateError,
   MissingReferenceError,
@@ -1176,6 +1177,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal((await store.keys.listPublished(0)).some((key) => key.kid === 'no-such-kid'), false);
       });
     });
+
+    secondFactorContract({ store: () => store, unique, givenUser, givenClient, givenGrant });
 
     describe('purgeExpired', () => {
       it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {

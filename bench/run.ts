@@ -4,6 +4,7 @@
  * process (autocannon), so the server's CPU and memory are its own. See docs/benchmarks.md.
  */
 import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -16,7 +17,7 @@ import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './pro
 import { seedDeviceCodes } from './seed.ts';
 import { createPostgresDatabase, ROOT, startPeer, startTessera, type StartOptions, type Target } from './targets.ts';
 
-const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale'] as const;
+const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale', 'dpop'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'oidc-provider';
 
@@ -30,6 +31,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --connections N       concurrent connections (default 50)
   --workers N           Tessera worker processes (node:cluster, default 1)
   --scenario NAME       run only this scenario (repeatable): ${SCENARIOS.join(', ')}
+                        (dpop: Tessera's device polls with and without a DPoP proof, one server)
   --postgres URL        PostgreSQL to create a scratch database in
                         (default postgres://postgres@127.0.0.1:5432/postgres)
   --no-postgres         skip PostgreSQL even where one answers
@@ -260,7 +262,7 @@ async function devicePool(target: Target, size: number): Promise<string[]> {
  * of one code; with an interval, the overall rate is held to what the pool allows (with 10%
  * to spare), so any slow_down is the server's mistake.
  */
-function preparePoll(settings: Settings, target: Target, scenario: string, codes: readonly string[]): Prepared {
+function preparePoll(settings: Settings, target: Target, scenario: string, codes: readonly string[], dpop?: () => string): Prepared {
   // Codes wait in a queue and go back to its end once answered: polled in turn, and never
   // again while a poll of the same code is still in flight, as a device never does.
   const idle = codes.map((code) => `grant_type=${encodeURIComponent(DEVICE_GRANT)}&device_code=${encodeURIComponent(code)}`);
@@ -277,7 +279,8 @@ function preparePoll(settings: Settings, target: Target, scenario: string, codes
         next: (context) => {
           const body = idle.shift()!;
           context['body'] = body;
-          return post(target.tokenPath, target.authorization, body);
+          const request = post(target.tokenPath, target.authorization, body);
+          return dpop ? { ...request, headers: { ...request.headers, dpop: dpop() } } : request;
         },
         answered: (context) => {
           if (typeof context['body'] === 'string') idle.push(context['body']);
@@ -294,6 +297,40 @@ async function prepareDevicePoll(settings: Settings, target: Target): Promise<Pr
   if (!target.deviceAuthorizationPath || !target.supportsDevicePolling) return { scenario: 'device_poll', target, skipped: 'no device flow' };
   return preparePoll(settings, target, 'device_poll', await devicePool(target, settings.pool));
 }
+
+/**
+ * DPoP proofs (RFC 9449 §4.2) for `htu`, each with a fresh jti and the current iat, signed
+ * here with node:crypto's ES256 as a client would: the load generator pays for the
+ * signature, the server for the check (its CPU is measured apart from this process's).
+ */
+function dpopProofs(htu: string): () => string {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { kty, crv, x, y } = publicKey.export({ format: 'jwk' });
+  const header = Buffer.from(JSON.stringify({ typ: 'dpop+jwt', alg: 'ES256', jwk: { kty, crv, x, y } })).toString('base64url');
+  const prefix = randomBytes(9).toString('base64url');
+  let counter = 0;
+  return () => {
+    const payload = Buffer.from(JSON.stringify({ jti: `${prefix}${(counter += 1)}`, htm: 'POST', htu, iat: Math.floor(Date.now() / 1000) })).toString('base64url');
+    const signature = sign('sha256', Buffer.from(`${header}.${payload}`), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+    return `${header}.${payload}.${signature}`;
+  };
+}
+
+/**
+ * The cost of a DPoP proof check per token request: the same device poll (an unbound code,
+ * authorization_pending) on one server, with a proof and without, over two pools of codes.
+ * The proof adds its signature check and the jti write (RFC 9449 §11.1) to the poll.
+ */
+async function prepareDpop(settings: Settings, target: Target): Promise<Prepared[]> {
+  if (!target.label.startsWith('tessera') || !target.deviceAuthorizationPath) return [{ scenario: 'dpop', target, skipped: 'Tessera only' }];
+  const [bearer, dpop] = [await devicePool(target, settings.pool), await devicePool(target, settings.pool)];
+  return [
+    preparePoll(settings, target, DPOP_ROWS.bearer, bearer),
+    preparePoll(settings, target, DPOP_ROWS.dpop, dpop, dpopProofs(`${target.origin}${target.tokenPath}`)),
+  ];
+}
+
+const DPOP_ROWS = { bearer: 'dpop: poll without proof', dpop: 'dpop: poll with proof' } as const;
 
 /** Codes minted in batches (untimed), each exchanged once (timed) until the run's time is used. */
 function prepareCodeExchange(settings: Settings, target: Target): Prepared {
@@ -418,6 +455,22 @@ function comparison(rows: readonly Row[]): { header: string[]; rows: string[][];
   return { header, rows: out, verdicts };
 }
 
+/** The proof check's cost: each DPoP row over the Bearer row of the same server. */
+function dpopCheck(rows: readonly Row[]): string[] {
+  const lines: string[] = [];
+  for (const dpop of rows.filter((row) => row.scenario === DPOP_ROWS.dpop && !row.skipped)) {
+    const bearer = rows.find((row) => row.scenario === DPOP_ROWS.bearer && row.target === dpop.target && !row.skipped);
+    if (!bearer) continue;
+    const cpuPerRequest = (row: Row) => (row.cpuPercent! * 10) / row.rps!;
+    const extra = cpuPerRequest(dpop) - cpuPerRequest(bearer);
+    lines.push(
+      `DPoP proof check on ${dpop.target}: server CPU per poll ${format.ratio(cpuPerRequest(dpop) / cpuPerRequest(bearer))} (+${extra.toFixed(3)} ms), ` +
+        `req/s ${format.ratio(dpop.rps! / bearer.rps!)}, p50 ${format.ratio(dpop.p50! / bearer.p50!)}, p99 ${format.ratio(dpop.p99! / bearer.p99!)} (with over without)`,
+    );
+  }
+  return lines;
+}
+
 function scaleCheck(rows: readonly Row[]): string | null {
   const scale = rows.filter((row) => row.scenario.startsWith('device_poll ') && !row.skipped);
   if (scale.length !== 2) return null;
@@ -504,9 +557,14 @@ async function main(): Promise<void> {
       if (scenario === 'device_poll_scale') prepared = await scaleTargets(settings, options, targets);
       else {
         prepared = [];
-        for (const kind of kinds) {
+        // oidc-provider's DPoP is not enabled in its bench setup: the dpop scenario is Tessera's own.
+        for (const kind of scenario === 'dpop' ? kinds.filter((candidate) => candidate !== 'oidc-provider') : kinds) {
           const target = await start(kind);
           targets.push(target);
+          if (scenario === 'dpop') {
+            prepared.push(...(await prepareDpop(settings, target)));
+            continue;
+          }
           prepared.push(
             scenario === 'device_authorization'
               ? prepareDeviceAuthorization(settings, target)
@@ -539,11 +597,13 @@ async function main(): Promise<void> {
   const table = rows.map(cells);
   const compared = comparison(rows);
   const scale = scaleCheck(rows);
+  const dpop = dpopCheck(rows);
   const lines = [`Tessera benchmark, ${new Date().toISOString()} (${Math.round((Date.now() - began) / 1000)} s)`, ''];
   for (const [name, value] of Object.entries(info)) lines.push(`${name.padEnd(14)} ${value}`);
   lines.push('', textTable(COLUMNS, table));
   if (compared.rows.length > 0) lines.push('', 'Tessera (SQLite) over oidc-provider:', '', textTable(compared.header, compared.rows));
   if (scale) lines.push('', scale);
+  if (dpop.length > 0) lines.push('', ...dpop);
   const disturbed = rows.filter((row) => (row.otherPercent ?? 0) > 15);
   if (disturbed.length > 0) {
     lines.push('', 'other work on the machine during the runs (CPU % of one core, neither server nor load generator):');
@@ -562,10 +622,11 @@ async function main(): Promise<void> {
     markdownTable(COLUMNS, table),
     ...(compared.rows.length > 0 ? ['', 'Tessera (SQLite) over oidc-provider:', '', markdownTable(compared.header, compared.rows)] : []),
     ...(scale ? ['', scale] : []),
+    ...(dpop.length > 0 ? ['', ...dpop] : []),
     '',
   ].join('\n');
   writeFileSync(join(results, 'latest.md'), markdown);
-  writeFileSync(join(results, 'latest.json'), `${JSON.stringify({ machine: info, rows, comparison: compared.rows, scale }, null, 2)}\n`);
+  writeFileSync(join(results, 'latest.json'), `${JSON.stringify({ machine: info, rows, comparison: compared.rows, scale, dpop }, null, 2)}\n`);
   note(`\nwritten: ${join(results, 'latest.md')}, latest.json${cpuProfileDir ? ', profiles/' : ''}`);
 }
 

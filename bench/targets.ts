@@ -193,6 +193,8 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     scopes: ['openid', 'profile', 'email'],
     grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
     webOrigins: [],
+    requireDpop: false,
+    requirePar: false,
     createdAt: now,
     firstParty: false,
     postLogoutRedirectUris: [],
@@ -276,6 +278,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
           // Batches are exchanged within seconds of minting; ten minutes leaves room for a slow machine.
           expiresAt: authTime + 600_000,
           consumedAt: null,
+          dpopJkt: null,
         });
         minted.push({ code, verifier });
       }

@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
+import { DpopNonces } from './flows/dpop/nonce.ts';
+import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
@@ -21,6 +23,7 @@ import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
 import { logoutMetadata, logoutRoutes } from './http/logout.ts';
+import { PAR_PATH, parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -61,6 +64,15 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
   };
 }
 
+/** RFC 9449 §5.1 and RFC 9126 §5: what discovery says about DPoP and pushed requests. */
+function senderConstraintMetadata(config: Config): Record<string, unknown> {
+  return {
+    dpop_signing_alg_values_supported: DPOP_SIGNING_ALGORITHMS,
+    pushed_authorization_request_endpoint: `${config.issuer}${PAR_PATH}`,
+    require_pushed_authorization_requests: config.par.required,
+  };
+}
+
 export function appDeps(input: AppInput): AppDeps {
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store, input.config.accessTokenAlg);
   return {
@@ -77,7 +89,9 @@ export function appDeps(input: AppInput): AppDeps {
       // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
       acr_values_supported: [...ACR_VALUES],
       ...logoutMetadata(input.config.issuer),
+      ...senderConstraintMetadata(input.config),
     },
+    dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
 }
 
@@ -109,6 +123,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(signInRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
+  await app.register(parRoutes, { deps });
   await app.register(deviceRoutes, { deps });
   await app.register(revocationRoutes, { deps });
   await app.register(introspectionRoutes, { deps });

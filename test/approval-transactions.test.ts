@@ -63,6 +63,8 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         scopes: ['openid', 'offline_access'],
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: [],
+        requireDpop: false,
+        requirePar: false,
         createdAt: T0,
         authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
         firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
@@ -97,6 +99,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
         prompt: [],
         maxAge: null,
+        dpopJkt: null,
       };
       const broken = crashing(store, (tx) => ({ ...tx, codes: { ...tx.codes, create: died } }));
       await assert.rejects(approveAuthorization(deps(broken), request, session), /died/);

@@ -34,4 +34,29 @@ describe('npm run bench (smoke)', () => {
       rmSync(out, { recursive: true, force: true });
     }
   });
+
+  it('runs dpop once: polls with and without a DPoP proof, every answer authorization_pending, and the ratio printed', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'tessera-bench-smoke-'));
+    try {
+      const args = ['--quick', '--scenario', 'dpop', '--no-postgres', '--duration', '0.5', '--warmup', '0', '--pool', '20', '--connections', '5', '--out', out];
+      const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      assert.equal(code, 0, stderr);
+      assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);
+      const results = JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')) as { rows: { scenario: string; errors: number; unexpected: number; rps: number }[] };
+      for (const scenario of ['dpop: poll without proof', 'dpop: poll with proof']) {
+        const row = results.rows.find((entry) => entry.scenario === scenario);
+        assert.ok(row, scenario);
+        assert.equal(row.errors, 0);
+        assert.equal(row.unexpected, 0, `${scenario}: every poll answered authorization_pending`);
+        assert.ok(row.rps > 0);
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
 });

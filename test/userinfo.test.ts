@@ -78,11 +78,11 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
     assert.match(spaced.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   });
 
-  it('answers a request without a token with 401 and a bare Bearer challenge', async () => {
+  it('answers a request without a token with 401 and bare Bearer and DPoP challenges', async () => {
     for (const headers of [{}, { authorization: 'Basic YTpi' }]) {
       const response = await userinfo(null, { headers });
       assert.equal(response.status, 401);
-      assert.equal(response.headers.get('www-authenticate'), 'Bearer realm="tessera"');
+      assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", DPoP algs="ES256 [^"]*"$/);
     }
   });
 

@@ -38,6 +38,8 @@ describe('tessera serve --workers 2', () => {
       scopes: ['openid', 'profile'],
       grantTypes: [GRANT_AUTHORIZATION_CODE],
       webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
       createdAt: Date.now(),
       firstParty: false,
       postLogoutRedirectUris: [],
@@ -92,7 +94,7 @@ describe('tessera serve --workers 2', () => {
       const verifier = randomToken(32);
       await store.codes.create({
         hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null,
+        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null,
       });
       minted.push({ code, verifier });
     }

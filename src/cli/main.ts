@@ -38,8 +38,8 @@ Commands:
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional] [--require-phishing-resistant] [--first-party]
-             [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI] [--json]
+             [--pkce required|optional] [--require-phishing-resistant] [--require-dpop] [--require-par]
+             [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
@@ -48,13 +48,16 @@ Commands:
                                           --require-phishing-resistant: only a passkey sign-in may approve;
                                           --first-party: your own app, signed in without a consent page;
                                           --post-logout-redirect-uri: where it may send people after logout;
-                                          --backchannel-logout-uri: where logout tokens are posted)
+                                          --backchannel-logout-uri: where logout tokens are posted;
+                                          --require-dpop: token requests need a DPoP proof (RFC 9449);
+                                          --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
   client show CLIENT_ID [--json]          Show a client's registration
   client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
              [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
              [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional]
-             [--[no-]require-phishing-resistant] [--first-party | --no-first-party]
+             [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
+             [--first-party | --no-first-party]
              [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
              [--backchannel-logout-uri URI | --no-backchannel-logout-uri] [--json]
                                           Change a client; in effect at once on every instance
@@ -160,6 +163,9 @@ function checkRegistration(client: ClientChanges): void {
   }
   if (client.webOrigins.length > 0 && !publicClient) {
     throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
+  }
+  if (client.requirePar && !client.grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
+    throw new UsageError('--require-par is for the authorization_code grant: pushed requests are authorization requests');
   }
   // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
   if (client.pkce === 'optional' && publicClient) throw new UsageError('--pkce optional is for confidential clients only: a public client always uses PKCE');
@@ -267,6 +273,9 @@ function clientJson(client: ClientRecord, now: number): Record<string, unknown> 
     ...(client.firstParty ? { first_party: true } : {}),
     ...(client.postLogoutRedirectUris.length > 0 ? { post_logout_redirect_uris: client.postLogoutRedirectUris } : {}),
     ...(client.backchannelLogoutUri !== null ? { backchannel_logout_uri: client.backchannelLogoutUri } : {}),
+    // RFC 9449 §5.2 and RFC 9126 §6 client metadata, both false when omitted.
+    ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
+    ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
     created_at: new Date(client.createdAt).toISOString(),
   };
@@ -287,6 +296,8 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.firstParty ? ['  first-party: signs in without a consent page'] : []),
     ...client.postLogoutRedirectUris.map((uri) => `  after logout: ${uri}`),
     ...(client.backchannelLogoutUri !== null ? [`  back-channel logout: ${client.backchannelLogoutUri}`] : []),
+    ...(client.requireDpop ? ['  requires DPoP proofs'] : []),
+    ...(client.requirePar ? ['  requires pushed authorization requests'] : []),
     ...(client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now
       ? [`  previous secret accepted until ${new Date(client.previousSecretExpiresAt!).toISOString()}`]
       : []),
@@ -310,6 +321,8 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'first-party': { type: 'boolean' },
     'post-logout-redirect-uri': { type: 'string', multiple: true },
     'backchannel-logout-uri': { type: 'string' },
+    'require-dpop': { type: 'boolean' },
+    'require-par': { type: 'boolean' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -349,6 +362,8 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     firstParty: values['first-party'] === true,
     postLogoutRedirectUris: [...new Set(values['post-logout-redirect-uri'] ?? [])],
     backchannelLogoutUri: values['backchannel-logout-uri'] ?? null,
+    requireDpop: values['require-dpop'] === true,
+    requirePar: values['require-par'] === true,
   };
   checkRegistration(client);
   await withStore(config, async (store) => {
@@ -413,6 +428,10 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     'remove-post-logout-redirect-uri': { type: 'string', multiple: true },
     'backchannel-logout-uri': { type: 'string' },
     'no-backchannel-logout-uri': { type: 'boolean' },
+    'require-dpop': { type: 'boolean' },
+    'no-require-dpop': { type: 'boolean' },
+    'require-par': { type: 'boolean' },
+    'no-require-par': { type: 'boolean' },
     json: { type: 'boolean' },
   }, 1);
   const id = positionals[0]!;
@@ -473,6 +492,8 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
         ...new Set([...client.postLogoutRedirectUris.filter((uri) => !removeLogoutUris.includes(uri)), ...(values['add-post-logout-redirect-uri'] ?? [])]),
       ],
       backchannelLogoutUri: values['no-backchannel-logout-uri'] ? null : (values['backchannel-logout-uri'] ?? client.backchannelLogoutUri),
+      requireDpop: values['require-dpop'] ? true : values['no-require-dpop'] ? false : client.requireDpop,
+      requirePar: values['require-par'] ? true : values['no-require-par'] ? false : client.requirePar,
     };
     checkRegistration(changes);
     if (values.scope !== undefined) await checkScopes(store, changes.scopes);

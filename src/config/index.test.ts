@@ -86,6 +86,33 @@ describe('loadConfig', () => {
     assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: ' m=19456, t=2, p=1 ' }).passwordHash, { memory: 19456, passes: 2, parallelism: 1 });
   });
 
+  it('checks DPoP proofs within 60 s, without nonces, and keeps a request_uri 60 s by default; reads the settings', () => {
+    const defaults = loadConfig({});
+    assert.deepEqual(defaults.dpop, { proofWindow: 60, nonces: false, nonceLifetime: 300 });
+    assert.deepEqual(defaults.par, { requestLifetime: 60, interactionLifetime: 600, required: false });
+    const set = loadConfig({
+      TESSERA_DPOP_PROOF_WINDOW: '30',
+      TESSERA_DPOP_NONCES: 'true',
+      TESSERA_DPOP_NONCE_LIFETIME: '120',
+      TESSERA_PAR_TTL: '90',
+      TESSERA_PAR_INTERACTION_TTL: '300',
+      TESSERA_REQUIRE_PAR: 'yes',
+    });
+    assert.deepEqual(set.dpop, { proofWindow: 30, nonces: true, nonceLifetime: 120 });
+    assert.deepEqual(set.par, { requestLifetime: 90, interactionLifetime: 300, required: true });
+    for (const [setting, value] of [
+      ['TESSERA_DPOP_PROOF_WINDOW', '0'],
+      ['TESSERA_DPOP_PROOF_WINDOW', '601'],
+      ['TESSERA_DPOP_NONCES', 'sometimes'],
+      ['TESSERA_DPOP_NONCE_LIFETIME', '5'],
+      ['TESSERA_PAR_TTL', '601'],
+      ['TESSERA_PAR_INTERACTION_TTL', 'ten'],
+      ['TESSERA_REQUIRE_PAR', '2'],
+    ] as const) {
+      assert.throws(() => loadConfig({ [setting]: value }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(setting), `${setting}=${value}`);
+    }
+  });
+
   it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and 5-minute assertions by default', () => {
     assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 300 });
     assert.deepEqual(

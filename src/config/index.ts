@@ -53,9 +53,52 @@ export interface Config {
    * suite lowers it to run fast. Existing hashes keep the cost they were made with.
    */
   readonly passwordHash: PasswordHashCost;
+  readonly dpop: DpopSettings;
+  readonly par: ParSettings;
   readonly secondFactor: SecondFactorSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
+}
+
+/** DPoP (RFC 9449) at the token endpoint and the resource endpoints. */
+export interface DpopSettings {
+  /**
+   * `TESSERA_DPOP_PROOF_WINDOW` seconds (default 60): how far a proof's `iat` may be from the
+   * server's clock either way (RFC 9449 §4.3 point 11: "within an acceptable window"), and so
+   * how long its `jti` is remembered to refuse a replay (§11.1).
+   */
+  readonly proofWindow: number;
+  /**
+   * `TESSERA_DPOP_NONCES` (default false): every proof must carry a nonce the server issued
+   * (RFC 9449 §8), which bounds a proof's use to the nonce's lifetime even with a client clock
+   * that is wrong; a proof without the current one is answered `use_dpop_nonce` with it.
+   */
+  readonly nonces: boolean;
+  /**
+   * `TESSERA_DPOP_NONCE_LIFETIME` seconds (default 300): a nonce is good for this long and
+   * the one before it for as long again, so every instance computes the same one.
+   */
+  readonly nonceLifetime: number;
+}
+
+/** Pushed authorization requests (RFC 9126). */
+export interface ParSettings {
+  /**
+   * `TESSERA_PAR_TTL` seconds (default 60): how long a `request_uri` may wait for the browser
+   * to bring it to the authorization endpoint (RFC 9126 §2.2: short-lived, "5 to 600 seconds").
+   */
+  readonly requestLifetime: number;
+  /**
+   * `TESSERA_PAR_INTERACTION_TTL` seconds (default 600): once a browser has brought a
+   * `request_uri` to the authorization endpoint, how long that browser has to sign in and
+   * decide. The request_uri is then spent for every other browser.
+   */
+  readonly interactionLifetime: number;
+  /**
+   * `TESSERA_REQUIRE_PAR` (default false): every client must push its authorization requests
+   * (discovery `require_pushed_authorization_requests`); per client: `client add --require-par`.
+   */
+  readonly required: boolean;
 }
 
 /** Passkeys (WebAuthn) and one-time codes (RFC 6238). */
@@ -367,6 +410,16 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
     passwordHash: passwordHash(env),
+    dpop: {
+      proofWindow: integer(env, 'TESSERA_DPOP_PROOF_WINDOW', 60, 1, 600),
+      nonces: boolean(env, 'TESSERA_DPOP_NONCES', false),
+      nonceLifetime: integer(env, 'TESSERA_DPOP_NONCE_LIFETIME', 300, 10, 86400),
+    },
+    par: {
+      requestLifetime: integer(env, 'TESSERA_PAR_TTL', 60, 5, 600),
+      interactionLifetime: integer(env, 'TESSERA_PAR_INTERACTION_TTL', 600, 60, 86400),
+      required: boolean(env, 'TESSERA_REQUIRE_PAR', false),
+    },
     secondFactor: {
       required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR', false),
       ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT', 300, 30, 3600),

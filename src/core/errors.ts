@@ -1,6 +1,6 @@
 /**
  * The OAuth error codes this server can answer with: RFC 6749 §4.1.2.1 and §5.2,
- * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2.
+ * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 9449 §5 and §8 (DPoP), RFC 9126 §2.3 (PAR).
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -21,7 +21,10 @@ export type OAuthErrorCode =
   | 'invalid_token'
   | 'insufficient_scope'
   | 'login_required'
-  | 'consent_required';
+  | 'consent_required'
+  | 'invalid_dpop_proof'
+  | 'use_dpop_nonce'
+  | 'invalid_request_uri';
 
 const defaultStatus: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,

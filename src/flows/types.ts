@@ -3,6 +3,7 @@ import type { Config } from '../config/index.ts';
 import type { GrantType } from '../core/protocol.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
+import type { DpopProof } from './dpop/proof.ts';
 
 /** What the protocol flows are given: no Fastify, so tests can call them directly. */
 export interface FlowDeps {
@@ -15,8 +16,11 @@ export interface FlowDeps {
 /** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */
 export type Params = Readonly<Record<string, string>>;
 
-/** One grant type at the token endpoint (RFC 6749 §4.1.3, RFC 8628 §3.4, …). */
+/**
+ * One grant type at the token endpoint (RFC 6749 §4.1.3, RFC 8628 §3.4, …). `proof`: the
+ * request's checked DPoP proof (RFC 9449 §5), null without one; the tokens are bound to its key.
+ */
 export interface TokenGrant {
   readonly type: GrantType;
-  handle(deps: FlowDeps, client: ClientRecord, params: Params): Promise<TokenResponse>;
+  handle(deps: FlowDeps, client: ClientRecord, params: Params, proof: DpopProof | null): Promise<TokenResponse>;
 }

@@ -1,10 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
+import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
 import type { AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -56,7 +58,25 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
 
   async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null) {
     reply.header('Cache-Control', 'no-store');
-    const check = await checkAuthorizationRequest(deps.store, params);
+    // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
+    // it is read; the browser is known by its CSRF cookie, which it keeps through sign-in.
+    let pushed: { readonly hash: string; readonly browser: string } | null = null;
+    let requestParams = params;
+    if (isPushedReference(params)) {
+      const browser = hashSecret(csrfToken(deps.config, request, reply));
+      const resolved = await resolvePushedRequest(deps, params, browser);
+      if (resolved.kind === 'fatal') return sendError(request, reply, resolved.error);
+      if (resolved.kind === 'redirect') {
+        const { error, redirectUri, state } = resolved;
+        return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
+      }
+      pushed = { hash: resolved.hash, browser };
+      requestParams = resolved.params;
+    }
+    // What sign-in returns to and the approval form posts: a pushed request goes on by its
+    // reference alone.
+    const carried: RawParams = pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'] };
+    const check = await checkAuthorizationRequest(deps.store, requestParams, pushed !== null, deps.config.par.required);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') {
       const { error, redirectUri, state } = check;
@@ -67,15 +87,22 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
     const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
+    // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
+    if ((step.kind === 'approve' || step.kind === 'deny') && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
+      return reply.redirect(
+        redirectToClient(authorization.redirectUri, issuer, authorization.state, { error: 'invalid_request_uri', error_description: 'the request_uri has already been used' }),
+        303,
+      );
+    }
     switch (step.kind) {
       case 'error':
         return reply.redirect(redirectToClient(authorization.redirectUri, issuer, authorization.state, { error: step.error, error_description: step.description }), 303);
       case 'sign-in':
-        // After signing in, come back without the parameters that asked for it. That can go
-        // straight on to the client (a remembered approval), and browsers hold the redirects
-        // after a form post to its form-action.
+        // After signing in, come back without the parameters that asked for it (a pushed
+        // request by its reference alone). That can go straight on to the client (a remembered
+        // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(params))), authorization.client.name);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name);
       case 'approve':
         assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(deps, authorization, step.signedIn.session), 303);
@@ -87,7 +114,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         break;
     }
     const { user } = step.signedIn;
-    const fields = singleValues(params, CONSENT_FORM_OMITS);
+    const fields = singleValues(carried, CONSENT_FORM_OMITS);
     // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
     const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
     if (refused) return refused;

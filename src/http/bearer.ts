@@ -21,6 +21,31 @@ export function bearerToken(request: FastifyRequest, params: Readonly<Record<str
   return match[1]!;
 }
 
+/** RFC 9449 §7.1: `Authorization: DPoP <token>`, the token68 syntax of the Bearer scheme. */
+const DPOP = /^DPoP +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** The access token of a request and the scheme it came in. */
+export interface AccessTokenCredential {
+  readonly scheme: 'Bearer' | 'DPoP';
+  readonly token: string;
+}
+
+/**
+ * The access token of a request to a protected resource, as `Bearer` (RFC 6750 §2.1) or as
+ * `DPoP` (RFC 9449 §7.1); null when there is neither.
+ */
+export function accessTokenCredential(request: FastifyRequest, params: Readonly<Record<string, unknown>>): AccessTokenCredential | null {
+  const header = request.headers.authorization;
+  if (header !== undefined && /^DPoP(\s|$)/i.test(header)) {
+    if (params['access_token'] !== undefined) throw new OAuthError('invalid_request', 'send the access token in the Authorization header only');
+    const match = DPOP.exec(header);
+    if (!match) throw new OAuthError('invalid_token', 'the Authorization header is not a well-formed DPoP token');
+    return { scheme: 'DPoP', token: match[1]! };
+  }
+  const token = bearerToken(request, params);
+  return token === null ? null : { scheme: 'Bearer', token };
+}
+
 const quoted = (value: string) => `"${value.replace(/["\\]/g, '')}"`;
 
 /**

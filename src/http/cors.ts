@@ -16,6 +16,7 @@ declare module 'fastify' {
  */
 export const CORS_ENDPOINTS: readonly { readonly path: string; readonly methods: string }[] = [
   { path: '/oauth/token', methods: 'POST' },
+  { path: '/oauth/par', methods: 'POST' },
   { path: '/oauth/device/authorization', methods: 'POST' },
   { path: '/oauth/revoke', methods: 'POST' },
   { path: '/oauth/userinfo', methods: 'GET, POST' },
@@ -83,7 +84,7 @@ export function registerCors(app: FastifyInstance, deps: { readonly store: Store
   }
 
   const allow = (reply: FastifyReply, origin: string) =>
-    reply.header('Access-Control-Allow-Origin', origin).header('Access-Control-Expose-Headers', 'WWW-Authenticate');
+    reply.header('Access-Control-Allow-Origin', origin).header('Access-Control-Expose-Headers', 'WWW-Authenticate, DPoP-Nonce');
   // A callback hook, not an async one: it runs on every response, most of which come from
   // no browser origin, and an async hook costs a promise per response.
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload, done) => {

@@ -1,3 +1,4 @@
+import type { DpopNonces } from '../flows/dpop/nonce.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
@@ -11,4 +12,6 @@ export interface AppDeps extends FlowDeps {
   readonly grants: readonly TokenGrant[];
   /** Endpoints added by feature plugins, merged into the discovery document. */
   readonly extraMetadata: Readonly<Record<string, unknown>>;
+  /** RFC 9449 §8: the server nonces DPoP proofs must carry when `config.dpop.nonces` is on. */
+  readonly dpopNonces: DpopNonces;
 }

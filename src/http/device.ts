@@ -21,6 +21,7 @@ import { consentPage } from '../ui/pages.ts';
 import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
 import { clientRequest } from './client-auth.ts';
+import { requestProof } from './dpop.ts';
 import { formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
@@ -62,11 +63,16 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     // RFC 8628 §3.1: the client authenticates as at the token endpoint; §3.2 refers to
     // RFC 6749 §5.1: the response carries a secret, so no caching.
     const { client, params } = await clientRequest(deps, request, reply);
+    // RFC 9449 defines no proof here; one binds the device code to its key, as dpop_jkt
+    // binds a code (§10), so that a device code phished or read off the device is worth
+    // nothing without the device's key (the cross-device security BCP's sender constraint).
+    const proof = await requestProof(deps, request, reply, DEVICE_AUTHORIZATION_PATH);
+    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every request');
     const response = await startDeviceAuthorization(
       deps,
       client,
       params,
-      { ip: request.ip, userAgent: request.headers['user-agent'] ?? null },
+      { ip: request.ip, userAgent: request.headers['user-agent'] ?? null, dpopJkt: proof?.jkt ?? null },
       formResources(request),
     );
     return reply.type('application/json; charset=utf-8').send(response);

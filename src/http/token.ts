@@ -2,7 +2,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
+import { requestProof } from './dpop.ts';
 import { formResources } from './form.ts';
+
+export const TOKEN_PATH = '/oauth/token';
 
 /**
  * The token endpoint (RFC 6749 §3.2): authenticate the client, then hand the request to the
@@ -11,7 +14,7 @@ import { formResources } from './form.ts';
 export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const grants = new Map(deps.grants.map((grant) => [grant.type as string, grant]));
 
-  app.post('/oauth/token', async (request, reply) => {
+  app.post(TOKEN_PATH, async (request, reply) => {
     const { client, params } = await clientRequest(deps, request, reply);
     // RFC 8707 §2.2: a token request may name several resources, but an access token here has
     // one audience (RFC 9068 §3), so the server refuses more than one.
@@ -23,6 +26,11 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     if (!client.grantTypes.includes(grant.type)) {
       throw new OAuthError('unauthorized_client', `this client is not allowed the ${grantType} grant`);
     }
-    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params));
+    // RFC 9449 §5: a token request with a valid DPoP proof gets tokens bound to its key.
+    const proof = await requestProof(deps, request, reply, TOKEN_PATH);
+    // RFC 9449 §5.2 dpop_bound_access_tokens: the server "MUST reject token requests from
+    // this client that do not contain the DPoP header".
+    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every token request');
+    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params, proof));
   });
 };

@@ -2,27 +2,51 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { userInfo } from '../flows/lifecycle/userinfo.ts';
 import type { AppDeps } from './deps.ts';
-import { bearerChallenge, bearerToken } from './bearer.ts';
+import { accessTokenCredential, bearerChallenge } from './bearer.ts';
+import { asResourceError, dpopChallenge, isDpopError, requestProof, resourceChallenges } from './dpop.ts';
 import { rawForm } from './form.ts';
 
-/** The UserInfo endpoint (OIDC Core §5.3): GET and POST alike (§5.3.1). */
+const USERINFO_PATH = '/oauth/userinfo';
+
+/**
+ * The UserInfo endpoint (OIDC Core §5.3): GET and POST alike (§5.3.1), with a Bearer access
+ * token (RFC 6750) or a DPoP-bound one and its proof (RFC 9449 §7).
+ */
 export const userinfoRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   async function handle(request: FastifyRequest, reply: FastifyReply, params: Readonly<Record<string, unknown>>) {
     reply.header('Cache-Control', 'no-store');
-    const token = bearerToken(request, params);
-    if (token === null) {
-      reply.header('WWW-Authenticate', bearerChallenge());
-      throw new OAuthError('invalid_token', 'an access token is required (Authorization: Bearer)');
+    const credential = accessTokenCredential(request, params);
+    if (credential === null) {
+      reply.header('WWW-Authenticate', resourceChallenges());
+      throw new OAuthError('invalid_token', 'an access token is required (Authorization: Bearer, or DPoP with a proof)');
     }
-    const { clientId, claims } = await userInfo(deps, token);
-    // Only the browser origins of the app the token was issued to may read the answer.
-    const client = await deps.store.clients.get(clientId);
-    if (client) request.oauthClient = client;
-    return reply.type('application/json; charset=utf-8').send(claims);
+    try {
+      // RFC 9449 §7.1: the DPoP scheme comes with a proof of the key, made for this request
+      // and this token (ath).
+      const proof = credential.scheme === 'DPoP' ? await requestProof(deps, request, reply, USERINFO_PATH, credential.token) : null;
+      if (credential.scheme === 'DPoP' && proof === null) throw new OAuthError('invalid_dpop_proof', 'a DPoP proof is required with the DPoP scheme');
+      const { clientId, claims } = await userInfo(deps, { ...credential, proof });
+      // Only the browser origins of the app the token was issued to may read the answer.
+      const client = await deps.store.clients.get(clientId);
+      if (client) request.oauthClient = client;
+      return reply.type('application/json; charset=utf-8').send(claims);
+    } catch (error) {
+      if (!(error instanceof OAuthError)) throw error;
+      // RFC 9449 §7.1: a request with the DPoP scheme, or refused for its proof, is answered
+      // with the DPoP challenge, and a refused proof with 401 (§9: use_dpop_nonce too).
+      if (credential.scheme === 'DPoP' || isDpopError(error)) {
+        reply.header('WWW-Authenticate', dpopChallenge(error));
+        throw isDpopError(error) ? asResourceError(error) : error;
+      }
+      // A refused bearer token may be a DPoP-bound one sent without its proof: §7.2 lets a
+      // resource that takes both schemes send both challenges, so the client learns which.
+      if (error.code === 'invalid_token') reply.header('WWW-Authenticate', [bearerChallenge(error), dpopChallenge(error)]);
+      throw error;
+    }
   }
 
-  app.get('/oauth/userinfo', (request, reply) => handle(request, reply, request.query as Record<string, unknown>));
-  app.post('/oauth/userinfo', (request, reply) =>
+  app.get(USERINFO_PATH, (request, reply) => handle(request, reply, request.query as Record<string, unknown>));
+  app.post(USERINFO_PATH, (request, reply) =>
     handle(request, reply, { ...(request.query as Record<string, unknown>), ...rawForm(request) }),
   );
 };

@@ -329,6 +329,45 @@ const apiResources: Migration = {
 };
 
 /**
+ * Version 10, sender-constrained tokens and pushed requests. DPoP (RFC 9449): the key
+ * thumbprint a code (§10), a device code or a public client's refresh token (§5) is bound
+ * to, the proof ids seen within the proof window (§11.1), and the clients that must use it.
+ * PAR (RFC 9126): pushed authorization requests by the hash of their `request_uri`, and the
+ * clients that must push.
+ */
+const senderConstraint: Migration = {
+  version: 10,
+  name: 'dpop and pushed authorization requests',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN require_dpop ${t.boolean('require_dpop')} DEFAULT FALSE`,
+    (t) => `ALTER TABLE clients ADD COLUMN require_par ${t.boolean('require_par')} DEFAULT FALSE`,
+    (t) => `ALTER TABLE authorization_codes ADD COLUMN dpop_jkt ${t.text}`,
+    (t) => `ALTER TABLE device_authorizations ADD COLUMN dpop_jkt ${t.text}`,
+    (t) => `ALTER TABLE refresh_tokens ADD COLUMN dpop_jkt ${t.text}`,
+    // `key` is a hash of the proof's key thumbprint and jti: a jti is unique per key.
+    (t) => `CREATE TABLE dpop_proofs (
+      key        ${t.text} PRIMARY KEY,
+      expires_at ${t.time} NOT NULL
+    )`,
+    // `browser` is the hash of the CSRF cookie of the browser that first brought the
+    // request_uri to the authorization endpoint: from then on, only that browser goes on.
+    (t) => `CREATE TABLE pushed_requests (
+      hash       ${t.text} PRIMARY KEY,
+      client_id  ${t.text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+      params     ${t.json} NOT NULL,
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL,
+      claimed_at ${t.time},
+      browser    ${t.text},
+      decided_at ${t.time}
+    )`,
+    'CREATE INDEX dpop_proofs_expires_at ON dpop_proofs (expires_at)',
+    'CREATE INDEX pushed_requests_expires_at ON pushed_requests (expires_at)',
+    'CREATE INDEX pushed_requests_client_id ON pushed_requests (client_id)',
+  ],
+};
+
+/**
  * Version 11, passkeys and one-time codes. A session and a grant remember how the person
  * signed in (RFC 8176 `amr`; null in a row from before: a password); a client may require
  * a phishing-resistant sign-in. Passkeys keep the signature counter and backup state the
@@ -406,4 +445,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, singleSignOn, apiResources, secondFactors];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, singleSignOn, apiResources, senderConstraint, secondFactors];

@@ -18,6 +18,7 @@ import {
   type GrantRecord,
   type PasskeyRecord,
   type PendingSignInRecord,
+  type PushedRequestRecord,
   type TotpRecord,
   type WebauthnChallengeRecord,
   type RefreshTokenRecord,
@@ -109,6 +110,8 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     scopes: read.strings(row, 'scopes'),
     grantTypes: read.strings(row, 'grant_types').map((value) => oneOf(grantTypes, 'grant_types', value)),
     webOrigins: read.strings(row, 'web_origins'),
+    requireDpop: read.boolean(row, 'require_dpop'),
+    requirePar: read.boolean(row, 'require_par'),
     createdAt: integer(row, 'created_at'),
     authMethod: oneOf(CLIENT_AUTH_METHODS, 'auth_method', text(row, 'auth_method')),
     previousSecretHash: textOrNull(row, 'previous_secret_hash'),
@@ -195,6 +198,7 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     rotatedAt: integerOrNull(row, 'rotated_at'),
+    dpopJkt: textOrNull(row, 'dpop_jkt'),
   };
 }
 
@@ -213,6 +217,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     consumedAt: integerOrNull(row, 'consumed_at'),
+    dpopJkt: textOrNull(row, 'dpop_jkt'),
   };
 }
 
@@ -232,6 +237,24 @@ export function deviceFromRow(row: Row, read: ColumnReader): DeviceAuthorization
     userId: textOrNull(row, 'user_id'),
     authTime: integerOrNull(row, 'auth_time'),
     grantId: textOrNull(row, 'grant_id'),
+    decidedAt: integerOrNull(row, 'decided_at'),
+    dpopJkt: textOrNull(row, 'dpop_jkt'),
+  };
+}
+
+export function pushedRequestFromRow(row: Row, read: ColumnReader): PushedRequestRecord {
+  const params = read.object(row, 'params');
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value !== 'string') stringList(`params.${name}`, value);
+  }
+  return {
+    hash: text(row, 'hash'),
+    clientId: text(row, 'client_id'),
+    params: params as Record<string, string | string[]>,
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    claimedAt: integerOrNull(row, 'claimed_at'),
+    browser: textOrNull(row, 'browser'),
     decidedAt: integerOrNull(row, 'decided_at'),
   };
 }

@@ -56,6 +56,10 @@ export interface ClientRecord {
   readonly postLogoutRedirectUris: readonly string[];
   /** Back-Channel Logout 1.0 §2.2: where logout tokens are posted; null: none are sent. */
   readonly backchannelLogoutUri: string | null;
+  /** Token requests without a DPoP proof are refused (RFC 9449 §5.2 `dpop_bound_access_tokens`). */
+  readonly requireDpop: boolean;
+  /** Authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
+  readonly requirePar: boolean;
 }
 
 /** The fields of a registration that a client created before them takes defaults for. */
@@ -68,12 +72,14 @@ type ClientDefaults =
   | 'pkce'
   | 'firstParty'
   | 'postLogoutRedirectUris'
-  | 'backchannelLogoutUri';
+  | 'backchannelLogoutUri'
+  | 'requireDpop'
+  | 'requirePar';
 
 /**
  * A client as it is registered: without `authMethod` it is `none` when it has no secret and
  * `client_secret_basic` when it has one; no previous secret, no keys, PKCE required; not
- * first-party, no logout addresses.
+ * first-party, no logout addresses; DPoP and pushed requests not required.
  */
 export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
 
@@ -300,6 +306,8 @@ export interface RefreshTokenRecord {
   readonly expiresAt: number;
   /** Set when it was exchanged for its successor; from then on, presenting it is reuse. */
   readonly rotatedAt: number | null;
+  /** RFC 9449 §5: a public client's refresh token is bound to this DPoP key thumbprint. */
+  readonly dpopJkt: string | null;
 }
 
 export interface RefreshTokenStore {
@@ -341,6 +349,8 @@ export interface AuthorizationCodeRecord {
   readonly createdAt: number;
   readonly expiresAt: number;
   readonly consumedAt: number | null;
+  /** RFC 9449 §10: the DPoP key thumbprint (`dpop_jkt`) the code must be redeemed with. */
+  readonly dpopJkt: string | null;
 }
 
 export interface AuthorizationCodeStore {
@@ -348,11 +358,12 @@ export interface AuthorizationCodeStore {
   /**
    * Redeems a code: exactly one caller receives the record. It is marked consumed and
    * returned only if it is unconsumed, unexpired at `now`, and was issued to this client
-   * for this redirect_uri and challenge; otherwise nothing changes and null is returned.
+   * for this redirect_uri and challenge (and DPoP key, if it is bound to one); otherwise nothing changes and null is returned.
    */
   consume(
     hash: string,
-    binding: { readonly clientId: string; readonly redirectUri: string; readonly codeChallenge: string },
+    /** `dpopJkt`: the key of the token request's DPoP proof, null without one; a code bound to another key is left as it is. */
+    binding: { readonly clientId: string; readonly redirectUri: string; readonly codeChallenge: string; readonly dpopJkt?: string | null },
     now: number,
   ): Promise<AuthorizationCodeRecord | null>;
   /** The record whatever its state, to tell a replay from a mismatch after `consume` failed. */
@@ -382,6 +393,8 @@ export interface DeviceAuthorizationRecord {
   readonly authTime: number | null;
   readonly grantId: string | null;
   readonly decidedAt: number | null;
+  /** RFC 9449: the key of the DPoP proof sent with the device authorization request; only polls proved by it get tokens. */
+  readonly dpopJkt: string | null;
 }
 
 /**
@@ -409,13 +422,58 @@ export interface DeviceAuthorizationStore {
   decide(userCode: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null>;
   /**
    * One poll by the device: one indexed lookup and one write. Null when no record has this
-   * hash for this client.
+   * hash for this client, or it is bound to a DPoP key (`dpopJkt`) other than `dpopJkt`
+   * (null: the poll carried no proof); such a poll changes nothing.
    */
   poll(
     deviceCodeHash: string,
     clientId: string,
     now: number,
+    dpopJkt?: string | null,
   ): Promise<{ readonly outcome: DevicePollOutcome; readonly record: DeviceAuthorizationRecord } | null>;
+  /** The record whatever its state, to tell why a poll found nothing. */
+  find(deviceCodeHash: string): Promise<DeviceAuthorizationRecord | null>;
+}
+
+/** DPoP proofs seen (RFC 9449 §11.1), so that a proof is accepted once. */
+export interface DpopProofStore {
+  /**
+   * Records a proof by `key` until `expiresAt`: true the first time, false when a record
+   * with this key is still unexpired at `now` (a replay). One statement.
+   */
+  use(key: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
+/** A pushed authorization request (RFC 9126 §2), stored by the hash of its `request_uri`. */
+export interface PushedRequestRecord {
+  readonly hash: string;
+  readonly clientId: string;
+  /** The authorization request parameters, validated when pushed; `resource` may be several (RFC 8707 §2). */
+  readonly params: Readonly<Record<string, string | readonly string[]>>;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  /** When a browser first brought it to the authorization endpoint. */
+  readonly claimedAt: number | null;
+  /** `hashSecret` of that browser's CSRF cookie. */
+  readonly browser: string | null;
+  /** When the user approved or denied it: it is spent. */
+  readonly decidedAt: number | null;
+}
+
+export interface PushedRequestStore {
+  create(record: PushedRequestRecord): Promise<void>;
+  /**
+   * The first use at the authorization endpoint (RFC 9126 §4: single use): only an
+   * unclaimed, unexpired request of this client changes; it is claimed by `browser` and
+   * lives on until `until` for the sign-in and approval. Null when there was none.
+   */
+  claim(hash: string, clientId: string, browser: string, now: number, until: number): Promise<PushedRequestRecord | null>;
+  /** The request this browser claimed, while undecided and unexpired; changes nothing. */
+  resume(hash: string, clientId: string, browser: string, now: number): Promise<PushedRequestRecord | null>;
+  /** Spends a claimed request on the user's decision: exactly one caller receives it. */
+  decide(hash: string, clientId: string, browser: string, now: number): Promise<PushedRequestRecord | null>;
+  /** The record whatever its state, to tell where to report a request_uri that cannot be used. */
+  find(hash: string): Promise<PushedRequestRecord | null>;
 }
 
 /**
@@ -475,6 +533,8 @@ export interface Stores {
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
+  readonly dpopProofs: DpopProofStore;
+  readonly pushedRequests: PushedRequestStore;
   readonly resources: ResourceStore;
   readonly clientAssertions: ClientAssertionStore;
   readonly passkeys: PasskeyStore;

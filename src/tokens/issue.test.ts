@@ -19,6 +19,8 @@ const client: ClientRecord = {
   scopes: ['openid', 'profile'],
   grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
+  requireDpop: false,
+  requirePar: false,
   createdAt: 0,
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,

@@ -12,7 +12,8 @@ import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 /** The successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3). Wire names, readonly. */
 export interface TokenResponse {
   readonly access_token: string;
-  readonly token_type: 'Bearer';
+  /** RFC 9449 §5: `DPoP` for an access token bound to a DPoP key. */
+  readonly token_type: 'Bearer' | 'DPoP';
   readonly expires_in: number;
   readonly scope: string;
   readonly id_token?: string;
@@ -41,6 +42,11 @@ export interface Issuance {
    * before); by default the grant's.
    */
   readonly refreshScope?: readonly string[];
+  /**
+   * RFC 9449 §6: the thumbprint of the key of the token request's DPoP proof, to which the
+   * access token is bound (`cnf.jkt`), and a public client's refresh token too (§5).
+   */
+  readonly dpopJkt?: string | null;
 }
 
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
@@ -82,6 +88,8 @@ export interface AccessTokenClaims {
   /** Seconds since the epoch. */
   readonly iat: number;
   readonly exp: number;
+  /** RFC 9449 §6.1 `cnf.jkt`: the DPoP key the token is bound to; null for a Bearer token. */
+  readonly jkt: string | null;
 }
 
 /**
@@ -163,7 +171,7 @@ export class TokenIssuer {
     }
     return {
       access_token: accessToken,
-      token_type: 'Bearer',
+      token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer',
       expires_in: accessTokenLifetime,
       scope,
       ...(idToken === undefined ? {} : { id_token: idToken }),
@@ -192,6 +200,10 @@ export class TokenIssuer {
       createdAt: now,
       expiresAt,
       rotatedAt: null,
+      // RFC 9449 §5: "Refresh tokens issued to confidential clients are not bound to the
+      // DPoP proof public key because they are already sender-constrained" by the client's
+      // authentication; a public client's are bound to its key.
+      dpopJkt: issuance.client.secretHash === null ? (issuance.dpopJkt ?? null) : null,
     };
     return { token, record };
   }
@@ -214,10 +226,12 @@ export class TokenIssuer {
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid } = payload;
+      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string' || typeof aud !== 'string') return null;
-      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid };
+      const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
+      if (cnf !== undefined && typeof jkt !== 'string') return null;
+      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid, jkt: typeof jkt === 'string' ? jkt : null };
     } catch {
       return null;
     }
@@ -297,6 +311,8 @@ export class TokenIssuer {
       iat: now,
       exp: now + lifetime,
       jti: randomUUID(),
+      // RFC 9449 §6.1: the confirmation of the key the token is bound to.
+      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
     }, key.privateKey);
   }
 

@@ -1,4 +1,4 @@
-import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
+import { createPrivateKey, hkdfSync, randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Clock } from '../core/clock.ts';
 import type { SigningAlgorithm } from '../config/index.ts';
@@ -45,6 +45,7 @@ export class KeyManager {
   readonly #clock: Clock;
   readonly #settings: KeySettings;
   #cache: { loadedAt: number; published: SigningKeyRecord[]; active: Map<SigningAlgorithm, Promise<ActiveKey>> } | undefined;
+  #derived: { readonly kid: string; readonly purpose: string; readonly secret: Uint8Array } | undefined;
 
   constructor(store: KeyStore, clock: Clock, settings: KeySettings) {
     this.#store = store;
@@ -120,6 +121,20 @@ export class KeyManager {
       cache.active.set(alg, active);
     }
     return active;
+  }
+
+  /**
+   * A 256-bit secret for `purpose` (HKDF, RFC 5869) from the private ES256 key that signs
+   * now: every instance shares the keys through the store, so every instance derives the
+   * same secret, with nothing more to configure. It changes when that key is rotated out.
+   */
+  async derivedSecret(purpose: string): Promise<Uint8Array> {
+    const key = await this.signingKey('ES256');
+    if (this.#derived?.kid !== key.kid || this.#derived.purpose !== purpose) {
+      const d = key.privateKey.export({ format: 'jwk' }).d ?? '';
+      this.#derived = { kid: key.kid, purpose, secret: new Uint8Array(hkdfSync('sha256', Buffer.from(d, 'base64url'), '', `tessera ${purpose}`, 32)) };
+    }
+    return this.#derived.secret;
   }
 
   async #load() {

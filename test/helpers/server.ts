@@ -88,6 +88,8 @@ export interface TestServer {
     firstParty?: boolean;
     postLogoutRedirectUris?: string[];
     backchannelLogoutUri?: string;
+    requireDpop?: boolean;
+    requirePar?: boolean;
   }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
@@ -174,6 +176,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         scopes: client.scopes ?? ['openid', 'profile', 'email'],
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
         webOrigins: client.webOrigins ?? [],
+        requireDpop: client.requireDpop ?? false,
+        requirePar: client.requirePar ?? false,
         createdAt: clock.now(),
         ...(client.requirePhishingResistant ? { requirePhishingResistant: true } : {}),
         firstParty: client.firstParty ?? false,

@@ -20,6 +20,7 @@ import {
   type ClientRecord,
   type DeviceAuthorizationRecord,
   type GrantRecord,
+  type PushedRequestRecord,
   type RefreshTokenRecord,
   type ResourceRecord,
   type SessionRecord,
@@ -79,6 +80,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         scopes: ['openid', 'profile', 'offline_access'],
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: ['https://app.example'],
+        requireDpop: false,
+        requirePar: false,
         createdAt: T0,
         authMethod: 'client_secret_basic',
         previousSecretHash: null,
@@ -152,6 +155,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         expiresAt: T0 + MINUTE,
         consumedAt: null,
+        dpopJkt: null,
         ...overrides,
       };
       await store.codes.create(code);
@@ -181,6 +185,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         authTime: null,
         grantId: null,
         decidedAt: null,
+        dpopJkt: null,
         ...overrides,
       };
     }
@@ -237,6 +242,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         expiresAt: T0 + HOUR,
         rotatedAt: null,
+        dpopJkt: null,
         ...overrides,
       };
       await store.refreshTokens.create(token);
@@ -928,6 +934,134 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('DPoP bindings (RFC 9449) and client requirements', () => {
+      it('keeps a client that requires DPoP and PAR', async () => {
+        const client = await givenClient({ requireDpop: true, requirePar: true });
+        assert.deepEqual(await store.clients.get(client.id), client);
+      });
+
+      it('redeems a code bound to a DPoP key only with that key, and leaves it unconsumed otherwise', async () => {
+        const code = await givenCode({ dpopJkt: 'jkt-a' });
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.equal(await store.codes.consume(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-b' }, T0 + SECOND), null);
+        assert.equal(await store.codes.consume(code.hash, bindingOf(code), T0 + SECOND), null);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.deepEqual(await store.codes.consume(code.hash, { ...bindingOf(code), dpopJkt: 'jkt-a' }, T0 + SECOND), { ...code, consumedAt: T0 + SECOND });
+      });
+
+      it('redeems an unbound code with or without a key', async () => {
+        const code = await givenCode();
+        assert.ok(await store.codes.consume(code.hash, { ...bindingOf(code), dpopJkt: 'any' }, T0 + SECOND));
+      });
+
+      it('polls a device code bound to a key only with that key: another poll finds nothing and records nothing', async () => {
+        const approved = await givenApprovedDevice({ dpopJkt: 'jkt-a' });
+        assert.deepEqual(await store.devices.find(approved.deviceCodeHash), approved);
+        assert.equal(await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE, 'jkt-b'), null);
+        assert.equal(await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE), null);
+        assert.deepEqual(await store.devices.find(approved.deviceCodeHash), approved);
+        assert.deepEqual(await store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE, 'jkt-a'), {
+          outcome: 'issue',
+          record: { ...approved, status: 'consumed', lastPolledAt: T0 + 2 * MINUTE },
+        });
+        assert.equal(await store.devices.find('no-such-hash'), null);
+      });
+
+      it('answers bound and unbound device codes polled at once each by its own key', async () => {
+        const bound = await givenApprovedDevice({ dpopJkt: 'jkt-a' });
+        const stolen = await givenApprovedDevice({ dpopJkt: 'jkt-a' });
+        const unbound = await givenDevice();
+        const [a, b, c] = await Promise.all([
+          store.devices.poll(bound.deviceCodeHash, bound.clientId, T0 + 2 * MINUTE, 'jkt-a'),
+          store.devices.poll(stolen.deviceCodeHash, stolen.clientId, T0 + 2 * MINUTE, 'jkt-b'),
+          store.devices.poll(unbound.deviceCodeHash, unbound.clientId, T0 + 2 * MINUTE, 'jkt-c'),
+        ]);
+        assert.equal(a?.outcome, 'issue');
+        assert.equal(b, null);
+        assert.equal(c?.outcome, 'pending');
+        assert.equal((await store.devices.find(stolen.deviceCodeHash))?.status, 'approved');
+      });
+
+      it('keeps the key a refresh token is bound to', async () => {
+        const token = await givenRefreshToken({ dpopJkt: 'jkt-a' });
+        assert.deepEqual(await store.refreshTokens.find(token.hash), token);
+      });
+
+      it('accepts a proof once within its lifetime, again after it expired, and once among concurrent uses', async () => {
+        assert.equal(await store.dpopProofs.use('proof-1', T0 + MINUTE, T0), true);
+        assert.equal(await store.dpopProofs.use('proof-1', T0 + MINUTE, T0 + SECOND), false);
+        assert.equal(await store.dpopProofs.use('proof-1', T0 + 2 * MINUTE, T0 + MINUTE), true);
+        const results = await Promise.all(Array.from({ length: 10 }, () => store.dpopProofs.use('proof-2', T0 + MINUTE, T0)));
+        assert.equal(results.filter(Boolean).length, 1);
+      });
+
+      it('answers each of many proofs used at once by itself: new ones taken, a live one refused, an expired one taken over', async () => {
+        await store.dpopProofs.use('proof-live', T0 + MINUTE, T0);
+        await store.dpopProofs.use('proof-expired', T0 + SECOND, T0);
+        const results = await Promise.all([
+          store.dpopProofs.use('proof-new-1', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+          store.dpopProofs.use('proof-live', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+          store.dpopProofs.use('proof-expired', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+          store.dpopProofs.use('proof-new-2', T0 + 2 * MINUTE, T0 + 2 * SECOND),
+        ]);
+        assert.deepEqual(results, [true, false, true, true]);
+        assert.equal(await store.dpopProofs.use('proof-expired', T0 + 2 * MINUTE, T0 + 3 * SECOND), false, 'taken over until its new expiry');
+      });
+    });
+
+    describe('pushed authorization requests (RFC 9126)', () => {
+      async function givenPushed(overrides: Partial<PushedRequestRecord> = {}): Promise<PushedRequestRecord> {
+        const record: PushedRequestRecord = {
+          hash: unique('request-uri-hash'),
+          clientId: overrides.clientId ?? (await givenClient()).id,
+          params: { response_type: 'code', scope: 'openid', state: 'xyz', resource: ['https://a.example/', 'https://b.example/'] },
+          createdAt: T0,
+          expiresAt: T0 + MINUTE,
+          claimedAt: null,
+          browser: null,
+          decidedAt: null,
+          ...overrides,
+        };
+        await store.pushedRequests.create(record);
+        return record;
+      }
+
+      it('finds a created request with every field as given', async () => {
+        const record = await givenPushed();
+        assert.deepEqual(await store.pushedRequests.find(record.hash), record);
+        assert.equal(await store.pushedRequests.find('no-such-hash'), null);
+      });
+
+      it('is claimed once, by one browser, before it expires, and only by its client', async () => {
+        const record = await givenPushed();
+        assert.equal(await store.pushedRequests.claim(record.hash, 'another-client', 'browser-a', T0, T0 + HOUR), null);
+        assert.equal(await store.pushedRequests.claim(record.hash, record.clientId, 'browser-a', record.expiresAt, T0 + HOUR), null);
+        const claimed = { ...record, claimedAt: T0 + SECOND, browser: 'browser-a', expiresAt: T0 + HOUR };
+        assert.deepEqual(await store.pushedRequests.claim(record.hash, record.clientId, 'browser-a', T0 + SECOND, T0 + HOUR), claimed);
+        assert.equal(await store.pushedRequests.claim(record.hash, record.clientId, 'browser-b', T0 + SECOND, T0 + HOUR), null);
+        assert.equal(await store.pushedRequests.claim(record.hash, record.clientId, 'browser-a', T0 + SECOND, T0 + HOUR), null);
+        assert.deepEqual(await store.pushedRequests.resume(record.hash, record.clientId, 'browser-a', T0 + MINUTE), claimed);
+        assert.equal(await store.pushedRequests.resume(record.hash, record.clientId, 'browser-b', T0 + MINUTE), null);
+        assert.equal(await store.pushedRequests.resume(record.hash, record.clientId, 'browser-a', T0 + HOUR), null);
+      });
+
+      it('is decided once, by the browser that claimed it', async () => {
+        const record = await givenPushed();
+        assert.equal(await store.pushedRequests.decide(record.hash, record.clientId, 'browser-a', T0), null, 'not claimed yet');
+        await store.pushedRequests.claim(record.hash, record.clientId, 'browser-a', T0, T0 + HOUR);
+        assert.equal(await store.pushedRequests.decide(record.hash, record.clientId, 'browser-b', T0 + SECOND), null);
+        const results = await Promise.all(Array.from({ length: 10 }, () => store.pushedRequests.decide(record.hash, record.clientId, 'browser-a', T0 + SECOND)));
+        assert.equal(results.filter((result) => result !== null).length, 1);
+        assert.equal(await store.pushedRequests.resume(record.hash, record.clientId, 'browser-a', T0 + 2 * SECOND), null);
+      });
+
+      it('goes with its client', async () => {
+        const record = await givenPushed();
+        await store.clients.remove(record.clientId);
+        assert.equal(await store.pushedRequests.find(record.hash), null);
+      });
+    });
+
     describe('grant use', () => {
       it('records when a grant was last used and until when its tokens live', async () => {
         const grant = await givenGrant((await givenClient()).id, (await givenUser()).id);
@@ -1216,6 +1350,27 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('purgeExpired, DPoP proofs and pushed requests', () => {
+      it('deletes proofs and pushed requests that expired before the cutoff, and nothing else', async () => {
+        const start = Date.UTC(2000, 0, 1);
+        const cutoff = start + HOUR;
+        // Whatever earlier cases left expired by then goes first, so the count is of these rows.
+        await store.purgeExpired(cutoff);
+        const client = await givenClient({ createdAt: start });
+        await store.dpopProofs.use('purged-proof', cutoff - 1, start);
+        await store.dpopProofs.use('kept-proof', cutoff, start);
+        const pushed = (hash: string, expiresAt: number) =>
+          store.pushedRequests.create({ hash, clientId: client.id, params: {}, createdAt: start, expiresAt, claimedAt: null, browser: null, decidedAt: null });
+        await pushed('purged-request', cutoff - 1);
+        await pushed('kept-request', cutoff);
+        assert.equal(await store.purgeExpired(cutoff), 2);
+        assert.equal(await store.pushedRequests.find('purged-request'), null);
+        assert.ok(await store.pushedRequests.find('kept-request'));
+        assert.equal(await store.dpopProofs.use('purged-proof', cutoff + HOUR, start), true, 'its record is gone');
+        assert.equal(await store.dpopProofs.use('kept-proof', cutoff + HOUR, start), false);
+      });
+    });
+
     describe('resources (RFC 8707)', () => {
       const resource = (overrides: Partial<ResourceRecord> = {}): ResourceRecord => {
         const id = unique('api');
@@ -1341,6 +1496,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           createdAt: T0,
           expiresAt: T0 + MINUTE,
           consumedAt: null,
+          dpopJkt: null,
         };
         return { grant, code };
       }

@@ -11,6 +11,8 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     scopes: ['openid'],
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
+    requireDpop: false,
+    requirePar: false,
     createdAt,
     authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
     firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
@@ -37,6 +39,7 @@ export function pendingDevice(
     authTime: null,
     grantId: null,
     decidedAt: null,
+    dpopJkt: null,
     ...overrides,
   };
 }

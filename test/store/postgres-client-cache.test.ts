@@ -19,6 +19,8 @@ const client: ClientRecord = {
   scopes: ['openid'],
   grantTypes: [GRANT_DEVICE_CODE],
   webOrigins: [],
+  requireDpop: false,
+  requirePar: false,
   createdAt: Date.UTC(2026, 0, 1),
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,

@@ -35,6 +35,8 @@ async function seed(store: Store) {
     scopes: ['openid'],
     grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
     webOrigins: [],
+    requireDpop: false,
+    requirePar: false,
     createdAt: T0,
     firstParty: false,
     postLogoutRedirectUris: [],
@@ -75,6 +77,7 @@ async function seed(store: Store) {
     createdAt: T0,
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
+    dpopJkt: null,
   };
   const device = pendingDevice(client.id, { deviceCodeHash: 'device-1', userCode: 'WDJBMJHT' });
   await store.clients.create(client);

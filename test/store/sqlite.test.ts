@@ -72,6 +72,7 @@ async function seed(store: Store, id: string) {
     createdAt: T0,
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
+    dpopJkt: null,
   };
   const device = pendingDevice(client.id, {
     deviceCodeHash: `device-${id}`,

@@ -44,6 +44,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       createdAt: now,
       expiresAt: now + deps.config.lifetimes.authorizationCode * 1000,
       consumedAt: null,
+      dpopJkt: request.dpopJkt,
     });
   });
   return redirectToClient(request.redirectUri, deps.config.issuer, request.state, { code });

@@ -26,6 +26,8 @@ export interface AuthorizationRequest {
   readonly prompt: readonly Prompt[];
   /** OIDC Core §3.1.2.1: seconds since the user last signed in beyond which they must again. */
   readonly maxAge: number | null;
+  /** RFC 9449 §10: the thumbprint of the DPoP key the code is bound to. */
+  readonly dpopJkt: string | null;
   /** OIDC Core §3.1.2.1 acr_values: the classes asked for, in order of preference; null when none. */
   readonly acrValues?: readonly string[] | null;
 }
@@ -37,7 +39,7 @@ export type RequestCheck =
   | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | null; readonly error: OAuthError }
   | { readonly kind: 'ok'; readonly request: AuthorizationRequest };
 
-/** The S256 challenge is a base64url SHA-256 digest: 43 characters. */
+/** The S256 challenge is a base64url SHA-256 digest: 43 characters; so is a JWK SHA-256 thumbprint. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 /** Bounds what a client can make us store and echo. */
 const MAX_VALUE_LENGTH = 1024;
@@ -52,9 +54,11 @@ function single(params: RawParams, name: string): { value: string | null; repeat
 
 /**
  * Validates an authorization request. The client and redirect_uri are checked first and
- * alone: until both are known good, nothing is sent to the redirect_uri.
+ * alone: until both are known good, nothing is sent to the redirect_uri. `pushed`: the
+ * parameters came through a pushed authorization request (RFC 9126), being pushed or
+ * resolved from its request_uri; `parRequired`: the server takes no other (`TESSERA_REQUIRE_PAR`).
  */
-export async function checkAuthorizationRequest(store: Store, params: RawParams): Promise<RequestCheck> {
+export async function checkAuthorizationRequest(store: Store, params: RawParams, pushed = false, parRequired = false): Promise<RequestCheck> {
   const clientId = single(params, 'client_id');
   const redirect = single(params, 'redirect_uri');
   if (clientId.repeated || redirect.repeated) {
@@ -84,8 +88,14 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
   if (!client.grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
     return fail(new OAuthError('unauthorized_client', 'this client is not allowed the authorization code grant'));
   }
-  if (single(params, 'request').value !== null || single(params, 'request_uri').value !== null) {
-    return fail(new OAuthError('invalid_request', 'request objects are not supported'));
+  if (single(params, 'request').value !== null) return fail(new OAuthError('invalid_request', 'request objects are not supported'));
+  // RFC 9126 §2.1: request_uri "MUST NOT be provided" in a pushed request; at the
+  // authorization endpoint it is resolved before this check (pushed-request.ts).
+  if (single(params, 'request_uri').value !== null) return fail(new OAuthError('invalid_request', 'request_uri cannot be sent here'));
+  // RFC 9126 §6 require_pushed_authorization_requests: "the authorization server ... only
+  // accepts authorization request parameters sent via PAR".
+  if (!pushed && (client.requirePar || parRequired)) {
+    return fail(new OAuthError('invalid_request', 'this client must push its authorization requests (PAR) first'));
   }
   if (single(params, 'response_mode').value !== null && single(params, 'response_mode').value !== 'query') {
     return fail(new OAuthError('invalid_request', 'only response_mode=query is supported'));
@@ -140,9 +150,16 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
   if (rawMaxAge !== null && !/^\d{1,9}$/.test(rawMaxAge)) return fail(new OAuthError('invalid_request', 'max_age must be a number of seconds'));
   const maxAge = rawMaxAge === null ? null : Number(rawMaxAge);
 
+  // RFC 9449 §10: "dpop_jkt: The value of the JWK SHA-256 Thumbprint" of the proof-of-
+  // possession key the code is to be bound to.
+  const dpopJkt = single(params, 'dpop_jkt').value;
+  if (dpopJkt !== null && !S256_CHALLENGE.test(dpopJkt)) {
+    return fail(new OAuthError('invalid_request', 'dpop_jkt must be a base64url JWK SHA-256 thumbprint (43 characters)'));
+  }
+
   return {
     kind: 'ok',
-    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, acrValues: parseAcrValues(single(params, 'acr_values').value) },
+    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt, acrValues: parseAcrValues(single(params, 'acr_values').value) },
   };
 }
 

@@ -11,7 +11,7 @@ import type { TokenGrant } from '../types.ts';
 export const authorizationCodeGrant: TokenGrant = {
   type: GRANT_AUTHORIZATION_CODE,
 
-  async handle(deps, client, params) {
+  async handle(deps, client, params, proof) {
     const code = params['code'];
     const redirectUri = params['redirect_uri'];
     const verifier = params['code_verifier'];
@@ -43,7 +43,7 @@ export const authorizationCodeGrant: TokenGrant = {
     // code_challenge in the authorization request, a request to the token endpoint containing
     // a code_verifier is rejected", and the reverse.
     const codeChallenge = verifier === undefined ? '' : s256(verifier);
-    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge }, now);
+    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge, dpopJkt: proof?.jkt ?? null }, now);
     if (!redeemed) {
       const found = await deps.store.codes.find(hash);
       if (found?.consumedAt != null) {
@@ -55,6 +55,11 @@ export const authorizationCodeGrant: TokenGrant = {
       if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
       if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
       if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+      // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the
+      // token endpoint is bound to the key referenced by dpop_jkt". The code stays unused.
+      if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
+        throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof');
+      }
       if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
       if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
@@ -75,6 +80,7 @@ export const authorizationCodeGrant: TokenGrant = {
       nonce: redeemed.nonce,
       sid: redeemed.sid,
       refreshScope: redeemed.scope,
+      dpopJkt: proof?.jkt ?? null,
     });
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
     // that received an ID token in it. Kept no longer than a session can last.

@@ -20,10 +20,12 @@ export interface DeviceAuthorizationResponse {
   readonly interval: number;
 }
 
-/** Where the device asked from, shown to the approver (RFC 8628 §5.4). */
+/** Where the device asked from, shown to the approver (RFC 8628 §5.4), and the key it proved (RFC 9449). */
 export interface DeviceRequestOrigin {
   readonly ip: string;
   readonly userAgent: string | null;
+  /** The thumbprint of the key of the request's DPoP proof: only polls proved by it get tokens. */
+  readonly dpopJkt?: string | null;
 }
 
 /** The page a person opens on their phone (RFC 8628 §3.3). */
@@ -93,6 +95,7 @@ export async function startDeviceAuthorization(
       authTime: null,
       grantId: null,
       decidedAt: null,
+      dpopJkt: origin.dpopJkt ?? null,
     });
     if (!stored) continue;
     return {

@@ -15,7 +15,7 @@ import type { TokenGrant } from '../types.ts';
 export const deviceCodeGrant: TokenGrant = {
   type: GRANT_DEVICE_CODE,
 
-  async handle(deps, client, params) {
+  async handle(deps, client, params, proof) {
     // §3.4: device_code REQUIRED. "The device verification code, "device_code" from the
     // device authorization response".
     const deviceCode = params['device_code'];
@@ -25,10 +25,20 @@ export const deviceCodeGrant: TokenGrant = {
     const problem = resource === undefined ? null : resourceIndicatorProblem(resource);
     if (problem) throw new OAuthError('invalid_target', `resource ${problem}`);
 
-    const polled = await deps.store.devices.poll(hashSecret(deviceCode), client.id, deps.clock.now());
-    // RFC 6749 §5.2 invalid_grant: the grant "is invalid, expired, revoked, [...] or was
-    // issued to another client". A device code polled by another client is unknown to it.
-    if (!polled) throw new OAuthError('invalid_grant', 'device_code is invalid');
+    const hash = hashSecret(deviceCode);
+    // A device code bound to a DPoP key (RFC 9449, by the proof sent with the device
+    // authorization request) is polled only with a proof by that key: any other poll
+    // changes nothing, so it neither takes the tokens nor slows the device down.
+    const polled = await deps.store.devices.poll(hash, client.id, deps.clock.now(), proof?.jkt ?? null);
+    if (!polled) {
+      const found = await deps.store.devices.find(hash);
+      if (found !== null && found.clientId === client.id && found.dpopJkt !== null) {
+        throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key this device code is bound to' : 'this device code is bound to a DPoP key: send a DPoP proof');
+      }
+      // RFC 6749 §5.2 invalid_grant: the grant "is invalid, expired, revoked, [...] or was
+      // issued to another client". A device code polled by another client is unknown to it.
+      throw new OAuthError('invalid_grant', 'device_code is invalid');
+    }
 
     switch (polled.outcome) {
       case 'expired':
@@ -68,6 +78,6 @@ export const deviceCodeGrant: TokenGrant = {
     const target = await tokenTarget(deps.store, grant, params['resource']);
     // §3.5: "the token endpoint responds with a success response defined in Section 5.1 of
     // [RFC6749]". There is no nonce: the device flow has no authorization request to carry one.
-    return deps.tokens.issue({ client, user, ...target, grantId: record.grantId, authTime: record.authTime, nonce: null });
+    return deps.tokens.issue({ client, user, ...target, grantId: record.grantId, authTime: record.authTime, nonce: null, dpopJkt: proof?.jkt ?? null });
   },
 };

@@ -16,12 +16,17 @@ export type IntrospectionResponse =
       readonly sub: string;
       readonly exp: number;
       readonly iat: number;
-      /** `Bearer` (RFC 6749 §5.1) for an access token; `refresh_token` for a refresh token. */
-      readonly token_type: 'Bearer' | 'refresh_token';
+      /**
+       * `Bearer` (RFC 6749 §5.1) or `DPoP` (RFC 9449 §6.2) for an access token;
+       * `refresh_token` for a refresh token.
+       */
+      readonly token_type: 'Bearer' | 'DPoP' | 'refresh_token';
       readonly iss: string;
       /** The API an access token is for (RFC 9068 §3), or this server for its own. */
       readonly aud?: string;
       readonly jti?: string;
+      /** RFC 9449 §6.2: the DPoP key a bound token is confirmed by, "cnf": {"jkt": …}. */
+      readonly cnf?: { readonly jkt: string };
     };
 
 const INACTIVE: IntrospectionResponse = { active: false };
@@ -50,10 +55,11 @@ export async function introspectToken(deps: FlowDeps, caller: Introspector, toke
       sub: claims.sub,
       exp: claims.exp,
       iat: claims.iat,
-      token_type: 'Bearer',
+      token_type: claims.jkt === null ? 'Bearer' : 'DPoP',
       iss: issuer,
       aud: claims.aud,
       jti: claims.jti,
+      ...(claims.jkt === null ? {} : { cnf: { jkt: claims.jkt } }),
     };
   }
 
@@ -75,5 +81,6 @@ export async function introspectToken(deps: FlowDeps, caller: Introspector, toke
     iat: Math.floor(refresh.createdAt / 1000),
     token_type: 'refresh_token',
     iss: issuer,
+    ...(refresh.dpopJkt === null ? {} : { cnf: { jkt: refresh.dpopJkt } }),
   };
 }

@@ -41,7 +41,7 @@ async function refusal(deps: FlowDeps, token: RefreshTokenRecord, now: number): 
 export const refreshTokenGrant: TokenGrant = {
   type: GRANT_REFRESH_TOKEN,
 
-  async handle(deps, client, params) {
+  async handle(deps, client, params, proof) {
     const presented = params['refresh_token'];
     if (presented === undefined) throw new OAuthError('invalid_request', 'refresh_token is required');
     const now = deps.clock.now();
@@ -52,6 +52,13 @@ export const refreshTokenGrant: TokenGrant = {
     // authenticated client". Another client's token is treated as unknown.
     if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'refresh token is invalid');
     if (found.rotatedAt !== null || found.expiresAt <= now) throw await refusal(deps, found, now);
+    // RFC 9449 §5: a public client's refresh token is bound to its DPoP key, and "the
+    // authorization server MUST ... check that the refresh token ... is bound to the same
+    // public key" as the proof. The binding never changes, so it is checked before the
+    // rotation, which a refused request leaves undone.
+    if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
+      throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key this refresh token is bound to' : 'this refresh token is bound to a DPoP key: send a DPoP proof');
+    }
     // Checked before rotation, so a refused scope or resource leaves the refresh token usable.
     // RFC 8707 §2.2: a refresh may narrow to one of the APIs granted and some of its scopes;
     // a removed API is refused here, so its grants' access ends with it.
@@ -66,6 +73,6 @@ export const refreshTokenGrant: TokenGrant = {
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    return deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope });
+    return deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope, dpopJkt: proof?.jkt ?? null });
   },
 };

@@ -11,6 +11,8 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   scopes: ['openid'],
   grantTypes: ['authorization_code'],
   webOrigins: [],
+  requireDpop: false,
+  requirePar: false,
   createdAt: 0,
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,

@@ -149,15 +149,17 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
  */
 const POLL_DEVICES = `
   UPDATE device_authorizations SET ${devicePollAssignments('polls.now')}
-  FROM unnest($1::text[], $2::text[], $3::bigint[]) AS polls (device_code_hash, client_id, now)
+  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS polls (device_code_hash, client_id, now, dpop_jkt)
   WHERE device_authorizations.device_code_hash = polls.device_code_hash
     AND device_authorizations.client_id = polls.client_id
+    AND (device_authorizations.dpop_jkt IS NULL OR device_authorizations.dpop_jkt = polls.dpop_jkt)
   RETURNING device_authorizations.*`;
 
-interface PollCall extends Readonly<Record<string, string | number>> {
+interface PollCall extends Readonly<Record<string, string | number | null>> {
   readonly deviceCodeHash: string;
   readonly clientId: string;
   readonly now: number;
+  readonly dpopJkt: string | null;
 }
 
 /**
@@ -182,6 +184,7 @@ const INSERT_DEVICES_COLUMNS: readonly (readonly [field: keyof DeviceAuthorizati
   ['authTime', 'auth_time', 'bigint'],
   ['grantId', 'grant_id', 'text'],
   ['decidedAt', 'decided_at', 'bigint'],
+  ['dpopJkt', 'dpop_jkt', 'text'],
 ];
 
 /** The device authorizations of one batch in one statement, with the single insert's conflict rule. */
@@ -192,6 +195,25 @@ const INSERT_DEVICES = `
     AS d (${INSERT_DEVICES_COLUMNS.map(([, column]) => column).join(', ')})
   ${DEVICE_USER_CODE_CONFLICT}
   RETURNING user_code`;
+
+/**
+ * The DPoP proofs (RFC 9449 §11.1) of one batch in one statement: each key recorded, or an
+ * expired record of it taken over, as `useDpopProof` does alone. The batch's earliest time
+ * ($3) decides what has expired: the calls of a turn arrive within milliseconds, and a
+ * record at most that much past its expiry is then refused once more, never wrongly taken.
+ */
+const USE_DPOP_PROOFS = `
+  INSERT INTO dpop_proofs (key, expires_at)
+  SELECT key, expires_at FROM unnest($1::text[], $2::bigint[]) AS p (key, expires_at)
+  ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+  WHERE dpop_proofs.expires_at <= $3::bigint
+  RETURNING key`;
+
+interface ProofUse {
+  readonly key: string;
+  readonly expiresAt: number;
+  readonly now: number;
+}
 
 /**
  * A batch failure that one of its calls may have caused, or that a call alone would escape:
@@ -263,7 +285,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     key: (poll) => poll.deviceCodeHash,
     one: (poll) => runPool.one('pollDevice', poll),
     async many(batch) {
-      const values = [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now)];
+      const values = [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now), batch.map((poll) => poll.dpopJkt)];
       const { rows } = await send(pool, { name: 'tessera_pollDevices', text: POLL_DEVICES, values });
       return new Map(rows.map((row) => [row['device_code_hash'] as string, row]));
     },
@@ -284,8 +306,23 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     retryAlone: failedByOneCall,
   });
 
+  // Every token request with a DPoP proof records it: batched like the device polls it
+  // comes with, so that a proof costs no round trip of its own.
+  const proofUses = new TurnBatch<ProofUse, boolean>({
+    key: (use) => use.key,
+    one: (use) => stores.dpopProofs.use(use.key, use.expiresAt, use.now),
+    async many(batch) {
+      const values = [batch.map((use) => use.key), batch.map((use) => use.expiresAt), Math.min(...batch.map((use) => use.now))];
+      const { rows } = await send(pool, { name: 'tessera_useDpopProofs', text: USE_DPOP_PROOFS, values });
+      return new Map(rows.map((row) => [row['key'] as string, true]));
+    },
+    absent: false,
+    retryAlone: failedByOneCall,
+  });
+
   return {
     ...stores,
+    dpopProofs: { use: (key, expiresAt, now) => proofUses.run({ key, expiresAt, now }) },
     clients: {
       ...stores.clients,
       get: (id) => clientCache.get(id, () => stores.clients.get(id)),
@@ -311,8 +348,8 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     devices: {
       ...stores.devices,
       create: (record) => deviceInserts.run(record),
-      async poll(deviceCodeHash, clientId, now) {
-        const row = await polls.run({ deviceCodeHash, clientId, now });
+      async poll(deviceCodeHash, clientId, now, dpopJkt = null) {
+        const row = await polls.run({ deviceCodeHash, clientId, now, dpopJkt });
         return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };
       },
     },

@@ -27,7 +27,7 @@ export const DEVICE_USER_CODE_CONFLICT = `ON CONFLICT (user_code) DO UPDATE SET
   last_outcome = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at,
   request_ip = excluded.request_ip, request_user_agent = excluded.request_user_agent,
   user_id = excluded.user_id, auth_time = excluded.auth_time, grant_id = excluded.grant_id,
-  decided_at = excluded.decided_at
+  decided_at = excluded.decided_at, dpop_jkt = excluded.dpop_jkt
 WHERE device_authorizations.expires_at <= excluded.created_at`;
 
 /**
@@ -70,17 +70,18 @@ export function statements(d: Dialect) {
     insertClient: `
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
                            auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
-                           first_party, post_logout_redirect_uris, backchannel_logout_uri)
+                           first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
               :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
-              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri)
+              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
         grant_types = :grantTypes, web_origins = :webOrigins, auth_method = :authMethod,
         previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
         jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant,
-        first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri
+        first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri,
+        require_dpop = :requireDpop, require_par = :requirePar
       WHERE id = :id
       RETURNING *`,
     // Every SET expression reads the row as it was: the current secret becomes the previous one.
@@ -148,8 +149,8 @@ export function statements(d: Dialect) {
       WHERE id = :id AND revoked_at IS NULL`,
 
     insertRefreshToken: `
-      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at)
-      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt)`,
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt)
+      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt, :dpopJkt)`,
     // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
     // to the authenticated client. A revoked grant's tokens are refused in the same statement.
     rotateRefreshToken: `
@@ -166,26 +167,28 @@ export function statements(d: Dialect) {
 
     insertCode: `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
-                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at)
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
-              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt)`,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt)`,
     // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
-    // challenge; a mismatch leaves it untouched.
+    // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
+    // redeemed only with a proof by that key (a NULL :dpopJkt matches no bound code).
     consumeCode: `
       UPDATE authorization_codes SET consumed_at = :now
       WHERE hash = :hash AND consumed_at IS NULL AND expires_at > :now
         AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
+        AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
       RETURNING *`,
     getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
 
     insertDevice: `
       INSERT INTO device_authorizations (device_code_hash, user_code, client_id, scope, status, poll_interval,
                                          last_polled_at, last_outcome, created_at, expires_at, request_ip,
-                                         request_user_agent, user_id, auth_time, grant_id, decided_at)
+                                         request_user_agent, user_id, auth_time, grant_id, decided_at, dpop_jkt)
       VALUES (:deviceCodeHash, :userCode, :clientId, :scope, :status, :interval,
               :lastPolledAt, NULL, :createdAt, :expiresAt, :requestIp,
-              :requestUserAgent, :userId, :authTime, :grantId, :decidedAt)
+              :requestUserAgent, :userId, :authTime, :grantId, :decidedAt, :dpopJkt)
       ${DEVICE_USER_CODE_CONFLICT}`,
     getDeviceByUserCode: 'SELECT * FROM device_authorizations WHERE user_code = :userCode AND expires_at > :now',
     decideDevice: `
@@ -193,9 +196,37 @@ export function statements(d: Dialect) {
       SET status = :status, user_id = :userId, auth_time = :authTime, grant_id = :grantId, decided_at = :now
       WHERE user_code = :userCode AND status = 'pending' AND expires_at > :now
       RETURNING *`,
+    // A device code bound to a DPoP key is polled only with a proof by that key: any other
+    // poll leaves the record as it is, so it can neither take the tokens nor slow the device.
     pollDevice: `
       UPDATE device_authorizations SET ${devicePollAssignments(d.bigint(':now'))}
       WHERE device_code_hash = :deviceCodeHash AND client_id = :clientId
+        AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
+      RETURNING *`,
+    getDevice: 'SELECT * FROM device_authorizations WHERE device_code_hash = :deviceCodeHash',
+
+    // RFC 9449 §11.1: a proof (its key and jti) is accepted once; an expired record of the
+    // same proof, not yet purged, is taken over in the same statement.
+    useDpopProof: `
+      INSERT INTO dpop_proofs (key, expires_at) VALUES (:key, :expiresAt)
+      ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+      WHERE dpop_proofs.expires_at <= :now`,
+
+    insertPushedRequest: `
+      INSERT INTO pushed_requests (hash, client_id, params, created_at, expires_at, claimed_at, browser, decided_at)
+      VALUES (:hash, :clientId, :params, :createdAt, :expiresAt, :claimedAt, :browser, :decidedAt)`,
+    // RFC 9126 §4: the request_uri is used once: the first browser to bring it claims it.
+    claimPushedRequest: `
+      UPDATE pushed_requests SET claimed_at = :now, browser = :browser, expires_at = :until
+      WHERE hash = :hash AND client_id = :clientId AND claimed_at IS NULL AND expires_at > :now
+      RETURNING *`,
+    resumePushedRequest: `
+      SELECT * FROM pushed_requests
+      WHERE hash = :hash AND client_id = :clientId AND browser = :browser AND decided_at IS NULL AND expires_at > :now`,
+    getPushedRequest: 'SELECT * FROM pushed_requests WHERE hash = :hash',
+    decidePushedRequest: `
+      UPDATE pushed_requests SET decided_at = :now
+      WHERE hash = :hash AND client_id = :clientId AND browser = :browser AND decided_at IS NULL AND expires_at > :now
       RETURNING *`,
 
     // A fixed window that starts at the first hit after the previous window ended.
@@ -247,6 +278,8 @@ export function statements(d: Dialect) {
     purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at'),
     purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at'),
     purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
+    purgeDpopProofs: d.purge('dpop_proofs', 'key', 'expires_at'),
+    purgePushedRequests: d.purge('pushed_requests', 'hash', 'expires_at'),
     purgeClientAssertions: d.purge('client_assertions', 'jti_hash', 'expires_at'),
   };
 }
@@ -254,7 +287,7 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests'] as const satisfies readonly StatementName[];
 
 /**
  * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one

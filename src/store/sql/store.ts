@@ -32,6 +32,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
   const refreshToken = (row: Row) => rows.refreshTokenFromRow(row, read);
   const code = (row: Row) => rows.codeFromRow(row, read);
   const device = (row: Row) => rows.deviceFromRow(row, read);
+  const pushedRequest = (row: Row) => rows.pushedRequestFromRow(row, read);
   const clientFields = (record: ClientChanges): Params => ({
     name: record.name,
     secretHash: record.secretHash,
@@ -49,6 +50,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     firstParty: flag(record.firstParty),
     postLogoutRedirectUris: list(record.postLogoutRedirectUris),
     backchannelLogoutUri: record.backchannelLogoutUri,
+    requireDpop: flag(record.requireDpop),
+    requirePar: flag(record.requirePar),
   });
 
   return {
@@ -68,6 +71,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
             firstParty: record.firstParty ?? false,
             postLogoutRedirectUris: record.postLogoutRedirectUris ?? [],
             backchannelLogoutUri: record.backchannelLogoutUri ?? null,
+            requireDpop: record.requireDpop ?? false,
+            requirePar: record.requirePar ?? false,
           }),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
@@ -153,8 +158,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
 
     codes: {
       create: (record) => write('insertCode', { ...record, scope: list(record.scope) }),
-      consume: (hash, { clientId, redirectUri, codeChallenge }, now) =>
-        first('consumeCode', { hash, clientId, redirectUri, codeChallenge, now }, code),
+      consume: (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
+        first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code),
       find: (hash) => first('getCode', { hash }, code),
     },
 
@@ -174,8 +179,21 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           },
           device,
         ),
-      poll: (deviceCodeHash, clientId, now) =>
-        first('pollDevice', { deviceCodeHash, clientId, now }, (row) => ({ outcome: rows.pollOutcomeFromRow(row), record: device(row) })),
+      poll: (deviceCodeHash, clientId, now, dpopJkt = null) =>
+        first('pollDevice', { deviceCodeHash, clientId, now, dpopJkt }, (row) => ({ outcome: rows.pollOutcomeFromRow(row), record: device(row) })),
+      find: (deviceCodeHash) => first('getDevice', { deviceCodeHash }, device),
+    },
+
+    dpopProofs: {
+      use: (key, expiresAt, now) => changedAny('useDpopProof', { key, expiresAt, now }),
+    },
+
+    pushedRequests: {
+      create: (record) => write('insertPushedRequest', { ...record, params: JSON.stringify(record.params) }),
+      claim: (hash, clientId, browser, now, until) => first('claimPushedRequest', { hash, clientId, browser, now, until }, pushedRequest),
+      resume: (hash, clientId, browser, now) => first('resumePushedRequest', { hash, clientId, browser, now }, pushedRequest),
+      decide: (hash, clientId, browser, now) => first('decidePushedRequest', { hash, clientId, browser, now }, pushedRequest),
+      find: (hash) => first('getPushedRequest', { hash }, pushedRequest),
     },
 
     rateLimits: {

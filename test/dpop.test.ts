@@ -1,0 +1,206 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
+import * as oauth from 'oauth4webapi';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
+import { FormBrowser } from './helpers/browser.ts';
+import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
+import { approveAt, clientAuth, codeRequest, discover, dpopKey, handProof, insecure, type DpopKey } from './helpers/dpop.ts';
+import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+const OFFLINE = 'openid profile offline_access';
+
+describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
+  let server: TestServer;
+  let as: oauth.AuthorizationServer;
+  let confidential: TestClient;
+  let spa: TestClient;
+  let user: TestUser;
+
+  before(async () => {
+    server = await startTestServer();
+    const grantTypes: GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
+    const scopes = ['openid', 'profile', 'offline_access'];
+    confidential = await server.addClient({ name: 'Photo Printer', grantTypes, scopes });
+    spa = await server.addClient({ name: 'Notes', public: true, grantTypes, scopes });
+    user = await server.addUser({ username: 'ada' });
+    as = await discover(server);
+  });
+  after(() => server.close());
+
+  /** The code flow through PAR, with the DPoP key at PAR and at the token endpoint. */
+  async function codeFlowWithPar(client: TestClient, key: DpopKey, scope = OFFLINE) {
+    const request = await codeRequest(scope);
+    const pushed = await oauth.processPushedAuthorizationResponse(
+      as,
+      { client_id: client.clientId },
+      await oauth.pushedAuthorizationRequest(as, { client_id: client.clientId }, clientAuth(client), request.params, { DPoP: key.handle, ...insecure }),
+    );
+    const url = new URL(as.authorization_endpoint!);
+    url.searchParams.set('client_id', client.clientId);
+    url.searchParams.set('request_uri', pushed.request_uri);
+    const callback = await approveAt(as, client, url, user, request.state);
+    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true });
+    return { pushed, tokens, url };
+  }
+
+  it('publishes what it supports in discovery', () => {
+    assert.ok(as.dpop_signing_alg_values_supported?.includes('ES256'));
+    assert.ok(!as.dpop_signing_alg_values_supported?.some((alg) => alg.startsWith('HS') || alg === 'none'));
+    assert.equal(as.pushed_authorization_request_endpoint, `${server.url}/oauth/par`);
+    assert.equal(as.require_pushed_authorization_requests, false);
+  });
+
+  it('the code flow with PAR and DPoP gives a DPoP token with cnf.jkt that userinfo accepts with a proof and refuses as Bearer', async () => {
+    const key = await dpopKey(confidential);
+    const { pushed, tokens } = await codeFlowWithPar(confidential, key);
+    assert.match(pushed.request_uri, /^urn:ietf:params:oauth:request_uri:[A-Za-z0-9_-]{43}$/);
+    assert.equal(pushed.expires_in, 60);
+    assert.equal(tokens.token_type, 'dpop');
+    assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
+
+    const info = await oauth.processUserInfoResponse(
+      as,
+      { client_id: confidential.clientId },
+      user.id,
+      await oauth.userInfoRequest(as, { client_id: confidential.clientId }, tokens.access_token, { DPoP: key.handle, ...insecure }),
+    );
+    assert.equal(info.sub, user.id);
+
+    const asBearer = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    assert.equal(asBearer.status, 401);
+    assert.match(asBearer.headers.get('www-authenticate') ?? '', /DPoP algs="[^"]*", error="invalid_token"/);
+
+    // With another key's proof, the bound token is refused too (RFC 9449 §7.1).
+    const other = await dpopKey(confidential);
+    const stolen = await oauth.userInfoRequest(as, { client_id: confidential.clientId }, tokens.access_token, { DPoP: other.handle, ...insecure });
+    assert.equal(stolen.status, 401);
+    assert.match(stolen.headers.get('www-authenticate') ?? '', /^DPoP algs="[^"]*", error="invalid_dpop_proof"/);
+
+    const introspected = await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    assert.equal(introspected.body['active'], true);
+    assert.equal(introspected.body['token_type'], 'DPoP');
+    assert.deepEqual(introspected.body['cnf'], { jkt: key.jkt });
+  });
+
+  it("binds a public client's refresh token to its key: a refresh with another key fails, with its own key it works", async () => {
+    const key = await dpopKey(spa);
+    const { tokens } = await codeFlowWithPar(spa, key);
+    assert.ok(tokens.refresh_token);
+    const other = await dpopKey(spa);
+    await assert.rejects(
+      oauth.processRefreshTokenResponse(as, { client_id: spa.clientId }, await oauth.refreshTokenGrantRequest(as, { client_id: spa.clientId }, oauth.None(), tokens.refresh_token, { DPoP: other.handle, ...insecure })),
+      (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'invalid_dpop_proof' && error.status === 400,
+    );
+    const without = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: spa.clientId });
+    assert.equal(without.status, 400);
+    assert.equal(without.body['error'], 'invalid_dpop_proof');
+
+    // The refused attempts left the token usable by the key it is bound to.
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      { client_id: spa.clientId },
+      await oauth.refreshTokenGrantRequest(as, { client_id: spa.clientId }, oauth.None(), tokens.refresh_token, { DPoP: key.handle, ...insecure }),
+    );
+    assert.equal(refreshed.token_type, 'dpop');
+    assert.deepEqual(decodeJwt(refreshed.access_token)['cnf'], { jkt: key.jkt });
+    const introspected = await postForm(`${server.url}/oauth/introspect`, { token: refreshed.refresh_token! }, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    assert.deepEqual(introspected.body, { active: false }, 'another client learns nothing about it');
+  });
+
+  it("leaves a confidential client's refresh token unbound (RFC 9449 §5): it refreshes with a new key or as Bearer", async () => {
+    const key = await dpopKey(confidential);
+    const { tokens } = await codeFlowWithPar(confidential, key);
+    const other = await dpopKey(confidential);
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      { client_id: confidential.clientId },
+      await oauth.refreshTokenGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), tokens.refresh_token!, { DPoP: other.handle, ...insecure }),
+    );
+    assert.deepEqual(decodeJwt(refreshed.access_token)['cnf'], { jkt: other.jkt });
+    const bearer = await oauth.processRefreshTokenResponse(
+      as,
+      { client_id: confidential.clientId },
+      await oauth.refreshTokenGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), refreshed.refresh_token!, insecure),
+    );
+    assert.equal(bearer.token_type, 'bearer');
+    assert.equal(decodeJwt(bearer.access_token)['cnf'], undefined);
+  });
+
+  it('binds the code to dpop_jkt (RFC 9449 §10): another key or no proof is refused, and the code stays good for its key', async () => {
+    const key = await dpopKey(spa);
+    const request = await codeRequest('openid');
+    const url = new URL(as.authorization_endpoint!);
+    for (const [name, value] of Object.entries({ ...request.params, client_id: spa.clientId, dpop_jkt: key.jkt })) url.searchParams.set(name, value);
+    const callback = await approveAt(as, spa, url, user, request.state);
+
+    const other = await dpopKey(spa);
+    for (const options of [{ DPoP: other.handle, ...insecure }, insecure]) {
+      const response = await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, options);
+      assert.equal(response.status, 400);
+      assert.equal(((await response.json()) as { error: string }).error, 'invalid_dpop_proof');
+    }
+    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: spa.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true });
+    assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
+  });
+
+  it('refuses a malformed dpop_jkt at the redirect URI', async () => {
+    const request = await codeRequest('openid');
+    const url = new URL(as.authorization_endpoint!);
+    for (const [name, value] of Object.entries({ ...request.params, client_id: spa.clientId, dpop_jkt: 'not-a-thumbprint' })) url.searchParams.set(name, value);
+    const page = await new FormBrowser(server.url).request(url.href);
+    assert.equal(page.status, 303);
+    const location = new URL(page.location!);
+    assert.equal(location.origin + location.pathname, REDIRECT_URI);
+    assert.equal(location.searchParams.get('error'), 'invalid_request');
+  });
+
+  it('the device flow with DPoP gives tokens only to polls by the bound key', async () => {
+    const key = await dpopKey(spa);
+    // oauth4webapi sends no proof with a device authorization request: its custom fetch adds one.
+    const device = await oauth.processDeviceAuthorizationResponse(
+      as,
+      { client_id: spa.clientId },
+      await oauth.deviceAuthorizationRequest(as, { client_id: spa.clientId }, oauth.None(), { scope: OFFLINE }, {
+        ...insecure,
+        [oauth.customFetch]: async (url: string, init: RequestInit) => {
+          const headers = new Headers(init.headers);
+          headers.set('dpop', await handProof(key.keys, { htu: url }));
+          return fetch(url, { ...init, headers });
+        },
+      }),
+    );
+    await new BrowserAt(server.url).decide(device.user_code, user, 'approve');
+
+    const other = await dpopKey(spa);
+    for (const options of [{ DPoP: other.handle, ...insecure }, insecure]) {
+      const response = await oauth.deviceCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), device.device_code, options);
+      assert.equal(response.status, 400);
+      assert.equal(((await response.json()) as { error: string }).error, 'invalid_dpop_proof');
+    }
+    const tokens = await oauth.processDeviceCodeResponse(
+      as,
+      { client_id: spa.clientId },
+      await oauth.deviceCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), device.device_code, { DPoP: key.handle, ...insecure }),
+    );
+    assert.equal(tokens.token_type, 'dpop');
+    assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
+    const again = await postForm(`${server.url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code: device.device_code, client_id: spa.clientId });
+    assert.equal(again.body['error'], 'invalid_dpop_proof', 'a bound device code stays bound after its tokens are issued');
+  });
+
+  it('the device flow without a proof at the start binds each token to the key of the poll that got it', async () => {
+    const started = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    assert.equal(started.status, 200);
+    await new BrowserAt(server.url).decide(started.body['user_code'] as string, user, 'approve');
+    const key = await dpopKey(confidential);
+    const tokens = await oauth.processDeviceCodeResponse(
+      as,
+      { client_id: confidential.clientId },
+      await oauth.deviceCodeGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), started.body['device_code'] as string, { DPoP: key.handle, ...insecure }),
+    );
+    assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
+  });
+});

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
-import { decoyPasswordHash, verifyPassword } from '../core/password.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { normalizeUsername } from '../core/username.ts';
-import { Attempt } from '../flows/attempts.ts';
+import { OncePerWindow } from '../flows/attempts.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import { signIn } from '../flows/sign-in.ts';
 import type { AppDeps } from './deps.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { html } from '../ui/html.ts';
@@ -14,9 +13,6 @@ import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo, startSession } from './session.ts';
-
-/** Sign-in attempts allowed per username, and per client address, in one window. */
-const SIGN_IN_LIMIT = { perUser: 10, perAddress: 100, windowMs: 15 * 60_000 };
 
 /** The request's single-valued parameters, to carry through a form or a URL unchanged. */
 function singleValues(params: RawParams, omit: readonly string[] = []): Record<string, string> {
@@ -57,6 +53,8 @@ export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: Fast
  */
 export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const issuer = deps.config.issuer;
+  // One log line per address and limit per window, however many requests it refuses.
+  const refusalLog = new OncePerWindow(deps.config.signIn.windowSeconds * 1000);
 
   async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null) {
     reply.header('Cache-Control', 'no-store');
@@ -132,29 +130,33 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
-    const username = normalizeUsername(rawUsername).slice(0, 256);
-    const now = deps.clock.now();
     const page = (status: number, error: string) =>
       reply
         .status(status)
         .type('text/html; charset=utf-8')
         .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
 
-    const attempt = await Attempt.reserve(
-      deps.store.rateLimits,
-      [
-        { key: `sign-in:user:${username}`, limit: SIGN_IN_LIMIT.perUser },
-        { key: `sign-in:ip:${request.ip}`, limit: SIGN_IN_LIMIT.perAddress },
-      ],
-      SIGN_IN_LIMIT.windowMs,
-      now,
-    );
-    if (!attempt) return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
-    const user = username ? await deps.store.users.findByUsername(username) : null;
-    // The password is checked even for an unknown user, so the answer takes as long either way.
-    const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash)));
-    if (!user || !passwordMatches || user.disabled) return page(401, 'The username or password is incorrect.');
-    await attempt.succeeded();
+    const result = await signIn(deps, { username: rawUsername, password, ip: request.ip });
+    if (result.kind === 'wrong') return page(401, 'The username or password is incorrect.');
+    if (result.kind === 'busy') {
+      reply.header('Retry-After', String(result.retryAfterSeconds));
+      const seconds = result.retryAfterSeconds;
+      return page(429, `Many people are signing in right now. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then sign in again.`);
+    }
+    if (result.kind === 'limited') {
+      if (refusalLog.first(`${result.scope} ${request.ip}`, deps.clock.now())) {
+        request.log.warn({ ip: request.ip, limit: result.scope }, 'sign-in attempts refused: too many wrong passwords');
+      }
+      const minutes = Math.ceil(result.retryAfterSeconds / 60);
+      reply.header('Retry-After', String(result.retryAfterSeconds));
+      return page(
+        429,
+        result.scope === 'user-address'
+          ? `Too many wrong passwords for this username from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again; if you have forgotten your password, ask your administrator to set a new one.`
+          : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
+      );
+    }
+    const { user } = result;
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
     await endSession(deps, request, reply);
     await startSession(deps, reply, user.id);

@@ -1,9 +1,12 @@
+import type { PasswordQueue } from '../core/password-queue.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { KeyManager } from '../tokens/keys.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
 export interface AppDeps extends FlowDeps {
   readonly keys: KeyManager;
+  /** Checks sign-in passwords on threads of their own (core/password-queue.ts). */
+  readonly passwords: PasswordQueue;
   /** The grant types of the token endpoint, in the order discovery lists them. */
   readonly grants: readonly TokenGrant[];
   /** Endpoints added by feature plugins, merged into the discovery document. */

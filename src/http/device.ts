@@ -5,11 +5,12 @@ import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
+import { OncePerWindow } from '../flows/attempts.ts';
 import {
   decideDeviceRequest,
   findDeviceRequest,
-  USER_CODE_LOCKOUT,
   type CodeAttempt,
+  type LockScope,
   type LookupFailure,
 } from '../flows/device/verification.ts';
 
@@ -30,12 +31,26 @@ export function deviceMetadata(issuer: string): Record<string, string> {
   return { device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}` };
 }
 
-function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'locked' | 'malformed' | 'unknown', { status: number; message: string }>> {
+function minutes(seconds: number): string {
+  const count = Math.max(1, Math.ceil(seconds / 60));
+  return `${count} minute${count === 1 ? '' : 's'}`;
+}
+
+/** What a person is told when their code was not looked up: what happened, and what to do. */
+function lockedMessage(scope: LockScope, retryAfterSeconds: number): string {
+  const wait = minutes(retryAfterSeconds);
+  switch (scope) {
+    case 'browser':
+      return `Too many wrong codes from this browser. Wait ${wait}, then type the code your device shows again, carefully. If the code on the device has expired, start again there to get a new one.`;
+    case 'address':
+      return `Too many wrong codes from your internet connection. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
+    case 'network':
+      return `Too many wrong codes from your network. Someone on it may be guessing codes. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
+  }
+}
+
+function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'malformed' | 'unknown', { status: number; message: string }>> {
   return {
-    locked: {
-      status: 429,
-      message: `Too many wrong codes. For your security, codes cannot be entered here for a while: wait ${USER_CODE_LOCKOUT.windowMs / 60_000} minutes, then try again.`,
-    },
     malformed: { status: 400, message: 'A code is 8 letters, like BCDF-GHJK. Check the code on your device and try again.' },
     unknown: {
       status: 400,
@@ -55,6 +70,7 @@ function single(params: RawParams, name: string): string {
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const messages = lookupMessages(deps.config.device.codeLifetime);
+  const lockLog = new OncePerWindow(deps.config.userCode.windowSeconds * 1000);
 
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
     // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
@@ -82,9 +98,18 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   /** Every lookup that did not find a pending request ends on one of these pages. */
   function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
     if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage());
-    if (lookup.kind === 'locked') request.log.warn({ ip: request.ip }, 'device user code entry locked after too many wrong codes');
+    const form = (status: number, error: string) =>
+      page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
+    if (lookup.kind === 'locked') {
+      // One line per address and scope per window, however many tries it refuses.
+      if (lockLog.first(`${lookup.scope} ${request.ip}`, deps.clock.now())) {
+        request.log.warn({ ip: request.ip, limit: lookup.scope }, 'device user codes refused: too many wrong codes');
+      }
+      reply.header('Retry-After', String(lookup.retryAfterSeconds));
+      return form(429, lockedMessage(lookup.scope, lookup.retryAfterSeconds));
+    }
     const { status, message } = messages[lookup.kind];
-    return page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error: message }));
+    return form(status, message);
   }
 
   function approvalUrl(userCode: string): string {

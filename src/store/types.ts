@@ -271,6 +271,8 @@ export interface RateLimitStore {
   hit(key: string, windowMs: number, now: number): Promise<number>;
   /** The count in the current window, without counting. */
   count(key: string, windowMs: number, now: number): Promise<number>;
+  /** The current window of `key` (its count and when it ends), without counting; null when none is open at `now`. */
+  window(key: string, now: number): Promise<{ readonly hits: number; readonly endsAt: number } | null>;
   /** Takes one event back from the current window (an attempt counted in advance that succeeded). */
   release(key: string, now: number): Promise<void>;
 }

@@ -21,7 +21,14 @@ export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
  * hashing at the production cost (proved once, in test/cli.test.ts) was most of the time of
  * every sign-in in the suite.
  */
-export const TEST_ENV: Readonly<Record<string, string>> = { TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' };
+export const TEST_ENV: Readonly<Record<string, string>> = {
+  TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1',
+  // No growing waits after wrong passwords, and room on the password queue for the suite's
+  // bursts from one address: test/sign-in-limits.test.ts sets and proves both.
+  TESSERA_SIGN_IN_DELAY_MS: '0',
+  TESSERA_SIGN_IN_QUEUE: '1000',
+  TESSERA_SIGN_IN_QUEUE_PER_ADDRESS: '1000',
+};
 
 /**
  * An HTTP server listening on a port the system picked (port 0) on the loopback interface,
@@ -80,6 +87,8 @@ export interface TestServerOptions {
   /** A database URL or path; defaults to a fresh SQLite file in a temporary directory. */
   readonly database?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** Where the server's log lines go (JSON, one a line, warn and above); none by default. */
+  readonly log?: (line: Record<string, unknown>) => void;
 }
 
 /**
@@ -104,7 +113,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const store = await openStore(config.database, config.postgres);
     const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
     await keys.ensureKeys();
-    const app = await buildApp({ config, store, keys, clock, logger: false });
+    const log = options.log;
+    const logger = log
+      ? { level: 'warn', stream: { write: (line: string) => log(JSON.parse(line) as Record<string, unknown>) } }
+      : false;
+    const app = await buildApp({ config, store, keys, clock, logger });
     await app.ready();
     http.on('request', app.routing);
     return { store, keys, app };

@@ -904,6 +904,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE), 0);
       });
 
+      it('reads the current window, its count and its end, without counting', async () => {
+        const key = unique('window');
+        assert.equal(await store.rateLimits.window(key, T0), null);
+        await store.rateLimits.hit(key, MINUTE, T0);
+        await store.rateLimits.hit(key, MINUTE, T0 + SECOND);
+        assert.deepEqual(await store.rateLimits.window(key, T0 + 2 * SECOND), { hits: 2, endsAt: T0 + MINUTE });
+        assert.deepEqual(await store.rateLimits.window(key, T0 + 2 * SECOND), { hits: 2, endsAt: T0 + MINUTE });
+        assert.equal(await store.rateLimits.window(key, T0 + MINUTE), null);
+      });
+
       it('takes a hit back within the window, never below zero, and not once the window has ended', async () => {
         const key = unique('attempt');
         await store.rateLimits.hit(key, MINUTE, T0);

@@ -167,6 +167,7 @@ export function statements(d: Dialect) {
                               ELSE rate_limits.window_ends_at END
       RETURNING hits`,
     countRateLimit: 'SELECT hits FROM rate_limits WHERE key = :key AND window_ends_at > :now',
+    getRateLimit: 'SELECT hits, window_ends_at FROM rate_limits WHERE key = :key AND window_ends_at > :now',
     releaseRateLimit: 'UPDATE rate_limits SET hits = hits - 1 WHERE key = :key AND window_ends_at > :now AND hits > 0',
 
     insertKey: `

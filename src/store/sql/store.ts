@@ -137,6 +137,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       },
       // The stored window carries its own end, so the window length is not needed to read it.
       count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
+      window: (key, now) => first('getRateLimit', { key, now }, (row) => ({ hits: rows.integer(row, 'hits'), endsAt: rows.integer(row, 'window_ends_at') })),
       release: (key, now) => write('releaseRateLimit', { key, now }),
     },
 

@@ -1,0 +1,85 @@
+/**
+ * Signing in with a username and password, and the limits that stop guessing without
+ * locking the owner out (issue 12, item 4; docs/security.md).
+ *
+ * - Failures for one username from one address are limited (`perUserAddress`): a guesser
+ *   there is refused, the owner elsewhere is not.
+ * - Failures from one address, whatever the usernames, are limited (`perAddress`).
+ * - Failures for a username from anywhere only slow: past `freeFailures`, each check waits
+ *   `delayMs`, doubled for every further failure, up to `maxDelayMs`. The right password
+ *   still signs in after the wait: a guesser cannot lock the owner out.
+ * - The check itself waits for a place on the password queue (core/password-queue.ts),
+ *   with a fair share per address; an attempt with no place is refused at once.
+ */
+import type { SignInSettings } from '../config/index.ts';
+import { decoyPasswordHash } from '../core/password.ts';
+import type { PasswordQueue } from '../core/password-queue.ts';
+import { normalizeUsername } from '../core/username.ts';
+import type { UserRecord } from '../store/types.ts';
+import { Attempt, isRefusal } from './attempts.ts';
+import type { FlowDeps } from './types.ts';
+
+export interface SignInDeps extends FlowDeps {
+  readonly passwords: PasswordQueue;
+}
+
+export interface SignInRequest {
+  readonly username: string;
+  readonly password: string;
+  /** The client address (per-address limits and the queue's fair share). */
+  readonly ip: string;
+}
+
+export type SignInResult =
+  | { readonly kind: 'signed-in'; readonly user: UserRecord }
+  /** Unknown username, wrong password or disabled account: one answer for all three. */
+  | { readonly kind: 'wrong' }
+  /** Too many failures for this username from this address, or from this address. */
+  | { readonly kind: 'limited'; readonly scope: 'user-address' | 'address'; readonly retryAfterSeconds: number }
+  /** No place on the password queue right now. */
+  | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The wait before checking a password for a username that has failed `failures` times. */
+export function signInDelayMs(settings: SignInSettings, failures: number): number {
+  if (failures <= settings.freeFailures) return 0;
+  return Math.min(settings.maxDelayMs, settings.delayMs * 2 ** Math.min(30, failures - settings.freeFailures - 1));
+}
+
+export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<SignInResult> {
+  const settings = deps.config.signIn;
+  const username = normalizeUsername(request.username).slice(0, 256);
+  const now = deps.clock.now();
+  const reserved = await Attempt.reserve(
+    deps.store.rateLimits,
+    [
+      { key: `sign-in:user-ip:${request.ip} ${username}`, limit: settings.perUserAddress },
+      { key: `sign-in:ip:${request.ip}`, limit: settings.perAddress },
+      // Counted, never refused: the count sets the delay.
+      { key: `sign-in:user:${username}`, limit: Infinity },
+    ],
+    settings.windowSeconds * 1000,
+    now,
+  );
+  if (isRefusal(reserved)) {
+    const scope = reserved.limit.key.startsWith('sign-in:ip:') ? 'address' : 'user-address';
+    return { kind: 'limited', scope, retryAfterSeconds: reserved.retryAfterSeconds };
+  }
+  // The count includes this attempt: the failures before it are one fewer.
+  const delay = signInDelayMs(settings, reserved.counts[2]! - 1);
+  if (delay > 0) await (deps.sleep ?? sleepFor)(delay);
+
+  const user = username ? await deps.store.users.findByUsername(username) : null;
+  // The password is checked even for an unknown user, so the answer takes as long either way.
+  const encoded = user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash));
+  const check = await deps.passwords.verify(request.password.slice(0, 1024), encoded, request.ip);
+  if (check.kind === 'busy') {
+    // Nothing was tried: the attempt is not held against anyone.
+    await reserved.succeeded();
+    return check;
+  }
+  if (!user || !check.matches || user.disabled) return { kind: 'wrong' };
+  await reserved.succeeded();
+  return { kind: 'signed-in', user };
+}

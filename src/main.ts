@@ -18,22 +18,29 @@ const PURGE_RETENTION_MS = 60 * 60_000;
 const PURGE_EVERY_MS = 60_000;
 
 /**
- * Purges expired records about once every `PURGE_EVERY_MS`, each time after a random 50% to
+ * Purges expired records (and grants spent or revoked `grantRetentionMs` ago, issue 12)
+ * about once every `PURGE_EVERY_MS`, each time after a random 50% to
  * 150% of it, so that instances started together drift apart instead of purging in step;
  * the next purge is scheduled only when the last has finished, so a long backlog never
  * runs twice at once in one instance. Instances purging at the same moment is harmless:
  * the purge is idempotent and each batch skips the rows another one holds. Returns a stop
  * function that resolves once a purge under way has finished, so the store can be closed.
  */
-export function schedulePurge(store: Store, onError: (error: unknown) => void, random: () => number = Math.random): () => Promise<void> {
+export function schedulePurge(
+  store: Store,
+  onError: (error: unknown) => void,
+  random: () => number = Math.random,
+  grantRetentionMs: number = 7 * 24 * 60 * 60_000,
+): () => Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
   const next = () => {
     if (stopped) return;
     timer = setTimeout(() => {
+      const now = systemClock.now();
       running = store
-        .purgeExpired(systemClock.now() - PURGE_RETENTION_MS)
+        .purgeExpired(now - PURGE_RETENTION_MS, now - grantRetentionMs)
         .then(() => {}, onError)
         .finally(next);
     }, PURGE_EVERY_MS * (0.5 + random()));
@@ -106,7 +113,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   // (Fastify, the flows, the pages) it holds about a third less memory.
   const { buildApp } = await import('./app.ts');
   const app = await buildApp({ config, store, keys, clock: systemClock });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'));
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000);
   let address: string;
   if (picked) {
     await app.ready();

@@ -63,6 +63,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         scopes: ['openid', 'offline_access'],
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: [],
+        deviceNetworks: [],
         createdAt: T0,
       };
       const user: UserRecord = {

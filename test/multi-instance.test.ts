@@ -110,7 +110,8 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     // B is given, as behind a load balancer; B then races A to use the first keys.
     const [startedA, registered, created] = await Promise.all([
       startInstance('A', env),
-      tessera(['client', 'add', '--name', 'Photo Printer', '--redirect-uri', REDIRECT_URI, '--scope', 'openid profile', '--json'], env),
+      tessera(['client', 'add', '--name', 'Photo Printer', '--redirect-uri', REDIRECT_URI, '--scope', 'openid profile',
+        '--grant', 'authorization_code', '--grant', 'device_code', '--json'], env),
       tessera(['user', 'add', '--username', ada.username, '--password-stdin', '--name', 'Ada Lovelace'], env, `${ada.password}\n`),
     ]);
     a = startedA;

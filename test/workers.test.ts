@@ -38,6 +38,7 @@ describe('tessera serve --workers 2', () => {
       scopes: ['openid', 'profile'],
       grantTypes: [GRANT_AUTHORIZATION_CODE],
       webOrigins: [],
+      deviceNetworks: [],
       createdAt: Date.now(),
     });
     await store.users.create({

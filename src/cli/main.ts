@@ -10,6 +10,7 @@ import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword } from '../core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
+import { normalizeCidr } from '../core/networks.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
@@ -25,9 +26,12 @@ Commands:
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--json]
+             [--web-origin ORIGIN ...] [--device-network CIDR ...] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--public: no secret, for browser, native and CLI apps)
+                                          (--grant: authorization_code by default; device_code and
+                                          refresh_token only when asked for; --public: no secret, for
+                                          browser, native and CLI apps; --device-network: the only
+                                          networks its devices may start from)
   client list [--json]                    List registered clients
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
@@ -113,6 +117,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'device-network': { type: 'string', multiple: true },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -125,7 +130,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
   const unknown = scopes.filter((scope) => !SUPPORTED_SCOPES.includes(scope));
   if (unknown.length > 0) throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${SUPPORTED_SCOPES.join(' ')})`);
-  const grantTypes = [...new Set((values.grant ?? ['authorization_code', 'device_code']).map((grant) => {
+  // draft-ietf-oauth-cross-device-security: the device grant, the one a remote phishing
+  // attack abuses, only for a client registered for it.
+  const grantTypes = [...new Set((values.grant ?? ['authorization_code']).map((grant) => {
     const type = GRANT_NAMES[grant];
     if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
     return type;
@@ -144,6 +151,14 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (webOrigins.length > 0 && !values.public) {
     throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
   }
+  const deviceNetworks = (values['device-network'] ?? []).map((network) => {
+    const parsed = normalizeCidr(network);
+    if (parsed === null) throw new UsageError(`--device-network ${network}: must be an IPv4 or IPv6 address or CIDR range, like 192.0.2.0/24`);
+    return parsed;
+  });
+  if (deviceNetworks.length > 0 && !grantTypes.includes(GRANT_DEVICE_CODE)) {
+    throw new UsageError('--device-network limits the device grant: add --grant device_code');
+  }
   const clientId = randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
   const clientSecret = values.public ? null : randomToken(32);
@@ -156,6 +171,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       scopes,
       grantTypes,
       webOrigins,
+      deviceNetworks,
       createdAt: Date.now(),
     }),
   );
@@ -169,6 +185,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       scope: scopes.join(' '),
       grant_types: grantTypes,
       ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
+      ...(deviceNetworks.length > 0 ? { device_networks: deviceNetworks } : {}),
     })}\n`);
   } else if (clientSecret === null) {
     io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
@@ -186,7 +203,7 @@ async function clientList(config: Config, args: string[], io: Io): Promise<void>
   }
   if (clients.length === 0) io.stdout('No clients registered.\n');
   for (const client of clients) {
-    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}${client.deviceNetworks.map((network) => `  device network: ${network}\n`).join('')}`);
   }
 }
 

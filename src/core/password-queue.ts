@@ -142,6 +142,16 @@ export class PasswordQueue {
     return `$argon2id$v=19$m=${memory},t=${passes},p=${parallelism}$${nonce.toString('base64url')}$${tag.toString('base64url')}`;
   }
 
+  /**
+   * Whether `address` would get a place now: read before anything else is done for an
+   * attempt, so that one with no place costs nothing (no count written, no hash).
+   */
+  hasRoom(address: string): boolean {
+    if ((this.#held.get(address) ?? 0) >= this.#settings.perAddress) return false;
+    const running = this.#threads.filter((thread) => thread.busy && !thread.dead).length;
+    return running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting;
+  }
+
   /** Seconds until everything now queued has been checked: what a refused attempt is told to wait. */
   retryAfterSeconds(): number {
     const ahead = this.#waitingCount + this.#threads.filter((thread) => thread.busy).length;

@@ -93,3 +93,41 @@ export class OncePerWindow {
     return true;
   }
 }
+
+/**
+ * A fixed-window request limit kept in this process's memory: for limits on requests that
+ * create something (device authorizations), where a counter in the store would itself be a
+ * write per request. A refused request is not counted and costs nothing. Per instance: N
+ * instances allow N times the limit in all.
+ */
+export class LocalRateLimit {
+  readonly #windows = new Map<string, { count: number; endsAt: number }>();
+  readonly #limit: number;
+  readonly #windowMs: number;
+  readonly #maxKeys: number;
+
+  constructor(limit: number, windowMs: number, maxKeys = 100_000) {
+    this.#limit = limit;
+    this.#windowMs = windowMs;
+    this.#maxKeys = maxKeys;
+  }
+
+  /** Counts one request for `key`; null when allowed, else the seconds until its window ends. */
+  take(key: string, now: number): number | null {
+    let window = this.#windows.get(key);
+    if (!window || window.endsAt <= now) {
+      if (this.#windows.size >= this.#maxKeys) this.#sweep(now);
+      window = { count: 0, endsAt: now + this.#windowMs };
+      this.#windows.set(key, window);
+    }
+    if (window.count >= this.#limit) return Math.max(1, Math.ceil((window.endsAt - now) / 1000));
+    window.count += 1;
+    return null;
+  }
+
+  #sweep(now: number): void {
+    for (const [key, window] of this.#windows) if (window.endsAt <= now) this.#windows.delete(key);
+    // Still full of live windows: forget them rather than grow without bound.
+    if (this.#windows.size >= this.#maxKeys) this.#windows.clear();
+  }
+}

@@ -51,6 +51,8 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
   const settings = deps.config.signIn;
   const username = normalizeUsername(request.username).slice(0, 256);
   const now = deps.clock.now();
+  // No place on the queue: refused before anything is counted or written.
+  if (!deps.passwords.hasRoom(request.ip)) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
   const reserved = await Attempt.reserve(
     deps.store.rateLimits,
     [

@@ -5,7 +5,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
-import { OncePerWindow } from '../flows/attempts.ts';
+import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
 import {
   decideDeviceRequest,
   findDeviceRequest,
@@ -72,12 +72,34 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   const messages = lookupMessages(deps.config.device.codeLifetime);
   const lockLog = new OncePerWindow(deps.config.userCode.windowSeconds * 1000);
 
+  // Issue 12: every device authorization stores a record, and a public client needs only
+  // its client_id: requests per address and per client are limited, in memory, so that a
+  // refused one costs no write. RFC 8628 reserves slow_down for the token endpoint; this
+  // is 429 with Retry-After (RFC 6585 §4).
+  const limits = deps.config.deviceAuthorizationLimits;
+  const perAddress = new LocalRateLimit(limits.perAddressPerMinute, 60_000);
+  const perClient = new LocalRateLimit(limits.perClientPerMinute, 60_000);
+  const refusalLog = new OncePerWindow(60_000);
+  const tooMany = (request: FastifyRequest, scope: 'address' | 'client', key: string, retryAfterSeconds: number) => {
+    if (refusalLog.first(`${scope} ${key}`, deps.clock.now())) {
+      request.log.warn({ ip: request.ip, limit: scope, ...(scope === 'client' ? { client: key } : {}) }, 'device authorizations refused: over the per-minute limit');
+    }
+    return new OAuthError('temporarily_unavailable', `too many device authorization requests from this ${scope}; try again in ${retryAfterSeconds} seconds`, {
+      status: 429,
+      retryAfterSeconds,
+    });
+  };
+
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
     // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
+    const addressWait = perAddress.take(request.ip, deps.clock.now());
+    if (addressWait !== null) throw tooMany(request, 'address', request.ip, addressWait);
     const params = formParams(request);
     // RFC 8628 §3.1: the client authenticates as at the token endpoint.
     const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    const clientWait = perClient.take(client.id, deps.clock.now());
+    if (clientWait !== null) throw tooMany(request, 'client', client.id, clientWait);
     const response = await startDeviceAuthorization(deps, client, params, {
       ip: request.ip,
       userAgent: request.headers['user-agent'] ?? null,

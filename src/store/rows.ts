@@ -101,6 +101,7 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     scopes: read.strings(row, 'scopes'),
     grantTypes: read.strings(row, 'grant_types').map((value) => oneOf(grantTypes, 'grant_types', value)),
     webOrigins: read.strings(row, 'web_origins'),
+    deviceNetworks: read.strings(row, 'device_networks'),
     createdAt: integer(row, 'created_at'),
   };
 }

@@ -29,6 +29,11 @@ export interface ClientRecord {
   readonly grantTypes: readonly GrantType[];
   /** Browser origins allowed to call the token-side endpoints through CORS. */
   readonly webOrigins: readonly string[];
+  /**
+   * CIDR ranges a device authorization for this client may come from (the cross-device
+   * BCP's "restrict the device flow to known networks"); empty: any address.
+   */
+  readonly deviceNetworks: readonly string[];
   readonly createdAt: number;
 }
 
@@ -324,12 +329,14 @@ export interface Store extends Stores {
    */
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
-   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens and
-   * revoked access-token ids that expired before `before` (the caller keeps a margin after
-   * expiry, so a replayed code is still recognised as one for a while). Works in small
+   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, revoked
+   * access-token ids and signing keys that expired before `before` (the caller keeps a
+   * margin after expiry, so a replayed code is still recognised as one for a while); and,
+   * given `grantsBefore`, grants revoked before it, whose tokens all expired before it, or
+   * made before it and never used, with their codes and refresh tokens. Works in small
    * batches so it never holds a long lock. Returns the number of rows deleted.
    */
-  purgeExpired(before: number): Promise<number>;
+  purgeExpired(before: number, grantsBefore?: number): Promise<number>;
   close(): Promise<void>;
 }
 

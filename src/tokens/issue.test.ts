@@ -19,6 +19,7 @@ const client: ClientRecord = {
   scopes: ['openid', 'profile'],
   grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
+  deviceNetworks: [],
   createdAt: 0,
 };
 const user: UserRecord = {

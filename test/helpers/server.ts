@@ -28,6 +28,10 @@ export const TEST_ENV: Readonly<Record<string, string>> = {
   TESSERA_SIGN_IN_DELAY_MS: '0',
   TESSERA_SIGN_IN_QUEUE: '1000',
   TESSERA_SIGN_IN_QUEUE_PER_ADDRESS: '1000',
+  // Device authorizations per minute: the suite starts many from 127.0.0.1;
+  // test/device-authorization.test.ts sets and proves the limits.
+  TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000',
+  TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000',
 };
 
 /**
@@ -77,7 +81,7 @@ export interface TestServer {
    * on the same address: a restart, with nothing kept but what the database holds.
    */
   restart(): Promise<void>;
-  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
+  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[]; deviceNetworks?: string[] }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -161,6 +165,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         scopes: client.scopes ?? ['openid', 'profile', 'email'],
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
         webOrigins: client.webOrigins ?? [],
+        deviceNetworks: client.deviceNetworks ?? [],
         createdAt: clock.now(),
       });
       return { clientId, clientSecret };

@@ -11,6 +11,7 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     scopes: ['openid'],
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
+    deviceNetworks: [],
     createdAt,
   };
 }

@@ -19,6 +19,7 @@ const client: ClientRecord = {
   scopes: ['openid'],
   grantTypes: [GRANT_DEVICE_CODE],
   webOrigins: [],
+  deviceNetworks: [],
   createdAt: Date.UTC(2026, 0, 1),
 };
 

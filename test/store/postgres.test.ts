@@ -35,6 +35,7 @@ async function seed(store: Store) {
     scopes: ['openid'],
     grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
     webOrigins: [],
+    deviceNetworks: [],
     createdAt: T0,
   } as const;
   const user = {

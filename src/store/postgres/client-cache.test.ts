@@ -11,6 +11,7 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   scopes: ['openid'],
   grantTypes: ['authorization_code'],
   webOrigins: [],
+  deviceNetworks: [],
   createdAt: 0,
 });
 

@@ -68,8 +68,8 @@ export function devicePollAssignments(now: string): string {
 export function statements(d: Dialect) {
   return {
     insertClient: `
-      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at)
-      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt)
+      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, device_networks, created_at)
+      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :deviceNetworks, :createdAt)
       ON CONFLICT DO NOTHING`,
     getClient: 'SELECT * FROM clients WHERE id = :id',
     listClients: 'SELECT * FROM clients ORDER BY created_at, id',
@@ -178,16 +178,29 @@ export function statements(d: Dialect) {
       ORDER BY created_at, kid`,
     scheduleKey: 'UPDATE signing_keys SET retires_at = :retiresAt, expires_at = :expiresAt WHERE kid = :kid',
 
-    purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
-    purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
-    purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),
-    purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at'),
-    purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at'),
-    purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
+    purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
+    purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at < :before'),
+    purgeSessions: d.purge('sessions', 'id_hash', 'expires_at < :before'),
+    purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at < :before'),
+    purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at < :before'),
+    purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at < :before'),
+    // A key left the JWKS at expires_at, after the last token it signed had expired.
+    purgeKeys: d.purge('signing_keys', 'kid', 'expires_at < :before'),
+    // Issue 12: a grant revoked, whose tokens have all expired, or under which nothing was
+    // ever issued (an approval whose code was never redeemed) can issue nothing more; it is
+    // deleted that long after the last of revocation, expiry or creation that applies, with
+    // its codes and refresh tokens (ON DELETE CASCADE). Three terms, each over an index.
+    purgeGrants: d.purge(
+      'grants',
+      'id',
+      `(revoked_at < :before
+        OR (revoked_at IS NULL AND active_until < :before)
+        OR (revoked_at IS NULL AND active_until IS NULL AND created_at < :before))`,
+    ),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeKeys'] as const satisfies readonly StatementName[];

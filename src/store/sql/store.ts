@@ -41,6 +41,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           scopes: list(record.scopes),
           grantTypes: list(record.grantTypes),
           webOrigins: list(record.webOrigins),
+          deviceNetworks: list(record.deviceNetworks),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
@@ -154,11 +155,14 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
  * `Store.purgeExpired`: batch after batch, each committed before the next starts (on
  * SQLite, an answer waits for its commit), so that other writers wait at most one batch.
  */
-export async function purgeExpired(q: Runner, before: number): Promise<number> {
+export async function purgeExpired(q: Runner, before: number, grantsBefore?: number): Promise<number> {
+  const purges: [StatementName, number][] = PURGES.map((name) => [name, before]);
+  // Grants last: their codes and refresh tokens go with them, and are purged by then anyway.
+  if (grantsBefore !== undefined) purges.push(['purgeGrants', grantsBefore]);
   let deleted = 0;
-  for (const name of PURGES) {
+  for (const [name, cutoff] of purges) {
     for (;;) {
-      const count = await q.changed(name, { before, limit: PURGE_BATCH_SIZE });
+      const count = await q.changed(name, { before: cutoff, limit: PURGE_BATCH_SIZE });
       deleted += count;
       if (count < PURGE_BATCH_SIZE) break;
     }

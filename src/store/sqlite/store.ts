@@ -34,8 +34,8 @@ export const sqliteDialect: Dialect = {
   flag: (value) => (value ? 1 : 0),
   greatest: (a, b) => `MAX(${a}, ${b})`,
   bigint: (parameter) => parameter,
-  purge: (table, key, expiry) =>
-    `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${expiry} < :before LIMIT :limit)`,
+  purge: (table, key, condition) =>
+    `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
 };
 
 /** A refused write as the same error the PostgreSQL store gives (SQLite's extended result codes). */
@@ -124,7 +124,7 @@ function sqliteStore(db: DatabaseSync): Store {
   return {
     ...sqlStores(sqliteDialect, outside),
     transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
-    purgeExpired: (before) => purgeExpired(outside, before),
+    purgeExpired: (before, grantsBefore) => purgeExpired(outside, before, grantsBefore),
     close: () =>
       batch.outside(() => {
         if (!db.isOpen) return;

@@ -44,7 +44,7 @@ const USAGE = `Usage: npm run bench -- [options]
                         irreducible work of a persisted poll (bench/baseline.ts)
   --against DIR         also run the Tessera of another checkout (with its own node_modules)
                         on SQLite, as tessera/sqlite@NAME: an A/B of two versions in one run;
-                        its schema must be the one this checkout creates
+                        its store is seeded through that checkout's own code
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
@@ -326,6 +326,7 @@ function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
       const started = performance.now();
       const sample = await quiet.run!(seconds);
       const elapsed = (performance.now() - started) / 1000;
+      note(`  ${target.label}: ${seconds} s of exchanges took ${elapsed.toFixed(1)} s under the flood; waiting for the posts in flight`);
       const counts: FloodCounts = await flood.stop();
       // Warm-up runs are not noted.
       if (seconds === settings.duration) floodNotes.push(

@@ -183,7 +183,12 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const label = options.baseline
     ? 'bare node:http'
     : `${options.postgres ? 'tessera/postgres' : 'tessera/sqlite'}${options.against ? `@${options.against.name}` : ''}`;
-  const store: Store = await openStore(database);
+  // The store is opened with the served checkout's own code, so that its schema is the one
+  // that checkout migrates to (an --against checkout may be older than this one).
+  const open: typeof openStore = options.against
+    ? ((await import(join(options.against.root, 'src/store/open.ts'))) as { openStore: typeof openStore }).openStore
+    : openStore;
+  const store: Store = await open(database);
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
   const now = Date.now();

@@ -11,6 +11,7 @@ import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/types.ts';
+import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
 import { KeyManager } from './tokens/keys.ts';
 
 /** How long expired records are kept, so a replayed code is still recognised as one. */
@@ -54,11 +55,24 @@ export function schedulePurge(
   };
 }
 
-export function keyManager(config: Config, store: Store): KeyManager {
-  return new KeyManager(store.keys, systemClock, {
+/** The signing keys, their private halves encrypted in the store under the configured KEK. */
+export function keyManager(config: Config, store: Store, encryption: KeyEncryption = loadKeyEncryption(config.keyEncryption)): KeyManager {
+  return new KeyManager(encryptedKeyStore(store.keys, encryption), systemClock, {
     leadTimeSeconds: config.keyLeadTimeSeconds,
     maxTokenLifetimeSeconds: Math.max(config.lifetimes.accessToken, config.lifetimes.idToken),
   });
+}
+
+/**
+ * At start: encrypts any private key stored in clear (or under a KEK being rotated out),
+ * then makes sure a key can sign with each algorithm.
+ */
+export async function prepareKeys(config: Config, store: Store): Promise<KeyManager> {
+  const encryption = loadKeyEncryption(config.keyEncryption);
+  await encryptStoredKeys(store.keys, encryption);
+  const keys = keyManager(config, store, encryption);
+  await keys.ensureKeys();
+  return keys;
 }
 
 export interface RunningServer {
@@ -106,9 +120,17 @@ async function listenOnPickedPort(config: Config): Promise<{ server: Server; con
 export async function startServer(settings: Config): Promise<RunningServer> {
   const picked = settings.port === 0 && new URL(settings.issuer).port === '0' ? await listenOnPickedPort(settings) : null;
   const config = picked?.config ?? settings;
-  const store = await openStore(config.database, config.postgres);
-  const keys = keyManager(config, store);
-  await keys.ensureKeys();
+  // A server that cannot start (the store, the keys) lets go of the port it picked.
+  const release = () => new Promise<void>((resolve) => (picked ? picked.server.close(() => resolve()) : resolve()));
+  const store = await openStore(config.database, config.postgres).catch(async (error: unknown) => {
+    await release();
+    throw error;
+  });
+  const keys = await prepareKeys(config, store).catch(async (error: unknown) => {
+    await store.close();
+    await release();
+    throw error;
+  });
   // Loaded here, not at the top: a node:cluster primary never serves, and without the app
   // (Fastify, the flows, the pages) it holds about a third less memory.
   const { buildApp } = await import('./app.ts');
@@ -182,7 +204,7 @@ export async function serve(config: Config): Promise<void> {
 async function servePrimary(config: Config): Promise<void> {
   const store = await openStore(config.database, config.postgres);
   try {
-    await keyManager(config, store).ensureKeys();
+    await prepareKeys(config, store);
   } finally {
     await store.close();
   }

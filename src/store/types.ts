@@ -282,7 +282,11 @@ export interface RateLimitStore {
   release(key: string, now: number): Promise<void>;
 }
 
-/** A signing key pair as JWKs. Published from `createdAt` until `expiresAt`. */
+/**
+ * A signing key pair as JWKs. Published from `createdAt` until `expiresAt`. In the store the
+ * private JWK is encrypted (tokens/key-encryption.ts); the store itself neither knows nor
+ * cares, and keeps whatever object it is given.
+ */
 export interface SigningKeyRecord {
   readonly kid: string;
   readonly alg: SigningAlgorithm;
@@ -303,6 +307,10 @@ export interface KeyStore {
   listPublished(now: number): Promise<SigningKeyRecord[]>;
   /** Schedules the end of a key's signing and publication. */
   schedule(kid: string, retiresAt: number, expiresAt: number): Promise<void>;
+  /** Every key, published or not, oldest first. */
+  list(): Promise<SigningKeyRecord[]>;
+  /** Replaces a key's private JWK (as stored: encrypted, tokens/key-encryption.ts). */
+  setPrivateJwk(kid: string, privateJwk: Readonly<Record<string, unknown>>): Promise<void>;
 }
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */

@@ -12,6 +12,7 @@ import { hashPassword } from '../../src/core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
 import { type Store } from '../../src/store/types.ts';
+import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
@@ -109,13 +110,18 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     TESSERA_ISSUER: `http://127.0.0.1:${port}`,
     TESSERA_DATABASE: options.database ?? join(dir, 'tessera.db'),
     TESSERA_LOG_LEVEL: 'silent',
+    ...(options.database?.startsWith('postgres') ? { TESSERA_KEY_FILE: join(dir, 'tessera.key') } : {}),
     ...TEST_ENV,
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
   const start = async () => {
     const store = await openStore(config.database, config.postgres);
-    const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+    // As main.ts does: private keys encrypted under the KEK from the settings (the key file
+    // beside the SQLite file, or in the test's directory for PostgreSQL).
+    const encryption = loadKeyEncryption(config.keyEncryption);
+    await encryptStoredKeys(store.keys, encryption);
+    const keys = new KeyManager(encryptedKeyStore(store.keys, encryption), clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
     await keys.ensureKeys();
     const log = options.log;
     const logger = log

@@ -177,6 +177,8 @@ export function statements(d: Dialect) {
       SELECT * FROM signing_keys WHERE expires_at IS NULL OR expires_at > :now
       ORDER BY created_at, kid`,
     scheduleKey: 'UPDATE signing_keys SET retires_at = :retiresAt, expires_at = :expiresAt WHERE kid = :kid',
+    listKeys: 'SELECT * FROM signing_keys ORDER BY created_at, kid',
+    setKeyPrivateJwk: 'UPDATE signing_keys SET private_jwk = :privateJwk WHERE kid = :kid',
 
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at < :before'),

@@ -147,6 +147,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => rows.signingKeyFromRow(row, read)),
       schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
+      list: () => every('listKeys', {}, (row) => rows.signingKeyFromRow(row, read)),
+      setPrivateJwk: (kid, privateJwk) => write('setKeyPrivateJwk', { kid, privateJwk: JSON.stringify(privateJwk) }),
     },
   };
 }

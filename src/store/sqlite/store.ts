@@ -4,7 +4,7 @@
  * at open; SQLite runs one writer at a time, so a conditional UPDATE has exactly one winner.
  */
 
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
@@ -63,7 +63,13 @@ export function openSqliteStore(path: string): Store {
 }
 
 function openDatabase(path: string): DatabaseSync {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    // Issue 12: the database holds the signing keys (encrypted), sessions and grants; it is
+    // the owner's alone. A directory Tessera creates is 0700; the file is created 0600
+    // before SQLite opens it, and SQLite gives its -wal and -shm files the same mode.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, 'a', 0o600));
+  }
   const db = new DatabaseSync(path);
   try {
     // busy_timeout first: switching to WAL needs a lock another process may hold.

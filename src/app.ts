@@ -6,8 +6,12 @@ import { PasswordQueue } from './core/password-queue.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
+import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
 import type { TokenGrant } from './flows/types.ts';
+import { ACR_VALUES } from './core/auth-methods.ts';
 import { accountRoutes } from './http/account.ts';
+import { passkeyRoutes } from './http/passkeys.ts';
+import { secondFactorRoutes } from './http/second-factor.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
 import { deviceMetadata, deviceRoutes } from './http/device.ts';
@@ -20,8 +24,10 @@ import { introspectionRoutes } from './http/introspection.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
+import { signInRoutes } from './http/sign-in.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
+import { ClientKeySets } from './tokens/client-jwks.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
 
@@ -47,9 +53,11 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
     userinfo_endpoint: `${issuer}/oauth/userinfo`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    revocation_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     introspection_endpoint: `${issuer}/oauth/introspect`,
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
+    introspection_endpoint_auth_methods_supported: INTROSPECTION_AUTH_METHODS,
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
   };
 }
 
@@ -65,11 +73,14 @@ export function appDeps(input: AppInput): AppDeps {
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
     tokens,
     grants: GRANTS,
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
       ...lifecycleMetadata(input.config.issuer),
+      // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
+      acr_values_supported: [...ACR_VALUES],
     },
   };
 }
@@ -102,6 +113,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
+  await app.register(signInRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
   await app.register(deviceRoutes, { deps });
@@ -109,5 +121,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
   await app.register(accountRoutes, { deps });
+  await app.register(passkeyRoutes, { deps });
+  await app.register(secondFactorRoutes, { deps });
   return app;
 }

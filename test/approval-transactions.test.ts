@@ -65,6 +65,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         webOrigins: [],
         deviceNetworks: [],
         createdAt: T0,
+        authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
       };
       const user: UserRecord = {
         id: `user-${users}`,
@@ -89,6 +90,8 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         client,
         redirectUri: 'https://app.example/callback',
         scope: ['openid'],
+        resources: [],
+        access: { openid: [{ name: 'openid', description: 'Sign you in and know who you are' }], apis: [] },
         state: 'xyz',
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',

@@ -10,6 +10,12 @@ describe('loadConfig', () => {
     assert.match(config.database, /data[/\\]tessera\.db$/);
     assert.equal(config.device.codeLifetime, 600);
     assert.equal(config.device.interval, 5);
+    assert.deepEqual(config.secondFactor, { required: false, ceremonyTimeout: 300, pendingSignInTimeout: 300 });
+  });
+
+  it('turns TESSERA_REQUIRE_SECOND_FACTOR on with on, true, yes or 1', () => {
+    for (const value of ['on', 'true', 'YES', '1']) assert.equal(loadConfig({ TESSERA_REQUIRE_SECOND_FACTOR: value }).secondFactor.required, true);
+    assert.equal(loadConfig({ TESSERA_REQUIRE_SECOND_FACTOR: 'off' }).secondFactor.required, false);
   });
 
   it('derives the default issuer from PORT and strips a trailing slash from TESSERA_ISSUER', () => {
@@ -35,9 +41,17 @@ describe('loadConfig', () => {
     [{ TESSERA_REFRESH_TOKEN_TTL: '30 days' }, 'TESSERA_REFRESH_TOKEN_TTL'],
     [{ TESSERA_REFRESH_TOKEN_TTL: '3600', TESSERA_REFRESH_TOKEN_IDLE_TTL: '7200' }, 'TESSERA_REFRESH_TOKEN_IDLE_TTL'],
     [{ TESSERA_PASSWORD_HASH: 'cheap' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_REQUIRE_SECOND_FACTOR: 'sometimes' }, 'TESSERA_REQUIRE_SECOND_FACTOR'],
+    [{ TESSERA_WEBAUTHN_TIMEOUT: '5' }, 'TESSERA_WEBAUTHN_TIMEOUT'],
+    [{ TESSERA_SECOND_FACTOR_TIMEOUT: 'five minutes' }, 'TESSERA_SECOND_FACTOR_TIMEOUT'],
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=3' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=16,t=1,p=4' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=0,p=4' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '50' }, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'],
+    [{ TESSERA_CLIENT_JWKS_TIMEOUT_MS: 'soon' }, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'],
+    [{ TESSERA_CLIENT_JWKS_CACHE_TTL: '-1' }, 'TESSERA_CLIENT_JWKS_CACHE_TTL'],
+    [{ TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '3601' }, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL'],
+    [{ TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '10' }, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
@@ -83,6 +97,14 @@ describe('loadConfig', () => {
     assert.equal(config.grantRetentionSeconds, 7 * 86400);
     assert.throws(() => loadConfig({ TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '2' }), /TESSERA_USER_CODE_FAILURES_PER_ADDRESS: must be between 5/);
     assert.throws(() => loadConfig({ TESSERA_KEY_ENCRYPTION_KEY: 'short' }), /TESSERA_KEY_ENCRYPTION_KEY: each key must be 32 bytes/);
+  });
+
+  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and 5-minute assertions by default', () => {
+    assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 300 });
+    assert.deepEqual(
+      loadConfig({ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500', TESSERA_CLIENT_JWKS_CACHE_TTL: '0', TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60', TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120' }).clientAuth,
+      { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120 },
+    );
   });
 
   it('accepts a postgres URL', () => {

@@ -68,6 +68,8 @@ export interface Config {
   readonly grantRetentionSeconds: number;
   /** Where the key that encrypts the private signing keys comes from (docs/security.md). */
   readonly keyEncryption: KeyEncryptionSettings;
+  readonly secondFactor: SecondFactorSettings;
+  readonly clientAuth: ClientAuthSettings;
 }
 
 /**
@@ -140,6 +142,53 @@ export interface KeyEncryptionSettings {
    * `./data/tessera.key` with PostgreSQL.
    */
   readonly file: string | null;
+}
+
+/** Passkeys (WebAuthn) and one-time codes (RFC 6238). */
+export interface SecondFactorSettings {
+  /**
+   * `TESSERA_REQUIRE_SECOND_FACTOR` (default off): when on, only a session that signed in
+   * with a passkey, or with a password and a one-time code, may approve an application or
+   * a device. A person with neither can still sign in with their password, to set one up on
+   * their account page.
+   */
+  readonly required: boolean;
+  /**
+   * `TESSERA_WEBAUTHN_TIMEOUT` seconds (default 300): how long a passkey ceremony's
+   * challenge can be answered, and how long the browser waits for the person.
+   */
+  readonly ceremonyTimeout: number;
+  /**
+   * `TESSERA_SECOND_FACTOR_TIMEOUT` seconds (default 300): how long after a correct password
+   * the one-time code may be entered before the password is asked again.
+   */
+  readonly pendingSignInTimeout: number;
+}
+
+/**
+ * How `private_key_jwt` clients (RFC 7523 §2.2, OIDC Core §9) are checked: their keys are
+ * fetched from the `jwks_uri` they registered, and their assertions are short-lived.
+ */
+export interface ClientAuthSettings {
+  /**
+   * `TESSERA_CLIENT_JWKS_TIMEOUT_MS` (default 3000): the longest a request waits for a
+   * client's JWKS to be fetched; past it the request is answered `invalid_client`.
+   */
+  readonly jwksTimeoutMs: number;
+  /** `TESSERA_CLIENT_JWKS_CACHE_TTL` seconds (default 300): how long a fetched JWKS is used before it is fetched again. */
+  readonly jwksCacheSeconds: number;
+  /**
+   * `TESSERA_CLIENT_JWKS_REFETCH_INTERVAL` seconds (default 10): an assertion whose `kid` is
+   * not in the cached JWKS makes Tessera fetch it again at once (the client rotated its
+   * keys), but no sooner than this after the previous fetch, so that made-up `kid`s cannot
+   * turn Tessera into a stream of requests to the client's server.
+   */
+  readonly jwksRefetchSeconds: number;
+  /**
+   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 300): an assertion whose `exp`
+   * is further ahead than this is refused; its `jti` is remembered until `exp`.
+   */
+  readonly assertionMaxLifetimeSeconds: number;
 }
 
 /** argon2id cost parameters (RFC 9106 §3.1). */
@@ -455,5 +504,16 @@ export function loadConfig(env: Env = process.env): Config {
     },
     grantRetentionSeconds: integer(env, 'TESSERA_GRANT_RETENTION', 7 * 86400, 3600, 3650 * 86400),
     keyEncryption: keyEncryption(env, db),
+    secondFactor: {
+      required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR', false),
+      ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT', 300, 30, 3600),
+      pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT', 300, 30, 3600),
+    },
+    clientAuth: {
+      jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
+      jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),
+      jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
+      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 300, 30, 3600),
+    },
   };
 }

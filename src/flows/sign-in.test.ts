@@ -43,7 +43,7 @@ describe('signing in', () => {
 
   it('slows guesses at a username from many addresses, and still signs the owner in after them', async () => {
     for (let i = 1; i <= 6; i++) {
-      assert.equal((await signIn(deps, { username: 'ada', password: `guess${i}`, ip: `203.0.113.${i}` })).kind, 'wrong');
+      assert.equal((await signIn(deps, { username: 'ada', password: `guess${i}`, ip: `203.0.113.${i}` })).kind, 'refused');
     }
     assert.deepEqual(waits, [1000, 2000, 4000]);
     const owner = await signIn(deps, { username: 'ADA', password: 'right', ip: '198.51.100.7' });
@@ -54,7 +54,7 @@ describe('signing in', () => {
   it('refuses one address after its failures for one username, and leaves that username to others', async () => {
     const limited = loadConfig({ TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1', TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS: '3', TESSERA_SIGN_IN_DELAY_MS: '0' });
     const at = (ip: string, password: string) => signIn({ ...deps, config: limited }, { username: 'ada', password, ip });
-    for (let i = 0; i < 3; i++) assert.equal((await at('192.0.2.1', 'guess')).kind, 'wrong');
+    for (let i = 0; i < 3; i++) assert.equal((await at('192.0.2.1', 'guess')).kind, 'refused');
     const refused = await at('192.0.2.1', 'right');
     assert.equal(refused.kind, 'limited');
     assert.ok(refused.kind === 'limited' && refused.scope === 'user-address' && refused.retryAfterSeconds === 900);

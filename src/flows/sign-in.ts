@@ -15,7 +15,7 @@ import type { SignInSettings } from '../config/index.ts';
 import { decoyPasswordHash } from '../core/password.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import { normalizeUsername } from '../core/username.ts';
-import type { UserRecord } from '../store/types.ts';
+import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { Attempt, isRefusal } from './attempts.ts';
 import type { FlowDeps } from './types.ts';
 
@@ -33,7 +33,7 @@ export interface SignInRequest {
 export type SignInResult =
   | { readonly kind: 'signed-in'; readonly user: UserRecord }
   /** Unknown username, wrong password or disabled account: one answer for all three. */
-  | { readonly kind: 'wrong' }
+  | { readonly kind: 'refused' }
   /** Too many failures for this username from this address, or from this address. */
   | { readonly kind: 'limited'; readonly scope: 'user-address' | 'address'; readonly retryAfterSeconds: number }
   /** No place on the password queue right now. */
@@ -81,7 +81,13 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
     await reserved.succeeded();
     return check;
   }
-  if (!user || !check.matches || user.disabled) return { kind: 'wrong' };
+  if (!user || !check.matches || user.disabled) return { kind: 'refused' };
   await reserved.succeeded();
   return { kind: 'signed-in', user };
+}
+
+/** The user a live session belongs to, or null when the account is gone or disabled. */
+export async function sessionUser(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<UserRecord | null> {
+  const user = await deps.store.users.get(session.userId);
+  return user && !user.disabled ? user : null;
 }

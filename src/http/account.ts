@@ -3,7 +3,9 @@ import { OAuthError } from '../core/errors.ts';
 import type { AppDeps } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage } from '../ui/account.ts';
-import { signedInUser } from './authorize.ts';
+import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
+import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
+import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 
@@ -24,16 +26,20 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter((grant) => grant.activeUntil !== null && grant.activeUntil > now);
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
-    const notice = (request.query as Record<string, unknown>)['revoked'] === '1' ? 'Access revoked. It has been signed out.' : undefined;
+    const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
+    const query = request.query as Record<string, unknown>;
+    const notice = query['revoked'] === '1' ? 'Access revoked. It has been signed out.' : typeof query['notice'] === 'string' ? SECURITY_NOTICES[query['notice']] : undefined;
+    const csrf = csrfToken(deps.config, request, reply);
     return reply.type('text/html; charset=utf-8').send(
       accountPage({
-        csrf: csrfToken(deps.config, request, reply),
+        csrf,
+        security: await accountSecurity(deps, signedIn.user, csrf),
         signedInAs: signedIn.user.name ?? signedIn.user.username,
         notice,
         connections: grants.map((grant) => ({
           grantId: grant.id,
           clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-          scopes: grant.scope,
+          access: describeAccess(catalog, grant.scope, grant.createdAt),
           approvedAt: grant.createdAt,
           lastUsedAt: grant.lastUsedAt,
           device: grant.device,

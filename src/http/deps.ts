@@ -1,5 +1,6 @@
 import type { PasswordQueue } from '../core/password-queue.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
+import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
@@ -7,6 +8,8 @@ export interface AppDeps extends FlowDeps {
   readonly keys: KeyManager;
   /** Checks sign-in passwords on threads of their own (core/password-queue.ts). */
   readonly passwords: PasswordQueue;
+  /** The public keys of private_key_jwt clients, fetched and cached. */
+  readonly clientKeys: ClientKeySets;
   /** The grant types of the token endpoint, in the order discovery lists them. */
   readonly grants: readonly TokenGrant[];
   /** Endpoints added by feature plugins, merged into the discovery document. */

@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
+import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
 import {
@@ -18,9 +19,10 @@ import type { AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
-import { renderSignIn, signedInUser } from './authorize.ts';
-import { authenticateClient } from './client-auth.ts';
-import { formParams, rawForm } from './form.ts';
+import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
+import { renderSignIn, signedInUser } from './sign-in.ts';
+import { clientRequest } from './client-auth.ts';
+import { formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
@@ -91,19 +93,22 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   };
 
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
-    // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
+    // RFC 6749 §5.1 (RFC 8628 §3.2): the response carries a secret, so no caching; a refusal
+    // by the per-address limit comes before anything is read or written.
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const addressWait = perAddress.take(request.ip, deps.clock.now());
     if (addressWait !== null) throw tooMany(request, 'address', request.ip, addressWait);
-    const params = formParams(request);
     // RFC 8628 §3.1: the client authenticates as at the token endpoint.
-    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    const { client, params } = await clientRequest(deps, request, reply);
     const clientWait = perClient.take(client.id, deps.clock.now());
     if (clientWait !== null) throw tooMany(request, 'client', client.id, clientWait);
-    const response = await startDeviceAuthorization(deps, client, params, {
-      ip: request.ip,
-      userAgent: request.headers['user-agent'] ?? null,
-    });
+    const response = await startDeviceAuthorization(
+      deps,
+      client,
+      params,
+      { ip: request.ip, userAgent: request.headers['user-agent'] ?? null },
+      formResources(request),
+    );
     return reply.type('application/json; charset=utf-8').send(response);
   });
 
@@ -138,8 +143,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     return `${APPROVE_PATH}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
   }
 
-  function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
+  async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
     const userCode = formatUserCode(record.userCode);
+    const access = await describeScope(deps.store, record.scope);
     return page(
       reply,
       200,
@@ -148,7 +154,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         action: APPROVE_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
-        scopes: record.scope,
+        access,
         signedInAs: user.name ?? user.username,
         details: deviceDetails({
           userCode,
@@ -187,6 +193,8 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
+    const refused = refuseApprovalPage(deps, request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode));
+    if (refused) return refused;
     return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
   });
 
@@ -204,7 +212,10 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const result = await decideDeviceRequest(
       deps,
       attemptOf(request, typed),
-      decision === 'approve' ? { approve: true, session: signedIn.session } : { approve: false },
+      decision === 'approve'
+        ? // The sign-in policy, checked again at the decision: the page may have been open for long.
+          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps, client, signedIn.session) }
+        : { approve: false },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
     request.log.info({ client: result.client.id, approved: result.approved }, 'device authorization decided');

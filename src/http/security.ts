@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
-const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+// script-src and connect-src 'self': the passkey script and the WebAuthn library are
+// served from here (no CDN) and fetch their options from here; nothing inline runs.
+const BASE_CSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 const DEFAULT_CSP = `${BASE_CSP}; form-action 'self'`;
 
 /**

@@ -226,6 +226,126 @@ const clientChangeNotices: Migration = {
 };
 
 /**
+ * Version 5, clients that connect as the standard libraries do: how each authenticates
+ * (RFC 7591 §2 `token_endpoint_auth_method`; existing clients keep HTTP Basic, or `none`
+ * when public), the secret a rotation replaced and until when it is still accepted, the
+ * public keys of a `private_key_jwt` client (a URL or a registered JWK Set), whether it may
+ * go without PKCE, and the ids of used client assertions, kept until they expire (RFC 7523
+ * §3). The new columns have defaults, so the ALTERs rewrite nothing.
+ */
+const clientAuthentication: Migration = {
+  version: 5,
+  name: 'client authentication',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN auth_method ${t.text} NOT NULL DEFAULT 'client_secret_basic'
+      CHECK (auth_method IN ('client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'))`,
+    "UPDATE clients SET auth_method = 'none' WHERE secret_hash IS NULL",
+    (t) => `ALTER TABLE clients ADD COLUMN previous_secret_hash ${t.text}`,
+    (t) => `ALTER TABLE clients ADD COLUMN previous_secret_expires_at ${t.time}`,
+    (t) => `ALTER TABLE clients ADD COLUMN jwks_uri ${t.text}`,
+    (t) => `ALTER TABLE clients ADD COLUMN jwks ${t.json}`,
+    (t) => `ALTER TABLE clients ADD COLUMN pkce ${t.text} NOT NULL DEFAULT 'required' CHECK (pkce IN ('required', 'optional'))`,
+    (t) => `CREATE TABLE client_assertions (
+      jti_hash   ${t.text} PRIMARY KEY,
+      expires_at ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX client_assertions_expires_at ON client_assertions (expires_at)',
+  ],
+};
+
+/**
+ * Version 9, API resources (RFC 8707): each with its scopes, whose names are unique across
+ * the server (the primary key of `resource_scopes`), so that a granted scope names its API.
+ * Grants keep only their scope: removing a resource ends its grants' access to it, since
+ * their scopes no longer name it.
+ */
+const apiResources: Migration = {
+  version: 9,
+  name: 'api resources',
+  statements: [
+    (t) => `CREATE TABLE resources (
+      identifier                ${t.text} PRIMARY KEY,
+      name                      ${t.text} NOT NULL,
+      access_token_ttl          ${t.integer},
+      introspection_secret_hash ${t.text},
+      created_at                ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE resource_scopes (
+      name        ${t.text} PRIMARY KEY,
+      resource    ${t.text} NOT NULL REFERENCES resources (identifier) ON DELETE CASCADE,
+      description ${t.text} NOT NULL,
+      position    ${t.integer} NOT NULL
+    )`,
+    'CREATE INDEX resource_scopes_resource ON resource_scopes (resource)',
+  ],
+};
+
+/**
+ * Version 11, passkeys and one-time codes. A session and a grant remember how the person
+ * signed in (RFC 8176 `amr`; null in a row from before: a password); a client may require
+ * a phishing-resistant sign-in. Passkeys keep the signature counter and backup state the
+ * last sign-in reported (WebAuthn §6.1.1, §6.3.3); ceremony challenges and sign-ins that
+ * wait for their one-time code live here, not in one instance's memory, so any instance can
+ * finish what another began. Recovery codes are stored hashed; a TOTP secret cannot be (the
+ * server computes codes from it).
+ */
+const secondFactors: Migration = {
+  version: 11,
+  name: 'passkeys and one-time codes',
+  statements: [
+    (t) => `ALTER TABLE sessions ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE grants ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE grants ADD COLUMN acr ${t.text}`,
+    (t, dialect) =>
+      `ALTER TABLE clients ADD COLUMN require_phishing_resistant ${t.boolean('require_phishing_resistant')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    // The credential id is the authenticator's, base64url; the counter is an unsigned 32-bit
+    // number, which a PostgreSQL integer cannot hold: it takes the time column's bigint.
+    (t) => `CREATE TABLE passkeys (
+      id           ${t.text} PRIMARY KEY,
+      user_id      ${t.text} NOT NULL REFERENCES users (id),
+      name         ${t.text} NOT NULL,
+      public_key   ${t.text} NOT NULL,
+      counter      ${t.time} NOT NULL,
+      transports   ${t.list} NOT NULL,
+      device_type  ${t.text} NOT NULL CHECK (device_type IN ('singleDevice', 'multiDevice')),
+      backed_up    ${t.boolean('backed_up')},
+      created_at   ${t.time} NOT NULL,
+      last_used_at ${t.time}
+    )`,
+    (t) => `CREATE TABLE webauthn_challenges (
+      challenge_hash ${t.text} PRIMARY KEY,
+      purpose        ${t.text} NOT NULL CHECK (purpose IN ('register', 'authenticate')),
+      user_id        ${t.text} REFERENCES users (id),
+      created_at     ${t.time} NOT NULL,
+      expires_at     ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE totp_secrets (
+      user_id      ${t.text} PRIMARY KEY REFERENCES users (id),
+      secret       ${t.text} NOT NULL,
+      created_at   ${t.time} NOT NULL,
+      confirmed_at ${t.time},
+      last_step    ${t.time}
+    )`,
+    (t) => `CREATE TABLE recovery_codes (
+      user_id    ${t.text} NOT NULL REFERENCES users (id),
+      hash       ${t.text} NOT NULL,
+      created_at ${t.time} NOT NULL,
+      used_at    ${t.time},
+      PRIMARY KEY (user_id, hash)
+    )`,
+    (t) => `CREATE TABLE pending_sign_ins (
+      id_hash    ${t.text} PRIMARY KEY,
+      user_id    ${t.text} NOT NULL REFERENCES users (id),
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX passkeys_user_id ON passkeys (user_id)',
+    'CREATE INDEX webauthn_challenges_expires_at ON webauthn_challenges (expires_at)',
+    'CREATE INDEX pending_sign_ins_expires_at ON pending_sign_ins (expires_at)',
+  ],
+};
+
+/**
  * Version 6 (issue 12, security hardening): indexes for the purge of spent grants, and the
  * networks a client's devices may start a device authorization from
  * (draft-ietf-oauth-cross-device-security; empty: any).
@@ -254,4 +374,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, securityHardening];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, apiResources, secondFactors];

@@ -13,7 +13,8 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
-import type { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType } from '../core/protocol.ts';
+import type { AuthMethod } from '../core/auth-methods.ts';
+import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
 export interface ClientRecord {
@@ -35,15 +36,89 @@ export interface ClientRecord {
    */
   readonly deviceNetworks: readonly string[];
   readonly createdAt: number;
+  /**
+   * How it authenticates (RFC 7591 §2 `token_endpoint_auth_method`): `none` exactly when it
+   * is public; a secret method has a `secretHash`, `private_key_jwt` has `jwksUri` or `jwks`.
+   */
+  readonly authMethod: ClientAuthMethod;
+  /** The secret before the last rotation, accepted until `previousSecretExpiresAt`. */
+  readonly previousSecretHash: string | null;
+  readonly previousSecretExpiresAt: number | null;
+  /** `private_key_jwt`: where the client publishes its public keys (fetched and cached). */
+  readonly jwksUri: string | null;
+  /** `private_key_jwt`: its public keys as registered, a JWK Set (RFC 7517 §5). */
+  readonly jwks: Readonly<Record<string, unknown>> | null;
+  /** Whether its authorization requests must use PKCE (RFC 9700 §2.1.1). */
+  readonly pkce: PkcePolicy;
+  /**
+   * Only a passkey sign-in may approve for this client (the cross-device BCP's defence for
+   * device clients). Absent means false.
+   */
+  readonly requirePhishingResistant?: boolean;
 }
+
+/** The fields of a registration that a client created before them takes defaults for. */
+type ClientDefaults = 'authMethod' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'jwksUri' | 'jwks' | 'pkce' | 'deviceNetworks';
+
+/**
+ * A client as it is registered: without `authMethod` it is `none` when it has no secret and
+ * `client_secret_basic` when it has one; no previous secret, no keys, PKCE required.
+ */
+export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
+
+/** What `ClientStore.update` replaces: everything but the id and the creation time. */
+export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt'>;
 
 export interface ClientStore {
   /** Throws `DuplicateError` when the id is taken. */
-  create(client: ClientRecord): Promise<void>;
+  create(client: NewClient): Promise<void>;
   get(id: string): Promise<ClientRecord | null>;
   list(): Promise<ClientRecord[]>;
+  /** Replaces the registration's fields; the updated record, or null for an unknown id. */
+  update(id: string, changes: ClientChanges): Promise<ClientRecord | null>;
+  /**
+   * Rotates a client's secret in one statement: `secretHash` becomes the secret, the one it
+   * replaces stays accepted until `previousExpiresAt`. Null, and nothing changed, for an
+   * unknown client or one without a secret.
+   */
+  rotateSecret(id: string, secretHash: string, previousExpiresAt: number): Promise<ClientRecord | null>;
   /** Also ends everything issued to the client: its codes, device codes and grants. */
   remove(id: string): Promise<boolean>;
+}
+
+/** One scope of an API resource: its name is unique across the server. */
+export interface ResourceScope {
+  readonly name: string;
+  /** What a person reads on the consent page ("See your photos"). */
+  readonly description: string;
+}
+
+/** An API registered by the operator (RFC 8707 §2: a resource indicator and its scopes). */
+export interface ResourceRecord {
+  /** An absolute URI without a fragment: the access token's `aud` (RFC 9068 §3). */
+  readonly identifier: string;
+  /** Shown to the user on consent and account pages. */
+  readonly name: string;
+  /** In the order they were registered. */
+  readonly scopes: readonly ResourceScope[];
+  /** Seconds an access token for this API lives; null for the server's default. */
+  readonly accessTokenTtl: number | null;
+  /** `hashSecret` of the resource server's introspection secret (RFC 7662 §2.1); null when it has none. */
+  readonly introspectionSecretHash: string | null;
+  readonly createdAt: number;
+}
+
+export interface ResourceStore {
+  /**
+   * Registers the resource with its scopes. Throws `DuplicateError` when the identifier or a
+   * scope name is taken; several writes, so call it inside `Store.transaction`.
+   */
+  create(resource: ResourceRecord): Promise<void>;
+  get(identifier: string): Promise<ResourceRecord | null>;
+  /** Every resource with its scopes, oldest first. */
+  list(): Promise<ResourceRecord[]>;
+  /** Removes the resource and its scopes; false when there was none. */
+  remove(identifier: string): Promise<boolean>;
 }
 
 /** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
@@ -78,6 +153,8 @@ export interface SessionRecord {
   readonly authTime: number;
   readonly createdAt: number;
   readonly expiresAt: number;
+  /** How the person signed in (RFC 8176). Absent in a session from before it was kept: a password. */
+  readonly amr?: readonly AuthMethod[];
 }
 
 export interface SessionStore {
@@ -101,6 +178,10 @@ export interface GrantRecord {
   readonly revokedAt: number | null;
   /** For a device grant: where and when the device asked (RFC 8628 §5.4). */
   readonly device: DeviceOrigin | null;
+  /** How the person signed in before approving (ID token `amr`); absent in grants from before. */
+  readonly amr?: readonly AuthMethod[];
+  /** The class reported in ID tokens (`acr`), set when the client asked through `acr_values`. */
+  readonly acr?: string;
   /** When tokens were last issued under it (a sign-in or a refresh); null until the first time. */
   readonly lastUsedAt: number | null;
   /**
@@ -189,6 +270,7 @@ export interface AuthorizationCodeRecord {
   readonly redirectUri: string;
   readonly scope: readonly string[];
   readonly nonce: string | null;
+  /** The S256 challenge; empty for a code asked for without PKCE (a client with PKCE optional). */
   readonly codeChallenge: string;
   readonly authTime: number;
   readonly createdAt: number;
@@ -271,6 +353,19 @@ export interface DeviceAuthorizationStore {
   ): Promise<{ readonly outcome: DevicePollOutcome; readonly record: DeviceAuthorizationRecord } | null>;
 }
 
+/**
+ * The `jti` of every client assertion accepted (RFC 7523 §3: "The JWT MAY contain a "jti"
+ * claim ... the authorization server MAY ensure that JWTs are not replayed"), kept until the
+ * assertion expires.
+ */
+export interface ClientAssertionStore {
+  /**
+   * Records `jtiHash` (`hashSecret` of the client id and the jti) as used until `expiresAt`:
+   * true for exactly one caller, false when it is already recorded and unexpired at `now`.
+   */
+  use(jtiHash: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
 export interface RateLimitStore {
   /** Counts one event against `key` in its fixed window; returns the count with this one. */
   hit(key: string, windowMs: number, now: number): Promise<number>;
@@ -325,6 +420,13 @@ export interface Stores {
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
+  readonly resources: ResourceStore;
+  readonly clientAssertions: ClientAssertionStore;
+  readonly passkeys: PasskeyStore;
+  readonly webauthnChallenges: WebauthnChallengeStore;
+  readonly totp: TotpStore;
+  readonly recoveryCodes: RecoveryCodeStore;
+  readonly pendingSignIns: PendingSignInStore;
 }
 
 export interface Store extends Stores {
@@ -338,14 +440,115 @@ export interface Store extends Stores {
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, revoked
-   * access-token ids and signing keys that expired before `before` (the caller keeps a
-   * margin after expiry, so a replayed code is still recognised as one for a while); and,
-   * given `grantsBefore`, grants revoked before it, whose tokens all expired before it, or
-   * made before it and never used, with their codes and refresh tokens. Works in small
+   * access-token ids, used client assertion ids, passkey ceremony challenges, sign-ins
+   * waiting for a one-time code and signing keys that expired before `before` (the caller
+   * keeps a margin after expiry, so a replayed code is still recognised as one for a while);
+   * and, given `grantsBefore`, grants revoked before it, whose tokens all expired before it,
+   * or made before it and never used, with their codes and refresh tokens. Works in small
    * batches so it never holds a long lock. Returns the number of rows deleted.
    */
   purgeExpired(before: number, grantsBefore?: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/** A passkey: a WebAuthn credential registered to a user (WebAuthn Level 3 §6.1, §7.1 step 27). */
+export interface PasskeyRecord {
+  /** The credential id, base64url, as the authenticator made it. */
+  readonly id: string;
+  readonly userId: string;
+  /** The person's name for it, shown on their account page. */
+  readonly name: string;
+  /** The COSE public key, base64url. */
+  readonly publicKey: string;
+  /** The signature counter the last ceremony reported (§6.1.1); 0 when the authenticator keeps none. */
+  readonly counter: number;
+  readonly transports: readonly string[];
+  /** `multiDevice` when the credential may be synced to other devices (backup eligible, §6.1.3). */
+  readonly deviceType: 'singleDevice' | 'multiDevice';
+  /** Backup state as last reported (§6.1.3 BS flag). */
+  readonly backedUp: boolean;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
+}
+
+export interface PasskeyStore {
+  /** Throws `DuplicateError` when the credential id is registered already. */
+  create(passkey: PasskeyRecord): Promise<void>;
+  get(id: string): Promise<PasskeyRecord | null>;
+  /** The user's passkeys, oldest first. */
+  listForUser(userId: string): Promise<PasskeyRecord[]>;
+  /**
+   * Records a sign-in: the counter, backup state and time. Only a counter that moved forward
+   * (or stays 0 on an authenticator without one) is accepted; otherwise nothing changes and
+   * null is returned (a cloned authenticator, WebAuthn §6.1.1).
+   */
+  recordUse(id: string, use: { readonly counter: number; readonly backedUp: boolean }, now: number): Promise<PasskeyRecord | null>;
+  /** Removes the user's passkey; false when they have none with this id. */
+  remove(id: string, userId: string): Promise<boolean>;
+  /** Removes every passkey of the user; returns how many there were. */
+  removeAllForUser(userId: string): Promise<number>;
+}
+
+/** A WebAuthn ceremony's challenge (§13.4.3), stored by hash until answered or expired. */
+export interface WebauthnChallengeRecord {
+  readonly challengeHash: string;
+  readonly purpose: 'register' | 'authenticate';
+  /** For a registration: whose passkey it will be. */
+  readonly userId: string | null;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface WebauthnChallengeStore {
+  create(challenge: WebauthnChallengeRecord): Promise<void>;
+  /** Single use: exactly one caller receives the record, if it is unexpired at `now`; it is then gone. */
+  consume(challengeHash: string, purpose: WebauthnChallengeRecord['purpose'], now: number): Promise<WebauthnChallengeRecord | null>;
+}
+
+/** A TOTP secret (RFC 6238), confirmed once the person has typed a code it makes. */
+export interface TotpRecord {
+  readonly userId: string;
+  /** RFC 4648 base32, as shown to the person and put in the QR code. */
+  readonly secret: string;
+  readonly createdAt: number;
+  readonly confirmedAt: number | null;
+  /** The time step of the last code accepted: no code of this step or before is accepted again. */
+  readonly lastStep: number | null;
+}
+
+export interface TotpStore {
+  /** Stores a new unconfirmed secret, replacing one not yet confirmed; false when one is confirmed already. */
+  begin(userId: string, secret: string, now: number): Promise<boolean>;
+  get(userId: string): Promise<TotpRecord | null>;
+  /** Confirms the unconfirmed secret with the step of the code typed; null when there was none to confirm. */
+  confirm(userId: string, step: number, now: number): Promise<TotpRecord | null>;
+  /** Accepts a code of time step `step` once: false when that step or a later one was used already. */
+  useStep(userId: string, step: number): Promise<boolean>;
+  remove(userId: string): Promise<boolean>;
+}
+
+export interface RecoveryCodeStore {
+  /** Replaces the user's recovery codes with these (hashes), in the caller's transaction. */
+  replace(userId: string, hashes: readonly string[], now: number): Promise<void>;
+  /** Uses one: true for exactly one caller, when it is the user's and unused. */
+  consume(userId: string, hash: string, now: number): Promise<boolean>;
+  countUnused(userId: string): Promise<number>;
+  removeAllForUser(userId: string): Promise<void>;
+}
+
+/** A password accepted, waiting for its one-time code: keyed by the hash of a cookie's value. */
+export interface PendingSignInRecord {
+  readonly idHash: string;
+  readonly userId: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface PendingSignInStore {
+  create(pending: PendingSignInRecord): Promise<void>;
+  get(idHash: string, now: number): Promise<PendingSignInRecord | null>;
+  /** Single use: exactly one caller receives the record (the code was right); it is then gone. */
+  consume(idHash: string, now: number): Promise<PendingSignInRecord | null>;
 }
 
 /** A unique constraint refused the write. */

@@ -21,6 +21,7 @@ const client: ClientRecord = {
   webOrigins: [],
   deviceNetworks: [],
   createdAt: 0,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
 };
 const user: UserRecord = {
   id: 'sub-1',

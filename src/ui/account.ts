@@ -1,4 +1,4 @@
-import { SCOPE_DESCRIPTIONS } from '../core/scopes.ts';
+import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout, signedInAs } from './pages.ts';
 
@@ -6,7 +6,8 @@ import { csrfField, layout, signedInAs } from './pages.ts';
 export interface ConnectionView {
   readonly grantId: string;
   readonly clientName: string;
-  readonly scopes: readonly string[];
+  /** The OpenID scopes and the APIs the approval covers, described. */
+  readonly access: DescribedAccess;
   readonly approvedAt: number;
   readonly lastUsedAt: number | null;
   /** For a device sign-in: where and when the device asked. */
@@ -19,6 +20,8 @@ export interface AccountView {
   readonly connections: readonly ConnectionView[];
   /** Set right after a revocation. */
   readonly notice?: string | undefined;
+  /** How the person signs in: passkeys and one-time codes. */
+  readonly security?: SafeHtml | undefined;
 }
 
 const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
@@ -34,7 +37,8 @@ function connection(view: ConnectionView, csrf: string): SafeHtml {
 <h2 id="${heading}">${view.clientName}</h2>
 ${view.device ? html`<p class="muted">Device sign-in</p>` : null}
 <dl class="origin">
-<dt>Access</dt><dd>${view.scopes.map((scope) => SCOPE_DESCRIPTIONS[scope] ?? scope).join('; ')}</dd>
+<dt>Access</dt><dd>${view.access.openid.map((scope) => scope.description).join('; ')}</dd>
+${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((scope) => scope.description).join('; ')}</dd>`)}
 <dt>Approved</dt><dd>${time(view.approvedAt)}</dd>
 <dt>Last used</dt><dd>${view.lastUsedAt === null ? 'not yet' : time(view.lastUsedAt)}</dd>
 ${view.device
@@ -58,5 +62,6 @@ ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
   ? html`<p>No applications or devices are connected to your account.</p>`
   : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
+${view.security ?? null}
 ${signedInAs(view.signedInAs, view.csrf, '/account')}`);
 }

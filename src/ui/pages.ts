@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SCOPE_DESCRIPTIONS } from '../core/scopes.ts';
+import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 
 /** Served at STYLESHEET_PATH; pages load nothing else (CSP default-src 'none'). */
@@ -27,12 +27,42 @@ ${body}
 </html>`.value;
 }
 
+export const WEBAUTHN_SCRIPT_PATH = '/assets/webauthn.js';
+export const PASSKEYS_SCRIPT_PATH = '/assets/passkeys.js';
+
+
+export function passkeyScripts(): SafeHtml {
+  return html`<script src="${WEBAUTHN_SCRIPT_PATH}" defer></script>
+<script src="${PASSKEYS_SCRIPT_PATH}" defer></script>`;
+}
+
+/**
+ * Beside the password form: a button that asks the browser for any passkey of this site,
+ * and the hidden form the script posts the browser's answer with. The same request also
+ * runs as conditional mediation, so the passkeys appear in the username field's autofill.
+ */
+export function passkeySignIn(csrf: string, returnTo: string): SafeHtml {
+  return html`<div class="passkey" id="passkey-sign-in">
+<p class="muted or">or</p>
+<form method="post" action="/login/passkey" id="passkey-form">
+${csrfField(csrf)}
+<input type="hidden" name="return_to" value="${returnTo}">
+<input type="hidden" name="response" value="">
+<div class="actions"><button type="button" id="passkey-button">Sign in with a passkey</button></div>
+</form>
+<p class="alert error" role="alert" id="passkey-error" hidden></p>
+</div>
+${passkeyScripts()}`;
+}
+
 export function csrfField(token: string): SafeHtml {
   return html`<input type="hidden" name="csrf_token" value="${token}">`;
 }
 
-function hiddenFields(fields: Readonly<Record<string, string>>): SafeHtml[] {
-  return Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`);
+function hiddenFields(fields: Readonly<Record<string, string | readonly string[]>>): SafeHtml[] {
+  return Object.entries(fields).flatMap(([name, value]) =>
+    (typeof value === 'string' ? [value] : value).map((item) => html`<input type="hidden" name="${name}" value="${item}">`),
+  );
 }
 
 export function errorPage(title: string, message: string): string {
@@ -47,21 +77,27 @@ export interface SignInView {
   readonly clientName?: string | undefined;
   readonly error?: string | undefined;
   readonly username?: string | undefined;
+  /** Why the person is asked to sign in again (a client that needs a passkey, say). */
+  readonly notice?: string | undefined;
+  /** Offer "Sign in with a passkey" and passkeys in the username autofill. */
+  readonly passkeys?: boolean | undefined;
 }
 
 export function signInPage(view: SignInView): string {
   return layout('Sign in', html`<h1>Sign in</h1>
 ${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
+${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 <label for="username">Username</label>
-<input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
+<input type="text" id="username" name="username" autocomplete="${view.passkeys ? 'username webauthn' : 'username'}" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">Sign in</button></div>
-</form>`);
+</form>
+${view.passkeys ? passkeySignIn(view.csrf, view.returnTo) : null}`);
 }
 
 export interface ConsentView {
@@ -69,9 +105,10 @@ export interface ConsentView {
   /** Where the decision is posted. */
   readonly action: string;
   /** Carried through the form unchanged: the request being decided. */
-  readonly fields: Readonly<Record<string, string>>;
+  readonly fields: Readonly<Record<string, string | readonly string[]>>;
   readonly clientName: string;
-  readonly scopes: readonly string[];
+  /** What is asked: the OpenID scopes, then each API by its name with its scopes. */
+  readonly access: DescribedAccess;
   readonly signedInAs: string;
   /** Flow-specific facts shown above the scopes (the device's code and origin). */
   readonly details?: SafeHtml;
@@ -80,15 +117,24 @@ export interface ConsentView {
   readonly returnTo: string;
 }
 
-export function scopeList(scopes: readonly string[]): SafeHtml {
-  return html`<ul class="scopes">${scopes.map((scope) => html`<li>${SCOPE_DESCRIPTIONS[scope] ?? scope}</li>`)}</ul>`;
+/**
+ * The access asked for, as a person reads it: the OpenID scopes' descriptions, then each API
+ * under its name (a region named by its heading), with its scopes' descriptions.
+ */
+export function scopeList(access: DescribedAccess): SafeHtml {
+  return html`${access.openid.length > 0 ? html`<ul class="scopes">${access.openid.map((scope) => html`<li>${scope.description}</li>`)}</ul>` : null}
+${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api-${index}">
+<h3 id="api-${index}">${api.name}</h3>
+<p class="muted api-identifier">${api.identifier}</p>
+<ul class="scopes">${api.scopes.map((scope) => html`<li>${scope.description}</li>`)}</ul>
+</section>`)}`;
 }
 
 export function consentPage(view: ConsentView): string {
   return layout(`Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
 ${view.details ?? null}
 <h2 class="muted" id="scopes-heading">${view.clientName} will be able to:</h2>
-${scopeList(view.scopes)}
+${scopeList(view.access)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}
 ${hiddenFields(view.fields)}

@@ -68,9 +68,25 @@ export function devicePollAssignments(now: string): string {
 export function statements(d: Dialect) {
   return {
     insertClient: `
-      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, device_networks, created_at)
-      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :deviceNetworks, :createdAt)
+      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
+                           auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce, device_networks)
+      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
+              :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce, :deviceNetworks)
       ON CONFLICT DO NOTHING`,
+    updateClient: `
+      UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
+        grant_types = :grantTypes, web_origins = :webOrigins, auth_method = :authMethod,
+        previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
+        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant,
+        device_networks = :deviceNetworks
+      WHERE id = :id
+      RETURNING *`,
+    // Every SET expression reads the row as it was: the current secret becomes the previous one.
+    rotateClientSecret: `
+      UPDATE clients SET previous_secret_hash = secret_hash, previous_secret_expires_at = :previousExpiresAt,
+        secret_hash = :secretHash
+      WHERE id = :id AND secret_hash IS NOT NULL
+      RETURNING *`,
     getClient: 'SELECT * FROM clients WHERE id = :id',
     listClients: 'SELECT * FROM clients ORDER BY created_at, id',
     // Codes, device records and grants go with it: ON DELETE CASCADE.
@@ -86,16 +102,16 @@ export function statements(d: Dialect) {
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
 
     insertSession: `
-      INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at)
-      VALUES (:idHash, :userId, :authTime, :createdAt, :expiresAt)`,
+      INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, amr)
+      VALUES (:idHash, :userId, :authTime, :createdAt, :expiresAt, :amr)`,
     getSession: 'SELECT * FROM sessions WHERE id_hash = :idHash AND expires_at > :now',
     removeSession: 'DELETE FROM sessions WHERE id_hash = :idHash',
 
     insertGrant: `
       INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at,
-                          device_ip, device_user_agent, device_requested_at)
+                          device_ip, device_user_agent, device_requested_at, amr, acr)
       VALUES (:id, :userId, :clientId, :scope, :kind, :authTime, :createdAt, :revokedAt,
-              :deviceIp, :deviceUserAgent, :deviceRequestedAt)`,
+              :deviceIp, :deviceUserAgent, :deviceRequestedAt, :amr, :acr)`,
     getGrant: 'SELECT * FROM grants WHERE id = :id',
     revokeGrant: 'UPDATE grants SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL',
     listGrantsForUser: `
@@ -180,12 +196,36 @@ export function statements(d: Dialect) {
     listKeys: 'SELECT * FROM signing_keys ORDER BY created_at, kid',
     setKeyPrivateJwk: 'UPDATE signing_keys SET private_jwk = :privateJwk WHERE kid = :kid',
 
+    insertResource: `
+      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, created_at)
+      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :createdAt)
+      ON CONFLICT DO NOTHING`,
+    insertResourceScope: `
+      INSERT INTO resource_scopes (name, resource, description, position)
+      VALUES (:name, :resource, :description, :position)
+      ON CONFLICT DO NOTHING`,
+    getResource: 'SELECT * FROM resources WHERE identifier = :identifier',
+    getResourceScopes: 'SELECT * FROM resource_scopes WHERE resource = :identifier ORDER BY position',
+    listResources: 'SELECT * FROM resources ORDER BY created_at, identifier',
+    listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
+    // Its scopes go with it: ON DELETE CASCADE.
+    removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
+    // RFC 7523 §3: a jti is refused while an unexpired assertion used it; an expired record
+    // that the purge has not yet removed gives way in the same statement.
+    useClientAssertion: `
+      INSERT INTO client_assertions (jti_hash, expires_at) VALUES (:jtiHash, :expiresAt)
+      ON CONFLICT (jti_hash) DO UPDATE SET expires_at = excluded.expires_at
+      WHERE client_assertions.expires_at <= :now`,
+
+    ...secondFactorStatements(d),
+
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at < :before'),
     purgeSessions: d.purge('sessions', 'id_hash', 'expires_at < :before'),
     purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at < :before'),
     purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at < :before'),
     purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at < :before'),
+    purgeClientAssertions: d.purge('client_assertions', 'jti_hash', 'expires_at < :before'),
     // A key left the JWKS at expires_at, after the last token it signed had expired.
     purgeKeys: d.purge('signing_keys', 'kid', 'expires_at < :before'),
     // Issue 12: a grant revoked, whose tokens have all expired, or under which nothing was
@@ -205,4 +245,74 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeKeys'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeKeys'] as const satisfies readonly StatementName[];
+
+/**
+ * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one
+ * conditional statement, as for codes and device decisions.
+ */
+function secondFactorStatements(d: Dialect) {
+  return {
+    insertPasskey: `
+      INSERT INTO passkeys (id, user_id, name, public_key, counter, transports, device_type, backed_up, created_at, last_used_at)
+      VALUES (:id, :userId, :name, :publicKey, :counter, :transports, :deviceType, :backedUp, :createdAt, :lastUsedAt)
+      ON CONFLICT DO NOTHING`,
+    getPasskey: 'SELECT * FROM passkeys WHERE id = :id',
+    listPasskeysForUser: 'SELECT * FROM passkeys WHERE user_id = :userId ORDER BY created_at, id',
+    // WebAuthn §6.1.1: a signature counter that does not move forward (both zero excepted:
+    // an authenticator without one) means a cloned authenticator, or a replay racing this
+    // sign-in; either way this statement changes nothing and the caller refuses.
+    recordPasskeyUse: `
+      UPDATE passkeys SET counter = :counter, backed_up = :backedUp, last_used_at = :now
+      WHERE id = :id AND (counter < ${d.bigint(':counter')} OR (counter = 0 AND ${d.bigint(':counter')} = 0))
+      RETURNING *`,
+    removePasskey: 'DELETE FROM passkeys WHERE id = :id AND user_id = :userId',
+    removePasskeysForUser: 'DELETE FROM passkeys WHERE user_id = :userId',
+
+    insertWebauthnChallenge: `
+      INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, created_at, expires_at)
+      VALUES (:challengeHash, :purpose, :userId, :createdAt, :expiresAt)`,
+    // Single use: the one caller whose DELETE finds the row may finish the ceremony.
+    consumeWebauthnChallenge: `
+      DELETE FROM webauthn_challenges
+      WHERE challenge_hash = :challengeHash AND purpose = :purpose AND expires_at > :now
+      RETURNING *`,
+
+    // A new secret replaces one never confirmed, never a confirmed one.
+    beginTotp: `
+      INSERT INTO totp_secrets (user_id, secret, created_at, confirmed_at, last_step)
+      VALUES (:userId, :secret, :now, NULL, NULL)
+      ON CONFLICT (user_id) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at, last_step = NULL
+      WHERE totp_secrets.confirmed_at IS NULL`,
+    getTotp: 'SELECT * FROM totp_secrets WHERE user_id = :userId',
+    confirmTotp: `
+      UPDATE totp_secrets SET confirmed_at = :now, last_step = :step
+      WHERE user_id = :userId AND confirmed_at IS NULL
+      RETURNING *`,
+    // RFC 6238 §5.2: "the verifier MUST NOT accept the second attempt of the same OTP after
+    // the successful validation has been issued for the first OTP".
+    useTotpStep: `
+      UPDATE totp_secrets SET last_step = :step
+      WHERE user_id = :userId AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < ${d.bigint(':step')})`,
+    removeTotp: 'DELETE FROM totp_secrets WHERE user_id = :userId',
+
+    insertRecoveryCode: `
+      INSERT INTO recovery_codes (user_id, hash, created_at, used_at) VALUES (:userId, :hash, :createdAt, NULL)`,
+    consumeRecoveryCode: `
+      UPDATE recovery_codes SET used_at = :now
+      WHERE user_id = :userId AND hash = :hash AND used_at IS NULL`,
+    countRecoveryCodes: 'SELECT COUNT(*) AS unused FROM recovery_codes WHERE user_id = :userId AND used_at IS NULL',
+    removeRecoveryCodes: 'DELETE FROM recovery_codes WHERE user_id = :userId',
+
+    insertPendingSignIn: `
+      INSERT INTO pending_sign_ins (id_hash, user_id, created_at, expires_at)
+      VALUES (:idHash, :userId, :createdAt, :expiresAt)`,
+    getPendingSignIn: 'SELECT * FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now',
+    consumePendingSignIn: `
+      DELETE FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now
+      RETURNING *`,
+
+    purgeWebauthnChallenges: d.purge('webauthn_challenges', 'challenge_hash', 'expires_at < :before'),
+    purgePendingSignIns: d.purge('pending_sign_ins', 'id_hash', 'expires_at < :before'),
+  };
+}

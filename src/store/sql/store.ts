@@ -6,8 +6,9 @@
 
 import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
-import { DuplicateError, type Stores } from '../types.ts';
+import { DuplicateError, type ClientChanges, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
+import { secondFactorStores } from './second-factor.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
 /**
@@ -31,22 +32,46 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
   const refreshToken = (row: Row) => rows.refreshTokenFromRow(row, read);
   const code = (row: Row) => rows.codeFromRow(row, read);
   const device = (row: Row) => rows.deviceFromRow(row, read);
+  const clientFields = (record: ClientChanges): Params => ({
+    name: record.name,
+    secretHash: record.secretHash,
+    redirectUris: list(record.redirectUris),
+    scopes: list(record.scopes),
+    grantTypes: list(record.grantTypes),
+    webOrigins: list(record.webOrigins),
+    deviceNetworks: list(record.deviceNetworks),
+    authMethod: record.authMethod,
+    previousSecretHash: record.previousSecretHash,
+    previousSecretExpiresAt: record.previousSecretExpiresAt,
+    jwksUri: record.jwksUri,
+    jwks: record.jwks === null ? null : JSON.stringify(record.jwks),
+    pkce: record.pkce,
+    requirePhishingResistant: flag(record.requirePhishingResistant === true),
+  });
 
   return {
     clients: {
       async create(record) {
         const inserted = await changedAny('insertClient', {
-          ...record,
-          redirectUris: list(record.redirectUris),
-          scopes: list(record.scopes),
-          grantTypes: list(record.grantTypes),
-          webOrigins: list(record.webOrigins),
-          deviceNetworks: list(record.deviceNetworks),
+          id: record.id,
+          createdAt: record.createdAt,
+          ...clientFields({
+            ...record,
+            authMethod: record.authMethod ?? (record.secretHash === null ? 'none' : 'client_secret_basic'),
+            previousSecretHash: record.previousSecretHash ?? null,
+            previousSecretExpiresAt: record.previousSecretExpiresAt ?? null,
+            jwksUri: record.jwksUri ?? null,
+            jwks: record.jwks ?? null,
+            pkce: record.pkce ?? 'required',
+            deviceNetworks: record.deviceNetworks ?? [],
+          }),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
       get: (id) => first('getClient', { id }, client),
       list: () => every('listClients', {}, client),
+      update: (id, changes) => first('updateClient', { id, ...clientFields(changes) }, client),
+      rotateSecret: (id, secretHash, previousExpiresAt) => first('rotateClientSecret', { id, secretHash, previousExpiresAt }, client),
       remove: (id) => changedAny('removeClient', { id }),
     },
 
@@ -66,8 +91,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     sessions: {
-      create: (session) => write('insertSession', { ...session }),
-      get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
+      create: (session) => write('insertSession', { ...session, amr: session.amr === undefined ? null : list(session.amr) }),
+      get: (idHash, now) => first('getSession', { idHash, now }, (row) => rows.sessionFromRow(row, read)),
       remove: (idHash) => write('removeSession', { idHash }),
     },
 
@@ -85,6 +110,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           deviceIp: record.device?.ip ?? null,
           deviceUserAgent: record.device?.userAgent ?? null,
           deviceRequestedAt: record.device?.requestedAt ?? null,
+          amr: record.amr === undefined ? null : list(record.amr),
+          acr: record.acr ?? null,
         }),
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
@@ -142,6 +169,42 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       release: (key, now) => write('releaseRateLimit', { key, now }),
     },
 
+    resources: {
+      async create(record) {
+        const inserted = await changedAny('insertResource', {
+          identifier: record.identifier,
+          name: record.name,
+          accessTokenTtl: record.accessTokenTtl,
+          introspectionSecretHash: record.introspectionSecretHash,
+          createdAt: record.createdAt,
+        });
+        if (!inserted) throw new DuplicateError(`resource ${record.identifier}`);
+        for (const [position, scope] of record.scopes.entries()) {
+          const added = await changedAny('insertResourceScope', { name: scope.name, resource: record.identifier, description: scope.description, position });
+          if (!added) throw new DuplicateError(`scope ${scope.name}`);
+        }
+      },
+      async get(identifier) {
+        const [row, scopes] = await Promise.all([q.one('getResource', { identifier }), q.all('getResourceScopes', { identifier })]);
+        return row === undefined ? null : rows.resourceFromRow(row, scopes.map(rows.resourceScopeFromRow).map(({ name, description }) => ({ name, description })));
+      },
+      async list() {
+        const [resources, scopes] = await Promise.all([q.all('listResources', {}), q.all('listResourceScopes', {})]);
+        const byResource = new Map<string, { name: string; description: string }[]>();
+        for (const { resource, name, description } of scopes.map(rows.resourceScopeFromRow)) {
+          const list = byResource.get(resource) ?? [];
+          list.push({ name, description });
+          byResource.set(resource, list);
+        }
+        return resources.map((row) => rows.resourceFromRow(row, byResource.get(rows.text(row, 'identifier')) ?? []));
+      },
+      remove: (identifier) => changedAny('removeResource', { identifier }),
+    },
+
+    clientAssertions: {
+      use: (jtiHash, expiresAt, now) => changedAny('useClientAssertion', { jtiHash, expiresAt, now }),
+    },
+
     keys: {
       add: (key) =>
         write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
@@ -150,6 +213,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       list: () => every('listKeys', {}, (row) => rows.signingKeyFromRow(row, read)),
       setPrivateJwk: (kid, privateJwk) => write('setKeyPrivateJwk', { kid, privateJwk: JSON.stringify(privateJwk) }),
     },
+
+    ...secondFactorStores(d, q),
   };
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -129,7 +130,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     TESSERA_ISSUER: `http://${options.issuerHost ?? '127.0.0.1'}:${port}`,
     TESSERA_DATABASE: options.database ?? join(dir, 'tessera.db'),
     TESSERA_LOG_LEVEL: 'silent',
-    ...(options.database?.startsWith('postgres') ? { TESSERA_KEY_FILE: join(dir, 'tessera.key') } : {}),
+    // Instances sharing a PostgreSQL database share the key that encrypts its signing keys,
+    // as docs/security.md tells a deployment to: here, one derived from the database's name.
+    ...(options.database?.startsWith('postgres')
+      ? { TESSERA_KEY_ENCRYPTION_KEY: createHash('sha256').update(options.database).digest('base64url') }
+      : {}),
     ...TEST_ENV,
     ...options.env,
   });
@@ -138,7 +143,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const store = await openStore(config.database, config.postgres);
     // As main.ts does: private keys encrypted under the KEK from the settings (the key file
     // beside the SQLite file, or in the test's directory for PostgreSQL).
-    const encryption = loadKeyEncryption(config.keyEncryption);
+    const encryption = await Promise.resolve()
+      .then(() => loadKeyEncryption(config.keyEncryption))
+      .catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      });
     await encryptStoredKeys(store.keys, encryption);
     const keys = new KeyManager(encryptedKeyStore(store.keys, encryption), clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
     await keys.ensureKeys();

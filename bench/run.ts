@@ -14,10 +14,11 @@ import type { Request } from 'autocannon';
 import pg from 'pg';
 import { combine, load, median, percentile, type Sample, type Verdict } from './load.ts';
 import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
+import { startFlood, type FloodCounts } from './flood.ts';
 import { seedDeviceCodes } from './seed.ts';
 import { createPostgresDatabase, ROOT, startPeer, startTessera, type StartOptions, type Target } from './targets.ts';
 
-const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale', 'dpop'] as const;
+const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale', 'dpop', 'sign_in_flood'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'oidc-provider';
 
@@ -38,12 +39,14 @@ const USAGE = `Usage: npm run bench -- [options]
   --scale N             the larger outstanding-code count of device_poll_scale (default 1000000)
   --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
   --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
+  --flood-addresses N   sign_in_flood: addresses the wrong-password posts come from (default 6)
+  --flood-in-flight N   sign_in_flood: posts each address keeps in flight (default 4)
   --pool N              pending device codes polled in turn (default 400; more than --connections)
   --baseline            device_poll also against a bare node:http server doing only the
                         irreducible work of a persisted poll (bench/baseline.ts)
   --against DIR         also run the Tessera of another checkout (with its own node_modules)
                         on SQLite, as tessera/sqlite@NAME: an A/B of two versions in one run;
-                        its schema must be the one this checkout creates
+                        its store is seeded through that checkout's own code
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
@@ -67,6 +70,7 @@ interface Settings {
   readonly batch: number;
   /** Pending device codes polled round-robin. */
   readonly pool: number;
+  readonly flood: { readonly addresses: number; readonly perAddress: number };
   readonly out: string;
 }
 
@@ -92,6 +96,8 @@ function settingsFrom(argv: string[]): Settings {
       batch: { type: 'string' },
       out: { type: 'string' },
       pool: { type: 'string' },
+      'flood-addresses': { type: 'string' },
+      'flood-in-flight': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -130,6 +136,10 @@ function settingsFrom(argv: string[]): Settings {
     against: values.against === undefined ? null : againstCheckout(values.against),
     batch: Math.floor(number('batch', values.batch, 200, 1)),
     pool: Math.floor(number('pool', values.pool, 400, 1)),
+    flood: {
+      addresses: Math.floor(number('flood-addresses', values['flood-addresses'], 6, 1)),
+      perAddress: Math.floor(number('flood-in-flight', values['flood-in-flight'], 4, 1)),
+    },
     out: values.out ?? join(ROOT, 'bench/results'),
   };
 }
@@ -332,8 +342,42 @@ async function prepareDpop(settings: Settings, target: Target): Promise<Prepared
 
 const DPOP_ROWS = { bearer: 'dpop: poll without proof', dpop: 'dpop: poll with proof' } as const;
 
+/** What each sign-in flood run got from the server, by target: printed under the table. */
+const floodNotes: string[] = [];
+
+/**
+ * `sign_in_flood` (issue 12): code_exchange alone, and code_exchange while wrong-password
+ * posts arrive from `--flood-addresses` addresses, each keeping `--flood-in-flight` in flight
+ * (bench/flood.ts). The flood runs for exactly the timed run; what it was answered is noted.
+ */
+function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
+  // Ten clients exchanging batches of 50: a flooded server that answers an exchange in
+  // seconds (issue 12's finding) still finishes a batch in a run's time.
+  const exchange = { ...settings, connections: Math.min(settings.connections, 10), batch: Math.min(settings.batch, 50) };
+  const quiet = prepareCodeExchange(exchange, target, 'sign_in_flood: code_exchange alone');
+  const flooded: Prepared = {
+    scenario: 'sign_in_flood: code_exchange during the flood',
+    target,
+    run: async (seconds) => {
+      const flood = await startFlood(target.origin, settings.flood);
+      const started = performance.now();
+      const sample = await quiet.run!(seconds);
+      const elapsed = (performance.now() - started) / 1000;
+      note(`  ${target.label}: ${seconds} s of exchanges took ${elapsed.toFixed(1)} s under the flood; waiting for the posts in flight`);
+      const counts: FloodCounts = await flood.stop();
+      // Warm-up runs are not noted.
+      if (seconds === settings.duration) floodNotes.push(
+        `${target.label}: ${settings.flood.addresses} addresses x ${settings.flood.perAddress} in flight, ${elapsed.toFixed(1)} s: ` +
+          `${(counts.checked / elapsed).toFixed(1)} passwords checked/s (401), ${(counts.refused / elapsed).toFixed(1)} refused/s (429), ${counts.other} other`,
+      );
+      return sample;
+    },
+  };
+  return [quiet, flooded];
+}
+
 /** Codes minted in batches (untimed), each exchanged once (timed) until the run's time is used. */
-function prepareCodeExchange(settings: Settings, target: Target): Prepared {
+function prepareCodeExchange(settings: Settings, target: Target, scenario = 'code_exchange'): Prepared {
   const run = async (seconds: number): Promise<Sample> => {
     const batches: Sample[] = [];
     let elapsed = 0;
@@ -357,7 +401,7 @@ function prepareCodeExchange(settings: Settings, target: Target): Prepared {
     } while (elapsed < seconds);
     return combine(batches);
   };
-  return { scenario: 'code_exchange', target, run };
+  return { scenario, target, run };
 }
 
 /** Tessera on SQLite with 1,000 and with `--scale` outstanding device codes, the same pool polled in each. */
@@ -534,6 +578,7 @@ async function main(): Promise<void> {
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
 
   const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
+  let env: Record<string, string> = {};
   const start = async (kind: TargetKind): Promise<Target> => {
     if (kind === 'oidc-provider') return startPeer(options);
     if (kind === 'tessera/postgres') {
@@ -541,8 +586,8 @@ async function main(): Promise<void> {
       if (!database) throw new Error('PostgreSQL stopped answering');
       return startTessera({ ...options, postgres: database });
     }
-    if (kind === 'tessera/sqlite@against') return startTessera({ ...options, postgres: null, against: settings.against! });
-    return startTessera({ ...options, postgres: null });
+    if (kind === 'tessera/sqlite@against') return startTessera({ ...options, postgres: null, against: settings.against!, env });
+    return startTessera({ ...options, postgres: null, env });
   };
 
   const rows: Row[] = [];
@@ -557,12 +602,23 @@ async function main(): Promise<void> {
       if (scenario === 'device_poll_scale') prepared = await scaleTargets(settings, options, targets);
       else {
         prepared = [];
-        // oidc-provider's DPoP is not enabled in its bench setup: the dpop scenario is Tessera's own.
-        for (const kind of scenario === 'dpop' ? kinds.filter((candidate) => candidate !== 'oidc-provider') : kinds) {
+        // The flood's addresses arrive as X-Forwarded-For from the loopback driver.
+        env = scenario === 'sign_in_flood' ? { TESSERA_TRUST_PROXY: 'loopback' } : {};
+        for (const kind of kinds) {
+          if (scenario === 'sign_in_flood' && (kind === 'oidc-provider' || kind === 'tessera/postgres')) {
+            prepared.push({ scenario, target: { label: kind } as Target, skipped: 'Tessera on SQLite only' });
+            continue;
+          }
+          // oidc-provider's DPoP is not enabled in its bench setup: the dpop scenario is Tessera's own.
+          if (scenario === 'dpop' && kind === 'oidc-provider') continue;
           const target = await start(kind);
           targets.push(target);
           if (scenario === 'dpop') {
             prepared.push(...(await prepareDpop(settings, target)));
+            continue;
+          }
+          if (scenario === 'sign_in_flood') {
+            prepared.push(...prepareSignInFlood(settings, target));
             continue;
           }
           prepared.push(
@@ -604,6 +660,7 @@ async function main(): Promise<void> {
   if (compared.rows.length > 0) lines.push('', 'Tessera (SQLite) over oidc-provider:', '', textTable(compared.header, compared.rows));
   if (scale) lines.push('', scale);
   if (dpop.length > 0) lines.push('', ...dpop);
+  if (floodNotes.length > 0) lines.push('', 'sign-in flood, per timed run:', ...floodNotes.map((note) => `  ${note}`));
   const disturbed = rows.filter((row) => (row.otherPercent ?? 0) > 15);
   if (disturbed.length > 0) {
     lines.push('', 'other work on the machine during the runs (CPU % of one core, neither server nor load generator):');
@@ -623,6 +680,7 @@ async function main(): Promise<void> {
     ...(compared.rows.length > 0 ? ['', 'Tessera (SQLite) over oidc-provider:', '', markdownTable(compared.header, compared.rows)] : []),
     ...(scale ? ['', scale] : []),
     ...(dpop.length > 0 ? ['', ...dpop] : []),
+    ...(floodNotes.length > 0 ? ['', 'Sign-in flood, per timed run:', '', ...floodNotes.map((note) => `- ${note}`)] : []),
     '',
   ].join('\n');
   writeFileSync(join(results, 'latest.md'), markdown);

@@ -168,6 +168,8 @@ export interface TesseraOptions extends StartOptions {
    * most changes do on a shared machine.
    */
   readonly against?: { readonly root: string; readonly name: string };
+  /** More settings for the server (the sign-in flood trusts its loopback proxy). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -181,7 +183,12 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const label = options.baseline
     ? 'bare node:http'
     : `${options.postgres ? 'tessera/postgres' : 'tessera/sqlite'}${options.against ? `@${options.against.name}` : ''}`;
-  const store: Store = await openStore(database);
+  // The store is opened with the served checkout's own code, so that its schema is the one
+  // that checkout migrates to (an --against checkout may be older than this one).
+  const open: typeof openStore = options.against
+    ? ((await import(join(options.against.root, 'src/store/open.ts'))) as { openStore: typeof openStore }).openStore
+    : openStore;
+  const store: Store = await open(database);
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
   const now = Date.now();
@@ -195,6 +202,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     webOrigins: [],
     requireDpop: false,
     requirePar: false,
+    deviceNetworks: [],
     createdAt: now,
     firstParty: false,
     postLogoutRedirectUris: [],
@@ -228,6 +236,11 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
       TESSERA_LOG_LEVEL: 'warn',
       TESSERA_WORKERS: String(options.workers),
       BENCH_DEVICE_INTERVAL: String(options.deviceInterval),
+      // The bench is one client at one address asking thousands of times a second: far over
+      // the per-minute device authorization limits a real deployment keeps (docs/security.md).
+      TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000000',
+      TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000000',
+      ...options.env,
     }, options);
   } catch (error) {
     await store.close();

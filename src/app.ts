@@ -2,6 +2,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
+import { PasswordQueue } from './core/password-queue.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { DpopNonces } from './flows/dpop/nonce.ts';
 import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
@@ -80,6 +81,11 @@ export function appDeps(input: AppInput): AppDeps {
     store: input.store,
     clock: input.clock,
     keys: input.keys,
+    passwords: new PasswordQueue({
+      threads: input.config.signIn.hashThreads,
+      maxWaiting: input.config.signIn.queue,
+      perAddress: input.config.signIn.queuePerAddress,
+    }),
     clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
     tokens,
     grants: GRANTS,
@@ -97,7 +103,7 @@ export function appDeps(input: AppInput): AppDeps {
 
 /** Builds the Fastify app from its dependencies; does not listen. */
 export async function buildApp(input: AppInput): Promise<FastifyInstance> {
-  const deps = appDeps(input);
+  const built = appDeps(input);
   const app = Fastify({
     logger: input.logger ?? {
       level: input.config.logLevel,
@@ -113,6 +119,9 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     bodyLimit: 16 * 1024,
     routerOptions: { querystringParser: (query: string) => parseParams(query) },
   });
+  // Alerts are one JSON log line each, at warn, with the event under `alert`.
+  const deps: AppDeps = { ...built, alert: (event) => app.log.warn({ alert: event }, `alert: ${event.type}`) };
+  app.addHook('onClose', () => deps.passwords.close());
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerFormParsing(app);

@@ -11,6 +11,7 @@ import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/types.ts';
+import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
 import { KeyManager } from './tokens/keys.ts';
 
 /** How long expired records are kept, so a replayed code is still recognised as one. */
@@ -18,22 +19,29 @@ const PURGE_RETENTION_MS = 60 * 60_000;
 const PURGE_EVERY_MS = 60_000;
 
 /**
- * Purges expired records about once every `PURGE_EVERY_MS`, each time after a random 50% to
+ * Purges expired records (and grants spent or revoked `grantRetentionMs` ago, issue 12)
+ * about once every `PURGE_EVERY_MS`, each time after a random 50% to
  * 150% of it, so that instances started together drift apart instead of purging in step;
  * the next purge is scheduled only when the last has finished, so a long backlog never
  * runs twice at once in one instance. Instances purging at the same moment is harmless:
  * the purge is idempotent and each batch skips the rows another one holds. Returns a stop
  * function that resolves once a purge under way has finished, so the store can be closed.
  */
-export function schedulePurge(store: Store, onError: (error: unknown) => void, random: () => number = Math.random): () => Promise<void> {
+export function schedulePurge(
+  store: Store,
+  onError: (error: unknown) => void,
+  random: () => number = Math.random,
+  grantRetentionMs: number = 7 * 24 * 60 * 60_000,
+): () => Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
   const next = () => {
     if (stopped) return;
     timer = setTimeout(() => {
+      const now = systemClock.now();
       running = store
-        .purgeExpired(systemClock.now() - PURGE_RETENTION_MS)
+        .purgeExpired(now - PURGE_RETENTION_MS, now - grantRetentionMs)
         .then(() => {}, onError)
         .finally(next);
     }, PURGE_EVERY_MS * (0.5 + random()));
@@ -47,11 +55,24 @@ export function schedulePurge(store: Store, onError: (error: unknown) => void, r
   };
 }
 
-export function keyManager(config: Config, store: Store): KeyManager {
-  return new KeyManager(store.keys, systemClock, {
+/** The signing keys, their private halves encrypted in the store under the configured KEK. */
+export function keyManager(config: Config, store: Store, encryption: KeyEncryption = loadKeyEncryption(config.keyEncryption)): KeyManager {
+  return new KeyManager(encryptedKeyStore(store.keys, encryption), systemClock, {
     leadTimeSeconds: config.keyLeadTimeSeconds,
     maxTokenLifetimeSeconds: Math.max(config.lifetimes.accessToken, config.lifetimes.idToken),
   });
+}
+
+/**
+ * At start: encrypts any private key stored in clear (or under a KEK being rotated out),
+ * then makes sure a key can sign with each algorithm.
+ */
+export async function prepareKeys(config: Config, store: Store): Promise<KeyManager> {
+  const encryption = loadKeyEncryption(config.keyEncryption);
+  await encryptStoredKeys(store.keys, encryption);
+  const keys = keyManager(config, store, encryption);
+  await keys.ensureKeys();
+  return keys;
 }
 
 export interface RunningServer {
@@ -99,14 +120,22 @@ async function listenOnPickedPort(config: Config): Promise<{ server: Server; con
 export async function startServer(settings: Config): Promise<RunningServer> {
   const picked = settings.port === 0 && new URL(settings.issuer).port === '0' ? await listenOnPickedPort(settings) : null;
   const config = picked?.config ?? settings;
-  const store = await openStore(config.database, config.postgres);
-  const keys = keyManager(config, store);
-  await keys.ensureKeys();
+  // A server that cannot start (the store, the keys) lets go of the port it picked.
+  const release = () => new Promise<void>((resolve) => (picked ? picked.server.close(() => resolve()) : resolve()));
+  const store = await openStore(config.database, config.postgres).catch(async (error: unknown) => {
+    await release();
+    throw error;
+  });
+  const keys = await prepareKeys(config, store).catch(async (error: unknown) => {
+    await store.close();
+    await release();
+    throw error;
+  });
   // Loaded here, not at the top: a node:cluster primary never serves, and without the app
   // (Fastify, the flows, the pages) it holds about a third less memory.
   const { buildApp } = await import('./app.ts');
   const app = await buildApp({ config, store, keys, clock: systemClock });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'));
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000);
   let address: string;
   if (picked) {
     await app.ready();
@@ -175,7 +204,7 @@ export async function serve(config: Config): Promise<void> {
 async function servePrimary(config: Config): Promise<void> {
   const store = await openStore(config.database, config.postgres);
   try {
-    await keyManager(config, store).ensureKeys();
+    await prepareKeys(config, store);
   } finally {
     await store.close();
   }

@@ -65,6 +65,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         webOrigins: [],
         requireDpop: false,
         requirePar: false,
+        deviceNetworks: [],
         createdAt: T0,
         authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
         firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,

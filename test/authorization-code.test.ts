@@ -153,6 +153,26 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     await assert.rejects(oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck), (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.status === 401);
   });
 
+  it('refuses a used code replayed by another client, public or confidential, and leaves the grant alone', async () => {
+    const stranger = await server.addClient({ public: true });
+    const confidential = await server.addClient();
+    const start = await attempt(config);
+    const code = (await callback(start)).searchParams.get('code')!;
+    const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
+    const first = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(client.clientId, client.clientSecret) });
+    assert.equal(first.status, 200);
+    const byPublic = await postForm(`${server.url}/oauth/token`, { ...form, client_id: stranger.clientId });
+    assert.equal(byPublic.status, 400);
+    assert.equal(byPublic.body['error'], 'invalid_grant');
+    const byConfidential = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    assert.equal(byConfidential.status, 400);
+    assert.equal(byConfidential.body['error'], 'invalid_grant');
+    // The rightful client's tokens still work: nobody else could end its grant.
+    assert.equal((await oidc.tokenIntrospection(config, first.body['access_token'] as string)).active, true);
+    const info = await oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck);
+    assert.equal(info.sub, user.id);
+  });
+
   it('issues nothing for a user disabled after approving, before the code is redeemed', async () => {
     const leaver = await server.addUser({ username: 'leaver' });
     const start = await attempt(config);

@@ -128,7 +128,7 @@ describe('the authorization endpoint refuses bad requests', () => {
     assert.equal(message(noSuchUser.html), message(wrongPassword.html));
   });
 
-  it('lets no more than 10 of 20 simultaneous wrong passwords for one user be tried, then refuses even the right one', async () => {
+  it('lets no more than 10 of 20 simultaneous wrong passwords for one username from one address be tried, and says what to do', async () => {
     const target = await server.addUser({ username: 'target' });
     const browser = new FormBrowser(server.url);
     const page = await browser.request(`/oauth/authorize?${params()}`);
@@ -137,7 +137,8 @@ describe('the authorization endpoint refuses bad requests', () => {
     assert.equal(tries.filter((t) => t.status === 429).length, 10);
     const right = await browser.submit(page, '/login', { username: 'target', password: target.password });
     assert.equal(right.status, 429);
-    assert.match(right.html, /Too many failed sign-in attempts/);
+    assert.ok(Number(right.headers.get('retry-after')) > 0);
+    assert.match(right.html, /Too many wrong passwords for this username from your connection\. Wait 15 minutes, then try again; if you have forgotten your password, ask your administrator/);
   });
 
   it('refuses an approval posted without the CSRF token', async () => {

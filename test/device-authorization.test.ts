@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { hashSecret } from '../src/core/crypto.ts';
 import { normalizeUserCode } from '../src/flows/device/user-code.ts';
 import { DEVICE_GRANT, startDevice } from './helpers/device.ts';
+import { deviceSignIn, OFFLINE_SCOPES, signInRaw, withRefresh, type DeviceTokens } from './helpers/lifecycle.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
 describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
@@ -100,5 +102,99 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
     assert.ok((metadata['grant_types_supported'] as string[]).includes(DEVICE_GRANT));
     const rfc8414 = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     assert.equal(rfc8414['device_authorization_endpoint'], endpoint);
+  });
+});
+
+describe('device authorization limits and policy (issue 12, draft-ietf-oauth-cross-device-security)', () => {
+  let server: TestServer;
+  let client: TestClient;
+  const log: Record<string, unknown>[] = [];
+
+  before(async () => {
+    server = await startTestServer({
+      env: { TESSERA_TRUST_PROXY: 'true', TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '3', TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '5' },
+      log: (line) => log.push(line),
+    });
+    client = await server.addClient({ name: 'Lobby TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+  });
+  after(() => server.close());
+
+  const rows = () => {
+    const db = new DatabaseSync(server.config.database, { readOnly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM device_authorizations').get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+  const start = (ip: string) => postForm(`${server.url}/oauth/device/authorization`, { client_id: client.clientId, scope: 'openid' }, { 'x-forwarded-for': ip });
+
+  it('limits device authorizations per address: 429 with Retry-After, no record stored, one log line', async () => {
+    for (let i = 0; i < 3; i++) assert.equal((await start('192.0.2.1')).status, 200);
+    const stored = rows();
+    for (let i = 0; i < 4; i++) {
+      const refused = await start('192.0.2.1');
+      assert.equal(refused.status, 429);
+      assert.equal(refused.body['error'], 'temporarily_unavailable');
+      const wait = Number(refused.headers.get('retry-after'));
+      assert.ok(wait >= 1 && wait <= 60, `Retry-After ${wait}`);
+    }
+    assert.equal(rows(), stored, 'refused requests wrote nothing');
+    assert.equal(log.filter((line) => line['limit'] === 'address').length, 1, 'and were logged once');
+    assert.equal((await start('192.0.2.2')).status, 200, 'another address is not refused');
+  });
+
+  it('limits device authorizations per client, whatever the address', async () => {
+    // Four used above (refusals are not counted); one more from a fresh address reaches five.
+    assert.equal((await start('198.51.100.1')).status, 200);
+    const refused = await start('198.51.100.99');
+    assert.equal(refused.status, 429);
+    assert.match(refused.body['error_description'] as string, /from this client/);
+  });
+});
+
+describe('the networks a client may start device authorizations from (--device-network)', () => {
+  let server: TestServer;
+
+  before(async () => {
+    server = await startTestServer({ env: { TESSERA_TRUST_PROXY: 'true' } });
+  });
+  after(() => server.close());
+
+  it('gives codes to a request from a registered network and unauthorized_client to one from elsewhere', async () => {
+    const client = await server.addClient({ name: 'Lobby TV', grantTypes: [DEVICE_GRANT as never], deviceNetworks: ['192.0.2.0/24', '2001:db8:1::/48'] });
+    const auth = { authorization: basic(client.clientId, client.clientSecret) };
+    const from = (ip: string) => postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, { ...auth, 'x-forwarded-for': ip });
+    assert.equal((await from('192.0.2.77')).status, 200);
+    assert.equal((await from('2001:db8:1:2::3')).status, 200);
+    for (const ip of ['198.51.100.77', '2001:db8:2::1']) {
+      const refused = await from(ip);
+      assert.equal(refused.status, 400, ip);
+      assert.equal(refused.body['error'], 'unauthorized_client');
+    }
+  });
+});
+
+describe('shorter token lifetimes for device grants (TESSERA_DEVICE_ACCESS_TOKEN_TTL, TESSERA_DEVICE_REFRESH_TOKEN_TTL)', () => {
+  let server: TestServer;
+
+  before(async () => {
+    server = await startTestServer({ env: { TESSERA_DEVICE_ACCESS_TOKEN_TTL: '600', TESSERA_DEVICE_REFRESH_TOKEN_TTL: '3600' } });
+  });
+  after(() => server.close());
+
+  it('gives a device grant the device lifetimes, and a browser sign-in of the same client its own', async () => {
+    const client = await server.addClient({ name: 'TV and web', grantTypes: withRefresh(), scopes: OFFLINE_SCOPES });
+    const user = await server.addUser();
+    const device = (await deviceSignIn(server, client, user, { scope: 'openid offline_access' })) as DeviceTokens & { expires_in: number };
+    assert.equal(device.expires_in, 600);
+    const refresh = await server.store.refreshTokens.find(hashSecret(device.refresh_token!));
+    // An hour from the approval (a moment before the token was issued).
+    const lifetime = refresh!.expiresAt - refresh!.createdAt;
+    assert.ok(lifetime <= 3600 * 1000 && lifetime > 3590 * 1000, `${lifetime} ms`);
+    const browser = await signInRaw(server, client, user, 'openid offline_access');
+    assert.equal(browser['expires_in'], 3600);
+    const browserRefresh = await server.store.refreshTokens.find(hashSecret(browser['refresh_token'] as string));
+    assert.equal(browserRefresh!.expiresAt - browserRefresh!.createdAt, 30 * 86400 * 1000, 'the idle time, as before');
   });
 });

@@ -50,6 +50,15 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     assert.equal(await page.locator('#user-code').innerText(), userCode, 'the code to compare with the device');
     assert.match(await page.locator('dl.origin').innerText(), /less than a minute ago/);
     assert.ok(await page.getByText('Approve only if you started this yourself').isVisible());
+    assert.ok(await page.getByText('Did you not start this? Choose Deny, then report it to your administrator').isVisible());
+    // draft-ietf-oauth-cross-device-security: Deny is as prominent as Approve.
+    const look = (name: string) =>
+      page.getByRole('button', { name }).evaluate(`(button) => {
+        const style = getComputedStyle(button);
+        const box = button.getBoundingClientRect();
+        return [style.backgroundColor, style.color, style.borderColor, style.borderWidth, style.fontSize, style.fontWeight, Math.round(box.width), Math.round(box.height)];
+      }`);
+    assert.deepEqual(await look('Deny'), await look('Approve'));
     const { scrollWidth, innerWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })')) as { scrollWidth: number; innerWidth: number };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();

@@ -174,7 +174,12 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
 
   before(async () => {
     clock = new ManualClock();
-    server = await startTestServer({ clock, env: { TESSERA_TRUST_PROXY: 'true' } });
+    // Smaller allowances per address and network than the defaults (20, 60), so that the
+    // tests reach them quickly; the browser's stays the default 5.
+    server = await startTestServer({
+      clock,
+      env: { TESSERA_TRUST_PROXY: 'true', TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '8', TESSERA_USER_CODE_FAILURES_PER_NETWORK: '12' },
+    });
     client = await server.addClient({ name: 'Set-top Box' });
     user = await server.addUser({ username: 'linus' });
   });
@@ -195,7 +200,8 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     await wrongCodes(browser, 5);
     const locked = await browser.enterCode(started.user_code);
     assert.equal(locked.status, 429);
-    assert.match(text(locked), /Too many wrong codes\. For your security, codes cannot be entered here for a while: wait 10 minutes, then try again\./);
+    assert.equal(locked.headers.get('retry-after'), '600');
+    assert.match(text(locked), /Too many wrong codes from this browser\. Wait 10 minutes, then type the code your device shows again/);
     clock.advance(9 * MINUTE);
     assert.equal((await browser.enterCode(started.user_code)).status, 429, 'still refused within the window');
 
@@ -214,18 +220,48 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     assert.equal((await moved.enterCode(WRONG_CODE)).status, 429);
   });
 
-  it('counts wrong codes per address across browsers, and leaves other addresses alone', async () => {
+  it('locks only the guessing browser: another browser at the same address still approves its own device', async () => {
     const ip = address();
-    for (let i = 0; i < 5; i++) await wrongCodes(new BrowserAt(server.url, ip), 1);
+    const guesser = new BrowserAt(server.url, ip);
+    await wrongCodes(guesser, 5);
     const started = await startDevice(server, client);
-    assert.equal((await new BrowserAt(server.url, ip).enterCode(started.user_code)).status, 429);
+    assert.equal((await guesser.enterCode(started.user_code)).status, 429);
+    // The person next to the guesser, behind the same NAT, with their own browser.
+    const neighbour = new BrowserAt(server.url, ip);
+    const page = await neighbour.reachApproval(started.user_code, user);
+    assert.match(text(page), new RegExp(started.user_code));
+  });
+
+  it('counts wrong codes per address across browsers (8 here), and leaves other addresses alone', async () => {
+    const ip = address();
+    for (let i = 0; i < 8; i++) await wrongCodes(new BrowserAt(server.url, ip), 1);
+    const started = await startDevice(server, client);
+    const locked = await new BrowserAt(server.url, ip).enterCode(started.user_code);
+    assert.equal(locked.status, 429);
+    assert.match(text(locked), /Too many wrong codes from your internet connection\. Wait 10 minutes and try again, or use another connection/);
     const elsewhere = await new BrowserAt(server.url, address()).enterCode(started.user_code);
     assert.match(elsewhere.html, /action="\/login"/, 'another address goes on to sign in');
+  });
+
+  it('counts wrong codes per network (12 here) across the addresses of one /24, and of one IPv6 /64', async () => {
+    addresses += 1;
+    for (let i = 0; i < 12; i++) await wrongCodes(new BrowserAt(server.url, `203.0.${addresses}.${i + 1}`), 1);
+    const started = await startDevice(server, client);
+    const locked = await new BrowserAt(server.url, `203.0.${addresses}.200`).enterCode(started.user_code);
+    assert.equal(locked.status, 429);
+    assert.match(text(locked), /Too many wrong codes from your network\./);
+    const nextNetwork = await new BrowserAt(server.url, `203.0.${addresses + 1}.200`).enterCode(started.user_code);
+    assert.match(nextNetwork.html, /action="\/login"/);
+
+    for (let i = 0; i < 12; i++) await wrongCodes(new BrowserAt(server.url, `2001:db8:${addresses}:1::${(i + 1).toString(16)}`), 1);
+    assert.equal((await new BrowserAt(server.url, `2001:db8:${addresses}:1:ffff::1`).enterCode(started.user_code)).status, 429);
+    assert.match((await new BrowserAt(server.url, `2001:db8:${addresses}:2::1`).enterCode(started.user_code)).html, /action="\/login"/);
   });
 
   it('counts wrong codes sent straight to the approval step, and refuses the decision once locked', async () => {
     const ip = address();
     const browser = new BrowserAt(server.url, ip);
+    await browser.request('/device');
     for (let i = 0; i < 5; i++) assert.equal((await browser.request(`/device/approve?user_code=${WRONG_CODE}`)).status, 400);
     assert.equal((await browser.request(`/device/approve?user_code=${WRONG_CODE}`)).status, 429);
 
@@ -247,5 +283,36 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     for (let i = 0; i < 8; i++) assert.equal((await browser.enterCode('not a code')).status, 400);
     const started = await startDevice(server, client);
     assert.match((await browser.enterCode(started.user_code)).html, /action="\/login"/);
+  });
+});
+
+describe('the overall rate of wrong user codes (RFC 8628 §5.1)', () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  const log: Record<string, unknown>[] = [];
+
+  before(async () => {
+    server = await startTestServer({
+      env: { TESSERA_TRUST_PROXY: 'true', TESSERA_USER_CODE_FAILURES_PER_MINUTE: '3', TESSERA_USER_CODE_SLOW_MS: '300' },
+      log: (line) => log.push(line),
+    });
+    client = await server.addClient({ name: 'Set-top Box' });
+    user = await server.addUser({ username: 'edsger' });
+  });
+  after(() => server.close());
+
+  it('slows every lookup past the rate and raises one alert, but refuses no one', async () => {
+    // Wrong codes from addresses far apart: no browser, address or network limit applies.
+    for (let i = 1; i <= 6; i++) assert.equal((await new BrowserAt(server.url, `192.0.${i}.7`).enterCode(WRONG_CODE)).status, 400);
+    const alerts = log.filter((line) => (line['alert'] as { type?: string } | undefined)?.type === 'device.user_code_guessing');
+    assert.equal(alerts.length, 1, JSON.stringify(log));
+    assert.deepEqual(alerts[0]!['alert'], { type: 'device.user_code_guessing', wrongCodesLastMinute: 4, limitPerMinute: 3 });
+
+    const started = await startDevice(server, client);
+    const before = performance.now();
+    const page = await new BrowserAt(server.url, '192.0.99.7').reachApproval(started.user_code, user);
+    assert.ok(performance.now() - before >= 300, 'the lookup waited');
+    assert.match(text(page), new RegExp(started.user_code), 'and the person with the right code goes on');
   });
 });

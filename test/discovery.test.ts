@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../src/core/clock.ts';
+import { encryptedKeyStore, loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { KeyManager } from '../src/tokens/keys.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
@@ -60,7 +61,7 @@ describe('key rotation', () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1));
     const server = await startTestServer({ clock });
     try {
-      const keys = new KeyManager(server.store.keys, clock, { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 });
+      const keys = new KeyManager(encryptedKeyStore(server.store.keys, loadKeyEncryption(server.config.keyEncryption)), clock, { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 });
       const before = await keys.signingKey('RS256');
       const [next] = (await keys.rotate()).filter((key) => key.alg === 'RS256');
       const published = async () => (await keys.jwks()).keys.map((key) => key.kid);
@@ -84,8 +85,8 @@ describe('key rotation', () => {
     const server = await startTestServer({ clock });
     try {
       const settings = { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 };
-      const here = new KeyManager(server.store.keys, clock, settings);
-      const elsewhere = new KeyManager(server.store.keys, clock, settings);
+      const here = new KeyManager(encryptedKeyStore(server.store.keys, loadKeyEncryption(server.config.keyEncryption)), clock, settings);
+      const elsewhere = new KeyManager(encryptedKeyStore(server.store.keys, loadKeyEncryption(server.config.keyEncryption)), clock, settings);
       const signing = await here.signingKey('RS256');
       await here.jwks();
       const added = (await elsewhere.rotate()).map((key) => key.kid);

@@ -140,8 +140,8 @@ describe('one-time codes after the password', () => {
     const locked = await browser.submit(current, '/login/second-factor', { code: right });
     assert.equal(locked.status, 429, 'locked: not even the right code is tried');
     const again = await signInWithPassword(server, user);
-    assert.equal(again.page.status, 429, 'the password limit is the same one');
-    assert.match(again.page.html, /Too many failed sign-in attempts/);
+    assert.equal(again.page.status, 429, 'the password limit from this address is the same one');
+    assert.match(again.page.html, /Too many wrong passwords for this username from your connection/);
   });
 
   it('accepts each recovery code once, in place of a code', async () => {

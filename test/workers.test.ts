@@ -40,6 +40,7 @@ describe('tessera serve --workers 2', () => {
       webOrigins: [],
       requireDpop: false,
       requirePar: false,
+      deviceNetworks: [],
       createdAt: Date.now(),
       firstParty: false,
       postLogoutRedirectUris: [],

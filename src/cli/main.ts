@@ -19,6 +19,7 @@ import {
   type GrantType,
   type PkcePolicy,
 } from '../core/protocol.ts';
+import { normalizeCidr } from '../core/networks.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
@@ -39,9 +40,13 @@ Commands:
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
              [--pkce required|optional] [--require-phishing-resistant] [--require-dpop] [--require-par]
-             [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI] [--json]
+             [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
+             [--device-network CIDR ...] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--public: no secret, for browser, native and CLI apps;
+                                          (--grant: authorization_code by default, device_code and
+                                          refresh_token only when asked for; --device-network: the only
+                                          networks its devices may start from;
+                                          --public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
                                           private_key_jwt with --jwks-uri or --jwks-file;
                                           --pkce optional: a confidential OpenID client may use nonce instead;
@@ -266,6 +271,7 @@ function clientJson(client: ClientRecord, now: number): Record<string, unknown> 
     scope: client.scopes.join(' '),
     grant_types: client.grantTypes,
     ...(client.webOrigins.length > 0 ? { web_origins: client.webOrigins } : {}),
+    ...((client.deviceNetworks ?? []).length > 0 ? { device_networks: client.deviceNetworks } : {}),
     ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
     ...(client.jwks !== null ? { jwks: client.jwks } : {}),
     pkce: client.pkce,
@@ -289,6 +295,7 @@ function clientText(client: ClientRecord, now: number): string {
     `  grants: ${client.grantTypes.join(', ')}`,
     ...client.redirectUris.map((uri) => `  redirect: ${uri}`),
     ...client.webOrigins.map((origin) => `  web origin: ${origin}`),
+    ...(client.deviceNetworks ?? []).map((network) => `  device network: ${network}`),
     ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
     ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
@@ -313,6 +320,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'device-network': { type: 'string', multiple: true },
     'auth-method': { type: 'string' },
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
@@ -336,7 +344,17 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   if (authMethod !== 'private_key_jwt' && keys !== null) throw new UsageError('--jwks-uri and --jwks-file are for --auth-method private_key_jwt');
   const redirectUris = values['redirect-uri'] ?? [];
   const scopes = parseScopes(values.scope ?? 'openid profile email');
-  const grantTypes = parseGrants(values.grant ?? ['authorization_code', 'device_code']);
+  // draft-ietf-oauth-cross-device-security: the device grant, the one a remote phishing
+  // attack abuses, only for a client registered for it.
+  const grantTypes = parseGrants(values.grant ?? ['authorization_code']);
+  const deviceNetworks = (values['device-network'] ?? []).map((network) => {
+    const parsed = normalizeCidr(network);
+    if (parsed === null) throw new UsageError(`--device-network ${network}: must be an IPv4 or IPv6 address or CIDR range, like 192.0.2.0/24`);
+    return parsed;
+  });
+  if (deviceNetworks.length > 0 && !grantTypes.includes(GRANT_DEVICE_CODE)) {
+    throw new UsageError('--device-network limits the device grant: add --grant device_code');
+  }
   const webOrigins = (values['web-origin'] ?? []).map(parseWebOrigin);
   const pkce = parsePkce(values.pkce ?? 'required');
   const clientId = randomUUID();
@@ -351,6 +369,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     scopes,
     grantTypes,
     webOrigins,
+    deviceNetworks,
     createdAt: Date.now(),
     authMethod,
     previousSecretHash: null,
@@ -476,6 +495,7 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
       scopes: values.scope !== undefined ? parseScopes(values.scope) : client.scopes,
       grantTypes: values.grant !== undefined ? parseGrants(values.grant) : client.grantTypes,
       webOrigins: [...new Set([...client.webOrigins.filter((origin) => !removeOrigins.includes(origin)), ...(values['add-web-origin'] ?? []).map(parseWebOrigin)])],
+      deviceNetworks: client.deviceNetworks,
       authMethod,
       secretHash: withSecret ? (newSecret !== null ? hashSecret(newSecret) : client.secretHash) : null,
       previousSecretHash: withSecret && newSecret === null ? client.previousSecretHash : null,

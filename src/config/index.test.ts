@@ -80,8 +80,8 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ TESSERA_REFRESH_TOKEN_TTL: '86400' }).lifetimes.refreshTokenIdle, 86400);
   });
 
-  it('hashes passwords with argon2id m=64 MiB, t=3, p=4 by default (RFC 9106 §4), and reads TESSERA_PASSWORD_HASH', () => {
-    assert.deepEqual(loadConfig({}).passwordHash, { memory: 65536, passes: 3, parallelism: 4 });
+  it('hashes passwords with argon2id m=46 MiB, t=1, p=1 by default (OWASP), and reads TESSERA_PASSWORD_HASH', () => {
+    assert.deepEqual(loadConfig({}).passwordHash, { memory: 47104, passes: 1, parallelism: 1 });
     assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' }).passwordHash, { memory: 8, passes: 1, parallelism: 1 });
     assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: ' m=19456, t=2, p=1 ' }).passwordHash, { memory: 19456, passes: 2, parallelism: 1 });
   });
@@ -111,6 +111,19 @@ describe('loadConfig', () => {
     ] as const) {
       assert.throws(() => loadConfig({ [setting]: value }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(setting), `${setting}=${value}`);
     }
+  });
+
+  it('has the sign-in, user code, device authorization and retention limits of docs/security.md by default', () => {
+    const config = loadConfig({});
+    assert.deepEqual({ ...config.signIn, hashThreads: 0 }, {
+      windowSeconds: 900, perUserAddress: 10, perAddress: 100, freeFailures: 5, delayMs: 1000, maxDelayMs: 30000, hashThreads: 0, queue: 32, queuePerAddress: 4,
+    });
+    assert.ok(config.signIn.hashThreads >= 1);
+    assert.deepEqual(config.userCode, { windowSeconds: 600, perBrowser: 5, perAddress: 20, perNetwork: 60, globalPerMinute: 600, globalDelayMs: 2000 });
+    assert.deepEqual(config.deviceAuthorizationLimits, { perClientPerMinute: 600, perAddressPerMinute: 30 });
+    assert.equal(config.grantRetentionSeconds, 7 * 86400);
+    assert.throws(() => loadConfig({ TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '2' }), /TESSERA_USER_CODE_FAILURES_PER_ADDRESS: must be between 5/);
+    assert.throws(() => loadConfig({ TESSERA_KEY_ENCRYPTION_KEY: 'short' }), /TESSERA_KEY_ENCRYPTION_KEY: each key must be 32 bytes/);
   });
 
   it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and 5-minute assertions by default', () => {

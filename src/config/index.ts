@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
@@ -47,14 +48,28 @@ export interface Config {
   /** The PostgreSQL connection pool and its time limits; an SQLite store ignores them. */
   readonly postgres: PostgresSettings;
   /**
-   * `TESSERA_PASSWORD_HASH` (default `m=65536,t=3,p=4`): the argon2id cost of new password
-   * hashes, as memory in KiB, passes and lanes (RFC 9106 §3.1). The default is RFC 9106 §4's
-   * second recommended option. Lowering it makes stolen hashes cheaper to guess; the test
+   * `TESSERA_PASSWORD_HASH` (default `m=47104,t=1,p=1`): the argon2id cost of new password
+   * hashes, as memory in KiB, passes and lanes (RFC 9106 §3.1). The default is OWASP's
+   * first recommended configuration. Lowering it makes stolen hashes cheaper to guess; the test
    * suite lowers it to run fast. Existing hashes keep the cost they were made with.
    */
   readonly passwordHash: PasswordHashCost;
   readonly dpop: DpopSettings;
   readonly par: ParSettings;
+  /** Sign-in limits and the password hashing queue (docs/security.md). */
+  readonly signIn: SignInSettings;
+  /** Limits on typed user codes (RFC 8628 §5.1; docs/security.md). */
+  readonly userCode: UserCodeSettings;
+  /** Device authorizations a client, and an address, may start per minute. */
+  readonly deviceAuthorizationLimits: DeviceAuthorizationLimits;
+  /**
+   * `TESSERA_GRANT_RETENTION` seconds (default 604800, 7 days): how long a grant is kept
+   * after it was revoked or its last token expired (or, never used, after it was made),
+   * before the purge deletes it with its codes and refresh tokens.
+   */
+  readonly grantRetentionSeconds: number;
+  /** Where the key that encrypts the private signing keys comes from (docs/security.md). */
+  readonly keyEncryption: KeyEncryptionSettings;
   readonly secondFactor: SecondFactorSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
@@ -99,6 +114,78 @@ export interface ParSettings {
    * (discovery `require_pushed_authorization_requests`); per client: `client add --require-par`.
    */
   readonly required: boolean;
+}
+
+/**
+ * Sign-in limits. Failures are counted per username and address together (a guesser at one
+ * address stops; the owner elsewhere does not) and per address; per username alone they
+ * only slow: each failure past `freeFailures` doubles a wait before the next check, up to
+ * `maxDelayMs`, and the owner's right password still signs in after it.
+ */
+export interface SignInSettings {
+  /** `TESSERA_SIGN_IN_WINDOW` seconds (default 900): the window failures are counted in. */
+  readonly windowSeconds: number;
+  /** `TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS` (default 10): wrong passwords for one username from one address. */
+  readonly perUserAddress: number;
+  /** `TESSERA_SIGN_IN_FAILURES_PER_ADDRESS` (default 100): wrong passwords from one address, any usernames. */
+  readonly perAddress: number;
+  /** `TESSERA_SIGN_IN_FREE_FAILURES` (default 5): failures for a username before its checks are delayed. */
+  readonly freeFailures: number;
+  /** `TESSERA_SIGN_IN_DELAY_MS` (default 1000): the first delay; each further failure doubles it. */
+  readonly delayMs: number;
+  /** `TESSERA_SIGN_IN_MAX_DELAY_MS` (default 30000): the longest delay. */
+  readonly maxDelayMs: number;
+  /**
+   * `TESSERA_PASSWORD_HASH_THREADS` (default: half the cores, at least 1): threads that
+   * compute argon2id, apart from libuv's pool, which signs tokens.
+   */
+  readonly hashThreads: number;
+  /** `TESSERA_SIGN_IN_QUEUE` (default 32): sign-ins that may wait for a hashing thread. */
+  readonly queue: number;
+  /** `TESSERA_SIGN_IN_QUEUE_PER_ADDRESS` (default 4): places in the queue one address may hold. */
+  readonly queuePerAddress: number;
+}
+
+/**
+ * RFC 8628 §5.1: wrong user codes counted per browser (strictest), per address and per
+ * network (/24, /64), each a refusal for that one; and across the server, where going over
+ * only slows every lookup and raises an alert, so no one can lock everyone out.
+ */
+export interface UserCodeSettings {
+  /** `TESSERA_USER_CODE_WINDOW` seconds (default 600). */
+  readonly windowSeconds: number;
+  /** `TESSERA_USER_CODE_FAILURES_PER_BROWSER` (default 5). */
+  readonly perBrowser: number;
+  /** `TESSERA_USER_CODE_FAILURES_PER_ADDRESS` (default 20). */
+  readonly perAddress: number;
+  /** `TESSERA_USER_CODE_FAILURES_PER_NETWORK` (default 60). */
+  readonly perNetwork: number;
+  /** `TESSERA_USER_CODE_FAILURES_PER_MINUTE` (default 600): wrong codes per minute, whole server. */
+  readonly globalPerMinute: number;
+  /** `TESSERA_USER_CODE_SLOW_MS` (default 2000): the wait every lookup gets while over the global rate. */
+  readonly globalDelayMs: number;
+}
+
+/** RFC 8628 §3.1 device authorization requests, per minute and per server instance. */
+export interface DeviceAuthorizationLimits {
+  /** `TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT` (default 600). */
+  readonly perClientPerMinute: number;
+  /** `TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS` (default 30). */
+  readonly perAddressPerMinute: number;
+}
+
+export interface KeyEncryptionSettings {
+  /**
+   * `TESSERA_KEY_ENCRYPTION_KEY`: 32-byte keys, base64 or base64url, comma-separated; the
+   * first encrypts, any decrypts (rotation). Empty: the key file is used.
+   */
+  readonly keys: readonly Buffer[];
+  /**
+   * `TESSERA_KEY_FILE`: the file holding the key when no key is given, created (mode 0600)
+   * on first start. Default: beside an SQLite database (`<database>.key`), or
+   * `./data/tessera.key` with PostgreSQL.
+   */
+  readonly file: string | null;
 }
 
 /** Passkeys (WebAuthn) and one-time codes (RFC 6238). */
@@ -178,8 +265,13 @@ export interface PasswordHashCost {
   readonly parallelism: number;
 }
 
-/** RFC 9106 §4, second recommended option (memory-constrained): t=3, m=64 MiB, p=4. */
-export const DEFAULT_PASSWORD_HASH: PasswordHashCost = { memory: 65536, passes: 3, parallelism: 4 };
+/**
+ * OWASP's first argon2id configuration: m=46 MiB, t=1, p=1. About 90 ms of one core on the
+ * development machine, where RFC 9106 §4's t=3, m=64 MiB, p=4 took about 270 ms (and 1.5 s
+ * with the machine busy); p above 1 buys nothing here, where one check runs on one thread
+ * (docs/security.md, docs/benchmarks.md).
+ */
+export const DEFAULT_PASSWORD_HASH: PasswordHashCost = { memory: 47104, passes: 1, parallelism: 1 };
 
 /** The JWS algorithms Tessera signs with (RFC 7518 §3.1): RS256 for ID tokens, either for access tokens. */
 export type SigningAlgorithm = 'RS256' | 'ES256';
@@ -211,6 +303,13 @@ export interface Lifetimes {
    * in browsers and on devices anyone can unpack (RFC 9700 §2.2.2, §4.14.2).
    */
   readonly publicClient: { readonly accessToken: number; readonly refreshToken: number };
+  /**
+   * `TESSERA_DEVICE_ACCESS_TOKEN_TTL` and `TESSERA_DEVICE_REFRESH_TOKEN_TTL` (default: the
+   * same as above): shorter lifetimes for grants approved through the device flow, the flow
+   * a remote phishing attack abuses (draft-ietf-oauth-cross-device-security). A grant gets
+   * the shorter of these and its client's.
+   */
+  readonly deviceGrant: { readonly accessToken: number; readonly refreshToken: number };
 }
 
 /** RFC 8628 settings, in seconds. */
@@ -368,10 +467,56 @@ function passwordHash(env: Env): PasswordHashCost {
   if (!match || parallelism < 1 || parallelism > 64 || passes < 1 || passes > 100 || memory < 8 * parallelism || memory > 4 * 1024 * 1024) {
     throw new ConfigError(
       'TESSERA_PASSWORD_HASH',
-      `must be m=KIB,t=PASSES,p=LANES with p 1-64, t 1-100 and m from 8*p to 4194304 (default m=65536,t=3,p=4), got ${JSON.stringify(env['TESSERA_PASSWORD_HASH'])}`,
+      `must be m=KIB,t=PASSES,p=LANES with p 1-64, t 1-100 and m from 8*p to 4194304 (default m=47104,t=1,p=1), got ${JSON.stringify(env['TESSERA_PASSWORD_HASH'])}`,
     );
   }
   return { memory, passes, parallelism };
+}
+
+function signIn(env: Env): SignInSettings {
+  const delayMs = integer(env, 'TESSERA_SIGN_IN_DELAY_MS', 1000, 0, 60_000);
+  return {
+    windowSeconds: integer(env, 'TESSERA_SIGN_IN_WINDOW', 900, 60, 86400),
+    perUserAddress: integer(env, 'TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS', 10, 1, 10_000),
+    perAddress: integer(env, 'TESSERA_SIGN_IN_FAILURES_PER_ADDRESS', 100, 1, 1_000_000),
+    freeFailures: integer(env, 'TESSERA_SIGN_IN_FREE_FAILURES', 5, 0, 10_000),
+    delayMs,
+    maxDelayMs: integer(env, 'TESSERA_SIGN_IN_MAX_DELAY_MS', Math.max(30_000, delayMs), delayMs, 300_000),
+    hashThreads: integer(env, 'TESSERA_PASSWORD_HASH_THREADS', Math.max(1, Math.floor(availableParallelism() / 2)), 1, 64),
+    queue: integer(env, 'TESSERA_SIGN_IN_QUEUE', 32, 0, 100_000),
+    queuePerAddress: integer(env, 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS', 4, 1, 100_000),
+  };
+}
+
+function userCode(env: Env): UserCodeSettings {
+  const perBrowser = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_BROWSER', 5, 1, 1000);
+  const perAddress = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', Math.max(20, perBrowser), perBrowser, 100_000);
+  return {
+    windowSeconds: integer(env, 'TESSERA_USER_CODE_WINDOW', 600, 60, 86400),
+    perBrowser,
+    perAddress,
+    perNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', Math.max(60, perAddress), perAddress, 1_000_000),
+    globalPerMinute: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_MINUTE', 600, 1, 10_000_000),
+    globalDelayMs: integer(env, 'TESSERA_USER_CODE_SLOW_MS', 2000, 0, 60_000),
+  };
+}
+
+/** A 32-byte key, as base64 or base64url. */
+export function parseKeyEncryptionKey(raw: string, setting: string): Buffer {
+  const trimmed = raw.trim();
+  const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed) ? Buffer.from(trimmed.replace(/=$/, ''), 'base64url') : Buffer.alloc(0);
+  if (key.length !== 32) throw new ConfigError(setting, 'each key must be 32 bytes in base64 or base64url (43 characters; `openssl rand -base64 32` makes one)');
+  return key;
+}
+
+function keyEncryption(env: Env, database: string): KeyEncryptionSettings {
+  const raw = env['TESSERA_KEY_ENCRYPTION_KEY']?.trim() ?? '';
+  const keys = raw === '' ? [] : raw.split(',').map((entry) => parseKeyEncryptionKey(entry, 'TESSERA_KEY_ENCRYPTION_KEY'));
+  const file = env['TESSERA_KEY_FILE']?.trim();
+  if (file) return { keys, file };
+  if (/^postgres(ql)?:\/\//.test(database)) return { keys, file: path.resolve('data', 'tessera.key') };
+  const sqlitePath = database.replace(/^(sqlite|file):/i, '');
+  return { keys, file: sqlitePath === ':memory:' ? null : `${sqlitePath}.key` };
 }
 
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
@@ -385,11 +530,12 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const refreshToken = integer(env, 'TESSERA_REFRESH_TOKEN_TTL', 90 * 86400, 300, 3650 * 86400);
   const accessToken = integer(env, 'TESSERA_ACCESS_TOKEN_TTL', 3600, 60, 86400);
+  const db = database(env);
   return {
     port,
     host,
     issuer,
-    database: database(env),
+    database: db,
     logLevel,
     trustProxy: trustProxy(env),
     lifetimes: {
@@ -402,6 +548,10 @@ export function loadConfig(env: Env = process.env): Config {
       publicClient: {
         accessToken: integer(env, 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', accessToken, 60, accessToken),
         refreshToken: integer(env, 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', refreshToken, 300, refreshToken),
+      },
+      deviceGrant: {
+        accessToken: integer(env, 'TESSERA_DEVICE_ACCESS_TOKEN_TTL', accessToken, 60, accessToken),
+        refreshToken: integer(env, 'TESSERA_DEVICE_REFRESH_TOKEN_TTL', refreshToken, 300, refreshToken),
       },
     },
     device: { codeLifetime: 600, interval: 5 },
@@ -420,6 +570,14 @@ export function loadConfig(env: Env = process.env): Config {
       interactionLifetime: integer(env, 'TESSERA_PAR_INTERACTION_TTL', 600, 60, 86400),
       required: boolean(env, 'TESSERA_REQUIRE_PAR', false),
     },
+    signIn: signIn(env),
+    userCode: userCode(env),
+    deviceAuthorizationLimits: {
+      perClientPerMinute: integer(env, 'TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT', 600, 1, 100_000_000),
+      perAddressPerMinute: integer(env, 'TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS', 30, 1, 100_000_000),
+    },
+    grantRetentionSeconds: integer(env, 'TESSERA_GRANT_RETENTION', 7 * 86400, 3600, 3650 * 86400),
+    keyEncryption: keyEncryption(env, db),
     secondFactor: {
       required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR', false),
       ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT', 300, 30, 3600),

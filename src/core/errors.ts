@@ -43,8 +43,10 @@ export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
   readonly description: string;
   readonly status: number;
+  /** Seconds the client should wait before trying again (RFC 9110 §10.2.3 Retry-After), if it is told. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: OAuthErrorCode, description: string, options: { status?: number; cause?: unknown } = {}) {
+  constructor(code: OAuthErrorCode, description: string, options: { status?: number; cause?: unknown; retryAfterSeconds?: number } = {}) {
     // An OAuthError is an answer, not a fault: no stack trace is captured. Every refused
     // request makes one (a device poll answers authorization_pending with one), and capturing
     // the stack was a measurable part of the poll under `npm run bench`. A failure's `cause`
@@ -57,6 +59,7 @@ export class OAuthError extends Error {
     this.code = code;
     this.description = description;
     this.status = options.status ?? defaultStatus[code] ?? 400;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   /** The RFC 6749 §5.2 error body. */

@@ -27,20 +27,27 @@ export async function hashPassword(password: string, cost: PasswordHashCost): Pr
 
 const PHC = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/;
 
-export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
+/** The parts of a PHC-format argon2id hash; null when it is not one. */
+export function parsePasswordHash(encoded: string): { cost: PasswordHashCost; nonce: Buffer; tag: Buffer } | null {
   const match = PHC.exec(encoded);
-  if (!match) return false;
+  if (!match) return null;
   const [, memory, passes, parallelism, nonce, tag] = match as unknown as [string, string, string, string, string, string];
-  const expected = Buffer.from(tag, 'base64url');
-  const actual = await argon2Async('argon2id', {
-    message: password,
+  return {
+    cost: { memory: Number(memory), passes: Number(passes), parallelism: Number(parallelism) },
     nonce: Buffer.from(nonce, 'base64url'),
-    memory: Number(memory),
-    passes: Number(passes),
-    parallelism: Number(parallelism),
-    tagLength: expected.length,
-  });
-  return timingSafeEqual(actual, expected);
+    tag: Buffer.from(tag, 'base64url'),
+  };
+}
+
+/**
+ * Verifies on libuv's thread pool: for the command line. The server checks sign-in
+ * passwords through its `PasswordQueue`, on threads of their own.
+ */
+export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
+  const parsed = parsePasswordHash(encoded);
+  if (!parsed) return false;
+  const actual = await argon2Async('argon2id', { message: password, nonce: parsed.nonce, ...parsed.cost, tagLength: parsed.tag.length });
+  return timingSafeEqual(actual, parsed.tag);
 }
 
 /**

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/types.ts';
-import { Attempt } from './attempts.ts';
+import { Attempt, isRefusal, OncePerWindow } from './attempts.ts';
+import type { RateLimitStore } from '../store/types.ts';
 
 describe('Attempt', () => {
   let dir: string;
@@ -25,18 +26,54 @@ describe('Attempt', () => {
   it('lets no more than the limit of 20 concurrent guesses through', async () => {
     const limits = [{ key: 'ip:203.0.113.9', limit: 5 }];
     const attempts = await Promise.all(Array.from({ length: 20 }, () => Attempt.reserve(store.rateLimits, limits, WINDOW, T0)));
-    assert.equal(attempts.filter((attempt) => attempt !== null).length, 5);
+    assert.equal(attempts.filter((attempt) => !isRefusal(attempt)).length, 5);
     assert.equal(await store.rateLimits.count('ip:203.0.113.9', WINDOW, T0), 5, 'refused guesses leave no count behind');
   });
 
   it('counts only what fails: a right guess gives its place back', async () => {
     const limits = [{ key: 'browser:abc', limit: 2 }, { key: 'ip:198.51.100.1', limit: 10 }];
-    for (let i = 0; i < 5; i++) await (await Attempt.reserve(store.rateLimits, limits, WINDOW, T0))!.succeeded();
+    for (let i = 0; i < 5; i++) await ((await Attempt.reserve(store.rateLimits, limits, WINDOW, T0)) as Attempt).succeeded();
     assert.equal(await store.rateLimits.count('browser:abc', WINDOW, T0), 0);
     await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);
     await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);
-    assert.equal(await Attempt.reserve(store.rateLimits, limits, WINDOW, T0), null, 'the browser is locked after two failures');
+    const refused = await Attempt.reserve(store.rateLimits, limits, WINDOW, T0 + 1000);
+    assert.ok(isRefusal(refused), 'the browser is locked after two failures');
+    assert.equal(refused.limit.key, 'browser:abc');
+    assert.equal(refused.retryAfterSeconds, WINDOW / 1000 - 1, 'and told when its window ends');
     assert.equal(await store.rateLimits.count('ip:198.51.100.1', WINDOW, T0), 2, 'and the refused try is not held against the address');
-    assert.notEqual(await Attempt.reserve(store.rateLimits, limits, WINDOW, T0 + WINDOW), null, 'until the window ends');
+    assert.ok(!isRefusal(await Attempt.reserve(store.rateLimits, limits, WINDOW, T0 + WINDOW)), 'until the window ends');
+  });
+
+  it('refuses an attempt over a used-up limit without writing anything', async () => {
+    const limits = [{ key: 'ip:192.0.2.44', limit: 1 }];
+    await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);
+    let writes = 0;
+    const counting: RateLimitStore = {
+      hit: (...args) => ((writes += 1), store.rateLimits.hit(...args)),
+      release: (...args) => ((writes += 1), store.rateLimits.release(...args)),
+      count: (...args) => store.rateLimits.count(...args),
+      window: (...args) => store.rateLimits.window(...args),
+    };
+    for (let i = 0; i < 10; i++) assert.ok(isRefusal(await Attempt.reserve(counting, limits, WINDOW, T0 + i)));
+    assert.equal(writes, 0);
+  });
+
+  it('only counts against a limit of Infinity, and reports the counts', async () => {
+    const limits = [{ key: 'user:zoe', limit: Infinity }];
+    for (let i = 1; i <= 3; i++) {
+      const attempt = await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);
+      assert.ok(!isRefusal(attempt));
+      assert.deepEqual(attempt.counts, [i]);
+    }
+  });
+});
+
+describe('OncePerWindow', () => {
+  it('says yes once per key and window', () => {
+    const once = new OncePerWindow(60_000);
+    assert.equal(once.first('a', 0), true);
+    assert.equal(once.first('a', 59_999), false);
+    assert.equal(once.first('b', 1), true);
+    assert.equal(once.first('a', 60_000), true);
   });
 });

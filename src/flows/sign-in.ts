@@ -1,52 +1,88 @@
 /**
- * Signing in with a password, and who a browser session belongs to. The HTTP layer reads
- * the form and the session cookie; what counts as a sign-in, and which limits it is held
- * to, is decided here.
+ * Signing in with a username and password, and the limits that stop guessing without
+ * locking the owner out (issue 12, item 4; docs/security.md).
+ *
+ * - Failures for one username from one address are limited (`perUserAddress`): a guesser
+ *   there is refused, the owner elsewhere is not.
+ * - Failures from one address, whatever the usernames, are limited (`perAddress`).
+ * - Failures for a username from anywhere only slow: past `freeFailures`, each check waits
+ *   `delayMs`, doubled for every further failure, up to `maxDelayMs`. The right password
+ *   still signs in after the wait: a guesser cannot lock the owner out.
+ * - The check itself waits for a place on the password queue (core/password-queue.ts),
+ *   with a fair share per address; an attempt with no place is refused at once.
  */
-import { decoyPasswordHash, verifyPassword } from '../core/password.ts';
+import type { SignInSettings } from '../config/index.ts';
+import { decoyPasswordHash } from '../core/password.ts';
+import type { PasswordQueue } from '../core/password-queue.ts';
 import { normalizeUsername } from '../core/username.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
-import { Attempt } from './attempts.ts';
+import { Attempt, isRefusal } from './attempts.ts';
 import type { FlowDeps } from './types.ts';
 
-/** Sign-in attempts allowed per username, and per client address, in one window. */
-export const SIGN_IN_LIMIT = { perUser: 10, perAddress: 100, windowMs: 15 * 60_000 };
+export interface SignInDeps extends FlowDeps {
+  readonly passwords: PasswordQueue;
+}
 
-export interface SignInInput {
+export interface SignInRequest {
   readonly username: string;
   readonly password: string;
-  /** The client address the attempt came from (per-address limit). */
+  /** The client address (per-address limits and the queue's fair share). */
   readonly ip: string;
 }
 
 export type SignInResult =
-  /** Too many failed attempts for this username or address in the window: nothing was checked. */
-  | { readonly kind: 'limited' }
-  /** Unknown user, wrong password or disabled account: one answer for all three. */
+  | { readonly kind: 'signed-in'; readonly user: UserRecord }
+  /** Unknown username, wrong password or disabled account: one answer for all three. */
   | { readonly kind: 'refused' }
-  | { readonly kind: 'signed-in'; readonly user: UserRecord };
+  /** Too many failures for this username from this address, or from this address. */
+  | { readonly kind: 'limited'; readonly scope: 'user-address' | 'address'; readonly retryAfterSeconds: number }
+  /** No place on the password queue right now. */
+  | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
 
-/**
- * Checks a username and password, counted against the sign-in limits. A success takes its
- * attempt back; a failure stays counted.
- */
-export async function signIn(deps: Pick<FlowDeps, 'store' | 'clock' | 'config'>, input: SignInInput): Promise<SignInResult> {
-  const username = normalizeUsername(input.username).slice(0, 256);
-  const attempt = await Attempt.reserve(
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The wait before checking a password for a username that has failed `failures` times. */
+export function signInDelayMs(settings: SignInSettings, failures: number): number {
+  if (failures <= settings.freeFailures) return 0;
+  return Math.min(settings.maxDelayMs, settings.delayMs * 2 ** Math.min(30, failures - settings.freeFailures - 1));
+}
+
+export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<SignInResult> {
+  const settings = deps.config.signIn;
+  const username = normalizeUsername(request.username).slice(0, 256);
+  const now = deps.clock.now();
+  // No place on the queue: refused before anything is counted or written.
+  if (!deps.passwords.hasRoom(request.ip)) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
+  const reserved = await Attempt.reserve(
     deps.store.rateLimits,
     [
-      { key: `sign-in:user:${username}`, limit: SIGN_IN_LIMIT.perUser },
-      { key: `sign-in:ip:${input.ip}`, limit: SIGN_IN_LIMIT.perAddress },
+      { key: `sign-in:user-ip:${request.ip} ${username}`, limit: settings.perUserAddress },
+      { key: `sign-in:ip:${request.ip}`, limit: settings.perAddress },
+      // Counted, never refused: the count sets the delay.
+      { key: `sign-in:user:${username}`, limit: Infinity },
     ],
-    SIGN_IN_LIMIT.windowMs,
-    deps.clock.now(),
+    settings.windowSeconds * 1000,
+    now,
   );
-  if (!attempt) return { kind: 'limited' };
+  if (isRefusal(reserved)) {
+    const scope = reserved.limit.key.startsWith('sign-in:ip:') ? 'address' : 'user-address';
+    return { kind: 'limited', scope, retryAfterSeconds: reserved.retryAfterSeconds };
+  }
+  // The count includes this attempt: the failures before it are one fewer.
+  const delay = signInDelayMs(settings, reserved.counts[2]! - 1);
+  if (delay > 0) await (deps.sleep ?? sleepFor)(delay);
+
   const user = username ? await deps.store.users.findByUsername(username) : null;
   // The password is checked even for an unknown user, so the answer takes as long either way.
-  const passwordMatches = await verifyPassword(input.password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash)));
-  if (!user || !passwordMatches || user.disabled) return { kind: 'refused' };
-  await attempt.succeeded();
+  const encoded = user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash));
+  const check = await deps.passwords.verify(request.password.slice(0, 1024), encoded, request.ip);
+  if (check.kind === 'busy') {
+    // Nothing was tried: the attempt is not held against anyone.
+    await reserved.succeeded();
+    return check;
+  }
+  if (!user || !check.matches || user.disabled) return { kind: 'refused' };
+  await reserved.succeeded();
   return { kind: 'signed-in', user };
 }
 

@@ -11,6 +11,13 @@ export interface FlowDeps {
   readonly clock: Clock;
   readonly config: Config;
   readonly tokens: TokenIssuer;
+  /**
+   * Where a flow reports something an operator should look at (a guessing attack across the
+   * server, say). One JSON log line for now; issue 15's audit events will listen here too.
+   */
+  readonly alert?: (event: { readonly type: string } & Record<string, unknown>) => void;
+  /** Waits `ms`; tests may pass one that returns at once. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */

@@ -1,4 +1,5 @@
 import type { DpopNonces } from '../flows/dpop/nonce.ts';
+import type { PasswordQueue } from '../core/password-queue.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
@@ -6,6 +7,8 @@ import type { KeyManager } from '../tokens/keys.ts';
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
 export interface AppDeps extends FlowDeps {
   readonly keys: KeyManager;
+  /** Checks sign-in passwords on threads of their own (core/password-queue.ts). */
+  readonly passwords: PasswordQueue;
   /** The public keys of private_key_jwt clients, fetched and cached. */
   readonly clientKeys: ClientKeySets;
   /** The grant types of the token endpoint, in the order discovery lists them. */

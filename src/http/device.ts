@@ -6,11 +6,12 @@ import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/aut
 import { sameNetwork } from '../flows/device/proximity.ts';
 import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
+import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
 import {
   decideDeviceRequest,
   findDeviceRequest,
-  USER_CODE_LOCKOUT,
   type CodeAttempt,
+  type LockScope,
   type LookupFailure,
 } from '../flows/device/verification.ts';
 
@@ -33,12 +34,26 @@ export function deviceMetadata(issuer: string): Record<string, string> {
   return { device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}` };
 }
 
-function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'locked' | 'malformed' | 'unknown', { status: number; message: string }>> {
+function minutes(seconds: number): string {
+  const count = Math.max(1, Math.ceil(seconds / 60));
+  return `${count} minute${count === 1 ? '' : 's'}`;
+}
+
+/** What a person is told when their code was not looked up: what happened, and what to do. */
+function lockedMessage(scope: LockScope, retryAfterSeconds: number): string {
+  const wait = minutes(retryAfterSeconds);
+  switch (scope) {
+    case 'browser':
+      return `Too many wrong codes from this browser. Wait ${wait}, then type the code your device shows again, carefully. If the code on the device has expired, start again there to get a new one.`;
+    case 'address':
+      return `Too many wrong codes from your internet connection. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
+    case 'network':
+      return `Too many wrong codes from your network. Someone on it may be guessing codes. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
+  }
+}
+
+function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'malformed' | 'unknown', { status: number; message: string }>> {
   return {
-    locked: {
-      status: 429,
-      message: `Too many wrong codes. For your security, codes cannot be entered here for a while: wait ${USER_CODE_LOCKOUT.windowMs / 60_000} minutes, then try again.`,
-    },
     malformed: { status: 400, message: 'A code is 8 letters, like BCDF-GHJK. Check the code on your device and try again.' },
     unknown: {
       status: 400,
@@ -58,11 +73,36 @@ function single(params: RawParams, name: string): string {
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const messages = lookupMessages(deps.config.device.codeLifetime);
+  const lockLog = new OncePerWindow(deps.config.userCode.windowSeconds * 1000);
+
+  // Issue 12: every device authorization stores a record, and a public client needs only
+  // its client_id: requests per address and per client are limited, in memory, so that a
+  // refused one costs no write. RFC 8628 reserves slow_down for the token endpoint; this
+  // is 429 with Retry-After (RFC 6585 §4).
+  const limits = deps.config.deviceAuthorizationLimits;
+  const perAddress = new LocalRateLimit(limits.perAddressPerMinute, 60_000);
+  const perClient = new LocalRateLimit(limits.perClientPerMinute, 60_000);
+  const refusalLog = new OncePerWindow(60_000);
+  const tooMany = (request: FastifyRequest, scope: 'address' | 'client', key: string, retryAfterSeconds: number) => {
+    if (refusalLog.first(`${scope} ${key}`, deps.clock.now())) {
+      request.log.warn({ ip: request.ip, limit: scope, ...(scope === 'client' ? { client: key } : {}) }, 'device authorizations refused: over the per-minute limit');
+    }
+    return new OAuthError('temporarily_unavailable', `too many device authorization requests from this ${scope}; try again in ${retryAfterSeconds} seconds`, {
+      status: 429,
+      retryAfterSeconds,
+    });
+  };
 
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
-    // RFC 8628 §3.1: the client authenticates as at the token endpoint; §3.2 refers to
-    // RFC 6749 §5.1: the response carries a secret, so no caching.
+    // RFC 6749 §5.1 (RFC 8628 §3.2): the response carries a secret, so no caching; a refusal
+    // by the per-address limit comes before anything is read or written.
+    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
+    const addressWait = perAddress.take(request.ip, deps.clock.now());
+    if (addressWait !== null) throw tooMany(request, 'address', request.ip, addressWait);
+    // RFC 8628 §3.1: the client authenticates as at the token endpoint.
     const { client, params } = await clientRequest(deps, request, reply);
+    const clientWait = perClient.take(client.id, deps.clock.now());
+    if (clientWait !== null) throw tooMany(request, 'client', client.id, clientWait);
     // RFC 9449 defines no proof here; one binds the device code to its key, as dpop_jkt
     // binds a code (§10), so that a device code phished or read off the device is worth
     // nothing without the device's key (the cross-device security BCP's sender constraint).
@@ -91,9 +131,18 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   /** Every lookup that did not find a pending request ends on one of these pages. */
   function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
     if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage());
-    if (lookup.kind === 'locked') request.log.warn({ ip: request.ip }, 'device user code entry locked after too many wrong codes');
+    const form = (status: number, error: string) =>
+      page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
+    if (lookup.kind === 'locked') {
+      // One line per address and scope per window, however many tries it refuses.
+      if (lockLog.first(`${lookup.scope} ${request.ip}`, deps.clock.now())) {
+        request.log.warn({ ip: request.ip, limit: lookup.scope }, 'device user codes refused: too many wrong codes');
+      }
+      reply.header('Retry-After', String(lookup.retryAfterSeconds));
+      return form(429, lockedMessage(lookup.scope, lookup.retryAfterSeconds));
+    }
     const { status, message } = messages[lookup.kind];
-    return page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error: message }));
+    return form(status, message);
   }
 
   function approvalUrl(userCode: string): string {

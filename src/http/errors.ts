@@ -54,12 +54,14 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   if ((error.code === 'invalid_token' || error.code === 'insufficient_scope') && !reply.hasHeader('WWW-Authenticate')) {
     reply.header('WWW-Authenticate', bearerChallenge(error));
   }
-  if (error.code === 'temporarily_unavailable') reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
+  if (error.retryAfterSeconds !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(error.retryAfterSeconds))));
+  else if (error.code === 'temporarily_unavailable') reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
     const title =
       error.status === 503 ? 'Temporarily unavailable'
+      : error.status === 429 ? 'Too many requests'
       : error.status >= 500 ? 'Something went wrong'
       : error.status === 403 ? 'Request refused'
       : 'This request cannot be completed';

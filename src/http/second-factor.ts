@@ -13,7 +13,6 @@ import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts'
 import type { SafeHtml } from '../ui/html.ts';
 import { signInPage } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
-import { SIGN_IN_LIMIT } from '../flows/sign-in.ts';
 import { signedInUser } from './sign-in.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
@@ -38,13 +37,27 @@ function cookieOptions(deps: AppDeps, maxAgeSeconds?: number) {
 }
 
 /** A typed code counts against the same limits as the password it follows. */
-function signInLimits(request: FastifyRequest, username: string): CodeLimits {
+/**
+ * Wrong one-time codes per user, whatever the address. Unlike a password, a one-time code is
+ * asked for only after the right password: whoever reaches it has the password, and the
+ * user's codes are locked against them for the window (6 digits do not survive many
+ * addresses' worth of guesses).
+ */
+const ONE_TIME_CODE_LIMIT = { perUser: 10, windowMs: 15 * 60_000 };
+
+/**
+ * A wrong code also counts as a wrong password, under the same keys (flows/sign-in.ts), so
+ * the password and the code together get no more guesses from one address than the
+ * password alone.
+ */
+function signInLimits(deps: AppDeps, request: FastifyRequest, username: string): CodeLimits {
   return {
     limits: [
-      { key: `sign-in:user:${username}`, limit: SIGN_IN_LIMIT.perUser },
-      { key: `sign-in:ip:${request.ip}`, limit: SIGN_IN_LIMIT.perAddress },
+      { key: `sign-in:user-ip:${request.ip} ${username}`, limit: deps.config.signIn.perUserAddress },
+      { key: `sign-in:ip:${request.ip}`, limit: deps.config.signIn.perAddress },
+      { key: `one-time-code:user:${username}`, limit: ONE_TIME_CODE_LIMIT.perUser },
     ],
-    windowMs: SIGN_IN_LIMIT.windowMs,
+    windowMs: deps.config.signIn.windowSeconds * 1000,
   };
 }
 
@@ -166,7 +179,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
       }));
     }
     const retry = (status: number, error: string) => page(reply, status, secondFactorPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error }));
-    const result = await checkSecondFactor(deps, user.id, single(form, 'code'), signInLimits(request, user.username));
+    const result = await checkSecondFactor(deps, user.id, single(form, 'code'), signInLimits(deps, request, user.username));
     switch (result.kind) {
       case 'locked':
         request.log.warn({ user: user.id, ip: request.ip }, 'one-time code entry locked after too many wrong attempts');
@@ -209,8 +222,8 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
     const { user } = signedIn;
     const result = await confirmTotpEnrolment(deps, user.id, single(form, 'code'), {
-      limits: [{ key: `totp-enrol:user:${user.id}`, limit: SIGN_IN_LIMIT.perUser }],
-      windowMs: SIGN_IN_LIMIT.windowMs,
+      limits: [{ key: `totp-enrol:user:${user.id}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
+      windowMs: ONE_TIME_CODE_LIMIT.windowMs,
     });
     if (result.kind === 'not-started') throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
     if (result.kind !== 'confirmed') {

@@ -109,14 +109,17 @@ export function checkCsrf(config: Config, request: FastifyRequest, submitted: un
 const RETURN_BASE = new URL('http://tessera.invalid/');
 
 /**
- * A same-server path to return to after sign-in; anything else falls back to `/`. The value
+ * A same-server path to return to after sign-in; anything else, and anything with a control
+ * or non-ASCII character in it, falls back to `/`. The value
  * is resolved as a browser resolves the Location header it ends up in (WHATWG URL: tabs and
  * newlines dropped, `\` read as `/`), so `//other.example`, `/\other.example` and
  * `/<tab>/other.example` are all seen as the other site they lead to, and what is returned
  * is the parsed path, which cannot carry a character a header may not.
  */
 export function safeReturnTo(value: unknown): string {
-  if (typeof value !== 'string' || !value.startsWith('/') || value.length > 4096) return '/';
+  // Issue 12: input with a control or non-ASCII character is never a link we made, and
+  // browsers disagree on what they do with one: it goes to the default page, unparsed.
+  if (typeof value !== 'string' || !value.startsWith('/') || value.length > 4096 || /[^\x20-\x7e]/.test(value)) return '/';
   let url: URL;
   try {
     url = new URL(value, RETURN_BASE);

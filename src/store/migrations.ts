@@ -433,6 +433,22 @@ const secondFactors: Migration = {
 };
 
 /**
+ * Version 6 (issue 12, security hardening): indexes for the purge of spent grants, and the
+ * networks a client's devices may start a device authorization from
+ * (draft-ietf-oauth-cross-device-security; empty: any).
+ */
+const securityHardening: Migration = {
+  version: 6,
+  name: 'security hardening',
+  statements: [
+    'CREATE INDEX grants_revoked_at ON grants (revoked_at)',
+    'CREATE INDEX grants_active_until ON grants (active_until)',
+    'CREATE INDEX grants_created_at ON grants (created_at)',
+    (t, dialect) => `ALTER TABLE clients ADD COLUMN device_networks ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -445,4 +461,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, singleSignOn, apiResources, senderConstraint, secondFactors];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, singleSignOn, apiResources, senderConstraint, secondFactors];

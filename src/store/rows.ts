@@ -112,6 +112,7 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     webOrigins: read.strings(row, 'web_origins'),
     requireDpop: read.boolean(row, 'require_dpop'),
     requirePar: read.boolean(row, 'require_par'),
+    deviceNetworks: read.strings(row, 'device_networks'),
     createdAt: integer(row, 'created_at'),
     authMethod: oneOf(CLIENT_AUTH_METHODS, 'auth_method', text(row, 'auth_method')),
     previousSecretHash: textOrNull(row, 'previous_secret_hash'),

@@ -30,6 +30,11 @@ export interface ClientRecord {
   readonly grantTypes: readonly GrantType[];
   /** Browser origins allowed to call the token-side endpoints through CORS. */
   readonly webOrigins: readonly string[];
+  /**
+   * CIDR ranges a device authorization for this client may come from (the cross-device
+   * BCP's "restrict the device flow to known networks"); empty: any address.
+   */
+  readonly deviceNetworks: readonly string[];
   readonly createdAt: number;
   /**
    * How it authenticates (RFC 7591 §2 `token_endpoint_auth_method`): `none` exactly when it
@@ -74,7 +79,8 @@ type ClientDefaults =
   | 'postLogoutRedirectUris'
   | 'backchannelLogoutUri'
   | 'requireDpop'
-  | 'requirePar';
+  | 'requirePar'
+  | 'deviceNetworks';
 
 /**
  * A client as it is registered: without `authMethod` it is `none` when it has no secret and
@@ -494,11 +500,17 @@ export interface RateLimitStore {
   hit(key: string, windowMs: number, now: number): Promise<number>;
   /** The count in the current window, without counting. */
   count(key: string, windowMs: number, now: number): Promise<number>;
+  /** The current window of `key` (its count and when it ends), without counting; null when none is open at `now`. */
+  window(key: string, now: number): Promise<{ readonly hits: number; readonly endsAt: number } | null>;
   /** Takes one event back from the current window (an attempt counted in advance that succeeded). */
   release(key: string, now: number): Promise<void>;
 }
 
-/** A signing key pair as JWKs. Published from `createdAt` until `expiresAt`. */
+/**
+ * A signing key pair as JWKs. Published from `createdAt` until `expiresAt`. In the store the
+ * private JWK is encrypted (tokens/key-encryption.ts); the store itself neither knows nor
+ * cares, and keeps whatever object it is given.
+ */
 export interface SigningKeyRecord {
   readonly kid: string;
   readonly alg: SigningAlgorithm;
@@ -519,6 +531,10 @@ export interface KeyStore {
   listPublished(now: number): Promise<SigningKeyRecord[]>;
   /** Schedules the end of a key's signing and publication. */
   schedule(kid: string, retiresAt: number, expiresAt: number): Promise<void>;
+  /** Every key, published or not, oldest first. */
+  list(): Promise<SigningKeyRecord[]>;
+  /** Replaces a key's private JWK (as stored: encrypted, tokens/key-encryption.ts). */
+  setPrivateJwk(kid: string, privateJwk: Readonly<Record<string, unknown>>): Promise<void>;
 }
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -555,12 +571,14 @@ export interface Store extends Stores {
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, revoked
-   * access-token ids, used client assertion ids, passkey ceremony challenges and sign-ins
-   * waiting for a one-time code that expired before `before` (the caller keeps a margin after
-   * expiry, so a replayed code is still recognised as one for a while). Works in small
+   * access-token ids, used client assertion ids, passkey ceremony challenges, sign-ins
+   * waiting for a one-time code and signing keys that expired before `before` (the caller
+   * keeps a margin after expiry, so a replayed code is still recognised as one for a while);
+   * and, given `grantsBefore`, grants revoked before it, whose tokens all expired before it,
+   * or made before it and never used, with their codes and refresh tokens. Works in small
    * batches so it never holds a long lock. Returns the number of rows deleted.
    */
-  purgeExpired(before: number): Promise<number>;
+  purgeExpired(before: number, grantsBefore?: number): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -146,7 +146,7 @@ export class TokenIssuer {
     const nowMs = this.#clock.now();
     const now = seconds(nowMs);
     const scope = issuance.scope.join(' ');
-    const lifetimes = this.#lifetimesFor(issuance.client);
+    const lifetimes = this.#lifetimesFor(issuance.client, grant);
     // An API may set its own access token lifetime (RFC 9068 §2.2 leaves `exp` to the server).
     const accessTokenLifetime = issuance.resource?.accessTokenTtl ?? lifetimes.accessToken;
     const [accessToken, idToken] = await Promise.all([
@@ -290,9 +290,13 @@ export class TokenIssuer {
     return this.#verificationKeys.keys;
   }
 
-  /** Public clients may be given shorter lifetimes than confidential ones. */
-  #lifetimesFor(client: ClientRecord): { accessToken: number; refreshToken: number } {
-    return client.authMethod === 'none' ? this.#lifetimes.publicClient : this.#lifetimes;
+  /** Public clients, and device grants, may be given shorter lifetimes than confidential ones. */
+  #lifetimesFor(client: ClientRecord, grant: GrantRecord): { accessToken: number; refreshToken: number } {
+    const own = client.authMethod === 'none' ? this.#lifetimes.publicClient : this.#lifetimes;
+    if (grant.kind !== GRANT_DEVICE_CODE) return own;
+    // A device grant gets the shorter of its client's lifetimes and the device ones.
+    const device = this.#lifetimes.deviceGrant;
+    return { accessToken: Math.min(own.accessToken, device.accessToken), refreshToken: Math.min(own.refreshToken, device.refreshToken) };
   }
 
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */

@@ -63,7 +63,9 @@ ${view.otherNetwork
 <dt>Device</dt><dd>${view.deviceIp}${view.deviceUserAgent ? html`<br><span class="muted">${view.deviceUserAgent}</span>` : null}</dd>
 <dt>You</dt><dd>${view.approverIp}</dd>
 </dl>
-<p><strong>Approve only if you started this yourself, on a device you have with you.</strong></p>`;
+<p><strong>Approve only if you started this yourself, on a device you have with you.</strong></p>
+<p id="report">Did you not start this? Choose Deny, then report it to your administrator: someone who sends you a code
+or a link to approve is trying to get into your account.</p>`;
 }
 
 export function deviceDonePage(approved: boolean, clientName: string): string {
@@ -73,7 +75,8 @@ export function deviceDonePage(approved: boolean, clientName: string): string {
 <p>You can return to your device: it will continue on its own in a few seconds.</p>`)
     : layout('Request denied', html`<h1>Request denied</h1>
 <p role="status"><strong>${clientName}</strong> was not given access to your account.</p>
-<p>You can return to your device and close this page.</p>`);
+<p>You can return to your device and close this page.</p>
+<p>If you did not start this request yourself, someone may have sent you the code to get into your account: report it to your administrator.</p>`);
 }
 
 export function deviceCodeUsedPage(): string {

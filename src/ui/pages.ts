@@ -141,8 +141,8 @@ ${scopeList(view.access)}
 ${csrfField(view.csrf)}
 ${hiddenFields(view.fields)}
 <div class="actions">
-<button type="submit" name="decision" value="deny">Deny</button>
-<button type="submit" name="decision" value="approve" class="primary">Approve</button>
+<button type="submit" name="decision" value="deny" class="choice">Deny</button>
+<button type="submit" name="decision" value="approve" class="choice">Approve</button>
 </div>
 </form>
 ${signedInAs(view.signedInAs, view.csrf, view.returnTo)}`);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +13,7 @@ import { hashPassword } from '../../src/core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type ClientAuthMethod, type GrantType, type PkcePolicy } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
 import { type Store } from '../../src/store/types.ts';
+import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
@@ -21,7 +23,18 @@ export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
  * hashing at the production cost (proved once, in test/cli.test.ts) was most of the time of
  * every sign-in in the suite.
  */
-export const TEST_ENV: Readonly<Record<string, string>> = { TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' };
+export const TEST_ENV: Readonly<Record<string, string>> = {
+  TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1',
+  // No growing waits after wrong passwords, and room on the password queue for the suite's
+  // bursts from one address: test/sign-in-limits.test.ts sets and proves both.
+  TESSERA_SIGN_IN_DELAY_MS: '0',
+  TESSERA_SIGN_IN_QUEUE: '1000',
+  TESSERA_SIGN_IN_QUEUE_PER_ADDRESS: '1000',
+  // Device authorizations per minute: the suite starts many from 127.0.0.1;
+  // test/device-authorization.test.ts sets and proves the limits.
+  TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000',
+  TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000',
+};
 
 /**
  * An HTTP server listening on a port the system picked (port 0) on the loopback interface,
@@ -90,6 +103,7 @@ export interface TestServer {
     backchannelLogoutUri?: string;
     requireDpop?: boolean;
     requirePar?: boolean;
+    deviceNetworks?: string[];
   }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
@@ -100,6 +114,8 @@ export interface TestServerOptions {
   /** A database URL or path; defaults to a fresh SQLite file in a temporary directory. */
   readonly database?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** Where the server's log lines go (JSON, one a line, warn and above); none by default. */
+  readonly log?: (line: Record<string, unknown>) => void;
   /** The issuer's host (default 127.0.0.1); the server listens on 127.0.0.1 either way. */
   readonly issuerHost?: 'localhost' | '127.0.0.1';
 }
@@ -119,15 +135,33 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     TESSERA_ISSUER: `http://${options.issuerHost ?? '127.0.0.1'}:${port}`,
     TESSERA_DATABASE: options.database ?? join(dir, 'tessera.db'),
     TESSERA_LOG_LEVEL: 'silent',
+    // Instances sharing a PostgreSQL database share the key that encrypts its signing keys,
+    // as docs/security.md tells a deployment to: here, one derived from the database's name.
+    ...(options.database?.startsWith('postgres')
+      ? { TESSERA_KEY_ENCRYPTION_KEY: createHash('sha256').update(options.database).digest('base64url') }
+      : {}),
     ...TEST_ENV,
     ...options.env,
   });
   const clock = options.clock ?? systemClock;
   const start = async () => {
     const store = await openStore(config.database, config.postgres);
-    const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+    // As main.ts does: private keys encrypted under the KEK from the settings (the key file
+    // beside the SQLite file, or in the test's directory for PostgreSQL).
+    const encryption = await Promise.resolve()
+      .then(() => loadKeyEncryption(config.keyEncryption))
+      .catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      });
+    await encryptStoredKeys(store.keys, encryption);
+    const keys = new KeyManager(encryptedKeyStore(store.keys, encryption), clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
     await keys.ensureKeys();
-    const app = await buildApp({ config, store, keys, clock, logger: false });
+    const log = options.log;
+    const logger = log
+      ? { level: 'warn', stream: { write: (line: string) => log(JSON.parse(line) as Record<string, unknown>) } }
+      : false;
+    const app = await buildApp({ config, store, keys, clock, logger });
     await app.ready();
     http.on('request', app.routing);
     return { store, keys, app };
@@ -178,6 +212,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         webOrigins: client.webOrigins ?? [],
         requireDpop: client.requireDpop ?? false,
         requirePar: client.requirePar ?? false,
+        deviceNetworks: client.deviceNetworks ?? [],
         createdAt: clock.now(),
         ...(client.requirePhishingResistant ? { requirePhishingResistant: true } : {}),
         firstParty: client.firstParty ?? false,

@@ -82,6 +82,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         webOrigins: ['https://app.example'],
         requireDpop: false,
         requirePar: false,
+        deviceNetworks: ['192.0.2.0/24', '2001:db8::/48'],
         createdAt: T0,
         authMethod: 'client_secret_basic',
         previousSecretHash: null,
@@ -1189,6 +1190,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE), 0);
       });
 
+      it('reads the current window, its count and its end, without counting', async () => {
+        const key = unique('window');
+        assert.equal(await store.rateLimits.window(key, T0), null);
+        await store.rateLimits.hit(key, MINUTE, T0);
+        await store.rateLimits.hit(key, MINUTE, T0 + SECOND);
+        assert.deepEqual(await store.rateLimits.window(key, T0 + 2 * SECOND), { hits: 2, endsAt: T0 + MINUTE });
+        assert.deepEqual(await store.rateLimits.window(key, T0 + 2 * SECOND), { hits: 2, endsAt: T0 + MINUTE });
+        assert.equal(await store.rateLimits.window(key, T0 + MINUTE), null);
+      });
+
       it('takes a hit back within the window, never below zero, and not once the window has ended', async () => {
         const key = unique('attempt');
         await store.rateLimits.hit(key, MINUTE, T0);
@@ -1277,7 +1288,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const key = signingKey({ createdAt: start, expiresAt: start + 1 });
         await store.keys.add(key);
 
-        assert.equal(await store.purgeExpired(cutoff), 4);
+        assert.equal(await store.purgeExpired(cutoff), 5);
 
         assert.equal(await store.codes.find(codeGone.hash), null);
         assert.deepEqual(await store.codes.find(codeKept.hash), codeKept);
@@ -1287,13 +1298,41 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.sessions.get(sessionKept.idHash, start), sessionKept);
         assert.equal(await store.rateLimits.count(windowGone, HOUR, start), 0);
         assert.equal(await store.rateLimits.count(windowKept, HOUR, start), 1);
-        // Clients, users, grants and keys are not purged.
+        // A key that left the JWKS before the cutoff goes too.
+        assert.ok(!(await store.keys.listPublished(start)).some((published) => published.kid === key.kid));
+        // Clients and users are not purged, nor grants without a cutoff of their own.
         assert.deepEqual(await store.clients.get(client.id), client);
         assert.deepEqual(await store.users.get(user.id), user);
         assert.deepEqual(await store.grants.get(grant.id), grant);
-        assert.ok((await store.keys.listPublished(start)).some((published) => published.kid === key.kid));
         // Everything left expires later than any cutoff a previous purge could have used.
         assert.equal(await store.purgeExpired(cutoff), 0);
+      });
+
+      it('deletes, given a grant cutoff, grants revoked, spent or never used before it, with their codes and refresh tokens, and nothing else', async () => {
+        // Earlier than any other case's records: the store is shared, and the count is exact.
+        const start = Date.UTC(1975, 0, 1);
+        const cutoff = start + 7 * 24 * HOUR;
+        const client = await givenClient({ createdAt: start });
+        const user = await givenUser({ createdAt: start });
+        const grant = (overrides: Partial<GrantRecord>) => givenGrant(client.id, user.id, { createdAt: start, ...overrides });
+        const revokedGone = await grant({ revokedAt: cutoff - 1 });
+        const revokedKept = await grant({ revokedAt: cutoff });
+        const spentGone = await grant({});
+        await store.grants.recordUse(spentGone.id, start, cutoff - 1);
+        const spentKept = await grant({});
+        await store.grants.recordUse(spentKept.id, start, cutoff);
+        const unusedGone = await grant({ createdAt: cutoff - 1 });
+        const unusedKept = await grant({ createdAt: cutoff });
+        // Under a purged grant: a code and a refresh token that live on past the cutoff.
+        const code = await givenCode({ clientId: client.id, userId: user.id, grantId: revokedGone.id, expiresAt: cutoff + HOUR });
+        const token = await givenRefreshToken({ clientId: client.id, userId: user.id, grantId: spentGone.id, expiresAt: cutoff + HOUR });
+
+        assert.equal(await store.purgeExpired(start - HOUR, cutoff), 3);
+        for (const gone of [revokedGone, spentGone, unusedGone]) assert.equal(await store.grants.get(gone.id), null);
+        for (const kept of [revokedKept, spentKept, unusedKept]) assert.ok(await store.grants.get(kept.id));
+        assert.equal(await store.codes.find(code.hash), null);
+        assert.equal(await store.refreshTokens.find(token.hash), null);
+        assert.equal(await store.purgeExpired(start - HOUR, cutoff), 0);
       });
 
       it(`deletes more expired rows than one batch of ${PURGE_BATCH_SIZE} holds`, async () => {

@@ -37,6 +37,7 @@ async function seed(store: Store) {
     webOrigins: [],
     requireDpop: false,
     requirePar: false,
+    deviceNetworks: [],
     createdAt: T0,
     firstParty: false,
     postLogoutRedirectUris: [],

@@ -46,13 +46,16 @@ export const authorizationCodeGrant: TokenGrant = {
     const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge, dpopJkt: proof?.jkt ?? null }, now);
     if (!redeemed) {
       const found = await deps.store.codes.find(hash);
-      if (found?.consumedAt != null) {
+      // RFC 6749 §5.2 invalid_grant: the code "was issued to another client". A code seen
+      // by anyone but its own client tells that caller nothing, and changes nothing: only
+      // the client it was issued to, authenticated as at this endpoint, can end its grant.
+      if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
+      if (found.consumedAt !== null) {
         // RFC 6749 §4.1.2: if a code is used more than once, the server SHOULD revoke all
         // tokens previously issued based on that code.
         await deps.store.grants.revoke(found.grantId, now);
         throw new OAuthError('invalid_grant', 'authorization code has already been used');
       }
-      if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
       if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
       if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
       // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the

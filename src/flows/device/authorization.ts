@@ -3,6 +3,7 @@
  */
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
+import { inNetworks } from '../../core/networks.ts';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord } from '../../store/types.ts';
@@ -71,6 +72,12 @@ export async function startDeviceAuthorization(
 ): Promise<DeviceAuthorizationResponse> {
   if (!client.grantTypes.includes(GRANT_DEVICE_CODE)) {
     throw new OAuthError('unauthorized_client', 'this client is not allowed the device authorization grant');
+  }
+  // draft-ietf-oauth-cross-device-security, "Practical Mitigations": a device flow limited
+  // to the networks its devices are known to be on. A request from elsewhere (an attacker
+  // starting a flow to send its code to a victim) gets no code at all.
+  if (client.deviceNetworks.length > 0 && !inNetworks(origin.ip, client.deviceNetworks)) {
+    throw new OAuthError('unauthorized_client', 'this client may start device authorizations only from its registered networks');
   }
   const scope = await requestedScope(deps, client, params['scope'], resources);
   const { codeLifetime, interval } = deps.config.device;

@@ -1,23 +1,21 @@
 /**
  * RFC 8628 §3.3 (User Interaction): the person enters the user code on a second screen,
  * reviews the request and approves or denies it. §5.1: user codes are short, so every
- * lookup by a typed code is rate limited: after a few wrong codes from one browser or one
- * address, further tries are refused for a while.
+ * lookup by a typed code is rate limited (`config.userCode`, docs/security.md): wrong codes
+ * are counted per browser (strictest), per address and per network (/24, /64), each a
+ * refusal for that one alone, with allowances growing from browser to network so that one
+ * guesser behind a NAT does not lock out everyone behind it; and across the whole server,
+ * where going over the rate only slows every lookup and raises an alert: refusing there
+ * would let one attacker lock everyone out.
  */
 import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
-import { Attempt } from '../attempts.ts';
+import { Attempt, isRefusal } from '../attempts.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import type { FlowDeps } from '../types.ts';
+import { networkOf } from './proximity.ts';
 import { normalizeUserCode } from './user-code.ts';
-
-/**
- * RFC 8628 §5.1 brute-force protection: wrong codes allowed per browser and per client
- * address in one fixed window, which starts at the first wrong code. Once either count
- * reaches `attempts`, every try is refused until that window ends.
- */
-export const USER_CODE_LOCKOUT = { attempts: 5, windowMs: 10 * 60_000 } as const;
 
 /** One try at a user code. */
 export interface CodeAttempt {
@@ -29,9 +27,19 @@ export interface CodeAttempt {
   readonly browser: string | null;
 }
 
+/** Which count refused a typed code. */
+export type LockScope = 'browser' | 'address' | 'network';
+
+/** Raised (through `FlowDeps.alert`) when wrong codes across the server go over their rate. */
+export interface UserCodeAlert {
+  readonly type: 'device.user_code_guessing';
+  readonly wrongCodesLastMinute: number;
+  readonly limitPerMinute: number;
+}
+
 export type CodeLookup =
-  /** Too many wrong codes from this browser or address: refused without looking. */
-  | { readonly kind: 'locked' }
+  /** Too many wrong codes from this browser, address or network: refused without looking. */
+  | { readonly kind: 'locked'; readonly scope: LockScope; readonly retryAfterSeconds: number }
   /** Cannot be a user code (wrong length or characters): not counted, it can match nothing. */
   | { readonly kind: 'malformed' }
   /** No live request has this code: unknown or expired. Counted as a wrong code. */
@@ -54,23 +62,40 @@ export type Decision =
     }
   | { readonly approve: false };
 
-function lockoutKeys(attempt: CodeAttempt): string[] {
-  const keys = [`device-user-code:ip:${attempt.ip}`];
-  if (attempt.browser !== null) keys.push(`device-user-code:browser:${attempt.browser}`);
-  return keys;
+function limitsFor(deps: FlowDeps, attempt: CodeAttempt): { key: string; limit: number; scope: LockScope }[] {
+  const settings = deps.config.userCode;
+  const limits: { key: string; limit: number; scope: LockScope }[] = [];
+  if (attempt.browser !== null) limits.push({ key: `device-user-code:browser:${attempt.browser}`, limit: settings.perBrowser, scope: 'browser' });
+  limits.push({ key: `device-user-code:ip:${attempt.ip}`, limit: settings.perAddress, scope: 'address' });
+  const network = networkOf(attempt.ip);
+  if (network !== null) limits.push({ key: `device-user-code:net:${network}`, limit: settings.perNetwork, scope: 'network' });
+  return limits;
 }
+
+const GLOBAL_KEY = 'device-user-code:all';
+const MINUTE_MS = 60_000;
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Finds the live device request a typed code names, counting a wrong code against the
- * browser and the address. Every lookup by user code goes through here, the decision too,
- * so no path answers "is this a code?" without the limit.
+ * browser, the address and the network. Every lookup by user code goes through here, the
+ * decision too, so no path answers "is this a code?" without the limit.
  */
 export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): Promise<CodeLookup> {
   const now = deps.clock.now();
-  const { attempts, windowMs } = USER_CODE_LOCKOUT;
-  const keys = lockoutKeys(attempt);
-  const guess = await Attempt.reserve(deps.store.rateLimits, keys.map((key) => ({ key, limit: attempts })), windowMs, now);
-  if (!guess) return { kind: 'locked' };
+  const settings = deps.config.userCode;
+  const limits = limitsFor(deps, attempt);
+  const [guess, overall] = await Promise.all([
+    Attempt.reserve(deps.store.rateLimits, limits, settings.windowSeconds * 1000, now),
+    deps.store.rateLimits.count(GLOBAL_KEY, MINUTE_MS, now),
+  ]);
+  if (isRefusal(guess)) {
+    const scope = limits.find((limit) => limit.key === guess.limit.key)!.scope;
+    return { kind: 'locked', scope, retryAfterSeconds: guess.retryAfterSeconds };
+  }
+  // Over the server's rate, every lookup waits: guessing slows for everyone, and no one is
+  // refused for what others did.
+  if (overall >= settings.globalPerMinute && settings.globalDelayMs > 0) await (deps.sleep ?? sleepFor)(settings.globalDelayMs);
 
   const userCode = normalizeUserCode(attempt.input);
   // Input that cannot be a code guesses nothing, so it is not held against anyone.
@@ -80,7 +105,14 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   }
   const record = await deps.store.devices.findByUserCode(userCode, now);
   const client = record ? await deps.store.clients.get(record.clientId) : null;
-  if (!record || !client) return { kind: 'unknown' };
+  if (!record || !client) {
+    const wrong = await deps.store.rateLimits.hit(GLOBAL_KEY, MINUTE_MS, now);
+    // Once per window: the count passes the limit exactly once in each.
+    if (wrong === settings.globalPerMinute + 1) {
+      deps.alert?.({ type: 'device.user_code_guessing', wrongCodesLastMinute: wrong, limitPerMinute: settings.globalPerMinute });
+    }
+    return { kind: 'unknown' };
+  }
   await guess.succeeded();
   if (record.status !== 'pending') return { kind: 'decided', record };
   return { kind: 'pending', record, client };

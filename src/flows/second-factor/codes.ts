@@ -5,7 +5,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { hashSecret } from '../../core/crypto.ts';
-import { Attempt, type AttemptLimit } from '../attempts.ts';
+import { Attempt, isRefusal, type AttemptLimit } from '../attempts.ts';
 import type { FlowDeps } from '../types.ts';
 import { matchTotp, newTotpSecret } from './totp.ts';
 
@@ -59,7 +59,7 @@ export async function confirmTotpEnrolment(deps: FlowDeps, userId: string, typed
   const pending = await deps.store.totp.get(userId);
   if (!pending || pending.confirmedAt !== null) return { kind: 'not-started' };
   const attempt = await Attempt.reserve(deps.store.rateLimits, limits.limits, limits.windowMs, now);
-  if (!attempt) return { kind: 'locked' };
+  if (isRefusal(attempt)) return { kind: 'locked' };
   const step = matchTotp(pending.secret, typed.slice(0, 64), now);
   if (step === null) return { kind: 'wrong-code' };
   const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
@@ -102,7 +102,7 @@ export type CodeCheck =
 export async function checkSecondFactor(deps: FlowDeps, userId: string, typed: string, limits: CodeLimits): Promise<CodeCheck> {
   const now = deps.clock.now();
   const attempt = await Attempt.reserve(deps.store.rateLimits, limits.limits, limits.windowMs, now);
-  if (!attempt) return { kind: 'locked' };
+  if (isRefusal(attempt)) return { kind: 'locked' };
   const input = typed.slice(0, 64);
   const totp = await deps.store.totp.get(userId);
   if (!totp || totp.confirmedAt === null) return { kind: 'wrong-code' };

@@ -51,8 +51,8 @@ export const postgresDialect: Dialect = {
   listUnion: (a, b) => `ARRAY(SELECT DISTINCT value FROM unnest(${a} || ${b}) AS value ORDER BY 1)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
   bigint: (parameter) => `${parameter}::bigint`,
-  purge: (table, key, expiry) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
-    SELECT ${key} FROM ${table} WHERE ${expiry} < :before LIMIT :limit FOR UPDATE SKIP LOCKED))`,
+  purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
+    SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit FOR UPDATE SKIP LOCKED))`,
 };
 
 /**
@@ -378,7 +378,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         throw storeError(error);
       }
     },
-    purgeExpired: (before) => purgeExpired(runPool, before),
+    purgeExpired: (before, grantsBefore) => purgeExpired(runPool, before, grantsBefore),
     async close() {
       await stopListening();
       if (!pool.ended) await pool.end();

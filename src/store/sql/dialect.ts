@@ -22,10 +22,10 @@ export interface Dialect {
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */
   bigint(parameter: string): string;
   /**
-   * One batch of `purgeExpired`: deletes at most `:limit` rows of `table` whose `expiry` is
-   * before `:before`, found through the expiry index and deleted through `key`.
+   * One batch of `purgeExpired`: deletes at most `:limit` rows of `table` for which
+   * `condition` holds (over `:before`), found through its index and deleted through `key`.
    */
-  purge(table: string, key: string, expiry: string): string;
+  purge(table: string, key: string, condition: string): string;
 }
 
 /**

@@ -70,10 +70,10 @@ export function statements(d: Dialect) {
     insertClient: `
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
                            auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
-                           first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par)
+                           first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par, device_networks)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
               :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
-              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar)
+              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar, :deviceNetworks)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
@@ -81,7 +81,8 @@ export function statements(d: Dialect) {
         previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
         jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant,
         first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri,
-        require_dpop = :requireDpop, require_par = :requirePar
+        require_dpop = :requireDpop, require_par = :requirePar,
+        device_networks = :deviceNetworks
       WHERE id = :id
       RETURNING *`,
     // Every SET expression reads the row as it was: the current secret becomes the previous one.
@@ -238,6 +239,7 @@ export function statements(d: Dialect) {
                               ELSE rate_limits.window_ends_at END
       RETURNING hits`,
     countRateLimit: 'SELECT hits FROM rate_limits WHERE key = :key AND window_ends_at > :now',
+    getRateLimit: 'SELECT hits, window_ends_at FROM rate_limits WHERE key = :key AND window_ends_at > :now',
     releaseRateLimit: 'UPDATE rate_limits SET hits = hits - 1 WHERE key = :key AND window_ends_at > :now AND hits > 0',
 
     insertKey: `
@@ -247,6 +249,8 @@ export function statements(d: Dialect) {
       SELECT * FROM signing_keys WHERE expires_at IS NULL OR expires_at > :now
       ORDER BY created_at, kid`,
     scheduleKey: 'UPDATE signing_keys SET retires_at = :retiresAt, expires_at = :expiresAt WHERE kid = :kid',
+    listKeys: 'SELECT * FROM signing_keys ORDER BY created_at, kid',
+    setKeyPrivateJwk: 'UPDATE signing_keys SET private_jwk = :privateJwk WHERE kid = :kid',
 
     insertResource: `
       INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, created_at)
@@ -271,23 +275,38 @@ export function statements(d: Dialect) {
 
     ...secondFactorStatements(d),
 
-    purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
-    purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
-    purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),
-    purgeSessionClients: d.purge('session_clients', 'sid', 'expires_at'),
-    purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at'),
-    purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at'),
-    purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
-    purgeDpopProofs: d.purge('dpop_proofs', 'key', 'expires_at'),
-    purgePushedRequests: d.purge('pushed_requests', 'hash', 'expires_at'),
-    purgeClientAssertions: d.purge('client_assertions', 'jti_hash', 'expires_at'),
+    purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
+    purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at < :before'),
+    purgeSessions: d.purge('sessions', 'id_hash', 'expires_at < :before'),
+    purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at < :before'),
+    purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at < :before'),
+    purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at < :before'),
+    purgeClientAssertions: d.purge('client_assertions', 'jti_hash', 'expires_at < :before'),
+    purgeSessionClients: d.purge('session_clients', 'sid', 'expires_at < :before'),
+    purgeDpopProofs: d.purge('dpop_proofs', 'key', 'expires_at < :before'),
+    purgePushedRequests: d.purge('pushed_requests', 'hash', 'expires_at < :before'),
+    // A key left the JWKS at expires_at, after the last token it signed had expired.
+    purgeKeys: d.purge('signing_keys', 'kid', 'expires_at < :before'),
+    // Issue 12: a grant revoked, whose tokens have all expired, or under which nothing was
+    // ever issued (an approval whose code was never redeemed) can issue nothing more; it is
+    // deleted that long after the last of revocation, expiry or creation that applies, with
+    // its codes and refresh tokens (ON DELETE CASCADE). Three terms, each over an index. A
+    // live remembered grant is the person's consent, kept until they revoke it (one per user
+    // and client, so bounded): only its revocation lets the purge take it.
+    purgeGrants: d.purge(
+      'grants',
+      'id',
+      `(revoked_at < :before
+        OR (revoked_at IS NULL AND remembered = FALSE AND active_until < :before)
+        OR (revoked_at IS NULL AND remembered = FALSE AND active_until IS NULL AND created_at < :before))`,
+    ),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys'] as const satisfies readonly StatementName[];
 
 /**
  * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one
@@ -354,7 +373,7 @@ function secondFactorStatements(d: Dialect) {
       DELETE FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now
       RETURNING *`,
 
-    purgeWebauthnChallenges: d.purge('webauthn_challenges', 'challenge_hash', 'expires_at'),
-    purgePendingSignIns: d.purge('pending_sign_ins', 'id_hash', 'expires_at'),
+    purgeWebauthnChallenges: d.purge('webauthn_challenges', 'challenge_hash', 'expires_at < :before'),
+    purgePendingSignIns: d.purge('pending_sign_ins', 'id_hash', 'expires_at < :before'),
   };
 }

@@ -40,6 +40,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     scopes: list(record.scopes),
     grantTypes: list(record.grantTypes),
     webOrigins: list(record.webOrigins),
+    deviceNetworks: list(record.deviceNetworks),
     authMethod: record.authMethod,
     previousSecretHash: record.previousSecretHash,
     previousSecretExpiresAt: record.previousSecretExpiresAt,
@@ -73,6 +74,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
             backchannelLogoutUri: record.backchannelLogoutUri ?? null,
             requireDpop: record.requireDpop ?? false,
             requirePar: record.requirePar ?? false,
+            deviceNetworks: record.deviceNetworks ?? [],
           }),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
@@ -204,6 +206,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       },
       // The stored window carries its own end, so the window length is not needed to read it.
       count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
+      window: (key, now) => first('getRateLimit', { key, now }, (row) => ({ hits: rows.integer(row, 'hits'), endsAt: rows.integer(row, 'window_ends_at') })),
       release: (key, now) => write('releaseRateLimit', { key, now }),
     },
 
@@ -248,6 +251,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => rows.signingKeyFromRow(row, read)),
       schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
+      list: () => every('listKeys', {}, (row) => rows.signingKeyFromRow(row, read)),
+      setPrivateJwk: (kid, privateJwk) => write('setKeyPrivateJwk', { kid, privateJwk: JSON.stringify(privateJwk) }),
     },
 
     ...secondFactorStores(d, q),
@@ -258,11 +263,14 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
  * `Store.purgeExpired`: batch after batch, each committed before the next starts (on
  * SQLite, an answer waits for its commit), so that other writers wait at most one batch.
  */
-export async function purgeExpired(q: Runner, before: number): Promise<number> {
+export async function purgeExpired(q: Runner, before: number, grantsBefore?: number): Promise<number> {
+  const purges: [StatementName, number][] = PURGES.map((name) => [name, before]);
+  // Grants last: their codes and refresh tokens go with them, and are purged by then anyway.
+  if (grantsBefore !== undefined) purges.push(['purgeGrants', grantsBefore]);
   let deleted = 0;
-  for (const name of PURGES) {
+  for (const [name, cutoff] of purges) {
     for (;;) {
-      const count = await q.changed(name, { before, limit: PURGE_BATCH_SIZE });
+      const count = await q.changed(name, { before: cutoff, limit: PURGE_BATCH_SIZE });
       deleted += count;
       if (count < PURGE_BATCH_SIZE) break;
     }

@@ -4,7 +4,7 @@
  * at open; SQLite runs one writer at a time, so a conditional UPDATE has exactly one winner.
  */
 
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
@@ -35,8 +35,8 @@ export const sqliteDialect: Dialect = {
   listUnion: (a, b) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${a}) UNION SELECT value FROM json_each(${b}) ORDER BY 1))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
   bigint: (parameter) => parameter,
-  purge: (table, key, expiry) =>
-    `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${expiry} < :before LIMIT :limit)`,
+  purge: (table, key, condition) =>
+    `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
 };
 
 /** A refused write as the same error the PostgreSQL store gives (SQLite's extended result codes). */
@@ -64,7 +64,13 @@ export function openSqliteStore(path: string): Store {
 }
 
 function openDatabase(path: string): DatabaseSync {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    // Issue 12: the database holds the signing keys (encrypted), sessions and grants; it is
+    // the owner's alone. A directory Tessera creates is 0700; the file is created 0600
+    // before SQLite opens it, and SQLite gives its -wal and -shm files the same mode.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, 'a', 0o600));
+  }
   const db = new DatabaseSync(path);
   try {
     // busy_timeout first: switching to WAL needs a lock another process may hold.
@@ -125,7 +131,7 @@ function sqliteStore(db: DatabaseSync): Store {
   return {
     ...sqlStores(sqliteDialect, outside),
     transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
-    purgeExpired: (before) => purgeExpired(outside, before),
+    purgeExpired: (before, grantsBefore) => purgeExpired(outside, before, grantsBefore),
     close: () =>
       batch.outside(() => {
         if (!db.isOpen) return;

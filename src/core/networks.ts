@@ -1,0 +1,38 @@
+/**
+ * IP networks written as CIDR ranges (RFC 4632, RFC 4291 §2.3), for the networks a client's
+ * devices may start from.
+ */
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+
+/** A CIDR range in one canonical spelling (`192.0.2.0/24`; a bare address gets /32 or /128); null when it is none. */
+export function normalizeCidr(value: string): string | null {
+  const [address = '', prefix, extra] = value.trim().split('/');
+  if (extra !== undefined) return null;
+  const family = isIPv4(address) ? 4 : isIPv6(address) ? 6 : 0;
+  if (family === 0) return null;
+  const max = family === 4 ? 32 : 128;
+  if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return null;
+  const bits = prefix === undefined ? max : Number(prefix);
+  if (bits > max) return null;
+  return `${address.toLowerCase()}/${bits}`;
+}
+
+/** An IPv4 client on a dual-stack socket arrives as ::ffff:a.b.c.d. */
+function unmapped(ip: string): string {
+  const match = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip.trim());
+  return match ? match[1]! : ip.trim().replace(/%.*$/, '');
+}
+
+/** True when `ip` is in one of `networks` (CIDR ranges as `normalizeCidr` writes them). */
+export function inNetworks(ip: string, networks: readonly string[]): boolean {
+  const address = unmapped(ip);
+  const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : null;
+  if (family === null) return false;
+  const list = new BlockList();
+  for (const network of networks) {
+    const [base = '', bits = ''] = network.split('/');
+    const baseFamily = isIPv4(base) ? 'ipv4' : 'ipv6';
+    if (baseFamily === family) list.addSubnet(base, Number(bits), family);
+  }
+  return list.check(address, family);
+}

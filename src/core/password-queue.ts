@@ -1,0 +1,223 @@
+/**
+ * Password checks on their own threads, behind a bounded, fair queue (issue 12, item 1).
+ *
+ * argon2id is made to be expensive. Run on libuv's thread pool (`crypto.argon2`), a few
+ * sign-in attempts in flight held every thread that signs tokens, and every token response
+ * waited behind them: four wrong-password posts from one address took the code exchange
+ * from milliseconds to a second. Here each check runs on a worker thread of this queue
+ * (`argon2Sync` there), so signing keeps libuv's threads; at most `threads` checks run at
+ * once, at most `maxWaiting` wait, and one address may hold at most `perAddress` of those
+ * places. Waiting attempts are served address by address in turn, so one address cannot
+ * push another's attempt back by sending many. Beyond any bound the answer is immediate:
+ * `busy`, with how long to wait, and nothing is hashed.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import type { PasswordHashCost } from '../config/index.ts';
+import { parsePasswordHash } from './password.ts';
+
+export interface PasswordQueueSettings {
+  /** Worker threads computing argon2id: at most this many checks at once. */
+  readonly threads: number;
+  /** Attempts allowed to wait for a thread, over all addresses. */
+  readonly maxWaiting: number;
+  /** Places (running or waiting) one client address may hold. */
+  readonly perAddress: number;
+}
+
+export type PasswordCheck =
+  | { readonly kind: 'checked'; readonly matches: boolean }
+  /** Refused without hashing: the queue, or this address's share of it, is full. */
+  | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
+
+interface Job {
+  readonly address: string;
+  readonly password: string;
+  readonly nonce: Buffer;
+  readonly cost: PasswordHashCost;
+  readonly tagLength: number;
+  resolve(tag: Buffer): void;
+  reject(error: Error): void;
+}
+
+// The worker's whole program: argon2id, synchronously, on its own thread. Kept as source
+// text so that it needs no file of its own to be found at run time (src/ and dist/ alike).
+const WORKER_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const { argon2Sync } = require('node:crypto');
+parentPort.on('message', ({ password, nonce, memory, passes, parallelism, tagLength }) => {
+  try {
+    const tag = argon2Sync('argon2id', { message: password, nonce: Buffer.from(nonce), memory, passes, parallelism, tagLength });
+    parentPort.postMessage({ tag });
+  } catch (error) {
+    parentPort.postMessage({ error: String(error && error.message || error) });
+  }
+});
+`;
+
+class HashThread {
+  readonly #worker: Worker;
+  #job: Job | null = null;
+  #dead = false;
+
+  constructor(onIdle: (thread: HashThread) => void) {
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true });
+    // An idle pool never keeps the process alive; the server's sockets do while it serves.
+    this.#worker.unref();
+    this.#worker.on('message', (message: { tag?: Uint8Array; error?: string }) => {
+      const job = this.#job;
+      this.#job = null;
+      if (job) {
+        if (message.tag) job.resolve(Buffer.from(message.tag));
+        else job.reject(new Error(`argon2id failed: ${message.error ?? 'unknown error'}`));
+      }
+      onIdle(this);
+    });
+    const fail = (error: Error) => {
+      this.#dead = true;
+      this.#job?.reject(error);
+      this.#job = null;
+      onIdle(this);
+    };
+    this.#worker.on('error', fail);
+    this.#worker.on('exit', (code) => fail(new Error(`the password hashing thread exited (code ${code})`)));
+  }
+
+  get busy(): boolean {
+    return this.#job !== null;
+  }
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  run(job: Job): void {
+    this.#job = job;
+    const { memory, passes, parallelism } = job.cost;
+    this.#worker.postMessage({ password: job.password, nonce: job.nonce, memory, passes, parallelism, tagLength: job.tagLength });
+  }
+
+  terminate(): Promise<number> {
+    this.#dead = true;
+    return this.#worker.terminate();
+  }
+}
+
+/** How long a check took, as a moving average: what Retry-After is estimated from. */
+const INITIAL_ESTIMATE_MS = 500;
+
+export class PasswordQueue {
+  readonly #settings: PasswordQueueSettings;
+  readonly #threads: HashThread[] = [];
+  /** Waiting jobs by address, in the order addresses first arrived: served in turn. */
+  readonly #waiting = new Map<string, Job[]>();
+  /** Places each address holds, running and waiting. */
+  readonly #held = new Map<string, number>();
+  #waitingCount = 0;
+  #averageMs = INITIAL_ESTIMATE_MS;
+  #closed = false;
+
+  constructor(settings: PasswordQueueSettings) {
+    this.#settings = settings;
+  }
+
+  /**
+   * Checks `password` against a PHC-format argon2id hash from `address`'s share of the
+   * queue. A malformed hash matches nothing (and costs nothing).
+   */
+  async verify(password: string, encoded: string, address: string): Promise<PasswordCheck> {
+    const parsed = parsePasswordHash(encoded);
+    if (!parsed) return { kind: 'checked', matches: false };
+    const tag = await this.#hash(address, password, parsed.nonce, parsed.cost, parsed.tag.length);
+    if (tag === null) return { kind: 'busy', retryAfterSeconds: this.retryAfterSeconds() };
+    return { kind: 'checked', matches: timingSafeEqual(tag, parsed.tag) };
+  }
+
+  /** A fresh hash, through the queue like any check; null when there is no room. */
+  async hash(password: string, cost: PasswordHashCost, address: string): Promise<string | null> {
+    const nonce = randomBytes(16);
+    const tag = await this.#hash(address, password, nonce, cost, 32);
+    if (tag === null) return null;
+    const { memory, passes, parallelism } = cost;
+    return `$argon2id$v=19$m=${memory},t=${passes},p=${parallelism}$${nonce.toString('base64url')}$${tag.toString('base64url')}`;
+  }
+
+  /**
+   * Whether `address` would get a place now: read before anything else is done for an
+   * attempt, so that one with no place costs nothing (no count written, no hash).
+   */
+  hasRoom(address: string): boolean {
+    if ((this.#held.get(address) ?? 0) >= this.#settings.perAddress) return false;
+    const running = this.#threads.filter((thread) => thread.busy && !thread.dead).length;
+    return running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting;
+  }
+
+  /** Seconds until everything now queued has been checked: what a refused attempt is told to wait. */
+  retryAfterSeconds(): number {
+    const ahead = this.#waitingCount + this.#threads.filter((thread) => thread.busy).length;
+    return Math.max(1, Math.ceil((ahead * this.#averageMs) / this.#settings.threads / 1000));
+  }
+
+  /** Ends the threads; attempts still waiting are refused. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const jobs of this.#waiting.values()) for (const job of jobs) job.reject(new Error('the server is stopping'));
+    this.#waiting.clear();
+    this.#waitingCount = 0;
+    await Promise.all(this.#threads.splice(0).map((thread) => thread.terminate()));
+  }
+
+  #hash(address: string, password: string, nonce: Buffer, cost: PasswordHashCost, tagLength: number): Promise<Buffer | null> {
+    if (this.#closed) return Promise.reject(new Error('the server is stopping'));
+    const held = this.#held.get(address) ?? 0;
+    const idle = this.#idleThread();
+    if (held >= this.#settings.perAddress || (idle === null && this.#waitingCount >= this.#settings.maxWaiting)) return Promise.resolve(null);
+    this.#held.set(address, held + 1);
+    return new Promise<Buffer>((resolve, reject) => {
+      const job: Job = { address, password, nonce, cost, tagLength, resolve, reject };
+      const queue = this.#waiting.get(address);
+      if (queue) queue.push(job);
+      else this.#waiting.set(address, [job]);
+      this.#waitingCount += 1;
+      this.#dispatch();
+    }).finally(() => {
+      const left = (this.#held.get(address) ?? 1) - 1;
+      if (left === 0) this.#held.delete(address);
+      else this.#held.set(address, left);
+    });
+  }
+
+  #idleThread(): HashThread | null {
+    for (let i = this.#threads.length - 1; i >= 0; i -= 1) if (this.#threads[i]!.dead) this.#threads.splice(i, 1);
+    const idle = this.#threads.find((thread) => !thread.busy);
+    if (idle) return idle;
+    if (this.#threads.length < this.#settings.threads) {
+      const thread = new HashThread(() => this.#dispatch());
+      this.#threads.push(thread);
+      return thread;
+    }
+    return null;
+  }
+
+  /** Gives each idle thread the next job, taking addresses in turn. */
+  #dispatch(): void {
+    while (this.#waitingCount > 0 && !this.#closed) {
+      const thread = this.#idleThread();
+      if (!thread) return;
+      const [address, jobs] = this.#waiting.entries().next().value as [string, Job[]];
+      const job = jobs.shift()!;
+      this.#waiting.delete(address);
+      // The address goes to the back of the line, with what it has left.
+      if (jobs.length > 0) this.#waiting.set(address, jobs);
+      this.#waitingCount -= 1;
+      const began = performance.now();
+      thread.run({
+        ...job,
+        resolve: (tag) => {
+          this.#averageMs = this.#averageMs * 0.8 + (performance.now() - began) * 0.2;
+          job.resolve(tag);
+        },
+      });
+    }
+  }
+}

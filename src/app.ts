@@ -2,6 +2,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
+import { eventLogFields, Events, type EventListener } from './core/events.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
@@ -16,6 +17,8 @@ import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
+import type { Metrics } from './http/metrics.ts';
+import { passwordRoutes } from './http/password.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -31,6 +34,21 @@ export interface AppInput {
   readonly clock: Clock;
   /** Defaults to a pino logger at `config.logLevel`. */
   readonly logger?: FastifyServerOptions['logger'];
+  /** Counts requests, store calls and events when given (main.ts, with TESSERA_METRICS_PORT). */
+  readonly metrics?: Metrics;
+  /** Says when the server is draining (SIGTERM): `/readyz` then answers 503. */
+  readonly readiness?: Readiness;
+}
+
+/** Whether this instance should be sent new requests: false from SIGTERM on. */
+export class Readiness {
+  #draining = false;
+  get draining(): boolean {
+    return this.#draining;
+  }
+  drain(): void {
+    this.#draining = true;
+  }
 }
 
 /** The grants this server implements. */
@@ -52,14 +70,18 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
   };
 }
 
-export function appDeps(input: AppInput): AppDeps {
-  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store, input.config.accessTokenAlg);
+/** `listeners`: who hears of each event besides the events table (the log, the metrics). */
+export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
+  const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
   return {
     config: input.config,
-    store: input.store,
+    store,
     clock: input.clock,
     keys: input.keys,
     tokens,
+    events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
+    readiness: input.readiness ?? new Readiness(),
     grants: GRANTS,
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
@@ -70,7 +92,6 @@ export function appDeps(input: AppInput): AppDeps {
 
 /** Builds the Fastify app from its dependencies; does not listen. */
 export async function buildApp(input: AppInput): Promise<FastifyInstance> {
-  const deps = appDeps(input);
   const app = Fastify({
     logger: input.logger ?? {
       level: input.config.logLevel,
@@ -86,8 +107,14 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     bodyLimit: 16 * 1024,
     routerOptions: { querystringParser: (query: string) => parseParams(query) },
   });
-  registerErrorHandling(app);
-  registerSecurityHeaders(app);
+  // The audit trail's log line: one JSON object per event, beside the request logs.
+  const deps = appDeps(input, [(event) => app.log.info(eventLogFields(event), 'audit event')]);
+  if (input.metrics) {
+    input.metrics.instrument(app);
+    input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
+  }
+  registerErrorHandling(app, input.config.site);
+  registerSecurityHeaders(app, input.config.site.logoUrl);
   registerFormParsing(app);
   registerCors(app, deps);
   await app.register(fastifyCookie);
@@ -100,5 +127,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
   await app.register(accountRoutes, { deps });
+  await app.register(passwordRoutes, { deps });
   return app;
 }

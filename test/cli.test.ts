@@ -140,7 +140,9 @@ describe('the tessera command', () => {
       clock.advance(60_000);
       assert.deepEqual(await signedWith(), before, 'the old keys sign during the lead time');
 
-      clock.advance(541_000);
+      // The command ran on the real clock, some time after this one was set: past its printed start.
+      const signsFrom = Date.parse(/it signs from (\S+)\./.exec(result.stdout)?.[1] ?? '');
+      clock.set(Math.max(clock.now() + 541_000, signsFrom + 1000));
       const after = await signedWith();
       assert.equal(after.idToken.kid, printed['RS256'], 'ID tokens are signed with the new RS256 key after the lead time');
       assert.equal(after.accessToken.kid, printed['ES256'], 'access tokens are signed with the new ES256 key after the lead time');

@@ -7,15 +7,28 @@ import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
+import { systemClock } from '../core/clock.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
+import { EVENT_TYPES, eventLogFields, Events, isEventType, type AuditEvent, type EventInput } from '../core/events.ts';
 import { hashPassword } from '../core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { revokeGrant } from '../flows/lifecycle/grants.ts';
+import {
+  createResetLink,
+  DEFAULT_RESET_TTL_SECONDS,
+  passwordProblem,
+  removeUser,
+  setUserDisabled,
+  setUserPassword,
+  updateUser,
+  type AccountDeps,
+} from '../flows/users.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type Store } from '../store/types.ts';
+import { DuplicateError, type Store, type UserRecord } from '../store/types.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
@@ -32,6 +45,21 @@ Commands:
   client remove CLIENT_ID                 Remove a client and everything issued to it
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
+  user list [--json]                      List users
+  user show USERNAME [--json]             Show a user, their approvals and last sign-in
+  user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
+  user enable USERNAME                    Enable a disabled user again
+  user remove USERNAME                    Remove a user and everything issued to them
+  user update USERNAME [--name "Full Name"] [--email ADDRESS]
+                                          Change a user's name or e-mail address ("" clears it)
+  user set-password USERNAME --password-stdin
+                                          Set a user's password (from standard input); their sessions end
+  user reset-link USERNAME [--ttl SECONDS]
+                                          Print a single-use link where the user sets a new password
+                                          (default: valid for ${DEFAULT_RESET_TTL_SECONDS} seconds)
+  events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
+                                          The audit trail, newest first (--since: an ISO time, or
+                                          an age such as 30m, 24h, 7d; --limit default 100)
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
@@ -105,6 +133,25 @@ async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): 
   }
 }
 
+const LOG_LEVELS_SHOWING_INFO = new Set(['info', 'debug', 'trace']);
+
+/**
+ * What an operator's command needs to change accounts and record it: events are stored
+ * with no address (the command line), and logged as one JSON line on standard error, as
+ * the server logs them, unless TESSERA_LOG_LEVEL is above info.
+ */
+function operatorDeps(config: Config, store: Store, io: Io): AccountDeps {
+  const log = (event: AuditEvent) => {
+    if (LOG_LEVELS_SHOWING_INFO.has(config.logLevel)) io.stderr(`${JSON.stringify({ level: 'info', ...eventLogFields(event), msg: 'audit event' })}\n`);
+  };
+  return { store, clock: systemClock, config, events: new Events(systemClock, store.events, [log]) };
+}
+
+/** Records an operator's change that is one store call, already made. */
+async function recordOperatorEvent(config: Config, store: Store, io: Io, input: EventInput): Promise<void> {
+  await operatorDeps(config, store, io).events.emit({ ...input, detail: { ...input.detail, by: 'operator' } });
+}
+
 async function clientAdd(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     name: { type: 'string' },
@@ -147,8 +194,8 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   const clientId = randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
   const clientSecret = values.public ? null : randomToken(32);
-  await withStore(config, (store) =>
-    store.clients.create({
+  await withStore(config, async (store) => {
+    await store.clients.create({
       id: clientId,
       name,
       secretHash: clientSecret === null ? null : hashSecret(clientSecret),
@@ -157,8 +204,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
       grantTypes,
       webOrigins,
       createdAt: Date.now(),
-    }),
-  );
+    });
+    await recordOperatorEvent(config, store, io, { type: 'client.created', clientId, detail: { name, public: clientSecret === null } });
+  });
   if (values.json) {
     io.stdout(`${JSON.stringify({
       client_id: clientId,
@@ -193,7 +241,11 @@ async function clientList(config: Config, args: string[], io: Io): Promise<void>
 async function clientRemove(config: Config, args: string[], io: Io): Promise<void> {
   const { positionals } = parse(args, {}, 1);
   const id = positionals[0]!;
-  const removed = await withStore(config, (store) => store.clients.remove(id));
+  const removed = await withStore(config, async (store) => {
+    const gone = await store.clients.remove(id);
+    if (gone) await recordOperatorEvent(config, store, io, { type: 'client.removed', clientId: id });
+    return gone;
+  });
   if (!removed) throw new Error(`no client with id ${id}`);
   io.stdout(`Removed client ${id}.\n`);
 }
@@ -225,8 +277,7 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
   if (!/^[\p{L}\p{N}._@+-]{1,64}$/u.test(username)) throw new UsageError('--username: 1-64 letters, digits or . _ @ + -');
   if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
   if (values.email !== undefined && !EMAIL.test(values.email)) throw new UsageError(`--email ${values.email}: not an email address`);
-  const password = (await io.stdin()).replace(/\r?\n$/, '');
-  if (password.length < 8) throw new Error('the password must be at least 8 characters');
+  const password = await readPassword(io);
   const id = randomUUID();
   await withStore(config, async (store) => {
     try {
@@ -244,6 +295,7 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
       if (error instanceof DuplicateError) throw new Error(`a user named ${username} already exists`);
       throw error;
     }
+    await recordOperatorEvent(config, store, io, { type: 'user.created', userId: id, username });
   });
   io.stdout(`Created user ${username} (sub ${id}).\n`);
 }
@@ -253,7 +305,9 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
   const added = await withStore(config, async (store) => {
     const keys = keyManager(config, store);
     await keys.ensureKeys();
-    return keys.rotate();
+    const rotated = await keys.rotate();
+    await recordOperatorEvent(config, store, io, { type: 'keys.rotated', detail: { kids: rotated.map((key) => key.kid).join(' ') } });
+    return rotated;
   });
   for (const key of added) {
     io.stdout(`Published ${key.alg} key ${key.kid}; it signs from ${new Date(key.activatesAt).toISOString()}.\n`);
@@ -261,6 +315,195 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
 }
 
 const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
+
+/** The password from standard input (one trailing newline dropped), if it can be used. */
+async function readPassword(io: Io): Promise<string> {
+  const password = (await io.stdin()).replace(/\r?\n$/, '');
+  const problem = passwordProblem(password);
+  if (problem) throw new Error(problem);
+  return password;
+}
+
+/** The user a command names; an unknown one is one line and exit 1. */
+async function namedUser(store: Store, raw: string): Promise<UserRecord> {
+  const username = normalizeUsername(raw);
+  const user = username ? await store.users.findByUsername(username) : null;
+  if (!user) throw new Error(`no user named ${raw}`);
+  return user;
+}
+
+function userJson(user: UserRecord): Record<string, unknown> {
+  return {
+    sub: user.id,
+    username: user.username,
+    name: user.name,
+    email: user.email,
+    disabled: user.disabled,
+    created_at: new Date(user.createdAt).toISOString(),
+  };
+}
+
+async function userList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } });
+  const users = await withStore(config, (store) => store.users.list());
+  if (values.json) {
+    io.stdout(`${JSON.stringify(users.map(userJson))}\n`);
+    return;
+  }
+  if (users.length === 0) io.stdout('No users.\n');
+  for (const user of users) {
+    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
+  }
+}
+
+async function userShow(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const shown = await withStore(config, async (store) => {
+    const user = await namedUser(store, positionals[0]!);
+    const grants = await store.grants.listForUser(user.id);
+    const [lastSignIn] = await store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
+    return { user, grants: grants.length, lastSignIn: lastSignIn ?? null };
+  });
+  const { user, grants, lastSignIn } = shown;
+  if (values.json) {
+    io.stdout(`${JSON.stringify({
+      ...userJson(user),
+      grants,
+      last_sign_in: lastSignIn === null ? null : { at: new Date(lastSignIn.at).toISOString(), ip: lastSignIn.ip, user_agent: lastSignIn.userAgent },
+    })}\n`);
+    return;
+  }
+  io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
+  sub: ${user.id}
+  name: ${user.name ?? '-'}
+  email: ${user.email ?? '-'}
+  created: ${when(user.createdAt)}
+  approvals not revoked: ${grants}
+  last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
+`);
+}
+
+function userSetDisabled(disabled: boolean): Command {
+  return async (config, args, io) => {
+    const { positionals } = parse(args, {}, 1);
+    const changed = await withStore(config, async (store) => {
+      const user = await namedUser(store, positionals[0]!);
+      if (user.disabled === disabled) return false;
+      await setUserDisabled(operatorDeps(config, store, io), user, disabled);
+      return true;
+    });
+    const name = positionals[0]!;
+    if (!changed) io.stdout(`${name} was already ${disabled ? 'disabled' : 'enabled'}.\n`);
+    else io.stdout(disabled ? `Disabled ${name}: their sessions have ended and their tokens no longer work.\n` : `Enabled ${name}.\n`);
+  };
+}
+
+async function userRemove(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  await withStore(config, async (store) => removeUser(operatorDeps(config, store, io), await namedUser(store, positionals[0]!)));
+  io.stdout(`Removed ${positionals[0]!} and everything issued to them.\n`);
+}
+
+async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { name: { type: 'string' }, email: { type: 'string' } }, 1);
+  if (values.name === undefined && values.email === undefined) throw new UsageError('give --name, --email or both');
+  if (values.email !== undefined && values.email !== '' && !EMAIL.test(values.email)) throw new UsageError(`--email ${values.email}: not an email address`);
+  const changes = {
+    ...(values.name === undefined ? {} : { name: values.name.trim() || null }),
+    ...(values.email === undefined ? {} : { email: values.email || null }),
+  };
+  await withStore(config, async (store) => updateUser(operatorDeps(config, store, io), await namedUser(store, positionals[0]!), changes));
+  io.stdout(`Updated ${positionals[0]!}.\n`);
+}
+
+async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { 'password-stdin': { type: 'boolean' } }, 1);
+  if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
+  await withStore(config, async (store) => {
+    const user = await namedUser(store, positionals[0]!);
+    await setUserPassword(operatorDeps(config, store, io), user, await readPassword(io));
+  });
+  io.stdout(`Set the password of ${positionals[0]!}; their sessions have ended.\n`);
+}
+
+async function userResetLink(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { ttl: { type: 'string' } }, 1);
+  const ttl = values.ttl === undefined ? DEFAULT_RESET_TTL_SECONDS : Number(values.ttl);
+  if (!/^\d{1,7}$/.test(values.ttl ?? '1') || ttl < 60 || ttl > 30 * 86400) throw new UsageError(`--ttl ${values.ttl}: seconds, from 60 to ${30 * 86400}`);
+  const link = await withStore(config, async (store) => {
+    const user = await namedUser(store, positionals[0]!);
+    if (user.disabled) throw new Error(`${positionals[0]!} is disabled: enable them first`);
+    return createResetLink(operatorDeps(config, store, io), user, ttl);
+  });
+  io.stdout(`${link.url}\nGive this link to ${positionals[0]!} only: it sets their password once, until ${when(link.expiresAt)}.\n`);
+}
+
+/** `--since`: an ISO 8601 time, or an age (`30m`, `24h`, `7d`). */
+function parseSince(raw: string, now: number): number {
+  const age = /^(\d{1,6})([smhd])$/.exec(raw.trim());
+  if (age) return now - Number(age[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as 's' | 'm' | 'h' | 'd'];
+  const time = Date.parse(raw);
+  if (Number.isNaN(time) || !/^\d{4}-\d{2}-\d{2}/.test(raw.trim())) throw new UsageError(`--since ${raw}: an ISO time (2026-01-31T12:00:00Z) or an age such as 30m, 24h, 7d`);
+  return time;
+}
+
+function eventJson(event: AuditEvent): Record<string, unknown> {
+  return {
+    id: event.id,
+    type: event.type,
+    at: new Date(event.at).toISOString(),
+    user_id: event.userId,
+    username: event.username,
+    client_id: event.clientId,
+    grant_id: event.grantId,
+    ip: event.ip,
+    user_agent: event.userAgent,
+    detail: event.detail,
+  };
+}
+
+async function eventsCommand(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    user: { type: 'string' },
+    client: { type: 'string' },
+    type: { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (values.type !== undefined && !isEventType(values.type)) throw new UsageError(`--type ${values.type}: one of ${EVENT_TYPES.join(', ')}`);
+  const limit = values.limit === undefined ? 100 : Number(values.limit);
+  if (!/^\d{1,5}$/.test(values.limit ?? '1') || limit < 1 || limit > 10000) throw new UsageError(`--limit ${values.limit}: a whole number from 1 to 10000`);
+  const since = values.since === undefined ? undefined : parseSince(values.since, Date.now());
+  const events = await withStore(config, async (store) => {
+    const username = values.user === undefined ? undefined : normalizeUsername(values.user);
+    // A user who exists is found by their sub, which outlives a rename; a removed one (or a
+    // name typed at a failed sign-in) by the username the events recorded.
+    const user = username === undefined ? null : await store.users.findByUsername(username);
+    return store.events.list({
+      ...(username === undefined ? {} : { userId: user?.id ?? username, username }),
+      ...(values.client === undefined ? {} : { clientId: values.client }),
+      ...(values.type === undefined || !isEventType(values.type) ? {} : { type: values.type }),
+      ...(since === undefined ? {} : { since }),
+      limit,
+    });
+  });
+  if (values.json) {
+    io.stdout(`${JSON.stringify(events.map(eventJson))}\n`);
+    return;
+  }
+  if (events.length === 0) io.stdout('No events.\n');
+  for (const event of events) {
+    const fields = [
+      event.username ?? event.userId ? `user=${event.username ?? event.userId}` : null,
+      event.clientId ? `client=${event.clientId}` : null,
+      event.grantId ? `grant=${event.grantId}` : null,
+      event.ip ? `ip=${event.ip}` : null,
+      ...Object.entries(event.detail).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
+    ].filter(Boolean);
+    io.stdout(`${new Date(event.at).toISOString()}  ${event.type}  ${fields.join(' ')}\n`);
+  }
+}
 
 async function grantList(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { username: { type: 'string' }, json: { type: 'boolean' } });
@@ -301,7 +544,7 @@ async function grantRevoke(config: Config, args: string[], io: Io): Promise<void
   const revoked = await withStore(config, async (store) => {
     const grant = await store.grants.get(id);
     if (!grant) throw new Error(`no grant with id ${id}`);
-    return store.grants.revoke(id, Date.now());
+    return revokeGrant(operatorDeps(config, store, io), grant, 'operator');
   });
   io.stdout(revoked ? `Revoked grant ${id}; its tokens no longer work.\n` : `Grant ${id} was already revoked.\n`);
 }
@@ -341,6 +584,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'client list': clientList,
   'client remove': clientRemove,
   'user add': userAdd,
+  'user list': userList,
+  'user show': userShow,
+  'user disable': userSetDisabled(true),
+  'user enable': userSetDisabled(false),
+  'user remove': userRemove,
+  'user update': userUpdate,
+  'user set-password': userSetPassword,
+  'user reset-link': userResetLink,
   'keys rotate': keysRotate,
   'grant list': grantList,
   'grant revoke': grantRevoke,
@@ -365,6 +616,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return -1;
     }
     if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
+    if (first === 'events') {
+      await eventsCommand(config, argv.slice(1), io);
+      return 0;
+    }
     const command = COMMANDS[`${first} ${second}`];
     if (!command) throw new UsageError(first ? `unknown command: ${[first, second].filter(Boolean).join(' ')}` : 'no command given');
     await command(config, rest, io);

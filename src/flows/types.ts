@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../config/index.ts';
+import type { Events } from '../core/events.ts';
 import type { GrantType } from '../core/protocol.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
@@ -10,6 +11,8 @@ export interface FlowDeps {
   readonly clock: Clock;
   readonly config: Config;
   readonly tokens: TokenIssuer;
+  /** The audit trail's seam: what happened, for the log, the events table and the metrics. */
+  readonly events: Events;
 }
 
 /** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */

@@ -6,7 +6,7 @@ import { normalizeUsername } from '../core/username.ts';
 import { Attempt } from '../flows/attempts.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { html } from '../ui/html.ts';
 import { consentPage, signInPage } from '../ui/pages.ts';
@@ -48,7 +48,7 @@ export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: Fast
   return reply
     .header('Cache-Control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, clientName }));
+    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName }));
 }
 
 /**
@@ -87,14 +87,14 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       return renderSignIn(deps, request, reply, returnTo, authorization.client.name);
     }
 
-    if (decision === 'approve') return reply.redirect(await approveAuthorization(deps, authorization, signedIn.session), 303);
-    if (decision === 'deny') return reply.redirect(denyAuthorization(deps, authorization), 303);
+    if (decision === 'approve') return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, signedIn.session), 303);
+    if (decision === 'deny') return reply.redirect(await denyAuthorization(forRequest(deps, request), authorization, signedIn.session), 303);
     if (decision !== null) return sendError(request, reply, new OAuthError('invalid_request', 'decision must be approve or deny'));
 
     const fields = singleValues(params, ['prompt', 'max_age']);
     allowFormTarget(reply, authorization.redirectUri);
     return reply.type('text/html; charset=utf-8').send(
-      consentPage({
+      consentPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         action: '/oauth/authorize',
         fields,
@@ -138,7 +138,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       reply
         .status(status)
         .type('text/html; charset=utf-8')
-        .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
+        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
 
     const attempt = await Attempt.reserve(
       deps.store.rateLimits,
@@ -149,22 +149,33 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       SIGN_IN_LIMIT.windowMs,
       now,
     );
-    if (!attempt) return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
+    const events = forRequest(deps, request).events;
+    if (!attempt) {
+      await events.emit({ type: 'signin.locked', username });
+      return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
+    }
     const user = username ? await deps.store.users.findByUsername(username) : null;
     // The password is checked even for an unknown user, so the answer takes as long either way.
     const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash)));
-    if (!user || !passwordMatches || user.disabled) return page(401, 'The username or password is incorrect.');
+    if (!user || !passwordMatches || user.disabled) {
+      const reason = !user ? 'unknown_user' : !passwordMatches ? 'wrong_password' : 'disabled';
+      await events.emit({ type: 'signin.failed', userId: user?.id ?? null, username, detail: { reason } });
+      return page(401, 'The username or password is incorrect.');
+    }
     await attempt.succeeded();
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
     await endSession(deps, request, reply);
     await startSession(deps, reply, user.id);
+    await events.emit({ type: 'signin.succeeded', userId: user.id, username: user.username });
     return reply.redirect(returnTo, 303);
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
+    const session = await currentSession(deps, request);
     await endSession(deps, request, reply);
+    if (session) await forRequest(deps, request).events.emit({ type: 'logout', userId: session.userId });
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });
 };

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { KeyManager } from '../tokens/keys.ts';
 
@@ -8,4 +9,11 @@ export interface AppDeps extends FlowDeps {
   readonly grants: readonly TokenGrant[];
   /** Endpoints added by feature plugins, merged into the discovery document. */
   readonly extraMetadata: Readonly<Record<string, unknown>>;
+  /** Whether the server is draining (`/readyz`). */
+  readonly readiness: { readonly draining: boolean };
+}
+
+/** The dependencies with the seam that names this request's address and user agent in its events. */
+export function forRequest<T extends FlowDeps>(deps: T, request: FastifyRequest): T {
+  return { ...deps, events: deps.events.forRequest({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null }) };
 }

@@ -13,7 +13,7 @@ import {
   type LookupFailure,
 } from '../flows/device/verification.ts';
 
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -62,7 +62,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const params = formParams(request);
     // RFC 8628 §3.1: the client authenticates as at the token endpoint.
     const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
-    const response = await startDeviceAuthorization(deps, client, params, {
+    const response = await startDeviceAuthorization(forRequest(deps, request), client, params, {
       ip: request.ip,
       userAgent: request.headers['user-agent'] ?? null,
     });
@@ -81,10 +81,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
 
   /** Every lookup that did not find a pending request ends on one of these pages. */
   function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
-    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage());
-    if (lookup.kind === 'locked') request.log.warn({ ip: request.ip }, 'device user code entry locked after too many wrong codes');
+    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage(deps.config.site));
     const { status, message } = messages[lookup.kind];
-    return page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error: message }));
+    return page(reply, status, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error: message }));
   }
 
   function approvalUrl(userCode: string): string {
@@ -96,7 +95,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     return page(
       reply,
       200,
-      consentPage({
+      consentPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         action: APPROVE_PATH,
         fields: { user_code: userCode },
@@ -121,14 +120,14 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   // confirms it, so that a link alone never leads to an approval page.
   app.get(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
     const value = single(request.query as RawParams, 'user_code').slice(0, 32);
-    return page(reply, 200, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value }));
+    return page(reply, 200, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value }));
   });
 
   app.post(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const typed = single(form, 'user_code');
-    const lookup = await findDeviceRequest(deps, attemptOf(request, typed));
+    const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     // Post, redirect, get: the approval page can be reloaded, and is where sign-in returns.
     return reply.redirect(approvalUrl(lookup.record.userCode), 303);
@@ -136,7 +135,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
 
   app.get(APPROVE_PATH, { config: { page: true } }, async (request, reply) => {
     const typed = single(request.query as RawParams, 'user_code');
-    const lookup = await findDeviceRequest(deps, attemptOf(request, typed));
+    const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
@@ -155,12 +154,11 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       return reply.redirect(`${APPROVE_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
     }
     const result = await decideDeviceRequest(
-      deps,
+      forRequest(deps, request),
       attemptOf(request, typed),
-      decision === 'approve' ? { approve: true, session: signedIn.session } : { approve: false },
+      decision === 'approve' ? { approve: true, session: signedIn.session } : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
-    request.log.info({ client: result.client.id, approved: result.approved }, 'device authorization decided');
-    return page(reply, 200, deviceDonePage(result.approved, result.client.name));
+    return page(reply, 200, deviceDonePage(deps.config.site, result.approved, result.client.name));
   });
 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { authenticateClient } from './client-auth.ts';
 import { formParams } from './form.ts';
 
@@ -23,6 +23,6 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     if (!client.grantTypes.includes(grant.type)) {
       throw new OAuthError('unauthorized_client', `this client is not allowed the ${grantType} grant`);
     }
-    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params));
+    return reply.type('application/json; charset=utf-8').send(await grant.handle(forRequest(deps, request), client, params));
   });
 };

@@ -13,6 +13,7 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
+import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
 import type { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
@@ -61,7 +62,17 @@ export interface UserStore {
   get(id: string): Promise<UserRecord | null>;
   findByUsername(username: string): Promise<UserRecord | null>;
   list(): Promise<UserRecord[]>;
+  /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Changes the profile fields given (null clears one); false when there is no such user. */
+  update(id: string, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<boolean>;
+  /** Replaces the password hash (PHC argon2id); false when there is no such user. */
+  setPasswordHash(id: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Deletes the user row (its password resets go with it). Everything else that names the
+   * user (sessions, grants, device requests) must be removed first, in the same transaction.
+   */
+  remove(id: string): Promise<boolean>;
 }
 
 /** A browser session after sign-in. */
@@ -80,6 +91,11 @@ export interface SessionStore {
   /** The session if it exists and has not expired at `now`. */
   get(idHash: string, now: number): Promise<SessionRecord | null>;
   remove(idHash: string): Promise<void>;
+  /**
+   * Ends every session of the user (disabled, removed, or a new password) but the one whose
+   * hash is `except` (the browser that changed the password); returns how many ended.
+   */
+  removeForUser(userId: string, except?: string): Promise<number>;
 }
 
 /** What the user approved: one approval, from which codes and tokens are issued. */
@@ -127,6 +143,8 @@ export interface GrantStore {
    * revoked.
    */
   recordUse(id: string, now: number, activeUntil: number): Promise<boolean>;
+  /** Deletes every grant of the user, revoked or not, with their codes and refresh tokens (a removed user). */
+  removeForUser(userId: string): Promise<number>;
 }
 
 /**
@@ -264,6 +282,10 @@ export interface DeviceAuthorizationStore {
     clientId: string,
     now: number,
   ): Promise<{ readonly outcome: DevicePollOutcome; readonly record: DeviceAuthorizationRecord } | null>;
+  /** How many requests wait for a person's decision at `now` (pending and unexpired): a metric. */
+  countPending(now: number): Promise<number>;
+  /** Deletes the requests the user decided (a removed user). */
+  removeForUser(userId: string): Promise<number>;
 }
 
 export interface RateLimitStore {
@@ -298,6 +320,49 @@ export interface KeyStore {
   schedule(kid: string, retiresAt: number, expiresAt: number): Promise<void>;
 }
 
+/**
+ * A single-use link to set a new password (`tessera user reset-link`), stored by the hash of
+ * its token.
+ */
+export interface PasswordResetRecord {
+  readonly tokenHash: string;
+  readonly userId: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly usedAt: number | null;
+}
+
+export interface PasswordResetStore {
+  create(reset: PasswordResetRecord): Promise<void>;
+  /** The record if it is unused and unexpired at `now`; does not use it up. */
+  find(tokenHash: string, now: number): Promise<PasswordResetRecord | null>;
+  /**
+   * Uses the link up: exactly one caller receives the record, only while it is unused and
+   * unexpired at `now`; otherwise nothing changes and null is returned.
+   */
+  consume(tokenHash: string, now: number): Promise<PasswordResetRecord | null>;
+}
+
+/** What `EventStore.list` returns: every filter given must match. */
+export interface EventFilter {
+  /** The user's id or, for events that name only what was typed (a failed sign-in), the username. */
+  readonly userId?: string;
+  readonly username?: string;
+  readonly clientId?: string;
+  readonly type?: EventType;
+  /** Events at or after this time. */
+  readonly since?: number;
+  /** At most this many, newest first. */
+  readonly limit: number;
+}
+
+/** The audit trail (core/events.ts), kept for `TESSERA_EVENT_RETENTION`. */
+export interface EventStore extends EventWriter {
+  add(event: AuditEvent): Promise<void>;
+  /** Newest first. */
+  list(filter: EventFilter): Promise<AuditEvent[]>;
+}
+
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
 export interface Stores {
   readonly clients: ClientStore;
@@ -310,6 +375,8 @@ export interface Stores {
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
+  readonly passwordResets: PasswordResetStore;
+  readonly events: EventStore;
 }
 
 export interface Store extends Stores {
@@ -322,12 +389,13 @@ export interface Store extends Stores {
    */
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
-   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens and
-   * revoked access-token ids that expired before `before` (the caller keeps a margin after
-   * expiry, so a replayed code is still recognised as one for a while). Works in small
-   * batches so it never holds a long lock. Returns the number of rows deleted.
+   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, password
+   * reset links and revoked access-token ids that expired before `before` (the caller keeps
+   * a margin after expiry, so a replayed code is still recognised as one for a while), and,
+   * when `eventsBefore` is given, events older than it. Works in small batches so it never
+   * holds a long lock. Returns the number of rows deleted.
    */
-  purgeExpired(before: number): Promise<number>;
+  purgeExpired(before: number, eventsBefore?: number): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import { type SessionRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
 
@@ -15,8 +16,8 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
   const grantId = randomUUID();
   const code = randomToken(32);
   // One transaction: a code never refers to a grant that was not stored, nor is a grant
-  // left behind without the code it was approved for.
-  await deps.store.transaction(async (tx) => {
+  // left behind without the code it was approved for, nor either without its events.
+  await transactionWithEvents(deps, async (tx, record) => {
     await tx.grants.create({
       id: grantId,
       userId: session.userId,
@@ -42,12 +43,16 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       expiresAt: now + deps.config.lifetimes.authorizationCode * 1000,
       consumedAt: null,
     });
+    const about = { userId: session.userId, clientId: request.client.id, grantId };
+    await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });
+    await record({ type: 'code.issued', ...about });
   });
   return redirectToClient(request.redirectUri, deps.config.issuer, request.state, { code });
 }
 
 /** The user declined (RFC 6749 §4.1.2.1: access_denied). */
-export function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest): string {
+export async function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
+  await deps.events.emit({ type: 'consent.denied', userId: session.userId, clientId: request.client.id, detail: { scope: request.scope.join(' ') } });
   return redirectToClient(request.redirectUri, deps.config.issuer, request.state, {
     error: 'access_denied',
     error_description: 'the user denied the request',

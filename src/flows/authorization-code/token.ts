@@ -5,6 +5,7 @@ import { CODE_VERIFIER_PATTERN, hashSecret, s256 } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const authorizationCodeGrant: TokenGrant = {
@@ -36,7 +37,12 @@ export const authorizationCodeGrant: TokenGrant = {
       if (found?.consumedAt != null) {
         // RFC 6749 §4.1.2: if a code is used more than once, the server SHOULD revoke all
         // tokens previously issued based on that code.
-        await deps.store.grants.revoke(found.grantId, now);
+        await transactionWithEvents(deps, async (tx, record) => {
+          const about = { userId: found.userId, clientId: found.clientId, grantId: found.grantId };
+          const revoked = await tx.grants.revoke(found.grantId, now);
+          await record({ type: 'code.replayed', ...about });
+          if (revoked) await record({ type: 'grant.revoked', ...about, detail: { by: 'code_replay' } });
+        });
         throw new OAuthError('invalid_grant', 'authorization code has already been used');
       }
       if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
@@ -51,7 +57,7 @@ export const authorizationCodeGrant: TokenGrant = {
     // under a revoked grant are dead wherever revocation is checked.
     const user = await deps.store.users.get(redeemed.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
-    return deps.tokens.issue({
+    const response = await deps.tokens.issue({
       client,
       user,
       scope: redeemed.scope,
@@ -59,5 +65,7 @@ export const authorizationCodeGrant: TokenGrant = {
       authTime: redeemed.authTime,
       nonce: redeemed.nonce,
     });
+    await deps.events.emit({ type: 'code.redeemed', userId: user.id, username: user.username, clientId: client.id, grantId: redeemed.grantId });
+    return response;
   },
 };

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
 import { Attempt } from '../attempts.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { normalizeUserCode } from './user-code.ts';
 
@@ -44,7 +45,12 @@ export type LookupFailure = Exclude<CodeLookup, { readonly kind: 'pending' }>;
 
 export type DecisionResult = LookupFailure | { readonly kind: 'done'; readonly approved: boolean; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord };
 
-export type Decision = { readonly approve: true; readonly session: SessionRecord } | { readonly approve: false };
+export type Decision = { readonly approve: true; readonly session: SessionRecord } | { readonly approve: false; readonly userId: string };
+
+/** Where the device asked from, beside the approver's own address in a device event. */
+function deviceDetail(record: DeviceAuthorizationRecord): Record<string, string | null> {
+  return { device_ip: record.requestIp, device_user_agent: record.requestUserAgent, scope: record.scope.join(' ') };
+}
 
 function lockoutKeys(attempt: CodeAttempt): string[] {
   const keys = [`device-user-code:ip:${attempt.ip}`];
@@ -62,7 +68,10 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const { attempts, windowMs } = USER_CODE_LOCKOUT;
   const keys = lockoutKeys(attempt);
   const guess = await Attempt.reserve(deps.store.rateLimits, keys.map((key) => ({ key, limit: attempts })), windowMs, now);
-  if (!guess) return { kind: 'locked' };
+  if (!guess) {
+    await deps.events.emit({ type: 'device.code_entry_locked', ip: attempt.ip });
+    return { kind: 'locked' };
+  }
 
   const userCode = normalizeUserCode(attempt.input);
   // Input that cannot be a code guesses nothing, so it is not held against anyone.
@@ -91,6 +100,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
 
   if (!decision.approve) {
     const denied = await deps.store.devices.decide(record.userCode, { approve: false }, now);
+    if (denied) await deps.events.emit({ type: 'device.denied', userId: decision.userId, clientId: record.clientId, detail: deviceDetail(record) });
     return denied ? { kind: 'done', approved: false, record: denied, client } : settledState(deps, record.userCode);
   }
 
@@ -99,8 +109,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
   // and a decision lost to another (or to expiry) takes the grant back with it.
   const { session } = decision;
   const grantId = randomUUID();
-  const approved = await deps.store
-    .transaction(async (tx) => {
+  const approved = await transactionWithEvents(deps, async (tx, recordEvent) => {
       await tx.grants.create({
         id: grantId,
         userId: session.userId,
@@ -118,6 +127,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
         now,
       );
       if (!decided) throw new DecisionLost();
+      await recordEvent({ type: 'device.approved', userId: session.userId, clientId: record.clientId, grantId, detail: deviceDetail(record) });
       return decided;
     })
     .catch((error: unknown) => {

@@ -328,7 +328,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         throw storeError(error);
       }
     },
-    purgeExpired: (before) => purgeExpired(runPool, before),
+    purgeExpired: (before, eventsBefore) => purgeExpired(runPool, before, eventsBefore),
     async close() {
       await stopListening();
       if (!pool.ended) await pool.end();

@@ -62,12 +62,24 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       findByUsername: (username) => first('getUserByUsername', { username }, user),
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+      update: (id, changes) =>
+        changedAny('updateUser', {
+          id,
+          setName: changes.name === undefined ? 0 : 1,
+          name: changes.name ?? null,
+          setEmail: changes.email === undefined ? 0 : 1,
+          email: changes.email ?? null,
+        }),
+      setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),
+      remove: (id) => changedAny('removeUser', { id }),
     },
 
     sessions: {
       create: (session) => write('insertSession', { ...session }),
       get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
       remove: (idHash) => write('removeSession', { idHash }),
+      // No session id hashes to the empty string.
+      removeForUser: (userId, except) => q.changed('removeSessionsForUser', { userId, except: except ?? '' }),
     },
 
     grants: {
@@ -89,6 +101,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
       listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
       recordUse: (id, now, activeUntil) => changedAny('recordGrantUse', { id, now, activeUntil }),
+      removeForUser: (userId) => q.changed('removeGrantsForUser', { userId }),
     },
 
     refreshTokens: {
@@ -127,6 +140,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         ),
       poll: (deviceCodeHash, clientId, now) =>
         first('pollDevice', { deviceCodeHash, clientId, now }, (row) => ({ outcome: rows.pollOutcomeFromRow(row), record: device(row) })),
+      // COUNT(*) is a bigint in PostgreSQL, which the driver reads as a number.
+      countPending: async (now) => (await first('countPendingDevices', { now }, (row) => Number(row['pending']))) ?? 0,
+      removeForUser: (userId) => q.changed('removeDevicesForUser', { userId }),
     },
 
     rateLimits: {
@@ -146,6 +162,29 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => rows.signingKeyFromRow(row, read)),
       schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
     },
+
+    passwordResets: {
+      create: (reset) => write('insertPasswordReset', { ...reset }),
+      find: (tokenHash, now) => first('getPasswordReset', { tokenHash, now }, rows.passwordResetFromRow),
+      consume: (tokenHash, now) => first('consumePasswordReset', { tokenHash, now }, rows.passwordResetFromRow),
+    },
+
+    events: {
+      add: (event) => write('insertEvent', { ...event, detail: JSON.stringify(event.detail) }),
+      list: (filter) =>
+        every(
+          'listEvents',
+          {
+            userId: filter.userId ?? null,
+            username: filter.username ?? filter.userId ?? null,
+            clientId: filter.clientId ?? null,
+            type: filter.type ?? null,
+            since: filter.since ?? null,
+            limit: filter.limit,
+          },
+          (row) => rows.eventFromRow(row, read),
+        ),
+    },
   };
 }
 
@@ -153,9 +192,13 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
  * `Store.purgeExpired`: batch after batch, each committed before the next starts (on
  * SQLite, an answer waits for its commit), so that other writers wait at most one batch.
  */
-export async function purgeExpired(q: Runner, before: number): Promise<number> {
+export async function purgeExpired(q: Runner, before: number, eventsBefore?: number): Promise<number> {
   let deleted = 0;
-  for (const name of PURGES) {
+  const purges: readonly [StatementName, number][] = [
+    ...PURGES.map((name) => [name, before] as [StatementName, number]),
+    ...(eventsBefore === undefined ? [] : [['purgeEvents', eventsBefore] as [StatementName, number]]),
+  ];
+  for (const [name, before] of purges) {
     for (;;) {
       const count = await q.changed(name, { before, limit: PURGE_BATCH_SIZE });
       deleted += count;

@@ -124,7 +124,7 @@ function sqliteStore(db: DatabaseSync): Store {
   return {
     ...sqlStores(sqliteDialect, outside),
     transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
-    purgeExpired: (before) => purgeExpired(outside, before),
+    purgeExpired: (before, eventsBefore) => purgeExpired(outside, before, eventsBefore),
     close: () =>
       batch.outside(() => {
         if (!db.isOpen) return;

@@ -25,15 +25,22 @@ const PURGE_EVERY_MS = 60_000;
  * the purge is idempotent and each batch skips the rows another one holds. Returns a stop
  * function that resolves once a purge under way has finished, so the store can be closed.
  */
-export function schedulePurge(store: Store, onError: (error: unknown) => void, random: () => number = Math.random): () => Promise<void> {
+export function schedulePurge(
+  store: Store,
+  onError: (error: unknown) => void,
+  random: () => number = Math.random,
+  /** How long events are kept (TESSERA_EVENT_RETENTION); absent, they are not purged. */
+  eventRetentionMs?: number,
+): () => Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
   const next = () => {
     if (stopped) return;
     timer = setTimeout(() => {
+      const now = systemClock.now();
       running = store
-        .purgeExpired(systemClock.now() - PURGE_RETENTION_MS)
+        .purgeExpired(now - PURGE_RETENTION_MS, eventRetentionMs === undefined ? undefined : now - eventRetentionMs)
         .then(() => {}, onError)
         .finally(next);
     }, PURGE_EVERY_MS * (0.5 + random()));
@@ -57,7 +64,16 @@ export function keyManager(config: Config, store: Store): KeyManager {
 export interface RunningServer {
   readonly app: FastifyInstance;
   readonly url: string;
+  /** Where `/metrics` is served, when TESSERA_METRICS_PORT is set (and this is not a cluster worker). */
+  readonly metricsUrl: string | null;
+  /** Stops at once: requests in flight finish (within TESSERA_SHUTDOWN_TIMEOUT), new ones are refused. */
   close(): Promise<void>;
+  /**
+   * Stops for a rolling deploy (SIGTERM): `/readyz` answers 503 at once while requests are
+   * still served for TESSERA_SHUTDOWN_DELAY, so the load balancer takes this instance out
+   * first; then `close`.
+   */
+  drain(): Promise<void>;
 }
 
 /** A HOST given as a loopback address is the issuer's host too; otherwise it stays `localhost`. */
@@ -96,7 +112,36 @@ async function listenOnPickedPort(config: Config): Promise<{ server: Server; con
   };
 }
 
+/** Resolves after `ms`, or at once for 0. */
+const sleep = (ms: number) => new Promise<void>((resolve) => (ms <= 0 ? resolve() : setTimeout(resolve, ms).unref()));
+
+/** Waits for `closing`, but at most `ms`; then `force` (close every connection) and wait for it. */
+async function within(closing: Promise<unknown>, ms: number, force: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+    timer.unref();
+  });
+  if ((await Promise.race([closing, late])) === 'late') force();
+  clearTimeout(timer);
+  await closing;
+}
+
 export async function startServer(settings: Config): Promise<RunningServer> {
+  // The metrics listener first: one that cannot bind stops the start before anything else.
+  // Loaded only when asked for: prom-client is not needed otherwise.
+  const metricsModule = settings.metrics.port === null ? null : await import('./http/metrics.ts');
+  const metrics = metricsModule ? new metricsModule.Metrics() : undefined;
+  let metricsServer: { server: Server; url: string } | null = null;
+  if (metricsModule && metrics) {
+    if (cluster.isWorker) {
+      // The primary serves the sum of every worker's metrics (prom-client's AggregatorRegistry).
+      const { AggregatorRegistry } = await import('prom-client');
+      AggregatorRegistry.setRegistries([metrics.registry]);
+    } else {
+      metricsServer = await metricsModule.serveMetrics(metrics.registry, settings.metrics.host, settings.metrics.port!);
+    }
+  }
   const picked = settings.port === 0 && new URL(settings.issuer).port === '0' ? await listenOnPickedPort(settings) : null;
   const config = picked?.config ?? settings;
   const store = await openStore(config.database, config.postgres);
@@ -104,9 +149,10 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   await keys.ensureKeys();
   // Loaded here, not at the top: a node:cluster primary never serves, and without the app
   // (Fastify, the flows, the pages) it holds about a third less memory.
-  const { buildApp } = await import('./app.ts');
-  const app = await buildApp({ config, store, keys, clock: systemClock });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'));
+  const { buildApp, Readiness } = await import('./app.ts');
+  const readiness = new Readiness();
+  const app = await buildApp({ config, store, keys, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.eventRetentionSeconds * 1000);
   let address: string;
   if (picked) {
     await app.ready();
@@ -116,19 +162,40 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     address = await app.listen({ port: config.port, host: config.host });
   }
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address})`);
+  if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
+  const timeoutMs = config.shutdown.timeoutSeconds * 1000;
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      await stopPurge();
+      // Stops accepting; requests in flight finish, up to the timeout, then their connections close.
+      const http = picked?.server ?? app.server;
+      const stopped = picked
+        ? new Promise<void>((resolve) => {
+            picked.server.close(() => resolve());
+            picked.server.closeIdleConnections();
+          }).then(() => app.close())
+        : app.close();
+      await within(stopped, timeoutMs, () => http.closeAllConnections());
+      if (metricsServer) {
+        const { server } = metricsServer;
+        await new Promise((resolve) => {
+          server.close(resolve);
+          server.closeAllConnections();
+        });
+      }
+      await store.close();
+    })());
   return {
     app,
     url: address,
-    async close() {
-      await stopPurge();
-      if (picked) {
-        await new Promise((resolve) => {
-          picked.server.close(resolve);
-          picked.server.closeIdleConnections();
-        });
-      }
-      await app.close();
-      await store.close();
+    metricsUrl: metricsServer?.url ?? null,
+    close,
+    async drain() {
+      readiness.drain();
+      app.log.info(`draining: /readyz answers 503; stopping in ${config.shutdown.delaySeconds} s`);
+      await sleep(config.shutdown.delaySeconds * 1000);
+      await close();
     },
   };
 }
@@ -154,14 +221,13 @@ export async function main(): Promise<void> {
 export async function serve(config: Config): Promise<void> {
   if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
   const server = await startServer(config);
-  const stop = () => {
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
+  const stop = (stopping: Promise<void>) => stopping.then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+  process.once('SIGINT', () => stop(server.close()));
+  process.once('SIGTERM', () => stop(server.drain()));
 }
 
 /**
@@ -173,6 +239,13 @@ export async function serve(config: Config): Promise<void> {
  * whole server, since its replacement would fail the same way.
  */
 async function servePrimary(config: Config): Promise<void> {
+  if (config.metrics.port !== null) {
+    // The workers' metrics, summed: each worker hands its registry over on request.
+    const [{ AggregatorRegistry }, { serveMetrics }] = await Promise.all([import('prom-client'), import('./http/metrics.ts')]);
+    const aggregator = new AggregatorRegistry();
+    const { url } = await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.host, config.metrics.port);
+    process.stdout.write(`metrics at ${url}\n`);
+  }
   const store = await openStore(config.database, config.postgres);
   try {
     await keyManager(config, store).ensureKeys();

@@ -477,11 +477,15 @@ async function eventsCommand(config: Config, args: string[], io: Io): Promise<vo
   const since = values.since === undefined ? undefined : parseSince(values.since, Date.now());
   const events = await withStore(config, async (store) => {
     const username = values.user === undefined ? undefined : normalizeUsername(values.user);
-    // A user who exists is found by their sub, which outlives a rename; a removed one (or a
-    // name typed at a failed sign-in) by the username the events recorded.
-    const user = username === undefined ? null : await store.users.findByUsername(username);
+    // A user is found by their sub, which the events of a removed user still carry: the
+    // user's record, or else the latest event that named both (their removal, a sign-in).
+    let userId: string | undefined;
+    if (username !== undefined) {
+      userId = (await store.users.findByUsername(username))?.id;
+      userId ??= (await store.events.list({ userId: username, username, limit: 1000 })).find((event) => event.username === username && event.userId !== null)?.userId ?? username;
+    }
     return store.events.list({
-      ...(username === undefined ? {} : { userId: user?.id ?? username, username }),
+      ...(username === undefined ? {} : { userId, username }),
       ...(values.client === undefined ? {} : { clientId: values.client }),
       ...(values.type === undefined || !isEventType(values.type) ? {} : { type: values.type }),
       ...(since === undefined ? {} : { since }),

@@ -150,8 +150,11 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       now,
     );
     const events = forRequest(deps, request).events;
+    // The application the sign-in is for, when it interrupted an authorization request.
+    const requested = new URLSearchParams(returnTo.split('?')[1] ?? '').get('client_id');
+    const clientId = requested && requested.length <= 256 && returnTo.startsWith('/oauth/authorize?') ? ((await deps.store.clients.get(requested))?.id ?? null) : null;
     if (!attempt) {
-      await events.emit({ type: 'signin.locked', username });
+      await events.emit({ type: 'signin.locked', username, clientId });
       return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
     }
     const user = username ? await deps.store.users.findByUsername(username) : null;
@@ -159,14 +162,14 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const passwordMatches = await verifyPassword(password.slice(0, 1024), user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash)));
     if (!user || !passwordMatches || user.disabled) {
       const reason = !user ? 'unknown_user' : !passwordMatches ? 'wrong_password' : 'disabled';
-      await events.emit({ type: 'signin.failed', userId: user?.id ?? null, username, detail: { reason } });
+      await events.emit({ type: 'signin.failed', userId: user?.id ?? null, username, clientId, detail: { reason } });
       return page(401, 'The username or password is incorrect.');
     }
     await attempt.succeeded();
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
     await endSession(deps, request, reply);
     await startSession(deps, reply, user.id);
-    await events.emit({ type: 'signin.succeeded', userId: user.id, username: user.username });
+    await events.emit({ type: 'signin.succeeded', userId: user.id, username: user.username, clientId });
     return reply.redirect(returnTo, 303);
   });
 

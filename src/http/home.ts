@@ -3,7 +3,10 @@ import type { AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { layout, STYLESHEET_PATH, stylesheet } from '../ui/pages.ts';
 
-/** The landing page, the stylesheet and a health check for load balancers. */
+/** How long the store has to answer a readiness check. */
+const READY_TIMEOUT_MS = 1000;
+
+/** The landing page, the stylesheet, and liveness and readiness checks for load balancers. */
 export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const site = deps.config.site;
   const css = stylesheet(site);
@@ -21,5 +24,35 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     ),
   );
 
+  // Liveness: the process answers. A load balancer that restarts on this must not use /readyz.
   app.get('/healthz', async (_request, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));
+
+  // Readiness: send this instance requests only while it can serve them: not draining, the
+  // store answering within READY_TIMEOUT_MS, and signing keys at hand.
+  app.get('/readyz', async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    if (deps.readiness.draining) return reply.status(503).send({ status: 'draining' });
+    const checks = Promise.all([
+      deps.store.keys.listPublished(deps.clock.now()),
+      deps.keys.signingKey('RS256'),
+      deps.keys.signingKey(deps.config.accessTokenAlg),
+    ]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), READY_TIMEOUT_MS);
+    });
+    try {
+      const outcome = await Promise.race([checks, late]);
+      if (outcome === 'late') {
+        checks.catch(() => {});
+        return reply.status(503).send({ status: 'unavailable', reason: 'the store did not answer within a second' });
+      }
+      return reply.send({ status: 'ready' });
+    } catch (error) {
+      request.log.warn({ err: error }, 'not ready');
+      return reply.status(503).send({ status: 'unavailable', reason: 'the store or the signing keys are not available' });
+    } finally {
+      clearTimeout(timer);
+    }
+  });
 };

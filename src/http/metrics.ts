@@ -147,14 +147,18 @@ export class Metrics {
  * Serves `GET /metrics` on its own listener. Rejects with one clear line when the address
  * cannot be bound (in use, not this machine's).
  */
-export async function serveMetrics(metrics: Metrics, host: string, port: number): Promise<{ server: Server; url: string }> {
+export async function serveMetrics(
+  registry: { readonly contentType: string; metrics(): Promise<string> },
+  host: string,
+  port: number,
+): Promise<{ server: Server; url: string }> {
   const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
       return;
     }
-    metrics.registry.metrics().then(
-      (body) => response.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' }).end(body),
+    registry.metrics().then(
+      (body) => response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(body),
       () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics could not be collected\n'),
     );
   });

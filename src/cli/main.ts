@@ -475,7 +475,7 @@ async function eventsCommand(config: Config, args: string[], io: Io): Promise<vo
   const limit = values.limit === undefined ? 100 : Number(values.limit);
   if (!/^\d{1,5}$/.test(values.limit ?? '1') || limit < 1 || limit > 10000) throw new UsageError(`--limit ${values.limit}: a whole number from 1 to 10000`);
   const since = values.since === undefined ? undefined : parseSince(values.since, Date.now());
-  const events = await withStore(config, async (store) => {
+  const found = await withStore(config, async (store) => {
     const username = values.user === undefined ? undefined : normalizeUsername(values.user);
     // A user is found by their sub, which the events of a removed user still carry: the
     // user's record, or else the latest event that named both (their removal, a sign-in).
@@ -484,14 +484,19 @@ async function eventsCommand(config: Config, args: string[], io: Io): Promise<vo
       userId = (await store.users.findByUsername(username))?.id;
       userId ??= (await store.events.list({ userId: username, username, limit: 1000 })).find((event) => event.username === username && event.userId !== null)?.userId ?? username;
     }
-    return store.events.list({
+    const listed = await store.events.list({
       ...(username === undefined ? {} : { userId, username }),
       ...(values.client === undefined ? {} : { clientId: values.client }),
       ...(values.type === undefined || !isEventType(values.type) ? {} : { type: values.type }),
       ...(since === undefined ? {} : { since }),
       limit,
     });
+    // Events a flow recorded with the user's id alone are shown with their username too.
+    const ids = [...new Set(listed.filter((event) => event.username === null && event.userId !== null).map((event) => event.userId!))];
+    const names = new Map(await Promise.all(ids.map(async (id) => [id, (await store.users.get(id))?.username ?? null] as const)));
+    return listed.map((event) => (event.username === null && event.userId !== null ? { ...event, username: names.get(event.userId) ?? null } : event));
   });
+  const events = found;
   if (values.json) {
     io.stdout(`${JSON.stringify(events.map(eventJson))}\n`);
     return;

@@ -19,9 +19,10 @@ export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 /**
  * Settings every test server and `tessera` command runs with: argon2id at its cheapest, since
  * hashing at the production cost (proved once, in test/cli.test.ts) was most of the time of
- * every sign-in in the suite.
+ * every sign-in in the suite; and no drain delay on SIGTERM, which would make every stop of a
+ * served process wait (the delay itself is tested in test/readiness.test.ts).
  */
-export const TEST_ENV: Readonly<Record<string, string>> = { TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' };
+export const TEST_ENV: Readonly<Record<string, string>> = { TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1', TESSERA_SHUTDOWN_DELAY: '0' };
 
 /**
  * An HTTP server listening on a port the system picked (port 0) on the loopback interface,

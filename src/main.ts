@@ -138,6 +138,8 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       // The primary serves the sum of every worker's metrics (prom-client's AggregatorRegistry).
       const { AggregatorRegistry } = await import('prom-client');
       AggregatorRegistry.setRegistries([metrics.registry]);
+      // Constructing one is what makes a worker answer the primary's requests.
+      new AggregatorRegistry();
     } else {
       metricsServer = await metricsModule.serveMetrics(metrics.registry, settings.metrics.host, settings.metrics.port!);
     }

@@ -80,6 +80,8 @@ export class Metrics {
       name: 'tessera_device_authorizations_pending',
       help: 'Device authorizations waiting for a person to approve or deny them',
       registers,
+      // Every worker reads the same store: summed over workers it would count each one N times.
+      aggregator: 'max',
       async collect() {
         const count = countPending();
         // An unreachable store leaves the last value; the scrape itself still answers.
@@ -159,7 +161,7 @@ export async function serveMetrics(
     }
     registry.metrics().then(
       (body) => response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(body),
-      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics could not be collected\n'),
+      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${error instanceof Error ? error.message : String(error)}\n`),
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -64,9 +64,8 @@ export interface SignInView {
 }
 
 export function signInPage(site: Site, view: SignInView): string {
-  return layout(site, 'Sign in', html`<h1>Sign in</h1>
+  return layout(site, 'Sign in', html`<h1>Sign in to ${site.name}</h1>
 ${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
-<p class="muted">Use your ${site.name} account.</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}

@@ -6,6 +6,7 @@ import { eventLogFields, Events, type EventListener } from './core/events.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
+import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
 import type { TokenGrant } from './flows/types.ts';
 import { accountRoutes } from './http/account.ts';
 import { authorizeRoutes } from './http/authorize.ts';
@@ -22,8 +23,10 @@ import { passwordRoutes } from './http/password.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
+import { signInRoutes } from './http/sign-in.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
+import { ClientKeySets } from './tokens/client-jwks.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
 
@@ -64,9 +67,11 @@ function lifecycleMetadata(issuer: string): Record<string, unknown> {
     userinfo_endpoint: `${issuer}/oauth/userinfo`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    revocation_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     introspection_endpoint: `${issuer}/oauth/introspect`,
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic'],
+    introspection_endpoint_auth_methods_supported: INTROSPECTION_AUTH_METHODS,
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
   };
 }
 
@@ -79,6 +84,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     store,
     clock: input.clock,
     keys: input.keys,
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
@@ -120,6 +126,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
+  await app.register(signInRoutes, { deps });
   await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
   await app.register(deviceRoutes, { deps });

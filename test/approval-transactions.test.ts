@@ -65,6 +65,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: [],
         createdAt: T0,
+        authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
       };
       const user: UserRecord = {
         id: `user-${users}`,
@@ -90,6 +91,8 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         client,
         redirectUri: 'https://app.example/callback',
         scope: ['openid'],
+        resources: [],
+        access: { openid: [{ name: 'openid', description: 'Sign you in and know who you are' }], apis: [] },
         state: 'xyz',
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
@@ -131,6 +134,8 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
         prompt: null,
         maxAge: null,
+        resources: [],
+        access: { openid: [{ name: 'openid', description: 'Sign you in and know who you are' }], apis: [] },
       };
       published.length = 0;
       const broken = crashing(store, (tx) => ({ ...tx, events: { ...tx.events, add: (event) => (event.type === 'code.issued' ? died() : tx.events.add(event)) } }));

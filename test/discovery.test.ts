@@ -21,7 +21,8 @@ describe('discovery and JWKS', () => {
     assert.equal(metadata['token_endpoint'], `${server.url}/oauth/token`);
     assert.equal(metadata['jwks_uri'], `${server.url}/.well-known/jwks.json`);
     assert.deepEqual(metadata['code_challenge_methods_supported'], ['S256']);
-    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'none']);
+    assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
+    assert.deepEqual(metadata['token_endpoint_auth_signing_alg_values_supported'], ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
     assert.deepEqual(metadata['response_types_supported'], ['code']);
     assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
     assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));
@@ -35,8 +36,11 @@ describe('discovery and JWKS', () => {
     assert.equal(metadata['userinfo_endpoint'], `${server.url}/oauth/userinfo`);
     assert.equal(metadata['revocation_endpoint'], `${server.url}/oauth/revoke`);
     assert.equal(metadata['introspection_endpoint'], `${server.url}/oauth/introspect`);
-    assert.deepEqual(metadata['revocation_endpoint_auth_methods_supported'], ['client_secret_basic', 'none']);
-    assert.deepEqual(metadata['introspection_endpoint_auth_methods_supported'], ['client_secret_basic']);
+    assert.deepEqual(metadata['revocation_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
+    assert.deepEqual(metadata['introspection_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
+    for (const endpoint of ['revocation', 'introspection']) {
+      assert.deepEqual(metadata[`${endpoint}_endpoint_auth_signing_alg_values_supported`], metadata['token_endpoint_auth_signing_alg_values_supported']);
+    }
     assert.ok((metadata['scopes_supported'] as string[]).includes('offline_access'));
   });
 

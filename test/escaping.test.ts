@@ -47,6 +47,28 @@ describe('names and user agents on the pages are text, not markup', () => {
     assertShownAsText(approval, `${MARKUP} will be able to:`);
   });
 
+  it("shows an API's name, identifier and scope descriptions as text on the approval page", async () => {
+    const identifier = 'https://api.example.com/?q=<b>"x"</b>';
+    await server.store.transaction((tx) =>
+      tx.resources.create({
+        identifier, name: MARKUP, scopes: [{ name: 'evil:read', description: `${MARKUP} reads` }], accessTokenTtl: null, introspectionSecretHash: null, createdAt: 0,
+      }),
+    );
+    const client = await server.addClient({ name: 'Plain App', scopes: ['openid', 'evil:read'] });
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({
+      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid evil:read', resource: identifier,
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).toString();
+    const browser = new FormBrowser(server.url);
+    const approval = await browser.signIn(await browser.request(url.href), user);
+    assertApprovalPage(approval, '/oauth/authorize');
+    assertShownAsText(approval, MARKUP);
+    assertShownAsText(approval, `${MARKUP} reads`);
+    assertShownAsText(approval, identifier);
+    assert.doesNotMatch(approval.html, /<b>/);
+  });
+
   it("shows a client's name and a device's User-Agent as text on the device approval page, the page after it and the account page", async () => {
     const userAgent = `<script>alert(1)</script><img src=x onerror=alert(2)> SmartTV/1.0 "living room"`;
     const started = await startDevice(server, evil, 'openid', { 'user-agent': userAgent });

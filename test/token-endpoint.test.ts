@@ -61,8 +61,10 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
     assertError(await request(`Basic ${Buffer.from(`${odd.clientId}:${odd.clientSecret}`).toString('base64')}`), 401, 'invalid_client');
   });
 
-  it('refuses client_secret in the body (only client_secret_basic is offered)', async () => {
-    assertError(await postForm(token, { grant_type: 'authorization_code', client_id: client.clientId, client_secret: client.clientSecret }), 401, 'invalid_client');
+  it('takes client_secret in the body as well (client_secret_post), and refuses a wrong one', async () => {
+    const form = { grant_type: 'authorization_code', client_id: client.clientId };
+    assertError(await postForm(token, { ...form, client_secret: client.clientSecret }), 400, 'invalid_request');
+    assertError(await postForm(token, { ...form, client_secret: 'wrong' }), 401, 'invalid_client');
   });
 
   it('refuses a confidential client that sends only its client_id, like a public client', async () => {

@@ -4,6 +4,7 @@
  * `npm run --silent tessera -- <command>`.
  */
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
@@ -11,7 +12,15 @@ import { systemClock } from '../core/clock.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { EVENT_TYPES, eventLogFields, Events, isEventType, type AuditEvent, type EventInput } from '../core/events.ts';
 import { hashPassword } from '../core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
+import {
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  SECRET_AUTH_METHODS,
+  type ClientAuthMethod,
+  type GrantType,
+  type PkcePolicy,
+} from '../core/protocol.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
@@ -28,7 +37,9 @@ import {
 } from '../flows/users.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type Store, type UserRecord } from '../store/types.ts';
+import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store, type UserRecord } from '../store/types.ts';
+import { parseJwks } from '../tokens/client-jwks.ts';
+import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
@@ -38,11 +49,30 @@ Commands:
                                           --workers: processes sharing the port (TESSERA_WORKERS)
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--json]
+             [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
+             [--pkce required|optional] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--public: no secret, for browser, native and CLI apps)
+                                          (--public: no secret, for browser, native and CLI apps;
+                                          METHOD: client_secret_basic (default), client_secret_post,
+                                          private_key_jwt with --jwks-uri or --jwks-file;
+                                          --pkce optional: a confidential OpenID client may use nonce instead)
   client list [--json]                    List registered clients
+  client show CLIENT_ID [--json]          Show a client's registration
+  client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
+             [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
+             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional] [--json]
+                                          Change a client; in effect at once on every instance
+  client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
+                                          Print a new secret once; the old one is accepted for the
+                                          grace period (default 86400, one day)
   client remove CLIENT_ID                 Remove a client and everything issued to it
+  resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
+               [--access-token-ttl SECONDS] [--introspection-secret] [--json]
+                                          Register an API (RFC 8707); its scope names are unique across
+                                          the server; --introspection-secret prints, once, the secret its
+                                          resource server introspects tokens with
+  resource list [--json]                  List registered APIs and their scopes
+  resource remove URI                     Remove an API: tokens and grants for it stop working at once
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
@@ -152,6 +182,136 @@ async function recordOperatorEvent(config: Config, store: Store, io: Io, input: 
   await operatorDeps(config, store, io).events.emit({ ...input, detail: { ...input.detail, by: 'operator' } });
 }
 
+/** What registering or updating a client checks, whichever command set it. */
+function checkRegistration(client: ClientChanges): void {
+  const publicClient = client.authMethod === 'none';
+  for (const uri of client.redirectUris) {
+    const problem = redirectUriProblem(uri, { publicClient });
+    if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
+  }
+  if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
+    throw new UsageError('--grant refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in');
+  }
+  if (client.grantTypes.includes(GRANT_AUTHORIZATION_CODE) && client.redirectUris.length === 0) {
+    throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
+  }
+  if (client.webOrigins.length > 0 && !publicClient) {
+    throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
+  }
+  // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
+  if (client.pkce === 'optional' && publicClient) throw new UsageError('--pkce optional is for confidential clients only: a public client always uses PKCE');
+}
+
+function parseScopes(raw: string): string[] {
+  return [...new Set(raw.split(' ').filter(Boolean))];
+}
+
+/** A client's scope is an OpenID one or one a registered API defines. */
+async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
+  const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const unknown = scopes.filter((scope) => !known.includes(scope));
+  if (unknown.length > 0) {
+    throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`);
+  }
+}
+
+function parseGrants(grants: readonly string[]): GrantType[] {
+  return [...new Set(grants.map((grant) => {
+    const type = GRANT_NAMES[grant];
+    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
+    return type;
+  }))];
+}
+
+function parseWebOrigin(origin: string): string {
+  const problem = webOriginProblem(origin);
+  if (problem) throw new UsageError(`--web-origin ${origin}: ${problem}`);
+  return new URL(origin).origin;
+}
+
+function parsePkce(value: string): PkcePolicy {
+  if (value !== 'required' && value !== 'optional') throw new UsageError(`--pkce ${value}: must be required or optional`);
+  return value;
+}
+
+function parseAuthMethod(value: string): Exclude<ClientAuthMethod, 'none'> {
+  if (value === 'client_secret_basic' || value === 'client_secret_post' || value === 'private_key_jwt') return value;
+  throw new UsageError(`--auth-method ${value}: must be client_secret_basic, client_secret_post or private_key_jwt`);
+}
+
+/**
+ * The keys of a private_key_jwt client: a jwks_uri (https, or http on a loopback address) or
+ * a JWK Set file of public keys.
+ */
+async function clientKeys(values: { 'jwks-uri'?: string | undefined; 'jwks-file'?: string | undefined }): Promise<{ jwksUri: string | null; jwks: Record<string, unknown> | null } | null> {
+  const uri = values['jwks-uri'];
+  const file = values['jwks-file'];
+  if (uri !== undefined && file !== undefined) throw new UsageError('--jwks-uri and --jwks-file: give one');
+  if (uri !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw new UsageError(`--jwks-uri ${uri}: not an absolute URL`);
+    }
+    const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw new UsageError(`--jwks-uri ${uri}: must use https (http only on a loopback address)`);
+    return { jwksUri: url.href, jwks: null };
+  }
+  if (file !== undefined) {
+    let jwks: unknown;
+    try {
+      jwks = JSON.parse(await readFile(file, 'utf8'));
+    } catch (error) {
+      throw new UsageError(`--jwks-file ${file}: ${error instanceof SyntaxError ? 'not JSON' : 'cannot be read'}`);
+    }
+    try {
+      parseJwks(jwks);
+    } catch (error) {
+      throw new UsageError(`--jwks-file ${file}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return { jwksUri: null, jwks: jwks as Record<string, unknown> };
+  }
+  return null;
+}
+
+/** A client as `client show` and `client list --json` print it (RFC 7591 §2 names). */
+function clientJson(client: ClientRecord, now: number): Record<string, unknown> {
+  const graceOpen = client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now;
+  return {
+    client_id: client.id,
+    client_name: client.name,
+    token_endpoint_auth_method: client.authMethod,
+    redirect_uris: client.redirectUris,
+    scope: client.scopes.join(' '),
+    grant_types: client.grantTypes,
+    ...(client.webOrigins.length > 0 ? { web_origins: client.webOrigins } : {}),
+    ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
+    ...(client.jwks !== null ? { jwks: client.jwks } : {}),
+    pkce: client.pkce,
+    ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
+    created_at: new Date(client.createdAt).toISOString(),
+  };
+}
+
+function clientText(client: ClientRecord, now: number): string {
+  const lines = [
+    `${client.id}  ${client.name}`,
+    `  auth: ${client.authMethod === 'none' ? 'none (public client)' : client.authMethod}`,
+    `  scopes: ${client.scopes.join(' ')}`,
+    `  grants: ${client.grantTypes.join(', ')}`,
+    ...client.redirectUris.map((uri) => `  redirect: ${uri}`),
+    ...client.webOrigins.map((origin) => `  web origin: ${origin}`),
+    ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
+    ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
+    ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
+    ...(client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now
+      ? [`  previous secret accepted until ${new Date(client.previousSecretExpiresAt!).toISOString()}`]
+      : []),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
 async function clientAdd(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     name: { type: 'string' },
@@ -160,66 +320,59 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     grant: { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
+    'auth-method': { type: 'string' },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    pkce: { type: 'string' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
   if (!name) throw new UsageError('--name is required');
+  const keys = await clientKeys(values);
+  if (values.public && (values['auth-method'] !== undefined || keys !== null)) {
+    throw new UsageError('--public clients have no secret and no keys: leave out --auth-method, --jwks-uri and --jwks-file');
+  }
+  const authMethod: ClientAuthMethod = values.public ? 'none' : parseAuthMethod(values['auth-method'] ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
+  if (authMethod === 'private_key_jwt' && keys === null) throw new UsageError('--auth-method private_key_jwt needs --jwks-uri URL or --jwks-file FILE');
+  if (authMethod !== 'private_key_jwt' && keys !== null) throw new UsageError('--jwks-uri and --jwks-file are for --auth-method private_key_jwt');
   const redirectUris = values['redirect-uri'] ?? [];
-  for (const uri of redirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient: values.public === true });
-    if (problem) throw new UsageError(`--redirect-uri ${uri}: ${problem}`);
-  }
-  const scopes = [...new Set((values.scope ?? 'openid profile email').split(' ').filter(Boolean))];
-  const unknown = scopes.filter((scope) => !SUPPORTED_SCOPES.includes(scope));
-  if (unknown.length > 0) throw new UsageError(`--scope: unknown scope ${unknown.join(', ')} (known: ${SUPPORTED_SCOPES.join(' ')})`);
-  const grantTypes = [...new Set((values.grant ?? ['authorization_code', 'device_code']).map((grant) => {
-    const type = GRANT_NAMES[grant];
-    if (!type) throw new UsageError(`--grant ${grant}: must be one of authorization_code, device_code, refresh_token`);
-    return type;
-  }))];
-  if (grantTypes.length === 1 && grantTypes[0] === GRANT_REFRESH_TOKEN) {
-    throw new UsageError('--grant refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in');
-  }
-  if (grantTypes.includes(GRANT_AUTHORIZATION_CODE) && redirectUris.length === 0) {
-    throw new UsageError('--redirect-uri is required for the authorization_code grant (or use --grant device_code)');
-  }
-  const webOrigins = (values['web-origin'] ?? []).map((origin) => {
-    const problem = webOriginProblem(origin);
-    if (problem) throw new UsageError(`--web-origin ${origin}: ${problem}`);
-    return new URL(origin).origin;
-  });
-  if (webOrigins.length > 0 && !values.public) {
-    throw new UsageError('--web-origin is for browser apps, which cannot keep a secret: register them with --public');
-  }
+  const scopes = parseScopes(values.scope ?? 'openid profile email');
+  const grantTypes = parseGrants(values.grant ?? ['authorization_code', 'device_code']);
+  const webOrigins = (values['web-origin'] ?? []).map(parseWebOrigin);
+  const pkce = parsePkce(values.pkce ?? 'required');
   const clientId = randomUUID();
-  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier.
-  const clientSecret = values.public ? null : randomToken(32);
+  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
+  // private_key_jwt client proves itself with its keys.
+  const clientSecret = authMethod === 'none' || authMethod === 'private_key_jwt' ? null : randomToken(32);
+  const client: ClientRecord = {
+    id: clientId,
+    name,
+    secretHash: clientSecret === null ? null : hashSecret(clientSecret),
+    redirectUris,
+    scopes,
+    grantTypes,
+    webOrigins,
+    createdAt: Date.now(),
+    authMethod,
+    previousSecretHash: null,
+    previousSecretExpiresAt: null,
+    jwksUri: keys?.jwksUri ?? null,
+    jwks: keys?.jwks ?? null,
+    pkce,
+  };
+  checkRegistration(client);
   await withStore(config, async (store) => {
-    await store.clients.create({
-      id: clientId,
-      name,
-      secretHash: clientSecret === null ? null : hashSecret(clientSecret),
-      redirectUris,
-      scopes,
-      grantTypes,
-      webOrigins,
-      createdAt: Date.now(),
-    });
-    await recordOperatorEvent(config, store, io, { type: 'client.created', clientId, detail: { name, public: clientSecret === null } });
+    await checkScopes(store, scopes);
+    await store.clients.create(client);
+    await recordOperatorEvent(config, store, io, { type: 'client.created', clientId, detail: { name, auth_method: authMethod } });
   });
   if (values.json) {
-    io.stdout(`${JSON.stringify({
-      client_id: clientId,
-      ...(clientSecret === null ? {} : { client_secret: clientSecret }),
-      token_endpoint_auth_method: clientSecret === null ? 'none' : 'client_secret_basic',
-      client_name: name,
-      redirect_uris: redirectUris,
-      scope: scopes.join(' '),
-      grant_types: grantTypes,
-      ...(webOrigins.length > 0 ? { web_origins: webOrigins } : {}),
-    })}\n`);
-  } else if (clientSecret === null) {
+    const { created_at: _, ...described } = clientJson(client, client.createdAt);
+    io.stdout(`${JSON.stringify({ ...described, ...(clientSecret === null ? {} : { client_secret: clientSecret }) })}\n`);
+  } else if (authMethod === 'none') {
     io.stdout(`Registered public client "${name}".\n  client_id: ${clientId}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
+  } else if (clientSecret === null) {
+    io.stdout(`Registered client "${name}".\n  client_id: ${clientId}\nIt authenticates with private_key_jwt: assertions signed with its keys.\n`);
   } else {
     io.stdout(`Registered client "${name}".\n  client_id:     ${clientId}\n  client_secret: ${clientSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
   }
@@ -228,14 +381,133 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
 async function clientList(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { json: { type: 'boolean' } });
   const clients = await withStore(config, (store) => store.clients.list());
+  const now = Date.now();
   if (values.json) {
-    io.stdout(`${JSON.stringify(clients.map((client) => ({ client_id: client.id, client_name: client.name, redirect_uris: client.redirectUris, scope: client.scopes.join(' '), grant_types: client.grantTypes })))}\n`);
+    io.stdout(`${JSON.stringify(clients.map((client) => clientJson(client, now)))}\n`);
     return;
   }
   if (clients.length === 0) io.stdout('No clients registered.\n');
-  for (const client of clients) {
-    io.stdout(`${client.id}  ${client.name}\n  scopes: ${client.scopes.join(' ')}\n  grants: ${client.grantTypes.join(', ')}\n${client.redirectUris.map((uri) => `  redirect: ${uri}\n`).join('')}`);
+  for (const client of clients) io.stdout(clientText(client, now));
+}
+
+async function clientShow(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  const client = await withStore(config, (store) => store.clients.get(id));
+  if (!client) throw new Error(`no client with id ${id}`);
+  io.stdout(values.json ? `${JSON.stringify(clientJson(client, Date.now()))}\n` : clientText(client, Date.now()));
+}
+
+/**
+ * Changes a registration. Every instance sees the change at its next request: each reads
+ * clients from the database, and PostgreSQL's instances drop a cached client when the
+ * trigger announces its change.
+ */
+async function clientUpdate(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, {
+    name: { type: 'string' },
+    'add-redirect-uri': { type: 'string', multiple: true },
+    'remove-redirect-uri': { type: 'string', multiple: true },
+    scope: { type: 'string' },
+    grant: { type: 'string', multiple: true },
+    'add-web-origin': { type: 'string', multiple: true },
+    'remove-web-origin': { type: 'string', multiple: true },
+    'auth-method': { type: 'string' },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    pkce: { type: 'string' },
+    json: { type: 'boolean' },
+  }, 1);
+  const id = positionals[0]!;
+  if (Object.keys(values).filter((option) => option !== 'json').length === 0) throw new UsageError('nothing to change: give at least one option');
+  const keys = await clientKeys(values);
+  const outcome = await withStore(config, async (store) => {
+    const client = await store.clients.get(id);
+    if (!client) throw new Error(`no client with id ${id}`);
+    const name = values.name?.trim();
+    if (values.name !== undefined && !name) throw new UsageError('--name must not be empty');
+    const removeUris = values['remove-redirect-uri'] ?? [];
+    const missing = removeUris.filter((uri) => !client.redirectUris.includes(uri));
+    if (missing.length > 0) throw new UsageError(`--remove-redirect-uri ${missing.join(', ')}: not registered for this client`);
+    const removeOrigins = (values['remove-web-origin'] ?? []).map((origin) => origin.replace(/\/$/, ''));
+    const missingOrigins = removeOrigins.filter((origin) => !client.webOrigins.includes(origin));
+    if (missingOrigins.length > 0) throw new UsageError(`--remove-web-origin ${missingOrigins.join(', ')}: not registered for this client`);
+
+    let authMethod = client.authMethod;
+    if (values['auth-method'] !== undefined) {
+      if (client.authMethod === 'none') throw new UsageError('--auth-method: a public client cannot become confidential; register a new client');
+      authMethod = parseAuthMethod(values['auth-method']);
+    } else if (keys !== null && client.authMethod !== 'none') {
+      authMethod = 'private_key_jwt';
+    }
+    if (keys !== null && authMethod !== 'private_key_jwt') throw new UsageError('--jwks-uri and --jwks-file are for --auth-method private_key_jwt');
+    if (authMethod === 'private_key_jwt' && keys === null && client.jwks === null && client.jwksUri === null) {
+      throw new UsageError('--auth-method private_key_jwt needs --jwks-uri URL or --jwks-file FILE');
+    }
+    // A client that had no secret and now authenticates with one gets a new one, shown once.
+    const newSecret = SECRET_AUTH_METHODS.includes(authMethod) && client.secretHash === null ? randomToken(32) : null;
+    const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
+    const changes: ClientChanges = {
+      name: name ?? client.name,
+      redirectUris: [...new Set([...client.redirectUris.filter((uri) => !removeUris.includes(uri)), ...(values['add-redirect-uri'] ?? [])])],
+      scopes: values.scope !== undefined ? parseScopes(values.scope) : client.scopes,
+      grantTypes: values.grant !== undefined ? parseGrants(values.grant) : client.grantTypes,
+      webOrigins: [...new Set([...client.webOrigins.filter((origin) => !removeOrigins.includes(origin)), ...(values['add-web-origin'] ?? []).map(parseWebOrigin)])],
+      authMethod,
+      secretHash: withSecret ? (newSecret !== null ? hashSecret(newSecret) : client.secretHash) : null,
+      previousSecretHash: withSecret && newSecret === null ? client.previousSecretHash : null,
+      previousSecretExpiresAt: withSecret && newSecret === null ? client.previousSecretExpiresAt : null,
+      jwksUri: authMethod === 'private_key_jwt' ? (keys ? keys.jwksUri : client.jwksUri) : null,
+      jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
+      pkce: values.pkce !== undefined ? parsePkce(values.pkce) : client.pkce,
+    };
+    checkRegistration(changes);
+    if (values.scope !== undefined) await checkScopes(store, changes.scopes);
+    const updated = await store.clients.update(id, changes);
+    if (!updated) throw new Error(`no client with id ${id}`);
+    await recordOperatorEvent(config, store, io, { type: 'client.updated', clientId: id, detail: { fields: Object.keys(values).filter((key) => key !== 'json').join(' ') } });
+    return { updated, newSecret };
+  });
+  const now = Date.now();
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ ...clientJson(outcome.updated, now), ...(outcome.newSecret === null ? {} : { client_secret: outcome.newSecret }) })}\n`);
+    return;
   }
+  io.stdout(`Updated client ${id}; the change is in effect now.\n${clientText(outcome.updated, now)}`);
+  if (outcome.newSecret !== null) io.stdout(`  client_secret: ${outcome.newSecret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+}
+
+/** The longest grace a rotated-out secret can be given: long enough for any redeployment. */
+const MAX_GRACE_SECONDS = 30 * 86400;
+
+/**
+ * Gives a client a new secret. The old one keeps working for the grace period, so that the
+ * application can be redeployed with the new one without a moment in which neither works.
+ */
+async function clientRotateSecret(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { grace: { type: 'string' }, json: { type: 'boolean' } }, 1);
+  const id = positionals[0]!;
+  const grace = values.grace ?? '86400';
+  if (!/^\d{1,7}$/.test(grace) || Number(grace) > MAX_GRACE_SECONDS) throw new UsageError(`--grace ${grace}: a number of seconds from 0 to ${MAX_GRACE_SECONDS}`);
+  const secret = randomToken(32);
+  const previousExpiresAt = Date.now() + Number(grace) * 1000;
+  const rotated = await withStore(config, async (store) => {
+    const client = await store.clients.get(id);
+    if (!client) throw new Error(`no client with id ${id}`);
+    if (!SECRET_AUTH_METHODS.includes(client.authMethod)) {
+      throw new Error(`client ${id} authenticates with ${client.authMethod === 'none' ? 'no secret (a public client)' : client.authMethod}: there is no secret to rotate`);
+    }
+    const done = await store.clients.rotateSecret(id, hashSecret(secret), previousExpiresAt);
+    if (!done) throw new Error(`no client with id ${id}`);
+    await recordOperatorEvent(config, store, io, { type: 'client.secret_rotated', clientId: id, detail: { previous_secret_expires_at: new Date(previousExpiresAt).toISOString() } });
+    return done;
+  });
+  const until = new Date(rotated.previousSecretExpiresAt!).toISOString();
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ client_id: id, client_secret: secret, previous_secret_expires_at: until })}\n`);
+    return;
+  }
+  io.stdout(`New secret for client ${id}:\n  client_secret: ${secret}\nThe secret is shown only now. The previous one is accepted until ${until}.\n`);
 }
 
 async function clientRemove(config: Config, args: string[], io: Io): Promise<void> {
@@ -248,6 +520,121 @@ async function clientRemove(config: Config, args: string[], io: Io): Promise<voi
   });
   if (!removed) throw new Error(`no client with id ${id}`);
   io.stdout(`Removed client ${id}.\n`);
+}
+
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ). */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
+/** Bounds on what the operator registers for an API. */
+const MAX_RESOURCE_NAME = 100;
+const MAX_SCOPE_DESCRIPTION = 200;
+const MAX_RESOURCE_IDENTIFIER = 1024;
+/** An API's own access token lifetime: from one minute to one day. */
+const ACCESS_TOKEN_TTL_RANGE = { min: 60, max: 86_400 } as const;
+
+/** `--scope NAME=DESCRIPTION`, checked. */
+function resourceScope(value: string): ResourceScope {
+  const equals = value.indexOf('=');
+  const name = equals < 0 ? value : value.slice(0, equals);
+  const description = equals < 0 ? '' : value.slice(equals + 1).trim();
+  if (!SCOPE_TOKEN.test(name)) throw new UsageError(`--scope ${value}: the name must be 1-128 printable characters without spaces, quotes or backslashes (RFC 6749 §3.3)`);
+  if (SUPPORTED_SCOPES.includes(name)) throw new UsageError(`--scope ${name}: an OpenID Connect scope cannot belong to an API`);
+  if (!description) throw new UsageError(`--scope ${value}: give what it lets an application do, as NAME=DESCRIPTION ("photos:read=See your photos")`);
+  if (description.length > MAX_SCOPE_DESCRIPTION) throw new UsageError(`--scope ${name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`);
+  return { name, description };
+}
+
+async function resourceAdd(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    identifier: { type: 'string' },
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    'access-token-ttl': { type: 'string' },
+    'introspection-secret': { type: 'boolean' },
+    json: { type: 'boolean' },
+  });
+  const identifier = values.identifier ?? '';
+  if (!identifier) throw new UsageError('--identifier is required: the API\'s URI, such as https://api.example.com');
+  const problem = identifier.length > MAX_RESOURCE_IDENTIFIER ? 'is too long' : resourceIndicatorProblem(identifier);
+  if (problem) throw new UsageError(`--identifier ${identifier}: ${problem} (RFC 8707 §2)`);
+  const name = values.name?.trim();
+  if (!name) throw new UsageError('--name is required: what people see on the consent page');
+  if (name.length > MAX_RESOURCE_NAME) throw new UsageError(`--name must be at most ${MAX_RESOURCE_NAME} characters`);
+  const scopes = (values.scope ?? []).map(resourceScope);
+  if (scopes.length === 0) throw new UsageError('--scope NAME=DESCRIPTION is required, at least once');
+  const repeated = scopes.find((scope, index) => scopes.findIndex((other) => other.name === scope.name) !== index);
+  if (repeated) throw new UsageError(`--scope ${repeated.name} is given twice`);
+  const rawTtl = values['access-token-ttl'];
+  let accessTokenTtl: number | null = null;
+  if (rawTtl !== undefined) {
+    accessTokenTtl = /^\d{1,6}$/.test(rawTtl) ? Number(rawTtl) : NaN;
+    if (!(accessTokenTtl >= ACCESS_TOKEN_TTL_RANGE.min && accessTokenTtl <= ACCESS_TOKEN_TTL_RANGE.max)) {
+      throw new UsageError(`--access-token-ttl ${rawTtl}: a number of seconds from ${ACCESS_TOKEN_TTL_RANGE.min} to ${ACCESS_TOKEN_TTL_RANGE.max}`);
+    }
+  }
+  const secret = values['introspection-secret'] ? randomToken(32) : null;
+  await withStore(config, async (store) => {
+    // Named before writing, so the one line says which API holds a taken scope.
+    for (const resource of await store.resources.list()) {
+      if (resource.identifier === identifier) throw new Error(`an API with identifier ${identifier} is already registered`);
+      const taken = scopes.find((scope) => resource.scopes.some((other) => other.name === scope.name));
+      if (taken) throw new Error(`scope ${taken.name} already belongs to ${resource.name} (${resource.identifier}); scope names are unique across the server`);
+    }
+    try {
+      await store.transaction((tx) =>
+        tx.resources.create({ identifier, name, scopes, accessTokenTtl, introspectionSecretHash: secret === null ? null : hashSecret(secret), createdAt: Date.now() }),
+      );
+    } catch (error) {
+      // Another registration got there between the check and the write.
+      if (error instanceof DuplicateError) throw new Error(`${error.message.replace(/^resource /, 'an API with identifier ').replace(/ already exists$/, ' is already registered')}`);
+      throw error;
+    }
+    await recordOperatorEvent(config, store, io, { type: 'resource.created', detail: { resource: identifier, scope: scopes.map((scope) => scope.name).join(' ') } });
+  });
+  if (values.json) {
+    io.stdout(`${JSON.stringify({
+      identifier,
+      name,
+      scopes: scopes.map((scope) => ({ name: scope.name, description: scope.description })),
+      access_token_ttl: accessTokenTtl,
+      ...(secret === null ? {} : { introspection_secret: secret }),
+    })}\n`);
+    return;
+  }
+  io.stdout(`Registered API "${name}" (${identifier}) with scopes ${scopes.map((scope) => scope.name).join(' ')}.\n`);
+  if (secret !== null) {
+    io.stdout(`  introspection secret: ${secret}\nIts resource server calls POST /oauth/introspect with HTTP Basic: the identifier (form-urlencoded) and this secret.\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+  }
+}
+
+async function resourceList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } });
+  const resources = await withStore(config, (store) => store.resources.list());
+  if (values.json) {
+    io.stdout(`${JSON.stringify(resources.map((resource) => ({
+      identifier: resource.identifier,
+      name: resource.name,
+      scopes: resource.scopes.map((scope) => ({ name: scope.name, description: scope.description })),
+      access_token_ttl: resource.accessTokenTtl,
+      introspection: resource.introspectionSecretHash !== null,
+    })))}\n`);
+    return;
+  }
+  if (resources.length === 0) io.stdout('No APIs registered.\n');
+  for (const resource of resources) {
+    io.stdout(`${resource.identifier}  ${resource.name}\n${resource.scopes.map((scope) => `  scope: ${scope.name}  ${scope.description}\n`).join('')}  access tokens live: ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}\n  introspection: ${resource.introspectionSecretHash === null ? 'no' : 'yes'}\n`);
+  }
+}
+
+async function resourceRemove(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const identifier = positionals[0]!;
+  const removed = await withStore(config, async (store) => {
+    const gone = await store.resources.remove(identifier);
+    if (gone) await recordOperatorEvent(config, store, io, { type: 'resource.removed', detail: { resource: identifier } });
+    return gone;
+  });
+  if (!removed) throw new Error(`no API with identifier ${identifier}`);
+  io.stdout(`Removed API ${identifier}: its tokens stop working now, and refresh tokens can no longer get new ones for it.\n`);
 }
 
 /** Why a browser origin cannot be registered for CORS, or null. */
@@ -523,15 +910,18 @@ async function grantList(config: Config, args: string[], io: Io): Promise<void> 
     if (!user) throw new Error(`no user named ${username}`);
     const grants = await store.grants.listForUser(user.id);
     const names = new Map(await Promise.all([...new Set(grants.map((grant) => grant.clientId))].map(async (id) => [id, (await store.clients.get(id))?.name ?? id] as const)));
-    return grants.map((grant) => ({ grant, clientName: names.get(grant.clientId) ?? grant.clientId }));
+    const catalog = new ResourceCatalog(await store.resources.list());
+    // The APIs each grant covers, by their names: what the person approved access to.
+    return grants.map((grant) => ({ grant, clientName: names.get(grant.clientId) ?? grant.clientId, apis: describeAccess(catalog, grant.scope, grant.createdAt).apis }));
   });
   const now = Date.now();
   if (values.json) {
-    io.stdout(`${JSON.stringify(listed.map(({ grant, clientName }) => ({
+    io.stdout(`${JSON.stringify(listed.map(({ grant, clientName, apis }) => ({
       grant_id: grant.id,
       client_id: grant.clientId,
       client_name: clientName,
       scope: grant.scope.join(' '),
+      apis: apis.map((api) => ({ identifier: api.identifier, name: api.name, scopes: api.scopes.map((scope) => scope.name) })),
       grant_type: grant.kind,
       approved_at: new Date(grant.createdAt).toISOString(),
       last_used_at: grant.lastUsedAt === null ? null : new Date(grant.lastUsedAt).toISOString(),
@@ -541,9 +931,10 @@ async function grantList(config: Config, args: string[], io: Io): Promise<void> 
     return;
   }
   if (listed.length === 0) io.stdout(`${username} has approved nothing that is not revoked.\n`);
-  for (const { grant, clientName } of listed) {
+  for (const { grant, clientName, apis } of listed) {
     const state = grant.activeUntil !== null && grant.activeUntil > now ? 'active' : 'no live tokens';
-    io.stdout(`${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`);
+    const apiLines = apis.map((api) => `  API: ${api.name} (${api.identifier}): ${api.scopes.map((scope) => scope.description).join('; ')}\n`).join('');
+    io.stdout(`${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n${apiLines}  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`);
   }
 }
 
@@ -591,7 +982,13 @@ type Command = (config: Config, args: string[], io: Io) => Promise<void>;
 const COMMANDS: Readonly<Record<string, Command>> = {
   'client add': clientAdd,
   'client list': clientList,
+  'client show': clientShow,
+  'client update': clientUpdate,
+  'client rotate-secret': clientRotateSecret,
   'client remove': clientRemove,
+  'resource add': resourceAdd,
+  'resource list': resourceList,
+  'resource remove': resourceRemove,
   'user add': userAdd,
   'user list': userList,
   'user show': userShow,

@@ -38,6 +38,11 @@ describe('loadConfig', () => {
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=3' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=16,t=1,p=4' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=0,p=4' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '50' }, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'],
+    [{ TESSERA_CLIENT_JWKS_TIMEOUT_MS: 'soon' }, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'],
+    [{ TESSERA_CLIENT_JWKS_CACHE_TTL: '-1' }, 'TESSERA_CLIENT_JWKS_CACHE_TTL'],
+    [{ TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '3601' }, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL'],
+    [{ TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '10' }, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
@@ -70,6 +75,14 @@ describe('loadConfig', () => {
     assert.deepEqual(loadConfig({}).passwordHash, { memory: 65536, passes: 3, parallelism: 4 });
     assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1' }).passwordHash, { memory: 8, passes: 1, parallelism: 1 });
     assert.deepEqual(loadConfig({ TESSERA_PASSWORD_HASH: ' m=19456, t=2, p=1 ' }).passwordHash, { memory: 19456, passes: 2, parallelism: 1 });
+  });
+
+  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and 5-minute assertions by default', () => {
+    assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 300 });
+    assert.deepEqual(
+      loadConfig({ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500', TESSERA_CLIENT_JWKS_CACHE_TTL: '0', TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60', TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120' }).clientAuth,
+      { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120 },
+    );
   });
 
   it('accepts a postgres URL', () => {

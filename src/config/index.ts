@@ -53,6 +53,7 @@ export interface Config {
    * suite lowers it to run fast. Existing hashes keep the cost they were made with.
    */
   readonly passwordHash: PasswordHashCost;
+  readonly clientAuth: ClientAuthSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -96,6 +97,32 @@ export interface SiteSettings {
    * it, or it on white, falls short of WCAG 2.2's 4.5:1 contrast for text.
    */
   readonly accentColor: string | null;
+}
+
+/**
+ * How `private_key_jwt` clients (RFC 7523 §2.2, OIDC Core §9) are checked: their keys are
+ * fetched from the `jwks_uri` they registered, and their assertions are short-lived.
+ */
+export interface ClientAuthSettings {
+  /**
+   * `TESSERA_CLIENT_JWKS_TIMEOUT_MS` (default 3000): the longest a request waits for a
+   * client's JWKS to be fetched; past it the request is answered `invalid_client`.
+   */
+  readonly jwksTimeoutMs: number;
+  /** `TESSERA_CLIENT_JWKS_CACHE_TTL` seconds (default 300): how long a fetched JWKS is used before it is fetched again. */
+  readonly jwksCacheSeconds: number;
+  /**
+   * `TESSERA_CLIENT_JWKS_REFETCH_INTERVAL` seconds (default 10): an assertion whose `kid` is
+   * not in the cached JWKS makes Tessera fetch it again at once (the client rotated its
+   * keys), but no sooner than this after the previous fetch, so that made-up `kid`s cannot
+   * turn Tessera into a stream of requests to the client's server.
+   */
+  readonly jwksRefetchSeconds: number;
+  /**
+   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 300): an assertion whose `exp`
+   * is further ahead than this is refused; its `jti` is remembered until `exp`.
+   */
+  readonly assertionMaxLifetimeSeconds: number;
 }
 
 /** argon2id cost parameters (RFC 9106 §3.1). */
@@ -379,6 +406,12 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
     passwordHash: passwordHash(env),
+    clientAuth: {
+      jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
+      jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),
+      jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
+      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 300, 30, 3600),
+    },
     eventRetentionSeconds: integer(env, 'TESSERA_EVENT_RETENTION', 90 * 86400, 3600, 3650 * 86400),
     metrics: {
       port: env['TESSERA_METRICS_PORT']?.trim() ? integer(env, 'TESSERA_METRICS_PORT', 0, 0, 65535) : null,

@@ -1,6 +1,6 @@
 /**
  * The OAuth error codes this server can answer with: RFC 6749 §4.1.2.1 and §5.2,
- * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1.
+ * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2.
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -11,6 +11,7 @@ export type OAuthErrorCode =
   | 'unsupported_response_type'
   | 'unsupported_token_type'
   | 'invalid_scope'
+  | 'invalid_target'
   | 'access_denied'
   | 'server_error'
   | 'temporarily_unavailable'

@@ -50,7 +50,11 @@ export const EVENT_TYPES = [
   'user.reset_link_created',
   'user.password_reset',
   'client.created',
+  'client.updated',
+  'client.secret_rotated',
   'client.removed',
+  'resource.created',
+  'resource.removed',
   'keys.rotated',
 ] as const;
 

@@ -11,3 +11,24 @@ export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CO
 
 /** Query or form parameters as parsed: a name may repeat (RFC 6749 §3.1 forbids it; the flows refuse it). */
 export type RawParams = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/**
+ * How a client authenticates at the token, device authorization, revocation and
+ * introspection endpoints (RFC 7591 §2 `token_endpoint_auth_method`): a secret in HTTP Basic
+ * or in the form body (RFC 6749 §2.3.1), a signed JWT (RFC 7523 §2.2, OIDC Core §9), or
+ * nothing but its client_id (a public client, RFC 6749 §2.1).
+ */
+export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] as const;
+export type ClientAuthMethod = (typeof CLIENT_AUTH_METHODS)[number];
+
+/** The two methods that present a secret: a client registered with either is accepted with the other. */
+export const SECRET_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post'];
+
+/** RFC 7523 §2.2: the client_assertion_type of a JWT client assertion. */
+export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/**
+ * Whether a client must use PKCE (`required`, the default) or, as a confidential OpenID
+ * client, may rely on `nonce` instead (`optional`, RFC 9700 §2.1.1).
+ */
+export type PkcePolicy = 'required' | 'optional';

@@ -6,12 +6,18 @@ describe('redirect URI registration', () => {
   for (const uri of ['https://app.example/cb', 'http://127.0.0.1/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]/cb']) {
     it(`accepts ${uri}`, () => assert.equal(redirectUriProblem(uri, { publicClient: false }), null));
   }
-  for (const uri of ['http://app.example/cb', 'http://localhost:3000/cb', 'https://app.example/cb#frag', 'javascript:alert(1)', 'data:text/html,x', 'relative/cb', 'https://user:pw@app.example/cb', 'myapp:/cb']) {
+  for (const uri of ['http://app.example/cb', 'http://localhost.example/cb', 'http://127.0.0.1.nip.io/cb', 'https://app.example/cb#frag', 'javascript:alert(1)', 'data:text/html,x', 'relative/cb', 'https://user:pw@app.example/cb', 'myapp:/cb']) {
     it(`refuses ${uri}`, () => assert.notEqual(redirectUriProblem(uri, { publicClient: true }), null));
   }
   it('accepts a reverse-domain private-use scheme for a public client only (RFC 8252 §7.1)', () => {
     assert.equal(redirectUriProblem('com.example.app:/oauth2redirect', { publicClient: true }), null);
     assert.match(redirectUriProblem('com.example.app:/oauth2redirect', { publicClient: false }) ?? '', /--public/);
+  });
+  it('accepts http://localhost for a public client only (RFC 8252 §7.3, §8.3)', () => {
+    assert.equal(redirectUriProblem('http://localhost/cb', { publicClient: true }), null);
+    assert.equal(redirectUriProblem('http://localhost:8080/cb', { publicClient: true }), null);
+    assert.match(redirectUriProblem('http://localhost:3000/cb', { publicClient: false }) ?? '', /public native apps/);
+    assert.notEqual(redirectUriProblem('https://localhost/cb#x', { publicClient: true }), null);
   });
 });
 
@@ -32,5 +38,14 @@ describe('redirect URI matching', () => {
     assert.equal(redirectUriRegistered(['http://127.0.0.1/cb'], 'http://localhost:51234/cb'), false);
     assert.equal(redirectUriRegistered(['http://127.0.0.1/cb'], 'https://127.0.0.1:51234/cb'), false);
     assert.equal(redirectUriRegistered(['https://app.example/cb'], 'https://app.example:8443/cb'), false);
+  });
+
+  it('lets the port of a registered localhost redirect URI vary too, and only on localhost', () => {
+    assert.equal(redirectUriRegistered(['http://localhost/cb'], 'http://localhost:51234/cb'), true);
+    assert.equal(redirectUriRegistered(['http://localhost:8000/cb'], 'http://localhost:51234/cb'), true);
+    assert.equal(redirectUriRegistered(['http://localhost/cb'], 'http://127.0.0.1:51234/cb'), false);
+    assert.equal(redirectUriRegistered(['http://localhost/cb'], 'http://localhost.example:51234/cb'), false);
+    assert.equal(redirectUriRegistered(['http://localhost/cb'], 'http://localhost:51234/other'), false);
+    assert.equal(redirectUriRegistered(['http://localhost/cb'], 'https://localhost:51234/cb'), false);
   });
 });

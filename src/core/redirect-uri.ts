@@ -3,10 +3,13 @@
  * RFC 8252 §7-8) and how a requested one is matched against the registered ones.
  */
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]']);
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 const DANGEROUS_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:']);
 
-/** RFC 8252 §7.3: a loopback IP literal over http, where the app listens on a port of its choosing. */
+/**
+ * RFC 8252 §7.3: a loopback address over http, where the app listens on a port of its
+ * choosing. `localhost` is registered only by public native clients (see below).
+ */
 function isLoopback(url: URL): boolean {
   return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }
@@ -31,10 +34,15 @@ export function redirectUriProblem(uri: string, options: { readonly publicClient
   if (url.username || url.password) return 'must not contain a user name or password';
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:') {
-    if (url.hostname === 'localhost') return 'use the loopback address http://127.0.0.1 (or http://[::1]) instead of localhost (RFC 8252 §8.3)';
+    // RFC 8252 §8.3 prefers the IP literal ("NOT RECOMMENDED" is localhost), since a hosts file
+    // or a resolver could send localhost elsewhere; some native apps offer nothing else
+    // (oidc-agent), so a public client may register it, under the same any-port rule.
+    if (url.hostname === 'localhost' && !options.publicClient) {
+      return 'http://localhost is for public native apps (register them with --public); use the loopback address http://127.0.0.1 (or http://[::1]) (RFC 8252 §8.3)';
+    }
     // RFC 9700 §2.6 allows http only where nothing crosses a network: the loopback interface.
     if (isLoopback(url)) return null;
-    return 'http is allowed only for a loopback address (127.0.0.1 or [::1]); use https';
+    return 'http is allowed only for a loopback address (127.0.0.1, [::1], or localhost for a public client); use https';
   }
   if (DANGEROUS_SCHEMES.has(url.protocol)) return `the ${url.protocol} scheme is not allowed`;
   if (isPrivateUseScheme(url)) {

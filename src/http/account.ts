@@ -3,11 +3,12 @@ import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { AuditEvent } from '../core/events.ts';
 import { revokeGrant } from '../flows/lifecycle/grants.ts';
+import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { changePassword } from '../flows/users.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
-import { signedInUser } from './authorize.ts';
+import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
@@ -58,6 +59,7 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter((grant) => grant.activeUntil !== null && grant.activeUntil > now);
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
+    const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
     return reply
       .status(options.status ?? 200)
       .type('text/html; charset=utf-8')
@@ -71,7 +73,7 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
           connections: grants.map((grant) => ({
             grantId: grant.id,
             clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-            scopes: grant.scope,
+            access: describeAccess(catalog, grant.scope, grant.createdAt),
             approvedAt: grant.createdAt,
             lastUsedAt: grant.lastUsedAt,
             device: grant.device,

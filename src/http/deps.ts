@@ -1,10 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
+import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
 export interface AppDeps extends FlowDeps {
   readonly keys: KeyManager;
+  /** The public keys of private_key_jwt clients, fetched and cached. */
+  readonly clientKeys: ClientKeySets;
   /** The grant types of the token endpoint, in the order discovery lists them. */
   readonly grants: readonly TokenGrant[];
   /** Endpoints added by feature plugins, merged into the discovery document. */

@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { startDeviceAuthorization, VERIFICATION_PATH } from '../flows/device/authorization.ts';
 import { sameNetwork } from '../flows/device/proximity.ts';
+import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import {
   decideDeviceRequest,
@@ -17,9 +18,9 @@ import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
-import { renderSignIn, signedInUser } from './authorize.ts';
-import { authenticateClient } from './client-auth.ts';
-import { formParams, rawForm } from './form.ts';
+import { renderSignIn, signedInUser } from './sign-in.ts';
+import { clientRequest } from './client-auth.ts';
+import { formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
@@ -57,15 +58,16 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   const messages = lookupMessages(deps.config.device.codeLifetime);
 
   app.post(DEVICE_AUTHORIZATION_PATH, async (request, reply) => {
-    // RFC 8628 §3.2 refers to RFC 6749 §5.1: the response carries a secret, so no caching.
-    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
-    const params = formParams(request);
-    // RFC 8628 §3.1: the client authenticates as at the token endpoint.
-    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
-    const response = await startDeviceAuthorization(forRequest(deps, request), client, params, {
-      ip: request.ip,
-      userAgent: request.headers['user-agent'] ?? null,
-    });
+    // RFC 8628 §3.1: the client authenticates as at the token endpoint; §3.2 refers to
+    // RFC 6749 §5.1: the response carries a secret, so no caching.
+    const { client, params } = await clientRequest(deps, request, reply);
+    const response = await startDeviceAuthorization(
+      forRequest(deps, request),
+      client,
+      params,
+      { ip: request.ip, userAgent: request.headers['user-agent'] ?? null },
+      formResources(request),
+    );
     return reply.type('application/json; charset=utf-8').send(response);
   });
 
@@ -90,8 +92,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     return `${APPROVE_PATH}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
   }
 
-  function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
+  async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
     const userCode = formatUserCode(record.userCode);
+    const access = await describeScope(deps.store, record.scope);
     return page(
       reply,
       200,
@@ -100,7 +103,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         action: APPROVE_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
-        scopes: record.scope,
+        access,
         signedInAs: user.name ?? user.username,
         details: deviceDetails({
           userCode,

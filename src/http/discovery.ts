@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
+import { ASSERTION_ALGORITHMS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
 import type { AppDeps } from './deps.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing
  * is advertised that a client cannot use.
  */
-export function discoveryMetadata(deps: AppDeps): Record<string, unknown> {
+export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string[] = []): Record<string, unknown> {
   const issuer = deps.config.issuer;
   return {
     issuer,
@@ -14,13 +15,15 @@ export function discoveryMetadata(deps: AppDeps): Record<string, unknown> {
     token_endpoint: `${issuer}/oauth/token`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
     ...deps.extraMetadata,
-    scopes_supported: SUPPORTED_SCOPES,
+    // The OpenID scopes, then every registered API's (RFC 8414 §2).
+    scopes_supported: [...SUPPORTED_SCOPES, ...resourceScopes],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: deps.grants.map((grant) => grant.type),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+    token_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'name', 'preferred_username', 'email', 'email_verified'],
@@ -32,13 +35,15 @@ export function discoveryMetadata(deps: AppDeps): Record<string, unknown> {
 }
 
 export const discoveryRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  const metadata = JSON.stringify(discoveryMetadata(deps));
-  const send = async (_request: unknown, reply: import('fastify').FastifyReply) =>
-    reply
+  // Built per request: registering an API adds its scopes to scopes_supported.
+  const send = async (_request: unknown, reply: import('fastify').FastifyReply) => {
+    const resourceScopes = (await deps.store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name));
+    return reply
       .header('Cache-Control', 'public, max-age=300')
       .header('Access-Control-Allow-Origin', '*')
       .type('application/json; charset=utf-8')
-      .send(metadata);
+      .send(JSON.stringify(discoveryMetadata(deps, resourceScopes)));
+  };
   app.get('/.well-known/openid-configuration', send);
   app.get('/.well-known/oauth-authorization-server', send);
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
+import { resourceParams } from '../flows/resources.ts';
 import type { Params } from '../flows/types.ts';
 
 /** OAuth requests are small; anything larger is refused with 413 before it is parsed. */
@@ -46,8 +47,15 @@ export function formParams(request: FastifyRequest): Params {
   }
   const params: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(rawForm(request))) {
+    // RFC 8707 §2: resource may be repeated; a repeated one is read with formResources.
+    if (name === 'resource' && Array.isArray(value)) continue;
     if (Array.isArray(value)) throw new OAuthError('invalid_request', `parameter ${name} is repeated`);
     if (typeof value === 'string' && value !== '') params[name] = value;
   }
   return params;
+}
+
+/** Every `resource` value of a form (RFC 8707 §2: the parameter may be repeated). */
+export function formResources(request: FastifyRequest): string[] {
+  return resourceParams(rawForm(request)['resource']);
 }

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { forRequest, type AppDeps } from './deps.ts';
-import { authenticateClient } from './client-auth.ts';
-import { formParams } from './form.ts';
+import { clientRequest } from './client-auth.ts';
+import { formResources } from './form.ts';
 
 /**
  * The token endpoint (RFC 6749 §3.2): authenticate the client, then hand the request to the
@@ -12,10 +12,10 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   const grants = new Map(deps.grants.map((grant) => [grant.type as string, grant]));
 
   app.post('/oauth/token', async (request, reply) => {
-    // RFC 6749 §5.1: responses with tokens (and, for simplicity, all of them) are not cached.
-    reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
-    const params = formParams(request);
-    const client = await authenticateClient(deps.store, request, params, deps.config.issuer);
+    const { client, params } = await clientRequest(deps, request, reply);
+    // RFC 8707 §2.2: a token request may name several resources, but an access token here has
+    // one audience (RFC 9068 §3), so the server refuses more than one.
+    if (formResources(request).length > 1) throw new OAuthError('invalid_target', 'one resource per token request: an access token is for one API');
     const grantType = params['grant_type'];
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required');
     const grant = grants.get(grantType);

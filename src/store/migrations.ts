@@ -226,6 +226,34 @@ const clientChangeNotices: Migration = {
 };
 
 /**
+ * Version 5, clients that connect as the standard libraries do: how each authenticates
+ * (RFC 7591 §2 `token_endpoint_auth_method`; existing clients keep HTTP Basic, or `none`
+ * when public), the secret a rotation replaced and until when it is still accepted, the
+ * public keys of a `private_key_jwt` client (a URL or a registered JWK Set), whether it may
+ * go without PKCE, and the ids of used client assertions, kept until they expire (RFC 7523
+ * §3). The new columns have defaults, so the ALTERs rewrite nothing.
+ */
+const clientAuthentication: Migration = {
+  version: 5,
+  name: 'client authentication',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN auth_method ${t.text} NOT NULL DEFAULT 'client_secret_basic'
+      CHECK (auth_method IN ('client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'))`,
+    "UPDATE clients SET auth_method = 'none' WHERE secret_hash IS NULL",
+    (t) => `ALTER TABLE clients ADD COLUMN previous_secret_hash ${t.text}`,
+    (t) => `ALTER TABLE clients ADD COLUMN previous_secret_expires_at ${t.time}`,
+    (t) => `ALTER TABLE clients ADD COLUMN jwks_uri ${t.text}`,
+    (t) => `ALTER TABLE clients ADD COLUMN jwks ${t.json}`,
+    (t) => `ALTER TABLE clients ADD COLUMN pkce ${t.text} NOT NULL DEFAULT 'required' CHECK (pkce IN ('required', 'optional'))`,
+    (t) => `CREATE TABLE client_assertions (
+      jti_hash   ${t.text} PRIMARY KEY,
+      expires_at ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX client_assertions_expires_at ON client_assertions (expires_at)',
+  ],
+};
+
+/**
  * Version 7, for operators: the audit trail (`events`, kept for TESSERA_EVENT_RETENTION and
  * read newest first, by user or client), single-use password reset links stored by the hash
  * of their token, and an index to end all of a user's sessions at once when the user is
@@ -266,6 +294,33 @@ const operators: Migration = {
 };
 
 /**
+ * Version 9, API resources (RFC 8707): each with its scopes, whose names are unique across
+ * the server (the primary key of `resource_scopes`), so that a granted scope names its API.
+ * Grants keep only their scope: removing a resource ends its grants' access to it, since
+ * their scopes no longer name it.
+ */
+const apiResources: Migration = {
+  version: 9,
+  name: 'api resources',
+  statements: [
+    (t) => `CREATE TABLE resources (
+      identifier                ${t.text} PRIMARY KEY,
+      name                      ${t.text} NOT NULL,
+      access_token_ttl          ${t.integer},
+      introspection_secret_hash ${t.text},
+      created_at                ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE resource_scopes (
+      name        ${t.text} PRIMARY KEY,
+      resource    ${t.text} NOT NULL REFERENCES resources (identifier) ON DELETE CASCADE,
+      description ${t.text} NOT NULL,
+      position    ${t.integer} NOT NULL
+    )`,
+    'CREATE INDEX resource_scopes_resource ON resource_scopes (resource)',
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -278,4 +333,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, operators];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, operators, apiResources];

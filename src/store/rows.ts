@@ -8,7 +8,7 @@
 
 import type { SigningAlgorithm } from '../config/index.ts';
 import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
   type ClientRecord,
@@ -18,6 +18,8 @@ import {
   type GrantRecord,
   type PasswordResetRecord,
   type RefreshTokenRecord,
+  type ResourceRecord,
+  type ResourceScope,
   type SessionRecord,
   type SigningKeyRecord,
   type UserRecord,
@@ -93,6 +95,7 @@ const grantKinds: readonly GrantRecord['kind'][] = [GRANT_AUTHORIZATION_CODE, GR
 const deviceStatuses: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed'];
 const pollOutcomes: readonly DevicePollOutcome[] = ['expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending'];
 const algorithms: readonly SigningAlgorithm[] = ['RS256', 'ES256'];
+const pkcePolicies: readonly PkcePolicy[] = ['required', 'optional'];
 
 export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
   return {
@@ -104,6 +107,12 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     grantTypes: read.strings(row, 'grant_types').map((value) => oneOf(grantTypes, 'grant_types', value)),
     webOrigins: read.strings(row, 'web_origins'),
     createdAt: integer(row, 'created_at'),
+    authMethod: oneOf(CLIENT_AUTH_METHODS, 'auth_method', text(row, 'auth_method')),
+    previousSecretHash: textOrNull(row, 'previous_secret_hash'),
+    previousSecretExpiresAt: integerOrNull(row, 'previous_secret_expires_at'),
+    jwksUri: textOrNull(row, 'jwks_uri'),
+    jwks: row['jwks'] === null ? null : read.object(row, 'jwks'),
+    pkce: oneOf(pkcePolicies, 'pkce', text(row, 'pkce')),
   };
 }
 
@@ -247,5 +256,21 @@ export function eventFromRow(row: Row, read: ColumnReader): AuditEvent {
     ip: textOrNull(row, 'ip'),
     userAgent: textOrNull(row, 'user_agent'),
     detail: detail as Record<string, DetailValue>,
+  };
+}
+
+export function resourceScopeFromRow(row: Row): ResourceScope & { readonly resource: string } {
+  return { name: text(row, 'name'), description: text(row, 'description'), resource: text(row, 'resource') };
+}
+
+/** A resource row with its scopes, read separately (`resource_scopes`). */
+export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): ResourceRecord {
+  return {
+    identifier: text(row, 'identifier'),
+    name: text(row, 'name'),
+    scopes,
+    accessTokenTtl: integerOrNull(row, 'access_token_ttl'),
+    introspectionSecretHash: textOrNull(row, 'introspection_secret_hash'),
+    createdAt: integer(row, 'created_at'),
   };
 }

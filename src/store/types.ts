@@ -14,7 +14,7 @@
 
 import type { SigningAlgorithm } from '../config/index.ts';
 import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
-import type { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType } from '../core/protocol.ts';
+import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
 export interface ClientRecord {
@@ -31,15 +31,84 @@ export interface ClientRecord {
   /** Browser origins allowed to call the token-side endpoints through CORS. */
   readonly webOrigins: readonly string[];
   readonly createdAt: number;
+  /**
+   * How it authenticates (RFC 7591 §2 `token_endpoint_auth_method`): `none` exactly when it
+   * is public; a secret method has a `secretHash`, `private_key_jwt` has `jwksUri` or `jwks`.
+   */
+  readonly authMethod: ClientAuthMethod;
+  /** The secret before the last rotation, accepted until `previousSecretExpiresAt`. */
+  readonly previousSecretHash: string | null;
+  readonly previousSecretExpiresAt: number | null;
+  /** `private_key_jwt`: where the client publishes its public keys (fetched and cached). */
+  readonly jwksUri: string | null;
+  /** `private_key_jwt`: its public keys as registered, a JWK Set (RFC 7517 §5). */
+  readonly jwks: Readonly<Record<string, unknown>> | null;
+  /** Whether its authorization requests must use PKCE (RFC 9700 §2.1.1). */
+  readonly pkce: PkcePolicy;
 }
+
+/** The fields of a registration that a client created before them takes defaults for. */
+type ClientDefaults = 'authMethod' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'jwksUri' | 'jwks' | 'pkce';
+
+/**
+ * A client as it is registered: without `authMethod` it is `none` when it has no secret and
+ * `client_secret_basic` when it has one; no previous secret, no keys, PKCE required.
+ */
+export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
+
+/** What `ClientStore.update` replaces: everything but the id and the creation time. */
+export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt'>;
 
 export interface ClientStore {
   /** Throws `DuplicateError` when the id is taken. */
-  create(client: ClientRecord): Promise<void>;
+  create(client: NewClient): Promise<void>;
   get(id: string): Promise<ClientRecord | null>;
   list(): Promise<ClientRecord[]>;
+  /** Replaces the registration's fields; the updated record, or null for an unknown id. */
+  update(id: string, changes: ClientChanges): Promise<ClientRecord | null>;
+  /**
+   * Rotates a client's secret in one statement: `secretHash` becomes the secret, the one it
+   * replaces stays accepted until `previousExpiresAt`. Null, and nothing changed, for an
+   * unknown client or one without a secret.
+   */
+  rotateSecret(id: string, secretHash: string, previousExpiresAt: number): Promise<ClientRecord | null>;
   /** Also ends everything issued to the client: its codes, device codes and grants. */
   remove(id: string): Promise<boolean>;
+}
+
+/** One scope of an API resource: its name is unique across the server. */
+export interface ResourceScope {
+  readonly name: string;
+  /** What a person reads on the consent page ("See your photos"). */
+  readonly description: string;
+}
+
+/** An API registered by the operator (RFC 8707 §2: a resource indicator and its scopes). */
+export interface ResourceRecord {
+  /** An absolute URI without a fragment: the access token's `aud` (RFC 9068 §3). */
+  readonly identifier: string;
+  /** Shown to the user on consent and account pages. */
+  readonly name: string;
+  /** In the order they were registered. */
+  readonly scopes: readonly ResourceScope[];
+  /** Seconds an access token for this API lives; null for the server's default. */
+  readonly accessTokenTtl: number | null;
+  /** `hashSecret` of the resource server's introspection secret (RFC 7662 §2.1); null when it has none. */
+  readonly introspectionSecretHash: string | null;
+  readonly createdAt: number;
+}
+
+export interface ResourceStore {
+  /**
+   * Registers the resource with its scopes. Throws `DuplicateError` when the identifier or a
+   * scope name is taken; several writes, so call it inside `Store.transaction`.
+   */
+  create(resource: ResourceRecord): Promise<void>;
+  get(identifier: string): Promise<ResourceRecord | null>;
+  /** Every resource with its scopes, oldest first. */
+  list(): Promise<ResourceRecord[]>;
+  /** Removes the resource and its scopes; false when there was none. */
+  remove(identifier: string): Promise<boolean>;
 }
 
 /** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
@@ -202,6 +271,7 @@ export interface AuthorizationCodeRecord {
   readonly redirectUri: string;
   readonly scope: readonly string[];
   readonly nonce: string | null;
+  /** The S256 challenge; empty for a code asked for without PKCE (a client with PKCE optional). */
   readonly codeChallenge: string;
   readonly authTime: number;
   readonly createdAt: number;
@@ -286,6 +356,19 @@ export interface DeviceAuthorizationStore {
   countPending(now: number): Promise<number>;
   /** Deletes the requests the user decided (a removed user). */
   removeForUser(userId: string): Promise<number>;
+}
+
+/**
+ * The `jti` of every client assertion accepted (RFC 7523 §3: "The JWT MAY contain a "jti"
+ * claim ... the authorization server MAY ensure that JWTs are not replayed"), kept until the
+ * assertion expires.
+ */
+export interface ClientAssertionStore {
+  /**
+   * Records `jtiHash` (`hashSecret` of the client id and the jti) as used until `expiresAt`:
+   * true for exactly one caller, false when it is already recorded and unexpired at `now`.
+   */
+  use(jtiHash: string, expiresAt: number, now: number): Promise<boolean>;
 }
 
 export interface RateLimitStore {
@@ -375,6 +458,8 @@ export interface Stores {
   readonly devices: DeviceAuthorizationStore;
   readonly rateLimits: RateLimitStore;
   readonly keys: KeyStore;
+  readonly resources: ResourceStore;
+  readonly clientAssertions: ClientAssertionStore;
   readonly passwordResets: PasswordResetStore;
   readonly events: EventStore;
 }
@@ -390,10 +475,10 @@ export interface Store extends Stores {
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, password
-   * reset links and revoked access-token ids that expired before `before` (the caller keeps
-   * a margin after expiry, so a replayed code is still recognised as one for a while), and,
-   * when `eventsBefore` is given, events older than it. Works in small batches so it never
-   * holds a long lock. Returns the number of rows deleted.
+   * reset links, revoked access-token ids and used client assertion ids that expired before
+   * `before` (the caller keeps a margin after expiry, so a replayed code is still recognised
+   * as one for a while), and, when `eventsBefore` is given, events older than it. Works in
+   * small batches so it never holds a long lock. Returns the number of rows deleted.
    */
   purgeExpired(before: number, eventsBefore?: number): Promise<number>;
   close(): Promise<void>;

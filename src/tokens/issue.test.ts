@@ -20,6 +20,7 @@ const client: ClientRecord = {
   grantTypes: [GRANT_AUTHORIZATION_CODE],
   webOrigins: [],
   createdAt: 0,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
 };
 const user: UserRecord = {
   id: 'sub-1',

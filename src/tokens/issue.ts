@@ -5,7 +5,7 @@ import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
-import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, Store, UserRecord } from '../store/types.ts';
+import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -23,7 +23,10 @@ export interface TokenResponse {
 export interface Issuance {
   readonly client: ClientRecord;
   readonly user: UserRecord;
+  /** The access token's scope: the OpenID scopes granted and those of its one API. */
   readonly scope: readonly string[];
+  /** RFC 8707: the API the access token is for (its `aud`); absent or null for this server's own (userinfo). */
+  readonly resource?: ResourceRecord | null;
   readonly grantId: string;
   /** OIDC `auth_time`, ms. */
   readonly authTime: number;
@@ -50,6 +53,8 @@ export interface AccessTokenClaims {
   readonly sub: string;
   readonly client_id: string;
   readonly scope: readonly string[];
+  /** The API it is for, or this server's issuer for its own (userinfo). */
+  readonly aud: string;
   readonly jti: string;
   /** The grant it was issued under. */
   readonly gid: string;
@@ -113,14 +118,16 @@ export class TokenIssuer {
     const now = seconds(nowMs);
     const scope = issuance.scope.join(' ');
     const lifetimes = this.#lifetimesFor(issuance.client);
+    // An API may set its own access token lifetime (RFC 9068 §2.2 leaves `exp` to the server).
+    const accessTokenLifetime = issuance.resource?.accessTokenTtl ?? lifetimes.accessToken;
     const [accessToken, idToken] = await Promise.all([
-      this.#accessToken(issuance, now, scope, lifetimes.accessToken),
+      this.#accessToken(issuance, now, scope, accessTokenLifetime),
       issuance.scope.includes('openid') ? this.#idToken(issuance, now) : undefined,
     ]);
     const refresh = receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined;
     // A revoked grant records no use: the account page has nothing to show for it.
     const recordUse = (grants: GrantStore) =>
-      grants.recordUse(grant.id, nowMs, Math.max((now + lifetimes.accessToken) * 1000, refresh?.record.expiresAt ?? 0));
+      grants.recordUse(grant.id, nowMs, Math.max((now + accessTokenLifetime) * 1000, refresh?.record.expiresAt ?? 0));
     if (refresh === undefined) {
       await recordUse(this.#store.grants);
     } else {
@@ -133,7 +140,7 @@ export class TokenIssuer {
     return {
       access_token: accessToken,
       token_type: 'Bearer',
-      expires_in: lifetimes.accessToken,
+      expires_in: accessTokenLifetime,
       scope,
       ...(idToken === undefined ? {} : { id_token: idToken }),
       ...(refresh === undefined ? {} : { refresh_token: refresh.token }),
@@ -164,9 +171,9 @@ export class TokenIssuer {
   }
 
   /**
-   * The claims of an access token, if this server signed it (with a key still published),
-   * for itself, and it has not expired; null for anything else. Whether its grant still
-   * stands is the caller's question.
+   * The claims of an access token, if this server signed it (with a key still published) and
+   * it has not expired; null for anything else. Whether its audience (this server or an API)
+   * and its grant still stand is the caller's question.
    */
   async readAccessToken(token: string): Promise<AccessTokenClaims | null> {
     // Outside the try: a store that cannot list the keys fails the request, rather than
@@ -175,17 +182,16 @@ export class TokenIssuer {
     try {
       const { payload } = await jwtVerify(token, keySet, {
         issuer: this.#issuer,
-        audience: this.#issuer,
         typ: 'at+jwt',
         // Whichever of our algorithms signed it: the key, found by its kid, fixes which.
         algorithms: [...SIGNING_ALGORITHMS],
         currentDate: new Date(this.#clock.now()),
-        requiredClaims: ['sub', 'jti', 'iat', 'exp'],
+        requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, client_id: clientId, scope, gid } = payload;
+      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
-      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string') return null;
-      return { sub, jti, iat, exp, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid };
+      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string' || typeof aud !== 'string') return null;
+      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid };
     } catch {
       return null;
     }
@@ -201,7 +207,7 @@ export class TokenIssuer {
 
   /** Public clients may be given shorter lifetimes than confidential ones. */
   #lifetimesFor(client: ClientRecord): { accessToken: number; refreshToken: number } {
-    return client.secretHash === null ? this.#lifetimes.publicClient : this.#lifetimes;
+    return client.authMethod === 'none' ? this.#lifetimes.publicClient : this.#lifetimes;
   }
 
   /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
@@ -214,8 +220,8 @@ export class TokenIssuer {
       // Lets introspection and revocation find the approval this token came from.
       gid: issuance.grantId,
       iss: this.#issuer,
-      // Without a resource indicator, the resource is this server's own API (userinfo).
-      aud: this.#issuer,
+      // RFC 8707 §2 and RFC 9068 §3: the API it is for; without one, this server's own API (userinfo).
+      aud: issuance.resource?.identifier ?? this.#issuer,
       sub: issuance.user.id,
       iat: now,
       exp: now + lifetime,

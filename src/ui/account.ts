@@ -1,4 +1,4 @@
-import { SCOPE_DESCRIPTIONS } from '../core/scopes.ts';
+import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout, signedInAs, type Site } from './pages.ts';
 
@@ -6,7 +6,8 @@ import { csrfField, layout, signedInAs, type Site } from './pages.ts';
 export interface ConnectionView {
   readonly grantId: string;
   readonly clientName: string;
-  readonly scopes: readonly string[];
+  /** The OpenID scopes and the APIs the approval covers, described. */
+  readonly access: DescribedAccess;
   readonly approvedAt: number;
   readonly lastUsedAt: number | null;
   /** For a device sign-in: where and when the device asked. */
@@ -45,7 +46,8 @@ function connection(view: ConnectionView, csrf: string): SafeHtml {
 <h2 id="${heading}">${view.clientName}</h2>
 ${view.device ? html`<p class="muted">Device sign-in</p>` : null}
 <dl class="origin">
-<dt>Access</dt><dd>${view.scopes.map((scope) => SCOPE_DESCRIPTIONS[scope] ?? scope).join('; ')}</dd>
+<dt>Access</dt><dd>${view.access.openid.map((scope) => scope.description).join('; ')}</dd>
+${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((scope) => scope.description).join('; ')}</dd>`)}
 <dt>Approved</dt><dd>${time(view.approvedAt)}</dd>
 <dt>Last used</dt><dd>${view.lastUsedAt === null ? 'not yet' : time(view.lastUsedAt)}</dd>
 ${view.device

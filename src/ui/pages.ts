@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SCOPE_DESCRIPTIONS } from '../core/scopes.ts';
+import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 
 /** Served at STYLESHEET_PATH; pages load nothing else (CSP default-src 'none'). */
@@ -45,8 +45,10 @@ export function csrfField(token: string): SafeHtml {
   return html`<input type="hidden" name="csrf_token" value="${token}">`;
 }
 
-function hiddenFields(fields: Readonly<Record<string, string>>): SafeHtml[] {
-  return Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`);
+function hiddenFields(fields: Readonly<Record<string, string | readonly string[]>>): SafeHtml[] {
+  return Object.entries(fields).flatMap(([name, value]) =>
+    (typeof value === 'string' ? [value] : value).map((item) => html`<input type="hidden" name="${name}" value="${item}">`),
+  );
 }
 
 export function errorPage(site: Site, title: string, message: string): string {
@@ -83,9 +85,10 @@ export interface ConsentView {
   /** Where the decision is posted. */
   readonly action: string;
   /** Carried through the form unchanged: the request being decided. */
-  readonly fields: Readonly<Record<string, string>>;
+  readonly fields: Readonly<Record<string, string | readonly string[]>>;
   readonly clientName: string;
-  readonly scopes: readonly string[];
+  /** What is asked: the OpenID scopes, then each API by its name with its scopes. */
+  readonly access: DescribedAccess;
   readonly signedInAs: string;
   /** Flow-specific facts shown above the scopes (the device's code and origin). */
   readonly details?: SafeHtml;
@@ -94,15 +97,24 @@ export interface ConsentView {
   readonly returnTo: string;
 }
 
-export function scopeList(scopes: readonly string[]): SafeHtml {
-  return html`<ul class="scopes">${scopes.map((scope) => html`<li>${SCOPE_DESCRIPTIONS[scope] ?? scope}</li>`)}</ul>`;
+/**
+ * The access asked for, as a person reads it: the OpenID scopes' descriptions, then each API
+ * under its name (a region named by its heading), with its scopes' descriptions.
+ */
+export function scopeList(access: DescribedAccess): SafeHtml {
+  return html`${access.openid.length > 0 ? html`<ul class="scopes">${access.openid.map((scope) => html`<li>${scope.description}</li>`)}</ul>` : null}
+${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api-${index}">
+<h3 id="api-${index}">${api.name}</h3>
+<p class="muted api-identifier">${api.identifier}</p>
+<ul class="scopes">${api.scopes.map((scope) => html`<li>${scope.description}</li>`)}</ul>
+</section>`)}`;
 }
 
 export function consentPage(site: Site, view: ConsentView): string {
   return layout(site, `Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
 ${view.details ?? null}
 <h2 class="muted" id="scopes-heading">${view.clientName} will be able to:</h2>
-${scopeList(view.scopes)}
+${scopeList(view.access)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}
 ${hiddenFields(view.fields)}

@@ -18,6 +18,8 @@ export interface Page {
 export interface Form {
   readonly action: string;
   readonly fields: Record<string, string>;
+  /** Fields whose name came before in the form (a repeated `resource`), in page order. */
+  readonly repeated: [string, string][];
   /** Values of the submit buttons named `decision`, in page order. */
   readonly buttons: string[];
 }
@@ -41,7 +43,7 @@ export class FormBrowser {
     }
   }
 
-  async request(url: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Page> {
+  async request(url: string, init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {}): Promise<Page> {
     const target = new URL(url, this.base).href;
     const headers: Record<string, string> = { ...init.headers };
     if (this.cookies.size > 0) headers['cookie'] = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
@@ -73,20 +75,24 @@ export class FormBrowser {
       const formAction = unescape(match[1]!);
       if (typeof action === 'string' ? formAction !== action : !action.test(formAction)) continue;
       const fields: Record<string, string> = {};
+      const repeated: [string, string][] = [];
       for (const input of match[2]!.matchAll(/<input\b[^>]*>/g)) {
         const name = /name="([^"]*)"/.exec(input[0])?.[1];
         const value = /value="([^"]*)"/.exec(input[0])?.[1] ?? '';
-        if (name) fields[unescape(name)] = unescape(value);
+        if (name && unescape(name) in fields) repeated.push([unescape(name), unescape(value)]);
+        else if (name) fields[unescape(name)] = unescape(value);
       }
       const buttons = [...match[2]!.matchAll(/<button\b[^>]*name="decision"[^>]*value="([^"]*)"/g)].map((button) => button[1]!);
-      return { action: formAction, fields, buttons };
+      return { action: formAction, fields, repeated, buttons };
     }
     throw new Error(`no form with action ${action} on ${page.url} (status ${page.status}):\n${page.html.slice(0, 2000)}`);
   }
 
   async submit(page: Page, action: string | RegExp, values: Record<string, string>): Promise<Page> {
     const form = this.form(page, action);
-    return this.request(new URL(form.action, page.url).href, { form: { ...form.fields, ...values } });
+    const body = new URLSearchParams({ ...form.fields, ...values });
+    for (const [name, value] of form.repeated) body.append(name, value);
+    return this.request(new URL(form.action, page.url).href, { form: body });
   }
 
   /**

@@ -61,7 +61,7 @@ export class BrowserAt extends FormBrowser {
     super(base);
     this.ip = ip;
   }
-  override request(url: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Page> {
+  override request(url: string, init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {}): Promise<Page> {
     return super.request(url, this.ip === null ? init : { ...init, headers: { 'x-forwarded-for': this.ip, ...init.headers } });
   }
 

@@ -9,7 +9,7 @@ import { loadConfig, type Config } from '../../src/config/index.ts';
 import { systemClock, type Clock } from '../../src/core/clock.ts';
 import { hashSecret, randomToken } from '../../src/core/crypto.ts';
 import { hashPassword } from '../../src/core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type GrantType } from '../../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type ClientAuthMethod, type GrantType, type PkcePolicy } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
 import { type Store } from '../../src/store/types.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
@@ -71,7 +71,21 @@ export interface TestServer {
    * on the same address: a restart, with nothing kept but what the database holds.
    */
   restart(): Promise<void>;
-  addClient(options?: { id?: string; name?: string; secret?: string; redirectUris?: string[]; scopes?: string[]; grantTypes?: GrantType[]; public?: boolean; webOrigins?: string[] }): Promise<TestClient>;
+  addClient(options?: {
+    id?: string;
+    name?: string;
+    secret?: string;
+    redirectUris?: string[];
+    scopes?: string[];
+    grantTypes?: GrantType[];
+    public?: boolean;
+    webOrigins?: string[];
+    /** A confidential client's method: client_secret_basic by default; private_key_jwt has no secret. */
+    authMethod?: Exclude<ClientAuthMethod, 'none'>;
+    jwks?: Record<string, unknown>;
+    jwksUri?: string;
+    pkce?: PkcePolicy;
+  }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
 }
@@ -140,11 +154,16 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     async addClient(client = {}) {
       const clientId = client.id ?? `client-${randomToken(6)}`;
-      const clientSecret = client.public ? '' : (client.secret ?? randomToken(32));
+      const secretless = client.public === true || client.authMethod === 'private_key_jwt';
+      const clientSecret = secretless ? '' : (client.secret ?? randomToken(32));
       await running.store.clients.create({
         id: clientId,
         name: client.name ?? 'Test App',
-        secretHash: client.public ? null : hashSecret(clientSecret),
+        secretHash: secretless ? null : hashSecret(clientSecret),
+        authMethod: client.public ? 'none' : (client.authMethod ?? 'client_secret_basic'),
+        jwks: client.jwks ?? null,
+        jwksUri: client.jwksUri ?? null,
+        pkce: client.pkce ?? 'required',
         redirectUris: client.redirectUris ?? [REDIRECT_URI],
         scopes: client.scopes ?? ['openid', 'profile', 'email'],
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],

@@ -16,10 +16,12 @@ import {
   DuplicateError,
   MissingReferenceError,
   type AuthorizationCodeRecord,
+  type ClientChanges,
   type ClientRecord,
   type DeviceAuthorizationRecord,
   type GrantRecord,
   type RefreshTokenRecord,
+  type ResourceRecord,
   type SessionRecord,
   type SigningKeyRecord,
   type Store,
@@ -78,6 +80,12 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
         webOrigins: ['https://app.example'],
         createdAt: T0,
+        authMethod: 'client_secret_basic',
+        previousSecretHash: null,
+        previousSecretExpiresAt: null,
+        jwksUri: null,
+        jwks: null,
+        pkce: 'required',
         ...overrides,
       };
       await store.clients.create(client);
@@ -247,8 +255,78 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
 
       it('keeps a public client without a secret and with empty lists', async () => {
-        const client = await givenClient({ secretHash: null, webOrigins: [], grantTypes: [GRANT_DEVICE_CODE] });
+        const client = await givenClient({ secretHash: null, authMethod: 'none', webOrigins: [], grantTypes: [GRANT_DEVICE_CODE] });
         assert.deepEqual(await store.clients.get(client.id), client);
+      });
+
+      it('keeps a private_key_jwt client with its keys, and one allowed to go without PKCE', async () => {
+        const jwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'k1' }] };
+        const withKeys = await givenClient({ secretHash: null, authMethod: 'private_key_jwt', jwks });
+        assert.deepEqual(await store.clients.get(withKeys.id), withKeys);
+        const withUri = await givenClient({ secretHash: null, authMethod: 'private_key_jwt', jwksUri: 'https://app.example/jwks.json', pkce: 'optional' });
+        assert.deepEqual(await store.clients.get(withUri.id), withUri);
+      });
+
+      it('takes the defaults for a client registered without the newer fields: none when public, Basic with a secret', async () => {
+        const { authMethod: _, previousSecretHash: __, previousSecretExpiresAt: ___, jwksUri: ____, jwks: _____, pkce: ______, ...bare } = await givenClient();
+        const publicId = unique('client');
+        const confidentialId = unique('client');
+        await store.clients.create({ ...bare, id: publicId, secretHash: null });
+        await store.clients.create({ ...bare, id: confidentialId });
+        const defaults = { previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required' };
+        assert.deepEqual(await store.clients.get(publicId), { ...bare, id: publicId, secretHash: null, authMethod: 'none', ...defaults });
+        assert.deepEqual(await store.clients.get(confidentialId), { ...bare, id: confidentialId, authMethod: 'client_secret_basic', ...defaults });
+      });
+
+      it('updates every field but the id and creation time, returns the new record, and null for an unknown id', async () => {
+        const client = await givenClient();
+        const { id, createdAt, ...fields } = client;
+        const changes: ClientChanges = {
+          ...fields,
+          name: 'Renamed App',
+          redirectUris: ['https://app.example/other'],
+          scopes: ['openid'],
+          grantTypes: [GRANT_AUTHORIZATION_CODE],
+          webOrigins: [],
+          authMethod: 'private_key_jwt',
+          secretHash: null,
+          jwksUri: 'https://app.example/jwks.json',
+          jwks: { keys: [] },
+          pkce: 'optional',
+        };
+        const expected = { id, createdAt, ...changes };
+        assert.deepEqual(await store.clients.update(id, changes), expected);
+        assert.deepEqual(await store.clients.get(id), expected);
+        assert.equal(await store.clients.update('no-such-client', changes), null);
+      });
+
+      it('rotates a secret in one step: the old one becomes the previous, with its expiry; a public client has none to rotate', async () => {
+        const client = await givenClient({ secretHash: 'first-hash' });
+        const rotated = await store.clients.rotateSecret(client.id, 'second-hash', T0 + HOUR);
+        assert.deepEqual(rotated, { ...client, secretHash: 'second-hash', previousSecretHash: 'first-hash', previousSecretExpiresAt: T0 + HOUR });
+        assert.deepEqual(await store.clients.get(client.id), rotated);
+        const again = await store.clients.rotateSecret(client.id, 'third-hash', T0 + 2 * HOUR);
+        assert.deepEqual([again?.secretHash, again?.previousSecretHash], ['third-hash', 'second-hash']);
+        const publicClient = await givenClient({ secretHash: null, authMethod: 'none' });
+        assert.equal(await store.clients.rotateSecret(publicClient.id, 'x', T0), null);
+        assert.deepEqual(await store.clients.get(publicClient.id), publicClient);
+        assert.equal(await store.clients.rotateSecret('no-such-client', 'x', T0), null);
+      });
+    });
+
+    describe('client assertions', () => {
+      it('accepts a jti once until it expires, then again', async () => {
+        const jti = unique('jti-hash');
+        assert.equal(await store.clientAssertions.use(jti, T0 + MINUTE, T0), true);
+        assert.equal(await store.clientAssertions.use(jti, T0 + MINUTE, T0 + SECOND), false);
+        assert.equal(await store.clientAssertions.use(jti, T0 + 2 * MINUTE, T0 + MINUTE), true, 'an expired record gives way');
+        assert.equal(await store.clientAssertions.use(jti, T0 + 3 * MINUTE, T0 + MINUTE + SECOND), false);
+      });
+
+      it('accepts a jti for exactly one of 20 concurrent users', async () => {
+        const jti = unique('jti-hash');
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.clientAssertions.use(jti, T0 + MINUTE, T0)));
+        assert.equal(results.filter(Boolean).length, 1);
       });
 
       it('returns null for an unknown client id', async () => {
@@ -1170,8 +1248,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const [jtiGone, jtiKept] = [unique('jti'), unique('jti')];
         await store.accessTokens.revoke(jtiGone, cutoff - 1);
         await store.accessTokens.revoke(jtiKept, cutoff);
+        const [assertionGone, assertionKept] = [unique('assertion'), unique('assertion')];
+        await store.clientAssertions.use(assertionGone, cutoff - 1, start);
+        await store.clientAssertions.use(assertionKept, cutoff, start);
 
-        assert.equal(await store.purgeExpired(cutoff), 3);
+        assert.equal(await store.purgeExpired(cutoff), 4);
+        assert.equal(await store.clientAssertions.use(assertionGone, cutoff + HOUR, start), true, 'purged: free again');
+        assert.equal(await store.clientAssertions.use(assertionKept, cutoff + HOUR, start), false, 'kept');
 
         assert.equal(await store.refreshTokens.find(gone.hash), null);
         assert.equal(await store.refreshTokens.find(rotatedGone.hash), null);
@@ -1180,6 +1263,69 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.accessTokens.isRevoked(jtiGone), false);
         assert.equal(await store.accessTokens.isRevoked(jtiKept), true);
         assert.deepEqual(await store.grants.get(grant.id), grant);
+      });
+    });
+
+    describe('resources (RFC 8707)', () => {
+      const resource = (overrides: Partial<ResourceRecord> = {}): ResourceRecord => {
+        const id = unique('api');
+        return {
+          identifier: `https://${id}.example/`,
+          name: `API ${id}`,
+          scopes: [
+            { name: `${id}:read`, description: 'See your things' },
+            { name: `${id}:write`, description: 'Change your things' },
+          ],
+          accessTokenTtl: 600,
+          introspectionSecretHash: `hash-${id}`,
+          createdAt: T0,
+          ...overrides,
+        };
+      };
+      const register = (record: ResourceRecord) => store.transaction((tx) => tx.resources.create(record));
+
+      it('stores a resource with its scopes in order, and reads it back by identifier and in the list', async () => {
+        const api = resource();
+        const other = resource({ accessTokenTtl: null, introspectionSecretHash: null, scopes: [], createdAt: T0 + 1 });
+        await register(api);
+        await register(other);
+        assert.deepEqual(await store.resources.get(api.identifier), api);
+        assert.deepEqual(await store.resources.get(other.identifier), other);
+        const listed = await store.resources.list();
+        assert.deepEqual(listed.filter((item) => item.identifier === api.identifier || item.identifier === other.identifier), [api, other]);
+        assert.equal(await store.resources.get('https://unknown.example/'), null);
+      });
+
+      it('refuses a taken identifier with DuplicateError, keeping the first', async () => {
+        const api = resource();
+        await register(api);
+        await assert.rejects(register({ ...resource(), identifier: api.identifier }), DuplicateError);
+        assert.deepEqual(await store.resources.get(api.identifier), api);
+      });
+
+      it('refuses a scope name another resource holds with DuplicateError, storing nothing of the second', async () => {
+        const api = resource();
+        await register(api);
+        const second = resource();
+        const clash = { ...second, scopes: [second.scopes[0]!, { name: api.scopes[1]!.name, description: 'Mine too' }] };
+        await assert.rejects(register(clash), DuplicateError);
+        assert.equal(await store.resources.get(clash.identifier), null);
+        assert.deepEqual(await store.resources.get(api.identifier), api);
+        // Nothing of the refused resource remains: its first scope name is still free.
+        await register(second);
+        assert.deepEqual(await store.resources.get(second.identifier), second);
+      });
+
+      it('removes a resource with its scopes once, freeing its scope names', async () => {
+        const api = resource();
+        await register(api);
+        assert.equal(await store.resources.remove(api.identifier), true);
+        assert.equal(await store.resources.remove(api.identifier), false);
+        assert.equal(await store.resources.get(api.identifier), null);
+        assert.ok(!(await store.resources.list()).some((item) => item.identifier === api.identifier));
+        const again = { ...resource(), scopes: api.scopes };
+        await register(again);
+        assert.deepEqual(await store.resources.get(again.identifier), again);
       });
     });
 

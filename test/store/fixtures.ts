@@ -12,6 +12,7 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     grantTypes: [GRANT_DEVICE_CODE],
     webOrigins: [],
     createdAt,
+    authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   };
 }
 

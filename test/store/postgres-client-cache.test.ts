@@ -20,6 +20,7 @@ const client: ClientRecord = {
   grantTypes: [GRANT_DEVICE_CODE],
   webOrigins: [],
   createdAt: Date.UTC(2026, 0, 1),
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
 };
 
 /** Polls `check` until it returns true, for at most `ms`. */

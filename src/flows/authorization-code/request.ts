@@ -1,16 +1,22 @@
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts';
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
-import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord, type Store } from '../../store/types.ts';
+import { checkRequestedAccess, describeAccess, ResourceCatalog, resourceParams, type DescribedAccess } from '../resources.ts';
 
 /** A validated authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
 export interface AuthorizationRequest {
   readonly client: ClientRecord;
   readonly redirectUri: string;
   readonly scope: readonly string[];
+  /** RFC 8707 §2: the APIs named by `resource`, each registered. */
+  readonly resources: readonly string[];
+  /** The scope as the consent page shows it: OpenID scopes, then each API by its name. */
+  readonly access: DescribedAccess;
   readonly state: string | null;
   readonly nonce: string | null;
+  /** The S256 challenge; empty when a client with PKCE optional sent none (it sent a nonce). */
   readonly codeChallenge: string;
   readonly prompt: string | null;
   /** OIDC Core §3.1.2.1: seconds since the user last signed in beyond which they must again. */
@@ -28,6 +34,7 @@ export type RequestCheck =
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 /** Bounds what a client can make us store and echo. */
 const MAX_VALUE_LENGTH = 1024;
+
 
 function single(params: RawParams, name: string): { value: string | null; repeated: boolean } {
   const raw = params[name];
@@ -59,8 +66,10 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
   const fail = (error: OAuthError): RequestCheck => ({ kind: 'redirect', redirectUri, state, error });
 
   for (const [name, value] of Object.entries(params)) {
-    if (Array.isArray(value) && value.length > 1) return fail(new OAuthError('invalid_request', `${name} must be sent once`));
-    if (typeof value === 'string' && value.length > MAX_VALUE_LENGTH) return fail(new OAuthError('invalid_request', `${name} is too long`));
+    // RFC 8707 §2: "Multiple resource parameters MAY be used"; every other one is sent once.
+    if (name !== 'resource' && Array.isArray(value) && value.length > 1) return fail(new OAuthError('invalid_request', `${name} must be sent once`));
+    const values: readonly unknown[] = Array.isArray(value) ? value : [value];
+    if (values.some((item) => typeof item === 'string' && item.length > MAX_VALUE_LENGTH)) return fail(new OAuthError('invalid_request', `${name} is too long`));
   }
   const responseType = single(params, 'response_type').value;
   if (responseType === null) return fail(new OAuthError('invalid_request', 'response_type is required'));
@@ -76,12 +85,15 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
   }
 
   // RFC 7636 §4.4.1 and RFC 9700 §2.1.1: PKCE is required, and only S256 is accepted; an
-  // absent method means plain (RFC 7636 §4.3), so it is refused too.
+  // absent method means plain (RFC 7636 §4.3), so it is refused too. The one exception is
+  // below: a confidential client registered with PKCE optional.
   const codeChallenge = single(params, 'code_challenge').value;
-  if (codeChallenge === null) return fail(new OAuthError('invalid_request', 'code_challenge is required (PKCE with S256)'));
   const method = single(params, 'code_challenge_method').value;
-  if (method !== 'S256') return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256'));
-  if (!S256_CHALLENGE.test(codeChallenge)) {
+  const withoutPkce = codeChallenge === null && client.pkce === 'optional' && client.authMethod !== 'none';
+  if (codeChallenge === null && !withoutPkce) return fail(new OAuthError('invalid_request', 'code_challenge is required (PKCE with S256)'));
+  if (withoutPkce && method !== null) return fail(new OAuthError('invalid_request', 'code_challenge_method was sent without a code_challenge'));
+  if (codeChallenge !== null && method !== 'S256') return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256'));
+  if (codeChallenge !== null && !S256_CHALLENGE.test(codeChallenge)) {
     return fail(new OAuthError('invalid_request', 'code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)'));
   }
 
@@ -90,8 +102,22 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
   if (rawScope === null) return fail(new OAuthError('invalid_scope', 'scope is required'));
   const scope = parseScope(rawScope);
   if (scope === null || scope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed'));
-  const refused = scope.filter((value) => !SUPPORTED_SCOPES.includes(value) || !client.scopes.includes(value));
-  if (refused.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${refused.join(' ')}`));
+  const resources = resourceParams(params['resource']);
+  const catalog = await ResourceCatalog.load(store, scope, resources);
+  try {
+    checkRequestedAccess(catalog, client, scope, resources);
+  } catch (error) {
+    if (error instanceof OAuthError) return fail(error);
+    throw error;
+  }
+
+  // RFC 9700 §2.1.1: "Clients MAY use [...] the OpenID Connect "nonce" parameter [...] instead
+  // of PKCE" only where the client is confidential and the request is an OpenID one, whose
+  // ID token carries the nonce back to be checked.
+  const nonce = single(params, 'nonce').value;
+  if (withoutPkce && (!scope.includes('openid') || nonce === null)) {
+    return fail(new OAuthError('invalid_request', 'without PKCE (code_challenge), this client must send an OpenID request (scope openid) with a nonce'));
+  }
 
   const prompt = single(params, 'prompt').value;
   if (prompt !== null && !['none', 'login', 'consent'].includes(prompt)) {
@@ -104,7 +130,7 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
 
   return {
     kind: 'ok',
-    request: { client, redirectUri, scope, state, nonce: single(params, 'nonce').value, codeChallenge, prompt, maxAge },
+    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge },
   };
 }
 

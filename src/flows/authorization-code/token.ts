@@ -6,6 +6,7 @@ import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import { transactionWithEvents } from '../events.ts';
+import { tokenTarget } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const authorizationCodeGrant: TokenGrant = {
@@ -19,19 +20,31 @@ export const authorizationCodeGrant: TokenGrant = {
     // RFC 6749 §4.1.3: redirect_uri is REQUIRED if it was included in the authorization
     // request, and here it always is.
     if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required');
-    // RFC 7636 §4.5: the client MUST send the code_verifier.
-    if (verifier === undefined) throw new OAuthError('invalid_request', 'code_verifier is required');
+    // RFC 7636 §4.5: the client MUST send the code_verifier; only a client registered with
+    // PKCE optional may leave it out, for a code asked for without a challenge.
+    if (verifier === undefined && client.pkce !== 'optional') throw new OAuthError('invalid_request', 'code_verifier is required');
     // RFC 7636 §4.1: code-verifier = 43*128unreserved. A malformed one can never match.
-    if (!CODE_VERIFIER_PATTERN.test(verifier)) {
+    if (verifier !== undefined && !CODE_VERIFIER_PATTERN.test(verifier)) {
       throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters');
     }
 
     const now = deps.clock.now();
     const hash = hashSecret(code);
+    // RFC 8707 §2.2: which API the token is for, decided from the code's scope before the code
+    // is redeemed, so that a wrong resource leaves the code usable with the right one. The
+    // grant was created with its code: the code's createdAt is the grant's.
+    const unredeemed = await deps.store.codes.find(hash);
+    const target = unredeemed && unredeemed.clientId === client.id && unredeemed.consumedAt === null && unredeemed.expiresAt > now
+      ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt }, params['resource'])
+      : null;
     // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
     // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
-    // are checked in the one statement that redeems it.
-    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge: s256(verifier) }, now);
+    // are checked in the one statement that redeems it. A code issued without a challenge has
+    // an empty one, which no verifier's hash matches: RFC 9700 §4.8.2, "if there was no
+    // code_challenge in the authorization request, a request to the token endpoint containing
+    // a code_verifier is rejected", and the reverse.
+    const codeChallenge = verifier === undefined ? '' : s256(verifier);
+    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge }, now);
     if (!redeemed) {
       const found = await deps.store.codes.find(hash);
       if (found?.consumedAt != null) {
@@ -48,6 +61,8 @@ export const authorizationCodeGrant: TokenGrant = {
       if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
       if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
       if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+      if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
+      if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     }
 
@@ -60,7 +75,7 @@ export const authorizationCodeGrant: TokenGrant = {
     const response = await deps.tokens.issue({
       client,
       user,
-      scope: redeemed.scope,
+      ...(target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource']))),
       grantId: redeemed.grantId,
       authTime: redeemed.authTime,
       nonce: redeemed.nonce,

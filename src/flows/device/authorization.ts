@@ -4,8 +4,9 @@
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
-import { parseScope, SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord } from '../../store/types.ts';
+import { checkRequestedAccess, ResourceCatalog } from '../resources.ts';
 import type { FlowDeps, Params } from '../types.ts';
 import { formatUserCode, generateUserCode } from './user-code.ts';
 
@@ -41,14 +42,17 @@ export function verificationUriComplete(issuer: string, userCode: string): strin
   return `${verificationUri(issuer)}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
 }
 
-/** The scope a client asked for, if it may have it (RFC 6749 §3.3). */
-function requestedScope(client: ClientRecord, raw: string | undefined): string[] {
+/**
+ * The scope a client asked for, if it may have it (RFC 6749 §3.3), for the APIs it named
+ * (RFC 8707 §2). The grant keeps only the scope: API scope names are unique, so they name
+ * their APIs when the tokens are issued.
+ */
+async function requestedScope(deps: FlowDeps, client: ClientRecord, raw: string | undefined, resources: readonly string[]): Promise<string[]> {
   // RFC 6749 §3.3: without a default scope, an omitted scope fails as invalid_scope.
   if (raw === undefined) throw new OAuthError('invalid_scope', 'scope is required');
   const scope = parseScope(raw);
   if (scope === null || scope.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
-  const refused = scope.filter((value) => !SUPPORTED_SCOPES.includes(value) || !client.scopes.includes(value));
-  if (refused.length > 0) throw new OAuthError('invalid_scope', `scope not allowed for this client: ${refused.join(' ')}`);
+  checkRequestedAccess(await ResourceCatalog.load(deps.store, scope, resources), client, scope, resources);
   return scope;
 }
 
@@ -61,11 +65,12 @@ export async function startDeviceAuthorization(
   client: ClientRecord,
   params: Params,
   origin: DeviceRequestOrigin,
+  resources: readonly string[] = [],
 ): Promise<DeviceAuthorizationResponse> {
   if (!client.grantTypes.includes(GRANT_DEVICE_CODE)) {
     throw new OAuthError('unauthorized_client', 'this client is not allowed the device authorization grant');
   }
-  const scope = requestedScope(client, params['scope']);
+  const scope = await requestedScope(deps, client, params['scope'], resources);
   const { codeLifetime, interval } = deps.config.device;
   const now = deps.clock.now();
   // RFC 8628 §3.2 and §5.2: the device code is a bearer secret; 256 bits, stored hashed.

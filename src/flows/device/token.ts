@@ -9,6 +9,7 @@ import { hashSecret } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
+import { resourceIndicatorProblem, tokenTarget } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const deviceCodeGrant: TokenGrant = {
@@ -19,6 +20,10 @@ export const deviceCodeGrant: TokenGrant = {
     // device authorization response".
     const deviceCode = params['device_code'];
     if (deviceCode === undefined) throw new OAuthError('invalid_request', 'device_code is required');
+    // RFC 8707 §2: a malformed resource is refused before the poll, which could spend the approval.
+    const resource = params['resource'];
+    const problem = resource === undefined ? null : resourceIndicatorProblem(resource);
+    if (problem) throw new OAuthError('invalid_target', `resource ${problem}`);
 
     const polled = await deps.store.devices.poll(hashSecret(deviceCode), client.id, deps.clock.now());
     // RFC 6749 §5.2 invalid_grant: the grant "is invalid, expired, revoked, [...] or was
@@ -61,9 +66,12 @@ export const deviceCodeGrant: TokenGrant = {
     if (!grant || grant.revokedAt !== null) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
     // The account is checked again now: a user disabled after approving gets no tokens.
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
+    // RFC 8707 §2.2: the token is for the API the resource parameter names, or the one the
+    // grant's scopes name. A refusal here spends the approval, like any other.
+    const target = await tokenTarget(deps.store, grant, params['resource']);
     // §3.5: "the token endpoint responds with a success response defined in Section 5.1 of
     // [RFC6749]". There is no nonce: the device flow has no authorization request to carry one.
-    const response = await deps.tokens.issue({ client, user, scope: record.scope, grantId: record.grantId, authTime: record.authTime, nonce: null });
+    const response = await deps.tokens.issue({ client, user, ...target, grantId: record.grantId, authTime: record.authTime, nonce: null });
     await deps.events.emit({ type: 'device.consumed', userId: user.id, username: user.username, clientId: client.id, grantId: record.grantId });
     return response;
   },

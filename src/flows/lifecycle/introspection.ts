@@ -2,7 +2,7 @@
  * RFC 7662 (OAuth 2.0 Token Introspection) §2.1-2.2.
  */
 import { hashSecret } from '../../core/crypto.ts';
-import type { ClientRecord } from '../../store/types.ts';
+import type { ClientRecord, ResourceRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
 import { liveAccessToken, looksLikeJwt } from './access-token.ts';
 
@@ -19,21 +19,29 @@ export type IntrospectionResponse =
       /** `Bearer` (RFC 6749 §5.1) for an access token; `refresh_token` for a refresh token. */
       readonly token_type: 'Bearer' | 'refresh_token';
       readonly iss: string;
+      /** The API an access token is for (RFC 9068 §3), or this server for its own. */
+      readonly aud?: string;
       readonly jti?: string;
     };
 
 const INACTIVE: IntrospectionResponse = { active: false };
 
+/** Who asks: a client (about the tokens issued to it) or a resource server (about tokens for it). */
+export type Introspector = { readonly client: ClientRecord } | { readonly resource: ResourceRecord };
+
 /**
- * What `client` may know about `token`. RFC 7662 §2.2: a token that is "not active, does not
- * exist on this server, or the protected resource is not allowed to introspect" gets
- * `{"active": false}` and nothing else. A client may introspect only tokens issued to it.
+ * What the caller may know about `token`. RFC 7662 §2.2: a token that is "not active, does
+ * not exist on this server, or the protected resource is not allowed to introspect" gets
+ * `{"active": false}` and nothing else. A client may introspect only tokens issued to it; a
+ * resource server only access tokens whose audience it is (RFC 7662 §4: "the authorization
+ * server MAY ... limit which protected resources are allowed to introspect which tokens").
  */
-export async function introspectToken(deps: FlowDeps, client: ClientRecord, token: string): Promise<IntrospectionResponse> {
+export async function introspectToken(deps: FlowDeps, caller: Introspector, token: string): Promise<IntrospectionResponse> {
   const issuer = deps.config.issuer;
   if (looksLikeJwt(token)) {
     const live = await liveAccessToken(deps, token);
-    if (!live || live.claims.client_id !== client.id) return INACTIVE;
+    if (!live) return INACTIVE;
+    if ('client' in caller ? live.claims.client_id !== caller.client.id : live.claims.aud !== caller.resource.identifier) return INACTIVE;
     const { claims } = live;
     return {
       active: true,
@@ -44,10 +52,14 @@ export async function introspectToken(deps: FlowDeps, client: ClientRecord, toke
       iat: claims.iat,
       token_type: 'Bearer',
       iss: issuer,
+      aud: claims.aud,
       jti: claims.jti,
     };
   }
 
+  // A refresh token is only ever presented to this server: no resource server has one to ask about.
+  if (!('client' in caller)) return INACTIVE;
+  const { client } = caller;
   const now = deps.clock.now();
   const refresh = await deps.store.refreshTokens.find(hashSecret(token));
   // A rotated refresh token is spent: its successor is the live one.

@@ -8,14 +8,15 @@ import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
 import { type RefreshTokenRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
+import { tokenTarget } from '../resources.ts';
 import type { FlowDeps, TokenGrant } from '../types.ts';
 
 /**
  * RFC 6749 §6: "The requested scope MUST NOT include any scope not originally granted by the
  * resource owner, and if omitted is treated as equal to the scope originally granted."
  */
-function requestedScope(raw: string | undefined, granted: readonly string[]): readonly string[] {
-  if (raw === undefined) return granted;
+function requestedScope(raw: string | undefined, granted: readonly string[]): readonly string[] | undefined {
+  if (raw === undefined) return undefined;
   const scope = parseScope(raw);
   if (scope === null || scope.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
   const widened = scope.filter((value) => !granted.includes(value));
@@ -57,8 +58,12 @@ export const refreshTokenGrant: TokenGrant = {
     // authenticated client". Another client's token is treated as unknown.
     if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'refresh token is invalid');
     if (found.rotatedAt !== null || found.expiresAt <= now) throw await refusal(deps, found, now);
-    // Checked before rotation, so a refused scope leaves the refresh token usable.
-    const scope = requestedScope(params['scope'], found.scope);
+    // Checked before rotation, so a refused scope or resource leaves the refresh token usable.
+    // RFC 8707 §2.2: a refresh may narrow to one of the APIs granted and some of its scopes;
+    // a removed API is refused here, so its grants' access ends with it.
+    const grant = await deps.store.grants.get(found.grantId);
+    if (!grant) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
+    const target = await tokenTarget(deps.store, { scope: found.scope, createdAt: grant.createdAt }, params['resource'], requestedScope(params['scope'], found.scope));
 
     // Exactly one caller rotates the token; everyone else finds it rotated, which is reuse.
     const rotated = await deps.store.refreshTokens.rotate(hash, client.id, now);
@@ -67,7 +72,7 @@ export const refreshTokenGrant: TokenGrant = {
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    const response = await deps.tokens.issue({ client, user, scope, grantId: rotated.grantId, authTime: rotated.authTime });
+    const response = await deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime });
     await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });
     return response;
   },

@@ -12,6 +12,7 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   grantTypes: ['authorization_code'],
   webOrigins: [],
   createdAt: 0,
+  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
 });
 
 /** A load that counts its calls and answers `value`. */

@@ -288,6 +288,18 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     clients: {
       ...stores.clients,
       get: (id) => clientCache.get(id, () => stores.clients.get(id)),
+      // This instance forgets a changed client at once; the others when the trigger's notice
+      // reaches them.
+      async update(id, changes) {
+        const updated = await stores.clients.update(id, changes);
+        clientCache.invalidate(id);
+        return updated;
+      },
+      async rotateSecret(id, secretHash, previousExpiresAt) {
+        const rotated = await stores.clients.rotateSecret(id, secretHash, previousExpiresAt);
+        clientCache.invalidate(id);
+        return rotated;
+      },
       async remove(id) {
         const removed = await stores.clients.remove(id);
         // This instance forgets it at once; the others when the trigger's notice reaches them.

@@ -68,9 +68,24 @@ export function devicePollAssignments(now: string): string {
 export function statements(d: Dialect) {
   return {
     insertClient: `
-      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at)
-      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt)
+      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at,
+                           auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce)
+      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt,
+              :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce)
       ON CONFLICT DO NOTHING`,
+    updateClient: `
+      UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
+        grant_types = :grantTypes, web_origins = :webOrigins, auth_method = :authMethod,
+        previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
+        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce
+      WHERE id = :id
+      RETURNING *`,
+    // Every SET expression reads the row as it was: the current secret becomes the previous one.
+    rotateClientSecret: `
+      UPDATE clients SET previous_secret_hash = secret_hash, previous_secret_expires_at = :previousExpiresAt,
+        secret_hash = :secretHash
+      WHERE id = :id AND secret_hash IS NOT NULL
+      RETURNING *`,
     getClient: 'SELECT * FROM clients WHERE id = :id',
     listClients: 'SELECT * FROM clients ORDER BY created_at, id',
     // Codes, device records and grants go with it: ON DELETE CASCADE.
@@ -211,6 +226,27 @@ export function statements(d: Dialect) {
       ORDER BY created_at, kid`,
     scheduleKey: 'UPDATE signing_keys SET retires_at = :retiresAt, expires_at = :expiresAt WHERE kid = :kid',
 
+    insertResource: `
+      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, created_at)
+      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :createdAt)
+      ON CONFLICT DO NOTHING`,
+    insertResourceScope: `
+      INSERT INTO resource_scopes (name, resource, description, position)
+      VALUES (:name, :resource, :description, :position)
+      ON CONFLICT DO NOTHING`,
+    getResource: 'SELECT * FROM resources WHERE identifier = :identifier',
+    getResourceScopes: 'SELECT * FROM resource_scopes WHERE resource = :identifier ORDER BY position',
+    listResources: 'SELECT * FROM resources ORDER BY created_at, identifier',
+    listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
+    // Its scopes go with it: ON DELETE CASCADE.
+    removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
+    // RFC 7523 §3: a jti is refused while an unexpired assertion used it; an expired record
+    // that the purge has not yet removed gives way in the same statement.
+    useClientAssertion: `
+      INSERT INTO client_assertions (jti_hash, expires_at) VALUES (:jtiHash, :expiresAt)
+      ON CONFLICT (jti_hash) DO UPDATE SET expires_at = excluded.expires_at
+      WHERE client_assertions.expires_at <= :now`,
+
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
     purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),
@@ -219,10 +255,11 @@ export function statements(d: Dialect) {
     purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
     purgePasswordResets: d.purge('password_resets', 'token_hash', 'expires_at'),
     purgeEvents: d.purge('events', 'id', 'at'),
+    purgeClientAssertions: d.purge('client_assertions', 'jti_hash', 'expires_at'),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgePasswordResets'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgePasswordResets'] as const satisfies readonly StatementName[];

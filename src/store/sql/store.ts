@@ -6,7 +6,7 @@
 
 import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
-import { DuplicateError, type Stores } from '../types.ts';
+import { DuplicateError, type ClientChanges, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
@@ -31,21 +31,43 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
   const refreshToken = (row: Row) => rows.refreshTokenFromRow(row, read);
   const code = (row: Row) => rows.codeFromRow(row, read);
   const device = (row: Row) => rows.deviceFromRow(row, read);
+  const clientFields = (record: ClientChanges): Params => ({
+    name: record.name,
+    secretHash: record.secretHash,
+    redirectUris: list(record.redirectUris),
+    scopes: list(record.scopes),
+    grantTypes: list(record.grantTypes),
+    webOrigins: list(record.webOrigins),
+    authMethod: record.authMethod,
+    previousSecretHash: record.previousSecretHash,
+    previousSecretExpiresAt: record.previousSecretExpiresAt,
+    jwksUri: record.jwksUri,
+    jwks: record.jwks === null ? null : JSON.stringify(record.jwks),
+    pkce: record.pkce,
+  });
 
   return {
     clients: {
       async create(record) {
         const inserted = await changedAny('insertClient', {
-          ...record,
-          redirectUris: list(record.redirectUris),
-          scopes: list(record.scopes),
-          grantTypes: list(record.grantTypes),
-          webOrigins: list(record.webOrigins),
+          id: record.id,
+          createdAt: record.createdAt,
+          ...clientFields({
+            ...record,
+            authMethod: record.authMethod ?? (record.secretHash === null ? 'none' : 'client_secret_basic'),
+            previousSecretHash: record.previousSecretHash ?? null,
+            previousSecretExpiresAt: record.previousSecretExpiresAt ?? null,
+            jwksUri: record.jwksUri ?? null,
+            jwks: record.jwks ?? null,
+            pkce: record.pkce ?? 'required',
+          }),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
       },
       get: (id) => first('getClient', { id }, client),
       list: () => every('listClients', {}, client),
+      update: (id, changes) => first('updateClient', { id, ...clientFields(changes) }, client),
+      rotateSecret: (id, secretHash, previousExpiresAt) => first('rotateClientSecret', { id, secretHash, previousExpiresAt }, client),
       remove: (id) => changedAny('removeClient', { id }),
     },
 
@@ -154,6 +176,42 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       // The stored window carries its own end, so the window length is not needed to read it.
       count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
       release: (key, now) => write('releaseRateLimit', { key, now }),
+    },
+
+    resources: {
+      async create(record) {
+        const inserted = await changedAny('insertResource', {
+          identifier: record.identifier,
+          name: record.name,
+          accessTokenTtl: record.accessTokenTtl,
+          introspectionSecretHash: record.introspectionSecretHash,
+          createdAt: record.createdAt,
+        });
+        if (!inserted) throw new DuplicateError(`resource ${record.identifier}`);
+        for (const [position, scope] of record.scopes.entries()) {
+          const added = await changedAny('insertResourceScope', { name: scope.name, resource: record.identifier, description: scope.description, position });
+          if (!added) throw new DuplicateError(`scope ${scope.name}`);
+        }
+      },
+      async get(identifier) {
+        const [row, scopes] = await Promise.all([q.one('getResource', { identifier }), q.all('getResourceScopes', { identifier })]);
+        return row === undefined ? null : rows.resourceFromRow(row, scopes.map(rows.resourceScopeFromRow).map(({ name, description }) => ({ name, description })));
+      },
+      async list() {
+        const [resources, scopes] = await Promise.all([q.all('listResources', {}), q.all('listResourceScopes', {})]);
+        const byResource = new Map<string, { name: string; description: string }[]>();
+        for (const { resource, name, description } of scopes.map(rows.resourceScopeFromRow)) {
+          const list = byResource.get(resource) ?? [];
+          list.push({ name, description });
+          byResource.set(resource, list);
+        }
+        return resources.map((row) => rows.resourceFromRow(row, byResource.get(rows.text(row, 'identifier')) ?? []));
+      },
+      remove: (identifier) => changedAny('removeResource', { identifier }),
+    },
+
+    clientAssertions: {
+      use: (jtiHash, expiresAt, now) => changedAny('useClientAssertion', { jtiHash, expiresAt, now }),
     },
 
     keys: {

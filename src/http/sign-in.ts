@@ -1,0 +1,66 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { RawParams } from '../core/protocol.ts';
+import { sessionUser, signIn } from '../flows/sign-in.ts';
+import type { SessionRecord, UserRecord } from '../store/types.ts';
+import { signInPage } from '../ui/pages.ts';
+import { forRequest, type AppDeps } from './deps.ts';
+import { rawForm } from './form.ts';
+import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo, startSession } from './session.ts';
+
+/** The signed-in user, or null when there is no live session or the account is disabled. */
+export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
+  const session = await currentSession(deps, request);
+  if (!session) return null;
+  const user = await sessionUser(deps, session);
+  return user ? { session, user } : null;
+}
+
+export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string): FastifyReply {
+  return reply
+    .header('Cache-Control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName }));
+}
+
+/** The sign-in form every flow leads to, and signing out. */
+export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.get('/login', { config: { page: true } }, async (request, reply) => {
+    const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
+    if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
+    return renderSignIn(deps, request, reply, returnTo);
+  });
+
+  app.post('/login', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    reply.header('Cache-Control', 'no-store');
+    const returnTo = safeReturnTo(form['return_to']);
+    const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
+    const password = typeof form['password'] === 'string' ? form['password'] : '';
+    const page = (status: number, error: string) =>
+      reply
+        .status(status)
+        .type('text/html; charset=utf-8')
+        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
+
+    // The application the sign-in is for, when it interrupted an authorization request.
+    const requested = returnTo.startsWith('/oauth/authorize?') ? new URLSearchParams(returnTo.split('?')[1]).get('client_id') : null;
+    const clientId = requested && requested.length <= 256 ? ((await deps.store.clients.get(requested))?.id ?? null) : null;
+    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId });
+    if (result.kind === 'limited') return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
+    if (result.kind === 'refused') return page(401, 'The username or password is incorrect.');
+    // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
+    await endSession(deps, request, reply);
+    await startSession(deps, reply, result.user.id);
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.post('/logout', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const session = await currentSession(deps, request);
+    await endSession(deps, request, reply);
+    if (session) await forRequest(deps, request).events.emit({ type: 'logout', userId: session.userId });
+    return reply.redirect(safeReturnTo(form['return_to']), 303);
+  });
+};

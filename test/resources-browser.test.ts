@@ -1,0 +1,110 @@
+/**
+ * The consent and device approval pages name each API and what its scopes allow, as a
+ * person sees them in Chromium; the tokens that follow are for that API (openid-client).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
+import * as oidc from 'openid-client';
+import type { Browser, Page } from 'playwright-core';
+import { runTessera } from './helpers/cli.ts';
+import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { discover } from './helpers/lifecycle.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+const PHOTOS = 'https://api.example.com';
+
+describe('APIs on the consent and device approval pages, in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+  let browser: Browser;
+
+  before(async () => {
+    server = await startTestServer();
+    const added = await runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photo Library', '--scope', 'photos:read=See your photos', '--scope', 'photos:write=Upload and delete your photos'], {
+      TESSERA_DATABASE: server.config.database,
+    });
+    assert.equal(added.code, 0, added.stderr);
+    client = await server.addClient({ name: 'Living Room TV', scopes: ['openid', 'profile', 'photos:read', 'photos:write'] });
+    user = await server.addUser({ username: 'hedy', name: 'Hedy Lamarr' });
+    config = await discover(server, client);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    return context.newPage();
+  }
+
+  async function signIn(page: Page) {
+    await page.getByLabel('Username').fill(user.username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
+  }
+
+  /** The API's section: a region named by the API, listing what its scopes allow. */
+  async function assertApiShown(page: Page) {
+    const api = page.getByRole('region', { name: 'Photo Library' });
+    assert.deepEqual(await api.getByRole('listitem').allInnerTexts(), ['See your photos']);
+    assert.ok(await api.getByText(PHOTOS).isVisible(), "the API's identifier");
+    assert.ok(await page.getByText('Sign you in and know who you are').isVisible(), 'the OpenID scope beside it');
+    assert.equal(await page.getByText('Upload and delete your photos').count(), 0, 'a scope not asked for is not shown');
+  }
+
+  it('shows "See your photos" under the API on the consent page, and the code flow gets a token for it', async () => {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope: 'openid photos:read', resource: PHOTOS, state: 'st',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    });
+    const page = await newPage();
+    // The client's redirect URI has nothing listening: the browser's request to it is caught.
+    const callback = new Promise<string>((resolve) => {
+      void page.route(`${REDIRECT_URI}**`, async (route) => {
+        resolve(route.request().url());
+        await route.fulfill({ status: 200, body: 'ok' });
+      });
+    });
+    await page.goto(url.href);
+    await signIn(page);
+    await assertApiShown(page);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(await callback), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
+    assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
+    assert.equal(tokens.scope, 'openid photos:read');
+
+    // The account page names the API the approval covers.
+    await page.goto(`${server.url}/account`);
+    const connection = page.getByRole('region', { name: 'Living Room TV' }).first();
+    assert.match(await connection.locator('dl').innerText(), /Photo Library\s+See your photos/);
+  });
+
+  it('shows "See your photos" under the API on the device approval page, and the device gets a token for it', async () => {
+    const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid photos:read', resource: PHOTOS });
+    const controller = new AbortController();
+    const polling = oidc.pollDeviceAuthorizationGrant(config, device, { resource: PHOTOS }, { signal: controller.signal });
+    polling.catch(() => {});
+    try {
+      const page = await newPage();
+      await page.goto(device.verification_uri_complete!);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await signIn(page);
+      await assertApiShown(page);
+      await page.getByRole('button', { name: 'Approve' }).click();
+      assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Device approved');
+      const tokens = await polling;
+      const claims = decodeJwt(tokens.access_token);
+      assert.equal(claims.aud, PHOTOS);
+      assert.equal(claims['scope'], 'openid photos:read');
+    } finally {
+      controller.abort();
+    }
+  });
+});

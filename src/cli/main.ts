@@ -869,7 +869,7 @@ async function eventsCommand(config: Config, args: string[], io: Io): Promise<vo
     let userId: string | undefined;
     if (username !== undefined) {
       userId = (await store.users.findByUsername(username))?.id;
-      userId ??= (await store.events.list({ userId: username, username, limit: 1000 })).find((event) => event.username === username && event.userId !== null)?.userId ?? username;
+      userId ??= (await store.events.list({ username, limit: 1000 })).find((event) => event.username === username && event.userId !== null)?.userId ?? username;
     }
     const listed = await store.events.list({
       ...(username === undefined ? {} : { userId, username }),

@@ -1153,6 +1153,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
         assert.deepEqual(await store.events.list({ userId, limit: 10 }), [consent, signIn]);
         assert.deepEqual(await store.events.list({ userId, username: 'alice', limit: 10 }), [failed, consent, signIn]);
+        assert.deepEqual(await store.events.list({ username: 'alice', limit: 10 }), [failed, signIn], 'by the username recorded alone');
         assert.deepEqual(await store.events.list({ clientId, limit: 10 }), [other, consent]);
         assert.deepEqual(await store.events.list({ clientId, type: 'consent.given', since: T0 + 3, limit: 10 }), [other]);
         assert.deepEqual(await store.events.list({ userId, limit: 1 }), [consent]);

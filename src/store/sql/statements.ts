@@ -200,7 +200,7 @@ export function statements(d: Dialect) {
     // Each filter is off when its parameter is null; the casts tell PostgreSQL the types.
     listEvents: `
       SELECT * FROM events
-      WHERE (CAST(:userId AS TEXT) IS NULL OR user_id = :userId OR username = CAST(:username AS TEXT))
+      WHERE ((CAST(:userId AS TEXT) IS NULL AND CAST(:username AS TEXT) IS NULL) OR user_id = :userId OR username = :username)
         AND (CAST(:clientId AS TEXT) IS NULL OR client_id = :clientId)
         AND (CAST(:type AS TEXT) IS NULL OR type = :type)
         AND (${d.bigint(':since')} IS NULL OR at >= :since)

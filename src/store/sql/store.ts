@@ -234,7 +234,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           'listEvents',
           {
             userId: filter.userId ?? null,
-            username: filter.username ?? filter.userId ?? null,
+            username: filter.username ?? null,
             clientId: filter.clientId ?? null,
             type: filter.type ?? null,
             since: filter.since ?? null,

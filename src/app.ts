@@ -8,7 +8,10 @@ import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
 import type { TokenGrant } from './flows/types.ts';
+import { ACR_VALUES } from './core/auth-methods.ts';
 import { accountRoutes } from './http/account.ts';
+import { passkeyRoutes } from './http/passkeys.ts';
+import { secondFactorRoutes } from './http/second-factor.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
 import { deviceMetadata, deviceRoutes } from './http/device.ts';
@@ -92,6 +95,8 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
       ...lifecycleMetadata(input.config.issuer),
+      // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
+      acr_values_supported: [...ACR_VALUES],
     },
   };
 }
@@ -134,6 +139,8 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
   await app.register(accountRoutes, { deps });
+  await app.register(passkeyRoutes, { deps });
+  await app.register(secondFactorRoutes, { deps });
   await app.register(passwordRoutes, { deps });
   return app;
 }

@@ -82,7 +82,9 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
     assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
     assert.equal(tokens.scope, 'openid photos:read');
 
-    // The account page names the API the approval covers.
+    // The account page names the API the approval covers (once the browser has landed on the
+    // callback: a navigation begun before that ends would be interrupted by it).
+    await page.waitForURL(`${REDIRECT_URI}**`);
     await page.goto(`${server.url}/account`);
     const connection = page.getByRole('region', { name: 'Living Room TV' }).first();
     assert.match(await connection.locator('dl').innerText(), /Photo Library\s+See your photos/);

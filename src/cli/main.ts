@@ -35,6 +35,7 @@ import {
   updateUser,
   type AccountDeps,
 } from '../flows/users.ts';
+import { resetSecondFactor } from '../flows/second-factor/reset.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store, type UserRecord } from '../store/types.ts';
@@ -50,17 +51,19 @@ Commands:
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional] [--json]
+             [--pkce required|optional] [--require-phishing-resistant] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
                                           private_key_jwt with --jwks-uri or --jwks-file;
-                                          --pkce optional: a confidential OpenID client may use nonce instead)
+                                          --pkce optional: a confidential OpenID client may use nonce instead;
+                                          --require-phishing-resistant: only a passkey sign-in may approve)
   client list [--json]                    List registered clients
   client show CLIENT_ID [--json]          Show a client's registration
   client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
              [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
-             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional] [--json]
+             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional]
+             [--[no-]require-phishing-resistant] [--json]
                                           Change a client; in effect at once on every instance
   client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
                                           Print a new secret once; the old one is accepted for the
@@ -90,6 +93,7 @@ Commands:
   events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
                                           The audit trail, newest first (--since: an ISO time, or
                                           an age such as 30m, 24h, 7d; --limit default 100)
+  user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
@@ -145,7 +149,8 @@ function attachValues(args: readonly string[], options: NonNullable<ParseArgsCon
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals = 0) {
   try {
-    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true });
+    // allowNegative: `--no-require-phishing-resistant` turns a boolean off on `client update`.
+    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true, allowNegative: true });
     if (parsed.positionals.length !== positionals) throw new UsageError(`expected ${positionals} argument(s), got ${parsed.positionals.length}`);
     return parsed;
   } catch (error) {
@@ -289,6 +294,7 @@ function clientJson(client: ClientRecord, now: number): Record<string, unknown> 
     ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
     ...(client.jwks !== null ? { jwks: client.jwks } : {}),
     pkce: client.pkce,
+    ...(client.requirePhishingResistant ? { require_phishing_resistant: true } : {}),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
     created_at: new Date(client.createdAt).toISOString(),
   };
@@ -305,6 +311,7 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
     ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
+    ...(client.requirePhishingResistant ? ['  approvals: passkey sign-ins only'] : []),
     ...(client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now
       ? [`  previous secret accepted until ${new Date(client.previousSecretExpiresAt!).toISOString()}`]
       : []),
@@ -324,6 +331,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
+    'require-phishing-resistant': { type: 'boolean' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -359,6 +367,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     jwksUri: keys?.jwksUri ?? null,
     jwks: keys?.jwks ?? null,
     pkce,
+    ...(values['require-phishing-resistant'] ? { requirePhishingResistant: true } : {}),
   };
   checkRegistration(client);
   await withStore(config, async (store) => {
@@ -416,6 +425,7 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
+    'require-phishing-resistant': { type: 'boolean' },
     json: { type: 'boolean' },
   }, 1);
   const id = positionals[0]!;
@@ -460,6 +470,8 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
       jwksUri: authMethod === 'private_key_jwt' ? (keys ? keys.jwksUri : client.jwksUri) : null,
       jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
       pkce: values.pkce !== undefined ? parsePkce(values.pkce) : client.pkce,
+      // --no-require-phishing-resistant lets password sign-ins approve it again.
+      ...((values['require-phishing-resistant'] ?? client.requirePhishingResistant === true) ? { requirePhishingResistant: true } : {}),
     };
     checkRegistration(changes);
     if (values.scope !== undefined) await checkScopes(store, changes.scopes);
@@ -685,6 +697,18 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
     await recordOperatorEvent(config, store, io, { type: 'user.created', userId: id, username });
   });
   io.stdout(`Created user ${username} (sub ${id}).\n`);
+}
+
+async function userResetSecondFactor(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const username = normalizeUsername(positionals[0]!);
+  const reset = await withStore(config, async (store) => {
+    const user = await store.users.findByUsername(username);
+    if (!user) throw new Error(`no user named ${username}`);
+    return resetSecondFactor(store, user.id);
+  });
+  const passkeys = reset.passkeys === 1 ? '1 passkey' : `${reset.passkeys} passkeys`;
+  io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
 }
 
 async function keysRotate(config: Config, args: string[], io: Io): Promise<void> {
@@ -998,6 +1022,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'user update': userUpdate,
   'user set-password': userSetPassword,
   'user reset-link': userResetLink,
+  'user reset-second-factor': userResetSecondFactor,
   'keys rotate': keysRotate,
   'grant list': grantList,
   'grant revoke': grantRevoke,

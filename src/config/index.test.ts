@@ -10,6 +10,12 @@ describe('loadConfig', () => {
     assert.match(config.database, /data[/\\]tessera\.db$/);
     assert.equal(config.device.codeLifetime, 600);
     assert.equal(config.device.interval, 5);
+    assert.deepEqual(config.secondFactor, { required: false, ceremonyTimeout: 300, pendingSignInTimeout: 300 });
+  });
+
+  it('turns TESSERA_REQUIRE_SECOND_FACTOR on with on, true, yes or 1', () => {
+    for (const value of ['on', 'true', 'YES', '1']) assert.equal(loadConfig({ TESSERA_REQUIRE_SECOND_FACTOR: value }).secondFactor.required, true);
+    assert.equal(loadConfig({ TESSERA_REQUIRE_SECOND_FACTOR: 'off' }).secondFactor.required, false);
   });
 
   it('derives the default issuer from PORT and strips a trailing slash from TESSERA_ISSUER', () => {
@@ -35,6 +41,9 @@ describe('loadConfig', () => {
     [{ TESSERA_REFRESH_TOKEN_TTL: '30 days' }, 'TESSERA_REFRESH_TOKEN_TTL'],
     [{ TESSERA_REFRESH_TOKEN_TTL: '3600', TESSERA_REFRESH_TOKEN_IDLE_TTL: '7200' }, 'TESSERA_REFRESH_TOKEN_IDLE_TTL'],
     [{ TESSERA_PASSWORD_HASH: 'cheap' }, 'TESSERA_PASSWORD_HASH'],
+    [{ TESSERA_REQUIRE_SECOND_FACTOR: 'sometimes' }, 'TESSERA_REQUIRE_SECOND_FACTOR'],
+    [{ TESSERA_WEBAUTHN_TIMEOUT: '5' }, 'TESSERA_WEBAUTHN_TIMEOUT'],
+    [{ TESSERA_SECOND_FACTOR_TIMEOUT: 'five minutes' }, 'TESSERA_SECOND_FACTOR_TIMEOUT'],
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=3' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=16,t=1,p=4' }, 'TESSERA_PASSWORD_HASH'],
     [{ TESSERA_PASSWORD_HASH: 'm=65536,t=0,p=4' }, 'TESSERA_PASSWORD_HASH'],

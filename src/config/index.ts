@@ -53,6 +53,7 @@ export interface Config {
    * suite lowers it to run fast. Existing hashes keep the cost they were made with.
    */
   readonly passwordHash: PasswordHashCost;
+  readonly secondFactor: SecondFactorSettings;
   readonly clientAuth: ClientAuthSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
@@ -97,6 +98,27 @@ export interface SiteSettings {
    * it, or it on white, falls short of WCAG 2.2's 4.5:1 contrast for text.
    */
   readonly accentColor: string | null;
+}
+
+/** Passkeys (WebAuthn) and one-time codes (RFC 6238). */
+export interface SecondFactorSettings {
+  /**
+   * `TESSERA_REQUIRE_SECOND_FACTOR` (default off): when on, only a session that signed in
+   * with a passkey, or with a password and a one-time code, may approve an application or
+   * a device. A person with neither can still sign in with their password, to set one up on
+   * their account page.
+   */
+  readonly required: boolean;
+  /**
+   * `TESSERA_WEBAUTHN_TIMEOUT` seconds (default 300): how long a passkey ceremony's
+   * challenge can be answered, and how long the browser waits for the person.
+   */
+  readonly ceremonyTimeout: number;
+  /**
+   * `TESSERA_SECOND_FACTOR_TIMEOUT` seconds (default 300): how long after a correct password
+   * the one-time code may be entered before the password is asked again.
+   */
+  readonly pendingSignInTimeout: number;
 }
 
 /**
@@ -406,6 +428,11 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
     passwordHash: passwordHash(env),
+    secondFactor: {
+      required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR', false),
+      ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT', 300, 30, 3600),
+      pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT', 300, 30, 3600),
+    },
     clientAuth: {
       jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
       jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),

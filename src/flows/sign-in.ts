@@ -57,7 +57,7 @@ export async function signIn(deps: Pick<FlowDeps, 'store' | 'clock' | 'config' |
     return { kind: 'refused' };
   }
   await attempt.succeeded();
-  await deps.events.emit({ type: 'signin.succeeded', userId: user.id, username: user.username, clientId });
+  // The sign-in is recorded once it is complete: after a one-time code, when one is asked for.
   return { kind: 'signed-in', user };
 }
 

@@ -38,18 +38,26 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
   await transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setDisabled(user.id, disabled);
     const ended = disabled ? await tx.sessions.removeForUser(user.id) : 0;
+    // A sign-in waiting for its one-time code would otherwise still complete.
+    if (disabled) await tx.pendingSignIns.removeForUser(user.id);
     await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended, by: 'operator' } : { by: 'operator' } });
   });
 }
 
 /**
  * Removes an account and everything issued to it: its sessions, its device requests, its
- * grants (with their codes and refresh tokens) and its reset links. Its events stay.
+ * grants (with their codes and refresh tokens), its passkeys, one-time code secret and
+ * recovery codes, and its reset links. Its events stay.
  */
 export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<void> {
   await transactionWithEvents(deps, async (tx, record) => {
     await tx.sessions.removeForUser(user.id);
+    await tx.pendingSignIns.removeForUser(user.id);
     await tx.devices.removeForUser(user.id);
+    await tx.passkeys.removeAllForUser(user.id);
+    await tx.webauthnChallenges.removeForUser(user.id);
+    await tx.totp.remove(user.id);
+    await tx.recoveryCodes.removeAllForUser(user.id);
     const grants = await tx.grants.removeForUser(user.id);
     await tx.users.remove(user.id);
     await record({ type: 'user.removed', ...about(user), detail: { grants_removed: grants, by: 'operator' } });

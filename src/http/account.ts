@@ -8,6 +8,7 @@ import { changePassword } from '../flows/users.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
+import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken } from './session.ts';
@@ -60,12 +61,14 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
     const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
+    const csrf = csrfToken(deps.config, request, reply);
     return reply
       .status(options.status ?? 200)
       .type('text/html; charset=utf-8')
       .send(
         accountPage(deps.config.site, {
-          csrf: csrfToken(deps.config, request, reply),
+          csrf,
+          security: await accountSecurity(deps, signedIn.user, csrf),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
           notice: options.notice,
           passwordError: options.passwordError,
@@ -85,9 +88,9 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   app.get('/account', { config: { page: true } }, async (request, reply) => {
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return reply.header('Cache-Control', 'no-store').redirect(SIGN_IN, 303);
-    const done = (request.query as Record<string, unknown>)['done'];
-    const legacy = (request.query as Record<string, unknown>)['revoked'] === '1' ? 'revoked' : undefined;
-    const notice = NOTICES[typeof done === 'string' ? done : (legacy ?? '')];
+    const query = request.query as Record<string, unknown>;
+    const done = typeof query['done'] === 'string' ? query['done'] : query['revoked'] === '1' ? 'revoked' : '';
+    const notice = NOTICES[done] ?? (typeof query['notice'] === 'string' ? SECURITY_NOTICES[query['notice']] : undefined);
     return render(request, reply, signedIn, notice === undefined ? {} : { notice });
   });
 

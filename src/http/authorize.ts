@@ -9,6 +9,7 @@ import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
+import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
@@ -61,6 +62,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // After signing in, come back without the parameters that asked for it.
         return renderSignIn(deps, request, reply, authorizeUrl(singleValues(params, SIGN_IN_RETURN_OMITS)), authorization.client.name);
       case 'approve':
+        assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
       case 'deny':
         return reply.redirect(await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
@@ -71,6 +73,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     }
     const { user } = step.signedIn;
     const fields = singleValues(params, CONSENT_FORM_OMITS);
+    // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
+    const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
+    if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
     return reply.type('text/html; charset=utf-8').send(
       consentPage(deps.config.site, {

@@ -18,6 +18,7 @@ import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
+import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
 import { renderSignIn, signedInUser } from './sign-in.ts';
 import { clientRequest } from './client-auth.ts';
 import { formResources, rawForm } from './form.ts';
@@ -142,6 +143,8 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
+    const refused = refuseApprovalPage(deps, request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode));
+    if (refused) return refused;
     return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
   });
 
@@ -159,7 +162,10 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const result = await decideDeviceRequest(
       forRequest(deps, request),
       attemptOf(request, typed),
-      decision === 'approve' ? { approve: true, session: signedIn.session } : { approve: false, userId: signedIn.user.id },
+      decision === 'approve'
+        ? // The sign-in policy, checked again at the decision: the page may have been open for long.
+          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps, client, signedIn.session) }
+        : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
     return page(reply, 200, deviceDonePage(deps.config.site, result.approved, result.client.name));

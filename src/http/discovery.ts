@@ -26,7 +26,7 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'name', 'preferred_username', 'email', 'email_verified'],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'amr', 'acr', 'name', 'preferred_username', 'email', 'email_verified'],
     prompt_values_supported: ['none', 'login', 'consent'],
     claims_parameter_supported: false,
     request_parameter_supported: false,

@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
+// script-src and connect-src 'self': the passkey script and the WebAuthn library are
+// served from here (no CDN) and fetch their options from here; nothing inline runs.
 const IMG_SRC = "img-src 'self' data:";
-const BASE_CSP = `default-src 'none'; style-src 'self'; ${IMG_SRC}; frame-ancestors 'none'; base-uri 'none'`;
+const BASE_CSP = `default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; ${IMG_SRC}; frame-ancestors 'none'; base-uri 'none'`;
 const DEFAULT_CSP = `${BASE_CSP}; form-action 'self'`;
 
 /**

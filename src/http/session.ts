@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { Config } from '../config/index.ts';
 import type { SessionRecord, Store } from '../store/types.ts';
 import type { Clock } from '../core/clock.ts';
+import { PASSWORD_ONLY, type AuthMethod } from '../core/auth-methods.ts';
 
 /**
  * Cookie names. Over https they take the `__Host-` prefix, which the browser accepts only
@@ -37,7 +38,8 @@ export async function currentSession(deps: SessionDeps, request: FastifyRequest)
   return deps.store.sessions.get(hashSecret(value), deps.clock.now());
 }
 
-export async function startSession(deps: SessionDeps, reply: FastifyReply, userId: string): Promise<SessionRecord> {
+/** Starts a session for `userId`, remembering how they signed in (RFC 8176 `amr`). */
+export async function startSession(deps: SessionDeps, reply: FastifyReply, userId: string, amr: readonly AuthMethod[] = PASSWORD_ONLY): Promise<SessionRecord> {
   const now = deps.clock.now();
   const value = randomToken(32);
   const session: SessionRecord = {
@@ -46,6 +48,7 @@ export async function startSession(deps: SessionDeps, reply: FastifyReply, userI
     authTime: now,
     createdAt: now,
     expiresAt: now + deps.config.lifetimes.session * 1000,
+    amr,
   };
   await deps.store.sessions.create(session);
   reply.setCookie(cookieNames(deps.config).session, value, cookieOptions(deps.config, deps.config.lifetimes.session));

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
+import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { sessionUser, signIn } from '../flows/sign-in.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { signInPage } from '../ui/pages.ts';
+import { signInClient } from './audit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo, startSession } from './session.ts';
+import { completePasswordSignIn } from './second-factor.ts';
+import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo } from './session.ts';
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
 export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
@@ -19,7 +22,7 @@ export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: Fast
   return reply
     .header('Cache-Control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName }));
+    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
 }
 
 /** The sign-in form every flow leads to, and signing out. */
@@ -41,18 +44,13 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       reply
         .status(status)
         .type('text/html; charset=utf-8')
-        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256) }));
+        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
 
-    // The application the sign-in is for, when it interrupted an authorization request.
-    const requested = returnTo.startsWith('/oauth/authorize?') ? new URLSearchParams(returnTo.split('?')[1]).get('client_id') : null;
-    const clientId = requested && requested.length <= 256 ? ((await deps.store.clients.get(requested))?.id ?? null) : null;
-    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId });
+    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId: await signInClient(deps, returnTo) });
     if (result.kind === 'limited') return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
     if (result.kind === 'refused') return page(401, 'The username or password is incorrect.');
-    // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
-    await endSession(deps, request, reply);
-    await startSession(deps, reply, result.user.id);
-    return reply.redirect(returnTo, 303);
+    // A person with one-time codes on is asked for one next; anyone else is signed in.
+    return completePasswordSignIn(deps, request, reply, result.user, returnTo);
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {

@@ -321,6 +321,71 @@ const apiResources: Migration = {
 };
 
 /**
+ * Version 11, passkeys and one-time codes. A session and a grant remember how the person
+ * signed in (RFC 8176 `amr`; null in a row from before: a password); a client may require
+ * a phishing-resistant sign-in. Passkeys keep the signature counter and backup state the
+ * last sign-in reported (WebAuthn §6.1.1, §6.3.3); ceremony challenges and sign-ins that
+ * wait for their one-time code live here, not in one instance's memory, so any instance can
+ * finish what another began. Recovery codes are stored hashed; a TOTP secret cannot be (the
+ * server computes codes from it).
+ */
+const secondFactors: Migration = {
+  version: 11,
+  name: 'passkeys and one-time codes',
+  statements: [
+    (t) => `ALTER TABLE sessions ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE grants ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE grants ADD COLUMN acr ${t.text}`,
+    (t, dialect) =>
+      `ALTER TABLE clients ADD COLUMN require_phishing_resistant ${t.boolean('require_phishing_resistant')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    // The credential id is the authenticator's, base64url; the counter is an unsigned 32-bit
+    // number, which a PostgreSQL integer cannot hold: it takes the time column's bigint.
+    (t) => `CREATE TABLE passkeys (
+      id           ${t.text} PRIMARY KEY,
+      user_id      ${t.text} NOT NULL REFERENCES users (id),
+      name         ${t.text} NOT NULL,
+      public_key   ${t.text} NOT NULL,
+      counter      ${t.time} NOT NULL,
+      transports   ${t.list} NOT NULL,
+      device_type  ${t.text} NOT NULL CHECK (device_type IN ('singleDevice', 'multiDevice')),
+      backed_up    ${t.boolean('backed_up')},
+      created_at   ${t.time} NOT NULL,
+      last_used_at ${t.time}
+    )`,
+    (t) => `CREATE TABLE webauthn_challenges (
+      challenge_hash ${t.text} PRIMARY KEY,
+      purpose        ${t.text} NOT NULL CHECK (purpose IN ('register', 'authenticate')),
+      user_id        ${t.text} REFERENCES users (id),
+      created_at     ${t.time} NOT NULL,
+      expires_at     ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE totp_secrets (
+      user_id      ${t.text} PRIMARY KEY REFERENCES users (id),
+      secret       ${t.text} NOT NULL,
+      created_at   ${t.time} NOT NULL,
+      confirmed_at ${t.time},
+      last_step    ${t.time}
+    )`,
+    (t) => `CREATE TABLE recovery_codes (
+      user_id    ${t.text} NOT NULL REFERENCES users (id),
+      hash       ${t.text} NOT NULL,
+      created_at ${t.time} NOT NULL,
+      used_at    ${t.time},
+      PRIMARY KEY (user_id, hash)
+    )`,
+    (t) => `CREATE TABLE pending_sign_ins (
+      id_hash    ${t.text} PRIMARY KEY,
+      user_id    ${t.text} NOT NULL REFERENCES users (id),
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX passkeys_user_id ON passkeys (user_id)',
+    'CREATE INDEX webauthn_challenges_expires_at ON webauthn_challenges (expires_at)',
+    'CREATE INDEX pending_sign_ins_expires_at ON pending_sign_ins (expires_at)',
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -333,4 +398,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, operators, apiResources];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, operators, apiResources, secondFactors];

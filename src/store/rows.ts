@@ -8,6 +8,7 @@
 
 import type { SigningAlgorithm } from '../config/index.ts';
 import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
+import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
@@ -17,6 +18,10 @@ import {
   type DeviceStatus,
   type GrantRecord,
   type PasswordResetRecord,
+  type PasskeyRecord,
+  type PendingSignInRecord,
+  type TotpRecord,
+  type WebauthnChallengeRecord,
   type RefreshTokenRecord,
   type ResourceRecord,
   type ResourceScope,
@@ -113,6 +118,8 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     jwksUri: textOrNull(row, 'jwks_uri'),
     jwks: row['jwks'] === null ? null : read.object(row, 'jwks'),
     pkce: oneOf(pkcePolicies, 'pkce', text(row, 'pkce')),
+    // Absent when false, as a record made before the setting existed.
+    ...(read.boolean(row, 'require_phishing_resistant') ? { requirePhishingResistant: true } : {}),
   };
 }
 
@@ -129,18 +136,27 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
   };
 }
 
-export function sessionFromRow(row: Row): SessionRecord {
+export function sessionFromRow(row: Row, read: ColumnReader): SessionRecord {
+  const amr = authMethodsOrNull(row, 'amr', read);
   return {
     idHash: text(row, 'id_hash'),
     userId: text(row, 'user_id'),
     authTime: integer(row, 'auth_time'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
+    ...(amr === null ? {} : { amr }),
   };
+}
+
+/** An `amr` list column; null in rows from before it was kept. */
+function authMethodsOrNull(row: Row, column: string, read: ColumnReader): AuthMethod[] | null {
+  return row[column] === null || row[column] === undefined ? null : read.strings(row, column).map((value) => oneOf(AUTH_METHODS, column, value));
 }
 
 export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
   const ip = textOrNull(row, 'device_ip');
+  const amr = authMethodsOrNull(row, 'amr', read);
+  const acr = row['acr'] === undefined ? null : textOrNull(row, 'acr');
   return {
     id: text(row, 'id'),
     userId: text(row, 'user_id'),
@@ -156,6 +172,8 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
         : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
     lastUsedAt: integerOrNull(row, 'last_used_at'),
     activeUntil: integerOrNull(row, 'active_until'),
+    ...(amr === null ? {} : { amr }),
+    ...(acr === null ? {} : { acr }),
   };
 }
 
@@ -272,5 +290,52 @@ export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): Res
     accessTokenTtl: integerOrNull(row, 'access_token_ttl'),
     introspectionSecretHash: textOrNull(row, 'introspection_secret_hash'),
     createdAt: integer(row, 'created_at'),
+  };
+}
+
+const deviceTypes: readonly PasskeyRecord['deviceType'][] = ['singleDevice', 'multiDevice'];
+const challengePurposes: readonly WebauthnChallengeRecord['purpose'][] = ['register', 'authenticate'];
+
+export function passkeyFromRow(row: Row, read: ColumnReader): PasskeyRecord {
+  return {
+    id: text(row, 'id'),
+    userId: text(row, 'user_id'),
+    name: text(row, 'name'),
+    publicKey: text(row, 'public_key'),
+    counter: integer(row, 'counter'),
+    transports: read.strings(row, 'transports'),
+    deviceType: oneOf(deviceTypes, 'device_type', text(row, 'device_type')),
+    backedUp: read.boolean(row, 'backed_up'),
+    createdAt: integer(row, 'created_at'),
+    lastUsedAt: integerOrNull(row, 'last_used_at'),
+  };
+}
+
+export function webauthnChallengeFromRow(row: Row): WebauthnChallengeRecord {
+  return {
+    challengeHash: text(row, 'challenge_hash'),
+    purpose: oneOf(challengePurposes, 'purpose', text(row, 'purpose')),
+    userId: textOrNull(row, 'user_id'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+  };
+}
+
+export function totpFromRow(row: Row): TotpRecord {
+  return {
+    userId: text(row, 'user_id'),
+    secret: text(row, 'secret'),
+    createdAt: integer(row, 'created_at'),
+    confirmedAt: integerOrNull(row, 'confirmed_at'),
+    lastStep: integerOrNull(row, 'last_step'),
+  };
+}
+
+export function pendingSignInFromRow(row: Row): PendingSignInRecord {
+  return {
+    idHash: text(row, 'id_hash'),
+    userId: text(row, 'user_id'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
   };
 }

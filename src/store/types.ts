@@ -14,6 +14,7 @@
 
 import type { SigningAlgorithm } from '../config/index.ts';
 import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
+import type { AuthMethod } from '../core/auth-methods.ts';
 import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
@@ -45,6 +46,11 @@ export interface ClientRecord {
   readonly jwks: Readonly<Record<string, unknown>> | null;
   /** Whether its authorization requests must use PKCE (RFC 9700 §2.1.1). */
   readonly pkce: PkcePolicy;
+  /**
+   * Only a passkey sign-in may approve for this client (the cross-device BCP's defence for
+   * device clients). Absent means false.
+   */
+  readonly requirePhishingResistant?: boolean;
 }
 
 /** The fields of a registration that a client created before them takes defaults for. */
@@ -153,6 +159,8 @@ export interface SessionRecord {
   readonly authTime: number;
   readonly createdAt: number;
   readonly expiresAt: number;
+  /** How the person signed in (RFC 8176). Absent in a session from before it was kept: a password. */
+  readonly amr?: readonly AuthMethod[];
 }
 
 export interface SessionStore {
@@ -181,6 +189,10 @@ export interface GrantRecord {
   readonly revokedAt: number | null;
   /** For a device grant: where and when the device asked (RFC 8628 §5.4). */
   readonly device: DeviceOrigin | null;
+  /** How the person signed in before approving (ID token `amr`); absent in grants from before. */
+  readonly amr?: readonly AuthMethod[];
+  /** The class reported in ID tokens (`acr`), set when the client asked through `acr_values`. */
+  readonly acr?: string;
   /** When tokens were last issued under it (a sign-in or a refresh); null until the first time. */
   readonly lastUsedAt: number | null;
   /**
@@ -462,6 +474,11 @@ export interface Stores {
   readonly clientAssertions: ClientAssertionStore;
   readonly passwordResets: PasswordResetStore;
   readonly events: EventStore;
+  readonly passkeys: PasskeyStore;
+  readonly webauthnChallenges: WebauthnChallengeStore;
+  readonly totp: TotpStore;
+  readonly recoveryCodes: RecoveryCodeStore;
+  readonly pendingSignIns: PendingSignInStore;
 }
 
 export interface Store extends Stores {
@@ -475,13 +492,118 @@ export interface Store extends Stores {
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, password
-   * reset links, revoked access-token ids and used client assertion ids that expired before
-   * `before` (the caller keeps a margin after expiry, so a replayed code is still recognised
-   * as one for a while), and, when `eventsBefore` is given, events older than it. Works in
-   * small batches so it never holds a long lock. Returns the number of rows deleted.
+   * reset links, revoked access-token ids, used client assertion ids, passkey ceremony
+   * challenges and sign-ins waiting for a one-time code that expired before `before` (the
+   * caller keeps a margin after expiry, so a replayed code is still recognised as one for a
+   * while), and, when `eventsBefore` is given, events older than it. Works in small batches
+   * so it never holds a long lock. Returns the number of rows deleted.
    */
   purgeExpired(before: number, eventsBefore?: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/** A passkey: a WebAuthn credential registered to a user (WebAuthn Level 3 §6.1, §7.1 step 27). */
+export interface PasskeyRecord {
+  /** The credential id, base64url, as the authenticator made it. */
+  readonly id: string;
+  readonly userId: string;
+  /** The person's name for it, shown on their account page. */
+  readonly name: string;
+  /** The COSE public key, base64url. */
+  readonly publicKey: string;
+  /** The signature counter the last ceremony reported (§6.1.1); 0 when the authenticator keeps none. */
+  readonly counter: number;
+  readonly transports: readonly string[];
+  /** `multiDevice` when the credential may be synced to other devices (backup eligible, §6.1.3). */
+  readonly deviceType: 'singleDevice' | 'multiDevice';
+  /** Backup state as last reported (§6.1.3 BS flag). */
+  readonly backedUp: boolean;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
+}
+
+export interface PasskeyStore {
+  /** Throws `DuplicateError` when the credential id is registered already. */
+  create(passkey: PasskeyRecord): Promise<void>;
+  get(id: string): Promise<PasskeyRecord | null>;
+  /** The user's passkeys, oldest first. */
+  listForUser(userId: string): Promise<PasskeyRecord[]>;
+  /**
+   * Records a sign-in: the counter, backup state and time. Only a counter that moved forward
+   * (or stays 0 on an authenticator without one) is accepted; otherwise nothing changes and
+   * null is returned (a cloned authenticator, WebAuthn §6.1.1).
+   */
+  recordUse(id: string, use: { readonly counter: number; readonly backedUp: boolean }, now: number): Promise<PasskeyRecord | null>;
+  /** Removes the user's passkey; false when they have none with this id. */
+  remove(id: string, userId: string): Promise<boolean>;
+  /** Removes every passkey of the user; returns how many there were. */
+  removeAllForUser(userId: string): Promise<number>;
+}
+
+/** A WebAuthn ceremony's challenge (§13.4.3), stored by hash until answered or expired. */
+export interface WebauthnChallengeRecord {
+  readonly challengeHash: string;
+  readonly purpose: 'register' | 'authenticate';
+  /** For a registration: whose passkey it will be. */
+  readonly userId: string | null;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface WebauthnChallengeStore {
+  create(challenge: WebauthnChallengeRecord): Promise<void>;
+  /** Single use: exactly one caller receives the record, if it is unexpired at `now`; it is then gone. */
+  consume(challengeHash: string, purpose: WebauthnChallengeRecord['purpose'], now: number): Promise<WebauthnChallengeRecord | null>;
+  /** Deletes the user's ceremonies under way (a removed user). */
+  removeForUser(userId: string): Promise<void>;
+}
+
+/** A TOTP secret (RFC 6238), confirmed once the person has typed a code it makes. */
+export interface TotpRecord {
+  readonly userId: string;
+  /** RFC 4648 base32, as shown to the person and put in the QR code. */
+  readonly secret: string;
+  readonly createdAt: number;
+  readonly confirmedAt: number | null;
+  /** The time step of the last code accepted: no code of this step or before is accepted again. */
+  readonly lastStep: number | null;
+}
+
+export interface TotpStore {
+  /** Stores a new unconfirmed secret, replacing one not yet confirmed; false when one is confirmed already. */
+  begin(userId: string, secret: string, now: number): Promise<boolean>;
+  get(userId: string): Promise<TotpRecord | null>;
+  /** Confirms the unconfirmed secret with the step of the code typed; null when there was none to confirm. */
+  confirm(userId: string, step: number, now: number): Promise<TotpRecord | null>;
+  /** Accepts a code of time step `step` once: false when that step or a later one was used already. */
+  useStep(userId: string, step: number): Promise<boolean>;
+  remove(userId: string): Promise<boolean>;
+}
+
+export interface RecoveryCodeStore {
+  /** Replaces the user's recovery codes with these (hashes), in the caller's transaction. */
+  replace(userId: string, hashes: readonly string[], now: number): Promise<void>;
+  /** Uses one: true for exactly one caller, when it is the user's and unused. */
+  consume(userId: string, hash: string, now: number): Promise<boolean>;
+  countUnused(userId: string): Promise<number>;
+  removeAllForUser(userId: string): Promise<void>;
+}
+
+/** A password accepted, waiting for its one-time code: keyed by the hash of a cookie's value. */
+export interface PendingSignInRecord {
+  readonly idHash: string;
+  readonly userId: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface PendingSignInStore {
+  create(pending: PendingSignInRecord): Promise<void>;
+  get(idHash: string, now: number): Promise<PendingSignInRecord | null>;
+  /** Single use: exactly one caller receives the record (the code was right); it is then gone. */
+  consume(idHash: string, now: number): Promise<PendingSignInRecord | null>;
+  /** Deletes the user's sign-ins waiting for a code (a disabled or removed user). */
+  removeForUser(userId: string): Promise<void>;
 }
 
 /** A unique constraint refused the write. */

@@ -122,7 +122,7 @@ export class TokenIssuer {
     const accessTokenLifetime = issuance.resource?.accessTokenTtl ?? lifetimes.accessToken;
     const [accessToken, idToken] = await Promise.all([
       this.#accessToken(issuance, now, scope, accessTokenLifetime),
-      issuance.scope.includes('openid') ? this.#idToken(issuance, now) : undefined,
+      issuance.scope.includes('openid') ? this.#idToken(issuance, grant, now) : undefined,
     ]);
     const refresh = receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined;
     // A revoked grant records no use: the account page has nothing to show for it.
@@ -230,11 +230,14 @@ export class TokenIssuer {
   }
 
   /** OIDC Core §2 and §3.1.3.6. */
-  async #idToken(issuance: Issuance, now: number): Promise<string> {
+  async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
       ...scopeClaims(issuance.user, issuance.scope),
       auth_time: seconds(issuance.authTime),
+      // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
+      ...(grant.amr === undefined ? {} : { amr: grant.amr }),
+      ...(grant.acr === undefined ? {} : { acr: grant.acr }),
       azp: issuance.client.id,
       ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
       iss: this.#issuer,

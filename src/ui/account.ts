@@ -31,6 +31,8 @@ export interface AccountView {
   readonly notice?: string | undefined;
   /** Why the password was not changed. */
   readonly passwordError?: string | undefined;
+  /** How the person signs in: passkeys and one-time codes. */
+  readonly security?: SafeHtml | undefined;
 }
 
 const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
@@ -71,6 +73,7 @@ ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
   ? html`<p>No applications or devices are connected to your account.</p>`
   : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
+${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">Recent sign-ins and approvals</h2>
 ${view.activity.length === 0

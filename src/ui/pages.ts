@@ -41,6 +41,34 @@ ${body}
 </html>`.value;
 }
 
+export const WEBAUTHN_SCRIPT_PATH = '/assets/webauthn.js';
+export const PASSKEYS_SCRIPT_PATH = '/assets/passkeys.js';
+
+
+export function passkeyScripts(): SafeHtml {
+  return html`<script src="${WEBAUTHN_SCRIPT_PATH}" defer></script>
+<script src="${PASSKEYS_SCRIPT_PATH}" defer></script>`;
+}
+
+/**
+ * Beside the password form: a button that asks the browser for any passkey of this site,
+ * and the hidden form the script posts the browser's answer with. The same request also
+ * runs as conditional mediation, so the passkeys appear in the username field's autofill.
+ */
+export function passkeySignIn(csrf: string, returnTo: string): SafeHtml {
+  return html`<div class="passkey" id="passkey-sign-in">
+<p class="muted or">or</p>
+<form method="post" action="/login/passkey" id="passkey-form">
+${csrfField(csrf)}
+<input type="hidden" name="return_to" value="${returnTo}">
+<input type="hidden" name="response" value="">
+<div class="actions"><button type="button" id="passkey-button">Sign in with a passkey</button></div>
+</form>
+<p class="alert error" role="alert" id="passkey-error" hidden></p>
+</div>
+${passkeyScripts()}`;
+}
+
 export function csrfField(token: string): SafeHtml {
   return html`<input type="hidden" name="csrf_token" value="${token}">`;
 }
@@ -63,21 +91,27 @@ export interface SignInView {
   readonly clientName?: string | undefined;
   readonly error?: string | undefined;
   readonly username?: string | undefined;
+  /** Why the person is asked to sign in again (a client that needs a passkey, say). */
+  readonly notice?: string | undefined;
+  /** Offer "Sign in with a passkey" and passkeys in the username autofill. */
+  readonly passkeys?: boolean | undefined;
 }
 
 export function signInPage(site: Site, view: SignInView): string {
   return layout(site, 'Sign in', html`<h1>Sign in to ${site.name}</h1>
 ${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
+${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 <label for="username">Username</label>
-<input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
+<input type="text" id="username" name="username" autocomplete="${view.passkeys ? 'username webauthn' : 'username'}" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">Sign in</button></div>
-</form>`);
+</form>
+${view.passkeys ? passkeySignIn(view.csrf, view.returnTo) : null}`);
 }
 
 export interface ConsentView {

@@ -85,6 +85,7 @@ export interface TestServer {
     jwks?: Record<string, unknown>;
     jwksUri?: string;
     pkce?: PkcePolicy;
+    requirePhishingResistant?: boolean;
   }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
@@ -95,6 +96,8 @@ export interface TestServerOptions {
   /** A database URL or path; defaults to a fresh SQLite file in a temporary directory. */
   readonly database?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** The issuer's host (default 127.0.0.1); the server listens on 127.0.0.1 either way. */
+  readonly issuerHost?: 'localhost' | '127.0.0.1';
 }
 
 /**
@@ -108,7 +111,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const config = loadConfig({
     PORT: String(port),
     HOST: '127.0.0.1',
-    TESSERA_ISSUER: `http://127.0.0.1:${port}`,
+    // localhost where passkeys are tested: a WebAuthn RP ID must be a domain, not an IP address.
+    TESSERA_ISSUER: `http://${options.issuerHost ?? '127.0.0.1'}:${port}`,
     TESSERA_DATABASE: options.database ?? join(dir, 'tessera.db'),
     TESSERA_LOG_LEVEL: 'silent',
     ...TEST_ENV,
@@ -169,6 +173,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         grantTypes: client.grantTypes ?? [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
         webOrigins: client.webOrigins ?? [],
         createdAt: clock.now(),
+        ...(client.requirePhishingResistant ? { requirePhishingResistant: true } : {}),
       });
       return { clientId, clientSecret };
     },

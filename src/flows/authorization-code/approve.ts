@@ -4,6 +4,7 @@ import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import { type SessionRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
+import { signInFacts } from '../second-factor/policy.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
 
 /**
@@ -28,6 +29,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       createdAt: now,
       revokedAt: null,
       device: null,
+      ...signInFacts(session, request.acrValues ?? null),
     });
     await tx.codes.create({
       hash: hashSecret(code),

@@ -21,6 +21,8 @@ export interface AuthorizationRequest {
   readonly prompt: string | null;
   /** OIDC Core §3.1.2.1: seconds since the user last signed in beyond which they must again. */
   readonly maxAge: number | null;
+  /** OIDC Core §3.1.2.1 acr_values: the classes asked for, in order of preference; null when none. */
+  readonly acrValues?: readonly string[] | null;
 }
 
 export type RequestCheck =
@@ -130,8 +132,14 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
 
   return {
     kind: 'ok',
-    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge },
+    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, acrValues: parseAcrValues(single(params, 'acr_values').value) },
   };
+}
+
+/** OIDC Core §3.1.2.1: "a space-separated string"; an empty one asks for nothing. */
+function parseAcrValues(raw: string | null): readonly string[] | null {
+  const values = raw?.split(' ').filter(Boolean) ?? [];
+  return values.length > 0 ? values : null;
 }
 
 /**

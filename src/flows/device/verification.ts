@@ -9,6 +9,7 @@ import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
 import { Attempt } from '../attempts.ts';
 import { transactionWithEvents } from '../events.ts';
+import { signInFacts } from '../second-factor/policy.ts';
 import type { FlowDeps } from '../types.ts';
 import { normalizeUserCode } from './user-code.ts';
 
@@ -45,7 +46,14 @@ export type LookupFailure = Exclude<CodeLookup, { readonly kind: 'pending' }>;
 
 export type DecisionResult = LookupFailure | { readonly kind: 'done'; readonly approved: boolean; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord };
 
-export type Decision = { readonly approve: true; readonly session: SessionRecord } | { readonly approve: false; readonly userId: string };
+export type Decision =
+  | {
+      readonly approve: true;
+      readonly session: SessionRecord;
+      /** Throws when this session may not approve for the request's client (the sign-in policy). */
+      readonly check?: (client: ClientRecord) => void;
+    }
+  | { readonly approve: false; readonly userId: string };
 
 /** Where the device asked from, beside the approver's own address in a device event. */
 function deviceDetail(record: DeviceAuthorizationRecord): Record<string, string | null> {
@@ -97,6 +105,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
   if (found.kind !== 'pending') return found;
   const { record, client } = found;
   const now = deps.clock.now();
+  if (decision.approve) decision.check?.(client);
 
   if (!decision.approve) {
     const denied = await deps.store.devices.decide(record.userCode, { approve: false }, now);
@@ -120,6 +129,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
         createdAt: now,
         revokedAt: null,
         device: { ip: record.requestIp, userAgent: record.requestUserAgent, requestedAt: record.createdAt },
+        ...signInFacts(session, null),
       });
       const decided = await tx.devices.decide(
         record.userCode,

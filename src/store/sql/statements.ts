@@ -68,16 +68,16 @@ export function devicePollAssignments(now: string): string {
 export function statements(d: Dialect) {
   return {
     insertClient: `
-      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at,
+      INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
                            auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce)
-      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt,
+      VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
               :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
         grant_types = :grantTypes, web_origins = :webOrigins, auth_method = :authMethod,
         previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
-        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce
+        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant
       WHERE id = :id
       RETURNING *`,
     // Every SET expression reads the row as it was: the current secret becomes the previous one.
@@ -108,17 +108,17 @@ export function statements(d: Dialect) {
     removeUser: 'DELETE FROM users WHERE id = :id',
 
     insertSession: `
-      INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at)
-      VALUES (:idHash, :userId, :authTime, :createdAt, :expiresAt)`,
+      INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, amr)
+      VALUES (:idHash, :userId, :authTime, :createdAt, :expiresAt, :amr)`,
     getSession: 'SELECT * FROM sessions WHERE id_hash = :idHash AND expires_at > :now',
     removeSession: 'DELETE FROM sessions WHERE id_hash = :idHash',
     removeSessionsForUser: 'DELETE FROM sessions WHERE user_id = :userId AND id_hash <> :except',
 
     insertGrant: `
       INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at,
-                          device_ip, device_user_agent, device_requested_at)
+                          device_ip, device_user_agent, device_requested_at, amr, acr)
       VALUES (:id, :userId, :clientId, :scope, :kind, :authTime, :createdAt, :revokedAt,
-              :deviceIp, :deviceUserAgent, :deviceRequestedAt)`,
+              :deviceIp, :deviceUserAgent, :deviceRequestedAt, :amr, :acr)`,
     getGrant: 'SELECT * FROM grants WHERE id = :id',
     revokeGrant: 'UPDATE grants SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL',
     listGrantsForUser: `
@@ -184,6 +184,8 @@ export function statements(d: Dialect) {
       RETURNING *`,
     countPendingDevices: `SELECT COUNT(*) AS pending FROM device_authorizations WHERE status = 'pending' AND expires_at > :now`,
     removeDevicesForUser: 'DELETE FROM device_authorizations WHERE user_id = :userId',
+    removeWebauthnChallengesForUser: 'DELETE FROM webauthn_challenges WHERE user_id = :userId',
+    removePendingSignInsForUser: 'DELETE FROM pending_sign_ins WHERE user_id = :userId',
 
     insertPasswordReset: `
       INSERT INTO password_resets (token_hash, user_id, created_at, expires_at, used_at)
@@ -247,6 +249,8 @@ export function statements(d: Dialect) {
       ON CONFLICT (jti_hash) DO UPDATE SET expires_at = excluded.expires_at
       WHERE client_assertions.expires_at <= :now`,
 
+    ...secondFactorStatements(d),
+
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
     purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),
@@ -262,4 +266,74 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgePasswordResets'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgePasswordResets'] as const satisfies readonly StatementName[];
+
+/**
+ * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one
+ * conditional statement, as for codes and device decisions.
+ */
+function secondFactorStatements(d: Dialect) {
+  return {
+    insertPasskey: `
+      INSERT INTO passkeys (id, user_id, name, public_key, counter, transports, device_type, backed_up, created_at, last_used_at)
+      VALUES (:id, :userId, :name, :publicKey, :counter, :transports, :deviceType, :backedUp, :createdAt, :lastUsedAt)
+      ON CONFLICT DO NOTHING`,
+    getPasskey: 'SELECT * FROM passkeys WHERE id = :id',
+    listPasskeysForUser: 'SELECT * FROM passkeys WHERE user_id = :userId ORDER BY created_at, id',
+    // WebAuthn §6.1.1: a signature counter that does not move forward (both zero excepted:
+    // an authenticator without one) means a cloned authenticator, or a replay racing this
+    // sign-in; either way this statement changes nothing and the caller refuses.
+    recordPasskeyUse: `
+      UPDATE passkeys SET counter = :counter, backed_up = :backedUp, last_used_at = :now
+      WHERE id = :id AND (counter < ${d.bigint(':counter')} OR (counter = 0 AND ${d.bigint(':counter')} = 0))
+      RETURNING *`,
+    removePasskey: 'DELETE FROM passkeys WHERE id = :id AND user_id = :userId',
+    removePasskeysForUser: 'DELETE FROM passkeys WHERE user_id = :userId',
+
+    insertWebauthnChallenge: `
+      INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, created_at, expires_at)
+      VALUES (:challengeHash, :purpose, :userId, :createdAt, :expiresAt)`,
+    // Single use: the one caller whose DELETE finds the row may finish the ceremony.
+    consumeWebauthnChallenge: `
+      DELETE FROM webauthn_challenges
+      WHERE challenge_hash = :challengeHash AND purpose = :purpose AND expires_at > :now
+      RETURNING *`,
+
+    // A new secret replaces one never confirmed, never a confirmed one.
+    beginTotp: `
+      INSERT INTO totp_secrets (user_id, secret, created_at, confirmed_at, last_step)
+      VALUES (:userId, :secret, :now, NULL, NULL)
+      ON CONFLICT (user_id) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at, last_step = NULL
+      WHERE totp_secrets.confirmed_at IS NULL`,
+    getTotp: 'SELECT * FROM totp_secrets WHERE user_id = :userId',
+    confirmTotp: `
+      UPDATE totp_secrets SET confirmed_at = :now, last_step = :step
+      WHERE user_id = :userId AND confirmed_at IS NULL
+      RETURNING *`,
+    // RFC 6238 §5.2: "the verifier MUST NOT accept the second attempt of the same OTP after
+    // the successful validation has been issued for the first OTP".
+    useTotpStep: `
+      UPDATE totp_secrets SET last_step = :step
+      WHERE user_id = :userId AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < ${d.bigint(':step')})`,
+    removeTotp: 'DELETE FROM totp_secrets WHERE user_id = :userId',
+
+    insertRecoveryCode: `
+      INSERT INTO recovery_codes (user_id, hash, created_at, used_at) VALUES (:userId, :hash, :createdAt, NULL)`,
+    consumeRecoveryCode: `
+      UPDATE recovery_codes SET used_at = :now
+      WHERE user_id = :userId AND hash = :hash AND used_at IS NULL`,
+    countRecoveryCodes: 'SELECT COUNT(*) AS unused FROM recovery_codes WHERE user_id = :userId AND used_at IS NULL',
+    removeRecoveryCodes: 'DELETE FROM recovery_codes WHERE user_id = :userId',
+
+    insertPendingSignIn: `
+      INSERT INTO pending_sign_ins (id_hash, user_id, created_at, expires_at)
+      VALUES (:idHash, :userId, :createdAt, :expiresAt)`,
+    getPendingSignIn: 'SELECT * FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now',
+    consumePendingSignIn: `
+      DELETE FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now
+      RETURNING *`,
+
+    purgeWebauthnChallenges: d.purge('webauthn_challenges', 'challenge_hash', 'expires_at'),
+    purgePendingSignIns: d.purge('pending_sign_ins', 'id_hash', 'expires_at'),
+  };
+}

@@ -8,6 +8,7 @@ import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
 import { DuplicateError, type ClientChanges, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
+import { secondFactorStores } from './second-factor.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
 /**
@@ -44,6 +45,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     jwksUri: record.jwksUri,
     jwks: record.jwks === null ? null : JSON.stringify(record.jwks),
     pkce: record.pkce,
+    requirePhishingResistant: flag(record.requirePhishingResistant === true),
   });
 
   return {
@@ -97,8 +99,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     sessions: {
-      create: (session) => write('insertSession', { ...session }),
-      get: (idHash, now) => first('getSession', { idHash, now }, rows.sessionFromRow),
+      create: (session) => write('insertSession', { ...session, amr: session.amr === undefined ? null : list(session.amr) }),
+      get: (idHash, now) => first('getSession', { idHash, now }, (row) => rows.sessionFromRow(row, read)),
       remove: (idHash) => write('removeSession', { idHash }),
       // No session id hashes to the empty string.
       removeForUser: (userId, except) => q.changed('removeSessionsForUser', { userId, except: except ?? '' }),
@@ -118,6 +120,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           deviceIp: record.device?.ip ?? null,
           deviceUserAgent: record.device?.userAgent ?? null,
           deviceRequestedAt: record.device?.requestedAt ?? null,
+          amr: record.amr === undefined ? null : list(record.amr),
+          acr: record.acr ?? null,
         }),
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
@@ -243,6 +247,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           (row) => rows.eventFromRow(row, read),
         ),
     },
+    ...secondFactorStores(d, q),
   };
 }
 

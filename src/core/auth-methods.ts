@@ -1,0 +1,51 @@
+/**
+ * How a person signed in, in the words ID tokens use: RFC 8176 Authentication Method
+ * Reference values for `amr` (OIDC Core §2), and the `acr` classes Tessera reports when a
+ * client asks for one through `acr_values` (OIDC Core §3.1.2.1).
+ */
+
+/**
+ * RFC 8176 §2: `pwd` password; `otp` one-time password (a TOTP or recovery code); `hwk`
+ * proof of possession of a hardware-secured key (a device-bound passkey); `swk` of a
+ * software-secured key (a synced passkey, whose private key leaves the device); `user`
+ * user presence test; `mfa` more than one factor (a password and a code, or a passkey
+ * unlocked by the person's PIN or biometric).
+ */
+export type AuthMethod = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'mfa';
+
+export const AUTH_METHODS: readonly AuthMethod[] = ['pwd', 'otp', 'hwk', 'swk', 'user', 'mfa'];
+
+/** A session from before sessions remembered how they began: it began with a password. */
+export const PASSWORD_ONLY: readonly AuthMethod[] = ['pwd'];
+
+/**
+ * The authentication context classes, strongest first. `phrh` and `phr` are the OpenID
+ * Extended Authentication Profile's phishing-resistant classes (hardware-protected, and
+ * any passkey); the two below them are Tessera's own names.
+ */
+export const ACR_VALUES = ['phrh', 'phr', 'urn:tessera:acr:mfa', 'urn:tessera:acr:pwd'] as const;
+export type Acr = (typeof ACR_VALUES)[number];
+
+/** A passkey sign-in: the one kind of sign-in a phishing site cannot relay. */
+export function isPhishingResistant(amr: readonly string[]): boolean {
+  return amr.includes('hwk') || amr.includes('swk');
+}
+
+/** More than one factor, or a passkey (possession, unlocked by the person). */
+export function hasSecondFactor(amr: readonly string[]): boolean {
+  return amr.includes('mfa') || isPhishingResistant(amr);
+}
+
+/** The class a sign-in with these methods satisfies. */
+export function acrOf(amr: readonly string[]): Acr {
+  if (amr.includes('hwk')) return 'phrh';
+  if (amr.includes('swk')) return 'phr';
+  if (amr.includes('mfa')) return 'urn:tessera:acr:mfa';
+  return 'urn:tessera:acr:pwd';
+}
+
+/** Whether a sign-in of class `actual` satisfies a requested class (a stronger one does). */
+export function acrSatisfies(actual: Acr, requested: string): boolean {
+  const wanted = ACR_VALUES.indexOf(requested as Acr);
+  return wanted !== -1 && ACR_VALUES.indexOf(actual) <= wanted;
+}

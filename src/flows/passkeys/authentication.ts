@@ -1,0 +1,98 @@
+/**
+ * Signing in with a passkey (WebAuthn Level 3 §7.2) through @simplewebauthn/server: no
+ * username is asked; the browser offers the person's discoverable credentials for this RP
+ * ID, by a button or in the username field's autofill (conditional mediation, §5.1.4.1).
+ */
+import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON, type PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
+import type { AuthMethod } from '../../core/auth-methods.ts';
+import type { PasskeyRecord, UserRecord } from '../../store/types.ts';
+import type { FlowDeps } from '../types.ts';
+import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
+
+/** The options for navigator.credentials.get(), with a fresh challenge stored for them. */
+export async function authenticationOptions(deps: FlowDeps): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  const rp = relyingParty(deps.config.issuer);
+  // No allowCredentials: §5.1.4.1, the authenticator offers its discoverable credentials.
+  const options = await generateAuthenticationOptions({
+    rpID: rp.id,
+    userVerification: 'preferred',
+    timeout: deps.config.secondFactor.ceremonyTimeout * 1000,
+  });
+  await storeChallenge(deps, options.challenge, 'authenticate', null);
+  return options;
+}
+
+export type AuthenticationResult =
+  | { readonly kind: 'signed-in'; readonly user: UserRecord; readonly passkey: PasskeyRecord; readonly amr: readonly AuthMethod[] }
+  | { readonly kind: 'malformed' }
+  | { readonly kind: 'challenge' }
+  /** No passkey with this credential id (removed, or never registered here). */
+  | { readonly kind: 'unknown-credential' }
+  | { readonly kind: 'rejected'; readonly reason: string }
+  /**
+   * §6.1.1: the signature counter did not move forward. "This is a signal that the
+   * authenticator may be cloned": refused, and logged by the caller.
+   */
+  | { readonly kind: 'cloned'; readonly passkey: PasskeyRecord; readonly counter: number }
+  | { readonly kind: 'disabled' };
+
+export async function finishAuthentication(deps: FlowDeps, raw: string): Promise<AuthenticationResult> {
+  const parsed = parseResponse(raw);
+  if (!parsed) return { kind: 'malformed' };
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'authenticate');
+  if (!consumed) return { kind: 'challenge' };
+  const passkey = await deps.store.passkeys.get(parsed.id);
+  if (!passkey) return { kind: 'unknown-credential' };
+  // §7.2 step 6: the user handle, when the authenticator returns one, names the owner.
+  const userHandle = (parsed.value['response'] as Record<string, unknown>)['userHandle'];
+  if (userHandle !== undefined && userHandle !== null && userHandle !== Buffer.from(passkey.userId, 'utf8').toString('base64url')) {
+    return { kind: 'rejected', reason: 'the user handle does not match the credential' };
+  }
+  const rp = relyingParty(deps.config.issuer);
+  let verified;
+  try {
+    verified = await verifyAuthenticationResponse({
+      response: parsed.value as unknown as AuthenticationResponseJSON,
+      expectedChallenge: consumed.challenge,
+      expectedOrigin: rp.origin,
+      expectedRPID: rp.id,
+      // The counter is compared below, after the signature is known good, so that a
+      // regression is reported as what it is rather than as a library error.
+      credential: { id: passkey.id, publicKey: Buffer.from(passkey.publicKey, 'base64url'), counter: 0, transports: passkey.transports as never },
+      requireUserVerification: false,
+    });
+  } catch (error) {
+    return { kind: 'rejected', reason: error instanceof Error ? error.message : String(error) };
+  }
+  if (!verified.verified) return { kind: 'rejected', reason: 'not verified' };
+  const info = verified.authenticationInfo;
+  // §6.1.3: backup eligibility is fixed when the credential is made; a change means this
+  // is not the authenticator that registered it.
+  if (info.credentialDeviceType !== passkey.deviceType) {
+    return { kind: 'rejected', reason: `backup eligibility changed from ${passkey.deviceType} to ${info.credentialDeviceType}` };
+  }
+  // §6.1.1 / §7.2 step 22: if either counter is non-zero, the new one must be greater.
+  if ((info.newCounter > 0 || passkey.counter > 0) && info.newCounter <= passkey.counter) {
+    return { kind: 'cloned', passkey, counter: info.newCounter };
+  }
+  // The same rule in the one statement that records the use: of two assertions racing with
+  // the same counter, one wins.
+  const recorded = await deps.store.passkeys.recordUse(passkey.id, { counter: info.newCounter, backedUp: info.credentialBackedUp }, deps.clock.now());
+  if (!recorded) return { kind: 'cloned', passkey, counter: info.newCounter };
+  const user = await deps.store.users.get(passkey.userId);
+  if (!user || user.disabled) return { kind: 'disabled' };
+  // RFC 8176: a synced passkey's key is software-protected (`swk`), a device-bound one is
+  // hardware-protected (`hwk`); verified by PIN or biometric, it is two factors in one.
+  const key: AuthMethod = passkey.deviceType === 'multiDevice' ? 'swk' : 'hwk';
+  return { kind: 'signed-in', user, passkey: recorded, amr: info.userVerified ? [key, 'mfa'] : [key, 'user'] };
+}
+
+/** The person's own passkeys, for their account page. */
+export function listPasskeys(deps: FlowDeps, userId: string): Promise<PasskeyRecord[]> {
+  return deps.store.passkeys.listForUser(userId);
+}
+
+/** Removes one of the person's passkeys; false when they have none with this id. */
+export function removePasskey(deps: FlowDeps, userId: string, id: string): Promise<boolean> {
+  return deps.store.passkeys.remove(id, userId);
+}

@@ -1,0 +1,87 @@
+/**
+ * Registering a passkey (WebAuthn Level 3 §7.1) for the signed-in person, through
+ * @simplewebauthn/server. Discoverable credentials (§6.2.2: resident keys) so that sign-in
+ * needs no username; user verification preferred; no attestation (we trust the person's
+ * choice of authenticator, not its maker).
+ */
+import { generateRegistrationOptions, verifyRegistrationResponse, type PublicKeyCredentialCreationOptionsJSON, type RegistrationResponseJSON } from '@simplewebauthn/server';
+import { DuplicateError, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
+import type { FlowDeps } from '../types.ts';
+import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
+
+export const PASSKEY_NAME_MAX = 64;
+
+/** The options for navigator.credentials.create(), with a fresh challenge stored for them. */
+export async function registrationOptions(deps: FlowDeps, user: UserRecord): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  const rp = relyingParty(deps.config.issuer);
+  const existing = await deps.store.passkeys.listForUser(user.id);
+  const options = await generateRegistrationOptions({
+    rpName: rp.name,
+    rpID: rp.id,
+    userName: user.username,
+    userDisplayName: user.name ?? user.username,
+    // §5.4.3: the user handle is an opaque id, not the username: it is the OIDC sub.
+    userID: new TextEncoder().encode(user.id),
+    timeout: deps.config.secondFactor.ceremonyTimeout * 1000,
+    attestationType: 'none',
+    // §5.4.3 excludeCredentials: the same authenticator is not registered twice.
+    excludeCredentials: existing.map((passkey) => ({ id: passkey.id, transports: passkey.transports as never })),
+    authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+  });
+  await storeChallenge(deps, options.challenge, 'register', user.id);
+  return options;
+}
+
+export type RegistrationResult =
+  | { readonly kind: 'added'; readonly passkey: PasskeyRecord }
+  /** Not a response at all. */
+  | { readonly kind: 'malformed' }
+  /** Its challenge is unknown, used, expired, or was given to someone else. */
+  | { readonly kind: 'challenge' }
+  /** The library refused it: another origin or RP ID, a bad signature, no user presence. */
+  | { readonly kind: 'rejected'; readonly reason: string }
+  | { readonly kind: 'duplicate' };
+
+export async function finishRegistration(deps: FlowDeps, user: UserRecord, name: string, raw: string): Promise<RegistrationResult> {
+  const parsed = parseResponse(raw);
+  if (!parsed) return { kind: 'malformed' };
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register');
+  if (!consumed || consumed.record.userId !== user.id) return { kind: 'challenge' };
+  const rp = relyingParty(deps.config.issuer);
+  let verified;
+  try {
+    verified = await verifyRegistrationResponse({
+      response: parsed.value as unknown as RegistrationResponseJSON,
+      expectedChallenge: consumed.challenge,
+      expectedOrigin: rp.origin,
+      expectedRPID: rp.id,
+      // Preferred, not required: an authenticator without a PIN or biometric still makes a
+      // passkey, signed in with as `user` presence rather than `mfa`.
+      requireUserVerification: false,
+    });
+  } catch (error) {
+    return { kind: 'rejected', reason: error instanceof Error ? error.message : String(error) };
+  }
+  if (!verified.verified) return { kind: 'rejected', reason: 'not verified' };
+  const info = verified.registrationInfo;
+  const now = deps.clock.now();
+  const passkey: PasskeyRecord = {
+    id: info.credential.id,
+    userId: user.id,
+    name: name.trim().slice(0, PASSKEY_NAME_MAX) || 'Passkey',
+    publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
+    counter: info.credential.counter,
+    transports: (info.credential.transports ?? []).filter((transport) => typeof transport === 'string'),
+    deviceType: info.credentialDeviceType,
+    backedUp: info.credentialBackedUp,
+    createdAt: now,
+    lastUsedAt: null,
+  };
+  try {
+    await deps.store.passkeys.create(passkey);
+  } catch (error) {
+    if (error instanceof DuplicateError) return { kind: 'duplicate' };
+    throw error;
+  }
+  return { kind: 'added', passkey };
+}

@@ -1,0 +1,47 @@
+/**
+ * Who may approve: the policy a session's sign-in is held to before it approves an
+ * application or a device. RFC 9700 §4.8 and the cross-device security BCP
+ * (draft-ietf-oauth-cross-device-security §6.1.13): device-code phishing relays a person's
+ * password sign-in; FIDO/WebAuthn is the recommended defence, because the browser binds a
+ * passkey to this server's origin and a phishing page cannot use it.
+ */
+import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod } from '../../core/auth-methods.ts';
+import type { Config } from '../../config/index.ts';
+import type { ClientRecord, SessionRecord } from '../../store/types.ts';
+
+export type ApprovalRefusal =
+  /** The client was registered with --require-phishing-resistant: sign in with a passkey. */
+  | 'phishing-resistant-required'
+  /** TESSERA_REQUIRE_SECOND_FACTOR is on and this sign-in was a password alone. */
+  | 'second-factor-required';
+
+/**
+ * What a grant keeps of the sign-in that approved it, for its ID tokens: `amr` always, `acr`
+ * when the client asked for one (OIDC Core §2: acr is returned as requested).
+ */
+export function signInFacts(session: SessionRecord, requestedAcr: readonly string[] | null): { amr: readonly AuthMethod[]; acr?: string } {
+  const amr = sessionMethods(session);
+  return requestedAcr === null ? { amr } : { amr, acr: acrOf(amr) };
+}
+
+/** How the session signed in; a session from before this was kept signed in with a password. */
+export function sessionMethods(session: SessionRecord): readonly AuthMethod[] {
+  return session.amr ?? PASSWORD_ONLY;
+}
+
+/**
+ * Why this session may not approve for this client, or null when it may. `requestedAcr`:
+ * the request's `acr_values` (OIDC Core §3.1.2.1). They are voluntary, so a class Tessera
+ * does not know is ignored; a known one the sign-in does not reach asks for a stronger
+ * sign-in (a step-up), as a client's own requirement does.
+ */
+export function approvalRefusal(config: Config, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): ApprovalRefusal | null {
+  const amr = sessionMethods(session);
+  const known = (requestedAcr ?? []).filter((value) => (ACR_VALUES as readonly string[]).includes(value));
+  const actual = acrOf(amr);
+  const stepUp = known.length > 0 && !known.some((value) => acrSatisfies(actual, value));
+  const wantsPasskey = stepUp && known.every((value) => value === 'phr' || value === 'phrh');
+  if ((client.requirePhishingResistant === true || wantsPasskey) && !isPhishingResistant(amr)) return 'phishing-resistant-required';
+  if ((config.secondFactor.required || stepUp) && !hasSecondFactor(amr)) return 'second-factor-required';
+  return null;
+}

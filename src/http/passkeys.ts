@@ -1,0 +1,141 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { OAuthError } from '../core/errors.ts';
+import type { RawParams } from '../core/protocol.ts';
+import { authenticationOptions, finishAuthentication, removePasskey, type AuthenticationResult } from '../flows/passkeys/authentication.ts';
+import { registrationOptions, finishRegistration, type RegistrationResult } from '../flows/passkeys/registration.ts';
+import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
+import { errorPage, PASSKEYS_SCRIPT_PATH, signInPage, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
+import { signedInUser } from './sign-in.ts';
+import { recordSignIn } from './audit.ts';
+import type { AppDeps } from './deps.ts';
+import { rawForm } from './form.ts';
+import { checkCsrf, csrfToken, endSession, safeReturnTo, startSession } from './session.ts';
+
+/** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
+const WEBAUTHN_SCRIPT = readFileSync(
+  fileURLToPath(new URL('../dist/bundle/index.umd.min.js', import.meta.resolve('@simplewebauthn/browser'))),
+  'utf8',
+);
+const PASSKEYS_SCRIPT = readFileSync(new URL('../ui/passkeys.js', import.meta.url), 'utf8');
+
+const ACCOUNT_SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
+
+/** What each failed passkey sign-in tells the person. None says which check failed to an attacker's benefit. */
+const SIGN_IN_FAILURES: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, { status: number; message: string }>> = {
+  malformed: { status: 400, message: 'The passkey answer could not be read. Try again.' },
+  challenge: { status: 400, message: 'That passkey request has expired or was already used. Try again.' },
+  'unknown-credential': { status: 401, message: 'That passkey is not registered here. It may have been removed: sign in with your password.' },
+  rejected: { status: 401, message: 'That passkey could not be verified. Try again, or sign in with your password.' },
+  cloned: { status: 401, message: 'That passkey was refused: it looks like a copy of the one registered. Sign in with your password, and remove the passkey from your account.' },
+  disabled: { status: 401, message: 'The username or password is incorrect.' },
+};
+
+const REGISTRATION_FAILURES: Readonly<Record<Exclude<RegistrationResult['kind'], 'added'>, { status: number; message: string }>> = {
+  malformed: { status: 400, message: 'The passkey answer could not be read. Go back and try again.' },
+  challenge: { status: 400, message: 'That passkey request has expired or was already used. Go back and try again.' },
+  rejected: { status: 400, message: 'The passkey could not be verified, so it was not added. Go back and try again.' },
+  duplicate: { status: 409, message: 'That passkey is registered already.' },
+};
+
+function single(params: RawParams, name: string): string {
+  const value = params[name];
+  return typeof value === 'string' ? value : '';
+}
+
+function page(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
+}
+
+/**
+ * Passkeys (WebAuthn Level 3 through @simplewebauthn): the browser scripts, the options
+ * each ceremony starts from, and the form posts that finish them. Options are fetched with
+ * the page's CSRF token; answers come back as ordinary form posts, so every outcome is a
+ * page.
+ */
+export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const available = passkeysAvailable(deps.config.issuer);
+
+  for (const [path, body] of [[WEBAUTHN_SCRIPT_PATH, WEBAUTHN_SCRIPT], [PASSKEYS_SCRIPT_PATH, PASSKEYS_SCRIPT]] as const) {
+    app.get(path, (_request, reply) => reply.header('Cache-Control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(body));
+  }
+
+  function options(reply: FastifyReply, value: unknown): FastifyReply {
+    return reply.header('Cache-Control', 'no-store').type('application/json; charset=utf-8').send(value);
+  }
+
+  function unavailable(): never {
+    throw new OAuthError('invalid_request', 'Passkeys need this server to be reached by a domain name.', { status: 404 });
+  }
+
+  app.post('/login/passkey/options', async (request, reply) => {
+    checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
+    if (!available) unavailable();
+    return options(reply, await authenticationOptions(deps));
+  });
+
+  function signInFailed(request: FastifyRequest, reply: FastifyReply, returnTo: string, status: number, error: string) {
+    return page(reply, status, signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, passkeys: available }));
+  }
+
+  app.post('/login/passkey', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const returnTo = safeReturnTo(form['return_to']);
+    if (!available) unavailable();
+    const result = await finishAuthentication(deps, single(form, 'response'));
+    if (result.kind !== 'signed-in') {
+      if (result.kind === 'cloned') {
+        // WebAuthn §6.1.1: a counter that went backwards is the sign of a cloned authenticator.
+        request.log.warn({ passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip }, 'passkey refused: signature counter did not increase (possible cloned authenticator)');
+      } else if (result.kind === 'rejected') {
+        request.log.info({ reason: result.reason, ip: request.ip }, 'passkey sign-in refused');
+      }
+      const { status, message } = SIGN_IN_FAILURES[result.kind];
+      return signInFailed(request, reply, returnTo, status, message);
+    }
+    await endSession(deps, request, reply);
+    await startSession(deps, reply, result.user.id, result.amr);
+    await recordSignIn(deps, request, result.user, result.amr, returnTo);
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.post('/account/passkeys/options', async (request, reply) => {
+    checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
+    if (!available) unavailable();
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });
+    return options(reply, await registrationOptions(deps, signedIn.user));
+  });
+
+  app.post('/account/passkeys', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    if (!available) unavailable();
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
+    const result = await finishRegistration(deps, signedIn.user, single(form, 'name'), single(form, 'response'));
+    if (result.kind !== 'added') {
+      if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
+      const { status, message } = REGISTRATION_FAILURES[result.kind];
+      return page(reply, status, errorPage(deps.config.site, 'The passkey was not added', message));
+    }
+    request.log.info({ user: signedIn.user.id, passkey: result.passkey.id }, 'passkey added');
+    return reply.redirect('/account?notice=passkey-added', 303);
+  });
+
+  app.post('/account/passkeys/remove', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
+    const id = single(form, 'passkey_id');
+    // Someone else's passkey is answered exactly like one that does not exist.
+    if (id.length === 0 || id.length > 1366 || !(await removePasskey(deps, signedIn.user.id, id))) {
+      throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });
+    }
+    request.log.info({ user: signedIn.user.id, passkey: id }, 'passkey removed');
+    return reply.redirect('/account?notice=passkey-removed', 303);
+  });
+};

@@ -1,0 +1,90 @@
+// Passkey ceremonies for the sign-in and account pages, over @simplewebauthn/browser
+// (loaded before this as /assets/webauthn.js). The server gives the options and keeps the
+// challenge; this script only carries the browser's answer back in a form post, so every
+// outcome, good or bad, is a page the server renders.
+'use strict';
+(function () {
+  var lib = window.SimpleWebAuthnBrowser;
+  var errorBox = document.getElementById('passkey-error');
+
+  function showError(message) {
+    if (!errorBox) return;
+    errorBox.textContent = message;
+    errorBox.hidden = false;
+  }
+
+  function csrf(form) {
+    return form.querySelector('input[name="csrf_token"]').value;
+  }
+
+  function options(path, form) {
+    return fetch(path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf_token: csrf(form) }).toString(),
+    }).then(function (response) {
+      if (!response.ok) throw new Error('options ' + response.status);
+      return response.json();
+    });
+  }
+
+  function submitWith(form, response) {
+    form.querySelector('input[name="response"]').value = JSON.stringify(response);
+    form.submit();
+  }
+
+  function explain(error) {
+    if (error && error.name === 'NotAllowedError') return 'The passkey request was cancelled or timed out. Try again.';
+    if (error && error.name === 'InvalidStateError') return 'This device already has a passkey for your account.';
+    return 'Your browser could not use a passkey here. Try again, or use your password.';
+  }
+
+  if (!lib || !lib.browserSupportsWebAuthn()) {
+    var unsupported = document.getElementById('passkey-button') || document.getElementById('passkey-register-button');
+    if (unsupported) unsupported.disabled = true;
+    showError('This browser does not support passkeys.');
+    return;
+  }
+
+  var signInForm = document.getElementById('passkey-form');
+  if (signInForm) {
+    var signIn = function (autofill) {
+      return options('/login/passkey/options', signInForm)
+        .then(function (optionsJSON) {
+          return lib.startAuthentication({ optionsJSON: optionsJSON, useBrowserAutofill: autofill });
+        })
+        .then(function (response) {
+          submitWith(signInForm, response);
+        });
+    };
+    document.getElementById('passkey-button').addEventListener('click', function () {
+      if (errorBox) errorBox.hidden = true;
+      signIn(false).catch(function (error) {
+        showError(explain(error));
+      });
+    });
+    // Conditional mediation: the passkeys appear among the username field's suggestions.
+    // Starting the button's ceremony aborts this one, so its failure is not shown.
+    lib.browserSupportsWebAuthnAutofill().then(function (supported) {
+      if (supported && document.querySelector('input[autocomplete~="webauthn"]')) signIn(true).catch(function () {});
+    });
+  }
+
+  var registerForm = document.getElementById('passkey-register-form');
+  if (registerForm) {
+    document.getElementById('passkey-register-button').addEventListener('click', function () {
+      if (errorBox) errorBox.hidden = true;
+      options('/account/passkeys/options', registerForm)
+        .then(function (optionsJSON) {
+          return lib.startRegistration({ optionsJSON: optionsJSON });
+        })
+        .then(function (response) {
+          submitWith(registerForm, response);
+        })
+        .catch(function (error) {
+          showError(explain(error));
+        });
+    });
+  }
+})();

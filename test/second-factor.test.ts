@@ -1,0 +1,291 @@
+/**
+ * One-time codes (RFC 6238) and the sign-in policy: enrolment with a code computed here,
+ * the code asked after the password, replays and guesses, recovery codes, and who may
+ * approve (TESSERA_REQUIRE_SECOND_FACTOR, a client that requires a passkey, acr_values).
+ */
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { ManualClock } from '../src/core/clock.ts';
+import { FormBrowser, type Page } from './helpers/browser.ts';
+import { startDevice } from './helpers/device.ts';
+import { discover } from './helpers/lifecycle.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+/** RFC 6238 written out again here, so the server's own code is not what checks it. */
+function totp(secretBase32: string, ms: number, stepOffset = 0): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const char of secretBase32.replace(/\s/g, '')) bits += alphabet.indexOf(char).toString(2).padStart(5, '0');
+  const key = Buffer.from(bits.match(/.{8}/g)!.map((byte) => parseInt(byte, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(ms / 30_000) + stepOffset));
+  const mac = createHmac('sha1', key).update(counter).digest();
+  const offset = mac[19]! & 15;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
+}
+
+async function signInWithPassword(server: TestServer, user: TestUser, returnTo = '/account'): Promise<{ browser: FormBrowser; page: Page }> {
+  const browser = new FormBrowser(server.url);
+  const login = await browser.follow(await browser.request(`/login?return_to=${encodeURIComponent(returnTo)}`));
+  const page = await browser.submit(login, '/login', { username: user.username, password: user.password });
+  return { browser, page };
+}
+
+/** Enrols `user` in one-time codes; returns the secret and the recovery codes shown. */
+async function enrol(server: TestServer, user: TestUser, clock: ManualClock): Promise<{ secret: string; recoveryCodes: string[]; browser: FormBrowser }> {
+  const { browser, page } = await signInWithPassword(server, user);
+  const account = await browser.follow(page);
+  const setup = await browser.submit(account, '/account/totp/setup', {});
+  assert.equal(setup.status, 200, setup.html.slice(0, 500));
+  assert.match(setup.html, /<img src="data:image\/png;base64,[^"]+" alt="QR code for your authenticator app"/);
+  const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+  const done = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) });
+  assert.equal(done.status, 200, done.html.slice(0, 500));
+  const recoveryCodes = [...done.html.matchAll(/<li><code>([a-z2-9]{5}-[a-z2-9]{5})<\/code><\/li>/g)].map((match) => match[1]!);
+  return { secret, recoveryCodes, browser };
+}
+
+describe('one-time codes after the password', () => {
+  const clock = new ManualClock(Date.now());
+  let server: TestServer;
+  let client: TestClient;
+
+  before(async () => {
+    server = await startTestServer({ clock });
+    client = await server.addClient({ name: 'Photo Printer' });
+  });
+  after(() => server?.close());
+
+  it('enrols with a QR code and a code from the app, shows ten recovery codes once, and stores only their hashes', async () => {
+    const user = await server.addUser();
+    const { browser: setupBrowser } = await signInWithPassword(server, user);
+    const account = await setupBrowser.follow(await setupBrowser.request('/account'));
+    assert.match(account.html, /<h2 id="totp-heading">Authenticator app<\/h2>/);
+    const setup = await setupBrowser.submit(account, '/account/totp/setup', {});
+    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+    assert.equal(secret.length, 32, '160 bits, base32');
+    const wrong = await setupBrowser.submit(setup, '/account/totp/confirm', { code: '000000' === totp(secret, clock.now()) ? '111111' : '000000' });
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.html, /That code is not right/);
+    assert.equal((await server.store.totp.get(user.id))?.confirmedAt, null, 'not on until confirmed');
+
+    const done = await setupBrowser.submit(wrong, '/account/totp/confirm', { code: totp(secret, clock.now()) });
+    assert.equal(done.status, 200);
+    const codes = [...done.html.matchAll(/<li><code>([a-z2-9]{5}-[a-z2-9]{5})<\/code><\/li>/g)].map((match) => match[1]!);
+    assert.equal(codes.length, 10);
+    assert.equal(new Set(codes).size, 10);
+    assert.equal(await server.store.recoveryCodes.countUnused(user.id), 10);
+    const page = await setupBrowser.follow(await setupBrowser.request('/account'));
+    assert.match(page.html, /One-time codes are on/);
+    assert.match(page.html, /10 recovery codes are left/);
+    assert.doesNotMatch(page.html, new RegExp(codes[0]!), 'shown only once');
+  });
+
+  it('asks for the code after the password; the right code signs in and the ID token says amr pwd, otp, mfa', async () => {
+    const user = await server.addUser();
+    const { secret } = await enrol(server, user, clock);
+    clock.advance(60_000);
+    const config = await discover(server, client);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const browser = new FormBrowser(server.url);
+    const login = await browser.follow(await browser.request(url.href));
+    const asked = await browser.submit(login, '/login', { username: user.username, password: user.password });
+    assert.equal(asked.status, 200);
+    assert.match(asked.html, /<h1>Enter your code<\/h1>/);
+    assert.equal(browser.cookies.has('tessera_session'), false, 'not signed in by the password alone');
+    const signedIn = await browser.submit(asked, '/login/second-factor', { code: totp(secret, clock.now()) });
+    assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
+    const approval = await browser.follow(signedIn);
+    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
+    assert.deepEqual(tokens.claims()!.amr, ['pwd', 'otp', 'mfa']);
+    assert.equal(tokens.claims()!.acr, undefined, 'no acr unless acr_values asked');
+  });
+
+  it('refuses a code used once already, even within its window', async () => {
+    const user = await server.addUser();
+    const { secret } = await enrol(server, user, clock);
+    clock.advance(60_000);
+    const code = totp(secret, clock.now());
+    const first = await signInWithPassword(server, user);
+    assert.equal((await first.browser.submit(first.page, '/login/second-factor', { code })).status, 303);
+    const second = await signInWithPassword(server, user);
+    const replay = await second.browser.submit(second.page, '/login/second-factor', { code });
+    assert.equal(replay.status, 401);
+    assert.match(replay.html, /used already/);
+    assert.equal(second.browser.cookies.has('tessera_session'), false);
+    // The previous step's code is older than the one used: refused too.
+    const third = await signInWithPassword(server, user);
+    assert.equal((await third.browser.submit(third.page, '/login/second-factor', { code: totp(secret, clock.now(), -1) })).status, 401);
+    clock.advance(30_000);
+    const fourth = await signInWithPassword(server, user);
+    assert.equal((await fourth.browser.submit(fourth.page, '/login/second-factor', { code: totp(secret, clock.now()) })).status, 303, 'the next code works');
+  });
+
+  it('counts wrong codes like wrong passwords: after the limit even the right password is refused', async () => {
+    const user = await server.addUser();
+    const { secret } = await enrol(server, user, clock);
+    const { browser, page } = await signInWithPassword(server, user);
+    let current = page;
+    const right = totp(secret, clock.now());
+    const wrong = right === '123456' ? '654321' : '123456';
+    for (let i = 0; i < 10; i++) {
+      current = await browser.submit(current, '/login/second-factor', { code: wrong });
+      assert.equal(current.status, 401, `wrong code ${i + 1}`);
+      assert.match(current.html, /That code is not right/);
+    }
+    const locked = await browser.submit(current, '/login/second-factor', { code: right });
+    assert.equal(locked.status, 429, 'locked: not even the right code is tried');
+    const again = await signInWithPassword(server, user);
+    assert.equal(again.page.status, 429, 'the password limit is the same one');
+    assert.match(again.page.html, /Too many failed sign-in attempts/);
+  });
+
+  it('accepts each recovery code once, in place of a code', async () => {
+    const user = await server.addUser();
+    const { recoveryCodes } = await enrol(server, user, clock);
+    const first = await signInWithPassword(server, user);
+    assert.equal((await first.browser.submit(first.page, '/login/second-factor', { code: recoveryCodes[3]!.toUpperCase() })).status, 303);
+    assert.equal(await server.store.recoveryCodes.countUnused(user.id), 9);
+    const second = await signInWithPassword(server, user);
+    const reused = await second.browser.submit(second.page, '/login/second-factor', { code: recoveryCodes[3]! });
+    assert.equal(reused.status, 401);
+    assert.equal(second.browser.cookies.has('tessera_session'), false);
+  });
+
+  it('starts over when the code comes after TESSERA_SECOND_FACTOR_TIMEOUT, or with no sign-in waiting; never a 500', async () => {
+    const user = await server.addUser();
+    const { secret } = await enrol(server, user, clock);
+    const { browser, page } = await signInWithPassword(server, user);
+    clock.advance(server.config.secondFactor.pendingSignInTimeout * 1000 + 1);
+    const late = await browser.submit(page, '/login/second-factor', { code: totp(secret, clock.now()) });
+    assert.equal(late.status, 400);
+    assert.match(late.html, /took too long/);
+    assert.match(late.html, /<h1>Sign in<\/h1>/);
+
+    const stranger = new FormBrowser(server.url);
+    const login = await stranger.follow(await stranger.request('/login'));
+    for (const code of ['', '123456', 'x'.repeat(5000)]) {
+      const answer = await stranger.request('/login/second-factor', { form: { csrf_token: stranger.form(login, '/login').fields['csrf_token']!, code } });
+      assert.equal(answer.status, 400, code.slice(0, 10));
+      assert.equal(stranger.cookies.has('tessera_session'), false);
+    }
+  });
+
+  it('turns one-time codes off from the account page: the password alone signs in again', async () => {
+    const user = await server.addUser();
+    const { browser } = await enrol(server, user, clock);
+    const account = await browser.follow(await browser.request('/account'));
+    const off = await browser.submit(account, '/account/totp/remove', {});
+    assert.equal(off.location, '/account?notice=totp-removed');
+    assert.equal(await server.store.totp.get(user.id), null);
+    assert.equal(await server.store.recoveryCodes.countUnused(user.id), 0);
+    const { page } = await signInWithPassword(server, user);
+    assert.equal(page.status, 303);
+  });
+});
+
+describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-resistant and acr_values', () => {
+  const clock = new ManualClock(Date.now());
+  let strict: TestServer;
+  let server: TestServer;
+  let app: TestClient;
+  let tv: TestClient;
+
+  before(async () => {
+    strict = await startTestServer({ clock, env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } });
+    server = await startTestServer({ clock });
+    app = await server.addClient({ name: 'Photo Printer' });
+    tv = await server.addClient({ name: 'Living Room TV', requirePhishingResistant: true });
+  });
+  after(async () => {
+    await strict?.close();
+    await server?.close();
+  });
+
+  async function authorizeUrl(target: TestServer, client: TestClient, extra: Record<string, string> = {}) {
+    const config = await discover(target, client);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra });
+    return { config, verifier, url };
+  }
+
+  it('with TESSERA_REQUIRE_SECOND_FACTOR=on, a password alone cannot approve; after enrolling a code it can', async () => {
+    const client = await strict.addClient({ name: 'Photo Printer' });
+    const user = await strict.addUser();
+    const { url, config, verifier } = await authorizeUrl(strict, client);
+    const { browser, page } = await signInWithPassword(strict, user, `${url.pathname}${url.search}`);
+    const asked = await browser.follow(page);
+    assert.equal(asked.status, 200);
+    assert.match(asked.html, /Approving needs a second factor/);
+    assert.doesNotMatch(asked.html, />Approve<\/button>/);
+    const forced = await browser.request('/oauth/authorize', { form: { ...Object.fromEntries(url.searchParams), csrf_token: browser.form(asked, '/login').fields['csrf_token']!, decision: 'approve' } });
+    assert.equal(forced.status, 403);
+    assert.match(forced.html, /second factor/);
+
+    // Setting up a code on the account page proves the second factor in this browser.
+    const account = await browser.follow(await browser.request('/account'));
+    const setup = await browser.submit(account, '/account/totp/setup', {});
+    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+    assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
+    const approval = await browser.follow(await browser.request(url.href));
+    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    assert.equal(decided.status, 303, decided.html.slice(0, 300));
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
+    assert.deepEqual(tokens.claims()!.amr, ['pwd', 'otp', 'mfa']);
+  });
+
+  it('refuses an approval after a password sign-in for a client registered with --require-phishing-resistant (browser and device)', async () => {
+    const user = await server.addUser();
+    const { url } = await authorizeUrl(server, tv);
+    const { browser, page } = await signInWithPassword(server, user, `${url.pathname}${url.search}`);
+    const asked = await browser.follow(page);
+    assert.match(asked.html, /Living Room TV can be approved only after signing in with a passkey/);
+    assert.doesNotMatch(asked.html, />Approve<\/button>/);
+    const csrf = browser.form(asked, '/login').fields['csrf_token']!;
+    const forced = await browser.request('/oauth/authorize', { form: { ...Object.fromEntries(url.searchParams), csrf_token: csrf, decision: 'approve' } });
+    assert.equal(forced.status, 403);
+    assert.match(forced.html, /only after signing in with a passkey/);
+
+    const device = await startDevice(server, tv);
+    const review = await browser.request(`/device/approve?user_code=${device.user_code}`);
+    assert.match(review.html, /only after signing in with a passkey/);
+    const decided = await browser.request('/device/approve', { form: { csrf_token: csrf, user_code: device.user_code, decision: 'approve' } });
+    assert.equal(decided.status, 403);
+    assert.equal((await server.store.devices.findByUserCode(device.user_code.replace('-', ''), clock.now()))?.status, 'pending', 'not approved');
+    const denied = await browser.request('/device/approve', { form: { csrf_token: csrf, user_code: device.user_code, decision: 'deny' } });
+    assert.equal(denied.status, 200, 'denying needs no passkey');
+  });
+
+  it('lets a password sign-in approve an ordinary client, with amr pwd, and acr when acr_values asked for it', async () => {
+    const user = await server.addUser();
+    const { url, config, verifier } = await authorizeUrl(server, app, { acr_values: 'urn:tessera:acr:pwd' });
+    const { browser, page } = await signInWithPassword(server, user, `${url.pathname}${url.search}`);
+    const approval = await browser.follow(page);
+    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    const claims = (await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true })).claims()!;
+    assert.deepEqual(claims.amr, ['pwd']);
+    assert.equal(claims.acr, 'urn:tessera:acr:pwd');
+  });
+
+  it('asks for a passkey when acr_values asks only for phishing-resistant classes, and ignores classes it does not know', async () => {
+    const user = await server.addUser();
+    const phr = await authorizeUrl(server, app, { acr_values: 'phr' });
+    const { browser, page } = await signInWithPassword(server, user, `${phr.url.pathname}${phr.url.search}`);
+    const asked = await browser.follow(page);
+    assert.match(asked.html, /only after signing in with a passkey/);
+    const unknown = await authorizeUrl(server, app, { acr_values: 'urn:example:gold' });
+    const approval = await browser.follow(await browser.request(unknown.url.href));
+    assert.match(approval.html, />Approve<\/button>/);
+  });
+
+  it('publishes the acr values and the amr and acr claims in discovery', async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, string[]>;
+    assert.deepEqual(metadata['acr_values_supported'], ['phrh', 'phr', 'urn:tessera:acr:mfa', 'urn:tessera:acr:pwd']);
+    assert.ok(metadata['claims_supported']!.includes('amr'));
+    assert.ok(metadata['claims_supported']!.includes('acr'));
+  });
+});

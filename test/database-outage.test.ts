@@ -249,7 +249,7 @@ describePostgres('PostgreSQL outage', () => {
     // The redirect_uri cannot be checked against the client's without the database: no
     // redirect, the error is shown on the page (RFC 6749 §4.1.2.1).
     if (clientMayBeCached && authorization.status === 200) {
-      assert.match(authorization.text, /<h1>Sign in to Tessera<\/h1>/, 'authorization request from the client cache');
+      assert.match(authorization.text, /<h1>Sign in<\/h1>/, 'authorization request from the client cache');
     } else {
       assertUnavailablePage(authorization, 'authorization request');
     }

@@ -59,7 +59,7 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     const browser = new BrowserAt(server.url, '203.0.113.99');
     const signIn = await browser.enterCode(started.user_code);
     assert.match(signIn.html, /action="\/login"/);
-    assert.match(text(signIn), /Sign in to Tessera to continue to Living Room TV/);
+    assert.match(text(signIn), /Sign in to continue to Living Room TV/);
     const page = await browser.reachApproval(started.user_code, user);
     const shown = text(page);
     assert.match(shown, /Allow Living Room TV to access your account\?/);

@@ -48,7 +48,7 @@ describe('the site name on every page, in Chromium', { skip: chromiumUnavailable
     }).toString();
     await page.goto(authorize.href);
     await assertBranded(page, /^Sign in/);
-    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Sign in to Acme Accounts');
+    assert.ok(await page.getByText('with your Acme Accounts account').isVisible());
     const signIn = page.getByRole('button', { name: 'Sign in' });
     // Evaluated in the page (this project's TypeScript has no DOM types).
     const style = (await page.evaluate("(({ backgroundColor, color }) => ({ backgroundColor, color }))(getComputedStyle(document.querySelector('button.primary')))")) as { backgroundColor: string; color: string };

@@ -98,8 +98,9 @@ export interface SignInView {
 }
 
 export function signInPage(site: Site, view: SignInView): string {
-  return layout(site, 'Sign in', html`<h1>Sign in to ${site.name}</h1>
+  return layout(site, 'Sign in', html`<h1>Sign in</h1>
 ${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
+<p class="muted">with your ${site.name} account</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">

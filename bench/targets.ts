@@ -194,6 +194,9 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
     webOrigins: [],
     createdAt: now,
+    firstParty: false,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: null,
   });
   const userId = randomUUID();
   await store.users.create({
@@ -268,6 +271,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
           nonce: null,
           codeChallenge: s256(verifier),
           authTime,
+          sid: null,
           createdAt: authTime,
           // Batches are exchanged within seconds of minting; ten minutes leaves room for a slow machine.
           expiresAt: authTime + 600_000,

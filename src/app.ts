@@ -23,6 +23,7 @@ import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
 import type { Metrics } from './http/metrics.ts';
 import { passwordRoutes } from './http/password.ts';
+import { logoutMetadata, logoutRoutes } from './http/logout.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -97,6 +98,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       ...lifecycleMetadata(input.config.issuer),
       // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
       acr_values_supported: [...ACR_VALUES],
+      ...logoutMetadata(input.config.issuer),
     },
   };
 }
@@ -142,5 +144,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(passkeyRoutes, { deps });
   await app.register(secondFactorRoutes, { deps });
   await app.register(passwordRoutes, { deps });
+  await app.register(logoutRoutes, { deps });
   return app;
 }

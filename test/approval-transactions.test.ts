@@ -66,6 +66,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         webOrigins: [],
         createdAt: T0,
         authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+        firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
       };
       const user: UserRecord = {
         id: `user-${users}`,
@@ -79,7 +80,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       };
       await store.clients.create(client);
       await store.users.create(user);
-      return { client, user, session: { idHash: `session-${users}`, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };
+      return { client, user, session: { idHash: `session-${users}`, sid: `sid-${users}`, ip: null, userAgent: null, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };
     }
 
     const published: AuditEvent[] = [];
@@ -96,7 +97,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         state: 'xyz',
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-        prompt: null,
+        prompt: [],
         maxAge: null,
       };
       const broken = crashing(store, (tx) => ({ ...tx, codes: { ...tx.codes, create: died } }));
@@ -132,7 +133,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         state: null,
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-        prompt: null,
+        prompt: [],
         maxAge: null,
         resources: [],
         access: { openid: [{ name: 'openid', description: 'Sign you in and know who you are' }], apis: [] },

@@ -45,12 +45,12 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
 
-  async function start(scope = 'openid profile email') {
+  async function start(scope = 'openid profile email', extra: Record<string, string> = {}) {
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope, state, nonce,
+      redirect_uri: REDIRECT_URI, scope, state, nonce, ...extra,
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
     });
     return { url, verifier, state, nonce };
@@ -81,7 +81,8 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
 
   it('sends access_denied to the client when the user presses Deny', async () => {
     const { page, callback } = await phonePage();
-    const attempt = await start('openid');
+    // The first test's approval is remembered: prompt=consent asks again.
+    const attempt = await start('openid', { prompt: 'consent' });
     await page.goto(attempt.url.href);
     await signIn(page);
     await page.getByRole('button', { name: 'Deny' }).click();
@@ -93,7 +94,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
 
   it('tells the user when the password is wrong, and lets them try again', async () => {
     const { page, callback } = await phonePage();
-    const attempt = await start('openid');
+    const attempt = await start('openid', { prompt: 'consent' });
     await page.goto(attempt.url.href);
     await signIn(page, 'not the password');
     assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
@@ -102,5 +103,60 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByRole('button', { name: 'Approve' }).click();
     assert.ok((await callback).searchParams.get('code'));
     await page.context().close();
+  });
+
+  it('goes straight back to the app the second time, and signs out through the app after asking', async () => {
+    const { page, callback } = await phonePage();
+    const attempt = await start('openid profile email');
+    await page.goto(attempt.url.href);
+    await signIn(page);
+    // Approved in the first test: no approval page this time.
+    const tokens = await oidc.authorizationCodeGrant(config, await callback, {
+      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+    });
+    assert.equal(tokens.claims()?.sub, user.id);
+    // Chromium may issue the intercepted navigation twice: let it land before going on.
+    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
+
+    // prompt=login, a wrong password first: the sign-in page shown again still leads on to
+    // the app (its form-action allows the app's redirect URI).
+    const second = await start('openid', { prompt: 'login' });
+    await page.goto(second.url.href);
+    await signIn(page, 'not the password');
+    assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
+    const back = page.waitForRequest((request) => request.url().startsWith(REDIRECT_URI));
+    await signIn(page);
+    const returned = new URL((await back).url());
+    assert.equal(returned.searchParams.get('state'), second.state);
+    assert.ok(returned.searchParams.get('code'));
+    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
+
+    // Without id_token_hint: the person is asked first.
+    await page.goto(`${server.url}/oauth/logout?client_id=${encodeURIComponent(client.clientId)}`);
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Sign out of Tessera?');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
+    await page.goto(`${server.url}/account`);
+    await page.getByLabel('Password').waitFor();
+    await page.context().close();
+  });
+
+  it('ends a second browser\'s session with "Sign out everywhere" on /account', async () => {
+    const contexts = await Promise.all([browser.newContext(), browser.newContext()]);
+    const [laptop, phone] = await Promise.all(contexts.map((context) => context.newPage()));
+    for (const page of [laptop!, phone!]) {
+      await page.goto(`${server.url}/account`);
+      await signIn(page);
+      await page.getByRole('heading', { name: 'Signed-in browsers' }).waitFor();
+    }
+    const browsers = laptop!.getByRole('list', { name: 'Signed-in browsers' }).getByRole('listitem');
+    assert.ok((await browsers.count()) >= 2);
+    assert.equal(await browsers.filter({ hasText: '(this browser)' }).count(), 1);
+    await laptop!.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await laptop!.getByLabel('Password').waitFor();
+    await phone!.reload();
+    await phone!.getByLabel('Password').waitFor();
+    assert.equal(await phone!.getByRole('heading', { name: 'Signed-in browsers' }).count(), 0, 'the other browser is signed out');
+    await Promise.all(contexts.map((context) => context.close()));
   });
 });

@@ -77,6 +77,22 @@ describe('managing clients after registration: client show, update and rotate-se
     );
   });
 
+  it('registers and changes the single sign-on settings: first-party, post-logout redirect URIs, back-channel logout URI', async () => {
+    const client = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code', '--first-party',
+      '--post-logout-redirect-uri', 'https://printer.example/bye', '--backchannel-logout-uri', 'https://printer.example/bcl');
+    assert.deepEqual([client['first_party'], client['post_logout_redirect_uris'], client['backchannel_logout_uri']], [true, ['https://printer.example/bye'], 'https://printer.example/bcl']);
+    const updated = await runTessera(['client', 'update', client.client_id, '--no-first-party', '--remove-post-logout-redirect-uri', 'https://printer.example/bye',
+      '--add-post-logout-redirect-uri', 'http://127.0.0.1:9/bye', '--no-backchannel-logout-uri'], env);
+    assert.equal(updated.code, 0, updated.stderr);
+    const shown = await show(client.client_id);
+    assert.deepEqual([shown['first_party'], shown['post_logout_redirect_uris'], shown['backchannel_logout_uri']], [undefined, ['http://127.0.0.1:9/bye'], undefined]);
+    assert.deepEqual((await server.store.clients.get(client.client_id))?.postLogoutRedirectUris, ['http://127.0.0.1:9/bye']);
+    for (const args of [['--backchannel-logout-uri', 'http://printer.example/bcl'], ['--post-logout-redirect-uri', 'https://printer.example/bye#x']]) {
+      const refused = await runTessera(['client', 'add', '--name', 'Bad', '--redirect-uri', REDIRECT_URI, ...args], env);
+      assert.equal(refused.code, 2, args.join(' '));
+    }
+  });
+
   it('shows a client as text and as JSON, without its secret, and fails for an unknown id', async () => {
     const client = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code', '--scope', 'openid profile');
     const shown = await show(client.client_id);

@@ -65,6 +65,9 @@ async function attempt(config: oidc.Configuration, scope = 'openid profile'): Pr
     code_challenge_method: 'S256',
     state,
     nonce,
+    // Every test here approves, and Ada's approval of the app is remembered after the first:
+    // prompt=consent shows the approval page each time.
+    prompt: 'consent',
   });
   return { url, verifier, state, nonce };
 }

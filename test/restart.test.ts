@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
+import { FormBrowser } from './helpers/browser.ts';
 import { discover, OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -60,8 +60,12 @@ describe('a server restarted on the same SQLite file', () => {
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
     assert.equal(refreshed.claims()?.sub, user.id);
     assert.equal((await oidc.authorizationCodeGrant(config, secondCallback, second.checks)).claims()?.sub, user.id);
-    // The session: the browser is still signed in, and goes straight to the approval page.
-    assertApprovalPage(await browser.follow(await browser.request((await authorizationRequest()).url.href)), '/oauth/authorize');
+    // The session and the remembered approval: the browser is still signed in, and goes
+    // straight back to the app with a code.
+    const third = await authorizationRequest();
+    const back = await browser.follow(await browser.request(third.url.href));
+    assert.equal(back.status, 303, back.html);
+    assert.equal((await oidc.authorizationCodeGrant(config, new URL(back.location!), third.checks)).claims()?.sub, user.id);
     // The used code: its replay is known as one, and ends the approval it came from
     // (RFC 6749 §4.1.2), so the refresh token that approval holds stops working too.
     await assert.rejects(oidc.authorizationCodeGrant(config, firstCallback, first.checks), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');

@@ -66,7 +66,7 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
 
   const signedOut = async (browser: FormBrowser) => (await browser.request('/account')).location === '/login?return_to=%2Faccount';
 
-  it('answers prompt=none for a signed-in user with consent_required, since every approval is asked for, and issues no code', async () => {
+  it('answers prompt=none for a signed-in user who has not approved the app with consent_required, and issues no code', async () => {
     const browser = await signedInBrowser();
     const callback = callbackOf(await browser.request((await authorizationRequest({ prompt: 'none' })).url));
     assert.equal(callback.searchParams.get('error'), 'consent_required');
@@ -90,14 +90,14 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     const browser = await signedInBrowser();
     const signedInAt = Math.floor(clock.now() / 1000);
     clock.advance(60_000);
-    const recent = await authorizationRequest({ max_age: '120' });
+    const recent = await authorizationRequest({ max_age: '120', prompt: 'consent' });
     const approval = await browser.follow(await browser.request(recent.url));
     assertApprovalPage(approval, '/oauth/authorize');
     const callback = callbackOf(await browser.submit(approval, '/oauth/authorize', { decision: 'approve' }));
     // OIDC Core §3.1.2.1: with max_age, the ID token must say when the user signed in.
     assert.equal((await idTokenFor(callback, recent.verifier))['auth_time'], signedInAt);
 
-    const tooOld = await authorizationRequest({ max_age: '30' });
+    const tooOld = await authorizationRequest({ max_age: '30', prompt: 'consent' });
     const signInPage = await browser.follow(await browser.request(tooOld.url));
     assertSignInPage(signInPage);
     const again = await browser.signIn(signInPage, user);
@@ -144,7 +144,7 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     const victim = new FormBrowser(server.url);
     victim.cookies.set('tessera_session', attacker.cookies.get('tessera_session')!);
     // The victim is asked for the password (prompt=login) and signs in as themselves.
-    const approval = await victim.signIn(await victim.follow(await victim.request((await authorizationRequest({ prompt: 'login' })).url)), user);
+    const approval = await victim.signIn(await victim.follow(await victim.request((await authorizationRequest({ prompt: 'login consent' })).url)), user);
     assert.match(text(approval), /Signed in as Ada Lovelace/);
     assert.notEqual(victim.cookies.get('tessera_session'), attacker.cookies.get('tessera_session'), 'a new session id');
     assert.equal(await signedOut(attacker), true, 'the planted id signs no one in');
@@ -179,9 +179,9 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
 
   it('refuses a code redeemed after its 60 seconds with invalid_grant, and redeems one within them', async () => {
     const browser = await signedInBrowser();
-    const late = await authorizationRequest();
+    const late = await authorizationRequest({ prompt: 'consent' });
     const lateCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(late.url)), '/oauth/authorize', { decision: 'approve' }));
-    const onTime = await authorizationRequest();
+    const onTime = await authorizationRequest({ prompt: 'consent' });
     const onTimeCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(onTime.url)), '/oauth/authorize', { decision: 'approve' }));
     clock.advance(59_000);
     assert.equal((await idTokenFor(onTimeCallback, onTime.verifier))['sub'], user.id);

@@ -39,6 +39,9 @@ describe('tessera serve --workers 2', () => {
       grantTypes: [GRANT_AUTHORIZATION_CODE],
       webOrigins: [],
       createdAt: Date.now(),
+      firstParty: false,
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
     });
     await store.users.create({
       id: userId,
@@ -89,7 +92,7 @@ describe('tessera serve --workers 2', () => {
       const verifier = randomToken(32);
       await store.codes.create({
         hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-        codeChallenge: s256(verifier), authTime: now, createdAt: now, expiresAt: now + 60_000, consumedAt: null,
+        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null,
       });
       minted.push({ code, verifier });
     }

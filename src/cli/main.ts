@@ -51,19 +51,25 @@ Commands:
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional] [--require-phishing-resistant] [--json]
+             [--pkce required|optional] [--require-phishing-resistant] [--first-party]
+             [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
                                           private_key_jwt with --jwks-uri or --jwks-file;
                                           --pkce optional: a confidential OpenID client may use nonce instead;
-                                          --require-phishing-resistant: only a passkey sign-in may approve)
+                                          --require-phishing-resistant: only a passkey sign-in may approve;
+                                          --first-party: your own app, signed in without a consent page;
+                                          --post-logout-redirect-uri: where it may send people after logout;
+                                          --backchannel-logout-uri: where logout tokens are posted)
   client list [--json]                    List registered clients
   client show CLIENT_ID [--json]          Show a client's registration
   client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
              [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
              [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional]
-             [--[no-]require-phishing-resistant] [--json]
+             [--[no-]require-phishing-resistant] [--first-party | --no-first-party]
+             [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
+             [--backchannel-logout-uri URI | --no-backchannel-logout-uri] [--json]
                                           Change a client; in effect at once on every instance
   client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
                                           Print a new secret once; the old one is accepted for the
@@ -149,8 +155,7 @@ function attachValues(args: readonly string[], options: NonNullable<ParseArgsCon
 
 function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, positionals = 0) {
   try {
-    // allowNegative: `--no-require-phishing-resistant` turns a boolean off on `client update`.
-    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true, allowNegative: true });
+    const parsed = parseArgs({ args: attachValues(args, options), options, allowPositionals: positionals > 0, strict: true });
     if (parsed.positionals.length !== positionals) throw new UsageError(`expected ${positionals} argument(s), got ${parsed.positionals.length}`);
     return parsed;
   } catch (error) {
@@ -205,6 +210,17 @@ function checkRegistration(client: ClientChanges): void {
   }
   // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
   if (client.pkce === 'optional' && publicClient) throw new UsageError('--pkce optional is for confidential clients only: a public client always uses PKCE');
+  // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
+  for (const uri of client.postLogoutRedirectUris) {
+    const problem = redirectUriProblem(uri, { publicClient });
+    if (problem) throw new UsageError(`--post-logout-redirect-uri ${uri}: ${problem}`);
+  }
+  // Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment; here also https (http
+  // only on loopback), since the logout token travels to it.
+  if (client.backchannelLogoutUri !== null) {
+    const problem = redirectUriProblem(client.backchannelLogoutUri, { publicClient: false });
+    if (problem) throw new UsageError(`--backchannel-logout-uri ${client.backchannelLogoutUri}: ${problem}`);
+  }
 }
 
 function parseScopes(raw: string): string[] {
@@ -295,6 +311,9 @@ function clientJson(client: ClientRecord, now: number): Record<string, unknown> 
     ...(client.jwks !== null ? { jwks: client.jwks } : {}),
     pkce: client.pkce,
     ...(client.requirePhishingResistant ? { require_phishing_resistant: true } : {}),
+    ...(client.firstParty ? { first_party: true } : {}),
+    ...(client.postLogoutRedirectUris.length > 0 ? { post_logout_redirect_uris: client.postLogoutRedirectUris } : {}),
+    ...(client.backchannelLogoutUri !== null ? { backchannel_logout_uri: client.backchannelLogoutUri } : {}),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
     created_at: new Date(client.createdAt).toISOString(),
   };
@@ -312,6 +331,9 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
     ...(client.requirePhishingResistant ? ['  approvals: passkey sign-ins only'] : []),
+    ...(client.firstParty ? ['  first-party: signs in without a consent page'] : []),
+    ...client.postLogoutRedirectUris.map((uri) => `  after logout: ${uri}`),
+    ...(client.backchannelLogoutUri !== null ? [`  back-channel logout: ${client.backchannelLogoutUri}`] : []),
     ...(client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now
       ? [`  previous secret accepted until ${new Date(client.previousSecretExpiresAt!).toISOString()}`]
       : []),
@@ -332,6 +354,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
     'require-phishing-resistant': { type: 'boolean' },
+    'first-party': { type: 'boolean' },
+    'post-logout-redirect-uri': { type: 'string', multiple: true },
+    'backchannel-logout-uri': { type: 'string' },
     json: { type: 'boolean' },
   });
   const name = values.name?.trim();
@@ -368,6 +393,9 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     jwks: keys?.jwks ?? null,
     pkce,
     ...(values['require-phishing-resistant'] ? { requirePhishingResistant: true } : {}),
+    firstParty: values['first-party'] === true,
+    postLogoutRedirectUris: [...new Set(values['post-logout-redirect-uri'] ?? [])],
+    backchannelLogoutUri: values['backchannel-logout-uri'] ?? null,
   };
   checkRegistration(client);
   await withStore(config, async (store) => {
@@ -426,6 +454,13 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
     'require-phishing-resistant': { type: 'boolean' },
+    'no-require-phishing-resistant': { type: 'boolean' },
+    'first-party': { type: 'boolean' },
+    'no-first-party': { type: 'boolean' },
+    'add-post-logout-redirect-uri': { type: 'string', multiple: true },
+    'remove-post-logout-redirect-uri': { type: 'string', multiple: true },
+    'backchannel-logout-uri': { type: 'string' },
+    'no-backchannel-logout-uri': { type: 'boolean' },
     json: { type: 'boolean' },
   }, 1);
   const id = positionals[0]!;
@@ -442,6 +477,13 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     const removeOrigins = (values['remove-web-origin'] ?? []).map((origin) => origin.replace(/\/$/, ''));
     const missingOrigins = removeOrigins.filter((origin) => !client.webOrigins.includes(origin));
     if (missingOrigins.length > 0) throw new UsageError(`--remove-web-origin ${missingOrigins.join(', ')}: not registered for this client`);
+    if (values['first-party'] && values['no-first-party']) throw new UsageError('--first-party and --no-first-party: give one');
+    if (values['backchannel-logout-uri'] !== undefined && values['no-backchannel-logout-uri']) {
+      throw new UsageError('--backchannel-logout-uri and --no-backchannel-logout-uri: give one');
+    }
+    const removeLogoutUris = values['remove-post-logout-redirect-uri'] ?? [];
+    const missingLogoutUris = removeLogoutUris.filter((uri) => !client.postLogoutRedirectUris.includes(uri));
+    if (missingLogoutUris.length > 0) throw new UsageError(`--remove-post-logout-redirect-uri ${missingLogoutUris.join(', ')}: not registered for this client`);
 
     let authMethod = client.authMethod;
     if (values['auth-method'] !== undefined) {
@@ -471,7 +513,14 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
       jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
       pkce: values.pkce !== undefined ? parsePkce(values.pkce) : client.pkce,
       // --no-require-phishing-resistant lets password sign-ins approve it again.
-      ...((values['require-phishing-resistant'] ?? client.requirePhishingResistant === true) ? { requirePhishingResistant: true } : {}),
+      ...((values['require-phishing-resistant'] ? true : values['no-require-phishing-resistant'] ? false : client.requirePhishingResistant === true)
+        ? { requirePhishingResistant: true }
+        : {}),
+      firstParty: values['first-party'] ? true : values['no-first-party'] ? false : client.firstParty,
+      postLogoutRedirectUris: [
+        ...new Set([...client.postLogoutRedirectUris.filter((uri) => !removeLogoutUris.includes(uri)), ...(values['add-post-logout-redirect-uri'] ?? [])]),
+      ],
+      backchannelLogoutUri: values['no-backchannel-logout-uri'] ? null : (values['backchannel-logout-uri'] ?? client.backchannelLogoutUri),
     };
     checkRegistration(changes);
     if (values.scope !== undefined) await checkScopes(store, changes.scopes);

@@ -55,6 +55,7 @@ export interface Config {
   readonly passwordHash: PasswordHashCost;
   readonly secondFactor: SecondFactorSettings;
   readonly clientAuth: ClientAuthSettings;
+  readonly logout: LogoutSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -145,6 +146,26 @@ export interface ClientAuthSettings {
    * is further ahead than this is refused; its `jti` is remembered until `exp`.
    */
   readonly assertionMaxLifetimeSeconds: number;
+}
+
+
+/**
+ * Back-Channel Logout 1.0 §2.8 delivery: how long each POST of a logout token may take, and
+ * how often it is tried. Delivery runs after the browser is signed out and never delays it.
+ */
+export interface LogoutSettings {
+  /** `TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT` seconds (default 5): the longest one POST may take. */
+  readonly timeoutSeconds: number;
+  /**
+   * `TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS` (default 3): tries per client, counting the first,
+   * when the client's endpoint cannot be reached or answers 5xx. Other answers are final.
+   */
+  readonly attempts: number;
+  /**
+   * `TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS` (default 2000): the wait before the second
+   * try; it doubles before each later one.
+   */
+  readonly retryDelayMs: number;
 }
 
 /** argon2id cost parameters (RFC 9106 §3.1). */
@@ -449,5 +470,10 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutSeconds: integer(env, 'TESSERA_SHUTDOWN_TIMEOUT', 30, 1, 3600),
     },
     site: site(env),
+    logout: {
+      timeoutSeconds: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', 5, 1, 60),
+      attempts: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', 3, 1, 10),
+      retryDelayMs: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS', 2000, 0, 600_000),
+    },
   };
 }

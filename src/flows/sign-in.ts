@@ -66,3 +66,12 @@ export async function sessionUser(deps: Pick<FlowDeps, 'store'>, session: Sessio
   const user = await deps.store.users.get(session.userId);
   return user && !user.disabled ? user : null;
 }
+
+/**
+ * The OIDC session (`sid`) a new sign-in continues: the browser's live one when the same
+ * person signs in again (prompt=login, max_age), so that apps signed in through it stay
+ * signed in; null (a new session, and the old one ends) when someone else signs in.
+ */
+export function continuedSid(previous: SessionRecord | null, user: UserRecord): string | null {
+  return previous !== null && previous.userId === user.id ? previous.sid : null;
+}

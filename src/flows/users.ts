@@ -37,7 +37,7 @@ const about = (user: UserRecord) => ({ userId: user.id, username: user.username 
 export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<void> {
   await transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setDisabled(user.id, disabled);
-    const ended = disabled ? await tx.sessions.removeForUser(user.id) : 0;
+    const ended = disabled ? (await tx.sessions.removeForUser(user.id)).length : 0;
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
     await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended, by: 'operator' } : { by: 'operator' } });
@@ -86,7 +86,7 @@ async function replacePassword(
   const hash = await hashPassword(password, deps.config.passwordHash);
   await transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setPasswordHash(user.id, hash);
-    const ended = await tx.sessions.removeForUser(user.id, keepSession);
+    const ended = (await tx.sessions.removeForUser(user.id, keepSession)).length;
     await record({ type, ...about(user), detail: { sessions_ended: ended } });
   });
 }
@@ -145,7 +145,7 @@ export async function resetPassword(deps: AccountDeps, token: string, password: 
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return false;
     await tx.users.setPasswordHash(reset.userId, hash);
-    const ended = await tx.sessions.removeForUser(reset.userId);
+    const ended = (await tx.sessions.removeForUser(reset.userId)).length;
     await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: ended } });
     return true;
   });

@@ -3,6 +3,7 @@ import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { AuditEvent } from '../core/events.ts';
 import { revokeGrant } from '../flows/lifecycle/grants.ts';
+import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { changePassword } from '../flows/users.ts';
 import { forRequest, type AppDeps } from './deps.ts';
@@ -11,7 +12,7 @@ import { accountPage, type ActivityView } from '../ui/account.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, cookieNames, csrfToken } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, endSession } from './session.ts';
 
 const SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
 
@@ -21,7 +22,7 @@ const ACTIVITY_SHOWN = 10;
 const ACTIVITY_READ = 200;
 
 const NOTICES: Readonly<Record<string, string>> = {
-  revoked: 'Access revoked. It has been signed out.',
+  revoked: 'Access revoked. It has been signed out and must ask you again.',
   password: 'Password changed. Every other browser signed in to your account has been signed out.',
 };
 
@@ -56,8 +57,12 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   ) {
     reply.header('Cache-Control', 'no-store');
     const now = deps.clock.now();
-    // A grant whose last tokens have all expired can do nothing more: it is not listed.
-    const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter((grant) => grant.activeUntil !== null && grant.activeUntil > now);
+    // A grant whose last tokens have all expired can do nothing more: it is not listed,
+    // unless it is a remembered consent, which signs the person in to the app without asking.
+    const grants = (await deps.store.grants.listForUser(signedIn.user.id)).filter(
+      (grant) => grant.remembered || (grant.activeUntil !== null && grant.activeUntil > now),
+    );
+    const sessions = await deps.store.sessions.listForUser(signedIn.user.id, now);
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
     const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
@@ -76,10 +81,17 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
           connections: grants.map((grant) => ({
             grantId: grant.id,
             clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-            access: describeAccess(catalog, grant.scope, grant.createdAt),
+            // A remembered grant grows: its scopes are as of its last approval.
+            access: describeAccess(catalog, grant.scope, grant.renewedAt ?? grant.createdAt),
             approvedAt: grant.createdAt,
             lastUsedAt: grant.lastUsedAt,
             device: grant.device,
+          })),
+          sessions: sessions.map((session) => ({
+            signedInAt: session.authTime,
+            ip: session.ip,
+            userAgent: session.userAgent,
+            current: session.idHash === signedIn.session.idHash,
           })),
         }),
       );
@@ -105,8 +117,22 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (!grant || grant.userId !== signedIn.user.id) {
       throw new OAuthError('invalid_request', 'There is no such connection on your account.', { status: 404 });
     }
+    // A remembered grant is the consent itself: revoking it forgets it.
     await revokeGrant(forRequest(deps, request), grant, 'user');
     return reply.redirect('/account?revoked=1', 303);
+  });
+
+  // Ends every browser session of the person, this one included, and tells the apps that
+  // received an ID token in any of them (Back-Channel Logout 1.0).
+  app.post('/account/sign-out-everywhere', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return reply.redirect(SIGN_IN, 303);
+    await endSession(deps, request, reply);
+    const ended = await deps.store.sessions.removeForUser(signedIn.user.id);
+    await sendLogoutTokens(deps, [signedIn.session, ...ended], request.log);
+    return reply.redirect(SIGN_IN, 303);
   });
 
   app.post('/account/password', { config: { page: true } }, async (request, reply) => {

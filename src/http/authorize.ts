@@ -2,8 +2,9 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
-import { CONSENT_FORM_OMITS, nextStep, SIGN_IN_RETURN_OMITS } from '../flows/authorization-code/interaction.ts';
+import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import type { DescribedAccess } from '../flows/resources.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -32,6 +33,15 @@ function redirectTarget(redirectUri: string): string {
   return url.host || url.protocol;
 }
 
+/** What the approval page shows of `access`: the scopes in `scopes` (the new ones, after a remembered approval). */
+function onlyScopes(access: DescribedAccess, scopes: readonly string[]): DescribedAccess {
+  const asked = (scope: { readonly name: string }) => scopes.includes(scope.name);
+  return {
+    openid: access.openid.filter(asked),
+    apis: access.apis.map((api) => ({ ...api, scopes: api.scopes.filter(asked) })).filter((api) => api.scopes.length > 0),
+  };
+}
+
 function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
@@ -54,13 +64,18 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     }
     const authorization = check.request;
 
-    const step = nextStep(authorization, await signedInUser(deps, request), decision, deps.clock.now());
+    const signedIn = await signedInUser(deps, request);
+    const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
+    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
     switch (step.kind) {
       case 'error':
         return reply.redirect(redirectToClient(authorization.redirectUri, issuer, authorization.state, { error: step.error, error_description: step.description }), 303);
       case 'sign-in':
-        // After signing in, come back without the parameters that asked for it.
-        return renderSignIn(deps, request, reply, authorizeUrl(singleValues(params, SIGN_IN_RETURN_OMITS)), authorization.client.name);
+        // After signing in, come back without the parameters that asked for it. That can go
+        // straight on to the client (a remembered approval), and browsers hold the redirects
+        // after a form post to its form-action.
+        allowFormTarget(reply, authorization.redirectUri);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(params))), authorization.client.name);
       case 'approve':
         assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
@@ -83,7 +98,8 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         action: '/oauth/authorize',
         fields,
         clientName: authorization.client.name,
-        access: authorization.access,
+        access: onlyScopes(authorization.access, step.scopes),
+        more: step.more,
         signedInAs: user.name ?? user.username,
         returnTo: authorizeUrl(fields),
         // The address the user will be sent to, so a look-alike application name is not all

@@ -11,7 +11,8 @@ import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken, endSession, safeReturnTo, startSession } from './session.ts';
+import { checkCsrf, csrfToken, safeReturnTo } from './session.ts';
+import { beginSession } from './sign-in-session.ts';
 
 /** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
 const WEBAUTHN_SCRIPT = readFileSync(
@@ -95,8 +96,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
       const { status, message } = SIGN_IN_FAILURES[result.kind];
       return signInFailed(request, reply, returnTo, status, message);
     }
-    await endSession(deps, request, reply);
-    await startSession(deps, reply, result.user.id, result.amr);
+    await beginSession(deps, request, reply, result.user, result.amr);
     await recordSignIn(deps, request, result.user, result.amr, returnTo);
     return reply.redirect(returnTo, 303);
   });

@@ -18,7 +18,8 @@ import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, cookieNames, csrfToken, endSession, safeReturnTo, startSession } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, safeReturnTo } from './session.ts';
+import { beginSession } from './sign-in-session.ts';
 
 const ACCOUNT_SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
 
@@ -61,8 +62,7 @@ export async function completePasswordSignIn(deps: AppDeps, request: FastifyRequ
   const status = await totpStatus(deps, user.id);
   if (!status.enabled) {
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
-    await endSession(deps, request, reply);
-    await startSession(deps, reply, user.id, ['pwd']);
+    await beginSession(deps, request, reply, user, ['pwd']);
     await recordSignIn(deps, request, user, ['pwd'], returnTo);
     return reply.redirect(returnTo, 303);
   }
@@ -185,8 +185,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     // Single use of the waiting sign-in: of two right codes sent at once, one signs in.
     if (!(await deps.store.pendingSignIns.consume(pending.idHash, now))) return retry(400, 'This sign-in has already been completed.');
     reply.clearCookie(pendingCookie(deps), cookieOptions(deps));
-    await endSession(deps, request, reply);
-    await startSession(deps, reply, user.id, ['pwd', 'otp', 'mfa']);
+    await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
     await recordSignIn(deps, request, user, ['pwd', 'otp', 'mfa'], returnTo);
     return reply.redirect(returnTo, 303);
   });
@@ -227,8 +226,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     request.log.info({ user: user.id }, 'one-time codes turned on');
     // The code proved the second factor in this browser: a password session now has both.
     if (!hasSecondFactor(sessionMethods(signedIn.session))) {
-      await endSession(deps, request, reply);
-      await startSession(deps, reply, user.id, ['pwd', 'otp', 'mfa']);
+      await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
     }
     return page(reply, 200, recoveryCodesPage(deps.config.site, result.recoveryCodes));
   });

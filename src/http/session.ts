@@ -38,28 +38,43 @@ export async function currentSession(deps: SessionDeps, request: FastifyRequest)
   return deps.store.sessions.get(hashSecret(value), deps.clock.now());
 }
 
-/** Starts a session for `userId`, remembering how they signed in (RFC 8176 `amr`). */
-export async function startSession(deps: SessionDeps, reply: FastifyReply, userId: string, amr: readonly AuthMethod[] = PASSWORD_ONLY): Promise<SessionRecord> {
+/**
+ * Starts a session with a new cookie, remembering how the person signed in (RFC 8176 `amr`).
+ * `sid` continues the OIDC session of an earlier sign-in of the same person in this browser;
+ * otherwise a new one begins.
+ */
+export async function startSession(
+  deps: SessionDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  userId: string,
+  sid: string | null,
+  amr: readonly AuthMethod[] = PASSWORD_ONLY,
+): Promise<SessionRecord> {
   const now = deps.clock.now();
   const value = randomToken(32);
   const session: SessionRecord = {
     idHash: hashSecret(value),
+    sid: sid ?? randomToken(16),
     userId,
     authTime: now,
     createdAt: now,
     expiresAt: now + deps.config.lifetimes.session * 1000,
     amr,
+    ip: request.ip,
+    userAgent: request.headers['user-agent']?.slice(0, 256) ?? null,
   };
   await deps.store.sessions.create(session);
   reply.setCookie(cookieNames(deps.config).session, value, cookieOptions(deps.config, deps.config.lifetimes.session));
   return session;
 }
 
-export async function endSession(deps: SessionDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+/** Ends the browser's session and clears its cookie; returns the session it ended, if any. */
+export async function endSession(deps: SessionDeps, request: FastifyRequest, reply: FastifyReply): Promise<SessionRecord | null> {
   const name = cookieNames(deps.config).session;
   const value = request.cookies[name];
-  if (value) await deps.store.sessions.remove(hashSecret(value));
   reply.clearCookie(name, cookieOptions(deps.config));
+  return value && value.length <= 128 ? deps.store.sessions.remove(hashSecret(value)) : null;
 }
 
 /**

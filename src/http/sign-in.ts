@@ -1,5 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
+import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
+import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { sessionUser, signIn } from '../flows/sign-in.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
@@ -8,6 +10,7 @@ import { signInClient } from './audit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { completePasswordSignIn } from './second-factor.ts';
+import { allowFormTarget } from './security.ts';
 import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo } from './session.ts';
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
@@ -16,6 +19,15 @@ export async function signedInUser(deps: AppDeps, request: FastifyRequest): Prom
   if (!session) return null;
   const user = await sessionUser(deps, session);
   return user ? { session, user } : null;
+}
+
+/**
+ * Signs the browser out: its session ends, its cookie is cleared, and the clients that
+ * received an ID token in it are sent logout tokens (in the background).
+ */
+export async function signOut(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const ended = await endSession(deps, request, reply);
+  if (ended) await sendLogoutTokens(deps, [ended], request.log);
 }
 
 export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string): FastifyReply {
@@ -47,6 +59,11 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
 
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId: await signInClient(deps, returnTo) });
+    if (result.kind !== 'signed-in') {
+      // The page is shown again; its next post may go on to the client (see authorize.ts).
+      const target = await redirectUriAfterSignIn(deps.store, returnTo);
+      if (target !== null) allowFormTarget(reply, target);
+    }
     if (result.kind === 'limited') return page(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
     if (result.kind === 'refused') return page(401, 'The username or password is incorrect.');
     // A person with one-time codes on is asked for one next; anyone else is signed in.
@@ -57,7 +74,7 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const session = await currentSession(deps, request);
-    await endSession(deps, request, reply);
+    await signOut(deps, request, reply);
     if (session) await forRequest(deps, request).events.emit({ type: 'logout', userId: session.userId });
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });

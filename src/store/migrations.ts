@@ -254,6 +254,54 @@ const clientAuthentication: Migration = {
 };
 
 /**
+ * Version 8, single sign-on (OIDC Core §3.1.2.1 prompt, RP-Initiated Logout 1.0, Back-Channel
+ * Logout 1.0):
+ * - clients: `first_party` (the operator's own apps skip the consent page in the code flow),
+ *   the `post_logout_redirect_uris` an app may be sent back to after logout, and the
+ *   `backchannel_logout_uri` logout tokens are posted to;
+ * - grants: `remembered` marks the one live code-flow grant of a user and client that stands
+ *   for their consent (approvals grow it instead of adding rows; a partial unique index
+ *   keeps it one), and `renewed_at` the last time it was approved again, from which its
+ *   refresh tokens' lifetime runs. Grants made before this version are not remembered;
+ *   the next sign-in asks once more;
+ * - sessions: `sid` (the OIDC session id put in ID tokens and logout tokens, not the cookie),
+ *   and where the browser signed in from, for the account page. Sessions that exist at
+ *   the upgrade get a random sid;
+ * - codes and refresh tokens carry the sid of the session they came from, and
+ *   `session_clients` records which clients received an ID token in which session.
+ */
+const singleSignOn: Migration = {
+  version: 8,
+  name: 'single sign-on',
+  statements: [
+    (t, dialect) => `ALTER TABLE clients ADD COLUMN first_party ${t.boolean('first_party')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    (t, dialect) => `ALTER TABLE clients ADD COLUMN post_logout_redirect_uris ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t) => `ALTER TABLE clients ADD COLUMN backchannel_logout_uri ${t.text}`,
+    (t, dialect) => `ALTER TABLE grants ADD COLUMN remembered ${t.boolean('remembered')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    (t) => `ALTER TABLE grants ADD COLUMN renewed_at ${t.time}`,
+    'CREATE UNIQUE INDEX grants_remembered ON grants (user_id, client_id) WHERE remembered = TRUE AND revoked_at IS NULL',
+    (t) => `ALTER TABLE sessions ADD COLUMN sid ${t.text}`,
+    (t) => `ALTER TABLE sessions ADD COLUMN ip ${t.text}`,
+    (t) => `ALTER TABLE sessions ADD COLUMN user_agent ${t.text}`,
+    (_, dialect) => `UPDATE sessions SET sid = ${dialect === 'postgres' ? 'md5(random()::text || id_hash)' : 'lower(hex(randomblob(16)))'}`,
+    'CREATE INDEX sessions_user_id ON sessions (user_id)',
+    'CREATE INDEX sessions_sid ON sessions (sid)',
+    (t) => `ALTER TABLE authorization_codes ADD COLUMN sid ${t.text}`,
+    (t) => `ALTER TABLE refresh_tokens ADD COLUMN sid ${t.text}`,
+    // No foreign key to sessions: a sid outlives the session row that carried it when the
+    // same person signs in again (a new cookie, the same OIDC session).
+    (t) => `CREATE TABLE session_clients (
+      sid        ${t.text} NOT NULL,
+      client_id  ${t.text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+      expires_at ${t.time} NOT NULL,
+      PRIMARY KEY (sid, client_id)
+    )`,
+    'CREATE INDEX session_clients_expires_at ON session_clients (expires_at)',
+    'CREATE INDEX session_clients_client_id ON session_clients (client_id)',
+  ],
+};
+
+/**
  * Version 7, for operators: the audit trail (`events`, kept for TESSERA_EVENT_RETENTION and
  * read newest first, by user or client), single-use password reset links stored by the hash
  * of their token, and an index to end all of a user's sessions at once when the user is
@@ -288,7 +336,6 @@ const operators: Migration = {
     )`,
     'CREATE INDEX password_resets_expires_at ON password_resets (expires_at)',
     'CREATE INDEX password_resets_user_id ON password_resets (user_id)',
-    'CREATE INDEX sessions_user_id ON sessions (user_id)',
     'CREATE INDEX device_authorizations_user_id ON device_authorizations (user_id)',
   ],
 };
@@ -398,4 +445,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, operators, apiResources, secondFactors];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, operators, singleSignOn, apiResources, secondFactors];

@@ -120,6 +120,9 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     pkce: oneOf(pkcePolicies, 'pkce', text(row, 'pkce')),
     // Absent when false, as a record made before the setting existed.
     ...(read.boolean(row, 'require_phishing_resistant') ? { requirePhishingResistant: true } : {}),
+    firstParty: read.boolean(row, 'first_party'),
+    postLogoutRedirectUris: read.strings(row, 'post_logout_redirect_uris'),
+    backchannelLogoutUri: textOrNull(row, 'backchannel_logout_uri'),
   };
 }
 
@@ -140,11 +143,14 @@ export function sessionFromRow(row: Row, read: ColumnReader): SessionRecord {
   const amr = authMethodsOrNull(row, 'amr', read);
   return {
     idHash: text(row, 'id_hash'),
+    sid: text(row, 'sid'),
     userId: text(row, 'user_id'),
     authTime: integer(row, 'auth_time'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     ...(amr === null ? {} : { amr }),
+    ip: textOrNull(row, 'ip'),
+    userAgent: textOrNull(row, 'user_agent'),
   };
 }
 
@@ -170,6 +176,8 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
       ip === null
         ? null
         : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
+    remembered: read.boolean(row, 'remembered'),
+    renewedAt: integerOrNull(row, 'renewed_at'),
     lastUsedAt: integerOrNull(row, 'last_used_at'),
     activeUntil: integerOrNull(row, 'active_until'),
     ...(amr === null ? {} : { amr }),
@@ -185,6 +193,7 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
     userId: text(row, 'user_id'),
     scope: read.strings(row, 'scope'),
     authTime: integer(row, 'auth_time'),
+    sid: textOrNull(row, 'sid'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     rotatedAt: integerOrNull(row, 'rotated_at'),
@@ -202,6 +211,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     nonce: textOrNull(row, 'nonce'),
     codeChallenge: text(row, 'code_challenge'),
     authTime: integer(row, 'auth_time'),
+    sid: textOrNull(row, 'sid'),
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     consumedAt: integerOrNull(row, 'consumed_at'),

@@ -51,14 +51,30 @@ export interface ClientRecord {
    * device clients). Absent means false.
    */
   readonly requirePhishingResistant?: boolean;
+  /** The operator's own app: the code flow signs the person in without a consent page. */
+  readonly firstParty: boolean;
+  /** RP-Initiated Logout 1.0 §3: where the app may ask to be sent after logout (exact match). */
+  readonly postLogoutRedirectUris: readonly string[];
+  /** Back-Channel Logout 1.0 §2.2: where logout tokens are posted; null: none are sent. */
+  readonly backchannelLogoutUri: string | null;
 }
 
 /** The fields of a registration that a client created before them takes defaults for. */
-type ClientDefaults = 'authMethod' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'jwksUri' | 'jwks' | 'pkce';
+type ClientDefaults =
+  | 'authMethod'
+  | 'previousSecretHash'
+  | 'previousSecretExpiresAt'
+  | 'jwksUri'
+  | 'jwks'
+  | 'pkce'
+  | 'firstParty'
+  | 'postLogoutRedirectUris'
+  | 'backchannelLogoutUri';
 
 /**
  * A client as it is registered: without `authMethod` it is `none` when it has no secret and
- * `client_secret_basic` when it has one; no previous secret, no keys, PKCE required.
+ * `client_secret_basic` when it has one; no previous secret, no keys, PKCE required; not
+ * first-party, no logout addresses.
  */
 export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
 
@@ -154,6 +170,12 @@ export interface UserStore {
 export interface SessionRecord {
   /** `hashSecret` of the session cookie's value. */
   readonly idHash: string;
+  /**
+   * The OIDC session id (`sid`, Back-Channel Logout 1.0 §2.1) given to clients in ID and
+   * logout tokens. Random and public, unlike the cookie; kept when the same person signs in
+   * again in the same browser.
+   */
+  readonly sid: string;
   readonly userId: string;
   /** When the user last entered their password (OIDC `auth_time`). */
   readonly authTime: number;
@@ -161,18 +183,32 @@ export interface SessionRecord {
   readonly expiresAt: number;
   /** How the person signed in (RFC 8176). Absent in a session from before it was kept: a password. */
   readonly amr?: readonly AuthMethod[];
+  /** Where the browser signed in from, shown on the account page. */
+  readonly ip: string | null;
+  readonly userAgent: string | null;
 }
 
 export interface SessionStore {
   create(session: SessionRecord): Promise<void>;
   /** The session if it exists and has not expired at `now`. */
   get(idHash: string, now: number): Promise<SessionRecord | null>;
-  remove(idHash: string): Promise<void>;
+  /** Ends a session: the removed record, or null when there was none (ended already). */
+  remove(idHash: string): Promise<SessionRecord | null>;
+  /** The user's sessions live at `now`, newest first. */
+  listForUser(userId: string, now: number): Promise<SessionRecord[]>;
   /**
-   * Ends every session of the user (disabled, removed, or a new password) but the one whose
-   * hash is `except` (the browser that changed the password); returns how many ended.
+   * Ends every session of the user (signed out everywhere, disabled, removed, a new
+   * password) but the one whose hash is `except` (the browser that changed the password);
+   * returns the removed records.
    */
-  removeForUser(userId: string, except?: string): Promise<number>;
+  removeForUser(userId: string, except?: string): Promise<SessionRecord[]>;
+  /**
+   * Records that the client received an ID token in the session `sid`, kept until
+   * `expiresAt` (which only moves later), for Back-Channel Logout.
+   */
+  addClient(sid: string, clientId: string, expiresAt: number): Promise<void>;
+  /** The clients recorded for `sid`, removed as they are returned: each caller gets a client once. */
+  takeClients(sid: string): Promise<string[]>;
 }
 
 /** What the user approved: one approval, from which codes and tokens are issued. */
@@ -193,6 +229,13 @@ export interface GrantRecord {
   readonly amr?: readonly AuthMethod[];
   /** The class reported in ID tokens (`acr`), set when the client asked through `acr_values`. */
   readonly acr?: string;
+  /**
+   * The user's remembered consent for the client (the code flow only): at most one live
+   * grant per user and client is, and later approvals grow it instead of adding grants.
+   */
+  readonly remembered: boolean;
+  /** When a remembered grant was last approved again (or signed in through); null until then. */
+  readonly renewedAt: number | null;
   /** When tokens were last issued under it (a sign-in or a refresh); null until the first time. */
   readonly lastUsedAt: number | null;
   /**
@@ -202,8 +245,22 @@ export interface GrantRecord {
   readonly activeUntil: number | null;
 }
 
-/** A grant as it is created: nothing has been issued under it yet. */
-export type NewGrant = Omit<GrantRecord, 'lastUsedAt' | 'activeUntil'>;
+/** A grant as it is created: nothing has been issued under it yet, and it is not remembered. */
+export type NewGrant = Omit<GrantRecord, 'lastUsedAt' | 'activeUntil' | 'remembered' | 'renewedAt'>;
+
+/** An approval in the code flow, to be remembered (`GrantStore.remember`). */
+export interface RememberedApproval {
+  /** The id of the grant if none is remembered yet. */
+  readonly id: string;
+  readonly userId: string;
+  readonly clientId: string;
+  readonly scope: readonly string[];
+  readonly authTime: number;
+  /** How the person signed in before this approval (ID token `amr`). */
+  readonly amr?: readonly AuthMethod[];
+  /** The class reported in ID tokens (`acr`), when the client asked through `acr_values`. */
+  readonly acr?: string;
+}
 
 export interface DeviceOrigin {
   readonly ip: string;
@@ -218,6 +275,14 @@ export interface GrantStore {
   revoke(id: string, now: number): Promise<boolean>;
   /** The user's grants that are not revoked, newest first. */
   listForUser(userId: string): Promise<GrantRecord[]>;
+  /**
+   * Records an approval as the user's remembered consent for the client, in one statement:
+   * a new remembered grant when there is none live, or else the live one with its scope
+   * grown to include `scope` and `renewedAt` set to `now`. Returns the grant.
+   */
+  remember(approval: RememberedApproval, now: number): Promise<GrantRecord>;
+  /** The user's live remembered grant for the client, if any. */
+  findRemembered(userId: string, clientId: string): Promise<GrantRecord | null>;
   /**
    * Records that tokens were issued under the grant at `now`, usable until `activeUntil`
    * (which only ever moves later). False, and nothing changed, when the grant is unknown or
@@ -245,6 +310,8 @@ export interface RefreshTokenRecord {
   readonly scope: readonly string[];
   /** OIDC `auth_time` of the sign-in the grant came from (OIDC Core §12.2 keeps it). */
   readonly authTime: number;
+  /** The browser session of that sign-in, for refreshed ID tokens; null for a device. */
+  readonly sid: string | null;
   readonly createdAt: number;
   /** The earlier of the end of the grant's refresh lifetime and the idle timeout after issue. */
   readonly expiresAt: number;
@@ -286,6 +353,8 @@ export interface AuthorizationCodeRecord {
   /** The S256 challenge; empty for a code asked for without PKCE (a client with PKCE optional). */
   readonly codeChallenge: string;
   readonly authTime: number;
+  /** The browser session it was issued in (its ID token's `sid`). */
+  readonly sid: string | null;
   readonly createdAt: number;
   readonly expiresAt: number;
   readonly consumedAt: number | null;

@@ -21,6 +21,7 @@ const client: ClientRecord = {
   webOrigins: [],
   createdAt: 0,
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 };
 const user: UserRecord = {
   id: 'sub-1',

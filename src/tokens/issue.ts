@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
@@ -32,6 +32,27 @@ export interface Issuance {
   readonly authTime: number;
   /** From the authorization request; absent in the device flow. */
   readonly nonce?: string | null;
+  /** The browser session signed in through (ID token `sid`); absent in the device flow. */
+  readonly sid?: string | null;
+  /**
+   * The scope a refresh token issued now keeps (RFC 6749 §6: never narrowed by a refresh):
+   * the refreshed token's own when refreshing, the code's when redeeming one (what this
+   * sign-in asked for and was approved, which may be less than everything the user approved
+   * before); by default the grant's.
+   */
+  readonly refreshScope?: readonly string[];
+}
+
+/** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
+export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+
+/** What an `id_token_hint` (RP-Initiated Logout 1.0 §2) says, once its signature is checked. */
+export interface IdTokenHint {
+  readonly sub: string;
+  /** The clients it was issued to: `aud`, as a list. */
+  readonly aud: readonly string[];
+  readonly azp: string | null;
+  readonly sid: string | null;
 }
 
 /** The claims each standard scope releases (OIDC Core §5.4), from the user record. */
@@ -65,11 +86,11 @@ export interface AccessTokenClaims {
 
 /**
  * Whether tokens issued under `grant` include a refresh token: only for a client registered
- * for the refresh_token grant, and then when the user granted `offline_access` (OIDC Core
- * §11) or signed a device in (RFC 8628), which has no way to ask the user again.
+ * for the refresh_token grant, and then when `offline_access` (OIDC Core §11) was asked for
+ * and granted, or a device was signed in (RFC 8628), which has no way to ask the user again.
  */
-export function receivesRefreshToken(client: ClientRecord, grant: GrantRecord): boolean {
-  return client.grantTypes.includes(GRANT_REFRESH_TOKEN) && (grant.scope.includes('offline_access') || grant.kind === GRANT_DEVICE_CODE);
+export function receivesRefreshToken(client: ClientRecord, grant: GrantRecord, scope: readonly string[] = grant.scope): boolean {
+  return client.grantTypes.includes(GRANT_REFRESH_TOKEN) && (scope.includes('offline_access') || grant.kind === GRANT_DEVICE_CODE);
 }
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -124,7 +145,10 @@ export class TokenIssuer {
       this.#accessToken(issuance, now, scope, accessTokenLifetime),
       issuance.scope.includes('openid') ? this.#idToken(issuance, grant, now) : undefined,
     ]);
-    const refresh = receivesRefreshToken(issuance.client, grant) ? this.#refreshToken(issuance, grant, nowMs, lifetimes.refreshToken) : undefined;
+    const refreshScope = issuance.refreshScope ?? grant.scope;
+    const refresh = receivesRefreshToken(issuance.client, grant, refreshScope)
+      ? this.#refreshToken(issuance, refreshScope, grant, nowMs, lifetimes.refreshToken)
+      : undefined;
     // A revoked grant records no use: the account page has nothing to show for it.
     const recordUse = (grants: GrantStore) =>
       grants.recordUse(grant.id, nowMs, Math.max((now + accessTokenLifetime) * 1000, refresh?.record.expiresAt ?? 0));
@@ -148,12 +172,13 @@ export class TokenIssuer {
   }
 
   /**
-   * An opaque 256-bit refresh token, stored by its hash with the grant's whole scope (RFC 6749
+   * An opaque 256-bit refresh token, stored by its hash with the scope of the sign-in it came from (RFC 6749
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
    */
-  #refreshToken(issuance: Issuance, grant: GrantRecord, now: number, lifetime: number): { token: string; record: RefreshTokenRecord } | undefined {
-    const expiresAt = Math.min(grant.createdAt + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
+  #refreshToken(issuance: Issuance, scope: readonly string[], grant: GrantRecord, now: number, lifetime: number): { token: string; record: RefreshTokenRecord } | undefined {
+    // A remembered grant lives on across sign-ins: its lifetime runs from the last approval.
+    const expiresAt = Math.min((grant.renewedAt ?? grant.createdAt) + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
     if (expiresAt <= now) return undefined;
     const token = randomToken(32);
     const record: RefreshTokenRecord = {
@@ -161,8 +186,9 @@ export class TokenIssuer {
       grantId: grant.id,
       clientId: issuance.client.id,
       userId: issuance.user.id,
-      scope: grant.scope,
+      scope,
       authTime: issuance.authTime,
+      sid: issuance.sid ?? null,
       createdAt: now,
       expiresAt,
       rotatedAt: null,
@@ -192,6 +218,51 @@ export class TokenIssuer {
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string' || typeof aud !== 'string') return null;
       return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid };
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Back-Channel Logout 1.0 §2.4: a logout token for `client` about the session `sid` of
+   * `sub`: typ logout+jwt, iss, aud, iat, exp, jti, sub, sid and the logout event; never a
+   * nonce. Signed as ID tokens are.
+   */
+  async logoutToken(client: ClientRecord, sub: string, sid: string): Promise<string> {
+    const key = await this.#keys.signingKey('RS256');
+    const now = seconds(this.#clock.now());
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'logout+jwt' }, {
+      iss: this.#issuer,
+      aud: client.id,
+      iat: now,
+      // Short: it is delivered at once or not at all (the retries end within minutes).
+      exp: now + 120,
+      jti: randomUUID(),
+      sub,
+      sid,
+      events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+    }, key.privateKey);
+  }
+
+  /**
+   * An `id_token_hint` (RP-Initiated Logout 1.0 §2): an ID token this server signed, with a
+   * key it still publishes, for itself as issuer. "The OP need not be listed as an audience
+   * ... when it is used as an id_token_hint" and an expired one is accepted: only the
+   * signature, the issuer and the shape are checked. Null for anything else.
+   */
+  async readIdTokenHint(token: string): Promise<IdTokenHint | null> {
+    const keySet = await this.#verificationKeySet();
+    try {
+      // ID tokens are typ JWT; refuse access and logout tokens passed off as hints.
+      if (decodeProtectedHeader(token).typ !== 'JWT') return null;
+      const { payload } = await compactVerify(token, keySet, { algorithms: ['RS256'] });
+      const claims: unknown = JSON.parse(new TextDecoder().decode(payload));
+      if (typeof claims !== 'object' || claims === null) return null;
+      const { iss, sub, aud, azp, sid } = claims as Record<string, unknown>;
+      if (iss !== this.#issuer || typeof sub !== 'string') return null;
+      const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) && aud.every((item) => typeof item === 'string') ? aud : null;
+      if (audiences === null || audiences.length === 0) return null;
+      return { sub, aud: audiences, azp: typeof azp === 'string' ? azp : null, sid: typeof sid === 'string' ? sid : null };
     } catch {
       return null;
     }
@@ -240,6 +311,8 @@ export class TokenIssuer {
       ...(grant.acr === undefined ? {} : { acr: grant.acr }),
       azp: issuance.client.id,
       ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
+      // Back-Channel Logout 1.0 §2.1 / Front-Channel Logout §3: the OP session it came from.
+      ...(issuance.sid ? { sid: issuance.sid } : {}),
       iss: this.#issuer,
       aud: issuance.client.id,
       sub: issuance.user.id,

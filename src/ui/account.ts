@@ -14,6 +14,15 @@ export interface ConnectionView {
   readonly device: { readonly ip: string; readonly userAgent: string | null; readonly requestedAt: number } | null;
 }
 
+/** One signed-in browser. */
+export interface BrowserSessionView {
+  readonly signedInAt: number;
+  readonly ip: string | null;
+  readonly userAgent: string | null;
+  /** The browser looking at the page. */
+  readonly current: boolean;
+}
+
 /** One of the person's own recent sign-ins or approvals (from the audit trail). */
 export interface ActivityView {
   readonly what: string;
@@ -26,6 +35,7 @@ export interface AccountView {
   readonly csrf: string;
   readonly signedInAs: string;
   readonly connections: readonly ConnectionView[];
+  readonly sessions: readonly BrowserSessionView[];
   readonly activity: readonly ActivityView[];
   /** Set right after a revocation or a password change. */
   readonly notice?: string | undefined;
@@ -73,6 +83,14 @@ ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
   ? html`<p>No applications or devices are connected to your account.</p>`
   : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
+<h2 id="sessions-heading">Signed-in browsers</h2>
+<ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map(
+  (session) => html`<li>${session.userAgent ?? 'Unknown browser'}${session.ip ? html`, from ${session.ip}` : null}, signed in ${time(session.signedInAt)}${session.current ? html` <strong>(this browser)</strong>` : null}</li>`,
+)}</ul>
+<form method="post" action="/account/sign-out-everywhere">
+${csrfField(view.csrf)}
+<button type="submit">Sign out everywhere</button>
+</form>
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">Recent sign-ins and approvals</h2>

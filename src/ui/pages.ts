@@ -124,6 +124,8 @@ export interface ConsentView {
   readonly clientName: string;
   /** What is asked: the OpenID scopes, then each API by its name with its scopes. */
   readonly access: DescribedAccess;
+  /** The person approved part of this before: `access` is only what is new. */
+  readonly more?: boolean;
   readonly signedInAs: string;
   /** Flow-specific facts shown above the scopes (the device's code and origin). */
   readonly details?: SafeHtml;
@@ -148,7 +150,7 @@ ${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api
 export function consentPage(site: Site, view: ConsentView): string {
   return layout(site, `Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
 ${view.details ?? null}
-<h2 class="muted" id="scopes-heading">${view.clientName} will be able to:</h2>
+<h2 class="muted" id="scopes-heading">${view.clientName} ${view.more ? 'also wants to' : 'will be able to'}:</h2>
 ${scopeList(view.access)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}

@@ -99,11 +99,17 @@ export class FormBrowser {
    * Opens an authorization URL and decides, as a person would: with `user`, the sign-in page
    * must be shown first and is filled in; without, this browser is signed in already and
    * the approval page must come at once. Asserts each page is the one expected, so a
-   * regression that skipped the password or approved silently fails here. Returns the
+   * regression that skipped the password or approved silently fails here (the request is
+   * sent with prompt=consent unless it has a prompt of its own). Returns the
    * redirect that leaves this server (to the client's redirect_uri).
    */
   async authorize(url: string, user: { username: string; password: string } | null, decision: 'approve' | 'deny' = 'approve'): Promise<Page> {
-    let page = await this.follow(await this.request(url));
+    // An approval is remembered, and a later request it covers is answered without the
+    // approval page; prompt=consent (OIDC Core §3.1.2.1) makes it come every time here.
+    // What is remembered is tested in test/single-sign-on.test.ts.
+    const asked = new URL(url, this.base);
+    if (!asked.searchParams.has('prompt')) asked.searchParams.set('prompt', 'consent');
+    let page = await this.follow(await this.request(asked.href));
     if (user) page = await this.signIn(page, user);
     assertApprovalPage(page, '/oauth/authorize');
     const decided = await this.submit(page, '/oauth/authorize', { decision });

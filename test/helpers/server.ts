@@ -86,6 +86,9 @@ export interface TestServer {
     jwksUri?: string;
     pkce?: PkcePolicy;
     requirePhishingResistant?: boolean;
+    firstParty?: boolean;
+    postLogoutRedirectUris?: string[];
+    backchannelLogoutUri?: string;
   }): Promise<TestClient>;
   addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
   close(): Promise<void>;
@@ -174,6 +177,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         webOrigins: client.webOrigins ?? [],
         createdAt: clock.now(),
         ...(client.requirePhishingResistant ? { requirePhishingResistant: true } : {}),
+        firstParty: client.firstParty ?? false,
+        postLogoutRedirectUris: client.postLogoutRedirectUris ?? [],
+        backchannelLogoutUri: client.backchannelLogoutUri ?? null,
       });
       return { clientId, clientSecret };
     },

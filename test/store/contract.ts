@@ -87,6 +87,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         jwksUri: null,
         jwks: null,
         pkce: 'required',
+        firstParty: false,
+        postLogoutRedirectUris: [],
+        backchannelLogoutUri: null,
         ...overrides,
       };
       await store.clients.create(client);
@@ -121,6 +124,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         revokedAt: null,
         device: null,
+        remembered: false,
+        renewedAt: null,
         lastUsedAt: null,
         activeUntil: null,
         ...overrides,
@@ -144,6 +149,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         nonce: 'n-0S6_WzA2Mj',
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
         authTime: T0 - MINUTE,
+        sid: 'sid-of-the-session',
         createdAt: T0,
         expiresAt: T0 + MINUTE,
         consumedAt: null,
@@ -203,10 +209,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     async function givenSession(userId: string, overrides: Partial<SessionRecord> = {}): Promise<SessionRecord> {
       const session: SessionRecord = {
         idHash: unique('session-hash'),
+        sid: unique('sid'),
         userId,
         authTime: T0,
         createdAt: T0,
         expiresAt: T0 + HOUR,
+        ip: '203.0.113.9',
+        userAgent: 'ExampleBrowser/1.0',
         ...overrides,
       };
       await store.sessions.create(session);
@@ -225,6 +234,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         userId,
         scope: ['openid', 'offline_access'],
         authTime: T0 - MINUTE,
+        sid: null,
         createdAt: T0,
         expiresAt: T0 + HOUR,
         rotatedAt: null,
@@ -444,11 +454,37 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.sessions.get(session.idHash, session.expiresAt), null);
       });
 
-      it('forgets a removed session, and ignores removing an unknown one', async () => {
+      it('forgets a removed session, returning it once, and returns null for an unknown one', async () => {
         const session = await givenSession((await givenUser()).id);
-        await store.sessions.remove(session.idHash);
+        assert.deepEqual(await store.sessions.remove(session.idHash), session);
         assert.equal(await store.sessions.get(session.idHash, T0), null);
-        await store.sessions.remove('no-such-session');
+        assert.equal(await store.sessions.remove(session.idHash), null);
+        assert.equal(await store.sessions.remove('no-such-session'), null);
+      });
+
+      it("lists a user's live sessions newest first, and removes them all, without other users' sessions", async () => {
+        const [user, other] = [await givenUser(), await givenUser()];
+        const older = await givenSession(user.id, { createdAt: T0 - HOUR, ip: null, userAgent: null });
+        const newer = await givenSession(user.id, { createdAt: T0 });
+        const expired = await givenSession(user.id, { createdAt: T0 - 2 * HOUR, expiresAt: T0 });
+        const others = await givenSession(other.id);
+        assert.deepEqual(await store.sessions.listForUser(user.id, T0), [newer, older]);
+        const removed = await store.sessions.removeForUser(user.id);
+        assert.deepEqual(removed.map((session) => session.idHash).sort(), [older.idHash, newer.idHash, expired.idHash].sort());
+        assert.deepEqual(await store.sessions.listForUser(user.id, T0), []);
+        assert.deepEqual(await store.sessions.get(others.idHash, T0), others);
+      });
+
+      it('gives the clients recorded for a session id once, however often each was recorded', async () => {
+        const [a, b, c] = [await givenClient(), await givenClient(), await givenClient()];
+        const sid = unique('sid');
+        await store.sessions.addClient(sid, a.id, T0 + HOUR);
+        await store.sessions.addClient(sid, a.id, T0 + 2 * HOUR);
+        await store.sessions.addClient(sid, b.id, T0 + HOUR);
+        await store.sessions.addClient(unique('sid'), c.id, T0 + HOUR);
+        const takers = await Promise.all(Array.from({ length: 5 }, () => store.sessions.takeClients(sid)));
+        assert.deepEqual(takers.flat().sort(), [a.id, b.id].sort());
+        assert.deepEqual(await store.sessions.takeClients(sid), []);
       });
 
       it('returns null for an unknown session', async () => {
@@ -485,6 +521,42 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('returns false when revoking an unknown grant', async () => {
         assert.equal(await store.grants.revoke('no-such-grant', T0), false);
+      });
+
+      it('remembers one grant per user and client: a later approval grows its scope and renews it', async () => {
+        const [client, user] = [await givenClient(), await givenUser()];
+        assert.equal(await store.grants.findRemembered(user.id, client.id), null);
+        const first = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid', 'profile'], authTime: T0 - MINUTE }, T0);
+        assert.deepEqual([first.remembered, first.renewedAt, first.kind, first.createdAt], [true, T0, GRANT_AUTHORIZATION_CODE, T0]);
+        const grown = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['email', 'openid'], authTime: T0 }, T0 + HOUR);
+        assert.equal(grown.id, first.id);
+        assert.deepEqual([...grown.scope].sort(), ['email', 'openid', 'profile']);
+        assert.deepEqual([grown.createdAt, grown.renewedAt, grown.authTime], [T0, T0 + HOUR, T0]);
+        assert.deepEqual(await store.grants.findRemembered(user.id, client.id), grown);
+        // A device grant of the same user and client is a grant of its own, never the remembered one.
+        await givenGrant(client.id, user.id, { kind: GRANT_DEVICE_CODE });
+        assert.equal((await store.grants.findRemembered(user.id, client.id))?.id, first.id);
+      });
+
+      it('remembers a new grant once the remembered one is revoked', async () => {
+        const [client, user] = [await givenClient(), await givenUser()];
+        const first = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid'], authTime: T0 }, T0);
+        await store.grants.revoke(first.id, T0 + MINUTE);
+        assert.equal(await store.grants.findRemembered(user.id, client.id), null);
+        const second = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid'], authTime: T0 }, T0 + HOUR);
+        assert.notEqual(second.id, first.id);
+        assert.deepEqual(second.scope, ['openid']);
+      });
+
+      it('keeps one remembered grant when 10 approvals of one user and client arrive at once, with every scope', async () => {
+        const [client, user] = [await givenClient(), await givenUser()];
+        const scopes = ['openid', 'profile', 'email', 'offline_access', 'openid', 'profile', 'email', 'offline_access', 'openid', 'profile'];
+        const results = await Promise.all(
+          scopes.map((scope, i) => store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: [scope], authTime: T0 }, T0 + i)),
+        );
+        assert.equal(new Set(results.map((grant) => grant.id)).size, 1);
+        assert.deepEqual([...(await store.grants.findRemembered(user.id, client.id))!.scope].sort(), ['email', 'offline_access', 'openid', 'profile']);
+        assert.equal((await store.grants.listForUser(user.id)).length, 1);
       });
 
       it("lists a user's unrevoked grants newest first, without other users' grants", async () => {
@@ -1224,10 +1296,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const total = PURGE_BATCH_SIZE * 2 + 7;
         const sessions = Array.from({ length: total }, (_, i) => ({
           idHash: unique('session-hash'),
+          sid: unique('sid'),
           userId: user.id,
           authTime: start,
           createdAt: start,
           expiresAt: start + i,
+          ip: null,
+          userAgent: null,
         }));
         for (let i = 0; i < total; i += 100) {
           await Promise.all(sessions.slice(i, i + 100).map((session) => store.sessions.create(session)));
@@ -1355,7 +1430,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await assert.rejects(store.codes.create({ ...orphan, grantId: 'no-such-grant' }), MissingReferenceError);
         await assert.rejects(store.codes.create({ ...orphan, clientId: 'no-such-client' }), MissingReferenceError);
         await assert.rejects(store.codes.create({ ...orphan, userId: 'no-such-user' }), MissingReferenceError);
-        const session = { idHash: unique('session-hash'), userId: 'no-such-user', authTime: T0, createdAt: T0, expiresAt: T0 + HOUR };
+        const session = { idHash: unique('session-hash'), sid: unique('sid'), userId: 'no-such-user', authTime: T0, createdAt: T0, expiresAt: T0 + HOUR, ip: null, userAgent: null };
         await assert.rejects(store.sessions.create(session), MissingReferenceError);
         assert.equal(await store.codes.find(orphan.hash), null);
       });
@@ -1375,6 +1450,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           createdAt: T0,
           revokedAt: null,
           device: null,
+          remembered: false,
+          renewedAt: null,
           lastUsedAt: null,
           activeUntil: null,
         };
@@ -1387,6 +1464,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           scope: ['openid'],
           nonce: null,
           codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          sid: null,
           authTime: T0,
           createdAt: T0,
           expiresAt: T0 + MINUTE,

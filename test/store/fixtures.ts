@@ -13,6 +13,7 @@ export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): Clie
     webOrigins: [],
     createdAt,
     authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+    firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
   };
 }
 

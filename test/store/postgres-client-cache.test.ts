@@ -21,6 +21,7 @@ const client: ClientRecord = {
   webOrigins: [],
   createdAt: Date.UTC(2026, 0, 1),
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 };
 
 /** Polls `check` until it returns true, for at most `ms`. */

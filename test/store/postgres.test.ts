@@ -36,6 +36,9 @@ async function seed(store: Store) {
     grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
     webOrigins: [],
     createdAt: T0,
+    firstParty: false,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: null,
   } as const;
   const user = {
     id: 'user-1',
@@ -67,6 +70,7 @@ async function seed(store: Store) {
     scope: ['openid'],
     nonce: null,
     codeChallenge: 'challenge',
+    sid: null,
     authTime: T0,
     createdAt: T0,
     expiresAt: T0 + 10 * MINUTE,

@@ -37,10 +37,10 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
     it('keeps a session\'s amr, and a session made without one has none', async () => {
       const store = current();
       const user = await givenUser();
-      const session = { idHash: unique('session'), userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + MINUTE };
+      const session = { idHash: unique('session'), sid: unique('sid'), userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + MINUTE, ip: null, userAgent: null };
       await store.sessions.create({ ...session, amr: ['hwk', 'mfa'] });
       assert.deepEqual(await store.sessions.get(session.idHash, T0), { ...session, amr: ['hwk', 'mfa'] });
-      const plain = { ...session, idHash: unique('session') };
+      const plain = { ...session, idHash: unique('session'), sid: unique('sid') };
       await store.sessions.create(plain);
       assert.deepEqual(await store.sessions.get(plain.idHash, T0), plain);
     });

@@ -53,6 +53,8 @@ async function seed(store: Store, id: string) {
     createdAt: T0,
     revokedAt: null,
     device: { ip: '203.0.113.7', userAgent: 'TV/1.0', requestedAt: T0 },
+    remembered: false,
+    renewedAt: null,
     lastUsedAt: null,
     activeUntil: null,
   } as const;
@@ -65,6 +67,7 @@ async function seed(store: Store, id: string) {
     scope: ['openid'],
     nonce: null,
     codeChallenge: 'challenge',
+    sid: null,
     authTime: T0,
     createdAt: T0,
     expiresAt: T0 + 10 * MINUTE,

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import { type SessionRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
@@ -8,44 +7,46 @@ import { signInFacts } from '../second-factor/policy.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
 
 /**
- * The user approved: record the grant and, in the same transaction, a code bound to the
- * client, the redirect_uri and the PKCE challenge (RFC 7636 §4.4), and return where to send
- * the browser. RFC 6749 §4.1.2: the code is short-lived and single-use; only its hash is stored.
+ * The user approved (now, or before and it is remembered): record the approval as their
+ * remembered grant for the client, grown to this request's scope, and, in the same
+ * transaction, a code bound to the client, the redirect_uri and the PKCE challenge (RFC 7636
+ * §4.4), and return where to send the browser. RFC 6749 §4.1.2: the code is short-lived and
+ * single-use; only its hash is stored. One grant per user and client: signing in again adds
+ * no grant, and revoking it (the account page) forgets the consent.
  */
 export async function approveAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
   const now = deps.clock.now();
-  const grantId = randomUUID();
   const code = randomToken(32);
   // One transaction: a code never refers to a grant that was not stored, nor is a grant
-  // left behind without the code it was approved for, nor either without its events.
+  // grown without the code it was approved for, nor either without its events.
   await transactionWithEvents(deps, async (tx, record) => {
-    await tx.grants.create({
-      id: grantId,
-      userId: session.userId,
-      clientId: request.client.id,
-      scope: request.scope,
-      kind: GRANT_AUTHORIZATION_CODE,
-      authTime: session.authTime,
-      createdAt: now,
-      revokedAt: null,
-      device: null,
-      ...signInFacts(session, request.acrValues ?? null),
-    });
+    const grant = await tx.grants.remember(
+      {
+        id: randomUUID(),
+        userId: session.userId,
+        clientId: request.client.id,
+        scope: request.scope,
+        authTime: session.authTime,
+        ...signInFacts(session, request.acrValues ?? null),
+      },
+      now,
+    );
     await tx.codes.create({
       hash: hashSecret(code),
       clientId: request.client.id,
       userId: session.userId,
-      grantId,
+      grantId: grant.id,
       redirectUri: request.redirectUri,
       scope: request.scope,
       nonce: request.nonce,
       codeChallenge: request.codeChallenge,
       authTime: session.authTime,
+      sid: session.sid,
       createdAt: now,
       expiresAt: now + deps.config.lifetimes.authorizationCode * 1000,
       consumedAt: null,
     });
-    const about = { userId: session.userId, clientId: request.client.id, grantId };
+    const about = { userId: session.userId, clientId: request.client.id, grantId: grant.id };
     await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });
     await record({ type: 'code.issued', ...about });
   });

@@ -1,55 +1,102 @@
 /**
  * What an authorization request needs from the person before it can be answered: a sign-in,
- * an approval, or nothing more (OIDC Core §3.1.2.1 `prompt` and `max_age`; RFC 6749 §4.1.1).
+ * an approval, or nothing more (OIDC Core §3.1.2.1 `prompt` and `max_age`; RFC 6749 §4.1.1),
+ * given what they approved before for this client (their remembered consent).
  * The route file shows the page or sends the redirect this decides.
  */
-import type { SessionRecord } from '../../store/types.ts';
+import type { GrantRecord, SessionRecord } from '../../store/types.ts';
 import type { AuthorizationRequest } from './request.ts';
 
 export type NextStep<S> =
   /** OIDC Core §3.1.2.6: answered at the redirect URI, never with a page. */
   | { readonly kind: 'error'; readonly error: 'login_required' | 'consent_required'; readonly description: string }
   | { readonly kind: 'sign-in' }
-  | { readonly kind: 'consent'; readonly signedIn: S }
+  /**
+   * The approval page. `scopes` is what it asks for: all of the request's, or, when part
+   * of them was approved before, only the new ones (`more` is then true).
+   */
+  | { readonly kind: 'consent'; readonly signedIn: S; readonly scopes: readonly string[]; readonly more: boolean }
+  /** Approved: by the person now, or by their remembered consent, or for a first-party app. */
   | { readonly kind: 'approve'; readonly signedIn: S }
   | { readonly kind: 'deny'; readonly signedIn: S }
   /** A decision that is neither approve nor deny. */
   | { readonly kind: 'invalid-decision' };
 
 /**
- * The parameters that asked for a sign-in: after signing in, the browser comes back
- * without them, so that it is not asked again (and the form fields it must not forge).
+ * The parameters that asked for a sign-in, which the browser comes back without once it
+ * has signed in (so that it is not asked again), and the form fields it must not forge.
+ * `prompt` comes back without `login` and `select_account` (`returnParams`).
  */
-export const SIGN_IN_RETURN_OMITS: readonly string[] = ['prompt', 'max_age', 'csrf_token', 'decision'];
+const SIGN_IN_RETURN_OMITS: readonly string[] = ['max_age', 'csrf_token', 'decision'];
 
 /** Carried through the approval form: everything but what the sign-in already answered. */
 export const CONSENT_FORM_OMITS: readonly string[] = ['prompt', 'max_age'];
 
+/** Where to come back to after the sign-in `nextStep` asked for: the request, less what the sign-in answered. */
+export function returnParams(params: Readonly<Record<string, string | readonly string[]>>): Record<string, string | readonly string[]> {
+  const result: Record<string, string | readonly string[]> = {};
+  for (const [name, value] of Object.entries(params)) {
+    if (SIGN_IN_RETURN_OMITS.includes(name)) continue;
+    if (name === 'prompt' && typeof value === 'string') {
+      const rest = value.split(' ').filter((item) => item !== '' && item !== 'login' && item !== 'select_account');
+      if (rest.length > 0) result[name] = rest.join(' ');
+      continue;
+    }
+    result[name] = value;
+  }
+  return result;
+}
+
 /**
- * The next step for `request`, given the browser's sign-in (null when signed out) and the
- * person's decision on the approval page (null when none was posted).
+ * The next step for `request`, given the browser's sign-in (null when signed out), the
+ * user's remembered grant for the client (null when none), and the person's decision on
+ * the approval page (null when none was posted).
  */
 export function nextStep<S extends { readonly session: SessionRecord }>(
   request: AuthorizationRequest,
   signedIn: S | null,
+  remembered: GrantRecord | null,
   decision: string | null,
   now: number,
 ): NextStep<S> {
   const session = signedIn?.session ?? null;
-  // OIDC Core §3.1.2.1: prompt=login and an exceeded max_age both ask for the password again.
-  const stale =
-    session !== null &&
-    decision === null &&
-    (request.prompt === 'login' || (request.maxAge !== null && now - session.authTime > request.maxAge * 1000));
-  if (request.prompt === 'none') {
-    // Every approval is asked for, so there is never a silent answer to give.
-    return session
-      ? { kind: 'error', error: 'consent_required', description: 'the user must approve this request' }
-      : { kind: 'error', error: 'login_required', description: 'the user is not signed in' };
+  // OIDC Core §3.1.2.1 max_age: "If the elapsed time is greater than this value, the OP
+  // MUST attempt to actively re-authenticate the End-User." max_age=0 always does (§3.1.2.1
+  // likens it to prompt=login).
+  const tooOld = session !== null && request.maxAge !== null && (request.maxAge === 0 || now - session.authTime > request.maxAge * 1000);
+  const asksConsent = request.prompt.includes('consent');
+  // RFC 6749 §10.2: repeated requests are not approved without the person "without
+  // authenticating the client or relying on other measures to ensure that the repeated
+  // request comes from the original client and not an impersonator". A confidential client
+  // authenticates; an https redirect URI is the site's own. A public client's private-use
+  // scheme or loopback port can be claimed by any app on the device (RFC 8252 §8.6), so
+  // there the remembered approval is not relied on: the person is asked each time.
+  const relied = remembered !== null && (request.client.secretHash !== null || new URL(request.redirectUri).protocol === 'https:') ? remembered : null;
+  const notYetApproved = relied === null ? request.scope : request.scope.filter((scope) => !relied.scope.includes(scope));
+  // The operator's own apps are trusted with what they ask for (in this flow only: the
+  // device flow always shows its approval page, RFC 8628 §5.4).
+  const covered = request.client.firstParty || notYetApproved.length === 0;
+
+  if (request.prompt.includes('none')) {
+    // "The Authorization Server MUST NOT display any authentication or consent user
+    // interface pages. An error is returned if an End-User is not already authenticated or
+    // the Client does not have pre-configured consent for the requested Claims".
+    if (!signedIn) return { kind: 'error', error: 'login_required', description: 'the user is not signed in' };
+    if (tooOld) return { kind: 'error', error: 'login_required', description: 'the sign-in is older than max_age' };
+    if (!covered) return { kind: 'error', error: 'consent_required', description: 'the user has not approved this request' };
+    return { kind: 'approve', signedIn };
   }
-  if (!signedIn || stale) return { kind: 'sign-in' };
+  // prompt=login, and select_account (one account a browser: answered as login), "SHOULD
+  // prompt the End-User for reauthentication". Not again once a decision is posted: the
+  // sign-in has come before the approval page.
+  const reauthenticate = decision === null && (request.prompt.includes('login') || request.prompt.includes('select_account') || tooOld);
+  if (!signedIn || reauthenticate) return { kind: 'sign-in' };
   if (decision === 'approve') return { kind: 'approve', signedIn };
   if (decision === 'deny') return { kind: 'deny', signedIn };
   if (decision !== null) return { kind: 'invalid-decision' };
-  return { kind: 'consent', signedIn };
+  // prompt=consent: "The Authorization Server SHOULD prompt the End-User for consent before
+  // returning information to the Client", whatever was approved before.
+  if (asksConsent) return { kind: 'consent', signedIn, scopes: request.scope, more: false };
+  if (covered) return { kind: 'approve', signedIn };
+  return { kind: 'consent', signedIn, scopes: notYetApproved, more: notYetApproved.length < request.scope.length };
 }

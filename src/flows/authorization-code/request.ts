@@ -5,6 +5,10 @@ import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord, type Store } from '../../store/types.ts';
 import { checkRequestedAccess, describeAccess, ResourceCatalog, resourceParams, type DescribedAccess } from '../resources.ts';
 
+/** OIDC Core §3.1.2.1 `prompt` values. */
+export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
+export type Prompt = (typeof PROMPT_VALUES)[number];
+
 /** A validated authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
 export interface AuthorizationRequest {
   readonly client: ClientRecord;
@@ -18,7 +22,8 @@ export interface AuthorizationRequest {
   readonly nonce: string | null;
   /** The S256 challenge; empty when a client with PKCE optional sent none (it sent a nonce). */
   readonly codeChallenge: string;
-  readonly prompt: string | null;
+  /** OIDC Core §3.1.2.1: the `prompt` values asked for (none alone, or any of the others). */
+  readonly prompt: readonly Prompt[];
   /** OIDC Core §3.1.2.1: seconds since the user last signed in beyond which they must again. */
   readonly maxAge: number | null;
   /** OIDC Core §3.1.2.1 acr_values: the classes asked for, in order of preference; null when none. */
@@ -121,10 +126,15 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams)
     return fail(new OAuthError('invalid_request', 'without PKCE (code_challenge), this client must send an OpenID request (scope openid) with a nonce'));
   }
 
-  const prompt = single(params, 'prompt').value;
-  if (prompt !== null && !['none', 'login', 'consent'].includes(prompt)) {
-    return fail(new OAuthError('invalid_request', 'prompt must be none, login or consent'));
+  // OIDC Core §3.1.2.1: prompt is a space-delimited list; "If this parameter contains none
+  // with any other value, an error is returned." Values it does not define are refused.
+  const prompt: Prompt[] = [];
+  for (const value of (single(params, 'prompt').value ?? '').split(' ').filter(Boolean)) {
+    const known = PROMPT_VALUES.find((candidate) => candidate === value);
+    if (known === undefined) return fail(new OAuthError('invalid_request', `prompt value not supported: ${value} (none, login, consent, select_account)`));
+    if (!prompt.includes(known)) prompt.push(known);
   }
+  if (prompt.includes('none') && prompt.length > 1) return fail(new OAuthError('invalid_request', 'prompt=none cannot be combined with other values'));
 
   const rawMaxAge = single(params, 'max_age').value;
   if (rawMaxAge !== null && !/^\d{1,9}$/.test(rawMaxAge)) return fail(new OAuthError('invalid_request', 'max_age must be a number of seconds'));
@@ -152,4 +162,19 @@ export function redirectToClient(redirectUri: string, issuer: string, state: str
   if (state !== null) url.searchParams.append('state', state);
   url.searchParams.append('iss', issuer);
   return url.href;
+}
+
+/**
+ * The client redirect URI that a sign-in returning to `returnTo` may end at: when `returnTo`
+ * is an authorization request (a path on this server) whose client_id and redirect_uri are
+ * registered, that redirect_uri; otherwise null. The sign-in page lets its form lead there.
+ */
+export async function redirectUriAfterSignIn(store: Store, returnTo: string): Promise<string | null> {
+  const url = new URL(returnTo, 'http://tessera.invalid');
+  if (url.pathname !== '/oauth/authorize') return null;
+  const clientId = url.searchParams.get('client_id');
+  const redirectUri = url.searchParams.get('redirect_uri');
+  if (!clientId || !redirectUri || clientId.length > MAX_VALUE_LENGTH) return null;
+  const client = await store.clients.get(clientId);
+  return client && redirectUriRegistered(client.redirectUris, redirectUri) ? redirectUri : null;
 }

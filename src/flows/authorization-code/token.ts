@@ -72,15 +72,22 @@ export const authorizationCodeGrant: TokenGrant = {
     // under a revoked grant are dead wherever revocation is checked.
     const user = await deps.store.users.get(redeemed.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
-    const response = await deps.tokens.issue({
+    const tokens = await deps.tokens.issue({
       client,
       user,
       ...(target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource']))),
       grantId: redeemed.grantId,
       authTime: redeemed.authTime,
       nonce: redeemed.nonce,
+      sid: redeemed.sid,
+      refreshScope: redeemed.scope,
     });
+    // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
+    // that received an ID token in it. Kept no longer than a session can last.
+    if (redeemed.sid !== null && tokens.id_token !== undefined) {
+      await deps.store.sessions.addClient(redeemed.sid, client.id, now + deps.config.lifetimes.session * 1000);
+    }
     await deps.events.emit({ type: 'code.redeemed', userId: user.id, username: user.username, clientId: client.id, grantId: redeemed.grantId });
-    return response;
+    return tokens;
   },
 };

@@ -35,7 +35,8 @@ export async function liveAccessToken(deps: FlowDeps, token: string): Promise<Li
   ]);
   if (revoked || !grant || grant.revokedAt !== null || grant.userId !== claims.sub || grant.clientId !== claims.client_id) return null;
   if (!user || user.disabled) return null;
-  // An API registered again after the grant is another API for this grant (see grantedResources).
-  if (!ownApi && (!resource || resource.createdAt > grant.createdAt)) return null;
+  // An API registered again after the grant is another API for this grant (see grantedResources);
+  // a remembered grant counts from its last approval, which may have added the API.
+  if (!ownApi && (!resource || resource.createdAt > (grant.renewedAt ?? grant.createdAt))) return null;
   return { claims, user, resource };
 }

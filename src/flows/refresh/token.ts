@@ -63,7 +63,7 @@ export const refreshTokenGrant: TokenGrant = {
     // a removed API is refused here, so its grants' access ends with it.
     const grant = await deps.store.grants.get(found.grantId);
     if (!grant) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
-    const target = await tokenTarget(deps.store, { scope: found.scope, createdAt: grant.createdAt }, params['resource'], requestedScope(params['scope'], found.scope));
+    const target = await tokenTarget(deps.store, { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt }, params['resource'], requestedScope(params['scope'], found.scope));
 
     // Exactly one caller rotates the token; everyone else finds it rotated, which is reuse.
     const rotated = await deps.store.refreshTokens.rotate(hash, client.id, now);
@@ -72,7 +72,7 @@ export const refreshTokenGrant: TokenGrant = {
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    const response = await deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime });
+    const response = await deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope });
     await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });
     return response;
   },

@@ -13,6 +13,7 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   webOrigins: [],
   createdAt: 0,
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
+  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 });
 
 /** A load that counts its calls and answers `value`. */

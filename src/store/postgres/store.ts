@@ -48,6 +48,7 @@ export const postgresDialect: Dialect = {
   },
   list: (values) => [...values],
   flag: (value) => value,
+  listUnion: (a, b) => `ARRAY(SELECT DISTINCT value FROM unnest(${a} || ${b}) AS value ORDER BY 1)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
   bigint: (parameter) => `${parameter}::bigint`,
   purge: (table, key, expiry) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(

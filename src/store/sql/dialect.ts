@@ -17,6 +17,8 @@ export interface Dialect {
   flag(value: boolean): SqlValue;
   /** The larger of two non-null integers (`MAX(a, b)` in SQLite, `GREATEST(a, b)` in PostgreSQL). */
   greatest(a: string, b: string): string;
+  /** The distinct strings of two lists, as a list (a remembered grant's grown scope). */
+  listUnion(a: string, b: string): string;
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */
   bigint(parameter: string): string;
   /**

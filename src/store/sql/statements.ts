@@ -69,15 +69,18 @@ export function statements(d: Dialect) {
   return {
     insertClient: `
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
-                           auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce)
+                           auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
+                           first_party, post_logout_redirect_uris, backchannel_logout_uri)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
-              :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce)
+              :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
+              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
         grant_types = :grantTypes, web_origins = :webOrigins, auth_method = :authMethod,
         previous_secret_hash = :previousSecretHash, previous_secret_expires_at = :previousSecretExpiresAt,
-        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant
+        jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant,
+        first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri
       WHERE id = :id
       RETURNING *`,
     // Every SET expression reads the row as it was: the current secret becomes the previous one.
@@ -108,11 +111,19 @@ export function statements(d: Dialect) {
     removeUser: 'DELETE FROM users WHERE id = :id',
 
     insertSession: `
-      INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, amr)
-      VALUES (:idHash, :userId, :authTime, :createdAt, :expiresAt, :amr)`,
+      INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at, ip, user_agent, amr)
+      VALUES (:idHash, :sid, :userId, :authTime, :createdAt, :expiresAt, :ip, :userAgent, :amr)`,
     getSession: 'SELECT * FROM sessions WHERE id_hash = :idHash AND expires_at > :now',
-    removeSession: 'DELETE FROM sessions WHERE id_hash = :idHash',
-    removeSessionsForUser: 'DELETE FROM sessions WHERE user_id = :userId AND id_hash <> :except',
+    removeSession: 'DELETE FROM sessions WHERE id_hash = :idHash RETURNING *',
+    listSessionsForUser: `
+      SELECT * FROM sessions WHERE user_id = :userId AND expires_at > :now
+      ORDER BY created_at DESC, id_hash`,
+    removeSessionsForUser: 'DELETE FROM sessions WHERE user_id = :userId AND id_hash <> :except RETURNING *',
+    addSessionClient: `
+      INSERT INTO session_clients (sid, client_id, expires_at) VALUES (:sid, :clientId, :expiresAt)
+      ON CONFLICT (sid, client_id) DO UPDATE SET expires_at = ${d.greatest('session_clients.expires_at', 'excluded.expires_at')}`,
+    // Delivered once: whoever deletes a row is the one who sends its logout token.
+    takeSessionClients: 'DELETE FROM session_clients WHERE sid = :sid RETURNING client_id',
 
     insertGrant: `
       INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at,
@@ -121,6 +132,19 @@ export function statements(d: Dialect) {
               :deviceIp, :deviceUserAgent, :deviceRequestedAt, :amr, :acr)`,
     getGrant: 'SELECT * FROM grants WHERE id = :id',
     revokeGrant: 'UPDATE grants SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL',
+    // The partial unique index grants_remembered makes this the one remembered grant of the
+    // user and client: the insert when there is none, else the live one grows (its scope
+    // becomes the union) and is renewed, in the same statement.
+    rememberGrant: `
+      INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at, remembered, renewed_at, amr, acr)
+      VALUES (:id, :userId, :clientId, :scope, 'authorization_code', :authTime, :now, NULL, :remembered, :now, :amr, :acr)
+      ON CONFLICT (user_id, client_id) WHERE remembered = TRUE AND revoked_at IS NULL
+      DO UPDATE SET scope = ${d.listUnion('grants.scope', 'excluded.scope')}, auth_time = excluded.auth_time,
+                    renewed_at = excluded.renewed_at, amr = excluded.amr, acr = excluded.acr
+      RETURNING *`,
+    findRememberedGrant: `
+      SELECT * FROM grants
+      WHERE user_id = :userId AND client_id = :clientId AND remembered = TRUE AND revoked_at IS NULL`,
     listGrantsForUser: `
       SELECT * FROM grants WHERE user_id = :userId AND revoked_at IS NULL
       ORDER BY created_at DESC, id DESC`,
@@ -133,8 +157,8 @@ export function statements(d: Dialect) {
     removeGrantsForUser: 'DELETE FROM grants WHERE user_id = :userId',
 
     insertRefreshToken: `
-      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, created_at, expires_at, rotated_at)
-      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :createdAt, :expiresAt, :rotatedAt)`,
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at)
+      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt)`,
     // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
     // to the authenticated client. A revoked grant's tokens are refused in the same statement.
     rotateRefreshToken: `
@@ -151,9 +175,9 @@ export function statements(d: Dialect) {
 
     insertCode: `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
-                                       code_challenge, auth_time, created_at, expires_at, consumed_at)
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
-              :codeChallenge, :authTime, :createdAt, :expiresAt, :consumedAt)`,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt)`,
     // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
     // challenge; a mismatch leaves it untouched.
@@ -254,6 +278,7 @@ export function statements(d: Dialect) {
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at'),
     purgeSessions: d.purge('sessions', 'id_hash', 'expires_at'),
+    purgeSessionClients: d.purge('session_clients', 'sid', 'expires_at'),
     purgeRateLimits: d.purge('rate_limits', 'key', 'window_ends_at'),
     purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at'),
     purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at'),
@@ -266,7 +291,7 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgePasswordResets'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgePasswordResets'] as const satisfies readonly StatementName[];
 
 /**
  * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one

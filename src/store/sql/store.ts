@@ -46,6 +46,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     jwks: record.jwks === null ? null : JSON.stringify(record.jwks),
     pkce: record.pkce,
     requirePhishingResistant: flag(record.requirePhishingResistant === true),
+    firstParty: flag(record.firstParty),
+    postLogoutRedirectUris: list(record.postLogoutRedirectUris),
+    backchannelLogoutUri: record.backchannelLogoutUri,
   });
 
   return {
@@ -62,6 +65,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
             jwksUri: record.jwksUri ?? null,
             jwks: record.jwks ?? null,
             pkce: record.pkce ?? 'required',
+            firstParty: record.firstParty ?? false,
+            postLogoutRedirectUris: record.postLogoutRedirectUris ?? [],
+            backchannelLogoutUri: record.backchannelLogoutUri ?? null,
           }),
         });
         if (!inserted) throw new DuplicateError(`client ${record.id}`);
@@ -101,9 +107,12 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     sessions: {
       create: (session) => write('insertSession', { ...session, amr: session.amr === undefined ? null : list(session.amr) }),
       get: (idHash, now) => first('getSession', { idHash, now }, (row) => rows.sessionFromRow(row, read)),
-      remove: (idHash) => write('removeSession', { idHash }),
+      remove: (idHash) => first('removeSession', { idHash }, (row) => rows.sessionFromRow(row, read)),
+      listForUser: (userId, now) => every('listSessionsForUser', { userId, now }, (row) => rows.sessionFromRow(row, read)),
       // No session id hashes to the empty string.
-      removeForUser: (userId, except) => q.changed('removeSessionsForUser', { userId, except: except ?? '' }),
+      removeForUser: (userId, except) => every('removeSessionsForUser', { userId, except: except ?? '' }, (row) => rows.sessionFromRow(row, read)),
+      addClient: (sid, clientId, expiresAt) => write('addSessionClient', { sid, clientId, expiresAt }),
+      takeClients: (sid) => every('takeSessionClients', { sid }, (row) => rows.text(row, 'client_id')),
     },
 
     grants: {
@@ -126,6 +135,19 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
       listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
+      async remember(approval, now) {
+        const row = await q.one('rememberGrant', {
+          ...approval,
+          scope: list(approval.scope),
+          remembered: flag(true),
+          now,
+          amr: approval.amr === undefined ? null : list(approval.amr),
+          acr: approval.acr ?? null,
+        });
+        if (!row) throw new Error('remembering a grant returned no row');
+        return grant(row);
+      },
+      findRemembered: (userId, clientId) => first('findRememberedGrant', { userId, clientId }, grant),
       recordUse: (id, now, activeUntil) => changedAny('recordGrantUse', { id, now, activeUntil }),
       removeForUser: (userId) => q.changed('removeGrantsForUser', { userId }),
     },

@@ -1,0 +1,78 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { RawParams } from '../core/protocol.ts';
+import { checkEndSession, postLogoutRedirect, type AfterLogout } from '../flows/logout/end-session.ts';
+import { logoutConfirmPage, signedOutPage } from '../ui/logout.ts';
+import type { AppDeps } from './deps.ts';
+import { sendError } from './errors.ts';
+import { rawForm } from './form.ts';
+import { allowFormTarget } from './security.ts';
+import { checkCsrf, csrfToken } from './session.ts';
+import { signedInUser, signOut } from './sign-in.ts';
+
+export const END_SESSION_PATH = '/oauth/logout';
+const CONFIRM_PATH = `${END_SESSION_PATH}/confirm`;
+
+/** RP-Initiated Logout 1.0 §2.1 and Back-Channel Logout 1.0 §2.1: what discovery says. */
+export function logoutMetadata(issuer: string): Record<string, unknown> {
+  return {
+    end_session_endpoint: `${issuer}${END_SESSION_PATH}`,
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
+  };
+}
+
+/**
+ * The end-session endpoint (RP-Initiated Logout 1.0): an app sends the browser here, by GET
+ * or by a form POST, to sign the person out; a confirmation page stands in front of every
+ * sign-out the request cannot prove it may make.
+ */
+export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  function afterLogout(reply: FastifyReply, after: AfterLogout): FastifyReply {
+    const target = postLogoutRedirect(after);
+    if (target !== null) return reply.redirect(target, 303);
+    return reply.type('text/html; charset=utf-8').send(signedOutPage(deps.config.site));
+  }
+
+  async function endSessionRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams) {
+    reply.header('Cache-Control', 'no-store');
+    const signedIn = await signedInUser(deps, request);
+    const step = await checkEndSession(deps, params, signedIn?.session ?? null, false);
+    if (step.kind === 'error') return sendError(request, reply, step.error);
+    if (step.kind === 'end') {
+      await signOut(deps, request, reply);
+      return afterLogout(reply, step.after);
+    }
+    const { after } = step;
+    const fields: Record<string, string> = {};
+    if (after.client) fields['client_id'] = after.client.id;
+    if (after.redirectUri !== null) {
+      fields['post_logout_redirect_uri'] = after.redirectUri;
+      allowFormTarget(reply, after.redirectUri);
+    }
+    if (after.state !== null) fields['state'] = after.state;
+    return reply.type('text/html; charset=utf-8').send(
+      logoutConfirmPage(deps.config.site, {
+        csrf: csrfToken(deps.config, request, reply),
+        clientName: after.client?.name ?? null,
+        fields,
+        signedInAs: signedIn ? (signedIn.user.name ?? signedIn.user.username) : null,
+      }),
+    );
+  }
+
+  app.get(END_SESSION_PATH, { config: { page: true } }, (request, reply) => endSessionRequest(request, reply, request.query as RawParams));
+  // §2: "OPs MUST support the use of the HTTP GET and POST methods"; an app's form post
+  // carries no CSRF token of ours, so it is treated exactly as the GET.
+  app.post(END_SESSION_PATH, { config: { page: true } }, (request, reply) => endSessionRequest(request, reply, rawForm(request)));
+
+  app.post(CONFIRM_PATH, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const params = Object.fromEntries(Object.entries(form).filter(([name]) => ['client_id', 'post_logout_redirect_uri', 'state'].includes(name)));
+    const step = await checkEndSession(deps, params, null, true);
+    if (step.kind === 'error') return sendError(request, reply, step.error);
+    await signOut(deps, request, reply);
+    return afterLogout(reply, step.after);
+  });
+};

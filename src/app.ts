@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { PasswordQueue } from './core/password-queue.ts';
+import { eventLogFields, Events, type EventListener } from './core/events.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { DpopNonces } from './flows/dpop/nonce.ts';
 import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
@@ -23,6 +24,8 @@ import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
 import { introspectionRoutes } from './http/introspection.ts';
+import type { Metrics } from './http/metrics.ts';
+import { passwordRoutes } from './http/password.ts';
 import { logoutMetadata, logoutRoutes } from './http/logout.ts';
 import { PAR_PATH, parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
@@ -42,6 +45,21 @@ export interface AppInput {
   readonly clock: Clock;
   /** Defaults to a pino logger at `config.logLevel`. */
   readonly logger?: FastifyServerOptions['logger'];
+  /** Counts requests, store calls and events when given (main.ts, with TESSERA_METRICS_PORT). */
+  readonly metrics?: Metrics;
+  /** Says when the server is draining (SIGTERM): `/readyz` then answers 503. */
+  readonly readiness?: Readiness;
+}
+
+/** Whether this instance should be sent new requests: false from SIGTERM on. */
+export class Readiness {
+  #draining = false;
+  get draining(): boolean {
+    return this.#draining;
+  }
+  drain(): void {
+    this.#draining = true;
+  }
 }
 
 /** The grants this server implements. */
@@ -74,11 +92,13 @@ function senderConstraintMetadata(config: Config): Record<string, unknown> {
   };
 }
 
-export function appDeps(input: AppInput): AppDeps {
-  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, input.store, input.config.accessTokenAlg);
+/** `listeners`: who hears of each event besides the events table (the log, the metrics). */
+export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
+  const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
+  const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
   return {
     config: input.config,
-    store: input.store,
+    store,
     clock: input.clock,
     keys: input.keys,
     passwords: new PasswordQueue({
@@ -88,6 +108,8 @@ export function appDeps(input: AppInput): AppDeps {
     }),
     clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
     tokens,
+    events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
+    readiness: input.readiness ?? new Readiness(),
     grants: GRANTS,
     extraMetadata: {
       ...deviceMetadata(input.config.issuer),
@@ -103,7 +125,6 @@ export function appDeps(input: AppInput): AppDeps {
 
 /** Builds the Fastify app from its dependencies; does not listen. */
 export async function buildApp(input: AppInput): Promise<FastifyInstance> {
-  const built = appDeps(input);
   const app = Fastify({
     logger: input.logger ?? {
       level: input.config.logLevel,
@@ -119,11 +140,17 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     bodyLimit: 16 * 1024,
     routerOptions: { querystringParser: (query: string) => parseParams(query) },
   });
-  // Alerts are one JSON log line each, at warn, with the event under `alert`.
+  // The audit trail's log line: one JSON object per event, beside the request logs. Alerts
+  // are one JSON log line each, at warn, with the event under `alert`.
+  const built = appDeps(input, [(event) => app.log.info(eventLogFields(event), 'audit event')]);
   const deps: AppDeps = { ...built, alert: (event) => app.log.warn({ alert: event }, `alert: ${event.type}`) };
   app.addHook('onClose', () => deps.passwords.close());
-  registerErrorHandling(app);
-  registerSecurityHeaders(app);
+  if (input.metrics) {
+    input.metrics.instrument(app);
+    input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
+  }
+  registerErrorHandling(app, input.config.site);
+  registerSecurityHeaders(app, input.config.site.logoUrl);
   registerFormParsing(app);
   registerCors(app, deps);
   await app.register(fastifyCookie);
@@ -140,6 +167,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(accountRoutes, { deps });
   await app.register(passkeyRoutes, { deps });
   await app.register(secondFactorRoutes, { deps });
+  await app.register(passwordRoutes, { deps });
   await app.register(logoutRoutes, { deps });
   return app;
 }

@@ -31,7 +31,10 @@ export function schedulePurge(
   store: Store,
   onError: (error: unknown) => void,
   random: () => number = Math.random,
+  /** How long grants that can issue nothing more are kept (TESSERA_GRANT_RETENTION). */
   grantRetentionMs: number = 7 * 24 * 60 * 60_000,
+  /** How long events are kept (TESSERA_EVENT_RETENTION); absent, they are not purged. */
+  eventRetentionMs?: number,
 ): () => Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
@@ -41,7 +44,10 @@ export function schedulePurge(
     timer = setTimeout(() => {
       const now = systemClock.now();
       running = store
-        .purgeExpired(now - PURGE_RETENTION_MS, now - grantRetentionMs)
+        .purgeExpired(now - PURGE_RETENTION_MS, {
+          grantsBefore: now - grantRetentionMs,
+          ...(eventRetentionMs === undefined ? {} : { eventsBefore: now - eventRetentionMs }),
+        })
         .then(() => {}, onError)
         .finally(next);
     }, PURGE_EVERY_MS * (0.5 + random()));
@@ -78,7 +84,16 @@ export async function prepareKeys(config: Config, store: Store): Promise<KeyMana
 export interface RunningServer {
   readonly app: FastifyInstance;
   readonly url: string;
+  /** Where `/metrics` is served, when TESSERA_METRICS_PORT is set (and this is not a cluster worker). */
+  readonly metricsUrl: string | null;
+  /** Stops at once: requests in flight finish (within TESSERA_SHUTDOWN_TIMEOUT), new ones are refused. */
   close(): Promise<void>;
+  /**
+   * Stops for a rolling deploy (SIGTERM): `/readyz` answers 503 at once while requests are
+   * still served for TESSERA_SHUTDOWN_DELAY, so the load balancer takes this instance out
+   * first; then `close`.
+   */
+  drain(): Promise<void>;
 }
 
 /** A HOST given as a loopback address is the issuer's host too; otherwise it stays `localhost`. */
@@ -117,7 +132,38 @@ async function listenOnPickedPort(config: Config): Promise<{ server: Server; con
   };
 }
 
+/** Resolves after `ms`, or at once for 0. */
+const sleep = (ms: number) => new Promise<void>((resolve) => (ms <= 0 ? resolve() : setTimeout(resolve, ms).unref()));
+
+/** Waits for `closing`, but at most `ms`; then `force` (close every connection) and wait for it. */
+async function within(closing: Promise<unknown>, ms: number, force: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+    timer.unref();
+  });
+  if ((await Promise.race([closing, late])) === 'late') force();
+  clearTimeout(timer);
+  await closing;
+}
+
 export async function startServer(settings: Config): Promise<RunningServer> {
+  // The metrics listener first: one that cannot bind stops the start before anything else.
+  // Loaded only when asked for: prom-client is not needed otherwise.
+  const metricsModule = settings.metrics.port === null ? null : await import('./http/metrics.ts');
+  const metrics = metricsModule ? new metricsModule.Metrics() : undefined;
+  let metricsServer: { server: Server; url: string } | null = null;
+  if (metricsModule && metrics) {
+    if (cluster.isWorker) {
+      // The primary serves the sum of every worker's metrics (prom-client's AggregatorRegistry).
+      const { AggregatorRegistry } = await import('prom-client');
+      AggregatorRegistry.setRegistries([metrics.registry]);
+      // Constructing one is what makes a worker answer the primary's requests.
+      new AggregatorRegistry();
+    } else {
+      metricsServer = await metricsModule.serveMetrics(metrics.registry, settings.metrics.host, settings.metrics.port!);
+    }
+  }
   const picked = settings.port === 0 && new URL(settings.issuer).port === '0' ? await listenOnPickedPort(settings) : null;
   const config = picked?.config ?? settings;
   // A server that cannot start (the store, the keys) lets go of the port it picked.
@@ -133,9 +179,10 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   });
   // Loaded here, not at the top: a node:cluster primary never serves, and without the app
   // (Fastify, the flows, the pages) it holds about a third less memory.
-  const { buildApp } = await import('./app.ts');
-  const app = await buildApp({ config, store, keys, clock: systemClock });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000);
+  const { buildApp, Readiness } = await import('./app.ts');
+  const readiness = new Readiness();
+  const app = await buildApp({ config, store, keys, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000, config.eventRetentionSeconds * 1000);
   let address: string;
   if (picked) {
     await app.ready();
@@ -145,19 +192,40 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     address = await app.listen({ port: config.port, host: config.host });
   }
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address})`);
+  if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
+  const timeoutMs = config.shutdown.timeoutSeconds * 1000;
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      await stopPurge();
+      // Stops accepting; requests in flight finish, up to the timeout, then their connections close.
+      const http = picked?.server ?? app.server;
+      const stopped = picked
+        ? new Promise<void>((resolve) => {
+            picked.server.close(() => resolve());
+            picked.server.closeIdleConnections();
+          }).then(() => app.close())
+        : app.close();
+      await within(stopped, timeoutMs, () => http.closeAllConnections());
+      if (metricsServer) {
+        const { server } = metricsServer;
+        await new Promise((resolve) => {
+          server.close(resolve);
+          server.closeAllConnections();
+        });
+      }
+      await store.close();
+    })());
   return {
     app,
     url: address,
-    async close() {
-      await stopPurge();
-      if (picked) {
-        await new Promise((resolve) => {
-          picked.server.close(resolve);
-          picked.server.closeIdleConnections();
-        });
-      }
-      await app.close();
-      await store.close();
+    metricsUrl: metricsServer?.url ?? null,
+    close,
+    async drain() {
+      readiness.drain();
+      app.log.info(`draining: /readyz answers 503; stopping in ${config.shutdown.delaySeconds} s`);
+      await sleep(config.shutdown.delaySeconds * 1000);
+      await close();
     },
   };
 }
@@ -183,14 +251,13 @@ export async function main(): Promise<void> {
 export async function serve(config: Config): Promise<void> {
   if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
   const server = await startServer(config);
-  const stop = () => {
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
+  const stop = (stopping: Promise<void>) => stopping.then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+  process.once('SIGINT', () => stop(server.close()));
+  process.once('SIGTERM', () => stop(server.drain()));
 }
 
 /**
@@ -202,6 +269,13 @@ export async function serve(config: Config): Promise<void> {
  * whole server, since its replacement would fail the same way.
  */
 async function servePrimary(config: Config): Promise<void> {
+  if (config.metrics.port !== null) {
+    // The workers' metrics, summed: each worker hands its registry over on request.
+    const [{ AggregatorRegistry }, { serveMetrics }] = await Promise.all([import('prom-client'), import('./http/metrics.ts')]);
+    const aggregator = new AggregatorRegistry();
+    const { url } = await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.host, config.metrics.port);
+    process.stdout.write(`metrics at ${url}\n`);
+  }
   const store = await openStore(config.database, config.postgres);
   try {
     await prepareKeys(config, store);

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config/index.ts';
 import { ManualClock } from '../src/core/clock.ts';
+import { Events, type AuditEvent } from '../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { approveAuthorization } from '../src/flows/authorization-code/approve.ts';
 import { decideDeviceRequest } from '../src/flows/device/verification.ts';
@@ -85,7 +86,8 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       return { client, user, session: { idHash: `session-${users}`, sid: `sid-${users}`, ip: null, userAgent: null, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };
     }
 
-    const deps = (over: Store): FlowDeps => ({ store: over, clock, config, tokens });
+    const published: AuditEvent[] = [];
+    const deps = (over: Store): FlowDeps => ({ store: over, clock, config, tokens, events: new Events(clock, over.events, [(event) => published.push(event)]) });
 
     it('approving a code request leaves neither the grant nor the code when the code cannot be written', async () => {
       const { client, user, session } = await given();
@@ -124,6 +126,47 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       const decided = await decideDeviceRequest(deps(store), attempt, { approve: true, session });
       assert.equal(decided.kind, 'done');
       assert.deepEqual((await store.grants.listForUser(user.id)).map((grant) => grant.id), [decided.kind === 'done' ? decided.record.grantId : '']);
+    });
+
+    it('approving a code request leaves no grant, no code and no event when the event cannot be written, and logs nothing', async () => {
+      const { client, user, session } = await given();
+      const request = {
+        client,
+        redirectUri: 'https://app.example/callback',
+        scope: ['openid'],
+        state: null,
+        nonce: null,
+        codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        prompt: [],
+        maxAge: null,
+        resources: [],
+        access: { openid: [{ name: 'openid', description: 'Sign you in and know who you are' }], apis: [] },
+        dpopJkt: null,
+      };
+      published.length = 0;
+      const broken = crashing(store, (tx) => ({ ...tx, events: { ...tx.events, add: (event) => (event.type === 'code.issued' ? died() : tx.events.add(event)) } }));
+      await assert.rejects(approveAuthorization(deps(broken), request, session), /died/);
+      assert.deepEqual(await store.grants.listForUser(user.id), []);
+      assert.deepEqual(await store.events.list({ userId: user.id, limit: 10 }), [], 'not even the consent event written before the crash');
+      assert.equal(published.length, 0, 'nothing reached the log');
+
+      await approveAuthorization(deps(store), request, session);
+      const [grant] = await store.grants.listForUser(user.id);
+      const stored = await store.events.list({ userId: user.id, limit: 10 });
+      assert.deepEqual(stored.map((event) => event.type).sort(), ['code.issued', 'consent.given']);
+      assert.ok(stored.every((event) => event.grantId === grant!.id && event.clientId === client.id));
+      assert.deepEqual(published.map((event) => event.id).sort(), stored.map((event) => event.id).sort(), 'logged once committed');
+    });
+
+    it('approving a device leaves no grant and no decision when its event cannot be written', async () => {
+      const { client, user, session } = await given();
+      const userCode = `XDJBMJH${'BCDFGHJKLM'[users % 10]}`;
+      await store.devices.create(pendingDevice(client.id, { deviceCodeHash: `device-${users}`, userCode }));
+      const attempt = { input: userCode, ip: '198.51.100.1', browser: null };
+      const broken = crashing(store, (tx) => ({ ...tx, events: { ...tx.events, add: died } }));
+      await assert.rejects(decideDeviceRequest(deps(broken), attempt, { approve: true, session }), /died/);
+      assert.deepEqual(await store.grants.listForUser(user.id), []);
+      assert.equal((await store.devices.findByUserCode(userCode, T0))?.status, 'pending');
     });
 
     it('issuing tokens leaves no refresh token when the grant\'s use cannot be recorded', async () => {

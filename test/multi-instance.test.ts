@@ -344,6 +344,51 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     assert.equal(introspected.body['active'], false, 'A knows the access token B issued is revoked');
   });
 
+  it('disabling a user with tessera user disable ends their session and tokens on both instances at once', async () => {
+    const eve = { username: 'eve', password: 'eve has a long password' };
+    assert.equal((await tessera(['user', 'add', '--username', eve.username, '--password-stdin'], env, `${eve.password}\n`)).code, 0);
+    const registered = await tessera(
+      ['client', 'add', '--name', 'Notes', '--redirect-uri', REDIRECT_URI, '--scope', 'openid offline_access',
+        '--grant', 'authorization_code', '--grant', 'refresh_token', '--json'],
+      env,
+    );
+    const notes = JSON.parse(registered.stdout) as typeof client;
+    const authorization = { authorization: basic(notes.client_id, notes.client_secret) };
+    const notesViaA = await oidc.discovery(new URL(issuer), notes.client_id, undefined, oidc.ClientSecretBasic(notes.client_secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const start = await attempt(notesViaA, 'openid offline_access');
+    const browser = new FormBrowser(A().url);
+    const signedIn = await browser.submit(await browser.request(at(A(), start.url)), '/login', eve);
+    assert.equal(signedIn.status, 303, signedIn.html);
+    const approved = await browser.submit(await browser.follow(signedIn), '/oauth/authorize', { decision: 'approve' });
+    const tokens = await oidc.authorizationCodeGrant(notesViaA, callback(approved), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+    });
+    assert.equal((await browser.request(at(B(), '/account'))).status, 200, 'signed in, as seen from B');
+
+    const disabled = await tessera(['user', 'disable', 'eve'], env);
+    assert.equal(disabled.code, 0, disabled.stderr);
+
+    const refreshed = await postForm(`${B().url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, authorization);
+    assert.equal(refreshed.status, 400);
+    assert.equal(refreshed.body['error'], 'invalid_grant');
+    for (const instance of [A(), B()]) {
+      const introspected = await postForm(`${instance.url}/oauth/introspect`, { token: tokens.access_token }, authorization);
+      assert.equal(introspected.body['active'], false, `${instance.name} no longer accepts the access token`);
+      const account = await browser.request(at(instance, '/account'));
+      assert.equal(account.status, 303, `${instance.name}: the session has ended`);
+    }
+    const events = JSON.parse((await tessera(['events', '--user', 'eve', '--json'], env)).stdout) as { type: string }[];
+    assert.deepEqual(
+      ['signin.succeeded', 'consent.given', 'code.redeemed', 'user.disabled'].filter((type) => !events.some((event) => event.type === type)),
+      [],
+      'each step is on record in the shared store',
+    );
+  });
+
   it('publishes a key rotated with tessera keys rotate on both instances at once', async () => {
     const rotated = await tessera(['keys', 'rotate'], env);
     assert.equal(rotated.code, 0, rotated.stderr);

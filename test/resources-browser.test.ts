@@ -76,6 +76,8 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
     await signIn(page);
     await assertApiShown(page);
     await page.getByRole('button', { name: 'Approve' }).click();
+    // The browser's navigation to the callback ends before the next one starts.
+    await page.waitForURL(`${REDIRECT_URI}**`);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(await callback), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
     assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
     assert.equal(tokens.scope, 'openid photos:read');

@@ -8,7 +8,9 @@ import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
+import { systemClock } from '../core/clock.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
+import { EVENT_TYPES, eventLogFields, Events, isEventType, type AuditEvent, type EventInput } from '../core/events.ts';
 import { hashPassword } from '../core/password.ts';
 import {
   GRANT_AUTHORIZATION_CODE,
@@ -23,10 +25,21 @@ import { normalizeCidr } from '../core/networks.ts';
 import { redirectUriProblem } from '../core/redirect-uri.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { revokeGrant } from '../flows/lifecycle/grants.ts';
+import {
+  createResetLink,
+  DEFAULT_RESET_TTL_SECONDS,
+  passwordProblem,
+  removeUser,
+  setUserDisabled,
+  setUserPassword,
+  updateUser,
+  type AccountDeps,
+} from '../flows/users.ts';
 import { resetSecondFactor } from '../flows/second-factor/reset.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store } from '../store/types.ts';
+import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store, type UserRecord } from '../store/types.ts';
 import { parseJwks } from '../tokens/client-jwks.ts';
 import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
@@ -79,6 +92,21 @@ Commands:
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
+  user list [--json]                      List users
+  user show USERNAME [--json]             Show a user, their approvals and last sign-in
+  user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
+  user enable USERNAME                    Enable a disabled user again
+  user remove USERNAME                    Remove a user and everything issued to them
+  user update USERNAME [--name "Full Name"] [--email ADDRESS]
+                                          Change a user's name or e-mail address ("" clears it)
+  user set-password USERNAME --password-stdin
+                                          Set a user's password (from standard input); their sessions end
+  user reset-link USERNAME [--ttl SECONDS]
+                                          Print a single-use link where the user sets a new password
+                                          (default: valid for ${DEFAULT_RESET_TTL_SECONDS} seconds)
+  events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
+                                          The audit trail, newest first (--since: an ISO time, or
+                                          an age such as 30m, 24h, 7d; --limit default 100)
   user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
@@ -151,6 +179,25 @@ async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): 
   } finally {
     await store.close();
   }
+}
+
+const LOG_LEVELS_SHOWING_INFO = new Set(['info', 'debug', 'trace']);
+
+/**
+ * What an operator's command needs to change accounts and record it: events are stored
+ * with no address (the command line), and logged as one JSON line on standard error, as
+ * the server logs them, unless TESSERA_LOG_LEVEL is above info.
+ */
+function operatorDeps(config: Config, store: Store, io: Io): AccountDeps {
+  const log = (event: AuditEvent) => {
+    if (LOG_LEVELS_SHOWING_INFO.has(config.logLevel)) io.stderr(`${JSON.stringify({ level: 'info', ...eventLogFields(event), msg: 'audit event' })}\n`);
+  };
+  return { store, clock: systemClock, config, events: new Events(systemClock, store.events, [log]) };
+}
+
+/** Records an operator's change that is one store call, already made. */
+async function recordOperatorEvent(config: Config, store: Store, io: Io, input: EventInput): Promise<void> {
+  await operatorDeps(config, store, io).events.emit({ ...input, detail: { ...input.detail, by: 'operator' } });
 }
 
 /** What registering or updating a client checks, whichever command set it. */
@@ -388,6 +435,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
   await withStore(config, async (store) => {
     await checkScopes(store, scopes);
     await store.clients.create(client);
+    await recordOperatorEvent(config, store, io, { type: 'client.created', clientId, detail: { name, auth_method: authMethod } });
   });
   if (values.json) {
     const { created_at: _, ...described } = clientJson(client, client.createdAt);
@@ -519,6 +567,7 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     if (values.scope !== undefined) await checkScopes(store, changes.scopes);
     const updated = await store.clients.update(id, changes);
     if (!updated) throw new Error(`no client with id ${id}`);
+    await recordOperatorEvent(config, store, io, { type: 'client.updated', clientId: id, detail: { fields: Object.keys(values).filter((key) => key !== 'json').join(' ') } });
     return { updated, newSecret };
   });
   const now = Date.now();
@@ -552,6 +601,7 @@ async function clientRotateSecret(config: Config, args: string[], io: Io): Promi
     }
     const done = await store.clients.rotateSecret(id, hashSecret(secret), previousExpiresAt);
     if (!done) throw new Error(`no client with id ${id}`);
+    await recordOperatorEvent(config, store, io, { type: 'client.secret_rotated', clientId: id, detail: { previous_secret_expires_at: new Date(previousExpiresAt).toISOString() } });
     return done;
   });
   const until = new Date(rotated.previousSecretExpiresAt!).toISOString();
@@ -565,7 +615,11 @@ async function clientRotateSecret(config: Config, args: string[], io: Io): Promi
 async function clientRemove(config: Config, args: string[], io: Io): Promise<void> {
   const { positionals } = parse(args, {}, 1);
   const id = positionals[0]!;
-  const removed = await withStore(config, (store) => store.clients.remove(id));
+  const removed = await withStore(config, async (store) => {
+    const gone = await store.clients.remove(id);
+    if (gone) await recordOperatorEvent(config, store, io, { type: 'client.removed', clientId: id });
+    return gone;
+  });
   if (!removed) throw new Error(`no client with id ${id}`);
   io.stdout(`Removed client ${id}.\n`);
 }
@@ -636,6 +690,7 @@ async function resourceAdd(config: Config, args: string[], io: Io): Promise<void
       if (error instanceof DuplicateError) throw new Error(`${error.message.replace(/^resource /, 'an API with identifier ').replace(/ already exists$/, ' is already registered')}`);
       throw error;
     }
+    await recordOperatorEvent(config, store, io, { type: 'resource.created', detail: { resource: identifier, scope: scopes.map((scope) => scope.name).join(' ') } });
   });
   if (values.json) {
     io.stdout(`${JSON.stringify({
@@ -675,7 +730,11 @@ async function resourceList(config: Config, args: string[], io: Io): Promise<voi
 async function resourceRemove(config: Config, args: string[], io: Io): Promise<void> {
   const { positionals } = parse(args, {}, 1);
   const identifier = positionals[0]!;
-  const removed = await withStore(config, (store) => store.resources.remove(identifier));
+  const removed = await withStore(config, async (store) => {
+    const gone = await store.resources.remove(identifier);
+    if (gone) await recordOperatorEvent(config, store, io, { type: 'resource.removed', detail: { resource: identifier } });
+    return gone;
+  });
   if (!removed) throw new Error(`no API with identifier ${identifier}`);
   io.stdout(`Removed API ${identifier}: its tokens stop working now, and refresh tokens can no longer get new ones for it.\n`);
 }
@@ -707,8 +766,7 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
   if (!/^[\p{L}\p{N}._@+-]{1,64}$/u.test(username)) throw new UsageError('--username: 1-64 letters, digits or . _ @ + -');
   if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
   if (values.email !== undefined && !EMAIL.test(values.email)) throw new UsageError(`--email ${values.email}: not an email address`);
-  const password = (await io.stdin()).replace(/\r?\n$/, '');
-  if (password.length < 8) throw new Error('the password must be at least 8 characters');
+  const password = await readPassword(io);
   const id = randomUUID();
   await withStore(config, async (store) => {
     try {
@@ -726,6 +784,7 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
       if (error instanceof DuplicateError) throw new Error(`a user named ${username} already exists`);
       throw error;
     }
+    await recordOperatorEvent(config, store, io, { type: 'user.created', userId: id, username });
   });
   io.stdout(`Created user ${username} (sub ${id}).\n`);
 }
@@ -747,7 +806,9 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
   const added = await withStore(config, async (store) => {
     const keys = keyManager(config, store);
     await keys.ensureKeys();
-    return keys.rotate();
+    const rotated = await keys.rotate();
+    await recordOperatorEvent(config, store, io, { type: 'keys.rotated', detail: { kids: rotated.map((key) => key.kid).join(' ') } });
+    return rotated;
   });
   for (const key of added) {
     io.stdout(`Published ${key.alg} key ${key.kid}; it signs from ${new Date(key.activatesAt).toISOString()}.\n`);
@@ -755,6 +816,204 @@ async function keysRotate(config: Config, args: string[], io: Io): Promise<void>
 }
 
 const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
+
+/** The password from standard input (one trailing newline dropped), if it can be used. */
+async function readPassword(io: Io): Promise<string> {
+  const password = (await io.stdin()).replace(/\r?\n$/, '');
+  const problem = passwordProblem(password);
+  if (problem) throw new Error(problem);
+  return password;
+}
+
+/** The user a command names; an unknown one is one line and exit 1. */
+async function namedUser(store: Store, raw: string): Promise<UserRecord> {
+  const username = normalizeUsername(raw);
+  const user = username ? await store.users.findByUsername(username) : null;
+  if (!user) throw new Error(`no user named ${raw}`);
+  return user;
+}
+
+function userJson(user: UserRecord): Record<string, unknown> {
+  return {
+    sub: user.id,
+    username: user.username,
+    name: user.name,
+    email: user.email,
+    disabled: user.disabled,
+    created_at: new Date(user.createdAt).toISOString(),
+  };
+}
+
+async function userList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } });
+  const users = await withStore(config, (store) => store.users.list());
+  if (values.json) {
+    io.stdout(`${JSON.stringify(users.map(userJson))}\n`);
+    return;
+  }
+  if (users.length === 0) io.stdout('No users.\n');
+  for (const user of users) {
+    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
+  }
+}
+
+async function userShow(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const shown = await withStore(config, async (store) => {
+    const user = await namedUser(store, positionals[0]!);
+    const grants = await store.grants.listForUser(user.id);
+    const [lastSignIn] = await store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
+    return { user, grants: grants.length, lastSignIn: lastSignIn ?? null };
+  });
+  const { user, grants, lastSignIn } = shown;
+  if (values.json) {
+    io.stdout(`${JSON.stringify({
+      ...userJson(user),
+      grants,
+      last_sign_in: lastSignIn === null ? null : { at: new Date(lastSignIn.at).toISOString(), ip: lastSignIn.ip, user_agent: lastSignIn.userAgent },
+    })}\n`);
+    return;
+  }
+  io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
+  sub: ${user.id}
+  name: ${user.name ?? '-'}
+  email: ${user.email ?? '-'}
+  created: ${when(user.createdAt)}
+  approvals not revoked: ${grants}
+  last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
+`);
+}
+
+function userSetDisabled(disabled: boolean): Command {
+  return async (config, args, io) => {
+    const { positionals } = parse(args, {}, 1);
+    const changed = await withStore(config, async (store) => {
+      const user = await namedUser(store, positionals[0]!);
+      if (user.disabled === disabled) return false;
+      await setUserDisabled(operatorDeps(config, store, io), user, disabled);
+      return true;
+    });
+    const name = positionals[0]!;
+    if (!changed) io.stdout(`${name} was already ${disabled ? 'disabled' : 'enabled'}.\n`);
+    else io.stdout(disabled ? `Disabled ${name}: their sessions have ended and their tokens no longer work.\n` : `Enabled ${name}.\n`);
+  };
+}
+
+async function userRemove(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  await withStore(config, async (store) => removeUser(operatorDeps(config, store, io), await namedUser(store, positionals[0]!)));
+  io.stdout(`Removed ${positionals[0]!} and everything issued to them.\n`);
+}
+
+async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { name: { type: 'string' }, email: { type: 'string' } }, 1);
+  if (values.name === undefined && values.email === undefined) throw new UsageError('give --name, --email or both');
+  if (values.email !== undefined && values.email !== '' && !EMAIL.test(values.email)) throw new UsageError(`--email ${values.email}: not an email address`);
+  const changes = {
+    ...(values.name === undefined ? {} : { name: values.name.trim() || null }),
+    ...(values.email === undefined ? {} : { email: values.email || null }),
+  };
+  await withStore(config, async (store) => updateUser(operatorDeps(config, store, io), await namedUser(store, positionals[0]!), changes));
+  io.stdout(`Updated ${positionals[0]!}.\n`);
+}
+
+async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { 'password-stdin': { type: 'boolean' } }, 1);
+  if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
+  await withStore(config, async (store) => {
+    const user = await namedUser(store, positionals[0]!);
+    await setUserPassword(operatorDeps(config, store, io), user, await readPassword(io));
+  });
+  io.stdout(`Set the password of ${positionals[0]!}; their sessions have ended.\n`);
+}
+
+async function userResetLink(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { ttl: { type: 'string' } }, 1);
+  const ttl = values.ttl === undefined ? DEFAULT_RESET_TTL_SECONDS : Number(values.ttl);
+  if (!/^\d{1,7}$/.test(values.ttl ?? '1') || ttl < 60 || ttl > 30 * 86400) throw new UsageError(`--ttl ${values.ttl}: seconds, from 60 to ${30 * 86400}`);
+  const link = await withStore(config, async (store) => {
+    const user = await namedUser(store, positionals[0]!);
+    if (user.disabled) throw new Error(`${positionals[0]!} is disabled: enable them first`);
+    return createResetLink(operatorDeps(config, store, io), user, ttl);
+  });
+  io.stdout(`${link.url}\nGive this link to ${positionals[0]!} only: it sets their password once, until ${when(link.expiresAt)}.\n`);
+}
+
+/** `--since`: an ISO 8601 time, or an age (`30m`, `24h`, `7d`). */
+function parseSince(raw: string, now: number): number {
+  const age = /^(\d{1,6})([smhd])$/.exec(raw.trim());
+  if (age) return now - Number(age[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as 's' | 'm' | 'h' | 'd'];
+  const time = Date.parse(raw);
+  if (Number.isNaN(time) || !/^\d{4}-\d{2}-\d{2}/.test(raw.trim())) throw new UsageError(`--since ${raw}: an ISO time (2026-01-31T12:00:00Z) or an age such as 30m, 24h, 7d`);
+  return time;
+}
+
+function eventJson(event: AuditEvent): Record<string, unknown> {
+  return {
+    id: event.id,
+    type: event.type,
+    at: new Date(event.at).toISOString(),
+    user_id: event.userId,
+    username: event.username,
+    client_id: event.clientId,
+    grant_id: event.grantId,
+    ip: event.ip,
+    user_agent: event.userAgent,
+    detail: event.detail,
+  };
+}
+
+async function eventsCommand(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    user: { type: 'string' },
+    client: { type: 'string' },
+    type: { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (values.type !== undefined && !isEventType(values.type)) throw new UsageError(`--type ${values.type}: one of ${EVENT_TYPES.join(', ')}`);
+  const limit = values.limit === undefined ? 100 : Number(values.limit);
+  if (!/^\d{1,5}$/.test(values.limit ?? '1') || limit < 1 || limit > 10000) throw new UsageError(`--limit ${values.limit}: a whole number from 1 to 10000`);
+  const since = values.since === undefined ? undefined : parseSince(values.since, Date.now());
+  const found = await withStore(config, async (store) => {
+    const username = values.user === undefined ? undefined : normalizeUsername(values.user);
+    // A user is found by their sub, which the events of a removed user still carry: the
+    // user's record, or else the latest event that named both (their removal, a sign-in).
+    let userId: string | undefined;
+    if (username !== undefined) {
+      userId = (await store.users.findByUsername(username))?.id;
+      userId ??= (await store.events.list({ username, limit: 1000 })).find((event) => event.username === username && event.userId !== null)?.userId ?? username;
+    }
+    const listed = await store.events.list({
+      ...(username === undefined ? {} : { userId, username }),
+      ...(values.client === undefined ? {} : { clientId: values.client }),
+      ...(values.type === undefined || !isEventType(values.type) ? {} : { type: values.type }),
+      ...(since === undefined ? {} : { since }),
+      limit,
+    });
+    // Events a flow recorded with the user's id alone are shown with their username too.
+    const ids = [...new Set(listed.filter((event) => event.username === null && event.userId !== null).map((event) => event.userId!))];
+    const names = new Map(await Promise.all(ids.map(async (id) => [id, (await store.users.get(id))?.username ?? null] as const)));
+    return listed.map((event) => (event.username === null && event.userId !== null ? { ...event, username: names.get(event.userId) ?? null } : event));
+  });
+  const events = found;
+  if (values.json) {
+    io.stdout(`${JSON.stringify(events.map(eventJson))}\n`);
+    return;
+  }
+  if (events.length === 0) io.stdout('No events.\n');
+  for (const event of events) {
+    const fields = [
+      event.username ?? event.userId ? `user=${event.username ?? event.userId}` : null,
+      event.clientId ? `client=${event.clientId}` : null,
+      event.grantId ? `grant=${event.grantId}` : null,
+      event.ip ? `ip=${event.ip}` : null,
+      ...Object.entries(event.detail).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
+    ].filter(Boolean);
+    io.stdout(`${new Date(event.at).toISOString()}  ${event.type}  ${fields.join(' ')}\n`);
+  }
+}
 
 async function grantList(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { username: { type: 'string' }, json: { type: 'boolean' } });
@@ -799,7 +1058,7 @@ async function grantRevoke(config: Config, args: string[], io: Io): Promise<void
   const revoked = await withStore(config, async (store) => {
     const grant = await store.grants.get(id);
     if (!grant) throw new Error(`no grant with id ${id}`);
-    return store.grants.revoke(id, Date.now());
+    return revokeGrant(operatorDeps(config, store, io), grant, 'operator');
   });
   io.stdout(revoked ? `Revoked grant ${id}; its tokens no longer work.\n` : `Grant ${id} was already revoked.\n`);
 }
@@ -845,6 +1104,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'resource list': resourceList,
   'resource remove': resourceRemove,
   'user add': userAdd,
+  'user list': userList,
+  'user show': userShow,
+  'user disable': userSetDisabled(true),
+  'user enable': userSetDisabled(false),
+  'user remove': userRemove,
+  'user update': userUpdate,
+  'user set-password': userSetPassword,
+  'user reset-link': userResetLink,
   'user reset-second-factor': userResetSecondFactor,
   'keys rotate': keysRotate,
   'grant list': grantList,
@@ -870,6 +1137,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return -1;
     }
     if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
+    if (first === 'events') {
+      await eventsCommand(config, argv.slice(1), io);
+      return 0;
+    }
     const command = COMMANDS[`${first} ${second}`];
     if (!command) throw new UsageError(first ? `unknown command: ${[first, second].filter(Boolean).join(' ')}` : 'no command given');
     await command(config, rest, io);

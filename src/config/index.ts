@@ -73,6 +73,49 @@ export interface Config {
   readonly secondFactor: SecondFactorSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
+  /**
+   * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
+   * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
+   */
+  readonly eventRetentionSeconds: number;
+  readonly metrics: MetricsSettings;
+  readonly shutdown: ShutdownSettings;
+  readonly site: SiteSettings;
+}
+
+/** Prometheus metrics, on a listener of their own so that they are never public by accident. */
+export interface MetricsSettings {
+  /** `TESSERA_METRICS_PORT`: the port of `/metrics` (0: one the system picks); null (the default) serves no metrics. */
+  readonly port: number | null;
+  /** `TESSERA_METRICS_HOST` (default `127.0.0.1`): the address the metrics listener binds. */
+  readonly host: string;
+}
+
+/** How a server stops on SIGTERM (a rolling deploy). */
+export interface ShutdownSettings {
+  /**
+   * `TESSERA_SHUTDOWN_DELAY` seconds (default 5): after SIGTERM, `/readyz` answers 503 while
+   * requests are still served this long, so the load balancer stops sending new ones first.
+   */
+  readonly delaySeconds: number;
+  /**
+   * `TESSERA_SHUTDOWN_TIMEOUT` seconds (default 30): then the server stops accepting and
+   * waits at most this long for requests in flight before it closes their connections.
+   */
+  readonly timeoutSeconds: number;
+}
+
+/** The operator's name on every page. */
+export interface SiteSettings {
+  /** `TESSERA_SITE_NAME` (default `Tessera`): in every page's title and heading. */
+  readonly name: string;
+  /** `TESSERA_SITE_LOGO_URL`: an https image shown above the name; none by default. */
+  readonly logoUrl: string | null;
+  /**
+   * `TESSERA_SITE_ACCENT_COLOR`: `#rrggbb` for buttons and links. Refused when white text on
+   * it, or it on white, falls short of WCAG 2.2's 4.5:1 contrast for text.
+   */
+  readonly accentColor: string | null;
 }
 
 /** DPoP (RFC 9449) at the token endpoint and the resource endpoints. */
@@ -519,6 +562,45 @@ function keyEncryption(env: Env, database: string): KeyEncryptionSettings {
   return { keys, file: sqlitePath === ':memory:' ? null : `${sqlitePath}.key` };
 }
 
+/** WCAG 2.2 relative luminance of an sRGB `#rrggbb` colour. */
+export function relativeLuminance(hex: string): number {
+  const channel = (offset: number) => {
+    const value = parseInt(hex.slice(offset, offset + 2), 16) / 255;
+    return value <= 0.04045 ? value / 12.92 : ((value + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+}
+
+/** WCAG 2.2 contrast ratio of `hex` against white. */
+export function contrastWithWhite(hex: string): number {
+  return 1.05 / (relativeLuminance(hex) + 0.05);
+}
+
+function site(env: Env): SiteSettings {
+  const name = env['TESSERA_SITE_NAME']?.trim() || 'Tessera';
+  if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw new ConfigError('TESSERA_SITE_NAME', 'must be at most 64 characters with no control characters');
+  const rawLogo = env['TESSERA_SITE_LOGO_URL']?.trim() || null;
+  if (rawLogo !== null) {
+    let url: URL | null = null;
+    try {
+      url = new URL(rawLogo);
+    } catch {
+      // reported below
+    }
+    if (url === null || url.protocol !== 'https:') throw new ConfigError('TESSERA_SITE_LOGO_URL', `must be an https URL, got ${JSON.stringify(rawLogo)}`);
+  }
+  const accent = env['TESSERA_SITE_ACCENT_COLOR']?.trim().toLowerCase() || null;
+  if (accent !== null) {
+    if (!/^#[0-9a-f]{6}$/.test(accent)) throw new ConfigError('TESSERA_SITE_ACCENT_COLOR', `must be a colour as #rrggbb, got ${JSON.stringify(env['TESSERA_SITE_ACCENT_COLOR'])}`);
+    const ratio = contrastWithWhite(accent);
+    // WCAG 2.2 SC 1.4.3: 4.5:1 for text. Buttons carry white text on the colour; links are the colour on white.
+    if (ratio < 4.5) {
+      throw new ConfigError('TESSERA_SITE_ACCENT_COLOR', `${accent} has a contrast of ${ratio.toFixed(2)}:1 with white; text needs at least 4.5:1 (WCAG 2.2 1.4.3): choose a darker colour`);
+    }
+  }
+  return { name, logoUrl: rawLogo, accentColor: accent };
+}
+
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
@@ -589,6 +671,16 @@ export function loadConfig(env: Env = process.env): Config {
       jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
       assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 300, 30, 3600),
     },
+    eventRetentionSeconds: integer(env, 'TESSERA_EVENT_RETENTION', 90 * 86400, 3600, 3650 * 86400),
+    metrics: {
+      port: env['TESSERA_METRICS_PORT']?.trim() ? integer(env, 'TESSERA_METRICS_PORT', 0, 0, 65535) : null,
+      host: env['TESSERA_METRICS_HOST']?.trim() || '127.0.0.1',
+    },
+    shutdown: {
+      delaySeconds: integer(env, 'TESSERA_SHUTDOWN_DELAY', 5, 0, 300),
+      timeoutSeconds: integer(env, 'TESSERA_SHUTDOWN_TIMEOUT', 30, 1, 3600),
+    },
+    site: site(env),
     logout: {
       timeoutSeconds: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', 5, 1, 60),
       attempts: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', 3, 1, 10),

@@ -4,8 +4,8 @@ import type { PasswordHashCost } from '../config/index.ts';
 
 const { randomBytes, timingSafeEqual } = crypto;
 
-// node:crypto gained argon2 in Node 24.7; `engines` allows older 22.x for the rest of the
-// package, so its absence is reported as one clear line instead of a TypeError.
+// node:crypto gained argon2 in Node 24.7, which `engines` asks for; a Node that ignores
+// `engines` gets one clear line instead of a TypeError.
 function argon2Async(algorithm: 'argon2id', parameters: crypto.Argon2Parameters): Promise<Buffer> {
   if (typeof crypto.argon2 !== 'function') {
     return Promise.reject(new Error(`password hashing needs argon2 from node:crypto (Node.js >= 24.7); this is Node.js ${process.version}`));

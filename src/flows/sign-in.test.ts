@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../config/index.ts';
 import { ManualClock } from '../core/clock.ts';
 import { hashPassword } from '../core/password.ts';
+import { Events } from '../core/events.ts';
 import { PasswordQueue } from '../core/password-queue.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/types.ts';
@@ -25,7 +26,7 @@ describe('signing in', () => {
     store = await openStore(join(dir, 'tessera.db'));
     passwords = new PasswordQueue({ threads: 1, maxWaiting: 10, perAddress: 10 });
     // A sleep that records instead of waiting: the waits are what is tested.
-    deps = { store, clock, config, passwords, tokens: undefined as never, sleep: async (ms) => void waits.push(ms) };
+    deps = { store, clock, config, passwords, tokens: undefined as never, events: new Events(clock, store.events, []), sleep: async (ms) => void waits.push(ms) };
     await store.users.create({
       id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash),
       name: null, email: null, emailVerified: false, disabled: false, createdAt: clock.now(),

@@ -28,6 +28,8 @@ export interface SignInRequest {
   readonly password: string;
   /** The client address (per-address limits and the queue's fair share). */
   readonly ip: string;
+  /** The application whose authorization request the sign-in interrupted, if known (for the audit trail). */
+  readonly clientId?: string | null;
 }
 
 export type SignInResult =
@@ -64,8 +66,10 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
     settings.windowSeconds * 1000,
     now,
   );
+  const clientId = request.clientId ?? null;
   if (isRefusal(reserved)) {
     const scope = reserved.limit.key.startsWith('sign-in:ip:') ? 'address' : 'user-address';
+    await deps.events.emit({ type: 'signin.locked', username, clientId, detail: { limit: scope } });
     return { kind: 'limited', scope, retryAfterSeconds: reserved.retryAfterSeconds };
   }
   // The count includes this attempt: the failures before it are one fewer.
@@ -81,7 +85,11 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
     await reserved.succeeded();
     return check;
   }
-  if (!user || !check.matches || user.disabled) return { kind: 'refused' };
+  if (!user || !check.matches || user.disabled) {
+    const reason = !user ? 'unknown_user' : !check.matches ? 'wrong_password' : 'disabled';
+    await deps.events.emit({ type: 'signin.failed', userId: user?.id ?? null, username, clientId, detail: { reason } });
+    return { kind: 'refused' };
+  }
   await reserved.succeeded();
   return { kind: 'signed-in', user };
 }

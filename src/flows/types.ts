@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../config/index.ts';
+import type { Events } from '../core/events.ts';
 import type { GrantType } from '../core/protocol.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
@@ -18,6 +19,8 @@ export interface FlowDeps {
   readonly alert?: (event: { readonly type: string } & Record<string, unknown>) => void;
   /** Waits `ms`; tests may pass one that returns at once. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The audit trail's seam: what happened, for the log, the events table and the metrics. */
+  readonly events: Events;
 }
 
 /** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */

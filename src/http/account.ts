@@ -1,27 +1,61 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
-import type { AppDeps } from './deps.ts';
-import type { ClientRecord } from '../store/types.ts';
-import { accountPage } from '../ui/account.ts';
+import type { AuditEvent } from '../core/events.ts';
+import { revokeGrant } from '../flows/lifecycle/grants.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
+import { changePassword } from '../flows/users.ts';
+import { forRequest, type AppDeps } from './deps.ts';
+import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts';
+import { accountPage, type ActivityView } from '../ui/account.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken, endSession } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, endSession } from './session.ts';
 
 const SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
+
+/** How many of the person's own sign-ins and approvals the page shows. */
+const ACTIVITY_SHOWN = 10;
+/** The events read to find them (other kinds, such as refreshes, are in between). */
+const ACTIVITY_READ = 200;
+
+const NOTICES: Readonly<Record<string, string>> = {
+  revoked: 'Access revoked. It has been signed out and must ask you again.',
+  password: 'Password changed. Every other browser signed in to your account has been signed out.',
+};
 
 /**
  * The signed-in user's own page: every application and device they approved whose tokens
  * can still be used, each with a Revoke button that ends its grant, and with it every
- * access and refresh token issued under it.
+ * access and refresh token issued under it; their recent sign-ins and approvals; and a
+ * form to change their password.
  */
 export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  app.get('/account', { config: { page: true } }, async (request, reply) => {
+  async function activity(userId: string): Promise<ActivityView[]> {
+    const events = await deps.store.events.list({ userId, limit: ACTIVITY_READ });
+    const shown = events.filter((event) => ['signin.succeeded', 'consent.given', 'device.approved'].includes(event.type)).slice(0, ACTIVITY_SHOWN);
+    const names = new Map<string, string>();
+    for (const id of new Set(shown.map((event) => event.clientId).filter((id) => id !== null))) {
+      names.set(id, (await deps.store.clients.get(id))?.name ?? 'an application that has been removed');
+    }
+    const what = (event: AuditEvent) => {
+      const client = event.clientId === null ? '' : (names.get(event.clientId) ?? event.clientId);
+      if (event.type === 'signin.succeeded') return 'Signed in';
+      if (event.type === 'device.approved') return `Approved a device for ${client}`;
+      return `Approved ${client}`;
+    };
+    return shown.map((event) => ({ what: what(event), at: event.at, ip: event.ip, userAgent: event.userAgent }));
+  }
+
+  async function render(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    signedIn: { session: SessionRecord; user: UserRecord },
+    options: { notice?: string; passwordError?: string; status?: number } = {},
+  ) {
     reply.header('Cache-Control', 'no-store');
-    const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return reply.redirect(SIGN_IN, 303);
     const now = deps.clock.now();
     // A grant whose last tokens have all expired can do nothing more: it is not listed,
     // unless it is a remembered consent, which signs the person in to the app without asking.
@@ -32,32 +66,44 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const clientIds = [...new Set(grants.map((grant) => grant.clientId))];
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
     const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
-    const query = request.query as Record<string, unknown>;
-    const notice = query['revoked'] === '1' ? 'Access revoked. It has been signed out and must ask you again.' : typeof query['notice'] === 'string' ? SECURITY_NOTICES[query['notice']] : undefined;
     const csrf = csrfToken(deps.config, request, reply);
-    return reply.type('text/html; charset=utf-8').send(
-      accountPage({
-        csrf,
-        security: await accountSecurity(deps, signedIn.user, csrf),
-        signedInAs: signedIn.user.name ?? signedIn.user.username,
-        notice,
-        connections: grants.map((grant) => ({
-          grantId: grant.id,
-          clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
-          // A remembered grant grows: its scopes are as of its last approval.
-          access: describeAccess(catalog, grant.scope, grant.renewedAt ?? grant.createdAt),
-          approvedAt: grant.createdAt,
-          lastUsedAt: grant.lastUsedAt,
-          device: grant.device,
-        })),
-        sessions: sessions.map((session) => ({
-          signedInAt: session.authTime,
-          ip: session.ip,
-          userAgent: session.userAgent,
-          current: session.idHash === signedIn.session.idHash,
-        })),
-      }),
-    );
+    return reply
+      .status(options.status ?? 200)
+      .type('text/html; charset=utf-8')
+      .send(
+        accountPage(deps.config.site, {
+          csrf,
+          security: await accountSecurity(deps, signedIn.user, csrf),
+          signedInAs: signedIn.user.name ?? signedIn.user.username,
+          notice: options.notice,
+          passwordError: options.passwordError,
+          activity: await activity(signedIn.user.id),
+          connections: grants.map((grant) => ({
+            grantId: grant.id,
+            clientName: clients.get(grant.clientId)?.name ?? grant.clientId,
+            // A remembered grant grows: its scopes are as of its last approval.
+            access: describeAccess(catalog, grant.scope, grant.renewedAt ?? grant.createdAt),
+            approvedAt: grant.createdAt,
+            lastUsedAt: grant.lastUsedAt,
+            device: grant.device,
+          })),
+          sessions: sessions.map((session) => ({
+            signedInAt: session.authTime,
+            ip: session.ip,
+            userAgent: session.userAgent,
+            current: session.idHash === signedIn.session.idHash,
+          })),
+        }),
+      );
+  }
+
+  app.get('/account', { config: { page: true } }, async (request, reply) => {
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return reply.header('Cache-Control', 'no-store').redirect(SIGN_IN, 303);
+    const query = request.query as Record<string, unknown>;
+    const done = typeof query['done'] === 'string' ? query['done'] : query['revoked'] === '1' ? 'revoked' : '';
+    const notice = NOTICES[done] ?? (typeof query['notice'] === 'string' ? SECURITY_NOTICES[query['notice']] : undefined);
+    return render(request, reply, signedIn, notice === undefined ? {} : { notice });
   });
 
   app.post('/account/revoke', { config: { page: true } }, async (request, reply) => {
@@ -72,7 +118,7 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
       throw new OAuthError('invalid_request', 'There is no such connection on your account.', { status: 404 });
     }
     // A remembered grant is the consent itself: revoking it forgets it.
-    await deps.store.grants.revoke(grant.id, deps.clock.now());
+    await revokeGrant(forRequest(deps, request), grant, 'user');
     return reply.redirect('/account?revoked=1', 303);
   });
 
@@ -87,5 +133,20 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const ended = await deps.store.sessions.removeForUser(signedIn.user.id);
     await sendLogoutTokens(deps, [signedIn.session, ...ended], request.log);
     return reply.redirect(SIGN_IN, 303);
+  });
+
+  app.post('/account/password', { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    const signedIn = await signedInUser(deps, request);
+    if (!signedIn) return reply.redirect(SIGN_IN, 303);
+    const current = typeof form['current_password'] === 'string' ? form['current_password'] : '';
+    const next = typeof form['new_password'] === 'string' ? form['new_password'] : '';
+    // The browser's own session stays: it is the one that proved the current password.
+    const sessionCookie = request.cookies[cookieNames(deps.config).session] ?? '';
+    const result = await changePassword(forRequest(deps, request), signedIn.user, hashSecret(sessionCookie), current, next);
+    if (result.kind === 'wrong_password') return render(request, reply, signedIn, { passwordError: 'The current password is incorrect.', status: 400 });
+    if (result.kind === 'invalid') return render(request, reply, signedIn, { passwordError: `The new password cannot be used: ${result.problem}.`, status: 400 });
+    return reply.redirect('/account?done=password', 303);
   });
 };

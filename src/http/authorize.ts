@@ -7,7 +7,7 @@ import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorizati
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
@@ -105,9 +105,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name);
       case 'approve':
         assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
-        return reply.redirect(await approveAuthorization(deps, authorization, step.signedIn.session), 303);
+        return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
       case 'deny':
-        return reply.redirect(denyAuthorization(deps, authorization), 303);
+        return reply.redirect(await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
       case 'invalid-decision':
         return sendError(request, reply, new OAuthError('invalid_request', 'decision must be approve or deny'));
       case 'consent':
@@ -120,7 +120,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
     return reply.type('text/html; charset=utf-8').send(
-      consentPage({
+      consentPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         action: '/oauth/authorize',
         fields,

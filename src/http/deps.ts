@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { DpopNonces } from '../flows/dpop/nonce.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
@@ -17,4 +18,11 @@ export interface AppDeps extends FlowDeps {
   readonly extraMetadata: Readonly<Record<string, unknown>>;
   /** RFC 9449 §8: the server nonces DPoP proofs must carry when `config.dpop.nonces` is on. */
   readonly dpopNonces: DpopNonces;
+  /** Whether the server is draining (`/readyz`). */
+  readonly readiness: { readonly draining: boolean };
+}
+
+/** The dependencies with the seam that names this request's address and user agent in its events. */
+export function forRequest<T extends FlowDeps>(deps: T, request: FastifyRequest): T {
+  return { ...deps, events: deps.events.forRequest({ ip: request.ip, userAgent: request.headers['user-agent'] ?? null }) };
 }

@@ -15,7 +15,7 @@ import {
   type LookupFailure,
 } from '../flows/device/verification.ts';
 
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -109,7 +109,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const proof = await requestProof(deps, request, reply, DEVICE_AUTHORIZATION_PATH);
     if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every request');
     const response = await startDeviceAuthorization(
-      deps,
+      forRequest(deps, request),
       client,
       params,
       { ip: request.ip, userAgent: request.headers['user-agent'] ?? null, dpopJkt: proof?.jkt ?? null },
@@ -130,9 +130,9 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
 
   /** Every lookup that did not find a pending request ends on one of these pages. */
   function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
-    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage());
+    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage(deps.config.site));
     const form = (status: number, error: string) =>
-      page(reply, status, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
+      page(reply, status, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
     if (lookup.kind === 'locked') {
       // One line per address and scope per window, however many tries it refuses.
       if (lockLog.first(`${lookup.scope} ${request.ip}`, deps.clock.now())) {
@@ -155,7 +155,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     return page(
       reply,
       200,
-      consentPage({
+      consentPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         action: APPROVE_PATH,
         fields: { user_code: userCode },
@@ -180,14 +180,14 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   // confirms it, so that a link alone never leads to an approval page.
   app.get(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
     const value = single(request.query as RawParams, 'user_code').slice(0, 32);
-    return page(reply, 200, deviceCodePage({ csrf: csrfToken(deps.config, request, reply), value }));
+    return page(reply, 200, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value }));
   });
 
   app.post(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const typed = single(form, 'user_code');
-    const lookup = await findDeviceRequest(deps, attemptOf(request, typed));
+    const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     // Post, redirect, get: the approval page can be reloaded, and is where sign-in returns.
     return reply.redirect(approvalUrl(lookup.record.userCode), 303);
@@ -195,7 +195,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
 
   app.get(APPROVE_PATH, { config: { page: true } }, async (request, reply) => {
     const typed = single(request.query as RawParams, 'user_code');
-    const lookup = await findDeviceRequest(deps, attemptOf(request, typed));
+    const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
@@ -216,15 +216,14 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       return reply.redirect(`${APPROVE_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
     }
     const result = await decideDeviceRequest(
-      deps,
+      forRequest(deps, request),
       attemptOf(request, typed),
       decision === 'approve'
         ? // The sign-in policy, checked again at the decision: the page may have been open for long.
           { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps, client, signedIn.session) }
-        : { approve: false },
+        : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
-    request.log.info({ client: result.client.id, approved: result.approved }, 'device authorization decided');
-    return page(reply, 200, deviceDonePage(result.approved, result.client.name));
+    return page(reply, 200, deviceDonePage(deps.config.site, result.approved, result.client.name));
   });
 };

@@ -1,11 +1,15 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
-import { errorPage } from '../ui/pages.ts';
+import { errorPage, type Site } from '../ui/pages.ts';
 import { bearerChallenge } from './bearer.ts';
 import { BASIC_CHALLENGE } from './client-auth.ts';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The operator's name and look, for pages rendered outside a route (errors). */
+    site: Site;
+  }
   interface FastifyContextConfig {
     /** The route serves a page to a person: errors render as HTML, not JSON. */
     page?: boolean;
@@ -65,7 +69,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
       : error.status >= 500 ? 'Something went wrong'
       : error.status === 403 ? 'Request refused'
       : 'This request cannot be completed';
-    return reply.type('text/html; charset=utf-8').send(errorPage(title, error.description));
+    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, error.description));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
 }
@@ -74,7 +78,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
  * The one error handler: every failure becomes an OAuth error with its status; stack traces
  * and internal messages go to the log only.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, site: Site): void {
+  app.decorate('site', site);
   app.setErrorHandler((error, request, reply) => {
     const oauth = toOAuthError(error);
     // An outage fails every request until it ends: one line each, its cause without a stack.

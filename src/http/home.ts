@@ -1,23 +1,58 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
-import { layout, STYLESHEET, STYLESHEET_PATH } from '../ui/pages.ts';
+import { layout, STYLESHEET_PATH, stylesheet } from '../ui/pages.ts';
 
-/** The landing page, the stylesheet and a health check for load balancers. */
+/** How long the store has to answer a readiness check. */
+const READY_TIMEOUT_MS = 1000;
+
+/** The landing page, the stylesheet, and liveness and readiness checks for load balancers. */
 export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const site = deps.config.site;
+  const css = stylesheet(site);
   app.get(STYLESHEET_PATH, async (_request, reply) =>
-    reply.header('Cache-Control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLESHEET),
+    reply.header('Cache-Control', 'public, max-age=3600').type('text/css; charset=utf-8').send(css),
   );
 
   app.get('/', { config: { page: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(
-      layout('Tessera', html`<h1>Tessera</h1>
-<p>This is an OAuth 2.0 and OpenID Connect authorization server.</p>
+      layout(site, 'Home', html`<h1>${site.name}</h1>
+<p>This is ${site.name}'s sign-in service (an OAuth 2.0 and OpenID Connect authorization server).</p>
 <p class="muted">Issuer: <code>${deps.config.issuer}</code></p>
 <p><a href="/.well-known/openid-configuration">OpenID Connect discovery document</a></p>
 <p><a href="/account">Your connected apps and devices</a></p>`),
     ),
   );
 
+  // Liveness: the process answers. A load balancer that restarts on this must not use /readyz.
   app.get('/healthz', async (_request, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));
+
+  // Readiness: send this instance requests only while it can serve them: not draining, the
+  // store answering within READY_TIMEOUT_MS, and signing keys at hand.
+  app.get('/readyz', async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    if (deps.readiness.draining) return reply.status(503).send({ status: 'draining' });
+    const checks = Promise.all([
+      deps.store.keys.listPublished(deps.clock.now()),
+      deps.keys.signingKey('RS256'),
+      deps.keys.signingKey(deps.config.accessTokenAlg),
+    ]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), READY_TIMEOUT_MS);
+    });
+    try {
+      const outcome = await Promise.race([checks, late]);
+      if (outcome === 'late') {
+        checks.catch(() => {});
+        return reply.status(503).send({ status: 'unavailable', reason: 'the store did not answer within a second' });
+      }
+      return reply.send({ status: 'ready' });
+    } catch (error) {
+      request.log.warn({ err: error }, 'not ready');
+      return reply.status(503).send({ status: 'unavailable', reason: 'the store or the signing keys are not available' });
+    } finally {
+      clearTimeout(timer);
+    }
+  });
 };

@@ -30,7 +30,7 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   function afterLogout(reply: FastifyReply, after: AfterLogout): FastifyReply {
     const target = postLogoutRedirect(after);
     if (target !== null) return reply.redirect(target, 303);
-    return reply.type('text/html; charset=utf-8').send(signedOutPage());
+    return reply.type('text/html; charset=utf-8').send(signedOutPage(deps.config.site));
   }
 
   async function endSessionRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams) {
@@ -51,7 +51,7 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     }
     if (after.state !== null) fields['state'] = after.state;
     return reply.type('text/html; charset=utf-8').send(
-      logoutConfirmPage({
+      logoutConfirmPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         clientName: after.client?.name ?? null,
         fields,

@@ -8,6 +8,7 @@ import { registrationOptions, finishRegistration, type RegistrationResult } from
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { errorPage, PASSKEYS_SCRIPT_PATH, signInPage, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
 import { signedInUser } from './sign-in.ts';
+import { recordSignIn } from './audit.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken, safeReturnTo } from './session.ts';
@@ -76,7 +77,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   });
 
   function signInFailed(request: FastifyRequest, reply: FastifyReply, returnTo: string, status: number, error: string) {
-    return page(reply, status, signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, passkeys: available }));
+    return page(reply, status, signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, passkeys: available }));
   }
 
   app.post('/login/passkey', { config: { page: true } }, async (request, reply) => {
@@ -96,6 +97,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
       return signInFailed(request, reply, returnTo, status, message);
     }
     await beginSession(deps, request, reply, result.user, result.amr);
+    await recordSignIn(deps, request, result.user, result.amr, returnTo);
     return reply.redirect(returnTo, 303);
   });
 
@@ -117,7 +119,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
-      return page(reply, status, errorPage('The passkey was not added', message));
+      return page(reply, status, errorPage(deps.config.site, 'The passkey was not added', message));
     }
     request.log.info({ user: signedIn.user.id, passkey: result.passkey.id }, 'passkey added');
     return reply.redirect('/account?notice=passkey-added', 303);

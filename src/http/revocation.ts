@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { revokeToken } from '../flows/lifecycle/revocation.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
 
 /** The revocation endpoint (RFC 7009 §2): client authentication as at the token endpoint. */
@@ -10,7 +10,7 @@ export const revocationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (ap
     const { client, params } = await clientRequest(deps, request, reply);
     const token = params['token'];
     if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
-    await revokeToken(deps, client, token);
+    await revokeToken(forRequest(deps, request), client, token);
     // RFC 7009 §2.2: "The authorization server responds with HTTP status code 200 if the token
     // has been revoked successfully or if the client submitted an invalid token." The body
     // is not specified: `{}` as JSON, since some clients (simple-oauth2's revokeAll) parse it

@@ -14,6 +14,7 @@ import type { SafeHtml } from '../ui/html.ts';
 import { signInPage } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
 import { signedInUser } from './sign-in.ts';
+import { recordSignIn } from './audit.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken, safeReturnTo } from './session.ts';
@@ -75,6 +76,7 @@ export async function completePasswordSignIn(deps: AppDeps, request: FastifyRequ
   if (!status.enabled) {
     // A new session id at every sign-in, so an id planted before sign-in is worth nothing.
     await beginSession(deps, request, reply, user, ['pwd']);
+    await recordSignIn(deps, request, user, ['pwd'], returnTo);
     return reply.redirect(returnTo, 303);
   }
   const now = deps.clock.now();
@@ -82,7 +84,7 @@ export async function completePasswordSignIn(deps: AppDeps, request: FastifyRequ
   const lifetime = deps.config.secondFactor.pendingSignInTimeout;
   await deps.store.pendingSignIns.create({ idHash: hashSecret(value), userId: user.id, createdAt: now, expiresAt: now + lifetime * 1000 });
   reply.setCookie(pendingCookie(deps), value, cookieOptions(deps, lifetime));
-  return page(reply, 200, secondFactorPage({ csrf: csrfToken(deps.config, request, reply), returnTo }));
+  return page(reply, 200, secondFactorPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo }));
 }
 
 const REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: string) => string>> = {
@@ -110,7 +112,7 @@ export function refuseApprovalPage(
   return page(
     reply,
     200,
-    signInPage({
+    signInPage(deps.config.site, {
       csrf: csrfToken(deps.config, request, reply),
       returnTo,
       clientName: client.name,
@@ -171,14 +173,14 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     const user = pending ? await deps.store.users.get(pending.userId) : null;
     if (!pending || !user || user.disabled) {
       reply.clearCookie(pendingCookie(deps), cookieOptions(deps));
-      return page(reply, 400, signInPage({
+      return page(reply, 400, signInPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         returnTo,
         error: 'Your sign-in took too long or has ended. Sign in again.',
         passkeys: passkeysAvailable(deps.config.issuer),
       }));
     }
-    const retry = (status: number, error: string) => page(reply, status, secondFactorPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error }));
+    const retry = (status: number, error: string) => page(reply, status, secondFactorPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error }));
     const result = await checkSecondFactor(deps, user.id, single(form, 'code'), signInLimits(deps, request, user.username));
     switch (result.kind) {
       case 'locked':
@@ -197,13 +199,14 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     if (!(await deps.store.pendingSignIns.consume(pending.idHash, now))) return retry(400, 'This sign-in has already been completed.');
     reply.clearCookie(pendingCookie(deps), cookieOptions(deps));
     await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
+    await recordSignIn(deps, request, user, ['pwd', 'otp', 'mfa'], returnTo);
     return reply.redirect(returnTo, 303);
   });
 
   async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: string) {
     const uri = otpauthUri(new URL(deps.config.issuer).host, user.username, secret);
     const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
-    return page(reply, status, totpSetupPage({ csrf: csrfToken(deps.config, request, reply), secret, qr, error }));
+    return page(reply, status, totpSetupPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), secret, qr, error }));
   }
 
   app.post('/account/totp/setup', { config: { page: true } }, async (request, reply) => {
@@ -238,7 +241,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     if (!hasSecondFactor(sessionMethods(signedIn.session))) {
       await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
     }
-    return page(reply, 200, recoveryCodesPage(result.recoveryCodes));
+    return page(reply, 200, recoveryCodesPage(deps.config.site, result.recoveryCodes));
   });
 
   app.post('/account/totp/remove', { config: { page: true } }, async (request, reply) => {

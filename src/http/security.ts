@@ -2,14 +2,17 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 
 // script-src and connect-src 'self': the passkey script and the WebAuthn library are
 // served from here (no CDN) and fetch their options from here; nothing inline runs.
-const BASE_CSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+const IMG_SRC = "img-src 'self' data:";
+const BASE_CSP = `default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; ${IMG_SRC}; frame-ancestors 'none'; base-uri 'none'`;
 const DEFAULT_CSP = `${BASE_CSP}; form-action 'self'`;
 
 /**
  * Headers on every response: pages cannot be framed (clickjacking of the approval page),
  * nothing is content-sniffed, and our URLs are never sent to another site as a Referer.
  */
-export function registerSecurityHeaders(app: FastifyInstance): void {
+export function registerSecurityHeaders(app: FastifyInstance, logoUrl: string | null = null): void {
+  // The operator's logo is the one image from elsewhere a page may load.
+  const logo = logoUrl === null ? null : new URL(logoUrl).origin;
   // A callback hook, not an async one: it runs on every response, and an async hook costs a
   // promise per response.
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -19,6 +22,7 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
     // form posts, and the CSRF check relies on a real Origin.
     reply.header('Referrer-Policy', 'same-origin');
     if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', DEFAULT_CSP);
+    if (logo !== null) reply.header('Content-Security-Policy', String(reply.getHeader('Content-Security-Policy')).replace(IMG_SRC, `${IMG_SRC} ${logo}`));
     done(null, payload);
   });
 }

@@ -96,8 +96,15 @@ export function csrfToken(config: Config, request: FastifyRequest, reply: Fastif
 /** Refuses a form post that did not come from one of our own pages. */
 export function checkCsrf(config: Config, request: FastifyRequest, submitted: unknown): void {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(config.issuer).origin) {
-    throw new OAuthError('invalid_request', 'the form was posted from another site', { status: 403 });
+  const ours = new URL(config.issuer).origin;
+  if (origin !== undefined && origin !== ours) {
+    // Most often not an attack but the same server under another name (127.0.0.1 for
+    // localhost): say which address the pages must be opened at.
+    throw new OAuthError(
+      'invalid_request',
+      `the form was posted from another site (${origin.slice(0, 100)}). This server's address is ${ours}: open the page at that address and try again`,
+      { status: 403 },
+    );
   }
   const expected = request.cookies[cookieNames(config).csrf];
   if (typeof submitted !== 'string' || !expected || !constantTimeEqual(submitted, expected)) {

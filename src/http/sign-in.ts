@@ -7,7 +7,8 @@ import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { sessionUser, signIn } from '../flows/sign-in.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { signInPage } from '../ui/pages.ts';
-import type { AppDeps } from './deps.ts';
+import { signInClient } from './audit.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { completePasswordSignIn } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
@@ -34,7 +35,7 @@ export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: Fast
   return reply
     .header('Cache-Control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
+    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
 }
 
 /** The sign-in form every flow leads to, and signing out. */
@@ -58,9 +59,9 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       reply
         .status(status)
         .type('text/html; charset=utf-8')
-        .send(signInPage({ csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
+        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
 
-    const result = await signIn(deps, { username: rawUsername, password, ip: request.ip });
+    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId: await signInClient(deps, returnTo) });
     if (result.kind !== 'signed-in') {
       // The page is shown again; its next post may go on to the client (see authorize.ts).
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
@@ -92,7 +93,9 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   app.post('/logout', { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
+    const session = await currentSession(deps, request);
     await signOut(deps, request, reply);
+    if (session) await forRequest(deps, request).events.emit({ type: 'logout', userId: session.userId });
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });
 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
 import { formResources } from './form.ts';
@@ -31,6 +31,6 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     // RFC 9449 §5.2 dpop_bound_access_tokens: the server "MUST reject token requests from
     // this client that do not contain the DPoP header".
     if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every token request');
-    return reply.type('application/json; charset=utf-8').send(await grant.handle(deps, client, params, proof));
+    return reply.type('application/json; charset=utf-8').send(await grant.handle(forRequest(deps, request), client, params, proof));
   });
 };

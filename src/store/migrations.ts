@@ -302,6 +302,45 @@ const singleSignOn: Migration = {
 };
 
 /**
+ * Version 7, for operators: the audit trail (`events`, kept for TESSERA_EVENT_RETENTION and
+ * read newest first, by user or client), single-use password reset links stored by the hash
+ * of their token, and an index to end all of a user's sessions at once when the user is
+ * disabled or removed. Events name users and clients without foreign keys: the trail
+ * outlives what it describes (a removed user's sign-ins stay on record).
+ */
+const operators: Migration = {
+  version: 7,
+  name: 'operators',
+  statements: [
+    (t) => `CREATE TABLE events (
+      id         ${t.text} PRIMARY KEY,
+      type       ${t.text} NOT NULL,
+      at         ${t.time} NOT NULL,
+      user_id    ${t.text},
+      username   ${t.text},
+      client_id  ${t.text},
+      grant_id   ${t.text},
+      ip         ${t.text},
+      user_agent ${t.text},
+      detail     ${t.json} NOT NULL
+    )`,
+    'CREATE INDEX events_at ON events (at)',
+    'CREATE INDEX events_user_id_at ON events (user_id, at)',
+    'CREATE INDEX events_client_id_at ON events (client_id, at)',
+    (t) => `CREATE TABLE password_resets (
+      token_hash ${t.text} PRIMARY KEY,
+      user_id    ${t.text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL,
+      used_at    ${t.time}
+    )`,
+    'CREATE INDEX password_resets_expires_at ON password_resets (expires_at)',
+    'CREATE INDEX password_resets_user_id ON password_resets (user_id)',
+    'CREATE INDEX device_authorizations_user_id ON device_authorizations (user_id)',
+  ],
+};
+
+/**
  * Version 9, API resources (RFC 8707): each with its scopes, whose names are unique across
  * the server (the primary key of `resource_scopes`), so that a granted scope names its API.
  * Grants keep only their scope: removing a resource ends its grants' access to it, since
@@ -461,4 +500,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, singleSignOn, apiResources, senderConstraint, secondFactors];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors];

@@ -7,6 +7,7 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
+import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
 import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
 import {
@@ -16,6 +17,7 @@ import {
   type DevicePollOutcome,
   type DeviceStatus,
   type GrantRecord,
+  type PasswordResetRecord,
   type PasskeyRecord,
   type PendingSignInRecord,
   type PushedRequestRecord,
@@ -275,6 +277,37 @@ export function signingKeyFromRow(row: Row, read: ColumnReader): SigningKeyRecor
     activatesAt: integer(row, 'activates_at'),
     retiresAt: integerOrNull(row, 'retires_at'),
     expiresAt: integerOrNull(row, 'expires_at'),
+  };
+}
+
+export function passwordResetFromRow(row: Row): PasswordResetRecord {
+  return {
+    tokenHash: text(row, 'token_hash'),
+    userId: text(row, 'user_id'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    usedAt: integerOrNull(row, 'used_at'),
+  };
+}
+
+export function eventFromRow(row: Row, read: ColumnReader): AuditEvent {
+  const type = text(row, 'type');
+  if (!isEventType(type)) throw new CorruptRowError('type', 'an event type', type);
+  const detail = read.object(row, 'detail');
+  for (const [key, value] of Object.entries(detail)) {
+    if (value !== null && !['string', 'number', 'boolean'].includes(typeof value)) throw new CorruptRowError(`detail.${key}`, 'a string, number, boolean or null', value);
+  }
+  return {
+    id: text(row, 'id'),
+    type,
+    at: integer(row, 'at'),
+    userId: textOrNull(row, 'user_id'),
+    username: textOrNull(row, 'username'),
+    clientId: textOrNull(row, 'client_id'),
+    grantId: textOrNull(row, 'grant_id'),
+    ip: textOrNull(row, 'ip'),
+    userAgent: textOrNull(row, 'user_agent'),
+    detail: detail as Record<string, DetailValue>,
   };
 }
 

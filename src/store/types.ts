@@ -13,6 +13,7 @@
  */
 
 import type { SigningAlgorithm } from '../config/index.ts';
+import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
 import type { AuthMethod } from '../core/auth-methods.ts';
 import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy } from '../core/protocol.ts';
 
@@ -164,7 +165,17 @@ export interface UserStore {
   get(id: string): Promise<UserRecord | null>;
   findByUsername(username: string): Promise<UserRecord | null>;
   list(): Promise<UserRecord[]>;
+  /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Changes the profile fields given (null clears one); false when there is no such user. */
+  update(id: string, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<boolean>;
+  /** Replaces the password hash (PHC argon2id); false when there is no such user. */
+  setPasswordHash(id: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Deletes the user row (its password resets go with it). Everything else that names the
+   * user (sessions, grants, device requests) must be removed first, in the same transaction.
+   */
+  remove(id: string): Promise<boolean>;
 }
 
 /** A browser session after sign-in. */
@@ -197,8 +208,12 @@ export interface SessionStore {
   remove(idHash: string): Promise<SessionRecord | null>;
   /** The user's sessions live at `now`, newest first. */
   listForUser(userId: string, now: number): Promise<SessionRecord[]>;
-  /** Ends every session of the user; returns the removed records. */
-  removeForUser(userId: string): Promise<SessionRecord[]>;
+  /**
+   * Ends every session of the user (signed out everywhere, disabled, removed, a new
+   * password) but the one whose hash is `except` (the browser that changed the password);
+   * returns the removed records.
+   */
+  removeForUser(userId: string, except?: string): Promise<SessionRecord[]>;
   /**
    * Records that the client received an ID token in the session `sid`, kept until
    * `expiresAt` (which only moves later), for Back-Channel Logout.
@@ -286,6 +301,8 @@ export interface GrantStore {
    * revoked.
    */
   recordUse(id: string, now: number, activeUntil: number): Promise<boolean>;
+  /** Deletes every grant of the user, revoked or not, with their codes and refresh tokens (a removed user). */
+  removeForUser(userId: string): Promise<number>;
 }
 
 /**
@@ -439,6 +456,10 @@ export interface DeviceAuthorizationStore {
   ): Promise<{ readonly outcome: DevicePollOutcome; readonly record: DeviceAuthorizationRecord } | null>;
   /** The record whatever its state, to tell why a poll found nothing. */
   find(deviceCodeHash: string): Promise<DeviceAuthorizationRecord | null>;
+  /** How many requests wait for a person's decision at `now` (pending and unexpired): a metric. */
+  countPending(now: number): Promise<number>;
+  /** Deletes the requests the user decided (a removed user). */
+  removeForUser(userId: string): Promise<number>;
 }
 
 /** DPoP proofs seen (RFC 9449 §11.1), so that a proof is accepted once. */
@@ -537,6 +558,49 @@ export interface KeyStore {
   setPrivateJwk(kid: string, privateJwk: Readonly<Record<string, unknown>>): Promise<void>;
 }
 
+/**
+ * A single-use link to set a new password (`tessera user reset-link`), stored by the hash of
+ * its token.
+ */
+export interface PasswordResetRecord {
+  readonly tokenHash: string;
+  readonly userId: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly usedAt: number | null;
+}
+
+export interface PasswordResetStore {
+  create(reset: PasswordResetRecord): Promise<void>;
+  /** The record if it is unused and unexpired at `now`; does not use it up. */
+  find(tokenHash: string, now: number): Promise<PasswordResetRecord | null>;
+  /**
+   * Uses the link up: exactly one caller receives the record, only while it is unused and
+   * unexpired at `now`; otherwise nothing changes and null is returned.
+   */
+  consume(tokenHash: string, now: number): Promise<PasswordResetRecord | null>;
+}
+
+/** What `EventStore.list` returns: every filter given must match. */
+export interface EventFilter {
+  /** The user's id or, for events that name only what was typed (a failed sign-in), the username. */
+  readonly userId?: string;
+  readonly username?: string;
+  readonly clientId?: string;
+  readonly type?: EventType;
+  /** Events at or after this time. */
+  readonly since?: number;
+  /** At most this many, newest first. */
+  readonly limit: number;
+}
+
+/** The audit trail (core/events.ts), kept for `TESSERA_EVENT_RETENTION`. */
+export interface EventStore extends EventWriter {
+  add(event: AuditEvent): Promise<void>;
+  /** Newest first. */
+  list(filter: EventFilter): Promise<AuditEvent[]>;
+}
+
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
 export interface Stores {
   readonly clients: ClientStore;
@@ -553,11 +617,21 @@ export interface Stores {
   readonly pushedRequests: PushedRequestStore;
   readonly resources: ResourceStore;
   readonly clientAssertions: ClientAssertionStore;
+  readonly passwordResets: PasswordResetStore;
+  readonly events: EventStore;
   readonly passkeys: PasskeyStore;
   readonly webauthnChallenges: WebauthnChallengeStore;
   readonly totp: TotpStore;
   readonly recoveryCodes: RecoveryCodeStore;
   readonly pendingSignIns: PendingSignInStore;
+}
+
+/** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */
+export interface PurgeCutoffs {
+  /** TESSERA_GRANT_RETENTION before now: grants that can issue nothing more. */
+  readonly grantsBefore?: number;
+  /** TESSERA_EVENT_RETENTION before now: audit events. */
+  readonly eventsBefore?: number;
 }
 
 export interface Store extends Stores {
@@ -570,15 +644,16 @@ export interface Store extends Stores {
    */
   transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
   /**
-   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, revoked
-   * access-token ids, used client assertion ids, passkey ceremony challenges, sign-ins
-   * waiting for a one-time code and signing keys that expired before `before` (the caller
-   * keeps a margin after expiry, so a replayed code is still recognised as one for a while);
-   * and, given `grantsBefore`, grants revoked before it, whose tokens all expired before it,
-   * or made before it and never used, with their codes and refresh tokens. Works in small
+   * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, password
+   * reset links, revoked access-token ids, used client assertion ids, DPoP proof ids, pushed
+   * requests, passkey ceremony challenges, sign-ins waiting for a one-time code and signing
+   * keys that expired before `before` (the caller keeps a margin after expiry, so a replayed
+   * code is still recognised as one for a while); given `grantsBefore`, grants revoked before
+   * it, whose tokens all expired before it, or made before it and never used, with their
+   * codes and refresh tokens; given `eventsBefore`, events older than it. Works in small
    * batches so it never holds a long lock. Returns the number of rows deleted.
    */
-  purgeExpired(before: number, grantsBefore?: number): Promise<number>;
+  purgeExpired(before: number, cutoffs?: PurgeCutoffs): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -634,6 +709,8 @@ export interface WebauthnChallengeStore {
   create(challenge: WebauthnChallengeRecord): Promise<void>;
   /** Single use: exactly one caller receives the record, if it is unexpired at `now`; it is then gone. */
   consume(challengeHash: string, purpose: WebauthnChallengeRecord['purpose'], now: number): Promise<WebauthnChallengeRecord | null>;
+  /** Deletes the user's ceremonies under way (a removed user). */
+  removeForUser(userId: string): Promise<void>;
 }
 
 /** A TOTP secret (RFC 6238), confirmed once the person has typed a code it makes. */
@@ -680,6 +757,8 @@ export interface PendingSignInStore {
   get(idHash: string, now: number): Promise<PendingSignInRecord | null>;
   /** Single use: exactly one caller receives the record (the code was right); it is then gone. */
   consume(idHash: string, now: number): Promise<PendingSignInRecord | null>;
+  /** Deletes the user's sign-ins waiting for a code (a disabled or removed user). */
+  removeForUser(userId: string): Promise<void>;
 }
 
 /** A unique constraint refused the write. */

@@ -1,6 +1,6 @@
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, signedInAs } from './pages.ts';
+import { csrfField, layout, signedInAs, type Site } from './pages.ts';
 
 /** One approval as the account page shows it. */
 export interface ConnectionView {
@@ -23,13 +23,24 @@ export interface BrowserSessionView {
   readonly current: boolean;
 }
 
+/** One of the person's own recent sign-ins or approvals (from the audit trail). */
+export interface ActivityView {
+  readonly what: string;
+  readonly at: number;
+  readonly ip: string | null;
+  readonly userAgent: string | null;
+}
+
 export interface AccountView {
   readonly csrf: string;
   readonly signedInAs: string;
   readonly connections: readonly ConnectionView[];
   readonly sessions: readonly BrowserSessionView[];
-  /** Set right after a revocation. */
+  readonly activity: readonly ActivityView[];
+  /** Set right after a revocation or a password change. */
   readonly notice?: string | undefined;
+  /** Why the password was not changed. */
+  readonly passwordError?: string | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
 }
@@ -65,8 +76,8 @@ ${csrfField(csrf)}
 }
 
 /** The user's connected applications and devices, each with a Revoke button. */
-export function accountPage(view: AccountView): string {
-  return layout('Connected apps and devices', html`<h1>Connected apps and devices</h1>
+export function accountPage(site: Site, view: AccountView): string {
+  return layout(site, 'Connected apps and devices', html`<h1>Connected apps and devices</h1>
 <p class="muted">These can use your account. Revoke any you no longer use or do not recognise: it is signed out at once and must ask you again.</p>
 ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
@@ -81,5 +92,24 @@ ${csrfField(view.csrf)}
 <button type="submit">Sign out everywhere</button>
 </form>
 ${view.security ?? null}
+<section aria-labelledby="activity-heading">
+<h2 id="activity-heading">Recent sign-ins and approvals</h2>
+${view.activity.length === 0
+  ? html`<p class="muted">None recorded yet.</p>`
+  : html`<ul class="activity">${view.activity.map((item) => html`<li>${item.what}, ${time(item.at)}${item.ip ? html`, from ${item.ip}` : null}${item.userAgent ? html`<br><span class="muted">${item.userAgent}</span>` : null}</li>`)}</ul>`}
+<p class="muted">If you do not recognise one, change your password: every other browser is then signed out.</p>
+</section>
+<section aria-labelledby="password-heading">
+<h2 id="password-heading">Change password</h2>
+${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
+<form method="post" action="/account/password">
+${csrfField(view.csrf)}
+<label for="current_password">Current password</label>
+<input type="password" id="current_password" name="current_password" autocomplete="current-password" required>
+<label for="new_password">New password</label>
+<input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required>
+<div class="actions"><button type="submit">Change password</button></div>
+</form>
+</section>
 ${signedInAs(view.signedInAs, view.csrf, '/account')}`);
 }

@@ -4,7 +4,7 @@
  * `consentPage` with these details in its slot.
  */
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout } from './pages.ts';
+import { csrfField, layout, type Site } from './pages.ts';
 
 export interface DeviceCodeView {
   readonly csrf: string;
@@ -13,9 +13,9 @@ export interface DeviceCodeView {
   readonly error?: string | undefined;
 }
 
-export function deviceCodePage(view: DeviceCodeView): string {
-  return layout('Connect a device', html`<h1>Connect a device</h1>
-<p>Enter the code shown on your device.</p>
+export function deviceCodePage(site: Site, view: DeviceCodeView): string {
+  return layout(site, 'Connect a device', html`<h1>Connect a device</h1>
+<p>Enter the code shown on your device to connect it to your ${site.name} account.</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/device">
 ${csrfField(view.csrf)}
@@ -68,19 +68,19 @@ ${view.otherNetwork
 or a link to approve is trying to get into your account.</p>`;
 }
 
-export function deviceDonePage(approved: boolean, clientName: string): string {
+export function deviceDonePage(site: Site, approved: boolean, clientName: string): string {
   return approved
-    ? layout('Device approved', html`<h1>Device approved</h1>
+    ? layout(site, 'Device approved', html`<h1>Device approved</h1>
 <p role="status"><strong>${clientName}</strong> is now connected to your account.</p>
 <p>You can return to your device: it will continue on its own in a few seconds.</p>`)
-    : layout('Request denied', html`<h1>Request denied</h1>
+    : layout(site, 'Request denied', html`<h1>Request denied</h1>
 <p role="status"><strong>${clientName}</strong> was not given access to your account.</p>
 <p>You can return to your device and close this page.</p>
 <p>If you did not start this request yourself, someone may have sent you the code to get into your account: report it to your administrator.</p>`);
 }
 
-export function deviceCodeUsedPage(): string {
-  return layout('Code already used', html`<h1>This code has already been used</h1>
+export function deviceCodeUsedPage(site: Site): string {
+  return layout(site, 'Code already used', html`<h1>This code has already been used</h1>
 <p role="alert">The request was already approved or denied. Return to your device; if it needs a new code, start again there.</p>
 <p><a href="/device">Enter another code</a></p>`);
 }

@@ -1,5 +1,5 @@
 import { html } from './html.ts';
-import { csrfField, layout } from './pages.ts';
+import { csrfField, layout , type Site } from './pages.ts';
 
 export interface LogoutConfirmView {
   readonly csrf: string;
@@ -11,8 +11,8 @@ export interface LogoutConfirmView {
 }
 
 /** RP-Initiated Logout 1.0 §2: asks the person before signing them out at an app's request. */
-export function logoutConfirmPage(view: LogoutConfirmView): string {
-  return layout('Sign out of Tessera?', html`<h1>Sign out of Tessera?</h1>
+export function logoutConfirmPage(site: Site, view: LogoutConfirmView): string {
+  return layout(site, `Sign out of ${site.name}?`, html`<h1>Sign out of ${site.name}?</h1>
 ${view.clientName ? html`<p><strong>${view.clientName}</strong> asks to sign you out.</p>` : null}
 ${view.signedInAs ? html`<p>You are signed in as <strong>${view.signedInAs}</strong>. Signing out also signs you out of the apps you signed in to here.</p>` : null}
 <form method="post" action="/oauth/logout/confirm">
@@ -26,7 +26,7 @@ ${Object.entries(view.fields).map(([name, value]) => html`<input type="hidden" n
 }
 
 /** Where the browser lands after logout when the app gave no (valid) address to go back to. */
-export function signedOutPage(): string {
-  return layout('Signed out', html`<h1>You are signed out</h1>
+export function signedOutPage(site: Site): string {
+  return layout(site, 'Signed out', html`<h1>You are signed out</h1>
 <p>You can close this window.</p>`);
 }

@@ -6,19 +6,33 @@ import { html, type SafeHtml } from './html.ts';
 export const STYLESHEET = readFileSync(new URL('./style.css', import.meta.url), 'utf8');
 export const STYLESHEET_PATH = '/assets/tessera.css';
 
-export function layout(title: string, body: SafeHtml): string {
+/** Whose server this is, as the operator named it (TESSERA_SITE_NAME, _LOGO_URL, _ACCENT_COLOR). */
+export interface Site {
+  readonly name: string;
+  readonly logoUrl: string | null;
+  readonly accentColor: string | null;
+}
+
+export const DEFAULT_SITE: Site = { name: 'Tessera', logoUrl: null, accentColor: null };
+
+/** The stylesheet, with the operator's accent on the buttons when one is set (its contrast with white was checked at start). */
+export function stylesheet(site: Site): string {
+  return site.accentColor === null ? STYLESHEET : `${STYLESHEET}\n:root { --brand: ${site.accentColor}; --brand-fg: #fff; }\n`;
+}
+
+export function layout(site: Site, title: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
-<title>${title} · Tessera</title>
+<title>${title} · ${site.name}</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
 <body>
 <main>
-<p class="brand" aria-hidden="true">Tessera</p>
+<header class="brand">${site.logoUrl ? html`<img src="${site.logoUrl}" alt="" height="32">` : null}<span>${site.name}</span></header>
 <div class="card">
 ${body}
 </div>
@@ -65,8 +79,8 @@ function hiddenFields(fields: Readonly<Record<string, string | readonly string[]
   );
 }
 
-export function errorPage(title: string, message: string): string {
-  return layout(title, html`<h1>${title}</h1>
+export function errorPage(site: Site, title: string, message: string): string {
+  return layout(site, title, html`<h1>${title}</h1>
 <p role="alert">${message}</p>`);
 }
 
@@ -83,9 +97,10 @@ export interface SignInView {
   readonly passkeys?: boolean | undefined;
 }
 
-export function signInPage(view: SignInView): string {
-  return layout('Sign in', html`<h1>Sign in</h1>
+export function signInPage(site: Site, view: SignInView): string {
+  return layout(site, 'Sign in', html`<h1>Sign in</h1>
 ${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
+<p class="muted">with your ${site.name} account</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
@@ -132,8 +147,8 @@ ${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api
 </section>`)}`;
 }
 
-export function consentPage(view: ConsentView): string {
-  return layout(`Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
+export function consentPage(site: Site, view: ConsentView): string {
+  return layout(site, `Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
 ${view.details ?? null}
 <h2 class="muted" id="scopes-heading">${view.clientName} ${view.more ? 'also wants to' : 'will be able to'}:</h2>
 ${scopeList(view.access)}
@@ -151,4 +166,36 @@ ${signedInAs(view.signedInAs, view.csrf, view.returnTo)}`);
 export function signedInAs(name: string, csrf: string, returnTo: string): SafeHtml {
   return html`<div class="signed-in">Signed in as <strong>${name}</strong>.
 <form method="post" action="/logout">${csrfField(csrf)}<input type="hidden" name="return_to" value="${returnTo}"><button type="submit">Not you? Sign out</button></form></div>`;
+}
+
+export interface ResetView {
+  readonly csrf: string;
+  readonly token: string;
+  readonly username: string;
+  readonly error?: string | undefined;
+}
+
+/** Where a reset link leads: set a new password for `username`. */
+export function resetPasswordPage(site: Site, view: ResetView): string {
+  return layout(site, 'Set a new password', html`<h1>Set a new password</h1>
+<p>for <strong>${view.username}</strong> on ${site.name}</p>
+${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
+<form method="post" action="/reset-password">
+${csrfField(view.csrf)}
+<input type="hidden" name="token" value="${view.token}">
+<input type="text" name="username" value="${view.username}" autocomplete="username" hidden>
+<label for="new_password">New password</label>
+<input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required autofocus>
+<div class="actions"><button type="submit" class="primary">Set password</button></div>
+</form>`);
+}
+
+/** After a reset, or for a link that cannot be used. */
+export function resetDonePage(site: Site, done: boolean): string {
+  return done
+    ? layout(site, 'Password changed', html`<h1>Password changed</h1>
+<p role="status">Your new password is set, and every browser that was signed in has been signed out.</p>
+<p><a href="/account">Sign in</a></p>`)
+    : layout(site, 'Link not valid', html`<h1>This link cannot be used</h1>
+<p role="alert">It has already been used, or it has expired. Ask your administrator for a new one.</p>`);
 }

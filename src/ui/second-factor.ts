@@ -6,7 +6,7 @@
  * the CSP allows as 'self'.
  */
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, passkeyScripts } from './pages.ts';
+import { csrfField, layout, passkeyScripts , type Site } from './pages.ts';
 
 const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
 
@@ -21,8 +21,8 @@ export interface CodePageView {
 }
 
 /** After a correct password, for a person with one-time codes on. */
-export function secondFactorPage(view: CodePageView): string {
-  return layout('Enter your code', html`<h1>Enter your code</h1>
+export function secondFactorPage(site: Site, view: CodePageView): string {
+  return layout(site, 'Enter your code', html`<h1>Enter your code</h1>
 <p>Open your authenticator app and enter the 6-digit code it shows for Tessera. If you do not have your phone, enter one of your recovery codes.</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login/second-factor">
@@ -106,9 +106,9 @@ export interface TotpSetupView {
   readonly error?: string | undefined;
 }
 
-export function totpSetupPage(view: TotpSetupView): string {
+export function totpSetupPage(site: Site, view: TotpSetupView): string {
   const grouped = view.secret.replace(/(.{4})/g, '$1 ').trim();
-  return layout('Set up an authenticator app', html`<h1>Set up an authenticator app</h1>
+  return layout(site, 'Set up an authenticator app', html`<h1>Set up an authenticator app</h1>
 <p>Scan this code with your authenticator app, then enter the 6-digit code it shows.</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <p><img src="${view.qr}" alt="QR code for your authenticator app" width="200" height="200"></p>
@@ -121,8 +121,8 @@ ${csrfField(view.csrf)}
 </form>`);
 }
 
-export function recoveryCodesPage(codes: readonly string[]): string {
-  return layout('Your recovery codes', html`<h1>Your recovery codes</h1>
+export function recoveryCodesPage(site: Site, codes: readonly string[]): string {
+  return layout(site, 'Your recovery codes', html`<h1>Your recovery codes</h1>
 <p role="status" class="alert">One-time codes are on.</p>
 <p>If you lose your phone, each of these codes signs you in once in place of a code from the app. Keep them somewhere safe: they are shown only now.</p>
 <ul class="recovery-codes" aria-label="Recovery codes">${codes.map((code) => html`<li><code>${code}</code></li>`)}</ul>

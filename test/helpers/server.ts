@@ -21,7 +21,8 @@ export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 /**
  * Settings every test server and `tessera` command runs with: argon2id at its cheapest, since
  * hashing at the production cost (proved once, in test/cli.test.ts) was most of the time of
- * every sign-in in the suite.
+ * every sign-in in the suite; and no drain delay on SIGTERM, which would make every stop of a
+ * served process wait (the delay itself is tested in test/readiness.test.ts).
  */
 export const TEST_ENV: Readonly<Record<string, string>> = {
   TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1',
@@ -34,6 +35,7 @@ export const TEST_ENV: Readonly<Record<string, string>> = {
   // test/device-authorization.test.ts sets and proves the limits.
   TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000',
   TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000',
+  TESSERA_SHUTDOWN_DELAY: '0',
 };
 
 /**

@@ -9,6 +9,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { AuditEvent } from '../../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
@@ -1261,6 +1262,133 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('operators: users, sessions and reset links', () => {
+      it('updates the name and e-mail given, leaves the others, and clears one set to null', async () => {
+        const user = await givenUser({ name: 'Ada', email: 'ada@example.com' });
+        assert.equal(await store.users.update(user.id, { name: 'Ada Lovelace' }), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, name: 'Ada Lovelace' });
+        assert.equal(await store.users.update(user.id, { email: null }), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, name: 'Ada Lovelace', email: null });
+        assert.equal(await store.users.update('no-such-user', { name: 'x' }), false);
+      });
+
+      it('replaces the password hash, and returns false for an unknown id', async () => {
+        const user = await givenUser();
+        assert.equal(await store.users.setPasswordHash(user.id, '$argon2id$new'), true);
+        assert.equal((await store.users.get(user.id))?.passwordHash, '$argon2id$new');
+        assert.equal(await store.users.setPasswordHash('no-such-user', 'x'), false);
+      });
+
+      it("ends every session of one user, but the one kept, and no one else's", async () => {
+        const [user, other] = [await givenUser(), await givenUser()];
+        const [first, second, kept] = [await givenSession(user.id), await givenSession(user.id), await givenSession(user.id)];
+        const others = await givenSession(other.id);
+        assert.deepEqual((await store.sessions.removeForUser(user.id, kept.idHash)).map((session) => session.idHash).sort(), [first.idHash, second.idHash].sort());
+        assert.equal(await store.sessions.get(first.idHash, T0), null);
+        assert.equal(await store.sessions.get(second.idHash, T0), null);
+        assert.deepEqual(await store.sessions.get(kept.idHash, T0), kept);
+        assert.deepEqual(await store.sessions.get(others.idHash, T0), others);
+        assert.deepEqual(await store.sessions.removeForUser(user.id), [kept]);
+        assert.equal(await store.sessions.get(kept.idHash, T0), null);
+      });
+
+      it('removes a user with their grants, codes, refresh tokens, device decisions and sessions, in one transaction', async () => {
+        const client = await givenClient();
+        const user = await givenUser();
+        const grant = await givenGrant(client.id, user.id);
+        const code = await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id });
+        const refresh = await givenRefreshToken({ clientId: client.id, userId: user.id, grantId: grant.id });
+        const device = await givenDevice({ clientId: client.id });
+        await store.devices.decide(device.userCode, { approve: true, userId: user.id, authTime: T0, grantId: grant.id }, T0);
+        const session = await givenSession(user.id);
+        await store.passwordResets.create({ tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null });
+        const kept = await givenGrant(client.id, (await givenUser()).id);
+
+        await store.transaction(async (tx) => {
+          await tx.sessions.removeForUser(user.id);
+          await tx.devices.removeForUser(user.id);
+          assert.equal(await tx.grants.removeForUser(user.id), 1);
+          assert.equal(await tx.users.remove(user.id), true);
+        });
+        assert.equal(await store.users.get(user.id), null);
+        assert.equal(await store.grants.get(grant.id), null);
+        assert.equal(await store.codes.find(code.hash), null);
+        assert.equal(await store.refreshTokens.find(refresh.hash), null);
+        assert.equal(await store.devices.findByUserCode(device.userCode, T0), null);
+        assert.equal(await store.sessions.get(session.idHash, T0), null);
+        assert.deepEqual(await store.grants.get(kept.id), kept);
+        assert.equal(await store.users.remove(user.id), false);
+      });
+
+      it('uses a reset link up once: one of two racing callers gets it, and never an expired one', async () => {
+        const user = await givenUser();
+        const reset = { tokenHash: unique('reset'), userId: user.id, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null };
+        await store.passwordResets.create(reset);
+        assert.deepEqual(await store.passwordResets.find(reset.tokenHash, T0), reset);
+        const [a, b] = await Promise.all([store.passwordResets.consume(reset.tokenHash, T0 + 1), store.passwordResets.consume(reset.tokenHash, T0 + 1)]);
+        assert.deepEqual([a, b].filter((record) => record !== null), [{ ...reset, usedAt: T0 + 1 }]);
+        assert.equal(await store.passwordResets.find(reset.tokenHash, T0 + 2), null);
+
+        const late = { ...reset, tokenHash: unique('reset') };
+        await store.passwordResets.create(late);
+        assert.equal(await store.passwordResets.find(late.tokenHash, late.expiresAt), null);
+        assert.equal(await store.passwordResets.consume(late.tokenHash, late.expiresAt), null);
+      });
+
+      it('counts the device requests still waiting for a decision', async () => {
+        const at = Date.UTC(2031, 0, 1);
+        const before = await store.devices.countPending(at);
+        const device = await givenDevice({ createdAt: at, expiresAt: at + 10 * MINUTE });
+        await givenDevice({ createdAt: at - HOUR, expiresAt: at - 1 });
+        assert.equal(await store.devices.countPending(at), before + 1);
+        await store.devices.decide(device.userCode, { approve: false }, at);
+        assert.equal(await store.devices.countPending(at), before);
+      });
+    });
+
+    describe('events', () => {
+      const event = (overrides: Partial<AuditEvent>): AuditEvent => ({
+        id: unique('event'),
+        type: 'signin.succeeded',
+        at: T0,
+        userId: null,
+        username: null,
+        clientId: null,
+        grantId: null,
+        ip: null,
+        userAgent: null,
+        detail: {},
+        ...overrides,
+      });
+
+      it('returns stored events with every field, newest first, filtered by user, username, client, type and time', async () => {
+        const [userId, clientId] = [unique('user-id'), unique('client-id')];
+        const signIn = event({ userId, username: 'alice', ip: '192.0.2.1', userAgent: 'Firefox', at: T0 + 1 });
+        const consent = event({ type: 'consent.given', userId, clientId, grantId: unique('grant'), at: T0 + 2, detail: { scope: 'openid', n: 1, ok: true, none: null } });
+        const failed = event({ type: 'signin.failed', username: 'alice', at: T0 + 3, detail: { reason: 'unknown_user' } });
+        const other = event({ type: 'consent.given', userId: unique('user-id'), clientId, at: T0 + 4 });
+        for (const stored of [signIn, consent, failed, other]) await store.events.add(stored);
+
+        assert.deepEqual(await store.events.list({ userId, limit: 10 }), [consent, signIn]);
+        assert.deepEqual(await store.events.list({ userId, username: 'alice', limit: 10 }), [failed, consent, signIn]);
+        assert.deepEqual(await store.events.list({ username: 'alice', limit: 10 }), [failed, signIn], 'by the username recorded alone');
+        assert.deepEqual(await store.events.list({ clientId, limit: 10 }), [other, consent]);
+        assert.deepEqual(await store.events.list({ clientId, type: 'consent.given', since: T0 + 3, limit: 10 }), [other]);
+        assert.deepEqual(await store.events.list({ userId, limit: 1 }), [consent]);
+      });
+
+      it('purges events older than their own cutoff, only when one is given', async () => {
+        const start = Date.UTC(2002, 0, 1);
+        const userId = unique('user-id');
+        const [old, recent] = [event({ userId, at: start - 1 }), event({ userId, at: start })];
+        await store.events.add(old);
+        await store.events.add(recent);
+        await store.purgeExpired(start);
+        assert.equal((await store.events.list({ userId, limit: 10 })).length, 2, 'not without eventsBefore');
+        assert.equal(await store.purgeExpired(start - 10 * 365 * 24 * HOUR, { eventsBefore: start }), 1);
+        assert.deepEqual(await store.events.list({ userId, limit: 10 }), [recent]);
+      });
+    });
     secondFactorContract({ store: () => store, unique, givenUser, givenClient, givenGrant });
 
     describe('purgeExpired', () => {
@@ -1327,12 +1455,12 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const code = await givenCode({ clientId: client.id, userId: user.id, grantId: revokedGone.id, expiresAt: cutoff + HOUR });
         const token = await givenRefreshToken({ clientId: client.id, userId: user.id, grantId: spentGone.id, expiresAt: cutoff + HOUR });
 
-        assert.equal(await store.purgeExpired(start - HOUR, cutoff), 3);
+        assert.equal(await store.purgeExpired(start - HOUR, { grantsBefore: cutoff }), 3);
         for (const gone of [revokedGone, spentGone, unusedGone]) assert.equal(await store.grants.get(gone.id), null);
         for (const kept of [revokedKept, spentKept, unusedKept]) assert.ok(await store.grants.get(kept.id));
         assert.equal(await store.codes.find(code.hash), null);
         assert.equal(await store.refreshTokens.find(token.hash), null);
-        assert.equal(await store.purgeExpired(start - HOUR, cutoff), 0);
+        assert.equal(await store.purgeExpired(start - HOUR, { grantsBefore: cutoff }), 0);
       });
 
       it(`deletes more expired rows than one batch of ${PURGE_BATCH_SIZE} holds`, async () => {

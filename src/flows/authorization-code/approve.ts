@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { type SessionRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import { redirectToClient, type AuthorizationRequest } from './request.ts';
@@ -17,8 +18,8 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
   const now = deps.clock.now();
   const code = randomToken(32);
   // One transaction: a code never refers to a grant that was not stored, nor is a grant
-  // grown without the code it was approved for.
-  await deps.store.transaction(async (tx) => {
+  // grown without the code it was approved for, nor either without its events.
+  await transactionWithEvents(deps, async (tx, record) => {
     const grant = await tx.grants.remember(
       {
         id: randomUUID(),
@@ -46,12 +47,16 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       consumedAt: null,
       dpopJkt: request.dpopJkt,
     });
+    const about = { userId: session.userId, clientId: request.client.id, grantId: grant.id };
+    await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });
+    await record({ type: 'code.issued', ...about });
   });
   return redirectToClient(request.redirectUri, deps.config.issuer, request.state, { code });
 }
 
 /** The user declined (RFC 6749 §4.1.2.1: access_denied). */
-export function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest): string {
+export async function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
+  await deps.events.emit({ type: 'consent.denied', userId: session.userId, clientId: request.client.id, detail: { scope: request.scope.join(' ') } });
   return redirectToClient(request.redirectUri, deps.config.issuer, request.state, {
     error: 'access_denied',
     error_description: 'the user denied the request',

@@ -18,7 +18,7 @@ export type NextStep<S> =
   | { readonly kind: 'consent'; readonly signedIn: S; readonly scopes: readonly string[]; readonly more: boolean }
   /** Approved: by the person now, or by their remembered consent, or for a first-party app. */
   | { readonly kind: 'approve'; readonly signedIn: S }
-  | { readonly kind: 'deny' }
+  | { readonly kind: 'deny'; readonly signedIn: S }
   /** A decision that is neither approve nor deny. */
   | { readonly kind: 'invalid-decision' };
 
@@ -92,7 +92,7 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   const reauthenticate = decision === null && (request.prompt.includes('login') || request.prompt.includes('select_account') || tooOld);
   if (!signedIn || reauthenticate) return { kind: 'sign-in' };
   if (decision === 'approve') return { kind: 'approve', signedIn };
-  if (decision === 'deny') return { kind: 'deny' };
+  if (decision === 'deny') return { kind: 'deny', signedIn };
   if (decision !== null) return { kind: 'invalid-decision' };
   // prompt=consent: "The Authorization Server SHOULD prompt the End-User for consent before
   // returning information to the Client", whatever was approved before.

@@ -5,6 +5,7 @@ import { CODE_VERIFIER_PATTERN, hashSecret, s256 } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
+import { transactionWithEvents } from '../events.ts';
 import { tokenTarget } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
 
@@ -53,7 +54,12 @@ export const authorizationCodeGrant: TokenGrant = {
       if (found.consumedAt !== null) {
         // RFC 6749 §4.1.2: if a code is used more than once, the server SHOULD revoke all
         // tokens previously issued based on that code.
-        await deps.store.grants.revoke(found.grantId, now);
+        await transactionWithEvents(deps, async (tx, record) => {
+          const about = { userId: found.userId, clientId: found.clientId, grantId: found.grantId };
+          const revoked = await tx.grants.revoke(found.grantId, now);
+          await record({ type: 'code.replayed', ...about });
+          if (revoked) await record({ type: 'grant.revoked', ...about, detail: { by: 'code_replay' } });
+        });
         throw new OAuthError('invalid_grant', 'authorization code has already been used');
       }
       if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
@@ -90,6 +96,7 @@ export const authorizationCodeGrant: TokenGrant = {
     if (redeemed.sid !== null && tokens.id_token !== undefined) {
       await deps.store.sessions.addClient(redeemed.sid, client.id, now + deps.config.lifetimes.session * 1000);
     }
+    await deps.events.emit({ type: 'code.redeemed', userId: user.id, username: user.username, clientId: client.id, grantId: redeemed.grantId });
     return tokens;
   },
 };

@@ -105,6 +105,7 @@ export async function startDeviceAuthorization(
       dpopJkt: origin.dpopJkt ?? null,
     });
     if (!stored) continue;
+    await deps.events.emit({ type: 'device.started', clientId: client.id, ip: origin.ip, userAgent: origin.userAgent, detail: { scope: scope.join(' ') } });
     return {
       device_code: deviceCode,
       user_code: formatUserCode(userCode),

@@ -44,6 +44,9 @@ export const deviceCodeGrant: TokenGrant = {
       case 'expired':
         // §3.5 expired_token: 'The "device_code" has expired, and the device authorization
         // session has concluded.'
+        if (polled.record.status === 'pending') {
+          await deps.events.emit({ type: 'device.expired', clientId: client.id, ip: polled.record.requestIp, userAgent: polled.record.requestUserAgent });
+        }
         throw new OAuthError('expired_token', 'the device code has expired; start again');
       case 'consumed':
         // §3.5: tokens are issued once; the device code was then spent.
@@ -78,6 +81,8 @@ export const deviceCodeGrant: TokenGrant = {
     const target = await tokenTarget(deps.store, grant, params['resource']);
     // §3.5: "the token endpoint responds with a success response defined in Section 5.1 of
     // [RFC6749]". There is no nonce: the device flow has no authorization request to carry one.
-    return deps.tokens.issue({ client, user, ...target, grantId: record.grantId, authTime: record.authTime, nonce: null, dpopJkt: proof?.jkt ?? null });
+    const response = await deps.tokens.issue({ client, user, ...target, grantId: record.grantId, authTime: record.authTime, nonce: null, dpopJkt: proof?.jkt ?? null });
+    await deps.events.emit({ type: 'device.consumed', userId: user.id, username: user.username, clientId: client.id, grantId: record.grantId });
+    return response;
   },
 };

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
+import { transactionWithEvents } from '../events.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import type { FlowDeps } from '../types.ts';
 import { networkOf } from './proximity.ts';
@@ -60,7 +61,12 @@ export type Decision =
       /** Throws when this session may not approve for the request's client (the sign-in policy). */
       readonly check?: (client: ClientRecord) => void;
     }
-  | { readonly approve: false };
+  | { readonly approve: false; readonly userId: string };
+
+/** Where the device asked from, beside the approver's own address in a device event. */
+function deviceDetail(record: DeviceAuthorizationRecord): Record<string, string | null> {
+  return { device_ip: record.requestIp, device_user_agent: record.requestUserAgent, scope: record.scope.join(' ') };
+}
 
 function limitsFor(deps: FlowDeps, attempt: CodeAttempt): { key: string; limit: number; scope: LockScope }[] {
   const settings = deps.config.userCode;
@@ -91,6 +97,7 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   ]);
   if (isRefusal(guess)) {
     const scope = limits.find((limit) => limit.key === guess.limit.key)!.scope;
+    await deps.events.emit({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: scope } });
     return { kind: 'locked', scope, retryAfterSeconds: guess.retryAfterSeconds };
   }
   // Over the server's rate, every lookup waits: guessing slows for everyone, and no one is
@@ -132,6 +139,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
 
   if (!decision.approve) {
     const denied = await deps.store.devices.decide(record.userCode, { approve: false }, now);
+    if (denied) await deps.events.emit({ type: 'device.denied', userId: decision.userId, clientId: record.clientId, detail: deviceDetail(record) });
     return denied ? { kind: 'done', approved: false, record: denied, client } : settledState(deps, record.userCode);
   }
 
@@ -140,8 +148,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
   // and a decision lost to another (or to expiry) takes the grant back with it.
   const { session } = decision;
   const grantId = randomUUID();
-  const approved = await deps.store
-    .transaction(async (tx) => {
+  const approved = await transactionWithEvents(deps, async (tx, recordEvent) => {
       await tx.grants.create({
         id: grantId,
         userId: session.userId,
@@ -160,6 +167,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
         now,
       );
       if (!decided) throw new DecisionLost();
+      await recordEvent({ type: 'device.approved', userId: session.userId, clientId: record.clientId, grantId, detail: deviceDetail(record) });
       return decided;
     })
     .catch((error: unknown) => {

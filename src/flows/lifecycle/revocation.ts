@@ -3,6 +3,7 @@
  */
 import { hashSecret } from '../../core/crypto.ts';
 import type { ClientRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { looksLikeJwt } from './access-token.ts';
 
@@ -17,11 +18,23 @@ export async function revokeToken(deps: FlowDeps, client: ClientRecord, token: s
     const claims = await deps.tokens.readAccessToken(token);
     // RFC 7009 §2.1: the server "verifies whether the token was issued to the client making
     // the revocation request". Another client's token is left alone, silently.
-    if (claims && claims.client_id === client.id) await deps.store.accessTokens.revoke(claims.jti, claims.exp * 1000);
+    if (claims && claims.client_id === client.id) {
+      await transactionWithEvents(deps, async (tx, record) => {
+        await tx.accessTokens.revoke(claims.jti, claims.exp * 1000);
+        await record({ type: 'token.revoked', userId: claims.sub, clientId: client.id, grantId: claims.gid, detail: { token_type: 'access_token', jti: claims.jti } });
+      });
+    }
     return;
   }
   const refresh = await deps.store.refreshTokens.find(hashSecret(token));
   // RFC 7009 §2.1: for a refresh token the server "SHOULD also invalidate all access tokens
   // based on the same authorization grant": revoking the grant ends them all.
-  if (refresh && refresh.clientId === client.id) await deps.store.grants.revoke(refresh.grantId, deps.clock.now());
+  if (refresh && refresh.clientId === client.id) {
+    await transactionWithEvents(deps, async (tx, record) => {
+      const about = { userId: refresh.userId, clientId: client.id, grantId: refresh.grantId };
+      const revoked = await tx.grants.revoke(refresh.grantId, deps.clock.now());
+      await record({ type: 'token.revoked', ...about, detail: { token_type: 'refresh_token' } });
+      if (revoked) await record({ type: 'grant.revoked', ...about, detail: { by: 'client' } });
+    });
+  }
 }

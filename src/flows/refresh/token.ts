@@ -7,6 +7,7 @@ import { OAuthError } from '../../core/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
 import { type RefreshTokenRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import { tokenTarget } from '../resources.ts';
 import type { FlowDeps, TokenGrant } from '../types.ts';
 
@@ -31,7 +32,12 @@ function requestedScope(raw: string | undefined, granted: readonly string[]): re
  */
 async function refusal(deps: FlowDeps, token: RefreshTokenRecord, now: number): Promise<OAuthError> {
   if (token.rotatedAt !== null) {
-    await deps.store.grants.revoke(token.grantId, now);
+    await transactionWithEvents(deps, async (tx, record) => {
+      const about = { userId: token.userId, clientId: token.clientId, grantId: token.grantId };
+      const revoked = await tx.grants.revoke(token.grantId, now);
+      await record({ type: 'refresh.reuse_detected', ...about });
+      if (revoked) await record({ type: 'grant.revoked', ...about, detail: { by: 'reuse_detection' } });
+    });
     return new OAuthError('invalid_grant', 'refresh token has already been used; the authorization is revoked');
   }
   if (token.expiresAt <= now) return new OAuthError('invalid_grant', 'refresh token has expired');
@@ -73,6 +79,8 @@ export const refreshTokenGrant: TokenGrant = {
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    return deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope, dpopJkt: proof?.jkt ?? null });
+    const response = await deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope, dpopJkt: proof?.jkt ?? null });
+    await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });
+    return response;
   },
 };

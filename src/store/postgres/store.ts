@@ -378,7 +378,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         throw storeError(error);
       }
     },
-    purgeExpired: (before, grantsBefore) => purgeExpired(runPool, before, grantsBefore),
+    purgeExpired: (before, cutoffs) => purgeExpired(runPool, before, cutoffs),
     async close() {
       await stopListening();
       if (!pool.ended) await pool.end();

@@ -41,6 +41,7 @@ export function secondFactorStores(d: Dialect, q: Runner): SecondFactorStores {
         const row = await q.one('consumeWebauthnChallenge', { challengeHash, purpose, now });
         return row === undefined ? null : rows.webauthnChallengeFromRow(row);
       },
+      removeForUser: async (userId) => void (await q.changed('removeWebauthnChallengesForUser', { userId })),
     },
 
     totp: {
@@ -80,6 +81,7 @@ export function secondFactorStores(d: Dialect, q: Runner): SecondFactorStores {
         const row = await q.one('consumePendingSignIn', { idHash, now });
         return row === undefined ? null : rows.pendingSignInFromRow(row);
       },
+      removeForUser: async (userId) => void (await q.changed('removePendingSignInsForUser', { userId })),
     },
   };
 }

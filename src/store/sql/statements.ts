@@ -104,6 +104,13 @@ export function statements(d: Dialect) {
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
     listUsers: 'SELECT * FROM users ORDER BY created_at, id',
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
+    // A field not given keeps its value: CASE on a flag, since null is a value to set.
+    updateUser: `
+      UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
+                       email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END
+      WHERE id = :id`,
+    setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
+    removeUser: 'DELETE FROM users WHERE id = :id',
 
     insertSession: `
       INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at, ip, user_agent, amr)
@@ -113,7 +120,7 @@ export function statements(d: Dialect) {
     listSessionsForUser: `
       SELECT * FROM sessions WHERE user_id = :userId AND expires_at > :now
       ORDER BY created_at DESC, id_hash`,
-    removeSessionsForUser: 'DELETE FROM sessions WHERE user_id = :userId RETURNING *',
+    removeSessionsForUser: 'DELETE FROM sessions WHERE user_id = :userId AND id_hash <> :except RETURNING *',
     addSessionClient: `
       INSERT INTO session_clients (sid, client_id, expires_at) VALUES (:sid, :clientId, :expiresAt)
       ON CONFLICT (sid, client_id) DO UPDATE SET expires_at = ${d.greatest('session_clients.expires_at', 'excluded.expires_at')}`,
@@ -148,6 +155,8 @@ export function statements(d: Dialect) {
       UPDATE grants SET last_used_at = ${d.greatest('COALESCE(last_used_at, 0)', ':now')},
                         active_until = ${d.greatest('COALESCE(active_until, 0)', ':activeUntil')}
       WHERE id = :id AND revoked_at IS NULL`,
+    // Codes and refresh tokens go with them: ON DELETE CASCADE.
+    removeGrantsForUser: 'DELETE FROM grants WHERE user_id = :userId',
 
     insertRefreshToken: `
       INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt)
@@ -229,6 +238,32 @@ export function statements(d: Dialect) {
       UPDATE pushed_requests SET decided_at = :now
       WHERE hash = :hash AND client_id = :clientId AND browser = :browser AND decided_at IS NULL AND expires_at > :now
       RETURNING *`,
+    countPendingDevices: `SELECT COUNT(*) AS pending FROM device_authorizations WHERE status = 'pending' AND expires_at > :now`,
+    removeDevicesForUser: 'DELETE FROM device_authorizations WHERE user_id = :userId',
+    removeWebauthnChallengesForUser: 'DELETE FROM webauthn_challenges WHERE user_id = :userId',
+    removePendingSignInsForUser: 'DELETE FROM pending_sign_ins WHERE user_id = :userId',
+
+    insertPasswordReset: `
+      INSERT INTO password_resets (token_hash, user_id, created_at, expires_at, used_at)
+      VALUES (:tokenHash, :userId, :createdAt, :expiresAt, :usedAt)`,
+    getPasswordReset: 'SELECT * FROM password_resets WHERE token_hash = :tokenHash AND used_at IS NULL AND expires_at > :now',
+    consumePasswordReset: `
+      UPDATE password_resets SET used_at = :now
+      WHERE token_hash = :tokenHash AND used_at IS NULL AND expires_at > :now
+      RETURNING *`,
+
+    insertEvent: `
+      INSERT INTO events (id, type, at, user_id, username, client_id, grant_id, ip, user_agent, detail)
+      VALUES (:id, :type, :at, :userId, :username, :clientId, :grantId, :ip, :userAgent, :detail)`,
+    // Each filter is off when its parameter is null; the casts tell PostgreSQL the types.
+    listEvents: `
+      SELECT * FROM events
+      WHERE ((CAST(:userId AS TEXT) IS NULL AND CAST(:username AS TEXT) IS NULL) OR user_id = :userId OR username = :username)
+        AND (CAST(:clientId AS TEXT) IS NULL OR client_id = :clientId)
+        AND (CAST(:type AS TEXT) IS NULL OR type = :type)
+        AND (${d.bigint(':since')} IS NULL OR at >= :since)
+      ORDER BY at DESC, id DESC
+      LIMIT :limit`,
 
     // A fixed window that starts at the first hit after the previous window ended.
     hitRateLimit: `
@@ -300,13 +335,15 @@ export function statements(d: Dialect) {
         OR (revoked_at IS NULL AND remembered = FALSE AND active_until < :before)
         OR (revoked_at IS NULL AND remembered = FALSE AND active_until IS NULL AND created_at < :before))`,
     ),
+    purgePasswordResets: d.purge('password_resets', 'token_hash', 'expires_at < :before'),
+    purgeEvents: d.purge('events', 'id', 'at < :before'),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets'] as const satisfies readonly StatementName[];
 
 /**
  * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one

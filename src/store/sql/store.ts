@@ -6,7 +6,7 @@
 
 import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
-import { DuplicateError, type ClientChanges, type Stores } from '../types.ts';
+import { DuplicateError, type ClientChanges, type PurgeCutoffs, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
 import { secondFactorStores } from './second-factor.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
@@ -99,6 +99,16 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       findByUsername: (username) => first('getUserByUsername', { username }, user),
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+      update: (id, changes) =>
+        changedAny('updateUser', {
+          id,
+          setName: changes.name === undefined ? 0 : 1,
+          name: changes.name ?? null,
+          setEmail: changes.email === undefined ? 0 : 1,
+          email: changes.email ?? null,
+        }),
+      setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),
+      remove: (id) => changedAny('removeUser', { id }),
     },
 
     sessions: {
@@ -106,7 +116,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       get: (idHash, now) => first('getSession', { idHash, now }, (row) => rows.sessionFromRow(row, read)),
       remove: (idHash) => first('removeSession', { idHash }, (row) => rows.sessionFromRow(row, read)),
       listForUser: (userId, now) => every('listSessionsForUser', { userId, now }, (row) => rows.sessionFromRow(row, read)),
-      removeForUser: (userId) => every('removeSessionsForUser', { userId }, (row) => rows.sessionFromRow(row, read)),
+      // No session id hashes to the empty string.
+      removeForUser: (userId, except) => every('removeSessionsForUser', { userId, except: except ?? '' }, (row) => rows.sessionFromRow(row, read)),
       addClient: (sid, clientId, expiresAt) => write('addSessionClient', { sid, clientId, expiresAt }),
       takeClients: (sid) => every('takeSessionClients', { sid }, (row) => rows.text(row, 'client_id')),
     },
@@ -145,6 +156,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       },
       findRemembered: (userId, clientId) => first('findRememberedGrant', { userId, clientId }, grant),
       recordUse: (id, now, activeUntil) => changedAny('recordGrantUse', { id, now, activeUntil }),
+      removeForUser: (userId) => q.changed('removeGrantsForUser', { userId }),
     },
 
     refreshTokens: {
@@ -184,6 +196,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       poll: (deviceCodeHash, clientId, now, dpopJkt = null) =>
         first('pollDevice', { deviceCodeHash, clientId, now, dpopJkt }, (row) => ({ outcome: rows.pollOutcomeFromRow(row), record: device(row) })),
       find: (deviceCodeHash) => first('getDevice', { deviceCodeHash }, device),
+      // COUNT(*) is a bigint in PostgreSQL, which the driver reads as a number.
+      countPending: async (now) => (await first('countPendingDevices', { now }, (row) => Number(row['pending']))) ?? 0,
+      removeForUser: (userId) => q.changed('removeDevicesForUser', { userId }),
     },
 
     dpopProofs: {
@@ -255,6 +270,28 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       setPrivateJwk: (kid, privateJwk) => write('setKeyPrivateJwk', { kid, privateJwk: JSON.stringify(privateJwk) }),
     },
 
+    passwordResets: {
+      create: (reset) => write('insertPasswordReset', { ...reset }),
+      find: (tokenHash, now) => first('getPasswordReset', { tokenHash, now }, rows.passwordResetFromRow),
+      consume: (tokenHash, now) => first('consumePasswordReset', { tokenHash, now }, rows.passwordResetFromRow),
+    },
+
+    events: {
+      add: (event) => write('insertEvent', { ...event, detail: JSON.stringify(event.detail) }),
+      list: (filter) =>
+        every(
+          'listEvents',
+          {
+            userId: filter.userId ?? null,
+            username: filter.username ?? null,
+            clientId: filter.clientId ?? null,
+            type: filter.type ?? null,
+            since: filter.since ?? null,
+            limit: filter.limit,
+          },
+          (row) => rows.eventFromRow(row, read),
+        ),
+    },
     ...secondFactorStores(d, q),
   };
 }
@@ -263,10 +300,11 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
  * `Store.purgeExpired`: batch after batch, each committed before the next starts (on
  * SQLite, an answer waits for its commit), so that other writers wait at most one batch.
  */
-export async function purgeExpired(q: Runner, before: number, grantsBefore?: number): Promise<number> {
+export async function purgeExpired(q: Runner, before: number, cutoffs: PurgeCutoffs = {}): Promise<number> {
   const purges: [StatementName, number][] = PURGES.map((name) => [name, before]);
+  if (cutoffs.eventsBefore !== undefined) purges.push(['purgeEvents', cutoffs.eventsBefore]);
   // Grants last: their codes and refresh tokens go with them, and are purged by then anyway.
-  if (grantsBefore !== undefined) purges.push(['purgeGrants', grantsBefore]);
+  if (cutoffs.grantsBefore !== undefined) purges.push(['purgeGrants', cutoffs.grantsBefore]);
   let deleted = 0;
   for (const [name, cutoff] of purges) {
     for (;;) {

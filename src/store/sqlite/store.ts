@@ -131,7 +131,7 @@ function sqliteStore(db: DatabaseSync): Store {
   return {
     ...sqlStores(sqliteDialect, outside),
     transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
-    purgeExpired: (before, grantsBefore) => purgeExpired(outside, before, grantsBefore),
+    purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs),
     close: () =>
       batch.outside(() => {
         if (!db.isOpen) return;

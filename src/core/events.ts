@@ -1,0 +1,203 @@
+/**
+ * The audit trail's one seam: a flow reports what happened (`events.emit({ type:
+ * 'device.approved', userId, clientId, grantId })`) and the listeners decide what becomes of
+ * it: one JSON log line, a row in the `events` table, the metrics. The models are
+ * node-oidc-provider's `provider.on('grant.success')` and Keycloak's event listeners.
+ *
+ * An event names who and what it concerns (user, client, grant, the request's address and
+ * user agent) and never a secret: no password, code, token or session id, nor their hashes.
+ */
+
+import { randomUUID } from 'node:crypto';
+import type { Clock } from './clock.ts';
+
+/** Every event there is: the list is closed, so `tessera events --type` can refuse a typo. */
+export const EVENT_TYPES = [
+  'signin.succeeded',
+  'signin.failed',
+  /** Refused without checking the password: too many failures for the username or address. */
+  'signin.locked',
+  'logout',
+  'password.changed',
+  'consent.given',
+  'consent.denied',
+  'device.started',
+  'device.approved',
+  'device.denied',
+  /** The device polled after its request expired without a decision. */
+  'device.expired',
+  /** The device received its tokens (the approval was used up). */
+  'device.consumed',
+  /** A typed user code refused without looking: too many wrong codes from the browser or address (RFC 8628 §5.1). */
+  'device.code_entry_locked',
+  'code.issued',
+  'code.redeemed',
+  /** A used authorization code was presented again (RFC 6749 §4.1.2): its grant is revoked. */
+  'code.replayed',
+  'refresh.rotated',
+  /** A rotated refresh token was presented again (RFC 9700 §4.14.2): its grant is revoked. */
+  'refresh.reuse_detected',
+  /** An access token revoked through RFC 7009. */
+  'token.revoked',
+  /** A grant revoked, with `detail.by`: who or what revoked it. */
+  'grant.revoked',
+  'user.created',
+  'user.updated',
+  'user.disabled',
+  'user.enabled',
+  'user.removed',
+  'user.password_set',
+  'user.reset_link_created',
+  'user.password_reset',
+  'client.created',
+  'client.updated',
+  'client.secret_rotated',
+  'client.removed',
+  'resource.created',
+  'resource.removed',
+  'keys.rotated',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** Who or what revoked a grant (`grant.revoked`'s `detail.by`). */
+export type RevokedBy = 'user' | 'client' | 'operator' | 'reuse_detection' | 'code_replay';
+
+/** A value in an event's details: never a secret. */
+export type DetailValue = string | number | boolean | null;
+
+/** One event as it is logged and stored. */
+export interface AuditEvent {
+  readonly id: string;
+  readonly type: EventType;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+  /** The user it concerns (the OIDC `sub`), when one is known. */
+  readonly userId: string | null;
+  /** The user's username, where the flow has it (a failed sign-in names what was typed). */
+  readonly username: string | null;
+  readonly clientId: string | null;
+  readonly grantId: string | null;
+  /** The address of the request that caused it; null for the command line. */
+  readonly ip: string | null;
+  readonly userAgent: string | null;
+  /** Facts particular to the type: why a sign-in failed, who revoked a grant, which grant issued tokens. */
+  readonly detail: Readonly<Record<string, DetailValue>>;
+}
+
+/** What a flow says; the seam adds the id, the time and the request's origin. */
+export interface EventInput {
+  readonly type: EventType;
+  readonly userId?: string | null;
+  readonly username?: string | null;
+  readonly clientId?: string | null;
+  readonly grantId?: string | null;
+  /** Given by a flow that knows better than the request (the device's own address). */
+  readonly ip?: string | null;
+  readonly userAgent?: string | null;
+  readonly detail?: Readonly<Record<string, DetailValue>>;
+}
+
+/** Where events are stored: the store's events table, or a transaction's view of it. */
+export interface EventWriter {
+  add(event: AuditEvent): Promise<void>;
+}
+
+/** Told of every event once it is stored (and committed): the log line, the metrics. */
+export type EventListener = (event: AuditEvent) => void;
+
+/** The request an event came from. */
+export interface RequestOrigin {
+  readonly ip: string | null;
+  readonly userAgent: string | null;
+}
+
+/** User agents are kept to this length: they are the client's to make long. */
+const MAX_USER_AGENT_LENGTH = 512;
+
+const NO_ORIGIN: RequestOrigin = { ip: null, userAgent: null };
+
+/**
+ * The seam the flows are given. `emit` stores an event and tells the listeners; a change
+ * made in a transaction `record`s its event through the transaction's writer, so that the
+ * two commit or roll back together, and `publish`es it once the transaction has committed.
+ */
+export class Events {
+  readonly #clock: Clock;
+  readonly #writer: EventWriter;
+  readonly #listeners: readonly EventListener[];
+  readonly #origin: RequestOrigin;
+
+  constructor(clock: Clock, writer: EventWriter, listeners: readonly EventListener[], origin: RequestOrigin = NO_ORIGIN) {
+    this.#clock = clock;
+    this.#writer = writer;
+    this.#listeners = listeners;
+    this.#origin = origin;
+  }
+
+  /** The same seam, filling in the address and user agent of the request being served. */
+  forRequest(origin: RequestOrigin): Events {
+    return new Events(this.#clock, this.#writer, this.#listeners, origin);
+  }
+
+  /** The event as it will be stored. */
+  make(input: EventInput): AuditEvent {
+    const userAgent = input.userAgent !== undefined ? input.userAgent : this.#origin.userAgent;
+    return {
+      id: randomUUID(),
+      type: input.type,
+      at: this.#clock.now(),
+      userId: input.userId ?? null,
+      username: input.username ?? null,
+      clientId: input.clientId ?? null,
+      grantId: input.grantId ?? null,
+      ip: input.ip !== undefined ? input.ip : this.#origin.ip,
+      userAgent: userAgent === null ? null : userAgent.slice(0, MAX_USER_AGENT_LENGTH) || null,
+      detail: input.detail ?? {},
+    };
+  }
+
+  /** Stores an event that stands alone (its change is one statement, already made) and tells the listeners. */
+  async emit(input: EventInput): Promise<void> {
+    const event = this.make(input);
+    await this.#writer.add(event);
+    this.publish(event);
+  }
+
+  /** Stores an event through `writer`, a transaction's: call `publish` with it once that has committed. */
+  async record(writer: EventWriter, input: EventInput): Promise<AuditEvent> {
+    const event = this.make(input);
+    await writer.add(event);
+    return event;
+  }
+
+  /** Tells the listeners; a listener that throws is not allowed to fail the request. */
+  publish(...events: readonly AuditEvent[]): void {
+    for (const event of events) {
+      for (const listener of this.#listeners) {
+        try {
+          listener(event);
+        } catch {
+          // A broken log or metric must not undo what the user did; the row is stored.
+        }
+      }
+    }
+  }
+}
+
+/** The event as one JSON object for the log: snake_case, null fields left out. */
+export function eventLogFields(event: AuditEvent): Record<string, unknown> {
+  const fields: Record<string, unknown> = { event: event.type, event_id: event.id, at: new Date(event.at).toISOString() };
+  if (event.userId !== null) fields['user_id'] = event.userId;
+  if (event.username !== null) fields['username'] = event.username;
+  if (event.clientId !== null) fields['client_id'] = event.clientId;
+  if (event.grantId !== null) fields['grant_id'] = event.grantId;
+  if (event.ip !== null) fields['ip'] = event.ip;
+  if (event.userAgent !== null) fields['user_agent'] = event.userAgent;
+  if (Object.keys(event.detail).length > 0) fields['detail'] = event.detail;
+  return fields;
+}

@@ -1,0 +1,22 @@
+import type { AuditEvent, EventInput } from '../core/events.ts';
+import type { Stores } from '../store/types.ts';
+import type { FlowDeps } from './types.ts';
+
+/** Records an event inside the transaction it describes. */
+export type RecordEvent = (input: EventInput) => Promise<void>;
+
+/**
+ * Runs `work` as one store transaction in which the events it records are written too, so
+ * that a change is never committed without its event, nor an event without its change;
+ * the events reach the log and the metrics once the transaction has committed.
+ */
+export async function transactionWithEvents<T>(deps: Pick<FlowDeps, 'store' | 'events'>, work: (tx: Stores, record: RecordEvent) => Promise<T>): Promise<T> {
+  const recorded: AuditEvent[] = [];
+  const result = await deps.store.transaction((tx) =>
+    work(tx, async (input) => {
+      recorded.push(await deps.events.record(tx.events, input));
+    }),
+  );
+  deps.events.publish(...recorded);
+  return result;
+}

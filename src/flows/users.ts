@@ -1,0 +1,153 @@
+/**
+ * What operators (the `tessera user` commands) and people (`/account`, a reset link) do to
+ * accounts. Each change and its event are one transaction; a change that takes access away
+ * (disabling, removing, a new password) ends the user's browser sessions in it too. Tokens
+ * need nothing more: every check of an access or refresh token reads the user and the
+ * grant from the store, so on every instance they stop working with the next request.
+ */
+import { hashSecret, randomToken } from '../core/crypto.ts';
+import { hashPassword, verifyPassword } from '../core/password.ts';
+import type { PasswordResetRecord, UserRecord } from '../store/types.ts';
+import { transactionWithEvents } from './events.ts';
+import type { FlowDeps } from './types.ts';
+
+/** What account changes need: no token issuer, so the command line can run them. */
+export type AccountDeps = Pick<FlowDeps, 'store' | 'clock' | 'config' | 'events'>;
+
+/** Passwords shorter than this are refused (NIST SP 800-63B §5.1.1.1: at least 8). */
+export const MIN_PASSWORD_LENGTH = 8;
+/** Longer ones are refused too: argon2 would hash them, but nobody types more. */
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** Where a reset link leads: a page on the issuer that asks for the new password. */
+export const RESET_PATH = '/reset-password';
+/** `tessera user reset-link` default: a link lasts an hour. */
+export const DEFAULT_RESET_TTL_SECONDS = 3600;
+
+/** Why a password cannot be used, or null. */
+export function passwordProblem(password: string): string | null {
+  if (password.length < MIN_PASSWORD_LENGTH) return `the password must be at least ${MIN_PASSWORD_LENGTH} characters`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `the password must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  return null;
+}
+
+const about = (user: UserRecord) => ({ userId: user.id, username: user.username });
+
+/** Disables (ending every session at once) or enables an account. */
+export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<void> {
+  await transactionWithEvents(deps, async (tx, record) => {
+    await tx.users.setDisabled(user.id, disabled);
+    const ended = disabled ? (await tx.sessions.removeForUser(user.id)).length : 0;
+    // A sign-in waiting for its one-time code would otherwise still complete.
+    if (disabled) await tx.pendingSignIns.removeForUser(user.id);
+    await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended, by: 'operator' } : { by: 'operator' } });
+  });
+}
+
+/**
+ * Removes an account and everything issued to it: its sessions, its device requests, its
+ * grants (with their codes and refresh tokens), its passkeys, one-time code secret and
+ * recovery codes, and its reset links. Its events stay.
+ */
+export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<void> {
+  await transactionWithEvents(deps, async (tx, record) => {
+    await tx.sessions.removeForUser(user.id);
+    await tx.pendingSignIns.removeForUser(user.id);
+    await tx.devices.removeForUser(user.id);
+    await tx.passkeys.removeAllForUser(user.id);
+    await tx.webauthnChallenges.removeForUser(user.id);
+    await tx.totp.remove(user.id);
+    await tx.recoveryCodes.removeAllForUser(user.id);
+    const grants = await tx.grants.removeForUser(user.id);
+    await tx.users.remove(user.id);
+    await record({ type: 'user.removed', ...about(user), detail: { grants_removed: grants, by: 'operator' } });
+  });
+}
+
+/** Changes the name or e-mail address (null clears one). */
+export async function updateUser(deps: AccountDeps, user: UserRecord, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<void> {
+  await transactionWithEvents(deps, async (tx, record) => {
+    await tx.users.update(user.id, changes);
+    await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
+  });
+}
+
+/**
+ * Sets a new password and ends the user's sessions, but `keepSession` (the browser that
+ * changed it). The hash is computed first: a transaction awaits nothing but the store.
+ */
+async function replacePassword(
+  deps: AccountDeps,
+  user: UserRecord,
+  password: string,
+  type: 'user.password_set' | 'password.changed',
+  keepSession?: string,
+): Promise<void> {
+  const hash = await hashPassword(password, deps.config.passwordHash);
+  await transactionWithEvents(deps, async (tx, record) => {
+    await tx.users.setPasswordHash(user.id, hash);
+    const ended = (await tx.sessions.removeForUser(user.id, keepSession)).length;
+    await record({ type, ...about(user), detail: { sessions_ended: ended } });
+  });
+}
+
+/** An operator sets the password (`tessera user set-password`). */
+export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string): Promise<void> {
+  await replacePassword(deps, user, password, 'user.password_set');
+}
+
+export type PasswordChange = { readonly kind: 'done' } | { readonly kind: 'wrong_password' } | { readonly kind: 'invalid'; readonly problem: string };
+
+/** The person changes their own password, proving they know the current one; their other sessions end. */
+export async function changePassword(deps: AccountDeps, user: UserRecord, sessionIdHash: string, current: string, next: string): Promise<PasswordChange> {
+  if (!(await verifyPassword(current.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash))) return { kind: 'wrong_password' };
+  const problem = passwordProblem(next);
+  if (problem) return { kind: 'invalid', problem };
+  await replacePassword(deps, user, next, 'password.changed', sessionIdHash);
+  return { kind: 'done' };
+}
+
+/**
+ * A single-use link on the issuer where the person sets a new password. Only the token's
+ * hash is stored; the link is shown once.
+ */
+export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSeconds: number): Promise<{ url: string; expiresAt: number }> {
+  const token = randomToken(32);
+  const now = deps.clock.now();
+  const expiresAt = now + ttlSeconds * 1000;
+  await transactionWithEvents(deps, async (tx, record) => {
+    await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
+    await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
+  });
+  return { url: `${deps.config.issuer}${RESET_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt };
+}
+
+/** The live reset link `token` names, or null (unknown, used or expired). */
+export async function findResetLink(deps: AccountDeps, token: string): Promise<PasswordResetRecord | null> {
+  if (token.length === 0 || token.length > 128) return null;
+  return deps.store.passwordResets.find(hashSecret(token), deps.clock.now());
+}
+
+export type ResetResult = { readonly kind: 'done'; readonly user: UserRecord } | { readonly kind: 'invalid_link' } | { readonly kind: 'invalid'; readonly problem: string };
+
+/**
+ * Uses a reset link: exactly one caller uses it up (one conditional UPDATE), in the same
+ * transaction as the new password, the end of every session and the event.
+ */
+export async function resetPassword(deps: AccountDeps, token: string, password: string): Promise<ResetResult> {
+  const problem = passwordProblem(password);
+  if (problem) return { kind: 'invalid', problem };
+  const found = await findResetLink(deps, token);
+  const user = found ? await deps.store.users.get(found.userId) : null;
+  if (!found || !user || user.disabled) return { kind: 'invalid_link' };
+  const hash = await hashPassword(password, deps.config.passwordHash);
+  const used = await transactionWithEvents(deps, async (tx, record) => {
+    const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
+    if (!reset) return false;
+    await tx.users.setPasswordHash(reset.userId, hash);
+    const ended = (await tx.sessions.removeForUser(reset.userId)).length;
+    await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: ended } });
+    return true;
+  });
+  return used ? { kind: 'done', user } : { kind: 'invalid_link' };
+}

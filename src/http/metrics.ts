@@ -1,0 +1,176 @@
+/**
+ * Prometheus metrics (text format, through prom-client), served on a listener of their own
+ * (`TESSERA_METRICS_PORT`, loopback unless `TESSERA_METRICS_HOST` says otherwise) so that
+ * they are never public by accident. What each means, and alerts on them:
+ * docs/operations.md. The counters of what happened are listeners on the event seam
+ * (core/events.ts), so that a metric and the audit trail can never disagree.
+ */
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuditEvent, EventListener } from '../core/events.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
+import type { Store } from '../store/types.ts';
+
+/** Request and store durations are milliseconds to a few seconds: buckets from 1 ms to 5 s. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** Which grant type an event's tokens were issued through. */
+const TOKEN_EVENTS: Partial<Record<AuditEvent['type'], string>> = {
+  'code.redeemed': GRANT_AUTHORIZATION_CODE,
+  'refresh.rotated': GRANT_REFRESH_TOKEN,
+  'device.consumed': GRANT_DEVICE_CODE,
+};
+
+const DEVICE_OUTCOMES: Partial<Record<AuditEvent['type'], string>> = {
+  'device.approved': 'approved',
+  'device.denied': 'denied',
+  'device.expired': 'expired',
+  'device.consumed': 'consumed',
+};
+
+/** One registry per server, so that several servers in one process (the tests) count apart. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #http: Histogram<'method' | 'route' | 'status_class'>;
+  readonly #store: Histogram<'operation'>;
+  readonly #tokens: Counter<'grant'>;
+  readonly #devices: Counter<'outcome'>;
+  readonly #signInFailures: Counter;
+  readonly #lockouts: Counter<'kind'>;
+  readonly #reuse: Counter;
+  #countPending: (() => Promise<number>) | null = null;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.#http = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, by route pattern and status class',
+      labelNames: ['method', 'route', 'status_class'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#store = new Histogram({
+      name: 'tessera_store_operation_duration_seconds',
+      help: 'Time one store call took (one statement, or a whole transaction), by operation',
+      labelNames: ['operation'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#tokens = new Counter({ name: 'tessera_tokens_issued_total', help: 'Token responses issued, by grant type', labelNames: ['grant'], registers });
+    this.#devices = new Counter({
+      name: 'tessera_device_authorizations_total',
+      help: 'Device authorizations that ended a step: approved, denied, expired (polled after expiring undecided) or consumed (tokens issued)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#signInFailures = new Counter({ name: 'tessera_signin_failures_total', help: 'Sign-ins refused for a wrong username or password, or a disabled account', registers });
+    this.#lockouts = new Counter({
+      name: 'tessera_lockouts_total',
+      help: 'Attempts refused without checking because a guessing limit was reached: sign_in (passwords) or user_code (device codes)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.#reuse = new Counter({ name: 'tessera_refresh_reuse_detected_total', help: 'Rotated refresh tokens presented again; each revoked its grant', registers });
+    const countPending = () => this.#countPending;
+    new Gauge({
+      name: 'tessera_device_authorizations_pending',
+      help: 'Device authorizations waiting for a person to approve or deny them',
+      registers,
+      // Every worker reads the same store: summed over workers it would count each one N times.
+      aggregator: 'max',
+      async collect() {
+        const count = countPending();
+        // An unreachable store leaves the last value; the scrape itself still answers.
+        if (count) this.set(await count().catch(() => NaN));
+      },
+    });
+    // Present from the first scrape, at zero, so that rate() and absent() work at once.
+    for (const grant of Object.values(TOKEN_EVENTS)) this.#tokens.inc({ grant: grant! }, 0);
+    for (const outcome of Object.values(DEVICE_OUTCOMES)) this.#devices.inc({ outcome: outcome! }, 0);
+    for (const kind of ['sign_in', 'user_code']) this.#lockouts.inc({ kind }, 0);
+  }
+
+  /** Counts what an event says happened. */
+  readonly listener: EventListener = (event) => {
+    const grant = TOKEN_EVENTS[event.type];
+    if (grant) this.#tokens.inc({ grant });
+    const outcome = DEVICE_OUTCOMES[event.type];
+    if (outcome) this.#devices.inc({ outcome });
+    if (event.type === 'signin.failed') this.#signInFailures.inc();
+    else if (event.type === 'signin.locked') this.#lockouts.inc({ kind: 'sign_in' });
+    else if (event.type === 'device.code_entry_locked') this.#lockouts.inc({ kind: 'user_code' });
+    else if (event.type === 'refresh.reuse_detected') this.#reuse.inc();
+  };
+
+  /** The pending-device gauge reads the store at each scrape. */
+  countPendingDevices(count: () => Promise<number>): void {
+    this.#countPending = count;
+  }
+
+  /** Times every request of `app` by its route pattern (never the raw URL, which carries codes). */
+  instrument(app: FastifyInstance): void {
+    app.addHook('onResponse', async (request, reply) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      this.#http.observe({ method: request.method, route, status_class: `${Math.floor(reply.statusCode / 100)}xx` }, reply.elapsedTime / 1000);
+    });
+  }
+
+  /** The store with every call timed, by `concern.method` (and `transaction` for a whole one). */
+  instrumentStore(store: Store): Store {
+    const timed = <A extends unknown[], R>(operation: string, call: (...args: A) => Promise<R>) => {
+      const histogram = this.#store.labels(operation);
+      return (...args: A): Promise<R> => {
+        const started = performance.now();
+        const done = () => histogram.observe((performance.now() - started) / 1000);
+        const result = call(...args);
+        result.then(done, done);
+        return result;
+      };
+    };
+    const wrapped: Record<string, unknown> = {};
+    for (const [concern, methods] of Object.entries(store)) {
+      if (typeof methods === 'function') {
+        wrapped[concern] = concern === 'close' ? methods : timed(concern, methods as (...args: unknown[]) => Promise<unknown>);
+        continue;
+      }
+      wrapped[concern] = Object.fromEntries(
+        Object.entries(methods as Record<string, (...args: unknown[]) => Promise<unknown>>).map(([name, method]) => [name, timed(`${concern}.${name}`, method)]),
+      );
+    }
+    return wrapped as unknown as Store;
+  }
+}
+
+/**
+ * Serves `GET /metrics` on its own listener. Rejects with one clear line when the address
+ * cannot be bound (in use, not this machine's).
+ */
+export async function serveMetrics(
+  registry: { readonly contentType: string; metrics(): Promise<string> },
+  host: string,
+  port: number,
+): Promise<{ server: Server; url: string }> {
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (body) => response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(body),
+      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${error instanceof Error ? error.message : String(error)}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new Error(`TESSERA_METRICS_PORT: cannot listen on ${host}:${port} (${error.code ?? error.message})`)),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return { server, url: `http://${shown}:${address.port}/metrics` };
+}

@@ -1,0 +1,48 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { RawParams } from '../core/protocol.ts';
+import { findResetLink, RESET_PATH, resetPassword } from '../flows/users.ts';
+import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
+import { forRequest, type AppDeps } from './deps.ts';
+import { rawForm } from './form.ts';
+import { checkCsrf, csrfToken } from './session.ts';
+
+function single(params: RawParams, name: string): string {
+  const value = params[name];
+  return typeof value === 'string' ? value.slice(0, 256) : '';
+}
+
+/**
+ * The page a reset link (`tessera user reset-link`) leads to: the person sets a new
+ * password; the link then stops working and every session of theirs ends.
+ */
+export const passwordRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const site = deps.config.site;
+
+  app.get(RESET_PATH, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
+    const token = single(request.query as RawParams, 'token');
+    const link = await findResetLink(deps, token);
+    const user = link ? await deps.store.users.get(link.userId) : null;
+    if (!user || user.disabled) return reply.status(400).send(resetDonePage(site, false));
+    return reply.send(resetPasswordPage(site, { csrf: csrfToken(deps.config, request, reply), token, username: user.username }));
+  });
+
+  app.post(RESET_PATH, { config: { page: true } }, async (request, reply) => {
+    const form = rawForm(request);
+    checkCsrf(deps.config, request, form['csrf_token']);
+    reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
+    const token = single(form, 'token');
+    const password = typeof form['new_password'] === 'string' ? form['new_password'] : '';
+    const result = await resetPassword(forRequest(deps, request), token, password);
+    if (result.kind === 'invalid_link') return reply.status(400).send(resetDonePage(site, false));
+    if (result.kind === 'invalid') {
+      const link = await findResetLink(deps, token);
+      const user = link ? await deps.store.users.get(link.userId) : null;
+      if (!user) return reply.status(400).send(resetDonePage(site, false));
+      return reply
+        .status(400)
+        .send(resetPasswordPage(site, { csrf: csrfToken(deps.config, request, reply), token, username: user.username, error: `This password cannot be used: ${result.problem}.` }));
+    }
+    return reply.send(resetDonePage(site, true));
+  });
+};

@@ -1,0 +1,185 @@
+/**
+ * Operators manage users from the command line (`tessera user …`): a disabled or removed
+ * user is signed out and their tokens stop working at once on every instance; a reset link
+ * sets a password once; a person changes their own password at /account.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FormBrowser } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
+import { text } from './helpers/device.ts';
+import { deviceSignIn, OFFLINE_SCOPES, refreshRaw, signInRaw, withRefresh } from './helpers/lifecycle.ts';
+import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+describe('tessera user: operators manage accounts', () => {
+  let dir: string;
+  let database: string;
+  let one: TestServer;
+  let two: TestServer;
+  let app: TestClient;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-users-'));
+    database = join(dir, 'tessera.db');
+    // Two instances sharing one store, as behind a load balancer.
+    one = await startTestServer({ database });
+    two = await startTestServer({ database });
+    app = await one.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+  });
+  after(async () => {
+    await one.close();
+    await two.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const cli = (args: string[], stdin = '') => runTessera(args, { TESSERA_DATABASE: database, TESSERA_ISSUER: one.url }, stdin);
+  const introspect = async (server: TestServer, token: string) =>
+    (await postForm(`${server.url}/oauth/introspect`, { token }, { authorization: basic(app.clientId, app.clientSecret) })).body['active'];
+
+  /** A browser signed in at `server`, showing /account. */
+  async function signedInBrowser(server: TestServer, user: TestUser): Promise<FormBrowser> {
+    const browser = new FormBrowser(server.url);
+    const page = await browser.signIn(await browser.follow(await browser.request('/login?return_to=%2Faccount')), user);
+    assert.equal(page.status, 200);
+    assert.match(page.html, /Connected apps and devices/);
+    return browser;
+  }
+
+  // Both instances read sessions, users and grants from the store on every request; the
+  // same with two processes on PostgreSQL: test/multi-instance.test.ts.
+  it("disabling a user ends their browser session and their refresh token and introspection fail at once", async () => {
+    const user = await one.addUser({ username: 'mallory' });
+    const tokens = await signInRaw(one, app, user, 'openid offline_access');
+    // Signed in at the other instance: sessions live in the shared store.
+    const browser = await signedInBrowser(two, user);
+    assert.equal(await introspect(one, tokens['access_token'] as string), true);
+
+    const disabled = await cli(['user', 'disable', 'mallory']);
+    assert.equal(disabled.code, 0, disabled.stderr);
+    assert.match(disabled.stdout, /Disabled mallory/);
+
+    const refreshed = await refreshRaw(one, app, tokens['refresh_token'] as string);
+    assert.equal(refreshed.status, 400);
+    assert.equal(refreshed.body['error'], 'invalid_grant');
+    assert.equal(await introspect(one, tokens['access_token'] as string), false);
+    assert.equal(await introspect(one, tokens['refresh_token'] as string), false);
+    const account = await browser.request('/account');
+    assert.equal(account.status, 303, 'the session is gone: sent to sign in');
+    assert.equal(account.location, '/login?return_to=%2Faccount');
+
+    // Enabled again: the old session stays ended, and the person signs in afresh.
+    assert.equal((await cli(['user', 'enable', 'mallory'])).code, 0);
+    assert.equal((await browser.request('/account')).status, 303);
+    await signedInBrowser(two, user);
+    const listed = JSON.parse((await cli(['user', 'show', 'mallory', '--json'])).stdout) as Record<string, unknown>;
+    assert.equal(listed['disabled'], false);
+    assert.equal((listed['last_sign_in'] as Record<string, unknown>)['ip'], '127.0.0.1');
+  });
+
+  it('removing a user ends everything issued to them and their sign-in, and keeps their events', async () => {
+    const user = await one.addUser({ username: 'trent' });
+    const device = await deviceSignIn(one, app, user);
+    const browser = await signedInBrowser(two, user);
+    assert.equal((await cli(['user', 'remove', 'trent'])).code, 0);
+
+    assert.equal((await refreshRaw(one, app, device.refresh_token!)).body['error'], 'invalid_grant');
+    assert.equal(await introspect(one, device.access_token), false);
+    assert.equal((await browser.request('/account')).status, 303);
+    const again = new FormBrowser(one.url);
+    const login = await again.follow(await again.request('/login'));
+    assert.equal((await again.submit(login, '/login', { username: 'trent', password: user.password })).status, 401);
+    assert.equal((await cli(['user', 'show', 'trent'])).code, 1);
+    const events = JSON.parse((await cli(['events', '--user', 'trent', '--json'])).stdout) as { type: string }[];
+    assert.ok(events.some((event) => event.type === 'user.removed'));
+    assert.ok(events.some((event) => event.type === 'device.approved'), 'what they did stays on record');
+  });
+
+  it('lists, shows and updates users, as text and JSON', async () => {
+    await one.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' });
+    const list = JSON.parse((await cli(['user', 'list', '--json'])).stdout) as { username: string; email: string | null }[];
+    assert.ok(list.some((user) => user.username === 'grace' && user.email === 'grace@example.com'));
+    assert.match((await cli(['user', 'list'])).stdout, /^grace$/m);
+
+    const updated = await cli(['user', 'update', 'grace', '--name', 'Rear Admiral Hopper', '--email', '']);
+    assert.equal(updated.code, 0, updated.stderr);
+    const shown = JSON.parse((await cli(['user', 'show', 'grace', '--json'])).stdout) as Record<string, unknown>;
+    assert.equal(shown['name'], 'Rear Admiral Hopper');
+    assert.equal(shown['email'], null);
+    assert.match((await cli(['user', 'show', 'grace'])).stdout, /name: Rear Admiral Hopper/);
+  });
+
+  it('answers a command on an unknown user with one line and exit 1', async () => {
+    for (const args of [['user', 'show', 'nobody'], ['user', 'disable', 'nobody'], ['user', 'enable', 'nobody'], ['user', 'remove', 'nobody'], ['user', 'update', 'nobody', '--name', 'x'], ['user', 'reset-link', 'nobody']]) {
+      const result = await cli(args);
+      assert.equal(result.code, 1, args.join(' '));
+      assert.equal(result.stderr, 'tessera: no user named nobody\n');
+    }
+    const password = await cli(['user', 'set-password', 'nobody', '--password-stdin'], 'a long password\n');
+    assert.equal(password.code, 1);
+    assert.equal(password.stderr, 'tessera: no user named nobody\n');
+    assert.equal((await cli(['user', 'update', 'grace'])).code, 2, 'nothing to update is a usage error');
+    assert.equal((await cli(['user', 'reset-link', 'grace', '--ttl', 'soon'])).code, 2);
+  });
+
+  it('sets a password from standard input: the old one stops working and sessions end', async () => {
+    const user = await one.addUser({ username: 'oscar' });
+    const browser = await signedInBrowser(one, user);
+    const set = await cli(['user', 'set-password', 'oscar', '--password-stdin'], 'a brand new password\n');
+    assert.equal(set.code, 0, set.stderr);
+    assert.equal((await browser.request('/account')).status, 303);
+    await signedInBrowser(one, { ...user, password: 'a brand new password' });
+    const old = new FormBrowser(one.url);
+    const page = await old.follow(await old.request('/login'));
+    assert.equal((await old.submit(page, '/login', { username: 'oscar', password: user.password })).status, 401);
+    assert.equal((await cli(['user', 'set-password', 'oscar', '--password-stdin'], 'short\n')).code, 1);
+  });
+
+  it('prints a reset link that sets a new password once, on a page on the issuer', async () => {
+    const user = await one.addUser({ username: 'peggy' });
+    const browserBefore = await signedInBrowser(one, user);
+    const made = await cli(['user', 'reset-link', 'peggy', '--ttl', '600']);
+    assert.equal(made.code, 0, made.stderr);
+    const link = /^(http\S+)$/m.exec(made.stdout)?.[1];
+    assert.ok(link?.startsWith(`${one.url}/reset-password?token=`), made.stdout);
+    const token = new URL(link!).searchParams.get('token')!;
+    assert.equal(JSON.stringify(await one.store.events.list({ limit: 100 })).includes(token), false, 'the token is in no event');
+
+    const browser = new FormBrowser(one.url);
+    const form = await browser.request(link!);
+    assert.equal(form.status, 200);
+    assert.match(text(form), /Set a new password for peggy/);
+    const tooShort = await browser.submit(form, '/reset-password', { new_password: 'short' });
+    assert.equal(tooShort.status, 400);
+    assert.match(text(tooShort), /at least 8 characters/);
+    const done = await browser.submit(tooShort, '/reset-password', { new_password: 'peggy has a new password' });
+    assert.equal(done.status, 200, done.html);
+    assert.match(text(done), /Password changed/);
+
+    // Once only: the same link, opened or posted again, is refused.
+    const reopened = await new FormBrowser(one.url).request(link!);
+    assert.equal(reopened.status, 400);
+    assert.match(text(reopened), /This link cannot be used/);
+    const replayed = await browser.submit(form, '/reset-password', { new_password: 'someone else again' });
+    assert.equal(replayed.status, 400);
+    assert.equal((await browserBefore.request('/account')).status, 303, 'sessions from before the reset have ended');
+    await signedInBrowser(two, { ...user, password: 'peggy has a new password' });
+  });
+
+  it('lets a signed-in person change their own password at /account, ending their other sessions only', async () => {
+    const user = await one.addUser({ username: 'victor' });
+    const elsewhere = await signedInBrowser(two, user);
+    const browser = await signedInBrowser(one, user);
+    const account = await browser.request('/account');
+    const wrong = await browser.submit(account, '/account/password', { current_password: 'not it', new_password: 'victor changed it' });
+    assert.equal(wrong.status, 400);
+    assert.match(text(wrong), /The current password is incorrect/);
+    const changed = await browser.follow(await browser.submit(account, '/account/password', { current_password: user.password, new_password: 'victor changed it' }));
+    assert.equal(changed.status, 200);
+    assert.match(text(changed), /Password changed/);
+    assert.equal((await elsewhere.request('/account')).status, 303, 'the other browser is signed out');
+    assert.equal((await browser.request('/account')).status, 200, 'this one stays signed in');
+  });
+});

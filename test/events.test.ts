@@ -4,6 +4,9 @@
  * the address, and never a secret. /account shows a person their own sign-ins and approvals.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { outputMatches, runTessera, serveTessera } from './helpers/cli.ts';
@@ -164,7 +167,8 @@ describe('audit events (tessera events, /account)', () => {
 
 describe('audit events in the log', () => {
   it('writes each event as one JSON line, without the password', async () => {
-    const serving = await serveTessera([]);
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-events-log-'));
+    const serving = await serveTessera([], { TESSERA_DATABASE: join(dir, 'tessera.db') });
     try {
       const browser = new FormBrowser(serving.url);
       const page = await browser.follow(await browser.request('/login'));
@@ -178,6 +182,7 @@ describe('audit events in the log', () => {
       assert.equal(serving.output().stdout.includes('hunter2'), false);
     } finally {
       await serving.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1463,6 +1463,29 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.purgeExpired(start - HOUR, { grantsBefore: cutoff }), 0);
       });
 
+      it('keeps a live remembered grant past the grant cutoff, spent or never used, until it is revoked', async () => {
+        // Earlier than any other case's records, as above, so that the counts are exact.
+        const start = Date.UTC(1974, 0, 1);
+        const cutoff = start + 7 * 24 * HOUR;
+        const user = await givenUser({ createdAt: start });
+        const remembered = async () => {
+          const client = await givenClient({ createdAt: start });
+          return store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid'], authTime: start }, start);
+        };
+        // The person's consent: its tokens expired long ago, or it never issued any.
+        const spent = await remembered();
+        await store.grants.recordUse(spent.id, start, cutoff - 1);
+        const unused = await remembered();
+        assert.equal(await store.purgeExpired(start - HOUR, { grantsBefore: cutoff }), 0);
+        assert.ok(await store.grants.get(spent.id));
+        assert.ok(await store.grants.get(unused.id));
+        // Revoked (the account page), it goes like any other.
+        assert.equal(await store.grants.revoke(spent.id, cutoff - 1), true);
+        assert.equal(await store.purgeExpired(start - HOUR, { grantsBefore: cutoff }), 1);
+        assert.equal(await store.grants.get(spent.id), null);
+        assert.ok(await store.grants.get(unused.id));
+      });
+
       it(`deletes more expired rows than one batch of ${PURGE_BATCH_SIZE} holds`, async () => {
         const start = Date.UTC(1990, 0, 1);
         const user = await givenUser({ createdAt: start });

@@ -545,6 +545,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal((await store.grants.findRemembered(user.id, client.id))?.id, first.id);
       });
 
+      it('keeps on a remembered grant how the person signed in for its latest approval (amr, acr)', async () => {
+        const [client, user] = [await givenClient(), await givenUser()];
+        const approval = { userId: user.id, clientId: client.id, scope: ['openid'], authTime: T0 };
+        const first = await store.grants.remember({ ...approval, id: unique('grant'), amr: ['pwd'] }, T0);
+        assert.deepEqual([first.amr, first.acr], [['pwd'], undefined]);
+        // Approved again after a passkey sign-in, for a client that asked for acr_values.
+        const again = await store.grants.remember({ ...approval, id: unique('grant'), amr: ['hwk', 'mfa'], acr: 'phrh' }, T0 + HOUR);
+        assert.equal(again.id, first.id);
+        assert.deepEqual([again.amr, again.acr], [['hwk', 'mfa'], 'phrh']);
+      });
+
       it('remembers a new grant once the remembered one is revoked', async () => {
         const [client, user] = [await givenClient(), await givenUser()];
         const first = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid'], authTime: T0 }, T0);

@@ -59,14 +59,15 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     assert.equal((await tessera(['user', 'add', '--username', 'alan', '--password-stdin'], env, 'a long enough password\n')).code, 0);
     let store = await openStore(database);
     const now = Date.now();
-    const passkey = (id: string, userId: string) => ({ id, userId, name: 'Phone', publicKey: 'pQE', counter: 0, transports: [], deviceType: 'multiDevice' as const, backedUp: true, createdAt: now, lastUsedAt: null });
+    const passkey = (id: string, userId: string, name = 'Phone') => ({ id, userId, name, publicKey: 'pQE', counter: 0, transports: [], deviceType: 'multiDevice' as const, backedUp: true, createdAt: now, lastUsedAt: null });
     let grace: string;
     let alan: string;
     try {
       grace = (await store.users.findByUsername('grace'))!.id;
       alan = (await store.users.findByUsername('alan'))!.id;
       await store.passkeys.create(passkey('cred-1', grace));
-      await store.passkeys.create(passkey('cred-2', grace));
+      await store.passkeys.create({ ...passkey('cred-2', grace, 'YubiKey'), deviceType: 'singleDevice', backedUp: false });
+      await store.passkeys.recordUse('cred-2', { counter: 5, backedUp: false }, now + 1000);
       await store.passkeys.create(passkey('cred-3', alan));
       await store.totp.begin(grace, 'SECRET', now);
       await store.totp.confirm(grace, 1, now);
@@ -74,6 +75,22 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     } finally {
       await store.close();
     }
+    const shown = await tessera(['user', 'show', 'grace'], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    const at = (ms: number) => new Date(ms).toISOString();
+    assert.ok(shown.stdout.endsWith(`  passkeys: 2
+    Phone (synced): added ${at(now)}, last used never
+    YubiKey (this device only): added ${at(now)}, last used ${at(now + 1000)}
+  one-time codes: on, 2 of 10 recovery codes left
+`), shown.stdout);
+    const json = JSON.parse((await tessera(['user', 'show', 'grace', '--json'], env)).stdout) as { passkeys: unknown[]; one_time_codes: boolean; recovery_codes_left: number };
+    assert.deepEqual(json.passkeys, [
+      { id: 'cred-1', name: 'Phone', synced: true, created_at: at(now), last_used_at: null },
+      { id: 'cred-2', name: 'YubiKey', synced: false, created_at: at(now), last_used_at: at(now + 1000) },
+    ]);
+    assert.equal(json.one_time_codes, true);
+    assert.equal(json.recovery_codes_left, 2);
+
     const result = await tessera(['user', 'reset-second-factor', 'Grace'], env);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stdout, 'Removed 2 passkeys, one-time codes and recovery codes of grace. They sign in with their password until they set up a new one.\n');
@@ -87,6 +104,14 @@ describe('the tessera command: passkey-only clients and second factors', () => {
       await store.close();
     }
     assert.match((await tessera(['user', 'reset-second-factor', 'grace'], env)).stdout, /Removed 0 passkeys of grace/);
+    assert.match((await tessera(['user', 'show', 'grace'], env)).stdout, /\n {2}passkeys: none\n {2}one-time codes: off\n$/);
+    // Each reset is an audit event, the operator's.
+    const events = JSON.parse((await tessera(['events', '--type', 'second_factor.reset', '--json'], env)).stdout) as { user_id: string; username: string; detail: Record<string, unknown> }[];
+    assert.deepEqual(events.map((event) => [event.username, event.detail]), [
+      ['grace', { passkeys_removed: 0, totp_removed: false, by: 'operator' }],
+      ['grace', { passkeys_removed: 2, totp_removed: true, by: 'operator' }],
+    ]);
+    assert.ok(events.every((event) => event.user_id === grace));
   });
 
   it('refuses reset-second-factor for an unknown user (exit 1) or without a username (exit 2)', async () => {

@@ -166,12 +166,21 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const same = await signInWith(passkey, { counter: 2 });
     assertRefusedSignIn(same.answer, same.browser, 401, /looks like a copy/);
     assert.equal((await server.store.passkeys.get(passkey.id))?.counter, 2);
+    // An audit event names the owner, so `tessera events --type passkey.refused` finds the clone.
+    const refused = (await server.store.events.list({ userId: user.id, type: 'passkey.refused', limit: 10 })).filter((event) => event.detail['reason'] === 'cloned');
+    assert.deepEqual(refused.map((event) => [event.detail['stored_counter'], event.detail['received_counter']]), [[2, 2], [2, 1]]);
+    assert.equal(refused[0]!.detail['passkey'], 'Work laptop');
+    assert.ok(refused[0]!.ip);
     assert.equal((await signInWith(passkey, { counter: 3 })).answer.status, 303, 'the real authenticator goes on');
   });
 
   it('refuses a passkey that was never registered here', async () => {
+    clock.advance(1);
+    const since = clock.now();
     const { browser, answer } = await signInWith(new SoftwarePasskey());
     assertRefusedSignIn(answer, browser, 401, /not registered here/);
+    const events = await server.store.events.list({ type: 'passkey.refused', since, limit: 10 });
+    assert.deepEqual(events.map((event) => [event.userId, event.detail['reason']]), [[null, 'unknown_credential']]);
   });
 
   it('refuses answers that are not answers: no JSON, no response, no challenge, and never a 500', async () => {
@@ -196,6 +205,12 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.equal(removed.status, 303);
     assert.match((await browser.follow(removed)).html, /Passkey removed/);
     assert.equal(await server.store.passkeys.get(passkey.id), null);
+    const trail = await server.store.events.list({ userId: user.id, limit: 50 });
+    const added = trail.find((event) => event.type === 'passkey.added' && event.detail['passkey'] === 'Old phone');
+    assert.ok(added, 'the enrolment is an event');
+    assert.equal(added.detail['synced'], false);
+    const removal = trail.find((event) => event.type === 'passkey.removed');
+    assert.deepEqual(removal?.detail, { by: 'user' });
     const { answer, browser: after } = await signInWith(passkey);
     assertRefusedSignIn(answer, after, 401, /not registered here/);
   });

@@ -81,6 +81,14 @@ describe('one-time codes after the password', () => {
     assert.match(page.html, /One-time codes are on/);
     assert.match(page.html, /10 recovery codes are left/);
     assert.doesNotMatch(page.html, new RegExp(codes[0]!), 'shown only once');
+
+    // The audit trail: the wrong code during setup, then the enrolment; neither holds a code.
+    const [failed] = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 5 });
+    assert.deepEqual(failed?.detail, { reason: 'wrong_code', during: 'enrolment' });
+    assert.ok(failed?.ip, 'with the address it came from');
+    const [enabled] = await server.store.events.list({ userId: user.id, type: 'totp.enabled', limit: 5 });
+    assert.equal(enabled?.username, user.username);
+    assert.doesNotMatch(JSON.stringify(await server.store.events.list({ userId: user.id, limit: 50 })), new RegExp(`${secret}|${codes[0]}`));
   });
 
   it('asks for the code after the password; the right code signs in and the ID token says amr pwd, otp, mfa', async () => {
@@ -116,6 +124,8 @@ describe('one-time codes after the password', () => {
     const replay = await second.browser.submit(second.page, '/login/second-factor', { code });
     assert.equal(replay.status, 401);
     assert.match(replay.html, /used already/);
+    const [replayed] = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 5 });
+    assert.equal(replayed?.detail['reason'], 'replayed');
     assert.equal(second.browser.cookies.has('tessera_session'), false);
     // The previous step's code is older than the one used: refused too.
     const third = await signInWithPassword(server, user);
@@ -139,6 +149,9 @@ describe('one-time codes after the password', () => {
     }
     const locked = await browser.submit(current, '/login/second-factor', { code: right });
     assert.equal(locked.status, 429, 'locked: not even the right code is tried');
+    const failures = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 });
+    assert.deepEqual(failures.map((event) => event.detail['reason']).sort(), [...Array(10).fill('wrong_code'), 'locked'].sort(), 'each wrong code, and the lockout');
+    assert.ok(failures.every((event) => event.detail['during'] === 'sign_in'));
     const again = await signInWithPassword(server, user);
     assert.equal(again.page.status, 429, 'the password limit from this address is the same one');
     assert.match(again.page.html, /Too many wrong passwords for this username from your connection/);
@@ -154,6 +167,10 @@ describe('one-time codes after the password', () => {
     const reused = await second.browser.submit(second.page, '/login/second-factor', { code: recoveryCodes[3]! });
     assert.equal(reused.status, 401);
     assert.equal(second.browser.cookies.has('tessera_session'), false);
+    const used = await server.store.events.list({ userId: user.id, type: 'second_factor.recovery_code_used', limit: 5 });
+    assert.deepEqual(used.map((event) => event.detail), [{ recovery_codes_left: 9 }]);
+    const [refused] = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 5 });
+    assert.deepEqual(refused?.detail, { reason: 'wrong_code', during: 'sign_in' }, 'a used recovery code is a wrong code');
   });
 
   it('starts over when the code comes after TESSERA_SECOND_FACTOR_TIMEOUT, or with no sign-in waiting; never a 500', async () => {
@@ -183,8 +200,31 @@ describe('one-time codes after the password', () => {
     assert.equal(off.location, '/account?notice=totp-removed');
     assert.equal(await server.store.totp.get(user.id), null);
     assert.equal(await server.store.recoveryCodes.countUnused(user.id), 0);
+    const [disabled] = await server.store.events.list({ userId: user.id, type: 'totp.disabled', limit: 5 });
+    assert.deepEqual(disabled?.detail, { by: 'user' });
     const { page } = await signInWithPassword(server, user);
     assert.equal(page.status, 303);
+  });
+});
+
+describe('one-time codes under the operator\'s name (TESSERA_SITE_NAME)', () => {
+  it('tells people to look for the site\'s name in their app, on the setup page and after the password', async () => {
+    const clock = new ManualClock(Date.now());
+    const server = await startTestServer({ clock, env: { TESSERA_SITE_NAME: 'Acme Accounts' } });
+    try {
+      const user = await server.addUser();
+      const { browser, page } = await signInWithPassword(server, user);
+      const setup = await browser.submit(await browser.follow(page), '/account/totp/setup', {});
+      const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+      const wrong = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) === '000000' ? '111111' : '000000' });
+      assert.match(wrong.html, /Check that the app shows Acme Accounts, and enter its current code/);
+      assert.equal((await browser.submit(wrong, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
+      const asked = (await signInWithPassword(server, user)).page;
+      assert.match(asked.html, /the 6-digit code it shows for Acme Accounts\./);
+      for (const shown of [setup, wrong, asked]) assert.doesNotMatch(shown.html, /Tessera/);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -36,6 +36,8 @@ import {
   updateUser,
   type AccountDeps,
 } from '../flows/users.ts';
+import { listPasskeys } from '../flows/passkeys/authentication.ts';
+import { RECOVERY_CODE_COUNT, totpStatus } from '../flows/second-factor/codes.ts';
 import { resetSecondFactor } from '../flows/second-factor/reset.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
@@ -93,7 +95,7 @@ Commands:
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
-  user show USERNAME [--json]             Show a user, their approvals and last sign-in
+  user show USERNAME [--json]             Show a user, their approvals, last sign-in, passkeys and one-time codes
   user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
   user enable USERNAME                    Enable a disabled user again
   user remove USERNAME                    Remove a user and everything issued to them
@@ -792,11 +794,7 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
 async function userResetSecondFactor(config: Config, args: string[], io: Io): Promise<void> {
   const { positionals } = parse(args, {}, 1);
   const username = normalizeUsername(positionals[0]!);
-  const reset = await withStore(config, async (store) => {
-    const user = await store.users.findByUsername(username);
-    if (!user) throw new Error(`no user named ${username}`);
-    return resetSecondFactor(store, user.id);
-  });
+  const reset = await withStore(config, async (store) => resetSecondFactor(operatorDeps(config, store, io), await namedUser(store, username)));
   const passkeys = reset.passkeys === 1 ? '1 passkey' : `${reset.passkeys} passkeys`;
   io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
 }
@@ -863,17 +861,29 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
     const user = await namedUser(store, positionals[0]!);
     const grants = await store.grants.listForUser(user.id);
     const [lastSignIn] = await store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
-    return { user, grants: grants.length, lastSignIn: lastSignIn ?? null };
+    const [passkeys, totp] = await Promise.all([listPasskeys({ store }, user.id), totpStatus({ store }, user.id)]);
+    return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp };
   });
-  const { user, grants, lastSignIn } = shown;
+  const { user, grants, lastSignIn, passkeys, totp } = shown;
   if (values.json) {
     io.stdout(`${JSON.stringify({
       ...userJson(user),
       grants,
       last_sign_in: lastSignIn === null ? null : { at: new Date(lastSignIn.at).toISOString(), ip: lastSignIn.ip, user_agent: lastSignIn.userAgent },
+      passkeys: passkeys.map((passkey) => ({
+        id: passkey.id,
+        name: passkey.name,
+        synced: passkey.deviceType === 'multiDevice',
+        created_at: new Date(passkey.createdAt).toISOString(),
+        last_used_at: passkey.lastUsedAt === null ? null : new Date(passkey.lastUsedAt).toISOString(),
+      })),
+      one_time_codes: totp.enabled,
+      recovery_codes_left: totp.recoveryCodesLeft,
     })}\n`);
     return;
   }
+  const passkeyLines = passkeys.map((passkey) =>
+    `\n    ${passkey.name} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
   io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
   sub: ${user.id}
   name: ${user.name ?? '-'}
@@ -881,6 +891,8 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   created: ${when(user.createdAt)}
   approvals not revoked: ${grants}
   last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
+  passkeys: ${passkeys.length === 0 ? 'none' : passkeys.length}${passkeyLines.join('')}
+  one-time codes: ${totp.enabled ? `on, ${totp.recoveryCodesLeft} of ${RECOVERY_CODE_COUNT} recovery codes left` : 'off'}
 `);
 }
 

@@ -19,6 +19,25 @@ export const EVENT_TYPES = [
   'signin.locked',
   'logout',
   'password.changed',
+  /** A passkey registered at /account (WebAuthn §7.1). */
+  'passkey.added',
+  /** A passkey removed by its owner at /account. */
+  'passkey.removed',
+  /**
+   * A passkey sign-in refused; `detail.reason` says why. `cloned`: the signature counter did
+   * not increase (WebAuthn §6.1.1), the sign of a copied authenticator.
+   */
+  'passkey.refused',
+  /** One-time codes (TOTP) turned on at /account: the app's first code was right. */
+  'totp.enabled',
+  /** One-time codes turned off at /account; the recovery codes went with them. */
+  'totp.disabled',
+  /** A code refused after the password or while setting up an app; `detail.reason`: `wrong_code`, `replayed`, `locked`. */
+  'second_factor.failed',
+  /** A recovery code used in place of a one-time code (each works once). */
+  'second_factor.recovery_code_used',
+  /** An operator removed a person's passkeys, one-time codes and recovery codes. */
+  'second_factor.reset',
   'consent.given',
   'consent.denied',
   'device.started',

@@ -67,10 +67,10 @@ export class Metrics {
       labelNames: ['outcome'],
       registers,
     });
-    this.#signInFailures = new Counter({ name: 'tessera_signin_failures_total', help: 'Sign-ins refused for a wrong username or password, or a disabled account', registers });
+    this.#signInFailures = new Counter({ name: 'tessera_signin_failures_total', help: 'Sign-ins refused: a wrong username or password, a disabled account, a wrong or replayed one-time code, a refused passkey', registers });
     this.#lockouts = new Counter({
       name: 'tessera_lockouts_total',
-      help: 'Attempts refused without checking because a guessing limit was reached: sign_in (passwords) or user_code (device codes)',
+      help: 'Attempts refused without checking because a guessing limit was reached: sign_in (passwords), one_time_code (codes after the password) or user_code (device codes)',
       labelNames: ['kind'],
       registers,
     });
@@ -91,7 +91,7 @@ export class Metrics {
     // Present from the first scrape, at zero, so that rate() and absent() work at once.
     for (const grant of Object.values(TOKEN_EVENTS)) this.#tokens.inc({ grant: grant! }, 0);
     for (const outcome of Object.values(DEVICE_OUTCOMES)) this.#devices.inc({ outcome: outcome! }, 0);
-    for (const kind of ['sign_in', 'user_code']) this.#lockouts.inc({ kind }, 0);
+    for (const kind of ['sign_in', 'one_time_code', 'user_code']) this.#lockouts.inc({ kind }, 0);
   }
 
   /** Counts what an event says happened. */
@@ -100,8 +100,11 @@ export class Metrics {
     if (grant) this.#tokens.inc({ grant });
     const outcome = DEVICE_OUTCOMES[event.type];
     if (outcome) this.#devices.inc({ outcome });
-    if (event.type === 'signin.failed') this.#signInFailures.inc();
-    else if (event.type === 'signin.locked') this.#lockouts.inc({ kind: 'sign_in' });
+    if (event.type === 'signin.failed' || event.type === 'passkey.refused') this.#signInFailures.inc();
+    else if (event.type === 'second_factor.failed' && event.detail['during'] === 'sign_in') {
+      if (event.detail['reason'] === 'locked') this.#lockouts.inc({ kind: 'one_time_code' });
+      else this.#signInFailures.inc();
+    } else if (event.type === 'signin.locked') this.#lockouts.inc({ kind: 'sign_in' });
     else if (event.type === 'device.code_entry_locked') this.#lockouts.inc({ kind: 'user_code' });
     else if (event.type === 'refresh.reuse_detected') this.#reuse.inc();
   };

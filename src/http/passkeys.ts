@@ -9,7 +9,7 @@ import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { errorPage, PASSKEYS_SCRIPT_PATH, signInPage, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
 import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken, safeReturnTo } from './session.ts';
 import { beginSession } from './sign-in-session.ts';
@@ -85,13 +85,12 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
     if (!available) unavailable();
-    const result = await finishAuthentication(deps, single(form, 'response'));
+    // Every refusal is a `passkey.refused` event (and its log line).
+    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'));
     if (result.kind !== 'signed-in') {
       if (result.kind === 'cloned') {
         // WebAuthn §6.1.1: a counter that went backwards is the sign of a cloned authenticator.
         request.log.warn({ passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip }, 'passkey refused: signature counter did not increase (possible cloned authenticator)');
-      } else if (result.kind === 'rejected') {
-        request.log.info({ reason: result.reason, ip: request.ip }, 'passkey sign-in refused');
       }
       const { status, message } = SIGN_IN_FAILURES[result.kind];
       return signInFailed(request, reply, returnTo, status, message);
@@ -115,13 +114,12 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
-    const result = await finishRegistration(deps, signedIn.user, single(form, 'name'), single(form, 'response'));
+    const result = await finishRegistration(forRequest(deps, request), signedIn.user, single(form, 'name'), single(form, 'response'));
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
       return page(reply, status, errorPage(deps.config.site, 'The passkey was not added', message));
     }
-    request.log.info({ user: signedIn.user.id, passkey: result.passkey.id }, 'passkey added');
     return reply.redirect('/account?notice=passkey-added', 303);
   });
 
@@ -132,10 +130,9 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
     const id = single(form, 'passkey_id');
     // Someone else's passkey is answered exactly like one that does not exist.
-    if (id.length === 0 || id.length > 1366 || !(await removePasskey(deps, signedIn.user.id, id))) {
+    if (id.length === 0 || id.length > 1366 || !(await removePasskey(forRequest(deps, request), signedIn.user, id))) {
       throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });
     }
-    request.log.info({ user: signedIn.user.id, passkey: id }, 'passkey removed');
     return reply.redirect('/account?notice=passkey-removed', 303);
   });
 };

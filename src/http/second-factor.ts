@@ -15,7 +15,7 @@ import { signInPage } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
-import type { AppDeps } from './deps.ts';
+import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken, safeReturnTo } from './session.ts';
 import { beginSession } from './sign-in-session.ts';
@@ -181,7 +181,8 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
       }));
     }
     const retry = (status: number, error: string) => page(reply, status, secondFactorPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error }));
-    const result = await checkSecondFactor(deps, user.id, single(form, 'code'), signInLimits(deps, request, user.username));
+    // Every refused code is a `second_factor.failed` event (and its log line).
+    const result = await checkSecondFactor(forRequest(deps, request), user, single(form, 'code'), signInLimits(deps, request, user.username));
     switch (result.kind) {
       case 'locked':
         request.log.warn({ user: user.id, ip: request.ip }, 'one-time code entry locked after too many wrong attempts');
@@ -190,7 +191,6 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
         request.log.warn({ user: user.id, ip: request.ip }, 'a one-time code was used twice');
         return retry(401, 'That code has been used already. Wait for the next code in your app.');
       case 'wrong-code':
-        request.log.info({ user: user.id, ip: request.ip }, 'wrong one-time code');
         return retry(401, 'That code is not right. Check the code in your app, or enter a recovery code.');
       case 'accepted':
         break;
@@ -204,7 +204,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
   });
 
   async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: string) {
-    const uri = otpauthUri(new URL(deps.config.issuer).host, user.username, secret);
+    const uri = otpauthUri(deps.config.site.name, new URL(deps.config.issuer).hostname, user.username, secret);
     const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
     return page(reply, status, totpSetupPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), secret, qr, error }));
   }
@@ -224,7 +224,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
     const { user } = signedIn;
-    const result = await confirmTotpEnrolment(deps, user.id, single(form, 'code'), {
+    const result = await confirmTotpEnrolment(forRequest(deps, request), user, single(form, 'code'), {
       limits: [{ key: `totp-enrol:user:${user.id}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
       windowMs: ONE_TIME_CODE_LIMIT.windowMs,
     });
@@ -234,9 +234,8 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
       if (!pending || pending.confirmedAt !== null) throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
       return result.kind === 'locked'
         ? setupPage(request, reply, user, pending.secret, 429, 'Too many wrong codes. Wait a few minutes, then try again.')
-        : setupPage(request, reply, user, pending.secret, 400, 'That code is not right. Check that the app shows Tessera, and enter its current code.');
+        : setupPage(request, reply, user, pending.secret, 400, `That code is not right. Check that the app shows ${deps.config.site.name}, and enter its current code.`);
     }
-    request.log.info({ user: user.id }, 'one-time codes turned on');
     // The code proved the second factor in this browser: a password session now has both.
     if (!hasSecondFactor(sessionMethods(signedIn.session))) {
       await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
@@ -248,7 +247,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
-    if (await removeTotp(deps, signedIn.user.id)) request.log.info({ user: signedIn.user.id }, 'one-time codes turned off');
+    await removeTotp(forRequest(deps, request), signedIn.user);
     return reply.redirect('/account?notice=totp-removed', 303);
   });
 };

@@ -23,7 +23,7 @@ export interface CodePageView {
 /** After a correct password, for a person with one-time codes on. */
 export function secondFactorPage(site: Site, view: CodePageView): string {
   return layout(site, 'Enter your code', html`<h1>Enter your code</h1>
-<p>Open your authenticator app and enter the 6-digit code it shows for Tessera. If you do not have your phone, enter one of your recovery codes.</p>
+<p>Open your authenticator app and enter the 6-digit code it shows for ${site.name}. If you do not have your phone, enter one of your recovery codes.</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login/second-factor">
 ${csrfField(view.csrf)}

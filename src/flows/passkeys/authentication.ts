@@ -6,6 +6,7 @@
 import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON, type PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import type { AuthMethod } from '../../core/auth-methods.ts';
 import type { PasskeyRecord, UserRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
 
@@ -28,15 +29,45 @@ export type AuthenticationResult =
   | { readonly kind: 'challenge' }
   /** No passkey with this credential id (removed, or never registered here). */
   | { readonly kind: 'unknown-credential' }
-  | { readonly kind: 'rejected'; readonly reason: string }
+  /** The library or a check below refused it: another origin or RP ID, a bad signature, … */
+  | { readonly kind: 'rejected'; readonly reason: string; readonly passkey: PasskeyRecord }
   /**
    * §6.1.1: the signature counter did not move forward. "This is a signal that the
    * authenticator may be cloned": refused, and logged by the caller.
    */
   | { readonly kind: 'cloned'; readonly passkey: PasskeyRecord; readonly counter: number }
-  | { readonly kind: 'disabled' };
+  | { readonly kind: 'disabled'; readonly passkey: PasskeyRecord };
 
+/** Why each refusal is recorded (`passkey.refused`'s `detail.reason`). */
+const REFUSAL_REASONS: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, string>> = {
+  malformed: 'malformed',
+  challenge: 'challenge',
+  'unknown-credential': 'unknown_credential',
+  rejected: 'rejected',
+  cloned: 'cloned',
+  disabled: 'disabled',
+};
+
+/** Checks a passkey's answer; every refusal is an audit event, naming the owner when the passkey is known. */
 export async function finishAuthentication(deps: FlowDeps, raw: string): Promise<AuthenticationResult> {
+  const result = await checkAssertion(deps, raw);
+  if (result.kind !== 'signed-in') {
+    const passkey = 'passkey' in result ? result.passkey : null;
+    await deps.events.emit({
+      type: 'passkey.refused',
+      userId: passkey?.userId ?? null,
+      detail: {
+        reason: REFUSAL_REASONS[result.kind],
+        ...(passkey ? { passkey: passkey.name } : {}),
+        ...(result.kind === 'rejected' ? { error: result.reason.slice(0, 200) } : {}),
+        ...(result.kind === 'cloned' ? { stored_counter: result.passkey.counter, received_counter: result.counter } : {}),
+      },
+    });
+  }
+  return result;
+}
+
+async function checkAssertion(deps: FlowDeps, raw: string): Promise<AuthenticationResult> {
   const parsed = parseResponse(raw);
   if (!parsed) return { kind: 'malformed' };
   const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'authenticate');
@@ -46,7 +77,7 @@ export async function finishAuthentication(deps: FlowDeps, raw: string): Promise
   // §7.2 step 6: the user handle, when the authenticator returns one, names the owner.
   const userHandle = (parsed.value['response'] as Record<string, unknown>)['userHandle'];
   if (userHandle !== undefined && userHandle !== null && userHandle !== Buffer.from(passkey.userId, 'utf8').toString('base64url')) {
-    return { kind: 'rejected', reason: 'the user handle does not match the credential' };
+    return { kind: 'rejected', reason: 'the user handle does not match the credential', passkey };
   }
   const rp = relyingParty(deps.config.issuer);
   let verified;
@@ -62,14 +93,14 @@ export async function finishAuthentication(deps: FlowDeps, raw: string): Promise
       requireUserVerification: false,
     });
   } catch (error) {
-    return { kind: 'rejected', reason: error instanceof Error ? error.message : String(error) };
+    return { kind: 'rejected', reason: error instanceof Error ? error.message : String(error), passkey };
   }
-  if (!verified.verified) return { kind: 'rejected', reason: 'not verified' };
+  if (!verified.verified) return { kind: 'rejected', reason: 'not verified', passkey };
   const info = verified.authenticationInfo;
   // §6.1.3: backup eligibility is fixed when the credential is made; a change means this
   // is not the authenticator that registered it.
   if (info.credentialDeviceType !== passkey.deviceType) {
-    return { kind: 'rejected', reason: `backup eligibility changed from ${passkey.deviceType} to ${info.credentialDeviceType}` };
+    return { kind: 'rejected', reason: `backup eligibility changed from ${passkey.deviceType} to ${info.credentialDeviceType}`, passkey };
   }
   // §6.1.1 / §7.2 step 22: if either counter is non-zero, the new one must be greater.
   if ((info.newCounter > 0 || passkey.counter > 0) && info.newCounter <= passkey.counter) {
@@ -80,19 +111,23 @@ export async function finishAuthentication(deps: FlowDeps, raw: string): Promise
   const recorded = await deps.store.passkeys.recordUse(passkey.id, { counter: info.newCounter, backedUp: info.credentialBackedUp }, deps.clock.now());
   if (!recorded) return { kind: 'cloned', passkey, counter: info.newCounter };
   const user = await deps.store.users.get(passkey.userId);
-  if (!user || user.disabled) return { kind: 'disabled' };
+  if (!user || user.disabled) return { kind: 'disabled', passkey };
   // RFC 8176: a synced passkey's key is software-protected (`swk`), a device-bound one is
   // hardware-protected (`hwk`); verified by PIN or biometric, it is two factors in one.
   const key: AuthMethod = passkey.deviceType === 'multiDevice' ? 'swk' : 'hwk';
   return { kind: 'signed-in', user, passkey: recorded, amr: info.userVerified ? [key, 'mfa'] : [key, 'user'] };
 }
 
-/** The person's own passkeys, for their account page. */
-export function listPasskeys(deps: FlowDeps, userId: string): Promise<PasskeyRecord[]> {
+/** A person's passkeys, for their account page and `tessera user show`. */
+export function listPasskeys(deps: Pick<FlowDeps, 'store'>, userId: string): Promise<PasskeyRecord[]> {
   return deps.store.passkeys.listForUser(userId);
 }
 
 /** Removes one of the person's passkeys; false when they have none with this id. */
-export function removePasskey(deps: FlowDeps, userId: string, id: string): Promise<boolean> {
-  return deps.store.passkeys.remove(id, userId);
+export function removePasskey(deps: FlowDeps, user: Pick<UserRecord, 'id' | 'username'>, id: string): Promise<boolean> {
+  return transactionWithEvents(deps, async (tx, record) => {
+    const removed = await tx.passkeys.remove(id, user.id);
+    if (removed) await record({ type: 'passkey.removed', userId: user.id, username: user.username, detail: { by: 'user' } });
+    return removed;
+  });
 }

@@ -6,6 +6,7 @@
  */
 import { generateRegistrationOptions, verifyRegistrationResponse, type PublicKeyCredentialCreationOptionsJSON, type RegistrationResponseJSON } from '@simplewebauthn/server';
 import { DuplicateError, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
 
@@ -78,7 +79,10 @@ export async function finishRegistration(deps: FlowDeps, user: UserRecord, name:
     lastUsedAt: null,
   };
   try {
-    await deps.store.passkeys.create(passkey);
+    await transactionWithEvents(deps, async (tx, record) => {
+      await tx.passkeys.create(passkey);
+      await record({ type: 'passkey.added', userId: user.id, username: user.username, detail: { passkey: passkey.name, synced: passkey.deviceType === 'multiDevice' } });
+    });
   } catch (error) {
     if (error instanceof DuplicateError) return { kind: 'duplicate' };
     throw error;

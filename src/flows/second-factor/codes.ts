@@ -1,11 +1,13 @@
 /**
  * One-time codes as a second factor: enrolment of a TOTP secret (RFC 6238) confirmed by a
  * code it makes, ten single-use recovery codes, and checking a code after the password.
- * Every code typed counts against the caller's guessing limits, as a password does.
+ * Every code typed counts against the caller's guessing limits, as a password does, and
+ * every code refused is a `second_factor.failed` event.
  */
 import { randomInt } from 'node:crypto';
 import { hashSecret } from '../../core/crypto.ts';
 import { Attempt, isRefusal, type AttemptLimit } from '../attempts.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { matchTotp, newTotpSecret } from './totp.ts';
 
@@ -54,36 +56,41 @@ export type EnrolmentResult =
  * Confirms the enrolment with a code the app made (proof that the secret reached it), and
  * issues the recovery codes, shown once: only their hashes are kept.
  */
-export async function confirmTotpEnrolment(deps: FlowDeps, userId: string, typed: string, limits: CodeLimits): Promise<EnrolmentResult> {
+export async function confirmTotpEnrolment(deps: FlowDeps, user: UserRef, typed: string, limits: CodeLimits): Promise<EnrolmentResult> {
   const now = deps.clock.now();
-  const pending = await deps.store.totp.get(userId);
+  const pending = await deps.store.totp.get(user.id);
   if (!pending || pending.confirmedAt !== null) return { kind: 'not-started' };
   const attempt = await Attempt.reserve(deps.store.rateLimits, limits.limits, limits.windowMs, now);
-  if (isRefusal(attempt)) return { kind: 'locked' };
+  if (isRefusal(attempt)) return failed(deps, user, 'enrolment', { kind: 'locked' });
   const step = matchTotp(pending.secret, typed.slice(0, 64), now);
-  if (step === null) return { kind: 'wrong-code' };
+  if (step === null) return failed(deps, user, 'enrolment', { kind: 'wrong-code' });
   const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
-  const confirmed = await deps.store.transaction(async (tx) => {
-    const record = await tx.totp.confirm(userId, step, now);
-    if (record) await tx.recoveryCodes.replace(userId, recoveryCodes.map((code) => hashSecret(normalizeRecoveryCode(code))), now);
-    return record;
+  const confirmed = await transactionWithEvents(deps, async (tx, record) => {
+    const confirmedRecord = await tx.totp.confirm(user.id, step, now);
+    if (confirmedRecord) {
+      await tx.recoveryCodes.replace(user.id, recoveryCodes.map((code) => hashSecret(normalizeRecoveryCode(code))), now);
+      await record({ type: 'totp.enabled', ...about(user), detail: { recovery_codes: RECOVERY_CODE_COUNT } });
+    }
+    return confirmedRecord;
   });
   await attempt.succeeded();
   return confirmed ? { kind: 'confirmed', recoveryCodes } : { kind: 'not-started' };
 }
 
 /** Whether the user has a confirmed TOTP secret, and how many recovery codes are left. */
-export async function totpStatus(deps: FlowDeps, userId: string): Promise<{ readonly enabled: boolean; readonly recoveryCodesLeft: number }> {
+export async function totpStatus(deps: Pick<FlowDeps, 'store'>, userId: string): Promise<{ readonly enabled: boolean; readonly recoveryCodesLeft: number }> {
   const record = await deps.store.totp.get(userId);
   if (!record || record.confirmedAt === null) return { enabled: false, recoveryCodesLeft: 0 };
   return { enabled: true, recoveryCodesLeft: await deps.store.recoveryCodes.countUnused(userId) };
 }
 
 /** Turns one-time codes off: the secret and the recovery codes go together. */
-export async function removeTotp(deps: FlowDeps, userId: string): Promise<boolean> {
-  return deps.store.transaction(async (tx) => {
-    await tx.recoveryCodes.removeAllForUser(userId);
-    return tx.totp.remove(userId);
+export async function removeTotp(deps: FlowDeps, user: UserRef): Promise<boolean> {
+  return transactionWithEvents(deps, async (tx, record) => {
+    await tx.recoveryCodes.removeAllForUser(user.id);
+    const removed = await tx.totp.remove(user.id);
+    if (removed) await record({ type: 'totp.disabled', ...about(user), detail: { by: 'user' } });
+    return removed;
   });
 }
 
@@ -99,24 +106,43 @@ export type CodeCheck =
  * (RFC 6238 §5.2), or one of the recovery codes, each used once. A wrong or replayed code
  * stays counted against `limits`, as a wrong password does.
  */
-export async function checkSecondFactor(deps: FlowDeps, userId: string, typed: string, limits: CodeLimits): Promise<CodeCheck> {
+export async function checkSecondFactor(deps: FlowDeps, user: UserRef, typed: string, limits: CodeLimits): Promise<CodeCheck> {
   const now = deps.clock.now();
   const attempt = await Attempt.reserve(deps.store.rateLimits, limits.limits, limits.windowMs, now);
-  if (isRefusal(attempt)) return { kind: 'locked' };
+  if (isRefusal(attempt)) return failed(deps, user, 'sign_in', { kind: 'locked' });
   const input = typed.slice(0, 64);
-  const totp = await deps.store.totp.get(userId);
-  if (!totp || totp.confirmedAt === null) return { kind: 'wrong-code' };
+  const totp = await deps.store.totp.get(user.id);
+  if (!totp || totp.confirmedAt === null) return failed(deps, user, 'sign_in', { kind: 'wrong-code' });
   const step = matchTotp(totp.secret, input, now);
   if (step !== null) {
     // One statement decides: the step must be later than the last one accepted.
-    if (!(await deps.store.totp.useStep(userId, step))) return { kind: 'replayed' };
+    if (!(await deps.store.totp.useStep(user.id, step))) return failed(deps, user, 'sign_in', { kind: 'replayed' });
     await attempt.succeeded();
     return { kind: 'accepted', method: 'totp' };
   }
   const recovery = normalizeRecoveryCode(input);
-  if (/^[a-z0-9]{10}$/.test(recovery) && (await deps.store.recoveryCodes.consume(userId, hashSecret(recovery), now))) {
+  if (/^[a-z0-9]{10}$/.test(recovery) && (await deps.store.recoveryCodes.consume(user.id, hashSecret(recovery), now))) {
     await attempt.succeeded();
+    await deps.events.emit({ type: 'second_factor.recovery_code_used', ...about(user), detail: { recovery_codes_left: await deps.store.recoveryCodes.countUnused(user.id) } });
     return { kind: 'accepted', method: 'recovery' };
   }
-  return { kind: 'wrong-code' };
+  return failed(deps, user, 'sign_in', { kind: 'wrong-code' });
+}
+
+/** The person a code is typed for, as events name them. */
+export interface UserRef {
+  readonly id: string;
+  readonly username: string;
+}
+
+function about(user: UserRef): { userId: string; username: string } {
+  return { userId: user.id, username: user.username };
+}
+
+const FAILURE_REASONS = { 'wrong-code': 'wrong_code', replayed: 'replayed', locked: 'locked' } as const;
+
+/** Records a refused code (`second_factor.failed`) and answers with the refusal. */
+async function failed<T extends { readonly kind: keyof typeof FAILURE_REASONS }>(deps: FlowDeps, user: UserRef, during: 'sign_in' | 'enrolment', refusal: T): Promise<T> {
+  await deps.events.emit({ type: 'second_factor.failed', ...about(user), detail: { reason: FAILURE_REASONS[refusal.kind], during } });
+  return refusal;
 }

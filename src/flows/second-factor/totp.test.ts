@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { base32Decode, base32Encode, hotp, matchTotp, timeStep, totpAt } from './totp.ts';
+import { base32Decode, base32Encode, hotp, matchTotp, otpauthUri, timeStep, totpAt } from './totp.ts';
 
 // RFC 6238 Appendix B: the SHA-1 seed is the ASCII "12345678901234567890"; the table's
 // 8-digit values end in these 6 digits.
@@ -41,5 +41,13 @@ describe('TOTP (RFC 6238)', () => {
     assert.equal(base32Encode(Buffer.from('foobar')), 'MZXW6YTBOI');
     assert.equal(base32Decode('MZXW6YTBOI').toString(), 'foobar');
     assert.equal(base32Decode('mzxw 6ytb oi').toString(), 'foobar');
+  });
+
+  it('names the site in the otpauth URI, as the app will list it, with no colon before the account', () => {
+    const uri = new URL(otpauthUri('Acme: Accounts', 'login.example.com', 'ada@example.com', SEED));
+    assert.equal(`${uri.protocol}//${uri.host}`, 'otpauth://totp');
+    assert.equal(decodeURIComponent(uri.pathname), '/Acme Accounts (login.example.com):ada@example.com');
+    assert.equal(uri.searchParams.get('issuer'), 'Acme Accounts (login.example.com)');
+    assert.equal(uri.searchParams.get('secret'), SEED);
   });
 });

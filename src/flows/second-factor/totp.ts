@@ -93,9 +93,14 @@ export function matchTotp(secret: string, code: string, nowMs: number): number |
   return matched;
 }
 
-/** The Key Uri Format authenticator apps read from a QR code. */
-export function otpauthUri(issuerHost: string, username: string, secret: string): string {
-  const label = encodeURIComponent(`Tessera (${issuerHost}):${username}`);
-  const params = new URLSearchParams({ secret, issuer: `Tessera (${issuerHost})`, algorithm: 'SHA1', digits: String(TOTP_DIGITS), period: String(TOTP_STEP_SECONDS) });
+/**
+ * The Key Uri Format authenticator apps read from a QR code. The app lists the code under
+ * `issuer`: the site's name (TESSERA_SITE_NAME), with the host name to tell two servers apart.
+ */
+export function otpauthUri(siteName: string, hostname: string, username: string, secret: string): string {
+  // The issuer is also the label's prefix, which ends at the first colon ("issuer:account").
+  const issuer = `${siteName} (${hostname})`.replaceAll(':', '');
+  const label = encodeURIComponent(`${issuer}:${username}`);
+  const params = new URLSearchParams({ secret, issuer, algorithm: 'SHA1', digits: String(TOTP_DIGITS), period: String(TOTP_STEP_SECONDS) });
   return `otpauth://totp/${label}?${params.toString()}`;
 }

@@ -434,8 +434,13 @@ export type DeviceDecision =
   | { readonly approve: false };
 
 export interface DeviceAuthorizationStore {
-  /** False, and nothing stored, when a live record already has this user code. */
-  create(record: DeviceAuthorizationRecord): Promise<boolean>;
+  /**
+   * False, and nothing stored, when a live record already has this user code. `event` (the
+   * request's `device.started`) is stored with the record, in the same commit and in the
+   * same round trip, and only if the record is: an event written after it would cost the
+   * request a second commit to wait for.
+   */
+  create(record: DeviceAuthorizationRecord, event?: AuditEvent): Promise<boolean>;
   /** The record with this user code that has not expired at `now`, whatever its status. */
   findByUserCode(userCode: string, now: number): Promise<DeviceAuthorizationRecord | null>;
   /**

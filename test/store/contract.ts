@@ -721,6 +721,41 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.devices.findByUserCode(orphan.userCode, T0), null);
       });
 
+      it('stores the event given with a record only when the record is stored, alone or many at once', async () => {
+        const client = await givenClient();
+        const live = await givenDevice({ clientId: client.id });
+        const started = (record: DeviceAuthorizationRecord): AuditEvent => ({
+          id: unique('event'),
+          type: 'device.started',
+          at: record.createdAt,
+          userId: null,
+          username: null,
+          clientId: record.clientId,
+          grantId: null,
+          ip: record.requestIp,
+          userAgent: record.requestUserAgent,
+          detail: { scope: record.scope.join(' ') },
+        });
+        const alone = deviceRecord(client.id);
+        const aloneEvent = started(alone);
+        assert.equal(await store.devices.create(alone, aloneEvent), true);
+
+        const fresh = deviceRecord(client.id);
+        const clash = deviceRecord(client.id, { userCode: live.userCode, createdAt: T0 + MINUTE });
+        const orphan = deviceRecord('no-such-client');
+        const withoutEvent = deviceRecord(client.id);
+        const events = new Map([fresh, clash, orphan].map((record) => [record, started(record)]));
+        const results = await Promise.allSettled([fresh, clash, orphan, withoutEvent].map((record) => store.devices.create(record, events.get(record))));
+        assert.deepEqual(results.map((result) => (result.status === 'fulfilled' ? result.value : 'rejected')), [true, false, 'rejected', true]);
+        const byId = (a: AuditEvent, b: AuditEvent) => a.id.localeCompare(b.id);
+        assert.deepEqual(
+          (await store.events.list({ clientId: client.id, limit: 10 })).sort(byId),
+          [aloneEvent, events.get(fresh)!].sort(byId),
+          'the refused and the failed record left no event',
+        );
+        assert.deepEqual(await store.events.list({ clientId: 'no-such-client', limit: 10 }), []);
+      });
+
       it('records an approval once, returning the decided record; a second decision returns null', async () => {
         const record = await givenDevice();
         const user = await givenUser();

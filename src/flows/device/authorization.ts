@@ -86,6 +86,8 @@ export async function startDeviceAuthorization(
   const deviceCode = randomToken(32);
   for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
     const userCode = generateUserCode();
+    const started = deps.events.make({ type: 'device.started', clientId: client.id, ip: origin.ip, userAgent: origin.userAgent, detail: { scope: scope.join(' ') } });
+    // The event is stored with the record, in its commit: the request waits for one.
     const stored = await deps.store.devices.create({
       deviceCodeHash: hashSecret(deviceCode),
       userCode,
@@ -103,9 +105,9 @@ export async function startDeviceAuthorization(
       grantId: null,
       decidedAt: null,
       dpopJkt: origin.dpopJkt ?? null,
-    });
+    }, started);
     if (!stored) continue;
-    await deps.events.emit({ type: 'device.started', clientId: client.id, ip: origin.ip, userAgent: origin.userAgent, detail: { scope: scope.join(' ') } });
+    deps.events.publish(started);
     return {
       device_code: deviceCode,
       user_code: formatUserCode(userCode),

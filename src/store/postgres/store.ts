@@ -8,11 +8,12 @@
  */
 
 import pg from 'pg';
+import type { AuditEvent } from '../../core/events.ts';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
 import { CorruptRowError, deviceFromRow, jsonObject, pollOutcomeFromRow, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { DEVICE_USER_CODE_CONFLICT, devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
-import { purgeExpired, sqlStores } from '../sql/store.ts';
+import { eventParams, purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
@@ -187,14 +188,47 @@ const INSERT_DEVICES_COLUMNS: readonly (readonly [field: keyof DeviceAuthorizati
   ['dpopJkt', 'dpop_jkt', 'text'],
 ];
 
-/** The device authorizations of one batch in one statement, with the single insert's conflict rule. */
+/** The events stored with them, by the device code hash of their record; `detail` as JSON text. */
+const INSERT_DEVICE_EVENTS_COLUMNS: readonly (readonly [field: keyof AuditEvent, column: string, type: string])[] = [
+  ['id', 'id', 'text'],
+  ['type', 'type', 'text'],
+  ['at', 'at', 'bigint'],
+  ['userId', 'user_id', 'text'],
+  ['username', 'username', 'text'],
+  ['clientId', 'client_id', 'text'],
+  ['grantId', 'grant_id', 'text'],
+  ['ip', 'ip', 'text'],
+  ['userAgent', 'user_agent', 'text'],
+  ['detail', 'detail', 'text'],
+];
+
+const columnNames = (columns: readonly (readonly [unknown, string, string])[]) => columns.map(([, column]) => column).join(', ');
+
+/**
+ * The device authorizations of one batch in one statement, with the single insert's
+ * conflict rule, and the events of those that were stored (RETURNING decides which).
+ */
 const INSERT_DEVICES = `
-  INSERT INTO device_authorizations (${INSERT_DEVICES_COLUMNS.map(([, column]) => column).join(', ')})
-  SELECT ${INSERT_DEVICES_COLUMNS.map(([, column]) => (column === 'scope' ? "string_to_array(scope, ' ')" : column)).join(', ')}
-  FROM unnest(${INSERT_DEVICES_COLUMNS.map(([, , type], index) => `$${index + 1}::${type}[]`).join(', ')})
-    AS d (${INSERT_DEVICES_COLUMNS.map(([, column]) => column).join(', ')})
-  ${DEVICE_USER_CODE_CONFLICT}
-  RETURNING user_code`;
+  WITH inserted AS (
+    INSERT INTO device_authorizations (${columnNames(INSERT_DEVICES_COLUMNS)})
+    SELECT ${INSERT_DEVICES_COLUMNS.map(([, column]) => (column === 'scope' ? "string_to_array(scope, ' ')" : column)).join(', ')}
+    FROM unnest(${INSERT_DEVICES_COLUMNS.map(([, , type], index) => `$${index + 1}::${type}[]`).join(', ')})
+      AS d (${columnNames(INSERT_DEVICES_COLUMNS)})
+    ${DEVICE_USER_CODE_CONFLICT}
+    RETURNING user_code, device_code_hash
+  ), recorded AS (
+    INSERT INTO events (${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+    SELECT ${INSERT_DEVICE_EVENTS_COLUMNS.map(([, column]) => (column === 'detail' ? 'detail::jsonb' : column)).join(', ')}
+    FROM unnest(${['text', ...INSERT_DEVICE_EVENTS_COLUMNS.map(([, , type]) => type)].map((type, index) => `$${INSERT_DEVICES_COLUMNS.length + index + 1}::${type}[]`).join(', ')})
+      AS e (device_code_hash, ${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+    JOIN inserted USING (device_code_hash)
+  )
+  SELECT user_code FROM inserted`;
+
+interface DeviceInsert {
+  readonly record: DeviceAuthorizationRecord;
+  readonly event: AuditEvent | undefined;
+}
 
 /**
  * The DPoP proofs (RFC 9449 §11.1) of one batch in one statement: each key recorded, or an
@@ -292,16 +326,21 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     absent: undefined,
     retryAlone: failedByOneCall,
   });
-  const deviceInserts = new TurnBatch<DeviceAuthorizationRecord, boolean>({
-    key: (record) => record.userCode,
-    one: (record) => stores.devices.create(record),
-    async many(batch) {
-      const values = INSERT_DEVICES_COLUMNS.map(([field]) =>
-        batch.map((record) => (field === 'scope' ? record.scope.join(' ') : record[field])),
-      );
-      const { rows } = await send(pool, { name: 'tessera_insertDevices', text: INSERT_DEVICES, values });
-      return new Map(rows.map((row) => [row['user_code'] as string, true]));
-    },
+  // A batch of one is the same statement: the record and its event in one round trip.
+  const insertDevices = async (batch: readonly DeviceInsert[]): Promise<ReadonlyMap<string, boolean>> => {
+    const events = batch.flatMap(({ record, event }) => (event ? [{ deviceCodeHash: record.deviceCodeHash, params: eventParams(event) }] : []));
+    const values = [
+      ...INSERT_DEVICES_COLUMNS.map(([field]) => batch.map(({ record }) => (field === 'scope' ? record.scope.join(' ') : record[field]))),
+      events.map((event) => event.deviceCodeHash),
+      ...INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => events.map((event) => event.params[field])),
+    ];
+    const { rows } = await send(pool, { name: 'tessera_insertDevices', text: INSERT_DEVICES, values });
+    return new Map(rows.map((row) => [row['user_code'] as string, true]));
+  };
+  const deviceInserts = new TurnBatch<DeviceInsert, boolean>({
+    key: (insert) => insert.record.userCode,
+    one: async (insert) => (await insertDevices([insert])).get(insert.record.userCode) ?? false,
+    many: insertDevices,
     absent: false,
     retryAlone: failedByOneCall,
   });
@@ -347,7 +386,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     },
     devices: {
       ...stores.devices,
-      create: (record) => deviceInserts.run(record),
+      create: (record, event) => deviceInserts.run({ record, event }),
       async poll(deviceCodeHash, clientId, now, dpopJkt = null) {
         const row = await polls.run({ deviceCodeHash, clientId, now, dpopJkt });
         return row === undefined ? null : { outcome: pollOutcomeFromRow(row), record: deviceFromRow(row, postgresDialect.read) };

@@ -255,6 +255,11 @@ export function statements(d: Dialect) {
     insertEvent: `
       INSERT INTO events (id, type, at, user_id, username, client_id, grant_id, ip, user_agent, detail)
       VALUES (:id, :type, :at, :userId, :username, :clientId, :grantId, :ip, :userAgent, :detail)`,
+    // Run just after insertDevice, in the same commit: the event of a record that was stored.
+    insertDeviceEvent: `
+      INSERT INTO events (id, type, at, user_id, username, client_id, grant_id, ip, user_agent, detail)
+      SELECT :id, :type, :at, :userId, :username, :clientId, :grantId, :ip, :userAgent, :detail
+      WHERE EXISTS (SELECT 1 FROM device_authorizations WHERE device_code_hash = :deviceCodeHash AND created_at = :createdAt)`,
     // Each filter is off when its parameter is null; the casts tell PostgreSQL the types.
     listEvents: `
       SELECT * FROM events

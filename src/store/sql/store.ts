@@ -4,6 +4,7 @@
  * one statement, so single use stays one conditional UPDATE on both databases.
  */
 
+import type { AuditEvent } from '../../core/events.ts';
 import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
 import { DuplicateError, type ClientChanges, type PurgeCutoffs, type Stores } from '../types.ts';
@@ -16,6 +17,11 @@ import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
  * (the statements name their parameters after the record's fields), with the fields
  * whose column stores another form converted; fields no parameter names are ignored.
  */
+/** An event's columns: its details as JSON text (`jsonb` in PostgreSQL parses it). */
+export function eventParams(event: AuditEvent): Params {
+  return { ...event, detail: JSON.stringify(event.detail) };
+}
+
 export function sqlStores(d: Dialect, q: Runner): Stores {
   const { read, list, flag } = d;
   const first = async <T>(name: StatementName, params: Params, record: (row: Row) => T): Promise<T | null> => {
@@ -178,7 +184,17 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     devices: {
-      create: (record) => changedAny('insertDevice', { ...record, scope: list(record.scope) }),
+      async create(record, event) {
+        const inserted = changedAny('insertDevice', { ...record, scope: list(record.scope) });
+        if (!event) return inserted;
+        // Issued together, not one after the other's answer: a driver runs a connection's
+        // statements in order, and SQLite's group commit commits both at once.
+        const [stored] = await Promise.all([
+          inserted,
+          write('insertDeviceEvent', { ...eventParams(event), deviceCodeHash: record.deviceCodeHash, createdAt: record.createdAt }),
+        ]);
+        return stored;
+      },
       findByUserCode: (userCode, now) => first('getDeviceByUserCode', { userCode, now }, device),
       decide: (userCode, decision, now) =>
         first(
@@ -277,7 +293,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     events: {
-      add: (event) => write('insertEvent', { ...event, detail: JSON.stringify(event.detail) }),
+      add: (event) => write('insertEvent', eventParams(event)),
       list: (filter) =>
         every(
           'listEvents',

@@ -421,6 +421,43 @@ describe('single sign-on through openid-client', () => {
     });
   });
 
+  describe('Back-Channel Logout 1.0 when an account changes', () => {
+    it('tells the app of the other browser when the person changes their password, and of every browser when an operator disables them', async () => {
+      const { client, config } = await app({ name: 'Ledger', firstParty: true, backchannelLogoutUri: receiver.uri });
+      const user = await server.addUser();
+      const laptop = await signedIn(user, new FormBrowser(server.url));
+      const phone = await signedIn(user, new FormBrowser(server.url));
+      const [laptopSid, phoneSid] = await Promise.all([laptop, phone].map(async (browser) => {
+        const attempt = await start(config, 'openid');
+        return (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'] as string;
+      }));
+      const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
+      const verified = async (token: string, currentDate: Date) =>
+        (await jwtVerify(token, jwks, { issuer: server.url, audience: client.clientId, typ: 'logout+jwt', currentDate, requiredClaims: ['sid', 'sub', 'events'] })).payload;
+
+      // The laptop changes the password: the phone is signed out, and its sign-in's app told.
+      let before = receiver.received.length;
+      const changed = await laptop.submit(await laptop.request('/account'), '/account/password', { current_password: user.password, new_password: 'a brand new password' });
+      assert.equal(changed.status, 303);
+      const [forPhone] = (await receiver.next(before + 1)).slice(before);
+      assert.deepEqual([(await verified(forPhone!, new Date(clock.now())))['sid'], (await verified(forPhone!, new Date(clock.now()))).sub], [phoneSid, user.id]);
+      assert.equal(await isSignedOut(phone), true);
+      assert.equal(await isSignedOut(laptop), false, 'the browser that changed it stays signed in');
+
+      // The operator disables the account from the command line (the server's settings, its issuer).
+      before = receiver.received.length;
+      const disabled = await runTessera(['user', 'disable', user.username], { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
+      assert.equal(disabled.code, 0, disabled.stderr);
+      assert.equal(disabled.stdout, `Disabled ${user.username}: their sessions have ended and their tokens no longer work.\nSent a logout token to the app they were signed in to.\n`);
+      assert.equal(receiver.received.length, before + 1, 'delivered before the command exited');
+      const forLaptop = receiver.received[before]!;
+      // Signed by the command with the server's keys, on the machine's own clock.
+      assert.deepEqual([(await verified(forLaptop, new Date()))['sid'], decodeJwt(forLaptop).sub], [laptopSid, user.id]);
+      assert.equal(await isSignedOut(laptop), true);
+      assert.equal((await runTessera(['user', 'enable', user.username], { TESSERA_DATABASE: server.config.database })).stdout, `Enabled ${user.username}.\n`);
+    });
+  });
+
   describe('browser sessions on /account', () => {
     it('lists the signed-in browsers, and "Sign out everywhere" ends a second browser\'s session and tells the apps', async () => {
       const { client, config } = await app({ name: 'Mail', firstParty: true, backchannelLogoutUri: receiver.uri });

@@ -39,9 +39,11 @@ import {
 import { listPasskeys } from '../flows/passkeys/authentication.ts';
 import { RECOVERY_CODE_COUNT, totpStatus } from '../flows/second-factor/codes.ts';
 import { resetSecondFactor } from '../flows/second-factor/reset.ts';
+import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type Store, type UserRecord } from '../store/types.ts';
+import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type SessionRecord, type Store, type UserRecord } from '../store/types.ts';
+import { TokenIssuer } from '../tokens/issue.ts';
 import { parseJwks } from '../tokens/client-jwks.ts';
 import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
@@ -195,6 +197,30 @@ function operatorDeps(config: Config, store: Store, io: Io): AccountDeps {
     if (LOG_LEVELS_SHOWING_INFO.has(config.logLevel)) io.stderr(`${JSON.stringify({ level: 'info', ...eventLogFields(event), msg: 'audit event' })}\n`);
   };
   return { store, clock: systemClock, config, events: new Events(systemClock, store.events, [log]) };
+}
+
+/**
+ * Back-Channel Logout 1.0 for the sessions a command ended: each app that received an ID
+ * token in one is sent a logout token, delivered (or given up on, and said so on standard
+ * error) before the command exits. Returns how many apps were sent one.
+ */
+async function tellApplications(config: Config, store: Store, io: Io, sessions: readonly SessionRecord[]): Promise<number> {
+  if (sessions.length === 0) return 0;
+  const tokens = new TokenIssuer(keyManager(config, store), systemClock, config.issuer, config.lifetimes, store, config.accessTokenAlg);
+  const log = { warn: (details: Record<string, unknown>, message: string) => io.stderr(`${JSON.stringify({ level: 'warn', ...details, msg: message })}\n`) };
+  const { clients, delivered } = await sendLogoutTokens({ store, config, tokens }, sessions, log);
+  // The retries wait on timers that do not keep a process alive; the command must.
+  const alive = setInterval(() => {}, 1000);
+  try {
+    await delivered;
+  } finally {
+    clearInterval(alive);
+  }
+  return clients;
+}
+
+function toldLine(clients: number): string {
+  return clients === 0 ? '' : `Sent a logout token to ${clients === 1 ? 'the app' : `${clients} apps`} they were signed in to.\n`;
 }
 
 /** Records an operator's change that is one store call, already made. */
@@ -899,22 +925,23 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
 function userSetDisabled(disabled: boolean): Command {
   return async (config, args, io) => {
     const { positionals } = parse(args, {}, 1);
-    const changed = await withStore(config, async (store) => {
+    const told = await withStore(config, async (store) => {
       const user = await namedUser(store, positionals[0]!);
-      if (user.disabled === disabled) return false;
-      await setUserDisabled(operatorDeps(config, store, io), user, disabled);
-      return true;
+      if (user.disabled === disabled) return null;
+      return tellApplications(config, store, io, await setUserDisabled(operatorDeps(config, store, io), user, disabled));
     });
     const name = positionals[0]!;
-    if (!changed) io.stdout(`${name} was already ${disabled ? 'disabled' : 'enabled'}.\n`);
-    else io.stdout(disabled ? `Disabled ${name}: their sessions have ended and their tokens no longer work.\n` : `Enabled ${name}.\n`);
+    if (told === null) io.stdout(`${name} was already ${disabled ? 'disabled' : 'enabled'}.\n`);
+    else io.stdout(disabled ? `Disabled ${name}: their sessions have ended and their tokens no longer work.\n${toldLine(told)}` : `Enabled ${name}.\n`);
   };
 }
 
 async function userRemove(config: Config, args: string[], io: Io): Promise<void> {
   const { positionals } = parse(args, {}, 1);
-  await withStore(config, async (store) => removeUser(operatorDeps(config, store, io), await namedUser(store, positionals[0]!)));
-  io.stdout(`Removed ${positionals[0]!} and everything issued to them.\n`);
+  const told = await withStore(config, async (store) =>
+    tellApplications(config, store, io, await removeUser(operatorDeps(config, store, io), await namedUser(store, positionals[0]!))),
+  );
+  io.stdout(`Removed ${positionals[0]!} and everything issued to them.\n${toldLine(told)}`);
 }
 
 async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
@@ -932,11 +959,11 @@ async function userUpdate(config: Config, args: string[], io: Io): Promise<void>
 async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, { 'password-stdin': { type: 'boolean' } }, 1);
   if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
-  await withStore(config, async (store) => {
+  const told = await withStore(config, async (store) => {
     const user = await namedUser(store, positionals[0]!);
-    await setUserPassword(operatorDeps(config, store, io), user, await readPassword(io));
+    return tellApplications(config, store, io, await setUserPassword(operatorDeps(config, store, io), user, await readPassword(io)));
   });
-  io.stdout(`Set the password of ${positionals[0]!}; their sessions have ended.\n`);
+  io.stdout(`Set the password of ${positionals[0]!}; their sessions have ended.\n${toldLine(told)}`);
 }
 
 async function userResetLink(config: Config, args: string[], io: Io): Promise<void> {

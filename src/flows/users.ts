@@ -7,7 +7,7 @@
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword, verifyPassword } from '../core/password.ts';
-import type { PasswordResetRecord, UserRecord } from '../store/types.ts';
+import type { PasswordResetRecord, SessionRecord, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
 import type { FlowDeps } from './types.ts';
 
@@ -33,25 +33,29 @@ export function passwordProblem(password: string): string | null {
 
 const about = (user: UserRecord) => ({ userId: user.id, username: user.username });
 
-/** Disables (ending every session at once) or enables an account. */
-export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<void> {
-  await transactionWithEvents(deps, async (tx, record) => {
+/**
+ * Disables (ending every session at once) or enables an account. Returns the sessions it
+ * ended, whose apps the caller tells (flows/logout/backchannel.ts).
+ */
+export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<SessionRecord[]> {
+  return transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setDisabled(user.id, disabled);
-    const ended = disabled ? (await tx.sessions.removeForUser(user.id)).length : 0;
+    const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
-    await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended, by: 'operator' } : { by: 'operator' } });
+    await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended.length, by: 'operator' } : { by: 'operator' } });
+    return ended;
   });
 }
 
 /**
  * Removes an account and everything issued to it: its sessions, its device requests, its
  * grants (with their codes and refresh tokens), its passkeys, one-time code secret and
- * recovery codes, and its reset links. Its events stay.
+ * recovery codes, and its reset links. Its events stay. Returns the sessions it ended.
  */
-export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<void> {
-  await transactionWithEvents(deps, async (tx, record) => {
-    await tx.sessions.removeForUser(user.id);
+export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<SessionRecord[]> {
+  return transactionWithEvents(deps, async (tx, record) => {
+    const ended = await tx.sessions.removeForUser(user.id);
     await tx.pendingSignIns.removeForUser(user.id);
     await tx.devices.removeForUser(user.id);
     await tx.passkeys.removeAllForUser(user.id);
@@ -61,6 +65,7 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<v
     const grants = await tx.grants.removeForUser(user.id);
     await tx.users.remove(user.id);
     await record({ type: 'user.removed', ...about(user), detail: { grants_removed: grants, by: 'operator' } });
+    return ended;
   });
 }
 
@@ -74,7 +79,8 @@ export async function updateUser(deps: AccountDeps, user: UserRecord, changes: {
 
 /**
  * Sets a new password and ends the user's sessions, but `keepSession` (the browser that
- * changed it). The hash is computed first: a transaction awaits nothing but the store.
+ * changed it), and returns those it ended. The hash is computed first: a transaction
+ * awaits nothing but the store.
  */
 async function replacePassword(
   deps: AccountDeps,
@@ -82,29 +88,32 @@ async function replacePassword(
   password: string,
   type: 'user.password_set' | 'password.changed',
   keepSession?: string,
-): Promise<void> {
+): Promise<SessionRecord[]> {
   const hash = await hashPassword(password, deps.config.passwordHash);
-  await transactionWithEvents(deps, async (tx, record) => {
+  return transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setPasswordHash(user.id, hash);
-    const ended = (await tx.sessions.removeForUser(user.id, keepSession)).length;
-    await record({ type, ...about(user), detail: { sessions_ended: ended } });
+    const ended = await tx.sessions.removeForUser(user.id, keepSession);
+    await record({ type, ...about(user), detail: { sessions_ended: ended.length } });
+    return ended;
   });
 }
 
-/** An operator sets the password (`tessera user set-password`). */
-export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string): Promise<void> {
-  await replacePassword(deps, user, password, 'user.password_set');
+/** An operator sets the password (`tessera user set-password`); returns the sessions it ended. */
+export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string): Promise<SessionRecord[]> {
+  return replacePassword(deps, user, password, 'user.password_set');
 }
 
-export type PasswordChange = { readonly kind: 'done' } | { readonly kind: 'wrong_password' } | { readonly kind: 'invalid'; readonly problem: string };
+export type PasswordChange =
+  | { readonly kind: 'done'; readonly endedSessions: readonly SessionRecord[] }
+  | { readonly kind: 'wrong_password' }
+  | { readonly kind: 'invalid'; readonly problem: string };
 
 /** The person changes their own password, proving they know the current one; their other sessions end. */
 export async function changePassword(deps: AccountDeps, user: UserRecord, sessionIdHash: string, current: string, next: string): Promise<PasswordChange> {
   if (!(await verifyPassword(current.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash))) return { kind: 'wrong_password' };
   const problem = passwordProblem(next);
   if (problem) return { kind: 'invalid', problem };
-  await replacePassword(deps, user, next, 'password.changed', sessionIdHash);
-  return { kind: 'done' };
+  return { kind: 'done', endedSessions: await replacePassword(deps, user, next, 'password.changed', sessionIdHash) };
 }
 
 /**
@@ -128,7 +137,10 @@ export async function findResetLink(deps: AccountDeps, token: string): Promise<P
   return deps.store.passwordResets.find(hashSecret(token), deps.clock.now());
 }
 
-export type ResetResult = { readonly kind: 'done'; readonly user: UserRecord } | { readonly kind: 'invalid_link' } | { readonly kind: 'invalid'; readonly problem: string };
+export type ResetResult =
+  | { readonly kind: 'done'; readonly user: UserRecord; readonly endedSessions: readonly SessionRecord[] }
+  | { readonly kind: 'invalid_link' }
+  | { readonly kind: 'invalid'; readonly problem: string };
 
 /**
  * Uses a reset link: exactly one caller uses it up (one conditional UPDATE), in the same
@@ -141,13 +153,13 @@ export async function resetPassword(deps: AccountDeps, token: string, password: 
   const user = found ? await deps.store.users.get(found.userId) : null;
   if (!found || !user || user.disabled) return { kind: 'invalid_link' };
   const hash = await hashPassword(password, deps.config.passwordHash);
-  const used = await transactionWithEvents(deps, async (tx, record) => {
+  const ended = await transactionWithEvents(deps, async (tx, record) => {
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
-    if (!reset) return false;
+    if (!reset) return null;
     await tx.users.setPasswordHash(reset.userId, hash);
-    const ended = (await tx.sessions.removeForUser(reset.userId)).length;
-    await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: ended } });
-    return true;
+    const sessions = await tx.sessions.removeForUser(reset.userId);
+    await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
+    return sessions;
   });
-  return used ? { kind: 'done', user } : { kind: 'invalid_link' };
+  return ended ? { kind: 'done', user, endedSessions: ended } : { kind: 'invalid_link' };
 }

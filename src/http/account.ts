@@ -147,6 +147,8 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const result = await changePassword(forRequest(deps, request), signedIn.user, hashSecret(sessionCookie), current, next);
     if (result.kind === 'wrong_password') return render(request, reply, signedIn, { passwordError: 'The current password is incorrect.', status: 400 });
     if (result.kind === 'invalid') return render(request, reply, signedIn, { passwordError: `The new password cannot be used: ${result.problem}.`, status: 400 });
+    // The other browsers were signed out: the apps that signed in through them are told.
+    await sendLogoutTokens(deps, result.endedSessions, request.log);
     return reply.redirect('/account?done=password', 303);
   });
 };

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
+import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { findResetLink, RESET_PATH, resetPassword } from '../flows/users.ts';
 import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
 import { forRequest, type AppDeps } from './deps.ts';
@@ -13,7 +14,8 @@ function single(params: RawParams, name: string): string {
 
 /**
  * The page a reset link (`tessera user reset-link`) leads to: the person sets a new
- * password; the link then stops working and every session of theirs ends.
+ * password; the link then stops working and every session of theirs ends, and the apps that
+ * received an ID token in one are sent a logout token.
  */
 export const passwordRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const site = deps.config.site;
@@ -43,6 +45,8 @@ export const passwordRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
         .status(400)
         .send(resetPasswordPage(site, { csrf: csrfToken(deps.config, request, reply), token, username: user.username, error: `This password cannot be used: ${result.problem}.` }));
     }
+    // Every session of theirs ended (a stolen one among them): the apps are told.
+    await sendLogoutTokens(deps, result.endedSessions, request.log);
     return reply.send(resetDonePage(site, true));
   });
 };

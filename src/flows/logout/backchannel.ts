@@ -25,14 +25,15 @@ interface Delivery {
  * Ends the back-channel side of `sessions`, which the caller has already removed: for each
  * session id, the clients recorded for it are taken (each exactly once, whoever else ends
  * the same session) and those with a back-channel logout URI are sent a logout token.
- * Resolves when the tokens are signed; the POSTs go on in the background, and the returned
- * `delivered` settles when they are all done (tests wait on it; nothing else needs to).
+ * Resolves when the tokens are signed, with how many there are; the POSTs go on in the
+ * background, and the returned `delivered` settles when they are all done (a server need
+ * not wait; the command line does, before it exits).
  */
 export async function sendLogoutTokens(
-  deps: Pick<FlowDeps, 'store' | 'tokens' | 'config'>,
+  deps: Pick<FlowDeps, 'store' | 'config'> & { readonly tokens: Pick<FlowDeps['tokens'], 'logoutToken'> },
   sessions: readonly SessionRecord[],
   log: LogoutLog,
-): Promise<{ readonly delivered: Promise<void> }> {
+): Promise<{ readonly clients: number; readonly delivered: Promise<void> }> {
   const deliveries: Delivery[] = [];
   const sids = new Map(sessions.map((session) => [session.sid, session.userId]));
   for (const [sid, userId] of sids) {
@@ -44,7 +45,7 @@ export async function sendLogoutTokens(
     }
   }
   const delivered = Promise.all(deliveries.map((delivery) => deliver(delivery, deps.config.logout, log))).then(() => undefined);
-  return { delivered };
+  return { clients: deliveries.length, delivered };
 }
 
 /**

@@ -206,7 +206,12 @@ function operatorDeps(config: Config, store: Store, io: Io): AccountDeps {
  */
 async function tellApplications(config: Config, store: Store, io: Io, sessions: readonly SessionRecord[]): Promise<number> {
   if (sessions.length === 0) return 0;
-  const tokens = new TokenIssuer(keyManager(config, store), systemClock, config.issuer, config.lifetimes, store, config.accessTokenAlg);
+  // The keys are read only when an app is to be told.
+  let issuer: TokenIssuer | null = null;
+  const tokens = {
+    logoutToken: (...args: Parameters<TokenIssuer['logoutToken']>) =>
+      (issuer ??= new TokenIssuer(keyManager(config, store), systemClock, config.issuer, config.lifetimes, store, config.accessTokenAlg)).logoutToken(...args),
+  };
   const log = { warn: (details: Record<string, unknown>, message: string) => io.stderr(`${JSON.stringify({ level: 'warn', ...details, msg: message })}\n`) };
   const { clients, delivered } = await sendLogoutTokens({ store, config, tokens }, sessions, log);
   // The retries wait on timers that do not keep a process alive; the command must.

@@ -79,7 +79,9 @@ for (const store of storesUnderTest()) {
       assertPollError(await poll(server, client, started.device_code), 'access_denied');
     });
 
-    it('answers expired_token ten minutes after the request, and not before', async () => {
+    it('answers expired_token ten minutes after the request, and not before, and records the expiry once however often it is polled', async () => {
+      const expiries = async () => (await server.store.events.list({ clientId: client.clientId, type: 'device.expired', limit: 100 })).length;
+      const before = await expiries();
       const started = await startDevice(server, client);
       clock.advance(600 * SECOND - 1);
       assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
@@ -87,6 +89,9 @@ for (const store of storesUnderTest()) {
       assertPollError(await poll(server, client, started.device_code), 'expired_token');
       clock.advance(5 * SECOND);
       assertPollError(await poll(server, client, started.device_code), 'expired_token');
+      // A device, or an attacker, polling on as fast as it can: no slow_down, and no more events.
+      for (let i = 0; i < 5; i++) assertPollError(await poll(server, client, started.device_code), 'expired_token');
+      assert.equal(await expiries(), before + 1);
     });
 
     it('answers expired_token to a code approved but not collected within ten minutes', async () => {

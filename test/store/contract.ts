@@ -907,6 +907,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           }
           const afterExpiry = await store.devices.poll(approved.deviceCodeHash, approved.clientId, expiry + HOUR);
           assert.equal(afterExpiry?.outcome, 'expired');
+          // The first poll that found it expired keeps its time: the flow records the expiry once.
+          assert.equal(afterExpiry?.record.lastPolledAt, expiry);
+          const alone = await givenDevice();
+          const [first, second] = [await store.devices.poll(alone.deviceCodeHash, alone.clientId, expiry), await store.devices.poll(alone.deviceCodeHash, alone.clientId, expiry + 1)];
+          assert.deepEqual([first?.record.lastPolledAt, second?.record.lastPolledAt], [expiry, expiry]);
         });
 
         it('answers consumed and denied before slow_down, without growing the interval', async () => {

@@ -29,7 +29,8 @@ export const deviceCodeGrant: TokenGrant = {
     // A device code bound to a DPoP key (RFC 9449, by the proof sent with the device
     // authorization request) is polled only with a proof by that key: any other poll
     // changes nothing, so it neither takes the tokens nor slows the device down.
-    const polled = await deps.store.devices.poll(hash, client.id, deps.clock.now(), proof?.jkt ?? null);
+    const now = deps.clock.now();
+    const polled = await deps.store.devices.poll(hash, client.id, now, proof?.jkt ?? null);
     if (!polled) {
       const found = await deps.store.devices.find(hash);
       if (found !== null && found.clientId === client.id && found.dpopJkt !== null) {
@@ -44,7 +45,10 @@ export const deviceCodeGrant: TokenGrant = {
       case 'expired':
         // §3.5 expired_token: 'The "device_code" has expired, and the device authorization
         // session has concluded.'
-        if (polled.record.status === 'pending') {
+        // Recorded at the first poll after expiry only (the poll then keeps its time as
+        // last_polled_at): a device that polls on, as §3.5 says it should not, or an
+        // attacker replaying an expired code as fast as it can, writes no more events.
+        if (polled.record.status === 'pending' && polled.record.lastPolledAt === now) {
           await deps.events.emit({ type: 'device.expired', clientId: client.id, ip: polled.record.requestIp, userAgent: polled.record.requestUserAgent });
         }
         throw new OAuthError('expired_token', 'the device code has expired; start again');

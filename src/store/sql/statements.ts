@@ -54,14 +54,16 @@ function devicePollOutcome(now: string): string {
  * computed once from the old row and drives the other columns: `slow_down` grows the
  * interval, `issue` consumes the record. Concurrent polls are serialised (SQLite's write
  * lock, PostgreSQL's row lock) and each sees the row its predecessor left: one `issue`,
- * then `consumed`.
+ * then `consumed`. Once a record has expired, `last_polled_at` keeps the time of the first
+ * poll that found it so: that poll alone is told it was the first (`last_polled_at` equal
+ * to its `now`), so that a device polling on after `expired_token` is recorded once.
  */
 export function devicePollAssignments(now: string): string {
   const outcome = devicePollOutcome(now);
   return `last_outcome = ${outcome},
     poll_interval = CASE WHEN ${outcome} = 'slow_down' AND poll_interval < ${MAX_POLL_INTERVAL_SECONDS} THEN poll_interval + 5 ELSE poll_interval END,
     status = CASE ${outcome} WHEN 'issue' THEN 'consumed' ELSE status END,
-    last_polled_at = ${now}`;
+    last_polled_at = CASE WHEN ${outcome} = 'expired' AND last_outcome = 'expired' THEN last_polled_at ELSE ${now} END`;
 }
 
 /** The statements, by name, in `dialect`'s SQL. */

@@ -11,7 +11,7 @@ import { createRemoteJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify, S
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
-import { runTessera } from './helpers/cli.ts';
+import { runTessera, tessera } from './helpers/cli.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
 import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -455,6 +455,28 @@ describe('single sign-on through openid-client', () => {
       assert.deepEqual([(await verified(forLaptop, new Date()))['sid'], decodeJwt(forLaptop).sub], [laptopSid, user.id]);
       assert.equal(await isSignedOut(laptop), true);
       assert.equal((await runTessera(['user', 'enable', user.username], { TESSERA_DATABASE: server.config.database })).stdout, `Enabled ${user.username}.\n`);
+    });
+
+    it('keeps the tessera command running until a retried logout token is delivered (user set-password, as its own process)', async () => {
+      const flaky = await logoutReceiver([503]);
+      try {
+        const { config } = await app({ name: 'Flaky Ledger', firstParty: true, backchannelLogoutUri: flaky.uri });
+        const user = await server.addUser();
+        const browser = await signedIn(user);
+        const attempt = await start(config, 'openid');
+        const sid = (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'];
+        // The retry waits on a timer that does not hold a process open: the command must.
+        const result = await tessera(['user', 'set-password', user.username, '--password-stdin'], {
+          TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url, TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '300',
+        }, 'another long password\n');
+        assert.equal(result.code, 0, result.stderr);
+        assert.equal(result.stdout, `Set the password of ${user.username}; their sessions have ended.\nSent a logout token to the app they were signed in to.\n`);
+        assert.equal(flaky.calls(), 2, 'a 503, then delivered');
+        assert.equal(decodeJwt(flaky.received[0]!)['sid'], sid);
+        assert.equal(await isSignedOut(browser), true);
+      } finally {
+        await flaky.close();
+      }
     });
   });
 

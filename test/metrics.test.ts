@@ -19,6 +19,9 @@ import { FormBrowser } from './helpers/browser.ts';
 import { runTessera, serveTessera } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { basic, postForm, REDIRECT_URI, TEST_ENV } from './helpers/server.ts';
+import { ManualClock } from '../src/core/clock.ts';
+import { Events, type EventInput } from '../src/core/events.ts';
+import { Metrics } from '../src/http/metrics.ts';
 
 /** The samples of a Prometheus text exposition, by series (`name{labels}`). */
 async function scrape(url: string): Promise<Map<string, number>> {
@@ -163,5 +166,27 @@ describe('metrics with several workers', () => {
       await serving.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('what the metrics count of second factors', () => {
+  it('counts a refused passkey and a wrong or replayed code after the password as sign-in failures, and a code lockout as kind one_time_code', async () => {
+    const metrics = new Metrics();
+    const events = new Events(new ManualClock(0), { add: async () => {} }, [metrics.listener]);
+    const inputs: EventInput[] = [
+      { type: 'passkey.refused', detail: { reason: 'cloned' } },
+      { type: 'second_factor.failed', detail: { reason: 'wrong_code', during: 'sign_in' } },
+      { type: 'second_factor.failed', detail: { reason: 'replayed', during: 'sign_in' } },
+      { type: 'second_factor.failed', detail: { reason: 'locked', during: 'sign_in' } },
+      // A typo while setting up an app is no sign-in.
+      { type: 'second_factor.failed', detail: { reason: 'wrong_code', during: 'enrolment' } },
+      { type: 'second_factor.recovery_code_used', detail: { recovery_codes_left: 9 } },
+    ];
+    for (const input of inputs) await events.emit(input);
+    const value = async (name: string, labels: Record<string, string> = {}) =>
+      (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) => Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted))?.value;
+    assert.equal(await value('tessera_signin_failures_total'), 3);
+    assert.equal(await value('tessera_lockouts_total', { kind: 'one_time_code' }), 1);
+    assert.equal(await value('tessera_lockouts_total', { kind: 'sign_in' }), 0);
   });
 });

@@ -18,7 +18,7 @@ import type { ClientRecord, SessionRecord, Store, Stores, UserRecord } from '../
 import { TokenIssuer } from '../src/tokens/issue.ts';
 import { KeyManager } from '../src/tokens/keys.ts';
 import { storesUnderTest } from './helpers/device.ts';
-import { pendingDevice } from './store/fixtures.ts';
+import { pendingDevice, publicClient } from './store/fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -56,21 +56,14 @@ for (const { name, skip, fresh } of storesUnderTest()) {
 
     async function given(): Promise<{ client: ClientRecord; user: UserRecord; session: SessionRecord }> {
       users += 1;
-      const client: ClientRecord = {
+      const client = publicClient({
         id: `client-${users}`,
         name: 'TV App',
-        secretHash: null,
         redirectUris: ['https://app.example/callback'],
         scopes: ['openid', 'offline_access'],
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
-        webOrigins: [],
-        requireDpop: false,
-        requirePar: false,
-        deviceNetworks: [],
         createdAt: T0,
-        authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
-        firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
-      };
+      });
       const user: UserRecord = {
         id: `user-${users}`,
         username: `user-${users}@example.com`,

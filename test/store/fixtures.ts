@@ -1,23 +1,28 @@
-import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import type { ClientRecord, DeviceAuthorizationRecord } from '../../src/store/types.ts';
 
-/** A public device client, as the SQLite-specific store tests register it. */
-export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): ClientRecord {
+/** A public client with every field at its default, but `overrides`: a record to store as it is. */
+export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecord, 'id'>): ClientRecord {
   return {
-    id,
-    name: 'TV App',
+    name: 'App',
     secretHash: null,
-    redirectUris: ['https://tv.example/callback'],
+    redirectUris: [],
     scopes: ['openid'],
-    grantTypes: [GRANT_DEVICE_CODE],
+    grantTypes: [GRANT_AUTHORIZATION_CODE],
     webOrigins: [],
     requireDpop: false,
     requirePar: false,
     deviceNetworks: [],
-    createdAt,
+    createdAt: Date.UTC(2026, 0, 1),
     authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
     firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+    ...overrides,
   };
+}
+
+/** A public device client, as the SQLite-specific store tests register it. */
+export function deviceClient(id: string, createdAt = Date.UTC(2026, 0, 1)): ClientRecord {
+  return publicClient({ id, name: 'TV App', redirectUris: ['https://tv.example/callback'], grantTypes: [GRANT_DEVICE_CODE], createdAt });
 }
 
 /** A pending device authorization of `clientId`, made at T0 and live for ten minutes. */

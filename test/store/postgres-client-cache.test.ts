@@ -9,23 +9,10 @@ import { after, before, it } from 'node:test';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
 import type { ClientRecord, Store } from '../../src/store/types.ts';
+import { publicClient } from './fixtures.ts';
 import { describePostgres, dropSchema, newSchema, postgresUrl, withAdmin } from '../helpers/postgres.ts';
 
-const client: ClientRecord = {
-  id: 'tv-app',
-  name: 'TV App',
-  secretHash: null,
-  redirectUris: [],
-  scopes: ['openid'],
-  grantTypes: [GRANT_DEVICE_CODE],
-  webOrigins: [],
-  requireDpop: false,
-  requirePar: false,
-  deviceNetworks: [],
-  createdAt: Date.UTC(2026, 0, 1),
-  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
-  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
-};
+const client: ClientRecord = publicClient({ id: 'tv-app', name: 'TV App', grantTypes: [GRANT_DEVICE_CODE] });
 
 /** Polls `check` until it returns true, for at most `ms`. */
 async function eventually(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {

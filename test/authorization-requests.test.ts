@@ -57,7 +57,7 @@ describe('authorization requests as certification sends them', () => {
       assertApprovalPage(approval, '/oauth/authorize/decision');
       const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
       assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -66,7 +66,7 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ prompt: 'none' });
       const answered = await browser.follow(await browser.request('/oauth/authorize', { form: attempt.url.searchParams }));
       assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -114,7 +114,7 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ prompt: 'none', id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
       const answered = await browser.request(attempt.url.href);
       assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -124,11 +124,11 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
       const page = await browser.authorize(attempt.url.href, user);
       assert.ok(page.location?.startsWith(REDIRECT_URI), page.location ?? page.html);
-      await oidc.authorizationCodeGrant(config, new URL(page.location), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
     });
 
     it('refuses a hint over the limit with invalid_request at the redirect URI, and keeps 1,024 for other parameters', async () => {
-      for (const extra of [{ login_hint: 'l'.repeat(MAX_HINT_LENGTH + 1) }, { id_token_hint: 'x'.repeat(MAX_HINT_LENGTH + 1) }, { ui_locales: 'x'.repeat(1025) }]) {
+      for (const extra of [{ login_hint: 'l'.repeat(MAX_HINT_LENGTH + 1) }, { id_token_hint: 'x'.repeat(MAX_HINT_LENGTH + 1) }, { ui_locales: 'x'.repeat(1025) }] as Record<string, string>[]) {
         const attempt = await start(extra);
         const response = await fetch(attempt.url, { redirect: 'manual' });
         assert.equal(response.status, 303);
@@ -146,7 +146,7 @@ describe('authorization requests as certification sends them', () => {
         assert.equal(response.status, 405, method);
         assert.match(response.headers.get('allow') ?? '', /\bPOST\b/);
         assert.doesNotMatch(response.headers.get('allow') ?? '', /\bGET\b/);
-        assert.equal((await response.json()).error, 'invalid_request');
+        assert.equal(((await response.json()) as { error?: string }).error, 'invalid_request');
       }
     });
 

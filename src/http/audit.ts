@@ -1,8 +1,13 @@
+import type { RawParams } from '../core/protocol.ts';
 import type { AppDeps } from './deps.ts';
 
-/** The application a sign-in is for, when it interrupted an authorization request (`return_to`). */
-export async function signInClient(deps: AppDeps, returnTo: string): Promise<string | null> {
-  if (!returnTo.startsWith('/oauth/authorize?')) return null;
-  const requested = new URLSearchParams(returnTo.split('?')[1]).get('client_id');
-  return requested && requested.length <= 256 ? ((await deps.store.clients.get(requested))?.id ?? null) : null;
+/**
+ * The application a sign-in continues to, as the authorization step put it in the form
+ * (`client_id`, ui/pages.ts clientField): for the audit trail, and only when it is a client
+ * registered here. Null for a sign-in of its own (/account, say).
+ */
+export async function signInClient(deps: AppDeps, form: RawParams): Promise<string | null> {
+  const requested = form['client_id'];
+  if (typeof requested !== 'string' || requested.length === 0 || requested.length > 256) return null;
+  return (await deps.store.clients.get(requested))?.id ?? null;
 }

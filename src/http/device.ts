@@ -198,7 +198,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
+    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client);
     const refused = refuseApprovalPage(deps, request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode));
     if (refused) return refused;
     return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);

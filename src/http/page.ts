@@ -27,9 +27,12 @@ export function pagesFor(deps: AppDeps): Pages {
   };
 }
 
-/** The sign-in form every flow leads to; `clientName`: the app it continues to. */
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string): FastifyReply {
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName });
+/**
+ * The sign-in form every flow leads to; `client`: the app it continues to, named on the page
+ * and carried through the sign-in to the events that record it.
+ */
+export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord): FastifyReply {
+  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id });
 }
 
 /**
@@ -47,5 +50,5 @@ export function refuseApprovalPage(
 ): FastifyReply | null {
   const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
   if (refusal === null) return null;
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, notice: APPROVAL_REFUSALS[refusal](client.name) });
+  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice: APPROVAL_REFUSALS[refusal](client.name) });
 }

@@ -81,6 +81,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
     if (!available) unavailable();
+    const clientId = await signInClient(deps, form);
     // Every refusal is a `passkey.refused` event (and its log line).
     const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'));
     if (result.kind !== 'signed-in') {
@@ -89,9 +90,9 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
         request.log.warn({ passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip }, 'passkey refused: signature counter did not increase (possible cloned authenticator)');
       }
       const { status, message } = SIGN_IN_FAILURES[result.kind];
-      return pages.signIn(request, reply, status, { returnTo, error: message });
+      return pages.signIn(request, reply, status, { returnTo, clientId, error: message });
     }
-    await afterPasskey(deps, browserOf(deps, request, reply), result.user, result.amr, { clientId: await signInClient(deps, returnTo) });
+    await afterPasskey(deps, browserOf(deps, request, reply), result.user, result.amr, { clientId });
     return reply.redirect(returnTo, 303);
   });
 

@@ -57,12 +57,14 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
-    const retry = (status: number, error: string) => pages.send(reply, status, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error }));
+    const clientId = await signInClient(deps, form);
+    const retry = (status: number, error: string) =>
+      pages.send(reply, status, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId, error }));
     // Every refused code is a `second_factor.failed` event (and its log line).
-    const result = await completeSecondFactor(deps, browserOf(deps, request, reply), single(form, 'code'), { clientId: await signInClient(deps, returnTo) });
+    const result = await completeSecondFactor(deps, browserOf(deps, request, reply), single(form, 'code'), { clientId });
     switch (result.kind) {
       case 'expired':
-        return pages.signIn(request, reply, 400, { returnTo, error: 'Your sign-in took too long or has ended. Sign in again.' });
+        return pages.signIn(request, reply, 400, { returnTo, clientId, error: 'Your sign-in took too long or has ended. Sign in again.' });
       case 'locked':
         request.log.warn({ user: result.userId, ip: request.ip }, 'one-time code entry locked after too many wrong attempts');
         return retry(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');

@@ -30,9 +30,10 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
-    const page = (status: number, error: string) => pages.signIn(request, reply, status, { returnTo, error, username: rawUsername.slice(0, 256) });
+    const clientId = await signInClient(deps, form);
+    const page = (status: number, error: string) =>
+      pages.signIn(request, reply, status, { returnTo, clientId, error, username: rawUsername.slice(0, 256) });
 
-    const clientId = await signInClient(deps, returnTo);
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId });
     if (result.kind !== 'signed-in') {
       // The page is shown again; its next post may go on to the client (see authorize.ts).
@@ -61,7 +62,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     // A person with one-time codes on is asked for one next; anyone else is signed in.
     const next = await afterPassword(deps, browserOf(deps, request, reply), result.user, { clientId });
     if (next === 'signed-in') return reply.redirect(returnTo, 303);
-    return pages.send(reply, 200, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo }));
+    return pages.send(reply, 200, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {

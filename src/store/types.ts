@@ -451,7 +451,9 @@ export interface DeviceAuthorizationStore {
   /**
    * One poll by the device: one indexed lookup and one write. Null when no record has this
    * hash for this client, or it is bound to a DPoP key (`dpopJkt`) other than `dpopJkt`
-   * (null: the poll carried no proof); such a poll changes nothing.
+   * (null: the poll carried no proof); such a poll changes nothing. A poll with a key binds
+   * a record not bound yet to that key, in the same write (RFC 9449 defines no proof at the
+   * device authorization endpoint, so most clients first prove their key here).
    */
   poll(
     deviceCodeHash: string,

@@ -1020,6 +1020,21 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.devices.find('no-such-hash'), null);
       });
 
+      it('binds an unbound device code to the key of its first poll with a proof: then only that key polls it', async () => {
+        const device = await givenDevice();
+        assert.deepEqual(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + MINUTE), {
+          outcome: 'pending',
+          record: { ...device, lastPolledAt: T0 + MINUTE },
+        });
+        assert.deepEqual(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + 2 * MINUTE, 'jkt-a'), {
+          outcome: 'pending',
+          record: { ...device, lastPolledAt: T0 + 2 * MINUTE, dpopJkt: 'jkt-a' },
+        });
+        assert.equal(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + 3 * MINUTE, 'jkt-b'), null);
+        assert.equal(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + 3 * MINUTE), null);
+        assert.deepEqual(await store.devices.find(device.deviceCodeHash), { ...device, lastPolledAt: T0 + 2 * MINUTE, dpopJkt: 'jkt-a' });
+      });
+
       it('answers bound and unbound device codes polled at once each by its own key', async () => {
         const bound = await givenApprovedDevice({ dpopJkt: 'jkt-a' });
         const stolen = await givenApprovedDevice({ dpopJkt: 'jkt-a' });

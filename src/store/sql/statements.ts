@@ -211,7 +211,8 @@ export function statements(d: Dialect) {
     // A device code bound to a DPoP key is polled only with a proof by that key: any other
     // poll leaves the record as it is, so it can neither take the tokens nor slow the device.
     pollDevice: `
-      UPDATE device_authorizations SET ${devicePollAssignments(d.bigint(':now'))}
+      UPDATE device_authorizations SET ${devicePollAssignments(d.bigint(':now'))},
+        dpop_jkt = COALESCE(dpop_jkt, :dpopJkt)
       WHERE device_code_hash = :deviceCodeHash AND client_id = :clientId
         AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
       RETURNING *`,

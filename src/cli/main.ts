@@ -42,7 +42,7 @@ import { resetSecondFactor } from '../flows/second-factor/reset.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { keyManager, serve } from '../main.ts';
 import { openStore } from '../store/open.ts';
-import { DuplicateError, type ClientChanges, type ClientRecord, type ResourceScope, type SessionRecord, type Store, type UserRecord } from '../store/types.ts';
+import { DuplicateError, newUserRecord, type ClientChanges, type ClientRecord, type ResourceScope, type SessionRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from '../tokens/issue.ts';
 import { parseJwks } from '../tokens/client-jwks.ts';
 import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
@@ -716,7 +716,7 @@ async function resourceAdd(config: Config, args: string[], io: Io): Promise<void
     }
     try {
       await store.transaction((tx) =>
-        tx.resources.create({ identifier, name, scopes, accessTokenTtl, introspectionSecretHash: secret === null ? null : hashSecret(secret), createdAt: Date.now() }),
+        tx.resources.create({ identifier, name, scopes, accessTokenTtl, introspectionSecretHash: secret === null ? null : hashSecret(secret), signingAlg: 'RS256', createdAt: Date.now() }),
       );
     } catch (error) {
       // Another registration got there between the check and the write.
@@ -803,16 +803,14 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
   const id = randomUUID();
   await withStore(config, async (store) => {
     try {
-      await store.users.create({
+      await store.users.create(newUserRecord({
         id,
         username,
         passwordHash: await hashPassword(password, config.passwordHash),
         name: values.name?.trim() || null,
         email: values.email ?? null,
-        emailVerified: false,
-        disabled: false,
         createdAt: Date.now(),
-      });
+      }));
     } catch (error) {
       if (error instanceof DuplicateError) throw new Error(`a user named ${username} already exists`);
       throw error;

@@ -5,7 +5,7 @@ import { loadConfig } from '../config/index.ts';
 import { ManualClock } from '../core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../core/protocol.ts';
 import { openStore } from '../store/open.ts';
-import { type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
+import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from './issue.ts';
 import { KeyManager } from './keys.ts';
 
@@ -26,16 +26,7 @@ const client: ClientRecord = {
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 };
-const user: UserRecord = {
-  id: 'sub-1',
-  username: 'ada',
-  passwordHash: 'x',
-  name: 'Ada Lovelace',
-  email: null,
-  emailVerified: false,
-  disabled: false,
-  createdAt: 0,
-};
+const user: UserRecord = newUserRecord({ id: 'sub-1', username: 'ada', passwordHash: 'x', name: 'Ada Lovelace', createdAt: 0 });
 
 describe('TokenIssuer', () => {
   let store: Store;

@@ -299,9 +299,14 @@ export class TokenIssuer {
     return { accessToken: Math.min(own.accessToken, device.accessToken), refreshToken: Math.min(own.refreshToken, device.refreshToken) };
   }
 
-  /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
+  /**
+   * RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. Signed
+   * as its API chose (RS256 unless its operator said otherwise: §2.1 promises resource
+   * servers only RS256); for this server's own API (userinfo), which verifies it here, with
+   * `TESSERA_ACCESS_TOKEN_ALG` (ES256: a cheaper signature on every code exchange).
+   */
   async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
-    const key = await this.#keys.signingKey(this.#accessTokenAlg);
+    const key = await this.#keys.signingKey(issuance.resource?.signingAlg ?? this.#accessTokenAlg);
     return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
       scope,

@@ -99,8 +99,10 @@ export function statements(d: Dialect) {
     removeClient: 'DELETE FROM clients WHERE id = :id',
 
     insertUser: `
-      INSERT INTO users (id, username, password_hash, name, email, email_verified, disabled, created_at)
-      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :disabled, :createdAt)
+      INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
+                         disabled, created_at, updated_at)
+      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
+              :disabled, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
@@ -109,7 +111,14 @@ export function statements(d: Dialect) {
     // A field not given keeps its value: CASE on a flag, since null is a value to set.
     updateUser: `
       UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
-                       email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END
+                       given_name = CASE WHEN :setGivenName = 1 THEN CAST(:givenName AS TEXT) ELSE given_name END,
+                       family_name = CASE WHEN :setFamilyName = 1 THEN CAST(:familyName AS TEXT) ELSE family_name END,
+                       email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END,
+                       email_verified = CASE WHEN :setEmailVerified = 1 THEN :emailVerified ELSE email_verified END,
+                       locale = CASE WHEN :setLocale = 1 THEN CAST(:locale AS TEXT) ELSE locale END,
+                       zoneinfo = CASE WHEN :setZoneinfo = 1 THEN CAST(:zoneinfo AS TEXT) ELSE zoneinfo END,
+                       picture = CASE WHEN :setPicture = 1 THEN CAST(:picture AS TEXT) ELSE picture END,
+                       updated_at = ${d.bigint(':now')}
       WHERE id = :id`,
     setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
     removeUser: 'DELETE FROM users WHERE id = :id',
@@ -296,8 +305,8 @@ export function statements(d: Dialect) {
     setKeyPrivateJwk: 'UPDATE signing_keys SET private_jwk = :privateJwk WHERE kid = :kid',
 
     insertResource: `
-      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, created_at)
-      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :createdAt)
+      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, signing_alg, created_at)
+      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :signingAlg, :createdAt)
       ON CONFLICT DO NOTHING`,
     insertResourceScope: `
       INSERT INTO resource_scopes (name, resource, description, position)
@@ -309,6 +318,9 @@ export function statements(d: Dialect) {
     listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
     // Its scopes go with it: ON DELETE CASCADE.
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
+    updateResource: `
+      UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END
+      WHERE identifier = :identifier`,
     // RFC 7523 §3: a jti is refused while an unexpired assertion used it; an expired record
     // that the purge has not yet removed gives way in the same statement.
     useClientAssertion: `

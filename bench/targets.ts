@@ -290,6 +290,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
           expiresAt: authTime + 600_000,
           consumedAt: null,
           dpopJkt: null,
+          idTokenClaims: [],
         });
         minted.push({ code, verifier });
       }

@@ -490,7 +490,8 @@ const securityHardening: Migration = {
 /**
  * Version 12 (issue 24): the standard claims of a person (OIDC Core §5.1) beyond `name`,
  * `email` and `email_verified`, and when their profile last changed (`updated_at`, the
- * account's creation for those from before); and the algorithm an API's access tokens are
+ * account's creation for those from before); the claims a code's ID token carries (the
+ * `claims` parameter, OIDC Core §5.5); and the algorithm an API's access tokens are
  * signed with, RS256 unless the operator chooses otherwise (RFC 9068 §2.1 promises
  * resource servers only RS256), for APIs from before too.
  */
@@ -505,6 +506,7 @@ const standardClaims: Migration = {
     (t) => `ALTER TABLE users ADD COLUMN picture ${t.text}`,
     (t) => `ALTER TABLE users ADD COLUMN updated_at ${t.time}`,
     'UPDATE users SET updated_at = created_at',
+    (t, dialect) => `ALTER TABLE authorization_codes ADD COLUMN id_token_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
     (t) => `ALTER TABLE resources ADD COLUMN signing_alg ${t.text} NOT NULL DEFAULT 'RS256' CHECK (signing_alg IN ('RS256', 'ES256'))`,
   ],
 };

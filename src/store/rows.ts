@@ -227,6 +227,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     expiresAt: integer(row, 'expires_at'),
     consumedAt: integerOrNull(row, 'consumed_at'),
     dpopJkt: textOrNull(row, 'dpop_jkt'),
+    idTokenClaims: read.strings(row, 'id_token_claims'),
   };
 }
 

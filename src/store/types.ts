@@ -419,6 +419,8 @@ export interface AuthorizationCodeRecord {
   readonly consumedAt: number | null;
   /** RFC 9449 §10: the DPoP key thumbprint (`dpop_jkt`) the code must be redeemed with. */
   readonly dpopJkt: string | null;
+  /** OIDC Core §5.5: the claims about the person its ID token carries (the `claims` parameter's `id_token`). */
+  readonly idTokenClaims: readonly string[];
 }
 
 export interface AuthorizationCodeStore {

@@ -163,6 +163,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         expiresAt: T0 + MINUTE,
         consumedAt: null,
+        idTokenClaims: ['email', 'name'],
         dpopJkt: null,
         ...overrides,
       };
@@ -1774,6 +1775,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           expiresAt: T0 + MINUTE,
           consumedAt: null,
           dpopJkt: null,
+          idTokenClaims: [],
         };
         return { grant, code };
       }

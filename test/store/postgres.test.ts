@@ -70,6 +70,7 @@ async function seed(store: Store) {
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
     dpopJkt: null,
+    idTokenClaims: [],
   };
   const device = pendingDevice(client.id, { deviceCodeHash: 'device-1', userCode: 'WDJBMJHT' });
   await store.clients.create(client);

@@ -64,6 +64,7 @@ async function seed(store: Store, id: string) {
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
     dpopJkt: null,
+    idTokenClaims: [],
   };
   const device = pendingDevice(client.id, {
     deviceCodeHash: `device-${id}`,

@@ -183,7 +183,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     codes: {
-      create: (record) => write('insertCode', { ...record, scope: list(record.scope) }),
+      create: (record) => write('insertCode', { ...record, scope: list(record.scope), idTokenClaims: list(record.idTokenClaims) }),
       consume: (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
         first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code),
       find: (hash) => first('getCode', { hash }, code),

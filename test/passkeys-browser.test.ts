@@ -12,6 +12,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -194,7 +195,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await page.goto(lowest.url.href);
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
-    const claims = (await oidc.authorizationCodeGrant(config, await callback, { pkceCodeVerifier: lowest.verifier, idTokenExpected: true })).claims()!;
+    const claims = (await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), { pkceCodeVerifier: lowest.verifier, idTokenExpected: true })).claims()!;
     assert.equal(claims.sub, person.id);
     assert.deepEqual(claims.amr, ['hwk', 'user'], 'a device-bound key that tested presence only: no mfa');
     assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor: the lowest class, not phrh');

@@ -180,6 +180,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await addPasskey(page, server.url, person, 'Security key');
     await stopVerifyingUser(page, cdp, authenticatorId);
     await page.getByRole('button', { name: 'Not you? Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
     // An ordinary client asking for the lowest class: approved, and told it was one factor.
     const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
@@ -230,6 +231,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await addPasskey(other.page, strict.url, strictPerson, 'Security key');
     await stopVerifyingUser(other.page, other.cdp, other.authenticatorId);
     await other.page.getByRole('button', { name: 'Not you? Sign out' }).click();
+    await other.page.getByRole('heading', { name: 'Sign in' }).waitFor();
     const strictConfig = await oidc.discovery(new URL(strict.url), strictApp.clientId, undefined, oidc.ClientSecretBasic(strictApp.clientSecret), { execute: [oidc.allowInsecureRequests] });
     await other.page.goto(oidc.buildAuthorizationUrl(strictConfig, {
       redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',

@@ -23,6 +23,8 @@ export function adminResource(issuer: string): ResourceRecord {
     scopes: Object.entries(ADMIN_SCOPE_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
     accessTokenTtl: null,
     introspectionSecretHash: null,
+    // Tessera verifies these itself: the server's access token algorithm.
+    signingAlg: 'ES256',
     createdAt: 0,
   };
 }

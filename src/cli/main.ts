@@ -93,7 +93,7 @@ Commands:
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
-                                          for approval, print the granted scopes and ID token claims
+                                          for approval, print the granted scopes, ID token and UserInfo claims
                                           (no secret: a public client; TESSERA_CLIENT_SECRET also works)
   grant list --username NAME [--json]     List the applications and devices a user approved
   grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working

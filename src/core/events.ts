@@ -73,6 +73,7 @@ export const EVENT_TYPES = [
   'client.secret_rotated',
   'client.removed',
   'resource.created',
+  'resource.updated',
   'resource.removed',
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */

@@ -118,7 +118,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
-      return page(reply, status, errorPage(deps.config.site, 'The passkey was not added', message));
+      return page(reply, status, errorPage(deps.config.site, 'The passkey was not added', message, { back: { href: '/account', label: 'Back to your account' } }));
     }
     return reply.redirect('/account?notice=passkey-added', 303);
   });

@@ -273,8 +273,10 @@ export interface ClientAuthSettings {
    */
   readonly jwksRefetchSeconds: number;
   /**
-   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 300): an assertion whose `exp`
-   * is further ahead than this is refused; its `jti` is remembered until `exp`.
+   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 3600, at most 3600): an
+   * assertion whose `exp` is further ahead than this is refused; its `jti` is remembered
+   * until `exp`, so this also bounds how long each one is kept. An hour because common
+   * client libraries (authlib) sign hour-long assertions; the `jti` makes each usable once.
    */
   readonly assertionMaxLifetimeSeconds: number;
 }

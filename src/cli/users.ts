@@ -1,8 +1,10 @@
 /** `tessera user …`: arguments in, the operations of src/flows/manage/users.ts, text out. */
 import type { Config } from '../config/index.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { clearLockouts } from '../flows/manage/lockouts.ts';
 import {
   createUser,
+  findUser,
   listUsers,
   RECOVERY_CODE_COUNT,
   removeUser,
@@ -154,6 +156,26 @@ async function userResetSecondFactor(config: Config, args: string[], io: Io): Pr
   io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
 }
 
+/**
+ * Lifts a person's lockouts: wrong passwords counted against their username (from every
+ * address) and wrong one-time codes, so their next attempt starts afresh (issue 31: nothing
+ * lifted them, and the lockout page sent people to the operator).
+ */
+async function userUnlock(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const cleared = await withStore(config, async (store) => {
+    const deps = operatorDeps(config, store, io);
+    const user = await findUser(deps, positionals[0]!);
+    return clearLockouts(deps, { username: user.username });
+  });
+  const locked = cleared.filter((entry) => entry.locked).length;
+  io.stdout(
+    cleared.length === 0
+      ? `${normalizeUsername(positionals[0]!)} was not locked out; nothing counted against them.\n`
+      : `Unlocked ${normalizeUsername(positionals[0]!)}: cleared ${cleared.length} counter${cleared.length === 1 ? '' : 's'} of wrong passwords and codes (${locked} refusing sign-in).\n`,
+  );
+}
+
 export const USER_COMMANDS = {
   'user add': userAdd,
   'user list': userList,
@@ -165,4 +187,5 @@ export const USER_COMMANDS = {
   'user set-password': userSetPassword,
   'user reset-link': userResetLink,
   'user reset-second-factor': userResetSecondFactor,
+  'user unlock': userUnlock,
 };

@@ -35,8 +35,10 @@ Commands:
              [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
              [--device-network CIDR ...] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--grant: authorization_code by default, device_code and
-                                          refresh_token only when asked for; --device-network: the only
+                                          (--grant: authorization_code by default, device_code,
+                                          refresh_token and client_credentials only when asked for
+                                          (client_credentials: a service's own tokens, --scope
+                                          required); --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,

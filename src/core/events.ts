@@ -77,6 +77,7 @@ export const EVENT_TYPES = [
   /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
   'client.token_issued',
   'resource.created',
+  'resource.updated',
   'resource.removed',
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */

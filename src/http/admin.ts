@@ -26,6 +26,7 @@ import {
   resetLink,
   resetUserSecondFactor,
   setDisabled,
+  type ProfileInput,
   setPassword,
   updateUser,
   userDetails,
@@ -102,6 +103,18 @@ const CLIENT_FIELDS = {
   backchannel_logout_uri: { type: ['string', 'null'], maxLength: 2048 },
   dpop_bound_access_tokens: { type: 'boolean' },
   require_pushed_authorization_requests: { type: 'boolean' },
+} as const;
+
+/** A person's standard claims (OIDC Core §5.1), by their claim names; null clears one. */
+const PROFILE_FIELDS = {
+  name: { type: ['string', 'null'], maxLength: 200 },
+  given_name: { type: ['string', 'null'], maxLength: 200 },
+  family_name: { type: ['string', 'null'], maxLength: 200 },
+  email: { type: ['string', 'null'], maxLength: 320 },
+  email_verified: { type: 'boolean' },
+  locale: { type: ['string', 'null'], maxLength: 35 },
+  zoneinfo: { type: ['string', 'null'], maxLength: 64 },
+  picture: { type: ['string', 'null'], maxLength: 2048 },
 } as const;
 
 const body = (properties: Record<string, unknown>, required: readonly string[] = []) => ({ type: 'object', additionalProperties: false, properties, required });
@@ -323,7 +336,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     method: 'POST', url: `${ADMIN_PREFIX}/users`, operationId: 'createUser', area: 'users', write: true,
     schema: {
       summary: 'Create a user',
-      body: body({ username: { type: 'string', minLength: 1, maxLength: 64 }, password: { type: 'string', minLength: 1, maxLength: 1024 }, name: { type: ['string', 'null'], maxLength: 200 }, email: { type: ['string', 'null'], maxLength: 320 } }, ['username', 'password']),
+      body: body({ username: { type: 'string', minLength: 1, maxLength: 64 }, password: { type: 'string', minLength: 1, maxLength: 1024 }, ...PROFILE_FIELDS }, ['username', 'password']),
       response: { 201: OBJECT, default: PROBLEM },
     },
     handler: async (request, reply, d) => {
@@ -339,8 +352,8 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true,
-    schema: { summary: "Change a user's name or e-mail address (null clears one)", params: username, body: body({ name: { type: ['string', 'null'], maxLength: 200 }, email: { type: ['string', 'null'], maxLength: 320 } }), response: ok() },
-    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as { name?: string | null; email?: string | null })),
+    schema: { summary: "Change a user's standard claims (null clears one)", params: username, body: body(PROFILE_FIELDS), response: ok() },
+    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as ProfileInput)),
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     route({

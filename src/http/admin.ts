@@ -14,7 +14,7 @@ import type { ManageDeps } from '../flows/manage/deps.ts';
 import { ManageError, type ManageErrorKind } from '../flows/manage/errors.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
-import { listKeys, rotateKeys } from '../flows/manage/keys.ts';
+import { keyJson, listKeys, rotateKeys } from '../flows/manage/keys.ts';
 import { clearLockouts, listLockouts, lockoutJson } from '../flows/manage/lockouts.ts';
 import { addResource, getResource, listResources, removeResource, resourceJson } from '../flows/manage/resources.ts';
 import {
@@ -527,8 +527,11 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   // Signing keys
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/keys`, operationId: 'listKeys', area: 'keys', write: false,
-    schema: { summary: 'The signing keys (public facts only), oldest first', response: ok() },
-    handler: async (_request, _reply, d) => ({ keys: await listKeys(d) }),
+    schema: { summary: 'The published signing keys and their state (public facts only), oldest first', response: ok() },
+    handler: async (_request, _reply, d) => {
+      const now = d.clock.now();
+      return { keys: (await listKeys(d, now)).map((key) => keyJson(key, now)) };
+    },
   });
   route({
     method: 'POST', url: `${ADMIN_PREFIX}/keys/rotate`, operationId: 'rotateKeys', area: 'keys', write: true,

@@ -65,7 +65,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByRole('heading', { level: 1 }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
     const scopes = await page.getByRole('listitem').allInnerTexts();
-    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name and username', 'See your email address']);
+    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name, username, picture, language and time zone', 'See your email address']);
     // Usable on a phone: the page fits the viewport without sideways scrolling.
     const { scrollWidth, innerWidth } = await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })') as { scrollWidth: number; innerWidth: number };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
@@ -75,7 +75,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
-    assert.equal(tokens.claims()?.['name'], 'Grace Hopper');
+    assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['name'], 'Grace Hopper');
     await page.context().close();
   });
 

@@ -198,7 +198,7 @@ describe('the tessera command', () => {
       });
       const page = await new FormBrowser(issuer).authorize(url.href, { username: 'newcomer', password: 'newcomer password' });
       const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
-      assert.equal(tokens.claims()?.['preferred_username'], 'newcomer');
+      assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub))['preferred_username'], 'newcomer');
     } finally {
       assert.equal(await server.stop(), 0);
     }

@@ -71,7 +71,7 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     const tv = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     const result = await run({ client: tv, onWait: decide('approve') });
     assert.equal(result.code, 0, result.stderr);
-    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as Record<string, unknown>;
+    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'), result.stdout.indexOf('UserInfo claims'))) as Record<string, unknown>;
     assert.equal(claims['aud'], tv.clientId);
     assert.equal(claims['sub'], user.id);
   });
@@ -86,11 +86,15 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     assert.ok(result.stdout.includes(`    ${link}\n`));
     assert.deepEqual(result.waits, [5 * SECOND], 'one interval before the first poll, which succeeds');
     assert.match(result.stdout, /Approved\. Granted scopes: openid profile\n/);
-    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as Record<string, unknown>;
+    const userinfoAt = result.stdout.indexOf('UserInfo claims');
+    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'), userinfoAt)) as Record<string, unknown>;
     assert.equal(claims['sub'], user.id);
     assert.equal(claims['iss'], server.url);
     assert.equal(claims['aud'], client.clientId);
-    assert.equal(claims['name'], 'Dennis Ritchie');
+    assert.equal(claims['name'], undefined, 'OIDC Core §5.4: profile claims come from userinfo when an access token is issued');
+    const userinfo = JSON.parse(result.stdout.slice(result.stdout.indexOf('{', userinfoAt))) as Record<string, unknown>;
+    assert.equal(userinfo['sub'], user.id);
+    assert.equal(userinfo['name'], 'Dennis Ritchie', result.stdout);
     assert.match(result.stdout, /signature verified with/);
   });
 

@@ -8,7 +8,7 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
-import { type Store } from '../src/store/types.ts';
+import { newUserRecord, type Store } from '../src/store/types.ts';
 import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
 
@@ -46,16 +46,7 @@ describe('tessera serve --workers 2', () => {
       postLogoutRedirectUris: [],
       backchannelLogoutUri: null,
     });
-    await store.users.create({
-      id: userId,
-      username: 'ada',
-      passwordHash: 'unused',
-      name: 'Ada Lovelace',
-      email: null,
-      emailVerified: false,
-      disabled: false,
-      createdAt: Date.now(),
-    });
+    await store.users.create(newUserRecord({ id: userId, username: 'ada', passwordHash: 'unused', name: 'Ada Lovelace', createdAt: Date.now() }));
     serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database }, 2);
     url = serving.url;
   });
@@ -95,7 +86,7 @@ describe('tessera serve --workers 2', () => {
       const verifier = randomToken(32);
       await store.codes.create({
         hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null,
+        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
       });
       minted.push({ code, verifier });
     }

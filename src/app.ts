@@ -8,6 +8,7 @@ import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { DpopNonces } from './flows/dpop/nonce.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
+import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
 import type { TokenGrant } from './flows/types.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
@@ -59,6 +60,7 @@ export const GRANTS: readonly TokenGrant[] = [
   authorizationCodeGrant,
   deviceCodeGrant,
   refreshTokenGrant,
+  clientCredentialsGrant,
 ];
 
 /** `listeners`: who hears of each event besides the events table (the log, the metrics). */

@@ -4,6 +4,7 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -71,7 +72,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();
 
-    const tokens = await oidc.authorizationCodeGrant(config, await callback, {
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
@@ -86,7 +87,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(attempt.url.href);
     await signIn(page);
     await page.getByRole('button', { name: 'Deny' }).click();
-    const url = await callback;
+    const url = await within(callback, 'the redirect back to the client');
     assert.equal(url.searchParams.get('error'), 'access_denied');
     assert.equal(url.searchParams.get('state'), attempt.state);
     await page.context().close();
@@ -101,7 +102,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
-    assert.ok((await callback).searchParams.get('code'));
+    assert.ok((await within(callback, 'the redirect back to the client')).searchParams.get('code'));
     await page.context().close();
   });
 
@@ -111,7 +112,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(attempt.url.href);
     await signIn(page);
     // Approved in the first test: no approval page this time.
-    const tokens = await oidc.authorizationCodeGrant(config, await callback, {
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);

@@ -117,7 +117,10 @@ describe('tessera serve --workers 2', () => {
     await outputMatches(serving, new RegExp(`worker ${before[0]} exited \\(SIGKILL\\); starting another`));
     // Two lines from the first workers, a third from the replacement once it serves.
     let replaced = false;
-    const serves = outputMatches(serving, /Tessera is serving/, 3).then(() => (replaced = true));
+    // Settled either way: a replacement that never serves ends the loop below with its failure.
+    const serves = outputMatches(serving, /Tessera is serving/, 3).finally(() => (replaced = true));
+    // Awaited below; until then a failure is not an unhandled rejection.
+    serves.catch(() => {});
     // Requests all the while the replacement starts, a few milliseconds apart: every one is
     // answered, whichever worker the primary hands it to.
     const meanwhile: Promise<number>[] = [];

@@ -11,6 +11,7 @@ import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../
 import { forRequest, type AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
+import { AUTHORIZE_PATH, DECISION_PATH } from './endpoints.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { refuseApprovalPage, renderSignIn } from './page.ts';
@@ -43,10 +44,6 @@ function onlyScopes(access: DescribedAccess, scopes: readonly string[]): Describ
     apis: access.apis.map((api) => ({ ...api, scopes: api.scopes.filter(asked) })).filter((api) => api.scopes.length > 0),
   };
 }
-
-export const AUTHORIZE_PATH = '/oauth/authorize';
-/** Where the approval page posts the person's decision. */
-export const DECISION_PATH = '/oauth/authorize/decision';
 
 function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
   const query = new URLSearchParams();

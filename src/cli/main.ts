@@ -35,8 +35,10 @@ Commands:
              [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
              [--device-network CIDR ...] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--grant: authorization_code by default, device_code and
-                                          refresh_token only when asked for; --device-network: the only
+                                          (--grant: authorization_code by default, device_code,
+                                          refresh_token and client_credentials only when asked for
+                                          (client_credentials: a service's own tokens, --scope
+                                          required); --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
@@ -63,21 +65,27 @@ Commands:
                                           grace period (default 86400, one day)
   client remove CLIENT_ID                 Remove a client and everything issued to it
   resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
-               [--access-token-ttl SECONDS] [--introspection-secret] [--json]
+               [--access-token-ttl SECONDS] [--introspection-secret] [--signing-alg RS256|ES256] [--json]
                                           Register an API (RFC 8707); its scope names are unique across
                                           the server; --introspection-secret prints, once, the secret its
-                                          resource server introspects tokens with
+                                          resource server introspects tokens with; its access tokens are
+                                          signed RS256 unless --signing-alg ES256
   resource list [--json]                  List registered APIs and their scopes
+  resource update URI --signing-alg RS256|ES256 [--json]
+                                          Change how an API's access tokens are signed
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
+           [--given-name NAME] [--family-name NAME] [--email-verified] [--locale TAG]
+           [--zoneinfo ZONE] [--picture URL]
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
   user show USERNAME [--json]             Show a user, their approvals, last sign-in, passkeys and one-time codes
   user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
   user enable USERNAME                    Enable a disabled user again
   user remove USERNAME                    Remove a user and everything issued to them
-  user update USERNAME [--name "Full Name"] [--email ADDRESS]
-                                          Change a user's name or e-mail address ("" clears it)
+  user update USERNAME [--name "Full Name"] [--email ADDRESS] [--given-name NAME] [--family-name NAME]
+              [--email-verified | --no-email-verified] [--locale TAG] [--zoneinfo ZONE] [--picture URL]
+                                          Change a user's standard claims (OIDC Core §5.1; "" clears one)
   user set-password USERNAME --password-stdin
                                           Set a user's password (from standard input); their sessions end
   user reset-link USERNAME [--ttl SECONDS]
@@ -94,7 +102,7 @@ Commands:
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
-                                          for approval, print the granted scopes and ID token claims
+                                          for approval, print the granted scopes, ID token and UserInfo claims
                                           (no secret: a public client; TESSERA_CLIENT_SECRET also works)
   grant list --user NAME [--json]         List the applications and devices a user approved
   grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working

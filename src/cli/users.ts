@@ -16,8 +16,35 @@ import {
   userDetails,
   userDetailsJson,
   userJson,
+  type ProfileInput,
 } from '../flows/manage/users.ts';
 import { operatorDeps, parse, toldLine, UsageError, when, wholeNumber, withStore, type Command, type Io } from './common.ts';
+
+/** The options that set the standard claims (OIDC Core §5.1), on `user add` and `user update`. */
+const PROFILE_OPTIONS = {
+  name: { type: 'string' },
+  email: { type: 'string' },
+  'given-name': { type: 'string' },
+  'family-name': { type: 'string' },
+  'email-verified': { type: 'boolean' },
+  'no-email-verified': { type: 'boolean' },
+  locale: { type: 'string' },
+  zoneinfo: { type: 'string' },
+  picture: { type: 'string' },
+} as const;
+
+type ProfileValues = { [K in keyof typeof PROFILE_OPTIONS]?: (typeof PROFILE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+/** The claims the options give, by claim name; an option left out changes nothing. */
+function profileInput(values: ProfileValues): ProfileInput {
+  if (values['email-verified'] && values['no-email-verified']) throw new UsageError('--email-verified and --no-email-verified cannot be given together');
+  const verified = values['email-verified'] ? true : values['no-email-verified'] ? false : undefined;
+  const text = { name: values.name, email: values.email, given_name: values['given-name'], family_name: values['family-name'], locale: values.locale, zoneinfo: values.zoneinfo, picture: values.picture };
+  return {
+    ...Object.fromEntries(Object.entries(text).filter(([, value]) => value !== undefined)),
+    ...(verified === undefined ? {} : { email_verified: verified }),
+  };
+}
 
 /** The password from standard input, one trailing newline dropped. */
 async function readPassword(values: { 'password-stdin'?: boolean | undefined }, io: Io): Promise<string> {
@@ -29,17 +56,16 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     username: { type: 'string' },
     'password-stdin': { type: 'boolean' },
-    name: { type: 'string' },
-    email: { type: 'string' },
+    ...PROFILE_OPTIONS,
   });
   if (!normalizeUsername(values.username ?? '')) throw new UsageError('--username is required');
+  const profile = profileInput(values);
   const password = await readPassword(values, io);
   const user = await withStore(config, (store) =>
     createUser(operatorDeps(config, store, io), {
       ...(values.username === undefined ? {} : { username: values.username }),
       password,
-      ...(values.name === undefined ? {} : { name: values.name }),
-      ...(values.email === undefined ? {} : { email: values.email }),
+      ...profile,
     }),
   );
   io.stdout(`Created user ${user.username} (sub ${user.id}).\n`);
@@ -71,8 +97,14 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
   sub: ${user.id}
   name: ${user.name ?? '-'}
-  email: ${user.email ?? '-'}
+  given name: ${user.givenName ?? '-'}
+  family name: ${user.familyName ?? '-'}
+  email: ${user.email ?? '-'}${user.email === null ? '' : user.emailVerified ? ' (verified)' : ' (not verified)'}
+  locale: ${user.locale ?? '-'}
+  time zone: ${user.zoneinfo ?? '-'}
+  picture: ${user.picture ?? '-'}
   created: ${when(user.createdAt)}
+  profile updated: ${when(user.updatedAt)}
   approvals not revoked: ${grants}
   last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
   passkeys: ${passkeys.length === 0 ? 'none' : passkeys.length}${passkeyLines.join('')}
@@ -97,13 +129,9 @@ async function userRemove(config: Config, args: string[], io: Io): Promise<void>
 }
 
 async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, { name: { type: 'string' }, email: { type: 'string' } }, 1);
-  await withStore(config, (store) =>
-    updateUser(operatorDeps(config, store, io), positionals[0]!, {
-      ...(values.name === undefined ? {} : { name: values.name }),
-      ...(values.email === undefined ? {} : { email: values.email }),
-    }),
-  );
+  const { values, positionals } = parse(args, PROFILE_OPTIONS, 1);
+  const profile = profileInput(values);
+  await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, profile));
   io.stdout(`Updated ${positionals[0]!}.\n`);
 }
 

@@ -106,6 +106,9 @@ describe('one-time codes after the password', () => {
     assert.equal(browser.cookies.has('tessera_session'), false, 'not signed in by the password alone');
     const signedIn = await browser.submit(asked, '/login/second-factor', { code: totp(secret, clock.now()) });
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
+    // The app the sign-in was for travelled through both forms to the record of it.
+    const [recorded] = await server.store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 5 });
+    assert.deepEqual([recorded?.clientId, recorded?.detail['amr']], [client.clientId, 'pwd otp mfa']);
     const approval = await browser.follow(signedIn);
     const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });

@@ -491,6 +491,52 @@ describe('single sign-on through openid-client', () => {
     });
   });
 
+  describe('the `logout` event, on each road out of a session', () => {
+    /** The person's `logout` events, as the audit trail holds them. */
+    async function logouts(userId: string) {
+      const events = await server.store.events.list({ userId, limit: 50 });
+      return events.filter((event) => event.type === 'logout').map((event) => ({ clientId: event.clientId, ...event.detail }));
+    }
+
+    it('records the person signing out on the sign-out button (by user)', async () => {
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      assert.deepEqual(await logouts(user.id), []);
+      await browser.submit(await browser.request('/account'), '/logout', {});
+      assert.equal(await isSignedOut(browser), true);
+      assert.deepEqual(await logouts(user.id), [{ clientId: null, by: 'user', sessions_ended: 1 }]);
+    });
+
+    it('records an app signing the person out at the end-session endpoint (by rp), naming the app, whether asked first or not', async () => {
+      const { client, config } = await app({ name: 'Notes', firstParty: true });
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      const attempt = await start(config, 'openid');
+      const idToken = (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).id_token!;
+      await browser.request(oidc.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: AFTER_LOGOUT }).href);
+      assert.equal(await isSignedOut(browser), true);
+      assert.deepEqual(await logouts(user.id), [{ clientId: client.clientId, by: 'rp', sessions_ended: 1 }]);
+
+      await signedIn(user, browser);
+      const page = await browser.request(`/oauth/logout?${new URLSearchParams({ client_id: client.clientId })}`);
+      await browser.submit(page, '/oauth/logout/confirm', {});
+      assert.equal(await isSignedOut(browser), true);
+      assert.deepEqual(await logouts(user.id), [
+        { clientId: client.clientId, by: 'rp', sessions_ended: 1 },
+        { clientId: client.clientId, by: 'rp', sessions_ended: 1 },
+      ]);
+    });
+
+    it('records "Sign out everywhere" on /account once, with the number of sessions it ended (by everywhere)', async () => {
+      const user = await server.addUser();
+      const laptop = await signedIn(user, new FormBrowser(server.url));
+      const phone = await signedIn(user, new FormBrowser(server.url));
+      await laptop.submit(await laptop.request('/account'), '/account/sign-out-everywhere', {});
+      assert.equal(await isSignedOut(phone), true);
+      assert.deepEqual(await logouts(user.id), [{ clientId: null, by: 'everywhere', sessions_ended: 2 }]);
+    });
+  });
+
   describe('browser sessions on /account', () => {
     it('lists the signed-in browsers, and "Sign out everywhere" ends a second browser\'s session and tells the apps', async () => {
       const { client, config } = await app({ name: 'Mail', firstParty: true, backchannelLogoutUri: receiver.uri });

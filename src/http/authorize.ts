@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
+import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
@@ -13,10 +14,9 @@ import { formPostPage } from '../ui/form-post.ts';
 import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
-import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
+import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { allowFormTarget, formPostPolicy } from './security.ts';
-import { checkCsrf, csrfToken } from './session.ts';
-import { renderSignIn, signedInUser } from './sign-in.ts';
+import { checkCsrf, csrfToken, signedInUser } from './session.ts';
 
 /**
  * The request's parameters, to carry through a form or a URL unchanged: the single-valued
@@ -112,9 +112,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client);
       case 'approve':
-        assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
+        assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
       case 'deny':
         return answer(reply, await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session));

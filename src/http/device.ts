@@ -7,6 +7,7 @@ import { sameNetwork } from '../flows/device/proximity.ts';
 import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
+import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import {
   decideDeviceRequest,
   findDeviceRequest,
@@ -19,12 +20,11 @@ import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import { consentPage } from '../ui/pages.ts';
-import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
-import { renderSignIn, signedInUser } from './sign-in.ts';
+import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
 import { formResources, rawForm } from './form.ts';
-import { checkCsrf, cookieNames, csrfToken } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, signedInUser } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
 const APPROVE_PATH = `${VERIFICATION_PATH}/approve`;
@@ -198,7 +198,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
+    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client);
     const refused = refuseApprovalPage(deps, request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode));
     if (refused) return refused;
     return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
@@ -220,7 +220,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       attemptOf(request, typed),
       decision === 'approve'
         ? // The sign-in policy, checked again at the decision: the page may have been open for long.
-          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps, client, signedIn.session) }
+          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session) }
         : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);

@@ -12,7 +12,7 @@ import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from '.
 
 /** The options for navigator.credentials.get(), with a fresh challenge stored for them. */
 export async function authenticationOptions(deps: FlowDeps): Promise<PublicKeyCredentialRequestOptionsJSON> {
-  const rp = relyingParty(deps.config.issuer);
+  const rp = relyingParty(deps.config);
   // No allowCredentials: §5.1.4.1, the authenticator offers its discoverable credentials.
   const options = await generateAuthenticationOptions({
     rpID: rp.id,
@@ -79,7 +79,7 @@ async function checkAssertion(deps: FlowDeps, raw: string): Promise<Authenticati
   if (userHandle !== undefined && userHandle !== null && userHandle !== Buffer.from(passkey.userId, 'utf8').toString('base64url')) {
     return { kind: 'rejected', reason: 'the user handle does not match the credential', passkey };
   }
-  const rp = relyingParty(deps.config.issuer);
+  const rp = relyingParty(deps.config);
   let verified;
   try {
     verified = await verifyAuthenticationResponse({

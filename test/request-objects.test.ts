@@ -3,10 +3,14 @@
  * JAR support, unsigned ones and every refusal over raw HTTP.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from 'jose';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
@@ -176,5 +180,66 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     });
     assert.equal(response.status, 400);
     assert.equal(((await response.json()) as { error: string }).error, 'invalid_request_object');
+  });
+});
+
+describe('client add --request-object-signing-alg', () => {
+  let server: TestServer;
+  let env: Record<string, string>;
+  let dir: string;
+
+  before(async () => {
+    server = await startTestServer();
+    env = { TESSERA_DATABASE: server.config.database };
+    dir = mkdtempSync(join(tmpdir(), 'tessera-jar-'));
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('registers a client_secret_basic client with keys for its request objects, which then signs in with JAR through openid-client', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const file = join(dir, 'keys.json');
+    writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'jar' }] }));
+    const added = await runTessera(['client', 'add', '--name', 'Bank', '--redirect-uri', REDIRECT_URI, '--auth-method', 'client_secret_basic', '--jwks-file', file, '--request-object-signing-alg', 'ES256', '--json'], env);
+    assert.equal(added.code, 0, added.stderr);
+    const client = JSON.parse(added.stdout) as { client_id: string; client_secret: string; request_object_signing_alg: string; token_endpoint_auth_method: string };
+    assert.equal(client.request_object_signing_alg, 'ES256');
+    assert.equal(client.token_endpoint_auth_method, 'client_secret_basic');
+    assert.match(client.client_secret, /^[A-Za-z0-9_-]{43}$/);
+    const shown = await runTessera(['client', 'show', client.client_id], env);
+    assert.match(shown.stdout, /request objects: signed with ES256 only/);
+
+    const config = await oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = await oidc.buildAuthorizationUrlWithJAR(config, {
+      redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    }, { key: privateKey, kid: 'jar' });
+    const user = await server.addUser();
+    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier });
+    assert.equal(tokens.claims()?.sub, user.id);
+
+    const updated = await runTessera(['client', 'update', client.client_id, '--request-object-signing-alg', 'none', '--json'], env);
+    assert.equal(updated.code, 0, updated.stderr);
+    assert.equal((JSON.parse(updated.stdout) as Record<string, unknown>)['request_object_signing_alg'], 'none');
+    const cleared = await runTessera(['client', 'update', client.client_id, '--no-request-object-signing-alg', '--json'], env);
+    assert.equal((JSON.parse(cleared.stdout) as Record<string, unknown>)['request_object_signing_alg'], undefined);
+  });
+
+  it('refuses an unknown algorithm, a signing one without keys, and keys beside a secret without one', async () => {
+    const { publicKey } = await generateKeyPair('ES256');
+    const file = join(dir, 'other.json');
+    writeFileSync(file, JSON.stringify({ keys: [await exportJWK(publicKey)] }));
+    for (const [args, message] of [
+      [['--request-object-signing-alg', 'HS256'], /--request-object-signing-alg HS256: must be one of none, RS256/],
+      [['--request-object-signing-alg', 'RS256'], /--request-object-signing-alg RS256 needs the client's public keys/],
+      [['--auth-method', 'client_secret_post', '--jwks-file', file, '--request-object-signing-alg', 'none'], /are for --auth-method private_key_jwt, or for signed request objects/],
+    ] as const) {
+      const result = await runTessera(['client', 'add', '--name', 'X', '--redirect-uri', REDIRECT_URI, ...args], env);
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, message);
+    }
   });
 });

@@ -112,7 +112,7 @@ describe('the authorization endpoint refuses bad requests', () => {
     const consent = await browser.follow(await browser.submit(signIn, '/login', { username: user.username, password: user.password }));
     assert.equal(consent.status, 200);
     assert.match(consent.html, /Calendar/);
-    assert.match(consent.html, /See your name and username/);
+    assert.match(consent.html, /See your name, username, picture, language and time zone/);
     assert.deepEqual(browser.form(consent, '/oauth/authorize/decision').buttons.sort(), ['approve', 'deny']);
   });
 
@@ -138,7 +138,7 @@ describe('the authorization endpoint refuses bad requests', () => {
     const right = await browser.submit(page, '/login', { username: 'target', password: target.password });
     assert.equal(right.status, 429);
     assert.ok(Number(right.headers.get('retry-after')) > 0);
-    assert.match(right.html, /Too many wrong passwords for this username from your connection\. Wait 15 minutes, then try again; if you have forgotten your password, ask your administrator/);
+    assert.match(right.html, /Too many wrong passwords for this username from your connection\. Wait 15 minutes, then try again, or ask your administrator to unlock your account\. If you have forgotten your password, they can give you a link to set a new one\./);
   });
 
   it('refuses an approval posted without the CSRF token', async () => {

@@ -7,7 +7,7 @@
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword, verifyPassword } from '../core/password.ts';
-import type { PasswordResetRecord, SessionRecord, UserRecord } from '../store/types.ts';
+import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
 import { recordEnded } from './session/session.ts';
 import type { FlowDeps } from './types.ts';
@@ -72,10 +72,10 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
   });
 }
 
-/** Changes the name or e-mail address (null clears one). */
-export async function updateUser(deps: AccountDeps, user: UserRecord, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<void> {
+/** Changes the standard claims given (null clears one); `updated_at` (OIDC Core §5.1) becomes now. */
+export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges): Promise<void> {
   await transactionWithEvents(deps, async (tx, record) => {
-    await tx.users.update(user.id, changes);
+    await tx.users.update(user.id, changes, deps.clock.now());
     await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
   });
 }

@@ -106,8 +106,10 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     // RFC 9449 defines no proof here; one binds the device code to its key, as dpop_jkt
     // binds a code (§10), so that a device code phished or read off the device is worth
     // nothing without the device's key (the cross-device security BCP's sender constraint).
+    // It is not required, even of a --require-dpop client: openid-client and oauth4webapi
+    // cannot send one here. Such a client proves its key at every poll instead, and the
+    // first poll with a proof binds the device code (store devices.poll).
     const proof = await requestProof(deps, request, reply, DEVICE_AUTHORIZATION_PATH);
-    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every request');
     const response = await startDeviceAuthorization(
       forRequest(deps, request),
       client,

@@ -488,6 +488,45 @@ const securityHardening: Migration = {
 };
 
 /**
+ * Version 12 (issue 24): the standard claims of a person (OIDC Core §5.1) beyond `name`,
+ * `email` and `email_verified`, and when their profile last changed (`updated_at`, the
+ * account's creation for those from before); the claims a code's ID token carries (the
+ * `claims` parameter, OIDC Core §5.5); and the algorithm an API's access tokens are
+ * signed with, RS256 unless the operator chooses otherwise (RFC 9068 §2.1 promises
+ * resource servers only RS256), for APIs from before too.
+ */
+const standardClaims: Migration = {
+  version: 12,
+  name: 'standard claims',
+  statements: [
+    (t) => `ALTER TABLE users ADD COLUMN given_name ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN family_name ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN locale ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN zoneinfo ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN picture ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN updated_at ${t.time}`,
+    'UPDATE users SET updated_at = created_at',
+    (t, dialect) => `ALTER TABLE authorization_codes ADD COLUMN id_token_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t) => `ALTER TABLE resources ADD COLUMN signing_alg ${t.text} NOT NULL DEFAULT 'RS256' CHECK (signing_alg IN ('RS256', 'ES256'))`,
+  ],
+};
+
+/**
+ * Version 13 (issue 25, the admin API): a client's registration version, which every update
+ * moves on (the admin API's ETag: an update made against an older version is refused, so two
+ * admins cannot overwrite each other's change unseen), and when its own tokens (the
+ * client_credentials grant's, which no grant records) were last all revoked.
+ */
+const adminApi: Migration = {
+  version: 13,
+  name: 'admin API',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN version ${t.integer} NOT NULL DEFAULT 1`,
+    (t) => `ALTER TABLE clients ADD COLUMN tokens_revoked_at ${t.time}`,
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -500,13 +539,13 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /**
- * Version 12 (issue 24, OpenID certification): the algorithm a client's request objects must
+ * Version 14 (issue 24, OpenID certification): the algorithm a client's request objects must
  * use (RFC 9101; null: any asymmetric one), and whether a client without PKCE may also go
  * without a nonce (the `pkce` column's CHECK cannot take a third value in SQLite, so the
  * policy `optional-without-nonce` is `optional` here with `nonce_required` false).
  */
 const certification: Migration = {
-  version: 12,
+  version: 14,
   name: 'request objects and nonce policy',
   statements: [
     (t) => `ALTER TABLE clients ADD COLUMN request_object_signing_alg ${t.text}`,
@@ -515,4 +554,4 @@ const certification: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, certification];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification];

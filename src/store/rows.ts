@@ -9,7 +9,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
 import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, REQUEST_OBJECT_ALGORITHMS, type GrantType } from '../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, REQUEST_OBJECT_ALGORITHMS, type GrantType } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
   type ClientRecord,
@@ -96,14 +96,14 @@ function oneOf<T extends string>(allowed: readonly T[], column: string, value: s
   return found;
 }
 
-const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
+const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS];
 const grantKinds: readonly GrantRecord['kind'][] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE];
 const deviceStatuses: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed'];
 const pollOutcomes: readonly DevicePollOutcome[] = ['expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending'];
 const algorithms: readonly SigningAlgorithm[] = ['RS256', 'ES256'];
 const pkceColumn = ['required', 'optional'] as const;
 
-/** Migration 12: `optional-without-nonce` is stored as `optional` with `nonce_required` false. */
+/** Migration 14: `optional-without-nonce` is stored as `optional` with `nonce_required` false. */
 function clientPkce(column: (typeof pkceColumn)[number], nonceRequired: boolean): ClientRecord['pkce'] {
   if (column === 'required') return 'required';
   return nonceRequired ? 'optional' : 'optional-without-nonce';
@@ -120,6 +120,8 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     webOrigins: read.strings(row, 'web_origins'),
     requireDpop: read.boolean(row, 'require_dpop'),
     requirePar: read.boolean(row, 'require_par'),
+    version: integer(row, 'version'),
+    tokensRevokedAt: integerOrNull(row, 'tokens_revoked_at'),
     deviceNetworks: read.strings(row, 'device_networks'),
     createdAt: integer(row, 'created_at'),
     authMethod: oneOf(CLIENT_AUTH_METHODS, 'auth_method', text(row, 'auth_method')),
@@ -146,8 +148,14 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     name: textOrNull(row, 'name'),
     email: textOrNull(row, 'email'),
     emailVerified: read.boolean(row, 'email_verified'),
+    givenName: textOrNull(row, 'given_name'),
+    familyName: textOrNull(row, 'family_name'),
+    locale: textOrNull(row, 'locale'),
+    zoneinfo: textOrNull(row, 'zoneinfo'),
+    picture: textOrNull(row, 'picture'),
     disabled: read.boolean(row, 'disabled'),
     createdAt: integer(row, 'created_at'),
+    updatedAt: integer(row, 'updated_at'),
   };
 }
 
@@ -229,6 +237,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     expiresAt: integer(row, 'expires_at'),
     consumedAt: integerOrNull(row, 'consumed_at'),
     dpopJkt: textOrNull(row, 'dpop_jkt'),
+    idTokenClaims: read.strings(row, 'id_token_claims'),
   };
 }
 
@@ -323,6 +332,12 @@ export function resourceScopeFromRow(row: Row): ResourceScope & { readonly resou
   return { name: text(row, 'name'), description: text(row, 'description'), resource: text(row, 'resource') };
 }
 
+function signingAlg(row: Row, column: string): SigningAlgorithm {
+  const value = text(row, column);
+  if (value !== 'RS256' && value !== 'ES256') throw new CorruptRowError(column, 'RS256 or ES256', value);
+  return value;
+}
+
 /** A resource row with its scopes, read separately (`resource_scopes`). */
 export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): ResourceRecord {
   return {
@@ -331,6 +346,7 @@ export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): Res
     scopes,
     accessTokenTtl: integerOrNull(row, 'access_token_ttl'),
     introspectionSecretHash: textOrNull(row, 'introspection_secret_hash'),
+    signingAlg: signingAlg(row, 'signing_alg'),
     createdAt: integer(row, 'created_at'),
   };
 }

@@ -6,6 +6,7 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
+import { releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -47,6 +48,13 @@ export interface Issuance {
    * access token is bound (`cnf.jkt`), and a public client's refresh token too (§5).
    */
   readonly dpopJkt?: string | null;
+  /**
+   * OIDC Core §5.5: the claims about the person asked for in the ID token, among those its
+   * scope releases. The others go to userinfo only: OIDC Core §5.4 returns the claims of
+   * `profile` and `email` from the UserInfo endpoint when an access token is issued, as it
+   * always is here.
+   */
+  readonly idTokenClaims?: readonly string[];
 }
 
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
@@ -61,20 +69,6 @@ export interface IdTokenHint {
   readonly sid: string | null;
 }
 
-/** The claims each standard scope releases (OIDC Core §5.4), from the user record. */
-export function scopeClaims(user: UserRecord, scope: readonly string[]): Record<string, unknown> {
-  const claims: Record<string, unknown> = {};
-  if (scope.includes('profile')) {
-    claims['preferred_username'] = user.username;
-    if (user.name !== null) claims['name'] = user.name;
-  }
-  if (scope.includes('email') && user.email !== null) {
-    claims['email'] = user.email;
-    claims['email_verified'] = user.emailVerified;
-  }
-  return claims;
-}
-
 /** The claims of an access token this server signed and that has not expired (RFC 9068 §2.2). */
 export interface AccessTokenClaims {
   readonly sub: string;
@@ -83,8 +77,8 @@ export interface AccessTokenClaims {
   /** The API it is for, or this server's issuer for its own (userinfo). */
   readonly aud: string;
   readonly jti: string;
-  /** The grant it was issued under. */
-  readonly gid: string;
+  /** The grant it was issued under; null for a client's own token (client_credentials: no person, no grant). */
+  readonly gid: string | null;
   /** Seconds since the epoch. */
   readonly iat: number;
   readonly exp: number;
@@ -180,6 +174,32 @@ export class TokenIssuer {
   }
 
   /**
+   * RFC 6749 §4.4.3: a client's own access token (the client_credentials grant), for one
+   * API: `sub` is the client (RFC 9068 §2.2), no `auth_time` or grant, and never an ID token
+   * or a refresh token ("A refresh token SHOULD NOT be included"). Nothing is recorded: the
+   * token lives by its signature, its client and its API (flows/lifecycle/access-token.ts).
+   */
+  async issueForClient(issuance: { readonly client: ClientRecord; readonly scope: readonly string[]; readonly resource: ResourceRecord; readonly dpopJkt: string | null }): Promise<TokenResponse> {
+    const now = seconds(this.#clock.now());
+    const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
+    const scope = issuance.scope.join(' ');
+    // Signed as the API asks (RFC 9068 §2.1: RS256 unless it chose otherwise).
+    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
+    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
+      client_id: issuance.client.id,
+      scope,
+      iss: this.#issuer,
+      aud: issuance.resource.identifier,
+      sub: issuance.client.id,
+      iat: now,
+      exp: now + lifetime,
+      jti: randomUUID(),
+      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+    }, key.privateKey);
+    return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
+  }
+
+  /**
    * An opaque 256-bit refresh token, stored by its hash with the scope of the sign-in it came from (RFC 6749
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
@@ -228,10 +248,12 @@ export class TokenIssuer {
       });
       const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
-      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string' || typeof aud !== 'string') return null;
+      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
+      // A token without a grant is a client's own, and then its subject is the client.
+      if (gid === undefined ? sub !== clientId : typeof gid !== 'string') return null;
       const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
       if (cnf !== undefined && typeof jkt !== 'string') return null;
-      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid, jkt: typeof jkt === 'string' ? jkt : null };
+      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null };
     } catch {
       return null;
     }
@@ -299,9 +321,14 @@ export class TokenIssuer {
     return { accessToken: Math.min(own.accessToken, device.accessToken), refreshToken: Math.min(own.refreshToken, device.refreshToken) };
   }
 
-  /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
+  /**
+   * RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. Signed
+   * as its API chose (RS256 unless its operator said otherwise: §2.1 promises resource
+   * servers only RS256); for this server's own API (userinfo), which verifies it here, with
+   * `TESSERA_ACCESS_TOKEN_ALG` (ES256: a cheaper signature on every code exchange).
+   */
   async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
-    const key = await this.#keys.signingKey(this.#accessTokenAlg);
+    const key = await this.#keys.signingKey(issuance.resource?.signingAlg ?? this.#accessTokenAlg);
     return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
       scope,
@@ -324,7 +351,7 @@ export class TokenIssuer {
   async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...scopeClaims(issuance.user, issuance.scope),
+      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? []),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
       ...(grant.amr === undefined ? {} : { amr: grant.amr }),

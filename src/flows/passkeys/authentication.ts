@@ -113,7 +113,9 @@ async function checkAssertion(deps: FlowDeps, raw: string): Promise<Authenticati
   const user = await deps.store.users.get(passkey.userId);
   if (!user || user.disabled) return { kind: 'disabled', passkey };
   // RFC 8176: a synced passkey's key is software-protected (`swk`), a device-bound one is
-  // hardware-protected (`hwk`); verified by PIN or biometric, it is two factors in one.
+  // hardware-protected (`hwk`). §6.1: only with the UV flag (PIN or biometric) is it two
+  // factors in one (`mfa`); with presence alone (`user`) it is one factor, and counts as one
+  // wherever a second or a phishing-resistant factor is required (core/auth-methods.ts).
   const key: AuthMethod = passkey.deviceType === 'multiDevice' ? 'swk' : 'hwk';
   return { kind: 'signed-in', user, passkey: recorded, amr: info.userVerified ? [key, 'mfa'] : [key, 'user'] };
 }

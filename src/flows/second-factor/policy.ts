@@ -50,9 +50,9 @@ export function approvalRefusal(config: Config, client: ClientRecord, session: S
 /** What the person is told when the policy refuses their sign-in for `clientName`. */
 export const APPROVAL_REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: string) => string>> = {
   'phishing-resistant-required': (clientName) =>
-    `${clientName} can be approved only after signing in with a passkey. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)`,
+    `${clientName} can be approved only after signing in with a passkey that asks for your PIN, fingerprint or face. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)`,
   'second-factor-required': () =>
-    'Approving needs a second factor: sign in with a passkey, or with your password and a one-time code. If you have neither, set one up on your account page first.',
+    'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
 };
 
 /** At the approval itself: the same policy, as a refusal (the page may have been open for long). */

@@ -6,7 +6,7 @@ import { hashSecret } from '../../core/crypto.ts';
 import { Events, type AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
 import { openStore } from '../../store/open.ts';
-import type { ClientRecord, Store, UserRecord } from '../../store/types.ts';
+import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../../store/types.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment } from '../second-factor/codes.ts';
 import { totpAt } from '../second-factor/totp.ts';
 import { enrolmentLimits } from '../sign-in.ts';
@@ -51,10 +51,7 @@ describe('the browser session flow', () => {
   let n = 0;
 
   async function user(username: string): Promise<UserRecord> {
-    const record: UserRecord = {
-      id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse', config.passwordHash),
-      name: null, email: null, emailVerified: false, disabled: false, createdAt: clock.now(),
-    };
+    const record = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse', config.passwordHash), createdAt: clock.now() });
     await store.users.create(record);
     return record;
   }

@@ -135,8 +135,11 @@ describe('express-openid-connect with response_mode form_post, in Chromium', { s
       authRequired: false,
       authorizationParams: { response_type: 'code', response_mode: 'form_post', scope: 'openid profile email' },
     }));
-    web.get('/', (request, response) => {
-      response.type('text/plain').send(request.oidc.isAuthenticated() ? `Signed in as ${request.oidc.user?.['name']} (${request.oidc.user?.sub})` : 'Signed out');
+    // The name comes from UserInfo (OIDC Core §5.4: with an access token, scope claims are there).
+    web.get('/', async (request, response) => {
+      if (!request.oidc.isAuthenticated()) return void response.type('text/plain').send('Signed out');
+      const profile = await request.oidc.fetchUserInfo();
+      response.type('text/plain').send(`Signed in as ${profile['name']} (${request.oidc.user?.sub})`);
     });
     listening.server.on('request', web);
     app = { server: listening.server, url };

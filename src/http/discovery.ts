@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ACR_VALUES } from '../core/auth-methods.ts';
+import { REQUEST_OBJECT_ALGORITHMS } from '../core/protocol.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
+import { RESPONSE_MODES } from '../flows/authorization-code/request.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
 import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
 import { USER_CLAIMS } from '../tokens/claims.ts';
@@ -33,7 +35,7 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     // The OpenID scopes, then every registered API's (RFC 8414 §2).
     scopes_supported: [...SUPPORTED_SCOPES, ...resourceScopes],
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    response_modes_supported: RESPONSE_MODES,
     grant_types_supported: deps.grants.map((grant) => grant.type),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
@@ -46,7 +48,9 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     // OIDC Core §5.5, parsed in flows/claims.ts.
     claims_parameter_supported: true,
-    request_parameter_supported: false,
+    // RFC 9101 and OIDC Core §6.1: request objects by value; by reference only through PAR.
+    request_parameter_supported: true,
+    request_object_signing_alg_values_supported: REQUEST_OBJECT_ALGORITHMS,
     request_uri_parameter_supported: false,
   };
 }

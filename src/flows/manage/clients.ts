@@ -157,10 +157,10 @@ export function parseScopes(raw: string): string[] {
 
 /** A client's scope is an OpenID one or one a registered API defines. */
 async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
-  const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
-  const unknown = scopes.filter((scope) => !known.includes(scope) && !ADMIN_SCOPES.includes(scope));
+  const known = [...SUPPORTED_SCOPES, ...ADMIN_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const unknown = scopes.filter((scope) => !known.includes(scope));
   if (unknown.length > 0) {
-    throw invalid`${field('scope')}: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`; the admin API's are admin:clients, admin:users, admin:resources, admin:events, admin:keys and their :read variants)`;
+    throw invalid`${field('scope')}: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`;
   }
 }
 

@@ -72,6 +72,8 @@ export const EVENT_TYPES = [
   'client.updated',
   'client.secret_rotated',
   'client.removed',
+  /** An operator ended every access token a client holds on its own behalf. */
+  'client.tokens_revoked',
   /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
   'client.token_issued',
   'resource.created',
@@ -155,17 +157,24 @@ export class Events {
   readonly #writer: EventWriter;
   readonly #listeners: readonly EventListener[];
   readonly #origin: RequestOrigin;
+  readonly #detail: Readonly<Record<string, DetailValue>>;
 
-  constructor(clock: Clock, writer: EventWriter, listeners: readonly EventListener[], origin: RequestOrigin = NO_ORIGIN) {
+  constructor(clock: Clock, writer: EventWriter, listeners: readonly EventListener[], origin: RequestOrigin = NO_ORIGIN, detail: Readonly<Record<string, DetailValue>> = {}) {
     this.#clock = clock;
     this.#writer = writer;
     this.#listeners = listeners;
     this.#origin = origin;
+    this.#detail = detail;
   }
 
   /** The same seam, filling in the address and user agent of the request being served. */
   forRequest(origin: RequestOrigin): Events {
-    return new Events(this.#clock, this.#writer, this.#listeners, origin);
+    return new Events(this.#clock, this.#writer, this.#listeners, origin, this.#detail);
+  }
+
+  /** The same seam, adding `detail` to every event: who acted (the admin API's `admin_client`). */
+  withDetail(detail: Readonly<Record<string, DetailValue>>): Events {
+    return new Events(this.#clock, this.#writer, this.#listeners, this.#origin, { ...this.#detail, ...detail });
   }
 
   /** The event as it will be stored. */
@@ -183,7 +192,7 @@ export class Events {
       grantId: input.grantId ?? null,
       ip: input.ip !== undefined ? input.ip : this.#origin.ip,
       userAgent: userAgent === null ? null : userAgent.slice(0, MAX_USER_AGENT_LENGTH) || null,
-      detail: input.detail ?? {},
+      detail: { ...input.detail, ...this.#detail },
     };
   }
 

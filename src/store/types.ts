@@ -677,6 +677,8 @@ export interface EventFilter {
   readonly type?: EventType;
   /** Events at or after this time. */
   readonly since?: number;
+  /** Events listed after this one (newest first: older, or as old with a smaller id): the next page. */
+  readonly before?: { readonly at: number; readonly id: string };
   /** At most this many, newest first. */
   readonly limit: number;
 }

@@ -1509,6 +1509,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.events.list({ userId, limit: 1 }), [consent]);
       });
 
+      it('pages after an event, newest first, through events of the same millisecond in id order', async () => {
+        const [clientId, page] = [unique('client-id'), unique('page')];
+        const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((suffix, i) => event({ id: `${page}-${suffix}`, clientId, at: T0 + (i < 3 ? 10 : 11) }));
+        for (const stored of [a!, b!, c!, d!]) await store.events.add(stored);
+        const first = await store.events.list({ clientId, limit: 2 });
+        assert.deepEqual(first, [d, c]);
+        const second = await store.events.list({ clientId, limit: 2, before: { at: first[1]!.at, id: first[1]!.id } });
+        assert.deepEqual(second, [b, a]);
+        assert.deepEqual(await store.events.list({ clientId, limit: 2, before: { at: a!.at, id: a!.id } }), []);
+      });
+
       it('purges events older than their own cutoff, only when one is given', async () => {
         const start = Date.UTC(2002, 0, 1);
         const userId = unique('user-id');

@@ -1,4 +1,6 @@
+import { OAuthError } from '../../core/errors.ts';
 import { GRANT_CLIENT_CREDENTIALS } from '../../core/protocol.ts';
+import type { DpopProof } from '../dpop/proof.ts';
 import type { ClientRecord, ResourceRecord, UserRecord } from '../../store/types.ts';
 import type { AccessTokenClaims } from '../../tokens/issue.ts';
 import type { FlowDeps } from '../types.ts';
@@ -15,6 +17,26 @@ export type LiveAccessToken =
       readonly resource: ResourceRecord | null;
     }
   | { readonly claims: AccessTokenClaims; readonly user: null; readonly client: ClientRecord; readonly resource: ResourceRecord };
+
+/** How the access token was presented: its scheme and, for DPoP, the checked proof. */
+export interface Presentation {
+  readonly scheme: 'Bearer' | 'DPoP';
+  readonly token: string;
+  readonly proof: DpopProof | null;
+}
+
+/** Checks that a token is presented as its binding requires (RFC 9449 §7): a resource's check, whichever resource. */
+export function checkSenderConstraint(claims: Pick<AccessTokenClaims, 'jkt'>, presented: Presentation): void {
+  const { jkt } = claims;
+  // RFC 9449 §7.2: a resource "MUST NOT grant access to the resource unless all checks are
+  // successful"; a DPoP-bound token sent as a bearer token is refused, or anyone who stole
+  // it could use it without the key.
+  if (jkt !== null && presented.scheme !== 'DPoP') throw new OAuthError('invalid_token', 'this access token is bound to a DPoP key: send it with the DPoP scheme and a proof');
+  if (jkt === null && presented.scheme === 'DPoP') throw new OAuthError('invalid_token', 'this access token is not bound to a DPoP key: send it with the Bearer scheme');
+  // RFC 9449 §7.1: the resource checks "that the public key to which the access token is
+  // bound matches the public key of the DPoP proof".
+  if (jkt !== null && presented.proof?.jkt !== jkt) throw new OAuthError('invalid_dpop_proof', 'the DPoP proof is not signed by the key the access token is bound to');
+}
 
 /** Access tokens are JWTs (three dot-separated parts); refresh tokens are opaque. */
 export function looksLikeJwt(token: string): boolean {

@@ -25,7 +25,7 @@ import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
 import type { ManageDeps } from './deps.ts';
-import { conflict, field, invalid, notFound } from './errors.ts';
+import { conflict, field, invalid, notFound, problem } from './errors.ts';
 
 /** A registration as given: every field optional, so that an update names only what changes. */
 export interface ClientMetadata {
@@ -328,8 +328,27 @@ export async function getClient(deps: Pick<ManageDeps, 'store'>, id: string): Pr
   return client;
 }
 
-export async function listClients(deps: Pick<ManageDeps, 'store'>): Promise<ClientRecord[]> {
-  return deps.store.clients.list();
+/** A client's registration version as an entity tag (RFC 9110 §8.8.3): strong, quoted. */
+export function clientEtag(client: ClientRecord): string {
+  return `"${client.version ?? 1}"`;
+}
+
+export interface ClientQuery {
+  /** Clients whose name contains this, case-insensitively. */
+  readonly name?: string;
+  readonly grantType?: string;
+  readonly offset?: number;
+  readonly limit?: number;
+}
+
+/** The registered clients, oldest first; with a query, those it matches, one page of them. */
+export async function listClients(deps: Pick<ManageDeps, 'store'>, query: ClientQuery = {}): Promise<ClientRecord[]> {
+  const all = await deps.store.clients.list();
+  const name = query.name?.toLowerCase();
+  const grant = query.grantType === undefined ? undefined : (GRANT_NAMES[query.grantType] ?? query.grantType);
+  const matching = all.filter((client) => (name === undefined || client.name.toLowerCase().includes(name)) && (grant === undefined || (client.grantTypes as readonly string[]).includes(grant)));
+  const offset = query.offset ?? 0;
+  return query.limit === undefined ? matching.slice(offset) : matching.slice(offset, offset + query.limit);
 }
 
 /**
@@ -338,8 +357,11 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>): Promise<Clie
  * PostgreSQL's instances drop a cached client when the trigger announces its change. A
  * client that had no secret and now authenticates with one gets a new one, returned once.
  */
-export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata): Promise<ClientWithSecret> {
+export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata, expectedVersion?: number): Promise<ClientWithSecret> {
   const client = await getClient(deps, id);
+  // RFC 9110 §13.1.1: a change made against a version that is no longer current is refused
+  // (the store checks again in the update's own statement: nothing slips in between).
+  if (expectedVersion !== undefined && (client.version ?? 1) !== expectedVersion) throw stale(client);
   const keys = clientKeys(changes);
   const requestAlg = changes.request_object_signing_alg !== undefined
     ? parseRequestObjectAlg(changes.request_object_signing_alg)
@@ -388,8 +410,11 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   };
   checkRegistration(next);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
-  const updated = await deps.store.clients.update(id, next);
-  if (!updated) throw notFound`no client with id ${id}`;
+  const updated = await deps.store.clients.update(id, next, expectedVersion);
+  if (!updated) {
+    const now = await getClient(deps, id);
+    throw stale(now);
+  }
   await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
   return { client: updated, secret };
 }
@@ -412,6 +437,20 @@ export async function rotateClientSecret(deps: ManageDeps, id: string, graceSeco
   if (!rotated) throw notFound`no client with id ${id}`;
   await deps.events.emit({ type: 'client.secret_rotated', clientId: id, detail: { previous_secret_expires_at: new Date(previousExpiresAt).toISOString(), by: 'operator' } });
   return { client: rotated, secret };
+}
+
+function stale(client: ClientRecord) {
+  return problem('stale')`client ${client.id} has changed since it was read: it is at version ${clientEtag(client)}; read it again and apply the change to that`;
+}
+
+/**
+ * Ends every token of a client: its own (client_credentials, by time: `tokensRevokedAt`) at
+ * once. Tokens issued to people through it are ended with their grants (revoke each, or remove
+ * the client).
+ */
+export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<void> {
+  if (!(await deps.store.clients.revokeTokens(id, deps.clock.now()))) throw notFound`no client with id ${id}`;
+  await deps.events.emit({ type: 'client.tokens_revoked', clientId: id, detail: { by: 'operator' } });
 }
 
 /** Removes a client and everything issued to it. */

@@ -15,6 +15,22 @@ export interface EventQuery {
   /** Milliseconds since the epoch: events at or after it. */
   readonly since?: number;
   readonly limit?: number;
+  /** The page after the event this cursor names (`eventCursor`). */
+  readonly after?: string;
+}
+
+/** An opaque cursor naming an event's place in the newest-first list: the next page starts after it. */
+export function eventCursor(event: AuditEvent): string {
+  return Buffer.from(`${event.at}.${event.id}`).toString('base64url');
+}
+
+function parseCursor(cursor: string): { at: number; id: string } {
+  const text = cursor.length > 200 ? '' : Buffer.from(cursor, 'base64url').toString('utf8');
+  const dot = text.indexOf('.');
+  const at = text.slice(0, dot);
+  const id = text.slice(dot + 1);
+  if (dot < 0 || !/^\d{1,15}$/.test(at) || !id || id.length > 100) throw invalid`${field('after')}: not a cursor this server gave`;
+  return { at: Number(at), id };
 }
 
 /** An age (`30m`, `24h`, `7d`) or an ISO 8601 time, as milliseconds since the epoch. */
@@ -61,6 +77,7 @@ export async function listEvents(deps: Pick<ManageDeps, 'store'>, query: EventQu
     ...(query.clientId === undefined ? {} : { clientId: query.clientId }),
     ...(query.type === undefined || !isEventType(query.type) ? {} : { type: query.type }),
     ...(query.since === undefined ? {} : { since: query.since }),
+    ...(query.after === undefined ? {} : { before: parseCursor(query.after) }),
     limit,
   });
   // Events a flow recorded with the user's id alone are shown with their username too.

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
 import { normalizeUsername } from '../../core/username.ts';
-import { DuplicateError, newUserRecord, type PasskeyRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
+import { DuplicateError, newUserRecord, type PasskeyRecord, type SessionRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
 import { checkProfile } from '../profile.ts';
 import { listPasskeys } from '../passkeys/authentication.ts';
 import { RECOVERY_CODE_COUNT, totpStatus } from '../second-factor/codes.ts';
@@ -118,8 +119,37 @@ export async function createUser(deps: ManageDeps, input: UserInput): Promise<Us
   return user;
 }
 
-export async function listUsers(deps: Pick<ManageDeps, 'store'>): Promise<UserRecord[]> {
-  return deps.store.users.list();
+export interface UserQuery {
+  /** Users whose username, name or e-mail address contains this, case-insensitively. */
+  readonly q?: string;
+  readonly offset?: number;
+  readonly limit?: number;
+}
+
+export async function listUsers(deps: Pick<ManageDeps, 'store'>, query: UserQuery = {}): Promise<UserRecord[]> {
+  const all = await deps.store.users.list();
+  const q = query.q?.toLowerCase();
+  const matching = q === undefined ? all : all.filter((user) => [user.username, user.name, user.email].some((value) => value?.toLowerCase().includes(q)));
+  const offset = query.offset ?? 0;
+  return query.limit === undefined ? matching.slice(offset) : matching.slice(offset, offset + query.limit);
+}
+
+/** The user's browser sessions live now, newest first. */
+export async function listUserSessions(deps: Pick<ManageDeps, 'store' | 'clock'>, username: string): Promise<SessionRecord[]> {
+  const user = await findUser(deps, username);
+  return deps.store.sessions.listForUser(user.id, deps.clock.now());
+}
+
+/** Signs the user out everywhere: every session ends; returns how many, and how many apps were told. */
+export async function endUserSessions(deps: ManageDeps, username: string): Promise<{ sessions: number; told: number }> {
+  const user = await findUser(deps, username);
+  const ended = await transactionWithEvents(deps, async (tx, record) => {
+    const sessions = await tx.sessions.removeForUser(user.id);
+    await tx.pendingSignIns.removeForUser(user.id);
+    await record({ type: 'logout', userId: user.id, username: user.username, detail: { sessions_ended: sessions.length, by: 'operator' } });
+    return sessions;
+  });
+  return { sessions: ended.length, told: await deps.tellApps(ended) };
 }
 
 export interface UserDetails {

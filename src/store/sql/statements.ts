@@ -283,6 +283,7 @@ export function statements(d: Dialect) {
         AND (CAST(:clientId AS TEXT) IS NULL OR client_id = :clientId)
         AND (CAST(:type AS TEXT) IS NULL OR type = :type)
         AND (${d.bigint(':since')} IS NULL OR at >= :since)
+        AND (CAST(:beforeId AS TEXT) IS NULL OR at < :beforeAt OR (at = :beforeAt AND id < :beforeId))
       ORDER BY at DESC, id DESC
       LIMIT :limit`,
 

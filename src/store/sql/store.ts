@@ -319,6 +319,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
             clientId: filter.clientId ?? null,
             type: filter.type ?? null,
             since: filter.since ?? null,
+            beforeAt: filter.before?.at ?? null,
+            beforeId: filter.before?.id ?? null,
             limit: filter.limit,
           },
           (row) => rows.eventFromRow(row, read),

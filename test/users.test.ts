@@ -182,4 +182,21 @@ describe('tessera user: operators manage accounts', () => {
     assert.equal((await elsewhere.request('/account')).status, 303, 'the other browser is signed out');
     assert.equal((await browser.request('/account')).status, 200, 'this one stays signed in');
   });
+
+  it('holds wrong current passwords at /account to the sign-in limits: the eleventh from one address is refused, 429 with Retry-After', async () => {
+    const user = await one.addUser({ username: 'mallory-target' });
+    const browser = await signedInBrowser(one, user);
+    let page = await browser.request('/account');
+    const statuses = [];
+    for (let i = 0; i < 11; i++) {
+      page = await browser.submit(page, '/account/password', { current_password: `guess ${i}`, new_password: 'taken over by mallory' });
+      statuses.push(page.status);
+    }
+    assert.deepEqual(statuses, [...Array(10).fill(400), 429]);
+    assert.ok(Number(page.headers.get('retry-after')) > 60, `Retry-After ${page.headers.get('retry-after')}`);
+    assert.match(text(page), /Too many wrong passwords from your connection\. Wait 15 minutes/);
+    // Even the right one waits out the window from there: the limit does not tell right from wrong.
+    const right = await browser.submit(page, '/account/password', { current_password: user.password, new_password: 'changed after all' });
+    assert.equal(right.status, 429);
+  });
 });

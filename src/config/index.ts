@@ -187,6 +187,13 @@ export interface SignInSettings {
   readonly queue: number;
   /** `TESSERA_SIGN_IN_QUEUE_PER_ADDRESS` (default 4): places in the queue one address may hold. */
   readonly queuePerAddress: number;
+  /**
+   * `TESSERA_SIGN_IN_GOOD_RECORD` seconds (default 2592000, 30 days; 0 turns it off): how long
+   * a right password for a username vouches for the browser and the address it came from.
+   * Their later attempts for that username skip the per-username wait and go first on a full
+   * password queue (docs/security.md).
+   */
+  readonly goodRecordSeconds: number;
 }
 
 /**
@@ -528,6 +535,7 @@ function signIn(env: Env): SignInSettings {
     hashThreads: integer(env, 'TESSERA_PASSWORD_HASH_THREADS', Math.max(1, Math.floor(availableParallelism() / 2)), 1, 64),
     queue: integer(env, 'TESSERA_SIGN_IN_QUEUE', 32, 0, 100_000),
     queuePerAddress: integer(env, 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS', 4, 1, 100_000),
+    goodRecordSeconds: integer(env, 'TESSERA_SIGN_IN_GOOD_RECORD', 30 * 86400, 0, 400 * 86400),
   };
 }
 

@@ -6,9 +6,10 @@
  * grant from the store, so on every instance they stop working with the next request.
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
-import { hashPassword, verifyPassword } from '../core/password.ts';
+import { hashPassword } from '../core/password.ts';
 import type { PasswordResetRecord, SessionRecord, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
+import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
 
 /** What account changes need: no token issuer, so the command line can run them. */
@@ -85,11 +86,11 @@ export async function updateUser(deps: AccountDeps, user: UserRecord, changes: {
 async function replacePassword(
   deps: AccountDeps,
   user: UserRecord,
-  password: string,
+  password: string | { readonly hash: string },
   type: 'user.password_set' | 'password.changed',
   keepSession?: string,
 ): Promise<SessionRecord[]> {
-  const hash = await hashPassword(password, deps.config.passwordHash);
+  const hash = typeof password === 'string' ? await hashPassword(password, deps.config.passwordHash) : password.hash;
   return transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setPasswordHash(user.id, hash);
     const ended = await tx.sessions.removeForUser(user.id, keepSession);
@@ -106,14 +107,29 @@ export async function setUserPassword(deps: AccountDeps, user: UserRecord, passw
 export type PasswordChange =
   | { readonly kind: 'done'; readonly endedSessions: readonly SessionRecord[] }
   | { readonly kind: 'wrong_password' }
-  | { readonly kind: 'invalid'; readonly problem: string };
+  | { readonly kind: 'invalid'; readonly problem: string }
+  | Limited
+  | Busy;
 
-/** The person changes their own password, proving they know the current one; their other sessions end. */
-export async function changePassword(deps: AccountDeps, user: UserRecord, sessionIdHash: string, current: string, next: string): Promise<PasswordChange> {
-  if (!(await verifyPassword(current.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash))) return { kind: 'wrong_password' };
-  const problem = passwordProblem(next);
+/**
+ * The person changes their own password, proving they know the current one; their other
+ * sessions end. Both hashes are computed on the password queue, the current one checked
+ * under the sign-in limits (flows/sign-in.ts), from `ip` and `browser` (its known-browser token).
+ */
+export async function changePassword(
+  deps: AccountDeps & PasswordCheckDeps,
+  user: UserRecord,
+  sessionIdHash: string,
+  request: { readonly current: string; readonly next: string; readonly ip: string; readonly browser?: string | null },
+): Promise<PasswordChange> {
+  const check = await checkCurrentPassword(deps, user, { password: request.current.slice(0, MAX_PASSWORD_LENGTH), ip: request.ip, browser: request.browser ?? null });
+  if (check.kind === 'wrong') return { kind: 'wrong_password' };
+  if (check.kind !== 'right') return check;
+  const problem = passwordProblem(request.next);
   if (problem) return { kind: 'invalid', problem };
-  return { kind: 'done', endedSessions: await replacePassword(deps, user, next, 'password.changed', sessionIdHash) };
+  const hash = await deps.passwords.hash(request.next, deps.config.passwordHash, request.ip, { trusted: true });
+  if (hash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
+  return { kind: 'done', endedSessions: await replacePassword(deps, user, { hash }, 'password.changed', sessionIdHash) };
 }
 
 /**

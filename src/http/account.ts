@@ -12,7 +12,7 @@ import { accountPage, type ActivityView } from '../ui/account.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, cookieNames, csrfToken, endSession } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, endSession, knownBrowser } from './session.ts';
 
 const SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
 
@@ -144,9 +144,23 @@ export const accountRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const next = typeof form['new_password'] === 'string' ? form['new_password'] : '';
     // The browser's own session stays: it is the one that proved the current password.
     const sessionCookie = request.cookies[cookieNames(deps.config).session] ?? '';
-    const result = await changePassword(forRequest(deps, request), signedIn.user, hashSecret(sessionCookie), current, next);
+    const result = await changePassword(forRequest(deps, request), signedIn.user, hashSecret(sessionCookie), {
+      current,
+      next,
+      ip: request.ip,
+      browser: knownBrowser(deps.config, request),
+    });
     if (result.kind === 'wrong_password') return render(request, reply, signedIn, { passwordError: 'The current password is incorrect.', status: 400 });
     if (result.kind === 'invalid') return render(request, reply, signedIn, { passwordError: `The new password cannot be used: ${result.problem}.`, status: 400 });
+    if (result.kind === 'limited' || result.kind === 'busy') {
+      reply.header('Retry-After', String(result.retryAfterSeconds));
+      const minutes = Math.ceil(result.retryAfterSeconds / 60);
+      const passwordError =
+        result.kind === 'busy'
+          ? `Many people are signing in right now. Wait ${result.retryAfterSeconds} second${result.retryAfterSeconds === 1 ? '' : 's'}, then try again.`
+          : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`;
+      return render(request, reply, signedIn, { passwordError, status: 429 });
+    }
     // The other browsers were signed out: the apps that signed in through them are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);
     return reply.redirect('/account?done=password', 303);

@@ -10,9 +10,9 @@ import { PASSWORD_ONLY, type AuthMethod } from '../core/auth-methods.ts';
  * Cookie names. Over https they take the `__Host-` prefix, which the browser accepts only
  * for Secure, host-only, Path=/ cookies, so a sibling subdomain cannot plant them.
  */
-export function cookieNames(config: Config): { session: string; csrf: string } {
+export function cookieNames(config: Config): { session: string; csrf: string; knownBrowser: string } {
   const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
-  return { session: `${prefix}tessera_session`, csrf: `${prefix}tessera_csrf` };
+  return { session: `${prefix}tessera_session`, csrf: `${prefix}tessera_csrf`, knownBrowser: `${prefix}tessera_browser` };
 }
 
 function cookieOptions(config: Config, maxAgeSeconds?: number) {
@@ -67,6 +67,19 @@ export async function startSession(
   await deps.store.sessions.create(session);
   reply.setCookie(cookieNames(deps.config).session, value, cookieOptions(deps.config, deps.config.lifetimes.session));
   return session;
+}
+
+/**
+ * The known-browser token: set after a right password, it outlives sign-out for the
+ * good-record period, so that this browser's next sign-ins for that username skip the wait
+ * a guesser causes and go first on a full password queue (flows/sign-in.ts).
+ */
+export function knownBrowser(config: Config, request: FastifyRequest): string | null {
+  return request.cookies[cookieNames(config).knownBrowser] ?? null;
+}
+
+export function rememberBrowser(config: Config, reply: FastifyReply, token: string): void {
+  if (config.signIn.goodRecordSeconds > 0) reply.setCookie(cookieNames(config).knownBrowser, token, cookieOptions(config, config.signIn.goodRecordSeconds));
 }
 
 /** Ends the browser's session and clears its cookie; returns the session it ended, if any. */

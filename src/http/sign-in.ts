@@ -12,7 +12,7 @@ import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { completePasswordSignIn } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo } from './session.ts';
+import { checkCsrf, csrfToken, currentSession, endSession, knownBrowser, rememberBrowser, safeReturnTo } from './session.ts';
 
 /** The signed-in user, or null when there is no live session or the account is disabled. */
 export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
@@ -61,7 +61,13 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         .type('text/html; charset=utf-8')
         .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
 
-    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId: await signInClient(deps, returnTo) });
+    const result = await signIn(forRequest(deps, request), {
+      username: rawUsername,
+      password,
+      ip: request.ip,
+      browser: knownBrowser(deps.config, request),
+      clientId: await signInClient(deps, returnTo),
+    });
     if (result.kind !== 'signed-in') {
       // The page is shown again; its next post may go on to the client (see authorize.ts).
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
@@ -86,6 +92,7 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
           : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
       );
     }
+    rememberBrowser(deps.config, reply, result.browser);
     // A person with one-time codes on is asked for one next; anyone else is signed in.
     return completePasswordSignIn(deps, request, reply, result.user, returnTo);
   });

@@ -10,6 +10,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { systemClock } from '../core/clock.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
+import { textValue } from './text.ts';
 import { EVENT_TYPES, eventLogFields, Events, isEventType, type AuditEvent, type EventInput } from '../core/events.ts';
 import { hashPassword } from '../core/password.ts';
 import {
@@ -1048,12 +1049,14 @@ async function eventsCommand(config: Config, args: string[], io: Io): Promise<vo
   }
   if (events.length === 0) io.stdout('No events.\n');
   for (const event of events) {
+    // Every value may have been typed by a stranger (a username at /login): escaped (cli/text.ts).
+    const user = event.username ?? event.userId;
     const fields = [
-      event.username ?? event.userId ? `user=${event.username ?? event.userId}` : null,
-      event.clientId ? `client=${event.clientId}` : null,
-      event.grantId ? `grant=${event.grantId}` : null,
-      event.ip ? `ip=${event.ip}` : null,
-      ...Object.entries(event.detail).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
+      user ? `user=${textValue(user)}` : null,
+      event.clientId ? `client=${textValue(event.clientId)}` : null,
+      event.grantId ? `grant=${textValue(event.grantId)}` : null,
+      event.ip ? `ip=${textValue(event.ip)}` : null,
+      ...Object.entries(event.detail).map(([key, value]) => `${textValue(key)}=${typeof value === 'string' ? textValue(value) : JSON.stringify(value)}`),
     ].filter(Boolean);
     io.stdout(`${new Date(event.at).toISOString()}  ${event.type}  ${fields.join(' ')}\n`);
   }

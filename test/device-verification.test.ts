@@ -211,6 +211,22 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     assert.match(text(page), new RegExp(fresh.user_code));
   });
 
+  it('writes no event per refused code: one row per limit and window, with the count, once the window has ended', async () => {
+    const started = await startDevice(server, client);
+    const ip = address();
+    const browser = new BrowserAt(server.url, ip);
+    await wrongCodes(browser, 5);
+    for (let i = 0; i < 7; i++) assert.equal((await browser.enterCode(started.user_code)).status, 429);
+    const locked = async () => (await server.store.events.list({ type: 'device.code_entry_locked', limit: 1000 })).filter((event) => event.ip === ip);
+    assert.deepEqual(await locked(), [], 'nothing written while the window is open');
+    clock.advance(10 * MINUTE);
+    // The next refusal anywhere stores the windows that have ended.
+    const other = new BrowserAt(server.url, address());
+    await wrongCodes(other, 5);
+    assert.equal((await other.enterCode(started.user_code)).status, 429);
+    assert.deepEqual((await locked()).map((event) => [event.detail['limit'], event.detail['refused']]), [['browser', 7]]);
+  });
+
   it('counts wrong codes per browser across addresses', async () => {
     const browser = new BrowserAt(server.url, address());
     await wrongCodes(browser, 3);

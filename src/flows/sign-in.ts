@@ -148,7 +148,8 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
   const result = await attemptPassword(deps, { ...request, username }, async () => (username ? deps.store.users.findByUsername(username) : null));
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
-    await deps.events.emit({ type: 'signin.locked', username, clientId, detail: { limit: result.scope } });
+    // A refusal writes nothing now: one row per limit and window, with the count (core/events.ts).
+    await deps.events.refused({ type: 'signin.locked', username, clientId, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
     return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
   }
   const user = result.user;
@@ -177,7 +178,10 @@ export async function checkCurrentPassword(
 ): Promise<CurrentPasswordCheck> {
   const result = await attemptPassword(deps, { ...attempt, username: user.username }, async () => user);
   if (result.kind === 'busy') return result;
-  if (result.kind === 'limited') return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
+  if (result.kind === 'limited') {
+    await deps.events.refused({ type: 'signin.locked', userId: user.id, username: user.username, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
+    return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
+  }
   if (!result.matches) {
     await deps.events.emit({ type: 'signin.failed', userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
     return { kind: 'wrong' };

@@ -73,7 +73,6 @@ function single(params: RawParams, name: string): string {
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const messages = lookupMessages(deps.config.device.codeLifetime);
-  const lockLog = new OncePerWindow(deps.config.userCode.windowSeconds * 1000);
 
   // Issue 12: every device authorization stores a record, and a public client needs only
   // its client_id: requests per address and per client are limited, in memory, so that a
@@ -134,10 +133,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const form = (status: number, error: string) =>
       page(reply, status, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
     if (lookup.kind === 'locked') {
-      // One line per address and scope per window, however many tries it refuses.
-      if (lockLog.first(`${lookup.scope} ${request.ip}`, deps.clock.now())) {
-        request.log.warn({ ip: request.ip, limit: lookup.scope }, 'device user codes refused: too many wrong codes');
-      }
+      // Its one log line per limit and window is the lockout's event (core/events.ts).
       reply.header('Retry-After', String(lookup.retryAfterSeconds));
       return form(429, lockedMessage(lookup.scope, lookup.retryAfterSeconds));
     }

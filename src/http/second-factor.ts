@@ -185,7 +185,7 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     const result = await checkSecondFactor(forRequest(deps, request), user, single(form, 'code'), signInLimits(deps, request, user.username));
     switch (result.kind) {
       case 'locked':
-        request.log.warn({ user: user.id, ip: request.ip }, 'one-time code entry locked after too many wrong attempts');
+        // Its one log line per limit and window is the lockout's event (core/events.ts).
         return retry(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
       case 'replayed':
         request.log.warn({ user: user.id, ip: request.ip }, 'a one-time code was used twice');

@@ -2,7 +2,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { OncePerWindow } from '../flows/attempts.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { sessionUser, signIn } from '../flows/sign-in.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
@@ -40,8 +39,6 @@ export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: Fast
 
 /** The sign-in form every flow leads to, and signing out. */
 export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  // One log line per address and limit per window, however many requests it refuses.
-  const refusalLog = new OncePerWindow(deps.config.signIn.windowSeconds * 1000);
   app.get('/login', { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
@@ -80,9 +77,6 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       return page(429, `Many people are signing in right now. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then sign in again.`);
     }
     if (result.kind === 'limited') {
-      if (refusalLog.first(`${result.scope} ${request.ip}`, deps.clock.now())) {
-        request.log.warn({ ip: request.ip, limit: result.scope }, 'sign-in attempts refused: too many wrong passwords');
-      }
       const minutes = Math.ceil(result.retryAfterSeconds / 60);
       reply.header('Retry-After', String(result.retryAfterSeconds));
       return page(

@@ -97,7 +97,8 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   ]);
   if (isRefusal(guess)) {
     const scope = limits.find((limit) => limit.key === guess.limit.key)!.scope;
-    await deps.events.emit({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: scope } });
+    // A refusal writes nothing now: one row per limit and window, with the count (core/events.ts).
+    await deps.events.refused({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: scope } }, guess.limit.key, guess.endsAt);
     return { kind: 'locked', scope, retryAfterSeconds: guess.retryAfterSeconds };
   }
   // Over the server's rate, every lookup waits: guessing slows for everyone, and no one is

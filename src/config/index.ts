@@ -210,9 +210,15 @@ export interface UserCodeSettings {
   readonly perAddress: number;
   /** `TESSERA_USER_CODE_FAILURES_PER_NETWORK` (default 60). */
   readonly perNetwork: number;
-  /** `TESSERA_USER_CODE_FAILURES_PER_MINUTE` (default 600): wrong codes per minute, whole server. */
+  /** `TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK` (default 240): per IPv4 /16 or IPv6 /48. */
+  readonly perLargeNetwork: number;
+  /**
+   * `TESSERA_USER_CODE_FAILURES_PER_MINUTE` (default 600): wrong codes per minute, whole
+   * server; once spent, lookups from browsers that are not signed in are refused, and an
+   * alert is logged.
+   */
   readonly globalPerMinute: number;
-  /** `TESSERA_USER_CODE_SLOW_MS` (default 2000): the wait every lookup gets while over the global rate. */
+  /** `TESSERA_USER_CODE_SLOW_MS` (default 2000): the wait a signed-in browser's lookup gets while the budget is spent. */
   readonly globalDelayMs: number;
 }
 
@@ -542,11 +548,13 @@ function signIn(env: Env): SignInSettings {
 function userCode(env: Env): UserCodeSettings {
   const perBrowser = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_BROWSER', 5, 1, 1000);
   const perAddress = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', Math.max(20, perBrowser), perBrowser, 100_000);
+  const perNetwork = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', Math.max(60, perAddress), perAddress, 1_000_000);
   return {
     windowSeconds: integer(env, 'TESSERA_USER_CODE_WINDOW', 600, 60, 86400),
     perBrowser,
     perAddress,
-    perNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', Math.max(60, perAddress), perAddress, 1_000_000),
+    perNetwork,
+    perLargeNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK', Math.max(240, perNetwork), perNetwork, 10_000_000),
     globalPerMinute: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_MINUTE', 600, 1, 10_000_000),
     globalDelayMs: integer(env, 'TESSERA_USER_CODE_SLOW_MS', 2000, 0, 60_000),
   };

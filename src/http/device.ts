@@ -48,7 +48,10 @@ function lockedMessage(scope: LockScope, retryAfterSeconds: number): string {
     case 'address':
       return `Too many wrong codes from your internet connection. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
     case 'network':
+    case 'large-network':
       return `Too many wrong codes from your network. Someone on it may be guessing codes. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
+    case 'server':
+      return `Too many wrong codes are being tried on this site right now. Sign in first, then type the code your device shows; or wait ${wait} and try again.`;
   }
 }
 
@@ -124,7 +127,12 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   /** The browser, for the wrong-code limit: its CSRF cookie (hashed, so the key reveals nothing). */
   function attemptOf(request: FastifyRequest, input: string): CodeAttempt {
     const cookie = request.cookies[cookieNames(deps.config).csrf];
-    return { input, ip: request.ip, browser: cookie && /^[A-Za-z0-9_-]{43}$/.test(cookie) ? hashSecret(cookie) : null };
+    return {
+      input,
+      ip: request.ip,
+      browser: cookie && /^[A-Za-z0-9_-]{43}$/.test(cookie) ? hashSecret(cookie) : null,
+      goodRecord: async () => (await signedInUser(deps, request)) !== null,
+    };
   }
 
   /** Every lookup that did not find a pending request ends on one of these pages. */

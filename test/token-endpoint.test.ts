@@ -122,7 +122,7 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
 
   it('answers GET with an OAuth error, not a crash', async () => {
     const response = await fetch(token);
-    assert.equal(response.status, 404);
+    assert.equal(response.status, 405);
     assert.equal(((await response.json()) as { error: string }).error, 'invalid_request');
   });
 });

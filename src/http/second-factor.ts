@@ -6,7 +6,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { listPasskeys } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { beginTotpEnrolment, checkSecondFactor, confirmTotpEnrolment, removeTotp, totpStatus, type CodeLimits } from '../flows/second-factor/codes.ts';
+import { beginTotpEnrolment, checkSecondFactor, confirmTotpEnrolment, ONE_TIME_CODE_LIMIT, removeTotp, totpStatus, type CodeLimits } from '../flows/second-factor/codes.ts';
 import { approvalRefusal, sessionMethods, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
 import { otpauthUri } from '../flows/second-factor/totp.ts';
 import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts';
@@ -38,14 +38,6 @@ function cookieOptions(deps: AppDeps, maxAgeSeconds?: number) {
 }
 
 /** A typed code counts against the same limits as the password it follows. */
-/**
- * Wrong one-time codes per user, whatever the address. Unlike a password, a one-time code is
- * asked for only after the right password: whoever reaches it has the password, and the
- * user's codes are locked against them for the window (6 digits do not survive many
- * addresses' worth of guesses).
- */
-const ONE_TIME_CODE_LIMIT = { perUser: 10, windowMs: 15 * 60_000 };
-
 /**
  * A wrong code also counts as a wrong password, under the same keys (flows/sign-in.ts), so
  * the password and the code together get no more guesses from one address than the

@@ -1242,6 +1242,30 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE), 0);
       });
 
+      it('lists the open windows under a prefix, latest-ending first, and forgets one key at a time', async () => {
+        const prefix = unique('lockout:');
+        const userKey = `${prefix}user:a_b%c`;
+        const ipKey = `${prefix}ip:203.0.113.7`;
+        await store.rateLimits.hit(userKey, MINUTE, T0);
+        await store.rateLimits.hit(userKey, MINUTE, T0);
+        await store.rateLimits.hit(ipKey, 2 * MINUTE, T0);
+        await store.rateLimits.hit(`${prefix.replace(':', '')}x:other`, MINUTE, T0);
+        await store.rateLimits.hit(`${prefix}ended`, SECOND, T0);
+        assert.deepEqual(await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10), [
+          { key: ipKey, hits: 1, endsAt: T0 + 2 * MINUTE },
+          { key: userKey, hits: 2, endsAt: T0 + MINUTE },
+        ]);
+        assert.deepEqual((await store.rateLimits.listOpen(`${prefix}user:a_b`, T0, 10)).map((w) => w.key), [userKey], '_ and % are literal');
+        assert.deepEqual((await store.rateLimits.listOpen(`${prefix}user:a%`, T0, 10)).map((w) => w.key), []);
+        assert.equal((await store.rateLimits.listOpen(prefix, T0 + SECOND, 1)).length, 1, 'bounded');
+        await store.rateLimits.release(ipKey, T0 + SECOND);
+        assert.deepEqual((await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10)).map((w) => w.key), [userKey], 'a window counting nothing is no lockout');
+        assert.equal(await store.rateLimits.remove(userKey), true);
+        assert.equal(await store.rateLimits.remove(userKey), false);
+        assert.equal(await store.rateLimits.count(userKey, MINUTE, T0 + SECOND), 0);
+        assert.deepEqual(await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10), []);
+      });
+
       it('reads the current window, its count and its end, without counting', async () => {
         const key = unique('window');
         assert.equal(await store.rateLimits.window(key, T0), null);

@@ -82,7 +82,7 @@ function limitsFor(deps: FlowDeps, attempt: CodeAttempt): { key: string; limit: 
   const network = networkOf(attempt.ip);
   if (network !== null) limits.push({ key: `device-user-code:net:${network}`, limit: settings.perNetwork, scope: 'network' });
   const large = networkOf(attempt.ip, 'large');
-  if (large !== null) limits.push({ key: `device-user-code:net:${large}`, limit: settings.perLargeNetwork, scope: 'large-network' });
+  if (large !== null) limits.push({ key: `device-user-code:large-net:${large}`, limit: settings.perLargeNetwork, scope: 'large-network' });
   return limits;
 }
 

@@ -283,6 +283,13 @@ export function statements(d: Dialect) {
     countRateLimit: 'SELECT hits FROM rate_limits WHERE key = :key AND window_ends_at > :now',
     getRateLimit: 'SELECT hits, window_ends_at FROM rate_limits WHERE key = :key AND window_ends_at > :now',
     releaseRateLimit: 'UPDATE rate_limits SET hits = hits - 1 WHERE key = :key AND window_ends_at > :now AND hits > 0',
+    // A prefix compared as a substring, not with LIKE: keys hold usernames, where _ and % are literal.
+    listOpenRateLimits: `
+      SELECT key, hits, window_ends_at FROM rate_limits
+      WHERE substr(key, 1, length(:prefix)) = :prefix AND window_ends_at > :now AND hits > 0
+      ORDER BY window_ends_at DESC, key
+      LIMIT :limit`,
+    removeRateLimit: 'DELETE FROM rate_limits WHERE key = :key',
 
     insertKey: `
       INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, activates_at, retires_at, expires_at)

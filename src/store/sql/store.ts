@@ -239,6 +239,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
       window: (key, now) => first('getRateLimit', { key, now }, (row) => ({ hits: rows.integer(row, 'hits'), endsAt: rows.integer(row, 'window_ends_at') })),
       release: (key, now) => write('releaseRateLimit', { key, now }),
+      listOpen: (prefix, now, limit) =>
+        every('listOpenRateLimits', { prefix, now, limit }, (row) => ({ key: rows.text(row, 'key'), hits: rows.integer(row, 'hits'), endsAt: rows.integer(row, 'window_ends_at') })),
+      remove: (key) => changedAny('removeRateLimit', { key }),
     },
 
     resources: {

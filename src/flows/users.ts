@@ -35,8 +35,8 @@ export function passwordProblem(password: string): string | null {
 const about = (user: UserRecord) => ({ userId: user.id, username: user.username });
 
 /**
- * Disables (ending every session at once) or enables an account. Returns the sessions it
- * ended, whose apps the caller tells (flows/logout/backchannel.ts).
+ * Disables (ending every session and revoking every grant at once) or enables an account.
+ * Returns the sessions it ended, whose apps the caller tells (flows/logout/backchannel.ts).
  */
 export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<SessionRecord[]> {
   return transactionWithEvents(deps, async (tx, record) => {
@@ -44,7 +44,22 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
     const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
-    await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended.length, by: 'operator' } : { by: 'operator' } });
+    // Their grants are revoked, not only paused: enabling the account again must not bring
+    // back the access and refresh tokens issued before (issue 34). Apps ask them again.
+    let revoked = 0;
+    if (disabled) {
+      const now = deps.clock.now();
+      for (const grant of await tx.grants.listForUser(user.id)) {
+        if (!(await tx.grants.revoke(grant.id, now))) continue;
+        revoked += 1;
+        await record({ type: 'grant.revoked', userId: user.id, clientId: grant.clientId, grantId: grant.id, detail: { by: 'operator' } });
+      }
+    }
+    await record({
+      type: disabled ? 'user.disabled' : 'user.enabled',
+      ...about(user),
+      detail: disabled ? { sessions_ended: ended.length, grants_revoked: revoked, by: 'operator' } : { by: 'operator' },
+    });
     return ended;
   });
 }
@@ -141,6 +156,8 @@ export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSe
   const now = deps.clock.now();
   const expiresAt = now + ttlSeconds * 1000;
   await transactionWithEvents(deps, async (tx, record) => {
+    // Only the newest link works: one given out earlier (perhaps to the wrong person) ends.
+    await tx.passwordResets.spendAllForUser(user.id, now);
     await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
     await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
   });
@@ -172,6 +189,8 @@ export async function resetPassword(deps: AccountDeps, token: string, password: 
   const ended = await transactionWithEvents(deps, async (tx, record) => {
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return null;
+    // Using one link ends every other link of the person too.
+    await tx.passwordResets.spendAllForUser(reset.userId, deps.clock.now());
     await tx.users.setPasswordHash(reset.userId, hash);
     const sessions = await tx.sessions.removeForUser(reset.userId);
     await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });

@@ -3,6 +3,7 @@ import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
+import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
@@ -60,7 +61,9 @@ function authorizeUrl(params: Readonly<Record<string, string | readonly string[]
 export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const issuer = deps.config.issuer;
 
-  async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null) {
+  const formSecret = () => deps.keys.derivedSecret('approval form');
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null, mac: unknown = null) {
     reply.header('Cache-Control', 'no-store');
     // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
     // it is read; the browser is known by its CSRF cookie, which it keeps through sign-in.
@@ -90,6 +93,10 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
 
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
+    // The decision is taken on the request the page showed, never on fields changed since.
+    if (decision !== null && signedIn !== null && !approvalFormMatches(await formSecret(), signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)) {
+      return sendError(request, reply, new OAuthError('invalid_request', 'the approval form was changed after it was shown: start again from the application'));
+    }
     const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
     // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
     if ((step.kind === 'approve' || step.kind === 'deny') && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
@@ -127,7 +134,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       consentPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         action: DECISION_PATH,
-        fields,
+        fields: { ...fields, [APPROVAL_MAC_FIELD]: approvalFormMac(await formSecret(), step.signedIn.session.idHash, fields) },
         clientName: authorization.client.name,
         access: onlyScopes(authorization.access, step.scopes),
         more: step.more,
@@ -166,7 +173,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const decision = typeof form['decision'] === 'string' ? form['decision'] : '';
-    const params = Object.fromEntries(Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision'));
-    return handle(request, reply, params, decision);
+    const params = Object.fromEntries(Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision' && name !== APPROVAL_MAC_FIELD));
+    return handle(request, reply, params, decision, form[APPROVAL_MAC_FIELD]);
   });
 };

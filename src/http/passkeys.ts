@@ -11,7 +11,8 @@ import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken, safeReturnTo } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, safeReturnTo } from './session.ts';
+import { hashSecret } from '../core/crypto.ts';
 import { beginSession } from './sign-in-session.ts';
 
 /** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
@@ -66,6 +67,10 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     return reply.header('Cache-Control', 'no-store').type('application/json; charset=utf-8').send(value);
   }
 
+  // A ceremony is answered only by the browser that asked for it: the one holding this CSRF
+  // cookie (checked on both requests), known by its hash.
+  const browserOf = (request: FastifyRequest) => hashSecret(request.cookies[cookieNames(deps.config).csrf] ?? '');
+
   function unavailable(): never {
     throw new OAuthError('invalid_request', 'Passkeys need this server to be reached by a domain name.', { status: 404 });
   }
@@ -73,7 +78,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   app.post('/login/passkey/options', async (request, reply) => {
     checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
     if (!available) unavailable();
-    return options(reply, await authenticationOptions(deps));
+    return options(reply, await authenticationOptions(deps, browserOf(request)));
   });
 
   function signInFailed(request: FastifyRequest, reply: FastifyReply, returnTo: string, status: number, error: string) {
@@ -86,7 +91,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     const returnTo = safeReturnTo(form['return_to']);
     if (!available) unavailable();
     // Every refusal is a `passkey.refused` event (and its log line).
-    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'));
+    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'), browserOf(request));
     if (result.kind !== 'signed-in') {
       if (result.kind === 'cloned') {
         // WebAuthn §6.1.1: a counter that went backwards is the sign of a cloned authenticator.
@@ -105,7 +110,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });
-    return options(reply, await registrationOptions(deps, signedIn.user));
+    return options(reply, await registrationOptions(deps, signedIn.user, browserOf(request)));
   });
 
   app.post('/account/passkeys', { config: { page: true } }, async (request, reply) => {
@@ -114,7 +119,7 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
-    const result = await finishRegistration(forRequest(deps, request), signedIn.user, single(form, 'name'), single(form, 'response'));
+    const result = await finishRegistration(forRequest(deps, request), signedIn.user, single(form, 'name'), single(form, 'response'), browserOf(request));
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];

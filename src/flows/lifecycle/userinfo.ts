@@ -24,6 +24,10 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   const live = await liveAccessToken(deps, presented.token);
   // RFC 6750 §3.1: invalid_token for a token that is "expired, revoked, malformed, or invalid".
   if (!live) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+  // RFC 9068 §4: a resource server "MUST validate that the aud claim contains a resource
+  // indicator value corresponding to an identifier the resource server expects for itself".
+  // UserInfo is this server's own: a token made for a registered API is that API's alone.
+  if (live.resource !== null) throw new OAuthError('invalid_token', 'this access token is for another API (its aud), not for UserInfo');
   const { jkt } = live.claims;
   // RFC 9449 §7.2: a resource "MUST NOT grant access to the resource unless all checks are
   // successful"; a DPoP-bound token sent as a bearer token is refused, or anyone who stole

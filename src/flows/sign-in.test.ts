@@ -9,7 +9,7 @@ import { hashPassword } from '../core/password.ts';
 import { Events } from '../core/events.ts';
 import { PasswordQueue } from '../core/password-queue.ts';
 import { openStore } from '../store/open.ts';
-import type { Store } from '../store/types.ts';
+import { newUserRecord, type Store } from '../store/types.ts';
 import { signIn, signInDelayMs, type SignInDeps } from './sign-in.ts';
 import { changePassword } from './users.ts';
 
@@ -38,16 +38,10 @@ describe('signing in', () => {
     passwords = new PasswordQueue({ threads: 1, maxWaiting: 10, perAddress: 10 });
     // A sleep that records instead of waiting: the waits are what is tested.
     deps = { store, clock, config, passwords, tokens: undefined as never, events: new Events(clock, store.events, []), sleep: async (ms) => void waits.push(ms) };
-    await store.users.create({
-      id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash),
-      name: null, email: null, emailVerified: false, disabled: false, createdAt: clock.now(),
-    });
+    await store.users.create(newUserRecord({ id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash), createdAt: clock.now() }));
   });
   const addUser = async (username: string, password: string) => {
-    const user = {
-      id: `sub-${username}`, username, passwordHash: await hashPassword(password, config.passwordHash),
-      name: null, email: null, emailVerified: false, disabled: false, createdAt: clock.now(),
-    };
+    const user = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword(password, config.passwordHash), createdAt: clock.now() });
     await store.users.create(user);
     return user;
   };

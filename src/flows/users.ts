@@ -7,8 +7,9 @@
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword } from '../core/password.ts';
-import type { PasswordResetRecord, SessionRecord, UserRecord } from '../store/types.ts';
+import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
+import { recordEnded } from './session/session.ts';
 import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
 
@@ -60,6 +61,7 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
       ...about(user),
       detail: disabled ? { sessions_ended: ended.length, grants_revoked: revoked, by: 'operator' } : { by: 'operator' },
     });
+    await recordEnded(record, user, ended, 'operator');
     return ended;
   });
 }
@@ -81,14 +83,15 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
     const grants = await tx.grants.removeForUser(user.id);
     await tx.users.remove(user.id);
     await record({ type: 'user.removed', ...about(user), detail: { grants_removed: grants, by: 'operator' } });
+    await recordEnded(record, user, ended, 'operator');
     return ended;
   });
 }
 
-/** Changes the name or e-mail address (null clears one). */
-export async function updateUser(deps: AccountDeps, user: UserRecord, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<void> {
+/** Changes the standard claims given (null clears one); `updated_at` (OIDC Core §5.1) becomes now. */
+export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges): Promise<void> {
   await transactionWithEvents(deps, async (tx, record) => {
-    await tx.users.update(user.id, changes);
+    await tx.users.update(user.id, changes, deps.clock.now());
     await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
   });
 }
@@ -110,6 +113,7 @@ async function replacePassword(
     await tx.users.setPasswordHash(user.id, hash);
     const ended = await tx.sessions.removeForUser(user.id, keepSession);
     await record({ type, ...about(user), detail: { sessions_ended: ended.length } });
+    await recordEnded(record, user, ended, type === 'user.password_set' ? 'operator' : 'password_change');
     return ended;
   });
 }
@@ -194,6 +198,7 @@ export async function resetPassword(deps: AccountDeps, token: string, password: 
     await tx.users.setPasswordHash(reset.userId, hash);
     const sessions = await tx.sessions.removeForUser(reset.userId);
     await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
+    await recordEnded(record, user, sessions, 'password_change');
     return sessions;
   });
   return ended ? { kind: 'done', user, endedSessions: ended } : { kind: 'invalid_link' };

@@ -5,6 +5,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
+import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
@@ -13,10 +14,9 @@ import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
-import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
+import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken } from './session.ts';
-import { renderSignIn, signedInUser } from './sign-in.ts';
+import { checkCsrf, csrfToken, signedInUser } from './session.ts';
 
 /**
  * The request's parameters, to carry through a form or a URL unchanged: the single-valued
@@ -93,11 +93,13 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
 
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
-    // The decision is taken on the request the page showed, never on fields changed since.
-    if (decision !== null && signedIn !== null && !approvalFormMatches(await formSecret(), signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)) {
+    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
+    // The decision is taken on the request the page showed, never on fields changed since
+    // (checked after the sign-in policy, whose refusal says more), before anything is spent.
+    if (decision !== null && (step.kind === 'approve' || step.kind === 'deny') && !approvalFormMatches(await formSecret(), step.signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)) {
+      if (step.kind === 'approve') assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
       return sendError(request, reply, new OAuthError('invalid_request', 'the approval form was changed after it was shown: start again from the application'));
     }
-    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
     // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
     if ((step.kind === 'approve' || step.kind === 'deny') && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
       return reply.redirect(
@@ -113,9 +115,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client);
       case 'approve':
-        assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
+        assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
       case 'deny':
         return reply.redirect(await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);

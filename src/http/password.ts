@@ -3,7 +3,8 @@ import type { RawParams } from '../core/protocol.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { findResetLink, RESET_PATH, resetPassword } from '../flows/users.ts';
 import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
-import { forRequest, type AppDeps } from './deps.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 
@@ -17,8 +18,8 @@ function single(params: RawParams, name: string): string {
  * password; the link then stops working and every session of theirs ends, and the apps that
  * received an ID token in one are sent a logout token.
  */
-export const passwordRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  const site = deps.config.site;
+export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
+  const site = pages.site;
 
   app.get(RESET_PATH, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');

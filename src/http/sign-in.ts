@@ -1,48 +1,23 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
-import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { sessionUser, signIn } from '../flows/sign-in.ts';
-import type { SessionRecord, UserRecord } from '../store/types.ts';
-import { signInPage } from '../ui/pages.ts';
+import { afterPassword } from '../flows/session/sign-in.ts';
+import { endSession } from '../flows/session/session.ts';
+import { signIn } from '../flows/sign-in.ts';
+import { secondFactorPage } from '../ui/second-factor.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { signInClient } from './audit.ts';
-import { forRequest, type AppDeps } from './deps.ts';
+import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { completePasswordSignIn } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken, currentSession, endSession, knownBrowser, rememberBrowser, safeReturnTo } from './session.ts';
-
-/** The signed-in user, or null when there is no live session or the account is disabled. */
-export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
-  const session = await currentSession(deps, request);
-  if (!session) return null;
-  const user = await sessionUser(deps, session);
-  return user ? { session, user } : null;
-}
-
-/**
- * Signs the browser out: its session ends, its cookie is cleared, and the clients that
- * received an ID token in it are sent logout tokens (in the background).
- */
-export async function signOut(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const ended = await endSession(deps, request, reply);
-  if (ended) await sendLogoutTokens(deps, [ended], request.log);
-}
-
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string): FastifyReply {
-  return reply
-    .header('Cache-Control', 'no-store')
-    .type('text/html; charset=utf-8')
-    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
-}
+import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
-export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
   app.get('/login', { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
-    return renderSignIn(deps, request, reply, returnTo);
+    return pages.signIn(request, reply, 200, { returnTo });
   });
 
   app.post('/login', { config: { page: true } }, async (request, reply) => {
@@ -52,19 +27,12 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
+    const clientId = await signInClient(deps, form);
     const page = (status: number, error: string) =>
-      reply
-        .status(status)
-        .type('text/html; charset=utf-8')
-        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
+      pages.signIn(request, reply, status, { returnTo, clientId, error, username: rawUsername.slice(0, 256) });
 
-    const result = await signIn(forRequest(deps, request), {
-      username: rawUsername,
-      password,
-      ip: request.ip,
-      browser: knownBrowser(deps.config, request),
-      clientId: await signInClient(deps, returnTo),
-    });
+    const known = cookieNames(deps.config).knownBrowser;
+    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });
     if (result.kind !== 'signed-in') {
       // The page is shown again; its next post may go on to the client (see authorize.ts).
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
@@ -77,6 +45,7 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       return page(429, `Many people are signing in right now. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then sign in again.`);
     }
     if (result.kind === 'limited') {
+      // Its one log line per limit and window is the lockout's event (core/events.ts).
       const minutes = Math.ceil(result.retryAfterSeconds / 60);
       reply.header('Retry-After', String(result.retryAfterSeconds));
       return page(
@@ -86,17 +55,18 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
           : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
       );
     }
-    rememberBrowser(deps.config, reply, result.browser);
+    // The right password gives this browser its good record for the username (flows/sign-in.ts).
+    if (deps.config.signIn.goodRecordSeconds > 0) cookiePort(deps.config, request, reply).set(known, result.browser, deps.config.signIn.goodRecordSeconds);
     // A person with one-time codes on is asked for one next; anyone else is signed in.
-    return completePasswordSignIn(deps, request, reply, result.user, returnTo);
+    const next = await afterPassword(deps, browserOf(deps, request, reply), result.user, { clientId });
+    if (next === 'signed-in') return reply.redirect(returnTo, 303);
+    return pages.send(reply, 200, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
-    const session = await currentSession(deps, request);
-    await signOut(deps, request, reply);
-    if (session) await forRequest(deps, request).events.emit({ type: 'logout', userId: session.userId });
+    await endSession(deps, browserOf(deps, request, reply), 'user');
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });
 };

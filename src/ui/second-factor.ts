@@ -6,7 +6,7 @@
  * the CSP allows as 'self'.
  */
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, passkeyScripts , type Site } from './pages.ts';
+import { clientField, csrfField, layout, passkeyScripts, type Site } from './pages.ts';
 
 const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
 
@@ -17,6 +17,8 @@ function time(ms: number): SafeHtml {
 export interface CodePageView {
   readonly csrf: string;
   readonly returnTo: string;
+  /** The application the sign-in continues to (clientField). */
+  readonly clientId?: string | null | undefined;
   readonly error?: string | undefined;
 }
 
@@ -28,6 +30,7 @@ ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : nul
 <form method="post" action="/login/second-factor">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
+${clientField(view.clientId)}
 <label for="code">Code</label>
 <input type="text" id="code" name="code" class="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="64" required autofocus>
 <div class="actions"><button type="submit" class="primary">Continue</button></div>

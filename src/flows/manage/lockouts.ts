@@ -7,7 +7,7 @@
  */
 import { normalizeUsername } from '../../core/username.ts';
 import type { RateLimitWindow } from '../../store/types.ts';
-import { ONE_TIME_CODE_LIMIT } from '../second-factor/codes.ts';
+import { ONE_TIME_CODE_LIMIT } from '../sign-in.ts';
 import type { ManageDeps } from './deps.ts';
 import { field, invalid } from './errors.ts';
 

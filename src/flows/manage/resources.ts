@@ -88,6 +88,7 @@ export async function addResource(
     scopes,
     accessTokenTtl: ttl,
     introspectionSecretHash: secret === null ? null : hashSecret(secret),
+    signingAlg: 'RS256',
     createdAt: deps.clock.now(),
   };
   try {

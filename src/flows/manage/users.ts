@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
 import { normalizeUsername } from '../../core/username.ts';
-import { DuplicateError, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
+import { DuplicateError, newUserRecord, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
 import { listPasskeys } from '../passkeys/authentication.ts';
 import { RECOVERY_CODE_COUNT, totpStatus } from '../second-factor/codes.ts';
 import { resetSecondFactor } from '../second-factor/reset.ts';
@@ -84,16 +84,14 @@ export async function createUser(deps: ManageDeps, input: UserInput): Promise<Us
   if (input.email !== undefined && input.email !== null && !EMAIL.test(input.email)) throw invalid`${field('email')} ${input.email}: not an email address`;
   const name = checkName(input.name) ?? null;
   const password = checkPassword(input.password);
-  const user: UserRecord = {
+  const user: UserRecord = newUserRecord({
     id: randomUUID(),
     username,
     passwordHash: await hashPassword(password, deps.config.passwordHash),
     name,
     email: input.email ?? null,
-    emailVerified: false,
-    disabled: false,
     createdAt: deps.clock.now(),
-  };
+  });
   try {
     await deps.store.users.create(user);
   } catch (error) {

@@ -11,14 +11,6 @@ import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { matchTotp, newTotpSecret } from './totp.ts';
 
-/**
- * Wrong one-time codes per user, whatever the address. Unlike a password, a one-time code is
- * asked for only after the right password: whoever reaches it has the password, and the
- * user's codes are locked against them for the window (6 digits do not survive many
- * addresses' worth of guesses).
- */
-export const ONE_TIME_CODE_LIMIT = { perUser: 10, windowMs: 15 * 60_000 } as const;
-
 export const RECOVERY_CODE_COUNT = 10;
 
 /** No 0/o, 1/l/i: a code is read off paper and typed by hand. */

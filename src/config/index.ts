@@ -26,6 +26,13 @@ export interface Config {
    * that is not one of them.
    */
   readonly trustProxy: boolean | readonly string[];
+  /**
+   * `TESSERA_ALLOW_PRIVATE_NETWORK_URLS` (default off): whether an operator may register a
+   * back-channel logout URI or a jwks_uri whose host is a private or link-local address
+   * (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7, fe80::/10), where the
+   * server's own requests could reach what the internet cannot (a cloud metadata service).
+   */
+  readonly allowPrivateNetworkUrls: boolean;
   readonly lifetimes: Lifetimes;
   readonly device: DeviceSettings;
   /**
@@ -638,6 +645,7 @@ export function loadConfig(env: Env = process.env): Config {
     database: db,
     logLevel,
     trustProxy: trustProxy(env),
+    allowPrivateNetworkUrls: boolean(env, 'TESSERA_ALLOW_PRIVATE_NETWORK_URLS', false),
     lifetimes: {
       authorizationCode: 60,
       accessToken,

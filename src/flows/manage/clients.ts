@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { normalizeCidr } from '../../core/networks.ts';
+import { isPrivateNetworkHost, normalizeCidr } from '../../core/networks.ts';
 import {
   CLIENT_AUTH_METHODS,
   GRANT_AUTHORIZATION_CODE,
@@ -92,7 +92,10 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
 }
 
 /** What registering or updating a client checks, whichever way it was set. */
-function checkRegistration(client: ClientChanges): void {
+/** Why a URL the server itself will request may not point into a private network (issue 34). */
+const PRIVATE_NETWORK = 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
+
+function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boolean): void {
   const publicClient = client.authMethod === 'none';
   for (const uri of client.redirectUris) {
     const problem = redirectUriProblem(uri, { publicClient });
@@ -125,6 +128,9 @@ function checkRegistration(client: ClientChanges): void {
   if (client.backchannelLogoutUri !== null) {
     const problem = redirectUriProblem(client.backchannelLogoutUri, { publicClient: false });
     if (problem) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${problem}`;
+    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(new URL(client.backchannelLogoutUri).hostname)) {
+      throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${PRIVATE_NETWORK}`;
+    }
   }
 }
 
@@ -205,7 +211,7 @@ interface ClientKeys {
  * The keys of a private_key_jwt client, when given: a jwks_uri (https, or http on a loopback
  * address) or a JWK Set of public keys.
  */
-function clientKeys(metadata: ClientMetadata): ClientKeys | null {
+function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean): ClientKeys | null {
   const uri = metadata.jwks_uri ?? undefined;
   const jwks = metadata.jwks ?? undefined;
   if (uri !== undefined && jwks !== undefined) throw invalid`${field('jwks_uri')} and ${field('jwks')}: give one`;
@@ -218,6 +224,7 @@ function clientKeys(metadata: ClientMetadata): ClientKeys | null {
     }
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
+    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(url.hostname)) throw invalid`${field('jwks_uri')} ${uri}: ${PRIVATE_NETWORK}`;
     return { jwksUri: url.href, jwks: null };
   }
   if (jwks !== undefined) {
@@ -235,7 +242,7 @@ function clientKeys(metadata: ClientMetadata): ClientKeys | null {
 export async function createClient(deps: ManageDeps, metadata: ClientMetadata): Promise<ClientWithSecret> {
   if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
   const name = parseName(metadata.client_name);
-  const keys = clientKeys(metadata);
+  const keys = clientKeys(metadata, deps.config.allowPrivateNetworkUrls);
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
   if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
   if (authMethod !== 'private_key_jwt' && keys !== null) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt`;
@@ -270,7 +277,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
     requireDpop: metadata.dpop_bound_access_tokens === true,
     requirePar: metadata.require_pushed_authorization_requests === true,
   };
-  checkRegistration(client);
+  checkRegistration(client, deps.config.allowPrivateNetworkUrls);
   await checkScopes(deps.store, scopes);
   await deps.store.clients.create(client);
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: 'operator' } });
@@ -295,7 +302,7 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>): Promise<Clie
  */
 export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata): Promise<ClientWithSecret> {
   const client = await getClient(deps, id);
-  const keys = clientKeys(changes);
+  const keys = clientKeys(changes, deps.config.allowPrivateNetworkUrls);
   let authMethod = client.authMethod;
   if (changes.token_endpoint_auth_method !== undefined) {
     if (client.authMethod === 'none' && changes.token_endpoint_auth_method !== 'none') {
@@ -335,7 +342,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     requireDpop: changes.dpop_bound_access_tokens ?? client.requireDpop,
     requirePar: changes.require_pushed_authorization_requests ?? client.requirePar,
   };
-  checkRegistration(next);
+  checkRegistration(next, deps.config.allowPrivateNetworkUrls);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
   const updated = await deps.store.clients.update(id, next);
   if (!updated) throw notFound`no client with id ${id}`;

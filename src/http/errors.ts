@@ -65,15 +65,33 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
-    const title =
-      error.status === 503 ? 'Temporarily unavailable'
-      : error.status === 429 ? 'Too many requests'
-      : error.status >= 500 ? 'Something went wrong'
-      : error.status === 403 ? 'Request refused'
-      : 'This request cannot be completed';
-    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, error.description));
+    const [title, message] = inPlainWords(error);
+    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, message, { details: `${error.code}: ${error.description}` }));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
+}
+
+/**
+ * The title and message a person reads for an error on a page (issue 31: "invalid_request"
+ * means nothing to them). Refusals (403) and limits (429) are written for people already and
+ * are shown as they are; the others get a sentence saying what to do, and their protocol
+ * description goes to the small print.
+ */
+function inPlainWords(error: OAuthError): [string, string] {
+  if (error.status === 503) return ['Temporarily unavailable', 'This service is briefly unavailable. Wait a few seconds and try again.'];
+  if (error.status >= 500) return ['Something went wrong', 'Something went wrong on this server. Try again in a moment.'];
+  const sentence = `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`;
+  if (error.status === 429) return ['Too many requests', sentence];
+  if (error.status === 403) return ['Request refused', sentence];
+  return [
+    'This request cannot be completed',
+    'The app or link that brought you here asked for something this server cannot do. Go back to the app and try again; if it happens again, tell whoever runs the app.',
+  ];
+}
+
+/** A browser asking for a page (its Accept names HTML); API clients get JSON. */
+function wantsHtml(request: FastifyRequest): boolean {
+  return (request.method === 'GET' || request.method === 'HEAD') && /\btext\/html\b/.test(request.headers.accept ?? '');
 }
 
 /**
@@ -97,6 +115,13 @@ export function registerErrorHandling(app: FastifyInstance, site: Site): void {
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
       return sendError(request, reply, new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }));
+    }
+    if (wantsHtml(request)) {
+      return reply
+        .status(404)
+        .header('Cache-Control', 'no-store')
+        .type('text/html; charset=utf-8')
+        .send(errorPage(site, 'Page not found', `There is no page at ${path} on ${site.name}. Check the address, or start again from the start page.`));
     }
     return sendError(request, reply, new OAuthError('invalid_request', `no endpoint at ${request.method} ${path}`, { status: 404 }));
   });

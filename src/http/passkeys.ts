@@ -116,7 +116,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
-      return pages.send(reply, status, errorPage(pages.site, 'The passkey was not added', message));
+      return pages.send(reply, status, errorPage(pages.site, 'The passkey was not added', message, { back: { href: ACCOUNT_PATH, label: 'Back to your account' } }));
     }
     return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });

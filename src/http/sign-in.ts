@@ -51,7 +51,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       return page(
         429,
         result.scope === 'user-address'
-          ? `Too many wrong passwords for this username from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again; if you have forgotten your password, ask your administrator to set a new one.`
+          ? `Too many wrong passwords for this username from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again, or ask your administrator to unlock your account. If you have forgotten your password, they can give you a link to set a new one.`
           : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
       );
     }

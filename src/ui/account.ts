@@ -1,6 +1,7 @@
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout, signedInAs, type Site } from './pages.ts';
+import { describeUserAgent } from './user-agent.ts';
 
 /** One approval as the account page shows it. */
 export interface ConnectionView {
@@ -63,7 +64,7 @@ ${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((s
 <dt>Approved</dt><dd>${time(view.approvedAt)}</dd>
 <dt>Last used</dt><dd>${view.lastUsedAt === null ? 'not yet' : time(view.lastUsedAt)}</dd>
 ${view.device
-  ? html`<dt>Device</dt><dd>${view.device.userAgent ?? 'unnamed device'}, from ${view.device.ip}, asked at ${time(view.device.requestedAt)}</dd>`
+  ? html`<dt>Device</dt><dd>${view.device.userAgent === null ? 'unnamed device' : describeUserAgent(view.device.userAgent)}, from ${view.device.ip}, asked at ${time(view.device.requestedAt)}</dd>`
   : null}
 </dl>
 <form method="post" action="/account/revoke">
@@ -85,7 +86,7 @@ ${view.connections.length === 0
   : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
 <h2 id="sessions-heading">Signed-in browsers</h2>
 <ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map(
-  (session) => html`<li>${session.userAgent ?? 'Unknown browser'}${session.ip ? html`, from ${session.ip}` : null}, signed in ${time(session.signedInAt)}${session.current ? html` <strong>(this browser)</strong>` : null}</li>`,
+  (session) => html`<li>${session.userAgent === null ? 'Unknown browser' : describeUserAgent(session.userAgent)}${session.ip ? html`, from ${session.ip}` : null}, signed in ${time(session.signedInAt)}${session.current ? html` <strong>(this browser)</strong>` : null}</li>`,
 )}</ul>
 <form method="post" action="/account/sign-out-everywhere">
 ${csrfField(view.csrf)}
@@ -96,7 +97,10 @@ ${view.security ?? null}
 <h2 id="activity-heading">Recent sign-ins and approvals</h2>
 ${view.activity.length === 0
   ? html`<p class="muted">None recorded yet.</p>`
-  : html`<ul class="activity">${view.activity.map((item) => html`<li>${item.what}, ${time(item.at)}${item.ip ? html`, from ${item.ip}` : null}${item.userAgent ? html`<br><span class="muted">${item.userAgent}</span>` : null}</li>`)}</ul>`}
+  : html`<details class="activity">
+<summary>Show the last ${view.activity.length === 1 ? 'one' : String(view.activity.length)}</summary>
+<ul class="activity">${view.activity.map((item) => html`<li>${item.what}, ${time(item.at)}${item.ip ? html`, from ${item.ip}` : null}${item.userAgent ? html`, ${describeUserAgent(item.userAgent)}` : null}</li>`)}</ul>
+</details>`}
 <p class="muted">If you do not recognise one, change your password: every other browser is then signed out.</p>
 </section>
 <section aria-labelledby="password-heading">

@@ -85,9 +85,20 @@ function hiddenFields(fields: Readonly<Record<string, string | readonly string[]
   );
 }
 
-export function errorPage(site: Site, title: string, message: string): string {
+export interface ErrorPageOptions {
+  /** The protocol error, for whoever builds the app: shown in small print under the message. */
+  readonly details?: string | undefined;
+  /** Where the link under the message leads (default: the start page). */
+  readonly back?: { readonly href: string; readonly label: string } | undefined;
+}
+
+/** A page that says in plain words what went wrong and what to do, with a way back. */
+export function errorPage(site: Site, title: string, message: string, options: ErrorPageOptions = {}): string {
+  const back = options.back ?? { href: '/', label: `Go to the ${site.name} start page` };
   return layout(site, title, html`<h1>${title}</h1>
-<p role="alert">${message}</p>`);
+<p role="alert">${message}</p>
+<p><a href="${back.href}">${back.label}</a></p>
+${options.details ? html`<p class="fine-print">For the app's developer: ${options.details}</p>` : null}`);
 }
 
 export interface SignInView {

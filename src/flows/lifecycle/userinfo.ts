@@ -24,7 +24,8 @@ export interface Presentation {
 export async function userInfo(deps: FlowDeps, presented: Presentation): Promise<{ clientId: string; claims: Record<string, unknown> }> {
   const live = await liveAccessToken(deps, presented.token);
   // RFC 6750 §3.1: invalid_token for a token that is "expired, revoked, malformed, or invalid".
-  if (!live) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+  // A client's own token (client_credentials) speaks for no person: UserInfo has nobody to describe.
+  if (!live || live.user === null) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
   // RFC 9068 §4: a resource server "MUST validate that the aud claim contains a resource
   // indicator value corresponding to an identifier the resource server expects for itself".
   // UserInfo is this server's own: a token made for a registered API is that API's alone.

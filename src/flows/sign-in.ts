@@ -55,13 +55,27 @@ export type SignInResult =
   | Limited
   | Busy;
 
+/**
+ * How the counters of sign-in guesses are named: a prefix, then what they count for. Only
+ * this module builds their keys; an operator's lockout list (flows/manage/lockouts.ts) reads
+ * them by these prefixes.
+ */
+export const SIGN_IN_KEYS = {
+  /** `${ip} ${username}`: an address has no space; a username may. */
+  userAddress: 'sign-in:user-ip:',
+  address: 'sign-in:ip:',
+  user: 'sign-in:user:',
+  oneTimeCode: 'one-time-code:user:',
+  enrolment: 'totp-enrol:user:',
+} as const;
+
 /** The limits a password is checked against; the delay's count (never refused) comes last. */
 function passwordLimits(settings: SignInSettings, ip: string, username: string): readonly AttemptLimit[] {
   return [
-    { key: `sign-in:user-ip:${ip} ${username}`, limit: settings.perUserAddress },
-    { key: `sign-in:ip:${ip}`, limit: settings.perAddress },
+    { key: `${SIGN_IN_KEYS.userAddress}${ip} ${username}`, limit: settings.perUserAddress },
+    { key: `${SIGN_IN_KEYS.address}${ip}`, limit: settings.perAddress },
     // Counted, never refused: the count sets the delay.
-    { key: `sign-in:user:${username}`, limit: Infinity },
+    { key: `${SIGN_IN_KEYS.user}${username}`, limit: Infinity },
   ];
 }
 
@@ -81,14 +95,14 @@ export const ONE_TIME_CODE_LIMIT = { perUser: 10, windowMs: 15 * 60_000 };
 export function codeLimits(settings: SignInSettings, ip: string, username: string): CodeLimits {
   const [userAddress, address] = passwordLimits(settings, ip, username);
   return {
-    limits: [userAddress!, address!, { key: `one-time-code:user:${username}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
+    limits: [userAddress!, address!, { key: `${SIGN_IN_KEYS.oneTimeCode}${username}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
     windowMs: settings.windowSeconds * 1000,
   };
 }
 
 /** The limit on codes typed while setting up an authenticator app (the person is signed in already). */
 export function enrolmentLimits(userId: string): CodeLimits {
-  return { limits: [{ key: `totp-enrol:user:${userId}`, limit: ONE_TIME_CODE_LIMIT.perUser }], windowMs: ONE_TIME_CODE_LIMIT.windowMs };
+  return { limits: [{ key: `${SIGN_IN_KEYS.enrolment}${userId}`, limit: ONE_TIME_CODE_LIMIT.perUser }], windowMs: ONE_TIME_CODE_LIMIT.windowMs };
 }
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -142,7 +156,7 @@ async function attemptPassword(
   }
   const reserved = await Attempt.reserve(deps.store.rateLimits, passwordLimits(settings, ip, username), settings.windowSeconds * 1000, now);
   if (isRefusal(reserved)) {
-    return { kind: 'limited', refusal: reserved, scope: reserved.limit.key.startsWith('sign-in:ip:') ? 'address' : 'user-address' };
+    return { kind: 'limited', refusal: reserved, scope: reserved.limit.key.startsWith(SIGN_IN_KEYS.address) ? 'address' : 'user-address' };
   }
   // The count includes this attempt: the failures before it are one fewer. The owner, in a
   // browser or at an address with a good record, does not wait for a guesser's failures.

@@ -23,16 +23,11 @@ import { consentPage } from '../ui/pages.ts';
 import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
+import { DEVICE_AUTHORIZATION_PATH } from './endpoints.ts';
 import { formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken, signedInUser } from './session.ts';
 
-export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
 const APPROVE_PATH = `${VERIFICATION_PATH}/approve`;
-
-/** RFC 8414 §2 and RFC 8628 §4: where a device starts. */
-export function deviceMetadata(issuer: string): Record<string, string> {
-  return { device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}` };
-}
 
 function minutes(seconds: number): string {
   const count = Math.max(1, Math.ceil(seconds / 60));

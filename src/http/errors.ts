@@ -65,8 +65,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
-    const [title, message] = inPlainWords(error);
-    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, message, { details: `${error.code}: ${error.description}` }));
+    const [title, message, details] = inPlainWords(error);
+    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, message, { details }));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
 }
@@ -77,15 +77,18 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
  * are shown as they are; the others get a sentence saying what to do, and their protocol
  * description goes to the small print.
  */
-function inPlainWords(error: OAuthError): [string, string] {
-  if (error.status === 503) return ['Temporarily unavailable', 'This service is briefly unavailable. Wait a few seconds and try again.'];
-  if (error.status >= 500) return ['Something went wrong', 'Something went wrong on this server. Try again in a moment.'];
+function inPlainWords(error: OAuthError): [title: string, message: string, details: string] {
+  const details = `${error.code}: ${error.description}`;
+  if (error.status === 503) return ['Temporarily unavailable', 'This service is briefly unavailable. Wait a few seconds and try again.', details];
+  if (error.status >= 500) return ['Something went wrong', 'Something went wrong on this server. Try again in a moment.', details];
+  // Written for people already: said once, with only the code in the small print.
   const sentence = `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`;
-  if (error.status === 429) return ['Too many requests', sentence];
-  if (error.status === 403) return ['Request refused', sentence];
+  if (error.status === 429) return ['Too many requests', sentence, error.code];
+  if (error.status === 403) return ['Request refused', sentence, error.code];
   return [
     'This request cannot be completed',
     'The app or link that brought you here asked for something this server cannot do. Go back to the app and try again; if it happens again, tell whoever runs the app.',
+    details,
   ];
 }
 

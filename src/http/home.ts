@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDeps } from './deps.ts';
+import { DISCOVERY_PATHS } from './endpoints.ts';
 import { html } from '../ui/html.ts';
 import { layout, STYLESHEET_PATH, stylesheet } from '../ui/pages.ts';
 
@@ -19,7 +20,7 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       layout(site, 'Home', html`<h1>${site.name}</h1>
 <p>This is ${site.name}'s sign-in service (an OAuth 2.0 and OpenID Connect authorization server).</p>
 <p class="muted">Issuer: <code>${deps.config.issuer}</code></p>
-<p><a href="/.well-known/openid-configuration">OpenID Connect discovery document</a></p>
+<p><a href="${DISCOVERY_PATHS[0]}">OpenID Connect discovery document</a></p>
 <p><a href="/account">Your connected apps and devices</a></p>`),
     ),
   );

@@ -50,5 +50,5 @@ export function refuseApprovalPage(
 ): FastifyReply | null {
   const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
   if (refusal === null) return null;
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice: APPROVAL_REFUSALS[refusal](client.name) });
+  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice: APPROVAL_REFUSALS[refusal](client.name), setUp: true });
 }

@@ -110,6 +110,11 @@ export interface SignInView {
   readonly clientId?: string | null | undefined;
   readonly error?: string | undefined;
   readonly username?: string | undefined;
+  /**
+   * The person is signed in, but their sign-in is not enough to approve: link straight to
+   * where a second factor is set up, which their session opens without signing in again.
+   */
+  readonly setUp?: boolean | undefined;
   /** Why the person is asked to sign in again (a client that needs a passkey, say). */
   readonly notice?: string | undefined;
   /** Offer "Sign in with a passkey" and passkeys in the username autofill. */
@@ -121,6 +126,7 @@ export function signInPage(site: Site, view: SignInView): string {
 ${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
 <p class="muted">with your ${site.name} account</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
+${view.setUp ? html`<p><a href="/account">Set up a passkey or one-time codes on your account page</a>: you stay signed in, then come back here.</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}

@@ -78,3 +78,64 @@ export async function startFlood(origin: string, settings: FloodSettings): Promi
     },
   };
 }
+
+/**
+ * The account-page flood of issue 34: a signed-in session posting wrong current passwords to
+ * `/account/password`, from `addresses` addresses (one session each), each keeping
+ * `perAddress` posts in flight. Before issue 34 each was checked on libuv's thread pool, the
+ * one that signs tokens, and nothing limited them; now they go through the password queue
+ * and the sign-in limits, so most are answered 429 at once.
+ */
+export async function startAccountFlood(origin: string, settings: FloodSettings, owner: { readonly username: string; readonly password: string }): Promise<Flood> {
+  const counts: FloodCounts = { checked: 0, refused: 0, other: 0 };
+  let running = true;
+  let serial = 0;
+  const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.19.${i >> 8}.${(i & 0xff) + 1}`);
+  const sessions = await Promise.all(
+    addresses.map(async (ip) => {
+      const pair = await csrfPair(origin, ip);
+      const body = new URLSearchParams({ csrf_token: pair.token, username: owner.username, password: owner.password, return_to: '/account' });
+      const response = await fetch(`${origin}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: pair.cookie, 'x-forwarded-for': ip },
+        body: body.toString(),
+        redirect: 'manual',
+      });
+      await response.arrayBuffer();
+      const session = response.headers.getSetCookie().map((line) => line.split(';')[0]!).find((cookie) => cookie.includes('tessera_session='));
+      if (response.status !== 303 || !session) throw new Error(`the flood owner could not sign in at ${origin}/login (${response.status})`);
+      return { ip, token: pair.token, cookie: `${pair.cookie}; ${session}` };
+    }),
+  );
+  const loop = async (session: { ip: string; token: string; cookie: string }) => {
+    while (running) {
+      serial += 1;
+      const body = new URLSearchParams({ csrf_token: session.token, current_password: `guess-${serial}`, new_password: 'never set by the flood' });
+      try {
+        const response = await fetch(`${origin}/account/password`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: session.cookie, 'x-forwarded-for': session.ip },
+          body: body.toString(),
+          redirect: 'manual',
+        });
+        await response.arrayBuffer();
+        if (response.status === 400) counts.checked += 1;
+        else if (response.status === 429) {
+          counts.refused += 1;
+          const wait = Math.min(5, Math.max(1, Number(response.headers.get('retry-after')) || 1));
+          await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+        } else counts.other += 1;
+      } catch {
+        counts.other += 1;
+      }
+    }
+  };
+  const loops = sessions.flatMap((session) => Array.from({ length: settings.perAddress }, () => loop(session)));
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return counts;
+    },
+  };
+}

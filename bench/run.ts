@@ -14,9 +14,9 @@ import type { Request } from 'autocannon';
 import pg from 'pg';
 import { combine, load, median, percentile, type Sample, type Verdict } from './load.ts';
 import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
-import { startFlood, type FloodCounts } from './flood.ts';
+import { startAccountFlood, startFlood, type Flood, type FloodCounts } from './flood.ts';
 import { seedDeviceCodes } from './seed.ts';
-import { createPostgresDatabase, ROOT, startPeer, startTessera, type StartOptions, type Target } from './targets.ts';
+import { createPostgresDatabase, FLOOD_OWNER, ROOT, startPeer, startTessera, type StartOptions, type Target } from './targets.ts';
 
 const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'device_poll_scale', 'dpop', 'sign_in_flood'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
@@ -346,34 +346,41 @@ const DPOP_ROWS = { bearer: 'dpop: poll without proof', dpop: 'dpop: poll with p
 const floodNotes: string[] = [];
 
 /**
- * `sign_in_flood` (issue 12): code_exchange alone, and code_exchange while wrong-password
- * posts arrive from `--flood-addresses` addresses, each keeping `--flood-in-flight` in flight
- * (bench/flood.ts). The flood runs for exactly the timed run; what it was answered is noted.
+ * `sign_in_flood` (issue 12): code_exchange alone; code_exchange while wrong-password posts
+ * arrive at /login from `--flood-addresses` addresses, each keeping `--flood-in-flight` in
+ * flight; and (issue 34) while as many signed-in sessions post wrong current passwords to
+ * /account/password (bench/flood.ts). Each flood runs for exactly the timed run; what it was
+ * answered is noted.
  */
 function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
   // Ten clients exchanging batches of 50: a flooded server that answers an exchange in
   // seconds (issue 12's finding) still finishes a batch in a run's time.
   const exchange = { ...settings, connections: Math.min(settings.connections, 10), batch: Math.min(settings.batch, 50) };
   const quiet = prepareCodeExchange(exchange, target, 'sign_in_flood: code_exchange alone');
-  const flooded: Prepared = {
-    scenario: 'sign_in_flood: code_exchange during the flood',
+  const during = (scenario: string, what: string, begin: () => Promise<Flood>): Prepared => ({
+    scenario,
     target,
     run: async (seconds) => {
-      const flood = await startFlood(target.origin, settings.flood);
+      const flood = await begin();
       const started = performance.now();
       const sample = await quiet.run!(seconds);
       const elapsed = (performance.now() - started) / 1000;
-      note(`  ${target.label}: ${seconds} s of exchanges took ${elapsed.toFixed(1)} s under the flood; waiting for the posts in flight`);
+      note(`  ${target.label}: ${seconds} s of exchanges took ${elapsed.toFixed(1)} s under the ${what}; waiting for the posts in flight`);
       const counts: FloodCounts = await flood.stop();
       // Warm-up runs are not noted.
       if (seconds === settings.duration) floodNotes.push(
-        `${target.label}: ${settings.flood.addresses} addresses x ${settings.flood.perAddress} in flight, ${elapsed.toFixed(1)} s: ` +
-          `${(counts.checked / elapsed).toFixed(1)} passwords checked/s (401), ${(counts.refused / elapsed).toFixed(1)} refused/s (429), ${counts.other} other`,
+        `${target.label}, ${what}: ${settings.flood.addresses} addresses x ${settings.flood.perAddress} in flight, ${elapsed.toFixed(1)} s: ` +
+          `${(counts.checked / elapsed).toFixed(1)} passwords checked/s, ${(counts.refused / elapsed).toFixed(1)} refused/s (429), ${counts.other} other`,
       );
       return sample;
     },
-  };
-  return [quiet, flooded];
+  });
+  return [
+    quiet,
+    during('sign_in_flood: code_exchange during the flood', '/login flood', () => startFlood(target.origin, settings.flood)),
+    // Issue 34: a signed-in session's wrong current passwords at /account/password.
+    during('sign_in_flood: code_exchange during the /account/password flood', '/account/password flood', () => startAccountFlood(target.origin, settings.flood, FLOOD_OWNER)),
+  ];
 }
 
 /** Codes minted in batches (untimed), each exchanged once (timed) until the run's time is used. */

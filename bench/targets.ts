@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
+import { hashPassword } from '../src/core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
@@ -24,6 +25,9 @@ export interface MintedCode {
   readonly code: string;
   readonly verifier: string;
 }
+
+/** The signed-in person whose session floods `/account/password` with wrong current passwords. */
+export const FLOOD_OWNER = { username: 'flood-owner', password: 'the flood owner knows this one' } as const;
 
 export interface Target {
   /** As printed in the table: `tessera/sqlite`, `tessera/postgres`, `oidc-provider`. */
@@ -216,6 +220,14 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
     name: 'Ada Lovelace',
     email: 'ada@example.com',
+    createdAt: now,
+  }));
+  // The account the /account/password flood signs in as (issue 34): a real password, hashed
+  // at the default cost, so that each wrong current password costs what a sign-in does.
+  await store.users.create(newUserRecord({
+    id: randomUUID(),
+    username: FLOOD_OWNER.username,
+    passwordHash: await hashPassword(FLOOD_OWNER.password, { memory: 47104, passes: 1, parallelism: 1 }),
     createdAt: now,
   }));
   if (options.seedSqlite && !options.postgres) options.seedSqlite(database, clientId);

@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Clock } from './core/clock.ts';
 import type { Config } from './config/index.ts';
 import { PasswordQueue } from './core/password-queue.ts';
-import { eventLogFields, Events, type EventListener } from './core/events.ts';
+import { eventLogFields, Events, isLockout, type EventListener } from './core/events.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { DpopNonces } from './flows/dpop/nonce.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
@@ -108,9 +108,18 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   });
   // The audit trail's log line: one JSON object per event, beside the request logs. Alerts
   // are one JSON log line each, at warn, with the event under `alert`.
-  const built = appDeps(input, [(event) => app.log.info(eventLogFields(event), 'audit event')]);
+  // A lockout's line (once per limit and window: core/events.ts) is at warn, for whoever is on call.
+  const built = appDeps(input, [(event) => app.log[isLockout(event) ? 'warn' : 'info'](eventLogFields(event), 'audit event')]);
   const deps: AppDeps = { ...built, alert: (event) => app.log.warn({ alert: event }, `alert: ${event.type}`) };
   app.addHook('onClose', () => deps.passwords.close());
+  // Refusals are counted in memory and stored one row per limit once its window has ended:
+  // looked for every minute, and all of them at shutdown (before the store closes).
+  const refusals = setInterval(() => void deps.events.flushRefusals().catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed')), 60_000);
+  refusals.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(refusals);
+    await deps.events.flushRefusals(true).catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed'));
+  });
   if (input.metrics) {
     input.metrics.instrument(app);
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));

@@ -109,6 +109,24 @@ describe('authorization requests as certification sends them', () => {
     });
   });
 
+  describe('the approval form (issue 34: its scope field is not trusted)', () => {
+    it('refuses a decision whose scope was widened after the page was shown, and takes the one shown', async () => {
+      const { browser } = await signedIn();
+      const attempt = await start({ prompt: 'consent', scope: 'openid' });
+      const approval = await browser.follow(await browser.request(attempt.url.href));
+      assertApprovalPage(approval, '/oauth/authorize/decision');
+      assert.equal(browser.form(approval, '/oauth/authorize/decision').fields['scope'], 'openid');
+      const widened = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve', scope: 'openid profile email' });
+      assert.equal(widened.status, 400, widened.html);
+      assert.equal(widened.location, null, 'no code, and no redirect');
+      assert.match(widened.html, /the approval form was changed after it was shown/);
+      const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+      assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      assert.equal(tokens.scope, 'openid');
+    });
+  });
+
   describe('long hints (OIDC Core §3.1.2.1 id_token_hint and login_hint)', () => {
     it('takes a real ID token of more than 1,024 characters as id_token_hint, and login_hint up to the limit', async () => {
       const { browser, idToken } = await signedIn();

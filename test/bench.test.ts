@@ -52,6 +52,19 @@ describe('npm run bench (smoke)', () => {
     assert.ok(row.rps > 0);
   });
 
+  it('runs sign_in_flood once: the exchange alone, during the /login flood and during the /account/password flood, each with no errors', async () => {
+    const { stdout, rows } = await runBench(['--quick', '--scenario', 'sign_in_flood', '--no-postgres', '--duration', '0.5', '--warmup', '0', '--batch', '20', '--connections', '2', '--flood-addresses', '1', '--flood-in-flight', '1']);
+    for (const scenario of ['sign_in_flood: code_exchange alone', 'sign_in_flood: code_exchange during the flood', 'sign_in_flood: code_exchange during the /account/password flood']) {
+      const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
+      assert.ok(row, scenario);
+      assert.equal(row.errors, 0);
+      assert.equal(row.unexpected, 0, `${scenario}: every exchange answered 200`);
+      assert.ok(row.rps > 0);
+    }
+    // The account flood signed in and its wrong current passwords were answered (400 or 429), nothing else.
+    assert.match(stdout, /tessera\/sqlite, \/account\/password flood: 1 addresses x 1 in flight, [\d.]+ s: [\d.]+ passwords checked\/s, [\d.]+ refused\/s \(429\), 0 other/);
+  });
+
   it('runs dpop once: polls with and without a DPoP proof, every answer authorization_pending, and the ratio printed', async () => {
     const { stdout, rows } = await runBench(['--quick', '--scenario', 'dpop', '--no-postgres', '--duration', '0.5', '--warmup', '0', '--pool', '20', '--connections', '5']);
     assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);

@@ -93,6 +93,21 @@ describe('managing clients after registration: client show, update and rotate-se
     }
   });
 
+  it('refuses a back-channel logout URI or jwks_uri on a private or link-local address unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS is on', async () => {
+    for (const args of [
+      ['--backchannel-logout-uri', 'https://169.254.169.254/latest/meta-data'],
+      ['--backchannel-logout-uri', 'https://10.0.0.7/bcl'],
+      ['--backchannel-logout-uri', 'https://[fe80::1]/bcl'],
+      ['--auth-method', 'private_key_jwt', '--jwks-uri', 'https://192.168.1.20/jwks.json'],
+    ]) {
+      const refused = await runTessera(['client', 'add', '--name', 'Inside', '--redirect-uri', REDIRECT_URI, ...args], env);
+      assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stdout}${refused.stderr}`);
+      assert.match(refused.stderr, /private or link-local address.*TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on/);
+      const allowed = await runTessera(['client', 'add', '--name', 'Inside', '--redirect-uri', REDIRECT_URI, ...args], { ...env, TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'on' });
+      assert.equal(allowed.code, 0, `${args.join(' ')} allowed: ${allowed.stderr}`);
+    }
+  });
+
   it('shows a client as text and as JSON, without its secret, and fails for an unknown id', async () => {
     const client = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code', '--scope', 'openid profile');
     const shown = await show(client.client_id);

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import { ManualClock } from '../src/core/clock.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
+import { assertApprovalPage } from './helpers/browser.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const MINUTE = 60_000;
@@ -211,6 +212,22 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     assert.match(text(page), new RegExp(fresh.user_code));
   });
 
+  it('writes no event per refused code: one row per limit and window, with the count, once the window has ended', async () => {
+    const started = await startDevice(server, client);
+    const ip = address();
+    const browser = new BrowserAt(server.url, ip);
+    await wrongCodes(browser, 5);
+    for (let i = 0; i < 7; i++) assert.equal((await browser.enterCode(started.user_code)).status, 429);
+    const locked = async () => (await server.store.events.list({ type: 'device.code_entry_locked', limit: 1000 })).filter((event) => event.ip === ip);
+    assert.deepEqual(await locked(), [], 'nothing written while the window is open');
+    clock.advance(10 * MINUTE);
+    // The next refusal anywhere stores the windows that have ended.
+    const other = new BrowserAt(server.url, address());
+    await wrongCodes(other, 5);
+    assert.equal((await other.enterCode(started.user_code)).status, 429);
+    assert.deepEqual((await locked()).map((event) => [event.detail['limit'], event.detail['refused']]), [['browser', 7]]);
+  });
+
   it('counts wrong codes per browser across addresses', async () => {
     const browser = new BrowserAt(server.url, address());
     await wrongCodes(browser, 3);
@@ -302,17 +319,59 @@ describe('the overall rate of wrong user codes (RFC 8628 §5.1)', () => {
   });
   after(() => server.close());
 
-  it('slows every lookup past the rate and raises one alert, but refuses no one', async () => {
+  it('refuses lookups once the budget is spent, with one alert, except from a signed-in browser, which waits and goes on', async () => {
     // Wrong codes from addresses far apart: no browser, address or network limit applies.
-    for (let i = 1; i <= 6; i++) assert.equal((await new BrowserAt(server.url, `192.0.${i}.7`).enterCode(WRONG_CODE)).status, 400);
+    for (let i = 1; i <= 3; i++) assert.equal((await new BrowserAt(server.url, `192.${i}.0.7`).enterCode(WRONG_CODE)).status, 400);
+    const started = await startDevice(server, client);
+    for (let i = 4; i <= 6; i++) {
+      const refused = await new BrowserAt(server.url, `192.${i}.0.7`).enterCode(started.user_code);
+      assert.equal(refused.status, 429, 'even the right code, from a browser with no record');
+      assert.match(text(refused), /Too many wrong codes are being tried on this site right now\. Sign in first/);
+    }
     const alerts = log.filter((line) => (line['alert'] as { type?: string } | undefined)?.type === 'device.user_code_guessing');
     assert.equal(alerts.length, 1, JSON.stringify(log));
-    assert.deepEqual(alerts[0]!['alert'], { type: 'device.user_code_guessing', wrongCodesLastMinute: 4, limitPerMinute: 3 });
+    assert.deepEqual(alerts[0]!['alert'], { type: 'device.user_code_guessing', wrongCodesLastMinute: 3, limitPerMinute: 3 });
 
-    const started = await startDevice(server, client);
+    // The person signs in first, then types the code their device shows: never refused.
+    const person = new BrowserAt(server.url, '192.99.0.7');
+    await person.signIn(await person.follow(await person.request('/login')), user);
     const before = performance.now();
-    const page = await new BrowserAt(server.url, '192.0.99.7').reachApproval(started.user_code, user);
+    const page = await person.enterCode(started.user_code);
     assert.ok(performance.now() - before >= 300, 'the lookup waited');
+    assertApprovalPage(page, '/device/approve');
     assert.match(text(page), new RegExp(started.user_code), 'and the person with the right code goes on');
+  });
+});
+
+describe('wrong user codes per larger network: IPv4 /16, IPv6 /48 (RFC 8628 §5.1)', () => {
+  let server: TestServer;
+  let client: TestClient;
+
+  before(async () => {
+    server = await startTestServer({
+      env: {
+        TESSERA_TRUST_PROXY: 'true',
+        TESSERA_USER_CODE_FAILURES_PER_BROWSER: '2',
+        TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '2',
+        TESSERA_USER_CODE_FAILURES_PER_NETWORK: '4',
+        TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK: '6',
+      },
+    });
+    client = await server.addClient({ name: 'Set-top Box' });
+  });
+  after(() => server.close());
+
+  it('refuses a /16 after its wrong codes from many /24s, and an IPv6 /48 after many /64s, and leaves the next one alone', async () => {
+    // One wrong code from each of six /24s of 198.18.0.0/16: no /24 reaches its 4.
+    for (let i = 1; i <= 6; i++) assert.equal((await new BrowserAt(server.url, `198.18.${i}.1`).enterCode(WRONG_CODE)).status, 400);
+    const started = await startDevice(server, client);
+    const locked = await new BrowserAt(server.url, '198.18.200.1').enterCode(started.user_code);
+    assert.equal(locked.status, 429);
+    assert.match(text(locked), /Too many wrong codes from your network\./);
+    assert.match((await new BrowserAt(server.url, '198.19.0.1').enterCode(started.user_code)).html, /action="\/login"/, 'the next /16 goes on');
+
+    for (let i = 1; i <= 6; i++) assert.equal((await new BrowserAt(server.url, `2001:db8:7:${i}::1`).enterCode(WRONG_CODE)).status, 400);
+    assert.equal((await new BrowserAt(server.url, '2001:db8:7:ff::1').enterCode(started.user_code)).status, 429);
+    assert.match((await new BrowserAt(server.url, '2001:db8:8::1').enterCode(started.user_code)).html, /action="\/login"/, 'the next /48 goes on');
   });
 });

@@ -67,6 +67,15 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
     await assertRefused(withoutHtm, /htm/);
   });
 
+  it('refuses a proof without jti, or with an empty one (RFC 9449 §4.2: jti is required)', async () => {
+    const { keys } = await handKeys();
+    const header = { alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keys.publicKey) };
+    const withoutJti = await new SignJWT({ htm: 'POST', htu: tokenUrl }).setProtectedHeader(header).setIssuedAt().sign(keys.privateKey);
+    await assertRefused(withoutJti, /jti/);
+    const emptyJti = await new SignJWT({ htm: 'POST', htu: tokenUrl, jti: '' }).setProtectedHeader(header).setIssuedAt().sign(keys.privateKey);
+    await assertRefused(emptyJti, /jti/);
+  });
+
   it('refuses a replayed jti, and the same jti from another key is another proof', async () => {
     const { keys } = await handKeys();
     const proof = await handProof(keys, { htu: tokenUrl, jti: 'once' });

@@ -131,6 +131,19 @@ describe('audit events (tessera events, /account)', () => {
     assert.match(lines[0]!, new RegExp(`device\\.approved  user=alice client=${app.clientId} grant=\\S+ ip=${PHONE.replaceAll('.', '\\.')}`));
   });
 
+  it('prints a username typed at /login with its control and bidirectional characters escaped, on one line', async () => {
+    const forger = new BrowserAt(server.url, '192.0.2.77');
+    const forged = `x\n${new Date().toISOString()}  signin.succeeded  user=admin\r\u001b[2K\u0007\u0000\u202Egnp.exe\u2028 ip=1.2.3.4`;
+    const signIn = await forger.follow(await forger.request('/login'));
+    assert.equal((await forger.submit(signIn, '/login', { username: forged, password: 'guess' })).status, 401);
+    const result = await cli(['events', '--type', 'signin.failed', '--since', '1h']);
+    assert.equal(result.code, 0, result.stderr);
+    const line = result.stdout.split('\n').find((entry) => entry.includes('signin.succeeded'));
+    assert.ok(line, result.stdout);
+    assert.match(line, /^\S+  signin\.failed  user="x\\n\S+  signin\.succeeded  user=admin\\r\\e\[2k\\u\{0007\}\\u\{0000\}\\u\{202E\}gnp\.exe\\u\{2028\} ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/);
+    assert.doesNotMatch(result.stdout, /[\u0000-\u0009\u000b-\u001f\u007f\u202e\u2028]/u, 'no control character but the line ends');
+  });
+
   it('refuses an unknown event type, a bad time or a bad limit as a usage error', async () => {
     for (const args of [['--type', 'signin.maybe'], ['--since', 'yesterday'], ['--limit', '0']]) {
       const result = await cli(['events', ...args]);

@@ -144,6 +144,21 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.ok(page && browser);
   });
 
+  it('refuses a sign-in answered in another browser than the one that asked for the challenge (issue 34)', async () => {
+    const passkey = new SoftwarePasskey();
+    await register(passkey);
+    // The attacker's browser asks for a challenge and has the victim's passkey answer it.
+    const attacker = new FormBrowser(server.url);
+    const attackerPage = await attacker.follow(await attacker.request('/login'));
+    const request = await options(attacker, attackerPage, '/login/passkey', '/login/passkey/options');
+    const response = passkey.authenticate(request, server.url);
+    const elsewhere = new FormBrowser(server.url);
+    const elsewherePage = await elsewhere.follow(await elsewhere.request('/login'));
+    assertRefusedSignIn(await elsewhere.submit(elsewherePage, '/login/passkey', { response: JSON.stringify(response) }), elsewhere, 400, /expired or was already used/);
+    // The browser that asked still can: the refusal above did not spend its challenge.
+    assert.equal((await attacker.submit(attackerPage, '/login/passkey', { response: JSON.stringify(response) })).status, 303);
+  });
+
   it('refuses an answer to a challenge older than TESSERA_WEBAUTHN_TIMEOUT', async () => {
     const passkey = new SoftwarePasskey();
     await register(passkey);

@@ -117,9 +117,10 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
     assert.equal((await photos(tokens.access_token, 'photos:read')).sub, user.id);
     await assert.rejects(calendar(tokens.access_token, 'photos:read'), { code: 'ERR_JWT_CLAIM_VALIDATION_FAILED', claim: 'aud' });
     await assert.rejects(photos(tokens.access_token, 'photos:write'), /missing scope photos:write/);
-    // The OpenID scope came along: userinfo answers the same token.
+    // RFC 9068 §4: UserInfo is not the API the token is for, openid scope or not.
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
-    assert.equal(userinfo.status, 200);
+    assert.equal(userinfo.status, 401);
+    assert.match(userinfo.headers.get("www-authenticate") ?? "", /^Bearer realm="tessera", error="invalid_token", error_description="this access token is for another API/);
   });
 
   it('without resource, a request for one API’s scopes means that API', async () => {

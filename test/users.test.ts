@@ -73,6 +73,11 @@ describe('tessera user: operators manage accounts', () => {
     // Enabled again: the old session stays ended, and the person signs in afresh.
     assert.equal((await cli(['user', 'enable', 'mallory'])).code, 0);
     assert.equal((await browser.request('/account')).status, 303);
+    // ...and the tokens issued before stay dead: their grant was revoked, not paused.
+    assert.equal(await introspect(one, tokens['access_token'] as string), false);
+    const userinfo = await fetch(`${one.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens['access_token'] as string}` } });
+    assert.equal(userinfo.status, 401);
+    assert.equal((await refreshRaw(one, app, tokens['refresh_token'] as string)).body['error'], 'invalid_grant');
     await signedInBrowser(two, user);
     const listed = JSON.parse((await cli(['user', 'show', 'mallory', '--json'])).stdout) as Record<string, unknown>;
     assert.equal(listed['disabled'], false);
@@ -203,6 +208,24 @@ describe('tessera user: operators manage accounts', () => {
     await signedInBrowser(two, { ...user, password: 'peggy has a new password' });
   });
 
+  it('makes only the newest reset link work: a link given out earlier stops working when another is made', async () => {
+    const user = await one.addUser({ username: 'quentin' });
+    const linkOf = async () => {
+      const made = await cli(['user', 'reset-link', 'quentin']);
+      assert.equal(made.code, 0, made.stderr);
+      return /^(http\S+)$/m.exec(made.stdout)![1]!;
+    };
+    const first = await linkOf();
+    const second = await linkOf();
+    assert.equal((await new FormBrowser(one.url).request(first)).status, 400, 'the older link is spent');
+    const browser = new FormBrowser(one.url);
+    const form = await browser.request(second);
+    assert.equal(form.status, 200);
+    assert.match(text(await browser.submit(form, '/reset-password', { new_password: 'quentin starts again' })), /Password changed/);
+    assert.equal((await new FormBrowser(one.url).request(second)).status, 400, 'and the newer once used');
+    await signedInBrowser(two, { ...user, password: 'quentin starts again' });
+  });
+
   it('lets a signed-in person change their own password at /account, ending their other sessions only', async () => {
     const user = await one.addUser({ username: 'victor' });
     const elsewhere = await signedInBrowser(two, user);
@@ -216,5 +239,22 @@ describe('tessera user: operators manage accounts', () => {
     assert.match(text(changed), /Password changed/);
     assert.equal((await elsewhere.request('/account')).status, 303, 'the other browser is signed out');
     assert.equal((await browser.request('/account')).status, 200, 'this one stays signed in');
+  });
+
+  it('holds wrong current passwords at /account to the sign-in limits: the eleventh from one address is refused, 429 with Retry-After', async () => {
+    const user = await one.addUser({ username: 'mallory-target' });
+    const browser = await signedInBrowser(one, user);
+    let page = await browser.request('/account');
+    const statuses = [];
+    for (let i = 0; i < 11; i++) {
+      page = await browser.submit(page, '/account/password', { current_password: `guess ${i}`, new_password: 'taken over by mallory' });
+      statuses.push(page.status);
+    }
+    assert.deepEqual(statuses, [...Array(10).fill(400), 429]);
+    assert.ok(Number(page.headers.get('retry-after')) > 60, `Retry-After ${page.headers.get('retry-after')}`);
+    assert.match(text(page), /Too many wrong passwords from your connection\. Wait 15 minutes/);
+    // Even the right one waits out the window from there: the limit does not tell right from wrong.
+    const right = await browser.submit(page, '/account/password', { current_password: user.password, new_password: 'changed after all' });
+    assert.equal(right.status, 429);
   });
 });

@@ -2,6 +2,7 @@
 import type { Config } from '../config/index.ts';
 import { eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { parse, wholeNumber, withStore, type Io } from './common.ts';
+import { textValue } from './text.ts';
 
 export async function eventsCommand(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
@@ -29,12 +30,14 @@ export async function eventsCommand(config: Config, args: string[], io: Io): Pro
   }
   if (events.length === 0) io.stdout('No events.\n');
   for (const event of events) {
+    // Every value may have been typed by a stranger (a username at /login): escaped (cli/text.ts).
+    const user = event.username ?? event.userId;
     const fields = [
-      event.username ?? event.userId ? `user=${event.username ?? event.userId}` : null,
-      event.clientId ? `client=${event.clientId}` : null,
-      event.grantId ? `grant=${event.grantId}` : null,
-      event.ip ? `ip=${event.ip}` : null,
-      ...Object.entries(event.detail).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
+      user ? `user=${textValue(user)}` : null,
+      event.clientId ? `client=${textValue(event.clientId)}` : null,
+      event.grantId ? `grant=${textValue(event.grantId)}` : null,
+      event.ip ? `ip=${textValue(event.ip)}` : null,
+      ...Object.entries(event.detail).map(([key, value]) => `${textValue(key)}=${typeof value === 'string' ? textValue(value) : JSON.stringify(value)}`),
     ].filter(Boolean);
     io.stdout(`${new Date(event.at).toISOString()}  ${event.type}  ${fields.join(' ')}\n`);
   }

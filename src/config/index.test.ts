@@ -116,10 +116,10 @@ describe('loadConfig', () => {
   it('has the sign-in, user code, device authorization and retention limits of docs/security.md by default', () => {
     const config = loadConfig({});
     assert.deepEqual({ ...config.signIn, hashThreads: 0 }, {
-      windowSeconds: 900, perUserAddress: 10, perAddress: 100, freeFailures: 5, delayMs: 1000, maxDelayMs: 30000, hashThreads: 0, queue: 32, queuePerAddress: 4,
+      windowSeconds: 900, perUserAddress: 10, perAddress: 100, freeFailures: 5, delayMs: 1000, maxDelayMs: 30000, hashThreads: 0, queue: 32, queuePerAddress: 4, goodRecordSeconds: 30 * 86400,
     });
     assert.ok(config.signIn.hashThreads >= 1);
-    assert.deepEqual(config.userCode, { windowSeconds: 600, perBrowser: 5, perAddress: 20, perNetwork: 60, globalPerMinute: 600, globalDelayMs: 2000 });
+    assert.deepEqual(config.userCode, { windowSeconds: 600, perBrowser: 5, perAddress: 20, perNetwork: 60, perLargeNetwork: 240, globalPerMinute: 600, globalDelayMs: 2000 });
     assert.deepEqual(config.deviceAuthorizationLimits, { perClientPerMinute: 600, perAddressPerMinute: 30 });
     assert.equal(config.grantRetentionSeconds, 7 * 86400);
     assert.throws(() => loadConfig({ TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '2' }), /TESSERA_USER_CODE_FAILURES_PER_ADDRESS: must be between 5/);

@@ -27,6 +27,13 @@ export interface Config {
    * that is not one of them.
    */
   readonly trustProxy: boolean | readonly string[];
+  /**
+   * `TESSERA_ALLOW_PRIVATE_NETWORK_URLS` (default off): whether an operator may register a
+   * back-channel logout URI or a jwks_uri whose host is a private or link-local address
+   * (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7, fe80::/10), where the
+   * server's own requests could reach what the internet cannot (a cloud metadata service).
+   */
+  readonly allowPrivateNetworkUrls: boolean;
   readonly lifetimes: Lifetimes;
   readonly device: DeviceSettings;
   /**
@@ -188,6 +195,13 @@ export interface SignInSettings {
   readonly queue: number;
   /** `TESSERA_SIGN_IN_QUEUE_PER_ADDRESS` (default 4): places in the queue one address may hold. */
   readonly queuePerAddress: number;
+  /**
+   * `TESSERA_SIGN_IN_GOOD_RECORD` seconds (default 2592000, 30 days; 0 turns it off): how long
+   * a right password for a username vouches for the browser and the address it came from.
+   * Their later attempts for that username skip the per-username wait and go first on a full
+   * password queue (docs/security.md).
+   */
+  readonly goodRecordSeconds: number;
 }
 
 /**
@@ -204,9 +218,15 @@ export interface UserCodeSettings {
   readonly perAddress: number;
   /** `TESSERA_USER_CODE_FAILURES_PER_NETWORK` (default 60). */
   readonly perNetwork: number;
-  /** `TESSERA_USER_CODE_FAILURES_PER_MINUTE` (default 600): wrong codes per minute, whole server. */
+  /** `TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK` (default 240): per IPv4 /16 or IPv6 /48. */
+  readonly perLargeNetwork: number;
+  /**
+   * `TESSERA_USER_CODE_FAILURES_PER_MINUTE` (default 600): wrong codes per minute, whole
+   * server; once spent, lookups from browsers that are not signed in are refused, and an
+   * alert is logged.
+   */
   readonly globalPerMinute: number;
-  /** `TESSERA_USER_CODE_SLOW_MS` (default 2000): the wait every lookup gets while over the global rate. */
+  /** `TESSERA_USER_CODE_SLOW_MS` (default 2000): the wait a signed-in browser's lookup gets while the budget is spent. */
   readonly globalDelayMs: number;
 }
 
@@ -552,17 +572,20 @@ function signIn(env: Env): SignInSettings {
     hashThreads: integer(env, 'TESSERA_PASSWORD_HASH_THREADS', { fallback: Math.max(1, Math.floor(availableParallelism() / 2)) }),
     queue: integer(env, 'TESSERA_SIGN_IN_QUEUE'),
     queuePerAddress: integer(env, 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS'),
+    goodRecordSeconds: integer(env, 'TESSERA_SIGN_IN_GOOD_RECORD'),
   };
 }
 
 function userCode(env: Env): UserCodeSettings {
   const perBrowser = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_BROWSER');
   const perAddress = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', { fallback: Math.max(20, perBrowser), min: perBrowser });
+  const perNetwork = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', { fallback: Math.max(60, perAddress), min: perAddress });
   return {
     windowSeconds: integer(env, 'TESSERA_USER_CODE_WINDOW'),
     perBrowser,
     perAddress,
-    perNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', { fallback: Math.max(60, perAddress), min: perAddress }),
+    perNetwork,
+    perLargeNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK', { fallback: Math.max(240, perNetwork), min: perNetwork }),
     globalPerMinute: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_MINUTE'),
     globalDelayMs: integer(env, 'TESSERA_USER_CODE_SLOW_MS'),
   };
@@ -662,6 +685,7 @@ export function loadConfig(env: Env = process.env): Config {
     database: db,
     logLevel,
     trustProxy: trustProxy(env),
+    allowPrivateNetworkUrls: boolean(env, 'TESSERA_ALLOW_PRIVATE_NETWORK_URLS'),
     lifetimes: {
       authorizationCode: 60,
       accessToken,

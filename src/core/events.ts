@@ -147,6 +147,61 @@ const MAX_USER_AGENT_LENGTH = 512;
 
 const NO_ORIGIN: RequestOrigin = { ip: null, userAgent: null };
 
+/** One key's refusals in one window, counted in memory. */
+interface RefusalWindow {
+  readonly input: EventInput;
+  readonly firstAt: number;
+  readonly endsAt: number;
+  count: number;
+}
+
+/**
+ * Refused attempts (a locked sign-in, a user-code guess over a limit), counted per key and
+ * window in this process's memory, so that a refusal writes nothing (issue 34, item 4): a
+ * flood from a locked address used to write an event row and a log line per request. The
+ * first refusal of a key in its window is told to the listeners (one log line, the metric);
+ * when the window has ended, one row is stored for it with the count. The map forgets
+ * nothing but what it has stored, and holds at most `maxKeys` windows: past that, it stores
+ * what it has early rather than grow.
+ */
+export class RefusalTally {
+  readonly #windows = new Map<string, RefusalWindow>();
+  readonly #maxKeys: number;
+  /** No window ends before this: a refusal need not look for ended ones until then. */
+  #nextEnd = Infinity;
+
+  constructor(maxKeys = 10_000) {
+    this.#maxKeys = maxKeys;
+  }
+
+  /** Counts a refusal; true when it is the first of `key` in its window. */
+  note(key: string, input: EventInput, now: number, endsAt: number): boolean {
+    const open = this.#windows.get(key);
+    if (open && open.endsAt > now) {
+      open.count += 1;
+      return false;
+    }
+    this.#windows.set(key, { input, firstAt: now, endsAt, count: 1 });
+    this.#nextEnd = Math.min(this.#nextEnd, endsAt);
+    return true;
+  }
+
+  /** The windows to store now: those that have ended (all of them when `everything`, or when the map is full). */
+  take(now: number, everything = false): RefusalWindow[] {
+    const all = everything || this.#windows.size >= this.#maxKeys;
+    if (!all && now < this.#nextEnd) return [];
+    const taken: RefusalWindow[] = [];
+    this.#nextEnd = Infinity;
+    for (const [key, window] of this.#windows) {
+      if (all || window.endsAt <= now) {
+        taken.push(window);
+        this.#windows.delete(key);
+      } else this.#nextEnd = Math.min(this.#nextEnd, window.endsAt);
+    }
+    return taken;
+  }
+}
+
 /**
  * The seam the flows are given. `emit` stores an event and tells the listeners; a change
  * made in a transaction `record`s its event through the transaction's writer, so that the
@@ -158,23 +213,56 @@ export class Events {
   readonly #listeners: readonly EventListener[];
   readonly #origin: RequestOrigin;
   readonly #detail: Readonly<Record<string, DetailValue>>;
+  readonly #refusals: RefusalTally;
 
-  constructor(clock: Clock, writer: EventWriter, listeners: readonly EventListener[], origin: RequestOrigin = NO_ORIGIN, detail: Readonly<Record<string, DetailValue>> = {}) {
+  constructor(
+    clock: Clock,
+    writer: EventWriter,
+    listeners: readonly EventListener[],
+    origin: RequestOrigin = NO_ORIGIN,
+    detail: Readonly<Record<string, DetailValue>> = {},
+    refusals = new RefusalTally(),
+  ) {
     this.#clock = clock;
     this.#writer = writer;
     this.#listeners = listeners;
     this.#origin = origin;
     this.#detail = detail;
+    this.#refusals = refusals;
   }
 
   /** The same seam, filling in the address and user agent of the request being served. */
   forRequest(origin: RequestOrigin): Events {
-    return new Events(this.#clock, this.#writer, this.#listeners, origin, this.#detail);
+    return new Events(this.#clock, this.#writer, this.#listeners, origin, this.#detail, this.#refusals);
   }
 
   /** The same seam, adding `detail` to every event: who acted (the admin API's `admin_client`). */
   withDetail(detail: Readonly<Record<string, DetailValue>>): Events {
-    return new Events(this.#clock, this.#writer, this.#listeners, this.#origin, { ...this.#detail, ...detail });
+    return new Events(this.#clock, this.#writer, this.#listeners, this.#origin, { ...this.#detail, ...detail }, this.#refusals);
+  }
+
+  /**
+   * A request refused by a guessing limit `key` until `endsAt`: stores nothing now. The
+   * first refusal of the key in its window is told to the listeners (with `detail.until`);
+   * the window's one row, with `detail.refused` (how many) and `detail.first` (when the
+   * first came), is stored once the window has ended (`flushRefusals`).
+   */
+  async refused(input: EventInput, key: string, endsAt: number): Promise<void> {
+    const now = this.#clock.now();
+    const origin = { ip: input.ip !== undefined ? input.ip : this.#origin.ip, userAgent: input.userAgent !== undefined ? input.userAgent : this.#origin.userAgent };
+    const withOrigin = { ...input, ...origin, detail: { ...input.detail, until: new Date(endsAt).toISOString() } };
+    if (this.#refusals.note(key, withOrigin, now, endsAt)) this.publish(this.make(withOrigin));
+    await this.flushRefusals();
+  }
+
+  /**
+   * Stores one row for each refusal window that has ended (every window, when `everything`:
+   * at shutdown). Already told to the listeners at its first refusal, it is not told again.
+   */
+  async flushRefusals(everything = false): Promise<void> {
+    for (const window of this.#refusals.take(this.#clock.now(), everything)) {
+      await this.#writer.add(this.make({ ...window.input, detail: { ...window.input.detail, refused: window.count, first: new Date(window.firstAt).toISOString() } }));
+    }
   }
 
   /** The event as it will be stored. */
@@ -222,6 +310,11 @@ export class Events {
       }
     }
   }
+}
+
+/** A request refused by a guessing limit (logged at warn, once per limit and window). */
+export function isLockout(event: AuditEvent): boolean {
+  return event.type === 'signin.locked' || event.type === 'device.code_entry_locked' || (event.type === 'second_factor.failed' && event.detail['reason'] === 'locked');
 }
 
 /** The event as one JSON object for the log: snake_case, null fields left out. */

@@ -36,3 +36,20 @@ export function inNetworks(ip: string, networks: readonly string[]): boolean {
   }
   return list.check(address, family);
 }
+
+const PRIVATE = new BlockList();
+for (const [base, bits] of [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['169.254.0.0', 16], ['0.0.0.0', 8]] as const) PRIVATE.addSubnet(base, bits, 'ipv4');
+for (const [base, bits] of [['fc00::', 7], ['fe80::', 10]] as const) PRIVATE.addSubnet(base, bits, 'ipv6');
+
+/**
+ * Whether a URL's host is an IP address in a private or link-local range (RFC 1918, RFC 6598,
+ * RFC 3927, RFC 4193, RFC 4291 §2.5.6): a request the server makes there reaches its own
+ * network (a cloud metadata service at 169.254.169.254). Loopback is not among them: it is
+ * the operator's own machine. A name is not resolved here.
+ */
+export function isPrivateNetworkHost(hostname: string): boolean {
+  const address = unmapped(hostname.replace(/^\[|\]$/g, ''));
+  if (isIPv4(address)) return PRIVATE.check(address, 'ipv4');
+  if (isIPv6(address)) return PRIVATE.check(address, 'ipv6');
+  return false;
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { hashPassword } from './password.ts';
-import { PasswordQueue } from './password-queue.ts';
+import { PasswordQueue, type PasswordCheck } from './password-queue.ts';
 
 describe('PasswordQueue', () => {
   const cost = { memory: 8, passes: 1, parallelism: 1 };
@@ -45,5 +45,69 @@ describe('PasswordQueue', () => {
     } finally {
       await small.close();
     }
+  });
+});
+
+/**
+ * The password queue when it is full (issue 34, item 2): a flood must not refuse everyone
+ * else. Every call below is made in one turn of the event loop, before any thread can
+ * answer, so what is queued, displaced or refused does not depend on the machine's speed.
+ */
+const COST = { memory: 8, passes: 1, parallelism: 1 };
+
+describe('a full password queue', () => {
+  const queues: PasswordQueue[] = [];
+  after(() => Promise.all(queues.map((queue) => queue.close())));
+  const queue = () => {
+    // One thread running one check, four waiting; two places per address.
+    const made = new PasswordQueue({ threads: 1, maxWaiting: 4, perAddress: 2 });
+    queues.push(made);
+    return made;
+  };
+
+  it('gives a newcomer the place of the latest attempt of the address holding the most', async () => {
+    const passwords = queue();
+    const hash = await hashPassword('right', COST);
+    const flood: Promise<PasswordCheck>[] = [];
+    // 203.0.113.1 and .2 take two places each, .3 one: the queue (1 running, 4 waiting) is full.
+    for (const ip of ['203.0.113.1', '203.0.113.1', '203.0.113.2', '203.0.113.2', '203.0.113.3']) flood.push(passwords.verify('guess', hash, ip));
+    assert.equal(passwords.hasRoom('203.0.113.3'), false, 'an address holding one place cannot displace one holding two');
+    assert.equal(passwords.hasRoom('198.51.100.7'), true);
+    const person = passwords.verify('right', hash, '198.51.100.7');
+    const answers = await Promise.all(flood);
+    assert.deepEqual((await person), { kind: 'checked', matches: true });
+    // .1 and .2 hold two each: .2 came later, and its latest attempt gave its place.
+    assert.deepEqual(answers.map((answer) => answer.kind), ['checked', 'checked', 'checked', 'busy', 'checked']);
+    assert.deepEqual(passwords.counts(), { hashed: 5, refused: 0, displaced: 1 });
+  });
+
+  it('lets an attempt with a good record displace any other, and serves it first', async () => {
+    const passwords = queue();
+    const hash = await hashPassword('right', COST);
+    const order: string[] = [];
+    const send = (who: string, password: string, ip: string, trusted = false) =>
+      passwords.verify(password, hash, ip, { trusted }).then((answer) => {
+        order.push(`${who}:${answer.kind}`);
+        return answer;
+      });
+    // Five addresses, one place each: nobody holds more than a newcomer could displace.
+    const flood = ['1', '2', '3', '4', '5'].map((n) => send(`flood${n}`, 'guess', `203.0.113.${n}`));
+    assert.equal(passwords.hasRoom('198.51.100.7'), false, 'a newcomer without a record is refused');
+    assert.equal(passwords.hasRoom('198.51.100.7', { trusted: true }), true);
+    const owner = send('owner', 'right', '198.51.100.7', true);
+    await Promise.all([...flood, owner]);
+    assert.deepEqual(await owner, { kind: 'checked', matches: true });
+    // flood1 was running; the owner then went before every waiting attempt; flood5, the last to come, gave its place.
+    assert.deepEqual(order, ['flood5:busy', 'flood1:checked', 'owner:checked', 'flood2:checked', 'flood3:checked', 'flood4:checked']);
+    assert.deepEqual(passwords.counts(), { hashed: 5, refused: 0, displaced: 1 });
+  });
+
+  it('refuses at once, counting the refusal, when nobody can be displaced', async () => {
+    const passwords = queue();
+    const hash = await hashPassword('right', COST);
+    const flood = ['1', '2', '3', '4', '5'].map((n) => passwords.verify('guess', hash, `203.0.113.${n}`));
+    assert.deepEqual(await passwords.verify('right', hash, '198.51.100.7'), { kind: 'busy', retryAfterSeconds: passwords.retryAfterSeconds() });
+    await Promise.all(flood);
+    assert.deepEqual(passwords.counts(), { hashed: 5, refused: 1, displaced: 0 });
   });
 });

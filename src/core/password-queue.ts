@@ -10,6 +10,13 @@
  * places. Waiting attempts are served address by address in turn, so one address cannot
  * push another's attempt back by sending many. Beyond any bound the answer is immediate:
  * `busy`, with how long to wait, and nothing is hashed.
+ *
+ * A full queue still lets people in (issue 34, item 2): a newcomer takes the place of the
+ * latest waiting attempt of the address holding the most places, when that address holds at
+ * least two more than the newcomer's; and a `trusted` attempt (a browser or address with a
+ * good record for the username: flows/sign-in.ts) takes the place of any untrusted waiting
+ * one, and is served before them. What a full queue of trusted attempts, or a flood from
+ * more addresses than the queue has places, still refuses is said in docs/security.md.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
@@ -25,6 +32,22 @@ export interface PasswordQueueSettings {
   readonly perAddress: number;
 }
 
+/** How an attempt asks for a place. */
+export interface QueueOptions {
+  /** A browser or address with a good record for the username: served first, may displace others. */
+  readonly trusted?: boolean;
+}
+
+/** What the queue has done since it started: for tests and metrics, never for decisions. */
+export interface PasswordQueueCounts {
+  /** Hashes computed (checks and new hashes). */
+  readonly hashed: number;
+  /** Attempts refused at once, with no place. */
+  readonly refused: number;
+  /** Waiting attempts that gave their place to a newcomer (answered busy). */
+  readonly displaced: number;
+}
+
 export type PasswordCheck =
   | { readonly kind: 'checked'; readonly matches: boolean }
   /** Refused without hashing: the queue, or this address's share of it, is full. */
@@ -32,11 +55,13 @@ export type PasswordCheck =
 
 interface Job {
   readonly address: string;
+  readonly trusted: boolean;
   readonly password: string;
   readonly nonce: Buffer;
   readonly cost: PasswordHashCost;
   readonly tagLength: number;
-  resolve(tag: Buffer): void;
+  /** The tag, or null when the job gave its place to another. */
+  resolve(tag: Buffer | null): void;
   reject(error: Error): void;
 }
 
@@ -103,6 +128,9 @@ class HashThread {
   }
 }
 
+/** Trusted attempts hold places apart from their address's others. */
+const holdKey = (address: string, trusted: boolean) => (trusted ? `trusted ${address}` : address);
+
 /** How long a check took, as a moving average: what Retry-After is estimated from. */
 const INITIAL_ESTIMATE_MS = 500;
 
@@ -111,9 +139,12 @@ export class PasswordQueue {
   readonly #threads: HashThread[] = [];
   /** Waiting jobs by address, in the order addresses first arrived: served in turn. */
   readonly #waiting = new Map<string, Job[]>();
-  /** Places each address holds, running and waiting. */
+  /** Waiting trusted jobs, first come first served, before any other. */
+  readonly #trusted: Job[] = [];
+  /** Places each address holds, running and waiting (trusted ones under their own key). */
   readonly #held = new Map<string, number>();
   #waitingCount = 0;
+  #counts = { hashed: 0, refused: 0, displaced: 0 };
   #averageMs = INITIAL_ESTIMATE_MS;
   #closed = false;
 
@@ -125,18 +156,18 @@ export class PasswordQueue {
    * Checks `password` against a PHC-format argon2id hash from `address`'s share of the
    * queue. A malformed hash matches nothing (and costs nothing).
    */
-  async verify(password: string, encoded: string, address: string): Promise<PasswordCheck> {
+  async verify(password: string, encoded: string, address: string, options: QueueOptions = {}): Promise<PasswordCheck> {
     const parsed = parsePasswordHash(encoded);
     if (!parsed) return { kind: 'checked', matches: false };
-    const tag = await this.#hash(address, password, parsed.nonce, parsed.cost, parsed.tag.length);
+    const tag = await this.#hash(address, options.trusted === true, password, parsed.nonce, parsed.cost, parsed.tag.length);
     if (tag === null) return { kind: 'busy', retryAfterSeconds: this.retryAfterSeconds() };
     return { kind: 'checked', matches: timingSafeEqual(tag, parsed.tag) };
   }
 
   /** A fresh hash, through the queue like any check; null when there is no room. */
-  async hash(password: string, cost: PasswordHashCost, address: string): Promise<string | null> {
+  async hash(password: string, cost: PasswordHashCost, address: string, options: QueueOptions = {}): Promise<string | null> {
     const nonce = randomBytes(16);
-    const tag = await this.#hash(address, password, nonce, cost, 32);
+    const tag = await this.#hash(address, options.trusted === true, password, nonce, cost, 32);
     if (tag === null) return null;
     const { memory, passes, parallelism } = cost;
     return `$argon2id$v=19$m=${memory},t=${passes},p=${parallelism}$${nonce.toString('base64url')}$${tag.toString('base64url')}`;
@@ -146,10 +177,18 @@ export class PasswordQueue {
    * Whether `address` would get a place now: read before anything else is done for an
    * attempt, so that one with no place costs nothing (no count written, no hash).
    */
-  hasRoom(address: string): boolean {
-    if ((this.#held.get(address) ?? 0) >= this.#settings.perAddress) return false;
+  hasRoom(address: string, options: QueueOptions = {}): boolean {
+    const trusted = options.trusted === true;
+    const held = this.#held.get(holdKey(address, trusted)) ?? 0;
+    if (held >= this.#settings.perAddress) return false;
     const running = this.#threads.filter((thread) => thread.busy && !thread.dead).length;
-    return running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting;
+    if (running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting) return true;
+    return this.#displaceable(held, trusted) !== null;
+  }
+
+  /** Counters since start (tests read them to see that a check went through the queue). */
+  counts(): PasswordQueueCounts {
+    return { ...this.#counts };
   }
 
   /** Seconds until everything now queued has been checked: what a refused attempt is told to wait. */
@@ -161,30 +200,70 @@ export class PasswordQueue {
   /** Ends the threads; attempts still waiting are refused. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const jobs of this.#waiting.values()) for (const job of jobs) job.reject(new Error('the server is stopping'));
+    for (const jobs of [...this.#waiting.values(), this.#trusted]) for (const job of jobs) job.reject(new Error('the server is stopping'));
     this.#waiting.clear();
+    this.#trusted.length = 0;
     this.#waitingCount = 0;
     await Promise.all(this.#threads.splice(0).map((thread) => thread.terminate()));
   }
 
-  #hash(address: string, password: string, nonce: Buffer, cost: PasswordHashCost, tagLength: number): Promise<Buffer | null> {
+  #hash(address: string, trusted: boolean, password: string, nonce: Buffer, cost: PasswordHashCost, tagLength: number): Promise<Buffer | null> {
     if (this.#closed) return Promise.reject(new Error('the server is stopping'));
-    const held = this.#held.get(address) ?? 0;
-    const idle = this.#idleThread();
-    if (held >= this.#settings.perAddress || (idle === null && this.#waitingCount >= this.#settings.maxWaiting)) return Promise.resolve(null);
-    this.#held.set(address, held + 1);
-    return new Promise<Buffer>((resolve, reject) => {
-      const job: Job = { address, password, nonce, cost, tagLength, resolve, reject };
-      const queue = this.#waiting.get(address);
-      if (queue) queue.push(job);
-      else this.#waiting.set(address, [job]);
+    const key = holdKey(address, trusted);
+    const held = this.#held.get(key) ?? 0;
+    if (held >= this.#settings.perAddress) return this.#refuse();
+    if (this.#idleThread() === null && this.#waitingCount >= this.#settings.maxWaiting) {
+      const displaced = this.#displaceable(held, trusted);
+      if (displaced === null) return this.#refuse();
+      this.#displace(displaced);
+    }
+    this.#held.set(key, held + 1);
+    return new Promise<Buffer | null>((resolve, reject) => {
+      const job: Job = { address, trusted, password, nonce, cost, tagLength, resolve, reject };
+      if (trusted) this.#trusted.push(job);
+      else {
+        const queue = this.#waiting.get(address);
+        if (queue) queue.push(job);
+        else this.#waiting.set(address, [job]);
+      }
       this.#waitingCount += 1;
       this.#dispatch();
     }).finally(() => {
-      const left = (this.#held.get(address) ?? 1) - 1;
-      if (left === 0) this.#held.delete(address);
-      else this.#held.set(address, left);
+      const left = (this.#held.get(key) ?? 1) - 1;
+      if (left === 0) this.#held.delete(key);
+      else this.#held.set(key, left);
     });
+  }
+
+  #refuse(): Promise<null> {
+    this.#counts.refused += 1;
+    return Promise.resolve(null);
+  }
+
+  /**
+   * The address whose latest waiting attempt a newcomer holding `held` places may take the
+   * place of: the untrusted address holding the most, if it holds at least two more (or any,
+   * for a trusted newcomer). Null when the newcomer must be refused.
+   */
+  #displaceable(held: number, trusted: boolean): string | null {
+    let most: string | null = null;
+    let mostHeld = 0;
+    for (const address of this.#waiting.keys()) {
+      const count = this.#held.get(address) ?? 0;
+      // Of equals, the one that came last: it has waited least.
+      if (count >= mostHeld) [most, mostHeld] = [address, count];
+    }
+    if (most === null) return null;
+    return trusted || mostHeld >= held + 2 ? most : null;
+  }
+
+  #displace(address: string): void {
+    const jobs = this.#waiting.get(address)!;
+    const job = jobs.pop()!;
+    if (jobs.length === 0) this.#waiting.delete(address);
+    this.#waitingCount -= 1;
+    this.#counts.displaced += 1;
+    job.resolve(null);
   }
 
   #idleThread(): HashThread | null {
@@ -204,12 +283,9 @@ export class PasswordQueue {
     while (this.#waitingCount > 0 && !this.#closed) {
       const thread = this.#idleThread();
       if (!thread) return;
-      const [address, jobs] = this.#waiting.entries().next().value as [string, Job[]];
-      const job = jobs.shift()!;
-      this.#waiting.delete(address);
-      // The address goes to the back of the line, with what it has left.
-      if (jobs.length > 0) this.#waiting.set(address, jobs);
+      const job = this.#trusted.shift() ?? this.#nextInTurn();
       this.#waitingCount -= 1;
+      this.#counts.hashed += 1;
       const began = performance.now();
       thread.run({
         ...job,
@@ -219,5 +295,15 @@ export class PasswordQueue {
         },
       });
     }
+  }
+
+  /** The next untrusted job, taking addresses in turn. */
+  #nextInTurn(): Job {
+    const [address, jobs] = this.#waiting.entries().next().value as [string, Job[]];
+    const job = jobs.shift()!;
+    this.#waiting.delete(address);
+    // The address goes to the back of the line, with what it has left.
+    if (jobs.length > 0) this.#waiting.set(address, jobs);
+    return job;
   }
 }

@@ -11,6 +11,8 @@ export interface Refusal {
   readonly limit: AttemptLimit;
   /** Whole seconds until the window ends and the limit allows attempts again (at least 1). */
   readonly retryAfterSeconds: number;
+  /** When the window ends (milliseconds since the epoch): a refusal's events are counted per limit and window. */
+  readonly endsAt: number;
 }
 
 /**
@@ -62,7 +64,7 @@ export class Attempt {
 }
 
 function refusal(limit: AttemptLimit, endsAt: number, now: number): Refusal {
-  return { limit, retryAfterSeconds: Math.max(1, Math.ceil((endsAt - now) / 1000)) };
+  return { limit, retryAfterSeconds: Math.max(1, Math.ceil((endsAt - now) / 1000)), endsAt };
 }
 
 /** True for a refusal from `Attempt.reserve`. */

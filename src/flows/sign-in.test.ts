@@ -11,6 +11,17 @@ import { PasswordQueue } from '../core/password-queue.ts';
 import { openStore } from '../store/open.ts';
 import { newUserRecord, type Store } from '../store/types.ts';
 import { signIn, signInDelayMs, type SignInDeps } from './sign-in.ts';
+import { changePassword } from './users.ts';
+
+/** A password queue kept full by a flood of attempts with no good record: only trusted ones find a place. */
+class FloodedQueue extends PasswordQueue {
+  override hasRoom(address: string, options: { trusted?: boolean } = {}): boolean {
+    return options.trusted === true && super.hasRoom(address, options);
+  }
+  override verify(password: string, encoded: string, address: string, options: { trusted?: boolean } = {}) {
+    return options.trusted === true ? super.verify(password, encoded, address, options) : Promise.resolve({ kind: 'busy' as const, retryAfterSeconds: 3 });
+  }
+}
 
 describe('signing in', () => {
   let dir: string;
@@ -29,6 +40,11 @@ describe('signing in', () => {
     deps = { store, clock, config, passwords, tokens: undefined as never, events: new Events(clock, store.events, []), sleep: async (ms) => void waits.push(ms) };
     await store.users.create(newUserRecord({ id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash), createdAt: clock.now() }));
   });
+  const addUser = async (username: string, password: string) => {
+    const user = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword(password, config.passwordHash), createdAt: clock.now() });
+    await store.users.create(user);
+    return user;
+  };
   after(async () => {
     await passwords.close();
     await store.close();
@@ -57,5 +73,46 @@ describe('signing in', () => {
     assert.equal(refused.kind, 'limited');
     assert.ok(refused.kind === 'limited' && refused.scope === 'user-address' && refused.retryAfterSeconds === 900);
     assert.equal((await at('192.0.2.2', 'right')).kind, 'signed-in');
+  });
+
+  it('checks the current password on /account on the password queue and under the sign-in limits', async () => {
+    const grace = await addUser('grace', 'current-password');
+    const change = (current: string, ip: string) => changePassword(deps, grace, 'no-session', { current, next: 'a-new-password', ip });
+    const before = passwords.counts().hashed;
+    const answers = [];
+    for (let i = 0; i < 11; i++) answers.push((await change(`guess${i}`, '192.0.2.50')).kind);
+    assert.deepEqual(answers, [...Array(10).fill('wrong_password'), 'limited']);
+    assert.equal(passwords.counts().hashed - before, 10, 'ten checks on the queue; the limited one hashed nothing');
+    // The guesses slowed the username like wrong sign-ins do.
+    assert.ok(waits.length > 0);
+    const done = await change('current-password', '192.0.2.51');
+    assert.equal(done.kind, 'done');
+    assert.equal(passwords.counts().hashed - before, 12, 'the current password and the new hash, both on the queue');
+  });
+
+  it('signs a person in during a flood from the browser or the address where their password was right before', async () => {
+    await addUser('hopper', 'right-password');
+    const first = await signIn(deps, { username: 'hopper', password: 'right-password', ip: '198.51.100.30' });
+    assert.ok(first.kind === 'signed-in');
+    const flooded = new FloodedQueue({ threads: 1, maxWaiting: 4, perAddress: 2 });
+    after(() => flooded.close());
+    const during = { ...deps, passwords: flooded };
+    assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.31' })).kind, 'busy', 'no record: refused');
+    assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.31', browser: first.browser })).kind, 'signed-in', 'the browser');
+    assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.30' })).kind, 'signed-in', 'the address');
+    assert.equal((await signIn(during, { username: 'ada', password: 'right', ip: '198.51.100.30', browser: first.browser })).kind, 'busy', "the record is hopper's alone");
+  });
+
+  it("spares the owner's browser and address the wait a guesser causes", async () => {
+    await addUser('lovelace', 'right-password');
+    const first = await signIn(deps, { username: 'lovelace', password: 'right-password', ip: '198.51.100.40' });
+    assert.ok(first.kind === 'signed-in');
+    for (let i = 1; i <= 8; i++) await signIn(deps, { username: 'lovelace', password: `guess${i}`, ip: `203.0.113.${100 + i}` });
+    const waited = waits.length;
+    assert.equal((await signIn(deps, { username: 'lovelace', password: 'right-password', ip: '198.51.100.41', browser: first.browser })).kind, 'signed-in');
+    assert.equal((await signIn(deps, { username: 'lovelace', password: 'right-password', ip: '198.51.100.40' })).kind, 'signed-in');
+    assert.equal(waits.length, waited, 'no wait for the known browser or address');
+    assert.equal((await signIn(deps, { username: 'lovelace', password: 'right-password', ip: '198.51.100.42' })).kind, 'signed-in');
+    assert.equal(waits.length, waited + 1, 'a new browser at a new address waits');
   });
 });

@@ -12,15 +12,19 @@
  *   with a fair share per address; an attempt with no place is refused at once.
  */
 import type { SignInSettings } from '../config/index.ts';
+import { hashSecret, randomToken } from '../core/crypto.ts';
 import { decoyPasswordHash } from '../core/password.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import { normalizeUsername } from '../core/username.ts';
 import type { UserRecord } from '../store/types.ts';
-import { Attempt, isRefusal, type AttemptLimit } from './attempts.ts';
+import { Attempt, isRefusal, type AttemptLimit, type Refusal } from './attempts.ts';
 import type { CodeLimits } from './second-factor/codes.ts';
 import type { FlowDeps } from './types.ts';
 
-export interface SignInDeps extends FlowDeps {
+export interface SignInDeps extends PasswordCheckDeps, FlowDeps {}
+
+/** What a password check needs: no token issuer, so the account page's flows can use it too. */
+export interface PasswordCheckDeps extends Pick<FlowDeps, 'store' | 'clock' | 'config' | 'events' | 'sleep'> {
   readonly passwords: PasswordQueue;
 }
 
@@ -29,18 +33,27 @@ export interface SignInRequest {
   readonly password: string;
   /** The client address (per-address limits and the queue's fair share). */
   readonly ip: string;
+  /**
+   * The browser's known-browser token (a cookie set after an earlier right password), if it
+   * sent one: with a good record for this username it skips the wait and goes first.
+   */
+  readonly browser?: string | null;
   /** The application whose authorization request the sign-in interrupted, if known (for the audit trail). */
   readonly clientId?: string | null;
 }
 
+/** Too many failures for this username from this address, or from this address. */
+export type Limited = { readonly kind: 'limited'; readonly scope: 'user-address' | 'address'; readonly retryAfterSeconds: number };
+/** No place on the password queue right now. */
+export type Busy = { readonly kind: 'busy'; readonly retryAfterSeconds: number };
+
 export type SignInResult =
-  | { readonly kind: 'signed-in'; readonly user: UserRecord }
+  /** `browser`: the known-browser token to keep in the browser (a new one, or the one it sent). */
+  | { readonly kind: 'signed-in'; readonly user: UserRecord; readonly browser: string }
   /** Unknown username, wrong password or disabled account: one answer for all three. */
   | { readonly kind: 'refused' }
-  /** Too many failures for this username from this address, or from this address. */
-  | { readonly kind: 'limited'; readonly scope: 'user-address' | 'address'; readonly retryAfterSeconds: number }
-  /** No place on the password queue right now. */
-  | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
+  | Limited
+  | Busy;
 
 /**
  * How the counters of sign-in guesses are named: a prefix, then what they count for. Only
@@ -100,37 +113,120 @@ export function signInDelayMs(settings: SignInSettings, failures: number): numbe
   return Math.min(settings.maxDelayMs, settings.delayMs * 2 ** Math.min(30, failures - settings.freeFailures - 1));
 }
 
-export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<SignInResult> {
-  const settings = deps.config.signIn;
-  const username = normalizeUsername(request.username).slice(0, 256);
-  const now = deps.clock.now();
-  // No place on the queue: refused before anything is counted or written.
-  if (!deps.passwords.hasRoom(request.ip)) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
-  const reserved = await Attempt.reserve(deps.store.rateLimits, passwordLimits(settings, request.ip, username), settings.windowSeconds * 1000, now);
-  const clientId = request.clientId ?? null;
-  if (isRefusal(reserved)) {
-    const scope = reserved.limit.key.startsWith(SIGN_IN_KEYS.address) ? 'address' : 'user-address';
-    await deps.events.emit({ type: 'signin.locked', username, clientId, detail: { limit: scope } });
-    return { kind: 'limited', scope, retryAfterSeconds: reserved.retryAfterSeconds };
-  }
-  // The count includes this attempt: the failures before it are one fewer.
-  const delay = signInDelayMs(settings, reserved.counts[2]! - 1);
-  if (delay > 0) await (deps.sleep ?? sleepFor)(delay);
+/** The counters a good record lives in: one per address, one per browser, each with the username. */
+function goodRecordKeys(username: string, ip: string, browser: string | null | undefined): string[] {
+  const keys = [`sign-in:good-ip:${ip} ${username}`];
+  if (browser && browser.length <= 128) keys.push(`sign-in:good-browser:${hashSecret(browser)} ${username}`);
+  return keys;
+}
 
-  const user = username ? await deps.store.users.findByUsername(username) : null;
+/** Whether a right password for `username` came from this address or this browser within the good-record period. */
+async function hasGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, username: string, ip: string, browser: string | null | undefined, now: number): Promise<boolean> {
+  if (deps.config.signIn.goodRecordSeconds === 0 || !username) return false;
+  const windows = await Promise.all(goodRecordKeys(username, ip, browser).map((key) => deps.store.rateLimits.window(key, now)));
+  return windows.some((window) => window !== null);
+}
+
+type PasswordAttempt =
+  | { readonly kind: 'checked'; readonly matches: boolean; readonly reserved: Attempt; readonly user: UserRecord | null }
+  | { readonly kind: 'limited'; readonly refusal: Refusal; readonly scope: Limited['scope'] }
+  | Busy;
+
+/**
+ * One password check under the sign-in limits: every check of a person's password by the
+ * server goes through here (the sign-in form, and the current password on /account), so
+ * that it takes a place on the password queue, counts against the same limits and waits the
+ * same wait. `user`: the account the username names (null: unknown, checked against a decoy).
+ * A matching attempt's counts are left to the caller (`reserved.succeeded()` takes them back).
+ */
+async function attemptPassword(
+  deps: PasswordCheckDeps,
+  attempt: { readonly username: string; readonly password: string; readonly ip: string; readonly browser?: string | null | undefined },
+  findUser: () => Promise<UserRecord | null>,
+): Promise<PasswordAttempt> {
+  const settings = deps.config.signIn;
+  const { username, ip } = attempt;
+  const now = deps.clock.now();
+  // The good record is read only when it decides something: a full queue, or a wait.
+  let trusted: boolean | undefined;
+  const isTrusted = async () => (trusted ??= await hasGoodRecord(deps, username, ip, attempt.browser, now));
+  // No place on the queue: refused before anything is counted or written.
+  if (!deps.passwords.hasRoom(ip) && !(await isTrusted() && deps.passwords.hasRoom(ip, { trusted: true }))) {
+    return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
+  }
+  const reserved = await Attempt.reserve(deps.store.rateLimits, passwordLimits(settings, ip, username), settings.windowSeconds * 1000, now);
+  if (isRefusal(reserved)) {
+    return { kind: 'limited', refusal: reserved, scope: reserved.limit.key.startsWith(SIGN_IN_KEYS.address) ? 'address' : 'user-address' };
+  }
+  // The count includes this attempt: the failures before it are one fewer. The owner, in a
+  // browser or at an address with a good record, does not wait for a guesser's failures.
+  const delay = signInDelayMs(settings, reserved.counts[2]! - 1);
+  if (delay > 0 && !(await isTrusted())) await (deps.sleep ?? sleepFor)(delay);
+
+  const user = await findUser();
   // The password is checked even for an unknown user, so the answer takes as long either way.
   const encoded = user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash));
-  const check = await deps.passwords.verify(request.password.slice(0, 1024), encoded, request.ip);
+  const check = await deps.passwords.verify(attempt.password.slice(0, 1024), encoded, ip, { trusted: trusted === true });
   if (check.kind === 'busy') {
     // Nothing was tried: the attempt is not held against anyone.
     await reserved.succeeded();
     return check;
   }
-  if (!user || !check.matches || user.disabled) {
-    const reason = !user ? 'unknown_user' : !check.matches ? 'wrong_password' : 'disabled';
+  return { kind: 'checked', matches: check.matches, reserved, user };
+}
+
+/** Keeps the good record of a right password for `username`: the browser's token (new if it had none) and the address. */
+async function rememberGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, username: string, ip: string, browser: string | null | undefined, now: number): Promise<string> {
+  const token = browser && browser.length <= 128 ? browser : randomToken(32);
+  const windowMs = deps.config.signIn.goodRecordSeconds * 1000;
+  if (windowMs > 0) await Promise.all(goodRecordKeys(username, ip, token).map((key) => deps.store.rateLimits.hit(key, windowMs, now)));
+  return token;
+}
+
+export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<SignInResult> {
+  const username = normalizeUsername(request.username).slice(0, 256);
+  const clientId = request.clientId ?? null;
+  const result = await attemptPassword(deps, { ...request, username }, async () => (username ? deps.store.users.findByUsername(username) : null));
+  if (result.kind === 'busy') return result;
+  if (result.kind === 'limited') {
+    // A refusal writes nothing now: one row per limit and window, with the count (core/events.ts).
+    await deps.events.refused({ type: 'signin.locked', username, clientId, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
+    return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
+  }
+  const user = result.user;
+  if (!user || !result.matches || user.disabled) {
+    const reason = !user ? 'unknown_user' : !result.matches ? 'wrong_password' : 'disabled';
     await deps.events.emit({ type: 'signin.failed', userId: user?.id ?? null, username, clientId, detail: { reason } });
     return { kind: 'refused' };
   }
-  await reserved.succeeded();
-  return { kind: 'signed-in', user };
+  await result.reserved.succeeded();
+  return { kind: 'signed-in', user, browser: await rememberGoodRecord(deps, username, request.ip, request.browser, deps.clock.now()) };
+}
+
+export type CurrentPasswordCheck = { readonly kind: 'right' } | { readonly kind: 'wrong' } | Limited | Busy;
+
+/**
+ * The current password, asked before a signed-in person changes it (/account): checked as a
+ * sign-in is (issue 34, item 1), on the password queue and under the same limits, so that a
+ * stolen session can neither flood libuv's thread pool (which signs tokens) nor guess the
+ * password without end. A wrong one counts as a wrong password for that username from that
+ * address.
+ */
+export async function checkCurrentPassword(
+  deps: PasswordCheckDeps,
+  user: UserRecord,
+  attempt: { readonly password: string; readonly ip: string; readonly browser?: string | null },
+): Promise<CurrentPasswordCheck> {
+  const result = await attemptPassword(deps, { ...attempt, username: user.username }, async () => user);
+  if (result.kind === 'busy') return result;
+  if (result.kind === 'limited') {
+    await deps.events.refused({ type: 'signin.locked', userId: user.id, username: user.username, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
+    return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
+  }
+  if (!result.matches) {
+    await deps.events.emit({ type: 'signin.failed', userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
+    return { kind: 'wrong' };
+  }
+  await result.reserved.succeeded();
+  return { kind: 'right' };
 }

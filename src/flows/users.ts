@@ -6,10 +6,11 @@
  * grant from the store, so on every instance they stop working with the next request.
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
-import { hashPassword, verifyPassword } from '../core/password.ts';
+import { hashPassword } from '../core/password.ts';
 import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
 import { recordEnded } from './session/session.ts';
+import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
 
 /** What account changes need: no token issuer, so the command line can run them. */
@@ -35,8 +36,8 @@ export function passwordProblem(password: string): string | null {
 const about = (user: UserRecord) => ({ userId: user.id, username: user.username });
 
 /**
- * Disables (ending every session at once) or enables an account. Returns the sessions it
- * ended, whose apps the caller tells (flows/logout/backchannel.ts).
+ * Disables (ending every session and revoking every grant at once) or enables an account.
+ * Returns the sessions it ended, whose apps the caller tells (flows/logout/backchannel.ts).
  */
 export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<SessionRecord[]> {
   return transactionWithEvents(deps, async (tx, record) => {
@@ -44,7 +45,22 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
     const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
-    await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended.length, by: 'operator' } : { by: 'operator' } });
+    // Their grants are revoked, not only paused: enabling the account again must not bring
+    // back the access and refresh tokens issued before (issue 34). Apps ask them again.
+    let revoked = 0;
+    if (disabled) {
+      const now = deps.clock.now();
+      for (const grant of await tx.grants.listForUser(user.id)) {
+        if (!(await tx.grants.revoke(grant.id, now))) continue;
+        revoked += 1;
+        await record({ type: 'grant.revoked', userId: user.id, clientId: grant.clientId, grantId: grant.id, detail: { by: 'operator' } });
+      }
+    }
+    await record({
+      type: disabled ? 'user.disabled' : 'user.enabled',
+      ...about(user),
+      detail: disabled ? { sessions_ended: ended.length, grants_revoked: revoked, by: 'operator' } : { by: 'operator' },
+    });
     await recordEnded(record, user, ended, 'operator');
     return ended;
   });
@@ -88,11 +104,11 @@ export async function updateUser(deps: AccountDeps, user: UserRecord, changes: U
 async function replacePassword(
   deps: AccountDeps,
   user: UserRecord,
-  password: string,
+  password: string | { readonly hash: string },
   type: 'user.password_set' | 'password.changed',
   keepSession?: string,
 ): Promise<SessionRecord[]> {
-  const hash = await hashPassword(password, deps.config.passwordHash);
+  const hash = typeof password === 'string' ? await hashPassword(password, deps.config.passwordHash) : password.hash;
   return transactionWithEvents(deps, async (tx, record) => {
     await tx.users.setPasswordHash(user.id, hash);
     const ended = await tx.sessions.removeForUser(user.id, keepSession);
@@ -110,14 +126,29 @@ export async function setUserPassword(deps: AccountDeps, user: UserRecord, passw
 export type PasswordChange =
   | { readonly kind: 'done'; readonly endedSessions: readonly SessionRecord[] }
   | { readonly kind: 'wrong_password' }
-  | { readonly kind: 'invalid'; readonly problem: string };
+  | { readonly kind: 'invalid'; readonly problem: string }
+  | Limited
+  | Busy;
 
-/** The person changes their own password, proving they know the current one; their other sessions end. */
-export async function changePassword(deps: AccountDeps, user: UserRecord, sessionIdHash: string, current: string, next: string): Promise<PasswordChange> {
-  if (!(await verifyPassword(current.slice(0, MAX_PASSWORD_LENGTH), user.passwordHash))) return { kind: 'wrong_password' };
-  const problem = passwordProblem(next);
+/**
+ * The person changes their own password, proving they know the current one; their other
+ * sessions end. Both hashes are computed on the password queue, the current one checked
+ * under the sign-in limits (flows/sign-in.ts), from `ip` and `browser` (its known-browser token).
+ */
+export async function changePassword(
+  deps: AccountDeps & PasswordCheckDeps,
+  user: UserRecord,
+  sessionIdHash: string,
+  request: { readonly current: string; readonly next: string; readonly ip: string; readonly browser?: string | null },
+): Promise<PasswordChange> {
+  const check = await checkCurrentPassword(deps, user, { password: request.current.slice(0, MAX_PASSWORD_LENGTH), ip: request.ip, browser: request.browser ?? null });
+  if (check.kind === 'wrong') return { kind: 'wrong_password' };
+  if (check.kind !== 'right') return check;
+  const problem = passwordProblem(request.next);
   if (problem) return { kind: 'invalid', problem };
-  return { kind: 'done', endedSessions: await replacePassword(deps, user, next, 'password.changed', sessionIdHash) };
+  const hash = await deps.passwords.hash(request.next, deps.config.passwordHash, request.ip, { trusted: true });
+  if (hash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
+  return { kind: 'done', endedSessions: await replacePassword(deps, user, { hash }, 'password.changed', sessionIdHash) };
 }
 
 /**
@@ -129,6 +160,8 @@ export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSe
   const now = deps.clock.now();
   const expiresAt = now + ttlSeconds * 1000;
   await transactionWithEvents(deps, async (tx, record) => {
+    // Only the newest link works: one given out earlier (perhaps to the wrong person) ends.
+    await tx.passwordResets.spendAllForUser(user.id, now);
     await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
     await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
   });
@@ -160,6 +193,8 @@ export async function resetPassword(deps: AccountDeps, token: string, password: 
   const ended = await transactionWithEvents(deps, async (tx, record) => {
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return null;
+    // Using one link ends every other link of the person too.
+    await tx.passwordResets.spendAllForUser(reset.userId, deps.clock.now());
     await tx.users.setPasswordHash(reset.userId, hash);
     const sessions = await tx.sessions.removeForUser(reset.userId);
     await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });

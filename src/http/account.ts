@@ -13,7 +13,7 @@ import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
 import { ACCOUNT_PATH, ACCOUNT_SIGN_IN } from './endpoints.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { rawForm } from './form.ts';
-import { browserOf, csrfToken } from './session.ts';
+import { browserOf, cookieNames, csrfToken } from './session.ts';
 
 /** How many of the person's own sign-ins and approvals the page shows. */
 const ACTIVITY_SHOWN = 10;
@@ -131,9 +131,23 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const current = typeof fields['current_password'] === 'string' ? fields['current_password'] : '';
     const next = typeof fields['new_password'] === 'string' ? fields['new_password'] : '';
     // The browser's own session stays: it is the one that proved the current password.
-    const result = await changePassword(forRequest(deps, request), signedIn.user, signedIn.session.idHash, current, next);
+    const result = await changePassword(forRequest(deps, request), signedIn.user, signedIn.session.idHash, {
+      current,
+      next,
+      ip: request.ip,
+      browser: request.cookies[cookieNames(deps.config).knownBrowser] ?? null,
+    });
     if (result.kind === 'wrong_password') return render(request, reply, signedIn, { passwordError: 'The current password is incorrect.', status: 400 });
     if (result.kind === 'invalid') return render(request, reply, signedIn, { passwordError: `The new password cannot be used: ${result.problem}.`, status: 400 });
+    if (result.kind === 'limited' || result.kind === 'busy') {
+      reply.header('Retry-After', String(result.retryAfterSeconds));
+      const minutes = Math.ceil(result.retryAfterSeconds / 60);
+      const passwordError =
+        result.kind === 'busy'
+          ? `Many people are signing in right now. Wait ${result.retryAfterSeconds} second${result.retryAfterSeconds === 1 ? '' : 's'}, then try again.`
+          : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`;
+      return render(request, reply, signedIn, { passwordError, status: 429 });
+    }
     // The other browsers were signed out: the apps that signed in through them are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);
     return reply.redirect(`${ACCOUNT_PATH}?done=password`, 303);

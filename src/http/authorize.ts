@@ -3,6 +3,7 @@ import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
+import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
@@ -72,7 +73,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     return answer(reply, clientResponse(to, issuer, { error: error.code, error_description: error.description }));
   }
 
-  async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null) {
+  const formSecret = () => deps.keys.derivedSecret('approval form');
+
+  async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null, mac: unknown = null) {
     reply.header('Cache-Control', 'no-store');
     // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
     // it is read; the browser is known by its CSRF cookie, which it keeps through sign-in.
@@ -97,6 +100,12 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
     const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
+    // The decision is taken on the request the page showed, never on fields changed since
+    // (checked after the sign-in policy, whose refusal says more), before anything is spent.
+    if (decision !== null && (step.kind === 'approve' || step.kind === 'deny') && !approvalFormMatches(await formSecret(), step.signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)) {
+      if (step.kind === 'approve') assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
+      return sendError(request, reply, new OAuthError('invalid_request', 'the approval form was changed after it was shown: start again from the application'));
+    }
     // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
     if ((step.kind === 'approve' || step.kind === 'deny') && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
       return answerError(reply, authorization, new OAuthError('invalid_request_uri', 'the request_uri has already been used'));
@@ -130,7 +139,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       consentPage(deps.config.site, {
         csrf: csrfToken(deps.config, request, reply),
         action: DECISION_PATH,
-        fields,
+        fields: { ...fields, [APPROVAL_MAC_FIELD]: approvalFormMac(await formSecret(), step.signedIn.session.idHash, fields) },
         clientName: authorization.client.name,
         access: onlyScopes(authorization.access, step.scopes),
         more: step.more,
@@ -166,7 +175,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const decision = typeof form['decision'] === 'string' ? form['decision'] : '';
-    const params = Object.fromEntries(Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision'));
-    return handle(request, reply, params, decision);
+    const params = Object.fromEntries(Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision' && name !== APPROVAL_MAC_FIELD));
+    return handle(request, reply, params, decision, form[APPROVAL_MAC_FIELD]);
   });
 };

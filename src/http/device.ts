@@ -43,7 +43,10 @@ function lockedMessage(scope: LockScope, retryAfterSeconds: number): string {
     case 'address':
       return `Too many wrong codes from your internet connection. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
     case 'network':
+    case 'large-network':
       return `Too many wrong codes from your network. Someone on it may be guessing codes. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
+    case 'server':
+      return `Too many wrong codes are being tried on this site right now. Sign in first, then type the code your device shows; or wait ${wait} and try again.`;
   }
 }
 
@@ -68,7 +71,6 @@ function single(params: RawParams, name: string): string {
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const messages = lookupMessages(deps.config.device.codeLifetime);
-  const lockLog = new OncePerWindow(deps.config.userCode.windowSeconds * 1000);
 
   // Issue 12: every device authorization stores a record, and a public client needs only
   // its client_id: requests per address and per client are limited, in memory, so that a
@@ -122,7 +124,12 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   /** The browser, for the wrong-code limit: its CSRF cookie (hashed, so the key reveals nothing). */
   function attemptOf(request: FastifyRequest, input: string): CodeAttempt {
     const cookie = request.cookies[cookieNames(deps.config).csrf];
-    return { input, ip: request.ip, browser: cookie && /^[A-Za-z0-9_-]{43}$/.test(cookie) ? hashSecret(cookie) : null };
+    return {
+      input,
+      ip: request.ip,
+      browser: cookie && /^[A-Za-z0-9_-]{43}$/.test(cookie) ? hashSecret(cookie) : null,
+      goodRecord: async () => (await signedInUser(deps, request)) !== null,
+    };
   }
 
   /** Every lookup that did not find a pending request ends on one of these pages. */
@@ -131,10 +138,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const form = (status: number, error: string) =>
       page(reply, status, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
     if (lookup.kind === 'locked') {
-      // One line per address and scope per window, however many tries it refuses.
-      if (lockLog.first(`${lookup.scope} ${request.ip}`, deps.clock.now())) {
-        request.log.warn({ ip: request.ip, limit: lookup.scope }, 'device user codes refused: too many wrong codes');
-      }
+      // Its one log line per limit and window is the lockout's event (core/events.ts).
       reply.header('Retry-After', String(lookup.retryAfterSeconds));
       return form(429, lockedMessage(lookup.scope, lookup.retryAfterSeconds));
     }

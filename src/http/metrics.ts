@@ -70,7 +70,7 @@ export class Metrics {
     this.#signInFailures = new Counter({ name: 'tessera_signin_failures_total', help: 'Sign-ins refused: a wrong username or password, a disabled account, a wrong or replayed one-time code, a refused passkey', registers });
     this.#lockouts = new Counter({
       name: 'tessera_lockouts_total',
-      help: 'Attempts refused without checking because a guessing limit was reached: sign_in (passwords), one_time_code (codes after the password) or user_code (device codes)',
+      help: 'Guessing limits reached, once per limit (address, browser, username, network) and window however many attempts it then refused: sign_in (passwords), one_time_code (codes after the password) or user_code (device codes)',
       labelNames: ['kind'],
       registers,
     });

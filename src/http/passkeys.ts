@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { authenticationOptions, finishAuthentication, removePasskey, type AuthenticationResult } from '../flows/passkeys/authentication.ts';
@@ -13,7 +14,7 @@ import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { ACCOUNT_PATH } from './endpoints.ts';
 import { rawForm } from './form.ts';
-import { browserOf, checkCsrf, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, checkCsrf, cookieNames, safeReturnTo, signedInUser } from './session.ts';
 
 /** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
 const WEBAUTHN_SCRIPT = readFileSync(
@@ -61,6 +62,10 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return reply.header('Cache-Control', 'no-store').type('application/json; charset=utf-8').send(value);
   }
 
+  // A ceremony is answered only by the browser that asked for it: the one holding this CSRF
+  // cookie (checked on both requests), known by its hash.
+  const ceremonyBrowser = (request: FastifyRequest) => hashSecret(request.cookies[cookieNames(deps.config).csrf] ?? '');
+
   function unavailable(): never {
     throw new OAuthError('invalid_request', 'Passkeys need this server to be reached by a domain name.', { status: 404 });
   }
@@ -73,7 +78,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   app.post('/login/passkey/options', async (request, reply) => {
     checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
     if (!available) unavailable();
-    return options(reply, await authenticationOptions(deps));
+    return options(reply, await authenticationOptions(deps, ceremonyBrowser(request)));
   });
 
   app.post('/login/passkey', { config: { page: true } }, async (request, reply) => {
@@ -83,7 +88,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!available) unavailable();
     const clientId = await signInClient(deps, form);
     // Every refusal is a `passkey.refused` event (and its log line).
-    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'));
+    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'), ceremonyBrowser(request));
     if (result.kind !== 'signed-in') {
       if (result.kind === 'cloned') {
         // WebAuthn §6.1.1: a counter that went backwards is the sign of a cloned authenticator.
@@ -101,13 +106,13 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });
-    return options(reply, await registrationOptions(deps, signedIn.user));
+    return options(reply, await registrationOptions(deps, signedIn.user, ceremonyBrowser(request)));
   });
 
   app.post('/account/passkeys', { config: { page: true }, preHandler: [formPost, passkeysOnly, signedIn] }, async (request, reply) => {
     const form = rawForm(request);
     const { user } = signedInOf(request);
-    const result = await finishRegistration(forRequest(deps, request), user, single(form, 'name'), single(form, 'response'));
+    const result = await finishRegistration(forRequest(deps, request), user, single(form, 'name'), single(form, 'response'), ceremonyBrowser(request));
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];

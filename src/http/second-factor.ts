@@ -66,8 +66,8 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
       case 'expired':
         return pages.signIn(request, reply, 400, { returnTo, clientId, error: 'Your sign-in took too long or has ended. Sign in again.' });
       case 'locked':
-        request.log.warn({ user: result.userId, ip: request.ip }, 'one-time code entry locked after too many wrong attempts');
-        return retry(429, 'Too many wrong codes. Wait a few minutes, then try again, or ask your administrator to unlock your account.');
+        // Its one log line per limit and window is the lockout's event (core/events.ts).
+        return retry(429, 'Too many wrong codes. Wait a few minutes, then try again, use a recovery code, or ask your administrator to unlock your account.');
       case 'replayed':
         request.log.warn({ user: result.userId, ip: request.ip }, 'a one-time code was used twice');
         return retry(401, 'That code has been used already. Wait for the next code in your app.');

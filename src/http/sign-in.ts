@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
-import { OncePerWindow } from '../flows/attempts.ts';
 import { afterPassword } from '../flows/session/sign-in.ts';
 import { endSession } from '../flows/session/session.ts';
 import { signIn } from '../flows/sign-in.ts';
@@ -11,12 +10,10 @@ import { signInClientRecord } from './audit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
-import { browserOf, checkCsrf, csrfToken, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
 export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
-  // One log line per address and limit per window, however many requests it refuses.
-  const refusalLog = new OncePerWindow(deps.config.signIn.windowSeconds * 1000);
   app.get('/login', { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
@@ -36,7 +33,8 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const page = (status: number, error: string) =>
       pages.signIn(request, reply, status, { returnTo, clientId, clientName: client?.name, error, username: rawUsername.slice(0, 256) });
 
-    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId });
+    const known = cookieNames(deps.config).knownBrowser;
+    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });
     if (result.kind !== 'signed-in') {
       // The page is shown again; its next post may go on to the client (see authorize.ts).
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
@@ -49,9 +47,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       return page(429, `Many people are signing in right now. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then sign in again.`);
     }
     if (result.kind === 'limited') {
-      if (refusalLog.first(`${result.scope} ${request.ip}`, deps.clock.now())) {
-        request.log.warn({ ip: request.ip, limit: result.scope }, 'sign-in attempts refused: too many wrong passwords');
-      }
+      // Its one log line per limit and window is the lockout's event (core/events.ts).
       const minutes = Math.ceil(result.retryAfterSeconds / 60);
       reply.header('Retry-After', String(result.retryAfterSeconds));
       return page(
@@ -61,6 +57,8 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
           : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
       );
     }
+    // The right password gives this browser its good record for the username (flows/sign-in.ts).
+    if (deps.config.signIn.goodRecordSeconds > 0) cookiePort(deps.config, request, reply).set(known, result.browser, deps.config.signIn.goodRecordSeconds);
     // A person with one-time codes on is asked for one next; anyone else is signed in.
     const next = await afterPassword(deps, browserOf(deps, request, reply), result.user, { clientId });
     if (next === 'signed-in') return reply.redirect(returnTo, 303);

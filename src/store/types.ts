@@ -666,6 +666,8 @@ export interface PasswordResetStore {
    * unexpired at `now`; otherwise nothing changes and null is returned.
    */
   consume(tokenHash: string, now: number): Promise<PasswordResetRecord | null>;
+  /** Uses up every unused link of the user at once: a newer one was made, or one was used. */
+  spendAllForUser(userId: string, now: number): Promise<void>;
 }
 
 /** What `EventStore.list` returns: every filter given must match. */

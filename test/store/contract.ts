@@ -1467,6 +1467,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.passwordResets.consume(late.tokenHash, late.expiresAt), null);
       });
 
+      it("spends every unused reset link of a user at once, and no one else's", async () => {
+        const user = await givenUser();
+        const other = await givenUser();
+        const link = (userId: string) => ({ tokenHash: unique('reset'), userId, createdAt: T0, expiresAt: T0 + HOUR, usedAt: null });
+        const [first, second, others] = [link(user.id), link(user.id), link(other.id)];
+        for (const reset of [first, second, others]) await store.passwordResets.create(reset);
+        await store.passwordResets.spendAllForUser(user.id, T0 + 1);
+        assert.equal(await store.passwordResets.find(first.tokenHash, T0 + 2), null);
+        assert.equal(await store.passwordResets.consume(second.tokenHash, T0 + 2), null);
+        assert.deepEqual(await store.passwordResets.find(others.tokenHash, T0 + 2), others);
+      });
+
       it('counts the device requests still waiting for a decision', async () => {
         const at = Date.UTC(2031, 0, 1);
         const before = await store.devices.countPending(at);

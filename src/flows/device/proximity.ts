@@ -31,18 +31,23 @@ function ipv6Groups(address: string): number[] {
   return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
 
-/** The network an address belongs to (its /24 or /64), or null if it is not an IP address. */
-export function networkOf(ip: string): string | null {
+/**
+ * The network an address belongs to, or null if it is not an IP address: its /24 (IPv4) or
+ * /64 (IPv6), one home or office; or with `size` 'large', its /16 or /48, what one provider
+ * or site holds (RFC 6177: a site is given a /48).
+ */
+export function networkOf(ip: string, size: 'small' | 'large' = 'small'): string | null {
   const address = ip.trim().replace(/%.*$/, '');
-  if (isIPv4(address)) return `${ipv4Octets(address).slice(0, 3).join('.')}.0/24`;
+  const v4 = (octets: number[]) => (size === 'small' ? `${octets.slice(0, 3).join('.')}.0/24` : `${octets.slice(0, 2).join('.')}.0.0/16`);
+  if (isIPv4(address)) return v4(ipv4Octets(address));
   if (!isIPv6(address)) return null;
   const groups = ipv6Groups(address.toLowerCase());
   // An IPv4 client on a dual-stack socket arrives as ::ffff:a.b.c.d.
   if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
     const [high = 0, low = 0] = groups.slice(6);
-    return `${high >> 8}.${high & 0xff}.${low >> 8}.0/24`;
+    return v4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
   }
-  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+  return size === 'small' ? `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64` : `${groups.slice(0, 3).map((group) => group.toString(16)).join(':')}::/48`;
 }
 
 /** True when both addresses are in one /24 (IPv4) or /64 (IPv6). */

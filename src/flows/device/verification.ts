@@ -2,11 +2,12 @@
  * RFC 8628 §3.3 (User Interaction): the person enters the user code on a second screen,
  * reviews the request and approves or denies it. §5.1: user codes are short, so every
  * lookup by a typed code is rate limited (`config.userCode`, docs/security.md): wrong codes
- * are counted per browser (strictest), per address and per network (/24, /64), each a
- * refusal for that one alone, with allowances growing from browser to network so that one
- * guesser behind a NAT does not lock out everyone behind it; and across the whole server,
- * where going over the rate only slows every lookup and raises an alert: refusing there
- * would let one attacker lock everyone out.
+ * are counted per browser (strictest), per address, per network (/24, /64) and per larger
+ * network (/16, /48), each a refusal for that one alone, with allowances growing from browser
+ * to network so that one guesser behind a NAT does not lock out everyone behind it; and across
+ * the whole server, where going over the budget raises an alert and refuses every lookup
+ * but those from a browser with a good record (signed in): a guesser spread over many
+ * networks learns nothing more, and no one can lock out the people already signed in.
  */
 import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
@@ -26,10 +27,15 @@ export interface CodeAttempt {
   readonly ip: string;
   /** A stable, non-secret identifier of the browser (a hash of its CSRF cookie), if it has one. */
   readonly browser: string | null;
+  /**
+   * Whether the browser has a good record (a live session): asked only when the server-wide
+   * budget is spent, since such a browser's lookups are never refused for what others did.
+   */
+  readonly goodRecord?: () => Promise<boolean>;
 }
 
-/** Which count refused a typed code. */
-export type LockScope = 'browser' | 'address' | 'network';
+/** Which count refused a typed code: `server`, the budget of the whole server (sign in first). */
+export type LockScope = 'browser' | 'address' | 'network' | 'large-network' | 'server';
 
 /** Raised (through `FlowDeps.alert`) when wrong codes across the server go over their rate. */
 export interface UserCodeAlert {
@@ -75,6 +81,8 @@ function limitsFor(deps: FlowDeps, attempt: CodeAttempt): { key: string; limit: 
   limits.push({ key: `device-user-code:ip:${attempt.ip}`, limit: settings.perAddress, scope: 'address' });
   const network = networkOf(attempt.ip);
   if (network !== null) limits.push({ key: `device-user-code:net:${network}`, limit: settings.perNetwork, scope: 'network' });
+  const large = networkOf(attempt.ip, 'large');
+  if (large !== null) limits.push({ key: `device-user-code:large-net:${large}`, limit: settings.perLargeNetwork, scope: 'large-network' });
   return limits;
 }
 
@@ -93,16 +101,25 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const limits = limitsFor(deps, attempt);
   const [guess, overall] = await Promise.all([
     Attempt.reserve(deps.store.rateLimits, limits, settings.windowSeconds * 1000, now),
-    deps.store.rateLimits.count(GLOBAL_KEY, MINUTE_MS, now),
+    deps.store.rateLimits.window(GLOBAL_KEY, now),
   ]);
   if (isRefusal(guess)) {
     const scope = limits.find((limit) => limit.key === guess.limit.key)!.scope;
-    await deps.events.emit({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: scope } });
+    // A refusal writes nothing now: one row per limit and window, with the count (core/events.ts).
+    await deps.events.refused({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: scope } }, guess.limit.key, guess.endsAt);
     return { kind: 'locked', scope, retryAfterSeconds: guess.retryAfterSeconds };
   }
-  // Over the server's rate, every lookup waits: guessing slows for everyone, and no one is
-  // refused for what others did.
-  if (overall >= settings.globalPerMinute && settings.globalDelayMs > 0) await (deps.sleep ?? sleepFor)(settings.globalDelayMs);
+  // Over the server's budget, a lookup from a browser without a good record is refused (the
+  // guesses of many networks add up here); a signed-in browser's still goes through, after
+  // a wait, so that a person who typed their code right is never refused for what others did.
+  if (overall !== null && overall.hits >= settings.globalPerMinute) {
+    if (!(await attempt.goodRecord?.())) {
+      await guess.succeeded();
+      await deps.events.refused({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: 'server' } }, GLOBAL_KEY, overall.endsAt);
+      return { kind: 'locked', scope: 'server', retryAfterSeconds: Math.max(1, Math.ceil((overall.endsAt - now) / 1000)) };
+    }
+    if (settings.globalDelayMs > 0) await (deps.sleep ?? sleepFor)(settings.globalDelayMs);
+  }
 
   const userCode = normalizeUserCode(attempt.input);
   // Input that cannot be a code guesses nothing, so it is not held against anyone.
@@ -114,8 +131,8 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const client = record ? await deps.store.clients.get(record.clientId) : null;
   if (!record || !client) {
     const wrong = await deps.store.rateLimits.hit(GLOBAL_KEY, MINUTE_MS, now);
-    // Once per window: the count passes the limit exactly once in each.
-    if (wrong === settings.globalPerMinute + 1) {
+    // Once per window: the count reaches the budget exactly once in each.
+    if (wrong === settings.globalPerMinute) {
       deps.alert?.({ type: 'device.user_code_guessing', wrongCodesLastMinute: wrong, limitPerMinute: settings.globalPerMinute });
     }
     return { kind: 'unknown' };

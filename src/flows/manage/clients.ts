@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { normalizeCidr } from '../../core/networks.ts';
+import { isPrivateNetworkHost, normalizeCidr } from '../../core/networks.ts';
 import {
   CLIENT_AUTH_METHODS,
   GRANT_AUTHORIZATION_CODE,
@@ -100,7 +100,10 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
 }
 
 /** What registering or updating a client checks, whichever way it was set. */
-function checkRegistration(client: ClientChanges): void {
+/** Why a URL the server itself will request may not point into a private network (issue 34). */
+const PRIVATE_NETWORK = 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
+
+function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boolean): void {
   const publicClient = client.authMethod === 'none';
   for (const uri of client.redirectUris) {
     const problem = redirectUriProblem(uri, { publicClient });
@@ -147,6 +150,9 @@ function checkRegistration(client: ClientChanges): void {
   if (client.backchannelLogoutUri !== null) {
     const problem = redirectUriProblem(client.backchannelLogoutUri, { publicClient: false });
     if (problem) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${problem}`;
+    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(new URL(client.backchannelLogoutUri).hostname)) {
+      throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${PRIVATE_NETWORK}`;
+    }
   }
 }
 
@@ -245,7 +251,7 @@ interface ClientKeys {
  * The keys of a private_key_jwt client, when given: a jwks_uri (https, or http on a loopback
  * address) or a JWK Set of public keys.
  */
-function clientKeys(metadata: ClientMetadata): ClientKeys | null {
+function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean): ClientKeys | null {
   const uri = metadata.jwks_uri ?? undefined;
   const jwks = metadata.jwks ?? undefined;
   if (uri !== undefined && jwks !== undefined) throw invalid`${field('jwks_uri')} and ${field('jwks')}: give one`;
@@ -258,6 +264,7 @@ function clientKeys(metadata: ClientMetadata): ClientKeys | null {
     }
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
+    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(url.hostname)) throw invalid`${field('jwks_uri')} ${uri}: ${PRIVATE_NETWORK}`;
     return { jwksUri: url.href, jwks: null };
   }
   if (jwks !== undefined) {
@@ -275,7 +282,7 @@ function clientKeys(metadata: ClientMetadata): ClientKeys | null {
 export async function createClient(deps: ManageDeps, metadata: ClientMetadata): Promise<ClientWithSecret> {
   if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
   const name = parseName(metadata.client_name);
-  const keys = clientKeys(metadata);
+  const keys = clientKeys(metadata, deps.config.allowPrivateNetworkUrls);
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
   const requestAlg = parseRequestObjectAlg(metadata.request_object_signing_alg);
   if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
@@ -315,7 +322,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
     requirePar: metadata.require_pushed_authorization_requests === true,
     ...requestAlg,
   };
-  checkRegistration(client);
+  checkRegistration(client, deps.config.allowPrivateNetworkUrls);
   await checkScopes(deps.store, scopes);
   await deps.store.clients.create(client);
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: 'operator' } });
@@ -362,7 +369,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   // RFC 9110 §13.1.1: a change made against a version that is no longer current is refused
   // (the store checks again in the update's own statement: nothing slips in between).
   if (expectedVersion !== undefined && (client.version ?? 1) !== expectedVersion) throw stale(client);
-  const keys = clientKeys(changes);
+  const keys = clientKeys(changes, deps.config.allowPrivateNetworkUrls);
   const requestAlg = changes.request_object_signing_alg !== undefined
     ? parseRequestObjectAlg(changes.request_object_signing_alg)
     : client.requestObjectSigningAlg === undefined ? {} : { requestObjectSigningAlg: client.requestObjectSigningAlg };
@@ -408,7 +415,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     requirePar: changes.require_pushed_authorization_requests ?? client.requirePar,
     ...requestAlg,
   };
-  checkRegistration(next);
+  checkRegistration(next, deps.config.allowPrivateNetworkUrls);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
   const updated = await deps.store.clients.update(id, next, expectedVersion);
   if (!updated) {

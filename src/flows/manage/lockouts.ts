@@ -60,6 +60,7 @@ const FAMILIES: readonly Family[] = [
   { prefix: 'device-user-code:browser:', kind: 'user-code', scope: 'browser', limit: (deps) => deps.config.userCode.perBrowser, parse: () => ({ username: null, ip: null }) },
   { prefix: 'device-user-code:ip:', kind: 'user-code', scope: 'address', limit: (deps) => deps.config.userCode.perAddress, parse: byAddress },
   { prefix: 'device-user-code:net:', kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perNetwork, parse: byAddress },
+  { prefix: 'device-user-code:large-net:', kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perLargeNetwork, parse: byAddress },
 ];
 
 function lockout(deps: Pick<ManageDeps, 'config'>, family: Family, window: RateLimitWindow): Lockout {

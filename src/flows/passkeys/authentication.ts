@@ -11,7 +11,8 @@ import type { FlowDeps } from '../types.ts';
 import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
 
 /** The options for navigator.credentials.get(), with a fresh challenge stored for them. */
-export async function authenticationOptions(deps: FlowDeps): Promise<PublicKeyCredentialRequestOptionsJSON> {
+/** `browser`: a stable, non-secret identifier of the asking browser; only it can answer. */
+export async function authenticationOptions(deps: FlowDeps, browser: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const rp = relyingParty(deps.config);
   // No allowCredentials: §5.1.4.1, the authenticator offers its discoverable credentials.
   const options = await generateAuthenticationOptions({
@@ -19,7 +20,7 @@ export async function authenticationOptions(deps: FlowDeps): Promise<PublicKeyCr
     userVerification: 'preferred',
     timeout: deps.config.secondFactor.ceremonyTimeout * 1000,
   });
-  await storeChallenge(deps, options.challenge, 'authenticate', null);
+  await storeChallenge(deps, options.challenge, 'authenticate', null, browser);
   return options;
 }
 
@@ -49,8 +50,8 @@ const REFUSAL_REASONS: Readonly<Record<Exclude<AuthenticationResult['kind'], 'si
 };
 
 /** Checks a passkey's answer; every refusal is an audit event, naming the owner when the passkey is known. */
-export async function finishAuthentication(deps: FlowDeps, raw: string): Promise<AuthenticationResult> {
-  const result = await checkAssertion(deps, raw);
+export async function finishAuthentication(deps: FlowDeps, raw: string, browser: string): Promise<AuthenticationResult> {
+  const result = await checkAssertion(deps, raw, browser);
   if (result.kind !== 'signed-in') {
     const passkey = 'passkey' in result ? result.passkey : null;
     await deps.events.emit({
@@ -67,10 +68,10 @@ export async function finishAuthentication(deps: FlowDeps, raw: string): Promise
   return result;
 }
 
-async function checkAssertion(deps: FlowDeps, raw: string): Promise<AuthenticationResult> {
+async function checkAssertion(deps: FlowDeps, raw: string, browser: string): Promise<AuthenticationResult> {
   const parsed = parseResponse(raw);
   if (!parsed) return { kind: 'malformed' };
-  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'authenticate');
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'authenticate', browser);
   if (!consumed) return { kind: 'challenge' };
   const passkey = await deps.store.passkeys.get(parsed.id);
   if (!passkey) return { kind: 'unknown-credential' };

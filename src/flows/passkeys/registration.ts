@@ -13,7 +13,7 @@ import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from '.
 export const PASSKEY_NAME_MAX = 64;
 
 /** The options for navigator.credentials.create(), with a fresh challenge stored for them. */
-export async function registrationOptions(deps: FlowDeps, user: UserRecord): Promise<PublicKeyCredentialCreationOptionsJSON> {
+export async function registrationOptions(deps: FlowDeps, user: UserRecord, browser: string): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const rp = relyingParty(deps.config);
   const existing = await deps.store.passkeys.listForUser(user.id);
   const options = await generateRegistrationOptions({
@@ -29,7 +29,7 @@ export async function registrationOptions(deps: FlowDeps, user: UserRecord): Pro
     excludeCredentials: existing.map((passkey) => ({ id: passkey.id, transports: passkey.transports as never })),
     authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
   });
-  await storeChallenge(deps, options.challenge, 'register', user.id);
+  await storeChallenge(deps, options.challenge, 'register', user.id, browser);
   return options;
 }
 
@@ -43,10 +43,10 @@ export type RegistrationResult =
   | { readonly kind: 'rejected'; readonly reason: string }
   | { readonly kind: 'duplicate' };
 
-export async function finishRegistration(deps: FlowDeps, user: UserRecord, name: string, raw: string): Promise<RegistrationResult> {
+export async function finishRegistration(deps: FlowDeps, user: UserRecord, name: string, raw: string, browser: string): Promise<RegistrationResult> {
   const parsed = parseResponse(raw);
   if (!parsed) return { kind: 'malformed' };
-  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register');
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register', browser);
   if (!consumed || consumed.record.userId !== user.id) return { kind: 'challenge' };
   const rp = relyingParty(deps.config);
   let verified;

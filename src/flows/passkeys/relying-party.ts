@@ -33,10 +33,17 @@ export function passkeysAvailable(issuer: string): boolean {
 }
 
 /** Remembers a challenge the browser was given, for the one response that may answer it. */
-export async function storeChallenge(deps: FlowDeps, challenge: string, purpose: WebauthnChallengeRecord['purpose'], userId: string | null): Promise<void> {
+/**
+ * A challenge is stored by the hash of itself with the browser that asked for it (a hash of
+ * its CSRF cookie): answered from any other browser it is unknown (issue 34), so a challenge
+ * obtained in one browser cannot be completed in another (a relayed or phished ceremony).
+ */
+const challengeKey = (challenge: string, browser: string) => hashSecret(`${challenge} ${browser}`);
+
+export async function storeChallenge(deps: FlowDeps, challenge: string, purpose: WebauthnChallengeRecord['purpose'], userId: string | null, browser: string): Promise<void> {
   const now = deps.clock.now();
   await deps.store.webauthnChallenges.create({
-    challengeHash: hashSecret(challenge),
+    challengeHash: challengeKey(challenge, browser),
     purpose,
     userId,
     createdAt: now,
@@ -53,6 +60,7 @@ export async function consumeChallenge(
   deps: FlowDeps,
   clientDataJSON: string,
   purpose: WebauthnChallengeRecord['purpose'],
+  browser: string,
 ): Promise<{ readonly challenge: string; readonly record: WebauthnChallengeRecord } | null> {
   let challenge: unknown;
   try {
@@ -61,7 +69,7 @@ export async function consumeChallenge(
     return null;
   }
   if (typeof challenge !== 'string' || challenge.length === 0 || challenge.length > 512) return null;
-  const record = await deps.store.webauthnChallenges.consume(hashSecret(challenge), purpose, deps.clock.now());
+  const record = await deps.store.webauthnChallenges.consume(challengeKey(challenge, browser), purpose, deps.clock.now());
   return record ? { challenge, record } : null;
 }
 

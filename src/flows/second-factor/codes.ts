@@ -6,7 +6,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { hashSecret } from '../../core/crypto.ts';
-import { Attempt, isRefusal, type AttemptLimit } from '../attempts.ts';
+import { Attempt, isRefusal, type AttemptLimit, type Refusal } from '../attempts.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { matchTotp, newTotpSecret } from './totp.ts';
@@ -61,7 +61,7 @@ export async function confirmTotpEnrolment(deps: FlowDeps, user: UserRef, typed:
   const pending = await deps.store.totp.get(user.id);
   if (!pending || pending.confirmedAt !== null) return { kind: 'not-started' };
   const attempt = await Attempt.reserve(deps.store.rateLimits, limits.limits, limits.windowMs, now);
-  if (isRefusal(attempt)) return failed(deps, user, 'enrolment', { kind: 'locked' });
+  if (isRefusal(attempt)) return locked(deps, user, 'enrolment', attempt);
   const step = matchTotp(pending.secret, typed.slice(0, 64), now);
   if (step === null) return failed(deps, user, 'enrolment', { kind: 'wrong-code' });
   const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
@@ -109,8 +109,13 @@ export type CodeCheck =
 export async function checkSecondFactor(deps: FlowDeps, user: UserRef, typed: string, limits: CodeLimits): Promise<CodeCheck> {
   const now = deps.clock.now();
   const attempt = await Attempt.reserve(deps.store.rateLimits, limits.limits, limits.windowMs, now);
-  if (isRefusal(attempt)) return failed(deps, user, 'sign_in', { kind: 'locked' });
   const input = typed.slice(0, 64);
+  if (isRefusal(attempt)) {
+    // The lockout is for guessable codes: a recovery code (50 bits, each used once) is the
+    // way back in for the person whose codes a guesser has locked, and stays open.
+    if (await useRecoveryCode(deps, user, input, now)) return { kind: 'accepted', method: 'recovery' };
+    return locked(deps, user, 'sign_in', attempt);
+  }
   const totp = await deps.store.totp.get(user.id);
   if (!totp || totp.confirmedAt === null) return failed(deps, user, 'sign_in', { kind: 'wrong-code' });
   const step = matchTotp(totp.secret, input, now);
@@ -120,13 +125,25 @@ export async function checkSecondFactor(deps: FlowDeps, user: UserRef, typed: st
     await attempt.succeeded();
     return { kind: 'accepted', method: 'totp' };
   }
-  const recovery = normalizeRecoveryCode(input);
-  if (/^[a-z0-9]{10}$/.test(recovery) && (await deps.store.recoveryCodes.consume(user.id, hashSecret(recovery), now))) {
+  if (await useRecoveryCode(deps, user, input, now)) {
     await attempt.succeeded();
-    await deps.events.emit({ type: 'second_factor.recovery_code_used', ...about(user), detail: { recovery_codes_left: await deps.store.recoveryCodes.countUnused(user.id) } });
     return { kind: 'accepted', method: 'recovery' };
   }
   return failed(deps, user, 'sign_in', { kind: 'wrong-code' });
+}
+
+/** Uses up `input` as one of the user's recovery codes, if it is one; each works once. */
+async function useRecoveryCode(deps: FlowDeps, user: UserRef, input: string, now: number): Promise<boolean> {
+  const recovery = normalizeRecoveryCode(input);
+  if (!/^[a-z0-9]{10}$/.test(recovery) || !(await deps.store.recoveryCodes.consume(user.id, hashSecret(recovery), now))) return false;
+  await deps.events.emit({ type: 'second_factor.recovery_code_used', ...about(user), detail: { recovery_codes_left: await deps.store.recoveryCodes.countUnused(user.id) } });
+  return true;
+}
+
+/** A code refused without looking, its limit used up: counted per limit and window, not written per request (core/events.ts). */
+async function locked(deps: FlowDeps, user: UserRef, during: 'sign_in' | 'enrolment', refusal: Refusal): Promise<{ readonly kind: 'locked' }> {
+  await deps.events.refused({ type: 'second_factor.failed', ...about(user), detail: { reason: 'locked', during } }, refusal.limit.key, refusal.endsAt);
+  return { kind: 'locked' };
 }
 
 /** The person a code is typed for, as events name them. */
@@ -139,7 +156,7 @@ function about(user: UserRef): { userId: string; username: string } {
   return { userId: user.id, username: user.username };
 }
 
-const FAILURE_REASONS = { 'wrong-code': 'wrong_code', replayed: 'replayed', locked: 'locked' } as const;
+const FAILURE_REASONS = { 'wrong-code': 'wrong_code', replayed: 'replayed' } as const;
 
 /** Records a refused code (`second_factor.failed`) and answers with the refusal. */
 async function failed<T extends { readonly kind: keyof typeof FAILURE_REASONS }>(deps: FlowDeps, user: UserRef, during: 'sign_in' | 'enrolment', refusal: T): Promise<T> {

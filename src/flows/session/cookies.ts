@@ -21,6 +21,12 @@ export interface CookieNames {
   readonly pending: string;
   /** The CSRF token of every form (double submit). */
   readonly csrf: string;
+  /**
+   * The known-browser token: set after a right password, it outlives sign-out for the
+   * good-record period, so that this browser's later sign-ins for that username skip the
+   * wait a guesser causes and go first on a full password queue (flows/sign-in.ts).
+   */
+  readonly knownBrowser: string;
 }
 
 /**
@@ -29,7 +35,7 @@ export interface CookieNames {
  */
 export function cookieNames(config: Pick<Config, 'issuer'>): CookieNames {
   const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
-  return { session: `${prefix}tessera_session`, pending: `${prefix}tessera_pending`, csrf: `${prefix}tessera_csrf` };
+  return { session: `${prefix}tessera_session`, pending: `${prefix}tessera_pending`, csrf: `${prefix}tessera_csrf`, knownBrowser: `${prefix}tessera_browser` };
 }
 
 /** A cookie value worth looking up: ours are 43 characters; anything long is not one. */

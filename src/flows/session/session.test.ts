@@ -12,6 +12,7 @@ import { totpAt } from '../second-factor/totp.ts';
 import { enrolmentLimits } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
 import { changePassword, setUserDisabled } from '../users.ts';
+import { PasswordQueue } from '../../core/password-queue.ts';
 import { cookieNames, type CookiePort } from './cookies.ts';
 import { beginSession, endEverywhere, endSession, signedIn, type Browser } from './session.ts';
 import { afterPassword, completeSecondFactor } from './sign-in.ts';
@@ -208,7 +209,8 @@ describe('the browser session flow', () => {
     const kept = await beginSession(deps, browserWith(mine), bob, ['pwd'], { clientId: null });
     await beginSession(deps, browserWith(other), bob, ['pwd'], { clientId: null });
     let since = moment();
-    const change = await changePassword(deps, bob, kept!.idHash, 'correct horse', 'battery staple');
+    const passwords = new PasswordQueue({ threads: 1, maxWaiting: 4, perAddress: 4 });
+    const change = await changePassword({ ...deps, passwords }, bob, kept!.idHash, { current: 'correct horse', next: 'battery staple', ip: '192.0.2.1' }).finally(() => passwords.close());
     assert.equal(change.kind, 'done');
     assert.deepEqual((await eventsSince(since)).map((event) => [event.type, event.detail['by'] ?? null]), [['logout', 'password_change'], ['password.changed', null]]);
     since = moment();

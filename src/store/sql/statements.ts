@@ -267,6 +267,7 @@ export function statements(d: Dialect) {
       UPDATE password_resets SET used_at = :now
       WHERE token_hash = :tokenHash AND used_at IS NULL AND expires_at > :now
       RETURNING *`,
+    spendPasswordResetsForUser: 'UPDATE password_resets SET used_at = :now WHERE user_id = :userId AND used_at IS NULL',
 
     insertEvent: `
       INSERT INTO events (id, type, at, user_id, username, client_id, grant_id, ip, user_agent, detail)

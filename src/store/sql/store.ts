@@ -306,6 +306,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       create: (reset) => write('insertPasswordReset', { ...reset }),
       find: (tokenHash, now) => first('getPasswordReset', { tokenHash, now }, rows.passwordResetFromRow),
       consume: (tokenHash, now) => first('consumePasswordReset', { tokenHash, now }, rows.passwordResetFromRow),
+      spendAllForUser: (userId, now) => write('spendPasswordResetsForUser', { userId, now }),
     },
 
     events: {

@@ -47,6 +47,8 @@ import { TokenIssuer } from '../tokens/issue.ts';
 import { parseJwks } from '../tokens/client-jwks.ts';
 import { describeAccess, ResourceCatalog, resourceIndicatorProblem } from '../flows/resources.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
+import { messages } from '../ui/i18n.ts';
+import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
 
 export const USAGE = `Usage: tessera <command> [options]
 
@@ -1131,7 +1133,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
   }
   return deviceLogin(
     { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
-    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr),
+    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
   );
 }
 

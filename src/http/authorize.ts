@@ -11,6 +11,7 @@ import { forRequest, type AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
+import { pageUi } from './locale.ts';
 import { rawForm } from './form.ts';
 import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
@@ -83,6 +84,8 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
     }
     const authorization = check.request;
+    // OIDC Core §3.1.2.1: the app's preferred languages for the pages of this request.
+    const uiLocales = typeof requestParams['ui_locales'] === 'string' ? requestParams['ui_locales'] : null;
 
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
@@ -102,7 +105,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name, uiLocales);
       case 'approve':
         assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
@@ -119,8 +122,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
     if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
+    const ui = pageUi(deps.config.site, request, { uiLocales });
     return reply.type('text/html; charset=utf-8').send(
-      consentPage(deps.config.site, {
+      consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
         action: '/oauth/authorize',
         fields,
@@ -131,7 +135,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         returnTo: authorizeUrl(fields),
         // The address the user will be sent to, so a look-alike application name is not all
         // they have to judge by.
-        details: html`<p class="muted">After you decide, you will return to <strong>${redirectTarget(authorization.redirectUri)}</strong>.</p>`,
+        details: html`<p class="muted">${ui.t.html('consent.returnTo', { target: redirectTarget(authorization.redirectUri) })}</p>`,
       }),
     );
   }

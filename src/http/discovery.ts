@@ -28,6 +28,8 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     authorization_response_iss_parameter_supported: true,
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr', 'name', 'preferred_username', 'email', 'email_verified'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
+    // OIDC Discovery §3: the languages of the pages, for `ui_locales`.
+    ui_locales_supported: deps.config.site.locales,
     claims_parameter_supported: false,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { OAuthError } from '../core/errors.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { errorPage, type Site } from '../ui/pages.ts';
+import { pageUi } from './locale.ts';
 import { bearerChallenge } from './bearer.ts';
 import { BASIC_CHALLENGE } from './client-auth.ts';
 
@@ -63,13 +64,15 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
-    const title =
-      error.status === 503 ? 'Temporarily unavailable'
-      : error.status === 429 ? 'Too many requests'
-      : error.status >= 500 ? 'Something went wrong'
-      : error.status === 403 ? 'Request refused'
-      : 'This request cannot be completed';
-    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, error.description));
+    const ui = pageUi(request.server.site, request);
+    const title = ui.t.text(
+      error.status === 503 ? 'error.unavailable'
+      : error.status === 429 ? 'error.tooMany'
+      : error.status >= 500 ? 'error.server'
+      : error.status === 403 ? 'error.refused'
+      : 'error.cannotComplete',
+    );
+    return reply.type('text/html; charset=utf-8').send(errorPage(ui, title, error.description));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
 }

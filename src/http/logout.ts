@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { checkEndSession, postLogoutRedirect, type AfterLogout } from '../flows/logout/end-session.ts';
 import { logoutConfirmPage, signedOutPage } from '../ui/logout.ts';
+import { pageUi } from './locale.ts';
 import type { AppDeps } from './deps.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
@@ -27,10 +28,10 @@ export function logoutMetadata(issuer: string): Record<string, unknown> {
  * sign-out the request cannot prove it may make.
  */
 export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  function afterLogout(reply: FastifyReply, after: AfterLogout): FastifyReply {
+  function afterLogout(request: FastifyRequest, reply: FastifyReply, after: AfterLogout): FastifyReply {
     const target = postLogoutRedirect(after);
     if (target !== null) return reply.redirect(target, 303);
-    return reply.type('text/html; charset=utf-8').send(signedOutPage(deps.config.site));
+    return reply.type('text/html; charset=utf-8').send(signedOutPage(pageUi(deps.config.site, request)));
   }
 
   async function endSessionRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams) {
@@ -40,7 +41,7 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     if (step.kind === 'error') return sendError(request, reply, step.error);
     if (step.kind === 'end') {
       await signOut(deps, request, reply);
-      return afterLogout(reply, step.after);
+      return afterLogout(request, reply, step.after);
     }
     const { after } = step;
     const fields: Record<string, string> = {};
@@ -51,7 +52,7 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     }
     if (after.state !== null) fields['state'] = after.state;
     return reply.type('text/html; charset=utf-8').send(
-      logoutConfirmPage(deps.config.site, {
+      logoutConfirmPage(pageUi(deps.config.site, request), {
         csrf: csrfToken(deps.config, request, reply),
         clientName: after.client?.name ?? null,
         fields,
@@ -73,6 +74,6 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const step = await checkEndSession(deps, params, null, true);
     if (step.kind === 'error') return sendError(request, reply, step.error);
     await signOut(deps, request, reply);
-    return afterLogout(reply, step.after);
+    return afterLogout(request, reply, step.after);
   });
 };

@@ -6,7 +6,9 @@ import type { RawParams } from '../core/protocol.ts';
 import { authenticationOptions, finishAuthentication, removePasskey, type AuthenticationResult } from '../flows/passkeys/authentication.ts';
 import { registrationOptions, finishRegistration, type RegistrationResult } from '../flows/passkeys/registration.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
+import type { MessageKey } from '../ui/i18n.ts';
 import { errorPage, PASSKEYS_SCRIPT_PATH, signInPage, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
+import { pageUi } from './locale.ts';
 import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
@@ -24,20 +26,20 @@ const PASSKEYS_SCRIPT = readFileSync(new URL('../ui/passkeys.js', import.meta.ur
 const ACCOUNT_SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
 
 /** What each failed passkey sign-in tells the person. None says which check failed to an attacker's benefit. */
-const SIGN_IN_FAILURES: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, { status: number; message: string }>> = {
-  malformed: { status: 400, message: 'The passkey answer could not be read. Try again.' },
-  challenge: { status: 400, message: 'That passkey request has expired or was already used. Try again.' },
-  'unknown-credential': { status: 401, message: 'That passkey is not registered here. It may have been removed: sign in with your password.' },
-  rejected: { status: 401, message: 'That passkey could not be verified. Try again, or sign in with your password.' },
-  cloned: { status: 401, message: 'That passkey was refused: it looks like a copy of the one registered. Sign in with your password, and remove the passkey from your account.' },
-  disabled: { status: 401, message: 'The username or password is incorrect.' },
+const SIGN_IN_FAILURES: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, { status: number; message: MessageKey }>> = {
+  malformed: { status: 400, message: 'passkey.signIn.malformed' },
+  challenge: { status: 400, message: 'passkey.signIn.challenge' },
+  'unknown-credential': { status: 401, message: 'passkey.signIn.unknown' },
+  rejected: { status: 401, message: 'passkey.signIn.rejected' },
+  cloned: { status: 401, message: 'passkey.signIn.cloned' },
+  disabled: { status: 401, message: 'signIn.error.incorrect' },
 };
 
-const REGISTRATION_FAILURES: Readonly<Record<Exclude<RegistrationResult['kind'], 'added'>, { status: number; message: string }>> = {
-  malformed: { status: 400, message: 'The passkey answer could not be read. Go back and try again.' },
-  challenge: { status: 400, message: 'That passkey request has expired or was already used. Go back and try again.' },
-  rejected: { status: 400, message: 'The passkey could not be verified, so it was not added. Go back and try again.' },
-  duplicate: { status: 409, message: 'That passkey is registered already.' },
+const REGISTRATION_FAILURES: Readonly<Record<Exclude<RegistrationResult['kind'], 'added'>, { status: number; message: MessageKey }>> = {
+  malformed: { status: 400, message: 'passkey.add.malformed' },
+  challenge: { status: 400, message: 'passkey.add.challenge' },
+  rejected: { status: 400, message: 'passkey.add.rejected' },
+  duplicate: { status: 409, message: 'passkey.add.duplicate' },
 };
 
 function single(params: RawParams, name: string): string {
@@ -76,8 +78,9 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     return options(reply, await authenticationOptions(deps));
   });
 
-  function signInFailed(request: FastifyRequest, reply: FastifyReply, returnTo: string, status: number, error: string) {
-    return page(reply, status, signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, passkeys: available }));
+  function signInFailed(request: FastifyRequest, reply: FastifyReply, returnTo: string, status: number, error: MessageKey) {
+    const ui = pageUi(deps.config.site, request);
+    return page(reply, status, signInPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, error: ui.t.text(error), passkeys: available }));
   }
 
   app.post('/login/passkey', { config: { page: true } }, async (request, reply) => {
@@ -118,7 +121,8 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
-      return page(reply, status, errorPage(deps.config.site, 'The passkey was not added', message));
+      const ui = pageUi(deps.config.site, request);
+      return page(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message)));
     }
     return reply.redirect('/account?notice=passkey-added', 303);
   });

@@ -11,12 +11,14 @@ import { approvalRefusal, sessionMethods, type ApprovalRefusal } from '../flows/
 import { otpauthUri } from '../flows/second-factor/totp.ts';
 import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts';
 import type { SafeHtml } from '../ui/html.ts';
-import { signInPage } from '../ui/pages.ts';
+import { messages, type MessageKey } from '../ui/i18n.ts';
+import { signInPage, type Ui } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
 import { signedInUser } from './sign-in.ts';
 import { recordSignIn } from './audit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
+import { pageUi } from './locale.ts';
 import { checkCsrf, cookieNames, csrfToken, safeReturnTo } from './session.ts';
 import { beginSession } from './sign-in-session.ts';
 
@@ -84,14 +86,12 @@ export async function completePasswordSignIn(deps: AppDeps, request: FastifyRequ
   const lifetime = deps.config.secondFactor.pendingSignInTimeout;
   await deps.store.pendingSignIns.create({ idHash: hashSecret(value), userId: user.id, createdAt: now, expiresAt: now + lifetime * 1000 });
   reply.setCookie(pendingCookie(deps), value, cookieOptions(deps, lifetime));
-  return page(reply, 200, secondFactorPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo }));
+  return page(reply, 200, secondFactorPage(pageUi(deps.config.site, request), { csrf: csrfToken(deps.config, request, reply), returnTo }));
 }
 
-const REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: string) => string>> = {
-  'phishing-resistant-required': (clientName) =>
-    `${clientName} can be approved only after signing in with a passkey. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)`,
-  'second-factor-required': () =>
-    'Approving needs a second factor: sign in with a passkey, or with your password and a one-time code. If you have neither, set one up on your account page first.',
+const REFUSALS: Readonly<Record<ApprovalRefusal, MessageKey>> = {
+  'phishing-resistant-required': 'signIn.refusal.passkeyRequired',
+  'second-factor-required': 'signIn.refusal.secondFactorRequired',
 };
 
 /**
@@ -109,14 +109,15 @@ export function refuseApprovalPage(
 ): FastifyReply | null {
   const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
   if (refusal === null) return null;
+  const ui = pageUi(deps.config.site, request);
   return page(
     reply,
     200,
-    signInPage(deps.config.site, {
+    signInPage(ui, {
       csrf: csrfToken(deps.config, request, reply),
       returnTo,
       clientName: client.name,
-      notice: REFUSALS[refusal](client.name),
+      notice: ui.t.text(REFUSALS[refusal], { client: client.name }),
       passkeys: passkeysAvailable(deps.config.issuer),
     }),
   );
@@ -125,13 +126,13 @@ export function refuseApprovalPage(
 /** At the approval itself: the same policy, as a refusal (the page may have been open for long). */
 export function assertApprovalAllowed(deps: AppDeps, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): void {
   const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
-  if (refusal !== null) throw new OAuthError('access_denied', REFUSALS[refusal](client.name), { status: 403 });
+  if (refusal !== null) throw new OAuthError('access_denied', messages('en').text(REFUSALS[refusal], { client: client.name }), { status: 403 });
 }
 
 /** The account page's "Passkeys" and "Authenticator app" sections. */
-export async function accountSecurity(deps: AppDeps, user: UserRecord, csrf: string): Promise<SafeHtml> {
+export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, csrf: string): Promise<SafeHtml> {
   const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
-  return securitySection({
+  return securitySection(ui, {
     csrf,
     passkeysAvailable: passkeysAvailable(deps.config.issuer),
     passkeys: passkeys.map((passkey) => ({
@@ -147,10 +148,10 @@ export async function accountSecurity(deps: AppDeps, user: UserRecord, csrf: str
 }
 
 /** Notices the account page shows after a change made here. */
-export const SECURITY_NOTICES: Readonly<Record<string, string>> = {
-  'passkey-added': 'Passkey added. You can now sign in with it.',
-  'passkey-removed': 'Passkey removed.',
-  'totp-removed': 'One-time codes are off, and your recovery codes no longer work.',
+export const SECURITY_NOTICES: Readonly<Record<string, MessageKey>> = {
+  'passkey-added': 'account.notice.passkeyAdded',
+  'passkey-removed': 'account.notice.passkeyRemoved',
+  'totp-removed': 'account.notice.totpRemoved',
 };
 
 function single(params: RawParams, name: string): string {
@@ -167,46 +168,50 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
+    const ui = pageUi(deps.config.site, request);
     const cookie = request.cookies[pendingCookie(deps)];
     const now = deps.clock.now();
     const pending = cookie && cookie.length <= 128 ? await deps.store.pendingSignIns.get(hashSecret(cookie), now) : null;
     const user = pending ? await deps.store.users.get(pending.userId) : null;
     if (!pending || !user || user.disabled) {
       reply.clearCookie(pendingCookie(deps), cookieOptions(deps));
-      return page(reply, 400, signInPage(deps.config.site, {
+      return page(reply, 400, signInPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
         returnTo,
-        error: 'Your sign-in took too long or has ended. Sign in again.',
+        error: ui.t.text('signIn.error.pendingEnded'),
         passkeys: passkeysAvailable(deps.config.issuer),
       }));
     }
-    const retry = (status: number, error: string) => page(reply, status, secondFactorPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error }));
+    const retry = (status: number, error: MessageKey) =>
+      page(reply, status, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, error: ui.t.text(error) }));
     // Every refused code is a `second_factor.failed` event (and its log line).
     const result = await checkSecondFactor(forRequest(deps, request), user, single(form, 'code'), signInLimits(deps, request, user.username));
     switch (result.kind) {
       case 'locked':
         request.log.warn({ user: user.id, ip: request.ip }, 'one-time code entry locked after too many wrong attempts');
-        return retry(429, 'Too many failed sign-in attempts. Wait a few minutes, then try again.');
+        return retry(429, 'code.error.locked');
       case 'replayed':
         request.log.warn({ user: user.id, ip: request.ip }, 'a one-time code was used twice');
-        return retry(401, 'That code has been used already. Wait for the next code in your app.');
+        return retry(401, 'code.error.replayed');
       case 'wrong-code':
-        return retry(401, 'That code is not right. Check the code in your app, or enter a recovery code.');
+        return retry(401, 'code.error.wrong');
       case 'accepted':
         break;
     }
     // Single use of the waiting sign-in: of two right codes sent at once, one signs in.
-    if (!(await deps.store.pendingSignIns.consume(pending.idHash, now))) return retry(400, 'This sign-in has already been completed.');
+    if (!(await deps.store.pendingSignIns.consume(pending.idHash, now))) return retry(400, 'code.error.done');
     reply.clearCookie(pendingCookie(deps), cookieOptions(deps));
     await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
     await recordSignIn(deps, request, user, ['pwd', 'otp', 'mfa'], returnTo);
     return reply.redirect(returnTo, 303);
   });
 
-  async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: string) {
+  async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: MessageKey) {
     const uri = otpauthUri(deps.config.site.name, new URL(deps.config.issuer).hostname, user.username, secret);
     const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
-    return page(reply, status, totpSetupPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), secret, qr, error }));
+    const ui = pageUi(deps.config.site, request);
+    const message = error === undefined ? undefined : ui.t.text(error, { site: deps.config.site.name });
+    return page(reply, status, totpSetupPage(ui, { csrf: csrfToken(deps.config, request, reply), secret, qr, error: message }));
   }
 
   app.post('/account/totp/setup', { config: { page: true } }, async (request, reply) => {
@@ -233,14 +238,14 @@ export const secondFactorRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
       const pending = await deps.store.totp.get(user.id);
       if (!pending || pending.confirmedAt !== null) throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
       return result.kind === 'locked'
-        ? setupPage(request, reply, user, pending.secret, 429, 'Too many wrong codes. Wait a few minutes, then try again.')
-        : setupPage(request, reply, user, pending.secret, 400, `That code is not right. Check that the app shows ${deps.config.site.name}, and enter its current code.`);
+        ? setupPage(request, reply, user, pending.secret, 429, 'totp.setup.locked')
+        : setupPage(request, reply, user, pending.secret, 400, 'totp.setup.wrong');
     }
     // The code proved the second factor in this browser: a password session now has both.
     if (!hasSecondFactor(sessionMethods(signedIn.session))) {
       await beginSession(deps, request, reply, user, ['pwd', 'otp', 'mfa']);
     }
-    return page(reply, 200, recoveryCodesPage(deps.config.site, result.recoveryCodes));
+    return page(reply, 200, recoveryCodesPage(pageUi(deps.config.site, request), result.recoveryCodes));
   });
 
   app.post('/account/totp/remove', { config: { page: true } }, async (request, reply) => {

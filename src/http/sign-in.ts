@@ -8,6 +8,7 @@ import { sessionUser, signIn } from '../flows/sign-in.ts';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import { signInPage } from '../ui/pages.ts';
 import { signInClient } from './audit.ts';
+import { pageUi } from './locale.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { completePasswordSignIn } from './second-factor.ts';
@@ -31,11 +32,11 @@ export async function signOut(deps: AppDeps, request: FastifyRequest, reply: Fas
   if (ended) await sendLogoutTokens(deps, [ended], request.log);
 }
 
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string): FastifyReply {
+export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string, uiLocales?: string | null): FastifyReply {
   return reply
     .header('Cache-Control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
+    .send(signInPage(pageUi(deps.config.site, request, { uiLocales }), { csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
 }
 
 /** The sign-in form every flow leads to, and signing out. */
@@ -55,11 +56,13 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
+    const ui = pageUi(deps.config.site, request);
+    const { t } = ui;
     const page = (status: number, error: string) =>
       reply
         .status(status)
         .type('text/html; charset=utf-8')
-        .send(signInPage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
+        .send(signInPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
 
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId: await signInClient(deps, returnTo) });
     if (result.kind !== 'signed-in') {
@@ -67,11 +70,10 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
       if (target !== null) allowFormTarget(reply, target);
     }
-    if (result.kind === 'refused') return page(401, 'The username or password is incorrect.');
+    if (result.kind === 'refused') return page(401, t.text('signIn.error.incorrect'));
     if (result.kind === 'busy') {
       reply.header('Retry-After', String(result.retryAfterSeconds));
-      const seconds = result.retryAfterSeconds;
-      return page(429, `Many people are signing in right now. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then sign in again.`);
+      return page(429, t.text('signIn.error.busy', { seconds: result.retryAfterSeconds }));
     }
     if (result.kind === 'limited') {
       if (refusalLog.first(`${result.scope} ${request.ip}`, deps.clock.now())) {
@@ -81,9 +83,7 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       reply.header('Retry-After', String(result.retryAfterSeconds));
       return page(
         429,
-        result.scope === 'user-address'
-          ? `Too many wrong passwords for this username from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again; if you have forgotten your password, ask your administrator to set a new one.`
-          : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
+        t.text(result.scope === 'user-address' ? 'signIn.error.limitedUser' : 'signIn.error.limitedAddress', { minutes }),
       );
     }
     // A person with one-time codes on is asked for one next; anyone else is signed in.

@@ -113,7 +113,7 @@ describe('the authorization endpoint refuses bad requests', () => {
     assert.equal(consent.status, 200);
     assert.match(consent.html, /Calendar/);
     assert.match(consent.html, /See your name and username/);
-    assert.deepEqual(browser.form(consent, '/oauth/authorize').buttons.sort(), ['approve', 'deny']);
+    assert.deepEqual(browser.form(consent, '/oauth/authorize/decision').buttons.sort(), ['approve', 'deny']);
   });
 
   it('says a sign-in failed without telling whether the user exists', async () => {
@@ -145,11 +145,11 @@ describe('the authorization endpoint refuses bad requests', () => {
     const browser = new FormBrowser(server.url);
     const signIn = await browser.request(`/oauth/authorize?${params()}`);
     const consent = await browser.follow(await browser.submit(signIn, '/login', { username: user.username, password: user.password }));
-    const form = browser.form(consent, '/oauth/authorize');
-    const forged = await browser.request('/oauth/authorize', { form: { ...form.fields, csrf_token: 'forged', decision: 'approve' } });
+    const form = browser.form(consent, '/oauth/authorize/decision');
+    const forged = await browser.request('/oauth/authorize/decision', { form: { ...form.fields, csrf_token: 'forged', decision: 'approve' } });
     assert.equal(forged.status, 403);
     assert.equal(forged.location, null);
-    const crossSite = await browser.request('/oauth/authorize', {
+    const crossSite = await browser.request('/oauth/authorize/decision', {
       form: { ...form.fields, decision: 'approve' },
       headers: { origin: 'https://attacker.example' },
     });

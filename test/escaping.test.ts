@@ -42,7 +42,7 @@ describe('names and user agents on the pages are text, not markup', () => {
     assertSignInPage(signInPage);
     assertShownAsText(signInPage, MARKUP);
     const approval = await browser.signIn(signInPage, user);
-    assertApprovalPage(approval, '/oauth/authorize');
+    assertApprovalPage(approval, '/oauth/authorize/decision');
     assertShownAsText(approval, `Allow ${MARKUP} to access your account?`);
     assertShownAsText(approval, `${MARKUP} will be able to:`);
   });
@@ -62,7 +62,7 @@ describe('names and user agents on the pages are text, not markup', () => {
     }).toString();
     const browser = new FormBrowser(server.url);
     const approval = await browser.signIn(await browser.request(url.href), user);
-    assertApprovalPage(approval, '/oauth/authorize');
+    assertApprovalPage(approval, '/oauth/authorize/decision');
     assertShownAsText(approval, MARKUP);
     assertShownAsText(approval, `${MARKUP} reads`);
     assertShownAsText(approval, identifier);

@@ -163,7 +163,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
 
     const start = await attempt(viaA);
     const { browser, next } = await signIn(A(), start);
-    const approved = await browser.submit(await browser.follow(next), '/oauth/authorize', { decision: 'approve' });
+    const approved = await browser.submit(await browser.follow(next), '/oauth/authorize/decision', { decision: 'approve' });
     const tokens = await oidc.authorizationCodeGrant(viaA, callback(approved), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,
@@ -185,7 +185,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const consent = await browser.request(at(B(), next.location!));
     assert.equal(consent.status, 200, consent.html);
     assert.match(consent.html, /Ada Lovelace/);
-    const callbackUrl = callback(await browser.submit(consent, '/oauth/authorize', { decision: 'approve' }));
+    const callbackUrl = callback(await browser.submit(consent, '/oauth/authorize/decision', { decision: 'approve' }));
     assert.equal(callbackUrl.searchParams.get('iss'), issuer);
 
     const tokens = await oidc.authorizationCodeGrant(viaB, callbackUrl, {
@@ -213,7 +213,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   it('gives tokens for one code to exactly one of 20 concurrent redemptions spread over both', async () => {
     const start = await attempt(viaA);
     const { browser, next } = await signIn(B(), start);
-    const code = callback(await browser.submit(await browser.follow(next), '/oauth/authorize', { decision: 'approve' })).searchParams.get('code')!;
+    const code = callback(await browser.submit(await browser.follow(next), '/oauth/authorize/decision', { decision: 'approve' })).searchParams.get('code')!;
 
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const authorization = { authorization: basic(client.client_id, client.client_secret) };
@@ -319,7 +319,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     });
     const start = await attempt(mailViaA, 'openid offline_access');
     const { browser, next } = await signIn(A(), start);
-    const approved = await browser.submit(await browser.follow(next), '/oauth/authorize', { decision: 'approve' });
+    const approved = await browser.submit(await browser.follow(next), '/oauth/authorize/decision', { decision: 'approve' });
     const first = await oidc.authorizationCodeGrant(mailViaA, callback(approved), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,
@@ -361,7 +361,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const browser = new FormBrowser(A().url);
     const signedIn = await browser.submit(await browser.request(at(A(), start.url)), '/login', eve);
     assert.equal(signedIn.status, 303, signedIn.html);
-    const approved = await browser.submit(await browser.follow(signedIn), '/oauth/authorize', { decision: 'approve' });
+    const approved = await browser.submit(await browser.follow(signedIn), '/oauth/authorize/decision', { decision: 'approve' });
     const tokens = await oidc.authorizationCodeGrant(notesViaA, callback(approved), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,

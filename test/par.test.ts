@@ -70,9 +70,9 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const url = authorizeUrl(client.clientId, pushed.request_uri, { scope: 'openid email', redirect_uri: 'https://evil.example/cb', state: 'forged' });
     let page = await browser.follow(await browser.request(url.href));
     page = await browser.signIn(page, user);
-    assertApprovalPage(page, '/oauth/authorize');
+    assertApprovalPage(page, '/oauth/authorize/decision');
     assert.doesNotMatch(text(page), /email/i);
-    const decided = await browser.submit(page, '/oauth/authorize', { decision: 'approve' });
+    const decided = await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' });
     const params = redirectedError(decided);
     assert.equal(params.get('state'), request.state);
     assert.ok(params.get('code'));
@@ -85,14 +85,14 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const url = authorizeUrl(client.clientId, pushed.request_uri);
     let page = await browser.follow(await browser.request(url.href));
     page = await browser.signIn(page, user);
-    assertApprovalPage(page, '/oauth/authorize');
+    assertApprovalPage(page, '/oauth/authorize/decision');
 
     // Another browser cannot take over a request_uri claimed by the first; the state stays with its own browser.
     const intruder = redirectedError(await new FormBrowser(server.url).request(url.href));
     assert.equal(intruder.get('error'), 'invalid_request_uri');
     assert.equal(intruder.get('state'), null);
 
-    const form = browser.form(page, '/oauth/authorize');
+    const form = browser.form(page, '/oauth/authorize/decision');
     const decided = await browser.request(new URL(form.action, page.url).href, { form: { ...form.fields, decision: 'approve' } });
     assert.ok(redirectedError(decided).get('code'));
     const second = redirectedError(await browser.request(new URL(form.action, page.url).href, { form: { ...form.fields, decision: 'approve' } }));
@@ -140,7 +140,7 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const pushed = await push(client, { ...request.params, prompt: 'login consent' });
     const page = await browser.follow(await browser.request(authorizeUrl(client.clientId, pushed.request_uri).href));
     assertSignInPage(page);
-    assertApprovalPage(await browser.signIn(page, user), '/oauth/authorize');
+    assertApprovalPage(await browser.signIn(page, user), '/oauth/authorize/decision');
   });
 
   it('answers bad pushed requests with JSON errors, never a redirect', async () => {
@@ -165,8 +165,10 @@ describe('pushed authorization requests (RFC 9126)', () => {
     }
     const repeated = await postForm(parUrl, `${new URLSearchParams(request.params).toString()}&scope=openid`, auth);
     assert.equal(repeated.body['error'], 'invalid_request');
+    // §2.3: "If the request did not use the POST method, the authorization server responds with an HTTP 405".
     const get = await fetch(parUrl);
-    assert.equal(get.status, 404);
+    assert.equal(get.status, 405);
+    assert.deepEqual(get.headers.get('allow')?.split(', ').filter((method) => method !== 'OPTIONS'), ['POST']);
   });
 
   it('keeps several resource values of a pushed request (RFC 8707), and the token names the one asked for', async () => {
@@ -187,9 +189,9 @@ describe('pushed authorization requests (RFC 9126)', () => {
     );
     const browser = new FormBrowser(server.url);
     const page = await browser.signIn(await browser.follow(await browser.request(authorizeUrl(both.clientId, pushed.request_uri).href)), user);
-    assertApprovalPage(page, '/oauth/authorize');
+    assertApprovalPage(page, '/oauth/authorize/decision');
     assert.match(text(page), /photos\.example.*calendar\.example|calendar\.example.*photos\.example/);
-    const callback = oauth.validateAuthResponse(as, { client_id: both.clientId }, new URL((await browser.submit(page, '/oauth/authorize', { decision: 'approve' })).location!), request.state);
+    const callback = oauth.validateAuthResponse(as, { client_id: both.clientId }, new URL((await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })).location!), request.state);
     const tokens = await oauth.processAuthorizationCodeResponse(
       as,
       { client_id: both.clientId },

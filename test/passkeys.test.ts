@@ -107,7 +107,7 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.equal(answer.status, 303, answer.html.slice(0, 500));
     assert.equal(answer.location, returnTo);
     const approval = await browser.follow(answer);
-    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
     const claims = tokens.claims()!;
     assert.equal(claims.sub, user.id);

@@ -107,7 +107,7 @@ describe('one-time codes after the password', () => {
     const signedIn = await browser.submit(asked, '/login/second-factor', { code: totp(secret, clock.now()) });
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
     const approval = await browser.follow(signedIn);
-    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
     assert.deepEqual(tokens.claims()!.amr, ['pwd', 'otp', 'mfa']);
     assert.equal(tokens.claims()!.acr, undefined, 'no acr unless acr_values asked');
@@ -262,7 +262,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.equal(asked.status, 200);
     assert.match(asked.html, /Approving needs a second factor/);
     assert.doesNotMatch(asked.html, />Approve<\/button>/);
-    const forced = await browser.request('/oauth/authorize', { form: { ...Object.fromEntries(url.searchParams), csrf_token: browser.form(asked, '/login').fields['csrf_token']!, decision: 'approve' } });
+    const forced = await browser.request('/oauth/authorize/decision', { form: { ...Object.fromEntries(url.searchParams), csrf_token: browser.form(asked, '/login').fields['csrf_token']!, decision: 'approve' } });
     assert.equal(forced.status, 403);
     assert.match(forced.html, /second factor/);
 
@@ -272,7 +272,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
     assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
     const approval = await browser.follow(await browser.request(url.href));
-    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     assert.equal(decided.status, 303, decided.html.slice(0, 300));
     const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
     assert.deepEqual(tokens.claims()!.amr, ['pwd', 'otp', 'mfa']);
@@ -286,7 +286,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.match(asked.html, /Living Room TV can be approved only after signing in with a passkey/);
     assert.doesNotMatch(asked.html, />Approve<\/button>/);
     const csrf = browser.form(asked, '/login').fields['csrf_token']!;
-    const forced = await browser.request('/oauth/authorize', { form: { ...Object.fromEntries(url.searchParams), csrf_token: csrf, decision: 'approve' } });
+    const forced = await browser.request('/oauth/authorize/decision', { form: { ...Object.fromEntries(url.searchParams), csrf_token: csrf, decision: 'approve' } });
     assert.equal(forced.status, 403);
     assert.match(forced.html, /only after signing in with a passkey/);
 
@@ -305,7 +305,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     const { url, config, verifier } = await authorizeUrl(server, app, { acr_values: 'urn:tessera:acr:pwd' });
     const { browser, page } = await signInWithPassword(server, user, `${url.pathname}${url.search}`);
     const approval = await browser.follow(page);
-    const decided = await browser.submit(approval, '/oauth/authorize', { decision: 'approve' });
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     const claims = (await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true })).claims()!;
     assert.deepEqual(claims.amr, ['pwd']);
     assert.equal(claims.acr, 'urn:tessera:acr:pwd');

@@ -81,8 +81,8 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     const signInPage = await browser.follow(await browser.request(url));
     assertSignInPage(signInPage);
     const approval = await browser.signIn(signInPage, user);
-    assertApprovalPage(approval, '/oauth/authorize');
-    const callback = callbackOf(await browser.submit(approval, '/oauth/authorize', { decision: 'approve' }));
+    assertApprovalPage(approval, '/oauth/authorize/decision');
+    const callback = callbackOf(await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' }));
     assert.equal((await idTokenFor(callback, verifier))['auth_time'], Math.floor(clock.now() / 1000));
   });
 
@@ -92,8 +92,8 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     clock.advance(60_000);
     const recent = await authorizationRequest({ max_age: '120', prompt: 'consent' });
     const approval = await browser.follow(await browser.request(recent.url));
-    assertApprovalPage(approval, '/oauth/authorize');
-    const callback = callbackOf(await browser.submit(approval, '/oauth/authorize', { decision: 'approve' }));
+    assertApprovalPage(approval, '/oauth/authorize/decision');
+    const callback = callbackOf(await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' }));
     // OIDC Core §3.1.2.1: with max_age, the ID token must say when the user signed in.
     assert.equal((await idTokenFor(callback, recent.verifier))['auth_time'], signedInAt);
 
@@ -101,7 +101,7 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
     const signInPage = await browser.follow(await browser.request(tooOld.url));
     assertSignInPage(signInPage);
     const again = await browser.signIn(signInPage, user);
-    const afresh = callbackOf(await browser.submit(again, '/oauth/authorize', { decision: 'approve' }));
+    const afresh = callbackOf(await browser.submit(again, '/oauth/authorize/decision', { decision: 'approve' }));
     assert.equal((await idTokenFor(afresh, tooOld.verifier))['auth_time'], Math.floor(clock.now() / 1000));
   });
 
@@ -180,9 +180,9 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
   it('refuses a code redeemed after its 60 seconds with invalid_grant, and redeems one within them', async () => {
     const browser = await signedInBrowser();
     const late = await authorizationRequest({ prompt: 'consent' });
-    const lateCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(late.url)), '/oauth/authorize', { decision: 'approve' }));
+    const lateCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(late.url)), '/oauth/authorize/decision', { decision: 'approve' }));
     const onTime = await authorizationRequest({ prompt: 'consent' });
-    const onTimeCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(onTime.url)), '/oauth/authorize', { decision: 'approve' }));
+    const onTimeCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(onTime.url)), '/oauth/authorize/decision', { decision: 'approve' }));
     clock.advance(59_000);
     assert.equal((await idTokenFor(onTimeCallback, onTime.verifier))['sub'], user.id);
     clock.advance(1_000);

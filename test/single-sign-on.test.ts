@@ -115,8 +115,8 @@ describe('single sign-on through openid-client', () => {
       const browser = new FormBrowser(server.url);
       const first = await start(config, 'openid profile');
       const approval = await browser.signIn(await browser.follow(await browser.request(first.url.href)), user);
-      assertApprovalPage(approval, '/oauth/authorize');
-      await redeem(config, first, callbackOf(await browser.submit(approval, '/oauth/authorize', { decision: 'approve' })));
+      assertApprovalPage(approval, '/oauth/authorize/decision');
+      await redeem(config, first, callbackOf(await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' })));
 
       const second = await start(config, 'openid profile');
       const tokens = await redeem(config, second, callbackOf(await browser.request(second.url.href)));
@@ -135,14 +135,14 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid profile');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize', { decision: 'approve' })));
+      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
 
       const more = await start(config, 'openid profile email');
       const page = await browser.request(more.url.href);
-      assertApprovalPage(page, '/oauth/authorize');
+      assertApprovalPage(page, '/oauth/authorize/decision');
       assert.match(text(page), /Recipe Box also wants to: See your email address Deny Approve/);
       assert.doesNotMatch(text(page), /See your name/, 'what was approved before is not asked again');
-      const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize', { decision: 'approve' })));
+      const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })));
       assert.equal(tokens.claims()?.['email'], user.username + '@example.com');
 
       const again = await start(config, 'openid email profile');
@@ -158,7 +158,7 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid offline_access');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize', { decision: 'approve' })));
+      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
       // The API is registered after the approval (the command dates it by the real clock,
       // which the server's has not passed yet), and asked for a minute later.
       const added = await runTessera(['resource', 'add', '--identifier', 'https://prints.example', '--name', 'Print Shop', '--scope', 'prints:order=Order prints'], { TESSERA_DATABASE: server.config.database });
@@ -166,9 +166,9 @@ describe('single sign-on through openid-client', () => {
       clock.advance(60_000);
       const more = await start(config, 'openid offline_access prints:order');
       const page = await browser.request(more.url.href);
-      assertApprovalPage(page, '/oauth/authorize');
+      assertApprovalPage(page, '/oauth/authorize/decision');
       assert.match(text(page), /Photo Printer also wants to: Print Shop https:\/\/prints\.example Order prints Deny Approve/);
-      const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize', { decision: 'approve' })));
+      const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })));
       assert.equal(decodeJwt(tokens.access_token).aud, 'https://prints.example');
       const introspected = await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(client.clientId, client.clientSecret) });
       assert.equal(introspected.body['active'], true, JSON.stringify(introspected.body));
@@ -181,10 +181,10 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid profile');
-      await browser.submit(await browser.request(first.url.href), '/oauth/authorize', { decision: 'approve' });
+      await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' });
       const asked = await start(config, 'openid profile', { prompt: 'consent' });
       const page = await browser.request(asked.url.href);
-      assertApprovalPage(page, '/oauth/authorize');
+      assertApprovalPage(page, '/oauth/authorize/decision');
       assert.match(text(page), /Recipe Box will be able to: Sign you in and know who you are See your name and username/);
     });
 
@@ -193,12 +193,12 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize', { decision: 'approve' })));
+      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
       const account = await browser.request('/account');
       const revoked = await browser.submit(account, '/account/revoke', {});
       assert.equal(revoked.location, '/account?revoked=1');
       const again = await start(config, 'openid');
-      assertApprovalPage(await browser.request(again.url.href), '/oauth/authorize');
+      assertApprovalPage(await browser.request(again.url.href), '/oauth/authorize/decision');
     });
 
     it('asks a public native app every time: its redirect URI could be claimed by another app', async () => {
@@ -212,8 +212,8 @@ describe('single sign-on through openid-client', () => {
           code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
         });
         const page = await browser.request(attempt.href);
-        assertApprovalPage(page, '/oauth/authorize');
-        await browser.submit(page, '/oauth/authorize', { decision: 'approve' });
+        assertApprovalPage(page, '/oauth/authorize/decision');
+        await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' });
       }
       assert.equal((await server.store.grants.listForUser(user.id)).length, 1, 'still one grant');
     });
@@ -245,7 +245,7 @@ describe('single sign-on through openid-client', () => {
       assert.equal(refused.searchParams.get('error'), 'consent_required');
 
       const first = await start(config, 'openid');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize', { decision: 'approve' })));
+      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
       const silent = await start(config, 'openid', { prompt: 'none' });
       const tokens = await redeem(config, silent, callbackOf(await browser.request(silent.url.href)));
       assert.equal(tokens.claims()?.sub, user.id);
@@ -361,8 +361,19 @@ describe('single sign-on through openid-client', () => {
         const page = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: uri })}`);
         assert.equal(page.status, 400, uri);
         assert.equal(page.location, null);
-        assert.match(page.html, /post_logout_redirect_uri is not registered for this client/);
+        // The value received is shown, so the app's developer sees what was sent.
+        assert.ok(text(page).includes(`post_logout_redirect_uri ${uri} is not registered for this client`), text(page));
       }
+      const slashed = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: `${AFTER_LOGOUT}/` })}`);
+      assert.match(text(slashed), /registered without the trailing slash/);
+      const unslashed = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: 'http://127.0.0.1:9/elsewhere' })}`);
+      assert.doesNotMatch(text(unslashed), /trailing slash/);
+      // Shown escaped, and cut short.
+      const markup = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: `http://127.0.0.1:9/<b>bold</b>${'x'.repeat(300)}` })}`);
+      assert.equal(markup.status, 400);
+      assert.ok(markup.html.includes('/&lt;b&gt;bold&lt;/b&gt;xxx'), markup.html);
+      assert.doesNotMatch(markup.html, /<b>bold/);
+      assert.doesNotMatch(markup.html, /x{250}/);
       const mismatch = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, client_id: other.clientId })}`);
       assert.equal(mismatch.status, 400);
       assert.equal(await isSignedOut(browser), false);

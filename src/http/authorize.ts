@@ -45,10 +45,14 @@ function onlyScopes(access: DescribedAccess, scopes: readonly string[]): Describ
   };
 }
 
+export const AUTHORIZE_PATH = '/oauth/authorize';
+/** Where the approval page posts the person's decision. */
+export const DECISION_PATH = '/oauth/authorize/decision';
+
 function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
-  return `/oauth/authorize?${query.toString()}`;
+  return `${AUTHORIZE_PATH}?${query.toString()}`;
 }
 
 /**
@@ -126,7 +130,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     return reply.type('text/html; charset=utf-8').send(
       consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
-        action: '/oauth/authorize',
+        action: DECISION_PATH,
         fields,
         clientName: authorization.client.name,
         access: onlyScopes(authorization.access, step.scopes),
@@ -140,9 +144,29 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     );
   }
 
-  app.get('/oauth/authorize', { config: { page: true } }, (request, reply) => handle(request, reply, request.query as RawParams, null));
+  app.get(AUTHORIZE_PATH, { config: { page: true } }, (request, reply) => handle(request, reply, request.query as RawParams, null));
 
-  app.post('/oauth/authorize', { config: { page: true } }, async (request, reply) => {
+  // OIDC Core §3.1.2.1: "Authorization Servers MUST support the use of the HTTP GET and POST
+  // methods". The browser's cookies are SameSite=Lax, which a cross-site POST does not carry
+  // (so the person would look signed out, and the PAR browser binding would be lost): a
+  // sound POSTed request is sent on as the same request by GET, which carries them. Errors are
+  // answered at once, as for GET, through the same checks.
+  app.post(AUTHORIZE_PATH, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    const params = rawForm(request);
+    if (!isPushedReference(params)) {
+      const check = await checkAuthorizationRequest(deps.store, params, false, deps.config.par.required);
+      if (check.kind === 'fatal') return sendError(request, reply, check.error);
+      if (check.kind === 'redirect') {
+        const { error, redirectUri, state } = check;
+        return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
+      }
+    }
+    return reply.redirect(authorizeUrl(singleValues(params)), 303);
+  });
+
+  // The approval page's form: ours alone, so it carries a CSRF token and comes from our origin.
+  app.post(DECISION_PATH, { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const decision = typeof form['decision'] === 'string' ? form['decision'] : '';

@@ -24,6 +24,8 @@ const FASTIFY_CLIENT_ERRORS: Readonly<Record<string, OAuthError>> = {
   FST_ERR_CTP_EMPTY_TYPE: new OAuthError('invalid_request', 'the request body must be application/x-www-form-urlencoded'),
 };
 
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
 /**
  * How long a client is told to wait before trying again (RFC 9110 §10.2.3) when the database
  * is not available: about what a failover or a restart of PostgreSQL takes.
@@ -90,7 +92,15 @@ export function registerErrorHandling(app: FastifyInstance, site: Site): void {
     else if (oauth.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, oauth);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new OAuthError('invalid_request', `no endpoint at ${request.method} ${request.url.split('?')[0]}`, { status: 404 })),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    // RFC 9110 §15.5.6: a path that exists under other methods is 405 with the methods it
+    // takes in Allow (RFC 9126 §2.3 asks it of the PAR endpoint), not 404.
+    const allowed = HTTP_METHODS.filter((method) => request.server.hasRoute({ method, url: path }));
+    if (allowed.length > 0) {
+      reply.header('Allow', allowed.join(', '));
+      return sendError(request, reply, new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }));
+    }
+    return sendError(request, reply, new OAuthError('invalid_request', `no endpoint at ${request.method} ${path}`, { status: 404 }));
+  });
 }

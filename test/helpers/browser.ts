@@ -111,8 +111,8 @@ export class FormBrowser {
     if (!asked.searchParams.has('prompt')) asked.searchParams.set('prompt', 'consent');
     let page = await this.follow(await this.request(asked.href));
     if (user) page = await this.signIn(page, user);
-    assertApprovalPage(page, '/oauth/authorize');
-    const decided = await this.submit(page, '/oauth/authorize', { decision });
+    assertApprovalPage(page, '/oauth/authorize/decision');
+    const decided = await this.submit(page, '/oauth/authorize/decision', { decision });
     assert.equal(decided.status, 303, decided.html);
     return decided;
   }

@@ -25,12 +25,17 @@ export type NextStep<S> =
 /**
  * The parameters that asked for a sign-in, which the browser comes back without once it
  * has signed in (so that it is not asked again), and the form fields it must not forge.
- * `prompt` comes back without `login` and `select_account` (`returnParams`).
+ * `prompt` comes back without `login` and `select_account` (`returnParams`). The hints of
+ * who should sign in (OIDC Core §3.1.2.1) have served once the sign-in is done, and are the
+ * longest values a request may have, which would not fit the address to come back to.
  */
-const SIGN_IN_RETURN_OMITS: readonly string[] = ['max_age', 'csrf_token', 'decision'];
+const SIGN_IN_RETURN_OMITS: readonly string[] = ['max_age', 'csrf_token', 'decision', 'id_token_hint', 'login_hint'];
 
-/** Carried through the approval form: everything but what the sign-in already answered. */
-export const CONSENT_FORM_OMITS: readonly string[] = ['prompt', 'max_age'];
+/**
+ * Carried through the approval form: everything but what the sign-in already answered, and
+ * the form's own fields (a request that brings its own could otherwise decide for the person).
+ */
+export const CONSENT_FORM_OMITS: readonly string[] = ['prompt', 'max_age', 'csrf_token', 'decision'];
 
 /** Where to come back to after the sign-in `nextStep` asked for: the request, less what the sign-in answered. */
 export function returnParams(params: Readonly<Record<string, string | readonly string[]>>): Record<string, string | readonly string[]> {

@@ -43,6 +43,13 @@ export type RequestCheck =
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 /** Bounds what a client can make us store and echo. */
 const MAX_VALUE_LENGTH = 1024;
+/**
+ * OIDC Core §3.1.2.1 `id_token_hint` is an ID token, and `login_hint` may be an e-mail
+ * address or a token of the client's: longer than other values (an ID token with a long name
+ * and address passes 1,024 characters), still bounded.
+ */
+export const MAX_HINT_LENGTH = 8192;
+const LONG_VALUES: Readonly<Record<string, number>> = { id_token_hint: MAX_HINT_LENGTH, login_hint: MAX_HINT_LENGTH };
 
 
 function single(params: RawParams, name: string): { value: string | null; repeated: boolean } {
@@ -80,7 +87,8 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
     // RFC 8707 §2: "Multiple resource parameters MAY be used"; every other one is sent once.
     if (name !== 'resource' && Array.isArray(value) && value.length > 1) return fail(new OAuthError('invalid_request', `${name} must be sent once`));
     const values: readonly unknown[] = Array.isArray(value) ? value : [value];
-    if (values.some((item) => typeof item === 'string' && item.length > MAX_VALUE_LENGTH)) return fail(new OAuthError('invalid_request', `${name} is too long`));
+    const limit = LONG_VALUES[name] ?? MAX_VALUE_LENGTH;
+    if (values.some((item) => typeof item === 'string' && item.length > limit)) return fail(new OAuthError('invalid_request', `${name} is too long (at most ${limit} characters)`));
   }
   const responseType = single(params, 'response_type').value;
   if (responseType === null) return fail(new OAuthError('invalid_request', 'response_type is required'));

@@ -33,6 +33,20 @@ function single(params: RawParams, name: string): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
+/** Shown of a received value: enough to recognise it, never a page of it. */
+const SHOWN_LENGTH = 200;
+
+/**
+ * Why `uri` is not used, with the value received, so that the app's developer can compare it
+ * with what they registered; the most common slip, a trailing slash, is named.
+ */
+function unregisteredUri(client: ClientRecord, uri: string): string {
+  const shown = uri.length > SHOWN_LENGTH ? `${uri.slice(0, SHOWN_LENGTH)}…` : uri;
+  const slashed = uri.endsWith('/') ? uri.slice(0, -1) : `${uri}/`;
+  const slash = client.postLogoutRedirectUris.includes(slashed) ? (uri.endsWith('/') ? ' (it is registered without the trailing slash)' : ' (it is registered with a trailing slash)') : '';
+  return `post_logout_redirect_uri ${shown} is not registered for this client${slash}; it must match a registered one exactly`;
+}
+
 /** The URL to send the browser to: the registered URI with `state` added to its query. */
 export function postLogoutRedirect(after: AfterLogout): string | null {
   if (after.redirectUri === null) return null;
@@ -96,7 +110,7 @@ export async function checkEndSession(
       return { kind: 'error', error: new OAuthError('invalid_request', 'post_logout_redirect_uri needs client_id or id_token_hint') };
     }
     if (!client.postLogoutRedirectUris.includes(values.uri)) {
-      return { kind: 'error', error: new OAuthError('invalid_request', 'post_logout_redirect_uri is not registered for this client') };
+      return { kind: 'error', error: new OAuthError('invalid_request', unregisteredUri(client, values.uri)) };
     }
     redirectUri = values.uri;
   }

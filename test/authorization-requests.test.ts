@@ -1,0 +1,170 @@
+/**
+ * How an authorization request may arrive, as OpenID certification sends it: by POST (OIDC
+ * Core §3.1.2.1), with long hints, and what the endpoints answer to a method they do not take.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { MAX_HINT_LENGTH } from '../src/flows/authorization-code/request.ts';
+import { FormBrowser, assertApprovalPage } from './helpers/browser.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+
+describe('authorization requests as certification sends them', () => {
+  let server: TestServer;
+  let client: TestClient;
+  let user: TestUser;
+  let config: oidc.Configuration;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.addClient({ name: 'Certification', scopes: ['openid', 'profile', 'email'] });
+    // An ID token with a long name and address is longer than the 1,024 characters other
+    // parameters may have.
+    user = await server.addUser({ username: 'long', name: `Maria ${'Antonia '.repeat(60)}Walburga`, email: `${'maria.antonia.'.repeat(12)}walburga@example.com` });
+    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+  });
+  after(() => server.close());
+
+  async function start(extra: Record<string, string> = {}) {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope: 'openid profile email', state, nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+    });
+    return { url, verifier, state, nonce };
+  }
+
+  /** A browser signed in as `user` that has approved the client once (so prompt=none can answer). */
+  async function signedIn() {
+    const browser = new FormBrowser(server.url);
+    const first = await start();
+    const page = await browser.authorize(first.url.href, user);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: first.verifier, expectedState: first.state, expectedNonce: first.nonce });
+    return { browser, idToken: tokens.id_token! };
+  }
+
+  describe('POST to the authorization endpoint (OIDC Core §3.1.2.1: "MUST support the use of the HTTP GET and POST methods")', () => {
+    it('takes the request as a form post and completes it: openid-client validates the tokens', async () => {
+      const { browser } = await signedIn();
+      const attempt = await start({ prompt: 'consent' });
+      const posted = await browser.request('/oauth/authorize', { form: attempt.url.searchParams });
+      assert.equal(posted.status, 303, posted.html);
+      const approval = await browser.follow(posted);
+      assertApprovalPage(approval, '/oauth/authorize/decision');
+      const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+      assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      assert.equal(tokens.claims()!.sub, user.id);
+    });
+
+    it('answers a POSTed prompt=none request of a signed-in browser with a code, as it would a GET', async () => {
+      const { browser } = await signedIn();
+      const attempt = await start({ prompt: 'none' });
+      const answered = await browser.follow(await browser.request('/oauth/authorize', { form: attempt.url.searchParams }));
+      assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      assert.equal(tokens.claims()!.sub, user.id);
+    });
+
+    it('refuses a bad POSTed request as it would a GET: an error page for an unregistered redirect_uri, the error at the redirect URI otherwise', async () => {
+      const browser = new FormBrowser(server.url);
+      const attempt = await start();
+      const unregistered = new URLSearchParams(attempt.url.searchParams);
+      unregistered.set('redirect_uri', 'https://attacker.example/callback');
+      const page = await browser.request('/oauth/authorize', { form: unregistered });
+      assert.equal(page.status, 400);
+      assert.equal(page.location, null);
+      assert.match(page.headers.get('content-type') ?? '', /text\/html/);
+
+      const badScope = new URLSearchParams(attempt.url.searchParams);
+      badScope.set('scope', 'openid admin');
+      const redirected = await browser.request('/oauth/authorize', { form: badScope });
+      assert.equal(redirected.status, 303);
+      const location = new URL(redirected.location!);
+      assert.equal(`${location.origin}${location.pathname}`, REDIRECT_URI);
+      assert.equal(location.searchParams.get('error'), 'invalid_scope');
+      assert.equal(location.searchParams.get('state'), attempt.state);
+      assert.equal(location.searchParams.get('iss'), server.url);
+    });
+
+    it('never takes a decision from a POSTed request: a form with csrf_token and decision=approve leads to the approval page, not a code', async () => {
+      const { browser } = await signedIn();
+      const attempt = await start({ prompt: 'consent' });
+      const approval = await browser.follow(await browser.request(attempt.url.href));
+      const csrf = browser.form(approval, '/oauth/authorize/decision').fields['csrf_token']!;
+      const forged = new URLSearchParams(attempt.url.searchParams);
+      forged.set('csrf_token', csrf);
+      forged.set('decision', 'approve');
+      const page = await browser.follow(await browser.request('/oauth/authorize', { form: forged }));
+      assertApprovalPage(page, '/oauth/authorize/decision');
+      const form = browser.form(page, '/oauth/authorize/decision');
+      assert.equal(form.fields['decision'], undefined, 'the request brings no decision into the form');
+      assert.equal(form.repeated.length, 0);
+    });
+  });
+
+  describe('long hints (OIDC Core §3.1.2.1 id_token_hint and login_hint)', () => {
+    it('takes a real ID token of more than 1,024 characters as id_token_hint, and login_hint up to the limit', async () => {
+      const { browser, idToken } = await signedIn();
+      assert.ok(idToken.length > 1024, `the ID token is ${idToken.length} characters`);
+      const attempt = await start({ prompt: 'none', id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
+      const answered = await browser.request(attempt.url.href);
+      assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      assert.equal(tokens.claims()!.sub, user.id);
+    });
+
+    it('signs in and comes back with a long hint: the hint is not carried past the sign-in', async () => {
+      const browser = new FormBrowser(server.url);
+      const { idToken } = await signedIn();
+      const attempt = await start({ id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
+      const page = await browser.authorize(attempt.url.href, user);
+      assert.ok(page.location?.startsWith(REDIRECT_URI), page.location ?? page.html);
+      await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+    });
+
+    it('refuses a hint over the limit with invalid_request at the redirect URI, and keeps 1,024 for other parameters', async () => {
+      for (const extra of [{ login_hint: 'l'.repeat(MAX_HINT_LENGTH + 1) }, { id_token_hint: 'x'.repeat(MAX_HINT_LENGTH + 1) }, { ui_locales: 'x'.repeat(1025) }] as Record<string, string>[]) {
+        const attempt = await start(extra);
+        const response = await fetch(attempt.url, { redirect: 'manual' });
+        assert.equal(response.status, 303);
+        const location = new URL(response.headers.get('location')!);
+        assert.equal(location.searchParams.get('error'), 'invalid_request', JSON.stringify(Object.keys(extra)));
+        assert.match(location.searchParams.get('error_description') ?? '', /too long/);
+      }
+    });
+  });
+
+  describe('a method an endpoint does not take (RFC 9110 §15.5.6)', () => {
+    it('answers GET and PUT at the PAR endpoint with 405 and Allow: POST (RFC 9126 §2.3)', async () => {
+      for (const method of ['GET', 'PUT', 'DELETE']) {
+        const response = await fetch(`${server.url}/oauth/par`, { method });
+        assert.equal(response.status, 405, method);
+        assert.match(response.headers.get('allow') ?? '', /\bPOST\b/);
+        assert.doesNotMatch(response.headers.get('allow') ?? '', /\bGET\b/);
+        assert.equal(((await response.json()) as { error?: string }).error, 'invalid_request');
+      }
+    });
+
+    it('answers 405 with Allow at the token, revocation, introspection, device, userinfo and JWKS endpoints, and 404 where there is no endpoint', async () => {
+      for (const [path, method, allows] of [
+        ['/oauth/token', 'GET', 'POST'],
+        ['/oauth/revoke', 'GET', 'POST'],
+        ['/oauth/introspect', 'GET', 'POST'],
+        ['/oauth/device/authorization', 'GET', 'POST'],
+        ['/oauth/userinfo', 'PUT', 'GET'],
+        ['/.well-known/jwks.json', 'POST', 'GET'],
+        ['/oauth/authorize', 'DELETE', 'POST'],
+      ] as const) {
+        const response = await fetch(`${server.url}${path}`, { method });
+        assert.equal(response.status, 405, `${method} ${path}`);
+        assert.ok((response.headers.get('allow') ?? '').split(', ').includes(allows), `${path}: Allow ${response.headers.get('allow')}`);
+      }
+      assert.equal((await fetch(`${server.url}/oauth/nothing-here`)).status, 404);
+    });
+  });
+});

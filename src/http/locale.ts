@@ -41,16 +41,20 @@ function queryOf(path: string | null): URLSearchParams | null {
  */
 function uiLocales(request: FastifyRequest): string | null {
   const query = (request.query ?? {}) as RawParams;
-  const own = single(query, 'ui_locales');
+  const own = single(query, 'ui_locales') ?? single(rawForm(request), 'ui_locales');
   if (own !== null) return own;
   const returnTo = single(query, 'return_to') ?? single(rawForm(request), 'return_to');
   return queryOf(returnTo)?.get('ui_locales') ?? null;
 }
 
-/** Where the menu brings the person back: this page, or for a form post the page it came from. */
+/**
+ * Where the menu brings the person back: this page; after a form post, the same page by GET
+ * (with the post's `return_to`), or the home page where there is none.
+ */
 function here(request: FastifyRequest): string {
   const path = request.url.split('?')[0]!;
   if (request.method === 'GET') return request.url.length <= MAX_HERE ? request.url : path;
+  if (!request.server.hasRoute({ method: 'GET', url: path })) return '/';
   const returnTo = single(rawForm(request), 'return_to');
   return returnTo !== null && returnTo.length <= MAX_HERE ? `${path}?${new URLSearchParams({ return_to: returnTo }).toString()}` : path;
 }

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
-import { type Store } from '../src/store/types.ts';
+import { newUserRecord, type Store } from '../src/store/types.ts';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
@@ -209,17 +209,15 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     backchannelLogoutUri: null,
   });
   const userId = randomUUID();
-  await store.users.create({
+  await store.users.create(newUserRecord({
     id: userId,
     username: 'ada',
     // Never used to sign in: the bench mints codes as if the user had approved.
     passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
     name: 'Ada Lovelace',
     email: 'ada@example.com',
-    emailVerified: false,
-    disabled: false,
     createdAt: now,
-  });
+  }));
   if (options.seedSqlite && !options.postgres) options.seedSqlite(database, clientId);
 
   const port = await freePort();
@@ -292,6 +290,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
           expiresAt: authTime + 600_000,
           consumedAt: null,
           dpopJkt: null,
+          idTokenClaims: [],
         });
         minted.push({ code, verifier });
       }

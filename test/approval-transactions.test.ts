@@ -14,7 +14,7 @@ import { approveAuthorization } from '../src/flows/authorization-code/approve.ts
 import { decideDeviceRequest } from '../src/flows/device/verification.ts';
 import type { FlowDeps } from '../src/flows/types.ts';
 import { openStore } from '../src/store/open.ts';
-import type { ClientRecord, SessionRecord, Store, Stores, UserRecord } from '../src/store/types.ts';
+import { newUserRecord, type ClientRecord, type SessionRecord, type Store, type Stores, type UserRecord } from '../src/store/types.ts';
 import { TokenIssuer } from '../src/tokens/issue.ts';
 import { KeyManager } from '../src/tokens/keys.ts';
 import { storesUnderTest } from './helpers/device.ts';
@@ -64,16 +64,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
         createdAt: T0,
       });
-      const user: UserRecord = {
-        id: `user-${users}`,
-        username: `user-${users}@example.com`,
-        passwordHash: 'x',
-        name: null,
-        email: null,
-        emailVerified: false,
-        disabled: false,
-        createdAt: T0,
-      };
+      const user: UserRecord = newUserRecord({ id: `user-${users}`, username: `user-${users}@example.com`, passwordHash: 'x', createdAt: T0 });
       await store.clients.create(client);
       await store.users.create(user);
       return { client, user, session: { idHash: `session-${users}`, sid: `sid-${users}`, ip: null, userAgent: null, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };

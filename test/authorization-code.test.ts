@@ -72,8 +72,13 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     assert.equal(claims.sub, user.id);
     assert.equal(claims.nonce, start.nonce);
     assert.equal(typeof claims.auth_time, 'number');
-    assert.equal(claims['name'], 'Ada Lovelace');
-    assert.equal(claims['email'], 'ada@example.com');
+    // OIDC Core §5.4: with an access token issued, the claims of profile and email are the
+    // UserInfo endpoint's.
+    assert.equal(claims['name'], undefined);
+    assert.equal(claims['email'], undefined);
+    const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
+    assert.equal(userinfo['name'], 'Ada Lovelace');
+    assert.equal(userinfo['email'], 'ada@example.com');
   });
 
   it('issues an RFC 9068 access token that verifies against the published JWKS', async () => {

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { within } from './helpers/wait.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -28,7 +29,11 @@ async function runBench(args: readonly string[]): Promise<{ stdout: string; rows
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const code = await within(exited, 'npm run bench to finish', 90_000).catch((error: unknown) => {
+      child.kill('SIGKILL');
+      throw error;
+    });
     assert.equal(code, 0, stderr);
     return { stdout, rows: (JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')) as { rows: BenchRow[] }).rows };
   } finally {

@@ -4,6 +4,7 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -65,17 +66,17 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByRole('heading', { level: 1 }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
     const scopes = await page.getByRole('listitem').allInnerTexts();
-    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name and username', 'See your email address']);
+    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name, username, picture, language and time zone', 'See your email address']);
     // Usable on a phone: the page fits the viewport without sideways scrolling.
     const { scrollWidth, innerWidth } = await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })') as { scrollWidth: number; innerWidth: number };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();
 
-    const tokens = await oidc.authorizationCodeGrant(config, await callback, {
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
-    assert.equal(tokens.claims()?.['name'], 'Grace Hopper');
+    assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['name'], 'Grace Hopper');
     await page.context().close();
   });
 
@@ -86,7 +87,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(attempt.url.href);
     await signIn(page);
     await page.getByRole('button', { name: 'Deny' }).click();
-    const url = await callback;
+    const url = await within(callback, 'the redirect back to the client');
     assert.equal(url.searchParams.get('error'), 'access_denied');
     assert.equal(url.searchParams.get('state'), attempt.state);
     await page.context().close();
@@ -101,7 +102,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
-    assert.ok((await callback).searchParams.get('code'));
+    assert.ok((await within(callback, 'the redirect back to the client')).searchParams.get('code'));
     await page.context().close();
   });
 
@@ -111,7 +112,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(attempt.url.href);
     await signIn(page);
     // Approved in the first test: no approval page this time.
-    const tokens = await oidc.authorizationCodeGrant(config, await callback, {
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);

@@ -183,24 +183,22 @@ describe('the tessera command', () => {
     }
   });
 
-  it('serves what the command registered: a newcomer completes the flow against `serve` (the real commands)', async () => {
+  it('serves what the command registered: a newcomer completes the flow against `serve` (the real commands)', async (t) => {
     const client = JSON.parse((await tessera(['client', 'add', '--name', 'Newcomer App', '--redirect-uri', 'http://127.0.0.1:9/callback', '--json'], env)).stdout) as { client_id: string; client_secret: string };
     assert.equal((await tessera(['user', 'add', '--username', 'newcomer', '--password-stdin'], env, 'newcomer password\n')).code, 0);
     const server = await serveTessera([], env);
-    try {
-      const issuer = server.url;
-      const config = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
-      const verifier = oidc.randomPKCECodeVerifier();
-      const state = oidc.randomState();
-      const url = oidc.buildAuthorizationUrl(config, {
-        redirect_uri: 'http://127.0.0.1:9/callback', scope: 'openid profile', state,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-      });
-      const page = await new FormBrowser(issuer).authorize(url.href, { username: 'newcomer', password: 'newcomer password' });
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
-      assert.equal(tokens.claims()?.['preferred_username'], 'newcomer');
-    } finally {
-      assert.equal(await server.stop(), 0);
-    }
+    t.after(() => server.stop());
+    const issuer = server.url;
+    const config = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: 'http://127.0.0.1:9/callback', scope: 'openid profile', state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    });
+    const page = await new FormBrowser(issuer).authorize(url.href, { username: 'newcomer', password: 'newcomer password' });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });
+    assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub))['preferred_username'], 'newcomer');
+    assert.equal(await server.stop(), 0);
   });
 });

@@ -46,7 +46,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
 
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Living Room TV/);
-    assert.deepEqual(await page.getByRole('listitem').allInnerTexts(), ['Sign you in and know who you are', 'See your name and username']);
+    assert.deepEqual(await page.getByRole('listitem').allInnerTexts(), ['Sign you in and know who you are', 'See your name, username, picture, language and time zone']);
     assert.equal(await page.locator('#user-code').innerText(), userCode, 'the code to compare with the device');
     assert.match(await page.locator('dl.origin').innerText(), /less than a minute ago/);
     assert.ok(await page.getByText('Approve only if you started this yourself').isVisible());
@@ -72,7 +72,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     assert.equal(claims.iss, server.url);
     assert.equal(claims.aud, client.clientId);
     assert.equal(claims.sub, user.id);
-    assert.equal(claims['name'], 'Katherine Johnson');
+    assert.equal(claims['name'], undefined, 'OIDC Core §5.4: the name is the UserInfo endpoint\'s');
     assert.equal(claims.nonce, undefined);
   }
 

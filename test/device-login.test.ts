@@ -6,6 +6,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { outputMatches, runTessera, startTessera as tessera } from './helpers/cli.ts';
 import { BrowserAt } from './helpers/device.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 const SECOND = 1000;
 
@@ -71,7 +72,7 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     const tv = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     const result = await run({ client: tv, onWait: decide('approve') });
     assert.equal(result.code, 0, result.stderr);
-    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as Record<string, unknown>;
+    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'), result.stdout.indexOf('UserInfo claims'))) as Record<string, unknown>;
     assert.equal(claims['aud'], tv.clientId);
     assert.equal(claims['sub'], user.id);
   });
@@ -86,11 +87,15 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     assert.ok(result.stdout.includes(`    ${link}\n`));
     assert.deepEqual(result.waits, [5 * SECOND], 'one interval before the first poll, which succeeds');
     assert.match(result.stdout, /Approved\. Granted scopes: openid profile\n/);
-    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as Record<string, unknown>;
+    const userinfoAt = result.stdout.indexOf('UserInfo claims');
+    const claims = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'), userinfoAt)) as Record<string, unknown>;
     assert.equal(claims['sub'], user.id);
     assert.equal(claims['iss'], server.url);
     assert.equal(claims['aud'], client.clientId);
-    assert.equal(claims['name'], 'Dennis Ritchie');
+    assert.equal(claims['name'], undefined, 'OIDC Core §5.4: profile claims come from userinfo when an access token is issued');
+    const userinfo = JSON.parse(result.stdout.slice(result.stdout.indexOf('{', userinfoAt))) as Record<string, unknown>;
+    assert.equal(userinfo['sub'], user.id);
+    assert.equal(userinfo['name'], 'Dennis Ritchie', result.stdout);
     assert.match(result.stdout, /signature verified with/);
   });
 
@@ -178,18 +183,15 @@ describe('tessera device-login, as a person runs it', () => {
   });
   after(() => server.close());
 
-  it('runs in a terminal beside the server: the person approves in a browser and the command prints the claims', async () => {
+  it('runs in a terminal beside the server: the person approves in a browser and the command prints the claims', async (t) => {
     const client = await server.addClient({ name: 'Command Line' });
     const user = await server.addUser({ username: 'ken' });
     const run = tessera(['device-login', '--client-id', client.clientId, '--client-secret', client.clientSecret, '--scope', 'openid profile', '--issuer', server.url]);
-    try {
-      await outputMatches(run, /and enter the code\n\n {4}[A-Z]{4}-[A-Z]{4}\n/);
-      await new BrowserAt(server.url).decide(printedUserCode(run.output().stdout), user, 'approve');
-      assert.equal(await run.exited, 0, run.output().stderr);
-      assert.match(run.output().stdout, /"preferred_username": "ken"/);
-    } finally {
-      run.child.kill();
-    }
+    t.after(() => run.child.kill());
+    await outputMatches(run, /and enter the code\n\n {4}[A-Z]{4}-[A-Z]{4}\n/);
+    await new BrowserAt(server.url).decide(printedUserCode(run.output().stdout), user, 'approve');
+    assert.equal(await within(run.exited, 'tessera device-login to exit'), 0, run.output().stderr);
+    assert.match(run.output().stdout, /"preferred_username": "ken"/);
   });
 
   it('prints the usage and exits 2 without a client id, with an empty secret or a bad issuer', async () => {

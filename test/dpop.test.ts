@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
+import * as oidc from 'openid-client';
+import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
@@ -202,5 +204,70 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
       await oauth.deviceCodeGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), started.body['device_code'] as string, { DPoP: key.handle, ...insecure }),
     );
     assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
+  });
+});
+
+describe('a --require-dpop device client through openid-client and oauth4webapi, which send no proof at device authorization', () => {
+  // Frozen, so that polls a second apart are not slow_down; advanced past the interval.
+  const clock = new ManualClock(Date.now());
+  let server: TestServer;
+  let as: oauth.AuthorizationServer;
+  let device: TestClient;
+  let user: TestUser;
+
+  before(async () => {
+    server = await startTestServer({ clock });
+    device = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'], requireDpop: true });
+    user = await server.addUser({ username: 'ada' });
+    as = await discover(server);
+  });
+  after(() => server.close());
+
+  it('starts with openid-client: the device authorization request needs no proof', async () => {
+    const config = await oidc.discovery(new URL(server.url), device.clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const started = await oidc.initiateDeviceAuthorization(config, { scope: OFFLINE });
+    assert.match(started.user_code, /^[A-Z]{4}-[A-Z]{4}$/);
+  });
+
+  it('signs in with oauth4webapi: a poll without a proof is refused naming the token endpoint, the first with one binds the device code, and the tokens are bound to that key', async () => {
+    const client = { client_id: device.clientId };
+    const started = await oauth.processDeviceAuthorizationResponse(as, client, await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: OFFLINE }, insecure));
+    const key = await dpopKey(device);
+    // RFC 9449 §5.2 dpop_bound_access_tokens: the token request without a proof is refused.
+    const bare = await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, insecure);
+    assert.equal(bare.status, 400);
+    const refusal = (await bare.json()) as { error: string; error_description: string };
+    assert.equal(refusal.error, 'invalid_dpop_proof');
+    assert.match(refusal.error_description, new RegExp(`must send a DPoP proof .*\\(at ${server.url}/oauth/token\\)$`));
+
+    await assert.rejects(
+      oauth.processDeviceCodeResponse(as, client, await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, { DPoP: key.handle, ...insecure })),
+      (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'authorization_pending',
+    );
+    await new BrowserAt(server.url).decide(started.user_code, user, 'approve');
+    clock.advance((started.interval ?? 5) * 1000);
+
+    // Bound at that first poll: another key gets nothing, and changes nothing.
+    const other = await dpopKey(device);
+    const stolen = await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, { DPoP: other.handle, ...insecure });
+    assert.equal(stolen.status, 400);
+    assert.equal(((await stolen.json()) as { error: string }).error, 'invalid_dpop_proof');
+    const tokens = await oauth.processDeviceCodeResponse(
+      as,
+      client,
+      await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, { DPoP: key.handle, ...insecure }),
+    );
+    assert.equal(tokens.token_type, 'dpop');
+    assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
+    const userinfo = await oauth.userInfoRequest(as, client, tokens.access_token, { DPoP: key.handle, ...insecure });
+    assert.equal((await oauth.processUserInfoResponse(as, client, oauth.skipSubjectCheck, userinfo)).sub, user.id);
+  });
+
+  it('a proof refused at device authorization names that endpoint', async () => {
+    const key = await dpopKey(device);
+    const wrongHtu = await handProof(key.keys, { htu: `${server.url}/oauth/token` });
+    const result = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid', client_id: device.clientId }, { dpop: wrongHtu });
+    assert.deepEqual([result.status, result.body['error']], [400, 'invalid_dpop_proof']);
+    assert.match(String(result.body['error_description']), new RegExp(`\\(at ${server.url}/oauth/device/authorization\\)$`));
   });
 });

@@ -51,7 +51,7 @@ describe('names and user agents on the pages are text, not markup', () => {
     const identifier = 'https://api.example.com/?q=<b>"x"</b>';
     await server.store.transaction((tx) =>
       tx.resources.create({
-        identifier, name: MARKUP, scopes: [{ name: 'evil:read', description: `${MARKUP} reads` }], accessTokenTtl: null, introspectionSecretHash: null, createdAt: 0,
+        identifier, name: MARKUP, scopes: [{ name: 'evil:read', description: `${MARKUP} reads` }], accessTokenTtl: null, introspectionSecretHash: null, signingAlg: 'RS256', createdAt: 0,
       }),
     );
     const client = await server.addClient({ name: 'Plain App', scopes: ['openid', 'evil:read'] });

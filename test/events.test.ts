@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { outputMatches, runTessera, serveTessera } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT, startDevice, text } from './helpers/device.ts';
 import { OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -166,23 +166,23 @@ describe('audit events (tessera events, /account)', () => {
 });
 
 describe('audit events in the log', () => {
-  it('writes each event as one JSON line, without the password', async () => {
+  it('writes each event as one JSON line, without the password', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-events-log-'));
-    const serving = await serveTessera([], { TESSERA_DATABASE: join(dir, 'tessera.db') });
-    try {
-      const browser = new FormBrowser(serving.url);
-      const page = await browser.follow(await browser.request('/login'));
-      await browser.submit(page, '/login', { username: 'nobody', password: 'hunter2 is my password' });
-      await outputMatches(serving, /"event":"signin.failed"/);
-      const line = serving.output().stdout.split('\n').find((entry) => entry.includes('"event":"signin.failed"'))!;
-      const logged = JSON.parse(line) as Record<string, unknown>;
-      assert.equal(logged['username'], 'nobody');
-      assert.equal(logged['ip'], '127.0.0.1');
-      assert.deepEqual(logged['detail'], { reason: 'unknown_user' });
-      assert.equal(serving.output().stdout.includes('hunter2'), false);
-    } finally {
-      await serving.stop();
+    let serving: ServingCommand | undefined;
+    t.after(async () => {
+      await serving?.stop();
       rmSync(dir, { recursive: true, force: true });
-    }
+    });
+    serving = await serveTessera([], { TESSERA_DATABASE: join(dir, 'tessera.db') });
+    const browser = new FormBrowser(serving.url);
+    const page = await browser.follow(await browser.request('/login'));
+    await browser.submit(page, '/login', { username: 'nobody', password: 'hunter2 is my password' });
+    await outputMatches(serving, /"event":"signin.failed"/);
+    const line = serving.output().stdout.split('\n').find((entry) => entry.includes('"event":"signin.failed"'))!;
+    const logged = JSON.parse(line) as Record<string, unknown>;
+    assert.equal(logged['username'], 'nobody');
+    assert.equal(logged['ip'], '127.0.0.1');
+    assert.deepEqual(logged['detail'], { reason: 'unknown_user' });
+    assert.equal(serving.output().stdout.includes('hunter2'), false);
   });
 });

@@ -8,12 +8,26 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import { loadConfig } from '../src/config/index.ts';
 import { startServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { TEST_ENV } from './helpers/server.ts';
+
+type Running = Awaited<ReturnType<typeof startServer>>;
+
+/** Starts a server that the test stops when it ends, passed or failed. */
+async function serve(t: TestContext, config: Parameters<typeof startServer>[0]): Promise<Running> {
+  const server = await startServer(config);
+  t.after(() => server.close());
+  return server;
+}
+
+/** Asserts that the server refuses to start; one that starts anyway is stopped at once. */
+async function refusesToStart(config: Parameters<typeof startServer>[0], message: RegExp): Promise<void> {
+  await assert.rejects(startServer(config).then((server) => server.close()), message);
+}
 
 describe('signing keys at rest', () => {
   let dir: string;
@@ -40,32 +54,28 @@ describe('signing keys at rest', () => {
     return found;
   }
 
-  it('creates the data directory 0700, the database and its WAL 0600, and a 0600 key file beside them; no private key is in clear', async () => {
+  it('creates the data directory 0700, the database and its WAL 0600, and a 0600 key file beside them; no private key is in clear', async (t) => {
     const data = join(dir, 'fresh', 'data');
     const database = join(data, 'tessera.db');
-    const server = await startServer(config(database));
-    try {
-      // A write, so the WAL exists.
-      await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
-      assert.equal(statSync(data).mode & 0o777, 0o700);
-      const files = readdirSync(data);
-      for (const name of ['tessera.db', 'tessera.db-wal', 'tessera.db.key']) {
-        assert.ok(files.includes(name), `${name} in ${files.join(', ')}`);
-        assert.equal(statSync(join(data, name)).mode & 0o777, 0o600, name);
-      }
-      assert.deepEqual(clearPrivateKeys(database), []);
-      // The key file is one 32-byte key, and it is not inside the database.
-      const kek = readFileSync(join(data, 'tessera.db.key'), 'utf8').trim();
-      assert.equal(Buffer.from(kek, 'base64url').length, 32);
-      for (const name of files.filter((file) => file.startsWith('tessera.db') && file !== 'tessera.db.key')) {
-        assert.equal(readFileSync(join(data, name)).includes(kek), false, name);
-      }
-    } finally {
-      await server.close();
+    const server = await serve(t, config(database));
+    // A write, so the WAL exists.
+    await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+    assert.equal(statSync(data).mode & 0o777, 0o700);
+    const files = readdirSync(data);
+    for (const name of ['tessera.db', 'tessera.db-wal', 'tessera.db.key']) {
+      assert.ok(files.includes(name), `${name} in ${files.join(', ')}`);
+      assert.equal(statSync(join(data, name)).mode & 0o777, 0o600, name);
+    }
+    assert.deepEqual(clearPrivateKeys(database), []);
+    // The key file is one 32-byte key, and it is not inside the database.
+    const kek = readFileSync(join(data, 'tessera.db.key'), 'utf8').trim();
+    assert.equal(Buffer.from(kek, 'base64url').length, 32);
+    for (const name of files.filter((file) => file.startsWith('tessera.db') && file !== 'tessera.db.key')) {
+      assert.equal(readFileSync(join(data, name)).includes(kek), false, name);
     }
   });
 
-  it('encrypts the clear keys of an existing database when it opens, and signs with them still', async () => {
+  it('encrypts the clear keys of an existing database when it opens, and signs with them still', async (t) => {
     const database = join(dir, 'old.db');
     // A database as the previous version left it: a key stored in clear.
     const store = await openStore(database);
@@ -77,14 +87,10 @@ describe('signing keys at rest', () => {
     await store.close();
     assert.deepEqual(clearPrivateKeys(database), [privateJwk.d]);
 
-    const server = await startServer(config(database));
-    try {
-      assert.deepEqual(clearPrivateKeys(database), []);
-      const jwks = (await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] };
-      assert.ok(jwks.keys.some((key) => key.kid === kid), 'the old key is still published');
-    } finally {
-      await server.close();
-    }
+    const server = await serve(t, config(database));
+    assert.deepEqual(clearPrivateKeys(database), []);
+    const jwks = (await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] };
+    assert.ok(jwks.keys.some((key) => key.kid === kid), 'the old key is still published');
   });
 
   it('refuses to start with a key file others can read, or with the wrong key', async () => {
@@ -93,22 +99,18 @@ describe('signing keys at rest', () => {
     await first.close();
     const { chmodSync } = await import('node:fs');
     chmodSync(`${database}.key`, 0o644);
-    await assert.rejects(startServer(config(database)), /can be read by other users: run chmod 600/);
+    await refusesToStart(config(database), /can be read by other users: run chmod 600/);
     chmodSync(`${database}.key`, 0o600);
-    await assert.rejects(
-      startServer(config(database, { TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url') })),
-      /was encrypted with a key encryption key Tessera was not given/,
-    );
+    await refusesToStart(config(database, { TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url') }), /was encrypted with a key encryption key Tessera was not given/);
   });
 
-  it('rotates the key encryption key: new first, old after it, and every key is encrypted again under the new one', async () => {
+  it('rotates the key encryption key: new first, old after it, and every key is encrypted again under the new one', async (t) => {
     const database = join(dir, 'rotate.db');
     const old = randomBytes(32).toString('base64url');
     const fresh = randomBytes(32).toString('base64url');
     await (await startServer(config(database, { TESSERA_KEY_ENCRYPTION_KEY: old }))).close();
     await (await startServer(config(database, { TESSERA_KEY_ENCRYPTION_KEY: `${fresh},${old}` }))).close();
-    const server = await startServer(config(database, { TESSERA_KEY_ENCRYPTION_KEY: fresh }));
-    await server.close();
+    await serve(t, config(database, { TESSERA_KEY_ENCRYPTION_KEY: fresh }));
     assert.equal(existsSync(`${database}.key`), false, 'no key file when the key is given');
   });
 });

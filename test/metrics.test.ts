@@ -16,7 +16,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protoco
 import { startServer, type RunningServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { runTessera, serveTessera } from './helpers/cli.ts';
+import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { basic, postForm, REDIRECT_URI, TEST_ENV } from './helpers/server.ts';
 import { ManualClock } from '../src/core/clock.ts';
@@ -126,46 +126,42 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
 });
 
 describe('the metrics listener', () => {
-  it('is off by default', async () => {
+  it('is off by default', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-off-'));
     const server = await startServer(loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent' }));
-    try {
-      assert.equal(server.metricsUrl, null);
-    } finally {
+    t.after(async () => {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
-    }
+    });
+    assert.equal(server.metricsUrl, null);
   });
 
-  it('stops the start with one clear line when its port is taken', async () => {
+  it('stops the start with one clear line when its port is taken', async (t) => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    t.after(() => taken.close());
     const port = (taken.address() as AddressInfo).port;
-    try {
-      const result = await runTessera(['serve'], { PORT: '0', HOST: '127.0.0.1', TESSERA_METRICS_PORT: String(port), TESSERA_DATABASE: ':memory:' });
-      assert.equal(result.code, 1);
-      assert.equal(result.stderr, `tessera: TESSERA_METRICS_PORT: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`);
-    } finally {
-      taken.close();
-    }
+    const result = await runTessera(['serve'], { PORT: '0', HOST: '127.0.0.1', TESSERA_METRICS_PORT: String(port), TESSERA_DATABASE: ':memory:' });
+    assert.equal(result.code, 1);
+    assert.equal(result.stderr, `tessera: TESSERA_METRICS_PORT: cannot listen on 127.0.0.1:${port} (EADDRINUSE)\n`);
   });
 });
 
 describe('metrics with several workers', () => {
-  it('are served by the primary, summed over the workers', async () => {
+  it('are served by the primary, summed over the workers', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-workers-'));
-    const serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_METRICS_PORT: '0' }, 2);
-    try {
-      const metricsUrl = /metrics at (\S+)/.exec(serving.output().stdout)?.[1];
-      assert.ok(metricsUrl, serving.output().stdout);
-      for (let i = 0; i < 6; i++) assert.equal((await fetch(`${serving.url}/healthz`, { headers: { connection: 'close' } })).status, 200);
-      const samples = await scrape(metricsUrl);
-      assert.equal(samples.get('http_request_duration_seconds_count{method="GET",route="/healthz",status_class="2xx"}'), 6, 'every request, whichever worker answered it');
-      assert.equal(samples.get('tessera_device_authorizations_pending'), 0);
-    } finally {
-      await serving.stop();
+    let serving: ServingCommand | undefined;
+    t.after(async () => {
+      await serving?.stop();
       rmSync(dir, { recursive: true, force: true });
-    }
+    });
+    serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_METRICS_PORT: '0' }, 2);
+    const metricsUrl = /metrics at (\S+)/.exec(serving.output().stdout)?.[1];
+    assert.ok(metricsUrl, serving.output().stdout);
+    for (let i = 0; i < 6; i++) assert.equal((await fetch(`${serving.url}/healthz`, { headers: { connection: 'close' } })).status, 200);
+    const samples = await scrape(metricsUrl);
+    assert.equal(samples.get('http_request_duration_seconds_count{method="GET",route="/healthz",status_class="2xx"}'), 6, 'every request, whichever worker answered it');
+    assert.equal(samples.get('tessera_device_authorizations_pending'), 0);
   });
 });
 

@@ -248,15 +248,17 @@ describe('client add --require-dpop and --require-par', () => {
     return { clientId: json['client_id'] as string, clientSecret: (json['client_secret'] as string | undefined) ?? '', json };
   }
 
-  it('--require-dpop refuses token and device authorization requests without a proof, and takes them with one', async () => {
+  it('--require-dpop takes a device authorization without a proof (RFC 9449 defines none there), refuses token requests without one, and takes them with one', async () => {
     const strict = await register('--require-dpop');
     assert.equal(strict.json['dpop_bound_access_tokens'], true);
     const listed = JSON.parse((await runTessera(['client', 'list', '--json'], { TESSERA_DATABASE: server.config.database })).stdout) as Record<string, unknown>[];
     assert.equal(listed.find((entry) => entry['client_id'] === strict.clientId)?.['dpop_bound_access_tokens'], true);
     const auth = { authorization: basic(strict.clientId, strict.clientSecret) };
     const device = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, auth);
-    assert.equal(device.status, 400);
-    assert.equal(device.body['error'], 'invalid_dpop_proof');
+    assert.equal(device.status, 200, JSON.stringify(device.body));
+    const poll = await postForm(`${server.url}/oauth/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.body['device_code'] as string }, auth);
+    assert.deepEqual([poll.status, poll.body['error']], [400, 'invalid_dpop_proof']);
+    assert.match(String(poll.body['error_description']), new RegExp(`at ${server.url}/oauth/token\\)$`), 'names the endpoint that wanted the proof');
 
     const request = await codeRequest('openid');
     const url = new URL(as.authorization_endpoint!);
@@ -278,8 +280,8 @@ describe('client add --require-dpop and --require-par', () => {
     const relaxed = await runTessera(['client', 'update', strict.clientId, '--no-require-dpop', '--json'], env);
     assert.equal(relaxed.code, 0, relaxed.stderr);
     assert.equal((JSON.parse(relaxed.stdout) as Record<string, unknown>)['dpop_bound_access_tokens'], undefined, 'false, so left out (RFC 9449 §5.2)');
-    const withoutProof = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, auth);
-    assert.equal(withoutProof.status, 200, 'no proof needed once the requirement is off');
+    const withoutProof = await postForm(`${server.url}/oauth/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.body['device_code'] as string }, auth);
+    assert.deepEqual([withoutProof.status, withoutProof.body['error']], [400, 'authorization_pending'], 'no proof needed once the requirement is off');
   });
 
   it('--require-par refuses an authorization request sent in the URL, at the redirect URI, and takes a pushed one', async () => {

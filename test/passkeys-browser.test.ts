@@ -11,24 +11,31 @@ import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
+  /** TESSERA_REQUIRE_SECOND_FACTOR=on. */
+  let strict: TestServer;
   let tv: TestClient;
+  let app: TestClient;
   let user: TestUser;
   let browser: Browser;
 
   before(async () => {
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
     server = await startTestServer({ issuerHost: 'localhost' });
+    strict = await startTestServer({ issuerHost: 'localhost', env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } });
     tv = await server.addClient({ name: 'Living Room TV', requirePhishingResistant: true });
+    app = await server.addClient({ name: 'Photo Printer' });
     user = await server.addUser({ username: 'katherine', name: 'Katherine Johnson' });
     browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
     await server?.close();
+    await strict?.close();
   });
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
@@ -48,6 +55,37 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
       },
     });
     return { context, page, cdp, authenticatorId };
+  }
+
+  /**
+   * From now on the authenticator only tests that someone touched it, as a security key with
+   * no PIN does: no UV flag in its answers (WebAuthn Level 3 §6.1). Chromium's virtual
+   * authenticator refuses a request for discoverable credentials when it cannot verify at
+   * all, so this one fails verification (isUserVerified false) and is never asked for it:
+   * the browser's sign-in requests say userVerification "discouraged" instead of the
+   * server's "preferred", and it answers with presence alone. The browser offers no passkeys
+   * in autofill either, so only the button signs in: a sign-in page that a refusal shows
+   * does not sign in again by itself, to be refused again, and so on.
+   */
+  async function stopVerifyingUser(page: Page, cdp: CDPSession, authenticatorId: string): Promise<void> {
+    await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
+    await page.route((url) => url.pathname === '/login/passkey/options', async (route) => {
+      const response = await route.fetch();
+      const options = (await response.json()) as { userVerification?: string };
+      await route.fulfill({ response, json: { ...options, userVerification: 'discouraged' } });
+    });
+    await page.addInitScript('PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false);');
+  }
+
+  /** Signs in on /account with a password and adds a passkey; returns on the account page. */
+  async function addPasskey(page: Page, origin: string, person: TestUser, name: string): Promise<void> {
+    await page.goto(`${origin}/account`);
+    await page.getByLabel('Username').fill(person.username);
+    await page.getByLabel('Password').fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByLabel('Passkey name').fill(name);
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.getByText('Passkey added. You can now sign in with it.').waitFor();
   }
 
   it('adds a passkey on /account, signs out, signs in with it without a username, and approves a device that requires one', async (t) => {
@@ -127,5 +165,81 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     const [passkey] = await server.store.passkeys.listForUser(person.id);
     assert.equal(passkey!.name, 'Passkey', 'an unnamed passkey gets a name');
     assert.notEqual(passkey!.lastUsedAt, null);
+  });
+
+  it('counts a passkey that only tested presence (no UV flag) as one factor: amr hwk user, the lowest acr, and refused where a passkey or a second factor is required', async (t) => {
+    const { context, page, cdp, authenticatorId } = await withAuthenticator();
+    t.after(() => context.close());
+    const person = await server.addUser({ username: 'mary' });
+    const callback = new Promise<URL>((resolve) => {
+      void page.route(`${REDIRECT_URI}**`, async (route) => {
+        resolve(new URL(route.request().url()));
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
+      });
+    });
+    await addPasskey(page, server.url, person, 'Security key');
+    await stopVerifyingUser(page, cdp, authenticatorId);
+    await page.getByRole('button', { name: 'Not you? Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+
+    // An ordinary client asking for the lowest class: approved, and told it was one factor.
+    const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const start = async (acr: string) => {
+      const verifier = oidc.randomPKCECodeVerifier();
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT_URI, scope: 'openid', acr_values: acr,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      });
+      return { url, verifier };
+    };
+    const lowest = await start('urn:tessera:acr:pwd');
+    await page.goto(lowest.url.href);
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const claims = (await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), { pkceCodeVerifier: lowest.verifier, idTokenExpected: true })).claims()!;
+    assert.equal(claims.sub, person.id);
+    assert.deepEqual(claims.amr, ['hwk', 'user'], 'a device-bound key that tested presence only: no mfa');
+    assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor: the lowest class, not phrh');
+    await page.waitForURL(`${REDIRECT_URI}**`);
+
+    // The same session where more is asked: sent back to sign in, told why, never an Approve button.
+    await page.goto((await start('phr')).url.href);
+    await page.getByText(/Photo Printer can be approved only after signing in with a passkey that asks for your PIN, fingerprint or face/).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, 'acr_values=phr');
+    await page.goto((await start('urn:tessera:acr:mfa')).url.href);
+    await page.getByText(/Approving needs a second factor/).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, 'acr_values=urn:tessera:acr:mfa');
+
+    // A device client registered with --require-phishing-resistant: not approved, even when forced.
+    const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const device = await oidc.initiateDeviceAuthorization(tvConfig, { scope: 'openid' });
+    await page.goto(device.verification_uri_complete!);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText(/Living Room TV can be approved only after signing in with a passkey that asks/).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, '--require-phishing-resistant');
+    const forced = await page.request.post(`${server.url}/device/approve`, {
+      form: { csrf_token: await page.locator('form[action="/login"] input[name="csrf_token"]').inputValue(), user_code: device.user_code, decision: 'approve' },
+    });
+    assert.equal(forced.status(), 403, 'approving anyway is refused');
+    assert.equal((await server.store.devices.findByUserCode(device.user_code.replace('-', ''), Date.now()))?.status, 'pending');
+
+    // TESSERA_REQUIRE_SECOND_FACTOR=on: the key alone is not a second factor.
+    const other = await withAuthenticator();
+    t.after(() => other.context.close());
+    const strictPerson = await strict.addUser({ username: 'mary' });
+    const strictApp = await strict.addClient({ name: 'Photo Printer' });
+    await addPasskey(other.page, strict.url, strictPerson, 'Security key');
+    await stopVerifyingUser(other.page, other.cdp, other.authenticatorId);
+    await other.page.getByRole('button', { name: 'Not you? Sign out' }).click();
+    await other.page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    const strictConfig = await oidc.discovery(new URL(strict.url), strictApp.clientId, undefined, oidc.ClientSecretBasic(strictApp.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    await other.page.goto(oidc.buildAuthorizationUrl(strictConfig, {
+      redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+    }).href);
+    await other.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await other.page.getByText(/Approving needs a second factor/).waitFor();
+    assert.equal(await other.page.getByRole('button', { name: 'Approve' }).count(), 0, 'TESSERA_REQUIRE_SECOND_FACTOR=on');
+    const signIns = await strict.store.events.list({ userId: strictPerson.id, type: 'signin.succeeded', limit: 10 });
+    assert.deepEqual(signIns.map((event) => event.detail['amr']).sort(), ['hwk user', 'pwd'], 'the key did sign in, and is refused only for approving');
   });
 });

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../src/config/index.ts';
 import { startServer } from '../src/main.ts';
 import { startTestServer, TEST_ENV } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -81,7 +82,7 @@ describe('npm start', () => {
     let serverPid: number | null = null;
     try {
       // The server's own process id and address, from its start line.
-      const started = await new Promise<{ pid: number; url: string }>((resolve, reject) => {
+      const started = await within(new Promise<{ pid: number; url: string }>((resolve, reject) => {
         npm.stdout.on('data', (chunk: Buffer) => {
           output += chunk.toString();
           const line = output.split('\n').find((entry) => entry.includes('Tessera is serving'));
@@ -91,13 +92,13 @@ describe('npm start', () => {
           }
         });
         exited.then(() => reject(new Error(`npm start exited before serving:\n${output}`)));
-      });
+      }), 'npm start to serve', 60_000);
       serverPid = started.pid;
       assert.equal(await status(`${started.url}/healthz`), 200);
       assert.ok(alive(started.pid));
 
       npm.kill('SIGTERM');
-      await exited;
+      await within(exited, 'npm to exit on SIGTERM');
       // npm has exited; the server it started must be gone with it, not left serving.
       const deadline = Date.now() + 10_000;
       while (alive(started.pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));

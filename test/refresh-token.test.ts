@@ -70,7 +70,7 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     assert.equal(after.sub, user.id);
     assert.equal(after.auth_time, before.auth_time);
     assert.equal(after.aud, client.clientId);
-    assert.equal(after['name'], 'Ada Lovelace');
+    assert.equal((await oidc.fetchUserInfo(config, refreshed.access_token, user.id))['name'], 'Ada Lovelace');
     assert.equal(after.nonce, undefined);
     assert.equal(decodeJwt(refreshed.access_token)['gid'], decodeJwt(first.access_token)['gid'], 'the same grant');
   });
@@ -99,7 +99,7 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     const narrow = await oidc.refreshTokenGrant(config, first.refresh_token!, { scope: 'openid profile' });
     assert.equal(narrow.scope, 'openid profile');
     assert.equal(decodeJwt(narrow.access_token)['scope'], 'openid profile');
-    assert.equal(narrow.claims()?.['email'], undefined, 'no email claim in a narrowed ID token');
+    assert.equal((await oidc.fetchUserInfo(config, narrow.access_token, user.id))['email'], undefined, 'no email claim for a narrowed token');
     assert.ok(narrow.refresh_token, 'narrowing away offline_access still rotates the refresh token');
     const whole = await oidc.refreshTokenGrant(config, narrow.refresh_token!);
     assert.equal(whole.scope, 'openid profile email offline_access');

@@ -11,6 +11,7 @@ import { runTessera } from './helpers/cli.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { discover } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 const PHOTOS = 'https://api.example.com';
 
@@ -78,7 +79,7 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
     await page.getByRole('button', { name: 'Approve' }).click();
     // The browser's navigation to the callback ends before the next one starts.
     await page.waitForURL(`${REDIRECT_URI}**`);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(await callback), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(await within(callback, 'the redirect back to the client')), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
     assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
     assert.equal(tokens.scope, 'openid photos:read');
 

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { startDevice } from './helpers/device.ts';
+import { BrowserAt, startDevice } from './helpers/device.ts';
 import { discover } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -26,8 +26,9 @@ function totp(secretBase32: string, ms: number, stepOffset = 0): string {
   return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
 }
 
-async function signInWithPassword(server: TestServer, user: TestUser, returnTo = '/account'): Promise<{ browser: FormBrowser; page: Page }> {
-  const browser = new FormBrowser(server.url);
+/** Signs in with the password, from `ip` when given (the server must trust X-Forwarded-For). */
+async function signInWithPassword(server: TestServer, user: TestUser, returnTo = '/account', ip: string | null = null): Promise<{ browser: FormBrowser; page: Page }> {
+  const browser = new BrowserAt(server.url, ip);
   const login = await browser.follow(await browser.request(`/login?return_to=${encodeURIComponent(returnTo)}`));
   const page = await browser.submit(login, '/login', { username: user.username, password: user.password });
   return { browser, page };
@@ -53,7 +54,8 @@ describe('one-time codes after the password', () => {
   let client: TestClient;
 
   before(async () => {
-    server = await startTestServer({ clock });
+    // X-Forwarded-For is believed, so that a test can sign in from many addresses.
+    server = await startTestServer({ clock, env: { TESSERA_TRUST_PROXY: 'true' } });
     client = await server.addClient({ name: 'Photo Printer' });
   });
   after(() => server?.close());
@@ -106,6 +108,9 @@ describe('one-time codes after the password', () => {
     assert.equal(browser.cookies.has('tessera_session'), false, 'not signed in by the password alone');
     const signedIn = await browser.submit(asked, '/login/second-factor', { code: totp(secret, clock.now()) });
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
+    // The app the sign-in was for travelled through both forms to the record of it.
+    const [recorded] = await server.store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 5 });
+    assert.deepEqual([recorded?.clientId, recorded?.detail['amr']], [client.clientId, 'pwd otp mfa']);
     const approval = await browser.follow(signedIn);
     const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
@@ -155,6 +160,36 @@ describe('one-time codes after the password', () => {
     const again = await signInWithPassword(server, user);
     assert.equal(again.page.status, 429, 'the password limit from this address is the same one');
     assert.match(again.page.html, /Too many wrong passwords for this username from your connection/);
+  });
+
+  it("locks a user's codes after 10 wrong ones from 10 addresses: from an 11th, the right password and the right code are refused", async () => {
+    const user = await server.addUser();
+    const other = await server.addUser();
+    const { secret } = await enrol(server, user, clock);
+    const { secret: otherSecret } = await enrol(server, other, clock);
+    clock.advance(60_000);
+    const right = totp(secret, clock.now());
+    const wrong = right === '123456' ? '654321' : '123456';
+    // One wrong code from each address: no address reaches its own limits (10 for this
+    // username, 100 in all), so only the limit per user, from anywhere, can stop the guesser.
+    for (let i = 1; i <= 10; i++) {
+      const { browser, page } = await signInWithPassword(server, user, '/account', `198.51.100.${i}`);
+      assert.match(page.html, /<h1>Enter your code<\/h1>/, `the password from address ${i}`);
+      const answer = await browser.submit(page, '/login/second-factor', { code: wrong });
+      assert.equal(answer.status, 401, `wrong code ${i}`);
+    }
+    const eleventh = await signInWithPassword(server, user, '/account', '198.51.100.11');
+    assert.match(eleventh.page.html, /<h1>Enter your code<\/h1>/, 'the password is not what is locked');
+    const locked = await eleventh.browser.submit(eleventh.page, '/login/second-factor', { code: right });
+    assert.equal(locked.status, 429, 'locked: not even the right code is tried');
+    assert.match(locked.html, /Too many failed sign-in attempts/);
+    assert.equal(eleventh.browser.cookies.has('tessera_session'), false, 'not signed in');
+    const failures = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 });
+    assert.deepEqual(failures.map((event) => event.detail['reason']).sort(), [...Array(10).fill('wrong_code'), 'locked'].sort());
+    // The lockout is this user's: another person at the same address signs in.
+    const elsewhere = await signInWithPassword(server, other, '/account', '198.51.100.11');
+    const signedIn = await elsewhere.browser.submit(elsewhere.page, '/login/second-factor', { code: totp(otherSecret, clock.now()) });
+    assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
   });
 
   it('accepts each recovery code once, in place of a code', async () => {

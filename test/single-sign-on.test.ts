@@ -14,6 +14,7 @@ import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './
 import { runTessera, tessera } from './helpers/cli.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
 import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
 
 const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
 
@@ -42,10 +43,13 @@ async function logoutReceiver(answers: number[] = []) {
     uri: `http://127.0.0.1:${port}/backchannel-logout`,
     received,
     calls: () => calls,
-    /** Resolves once `count` logout tokens have arrived. */
-    async next(count = received.length + 1): Promise<string[]> {
-      while (received.length < count) await new Promise<void>((resolve) => waiting.push(resolve));
-      return received;
+    /** Resolves once `count` logout tokens have arrived; rejects if they have not after a while. */
+    next(count = received.length + 1): Promise<string[]> {
+      const arrived = (async () => {
+        while (received.length < count) await new Promise<void>((resolve) => waiting.push(resolve));
+        return received;
+      })();
+      return within(arrived, `${count} logout token(s) (${received.length} so far)`);
     },
     close: () => closeServer(server),
   };
@@ -143,7 +147,7 @@ describe('single sign-on through openid-client', () => {
       assert.match(text(page), /Recipe Box also wants to: See your email address Deny Approve/);
       assert.doesNotMatch(text(page), /See your name/, 'what was approved before is not asked again');
       const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })));
-      assert.equal(tokens.claims()?.['email'], user.username + '@example.com');
+      assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['email'], user.username + '@example.com');
 
       const again = await start(config, 'openid email profile');
       await redeem(config, again, callbackOf(await browser.request(again.url.href)));
@@ -185,7 +189,7 @@ describe('single sign-on through openid-client', () => {
       const asked = await start(config, 'openid profile', { prompt: 'consent' });
       const page = await browser.request(asked.url.href);
       assertApprovalPage(page, '/oauth/authorize/decision');
-      assert.match(text(page), /Recipe Box will be able to: Sign you in and know who you are See your name and username/);
+      assert.match(text(page), /Recipe Box will be able to: Sign you in and know who you are See your name, username, picture, language and time zone/);
     });
 
     it('forgets the consent when the app is revoked on /account', async () => {
@@ -407,28 +411,25 @@ describe('single sign-on through openid-client', () => {
       assert.equal(payload['nonce'], undefined);
     });
 
-    it('tries again when the client answers 503, and a client that never answers does not hold up the sign-out', async () => {
+    it('tries again when the client answers 503, and a client that never answers does not hold up the sign-out', async (t) => {
       const flaky = await logoutReceiver([503, 503]);
+      t.after(() => flaky.close());
       const silent = await listenOnFreePort(createServer(() => {}));
-      try {
-        const first = await app({ name: 'Flaky', firstParty: true, backchannelLogoutUri: flaky.uri });
-        const second = await app({ name: 'Silent', firstParty: true, backchannelLogoutUri: `http://127.0.0.1:${silent.port}/logout` });
-        const user = await server.addUser();
-        const browser = await signedIn(user);
-        for (const { config } of [first, second]) {
-          const attempt = await start(config, 'openid');
-          await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)));
-        }
-        const started = performance.now();
-        const signOut = await browser.submit(await browser.request('/account'), '/logout', {});
-        assert.equal(signOut.status, 303);
-        assert.ok(performance.now() - started < 1000, 'the sign-out answered before the silent client timed out');
-        await flaky.next(1);
-        assert.equal(flaky.calls(), 3, 'two 503s, then delivered');
-      } finally {
-        await flaky.close();
-        await closeServer(silent.server);
+      t.after(() => closeServer(silent.server));
+      const first = await app({ name: 'Flaky', firstParty: true, backchannelLogoutUri: flaky.uri });
+      const second = await app({ name: 'Silent', firstParty: true, backchannelLogoutUri: `http://127.0.0.1:${silent.port}/logout` });
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      for (const { config } of [first, second]) {
+        const attempt = await start(config, 'openid');
+        await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)));
       }
+      const started = performance.now();
+      const signOut = await browser.submit(await browser.request('/account'), '/logout', {});
+      assert.equal(signOut.status, 303);
+      assert.ok(performance.now() - started < 1000, 'the sign-out answered before the silent client timed out');
+      await flaky.next(1);
+      assert.equal(flaky.calls(), 3, 'two 503s, then delivered');
     });
   });
 
@@ -468,26 +469,69 @@ describe('single sign-on through openid-client', () => {
       assert.equal((await runTessera(['user', 'enable', user.username], { TESSERA_DATABASE: server.config.database })).stdout, `Enabled ${user.username}.\n`);
     });
 
-    it('keeps the tessera command running until a retried logout token is delivered (user set-password, as its own process)', async () => {
+    it('keeps the tessera command running until a retried logout token is delivered (user set-password, as its own process)', async (t) => {
       const flaky = await logoutReceiver([503]);
-      try {
-        const { config } = await app({ name: 'Flaky Ledger', firstParty: true, backchannelLogoutUri: flaky.uri });
-        const user = await server.addUser();
-        const browser = await signedIn(user);
-        const attempt = await start(config, 'openid');
-        const sid = (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'];
-        // The retry waits on a timer that does not hold a process open: the command must.
-        const result = await tessera(['user', 'set-password', user.username, '--password-stdin'], {
-          TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url, TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '300',
-        }, 'another long password\n');
-        assert.equal(result.code, 0, result.stderr);
-        assert.equal(result.stdout, `Set the password of ${user.username}; their sessions have ended.\nSent a logout token to the app they were signed in to.\n`);
-        assert.equal(flaky.calls(), 2, 'a 503, then delivered');
-        assert.equal(decodeJwt(flaky.received[0]!)['sid'], sid);
-        assert.equal(await isSignedOut(browser), true);
-      } finally {
-        await flaky.close();
-      }
+      t.after(() => flaky.close());
+      const { config } = await app({ name: 'Flaky Ledger', firstParty: true, backchannelLogoutUri: flaky.uri });
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      const attempt = await start(config, 'openid');
+      const sid = (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'];
+      // The retry waits on a timer that does not hold a process open: the command must.
+      const result = await tessera(['user', 'set-password', user.username, '--password-stdin'], {
+        TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url, TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '300',
+      }, 'another long password\n');
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, `Set the password of ${user.username}; their sessions have ended.\nSent a logout token to the app they were signed in to.\n`);
+      assert.equal(flaky.calls(), 2, 'a 503, then delivered');
+      assert.equal(decodeJwt(flaky.received[0]!)['sid'], sid);
+      assert.equal(await isSignedOut(browser), true);
+    });
+  });
+
+  describe('the `logout` event, on each road out of a session', () => {
+    /** The person's `logout` events, as the audit trail holds them. */
+    async function logouts(userId: string) {
+      const events = await server.store.events.list({ userId, limit: 50 });
+      return events.filter((event) => event.type === 'logout').map((event) => ({ clientId: event.clientId, ...event.detail }));
+    }
+
+    it('records the person signing out on the sign-out button (by user)', async () => {
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      assert.deepEqual(await logouts(user.id), []);
+      await browser.submit(await browser.request('/account'), '/logout', {});
+      assert.equal(await isSignedOut(browser), true);
+      assert.deepEqual(await logouts(user.id), [{ clientId: null, by: 'user', sessions_ended: 1 }]);
+    });
+
+    it('records an app signing the person out at the end-session endpoint (by rp), naming the app, whether asked first or not', async () => {
+      const { client, config } = await app({ name: 'Notes', firstParty: true });
+      const user = await server.addUser();
+      const browser = await signedIn(user);
+      const attempt = await start(config, 'openid');
+      const idToken = (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).id_token!;
+      await browser.request(oidc.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: AFTER_LOGOUT }).href);
+      assert.equal(await isSignedOut(browser), true);
+      assert.deepEqual(await logouts(user.id), [{ clientId: client.clientId, by: 'rp', sessions_ended: 1 }]);
+
+      await signedIn(user, browser);
+      const page = await browser.request(`/oauth/logout?${new URLSearchParams({ client_id: client.clientId })}`);
+      await browser.submit(page, '/oauth/logout/confirm', {});
+      assert.equal(await isSignedOut(browser), true);
+      assert.deepEqual(await logouts(user.id), [
+        { clientId: client.clientId, by: 'rp', sessions_ended: 1 },
+        { clientId: client.clientId, by: 'rp', sessions_ended: 1 },
+      ]);
+    });
+
+    it('records "Sign out everywhere" on /account once, with the number of sessions it ended (by everywhere)', async () => {
+      const user = await server.addUser();
+      const laptop = await signedIn(user, new FormBrowser(server.url));
+      const phone = await signedIn(user, new FormBrowser(server.url));
+      await laptop.submit(await laptop.request('/account'), '/account/sign-out-everywhere', {});
+      assert.equal(await isSignedOut(phone), true);
+      assert.deepEqual(await logouts(user.id), [{ clientId: null, by: 'everywhere', sessions_ended: 2 }]);
     });
   });
 

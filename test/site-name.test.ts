@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
 import { LOCALES } from '../src/config/locales.ts';
+import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -66,6 +67,22 @@ describe('the site name on every page, in Chromium', { skip: chromiumUnavailable
     await assertBranded(page, /^Connect a device/);
     assert.ok(await page.getByText('to connect it to your Acme Accounts account').isVisible());
     await context.close();
+  });
+});
+
+describe('the site name on passkeys', () => {
+  it('is the relying party name an authenticator shows beside a new passkey (WebAuthn §5.4.1 rp.name)', async (t) => {
+    const server = await startTestServer({ issuerHost: 'localhost', env: { TESSERA_SITE_NAME: SITE.TESSERA_SITE_NAME } });
+    t.after(() => server.close());
+    const user = await server.addUser({ username: 'grace' });
+    const browser = new FormBrowser(server.url);
+    const login = await browser.follow(await browser.request('/account'));
+    const page = await browser.follow(await browser.submit(login, '/login', { username: user.username, password: user.password }));
+    const csrf = browser.form(page, '/account/passkeys').fields['csrf_token']!;
+    const answer = await browser.request('/account/passkeys/options', { form: { csrf_token: csrf } });
+    assert.equal(answer.status, 200, answer.html);
+    const creation = JSON.parse(answer.html) as { rp: { id: string; name: string } };
+    assert.deepEqual(creation.rp, { id: 'localhost', name: 'Acme Accounts' });
   });
 });
 

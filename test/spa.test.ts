@@ -89,7 +89,9 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
     assert.equal(result.rotated, true, 'the refresh token rotates on use');
     assert.equal(result.newAccessToken, true);
     assert.equal(result.userinfoStatus, 200);
-    assert.deepEqual(result.userinfo, { sub: user.id, preferred_username: 'sam', name: 'Sam Vimes' });
+    const { updated_at: updatedAt, ...userinfo } = result.userinfo;
+    assert.deepEqual(userinfo, { sub: user.id, preferred_username: 'sam', name: 'Sam Vimes' });
+    assert.equal(typeof updatedAt, 'number', 'OIDC Core §5.1 updated_at, in seconds');
     await page.close();
   });
 

@@ -26,8 +26,9 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
 
   it('returns sub and the profile claims as stored on the user for openid profile', async () => {
     const tokens = await signIn(server, config, user, 'openid profile');
-    const claims = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
+    const { updated_at: updatedAt, ...claims } = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
     assert.deepEqual(claims, { sub: user.id, preferred_username: 'ada', name: 'Ada Lovelace' });
+    assert.equal(typeof updatedAt, 'number');
   });
 
   it('returns only sub for openid alone, and adds email for the email scope', async () => {
@@ -93,14 +94,49 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
     assert.match(response.headers.get('www-authenticate') ?? '', /error="insufficient_scope"/);
   });
 
-  it('refuses an access token in the query or the body with invalid_request', async () => {
+  it('takes the access token in a POST form body (RFC 6750 §2.2) and answers as with the header', async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    const response = await userinfo(null, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: tokens.access_token }),
+    });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+    assert.deepEqual(await response.json(), await oidc.fetchUserInfo(config, tokens.access_token, user.id));
+  });
+
+  it('refuses a revoked access token sent in a POST body with 401 invalid_token (RFC 6750 §3.1)', async () => {
+    const tokens = await signIn(server, config, user, 'openid offline_access');
+    await oidc.tokenRevocation(config, tokens.refresh_token!);
+    const response = await userinfo(null, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: tokens.access_token }),
+    });
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", error="invalid_token"/);
+  });
+
+  it('refuses an access token in the query (RFC 6750 §2.3 is not offered), or sent two ways at once (§3.1), with invalid_request', async () => {
     const tokens = await signIn(server, config, user, 'openid');
     const query = await fetch(`${server.url}/oauth/userinfo?access_token=${tokens.access_token}`);
     assert.equal(query.status, 400);
     assert.equal(((await query.json()) as Record<string, unknown>)['error'], 'invalid_request');
-    const body = await userinfo(tokens.access_token, {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `access_token=${tokens.access_token}`,
+    const postQuery = await fetch(`${server.url}/oauth/userinfo?access_token=${tokens.access_token}`, { method: 'POST' });
+    assert.equal(postQuery.status, 400);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const both = await userinfo(tokens.access_token, { method: 'POST', headers: form, body: `access_token=${tokens.access_token}` });
+    assert.equal(both.status, 400);
+    assert.equal(((await both.json()) as Record<string, unknown>)['error'], 'invalid_request');
+    const twice = await userinfo(null, { method: 'POST', headers: form, body: `access_token=${tokens.access_token}&access_token=${tokens.access_token}` });
+    assert.equal(twice.status, 400);
+    const dpopAndBody = await fetch(`${server.url}/oauth/userinfo`, {
+      method: 'POST', headers: { ...form, authorization: `DPoP ${tokens.access_token}` }, body: `access_token=${tokens.access_token}`,
     });
-    assert.equal(body.status, 400);
+    assert.equal(dpopAndBody.status, 400);
+  });
+
+  it('does not read a token from a JSON body (RFC 6750 §2.2: form-encoded only)', async () => {
+    const tokens = await signIn(server, config, user, 'openid');
+    const response = await userinfo(null, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ access_token: tokens.access_token }) });
+    assert.notEqual(response.status, 200);
+    assert.ok(response.status === 400 || response.status === 415, String(response.status));
   });
 });

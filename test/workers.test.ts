@@ -8,7 +8,7 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
-import { type Store } from '../src/store/types.ts';
+import { newUserRecord, type Store } from '../src/store/types.ts';
 import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { basic, REDIRECT_URI } from './helpers/server.ts';
 
@@ -46,16 +46,7 @@ describe('tessera serve --workers 2', () => {
       postLogoutRedirectUris: [],
       backchannelLogoutUri: null,
     });
-    await store.users.create({
-      id: userId,
-      username: 'ada',
-      passwordHash: 'unused',
-      name: 'Ada Lovelace',
-      email: null,
-      emailVerified: false,
-      disabled: false,
-      createdAt: Date.now(),
-    });
+    await store.users.create(newUserRecord({ id: userId, username: 'ada', passwordHash: 'unused', name: 'Ada Lovelace', createdAt: Date.now() }));
     serving = await serveTessera(['--workers', '2'], { TESSERA_DATABASE: database }, 2);
     url = serving.url;
   });
@@ -95,7 +86,7 @@ describe('tessera serve --workers 2', () => {
       const verifier = randomToken(32);
       await store.codes.create({
         hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null,
+        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
       });
       minted.push({ code, verifier });
     }
@@ -126,7 +117,8 @@ describe('tessera serve --workers 2', () => {
     await outputMatches(serving, new RegExp(`worker ${before[0]} exited \\(SIGKILL\\); starting another`));
     // Two lines from the first workers, a third from the replacement once it serves.
     let replaced = false;
-    const serves = outputMatches(serving, /Tessera is serving/, 3).then(() => (replaced = true));
+    // Settled either way: a replacement that never serves ends the loop below with its failure.
+    const serves = outputMatches(serving, /Tessera is serving/, 3).finally(() => (replaced = true));
     // Requests all the while the replacement starts, a few milliseconds apart: every one is
     // answered, whichever worker the primary hands it to.
     const meanwhile: Promise<number>[] = [];

@@ -2,8 +2,8 @@
  * `tessera device-login`: a device for people to try the Device Authorization Grant with
  * (RFC 8628). It asks for codes (§3.1), shows the user code and a QR code of
  * verification_uri_complete (§3.3.1), polls the token endpoint honouring `interval` and
- * `slow_down` (§3.4-3.5) with a live countdown, and prints the granted scopes and the ID
- * token's claims, verified against the server's published keys.
+ * `slow_down` (§3.4-3.5) with a live countdown, and prints the granted scopes, the ID
+ * token's claims, verified against the server's published keys, and the UserInfo claims.
  *
  * It talks to the server over HTTP only, as a real device would: no store, no shared code
  * with the server but the wire format and the words of the pages (ui/locales), in the
@@ -57,6 +57,7 @@ interface Metadata {
   readonly device_authorization_endpoint: string;
   readonly token_endpoint: string;
   readonly jwks_uri: string;
+  readonly userinfo_endpoint?: string;
 }
 
 interface DeviceAuthorization {
@@ -127,7 +128,11 @@ async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Pro
   if (field('issuer') !== options.issuer) {
     throw new DeviceLoginError(`the server at ${options.issuer} says its issuer is ${field('issuer')}; use --issuer ${field('issuer')} or fix TESSERA_ISSUER`);
   }
-  return { issuer: field('issuer'), device_authorization_endpoint: field('device_authorization_endpoint'), token_endpoint: field('token_endpoint'), jwks_uri: field('jwks_uri') };
+  const userinfo = body['userinfo_endpoint'];
+  return {
+    issuer: field('issuer'), device_authorization_endpoint: field('device_authorization_endpoint'), token_endpoint: field('token_endpoint'), jwks_uri: field('jwks_uri'),
+    ...(typeof userinfo === 'string' ? { userinfo_endpoint: userinfo } : {}),
+  };
 }
 
 async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<number> {
@@ -252,8 +257,15 @@ async function printTokens(options: DeviceLoginOptions, metadata: Metadata, body
       currentDate: new Date(deps.now()),
     });
     deps.stdout(`${t.text('deviceLogin.claims', { jwksUri: metadata.jwks_uri })}\n${JSON.stringify(payload, null, 2)}\n`);
-    return 0;
   } catch (error) {
     throw new DeviceLoginError(`the ID token did not verify: ${error instanceof Error ? error.message : String(error)}`);
   }
+  // OIDC Core §5.4: with an access token issued, the claims of profile and email come from
+  // the UserInfo endpoint, not the ID token.
+  const accessToken = body['access_token'];
+  if (metadata.userinfo_endpoint === undefined || typeof accessToken !== 'string' || body['token_type'] !== 'Bearer') return 0;
+  const userinfo = await request(deps, metadata.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}` } });
+  if (!userinfo.ok) throw new DeviceLoginError(`the UserInfo endpoint answered HTTP ${userinfo.status}`);
+  deps.stdout(`${t.text('deviceLogin.userinfo', { endpoint: metadata.userinfo_endpoint })}\n${JSON.stringify(await userinfo.json(), null, 2)}\n`);
+  return 0;
 }

@@ -126,8 +126,8 @@ describe('loadConfig', () => {
     assert.throws(() => loadConfig({ TESSERA_KEY_ENCRYPTION_KEY: 'short' }), /TESSERA_KEY_ENCRYPTION_KEY: each key must be 32 bytes/);
   });
 
-  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and 5-minute assertions by default', () => {
-    assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 300 });
+  it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and hour-long assertions by default', () => {
+    assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 3600 });
     assert.deepEqual(
       loadConfig({ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500', TESSERA_CLIENT_JWKS_CACHE_TTL: '0', TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60', TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120' }).clientAuth,
       { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120 },

@@ -283,8 +283,10 @@ export interface ClientAuthSettings {
    */
   readonly jwksRefetchSeconds: number;
   /**
-   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 300): an assertion whose `exp`
-   * is further ahead than this is refused; its `jti` is remembered until `exp`.
+   * `TESSERA_CLIENT_ASSERTION_MAX_LIFETIME` seconds (default 3600, at most 3600): an
+   * assertion whose `exp` is further ahead than this is refused; its `jti` is remembered
+   * until `exp`, so this also bounds how long each one is kept. An hour because common
+   * client libraries (authlib) sign hour-long assertions; the `jti` makes each usable once.
    */
   readonly assertionMaxLifetimeSeconds: number;
 }
@@ -699,7 +701,7 @@ export function loadConfig(env: Env = process.env): Config {
       jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
       jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),
       jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
-      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 300, 30, 3600),
+      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 3600, 30, 3600),
     },
     eventRetentionSeconds: integer(env, 'TESSERA_EVENT_RETENTION', 90 * 86400, 3600, 3650 * 86400),
     metrics: {

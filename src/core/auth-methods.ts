@@ -21,27 +21,38 @@ export const PASSWORD_ONLY: readonly AuthMethod[] = ['pwd'];
 /**
  * The authentication context classes, strongest first. `phrh` and `phr` are the OpenID
  * Extended Authentication Profile's phishing-resistant classes (hardware-protected, and
- * any passkey); the two below them are Tessera's own names.
+ * any passkey that verified the person); the two below them are Tessera's own names, the
+ * last for any one factor (a password alone, or a passkey that only tested presence).
  */
 export const ACR_VALUES = ['phrh', 'phr', 'urn:tessera:acr:mfa', 'urn:tessera:acr:pwd'] as const;
 export type Acr = (typeof ACR_VALUES)[number];
 
-/** A passkey sign-in: the one kind of sign-in a phishing site cannot relay. */
-export function isPhishingResistant(amr: readonly string[]): boolean {
-  return amr.includes('hwk') || amr.includes('swk');
-}
-
-/** More than one factor, or a passkey (possession, unlocked by the person). */
+/**
+ * More than one factor: a password and a code, or a passkey that verified the person (its
+ * PIN or biometric). A passkey that only tested presence (`user` without `mfa`: a security
+ * key with no PIN) is one factor, something held, whoever holds it (WebAuthn Level 3 §6.1,
+ * the UV flag; NIST SP 800-63B §5.1.7 single-factor and §5.1.9 multi-factor cryptographic
+ * devices: the second factor is the PIN or biometric that unlocks the key).
+ */
 export function hasSecondFactor(amr: readonly string[]): boolean {
-  return amr.includes('mfa') || isPhishingResistant(amr);
+  return amr.includes('mfa');
 }
 
-/** The class a sign-in with these methods satisfies. */
+/**
+ * A passkey sign-in that verified the person: the one kind of sign-in a phishing site cannot
+ * relay, and two factors in one. A client requiring it asks for a passkey in place of a
+ * password and a code, so a presence-only passkey, one factor, does not satisfy it.
+ */
+export function isPhishingResistant(amr: readonly string[]): boolean {
+  return (amr.includes('hwk') || amr.includes('swk')) && hasSecondFactor(amr);
+}
+
+/** The class a sign-in with these methods satisfies: one factor, whatever it was, is the lowest. */
 export function acrOf(amr: readonly string[]): Acr {
+  if (!hasSecondFactor(amr)) return 'urn:tessera:acr:pwd';
   if (amr.includes('hwk')) return 'phrh';
   if (amr.includes('swk')) return 'phr';
-  if (amr.includes('mfa')) return 'urn:tessera:acr:mfa';
-  return 'urn:tessera:acr:pwd';
+  return 'urn:tessera:acr:mfa';
 }
 
 /** Whether a sign-in of class `actual` satisfies a requested class (a stronger one does). */

@@ -75,6 +75,8 @@ export const EVENT_TYPES = [
   'resource.created',
   'resource.removed',
   'keys.rotated',
+  /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */
+  'lockout.cleared',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,7 +1,7 @@
 /** The scopes this server knows (OIDC Core §5.4 and §11), with what each means to the user. */
 export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   openid: 'Sign you in and know who you are',
-  profile: 'See your name and username',
+  profile: 'See your name, username, picture, language and time zone',
   email: 'See your email address',
   offline_access: 'Stay connected while you are away (until you revoke it)',
 };

@@ -53,6 +53,8 @@ describe('Attempt', () => {
       release: (...args) => ((writes += 1), store.rateLimits.release(...args)),
       count: (...args) => store.rateLimits.count(...args),
       window: (...args) => store.rateLimits.window(...args),
+      listOpen: (...args) => store.rateLimits.listOpen(...args),
+      remove: (...args) => ((writes += 1), store.rateLimits.remove(...args)),
     };
     for (let i = 0; i < 10; i++) assert.ok(isRefusal(await Attempt.reserve(counting, limits, WINDOW, T0 + i)));
     assert.equal(writes, 0);

@@ -10,6 +10,7 @@ const api = (identifier: string, scopes: string[], createdAt = 0): ResourceRecor
   scopes: scopes.map((name) => ({ name, description: `May ${name}` })),
   accessTokenTtl: null,
   introspectionSecretHash: null,
+  signingAlg: 'RS256',
   createdAt,
 });
 const PHOTOS = api('https://photos.example', ['photos:read', 'photos:write']);

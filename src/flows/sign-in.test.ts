@@ -9,7 +9,7 @@ import { hashPassword } from '../core/password.ts';
 import { Events } from '../core/events.ts';
 import { PasswordQueue } from '../core/password-queue.ts';
 import { openStore } from '../store/open.ts';
-import type { Store } from '../store/types.ts';
+import { newUserRecord, type Store } from '../store/types.ts';
 import { signIn, signInDelayMs, type SignInDeps } from './sign-in.ts';
 
 describe('signing in', () => {
@@ -27,10 +27,7 @@ describe('signing in', () => {
     passwords = new PasswordQueue({ threads: 1, maxWaiting: 10, perAddress: 10 });
     // A sleep that records instead of waiting: the waits are what is tested.
     deps = { store, clock, config, passwords, tokens: undefined as never, events: new Events(clock, store.events, []), sleep: async (ms) => void waits.push(ms) };
-    await store.users.create({
-      id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash),
-      name: null, email: null, emailVerified: false, disabled: false, createdAt: clock.now(),
-    });
+    await store.users.create(newUserRecord({ id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash), createdAt: clock.now() }));
   });
   after(async () => {
     await passwords.close();

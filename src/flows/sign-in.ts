@@ -15,8 +15,9 @@ import type { SignInSettings } from '../config/index.ts';
 import { decoyPasswordHash } from '../core/password.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
 import { normalizeUsername } from '../core/username.ts';
-import type { SessionRecord, UserRecord } from '../store/types.ts';
-import { Attempt, isRefusal } from './attempts.ts';
+import type { UserRecord } from '../store/types.ts';
+import { Attempt, isRefusal, type AttemptLimit } from './attempts.ts';
+import type { CodeLimits } from './second-factor/codes.ts';
 import type { FlowDeps } from './types.ts';
 
 export interface SignInDeps extends FlowDeps {
@@ -41,6 +42,42 @@ export type SignInResult =
   /** No place on the password queue right now. */
   | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
 
+/** The limits a password is checked against; the delay's count (never refused) comes last. */
+function passwordLimits(settings: SignInSettings, ip: string, username: string): readonly AttemptLimit[] {
+  return [
+    { key: `sign-in:user-ip:${ip} ${username}`, limit: settings.perUserAddress },
+    { key: `sign-in:ip:${ip}`, limit: settings.perAddress },
+    // Counted, never refused: the count sets the delay.
+    { key: `sign-in:user:${username}`, limit: Infinity },
+  ];
+}
+
+/**
+ * Wrong one-time codes per user, whatever the address. Unlike a password, a one-time code is
+ * asked for only after the right password: whoever reaches it has the password, and the
+ * user's codes are locked against them for the window (6 digits do not survive many
+ * addresses' worth of guesses).
+ */
+export const ONE_TIME_CODE_LIMIT = { perUser: 10, windowMs: 15 * 60_000 };
+
+/**
+ * The limits a one-time code typed after the password counts against. A wrong code also
+ * counts as a wrong password, under the same keys, so the password and the code together
+ * get no more guesses from one address than the password alone.
+ */
+export function codeLimits(settings: SignInSettings, ip: string, username: string): CodeLimits {
+  const [userAddress, address] = passwordLimits(settings, ip, username);
+  return {
+    limits: [userAddress!, address!, { key: `one-time-code:user:${username}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
+    windowMs: settings.windowSeconds * 1000,
+  };
+}
+
+/** The limit on codes typed while setting up an authenticator app (the person is signed in already). */
+export function enrolmentLimits(userId: string): CodeLimits {
+  return { limits: [{ key: `totp-enrol:user:${userId}`, limit: ONE_TIME_CODE_LIMIT.perUser }], windowMs: ONE_TIME_CODE_LIMIT.windowMs };
+}
+
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The wait before checking a password for a username that has failed `failures` times. */
@@ -55,17 +92,7 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
   const now = deps.clock.now();
   // No place on the queue: refused before anything is counted or written.
   if (!deps.passwords.hasRoom(request.ip)) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
-  const reserved = await Attempt.reserve(
-    deps.store.rateLimits,
-    [
-      { key: `sign-in:user-ip:${request.ip} ${username}`, limit: settings.perUserAddress },
-      { key: `sign-in:ip:${request.ip}`, limit: settings.perAddress },
-      // Counted, never refused: the count sets the delay.
-      { key: `sign-in:user:${username}`, limit: Infinity },
-    ],
-    settings.windowSeconds * 1000,
-    now,
-  );
+  const reserved = await Attempt.reserve(deps.store.rateLimits, passwordLimits(settings, request.ip, username), settings.windowSeconds * 1000, now);
   const clientId = request.clientId ?? null;
   if (isRefusal(reserved)) {
     const scope = reserved.limit.key.startsWith('sign-in:ip:') ? 'address' : 'user-address';
@@ -92,19 +119,4 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
   }
   await reserved.succeeded();
   return { kind: 'signed-in', user };
-}
-
-/** The user a live session belongs to, or null when the account is gone or disabled. */
-export async function sessionUser(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<UserRecord | null> {
-  const user = await deps.store.users.get(session.userId);
-  return user && !user.disabled ? user : null;
-}
-
-/**
- * The OIDC session (`sid`) a new sign-in continues: the browser's live one when the same
- * person signs in again (prompt=login, max_age), so that apps signed in through it stay
- * signed in; null (a new session, and the old one ends) when someone else signs in.
- */
-export function continuedSid(previous: SessionRecord | null, user: UserRecord): string | null {
-  return previous !== null && previous.userId === user.id ? previous.sid : null;
 }

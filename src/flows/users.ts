@@ -7,8 +7,9 @@
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { hashPassword, verifyPassword } from '../core/password.ts';
-import type { PasswordResetRecord, SessionRecord, UserRecord } from '../store/types.ts';
+import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
+import { recordEnded } from './session/session.ts';
 import type { FlowDeps } from './types.ts';
 
 /** What account changes need: no token issuer, so the command line can run them. */
@@ -44,6 +45,7 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
     await record({ type: disabled ? 'user.disabled' : 'user.enabled', ...about(user), detail: disabled ? { sessions_ended: ended.length, by: 'operator' } : { by: 'operator' } });
+    await recordEnded(record, user, ended, 'operator');
     return ended;
   });
 }
@@ -65,14 +67,15 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
     const grants = await tx.grants.removeForUser(user.id);
     await tx.users.remove(user.id);
     await record({ type: 'user.removed', ...about(user), detail: { grants_removed: grants, by: 'operator' } });
+    await recordEnded(record, user, ended, 'operator');
     return ended;
   });
 }
 
-/** Changes the name or e-mail address (null clears one). */
-export async function updateUser(deps: AccountDeps, user: UserRecord, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<void> {
+/** Changes the standard claims given (null clears one); `updated_at` (OIDC Core §5.1) becomes now. */
+export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges): Promise<void> {
   await transactionWithEvents(deps, async (tx, record) => {
-    await tx.users.update(user.id, changes);
+    await tx.users.update(user.id, changes, deps.clock.now());
     await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
   });
 }
@@ -94,6 +97,7 @@ async function replacePassword(
     await tx.users.setPasswordHash(user.id, hash);
     const ended = await tx.sessions.removeForUser(user.id, keepSession);
     await record({ type, ...about(user), detail: { sessions_ended: ended.length } });
+    await recordEnded(record, user, ended, type === 'user.password_set' ? 'operator' : 'password_change');
     return ended;
   });
 }
@@ -159,6 +163,7 @@ export async function resetPassword(deps: AccountDeps, token: string, password: 
     await tx.users.setPasswordHash(reset.userId, hash);
     const sessions = await tx.sessions.removeForUser(reset.userId);
     await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
+    await recordEnded(record, user, sessions, 'password_change');
     return sessions;
   });
   return ended ? { kind: 'done', user, endedSessions: ended } : { kind: 'invalid_link' };

@@ -1,29 +1,13 @@
-import type { FastifyRequest } from 'fastify';
-import { forRequest, type AppDeps } from './deps.ts';
-
-/** The application a sign-in is for, when it interrupted an authorization request (`return_to`). */
-export async function signInClient(deps: AppDeps, returnTo: string): Promise<string | null> {
-  if (!returnTo.startsWith('/oauth/authorize?')) return null;
-  const requested = new URLSearchParams(returnTo.split('?')[1]).get('client_id');
-  return requested && requested.length <= 256 ? ((await deps.store.clients.get(requested))?.id ?? null) : null;
-}
+import type { RawParams } from '../core/protocol.ts';
+import type { AppDeps } from './deps.ts';
 
 /**
- * Records a completed sign-in (`signin.succeeded`), whichever way it ended: a password
- * alone, a password and a one-time code, or a passkey (`detail.amr`, RFC 8176).
+ * The application a sign-in continues to, as the authorization step put it in the form
+ * (`client_id`, ui/pages.ts clientField): for the audit trail, and only when it is a client
+ * registered here. Null for a sign-in of its own (/account, say).
  */
-export async function recordSignIn(
-  deps: AppDeps,
-  request: FastifyRequest,
-  user: { readonly id: string; readonly username?: string },
-  amr: readonly string[],
-  returnTo: string,
-): Promise<void> {
-  await forRequest(deps, request).events.emit({
-    type: 'signin.succeeded',
-    userId: user.id,
-    username: user.username ?? null,
-    clientId: await signInClient(deps, returnTo),
-    detail: { amr: amr.join(' ') },
-  });
+export async function signInClient(deps: AppDeps, form: RawParams): Promise<string | null> {
+  const requested = form['client_id'];
+  if (typeof requested !== 'string' || requested.length === 0 || requested.length > 256) return null;
+  return (await deps.store.clients.get(requested))?.id ?? null;
 }

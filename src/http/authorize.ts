@@ -4,6 +4,7 @@ import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
+import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
@@ -13,10 +14,9 @@ import { consentPage } from '../ui/pages.ts';
 import { sendError } from './errors.ts';
 import { pageUi } from './locale.ts';
 import { rawForm } from './form.ts';
-import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
+import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken } from './session.ts';
-import { renderSignIn, signedInUser } from './sign-in.ts';
+import { checkCsrf, csrfToken, signedInUser } from './session.ts';
 
 /**
  * The request's parameters, to carry through a form or a URL unchanged: the single-valued
@@ -88,7 +88,8 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
     }
     const authorization = check.request;
-    // OIDC Core §3.1.2.1: the app's preferred languages for the pages of this request.
+    // OIDC Core §3.1.2.1: the app's preferred languages for the pages of this request (a
+    // pushed request's too, which the page's own address does not show).
     const uiLocales = typeof requestParams['ui_locales'] === 'string' ? requestParams['ui_locales'] : null;
 
     const signedIn = await signedInUser(deps, request);
@@ -109,9 +110,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client.name, uiLocales);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
       case 'approve':
-        assertApprovalAllowed(deps, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
+        assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
       case 'deny':
         return reply.redirect(await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
@@ -126,7 +127,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
     if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
-    const ui = pageUi(deps.config.site, request, { uiLocales });
+    const ui = pageUi(deps.config.site, request, { uiLocales, user: user.locale });
     return reply.type('text/html; charset=utf-8').send(
       consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),

@@ -7,6 +7,7 @@ import { sameNetwork } from '../flows/device/proximity.ts';
 import { describeScope } from '../flows/resources.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
+import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import {
   decideDeviceRequest,
   findDeviceRequest,
@@ -21,12 +22,11 @@ import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } fro
 import type { MessageKey, Messages } from '../ui/i18n.ts';
 import { consentPage } from '../ui/pages.ts';
 import { pageUi } from './locale.ts';
-import { assertApprovalAllowed, refuseApprovalPage } from './second-factor.ts';
-import { renderSignIn, signedInUser } from './sign-in.ts';
+import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
 import { formResources, rawForm } from './form.ts';
-import { checkCsrf, cookieNames, csrfToken } from './session.ts';
+import { checkCsrf, cookieNames, csrfToken, signedInUser } from './session.ts';
 
 export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
 const APPROVE_PATH = `${VERIFICATION_PATH}/approve`;
@@ -92,8 +92,10 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     // RFC 9449 defines no proof here; one binds the device code to its key, as dpop_jkt
     // binds a code (§10), so that a device code phished or read off the device is worth
     // nothing without the device's key (the cross-device security BCP's sender constraint).
+    // It is not required, even of a --require-dpop client: openid-client and oauth4webapi
+    // cannot send one here. Such a client proves its key at every poll instead, and the
+    // first poll with a proof binds the device code (store devices.poll).
     const proof = await requestProof(deps, request, reply, DEVICE_AUTHORIZATION_PATH);
-    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every request');
     const response = await startDeviceAuthorization(
       forRequest(deps, request),
       client,
@@ -138,7 +140,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
     const userCode = formatUserCode(record.userCode);
     const access = await describeScope(deps.store, record.scope);
-    const ui = pageUi(deps.config.site, request);
+    const ui = pageUi(deps.config.site, request, { user: user.locale });
     return page(
       reply,
       200,
@@ -185,7 +187,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const lookup = await findDeviceRequest(forRequest(deps, request), attemptOf(request, typed));
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client.name);
+    if (!signedIn) return renderSignIn(deps, request, reply, approvalUrl(lookup.record.userCode), lookup.client);
     const refused = refuseApprovalPage(deps, request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode));
     if (refused) return refused;
     return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
@@ -207,10 +209,10 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       attemptOf(request, typed),
       decision === 'approve'
         ? // The sign-in policy, checked again at the decision: the page may have been open for long.
-          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps, client, signedIn.session) }
+          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session) }
         : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
-    return page(reply, 200, deviceDonePage(pageUi(deps.config.site, request), result.approved, result.client.name));
+    return page(reply, 200, deviceDonePage(pageUi(deps.config.site, request, { user: signedIn.user.locale }), result.approved, result.client.name));
   });
 };

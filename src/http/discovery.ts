@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { ASSERTION_ALGORITHMS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
+import { USER_CLAIMS } from '../tokens/claims.ts';
 import type { AppDeps } from './deps.ts';
 
 /**
@@ -26,11 +27,13 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr', 'name', 'preferred_username', 'email', 'email_verified'],
+    // OpenID Discovery §3: exactly what can be sent: the ID token's own claims and the person's (tokens/claims.ts).
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr', ...USER_CLAIMS],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     // OIDC Discovery §3: the languages of the pages, for `ui_locales`.
     ui_locales_supported: deps.config.site.locales,
-    claims_parameter_supported: false,
+    // OIDC Core §5.5, parsed in flows/claims.ts.
+    claims_parameter_supported: true,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
   };

@@ -17,11 +17,24 @@ export async function requestProof(
 ): Promise<DpopProof | null> {
   const settings = deps.config.dpop;
   if (settings.nonces) reply.header('DPoP-Nonce', await deps.dpopNonces.current());
-  return checkDpopProof(
-    { store: deps.store, clock: deps.clock, settings, nonces: deps.dpopNonces },
-    request.headers.dpop,
-    { method: request.method, url: `${deps.config.issuer}${path}`, ...(accessToken === undefined ? {} : { accessToken }) },
-  );
+  const url = `${deps.config.issuer}${path}`;
+  try {
+    return await checkDpopProof(
+      { store: deps.store, clock: deps.clock, settings, nonces: deps.dpopNonces },
+      request.headers.dpop,
+      { method: request.method, url, ...(accessToken === undefined ? {} : { accessToken }) },
+    );
+  } catch (error) {
+    // A client sends proofs to several endpoints (PAR, device authorization, token,
+    // resources): the refusal says which one refused it.
+    if (error instanceof OAuthError && error.code === 'invalid_dpop_proof') throw proofRefused(url, error.description, error);
+    throw error;
+  }
+}
+
+/** `invalid_dpop_proof` naming the endpoint that wanted (or refused) the proof. */
+export function proofRefused(url: string, description: string, cause?: unknown): OAuthError {
+  return new OAuthError('invalid_dpop_proof', `${description} (at ${url})`, cause === undefined ? {} : { cause });
 }
 
 const quoted = (value: string) => `"${value.replace(/["\\]/g, '')}"`;

@@ -1,14 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { checkEndSession, postLogoutRedirect, type AfterLogout } from '../flows/logout/end-session.ts';
+import { endSession } from '../flows/session/session.ts';
 import { logoutConfirmPage, signedOutPage } from '../ui/logout.ts';
-import { pageUi } from './locale.ts';
-import type { AppDeps } from './deps.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken } from './session.ts';
-import { signedInUser, signOut } from './sign-in.ts';
+import { browserOf, checkCsrf, csrfToken, signedInUser } from './session.ts';
 
 export const END_SESSION_PATH = '/oauth/logout';
 const CONFIRM_PATH = `${END_SESSION_PATH}/confirm`;
@@ -27,11 +26,13 @@ export function logoutMetadata(issuer: string): Record<string, unknown> {
  * or by a form POST, to sign the person out; a confirmation page stands in front of every
  * sign-out the request cannot prove it may make.
  */
-export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  function afterLogout(request: FastifyRequest, reply: FastifyReply, after: AfterLogout): FastifyReply {
+export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
+  /** Signs the browser out for the app the request names (if any), then goes where it asked. */
+  async function signOut(request: FastifyRequest, reply: FastifyReply, after: AfterLogout): Promise<FastifyReply> {
+    await endSession(deps, browserOf(deps, request, reply), 'rp', after.client?.id ?? null);
     const target = postLogoutRedirect(after);
     if (target !== null) return reply.redirect(target, 303);
-    return reply.type('text/html; charset=utf-8').send(signedOutPage(pageUi(deps.config.site, request)));
+    return pages.send(reply, 200, signedOutPage(pages.ui(request)));
   }
 
   async function endSessionRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams) {
@@ -39,10 +40,7 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const signedIn = await signedInUser(deps, request);
     const step = await checkEndSession(deps, params, signedIn?.session ?? null, false);
     if (step.kind === 'error') return sendError(request, reply, step.error);
-    if (step.kind === 'end') {
-      await signOut(deps, request, reply);
-      return afterLogout(request, reply, step.after);
-    }
+    if (step.kind === 'end') return signOut(request, reply, step.after);
     const { after } = step;
     const fields: Record<string, string> = {};
     if (after.client) fields['client_id'] = after.client.id;
@@ -52,7 +50,7 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     }
     if (after.state !== null) fields['state'] = after.state;
     return reply.type('text/html; charset=utf-8').send(
-      logoutConfirmPage(pageUi(deps.config.site, request), {
+      logoutConfirmPage(pages.ui(request, { user: signedIn?.user.locale }), {
         csrf: csrfToken(deps.config, request, reply),
         clientName: after.client?.name ?? null,
         fields,
@@ -73,7 +71,6 @@ export const logoutRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const params = Object.fromEntries(Object.entries(form).filter(([name]) => ['client_id', 'post_logout_redirect_uri', 'state'].includes(name)));
     const step = await checkEndSession(deps, params, null, true);
     if (step.kind === 'error') return sendError(request, reply, step.error);
-    await signOut(deps, request, reply);
-    return afterLogout(request, reply, step.after);
+    return signOut(request, reply, step.after);
   });
 };

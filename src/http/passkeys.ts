@@ -1,20 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { authenticationOptions, finishAuthentication, removePasskey, type AuthenticationResult } from '../flows/passkeys/authentication.ts';
 import { registrationOptions, finishRegistration, type RegistrationResult } from '../flows/passkeys/registration.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
+import { afterPasskey } from '../flows/session/sign-in.ts';
 import type { MessageKey } from '../ui/i18n.ts';
-import { errorPage, PASSKEYS_SCRIPT_PATH, signInPage, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
-import { pageUi } from './locale.ts';
-import { signedInUser } from './sign-in.ts';
-import { recordSignIn } from './audit.ts';
-import { forRequest, type AppDeps } from './deps.ts';
+import { errorPage, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
+import { signInClient } from './audit.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { forRequest } from './deps.ts';
+import { ACCOUNT_PATH } from './endpoints.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken, safeReturnTo } from './session.ts';
-import { beginSession } from './sign-in-session.ts';
+import { browserOf, checkCsrf, safeReturnTo, signedInUser } from './session.ts';
 
 /** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
 const WEBAUTHN_SCRIPT = readFileSync(
@@ -22,8 +22,6 @@ const WEBAUTHN_SCRIPT = readFileSync(
   'utf8',
 );
 const PASSKEYS_SCRIPT = readFileSync(new URL('../ui/passkeys.js', import.meta.url), 'utf8');
-
-const ACCOUNT_SIGN_IN = `/login?return_to=${encodeURIComponent('/account')}`;
 
 /** What each failed passkey sign-in tells the person. None says which check failed to an attacker's benefit. */
 const SIGN_IN_FAILURES: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, { status: number; message: MessageKey }>> = {
@@ -47,17 +45,13 @@ function single(params: RawParams, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
-function page(reply: FastifyReply, status: number, body: string): FastifyReply {
-  return reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
-}
-
 /**
  * Passkeys (WebAuthn Level 3 through @simplewebauthn): the browser scripts, the options
  * each ceremony starts from, and the form posts that finish them. Options are fetched with
  * the page's CSRF token; answers come back as ordinary form posts, so every outcome is a
  * page.
  */
-export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, signedIn, signedInOf }) => {
   const available = passkeysAvailable(deps.config.issuer);
 
   for (const [path, body] of [[WEBAUTHN_SCRIPT_PATH, WEBAUTHN_SCRIPT], [PASSKEYS_SCRIPT_PATH, PASSKEYS_SCRIPT]] as const) {
@@ -72,22 +66,23 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     throw new OAuthError('invalid_request', 'Passkeys need this server to be reached by a domain name.', { status: 404 });
   }
 
+  /** preHandler: refused where passkeys cannot work (an IP address for an issuer). */
+  const passkeysOnly = async () => {
+    if (!available) unavailable();
+  };
+
   app.post('/login/passkey/options', async (request, reply) => {
     checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
     if (!available) unavailable();
     return options(reply, await authenticationOptions(deps));
   });
 
-  function signInFailed(request: FastifyRequest, reply: FastifyReply, returnTo: string, status: number, error: MessageKey) {
-    const ui = pageUi(deps.config.site, request);
-    return page(reply, status, signInPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, error: ui.t.text(error), passkeys: available }));
-  }
-
   app.post('/login/passkey', { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
     if (!available) unavailable();
+    const clientId = await signInClient(deps, form);
     // Every refusal is a `passkey.refused` event (and its log line).
     const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'));
     if (result.kind !== 'signed-in') {
@@ -96,10 +91,9 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
         request.log.warn({ passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip }, 'passkey refused: signature counter did not increase (possible cloned authenticator)');
       }
       const { status, message } = SIGN_IN_FAILURES[result.kind];
-      return signInFailed(request, reply, returnTo, status, message);
+      return pages.signIn(request, reply, status, { returnTo, clientId, error: pages.ui(request).t.text(message) });
     }
-    await beginSession(deps, request, reply, result.user, result.amr);
-    await recordSignIn(deps, request, result.user, result.amr, returnTo);
+    await afterPasskey(deps, browserOf(deps, request, reply), result.user, result.amr, { clientId });
     return reply.redirect(returnTo, 303);
   });
 
@@ -111,32 +105,25 @@ export const passkeyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
     return options(reply, await registrationOptions(deps, signedIn.user));
   });
 
-  app.post('/account/passkeys', { config: { page: true } }, async (request, reply) => {
+  app.post('/account/passkeys', { config: { page: true }, preHandler: [formPost, passkeysOnly, signedIn] }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
-    if (!available) unavailable();
-    const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
-    const result = await finishRegistration(forRequest(deps, request), signedIn.user, single(form, 'name'), single(form, 'response'));
+    const { user } = signedInOf(request);
+    const result = await finishRegistration(forRequest(deps, request), user, single(form, 'name'), single(form, 'response'));
     if (result.kind !== 'added') {
-      if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: signedIn.user.id }, 'passkey registration refused');
+      if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
-      const ui = pageUi(deps.config.site, request);
-      return page(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message)));
+      const ui = pages.ui(request);
+      return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message)));
     }
-    return reply.redirect('/account?notice=passkey-added', 303);
+    return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });
 
-  app.post('/account/passkeys/remove', { config: { page: true } }, async (request, reply) => {
-    const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
-    const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return reply.redirect(ACCOUNT_SIGN_IN, 303);
-    const id = single(form, 'passkey_id');
+  app.post('/account/passkeys/remove', { config: { page: true }, preHandler: [formPost, signedIn] }, async (request, reply) => {
+    const id = single(rawForm(request), 'passkey_id');
     // Someone else's passkey is answered exactly like one that does not exist.
-    if (id.length === 0 || id.length > 1366 || !(await removePasskey(forRequest(deps, request), signedIn.user, id))) {
+    if (id.length === 0 || id.length > 1366 || !(await removePasskey(forRequest(deps, request), signedInOf(request).user, id))) {
       throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });
     }
-    return reply.redirect('/account?notice=passkey-removed', 303);
+    return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-removed`, 303);
   });
 };

@@ -3,8 +3,8 @@ import type { RawParams } from '../core/protocol.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { findResetLink, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, RESET_PATH, resetPassword } from '../flows/users.ts';
 import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
-import { forRequest, type AppDeps } from './deps.ts';
-import { pageUi } from './locale.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { checkCsrf, csrfToken } from './session.ts';
 
@@ -18,15 +18,14 @@ function single(params: RawParams, name: string): string {
  * password; the link then stops working and every session of theirs ends, and the apps that
  * received an ID token in one are sent a logout token.
  */
-export const passwordRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  const site = deps.config.site;
+export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
 
   app.get(RESET_PATH, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
-    const ui = pageUi(site, request);
     const token = single(request.query as RawParams, 'token');
     const link = await findResetLink(deps, token);
     const user = link ? await deps.store.users.get(link.userId) : null;
+    const ui = pages.ui(request, { user: user?.locale });
     if (!user || user.disabled) return reply.status(400).send(resetDonePage(ui, false));
     return reply.send(resetPasswordPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: user.username }));
   });
@@ -35,10 +34,10 @@ export const passwordRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
-    const ui = pageUi(site, request);
     const token = single(form, 'token');
     const password = typeof form['new_password'] === 'string' ? form['new_password'] : '';
     const result = await resetPassword(forRequest(deps, request), token, password);
+    const ui = pages.ui(request);
     if (result.kind === 'invalid_link') return reply.status(400).send(resetDonePage(ui, false));
     if (result.kind === 'invalid') {
       const link = await findResetLink(deps, token);

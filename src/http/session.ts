@@ -1,19 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { constantTimeEqual, hashSecret, randomToken } from '../core/crypto.ts';
+import { constantTimeEqual, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { Config } from '../config/index.ts';
-import type { SessionRecord, Store } from '../store/types.ts';
-import type { Clock } from '../core/clock.ts';
-import { PASSWORD_ONLY, type AuthMethod } from '../core/auth-methods.ts';
+import { cookieNames, type CookiePort } from '../flows/session/cookies.ts';
+import { signedIn, type Browser } from '../flows/session/session.ts';
+import type { SessionRecord, UserRecord } from '../store/types.ts';
+import type { AppDeps } from './deps.ts';
 
-/**
- * Cookie names. Over https they take the `__Host-` prefix, which the browser accepts only
- * for Secure, host-only, Path=/ cookies, so a sibling subdomain cannot plant them.
- */
-export function cookieNames(config: Config): { session: string; csrf: string } {
-  const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
-  return { session: `${prefix}tessera_session`, csrf: `${prefix}tessera_csrf` };
-}
+export { cookieNames };
 
 function cookieOptions(config: Config, maxAgeSeconds?: number) {
   return {
@@ -25,56 +19,23 @@ function cookieOptions(config: Config, maxAgeSeconds?: number) {
   };
 }
 
-export interface SessionDeps {
-  readonly store: Store;
-  readonly config: Config;
-  readonly clock: Clock;
-}
-
-/** The signed-in browser session, if the cookie names a live one. */
-export async function currentSession(deps: SessionDeps, request: FastifyRequest): Promise<SessionRecord | null> {
-  const value = request.cookies[cookieNames(deps.config).session];
-  if (!value || value.length > 128) return null;
-  return deps.store.sessions.get(hashSecret(value), deps.clock.now());
-}
-
-/**
- * Starts a session with a new cookie, remembering how the person signed in (RFC 8176 `amr`).
- * `sid` continues the OIDC session of an earlier sign-in of the same person in this browser;
- * otherwise a new one begins.
- */
-export async function startSession(
-  deps: SessionDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  userId: string,
-  sid: string | null,
-  amr: readonly AuthMethod[] = PASSWORD_ONLY,
-): Promise<SessionRecord> {
-  const now = deps.clock.now();
-  const value = randomToken(32);
-  const session: SessionRecord = {
-    idHash: hashSecret(value),
-    sid: sid ?? randomToken(16),
-    userId,
-    authTime: now,
-    createdAt: now,
-    expiresAt: now + deps.config.lifetimes.session * 1000,
-    amr,
-    ip: request.ip,
-    userAgent: request.headers['user-agent']?.slice(0, 256) ?? null,
+/** The cookie port of the session flow (flows/session/cookies.ts) over this request and its reply. */
+export function cookiePort(config: Config, request: FastifyRequest, reply: FastifyReply): CookiePort {
+  return {
+    read: (name) => request.cookies[name],
+    set: (name, value, maxAgeSeconds) => void reply.setCookie(name, value, cookieOptions(config, maxAgeSeconds)),
+    clear: (name) => void reply.clearCookie(name, cookieOptions(config)),
   };
-  await deps.store.sessions.create(session);
-  reply.setCookie(cookieNames(deps.config).session, value, cookieOptions(deps.config, deps.config.lifetimes.session));
-  return session;
 }
 
-/** Ends the browser's session and clears its cookie; returns the session it ended, if any. */
-export async function endSession(deps: SessionDeps, request: FastifyRequest, reply: FastifyReply): Promise<SessionRecord | null> {
-  const name = cookieNames(deps.config).session;
-  const value = request.cookies[name];
-  reply.clearCookie(name, cookieOptions(deps.config));
-  return value && value.length <= 128 ? deps.store.sessions.remove(hashSecret(value)) : null;
+/** The browser of this request, as the session flow sees it. */
+export function browserOf(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): Browser {
+  return { cookies: cookiePort(deps.config, request, reply), ip: request.ip, userAgent: request.headers['user-agent'] ?? null, log: request.log };
+}
+
+/** The signed-in user, or null when there is no live session or the account is disabled. */
+export function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
+  return signedIn(deps, { cookies: { read: (name) => request.cookies[name] } });
 }
 
 /**

@@ -1,52 +1,26 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
-import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { OncePerWindow } from '../flows/attempts.ts';
-import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { sessionUser, signIn } from '../flows/sign-in.ts';
-import type { SessionRecord, UserRecord } from '../store/types.ts';
-import { signInPage } from '../ui/pages.ts';
+import { afterPassword } from '../flows/session/sign-in.ts';
+import { endSession } from '../flows/session/session.ts';
+import { signIn } from '../flows/sign-in.ts';
+import { secondFactorPage } from '../ui/second-factor.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { signInClient } from './audit.ts';
-import { pageUi } from './locale.ts';
-import { forRequest, type AppDeps } from './deps.ts';
+import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { completePasswordSignIn } from './second-factor.ts';
 import { allowFormTarget } from './security.ts';
-import { checkCsrf, csrfToken, currentSession, endSession, safeReturnTo } from './session.ts';
-
-/** The signed-in user, or null when there is no live session or the account is disabled. */
-export async function signedInUser(deps: AppDeps, request: FastifyRequest): Promise<{ session: SessionRecord; user: UserRecord } | null> {
-  const session = await currentSession(deps, request);
-  if (!session) return null;
-  const user = await sessionUser(deps, session);
-  return user ? { session, user } : null;
-}
-
-/**
- * Signs the browser out: its session ends, its cookie is cleared, and the clients that
- * received an ID token in it are sent logout tokens (in the background).
- */
-export async function signOut(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const ended = await endSession(deps, request, reply);
-  if (ended) await sendLogoutTokens(deps, [ended], request.log);
-}
-
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, clientName?: string, uiLocales?: string | null): FastifyReply {
-  return reply
-    .header('Cache-Control', 'no-store')
-    .type('text/html; charset=utf-8')
-    .send(signInPage(pageUi(deps.config.site, request, { uiLocales }), { csrf: csrfToken(deps.config, request, reply), returnTo, clientName, passkeys: passkeysAvailable(deps.config.issuer) }));
-}
+import { browserOf, checkCsrf, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
-export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
   // One log line per address and limit per window, however many requests it refuses.
   const refusalLog = new OncePerWindow(deps.config.signIn.windowSeconds * 1000);
   app.get('/login', { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
-    return renderSignIn(deps, request, reply, returnTo);
+    return pages.signIn(request, reply, 200, { returnTo });
   });
 
   app.post('/login', { config: { page: true } }, async (request, reply) => {
@@ -56,15 +30,13 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
-    const ui = pageUi(deps.config.site, request);
+    const clientId = await signInClient(deps, form);
+    const ui = pages.ui(request);
     const { t } = ui;
     const page = (status: number, error: string) =>
-      reply
-        .status(status)
-        .type('text/html; charset=utf-8')
-        .send(signInPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, error, username: rawUsername.slice(0, 256), passkeys: passkeysAvailable(deps.config.issuer) }));
+      pages.signIn(request, reply, status, { returnTo, clientId, error, username: rawUsername.slice(0, 256) });
 
-    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId: await signInClient(deps, returnTo) });
+    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId });
     if (result.kind !== 'signed-in') {
       // The page is shown again; its next post may go on to the client (see authorize.ts).
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
@@ -87,15 +59,15 @@ export const signInRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
       );
     }
     // A person with one-time codes on is asked for one next; anyone else is signed in.
-    return completePasswordSignIn(deps, request, reply, result.user, returnTo);
+    const next = await afterPassword(deps, browserOf(deps, request, reply), result.user, { clientId });
+    if (next === 'signed-in') return reply.redirect(returnTo, 303);
+    return pages.send(reply, 200, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
-    const session = await currentSession(deps, request);
-    await signOut(deps, request, reply);
-    if (session) await forRequest(deps, request).events.emit({ type: 'logout', userId: session.userId });
+    await endSession(deps, browserOf(deps, request, reply), 'user');
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });
 };

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
-import { requestProof } from './dpop.ts';
+import { proofRefused, requestProof } from './dpop.ts';
 import { formResources } from './form.ts';
 
 export const TOKEN_PATH = '/oauth/token';
@@ -30,7 +30,9 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     const proof = await requestProof(deps, request, reply, TOKEN_PATH);
     // RFC 9449 §5.2 dpop_bound_access_tokens: the server "MUST reject token requests from
     // this client that do not contain the DPoP header".
-    if (proof === null && client.requireDpop) throw new OAuthError('invalid_dpop_proof', 'this client must send a DPoP proof with every token request');
+    // RFC 9449 defines no proof at device authorization, where client libraries send none:
+    // a device code is bound here instead, at the poll (flows/device/token.ts).
+    if (proof === null && client.requireDpop) throw proofRefused(`${deps.config.issuer}${TOKEN_PATH}`, 'this client must send a DPoP proof with every token request');
     return reply.type('application/json; charset=utf-8').send(await grant.handle(forRequest(deps, request), client, params, proof));
   });
 };

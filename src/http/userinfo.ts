@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { userInfo } from '../flows/lifecycle/userinfo.ts';
 import type { AppDeps } from './deps.ts';
-import { accessTokenCredential, bearerChallenge } from './bearer.ts';
+import { accessTokenCredential, bearerChallenge, type TokenParams } from './bearer.ts';
 import { asResourceError, dpopChallenge, isDpopError, requestProof, resourceChallenges } from './dpop.ts';
 import { rawForm } from './form.ts';
 
@@ -10,10 +10,11 @@ const USERINFO_PATH = '/oauth/userinfo';
 
 /**
  * The UserInfo endpoint (OIDC Core §5.3): GET and POST alike (§5.3.1), with a Bearer access
- * token (RFC 6750) or a DPoP-bound one and its proof (RFC 9449 §7).
+ * token (RFC 6750: in the header, or a POST's form body) or a DPoP-bound one and its proof
+ * (RFC 9449 §7).
  */
 export const userinfoRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  async function handle(request: FastifyRequest, reply: FastifyReply, params: Readonly<Record<string, unknown>>) {
+  async function handle(request: FastifyRequest, reply: FastifyReply, params: TokenParams) {
     reply.header('Cache-Control', 'no-store');
     const credential = accessTokenCredential(request, params);
     if (credential === null) {
@@ -45,8 +46,8 @@ export const userinfoRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
     }
   }
 
-  app.get(USERINFO_PATH, (request, reply) => handle(request, reply, request.query as Record<string, unknown>));
-  app.post(USERINFO_PATH, (request, reply) =>
-    handle(request, reply, { ...(request.query as Record<string, unknown>), ...rawForm(request) }),
-  );
+  const query = (request: FastifyRequest) => request.query as Record<string, unknown>;
+  app.get(USERINFO_PATH, (request, reply) => handle(request, reply, { query: query(request), body: {} }));
+  // RFC 6750 §2.2: a POST may carry the token in its form body instead of the header.
+  app.post(USERINFO_PATH, (request, reply) => handle(request, reply, { query: query(request), body: rawForm(request) }));
 };

@@ -488,6 +488,30 @@ const securityHardening: Migration = {
 };
 
 /**
+ * Version 12 (issue 24): the standard claims of a person (OIDC Core §5.1) beyond `name`,
+ * `email` and `email_verified`, and when their profile last changed (`updated_at`, the
+ * account's creation for those from before); the claims a code's ID token carries (the
+ * `claims` parameter, OIDC Core §5.5); and the algorithm an API's access tokens are
+ * signed with, RS256 unless the operator chooses otherwise (RFC 9068 §2.1 promises
+ * resource servers only RS256), for APIs from before too.
+ */
+const standardClaims: Migration = {
+  version: 12,
+  name: 'standard claims',
+  statements: [
+    (t) => `ALTER TABLE users ADD COLUMN given_name ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN family_name ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN locale ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN zoneinfo ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN picture ${t.text}`,
+    (t) => `ALTER TABLE users ADD COLUMN updated_at ${t.time}`,
+    'UPDATE users SET updated_at = created_at',
+    (t, dialect) => `ALTER TABLE authorization_codes ADD COLUMN id_token_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t) => `ALTER TABLE resources ADD COLUMN signing_alg ${t.text} NOT NULL DEFAULT 'RS256' CHECK (signing_alg IN ('RS256', 'ES256'))`,
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -500,4 +524,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims];

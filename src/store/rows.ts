@@ -138,8 +138,14 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     name: textOrNull(row, 'name'),
     email: textOrNull(row, 'email'),
     emailVerified: read.boolean(row, 'email_verified'),
+    givenName: textOrNull(row, 'given_name'),
+    familyName: textOrNull(row, 'family_name'),
+    locale: textOrNull(row, 'locale'),
+    zoneinfo: textOrNull(row, 'zoneinfo'),
+    picture: textOrNull(row, 'picture'),
     disabled: read.boolean(row, 'disabled'),
     createdAt: integer(row, 'created_at'),
+    updatedAt: integer(row, 'updated_at'),
   };
 }
 
@@ -221,6 +227,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     expiresAt: integer(row, 'expires_at'),
     consumedAt: integerOrNull(row, 'consumed_at'),
     dpopJkt: textOrNull(row, 'dpop_jkt'),
+    idTokenClaims: read.strings(row, 'id_token_claims'),
   };
 }
 
@@ -315,6 +322,12 @@ export function resourceScopeFromRow(row: Row): ResourceScope & { readonly resou
   return { name: text(row, 'name'), description: text(row, 'description'), resource: text(row, 'resource') };
 }
 
+function signingAlg(row: Row, column: string): SigningAlgorithm {
+  const value = text(row, column);
+  if (value !== 'RS256' && value !== 'ES256') throw new CorruptRowError(column, 'RS256 or ES256', value);
+  return value;
+}
+
 /** A resource row with its scopes, read separately (`resource_scopes`). */
 export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): ResourceRecord {
   return {
@@ -323,6 +336,7 @@ export function resourceFromRow(row: Row, scopes: readonly ResourceScope[]): Res
     scopes,
     accessTokenTtl: integerOrNull(row, 'access_token_ttl'),
     introspectionSecretHash: textOrNull(row, 'introspection_secret_hash'),
+    signingAlg: signingAlg(row, 'signing_alg'),
     createdAt: integer(row, 'created_at'),
   };
 }

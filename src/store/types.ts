@@ -129,6 +129,11 @@ export interface ResourceRecord {
   readonly accessTokenTtl: number | null;
   /** `hashSecret` of the resource server's introspection secret (RFC 7662 §2.1); null when it has none. */
   readonly introspectionSecretHash: string | null;
+  /**
+   * What its access tokens are signed with: RS256 by default, the one algorithm RFC 9068
+   * §2.1 promises resource servers (`resource add|update --signing-alg`).
+   */
+  readonly signingAlg: SigningAlgorithm;
   readonly createdAt: number;
 }
 
@@ -141,6 +146,8 @@ export interface ResourceStore {
   get(identifier: string): Promise<ResourceRecord | null>;
   /** Every resource with its scopes, oldest first. */
   list(): Promise<ResourceRecord[]>;
+  /** Changes the fields given; false when there is no such resource. */
+  update(identifier: string, changes: { readonly signingAlg?: SigningAlgorithm }): Promise<boolean>;
   /** Removes the resource and its scopes; false when there was none. */
   remove(identifier: string): Promise<boolean>;
 }
@@ -155,9 +162,44 @@ export interface UserRecord {
   readonly name: string | null;
   readonly email: string | null;
   readonly emailVerified: boolean;
+  /** OIDC Core §5.1 `given_name`, `family_name`, `locale` (BCP 47), `zoneinfo` (IANA), `picture` (a URL). */
+  readonly givenName: string | null;
+  readonly familyName: string | null;
+  readonly locale: string | null;
+  readonly zoneinfo: string | null;
+  readonly picture: string | null;
   readonly disabled: boolean;
   readonly createdAt: number;
+  /** OIDC Core §5.1 `updated_at`: when the profile last changed (its creation at first). */
+  readonly updatedAt: number;
 }
+
+/**
+ * A new account's record: the fields not given at their defaults (no profile claims, e-mail
+ * address not verified, enabled), `updatedAt` its creation.
+ */
+export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
+  return {
+    name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null,
+    disabled: false, updatedAt: fields.createdAt,
+    ...fields,
+  };
+}
+
+/** The standard claims of a person an operator may change (OIDC Core §5.1); null clears one. */
+export interface UserProfileChanges {
+  readonly name?: string | null;
+  readonly givenName?: string | null;
+  readonly familyName?: string | null;
+  readonly email?: string | null;
+  readonly emailVerified?: boolean;
+  readonly locale?: string | null;
+  readonly zoneinfo?: string | null;
+  readonly picture?: string | null;
+}
+
+/** The text fields of `UserProfileChanges`, as the store writes them. */
+export const USER_PROFILE_TEXT_FIELDS = ['name', 'givenName', 'familyName', 'email', 'locale', 'zoneinfo', 'picture'] as const satisfies readonly (keyof UserProfileChanges)[];
 
 export interface UserStore {
   /** Throws `DuplicateError` when the username is taken. */
@@ -167,8 +209,11 @@ export interface UserStore {
   list(): Promise<UserRecord[]>;
   /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
-  /** Changes the profile fields given (null clears one); false when there is no such user. */
-  update(id: string, changes: { readonly name?: string | null; readonly email?: string | null }): Promise<boolean>;
+  /**
+   * Changes the profile fields given (null clears one), and `updatedAt` to `now`, in one
+   * statement; false when there is no such user.
+   */
+  update(id: string, changes: UserProfileChanges, now: number): Promise<boolean>;
   /** Replaces the password hash (PHC argon2id); false when there is no such user. */
   setPasswordHash(id: string, passwordHash: string): Promise<boolean>;
   /**
@@ -374,6 +419,8 @@ export interface AuthorizationCodeRecord {
   readonly consumedAt: number | null;
   /** RFC 9449 §10: the DPoP key thumbprint (`dpop_jkt`) the code must be redeemed with. */
   readonly dpopJkt: string | null;
+  /** OIDC Core §5.5: the claims about the person its ID token carries (the `claims` parameter's `id_token`). */
+  readonly idTokenClaims: readonly string[];
 }
 
 export interface AuthorizationCodeStore {
@@ -451,7 +498,9 @@ export interface DeviceAuthorizationStore {
   /**
    * One poll by the device: one indexed lookup and one write. Null when no record has this
    * hash for this client, or it is bound to a DPoP key (`dpopJkt`) other than `dpopJkt`
-   * (null: the poll carried no proof); such a poll changes nothing.
+   * (null: the poll carried no proof); such a poll changes nothing. A poll with a key binds
+   * a record not bound yet to that key, in the same write (RFC 9449 defines no proof at the
+   * device authorization endpoint, so most clients first prove their key here).
    */
   poll(
     deviceCodeHash: string,
@@ -530,6 +579,20 @@ export interface RateLimitStore {
   window(key: string, now: number): Promise<{ readonly hits: number; readonly endsAt: number } | null>;
   /** Takes one event back from the current window (an attempt counted in advance that succeeded). */
   release(key: string, now: number): Promise<void>;
+  /**
+   * The windows open at `now` whose key starts with `prefix` and that count at least one
+   * event, the latest-ending first, at most `limit` (an operator's view of the lockouts).
+   */
+  listOpen(prefix: string, now: number, limit: number): Promise<RateLimitWindow[]>;
+  /** Forgets a key's count (an operator lifts a lockout); false when there was none. */
+  remove(key: string): Promise<boolean>;
+}
+
+/** One open window of a limit: its key, its count and when it ends. */
+export interface RateLimitWindow {
+  readonly key: string;
+  readonly hits: number;
+  readonly endsAt: number;
 }
 
 /**

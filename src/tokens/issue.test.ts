@@ -5,7 +5,7 @@ import { loadConfig } from '../config/index.ts';
 import { ManualClock } from '../core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE } from '../core/protocol.ts';
 import { openStore } from '../store/open.ts';
-import { type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
+import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../store/types.ts';
 import { TokenIssuer } from './issue.ts';
 import { KeyManager } from './keys.ts';
 
@@ -26,16 +26,7 @@ const client: ClientRecord = {
   authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
   firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
 };
-const user: UserRecord = {
-  id: 'sub-1',
-  username: 'ada',
-  passwordHash: 'x',
-  name: 'Ada Lovelace',
-  email: null,
-  emailVerified: false,
-  disabled: false,
-  createdAt: 0,
-};
+const user: UserRecord = newUserRecord({ id: 'sub-1', username: 'ada', passwordHash: 'x', name: 'Ada Lovelace', createdAt: 0 });
 
 describe('TokenIssuer', () => {
   let store: Store;
@@ -65,7 +56,7 @@ describe('TokenIssuer', () => {
   for (const alg of ['ES256', 'RS256'] as const) {
     it(`signs the access token with ${alg} when told to, and the ID token with RS256, both valid against the JWKS`, async () => {
       const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
-      const tokens = await issuer.issue({ client, user, scope: ['openid', 'profile'], grantId: 'grant-1', authTime: clock.now(), nonce: 'n-1' });
+      const tokens = await issuer.issue({ client, user, scope: ['openid', 'profile'], grantId: 'grant-1', authTime: clock.now(), nonce: 'n-1', idTokenClaims: ['name'] });
       const jwks = createLocalJWKSet(await keys.jwks());
       const options = { issuer: ISSUER, currentDate: new Date(clock.now()) };
       const access = await jwtVerify(tokens.access_token, jwks, { ...options, audience: ISSUER, typ: 'at+jwt' });
@@ -75,8 +66,19 @@ describe('TokenIssuer', () => {
       const id = await jwtVerify(tokens.id_token!, jwks, { ...options, audience: 'app' });
       assert.equal(id.protectedHeader.alg, 'RS256');
       assert.equal(id.payload['nonce'], 'n-1');
-      assert.equal(id.payload['name'], 'Ada Lovelace');
+      assert.equal(id.payload['name'], 'Ada Lovelace', 'asked for in the ID token (OIDC Core §5.5)');
+      assert.equal(id.payload['preferred_username'], undefined, 'not asked for: userinfo only (OIDC Core §5.4)');
       assert.equal(id.payload.exp, clock.now() / 1000 + 600);
+    });
+  }
+
+  for (const [alg, signingAlg] of [['ES256', 'RS256'], ['RS256', 'ES256']] as const) {
+    it(`signs an API's access token with the API's ${signingAlg} whatever the server's (${alg}) for its own`, async () => {
+      const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
+      const resource = { identifier: 'https://api.example/', name: 'API', scopes: [], accessTokenTtl: null, introspectionSecretHash: null, signingAlg, createdAt: 0 };
+      const tokens = await issuer.issue({ client, user, scope: ['openid'], resource, grantId: 'grant-1', authTime: clock.now() });
+      const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), { issuer: ISSUER, audience: 'https://api.example/', currentDate: new Date(clock.now()) });
+      assert.equal(access.protectedHeader.alg, signingAlg);
     });
   }
 });

@@ -6,6 +6,7 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
+import { releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -47,6 +48,13 @@ export interface Issuance {
    * access token is bound (`cnf.jkt`), and a public client's refresh token too (§5).
    */
   readonly dpopJkt?: string | null;
+  /**
+   * OIDC Core §5.5: the claims about the person asked for in the ID token, among those its
+   * scope releases. The others go to userinfo only: OIDC Core §5.4 returns the claims of
+   * `profile` and `email` from the UserInfo endpoint when an access token is issued, as it
+   * always is here.
+   */
+  readonly idTokenClaims?: readonly string[];
 }
 
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
@@ -59,20 +67,6 @@ export interface IdTokenHint {
   readonly aud: readonly string[];
   readonly azp: string | null;
   readonly sid: string | null;
-}
-
-/** The claims each standard scope releases (OIDC Core §5.4), from the user record. */
-export function scopeClaims(user: UserRecord, scope: readonly string[]): Record<string, unknown> {
-  const claims: Record<string, unknown> = {};
-  if (scope.includes('profile')) {
-    claims['preferred_username'] = user.username;
-    if (user.name !== null) claims['name'] = user.name;
-  }
-  if (scope.includes('email') && user.email !== null) {
-    claims['email'] = user.email;
-    claims['email_verified'] = user.emailVerified;
-  }
-  return claims;
 }
 
 /** The claims of an access token this server signed and that has not expired (RFC 9068 §2.2). */
@@ -299,9 +293,14 @@ export class TokenIssuer {
     return { accessToken: Math.min(own.accessToken, device.accessToken), refreshToken: Math.min(own.refreshToken, device.refreshToken) };
   }
 
-  /** RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. */
+  /**
+   * RFC 9068 §2.2: iss, exp, aud, sub, client_id, iat, jti, with scope and auth_time. Signed
+   * as its API chose (RS256 unless its operator said otherwise: §2.1 promises resource
+   * servers only RS256); for this server's own API (userinfo), which verifies it here, with
+   * `TESSERA_ACCESS_TOKEN_ALG` (ES256: a cheaper signature on every code exchange).
+   */
   async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
-    const key = await this.#keys.signingKey(this.#accessTokenAlg);
+    const key = await this.#keys.signingKey(issuance.resource?.signingAlg ?? this.#accessTokenAlg);
     return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
       scope,
@@ -324,7 +323,7 @@ export class TokenIssuer {
   async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...scopeClaims(issuance.user, issuance.scope),
+      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? []),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
       ...(grant.amr === undefined ? {} : { amr: grant.amr }),

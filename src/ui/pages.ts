@@ -79,18 +79,24 @@ export function passkeyScripts(ui: Ui): SafeHtml {
  * and the hidden form the script posts the browser's answer with. The same request also
  * runs as conditional mediation, so the passkeys appear in the username field's autofill.
  */
-export function passkeySignIn(ui: Ui, csrf: string, returnTo: string): SafeHtml {
+export function passkeySignIn(ui: Ui, csrf: string, returnTo: string, clientId?: string | null): SafeHtml {
   return html`<div class="passkey" id="passkey-sign-in">
 <p class="muted or">${ui.t.html('signIn.or')}</p>
 <form method="post" action="/login/passkey" id="passkey-form">
 ${csrfField(csrf)}
 <input type="hidden" name="return_to" value="${returnTo}">
+${clientField(clientId)}
 <input type="hidden" name="response" value="">
 <div class="actions"><button type="button" id="passkey-button">${ui.t.html('signIn.passkey')}</button></div>
 </form>
 <p class="alert error" role="alert" id="passkey-error" hidden></p>
 </div>
 ${passkeyScripts(ui)}`;
+}
+
+/** The application a sign-in continues to, carried from the authorization step to the events that record it. */
+export function clientField(clientId: string | null | undefined): SafeHtml | null {
+  return clientId === undefined || clientId === null ? null : html`<input type="hidden" name="client_id" value="${clientId}">`;
 }
 
 export function csrfField(token: string): SafeHtml {
@@ -113,6 +119,8 @@ export interface SignInView {
   /** Where to go after signing in: a path on this server. */
   readonly returnTo: string;
   readonly clientName?: string | undefined;
+  /** The application the sign-in continues to, posted back with the form (for the audit trail). */
+  readonly clientId?: string | null | undefined;
   readonly error?: string | undefined;
   readonly username?: string | undefined;
   /** Why the person is asked to sign in again (a client that needs a passkey, say). */
@@ -131,13 +139,14 @@ ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : nul
 <form method="post" action="/login">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
+${clientField(view.clientId)}
 <label for="username">${t.html('signIn.username')}</label>
 <input type="text" id="username" name="username" autocomplete="${view.passkeys ? 'username webauthn' : 'username'}" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
 <label for="password">${t.html('signIn.password')}</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
 </form>
-${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo) : null}`);
+${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}`);
 }
 
 export interface ConsentView {

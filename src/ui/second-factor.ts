@@ -6,11 +6,13 @@
  * the CSP allows as 'self'.
  */
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, passkeyScripts, type Ui } from './pages.ts';
+import { clientField, csrfField, layout, passkeyScripts, type Ui } from './pages.ts';
 
 export interface CodePageView {
   readonly csrf: string;
   readonly returnTo: string;
+  /** The application the sign-in continues to (clientField). */
+  readonly clientId?: string | null | undefined;
   readonly error?: string | undefined;
 }
 
@@ -23,6 +25,7 @@ ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : nul
 <form method="post" action="/login/second-factor">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
+${clientField(view.clientId)}
 <label for="code">${t.html('code.label')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="64" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>

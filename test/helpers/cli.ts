@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { run } from '../../src/cli/main.ts';
 import { TEST_ENV } from './server.ts';
+import { WAIT_MS, within } from './wait.ts';
 
 /** The `tessera` command as a checkout runs it, on this test's Node. */
 export const CLI = join(new URL('../..', import.meta.url).pathname, 'src/cli/main.ts');
@@ -13,12 +14,27 @@ export interface RunningCommand {
   readonly exited: Promise<number | null>;
 }
 
+/** How long one `tessera` command may take to exit by itself. */
+const EXIT_MS = 60_000;
+
+/**
+ * Every command still running. A test stops what it starts (in `t.after`); should one not,
+ * the test process ending (npm test runs with --test-force-exit) takes them with it rather
+ * than leave servers on their ports.
+ */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Starts `tessera ARGS…` (quiet logs unless `env` says otherwise); `stdin` is written and closed. */
 export function startTessera(args: readonly string[], env: Readonly<Record<string, string>> = {}, stdin = ''): RunningCommand {
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], {
     env: { ...process.env, TESSERA_LOG_LEVEL: 'silent', ...TEST_ENV, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -31,17 +47,20 @@ export function startTessera(args: readonly string[], env: Readonly<Record<strin
   return { child, output: () => ({ stdout, stderr }), exited };
 }
 
-/** Runs one `tessera` command to completion. */
+/** Runs one `tessera` command to completion; one still running after a minute is killed, and fails the test. */
 export async function tessera(args: readonly string[], env: Readonly<Record<string, string>> = {}, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const run = startTessera(args, env, stdin);
-  const code = await run.exited;
+  const code = await within(run.exited, `tessera ${args.join(' ')} to exit`, EXIT_MS).catch((error: unknown) => {
+    run.child.kill('SIGKILL');
+    throw error;
+  });
   return { code, ...run.output() };
 }
 
 export interface ServingCommand extends RunningCommand {
   /** Where the server listens (one of the workers, under --workers). */
   readonly url: string;
-  /** Stops it with SIGTERM and waits for it to exit; resolves with the exit code. */
+  /** Stops it with SIGTERM and waits for it to exit (a minute at most); resolves with the exit code. */
   stop(): Promise<number | null>;
 }
 
@@ -55,9 +74,12 @@ export function serveTessera(args: readonly string[], env: Readonly<Record<strin
   const run = startTessera(['serve', ...args], { HOST: '127.0.0.1', PORT: '0', ...env, TESSERA_LOG_LEVEL: 'info' });
   const stop = async () => {
     if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGTERM');
-    return run.exited;
+    return within(run.exited, 'tessera serve to stop on SIGTERM', EXIT_MS).catch((error: unknown) => {
+      run.child.kill('SIGKILL');
+      throw error;
+    });
   };
-  return new Promise((resolve, reject) => {
+  const serving = new Promise<ServingCommand>((resolve, reject) => {
     const addresses: string[] = [];
     let pending = '';
     const onData = (chunk: Buffer) => {
@@ -76,28 +98,37 @@ export function serveTessera(args: readonly string[], env: Readonly<Record<strin
     run.child.stdout!.on('data', onData);
     run.exited.then((code) => reject(new Error(`tessera serve exited with ${code} before serving:\n${JSON.stringify(run.output())}`)), reject);
   });
+  return within(serving, `tessera serve to serve (${servers} process(es))`, EXIT_MS).catch(async (error: unknown) => {
+    run.child.kill('SIGKILL');
+    await run.exited;
+    throw error instanceof Error && error.message.startsWith('waited') ? new Error(`${error.message}; it wrote ${JSON.stringify(run.output())}`) : error;
+  });
 }
 
 /**
  * Resolves once what the command wrote (stdout and stderr) matches `pattern` `times` times;
- * rejects if it exits first. Waits on the output itself, never on a clock.
+ * rejects if it exits first, or after `ms` (a bound for a failing test, not a timing).
  */
-export function outputMatches(run: RunningCommand, pattern: RegExp, times = 1): Promise<void> {
+export function outputMatches(run: RunningCommand, pattern: RegExp, times = 1, ms = WAIT_MS): Promise<void> {
   const count = () => {
     const { stdout, stderr } = run.output();
     return (`${stdout}\n${stderr}`.match(new RegExp(pattern.source, `${pattern.flags.replace('g', '')}g`)) ?? []).length;
   };
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (count() < times) return;
-      run.child.stdout!.off('data', check);
-      run.child.stderr!.off('data', check);
-      resolve();
+  let check = () => {};
+  const matched = new Promise<void>((resolve, reject) => {
+    check = () => {
+      if (count() >= times) resolve();
     };
     run.child.stdout!.on('data', check);
     run.child.stderr!.on('data', check);
     run.exited.then(() => (count() >= times ? resolve() : reject(new Error(`exited before writing ${pattern} ${times} time(s):\n${JSON.stringify(run.output())}`))), reject);
     check();
+  });
+  return within(matched, `${pattern} ${times} time(s) in the output`, ms).finally(() => {
+    run.child.stdout!.off('data', check);
+    run.child.stderr!.off('data', check);
+  }).catch((error: unknown) => {
+    throw error instanceof Error && error.message.startsWith('waited') ? new Error(`${error.message}; the output was:\n${JSON.stringify(run.output())}`) : error;
   });
 }
 

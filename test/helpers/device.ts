@@ -31,13 +31,14 @@ export async function startDevice(server: TestServer, client: TestClient, scope 
 
 /**
  * openid-client polling for the device's tokens (RFC 8628 §3.4-3.5), stopped when the test
- * ends however it ends, so that a failed test never leaves a device polling on for the ten
- * minutes its code lives.
+ * ends however it ends, or after a minute with no tokens, so that a failed test never
+ * leaves a device polling on for the ten minutes its code lives, nor waits for it.
  */
 export function pollWhileTestRuns(t: TestContext, config: oidc.Configuration, device: oidc.DeviceAuthorizationResponse) {
   const controller = new AbortController();
   t.after(() => controller.abort());
-  const polling = oidc.pollDeviceAuthorizationGrant(config, device, undefined, { signal: controller.signal });
+  const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(60_000)]);
+  const polling = oidc.pollDeviceAuthorizationGrant(config, device, undefined, { signal });
   // The test awaits it; if the test fails first, the rejection the abort causes is expected.
   polling.catch(() => {});
   return polling;

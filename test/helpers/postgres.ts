@@ -40,7 +40,11 @@ export function redacted(connectionString: string): string {
 
 /** Why the server cannot be used, or null when it can. */
 async function unreachable(): Promise<string | null> {
-  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 3000 });
+  // Generous: this runs while the test file's other modules load, which on a loaded machine
+  // keeps the event loop busy for seconds, and a 3-second timer fired before the answer was
+  // read (test/database-outage.test.ts failed "timeout expired" with PostgreSQL up). A server
+  // that is down refuses the connection at once whatever the limit.
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 15_000 });
   client.on('error', () => {});
   try {
     await client.connect();

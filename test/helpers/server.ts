@@ -12,7 +12,7 @@ import { hashSecret, randomToken } from '../../src/core/crypto.ts';
 import { hashPassword } from '../../src/core/password.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type ClientAuthMethod, type GrantType, type PkcePolicy } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
-import { type Store } from '../../src/store/types.ts';
+import { newUserRecord, type Store, type UserRecord } from '../../src/store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
 import { KeyManager } from '../../src/tokens/keys.ts';
 
@@ -107,7 +107,14 @@ export interface TestServer {
     requirePar?: boolean;
     deviceNetworks?: string[];
   }): Promise<TestClient>;
-  addUser(options?: { username?: string; password?: string; name?: string | null; email?: string | null }): Promise<TestUser>;
+  addUser(options?: {
+    username?: string;
+    password?: string;
+    name?: string | null;
+    email?: string | null;
+    /** The other standard claims (OIDC Core §5.1) as stored. */
+    profile?: Partial<Pick<UserRecord, 'givenName' | 'familyName' | 'emailVerified' | 'locale' | 'zoneinfo' | 'picture'>>;
+  }): Promise<TestUser>;
   close(): Promise<void>;
 }
 
@@ -228,16 +235,15 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       const username = user.username ?? `user${users}`;
       const password = user.password ?? 'correct horse battery staple';
       const id = `sub-${randomToken(6)}`;
-      await running.store.users.create({
+      await running.store.users.create(newUserRecord({
         id,
         username,
         passwordHash: await hashPassword(password, config.passwordHash),
         name: user.name === undefined ? 'Ada Lovelace' : user.name,
         email: user.email === undefined ? `${username}@example.com` : user.email,
-        emailVerified: false,
-        disabled: false,
+        ...user.profile,
         createdAt: clock.now(),
-      });
+      }));
       return { id, username, password };
     },
     async close() {

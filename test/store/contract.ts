@@ -109,8 +109,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         name: 'Ada Lovelace',
         email: `${id}@example.com`,
         emailVerified: true,
+        givenName: 'Ada',
+        familyName: 'Lovelace',
+        locale: 'en-GB',
+        zoneinfo: 'Europe/London',
+        picture: 'https://example.com/ada.png',
         disabled: false,
         createdAt: T0,
+        updatedAt: T0 + SECOND,
         ...overrides,
       };
       await store.users.create(user);
@@ -157,6 +163,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         createdAt: T0,
         expiresAt: T0 + MINUTE,
         consumedAt: null,
+        idTokenClaims: ['email', 'name'],
         dpopJkt: null,
         ...overrides,
       };
@@ -1020,6 +1027,21 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.devices.find('no-such-hash'), null);
       });
 
+      it('binds an unbound device code to the key of its first poll with a proof: then only that key polls it', async () => {
+        const device = await givenDevice();
+        assert.deepEqual(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + MINUTE), {
+          outcome: 'pending',
+          record: { ...device, lastPolledAt: T0 + MINUTE },
+        });
+        assert.deepEqual(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + 2 * MINUTE, 'jkt-a'), {
+          outcome: 'pending',
+          record: { ...device, lastPolledAt: T0 + 2 * MINUTE, dpopJkt: 'jkt-a' },
+        });
+        assert.equal(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + 3 * MINUTE, 'jkt-b'), null);
+        assert.equal(await store.devices.poll(device.deviceCodeHash, device.clientId, T0 + 3 * MINUTE), null);
+        assert.deepEqual(await store.devices.find(device.deviceCodeHash), { ...device, lastPolledAt: T0 + 2 * MINUTE, dpopJkt: 'jkt-a' });
+      });
+
       it('answers bound and unbound device codes polled at once each by its own key', async () => {
         const bound = await givenApprovedDevice({ dpopJkt: 'jkt-a' });
         const stolen = await givenApprovedDevice({ dpopJkt: 'jkt-a' });
@@ -1242,6 +1264,30 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.rateLimits.count(key, MINUTE, T0 + MINUTE), 0);
       });
 
+      it('lists the open windows under a prefix, latest-ending first, and forgets one key at a time', async () => {
+        const prefix = unique('lockout:');
+        const userKey = `${prefix}user:a_b%c`;
+        const ipKey = `${prefix}ip:203.0.113.7`;
+        await store.rateLimits.hit(userKey, MINUTE, T0);
+        await store.rateLimits.hit(userKey, MINUTE, T0);
+        await store.rateLimits.hit(ipKey, 2 * MINUTE, T0);
+        await store.rateLimits.hit(`${prefix.replace(':', '')}x:other`, MINUTE, T0);
+        await store.rateLimits.hit(`${prefix}ended`, SECOND, T0);
+        assert.deepEqual(await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10), [
+          { key: ipKey, hits: 1, endsAt: T0 + 2 * MINUTE },
+          { key: userKey, hits: 2, endsAt: T0 + MINUTE },
+        ]);
+        assert.deepEqual((await store.rateLimits.listOpen(`${prefix}user:a_b`, T0, 10)).map((w) => w.key), [userKey], '_ and % are literal');
+        assert.deepEqual((await store.rateLimits.listOpen(`${prefix}user:a%`, T0, 10)).map((w) => w.key), []);
+        assert.equal((await store.rateLimits.listOpen(prefix, T0 + SECOND, 1)).length, 1, 'bounded');
+        await store.rateLimits.release(ipKey, T0 + SECOND);
+        assert.deepEqual((await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10)).map((w) => w.key), [userKey], 'a window counting nothing is no lockout');
+        assert.equal(await store.rateLimits.remove(userKey), true);
+        assert.equal(await store.rateLimits.remove(userKey), false);
+        assert.equal(await store.rateLimits.count(userKey, MINUTE, T0 + SECOND), 0);
+        assert.deepEqual(await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10), []);
+      });
+
       it('reads the current window, its count and its end, without counting', async () => {
         const key = unique('window');
         assert.equal(await store.rateLimits.window(key, T0), null);
@@ -1314,13 +1360,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     });
 
     describe('operators: users, sessions and reset links', () => {
-      it('updates the name and e-mail given, leaves the others, and clears one set to null', async () => {
+      it('updates the profile fields given and updatedAt, leaves the others, and clears one set to null', async () => {
         const user = await givenUser({ name: 'Ada', email: 'ada@example.com' });
-        assert.equal(await store.users.update(user.id, { name: 'Ada Lovelace' }), true);
-        assert.deepEqual(await store.users.get(user.id), { ...user, name: 'Ada Lovelace' });
-        assert.equal(await store.users.update(user.id, { email: null }), true);
-        assert.deepEqual(await store.users.get(user.id), { ...user, name: 'Ada Lovelace', email: null });
-        assert.equal(await store.users.update('no-such-user', { name: 'x' }), false);
+        assert.equal(await store.users.update(user.id, { name: 'Ada Lovelace' }, T0 + MINUTE), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, name: 'Ada Lovelace', updatedAt: T0 + MINUTE });
+        assert.equal(await store.users.update(user.id, { email: null, emailVerified: false, locale: null }, T0 + 2 * MINUTE), true);
+        const cleared = { ...user, name: 'Ada Lovelace', email: null, emailVerified: false, locale: null, updatedAt: T0 + 2 * MINUTE };
+        assert.deepEqual(await store.users.get(user.id), cleared);
+        const changes = { givenName: 'Augusta Ada', familyName: 'King', emailVerified: true, zoneinfo: 'Europe/Paris', picture: 'https://example.com/a.png', locale: 'fr-FR' };
+        assert.equal(await store.users.update(user.id, changes, T0 + 3 * MINUTE), true);
+        assert.deepEqual(await store.users.get(user.id), { ...cleared, ...changes, updatedAt: T0 + 3 * MINUTE });
+        assert.equal(await store.users.update('no-such-user', { name: 'x' }, T0), false);
       });
 
       it('replaces the password hash, and returns false for an unknown id', async () => {
@@ -1624,6 +1674,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           ],
           accessTokenTtl: 600,
           introspectionSecretHash: `hash-${id}`,
+          signingAlg: 'ES256',
           createdAt: T0,
           ...overrides,
         };
@@ -1632,7 +1683,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('stores a resource with its scopes in order, and reads it back by identifier and in the list', async () => {
         const api = resource();
-        const other = resource({ accessTokenTtl: null, introspectionSecretHash: null, scopes: [], createdAt: T0 + 1 });
+        const other = resource({ accessTokenTtl: null, introspectionSecretHash: null, signingAlg: 'RS256', scopes: [], createdAt: T0 + 1 });
         await register(api);
         await register(other);
         assert.deepEqual(await store.resources.get(api.identifier), api);
@@ -1660,6 +1711,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         // Nothing of the refused resource remains: its first scope name is still free.
         await register(second);
         assert.deepEqual(await store.resources.get(second.identifier), second);
+      });
+
+      it('changes the signing algorithm of a resource, and returns false for an unknown one', async () => {
+        const api = resource({ signingAlg: 'RS256' });
+        await register(api);
+        assert.equal(await store.resources.update(api.identifier, { signingAlg: 'ES256' }), true);
+        assert.deepEqual(await store.resources.get(api.identifier), { ...api, signingAlg: 'ES256' });
+        assert.equal(await store.resources.update(api.identifier, {}), true);
+        assert.deepEqual(await store.resources.get(api.identifier), { ...api, signingAlg: 'ES256' });
+        assert.equal(await store.resources.update('https://unknown.example/', { signingAlg: 'RS256' }), false);
       });
 
       it('removes a resource with its scopes once, freeing its scope names', async () => {
@@ -1738,6 +1799,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           expiresAt: T0 + MINUTE,
           consumedAt: null,
           dpopJkt: null,
+          idTokenClaims: [],
         };
         return { grant, code };
       }

@@ -10,7 +10,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/prot
 import { migrations } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/open.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
-import { type Store } from '../../src/store/types.ts';
+import { newUserRecord, type Store } from '../../src/store/types.ts';
 import {
   databaseSetting,
   describePostgres,
@@ -43,16 +43,7 @@ async function seed(store: Store) {
     postLogoutRedirectUris: [],
     backchannelLogoutUri: null,
   } as const;
-  const user = {
-    id: 'user-1',
-    username: 'ada@example.com',
-    passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',
-    name: null,
-    email: null,
-    emailVerified: false,
-    disabled: false,
-    createdAt: T0,
-  };
+  const user = newUserRecord({ id: 'user-1', username: 'ada@example.com', passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA', createdAt: T0 });
   const grant = {
     id: 'grant-1',
     userId: user.id,
@@ -79,6 +70,7 @@ async function seed(store: Store) {
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
     dpopJkt: null,
+    idTokenClaims: [],
   };
   const device = pendingDevice(client.id, { deviceCodeHash: 'device-1', userCode: 'WDJBMJHT' });
   await store.clients.create(client);

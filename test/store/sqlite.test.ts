@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
-import { MissingReferenceError, type Store } from '../../src/store/types.ts';
+import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
 import { deviceClient, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
@@ -33,16 +33,7 @@ storeContract('SQLite store', async () => {
 /** What a code and a device record need: a client, a user and a grant. */
 async function seed(store: Store, id: string) {
   const client = deviceClient(`client-${id}`, T0);
-  const user = {
-    id: `user-${id}`,
-    username: `${id}@example.com`,
-    passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',
-    name: null,
-    email: null,
-    emailVerified: false,
-    disabled: false,
-    createdAt: T0,
-  };
+  const user = newUserRecord({ id: `user-${id}`, username: `${id}@example.com`, passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA', createdAt: T0 });
   const grant = {
     id: `grant-${id}`,
     userId: user.id,
@@ -73,6 +64,7 @@ async function seed(store: Store, id: string) {
     expiresAt: T0 + 10 * MINUTE,
     consumedAt: null,
     dpopJkt: null,
+    idTokenClaims: [],
   };
   const device = pendingDevice(client.id, {
     deviceCodeHash: `device-${id}`,

@@ -46,6 +46,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       expiresAt: now + deps.config.lifetimes.authorizationCode * 1000,
       consumedAt: null,
       dpopJkt: request.dpopJkt,
+      idTokenClaims: request.idTokenClaims ?? [],
     });
     const about = { userId: session.userId, clientId: request.client.id, grantId: grant.id };
     await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });

@@ -3,6 +3,7 @@ import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord, type Store } from '../../store/types.ts';
+import { parseClaimsRequest, scopesForClaims, type ClaimsRequest } from '../claims.ts';
 import { checkRequestedAccess, describeAccess, ResourceCatalog, resourceParams, type DescribedAccess } from '../resources.ts';
 
 /** OIDC Core §3.1.2.1 `prompt` values. */
@@ -30,6 +31,8 @@ export interface AuthorizationRequest {
   readonly dpopJkt: string | null;
   /** OIDC Core §3.1.2.1 acr_values: the classes asked for, in order of preference; null when none. */
   readonly acrValues?: readonly string[] | null;
+  /** OIDC Core §5.5: the claims about the person asked for in the ID token (the `claims` parameter). */
+  readonly idTokenClaims?: readonly string[];
 }
 
 export type RequestCheck =
@@ -125,8 +128,18 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   const rawScope = single(params, 'scope').value;
   // RFC 6749 §3.3: without a default scope, an omitted scope fails as invalid_scope.
   if (rawScope === null) return fail(new OAuthError('invalid_scope', 'scope is required'));
-  const scope = parseScope(rawScope);
-  if (scope === null || scope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed'));
+  const parsedScope = parseScope(rawScope);
+  if (parsedScope === null || parsedScope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed'));
+  // OIDC Core §5.5: the claims parameter, in an OpenID request. A claim asked for by name
+  // needs the consent its scope needs (§5.4): the person is asked for that scope.
+  let claims: ClaimsRequest | null;
+  try {
+    claims = parsedScope.includes('openid') ? parseClaimsRequest(single(params, 'claims').value) : null;
+  } catch (error) {
+    if (error instanceof OAuthError) return fail(error);
+    throw error;
+  }
+  const scope = claims === null ? parsedScope : [...parsedScope, ...scopesForClaims(claims, client.scopes).filter((extra) => !parsedScope.includes(extra))];
   const resources = resourceParams(params['resource']);
   const catalog = await ResourceCatalog.load(store, scope, resources);
   try {
@@ -167,7 +180,10 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
 
   return {
     kind: 'ok',
-    request: { client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt, acrValues: parseAcrValues(single(params, 'acr_values').value) },
+    request: {
+      client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
+      acrValues: parseAcrValues(single(params, 'acr_values').value), idTokenClaims: claims?.idToken ?? [],
+    },
   };
 }
 

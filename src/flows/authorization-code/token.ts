@@ -90,6 +90,7 @@ export const authorizationCodeGrant: TokenGrant = {
       sid: redeemed.sid,
       refreshScope: redeemed.scope,
       dpopJkt: proof?.jkt ?? null,
+      idTokenClaims: redeemed.idTokenClaims,
     });
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
     // that received an ID token in it. Kept no longer than a session can last.

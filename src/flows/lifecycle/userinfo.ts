@@ -3,7 +3,7 @@
  * tokens (RFC 6750).
  */
 import { OAuthError } from '../../core/errors.ts';
-import { scopeClaims } from '../../tokens/issue.ts';
+import { releasedClaims } from '../../tokens/claims.ts';
 import type { FlowDeps } from '../types.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import { liveAccessToken } from './access-token.ts';
@@ -18,7 +18,8 @@ export interface Presentation {
 /**
  * The claims about the user that the access token's scope releases: `sub` always (OIDC Core
  * §5.3.2: "The sub Claim MUST always be returned"), then those of `profile` and `email`
- * (§5.4), from the user record as it is now; with the client the token was issued to.
+ * (§5.4; a claim asked for alone in the `claims` parameter, §5.5, had its scope approved),
+ * from the user record as it is now; with the client the token was issued to.
  */
 export async function userInfo(deps: FlowDeps, presented: Presentation): Promise<{ clientId: string; claims: Record<string, unknown> }> {
   const live = await liveAccessToken(deps, presented.token);
@@ -35,5 +36,5 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   if (jkt !== null && presented.proof?.jkt !== jkt) throw new OAuthError('invalid_dpop_proof', 'the DPoP proof is not signed by the key the access token is bound to');
   // OIDC Core §5.3: the UserInfo endpoint answers to tokens from an OpenID Connect sign-in.
   if (!live.claims.scope.includes('openid')) throw new OAuthError('insufficient_scope', 'the access token was not granted the openid scope');
-  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...scopeClaims(live.user, live.claims.scope) } };
+  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...releasedClaims(live.user, live.claims.scope) } };
 }

@@ -12,7 +12,7 @@ import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from '.
 
 /** The options for navigator.credentials.get(), with a fresh challenge stored for them. */
 export async function authenticationOptions(deps: FlowDeps): Promise<PublicKeyCredentialRequestOptionsJSON> {
-  const rp = relyingParty(deps.config.issuer);
+  const rp = relyingParty(deps.config);
   // No allowCredentials: §5.1.4.1, the authenticator offers its discoverable credentials.
   const options = await generateAuthenticationOptions({
     rpID: rp.id,
@@ -79,7 +79,7 @@ async function checkAssertion(deps: FlowDeps, raw: string): Promise<Authenticati
   if (userHandle !== undefined && userHandle !== null && userHandle !== Buffer.from(passkey.userId, 'utf8').toString('base64url')) {
     return { kind: 'rejected', reason: 'the user handle does not match the credential', passkey };
   }
-  const rp = relyingParty(deps.config.issuer);
+  const rp = relyingParty(deps.config);
   let verified;
   try {
     verified = await verifyAuthenticationResponse({
@@ -113,7 +113,9 @@ async function checkAssertion(deps: FlowDeps, raw: string): Promise<Authenticati
   const user = await deps.store.users.get(passkey.userId);
   if (!user || user.disabled) return { kind: 'disabled', passkey };
   // RFC 8176: a synced passkey's key is software-protected (`swk`), a device-bound one is
-  // hardware-protected (`hwk`); verified by PIN or biometric, it is two factors in one.
+  // hardware-protected (`hwk`). §6.1: only with the UV flag (PIN or biometric) is it two
+  // factors in one (`mfa`); with presence alone (`user`) it is one factor, and counts as one
+  // wherever a second or a phishing-resistant factor is required (core/auth-methods.ts).
   const key: AuthMethod = passkey.deviceType === 'multiDevice' ? 'swk' : 'hwk';
   return { kind: 'signed-in', user, passkey: recorded, amr: info.userVerified ? [key, 'mfa'] : [key, 'user'] };
 }

@@ -14,7 +14,7 @@ export const PASSKEY_NAME_MAX = 64;
 
 /** The options for navigator.credentials.create(), with a fresh challenge stored for them. */
 export async function registrationOptions(deps: FlowDeps, user: UserRecord): Promise<PublicKeyCredentialCreationOptionsJSON> {
-  const rp = relyingParty(deps.config.issuer);
+  const rp = relyingParty(deps.config);
   const existing = await deps.store.passkeys.listForUser(user.id);
   const options = await generateRegistrationOptions({
     rpName: rp.name,
@@ -48,7 +48,7 @@ export async function finishRegistration(deps: FlowDeps, user: UserRecord, name:
   if (!parsed) return { kind: 'malformed' };
   const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register');
   if (!consumed || consumed.record.userId !== user.id) return { kind: 'challenge' };
-  const rp = relyingParty(deps.config.issuer);
+  const rp = relyingParty(deps.config);
   let verified;
   try {
     verified = await verifyRegistrationResponse({

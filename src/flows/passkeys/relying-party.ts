@@ -4,6 +4,7 @@
  * page on another origin cannot ask the browser for them (§13.4.9 origin validation).
  */
 import { isIP } from 'node:net';
+import type { Config } from '../../config/index.ts';
 import { hashSecret } from '../../core/crypto.ts';
 import type { WebauthnChallengeRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
@@ -16,9 +17,10 @@ export interface RelyingParty {
   readonly name: string;
 }
 
-export function relyingParty(issuer: string): RelyingParty {
-  const url = new URL(issuer);
-  return { id: url.hostname, origin: url.origin, name: 'Tessera' };
+/** Named as the site is (TESSERA_SITE_NAME): the name authenticators show beside the passkey. */
+export function relyingParty(config: Pick<Config, 'issuer' | 'site'>): RelyingParty {
+  const url = new URL(config.issuer);
+  return { id: url.hostname, origin: url.origin, name: config.site.name };
 }
 
 /**

@@ -7,6 +7,7 @@
  */
 import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod } from '../../core/auth-methods.ts';
 import type { Config } from '../../config/index.ts';
+import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
 
 export type ApprovalRefusal =
@@ -44,4 +45,18 @@ export function approvalRefusal(config: Config, client: ClientRecord, session: S
   if ((client.requirePhishingResistant === true || wantsPasskey) && !isPhishingResistant(amr)) return 'phishing-resistant-required';
   if ((config.secondFactor.required || stepUp) && !hasSecondFactor(amr)) return 'second-factor-required';
   return null;
+}
+
+/** What the person is told when the policy refuses their sign-in for `clientName`. */
+export const APPROVAL_REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: string) => string>> = {
+  'phishing-resistant-required': (clientName) =>
+    `${clientName} can be approved only after signing in with a passkey that asks for your PIN, fingerprint or face. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)`,
+  'second-factor-required': () =>
+    'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
+};
+
+/** At the approval itself: the same policy, as a refusal (the page may have been open for long). */
+export function assertApprovalAllowed(config: Config, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): void {
+  const refusal = approvalRefusal(config, client, session, requestedAcr);
+  if (refusal !== null) throw new OAuthError('access_denied', APPROVAL_REFUSALS[refusal](client.name), { status: 403 });
 }

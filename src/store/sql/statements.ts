@@ -99,8 +99,10 @@ export function statements(d: Dialect) {
     removeClient: 'DELETE FROM clients WHERE id = :id',
 
     insertUser: `
-      INSERT INTO users (id, username, password_hash, name, email, email_verified, disabled, created_at)
-      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :disabled, :createdAt)
+      INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
+                         disabled, created_at, updated_at)
+      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
+              :disabled, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
@@ -109,7 +111,14 @@ export function statements(d: Dialect) {
     // A field not given keeps its value: CASE on a flag, since null is a value to set.
     updateUser: `
       UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
-                       email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END
+                       given_name = CASE WHEN :setGivenName = 1 THEN CAST(:givenName AS TEXT) ELSE given_name END,
+                       family_name = CASE WHEN :setFamilyName = 1 THEN CAST(:familyName AS TEXT) ELSE family_name END,
+                       email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END,
+                       email_verified = CASE WHEN :setEmailVerified = 1 THEN :emailVerified ELSE email_verified END,
+                       locale = CASE WHEN :setLocale = 1 THEN CAST(:locale AS TEXT) ELSE locale END,
+                       zoneinfo = CASE WHEN :setZoneinfo = 1 THEN CAST(:zoneinfo AS TEXT) ELSE zoneinfo END,
+                       picture = CASE WHEN :setPicture = 1 THEN CAST(:picture AS TEXT) ELSE picture END,
+                       updated_at = ${d.bigint(':now')}
       WHERE id = :id`,
     setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
     removeUser: 'DELETE FROM users WHERE id = :id',
@@ -179,9 +188,9 @@ export function statements(d: Dialect) {
 
     insertCode: `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
-                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt)
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
-              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt)`,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims)`,
     // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
     // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
@@ -211,7 +220,8 @@ export function statements(d: Dialect) {
     // A device code bound to a DPoP key is polled only with a proof by that key: any other
     // poll leaves the record as it is, so it can neither take the tokens nor slow the device.
     pollDevice: `
-      UPDATE device_authorizations SET ${devicePollAssignments(d.bigint(':now'))}
+      UPDATE device_authorizations SET ${devicePollAssignments(d.bigint(':now'))},
+        dpop_jkt = COALESCE(dpop_jkt, :dpopJkt)
       WHERE device_code_hash = :deviceCodeHash AND client_id = :clientId
         AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
       RETURNING *`,
@@ -283,6 +293,13 @@ export function statements(d: Dialect) {
     countRateLimit: 'SELECT hits FROM rate_limits WHERE key = :key AND window_ends_at > :now',
     getRateLimit: 'SELECT hits, window_ends_at FROM rate_limits WHERE key = :key AND window_ends_at > :now',
     releaseRateLimit: 'UPDATE rate_limits SET hits = hits - 1 WHERE key = :key AND window_ends_at > :now AND hits > 0',
+    // A prefix compared as a substring, not with LIKE: keys hold usernames, where _ and % are literal.
+    listOpenRateLimits: `
+      SELECT key, hits, window_ends_at FROM rate_limits
+      WHERE substr(key, 1, length(:prefix)) = :prefix AND window_ends_at > :now AND hits > 0
+      ORDER BY window_ends_at DESC, key
+      LIMIT :limit`,
+    removeRateLimit: 'DELETE FROM rate_limits WHERE key = :key',
 
     insertKey: `
       INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk, created_at, activates_at, retires_at, expires_at)
@@ -295,8 +312,8 @@ export function statements(d: Dialect) {
     setKeyPrivateJwk: 'UPDATE signing_keys SET private_jwk = :privateJwk WHERE kid = :kid',
 
     insertResource: `
-      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, created_at)
-      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :createdAt)
+      INSERT INTO resources (identifier, name, access_token_ttl, introspection_secret_hash, signing_alg, created_at)
+      VALUES (:identifier, :name, :accessTokenTtl, :introspectionSecretHash, :signingAlg, :createdAt)
       ON CONFLICT DO NOTHING`,
     insertResourceScope: `
       INSERT INTO resource_scopes (name, resource, description, position)
@@ -308,6 +325,9 @@ export function statements(d: Dialect) {
     listResourceScopes: 'SELECT * FROM resource_scopes ORDER BY resource, position',
     // Its scopes go with it: ON DELETE CASCADE.
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
+    updateResource: `
+      UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END
+      WHERE identifier = :identifier`,
     // RFC 7523 §3: a jti is refused while an unexpired assertion used it; an expired record
     // that the purge has not yet removed gives way in the same statement.
     useClientAssertion: `

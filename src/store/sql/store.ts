@@ -7,7 +7,7 @@
 import type { AuditEvent } from '../../core/events.ts';
 import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
-import { DuplicateError, type ClientChanges, type PurgeCutoffs, type Stores } from '../types.ts';
+import { DuplicateError, USER_PROFILE_TEXT_FIELDS, type ClientChanges, type PurgeCutoffs, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
 import { secondFactorStores } from './second-factor.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
@@ -105,14 +105,20 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       findByUsername: (username) => first('getUserByUsername', { username }, user),
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
-      update: (id, changes) =>
-        changedAny('updateUser', {
+      update: (id, changes, now) => {
+        // Each field with a flag saying whether it is set, since null is a value to set.
+        const fields = USER_PROFILE_TEXT_FIELDS.flatMap((field) => [
+          [`set${field[0]!.toUpperCase()}${field.slice(1)}`, changes[field] === undefined ? 0 : 1],
+          [field, changes[field] ?? null],
+        ]);
+        return changedAny('updateUser', {
           id,
-          setName: changes.name === undefined ? 0 : 1,
-          name: changes.name ?? null,
-          setEmail: changes.email === undefined ? 0 : 1,
-          email: changes.email ?? null,
-        }),
+          now,
+          ...Object.fromEntries(fields),
+          setEmailVerified: changes.emailVerified === undefined ? 0 : 1,
+          emailVerified: flag(changes.emailVerified ?? false),
+        });
+      },
       setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),
       remove: (id) => changedAny('removeUser', { id }),
     },
@@ -177,7 +183,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     },
 
     codes: {
-      create: (record) => write('insertCode', { ...record, scope: list(record.scope) }),
+      create: (record) => write('insertCode', { ...record, scope: list(record.scope), idTokenClaims: list(record.idTokenClaims) }),
       consume: (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
         first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code),
       find: (hash) => first('getCode', { hash }, code),
@@ -239,6 +245,9 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       count: async (key, _windowMs, now) => (await first('countRateLimit', { key, now }, (row) => rows.integer(row, 'hits'))) ?? 0,
       window: (key, now) => first('getRateLimit', { key, now }, (row) => ({ hits: rows.integer(row, 'hits'), endsAt: rows.integer(row, 'window_ends_at') })),
       release: (key, now) => write('releaseRateLimit', { key, now }),
+      listOpen: (prefix, now, limit) =>
+        every('listOpenRateLimits', { prefix, now, limit }, (row) => ({ key: rows.text(row, 'key'), hits: rows.integer(row, 'hits'), endsAt: rows.integer(row, 'window_ends_at') })),
+      remove: (key) => changedAny('removeRateLimit', { key }),
     },
 
     resources: {
@@ -248,6 +257,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
           name: record.name,
           accessTokenTtl: record.accessTokenTtl,
           introspectionSecretHash: record.introspectionSecretHash,
+          signingAlg: record.signingAlg,
           createdAt: record.createdAt,
         });
         if (!inserted) throw new DuplicateError(`resource ${record.identifier}`);
@@ -270,6 +280,8 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         }
         return resources.map((row) => rows.resourceFromRow(row, byResource.get(rows.text(row, 'identifier')) ?? []));
       },
+      update: (identifier, changes) =>
+        changedAny('updateResource', { identifier, setSigningAlg: changes.signingAlg === undefined ? 0 : 1, signingAlg: changes.signingAlg ?? null }),
       remove: (identifier) => changedAny('removeResource', { identifier }),
     },
 

@@ -1,0 +1,140 @@
+/** `tessera user …`: arguments in, the operations of src/flows/manage/users.ts, text out. */
+import type { Config } from '../config/index.ts';
+import { normalizeUsername } from '../core/username.ts';
+import {
+  createUser,
+  listUsers,
+  RECOVERY_CODE_COUNT,
+  removeUser,
+  resetLink,
+  resetUserSecondFactor,
+  setDisabled,
+  setPassword,
+  updateUser,
+  userDetails,
+  userDetailsJson,
+  userJson,
+} from '../flows/manage/users.ts';
+import { operatorDeps, parse, toldLine, UsageError, when, wholeNumber, withStore, type Command, type Io } from './common.ts';
+
+/** The password from standard input, one trailing newline dropped. */
+async function readPassword(values: { 'password-stdin'?: boolean | undefined }, io: Io): Promise<string> {
+  if (!values['password-stdin']) throw new UsageError('--password-stdin is required: pass the password on standard input, never as an argument');
+  return (await io.stdin()).replace(/\r?\n$/, '');
+}
+
+async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    username: { type: 'string' },
+    'password-stdin': { type: 'boolean' },
+    name: { type: 'string' },
+    email: { type: 'string' },
+  });
+  if (!normalizeUsername(values.username ?? '')) throw new UsageError('--username is required');
+  const password = await readPassword(values, io);
+  const user = await withStore(config, (store) =>
+    createUser(operatorDeps(config, store, io), {
+      ...(values.username === undefined ? {} : { username: values.username }),
+      password,
+      ...(values.name === undefined ? {} : { name: values.name }),
+      ...(values.email === undefined ? {} : { email: values.email }),
+    }),
+  );
+  io.stdout(`Created user ${user.username} (sub ${user.id}).\n`);
+}
+
+async function userList(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { json: { type: 'boolean' } });
+  const users = await withStore(config, (store) => listUsers({ store }));
+  if (values.json) {
+    io.stdout(`${JSON.stringify(users.map(userJson))}\n`);
+    return;
+  }
+  if (users.length === 0) io.stdout('No users.\n');
+  for (const user of users) {
+    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
+  }
+}
+
+async function userShow(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const details = await withStore(config, (store) => userDetails({ store }, positionals[0]!));
+  if (values.json) {
+    io.stdout(`${JSON.stringify(userDetailsJson(details))}\n`);
+    return;
+  }
+  const { user, grants, lastSignIn, passkeys, totp } = details;
+  const passkeyLines = passkeys.map((passkey) =>
+    `\n    ${passkey.name} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
+  io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
+  sub: ${user.id}
+  name: ${user.name ?? '-'}
+  email: ${user.email ?? '-'}
+  created: ${when(user.createdAt)}
+  approvals not revoked: ${grants}
+  last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
+  passkeys: ${passkeys.length === 0 ? 'none' : passkeys.length}${passkeyLines.join('')}
+  one-time codes: ${totp.enabled ? `on, ${totp.recoveryCodesLeft} of ${RECOVERY_CODE_COUNT} recovery codes left` : 'off'}
+`);
+}
+
+function userSetDisabled(disabled: boolean): Command {
+  return async (config, args, io) => {
+    const { positionals } = parse(args, {}, 1);
+    const name = positionals[0]!;
+    const told = await withStore(config, (store) => setDisabled(operatorDeps(config, store, io), name, disabled));
+    if (told === null) io.stdout(`${name} was already ${disabled ? 'disabled' : 'enabled'}.\n`);
+    else io.stdout(disabled ? `Disabled ${name}: their sessions have ended and their tokens no longer work.\n${toldLine(told)}` : `Enabled ${name}.\n`);
+  };
+}
+
+async function userRemove(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const told = await withStore(config, (store) => removeUser(operatorDeps(config, store, io), positionals[0]!));
+  io.stdout(`Removed ${positionals[0]!} and everything issued to them.\n${toldLine(told)}`);
+}
+
+async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { name: { type: 'string' }, email: { type: 'string' } }, 1);
+  await withStore(config, (store) =>
+    updateUser(operatorDeps(config, store, io), positionals[0]!, {
+      ...(values.name === undefined ? {} : { name: values.name }),
+      ...(values.email === undefined ? {} : { email: values.email }),
+    }),
+  );
+  io.stdout(`Updated ${positionals[0]!}.\n`);
+}
+
+async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { 'password-stdin': { type: 'boolean' } }, 1);
+  const password = await readPassword(values, io);
+  const told = await withStore(config, (store) => setPassword(operatorDeps(config, store, io), positionals[0]!, password));
+  io.stdout(`Set the password of ${positionals[0]!}; their sessions have ended.\n${toldLine(told)}`);
+}
+
+async function userResetLink(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { ttl: { type: 'string' } }, 1);
+  const link = await withStore(config, (store) => resetLink(operatorDeps(config, store, io), positionals[0]!, wholeNumber(values.ttl)));
+  io.stdout(`${link.url}\nGive this link to ${positionals[0]!} only: it sets their password once, until ${when(link.expiresAt)}.\n`);
+}
+
+async function userResetSecondFactor(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const username = normalizeUsername(positionals[0]!);
+  const reset = await withStore(config, (store) => resetUserSecondFactor(operatorDeps(config, store, io), username));
+  const passkeys = reset.passkeys === 1 ? '1 passkey' : `${reset.passkeys} passkeys`;
+  io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
+}
+
+export const USER_COMMANDS = {
+  'user add': userAdd,
+  'user list': userList,
+  'user show': userShow,
+  'user disable': userSetDisabled(true),
+  'user enable': userSetDisabled(false),
+  'user remove': userRemove,
+  'user update': userUpdate,
+  'user set-password': userSetPassword,
+  'user reset-link': userResetLink,
+  'user reset-second-factor': userResetSecondFactor,
+};

@@ -1,0 +1,370 @@
+/**
+ * Registering and changing clients: the one implementation the `tessera client` commands and
+ * the admin API call. Input and output use the client metadata names of RFC 7591 §2 (and
+ * Tessera's own for what it adds), so the API's JSON is the registration as stored.
+ */
+import { randomUUID } from 'node:crypto';
+import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { normalizeCidr } from '../../core/networks.ts';
+import {
+  CLIENT_AUTH_METHODS,
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  SECRET_AUTH_METHODS,
+  type ClientAuthMethod,
+  type GrantType,
+  type PkcePolicy,
+} from '../../core/protocol.ts';
+import { redirectUriProblem } from '../../core/redirect-uri.ts';
+import { SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import type { ClientChanges, ClientRecord, Store } from '../../store/types.ts';
+import { parseJwks } from '../../tokens/client-jwks.ts';
+import type { ManageDeps } from './deps.ts';
+import { conflict, field, invalid, notFound } from './errors.ts';
+
+/** A registration as given: every field optional, so that an update names only what changes. */
+export interface ClientMetadata {
+  readonly client_name?: string;
+  readonly redirect_uris?: readonly string[];
+  /** Space-separated, as in RFC 7591 §2. */
+  readonly scope?: string;
+  readonly grant_types?: readonly string[];
+  readonly token_endpoint_auth_method?: string;
+  readonly jwks_uri?: string | null;
+  readonly jwks?: unknown;
+  readonly web_origins?: readonly string[];
+  readonly device_networks?: readonly string[];
+  readonly pkce?: string;
+  readonly require_phishing_resistant?: boolean;
+  readonly first_party?: boolean;
+  readonly post_logout_redirect_uris?: readonly string[];
+  readonly backchannel_logout_uri?: string | null;
+  readonly dpop_bound_access_tokens?: boolean;
+  readonly require_pushed_authorization_requests?: boolean;
+}
+
+/** A client and, when the operation made one, its new secret (shown once, never stored). */
+export interface ClientWithSecret {
+  readonly client: ClientRecord;
+  readonly secret: string | null;
+}
+
+/** Names a grant type may be given by: the short `device_code` too. */
+const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
+  authorization_code: GRANT_AUTHORIZATION_CODE,
+  device_code: GRANT_DEVICE_CODE,
+  [GRANT_DEVICE_CODE]: GRANT_DEVICE_CODE,
+  refresh_token: GRANT_REFRESH_TOKEN,
+};
+
+/** The longest grace a rotated-out secret can be given: long enough for any redeployment. */
+export const MAX_GRACE_SECONDS = 30 * 86400;
+export const DEFAULT_GRACE_SECONDS = 86400;
+/** Bounds on a client's name: it is shown on consent pages. */
+const MAX_CLIENT_NAME = 200;
+
+/** A client as `client show`, `client list --json` and the admin API give it (RFC 7591 §2 names). */
+export function clientJson(client: ClientRecord, now: number): Record<string, unknown> {
+  const graceOpen = client.previousSecretHash !== null && (client.previousSecretExpiresAt ?? 0) > now;
+  return {
+    client_id: client.id,
+    client_name: client.name,
+    token_endpoint_auth_method: client.authMethod,
+    redirect_uris: client.redirectUris,
+    scope: client.scopes.join(' '),
+    grant_types: client.grantTypes,
+    ...(client.webOrigins.length > 0 ? { web_origins: client.webOrigins } : {}),
+    ...((client.deviceNetworks ?? []).length > 0 ? { device_networks: client.deviceNetworks } : {}),
+    ...(client.jwksUri !== null ? { jwks_uri: client.jwksUri } : {}),
+    ...(client.jwks !== null ? { jwks: client.jwks } : {}),
+    pkce: client.pkce,
+    ...(client.requirePhishingResistant ? { require_phishing_resistant: true } : {}),
+    ...(client.firstParty ? { first_party: true } : {}),
+    ...(client.postLogoutRedirectUris.length > 0 ? { post_logout_redirect_uris: client.postLogoutRedirectUris } : {}),
+    ...(client.backchannelLogoutUri !== null ? { backchannel_logout_uri: client.backchannelLogoutUri } : {}),
+    // RFC 9449 §5.2 and RFC 9126 §6 client metadata, both false when omitted.
+    ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
+    ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
+    ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
+    created_at: new Date(client.createdAt).toISOString(),
+  };
+}
+
+/** What registering or updating a client checks, whichever way it was set. */
+function checkRegistration(client: ClientChanges): void {
+  const publicClient = client.authMethod === 'none';
+  for (const uri of client.redirectUris) {
+    const problem = redirectUriProblem(uri, { publicClient });
+    if (problem) throw invalid`${field('redirect_uris')} ${uri}: ${problem}`;
+  }
+  if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
+    throw invalid`${field('grant_types')} refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in`;
+  }
+  if (client.grantTypes.includes(GRANT_AUTHORIZATION_CODE) && client.redirectUris.length === 0) {
+    throw invalid`${field('redirect_uris')} is required for the authorization_code grant (or use ${field('grant_types')} device_code)`;
+  }
+  if (client.webOrigins.length > 0 && !publicClient) {
+    throw invalid`${field('web_origins')} is for browser apps, which cannot keep a secret: register them with ${field('public')}`;
+  }
+  if (client.deviceNetworks.length > 0 && !client.grantTypes.includes(GRANT_DEVICE_CODE)) {
+    throw invalid`${field('device_networks')} limits the device grant: add ${field('grant_types')} device_code`;
+  }
+  if (client.requirePar && !client.grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
+    throw invalid`${field('require_pushed_authorization_requests')} is for the authorization_code grant: pushed requests are authorization requests`;
+  }
+  // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
+  if (client.pkce === 'optional' && publicClient) throw invalid`${field('pkce')} optional is for confidential clients only: a public client always uses PKCE`;
+  // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
+  for (const uri of client.postLogoutRedirectUris) {
+    const problem = redirectUriProblem(uri, { publicClient });
+    if (problem) throw invalid`${field('post_logout_redirect_uris')} ${uri}: ${problem}`;
+  }
+  // Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment; here also https (http
+  // only on loopback), since the logout token travels to it.
+  if (client.backchannelLogoutUri !== null) {
+    const problem = redirectUriProblem(client.backchannelLogoutUri, { publicClient: false });
+    if (problem) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${problem}`;
+  }
+}
+
+/** The scopes of a space-separated `scope`, each once. */
+export function parseScopes(raw: string): string[] {
+  return [...new Set(raw.split(' ').filter(Boolean))];
+}
+
+/** A client's scope is an OpenID one or one a registered API defines. */
+async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
+  const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const unknown = scopes.filter((scope) => !known.includes(scope));
+  if (unknown.length > 0) {
+    throw invalid`${field('scope')}: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`;
+  }
+}
+
+function parseGrants(grants: readonly string[]): GrantType[] {
+  return [
+    ...new Set(
+      grants.map((grant) => {
+        const type = GRANT_NAMES[grant];
+        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token`;
+        return type;
+      }),
+    ),
+  ];
+}
+
+/** Why a browser origin cannot be registered for CORS, or null. */
+function webOriginProblem(origin: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return 'must be an origin such as https://app.example';
+  }
+  if (url.origin === 'null' || `${url.origin}` !== origin.replace(/\/$/, '')) return 'must be an origin (scheme, host and port) without a path';
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname))) return null;
+  return 'must use https (http only on a loopback host)';
+}
+
+function parseWebOrigin(origin: string): string {
+  const problem = webOriginProblem(origin);
+  if (problem) throw invalid`${field('web_origins')} ${origin}: ${problem}`;
+  return new URL(origin).origin;
+}
+
+function parseDeviceNetwork(network: string): string {
+  const parsed = normalizeCidr(network);
+  if (parsed === null) throw invalid`${field('device_networks')} ${network}: must be an IPv4 or IPv6 address or CIDR range, like 192.0.2.0/24`;
+  return parsed;
+}
+
+function parsePkce(value: string): PkcePolicy {
+  if (value !== 'required' && value !== 'optional') throw invalid`${field('pkce')} ${value}: must be required or optional`;
+  return value;
+}
+
+function parseAuthMethod(value: string): ClientAuthMethod {
+  if ((CLIENT_AUTH_METHODS as readonly string[]).includes(value)) return value as ClientAuthMethod;
+  throw invalid`${field('token_endpoint_auth_method')} ${value}: must be client_secret_basic, client_secret_post or private_key_jwt`;
+}
+
+function parseName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw invalid`${field('client_name')} must not be empty`;
+  if (name.length > MAX_CLIENT_NAME) throw invalid`${field('client_name')} must be at most ${MAX_CLIENT_NAME} characters`;
+  return name;
+}
+
+interface ClientKeys {
+  readonly jwksUri: string | null;
+  readonly jwks: Record<string, unknown> | null;
+}
+
+/**
+ * The keys of a private_key_jwt client, when given: a jwks_uri (https, or http on a loopback
+ * address) or a JWK Set of public keys.
+ */
+function clientKeys(metadata: ClientMetadata): ClientKeys | null {
+  const uri = metadata.jwks_uri ?? undefined;
+  const jwks = metadata.jwks ?? undefined;
+  if (uri !== undefined && jwks !== undefined) throw invalid`${field('jwks_uri')} and ${field('jwks')}: give one`;
+  if (uri !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw invalid`${field('jwks_uri')} ${uri}: not an absolute URL`;
+    }
+    const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
+    return { jwksUri: url.href, jwks: null };
+  }
+  if (jwks !== undefined) {
+    try {
+      parseJwks(jwks);
+    } catch (error) {
+      throw invalid`${field('jwks')}: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    return { jwksUri: null, jwks: jwks as Record<string, unknown> };
+  }
+  return null;
+}
+
+/** Registers a client; a confidential one with a secret method gets a secret, returned once. */
+export async function createClient(deps: ManageDeps, metadata: ClientMetadata): Promise<ClientWithSecret> {
+  if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
+  const name = parseName(metadata.client_name);
+  const keys = clientKeys(metadata);
+  const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
+  if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
+  if (authMethod !== 'private_key_jwt' && keys !== null) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt`;
+  const scopes = parseScopes(metadata.scope ?? 'openid profile email');
+  // draft-ietf-oauth-cross-device-security: the device grant, the one a remote phishing
+  // attack abuses, only for a client registered for it.
+  const grantTypes = parseGrants(metadata.grant_types ?? ['authorization_code']);
+  const clientId = randomUUID();
+  // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
+  // private_key_jwt client proves itself with its keys.
+  const secret = SECRET_AUTH_METHODS.includes(authMethod) ? randomToken(32) : null;
+  const client: ClientRecord = {
+    id: clientId,
+    name,
+    secretHash: secret === null ? null : hashSecret(secret),
+    redirectUris: [...new Set(metadata.redirect_uris ?? [])],
+    scopes,
+    grantTypes,
+    webOrigins: [...new Set((metadata.web_origins ?? []).map(parseWebOrigin))],
+    deviceNetworks: [...new Set((metadata.device_networks ?? []).map(parseDeviceNetwork))],
+    createdAt: deps.clock.now(),
+    authMethod,
+    previousSecretHash: null,
+    previousSecretExpiresAt: null,
+    jwksUri: keys?.jwksUri ?? null,
+    jwks: keys?.jwks ?? null,
+    pkce: parsePkce(metadata.pkce ?? 'required'),
+    ...(metadata.require_phishing_resistant ? { requirePhishingResistant: true } : {}),
+    firstParty: metadata.first_party === true,
+    postLogoutRedirectUris: [...new Set(metadata.post_logout_redirect_uris ?? [])],
+    backchannelLogoutUri: metadata.backchannel_logout_uri ?? null,
+    requireDpop: metadata.dpop_bound_access_tokens === true,
+    requirePar: metadata.require_pushed_authorization_requests === true,
+  };
+  checkRegistration(client);
+  await checkScopes(deps.store, scopes);
+  await deps.store.clients.create(client);
+  await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: 'operator' } });
+  return { client, secret };
+}
+
+export async function getClient(deps: Pick<ManageDeps, 'store'>, id: string): Promise<ClientRecord> {
+  const client = await deps.store.clients.get(id);
+  if (!client) throw notFound`no client with id ${id}`;
+  return client;
+}
+
+export async function listClients(deps: Pick<ManageDeps, 'store'>): Promise<ClientRecord[]> {
+  return deps.store.clients.list();
+}
+
+/**
+ * Changes a registration: the fields `changes` names, the rest as they are. Every instance
+ * sees the change at its next request: each reads clients from the database, and
+ * PostgreSQL's instances drop a cached client when the trigger announces its change. A
+ * client that had no secret and now authenticates with one gets a new one, returned once.
+ */
+export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata): Promise<ClientWithSecret> {
+  const client = await getClient(deps, id);
+  const keys = clientKeys(changes);
+  let authMethod = client.authMethod;
+  if (changes.token_endpoint_auth_method !== undefined) {
+    if (client.authMethod === 'none' && changes.token_endpoint_auth_method !== 'none') {
+      throw invalid`${field('token_endpoint_auth_method')}: a public client cannot become confidential; register a new client`;
+    }
+    authMethod = parseAuthMethod(changes.token_endpoint_auth_method);
+    if (authMethod === 'none' && client.authMethod !== 'none') {
+      throw invalid`${field('token_endpoint_auth_method')} none: a confidential client cannot become public; register a new client`;
+    }
+  } else if (keys !== null && client.authMethod !== 'none') {
+    authMethod = 'private_key_jwt';
+  }
+  if (keys !== null && authMethod !== 'private_key_jwt') throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt`;
+  if (authMethod === 'private_key_jwt' && keys === null && client.jwks === null && client.jwksUri === null) {
+    throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
+  }
+  const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
+  const secret = withSecret && client.secretHash === null ? randomToken(32) : null;
+  const next: ClientChanges = {
+    name: changes.client_name !== undefined ? parseName(changes.client_name) : client.name,
+    redirectUris: changes.redirect_uris !== undefined ? [...new Set(changes.redirect_uris)] : client.redirectUris,
+    scopes: changes.scope !== undefined ? parseScopes(changes.scope) : client.scopes,
+    grantTypes: changes.grant_types !== undefined ? parseGrants(changes.grant_types) : client.grantTypes,
+    webOrigins: changes.web_origins !== undefined ? [...new Set(changes.web_origins.map(parseWebOrigin))] : client.webOrigins,
+    deviceNetworks: changes.device_networks !== undefined ? [...new Set(changes.device_networks.map(parseDeviceNetwork))] : client.deviceNetworks,
+    authMethod,
+    secretHash: withSecret ? (secret !== null ? hashSecret(secret) : client.secretHash) : null,
+    previousSecretHash: withSecret && secret === null ? client.previousSecretHash : null,
+    previousSecretExpiresAt: withSecret && secret === null ? client.previousSecretExpiresAt : null,
+    jwksUri: authMethod === 'private_key_jwt' ? (keys ? keys.jwksUri : client.jwksUri) : null,
+    jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
+    pkce: changes.pkce !== undefined ? parsePkce(changes.pkce) : client.pkce,
+    ...((changes.require_phishing_resistant ?? client.requirePhishingResistant === true) ? { requirePhishingResistant: true } : {}),
+    firstParty: changes.first_party ?? client.firstParty,
+    postLogoutRedirectUris: changes.post_logout_redirect_uris !== undefined ? [...new Set(changes.post_logout_redirect_uris)] : client.postLogoutRedirectUris,
+    backchannelLogoutUri: changes.backchannel_logout_uri !== undefined ? changes.backchannel_logout_uri : client.backchannelLogoutUri,
+    requireDpop: changes.dpop_bound_access_tokens ?? client.requireDpop,
+    requirePar: changes.require_pushed_authorization_requests ?? client.requirePar,
+  };
+  checkRegistration(next);
+  if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
+  const updated = await deps.store.clients.update(id, next);
+  if (!updated) throw notFound`no client with id ${id}`;
+  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
+  return { client: updated, secret };
+}
+
+/**
+ * Gives a client a new secret. The old one keeps working for `graceSeconds`, so that the
+ * application can be redeployed with the new one without a moment in which neither works.
+ */
+export async function rotateClientSecret(deps: ManageDeps, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<ClientWithSecret & { readonly secret: string }> {
+  if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
+    throw invalid`${field('grace_seconds')}: a number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
+  }
+  const client = await getClient(deps, id);
+  if (!SECRET_AUTH_METHODS.includes(client.authMethod)) {
+    throw conflict`client ${id} authenticates with ${client.authMethod === 'none' ? 'no secret (a public client)' : client.authMethod}: there is no secret to rotate`;
+  }
+  const secret = randomToken(32);
+  const previousExpiresAt = deps.clock.now() + graceSeconds * 1000;
+  const rotated = await deps.store.clients.rotateSecret(id, hashSecret(secret), previousExpiresAt);
+  if (!rotated) throw notFound`no client with id ${id}`;
+  await deps.events.emit({ type: 'client.secret_rotated', clientId: id, detail: { previous_secret_expires_at: new Date(previousExpiresAt).toISOString(), by: 'operator' } });
+  return { client: rotated, secret };
+}
+
+/** Removes a client and everything issued to it. */
+export async function removeClient(deps: ManageDeps, id: string): Promise<void> {
+  if (!(await deps.store.clients.remove(id))) throw notFound`no client with id ${id}`;
+  await deps.events.emit({ type: 'client.removed', clientId: id, detail: { by: 'operator' } });
+}

@@ -1,0 +1,18 @@
+import type { SessionRecord } from '../../store/types.ts';
+import type { AccountDeps } from '../users.ts';
+
+/**
+ * What a management operation is given. `events` names the actor: the command line's, or
+ * the admin API's carrying the admin client in every event it records
+ * (`Events.withDetail`). Operations read the time from `clock`, never from `Date`.
+ */
+export interface ManageDeps extends AccountDeps {
+  /**
+   * Tells the apps signed in to sessions an operation ended (Back-Channel Logout 1.0); returns
+   * how many apps were sent a logout token. The command waits for delivery; the server does not.
+   */
+  readonly tellApps: (sessions: readonly SessionRecord[]) => Promise<number>;
+}
+
+/** An ISO 8601 time, or null. */
+export const isoTime = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());

@@ -1,0 +1,119 @@
+/**
+ * Registering APIs (RFC 8707 resources) and their scopes: the one implementation the
+ * `tessera resource` commands and the admin API call.
+ */
+import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { DuplicateError, type ResourceRecord, type ResourceScope } from '../../store/types.ts';
+import { resourceIndicatorProblem } from '../resources.ts';
+import type { ManageDeps } from './deps.ts';
+import { conflict, field, invalid, notFound } from './errors.ts';
+
+/** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ). */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
+/** Bounds on what the operator registers for an API. */
+export const MAX_RESOURCE_NAME = 100;
+export const MAX_SCOPE_DESCRIPTION = 200;
+export const MAX_RESOURCE_IDENTIFIER = 1024;
+export const MAX_RESOURCE_SCOPES = 100;
+/** An API's own access token lifetime: from one minute to one day. */
+export const ACCESS_TOKEN_TTL_RANGE = { min: 60, max: 86_400 } as const;
+
+export interface ResourceInput {
+  readonly identifier?: string;
+  readonly name?: string;
+  readonly scopes?: readonly ResourceScope[];
+  /** Seconds; null or absent: the server's default. */
+  readonly access_token_ttl?: number | null;
+  /** Give the API a secret to introspect tokens with, returned once. */
+  readonly introspection_secret?: boolean;
+}
+
+/** An API as `resource list --json` and the admin API give it. */
+export function resourceJson(resource: ResourceRecord): Record<string, unknown> {
+  return {
+    identifier: resource.identifier,
+    name: resource.name,
+    scopes: resource.scopes.map((scope) => ({ name: scope.name, description: scope.description })),
+    access_token_ttl: resource.accessTokenTtl,
+    introspection: resource.introspectionSecretHash !== null,
+  };
+}
+
+/** A scope of an API, checked: `label` is how the message shows it (`NAME=DESCRIPTION` on the command line). */
+function checkScope(scope: ResourceScope, label: string): ResourceScope {
+  const description = scope.description.trim();
+  if (!SCOPE_TOKEN.test(scope.name)) throw invalid`${field('scopes')} ${label}: the name must be 1-128 printable characters without spaces, quotes or backslashes (RFC 6749 §3.3)`;
+  if (SUPPORTED_SCOPES.includes(scope.name)) throw invalid`${field('scopes')} ${scope.name}: an OpenID Connect scope cannot belong to an API`;
+  if (!description) throw invalid`${field('scopes')} ${label}: give what it lets an application do, as NAME=DESCRIPTION ("photos:read=See your photos")`;
+  if (description.length > MAX_SCOPE_DESCRIPTION) throw invalid`${field('scopes')} ${scope.name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`;
+  return { name: scope.name, description };
+}
+
+/**
+ * Registers an API. Returns it and, when asked for, the secret its resource server
+ * introspects tokens with, shown once.
+ */
+export async function addResource(
+  deps: ManageDeps,
+  input: ResourceInput,
+  scopeLabel: (scope: ResourceScope) => string = (scope) => scope.name,
+): Promise<{ resource: ResourceRecord; introspectionSecret: string | null }> {
+  const identifier = input.identifier ?? '';
+  if (!identifier) throw invalid`${field('identifier')} is required: the API's URI, such as https://api.example.com`;
+  const problem = identifier.length > MAX_RESOURCE_IDENTIFIER ? 'is too long' : resourceIndicatorProblem(identifier);
+  if (problem) throw invalid`${field('identifier')} ${identifier}: ${problem} (RFC 8707 §2)`;
+  const name = input.name?.trim();
+  if (!name) throw invalid`${field('name')} is required: what people see on the consent page`;
+  if (name.length > MAX_RESOURCE_NAME) throw invalid`${field('name')} must be at most ${MAX_RESOURCE_NAME} characters`;
+  const scopes = (input.scopes ?? []).map((scope) => checkScope(scope, scopeLabel(scope)));
+  if (scopes.length === 0) throw invalid`${field('scopes')} NAME=DESCRIPTION is required, at least once`;
+  if (scopes.length > MAX_RESOURCE_SCOPES) throw invalid`${field('scopes')}: at most ${MAX_RESOURCE_SCOPES}`;
+  const repeated = scopes.find((scope, index) => scopes.findIndex((other) => other.name === scope.name) !== index);
+  if (repeated) throw invalid`${field('scopes')} ${repeated.name} is given twice`;
+  const ttl = input.access_token_ttl ?? null;
+  if (ttl !== null && !(Number.isInteger(ttl) && ttl >= ACCESS_TOKEN_TTL_RANGE.min && ttl <= ACCESS_TOKEN_TTL_RANGE.max)) {
+    throw invalid`${field('access_token_ttl')} ${ttl}: a number of seconds from ${ACCESS_TOKEN_TTL_RANGE.min} to ${ACCESS_TOKEN_TTL_RANGE.max}`;
+  }
+  const secret = input.introspection_secret ? randomToken(32) : null;
+  // Named before writing, so the one line says which API holds a taken scope.
+  for (const resource of await deps.store.resources.list()) {
+    if (resource.identifier === identifier) throw conflict`an API with identifier ${identifier} is already registered`;
+    const taken = scopes.find((scope) => resource.scopes.some((other) => other.name === scope.name));
+    if (taken) throw conflict`scope ${taken.name} already belongs to ${resource.name} (${resource.identifier}); scope names are unique across the server`;
+  }
+  const resource: ResourceRecord = {
+    identifier,
+    name,
+    scopes,
+    accessTokenTtl: ttl,
+    introspectionSecretHash: secret === null ? null : hashSecret(secret),
+    signingAlg: 'RS256',
+    createdAt: deps.clock.now(),
+  };
+  try {
+    await deps.store.transaction((tx) => tx.resources.create(resource));
+  } catch (error) {
+    // Another registration got there between the check and the write.
+    if (error instanceof DuplicateError) throw conflict`${error.message.replace(/^resource /, 'an API with identifier ').replace(/ already exists$/, ' is already registered')}`;
+    throw error;
+  }
+  await deps.events.emit({ type: 'resource.created', detail: { resource: identifier, scope: scopes.map((scope) => scope.name).join(' '), by: 'operator' } });
+  return { resource, introspectionSecret: secret };
+}
+
+export async function listResources(deps: Pick<ManageDeps, 'store'>): Promise<ResourceRecord[]> {
+  return deps.store.resources.list();
+}
+
+export async function getResource(deps: Pick<ManageDeps, 'store'>, identifier: string): Promise<ResourceRecord> {
+  const resource = await deps.store.resources.get(identifier);
+  if (!resource) throw notFound`no API with identifier ${identifier}`;
+  return resource;
+}
+
+/** Removes an API: tokens and grants for it stop working at once. */
+export async function removeResource(deps: ManageDeps, identifier: string): Promise<void> {
+  if (!(await deps.store.resources.remove(identifier))) throw notFound`no API with identifier ${identifier}`;
+  await deps.events.emit({ type: 'resource.removed', detail: { resource: identifier, by: 'operator' } });
+}

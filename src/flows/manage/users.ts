@@ -1,0 +1,192 @@
+/**
+ * Managing people's accounts: the one implementation the `tessera user` commands and the
+ * admin API call. The changes themselves are flows/users.ts's (also used by /account and
+ * reset links); this adds finding the user, checking the input, and telling the apps of the
+ * sessions a change ended.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AuditEvent } from '../../core/events.ts';
+import { hashPassword } from '../../core/password.ts';
+import { normalizeUsername } from '../../core/username.ts';
+import { DuplicateError, newUserRecord, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
+import { listPasskeys } from '../passkeys/authentication.ts';
+import { RECOVERY_CODE_COUNT, totpStatus } from '../second-factor/codes.ts';
+import { resetSecondFactor } from '../second-factor/reset.ts';
+import {
+  createResetLink,
+  DEFAULT_RESET_TTL_SECONDS,
+  passwordProblem,
+  removeUser as removeAccount,
+  setUserDisabled,
+  setUserPassword as replacePassword,
+  updateUser as updateAccount,
+} from '../users.ts';
+import { isoTime, type ManageDeps } from './deps.ts';
+import { conflict, field, invalid, notFound, rejected } from './errors.ts';
+
+export { DEFAULT_RESET_TTL_SECONDS, RECOVERY_CODE_COUNT };
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
+/** Bounds on a reset link's life: a minute to thirty days. */
+export const RESET_TTL_RANGE = { min: 60, max: 30 * 86400 } as const;
+const MAX_NAME = 200;
+
+export interface UserInput {
+  readonly username?: string;
+  readonly password?: string;
+  /** null or "" clears it. */
+  readonly name?: string | null;
+  readonly email?: string | null;
+}
+
+/** A user as `user list --json` and the admin API give them; never a password hash. */
+export function userJson(user: UserRecord): Record<string, unknown> {
+  return {
+    sub: user.id,
+    username: user.username,
+    name: user.name,
+    email: user.email,
+    disabled: user.disabled,
+    created_at: new Date(user.createdAt).toISOString(),
+  };
+}
+
+/** The user a username names; an unknown one is `not_found`. */
+export async function findUser(deps: Pick<ManageDeps, 'store'>, raw: string): Promise<UserRecord> {
+  const username = normalizeUsername(raw);
+  const user = username ? await deps.store.users.findByUsername(username) : null;
+  if (!user) throw notFound`no user named ${raw}`;
+  return user;
+}
+
+function checkPassword(password: string): string {
+  const problem = passwordProblem(password);
+  if (problem) throw rejected`${problem}`;
+  return password;
+}
+
+function checkEmail(email: string | null | undefined): void {
+  if (email !== undefined && email !== null && email !== '' && !EMAIL.test(email)) throw invalid`${field('email')} ${email}: not an email address`;
+}
+
+function checkName(name: string | null | undefined): string | null | undefined {
+  if (name === undefined || name === null) return name;
+  if (name.length > MAX_NAME) throw invalid`${field('name')} must be at most ${MAX_NAME} characters`;
+  return name.trim() || null;
+}
+
+export async function createUser(deps: ManageDeps, input: UserInput): Promise<UserRecord> {
+  const username = normalizeUsername(input.username ?? '');
+  if (!username) throw invalid`${field('username')} is required`;
+  if (!USERNAME.test(username)) throw invalid`${field('username')}: 1-64 letters, digits or . _ @ + -`;
+  if (input.password === undefined) throw invalid`${field('password')} is required`;
+  if (input.email !== undefined && input.email !== null && !EMAIL.test(input.email)) throw invalid`${field('email')} ${input.email}: not an email address`;
+  const name = checkName(input.name) ?? null;
+  const password = checkPassword(input.password);
+  const user: UserRecord = newUserRecord({
+    id: randomUUID(),
+    username,
+    passwordHash: await hashPassword(password, deps.config.passwordHash),
+    name,
+    email: input.email ?? null,
+    createdAt: deps.clock.now(),
+  });
+  try {
+    await deps.store.users.create(user);
+  } catch (error) {
+    if (error instanceof DuplicateError) throw conflict`a user named ${username} already exists`;
+    throw error;
+  }
+  await deps.events.emit({ type: 'user.created', userId: user.id, username, detail: { by: 'operator' } });
+  return user;
+}
+
+export async function listUsers(deps: Pick<ManageDeps, 'store'>): Promise<UserRecord[]> {
+  return deps.store.users.list();
+}
+
+export interface UserDetails {
+  readonly user: UserRecord;
+  /** Approvals not revoked. */
+  readonly grants: number;
+  readonly lastSignIn: AuditEvent | null;
+  readonly passkeys: readonly PasskeyRecord[];
+  readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
+}
+
+/** A user, their approvals, last sign-in, passkeys and one-time codes. */
+export async function userDetails(deps: Pick<ManageDeps, 'store'>, username: string): Promise<UserDetails> {
+  const user = await findUser(deps, username);
+  const grants = await deps.store.grants.listForUser(user.id);
+  const [lastSignIn] = await deps.store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
+  const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
+  return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp };
+}
+
+export function userDetailsJson(details: UserDetails): Record<string, unknown> {
+  const { user, grants, lastSignIn, passkeys, totp } = details;
+  return {
+    ...userJson(user),
+    grants,
+    last_sign_in: lastSignIn === null ? null : { at: new Date(lastSignIn.at).toISOString(), ip: lastSignIn.ip, user_agent: lastSignIn.userAgent },
+    passkeys: passkeys.map((passkey) => ({
+      id: passkey.id,
+      name: passkey.name,
+      synced: passkey.deviceType === 'multiDevice',
+      created_at: new Date(passkey.createdAt).toISOString(),
+      last_used_at: isoTime(passkey.lastUsedAt),
+    })),
+    one_time_codes: totp.enabled,
+    recovery_codes_left: totp.recoveryCodesLeft,
+  };
+}
+
+/** Changes a user's name or e-mail address (null or "" clears one). */
+export async function updateUser(deps: ManageDeps, username: string, changes: Pick<UserInput, 'name' | 'email'>): Promise<UserRecord> {
+  if (changes.name === undefined && changes.email === undefined) throw invalid`give ${field('name')}, ${field('email')} or both`;
+  checkEmail(changes.email);
+  const name = checkName(changes.name);
+  const user = await findUser(deps, username);
+  await updateAccount(deps, user, {
+    ...(name === undefined ? {} : { name }),
+    ...(changes.email === undefined ? {} : { email: changes.email || null }),
+  });
+  return (await deps.store.users.get(user.id)) ?? user;
+}
+
+/**
+ * Disables (`disabled` true: sessions end and tokens stop working at once) or enables a
+ * user. Null when they already were; else how many apps were told of ended sessions.
+ */
+export async function setDisabled(deps: ManageDeps, username: string, disabled: boolean): Promise<number | null> {
+  const user = await findUser(deps, username);
+  if (user.disabled === disabled) return null;
+  return deps.tellApps(await setUserDisabled(deps, user, disabled));
+}
+
+/** Removes a user and everything issued to them; returns how many apps were told. */
+export async function removeUser(deps: ManageDeps, username: string): Promise<number> {
+  return deps.tellApps(await removeAccount(deps, await findUser(deps, username)));
+}
+
+/** Sets a user's password; their sessions end. Returns how many apps were told. */
+export async function setPassword(deps: ManageDeps, username: string, password: string): Promise<number> {
+  const user = await findUser(deps, username);
+  return deps.tellApps(await replacePassword(deps, user, checkPassword(password)));
+}
+
+/** A single-use link where the user sets a new password, valid for `ttlSeconds`. */
+export async function resetLink(deps: ManageDeps, username: string, ttlSeconds: number = DEFAULT_RESET_TTL_SECONDS): Promise<{ url: string; expiresAt: number }> {
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < RESET_TTL_RANGE.min || ttlSeconds > RESET_TTL_RANGE.max) {
+    throw invalid`${field('ttl')}: seconds, from ${RESET_TTL_RANGE.min} to ${RESET_TTL_RANGE.max}`;
+  }
+  const user = await findUser(deps, username);
+  if (user.disabled) throw conflict`${username} is disabled: enable them first`;
+  return createResetLink(deps, user, ttlSeconds);
+}
+
+/** Removes a user's passkeys, one-time codes and recovery codes. */
+export async function resetUserSecondFactor(deps: ManageDeps, username: string): Promise<{ passkeys: number; totp: boolean }> {
+  return resetSecondFactor(deps, await findUser(deps, username));
+}

@@ -1,0 +1,38 @@
+/**
+ * The browser's cookies as the session flow sees them: a port the HTTP layer implements
+ * over the request and the reply, so that the flow never sees Fastify and a test can record
+ * what it would set.
+ */
+import type { Config } from '../../config/index.ts';
+
+export interface CookiePort {
+  /** The value the browser sent, if any. */
+  read(name: string): string | undefined;
+  /** Sets a cookie for `maxAgeSeconds` (path `/`, HttpOnly, SameSite=Lax, Secure over https). */
+  set(name: string, value: string, maxAgeSeconds: number): void;
+  clear(name: string): void;
+}
+
+/** The cookies Tessera sets. */
+export interface CookieNames {
+  /** The signed-in browser session. */
+  readonly session: string;
+  /** A sign-in waiting for its one-time code, from the password to the code. */
+  readonly pending: string;
+  /** The CSRF token of every form (double submit). */
+  readonly csrf: string;
+}
+
+/**
+ * Over https the names take the `__Host-` prefix, which the browser accepts only for
+ * Secure, host-only, Path=/ cookies, so a sibling subdomain cannot plant them.
+ */
+export function cookieNames(config: Pick<Config, 'issuer'>): CookieNames {
+  const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
+  return { session: `${prefix}tessera_session`, pending: `${prefix}tessera_pending`, csrf: `${prefix}tessera_csrf` };
+}
+
+/** A cookie value worth looking up: ours are 43 characters; anything long is not one. */
+export function usableCookie(value: string | undefined): value is string {
+  return value !== undefined && value.length > 0 && value.length <= 128;
+}

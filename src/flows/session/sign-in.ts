@@ -1,0 +1,83 @@
+/**
+ * From a proved password (or passkey) to a signed-in browser: a person with one-time codes
+ * on is asked for one next, the sign-in waiting in the store under a cookie of its own for
+ * `pendingSignInTimeout`; everyone else is signed in at once.
+ */
+import { hasSecondFactor, type AuthMethod } from '../../core/auth-methods.ts';
+import { hashSecret, randomToken } from '../../core/crypto.ts';
+import type { SessionRecord, UserRecord } from '../../store/types.ts';
+import { checkSecondFactor, totpStatus } from '../second-factor/codes.ts';
+import { sessionMethods } from '../second-factor/policy.ts';
+import { codeLimits } from '../sign-in.ts';
+import type { FlowDeps } from '../types.ts';
+import { cookieNames, usableCookie } from './cookies.ts';
+import { beginSession, type Browser, type SignInRecord } from './session.ts';
+
+/** A password and a one-time code (RFC 8176): how a sign-in after the code is recorded. */
+const PASSWORD_AND_CODE: readonly AuthMethod[] = ['pwd', 'otp', 'mfa'];
+
+/**
+ * The password was right: `signed-in` when the person has no one-time codes; otherwise
+ * `second-factor`, the sign-in now waiting for its code.
+ */
+export async function afterPassword(deps: FlowDeps, browser: Browser, user: UserRecord, signIn: SignInRecord): Promise<'signed-in' | 'second-factor'> {
+  if (!(await totpStatus(deps, user.id)).enabled) {
+    await beginSession(deps, browser, user, ['pwd'], signIn);
+    return 'signed-in';
+  }
+  const now = deps.clock.now();
+  const value = randomToken(32);
+  const lifetime = deps.config.secondFactor.pendingSignInTimeout;
+  await deps.store.pendingSignIns.create({ idHash: hashSecret(value), userId: user.id, createdAt: now, expiresAt: now + lifetime * 1000 });
+  browser.cookies.set(cookieNames(deps.config).pending, value, lifetime);
+  return 'second-factor';
+}
+
+/** Signs the person in after a passkey (`amr` as the passkey proved it). */
+export async function afterPasskey(deps: FlowDeps, browser: Browser, user: UserRecord, amr: readonly AuthMethod[], signIn: SignInRecord): Promise<void> {
+  await beginSession(deps, browser, user, amr, signIn);
+}
+
+export type SecondFactorStep =
+  /** No sign-in waits in this browser (none, expired, or its account disabled): sign in again. */
+  | { readonly kind: 'expired' }
+  | { readonly kind: 'wrong-code' }
+  | { readonly kind: 'replayed'; readonly userId: string }
+  | { readonly kind: 'locked'; readonly userId: string }
+  /** Another request with a right code completed this sign-in first. */
+  | { readonly kind: 'completed-already' }
+  | { readonly kind: 'signed-in'; readonly user: UserRecord };
+
+/**
+ * The code typed after the password (RFC 6238). It counts against the password's guessing
+ * limits (flows/sign-in.ts), and every refused code is a `second_factor.failed` event. Of two
+ * right codes sent at once for one waiting sign-in, one signs in: using up the waiting
+ * sign-in, starting the session and recording the sign-in are one transaction.
+ */
+export async function completeSecondFactor(deps: FlowDeps, browser: Browser, typed: string, signIn: SignInRecord): Promise<SecondFactorStep> {
+  const name = cookieNames(deps.config).pending;
+  const value = browser.cookies.read(name);
+  const now = deps.clock.now();
+  const pending = usableCookie(value) ? await deps.store.pendingSignIns.get(hashSecret(value), now) : null;
+  const user = pending ? await deps.store.users.get(pending.userId) : null;
+  if (!pending || !user || user.disabled) {
+    browser.cookies.clear(name);
+    return { kind: 'expired' };
+  }
+  const events = deps.events.forRequest({ ip: browser.ip, userAgent: browser.userAgent });
+  const result = await checkSecondFactor({ ...deps, events }, user, typed, codeLimits(deps.config.signIn, browser.ip, user.username));
+  if (result.kind === 'wrong-code') return { kind: 'wrong-code' };
+  if (result.kind === 'replayed' || result.kind === 'locked') return { kind: result.kind, userId: user.id };
+  const session = await beginSession(deps, browser, user, PASSWORD_AND_CODE, signIn, async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null);
+  if (session === null) return { kind: 'completed-already' };
+  browser.cookies.clear(name);
+  return { kind: 'signed-in', user };
+}
+
+/**
+ * One-time codes were just turned on with a right code in this browser: a session signed in
+ * with a password alone now has both factors (a new cookie, the same OIDC session).
+ */
+export async function gainSecondFactor(deps: FlowDeps, browser: Browser, session: SessionRecord, user: UserRecord): Promise<void> {
+  if (!hasSecondFactor(sessionMethods(session))) await beginSession(deps, browser, user, PASSWORD_AND_CODE, null);
+}

@@ -1,0 +1,25 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { accountRoutes } from './account.ts';
+import { browserRouteOptions } from './browser-kit.ts';
+import type { AppDeps } from './deps.ts';
+import { logoutRoutes } from './logout.ts';
+import { passkeyRoutes } from './passkeys.ts';
+import { passwordRoutes } from './password.ts';
+import { secondFactorRoutes } from './second-factor.ts';
+import { signInRoutes } from './sign-in.ts';
+
+/**
+ * The pages a person signs in, signs out and looks after their account on, as one
+ * encapsulated plugin: each route parses, calls a flow (flows/session/ and the others), and
+ * answers with a page; they share the page helper bound to the site, the CSRF check of
+ * every form post, and the signed-in pre-handler (browser-kit.ts).
+ */
+export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const options = browserRouteOptions(deps);
+  await app.register(signInRoutes, options);
+  await app.register(secondFactorRoutes, options);
+  await app.register(passkeyRoutes, options);
+  await app.register(accountRoutes, options);
+  await app.register(passwordRoutes, options);
+  await app.register(logoutRoutes, options);
+};

@@ -1,0 +1,68 @@
+/**
+ * An API written with Auth0's express-oauth2-jwt-bearer, configured as its README shows
+ * (`issuerBaseURL` and `audience` only). The library takes the algorithms it accepts from
+ * discovery's `id_token_signing_alg_values_supported` (RS256): RFC 9068 §2.1 promises
+ * resource servers RS256, so an API's access tokens are RS256 unless its operator chose.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import express from 'express';
+import { auth, requiredScopes } from 'express-oauth2-jwt-bearer';
+import { decodeProtectedHeader } from 'jose';
+import * as oidc from 'openid-client';
+import { runTessera } from './helpers/cli.ts';
+import { discover, signIn } from './helpers/lifecycle.ts';
+import { closeServer, listenOnFreePort, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+
+const PHOTOS = 'https://photos.example.com/api';
+
+describe('an API protected by express-oauth2-jwt-bearer with its README configuration', () => {
+  let server: TestServer;
+  let user: TestUser;
+  let config: oidc.Configuration;
+  let api: string;
+  let closeApi: () => Promise<void>;
+
+  before(async () => {
+    server = await startTestServer();
+    const env = { TESSERA_DATABASE: server.config.database };
+    const added = await runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photo Library', '--scope', 'photos:read=See your photos'], env);
+    assert.equal(added.code, 0, added.stderr);
+    const client = await server.addClient({ name: 'Photo Printer', scopes: ['openid', 'profile', 'photos:read'] });
+    user = await server.addUser({ username: 'grace' });
+    config = await discover(server, client);
+
+    const app = express();
+    // Refusals are what some cases expect: not printed.
+    app.set('env', 'test');
+    app.use(auth({ issuerBaseURL: server.url, audience: PHOTOS }));
+    app.get('/photos', requiredScopes('photos:read'), (request, response) => {
+      response.json({ sub: request.auth?.payload.sub });
+    });
+    const listening = await listenOnFreePort(createServer(app));
+    api = `http://127.0.0.1:${listening.port}`;
+    closeApi = () => closeServer(listening.server);
+  });
+  after(async () => {
+    await closeApi?.();
+    await server.close();
+  });
+
+  const call = (token: string) => fetch(`${api}/photos`, { headers: { authorization: `Bearer ${token}` } });
+
+  it('accepts an access token issued for the API: RS256 by default (RFC 9068 §2.1)', async () => {
+    const tokens = await signIn(server, config, user, 'openid photos:read');
+    assert.equal(decodeProtectedHeader(tokens.access_token).alg, 'RS256');
+    const response = await call(tokens.access_token);
+    assert.equal(response.status, 200, await response.clone().text());
+    assert.deepEqual(await response.json(), { sub: user.id });
+  });
+
+  it("refuses an access token for Tessera's own userinfo, which is not for this API", async () => {
+    const tokens = await signIn(server, config, user, 'openid profile');
+    assert.equal(decodeProtectedHeader(tokens.access_token).alg, 'ES256', 'ES256 where the only audience is this server (TESSERA_ACCESS_TOKEN_ALG)');
+    const response = await call(tokens.access_token);
+    assert.equal(response.status, 401);
+  });
+});

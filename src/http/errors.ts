@@ -66,7 +66,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
-    const ui = pageUi(request.server.site, request);
+    // The menu leads back to the path alone: the refused request's values are not repeated in the page.
+    const ui = pageUi(request.server.site, request, { here: request.url.split('?')[0]! });
     const title = ui.t.text(
       error.status === 503 ? 'error.unavailable'
       : error.status === 429 ? 'error.tooMany'

@@ -64,6 +64,8 @@ export interface PageHints {
   readonly uiLocales?: string | null | undefined;
   /** The signed-in user's own language (the `locale` claim). */
   readonly user?: string | null | undefined;
+  /** Where the language menu returns to, when not this page (an error page: its path alone). */
+  readonly here?: string | undefined;
 }
 
 /** The language and look of the page this request is answered with (ui/negotiate.ts). */
@@ -77,7 +79,7 @@ export function pageUi(site: Site, request: FastifyRequest, hints: PageHints = {
     },
     site,
   );
-  return { site, t: messages(locale), here: here(request) };
+  return { site, t: messages(locale), here: hints.here ?? here(request) };
 }
 
 /**

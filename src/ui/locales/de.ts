@@ -11,7 +11,7 @@ const de: Catalogue = {
   'time.justNow': 'vor weniger als einer Minute',
 
   'scope.openid': 'Sie anmelden und wissen, wer Sie sind',
-  'scope.profile': 'Ihren Namen und Benutzernamen sehen',
+  'scope.profile': 'Ihren Namen, Benutzernamen, Ihr Profilbild, Ihre Sprache und Zeitzone sehen',
   'scope.email': 'Ihre E-Mail-Adresse sehen',
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
 
@@ -30,9 +30,9 @@ const de: Catalogue = {
   'signIn.error.limitedAddress': 'Zu viele falsche Passwörter von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
   'signIn.error.pendingEnded': 'Ihre Anmeldung hat zu lange gedauert oder ist abgelaufen. Bitte melden Sie sich erneut an.',
   'signIn.refusal.passkeyRequired':
-    '{client} kann erst freigegeben werden, nachdem Sie sich mit einem Passkey angemeldet haben. Melden Sie sich mit Ihrem Passkey an, um fortzufahren. (Noch kein Passkey? Fügen Sie zuerst auf Ihrer Kontoseite einen hinzu.)',
+    '{client} kann erst freigegeben werden, nachdem Sie sich mit einem Passkey angemeldet haben, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt. Melden Sie sich mit Ihrem Passkey an, um fortzufahren. (Noch kein Passkey? Fügen Sie zuerst auf Ihrer Kontoseite einen hinzu.)',
   'signIn.refusal.secondFactorRequired':
-    'Für die Freigabe ist ein zweiter Faktor nötig: Melden Sie sich mit einem Passkey an oder mit Ihrem Passwort und einem Einmalcode. Wenn Sie beides nicht haben, richten Sie zuerst auf Ihrer Kontoseite eines davon ein.',
+    'Für die Freigabe ist ein zweiter Faktor nötig: Melden Sie sich mit einem Passkey an, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt, oder mit Ihrem Passwort und einem Einmalcode. Wenn Sie beides nicht haben, richten Sie zuerst auf Ihrer Kontoseite eines davon ein.',
 
   'passkey.script.cancelled': 'Die Passkey-Anfrage wurde abgebrochen oder ist abgelaufen. Versuchen Sie es erneut.',
   'passkey.script.exists': 'Dieses Gerät hat bereits einen Passkey für Ihr Konto.',
@@ -224,6 +224,7 @@ const de: Catalogue = {
   'deviceLogin.approved': 'Zugelassen. Gewährte Scopes: {scope}',
   'deviceLogin.noIdToken': 'Es wurde kein ID-Token ausgestellt (der Scope „openid“ wurde nicht gewährt).',
   'deviceLogin.claims': 'Claims des ID-Tokens (Signatur geprüft mit {jwksUri}):',
+  'deviceLogin.userinfo': 'Claims aus UserInfo ({endpoint}):',
 };
 
 export default de;

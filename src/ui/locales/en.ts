@@ -3,6 +3,8 @@
  * `{count, plural, one {…} other {…}}` a plural, `<strong>…</strong>` (and `<code>`, `<em>`)
  * the only markup. An apostrophe before `{` starts a quotation in ICU: write ’ there.
  */
+import { SCOPE_DESCRIPTIONS } from '../../core/scopes.ts';
+
 const en = {
   'layout.title': '{page} · {site}',
   'layout.languages': 'Language',
@@ -13,10 +15,11 @@ const en = {
   'common.listSeparator': '; ',
   'time.justNow': 'less than a minute ago',
 
-  'scope.openid': 'Sign you in and know who you are',
-  'scope.profile': 'See your name and username',
-  'scope.email': 'See your email address',
-  'scope.offline_access': 'Stay connected while you are away (until you revoke it)',
+  // The server's own words for its scopes (core/scopes.ts), written once.
+  'scope.openid': SCOPE_DESCRIPTIONS['openid']!,
+  'scope.profile': SCOPE_DESCRIPTIONS['profile']!,
+  'scope.email': SCOPE_DESCRIPTIONS['email']!,
+  'scope.offline_access': SCOPE_DESCRIPTIONS['offline_access']!,
 
   'signIn.title': 'Sign in',
   'signIn.toContinue': 'to continue to <strong>{client}</strong>',
@@ -33,9 +36,9 @@ const en = {
   'signIn.error.limitedAddress': 'Too many wrong passwords from your connection. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
   'signIn.error.pendingEnded': 'Your sign-in took too long or has ended. Sign in again.',
   'signIn.refusal.passkeyRequired':
-    '{client} can be approved only after signing in with a passkey. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)',
+    '{client} can be approved only after signing in with a passkey that asks for your PIN, fingerprint or face. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)',
   'signIn.refusal.secondFactorRequired':
-    'Approving needs a second factor: sign in with a passkey, or with your password and a one-time code. If you have neither, set one up on your account page first.',
+    'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
 
   'passkey.script.cancelled': 'The passkey request was cancelled or timed out. Try again.',
   'passkey.script.exists': 'This device already has a passkey for your account.',
@@ -222,6 +225,7 @@ const en = {
   'deviceLogin.approved': 'Approved. Granted scopes: {scope}',
   'deviceLogin.noIdToken': 'No ID token was issued (the openid scope was not granted).',
   'deviceLogin.claims': 'ID token claims (signature verified with {jwksUri}):',
+  'deviceLogin.userinfo': 'UserInfo claims ({endpoint}):',
 };
 
 export default en;

@@ -11,7 +11,7 @@ const es: Catalogue = {
   'time.justNow': 'hace menos de un minuto',
 
   'scope.openid': 'Iniciar tu sesión y saber quién eres',
-  'scope.profile': 'Ver tu nombre y tu nombre de usuario',
+  'scope.profile': 'Ver tu nombre, tu nombre de usuario, tu foto, tu idioma y tu zona horaria',
   'scope.email': 'Ver tu dirección de correo electrónico',
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
 
@@ -32,9 +32,9 @@ const es: Catalogue = {
     'Demasiadas contraseñas incorrectas desde tu conexión. Espera {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} y vuelve a intentarlo.',
   'signIn.error.pendingEnded': 'Tu inicio de sesión tardó demasiado o ha caducado. Vuelve a iniciar sesión.',
   'signIn.refusal.passkeyRequired':
-    'Solo puedes autorizar {client} después de iniciar sesión con una llave de acceso. Inicia sesión con tu llave de acceso para continuar. (¿Aún no tienes ninguna? Añade una primero en la página de tu cuenta).',
+    'Solo puedes autorizar {client} después de iniciar sesión con una llave de acceso que pida tu PIN, tu huella o tu cara. Inicia sesión con tu llave de acceso para continuar. (¿Aún no tienes ninguna? Añade una primero en la página de tu cuenta).',
   'signIn.refusal.secondFactorRequired':
-    'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
+    'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso que pida tu PIN, tu huella o tu cara, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
 
   'passkey.script.cancelled': 'La solicitud de la llave de acceso se canceló o caducó. Vuelve a intentarlo.',
   'passkey.script.exists': 'Este dispositivo ya tiene una llave de acceso para tu cuenta.',
@@ -228,6 +228,7 @@ const es: Catalogue = {
   'deviceLogin.approved': 'Autorizado. Ámbitos concedidos: {scope}',
   'deviceLogin.noIdToken': 'No se emitió ningún token de ID (no se concedió el ámbito openid).',
   'deviceLogin.claims': 'Claims del token de ID (firma verificada con {jwksUri}):',
+  'deviceLogin.userinfo': 'Claims de UserInfo ({endpoint}):',
 };
 
 export default es;

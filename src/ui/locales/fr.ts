@@ -11,7 +11,7 @@ const fr: Catalogue = {
   'time.justNow': 'il y a moins d’une minute',
 
   'scope.openid': 'Vous connecter et savoir qui vous êtes',
-  'scope.profile': 'Voir votre nom et votre nom d’utilisateur',
+  'scope.profile': 'Voir votre nom, votre nom d’utilisateur, votre photo, votre langue et votre fuseau horaire',
   'scope.email': 'Voir votre adresse e-mail',
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
 
@@ -32,9 +32,9 @@ const fr: Catalogue = {
     'Trop de mots de passe erronés depuis votre connexion. Patientez {minutes, plural, one {# minute} many {# minutes} other {# minutes}}, puis réessayez.',
   'signIn.error.pendingEnded': 'Votre connexion a pris trop de temps ou a expiré. Reconnectez-vous.',
   'signIn.refusal.passkeyRequired':
-    'L’accès de {client} ne peut être autorisé qu’après une connexion avec une clé d’accès. Connectez-vous avec votre clé d’accès pour continuer. (Pas encore de clé d’accès ? Ajoutez-en une d’abord depuis la page de votre compte.)',
+    'L’accès de {client} ne peut être autorisé qu’après une connexion avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage. Connectez-vous avec votre clé d’accès pour continuer. (Pas encore de clé d’accès ? Ajoutez-en une d’abord depuis la page de votre compte.)',
   'signIn.refusal.secondFactorRequired':
-    'L’autorisation exige un second facteur : connectez-vous avec une clé d’accès, ou avec votre mot de passe et un code à usage unique. Si vous n’avez ni l’un ni l’autre, configurez-en un d’abord depuis la page de votre compte.',
+    'L’autorisation exige un second facteur : connectez-vous avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage, ou avec votre mot de passe et un code à usage unique. Si vous n’avez ni l’un ni l’autre, configurez-en un d’abord depuis la page de votre compte.',
 
   'passkey.script.cancelled': 'La demande de clé d’accès a été annulée ou a expiré. Réessayez.',
   'passkey.script.exists': 'Cet appareil a déjà une clé d’accès pour votre compte.',
@@ -229,6 +229,7 @@ const fr: Catalogue = {
   'deviceLogin.approved': 'Autorisé. Portées accordées : {scope}',
   'deviceLogin.noIdToken': 'Aucun jeton d’identité n’a été émis (la portée openid n’a pas été accordée).',
   'deviceLogin.claims': 'Revendications du jeton d’identité (signature vérifiée avec {jwksUri}) :',
+  'deviceLogin.userinfo': 'Revendications UserInfo ({endpoint}) :',
 };
 
 export default fr;

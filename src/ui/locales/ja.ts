@@ -11,7 +11,7 @@ const ja: Catalogue = {
   'time.justNow': '1分以内',
 
   'scope.openid': 'ログインして、あなたが誰かを確認する',
-  'scope.profile': 'あなたの名前とユーザー名を見る',
+  'scope.profile': 'あなたの名前、ユーザー名、プロフィール画像、言語、タイムゾーンを見る',
   'scope.email': 'あなたのメールアドレスを見る',
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
 
@@ -30,9 +30,9 @@ const ja: Catalogue = {
   'signIn.error.limitedAddress': 'お使いの接続から、間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってから、もう一度お試しください。',
   'signIn.error.pendingEnded': 'ログインに時間がかかりすぎたか、ログインが終了しました。もう一度ログインしてください。',
   'signIn.refusal.passkeyRequired':
-    '{client} を許可するには、パスキーでログインする必要があります。続けるには、パスキーでログインしてください。（パスキーをまだお持ちでない場合は、先にアカウントページで追加してください。）',
+    '{client} を許可するには、PIN・指紋・顔認証を求めるパスキーでログインする必要があります。続けるには、パスキーでログインしてください。（パスキーをまだお持ちでない場合は、先にアカウントページで追加してください。）',
   'signIn.refusal.secondFactorRequired':
-    '許可するには 2 要素目が必要です。パスキーでログインするか、パスワードとワンタイムコードでログインしてください。どちらもない場合は、先にアカウントページで設定してください。',
+    '許可するには 2 要素目が必要です。PIN・指紋・顔認証を求めるパスキーでログインするか、パスワードとワンタイムコードでログインしてください。どちらもない場合は、先にアカウントページで設定してください。',
 
   'passkey.script.cancelled': 'パスキーのリクエストがキャンセルされたか、タイムアウトしました。もう一度お試しください。',
   'passkey.script.exists': 'このデバイスには、あなたのアカウントのパスキーがすでにあります。',
@@ -219,6 +219,7 @@ const ja: Catalogue = {
   'deviceLogin.approved': '許可されました。付与されたスコープ：{scope}',
   'deviceLogin.noIdToken': 'ID トークンは発行されませんでした（openid スコープが付与されていません）。',
   'deviceLogin.claims': 'ID トークンのクレーム（署名は {jwksUri} で検証済み）：',
+  'deviceLogin.userinfo': 'UserInfo のクレーム（{endpoint}）：',
 };
 
 export default ja;

@@ -11,7 +11,7 @@ const ptBR: Catalogue = {
   'time.justNow': 'há menos de um minuto',
 
   'scope.openid': 'Fazer seu login e saber quem você é',
-  'scope.profile': 'Ver seu nome e nome de usuário',
+  'scope.profile': 'Ver seu nome, nome de usuário, foto, idioma e fuso horário',
   'scope.email': 'Ver seu endereço de e-mail',
   'scope.offline_access': 'Manter o acesso enquanto você estiver ausente (até você revogá-lo)',
 
@@ -32,9 +32,9 @@ const ptBR: Catalogue = {
     'Muitas senhas erradas a partir da sua conexão. Aguarde {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} e tente de novo.',
   'signIn.error.pendingEnded': 'Seu login demorou demais ou expirou. Entre novamente.',
   'signIn.refusal.passkeyRequired':
-    'Só é possível autorizar {client} depois de entrar com uma chave de acesso. Entre com sua chave de acesso para continuar. (Ainda não tem uma? Adicione primeiro na página da sua conta.)',
+    'Só é possível autorizar {client} depois de entrar com uma chave de acesso que peça seu PIN, sua digital ou seu rosto. Entre com sua chave de acesso para continuar. (Ainda não tem uma? Adicione primeiro na página da sua conta.)',
   'signIn.refusal.secondFactorRequired':
-    'Para autorizar, é preciso um segundo fator: entre com uma chave de acesso, ou com sua senha e um código de uso único. Se você não tiver nenhum dos dois, configure um primeiro na página da sua conta.',
+    'Para autorizar, é preciso um segundo fator: entre com uma chave de acesso que peça seu PIN, sua digital ou seu rosto, ou com sua senha e um código de uso único. Se você não tiver nenhum dos dois, configure um primeiro na página da sua conta.',
 
   'passkey.script.cancelled': 'A solicitação da chave de acesso foi cancelada ou expirou. Tente de novo.',
   'passkey.script.exists': 'Este dispositivo já tem uma chave de acesso para sua conta.',
@@ -227,6 +227,7 @@ const ptBR: Catalogue = {
   'deviceLogin.approved': 'Autorizado. Escopos concedidos: {scope}',
   'deviceLogin.noIdToken': 'Nenhum token de ID foi emitido (o escopo openid não foi concedido).',
   'deviceLogin.claims': 'Claims do token de ID (assinatura verificada com {jwksUri}):',
+  'deviceLogin.userinfo': 'Claims do UserInfo ({endpoint}):',
 };
 
 export default ptBR;

@@ -11,7 +11,7 @@ const zhHans: Catalogue = {
   'time.justNow': '不到一分钟前',
 
   'scope.openid': '让你登录并确认你的身份',
-  'scope.profile': '查看你的姓名和用户名',
+  'scope.profile': '查看你的姓名、用户名、头像、语言和时区',
   'scope.email': '查看你的电子邮件地址',
   'scope.offline_access': '在你离开时保持连接（直到你撤销为止）',
 
@@ -28,8 +28,10 @@ const zhHans: Catalogue = {
   'signIn.error.limitedUser': '你的网络连接为此用户名输错密码的次数过多。请等待 {minutes, plural, other {# 分钟}}后再试；如果忘记了密码，请联系管理员为你设置新密码。',
   'signIn.error.limitedAddress': '你的网络连接输错密码的次数过多。请等待 {minutes, plural, other {# 分钟}}后再试。',
   'signIn.error.pendingEnded': '登录耗时过长或已结束。请重新登录。',
-  'signIn.refusal.passkeyRequired': '只有使用通行密钥登录后才能批准 {client}。请使用通行密钥登录以继续。（还没有通行密钥？请先在账号页面添加一个。）',
-  'signIn.refusal.secondFactorRequired': '批准需要第二重验证：请使用通行密钥登录，或使用密码加一次性验证码登录。如果两者都没有，请先在账号页面设置其中一种。',
+  'signIn.refusal.passkeyRequired':
+    '只有使用会要求输入 PIN、指纹或面容验证的通行密钥登录后，才能批准 {client}。请使用通行密钥登录以继续。（还没有通行密钥？请先在账号页面添加一个。）',
+  'signIn.refusal.secondFactorRequired':
+    '批准需要第二重验证：请使用会要求输入 PIN、指纹或面容验证的通行密钥登录，或使用密码加一次性验证码登录。如果两者都没有，请先在账号页面设置其中一种。',
 
   'passkey.script.cancelled': '通行密钥请求已取消或超时。请重试。',
   'passkey.script.exists': '此设备上已有你账号的通行密钥。',
@@ -209,6 +211,7 @@ const zhHans: Catalogue = {
   'deviceLogin.approved': '已批准。授予的权限范围：{scope}',
   'deviceLogin.noIdToken': '未签发 ID 令牌（未授予 openid 权限范围）。',
   'deviceLogin.claims': 'ID 令牌声明（签名已通过 {jwksUri} 验证）：',
+  'deviceLogin.userinfo': 'UserInfo 声明（{endpoint}）：',
 };
 
 export default zhHans;

@@ -9,6 +9,7 @@ import { DpopNonces } from './flows/dpop/nonce.ts';
 import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
+import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
 import type { TokenGrant } from './flows/types.ts';
 import { ACR_VALUES } from './core/auth-methods.ts';
@@ -64,6 +65,7 @@ export const GRANTS: readonly TokenGrant[] = [
   authorizationCodeGrant,
   deviceCodeGrant,
   refreshTokenGrant,
+  clientCredentialsGrant,
 ];
 
 /** Discovery entries of the token lifecycle endpoints (RFC 8414 §2, OIDC Discovery §3). */

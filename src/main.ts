@@ -3,13 +3,15 @@
  */
 import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
-import { openStore } from './store/open.ts';
+import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
 import { KeyManager } from './tokens/keys.ts';
@@ -147,9 +149,85 @@ async function within(closing: Promise<unknown>, ms: number, force: () => void):
   await closing;
 }
 
+/**
+ * A listen error as the setting to change: a port in use or reserved names PORT, an address
+ * this machine does not have names HOST (issue 31: each start-up error names its setting).
+ */
+export function listenError(error: unknown, port: number, host: string, names: { port: string; host: string } = { port: 'PORT', host: 'HOST' }): unknown {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE') return new ConfigError(names.port, `port ${port} is already in use on ${host}: set ${names.port} to a free port, or stop the process listening there`);
+  if (code === 'EACCES') return new ConfigError(names.port, `port ${port} on ${host} needs privileges this process does not have: set ${names.port} to 1024 or above`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL') {
+    return new ConfigError(names.host, `cannot listen on ${JSON.stringify(host)}: it is not an address of this machine (${code}); set ${names.host} to one, such as localhost, 127.0.0.1 or 0.0.0.0`);
+  }
+  return error;
+}
+
+/**
+ * Binds and releases the port before anything is opened, so a port in use or a wrong HOST
+ * stops the start before a database or key file is created.
+ */
+async function probeListen(port: number, host: string, names?: { port: string; host: string }): Promise<void> {
+  if (port === 0) return;
+  const server = createTcpServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error) => reject(listenError(error, port, host, names)));
+    server.listen(port, host, () => server.close(() => resolve()));
+  });
+}
+
+/** How the start log names the store, and whether this start created its SQLite file. */
+interface StoreReport {
+  readonly text: string;
+  readonly created: boolean;
+}
+
+/**
+ * Checks the store's location before opening it: an SQLite file whose directory does not
+ * exist is a misspelt path, not a first start (only the default `./data` is created), and
+ * is refused naming TESSERA_DATABASE rather than made into a new, empty database.
+ */
+function inspectDatabase(config: Config): StoreReport {
+  const location = parseDatabase(config.database);
+  if (location.kind === 'postgres' || location.path === ':memory:') return { text: describeDatabase(location), created: false };
+  const file = resolvePath(location.path);
+  if (existsSync(file)) return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
+  const defaultFile = resolvePath('data', 'tessera.db');
+  if (file !== defaultFile && !existsSync(dirname(file))) {
+    throw new ConfigError('TESSERA_DATABASE', `${location.path}: the directory ${dirname(file)} does not exist; correct the path, or create the directory for a new database`);
+  }
+  return { text: describeDatabase({ kind: 'sqlite', path: file }), created: true };
+}
+
+/** Opens the store; a database that cannot be opened or reached is reported as TESSERA_DATABASE. */
+async function openConfiguredStore(config: Config, report: StoreReport): Promise<Store> {
+  try {
+    return await openStore(config.database, config.postgres);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new ConfigError('TESSERA_DATABASE', `cannot open ${report.text}: ${why}`);
+  }
+}
+
+/** The start log's line on the store. */
+function storeLine(report: StoreReport): string {
+  return report.created ? `${report.text} (created now: it did not exist)` : report.text;
+}
+
+/**
+ * TLS is terminated in front of Tessera, which serves plain HTTP: an https issuer with no
+ * trusted proxy is probably a deployment where nothing does (issue 31).
+ */
+function tlsReminder(config: Config): string | null {
+  if (!config.issuer.startsWith('https:') || config.trustProxy !== false) return null;
+  return `the issuer is https but Tessera serves plain HTTP on ${config.host}:${config.port}: terminate TLS in front of it (a reverse proxy or load balancer) and set TESSERA_TRUST_PROXY to that proxy's address`;
+}
+
 export async function startServer(settings: Config): Promise<RunningServer> {
   // The metrics listener first: one that cannot bind stops the start before anything else.
   // Loaded only when asked for: prom-client is not needed otherwise.
+  const storeReport = inspectDatabase(settings);
+  if (settings.port !== 0 && !cluster.isWorker) await probeListen(settings.port, settings.host);
   const metricsModule = settings.metrics.port === null ? null : await import('./http/metrics.ts');
   const metrics = metricsModule ? new metricsModule.Metrics() : undefined;
   let metricsServer: { server: Server; url: string } | null = null;
@@ -161,14 +239,17 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       // Constructing one is what makes a worker answer the primary's requests.
       new AggregatorRegistry();
     } else {
-      metricsServer = await metricsModule.serveMetrics(metrics.registry, settings.metrics.host, settings.metrics.port!);
+      const { host, port } = { host: settings.metrics.host, port: settings.metrics.port! };
+      metricsServer = await metricsModule.serveMetrics(metrics.registry, host, port).catch((error: unknown) => {
+        throw listenError(error, port, host, { port: 'TESSERA_METRICS_PORT', host: 'TESSERA_METRICS_HOST' });
+      });
     }
   }
   const picked = settings.port === 0 && new URL(settings.issuer).port === '0' ? await listenOnPickedPort(settings) : null;
   const config = picked?.config ?? settings;
   // A server that cannot start (the store, the keys) lets go of the port it picked.
   const release = () => new Promise<void>((resolve) => (picked ? picked.server.close(() => resolve()) : resolve()));
-  const store = await openStore(config.database, config.postgres).catch(async (error: unknown) => {
+  const store = await openConfiguredStore(config, storeReport).catch(async (error: unknown) => {
     await release();
     throw error;
   });
@@ -189,9 +270,15 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     picked.serve(app.routing);
     address = config.issuer;
   } else {
-    address = await app.listen({ port: config.port, host: config.host });
+    address = await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+      await app.close();
+      await store.close();
+      throw listenError(error, config.port, config.host);
+    });
   }
-  app.log.info(`Tessera is serving ${config.issuer} (listening on ${address})`);
+  app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
+  const reminder = tlsReminder(config);
+  if (reminder) app.log.warn(reminder);
   if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
   const timeoutMs = config.shutdown.timeoutSeconds * 1000;
   let closing: Promise<void> | null = null;
@@ -276,7 +363,10 @@ async function servePrimary(config: Config): Promise<void> {
     const { url } = await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.host, config.metrics.port);
     process.stdout.write(`metrics at ${url}\n`);
   }
-  const store = await openStore(config.database, config.postgres);
+  const storeReport = inspectDatabase(config);
+  await probeListen(config.port, config.host);
+  const store = await openConfiguredStore(config, storeReport);
+  process.stdout.write(`store: ${storeLine(storeReport)}\n`);
   try {
     await prepareKeys(config, store);
   } finally {
@@ -326,7 +416,9 @@ async function servePrimary(config: Config): Promise<void> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   main().catch((error: unknown) => {
-    process.stderr.write(`tessera: ${error instanceof Error ? error.message : String(error)}\n`);
+    // A ConfigError names the setting to change; anything else is reported as it is.
+    const line = error instanceof ConfigError ? `cannot start: ${error.message}` : error instanceof Error ? error.message : String(error);
+    process.stderr.write(`tessera: ${line}\n`);
     process.exit(1);
   });
 }

@@ -85,7 +85,7 @@ describe('the tessera command: refresh-token clients and grants', () => {
     for (const args of [['grant', 'list'], ['grant', 'revoke']]) {
       const result = await tessera(args, env);
       assert.equal(result.code, 2, args.join(' '));
-      assert.match(result.stderr, /Usage: tessera/);
+      assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
     }
   });
 });

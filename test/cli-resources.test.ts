@@ -31,6 +31,7 @@ describe('the tessera command: API resources', () => {
       name: 'Photo Library',
       scopes: [{ name: 'photos:read', description: 'See your photos' }, { name: 'photos:write', description: 'Upload and delete your photos' }],
       access_token_ttl: 900,
+      signing_alg: 'RS256',
       introspection_secret: undefined,
     });
     const secret = printed['introspection_secret'] as string;
@@ -120,6 +121,22 @@ describe('the tessera command: API resources', () => {
     assert.match(text.stdout, /grant-photos {2}Printer .*\n {2}scopes: openid photos:read\n {2}API: Photo Library \(https:\/\/api\.example\.com\): See your photos\n/);
     const json = JSON.parse((await tessera(['grant', 'list', '--username', 'grace', '--json'], env)).stdout) as { apis: unknown }[];
     assert.deepEqual(json[0]!.apis, [{ identifier: 'https://api.example.com', name: 'Photo Library', scopes: ['photos:read'] }]);
+  });
+
+  it('signs an API\'s tokens RS256 unless told ES256 at add or update, and refuses another algorithm', async () => {
+    const added = await tessera(['resource', 'add', '--identifier', 'https://fast.example.com', '--name', 'Fast', '--scope', 'fast:read=Read fast', '--signing-alg', 'ES256', '--json'], env);
+    assert.equal(added.code, 0, added.stderr);
+    assert.equal((JSON.parse(added.stdout) as Record<string, unknown>)['signing_alg'], 'ES256');
+    const changed = await tessera(['resource', 'update', 'https://fast.example.com', '--signing-alg', 'RS256', '--json'], env);
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.equal((JSON.parse(changed.stdout) as Record<string, unknown>)['signing_alg'], 'RS256');
+    assert.match((await tessera(['resource', 'list'], env)).stdout, /Fast\n {2}scope: fast:read {2}Read fast\n {2}access tokens live: the server default\n {2}access tokens signed: RS256\n/);
+    const wrong = await tessera(['resource', 'update', 'https://fast.example.com', '--signing-alg', 'HS256'], env);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /^tessera: --signing-alg HS256: RS256 or ES256\n/);
+    const unknown = await tessera(['resource', 'update', 'https://nowhere.example.com', '--signing-alg', 'ES256'], env);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no API with identifier https:\/\/nowhere\.example\.com/);
   });
 
   it('removes an API, then says there is none', async () => {

@@ -47,7 +47,7 @@ describe('the tessera command', () => {
     assert.deepEqual((JSON.parse(both.stdout) as { grant_types: string[] }).grant_types, ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code']);
     const bad = await runTessera(['client', 'add', '--name', 'X', '--grant', 'implicit', '--redirect-uri', 'https://x.example/cb'], env);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /Usage: tessera/);
+    assert.match(bad.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
   });
 
   it('records the networks a device client may start from (--device-network), and refuses a bad one or one without the device grant', async () => {
@@ -86,7 +86,7 @@ describe('the tessera command', () => {
     ]) {
       const result = await runTessera(['client', 'add', '--name', 'X', ...args], env);
       assert.equal(result.code, 2, args.join(' '));
-      assert.match(result.stderr, /Usage: tessera/);
+      assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
     }
   });
 
@@ -108,14 +108,14 @@ describe('the tessera command', () => {
   it('refuses a password given any way but standard input', async () => {
     const result = await runTessera(['user', 'add', '--username', 'bob', '--password', 'secret123'], env);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /Usage/);
+    assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
   });
 
   it('prints usage and exits non-zero for an unknown command or a missing argument', async () => {
     for (const args of [[], ['frobnicate'], ['client', 'add'], ['client', 'remove']]) {
       const result = await runTessera(args, env);
       assert.equal(result.code, 2, args.join(' '));
-      assert.match(result.stderr, /Usage: tessera/);
+      assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
     }
   });
 

@@ -198,7 +198,7 @@ describe('tessera device-login, as a person runs it', () => {
     for (const args of [['device-login'], ['device-login', '--client-secret', 'y'], ['device-login', '--client-id', 'x', '--client-secret', ''], ['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'not a url']]) {
       const result = await runTessera(args);
       assert.equal(result.code, 2, args.join(' '));
-      assert.match(result.stderr, /Usage: tessera/);
+      assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
     }
   });
 

@@ -59,6 +59,22 @@ describe('an API protected by express-oauth2-jwt-bearer with its README configur
     assert.deepEqual(await response.json(), { sub: user.id });
   });
 
+  it('refuses the tokens of an API its operator switched to ES256 (resource update --signing-alg), and takes them again at RS256', async () => {
+    const env = { TESSERA_DATABASE: server.config.database };
+    const fast = await runTessera(['resource', 'update', PHOTOS, '--signing-alg', 'ES256'], env);
+    assert.equal(fast.code, 0, fast.stderr);
+    try {
+      const tokens = await signIn(server, config, user, 'openid photos:read');
+      assert.equal(decodeProtectedHeader(tokens.access_token).alg, 'ES256');
+      assert.equal((await call(tokens.access_token)).status, 401, 'the README configuration takes the algorithms discovery lists for ID tokens');
+    } finally {
+      const back = await runTessera(['resource', 'update', PHOTOS, '--signing-alg', 'RS256'], env);
+      assert.equal(back.code, 0, back.stderr);
+    }
+    const tokens = await signIn(server, config, user, 'openid photos:read');
+    assert.equal((await call(tokens.access_token)).status, 200);
+  });
+
   it("refuses an access token for Tessera's own userinfo, which is not for this API", async () => {
     const tokens = await signIn(server, config, user, 'openid profile');
     assert.equal(decodeProtectedHeader(tokens.access_token).alg, 'ES256', 'ES256 where the only audience is this server (TESSERA_ACCESS_TOKEN_ALG)');

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -55,9 +55,15 @@ describe('signing keys at rest', () => {
   }
 
   it('creates the data directory 0700, the database and its WAL 0600, and a 0600 key file beside them; no private key is in clear', async (t) => {
-    const data = join(dir, 'fresh', 'data');
+    // The default ./data/tessera.db, the one database whose directory a start creates (any
+    // other path in a directory that does not exist is refused: test/start-up.test.ts).
+    const home = join(dir, 'fresh');
+    mkdirSync(home);
+    const data = join(home, 'data');
     const database = join(data, 'tessera.db');
-    const server = await serve(t, config(database));
+    const cwd = process.cwd();
+    process.chdir(home);
+    const server = await serve(t, config(join('data', 'tessera.db'))).finally(() => process.chdir(cwd));
     // A write, so the WAL exists.
     await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
     assert.equal(statSync(data).mode & 0o777, 0o700);

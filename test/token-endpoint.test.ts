@@ -120,9 +120,10 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
     assertError(result, 400, 'unauthorized_client');
   });
 
-  it('answers GET with an OAuth error, not a crash', async () => {
+  it('answers GET with an OAuth error, not a crash: 405 with POST in Allow (RFC 9110 §15.5.6)', async () => {
     const response = await fetch(token);
-    assert.equal(response.status, 404);
+    assert.equal(response.status, 405);
+    assert.match(response.headers.get('allow') ?? '', /\bPOST\b/);
     assert.equal(((await response.json()) as { error: string }).error, 'invalid_request');
   });
 });

@@ -111,6 +111,41 @@ describe('tessera user: operators manage accounts', () => {
     assert.match((await cli(['user', 'show', 'grace'])).stdout, /name: Rear Admiral Hopper/);
   });
 
+  it('sets the standard claims (OIDC Core §5.1) with user add and update, shows them, and userinfo sends them', async () => {
+    const added = await cli([
+      'user', 'add', '--username', 'ada', '--password-stdin', '--name', 'Ada Lovelace', '--email', 'ada@example.com', '--email-verified',
+      '--given-name', 'Ada', '--family-name', 'Lovelace', '--locale', 'en-GB', '--zoneinfo', 'Europe/London', '--picture', 'https://example.com/ada.png',
+    ], 'ada has a long password\n');
+    assert.equal(added.code, 0, added.stderr);
+    const ada = { username: 'ada', password: 'ada has a long password', id: '' };
+    const tokens = await signInRaw(one, app, ada, 'openid profile email');
+    const userinfo = async () => (await fetch(`${one.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${String(tokens['access_token'])}` } })).json() as Promise<Record<string, unknown>>;
+    const before = await userinfo();
+    assert.deepEqual({ ...before, sub: undefined, updated_at: undefined }, {
+      sub: undefined, updated_at: undefined, name: 'Ada Lovelace', given_name: 'Ada', family_name: 'Lovelace', preferred_username: 'ada',
+      picture: 'https://example.com/ada.png', locale: 'en-GB', zoneinfo: 'Europe/London', email: 'ada@example.com', email_verified: true,
+    });
+
+    const updated = await cli(['user', 'update', 'ada', '--no-email-verified', '--locale', '', '--given-name', 'Augusta Ada']);
+    assert.equal(updated.code, 0, updated.stderr);
+    const after = await userinfo();
+    assert.equal(after['email_verified'], false);
+    assert.equal(after['locale'], undefined, 'cleared: left out, not null (OIDC Core §5.3.2)');
+    assert.equal(after['given_name'], 'Augusta Ada');
+    assert.ok((after['updated_at'] as number) >= (before['updated_at'] as number));
+    const shown = JSON.parse((await cli(['user', 'show', 'ada', '--json'])).stdout) as Record<string, unknown>;
+    assert.equal(shown['given_name'], 'Augusta Ada');
+    assert.equal(shown['email_verified'], false);
+    assert.match((await cli(['user', 'show', 'ada'])).stdout, /given name: Augusta Ada\n {2}family name: Lovelace\n {2}email: ada@example\.com \(not verified\)\n {2}locale: -\n {2}time zone: Europe\/London\n/);
+
+    for (const [option, value] of [['--locale', 'English'], ['--zoneinfo', 'Mars/Olympus'], ['--picture', 'javascript:alert(1)']]) {
+      const refused = await cli(['user', 'update', 'ada', option!, value!]);
+      assert.equal(refused.code, 2, `${option} ${value}`);
+      assert.match(refused.stderr, new RegExp(`^tessera: ${option} "`), refused.stderr);
+    }
+    assert.equal((await cli(['user', 'update', 'ada', '--email-verified', '--no-email-verified'])).code, 2);
+  });
+
   it('answers a command on an unknown user with one line and exit 1', async () => {
     for (const args of [['user', 'show', 'nobody'], ['user', 'disable', 'nobody'], ['user', 'enable', 'nobody'], ['user', 'remove', 'nobody'], ['user', 'update', 'nobody', '--name', 'x'], ['user', 'reset-link', 'nobody']]) {
       const result = await cli(args);

@@ -119,6 +119,8 @@ describe('tessera serve --workers 2', () => {
     let replaced = false;
     // Settled either way: a replacement that never serves ends the loop below with its failure.
     const serves = outputMatches(serving, /Tessera is serving/, 3).finally(() => (replaced = true));
+    // Awaited below; until then a failure is not an unhandled rejection.
+    serves.catch(() => {});
     // Requests all the while the replacement starts, a few milliseconds apart: every one is
     // answered, whichever worker the primary hands it to.
     const meanwhile: Promise<number>[] = [];

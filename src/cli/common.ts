@@ -4,6 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../config/index.ts';
+import { closest } from '../config/settings.ts';
 import { systemClock } from '../core/clock.ts';
 import { eventLogFields, Events, type AuditEvent } from '../core/events.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
@@ -59,6 +60,13 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
     return parsed;
   } catch (error) {
     if (error instanceof UsageError) throw error;
+    const code = (error as { code?: string } | null)?.code;
+    const option = /'(-[^']*)'/.exec(error instanceof Error ? error.message : '')?.[1]?.split('=')[0];
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option !== undefined) {
+      // node:util's message goes on about positionals; say what was wrong and what was meant.
+      const near = closest(option.replace(/^-+/, ''), Object.keys(options));
+      throw new UsageError(`unknown option ${option}${near ? ` (did you mean --${near}?)` : ''}`);
+    }
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
 }

@@ -5,9 +5,10 @@ import { grantActive, grantJson, listUserGrants, revokeGrant } from '../flows/ma
 import { operatorDeps, parse, UsageError, when, withStore, type Io } from './common.ts';
 
 async function grantList(config: Config, args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, { username: { type: 'string' }, json: { type: 'boolean' } });
-  const username = normalizeUsername(values.username ?? '');
-  if (!username) throw new UsageError('--username is required');
+  // --user, as `events` names a user; --username, as this command first did.
+  const { values } = parse(args, { user: { type: 'string' }, username: { type: 'string' }, json: { type: 'boolean' } });
+  const username = normalizeUsername(values.user ?? values.username ?? '');
+  if (!username) throw new UsageError('--user is required');
   const listed = await withStore(config, (store) => listUserGrants({ store }, username));
   const now = Date.now();
   if (values.json) {

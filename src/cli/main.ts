@@ -11,6 +11,7 @@ import { ManageError } from '../flows/manage/errors.ts';
 import { serve } from '../main.ts';
 import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
+import { groupHelp, groups, helpHint, suggestion } from './help.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
 import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
@@ -24,6 +25,8 @@ export { UsageError, type Io };
 
 export const USAGE = `Usage: tessera <command> [options]
 
+\`tessera help <command>\` (or \`tessera <command> --help\`) shows one command's options.
+
 Commands:
   serve [--workers N]                     Run the server (settings from the environment; see README);
                                           --workers: processes sharing the port (TESSERA_WORKERS)
@@ -34,8 +37,10 @@ Commands:
              [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
              [--device-network CIDR ...] [--json]
                                           Register a client; prints its client_id and client_secret once
-                                          (--grant: authorization_code by default, device_code and
-                                          refresh_token only when asked for; --device-network: the only
+                                          (--grant: authorization_code by default, device_code,
+                                          refresh_token and client_credentials only when asked for
+                                          (client_credentials: a service's own tokens, --scope
+                                          required); --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
@@ -62,21 +67,27 @@ Commands:
                                           grace period (default 86400, one day)
   client remove CLIENT_ID                 Remove a client and everything issued to it
   resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
-               [--access-token-ttl SECONDS] [--introspection-secret] [--json]
+               [--access-token-ttl SECONDS] [--introspection-secret] [--signing-alg RS256|ES256] [--json]
                                           Register an API (RFC 8707); its scope names are unique across
                                           the server; --introspection-secret prints, once, the secret its
-                                          resource server introspects tokens with
+                                          resource server introspects tokens with; its access tokens are
+                                          signed RS256 unless --signing-alg ES256
   resource list [--json]                  List registered APIs and their scopes
+  resource update URI --signing-alg RS256|ES256 [--json]
+                                          Change how an API's access tokens are signed
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
+           [--given-name NAME] [--family-name NAME] [--email-verified] [--locale TAG]
+           [--zoneinfo ZONE] [--picture URL]
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
   user show USERNAME [--json]             Show a user, their approvals, last sign-in, passkeys and one-time codes
   user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
   user enable USERNAME                    Enable a disabled user again
   user remove USERNAME                    Remove a user and everything issued to them
-  user update USERNAME [--name "Full Name"] [--email ADDRESS]
-                                          Change a user's name or e-mail address ("" clears it)
+  user update USERNAME [--name "Full Name"] [--email ADDRESS] [--given-name NAME] [--family-name NAME]
+              [--email-verified | --no-email-verified] [--locale TAG] [--zoneinfo ZONE] [--picture URL]
+                                          Change a user's standard claims (OIDC Core §5.1; "" clears one)
   user set-password USERNAME --password-stdin
                                           Set a user's password (from standard input); their sessions end
   user reset-link USERNAME [--ttl SECONDS]
@@ -86,12 +97,16 @@ Commands:
                                           The audit trail, newest first (--since: an ISO time, or
                                           an age such as 30m, 24h, 7d; --limit default 100)
   user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
+  user unlock USERNAME                    Lift a user's lockouts: wrong passwords counted against them
+                                          from any address, and wrong one-time codes
+  keys list [--json]                      List the published signing keys: which signs, which signs next,
+                                          which retired and until when it is published
   keys rotate                             Publish new signing keys; they sign after the lead time
   device-login --client-id ID [--client-secret SECRET] [--scope "openid profile"] [--issuer URL]
                                           Act as a device (RFC 8628): show a code and a QR code, wait
-                                          for approval, print the granted scopes and ID token claims
+                                          for approval, print the granted scopes, ID token and UserInfo claims
                                           (no secret: a public client; TESSERA_CLIENT_SECRET also works)
-  grant list --username NAME [--json]     List the applications and devices a user approved
+  grant list --user NAME [--json]         List the applications and devices a user approved
   grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working
 `;
 
@@ -131,14 +146,33 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...GRANT_COMMANDS,
 };
 
+/** The group a command line is about, for the help its refusals point to. */
+function groupOf(argv: readonly string[]): string | null {
+  const first = argv[0] ?? '';
+  return groups(USAGE).includes(first) ? first : null;
+}
+
 /** Runs one command; returns the exit code. */
 export async function run(argv: string[], io: Io): Promise<number> {
+  const group = groupOf(argv);
   try {
     const [first = '', second = '', ...rest] = argv;
-    if (first === '--help' || first === '-h' || first === 'help') {
+    if (first === '' || first === '--help' || first === '-h' || (first === 'help' && second === '')) {
+      if (first === '') throw new UsageError('no command given');
       io.stdout(USAGE);
       return 0;
     }
+    if (first === 'help') {
+      const help = groupHelp(USAGE, second);
+      if (help === null) throw new UsageError(`no command ${JSON.stringify(second)}${suggestion(second, groups(USAGE))}`);
+      io.stdout(help);
+      return 0;
+    }
+    if (group !== null && (argv.includes('--help') || argv.includes('-h'))) {
+      io.stdout(groupHelp(USAGE, group)!);
+      return 0;
+    }
+    if (group === null) throw new UsageError(`unknown command ${JSON.stringify(first)}${suggestion(first, groups(USAGE))}`);
     const config = loadConfig(io.env);
     if (first === 'serve') {
       const { values } = parse([second, ...rest].filter(Boolean), { workers: { type: 'string' } });
@@ -155,18 +189,23 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return 0;
     }
     const command = COMMANDS[`${first} ${second}`];
-    if (!command) throw new UsageError(first ? `unknown command: ${[first, second].filter(Boolean).join(' ')}` : 'no command given');
+    if (!command) {
+      const names = Object.keys(COMMANDS).filter((name) => name.startsWith(`${first} `));
+      const subcommands = names.map((name) => name.slice(first.length + 1)).join(', ');
+      if (second === '' || second.startsWith('-')) throw new UsageError(`${first} needs a command: ${subcommands}`);
+      throw new UsageError(`unknown command ${JSON.stringify(`${first} ${second}`)}${suggestion(`${first} ${second}`, names)}`);
+    }
     await command(config, rest, io);
     return 0;
   } catch (error) {
+    // Every refusal is one line: what is wrong and where to read more (issue 31).
     if (error instanceof ManageError) {
       const message = error.render(optionLabel);
-      // Input the operation refused is a mistake in the command: its usage follows.
-      io.stderr(error.kind === 'invalid' ? `tessera: ${message}\n\n${USAGE}` : `tessera: ${message}\n`);
+      io.stderr(error.kind === 'invalid' ? `tessera: ${message}; ${helpHint(group)}\n` : `tessera: ${message}\n`);
       return error.kind === 'invalid' ? 2 : 1;
     }
     if (error instanceof UsageError) {
-      io.stderr(`tessera: ${error.message}\n\n${USAGE}`);
+      io.stderr(`tessera: ${error.message}; ${helpHint(group)}\n`);
       return 2;
     }
     if (error instanceof ConfigError) {

@@ -1,6 +1,6 @@
 /** `tessera resource …`: arguments in, the operations of src/flows/manage/resources.ts, text out. */
 import type { Config } from '../config/index.ts';
-import { addResource, listResources, removeResource, resourceJson } from '../flows/manage/resources.ts';
+import { addResource, listResources, removeResource, resourceJson, updateResource } from '../flows/manage/resources.ts';
 import type { ResourceScope } from '../store/types.ts';
 import { operatorDeps, parse, wholeNumber, withStore, type Io } from './common.ts';
 
@@ -17,6 +17,7 @@ async function resourceAdd(config: Config, args: string[], io: Io): Promise<void
     scope: { type: 'string', multiple: true },
     'access-token-ttl': { type: 'string' },
     'introspection-secret': { type: 'boolean' },
+    'signing-alg': { type: 'string' },
     json: { type: 'boolean' },
   });
   const { resource, introspectionSecret: secret } = await withStore(config, (store) =>
@@ -28,6 +29,7 @@ async function resourceAdd(config: Config, args: string[], io: Io): Promise<void
         scopes: (values.scope ?? []).map(resourceScope),
         access_token_ttl: wholeNumber(values['access-token-ttl'], 6) ?? null,
         introspection_secret: values['introspection-secret'] === true,
+        ...(values['signing-alg'] === undefined ? {} : { signing_alg: values['signing-alg'] }),
       },
       (scope) => `${scope.name}${scope.description ? `=${scope.description}` : ''}`,
     ),
@@ -52,8 +54,20 @@ async function resourceList(config: Config, args: string[], io: Io): Promise<voi
   }
   if (resources.length === 0) io.stdout('No APIs registered.\n');
   for (const resource of resources) {
-    io.stdout(`${resource.identifier}  ${resource.name}\n${resource.scopes.map((scope) => `  scope: ${scope.name}  ${scope.description}\n`).join('')}  access tokens live: ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}\n  introspection: ${resource.introspectionSecretHash === null ? 'no' : 'yes'}\n`);
+    io.stdout(`${resource.identifier}  ${resource.name}\n${resource.scopes.map((scope) => `  scope: ${scope.name}  ${scope.description}\n`).join('')}  access tokens live: ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}\n  access tokens signed: ${resource.signingAlg}\n  introspection: ${resource.introspectionSecretHash === null ? 'no' : 'yes'}\n`);
   }
+}
+
+async function resourceUpdate(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { 'signing-alg': { type: 'string' }, json: { type: 'boolean' } }, 1);
+  const resource = await withStore(config, (store) =>
+    updateResource(operatorDeps(config, store, io), positionals[0]!, values['signing-alg'] === undefined ? {} : { signing_alg: values['signing-alg'] }),
+  );
+  if (values.json) {
+    io.stdout(`${JSON.stringify(resourceJson(resource))}\n`);
+    return;
+  }
+  io.stdout(`Updated API ${resource.identifier}: its access tokens are signed ${resource.signingAlg} from now on.\n`);
 }
 
 async function resourceRemove(config: Config, args: string[], io: Io): Promise<void> {
@@ -66,5 +80,6 @@ async function resourceRemove(config: Config, args: string[], io: Io): Promise<v
 export const RESOURCE_COMMANDS = {
   'resource add': resourceAdd,
   'resource list': resourceList,
+  'resource update': resourceUpdate,
   'resource remove': resourceRemove,
 };

@@ -1,8 +1,10 @@
 /** `tessera user …`: arguments in, the operations of src/flows/manage/users.ts, text out. */
 import type { Config } from '../config/index.ts';
 import { normalizeUsername } from '../core/username.ts';
+import { clearLockouts } from '../flows/manage/lockouts.ts';
 import {
   createUser,
+  findUser,
   listUsers,
   RECOVERY_CODE_COUNT,
   removeUser,
@@ -14,8 +16,35 @@ import {
   userDetails,
   userDetailsJson,
   userJson,
+  type ProfileInput,
 } from '../flows/manage/users.ts';
 import { operatorDeps, parse, toldLine, UsageError, when, wholeNumber, withStore, type Command, type Io } from './common.ts';
+
+/** The options that set the standard claims (OIDC Core §5.1), on `user add` and `user update`. */
+const PROFILE_OPTIONS = {
+  name: { type: 'string' },
+  email: { type: 'string' },
+  'given-name': { type: 'string' },
+  'family-name': { type: 'string' },
+  'email-verified': { type: 'boolean' },
+  'no-email-verified': { type: 'boolean' },
+  locale: { type: 'string' },
+  zoneinfo: { type: 'string' },
+  picture: { type: 'string' },
+} as const;
+
+type ProfileValues = { [K in keyof typeof PROFILE_OPTIONS]?: (typeof PROFILE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+/** The claims the options give, by claim name; an option left out changes nothing. */
+function profileInput(values: ProfileValues): ProfileInput {
+  if (values['email-verified'] && values['no-email-verified']) throw new UsageError('--email-verified and --no-email-verified cannot be given together');
+  const verified = values['email-verified'] ? true : values['no-email-verified'] ? false : undefined;
+  const text = { name: values.name, email: values.email, given_name: values['given-name'], family_name: values['family-name'], locale: values.locale, zoneinfo: values.zoneinfo, picture: values.picture };
+  return {
+    ...Object.fromEntries(Object.entries(text).filter(([, value]) => value !== undefined)),
+    ...(verified === undefined ? {} : { email_verified: verified }),
+  };
+}
 
 /** The password from standard input, one trailing newline dropped. */
 async function readPassword(values: { 'password-stdin'?: boolean | undefined }, io: Io): Promise<string> {
@@ -27,17 +56,16 @@ async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     username: { type: 'string' },
     'password-stdin': { type: 'boolean' },
-    name: { type: 'string' },
-    email: { type: 'string' },
+    ...PROFILE_OPTIONS,
   });
   if (!normalizeUsername(values.username ?? '')) throw new UsageError('--username is required');
+  const profile = profileInput(values);
   const password = await readPassword(values, io);
   const user = await withStore(config, (store) =>
     createUser(operatorDeps(config, store, io), {
       ...(values.username === undefined ? {} : { username: values.username }),
       password,
-      ...(values.name === undefined ? {} : { name: values.name }),
-      ...(values.email === undefined ? {} : { email: values.email }),
+      ...profile,
     }),
   );
   io.stdout(`Created user ${user.username} (sub ${user.id}).\n`);
@@ -69,8 +97,14 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
   sub: ${user.id}
   name: ${user.name ?? '-'}
-  email: ${user.email ?? '-'}
+  given name: ${user.givenName ?? '-'}
+  family name: ${user.familyName ?? '-'}
+  email: ${user.email ?? '-'}${user.email === null ? '' : user.emailVerified ? ' (verified)' : ' (not verified)'}
+  locale: ${user.locale ?? '-'}
+  time zone: ${user.zoneinfo ?? '-'}
+  picture: ${user.picture ?? '-'}
   created: ${when(user.createdAt)}
+  profile updated: ${when(user.updatedAt)}
   approvals not revoked: ${grants}
   last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
   passkeys: ${passkeys.length === 0 ? 'none' : passkeys.length}${passkeyLines.join('')}
@@ -95,13 +129,9 @@ async function userRemove(config: Config, args: string[], io: Io): Promise<void>
 }
 
 async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, { name: { type: 'string' }, email: { type: 'string' } }, 1);
-  await withStore(config, (store) =>
-    updateUser(operatorDeps(config, store, io), positionals[0]!, {
-      ...(values.name === undefined ? {} : { name: values.name }),
-      ...(values.email === undefined ? {} : { email: values.email }),
-    }),
-  );
+  const { values, positionals } = parse(args, PROFILE_OPTIONS, 1);
+  const profile = profileInput(values);
+  await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, profile));
   io.stdout(`Updated ${positionals[0]!}.\n`);
 }
 
@@ -126,6 +156,26 @@ async function userResetSecondFactor(config: Config, args: string[], io: Io): Pr
   io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
 }
 
+/**
+ * Lifts a person's lockouts: wrong passwords counted against their username (from every
+ * address) and wrong one-time codes, so their next attempt starts afresh (issue 31: nothing
+ * lifted them, and the lockout page sent people to the operator).
+ */
+async function userUnlock(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const cleared = await withStore(config, async (store) => {
+    const deps = operatorDeps(config, store, io);
+    const user = await findUser(deps, positionals[0]!);
+    return clearLockouts(deps, { username: user.username });
+  });
+  const locked = cleared.filter((entry) => entry.locked).length;
+  io.stdout(
+    cleared.length === 0
+      ? `${normalizeUsername(positionals[0]!)} was not locked out; nothing counted against them.\n`
+      : `Unlocked ${normalizeUsername(positionals[0]!)}: cleared ${cleared.length} counter${cleared.length === 1 ? '' : 's'} of wrong passwords and codes (${locked} refusing sign-in).\n`,
+  );
+}
+
 export const USER_COMMANDS = {
   'user add': userAdd,
   'user list': userList,
@@ -137,4 +187,5 @@ export const USER_COMMANDS = {
   'user set-password': userSetPassword,
   'user reset-link': userResetLink,
   'user reset-second-factor': userResetSecondFactor,
+  'user unlock': userUnlock,
 };

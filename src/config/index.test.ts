@@ -20,7 +20,7 @@ describe('loadConfig', () => {
 
   it('derives the default issuer from PORT and strips a trailing slash from TESSERA_ISSUER', () => {
     assert.equal(loadConfig({ PORT: '9000' }).issuer, 'http://localhost:9000');
-    assert.equal(loadConfig({ TESSERA_ISSUER: 'https://auth.example.com/tenant/' }).issuer, 'https://auth.example.com/tenant');
+    assert.equal(loadConfig({ TESSERA_ISSUER: 'https://auth.example.com/' }).issuer, 'https://auth.example.com');
   });
 
   for (const [env, setting] of [

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { LOCALES, shippedLocale, type Locale } from './locales.ts';
+import { closest, setting, SETTINGS, unknownVariables, type BooleanSettingName, type IntegerSetting, type IntegerSettingName } from './settings.ts';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
 export interface Config {
@@ -385,7 +386,15 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+/**
+ * A whole-number setting, its default and range from the table (`./settings.ts`); `bounds`
+ * narrows them where they follow another setting (an idle lifetime at most the lifetime).
+ */
+function integer(env: Env, name: IntegerSettingName, bounds: { fallback?: number; min?: number; max?: number } = {}): number {
+  const entry = setting(name) as IntegerSetting;
+  const fallback = bounds.fallback ?? entry.default;
+  const min = bounds.min ?? entry.min;
+  const max = bounds.max ?? entry.max;
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
@@ -394,7 +403,9 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-function boolean(env: Env, name: string, fallback: boolean): boolean {
+function boolean(env: Env, name: BooleanSettingName | 'TESSERA_TRUST_PROXY'): boolean {
+  const entry = setting(name);
+  const fallback = entry.type === 'boolean' ? entry.default : false;
   const raw = env[name]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return fallback;
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
@@ -415,7 +426,7 @@ function isProxyRange(entry: string): boolean {
 
 function trustProxy(env: Env): boolean | readonly string[] {
   const raw = env['TESSERA_TRUST_PROXY']?.trim() ?? '';
-  if (raw === '' || /^(1|0|true|false|yes|no|on|off)$/i.test(raw)) return boolean(env, 'TESSERA_TRUST_PROXY', false);
+  if (raw === '' || /^(1|0|true|false|yes|no|on|off)$/i.test(raw)) return boolean(env, 'TESSERA_TRUST_PROXY');
   const entries = raw.split(',').map((entry) => entry.trim());
   const wrong = entries.find((entry) => !isProxyRange(entry));
   if (wrong !== undefined) {
@@ -445,6 +456,11 @@ export function parseIssuer(raw: string): string {
   }
   if (url.username || url.password) {
     throw new ConfigError('TESSERA_ISSUER', 'must not contain a user name or password');
+  }
+  // Every page, form and redirect is at the root of the host: an issuer with a path would
+  // publish endpoints under it that answer 404 (issue 31), so it is refused.
+  if (url.pathname.replace(/\/+$/, '') !== '') {
+    throw new ConfigError('TESSERA_ISSUER', `must have no path: Tessera serves its endpoints at the root of its host; use ${JSON.stringify(url.origin)} (a host of its own, such as https://auth.example.com), got ${JSON.stringify(raw)}`);
   }
   return url.href.replace(/\/+$/, '');
 }
@@ -503,13 +519,19 @@ export interface PostgresSettings {
   readonly connectTimeoutSeconds: number;
 }
 
-export const POSTGRES_DEFAULTS: PostgresSettings = { poolSize: 10, statementTimeoutSeconds: 5, connectTimeoutSeconds: 5 };
+const defaultOf = (name: IntegerSettingName) => (setting(name) as IntegerSetting).default;
+
+export const POSTGRES_DEFAULTS: PostgresSettings = {
+  poolSize: defaultOf('TESSERA_DATABASE_POOL_SIZE'),
+  statementTimeoutSeconds: defaultOf('TESSERA_DATABASE_STATEMENT_TIMEOUT'),
+  connectTimeoutSeconds: defaultOf('TESSERA_DATABASE_CONNECT_TIMEOUT'),
+};
 
 function postgresSettings(env: Env): PostgresSettings {
   return {
-    poolSize: integer(env, 'TESSERA_DATABASE_POOL_SIZE', POSTGRES_DEFAULTS.poolSize, 1, 1000),
-    statementTimeoutSeconds: integer(env, 'TESSERA_DATABASE_STATEMENT_TIMEOUT', POSTGRES_DEFAULTS.statementTimeoutSeconds, 1, 600),
-    connectTimeoutSeconds: integer(env, 'TESSERA_DATABASE_CONNECT_TIMEOUT', POSTGRES_DEFAULTS.connectTimeoutSeconds, 1, 600),
+    poolSize: integer(env, 'TESSERA_DATABASE_POOL_SIZE'),
+    statementTimeoutSeconds: integer(env, 'TESSERA_DATABASE_STATEMENT_TIMEOUT'),
+    connectTimeoutSeconds: integer(env, 'TESSERA_DATABASE_CONNECT_TIMEOUT'),
   };
 }
 
@@ -530,30 +552,30 @@ function passwordHash(env: Env): PasswordHashCost {
 }
 
 function signIn(env: Env): SignInSettings {
-  const delayMs = integer(env, 'TESSERA_SIGN_IN_DELAY_MS', 1000, 0, 60_000);
+  const delayMs = integer(env, 'TESSERA_SIGN_IN_DELAY_MS');
   return {
-    windowSeconds: integer(env, 'TESSERA_SIGN_IN_WINDOW', 900, 60, 86400),
-    perUserAddress: integer(env, 'TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS', 10, 1, 10_000),
-    perAddress: integer(env, 'TESSERA_SIGN_IN_FAILURES_PER_ADDRESS', 100, 1, 1_000_000),
-    freeFailures: integer(env, 'TESSERA_SIGN_IN_FREE_FAILURES', 5, 0, 10_000),
+    windowSeconds: integer(env, 'TESSERA_SIGN_IN_WINDOW'),
+    perUserAddress: integer(env, 'TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS'),
+    perAddress: integer(env, 'TESSERA_SIGN_IN_FAILURES_PER_ADDRESS'),
+    freeFailures: integer(env, 'TESSERA_SIGN_IN_FREE_FAILURES'),
     delayMs,
-    maxDelayMs: integer(env, 'TESSERA_SIGN_IN_MAX_DELAY_MS', Math.max(30_000, delayMs), delayMs, 300_000),
-    hashThreads: integer(env, 'TESSERA_PASSWORD_HASH_THREADS', Math.max(1, Math.floor(availableParallelism() / 2)), 1, 64),
-    queue: integer(env, 'TESSERA_SIGN_IN_QUEUE', 32, 0, 100_000),
-    queuePerAddress: integer(env, 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS', 4, 1, 100_000),
+    maxDelayMs: integer(env, 'TESSERA_SIGN_IN_MAX_DELAY_MS', { fallback: Math.max(30_000, delayMs), min: delayMs }),
+    hashThreads: integer(env, 'TESSERA_PASSWORD_HASH_THREADS', { fallback: Math.max(1, Math.floor(availableParallelism() / 2)) }),
+    queue: integer(env, 'TESSERA_SIGN_IN_QUEUE'),
+    queuePerAddress: integer(env, 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS'),
   };
 }
 
 function userCode(env: Env): UserCodeSettings {
-  const perBrowser = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_BROWSER', 5, 1, 1000);
-  const perAddress = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', Math.max(20, perBrowser), perBrowser, 100_000);
+  const perBrowser = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_BROWSER');
+  const perAddress = integer(env, 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', { fallback: Math.max(20, perBrowser), min: perBrowser });
   return {
-    windowSeconds: integer(env, 'TESSERA_USER_CODE_WINDOW', 600, 60, 86400),
+    windowSeconds: integer(env, 'TESSERA_USER_CODE_WINDOW'),
     perBrowser,
     perAddress,
-    perNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', Math.max(60, perAddress), perAddress, 1_000_000),
-    globalPerMinute: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_MINUTE', 600, 1, 10_000_000),
-    globalDelayMs: integer(env, 'TESSERA_USER_CODE_SLOW_MS', 2000, 0, 60_000),
+    perNetwork: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', { fallback: Math.max(60, perAddress), min: perAddress }),
+    globalPerMinute: integer(env, 'TESSERA_USER_CODE_FAILURES_PER_MINUTE'),
+    globalDelayMs: integer(env, 'TESSERA_USER_CODE_SLOW_MS'),
   };
 }
 
@@ -633,17 +655,35 @@ function locales(env: Env): { locales: readonly Locale[]; defaultLocale: Locale 
   return { locales: offered, defaultLocale };
 }
 
+/**
+ * A misspelt variable would otherwise be ignored and its setting silently left at its
+ * default (issue 31): a `TESSERA_*` name Tessera does not read stops the start, naming the
+ * closest real one, unless TESSERA_ALLOW_UNKNOWN_SETTINGS says the environment is shared.
+ */
+function checkNames(env: Env): void {
+  const allowed = boolean(env, 'TESSERA_ALLOW_UNKNOWN_SETTINGS');
+  const unknown = unknownVariables(env);
+  if (unknown.length === 0 || allowed) return;
+  const name = unknown[0]!;
+  const near = closest(name, SETTINGS.map((entry) => entry.name));
+  throw new ConfigError(
+    name,
+    `is not a Tessera setting${near ? `; did you mean ${near}?` : ''} (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`,
+  );
+}
+
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
 export function loadConfig(env: Env = process.env): Config {
-  const port = integer(env, 'PORT', 8080, 0, 65535);
+  checkNames(env);
+  const port = integer(env, 'PORT');
   const host = env['HOST']?.trim() || 'localhost';
   const issuer = parseIssuer(env['TESSERA_ISSUER']?.trim() || `http://localhost:${port}`);
   const logLevel = env['TESSERA_LOG_LEVEL']?.trim().toLowerCase() || 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('TESSERA_LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   }
-  const refreshToken = integer(env, 'TESSERA_REFRESH_TOKEN_TTL', 90 * 86400, 300, 3650 * 86400);
-  const accessToken = integer(env, 'TESSERA_ACCESS_TOKEN_TTL', 3600, 60, 86400);
+  const refreshToken = integer(env, 'TESSERA_REFRESH_TOKEN_TTL');
+  const accessToken = integer(env, 'TESSERA_ACCESS_TOKEN_TTL');
   const db = database(env);
   return {
     port,
@@ -655,68 +695,68 @@ export function loadConfig(env: Env = process.env): Config {
     lifetimes: {
       authorizationCode: 60,
       accessToken,
-      idToken: integer(env, 'TESSERA_ID_TOKEN_TTL', 3600, 60, 86400),
-      session: integer(env, 'TESSERA_SESSION_TTL', 86400, 300, 30 * 86400),
+      idToken: integer(env, 'TESSERA_ID_TOKEN_TTL'),
+      session: integer(env, 'TESSERA_SESSION_TTL'),
       refreshToken,
-      refreshTokenIdle: integer(env, 'TESSERA_REFRESH_TOKEN_IDLE_TTL', Math.min(30 * 86400, refreshToken), 60, refreshToken),
+      refreshTokenIdle: integer(env, 'TESSERA_REFRESH_TOKEN_IDLE_TTL', { fallback: Math.min(30 * 86400, refreshToken), max: refreshToken }),
       publicClient: {
-        accessToken: integer(env, 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', accessToken, 60, accessToken),
-        refreshToken: integer(env, 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', refreshToken, 300, refreshToken),
+        accessToken: integer(env, 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', { fallback: accessToken, max: accessToken }),
+        refreshToken: integer(env, 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', { fallback: refreshToken, max: refreshToken }),
       },
       deviceGrant: {
-        accessToken: integer(env, 'TESSERA_DEVICE_ACCESS_TOKEN_TTL', accessToken, 60, accessToken),
-        refreshToken: integer(env, 'TESSERA_DEVICE_REFRESH_TOKEN_TTL', refreshToken, 300, refreshToken),
+        accessToken: integer(env, 'TESSERA_DEVICE_ACCESS_TOKEN_TTL', { fallback: accessToken, max: accessToken }),
+        refreshToken: integer(env, 'TESSERA_DEVICE_REFRESH_TOKEN_TTL', { fallback: refreshToken, max: refreshToken }),
       },
     },
     device: { codeLifetime: 600, interval: 5 },
-    keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME', 3600, 0, 30 * 86400),
-    workers: integer(env, 'TESSERA_WORKERS', 1, 1, 64),
+    keyLeadTimeSeconds: integer(env, 'TESSERA_KEY_LEAD_TIME'),
+    workers: integer(env, 'TESSERA_WORKERS'),
     accessTokenAlg: accessTokenAlg(env),
     postgres: postgresSettings(env),
     passwordHash: passwordHash(env),
     dpop: {
-      proofWindow: integer(env, 'TESSERA_DPOP_PROOF_WINDOW', 60, 1, 600),
-      nonces: boolean(env, 'TESSERA_DPOP_NONCES', false),
-      nonceLifetime: integer(env, 'TESSERA_DPOP_NONCE_LIFETIME', 300, 10, 86400),
+      proofWindow: integer(env, 'TESSERA_DPOP_PROOF_WINDOW'),
+      nonces: boolean(env, 'TESSERA_DPOP_NONCES'),
+      nonceLifetime: integer(env, 'TESSERA_DPOP_NONCE_LIFETIME'),
     },
     par: {
-      requestLifetime: integer(env, 'TESSERA_PAR_TTL', 60, 5, 600),
-      interactionLifetime: integer(env, 'TESSERA_PAR_INTERACTION_TTL', 600, 60, 86400),
-      required: boolean(env, 'TESSERA_REQUIRE_PAR', false),
+      requestLifetime: integer(env, 'TESSERA_PAR_TTL'),
+      interactionLifetime: integer(env, 'TESSERA_PAR_INTERACTION_TTL'),
+      required: boolean(env, 'TESSERA_REQUIRE_PAR'),
     },
     signIn: signIn(env),
     userCode: userCode(env),
     deviceAuthorizationLimits: {
-      perClientPerMinute: integer(env, 'TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT', 600, 1, 100_000_000),
-      perAddressPerMinute: integer(env, 'TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS', 30, 1, 100_000_000),
+      perClientPerMinute: integer(env, 'TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT'),
+      perAddressPerMinute: integer(env, 'TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS'),
     },
-    grantRetentionSeconds: integer(env, 'TESSERA_GRANT_RETENTION', 7 * 86400, 3600, 3650 * 86400),
+    grantRetentionSeconds: integer(env, 'TESSERA_GRANT_RETENTION'),
     keyEncryption: keyEncryption(env, db),
     secondFactor: {
-      required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR', false),
-      ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT', 300, 30, 3600),
-      pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT', 300, 30, 3600),
+      required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR'),
+      ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT'),
+      pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT'),
     },
     clientAuth: {
-      jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
-      jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL', 300, 0, 86400),
-      jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', 10, 0, 3600),
-      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', 3600, 30, 3600),
+      jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'),
+      jwksCacheSeconds: integer(env, 'TESSERA_CLIENT_JWKS_CACHE_TTL'),
+      jwksRefetchSeconds: integer(env, 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL'),
+      assertionMaxLifetimeSeconds: integer(env, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME'),
     },
-    eventRetentionSeconds: integer(env, 'TESSERA_EVENT_RETENTION', 90 * 86400, 3600, 3650 * 86400),
+    eventRetentionSeconds: integer(env, 'TESSERA_EVENT_RETENTION'),
     metrics: {
-      port: env['TESSERA_METRICS_PORT']?.trim() ? integer(env, 'TESSERA_METRICS_PORT', 0, 0, 65535) : null,
+      port: env['TESSERA_METRICS_PORT']?.trim() ? integer(env, 'TESSERA_METRICS_PORT') : null,
       host: env['TESSERA_METRICS_HOST']?.trim() || '127.0.0.1',
     },
     shutdown: {
-      delaySeconds: integer(env, 'TESSERA_SHUTDOWN_DELAY', 5, 0, 300),
-      timeoutSeconds: integer(env, 'TESSERA_SHUTDOWN_TIMEOUT', 30, 1, 3600),
+      delaySeconds: integer(env, 'TESSERA_SHUTDOWN_DELAY'),
+      timeoutSeconds: integer(env, 'TESSERA_SHUTDOWN_TIMEOUT'),
     },
     site: site(env),
     logout: {
-      timeoutSeconds: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', 5, 1, 60),
-      attempts: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', 3, 1, 10),
-      retryDelayMs: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS', 2000, 0, 600_000),
+      timeoutSeconds: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT'),
+      attempts: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS'),
+      retryDelayMs: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS'),
     },
   };
 }

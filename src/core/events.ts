@@ -72,7 +72,10 @@ export const EVENT_TYPES = [
   'client.updated',
   'client.secret_rotated',
   'client.removed',
+  /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
+  'client.token_issued',
   'resource.created',
+  'resource.updated',
   'resource.removed',
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */

@@ -6,8 +6,10 @@
 export const GRANT_AUTHORIZATION_CODE = 'authorization_code';
 export const GRANT_DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code';
 export const GRANT_REFRESH_TOKEN = 'refresh_token';
+/** RFC 6749 §4.4: a client's token on its own behalf, for an API. */
+export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
 
-export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN;
+export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN | typeof GRANT_CLIENT_CREDENTIALS;
 
 /** Query or form parameters as parsed: a name may repeat (RFC 6749 §3.1 forbids it; the flows refuse it). */
 export type RawParams = Readonly<Record<string, string | readonly string[] | undefined>>;

@@ -8,6 +8,30 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
 
 export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);
 
+/**
+ * The admin API's scopes (docs/admin-api.md): `admin:AREA` reads and changes an area,
+ * `admin:AREA:read` only reads it. Given only to clients of the client_credentials grant alone.
+ */
+export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  'admin:clients': 'Manage clients',
+  'admin:clients:read': 'Read clients',
+  'admin:users': 'Manage users, their approvals, sessions, device requests and lockouts',
+  'admin:users:read': 'Read users, their approvals, sessions, device requests and lockouts',
+  'admin:resources': 'Manage APIs and their scopes',
+  'admin:resources:read': 'Read APIs and their scopes',
+  'admin:events': 'Read the audit trail',
+  'admin:events:read': 'Read the audit trail',
+  'admin:keys': 'Rotate signing keys',
+  'admin:keys:read': 'Read signing keys',
+};
+
+export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);
+
+/** The admin API's audience: the `resource` an admin client asks its tokens for (RFC 8707). */
+export function adminAudience(issuer: string): string {
+  return `${issuer}/admin`;
+}
+
 /** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 

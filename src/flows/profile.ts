@@ -66,7 +66,7 @@ export function checkProfile(changes: UserProfileChanges): ProfileCheck {
       continue;
     }
     const check = CHECKS[field];
-    if (!check.valid(value)) return { ok: false, claim: check.claim, problem: `${check.claim} ${JSON.stringify(value.slice(0, 80))}: must be ${check.expected}` };
+    if (!check.valid(value)) return { ok: false, claim: check.claim, problem: `${JSON.stringify(value.slice(0, 80))}: must be ${check.expected}` };
     checked[field] = value;
   }
   return { ok: true, changes: checked as UserProfileChanges };

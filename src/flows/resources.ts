@@ -4,12 +4,29 @@
  * only its scope: the scopes name the APIs it covers.
  */
 import { OAuthError } from '../core/errors.ts';
-import { SCOPE_DESCRIPTIONS, SUPPORTED_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPE_DESCRIPTIONS, adminAudience, SCOPE_DESCRIPTIONS, SUPPORTED_SCOPES } from '../core/scopes.ts';
 import type { ClientRecord, GrantRecord, ResourceRecord, Store } from '../store/types.ts';
 
 /** The OpenID Connect scopes (OIDC Core §5.4, §11): for this server's own API (userinfo). */
 export function isOpenIdScope(scope: string): boolean {
   return SUPPORTED_SCOPES.includes(scope);
+}
+
+/**
+ * The admin API (docs/admin-api.md) as an API the client_credentials grant issues tokens
+ * for: not in the store, so that no operator can remove or re-register it.
+ */
+export function adminResource(issuer: string): ResourceRecord {
+  return {
+    identifier: adminAudience(issuer),
+    name: 'Tessera admin API',
+    scopes: Object.entries(ADMIN_SCOPE_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+    accessTokenTtl: null,
+    introspectionSecretHash: null,
+    // Tessera verifies these itself: the server's access token algorithm.
+    signingAlg: 'ES256',
+    createdAt: 0,
+  };
 }
 
 /** The registered APIs, by identifier and by scope name. */
@@ -73,7 +90,7 @@ export const MAX_RESOURCES = 10;
  * The registered APIs `values` name. RFC 8707 §2: invalid_target when "the requested
  * resource is invalid, missing, unknown, or malformed".
  */
-function requestedResources(catalog: ResourceCatalog, values: readonly string[]): ResourceRecord[] {
+export function requestedResources(catalog: ResourceCatalog, values: readonly string[]): ResourceRecord[] {
   if (values.length > MAX_RESOURCES) throw new OAuthError('invalid_target', `at most ${MAX_RESOURCES} resources in one request`);
   return values.map((value) => {
     const problem = resourceIndicatorProblem(value);

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
+import type { Messages } from '../ui/i18n.ts';
 import { errorPage, type Site } from '../ui/pages.ts';
 import { pageUi } from './locale.ts';
 import { bearerChallenge } from './bearer.ts';
@@ -68,16 +69,31 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   if (request.routeOptions.config?.page) {
     // The menu leads back to the path alone: the refused request's values are not repeated in the page.
     const ui = pageUi(request.server.site, request, { here: request.url.split('?')[0]! });
-    const title = ui.t.text(
-      error.status === 503 ? 'error.unavailable'
-      : error.status === 429 ? 'error.tooMany'
-      : error.status >= 500 ? 'error.server'
-      : error.status === 403 ? 'error.refused'
-      : 'error.cannotComplete',
-    );
-    return reply.type('text/html; charset=utf-8').send(errorPage(ui, title, error.description));
+    const [title, message] = inPlainWords(ui.t, error);
+    return reply.type('text/html; charset=utf-8').send(errorPage(ui, title, message, { details: `${error.code}: ${error.description}` }));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
+}
+
+/**
+ * The title and message a person reads for an error on a page (issue 31: "invalid_request"
+ * means nothing to them). Refusals (403) and limits (429) are written for people already and
+ * are shown as they are; the others get a sentence saying what to do, and their protocol
+ * description goes to the small print.
+ */
+function inPlainWords(t: Messages, error: OAuthError): [string, string] {
+  if (error.status === 503) return [t.text('error.unavailable'), t.text('error.unavailableText')];
+  if (error.status >= 500) return [t.text('error.server'), t.text('error.serverText')];
+  // The refusal's own words: the server's, in English.
+  const sentence = `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`;
+  if (error.status === 429) return [t.text('error.tooMany'), sentence];
+  if (error.status === 403) return [t.text('error.refused'), sentence];
+  return [t.text('error.cannotComplete'), t.text('error.cannotCompleteText')];
+}
+
+/** A browser asking for a page (its Accept names HTML); API clients get JSON. */
+function wantsHtml(request: FastifyRequest): boolean {
+  return (request.method === 'GET' || request.method === 'HEAD') && /\btext\/html\b/.test(request.headers.accept ?? '');
 }
 
 /**
@@ -101,6 +117,14 @@ export function registerErrorHandling(app: FastifyInstance, site: Site): void {
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
       return sendError(request, reply, new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }));
+    }
+    if (wantsHtml(request)) {
+      const ui = pageUi(site, request, { here: '/' });
+      return reply
+        .status(404)
+        .header('Cache-Control', 'no-store')
+        .type('text/html; charset=utf-8')
+        .send(errorPage(ui, ui.t.text('error.notFound'), ui.t.text('error.notFoundText', { path, site: site.name })));
     }
     return sendError(request, reply, new OAuthError('invalid_request', `no endpoint at ${request.method} ${path}`, { status: 404 }));
   });

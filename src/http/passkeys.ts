@@ -113,7 +113,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
       const ui = pages.ui(request);
-      return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message)));
+      return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }));
     }
     return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });

@@ -512,6 +512,21 @@ const standardClaims: Migration = {
 };
 
 /**
+ * Version 13 (issue 25, the admin API): a client's registration version, which every update
+ * moves on (the admin API's ETag: an update made against an older version is refused, so two
+ * admins cannot overwrite each other's change unseen), and when its own tokens (the
+ * client_credentials grant's, which no grant records) were last all revoked.
+ */
+const adminApi: Migration = {
+  version: 13,
+  name: 'admin API',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN version ${t.integer} NOT NULL DEFAULT 1`,
+    (t) => `ALTER TABLE clients ADD COLUMN tokens_revoked_at ${t.time}`,
+  ],
+};
+
+/**
  * Refuses a database that a newer Tessera has migrated: this code does not know its
  * schema, and there are no down migrations to return to one it knows.
  */
@@ -524,4 +539,4 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi];

@@ -52,3 +52,25 @@ export async function openStore(database: string, postgres: Partial<PostgresSett
   const { openSqliteStore } = await import('./sqlite/store.ts');
   return openSqliteStore(location.path);
 }
+
+/**
+ * Where a store is, for the start log and start-up errors: the SQLite file, or the PostgreSQL
+ * host, port and database, never the user name or password of the URL.
+ */
+export function describeDatabase(location: DatabaseLocation): string {
+  if (location.kind === 'sqlite') return location.path === ':memory:' ? 'an in-memory SQLite database' : `the SQLite database ${location.path}`;
+  let host = 'localhost';
+  let port = '5432';
+  let database = '';
+  try {
+    const url = new URL(location.url);
+    host = url.hostname || new URLSearchParams(url.search).get('host') || host;
+    port = url.port || port;
+    database = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  } catch {
+    // pg reads some forms WHATWG URL parsing refuses; say no more than that it is PostgreSQL
+    return 'a PostgreSQL database';
+  }
+  const schema = location.schema === undefined ? '' : `, schema ${location.schema}`;
+  return `the PostgreSQL database ${database || '(the user\'s default)'} on ${host}:${port}${schema}`;
+}

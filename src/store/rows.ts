@@ -9,7 +9,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
 import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
   type ClientRecord,
@@ -96,7 +96,7 @@ function oneOf<T extends string>(allowed: readonly T[], column: string, value: s
   return found;
 }
 
-const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
+const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS];
 const grantKinds: readonly GrantRecord['kind'][] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE];
 const deviceStatuses: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed'];
 const pollOutcomes: readonly DevicePollOutcome[] = ['expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending'];
@@ -114,6 +114,8 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     webOrigins: read.strings(row, 'web_origins'),
     requireDpop: read.boolean(row, 'require_dpop'),
     requirePar: read.boolean(row, 'require_par'),
+    version: integer(row, 'version'),
+    tokensRevokedAt: integerOrNull(row, 'tokens_revoked_at'),
     deviceNetworks: read.strings(row, 'device_networks'),
     createdAt: integer(row, 'created_at'),
     authMethod: oneOf(CLIENT_AUTH_METHODS, 'auth_method', text(row, 'auth_method')),

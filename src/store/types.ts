@@ -66,6 +66,13 @@ export interface ClientRecord {
   readonly requireDpop: boolean;
   /** Authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
   readonly requirePar: boolean;
+  /** Moves on at every update of the registration (the admin API's ETag); 1 when created. */
+  readonly version?: number;
+  /**
+   * The client's own access tokens (client_credentials) issued at or before this time no
+   * longer work: an operator revoked them all. Null or absent: none were.
+   */
+  readonly tokensRevokedAt?: number | null;
 }
 
 /** The fields of a registration that a client created before them takes defaults for. */
@@ -91,15 +98,21 @@ type ClientDefaults =
 export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
 
 /** What `ClientStore.update` replaces: everything but the id and the creation time. */
-export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt'>;
+export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt' | 'version' | 'tokensRevokedAt'>;
 
 export interface ClientStore {
   /** Throws `DuplicateError` when the id is taken. */
   create(client: NewClient): Promise<void>;
   get(id: string): Promise<ClientRecord | null>;
   list(): Promise<ClientRecord[]>;
-  /** Replaces the registration's fields; the updated record, or null for an unknown id. */
-  update(id: string, changes: ClientChanges): Promise<ClientRecord | null>;
+  /**
+   * Replaces the registration's fields and moves its version on, in one statement; with
+   * `expectedVersion`, only if the registration is still at that version. The updated
+   * record, or null (nothing changed) for an unknown id or another version.
+   */
+  update(id: string, changes: ClientChanges, expectedVersion?: number): Promise<ClientRecord | null>;
+  /** Ends the client's own access tokens issued until `now` (`tokensRevokedAt`); false for an unknown id. */
+  revokeTokens(id: string, now: number): Promise<boolean>;
   /**
    * Rotates a client's secret in one statement: `secretHash` becomes the secret, the one it
    * replaces stays accepted until `previousExpiresAt`. Null, and nothing changed, for an

@@ -77,8 +77,8 @@ export interface AccessTokenClaims {
   /** The API it is for, or this server's issuer for its own (userinfo). */
   readonly aud: string;
   readonly jti: string;
-  /** The grant it was issued under. */
-  readonly gid: string;
+  /** The grant it was issued under; null for a client's own token (client_credentials: no person, no grant). */
+  readonly gid: string | null;
   /** Seconds since the epoch. */
   readonly iat: number;
   readonly exp: number;
@@ -174,6 +174,32 @@ export class TokenIssuer {
   }
 
   /**
+   * RFC 6749 §4.4.3: a client's own access token (the client_credentials grant), for one
+   * API: `sub` is the client (RFC 9068 §2.2), no `auth_time` or grant, and never an ID token
+   * or a refresh token ("A refresh token SHOULD NOT be included"). Nothing is recorded: the
+   * token lives by its signature, its client and its API (flows/lifecycle/access-token.ts).
+   */
+  async issueForClient(issuance: { readonly client: ClientRecord; readonly scope: readonly string[]; readonly resource: ResourceRecord; readonly dpopJkt: string | null }): Promise<TokenResponse> {
+    const now = seconds(this.#clock.now());
+    const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
+    const scope = issuance.scope.join(' ');
+    // Signed as the API asks (RFC 9068 §2.1: RS256 unless it chose otherwise).
+    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
+    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
+      client_id: issuance.client.id,
+      scope,
+      iss: this.#issuer,
+      aud: issuance.resource.identifier,
+      sub: issuance.client.id,
+      iat: now,
+      exp: now + lifetime,
+      jti: randomUUID(),
+      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+    }, key.privateKey);
+    return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
+  }
+
+  /**
    * An opaque 256-bit refresh token, stored by its hash with the scope of the sign-in it came from (RFC 6749
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
@@ -222,10 +248,12 @@ export class TokenIssuer {
       });
       const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
-      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof gid !== 'string' || typeof aud !== 'string') return null;
+      if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
+      // A token without a grant is a client's own, and then its subject is the client.
+      if (gid === undefined ? sub !== clientId : typeof gid !== 'string') return null;
       const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
       if (cnf !== undefined && typeof jkt !== 'string') return null;
-      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid, jkt: typeof jkt === 'string' ? jkt : null };
+      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null };
     } catch {
       return null;
     }

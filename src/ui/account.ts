@@ -1,6 +1,7 @@
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
+import { describeUserAgent } from './user-agent.ts';
 
 /** One approval as the account page shows it. */
 export interface ConnectionView {
@@ -62,7 +63,7 @@ ${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((s
 <dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
 ${view.device
   ? html`<dt>${t.html('account.connection.device')}</dt><dd>${t.html('account.connection.deviceText', {
-      device: view.device.userAgent ?? t.text('account.connection.unnamedDevice'),
+      device: view.device.userAgent === null ? t.text('account.connection.unnamedDevice') : describeUserAgent(view.device.userAgent),
       ip: view.device.ip,
       time: t.time(view.device.requestedAt),
     })}</dd>`
@@ -79,7 +80,7 @@ ${csrfField(csrf)}
 
 function browserSession(ui: Ui, session: BrowserSessionView): SafeHtml {
   const { t } = ui;
-  const values = { browser: session.userAgent ?? t.text('account.sessions.unknownBrowser'), ip: session.ip ?? '', time: t.time(session.signedInAt) };
+  const values = { browser: session.userAgent === null ? t.text('account.sessions.unknownBrowser') : describeUserAgent(session.userAgent), ip: session.ip ?? '', time: t.time(session.signedInAt) };
   return html`<li>${t.html(session.ip ? 'account.sessions.itemFrom' : 'account.sessions.item', values)}${session.current ? html` ${t.html('account.sessions.current')}` : null}</li>`;
 }
 
@@ -91,7 +92,7 @@ function activityItem(ui: Ui, item: ActivityView): SafeHtml {
     : item.kind === 'approved-device' ? t.text('account.activity.approvedDevice', { client })
     : t.text('account.activity.approved', { client });
   const values = { what, time: t.time(item.at), ip: item.ip ?? '' };
-  return html`<li>${t.html(item.ip ? 'account.activity.itemFrom' : 'account.activity.item', values)}${item.userAgent ? html`<br><span class="muted"><bdi>${item.userAgent}</bdi></span>` : null}</li>`;
+  return html`<li>${t.html(item.ip ? 'account.activity.itemFrom' : 'account.activity.item', values)}${item.userAgent ? html`, <bdi>${describeUserAgent(item.userAgent)}</bdi>` : null}</li>`;
 }
 
 /** The user's connected applications and devices, each with a Revoke button. */
@@ -114,7 +115,10 @@ ${view.security ?? null}
 <h2 id="activity-heading">${t.html('account.activity.heading')}</h2>
 ${view.activity.length === 0
   ? html`<p class="muted">${t.html('account.activity.none')}</p>`
-  : html`<ul class="activity">${view.activity.map((item) => activityItem(ui, item))}</ul>`}
+  : html`<details class="activity">
+<summary>${t.html('account.activity.show', { count: view.activity.length })}</summary>
+<ul class="activity">${view.activity.map((item) => activityItem(ui, item))}</ul>
+</details>`}
 <p class="muted">${t.html('account.activity.advice')}</p>
 </section>
 <section aria-labelledby="password-heading">

@@ -109,9 +109,21 @@ function hiddenFields(fields: Readonly<Record<string, string | readonly string[]
   );
 }
 
-export function errorPage(ui: Ui, title: string, message: string): string {
+export interface ErrorPageOptions {
+  /** The protocol error, for whoever builds the app: shown in small print under the message. */
+  readonly details?: string | undefined;
+  /** Where the link under the message leads (default: the start page). */
+  readonly back?: { readonly href: string; readonly label: string } | undefined;
+}
+
+/** A page that says in plain words what went wrong and what to do, with a way back. */
+export function errorPage(ui: Ui, title: string, message: string, options: ErrorPageOptions = {}): string {
+  const { site, t } = ui;
+  const back = options.back ?? { href: '/', label: t.text('error.backHome', { site: site.name }) };
   return layout(ui, title, html`<h1>${title}</h1>
-<p role="alert">${message}</p>`);
+<p role="alert">${message}</p>
+<p><a href="${back.href}">${back.label}</a></p>
+${options.details ? html`<p class="fine-print">${t.html('error.details', { details: options.details })}</p>` : null}`);
 }
 
 export interface SignInView {

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
+import { checkAccessibility } from './accessibility.ts';
 
 export const CHROMIUM_PATH = process.env['TESSERA_CHROMIUM'] ?? '/usr/bin/chromium';
 
@@ -13,11 +14,14 @@ export function chromiumUnavailable(): string | undefined {
   return `browser tests skipped: no Chromium at ${CHROMIUM_PATH} (apt-get install chromium)`;
 }
 
-/** Headless Debian Chromium with the flags this sandboxed, offline machine needs. */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+/**
+ * Headless Debian Chromium with the flags this sandboxed, offline machine needs. Every page it
+ * opens is checked by axe-core; `close()` fails on a violation (./accessibility.ts).
+ */
+export async function launchChromium(): Promise<Browser> {
+  return checkAccessibility(await chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-  });
+  }));
 }

@@ -97,7 +97,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         ...overrides,
       };
       await store.clients.create(client);
-      return client;
+      // As it reads back: at its first version, its own tokens never revoked.
+      return { ...client, version: 1, tokensRevokedAt: null };
     }
 
     async function givenUser(overrides: Partial<UserRecord> = {}): Promise<UserRecord> {
@@ -305,7 +306,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('updates every field but the id and creation time, returns the new record, and null for an unknown id', async () => {
         const client = await givenClient();
-        const { id, createdAt, ...fields } = client;
+        const { id, createdAt, version: _, tokensRevokedAt, ...fields } = client;
         const changes: ClientChanges = {
           ...fields,
           name: 'Renamed App',
@@ -319,10 +320,32 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           jwks: { keys: [] },
           pkce: 'optional',
         };
-        const expected = { id, createdAt, ...changes };
+        const expected = { id, createdAt, ...changes, version: 2, tokensRevokedAt };
         assert.deepEqual(await store.clients.update(id, changes), expected);
         assert.deepEqual(await store.clients.get(id), expected);
         assert.equal(await store.clients.update('no-such-client', changes), null);
+      });
+
+      it('updates only the version expected, moving it on: of two updates made against one version, one wins', async () => {
+        const client = await givenClient();
+        const { id, createdAt: _, version: __, tokensRevokedAt: ___, ...fields } = client;
+        const [first, second] = await Promise.all([
+          store.clients.update(id, { ...fields, name: 'First' }, 1),
+          store.clients.update(id, { ...fields, name: 'Second' }, 1),
+        ]);
+        const won = [first, second].filter((record) => record !== null);
+        assert.equal(won.length, 1);
+        assert.equal(won[0]!.version, 2);
+        assert.equal((await store.clients.get(id))?.name, won[0]!.name);
+        assert.equal(await store.clients.update(id, { ...fields, name: 'Stale' }, 1), null);
+        assert.equal((await store.clients.update(id, { ...fields, name: 'Current' }, 2))?.version, 3);
+      });
+
+      it("records when a client's own tokens were all revoked, and false for an unknown client", async () => {
+        const client = await givenClient();
+        assert.equal(await store.clients.revokeTokens(client.id, T0 + HOUR), true);
+        assert.deepEqual(await store.clients.get(client.id), { ...client, tokensRevokedAt: T0 + HOUR });
+        assert.equal(await store.clients.revokeTokens('no-such-client', T0), false);
       });
 
       it('rotates a secret in one step: the old one becomes the previous, with its expiry; a public client has none to rotate', async () => {

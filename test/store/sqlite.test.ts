@@ -144,7 +144,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     const [a, b] = [openSqliteStore(path), openSqliteStore(path)];
     try {
       const { client, code, device, approval } = await seed(a, 'two');
-      assert.deepEqual(await b.clients.get(client.id), client);
+      assert.deepEqual(await b.clients.get(client.id), { ...client, version: 1, tokensRevokedAt: null });
       assert.ok(await b.devices.decide(device.userCode, approval, T0 + MINUTE));
       assert.equal((await a.devices.findByUserCode(device.userCode, T0 + MINUTE))?.status, 'approved');
 

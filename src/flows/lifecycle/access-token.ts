@@ -1,14 +1,20 @@
-import type { ResourceRecord, UserRecord } from '../../store/types.ts';
+import { GRANT_CLIENT_CREDENTIALS } from '../../core/protocol.ts';
+import type { ClientRecord, ResourceRecord, UserRecord } from '../../store/types.ts';
 import type { AccessTokenClaims } from '../../tokens/issue.ts';
 import type { FlowDeps } from '../types.ts';
 
-/** An access token that can still be used, with the user it speaks for. */
-export interface LiveAccessToken {
-  readonly claims: AccessTokenClaims;
-  readonly user: UserRecord;
-  /** The API it is for (its `aud`); null when it is for this server's own API (userinfo). */
-  readonly resource: ResourceRecord | null;
-}
+/**
+ * An access token that can still be used, with the user it speaks for; `user` is null for
+ * a client's own token (client_credentials), which speaks for its client alone.
+ */
+export type LiveAccessToken =
+  | {
+      readonly claims: AccessTokenClaims;
+      readonly user: UserRecord;
+      /** The API it is for (its `aud`); null when it is for this server's own API (userinfo). */
+      readonly resource: ResourceRecord | null;
+    }
+  | { readonly claims: AccessTokenClaims; readonly user: null; readonly client: ClientRecord; readonly resource: ResourceRecord };
 
 /** Access tokens are JWTs (three dot-separated parts); refresh tokens are opaque. */
 export function looksLikeJwt(token: string): boolean {
@@ -16,17 +22,38 @@ export function looksLikeJwt(token: string): boolean {
 }
 
 /**
+ * Whether a client's own token (no grant) still stands: not revoked by its `jti`, its client
+ * still registered for the client_credentials grant and not told to forget its tokens since
+ * (`tokensRevokedAt`).
+ */
+export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<ClientRecord | null> {
+  if (claims.gid !== null) return null;
+  const [revoked, client] = await Promise.all([deps.store.accessTokens.isRevoked(claims.jti), deps.store.clients.get(claims.client_id)]);
+  if (revoked || !client || client.id !== claims.sub || !client.grantTypes.includes(GRANT_CLIENT_CREDENTIALS)) return null;
+  if (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt) return null;
+  return client;
+}
+
+/**
  * The access token if it is still good: signed here and unexpired, not revoked by its `jti`
  * (RFC 7009), its grant not revoked (by the user, by reuse of a code or refresh token), and
  * its user still active, and its audience this server or an API still registered (removing
- * an API ends its tokens at once). Null for anything else: callers tell nobody which check
- * failed.
+ * an API ends its tokens at once). A client's own token (client_credentials) stands while
+ * `liveClientToken` says so, for a registered API only. Null for anything else: callers tell
+ * nobody which check failed.
  */
 export async function liveAccessToken(deps: FlowDeps, token: string): Promise<LiveAccessToken | null> {
   if (!looksLikeJwt(token)) return null;
   const claims = await deps.tokens.readAccessToken(token);
   if (!claims) return null;
   const ownApi = claims.aud === deps.config.issuer;
+  if (claims.gid === null) {
+    if (ownApi) return null;
+    const [client, resource] = await Promise.all([liveClientToken(deps, claims), deps.store.resources.get(claims.aud)]);
+    // An API registered again after the token was issued is another API.
+    if (!client || !resource || resource.createdAt > claims.iat * 1000) return null;
+    return { claims, user: null, client, resource };
+  }
   const [revoked, grant, user, resource] = await Promise.all([
     deps.store.accessTokens.isRevoked(claims.jti),
     deps.store.grants.get(claims.gid),

@@ -24,7 +24,8 @@ export interface Presentation {
 export async function userInfo(deps: FlowDeps, presented: Presentation): Promise<{ clientId: string; claims: Record<string, unknown> }> {
   const live = await liveAccessToken(deps, presented.token);
   // RFC 6750 §3.1: invalid_token for a token that is "expired, revoked, malformed, or invalid".
-  if (!live) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+  // A client's own token (client_credentials) speaks for no person: UserInfo has nobody to describe.
+  if (!live || live.user === null) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
   const { jkt } = live.claims;
   // RFC 9449 §7.2: a resource "MUST NOT grant access to the resource unless all checks are
   // successful"; a DPoP-bound token sent as a bearer token is refused, or anyone who stole

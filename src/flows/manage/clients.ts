@@ -9,6 +9,7 @@ import { normalizeCidr } from '../../core/networks.ts';
 import {
   CLIENT_AUTH_METHODS,
   GRANT_AUTHORIZATION_CODE,
+  GRANT_CLIENT_CREDENTIALS,
   GRANT_DEVICE_CODE,
   GRANT_REFRESH_TOKEN,
   SECRET_AUTH_METHODS,
@@ -17,7 +18,7 @@ import {
   type PkcePolicy,
 } from '../../core/protocol.ts';
 import { redirectUriProblem } from '../../core/redirect-uri.ts';
-import { SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
 import type { ManageDeps } from './deps.ts';
@@ -56,6 +57,7 @@ const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
   device_code: GRANT_DEVICE_CODE,
   [GRANT_DEVICE_CODE]: GRANT_DEVICE_CODE,
   refresh_token: GRANT_REFRESH_TOKEN,
+  client_credentials: GRANT_CLIENT_CREDENTIALS,
 };
 
 /** The longest grace a rotated-out secret can be given: long enough for any redeployment. */
@@ -101,6 +103,15 @@ function checkRegistration(client: ClientChanges): void {
   if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
     throw invalid`${field('grant_types')} refresh_token needs authorization_code or device_code too: refresh tokens come from a sign-in`;
   }
+  // RFC 6749 §4.4: "The client credentials grant type MUST only be used by confidential clients."
+  if (client.grantTypes.includes(GRANT_CLIENT_CREDENTIALS) && publicClient) {
+    throw invalid`${field('grant_types')} client_credentials is for confidential clients: a public client has no credentials to prove`;
+  }
+  // An admin token must stand for an operator's own program, never for a person who approved an app.
+  const admin = client.scopes.filter((scope) => ADMIN_SCOPES.includes(scope));
+  if (admin.length > 0 && client.grantTypes.some((grant) => grant !== GRANT_CLIENT_CREDENTIALS)) {
+    throw invalid`${field('scope')} ${admin.join(' ')}: admin scopes are for clients of the client_credentials grant alone`;
+  }
   if (client.grantTypes.includes(GRANT_AUTHORIZATION_CODE) && client.redirectUris.length === 0) {
     throw invalid`${field('redirect_uris')} is required for the authorization_code grant (or use ${field('grant_types')} device_code)`;
   }
@@ -135,7 +146,7 @@ export function parseScopes(raw: string): string[] {
 
 /** A client's scope is an OpenID one or one a registered API defines. */
 async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
-  const known = [...SUPPORTED_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const known = [...SUPPORTED_SCOPES, ...ADMIN_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
   const unknown = scopes.filter((scope) => !known.includes(scope));
   if (unknown.length > 0) {
     throw invalid`${field('scope')}: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`;
@@ -147,7 +158,7 @@ function parseGrants(grants: readonly string[]): GrantType[] {
     ...new Set(
       grants.map((grant) => {
         const type = GRANT_NAMES[grant];
-        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token`;
+        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials`;
         return type;
       }),
     ),
@@ -239,10 +250,13 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
   if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
   if (authMethod !== 'private_key_jwt' && keys !== null) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt`;
-  const scopes = parseScopes(metadata.scope ?? 'openid profile email');
   // draft-ietf-oauth-cross-device-security: the device grant, the one a remote phishing
   // attack abuses, only for a client registered for it.
   const grantTypes = parseGrants(metadata.grant_types ?? ['authorization_code']);
+  // A client acting for itself signs nobody in: its scopes are an API's, and must be named.
+  const machineOnly = grantTypes.every((grant) => grant === GRANT_CLIENT_CREDENTIALS);
+  if (machineOnly && metadata.scope === undefined) throw invalid`${field('scope')} is required for the client_credentials grant: the API scopes it may ask for`;
+  const scopes = parseScopes(metadata.scope ?? 'openid profile email');
   const clientId = randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
   // private_key_jwt client proves itself with its keys.

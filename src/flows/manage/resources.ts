@@ -6,6 +6,7 @@ import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import { DuplicateError, type ResourceRecord, type ResourceScope } from '../../store/types.ts';
 import { resourceIndicatorProblem } from '../resources.ts';
+import type { SigningAlgorithm } from '../../config/index.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
 
@@ -27,6 +28,18 @@ export interface ResourceInput {
   readonly access_token_ttl?: number | null;
   /** Give the API a secret to introspect tokens with, returned once. */
   readonly introspection_secret?: boolean;
+  /** What its access tokens are signed with; RS256 when absent (RFC 9068 §2.1). */
+  readonly signing_alg?: string;
+}
+
+/** RFC 9068 §2.1: resource servers must accept RS256; ES256 is cheaper to sign, for APIs that take it. */
+export const API_SIGNING_ALGORITHMS = ['RS256', 'ES256'] as const satisfies readonly SigningAlgorithm[];
+
+function checkSigningAlg(value: string | undefined): SigningAlgorithm | undefined {
+  if (value === undefined) return undefined;
+  const alg = API_SIGNING_ALGORITHMS.find((candidate) => candidate === value.trim().toUpperCase());
+  if (alg === undefined) throw invalid`${field('signing_alg')} ${value}: ${API_SIGNING_ALGORITHMS.join(' or ')}`;
+  return alg;
 }
 
 /** An API as `resource list --json` and the admin API give it. */
@@ -36,6 +49,7 @@ export function resourceJson(resource: ResourceRecord): Record<string, unknown> 
     name: resource.name,
     scopes: resource.scopes.map((scope) => ({ name: scope.name, description: scope.description })),
     access_token_ttl: resource.accessTokenTtl,
+    signing_alg: resource.signingAlg,
     introspection: resource.introspectionSecretHash !== null,
   };
 }
@@ -75,6 +89,7 @@ export async function addResource(
   if (ttl !== null && !(Number.isInteger(ttl) && ttl >= ACCESS_TOKEN_TTL_RANGE.min && ttl <= ACCESS_TOKEN_TTL_RANGE.max)) {
     throw invalid`${field('access_token_ttl')} ${ttl}: a number of seconds from ${ACCESS_TOKEN_TTL_RANGE.min} to ${ACCESS_TOKEN_TTL_RANGE.max}`;
   }
+  const signingAlg = checkSigningAlg(input.signing_alg) ?? 'RS256';
   const secret = input.introspection_secret ? randomToken(32) : null;
   // Named before writing, so the one line says which API holds a taken scope.
   for (const resource of await deps.store.resources.list()) {
@@ -88,7 +103,7 @@ export async function addResource(
     scopes,
     accessTokenTtl: ttl,
     introspectionSecretHash: secret === null ? null : hashSecret(secret),
-    signingAlg: 'RS256',
+    signingAlg,
     createdAt: deps.clock.now(),
   };
   try {
@@ -110,6 +125,15 @@ export async function getResource(deps: Pick<ManageDeps, 'store'>, identifier: s
   const resource = await deps.store.resources.get(identifier);
   if (!resource) throw notFound`no API with identifier ${identifier}`;
   return resource;
+}
+
+/** Changes how an API's access tokens are signed, from the next one issued. */
+export async function updateResource(deps: ManageDeps, identifier: string, input: Pick<ResourceInput, 'signing_alg'>): Promise<ResourceRecord> {
+  const signingAlg = checkSigningAlg(input.signing_alg);
+  if (signingAlg === undefined) throw invalid`give ${field('signing_alg')}`;
+  if (!(await deps.store.resources.update(identifier, { signingAlg }))) throw notFound`no API with identifier ${identifier}`;
+  await deps.events.emit({ type: 'resource.updated', detail: { resource: identifier, signing_alg: signingAlg, by: 'operator' } });
+  return getResource(deps, identifier);
 }
 
 /** Removes an API: tokens and grants for it stop working at once. */

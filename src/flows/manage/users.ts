@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
 import { normalizeUsername } from '../../core/username.ts';
-import { DuplicateError, newUserRecord, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
+import { DuplicateError, newUserRecord, type PasskeyRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
+import { checkProfile } from '../profile.ts';
 import { listPasskeys } from '../passkeys/authentication.ts';
 import { RECOVERY_CODE_COUNT, totpStatus } from '../second-factor/codes.ts';
 import { resetSecondFactor } from '../second-factor/reset.ts';
@@ -26,18 +27,25 @@ import { conflict, field, invalid, notFound, rejected } from './errors.ts';
 
 export { DEFAULT_RESET_TTL_SECONDS, RECOVERY_CODE_COUNT };
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 /** Bounds on a reset link's life: a minute to thirty days. */
 export const RESET_TTL_RANGE = { min: 60, max: 30 * 86400 } as const;
-const MAX_NAME = 200;
 
-export interface UserInput {
+/** The standard claims of a person (OIDC Core §5.1), by their claim names; null or "" clears one. */
+export interface ProfileInput {
+  readonly name?: string | null;
+  readonly given_name?: string | null;
+  readonly family_name?: string | null;
+  readonly email?: string | null;
+  readonly email_verified?: boolean;
+  readonly locale?: string | null;
+  readonly zoneinfo?: string | null;
+  readonly picture?: string | null;
+}
+
+export interface UserInput extends ProfileInput {
   readonly username?: string;
   readonly password?: string;
-  /** null or "" clears it. */
-  readonly name?: string | null;
-  readonly email?: string | null;
 }
 
 /** A user as `user list --json` and the admin API give them; never a password hash. */
@@ -46,9 +54,16 @@ export function userJson(user: UserRecord): Record<string, unknown> {
     sub: user.id,
     username: user.username,
     name: user.name,
+    given_name: user.givenName,
+    family_name: user.familyName,
     email: user.email,
+    email_verified: user.emailVerified,
+    locale: user.locale,
+    zoneinfo: user.zoneinfo,
+    picture: user.picture,
     disabled: user.disabled,
     created_at: new Date(user.createdAt).toISOString(),
+    updated_at: new Date(user.updatedAt).toISOString(),
   };
 }
 
@@ -66,14 +81,17 @@ function checkPassword(password: string): string {
   return password;
 }
 
-function checkEmail(email: string | null | undefined): void {
-  if (email !== undefined && email !== null && email !== '' && !EMAIL.test(email)) throw invalid`${field('email')} ${email}: not an email address`;
-}
-
-function checkName(name: string | null | undefined): string | null | undefined {
-  if (name === undefined || name === null) return name;
-  if (name.length > MAX_NAME) throw invalid`${field('name')} must be at most ${MAX_NAME} characters`;
-  return name.trim() || null;
+/** The standard claims given, checked as OIDC Core §5.1 describes them (flows/profile.ts). */
+function checkedProfile(input: ProfileInput): UserProfileChanges {
+  const given: Record<string, string | boolean | null> = {};
+  const fields: readonly [keyof ProfileInput, keyof UserProfileChanges][] = [
+    ['name', 'name'], ['given_name', 'givenName'], ['family_name', 'familyName'], ['email', 'email'],
+    ['email_verified', 'emailVerified'], ['locale', 'locale'], ['zoneinfo', 'zoneinfo'], ['picture', 'picture'],
+  ];
+  for (const [claim, key] of fields) if (input[claim] !== undefined) given[key] = input[claim];
+  const checked = checkProfile(given as UserProfileChanges);
+  if (!checked.ok) throw invalid`${field(checked.claim)} ${checked.problem}`;
+  return checked.changes;
 }
 
 export async function createUser(deps: ManageDeps, input: UserInput): Promise<UserRecord> {
@@ -81,15 +99,13 @@ export async function createUser(deps: ManageDeps, input: UserInput): Promise<Us
   if (!username) throw invalid`${field('username')} is required`;
   if (!USERNAME.test(username)) throw invalid`${field('username')}: 1-64 letters, digits or . _ @ + -`;
   if (input.password === undefined) throw invalid`${field('password')} is required`;
-  if (input.email !== undefined && input.email !== null && !EMAIL.test(input.email)) throw invalid`${field('email')} ${input.email}: not an email address`;
-  const name = checkName(input.name) ?? null;
+  const profile = checkedProfile(input);
   const password = checkPassword(input.password);
-  const user: UserRecord = newUserRecord({
+  const user = newUserRecord({
     id: randomUUID(),
     username,
     passwordHash: await hashPassword(password, deps.config.passwordHash),
-    name,
-    email: input.email ?? null,
+    ...profile,
     createdAt: deps.clock.now(),
   });
   try {
@@ -142,16 +158,12 @@ export function userDetailsJson(details: UserDetails): Record<string, unknown> {
   };
 }
 
-/** Changes a user's name or e-mail address (null or "" clears one). */
-export async function updateUser(deps: ManageDeps, username: string, changes: Pick<UserInput, 'name' | 'email'>): Promise<UserRecord> {
-  if (changes.name === undefined && changes.email === undefined) throw invalid`give ${field('name')}, ${field('email')} or both`;
-  checkEmail(changes.email);
-  const name = checkName(changes.name);
+/** Changes a user's standard claims (OIDC Core §5.1; null or "" clears one); `updated_at` becomes now. */
+export async function updateUser(deps: ManageDeps, username: string, changes: ProfileInput): Promise<UserRecord> {
+  const profile = checkedProfile(changes);
+  if (Object.keys(profile).length === 0) throw invalid`give ${field('name')}, ${field('email')} or another claim to change`;
   const user = await findUser(deps, username);
-  await updateAccount(deps, user, {
-    ...(name === undefined ? {} : { name }),
-    ...(changes.email === undefined ? {} : { email: changes.email || null }),
-  });
+  await updateAccount(deps, user, profile);
   return (await deps.store.users.get(user.id)) ?? user;
 }
 

@@ -51,9 +51,7 @@ describe('the browser session flow', () => {
   let n = 0;
 
   async function user(username: string): Promise<UserRecord> {
-    const record = newUserRecord({
-      id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse', config.passwordHash), createdAt: clock.now(),
-    });
+    const record = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse', config.passwordHash), createdAt: clock.now() });
     await store.users.create(record);
     return record;
   }

@@ -367,10 +367,15 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       get: (id) => clientCache.get(id, () => stores.clients.get(id)),
       // This instance forgets a changed client at once; the others when the trigger's notice
       // reaches them.
-      async update(id, changes) {
-        const updated = await stores.clients.update(id, changes);
+      async update(id, changes, expectedVersion) {
+        const updated = await stores.clients.update(id, changes, expectedVersion);
         clientCache.invalidate(id);
         return updated;
+      },
+      async revokeTokens(id, now) {
+        const revoked = await stores.clients.revokeTokens(id, now);
+        clientCache.invalidate(id);
+        return revoked;
       },
       async rotateSecret(id, secretHash, previousExpiresAt) {
         const rotated = await stores.clients.rotateSecret(id, secretHash, previousExpiresAt);

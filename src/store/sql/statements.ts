@@ -84,9 +84,10 @@ export function statements(d: Dialect) {
         jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant,
         first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri,
         require_dpop = :requireDpop, require_par = :requirePar,
-        device_networks = :deviceNetworks
-      WHERE id = :id
+        device_networks = :deviceNetworks, version = version + 1
+      WHERE id = :id AND (${d.bigint(':expectedVersion')} IS NULL OR version = :expectedVersion)
       RETURNING *`,
+    revokeClientTokens: 'UPDATE clients SET tokens_revoked_at = :now WHERE id = :id',
     // Every SET expression reads the row as it was: the current secret becomes the previous one.
     rotateClientSecret: `
       UPDATE clients SET previous_secret_hash = secret_hash, previous_secret_expires_at = :previousExpiresAt,

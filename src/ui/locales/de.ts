@@ -26,7 +26,7 @@ const de: Catalogue = {
   'signIn.error.incorrect': 'Benutzername oder Passwort ist falsch.',
   'signIn.error.busy': 'Gerade melden sich sehr viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und melden Sie sich dann erneut an.',
   'signIn.error.limitedUser':
-    'Zu viele falsche Passwörter für diesen Benutzernamen von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut. Wenn Sie Ihr Passwort vergessen haben, bitten Sie Ihre Administration, ein neues festzulegen.',
+    'Zu viele falsche Passwörter für diesen Benutzernamen von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut, oder bitten Sie Ihre Administration, Ihr Konto zu entsperren. Wenn Sie Ihr Passwort vergessen haben, kann sie Ihnen einen Link schicken, um ein neues festzulegen.',
   'signIn.error.limitedAddress': 'Zu viele falsche Passwörter von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
   'signIn.error.pendingEnded': 'Ihre Anmeldung hat zu lange gedauert oder ist abgelaufen. Bitte melden Sie sich erneut an.',
   'signIn.refusal.passkeyRequired':
@@ -64,7 +64,8 @@ const de: Catalogue = {
   'code.intro':
     'Öffnen Sie Ihre Authenticator-App und geben Sie den 6-stelligen Code ein, den sie für {site} anzeigt. Wenn Sie Ihr Telefon nicht dabeihaben, geben Sie einen Ihrer Wiederherstellungscodes ein.',
   'code.label': 'Code',
-  'code.error.locked': 'Zu viele fehlgeschlagene Anmeldeversuche. Warten Sie einige Minuten und versuchen Sie es dann erneut.',
+  'code.error.locked':
+    'Zu viele falsche Codes. Warten Sie einige Minuten und versuchen Sie es dann erneut, oder bitten Sie Ihre Administration, Ihr Konto zu entsperren.',
   'code.error.replayed': 'Dieser Code wurde bereits verwendet. Warten Sie auf den nächsten Code in Ihrer App.',
   'code.error.wrong': 'Dieser Code stimmt nicht. Prüfen Sie den Code in Ihrer App oder geben Sie einen Wiederherstellungscode ein.',
   'code.error.done': 'Diese Anmeldung wurde bereits abgeschlossen.',
@@ -128,6 +129,7 @@ const de: Catalogue = {
   'account.sessions.signOutEverywhere': 'Überall abmelden',
   'account.activity.heading': 'Letzte Anmeldungen und Freigaben',
   'account.activity.none': 'Noch nichts erfasst.',
+  'account.activity.show': '{count, plural, one {Den letzten Eintrag anzeigen} other {Die letzten # anzeigen}}',
   'account.activity.item': '{what}, {time}',
   'account.activity.itemFrom': '{what}, {time}, von {ip}',
   'account.activity.signedIn': 'Angemeldet',
@@ -209,6 +211,13 @@ const de: Catalogue = {
   'error.server': 'Etwas ist schiefgelaufen',
   'error.refused': 'Anfrage abgelehnt',
   'error.cannotComplete': 'Diese Anfrage kann nicht abgeschlossen werden',
+  'error.unavailableText': 'Dieser Dienst ist kurz nicht verfügbar. Warten Sie ein paar Sekunden und versuchen Sie es erneut.',
+  'error.serverText': 'Auf diesem Server ist etwas schiefgelaufen. Versuchen Sie es gleich noch einmal.',
+  'error.cannotCompleteText': 'Die App oder der Link, über die Sie hierher gekommen sind, hat etwas verlangt, was dieser Server nicht kann. Gehen Sie zurück zur App und versuchen Sie es erneut; passiert es wieder, wenden Sie sich an die Betreiber der App.',
+  'error.notFound': 'Seite nicht gefunden',
+  'error.notFoundText': 'Unter {path} gibt es bei {site} keine Seite. Prüfen Sie die Adresse oder beginnen Sie auf der Startseite neu.',
+  'error.backHome': 'Zur Startseite von {site}',
+  'error.details': 'Für die Entwickler der App: {details}',
 
   'deviceLogin.open': 'Öffnen Sie zum Anmelden diese Seite auf Ihrem Telefon oder Computer:',
   'deviceLogin.enter': 'und geben Sie den Code ein',

@@ -32,7 +32,7 @@ const en = {
   'signIn.error.incorrect': 'The username or password is incorrect.',
   'signIn.error.busy': 'Many people are signing in right now. Wait {seconds, plural, one {# second} other {# seconds}}, then sign in again.',
   'signIn.error.limitedUser':
-    'Too many wrong passwords for this username from your connection. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again; if you have forgotten your password, ask your administrator to set a new one.',
+    'Too many wrong passwords for this username from your connection. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again, or ask your administrator to unlock your account. If you have forgotten your password, they can give you a link to set a new one.',
   'signIn.error.limitedAddress': 'Too many wrong passwords from your connection. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
   'signIn.error.pendingEnded': 'Your sign-in took too long or has ended. Sign in again.',
   'signIn.refusal.passkeyRequired':
@@ -68,7 +68,8 @@ const en = {
   'code.title': 'Enter your code',
   'code.intro': 'Open your authenticator app and enter the 6-digit code it shows for {site}. If you do not have your phone, enter one of your recovery codes.',
   'code.label': 'Code',
-  'code.error.locked': 'Too many failed sign-in attempts. Wait a few minutes, then try again.',
+  'code.error.locked':
+    'Too many wrong codes. Wait a few minutes, then try again, or ask your administrator to unlock your account.',
   'code.error.replayed': 'That code has been used already. Wait for the next code in your app.',
   'code.error.wrong': 'That code is not right. Check the code in your app, or enter a recovery code.',
   'code.error.done': 'This sign-in has already been completed.',
@@ -131,6 +132,7 @@ const en = {
   'account.sessions.signOutEverywhere': 'Sign out everywhere',
   'account.activity.heading': 'Recent sign-ins and approvals',
   'account.activity.none': 'None recorded yet.',
+  'account.activity.show': '{count, plural, one {Show the last one} other {Show the last #}}',
   'account.activity.item': '{what}, {time}',
   'account.activity.itemFrom': '{what}, {time}, from {ip}',
   'account.activity.signedIn': 'Signed in',
@@ -210,6 +212,13 @@ const en = {
   'error.server': 'Something went wrong',
   'error.refused': 'Request refused',
   'error.cannotComplete': 'This request cannot be completed',
+  'error.unavailableText': 'This service is briefly unavailable. Wait a few seconds and try again.',
+  'error.serverText': 'Something went wrong on this server. Try again in a moment.',
+  'error.cannotCompleteText': 'The app or link that brought you here asked for something this server cannot do. Go back to the app and try again; if it happens again, tell whoever runs the app.',
+  'error.notFound': 'Page not found',
+  'error.notFoundText': 'There is no page at {path} on {site}. Check the address, or start again from the start page.',
+  'error.backHome': 'Go to the {site} start page',
+  'error.details': "For the app's developer: {details}",
 
   'deviceLogin.open': 'To sign in, open this page on your phone or computer:',
   'deviceLogin.enter': 'and enter the code',

@@ -27,7 +27,7 @@ const es: Catalogue = {
   'signIn.error.busy':
     'Muchas personas están iniciando sesión ahora mismo. Espera {seconds, plural, one {# segundo} many {# segundos} other {# segundos}} y vuelve a iniciar sesión.',
   'signIn.error.limitedUser':
-    'Demasiadas contraseñas incorrectas para este nombre de usuario desde tu conexión. Espera {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} y vuelve a intentarlo; si has olvidado tu contraseña, pide a tu administrador que te asigne una nueva.',
+    'Demasiadas contraseñas incorrectas para este nombre de usuario desde tu conexión. Espera {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} y vuelve a intentarlo, o pide a tu administrador que desbloquee tu cuenta. Si has olvidado tu contraseña, puede darte un enlace para establecer una nueva.',
   'signIn.error.limitedAddress':
     'Demasiadas contraseñas incorrectas desde tu conexión. Espera {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} y vuelve a intentarlo.',
   'signIn.error.pendingEnded': 'Tu inicio de sesión tardó demasiado o ha caducado. Vuelve a iniciar sesión.',
@@ -66,7 +66,8 @@ const es: Catalogue = {
   'code.intro':
     'Abre tu aplicación de autenticación e introduce el código de 6 dígitos que muestra para {site}. Si no tienes el teléfono a mano, introduce uno de tus códigos de recuperación.',
   'code.label': 'Código',
-  'code.error.locked': 'Demasiados intentos fallidos de inicio de sesión. Espera unos minutos y vuelve a intentarlo.',
+  'code.error.locked':
+    'Demasiados códigos incorrectos. Espera unos minutos y vuelve a intentarlo, o pide a tu administrador que desbloquee tu cuenta.',
   'code.error.replayed': 'Ese código ya se ha usado. Espera al siguiente código de tu aplicación.',
   'code.error.wrong': 'Ese código no es correcto. Comprueba el código de tu aplicación o introduce un código de recuperación.',
   'code.error.done': 'Este inicio de sesión ya se completó.',
@@ -129,6 +130,7 @@ const es: Catalogue = {
   'account.sessions.signOutEverywhere': 'Cerrar sesión en todas partes',
   'account.activity.heading': 'Inicios de sesión y autorizaciones recientes',
   'account.activity.none': 'Todavía no hay nada registrado.',
+  'account.activity.show': '{count, plural, one {Mostrar el último} many {Mostrar los # últimos} other {Mostrar los # últimos}}',
   'account.activity.item': '{what}, {time}',
   'account.activity.itemFrom': '{what}, {time}, desde {ip}',
   'account.activity.signedIn': 'Inicio de sesión',
@@ -211,6 +213,13 @@ const es: Catalogue = {
   'error.server': 'Algo ha salido mal',
   'error.refused': 'Solicitud rechazada',
   'error.cannotComplete': 'No se puede completar esta solicitud',
+  'error.unavailableText': 'Este servicio no está disponible por un momento. Espera unos segundos y vuelve a intentarlo.',
+  'error.serverText': 'Algo ha salido mal en este servidor. Vuelve a intentarlo en un momento.',
+  'error.cannotCompleteText': 'La aplicación o el enlace que te trajo aquí pidió algo que este servidor no puede hacer. Vuelve a la aplicación e inténtalo de nuevo; si vuelve a pasar, avisa a quien gestiona la aplicación.',
+  'error.notFound': 'Página no encontrada',
+  'error.notFoundText': 'No hay ninguna página en {path} en {site}. Comprueba la dirección o vuelve a empezar desde la página de inicio.',
+  'error.backHome': 'Ir a la página de inicio de {site}',
+  'error.details': 'Para quien desarrolla la aplicación: {details}',
 
   'deviceLogin.open': 'Para iniciar sesión, abre esta página en tu teléfono u ordenador:',
   'deviceLogin.enter': 'e introduce el código',

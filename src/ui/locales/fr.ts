@@ -27,7 +27,7 @@ const fr: Catalogue = {
   'signIn.error.busy':
     'Beaucoup de personnes se connectent en ce moment. Patientez {seconds, plural, one {# seconde} many {# secondes} other {# secondes}}, puis reconnectez-vous.',
   'signIn.error.limitedUser':
-    'Trop de mots de passe erronés pour ce nom d’utilisateur depuis votre connexion. Patientez {minutes, plural, one {# minute} many {# minutes} other {# minutes}}, puis réessayez. Si vous avez oublié votre mot de passe, demandez à votre administrateur d’en définir un nouveau.',
+    'Trop de mots de passe erronés pour ce nom d’utilisateur depuis votre connexion. Patientez {minutes, plural, one {# minute} many {# minutes} other {# minutes}} puis réessayez, ou demandez à votre administrateur de débloquer votre compte. Si vous avez oublié votre mot de passe, il peut vous envoyer un lien pour en définir un nouveau.',
   'signIn.error.limitedAddress':
     'Trop de mots de passe erronés depuis votre connexion. Patientez {minutes, plural, one {# minute} many {# minutes} other {# minutes}}, puis réessayez.',
   'signIn.error.pendingEnded': 'Votre connexion a pris trop de temps ou a expiré. Reconnectez-vous.',
@@ -66,7 +66,8 @@ const fr: Catalogue = {
   'code.intro':
     'Ouvrez votre application d’authentification et saisissez le code à 6 chiffres qu’elle affiche pour {site}. Si vous n’avez pas votre téléphone, saisissez l’un de vos codes de récupération.',
   'code.label': 'Code',
-  'code.error.locked': 'Trop de tentatives de connexion échouées. Patientez quelques minutes, puis réessayez.',
+  'code.error.locked':
+    'Trop de codes erronés. Patientez quelques minutes puis réessayez, ou demandez à votre administrateur de débloquer votre compte.',
   'code.error.replayed': 'Ce code a déjà été utilisé. Attendez le code suivant dans votre application.',
   'code.error.wrong': 'Ce code n’est pas le bon. Vérifiez le code dans votre application, ou saisissez un code de récupération.',
   'code.error.done': 'Cette connexion est déjà terminée.',
@@ -130,6 +131,7 @@ const fr: Catalogue = {
   'account.sessions.signOutEverywhere': 'Se déconnecter partout',
   'account.activity.heading': 'Connexions et autorisations récentes',
   'account.activity.none': 'Rien d’enregistré pour l’instant.',
+  'account.activity.show': '{count, plural, one {Afficher la dernière} many {Afficher les # dernières} other {Afficher les # dernières}}',
   'account.activity.item': '{what}, {time}',
   'account.activity.itemFrom': '{what}, {time}, depuis {ip}',
   'account.activity.signedIn': 'Connexion',
@@ -212,6 +214,13 @@ const fr: Catalogue = {
   'error.server': 'Une erreur est survenue',
   'error.refused': 'Requête refusée',
   'error.cannotComplete': 'Cette requête ne peut pas aboutir',
+  'error.unavailableText': 'Ce service est momentanément indisponible. Patientez quelques secondes, puis réessayez.',
+  'error.serverText': 'Une erreur est survenue sur ce serveur. Réessayez dans un instant.',
+  'error.cannotCompleteText': 'L’application ou le lien qui vous a mené ici a demandé quelque chose que ce serveur ne sait pas faire. Revenez à l’application et réessayez ; si cela se reproduit, prévenez l’éditeur de l’application.',
+  'error.notFound': 'Page introuvable',
+  'error.notFoundText': 'Il n’y a aucune page à l’adresse {path} sur {site}. Vérifiez l’adresse, ou recommencez depuis la page d’accueil.',
+  'error.backHome': 'Aller à la page d’accueil de {site}',
+  'error.details': 'Pour le développeur de l’application : {details}',
 
   'deviceLogin.open': 'Pour vous connecter, ouvrez cette page sur votre téléphone ou votre ordinateur :',
   'deviceLogin.enter': 'et saisissez le code',

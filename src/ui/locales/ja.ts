@@ -26,7 +26,7 @@ const ja: Catalogue = {
   'signIn.error.incorrect': 'ユーザー名またはパスワードが正しくありません。',
   'signIn.error.busy': '現在、ログインが混み合っています。{seconds, plural, other {#秒}}待ってから、もう一度ログインしてください。',
   'signIn.error.limitedUser':
-    'お使いの接続から、このユーザー名に対して間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってから、もう一度お試しください。パスワードを忘れた場合は、管理者に新しいパスワードの設定を依頼してください。',
+    'お使いの接続から、このユーザー名に対して間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってからもう一度試すか、管理者にアカウントのロック解除を依頼してください。パスワードを忘れた場合は、管理者から新しいパスワードを設定するためのリンクを受け取れます。',
   'signIn.error.limitedAddress': 'お使いの接続から、間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってから、もう一度お試しください。',
   'signIn.error.pendingEnded': 'ログインに時間がかかりすぎたか、ログインが終了しました。もう一度ログインしてください。',
   'signIn.refusal.passkeyRequired':
@@ -62,7 +62,8 @@ const ja: Catalogue = {
   'code.title': 'コードを入力',
   'code.intro': '認証アプリを開き、{site} に表示されている 6 桁のコードを入力してください。スマートフォンが手元にない場合は、リカバリーコードのいずれかを入力してください。',
   'code.label': 'コード',
-  'code.error.locked': 'ログインの失敗が多すぎます。数分待ってから、もう一度お試しください。',
+  'code.error.locked':
+    '間違ったコードが多すぎます。数分待ってからもう一度試すか、管理者にアカウントのロック解除を依頼してください。',
   'code.error.replayed': 'このコードはすでに使用されています。アプリに次のコードが表示されるまでお待ちください。',
   'code.error.wrong': 'コードが正しくありません。アプリのコードを確認するか、リカバリーコードを入力してください。',
   'code.error.done': 'このログインはすでに完了しています。',
@@ -125,6 +126,7 @@ const ja: Catalogue = {
   'account.sessions.signOutEverywhere': 'すべての場所からログアウト',
   'account.activity.heading': '最近のログインと許可',
   'account.activity.none': 'まだ記録はありません。',
+  'account.activity.show': '{count, plural, other {直近の#件を表示}}',
   'account.activity.item': '{what}（{time}）',
   'account.activity.itemFrom': '{what}（{time}、{ip} から）',
   'account.activity.signedIn': 'ログイン',
@@ -204,6 +206,13 @@ const ja: Catalogue = {
   'error.server': '問題が発生しました',
   'error.refused': 'リクエストは拒否されました',
   'error.cannotComplete': 'このリクエストは完了できません',
+  'error.unavailableText': 'このサービスは一時的に利用できません。数秒待ってから、もう一度お試しください。',
+  'error.serverText': 'サーバーで問題が発生しました。少し待ってから、もう一度お試しください。',
+  'error.cannotCompleteText': 'ここに案内したアプリまたはリンクが、このサーバーでは処理できない内容を求めました。アプリに戻って、もう一度お試しください。再び起きる場合は、アプリの運営者にお知らせください。',
+  'error.notFound': 'ページが見つかりません',
+  'error.notFoundText': '{site} に {path} というページはありません。アドレスを確認するか、トップページからやり直してください。',
+  'error.backHome': '{site} のトップページへ',
+  'error.details': 'アプリの開発者向け：{details}',
 
   'deviceLogin.open': 'ログインするには、スマートフォンまたはコンピューターでこのページを開き、',
   'deviceLogin.enter': '次のコードを入力してください',

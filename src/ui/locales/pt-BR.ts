@@ -27,7 +27,7 @@ const ptBR: Catalogue = {
   'signIn.error.busy':
     'Muitas pessoas estão entrando agora. Aguarde {seconds, plural, one {# segundo} many {# segundos} other {# segundos}} e entre novamente.',
   'signIn.error.limitedUser':
-    'Muitas senhas erradas para este nome de usuário a partir da sua conexão. Aguarde {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} e tente de novo; se você esqueceu sua senha, peça ao administrador para definir uma nova.',
+    'Muitas senhas erradas para este nome de usuário a partir da sua conexão. Aguarde {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} e tente de novo, ou peça ao administrador para desbloquear sua conta. Se você esqueceu sua senha, ele pode enviar um link para você definir uma nova.',
   'signIn.error.limitedAddress':
     'Muitas senhas erradas a partir da sua conexão. Aguarde {minutes, plural, one {# minuto} many {# minutos} other {# minutos}} e tente de novo.',
   'signIn.error.pendingEnded': 'Seu login demorou demais ou expirou. Entre novamente.',
@@ -66,7 +66,8 @@ const ptBR: Catalogue = {
   'code.intro':
     'Abra seu aplicativo autenticador e digite o código de 6 dígitos que ele mostra para {site}. Se você estiver sem o celular, digite um dos seus códigos de recuperação.',
   'code.label': 'Código',
-  'code.error.locked': 'Muitas tentativas de login sem sucesso. Aguarde alguns minutos e tente de novo.',
+  'code.error.locked':
+    'Muitos códigos errados. Aguarde alguns minutos e tente de novo, ou peça ao administrador para desbloquear sua conta.',
   'code.error.replayed': 'Esse código já foi usado. Aguarde o próximo código no seu aplicativo.',
   'code.error.wrong': 'Esse código não está certo. Confira o código no seu aplicativo ou digite um código de recuperação.',
   'code.error.done': 'Este login já foi concluído.',
@@ -129,6 +130,7 @@ const ptBR: Catalogue = {
   'account.sessions.signOutEverywhere': 'Sair de todos os lugares',
   'account.activity.heading': 'Logins e autorizações recentes',
   'account.activity.none': 'Nada registrado ainda.',
+  'account.activity.show': '{count, plural, one {Mostrar o último} many {Mostrar os # últimos} other {Mostrar os # últimos}}',
   'account.activity.item': '{what}, {time}',
   'account.activity.itemFrom': '{what}, {time}, de {ip}',
   'account.activity.signedIn': 'Login',
@@ -210,6 +212,13 @@ const ptBR: Catalogue = {
   'error.server': 'Algo deu errado',
   'error.refused': 'Solicitação recusada',
   'error.cannotComplete': 'Não foi possível concluir esta solicitação',
+  'error.unavailableText': 'Este serviço está indisponível por um momento. Aguarde alguns segundos e tente de novo.',
+  'error.serverText': 'Algo deu errado neste servidor. Tente de novo daqui a pouco.',
+  'error.cannotCompleteText': 'O app ou link que trouxe você até aqui pediu algo que este servidor não consegue fazer. Volte ao app e tente de novo; se acontecer outra vez, avise quem mantém o app.',
+  'error.notFound': 'Página não encontrada',
+  'error.notFoundText': 'Não existe nenhuma página em {path} no {site}. Confira o endereço ou recomece pela página inicial.',
+  'error.backHome': 'Ir para a página inicial do {site}',
+  'error.details': 'Para quem desenvolve o app: {details}',
 
   'deviceLogin.open': 'Para entrar, abra esta página no seu celular ou computador:',
   'deviceLogin.enter': 'e digite o código',

@@ -25,7 +25,8 @@ const zhHans: Catalogue = {
   'signIn.passkey': '使用通行密钥登录',
   'signIn.error.incorrect': '用户名或密码不正确。',
   'signIn.error.busy': '当前登录人数较多。请等待 {seconds, plural, other {# 秒}}后再登录。',
-  'signIn.error.limitedUser': '你的网络连接为此用户名输错密码的次数过多。请等待 {minutes, plural, other {# 分钟}}后再试；如果忘记了密码，请联系管理员为你设置新密码。',
+  'signIn.error.limitedUser':
+    '你的网络连接为此用户名输错密码的次数过多。请等待 {minutes, plural, other {# 分钟}}后再试，或请管理员为你的账号解锁。如果忘记了密码，管理员可以给你一个设置新密码的链接。',
   'signIn.error.limitedAddress': '你的网络连接输错密码的次数过多。请等待 {minutes, plural, other {# 分钟}}后再试。',
   'signIn.error.pendingEnded': '登录耗时过长或已结束。请重新登录。',
   'signIn.refusal.passkeyRequired':
@@ -61,7 +62,8 @@ const zhHans: Catalogue = {
   'code.title': '输入验证码',
   'code.intro': '打开你的身份验证器应用，输入它为 {site} 显示的 6 位验证码。如果手机不在身边，请输入一个恢复码。',
   'code.label': '验证码',
-  'code.error.locked': '登录失败次数过多。请等几分钟后再试。',
+  'code.error.locked':
+    '输错验证码的次数过多。请等几分钟后再试，或请管理员为你的账号解锁。',
   'code.error.replayed': '该验证码已被使用。请等待应用中的下一个验证码。',
   'code.error.wrong': '验证码不正确。请核对应用中的验证码，或输入一个恢复码。',
   'code.error.done': '此次登录已完成。',
@@ -118,6 +120,7 @@ const zhHans: Catalogue = {
   'account.sessions.signOutEverywhere': '在所有地方退出登录',
   'account.activity.heading': '最近的登录和批准',
   'account.activity.none': '暂无记录。',
+  'account.activity.show': '{count, plural, other {显示最近 # 条}}',
   'account.activity.item': '{what}，{time}',
   'account.activity.itemFrom': '{what}，{time}，来自 {ip}',
   'account.activity.signedIn': '登录',
@@ -196,6 +199,13 @@ const zhHans: Catalogue = {
   'error.server': '出了点问题',
   'error.refused': '请求被拒绝',
   'error.cannotComplete': '无法完成此请求',
+  'error.unavailableText': '此服务暂时无法使用。请等待几秒钟后重试。',
+  'error.serverText': '此服务器出了点问题。请稍后重试。',
+  'error.cannotCompleteText': '把你带到这里的应用或链接请求了此服务器无法完成的操作。请返回应用重试；如果再次发生，请告知该应用的运营方。',
+  'error.notFound': '找不到页面',
+  'error.notFoundText': '{site} 上没有位于 {path} 的页面。请检查地址，或从首页重新开始。',
+  'error.backHome': '前往 {site} 首页',
+  'error.details': '供应用开发者参考：{details}',
 
   'deviceLogin.open': '要登录，请在手机或电脑上打开此页面：',
   'deviceLogin.enter': '然后输入代码',

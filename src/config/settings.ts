@@ -1,0 +1,186 @@
+/**
+ * Every setting, declared once: its name, default, accepted range and what it does. The
+ * loader (`./index.ts`) reads each value through this table, the misspelt-variable check
+ * compares unknown `TESSERA_*` names against it, and test/settings-table.test.ts holds the
+ * README's settings table and the docs to it (issue 33: each setting was written in three or
+ * four places that drifted apart).
+ */
+
+interface SettingBase {
+  readonly name: string;
+  /** What it does, as the README's table says it (Markdown). */
+  readonly description: string;
+}
+
+/** A whole number in `min`-`max`. */
+export interface IntegerSetting extends SettingBase {
+  readonly type: 'integer';
+  readonly default: number;
+  /** The default as the README shows it when it is not simply the number (a derived one, or with days). */
+  readonly shown?: string;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** On or off: 1, true, yes, on / 0, false, no, off. */
+export interface BooleanSetting extends SettingBase {
+  readonly type: 'boolean';
+  readonly default: boolean;
+  readonly shown?: string;
+}
+
+/** Anything else; its own parser checks it and `accepts` says what it takes. */
+export interface TextSetting extends SettingBase {
+  readonly type: 'text';
+  /** The default as the README shows it. */
+  readonly shown: string;
+  readonly accepts: string;
+}
+
+export type Setting = IntegerSetting | BooleanSetting | TextSetting;
+
+const DAY = 86400;
+
+export const SETTINGS = [
+  { name: 'PORT', type: 'integer', default: 8080, min: 0, max: 65535, description: 'TCP port; `0`: one the system picks, and without `TESSERA_ISSUER` the issuer is then that address (as the tests start servers)' },
+  { name: 'HOST', type: 'text', shown: '`localhost`', accepts: 'a host name or address', description: 'address to listen on (`0.0.0.0` for every interface)' },
+  { name: 'TESSERA_ISSUER', type: 'text', shown: '`http://localhost:$PORT`', accepts: 'an https URL (http on a loopback host), no query or fragment', description: 'the issuer URL, the base of every endpoint: a host of its own with no path (`https://auth.example.com`, not `https://example.com/auth`, which is refused)' },
+  { name: 'TESSERA_DATABASE', type: 'text', shown: '`./data/tessera.db`', accepts: 'a file path or a `postgres://` URL', description: 'a SQLite file (created on first start; its directory must exist), or a `postgres://` URL (`?schema=NAME` keeps the tables in that schema)' },
+  { name: 'TESSERA_DATABASE_POOL_SIZE', type: 'integer', default: 10, min: 1, max: 1000, description: 'PostgreSQL only: the most database connections one server process opens for requests (it holds one more, which listens for client changes)' },
+  { name: 'TESSERA_DATABASE_STATEMENT_TIMEOUT', type: 'integer', default: 5, min: 1, max: 600, description: 'PostgreSQL only: the longest one statement may take, seconds; a request that needs an unavailable database is answered `503 temporarily_unavailable` instead of waiting' },
+  { name: 'TESSERA_DATABASE_CONNECT_TIMEOUT', type: 'integer', default: 5, min: 1, max: 600, description: 'PostgreSQL only: the longest a request waits for a database connection (a new one, or a busy one to be free), seconds' },
+  { name: 'TESSERA_LOG_LEVEL', type: 'text', shown: '`info`', accepts: '`fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`', description: 'how much the server logs (JSON lines on standard output)' },
+  { name: 'TESSERA_TRUST_PROXY', type: 'text', shown: '`false`', accepts: '`false`, `true`, or addresses and CIDR ranges', description: 'whose `X-Forwarded-For` to believe: `false`, `true`, or the proxies\' addresses and CIDR ranges (behind a proxy, use these); an https issuer without it is reminded at start that TLS must be terminated in front' },
+  { name: 'TESSERA_ALLOW_UNKNOWN_SETTINGS', type: 'boolean', default: false, description: '`true`: a `TESSERA_*` variable Tessera does not know is ignored instead of stopping the start (for environments shared with other software or versions)' },
+  { name: 'TESSERA_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, min: 60, max: DAY, description: 'access token lifetime, seconds' },
+  { name: 'TESSERA_ID_TOKEN_TTL', type: 'integer', default: 3600, min: 60, max: DAY, description: 'ID token lifetime, seconds' },
+  { name: 'TESSERA_SESSION_TTL', type: 'integer', default: DAY, min: 300, max: 30 * DAY, description: 'how long a browser sign-in lasts, seconds' },
+  { name: 'TESSERA_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: '`7776000` (90 days)', min: 300, max: 3650 * DAY, description: 'how long after the user\'s approval its refresh tokens can be used, however often they are rotated, seconds' },
+  { name: 'TESSERA_REFRESH_TOKEN_IDLE_TTL', type: 'integer', default: 30 * DAY, shown: '`2592000` (30 days)', min: 60, max: 3650 * DAY, description: 'a refresh token unused this long expires (each refresh starts it again); at most the lifetime, seconds' },
+  { name: 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, shown: 'the access token lifetime', min: 60, max: DAY, description: 'a shorter access token lifetime for public clients, seconds; at most the access token lifetime' },
+  { name: 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: 'the refresh token lifetime', min: 300, max: 3650 * DAY, description: 'a shorter refresh token lifetime for public clients, seconds; at most the refresh token lifetime' },
+  { name: 'TESSERA_DEVICE_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, shown: 'the access token lifetime', min: 60, max: DAY, description: 'a shorter access token lifetime for grants approved through the device flow, seconds' },
+  { name: 'TESSERA_DEVICE_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: 'the refresh token lifetime', min: 300, max: 3650 * DAY, description: 'a shorter refresh token lifetime for grants approved through the device flow, seconds' },
+  { name: 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', type: 'integer', default: 5, min: 1, max: 60, description: 'the longest one back-channel logout POST to a client may take, seconds' },
+  { name: 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', type: 'integer', default: 3, min: 1, max: 10, description: 'tries per client when its back-channel logout endpoint cannot be reached or answers 5xx' },
+  { name: 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS', type: 'integer', default: 2000, min: 0, max: 600_000, description: 'the wait before the second try, doubled before each later one, milliseconds' },
+  { name: 'TESSERA_KEY_LEAD_TIME', type: 'integer', default: 3600, min: 0, max: 30 * DAY, description: 'how long a new signing key is published before it signs, seconds' },
+  { name: 'TESSERA_WORKERS', type: 'integer', default: 1, min: 1, max: 64, description: 'server processes sharing the port (node:cluster) and the store, to use several cores' },
+  { name: 'TESSERA_ACCESS_TOKEN_ALG', type: 'text', shown: '`ES256`', accepts: '`ES256`, `RS256`', description: 'signature of the JWT access tokens for Tessera\'s own API (userinfo) (ID tokens are always RS256; an API\'s access tokens are RS256 unless `resource add\\|update --signing-alg` says otherwise)' },
+  { name: 'TESSERA_DPOP_PROOF_WINDOW', type: 'integer', default: 60, min: 1, max: 600, description: 'how far a DPoP proof\'s `iat` may be from the server\'s clock, either way, and so how long its `jti` is remembered to refuse a replay, seconds' },
+  { name: 'TESSERA_DPOP_NONCES', type: 'boolean', default: false, description: '`true`: every DPoP proof must carry a nonce the server issued (`DPoP-Nonce`, RFC 9449 §8); one without the current nonce gets `use_dpop_nonce` with it' },
+  { name: 'TESSERA_DPOP_NONCE_LIFETIME', type: 'integer', default: 300, min: 10, max: DAY, description: 'how long a DPoP nonce is the current one; the one before is accepted for as long again, seconds' },
+  { name: 'TESSERA_PAR_TTL', type: 'integer', default: 60, min: 5, max: 600, description: 'how long a pushed request\'s `request_uri` waits for the browser to bring it to the authorization endpoint, seconds' },
+  { name: 'TESSERA_PAR_INTERACTION_TTL', type: 'integer', default: 600, min: 60, max: DAY, description: 'once a browser has brought a `request_uri`, how long it has to sign in and decide, seconds' },
+  { name: 'TESSERA_REQUIRE_PAR', type: 'boolean', default: false, description: '`true`: every client must push its authorization requests (discovery `require_pushed_authorization_requests`)' },
+  { name: 'TESSERA_REQUIRE_SECOND_FACTOR', type: 'boolean', default: false, shown: '`off`', description: '`on`: only a passkey sign-in, or a password and a one-time code, may approve an application or a device; a person with neither signs in with their password to set one up on `/account`' },
+  { name: 'TESSERA_WEBAUTHN_TIMEOUT', type: 'integer', default: 300, min: 30, max: 3600, description: 'how long a passkey request (its challenge) can be answered, seconds' },
+  { name: 'TESSERA_SECOND_FACTOR_TIMEOUT', type: 'integer', default: 300, min: 30, max: 3600, description: 'how long after a right password the one-time code may be entered, seconds' },
+  { name: 'TESSERA_PASSWORD_HASH', type: 'text', shown: '`m=47104,t=1,p=1`', accepts: '`m=KIB,t=PASSES,p=LANES`: p 1-64, t 1-100, m 8×p-4194304', description: 'argon2id cost of new password hashes: memory in KiB, passes, lanes (OWASP\'s first configuration: about 90 ms of one core). Lower values make stolen hashes cheaper to guess; the test suite uses `m=8,t=1,p=1` to run fast. Existing hashes keep the cost they were made with' },
+  { name: 'TESSERA_PASSWORD_HASH_THREADS', type: 'integer', default: 1, shown: 'half the cores (at least 1)', min: 1, max: 64, description: 'threads that compute argon2id, apart from libuv\'s pool, which signs tokens' },
+  { name: 'TESSERA_SIGN_IN_WINDOW', type: 'integer', default: 900, min: 60, max: DAY, description: 'the window wrong passwords are counted in, seconds ([docs/security.md](docs/security.md))' },
+  { name: 'TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS', type: 'integer', default: 10, min: 1, max: 10_000, description: 'wrong passwords for one username from one address in the window, before that address is refused for it' },
+  { name: 'TESSERA_SIGN_IN_FAILURES_PER_ADDRESS', type: 'integer', default: 100, min: 1, max: 1_000_000, description: 'wrong passwords from one address, any usernames, in the window' },
+  { name: 'TESSERA_SIGN_IN_FREE_FAILURES', type: 'integer', default: 5, min: 0, max: 10_000, description: 'wrong passwords for one username, from anywhere, before each check of it is delayed' },
+  { name: 'TESSERA_SIGN_IN_DELAY_MS', type: 'integer', default: 1000, min: 0, max: 60_000, description: 'the first such delay, milliseconds; each further failure doubles it' },
+  { name: 'TESSERA_SIGN_IN_MAX_DELAY_MS', type: 'integer', default: 30_000, min: 0, max: 300_000, description: 'the longest such delay, milliseconds; at least the first' },
+  { name: 'TESSERA_SIGN_IN_QUEUE', type: 'integer', default: 32, min: 0, max: 100_000, description: 'sign-ins that may wait for a hashing thread; past it a sign-in is answered 429 at once' },
+  { name: 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS', type: 'integer', default: 4, min: 1, max: 100_000, description: 'places in that queue one address may hold' },
+  { name: 'TESSERA_USER_CODE_WINDOW', type: 'integer', default: 600, min: 60, max: DAY, description: 'the window wrong user codes are counted in, seconds' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_BROWSER', type: 'integer', default: 5, min: 1, max: 1000, description: 'wrong user codes from one browser in the window' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', type: 'integer', default: 20, min: 1, max: 100_000, description: 'wrong user codes from one address in the window; at least the per-browser limit' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', type: 'integer', default: 60, min: 1, max: 1_000_000, description: 'wrong user codes from one network (IPv4 /24, IPv6 /64) in the window; at least the per-address limit' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_MINUTE', type: 'integer', default: 600, min: 1, max: 10_000_000, description: 'wrong user codes a minute across the server before every lookup is slowed (never refused)' },
+  { name: 'TESSERA_USER_CODE_SLOW_MS', type: 'integer', default: 2000, min: 0, max: 60_000, description: 'the wait every user-code lookup gets while the server is over that rate, milliseconds' },
+  { name: 'TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT', type: 'integer', default: 600, min: 1, max: 100_000_000, description: 'device authorizations one client may start a minute, per instance' },
+  { name: 'TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS', type: 'integer', default: 30, min: 1, max: 100_000_000, description: 'device authorizations one address may start a minute, per instance' },
+  { name: 'TESSERA_GRANT_RETENTION', type: 'integer', default: 7 * DAY, shown: '`604800` (7 days)', min: 3600, max: 3650 * DAY, description: 'how long a revoked or spent grant (and one never used) is kept before the purge deletes it, seconds' },
+  { name: 'TESSERA_KEY_ENCRYPTION_KEY', type: 'text', shown: 'none: the key file', accepts: '32-byte keys in base64, comma-separated', description: 'the key that encrypts the private signing keys in the store (AES-256-GCM); the first encrypts, any decrypts. Every instance sharing a database needs the same one; see [docs/security.md](docs/security.md)' },
+  { name: 'TESSERA_KEY_FILE', type: 'text', shown: '`<database>.key` (`./data/tessera.key` with PostgreSQL)', accepts: 'a file path', description: 'where the key is kept when `TESSERA_KEY_ENCRYPTION_KEY` is not set, created (mode 0600) on first start; back it up with the database' },
+  { name: 'TESSERA_CLIENT_JWKS_TIMEOUT_MS', type: 'integer', default: 3000, min: 100, max: 60_000, description: 'the longest a token request waits for a `private_key_jwt` client\'s `jwks_uri` to answer; past it the request gets `invalid_client`' },
+  { name: 'TESSERA_CLIENT_JWKS_CACHE_TTL', type: 'integer', default: 300, min: 0, max: DAY, description: 'seconds a fetched client JWKS is used before it is fetched again' },
+  { name: 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', type: 'integer', default: 10, min: 0, max: 3600, description: 'an assertion with a `kid` missing from the cached JWKS fetches it again at once, but no sooner than this many seconds after the last fetch' },
+  { name: 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', type: 'integer', default: 3600, min: 30, max: 3600, description: 'seconds: a client assertion whose `exp` is further ahead is refused; each `jti` is remembered until its `exp`, so at most this long (an hour by default, as authlib signs them)' },
+  { name: 'TESSERA_EVENT_RETENTION', type: 'integer', default: 90 * DAY, shown: '`7776000` (90 days)', min: 3600, max: 3650 * DAY, description: 'how long the audit trail is kept, seconds; older events are purged with expired records' },
+  { name: 'TESSERA_METRICS_PORT', type: 'integer', default: 0, shown: 'off', min: 0, max: 65535, description: 'serve Prometheus metrics at `/metrics` on this port, on a listener of its own ([docs/operations.md](docs/operations.md)); `0`: one the system picks' },
+  { name: 'TESSERA_METRICS_HOST', type: 'text', shown: '`127.0.0.1`', accepts: 'a host name or address', description: 'address of the metrics listener (`0.0.0.0` to let a scraper on another machine in)' },
+  { name: 'TESSERA_SHUTDOWN_DELAY', type: 'integer', default: 5, min: 0, max: 300, description: 'on SIGTERM, `/readyz` answers 503 at once while requests are still served this long, seconds, so a load balancer stops sending new ones first' },
+  { name: 'TESSERA_SHUTDOWN_TIMEOUT', type: 'integer', default: 30, min: 1, max: 3600, description: 'then the server stops accepting and waits at most this long for requests in flight, seconds' },
+  { name: 'TESSERA_SITE_NAME', type: 'text', shown: '`Tessera`', accepts: 'up to 64 characters', description: 'the name people see on every page: titles, above each page, the sign-in and device pages, in their authenticator app, and beside their passkeys' },
+  { name: 'TESSERA_SITE_LOGO_URL', type: 'text', shown: 'none', accepts: 'an https URL', description: 'an image shown beside the name' },
+  { name: 'TESSERA_SITE_ACCENT_COLOR', type: 'text', shown: 'none', accepts: '`#rrggbb`, 4.5:1 against white', description: 'the colour of the main buttons (white text on it); refused unless its contrast with white is at least 4.5:1 (WCAG 2.2)' },
+  { name: 'TESSERA_LOCALES', type: 'text', shown: '`en,de,fr,es,pt-BR,ja,zh-Hans,ar`', accepts: 'comma-separated tags from that list', description: 'the languages the pages are offered in; the language menu lists these and no page is shown in another ([Languages](#languages))' },
+  { name: 'TESSERA_DEFAULT_LOCALE', type: 'text', shown: '`en`', accepts: 'one of `TESSERA_LOCALES`', description: 'the language of a page when neither the app, the person nor the browser asks for an offered one' },
+] as const satisfies readonly Setting[];
+
+export type SettingName = (typeof SETTINGS)[number]['name'];
+export type IntegerSettingName = Extract<(typeof SETTINGS)[number], { type: 'integer' }>['name'];
+export type BooleanSettingName = Extract<(typeof SETTINGS)[number], { type: 'boolean' }>['name'];
+
+const BY_NAME: ReadonlyMap<string, Setting> = new Map(SETTINGS.map((setting) => [setting.name, setting]));
+
+export function setting(name: SettingName): Setting {
+  return BY_NAME.get(name)!;
+}
+
+/**
+ * `TESSERA_*` variables that are not server settings but are read elsewhere, so the
+ * misspelt-variable check leaves them alone.
+ */
+export const OTHER_VARIABLES: Readonly<Record<string, string>> = {
+  TESSERA_CLIENT_SECRET: '`tessera device-login`: the client secret, kept out of the process list',
+  TESSERA_TEST_POSTGRES_URL: 'the test suite: the PostgreSQL server its store tests use',
+  TESSERA_CHROMIUM: 'the test suite: the Chromium binary its browser tests drive',
+};
+
+/** The README's cell for a setting's default. */
+export function shownDefault(entry: Setting): string {
+  if (entry.type === 'text') return entry.shown;
+  if (entry.shown !== undefined) return entry.shown;
+  return `\`${String(entry.default)}\``;
+}
+
+/** The README's cell for what a setting accepts. */
+export function shownRange(entry: Setting): string {
+  if (entry.type === 'integer') return `${entry.min}-${entry.max}`;
+  if (entry.type === 'boolean') return '`true`, `false`';
+  return entry.accepts;
+}
+
+/** The README's settings table, row by row, as the test expects it. */
+export function settingsTable(): string {
+  const rows = SETTINGS.map((entry) => `| \`${entry.name}\` | ${shownDefault(entry)} | ${shownRange(entry)} | ${entry.description} |`);
+  return ['| variable | default | accepts | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+}
+
+/** Levenshtein distance, for "did you mean". */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** The candidate closest to `word`, or null when none is close (more than a third of it differs). */
+export function closest(word: string, candidates: Iterable<string>): string | null {
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const d = distance(word.toUpperCase(), candidate.toUpperCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best !== null && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : null;
+}
+
+/** The `TESSERA_*` variables in `env` that Tessera does not read. */
+export function unknownVariables(env: Readonly<Record<string, string | undefined>>): string[] {
+  return Object.keys(env).filter((name) => name.startsWith('TESSERA_') && !BY_NAME.has(name) && !(name in OTHER_VARIABLES));
+}

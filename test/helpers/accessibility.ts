@@ -1,0 +1,91 @@
+/**
+ * axe-core over every Tessera page a browser test opens (issue 31): each page's document is checked
+ * once it has loaded, and each distinct page state once per test process (a state is the
+ * page's structure: its elements and their attribute names, not its values, so a sign-in page
+ * with an error is one state, without it another). A violation fails the test file when its
+ * browser closes, naming the page, the rule and the elements.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** WCAG 2.2 A and AA, the level the pages promise. */
+const RUN_OPTIONS = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] };
+
+const checked = new Set<string>();
+
+interface Violation {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly nodes: readonly { readonly target: readonly string[] }[];
+}
+
+/** In the page: its structure, as a key saying which states were already checked. */
+const STRUCTURE = `(() => {
+  // Only Tessera's own pages (they load its stylesheet), not the apps the tests play.
+  if (!document.querySelector('link[rel=stylesheet][href="/assets/tessera.css"]')) return null;
+  const parts = [document.title];
+  for (const element of document.querySelectorAll('body *')) {
+    parts.push(element.tagName + Array.from(element.attributes, (attribute) => attribute.name).join(','));
+  }
+  return parts.join('|');
+})()`;
+
+/** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
+async function check(page: Page, found: string[]): Promise<void> {
+  try {
+    const structure = (await page.evaluate(STRUCTURE)) as string | null;
+    if (structure === null) return;
+    const key = `${new URL(page.url()).pathname}#${structure}`;
+    if (checked.has(key)) return;
+    checked.add(key);
+    if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
+    const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+    for (const violation of violations) {
+      found.push(`${page.url()} (${await page.title()}): ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+    }
+  } catch (error) {
+    // The test moved on (a navigation, a closed page): that state is gone.
+    if (!/Execution context was destroyed|Target page, context or browser has been closed|navigat/i.test(String(error))) throw error;
+  }
+}
+
+function watch(page: Page, found: string[], pending: Set<Promise<void>>): void {
+  page.on('load', () => {
+    if (!page.url().startsWith('http')) return;
+    const run = check(page, found).finally(() => pending.delete(run));
+    pending.add(run);
+  });
+}
+
+/**
+ * Makes every page of `browser` checked by axe-core, and its `close()` fail with the
+ * violations found.
+ */
+export function checkAccessibility(browser: Browser): Browser {
+  const found: string[] = [];
+  const pending = new Set<Promise<void>>();
+  const watchContext = (context: BrowserContext) => {
+    context.on('page', (page) => watch(page, found, pending));
+    for (const page of context.pages()) watch(page, found, pending);
+    return context;
+  };
+  const newContext = browser.newContext.bind(browser);
+  const newPage = browser.newPage.bind(browser);
+  const close = browser.close.bind(browser);
+  browser.newContext = async (...args) => watchContext(await newContext(...args));
+  browser.newPage = async (...args) => {
+    const page = await newPage(...args);
+    watchContext(page.context());
+    return page;
+  };
+  browser.close = async (...args) => {
+    await Promise.allSettled([...pending]);
+    await close(...args);
+    if (found.length > 0) throw new Error(`axe-core found accessibility violations:\n${[...new Set(found)].join('\n')}`);
+  };
+  return browser;
+}

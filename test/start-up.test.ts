@@ -1,0 +1,157 @@
+/**
+ * Start-up tells the truth (issue 31): a misspelt TESSERA_* variable, a database path in a
+ * directory that does not exist, a port in use, an address this machine does not have and an
+ * unreachable PostgreSQL each stop the start with one line naming the setting to change, and
+ * nothing is created; a start that succeeds says what it serves, from which store (and whether
+ * it just created it), where it listens, and, for an https issuer with no trusted proxy, that
+ * TLS must be terminated in front of it.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config/index.ts';
+import { describeDatabase, parseDatabase } from '../src/store/open.ts';
+import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
+import { NODE_FLAGS } from './helpers/cli.ts';
+
+const MAIN = join(new URL('..', import.meta.url).pathname, 'src/main.ts');
+
+interface Started {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `npm start`'s program with `env` (on top of the test settings, none of the runner's
+ * TESSERA_* variables but the ones the check leaves alone). Waits for it to exit, or, once it
+ * logs that it serves, for `whenServing` and then stops it.
+ */
+function start(env: Readonly<Record<string, string>>, whenServing?: (stdout: string) => boolean): Promise<Started> {
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
+    env: { PATH: process.env['PATH'] ?? '', ...TEST_ENV, HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.includes('Tessera is serving') && (whenServing === undefined || whenServing(stdout))) child.kill('SIGINT');
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Log records (pino JSON lines) as their messages. */
+const messages = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => (JSON.parse(line) as { msg: string }).msg);
+
+/** A refusal: exit status 1 and exactly one line on standard error. */
+function assertOneLineRefusal(result: Started, pattern: RegExp): void {
+  assert.equal(result.code, 1, `exit status (stderr: ${result.stderr})`);
+  const lines = result.stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `one line on stderr, got:\n${result.stderr}`);
+  assert.match(lines[0]!, pattern);
+}
+
+describe('start-up', { concurrency: true }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-start-up-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('stops at a misspelt TESSERA_* variable, naming the closest real one, and creates nothing', async () => {
+    const home = mkdtempSync(join(dir, 'misspelt-'));
+    const result = await start({ TESSERA_DATABASE: join(home, 'tessera.db'), TESSERA_ACESS_TOKEN_TTL: '600' });
+    assertOneLineRefusal(result, /^tessera: invalid setting TESSERA_ACESS_TOKEN_TTL: is not a Tessera setting; did you mean TESSERA_ACCESS_TOKEN_TTL\? \(TESSERA_ALLOW_UNKNOWN_SETTINGS=true/);
+    assert.deepEqual(readdirSync(home), [], 'no database or key file');
+  });
+
+  it('lets unknown TESSERA_* variables pass when TESSERA_ALLOW_UNKNOWN_SETTINGS is true, and always lets the test and CLI ones pass', () => {
+    assert.throws(() => loadConfig({ TESSERA_ISUER: 'https://auth.example.com' }), (error: unknown) => error instanceof ConfigError && /did you mean TESSERA_ISSUER\?/.test(error.message));
+    assert.throws(() => loadConfig({ TESSERA_SOMETHING_ELSE_ENTIRELY: '1' }), (error: unknown) => error instanceof ConfigError && /^TESSERA_SOMETHING_ELSE_ENTIRELY: is not a Tessera setting \(/.test(error.message));
+    assert.equal(loadConfig({ TESSERA_ISUER: 'x', TESSERA_ALLOW_UNKNOWN_SETTINGS: 'true' }).issuer, 'http://localhost:8080');
+    loadConfig({ TESSERA_CLIENT_SECRET: 's', TESSERA_TEST_POSTGRES_URL: 'postgres://x', TESSERA_CHROMIUM: '/usr/bin/chromium' });
+  });
+
+  it('refuses an issuer with a path, whose endpoints would answer 404, naming TESSERA_ISSUER', () => {
+    assert.throws(() => loadConfig({ TESSERA_ISSUER: 'https://example.com/auth' }), (error: unknown) => error instanceof ConfigError && /^TESSERA_ISSUER: must have no path.*use "https:\/\/example\.com"/.test(error.message));
+    assert.equal(loadConfig({ TESSERA_ISSUER: 'https://auth.example.com/' }).issuer, 'https://auth.example.com');
+  });
+
+  it('refuses an SQLite path whose directory does not exist (a misspelt path) instead of creating an empty database', async () => {
+    const home = mkdtempSync(join(dir, 'typo-'));
+    const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db') });
+    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path/);
+    assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('logs the issuer, the SQLite file and that it was just created, and where it listens; the next start says it was there', async () => {
+    const home = mkdtempSync(join(dir, 'fresh-'));
+    const database = join(home, 'tessera.db');
+    const first = await start({ TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' });
+    assert.equal(first.stderr, '');
+    const line = messages(first.stdout).find((message) => message.startsWith('Tessera is serving'));
+    assert.match(line ?? '', new RegExp(`^Tessera is serving http://127\\.0\\.0\\.1:\\d+ \\(listening on http://127\\.0\\.0\\.1:\\d+\\) from the SQLite database ${database} \\(created now: it did not exist\\)$`));
+    const second = await start({ TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' });
+    const again = messages(second.stdout).find((message) => message.startsWith('Tessera is serving'));
+    assert.match(again ?? '', new RegExp(`from the SQLite database ${database}$`));
+    assert.ok(!messages(first.stdout).some((message) => /TLS/.test(message)), 'an http loopback issuer needs no TLS reminder');
+  });
+
+  it('names the PostgreSQL host and database in the log, never the password', () => {
+    const text = describeDatabase(parseDatabase('postgres://tessera:s3cret@db.internal:6543/auth?schema=prod&sslmode=require'));
+    assert.equal(text, 'the PostgreSQL database auth on db.internal:6543, schema prod');
+    assert.doesNotMatch(text, /s3cret|tessera:/);
+  });
+
+  it('refuses an unreachable PostgreSQL with one line naming TESSERA_DATABASE, host and database, without the password', async () => {
+    const { server, port } = await listenOnFreePort();
+    await closeServer(server);
+    const result = await start({ TESSERA_DATABASE: `postgres://postgres:s3cret@127.0.0.1:${port}/nowhere`, TESSERA_DATABASE_CONNECT_TIMEOUT: '2', TESSERA_KEY_FILE: join(dir, 'pg.key') });
+    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_DATABASE: cannot open the PostgreSQL database nowhere on 127\\.0\\.0\\.1:${port}: `));
+    assert.doesNotMatch(result.stderr, /s3cret/);
+  });
+
+  it('refuses a port in use naming PORT, before creating the database', async () => {
+    const home = mkdtempSync(join(dir, 'port-'));
+    const { server, port } = await listenOnFreePort();
+    try {
+      const result = await start({ PORT: String(port), TESSERA_DATABASE: join(home, 'tessera.db') });
+      assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: PORT: port ${port} is already in use on 127\\.0\\.0\\.1: set PORT to a free port`));
+      assert.deepEqual(readdirSync(home), []);
+    } finally {
+      await closeServer(server);
+    }
+  });
+
+  it('refuses a HOST this machine does not have, naming HOST', async () => {
+    const home = mkdtempSync(join(dir, 'host-'));
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
+    const result = await start({ HOST: '192.0.2.1', PORT: '18080', TESSERA_DATABASE: join(home, 'tessera.db') });
+    assertOneLineRefusal(result, /^tessera: cannot start: HOST: cannot listen on "192\.0\.2\.1": it is not an address of this machine/);
+    assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('reminds that TLS must be terminated in front of an https issuer, unless a proxy is trusted', async () => {
+    const home = mkdtempSync(join(dir, 'tls-'));
+    const database = join(home, 'tessera.db');
+    const reminded = (stdout: string) => messages(stdout).some((message) => /^the issuer is https but Tessera serves plain HTTP .*terminate TLS in front of it.*TESSERA_TRUST_PROXY/.test(message));
+    const bare = await start({ TESSERA_ISSUER: 'https://auth.example.com', TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' }, reminded);
+    assert.ok(reminded(bare.stdout), bare.stdout);
+    const proxied = await start({ TESSERA_ISSUER: 'https://auth.example.com', TESSERA_TRUST_PROXY: 'loopback', TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' });
+    assert.equal(proxied.stderr, '');
+    assert.ok(!reminded(proxied.stdout), proxied.stdout);
+  });
+});

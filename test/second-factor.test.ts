@@ -182,7 +182,7 @@ describe('one-time codes after the password', () => {
     assert.match(eleventh.page.html, /<h1>Enter your code<\/h1>/, 'the password is not what is locked');
     const locked = await eleventh.browser.submit(eleventh.page, '/login/second-factor', { code: right });
     assert.equal(locked.status, 429, 'locked: not even the right code is tried');
-    assert.match(locked.html, /Too many failed sign-in attempts/);
+    assert.match(locked.html, /Too many wrong codes\. Wait a few minutes, then try again, or ask your administrator to unlock your account/);
     assert.equal(eleventh.browser.cookies.has('tessera_session'), false, 'not signed in');
     const failures = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 });
     assert.deepEqual(failures.map((event) => event.detail['reason']).sort(), [...Array(10).fill('wrong_code'), 'locked'].sort());

@@ -86,7 +86,9 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
     'reset password': resetPasswordPage(ui, { csrf, token: 'x', username: 'ada', error: t.text('reset.tooShort', { min: 8 }) }),
     'password reset': resetDonePage(ui, true),
     'reset link invalid': resetDonePage(ui, false),
-    error: errorPage(ui, t.text('error.cannotComplete'), 'the request is malformed'),
+    error: errorPage(ui, t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), { details: 'invalid_request: redirect_uri is not registered for this client' }),
+    'not found': errorPage(ui, t.text('error.notFound'), t.text('error.notFoundText', { path: '/acount/settings/notifications', site: site.name })),
+    'passkey not added': errorPage(ui, t.text('passkey.add.failedTitle'), t.text('passkey.add.duplicate'), { back: { href: '/account', label: t.text('recovery.back') } }),
   };
 }
 
@@ -192,7 +194,7 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     await page.getByRole('button', { name: 'ログイン', exact: true }).click();
     await page.getByRole('button', { name: '許可' }).waitFor();
     assert.equal(await page.getAttribute('html', 'lang'), 'ja', 'the approval page after sign-in');
-    assert.match(await page.locator('main').innerText(), /あなたの名前とユーザー名を見る/, 'the profile scope in Japanese');
+    assert.match(await page.locator('main').innerText(), /あなたの名前、ユーザー名、プロフィール画像、言語、タイムゾーンを見る/, 'the profile scope in Japanese');
     await context.close();
   });
 

@@ -198,6 +198,22 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     await context.close();
   });
 
+  it('shows the signed-in person’s pages in their account’s language (the locale claim) over Accept-Language, and the menu’s choice over that', async () => {
+    const ana = await server.addUser({ username: 'ana', profile: { locale: 'pt-BR' } });
+    const context = await browser.newContext({ locale: 'de-DE' });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/login?return_to=%2Faccount`);
+    assert.equal(await page.getAttribute('html', 'lang'), 'de', 'before signing in: the browser’s language');
+    await page.locator('#username').fill(ana.username);
+    await page.locator('#password').fill(ana.password);
+    await page.locator('button.primary').click();
+    await page.getByRole('heading', { name: 'Apps e dispositivos conectados' }).waitFor();
+    assert.equal(await page.getAttribute('html', 'lang'), 'pt-BR');
+    await page.getByRole('link', { name: 'English' }).click();
+    await page.getByRole('heading', { name: 'Connected apps and devices' }).waitFor();
+    await context.close();
+  });
+
   it('remembers the language chosen in the menu on every page, over the browser’s and the app’s, right to left for Arabic', async () => {
     const { context, page } = await signedIn({ locale: 'fr-FR', viewport: PHONE });
     assert.equal(await page.getAttribute('html', 'lang'), 'fr');

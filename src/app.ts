@@ -6,16 +6,13 @@ import { PasswordQueue } from './core/password-queue.ts';
 import { eventLogFields, Events, type EventListener } from './core/events.ts';
 import { authorizationCodeGrant } from './flows/authorization-code/token.ts';
 import { DpopNonces } from './flows/dpop/nonce.ts';
-import { DPOP_SIGNING_ALGORITHMS } from './flows/dpop/proof.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
-import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from './flows/client-auth.ts';
 import type { TokenGrant } from './flows/types.ts';
-import { ACR_VALUES } from './core/auth-methods.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
-import { deviceMetadata, deviceRoutes } from './http/device.ts';
+import { deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
 import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
@@ -25,8 +22,7 @@ import { localeRoutes } from './http/locale.ts';
 import { introspectionRoutes } from './http/introspection.ts';
 import type { Metrics } from './http/metrics.ts';
 import { browserRoutes } from './http/browser.ts';
-import { logoutMetadata } from './http/logout.ts';
-import { PAR_PATH, parRoutes } from './http/par.ts';
+import { parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
@@ -68,29 +64,6 @@ export const GRANTS: readonly TokenGrant[] = [
   clientCredentialsGrant,
 ];
 
-/** Discovery entries of the token lifecycle endpoints (RFC 8414 §2, OIDC Discovery §3). */
-function lifecycleMetadata(issuer: string): Record<string, unknown> {
-  return {
-    userinfo_endpoint: `${issuer}/oauth/userinfo`,
-    revocation_endpoint: `${issuer}/oauth/revoke`,
-    // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
-    revocation_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
-    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
-    introspection_endpoint: `${issuer}/oauth/introspect`,
-    introspection_endpoint_auth_methods_supported: INTROSPECTION_AUTH_METHODS,
-    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
-  };
-}
-
-/** RFC 9449 §5.1 and RFC 9126 §5: what discovery says about DPoP and pushed requests. */
-function senderConstraintMetadata(config: Config): Record<string, unknown> {
-  return {
-    dpop_signing_alg_values_supported: DPOP_SIGNING_ALGORITHMS,
-    pushed_authorization_request_endpoint: `${config.issuer}${PAR_PATH}`,
-    require_pushed_authorization_requests: config.par.required,
-  };
-}
-
 /** `listeners`: who hears of each event besides the events table (the log, the metrics). */
 export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
@@ -110,14 +83,6 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
     grants: GRANTS,
-    extraMetadata: {
-      ...deviceMetadata(input.config.issuer),
-      ...lifecycleMetadata(input.config.issuer),
-      // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
-      acr_values_supported: [...ACR_VALUES],
-      ...logoutMetadata(input.config.issuer),
-      ...senderConstraintMetadata(input.config),
-    },
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
 }

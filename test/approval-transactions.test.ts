@@ -82,6 +82,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         resources: [],
         access: { openid: [{ name: 'openid', description: 'Sign you in and know who you are' }], apis: [] },
         state: 'xyz',
+        responseMode: 'query' as const,
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
         prompt: [],
@@ -92,9 +93,9 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       await assert.rejects(approveAuthorization(deps(broken), request, session), /died/);
       assert.deepEqual(await store.grants.listForUser(user.id), []);
 
-      const redirect = new URL(await approveAuthorization(deps(store), request, session));
+      const response = await approveAuthorization(deps(store), request, session);
       assert.equal((await store.grants.listForUser(user.id)).length, 1, 'the same approval stands when nothing fails');
-      assert.ok(redirect.searchParams.get('code'));
+      assert.ok(response.params['code']);
     });
 
     it('approving a device leaves neither the grant nor the decision when the decision cannot be written', async () => {
@@ -119,6 +120,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         redirectUri: 'https://app.example/callback',
         scope: ['openid'],
         state: null,
+        responseMode: 'query' as const,
         nonce: null,
         codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
         prompt: [],

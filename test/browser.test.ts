@@ -99,6 +99,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(attempt.url.href);
     await signIn(page, 'not the password');
     assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
+    assert.equal(await page.getByText('to continue to').innerText(), 'to continue to Garden Planner', 'the page shown again still names the app');
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
@@ -125,6 +126,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await page.goto(second.url.href);
     await signIn(page, 'not the password');
     assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
+    assert.equal(await page.getByText('to continue to').innerText(), 'to continue to Garden Planner', 'the page shown again still names the app');
     const back = page.waitForRequest((request) => request.url().startsWith(REDIRECT_URI));
     await signIn(page);
     const returned = new URL((await back).url());

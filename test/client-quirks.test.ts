@@ -127,3 +127,62 @@ describe('http://localhost redirect URIs for public native clients (RFC 8252 §7
     }
   });
 });
+
+describe('--pkce optional-without-nonce: a certification client may send neither PKCE nor nonce (OIDC Core §3.1.2.1), never by default', () => {
+  let server: TestServer;
+  let env: Record<string, string>;
+  let user: TestUser;
+
+  before(async () => {
+    server = await startTestServer();
+    env = { TESSERA_DATABASE: server.config.database };
+    user = await server.addUser({ username: 'ada' });
+  });
+  after(() => server.close());
+
+  async function register(...args: string[]): Promise<{ client_id: string; client_secret: string; pkce: string }> {
+    const result = await runTessera(['client', 'add', '--name', 'Conformance Suite', '--redirect-uri', REDIRECT_URI, '--json', ...args], env);
+    assert.equal(result.code, 0, result.stderr);
+    return JSON.parse(result.stdout) as { client_id: string; client_secret: string; pkce: string };
+  }
+
+  async function configFor(client: { client_id: string; client_secret: string }) {
+    return oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+  }
+
+  it('completes an OpenID sign-in with neither code_challenge nor nonce through openid-client, and a plain OAuth one', async () => {
+    const client = await register('--pkce', 'optional-without-nonce');
+    assert.equal(client.pkce, 'optional-without-nonce');
+    const config = await configFor(client);
+    for (const scope of ['openid profile', 'profile']) {
+      const state = oidc.randomState();
+      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope, state });
+      const page = await new FormBrowser(server.url).authorize(url.href, user);
+      assert.ok(page.location?.startsWith(`${REDIRECT_URI}?code=`), page.location ?? page.html);
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { expectedState: state });
+      assert.equal(tokens.scope, scope);
+      if (scope.startsWith('openid')) {
+        assert.equal(tokens.claims()?.sub, user.id);
+        assert.equal(tokens.claims()?.nonce, undefined);
+      }
+    }
+  });
+
+  it('refuses the same request from a default client and from a --pkce optional one, at the redirect URI', async () => {
+    for (const args of [[], ['--pkce', 'optional']]) {
+      const config = await configFor(await register(...args));
+      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', state: 's' });
+      const response = await fetch(url, { redirect: 'manual' });
+      assert.equal(response.status, 303);
+      const location = new URL(response.headers.get('location')!);
+      assert.equal(location.searchParams.get('error'), 'invalid_request', args.join(' '));
+      assert.equal(location.searchParams.get('state'), 's');
+    }
+  });
+
+  it('is for confidential clients only', async () => {
+    const refused = await runTessera(['client', 'add', '--name', 'SPA', '--public', '--redirect-uri', 'https://spa.example/cb', '--pkce', 'optional-without-nonce'], env);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /--pkce optional-without-nonce is for confidential clients only/);
+  });
+});

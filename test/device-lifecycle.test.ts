@@ -90,8 +90,9 @@ describe('a device signed in through device-login', () => {
     const page = await person.request('/account');
     assert.equal(page.status, 200);
     assert.match(text(page), /Terminal Device sign-in/);
-    // What the device said it is, and the address it asked from (no proxy: the peer's).
-    assert.ok(text(page).includes(`${DEVICE_USER_AGENT}, from 127.0.0.1`), text(page));
+    // What the device said it is, named as people read it (its User-Agent through the parser),
+    // and the address it asked from (no proxy: the peer's).
+    assert.ok(text(page).includes('TerminalDevice on Linux, from 127.0.0.1'), text(page));
 
     // An hour on, when its access token has expired: the device refreshes.
     clock.advance(3600_000);

@@ -25,6 +25,10 @@ describe('discovery and JWKS', () => {
     assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
     assert.deepEqual(metadata['token_endpoint_auth_signing_alg_values_supported'], ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
     assert.deepEqual(metadata['response_types_supported'], ['code']);
+    assert.deepEqual(metadata['response_modes_supported'], ['query', 'form_post']);
+    assert.equal(metadata['request_parameter_supported'], true);
+    assert.deepEqual(metadata['request_object_signing_alg_values_supported'], ['none', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
+    assert.equal(metadata['request_uri_parameter_supported'], false);
     assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
     assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));
     const rfc8414 = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;

@@ -182,7 +182,7 @@ describe('one-time codes after the password', () => {
     assert.match(eleventh.page.html, /<h1>Enter your code<\/h1>/, 'the password is not what is locked');
     const locked = await eleventh.browser.submit(eleventh.page, '/login/second-factor', { code: right });
     assert.equal(locked.status, 429, 'locked: not even the right code is tried');
-    assert.match(locked.html, /Too many wrong codes\. Wait a few minutes, then try again, or ask your administrator to unlock your account/);
+    assert.match(locked.html, /Too many wrong codes\. Wait a few minutes, then try again, or ask your administrator to unlock your account\./);
     assert.equal(eleventh.browser.cookies.has('tessera_session'), false, 'not signed in');
     const failures = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 });
     assert.deepEqual(failures.map((event) => event.detail['reason']).sort(), [...Array(10).fill('wrong_code'), 'locked'].sort());
@@ -301,8 +301,12 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.equal(forced.status, 403);
     assert.match(forced.html, /second factor/);
 
-    // Setting up a code on the account page proves the second factor in this browser.
-    const account = await browser.follow(await browser.request('/account'));
+    // The refusal links straight to the account page, which the password session opens
+    // without signing in again; setting up a code there proves the second factor in this browser.
+    assert.match(asked.html, /<a href="\/account">Set up a passkey or one-time codes on your account page<\/a>: you stay signed in/);
+    const linked = await browser.request('/account');
+    assert.equal(linked.status, 200, 'no second sign-in');
+    const account = await browser.follow(linked);
     const setup = await browser.submit(account, '/account/totp/setup', {});
     const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
     assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);

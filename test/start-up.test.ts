@@ -37,7 +37,8 @@ function start(env: Readonly<Record<string, string>>, whenServing?: (stdout: str
   });
   let stdout = '';
   let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  // Bounded as a command's exit is (README, Development): a start that hangs is killed.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
     if (stdout.includes('Tessera is serving') && (whenServing === undefined || whenServing(stdout))) child.kill('SIGINT');

@@ -17,6 +17,9 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
     ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
+    ...(client.pkce === 'optional-without-nonce' ? ['  pkce: optional, and nonce too (neither is required)'] : []),
+    ...(client.requestObjectSigningAlg === 'none' ? ['  request objects: unsigned (alg none) only'] : []),
+    ...(client.requestObjectSigningAlg !== undefined && client.requestObjectSigningAlg !== 'none' ? [`  request objects: signed with ${client.requestObjectSigningAlg} only`] : []),
     ...(client.requirePhishingResistant ? ['  approvals: passkey sign-ins only'] : []),
     ...(client.firstParty ? ['  first-party: signs in without a consent page'] : []),
     ...client.postLogoutRedirectUris.map((uri) => `  after logout: ${uri}`),
@@ -59,6 +62,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
+    'request-object-signing-alg': { type: 'string' },
     'require-phishing-resistant': { type: 'boolean' },
     'first-party': { type: 'boolean' },
     'post-logout-redirect-uri': { type: 'string', multiple: true },
@@ -89,6 +93,7 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     backchannel_logout_uri: values['backchannel-logout-uri'] ?? null,
     dpop_bound_access_tokens: values['require-dpop'] === true,
     require_pushed_authorization_requests: values['require-par'] === true,
+    ...(values['request-object-signing-alg'] === undefined ? {} : { request_object_signing_alg: values['request-object-signing-alg'] }),
   };
   const { client, secret } = await withStore(config, (store) => createClient(operatorDeps(config, store, io), metadata));
   if (values.json) {
@@ -142,6 +147,8 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     pkce: { type: 'string' },
+    'request-object-signing-alg': { type: 'string' },
+    'no-request-object-signing-alg': { type: 'boolean' },
     'require-phishing-resistant': { type: 'boolean' },
     'no-require-phishing-resistant': { type: 'boolean' },
     'first-party': { type: 'boolean' },
@@ -164,6 +171,9 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
   const par = toggle(values['require-par'], values['no-require-par'], 'require-par');
   if (values['backchannel-logout-uri'] !== undefined && values['no-backchannel-logout-uri']) {
     throw new UsageError('--backchannel-logout-uri and --no-backchannel-logout-uri: give one');
+  }
+  if (values['request-object-signing-alg'] !== undefined && values['no-request-object-signing-alg']) {
+    throw new UsageError('--request-object-signing-alg and --no-request-object-signing-alg: give one');
   }
   const jwks = await jwksFile(values['jwks-file']);
   const { client, secret } = await withStore(config, async (store) => {
@@ -188,6 +198,7 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
       ...(values['no-backchannel-logout-uri'] ? { backchannel_logout_uri: null } : values['backchannel-logout-uri'] === undefined ? {} : { backchannel_logout_uri: values['backchannel-logout-uri'] }),
       ...(dpop.value === undefined ? {} : { dpop_bound_access_tokens: dpop.value }),
       ...(par.value === undefined ? {} : { require_pushed_authorization_requests: par.value }),
+      ...(values['no-request-object-signing-alg'] ? { request_object_signing_alg: null } : values['request-object-signing-alg'] === undefined ? {} : { request_object_signing_alg: values['request-object-signing-alg'] }),
     };
     return updateClient(deps, id, changes);
   });

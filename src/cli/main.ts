@@ -33,7 +33,8 @@ Commands:
   client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
              [--scope "openid profile email"] [--grant TYPE ...] [--public]
              [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional] [--require-phishing-resistant] [--require-dpop] [--require-par]
+             [--pkce required|optional|optional-without-nonce] [--request-object-signing-alg ALG]
+             [--require-phishing-resistant] [--require-dpop] [--require-par]
              [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
              [--device-network CIDR ...] [--json]
                                           Register a client; prints its client_id and client_secret once
@@ -46,6 +47,9 @@ Commands:
                                           METHOD: client_secret_basic (default), client_secret_post,
                                           private_key_jwt with --jwks-uri or --jwks-file;
                                           --pkce optional: a confidential OpenID client may use nonce instead;
+                                          optional-without-nonce: neither (for a certification run);
+                                          --request-object-signing-alg: the one algorithm of its request
+                                          objects (none: unsigned; a signing one needs its keys);
                                           --require-phishing-resistant: only a passkey sign-in may approve;
                                           --first-party: your own app, signed in without a consent page;
                                           --post-logout-redirect-uri: where it may send people after logout;
@@ -56,7 +60,8 @@ Commands:
   client show CLIENT_ID [--json]          Show a client's registration
   client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
              [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
-             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce required|optional]
+             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce POLICY]
+             [--request-object-signing-alg ALG | --no-request-object-signing-alg]
              [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
              [--first-party | --no-first-party]
              [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]

@@ -1,6 +1,7 @@
 /**
  * The OAuth error codes this server can answer with: RFC 6749 §4.1.2.1 and §5.2,
- * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 9449 §5 and §8 (DPoP), RFC 9126 §2.3 (PAR).
+ * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 9449 §5 and §8 (DPoP), RFC 9126 §2.3 (PAR),
+ * RFC 9101 §6.3 and OIDC Core §3.1.2.6 (request objects).
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -24,7 +25,8 @@ export type OAuthErrorCode =
   | 'consent_required'
   | 'invalid_dpop_proof'
   | 'use_dpop_nonce'
-  | 'invalid_request_uri';
+  | 'invalid_request_uri'
+  | 'invalid_request_object';
 
 const defaultStatus: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,

@@ -31,6 +31,17 @@ export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type
 
 /**
  * Whether a client must use PKCE (`required`, the default) or, as a confidential OpenID
- * client, may rely on `nonce` instead (`optional`, RFC 9700 §2.1.1).
+ * client, may rely on `nonce` instead (`optional`, RFC 9700 §2.1.1), or, as a confidential
+ * client, may send neither (`optional-without-nonce`: what OIDC Core §3.1.2.1 alone allows,
+ * and RFC 9700 §2.1.1 does not; for a conformance run or an application that cannot do better).
  */
-export type PkcePolicy = 'required' | 'optional';
+export type PkcePolicy = 'required' | 'optional' | 'optional-without-nonce';
+export const PKCE_POLICIES: readonly PkcePolicy[] = ['required', 'optional', 'optional-without-nonce'];
+
+/**
+ * The JWS algorithms a client may register for its request objects (RFC 9101, OIDC
+ * Registration §2 `request_object_signing_alg`): `none` (unsigned, only for a client that
+ * registered it), or an asymmetric one verified with the client's registered keys.
+ */
+export const REQUEST_OBJECT_ALGORITHMS = ['none', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+export type RequestObjectAlgorithm = (typeof REQUEST_OBJECT_ALGORITHMS)[number];

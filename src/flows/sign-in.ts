@@ -42,13 +42,27 @@ export type SignInResult =
   /** No place on the password queue right now. */
   | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
 
+/**
+ * How the counters of sign-in guesses are named: a prefix, then what they count for. Only
+ * this module builds their keys; an operator's lockout list (flows/manage/lockouts.ts) reads
+ * them by these prefixes.
+ */
+export const SIGN_IN_KEYS = {
+  /** `${ip} ${username}`: an address has no space; a username may. */
+  userAddress: 'sign-in:user-ip:',
+  address: 'sign-in:ip:',
+  user: 'sign-in:user:',
+  oneTimeCode: 'one-time-code:user:',
+  enrolment: 'totp-enrol:user:',
+} as const;
+
 /** The limits a password is checked against; the delay's count (never refused) comes last. */
 function passwordLimits(settings: SignInSettings, ip: string, username: string): readonly AttemptLimit[] {
   return [
-    { key: `sign-in:user-ip:${ip} ${username}`, limit: settings.perUserAddress },
-    { key: `sign-in:ip:${ip}`, limit: settings.perAddress },
+    { key: `${SIGN_IN_KEYS.userAddress}${ip} ${username}`, limit: settings.perUserAddress },
+    { key: `${SIGN_IN_KEYS.address}${ip}`, limit: settings.perAddress },
     // Counted, never refused: the count sets the delay.
-    { key: `sign-in:user:${username}`, limit: Infinity },
+    { key: `${SIGN_IN_KEYS.user}${username}`, limit: Infinity },
   ];
 }
 
@@ -68,14 +82,14 @@ export const ONE_TIME_CODE_LIMIT = { perUser: 10, windowMs: 15 * 60_000 };
 export function codeLimits(settings: SignInSettings, ip: string, username: string): CodeLimits {
   const [userAddress, address] = passwordLimits(settings, ip, username);
   return {
-    limits: [userAddress!, address!, { key: `one-time-code:user:${username}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
+    limits: [userAddress!, address!, { key: `${SIGN_IN_KEYS.oneTimeCode}${username}`, limit: ONE_TIME_CODE_LIMIT.perUser }],
     windowMs: settings.windowSeconds * 1000,
   };
 }
 
 /** The limit on codes typed while setting up an authenticator app (the person is signed in already). */
 export function enrolmentLimits(userId: string): CodeLimits {
-  return { limits: [{ key: `totp-enrol:user:${userId}`, limit: ONE_TIME_CODE_LIMIT.perUser }], windowMs: ONE_TIME_CODE_LIMIT.windowMs };
+  return { limits: [{ key: `${SIGN_IN_KEYS.enrolment}${userId}`, limit: ONE_TIME_CODE_LIMIT.perUser }], windowMs: ONE_TIME_CODE_LIMIT.windowMs };
 }
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -95,7 +109,7 @@ export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<
   const reserved = await Attempt.reserve(deps.store.rateLimits, passwordLimits(settings, request.ip, username), settings.windowSeconds * 1000, now);
   const clientId = request.clientId ?? null;
   if (isRefusal(reserved)) {
-    const scope = reserved.limit.key.startsWith('sign-in:ip:') ? 'address' : 'user-address';
+    const scope = reserved.limit.key.startsWith(SIGN_IN_KEYS.address) ? 'address' : 'user-address';
     await deps.events.emit({ type: 'signin.locked', username, clientId, detail: { limit: scope } });
     return { kind: 'limited', scope, retryAfterSeconds: reserved.retryAfterSeconds };
   }

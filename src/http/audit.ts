@@ -1,4 +1,5 @@
 import type { RawParams } from '../core/protocol.ts';
+import type { ClientRecord } from '../store/types.ts';
 import type { AppDeps } from './deps.ts';
 
 /**
@@ -7,7 +8,12 @@ import type { AppDeps } from './deps.ts';
  * registered here. Null for a sign-in of its own (/account, say).
  */
 export async function signInClient(deps: AppDeps, form: RawParams): Promise<string | null> {
+  return (await signInClientRecord(deps, form))?.id ?? null;
+}
+
+/** The registered client a sign-in form carries, whose name the page shows again after a mistake. */
+export async function signInClientRecord(deps: AppDeps, form: RawParams): Promise<ClientRecord | null> {
   const requested = form['client_id'];
   if (typeof requested !== 'string' || requested.length === 0 || requested.length > 256) return null;
-  return (await deps.store.clients.get(requested))?.id ?? null;
+  return deps.store.clients.get(requested);
 }

@@ -5,17 +5,19 @@ import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
-import { checkAuthorizationRequest, redirectToClient } from '../flows/authorization-code/request.ts';
+import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
+import { formPostPage } from '../ui/form-post.ts';
 import { consentPage } from '../ui/pages.ts';
+import { AUTHORIZE_PATH, DECISION_PATH } from './endpoints.ts';
 import { sendError } from './errors.ts';
 import { pageUi } from './locale.ts';
 import { rawForm } from './form.ts';
 import { refuseApprovalPage, renderSignIn } from './page.ts';
-import { allowFormTarget } from './security.ts';
+import { allowFormTarget, formPostPolicy } from './security.ts';
 import { checkCsrf, csrfToken, signedInUser } from './session.ts';
 
 /**
@@ -45,10 +47,6 @@ function onlyScopes(access: DescribedAccess, scopes: readonly string[]): Describ
   };
 }
 
-export const AUTHORIZE_PATH = '/oauth/authorize';
-/** Where the approval page posts the person's decision. */
-export const DECISION_PATH = '/oauth/authorize/decision';
-
 function authorizeUrl(params: Readonly<Record<string, string | readonly string[]>>): string {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) for (const item of typeof value === 'string' ? [value] : value) query.append(name, item);
@@ -61,6 +59,20 @@ function authorizeUrl(params: Readonly<Record<string, string | readonly string[]
 export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const issuer = deps.config.issuer;
 
+  /**
+   * Carries `response` to the client: a redirect with it in the query, or (Form Post
+   * Response Mode §2) a page whose form the browser posts to the redirect URI.
+   */
+  function answer(reply: FastifyReply, response: ClientResponse): FastifyReply {
+    if (response.responseMode === 'query') return reply.redirect(responseRedirectUrl(response), 303);
+    reply.header('Content-Security-Policy', formPostPolicy(response.redirectUri));
+    return reply.type('text/html; charset=utf-8').send(formPostPage(pageUi(deps.config.site, reply.request), response));
+  }
+
+  function answerError(reply: FastifyReply, to: { redirectUri: string; responseMode: ResponseMode; state: string | null }, error: OAuthError | { code: string; description: string }) {
+    return answer(reply, clientResponse(to, issuer, { error: error.code, error_description: error.description }));
+  }
+
   async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null) {
     reply.header('Cache-Control', 'no-store');
     // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
@@ -71,22 +83,16 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       const browser = hashSecret(csrfToken(deps.config, request, reply));
       const resolved = await resolvePushedRequest(deps, params, browser);
       if (resolved.kind === 'fatal') return sendError(request, reply, resolved.error);
-      if (resolved.kind === 'redirect') {
-        const { error, redirectUri, state } = resolved;
-        return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
-      }
+      if (resolved.kind === 'redirect') return answerError(reply, resolved, resolved.error);
       pushed = { hash: resolved.hash, browser };
       requestParams = resolved.params;
     }
     // What sign-in returns to and the approval form posts: a pushed request goes on by its
     // reference alone.
     const carried: RawParams = pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'] };
-    const check = await checkAuthorizationRequest(deps.store, requestParams, pushed !== null, deps.config.par.required);
+    const check = await checkAuthorizationRequest(deps, requestParams, pushed !== null, deps.config.par.required);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
-    if (check.kind === 'redirect') {
-      const { error, redirectUri, state } = check;
-      return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
-    }
+    if (check.kind === 'redirect') return answerError(reply, check, check.error);
     const authorization = check.request;
     // OIDC Core §3.1.2.1: the app's preferred languages for the pages of this request (a
     // pushed request's too, which the page's own address does not show).
@@ -97,14 +103,11 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
     // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
     if ((step.kind === 'approve' || step.kind === 'deny') && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
-      return reply.redirect(
-        redirectToClient(authorization.redirectUri, issuer, authorization.state, { error: 'invalid_request_uri', error_description: 'the request_uri has already been used' }),
-        303,
-      );
+      return answerError(reply, authorization, new OAuthError('invalid_request_uri', 'the request_uri has already been used'));
     }
     switch (step.kind) {
       case 'error':
-        return reply.redirect(redirectToClient(authorization.redirectUri, issuer, authorization.state, { error: step.error, error_description: step.description }), 303);
+        return answerError(reply, authorization, { code: step.error, description: step.description });
       case 'sign-in':
         // After signing in, come back without the parameters that asked for it (a pushed
         // request by its reference alone). That can go straight on to the client (a remembered
@@ -113,9 +116,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
       case 'approve':
         assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
-        return reply.redirect(await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
+        return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
       case 'deny':
-        return reply.redirect(await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session), 303);
+        return answer(reply, await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
       case 'invalid-decision':
         return sendError(request, reply, new OAuthError('invalid_request', 'decision must be approve or deny'));
       case 'consent':
@@ -156,12 +159,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     reply.header('Cache-Control', 'no-store');
     const params = rawForm(request);
     if (!isPushedReference(params)) {
-      const check = await checkAuthorizationRequest(deps.store, params, false, deps.config.par.required);
+      const check = await checkAuthorizationRequest(deps, params, false, deps.config.par.required);
       if (check.kind === 'fatal') return sendError(request, reply, check.error);
-      if (check.kind === 'redirect') {
-        const { error, redirectUri, state } = check;
-        return reply.redirect(redirectToClient(redirectUri, issuer, state, { error: error.code, error_description: error.description }), 303);
-      }
+      if (check.kind === 'redirect') return answerError(reply, check, check.error);
     }
     return reply.redirect(authorizeUrl(singleValues(params)), 303);
   });

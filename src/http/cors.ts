@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { Clock } from '../core/clock.ts';
+import { DEVICE_AUTHORIZATION_PATH, PAR_PATH, REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH } from './endpoints.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,11 +16,11 @@ declare module 'fastify' {
  * navigation, never a CORS call (RFC 9700 §2.6), and introspection is for resource servers.
  */
 export const CORS_ENDPOINTS: readonly { readonly path: string; readonly methods: string }[] = [
-  { path: '/oauth/token', methods: 'POST' },
-  { path: '/oauth/par', methods: 'POST' },
-  { path: '/oauth/device/authorization', methods: 'POST' },
-  { path: '/oauth/revoke', methods: 'POST' },
-  { path: '/oauth/userinfo', methods: 'GET, POST' },
+  { path: TOKEN_PATH, methods: 'POST' },
+  { path: PAR_PATH, methods: 'POST' },
+  { path: DEVICE_AUTHORIZATION_PATH, methods: 'POST' },
+  { path: REVOCATION_PATH, methods: 'POST' },
+  { path: USERINFO_PATH, methods: 'GET, POST' },
 ];
 
 /** How long a browser may cache a preflight answer, seconds. */

@@ -14,8 +14,6 @@ export interface AppDeps extends FlowDeps {
   readonly clientKeys: ClientKeySets;
   /** The grant types of the token endpoint, in the order discovery lists them. */
   readonly grants: readonly TokenGrant[];
-  /** Endpoints added by feature plugins, merged into the discovery document. */
-  readonly extraMetadata: Readonly<Record<string, unknown>>;
   /** RFC 9449 §8: the server nonces DPoP proofs must carry when `config.dpop.nonces` is on. */
   readonly dpopNonces: DpopNonces;
   /** Whether the server is draining (`/readyz`). */

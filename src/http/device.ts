@@ -25,16 +25,11 @@ import { pageUi } from './locale.ts';
 import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
+import { DEVICE_AUTHORIZATION_PATH } from './endpoints.ts';
 import { formResources, rawForm } from './form.ts';
 import { checkCsrf, cookieNames, csrfToken, signedInUser } from './session.ts';
 
-export const DEVICE_AUTHORIZATION_PATH = '/oauth/device/authorization';
 const APPROVE_PATH = `${VERIFICATION_PATH}/approve`;
-
-/** RFC 8414 §2 and RFC 8628 §4: where a device starts. */
-export function deviceMetadata(issuer: string): Record<string, string> {
-  return { device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}` };
-}
 
 /** What a person is told when their code was not looked up: what happened, and what to do. */
 const LOCKED_MESSAGES: Readonly<Record<LockScope, MessageKey>> = {

@@ -1,25 +1,41 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { ACR_VALUES } from '../core/auth-methods.ts';
+import { REQUEST_OBJECT_ALGORITHMS } from '../core/protocol.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
-import { ASSERTION_ALGORITHMS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
+import { RESPONSE_MODES } from '../flows/authorization-code/request.ts';
+import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
+import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
 import { USER_CLAIMS } from '../tokens/claims.ts';
 import type { AppDeps } from './deps.ts';
+import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from './endpoints.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing
- * is advertised that a client cannot use.
+ * is advertised that a client cannot use. Every entry of the document is here; where each
+ * endpoint is comes from endpoints.ts.
  */
 export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string[] = []): Record<string, unknown> {
   const issuer = deps.config.issuer;
   return {
     issuer,
-    authorization_endpoint: `${issuer}/oauth/authorize`,
-    token_endpoint: `${issuer}/oauth/token`,
-    jwks_uri: `${issuer}/.well-known/jwks.json`,
-    ...deps.extraMetadata,
+    ...endpointMetadata(issuer),
+    // RFC 7009 §2.1: a public client identifies itself by client_id to revoke its tokens.
+    revocation_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    introspection_endpoint_auth_methods_supported: INTROSPECTION_AUTH_METHODS,
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
+    // OIDC Discovery §3: the classes acr_values may ask for, and the claims saying how.
+    acr_values_supported: [...ACR_VALUES],
+    // RP-Initiated Logout 1.0 §2.1 and Back-Channel Logout 1.0 §2.1.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
+    // RFC 9449 §5.1 and RFC 9126 §5.
+    dpop_signing_alg_values_supported: DPOP_SIGNING_ALGORITHMS,
+    require_pushed_authorization_requests: deps.config.par.required,
     // The OpenID scopes, then every registered API's (RFC 8414 §2).
     scopes_supported: [...SUPPORTED_SCOPES, ...resourceScopes],
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    response_modes_supported: RESPONSE_MODES,
     grant_types_supported: deps.grants.map((grant) => grant.type),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
@@ -34,7 +50,9 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     ui_locales_supported: deps.config.site.locales,
     // OIDC Core §5.5, parsed in flows/claims.ts.
     claims_parameter_supported: true,
-    request_parameter_supported: false,
+    // RFC 9101 and OIDC Core §6.1: request objects by value; by reference only through PAR.
+    request_parameter_supported: true,
+    request_object_signing_alg_values_supported: REQUEST_OBJECT_ALGORITHMS,
     request_uri_parameter_supported: false,
   };
 }
@@ -49,12 +67,11 @@ export const discoveryRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
       .type('application/json; charset=utf-8')
       .send(JSON.stringify(discoveryMetadata(deps, resourceScopes)));
   };
-  app.get('/.well-known/openid-configuration', send);
-  app.get('/.well-known/oauth-authorization-server', send);
+  for (const path of DISCOVERY_PATHS) app.get(path, send);
 
   // Relying parties cache this: the max-age stays well below the key publication lead time,
   // so a new key is seen by every cache before it signs anything.
-  app.get('/.well-known/jwks.json', async (_request, reply) =>
+  app.get(JWKS_PATH, async (_request, reply) =>
     reply
       .header('Cache-Control', 'public, max-age=300')
       .header('Access-Control-Allow-Origin', '*')

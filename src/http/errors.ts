@@ -69,8 +69,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   if (request.routeOptions.config?.page) {
     // The menu leads back to the path alone: the refused request's values are not repeated in the page.
     const ui = pageUi(request.server.site, request, { here: request.url.split('?')[0]! });
-    const [title, message] = inPlainWords(ui.t, error);
-    return reply.type('text/html; charset=utf-8').send(errorPage(ui, title, message, { details: `${error.code}: ${error.description}` }));
+    const [title, message, details] = inPlainWords(ui.t, error);
+    return reply.type('text/html; charset=utf-8').send(errorPage(ui, title, message, { details }));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
 }
@@ -81,14 +81,15 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
  * are shown as they are; the others get a sentence saying what to do, and their protocol
  * description goes to the small print.
  */
-function inPlainWords(t: Messages, error: OAuthError): [string, string] {
-  if (error.status === 503) return [t.text('error.unavailable'), t.text('error.unavailableText')];
-  if (error.status >= 500) return [t.text('error.server'), t.text('error.serverText')];
-  // The refusal's own words: the server's, in English.
+function inPlainWords(t: Messages, error: OAuthError): [title: string, message: string, details: string] {
+  const details = `${error.code}: ${error.description}`;
+  if (error.status === 503) return [t.text('error.unavailable'), t.text('error.unavailableText'), details];
+  if (error.status >= 500) return [t.text('error.server'), t.text('error.serverText'), details];
+  // Written for people already (in the server's English): said once, with only the code in the small print.
   const sentence = `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`;
-  if (error.status === 429) return [t.text('error.tooMany'), sentence];
-  if (error.status === 403) return [t.text('error.refused'), sentence];
-  return [t.text('error.cannotComplete'), t.text('error.cannotCompleteText')];
+  if (error.status === 429) return [t.text('error.tooMany'), sentence, error.code];
+  if (error.status === 403) return [t.text('error.refused'), sentence, error.code];
+  return [t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), details];
 }
 
 /** A browser asking for a page (its Accept names HTML); API clients get JSON. */

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDeps } from './deps.ts';
+import { DISCOVERY_PATHS } from './endpoints.ts';
 import { html } from '../ui/html.ts';
 import { layout, STYLESHEET_PATH, stylesheet } from '../ui/pages.ts';
 import { pageUi } from './locale.ts';
@@ -22,7 +23,7 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       layout(ui, t.text('home.title'), html`<h1>${site.name}</h1>
 <p>${t.html('home.about', { site: site.name })}</p>
 <p class="muted">${t.html('home.issuer', { issuer: html`<code>${deps.config.issuer}</code>` })}</p>
-<p><a href="/.well-known/openid-configuration">${t.html('home.discovery')}</a></p>
+<p><a href="${DISCOVERY_PATHS[0]}">${t.html('home.discovery')}</a></p>
 <p><a href="/account">${t.html('home.account')}</a></p>`),
     );
   });

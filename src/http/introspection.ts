@@ -3,6 +3,7 @@ import { OAuthError } from '../core/errors.ts';
 import { introspectToken } from '../flows/lifecycle/introspection.ts';
 import type { AppDeps } from './deps.ts';
 import { authenticateResourceServer, clientRequest } from './client-auth.ts';
+import { INTROSPECTION_PATH } from './endpoints.ts';
 import { formParams } from './form.ts';
 
 /**
@@ -11,7 +12,7 @@ import { formParams } from './form.ts';
  * resource server, as its API's identifier with HTTP Basic.
  */
 export const introspectionRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  app.post('/oauth/introspect', async (request, reply) => {
+  app.post(INTROSPECTION_PATH, async (request, reply) => {
     // The answer says whether a token is good: never cached (RFC 7662 §4).
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const resource = await authenticateResourceServer(deps.store, request);

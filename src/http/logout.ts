@@ -4,22 +4,12 @@ import { checkEndSession, postLogoutRedirect, type AfterLogout } from '../flows/
 import { endSession } from '../flows/session/session.ts';
 import { logoutConfirmPage, signedOutPage } from '../ui/logout.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { END_SESSION_CONFIRM_PATH, END_SESSION_PATH } from './endpoints.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
 import { browserOf, checkCsrf, csrfToken, signedInUser } from './session.ts';
 
-export const END_SESSION_PATH = '/oauth/logout';
-const CONFIRM_PATH = `${END_SESSION_PATH}/confirm`;
-
-/** RP-Initiated Logout 1.0 §2.1 and Back-Channel Logout 1.0 §2.1: what discovery says. */
-export function logoutMetadata(issuer: string): Record<string, unknown> {
-  return {
-    end_session_endpoint: `${issuer}${END_SESSION_PATH}`,
-    backchannel_logout_supported: true,
-    backchannel_logout_session_supported: true,
-  };
-}
 
 /**
  * The end-session endpoint (RP-Initiated Logout 1.0): an app sends the browser here, by GET
@@ -64,7 +54,7 @@ export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
   // carries no CSRF token of ours, so it is treated exactly as the GET.
   app.post(END_SESSION_PATH, { config: { page: true } }, (request, reply) => endSessionRequest(request, reply, rawForm(request)));
 
-  app.post(CONFIRM_PATH, { config: { page: true } }, async (request, reply) => {
+  app.post(END_SESSION_CONFIRM_PATH, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);

@@ -64,5 +64,5 @@ export function refuseApprovalPage(
   if (refusal === null) return null;
   const pages = pagesFor(deps);
   const notice = pages.ui(request).t.text(REFUSALS[refusal], { client: client.name });
-  return pages.signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice });
+  return pages.signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });
 }

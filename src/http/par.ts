@@ -3,9 +3,8 @@ import { pushAuthorizationRequest } from '../flows/par/push.ts';
 import type { AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
+import { PAR_PATH } from './endpoints.ts';
 import { formResources } from './form.ts';
-
-export const PAR_PATH = '/oauth/par';
 
 /**
  * The pushed authorization request endpoint (RFC 9126 §2). §2: "the client authenticates

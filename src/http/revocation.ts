@@ -3,10 +3,11 @@ import { OAuthError } from '../core/errors.ts';
 import { revokeToken } from '../flows/lifecycle/revocation.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
+import { REVOCATION_PATH } from './endpoints.ts';
 
 /** The revocation endpoint (RFC 7009 §2): client authentication as at the token endpoint. */
 export const revocationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  app.post('/oauth/revoke', async (request, reply) => {
+  app.post(REVOCATION_PATH, async (request, reply) => {
     const { client, params } = await clientRequest(deps, request, reply);
     const token = params['token'];
     if (token === undefined) throw new OAuthError('invalid_request', 'token is required');

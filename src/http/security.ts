@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { FORM_POST_SCRIPT_SOURCE } from '../ui/form-post.ts';
 
 // script-src and connect-src 'self': the passkey script and the WebAuthn library are
 // served from here (no CDN) and fetch their options from here; nothing inline runs.
@@ -32,7 +33,19 @@ export function registerSecurityHeaders(app: FastifyInstance, logoUrl: string | 
  * form-action to the redirect too, so that target is allowed beside our own origin.
  */
 export function allowFormTarget(reply: FastifyReply, target: string): void {
+  reply.header('Content-Security-Policy', `${BASE_CSP}; form-action 'self' ${formSource(target)}`);
+}
+
+/** Where a page's form may post: our origin, and `target`'s (its scheme for a private-use one). */
+function formSource(target: string): string {
   const url = new URL(target);
-  const source = url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
-  reply.header('Content-Security-Policy', `${BASE_CSP}; form-action 'self' ${source}`);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
+}
+
+/**
+ * The policy of a form post response (OAuth 2.0 Form Post Response Mode §2): its one inline
+ * script, allowed by hash and nothing else, and a form that may post only to the client.
+ */
+export function formPostPolicy(target: string): string {
+  return `default-src 'none'; script-src ${FORM_POST_SCRIPT_SOURCE}; style-src 'self'; ${IMG_SRC}; frame-ancestors 'none'; base-uri 'none'; form-action ${formSource(target)}`;
 }

@@ -7,7 +7,7 @@ import { endSession } from '../flows/session/session.ts';
 import { signIn } from '../flows/sign-in.ts';
 import { secondFactorPage } from '../ui/second-factor.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
-import { signInClient } from './audit.ts';
+import { signInClientRecord } from './audit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
@@ -30,11 +30,13 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
     const password = typeof form['password'] === 'string' ? form['password'] : '';
-    const clientId = await signInClient(deps, form);
+    const client = await signInClientRecord(deps, form);
+    const clientId = client?.id ?? null;
+    // The page shown again still says which app it continues to (issue 31).
     const ui = pages.ui(request);
     const { t } = ui;
     const page = (status: number, error: string) =>
-      pages.signIn(request, reply, status, { returnTo, clientId, error, username: rawUsername.slice(0, 256) });
+      pages.signIn(request, reply, status, { returnTo, clientId, clientName: client?.name, error, username: rawUsername.slice(0, 256) });
 
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, clientId });
     if (result.kind !== 'signed-in') {

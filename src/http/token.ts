@@ -3,9 +3,8 @@ import { OAuthError } from '../core/errors.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
 import { proofRefused, requestProof } from './dpop.ts';
+import { TOKEN_PATH } from './endpoints.ts';
 import { formResources } from './form.ts';
-
-export const TOKEN_PATH = '/oauth/token';
 
 /**
  * The token endpoint (RFC 6749 §3.2): authenticate the client, then hand the request to the

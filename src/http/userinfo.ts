@@ -4,9 +4,8 @@ import { userInfo } from '../flows/lifecycle/userinfo.ts';
 import type { AppDeps } from './deps.ts';
 import { accessTokenCredential, bearerChallenge, type TokenParams } from './bearer.ts';
 import { asResourceError, dpopChallenge, isDpopError, requestProof, resourceChallenges } from './dpop.ts';
+import { USERINFO_PATH } from './endpoints.ts';
 import { rawForm } from './form.ts';
-
-const USERINFO_PATH = '/oauth/userinfo';
 
 /**
  * The UserInfo endpoint (OIDC Core §5.3): GET and POST alike (§5.3.1), with a Bearer access

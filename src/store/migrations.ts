@@ -538,5 +538,20 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
   }
 }
 
+/**
+ * Version 14 (issue 24, OpenID certification): the algorithm a client's request objects must
+ * use (RFC 9101; null: any asymmetric one), and whether a client without PKCE may also go
+ * without a nonce (the `pkce` column's CHECK cannot take a third value in SQLite, so the
+ * policy `optional-without-nonce` is `optional` here with `nonce_required` false).
+ */
+const certification: Migration = {
+  version: 14,
+  name: 'request objects and nonce policy',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN request_object_signing_alg ${t.text}`,
+    (t) => `ALTER TABLE clients ADD COLUMN nonce_required ${t.boolean('nonce_required')} DEFAULT TRUE`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification];

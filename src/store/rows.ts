@@ -9,7 +9,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
 import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, type PkcePolicy } from '../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, REQUEST_OBJECT_ALGORITHMS, type GrantType } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
   type ClientRecord,
@@ -101,7 +101,13 @@ const grantKinds: readonly GrantRecord['kind'][] = [GRANT_AUTHORIZATION_CODE, GR
 const deviceStatuses: readonly DeviceStatus[] = ['pending', 'approved', 'denied', 'consumed'];
 const pollOutcomes: readonly DevicePollOutcome[] = ['expired', 'consumed', 'denied', 'slow_down', 'issue', 'pending'];
 const algorithms: readonly SigningAlgorithm[] = ['RS256', 'ES256'];
-const pkcePolicies: readonly PkcePolicy[] = ['required', 'optional'];
+const pkceColumn = ['required', 'optional'] as const;
+
+/** Migration 14: `optional-without-nonce` is stored as `optional` with `nonce_required` false. */
+function clientPkce(column: (typeof pkceColumn)[number], nonceRequired: boolean): ClientRecord['pkce'] {
+  if (column === 'required') return 'required';
+  return nonceRequired ? 'optional' : 'optional-without-nonce';
+}
 
 export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
   return {
@@ -123,7 +129,9 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     previousSecretExpiresAt: integerOrNull(row, 'previous_secret_expires_at'),
     jwksUri: textOrNull(row, 'jwks_uri'),
     jwks: row['jwks'] === null ? null : read.object(row, 'jwks'),
-    pkce: oneOf(pkcePolicies, 'pkce', text(row, 'pkce')),
+    pkce: clientPkce(oneOf(pkceColumn, 'pkce', text(row, 'pkce')), read.boolean(row, 'nonce_required')),
+    // Absent when null, as a record made before the setting existed.
+    ...(row['request_object_signing_alg'] == null ? {} : { requestObjectSigningAlg: oneOf(REQUEST_OBJECT_ALGORITHMS, 'request_object_signing_alg', text(row, 'request_object_signing_alg')) }),
     // Absent when false, as a record made before the setting existed.
     ...(read.boolean(row, 'require_phishing_resistant') ? { requirePhishingResistant: true } : {}),
     firstParty: read.boolean(row, 'first_party'),

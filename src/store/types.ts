@@ -15,7 +15,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
 import type { AuthMethod } from '../core/auth-methods.ts';
-import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy } from '../core/protocol.ts';
+import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy, RequestObjectAlgorithm } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
 export interface ClientRecord {
@@ -66,6 +66,12 @@ export interface ClientRecord {
   readonly requireDpop: boolean;
   /** Authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
   readonly requirePar: boolean;
+  /**
+   * OIDC Registration §2 `request_object_signing_alg`: the one algorithm its request objects
+   * (RFC 9101) must use (`none`: unsigned). Absent: signed with any asymmetric algorithm, by
+   * its registered keys; never unsigned.
+   */
+  readonly requestObjectSigningAlg?: RequestObjectAlgorithm;
   /** Moves on at every update of the registration (the admin API's ETag); 1 when created. */
   readonly version?: number;
   /**

@@ -76,10 +76,13 @@ function message(locale: Locale, key: MessageKey): IntlMessageFormat | null {
   return format;
 }
 
-function formatHtml(locale: Locale, key: MessageKey, values: MessageValues): string | null {
+function formatHtml(locale: Locale, key: MessageKey, values: MessageValues, links: Readonly<Record<string, string>>): string | null {
   const format = message(locale, key);
   if (format === null) return null;
-  const tags = Object.fromEntries(TAGS.map((tag) => [tag, (chunks: Part[]) => new SafeHtml(`<${tag}>${joinParts(chunks)}</${tag}>`)]));
+  const tags = Object.fromEntries([
+    ...TAGS.map((tag) => [tag, (chunks: Part[]) => new SafeHtml(`<${tag}>${joinParts(chunks)}</${tag}>`)] as const),
+    ...Object.entries(links).map(([tag, href]) => [tag, (chunks: Part[]) => new SafeHtml(`<a href="${escapeHtml(href)}">${joinParts(chunks)}</a>`)] as const),
+  ]);
   try {
     return joinParts(format.format<SafeHtml>({ ...values, ...tags }) as Part[] | Part);
   } catch {
@@ -101,8 +104,8 @@ export class Messages {
    * The message as markup, its values escaped. A message that fails to format in this
    * language (a broken translation) falls back to English, so the page is still shown.
    */
-  html(key: MessageKey, values: MessageValues = {}): SafeHtml {
-    return new SafeHtml(formatHtml(this.locale, key, values) ?? formatHtml('en', key, values) ?? escapeHtml(key));
+  html(key: MessageKey, values: MessageValues = {}, links: Readonly<Record<string, string>> = {}): SafeHtml {
+    return new SafeHtml(formatHtml(this.locale, key, values, links) ?? formatHtml('en', key, values, links) ?? escapeHtml(key));
   }
 
   /** The message as plain text: for titles, attributes and the terminal. */

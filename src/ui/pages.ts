@@ -135,6 +135,11 @@ export interface SignInView {
   readonly clientId?: string | null | undefined;
   readonly error?: string | undefined;
   readonly username?: string | undefined;
+  /**
+   * The person is signed in, but their sign-in is not enough to approve: link straight to
+   * where a second factor is set up, which their session opens without signing in again.
+   */
+  readonly setUp?: boolean | undefined;
   /** Why the person is asked to sign in again (a client that needs a passkey, say). */
   readonly notice?: string | undefined;
   /** Offer "Sign in with a passkey" and passkeys in the username autofill. */
@@ -147,6 +152,7 @@ export function signInPage(ui: Ui, view: SignInView): string {
 ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
 <p class="muted">${t.html('signIn.withAccount', { site: site.name })}</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
+${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: '/account' })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}

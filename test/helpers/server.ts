@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config/index.ts';
 import { systemClock, type Clock } from '../../src/core/clock.ts';
 import { hashSecret, randomToken } from '../../src/core/crypto.ts';
 import { hashPassword } from '../../src/core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type ClientAuthMethod, type GrantType, type PkcePolicy } from '../../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type ClientAuthMethod, type GrantType, type PkcePolicy, type RequestObjectAlgorithm } from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
 import { newUserRecord, type Store, type UserRecord } from '../../src/store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
@@ -99,6 +99,7 @@ export interface TestServer {
     jwks?: Record<string, unknown>;
     jwksUri?: string;
     pkce?: PkcePolicy;
+    requestObjectSigningAlg?: RequestObjectAlgorithm;
     requirePhishingResistant?: boolean;
     firstParty?: boolean;
     postLogoutRedirectUris?: string[];
@@ -224,6 +225,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         deviceNetworks: client.deviceNetworks ?? [],
         createdAt: clock.now(),
         ...(client.requirePhishingResistant ? { requirePhishingResistant: true } : {}),
+        ...(client.requestObjectSigningAlg ? { requestObjectSigningAlg: client.requestObjectSigningAlg } : {}),
         firstParty: client.firstParty ?? false,
         postLogoutRedirectUris: client.postLogoutRedirectUris ?? [],
         backchannelLogoutUri: client.backchannelLogoutUri ?? null,

@@ -293,6 +293,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.clients.get(withUri.id), withUri);
       });
 
+      it('keeps a client that may go without PKCE and nonce, and the algorithm of its request objects, and updates both back', async () => {
+        const client = await givenClient({ pkce: 'optional-without-nonce', requestObjectSigningAlg: 'RS256' });
+        assert.deepEqual(await store.clients.get(client.id), client);
+        const { id, createdAt, version: _, requestObjectSigningAlg: __, ...fields } = client;
+        assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'optional', requestObjectSigningAlg: 'none' }), { id, createdAt, ...fields, version: 2, pkce: 'optional', requestObjectSigningAlg: 'none' });
+        assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'required' }), { id, createdAt, ...fields, version: 3, pkce: 'required' });
+      });
+
       it('takes the defaults for a client registered without the newer fields: none when public, Basic with a secret', async () => {
         const { authMethod: _, previousSecretHash: __, previousSecretExpiresAt: ___, jwksUri: ____, jwks: _____, pkce: ______, ...bare } = await givenClient();
         const publicId = unique('client');

@@ -4,17 +4,17 @@ import { type SessionRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { signInFacts } from '../second-factor/policy.ts';
-import { redirectToClient, type AuthorizationRequest } from './request.ts';
+import { clientResponse, type AuthorizationRequest, type ClientResponse } from './request.ts';
 
 /**
  * The user approved (now, or before and it is remembered): record the approval as their
  * remembered grant for the client, grown to this request's scope, and, in the same
  * transaction, a code bound to the client, the redirect_uri and the PKCE challenge (RFC 7636
- * §4.4), and return where to send the browser. RFC 6749 §4.1.2: the code is short-lived and
+ * §4.4), and return the answer the browser carries to the client. RFC 6749 §4.1.2: the code is short-lived and
  * single-use; only its hash is stored. One grant per user and client: signing in again adds
  * no grant, and revoking it (the account page) forgets the consent.
  */
-export async function approveAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
+export async function approveAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<ClientResponse> {
   const now = deps.clock.now();
   const code = randomToken(32);
   // One transaction: a code never refers to a grant that was not stored, nor is a grant
@@ -52,13 +52,13 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
     await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });
     await record({ type: 'code.issued', ...about });
   });
-  return redirectToClient(request.redirectUri, deps.config.issuer, request.state, { code });
+  return clientResponse(request, deps.config.issuer, { code });
 }
 
 /** The user declined (RFC 6749 §4.1.2.1: access_denied). */
-export async function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<string> {
+export async function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<ClientResponse> {
   await deps.events.emit({ type: 'consent.denied', userId: session.userId, clientId: request.client.id, detail: { scope: request.scope.join(' ') } });
-  return redirectToClient(request.redirectUri, deps.config.issuer, request.state, {
+  return clientResponse(request, deps.config.issuer, {
     error: 'access_denied',
     error_description: 'the user denied the request',
   });

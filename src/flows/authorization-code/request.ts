@@ -4,11 +4,20 @@ import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord, type Store } from '../../store/types.ts';
 import { parseClaimsRequest, scopesForClaims, type ClaimsRequest } from '../claims.ts';
+import { readRequestObject, unverifiedRequestObject, type RequestObjectDeps } from './request-object.ts';
 import { checkRequestedAccess, describeAccess, ResourceCatalog, resourceParams, type DescribedAccess } from '../resources.ts';
 
 /** OIDC Core §3.1.2.1 `prompt` values. */
 export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
 export type Prompt = (typeof PROMPT_VALUES)[number];
+
+/**
+ * How the answer reaches the client (OAuth 2.0 Multiple Response Type Encoding Practices
+ * §2.1): `query` on the redirect, the default for `code`, or `form_post` (OAuth 2.0 Form
+ * Post Response Mode §2), a form the browser posts to the redirect URI.
+ */
+export const RESPONSE_MODES = ['query', 'form_post'] as const;
+export type ResponseMode = (typeof RESPONSE_MODES)[number];
 
 /** A validated authorization request (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
 export interface AuthorizationRequest {
@@ -20,6 +29,7 @@ export interface AuthorizationRequest {
   /** The scope as the consent page shows it: OpenID scopes, then each API by its name. */
   readonly access: DescribedAccess;
   readonly state: string | null;
+  readonly responseMode: ResponseMode;
   readonly nonce: string | null;
   /** The S256 challenge; empty when a client with PKCE optional sent none (it sent a nonce). */
   readonly codeChallenge: string;
@@ -39,8 +49,14 @@ export type RequestCheck =
   /** The client or redirect_uri cannot be trusted: show an error page, never redirect (RFC 6749 §4.1.2.1). */
   | { readonly kind: 'fatal'; readonly error: OAuthError }
   /** Every other error goes back to the client's registered redirect_uri. */
-  | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | null; readonly error: OAuthError }
-  | { readonly kind: 'ok'; readonly request: AuthorizationRequest };
+  | { readonly kind: 'redirect'; readonly redirectUri: string; readonly responseMode: ResponseMode; readonly state: string | null; readonly error: OAuthError }
+  /** `params`: the request's parameters, those of its request object taken in (without `request`). */
+  | { readonly kind: 'ok'; readonly request: AuthorizationRequest; readonly params: Readonly<Record<string, string | readonly string[]>> };
+
+/** What checking a request needs: the store, and the client's keys for a request object. */
+export interface RequestCheckDeps extends RequestObjectDeps {
+  readonly store: Store;
+}
 
 /** The S256 challenge is a base64url SHA-256 digest: 43 characters; so is a JWK SHA-256 thumbprint. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
@@ -68,15 +84,21 @@ function single(params: RawParams, name: string): { value: string | null; repeat
  * parameters came through a pushed authorization request (RFC 9126), being pushed or
  * resolved from its request_uri; `parRequired`: the server takes no other (`TESSERA_REQUIRE_PAR`).
  */
-export async function checkAuthorizationRequest(store: Store, params: RawParams, pushed = false, parRequired = false): Promise<RequestCheck> {
-  const clientId = single(params, 'client_id');
-  const redirect = single(params, 'redirect_uri');
-  if (clientId.repeated || redirect.repeated) {
+export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: RawParams, pushed = false, parRequired = false): Promise<RequestCheck> {
+  const { store } = deps;
+  const clientId = single(sent, 'client_id');
+  if (clientId.repeated || single(sent, 'redirect_uri').repeated) {
     return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id and redirect_uri must each be sent once') };
   }
   if (clientId.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is required') };
   const client = clientId.value.length <= MAX_VALUE_LENGTH ? await store.clients.get(clientId.value) : null;
   if (!client) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is not a registered client') };
+
+  const withObject = await takeRequestObject(deps, client, sent);
+  if (withObject.kind !== 'ok') return withObject;
+  const params = withObject.params;
+  const redirect = single(params, 'redirect_uri');
+  if (redirect.repeated) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id and redirect_uri must each be sent once') };
   if (redirect.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'redirect_uri is required') };
   if (!redirectUriRegistered(client.redirectUris, redirect.value)) {
     return { kind: 'fatal', error: new OAuthError('invalid_request', 'redirect_uri is not registered for this client') };
@@ -84,7 +106,16 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   const redirectUri = redirect.value;
   const stateParam = single(params, 'state');
   const state = stateParam.repeated ? null : stateParam.value;
-  const fail = (error: OAuthError): RequestCheck => ({ kind: 'redirect', redirectUri, state, error });
+  // Form Post Response Mode §2: errors, too, go back the way the client asked, once the mode
+  // is one we know; an unknown one is refused in the query.
+  const mode = single(params, 'response_mode').value;
+  const responseMode = RESPONSE_MODES.find((known) => known === mode) ?? 'query';
+  const fail = (error: OAuthError): RequestCheck => ({ kind: 'redirect', redirectUri, responseMode, state, error });
+  if (mode !== null && mode !== responseMode) return fail(new OAuthError('invalid_request', `response_mode ${mode.slice(0, 40)} is not supported (query, form_post)`));
+  // A browser posts forms to web addresses only, not to an app's private-use scheme.
+  if (responseMode === 'form_post' && !/^https?:/.test(redirectUri)) {
+    return { kind: 'redirect', redirectUri, responseMode: 'query', state, error: new OAuthError('invalid_request', 'response_mode=form_post needs an http or https redirect_uri') };
+  }
 
   for (const [name, value] of Object.entries(params)) {
     // RFC 8707 §2: "Multiple resource parameters MAY be used"; every other one is sent once.
@@ -99,7 +130,6 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   if (!client.grantTypes.includes(GRANT_AUTHORIZATION_CODE)) {
     return fail(new OAuthError('unauthorized_client', 'this client is not allowed the authorization code grant'));
   }
-  if (single(params, 'request').value !== null) return fail(new OAuthError('invalid_request', 'request objects are not supported'));
   // RFC 9126 §2.1: request_uri "MUST NOT be provided" in a pushed request; at the
   // authorization endpoint it is resolved before this check (pushed-request.ts).
   if (single(params, 'request_uri').value !== null) return fail(new OAuthError('invalid_request', 'request_uri cannot be sent here'));
@@ -108,16 +138,13 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   if (!pushed && (client.requirePar || parRequired)) {
     return fail(new OAuthError('invalid_request', 'this client must push its authorization requests (PAR) first'));
   }
-  if (single(params, 'response_mode').value !== null && single(params, 'response_mode').value !== 'query') {
-    return fail(new OAuthError('invalid_request', 'only response_mode=query is supported'));
-  }
 
   // RFC 7636 §4.4.1 and RFC 9700 §2.1.1: PKCE is required, and only S256 is accepted; an
   // absent method means plain (RFC 7636 §4.3), so it is refused too. The one exception is
   // below: a confidential client registered with PKCE optional.
   const codeChallenge = single(params, 'code_challenge').value;
   const method = single(params, 'code_challenge_method').value;
-  const withoutPkce = codeChallenge === null && client.pkce === 'optional' && client.authMethod !== 'none';
+  const withoutPkce = codeChallenge === null && client.pkce !== 'required' && client.authMethod !== 'none';
   if (codeChallenge === null && !withoutPkce) return fail(new OAuthError('invalid_request', 'code_challenge is required (PKCE with S256)'));
   if (withoutPkce && method !== null) return fail(new OAuthError('invalid_request', 'code_challenge_method was sent without a code_challenge'));
   if (codeChallenge !== null && method !== 'S256') return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256'));
@@ -152,8 +179,10 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
   // RFC 9700 §2.1.1: "Clients MAY use [...] the OpenID Connect "nonce" parameter [...] instead
   // of PKCE" only where the client is confidential and the request is an OpenID one, whose
   // ID token carries the nonce back to be checked.
+  // A client registered `optional-without-nonce` is let through with neither: OIDC Core
+  // §3.1.2.1 makes nonce OPTIONAL in the code flow, and certification sends requests so.
   const nonce = single(params, 'nonce').value;
-  if (withoutPkce && (!scope.includes('openid') || nonce === null)) {
+  if (withoutPkce && client.pkce === 'optional' && (!scope.includes('openid') || nonce === null)) {
     return fail(new OAuthError('invalid_request', 'without PKCE (code_challenge), this client must send an OpenID request (scope openid) with a nonce'));
   }
 
@@ -180,11 +209,51 @@ export async function checkAuthorizationRequest(store: Store, params: RawParams,
 
   return {
     kind: 'ok',
+    params,
     request: {
-      client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
+      client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, responseMode, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
       acrValues: parseAcrValues(single(params, 'acr_values').value), idTokenClaims: claims?.idToken ?? [],
     },
   };
+}
+
+/**
+ * The request's parameters with those of its request object taken in (OIDC Core §6.3.3: "If
+ * the same parameter exists both in the Request Object and the OAuth Authorization Request
+ * parameters, the parameter in the Request Object is used"). A refused object is reported
+ * at a registered redirect URI, the request's or else the object's own, with the state of
+ * either; with neither, on the error page.
+ */
+async function takeRequestObject(
+  deps: RequestCheckDeps,
+  client: ClientRecord,
+  sent: RawParams,
+): Promise<{ readonly kind: 'ok'; readonly params: Readonly<Record<string, string | readonly string[]>> } | Exclude<RequestCheck, { kind: 'ok' }>> {
+  const outer: Record<string, string | readonly string[]> = {};
+  for (const [name, value] of Object.entries(sent)) if (value !== undefined) outer[name] = value;
+  const request = single(sent, 'request');
+  if (request.repeated) return { kind: 'fatal', error: new OAuthError('invalid_request', 'request must be sent once') };
+  if (request.value === null) return { kind: 'ok', params: outer };
+  delete outer['request'];
+  try {
+    const fromObject = await readRequestObject(deps, client, request.value);
+    // OIDC Core §6.1: response_type "MUST match" the object's, where both are sent.
+    const responseType = single(sent, 'response_type').value;
+    if (responseType !== null && fromObject['response_type'] !== undefined && fromObject['response_type'] !== responseType) {
+      throw new OAuthError('invalid_request_object', "the request object's response_type differs from the request's");
+    }
+    return { kind: 'ok', params: { ...outer, ...fromObject } };
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    const peeked = unverifiedRequestObject(request.value);
+    const named = (name: string): string | null => {
+      const value = single(sent, name).value ?? peeked?.[name];
+      return typeof value === 'string' && value !== '' ? value : null;
+    };
+    const redirectUri = named('redirect_uri');
+    if (redirectUri === null || !redirectUriRegistered(client.redirectUris, redirectUri)) return { kind: 'fatal', error };
+    return { kind: 'redirect', redirectUri, responseMode: named('response_mode') === 'form_post' ? 'form_post' : 'query', state: named('state'), error };
+  }
 }
 
 /** OIDC Core §3.1.2.1: "a space-separated string"; an empty one asks for nothing. */
@@ -193,15 +262,30 @@ function parseAcrValues(raw: string | null): readonly string[] | null {
   return values.length > 0 ? values : null;
 }
 
+/** The answer to an authorization request, for the browser to carry to the client. */
+export interface ClientResponse {
+  readonly redirectUri: string;
+  readonly responseMode: ResponseMode;
+  /** With `state` when the request had one, and `iss` (RFC 9207). */
+  readonly params: Readonly<Record<string, string>>;
+}
+
 /**
- * The redirect back to the client (RFC 6749 §4.1.2 and §4.1.2.1) with `iss` (RFC 9207).
- * Parameters are added to any query the registered URI already has.
+ * The answer to the client (RFC 6749 §4.1.2 and §4.1.2.1) at `to.redirectUri`, the way the
+ * request asked (`to.responseMode`), with `state` and `iss` (RFC 9207).
  */
-export function redirectToClient(redirectUri: string, issuer: string, state: string | null, params: Record<string, string>): string {
-  const url = new URL(redirectUri);
-  for (const [name, value] of Object.entries(params)) url.searchParams.append(name, value);
-  if (state !== null) url.searchParams.append('state', state);
-  url.searchParams.append('iss', issuer);
+export function clientResponse(
+  to: { readonly redirectUri: string; readonly responseMode: ResponseMode; readonly state: string | null },
+  issuer: string,
+  params: Record<string, string>,
+): ClientResponse {
+  return { redirectUri: to.redirectUri, responseMode: to.responseMode, params: { ...params, ...(to.state === null ? {} : { state: to.state }), iss: issuer } };
+}
+
+/** `response` as a redirect: its parameters added to any query the registered URI already has. */
+export function responseRedirectUrl(response: ClientResponse): string {
+  const url = new URL(response.redirectUri);
+  for (const [name, value] of Object.entries(response.params)) url.searchParams.append(name, value);
   return url.href;
 }
 

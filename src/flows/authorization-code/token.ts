@@ -22,7 +22,7 @@ export const authorizationCodeGrant: TokenGrant = {
     if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required');
     // RFC 7636 §4.5: the client MUST send the code_verifier; only a client registered with
     // PKCE optional may leave it out, for a code asked for without a challenge.
-    if (verifier === undefined && client.pkce !== 'optional') throw new OAuthError('invalid_request', 'code_verifier is required');
+    if (verifier === undefined && client.pkce === 'required') throw new OAuthError('invalid_request', 'code_verifier is required');
     // RFC 7636 §4.1: code-verifier = 43*128unreserved. A malformed one can never match.
     if (verifier !== undefined && !CODE_VERIFIER_PATTERN.test(verifier)) {
       throw new OAuthError('invalid_grant', 'code_verifier must be 43 to 128 unreserved characters');

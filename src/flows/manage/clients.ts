@@ -12,10 +12,13 @@ import {
   GRANT_CLIENT_CREDENTIALS,
   GRANT_DEVICE_CODE,
   GRANT_REFRESH_TOKEN,
+  PKCE_POLICIES,
+  REQUEST_OBJECT_ALGORITHMS,
   SECRET_AUTH_METHODS,
   type ClientAuthMethod,
   type GrantType,
   type PkcePolicy,
+  type RequestObjectAlgorithm,
 } from '../../core/protocol.ts';
 import { redirectUriProblem } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
@@ -43,6 +46,8 @@ export interface ClientMetadata {
   readonly backchannel_logout_uri?: string | null;
   readonly dpop_bound_access_tokens?: boolean;
   readonly require_pushed_authorization_requests?: boolean;
+  /** OIDC Registration §2; null (in an update): any asymmetric algorithm, signed only. */
+  readonly request_object_signing_alg?: string | null;
 }
 
 /** A client and, when the operation made one, its new secret (shown once, never stored). */
@@ -88,6 +93,7 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
     // RFC 9449 §5.2 and RFC 9126 §6 client metadata, both false when omitted.
     ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
     ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
+    ...(client.requestObjectSigningAlg ? { request_object_signing_alg: client.requestObjectSigningAlg } : {}),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
     created_at: new Date(client.createdAt).toISOString(),
   };
@@ -125,7 +131,12 @@ function checkRegistration(client: ClientChanges): void {
     throw invalid`${field('require_pushed_authorization_requests')} is for the authorization_code grant: pushed requests are authorization requests`;
   }
   // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
-  if (client.pkce === 'optional' && publicClient) throw invalid`${field('pkce')} optional is for confidential clients only: a public client always uses PKCE`;
+  if (client.pkce !== 'required' && publicClient) throw invalid`${field('pkce')} ${client.pkce} is for confidential clients only: a public client always uses PKCE`;
+  // A signed request object is verified with the client's keys (RFC 9101 §6.2).
+  const signedRequests = client.requestObjectSigningAlg !== undefined && client.requestObjectSigningAlg !== 'none';
+  if (signedRequests && client.jwks === null && client.jwksUri === null) {
+    throw invalid`${field('request_object_signing_alg')} ${client.requestObjectSigningAlg} needs the client's public keys: ${field('jwks_uri')} URL or ${field('jwks')}`;
+  }
   // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
   for (const uri of client.postLogoutRedirectUris) {
     const problem = redirectUriProblem(uri, { publicClient });
@@ -191,8 +202,26 @@ function parseDeviceNetwork(network: string): string {
 }
 
 function parsePkce(value: string): PkcePolicy {
-  if (value !== 'required' && value !== 'optional') throw invalid`${field('pkce')} ${value}: must be required or optional`;
-  return value;
+  const policy = PKCE_POLICIES.find((known) => known === value);
+  if (policy === undefined) throw invalid`${field('pkce')} ${value}: must be ${PKCE_POLICIES.join(', ')}`;
+  return policy;
+}
+
+/** `request_object_signing_alg`: absent (undefined) or null for any asymmetric algorithm. */
+function parseRequestObjectAlg(value: string | null | undefined): { readonly requestObjectSigningAlg?: RequestObjectAlgorithm } {
+  if (value === undefined || value === null) return {};
+  const alg = REQUEST_OBJECT_ALGORITHMS.find((known) => known === value);
+  if (alg === undefined) throw invalid`${field('request_object_signing_alg')} ${value}: must be one of ${REQUEST_OBJECT_ALGORITHMS.join(', ')}`;
+  return { requestObjectSigningAlg: alg };
+}
+
+/**
+ * Whether a client with `authMethod` may register keys: for private_key_jwt, or, with a
+ * secret, to sign its request objects by (a signing `request_object_signing_alg`).
+ */
+function keysAllowed(authMethod: ClientAuthMethod, requestAlg: { readonly requestObjectSigningAlg?: RequestObjectAlgorithm }): boolean {
+  if (authMethod === 'private_key_jwt') return true;
+  return SECRET_AUTH_METHODS.includes(authMethod) && requestAlg.requestObjectSigningAlg !== undefined && requestAlg.requestObjectSigningAlg !== 'none';
 }
 
 function parseAuthMethod(value: string): ClientAuthMethod {
@@ -248,8 +277,9 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
   const name = parseName(metadata.client_name);
   const keys = clientKeys(metadata);
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
+  const requestAlg = parseRequestObjectAlg(metadata.request_object_signing_alg);
   if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
-  if (authMethod !== 'private_key_jwt' && keys !== null) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt`;
+  if (keys !== null && !keysAllowed(authMethod, requestAlg)) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt, or for signed request objects (${field('request_object_signing_alg')})`;
   // draft-ietf-oauth-cross-device-security: the device grant, the one a remote phishing
   // attack abuses, only for a client registered for it.
   const grantTypes = parseGrants(metadata.grant_types ?? ['authorization_code']);
@@ -283,6 +313,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
     backchannelLogoutUri: metadata.backchannel_logout_uri ?? null,
     requireDpop: metadata.dpop_bound_access_tokens === true,
     requirePar: metadata.require_pushed_authorization_requests === true,
+    ...requestAlg,
   };
   checkRegistration(client);
   await checkScopes(deps.store, scopes);
@@ -310,6 +341,9 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>): Promise<Clie
 export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata): Promise<ClientWithSecret> {
   const client = await getClient(deps, id);
   const keys = clientKeys(changes);
+  const requestAlg = changes.request_object_signing_alg !== undefined
+    ? parseRequestObjectAlg(changes.request_object_signing_alg)
+    : client.requestObjectSigningAlg === undefined ? {} : { requestObjectSigningAlg: client.requestObjectSigningAlg };
   let authMethod = client.authMethod;
   if (changes.token_endpoint_auth_method !== undefined) {
     if (client.authMethod === 'none' && changes.token_endpoint_auth_method !== 'none') {
@@ -319,10 +353,12 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     if (authMethod === 'none' && client.authMethod !== 'none') {
       throw invalid`${field('token_endpoint_auth_method')} none: a confidential client cannot become public; register a new client`;
     }
-  } else if (keys !== null && client.authMethod !== 'none') {
+  } else if (keys !== null && client.authMethod !== 'none' && !keysAllowed(client.authMethod, requestAlg)) {
+    // Keys given alone: the client now signs its assertions with them.
     authMethod = 'private_key_jwt';
   }
-  if (keys !== null && authMethod !== 'private_key_jwt') throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt`;
+  const keysKept = keysAllowed(authMethod, requestAlg);
+  if (keys !== null && !keysKept) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt, or for signed request objects (${field('request_object_signing_alg')})`;
   if (authMethod === 'private_key_jwt' && keys === null && client.jwks === null && client.jwksUri === null) {
     throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
   }
@@ -339,8 +375,8 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     secretHash: withSecret ? (secret !== null ? hashSecret(secret) : client.secretHash) : null,
     previousSecretHash: withSecret && secret === null ? client.previousSecretHash : null,
     previousSecretExpiresAt: withSecret && secret === null ? client.previousSecretExpiresAt : null,
-    jwksUri: authMethod === 'private_key_jwt' ? (keys ? keys.jwksUri : client.jwksUri) : null,
-    jwks: authMethod === 'private_key_jwt' ? (keys ? keys.jwks : client.jwks) : null,
+    jwksUri: keysKept ? (keys ? keys.jwksUri : client.jwksUri) : null,
+    jwks: keysKept ? (keys ? keys.jwks : client.jwks) : null,
     pkce: changes.pkce !== undefined ? parsePkce(changes.pkce) : client.pkce,
     ...((changes.require_phishing_resistant ?? client.requirePhishingResistant === true) ? { requirePhishingResistant: true } : {}),
     firstParty: changes.first_party ?? client.firstParty,
@@ -348,6 +384,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     backchannelLogoutUri: changes.backchannel_logout_uri !== undefined ? changes.backchannel_logout_uri : client.backchannelLogoutUri,
     requireDpop: changes.dpop_bound_access_tokens ?? client.requireDpop,
     requirePar: changes.require_pushed_authorization_requests ?? client.requirePar,
+    ...requestAlg,
   };
   checkRegistration(next);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);

@@ -3,11 +3,11 @@
  * lifting them: for a person locked out of their own account by someone else's guesses, or
  * an office behind one address. The one implementation the command and the admin API call.
  * A counter is only read and deleted here; the flows that count own the keys' shapes
- * (flows/sign-in.ts, http/second-factor.ts, flows/device/verification.ts).
+ * (flows/sign-in.ts, flows/device/verification.ts).
  */
 import { normalizeUsername } from '../../core/username.ts';
 import type { RateLimitWindow } from '../../store/types.ts';
-import { ONE_TIME_CODE_LIMIT } from '../sign-in.ts';
+import { ONE_TIME_CODE_LIMIT, SIGN_IN_KEYS } from '../sign-in.ts';
 import type { ManageDeps } from './deps.ts';
 import { field, invalid } from './errors.ts';
 
@@ -47,16 +47,16 @@ const byAddress = (rest: string) => ({ username: null, ip: rest });
 
 const FAMILIES: readonly Family[] = [
   {
-    prefix: 'sign-in:user-ip:',
+    prefix: SIGN_IN_KEYS.userAddress,
     kind: 'sign-in',
     scope: 'user-address',
     limit: (deps) => deps.config.signIn.perUserAddress,
     // `${ip} ${username}`: an address has no space; a username may.
     parse: (rest) => ({ ip: rest.slice(0, rest.indexOf(' ')), username: rest.slice(rest.indexOf(' ') + 1) }),
   },
-  { prefix: 'sign-in:ip:', kind: 'sign-in', scope: 'address', limit: (deps) => deps.config.signIn.perAddress, parse: byAddress },
-  { prefix: 'sign-in:user:', kind: 'sign-in', scope: 'user', limit: () => null, parse: byUser },
-  { prefix: 'one-time-code:user:', kind: 'one-time-code', scope: 'user', limit: () => ONE_TIME_CODE_LIMIT.perUser, parse: byUser },
+  { prefix: SIGN_IN_KEYS.address, kind: 'sign-in', scope: 'address', limit: (deps) => deps.config.signIn.perAddress, parse: byAddress },
+  { prefix: SIGN_IN_KEYS.user, kind: 'sign-in', scope: 'user', limit: () => null, parse: byUser },
+  { prefix: SIGN_IN_KEYS.oneTimeCode, kind: 'one-time-code', scope: 'user', limit: () => ONE_TIME_CODE_LIMIT.perUser, parse: byUser },
   { prefix: 'device-user-code:browser:', kind: 'user-code', scope: 'browser', limit: (deps) => deps.config.userCode.perBrowser, parse: () => ({ username: null, ip: null }) },
   { prefix: 'device-user-code:ip:', kind: 'user-code', scope: 'address', limit: (deps) => deps.config.userCode.perAddress, parse: byAddress },
   { prefix: 'device-user-code:net:', kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perNetwork, parse: byAddress },

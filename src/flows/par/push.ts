@@ -7,6 +7,7 @@ import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { checkAuthorizationRequest } from '../authorization-code/request.ts';
+import type { ClientKeySets } from '../../tokens/client-jwks.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import type { FlowDeps, Params } from '../types.ts';
 
@@ -25,7 +26,7 @@ export interface PushedAuthorizationResponse {
  * §10.1).
  */
 export async function pushAuthorizationRequest(
-  deps: FlowDeps,
+  deps: FlowDeps & { readonly clientKeys: ClientKeySets },
   client: ClientRecord,
   params: Params,
   resources: readonly string[],
@@ -54,7 +55,8 @@ export async function pushAuthorizationRequest(
   // §2.1: "The authorization server MUST process the request ... as it would an authorization
   // request", with the same checks; every failure is answered here, as JSON (§2.3), never by
   // a redirect.
-  const check = await checkAuthorizationRequest(deps.store, request, true);
+  // RFC 9126 §3: a request object may be pushed; what is kept is the request it carries.
+  const check = await checkAuthorizationRequest(deps, request, true);
   if (check.kind !== 'ok') throw check.error;
 
   const now = deps.clock.now();
@@ -64,7 +66,7 @@ export async function pushAuthorizationRequest(
   await deps.store.pushedRequests.create({
     hash: hashSecret(requestUri),
     clientId: client.id,
-    params: request,
+    params: check.params,
     createdAt: now,
     expiresAt: now + lifetime * 1000,
     claimedAt: null,

@@ -16,12 +16,13 @@ import type { ClientRecord, PushedRequestRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
 import { REQUEST_URI_PREFIX } from './push.ts';
 import { returnParams } from '../authorization-code/interaction.ts';
+import type { ResponseMode } from '../authorization-code/request.ts';
 
 export type PushedRequestResolution =
   /** Nowhere safe to redirect to: show an error page (RFC 6749 §4.1.2.1). */
   | { readonly kind: 'fatal'; readonly error: OAuthError }
   /** The client is known: the error goes to its redirect URI. */
-  | { readonly kind: 'redirect'; readonly redirectUri: string; readonly state: string | null; readonly error: OAuthError }
+  | { readonly kind: 'redirect'; readonly redirectUri: string; readonly responseMode: ResponseMode; readonly state: string | null; readonly error: OAuthError }
   | {
       readonly kind: 'ok';
       /** The pushed parameters, to check as an authorization request. */
@@ -84,8 +85,9 @@ function refuse(client: ClientRecord, found: PushedRequestRecord | null, browser
   if (found && typeof pushedTo === 'string' && redirectUriRegistered(client.redirectUris, pushedTo)) {
     const ownBrowser = found.browser === null || found.browser === browser;
     const state = found.params['state'];
-    return { kind: 'redirect', redirectUri: pushedTo, state: ownBrowser && typeof state === 'string' ? state : null, error };
+    const responseMode = found.params['response_mode'] === 'form_post' ? 'form_post' : 'query';
+    return { kind: 'redirect', redirectUri: pushedTo, responseMode, state: ownBrowser && typeof state === 'string' ? state : null, error };
   }
-  if (client.redirectUris.length === 1) return { kind: 'redirect', redirectUri: client.redirectUris[0]!, state: null, error };
+  if (client.redirectUris.length === 1) return { kind: 'redirect', redirectUri: client.redirectUris[0]!, responseMode: 'query', state: null, error };
   return { kind: 'fatal', error };
 }

@@ -72,10 +72,12 @@ export function statements(d: Dialect) {
     insertClient: `
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
                            auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
-                           first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par, device_networks)
+                           first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par, device_networks,
+                           request_object_signing_alg, nonce_required)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
               :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
-              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar, :deviceNetworks)
+              :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar, :deviceNetworks,
+              :requestObjectSigningAlg, :nonceRequired)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
@@ -84,7 +86,8 @@ export function statements(d: Dialect) {
         jwks_uri = :jwksUri, jwks = :jwks, pkce = :pkce, require_phishing_resistant = :requirePhishingResistant,
         first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri,
         require_dpop = :requireDpop, require_par = :requirePar,
-        device_networks = :deviceNetworks, version = version + 1
+        device_networks = :deviceNetworks, request_object_signing_alg = :requestObjectSigningAlg, nonce_required = :nonceRequired,
+        version = version + 1
       WHERE id = :id AND (${d.bigint(':expectedVersion')} IS NULL OR version = :expectedVersion)
       RETURNING *`,
     revokeClientTokens: 'UPDATE clients SET tokens_revoked_at = :now WHERE id = :id',

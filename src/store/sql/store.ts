@@ -52,7 +52,10 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
     previousSecretExpiresAt: record.previousSecretExpiresAt,
     jwksUri: record.jwksUri,
     jwks: record.jwks === null ? null : JSON.stringify(record.jwks),
-    pkce: record.pkce,
+    // See migration 14: the third policy is `optional` without a required nonce.
+    pkce: record.pkce === 'required' ? 'required' : 'optional',
+    nonceRequired: flag(record.pkce !== 'optional-without-nonce'),
+    requestObjectSigningAlg: record.requestObjectSigningAlg ?? null,
     requirePhishingResistant: flag(record.requirePhishingResistant === true),
     firstParty: flag(record.firstParty),
     postLogoutRedirectUris: list(record.postLogoutRedirectUris),

@@ -33,6 +33,7 @@ const de: Catalogue = {
     '{client} kann erst freigegeben werden, nachdem Sie sich mit einem Passkey angemeldet haben, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt. Melden Sie sich mit Ihrem Passkey an, um fortzufahren. (Noch kein Passkey? Fügen Sie zuerst auf Ihrer Kontoseite einen hinzu.)',
   'signIn.refusal.secondFactorRequired':
     'Für die Freigabe ist ein zweiter Faktor nötig: Melden Sie sich mit einem Passkey an, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt, oder mit Ihrem Passwort und einem Einmalcode. Wenn Sie beides nicht haben, richten Sie zuerst auf Ihrer Kontoseite eines davon ein.',
+  'signIn.setUp': '<account>Richten Sie auf Ihrer Kontoseite einen Passkey oder Einmalcodes ein</account>: Sie bleiben angemeldet und kommen danach hierher zurück.',
 
   'passkey.script.cancelled': 'Die Passkey-Anfrage wurde abgebrochen oder ist abgelaufen. Versuchen Sie es erneut.',
   'passkey.script.exists': 'Dieses Gerät hat bereits einen Passkey für Ihr Konto.',
@@ -199,6 +200,8 @@ const de: Catalogue = {
   'signedOut.title': 'Abgemeldet',
   'signedOut.heading': 'Sie sind abgemeldet',
   'signedOut.text': 'Sie können dieses Fenster schließen.',
+  'formPost.title': 'Zurück zur Anwendung',
+  'formPost.noscript': 'Klicken Sie auf „Weiter“, um zur Anwendung zurückzukehren.',
 
   'home.title': 'Startseite',
   'home.about': 'Dies ist der Anmeldedienst von {site} (ein Autorisierungsserver für OAuth 2.0 und OpenID Connect).',

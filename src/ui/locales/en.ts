@@ -39,6 +39,7 @@ const en = {
     '{client} can be approved only after signing in with a passkey that asks for your PIN, fingerprint or face. Sign in with your passkey to continue. (No passkey yet? Add one on your account page first.)',
   'signIn.refusal.secondFactorRequired':
     'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
+  'signIn.setUp': '<account>Set up a passkey or one-time codes on your account page</account>: you stay signed in, then come back here.',
 
   'passkey.script.cancelled': 'The passkey request was cancelled or timed out. Try again.',
   'passkey.script.exists': 'This device already has a passkey for your account.',
@@ -200,6 +201,8 @@ const en = {
   'signedOut.title': 'Signed out',
   'signedOut.heading': 'You are signed out',
   'signedOut.text': 'You can close this window.',
+  'formPost.title': 'Returning to the application',
+  'formPost.noscript': 'Press Continue to go back to the application.',
 
   'home.title': 'Home',
   'home.about': "This is {site}'s sign-in service (an OAuth 2.0 and OpenID Connect authorization server).",

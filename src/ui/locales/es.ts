@@ -35,6 +35,7 @@ const es: Catalogue = {
     'Solo puedes autorizar {client} después de iniciar sesión con una llave de acceso que pida tu PIN, tu huella o tu cara. Inicia sesión con tu llave de acceso para continuar. (¿Aún no tienes ninguna? Añade una primero en la página de tu cuenta).',
   'signIn.refusal.secondFactorRequired':
     'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso que pida tu PIN, tu huella o tu cara, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
+  'signIn.setUp': '<account>Configura una llave de acceso o códigos de un solo uso en la página de tu cuenta</account>: tu sesión sigue iniciada y luego vuelves aquí.',
 
   'passkey.script.cancelled': 'La solicitud de la llave de acceso se canceló o caducó. Vuelve a intentarlo.',
   'passkey.script.exists': 'Este dispositivo ya tiene una llave de acceso para tu cuenta.',
@@ -201,6 +202,8 @@ const es: Catalogue = {
   'signedOut.title': 'Sesión cerrada',
   'signedOut.heading': 'Has cerrado sesión',
   'signedOut.text': 'Ya puedes cerrar esta ventana.',
+  'formPost.title': 'Volviendo a la aplicación',
+  'formPost.noscript': 'Pulsa Continuar para volver a la aplicación.',
 
   'home.title': 'Inicio',
   'home.about': 'Este es el servicio de inicio de sesión de {site} (un servidor de autorización OAuth 2.0 y OpenID Connect).',

@@ -35,6 +35,7 @@ const fr: Catalogue = {
     'L’accès de {client} ne peut être autorisé qu’après une connexion avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage. Connectez-vous avec votre clé d’accès pour continuer. (Pas encore de clé d’accès ? Ajoutez-en une d’abord depuis la page de votre compte.)',
   'signIn.refusal.secondFactorRequired':
     'L’autorisation exige un second facteur : connectez-vous avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage, ou avec votre mot de passe et un code à usage unique. Si vous n’avez ni l’un ni l’autre, configurez-en un d’abord depuis la page de votre compte.',
+  'signIn.setUp': '<account>Configurez une clé d’accès ou des codes à usage unique sur la page de votre compte</account> : vous restez connecté, puis revenez ici.',
 
   'passkey.script.cancelled': 'La demande de clé d’accès a été annulée ou a expiré. Réessayez.',
   'passkey.script.exists': 'Cet appareil a déjà une clé d’accès pour votre compte.',
@@ -202,6 +203,8 @@ const fr: Catalogue = {
   'signedOut.title': 'Déconnecté',
   'signedOut.heading': 'Vous êtes déconnecté',
   'signedOut.text': 'Vous pouvez fermer cette fenêtre.',
+  'formPost.title': 'Retour à l’application',
+  'formPost.noscript': 'Appuyez sur Continuer pour revenir à l’application.',
 
   'home.title': 'Accueil',
   'home.about': 'Ceci est le service de connexion de {site} (un serveur d’autorisation OAuth 2.0 et OpenID Connect).',

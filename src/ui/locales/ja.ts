@@ -33,6 +33,7 @@ const ja: Catalogue = {
     '{client} を許可するには、PIN・指紋・顔認証を求めるパスキーでログインする必要があります。続けるには、パスキーでログインしてください。（パスキーをまだお持ちでない場合は、先にアカウントページで追加してください。）',
   'signIn.refusal.secondFactorRequired':
     '許可するには 2 要素目が必要です。PIN・指紋・顔認証を求めるパスキーでログインするか、パスワードとワンタイムコードでログインしてください。どちらもない場合は、先にアカウントページで設定してください。',
+  'signIn.setUp': '<account>アカウントページでパスキーまたはワンタイムコードを設定してください</account>。ログインしたまま設定でき、終わったらここに戻れます。',
 
   'passkey.script.cancelled': 'パスキーのリクエストがキャンセルされたか、タイムアウトしました。もう一度お試しください。',
   'passkey.script.exists': 'このデバイスには、あなたのアカウントのパスキーがすでにあります。',
@@ -194,6 +195,8 @@ const ja: Catalogue = {
   'signedOut.title': 'ログアウトしました',
   'signedOut.heading': 'ログアウトしました',
   'signedOut.text': 'このウィンドウは閉じてかまいません。',
+  'formPost.title': 'アプリケーションに戻っています',
+  'formPost.noscript': '「続ける」を押すと、アプリケーションに戻ります。',
 
   'home.title': 'ホーム',
   'home.about': 'これは {site} のログインサービス（OAuth 2.0 および OpenID Connect の認可サーバー）です。',

@@ -35,6 +35,7 @@ const ptBR: Catalogue = {
     'Só é possível autorizar {client} depois de entrar com uma chave de acesso que peça seu PIN, sua digital ou seu rosto. Entre com sua chave de acesso para continuar. (Ainda não tem uma? Adicione primeiro na página da sua conta.)',
   'signIn.refusal.secondFactorRequired':
     'Para autorizar, é preciso um segundo fator: entre com uma chave de acesso que peça seu PIN, sua digital ou seu rosto, ou com sua senha e um código de uso único. Se você não tiver nenhum dos dois, configure um primeiro na página da sua conta.',
+  'signIn.setUp': '<account>Configure uma chave de acesso ou códigos de uso único na página da sua conta</account>: você continua conectado e depois volta para cá.',
 
   'passkey.script.cancelled': 'A solicitação da chave de acesso foi cancelada ou expirou. Tente de novo.',
   'passkey.script.exists': 'Este dispositivo já tem uma chave de acesso para sua conta.',
@@ -200,6 +201,8 @@ const ptBR: Catalogue = {
   'signedOut.title': 'Desconectado',
   'signedOut.heading': 'Você saiu',
   'signedOut.text': 'Você já pode fechar esta janela.',
+  'formPost.title': 'Voltando ao aplicativo',
+  'formPost.noscript': 'Toque em Continuar para voltar ao aplicativo.',
 
   'home.title': 'Início',
   'home.about': 'Este é o serviço de login de {site} (um servidor de autorização OAuth 2.0 e OpenID Connect).',

@@ -33,6 +33,7 @@ const zhHans: Catalogue = {
     '只有使用会要求输入 PIN、指纹或面容验证的通行密钥登录后，才能批准 {client}。请使用通行密钥登录以继续。（还没有通行密钥？请先在账号页面添加一个。）',
   'signIn.refusal.secondFactorRequired':
     '批准需要第二重验证：请使用会要求输入 PIN、指纹或面容验证的通行密钥登录，或使用密码加一次性验证码登录。如果两者都没有，请先在账号页面设置其中一种。',
+  'signIn.setUp': '<account>在账号页面设置通行密钥或一次性验证码</account>：你会保持登录状态，设置完成后再回到这里。',
 
   'passkey.script.cancelled': '通行密钥请求已取消或超时。请重试。',
   'passkey.script.exists': '此设备上已有你账号的通行密钥。',
@@ -187,6 +188,8 @@ const zhHans: Catalogue = {
   'signedOut.title': '已退出登录',
   'signedOut.heading': '你已退出登录',
   'signedOut.text': '你可以关闭此窗口了。',
+  'formPost.title': '正在返回应用',
+  'formPost.noscript': '请点按“继续”返回应用。',
 
   'home.title': '首页',
   'home.about': '这是 {site} 的登录服务（一个 OAuth 2.0 和 OpenID Connect 授权服务器）。',

@@ -19,6 +19,7 @@ import { registerCors } from './http/cors.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { parseParams, registerFormParsing } from './http/form.ts';
 import { homeRoutes } from './http/home.ts';
+import { localeRoutes } from './http/locale.ts';
 import { introspectionRoutes } from './http/introspection.ts';
 import type { Metrics } from './http/metrics.ts';
 import { browserRoutes } from './http/browser.ts';
@@ -130,6 +131,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   registerCors(app, deps);
   await app.register(fastifyCookie);
   await app.register(homeRoutes, { deps });
+  await app.register(localeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
   await app.register(browserRoutes, { deps });
   await app.register(authorizeRoutes, { deps });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
+import { LOCALES } from '../src/config/locales.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -91,6 +92,6 @@ describe('the accent colour setting', () => {
     assert.throws(() => loadConfig({ TESSERA_SITE_ACCENT_COLOR: 'purple' }), /#rrggbb/);
     assert.equal(loadConfig({ TESSERA_SITE_ACCENT_COLOR: '#0B5CAD' }).site.accentColor, '#0b5cad');
     assert.throws(() => loadConfig({ TESSERA_SITE_LOGO_URL: 'http://acme.example/logo.png' }), /TESSERA_SITE_LOGO_URL: must be an https URL/);
-    assert.deepEqual(loadConfig({}).site, { name: 'Tessera', logoUrl: null, accentColor: null });
+    assert.deepEqual(loadConfig({}).site, { name: 'Tessera', logoUrl: null, accentColor: null, locales: LOCALES, defaultLocale: 'en' });
   });
 });

@@ -6,10 +6,12 @@
  * token's claims, verified against the server's published keys, and the UserInfo claims.
  *
  * It talks to the server over HTTP only, as a real device would: no store, no shared code
- * with the server but the wire format.
+ * with the server but the wire format and the words of the pages (ui/locales), in the
+ * language of the terminal (LC_ALL, LC_MESSAGES, LANG).
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import QRCode from 'qrcode';
+import { messages, type Messages } from '../ui/i18n.ts';
 
 export interface DeviceLoginOptions {
   readonly issuer: string;
@@ -27,9 +29,12 @@ export interface DeviceLoginDeps {
   readonly sleep: (ms: number) => Promise<void>;
   /** Standard output is a terminal: redraw a live countdown while waiting. */
   readonly tty: boolean;
+  /** What the person reads, in their language; English when not given. */
+  readonly t?: Messages | undefined;
 }
 
-export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void): DeviceLoginDeps => ({
+export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void, t: Messages): DeviceLoginDeps => ({
+  t,
   stdout,
   stderr,
   fetch: globalThis.fetch,
@@ -131,6 +136,7 @@ async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Pro
 }
 
 async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<number> {
+  const t = deps.t ?? messages('en');
   const metadata = await discover(options, deps);
   const secret = options.clientSecret;
   const authorization: Record<string, string> = secret === undefined ? {} : { authorization: basicAuth(options.clientId, secret) };
@@ -154,20 +160,20 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
   const link = device.verification_uri_complete ?? device.verification_uri;
   const qr = await QRCode.toString(link, { type: 'terminal', small: true });
   deps.stdout(
-    `To sign in, open this page on your phone or computer:\n\n    ${device.verification_uri}\n\nand enter the code\n\n    ${device.user_code}\n\n` +
-      `or scan this QR code, which opens the page with the code filled in:\n\n${qr}\n    ${link}\n\n`,
+    `${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n` +
+      `${t.text('deviceLogin.scan')}\n\n${qr}\n    ${link}\n\n`,
   );
 
   const expiresAt = deps.now() + device.expires_in * 1000;
   let interval = device.interval ?? DEFAULT_INTERVAL;
-  if (!deps.tty) deps.stdout(`Waiting for approval (the code expires in ${countdown(expiresAt - deps.now())})...\n`);
+  if (!deps.tty) deps.stdout(`${t.text('deviceLogin.waiting', { time: countdown(expiresAt - deps.now()) })}\n`);
 
   /** Waits `seconds`, redrawing the countdown every second on a terminal. */
   const wait = async (seconds: number) => {
     const until = deps.now() + seconds * 1000;
     if (!deps.tty) return deps.sleep(seconds * 1000);
     while (deps.now() < until) {
-      deps.stdout(`\r\x1b[KWaiting for approval... the code expires in ${countdown(expiresAt - deps.now())}`);
+      deps.stdout(`\r\x1b[K${t.text('deviceLogin.waitingLive', { time: countdown(expiresAt - deps.now()) })}`);
       await deps.sleep(Math.min(1000, until - deps.now()));
     }
   };
@@ -181,7 +187,7 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
     await wait(interval);
     if (deps.now() >= expiresAt) {
       endLine();
-      deps.stderr('The code expired before it was approved. Run device-login again for a new code.\n');
+      deps.stderr(`${t.text('deviceLogin.expired')}\n`);
       return 1;
     }
     let polled: Response;
@@ -192,13 +198,13 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
       // reduce their polling frequency before retrying."
       interval = Math.min(interval * 2, MAX_BACKOFF_INTERVAL);
       endLine();
-      deps.stderr(`Cannot reach the server (${error instanceof Error ? error.message : String(error)}); retrying in ${interval} seconds.\n`);
+      deps.stderr(`${t.text('deviceLogin.unreachable', { reason: error instanceof Error ? error.message : String(error), seconds: interval })}\n`);
       continue;
     }
     const body = await json(polled);
     if (polled.ok) {
       endLine();
-      return printTokens(options, metadata, body, deps);
+      return printTokens(options, metadata, body, deps, t);
     }
     switch (body['error']) {
       case 'authorization_pending':
@@ -207,37 +213,37 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
         // RFC 8628 §3.5: "the interval MUST be increased by 5 seconds for this and all
         // subsequent requests."
         interval += 5;
-        if (!deps.tty) deps.stdout(`The server asked to poll more slowly: now every ${interval} seconds.\n`);
+        if (!deps.tty) deps.stdout(`${t.text('deviceLogin.slowDown', { seconds: interval })}\n`);
         continue;
       case 'temporarily_unavailable':
         // Not an RFC 8628 §3.5 answer, but the same request may succeed later (its 503 says
         // so): backed off from as from a connection timeout, rather than given up on.
         interval = Math.min(interval * 2, MAX_BACKOFF_INTERVAL);
         endLine();
-        deps.stderr(`The server is temporarily unavailable; retrying in ${interval} seconds.\n`);
+        deps.stderr(`${t.text('deviceLogin.unavailable', { seconds: interval })}\n`);
         continue;
       case 'access_denied':
         endLine();
-        deps.stderr('The request was denied: no tokens were issued.\n');
+        deps.stderr(`${t.text('deviceLogin.denied')}\n`);
         return 1;
       case 'expired_token':
         endLine();
-        deps.stderr('The code expired before it was approved. Run device-login again for a new code.\n');
+        deps.stderr(`${t.text('deviceLogin.expired')}\n`);
         return 1;
       default:
         endLine();
-        deps.stderr(`The server refused to issue tokens (${oauthError(body, polled.status)}).\n`);
+        deps.stderr(`${t.text('deviceLogin.refused', { reason: oauthError(body, polled.status) })}\n`);
         return 1;
     }
   }
 }
 
-async function printTokens(options: DeviceLoginOptions, metadata: Metadata, body: Record<string, unknown>, deps: DeviceLoginDeps): Promise<number> {
+async function printTokens(options: DeviceLoginOptions, metadata: Metadata, body: Record<string, unknown>, deps: DeviceLoginDeps, t: Messages): Promise<number> {
   const scope = typeof body['scope'] === 'string' ? body['scope'] : options.scope;
-  deps.stdout(`Approved. Granted scopes: ${scope}\n`);
+  deps.stdout(`${t.text('deviceLogin.approved', { scope })}\n`);
   const idToken = body['id_token'];
   if (typeof idToken !== 'string') {
-    deps.stdout('No ID token was issued (the openid scope was not granted).\n');
+    deps.stdout(`${t.text('deviceLogin.noIdToken')}\n`);
     return 0;
   }
   const jwksResponse = await request(deps, metadata.jwks_uri);
@@ -250,7 +256,7 @@ async function printTokens(options: DeviceLoginOptions, metadata: Metadata, body
       audience: options.clientId,
       currentDate: new Date(deps.now()),
     });
-    deps.stdout(`ID token claims (signature verified with ${metadata.jwks_uri}):\n${JSON.stringify(payload, null, 2)}\n`);
+    deps.stdout(`${t.text('deviceLogin.claims', { jwksUri: metadata.jwks_uri })}\n${JSON.stringify(payload, null, 2)}\n`);
   } catch (error) {
     throw new DeviceLoginError(`the ID token did not verify: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -260,6 +266,6 @@ async function printTokens(options: DeviceLoginOptions, metadata: Metadata, body
   if (metadata.userinfo_endpoint === undefined || typeof accessToken !== 'string' || body['token_type'] !== 'Bearer') return 0;
   const userinfo = await request(deps, metadata.userinfo_endpoint, { headers: { authorization: `Bearer ${accessToken}` } });
   if (!userinfo.ok) throw new DeviceLoginError(`the UserInfo endpoint answered HTTP ${userinfo.status}`);
-  deps.stdout(`UserInfo claims (${metadata.userinfo_endpoint}):\n${JSON.stringify(await userinfo.json(), null, 2)}\n`);
+  deps.stdout(`${t.text('deviceLogin.userinfo', { endpoint: metadata.userinfo_endpoint })}\n${JSON.stringify(await userinfo.json(), null, 2)}\n`);
   return 0;
 }

@@ -13,6 +13,8 @@ import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
 import { groupHelp, groups, helpHint, suggestion } from './help.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
+import { messages } from '../ui/i18n.ts';
+import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
 import { eventsCommand } from './events.ts';
 import { GRANT_COMMANDS } from './grants.ts';
 import { KEY_COMMANDS } from './keys.ts';
@@ -137,7 +139,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
   }
   return deviceLogin(
     { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
-    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr),
+    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
   );
 }
 

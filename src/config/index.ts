@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { LOCALES, shippedLocale, type Locale } from './locales.ts';
 import { closest, setting, SETTINGS, unknownVariables, type BooleanSettingName, type IntegerSetting, type IntegerSettingName } from './settings.ts';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
@@ -124,6 +125,16 @@ export interface SiteSettings {
    * it, or it on white, falls short of WCAG 2.2's 4.5:1 contrast for text.
    */
   readonly accentColor: string | null;
+  /**
+   * `TESSERA_LOCALES` (default: every shipped language): the languages pages are offered in,
+   * comma-separated tags from `LOCALES`; the language menu lists these, and nothing else is shown.
+   */
+  readonly locales: readonly Locale[];
+  /**
+   * `TESSERA_DEFAULT_LOCALE` (default `en`, or the first of `TESSERA_LOCALES` without it): the
+   * language of a page when neither the app, the person nor their browser asks for an offered one.
+   */
+  readonly defaultLocale: Locale;
 }
 
 /** DPoP (RFC 9449) at the token endpoint and the resource endpoints. */
@@ -645,7 +656,26 @@ function site(env: Env): SiteSettings {
       throw new ConfigError('TESSERA_SITE_ACCENT_COLOR', `${accent} has a contrast of ${ratio.toFixed(2)}:1 with white; text needs at least 4.5:1 (WCAG 2.2 1.4.3): choose a darker colour`);
     }
   }
-  return { name, logoUrl: rawLogo, accentColor: accent };
+  return { name, logoUrl: rawLogo, accentColor: accent, ...locales(env) };
+}
+
+function locales(env: Env): { locales: readonly Locale[]; defaultLocale: Locale } {
+  const known = `one of ${LOCALES.join(', ')}`;
+  const raw = env['TESSERA_LOCALES']?.trim();
+  const offered: Locale[] = [];
+  for (const entry of raw ? raw.split(',').map((tag) => tag.trim()).filter((tag) => tag !== '') : LOCALES) {
+    const locale = shippedLocale(entry);
+    if (locale === null) throw new ConfigError('TESSERA_LOCALES', `${JSON.stringify(entry)} is not a language Tessera has pages in; each must be ${known}`);
+    if (!offered.includes(locale)) offered.push(locale);
+  }
+  if (offered.length === 0) throw new ConfigError('TESSERA_LOCALES', `must name at least one language, ${known}`);
+  const rawDefault = env['TESSERA_DEFAULT_LOCALE']?.trim();
+  if (!rawDefault) return { locales: offered, defaultLocale: offered.includes('en') ? 'en' : offered[0]! };
+  const defaultLocale = shippedLocale(rawDefault);
+  if (defaultLocale === null || !offered.includes(defaultLocale)) {
+    throw new ConfigError('TESSERA_DEFAULT_LOCALE', `must be one of the offered languages (${offered.join(', ')}), got ${JSON.stringify(rawDefault)}`);
+  }
+  return { locales: offered, defaultLocale };
 }
 
 /**

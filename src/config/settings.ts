@@ -112,6 +112,8 @@ export const SETTINGS = [
   { name: 'TESSERA_SITE_NAME', type: 'text', shown: '`Tessera`', accepts: 'up to 64 characters', description: 'the name people see on every page: titles, above each page, the sign-in and device pages, in their authenticator app, and beside their passkeys' },
   { name: 'TESSERA_SITE_LOGO_URL', type: 'text', shown: 'none', accepts: 'an https URL', description: 'an image shown beside the name' },
   { name: 'TESSERA_SITE_ACCENT_COLOR', type: 'text', shown: 'none', accepts: '`#rrggbb`, 4.5:1 against white', description: 'the colour of the main buttons (white text on it); refused unless its contrast with white is at least 4.5:1 (WCAG 2.2)' },
+  { name: 'TESSERA_LOCALES', type: 'text', shown: '`en,de,fr,es,pt-BR,ja,zh-Hans,ar`', accepts: 'comma-separated tags from that list', description: 'the languages the pages are offered in; the language menu lists these and no page is shown in another ([Languages](#languages))' },
+  { name: 'TESSERA_DEFAULT_LOCALE', type: 'text', shown: '`en`', accepts: 'one of `TESSERA_LOCALES`', description: 'the language of a page when neither the app, the person nor the browser asks for an offered one' },
 ] as const satisfies readonly Setting[];
 
 export type SettingName = (typeof SETTINGS)[number]['name'];

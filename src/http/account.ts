@@ -5,10 +5,11 @@ import { revokeGrant } from '../flows/lifecycle/grants.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { endEverywhere, liveSessions } from '../flows/session/session.ts';
-import { changePassword } from '../flows/users.ts';
+import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../flows/users.ts';
 import { forRequest } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
+import type { MessageKey } from '../ui/i18n.ts';
 import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
 import { ACCOUNT_PATH, ACCOUNT_SIGN_IN } from './endpoints.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
@@ -20,9 +21,9 @@ const ACTIVITY_SHOWN = 10;
 /** The events read to find them (other kinds, such as refreshes, are in between). */
 const ACTIVITY_READ = 200;
 
-const NOTICES: Readonly<Record<string, string>> = {
-  revoked: 'Access revoked. It has been signed out and must ask you again.',
-  password: 'Password changed. Every other browser signed in to your account has been signed out.',
+const NOTICES: Readonly<Record<string, MessageKey>> = {
+  revoked: 'account.notice.revoked',
+  password: 'account.notice.password',
 };
 
 /**
@@ -35,24 +36,26 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   async function activity(userId: string): Promise<ActivityView[]> {
     const events = await deps.store.events.list({ userId, limit: ACTIVITY_READ });
     const shown = events.filter((event) => ['signin.succeeded', 'consent.given', 'device.approved'].includes(event.type)).slice(0, ACTIVITY_SHOWN);
-    const names = new Map<string, string>();
+    const names = new Map<string, string | null>();
     for (const id of new Set(shown.map((event) => event.clientId).filter((id) => id !== null))) {
-      names.set(id, (await deps.store.clients.get(id))?.name ?? 'an application that has been removed');
+      names.set(id, (await deps.store.clients.get(id))?.name ?? null);
     }
-    const what = (event: AuditEvent) => {
-      const client = event.clientId === null ? '' : (names.get(event.clientId) ?? event.clientId);
-      if (event.type === 'signin.succeeded') return 'Signed in';
-      if (event.type === 'device.approved') return `Approved a device for ${client}`;
-      return `Approved ${client}`;
-    };
-    return shown.map((event) => ({ what: what(event), at: event.at, ip: event.ip, userAgent: event.userAgent }));
+    const kind = (event: AuditEvent): ActivityView['kind'] =>
+      event.type === 'signin.succeeded' ? 'signed-in' : event.type === 'device.approved' ? 'approved-device' : 'approved';
+    return shown.map((event) => ({
+      kind: kind(event),
+      clientName: event.clientId === null ? null : (names.get(event.clientId) ?? null),
+      at: event.at,
+      ip: event.ip,
+      userAgent: event.userAgent,
+    }));
   }
 
   async function render(
     request: FastifyRequest,
     reply: FastifyReply,
     signedIn: SignedIn,
-    options: { notice?: string; passwordError?: string; status?: number } = {},
+    options: { notice?: MessageKey; passwordError?: MessageKey; status?: number; retryAfterSeconds?: number } = {},
   ) {
     reply.header('Cache-Control', 'no-store');
     const now = deps.clock.now();
@@ -66,16 +69,21 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const clients = new Map<string, ClientRecord | null>(await Promise.all(clientIds.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
     const catalog = new ResourceCatalog(grants.some((grant) => !grant.scope.every(isOpenIdScope)) ? await deps.store.resources.list() : []);
     const csrf = csrfToken(deps.config, request, reply);
+    // The person's own language (their locale claim) after the app's and their menu choice.
+    const ui = pages.ui(request, { user: signedIn.user.locale });
+    const { t } = ui;
+    const wait = options.retryAfterSeconds ?? 0;
+    const limits = { min: MIN_PASSWORD_LENGTH, max: MAX_PASSWORD_LENGTH, seconds: wait, minutes: Math.max(1, Math.ceil(wait / 60)) };
     return reply
       .status(options.status ?? 200)
       .type('text/html; charset=utf-8')
       .send(
-        accountPage(pages.site, {
+        accountPage(ui, {
           csrf,
-          security: await accountSecurity(deps, signedIn.user, csrf),
+          security: await accountSecurity(deps, ui, signedIn.user, csrf),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
-          notice: options.notice,
-          passwordError: options.passwordError,
+          notice: options.notice && t.text(options.notice, limits),
+          passwordError: options.passwordError && t.text(options.passwordError, limits),
           activity: await activity(signedIn.user.id),
           connections: grants.map((grant) => ({
             grantId: grant.id,
@@ -137,16 +145,15 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       ip: request.ip,
       browser: request.cookies[cookieNames(deps.config).knownBrowser] ?? null,
     });
-    if (result.kind === 'wrong_password') return render(request, reply, signedIn, { passwordError: 'The current password is incorrect.', status: 400 });
-    if (result.kind === 'invalid') return render(request, reply, signedIn, { passwordError: `The new password cannot be used: ${result.problem}.`, status: 400 });
+    if (result.kind === 'wrong_password') return render(request, reply, signedIn, { passwordError: 'account.password.wrongCurrent', status: 400 });
+    if (result.kind === 'invalid') {
+      const passwordError = next.length < MIN_PASSWORD_LENGTH ? 'account.password.tooShort' : 'account.password.tooLong';
+      return render(request, reply, signedIn, { passwordError, status: 400 });
+    }
     if (result.kind === 'limited' || result.kind === 'busy') {
       reply.header('Retry-After', String(result.retryAfterSeconds));
-      const minutes = Math.ceil(result.retryAfterSeconds / 60);
-      const passwordError =
-        result.kind === 'busy'
-          ? `Many people are signing in right now. Wait ${result.retryAfterSeconds} second${result.retryAfterSeconds === 1 ? '' : 's'}, then try again.`
-          : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`;
-      return render(request, reply, signedIn, { passwordError, status: 429 });
+      const passwordError = result.kind === 'busy' ? 'account.password.busy' : 'account.password.limited';
+      return render(request, reply, signedIn, { passwordError, status: 429, retryAfterSeconds: result.retryAfterSeconds });
     }
     // The other browsers were signed out: the apps that signed in through them are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);

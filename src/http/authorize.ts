@@ -15,6 +15,7 @@ import { formPostPage } from '../ui/form-post.ts';
 import { consentPage } from '../ui/pages.ts';
 import { AUTHORIZE_PATH, DECISION_PATH } from './endpoints.ts';
 import { sendError } from './errors.ts';
+import { pageUi } from './locale.ts';
 import { rawForm } from './form.ts';
 import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { allowFormTarget, formPostPolicy } from './security.ts';
@@ -66,7 +67,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
   function answer(reply: FastifyReply, response: ClientResponse): FastifyReply {
     if (response.responseMode === 'query') return reply.redirect(responseRedirectUrl(response), 303);
     reply.header('Content-Security-Policy', formPostPolicy(response.redirectUri));
-    return reply.type('text/html; charset=utf-8').send(formPostPage(deps.config.site, response));
+    return reply.type('text/html; charset=utf-8').send(formPostPage(pageUi(deps.config.site, reply.request), response));
   }
 
   function answerError(reply: FastifyReply, to: { redirectUri: string; responseMode: ResponseMode; state: string | null }, error: OAuthError | { code: string; description: string }) {
@@ -96,6 +97,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') return answerError(reply, check, check.error);
     const authorization = check.request;
+    // OIDC Core §3.1.2.1: the app's preferred languages for the pages of this request (a
+    // pushed request's too, which the page's own address does not show).
+    const uiLocales = typeof requestParams['ui_locales'] === 'string' ? requestParams['ui_locales'] : null;
 
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
@@ -118,7 +122,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client);
+        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
       case 'approve':
         assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
@@ -135,8 +139,9 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
     if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
+    const ui = pageUi(deps.config.site, request, { uiLocales, user: user.locale });
     return reply.type('text/html; charset=utf-8').send(
-      consentPage(deps.config.site, {
+      consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
         action: DECISION_PATH,
         fields: { ...fields, [APPROVAL_MAC_FIELD]: approvalFormMac(await formSecret(), step.signedIn.session.idHash, fields) },
@@ -147,7 +152,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         returnTo: authorizeUrl(fields),
         // The address the user will be sent to, so a look-alike application name is not all
         // they have to judge by.
-        details: html`<p class="muted">After you decide, you will return to <strong>${redirectTarget(authorization.redirectUri)}</strong>.</p>`,
+        details: html`<p class="muted">${ui.t.html('consent.returnTo', { target: redirectTarget(authorization.redirectUri) })}</p>`,
       }),
     );
   }

@@ -19,7 +19,9 @@ import {
 import { forRequest, type AppDeps } from './deps.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
+import type { MessageKey, Messages } from '../ui/i18n.ts';
 import { consentPage } from '../ui/pages.ts';
+import { pageUi } from './locale.ts';
 import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
@@ -29,35 +31,19 @@ import { checkCsrf, cookieNames, csrfToken, signedInUser } from './session.ts';
 
 const APPROVE_PATH = `${VERIFICATION_PATH}/approve`;
 
-function minutes(seconds: number): string {
-  const count = Math.max(1, Math.ceil(seconds / 60));
-  return `${count} minute${count === 1 ? '' : 's'}`;
-}
-
 /** What a person is told when their code was not looked up: what happened, and what to do. */
-function lockedMessage(scope: LockScope, retryAfterSeconds: number): string {
-  const wait = minutes(retryAfterSeconds);
-  switch (scope) {
-    case 'browser':
-      return `Too many wrong codes from this browser. Wait ${wait}, then type the code your device shows again, carefully. If the code on the device has expired, start again there to get a new one.`;
-    case 'address':
-      return `Too many wrong codes from your internet connection. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
-    case 'network':
-    case 'large-network':
-      return `Too many wrong codes from your network. Someone on it may be guessing codes. Wait ${wait} and try again, or use another connection (mobile data, for example).`;
-    case 'server':
-      return `Too many wrong codes are being tried on this site right now. Sign in first, then type the code your device shows; or wait ${wait} and try again.`;
-  }
-}
+const LOCKED_MESSAGES: Readonly<Record<LockScope, MessageKey>> = {
+  browser: 'device.code.lockedBrowser',
+  address: 'device.code.lockedAddress',
+  network: 'device.code.lockedNetwork',
+  'large-network': 'device.code.lockedNetwork',
+  server: 'device.code.lockedServer',
+};
 
-function lookupMessages(codeLifetimeSeconds: number): Readonly<Record<'malformed' | 'unknown', { status: number; message: string }>> {
-  return {
-    malformed: { status: 400, message: 'A code is 8 letters, like BCDF-GHJK. Check the code on your device and try again.' },
-    unknown: {
-      status: 400,
-      message: `That code is not valid, or it has expired (codes last ${Math.round(codeLifetimeSeconds / 60)} minutes). Check the code on your device, or get a new one there.`,
-    },
-  };
+function lookupMessage(t: Messages, kind: 'malformed' | 'unknown', codeLifetimeSeconds: number): string {
+  return kind === 'malformed'
+    ? t.text('device.code.malformed', { example: 'BCDF-GHJK' })
+    : t.text('device.code.unknown', { minutes: Math.round(codeLifetimeSeconds / 60) });
 }
 
 function single(params: RawParams, name: string): string {
@@ -70,7 +56,6 @@ function single(params: RawParams, name: string): string {
  * person uses on a second screen (§3.3): enter the code, sign in, review, decide.
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-  const messages = lookupMessages(deps.config.device.codeLifetime);
 
   // Issue 12: every device authorization stores a record, and a public client needs only
   // its client_id: requests per address and per client are limited, in memory, so that a
@@ -134,16 +119,16 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
 
   /** Every lookup that did not find a pending request ends on one of these pages. */
   function lookupFailed(request: FastifyRequest, reply: FastifyReply, lookup: LookupFailure, typed: string) {
-    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage(deps.config.site));
+    const ui = pageUi(deps.config.site, request);
+    if (lookup.kind === 'decided') return page(reply, 400, deviceCodeUsedPage(ui));
     const form = (status: number, error: string) =>
-      page(reply, status, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
+      page(reply, status, deviceCodePage(ui, { csrf: csrfToken(deps.config, request, reply), value: typed.slice(0, 32), error }));
     if (lookup.kind === 'locked') {
       // Its one log line per limit and window is the lockout's event (core/events.ts).
       reply.header('Retry-After', String(lookup.retryAfterSeconds));
-      return form(429, lockedMessage(lookup.scope, lookup.retryAfterSeconds));
+      return form(429, ui.t.text(LOCKED_MESSAGES[lookup.scope], { minutes: Math.max(1, Math.ceil(lookup.retryAfterSeconds / 60)) }));
     }
-    const { status, message } = messages[lookup.kind];
-    return form(status, message);
+    return form(400, lookupMessage(ui.t, lookup.kind, deps.config.device.codeLifetime));
   }
 
   function approvalUrl(userCode: string): string {
@@ -153,17 +138,18 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
     const userCode = formatUserCode(record.userCode);
     const access = await describeScope(deps.store, record.scope);
+    const ui = pageUi(deps.config.site, request, { user: user.locale });
     return page(
       reply,
       200,
-      consentPage(deps.config.site, {
+      consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
         action: APPROVE_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
         access,
         signedInAs: user.name ?? user.username,
-        details: deviceDetails({
+        details: deviceDetails(ui, {
           userCode,
           requestedAt: record.createdAt,
           now: deps.clock.now(),
@@ -181,7 +167,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   // confirms it, so that a link alone never leads to an approval page.
   app.get(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
     const value = single(request.query as RawParams, 'user_code').slice(0, 32);
-    return page(reply, 200, deviceCodePage(deps.config.site, { csrf: csrfToken(deps.config, request, reply), value }));
+    return page(reply, 200, deviceCodePage(pageUi(deps.config.site, request), { csrf: csrfToken(deps.config, request, reply), value }));
   });
 
   app.post(VERIFICATION_PATH, { config: { page: true } }, async (request, reply) => {
@@ -225,6 +211,6 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
-    return page(reply, 200, deviceDonePage(deps.config.site, result.approved, result.client.name));
+    return page(reply, 200, deviceDonePage(pageUi(deps.config.site, request, { user: signedIn.user.locale }), result.approved, result.client.name));
   });
 };

@@ -46,6 +46,8 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     // OpenID Discovery §3: exactly what can be sent: the ID token's own claims and the person's (tokens/claims.ts).
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr', ...USER_CLAIMS],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
+    // OIDC Discovery §3: the languages of the pages, for `ui_locales`.
+    ui_locales_supported: deps.config.site.locales,
     // OIDC Core §5.5, parsed in flows/claims.ts.
     claims_parameter_supported: true,
     // RFC 9101 and OIDC Core §6.1: request objects by value; by reference only through PAR.

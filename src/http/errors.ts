@@ -1,7 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
+import type { Messages } from '../ui/i18n.ts';
 import { errorPage, type Site } from '../ui/pages.ts';
+import { pageUi } from './locale.ts';
 import { bearerChallenge } from './bearer.ts';
 import { BASIC_CHALLENGE } from './client-auth.ts';
 
@@ -65,8 +67,10 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
   reply.header('Cache-Control', 'no-store');
   reply.status(error.status);
   if (request.routeOptions.config?.page) {
-    const [title, message, details] = inPlainWords(error);
-    return reply.type('text/html; charset=utf-8').send(errorPage(request.server.site, title, message, { details }));
+    // The menu leads back to the path alone: the refused request's values are not repeated in the page.
+    const ui = pageUi(request.server.site, request, { here: request.url.split('?')[0]! });
+    const [title, message, details] = inPlainWords(ui.t, error);
+    return reply.type('text/html; charset=utf-8').send(errorPage(ui, title, message, { details }));
   }
   return reply.type('application/json; charset=utf-8').send(error.toJSON());
 }
@@ -77,19 +81,15 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
  * are shown as they are; the others get a sentence saying what to do, and their protocol
  * description goes to the small print.
  */
-function inPlainWords(error: OAuthError): [title: string, message: string, details: string] {
+function inPlainWords(t: Messages, error: OAuthError): [title: string, message: string, details: string] {
   const details = `${error.code}: ${error.description}`;
-  if (error.status === 503) return ['Temporarily unavailable', 'This service is briefly unavailable. Wait a few seconds and try again.', details];
-  if (error.status >= 500) return ['Something went wrong', 'Something went wrong on this server. Try again in a moment.', details];
-  // Written for people already: said once, with only the code in the small print.
+  if (error.status === 503) return [t.text('error.unavailable'), t.text('error.unavailableText'), details];
+  if (error.status >= 500) return [t.text('error.server'), t.text('error.serverText'), details];
+  // Written for people already (in the server's English): said once, with only the code in the small print.
   const sentence = `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`;
-  if (error.status === 429) return ['Too many requests', sentence, error.code];
-  if (error.status === 403) return ['Request refused', sentence, error.code];
-  return [
-    'This request cannot be completed',
-    'The app or link that brought you here asked for something this server cannot do. Go back to the app and try again; if it happens again, tell whoever runs the app.',
-    details,
-  ];
+  if (error.status === 429) return [t.text('error.tooMany'), sentence, error.code];
+  if (error.status === 403) return [t.text('error.refused'), sentence, error.code];
+  return [t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), details];
 }
 
 /** A browser asking for a page (its Accept names HTML); API clients get JSON. */
@@ -120,11 +120,12 @@ export function registerErrorHandling(app: FastifyInstance, site: Site): void {
       return sendError(request, reply, new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }));
     }
     if (wantsHtml(request)) {
+      const ui = pageUi(site, request, { here: '/' });
       return reply
         .status(404)
         .header('Cache-Control', 'no-store')
         .type('text/html; charset=utf-8')
-        .send(errorPage(site, 'Page not found', `There is no page at ${path} on ${site.name}. Check the address, or start again from the start page.`));
+        .send(errorPage(ui, ui.t.text('error.notFound'), ui.t.text('error.notFoundText', { path, site: site.name })));
     }
     return sendError(request, reply, new OAuthError('invalid_request', `no endpoint at ${request.method} ${path}`, { status: 404 }));
   });

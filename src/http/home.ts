@@ -3,6 +3,7 @@ import type { AppDeps } from './deps.ts';
 import { DISCOVERY_PATHS } from './endpoints.ts';
 import { html } from '../ui/html.ts';
 import { layout, STYLESHEET_PATH, stylesheet } from '../ui/pages.ts';
+import { pageUi } from './locale.ts';
 
 /** How long the store has to answer a readiness check. */
 const READY_TIMEOUT_MS = 1000;
@@ -15,15 +16,17 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     reply.header('Cache-Control', 'public, max-age=3600').type('text/css; charset=utf-8').send(css),
   );
 
-  app.get('/', { config: { page: true } }, async (_request, reply) =>
-    reply.type('text/html; charset=utf-8').send(
-      layout(site, 'Home', html`<h1>${site.name}</h1>
-<p>This is ${site.name}'s sign-in service (an OAuth 2.0 and OpenID Connect authorization server).</p>
-<p class="muted">Issuer: <code>${deps.config.issuer}</code></p>
-<p><a href="${DISCOVERY_PATHS[0]}">OpenID Connect discovery document</a></p>
-<p><a href="/account">Your connected apps and devices</a></p>`),
-    ),
-  );
+  app.get('/', { config: { page: true } }, async (request, reply) => {
+    const ui = pageUi(site, request);
+    const { t } = ui;
+    return reply.type('text/html; charset=utf-8').send(
+      layout(ui, t.text('home.title'), html`<h1>${site.name}</h1>
+<p>${t.html('home.about', { site: site.name })}</p>
+<p class="muted">${t.html('home.issuer', { issuer: html`<code>${deps.config.issuer}</code>` })}</p>
+<p><a href="${DISCOVERY_PATHS[0]}">${t.html('home.discovery')}</a></p>
+<p><a href="/account">${t.html('home.account')}</a></p>`),
+    );
+  });
 
   // Liveness: the process answers. A load balancer that restarts on this must not use /readyz.
   app.get('/healthz', async (_request, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));

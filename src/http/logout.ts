@@ -22,7 +22,7 @@ export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     await endSession(deps, browserOf(deps, request, reply), 'rp', after.client?.id ?? null);
     const target = postLogoutRedirect(after);
     if (target !== null) return reply.redirect(target, 303);
-    return pages.send(reply, 200, signedOutPage(pages.site));
+    return pages.send(reply, 200, signedOutPage(pages.ui(request)));
   }
 
   async function endSessionRequest(request: FastifyRequest, reply: FastifyReply, params: RawParams) {
@@ -40,7 +40,7 @@ export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     }
     if (after.state !== null) fields['state'] = after.state;
     return reply.type('text/html; charset=utf-8').send(
-      logoutConfirmPage(pages.site, {
+      logoutConfirmPage(pages.ui(request, { user: signedIn?.user.locale }), {
         csrf: csrfToken(deps.config, request, reply),
         clientName: after.client?.name ?? null,
         fields,

@@ -1,18 +1,22 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { approvalRefusal, APPROVAL_REFUSALS } from '../flows/second-factor/policy.ts';
+import { approvalRefusal, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
-import { signInPage, type SignInView, type Site } from '../ui/pages.ts';
+import type { MessageKey } from '../ui/i18n.ts';
+import { signInPage, type SignInView, type Site, type Ui } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
+import { pageUi, type PageHints } from './locale.ts';
 import { csrfToken } from './session.ts';
 
 /** How the browser routes answer with a page, bound to the site they are rendered for. */
 export interface Pages {
   readonly site: Site;
+  /** The site in the language of this request (http/locale.ts). */
+  ui(request: FastifyRequest, hints?: PageHints): Ui;
   /** A page of this server: HTML, never cached. */
   send(reply: FastifyReply, status: number, body: string): FastifyReply;
   /** The sign-in form, with this browser's CSRF token and passkeys offered where they work. */
-  signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: Omit<SignInView, 'csrf' | 'passkeys'>): FastifyReply;
+  signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: Omit<SignInView, 'csrf' | 'passkeys'>, hints?: PageHints): FastifyReply;
 }
 
 export function pagesFor(deps: AppDeps): Pages {
@@ -22,17 +26,25 @@ export function pagesFor(deps: AppDeps): Pages {
     reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
   return {
     site,
+    ui: (request, hints) => pageUi(site, request, hints),
     send,
-    signIn: (request, reply, status, view) => send(reply, status, signInPage(site, { ...view, csrf: csrfToken(deps.config, request, reply), passkeys })),
+    signIn: (request, reply, status, view, hints) =>
+      send(reply, status, signInPage(pageUi(site, request, hints), { ...view, csrf: csrfToken(deps.config, request, reply), passkeys })),
   };
 }
+
+/** Why the person must sign in again before approving, in their language (the policy's own words are English, for the OAuth error). */
+const REFUSALS: Readonly<Record<ApprovalRefusal, MessageKey>> = {
+  'phishing-resistant-required': 'signIn.refusal.passkeyRequired',
+  'second-factor-required': 'signIn.refusal.secondFactorRequired',
+};
 
 /**
  * The sign-in form every flow leads to; `client`: the app it continues to, named on the page
  * and carried through the sign-in to the events that record it.
  */
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord): FastifyReply {
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id });
+export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints): FastifyReply {
+  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id }, hints);
 }
 
 /**
@@ -50,5 +62,7 @@ export function refuseApprovalPage(
 ): FastifyReply | null {
   const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
   if (refusal === null) return null;
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice: APPROVAL_REFUSALS[refusal](client.name), setUp: true });
+  const pages = pagesFor(deps);
+  const notice = pages.ui(request).t.text(REFUSALS[refusal], { client: client.name });
+  return pages.signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });
 }

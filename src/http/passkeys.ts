@@ -8,6 +8,7 @@ import { authenticationOptions, finishAuthentication, removePasskey, type Authen
 import { registrationOptions, finishRegistration, type RegistrationResult } from '../flows/passkeys/registration.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { afterPasskey } from '../flows/session/sign-in.ts';
+import type { MessageKey } from '../ui/i18n.ts';
 import { errorPage, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
 import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
@@ -24,20 +25,20 @@ const WEBAUTHN_SCRIPT = readFileSync(
 const PASSKEYS_SCRIPT = readFileSync(new URL('../ui/passkeys.js', import.meta.url), 'utf8');
 
 /** What each failed passkey sign-in tells the person. None says which check failed to an attacker's benefit. */
-const SIGN_IN_FAILURES: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, { status: number; message: string }>> = {
-  malformed: { status: 400, message: 'The passkey answer could not be read. Try again.' },
-  challenge: { status: 400, message: 'That passkey request has expired or was already used. Try again.' },
-  'unknown-credential': { status: 401, message: 'That passkey is not registered here. It may have been removed: sign in with your password.' },
-  rejected: { status: 401, message: 'That passkey could not be verified. Try again, or sign in with your password.' },
-  cloned: { status: 401, message: 'That passkey was refused: it looks like a copy of the one registered. Sign in with your password, and remove the passkey from your account.' },
-  disabled: { status: 401, message: 'The username or password is incorrect.' },
+const SIGN_IN_FAILURES: Readonly<Record<Exclude<AuthenticationResult['kind'], 'signed-in'>, { status: number; message: MessageKey }>> = {
+  malformed: { status: 400, message: 'passkey.signIn.malformed' },
+  challenge: { status: 400, message: 'passkey.signIn.challenge' },
+  'unknown-credential': { status: 401, message: 'passkey.signIn.unknown' },
+  rejected: { status: 401, message: 'passkey.signIn.rejected' },
+  cloned: { status: 401, message: 'passkey.signIn.cloned' },
+  disabled: { status: 401, message: 'signIn.error.incorrect' },
 };
 
-const REGISTRATION_FAILURES: Readonly<Record<Exclude<RegistrationResult['kind'], 'added'>, { status: number; message: string }>> = {
-  malformed: { status: 400, message: 'The passkey answer could not be read. Go back and try again.' },
-  challenge: { status: 400, message: 'That passkey request has expired or was already used. Go back and try again.' },
-  rejected: { status: 400, message: 'The passkey could not be verified, so it was not added. Go back and try again.' },
-  duplicate: { status: 409, message: 'That passkey is registered already.' },
+const REGISTRATION_FAILURES: Readonly<Record<Exclude<RegistrationResult['kind'], 'added'>, { status: number; message: MessageKey }>> = {
+  malformed: { status: 400, message: 'passkey.add.malformed' },
+  challenge: { status: 400, message: 'passkey.add.challenge' },
+  rejected: { status: 400, message: 'passkey.add.rejected' },
+  duplicate: { status: 409, message: 'passkey.add.duplicate' },
 };
 
 function single(params: RawParams, name: string): string {
@@ -95,7 +96,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
         request.log.warn({ passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip }, 'passkey refused: signature counter did not increase (possible cloned authenticator)');
       }
       const { status, message } = SIGN_IN_FAILURES[result.kind];
-      return pages.signIn(request, reply, status, { returnTo, clientId, error: message });
+      return pages.signIn(request, reply, status, { returnTo, clientId, error: pages.ui(request).t.text(message) });
     }
     await afterPasskey(deps, browserOf(deps, request, reply), result.user, result.amr, { clientId });
     return reply.redirect(returnTo, 303);
@@ -116,7 +117,8 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
-      return pages.send(reply, status, errorPage(pages.site, 'The passkey was not added', message, { back: { href: ACCOUNT_PATH, label: 'Back to your account' } }));
+      const ui = pages.ui(request);
+      return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }));
     }
     return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });

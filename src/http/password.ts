@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { findResetLink, RESET_PATH, resetPassword } from '../flows/users.ts';
+import { findResetLink, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, RESET_PATH, resetPassword } from '../flows/users.ts';
 import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
@@ -19,15 +19,15 @@ function single(params: RawParams, name: string): string {
  * received an ID token in one are sent a logout token.
  */
 export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
-  const site = pages.site;
 
   app.get(RESET_PATH, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
     const token = single(request.query as RawParams, 'token');
     const link = await findResetLink(deps, token);
     const user = link ? await deps.store.users.get(link.userId) : null;
-    if (!user || user.disabled) return reply.status(400).send(resetDonePage(site, false));
-    return reply.send(resetPasswordPage(site, { csrf: csrfToken(deps.config, request, reply), token, username: user.username }));
+    const ui = pages.ui(request, { user: user?.locale });
+    if (!user || user.disabled) return reply.status(400).send(resetDonePage(ui, false));
+    return reply.send(resetPasswordPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: user.username }));
   });
 
   app.post(RESET_PATH, { config: { page: true } }, async (request, reply) => {
@@ -37,17 +37,25 @@ export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const token = single(form, 'token');
     const password = typeof form['new_password'] === 'string' ? form['new_password'] : '';
     const result = await resetPassword(forRequest(deps, request), token, password);
-    if (result.kind === 'invalid_link') return reply.status(400).send(resetDonePage(site, false));
+    const ui = pages.ui(request);
+    if (result.kind === 'invalid_link') return reply.status(400).send(resetDonePage(ui, false));
     if (result.kind === 'invalid') {
       const link = await findResetLink(deps, token);
       const user = link ? await deps.store.users.get(link.userId) : null;
-      if (!user) return reply.status(400).send(resetDonePage(site, false));
+      if (!user) return reply.status(400).send(resetDonePage(ui, false));
       return reply
         .status(400)
-        .send(resetPasswordPage(site, { csrf: csrfToken(deps.config, request, reply), token, username: user.username, error: `This password cannot be used: ${result.problem}.` }));
+        .send(
+          resetPasswordPage(ui, {
+            csrf: csrfToken(deps.config, request, reply),
+            token,
+            username: user.username,
+            error: password.length < MIN_PASSWORD_LENGTH ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH }) : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH }),
+          }),
+        );
     }
     // Every session of theirs ended (a stolen one among them): the apps are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);
-    return reply.send(resetDonePage(site, true));
+    return reply.send(resetDonePage(ui, true));
   });
 };

@@ -10,6 +10,8 @@ import { completeSecondFactor, gainSecondFactor } from '../flows/session/sign-in
 import { enrolmentLimits } from '../flows/sign-in.ts';
 import type { UserRecord } from '../store/types.ts';
 import type { SafeHtml } from '../ui/html.ts';
+import type { MessageKey } from '../ui/i18n.ts';
+import type { Ui } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
 import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
@@ -19,9 +21,9 @@ import { rawForm } from './form.ts';
 import { browserOf, checkCsrf, csrfToken, safeReturnTo } from './session.ts';
 
 /** The account page's "Passkeys" and "Authenticator app" sections. */
-export async function accountSecurity(deps: AppDeps, user: UserRecord, csrf: string): Promise<SafeHtml> {
+export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, csrf: string): Promise<SafeHtml> {
   const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
-  return securitySection({
+  return securitySection(ui, {
     csrf,
     passkeysAvailable: passkeysAvailable(deps.config.issuer),
     passkeys: passkeys.map((passkey) => ({
@@ -37,10 +39,10 @@ export async function accountSecurity(deps: AppDeps, user: UserRecord, csrf: str
 }
 
 /** Notices the account page shows after a change made here. */
-export const SECURITY_NOTICES: Readonly<Record<string, string>> = {
-  'passkey-added': 'Passkey added. You can now sign in with it.',
-  'passkey-removed': 'Passkey removed.',
-  'totp-removed': 'One-time codes are off, and your recovery codes no longer work.',
+export const SECURITY_NOTICES: Readonly<Record<string, MessageKey>> = {
+  'passkey-added': 'account.notice.passkeyAdded',
+  'passkey-removed': 'account.notice.passkeyRemoved',
+  'totp-removed': 'account.notice.totpRemoved',
 };
 
 function single(params: RawParams, name: string): string {
@@ -58,32 +60,35 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
     const clientId = await signInClient(deps, form);
-    const retry = (status: number, error: string) =>
-      pages.send(reply, status, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId, error }));
+    const ui = pages.ui(request);
+    const retry = (status: number, error: MessageKey) =>
+      pages.send(reply, status, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId, error: ui.t.text(error) }));
     // Every refused code is a `second_factor.failed` event (and its log line).
     const result = await completeSecondFactor(deps, browserOf(deps, request, reply), single(form, 'code'), { clientId });
     switch (result.kind) {
       case 'expired':
-        return pages.signIn(request, reply, 400, { returnTo, clientId, error: 'Your sign-in took too long or has ended. Sign in again.' });
+        return pages.signIn(request, reply, 400, { returnTo, clientId, error: ui.t.text('signIn.error.pendingEnded') });
       case 'locked':
         // Its one log line per limit and window is the lockout's event (core/events.ts).
-        return retry(429, 'Too many wrong codes. Wait a few minutes, then try again, use a recovery code, or ask your administrator to unlock your account.');
+        return retry(429, 'code.error.locked');
       case 'replayed':
         request.log.warn({ user: result.userId, ip: request.ip }, 'a one-time code was used twice');
-        return retry(401, 'That code has been used already. Wait for the next code in your app.');
+        return retry(401, 'code.error.replayed');
       case 'wrong-code':
-        return retry(401, 'That code is not right. Check the code in your app, or enter a recovery code.');
+        return retry(401, 'code.error.wrong');
       case 'completed-already':
-        return retry(400, 'This sign-in has already been completed.');
+        return retry(400, 'code.error.done');
       case 'signed-in':
         return reply.redirect(returnTo, 303);
     }
   });
 
-  async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: string) {
+  async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: MessageKey) {
     const uri = otpauthUri(pages.site.name, new URL(deps.config.issuer).hostname, user.username, secret);
     const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
-    return pages.send(reply, status, totpSetupPage(pages.site, { csrf: csrfToken(deps.config, request, reply), secret, qr, error }));
+    const ui = pages.ui(request, { user: user.locale });
+    const message = error === undefined ? undefined : ui.t.text(error, { site: pages.site.name });
+    return pages.send(reply, status, totpSetupPage(ui, { csrf: csrfToken(deps.config, request, reply), secret, qr, error: message }));
   }
 
   const account = { config: { page: true }, preHandler: [formPost, signedIn] };
@@ -103,12 +108,12 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
       const pending = await deps.store.totp.get(user.id);
       if (!pending || pending.confirmedAt !== null) throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
       return result.kind === 'locked'
-        ? setupPage(request, reply, user, pending.secret, 429, 'Too many wrong codes. Wait a few minutes, then try again.')
-        : setupPage(request, reply, user, pending.secret, 400, `That code is not right. Check that the app shows ${pages.site.name}, and enter its current code.`);
+        ? setupPage(request, reply, user, pending.secret, 429, 'totp.setup.locked')
+        : setupPage(request, reply, user, pending.secret, 400, 'totp.setup.wrong');
     }
     // The code proved the second factor in this browser: a password session now has both.
     await gainSecondFactor(deps, browserOf(deps, request, reply), session, user);
-    return pages.send(reply, 200, recoveryCodesPage(pages.site, result.recoveryCodes));
+    return pages.send(reply, 200, recoveryCodesPage(pages.ui(request, { user: user.locale }), result.recoveryCodes));
   });
 
   app.post('/account/totp/remove', account, async (request, reply) => {

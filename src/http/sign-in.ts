@@ -30,6 +30,8 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const client = await signInClientRecord(deps, form);
     const clientId = client?.id ?? null;
     // The page shown again still says which app it continues to (issue 31).
+    const ui = pages.ui(request);
+    const { t } = ui;
     const page = (status: number, error: string) =>
       pages.signIn(request, reply, status, { returnTo, clientId, clientName: client?.name, error, username: rawUsername.slice(0, 256) });
 
@@ -40,11 +42,10 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       const target = await redirectUriAfterSignIn(deps.store, returnTo);
       if (target !== null) allowFormTarget(reply, target);
     }
-    if (result.kind === 'refused') return page(401, 'The username or password is incorrect.');
+    if (result.kind === 'refused') return page(401, t.text('signIn.error.incorrect'));
     if (result.kind === 'busy') {
       reply.header('Retry-After', String(result.retryAfterSeconds));
-      const seconds = result.retryAfterSeconds;
-      return page(429, `Many people are signing in right now. Wait ${seconds} second${seconds === 1 ? '' : 's'}, then sign in again.`);
+      return page(429, t.text('signIn.error.busy', { seconds: result.retryAfterSeconds }));
     }
     if (result.kind === 'limited') {
       // Its one log line per limit and window is the lockout's event (core/events.ts).
@@ -52,9 +53,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       reply.header('Retry-After', String(result.retryAfterSeconds));
       return page(
         429,
-        result.scope === 'user-address'
-          ? `Too many wrong passwords for this username from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again, or ask your administrator to unlock your account. If you have forgotten your password, they can give you a link to set a new one.`
-          : `Too many wrong passwords from your connection. Wait ${minutes} minute${minutes === 1 ? '' : 's'}, then try again.`,
+        t.text(result.scope === 'user-address' ? 'signIn.error.limitedUser' : 'signIn.error.limitedAddress', { minutes }),
       );
     }
     // The right password gives this browser its good record for the username (flows/sign-in.ts).
@@ -62,7 +61,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     // A person with one-time codes on is asked for one next; anyone else is signed in.
     const next = await afterPassword(deps, browserOf(deps, request, reply), result.user, { clientId });
     if (next === 'signed-in') return reply.redirect(returnTo, 303);
-    return pages.send(reply, 200, secondFactorPage(pages.site, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
+    return pages.send(reply, 200, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 
   app.post('/logout', { config: { page: true } }, async (request, reply) => {

@@ -1,6 +1,6 @@
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, signedInAs, type Site } from './pages.ts';
+import { csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
 /** One approval as the account page shows it. */
@@ -26,7 +26,9 @@ export interface BrowserSessionView {
 
 /** One of the person's own recent sign-ins or approvals (from the audit trail). */
 export interface ActivityView {
-  readonly what: string;
+  readonly kind: 'signed-in' | 'approved' | 'approved-device';
+  /** The app approved; null when it has since been removed. */
+  readonly clientName: string | null;
   readonly at: number;
   readonly ip: string | null;
   readonly userAgent: string | null;
@@ -46,74 +48,90 @@ export interface AccountView {
   readonly security?: SafeHtml | undefined;
 }
 
-const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-
-function time(ms: number): SafeHtml {
-  return html`<time datetime="${new Date(ms).toISOString()}">${DATE.format(ms)} UTC</time>`;
-}
-
-function connection(view: ConnectionView, csrf: string): SafeHtml {
+function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
+  const { t } = ui;
   const heading = `connection-${view.grantId}`;
+  const list = t.text('common.listSeparator');
   return html`<li>
 <section aria-labelledby="${heading}">
 <h2 id="${heading}">${view.clientName}</h2>
-${view.device ? html`<p class="muted">Device sign-in</p>` : null}
+${view.device ? html`<p class="muted">${t.html('account.connection.deviceSignIn')}</p>` : null}
 <dl class="origin">
-<dt>Access</dt><dd>${view.access.openid.map((scope) => scope.description).join('; ')}</dd>
-${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((scope) => scope.description).join('; ')}</dd>`)}
-<dt>Approved</dt><dd>${time(view.approvedAt)}</dd>
-<dt>Last used</dt><dd>${view.lastUsedAt === null ? 'not yet' : time(view.lastUsedAt)}</dd>
+<dt>${t.html('account.connection.access')}</dt><dd>${view.access.openid.map((scope) => openIdScope(ui, scope)).join(list)}</dd>
+${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((scope) => scope.description).join(list)}</dd>`)}
+<dt>${t.html('account.connection.approved')}</dt><dd>${t.time(view.approvedAt)}</dd>
+<dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
 ${view.device
-  ? html`<dt>Device</dt><dd>${view.device.userAgent === null ? 'unnamed device' : describeUserAgent(view.device.userAgent)}, from ${view.device.ip}, asked at ${time(view.device.requestedAt)}</dd>`
+  ? html`<dt>${t.html('account.connection.device')}</dt><dd>${t.html('account.connection.deviceText', {
+      device: view.device.userAgent === null ? t.text('account.connection.unnamedDevice') : describeUserAgent(view.device.userAgent),
+      ip: view.device.ip,
+      time: t.time(view.device.requestedAt),
+    })}</dd>`
   : null}
 </dl>
 <form method="post" action="/account/revoke">
 ${csrfField(csrf)}
 <input type="hidden" name="grant_id" value="${view.grantId}">
-<button type="submit">Revoke</button>
+<button type="submit">${t.html('account.connection.revoke')}</button>
 </form>
 </section>
 </li>`;
 }
 
+function browserSession(ui: Ui, session: BrowserSessionView): SafeHtml {
+  const { t } = ui;
+  const values = { browser: session.userAgent === null ? t.text('account.sessions.unknownBrowser') : describeUserAgent(session.userAgent), ip: session.ip ?? '', time: t.time(session.signedInAt) };
+  return html`<li>${t.html(session.ip ? 'account.sessions.itemFrom' : 'account.sessions.item', values)}${session.current ? html` ${t.html('account.sessions.current')}` : null}</li>`;
+}
+
+function activityItem(ui: Ui, item: ActivityView): SafeHtml {
+  const { t } = ui;
+  const client = item.clientName ?? t.text('account.activity.removedApp');
+  const what =
+    item.kind === 'signed-in' ? t.text('account.activity.signedIn')
+    : item.kind === 'approved-device' ? t.text('account.activity.approvedDevice', { client })
+    : t.text('account.activity.approved', { client });
+  const values = { what, time: t.time(item.at), ip: item.ip ?? '' };
+  return html`<li>${t.html(item.ip ? 'account.activity.itemFrom' : 'account.activity.item', values)}${item.userAgent ? html`, <bdi>${describeUserAgent(item.userAgent)}</bdi>` : null}</li>`;
+}
+
 /** The user's connected applications and devices, each with a Revoke button. */
-export function accountPage(site: Site, view: AccountView): string {
-  return layout(site, 'Connected apps and devices', html`<h1>Connected apps and devices</h1>
-<p class="muted">These can use your account. Revoke any you no longer use or do not recognise: it is signed out at once and must ask you again.</p>
+export function accountPage(ui: Ui, view: AccountView): string {
+  const { t } = ui;
+  return layout(ui, t.text('account.title'), html`<h1>${t.html('account.title')}</h1>
+<p class="muted">${t.html('account.intro')}</p>
 ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
 ${view.connections.length === 0
-  ? html`<p>No applications or devices are connected to your account.</p>`
-  : html`<ul class="connections">${view.connections.map((item) => connection(item, view.csrf))}</ul>`}
-<h2 id="sessions-heading">Signed-in browsers</h2>
-<ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map(
-  (session) => html`<li>${session.userAgent === null ? 'Unknown browser' : describeUserAgent(session.userAgent)}${session.ip ? html`, from ${session.ip}` : null}, signed in ${time(session.signedInAt)}${session.current ? html` <strong>(this browser)</strong>` : null}</li>`,
-)}</ul>
+  ? html`<p>${t.html('account.noConnections')}</p>`
+  : html`<ul class="connections">${view.connections.map((item) => connection(ui, item, view.csrf))}</ul>`}
+<h2 id="sessions-heading">${t.html('account.sessions.heading')}</h2>
+<ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map((session) => browserSession(ui, session))}</ul>
 <form method="post" action="/account/sign-out-everywhere">
 ${csrfField(view.csrf)}
-<button type="submit">Sign out everywhere</button>
+<button type="submit">${t.html('account.sessions.signOutEverywhere')}</button>
 </form>
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
-<h2 id="activity-heading">Recent sign-ins and approvals</h2>
+<h2 id="activity-heading">${t.html('account.activity.heading')}</h2>
 ${view.activity.length === 0
-  ? html`<p class="muted">None recorded yet.</p>`
+  ? html`<p class="muted">${t.html('account.activity.none')}</p>`
   : html`<details class="activity">
-<summary>Show the last ${view.activity.length === 1 ? 'one' : String(view.activity.length)}</summary>
-<ul class="activity">${view.activity.map((item) => html`<li>${item.what}, ${time(item.at)}${item.ip ? html`, from ${item.ip}` : null}${item.userAgent ? html`, ${describeUserAgent(item.userAgent)}` : null}</li>`)}</ul>
+<summary>${t.html('account.activity.show', { count: view.activity.length })}</summary>
+<ul class="activity">${view.activity.map((item) => activityItem(ui, item))}</ul>
 </details>`}
-<p class="muted">If you do not recognise one, change your password: every other browser is then signed out.</p>
+<p class="muted">${t.html('account.activity.advice')}</p>
 </section>
 <section aria-labelledby="password-heading">
-<h2 id="password-heading">Change password</h2>
+<h2 id="password-heading">${t.html('account.password.heading')}</h2>
 ${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
 <form method="post" action="/account/password">
 ${csrfField(view.csrf)}
-<label for="current_password">Current password</label>
+<label for="current_password">${t.html('account.password.current')}</label>
 <input type="password" id="current_password" name="current_password" autocomplete="current-password" required>
-<label for="new_password">New password</label>
+<label for="new_password">${t.html('password.new')}</label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required>
-<div class="actions"><button type="submit">Change password</button></div>
+<div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
 </form>
 </section>
-${signedInAs(view.signedInAs, view.csrf, '/account')}`);
+${signedInAs(ui, view.signedInAs, view.csrf, '/account')}`);
 }

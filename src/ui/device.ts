@@ -4,7 +4,7 @@
  * `consentPage` with these details in its slot.
  */
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, type Site } from './pages.ts';
+import { csrfField, layout, type Ui } from './pages.ts';
 
 export interface DeviceCodeView {
   readonly csrf: string;
@@ -13,26 +13,18 @@ export interface DeviceCodeView {
   readonly error?: string | undefined;
 }
 
-export function deviceCodePage(site: Site, view: DeviceCodeView): string {
-  return layout(site, 'Connect a device', html`<h1>Connect a device</h1>
-<p>Enter the code shown on your device to connect it to your ${site.name} account.</p>
+export function deviceCodePage(ui: Ui, view: DeviceCodeView): string {
+  const { site, t } = ui;
+  return layout(ui, t.text('device.code.title'), html`<h1>${t.html('device.code.title')}</h1>
+<p>${t.html('device.code.intro', { site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/device">
 ${csrfField(view.csrf)}
-<label for="user_code">Code</label>
+<label for="user_code">${t.html('device.code.label')}</label>
 <input type="text" id="user_code" name="user_code" class="code" value="${view.value}" maxlength="32" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus aria-describedby="code-hint">
-<p class="muted" id="code-hint">8 letters, like BCDF-GHJK. Capitals and the dash are optional.</p>
-<div class="actions"><button type="submit" class="primary">Continue</button></div>
+<p class="muted" id="code-hint">${t.html('device.code.hint', { example: 'BCDF-GHJK' })}</p>
+<div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>
 </form>`);
-}
-
-/** "3 minutes ago": how long before `now` the device asked. */
-export function timeAgo(then: number, now: number): string {
-  const minutes = Math.floor(Math.max(0, now - then) / 60_000);
-  if (minutes < 1) return 'less than a minute ago';
-  if (minutes < 60) return minutes === 1 ? '1 minute ago' : `${minutes} minutes ago`;
-  const hours = Math.floor(minutes / 60);
-  return hours === 1 ? '1 hour ago' : `${hours} hours ago`;
 }
 
 export interface DeviceDetailsView {
@@ -52,35 +44,35 @@ export interface DeviceDetailsView {
  * the code to compare with the device's screen, when and from where the device asked,
  * beside where the approver is, and a warning when those are different networks.
  */
-export function deviceDetails(view: DeviceDetailsView): SafeHtml {
-  return html`<p>Check that this code is the one on your device's screen:</p>
+export function deviceDetails(ui: Ui, view: DeviceDetailsView): SafeHtml {
+  const { t } = ui;
+  return html`<p>${t.html('device.details.check')}</p>
 <p class="user-code" id="user-code">${view.userCode}</p>
-${view.otherNetwork
-    ? html`<p class="alert warning" role="alert"><strong>This device is on a different network from you.</strong> If you are not in front of the device, or someone sent you this code or link, choose Deny: approving would give them access to your account.</p>`
-    : null}
+${view.otherNetwork ? html`<p class="alert warning" role="alert">${t.html('device.details.otherNetwork')}</p>` : null}
 <dl class="origin">
-<dt>Requested</dt><dd>${timeAgo(view.requestedAt, view.now)}</dd>
-<dt>Device</dt><dd>${view.deviceIp}${view.deviceUserAgent ? html`<br><span class="muted">${view.deviceUserAgent}</span>` : null}</dd>
-<dt>You</dt><dd>${view.approverIp}</dd>
+<dt>${t.html('device.details.requested')}</dt><dd>${t.ago(view.requestedAt, view.now)}</dd>
+<dt>${t.html('device.details.device')}</dt><dd><bdi>${view.deviceIp}</bdi>${view.deviceUserAgent ? html`<br><span class="muted"><bdi>${view.deviceUserAgent}</bdi></span>` : null}</dd>
+<dt>${t.html('device.details.you')}</dt><dd><bdi>${view.approverIp}</bdi></dd>
 </dl>
-<p><strong>Approve only if you started this yourself, on a device you have with you.</strong></p>
-<p id="report">Did you not start this? Choose Deny, then report it to your administrator: someone who sends you a code
-or a link to approve is trying to get into your account.</p>`;
+<p>${t.html('device.details.approveOnly')}</p>
+<p id="report">${t.html('device.details.report')}</p>`;
 }
 
-export function deviceDonePage(site: Site, approved: boolean, clientName: string): string {
+export function deviceDonePage(ui: Ui, approved: boolean, clientName: string): string {
+  const { t } = ui;
   return approved
-    ? layout(site, 'Device approved', html`<h1>Device approved</h1>
-<p role="status"><strong>${clientName}</strong> is now connected to your account.</p>
-<p>You can return to your device: it will continue on its own in a few seconds.</p>`)
-    : layout(site, 'Request denied', html`<h1>Request denied</h1>
-<p role="status"><strong>${clientName}</strong> was not given access to your account.</p>
-<p>You can return to your device and close this page.</p>
-<p>If you did not start this request yourself, someone may have sent you the code to get into your account: report it to your administrator.</p>`);
+    ? layout(ui, t.text('device.approved.title'), html`<h1>${t.html('device.approved.title')}</h1>
+<p role="status">${t.html('device.approved.connected', { client: clientName })}</p>
+<p>${t.html('device.approved.return')}</p>`)
+    : layout(ui, t.text('device.denied.title'), html`<h1>${t.html('device.denied.title')}</h1>
+<p role="status">${t.html('device.denied.notGiven', { client: clientName })}</p>
+<p>${t.html('device.denied.return')}</p>
+<p>${t.html('device.denied.report')}</p>`);
 }
 
-export function deviceCodeUsedPage(site: Site): string {
-  return layout(site, 'Code already used', html`<h1>This code has already been used</h1>
-<p role="alert">The request was already approved or denied. Return to your device; if it needs a new code, start again there.</p>
-<p><a href="/device">Enter another code</a></p>`);
+export function deviceCodeUsedPage(ui: Ui): string {
+  const { t } = ui;
+  return layout(ui, t.text('device.used.title'), html`<h1>${t.html('device.used.heading')}</h1>
+<p role="alert">${t.html('device.used.text')}</p>
+<p><a href="/device">${t.html('device.used.another')}</a></p>`);
 }

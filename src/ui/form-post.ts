@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { html, SafeHtml } from './html.ts';
-import { layout, type Site } from './pages.ts';
+import { layout, type Ui } from './pages.ts';
 
 const SUBMIT_SCRIPT = 'document.forms[0].submit();';
 /** The CSP source that lets the page's one script run (CSP Level 3 §8.4 hash-source). */
@@ -17,12 +17,13 @@ export interface FormPostView {
   readonly params: Readonly<Record<string, string>>;
 }
 
-export function formPostPage(site: Site, view: FormPostView): string {
-  return layout(site, 'Returning to the application', html`<h1>Returning to the application</h1>
+export function formPostPage(ui: Ui, view: FormPostView): string {
+  const { t } = ui;
+  return layout(ui, t.text('formPost.title'), html`<h1>${t.html('formPost.title')}</h1>
 <form method="post" action="${view.redirectUri}">
 ${Object.entries(view.params).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
-<noscript><p>Press Continue to go back to the application.</p></noscript>
-<div class="actions"><button type="submit" class="primary">Continue</button></div>
+<noscript><p>${t.html('formPost.noscript')}</p></noscript>
+<div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>
 </form>
 ${new SafeHtml(`<script>${SUBMIT_SCRIPT}</script>`)}`);
 }

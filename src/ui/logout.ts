@@ -1,5 +1,5 @@
 import { html } from './html.ts';
-import { csrfField, layout , type Site } from './pages.ts';
+import { csrfField, layout, type Ui } from './pages.ts';
 
 export interface LogoutConfirmView {
   readonly csrf: string;
@@ -11,22 +11,24 @@ export interface LogoutConfirmView {
 }
 
 /** RP-Initiated Logout 1.0 §2: asks the person before signing them out at an app's request. */
-export function logoutConfirmPage(site: Site, view: LogoutConfirmView): string {
-  return layout(site, `Sign out of ${site.name}?`, html`<h1>Sign out of ${site.name}?</h1>
-${view.clientName ? html`<p><strong>${view.clientName}</strong> asks to sign you out.</p>` : null}
-${view.signedInAs ? html`<p>You are signed in as <strong>${view.signedInAs}</strong>. Signing out also signs you out of the apps you signed in to here.</p>` : null}
+export function logoutConfirmPage(ui: Ui, view: LogoutConfirmView): string {
+  const { site, t } = ui;
+  return layout(ui, t.text('logout.title', { site: site.name }), html`<h1>${t.html('logout.title', { site: site.name })}</h1>
+${view.clientName ? html`<p>${t.html('logout.asks', { client: view.clientName })}</p>` : null}
+${view.signedInAs ? html`<p>${t.html('logout.signedInAs', { name: view.signedInAs })}</p>` : null}
 <form method="post" action="/oauth/logout/confirm">
 ${csrfField(view.csrf)}
 ${Object.entries(view.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
 <div class="actions">
-<a href="/account">Stay signed in</a>
-<button type="submit" class="primary">Sign out</button>
+<a href="/account">${t.html('logout.stay')}</a>
+<button type="submit" class="primary">${t.html('logout.submit')}</button>
 </div>
 </form>`);
 }
 
 /** Where the browser lands after logout when the app gave no (valid) address to go back to. */
-export function signedOutPage(site: Site): string {
-  return layout(site, 'Signed out', html`<h1>You are signed out</h1>
-<p>You can close this window.</p>`);
+export function signedOutPage(ui: Ui): string {
+  const { t } = ui;
+  return layout(ui, t.text('signedOut.title'), html`<h1>${t.html('signedOut.heading')}</h1>
+<p>${t.html('signedOut.text')}</p>`);
 }

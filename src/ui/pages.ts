@@ -1,33 +1,51 @@
 import { readFileSync } from 'node:fs';
-import type { DescribedAccess } from '../flows/resources.ts';
+import type { SiteSettings } from '../config/index.ts';
+import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
+import { isMessageKey, LANGUAGE_NAMES, type Messages } from './i18n.ts';
 
 /** Served at STYLESHEET_PATH; pages load nothing else (CSP default-src 'none'). */
 export const STYLESHEET = readFileSync(new URL('./style.css', import.meta.url), 'utf8');
 export const STYLESHEET_PATH = '/assets/tessera.css';
 
-/** Whose server this is, as the operator named it (TESSERA_SITE_NAME, _LOGO_URL, _ACCENT_COLOR). */
-export interface Site {
-  readonly name: string;
-  readonly logoUrl: string | null;
-  readonly accentColor: string | null;
+/** Whose server this is, as the operator named it (TESSERA_SITE_NAME, _LOGO_URL, _ACCENT_COLOR), and its languages. */
+export type Site = SiteSettings;
+
+/** What every page is rendered with: whose server it is, in which language, and where it is. */
+export interface Ui {
+  readonly site: Site;
+  readonly t: Messages;
+  /** This page's own address (a path on this server), where the language menu returns to. */
+  readonly here: string;
 }
 
-export const DEFAULT_SITE: Site = { name: 'Tessera', logoUrl: null, accentColor: null };
+/** Where the language menu's links lead: sets the choice, then returns to `return_to`. */
+export const LOCALE_PATH = '/locale';
 
 /** The stylesheet, with the operator's accent on the buttons when one is set (its contrast with white was checked at start). */
 export function stylesheet(site: Site): string {
   return site.accentColor === null ? STYLESHEET : `${STYLESHEET}\n:root { --brand: ${site.accentColor}; --brand-fg: #fff; }\n`;
 }
 
-export function layout(site: Site, title: string, body: SafeHtml): string {
+/** Every offered language by its own name, the current one marked; nothing when only one is offered. */
+function languageMenu(ui: Ui): SafeHtml | null {
+  const { locales } = ui.site;
+  if (locales.length < 2) return null;
+  return html`<nav class="languages" aria-label="${ui.t.text('layout.languages')}"><ul>${locales.map(
+    (locale) =>
+      html`<li><a href="${LOCALE_PATH}?lang=${encodeURIComponent(locale)}&amp;return_to=${encodeURIComponent(ui.here)}" lang="${locale}" hreflang="${locale}" rel="nofollow"${locale === ui.t.locale ? html` aria-current="true"` : null}>${LANGUAGE_NAMES[locale]}</a></li>`,
+  )}</ul></nav>`;
+}
+
+export function layout(ui: Ui, title: string, body: SafeHtml): string {
+  const { site, t } = ui;
   return html`<!doctype html>
-<html lang="en">
+<html lang="${t.locale}" dir="${t.dir}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
-<title>${title} · ${site.name}</title>
+<title>${t.text('layout.title', { page: title, site: site.name })}</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
 <body>
@@ -36,6 +54,7 @@ export function layout(site: Site, title: string, body: SafeHtml): string {
 <div class="card">
 ${body}
 </div>
+${languageMenu(ui)}
 </main>
 </body>
 </html>`.value;
@@ -44,9 +63,14 @@ ${body}
 export const WEBAUTHN_SCRIPT_PATH = '/assets/webauthn.js';
 export const PASSKEYS_SCRIPT_PATH = '/assets/passkeys.js';
 
-
-export function passkeyScripts(): SafeHtml {
-  return html`<script src="${WEBAUTHN_SCRIPT_PATH}" defer></script>
+/**
+ * The scripts of the passkey ceremonies, and the words they may show (the script has no
+ * catalogue of its own: it reads them from this element's data attributes).
+ */
+export function passkeyScripts(ui: Ui): SafeHtml {
+  const { t } = ui;
+  return html`<div id="passkey-messages" hidden data-cancelled="${t.text('passkey.script.cancelled')}" data-exists="${t.text('passkey.script.exists')}" data-failed="${t.text('passkey.script.failed')}" data-unsupported="${t.text('passkey.script.unsupported')}"></div>
+<script src="${WEBAUTHN_SCRIPT_PATH}" defer></script>
 <script src="${PASSKEYS_SCRIPT_PATH}" defer></script>`;
 }
 
@@ -55,19 +79,19 @@ export function passkeyScripts(): SafeHtml {
  * and the hidden form the script posts the browser's answer with. The same request also
  * runs as conditional mediation, so the passkeys appear in the username field's autofill.
  */
-export function passkeySignIn(csrf: string, returnTo: string, clientId?: string | null): SafeHtml {
+export function passkeySignIn(ui: Ui, csrf: string, returnTo: string, clientId?: string | null): SafeHtml {
   return html`<div class="passkey" id="passkey-sign-in">
-<p class="muted or">or</p>
+<p class="muted or">${ui.t.html('signIn.or')}</p>
 <form method="post" action="/login/passkey" id="passkey-form">
 ${csrfField(csrf)}
 <input type="hidden" name="return_to" value="${returnTo}">
 ${clientField(clientId)}
 <input type="hidden" name="response" value="">
-<div class="actions"><button type="button" id="passkey-button">Sign in with a passkey</button></div>
+<div class="actions"><button type="button" id="passkey-button">${ui.t.html('signIn.passkey')}</button></div>
 </form>
 <p class="alert error" role="alert" id="passkey-error" hidden></p>
 </div>
-${passkeyScripts()}`;
+${passkeyScripts(ui)}`;
 }
 
 /** The application a sign-in continues to, carried from the authorization step to the events that record it. */
@@ -93,12 +117,13 @@ export interface ErrorPageOptions {
 }
 
 /** A page that says in plain words what went wrong and what to do, with a way back. */
-export function errorPage(site: Site, title: string, message: string, options: ErrorPageOptions = {}): string {
-  const back = options.back ?? { href: '/', label: `Go to the ${site.name} start page` };
-  return layout(site, title, html`<h1>${title}</h1>
+export function errorPage(ui: Ui, title: string, message: string, options: ErrorPageOptions = {}): string {
+  const { site, t } = ui;
+  const back = options.back ?? { href: '/', label: t.text('error.backHome', { site: site.name }) };
+  return layout(ui, title, html`<h1>${title}</h1>
 <p role="alert">${message}</p>
 <p><a href="${back.href}">${back.label}</a></p>
-${options.details ? html`<p class="fine-print">For the app's developer: ${options.details}</p>` : null}`);
+${options.details ? html`<p class="fine-print">${t.html('error.details', { details: options.details })}</p>` : null}`);
 }
 
 export interface SignInView {
@@ -121,24 +146,25 @@ export interface SignInView {
   readonly passkeys?: boolean | undefined;
 }
 
-export function signInPage(site: Site, view: SignInView): string {
-  return layout(site, 'Sign in', html`<h1>Sign in</h1>
-${view.clientName ? html`<p>to continue to <strong>${view.clientName}</strong></p>` : null}
-<p class="muted">with your ${site.name} account</p>
+export function signInPage(ui: Ui, view: SignInView): string {
+  const { site, t } = ui;
+  return layout(ui, t.text('signIn.title'), html`<h1>${t.html('signIn.title')}</h1>
+${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
+<p class="muted">${t.html('signIn.withAccount', { site: site.name })}</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
-${view.setUp ? html`<p><a href="/account">Set up a passkey or one-time codes on your account page</a>: you stay signed in, then come back here.</p>` : null}
+${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: '/account' })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
-<label for="username">Username</label>
+<label for="username">${t.html('signIn.username')}</label>
 <input type="text" id="username" name="username" autocomplete="${view.passkeys ? 'username webauthn' : 'username'}" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
-<label for="password">Password</label>
+<label for="password">${t.html('signIn.password')}</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
-<div class="actions"><button type="submit" class="primary">Sign in</button></div>
+<div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
 </form>
-${view.passkeys ? passkeySignIn(view.csrf, view.returnTo, view.clientId) : null}`);
+${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}`);
 }
 
 export interface ConsentView {
@@ -155,7 +181,6 @@ export interface ConsentView {
   readonly signedInAs: string;
   /** Flow-specific facts shown above the scopes (the device's code and origin). */
   readonly details?: SafeHtml;
-  readonly heading?: string;
   /** Where "Sign out" leads back to, to sign in as someone else. */
   readonly returnTo: string;
 }
@@ -164,8 +189,8 @@ export interface ConsentView {
  * The access asked for, as a person reads it: the OpenID scopes' descriptions, then each API
  * under its name (a region named by its heading), with its scopes' descriptions.
  */
-export function scopeList(access: DescribedAccess): SafeHtml {
-  return html`${access.openid.length > 0 ? html`<ul class="scopes">${access.openid.map((scope) => html`<li>${scope.description}</li>`)}</ul>` : null}
+export function scopeList(ui: Ui, access: DescribedAccess): SafeHtml {
+  return html`${access.openid.length > 0 ? html`<ul class="scopes">${access.openid.map((scope) => html`<li>${openIdScope(ui, scope)}</li>`)}</ul>` : null}
 ${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api-${index}">
 <h3 id="api-${index}">${api.name}</h3>
 <p class="muted api-identifier">${api.identifier}</p>
@@ -173,25 +198,32 @@ ${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api
 </section>`)}`;
 }
 
-export function consentPage(site: Site, view: ConsentView): string {
-  return layout(site, `Allow ${view.clientName}?`, html`<h1>${view.heading ?? html`Allow <strong>${view.clientName}</strong> to access your account?`}</h1>
+/** An OpenID scope's description in the page's language; the server's own words for one the catalogues lack. */
+export function openIdScope(ui: Ui, scope: DescribedScope): string {
+  const key = `scope.${scope.name}`;
+  return isMessageKey(key) ? ui.t.text(key) : scope.description;
+}
+
+export function consentPage(ui: Ui, view: ConsentView): string {
+  const { t } = ui;
+  return layout(ui, t.text('consent.title', { client: view.clientName }), html`<h1>${t.html('consent.heading', { client: view.clientName })}</h1>
 ${view.details ?? null}
-<h2 class="muted" id="scopes-heading">${view.clientName} ${view.more ? 'also wants to' : 'will be able to'}:</h2>
-${scopeList(view.access)}
+<h2 class="muted" id="scopes-heading">${t.html(view.more ? 'consent.alsoWants' : 'consent.willBeAble', { client: view.clientName })}</h2>
+${scopeList(ui, view.access)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}
 ${hiddenFields(view.fields)}
 <div class="actions">
-<button type="submit" name="decision" value="deny" class="choice">Deny</button>
-<button type="submit" name="decision" value="approve" class="choice">Approve</button>
+<button type="submit" name="decision" value="deny" class="choice">${t.html('consent.deny')}</button>
+<button type="submit" name="decision" value="approve" class="choice">${t.html('consent.approve')}</button>
 </div>
 </form>
-${signedInAs(view.signedInAs, view.csrf, view.returnTo)}`);
+${signedInAs(ui, view.signedInAs, view.csrf, view.returnTo)}`);
 }
 
-export function signedInAs(name: string, csrf: string, returnTo: string): SafeHtml {
-  return html`<div class="signed-in">Signed in as <strong>${name}</strong>.
-<form method="post" action="/logout">${csrfField(csrf)}<input type="hidden" name="return_to" value="${returnTo}"><button type="submit">Not you? Sign out</button></form></div>`;
+export function signedInAs(ui: Ui, name: string, csrf: string, returnTo: string): SafeHtml {
+  return html`<div class="signed-in">${ui.t.html('signedInAs.text', { name })}
+<form method="post" action="/logout">${csrfField(csrf)}<input type="hidden" name="return_to" value="${returnTo}"><button type="submit">${ui.t.html('signedInAs.signOut')}</button></form></div>`;
 }
 
 export interface ResetView {
@@ -202,26 +234,28 @@ export interface ResetView {
 }
 
 /** Where a reset link leads: set a new password for `username`. */
-export function resetPasswordPage(site: Site, view: ResetView): string {
-  return layout(site, 'Set a new password', html`<h1>Set a new password</h1>
-<p>for <strong>${view.username}</strong> on ${site.name}</p>
+export function resetPasswordPage(ui: Ui, view: ResetView): string {
+  const { site, t } = ui;
+  return layout(ui, t.text('reset.title'), html`<h1>${t.html('reset.title')}</h1>
+<p>${t.html('reset.for', { username: view.username, site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/reset-password">
 ${csrfField(view.csrf)}
 <input type="hidden" name="token" value="${view.token}">
 <input type="text" name="username" value="${view.username}" autocomplete="username" hidden>
-<label for="new_password">New password</label>
+<label for="new_password">${t.html('password.new')}</label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required autofocus>
-<div class="actions"><button type="submit" class="primary">Set password</button></div>
+<div class="actions"><button type="submit" class="primary">${t.html('reset.submit')}</button></div>
 </form>`);
 }
 
 /** After a reset, or for a link that cannot be used. */
-export function resetDonePage(site: Site, done: boolean): string {
+export function resetDonePage(ui: Ui, done: boolean): string {
+  const { t } = ui;
   return done
-    ? layout(site, 'Password changed', html`<h1>Password changed</h1>
-<p role="status">Your new password is set, and every browser that was signed in has been signed out.</p>
-<p><a href="/account">Sign in</a></p>`)
-    : layout(site, 'Link not valid', html`<h1>This link cannot be used</h1>
-<p role="alert">It has already been used, or it has expired. Ask your administrator for a new one.</p>`);
+    ? layout(ui, t.text('reset.done.title'), html`<h1>${t.html('reset.done.title')}</h1>
+<p role="status">${t.html('reset.done.text')}</p>
+<p><a href="/account">${t.html('reset.done.signIn')}</a></p>`)
+    : layout(ui, t.text('reset.invalid.title'), html`<h1>${t.html('reset.invalid.heading')}</h1>
+<p role="alert">${t.html('reset.invalid.text')}</p>`);
 }

@@ -6,6 +6,8 @@
 (function () {
   var lib = window.SimpleWebAuthnBrowser;
   var errorBox = document.getElementById('passkey-error');
+  // The words come from the page, in its language (ui/pages.ts passkeyScripts).
+  var words = (document.getElementById('passkey-messages') || { dataset: {} }).dataset;
 
   function showError(message) {
     if (!errorBox) return;
@@ -35,15 +37,15 @@
   }
 
   function explain(error) {
-    if (error && error.name === 'NotAllowedError') return 'The passkey request was cancelled or timed out. Try again.';
-    if (error && error.name === 'InvalidStateError') return 'This device already has a passkey for your account.';
-    return 'Your browser could not use a passkey here. Try again, or use your password.';
+    if (error && error.name === 'NotAllowedError') return words.cancelled;
+    if (error && error.name === 'InvalidStateError') return words.exists;
+    return words.failed;
   }
 
   if (!lib || !lib.browserSupportsWebAuthn()) {
     var unsupported = document.getElementById('passkey-button') || document.getElementById('passkey-register-button');
     if (unsupported) unsupported.disabled = true;
-    showError('This browser does not support passkeys.');
+    showError(words.unsupported);
     return;
   }
 

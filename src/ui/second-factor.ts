@@ -6,13 +6,7 @@
  * the CSP allows as 'self'.
  */
 import { html, type SafeHtml } from './html.ts';
-import { clientField, csrfField, layout, passkeyScripts, type Site } from './pages.ts';
-
-const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-
-function time(ms: number): SafeHtml {
-  return html`<time datetime="${new Date(ms).toISOString()}">${DATE.format(ms)} UTC</time>`;
-}
+import { clientField, csrfField, layout, passkeyScripts, type Ui } from './pages.ts';
 
 export interface CodePageView {
   readonly csrf: string;
@@ -23,17 +17,18 @@ export interface CodePageView {
 }
 
 /** After a correct password, for a person with one-time codes on. */
-export function secondFactorPage(site: Site, view: CodePageView): string {
-  return layout(site, 'Enter your code', html`<h1>Enter your code</h1>
-<p>Open your authenticator app and enter the 6-digit code it shows for ${site.name}. If you do not have your phone, enter one of your recovery codes.</p>
+export function secondFactorPage(ui: Ui, view: CodePageView): string {
+  const { site, t } = ui;
+  return layout(ui, t.text('code.title'), html`<h1>${t.html('code.title')}</h1>
+<p>${t.html('code.intro', { site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login/second-factor">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
-<label for="code">Code</label>
+<label for="code">${t.html('code.label')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="64" required autofocus>
-<div class="actions"><button type="submit" class="primary">Continue</button></div>
+<div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>
 </form>`);
 }
 
@@ -54,50 +49,52 @@ export interface SecurityView {
   readonly recoveryCodesLeft: number;
 }
 
-function passkeyItem(view: PasskeyView, csrf: string): SafeHtml {
+function passkeyItem(ui: Ui, view: PasskeyView, csrf: string): SafeHtml {
+  const { t } = ui;
   const heading = `passkey-${view.id.slice(0, 32)}`;
   return html`<li>
 <section aria-labelledby="${heading}">
 <h3 id="${heading}">${view.name}</h3>
 <dl class="origin">
-<dt>Added</dt><dd>${time(view.createdAt)}</dd>
-<dt>Last used</dt><dd>${view.lastUsedAt === null ? 'not yet' : time(view.lastUsedAt)}</dd>
-${view.synced ? html`<dt>Kind</dt><dd>Synced between your devices</dd>` : null}
+<dt>${t.html('passkeys.added')}</dt><dd>${t.time(view.createdAt)}</dd>
+<dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
+${view.synced ? html`<dt>${t.html('passkeys.kind')}</dt><dd>${t.html('passkeys.synced')}</dd>` : null}
 </dl>
 <form method="post" action="/account/passkeys/remove">
 ${csrfField(csrf)}
 <input type="hidden" name="passkey_id" value="${view.id}">
-<button type="submit" aria-label="Remove ${view.name}">Remove</button>
+<button type="submit" aria-label="${t.text('passkeys.removeNamed', { name: view.name })}">${t.html('passkeys.remove')}</button>
 </form>
 </section>
 </li>`;
 }
 
 /** The account page's sign-in section: passkeys, and one-time codes. */
-export function securitySection(view: SecurityView): SafeHtml {
+export function securitySection(ui: Ui, view: SecurityView): SafeHtml {
+  const { t } = ui;
   return html`<section aria-labelledby="passkeys-heading" class="security">
-<h2 id="passkeys-heading">Passkeys</h2>
-<p class="muted">A passkey signs you in with your device's screen lock instead of your password, and cannot be used on a look-alike site.</p>
-${view.passkeys.length === 0 ? html`<p>You have no passkeys.</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(passkey, view.csrf))}</ul>`}
+<h2 id="passkeys-heading">${t.html('passkeys.heading')}</h2>
+<p class="muted">${t.html('passkeys.intro')}</p>
+${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf))}</ul>`}
 ${view.passkeysAvailable
   ? html`<form method="post" action="/account/passkeys" id="passkey-register-form">
 ${csrfField(view.csrf)}
 <input type="hidden" name="response" value="">
-<label for="passkey-name">Passkey name</label>
-<input type="text" id="passkey-name" name="name" maxlength="64" placeholder="My laptop" autocomplete="off">
-<div class="actions"><button type="button" id="passkey-register-button">Add a passkey</button></div>
+<label for="passkey-name">${t.html('passkeys.name')}</label>
+<input type="text" id="passkey-name" name="name" maxlength="64" placeholder="${t.text('passkeys.namePlaceholder')}" autocomplete="off">
+<div class="actions"><button type="button" id="passkey-register-button">${t.html('passkeys.add')}</button></div>
 </form>
 <p class="alert error" role="alert" id="passkey-error" hidden></p>
-${passkeyScripts()}`
-  : html`<p class="muted">Passkeys need this server to be reached by a domain name, not an IP address.</p>`}
+${passkeyScripts(ui)}`
+  : html`<p class="muted">${t.html('passkeys.unavailable')}</p>`}
 </section>
 <section aria-labelledby="totp-heading" class="security">
-<h2 id="totp-heading">Authenticator app</h2>
+<h2 id="totp-heading">${t.html('totp.heading')}</h2>
 ${view.totpEnabled
-  ? html`<p>One-time codes are on: after your password, you are asked for a code from your app. ${view.recoveryCodesLeft === 1 ? '1 recovery code is' : `${view.recoveryCodesLeft} recovery codes are`} left.</p>
-<form method="post" action="/account/totp/remove">${csrfField(view.csrf)}<button type="submit">Turn off one-time codes</button></form>`
-  : html`<p class="muted">Ask for a code from an app on your phone after your password.</p>
-<form method="post" action="/account/totp/setup">${csrfField(view.csrf)}<button type="submit">Set up an authenticator app</button></form>`}
+  ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
+<form method="post" action="/account/totp/remove">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>`
+  : html`<p class="muted">${t.html('totp.offer')}</p>
+<form method="post" action="/account/totp/setup">${csrfField(view.csrf)}<button type="submit">${t.html('totp.setUp')}</button></form>`}
 </section>`;
 }
 
@@ -109,25 +106,27 @@ export interface TotpSetupView {
   readonly error?: string | undefined;
 }
 
-export function totpSetupPage(site: Site, view: TotpSetupView): string {
+export function totpSetupPage(ui: Ui, view: TotpSetupView): string {
+  const { t } = ui;
   const grouped = view.secret.replace(/(.{4})/g, '$1 ').trim();
-  return layout(site, 'Set up an authenticator app', html`<h1>Set up an authenticator app</h1>
-<p>Scan this code with your authenticator app, then enter the 6-digit code it shows.</p>
+  return layout(ui, t.text('totp.setUp'), html`<h1>${t.html('totp.setUp')}</h1>
+<p>${t.html('totp.setup.scan')}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-<p><img src="${view.qr}" alt="QR code for your authenticator app" width="200" height="200"></p>
-<p class="muted">Cannot scan it? Enter this key in the app: <code id="totp-secret">${grouped}</code></p>
+<p><img src="${view.qr}" alt="${t.text('totp.setup.qrAlt')}" width="200" height="200"></p>
+<p class="muted">${t.html('totp.setup.cannotScan', { key: html`<code id="totp-secret">${grouped}</code>` })}</p>
 <form method="post" action="/account/totp/confirm">
 ${csrfField(view.csrf)}
-<label for="code">Code from the app</label>
+<label for="code">${t.html('totp.setup.code')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required autofocus>
-<div class="actions"><button type="submit" class="primary">Turn on</button></div>
+<div class="actions"><button type="submit" class="primary">${t.html('totp.setup.turnOn')}</button></div>
 </form>`);
 }
 
-export function recoveryCodesPage(site: Site, codes: readonly string[]): string {
-  return layout(site, 'Your recovery codes', html`<h1>Your recovery codes</h1>
-<p role="status" class="alert">One-time codes are on.</p>
-<p>If you lose your phone, each of these codes signs you in once in place of a code from the app. Keep them somewhere safe: they are shown only now.</p>
-<ul class="recovery-codes" aria-label="Recovery codes">${codes.map((code) => html`<li><code>${code}</code></li>`)}</ul>
-<div class="actions"><a href="/account">Back to your account</a></div>`);
+export function recoveryCodesPage(ui: Ui, codes: readonly string[]): string {
+  const { t } = ui;
+  return layout(ui, t.text('recovery.title'), html`<h1>${t.html('recovery.title')}</h1>
+<p role="status" class="alert">${t.html('recovery.on')}</p>
+<p>${t.html('recovery.text')}</p>
+<ul class="recovery-codes" aria-label="${t.text('recovery.label')}">${codes.map((code) => html`<li><code>${code}</code></li>`)}</ul>
+<div class="actions"><a href="/account">${t.html('recovery.back')}</a></div>`);
 }

@@ -79,6 +79,8 @@ export async function startFlood(origin: string, settings: FloodSettings): Promi
   };
 }
 
+let accountFloods = 0;
+
 /**
  * The account-page flood of issue 34: a signed-in session posting wrong current passwords to
  * `/account/password`, from `addresses` addresses (one session each), each keeping
@@ -90,7 +92,12 @@ export async function startAccountFlood(origin: string, settings: FloodSettings,
   const counts: FloodCounts = { checked: 0, refused: 0, other: 0 };
   let running = true;
   let serial = 0;
-  const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.19.${i >> 8}.${(i & 0xff) + 1}`);
+  // Each flood (warm-up, then every timed run) signs in from addresses of its own: the wrong
+  // current passwords of the one before count against the owner's username from its
+  // addresses (issue 34), which then refuse the owner's sign-in for the rest of the window.
+  const round = accountFloods++;
+  const first = round * settings.addresses + 1;
+  const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.19.${(first + i) >> 8}.${(first + i) & 0xff}`);
   const sessions = await Promise.all(
     addresses.map(async (ip) => {
       const pair = await csrfPair(origin, ip);

@@ -72,8 +72,10 @@ export async function liveAccessToken(deps: FlowDeps, token: string): Promise<Li
   if (claims.gid === null) {
     if (ownApi) return null;
     const [client, resource] = await Promise.all([liveClientToken(deps, claims), deps.store.resources.get(claims.aud)]);
-    // An API registered again after the token was issued is another API.
-    if (!client || !resource || resource.createdAt > claims.iat * 1000) return null;
+    // An API registered again after the token was issued is another API. `iat` is in whole
+    // seconds: a token issued in the second the API was registered is compared by that second,
+    // or a token asked for right after registering the API would be refused.
+    if (!client || !resource || Math.floor(resource.createdAt / 1000) > claims.iat) return null;
     return { claims, user: null, client, resource };
   }
   const [revoked, grant, user, resource] = await Promise.all([

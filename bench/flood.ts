@@ -37,25 +37,34 @@ async function csrfPair(origin: string, ip: string): Promise<{ cookie: string; t
   return { cookie, token };
 }
 
-export async function startFlood(origin: string, settings: FloodSettings): Promise<Flood> {
+/** A form post of one flood: where, from which address, with which cookies and fields. */
+interface FloodPost {
+  readonly path: string;
+  readonly ip: string;
+  readonly cookie: string;
+  readonly fields: (serial: number) => Record<string, string>;
+}
+
+/**
+ * Keeps `perAddress` posts of each `FloodPost` in flight until stopped, counting answers
+ * with `checkedStatus` as checked and 429 as refused.
+ */
+function runFlood(origin: string, posts: readonly FloodPost[], perAddress: number, checkedStatus: number): Flood {
   const counts: FloodCounts = { checked: 0, refused: 0, other: 0 };
   let running = true;
   let serial = 0;
-  const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.18.${i >> 8}.${(i & 0xff) + 1}`);
-  const pairs = await Promise.all(addresses.map((ip) => csrfPair(origin, ip)));
-  const loop = async (ip: string, pair: { cookie: string; token: string }) => {
+  const loop = async (post: FloodPost) => {
     while (running) {
       serial += 1;
-      const body = new URLSearchParams({ csrf_token: pair.token, username: `flood-${serial}`, password: `guess-${serial}`, return_to: '/' });
       try {
-        const response = await fetch(`${origin}/login`, {
+        const response = await fetch(`${origin}${post.path}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: pair.cookie, 'x-forwarded-for': ip },
-          body: body.toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: post.cookie, 'x-forwarded-for': post.ip },
+          body: new URLSearchParams(post.fields(serial)).toString(),
           redirect: 'manual',
         });
         await response.arrayBuffer();
-        if (response.status === 401) counts.checked += 1;
+        if (response.status === checkedStatus) counts.checked += 1;
         else if (response.status === 429) {
           counts.refused += 1;
           // "As fast as the limits allow": the flood waits as long as it is told (at most
@@ -69,7 +78,7 @@ export async function startFlood(origin: string, settings: FloodSettings): Promi
       }
     }
   };
-  const loops = addresses.flatMap((ip, i) => Array.from({ length: settings.perAddress }, () => loop(ip, pairs[i]!)));
+  const loops = posts.flatMap((post) => Array.from({ length: perAddress }, () => loop(post)));
   return {
     async stop() {
       running = false;
@@ -77,6 +86,18 @@ export async function startFlood(origin: string, settings: FloodSettings): Promi
       return counts;
     },
   };
+}
+
+export async function startFlood(origin: string, settings: FloodSettings): Promise<Flood> {
+  const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.18.${i >> 8}.${(i & 0xff) + 1}`);
+  const pairs = await Promise.all(addresses.map((ip) => csrfPair(origin, ip)));
+  const posts = addresses.map((ip, i): FloodPost => ({
+    path: '/login',
+    ip,
+    cookie: pairs[i]!.cookie,
+    fields: (serial) => ({ csrf_token: pairs[i]!.token, username: `flood-${serial}`, password: `guess-${serial}`, return_to: '/' }),
+  }));
+  return runFlood(origin, posts, settings.perAddress, 401);
 }
 
 let accountFloods = 0;
@@ -89,9 +110,6 @@ let accountFloods = 0;
  * and the sign-in limits, so most are answered 429 at once.
  */
 export async function startAccountFlood(origin: string, settings: FloodSettings, owner: { readonly username: string; readonly password: string }): Promise<Flood> {
-  const counts: FloodCounts = { checked: 0, refused: 0, other: 0 };
-  let running = true;
-  let serial = 0;
   // Each flood (warm-up, then every timed run) signs in from addresses of its own: the wrong
   // current passwords of the one before count against the owner's username from its
   // addresses (issue 34), which then refuse the owner's sign-in for the rest of the window.
@@ -114,35 +132,11 @@ export async function startAccountFlood(origin: string, settings: FloodSettings,
       return { ip, token: pair.token, cookie: `${pair.cookie}; ${session}` };
     }),
   );
-  const loop = async (session: { ip: string; token: string; cookie: string }) => {
-    while (running) {
-      serial += 1;
-      const body = new URLSearchParams({ csrf_token: session.token, current_password: `guess-${serial}`, new_password: 'never set by the flood' });
-      try {
-        const response = await fetch(`${origin}/account/password`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: session.cookie, 'x-forwarded-for': session.ip },
-          body: body.toString(),
-          redirect: 'manual',
-        });
-        await response.arrayBuffer();
-        if (response.status === 400) counts.checked += 1;
-        else if (response.status === 429) {
-          counts.refused += 1;
-          const wait = Math.min(5, Math.max(1, Number(response.headers.get('retry-after')) || 1));
-          await new Promise((resolve) => setTimeout(resolve, wait * 1000));
-        } else counts.other += 1;
-      } catch {
-        counts.other += 1;
-      }
-    }
-  };
-  const loops = sessions.flatMap((session) => Array.from({ length: settings.perAddress }, () => loop(session)));
-  return {
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      return counts;
-    },
-  };
+  const posts = sessions.map((session): FloodPost => ({
+    path: '/account/password',
+    ip: session.ip,
+    cookie: session.cookie,
+    fields: (serial) => ({ csrf_token: session.token, current_password: `guess-${serial}`, new_password: 'never set by the flood' }),
+  }));
+  return runFlood(origin, posts, settings.perAddress, 400);
 }

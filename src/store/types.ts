@@ -15,6 +15,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
 import type { AuthMethod } from '../core/auth-methods.ts';
+import type { IdentityProviderStore, LinkedIdentityStore, UpstreamLoginStore } from './identity-providers.ts';
 import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy, RequestObjectAlgorithm } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
@@ -715,6 +716,9 @@ export interface Stores {
   readonly totp: TotpStore;
   readonly recoveryCodes: RecoveryCodeStore;
   readonly pendingSignIns: PendingSignInStore;
+  readonly identityProviders: IdentityProviderStore;
+  readonly linkedIdentities: LinkedIdentityStore;
+  readonly upstreamLogins: UpstreamLoginStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */
@@ -737,8 +741,8 @@ export interface Store extends Stores {
   /**
    * Deletes codes, device records, sessions, rate-limit windows, refresh tokens, password
    * reset links, revoked access-token ids, used client assertion ids, DPoP proof ids, pushed
-   * requests, passkey ceremony challenges, sign-ins waiting for a one-time code and signing
-   * keys that expired before `before` (the caller keeps a margin after expiry, so a replayed
+   * requests, passkey ceremony challenges, sign-ins waiting for a one-time code, sign-ins under way at an
+   * upstream provider and signing keys that expired before `before` (the caller keeps a margin after expiry, so a replayed
    * code is still recognised as one for a while); given `grantsBefore`, grants revoked before
    * it, whose tokens all expired before it, or made before it and never used, with their
    * codes and refresh tokens; given `eventsBefore`, events older than it. Works in small

@@ -5,6 +5,7 @@
  */
 
 import type { Dialect } from './dialect.ts';
+import { identityProviderStatements } from './identity-providers.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -342,6 +343,7 @@ export function statements(d: Dialect) {
       WHERE client_assertions.expires_at <= :now`,
 
     ...secondFactorStatements(d),
+    ...identityProviderStatements(d),
 
     purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at < :before'),
@@ -376,7 +378,7 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeUpstreamLogins'] as const satisfies readonly StatementName[];
 
 /**
  * Passkeys (WebAuthn Level 3) and one-time codes (RFC 6238): every single use is one

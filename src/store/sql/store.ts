@@ -9,6 +9,7 @@ import * as rows from '../rows.ts';
 import type { Row } from '../rows.ts';
 import { DuplicateError, USER_PROFILE_TEXT_FIELDS, type ClientChanges, type PurgeCutoffs, type Stores } from '../types.ts';
 import type { Dialect, Params, Runner } from './dialect.ts';
+import { identityProviderStores } from './identity-providers.ts';
 import { secondFactorStores } from './second-factor.ts';
 import { PURGE_BATCH_SIZE, PURGES, type StatementName } from './statements.ts';
 
@@ -328,6 +329,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         ),
     },
     ...secondFactorStores(d, q),
+    ...identityProviderStores(d, q),
   };
 }
 

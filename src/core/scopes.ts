@@ -23,6 +23,8 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'admin:events:read': 'Read the audit trail',
   'admin:keys': 'Rotate signing keys',
   'admin:keys:read': 'Read signing keys',
+  'admin:providers': 'Manage upstream identity providers',
+  'admin:providers:read': 'Read upstream identity providers',
 };
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);

@@ -4,6 +4,7 @@ import type { PasswordQueue } from '../core/password-queue.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
+import type { SecretBox } from '../tokens/secret-box.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
 export interface AppDeps extends FlowDeps {
@@ -16,6 +17,8 @@ export interface AppDeps extends FlowDeps {
   readonly grants: readonly TokenGrant[];
   /** RFC 9449 §8: the server nonces DPoP proofs must carry when `config.dpop.nonces` is on. */
   readonly dpopNonces: DpopNonces;
+  /** Seals and opens upstream providers' secrets under the key encryption key. */
+  readonly secrets: SecretBox;
   /** Whether the server is draining (`/readyz`). */
   readonly readiness: { readonly draining: boolean };
 }

@@ -3,7 +3,9 @@ import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { approvalRefusal, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
 import type { MessageKey } from '../ui/i18n.ts';
-import { signInPage, type SignInView, type Site, type Ui } from '../ui/pages.ts';
+import { providerSettings } from '../flows/upstream/settings.ts';
+import { emailDomain } from '../flows/upstream/accounts.ts';
+import { signInPage, upstreamStartUrl, type SignInView, type Site, type Ui } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
 import { pageUi, type PageHints } from './locale.ts';
 import { csrfToken } from './session.ts';
@@ -15,9 +17,19 @@ export interface Pages {
   ui(request: FastifyRequest, hints?: PageHints): Ui;
   /** A page of this server: HTML, never cached. */
   send(reply: FastifyReply, status: number, body: string): FastifyReply;
-  /** The sign-in form, with this browser's CSRF token and passkeys offered where they work. */
-  signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: Omit<SignInView, 'csrf' | 'passkeys'>, hints?: PageHints): FastifyReply;
+  /**
+   * The sign-in form, with this browser's CSRF token, passkeys offered where they work, and a
+   * button per upstream provider. A provider that is the only way in (`--only`), or whose
+   * domains take the `loginHint`'s address (`--domain`), is gone to straight away instead,
+   * unless the page has something to say (an error, a notice).
+   */
+  signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: SignInPageView, hints?: PageHints): Promise<FastifyReply>;
 }
+
+export type SignInPageView = Omit<SignInView, 'csrf' | 'passkeys' | 'providers' | 'passwordForm'> & {
+  /** OIDC Core §3.1.2.1 `login_hint` of the request the sign-in continues: an address may name its provider. */
+  readonly loginHint?: string | null | undefined;
+};
 
 export function pagesFor(deps: AppDeps): Pages {
   const site = deps.config.site;
@@ -28,8 +40,29 @@ export function pagesFor(deps: AppDeps): Pages {
     site,
     ui: (request, hints) => pageUi(site, request, hints),
     send,
-    signIn: (request, reply, status, view, hints) =>
-      send(reply, status, signInPage(pageUi(site, request, hints), { ...view, csrf: csrfToken(deps.config, request, reply), passkeys })),
+    async signIn(request, reply, status, view, hints) {
+      const { loginHint, ...shown } = view;
+      const providers = await deps.store.identityProviders.list();
+      const only = providers.find((provider) => providerSettings(provider).only) ?? null;
+      const domain = emailDomain(loginHint ?? null);
+      const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
+      const straightTo = routed ?? only;
+      if (straightTo && !view.error && !view.notice && !view.setUp) {
+        return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);
+      }
+      return send(
+        reply,
+        status,
+        signInPage(pageUi(site, request, hints), {
+          ...shown,
+          csrf: csrfToken(deps.config, request, reply),
+          // With one provider the only way in, the page offers it alone (and passkeys, a second factor's way in).
+          passwordForm: only === null,
+          passkeys,
+          providers: (only ? [only] : providers).map((provider) => ({ id: provider.id, name: provider.name })),
+        }),
+      );
+    },
   };
 }
 
@@ -43,8 +76,8 @@ const REFUSALS: Readonly<Record<ApprovalRefusal, MessageKey>> = {
  * The sign-in form every flow leads to; `client`: the app it continues to, named on the page
  * and carried through the sign-in to the events that record it.
  */
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints): FastifyReply {
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id }, hints);
+export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null }): Promise<FastifyReply> {
+  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null }, hints);
 }
 
 /**
@@ -59,7 +92,7 @@ export function refuseApprovalPage(
   session: SessionRecord,
   returnTo: string,
   requestedAcr: readonly string[] | null = null,
-): FastifyReply | null {
+): Promise<FastifyReply> | null {
   const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
   if (refusal === null) return null;
   const pages = pagesFor(deps);

@@ -5,6 +5,8 @@
  * mean, single use is one statement.
  */
 
+import type { UserRecord } from './types.ts';
+
 /** How Tessera talks to the provider: an OpenID provider, GitHub's OAuth 2.0 and API, or an LDAP directory. */
 export type ProviderKind = 'oidc' | 'github' | 'ldap';
 
@@ -68,6 +70,11 @@ export interface LinkedIdentityStore {
   listForUser(userId: string): Promise<LinkedIdentityRecord[]>;
   /** Records a sign-in through the link: its label, groups and time; false when it is gone. */
   recordUse(providerId: string, subject: string, use: { readonly label: string | null; readonly groups: readonly string[] }, now: number): Promise<boolean>;
+  /**
+   * The users a first sign-in with this verified e-mail address may be linked to: those whose
+   * address is the same (compared without regard to case) and verified.
+   */
+  usersWithVerifiedEmail(email: string): Promise<UserRecord[]>;
   /** Unlinks one; false when there was no such link of this user. */
   remove(providerId: string, subject: string, userId: string): Promise<boolean>;
 }

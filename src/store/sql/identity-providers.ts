@@ -33,6 +33,7 @@ export function identityProviderStatements(d: Dialect) {
     recordLinkedIdentityUse: `
       UPDATE linked_identities SET label = :label, groups = :groups, last_used_at = :now
       WHERE provider_id = :providerId AND subject = :subject`,
+    usersWithVerifiedEmail: 'SELECT * FROM users WHERE lower(email) = lower(:email) AND email_verified = :verified ORDER BY created_at, id',
     removeLinkedIdentity: 'DELETE FROM linked_identities WHERE provider_id = :providerId AND subject = :subject AND user_id = :userId',
 
     insertUpstreamLogin: `
@@ -132,6 +133,7 @@ export function identityProviderStores(d: Dialect, q: Runner): IdentityProviderS
       listForUser: async (userId) => (await q.all('listLinkedIdentitiesForUser', { userId })).map(link),
       recordUse: async (providerId, subject, use, now) =>
         (await q.changed('recordLinkedIdentityUse', { providerId, subject, label: use.label, groups: list(use.groups), now })) > 0,
+      usersWithVerifiedEmail: async (email) => (await q.all('usersWithVerifiedEmail', { email, verified: d.flag(true) })).map((row) => rows.userFromRow(row, read)),
       remove: async (providerId, subject, userId) => (await q.changed('removeLinkedIdentity', { providerId, subject, userId })) > 0,
     },
     upstreamLogins: {

@@ -4,6 +4,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   profile: 'See your name, username, picture, language and time zone',
   email: 'See your email address',
   offline_access: 'Stay connected while you are away (until you revoke it)',
+  // Issue 28: the groups an upstream provider or directory says the person is in.
+  groups: 'See the groups you belong to',
 };
 
 export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);

@@ -219,7 +219,7 @@ ${clientField(view.clientId)}
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
 </form>
-${view.others ? html`<p><a href="/login?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.otherWays')}</a></p>` : null}`);
+${view.others ? html`<div class="providers"><p class="muted or">${t.html('signIn.or')}</p><a class="button" href="/login?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.otherWays')}</a></div>` : null}`);
 }
 
 export function signInPage(ui: Ui, view: SignInView): string {

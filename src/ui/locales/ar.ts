@@ -14,6 +14,7 @@ const ar: Catalogue = {
   'scope.profile': 'الاطلاع على اسمك واسم المستخدم وصورتك ولغتك ومنطقتك الزمنية',
   'scope.email': 'الاطلاع على عنوان بريدك الإلكتروني',
   'scope.offline_access': 'البقاء متصلًا أثناء غيابك (إلى أن تلغي ذلك)',
+  'scope.groups': "الاطلاع على المجموعات التي تنتمي إليها",
 
   'signIn.title': 'تسجيل الدخول',
   'signIn.toContinue': 'للمتابعة إلى <strong>{client}</strong>',

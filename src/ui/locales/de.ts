@@ -14,6 +14,7 @@ const de: Catalogue = {
   'scope.profile': 'Ihren Namen, Benutzernamen, Ihr Profilbild, Ihre Sprache und Zeitzone sehen',
   'scope.email': 'Ihre E-Mail-Adresse sehen',
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
+  'scope.groups': "Die Gruppen sehen, denen Sie angehören",
 
   'signIn.title': 'Anmelden',
   'signIn.toContinue': 'um mit <strong>{client}</strong> fortzufahren',

@@ -20,6 +20,7 @@ const en = {
   'scope.profile': SCOPE_DESCRIPTIONS['profile']!,
   'scope.email': SCOPE_DESCRIPTIONS['email']!,
   'scope.offline_access': SCOPE_DESCRIPTIONS['offline_access']!,
+  'scope.groups': SCOPE_DESCRIPTIONS['groups']!,
 
   'signIn.title': 'Sign in',
   'signIn.toContinue': 'to continue to <strong>{client}</strong>',

@@ -14,6 +14,7 @@ const es: Catalogue = {
   'scope.profile': 'Ver tu nombre, tu nombre de usuario, tu foto, tu idioma y tu zona horaria',
   'scope.email': 'Ver tu dirección de correo electrónico',
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
+  'scope.groups': "Ver los grupos a los que perteneces",
 
   'signIn.title': 'Iniciar sesión',
   'signIn.toContinue': 'para continuar a <strong>{client}</strong>',

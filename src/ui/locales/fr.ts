@@ -14,6 +14,7 @@ const fr: Catalogue = {
   'scope.profile': 'Voir votre nom, votre nom d’utilisateur, votre photo, votre langue et votre fuseau horaire',
   'scope.email': 'Voir votre adresse e-mail',
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
+  'scope.groups': "Voir les groupes dont vous faites partie",
 
   'signIn.title': 'Connexion',
   'signIn.toContinue': 'pour continuer vers <strong>{client}</strong>',

@@ -14,6 +14,7 @@ const ja: Catalogue = {
   'scope.profile': 'あなたの名前、ユーザー名、プロフィール画像、言語、タイムゾーンを見る',
   'scope.email': 'あなたのメールアドレスを見る',
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
+  'scope.groups': "あなたが所属するグループを見る",
 
   'signIn.title': 'ログイン',
   'signIn.toContinue': '<strong>{client}</strong> に進むには',

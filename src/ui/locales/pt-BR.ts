@@ -14,6 +14,7 @@ const ptBR: Catalogue = {
   'scope.profile': 'Ver seu nome, nome de usuário, foto, idioma e fuso horário',
   'scope.email': 'Ver seu endereço de e-mail',
   'scope.offline_access': 'Manter o acesso enquanto você estiver ausente (até você revogá-lo)',
+  'scope.groups': "Ver os grupos dos quais você faz parte",
 
   'signIn.title': 'Entrar',
   'signIn.toContinue': 'para continuar em <strong>{client}</strong>',

@@ -14,6 +14,7 @@ const zhHans: Catalogue = {
   'scope.profile': '查看你的姓名、用户名、头像、语言和时区',
   'scope.email': '查看你的电子邮件地址',
   'scope.offline_access': '在你离开时保持连接（直到你撤销为止）',
+  'scope.groups': "查看你所属的群组",
 
   'signIn.title': '登录',
   'signIn.toContinue': '以继续使用 <strong>{client}</strong>',

@@ -177,19 +177,25 @@ export async function findResetLink(deps: AccountDeps, token: string): Promise<P
 export type ResetResult =
   | { readonly kind: 'done'; readonly user: UserRecord; readonly endedSessions: readonly SessionRecord[] }
   | { readonly kind: 'invalid_link' }
-  | { readonly kind: 'invalid'; readonly problem: string };
+  | { readonly kind: 'invalid'; readonly problem: string }
+  | Busy;
 
 /**
  * Uses a reset link: exactly one caller uses it up (one conditional UPDATE), in the same
- * transaction as the new password, the end of every session and the event.
+ * transaction as the new password, the end of every session and the event. The new hash is
+ * computed on the password queue, from `ip`, like every hash a browser can ask for: posts of
+ * one live link all hash before one of them uses it up, and on libuv's pool they would hold
+ * the threads that sign tokens.
  */
-export async function resetPassword(deps: AccountDeps, token: string, password: string): Promise<ResetResult> {
+export async function resetPassword(deps: AccountDeps & Pick<PasswordCheckDeps, 'passwords'>, token: string, password: string, ip: string): Promise<ResetResult> {
   const problem = passwordProblem(password);
   if (problem) return { kind: 'invalid', problem };
   const found = await findResetLink(deps, token);
   const user = found ? await deps.store.users.get(found.userId) : null;
   if (!found || !user || user.disabled) return { kind: 'invalid_link' };
-  const hash = await hashPassword(password, deps.config.passwordHash);
+  // Trusted: whoever holds a live link was sent it by an operator.
+  const hash = await deps.passwords.hash(password, deps.config.passwordHash, ip, { trusted: true });
+  if (hash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
   const ended = await transactionWithEvents(deps, async (tx, record) => {
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return null;

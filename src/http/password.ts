@@ -36,21 +36,26 @@ export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
     const token = single(form, 'token');
     const password = typeof form['new_password'] === 'string' ? form['new_password'] : '';
-    const result = await resetPassword(forRequest(deps, request), token, password);
+    const result = await resetPassword(forRequest(deps, request), token, password, request.ip);
     const ui = pages.ui(request);
     if (result.kind === 'invalid_link') return reply.status(400).send(resetDonePage(ui, false));
-    if (result.kind === 'invalid') {
+    if (result.kind === 'invalid' || result.kind === 'busy') {
       const link = await findResetLink(deps, token);
       const user = link ? await deps.store.users.get(link.userId) : null;
       if (!user) return reply.status(400).send(resetDonePage(ui, false));
+      const resetError = () => {
+        if (result.kind === 'busy') return ui.t.text('reset.busy', { seconds: result.retryAfterSeconds });
+        return password.length < MIN_PASSWORD_LENGTH ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH }) : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH });
+      };
+      if (result.kind === 'busy') reply.header('Retry-After', String(result.retryAfterSeconds));
       return reply
-        .status(400)
+        .status(result.kind === 'busy' ? 429 : 400)
         .send(
           resetPasswordPage(ui, {
             csrf: csrfToken(deps.config, request, reply),
             token,
             username: user.username,
-            error: password.length < MIN_PASSWORD_LENGTH ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH }) : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH }),
+            error: resetError(),
           }),
         );
     }

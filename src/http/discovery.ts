@@ -7,7 +7,7 @@ import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } 
 import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
 import { USER_CLAIMS } from '../tokens/claims.ts';
 import type { AppDeps } from './deps.ts';
-import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from './endpoints.ts';
+import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from '../core/endpoints.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing

@@ -6,6 +6,7 @@
  * grant from the store, so on every instance they stop working with the next request.
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
+import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
 import { hashPassword } from '../core/password.ts';
 import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
@@ -21,8 +22,6 @@ export const MIN_PASSWORD_LENGTH = 8;
 /** Longer ones are refused too: argon2 would hash them, but nobody types more. */
 export const MAX_PASSWORD_LENGTH = 1024;
 
-/** Where a reset link leads: a page on the issuer that asks for the new password. */
-export const RESET_PATH = '/reset-password';
 /** `tessera user reset-link` default: a link lasts an hour. */
 export const DEFAULT_RESET_TTL_SECONDS = 3600;
 
@@ -165,7 +164,7 @@ export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSe
     await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
     await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
   });
-  return { url: `${deps.config.issuer}${RESET_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt };
+  return { url: `${deps.config.issuer}${RESET_PASSWORD_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt };
 }
 
 /** The live reset link `token` names, or null (unknown, used or expired). */

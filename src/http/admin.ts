@@ -6,6 +6,7 @@
  * routes are registered, so the two cannot drift apart. Errors are RFC 9457 problems.
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { ADMIN_PREFIX } from '../core/endpoints.ts';
 import { ADMIN_SCOPES } from '../core/scopes.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
@@ -38,7 +39,6 @@ import { forRequest, type AppDeps } from './deps.ts';
 import { requestProof } from './dpop.ts';
 import { toOAuthError } from './errors.ts';
 
-export const ADMIN_PREFIX = '/admin/v1';
 /** A page of a list: at most this many items. */
 export const MAX_PAGE = 200;
 const DEFAULT_PAGE = 50;

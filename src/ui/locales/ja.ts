@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 
 const ja: Catalogue = {
   'layout.title': '{page} · {site}',

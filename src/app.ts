@@ -9,7 +9,9 @@ import { DpopNonces } from './flows/dpop/nonce.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
-import { adminRoutes } from './http/admin.ts';
+import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin.ts';
+
+export { adminListenerHandler };
 import type { TokenGrant } from './flows/types.ts';
 import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
@@ -126,6 +128,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
   }
   registerErrorHandling(app, input.config.site);
+  if (input.config.adminListen) separateAdminListener(app);
   registerSecurityHeaders(app, input.config.site.logoUrl);
   registerFormParsing(app);
   registerCors(app, deps);

@@ -1,7 +1,7 @@
 /** `tessera client …`: arguments in, the operations of src/flows/manage/clients.ts, text out. */
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/index.ts';
-import { clientJson, createClient, getClient, listClients, removeClient, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
+import { clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { operatorDeps, parse, UsageError, wholeNumber, withStore, type Io } from './common.ts';
 
@@ -230,11 +230,19 @@ async function clientRemove(config: Config, args: string[], io: Io): Promise<voi
   io.stdout(`Removed client ${id}.\n`);
 }
 
+async function clientRevokeTokens(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  const { grantsRevoked } = await withStore(config, (store) => revokeClientTokens(operatorDeps(config, store, io), id));
+  io.stdout(`Revoked every token of client ${id}: its own, and those of ${grantsRevoked} grant${grantsRevoked === 1 ? '' : 's'} people approved; they stop working now. People can sign in to it again.\n`);
+}
+
 export const CLIENT_COMMANDS = {
   'client add': clientAdd,
   'client list': clientList,
   'client show': clientShow,
   'client update': clientUpdate,
   'client rotate-secret': clientRotateSecret,
+  'client revoke-tokens': clientRevokeTokens,
   'client remove': clientRemove,
 };

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { LOCALES, shippedLocale, type Locale } from './locales.ts';
-import { closest, setting, SETTINGS, unknownVariables, type BooleanSettingName, type IntegerSetting, type IntegerSettingName } from './settings.ts';
+import { closest, setting, SETTINGS, unknownVariables, type BooleanSettingName, type IntegerSetting, type IntegerSettingName, type SettingName } from './settings.ts';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
 export interface Config {
@@ -88,6 +88,11 @@ export interface Config {
    */
   readonly eventRetentionSeconds: number;
   readonly metrics: MetricsSettings;
+  /**
+   * `TESSERA_ADMIN_LISTEN`: where the admin API is served apart from everything else (as
+   * Hydra separates its admin port); null (the default): on the public listener.
+   */
+  readonly adminListen: { readonly host: string; readonly port: number } | null;
   readonly shutdown: ShutdownSettings;
   readonly site: SiteSettings;
 }
@@ -772,6 +777,7 @@ export function loadConfig(env: Env = process.env): Config {
       port: env['TESSERA_METRICS_PORT']?.trim() ? integer(env, 'TESSERA_METRICS_PORT') : null,
       host: env['TESSERA_METRICS_HOST']?.trim() || '127.0.0.1',
     },
+    adminListen: hostPort(env, 'TESSERA_ADMIN_LISTEN'),
     shutdown: {
       delaySeconds: integer(env, 'TESSERA_SHUTDOWN_DELAY'),
       timeoutSeconds: integer(env, 'TESSERA_SHUTDOWN_TIMEOUT'),
@@ -783,4 +789,14 @@ export function loadConfig(env: Env = process.env): Config {
       retryDelayMs: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS'),
     },
   };
+}
+
+/** `host:port` (an IPv6 address in brackets: `[::1]:9000`), or null when the variable is unset or empty. */
+function hostPort(env: Env, name: SettingName): { host: string; port: number } | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(raw);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65535) throw new ConfigError(name, `must be host:port, such as 127.0.0.1:9001 or [::1]:9001, got ${JSON.stringify(raw)}`);
+  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
 }

@@ -72,7 +72,7 @@ export const EVENT_TYPES = [
   'client.updated',
   'client.secret_rotated',
   'client.removed',
-  /** An operator ended every access token a client holds on its own behalf. */
+  /** An operator ended every token of a client: its own, and (`detail.grants_revoked`) the grants people approved for it. */
   'client.tokens_revoked',
   /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
   'client.token_issued',

@@ -156,6 +156,15 @@ export interface ResourceRecord {
   readonly createdAt: number;
 }
 
+/** What `ResourceStore.update` may change; absent fields stay as they are. */
+export interface ResourceChanges {
+  readonly signingAlg?: SigningAlgorithm;
+  readonly name?: string;
+  readonly scopes?: readonly ResourceScope[];
+  /** Null: the server's default. */
+  readonly accessTokenTtl?: number | null;
+}
+
 export interface ResourceStore {
   /**
    * Registers the resource with its scopes. Throws `DuplicateError` when the identifier or a
@@ -165,8 +174,12 @@ export interface ResourceStore {
   get(identifier: string): Promise<ResourceRecord | null>;
   /** Every resource with its scopes, oldest first. */
   list(): Promise<ResourceRecord[]>;
-  /** Changes the fields given; false when there is no such resource. */
-  update(identifier: string, changes: { readonly signingAlg?: SigningAlgorithm }): Promise<boolean>;
+  /**
+   * Changes the fields given; false when there is no such resource. `scopes` replaces the
+   * list (several writes: call it inside `Store.transaction`); throws `DuplicateError` when
+   * another resource has one of the names.
+   */
+  update(identifier: string, changes: ResourceChanges): Promise<boolean>;
   /** Removes the resource and its scopes; false when there was none. */
   remove(identifier: string): Promise<boolean>;
 }
@@ -352,6 +365,11 @@ export interface GrantStore {
   /** The user's grants that are not revoked, newest first. */
   listForUser(userId: string): Promise<GrantRecord[]>;
   /**
+   * Revokes every grant of the client not revoked yet, in one statement (the operator
+   * ending everything people got through an app); returns the grants it revoked, as revoked.
+   */
+  revokeForClient(clientId: string, now: number): Promise<GrantRecord[]>;
+  /**
    * Records an approval as the user's remembered consent for the client, in one statement:
    * a new remembered grant when there is none live, or else the live one with its scope
    * grown to include `scope` and `renewedAt` set to `now`. Returns the grant.
@@ -531,6 +549,8 @@ export interface DeviceAuthorizationStore {
   find(deviceCodeHash: string): Promise<DeviceAuthorizationRecord | null>;
   /** How many requests wait for a person's decision at `now` (pending and unexpired): a metric. */
   countPending(now: number): Promise<number>;
+  /** The requests waiting for a person's decision at `now`, oldest first, at most `limit`. */
+  listPending(now: number, limit: number): Promise<DeviceAuthorizationRecord[]>;
   /** Deletes the requests the user decided (a removed user). */
   removeForUser(userId: string): Promise<number>;
 }

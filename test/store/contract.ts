@@ -615,6 +615,24 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal((await store.grants.listForUser(user.id)).length, 1);
       });
 
+      it("revokes every live grant of a client in one call, returning those it revoked, and no other client's", async () => {
+        const [client, other] = [await givenClient(), await givenClient()];
+        const [user, second] = [await givenUser(), await givenUser()];
+        const one = await givenGrant(client.id, user.id);
+        const two = await givenGrant(client.id, second.id, { kind: GRANT_DEVICE_CODE });
+        const before = await givenGrant(client.id, user.id);
+        await store.grants.revoke(before.id, T0);
+        const kept = await givenGrant(other.id, user.id);
+        const revoked = await store.grants.revokeForClient(client.id, T0 + MINUTE);
+        assert.deepEqual(
+          [...revoked].sort((a, b) => a.id.localeCompare(b.id)),
+          [one, two].map((grant) => ({ ...grant, revokedAt: T0 + MINUTE })).sort((a, b) => a.id.localeCompare(b.id)),
+        );
+        assert.equal((await store.grants.get(before.id))?.revokedAt, T0, 'revoked before: kept as it was');
+        assert.deepEqual(await store.grants.get(kept.id), kept);
+        assert.deepEqual(await store.grants.revokeForClient(client.id, T0 + HOUR), []);
+      });
+
       it("lists a user's unrevoked grants newest first, without other users' grants", async () => {
         const client = await givenClient();
         const [user, other] = [await givenUser(), await givenUser()];
@@ -701,6 +719,20 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
         const approved = await givenApprovedDevice();
         assert.deepEqual(await store.devices.findByUserCode(approved.userCode, T0 + MINUTE), approved);
+      });
+
+      it('lists the pending, unexpired requests oldest first, at most the limit asked for', async () => {
+        const client = await givenClient();
+        const later = await givenDevice({ clientId: client.id, createdAt: T0 + SECOND });
+        const first = await givenDevice({ clientId: client.id });
+        const approved = await givenApprovedDevice({ clientId: client.id });
+        const expired = await givenDevice({ clientId: client.id, expiresAt: T0 + MINUTE });
+        const ours = (await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id);
+        assert.deepEqual(ours, [first, later]);
+        assert.ok(![approved, expired].some((record) => ours.some((listed) => listed.userCode === record.userCode)));
+        assert.equal((await store.devices.listPending(T0 + MINUTE, 1)).length, 1);
+        await store.devices.decide(first.userCode, { approve: false }, T0 + MINUTE);
+        assert.deepEqual((await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id), [later]);
       });
 
       it('refuses a user code that a live record holds, and stores nothing', async () => {
@@ -1775,6 +1807,20 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.resources.update(api.identifier, {}), true);
         assert.deepEqual(await store.resources.get(api.identifier), { ...api, signingAlg: 'ES256' });
         assert.equal(await store.resources.update('https://unknown.example/', { signingAlg: 'RS256' }), false);
+      });
+
+      it('changes the name, token lifetime and scopes of a resource; a scope name another resource holds is refused', async () => {
+        const api = resource();
+        await register(api);
+        const scopes = [{ name: api.scopes[1]!.name, description: 'Change things' }, { name: `${api.scopes[0]!.name}-new`, description: 'New' }];
+        assert.equal(await store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Renamed', accessTokenTtl: null, scopes })), true);
+        assert.deepEqual(await store.resources.get(api.identifier), { ...api, name: 'Renamed', accessTokenTtl: null, scopes });
+        // The dropped name is free again.
+        const taker = resource({ scopes: [{ name: api.scopes[0]!.name, description: 'Mine now' }] });
+        await register(taker);
+        await assert.rejects(store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Again', scopes: [...scopes, taker.scopes[0]!] })), DuplicateError);
+        assert.deepEqual(await store.resources.get(api.identifier), { ...api, name: 'Renamed', accessTokenTtl: null, scopes }, 'the transaction took nothing of it');
+        assert.equal(await store.transaction((tx) => tx.resources.update('https://unknown.example/', { scopes })), false);
       });
 
       it('removes a resource with its scopes once, freeing its scope names', async () => {

@@ -24,6 +24,7 @@ import { redirectUriProblem } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound, problem } from './errors.ts';
 
@@ -451,13 +452,21 @@ function stale(client: ClientRecord) {
 }
 
 /**
- * Ends every token of a client: its own (client_credentials, by time: `tokensRevokedAt`) at
- * once. Tokens issued to people through it are ended with their grants (revoke each, or remove
- * the client).
+ * Ends every token of a client at once: its own (client_credentials, by time:
+ * `tokensRevokedAt`) and those people got through it (each grant revoked, so its access and
+ * refresh tokens stop working), in one transaction with one `grant.revoked` event per grant.
+ * The registration stays: people can sign in to the app again. Returns how many grants ended.
  */
-export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<void> {
-  if (!(await deps.store.clients.revokeTokens(id, deps.clock.now()))) throw notFound`no client with id ${id}`;
-  await deps.events.emit({ type: 'client.tokens_revoked', clientId: id, detail: { by: 'operator' } });
+export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<{ readonly grantsRevoked: number }> {
+  const now = deps.clock.now();
+  const grants = await transactionWithEvents(deps, async (tx, record) => {
+    if (!(await tx.clients.revokeTokens(id, now))) throw notFound`no client with id ${id}`;
+    const revoked = await tx.grants.revokeForClient(id, now);
+    for (const grant of revoked) await record({ type: 'grant.revoked', userId: grant.userId, clientId: id, grantId: grant.id, detail: { by: 'operator' } });
+    await record({ type: 'client.tokens_revoked', clientId: id, detail: { grants_revoked: revoked.length, by: 'operator' } });
+    return revoked;
+  });
+  return { grantsRevoked: grants.length };
 }
 
 /** Removes a client and everything issued to it. */

@@ -172,6 +172,7 @@ export function statements(d: Dialect) {
       WHERE id = :id AND revoked_at IS NULL`,
     // Codes and refresh tokens go with them: ON DELETE CASCADE.
     removeGrantsForUser: 'DELETE FROM grants WHERE user_id = :userId',
+    revokeGrantsForClient: 'UPDATE grants SET revoked_at = :now WHERE client_id = :clientId AND revoked_at IS NULL RETURNING *',
 
     insertRefreshToken: `
       INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt)
@@ -256,6 +257,9 @@ export function statements(d: Dialect) {
       RETURNING *`,
     countPendingDevices: `SELECT COUNT(*) AS pending FROM device_authorizations WHERE status = 'pending' AND expires_at > :now`,
     removeDevicesForUser: 'DELETE FROM device_authorizations WHERE user_id = :userId',
+    listPendingDevices: `
+      SELECT * FROM device_authorizations WHERE status = 'pending' AND expires_at > :now
+      ORDER BY created_at, device_code_hash LIMIT :limit`,
     removeWebauthnChallengesForUser: 'DELETE FROM webauthn_challenges WHERE user_id = :userId',
     removePendingSignInsForUser: 'DELETE FROM pending_sign_ins WHERE user_id = :userId',
 
@@ -332,8 +336,11 @@ export function statements(d: Dialect) {
     // Its scopes go with it: ON DELETE CASCADE.
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
     updateResource: `
-      UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END
+      UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END,
+        name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
+        access_token_ttl = CASE WHEN :setTtl = 1 THEN CAST(:accessTokenTtl AS INTEGER) ELSE access_token_ttl END
       WHERE identifier = :identifier`,
+    removeResourceScopes: 'DELETE FROM resource_scopes WHERE resource = :identifier',
     // RFC 7523 §3: a jti is refused while an unexpired assertion used it; an expired record
     // that the purge has not yet removed gives way in the same statement.
     useClientAssertion: `

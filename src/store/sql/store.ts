@@ -158,6 +158,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
       listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
+      revokeForClient: (clientId, now) => every('revokeGrantsForClient', { clientId, now }, grant),
       async remember(approval, now) {
         const row = await q.one('rememberGrant', {
           ...approval,
@@ -224,6 +225,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       find: (deviceCodeHash) => first('getDevice', { deviceCodeHash }, device),
       // COUNT(*) is a bigint in PostgreSQL, which the driver reads as a number.
       countPending: async (now) => (await first('countPendingDevices', { now }, (row) => Number(row['pending']))) ?? 0,
+      listPending: (now, limit) => every('listPendingDevices', { now, limit }, device),
       removeForUser: (userId) => q.changed('removeDevicesForUser', { userId }),
     },
 
@@ -284,8 +286,24 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
         }
         return resources.map((row) => rows.resourceFromRow(row, byResource.get(rows.text(row, 'identifier')) ?? []));
       },
-      update: (identifier, changes) =>
-        changedAny('updateResource', { identifier, setSigningAlg: changes.signingAlg === undefined ? 0 : 1, signingAlg: changes.signingAlg ?? null }),
+      async update(identifier, changes) {
+        const found = await changedAny('updateResource', {
+          identifier,
+          setSigningAlg: changes.signingAlg === undefined ? 0 : 1,
+          signingAlg: changes.signingAlg ?? null,
+          setName: changes.name === undefined ? 0 : 1,
+          name: changes.name ?? null,
+          setTtl: changes.accessTokenTtl === undefined ? 0 : 1,
+          accessTokenTtl: changes.accessTokenTtl ?? null,
+        });
+        if (!found || changes.scopes === undefined) return found;
+        await write('removeResourceScopes', { identifier });
+        for (const [position, scope] of changes.scopes.entries()) {
+          const added = await changedAny('insertResourceScope', { name: scope.name, resource: identifier, description: scope.description, position });
+          if (!added) throw new DuplicateError(`scope ${scope.name}`);
+        }
+        return true;
+      },
       remove: (identifier) => changedAny('removeResource', { identifier }),
     },
 

@@ -10,6 +10,7 @@ import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
 import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin.ts';
+import { registrationRoutes } from './http/registration.ts';
 
 export { adminListenerHandler };
 import type { TokenGrant } from './flows/types.ts';
@@ -144,6 +145,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(revocationRoutes, { deps });
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
+  await app.register(registrationRoutes, { deps });
   await app.register(adminRoutes, { deps });
   return app;
 }

@@ -166,7 +166,7 @@ describe('the admin API', () => {
       'PUT /users/{username}/password', 'POST /users/{username}/reset-link', 'POST /users/{username}/reset-second-factor', 'GET /users/{username}/sessions', 'DELETE /users/{username}/sessions',
       'GET /users/{username}/grants', 'DELETE /grants/{grant_id}', 'GET /lockouts', 'DELETE /lockouts',
       'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'PATCH /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
-      'GET /devices', 'POST /devices/{user_code}/deny',
+      'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {

@@ -18,6 +18,7 @@ import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
 import { eventsCommand } from './events.ts';
 import { GRANT_COMMANDS } from './grants.ts';
 import { DEVICE_COMMANDS } from './devices.ts';
+import { REGISTRATION_TOKEN_COMMANDS } from './registration-tokens.ts';
 import { KEY_COMMANDS } from './keys.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
@@ -64,10 +65,12 @@ Commands:
              [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce POLICY]
              [--request-object-signing-alg ALG | --no-request-object-signing-alg]
              [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
-             [--first-party | --no-first-party]
+             [--first-party | --no-first-party] [--verified | --no-verified]
              [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
              [--backchannel-logout-uri URI | --no-backchannel-logout-uri] [--json]
                                           Change a client; in effect at once on every instance
+                                          (--verified: a self-registered app you have checked; its
+                                          consent page no longer says "not verified")
   client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
                                           Print a new secret once; the old one is accepted for the
                                           grace period (default 86400, one day)
@@ -118,6 +121,12 @@ Commands:
                                           (no secret: a public client; TESSERA_CLIENT_SECRET also works)
   grant list --user NAME [--json]         List the applications and devices a user approved
   grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working
+  registration-token create [--ttl SECONDS] [--max-uses N] [--json]
+                                          Print, once, an initial access token that lets its holder
+                                          register clients (TESSERA_REGISTRATION=token; RFC 7591);
+                                          --ttl default 86400 (a day); --max-uses: registrations it allows
+  registration-token list [--json]        The tokens not expired, how often each was used (never the token)
+  registration-token remove ID            Withdraw a token
   device list [--limit N] [--json]        Device requests waiting for a person's approval: user code,
                                           client, the device's address, when it expires
   device deny USER_CODE [--reason TEXT]   Deny a waiting device request (a code suspected of phishing):
@@ -159,6 +168,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...KEY_COMMANDS,
   ...GRANT_COMMANDS,
   ...DEVICE_COMMANDS,
+  ...REGISTRATION_TOKEN_COMMANDS,
 };
 
 /** The group a command line is about, for the help its refusals point to. */

@@ -18,6 +18,7 @@ import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
 import { keyJson, listKeys, rotateKeys } from '../flows/manage/keys.ts';
 import { clearLockouts, listLockouts, lockoutJson } from '../flows/manage/lockouts.ts';
+import { createInitialAccessToken, initialAccessTokenJson, listInitialAccessTokens, MAX_INITIAL_TOKEN_TTL, MAX_INITIAL_TOKEN_USES, removeInitialAccessToken, type InitialTokenInput } from '../flows/manage/registration-tokens.ts';
 import { denyDevice, listPendingDevices, MAX_REASON, pendingDeviceJson } from '../flows/manage/devices.ts';
 import { addResource, API_SIGNING_ALGORITHMS, getResource, listResources, removeResource, resourceJson, updateResource, type ResourceUpdate } from '../flows/manage/resources.ts';
 import {
@@ -132,6 +133,7 @@ const CLIENT_FIELDS = {
   backchannel_logout_uri: { type: ['string', 'null'], maxLength: 2048 },
   dpop_bound_access_tokens: { type: 'boolean' },
   require_pushed_authorization_requests: { type: 'boolean' },
+  verified: { type: 'boolean', description: 'a self-registered app the operator has checked' },
 } as const;
 
 /** A person's standard claims (OIDC Core §5.1), by their claim names; null clears one. */
@@ -467,6 +469,34 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     method: 'DELETE', url: `${ADMIN_PREFIX}/grants/:grant_id`, operationId: 'revokeGrant', area: 'users', write: true,
     schema: { summary: 'Revoke a grant: its access and refresh tokens stop working', params: params({ grant_id: ID }), response: ok() },
     handler: async (request, _reply, d) => ({ revoked: await revokeGrant(d, (request.params as { grant_id: string }).grant_id) }),
+  });
+
+  // Initial access tokens for dynamic registration (RFC 7591 §3)
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/registration-tokens`, operationId: 'createRegistrationToken', area: 'clients', write: true,
+    schema: {
+      summary: 'An initial access token that lets its holder register clients (TESSERA_REGISTRATION=token); the token is in this answer only',
+      body: body({ ttl_seconds: { type: 'integer', minimum: 60, maximum: MAX_INITIAL_TOKEN_TTL }, max_uses: { type: 'integer', minimum: 1, maximum: MAX_INITIAL_TOKEN_USES } }),
+      response: { 201: OBJECT, default: PROBLEM },
+    },
+    handler: async (request, reply, d) => {
+      const { token, record } = await createInitialAccessToken(d, request.body as InitialTokenInput);
+      reply.status(201);
+      return { ...initialAccessTokenJson(record), token };
+    },
+  });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/registration-tokens`, operationId: 'listRegistrationTokens', area: 'clients', write: false,
+    schema: { summary: 'The initial access tokens not expired, and how often each was used (never the token)', response: ok() },
+    handler: async (_request, _reply, d) => ({ registration_tokens: (await listInitialAccessTokens(d)).map(initialAccessTokenJson) }),
+  });
+  route({
+    method: 'DELETE', url: `${ADMIN_PREFIX}/registration-tokens/:id`, operationId: 'removeRegistrationToken', area: 'clients', write: true,
+    schema: { summary: 'Withdraw an initial access token', params: params({ id: ID }), response: noContent },
+    handler: async (request, reply, d) => {
+      await removeInitialAccessToken(d, (request.params as { id: string }).id);
+      return reply.status(204).send();
+    },
   });
 
   // Device requests waiting for a person (RFC 8628)

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { unverifiedClient } from './authorize.ts';
 import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
@@ -147,6 +148,7 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
         action: APPROVE_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
+        ...unverifiedClient(client),
         access,
         signedInAs: user.name ?? user.username,
         details: deviceDetails(ui, {

@@ -1748,6 +1748,60 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('self-registration (RFC 7591, RFC 7592, metadata documents)', () => {
+      it('keeps who registered a client and whether it is verified, and an update changes only the latter', async () => {
+        const client = await givenClient({ registeredBy: 'dynamic' });
+        assert.deepEqual(await store.clients.get(client.id), { ...client, version: 1, tokensRevokedAt: null });
+        const { id: _id, createdAt: _createdAt, registeredBy: _by, ...changes } = client;
+        const updated = await store.clients.update(client.id, { ...changes, verified: true });
+        assert.deepEqual([updated?.registeredBy, updated?.verified], ['dynamic', true]);
+        const own = await givenClient();
+        const read = await store.clients.get(own.id);
+        assert.deepEqual([read?.registeredBy, read?.verified], [undefined, undefined], "the operator's, not verified: absent");
+      });
+
+      it('rotates a registration access token once: of two rotations from the same token, one wins', async () => {
+        const client = await givenClient({ registeredBy: 'dynamic' });
+        assert.equal(await store.registrationTokens.get(client.id), null);
+        await store.registrationTokens.set(client.id, 'hash-1', T0);
+        assert.equal(await store.registrationTokens.get(client.id), 'hash-1');
+        const results = await Promise.all(['hash-2', 'hash-3'].map((next) => store.registrationTokens.rotate(client.id, 'hash-1', next, T0 + SECOND)));
+        assert.deepEqual([...results].sort(), [false, true]);
+        assert.ok(['hash-2', 'hash-3'].includes((await store.registrationTokens.get(client.id))!));
+        assert.equal(await store.registrationTokens.rotate(client.id, 'hash-1', 'hash-4', T0), false, 'the old token rotates nothing');
+        await store.clients.remove(client.id);
+        assert.equal(await store.registrationTokens.get(client.id), null, 'removed with its client');
+      });
+
+      it('spends an initial access token up to its uses and not after it expires, gives a use back, and lists the live ones', async () => {
+        const token = { id: unique('iat'), tokenHash: unique('iat-hash'), createdAt: T0, expiresAt: T0 + HOUR, maxUses: 2, uses: 0 };
+        await store.initialAccessTokens.create(token);
+        const spent = await Promise.all([1, 2, 3].map(() => store.initialAccessTokens.use(token.tokenHash, T0 + SECOND)));
+        assert.equal(spent.filter((result) => result !== null).length, 2, 'two uses, among three concurrent tries');
+        await store.initialAccessTokens.refund(token.id);
+        assert.deepEqual(await store.initialAccessTokens.use(token.tokenHash, T0 + SECOND), { ...token, uses: 2 });
+        const unlimited = { ...token, id: unique('iat'), tokenHash: unique('iat-hash'), maxUses: null };
+        await store.initialAccessTokens.create(unlimited);
+        assert.equal(await store.initialAccessTokens.use(unlimited.tokenHash, T0 + HOUR), null, 'expired at its expiry');
+        assert.ok((await store.initialAccessTokens.list(T0)).some((listed) => listed.id === unlimited.id));
+        assert.ok(!(await store.initialAccessTokens.list(T0 + HOUR)).some((listed) => listed.id === unlimited.id));
+        assert.equal(await store.initialAccessTokens.remove(unlimited.id), true);
+        assert.equal(await store.initialAccessTokens.remove(unlimited.id), false);
+      });
+
+      it('caches a metadata document or its refusal by URL until it expires, the later replacing the earlier', async () => {
+        const url = `https://${unique('app')}.example/client.json`;
+        assert.equal(await store.metadataDocuments.get(url, T0), null);
+        const refusal = { url, document: null, problem: 'too large', fetchedAt: T0, expiresAt: T0 + MINUTE };
+        await store.metadataDocuments.put(refusal);
+        assert.deepEqual(await store.metadataDocuments.get(url, T0 + SECOND), refusal);
+        assert.equal(await store.metadataDocuments.get(url, T0 + MINUTE), null);
+        const taken = { url, document: { client_id: url, redirect_uris: ['https://app.example/cb'] }, problem: null, fetchedAt: T0 + MINUTE, expiresAt: T0 + HOUR };
+        await store.metadataDocuments.put(taken);
+        assert.deepEqual(await store.metadataDocuments.get(url, T0 + MINUTE), taken);
+      });
+    });
+
     describe('resources (RFC 8707)', () => {
       const resource = (overrides: Partial<ResourceRecord> = {}): ResourceRecord => {
         const id = unique('api');

@@ -11,6 +11,7 @@ import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
 import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin.ts';
 import { registrationRoutes } from './http/registration.ts';
+import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
 
 export { adminListenerHandler };
 import type { TokenGrant } from './flows/types.ts';
@@ -72,7 +73,7 @@ export const GRANTS: readonly TokenGrant[] = [
 export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
-  return {
+  const deps: AppDeps = {
     config: input.config,
     store,
     clock: input.clock,
@@ -89,6 +90,8 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     grants: GRANTS,
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
+  if (!input.config.registration.metadataDocuments.enabled) return deps;
+  return { ...deps, metadataClient: (clientId) => metadataDocumentClient(deps, clientId) };
 }
 
 /** Builds the Fastify app from its dependencies; does not listen. */

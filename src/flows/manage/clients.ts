@@ -59,6 +59,8 @@ export type ChangedBy = 'operator' | 'client';
 /** How a client came to be registered, when not by the operator. */
 export interface CreateOptions {
   readonly registeredBy?: SelfRegistration;
+  /** The client_id, when not a new random one: a metadata document's URL. */
+  readonly id?: string;
 }
 
 /** A client and, when the operation made one, its new secret (shown once, never stored). */
@@ -309,7 +311,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   const machineOnly = grantTypes.every((grant) => grant === GRANT_CLIENT_CREDENTIALS);
   if (machineOnly && metadata.scope === undefined) throw invalid`${field('scope')} is required for the client_credentials grant: the API scopes it may ask for`;
   const scopes = parseScopes(metadata.scope ?? 'openid profile email');
-  const clientId = randomUUID();
+  const clientId = options.id ?? randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
   // private_key_jwt client proves itself with its keys.
   const secret = SECRET_AUTH_METHODS.includes(authMethod) ? randomToken(32) : null;

@@ -40,10 +40,10 @@ async function manage(uri: string, method: string, token: string, body?: unknown
  * Signs `user` in to the client in Chromium through openid-client (PKCE), returning the
  * tokens and the consent page's text.
  */
-async function signInInChromium(config: oidc.Configuration, user: { username: string; password: string }, extra: Record<string, string> = {}) {
+async function signInInChromium(config: oidc.Configuration, user: { username: string; password: string }, afterwards?: (page: import('playwright-core').Page) => Promise<void>) {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
-  const url = oidc.buildAuthorizationUrl(config, { redirect_uri: LOOPBACK_REDIRECT, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra });
+  const url = oidc.buildAuthorizationUrl(config, { redirect_uri: LOOPBACK_REDIRECT, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
   let browser: Browser | undefined;
   try {
     browser = await launchChromium();
@@ -63,6 +63,7 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
     const consent = (await page.locator('main').innerText()).replace(/\s+/g, ' ');
     await approve.click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state });
+    await afterwards?.(page);
     return { tokens, consent };
   } finally {
     await browser?.close();
@@ -119,12 +120,17 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.match(String(registered['registration_client_uri']), new RegExp(`^${server.url}/oauth/register/`));
 
     const user = await server.addUser();
-    const first = await signInInChromium(config, user);
+    const first = await signInInChromium(config, user, async (page) => {
+      // /account lists it like any app, with its Revoke button.
+      await page.goto(`${server.url}/account`);
+      await page.getByText('Photo Printer').first().waitFor();
+    });
     assert.match(first.consent, /Not verified by Tessera\. Photo Printer registered itself/);
     assert.ok(first.tokens.claims()?.sub);
 
-    const verified = await runTessera(['client', 'update', registered.client_id, '--verified'], env());
+    const verified = await runTessera(['client', 'update', registered.client_id, '--verified', '--json'], env());
     assert.equal(verified.code, 0, verified.stderr);
+    assert.deepEqual([JSON.parse(verified.stdout).registered_by, JSON.parse(verified.stdout).verified], ['dynamic', true]);
     const second = await signInInChromium(config, await server.addUser());
     assert.doesNotMatch(second.consent, /Not verified/);
     // The operator's own clients are neither: the flag is for self-registered apps.

@@ -246,13 +246,23 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     const listed = (await (await fetch(`${server.url}/admin/v1/registration-tokens`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { registration_tokens: { id: string; uses: number; token?: string }[] };
     const entry = listed.registration_tokens.find((item) => item.id === tokenId);
     assert.deepEqual([entry?.uses, entry?.token], [1, undefined]);
+
+    // Verified through the admin API, as with client update --verified.
+    const registered = await post(server, { client_name: 'SPA', redirect_uris: ['https://spa.example/cb'], token_endpoint_auth_method: 'none', web_origins: ['https://spa.example'] }, await initialToken());
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    assert.deepEqual(registered.body['web_origins'], ['https://spa.example']);
+    const path = `${server.url}/admin/v1/clients/${registered.body['client_id'] as string}`;
+    const read = await fetch(path, { headers: { authorization: `Bearer ${admin}` } });
+    const patched = await fetch(path, { method: 'PATCH', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'if-match': read.headers.get('etag')! }, body: JSON.stringify({ verified: true }) });
+    assert.equal(patched.status, 200);
+    assert.deepEqual(((await patched.json()) as { verified: boolean; registered_by: string }).verified, true);
   });
 });
 
 describe('open registration (TESSERA_REGISTRATION=open)', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer({ env: { TESSERA_REGISTRATION: 'open', TESSERA_REGISTRATIONS_PER_ADDRESS: '5' } });
+    server = await startTestServer({ env: { TESSERA_REGISTRATION: 'open', TESSERA_REGISTRATIONS_PER_ADDRESS: '6' } });
   });
   after(() => server.close());
 
@@ -274,8 +284,10 @@ describe('open registration (TESSERA_REGISTRATION=open)', () => {
     assert.deepEqual([web.status, web.body['error']], [400, 'invalid_redirect_uri']);
     const device = await post(server, { redirect_uris: [LOOPBACK_REDIRECT], grant_types: ['urn:ietf:params:oauth:grant-type:device_code'] });
     assert.deepEqual([device.status, device.body['error']], [400, 'invalid_client_metadata']);
+    const spa = await post(server, { redirect_uris: [LOOPBACK_REDIRECT], web_origins: ['https://evil.example'] });
+    assert.deepEqual([spa.status, spa.body['error']], [400, 'invalid_client_metadata']);
     assert.equal((await post(server, { redirect_uris: ['com.example.notes:/callback'] })).status, 201, 'a private-use scheme');
-    // Five an hour from this address, refused ones included: the first test's and these four.
+    // Six an hour from this address, refused ones included: the first test's and these five.
     const limited = await post(server, { redirect_uris: [LOOPBACK_REDIRECT] });
     assert.equal(limited.status, 429, JSON.stringify(limited.body));
     assert.ok(Number(limited.headers.get('retry-after')) > 0);

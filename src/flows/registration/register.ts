@@ -20,8 +20,12 @@ export const REGISTRATION_PATH = '/oauth/register';
 
 /** What a registering app may set (RFC 7591 §2, and Tessera's own client metadata). */
 const STRING_FIELDS = ['client_name', 'scope', 'token_endpoint_auth_method', 'jwks_uri', 'backchannel_logout_uri', 'request_object_signing_alg'] as const;
-const LIST_FIELDS = ['redirect_uris', 'grant_types', 'response_types', 'post_logout_redirect_uris'] as const;
-const FLAG_FIELDS = ['dpop_bound_access_tokens', 'require_pushed_authorization_requests'] as const;
+const LIST_FIELDS = ['redirect_uris', 'grant_types', 'response_types', 'post_logout_redirect_uris', 'web_origins', 'device_networks'] as const;
+/**
+ * Each of these only makes the client stricter. What would loosen a rule (`first_party`,
+ * which skips the consent page, or optional `pkce`) is the operator's alone to set.
+ */
+const FLAG_FIELDS = ['dpop_bound_access_tokens', 'require_pushed_authorization_requests', 'require_phishing_resistant'] as const;
 type Metadata = { -readonly [K in keyof ClientMetadata]: ClientMetadata[K] };
 
 /** Who is registering: with an initial access token (`token`), or anyone (`open`). */
@@ -121,8 +125,9 @@ export async function requestedMetadata(deps: ManageDeps, body: Readonly<Record<
       const web = (metadata[name] ?? []).find((uri) => !isNativeAppRedirect(uri));
       if (web !== undefined) throw refused(name, `${name} ${web}: open registration takes loopback (http://127.0.0.1) and private-use scheme (com.example.app:/cb) redirect URIs only`);
     }
-    // The server would call these itself: not for anyone on the internet to choose.
-    for (const name of ['jwks_uri', 'backchannel_logout_uri'] as const) {
+    // The server would call these itself: not for anyone on the internet to choose. Nor
+    // browser origins: open registration is for apps on the person's own machine.
+    for (const name of ['jwks_uri', 'backchannel_logout_uri', 'web_origins'] as const) {
       if (metadata[name] !== undefined) throw refused(name, `${name}: not accepted by open registration`);
     }
   }
@@ -231,6 +236,9 @@ export async function replaceRegistration(deps: ManageDeps, client: ClientRecord
     ...metadata,
     // Left out is cleared: a PUT is the whole registration.
     post_logout_redirect_uris: metadata.post_logout_redirect_uris ?? [],
+    web_origins: metadata.web_origins ?? [],
+    device_networks: metadata.device_networks ?? [],
+    require_phishing_resistant: metadata.require_phishing_resistant ?? false,
     backchannel_logout_uri: metadata.backchannel_logout_uri ?? null,
     dpop_bound_access_tokens: metadata.dpop_bound_access_tokens ?? false,
     require_pushed_authorization_requests: metadata.require_pushed_authorization_requests ?? false,

@@ -9,6 +9,7 @@ import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorizati
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
+import type { ClientRecord } from '../store/types.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
 import { html } from '../ui/html.ts';
 import { formPostPage } from '../ui/form-post.ts';
@@ -148,6 +149,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
         action: DECISION_PATH,
         fields: { ...fields, [APPROVAL_MAC_FIELD]: approvalFormMac(await formSecret(), step.signedIn.session.idHash, fields) },
         clientName: authorization.client.name,
+        ...unverifiedClient(authorization.client),
         access: onlyScopes(authorization.access, step.scopes),
         more: step.more,
         signedInAs: user.name ?? user.username,
@@ -185,3 +187,13 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     return handle(request, reply, params, decision, form[APPROVAL_MAC_FIELD]);
   });
 };
+
+/**
+ * An app that registered itself (RFC 7591, or a Client ID Metadata Document) and that the
+ * operator has not verified (`client update --verified`): the consent page says so, and for a
+ * metadata document names the host it describes itself at.
+ */
+export function unverifiedClient(client: ClientRecord): { readonly unverified?: { readonly host: string | null } } {
+  if (client.registeredBy === undefined || client.verified === true) return {};
+  return { unverified: { host: client.registeredBy === 'metadata_document' ? new URL(client.id).host : null } };
+}

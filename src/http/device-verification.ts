@@ -12,6 +12,7 @@ import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../sto
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import type { MessageKey, Messages } from '../ui/i18n.ts';
 import { consentPage } from '../ui/pages.ts';
+import { unverifiedClient } from './authorize.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
@@ -84,6 +85,7 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
         action: DEVICE_APPROVAL_PATH,
         fields: { user_code: userCode },
         clientName: client.name,
+        ...unverifiedClient(client),
         access,
         signedInAs: user.name ?? user.username,
         details: deviceDetails(ui, {

@@ -66,7 +66,17 @@ export interface ClientRecord {
    * longer work: an operator revoked them all. Null or absent: none were.
    */
   readonly tokensRevokedAt?: number | null;
+  /**
+   * An app that registered itself: through RFC 7591 dynamic registration (`dynamic`) or as
+   * a Client ID Metadata Document (`metadata_document`, its id the document's URL). Absent:
+   * the operator registered it. Fixed at creation.
+   */
+  readonly registeredBy?: SelfRegistration;
+  /** A self-registered app the operator has checked (`client update --verified`); absent: not. */
+  readonly verified?: boolean;
 }
+
+export type SelfRegistration = 'dynamic' | 'metadata_document';
 
 /** The fields of a registration that a client created before them takes defaults for. */
 type ClientDefaults =
@@ -91,7 +101,7 @@ type ClientDefaults =
 export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
 
 /** What `ClientStore.update` replaces: everything but the id and the creation time. */
-export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt' | 'version' | 'tokensRevokedAt'>;
+export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt' | 'version' | 'tokensRevokedAt' | 'registeredBy'>;
 
 export interface ClientStore {
   /** Throws `DuplicateError` when the id is taken. */

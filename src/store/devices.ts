@@ -76,6 +76,8 @@ export interface DeviceAuthorizationStore {
   find(deviceCodeHash: string): Promise<DeviceAuthorizationRecord | null>;
   /** How many requests wait for a person's decision at `now` (pending and unexpired): a metric. */
   countPending(now: number): Promise<number>;
+  /** The requests waiting for a person's decision at `now`, oldest first, at most `limit`. */
+  listPending(now: number, limit: number): Promise<DeviceAuthorizationRecord[]>;
   /** Deletes the requests the user decided (a removed user). */
   removeForUser(userId: string): Promise<number>;
 }

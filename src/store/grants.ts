@@ -70,6 +70,11 @@ export interface GrantStore {
   /** The user's grants that are not revoked, newest first. */
   listForUser(userId: string): Promise<GrantRecord[]>;
   /**
+   * Revokes every grant of the client not revoked yet, in one statement (the operator
+   * ending everything people got through an app); returns the grants it revoked, as revoked.
+   */
+  revokeForClient(clientId: string, now: number): Promise<GrantRecord[]>;
+  /**
    * Records an approval as the user's remembered consent for the client, in one statement:
    * a new remembered grant when there is none live, or else the live one with its scope
    * grown to include `scope` and `renewedAt` set to `now`. Returns the grant.

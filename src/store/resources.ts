@@ -31,6 +31,15 @@ export interface ResourceRecord {
   readonly createdAt: number;
 }
 
+/** What `ResourceStore.update` may change; absent fields stay as they are. */
+export interface ResourceChanges {
+  readonly signingAlg?: SigningAlgorithm;
+  readonly name?: string;
+  readonly scopes?: readonly ResourceScope[];
+  /** Null: the server's default. */
+  readonly accessTokenTtl?: number | null;
+}
+
 export interface ResourceStore {
   /**
    * Registers the resource with its scopes. Throws `DuplicateError` when the identifier or a
@@ -40,8 +49,12 @@ export interface ResourceStore {
   get(identifier: string): Promise<ResourceRecord | null>;
   /** Every resource with its scopes, oldest first. */
   list(): Promise<ResourceRecord[]>;
-  /** Changes the fields given; false when there is no such resource. */
-  update(identifier: string, changes: { readonly signingAlg?: SigningAlgorithm }): Promise<boolean>;
+  /**
+   * Changes the fields given; false when there is no such resource. `scopes` replaces the
+   * list (several writes: call it inside `Store.transaction`); throws `DuplicateError` when
+   * another resource has one of the names.
+   */
+  update(identifier: string, changes: ResourceChanges): Promise<boolean>;
   /** Removes the resource and its scopes; false when there was none. */
   remove(identifier: string): Promise<boolean>;
 }

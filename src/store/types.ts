@@ -29,6 +29,7 @@ import type { PasswordResetStore } from './password-resets.ts';
 import type { PushedRequestStore } from './pushed-requests.ts';
 import type { ClientAssertionStore, DpopProofStore } from './replays.ts';
 import type { RateLimitStore } from './rate-limits.ts';
+import type { InitialAccessTokenStore, MetadataDocumentStore, RegistrationTokenStore } from './registrations.ts';
 import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
@@ -50,6 +51,7 @@ export * from './password-resets.ts';
 export * from './events.ts';
 export * from './passkeys.ts';
 export * from './one-time-codes.ts';
+export * from './registrations.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -75,6 +77,9 @@ export interface Stores {
   readonly totp: TotpStore;
   readonly recoveryCodes: RecoveryCodeStore;
   readonly pendingSignIns: PendingSignInStore;
+  readonly registrationTokens: RegistrationTokenStore;
+  readonly initialAccessTokens: InitialAccessTokenStore;
+  readonly metadataDocuments: MetadataDocumentStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

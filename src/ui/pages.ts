@@ -177,6 +177,20 @@ export interface ConsentView {
   readonly details?: SafeHtml;
   /** Where "Sign out" leads back to, to sign in as someone else. */
   readonly returnTo: string;
+  /**
+   * The app registered itself and the operator has not verified it: said above all else.
+   * `host`: where a metadata-document app describes itself (its client_id's host).
+   */
+  readonly unverified?: { readonly host: string | null };
+}
+
+/** "Not verified by <site>": the warning over an app that registered itself (issue 26). */
+export function unverifiedNotice(ui: Ui, clientName: string, unverified: { readonly host: string | null } | undefined): SafeHtml | null {
+  if (unverified === undefined) return null;
+  const text = unverified.host === null
+    ? ui.t.html('consent.unverified', { site: ui.site.name, client: clientName })
+    : ui.t.html('consent.unverifiedHost', { site: ui.site.name, host: unverified.host });
+  return html`<p class="alert warning unverified" role="note">${text}</p>`;
 }
 
 /**
@@ -201,6 +215,7 @@ export function openIdScope(ui: Ui, scope: DescribedScope): string {
 export function consentPage(ui: Ui, view: ConsentView): string {
   const { t } = ui;
   return layout(ui, t.text('consent.title', { client: view.clientName }), html`<h1>${t.html('consent.heading', { client: view.clientName })}</h1>
+${unverifiedNotice(ui, view.clientName, view.unverified)}
 ${view.details ?? null}
 <h2 class="muted" id="scopes-heading">${t.html(view.more ? 'consent.alsoWants' : 'consent.willBeAble', { client: view.clientName })}</h2>
 ${scopeList(ui, view.access)}

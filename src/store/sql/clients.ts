@@ -4,7 +4,7 @@
 
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, REQUEST_OBJECT_ALGORITHMS } from '../../core/protocol.ts';
 import { type ColumnReader, integer, integerOrNull, oneOf, type Row, text, textOrNull } from '../rows.ts';
-import { type ClientChanges, type ClientRecord, DuplicateError, type Stores } from '../types.ts';
+import { type ClientChanges, type ClientRecord, DuplicateError, type SelfRegistration, type Stores } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
 
 const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS];
@@ -44,8 +44,13 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     firstParty: read.boolean(row, 'first_party'),
     postLogoutRedirectUris: read.strings(row, 'post_logout_redirect_uris'),
     backchannelLogoutUri: textOrNull(row, 'backchannel_logout_uri'),
+    // Absent for the operator's clients and when not verified, as records made before them.
+    ...(row['registered_by'] == null || row['registered_by'] === 'operator' ? {} : { registeredBy: oneOf(selfRegistrations, 'registered_by', text(row, 'registered_by')) }),
+    ...(row['verified'] != null && read.boolean(row, 'verified') ? { verified: true } : {}),
   };
 }
+
+const selfRegistrations: readonly SelfRegistration[] = ['dynamic', 'metadata_document'];
 
 /** The statements, by name, in `d`'s SQL. */
 export function clientsStatements(d: Dialect) {
@@ -54,11 +59,11 @@ export function clientsStatements(d: Dialect) {
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
                            auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
                            first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par, device_networks,
-                           request_object_signing_alg, nonce_required)
+                           request_object_signing_alg, nonce_required, registered_by, verified)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
               :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
               :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar, :deviceNetworks,
-              :requestObjectSigningAlg, :nonceRequired)
+              :requestObjectSigningAlg, :nonceRequired, :registeredBy, :verified)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
@@ -68,7 +73,7 @@ export function clientsStatements(d: Dialect) {
         first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri,
         require_dpop = :requireDpop, require_par = :requirePar,
         device_networks = :deviceNetworks, request_object_signing_alg = :requestObjectSigningAlg, nonce_required = :nonceRequired,
-        version = version + 1
+        verified = :verified, version = version + 1
       WHERE id = :id AND (${d.bigint(':expectedVersion')} IS NULL OR version = :expectedVersion)
       RETURNING *`,
     revokeClientTokens: 'UPDATE clients SET tokens_revoked_at = :now WHERE id = :id',
@@ -112,6 +117,7 @@ export function clientsStores(d: Dialect, q: Runner<keyof ReturnType<typeof clie
     backchannelLogoutUri: record.backchannelLogoutUri,
     requireDpop: flag(record.requireDpop),
     requirePar: flag(record.requirePar),
+    verified: flag(record.verified === true),
   });
   return {
     clients: {
@@ -119,6 +125,7 @@ export function clientsStores(d: Dialect, q: Runner<keyof ReturnType<typeof clie
         const inserted = await changedAny('insertClient', {
           id: record.id,
           createdAt: record.createdAt,
+          registeredBy: record.registeredBy ?? 'operator',
           ...clientFields({
             ...record,
             authMethod: record.authMethod ?? (record.secretHash === null ? 'none' : 'client_secret_basic'),

@@ -126,13 +126,16 @@ export function devicesStatements(d: Dialect) {
     getDevice: 'SELECT * FROM device_authorizations WHERE device_code_hash = :deviceCodeHash',
     countPendingDevices: `SELECT COUNT(*) AS pending FROM device_authorizations WHERE status = 'pending' AND expires_at > :now`,
     removeDevicesForUser: 'DELETE FROM device_authorizations WHERE user_id = :userId',
+    listPendingDevices: `
+      SELECT * FROM device_authorizations WHERE status = 'pending' AND expires_at > :now
+      ORDER BY created_at, device_code_hash LIMIT :limit`,
     purgeDevices: d.purge('device_authorizations', 'device_code_hash', 'expires_at < :before'),
   };
 }
 
 export function devicesStores(d: Dialect, q: Runner<keyof ReturnType<typeof devicesStatements>>): Pick<Stores, 'devices'> {
   const { read, list } = d;
-  const { first, changedAny, write } = queries(q);
+  const { first, every, changedAny, write } = queries(q);
   const device = (row: Row) => deviceFromRow(row, read);
   return {
     devices: {
@@ -166,6 +169,7 @@ export function devicesStores(d: Dialect, q: Runner<keyof ReturnType<typeof devi
       find: (deviceCodeHash) => first('getDevice', { deviceCodeHash }, device),
       // COUNT(*) is a bigint in PostgreSQL, which the driver reads as a number.
       countPending: async (now) => (await first('countPendingDevices', { now }, (row) => Number(row['pending']))) ?? 0,
+      listPending: (now, limit) => every('listPendingDevices', { now, limit }, device),
       removeForUser: (userId) => q.changed('removeDevicesForUser', { userId }),
     },
   };

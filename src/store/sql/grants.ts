@@ -68,6 +68,7 @@ export function grantsStatements(d: Dialect) {
       WHERE id = :id AND revoked_at IS NULL`,
     // Codes and refresh tokens go with them: ON DELETE CASCADE.
     removeGrantsForUser: 'DELETE FROM grants WHERE user_id = :userId',
+    revokeGrantsForClient: 'UPDATE grants SET revoked_at = :now WHERE client_id = :clientId AND revoked_at IS NULL RETURNING *',
     // Issue 12: a grant revoked, whose tokens have all expired, or under which nothing was
     // ever issued (an approval whose code was never redeemed) can issue nothing more; it is
     // deleted that long after the last of revocation, expiry or creation that applies, with
@@ -109,6 +110,7 @@ export function grantsStores(d: Dialect, q: Runner<keyof ReturnType<typeof grant
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),
       listForUser: (userId) => every('listGrantsForUser', { userId }, grant),
+      revokeForClient: (clientId, now) => every('revokeGrantsForClient', { clientId, now }, grant),
       async remember(approval, now) {
         const row = await q.one('rememberGrant', {
           ...approval,

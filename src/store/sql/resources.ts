@@ -41,8 +41,11 @@ export function resourcesStatements(_d: Dialect) {
     // Its scopes go with it: ON DELETE CASCADE.
     removeResource: 'DELETE FROM resources WHERE identifier = :identifier',
     updateResource: `
-      UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END
+      UPDATE resources SET signing_alg = CASE WHEN :setSigningAlg = 1 THEN CAST(:signingAlg AS TEXT) ELSE signing_alg END,
+        name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
+        access_token_ttl = CASE WHEN :setTtl = 1 THEN CAST(:accessTokenTtl AS INTEGER) ELSE access_token_ttl END
       WHERE identifier = :identifier`,
+    removeResourceScopes: 'DELETE FROM resource_scopes WHERE resource = :identifier',
   };
 }
 
@@ -79,8 +82,24 @@ export function resourcesStores(_d: Dialect, q: Runner<keyof ReturnType<typeof r
         }
         return resources.map((row) => resourceFromRow(row, byResource.get(text(row, 'identifier')) ?? []));
       },
-      update: (identifier, changes) =>
-        changedAny('updateResource', { identifier, setSigningAlg: changes.signingAlg === undefined ? 0 : 1, signingAlg: changes.signingAlg ?? null }),
+      async update(identifier, changes) {
+        const found = await changedAny('updateResource', {
+          identifier,
+          setSigningAlg: changes.signingAlg === undefined ? 0 : 1,
+          signingAlg: changes.signingAlg ?? null,
+          setName: changes.name === undefined ? 0 : 1,
+          name: changes.name ?? null,
+          setTtl: changes.accessTokenTtl === undefined ? 0 : 1,
+          accessTokenTtl: changes.accessTokenTtl ?? null,
+        });
+        if (!found || changes.scopes === undefined) return found;
+        await q.changed('removeResourceScopes', { identifier });
+        for (const [position, scope] of changes.scopes.entries()) {
+          const added = await changedAny('insertResourceScope', { name: scope.name, resource: identifier, description: scope.description, position });
+          if (!added) throw new DuplicateError(`scope ${scope.name}`);
+        }
+        return true;
+      },
       remove: (identifier) => changedAny('removeResource', { identifier }),
     },
   };

@@ -18,6 +18,7 @@ import { passwordResetsStatements } from './password-resets.ts';
 import { pushedRequestsStatements } from './pushed-requests.ts';
 import { rateLimitsStatements } from './rate-limits.ts';
 import { replaysStatements } from './replays.ts';
+import { registrationsStatements } from './registrations.ts';
 import { resourcesStatements } from './resources.ts';
 import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
@@ -45,10 +46,11 @@ export function statements(d: Dialect) {
     ...eventsStatements(d),
     ...passkeysStatements(d),
     ...oneTimeCodesStatements(d),
+    ...registrationsStatements(d),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments'] as const satisfies readonly StatementName[];

@@ -20,6 +20,7 @@ import { passwordResetsStores } from './password-resets.ts';
 import { pushedRequestsStores } from './pushed-requests.ts';
 import { rateLimitsStores } from './rate-limits.ts';
 import { replaysStores } from './replays.ts';
+import { registrationsStores } from './registrations.ts';
 import { resourcesStores } from './resources.ts';
 import { sessionsStores } from './sessions.ts';
 import { tokensStores } from './tokens.ts';
@@ -43,6 +44,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...eventsStores(d, q),
     ...passkeysStores(d, q),
     ...oneTimeCodesStores(d, q),
+    ...registrationsStores(d, q),
   };
 }
 

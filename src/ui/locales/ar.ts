@@ -57,6 +57,8 @@ const ar: Catalogue = {
   'consent.willBeAble': 'سيتمكن {client} من:',
   'consent.alsoWants': 'يريد {client} أيضًا:',
   'consent.returnTo': 'بعد أن تقرر، ستعود إلى <strong>{target}</strong>.',
+  'consent.unverified': '<strong>لم يتحقق منه {site}.</strong> سجّل {client} نفسه بنفسه: لم يتحقق {site} ممن صنعه. وافق فقط إذا كنت تعرف التطبيق.',
+  'consent.unverifiedHost': '<strong>لم يتحقق منه {site}.</strong> يصف هذا التطبيق نفسه على <strong>{host}</strong>: لم يتحقق {site} ممن صنعه. وافق فقط إذا كنت تعرف التطبيق.',
   'consent.deny': 'رفض',
   'consent.approve': 'سماح',
   'signedInAs.text': 'مسجّل الدخول باسم <strong>{name}</strong>.',

@@ -56,6 +56,8 @@ const de: Catalogue = {
   'consent.willBeAble': '{client} darf dann:',
   'consent.alsoWants': '{client} möchte außerdem:',
   'consent.returnTo': 'Nach Ihrer Entscheidung kehren Sie zu <strong>{target}</strong> zurück.',
+  'consent.unverified': '<strong>Nicht von {site} geprüft.</strong> {client} hat sich selbst registriert: {site} hat nicht geprüft, wer die App gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
+  'consent.unverifiedHost': '<strong>Nicht von {site} geprüft.</strong> Diese App beschreibt sich unter <strong>{host}</strong>: {site} hat nicht geprüft, wer sie gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
   'consent.deny': 'Ablehnen',
   'consent.approve': 'Zulassen',
   'signedInAs.text': 'Angemeldet als <strong>{name}</strong>.',

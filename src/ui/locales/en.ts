@@ -61,6 +61,8 @@ const en = {
   'consent.willBeAble': '{client} will be able to:',
   'consent.alsoWants': '{client} also wants to:',
   'consent.returnTo': 'After you decide, you will return to <strong>{target}</strong>.',
+  'consent.unverified': '<strong>Not verified by {site}.</strong> {client} registered itself: {site} has not checked who made it. Approve only if you know the app.',
+  'consent.unverifiedHost': '<strong>Not verified by {site}.</strong> This app describes itself at <strong>{host}</strong>: {site} has not checked who made it. Approve only if you know the app.',
   'consent.deny': 'Deny',
   'consent.approve': 'Approve',
   'signedInAs.text': 'Signed in as <strong>{name}</strong>.',

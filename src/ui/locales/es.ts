@@ -58,6 +58,8 @@ const es: Catalogue = {
   'consent.willBeAble': '{client} podrá:',
   'consent.alsoWants': '{client} también quiere:',
   'consent.returnTo': 'Cuando decidas, volverás a <strong>{target}</strong>.',
+  'consent.unverified': '<strong>No verificada por {site}.</strong> {client} se registró por sí misma: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
+  'consent.unverifiedHost': '<strong>No verificada por {site}.</strong> Esta aplicación se describe en <strong>{host}</strong>: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
   'consent.deny': 'Denegar',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Sesión iniciada como <strong>{name}</strong>.',

@@ -58,6 +58,8 @@ const fr: Catalogue = {
   'consent.willBeAble': '{client} pourra :',
   'consent.alsoWants': '{client} souhaite aussi :',
   'consent.returnTo': 'Une fois votre choix fait, vous serez renvoyé vers <strong>{target}</strong>.',
+  'consent.unverified': '<strong>Non vérifiée par {site}.</strong> {client} s’est enregistrée elle-même : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
+  'consent.unverifiedHost': '<strong>Non vérifiée par {site}.</strong> Cette application se décrit sur <strong>{host}</strong> : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
   'consent.deny': 'Refuser',
   'consent.approve': 'Autoriser',
   'signedInAs.text': 'Connecté en tant que <strong>{name}</strong>.',

@@ -55,6 +55,8 @@ const ja: Catalogue = {
   'consent.willBeAble': '{client} は次のことができるようになります：',
   'consent.alsoWants': '{client} は、さらに次のことを求めています：',
   'consent.returnTo': '選択すると、<strong>{target}</strong> に戻ります。',
+  'consent.unverified': '<strong>{site} による確認はされていません。</strong>{client} は自身で登録したアプリで、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
+  'consent.unverifiedHost': '<strong>{site} による確認はされていません。</strong>このアプリは <strong>{host}</strong> で自身を説明しており、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
   'consent.deny': '拒否',
   'consent.approve': '許可',
   'signedInAs.text': '<strong>{name}</strong> としてログインしています。',

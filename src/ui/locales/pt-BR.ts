@@ -58,6 +58,8 @@ const ptBR: Catalogue = {
   'consent.willBeAble': '{client} poderá:',
   'consent.alsoWants': '{client} também quer:',
   'consent.returnTo': 'Depois que você decidir, voltará para <strong>{target}</strong>.',
+  'consent.unverified': '<strong>Não verificado por {site}.</strong> {client} se registrou sozinho: {site} não verificou quem o criou. Aprove somente se você conhece o aplicativo.',
+  'consent.unverifiedHost': '<strong>Não verificado por {site}.</strong> Este aplicativo se descreve em <strong>{host}</strong>: {site} não verificou quem o criou. Aprove somente se você conhece o aplicativo.',
   'consent.deny': 'Negar',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Conectado como <strong>{name}</strong>.',

@@ -55,6 +55,8 @@ const zhHans: Catalogue = {
   'consent.willBeAble': '{client} 将能够：',
   'consent.alsoWants': '{client} 还希望：',
   'consent.returnTo': '做出选择后，你将返回 <strong>{target}</strong>。',
+  'consent.unverified': '<strong>未经 {site} 验证。</strong>{client} 是自行注册的：{site} 未核实其开发者。仅在你了解此应用时才批准。',
+  'consent.unverifiedHost': '<strong>未经 {site} 验证。</strong>此应用在 <strong>{host}</strong> 描述自身：{site} 未核实其开发者。仅在你了解此应用时才批准。',
   'consent.deny': '拒绝',
   'consent.approve': '允许',
   'signedInAs.text': '已登录为 <strong>{name}</strong>。',

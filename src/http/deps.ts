@@ -5,6 +5,7 @@ import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
 import type { SecretBox } from '../tokens/secret-box.ts';
+import type { ClientRecord } from '../store/types.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
 export interface AppDeps extends FlowDeps {
@@ -19,6 +20,8 @@ export interface AppDeps extends FlowDeps {
   readonly dpopNonces: DpopNonces;
   /** Seals and opens upstream providers' secrets under the key encryption key. */
   readonly secrets: SecretBox;
+  /** The client of a Client ID Metadata Document URL, fetched and registered (issue 26); absent when they are off. */
+  readonly metadataClient?: (clientId: string) => Promise<ClientRecord | null>;
   /** Whether the server is draining (`/readyz`). */
   readonly readiness: { readonly draining: boolean };
 }

@@ -1,14 +1,20 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { approvalRefusal, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
+import { emailDomain } from '../flows/upstream/accounts.ts';
+import { providerSettings } from '../flows/upstream/settings.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
 import type { MessageKey } from '../ui/i18n.ts';
-import { providerSettings } from '../flows/upstream/settings.ts';
-import { emailDomain } from '../flows/upstream/accounts.ts';
 import { signInPage, upstreamStartUrl, type SignInView, type Site, type Ui } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
 import { pageUi, type PageHints } from './locale.ts';
 import { csrfToken } from './session.ts';
+
+/** What a route gives the sign-in page; the page adds the CSRF token, passkeys and the providers. */
+export type SignInPageView = Omit<SignInView, 'csrf' | 'passkeys' | 'providers' | 'passwordForm'> & {
+  /** OIDC Core §3.1.2.1 `login_hint` of the request the sign-in continues: an address may name its provider. */
+  readonly loginHint?: string | null | undefined;
+};
 
 /** How the browser routes answer with a page, bound to the site they are rendered for. */
 export interface Pages {
@@ -19,51 +25,28 @@ export interface Pages {
   send(reply: FastifyReply, status: number, body: string): FastifyReply;
   /**
    * The sign-in form, with this browser's CSRF token, passkeys offered where they work, and a
-   * button per upstream provider. A provider that is the only way in (`--only`), or whose
-   * domains take the `loginHint`'s address (`--domain`), is gone to straight away instead,
-   * unless the page has something to say (an error, a notice).
+   * button per upstream provider (issue 28). A provider that is the only way in (`--only`),
+   * or whose domains take the `loginHint`'s address (`--domain`), is gone to straight away
+   * instead, unless the page has something to say (an error, a notice).
    */
   signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: SignInPageView, hints?: PageHints): Promise<FastifyReply>;
-}
-
-export type SignInPageView = Omit<SignInView, 'csrf' | 'passkeys' | 'providers' | 'passwordForm'> & {
-  /** OIDC Core §3.1.2.1 `login_hint` of the request the sign-in continues: an address may name its provider. */
-  readonly loginHint?: string | null | undefined;
-};
-
-export function pagesFor(deps: AppDeps): Pages {
-  const site = deps.config.site;
-  const passkeys = passkeysAvailable(deps.config.issuer);
-  const send = (reply: FastifyReply, status: number, body: string) =>
-    reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
-  return {
-    site,
-    ui: (request, hints) => pageUi(site, request, hints),
-    send,
-    async signIn(request, reply, status, view, hints) {
-      const { loginHint, ...shown } = view;
-      const providers = await deps.store.identityProviders.list();
-      const only = providers.find((provider) => providerSettings(provider).only) ?? null;
-      const domain = emailDomain(loginHint ?? null);
-      const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
-      const straightTo = routed ?? only;
-      if (straightTo && !view.error && !view.notice && !view.setUp) {
-        return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);
-      }
-      return send(
-        reply,
-        status,
-        signInPage(pageUi(site, request, hints), {
-          ...shown,
-          csrf: csrfToken(deps.config, request, reply),
-          // With one provider the only way in, the page offers it alone (and passkeys, a second factor's way in).
-          passwordForm: only === null,
-          passkeys,
-          providers: (only ? [only] : providers).map((provider) => ({ id: provider.id, name: provider.name })),
-        }),
-      );
-    },
-  };
+  /**
+   * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
+   * and carried through the sign-in to the events that record it.
+   */
+  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null }): Promise<FastifyReply>;
+  /**
+   * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
+   * does not accept for this client is asked to sign in again, told why (null: it may approve).
+   */
+  refuseApproval(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    client: ClientRecord,
+    session: SessionRecord,
+    returnTo: string,
+    requestedAcr?: readonly string[] | null,
+  ): Promise<FastifyReply> | null;
 }
 
 /** Why the person must sign in again before approving, in their language (the policy's own words are English, for the OAuth error). */
@@ -72,30 +55,46 @@ const REFUSALS: Readonly<Record<ApprovalRefusal, MessageKey>> = {
   'second-factor-required': 'signIn.refusal.secondFactorRequired',
 };
 
-/**
- * The sign-in form every flow leads to; `client`: the app it continues to, named on the page
- * and carried through the sign-in to the events that record it.
- */
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null }): Promise<FastifyReply> {
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null }, hints);
-}
-
-/**
- * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
- * does not accept for this client is asked to sign in again, told why (null: it may approve).
- */
-export function refuseApprovalPage(
-  deps: AppDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  client: ClientRecord,
-  session: SessionRecord,
-  returnTo: string,
-  requestedAcr: readonly string[] | null = null,
-): Promise<FastifyReply> | null {
-  const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
-  if (refusal === null) return null;
-  const pages = pagesFor(deps);
-  const notice = pages.ui(request).t.text(REFUSALS[refusal], { client: client.name });
-  return pages.signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });
+export function pagesFor(deps: AppDeps): Pages {
+  const site = deps.config.site;
+  const passkeys = passkeysAvailable(deps.config.issuer);
+  const send = (reply: FastifyReply, status: number, body: string) =>
+    reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
+  const signIn: Pages['signIn'] = async (request, reply, status, view, hints) => {
+    const { loginHint, ...shown } = view;
+    const providers = await deps.store.identityProviders.list();
+    const only = providers.find((provider) => providerSettings(provider).only) ?? null;
+    const domain = emailDomain(loginHint ?? null);
+    const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
+    const straightTo = routed ?? only;
+    if (straightTo && !view.error && !view.notice && !view.setUp) {
+      return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);
+    }
+    return send(
+      reply,
+      status,
+      signInPage(pageUi(site, request, hints), {
+        ...shown,
+        csrf: csrfToken(deps.config, request, reply),
+        // With one provider the only way in, the page offers it alone (and passkeys, a second factor's way in).
+        passwordForm: only === null,
+        passkeys,
+        providers: (only ? [only] : providers).map((provider) => ({ id: provider.id, name: provider.name })),
+      }),
+    );
+  };
+  return {
+    site,
+    ui: (request, hints) => pageUi(site, request, hints),
+    send,
+    signIn,
+    signInFor: (request, reply, returnTo, client, hints) =>
+      signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null }, hints),
+    refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
+      const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
+      if (refusal === null) return null;
+      const notice = pageUi(site, request).t.text(REFUSALS[refusal], { client: client.name });
+      return signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });
+    },
+  };
 }

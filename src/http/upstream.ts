@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { SIGN_IN_PATH, UPSTREAM_SIGN_IN_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
 import type { UpstreamRefusal } from '../flows/upstream/accounts.ts';
@@ -42,7 +43,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const ui = pages.ui(request);
     const { t } = ui;
     const { status, message } = REFUSALS[reason];
-    const back = continuation ? continuation.returnTo : '/login';
+    const back = continuation ? continuation.returnTo : SIGN_IN_PATH;
     return pages.send(
       reply,
       status,
@@ -71,7 +72,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     );
   };
 
-  app.get('/login/upstream/:id', { config: { page: true } }, async (request, reply) => {
+  app.get(`${UPSTREAM_SIGN_IN_PATH}/:id`, { config: { page: true } }, async (request, reply) => {
     const query = request.query as RawParams;
     const returnTo = safeReturnTo(query['return_to']);
     const client = await signInClientRecord(deps, query);
@@ -83,7 +84,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     return directoryPage(request, reply, 200, { id: start.provider.id, name: start.provider.name, returnTo, clientId: continuation.clientId, clientName: client?.name });
   });
 
-  app.post('/login/upstream/:id', { config: { page: true } }, async (request, reply) => {
+  app.post(`${UPSTREAM_SIGN_IN_PATH}/:id`, { config: { page: true } }, async (request, reply) => {
     const form = rawForm(request);
     checkCsrf(deps.config, request, form['csrf_token']);
     reply.header('Cache-Control', 'no-store');
@@ -118,7 +119,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     }
   });
 
-  app.get('/login/upstream/:id/callback', { config: { page: true } }, async (request, reply) => {
+  app.get(`${UPSTREAM_SIGN_IN_PATH}/:id/callback`, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     const callback = new URL(request.url, deps.config.issuer);
     const outcome = await finishUpstream(forRequest(deps, request), browserOf(deps, request, reply), params(request).id, callback);

@@ -5,7 +5,7 @@
  * mean, single use is one statement.
  */
 
-import type { UserRecord } from './types.ts';
+import type { UserRecord } from './users.ts';
 
 /** How Tessera talks to the provider: an OpenID provider, GitHub's OAuth 2.0 and API, or an LDAP directory. */
 export type ProviderKind = 'oidc' | 'github' | 'ldap';

@@ -2,6 +2,7 @@
  * What each kind of upstream provider is configured with, read from its stored record
  * (`IdentityProviderRecord.settings`, checked when the operator wrote it: flows/manage/providers.ts).
  */
+import { UPSTREAM_SIGN_IN_PATH } from '../../core/endpoints.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 
 /** The Tessera claims an upstream claim or directory attribute may fill. */
@@ -114,5 +115,5 @@ export function providerSettings(provider: IdentityProviderRecord): ProviderSett
 
 /** Where the upstream provider sends the browser back: what the operator registers there. */
 export function upstreamRedirectUri(issuer: string, providerId: string): string {
-  return `${issuer}/login/upstream/${encodeURIComponent(providerId)}/callback`;
+  return `${issuer}${UPSTREAM_SIGN_IN_PATH}/${encodeURIComponent(providerId)}/callback`;
 }

@@ -6,11 +6,13 @@
 
 import * as rows from '../rows.ts';
 import type { ColumnReader, Row } from '../rows.ts';
-import { PROVIDER_KINDS, type IdentityProviderRecord, type IdentityProviderStore, type LinkedIdentityRecord, type LinkedIdentityStore, type ProviderKind, type UpstreamLoginRecord, type UpstreamLoginStore } from '../identity-providers.ts';
-import { DuplicateError } from '../types.ts';
+import { PROVIDER_KINDS, type IdentityProviderRecord, type LinkedIdentityRecord, type ProviderKind, type UpstreamLoginRecord } from '../identity-providers.ts';
+import { DuplicateError, type Stores } from '../types.ts';
+import { userFromRow } from './users.ts';
 import type { Dialect, Runner } from './dialect.ts';
 
-export function identityProviderStatements(d: Dialect) {
+/** The statements, by name, in `d`'s SQL. */
+export function identityProvidersStatements(d: Dialect) {
   return {
     insertIdentityProvider: `
       INSERT INTO identity_providers (id, kind, name, position, settings, secret, created_at, updated_at)
@@ -89,13 +91,7 @@ function upstreamLoginFromRow(row: Row): UpstreamLoginRecord {
   };
 }
 
-export interface IdentityProviderStores {
-  readonly identityProviders: IdentityProviderStore;
-  readonly linkedIdentities: LinkedIdentityStore;
-  readonly upstreamLogins: UpstreamLoginStore;
-}
-
-export function identityProviderStores(d: Dialect, q: Runner): IdentityProviderStores {
+export function identityProvidersStores(d: Dialect, q: Runner<keyof ReturnType<typeof identityProvidersStatements>>): Pick<Stores, 'identityProviders' | 'linkedIdentities' | 'upstreamLogins'> {
   const { read, list } = d;
   const provider = (row: Row) => providerFromRow(row, read);
   const link = (row: Row) => linkFromRow(row, read);
@@ -133,7 +129,7 @@ export function identityProviderStores(d: Dialect, q: Runner): IdentityProviderS
       listForUser: async (userId) => (await q.all('listLinkedIdentitiesForUser', { userId })).map(link),
       recordUse: async (providerId, subject, use, now) =>
         (await q.changed('recordLinkedIdentityUse', { providerId, subject, label: use.label, groups: list(use.groups), now })) > 0,
-      usersWithVerifiedEmail: async (email) => (await q.all('usersWithVerifiedEmail', { email, verified: d.flag(true) })).map((row) => rows.userFromRow(row, read)),
+      usersWithVerifiedEmail: async (email) => (await q.all('usersWithVerifiedEmail', { email, verified: d.flag(true) })).map((row) => userFromRow(row, read)),
       remove: async (providerId, subject, userId) => (await q.changed('removeLinkedIdentity', { providerId, subject, userId })) > 0,
     },
     upstreamLogins: {

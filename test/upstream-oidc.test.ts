@@ -129,6 +129,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.deepEqual(links.map((link) => [link.providerId, link.label]), [['upstream', 'ada@example.com']]);
     const shown = await runTessera(['user', 'show', 'ada'], env);
     assert.match(shown.stdout, /Upstream ID \(upstream\): ada@example\.com/);
+    // The person sees the link on their account page.
+    await page.goto(`${downstream.url}/account`);
+    const linked = page.getByRole('region', { name: 'Linked accounts' });
+    assert.match(await linked.getByRole('listitem').innerText(), /^Upstream ID: ada@example\.com, linked /);
     await page.context().close();
   });
 

@@ -93,7 +93,7 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   }
   const { user, grants, lastSignIn, passkeys, totp, identities } = details;
   const identityLines = identities.map((identity) =>
-    `\n    ${identity.providerName ?? 'a removed provider'} (${identity.providerId}): ${identity.label ?? identity.subject}, linked ${when(identity.createdAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.join(' ')}` : ''}`);
+    `\n    ${identity.providerName ?? 'a removed provider'} (${identity.providerId}): ${identity.label ?? identity.subject}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.join(' ')}` : ''}`);
   const passkeyLines = passkeys.map((passkey) =>
     `\n    ${passkey.name} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
   io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}

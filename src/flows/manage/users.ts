@@ -4,7 +4,7 @@
  * reset links); this adds finding the user, checking the input, and telling the apps of the
  * sessions a change ended.
  */
-import type { LinkedIdentityRecord } from '../../store/identity-providers.ts';
+import { linkedIdentitiesOf, type LinkedIdentityView } from '../upstream/accounts.ts';
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
@@ -160,8 +160,8 @@ export interface UserDetails {
   readonly lastSignIn: AuditEvent | null;
   readonly passkeys: readonly PasskeyRecord[];
   readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
-  /** The upstream identities they sign in through, each with its provider's name (null: the provider is gone). */
-  readonly identities: readonly (LinkedIdentityRecord & { readonly providerName: string | null })[];
+  /** The upstream identities they sign in through (issue 28). */
+  readonly identities: readonly LinkedIdentityView[];
 }
 
 /** A user, their approvals, last sign-in, passkeys and one-time codes. */
@@ -169,13 +169,7 @@ export async function userDetails(deps: Pick<ManageDeps, 'store'>, username: str
   const user = await findUser(deps, username);
   const grants = await deps.store.grants.listForUser(user.id);
   const [lastSignIn] = await deps.store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
-  const [passkeys, totp, links, providers] = await Promise.all([
-    listPasskeys(deps, user.id),
-    totpStatus(deps, user.id),
-    deps.store.linkedIdentities.listForUser(user.id),
-    deps.store.identityProviders.list(),
-  ]);
-  const identities = links.map((link) => ({ ...link, providerName: providers.find((provider) => provider.id === link.providerId)?.name ?? null }));
+  const [passkeys, totp, identities] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id), linkedIdentitiesOf(deps, user.id)]);
   return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp, identities };
 }
 
@@ -200,7 +194,7 @@ export function userDetailsJson(details: UserDetails): Record<string, unknown> {
       subject: identity.subject,
       label: identity.label,
       groups: identity.groups,
-      linked_at: new Date(identity.createdAt).toISOString(),
+      linked_at: new Date(identity.linkedAt).toISOString(),
       last_used_at: isoTime(identity.lastUsedAt),
     })),
   };

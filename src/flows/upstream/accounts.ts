@@ -162,3 +162,28 @@ async function createUser(
   }
   throw new Error(`no free username for ${provider.id} ${identity.subject}`);
 }
+
+/** A linked identity as its person sees it: the provider's name (null: since removed), what they are called there, since when. */
+export interface LinkedIdentityView {
+  readonly providerId: string;
+  readonly providerName: string | null;
+  readonly label: string | null;
+  readonly subject: string;
+  readonly groups: readonly string[];
+  readonly linkedAt: number;
+  readonly lastUsedAt: number | null;
+}
+
+/** The upstream identities `userId` signs in through, oldest first (the account page, `tessera user show`). */
+export async function linkedIdentitiesOf(deps: Pick<FlowDeps, 'store'>, userId: string): Promise<LinkedIdentityView[]> {
+  const [links, providers] = await Promise.all([deps.store.linkedIdentities.listForUser(userId), deps.store.identityProviders.list()]);
+  return links.map((link) => ({
+    providerId: link.providerId,
+    providerName: providers.find((provider) => provider.id === link.providerId)?.name ?? null,
+    label: link.label,
+    subject: link.subject,
+    groups: link.groups,
+    linkedAt: link.createdAt,
+    lastUsedAt: link.lastUsedAt,
+  }));
+}

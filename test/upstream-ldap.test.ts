@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
+import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
@@ -187,6 +188,26 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
     assert.ok(event, 'a signin.failed event names the directory');
     assert.equal(typeof event.detail['upstream'], 'string');
     assert.equal(await server.store.users.findByUsername('dave'), null);
+  });
+
+  it('asks a person with one-time codes on for a code after the directory, as after a password', async () => {
+    // carol signed in through the directory above; she has since turned one-time codes on.
+    const carol = (await server.store.users.findByUsername('carol'))!;
+    const secret = newTotpSecret();
+    const now = Date.now();
+    assert.equal(await server.store.totp.begin(carol.id, secret, now), true);
+    assert.ok(await server.store.totp.confirm(carol.id, timeStep(now) - 2, now));
+    const visitor = new FormBrowser(server.url);
+    const form = await directoryForm(visitor);
+    const asked = await visitor.submit(form, '/login/upstream/directory', { username: 'carol', password: 'higher further faster' });
+    assert.equal(asked.status, 200);
+    assert.match(asked.html, /<label for="code">/);
+    assert.equal(visitor.cookies.has('tessera_session'), false, 'not signed in before the code');
+    const done = await visitor.submit(asked, '/login/second-factor', { code: totpAt(secret, Date.now()) });
+    assert.equal(done.status, 303, done.html.slice(0, 300));
+    assert.equal(done.location, '/account');
+    const [session] = await server.store.sessions.listForUser(carol.id, Date.now());
+    assert.deepEqual(session?.amr, ['pwd', 'otp', 'mfa']);
   });
 
   it('keeps the bind password sealed at rest and out of every answer', async () => {

@@ -15,7 +15,6 @@ import { metadataDocumentClient } from './flows/registration/metadata-document.t
 
 export { adminListenerHandler };
 import type { TokenGrant } from './flows/types.ts';
-import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
 import { deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
@@ -141,7 +140,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(localeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
   await app.register(browserRoutes, { deps });
-  await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
   await app.register(parRoutes, { deps });
   await app.register(deviceRoutes, { deps });

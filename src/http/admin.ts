@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { ADMIN_PREFIX } from '../core/endpoints.ts';
 import { ADMIN_SCOPES } from '../core/scopes.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
@@ -41,8 +42,6 @@ import { accessTokenCredential, bearerChallenge } from './bearer.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { requestProof } from './dpop.ts';
 import { toOAuthError } from './errors.ts';
-
-export const ADMIN_PREFIX = '/admin/v1';
 
 /**
  * The requests that came in through the admin listener (TESSERA_ADMIN_LISTEN): that server

@@ -8,12 +8,12 @@ import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
 import { USER_CLAIMS } from '../tokens/claims.ts';
 import { REGISTRATION_PATH } from '../flows/registration/register.ts';
 import type { AppDeps } from './deps.ts';
-import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from './endpoints.ts';
+import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from '../core/endpoints.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing
  * is advertised that a client cannot use. Every entry of the document is here; where each
- * endpoint is comes from endpoints.ts.
+ * endpoint is comes from core/endpoints.ts.
  */
 export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string[] = []): Record<string, unknown> {
   const issuer = deps.config.issuer;

@@ -34,6 +34,11 @@ const STRUCTURE = `(() => {
   return parts.join('|');
 })()`;
 
+async function run(page: Page): Promise<Violation[]> {
+  if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
+  return (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+}
+
 /** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
 async function check(page: Page, found: string[]): Promise<void> {
   try {
@@ -41,10 +46,13 @@ async function check(page: Page, found: string[]): Promise<void> {
     if (structure === null) return;
     const key = `${new URL(page.url()).pathname}#${structure}`;
     if (checked.has(key)) return;
-    if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
-    const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
-    // Marked only once run: a state left before axe ran is checked when it is next seen.
+    // Marked before running, so two loads of one state never run axe at once in a page.
     checked.add(key);
+    const violations = await run(page).catch((error: unknown) => {
+      // Left before axe ran: checked when it is next seen.
+      checked.delete(key);
+      throw error;
+    });
     for (const violation of violations) {
       found.push(`${page.url()} (${await page.title()}): ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
     }

@@ -1,3 +1,4 @@
+import { AUTHORIZE_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts';
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
@@ -307,7 +308,7 @@ export function responseRedirectUrl(response: ClientResponse): string {
  */
 export async function redirectUriAfterSignIn(store: Store, returnTo: string): Promise<string | null> {
   const url = new URL(returnTo, 'http://tessera.invalid');
-  if (url.pathname !== '/oauth/authorize') return null;
+  if (url.pathname !== AUTHORIZE_PATH) return null;
   const clientId = url.searchParams.get('client_id');
   const redirectUri = url.searchParams.get('redirect_uri');
   if (!clientId || !redirectUri || clientId.length > MAX_VALUE_LENGTH) return null;

@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 
 const ar: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -188,6 +188,7 @@ const ar: Catalogue = {
   'reset.submit': 'تعيين كلمة المرور',
   'reset.tooShort': 'لا يمكن استخدام كلمة المرور هذه: يجب ألا تقل عن {min} أحرف.',
   'reset.tooLong': 'لا يمكن استخدام كلمة المرور هذه: يجب ألا تزيد على {max} حرف.',
+  'reset.busy': 'يسجّل كثيرون الدخول الآن. انتظر {seconds, plural, zero {# ثانية} one {ثانية واحدة} two {ثانيتين} few {# ثوانٍ} many {# ثانية} other {# ثانية}}، ثم عيّن كلمة المرور مرة أخرى.',
   'reset.done.title': 'تم تغيير كلمة المرور',
   'reset.done.text': 'تم تعيين كلمة المرور الجديدة، وسُجّل خروج كل المتصفحات التي كانت مسجّلة الدخول.',
   'reset.done.signIn': 'تسجيل الدخول',

@@ -194,6 +194,7 @@ const en = {
   'reset.submit': 'Set password',
   'reset.tooShort': 'This password cannot be used: the password must be at least {min} characters.',
   'reset.tooLong': 'This password cannot be used: the password must be at most {max} characters.',
+  'reset.busy': 'Many people are signing in right now. Wait {seconds, plural, one {# second} other {# seconds}}, then set your password again.',
   'reset.done.title': 'Password changed',
   'reset.done.text': 'Your new password is set, and every browser that was signed in has been signed out.',
   'reset.done.signIn': 'Sign in',

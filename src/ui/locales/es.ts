@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 
 const es: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -194,6 +194,7 @@ const es: Catalogue = {
   'reset.submit': 'Establecer contraseña',
   'reset.tooShort': 'No se puede usar esta contraseña: debe tener al menos {min} caracteres.',
   'reset.tooLong': 'No se puede usar esta contraseña: debe tener como máximo {max} caracteres.',
+  'reset.busy': 'Mucha gente está iniciando sesión ahora mismo. Espere {seconds, plural, one {# segundo} other {# segundos}} y vuelva a establecer su contraseña.',
   'reset.done.title': 'Contraseña cambiada',
   'reset.done.text': 'Tu nueva contraseña ya está establecida y se ha cerrado la sesión en todos los navegadores que la tenían iniciada.',
   'reset.done.signIn': 'Iniciar sesión',

@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 
 const ja: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -188,6 +188,7 @@ const ja: Catalogue = {
   'reset.submit': 'パスワードを設定',
   'reset.tooShort': 'このパスワードは使用できません。{min} 文字以上にしてください。',
   'reset.tooLong': 'このパスワードは使用できません。{max} 文字以内にしてください。',
+  'reset.busy': '現在、多くの人がサインインしています。{seconds, plural, other {#秒}}待ってから、もう一度パスワードを設定してください。',
   'reset.done.title': 'パスワードを変更しました',
   'reset.done.text': '新しいパスワードが設定され、ログインしていたすべてのブラウザはログアウトされました。',
   'reset.done.signIn': 'ログイン',

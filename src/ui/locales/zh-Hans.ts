@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 
 const zhHans: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -181,6 +181,7 @@ const zhHans: Catalogue = {
   'reset.submit': '设置密码',
   'reset.tooShort': '无法使用此密码：密码至少需要 {min} 个字符。',
   'reset.tooLong': '无法使用此密码：密码最多只能有 {max} 个字符。',
+  'reset.busy': '现在有很多人正在登录。请等待 {seconds, plural, other {# 秒}}，然后重新设置密码。',
   'reset.done.title': '密码已更改',
   'reset.done.text': '新密码已设置，之前登录的所有浏览器均已退出登录。',
   'reset.done.signIn': '登录',

@@ -7,6 +7,7 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { digestsEqual, hashSecret, randomToken } from '../../core/crypto.ts';
+import { REGISTRATION_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { isNativeAppRedirect } from '../../core/redirect-uri.ts';
@@ -16,7 +17,6 @@ import { clientJson, createClient, removeClient, updateClient, type ClientMetada
 import type { ManageDeps } from '../manage/deps.ts';
 import { ManageError } from '../manage/errors.ts';
 
-export const REGISTRATION_PATH = '/oauth/register';
 
 /** What a registering app may set (RFC 7591 §2, and Tessera's own client metadata). */
 const STRING_FIELDS = ['client_name', 'scope', 'token_endpoint_auth_method', 'jwks_uri', 'backchannel_logout_uri', 'request_object_signing_alg'] as const;

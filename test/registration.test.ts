@@ -226,6 +226,10 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await manage(uri, 'GET', first)).status, 401, 'the old token no longer works');
     assert.equal((await manage(uri, 'GET', second)).status, 200);
     assert.equal((await manage(uri, 'PUT', second, { client_name: 'No id' })).status, 400);
+    // A public client's replacement that leaves its method out stays public.
+    const cli = await post(server, { client_name: 'CLI', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
+    const kept = await manage(cli.body['registration_client_uri'] as string, 'PUT', cli.body['registration_access_token'] as string, { client_id: cli.body['client_id'], redirect_uris: [LOOPBACK_REDIRECT] });
+    assert.deepEqual([kept.status, kept.body['token_endpoint_auth_method']], [200, 'none'], JSON.stringify(kept.body));
     const badPut = await manage(uri, 'PUT', second, { client_id: made.body['client_id'], redirect_uris: ['https://x.example/#f'] });
     assert.deepEqual([badPut.status, badPut.body['error']], [400, 'invalid_redirect_uri']);
     assert.equal((await manage(uri, 'GET', second)).status, 200, 'a refused update keeps the token');

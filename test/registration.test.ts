@@ -12,6 +12,7 @@ import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
+import { BrowserAt, startDevice, text } from './helpers/device.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -236,6 +237,15 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await manage(uri, 'DELETE', second)).status, 204);
     assert.equal((await manage(uri, 'GET', second)).status, 401, 'gone');
     assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
+  });
+
+  it('marks a self-registered device app "not verified" on the device approval page too', async () => {
+    const made = await post(server, { client_name: 'Living Room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'client_secret_basic' }, await initialToken());
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const tv = { clientId: made.body['client_id'] as string, clientSecret: made.body['client_secret'] as string };
+    const started = await startDevice(server, tv);
+    const approval = await new BrowserAt(server.url).reachApproval(started.user_code, await server.addUser());
+    assert.match(text(approval), /Not verified by Tessera\. Living Room TV registered itself/);
   });
 
   it('makes initial access tokens through the admin API too', async () => {

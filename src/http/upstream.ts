@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { SIGN_IN_PATH, UPSTREAM_SIGN_IN_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
+import type { ClientRecord } from '../store/types.ts';
 import type { UpstreamRefusal } from '../flows/upstream/accounts.ts';
 import { finishUpstream, signInWithDirectory, startUpstream, type UpstreamContinuation } from '../flows/upstream/sign-in.ts';
 import { directorySignInPage, errorPage, signedInPage } from '../ui/pages.ts';
@@ -51,10 +51,9 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     );
   };
 
-  const directoryPage = async (request: FastifyRequest, reply: FastifyReply, status: number, view: { id: string; name: string; returnTo: string; clientId: string | null; clientName?: string | undefined; error?: string; username?: string }) => {
-    // The form's post may go on to the app: its redirect URI is allowed as a form target.
-    const target = await redirectUriAfterSignIn(deps.store, view.returnTo);
-    if (target !== null) allowFormTarget(reply, target);
+  const directoryPage = async (request: FastifyRequest, reply: FastifyReply, status: number, view: { id: string; name: string; returnTo: string; client: ClientRecord | null; error?: string; username?: string }) => {
+    // The form's post may lead on to the app the sign-in continues to: its redirect URIs are form targets (as on /login).
+    if (view.client !== null && view.client.redirectUris.length > 0) allowFormTarget(reply, ...view.client.redirectUris);
     const providers = await deps.store.identityProviders.list();
     return pages.send(
       reply,
@@ -63,8 +62,8 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
         csrf: csrfToken(deps.config, request, reply),
         provider: { id: view.id, name: view.name },
         returnTo: view.returnTo,
-        clientId: view.clientId,
-        clientName: view.clientName,
+        clientId: view.client?.id ?? null,
+        clientName: view.client?.name,
         error: view.error,
         username: view.username,
         others: !providers.some((provider) => provider.settings['only'] === true),
@@ -81,7 +80,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const start = await startUpstream(forRequest(deps, request), browserOf(deps, request, reply), params(request).id, continuation, { loginHint });
     if (start.kind === 'redirect') return reply.header('Cache-Control', 'no-store').redirect(start.url, 303);
     if (start.kind === 'refused') return refused(request, reply, start.reason, start.provider, continuation);
-    return directoryPage(request, reply, 200, { id: start.provider.id, name: start.provider.name, returnTo, clientId: continuation.clientId, clientName: client?.name });
+    return directoryPage(request, reply, 200, { id: start.provider.id, name: start.provider.name, returnTo, client });
   });
 
   app.post(`${UPSTREAM_SIGN_IN_PATH}/:id`, { config: { page: true } }, async (request, reply) => {
@@ -100,7 +99,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const provider = await deps.store.identityProviders.get(id);
     const { t } = pages.ui(request);
     const again = (status: number, error: string) =>
-      provider ? directoryPage(request, reply, status, { id, name: provider.name, returnTo, clientId, clientName: client?.name, error, username: username.slice(0, 256) }) : refused(request, reply, 'unknown_provider', null, { returnTo, clientId });
+      provider ? directoryPage(request, reply, status, { id, name: provider.name, returnTo, client, error, username: username.slice(0, 256) }) : refused(request, reply, 'unknown_provider', null, { returnTo, clientId });
     switch (result.kind) {
       case 'wrong':
         return again(401, t.text('signIn.error.incorrect'));

@@ -14,6 +14,7 @@ import { systemClock } from './core/clock.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
+import { resealProviderSecrets } from './tokens/secret-box.ts';
 import { KeyManager } from './tokens/keys.ts';
 
 /** How long expired records are kept, so a replayed code is still recognised as one. */
@@ -77,6 +78,7 @@ export function keyManager(config: Config, store: Store, encryption: KeyEncrypti
  */
 export async function prepareKeys(config: Config, store: Store, encryption: KeyEncryption = loadKeyEncryption(config.keyEncryption)): Promise<KeyManager> {
   await encryptStoredKeys(store.keys, encryption);
+  await resealProviderSecrets(store, encryption);
   const keys = keyManager(config, store, encryption);
   await keys.ensureKeys();
   return keys;

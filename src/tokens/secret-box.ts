@@ -5,6 +5,7 @@
  * belong to, so that a copy of the database holds nothing that signs in upstream, and a
  * sealed secret moved to another provider's row does not open.
  */
+import type { Store } from '../store/types.ts';
 import type { KeyEncryption } from './key-encryption.ts';
 
 export interface SecretBox {
@@ -26,4 +27,20 @@ export function secretBox(encryption: KeyEncryption): SecretBox {
       return opened;
     },
   };
+}
+
+/**
+ * Seals again, under the first KEK, every provider secret sealed under an older one: run at
+ * start beside `encryptStoredKeys`, so that rotating the KEK (`NEW,OLD`, then `NEW` alone)
+ * carries the providers' secrets over as it does the signing keys. Returns how many changed.
+ */
+export async function resealProviderSecrets(store: Pick<Store, 'identityProviders'>, encryption: KeyEncryption): Promise<number> {
+  const box = secretBox(encryption);
+  let changed = 0;
+  for (const provider of await store.identityProviders.list()) {
+    if (provider.secret === null || !encryption.needsEncrypting(provider.secret)) continue;
+    await store.identityProviders.update({ ...provider, secret: box.seal(provider.id, box.open(provider.id, provider.secret)) });
+    changed += 1;
+  }
+  return changed;
 }

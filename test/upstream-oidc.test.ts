@@ -339,6 +339,9 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(routed.status, 303);
     const start = await visitor.request(routed.location!);
     assert.equal(new URL(start.location!).searchParams.get('login_hint'), 'someone@Example.com');
+    const byDomain = await visitor.request((await authorize({ domain_hint: 'example.com' })).url.href);
+    assert.equal(byDomain.status, 303, 'domain_hint names the provider as an address would');
+    assert.match(byDomain.location!, /^\/login\/upstream\/upstream\?/);
     const elsewhere = await visitor.request((await authorize({ login_hint: 'someone@elsewhere.org' })).url.href);
     assert.equal(elsewhere.status, 200, 'an address in no provider\'s domains signs in here');
   });

@@ -14,6 +14,8 @@ import { csrfToken } from './session.ts';
 export type SignInPageView = Omit<SignInView, 'csrf' | 'passkeys' | 'providers' | 'passwordForm'> & {
   /** OIDC Core §3.1.2.1 `login_hint` of the request the sign-in continues: an address may name its provider. */
   readonly loginHint?: string | null | undefined;
+  /** `domain_hint` (Microsoft's, and others'): a domain that may name its provider, where no `login_hint` does. */
+  readonly domainHint?: string | null | undefined;
 };
 
 /** How the browser routes answer with a page, bound to the site they are rendered for. */
@@ -34,7 +36,7 @@ export interface Pages {
    * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
    * and carried through the sign-in to the events that record it.
    */
-  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null }): Promise<FastifyReply>;
+  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null; readonly domainHint?: string | null }): Promise<FastifyReply>;
   /**
    * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
    * does not accept for this client is asked to sign in again, told why (null: it may approve).
@@ -61,10 +63,10 @@ export function pagesFor(deps: AppDeps): Pages {
   const send = (reply: FastifyReply, status: number, body: string) =>
     reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
   const signIn: Pages['signIn'] = async (request, reply, status, view, hints) => {
-    const { loginHint, ...shown } = view;
+    const { loginHint, domainHint, ...shown } = view;
     const providers = await deps.store.identityProviders.list();
     const only = providers.find((provider) => providerSettings(provider).only) ?? null;
-    const domain = emailDomain(loginHint ?? null);
+    const domain = emailDomain(loginHint ?? null) ?? (domainHint ? domainHint.trim().toLowerCase() : null);
     const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
     const straightTo = routed ?? only;
     if (straightTo && !view.error && !view.notice && !view.setUp) {
@@ -89,7 +91,7 @@ export function pagesFor(deps: AppDeps): Pages {
     send,
     signIn,
     signInFor: (request, reply, returnTo, client, hints) =>
-      signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null }, hints),
+      signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null }, hints),
     refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
       const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
       if (refusal === null) return null;

@@ -154,6 +154,21 @@ describe('signing in with GitHub (a local server answering as GitHub\'s API)', (
     assert.ok(github.calls.includes('GET /api/user/memberships/orgs/octo-org'));
   });
 
+  it('shows a button per provider on the sign-in page, in the order the operator set', async () => {
+    const added = await runTessera(['provider', 'add', 'oidc', '--name', 'Corp SSO', '--issuer', 'https://sso.example.com', '--client-id', 'x', '--position', '0'], env);
+    assert.equal(added.code, 0, added.stderr);
+    try {
+      const page = await new FormBrowser(server.url).request('/login');
+      const buttons = [...page.html.matchAll(/<a class="button" href="([^"]+)">Continue with ([^<]+)<\/a>/g)].map((match) => [match[2], match[1]!.split('?')[0]]);
+      assert.deepEqual(buttons, [['Corp SSO', '/login/upstream/corp-sso'], ['GitHub', '/login/upstream/github']]);
+      assert.equal((await runTessera(['provider', 'update', 'corp-sso', '--position', '9'], env)).code, 0);
+      const after = await new FormBrowser(server.url).request('/login');
+      assert.deepEqual([...after.html.matchAll(/>Continue with ([^<]+)</g)].map((match) => match[1]), ['GitHub', 'Corp SSO']);
+    } finally {
+      await runTessera(['provider', 'remove', 'corp-sso'], env);
+    }
+  });
+
   it('refuses when GitHub refuses the code exchange (a client secret changed there)', async () => {
     const changed = await runTessera(['provider', 'update', 'github', '--client-secret-stdin'], env, 'an old secret\n');
     assert.equal(changed.code, 0, changed.stderr);

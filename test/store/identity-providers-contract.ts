@@ -66,6 +66,12 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       await store.identityProviders.remove(idp.id);
       assert.deepEqual(await store.linkedIdentities.listForUser(user.id), []);
       assert.ok(await store.users.get(user.id));
+      // Removing the user unlinks theirs.
+      const other = provider();
+      await store.identityProviders.create(other);
+      await store.linkedIdentities.create({ ...link, providerId: other.id });
+      assert.equal(await store.users.remove(user.id), true);
+      assert.equal(await store.linkedIdentities.get(other.id, link.subject), null);
     });
 
     it('finds the users a verified e-mail address may link to, without regard to case, and never an unverified one', async () => {

@@ -17,6 +17,12 @@ export interface Config {
   readonly issuer: string;
   /** `TESSERA_DATABASE`: a SQLite file path (default `./data/tessera.db`) or a `postgres://` URL. */
   readonly database: string;
+  /**
+   * `TESSERA_DATABASE_CREATE` (default off): whether a SQLite file that does not exist may be
+   * created anywhere; otherwise only at the default path (issue 31: a misspelt file name in an
+   * existing directory quietly became a new, empty database).
+   */
+  readonly createDatabase: boolean;
   /** `TESSERA_LOG_LEVEL`: fatal, error, warn, info (default), debug, trace or silent. */
   readonly logLevel: string;
   /**
@@ -713,6 +719,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     issuer,
     database: db,
+    createDatabase: boolean(env, 'TESSERA_DATABASE_CREATE'),
     logLevel,
     trustProxy: trustProxy(env),
     allowPrivateNetworkUrls: boolean(env, 'TESSERA_ALLOW_PRIVATE_NETWORK_URLS'),

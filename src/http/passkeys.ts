@@ -13,6 +13,7 @@ import { errorPage, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../ui/pag
 import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
+import { setUpReturn } from './second-factor.ts';
 import { ACCOUNT_PATH } from './endpoints.ts';
 import { rawForm } from './form.ts';
 import { browserOf, checkCsrf, cookieNames, safeReturnTo, signedInUser } from './session.ts';
@@ -120,7 +121,10 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       const ui = pages.ui(request);
       return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }));
     }
-    return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
+    // Added to approve something (the sign-in page's set-up link): back to that approval,
+    // where the new passkey signs in (a registration does not prove the sign-in it joins).
+    const returnTo = setUpReturn(form);
+    return reply.redirect(returnTo ?? `${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });
 
   app.post('/account/passkeys/remove', { config: { page: true }, preHandler: [formPost, signedIn] }, async (request, reply) => {

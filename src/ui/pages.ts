@@ -152,7 +152,7 @@ export function signInPage(ui: Ui, view: SignInView): string {
 ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
 <p class="muted">${t.html('signIn.withAccount', { site: site.name })}</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
-${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: '/account' })}</p>` : null}
+${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: `/account?${new URLSearchParams({ return_to: view.returnTo }).toString()}` })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="/login">
 ${csrfField(view.csrf)}

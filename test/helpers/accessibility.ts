@@ -34,6 +34,17 @@ const STRUCTURE = `(() => {
   return parts.join('|');
 })()`;
 
+/**
+ * axe-core's violations on the page as it stands now, one line each (page, rule, elements): for
+ * a test that names the page states it checks (test/accessibility.test.ts), including pages set
+ * with `setContent`, which the watch below leaves alone.
+ */
+export async function axeViolations(page: Page, name = page.url()): Promise<string[]> {
+  if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
+  const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+  return violations.map((violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+}
+
 /** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
 async function check(page: Page, found: string[]): Promise<void> {
   try {
@@ -42,11 +53,7 @@ async function check(page: Page, found: string[]): Promise<void> {
     const key = `${new URL(page.url()).pathname}#${structure}`;
     if (checked.has(key)) return;
     checked.add(key);
-    if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
-    const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
-    for (const violation of violations) {
-      found.push(`${page.url()} (${await page.title()}): ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-    }
+    found.push(...(await axeViolations(page, `${page.url()} (${await page.title()})`)));
   } catch (error) {
     // The test moved on (a navigation, a closed page): that state is gone.
     if (!/Execution context was destroyed|Target page, context or browser has been closed|navigat/i.test(String(error))) throw error;

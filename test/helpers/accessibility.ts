@@ -39,7 +39,16 @@ const STRUCTURE = `(() => {
  * a test that names the page states it checks (test/accessibility.test.ts), including pages set
  * with `setContent`, which the watch below leaves alone.
  */
-export async function axeViolations(page: Page, name = page.url()): Promise<string[]> {
+export function axeViolations(page: Page, name = page.url()): Promise<string[]> {
+  // axe-core runs once at a time in a page: a test's check waits for the load watch's.
+  const run = (running.get(page) ?? Promise.resolve()).then(() => runAxe(page, name));
+  running.set(page, run.catch(() => {}));
+  return run;
+}
+
+const running = new WeakMap<Page, Promise<unknown>>();
+
+async function runAxe(page: Page, name: string): Promise<string[]> {
   if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
   const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
   return violations.map((violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);

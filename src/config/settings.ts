@@ -114,6 +114,7 @@ export const SETTINGS = [
   { name: 'TESSERA_SITE_LOGO_URL', type: 'text', shown: 'none', accepts: 'an https URL', description: 'an image shown beside the name' },
   { name: 'TESSERA_SITE_ACCENT_COLOR', type: 'text', shown: 'none', accepts: '`#rrggbb`, 4.5:1 against white', description: 'the colour of the main buttons (white text on it); refused unless its contrast with white is at least 4.5:1 (WCAG 2.2)' },
   { name: 'TESSERA_LOCALES', type: 'text', shown: '`en,de,fr,es,pt-BR,ja,zh-Hans,ar`', accepts: 'comma-separated tags from that list', description: 'the languages the pages are offered in; the language menu lists these and no page is shown in another ([Languages](#languages))' },
+  { name: 'TESSERA_API_TRANSLATIONS', type: 'text', shown: 'none', accepts: 'a JSON file', description: 'registered APIs\' names and scope descriptions in other languages, read at start: `{"de": {"apis": {"https://api.example.com": "Fotoarchiv"}, "scopes": {"photos:read": "Ihre Fotos ansehen"}}}`; where a language has none, the registered words are shown ([Languages](#languages))' },
   { name: 'TESSERA_DEFAULT_LOCALE', type: 'text', shown: '`en`', accepts: 'one of `TESSERA_LOCALES`', description: 'the language of a page when neither the app, the person nor the browser asks for an offered one' },
 ] as const satisfies readonly Setting[];
 

@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
+import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
@@ -285,6 +286,8 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
   const reminder = tlsReminder(config);
   if (reminder) app.log.warn(reminder);
+  const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
+  if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
   if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
   const timeoutMs = config.shutdown.timeoutSeconds * 1000;
   let closing: Promise<void> | null = null;

@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
+import { unmatchedTranslations } from '../src/flows/resources.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
-import { runTessera } from './helpers/cli.ts';
+import { outputMatches, runTessera, serveTessera } from './helpers/cli.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -71,6 +72,18 @@ describe('TESSERA_API_TRANSLATIONS: registered APIs in the person\'s language', 
     assert.ok(japanese.includes('Photo Library') && japanese.includes('Upload and delete your photos'), japanese);
     const english = text((await approvalIn('en')).page);
     assert.ok(english.includes('Photo Library') && english.includes('See your photos') && english.includes('Upload and delete your photos'), english);
+  });
+
+  it('says at start what the file names that no registered API has (a misspelt scope is never shown)', async () => {
+    assert.deepEqual(unmatchedTranslations(server.config.site.apiTranslations, await server.store.resources.list()), [], 'the README\'s file names only what docs/apis.md registers');
+    const file = join(dir, 'typo.json');
+    writeFileSync(file, JSON.stringify({ de: { apis: { 'https://api.example.org': 'Fotoarchiv' }, scopes: { 'photos:read': 'Ihre Fotos ansehen', 'photos:raed': 'Ihre Fotos ansehen' } } }));
+    const serving = await serveTessera([], { TESSERA_DATABASE: server.config.database, TESSERA_API_TRANSLATIONS: file });
+    try {
+      await outputMatches(serving, /TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: de: apis\.https:\/\/api\.example\.org, de: scopes\.photos:raed"/);
+    } finally {
+      await serving.stop();
+    }
   });
 
   it('refuses a file with a mistake at start, naming the setting, the file and the entry', () => {

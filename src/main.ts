@@ -186,8 +186,8 @@ export interface StoreReport {
 /**
  * Checks the store's location before opening it (issue 31: a misspelt path quietly became a
  * new, empty database, and the server then answered as if it had no clients or users). A
- * SQLite file that does not exist is created only at the default path (whose `./data` is
- * made too) or when TESSERA_DATABASE_CREATE says so; otherwise the start, and every
+ * SQLite file that does not exist is created (with its directory) only at the default path
+ * or when TESSERA_DATABASE_CREATE says so; otherwise the start, and every
  * `tessera` command, is refused naming both settings, before anything is written.
  */
 export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabase'>): StoreReport {
@@ -195,13 +195,9 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
   if (location.kind === 'postgres' || location.path === ':memory:') return { text: describeDatabase(location), created: false };
   const file = resolvePath(location.path);
   if (existsSync(file)) return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
-  if (file !== resolvePath('data', 'tessera.db')) {
-    if (!existsSync(dirname(file))) {
-      throw new ConfigError('TESSERA_DATABASE', `${location.path}: the directory ${dirname(file)} does not exist; correct the path, or create the directory for a new database (with TESSERA_DATABASE_CREATE=true)`);
-    }
-    if (!config.createDatabase) {
-      throw new ConfigError('TESSERA_DATABASE', `${location.path} does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there`);
-    }
+  if (file !== resolvePath('data', 'tessera.db') && !config.createDatabase) {
+    const where = existsSync(dirname(file)) ? `${location.path} does not exist` : `${location.path}: the directory ${dirname(file)} does not exist`;
+    throw new ConfigError('TESSERA_DATABASE', `${where}; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there`);
   }
   return { text: describeDatabase({ kind: 'sqlite', path: file }), created: true };
 }

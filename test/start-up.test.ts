@@ -93,8 +93,8 @@ describe('start-up', { concurrency: true }, () => {
 
   it('refuses an SQLite path whose directory does not exist (a misspelt path) instead of creating an empty database', async () => {
     const home = mkdtempSync(join(dir, 'typo-'));
-    const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db') });
-    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path/);
+    const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db'), TESSERA_DATABASE_CREATE: 'false' });
+    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true/);
     assert.deepEqual(readdirSync(home), []);
   });
 
@@ -121,7 +121,7 @@ describe('start-up', { concurrency: true }, () => {
     try {
       const cases: Record<string, string>[] = [
         { TESSERA_DATABASE: join(home, 'tessera.db'), TESSERA_ACESS_TOKEN_TTL: '600' },
-        { TESSERA_DATABASE: join(home, 'missing', 'tessera.db') },
+        { TESSERA_DATABASE: join(home, 'missing', 'tessera.db'), TESSERA_DATABASE_CREATE: 'false' },
         { TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'false' },
         { TESSERA_DATABASE: join(home, 'tessera.db'), PORT: String(port) },
       ];

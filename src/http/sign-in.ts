@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { SIGN_IN_PATH, SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
 import { afterPassword } from '../flows/session/sign-in.ts';
@@ -10,19 +11,18 @@ import { signInClientRecord } from './audit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
-import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
-export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
-  app.get('/login', { config: { page: true } }, async (request, reply) => {
+export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  app.get(SIGN_IN_PATH, { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
     return pages.signIn(request, reply, 200, { returnTo });
   });
 
-  app.post('/login', { config: { page: true } }, async (request, reply) => {
+  app.post(SIGN_IN_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     reply.header('Cache-Control', 'no-store');
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
@@ -64,9 +64,8 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     return pages.send(reply, 200, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 
-  app.post('/logout', { config: { page: true } }, async (request, reply) => {
+  app.post(SIGN_OUT_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     await endSession(deps, browserOf(deps, request, reply), 'user');
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });

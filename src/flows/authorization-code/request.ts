@@ -1,3 +1,4 @@
+import { AUTHORIZE_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts';
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
@@ -56,6 +57,8 @@ export type RequestCheck =
 /** What checking a request needs: the store, and the client's keys for a request object. */
 export interface RequestCheckDeps extends RequestObjectDeps {
   readonly store: Store;
+  /** The client of a Client ID Metadata Document URL (flows/registration/metadata-document.ts), when they are on. */
+  readonly metadataClient?: (clientId: string) => Promise<ClientRecord | null>;
 }
 
 /** The S256 challenge is a base64url SHA-256 digest: 43 characters; so is a JWK SHA-256 thumbprint. */
@@ -91,7 +94,16 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id and redirect_uri must each be sent once') };
   }
   if (clientId.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is required') };
-  const client = clientId.value.length <= MAX_VALUE_LENGTH ? await store.clients.get(clientId.value) : null;
+  let client: ClientRecord | null = null;
+  if (clientId.value.length <= MAX_VALUE_LENGTH) {
+    try {
+      client = (await deps.metadataClient?.(clientId.value)) ?? (await store.clients.get(clientId.value));
+    } catch (error) {
+      // A metadata document that cannot be used: said to the person, never redirected.
+      if (error instanceof OAuthError) return { kind: 'fatal', error };
+      throw error;
+    }
+  }
   if (!client) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is not a registered client') };
 
   const withObject = await takeRequestObject(deps, client, sent);
@@ -296,7 +308,7 @@ export function responseRedirectUrl(response: ClientResponse): string {
  */
 export async function redirectUriAfterSignIn(store: Store, returnTo: string): Promise<string | null> {
   const url = new URL(returnTo, 'http://tessera.invalid');
-  if (url.pathname !== '/oauth/authorize') return null;
+  if (url.pathname !== AUTHORIZE_PATH) return null;
   const clientId = url.searchParams.get('client_id');
   const redirectUri = url.searchParams.get('redirect_uri');
   if (!clientId || !redirectUri || clientId.length > MAX_VALUE_LENGTH) return null;

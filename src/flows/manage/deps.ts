@@ -16,3 +16,6 @@ export interface ManageDeps extends AccountDeps {
 
 /** An ISO 8601 time, or null. */
 export const isoTime = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** A page of a list, in the admin API and the commands that page: at most this many items. */
+export const MAX_PAGE = 200;

@@ -54,6 +54,8 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
     'sign-in needs a second factor': signInPage(ui, { csrf, returnTo: '/oauth/authorize?client_id=printer', clientName: 'Photo Printer', notice: t.text('signIn.refusal.secondFactorRequired', { client: 'Photo Printer' }), setUp: true, passkeys: true }),
     'sign-in needs a passkey': signInPage(ui, { csrf, returnTo: '/account', clientName: 'Photo Printer', notice: t.text('signIn.refusal.passkeyRequired', { client: 'Photo Printer' }), passkeys: true }),
     consent: consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', details: html`<p class="muted">${t.html('consent.returnTo', { target: 'printer.example' })}</p>` }),
+    'consent, app not verified': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', unverified: { host: null } }),
+    'consent, metadata-document app not verified': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', unverified: { host: 'printer.example' } }),
     'consent for more': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, more: true, signedInAs: 'Ada Lovelace', returnTo: '/' }),
     'device code': deviceCodePage(ui, { csrf, value: '', error: t.text('device.code.lockedNetwork', { minutes: 10 }) }),
     'device approval': consentPage(ui, { csrf, action: '/device/approve', fields: {}, clientName: 'Living Room TV', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/device', details }),

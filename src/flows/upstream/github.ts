@@ -36,7 +36,12 @@ function scopes(settings: GithubSettings): string {
 }
 
 export async function beginGithub(deps: GithubDeps, provider: IdentityProviderRecord, settings: GithubSettings): Promise<{ readonly url: URL; readonly checks: UpstreamChecks }> {
-  const config = configuration(deps, provider, settings);
+  let config: oidc.Configuration;
+  try {
+    config = configuration(deps, provider, settings);
+  } catch (error) {
+    throw upstreamFailure(error);
+  }
   // GitHub sends no ID token: the nonce is kept only because every sign-in under way has one.
   const checks = { state: oidc.randomState(), nonce: oidc.randomNonce(), codeVerifier: oidc.randomPKCECodeVerifier() };
   const url = oidc.buildAuthorizationUrl(config, {

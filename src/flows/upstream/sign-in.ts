@@ -65,11 +65,6 @@ async function refuse(
   return { kind: 'refused', reason, provider: provider?.name ?? null };
 }
 
-/** The providers whose buttons the sign-in page shows, in their order. */
-export function listSignInProviders(deps: Pick<FlowDeps, 'store'>): Promise<IdentityProviderRecord[]> {
-  return deps.store.identityProviders.list();
-}
-
 /**
  * Starts a sign-in through provider `id`: for an OpenID provider or GitHub, the sign-in
  * under way is stored by the hash of its state, which the browser keeps in a cookie, and the

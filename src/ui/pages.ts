@@ -160,11 +160,11 @@ export function upstreamStartUrl(providerId: string, returnTo: string, clientId?
 }
 
 /** "Continue with …", one button per provider. */
-function providerButtons(ui: Ui, view: Pick<SignInView, 'providers' | 'returnTo' | 'clientId'>): SafeHtml | null {
+function providerButtons(ui: Ui, view: Pick<SignInView, 'providers' | 'returnTo' | 'clientId'>, afterAnother: boolean): SafeHtml | null {
   const providers = view.providers ?? [];
   if (providers.length === 0) return null;
   return html`<div class="providers">
-<p class="muted or">${ui.t.html('signIn.or')}</p>
+${afterAnother ? html`<p class="muted or">${ui.t.html('signIn.or')}</p>` : null}
 ${providers.map((provider) => html`<a class="button" href="${upstreamStartUrl(provider.id, view.returnTo, view.clientId)}">${ui.t.html('signIn.continueWith', { provider: provider.name })}</a>`)}
 </div>`;
 }
@@ -235,7 +235,7 @@ ${clientField(view.clientId)}
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
 </form>`}
 ${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}
-${providerButtons(ui, view)}`);
+${providerButtons(ui, view, view.passwordForm !== false || view.passkeys === true)}`);
 }
 
 export interface ConsentView {

@@ -15,7 +15,7 @@ import type { Browser } from 'playwright-core';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { LDAP_ADMIN, LDAP_ADMIN_PASSWORD, LDAP_SUFFIX, slapdUnavailable, startSlapd, type Slapd } from './helpers/slapd.ts';
 import { within } from './helpers/wait.ts';
 
@@ -188,6 +188,19 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
     assert.ok(event, 'a signin.failed event names the directory');
     assert.equal(typeof event.detail['upstream'], 'string');
     assert.equal(await server.store.users.findByUsername('dave'), null);
+    // A directory that is not there at all: the same page, at once.
+    const { server: closed, port } = await listenOnFreePort();
+    await closeServer(closed);
+    assert.equal((await runTessera(['provider', 'add', 'ldap', '--id', 'gone', '--name', 'Old Directory', '--url', `ldap://127.0.0.1:${port}`, '--user-search-base', PEOPLE], env)).code, 0);
+    try {
+      const other = new FormBrowser(server.url);
+      const page = await other.request('/login/upstream/gone?return_to=%2Faccount');
+      const down = await other.submit(page, '/login/upstream/gone', { username: 'dave', password: 'dave the rave' });
+      assert.equal(down.status, 503);
+      assert.match(down.html, /Old Directory is not answering right now/);
+    } finally {
+      await runTessera(['provider', 'remove', 'gone'], env);
+    }
   });
 
   it('asks a person with one-time codes on for a code after the directory, as after a password', async () => {

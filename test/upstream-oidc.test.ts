@@ -332,6 +332,15 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       assert.equal(only.location, '/login/upstream/upstream?return_to=%2Faccount');
       const onward = await visitor.request(only.location!);
       assert.ok(onward.location?.startsWith(`${upstream.url}/oauth/authorize?`), String(onward.location));
+      // Nor does the password form's endpoint take a password any more: no sign-in, sent on.
+      const local = await downstream.addUser({ username: 'local.only', password: 'local only password' });
+      // The form's double-submitted CSRF token, as a page left open from before would post it.
+      const csrf = oidc.randomState();
+      visitor.cookies.set('tessera_csrf', csrf);
+      const posted = await visitor.request('/login', { form: { username: local.username, password: local.password, return_to: '/account', csrf_token: csrf } });
+      assert.equal(posted.status, 303, posted.html.slice(0, 200));
+      assert.equal(posted.location, '/login/upstream/upstream?return_to=%2Faccount');
+      assert.equal(visitor.cookies.has('tessera_session'), false);
     } finally {
       assert.equal((await runTessera(['provider', 'update', 'upstream', '--no-only', '--domain', 'example.com'], env)).code, 0);
     }

@@ -66,6 +66,14 @@ async function refuse(
 }
 
 /**
+ * The provider the operator made the only way in (`--only`), if any: then no password is
+ * checked here, and the sign-in page sends everyone to it.
+ */
+export async function onlyProvider(deps: Pick<FlowDeps, 'store'>): Promise<IdentityProviderRecord | null> {
+  return (await deps.store.identityProviders.list()).find((provider) => providerSettings(provider).only) ?? null;
+}
+
+/**
  * Starts a sign-in through provider `id`: for an OpenID provider or GitHub, the sign-in
  * under way is stored by the hash of its state, which the browser keeps in a cookie, and the
  * browser is sent upstream; a directory asks for the password on its own form.

@@ -6,7 +6,7 @@
  * routes are registered, so the two cannot drift apart. Errors are RFC 9457 problems.
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import { ADMIN_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPES, OPERATOR_ROLES } from '../core/scopes.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
@@ -26,7 +26,7 @@ import {
   resetLink,
   resetUserSecondFactor,
   setDisabled,
-  type ProfileInput,
+  type UserChanges,
   setPassword,
   updateUser,
   userDetails,
@@ -43,7 +43,7 @@ export const ADMIN_PREFIX = '/admin/v1';
 export const MAX_PAGE = 200;
 const DEFAULT_PAGE = 50;
 
-const STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412 };
+const STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412, forbidden: 403 };
 
 /** Who may call a route: the area of its scope, and whether it changes something. */
 interface AdminRouteConfig {
@@ -209,6 +209,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     const proof = credential.scheme === 'DPoP' ? await requestProof(deps, request, reply, path, credential.token) : null;
     const caller = await adminCaller(deps, { ...credential, proof }, admin.area, admin.write);
     request.adminClient = caller.clientId;
+    request.adminScope = caller.scope;
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -352,8 +353,13 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true,
-    schema: { summary: "Change a user's standard claims (null clears one)", params: username, body: body(PROFILE_FIELDS), response: ok() },
-    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as ProfileInput)),
+    schema: {
+      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows)",
+      params: username,
+      body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
+      response: ok(),
+    },
+    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as UserChanges, request.adminScope ?? [])),
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     route({
@@ -557,6 +563,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The admin client calling (set once its token is checked). */
     adminClient?: string;
+    /** The admin scopes its token holds (and the client still has). */
+    adminScope?: readonly string[];
   }
 }
 

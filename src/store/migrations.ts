@@ -553,5 +553,15 @@ const certification: Migration = {
   ],
 };
 
+/**
+ * Version 15 (issue 27, the operator console): the role a person holds in the console
+ * (`admin`, `support`, `viewer`), none for everyone from before.
+ */
+const operatorRoles: Migration = {
+  version: 15,
+  name: 'operator roles',
+  statements: [(t) => `ALTER TABLE users ADD COLUMN role ${t.text} CHECK (role IN ('admin', 'support', 'viewer'))`],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles];

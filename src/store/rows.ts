@@ -9,6 +9,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import { isEventType, type AuditEvent, type DetailValue } from '../core/events.ts';
 import { AUTH_METHODS, type AuthMethod } from '../core/auth-methods.ts';
+import { isOperatorRole, type OperatorRole } from '../core/scopes.ts';
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, REQUEST_OBJECT_ALGORITHMS, type GrantType } from '../core/protocol.ts';
 import {
   type AuthorizationCodeRecord,
@@ -140,6 +141,12 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
   };
 }
 
+function operatorRole(row: Row): OperatorRole | null {
+  const value = textOrNull(row, 'role');
+  if (value !== null && !isOperatorRole(value)) throw new CorruptRowError('role', 'an operator role', value);
+  return value;
+}
+
 export function userFromRow(row: Row, read: ColumnReader): UserRecord {
   return {
     id: text(row, 'id'),
@@ -154,6 +161,7 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     zoneinfo: textOrNull(row, 'zoneinfo'),
     picture: textOrNull(row, 'picture'),
     disabled: read.boolean(row, 'disabled'),
+    role: operatorRole(row),
     createdAt: integer(row, 'created_at'),
     updatedAt: integer(row, 'updated_at'),
   };

@@ -15,6 +15,7 @@
 import type { SigningAlgorithm } from '../config/index.ts';
 import type { AuditEvent, EventType, EventWriter } from '../core/events.ts';
 import type { AuthMethod } from '../core/auth-methods.ts';
+import type { OperatorRole } from '../core/scopes.ts';
 import type { ClientAuthMethod, GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GrantType, PkcePolicy, RequestObjectAlgorithm } from '../core/protocol.ts';
 
 /** A registered client (RFC 6749 §2). */
@@ -188,6 +189,8 @@ export interface UserRecord {
   readonly zoneinfo: string | null;
   readonly picture: string | null;
   readonly disabled: boolean;
+  /** What the person may do in the operator console (core/scopes.ts); null: no entry. */
+  readonly role: OperatorRole | null;
   readonly createdAt: number;
   /** OIDC Core §5.1 `updated_at`: when the profile last changed (its creation at first). */
   readonly updatedAt: number;
@@ -200,7 +203,7 @@ export interface UserRecord {
 export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
   return {
     name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null,
-    disabled: false, updatedAt: fields.createdAt,
+    disabled: false, role: null, updatedAt: fields.createdAt,
     ...fields,
   };
 }
@@ -228,6 +231,8 @@ export interface UserStore {
   list(): Promise<UserRecord[]>;
   /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Gives the user an operator role, or none (null); false when there is no such user. */
+  setRole(id: string, role: OperatorRole | null): Promise<boolean>;
   /**
    * Changes the profile fields given (null clears one), and `updatedAt` to `now`, in one
    * statement; false when there is no such user.

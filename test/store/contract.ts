@@ -116,6 +116,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         zoneinfo: 'Europe/London',
         picture: 'https://example.com/ada.png',
         disabled: false,
+        role: null,
         createdAt: T0,
         updatedAt: T0 + SECOND,
         ...overrides,
@@ -488,6 +489,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.users.setDisabled(user.id, false), true);
         assert.equal((await store.users.get(user.id))?.disabled, false);
         assert.equal(await store.users.setDisabled('no-such-user', true), false);
+      });
+
+      it('gives a user an operator role, changes it and takes it away, and returns false for an unknown id', async () => {
+        const user = await givenUser();
+        assert.equal(await store.users.setRole(user.id, 'support'), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, role: 'support' });
+        assert.equal(await store.users.setRole(user.id, 'admin'), true);
+        assert.equal((await store.users.findByUsername(user.username))?.role, 'admin');
+        assert.equal(await store.users.setRole(user.id, null), true);
+        assert.equal((await store.users.get(user.id))?.role, null);
+        assert.equal(await store.users.setRole('no-such-user', 'viewer'), false);
+        const created = await givenUser({ role: 'viewer' });
+        assert.equal((await store.users.get(created.id))?.role, 'viewer');
       });
     });
 

@@ -104,14 +104,15 @@ export function statements(d: Dialect) {
 
     insertUser: `
       INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
-                         disabled, created_at, updated_at)
+                         disabled, role, created_at, updated_at)
       VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
-              :disabled, :createdAt, :updatedAt)
+              :disabled, :role, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
     listUsers: 'SELECT * FROM users ORDER BY created_at, id',
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
+    setUserRole: 'UPDATE users SET role = :role WHERE id = :id',
     // A field not given keeps its value: CASE on a flag, since null is a value to set.
     updateUser: `
       UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,

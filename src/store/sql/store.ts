@@ -109,6 +109,7 @@ export function sqlStores(d: Dialect, q: Runner): Stores {
       findByUsername: (username) => first('getUserByUsername', { username }, user),
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+      setRole: (id, role) => changedAny('setUserRole', { id, role }),
       update: (id, changes, now) => {
         // Each field with a flag saying whether it is set, since null is a value to set.
         const fields = USER_PROFILE_TEXT_FIELDS.flatMap((field) => [

@@ -41,22 +41,28 @@ async function check(page: Page, found: string[]): Promise<void> {
     if (structure === null) return;
     const key = `${new URL(page.url()).pathname}#${structure}`;
     if (checked.has(key)) return;
-    checked.add(key);
     if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
     const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+    // Marked only once run: a state left before axe ran is checked when it is next seen.
+    checked.add(key);
     for (const violation of violations) {
       found.push(`${page.url()} (${await page.title()}): ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
     }
   } catch (error) {
-    // The test moved on (a navigation, a closed page): that state is gone.
-    if (!/Execution context was destroyed|Target page, context or browser has been closed|navigat/i.test(String(error))) throw error;
+    // The test moved on (a navigation, a closed page): that state is gone. A navigation between
+    // loading axe and running it leaves a document without axe.
+    if (!/Execution context was destroyed|Target page, context or browser has been closed|navigat|axe is not defined/i.test(String(error))) throw error;
   }
 }
 
 function watch(page: Page, found: string[], pending: Set<Promise<void>>): void {
   page.on('load', () => {
     if (!page.url().startsWith('http')) return;
-    const run = check(page, found).finally(() => pending.delete(run));
+    // An unexpected failure is reported when the browser closes, like a violation: left as a
+    // rejection, it would surface as an unhandled rejection in whichever test runs then.
+    const run = check(page, found)
+      .catch((error: unknown) => void found.push(`${page.url()}: the accessibility check failed: ${String(error)}`))
+      .finally(() => pending.delete(run));
     pending.add(run);
   });
 }

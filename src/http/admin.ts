@@ -11,7 +11,7 @@ import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
-import { ManageError, type ManageErrorKind } from '../flows/manage/errors.ts';
+import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
 import { keyJson, listKeys, rotateKeys } from '../flows/manage/keys.ts';
@@ -43,7 +43,6 @@ export const ADMIN_PREFIX = '/admin/v1';
 export const MAX_PAGE = 200;
 const DEFAULT_PAGE = 50;
 
-const STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412, forbidden: 403 };
 
 /** Who may call a route: the area of its scope, and whether it changes something. */
 interface AdminRouteConfig {
@@ -213,7 +212,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ManageError) return sendProblem(reply, STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
+    if (error instanceof ManageError) return sendProblem(reply, MANAGE_STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
     if (error.validation) {
       // Which input was refused: the unknown field, the missing one, or the one that is wrong.
       const [first] = error.validation;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { accountRoutes } from './account.ts';
 import { browserRouteOptions } from './browser-kit.ts';
+import { consoleRoutes } from './console.ts';
 import type { AppDeps } from './deps.ts';
 import { logoutRoutes } from './logout.ts';
 import { passkeyRoutes } from './passkeys.ts';
@@ -11,7 +12,7 @@ import { signInRoutes } from './sign-in.ts';
 /**
  * The pages a person signs in, signs out and looks after their account on, as one
  * encapsulated plugin: each route parses, calls a flow (flows/session/ and the others), and
- * answers with a page; they share the page helper bound to the site, the CSRF check of
+ * answers with a page (the operator console's too, console.ts); they share the page helper bound to the site, the CSRF check of
  * every form post, and the signed-in pre-handler (browser-kit.ts).
  */
 export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -22,4 +23,5 @@ export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   await app.register(accountRoutes, options);
   await app.register(passwordRoutes, options);
   await app.register(logoutRoutes, options);
+  await app.register(consoleRoutes, options);
 };

@@ -30,6 +30,16 @@ export const DISCOVERY_PATHS = ['/.well-known/openid-configuration', '/.well-kno
 export const ACCOUNT_PATH = '/account';
 export const ACCOUNT_SIGN_IN = `/login?return_to=${encodeURIComponent(ACCOUNT_PATH)}`;
 
+/** The operator console (issue 27): each of its sections. */
+export const CONSOLE_PATHS = {
+  dashboard: '/console',
+  users: '/console/users',
+  apps: '/console/apps',
+  apis: '/console/apis',
+  events: '/console/events',
+  keys: '/console/keys',
+} as const;
+
 /** The discovery entries that say where each endpoint is (RFC 8414 §2, OIDC Discovery §3). */
 export function endpointMetadata(issuer: string): Record<string, string> {
   return {

@@ -26,8 +26,6 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.back': 'Zurück',
   'console.cancel': 'Abbrechen',
   'console.none': 'Keine.',
-  'console.yes': 'Ja',
-  'console.no': 'Nein',
   'console.failed': 'Nicht ausgeführt: {reason}',
 
   'console.dashboard.title': 'Übersicht',
@@ -47,7 +45,6 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.users.none': 'Kein Benutzer passt.',
   'console.users.disabled': 'deaktiviert',
   'console.users.more': 'Nur die ersten {count, number} werden gezeigt: Grenzen Sie die Suche ein.',
-  'console.user.username': 'Benutzername',
   'console.user.name': 'Name',
   'console.user.email': 'E-Mail-Adresse',
   'console.user.sub': 'Subjekt (sub)',

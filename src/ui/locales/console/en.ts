@@ -23,8 +23,6 @@ const consoleEn = {
   'console.back': 'Back',
   'console.cancel': 'Cancel',
   'console.none': 'None.',
-  'console.yes': 'Yes',
-  'console.no': 'No',
   'console.failed': 'Not done: {reason}',
 
   'console.dashboard.title': 'Dashboard',
@@ -44,7 +42,6 @@ const consoleEn = {
   'console.users.none': 'No user matches.',
   'console.users.disabled': 'disabled',
   'console.users.more': 'Only the first {count, number} are shown: search to narrow them.',
-  'console.user.username': 'Username',
   'console.user.name': 'Name',
   'console.user.email': 'E-mail',
   'console.user.sub': 'Subject (sub)',

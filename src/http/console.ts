@@ -210,9 +210,17 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
 
   const uiOf = (request: FastifyRequest, user: UserRecord): Ui => pages.ui(request, { user: user.locale });
 
-  /** Where to come back to after signing in again: this page, or for a form the page it was on. */
-  const returnPath = (request: FastifyRequest): string =>
-    request.method === 'GET' ? safeReturnTo(request.url) : safeReturnTo(single(rawForm(request), 'return_to') || CONSOLE_PATHS.dashboard);
+  /**
+   * Where to come back to after signing in again: this page; for a form, the page it names, or
+   * the page at its address (an app's edit form), or the one its action belongs to (a user's).
+   */
+  const returnPath = (request: FastifyRequest): string => {
+    if (request.method === 'GET') return safeReturnTo(request.url);
+    const named = single(rawForm(request), 'return_to');
+    if (named) return safeReturnTo(named);
+    const path = request.url.split('?')[0]!;
+    return safeReturnTo(app.hasRoute({ method: 'GET', url: request.routeOptions.url ?? '' }) ? path : path.slice(0, path.lastIndexOf('/')));
+  };
 
   /**
    * preHandler of a console route: the person is signed in (else sent to sign in), has a

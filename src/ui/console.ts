@@ -287,7 +287,7 @@ ${other && other.length > 0
 ${view.edit === null ? null : html`<dl class="facts"><dt>${t.html('console.app.clientId')}</dt><dd><code>${view.edit.clientId}</code></dd></dl>`}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
-${view.edit === null ? null : html`<input type="hidden" name="version" value="${String(view.edit.version)}"><input type="hidden" name="original" value="${view.edit.original}">`}
+${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.action}/new">` : html`<input type="hidden" name="version" value="${String(view.edit.version)}"><input type="hidden" name="original" value="${view.edit.original}">`}
 ${text('client_name', 'console.app.name', v.client_name, true)}
 <label for="token_endpoint_auth_method">${t.html('console.app.authMethod')}</label>
 <select id="token_endpoint_auth_method" name="token_endpoint_auth_method">${view.choices.authMethods.map((method) => html`<option value="${method}"${method === v.token_endpoint_auth_method ? html` selected` : null}>${t.text(`console.app.auth.${method}` as MessageKey)}</option>`)}</select>

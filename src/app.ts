@@ -9,9 +9,12 @@ import { DpopNonces } from './flows/dpop/nonce.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
-import { adminRoutes } from './http/admin.ts';
+import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin.ts';
+import { registrationRoutes } from './http/registration.ts';
+import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
+
+export { adminListenerHandler };
 import type { TokenGrant } from './flows/types.ts';
-import { authorizeRoutes } from './http/authorize.ts';
 import type { AppDeps } from './http/deps.ts';
 import { deviceRoutes } from './http/device.ts';
 import { discoveryRoutes } from './http/discovery.ts';
@@ -29,6 +32,7 @@ import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
+import { clientUrlFetch } from './core/outbound.ts';
 import { ClientKeySets } from './tokens/client-jwks.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
@@ -69,7 +73,7 @@ export const GRANTS: readonly TokenGrant[] = [
 export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
-  return {
+  const deps: AppDeps = {
     config: input.config,
     store,
     clock: input.clock,
@@ -79,13 +83,15 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
-    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, clientUrlFetch(input.config.allowPrivateNetworkUrls)),
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
     grants: GRANTS,
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
+  if (!input.config.registration.metadataDocuments.enabled) return deps;
+  return { ...deps, metadataClient: (clientId) => metadataDocumentClient(deps, clientId) };
 }
 
 /** Builds the Fastify app from its dependencies; does not listen. */
@@ -126,6 +132,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
   }
   registerErrorHandling(app, input.config.site);
+  if (input.config.adminListen) separateAdminListener(app);
   registerSecurityHeaders(app, input.config.site.logoUrl);
   registerFormParsing(app);
   registerCors(app, deps);
@@ -134,13 +141,13 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(localeRoutes, { deps });
   await app.register(discoveryRoutes, { deps });
   await app.register(browserRoutes, { deps });
-  await app.register(authorizeRoutes, { deps });
   await app.register(tokenRoutes, { deps });
   await app.register(parRoutes, { deps });
   await app.register(deviceRoutes, { deps });
   await app.register(revocationRoutes, { deps });
   await app.register(introspectionRoutes, { deps });
   await app.register(userinfoRoutes, { deps });
+  await app.register(registrationRoutes, { deps });
   await app.register(adminRoutes, { deps });
   return app;
 }

@@ -88,6 +88,8 @@ export interface RunningServer {
   readonly url: string;
   /** Where `/metrics` is served, when TESSERA_METRICS_PORT is set (and this is not a cluster worker). */
   readonly metricsUrl: string | null;
+  /** The admin listener's address (`http://host:port`), when TESSERA_ADMIN_LISTEN is set. */
+  readonly adminUrl: string | null;
   /** Stops at once: requests in flight finish (within TESSERA_SHUTDOWN_TIMEOUT), new ones are refused. */
   close(): Promise<void>;
   /**
@@ -260,7 +262,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   });
   // Loaded here, not at the top: a node:cluster primary never serves, and without the app
   // (Fastify, the flows, the pages) it holds about a third less memory.
-  const { buildApp, Readiness } = await import('./app.ts');
+  const { adminListenerHandler, buildApp, Readiness } = await import('./app.ts');
   const readiness = new Readiness();
   const app = await buildApp({ config, store, keys, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
   const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000, config.eventRetentionSeconds * 1000);
@@ -276,7 +278,27 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       throw listenError(error, config.port, config.host);
     });
   }
+  // The admin API's own listener (TESSERA_ADMIN_LISTEN), the app's routing behind it.
+  let adminServer: { server: Server; url: string } | null = null;
+  if (config.adminListen) {
+    const { host, port } = config.adminListen;
+    const server = createServer(adminListenerHandler(app.routing));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve());
+      });
+    } catch (error) {
+      await (picked ? new Promise<void>((resolve) => picked.server.close(() => resolve())) : Promise.resolve());
+      await app.close();
+      await store.close();
+      throw listenError(error, port, host, { port: 'TESSERA_ADMIN_LISTEN', host: 'TESSERA_ADMIN_LISTEN' });
+    }
+    const bound = server.address() as AddressInfo;
+    adminServer = { server, url: `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` };
+  }
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
+  if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);
   if (reminder) app.log.warn(reminder);
   if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
@@ -285,6 +307,10 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   const close = () =>
     (closing ??= (async () => {
       await stopPurge();
+      if (adminServer) {
+        const { server } = adminServer;
+        await within(new Promise((resolve) => server.close(resolve)), timeoutMs, () => server.closeAllConnections());
+      }
       // Stops accepting; requests in flight finish, up to the timeout, then their connections close.
       const http = picked?.server ?? app.server;
       const stopped = picked
@@ -307,6 +333,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     app,
     url: address,
     metricsUrl: metricsServer?.url ?? null,
+    adminUrl: adminServer?.url ?? null,
     close,
     async drain() {
       readiness.drain();

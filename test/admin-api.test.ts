@@ -10,8 +10,12 @@ import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
+import { GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { runTessera } from './helpers/cli.ts';
+import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
+import { discover, OFFLINE_SCOPES, refreshRaw, signIn, withRefresh } from './helpers/lifecycle.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -178,7 +182,8 @@ describe('the admin API', () => {
       'GET /users', 'POST /users', 'GET /users/{username}', 'PATCH /users/{username}', 'DELETE /users/{username}', 'POST /users/{username}/disable', 'POST /users/{username}/enable',
       'PUT /users/{username}/password', 'POST /users/{username}/reset-link', 'POST /users/{username}/reset-second-factor', 'GET /users/{username}/sessions', 'DELETE /users/{username}/sessions',
       'GET /users/{username}/grants', 'DELETE /grants/{grant_id}', 'GET /lockouts', 'DELETE /lockouts',
-      'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
+      'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'PATCH /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
+      'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {
@@ -205,10 +210,156 @@ describe('the admin API', () => {
     assert.equal((await call('DELETE', `/clients/${client.body['client_id'] as string}`)).status, 404);
   });
 
+  it('lists the device requests waiting for a person and denies one suspected of phishing, in the API and the command', async () => {
+    const tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE] });
+    const suspect = await startDevice(server, tv, 'openid profile', { 'user-agent': 'PhishKit/1.0' });
+    const other = await startDevice(server, tv, 'openid', { 'user-agent': 'LivingRoomTV/2.1' });
+    const listed = await call('GET', '/devices');
+    assert.equal(listed.status, 200);
+    const devices = listed.body['devices'] as Record<string, unknown>[];
+    const entry = devices.find((device) => device['user_code'] === suspect.user_code);
+    assert.deepEqual(
+      [entry?.['client_id'], entry?.['client_name'], entry?.['scope'], entry?.['user_agent']],
+      [tv.clientId, 'Living Room TV', 'openid profile', 'PhishKit/1.0'],
+    );
+    assert.ok(!JSON.stringify(listed.body).includes(suspect.device_code), 'never the device code');
+    const { token: reader } = await adminToken('admin:users:read');
+    assert.equal((await call('GET', '/devices', { token: reader })).status, 200);
+    assert.equal((await call('POST', `/devices/${suspect.user_code}/deny`, { token: reader })).status, 403);
+
+    // As the person reported it: lower case, without the dash.
+    const typed = suspect.user_code.replace('-', '').toLowerCase();
+    const denied = await call('POST', `/devices/${typed}/deny`, { body: { reason: 'code sent in a phishing e-mail' } });
+    assert.deepEqual([denied.status, denied.body['user_code'], denied.body['status']], [200, suspect.user_code, 'denied'], JSON.stringify(denied.body));
+    assertPollError(await poll(server, tv, suspect.device_code), 'access_denied');
+    const entered = await new BrowserAt(server.url).enterCode(suspect.user_code);
+    assert.equal(entered.status, 400, 'nobody can approve it any more');
+    assert.match(text(entered), /This code has already been used/);
+    const twice = await call('POST', `/devices/${suspect.user_code}/deny`);
+    assert.equal(twice.status, 409, JSON.stringify(twice.body));
+    assert.equal((await call('POST', '/devices/BCDF-GHJK/deny')).status, 404);
+    const malformed = await call('POST', '/devices/not-a-code/deny');
+    assert.deepEqual([malformed.status, malformed.body['field']], [400, 'user_code']);
+    assert.equal((await call('POST', `/devices/${other.user_code}/deny`, { body: { reason: 'line\nbreak' } })).status, 400);
+    const [event] = (await call('GET', `/events?type=device.denied&client=${tv.clientId}&limit=1`)).body['events'] as { detail: Record<string, unknown> }[];
+    assert.deepEqual([event?.detail['by'], event?.detail['reason'], event?.detail['admin_client']], ['operator', 'code sent in a phishing e-mail', adminClientId]);
+    assert.ok(!(((await call('GET', '/devices')).body['devices']) as Record<string, unknown>[]).some((device) => device['user_code'] === suspect.user_code), 'no longer waiting');
+
+    // The command: the same operations.
+    const env = { TESSERA_DATABASE: server.config.database };
+    const list = await runTessera(['device', 'list', '--json'], env);
+    assert.equal(list.code, 0, list.stderr);
+    assert.ok((JSON.parse(list.stdout) as { user_code: string }[]).some((device) => device.user_code === other.user_code));
+    const deny = await runTessera(['device', 'deny', other.user_code], env);
+    assert.equal(deny.code, 0, deny.stderr);
+    assertPollError(await poll(server, tv, other.device_code), 'access_denied');
+    const again = await runTessera(['device', 'deny', other.user_code], env);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already denied/);
+    assert.equal((await runTessera(['device', 'deny', 'nonsense'], env)).code, 2);
+  });
+
+  it("revokes every token people got through a client, and the client's own, and keeps the client", async () => {
+    const app = await server.addClient({ name: 'Leaky App', grantTypes: withRefresh(), scopes: OFFLINE_SCOPES });
+    const [alice, bob] = [await server.addUser(), await server.addUser()];
+    const config = await discover(server, app);
+    const aliceTokens = await signIn(server, config, alice, 'openid offline_access');
+    const bobTokens = await signIn(server, config, bob, 'openid offline_access');
+    const bystander = await server.addClient({ name: 'Other App', grantTypes: withRefresh(), scopes: OFFLINE_SCOPES });
+    const otherTokens = await signIn(server, await discover(server, bystander), alice, 'openid offline_access');
+
+    const revoked = await call('POST', `/clients/${app.clientId}/revoke-tokens`);
+    assert.deepEqual([revoked.status, revoked.body['grants_revoked']], [200, 2], JSON.stringify(revoked.body));
+    for (const tokens of [aliceTokens, bobTokens]) {
+      await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, oidc.skipSubjectCheck), 'the access token is refused at once');
+      assert.equal((await refreshRaw(server, app, tokens.refresh_token!)).body['error'], 'invalid_grant');
+    }
+    assert.equal((await refreshRaw(server, bystander, otherTokens.refresh_token!)).status, 200, "another client's tokens are untouched");
+    assert.equal((await call('GET', `/clients/${app.clientId}`)).status, 200, 'the client stays registered');
+    await signIn(server, config, alice, 'openid');
+    const events = (await call('GET', `/events?type=grant.revoked&client=${app.clientId}`)).body['events'] as { detail: Record<string, unknown> }[];
+    assert.equal(events.length, 2);
+    assert.ok(events.every((event) => event.detail['by'] === 'operator' && event.detail['admin_client'] === adminClientId));
+    assert.equal((await call('POST', '/clients/no-such-client/revoke-tokens')).status, 404);
+
+    // The command, the same operation: Alice's new sign-in (one remembered grant) ends too.
+    const again = await signIn(server, config, alice, 'openid offline_access');
+    const cli = await runTessera(['client', 'revoke-tokens', app.clientId], { TESSERA_DATABASE: server.config.database });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /those of 1 grant /);
+    assert.equal((await refreshRaw(server, app, again.refresh_token!)).body['error'], 'invalid_grant');
+  });
+
+  it("changes an API's name, scopes and token lifetime; refuses removing a scope a client is registered with", async () => {
+    const identifier = 'https://calendar.example.com';
+    const path = `/resources/${encodeURIComponent(identifier)}`;
+    assert.equal((await call('POST', '/resources', { body: { identifier, name: 'Calendar', scopes: [{ name: 'calendar:read', description: 'See your calendar' }] } })).status, 201);
+    const grown = await call('PATCH', path, {
+      body: { name: 'Team Calendar', scopes: [{ name: 'calendar:read', description: 'See your team calendar' }, { name: 'calendar:write', description: 'Change your calendar' }], access_token_ttl: 600 },
+    });
+    assert.equal(grown.status, 200, JSON.stringify(grown.body));
+    assert.deepEqual([grown.body['name'], grown.body['access_token_ttl'], grown.body['scopes']], [
+      'Team Calendar', 600, [{ name: 'calendar:read', description: 'See your team calendar' }, { name: 'calendar:write', description: 'Change your calendar' }],
+    ]);
+    assert.deepEqual((await call('GET', path)).body['scopes'], grown.body['scopes'], 'as stored');
+    // The new scope is one a client can now be registered with.
+    const client = await call('POST', '/clients', { body: { client_name: 'Scheduler', redirect_uris: [REDIRECT_URI], scope: 'openid calendar:write' } });
+    assert.equal(client.status, 201, JSON.stringify(client.body));
+
+    const removing = await call('PATCH', path, { body: { scopes: [{ name: 'calendar:read', description: 'See your calendar' }] } });
+    assert.equal(removing.status, 409);
+    assert.match(removing.body['detail'] as string, new RegExp(`calendar:write is in the registration of client ${client.body['client_id'] as string}`));
+    assert.equal(((await call('GET', path)).body['scopes'] as unknown[]).length, 2, 'nothing changed');
+    const taken = await call('PATCH', path, { body: { scopes: [{ name: 'calendar:read', description: 'x' }, { name: 'calendar:write', description: 'y' }, { name: 'openid', description: 'z' }] } });
+    assert.deepEqual([taken.status, taken.body['field']], [400, 'scopes']);
+    assert.equal((await call('PATCH', path, { body: { colour: 'red' } })).status, 400);
+    assert.equal((await call('PATCH', path, { body: {} })).status, 400);
+    assert.equal((await call('PATCH', path, { body: { access_token_ttl: 5 } })).status, 400);
+    assert.equal((await call('PATCH', `/resources/${encodeURIComponent('https://nowhere.example')}`, { body: { name: 'X' } })).status, 404);
+    const cli = await runTessera(['resource', 'update', identifier, '--name', 'Calendar', '--default-access-token-ttl', '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual([JSON.parse(cli.stdout).name, JSON.parse(cli.stdout).access_token_ttl], ['Calendar', null]);
+  });
+
   it("ends an admin client's own tokens when they are revoked", async () => {
     const { token, clientId } = await adminToken('admin:keys:read');
     assert.equal((await call('GET', '/keys', { token })).status, 200);
-    assert.equal((await call('POST', `/clients/${clientId}/revoke-tokens`)).status, 204);
+    assert.equal((await call('POST', `/clients/${clientId}/revoke-tokens`)).status, 200);
     assert.equal((await call('GET', '/keys', { token })).status, 401);
+  });
+});
+
+describe('the admin API and the password queue', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({
+      env: {
+        // A hash that takes a while, so that calls really wait for the one thread.
+        TESSERA_PASSWORD_HASH: 'm=65536,t=2,p=1',
+        TESSERA_PASSWORD_HASH_THREADS: '1',
+        TESSERA_SIGN_IN_QUEUE: '3',
+        TESSERA_SIGN_IN_QUEUE_PER_ADDRESS: '2',
+      },
+    });
+  });
+  after(() => server.close());
+
+  it('hashes the passwords it sets on the password queue, not on the threads that sign tokens: beyond the share of the address, 503 with Retry-After', async () => {
+    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:users' });
+    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+    const { access_token: token } = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
+    const user = await server.addUser();
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) =>
+      fetch(`${server.url}/admin/v1/users/${user.username}/password`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ password: `a new long password ${i}` }),
+      }),
+    ));
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [204, 204, 503, 503, 503]);
+    for (const refused of answers.filter((answer) => answer.status === 503)) {
+      assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+      assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    }
   });
 });

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { runTessera } from './helpers/cli.ts';
 import { BrowserAt } from './helpers/device.ts';
 import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -76,5 +77,22 @@ describe('the password queue', () => {
       assert.match(answer.html, /Many people are signing in right now\. Wait \d+ seconds?, then sign in again\./);
     }
     assert.equal(answered.find((a) => a.who === 'other')!.status, 303, 'the other address signed in');
+  });
+
+  it('hashes the new password of a reset link on the queue: posts of one live link beyond the share of the address are answered 429, and the link is used once', async () => {
+    const made = await runTessera(['user', 'reset-link', user.username], { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
+    assert.equal(made.code, 0, made.stderr);
+    const link = /^(http\S+)$/m.exec(made.stdout)![1]!;
+    const holder = new BrowserAt(server.url, '203.0.113.44');
+    const form = await holder.request(link);
+    assert.equal(form.status, 200);
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => holder.submit(form, '/reset-password', { new_password: `a new password ${i}` })));
+    const statuses = answers.map((answer) => answer.status).sort();
+    // Two places for the address: two hashed (one of them used the link up), three refused.
+    assert.deepEqual(statuses, [200, 400, 429, 429, 429], answers.map((answer) => answer.html.slice(0, 200)).join('\n'));
+    for (const refused of answers.filter((answer) => answer.status === 429)) {
+      assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+      assert.match(refused.html, /Many people are signing in right now\. Wait \d+ seconds?, then set your password again\./);
+    }
   });
 });

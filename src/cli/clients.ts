@@ -1,7 +1,7 @@
 /** `tessera client …`: arguments in, the operations of src/flows/manage/clients.ts, text out. */
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/index.ts';
-import { clientJson, createClient, getClient, listClients, removeClient, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
+import { clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { operatorDeps, parse, UsageError, wholeNumber, withStore, type Io } from './common.ts';
 
@@ -22,6 +22,7 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.requestObjectSigningAlg !== undefined && client.requestObjectSigningAlg !== 'none' ? [`  request objects: signed with ${client.requestObjectSigningAlg} only`] : []),
     ...(client.requirePhishingResistant ? ['  approvals: passkey sign-ins only'] : []),
     ...(client.firstParty ? ['  first-party: signs in without a consent page'] : []),
+    ...(client.registeredBy === undefined ? [] : [`  registered by: ${client.registeredBy === 'dynamic' ? 'the app itself (RFC 7591)' : 'its metadata document (its client_id URL)'}, ${client.verified ? 'verified' : 'not verified: its consent page says so'}`]),
     ...client.postLogoutRedirectUris.map((uri) => `  after logout: ${uri}`),
     ...(client.backchannelLogoutUri !== null ? [`  back-channel logout: ${client.backchannelLogoutUri}`] : []),
     ...(client.requireDpop ? ['  requires DPoP proofs'] : []),
@@ -153,6 +154,8 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
     'no-require-phishing-resistant': { type: 'boolean' },
     'first-party': { type: 'boolean' },
     'no-first-party': { type: 'boolean' },
+    verified: { type: 'boolean' },
+    'no-verified': { type: 'boolean' },
     'add-post-logout-redirect-uri': { type: 'string', multiple: true },
     'remove-post-logout-redirect-uri': { type: 'string', multiple: true },
     'backchannel-logout-uri': { type: 'string' },
@@ -167,6 +170,7 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
   if (Object.keys(values).filter((option) => option !== 'json').length === 0) throw new UsageError('nothing to change: give at least one option');
   const phishingResistant = toggle(values['require-phishing-resistant'], values['no-require-phishing-resistant'], 'require-phishing-resistant');
   const firstParty = toggle(values['first-party'], values['no-first-party'], 'first-party');
+  const verified = toggle(values.verified, values['no-verified'], 'verified');
   const dpop = toggle(values['require-dpop'], values['no-require-dpop'], 'require-dpop');
   const par = toggle(values['require-par'], values['no-require-par'], 'require-par');
   if (values['backchannel-logout-uri'] !== undefined && values['no-backchannel-logout-uri']) {
@@ -194,6 +198,7 @@ async function clientUpdate(config: Config, args: string[], io: Io): Promise<voi
       ...(values.pkce === undefined ? {} : { pkce: values.pkce }),
       ...(phishingResistant.value === undefined ? {} : { require_phishing_resistant: phishingResistant.value }),
       ...(firstParty.value === undefined ? {} : { first_party: firstParty.value }),
+      ...(verified.value === undefined ? {} : { verified: verified.value }),
       ...(logoutUris === undefined ? {} : { post_logout_redirect_uris: logoutUris }),
       ...(values['no-backchannel-logout-uri'] ? { backchannel_logout_uri: null } : values['backchannel-logout-uri'] === undefined ? {} : { backchannel_logout_uri: values['backchannel-logout-uri'] }),
       ...(dpop.value === undefined ? {} : { dpop_bound_access_tokens: dpop.value }),
@@ -230,11 +235,19 @@ async function clientRemove(config: Config, args: string[], io: Io): Promise<voi
   io.stdout(`Removed client ${id}.\n`);
 }
 
+async function clientRevokeTokens(config: Config, args: string[], io: Io): Promise<void> {
+  const { positionals } = parse(args, {}, 1);
+  const id = positionals[0]!;
+  const { grantsRevoked } = await withStore(config, (store) => revokeClientTokens(operatorDeps(config, store, io), id));
+  io.stdout(`Revoked every token of client ${id}: its own, and those of ${grantsRevoked} grant${grantsRevoked === 1 ? '' : 's'} people approved; they stop working now. People can sign in to it again.\n`);
+}
+
 export const CLIENT_COMMANDS = {
   'client add': clientAdd,
   'client list': clientList,
   'client show': clientShow,
   'client update': clientUpdate,
   'client rotate-secret': clientRotateSecret,
+  'client revoke-tokens': clientRevokeTokens,
   'client remove': clientRemove,
 };

@@ -90,6 +90,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   dpop_bound_access_tokens: 'require-dpop',
   post_logout_redirect_uris: 'post-logout-redirect-uri',
   grace_seconds: 'grace',
+  ttl_seconds: 'ttl',
   scopes: 'scope',
   password: 'password-stdin',
 };

@@ -17,6 +17,8 @@ import { messages } from '../ui/i18n.ts';
 import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
 import { eventsCommand } from './events.ts';
 import { GRANT_COMMANDS } from './grants.ts';
+import { DEVICE_COMMANDS } from './devices.ts';
+import { REGISTRATION_TOKEN_COMMANDS } from './registration-tokens.ts';
 import { KEY_COMMANDS } from './keys.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
@@ -63,13 +65,17 @@ Commands:
              [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce POLICY]
              [--request-object-signing-alg ALG | --no-request-object-signing-alg]
              [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
-             [--first-party | --no-first-party]
+             [--first-party | --no-first-party] [--verified | --no-verified]
              [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
              [--backchannel-logout-uri URI | --no-backchannel-logout-uri] [--json]
                                           Change a client; in effect at once on every instance
+                                          (--verified: a self-registered app you have checked; its
+                                          consent page no longer says "not verified")
   client rotate-secret CLIENT_ID [--grace SECONDS] [--json]
                                           Print a new secret once; the old one is accepted for the
                                           grace period (default 86400, one day)
+  client revoke-tokens CLIENT_ID          End every token of a client now: its own and those people got
+                                          through it (every grant revoked); the client stays registered
   client remove CLIENT_ID                 Remove a client and everything issued to it
   resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
                [--access-token-ttl SECONDS] [--introspection-secret] [--signing-alg RS256|ES256] [--json]
@@ -78,8 +84,10 @@ Commands:
                                           resource server introspects tokens with; its access tokens are
                                           signed RS256 unless --signing-alg ES256
   resource list [--json]                  List registered APIs and their scopes
-  resource update URI --signing-alg RS256|ES256 [--json]
-                                          Change how an API's access tokens are signed
+  resource update URI [--name NAME] [--scope NAME=DESCRIPTION ...] [--access-token-ttl SECONDS |
+                  --default-access-token-ttl] [--signing-alg RS256|ES256] [--json]
+                                          Change an API from its next token: --scope replaces the list
+                                          (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
            [--given-name NAME] [--family-name NAME] [--email-verified] [--locale TAG]
@@ -115,6 +123,16 @@ Commands:
                                           (no secret: a public client; TESSERA_CLIENT_SECRET also works)
   grant list --user NAME [--json]         List the applications and devices a user approved
   grant revoke GRANT_ID                   Revoke a grant: its access and refresh tokens stop working
+  registration-token create [--ttl SECONDS] [--max-uses N] [--json]
+                                          Print, once, an initial access token that lets its holder
+                                          register clients (TESSERA_REGISTRATION=token; RFC 7591);
+                                          --ttl default 86400 (a day); --max-uses: registrations it allows
+  registration-token list [--json]        The tokens not expired, how often each was used (never the token)
+  registration-token remove ID            Withdraw a token
+  device list [--limit N] [--json]        Device requests waiting for a person's approval: user code,
+                                          client, the device's address, when it expires
+  device deny USER_CODE [--reason TEXT]   Deny a waiting device request (a code suspected of phishing):
+                                          nobody can approve it, the device gets access_denied
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -151,6 +169,8 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...USER_COMMANDS,
   ...KEY_COMMANDS,
   ...GRANT_COMMANDS,
+  ...DEVICE_COMMANDS,
+  ...REGISTRATION_TOKEN_COMMANDS,
 };
 
 /** The group a command line is about, for the help its refusals point to. */

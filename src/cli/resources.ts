@@ -2,7 +2,7 @@
 import type { Config } from '../config/index.ts';
 import { addResource, listResources, removeResource, resourceJson, updateResource } from '../flows/manage/resources.ts';
 import type { ResourceScope } from '../store/types.ts';
-import { operatorDeps, parse, wholeNumber, withStore, type Io } from './common.ts';
+import { operatorDeps, parse, UsageError, wholeNumber, withStore, type Io } from './common.ts';
 
 /** `--scope NAME=DESCRIPTION`. */
 function resourceScope(value: string): ResourceScope {
@@ -59,15 +59,31 @@ async function resourceList(config: Config, args: string[], io: Io): Promise<voi
 }
 
 async function resourceUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, { 'signing-alg': { type: 'string' }, json: { type: 'boolean' } }, 1);
+  const { values, positionals } = parse(
+    args,
+    { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'access-token-ttl': { type: 'string' }, 'default-access-token-ttl': { type: 'boolean' }, 'signing-alg': { type: 'string' }, json: { type: 'boolean' } },
+    1,
+  );
+  if (values['access-token-ttl'] !== undefined && values['default-access-token-ttl']) throw new UsageError('give --access-token-ttl or --default-access-token-ttl, not both');
+  const ttl = values['default-access-token-ttl'] ? { access_token_ttl: null } : values['access-token-ttl'] === undefined ? {} : { access_token_ttl: wholeNumber(values['access-token-ttl'], 6)! };
   const resource = await withStore(config, (store) =>
-    updateResource(operatorDeps(config, store, io), positionals[0]!, values['signing-alg'] === undefined ? {} : { signing_alg: values['signing-alg'] }),
+    updateResource(
+      operatorDeps(config, store, io),
+      positionals[0]!,
+      {
+        ...(values.name === undefined ? {} : { name: values.name }),
+        ...(values.scope === undefined ? {} : { scopes: values.scope.map(resourceScope) }),
+        ...ttl,
+        ...(values['signing-alg'] === undefined ? {} : { signing_alg: values['signing-alg'] }),
+      },
+      (scope) => `${scope.name}${scope.description ? `=${scope.description}` : ''}`,
+    ),
   );
   if (values.json) {
     io.stdout(`${JSON.stringify(resourceJson(resource))}\n`);
     return;
   }
-  io.stdout(`Updated API ${resource.identifier}: its access tokens are signed ${resource.signingAlg} from now on.\n`);
+  io.stdout(`Updated API "${resource.name}" (${resource.identifier}): scopes ${resource.scopes.map((scope) => scope.name).join(' ')}; access tokens signed ${resource.signingAlg}, living ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}, from the next one issued.\n`);
 }
 
 async function resourceRemove(config: Config, args: string[], io: Io): Promise<void> {

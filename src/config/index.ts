@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { LOCALES, shippedLocale, type Locale } from './locales.ts';
-import { closest, setting, SETTINGS, unknownVariables, type BooleanSettingName, type IntegerSetting, type IntegerSettingName } from './settings.ts';
+import { closest, setting, SETTINGS, unknownVariables, type BooleanSettingName, type IntegerSetting, type IntegerSettingName, type SettingName } from './settings.ts';
 
 /** Everything a running server is told from outside. Read once at start by `loadConfig`. */
 export interface Config {
@@ -88,8 +89,33 @@ export interface Config {
    */
   readonly eventRetentionSeconds: number;
   readonly metrics: MetricsSettings;
+  /**
+   * `TESSERA_ADMIN_LISTEN`: where the admin API is served apart from everything else (as
+   * Hydra separates its admin port); null (the default): on the public listener.
+   */
+  readonly adminListen: { readonly host: string; readonly port: number } | null;
+  readonly registration: RegistrationSettings;
   readonly shutdown: ShutdownSettings;
   readonly site: SiteSettings;
+}
+
+/** Apps that register themselves (docs/registration.md). */
+export interface RegistrationSettings {
+  /** `TESSERA_REGISTRATION`: who may use `/oauth/register`. */
+  readonly policy: 'off' | 'token' | 'open';
+  /** `TESSERA_REGISTRATIONS_PER_ADDRESS`: per address and hour, with the open policy. */
+  readonly perAddressPerHour: number;
+  /** `TESSERA_SOFTWARE_STATEMENT_JWKS`: the trusted keys of software statements, a JWK Set; null: none. */
+  readonly softwareStatementJwks: Readonly<Record<string, unknown>> | null;
+  readonly metadataDocuments: {
+    /** `TESSERA_CLIENT_ID_METADATA_DOCUMENTS`. */
+    readonly enabled: boolean;
+    readonly timeoutMs: number;
+    readonly maxBytes: number;
+    readonly cacheSeconds: number;
+    /** `TESSERA_CLIENT_ID_METADATA_DEVELOPMENT`: http, loopback and private addresses allowed. */
+    readonly development: boolean;
+  };
 }
 
 /** Prometheus metrics, on a listener of their own so that they are never public by accident. */
@@ -778,6 +804,19 @@ export function loadConfig(env: Env = process.env): Config {
       port: env['TESSERA_METRICS_PORT']?.trim() ? integer(env, 'TESSERA_METRICS_PORT') : null,
       host: env['TESSERA_METRICS_HOST']?.trim() || '127.0.0.1',
     },
+    adminListen: hostPort(env, 'TESSERA_ADMIN_LISTEN'),
+    registration: {
+      policy: registrationPolicy(env),
+      perAddressPerHour: integer(env, 'TESSERA_REGISTRATIONS_PER_ADDRESS'),
+      softwareStatementJwks: trustedJwks(env, 'TESSERA_SOFTWARE_STATEMENT_JWKS'),
+      metadataDocuments: {
+        enabled: boolean(env, 'TESSERA_CLIENT_ID_METADATA_DOCUMENTS'),
+        timeoutMs: integer(env, 'TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS'),
+        maxBytes: integer(env, 'TESSERA_CLIENT_ID_METADATA_MAX_BYTES'),
+        cacheSeconds: integer(env, 'TESSERA_CLIENT_ID_METADATA_CACHE_TTL'),
+        development: boolean(env, 'TESSERA_CLIENT_ID_METADATA_DEVELOPMENT'),
+      },
+    },
     shutdown: {
       delaySeconds: integer(env, 'TESSERA_SHUTDOWN_DELAY'),
       timeoutSeconds: integer(env, 'TESSERA_SHUTDOWN_TIMEOUT'),
@@ -789,4 +828,45 @@ export function loadConfig(env: Env = process.env): Config {
       retryDelayMs: integer(env, 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS'),
     },
   };
+}
+
+/** `host:port` (an IPv6 address in brackets: `[::1]:9000`), or null when the variable is unset or empty. */
+function hostPort(env: Env, name: SettingName): { host: string; port: number } | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(raw);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65535) throw new ConfigError(name, `must be host:port, such as 127.0.0.1:9001 or [::1]:9001, got ${JSON.stringify(raw)}`);
+  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+function registrationPolicy(env: Env): RegistrationSettings['policy'] {
+  const raw = env['TESSERA_REGISTRATION']?.trim().toLowerCase() || 'off';
+  if (raw === 'off' || raw === 'token' || raw === 'open') return raw;
+  throw new ConfigError('TESSERA_REGISTRATION', `must be off, token or open, got ${JSON.stringify(env['TESSERA_REGISTRATION'])}`);
+}
+
+/** A JWK Set given inline (JSON) or as the path of a file holding one; its keys must be public. */
+function trustedJwks(env: Env, name: SettingName): Record<string, unknown> | null {
+  const raw = env[name]?.trim();
+  if (!raw) return null;
+  let text = raw;
+  if (!raw.startsWith('{')) {
+    try {
+      text = readFileSync(raw, 'utf8');
+    } catch (error) {
+      throw new ConfigError(name, `cannot read ${raw}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(name, 'must be a JWK Set, as JSON or in a file');
+  }
+  const keys = (parsed as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys) || keys.length === 0 || !keys.every((key) => typeof key === 'object' && key !== null && !('d' in key))) {
+    throw new ConfigError(name, 'must be a JWK Set ({"keys": [...]}) of public keys');
+  }
+  return parsed as Record<string, unknown>;
 }

@@ -1,7 +1,7 @@
 /**
  * The OAuth error codes this server can answer with: RFC 6749 §4.1.2.1 and §5.2,
  * RFC 8628 §3.5, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 9449 §5 and §8 (DPoP), RFC 9126 §2.3 (PAR),
- * RFC 9101 §6.3 and OIDC Core §3.1.2.6 (request objects).
+ * RFC 9101 §6.3 and OIDC Core §3.1.2.6 (request objects), RFC 7591 §3.2.2 (registration).
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -26,7 +26,12 @@ export type OAuthErrorCode =
   | 'invalid_dpop_proof'
   | 'use_dpop_nonce'
   | 'invalid_request_uri'
-  | 'invalid_request_object';
+  | 'invalid_request_object'
+  // RFC 7591 §3.2.2: a refused registration.
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
+  | 'invalid_software_statement'
+  | 'unapproved_software_statement';
 
 const defaultStatus: Partial<Record<OAuthErrorCode, number>> = {
   invalid_client: 401,

@@ -74,7 +74,12 @@ export const EVENT_TYPES = [
   'client.updated',
   'client.secret_rotated',
   'client.removed',
-  /** An operator ended every access token a client holds on its own behalf. */
+  /** An initial access token for dynamic registration made (RFC 7591 §3); never the token. */
+  'registration_token.created',
+  'registration_token.removed',
+  /** A client registered itself (RFC 7591) or was registered with an initial access token; `detail.policy`. */
+  'client.registered',
+  /** An operator ended every token of a client: its own, and (`detail.grants_revoked`) the grants people approved for it. */
   'client.tokens_revoked',
   /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
   'client.token_issued',

@@ -53,3 +53,19 @@ export function isPrivateNetworkHost(hostname: string): boolean {
   if (isIPv6(address)) return PRIVATE.check(address, 'ipv6');
   return false;
 }
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+LOOPBACK.addAddress('::', 'ipv6');
+
+/**
+ * Whether an address (not a name) is one a request from the server must not reach on an
+ * outsider's say-so: private, link-local, shared or loopback (the server itself).
+ */
+export function isInternalAddress(ip: string): boolean {
+  const address = unmapped(ip.replace(/^\[|\]$/g, ''));
+  if (isIPv4(address)) return PRIVATE.check(address, 'ipv4') || LOOPBACK.check(address, 'ipv4');
+  if (isIPv6(address)) return PRIVATE.check(address, 'ipv6') || LOOPBACK.check(address, 'ipv6');
+  return false;
+}

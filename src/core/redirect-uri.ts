@@ -52,6 +52,21 @@ export function redirectUriProblem(uri: string, options: { readonly publicClient
 }
 
 /**
+ * Whether a redirect URI stays on the person's own machine: http on a loopback address
+ * (RFC 8252 §7.3) or a private-use scheme (§7.1), what a native app registers. The open
+ * registration policy takes only these, so that a stranger's registration can never send
+ * a code to a web site.
+ */
+export function isNativeAppRedirect(uri: string): boolean {
+  try {
+    const url = new URL(uri);
+    return isLoopback(url) || isPrivateUseScheme(url);
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Whether `requested` is one of `registered`: exact string match (RFC 9700 §2.1), except that
  * for a loopback http URI the port may differ (RFC 8252 §7.3: the server MUST allow any port
  * to be specified at the time of the request for loopback IP redirect URIs).

@@ -6,6 +6,7 @@
  * grant from the store, so on every instance they stop working with the next request.
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
+import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
 import { hashPassword } from '../core/password.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
@@ -22,8 +23,6 @@ export const MIN_PASSWORD_LENGTH = 8;
 /** Longer ones are refused too: argon2 would hash them, but nobody types more. */
 export const MAX_PASSWORD_LENGTH = 1024;
 
-/** Where a reset link leads: a page on the issuer that asks for the new password. */
-export const RESET_PATH = '/reset-password';
 /** `tessera user reset-link` default: a link lasts an hour. */
 export const DEFAULT_RESET_TTL_SECONDS = 3600;
 
@@ -126,7 +125,7 @@ async function replacePassword(
 }
 
 /** An operator sets the password (`tessera user set-password`); returns the sessions it ended. */
-export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string): Promise<SessionRecord[]> {
+export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string | { readonly hash: string }): Promise<SessionRecord[]> {
   return replacePassword(deps, user, password, 'user.password_set');
 }
 
@@ -172,7 +171,7 @@ export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSe
     await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
     await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
   });
-  return { url: `${deps.config.issuer}${RESET_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt };
+  return { url: `${deps.config.issuer}${RESET_PASSWORD_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt };
 }
 
 /** The live reset link `token` names, or null (unknown, used or expired). */
@@ -184,19 +183,25 @@ export async function findResetLink(deps: AccountDeps, token: string): Promise<P
 export type ResetResult =
   | { readonly kind: 'done'; readonly user: UserRecord; readonly endedSessions: readonly SessionRecord[] }
   | { readonly kind: 'invalid_link' }
-  | { readonly kind: 'invalid'; readonly problem: string };
+  | { readonly kind: 'invalid'; readonly problem: string }
+  | Busy;
 
 /**
  * Uses a reset link: exactly one caller uses it up (one conditional UPDATE), in the same
- * transaction as the new password, the end of every session and the event.
+ * transaction as the new password, the end of every session and the event. The new hash is
+ * computed on the password queue, from `ip`, like every hash a browser can ask for: posts of
+ * one live link all hash before one of them uses it up, and on libuv's pool they would hold
+ * the threads that sign tokens.
  */
-export async function resetPassword(deps: AccountDeps, token: string, password: string): Promise<ResetResult> {
+export async function resetPassword(deps: AccountDeps & Pick<PasswordCheckDeps, 'passwords'>, token: string, password: string, ip: string): Promise<ResetResult> {
   const problem = passwordProblem(password);
   if (problem) return { kind: 'invalid', problem };
   const found = await findResetLink(deps, token);
   const user = found ? await deps.store.users.get(found.userId) : null;
   if (!found || !user || user.disabled) return { kind: 'invalid_link' };
-  const hash = await hashPassword(password, deps.config.passwordHash);
+  // Trusted: whoever holds a live link was sent it by an operator.
+  const hash = await deps.passwords.hash(password, deps.config.passwordHash, ip, { trusted: true });
+  if (hash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
   const ended = await transactionWithEvents(deps, async (tx, record) => {
     const reset = await tx.passwordResets.consume(found.tokenHash, deps.clock.now());
     if (!reset) return null;

@@ -11,7 +11,7 @@ import type { ClientRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
-import { ACCOUNT_PATH, ACCOUNT_SIGN_IN } from './endpoints.ts';
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, ACCOUNT_SIGN_IN, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
 import { rawForm } from './form.ts';
 import { browserOf, cookieNames, csrfToken } from './session.ts';
@@ -113,7 +113,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
 
   const form = { config: { page: true }, preHandler: [formPost, signedInOnly] };
 
-  app.post(`${ACCOUNT_PATH}/revoke`, form, async (request, reply) => {
+  app.post(ACCOUNT_REVOKE_PATH, form, async (request, reply) => {
     const signedIn = signedInOf(request);
     const grantId = rawForm(request)['grant_id'];
     const grant = typeof grantId === 'string' && grantId.length <= 256 ? await deps.store.grants.get(grantId) : null;
@@ -128,12 +128,12 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
 
   // Ends every browser session of the person, this one included, and tells the apps that
   // received an ID token in any of them (Back-Channel Logout 1.0).
-  app.post(`${ACCOUNT_PATH}/sign-out-everywhere`, form, async (request, reply) => {
+  app.post(SIGN_OUT_EVERYWHERE_PATH, form, async (request, reply) => {
     await endEverywhere(deps, browserOf(deps, request, reply), signedInOf(request).user);
     return reply.redirect(ACCOUNT_SIGN_IN, 303);
   });
 
-  app.post(`${ACCOUNT_PATH}/password`, form, async (request, reply) => {
+  app.post(CHANGE_PASSWORD_PATH, form, async (request, reply) => {
     const signedIn = signedInOf(request);
     const fields = rawForm(request);
     const current = typeof fields['current_password'] === 'string' ? fields['current_password'] : '';

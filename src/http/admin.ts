@@ -5,18 +5,24 @@
  * OpenAPI 3.1 document at `/admin/v1/openapi.json` is built from those same schemas as the
  * routes are registered, so the two cannot drift apart. Errors are RFC 9457 problems.
  */
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { ADMIN_PREFIX } from '../core/endpoints.ts';
+import { OAuthError } from '../core/errors.ts';
 import { ADMIN_SCOPES, OPERATOR_ROLES } from '../core/scopes.ts';
+import { formatUserCode } from '../flows/device/user-code.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
-import type { ManageDeps } from '../flows/manage/deps.ts';
+import { MAX_PAGE, type ManageDeps } from '../flows/manage/deps.ts';
 import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
 import { keyJson, listKeys, rotateKeys } from '../flows/manage/keys.ts';
 import { clearLockouts, listLockouts, lockoutJson } from '../flows/manage/lockouts.ts';
-import { addResource, getResource, listResources, removeResource, resourceJson } from '../flows/manage/resources.ts';
+import { createInitialAccessToken, initialAccessTokenJson, listInitialAccessTokens, MAX_INITIAL_TOKEN_TTL, MAX_INITIAL_TOKEN_USES, removeInitialAccessToken, type InitialTokenInput } from '../flows/manage/registration-tokens.ts';
+import { denyDevice, listPendingDevices, MAX_REASON, pendingDeviceJson } from '../flows/manage/devices.ts';
+import { addResource, API_SIGNING_ALGORITHMS, getResource, listResources, removeResource, resourceJson, updateResource, type ResourceUpdate } from '../flows/manage/resources.ts';
 import {
   createUser,
   endUserSessions,
@@ -38,9 +44,33 @@ import { forRequest, type AppDeps } from './deps.ts';
 import { requestProof } from './dpop.ts';
 import { toOAuthError } from './errors.ts';
 
-export const ADMIN_PREFIX = '/admin/v1';
-/** A page of a list: at most this many items. */
-export const MAX_PAGE = 200;
+/**
+ * The requests that came in through the admin listener (TESSERA_ADMIN_LISTEN): that server
+ * hands each to the app through `adminListenerHandler`, which marks it here.
+ */
+const viaAdminListener = new WeakSet<IncomingMessage>();
+
+/** The request handler of the admin listener: the app's routing, for requests marked as the admin listener's. */
+export function adminListenerHandler(routing: (request: IncomingMessage, response: ServerResponse) => void): (request: IncomingMessage, response: ServerResponse) => void {
+  return (request, response) => {
+    viaAdminListener.add(request);
+    routing(request, response);
+  };
+}
+
+/**
+ * With an admin listener, each listener serves its own half: the admin API there and
+ * nowhere else, everything else on the public one. A request for the other half is 404,
+ * as if the path did not exist (Hydra's split of admin and public ports).
+ */
+export function separateAdminListener(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const adminPath = /^\/admin(?:[/?]|$)/.test(request.url);
+    // Not the not-found handler: it would answer 405 for a path the other listener serves.
+    if (adminPath !== viaAdminListener.has(request.raw)) return sendProblem(reply, 404, 'Not Found', `no endpoint at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`);
+  });
+}
+export { MAX_PAGE };
 const DEFAULT_PAGE = 50;
 
 
@@ -102,6 +132,7 @@ const CLIENT_FIELDS = {
   backchannel_logout_uri: { type: ['string', 'null'], maxLength: 2048 },
   dpop_bound_access_tokens: { type: 'boolean' },
   require_pushed_authorization_requests: { type: 'boolean' },
+  verified: { type: 'boolean', description: 'a self-registered app the operator has checked' },
 } as const;
 
 /** A person's standard claims (OIDC Core §5.1), by their claim names; null clears one. */
@@ -125,7 +156,7 @@ const noContent = { 204: { type: 'null', description: 'Done' }, default: PROBLEM
 type Route = Omit<RouteOptions, 'handler'> & { handler: (request: FastifyRequest, reply: FastifyReply, deps: ManageDeps) => Promise<unknown> };
 
 /** The OpenAPI 3.1 document of the routes as registered (their schemas, their scopes). */
-function openApiDocument(routes: readonly RouteOptions[], issuer: string): Record<string, unknown> {
+function openApiDocument(routes: readonly RouteOptions[], issuer: string, ownListener: boolean): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const admin = route.config?.admin;
@@ -162,7 +193,9 @@ function openApiDocument(routes: readonly RouteOptions[], issuer: string): Recor
   return {
     openapi: '3.1.0',
     info: { title: 'Tessera admin API', version: '1', description: 'Manage clients, users, APIs, grants, lockouts, events and signing keys. See docs/admin-api.md.' },
-    servers: [{ url: `${issuer}${ADMIN_PREFIX}` }],
+    // On a listener of its own the API is not at the issuer: relative to where this document
+    // was fetched from (OpenAPI 3.1 §4.8.5).
+    servers: [{ url: ownListener ? ADMIN_PREFIX : `${issuer}${ADMIN_PREFIX}` }],
     components: {
       securitySchemes: {
         adminToken: {
@@ -211,6 +244,12 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     request.adminScope = caller.scope;
   });
 
+  // A POST without a body is one with every optional field left out (`{}`): its required
+  // fields are then named as missing, rather than the body refused as "not an object".
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+  });
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ManageError) return sendProblem(reply, MANAGE_STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
     if (error.validation) {
@@ -226,7 +265,8 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     if (oauth.code === 'invalid_token' || oauth.code === 'insufficient_scope' || oauth.code === 'invalid_dpop_proof') {
       reply.header('WWW-Authenticate', oauth.code === 'insufficient_scope' ? `${bearerChallenge(oauth)}, scope="${adminScopeOf(request)}"` : bearerChallenge(oauth));
     }
-    if (oauth.status >= 500) request.log.error({ err: error }, 'admin request failed');
+    if (oauth.retryAfterSeconds !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(oauth.retryAfterSeconds))));
+    if (oauth.status >= 500 && oauth.code !== 'temporarily_unavailable') request.log.error({ err: error }, 'admin request failed');
     return sendProblem(reply, oauth.status, oauth.code, oauth.description);
   });
 
@@ -242,6 +282,13 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
           // Each change names the admin client that made it (docs/operations.md).
           events: base.events.withDetail({ admin_client: request.adminClient ?? null }),
           tellApps: async (sessions) => (await sendLogoutTokens(deps, sessions, request.log)).clients,
+          // On the password queue, as every hash the server computes (docs/security.md);
+          // trusted: the caller holds an admin token.
+          hashPassword: async (password) => {
+            const hash = await deps.passwords.hash(password, deps.config.passwordHash, request.ip, { trusted: true });
+            if (hash === null) throw new OAuthError('temporarily_unavailable', 'the server is busy checking passwords; try again shortly', { status: 503, retryAfterSeconds: deps.passwords.retryAfterSeconds() });
+            return hash;
+          },
         };
         reply.header('Cache-Control', 'no-store');
         return handler(request, reply, manage);
@@ -305,10 +352,10 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'POST', url: `${ADMIN_PREFIX}/clients/:client_id/revoke-tokens`, operationId: 'revokeClientTokens', area: 'clients', write: true,
-    schema: { summary: "End every access token the client holds on its own behalf (client_credentials)", params: params({ client_id: ID }), response: noContent },
-    handler: async (request, reply, d) => {
-      await revokeClientTokens(d, (request.params as { client_id: string }).client_id);
-      return reply.status(204).send();
+    schema: { summary: "End every token of a client now: its own (client_credentials) and every grant people approved for it; the client stays registered", params: params({ client_id: ID }), response: ok() },
+    handler: async (request, _reply, d) => {
+      const { grantsRevoked } = await revokeClientTokens(d, (request.params as { client_id: string }).client_id);
+      return { grants_revoked: grantsRevoked };
     },
   });
   route({
@@ -437,6 +484,54 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     handler: async (request, _reply, d) => ({ revoked: await revokeGrant(d, (request.params as { grant_id: string }).grant_id) }),
   });
 
+  // Initial access tokens for dynamic registration (RFC 7591 §3)
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/registration-tokens`, operationId: 'createRegistrationToken', area: 'clients', write: true,
+    schema: {
+      summary: 'An initial access token that lets its holder register clients (TESSERA_REGISTRATION=token); the token is in this answer only',
+      body: body({ ttl_seconds: { type: 'integer', minimum: 60, maximum: MAX_INITIAL_TOKEN_TTL }, max_uses: { type: 'integer', minimum: 1, maximum: MAX_INITIAL_TOKEN_USES } }),
+      response: { 201: OBJECT, default: PROBLEM },
+    },
+    handler: async (request, reply, d) => {
+      const { token, record } = await createInitialAccessToken(d, request.body as InitialTokenInput);
+      reply.status(201);
+      return { ...initialAccessTokenJson(record), token };
+    },
+  });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/registration-tokens`, operationId: 'listRegistrationTokens', area: 'clients', write: false,
+    schema: { summary: 'The initial access tokens not expired, and how often each was used (never the token)', response: ok() },
+    handler: async (_request, _reply, d) => ({ registration_tokens: (await listInitialAccessTokens(d)).map(initialAccessTokenJson) }),
+  });
+  route({
+    method: 'DELETE', url: `${ADMIN_PREFIX}/registration-tokens/:id`, operationId: 'removeRegistrationToken', area: 'clients', write: true,
+    schema: { summary: 'Withdraw an initial access token', params: params({ id: ID }), response: noContent },
+    handler: async (request, reply, d) => {
+      await removeInitialAccessToken(d, (request.params as { id: string }).id);
+      return reply.status(204).send();
+    },
+  });
+
+  // Device requests waiting for a person (RFC 8628)
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/devices`, operationId: 'listPendingDevices', area: 'users', write: false,
+    schema: { summary: 'Device requests waiting for approval, oldest first: user code, client, where the device asked from', querystring: query({ limit: PAGE.limit }), response: ok() },
+    handler: async (request, _reply, d) => ({ devices: (await listPendingDevices(d, (request.query as { limit: number }).limit)).map(pendingDeviceJson) }),
+  });
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/devices/:user_code/deny`, operationId: 'denyDevice', area: 'users', write: true,
+    schema: {
+      summary: 'Deny a waiting device request (a user code suspected of phishing): nobody can approve it; the device gets access_denied',
+      params: params({ user_code: { type: 'string', minLength: 8, maxLength: 9, pattern: '^[A-Za-z]{4}-?[A-Za-z]{4}$' } }),
+      body: body({ reason: { type: 'string', minLength: 1, maxLength: MAX_REASON } }),
+      response: ok(),
+    },
+    handler: async (request, _reply, d) => {
+      const denied = await denyDevice(d, (request.params as { user_code: string }).user_code, (request.body as { reason?: string } | undefined)?.reason ?? null);
+      return { user_code: formatUserCode(denied.userCode), client_id: denied.clientId, status: denied.status };
+    },
+  });
+
   // Lockouts
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/lockouts`, operationId: 'listLockouts', area: 'users', write: false,
@@ -458,6 +553,12 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   // Resources (APIs)
+  const RESOURCE_FIELDS = {
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    scopes: { type: 'array', minItems: 1, maxItems: 100, items: body({ name: { type: 'string', minLength: 1, maxLength: 128 }, description: { type: 'string', minLength: 1, maxLength: 200 } }, ['name', 'description']) },
+    access_token_ttl: { type: ['integer', 'null'], minimum: 60, maximum: 86400 },
+    signing_alg: { type: 'string', enum: [...API_SIGNING_ALGORITHMS] },
+  } as const;
   const identifier = params({ identifier: { type: 'string', minLength: 1, maxLength: 1024 } });
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/resources`, operationId: 'listResources', area: 'resources', write: false,
@@ -468,16 +569,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     method: 'POST', url: `${ADMIN_PREFIX}/resources`, operationId: 'createResource', area: 'resources', write: true,
     schema: {
       summary: 'Register an API (RFC 8707) and its scopes',
-      body: body(
-        {
-          identifier: { type: 'string', minLength: 1, maxLength: 1024 },
-          name: { type: 'string', minLength: 1, maxLength: 100 },
-          scopes: { type: 'array', minItems: 1, maxItems: 100, items: body({ name: { type: 'string', minLength: 1, maxLength: 128 }, description: { type: 'string', minLength: 1, maxLength: 200 } }, ['name', 'description']) },
-          access_token_ttl: { type: ['integer', 'null'], minimum: 60, maximum: 86400 },
-          introspection_secret: { type: 'boolean' },
-        },
-        ['identifier', 'name', 'scopes'],
-      ),
+      body: body({ identifier: { type: 'string', minLength: 1, maxLength: 1024 }, ...RESOURCE_FIELDS, introspection_secret: { type: 'boolean' } }, ['identifier', 'name', 'scopes']),
       response: { 201: OBJECT, default: PROBLEM },
     },
     handler: async (request, reply, d) => {
@@ -490,6 +582,16 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     method: 'GET', url: `${ADMIN_PREFIX}/resources/:identifier`, operationId: 'getResource', area: 'resources', write: false,
     schema: { summary: 'An API by its identifier (URL-encoded in the path)', params: identifier, response: ok() },
     handler: async (request, _reply, d) => resourceJson(await getResource(d, (request.params as { identifier: string }).identifier)),
+  });
+  route({
+    method: 'PATCH', url: `${ADMIN_PREFIX}/resources/:identifier`, operationId: 'updateResource', area: 'resources', write: true,
+    schema: {
+      summary: "Change an API from its next token: name, scopes (the list replaces the old one; a scope a client is registered with cannot be removed), token lifetime, algorithm",
+      params: identifier,
+      body: body(RESOURCE_FIELDS),
+      response: ok(),
+    },
+    handler: async (request, _reply, d) => resourceJson(await updateResource(d, (request.params as { identifier: string }).identifier, request.body as ResourceUpdate)),
   });
   route({
     method: 'DELETE', url: `${ADMIN_PREFIX}/resources/:identifier`, operationId: 'removeResource', area: 'resources', write: true,
@@ -547,7 +649,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   app.get(`${ADMIN_PREFIX}/openapi.json`, async (_request, reply) => {
-    document ??= openApiDocument(registered, deps.config.issuer);
+    document ??= openApiDocument(registered, deps.config.issuer, deps.config.adminListen !== null);
     return reply.type('application/json; charset=utf-8').send(document);
   });
 };

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { AUTHORIZE_PATH, DECISION_PATH } from '../core/endpoints.ts';
 import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
@@ -8,18 +9,17 @@ import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorizati
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
+import type { ClientRecord } from '../store/types.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
-import { forRequest, type AppDeps } from './deps.ts';
 import { html } from '../ui/html.ts';
 import { formPostPage } from '../ui/form-post.ts';
 import { consentPage } from '../ui/pages.ts';
-import { AUTHORIZE_PATH, DECISION_PATH } from './endpoints.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { forRequest } from './deps.ts';
 import { sendError } from './errors.ts';
-import { pageUi } from './locale.ts';
 import { rawForm } from './form.ts';
-import { refuseApprovalPage, renderSignIn } from './page.ts';
 import { allowFormTarget, formPostPolicy } from './security.ts';
-import { checkCsrf, csrfToken, signedInUser } from './session.ts';
+import { csrfToken, signedInUser } from './session.ts';
 
 /**
  * The request's parameters, to carry through a form or a URL unchanged: the single-valued
@@ -55,9 +55,10 @@ function authorizeUrl(params: Readonly<Record<string, string | readonly string[]
 }
 
 /**
- * The authorization endpoint (RFC 6749 §3.1, §4.1.1-4.1.2) and the approval it ends with.
+ * The authorization endpoint (RFC 6749 §3.1, §4.1.1-4.1.2) and the approval it ends with:
+ * browser routes (browser.ts), since the person signs in and approves on its pages.
  */
-export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
   const issuer = deps.config.issuer;
 
   /**
@@ -67,7 +68,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
   function answer(reply: FastifyReply, response: ClientResponse): FastifyReply {
     if (response.responseMode === 'query') return reply.redirect(responseRedirectUrl(response), 303);
     reply.header('Content-Security-Policy', formPostPolicy(response.redirectUri));
-    return reply.type('text/html; charset=utf-8').send(formPostPage(pageUi(deps.config.site, reply.request), response));
+    return reply.type('text/html; charset=utf-8').send(formPostPage(pages.ui(reply.request), response));
   }
 
   function answerError(reply: FastifyReply, to: { redirectUri: string; responseMode: ResponseMode; state: string | null }, error: OAuthError | { code: string; description: string }) {
@@ -122,7 +123,7 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return renderSignIn(deps, request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
+        return pages.signInFor(request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
       case 'approve':
         assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
@@ -136,16 +137,19 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     const { user } = step.signedIn;
     const fields = singleValues(carried, CONSENT_FORM_OMITS);
     // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
-    const refused = refuseApprovalPage(deps, request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
+    const refused = pages.refuseApproval(request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
     if (refused) return refused;
     allowFormTarget(reply, authorization.redirectUri);
-    const ui = pageUi(deps.config.site, request, { uiLocales, user: user.locale });
-    return reply.type('text/html; charset=utf-8').send(
+    const ui = pages.ui(request, { uiLocales, user: user.locale });
+    return pages.send(
+      reply,
+      200,
       consentPage(ui, {
         csrf: csrfToken(deps.config, request, reply),
         action: DECISION_PATH,
         fields: { ...fields, [APPROVAL_MAC_FIELD]: approvalFormMac(await formSecret(), step.signedIn.session.idHash, fields) },
         clientName: authorization.client.name,
+        ...unverifiedClient(authorization.client),
         access: onlyScopes(authorization.access, step.scopes),
         more: step.more,
         signedInAs: user.name ?? user.username,
@@ -176,11 +180,20 @@ export const authorizeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
   });
 
   // The approval page's form: ours alone, so it carries a CSRF token and comes from our origin.
-  app.post(DECISION_PATH, { config: { page: true } }, async (request, reply) => {
+  app.post(DECISION_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     const decision = typeof form['decision'] === 'string' ? form['decision'] : '';
     const params = Object.fromEntries(Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision' && name !== APPROVAL_MAC_FIELD));
     return handle(request, reply, params, decision, form[APPROVAL_MAC_FIELD]);
   });
 };
+
+/**
+ * An app that registered itself (RFC 7591, or a Client ID Metadata Document) and that the
+ * operator has not verified (`client update --verified`): the consent page says so, and for a
+ * metadata document names the host it describes itself at.
+ */
+export function unverifiedClient(client: ClientRecord): { readonly unverified?: { readonly host: string | null } } {
+  if (client.registeredBy === undefined || client.verified === true) return {};
+  return { unverified: { host: client.registeredBy === 'metadata_document' ? new URL(client.id).host : null } };
+}

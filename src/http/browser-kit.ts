@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import type { AppDeps } from './deps.ts';
-import { ACCOUNT_SIGN_IN } from './endpoints.ts';
+import { ACCOUNT_SIGN_IN } from '../core/endpoints.ts';
 import { rawForm } from './form.ts';
 import { pagesFor, type Pages } from './page.ts';
 import { checkCsrf, signedInUser } from './session.ts';

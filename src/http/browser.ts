@@ -1,8 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { accountRoutes } from './account.ts';
+import { authorizeRoutes } from './authorize.ts';
 import { browserRouteOptions } from './browser-kit.ts';
 import { consoleRoutes } from './console.ts';
 import type { AppDeps } from './deps.ts';
+import { deviceVerificationRoutes } from './device-verification.ts';
 import { logoutRoutes } from './logout.ts';
 import { passkeyRoutes } from './passkeys.ts';
 import { passwordRoutes } from './password.ts';
@@ -10,7 +12,8 @@ import { secondFactorRoutes } from './second-factor.ts';
 import { signInRoutes } from './sign-in.ts';
 
 /**
- * The pages a person signs in, signs out and looks after their account on, as one
+ * The pages a person signs in, signs out and looks after their account on, and those that
+ * lead there (the authorization endpoint's, the device verification's), as one
  * encapsulated plugin: each route parses, calls a flow (flows/session/ and the others), and
  * answers with a page (the operator console's too, console.ts); they share the page helper bound to the site, the CSRF check of
  * every form post, and the signed-in pre-handler (browser-kit.ts).
@@ -23,5 +26,7 @@ export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   await app.register(accountRoutes, options);
   await app.register(passwordRoutes, options);
   await app.register(logoutRoutes, options);
+  await app.register(authorizeRoutes, options);
+  await app.register(deviceVerificationRoutes, options);
   await app.register(consoleRoutes, options);
 };

@@ -7,6 +7,7 @@
  * `operatorRefusal`); every change is an event naming the operator.
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { ACCOUNT_PATH, CONSOLE_PATHS, SIGN_IN_PATH } from '../core/endpoints.ts';
 import { isLockout, EVENT_TYPES, type AuditEvent } from '../core/events.ts';
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS, type RawParams } from '../core/protocol.ts';
 import { ROLE_SCOPES, SCOPE_DESCRIPTIONS, type OperatorRole } from '../core/scopes.ts';
@@ -47,7 +48,6 @@ import type { MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
-import { ACCOUNT_PATH, CONSOLE_PATHS } from './endpoints.ts';
 import { sendError, toOAuthError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { csrfToken, safeReturnTo, signedInUser } from './session.ts';
@@ -230,7 +230,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   const access = (area: AdminArea, write: boolean): preHandlerAsyncHookHandler => async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return reply.redirect(`/login?return_to=${encodeURIComponent(returnPath(request))}`, 303);
+    if (!signedIn) return reply.redirect(`${SIGN_IN_PATH}?return_to=${encodeURIComponent(returnPath(request))}`, 303);
     const { user, session } = signedIn;
     const ui = uiOf(request, user);
     const { t } = ui;

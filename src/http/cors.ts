@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { ClientRecord, Store } from '../store/types.ts';
 import type { Clock } from '../core/clock.ts';
-import { DEVICE_AUTHORIZATION_PATH, PAR_PATH, REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH } from './endpoints.ts';
+import { DEVICE_AUTHORIZATION_PATH, PAR_PATH, REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH } from '../core/endpoints.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -7,12 +7,12 @@ import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } 
 import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
 import { USER_CLAIMS } from '../tokens/claims.ts';
 import type { AppDeps } from './deps.ts';
-import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from './endpoints.ts';
+import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH, REGISTRATION_PATH } from '../core/endpoints.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing
  * is advertised that a client cannot use. Every entry of the document is here; where each
- * endpoint is comes from endpoints.ts.
+ * endpoint is comes from core/endpoints.ts.
  */
 export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string[] = []): Record<string, unknown> {
   const issuer = deps.config.issuer;
@@ -54,6 +54,10 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     request_parameter_supported: true,
     request_object_signing_alg_values_supported: REQUEST_OBJECT_ALGORITHMS,
     request_uri_parameter_supported: false,
+    // RFC 8414 §2: named only when apps may register themselves (TESSERA_REGISTRATION).
+    ...(deps.config.registration.policy === 'off' ? {} : { registration_endpoint: `${issuer}${REGISTRATION_PATH}` }),
+    // draft-ietf-oauth-client-id-metadata-document: an https client_id is its metadata's URL.
+    ...(deps.config.registration.metadataDocuments.enabled ? { client_id_metadata_document_supported: true } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HOME_PATH } from '../core/endpoints.ts';
 import { OAuthError } from '../core/errors.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import type { Messages } from '../ui/i18n.ts';
@@ -120,7 +121,7 @@ export function registerErrorHandling(app: FastifyInstance, site: Site): void {
       return sendError(request, reply, new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }));
     }
     if (wantsHtml(request)) {
-      const ui = pageUi(site, request, { here: '/' });
+      const ui = pageUi(site, request, { here: HOME_PATH });
       return reply
         .status(404)
         .header('Cache-Control', 'no-store')

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppDeps } from './deps.ts';
-import { DISCOVERY_PATHS } from './endpoints.ts';
+import { ACCOUNT_PATH, DISCOVERY_PATHS, HEALTH_PATH, HOME_PATH, READY_PATH, STYLESHEET_PATH } from '../core/endpoints.ts';
 import { html } from '../ui/html.ts';
-import { layout, STYLESHEET_PATH, stylesheet } from '../ui/pages.ts';
+import { layout, stylesheet } from '../ui/pages.ts';
 import { pageUi } from './locale.ts';
 
 /** How long the store has to answer a readiness check. */
@@ -16,7 +16,7 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     reply.header('Cache-Control', 'public, max-age=3600').type('text/css; charset=utf-8').send(css),
   );
 
-  app.get('/', { config: { page: true } }, async (request, reply) => {
+  app.get(HOME_PATH, { config: { page: true } }, async (request, reply) => {
     const ui = pageUi(site, request);
     const { t } = ui;
     return reply.type('text/html; charset=utf-8').send(
@@ -24,16 +24,16 @@ export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
 <p>${t.html('home.about', { site: site.name })}</p>
 <p class="muted">${t.html('home.issuer', { issuer: html`<code>${deps.config.issuer}</code>` })}</p>
 <p><a href="${DISCOVERY_PATHS[0]}">${t.html('home.discovery')}</a></p>
-<p><a href="/account">${t.html('home.account')}</a></p>`),
+<p><a href="${ACCOUNT_PATH}">${t.html('home.account')}</a></p>`),
     );
   });
 
   // Liveness: the process answers. A load balancer that restarts on this must not use /readyz.
-  app.get('/healthz', async (_request, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));
+  app.get(HEALTH_PATH, async (_request, reply) => reply.header('Cache-Control', 'no-store').send({ status: 'ok' }));
 
   // Readiness: send this instance requests only while it can serve them: not draining, the
   // store answering within READY_TIMEOUT_MS, and signing keys at hand.
-  app.get('/readyz', async (request, reply) => {
+  app.get(READY_PATH, async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     if (deps.readiness.draining) return reply.status(503).send({ status: 'draining' });
     const checks = Promise.all([

@@ -3,7 +3,7 @@ import { OAuthError } from '../core/errors.ts';
 import { introspectToken } from '../flows/lifecycle/introspection.ts';
 import type { AppDeps } from './deps.ts';
 import { authenticateResourceServer, clientRequest } from './client-auth.ts';
-import { INTROSPECTION_PATH } from './endpoints.ts';
+import { INTROSPECTION_PATH } from '../core/endpoints.ts';
 import { formParams } from './form.ts';
 
 /**

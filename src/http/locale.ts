@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { HOME_PATH, LOCALE_PATH } from '../core/endpoints.ts';
 import { shippedLocale } from '../config/locales.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { messages } from '../ui/i18n.ts';
 import { negotiateLocale } from '../ui/negotiate.ts';
-import { LOCALE_PATH, type Site, type Ui } from '../ui/pages.ts';
+import type { Site, Ui } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
 import { rawForm } from './form.ts';
 import { safeReturnTo } from './session.ts';
@@ -54,7 +55,7 @@ function uiLocales(request: FastifyRequest): string | null {
 function here(request: FastifyRequest): string {
   const path = request.url.split('?')[0]!;
   if (request.method === 'GET') return request.url.length <= MAX_HERE ? request.url : path;
-  if (!request.server.hasRoute({ method: 'GET', url: path })) return '/';
+  if (!request.server.hasRoute({ method: 'GET', url: path })) return HOME_PATH;
   const returnTo = single(rawForm(request), 'return_to');
   return returnTo !== null && returnTo.length <= MAX_HERE ? `${path}?${new URLSearchParams({ return_to: returnTo }).toString()}` : path;
 }

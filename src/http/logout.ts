@@ -4,11 +4,11 @@ import { checkEndSession, postLogoutRedirect, type AfterLogout } from '../flows/
 import { endSession } from '../flows/session/session.ts';
 import { logoutConfirmPage, signedOutPage } from '../ui/logout.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
-import { END_SESSION_CONFIRM_PATH, END_SESSION_PATH } from './endpoints.ts';
+import { END_SESSION_CONFIRM_PATH, END_SESSION_PATH } from '../core/endpoints.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
-import { browserOf, checkCsrf, csrfToken, signedInUser } from './session.ts';
+import { browserOf, csrfToken, signedInUser } from './session.ts';
 
 
 /**
@@ -16,7 +16,7 @@ import { browserOf, checkCsrf, csrfToken, signedInUser } from './session.ts';
  * or by a form POST, to sign the person out; a confirmation page stands in front of every
  * sign-out the request cannot prove it may make.
  */
-export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
+export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
   /** Signs the browser out for the app the request names (if any), then goes where it asked. */
   async function signOut(request: FastifyRequest, reply: FastifyReply, after: AfterLogout): Promise<FastifyReply> {
     await endSession(deps, browserOf(deps, request, reply), 'rp', after.client?.id ?? null);
@@ -54,10 +54,9 @@ export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
   // carries no CSRF token of ours, so it is treated exactly as the GET.
   app.post(END_SESSION_PATH, { config: { page: true } }, (request, reply) => endSessionRequest(request, reply, rawForm(request)));
 
-  app.post(END_SESSION_CONFIRM_PATH, { config: { page: true } }, async (request, reply) => {
+  app.post(END_SESSION_CONFIRM_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     const params = Object.fromEntries(Object.entries(form).filter(([name]) => ['client_id', 'post_logout_redirect_uri', 'state'].includes(name)));
     const step = await checkEndSession(deps, params, null, true);
     if (step.kind === 'error') return sendError(request, reply, step.error);

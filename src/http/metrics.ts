@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { METRICS_PATH } from '../core/endpoints.ts';
 import type { AuditEvent, EventListener } from '../core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
 import type { Store } from '../store/types.ts';
@@ -158,7 +159,7 @@ export async function serveMetrics(
   port: number,
 ): Promise<{ server: Server; url: string }> {
   const server = createServer((request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== METRICS_PATH) {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
       return;
     }

@@ -17,20 +17,23 @@ export interface Pages {
   send(reply: FastifyReply, status: number, body: string): FastifyReply;
   /** The sign-in form, with this browser's CSRF token and passkeys offered where they work. */
   signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: Omit<SignInView, 'csrf' | 'passkeys'>, hints?: PageHints): FastifyReply;
-}
-
-export function pagesFor(deps: AppDeps): Pages {
-  const site = deps.config.site;
-  const passkeys = passkeysAvailable(deps.config.issuer);
-  const send = (reply: FastifyReply, status: number, body: string) =>
-    reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
-  return {
-    site,
-    ui: (request, hints) => pageUi(site, request, hints),
-    send,
-    signIn: (request, reply, status, view, hints) =>
-      send(reply, status, signInPage(pageUi(site, request, hints), { ...view, csrf: csrfToken(deps.config, request, reply), passkeys })),
-  };
+  /**
+   * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
+   * and carried through the sign-in to the events that record it.
+   */
+  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints): FastifyReply;
+  /**
+   * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
+   * does not accept for this client is asked to sign in again, told why (null: it may approve).
+   */
+  refuseApproval(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    client: ClientRecord,
+    session: SessionRecord,
+    returnTo: string,
+    requestedAcr?: readonly string[] | null,
+  ): FastifyReply | null;
 }
 
 /** Why the person must sign in again before approving, in their language (the policy's own words are English, for the OAuth error). */
@@ -39,30 +42,25 @@ const REFUSALS: Readonly<Record<ApprovalRefusal, MessageKey>> = {
   'second-factor-required': 'signIn.refusal.secondFactorRequired',
 };
 
-/**
- * The sign-in form every flow leads to; `client`: the app it continues to, named on the page
- * and carried through the sign-in to the events that record it.
- */
-export function renderSignIn(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints): FastifyReply {
-  return pagesFor(deps).signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id }, hints);
+export function pagesFor(deps: AppDeps): Pages {
+  const site = deps.config.site;
+  const passkeys = passkeysAvailable(deps.config.issuer);
+  const send = (reply: FastifyReply, status: number, body: string) =>
+    reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
+  const signIn: Pages['signIn'] = (request, reply, status, view, hints) =>
+    send(reply, status, signInPage(pageUi(site, request, hints), { ...view, csrf: csrfToken(deps.config, request, reply), passkeys }));
+  return {
+    site,
+    ui: (request, hints) => pageUi(site, request, hints),
+    send,
+    signIn,
+    signInFor: (request, reply, returnTo, client, hints) => signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id }, hints),
+    refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
+      const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
+      if (refusal === null) return null;
+      const notice = pageUi(site, request).t.text(REFUSALS[refusal], { client: client.name });
+      return signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });
+    },
+  };
 }
 
-/**
- * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
- * does not accept for this client is asked to sign in again, told why (null: it may approve).
- */
-export function refuseApprovalPage(
-  deps: AppDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  client: ClientRecord,
-  session: SessionRecord,
-  returnTo: string,
-  requestedAcr: readonly string[] | null = null,
-): FastifyReply | null {
-  const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
-  if (refusal === null) return null;
-  const pages = pagesFor(deps);
-  const notice = pages.ui(request).t.text(REFUSALS[refusal], { client: client.name });
-  return pages.signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });
-}

@@ -3,7 +3,7 @@ import { pushAuthorizationRequest } from '../flows/par/push.ts';
 import type { AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
 import { requestProof } from './dpop.ts';
-import { PAR_PATH } from './endpoints.ts';
+import { PAR_PATH } from '../core/endpoints.ts';
 import { formResources } from './form.ts';
 
 /**

@@ -9,13 +9,13 @@ import { registrationOptions, finishRegistration, type RegistrationResult } from
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { afterPasskey } from '../flows/session/sign-in.ts';
 import type { MessageKey } from '../ui/i18n.ts';
-import { errorPage, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../ui/pages.ts';
+import { errorPage } from '../ui/pages.ts';
 import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
-import { ACCOUNT_PATH } from './endpoints.ts';
+import { ACCOUNT_PATH, PASSKEY_REGISTRATION_OPTIONS_PATH, PASSKEY_REMOVE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_PATH, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
 import { rawForm } from './form.ts';
-import { browserOf, checkCsrf, cookieNames, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, cookieNames, safeReturnTo, signedInUser } from './session.ts';
 
 /** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
 const WEBAUTHN_SCRIPT = readFileSync(
@@ -76,15 +76,13 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!available) unavailable();
   };
 
-  app.post('/login/passkey/options', async (request, reply) => {
-    checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
+  app.post(PASSKEY_SIGN_IN_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
     if (!available) unavailable();
     return options(reply, await authenticationOptions(deps, ceremonyBrowser(request)));
   });
 
-  app.post('/login/passkey', { config: { page: true } }, async (request, reply) => {
+  app.post(PASSKEY_SIGN_IN_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
     if (!available) unavailable();
     const clientId = await signInClient(deps, form);
@@ -102,15 +100,14 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return reply.redirect(returnTo, 303);
   });
 
-  app.post('/account/passkeys/options', async (request, reply) => {
-    checkCsrf(deps.config, request, rawForm(request)['csrf_token']);
+  app.post(PASSKEY_REGISTRATION_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });
     return options(reply, await registrationOptions(deps, signedIn.user, ceremonyBrowser(request)));
   });
 
-  app.post('/account/passkeys', { config: { page: true }, preHandler: [formPost, passkeysOnly, signedIn] }, async (request, reply) => {
+  app.post(PASSKEYS_PATH, { config: { page: true }, preHandler: [formPost, passkeysOnly, signedIn] }, async (request, reply) => {
     const form = rawForm(request);
     const { user } = signedInOf(request);
     const result = await finishRegistration(forRequest(deps, request), user, single(form, 'name'), single(form, 'response'), ceremonyBrowser(request));
@@ -123,7 +120,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });
 
-  app.post('/account/passkeys/remove', { config: { page: true }, preHandler: [formPost, signedIn] }, async (request, reply) => {
+  app.post(PASSKEY_REMOVE_PATH, { config: { page: true }, preHandler: [formPost, signedIn] }, async (request, reply) => {
     const id = single(rawForm(request), 'passkey_id');
     // Someone else's passkey is answered exactly like one that does not exist.
     if (id.length === 0 || id.length > 1366 || !(await removePasskey(forRequest(deps, request), signedInOf(request).user, id))) {

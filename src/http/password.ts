@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { RawParams } from '../core/protocol.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { findResetLink, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, RESET_PATH, resetPassword } from '../flows/users.ts';
+import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
+import type { RawParams } from '../core/protocol.ts';
+import { findResetLink, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, resetPassword } from '../flows/users.ts';
 import { resetDonePage, resetPasswordPage } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { checkCsrf, csrfToken } from './session.ts';
+import { csrfToken } from './session.ts';
 
 function single(params: RawParams, name: string): string {
   const value = params[name];
@@ -18,9 +19,9 @@ function single(params: RawParams, name: string): string {
  * password; the link then stops working and every session of theirs ends, and the apps that
  * received an ID token in one are sent a logout token.
  */
-export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
+export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
 
-  app.get(RESET_PATH, { config: { page: true } }, async (request, reply) => {
+  app.get(RESET_PASSWORD_PATH, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
     const token = single(request.query as RawParams, 'token');
     const link = await findResetLink(deps, token);
@@ -30,27 +31,31 @@ export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     return reply.send(resetPasswordPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: user.username }));
   });
 
-  app.post(RESET_PATH, { config: { page: true } }, async (request, reply) => {
+  app.post(RESET_PASSWORD_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
     const token = single(form, 'token');
     const password = typeof form['new_password'] === 'string' ? form['new_password'] : '';
-    const result = await resetPassword(forRequest(deps, request), token, password);
+    const result = await resetPassword(forRequest(deps, request), token, password, request.ip);
     const ui = pages.ui(request);
     if (result.kind === 'invalid_link') return reply.status(400).send(resetDonePage(ui, false));
-    if (result.kind === 'invalid') {
+    if (result.kind === 'invalid' || result.kind === 'busy') {
       const link = await findResetLink(deps, token);
       const user = link ? await deps.store.users.get(link.userId) : null;
       if (!user) return reply.status(400).send(resetDonePage(ui, false));
+      const resetError = () => {
+        if (result.kind === 'busy') return ui.t.text('reset.busy', { seconds: result.retryAfterSeconds });
+        return password.length < MIN_PASSWORD_LENGTH ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH }) : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH });
+      };
+      if (result.kind === 'busy') reply.header('Retry-After', String(result.retryAfterSeconds));
       return reply
-        .status(400)
+        .status(result.kind === 'busy' ? 429 : 400)
         .send(
           resetPasswordPage(ui, {
             csrf: csrfToken(deps.config, request, reply),
             token,
             username: user.username,
-            error: password.length < MIN_PASSWORD_LENGTH ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH }) : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH }),
+            error: resetError(),
           }),
         );
     }

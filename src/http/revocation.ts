@@ -3,7 +3,7 @@ import { OAuthError } from '../core/errors.ts';
 import { revokeToken } from '../flows/lifecycle/revocation.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
-import { REVOCATION_PATH } from './endpoints.ts';
+import { REVOCATION_PATH } from '../core/endpoints.ts';
 
 /** The revocation endpoint (RFC 7009 §2): client authentication as at the token endpoint. */
 export const revocationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {

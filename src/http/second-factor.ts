@@ -16,9 +16,9 @@ import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } f
 import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
-import { ACCOUNT_PATH } from './endpoints.ts';
+import { ACCOUNT_PATH, SECOND_FACTOR_PATH, TOTP_CONFIRM_PATH, TOTP_REMOVE_PATH, TOTP_SETUP_PATH } from '../core/endpoints.ts';
 import { rawForm } from './form.ts';
-import { browserOf, checkCsrf, csrfToken, safeReturnTo } from './session.ts';
+import { browserOf, csrfToken, safeReturnTo } from './session.ts';
 
 /** The account page's "Passkeys" and "Authenticator app" sections. */
 export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, csrf: string): Promise<SafeHtml> {
@@ -55,9 +55,8 @@ function single(params: RawParams, name: string): string {
  * on the account page.
  */
 export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, signedIn, signedInOf }) => {
-  app.post('/login/second-factor', { config: { page: true } }, async (request, reply) => {
+  app.post(SECOND_FACTOR_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     const returnTo = safeReturnTo(form['return_to']);
     const clientId = await signInClient(deps, form);
     const ui = pages.ui(request);
@@ -93,14 +92,14 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
 
   const account = { config: { page: true }, preHandler: [formPost, signedIn] };
 
-  app.post('/account/totp/setup', account, async (request, reply) => {
+  app.post(TOTP_SETUP_PATH, account, async (request, reply) => {
     const { user } = signedInOf(request);
     const started = await beginTotpEnrolment(deps, user.id);
     if (started.kind === 'enrolled') throw new OAuthError('invalid_request', 'One-time codes are on already. Turn them off first to set up another app.', { status: 409 });
     return setupPage(request, reply, user, started.secret, 200);
   });
 
-  app.post('/account/totp/confirm', account, async (request, reply) => {
+  app.post(TOTP_CONFIRM_PATH, account, async (request, reply) => {
     const { session, user } = signedInOf(request);
     const result = await confirmTotpEnrolment(forRequest(deps, request), user, single(rawForm(request), 'code'), enrolmentLimits(user.id));
     if (result.kind === 'not-started') throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
@@ -116,7 +115,7 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     return pages.send(reply, 200, recoveryCodesPage(pages.ui(request, { user: user.locale }), result.recoveryCodes));
   });
 
-  app.post('/account/totp/remove', account, async (request, reply) => {
+  app.post(TOTP_REMOVE_PATH, account, async (request, reply) => {
     await removeTotp(forRequest(deps, request), signedInOf(request).user);
     return reply.redirect(`${ACCOUNT_PATH}?notice=totp-removed`, 303);
   });

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HOME_PATH } from '../core/endpoints.ts';
 import { constantTimeEqual, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { Config } from '../config/index.ts';
@@ -87,12 +88,12 @@ const RETURN_BASE = new URL('http://tessera.invalid/');
 export function safeReturnTo(value: unknown): string {
   // Issue 12: input with a control or non-ASCII character is never a link we made, and
   // browsers disagree on what they do with one: it goes to the default page, unparsed.
-  if (typeof value !== 'string' || !value.startsWith('/') || value.length > 4096 || /[^\x20-\x7e]/.test(value)) return '/';
+  if (typeof value !== 'string' || !value.startsWith('/') || value.length > 4096 || /[^\x20-\x7e]/.test(value)) return HOME_PATH;
   let url: URL;
   try {
     url = new URL(value, RETURN_BASE);
   } catch {
-    return '/';
+    return HOME_PATH;
   }
-  return url.origin === RETURN_BASE.origin ? `${url.pathname}${url.search}${url.hash}` : '/';
+  return url.origin === RETURN_BASE.origin ? `${url.pathname}${url.search}${url.hash}` : HOME_PATH;
 }

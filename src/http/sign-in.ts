@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { SIGN_IN_PATH, SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
 import { afterPassword } from '../flows/session/sign-in.ts';
 import { endSession } from '../flows/session/session.ts';
 import { signIn } from '../flows/sign-in.ts';
@@ -10,19 +10,18 @@ import { signInClientRecord } from './audit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
-import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
+import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
-export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
-  app.get('/login', { config: { page: true } }, async (request, reply) => {
+export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  app.get(SIGN_IN_PATH, { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
     return pages.signIn(request, reply, 200, { returnTo });
   });
 
-  app.post('/login', { config: { page: true } }, async (request, reply) => {
+  app.post(SIGN_IN_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     reply.header('Cache-Control', 'no-store');
     const returnTo = safeReturnTo(form['return_to']);
     const rawUsername = typeof form['username'] === 'string' ? form['username'] : '';
@@ -37,11 +36,9 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
 
     const known = cookieNames(deps.config).knownBrowser;
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });
-    if (result.kind !== 'signed-in') {
-      // The page is shown again; its next post may go on to the client (see authorize.ts).
-      const target = await redirectUriAfterSignIn(deps.store, returnTo);
-      if (target !== null) allowFormTarget(reply, target);
-    }
+    // The page is shown again; its next post may go on to the client the authorization step
+    // named (see authorize.ts): to one of its registered redirect URIs, never anywhere else.
+    if (result.kind !== 'signed-in' && client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
     if (result.kind === 'refused') return page(401, t.text('signIn.error.incorrect'));
     if (result.kind === 'busy') {
       reply.header('Retry-After', String(result.retryAfterSeconds));
@@ -64,9 +61,8 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     return pages.send(reply, 200, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 
-  app.post('/logout', { config: { page: true } }, async (request, reply) => {
+  app.post(SIGN_OUT_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    checkCsrf(deps.config, request, form['csrf_token']);
     await endSession(deps, browserOf(deps, request, reply), 'user');
     return reply.redirect(safeReturnTo(form['return_to']), 303);
   });

@@ -3,7 +3,7 @@ import { OAuthError } from '../core/errors.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { clientRequest } from './client-auth.ts';
 import { proofRefused, requestProof } from './dpop.ts';
-import { TOKEN_PATH } from './endpoints.ts';
+import { TOKEN_PATH } from '../core/endpoints.ts';
 import { formResources } from './form.ts';
 
 /**

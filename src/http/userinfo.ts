@@ -4,7 +4,7 @@ import { userInfo } from '../flows/lifecycle/userinfo.ts';
 import type { AppDeps } from './deps.ts';
 import { accessTokenCredential, bearerChallenge, type TokenParams } from './bearer.ts';
 import { asResourceError, dpopChallenge, isDpopError, requestProof, resourceChallenges } from './dpop.ts';
-import { USERINFO_PATH } from './endpoints.ts';
+import { USERINFO_PATH } from '../core/endpoints.ts';
 import { rawForm } from './form.ts';
 
 /**

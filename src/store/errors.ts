@@ -21,3 +21,19 @@ function describe(cause: unknown): string {
   const message = cause.message || (cause instanceof AggregateError ? cause.errors.map(describe).join('; ') : cause.name);
   return typeof code === 'string' && !message.includes(code) ? `${code} ${message}` : message;
 }
+
+/** A unique constraint refused the write. */
+export class DuplicateError extends Error {
+  constructor(what: string, options?: ErrorOptions) {
+    super(`${what} already exists`, options);
+    this.name = 'DuplicateError';
+  }
+}
+
+/** A foreign key refused the write: it names a client, user or grant that does not exist. */
+export class MissingReferenceError extends Error {
+  constructor(options?: ErrorOptions) {
+    super('the record names a client, user or grant that does not exist', options);
+    this.name = 'MissingReferenceError';
+  }
+}

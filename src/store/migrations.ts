@@ -554,14 +554,52 @@ const certification: Migration = {
 };
 
 /**
- * Version 15 (issue 27, the operator console): the role a person holds in the console
+ * Version 17 (issue 26, apps that register themselves): who registered a client (the
+ * operator, RFC 7591 dynamic registration, or a Client ID Metadata Document) and whether the
+ * operator has verified it; the hashed registration access tokens of RFC 7592; the
+ * operator's initial access tokens (RFC 7591 §3, single table, used up by one conditional
+ * UPDATE); and the fetched metadata documents, cached by URL.
+ */
+const selfRegistration: Migration = {
+  version: 17,
+  name: 'dynamic client registration',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN registered_by ${t.text} NOT NULL DEFAULT 'operator' CHECK (registered_by IN ('operator', 'dynamic', 'metadata_document'))`,
+    (t) => `ALTER TABLE clients ADD COLUMN verified ${t.boolean('verified')} DEFAULT FALSE`,
+    (t) => `CREATE TABLE registration_tokens (
+      client_id  ${t.text} PRIMARY KEY REFERENCES clients (id) ON DELETE CASCADE,
+      token_hash ${t.text} NOT NULL,
+      issued_at  ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE initial_access_tokens (
+      id          ${t.text} PRIMARY KEY,
+      token_hash  ${t.text} NOT NULL UNIQUE,
+      created_at  ${t.time} NOT NULL,
+      expires_at  ${t.time} NOT NULL,
+      max_uses    ${t.integer},
+      uses        ${t.integer} NOT NULL DEFAULT 0
+    )`,
+    'CREATE INDEX initial_access_tokens_expires_at ON initial_access_tokens (expires_at)',
+    (t) => `CREATE TABLE client_metadata_documents (
+      url        ${t.text} PRIMARY KEY,
+      document   ${t.json},
+      problem    ${t.text},
+      fetched_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX client_metadata_documents_expires_at ON client_metadata_documents (expires_at)',
+  ],
+};
+
+/**
+ * Version 27 (issue 27, the operator console): the role a person holds in the console
  * (`admin`, `support`, `viewer`), none for everyone from before.
  */
 const operatorRoles: Migration = {
-  version: 15,
+  version: 27,
   name: 'operator roles',
   statements: [(t) => `ALTER TABLE users ADD COLUMN role ${t.text} CHECK (role IN ('admin', 'support', 'viewer'))`],
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, selfRegistration, operatorRoles];

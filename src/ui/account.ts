@@ -1,3 +1,4 @@
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
@@ -69,7 +70,7 @@ ${view.device
     })}</dd>`
   : null}
 </dl>
-<form method="post" action="/account/revoke">
+<form method="post" action="${ACCOUNT_REVOKE_PATH}">
 ${csrfField(csrf)}
 <input type="hidden" name="grant_id" value="${view.grantId}">
 <button type="submit">${t.html('account.connection.revoke')}</button>
@@ -106,7 +107,7 @@ ${view.connections.length === 0
   : html`<ul class="connections">${view.connections.map((item) => connection(ui, item, view.csrf))}</ul>`}
 <h2 id="sessions-heading">${t.html('account.sessions.heading')}</h2>
 <ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map((session) => browserSession(ui, session))}</ul>
-<form method="post" action="/account/sign-out-everywhere">
+<form method="post" action="${SIGN_OUT_EVERYWHERE_PATH}">
 ${csrfField(view.csrf)}
 <button type="submit">${t.html('account.sessions.signOutEverywhere')}</button>
 </form>
@@ -124,7 +125,7 @@ ${view.activity.length === 0
 <section aria-labelledby="password-heading">
 <h2 id="password-heading">${t.html('account.password.heading')}</h2>
 ${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
-<form method="post" action="/account/password">
+<form method="post" action="${CHANGE_PASSWORD_PATH}">
 ${csrfField(view.csrf)}
 <label for="current_password">${t.html('account.password.current')}</label>
 <input type="password" id="current_password" name="current_password" autocomplete="current-password" required>
@@ -133,5 +134,5 @@ ${csrfField(view.csrf)}
 <div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
 </form>
 </section>
-${signedInAs(ui, view.signedInAs, view.csrf, '/account')}`);
+${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`);
 }

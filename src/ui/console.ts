@@ -4,6 +4,7 @@
  * (http/console.ts) decide what each page may offer; a page shows a change's button only to
  * an operator whose role allows it.
  */
+import { SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
 import type { MessageKey } from './i18n.ts';
@@ -51,7 +52,7 @@ export function consolePage(frame: ConsoleFrame, title: string, body: SafeHtml):
     `${title} · ${ui.t.text('console.title')}`,
     html`${body}
 <div class="signed-in">${ui.t.html('console.signedInAs', { name: operator.name, role: roleName(ui, operator.role) })}
-<form method="post" action="/logout">${csrfField(csrf)}<input type="hidden" name="return_to" value="/"><button type="submit">${ui.t.html('logout.submit')}</button></form></div>`,
+<form method="post" action="${SIGN_OUT_PATH}">${csrfField(csrf)}<input type="hidden" name="return_to" value="/"><button type="submit">${ui.t.html('logout.submit')}</button></form></div>`,
     { wide: true, nav: nav(frame) },
   );
 }

@@ -3,6 +3,7 @@
  * the approval page, and the page after the decision. The approval page itself is
  * `consentPage` with these details in its slot.
  */
+import { DEVICE_VERIFICATION_PATH } from '../core/endpoints.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout, type Ui } from './pages.ts';
 
@@ -18,7 +19,7 @@ export function deviceCodePage(ui: Ui, view: DeviceCodeView): string {
   return layout(ui, t.text('device.code.title'), html`<h1>${t.html('device.code.title')}</h1>
 <p>${t.html('device.code.intro', { site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-<form method="post" action="/device">
+<form method="post" action="${DEVICE_VERIFICATION_PATH}">
 ${csrfField(view.csrf)}
 <label for="user_code">${t.html('device.code.label')}</label>
 <input type="text" id="user_code" name="user_code" class="code" value="${view.value}" maxlength="32" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus aria-describedby="code-hint">
@@ -74,5 +75,5 @@ export function deviceCodeUsedPage(ui: Ui): string {
   const { t } = ui;
   return layout(ui, t.text('device.used.title'), html`<h1>${t.html('device.used.heading')}</h1>
 <p role="alert">${t.html('device.used.text')}</p>
-<p><a href="/device">${t.html('device.used.another')}</a></p>`);
+<p><a href="${DEVICE_VERIFICATION_PATH}">${t.html('device.used.another')}</a></p>`);
 }

@@ -8,6 +8,7 @@
 import { IntlMessageFormat } from 'intl-messageformat';
 import { LOCALES, type Locale } from '../config/locales.ts';
 import { escapeHtml, SafeHtml } from './html.ts';
+import type { Catalogue } from './locales/catalogue.ts';
 import ar from './locales/ar.ts';
 import de from './locales/de.ts';
 import en from './locales/en.ts';
@@ -23,8 +24,6 @@ export function isMessageKey(key: string): key is MessageKey {
   return Object.hasOwn(en, key);
 }
 
-/** A translation: every key English has, and no other. */
-export type Catalogue = Readonly<Record<MessageKey, string>>;
 
 export const CATALOGUES: Readonly<Record<Locale, Catalogue>> = { en, de, fr, es, 'pt-BR': ptBR, ja, 'zh-Hans': zhHans, ar };
 

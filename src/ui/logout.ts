@@ -1,3 +1,4 @@
+import { ACCOUNT_PATH, END_SESSION_CONFIRM_PATH } from '../core/endpoints.ts';
 import { html } from './html.ts';
 import { csrfField, layout, type Ui } from './pages.ts';
 
@@ -16,11 +17,11 @@ export function logoutConfirmPage(ui: Ui, view: LogoutConfirmView): string {
   return layout(ui, t.text('logout.title', { site: site.name }), html`<h1>${t.html('logout.title', { site: site.name })}</h1>
 ${view.clientName ? html`<p>${t.html('logout.asks', { client: view.clientName })}</p>` : null}
 ${view.signedInAs ? html`<p>${t.html('logout.signedInAs', { name: view.signedInAs })}</p>` : null}
-<form method="post" action="/oauth/logout/confirm">
+<form method="post" action="${END_SESSION_CONFIRM_PATH}">
 ${csrfField(view.csrf)}
 ${Object.entries(view.fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
 <div class="actions">
-<a href="/account">${t.html('logout.stay')}</a>
+<a href="${ACCOUNT_PATH}">${t.html('logout.stay')}</a>
 <button type="submit" class="primary">${t.html('logout.submit')}</button>
 </div>
 </form>`);

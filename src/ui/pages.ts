@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { ACCOUNT_PATH, HOME_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
 import type { SiteSettings } from '../config/index.ts';
 import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -6,7 +7,6 @@ import { isMessageKey, LANGUAGE_NAMES, type Messages } from './i18n.ts';
 
 /** Served at STYLESHEET_PATH; pages load nothing else (CSP default-src 'none'). */
 export const STYLESHEET = readFileSync(new URL('./style.css', import.meta.url), 'utf8');
-export const STYLESHEET_PATH = '/assets/tessera.css';
 
 /** Whose server this is, as the operator named it (TESSERA_SITE_NAME, _LOGO_URL, _ACCENT_COLOR), and its languages. */
 export type Site = SiteSettings;
@@ -18,9 +18,6 @@ export interface Ui {
   /** This page's own address (a path on this server), where the language menu returns to. */
   readonly here: string;
 }
-
-/** Where the language menu's links lead: sets the choice, then returns to `return_to`. */
-export const LOCALE_PATH = '/locale';
 
 /** The stylesheet, with the operator's accent on the buttons when one is set (its contrast with white was checked at start). */
 export function stylesheet(site: Site): string {
@@ -67,9 +64,6 @@ ${languageMenu(ui)}
 </html>`.value;
 }
 
-export const WEBAUTHN_SCRIPT_PATH = '/assets/webauthn.js';
-export const PASSKEYS_SCRIPT_PATH = '/assets/passkeys.js';
-
 /**
  * The scripts of the passkey ceremonies, and the words they may show (the script has no
  * catalogue of its own: it reads them from this element's data attributes).
@@ -89,7 +83,7 @@ export function passkeyScripts(ui: Ui): SafeHtml {
 export function passkeySignIn(ui: Ui, csrf: string, returnTo: string, clientId?: string | null): SafeHtml {
   return html`<div class="passkey" id="passkey-sign-in">
 <p class="muted or">${ui.t.html('signIn.or')}</p>
-<form method="post" action="/login/passkey" id="passkey-form">
+<form method="post" action="${PASSKEY_SIGN_IN_PATH}" data-options="${PASSKEY_SIGN_IN_OPTIONS_PATH}" id="passkey-form">
 ${csrfField(csrf)}
 <input type="hidden" name="return_to" value="${returnTo}">
 ${clientField(clientId)}
@@ -126,7 +120,7 @@ export interface ErrorPageOptions {
 /** A page that says in plain words what went wrong and what to do, with a way back. */
 export function errorPage(ui: Ui, title: string, message: string, options: ErrorPageOptions = {}): string {
   const { site, t } = ui;
-  const back = options.back ?? { href: '/', label: t.text('error.backHome', { site: site.name }) };
+  const back = options.back ?? { href: HOME_PATH, label: t.text('error.backHome', { site: site.name }) };
   return layout(ui, title, html`<h1>${title}</h1>
 <p role="alert">${message}</p>
 <p><a href="${back.href}">${back.label}</a></p>
@@ -159,9 +153,9 @@ export function signInPage(ui: Ui, view: SignInView): string {
 ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
 <p class="muted">${t.html('signIn.withAccount', { site: site.name })}</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
-${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: '/account' })}</p>` : null}
+${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: ACCOUNT_PATH })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-<form method="post" action="/login">
+<form method="post" action="${SIGN_IN_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
@@ -190,6 +184,20 @@ export interface ConsentView {
   readonly details?: SafeHtml;
   /** Where "Sign out" leads back to, to sign in as someone else. */
   readonly returnTo: string;
+  /**
+   * The app registered itself and the operator has not verified it: said above all else.
+   * `host`: where a metadata-document app describes itself (its client_id's host).
+   */
+  readonly unverified?: { readonly host: string | null };
+}
+
+/** "Not verified by <site>": the warning over an app that registered itself (issue 26). */
+export function unverifiedNotice(ui: Ui, clientName: string, unverified: { readonly host: string | null } | undefined): SafeHtml | null {
+  if (unverified === undefined) return null;
+  const text = unverified.host === null
+    ? ui.t.html('consent.unverified', { site: ui.site.name, client: clientName })
+    : ui.t.html('consent.unverifiedHost', { site: ui.site.name, host: unverified.host });
+  return html`<p class="alert warning unverified" role="note">${text}</p>`;
 }
 
 /**
@@ -214,6 +222,7 @@ export function openIdScope(ui: Ui, scope: DescribedScope): string {
 export function consentPage(ui: Ui, view: ConsentView): string {
   const { t } = ui;
   return layout(ui, t.text('consent.title', { client: view.clientName }), html`<h1>${t.html('consent.heading', { client: view.clientName })}</h1>
+${unverifiedNotice(ui, view.clientName, view.unverified)}
 ${view.details ?? null}
 <h2 class="muted" id="scopes-heading">${t.html(view.more ? 'consent.alsoWants' : 'consent.willBeAble', { client: view.clientName })}</h2>
 ${scopeList(ui, view.access)}
@@ -230,7 +239,7 @@ ${signedInAs(ui, view.signedInAs, view.csrf, view.returnTo)}`);
 
 export function signedInAs(ui: Ui, name: string, csrf: string, returnTo: string): SafeHtml {
   return html`<div class="signed-in">${ui.t.html('signedInAs.text', { name })}
-<form method="post" action="/logout">${csrfField(csrf)}<input type="hidden" name="return_to" value="${returnTo}"><button type="submit">${ui.t.html('signedInAs.signOut')}</button></form></div>`;
+<form method="post" action="${SIGN_OUT_PATH}">${csrfField(csrf)}<input type="hidden" name="return_to" value="${returnTo}"><button type="submit">${ui.t.html('signedInAs.signOut')}</button></form></div>`;
 }
 
 export interface ResetView {
@@ -246,7 +255,7 @@ export function resetPasswordPage(ui: Ui, view: ResetView): string {
   return layout(ui, t.text('reset.title'), html`<h1>${t.html('reset.title')}</h1>
 <p>${t.html('reset.for', { username: view.username, site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-<form method="post" action="/reset-password">
+<form method="post" action="${RESET_PASSWORD_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="token" value="${view.token}">
 <input type="text" name="username" value="${view.username}" autocomplete="username" hidden>
@@ -262,7 +271,7 @@ export function resetDonePage(ui: Ui, done: boolean): string {
   return done
     ? layout(ui, t.text('reset.done.title'), html`<h1>${t.html('reset.done.title')}</h1>
 <p role="status">${t.html('reset.done.text')}</p>
-<p><a href="/account">${t.html('reset.done.signIn')}</a></p>`)
+<p><a href="${ACCOUNT_PATH}">${t.html('reset.done.signIn')}</a></p>`)
     : layout(ui, t.text('reset.invalid.title'), html`<h1>${t.html('reset.invalid.heading')}</h1>
 <p role="alert">${t.html('reset.invalid.text')}</p>`);
 }

@@ -52,7 +52,7 @@
   var signInForm = document.getElementById('passkey-form');
   if (signInForm) {
     var signIn = function (autofill) {
-      return options('/login/passkey/options', signInForm)
+      return options(signInForm.dataset.options, signInForm)
         .then(function (optionsJSON) {
           return lib.startAuthentication({ optionsJSON: optionsJSON, useBrowserAutofill: autofill });
         })
@@ -77,7 +77,7 @@
   if (registerForm) {
     document.getElementById('passkey-register-button').addEventListener('click', function () {
       if (errorBox) errorBox.hidden = true;
-      options('/account/passkeys/options', registerForm)
+      options(registerForm.dataset.options, registerForm)
         .then(function (optionsJSON) {
           return lib.startRegistration({ optionsJSON: optionsJSON });
         })

@@ -5,6 +5,7 @@
  * (over @simplewebauthn/browser, served from here as /assets/webauthn.js: no CDN), which
  * the CSP allows as 'self'.
  */
+import { ACCOUNT_PATH, PASSKEY_REGISTRATION_OPTIONS_PATH, PASSKEY_REMOVE_PATH, PASSKEYS_PATH, SECOND_FACTOR_PATH, TOTP_CONFIRM_PATH, TOTP_REMOVE_PATH, TOTP_SETUP_PATH } from '../core/endpoints.ts';
 import { html, type SafeHtml } from './html.ts';
 import { clientField, csrfField, layout, passkeyScripts, type Ui } from './pages.ts';
 
@@ -22,7 +23,7 @@ export function secondFactorPage(ui: Ui, view: CodePageView): string {
   return layout(ui, t.text('code.title'), html`<h1>${t.html('code.title')}</h1>
 <p>${t.html('code.intro', { site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-<form method="post" action="/login/second-factor">
+<form method="post" action="${SECOND_FACTOR_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
@@ -60,7 +61,7 @@ function passkeyItem(ui: Ui, view: PasskeyView, csrf: string): SafeHtml {
 <dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
 ${view.synced ? html`<dt>${t.html('passkeys.kind')}</dt><dd>${t.html('passkeys.synced')}</dd>` : null}
 </dl>
-<form method="post" action="/account/passkeys/remove">
+<form method="post" action="${PASSKEY_REMOVE_PATH}">
 ${csrfField(csrf)}
 <input type="hidden" name="passkey_id" value="${view.id}">
 <button type="submit" aria-label="${t.text('passkeys.removeNamed', { name: view.name })}">${t.html('passkeys.remove')}</button>
@@ -77,7 +78,7 @@ export function securitySection(ui: Ui, view: SecurityView): SafeHtml {
 <p class="muted">${t.html('passkeys.intro')}</p>
 ${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf))}</ul>`}
 ${view.passkeysAvailable
-  ? html`<form method="post" action="/account/passkeys" id="passkey-register-form">
+  ? html`<form method="post" action="${PASSKEYS_PATH}" data-options="${PASSKEY_REGISTRATION_OPTIONS_PATH}" id="passkey-register-form">
 ${csrfField(view.csrf)}
 <input type="hidden" name="response" value="">
 <label for="passkey-name">${t.html('passkeys.name')}</label>
@@ -92,9 +93,9 @@ ${passkeyScripts(ui)}`
 <h2 id="totp-heading">${t.html('totp.heading')}</h2>
 ${view.totpEnabled
   ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
-<form method="post" action="/account/totp/remove">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>`
+<form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>`
   : html`<p class="muted">${t.html('totp.offer')}</p>
-<form method="post" action="/account/totp/setup">${csrfField(view.csrf)}<button type="submit">${t.html('totp.setUp')}</button></form>`}
+<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.setUp')}</button></form>`}
 </section>`;
 }
 
@@ -114,7 +115,7 @@ export function totpSetupPage(ui: Ui, view: TotpSetupView): string {
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <p><img src="${view.qr}" alt="${t.text('totp.setup.qrAlt')}" width="200" height="200"></p>
 <p class="muted">${t.html('totp.setup.cannotScan', { key: html`<code id="totp-secret">${grouped}</code>` })}</p>
-<form method="post" action="/account/totp/confirm">
+<form method="post" action="${TOTP_CONFIRM_PATH}">
 ${csrfField(view.csrf)}
 <label for="code">${t.html('totp.setup.code')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required autofocus>
@@ -128,5 +129,5 @@ export function recoveryCodesPage(ui: Ui, codes: readonly string[]): string {
 <p role="status" class="alert">${t.html('recovery.on')}</p>
 <p>${t.html('recovery.text')}</p>
 <ul class="recovery-codes" aria-label="${t.text('recovery.label')}">${codes.map((code) => html`<li><code>${code}</code></li>`)}</ul>
-<div class="actions"><a href="/account">${t.html('recovery.back')}</a></div>`);
+<div class="actions"><a href="${ACCOUNT_PATH}">${t.html('recovery.back')}</a></div>`);
 }

@@ -35,6 +35,11 @@ const STRUCTURE = `(() => {
   return parts.join('|');
 })()`;
 
+async function run(page: Page): Promise<Violation[]> {
+  if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
+  return (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+}
+
 /** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
 async function check(page: Page, found: string[]): Promise<void> {
   try {
@@ -42,10 +47,13 @@ async function check(page: Page, found: string[]): Promise<void> {
     if (structure === null) return;
     const key = `${new URL(page.url()).pathname}#${structure}`;
     if (checked.has(key)) return;
-    if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
-    const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
-    // Marked only once run: a state left before axe ran is checked when it is next seen.
+    // Marked before running, so two loads of one state never run axe at once in a page.
     checked.add(key);
+    const violations = await run(page).catch((error: unknown) => {
+      // Left before axe ran: checked when it is next seen.
+      checked.delete(key);
+      throw error;
+    });
     for (const violation of violations) {
       found.push(`${page.url()} (${await page.title()}): ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
     }
@@ -56,14 +64,26 @@ async function check(page: Page, found: string[]): Promise<void> {
   }
 }
 
+/** The pages watched: `browser.newPage` opens its page through `browser.newContext`, so both wrappers meet each page. */
+const watched = new WeakSet<Page>();
+
 function watch(page: Page, found: string[], pending: Set<Promise<void>>): void {
+  if (watched.has(page)) return;
+  watched.add(page);
+  // One check at a time per page: a check begun for one document may run its evaluations in
+  // the next (page.evaluate goes to the page's current document), where the next load's own
+  // check would otherwise start axe a second time ("Axe is already running"). In turn, the
+  // later check finds the state checked already.
+  let previous: Promise<void> = Promise.resolve();
   page.on('load', () => {
     if (!page.url().startsWith('http')) return;
     // An unexpected failure is reported when the browser closes, like a violation: left as a
     // rejection, it would surface as an unhandled rejection in whichever test runs then.
-    const run = check(page, found)
+    const run = previous
+      .then(() => check(page, found))
       .catch((error: unknown) => void found.push(`${page.url()}: the accessibility check failed: ${String(error)}`))
       .finally(() => pending.delete(run));
+    previous = run;
     pending.add(run);
   });
 }

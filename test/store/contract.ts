@@ -629,6 +629,24 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal((await store.grants.listForUser(user.id)).length, 1);
       });
 
+      it("revokes every live grant of a client in one call, returning those it revoked, and no other client's", async () => {
+        const [client, other] = [await givenClient(), await givenClient()];
+        const [user, second] = [await givenUser(), await givenUser()];
+        const one = await givenGrant(client.id, user.id);
+        const two = await givenGrant(client.id, second.id, { kind: GRANT_DEVICE_CODE });
+        const before = await givenGrant(client.id, user.id);
+        await store.grants.revoke(before.id, T0);
+        const kept = await givenGrant(other.id, user.id);
+        const revoked = await store.grants.revokeForClient(client.id, T0 + MINUTE);
+        assert.deepEqual(
+          [...revoked].sort((a, b) => a.id.localeCompare(b.id)),
+          [one, two].map((grant) => ({ ...grant, revokedAt: T0 + MINUTE })).sort((a, b) => a.id.localeCompare(b.id)),
+        );
+        assert.equal((await store.grants.get(before.id))?.revokedAt, T0, 'revoked before: kept as it was');
+        assert.deepEqual(await store.grants.get(kept.id), kept);
+        assert.deepEqual(await store.grants.revokeForClient(client.id, T0 + HOUR), []);
+      });
+
       it("lists a user's unrevoked grants newest first, without other users' grants", async () => {
         const client = await givenClient();
         const [user, other] = [await givenUser(), await givenUser()];
@@ -715,6 +733,20 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
         const approved = await givenApprovedDevice();
         assert.deepEqual(await store.devices.findByUserCode(approved.userCode, T0 + MINUTE), approved);
+      });
+
+      it('lists the pending, unexpired requests oldest first, at most the limit asked for', async () => {
+        const client = await givenClient();
+        const later = await givenDevice({ clientId: client.id, createdAt: T0 + SECOND });
+        const first = await givenDevice({ clientId: client.id });
+        const approved = await givenApprovedDevice({ clientId: client.id });
+        const expired = await givenDevice({ clientId: client.id, expiresAt: T0 + MINUTE });
+        const ours = (await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id);
+        assert.deepEqual(ours, [first, later]);
+        assert.ok(![approved, expired].some((record) => ours.some((listed) => listed.userCode === record.userCode)));
+        assert.equal((await store.devices.listPending(T0 + MINUTE, 1)).length, 1);
+        await store.devices.decide(first.userCode, { approve: false }, T0 + MINUTE);
+        assert.deepEqual((await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id), [later]);
       });
 
       it('refuses a user code that a live record holds, and stores nothing', async () => {
@@ -1730,6 +1762,60 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('self-registration (RFC 7591, RFC 7592, metadata documents)', () => {
+      it('keeps who registered a client and whether it is verified, and an update changes only the latter', async () => {
+        const client = await givenClient({ registeredBy: 'dynamic' });
+        assert.deepEqual(await store.clients.get(client.id), { ...client, version: 1, tokensRevokedAt: null });
+        const { id: _id, createdAt: _createdAt, registeredBy: _by, ...changes } = client;
+        const updated = await store.clients.update(client.id, { ...changes, verified: true });
+        assert.deepEqual([updated?.registeredBy, updated?.verified], ['dynamic', true]);
+        const own = await givenClient();
+        const read = await store.clients.get(own.id);
+        assert.deepEqual([read?.registeredBy, read?.verified], [undefined, undefined], "the operator's, not verified: absent");
+      });
+
+      it('rotates a registration access token once: of two rotations from the same token, one wins', async () => {
+        const client = await givenClient({ registeredBy: 'dynamic' });
+        assert.equal(await store.registrationTokens.get(client.id), null);
+        await store.registrationTokens.set(client.id, 'hash-1', T0);
+        assert.equal(await store.registrationTokens.get(client.id), 'hash-1');
+        const results = await Promise.all(['hash-2', 'hash-3'].map((next) => store.registrationTokens.rotate(client.id, 'hash-1', next, T0 + SECOND)));
+        assert.deepEqual([...results].sort(), [false, true]);
+        assert.ok(['hash-2', 'hash-3'].includes((await store.registrationTokens.get(client.id))!));
+        assert.equal(await store.registrationTokens.rotate(client.id, 'hash-1', 'hash-4', T0), false, 'the old token rotates nothing');
+        await store.clients.remove(client.id);
+        assert.equal(await store.registrationTokens.get(client.id), null, 'removed with its client');
+      });
+
+      it('spends an initial access token up to its uses and not after it expires, gives a use back, and lists the live ones', async () => {
+        const token = { id: unique('iat'), tokenHash: unique('iat-hash'), createdAt: T0, expiresAt: T0 + HOUR, maxUses: 2, uses: 0 };
+        await store.initialAccessTokens.create(token);
+        const spent = await Promise.all([1, 2, 3].map(() => store.initialAccessTokens.use(token.tokenHash, T0 + SECOND)));
+        assert.equal(spent.filter((result) => result !== null).length, 2, 'two uses, among three concurrent tries');
+        await store.initialAccessTokens.refund(token.id);
+        assert.deepEqual(await store.initialAccessTokens.use(token.tokenHash, T0 + SECOND), { ...token, uses: 2 });
+        const unlimited = { ...token, id: unique('iat'), tokenHash: unique('iat-hash'), maxUses: null };
+        await store.initialAccessTokens.create(unlimited);
+        assert.equal(await store.initialAccessTokens.use(unlimited.tokenHash, T0 + HOUR), null, 'expired at its expiry');
+        assert.ok((await store.initialAccessTokens.list(T0)).some((listed) => listed.id === unlimited.id));
+        assert.ok(!(await store.initialAccessTokens.list(T0 + HOUR)).some((listed) => listed.id === unlimited.id));
+        assert.equal(await store.initialAccessTokens.remove(unlimited.id), true);
+        assert.equal(await store.initialAccessTokens.remove(unlimited.id), false);
+      });
+
+      it('caches a metadata document or its refusal by URL until it expires, the later replacing the earlier', async () => {
+        const url = `https://${unique('app')}.example/client.json`;
+        assert.equal(await store.metadataDocuments.get(url, T0), null);
+        const refusal = { url, document: null, problem: 'too large', fetchedAt: T0, expiresAt: T0 + MINUTE };
+        await store.metadataDocuments.put(refusal);
+        assert.deepEqual(await store.metadataDocuments.get(url, T0 + SECOND), refusal);
+        assert.equal(await store.metadataDocuments.get(url, T0 + MINUTE), null);
+        const taken = { url, document: { client_id: url, redirect_uris: ['https://app.example/cb'] }, problem: null, fetchedAt: T0 + MINUTE, expiresAt: T0 + HOUR };
+        await store.metadataDocuments.put(taken);
+        assert.deepEqual(await store.metadataDocuments.get(url, T0 + MINUTE), taken);
+      });
+    });
+
     describe('resources (RFC 8707)', () => {
       const resource = (overrides: Partial<ResourceRecord> = {}): ResourceRecord => {
         const id = unique('api');
@@ -1789,6 +1875,20 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.resources.update(api.identifier, {}), true);
         assert.deepEqual(await store.resources.get(api.identifier), { ...api, signingAlg: 'ES256' });
         assert.equal(await store.resources.update('https://unknown.example/', { signingAlg: 'RS256' }), false);
+      });
+
+      it('changes the name, token lifetime and scopes of a resource; a scope name another resource holds is refused', async () => {
+        const api = resource();
+        await register(api);
+        const scopes = [{ name: api.scopes[1]!.name, description: 'Change things' }, { name: `${api.scopes[0]!.name}-new`, description: 'New' }];
+        assert.equal(await store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Renamed', accessTokenTtl: null, scopes })), true);
+        assert.deepEqual(await store.resources.get(api.identifier), { ...api, name: 'Renamed', accessTokenTtl: null, scopes });
+        // The dropped name is free again.
+        const taker = resource({ scopes: [{ name: api.scopes[0]!.name, description: 'Mine now' }] });
+        await register(taker);
+        await assert.rejects(store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Again', scopes: [...scopes, taker.scopes[0]!] })), DuplicateError);
+        assert.deepEqual(await store.resources.get(api.identifier), { ...api, name: 'Renamed', accessTokenTtl: null, scopes }, 'the transaction took nothing of it');
+        assert.equal(await store.transaction((tx) => tx.resources.update('https://unknown.example/', { scopes })), false);
       });
 
       it('removes a resource with its scopes once, freeing its scope names', async () => {

@@ -56,6 +56,8 @@ export type RequestCheck =
 /** What checking a request needs: the store, and the client's keys for a request object. */
 export interface RequestCheckDeps extends RequestObjectDeps {
   readonly store: Store;
+  /** The client of a Client ID Metadata Document URL (flows/registration/metadata-document.ts), when they are on. */
+  readonly metadataClient?: (clientId: string) => Promise<ClientRecord | null>;
 }
 
 /** The S256 challenge is a base64url SHA-256 digest: 43 characters; so is a JWK SHA-256 thumbprint. */
@@ -91,7 +93,16 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id and redirect_uri must each be sent once') };
   }
   if (clientId.value === null) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is required') };
-  const client = clientId.value.length <= MAX_VALUE_LENGTH ? await store.clients.get(clientId.value) : null;
+  let client: ClientRecord | null = null;
+  if (clientId.value.length <= MAX_VALUE_LENGTH) {
+    try {
+      client = (await deps.metadataClient?.(clientId.value)) ?? (await store.clients.get(clientId.value));
+    } catch (error) {
+      // A metadata document that cannot be used: said to the person, never redirected.
+      if (error instanceof OAuthError) return { kind: 'fatal', error };
+      throw error;
+    }
+  }
   if (!client) return { kind: 'fatal', error: new OAuthError('invalid_request', 'client_id is not a registered client') };
 
   const withObject = await takeRequestObject(deps, client, sent);
@@ -287,19 +298,4 @@ export function responseRedirectUrl(response: ClientResponse): string {
   const url = new URL(response.redirectUri);
   for (const [name, value] of Object.entries(response.params)) url.searchParams.append(name, value);
   return url.href;
-}
-
-/**
- * The client redirect URI that a sign-in returning to `returnTo` may end at: when `returnTo`
- * is an authorization request (a path on this server) whose client_id and redirect_uri are
- * registered, that redirect_uri; otherwise null. The sign-in page lets its form lead there.
- */
-export async function redirectUriAfterSignIn(store: Store, returnTo: string): Promise<string | null> {
-  const url = new URL(returnTo, 'http://tessera.invalid');
-  if (url.pathname !== '/oauth/authorize') return null;
-  const clientId = url.searchParams.get('client_id');
-  const redirectUri = url.searchParams.get('redirect_uri');
-  if (!clientId || !redirectUri || clientId.length > MAX_VALUE_LENGTH) return null;
-  const client = await store.clients.get(clientId);
-  return client && redirectUriRegistered(client.redirectUris, redirectUri) ? redirectUri : null;
 }

@@ -2,6 +2,7 @@
  * RFC 8628 §3.1 (Device Authorization Request) and §3.2 (Device Authorization Response).
  */
 import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { DEVICE_VERIFICATION_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { inNetworks } from '../../core/networks.ts';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
@@ -29,15 +30,12 @@ export interface DeviceRequestOrigin {
   readonly dpopJkt?: string | null;
 }
 
-/** The page a person opens on their phone (RFC 8628 §3.3). */
-export const VERIFICATION_PATH = '/device';
-
 /** A fresh code collides with a live one about once in 2.56 × 10^10 / live codes. */
 const USER_CODE_ATTEMPTS = 10;
 const MAX_USER_AGENT_LENGTH = 512;
 
 export function verificationUri(issuer: string): string {
-  return `${issuer}${VERIFICATION_PATH}`;
+  return `${issuer}${DEVICE_VERIFICATION_PATH}`;
 }
 
 /** RFC 8628 §3.3.1: the verification URI with the user code in it, for a link or a QR code. */

@@ -74,19 +74,31 @@ function deviceDetail(record: DeviceAuthorizationRecord): Record<string, string 
   return { device_ip: record.requestIp, device_user_agent: record.requestUserAgent, scope: record.scope.join(' ') };
 }
 
+/**
+ * The rate-limit keys of wrong user codes: each count's prefix, followed by the browser,
+ * the address or the network it counts; `all`, the whole server's count. Built here only;
+ * the lockouts an operator sees (flows/manage/lockouts.ts) are found by these prefixes.
+ */
+export const USER_CODE_KEYS = {
+  browser: 'device-user-code:browser:',
+  address: 'device-user-code:ip:',
+  network: 'device-user-code:net:',
+  largeNetwork: 'device-user-code:large-net:',
+  all: 'device-user-code:all',
+} as const;
+
 function limitsFor(deps: FlowDeps, attempt: CodeAttempt): { key: string; limit: number; scope: LockScope }[] {
   const settings = deps.config.userCode;
   const limits: { key: string; limit: number; scope: LockScope }[] = [];
-  if (attempt.browser !== null) limits.push({ key: `device-user-code:browser:${attempt.browser}`, limit: settings.perBrowser, scope: 'browser' });
-  limits.push({ key: `device-user-code:ip:${attempt.ip}`, limit: settings.perAddress, scope: 'address' });
+  if (attempt.browser !== null) limits.push({ key: `${USER_CODE_KEYS.browser}${attempt.browser}`, limit: settings.perBrowser, scope: 'browser' });
+  limits.push({ key: `${USER_CODE_KEYS.address}${attempt.ip}`, limit: settings.perAddress, scope: 'address' });
   const network = networkOf(attempt.ip);
-  if (network !== null) limits.push({ key: `device-user-code:net:${network}`, limit: settings.perNetwork, scope: 'network' });
+  if (network !== null) limits.push({ key: `${USER_CODE_KEYS.network}${network}`, limit: settings.perNetwork, scope: 'network' });
   const large = networkOf(attempt.ip, 'large');
-  if (large !== null) limits.push({ key: `device-user-code:large-net:${large}`, limit: settings.perLargeNetwork, scope: 'large-network' });
+  if (large !== null) limits.push({ key: `${USER_CODE_KEYS.largeNetwork}${large}`, limit: settings.perLargeNetwork, scope: 'large-network' });
   return limits;
 }
 
-const GLOBAL_KEY = 'device-user-code:all';
 const MINUTE_MS = 60_000;
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -101,7 +113,7 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const limits = limitsFor(deps, attempt);
   const [guess, overall] = await Promise.all([
     Attempt.reserve(deps.store.rateLimits, limits, settings.windowSeconds * 1000, now),
-    deps.store.rateLimits.window(GLOBAL_KEY, now),
+    deps.store.rateLimits.window(USER_CODE_KEYS.all, now),
   ]);
   if (isRefusal(guess)) {
     const scope = limits.find((limit) => limit.key === guess.limit.key)!.scope;
@@ -115,7 +127,7 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   if (overall !== null && overall.hits >= settings.globalPerMinute) {
     if (!(await attempt.goodRecord?.())) {
       await guess.succeeded();
-      await deps.events.refused({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: 'server' } }, GLOBAL_KEY, overall.endsAt);
+      await deps.events.refused({ type: 'device.code_entry_locked', ip: attempt.ip, detail: { limit: 'server' } }, USER_CODE_KEYS.all, overall.endsAt);
       return { kind: 'locked', scope: 'server', retryAfterSeconds: Math.max(1, Math.ceil((overall.endsAt - now) / 1000)) };
     }
     if (settings.globalDelayMs > 0) await (deps.sleep ?? sleepFor)(settings.globalDelayMs);
@@ -130,7 +142,7 @@ export async function findDeviceRequest(deps: FlowDeps, attempt: CodeAttempt): P
   const record = await deps.store.devices.findByUserCode(userCode, now);
   const client = record ? await deps.store.clients.get(record.clientId) : null;
   if (!record || !client) {
-    const wrong = await deps.store.rateLimits.hit(GLOBAL_KEY, MINUTE_MS, now);
+    const wrong = await deps.store.rateLimits.hit(USER_CODE_KEYS.all, MINUTE_MS, now);
     // Once per window: the count reaches the budget exactly once in each.
     if (wrong === settings.globalPerMinute) {
       deps.alert?.({ type: 'device.user_code_guessing', wrongCodesLastMinute: wrong, limitPerMinute: settings.globalPerMinute });

@@ -22,8 +22,9 @@ import {
 } from '../../core/protocol.ts';
 import { redirectUriProblem } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
-import type { ClientChanges, ClientRecord, Store } from '../../store/types.ts';
+import type { ClientChanges, ClientRecord, SelfRegistration, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
+import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound, problem } from './errors.ts';
 
@@ -48,6 +49,18 @@ export interface ClientMetadata {
   readonly require_pushed_authorization_requests?: boolean;
   /** OIDC Registration §2; null (in an update): any asymmetric algorithm, signed only. */
   readonly request_object_signing_alg?: string | null;
+  /** A self-registered app the operator has checked: its consent page no longer says "not verified". */
+  readonly verified?: boolean;
+}
+
+/** Who changed a registration: the operator, or the app itself through RFC 7592. */
+export type ChangedBy = 'operator' | 'client';
+
+/** How a client came to be registered, when not by the operator. */
+export interface CreateOptions {
+  readonly registeredBy?: SelfRegistration;
+  /** The client_id, when not a new random one: a metadata document's URL. */
+  readonly id?: string;
 }
 
 /** A client and, when the operation made one, its new secret (shown once, never stored). */
@@ -94,6 +107,8 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
     ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
     ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
     ...(client.requestObjectSigningAlg ? { request_object_signing_alg: client.requestObjectSigningAlg } : {}),
+    // Who registered it, when the app did itself, and whether the operator has checked it.
+    ...(client.registeredBy === undefined ? {} : { registered_by: client.registeredBy, verified: client.verified === true }),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
     created_at: new Date(client.createdAt).toISOString(),
   };
@@ -239,6 +254,8 @@ function parseName(raw: string): string {
   const name = raw.trim();
   if (!name) throw invalid`${field('client_name')} must not be empty`;
   if (name.length > MAX_CLIENT_NAME) throw invalid`${field('client_name')} must be at most ${MAX_CLIENT_NAME} characters`;
+  // It is shown on consent pages: no line breaks, no invisible controls to disguise it.
+  if (/[\p{Cc}\p{Cf}]/u.test(name)) throw invalid`${field('client_name')} must not contain control characters`;
   return name;
 }
 
@@ -279,7 +296,7 @@ function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean):
 }
 
 /** Registers a client; a confidential one with a secret method gets a secret, returned once. */
-export async function createClient(deps: ManageDeps, metadata: ClientMetadata): Promise<ClientWithSecret> {
+export async function createClient(deps: ManageDeps, metadata: ClientMetadata, options: CreateOptions = {}): Promise<ClientWithSecret> {
   if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
   const name = parseName(metadata.client_name);
   const keys = clientKeys(metadata, deps.config.allowPrivateNetworkUrls);
@@ -294,7 +311,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
   const machineOnly = grantTypes.every((grant) => grant === GRANT_CLIENT_CREDENTIALS);
   if (machineOnly && metadata.scope === undefined) throw invalid`${field('scope')} is required for the client_credentials grant: the API scopes it may ask for`;
   const scopes = parseScopes(metadata.scope ?? 'openid profile email');
-  const clientId = randomUUID();
+  const clientId = options.id ?? randomUUID();
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
   // private_key_jwt client proves itself with its keys.
   const secret = SECRET_AUTH_METHODS.includes(authMethod) ? randomToken(32) : null;
@@ -321,11 +338,13 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata): 
     requireDpop: metadata.dpop_bound_access_tokens === true,
     requirePar: metadata.require_pushed_authorization_requests === true,
     ...requestAlg,
+    ...(options.registeredBy === undefined ? {} : { registeredBy: options.registeredBy }),
+    ...(metadata.verified ? { verified: true } : {}),
   };
   checkRegistration(client, deps.config.allowPrivateNetworkUrls);
   await checkScopes(deps.store, scopes);
   await deps.store.clients.create(client);
-  await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: 'operator' } });
+  await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
   return { client, secret };
 }
 
@@ -364,11 +383,14 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>, query: Client
  * PostgreSQL's instances drop a cached client when the trigger announces its change. A
  * client that had no secret and now authenticates with one gets a new one, returned once.
  */
-export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata, expectedVersion?: number): Promise<ClientWithSecret> {
+export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata, expectedVersion?: number, by: ChangedBy = 'operator'): Promise<ClientWithSecret> {
   const client = await getClient(deps, id);
   // RFC 9110 §13.1.1: a change made against a version that is no longer current is refused
   // (the store checks again in the update's own statement: nothing slips in between).
   if (expectedVersion !== undefined && (client.version ?? 1) !== expectedVersion) throw stale(client);
+  if (changes.verified !== undefined && client.registeredBy === undefined) {
+    throw invalid`${field('verified')}: only an app that registered itself is marked verified or not; the operator's own clients are`;
+  }
   const keys = clientKeys(changes, deps.config.allowPrivateNetworkUrls);
   const requestAlg = changes.request_object_signing_alg !== undefined
     ? parseRequestObjectAlg(changes.request_object_signing_alg)
@@ -414,6 +436,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     requireDpop: changes.dpop_bound_access_tokens ?? client.requireDpop,
     requirePar: changes.require_pushed_authorization_requests ?? client.requirePar,
     ...requestAlg,
+    ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
   checkRegistration(next, deps.config.allowPrivateNetworkUrls);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
@@ -422,7 +445,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     const now = await getClient(deps, id);
     throw stale(now);
   }
-  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
+  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by } });
   return { client: updated, secret };
 }
 
@@ -451,17 +474,25 @@ function stale(client: ClientRecord) {
 }
 
 /**
- * Ends every token of a client: its own (client_credentials, by time: `tokensRevokedAt`) at
- * once. Tokens issued to people through it are ended with their grants (revoke each, or remove
- * the client).
+ * Ends every token of a client at once: its own (client_credentials, by time:
+ * `tokensRevokedAt`) and those people got through it (each grant revoked, so its access and
+ * refresh tokens stop working), in one transaction with one `grant.revoked` event per grant.
+ * The registration stays: people can sign in to the app again. Returns how many grants ended.
  */
-export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<void> {
-  if (!(await deps.store.clients.revokeTokens(id, deps.clock.now()))) throw notFound`no client with id ${id}`;
-  await deps.events.emit({ type: 'client.tokens_revoked', clientId: id, detail: { by: 'operator' } });
+export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<{ readonly grantsRevoked: number }> {
+  const now = deps.clock.now();
+  const grants = await transactionWithEvents(deps, async (tx, record) => {
+    if (!(await tx.clients.revokeTokens(id, now))) throw notFound`no client with id ${id}`;
+    const revoked = await tx.grants.revokeForClient(id, now);
+    for (const grant of revoked) await record({ type: 'grant.revoked', userId: grant.userId, clientId: id, grantId: grant.id, detail: { by: 'operator' } });
+    await record({ type: 'client.tokens_revoked', clientId: id, detail: { grants_revoked: revoked.length, by: 'operator' } });
+    return revoked;
+  });
+  return { grantsRevoked: grants.length };
 }
 
 /** Removes a client and everything issued to it. */
-export async function removeClient(deps: ManageDeps, id: string): Promise<void> {
+export async function removeClient(deps: ManageDeps, id: string, by: ChangedBy = 'operator'): Promise<void> {
   if (!(await deps.store.clients.remove(id))) throw notFound`no client with id ${id}`;
-  await deps.events.emit({ type: 'client.removed', clientId: id, detail: { by: 'operator' } });
+  await deps.events.emit({ type: 'client.removed', clientId: id, detail: { by } });
 }

@@ -7,6 +7,7 @@
  */
 import { normalizeUsername } from '../../core/username.ts';
 import type { RateLimitWindow } from '../../store/types.ts';
+import { USER_CODE_KEYS } from '../device/verification.ts';
 import { ONE_TIME_CODE_LIMIT, SIGN_IN_KEYS } from '../sign-in.ts';
 import type { ManageDeps } from './deps.ts';
 import { field, invalid } from './errors.ts';
@@ -57,10 +58,10 @@ const FAMILIES: readonly Family[] = [
   { prefix: SIGN_IN_KEYS.address, kind: 'sign-in', scope: 'address', limit: (deps) => deps.config.signIn.perAddress, parse: byAddress },
   { prefix: SIGN_IN_KEYS.user, kind: 'sign-in', scope: 'user', limit: () => null, parse: byUser },
   { prefix: SIGN_IN_KEYS.oneTimeCode, kind: 'one-time-code', scope: 'user', limit: () => ONE_TIME_CODE_LIMIT.perUser, parse: byUser },
-  { prefix: 'device-user-code:browser:', kind: 'user-code', scope: 'browser', limit: (deps) => deps.config.userCode.perBrowser, parse: () => ({ username: null, ip: null }) },
-  { prefix: 'device-user-code:ip:', kind: 'user-code', scope: 'address', limit: (deps) => deps.config.userCode.perAddress, parse: byAddress },
-  { prefix: 'device-user-code:net:', kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perNetwork, parse: byAddress },
-  { prefix: 'device-user-code:large-net:', kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perLargeNetwork, parse: byAddress },
+  { prefix: USER_CODE_KEYS.browser, kind: 'user-code', scope: 'browser', limit: (deps) => deps.config.userCode.perBrowser, parse: () => ({ username: null, ip: null }) },
+  { prefix: USER_CODE_KEYS.address, kind: 'user-code', scope: 'address', limit: (deps) => deps.config.userCode.perAddress, parse: byAddress },
+  { prefix: USER_CODE_KEYS.network, kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perNetwork, parse: byAddress },
+  { prefix: USER_CODE_KEYS.largeNetwork, kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perLargeNetwork, parse: byAddress },
 ];
 
 function lockout(deps: Pick<ManageDeps, 'config'>, family: Family, window: RateLimitWindow): Lockout {

@@ -4,7 +4,7 @@
  */
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { SUPPORTED_SCOPES } from '../../core/scopes.ts';
-import { DuplicateError, type ResourceRecord, type ResourceScope } from '../../store/types.ts';
+import { DuplicateError, type ResourceChanges, type ResourceRecord, type ResourceScope } from '../../store/types.ts';
 import { resourceIndicatorProblem } from '../resources.ts';
 import type { SigningAlgorithm } from '../../config/index.ts';
 import type { ManageDeps } from './deps.ts';
@@ -64,6 +64,36 @@ function checkScope(scope: ResourceScope, label: string): ResourceScope {
   return { name: scope.name, description };
 }
 
+function checkName(raw: string | undefined): string {
+  const name = raw?.trim();
+  if (!name) throw invalid`${field('name')} is required: what people see on the consent page`;
+  if (name.length > MAX_RESOURCE_NAME) throw invalid`${field('name')} must be at most ${MAX_RESOURCE_NAME} characters`;
+  return name;
+}
+
+/** An API's scopes, each checked: at least one, at most MAX_RESOURCE_SCOPES, none twice. */
+function checkScopes(given: readonly ResourceScope[], scopeLabel: (scope: ResourceScope) => string): ResourceScope[] {
+  const scopes = given.map((scope) => checkScope(scope, scopeLabel(scope)));
+  if (scopes.length === 0) throw invalid`${field('scopes')} NAME=DESCRIPTION is required, at least once`;
+  if (scopes.length > MAX_RESOURCE_SCOPES) throw invalid`${field('scopes')}: at most ${MAX_RESOURCE_SCOPES}`;
+  const repeated = scopes.find((scope, index) => scopes.findIndex((other) => other.name === scope.name) !== index);
+  if (repeated) throw invalid`${field('scopes')} ${repeated.name} is given twice`;
+  return scopes;
+}
+
+function checkTtl(ttl: number | null): number | null {
+  if (ttl !== null && !(Number.isInteger(ttl) && ttl >= ACCESS_TOKEN_TTL_RANGE.min && ttl <= ACCESS_TOKEN_TTL_RANGE.max)) {
+    throw invalid`${field('access_token_ttl')} ${ttl}: a number of seconds from ${ACCESS_TOKEN_TTL_RANGE.min} to ${ACCESS_TOKEN_TTL_RANGE.max}`;
+  }
+  return ttl;
+}
+
+/** Scope names are unique across the server: none of `scopes` may belong to another API. */
+function checkScopesFree(other: ResourceRecord, scopes: readonly ResourceScope[]): void {
+  const taken = scopes.find((scope) => other.scopes.some((held) => held.name === scope.name));
+  if (taken) throw conflict`scope ${taken.name} already belongs to ${other.name} (${other.identifier}); scope names are unique across the server`;
+}
+
 /**
  * Registers an API. Returns it and, when asked for, the secret its resource server
  * introspects tokens with, shown once.
@@ -77,25 +107,15 @@ export async function addResource(
   if (!identifier) throw invalid`${field('identifier')} is required: the API's URI, such as https://api.example.com`;
   const problem = identifier.length > MAX_RESOURCE_IDENTIFIER ? 'is too long' : resourceIndicatorProblem(identifier);
   if (problem) throw invalid`${field('identifier')} ${identifier}: ${problem} (RFC 8707 §2)`;
-  const name = input.name?.trim();
-  if (!name) throw invalid`${field('name')} is required: what people see on the consent page`;
-  if (name.length > MAX_RESOURCE_NAME) throw invalid`${field('name')} must be at most ${MAX_RESOURCE_NAME} characters`;
-  const scopes = (input.scopes ?? []).map((scope) => checkScope(scope, scopeLabel(scope)));
-  if (scopes.length === 0) throw invalid`${field('scopes')} NAME=DESCRIPTION is required, at least once`;
-  if (scopes.length > MAX_RESOURCE_SCOPES) throw invalid`${field('scopes')}: at most ${MAX_RESOURCE_SCOPES}`;
-  const repeated = scopes.find((scope, index) => scopes.findIndex((other) => other.name === scope.name) !== index);
-  if (repeated) throw invalid`${field('scopes')} ${repeated.name} is given twice`;
-  const ttl = input.access_token_ttl ?? null;
-  if (ttl !== null && !(Number.isInteger(ttl) && ttl >= ACCESS_TOKEN_TTL_RANGE.min && ttl <= ACCESS_TOKEN_TTL_RANGE.max)) {
-    throw invalid`${field('access_token_ttl')} ${ttl}: a number of seconds from ${ACCESS_TOKEN_TTL_RANGE.min} to ${ACCESS_TOKEN_TTL_RANGE.max}`;
-  }
+  const name = checkName(input.name);
+  const scopes = checkScopes(input.scopes ?? [], scopeLabel);
+  const ttl = checkTtl(input.access_token_ttl ?? null);
   const signingAlg = checkSigningAlg(input.signing_alg) ?? 'RS256';
   const secret = input.introspection_secret ? randomToken(32) : null;
   // Named before writing, so the one line says which API holds a taken scope.
   for (const resource of await deps.store.resources.list()) {
     if (resource.identifier === identifier) throw conflict`an API with identifier ${identifier} is already registered`;
-    const taken = scopes.find((scope) => resource.scopes.some((other) => other.name === scope.name));
-    if (taken) throw conflict`scope ${taken.name} already belongs to ${resource.name} (${resource.identifier}); scope names are unique across the server`;
+    checkScopesFree(resource, scopes);
   }
   const resource: ResourceRecord = {
     identifier,
@@ -127,12 +147,43 @@ export async function getResource(deps: Pick<ManageDeps, 'store'>, identifier: s
   return resource;
 }
 
-/** Changes how an API's access tokens are signed, from the next one issued. */
-export async function updateResource(deps: ManageDeps, identifier: string, input: Pick<ResourceInput, 'signing_alg'>): Promise<ResourceRecord> {
-  const signingAlg = checkSigningAlg(input.signing_alg);
-  if (signingAlg === undefined) throw invalid`give ${field('signing_alg')}`;
-  if (!(await deps.store.resources.update(identifier, { signingAlg }))) throw notFound`no API with identifier ${identifier}`;
-  await deps.events.emit({ type: 'resource.updated', detail: { resource: identifier, signing_alg: signingAlg, by: 'operator' } });
+/** What `resource update` and the admin API may change; absent fields stay as they are. */
+export type ResourceUpdate = Pick<ResourceInput, 'name' | 'scopes' | 'access_token_ttl' | 'signing_alg'>;
+
+/**
+ * Changes an API: its name, its scopes (the list given replaces the old one; a new
+ * description shows on the next consent page), its access tokens' lifetime and algorithm,
+ * each from the next token issued. A scope still in a client's registration cannot be
+ * removed: the client would ask for a scope nothing defines.
+ */
+export async function updateResource(
+  deps: ManageDeps,
+  identifier: string,
+  input: ResourceUpdate,
+  scopeLabel: (scope: ResourceScope) => string = (scope) => scope.name,
+): Promise<ResourceRecord> {
+  const current = await getResource(deps, identifier);
+  const changes: ResourceChanges = {
+    ...(input.name === undefined ? {} : { name: checkName(input.name) }),
+    ...(input.scopes === undefined ? {} : { scopes: checkScopes(input.scopes, scopeLabel) }),
+    ...(input.access_token_ttl === undefined ? {} : { accessTokenTtl: checkTtl(input.access_token_ttl) }),
+    ...(input.signing_alg === undefined ? {} : { signingAlg: checkSigningAlg(input.signing_alg)! }),
+  };
+  if (Object.keys(changes).length === 0) throw invalid`give what to change: ${field('name')}, ${field('scopes')}, ${field('access_token_ttl')} or ${field('signing_alg')}`;
+  if (changes.scopes !== undefined) {
+    for (const resource of await deps.store.resources.list()) if (resource.identifier !== identifier) checkScopesFree(resource, changes.scopes);
+    const removed = current.scopes.filter((scope) => !changes.scopes!.some((kept) => kept.name === scope.name)).map((scope) => scope.name);
+    const user = (await deps.store.clients.list()).find((client) => client.scopes.some((scope) => removed.includes(scope)));
+    if (user) throw conflict`scope ${user.scopes.find((scope) => removed.includes(scope))!} is in the registration of client ${user.id} (${user.name}): remove it from the client first`;
+  }
+  try {
+    if (!(await deps.store.transaction((tx) => tx.resources.update(identifier, changes)))) throw notFound`no API with identifier ${identifier}`;
+  } catch (error) {
+    // Another API took a scope name between the check and the write.
+    if (error instanceof DuplicateError) throw conflict`${error.message.replace(/ already exists$/, '')} already belongs to another API; scope names are unique across the server`;
+    throw error;
+  }
+  await deps.events.emit({ type: 'resource.updated', detail: { resource: identifier, fields: Object.keys(input).join(' '), by: 'operator' } });
   return getResource(deps, identifier);
 }
 

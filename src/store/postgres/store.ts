@@ -10,10 +10,12 @@
 import pg from 'pg';
 import type { AuditEvent } from '../../core/events.ts';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
-import { CorruptRowError, deviceFromRow, jsonObject, pollOutcomeFromRow, stringList, type Row } from '../rows.ts';
+import { CorruptRowError, jsonObject, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
-import { DEVICE_USER_CODE_CONFLICT, devicePollAssignments, statements, type StatementName } from '../sql/statements.ts';
-import { eventParams, purgeExpired, sqlStores } from '../sql/store.ts';
+import { DEVICE_USER_CODE_CONFLICT, deviceFromRow, devicePollAssignments, pollOutcomeFromRow } from '../sql/devices.ts';
+import { eventParams } from '../sql/events.ts';
+import { statements, type StatementName } from '../sql/statements.ts';
+import { purgeExpired, sqlStores } from '../sql/store.ts';
 import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
@@ -145,7 +147,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
 /**
  * The polls of one batch (`TurnBatch`) in one statement: the poll's own conditional SET
- * (sql/statements.ts `pollDevice`), applied to each row named by the arrays, each with its
+ * (sql/devices.ts `pollDevice`), applied to each row named by the arrays, each with its
  * own time. Every expression in the SET reads the row as it was before this statement.
  */
 const POLL_DEVICES = `
@@ -302,7 +304,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       throw constraintError(storeError(error));
     }
   };
-  const runner = (connection: pg.Pool | pg.PoolClient): Runner => {
+  const runner = (connection: pg.Pool | pg.PoolClient): Runner<StatementName> => {
     const query = (name: StatementName, params: Params = {}) => {
       const { parameters, ...statement } = prepared[name];
       return send(connection, { ...statement, values: parameters.map((parameter) => params[parameter]) });

@@ -1,5 +1,4 @@
 import type { ColumnReader, Row } from '../rows.ts';
-import type { StatementName } from './statements.ts';
 
 /** A value bound to a named parameter, already in the form its column stores. */
 export type SqlValue = string | number | boolean | null | readonly string[];
@@ -29,12 +28,26 @@ export interface Dialect {
 }
 
 /**
- * Runs the statements of `statements()` by name: the whole of what the store asks of a
- * driver. Each driver has one over its connection, and one per transaction.
+ * Runs statements by name: the whole of what the store asks of a driver. Each driver has
+ * one over its connection, and one per transaction, for every statement of `statements()`;
+ * a concept's stores are given it for their own statements only (`Name`).
  */
-export interface Runner {
-  one(name: StatementName, params?: Params): Promise<Row | undefined>;
-  all(name: StatementName, params?: Params): Promise<Row[]>;
+export interface Runner<Name extends string> {
+  one(name: Name, params?: Params): Promise<Row | undefined>;
+  all(name: Name, params?: Params): Promise<Row[]>;
   /** The number of rows the statement inserted, updated or deleted. */
-  changed(name: StatementName, params: Params): Promise<number>;
+  changed(name: Name, params: Params): Promise<number>;
+}
+
+/** The four shapes of a store method over `q`: one record or none, every record, whether a row changed, a write. */
+export function queries<Name extends string>(q: Runner<Name>) {
+  return {
+    first: async <T>(name: Name, params: Params, record: (row: Row) => T): Promise<T | null> => {
+      const row = await q.one(name, params);
+      return row === undefined ? null : record(row);
+    },
+    every: async <T>(name: Name, params: Params, record: (row: Row) => T): Promise<T[]> => (await q.all(name, params)).map(record),
+    changedAny: async (name: Name, params: Params): Promise<boolean> => (await q.changed(name, params)) > 0,
+    write: async (name: Name, params: Params): Promise<void> => void (await q.changed(name, params)),
+  };
 }

@@ -100,7 +100,7 @@ function sqliteStore(db: DatabaseSync): Store {
   const batch = new GroupCommit(db);
   // The SQLite dialect only ever binds strings, numbers and nulls.
   const bind = (params: Params) => params as Record<string, SQLInputValue>;
-  const runner = (when: <T>(work: () => T) => Promise<T>): Runner => {
+  const runner = (when: <T>(work: () => T) => Promise<T>): Runner<StatementName> => {
     const run = <T>(name: StatementName, execute: (statement: StatementSync) => T): Promise<T> => {
       const statement = prepared[name];
       return when(() => {

@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/ar.ts';
 
 const ar: Catalogue = {
@@ -58,6 +58,8 @@ const ar: Catalogue = {
   'consent.willBeAble': 'سيتمكن {client} من:',
   'consent.alsoWants': 'يريد {client} أيضًا:',
   'consent.returnTo': 'بعد أن تقرر، ستعود إلى <strong>{target}</strong>.',
+  'consent.unverified': '<strong>لم يتحقق منه {site}.</strong> سجّل {client} نفسه بنفسه: لم يتحقق {site} ممن صنعه. وافق فقط إذا كنت تعرف التطبيق.',
+  'consent.unverifiedHost': '<strong>لم يتحقق منه {site}.</strong> يصف هذا التطبيق نفسه على <strong>{host}</strong>: لم يتحقق {site} ممن صنعه. وافق فقط إذا كنت تعرف التطبيق.',
   'consent.deny': 'رفض',
   'consent.approve': 'سماح',
   'signedInAs.text': 'مسجّل الدخول باسم <strong>{name}</strong>.',
@@ -187,6 +189,7 @@ const ar: Catalogue = {
   'reset.submit': 'تعيين كلمة المرور',
   'reset.tooShort': 'لا يمكن استخدام كلمة المرور هذه: يجب ألا تقل عن {min} أحرف.',
   'reset.tooLong': 'لا يمكن استخدام كلمة المرور هذه: يجب ألا تزيد على {max} حرف.',
+  'reset.busy': 'يسجّل كثيرون الدخول الآن. انتظر {seconds, plural, zero {# ثانية} one {ثانية واحدة} two {ثانيتين} few {# ثوانٍ} many {# ثانية} other {# ثانية}}، ثم عيّن كلمة المرور مرة أخرى.',
   'reset.done.title': 'تم تغيير كلمة المرور',
   'reset.done.text': 'تم تعيين كلمة المرور الجديدة، وسُجّل خروج كل المتصفحات التي كانت مسجّلة الدخول.',
   'reset.done.signIn': 'تسجيل الدخول',

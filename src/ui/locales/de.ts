@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/de.ts';
 
 const de: Catalogue = {
@@ -57,6 +57,8 @@ const de: Catalogue = {
   'consent.willBeAble': '{client} darf dann:',
   'consent.alsoWants': '{client} möchte außerdem:',
   'consent.returnTo': 'Nach Ihrer Entscheidung kehren Sie zu <strong>{target}</strong> zurück.',
+  'consent.unverified': '<strong>Nicht von {site} geprüft.</strong> {client} hat sich selbst registriert: {site} hat nicht geprüft, wer die App gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
+  'consent.unverifiedHost': '<strong>Nicht von {site} geprüft.</strong> Diese App beschreibt sich unter <strong>{host}</strong>: {site} hat nicht geprüft, wer sie gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
   'consent.deny': 'Ablehnen',
   'consent.approve': 'Zulassen',
   'signedInAs.text': 'Angemeldet als <strong>{name}</strong>.',
@@ -192,6 +194,7 @@ const de: Catalogue = {
   'reset.submit': 'Passwort festlegen',
   'reset.tooShort': 'Dieses Passwort kann nicht verwendet werden: Es muss mindestens {min} Zeichen lang sein.',
   'reset.tooLong': 'Dieses Passwort kann nicht verwendet werden: Es darf höchstens {max} Zeichen lang sein.',
+  'reset.busy': 'Gerade melden sich viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und legen Sie Ihr Passwort dann noch einmal fest.',
   'reset.done.title': 'Passwort geändert',
   'reset.done.text': 'Ihr neues Passwort ist festgelegt, und alle Browser, die angemeldet waren, wurden abgemeldet.',
   'reset.done.signIn': 'Anmelden',

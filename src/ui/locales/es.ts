@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/es.ts';
 
 const es: Catalogue = {
@@ -59,6 +59,8 @@ const es: Catalogue = {
   'consent.willBeAble': '{client} podrá:',
   'consent.alsoWants': '{client} también quiere:',
   'consent.returnTo': 'Cuando decidas, volverás a <strong>{target}</strong>.',
+  'consent.unverified': '<strong>No verificada por {site}.</strong> {client} se registró por sí misma: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
+  'consent.unverifiedHost': '<strong>No verificada por {site}.</strong> Esta aplicación se describe en <strong>{host}</strong>: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
   'consent.deny': 'Denegar',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Sesión iniciada como <strong>{name}</strong>.',
@@ -193,6 +195,7 @@ const es: Catalogue = {
   'reset.submit': 'Establecer contraseña',
   'reset.tooShort': 'No se puede usar esta contraseña: debe tener al menos {min} caracteres.',
   'reset.tooLong': 'No se puede usar esta contraseña: debe tener como máximo {max} caracteres.',
+  'reset.busy': 'Mucha gente está iniciando sesión ahora mismo. Espere {seconds, plural, one {# segundo} other {# segundos}} y vuelva a establecer su contraseña.',
   'reset.done.title': 'Contraseña cambiada',
   'reset.done.text': 'Tu nueva contraseña ya está establecida y se ha cerrado la sesión en todos los navegadores que la tenían iniciada.',
   'reset.done.signIn': 'Iniciar sesión',

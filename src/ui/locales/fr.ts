@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/fr.ts';
 
 const fr: Catalogue = {
@@ -59,6 +59,8 @@ const fr: Catalogue = {
   'consent.willBeAble': '{client} pourra :',
   'consent.alsoWants': '{client} souhaite aussi :',
   'consent.returnTo': 'Une fois votre choix fait, vous serez renvoyé vers <strong>{target}</strong>.',
+  'consent.unverified': '<strong>Non vérifiée par {site}.</strong> {client} s’est enregistrée elle-même : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
+  'consent.unverifiedHost': '<strong>Non vérifiée par {site}.</strong> Cette application se décrit sur <strong>{host}</strong> : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
   'consent.deny': 'Refuser',
   'consent.approve': 'Autoriser',
   'signedInAs.text': 'Connecté en tant que <strong>{name}</strong>.',
@@ -194,6 +196,7 @@ const fr: Catalogue = {
   'reset.submit': 'Définir le mot de passe',
   'reset.tooShort': 'Ce mot de passe ne peut pas être utilisé : il doit comporter au moins {min} caractères.',
   'reset.tooLong': 'Ce mot de passe ne peut pas être utilisé : il doit comporter au plus {max} caractères.',
+  'reset.busy': 'Beaucoup de personnes se connectent en ce moment. Patientez {seconds, plural, one {# seconde} other {# secondes}}, puis définissez à nouveau votre mot de passe.',
   'reset.done.title': 'Mot de passe modifié',
   'reset.done.text': 'Votre nouveau mot de passe est défini, et tous les navigateurs qui étaient connectés ont été déconnectés.',
   'reset.done.signIn': 'Se connecter',

@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/ja.ts';
 
 const ja: Catalogue = {
@@ -56,6 +56,8 @@ const ja: Catalogue = {
   'consent.willBeAble': '{client} は次のことができるようになります：',
   'consent.alsoWants': '{client} は、さらに次のことを求めています：',
   'consent.returnTo': '選択すると、<strong>{target}</strong> に戻ります。',
+  'consent.unverified': '<strong>{site} による確認はされていません。</strong>{client} は自身で登録したアプリで、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
+  'consent.unverifiedHost': '<strong>{site} による確認はされていません。</strong>このアプリは <strong>{host}</strong> で自身を説明しており、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
   'consent.deny': '拒否',
   'consent.approve': '許可',
   'signedInAs.text': '<strong>{name}</strong> としてログインしています。',
@@ -187,6 +189,7 @@ const ja: Catalogue = {
   'reset.submit': 'パスワードを設定',
   'reset.tooShort': 'このパスワードは使用できません。{min} 文字以上にしてください。',
   'reset.tooLong': 'このパスワードは使用できません。{max} 文字以内にしてください。',
+  'reset.busy': '現在、多くの人がサインインしています。{seconds, plural, other {#秒}}待ってから、もう一度パスワードを設定してください。',
   'reset.done.title': 'パスワードを変更しました',
   'reset.done.text': '新しいパスワードが設定され、ログインしていたすべてのブラウザはログアウトされました。',
   'reset.done.signIn': 'ログイン',

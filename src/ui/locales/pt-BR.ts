@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/pt-BR.ts';
 
 const ptBR: Catalogue = {
@@ -59,6 +59,8 @@ const ptBR: Catalogue = {
   'consent.willBeAble': '{client} poderá:',
   'consent.alsoWants': '{client} também quer:',
   'consent.returnTo': 'Depois que você decidir, voltará para <strong>{target}</strong>.',
+  'consent.unverified': '<strong>Não verificado por {site}.</strong> {client} se registrou sozinho: {site} não verificou quem o criou. Aprove somente se você conhece o aplicativo.',
+  'consent.unverifiedHost': '<strong>Não verificado por {site}.</strong> Este aplicativo se descreve em <strong>{host}</strong>: {site} não verificou quem o criou. Aprove somente se você conhece o aplicativo.',
   'consent.deny': 'Negar',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Conectado como <strong>{name}</strong>.',
@@ -193,6 +195,7 @@ const ptBR: Catalogue = {
   'reset.submit': 'Definir senha',
   'reset.tooShort': 'Esta senha não pode ser usada: ela precisa ter pelo menos {min} caracteres.',
   'reset.tooLong': 'Esta senha não pode ser usada: ela pode ter no máximo {max} caracteres.',
+  'reset.busy': 'Muitas pessoas estão entrando agora. Aguarde {seconds, plural, one {# segundo} other {# segundos}} e defina sua senha novamente.',
   'reset.done.title': 'Senha alterada',
   'reset.done.text': 'Sua nova senha foi definida, e todos os navegadores que estavam conectados foram desconectados.',
   'reset.done.signIn': 'Entrar',

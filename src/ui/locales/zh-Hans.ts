@@ -1,4 +1,4 @@
-import type { Catalogue } from '../i18n.ts';
+import type { Catalogue } from './catalogue.ts';
 import consoleMessages from './console/zh-Hans.ts';
 
 const zhHans: Catalogue = {
@@ -56,6 +56,8 @@ const zhHans: Catalogue = {
   'consent.willBeAble': '{client} 将能够：',
   'consent.alsoWants': '{client} 还希望：',
   'consent.returnTo': '做出选择后，你将返回 <strong>{target}</strong>。',
+  'consent.unverified': '<strong>未经 {site} 验证。</strong>{client} 是自行注册的：{site} 未核实其开发者。仅在你了解此应用时才批准。',
+  'consent.unverifiedHost': '<strong>未经 {site} 验证。</strong>此应用在 <strong>{host}</strong> 描述自身：{site} 未核实其开发者。仅在你了解此应用时才批准。',
   'consent.deny': '拒绝',
   'consent.approve': '允许',
   'signedInAs.text': '已登录为 <strong>{name}</strong>。',
@@ -180,6 +182,7 @@ const zhHans: Catalogue = {
   'reset.submit': '设置密码',
   'reset.tooShort': '无法使用此密码：密码至少需要 {min} 个字符。',
   'reset.tooLong': '无法使用此密码：密码最多只能有 {max} 个字符。',
+  'reset.busy': '现在有很多人正在登录。请等待 {seconds, plural, other {# 秒}}，然后重新设置密码。',
   'reset.done.title': '密码已更改',
   'reset.done.text': '新密码已设置，之前登录的所有浏览器均已退出登录。',
   'reset.done.signIn': '登录',

@@ -1,0 +1,43 @@
+/**
+ * Authorization codes (RFC 6749 §4.1.2), single use and bound to their PKCE challenge.
+ */
+
+/** An authorization code (RFC 6749 §4.1.2), bound to its PKCE challenge (RFC 7636 §4.4). */
+export interface AuthorizationCodeRecord {
+  readonly hash: string;
+  readonly clientId: string;
+  readonly userId: string;
+  readonly grantId: string;
+  readonly redirectUri: string;
+  readonly scope: readonly string[];
+  readonly nonce: string | null;
+  /** The S256 challenge; empty for a code asked for without PKCE (a client with PKCE optional). */
+  readonly codeChallenge: string;
+  readonly authTime: number;
+  /** The browser session it was issued in (its ID token's `sid`). */
+  readonly sid: string | null;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly consumedAt: number | null;
+  /** RFC 9449 §10: the DPoP key thumbprint (`dpop_jkt`) the code must be redeemed with. */
+  readonly dpopJkt: string | null;
+  /** OIDC Core §5.5: the claims about the person its ID token carries (the `claims` parameter's `id_token`). */
+  readonly idTokenClaims: readonly string[];
+}
+
+export interface AuthorizationCodeStore {
+  create(code: AuthorizationCodeRecord): Promise<void>;
+  /**
+   * Redeems a code: exactly one caller receives the record. It is marked consumed and
+   * returned only if it is unconsumed, unexpired at `now`, and was issued to this client
+   * for this redirect_uri and challenge (and DPoP key, if it is bound to one); otherwise nothing changes and null is returned.
+   */
+  consume(
+    hash: string,
+    /** `dpopJkt`: the key of the token request's DPoP proof, null without one; a code bound to another key is left as it is. */
+    binding: { readonly clientId: string; readonly redirectUri: string; readonly codeChallenge: string; readonly dpopJkt?: string | null },
+    now: number,
+  ): Promise<AuthorizationCodeRecord | null>;
+  /** The record whatever its state, to tell a replay from a mismatch after `consume` failed. */
+  find(hash: string): Promise<AuthorizationCodeRecord | null>;
+}

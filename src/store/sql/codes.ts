@@ -1,0 +1,64 @@
+/**
+ * Authorization codes: their statements, rows and store.
+ */
+
+import { type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
+import type { AuthorizationCodeRecord, Stores } from '../types.ts';
+import { type Dialect, queries, type Runner } from './dialect.ts';
+
+export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
+  return {
+    hash: text(row, 'hash'),
+    clientId: text(row, 'client_id'),
+    userId: text(row, 'user_id'),
+    grantId: text(row, 'grant_id'),
+    redirectUri: text(row, 'redirect_uri'),
+    scope: read.strings(row, 'scope'),
+    nonce: textOrNull(row, 'nonce'),
+    codeChallenge: text(row, 'code_challenge'),
+    authTime: integer(row, 'auth_time'),
+    sid: textOrNull(row, 'sid'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    consumedAt: integerOrNull(row, 'consumed_at'),
+    dpopJkt: textOrNull(row, 'dpop_jkt'),
+    idTokenClaims: read.strings(row, 'id_token_claims'),
+  };
+}
+
+/** The statements, by name, in `d`'s SQL. */
+export function codesStatements(d: Dialect) {
+  return {
+    insertCode: `
+      INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims)
+      VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims)`,
+    // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
+    // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
+    // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
+    // redeemed only with a proof by that key (a NULL :dpopJkt matches no bound code).
+    consumeCode: `
+      UPDATE authorization_codes SET consumed_at = :now
+      WHERE hash = :hash AND consumed_at IS NULL AND expires_at > :now
+        AND client_id = :clientId AND redirect_uri = :redirectUri AND code_challenge = :codeChallenge
+        AND (dpop_jkt IS NULL OR dpop_jkt = :dpopJkt)
+      RETURNING *`,
+    getCode: 'SELECT * FROM authorization_codes WHERE hash = :hash',
+    purgeCodes: d.purge('authorization_codes', 'hash', 'expires_at < :before'),
+  };
+}
+
+export function codesStores(d: Dialect, q: Runner<keyof ReturnType<typeof codesStatements>>): Pick<Stores, 'codes'> {
+  const { read, list } = d;
+  const { first, write } = queries(q);
+  const code = (row: Row) => codeFromRow(row, read);
+  return {
+    codes: {
+      create: (record) => write('insertCode', { ...record, scope: list(record.scope), idTokenClaims: list(record.idTokenClaims) }),
+      consume: (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
+        first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code),
+      find: (hash) => first('getCode', { hash }, code),
+    },
+  };
+}

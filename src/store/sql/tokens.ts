@@ -1,0 +1,64 @@
+/**
+ * Refresh tokens and revoked access tokens: their statements, rows and stores.
+ */
+
+import { type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
+import type { RefreshTokenRecord, Stores } from '../types.ts';
+import { type Dialect, queries, type Runner } from './dialect.ts';
+
+export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
+  return {
+    hash: text(row, 'hash'),
+    grantId: text(row, 'grant_id'),
+    clientId: text(row, 'client_id'),
+    userId: text(row, 'user_id'),
+    scope: read.strings(row, 'scope'),
+    authTime: integer(row, 'auth_time'),
+    sid: textOrNull(row, 'sid'),
+    createdAt: integer(row, 'created_at'),
+    expiresAt: integer(row, 'expires_at'),
+    rotatedAt: integerOrNull(row, 'rotated_at'),
+    dpopJkt: textOrNull(row, 'dpop_jkt'),
+  };
+}
+
+/** The statements, by name, in `d`'s SQL. */
+export function tokensStatements(d: Dialect) {
+  return {
+    insertRefreshToken: `
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt)
+      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt, :dpopJkt)`,
+    // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
+    // to the authenticated client. A revoked grant's tokens are refused in the same statement.
+    rotateRefreshToken: `
+      UPDATE refresh_tokens SET rotated_at = :now
+      WHERE hash = :hash AND client_id = :clientId AND rotated_at IS NULL AND expires_at > :now
+        AND EXISTS (SELECT 1 FROM grants WHERE grants.id = refresh_tokens.grant_id AND grants.revoked_at IS NULL)
+      RETURNING *`,
+    getRefreshToken: 'SELECT * FROM refresh_tokens WHERE hash = :hash',
+    revokeAccessToken: `
+      INSERT INTO revoked_access_tokens (jti, expires_at) VALUES (:jti, :expiresAt)
+      ON CONFLICT DO NOTHING`,
+    getRevokedAccessToken: 'SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = :jti',
+    purgeRefreshTokens: d.purge('refresh_tokens', 'hash', 'expires_at < :before'),
+    purgeRevokedAccessTokens: d.purge('revoked_access_tokens', 'jti', 'expires_at < :before'),
+  };
+}
+
+export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof tokensStatements>>): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
+  const { read, list } = d;
+  const { first, write } = queries(q);
+  const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
+  return {
+    refreshTokens: {
+      create: (token) => write('insertRefreshToken', { ...token, scope: list(token.scope) }),
+      rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
+      find: (hash) => first('getRefreshToken', { hash }, refreshToken),
+    },
+
+    accessTokens: {
+      revoke: (jti, expiresAt) => write('revokeAccessToken', { jti, expiresAt }),
+      isRevoked: async (jti) => (await q.one('getRevokedAccessToken', { jti })) !== undefined,
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * People who sign in: their statements, rows and store.
+ */
+
+import { isOperatorRole, type OperatorRole } from '../../core/scopes.ts';
+import { type ColumnReader, CorruptRowError, integer, type Row, text, textOrNull } from '../rows.ts';
+import { DuplicateError, type Stores, USER_PROFILE_TEXT_FIELDS, type UserRecord } from '../types.ts';
+import { type Dialect, queries, type Runner } from './dialect.ts';
+
+function operatorRole(row: Row): OperatorRole | null {
+  const value = textOrNull(row, 'role');
+  if (value !== null && !isOperatorRole(value)) throw new CorruptRowError('role', 'an operator role', value);
+  return value;
+}
+
+export function userFromRow(row: Row, read: ColumnReader): UserRecord {
+  return {
+    id: text(row, 'id'),
+    username: text(row, 'username'),
+    passwordHash: text(row, 'password_hash'),
+    name: textOrNull(row, 'name'),
+    email: textOrNull(row, 'email'),
+    emailVerified: read.boolean(row, 'email_verified'),
+    givenName: textOrNull(row, 'given_name'),
+    familyName: textOrNull(row, 'family_name'),
+    locale: textOrNull(row, 'locale'),
+    zoneinfo: textOrNull(row, 'zoneinfo'),
+    picture: textOrNull(row, 'picture'),
+    disabled: read.boolean(row, 'disabled'),
+    role: operatorRole(row),
+    createdAt: integer(row, 'created_at'),
+    updatedAt: integer(row, 'updated_at'),
+  };
+}
+
+/** The statements, by name, in `d`'s SQL. */
+export function usersStatements(d: Dialect) {
+  return {
+    insertUser: `
+      INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
+                         disabled, role, created_at, updated_at)
+      VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
+              :disabled, :role, :createdAt, :updatedAt)
+      ON CONFLICT DO NOTHING`,
+    getUser: 'SELECT * FROM users WHERE id = :id',
+    getUserByUsername: 'SELECT * FROM users WHERE username = :username',
+    listUsers: 'SELECT * FROM users ORDER BY created_at, id',
+    setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
+    setUserRole: 'UPDATE users SET role = :role WHERE id = :id',
+    // A field not given keeps its value: CASE on a flag, since null is a value to set.
+    updateUser: `
+      UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
+                       given_name = CASE WHEN :setGivenName = 1 THEN CAST(:givenName AS TEXT) ELSE given_name END,
+                       family_name = CASE WHEN :setFamilyName = 1 THEN CAST(:familyName AS TEXT) ELSE family_name END,
+                       email = CASE WHEN :setEmail = 1 THEN CAST(:email AS TEXT) ELSE email END,
+                       email_verified = CASE WHEN :setEmailVerified = 1 THEN :emailVerified ELSE email_verified END,
+                       locale = CASE WHEN :setLocale = 1 THEN CAST(:locale AS TEXT) ELSE locale END,
+                       zoneinfo = CASE WHEN :setZoneinfo = 1 THEN CAST(:zoneinfo AS TEXT) ELSE zoneinfo END,
+                       picture = CASE WHEN :setPicture = 1 THEN CAST(:picture AS TEXT) ELSE picture END,
+                       updated_at = ${d.bigint(':now')}
+      WHERE id = :id`,
+    setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
+    removeUser: 'DELETE FROM users WHERE id = :id',
+  };
+}
+
+export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersStatements>>): Pick<Stores, 'users'> {
+  const { read, flag } = d;
+  const { first, every, changedAny } = queries(q);
+  const user = (row: Row) => userFromRow(row, read);
+  return {
+    users: {
+      async create(record) {
+        const inserted = await changedAny('insertUser', {
+          ...record,
+          emailVerified: flag(record.emailVerified),
+          disabled: flag(record.disabled),
+        });
+        if (!inserted) throw new DuplicateError(`user ${JSON.stringify(record.username)}`);
+      },
+      get: (id) => first('getUser', { id }, user),
+      findByUsername: (username) => first('getUserByUsername', { username }, user),
+      list: () => every('listUsers', {}, user),
+      setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+      setRole: (id, role) => changedAny('setUserRole', { id, role }),
+      update: (id, changes, now) => {
+        // Each field with a flag saying whether it is set, since null is a value to set.
+        const fields = USER_PROFILE_TEXT_FIELDS.flatMap((field) => [
+          [`set${field[0]!.toUpperCase()}${field.slice(1)}`, changes[field] === undefined ? 0 : 1],
+          [field, changes[field] ?? null],
+        ]);
+        return changedAny('updateUser', {
+          id,
+          now,
+          ...Object.fromEntries(fields),
+          setEmailVerified: changes.emailVerified === undefined ? 0 : 1,
+          emailVerified: flag(changes.emailVerified ?? false),
+        });
+      },
+      setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),
+      remove: (id) => changedAny('removeUser', { id }),
+    },
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * Refresh tokens (rotated, RFC 9700 §4.14.2) and access tokens revoked one by one (RFC 7009).
+ */
+
+/**
+ * A refresh token (RFC 6749 §1.5, §6), stored by its hash. Each use exchanges it for a
+ * successor (rotation, RFC 9700 §4.14.2); the used one is kept, marked rotated, so that a
+ * second use is recognised as reuse.
+ */
+export interface RefreshTokenRecord {
+  readonly hash: string;
+  readonly grantId: string;
+  readonly clientId: string;
+  readonly userId: string;
+  /**
+   * The scope granted. A refreshed access token may narrow it; the refresh token never does
+   * (RFC 6749 §6: the new refresh token's scope is identical to the old one's).
+   */
+  readonly scope: readonly string[];
+  /** OIDC `auth_time` of the sign-in the grant came from (OIDC Core §12.2 keeps it). */
+  readonly authTime: number;
+  /** The browser session of that sign-in, for refreshed ID tokens; null for a device. */
+  readonly sid: string | null;
+  readonly createdAt: number;
+  /** The earlier of the end of the grant's refresh lifetime and the idle timeout after issue. */
+  readonly expiresAt: number;
+  /** Set when it was exchanged for its successor; from then on, presenting it is reuse. */
+  readonly rotatedAt: number | null;
+  /** RFC 9449 §5: a public client's refresh token is bound to this DPoP key thumbprint. */
+  readonly dpopJkt: string | null;
+}
+
+export interface RefreshTokenStore {
+  create(token: RefreshTokenRecord): Promise<void>;
+  /**
+   * Exchanges a refresh token: exactly one caller receives the record. It is marked rotated
+   * and returned only if it is unrotated, unexpired at `now`, issued to this client, and its
+   * grant is not revoked; otherwise nothing changes and null is returned.
+   */
+  rotate(hash: string, clientId: string, now: number): Promise<RefreshTokenRecord | null>;
+  /** The record whatever its state, to tell reuse from expiry or revocation. */
+  find(hash: string): Promise<RefreshTokenRecord | null>;
+}
+
+/** Access tokens revoked one by one (RFC 7009 §2), by their `jti`. */
+export interface AccessTokenStore {
+  /**
+   * Records the token as revoked, kept until `expiresAt`, when it would have expired anyway.
+   * Revoking it again changes nothing.
+   */
+  revoke(jti: string, expiresAt: number): Promise<void>;
+  isRevoked(jti: string): Promise<boolean>;
+}

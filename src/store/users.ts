@@ -1,0 +1,79 @@
+/**
+ * The people who sign in, and their profile claims (OIDC Core §5.1).
+ */
+import type { OperatorRole } from '../core/scopes.ts';
+
+/** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
+export interface UserRecord {
+  readonly id: string;
+  /** Unique; stored as given (the flows normalise it before it gets here). */
+  readonly username: string;
+  /** PHC-format argon2id. */
+  readonly passwordHash: string;
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly emailVerified: boolean;
+  /** OIDC Core §5.1 `given_name`, `family_name`, `locale` (BCP 47), `zoneinfo` (IANA), `picture` (a URL). */
+  readonly givenName: string | null;
+  readonly familyName: string | null;
+  readonly locale: string | null;
+  readonly zoneinfo: string | null;
+  readonly picture: string | null;
+  readonly disabled: boolean;
+  /** What the person may do in the operator console (core/scopes.ts); null: no entry. */
+  readonly role: OperatorRole | null;
+  readonly createdAt: number;
+  /** OIDC Core §5.1 `updated_at`: when the profile last changed (its creation at first). */
+  readonly updatedAt: number;
+}
+
+/**
+ * A new account's record: the fields not given at their defaults (no profile claims, e-mail
+ * address not verified, enabled), `updatedAt` its creation.
+ */
+export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
+  return {
+    name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null,
+    disabled: false, role: null, updatedAt: fields.createdAt,
+    ...fields,
+  };
+}
+
+/** The standard claims of a person an operator may change (OIDC Core §5.1); null clears one. */
+export interface UserProfileChanges {
+  readonly name?: string | null;
+  readonly givenName?: string | null;
+  readonly familyName?: string | null;
+  readonly email?: string | null;
+  readonly emailVerified?: boolean;
+  readonly locale?: string | null;
+  readonly zoneinfo?: string | null;
+  readonly picture?: string | null;
+}
+
+/** The text fields of `UserProfileChanges`, as the store writes them. */
+export const USER_PROFILE_TEXT_FIELDS = ['name', 'givenName', 'familyName', 'email', 'locale', 'zoneinfo', 'picture'] as const satisfies readonly (keyof UserProfileChanges)[];
+
+export interface UserStore {
+  /** Throws `DuplicateError` when the username is taken. */
+  create(user: UserRecord): Promise<void>;
+  get(id: string): Promise<UserRecord | null>;
+  findByUsername(username: string): Promise<UserRecord | null>;
+  list(): Promise<UserRecord[]>;
+  /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
+  setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Gives the user an operator role, or none (null); false when there is no such user. */
+  setRole(id: string, role: OperatorRole | null): Promise<boolean>;
+  /**
+   * Changes the profile fields given (null clears one), and `updatedAt` to `now`, in one
+   * statement; false when there is no such user.
+   */
+  update(id: string, changes: UserProfileChanges, now: number): Promise<boolean>;
+  /** Replaces the password hash (PHC argon2id); false when there is no such user. */
+  setPasswordHash(id: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Deletes the user row (its password resets go with it). Everything else that names the
+   * user (sessions, grants, device requests) must be removed first, in the same transaction.
+   */
+  remove(id: string): Promise<boolean>;
+}

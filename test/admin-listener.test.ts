@@ -1,0 +1,65 @@
+/**
+ * TESSERA_ADMIN_LISTEN (docs/admin-api.md): the admin API on a listener of its own, as Hydra
+ * separates its admin and public ports; `/admin` is then 404 on the public listener, and
+ * the admin listener serves nothing else. The token still comes from the public token
+ * endpoint, for the audience <issuer>/admin.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { ConfigError, loadConfig } from '../src/config/index.ts';
+import { startServer, type RunningServer } from '../src/main.ts';
+import { runTessera } from './helpers/cli.ts';
+import { TEST_ENV } from './helpers/server.ts';
+
+describe('the admin API on its own listener (TESSERA_ADMIN_LISTEN)', () => {
+  let dir: string;
+  let server: RunningServer;
+  let token: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-admin-listen-'));
+    const config = loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent', TESSERA_ADMIN_LISTEN: '127.0.0.1:0' });
+    server = await startServer(config);
+    const added = await runTessera(['client', 'add', '--name', 'CI', '--grant', 'client_credentials', '--scope', 'admin:clients', '--json'], { TESSERA_DATABASE: config.database });
+    assert.equal(added.code, 0, added.stderr);
+    const { client_id: id, client_secret: secret } = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+    const discovered = await oidc.discovery(new URL(server.url), id, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
+    token = (await oidc.clientCredentialsGrant(discovered, { resource: `${server.url}/admin` })).access_token;
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the admin API on the admin listener only, and answers 404 for /admin on the public one', async () => {
+    assert.match(server.adminUrl ?? '', /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(new URL(server.adminUrl!).port, new URL(server.url).port);
+    const headers = { authorization: `Bearer ${token}` };
+    const there = await fetch(`${server.adminUrl}/admin/v1/clients`, { headers });
+    assert.equal(there.status, 200);
+    assert.equal(((await there.json()) as { clients: unknown[] }).clients.length, 1);
+    const document = (await (await fetch(`${server.adminUrl}/admin/v1/openapi.json`)).json()) as { servers: { url: string }[] };
+    assert.deepEqual(document.servers, [{ url: '/admin/v1' }], 'relative to the admin listener');
+
+    for (const path of ['/admin/v1/clients', '/admin/v1/openapi.json', '/admin', '/admin/v1/clients?limit=1']) {
+      const here = await fetch(`${server.url}${path}`, { headers });
+      assert.equal(here.status, 404, `${path} on the public listener`);
+    }
+    // The admin listener serves nothing but the admin API.
+    for (const path of ['/.well-known/openid-configuration', '/oauth/token', '/']) {
+      assert.equal((await fetch(`${server.adminUrl}${path}`)).status, 404, `${path} on the admin listener`);
+    }
+    assert.equal((await fetch(`${server.url}/.well-known/openid-configuration`)).status, 200, 'the public listener serves the rest');
+  });
+
+  it('refuses a setting that is not host:port, naming it', () => {
+    for (const value of ['9001', 'localhost', 'localhost:99999', 'http://localhost:9001']) {
+      assert.throws(() => loadConfig({ TESSERA_ADMIN_LISTEN: value }), (error: unknown) => error instanceof ConfigError && /TESSERA_ADMIN_LISTEN/.test(error.message));
+    }
+    assert.deepEqual(loadConfig({ TESSERA_ADMIN_LISTEN: '[::1]:9001' }).adminListen, { host: '::1', port: 9001 });
+  });
+});

@@ -1,0 +1,171 @@
+/**
+ * Client ID Metadata Documents (docs/registration.md): an app whose client_id is the URL of
+ * its metadata signs a person in, in Chromium, named on the consent page with its host and
+ * marked not verified; the document is fetched once while it may be cached, and one that is
+ * too large, too slow, redirects, does not match, or sits on a loopback address without the
+ * development setting is refused with a clear error and not fetched again at once.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import type { Browser } from 'playwright-core';
+import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+
+/** A test app's web server: each path answers as `routes` says; `hits` counts the fetches. */
+async function appServer(routes: Record<string, (url: string, response: ServerResponse) => void>) {
+  const hits = new Map<string, number>();
+  const { server, port } = await listenOnFreePort(createServer((request: IncomingMessage, response: ServerResponse) => {
+    const path = request.url ?? '/';
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    const route = routes[path];
+    if (!route) {
+      response.writeHead(404).end();
+      return;
+    }
+    route(`http://127.0.0.1:${port}${path}`, response);
+  }));
+  return { base: `http://127.0.0.1:${port}`, hits, close: () => closeServer(server) };
+}
+
+const json = (body: unknown, headers: Record<string, string> = {}) => (_url: string, response: ServerResponse) => {
+  response.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+};
+const document = (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => (url: string, response: ServerResponse) =>
+  json({ client_id: url, client_name: 'Calendar Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], ...extra }, headers)(url, response);
+
+async function authorize(server: TestServer, clientId: string, redirectUri = REDIRECT) {
+  const url = new URL(`${server.url}/oauth/authorize`);
+  url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+  const response = await fetch(url, { redirect: 'manual' });
+  return { status: response.status, location: response.headers.get('location'), text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') };
+}
+
+describe('Client ID Metadata Documents, with the development setting (a local test app over http)', () => {
+  let server: TestServer;
+  let app: Awaited<ReturnType<typeof appServer>>;
+
+  before(async () => {
+    app = await appServer({
+      '/agent.json': document({}, { 'cache-control': 'max-age=300' }),
+      '/uncached.json': document({}, { 'cache-control': 'no-store' }),
+      '/large.json': document({ padding: 'x'.repeat(4000) }),
+      '/slow.json': (url, response) => setTimeout(() => document()(url, response), 1500).unref(),
+      '/moved.json': (_url, response) => response.writeHead(302, { location: '/agent.json' }).end(),
+      '/other-id.json': json({ client_id: 'https://elsewhere.example/client.json', redirect_uris: [REDIRECT] }),
+      '/secret.json': document({ client_secret: 'shh' }),
+      '/web-redirect.json': document({ redirect_uris: ['http://evil.example/cb'] }),
+      '/text.json': (_url, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>'),
+    });
+    server = await startTestServer({
+      env: {
+        TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'on',
+        TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'on',
+        TESSERA_CLIENT_ID_METADATA_MAX_BYTES: '1024',
+        TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS: '500',
+      },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await app.close();
+  });
+
+  it('signs a person in with an app known only by its metadata URL, in Chromium, naming its host as not verified', { skip: chromiumUnavailable() }, async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    assert.equal(metadata['client_id_metadata_document_supported'], true);
+    const clientId = `${app.base}/agent.json`;
+    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const user = await server.addUser();
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid offline_access', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    let browser: Browser | undefined;
+    try {
+      browser = await launchChromium();
+      const page = await browser.newPage();
+      const callback = new Promise<URL>((resolve) => {
+        void page.route(`${REDIRECT}**`, async (route) => {
+          resolve(new URL(route.request().url()));
+          await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the agent' });
+        });
+      });
+      await page.goto(url.href);
+      await page.getByLabel('Username').fill(user.username);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: /Allow Calendar Agent to access your account/ }).waitFor();
+      const note = await page.getByRole('note').innerText();
+      assert.match(note, new RegExp(`Not verified by Tessera\\. This app describes itself at ${new URL(app.base).host.replace('.', '\\.')}`));
+      await page.getByRole('button', { name: 'Approve' }).click();
+      const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the agent'), { pkceCodeVerifier: verifier, expectedState: state });
+      assert.ok(tokens.access_token);
+      const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
+      assert.ok(refreshed.access_token);
+    } finally {
+      await browser?.close();
+    }
+    assert.equal(app.hits.get('/agent.json'), 1, 'fetched once while its Cache-Control allows');
+    const client = await server.store.clients.get(clientId);
+    assert.deepEqual([client?.registeredBy, client?.authMethod, client?.name], ['metadata_document', 'none', 'Calendar Agent']);
+  });
+
+  it('checks the redirect URI against the document, and never fetches one URL twice a second', async () => {
+    const clientId = `${app.base}/uncached.json`;
+    const good = await authorize(server, clientId);
+    assert.equal(good.status, 200);
+    assert.match(good.text, /Sign in to continue to Calendar Agent/);
+    const other = await authorize(server, clientId, 'http://127.0.0.1:9/elsewhere');
+    assert.equal(other.status, 400);
+    assert.match(other.text, /redirect_uri is not registered for this client/);
+    assert.equal(app.hits.get('/uncached.json'), 1, 'no-store: still kept a second');
+  });
+
+  for (const [path, reason] of [
+    ['/large.json', /larger than 1024 bytes/],
+    ['/slow.json', /did not arrive within 500 ms/],
+    ['/moved.json', /redirects \(HTTP 302\)/],
+    ['/other-id.json', /client_id is not its URL/],
+    ['/secret.json', /must not contain a client_secret/],
+    ['/web-redirect.json', /redirect_uris http:\/\/evil\.example\/cb/],
+    ['/text.json', /not JSON/],
+  ] as const) {
+    it(`refuses a document that ${path.slice(1, -5)} with a clear error, and does not fetch it again at once`, async () => {
+      const first = await authorize(server, `${app.base}${path}`);
+      assert.equal(first.status, 400);
+      assert.match(first.text, reason);
+      const again = await authorize(server, `${app.base}${path}`);
+      assert.match(again.text, reason);
+      assert.equal(app.hits.get(path), 1);
+    });
+  }
+});
+
+describe('Client ID Metadata Documents, without the development setting', () => {
+  let server: TestServer;
+  let app: Awaited<ReturnType<typeof appServer>>;
+  before(async () => {
+    app = await appServer({ '/agent.json': document() });
+    server = await startTestServer({ env: { TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'on' } });
+  });
+  after(async () => {
+    await server.close();
+    await app.close();
+  });
+
+  it('never fetches from a loopback address, nor over http', async () => {
+    const port = new URL(app.base).port;
+    for (const clientId of [`https://127.0.0.1:${port}/agent.json`, `https://localhost:${port}/agent.json`]) {
+      const refused = await authorize(server, clientId);
+      assert.equal(refused.status, 400);
+      assert.match(refused.text, /private or loopback address/, clientId);
+    }
+    const plain = await authorize(server, `${app.base}/agent.json`);
+    assert.match(plain.text, /client_id is not a registered client/, 'an http client_id is no metadata document');
+    assert.equal(app.hits.size, 0, 'nothing was fetched');
+  });
+});

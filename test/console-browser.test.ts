@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { updateClient } from '../src/flows/manage/clients.ts';
+import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
@@ -233,7 +234,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const support = await server.addUser({ username: 'sam', name: 'Sam Support' });
     await server.store.users.setRole(support.id, 'support');
     const nobody = await server.addUser({ username: 'nobody' });
-    const context = await browser.newContext();
+    // On a phone: the refusal and the sign-in that asks for more are checked at its width too.
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => context.close());
     const page = await context.newPage();
     const response = await page.goto(`${server.url}/console/apps/new`);
@@ -272,7 +274,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     t.after(() => context.close());
     await signInAdmin(page);
     const app = await server.addClient({ name: 'Weather Station', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
-    await server.addUser({ username: 'dorothy', name: 'Dorothy Vaughan' });
+    const dorothy = await server.addUser({ username: 'dorothy', name: 'Dorothy Vaughan' });
+    // Someone guessed her password until the limit locked her out from their address.
+    const guesser = new FormBrowser(server.url);
+    const signInPage = await guesser.request('/login');
+    for (let i = 0; i < server.config.signIn.perUserAddress; i++) assert.equal((await guesser.submit(signInPage, '/login', { username: 'dorothy', password: 'guess' })).status, 401);
     const paths = [
       '/console', '/console/users', '/console/users?q=zzz-none', '/console/users/dorothy', '/console/users/dorothy/disable', '/console/users/dorothy/end-sessions',
       '/console/users/dorothy/reset-second-factor', '/console/apps', '/console/apps/new', `/console/apps/${app.clientId}`, `/console/apps/${app.clientId}/rotate`,
@@ -290,8 +296,23 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
         assert.ok(await tab.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1'), `${width} ${path} scrolls sideways`);
       }
     }
-    // The rest of the pages: a change's result, shown once, and a role given by an admin.
+    // A registration the operation refuses: the form again, saying why, with what was typed.
+    await page.goto(`${server.url}/console/apps/new`);
+    await page.getByLabel('Name').fill('Bad Redirect');
+    await page.getByLabel('Redirect URIs, one a line').fill('ftp://files.example/callback');
+    const refused = page.waitForResponse((answer) => answer.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Register' }).click();
+    assert.equal((await refused).status(), 400);
+    assert.match(await page.getByRole('alert').innerText(), /^Not done: redirect_uris ftp:\/\/files\.example\/callback: /);
+    assert.equal(await page.getByLabel('Name').inputValue(), 'Bad Redirect');
+
+    // The rest of the pages: a lockout lifted, a change's result shown once, and a role given by an admin.
     await page.goto(`${server.url}/console/users/dorothy`);
+    assert.match(await page.locator('dt:text-is("Status") + dd').innerText(), /^Enabled · locked out until /);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.getByText(/^Unlocked: \d+ counters of wrong passwords and codes cleared\.$/).waitFor();
+    assert.equal((await guesser.submit(signInPage, '/login', { username: 'dorothy', password: dorothy.password })).status, 303, 'she can sign in again');
+    assert.equal(await page.getByRole('button', { name: 'Unlock' }).count(), 0);
     await page.getByRole('button', { name: 'Make a reset link' }).click();
     await page.getByText('Give this link to dorothy only.').waitFor();
     await page.goto(`${server.url}/console/users/dorothy`);

@@ -19,6 +19,7 @@ import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
 import { eventCursor, listEvents, parseSince } from '../flows/manage/events.ts';
 import { listUserGrants } from '../flows/manage/grants.ts';
 import { listKeys, rotateKeys } from '../flows/manage/keys.ts';
+import { clearLockouts, listLockouts } from '../flows/manage/lockouts.ts';
 import { listResources } from '../flows/manage/resources.ts';
 import { endUserSessions, findUser, listUsers, listUserSessions, resetLink, resetUserSecondFactor, setDisabled, updateUser, userDetails } from '../flows/manage/users.ts';
 import { operatorRefusal } from '../flows/second-factor/policy.ts';
@@ -350,6 +351,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     sessions: 'console.user.done.sessions',
     'second-factor': 'console.user.done.secondFactor',
     role: 'console.user.done.role',
+    unlocked: 'console.user.done.unlocked',
   };
 
   const named = (request: FastifyRequest) => (request.params as { username: string }).username;
@@ -357,10 +359,11 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   app.get(`${CONSOLE_PATHS.users}/:username`, page('users'), async (request, reply) => {
     const details = await userDetails(deps, named(request));
     const { user } = details;
-    const [grants, sessions, events] = await Promise.all([
+    const [grants, sessions, events, lockouts] = await Promise.all([
       listUserGrants(deps, user.username),
       listUserSessions(deps, user.username),
       listEvents(deps, { username: user.username, limit: USER_EVENTS_SHOWN }),
+      listLockouts(deps, { username: user.username, lockedOnly: true }),
     ]);
     const f = frame(request, reply, 'users');
     const query = request.query as RawParams;
@@ -380,6 +383,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       sessions: sessions.map((session) => ({ at: session.authTime, ip: session.ip, userAgent: session.userAgent })),
       passkeys: details.passkeys.map((passkey) => ({ name: passkey.name, createdAt: passkey.createdAt })),
       totp: details.totp,
+      lockedUntil: lockouts.length === 0 ? null : Math.max(...lockouts.map((lockout) => lockout.until)),
       events: await eventViews(events),
       eventsHref: `${CONSOLE_PATHS.events}?${new URLSearchParams({ user: user.username }).toString()}`,
       actions: may(request, 'users', true) ? { base: userPath(user.username), roles: operatorOf(request).role === 'admin' } : null,
@@ -426,6 +430,12 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const user = await findUser(deps, named(request));
     const reset = await resetUserSecondFactor(manage(request), user.username);
     return backToUser(reply, user.username, 'second-factor', reset.passkeys);
+  });
+  // As `tessera user unlock`: the wrong passwords counted against them from any address, and wrong codes.
+  app.post(`${CONSOLE_PATHS.users}/:username/unlock`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const cleared = await clearLockouts(manage(request), { username: user.username });
+    return backToUser(reply, user.username, 'unlocked', cleared.length);
   });
   app.post(`${CONSOLE_PATHS.users}/:username/role`, change('users'), async (request, reply) => {
     const user = await findUser(deps, named(request));

@@ -139,6 +139,8 @@ export interface UserPageView {
   readonly sessions: readonly { readonly at: number; readonly ip: string | null; readonly userAgent: string | null }[];
   readonly passkeys: readonly { readonly name: string; readonly createdAt: number }[];
   readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
+  /** Until when a guessing limit refuses their sign-in; null when none does. */
+  readonly lockedUntil: number | null;
   readonly events: readonly EventView[];
   readonly eventsHref: string;
   /** The actions' addresses, when the operator may change users; null: read only. */
@@ -158,7 +160,7 @@ ${notice(view.notice)}${notice(view.error, 'error')}
 <dt>${t.html('console.user.name')}</dt><dd>${view.name ?? '-'}</dd>
 <dt>${t.html('console.user.email')}</dt><dd>${view.email ?? '-'}</dd>
 <dt>${t.html('console.user.sub')}</dt><dd><code>${view.sub}</code></dd>
-<dt>${t.html('console.user.status')}</dt><dd>${t.html(view.disabled ? 'console.user.disabled' : 'console.user.enabled')}</dd>
+<dt>${t.html('console.user.status')}</dt><dd>${t.html(view.disabled ? 'console.user.disabled' : 'console.user.enabled')}${view.lockedUntil === null ? null : html` · ${t.html('console.user.locked', { time: t.time(view.lockedUntil) })}`}</dd>
 <dt>${t.html('console.user.role')}</dt><dd>${roleName(ui, view.role)}</dd>
 <dt>${t.html('console.user.created')}</dt><dd>${t.time(view.createdAt)}</dd>
 <dt>${t.html('console.user.lastSignIn')}</dt><dd>${view.lastSignIn === null ? t.html('common.notYet') : html`${t.time(view.lastSignIn.at)}${view.lastSignIn.ip ? html` · ${view.lastSignIn.ip}` : null}`}</dd>
@@ -170,6 +172,7 @@ ${actions === null
 <div class="actions">
 ${view.disabled ? postButton(csrf, `${actions.base}/enable`, t.text('console.user.enable')) : linkButton(`${actions.base}/disable`, t.text('console.user.disable'))}
 ${view.disabled ? null : postButton(csrf, `${actions.base}/reset-link`, t.text('console.user.resetLink'))}
+${view.lockedUntil === null ? null : postButton(csrf, `${actions.base}/unlock`, t.text('console.user.unlock'))}
 ${linkButton(`${actions.base}/end-sessions`, t.text('console.user.endSessions'))}
 ${linkButton(`${actions.base}/reset-second-factor`, t.text('console.user.resetSecondFactor'))}
 </div>

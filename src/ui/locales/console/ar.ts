@@ -64,6 +64,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codesOn':
     'مفعّلة، {count, plural, zero {لم يبقَ أي رمز استرداد} one {بقي رمز استرداد واحد} two {بقي رمزا استرداد} few {بقيت # رموز استرداد} many {بقي # رمزَ استرداد} other {بقي # رمز استرداد}}',
   'console.user.codesOff': 'متوقفة',
+  'console.user.locked': 'مقفل حتى {time}',
   'console.user.events': 'الأحداث الأخيرة',
   'console.user.allEvents': 'كل أحداث {username}',
   'console.user.actions': 'الإجراءات',
@@ -73,6 +74,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': 'إنهاء الجلسات',
   'console.user.resetSecondFactor': 'إعادة تعيين العامل الثاني',
   'console.user.setRole': 'تغيير الدور',
+  'console.user.unlock': 'إلغاء القفل',
   'console.user.confirm.disable':
     'هل تريد تعطيل {username}؟ تنتهي جلساته ويتوقف كل رمز مميز له عن العمل فورًا، ولا يستطيع تسجيل الدخول حتى يُفعَّل من جديد.',
   'console.user.confirm.endSessions': 'هل تريد تسجيل خروج {username} من كل مكان؟ تنتهي كل جلسة متصفح، وتُبلَّغ التطبيقات التي سجّل الدخول إليها.',
@@ -86,6 +88,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.secondFactor':
     'أُعيد تعيين العامل الثاني: {count, plural, zero {لم يُزَل أي مفتاح مرور} one {أُزيل مفتاح مرور واحد} two {أُزيل مفتاحا مرور} few {أُزيلت # مفاتيح مرور} many {أُزيل # مفتاحَ مرور} other {أُزيل # مفتاح مرور}}.',
   'console.user.done.role': 'تغيّر الدور.',
+  'console.user.done.unlocked': 'أُلغي القفل: {count, plural, zero {لم يُمسح أي عدّاد} one {مُسح عدّاد واحد} two {مُسح عدّادان} few {مُسحت # عدّادات} many {مُسح # عدّادًا} other {مُسح # عدّاد}} لكلمات المرور والرموز الخاطئة.',
   'console.user.resetLink.title': 'رابط إعادة تعيين لـ {username}',
   'console.user.resetLink.text': 'أعطِ هذا الرابط لـ {username} وحده. يعيّن كلمة مروره مرة واحدة، حتى {time}. ولا يظهر إلا الآن.',
 

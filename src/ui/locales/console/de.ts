@@ -63,6 +63,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codes': 'Einmalcodes',
   'console.user.codesOn': 'An, {count, plural, one {# Wiederherstellungscode} other {# Wiederherstellungscodes}} übrig',
   'console.user.codesOff': 'Aus',
+  'console.user.locked': 'gesperrt bis {time}',
   'console.user.events': 'Letzte Ereignisse',
   'console.user.allEvents': 'Alle Ereignisse von {username}',
   'console.user.actions': 'Aktionen',
@@ -72,6 +73,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': 'Sitzungen beenden',
   'console.user.resetSecondFactor': 'Zweiten Faktor zurücksetzen',
   'console.user.setRole': 'Rolle ändern',
+  'console.user.unlock': 'Entsperren',
   'console.user.confirm.disable':
     '{username} deaktivieren? Die Sitzungen enden und jedes Token dieser Person funktioniert sofort nicht mehr. Bis zur erneuten Aktivierung ist keine Anmeldung möglich.',
   'console.user.confirm.endSessions': '{username} überall abmelden? Jede Browsersitzung endet, und die Apps, bei denen die Person angemeldet war, werden benachrichtigt.',
@@ -83,6 +85,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.sessions': '{count, plural, one {# Sitzung} other {# Sitzungen}} beendet.',
   'console.user.done.secondFactor': 'Zweiter Faktor zurückgesetzt: {count, plural, one {# Passkey} other {# Passkeys}} entfernt.',
   'console.user.done.role': 'Rolle geändert.',
+  'console.user.done.unlocked': 'Entsperrt: {count, plural, one {# Zähler} other {# Zähler}} für falsche Passwörter und Codes gelöscht.',
   'console.user.resetLink.title': 'Link zum Zurücksetzen für {username}',
   'console.user.resetLink.text': 'Geben Sie diesen Link nur {username}. Er setzt das Passwort einmal, bis {time}. Er wird nur jetzt angezeigt.',
 

@@ -60,6 +60,7 @@ const consoleEn = {
   'console.user.codes': 'One-time codes',
   'console.user.codesOn': 'On, {count, plural, one {# recovery code} other {# recovery codes}} left',
   'console.user.codesOff': 'Off',
+  'console.user.locked': 'locked out until {time}',
   'console.user.events': 'Recent events',
   'console.user.allEvents': 'All events of {username}',
   'console.user.actions': 'Actions',
@@ -69,6 +70,7 @@ const consoleEn = {
   'console.user.endSessions': 'End sessions',
   'console.user.resetSecondFactor': 'Reset second factor',
   'console.user.setRole': 'Change role',
+  'console.user.unlock': 'Unlock',
   'console.user.confirm.disable': 'Disable {username}? Their sessions end and every token of theirs stops working at once. They cannot sign in until enabled again.',
   'console.user.confirm.endSessions': 'Sign {username} out everywhere? Every browser session ends, and the apps they signed in to are told.',
   'console.user.confirm.resetSecondFactor':
@@ -79,6 +81,7 @@ const consoleEn = {
   'console.user.done.sessions': '{count, plural, one {# session} other {# sessions}} ended.',
   'console.user.done.secondFactor': 'Second factor reset: {count, plural, one {# passkey} other {# passkeys}} removed.',
   'console.user.done.role': 'Role changed.',
+  'console.user.done.unlocked': 'Unlocked: {count, plural, one {# counter} other {# counters}} of wrong passwords and codes cleared.',
   'console.user.resetLink.title': 'Reset link for {username}',
   'console.user.resetLink.text': 'Give this link to {username} only. It sets their password once, until {time}. It is shown only now.',
 

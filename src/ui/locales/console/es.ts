@@ -63,6 +63,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codes': 'Códigos de un solo uso',
   'console.user.codesOn': 'Activados, {count, plural, one {queda # código de recuperación} other {quedan # códigos de recuperación}}',
   'console.user.codesOff': 'Desactivados',
+  'console.user.locked': 'bloqueado hasta el {time}',
   'console.user.events': 'Eventos recientes',
   'console.user.allEvents': 'Todos los eventos de {username}',
   'console.user.actions': 'Acciones',
@@ -72,6 +73,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': 'Cerrar sesiones',
   'console.user.resetSecondFactor': 'Restablecer el segundo factor',
   'console.user.setRole': 'Cambiar rol',
+  'console.user.unlock': 'Desbloquear',
   'console.user.confirm.disable':
     '¿Desactivar a {username}? Sus sesiones terminan y todos sus tokens dejan de funcionar al instante. No podrá iniciar sesión hasta que se active de nuevo.',
   'console.user.confirm.endSessions':
@@ -84,6 +86,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.sessions': '{count, plural, one {# sesión cerrada} other {# sesiones cerradas}}.',
   'console.user.done.secondFactor': 'Segundo factor restablecido: {count, plural, one {# llave de acceso quitada} other {# llaves de acceso quitadas}}.',
   'console.user.done.role': 'Rol cambiado.',
+  'console.user.done.unlocked': 'Desbloqueado: {count, plural, one {# contador} other {# contadores}} de contraseñas y códigos erróneos borrados.',
   'console.user.resetLink.title': 'Enlace de restablecimiento para {username}',
   'console.user.resetLink.text': 'Da este enlace solo a {username}. Establece su contraseña una vez, hasta el {time}. Solo se muestra ahora.',
 

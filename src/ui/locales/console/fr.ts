@@ -63,6 +63,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codes': 'Codes à usage unique',
   'console.user.codesOn': 'Activés, {count, plural, one {# code de récupération restant} other {# codes de récupération restants}}',
   'console.user.codesOff': 'Désactivés',
+  'console.user.locked': 'bloqué jusqu’au {time}',
   'console.user.events': 'Événements récents',
   'console.user.allEvents': 'Tous les événements de {username}',
   'console.user.actions': 'Actions',
@@ -72,6 +73,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': 'Fermer les sessions',
   'console.user.resetSecondFactor': 'Réinitialiser le second facteur',
   'console.user.setRole': 'Changer de rôle',
+  'console.user.unlock': 'Débloquer',
   'console.user.confirm.disable':
     'Désactiver {username} ? Ses sessions se ferment et chacun de ses jetons cesse aussitôt de fonctionner. La personne ne peut plus se connecter avant d’être réactivée.',
   'console.user.confirm.endSessions':
@@ -84,6 +86,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.sessions': '{count, plural, one {# session fermée} other {# sessions fermées}}.',
   'console.user.done.secondFactor': 'Second facteur réinitialisé : {count, plural, one {# clé d’accès supprimée} other {# clés d’accès supprimées}}.',
   'console.user.done.role': 'Rôle modifié.',
+  'console.user.done.unlocked': 'Débloqué : {count, plural, one {# compteur} other {# compteurs}} de mots de passe et de codes erronés remis à zéro.',
   'console.user.resetLink.title': 'Lien de réinitialisation pour {username}',
   'console.user.resetLink.text': 'Donnez ce lien à {username} seulement. Il définit son mot de passe une fois, jusqu’au {time}. Il n’est affiché que maintenant.',
 

@@ -63,6 +63,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codes': 'ワンタイムコード',
   'console.user.codesOn': 'オン、リカバリーコードの残り{count, plural, other {#個}}',
   'console.user.codesOff': 'オフ',
+  'console.user.locked': '{time} までロックアウト中',
   'console.user.events': '最近のイベント',
   'console.user.allEvents': '{username} のすべてのイベント',
   'console.user.actions': '操作',
@@ -72,6 +73,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': 'セッションを終了',
   'console.user.resetSecondFactor': '2 要素目をリセット',
   'console.user.setRole': 'ロールを変更',
+  'console.user.unlock': 'ロックを解除',
   'console.user.confirm.disable':
     '{username} を無効にしますか？ セッションは終了し、この人のトークンはすべてただちに使えなくなります。再び有効にするまでサインインできません。',
   'console.user.confirm.endSessions': '{username} をすべての場所からサインアウトさせますか？ ブラウザーのセッションはすべて終了し、サインインしていたアプリに通知されます。',
@@ -83,6 +85,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.sessions': '{count, plural, other {#件のセッションを終了しました。}}',
   'console.user.done.secondFactor': '2 要素目をリセットしました。{count, plural, other {#個のパスキーを削除しました。}}',
   'console.user.done.role': 'ロールを変更しました。',
+  'console.user.done.unlocked': 'ロックを解除しました。誤ったパスワードとコードのカウンターを{count, plural, other {#個}}消去しました。',
   'console.user.resetLink.title': '{username} のリセット用リンク',
   'console.user.resetLink.text': 'このリンクは {username} 本人にだけ渡してください。{time} まで、パスワードを 1 回だけ設定できます。表示されるのは今だけです。',
 

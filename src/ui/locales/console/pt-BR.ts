@@ -63,6 +63,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codes': 'Códigos de uso único',
   'console.user.codesOn': 'Ativados, {count, plural, one {resta # código de recuperação} other {restam # códigos de recuperação}}',
   'console.user.codesOff': 'Desativados',
+  'console.user.locked': 'bloqueado até {time}',
   'console.user.events': 'Eventos recentes',
   'console.user.allEvents': 'Todos os eventos de {username}',
   'console.user.actions': 'Ações',
@@ -72,6 +73,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': 'Encerrar sessões',
   'console.user.resetSecondFactor': 'Redefinir o segundo fator',
   'console.user.setRole': 'Mudar função',
+  'console.user.unlock': 'Desbloquear',
   'console.user.confirm.disable':
     'Desativar {username}? As sessões terminam e todos os tokens dessa pessoa param de funcionar na hora. Ela não consegue entrar até ser ativada de novo.',
   'console.user.confirm.endSessions':
@@ -84,6 +86,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.sessions': '{count, plural, one {# sessão encerrada} other {# sessões encerradas}}.',
   'console.user.done.secondFactor': 'Segundo fator redefinido: {count, plural, one {# chave de acesso removida} other {# chaves de acesso removidas}}.',
   'console.user.done.role': 'Função alterada.',
+  'console.user.done.unlocked': 'Desbloqueado: {count, plural, one {# contador} other {# contadores}} de senhas e códigos errados zerados.',
   'console.user.resetLink.title': 'Link de redefinição para {username}',
   'console.user.resetLink.text': 'Entregue este link só a {username}. Ele define a senha uma vez, até {time}. Ele só é mostrado agora.',
 

@@ -60,6 +60,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.codes': '一次性验证码',
   'console.user.codesOn': '已开启，剩余{count, plural, other { # 个}}恢复码',
   'console.user.codesOff': '已关闭',
+  'console.user.locked': '锁定至 {time}',
   'console.user.events': '最近的事件',
   'console.user.allEvents': '{username} 的全部事件',
   'console.user.actions': '操作',
@@ -69,6 +70,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.endSessions': '结束会话',
   'console.user.resetSecondFactor': '重置第二因素',
   'console.user.setRole': '更改角色',
+  'console.user.unlock': '解除锁定',
   'console.user.confirm.disable': '要停用 {username} 吗？其会话将结束，其所有令牌立即失效。重新启用之前无法登录。',
   'console.user.confirm.endSessions': '要让 {username} 在所有地方退出登录吗？每个浏览器会话都会结束，并通知其登录过的应用。',
   'console.user.confirm.resetSecondFactor': '要删除 {username} 的通行密钥、一次性验证码和恢复码吗？在设置新的之前，此人只能用密码登录。',
@@ -78,6 +80,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.done.sessions': '已结束{count, plural, other { # 个}}会话。',
   'console.user.done.secondFactor': '第二因素已重置：删除了{count, plural, other { # 个}}通行密钥。',
   'console.user.done.role': '角色已更改。',
+  'console.user.done.unlocked': '已解除锁定：清除了{count, plural, other { # 个}}错误密码和验证码的计数器。',
   'console.user.resetLink.title': '{username} 的重置链接',
   'console.user.resetLink.text': '只把此链接交给 {username}。它可设置一次密码，有效期至 {time}。此链接只显示这一次。',
 

@@ -142,6 +142,12 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await visitor.goto(`${server.url}/account`);
     await visitor.getByLabel('Password').waitFor();
 
+    // The dashboard counts from the audit trail: the admin's two sign-ins and the person's.
+    await sections.getByRole('link', { name: 'Dashboard' }).click();
+    const figure = (name: string) => page.locator('dl.figures > div').filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) }).locator('dd');
+    assert.deepEqual(await figure('Sign-ins').allInnerTexts(), ['3 Last hour', '3 Last 24 hours']);
+    assert.deepEqual(await figure('Failed sign-ins').allInnerTexts(), ['0 Last hour', '0 Last 24 hours']);
+
     // Both changes are in the events, naming the admin, linking to the user and the app.
     await sections.getByRole('link', { name: 'Events' }).click();
     const events = page.getByRole('main').getByRole('listitem');
@@ -296,6 +302,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
         assert.ok(await tab.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1'), `${width} ${path} scrolls sideways`);
       }
     }
+    // An operation's refusal is a page with the admin API's status for it.
+    const missing = await page.goto(`${server.url}/console/users/nobody-at-all`);
+    assert.equal(missing?.status(), 404);
+    assert.equal(await page.getByRole('alert').innerText(), 'Not done: no user named nobody-at-all');
+
     // A registration the operation refuses: the form again, saying why, with what was typed.
     await page.goto(`${server.url}/console/apps/new`);
     await page.getByLabel('Name').fill('Bad Redirect');

@@ -8,7 +8,7 @@
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { ACCOUNT_PATH, CONSOLE_PATHS, SIGN_IN_PATH } from '../core/endpoints.ts';
-import { isLockout, EVENT_TYPES, type AuditEvent } from '../core/events.ts';
+import { EVENT_TYPES, type AuditEvent, type EventType } from '../core/events.ts';
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS, type RawParams } from '../core/protocol.ts';
 import { ROLE_SCOPES, SCOPE_DESCRIPTIONS, type OperatorRole } from '../core/scopes.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
@@ -16,7 +16,7 @@ import { roleAllows, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientJson, createClient, DEFAULT_GRACE_SECONDS, getClient, listClients, removeClient, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
 import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
-import { eventCursor, listEvents, parseSince } from '../flows/manage/events.ts';
+import { eventCounts, eventCursor, listEvents, parseSince } from '../flows/manage/events.ts';
 import { listUserGrants } from '../flows/manage/grants.ts';
 import { listKeys, rotateKeys } from '../flows/manage/keys.ts';
 import { clearLockouts, listLockouts } from '../flows/manage/lockouts.ts';
@@ -49,7 +49,6 @@ import type { MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
-import { sendError, toOAuthError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
@@ -280,12 +279,9 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   const may = (request: FastifyRequest, area: AdminArea, write: boolean) => roleAllows(operatorOf(request).role, area, write);
 
   // An operation's refusal (an unknown user, a taken name) is a page with the status the admin API gives it.
+  // Anything else goes on to the server's one error handler (http/errors.ts).
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (!(error instanceof ManageError)) {
-      const oauth = toOAuthError(error);
-      if (oauth.status >= 500) request.log.error({ err: error }, 'request failed');
-      return sendError(request, reply, oauth);
-    }
+    if (!(error instanceof ManageError)) throw error;
     const operator = operators.get(request);
     const ui = operator ? uiOf(request, operator.user) : pages.ui(request);
     return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, ui.t.text('console.failed', { reason: error.message }), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
@@ -314,21 +310,22 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   // Dashboard: the last hour's and day's sign-ins, failures, device sign-ins and lockouts.
   app.get(CONSOLE_PATHS.dashboard, page('events'), async (request, reply) => {
     const now = deps.clock.now();
-    const day = await listEvents(deps, { since: now - 86_400_000, limit: 10_000 });
-    const count = (test: (event: AuditEvent) => boolean) => ({
-      hour: day.filter((event) => event.at >= now - 3_600_000 && test(event)).length,
-      day: day.filter(test).length,
+    const [counts, locked, pendingDevices] = await Promise.all([eventCounts(deps, now), listLockouts(deps, { lockedOnly: true }), deps.store.devices.countPending(now)]);
+    const count = (types: readonly EventType[]) => ({
+      hour: types.reduce((sum, type) => sum + (counts.hour.get(type) ?? 0), 0),
+      day: types.reduce((sum, type) => sum + (counts.day.get(type) ?? 0), 0),
     });
-    const ofType = (type: string) => (event: AuditEvent) => event.type === type;
     return pages.send(reply, 200, dashboardPage(frame(request, reply, 'dashboard'), {
       counts: [
-        { label: 'console.dashboard.signIns', ...count(ofType('signin.succeeded')) },
-        { label: 'console.dashboard.failures', ...count(ofType('signin.failed')) },
-        { label: 'console.dashboard.deviceStarted', ...count(ofType('device.started')) },
-        { label: 'console.dashboard.deviceApproved', ...count(ofType('device.approved')) },
-        { label: 'console.dashboard.lockouts', ...count(isLockout) },
+        { label: 'console.dashboard.signIns', ...count(['signin.succeeded']) },
+        { label: 'console.dashboard.failures', ...count(['signin.failed']) },
+        { label: 'console.dashboard.deviceStarted', ...count(['device.started']) },
+        { label: 'console.dashboard.deviceApproved', ...count(['device.approved']) },
+        // A limit's refusals are one event per limit and window, stored when the window ends (core/events.ts).
+        { label: 'console.dashboard.lockouts', ...count(['signin.locked', 'device.code_entry_locked']) },
       ],
-      pendingDevices: await deps.store.devices.countPending(now),
+      lockedNow: locked.length,
+      pendingDevices,
     }));
   });
 

@@ -90,6 +90,8 @@ ${extra}
 export interface DashboardView {
   readonly counts: readonly { readonly label: MessageKey; readonly hour: number; readonly day: number }[];
   readonly pendingDevices: number;
+  /** The guessing limits' counters refusing now. */
+  readonly lockedNow: number;
 }
 
 export function dashboardPage(frame: ConsoleFrame, view: DashboardView): string {
@@ -100,6 +102,7 @@ export function dashboardPage(frame: ConsoleFrame, view: DashboardView): string 
 ${view.counts.map((count) => html`<div><dt>${t.html(count.label)}</dt><dd><span>${format.format(count.hour)}</span> <span class="muted">${t.html('console.dashboard.lastHour')}</span></dd><dd><span>${format.format(count.day)}</span> <span class="muted">${t.html('console.dashboard.lastDay')}</span></dd></div>`)}
 </dl>
 <p>${t.html('console.dashboard.pending', { count: view.pendingDevices })}</p>
+<p>${t.html('console.dashboard.lockedNow', { count: view.lockedNow })}</p>
 <p class="muted">${t.html('console.dashboard.fromTrail')}</p>`);
 }
 

@@ -1578,6 +1578,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.events.list({ clientId, limit: 2, before: { at: a!.at, id: a!.id } }), []);
       });
 
+      it('counts events by type from a time on', async () => {
+        // Far from every other case's events, so that only these are counted.
+        const from = Date.UTC(2090, 0, 1);
+        for (const [type, at] of [['signin.succeeded', from - 1], ['signin.succeeded', from], ['signin.succeeded', from + 5], ['signin.failed', from + 1], ['device.started', from + 2]] as const) {
+          await store.events.add(event({ type, at }));
+        }
+        assert.deepEqual(await store.events.countByType(from), new Map([['signin.succeeded', 2], ['signin.failed', 1], ['device.started', 1]]));
+        assert.deepEqual(await store.events.countByType(from + 3), new Map([['signin.succeeded', 1]]));
+        assert.deepEqual(await store.events.countByType(from + 6), new Map());
+      });
+
       it('purges events older than their own cutoff, only when one is given', async () => {
         const start = Date.UTC(2002, 0, 1);
         const userId = unique('user-id');

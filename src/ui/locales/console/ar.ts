@@ -37,6 +37,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': 'عمليات تسجيل دخول الأجهزة الموافق عليها',
   'console.dashboard.lockouts': 'عمليات القفل',
   'console.dashboard.pending': 'طلبات الأجهزة التي تنتظر الموافقة: {count, number}',
+  'console.dashboard.lockedNow': 'حدود المحاولات التي ترفض الآن تسجيلات دخول أو رموزًا: {count, number}',
   'console.dashboard.fromTrail': 'محسوبة من سجل التدقيق.',
 
   'console.users.title': 'المستخدمون',

@@ -37,6 +37,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': 'Bestätigte Geräteanmeldungen',
   'console.dashboard.lockouts': 'Sperren',
   'console.dashboard.pending': 'Geräteanfragen, die auf Bestätigung warten: {count, number}',
+  'console.dashboard.lockedNow': 'Begrenzungen für Fehlversuche, die gerade Anmeldungen oder Codes abweisen: {count, number}',
   'console.dashboard.fromTrail': 'Gezählt aus dem Audit-Protokoll.',
 
   'console.users.title': 'Benutzer',

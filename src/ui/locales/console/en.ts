@@ -34,6 +34,7 @@ const consoleEn = {
   'console.dashboard.deviceApproved': 'Device sign-ins approved',
   'console.dashboard.lockouts': 'Lockouts',
   'console.dashboard.pending': 'Device requests waiting for approval: {count, number}',
+  'console.dashboard.lockedNow': 'Guessing limits refusing sign-ins or codes now: {count, number}',
   'console.dashboard.fromTrail': 'Counted from the audit trail.',
 
   'console.users.title': 'Users',

@@ -37,6 +37,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': 'Inicios de sesión de dispositivos aprobados',
   'console.dashboard.lockouts': 'Bloqueos',
   'console.dashboard.pending': 'Solicitudes de dispositivos que esperan aprobación: {count, number}',
+  'console.dashboard.lockedNow': 'Límites de intentos que rechazan ahora inicios de sesión o códigos: {count, number}',
   'console.dashboard.fromTrail': 'Contado a partir del registro de auditoría.',
 
   'console.users.title': 'Usuarios',

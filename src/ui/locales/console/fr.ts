@@ -37,6 +37,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': 'Connexions d’appareils approuvées',
   'console.dashboard.lockouts': 'Blocages',
   'console.dashboard.pending': 'Demandes d’appareils en attente d’approbation : {count, number}',
+  'console.dashboard.lockedNow': 'Limites anti-devinette refusant en ce moment des connexions ou des codes : {count, number}',
   'console.dashboard.fromTrail': 'Compté à partir du journal d’audit.',
 
   'console.users.title': 'Utilisateurs',

@@ -37,6 +37,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': '承認されたデバイスのサインイン',
   'console.dashboard.lockouts': 'ロックアウト',
   'console.dashboard.pending': '承認待ちのデバイスのリクエスト: {count, number}',
+  'console.dashboard.lockedNow': '現在サインインやコードを拒否している試行回数の制限: {count, number}',
   'console.dashboard.fromTrail': '監査ログから集計しています。',
 
   'console.users.title': 'ユーザー',

@@ -37,6 +37,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': 'Entradas de dispositivos aprovadas',
   'console.dashboard.lockouts': 'Bloqueios',
   'console.dashboard.pending': 'Pedidos de dispositivos aguardando aprovação: {count, number}',
+  'console.dashboard.lockedNow': 'Limites de tentativas recusando entradas ou códigos agora: {count, number}',
   'console.dashboard.fromTrail': 'Contado a partir do registro de auditoria.',
 
   'console.users.title': 'Usuários',

@@ -34,6 +34,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.dashboard.deviceApproved': '已批准的设备登录',
   'console.dashboard.lockouts': '锁定',
   'console.dashboard.pending': '等待批准的设备请求：{count, number}',
+  'console.dashboard.lockedNow': '当前正在拒绝登录或验证码的尝试次数限制：{count, number}',
   'console.dashboard.fromTrail': '根据审计记录统计。',
 
   'console.users.title': '用户',

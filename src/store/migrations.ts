@@ -592,11 +592,11 @@ const selfRegistration: Migration = {
 };
 
 /**
- * Version 27 (issue 27, the operator console): the role a person holds in the console
+ * Version 15 (issue 27, the operator console): the role a person holds in the console
  * (`admin`, `support`, `viewer`), none for everyone from before.
  */
 const operatorRoles: Migration = {
-  version: 27,
+  version: 15,
   name: 'operator roles',
   statements: [(t) => `ALTER TABLE users ADD COLUMN role ${t.text} CHECK (role IN ('admin', 'support', 'viewer'))`],
 };

@@ -77,12 +77,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByText('The console needs a sign-in with a passkey, or with your password and a one-time code.').waitFor();
     assert.equal(await page.getByRole('heading', { name: 'Dashboard' }).count(), 0);
 
-    // The page leads to the account page, where the admin adds a passkey, then back.
+    // The page leads to the account page, where the admin adds a passkey, and back here.
     await page.getByRole('link', { name: 'Set up a passkey or one-time codes on your account page' }).click();
     await page.getByLabel('Passkey name').fill('Work laptop');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
-    await page.getByText('Passkey added. You can now sign in with it.').waitFor();
-    await page.goto(`${server.url}/console`);
+    await page.waitForURL(`${server.url}/console`);
     await page.getByText('The console needs a sign-in with a passkey').waitFor();
     await signInWithPasskey(page);
     await dashboard(page);

@@ -10,9 +10,9 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, pr
 import { ACCOUNT_PATH, CONSOLE_PATHS, SIGN_IN_PATH } from '../core/endpoints.ts';
 import { EVENT_TYPES, type AuditEvent, type EventType } from '../core/events.ts';
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS, type RawParams } from '../core/protocol.ts';
-import { ROLE_SCOPES, SCOPE_DESCRIPTIONS, type OperatorRole } from '../core/scopes.ts';
+import { OPERATOR_ROLES, ROLE_SCOPES, SCOPE_DESCRIPTIONS, type OperatorRole } from '../core/scopes.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { roleAllows, type AdminArea } from '../flows/manage/admin-token.ts';
+import { mayAssignRole, roleAllows, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientJson, createClient, DEFAULT_GRACE_SECONDS, getClient, listClients, removeClient, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
 import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
@@ -278,6 +278,12 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
 
   const may = (request: FastifyRequest, area: AdminArea, write: boolean) => roleAllows(operatorOf(request).role, area, write);
 
+  /** The roles an operator may choose between for someone who has `current` (the admin API's rule: no more than they hold); null: none. */
+  const assignableRoles = (operator: OperatorRole, current: OperatorRole | null): readonly (OperatorRole | null)[] | null => {
+    const held = ROLE_SCOPES[operator];
+    return mayAssignRole(held, current) ? [null, ...OPERATOR_ROLES.filter((role) => mayAssignRole(held, role))] : null;
+  };
+
   // An operation's refusal (an unknown user, a taken name) is a page with the status the admin API gives it.
   // Anything else goes on to the server's one error handler (http/errors.ts).
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -383,7 +389,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       lockedUntil: lockouts.length === 0 ? null : Math.max(...lockouts.map((lockout) => lockout.until)),
       events: await eventViews(events),
       eventsHref: `${CONSOLE_PATHS.events}?${new URLSearchParams({ user: user.username }).toString()}`,
-      actions: may(request, 'users', true) ? { base: userPath(user.username), roles: operatorOf(request).role === 'admin' } : null,
+      actions: may(request, 'users', true) ? { base: userPath(user.username), roles: assignableRoles(operatorOf(request).role, user.role) } : null,
       notice: done === undefined ? undefined : f.ui.t.text(done, { username: user.username, count }),
     }));
   });

@@ -147,7 +147,7 @@ export interface UserPageView {
   readonly events: readonly EventView[];
   readonly eventsHref: string;
   /** The actions' addresses, when the operator may change users; null: read only. */
-  readonly actions: { readonly base: string; readonly roles: boolean } | null;
+  readonly actions: { readonly base: string; readonly roles: readonly (OperatorRole | null)[] | null } | null;
   readonly notice?: string | undefined;
   readonly error?: string | undefined;
 }
@@ -183,7 +183,7 @@ ${actions.roles
   ? html`<form method="post" action="${actions.base}/role" class="row">
 ${csrfField(csrf)}
 <label for="role">${t.html('console.user.role')}</label>
-<select id="role" name="role">${(['none', 'viewer', 'support', 'admin'] as const).map((role) => html`<option value="${role}"${(view.role ?? 'none') === role ? html` selected` : null}>${roleName(ui, role === 'none' ? null : role)}</option>`)}</select>
+<select id="role" name="role">${actions.roles.map((role) => html`<option value="${role ?? 'none'}"${view.role === role ? html` selected` : null}>${roleName(ui, role)}</option>`)}</select>
 <button type="submit">${t.html('console.user.setRole')}</button>
 </form>`
   : null}

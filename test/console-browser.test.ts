@@ -343,7 +343,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByLabel('Passkey name').fill('Another laptop');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added. You can now sign in with it.').waitFor();
-    await page.goto(`${server.url}/console`);
+    // The account page of a person with a role leads to the console.
+    await page.getByRole('link', { name: 'Console', exact: true }).click();
     await signInWithPasskey(page);
     await dashboard(page);
   }

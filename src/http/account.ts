@@ -89,6 +89,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
             linkedAt: identity.linkedAt,
           })),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
+          operator: signedIn.user.role !== null,
           notice: options.notice && t.text(options.notice, limits),
           passwordError: options.passwordError && t.text(options.passwordError, limits),
           activity: await activity(signedIn.user.id),

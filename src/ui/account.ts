@@ -1,4 +1,4 @@
-import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { apiName, apiScope, csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
@@ -49,6 +49,8 @@ export interface AccountView {
   readonly security?: SafeHtml | undefined;
   /** The accounts at upstream providers they sign in through (issue 28); none: the section is not shown. */
   readonly identities?: readonly { readonly provider: string; readonly label: string; readonly linkedAt: number }[] | undefined;
+  /** The person has a role in the operator console: a link to it. */
+  readonly operator?: boolean | undefined;
 }
 
 function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
@@ -142,5 +144,6 @@ ${csrfField(view.csrf)}
 <div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
 </form>
 </section>
+${view.operator ? html`<p class="more"><a href="${CONSOLE_PATHS.dashboard}">${ui.t.html('console.title')}</a></p>` : null}
 ${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`);
 }

@@ -34,7 +34,15 @@ function languageMenu(ui: Ui): SafeHtml | null {
   )}</ul></nav>`;
 }
 
-export function layout(ui: Ui, title: string, body: SafeHtml, head: SafeHtml | null = null): string {
+/** A page's place in a larger section: the console's wider page and its menu above the card. */
+export interface LayoutOptions {
+  readonly wide?: boolean;
+  readonly nav?: SafeHtml;
+  /** More of the page's head (a refresh that moves the browser on). */
+  readonly head?: SafeHtml;
+}
+
+export function layout(ui: Ui, title: string, body: SafeHtml, options: LayoutOptions = {}): string {
   const { site, t } = ui;
   return html`<!doctype html>
 <html lang="${t.locale}" dir="${t.dir}">
@@ -44,11 +52,12 @@ export function layout(ui: Ui, title: string, body: SafeHtml, head: SafeHtml | n
 <meta name="referrer" content="same-origin">
 <title>${t.text('layout.title', { page: title, site: site.name })}</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
-${head}
+${options.head ?? null}
 </head>
 <body>
-<main>
+<main${options.wide ? html` class="wide"` : null}>
 <header class="brand">${site.logoUrl ? html`<img src="${site.logoUrl}" alt="" height="32">` : null}<span>${site.name}</span></header>
+${options.nav ?? null}
 <div class="card">
 ${body}
 </div>
@@ -180,7 +189,7 @@ export function signedInPage(ui: Ui, href: string): string {
   const { t } = ui;
   return layout(ui, t.text('upstream.continue.title'), html`<h1>${t.html('upstream.continue.title')}</h1>
 <p>${t.html('upstream.continue.text')}</p>
-<p><a href="${href}">${t.html('common.continue')}</a></p>`, html`<meta http-equiv="refresh" content="0;url=${href}">`);
+<p><a href="${href}">${t.html('common.continue')}</a></p>`, { head: html`<meta http-equiv="refresh" content="0;url=${href}">` });
 }
 
 export interface DirectorySignInView {

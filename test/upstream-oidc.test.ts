@@ -130,7 +130,9 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.deepEqual(links.map((link) => [link.providerId, link.label]), [['upstream', 'ada@example.com']]);
     const shown = await runTessera(['user', 'show', 'ada'], env);
     assert.match(shown.stdout, /Upstream ID \(upstream\): ada@example\.com/);
-    // The person sees the link on their account page.
+    // The person sees the link on their account page. Chromium may issue the intercepted
+    // navigation to the app twice: let it land first, or it interrupts this one.
+    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
     await page.goto(`${downstream.url}/account`);
     const linked = page.getByRole('region', { name: 'Linked accounts' });
     assert.match(await linked.getByRole('listitem').innerText(), /^Upstream ID: ada@example\.com, linked /);

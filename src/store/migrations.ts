@@ -554,8 +554,7 @@ const certification: Migration = {
 };
 
 /**
- * Version 28 (issue 28, numbered after it so that no other branch's migration takes its
- * number): upstream identity providers. A provider's kind-specific settings
+ * Version 18 (issue 28): upstream identity providers. A provider's kind-specific settings
  * are one JSON object and its secret (a client secret, a bind password) another, encrypted
  * under the key encryption key before it gets here. A linked identity is a person at a
  * provider, linked to the user they sign in as; a sign-in under way upstream is kept by the
@@ -563,7 +562,7 @@ const certification: Migration = {
  * go with their provider, and links with their user (ON DELETE CASCADE).
  */
 const identityProviders: Migration = {
-  version: 28,
+  version: 18,
   name: 'identity providers',
   statements: [
     (t) => `CREATE TABLE identity_providers (

@@ -39,6 +39,21 @@ export function hasSecondFactor(amr: readonly string[]): boolean {
 }
 
 /**
+ * The methods of a session that has now also proved a one-time code (typed to turn codes on,
+ * RFC 6238): `otp` joins what it proved before, which stays as it was, and `mfa` only when
+ * the code is a factor of another kind than the rest. A password is something known and a
+ * code something held, so a password session gains `mfa`; a passkey is something held too, so
+ * a passkey that only tested presence and a code are two things held, one kind of factor
+ * (NIST SP 800-63B §4.2.1: multi-factor means factors of different categories), and a thief
+ * of the key could set up the code: no `mfa`. A session that has `mfa` already keeps it.
+ */
+export function withOneTimeCode(amr: readonly AuthMethod[]): readonly AuthMethod[] {
+  const proved = amr.filter((method) => method !== 'mfa' && method !== 'otp');
+  const twoKinds = amr.includes('mfa') || proved.includes('pwd');
+  return [...proved, 'otp', ...(twoKinds ? (['mfa'] as const) : [])];
+}
+
+/**
  * A passkey sign-in that verified the person: the one kind of sign-in a phishing site cannot
  * relay, and two factors in one. A client requiring it asks for a passkey in place of a
  * password and a code, so a presence-only passkey, one factor, does not satisfy it.

@@ -6,7 +6,7 @@ import { listPasskeys } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment, removeTotp, totpStatus } from '../flows/second-factor/codes.ts';
 import { otpauthUri } from '../flows/second-factor/totp.ts';
-import { completeSecondFactor, gainSecondFactor } from '../flows/session/sign-in.ts';
+import { completeSecondFactor, gainOneTimeCode } from '../flows/session/sign-in.ts';
 import { enrolmentLimits } from '../flows/sign-in.ts';
 import type { UserRecord } from '../store/types.ts';
 import type { SafeHtml } from '../ui/html.ts';
@@ -120,8 +120,9 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
         ? setupPage(request, reply, user, pending.secret, 429, 'totp.setup.locked')
         : setupPage(request, reply, user, pending.secret, 400, 'totp.setup.wrong');
     }
-    // The code proved the second factor in this browser: a password session now has both.
-    await gainSecondFactor(deps, browserOf(deps, request, reply), session, user);
+    // The code is proved in this browser: the session records it, and two factors only
+    // when it is another kind of factor than what the session proved before.
+    await gainOneTimeCode(deps, browserOf(deps, request, reply), session, user);
     // Set up to approve something: the codes page continues to that approval.
     return pages.send(reply, 200, recoveryCodesPage(pages.ui(request, { user: user.locale }), result.recoveryCodes, setUpReturn(rawForm(request))));
   });

@@ -15,6 +15,21 @@ export type AuthMethod = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'mfa';
 
 export const AUTH_METHODS: readonly AuthMethod[] = ['pwd', 'otp', 'hwk', 'swk', 'user', 'mfa'];
 
+/**
+ * How the person signed in for one approval, as its ID tokens say it: `amr` always, `acr`
+ * when the client asked for one (OIDC Core §2: acr is returned as requested).
+ */
+export interface SignInFacts {
+  readonly amr: readonly AuthMethod[];
+  readonly acr?: string;
+}
+
+/** The facts a code or refresh token kept, or undefined for one from before they were kept. */
+export function keptSignIn(record: { readonly amr?: readonly AuthMethod[]; readonly acr?: string }): SignInFacts | undefined {
+  if (record.amr === undefined) return undefined;
+  return record.acr === undefined ? { amr: record.amr } : { amr: record.amr, acr: record.acr };
+}
+
 /** A session from before sessions remembered how they began: it began with a password. */
 export const PASSWORD_ONLY: readonly AuthMethod[] = ['pwd'];
 

@@ -5,7 +5,7 @@
  * password sign-in; FIDO/WebAuthn is the recommended defence, because the browser binds a
  * passkey to this server's origin and a phishing page cannot use it.
  */
-import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod } from '../../core/auth-methods.ts';
+import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod, type SignInFacts } from '../../core/auth-methods.ts';
 import type { Config } from '../../config/index.ts';
 import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
@@ -17,10 +17,11 @@ export type ApprovalRefusal =
   | 'second-factor-required';
 
 /**
- * What a grant keeps of the sign-in that approved it, for its ID tokens: `amr` always, `acr`
- * when the client asked for one (OIDC Core §2: acr is returned as requested).
+ * What a grant, and the code and refresh tokens of one approval, keep of the sign-in that
+ * approved it, for its ID tokens: `amr` always, `acr` when the client asked for one (OIDC
+ * Core §2: acr is returned as requested).
  */
-export function signInFacts(session: SessionRecord, requestedAcr: readonly string[] | null): { amr: readonly AuthMethod[]; acr?: string } {
+export function signInFacts(session: SessionRecord, requestedAcr: readonly string[] | null): SignInFacts {
   const amr = sessionMethods(session);
   return requestedAcr === null ? { amr } : { amr, acr: acrOf(amr) };
 }

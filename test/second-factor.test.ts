@@ -409,6 +409,42 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.match(approval.html, />Approve<\/button>/);
   });
 
+  it('reports acr when the claims parameter asks for it in the ID token, and holds the sign-in to the classes it names (OIDC Core §5.5.1.1)', async () => {
+    const user = await server.addUser();
+    const asked = await authorizeUrl(server, app, { claims: JSON.stringify({ id_token: { acr: null } }) });
+    const { browser, page } = await signInWithPassword(server, user, `${asked.url.pathname}${asked.url.search}`);
+    const approval = await browser.follow(page);
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+    const claims = (await oidc.authorizationCodeGrant(asked.config, new URL(decided.location!), { pkceCodeVerifier: asked.verifier, idTokenExpected: true })).claims()!;
+    assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor, as it was');
+
+    const essential = await authorizeUrl(server, app, { prompt: 'consent', claims: JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:tessera:acr:mfa'] } } }) });
+    const stepUp = await browser.follow(await browser.request(essential.url.href));
+    assert.match(stepUp.html, /Approving needs a second factor/);
+    assert.doesNotMatch(stepUp.html, />Approve<\/button>/);
+  });
+
+  it('asks a sign-in that a remembered approval would let through to sign in again when acr_values asks for more, and answers prompt=none with login_required', async () => {
+    const user = await server.addUser();
+    const first = await authorizeUrl(server, app);
+    const { browser, page } = await signInWithPassword(server, user, `${first.url.pathname}${first.url.search}`);
+    const approval = await browser.follow(page);
+    assert.equal((await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' })).status, 303);
+
+    const stepUp = await authorizeUrl(server, app, { acr_values: 'urn:tessera:acr:mfa' });
+    const asked = await browser.follow(await browser.request(stepUp.url.href));
+    assert.equal(asked.status, 200, asked.html.slice(0, 300));
+    assert.match(asked.html, /Approving needs a second factor/);
+
+    const silent = await authorizeUrl(server, app, { acr_values: 'urn:tessera:acr:mfa', prompt: 'none', state: 'xyz' });
+    const answer = await browser.request(silent.url.href);
+    assert.equal(answer.status, 303, answer.html.slice(0, 300));
+    const back = new URL(answer.location!);
+    assert.equal(back.origin + back.pathname, REDIRECT_URI);
+    assert.equal(back.searchParams.get('error'), 'login_required');
+    assert.equal(back.searchParams.get('state'), 'xyz');
+  });
+
   it('publishes the acr values and the amr and acr claims in discovery', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, string[]>;
     assert.deepEqual(metadata['acr_values_supported'], ['phrh', 'phr', 'urn:tessera:acr:mfa', 'urn:tessera:acr:pwd']);

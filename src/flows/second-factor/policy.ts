@@ -9,6 +9,7 @@ import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, 
 import type { Config } from '../../config/index.ts';
 import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
+import type { FlowDeps } from '../types.ts';
 
 export type ApprovalRefusal =
   /** The client was registered with --require-phishing-resistant: sign in with a passkey. */
@@ -67,3 +68,25 @@ export const REFUSAL_MESSAGES: Readonly<Record<ApprovalRefusal, string>> = {
   'phishing-resistant-required': 'signIn.refusal.passkeyRequired',
   'second-factor-required': 'signIn.refusal.secondFactorRequired',
 };
+
+/** A passkey or a code: what a session proved beyond a password. */
+const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
+
+/**
+ * Adding or removing a passkey or one-time codes. The first one may be set up from a
+ * password sign-in: the account has nothing more to prove yet. Once it has one, only a
+ * session that proved one of them (a passkey or a code, not the password alone) may change
+ * them; otherwise whoever holds the password alone would set up a factor of their own, and
+ * with it a two-factor sign-in (NIST SP 800-63B §6.1.2.1: binding an additional
+ * authenticator needs authentication at the assurance level it will give). Refused: 403.
+ */
+export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<void> {
+  if (sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) return;
+  const [passkeys, totp] = await Promise.all([deps.store.passkeys.listForUser(session.userId), deps.store.totp.get(session.userId)]);
+  if (passkeys.length === 0 && (totp === null || totp.confirmedAt === null)) return;
+  throw new OAuthError(
+    'access_denied',
+    'Your account has a passkey or one-time codes already, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
+    { status: 403 },
+  );
+}

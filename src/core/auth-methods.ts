@@ -59,8 +59,8 @@ export function hasSecondFactor(amr: readonly string[]): boolean {
  * the code is a factor of another kind than the rest. A password is something known and a
  * code something held, so a password session gains `mfa`; a passkey is something held too, so
  * a passkey that only tested presence and a code are two things held, one kind of factor
- * (NIST SP 800-63B §4.2.1: multi-factor means factors of different categories), and a thief
- * of the key could set up the code: no `mfa`. A session that has `mfa` already keeps it.
+ * (NIST SP 800-63B §4.2.1: two single-factor authenticators make AAL2 only when one is a
+ * memorized secret), and a thief of the key could set up the code: no `mfa`. A session that has `mfa` already keeps it.
  */
 export function withOneTimeCode(amr: readonly AuthMethod[]): readonly AuthMethod[] {
   const proved = amr.filter((method) => method !== 'mfa' && method !== 'otp');

@@ -78,7 +78,10 @@ const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
  * session that proved one of them (a passkey or a code, not the password alone) may change
  * them; otherwise whoever holds the password alone would set up a factor of their own, and
  * with it a two-factor sign-in (NIST SP 800-63B §6.1.2.1: binding an additional
- * authenticator needs authentication at the assurance level it will give). Refused: 403.
+ * authenticator needs authentication at the assurance level it will give). A passkey that
+ * only tested presence counts as proving one: it is a factor the account has, and an account
+ * with only such a key and a password would otherwise have no way to add a stronger one.
+ * Refused: 403.
  */
 export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<void> {
   if (sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) return;

@@ -79,6 +79,23 @@ describe('the admin API', () => {
     assert.equal(userinfo.status, 401);
   });
 
+  it('gives a user a console role with PATCH: only a token holding everything the role allows may give or take it away', async () => {
+    await server.addUser({ username: 'barbara' });
+    const given = await call('PATCH', '/users/barbara', { body: { role: 'support' } });
+    assert.equal(given.status, 200, JSON.stringify(given.body));
+    assert.equal(given.body['role'], 'support');
+    assert.equal((await call('GET', '/users/barbara')).body['role'], 'support');
+    const { token: usersOnly } = await adminToken('admin:users');
+    const refused = await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: 'admin' } });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body['field'], 'role');
+    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: null } })).status, 403, 'nor take away a role it does not hold');
+    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 200, 'its other changes are made');
+    assert.equal((await call('PATCH', '/users/barbara', { body: { role: 'root' } })).status, 400);
+    const taken = await call('PATCH', '/users/barbara', { body: { role: null } });
+    assert.equal(taken.body['role'], null);
+  });
+
   it('creates a client and a user, who signs in with them in Chromium; disabling the user ends their tokens at once; the events name the admin client', { skip: chromiumUnavailable() }, async () => {
     const created = await call('POST', '/clients', { body: { client_name: 'Garden Planner', redirect_uris: [REDIRECT_URI], scope: 'openid profile' } });
     assert.equal(created.status, 201, JSON.stringify(created.body));

@@ -100,7 +100,9 @@ Commands:
   user remove USERNAME                    Remove a user and everything issued to them
   user update USERNAME [--name "Full Name"] [--email ADDRESS] [--given-name NAME] [--family-name NAME]
               [--email-verified | --no-email-verified] [--locale TAG] [--zoneinfo ZONE] [--picture URL]
+              [--role admin|support|viewer|none]
                                           Change a user's standard claims (OIDC Core §5.1; "" clears one)
+                                          or their role in the operator console (/console)
   user set-password USERNAME --password-stdin
                                           Set a user's password (from standard input); their sessions end
   user reset-link USERNAME [--ttl SECONDS]

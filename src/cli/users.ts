@@ -80,7 +80,7 @@ async function userList(config: Config, args: string[], io: Io): Promise<void> {
   }
   if (users.length === 0) io.stdout('No users.\n');
   for (const user of users) {
-    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
+    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}${user.role ? `  (console: ${user.role})` : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
   }
 }
 
@@ -103,6 +103,7 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   locale: ${user.locale ?? '-'}
   time zone: ${user.zoneinfo ?? '-'}
   picture: ${user.picture ?? '-'}
+  console role: ${user.role ?? 'none'}
   created: ${when(user.createdAt)}
   profile updated: ${when(user.updatedAt)}
   approvals not revoked: ${grants}
@@ -129,10 +130,11 @@ async function userRemove(config: Config, args: string[], io: Io): Promise<void>
 }
 
 async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, PROFILE_OPTIONS, 1);
-  const profile = profileInput(values);
-  await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, profile));
-  io.stdout(`Updated ${positionals[0]!}.\n`);
+  const { values, positionals } = parse(args, { ...PROFILE_OPTIONS, role: { type: 'string' } }, 1);
+  const { role, ...claims } = values;
+  const profile = profileInput(claims);
+  const user = await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, { ...profile, ...(role === undefined ? {} : { role }) }));
+  io.stdout(`Updated ${user.username}.${role === undefined ? '' : user.role === null ? ' They have no console role.' : ` Their console role: ${user.role}.`}\n`);
 }
 
 async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {

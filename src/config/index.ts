@@ -371,6 +371,11 @@ export interface SecondFactorSettings {
    * the one-time code may be entered before the password is asked again.
    */
   readonly pendingSignInTimeout: number;
+  /**
+   * `TESSERA_CONSOLE_REAUTHENTICATE` seconds (default 900): how old an operator's sign-in may
+   * be for a change in the console; an older one is asked again, as `max_age` asks.
+   */
+  readonly consoleReauthenticate: number;
 }
 
 /**
@@ -851,6 +856,7 @@ export function loadConfig(env: Env = process.env): Config {
       required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR'),
       ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT'),
       pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT'),
+      consoleReauthenticate: integer(env, 'TESSERA_CONSOLE_REAUTHENTICATE'),
     },
     clientAuth: {
       jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'),

@@ -83,6 +83,16 @@ export const RESET_PASSWORD_PATH = '/reset-password';
 export const DEVICE_VERIFICATION_PATH = '/device';
 export const DEVICE_APPROVAL_PATH = `${DEVICE_VERIFICATION_PATH}/approve`;
 
+/** The operator console (issue 27): each of its sections; a section's pages are under its path. */
+export const CONSOLE_PATHS = {
+  dashboard: '/console',
+  users: '/console/users',
+  apps: '/console/apps',
+  apis: '/console/apis',
+  events: '/console/events',
+  keys: '/console/keys',
+} as const;
+
 /** The discovery entries that say where each endpoint is (RFC 8414 §2, OIDC Discovery §3). */
 export function endpointMetadata(issuer: string): Record<string, string> {
   return {

@@ -64,6 +64,8 @@ export const EVENT_TYPES = [
   'user.updated',
   'user.disabled',
   'user.enabled',
+  /** A person given an operator role, or none (`detail.role`, null for none). */
+  'user.role_changed',
   'user.removed',
   'user.password_set',
   'user.reset_link_created',

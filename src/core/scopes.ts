@@ -27,6 +27,26 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);
 
+/**
+ * The roles a person may be given for the operator console (issue 27): `admin` manages
+ * everything, `support` manages users and reads the rest, `viewer` reads. A role is the set
+ * of admin scopes it stands for, so the console's permission checks are the admin API's.
+ */
+export const OPERATOR_ROLES = ['admin', 'support', 'viewer'] as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];
+
+export function isOperatorRole(value: string): value is OperatorRole {
+  return (OPERATOR_ROLES as readonly string[]).includes(value);
+}
+
+const READ_SCOPES = ADMIN_SCOPES.filter((scope) => scope.endsWith(':read'));
+
+export const ROLE_SCOPES: Readonly<Record<OperatorRole, readonly string[]>> = {
+  admin: ADMIN_SCOPES.filter((scope) => !scope.endsWith(':read')),
+  support: ['admin:users', ...READ_SCOPES.filter((scope) => scope !== 'admin:users:read')],
+  viewer: READ_SCOPES,
+};
+
 /** The admin API's audience: the `resource` an admin client asks its tokens for (RFC 8707). */
 export function adminAudience(issuer: string): string {
   return `${issuer}/admin`;

@@ -83,6 +83,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
           csrf,
           security: await accountSecurity(deps, ui, signedIn.user, csrf, setUpReturn(request.query as Record<string, unknown> as RawParams)),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
+          operator: signedIn.user.role !== null,
           notice: options.notice && t.text(options.notice, limits),
           passwordError: options.passwordError && t.text(options.passwordError, limits),
           activity: await activity(signedIn.user.id),

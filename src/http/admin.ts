@@ -9,13 +9,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ADMIN_PREFIX } from '../core/endpoints.ts';
 import { OAuthError } from '../core/errors.ts';
-import { ADMIN_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPES, OPERATOR_ROLES } from '../core/scopes.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import { MAX_PAGE, type ManageDeps } from '../flows/manage/deps.ts';
-import { ManageError, type ManageErrorKind } from '../flows/manage/errors.ts';
+import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
 import { keyJson, listKeys, rotateKeys } from '../flows/manage/keys.ts';
@@ -32,7 +32,7 @@ import {
   resetLink,
   resetUserSecondFactor,
   setDisabled,
-  type ProfileInput,
+  type UserChanges,
   setPassword,
   updateUser,
   userDetails,
@@ -73,7 +73,6 @@ export function separateAdminListener(app: FastifyInstance): void {
 export { MAX_PAGE };
 const DEFAULT_PAGE = 50;
 
-const STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412 };
 
 /** Who may call a route: the area of its scope, and whether it changes something. */
 interface AdminRouteConfig {
@@ -242,6 +241,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     const proof = credential.scheme === 'DPoP' ? await requestProof(deps, request, reply, path, credential.token) : null;
     const caller = await adminCaller(deps, { ...credential, proof }, admin.area, admin.write);
     request.adminClient = caller.clientId;
+    request.adminScope = caller.scope;
   });
 
   // A POST without a body is one with every optional field left out (`{}`): its required
@@ -251,7 +251,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ManageError) return sendProblem(reply, STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
+    if (error instanceof ManageError) return sendProblem(reply, MANAGE_STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
     if (error.validation) {
       // Which input was refused: the unknown field, the missing one, or the one that is wrong.
       const [first] = error.validation;
@@ -399,8 +399,13 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true,
-    schema: { summary: "Change a user's standard claims (null clears one)", params: username, body: body(PROFILE_FIELDS), response: ok() },
-    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as ProfileInput)),
+    schema: {
+      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows)",
+      params: username,
+      body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
+      response: ok(),
+    },
+    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as UserChanges, request.adminScope ?? [])),
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     route({
@@ -659,6 +664,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The admin client calling (set once its token is checked). */
     adminClient?: string;
+    /** The admin scopes its token holds (and the client still has). */
+    adminScope?: readonly string[];
   }
 }
 

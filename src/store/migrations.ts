@@ -554,6 +554,16 @@ const certification: Migration = {
 };
 
 /**
+ * Version 15 (issue 27, the operator console): the role a person holds in the console
+ * (`admin`, `support`, `viewer`), none for everyone from before.
+ */
+const operatorRoles: Migration = {
+  version: 15,
+  name: 'operator roles',
+  statements: [(t) => `ALTER TABLE users ADD COLUMN role ${t.text} CHECK (role IN ('admin', 'support', 'viewer'))`],
+};
+
+/**
  * Version 17 (issue 26, apps that register themselves): who registered a client (the
  * operator, RFC 7591 dynamic registration, or a Client ID Metadata Document) and whether the
  * operator has verified it; the hashed registration access tokens of RFC 7592; the
@@ -611,4 +621,4 @@ const refreshedIdTokens: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, selfRegistration, refreshedIdTokens];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, refreshedIdTokens];

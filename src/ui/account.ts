@@ -1,4 +1,4 @@
-import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { apiName, apiScope, csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
@@ -47,6 +47,8 @@ export interface AccountView {
   readonly passwordError?: string | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
+  /** The person has a role in the operator console: a link to it. */
+  readonly operator?: boolean | undefined;
 }
 
 function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
@@ -134,5 +136,6 @@ ${csrfField(view.csrf)}
 <div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
 </form>
 </section>
+${view.operator ? html`<p class="more"><a href="${CONSOLE_PATHS.dashboard}">${ui.t.html('console.title')}</a></p>` : null}
 ${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`);
 }

@@ -34,7 +34,13 @@ function languageMenu(ui: Ui): SafeHtml | null {
   )}</ul></nav>`;
 }
 
-export function layout(ui: Ui, title: string, body: SafeHtml): string {
+/** A page's place in a larger section: the console's wider page and its menu above the card. */
+export interface LayoutOptions {
+  readonly wide?: boolean;
+  readonly nav?: SafeHtml;
+}
+
+export function layout(ui: Ui, title: string, body: SafeHtml, options: LayoutOptions = {}): string {
   const { site, t } = ui;
   return html`<!doctype html>
 <html lang="${t.locale}" dir="${t.dir}">
@@ -46,8 +52,9 @@ export function layout(ui: Ui, title: string, body: SafeHtml): string {
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
 </head>
 <body>
-<main>
+<main${options.wide ? html` class="wide"` : null}>
 <header class="brand">${site.logoUrl ? html`<img src="${site.logoUrl}" alt="" height="32">` : null}<span>${site.name}</span></header>
+${options.nav ?? null}
 <div class="card">
 ${body}
 </div>

@@ -116,6 +116,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         zoneinfo: 'Europe/London',
         picture: 'https://example.com/ada.png',
         disabled: false,
+        role: null,
         createdAt: T0,
         updatedAt: T0 + SECOND,
         ...overrides,
@@ -493,6 +494,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.users.setDisabled(user.id, false), true);
         assert.equal((await store.users.get(user.id))?.disabled, false);
         assert.equal(await store.users.setDisabled('no-such-user', true), false);
+      });
+
+      it('gives a user an operator role, changes it and takes it away, and returns false for an unknown id', async () => {
+        const user = await givenUser();
+        assert.equal(await store.users.setRole(user.id, 'support'), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, role: 'support' });
+        assert.equal(await store.users.setRole(user.id, 'admin'), true);
+        assert.equal((await store.users.findByUsername(user.username))?.role, 'admin');
+        assert.equal(await store.users.setRole(user.id, null), true);
+        assert.equal((await store.users.get(user.id))?.role, null);
+        assert.equal(await store.users.setRole('no-such-user', 'viewer'), false);
+        const created = await givenUser({ role: 'viewer' });
+        assert.equal((await store.users.get(created.id))?.role, 'viewer');
       });
     });
 
@@ -1579,6 +1593,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const second = await store.events.list({ clientId, limit: 2, before: { at: first[1]!.at, id: first[1]!.id } });
         assert.deepEqual(second, [b, a]);
         assert.deepEqual(await store.events.list({ clientId, limit: 2, before: { at: a!.at, id: a!.id } }), []);
+      });
+
+      it('counts events by type from a time on', async () => {
+        // Far from every other case's events, so that only these are counted.
+        const from = Date.UTC(2090, 0, 1);
+        for (const [type, at] of [['signin.succeeded', from - 1], ['signin.succeeded', from], ['signin.succeeded', from + 5], ['signin.failed', from + 1], ['device.started', from + 2]] as const) {
+          await store.events.add(event({ type, at }));
+        }
+        assert.deepEqual(await store.events.countByType(from), new Map([['signin.succeeded', 2], ['signin.failed', 1], ['device.started', 1]]));
+        assert.deepEqual(await store.events.countByType(from + 3), new Map([['signin.succeeded', 1]]));
+        assert.deepEqual(await store.events.countByType(from + 6), new Map());
       });
 
       it('purges events older than their own cutoff, only when one is given', async () => {

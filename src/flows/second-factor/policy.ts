@@ -69,6 +69,25 @@ export const REFUSAL_MESSAGES: Readonly<Record<ApprovalRefusal, string>> = {
   'second-factor-required': 'signIn.refusal.secondFactorRequired',
 };
 
+export type OperatorRefusal =
+  /** The sign-in was one factor (a password alone, a presence-only passkey): sign in with a second one. */
+  | 'second-factor-required'
+  /** A change, and the sign-in is older than the console allows for one: sign in again. */
+  | 'sign-in-again';
+
+/**
+ * Who may act in the operator console (issue 27), beyond holding a role: a sign-in with a
+ * second factor (a passkey that verified the person, or a password and a one-time code), not
+ * a password alone; and for a change, one at most `consoleReauthenticate` seconds old, as
+ * OIDC Core §3.1.2.1 `max_age` asks: "If the elapsed time is greater than this value, the
+ * OP MUST attempt to actively re-authenticate the End-User."
+ */
+export function operatorRefusal(config: Config, session: SessionRecord, now: number, change: boolean): OperatorRefusal | null {
+  if (!hasSecondFactor(sessionMethods(session))) return 'second-factor-required';
+  if (change && now - session.authTime > config.secondFactor.consoleReauthenticate * 1000) return 'sign-in-again';
+  return null;
+}
+
 /** A passkey or a code: what a session proved beyond a password. */
 const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
 

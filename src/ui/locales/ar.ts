@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/ar.ts';
 
 const ar: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -248,6 +249,8 @@ const ar: Catalogue = {
   'deviceLogin.noIdToken': 'لم يُصدر رمز هوية (لم يُمنح النطاق openid).',
   'deviceLogin.claims': 'مطالبات رمز الهوية (تم التحقق من التوقيع باستخدام {jwksUri}):',
   'deviceLogin.userinfo': 'مطالبات UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default ar;

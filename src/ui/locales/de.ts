@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/de.ts';
 
 const de: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -250,6 +251,8 @@ const de: Catalogue = {
   'deviceLogin.noIdToken': 'Es wurde kein ID-Token ausgestellt (der Scope „openid“ wurde nicht gewährt).',
   'deviceLogin.claims': 'Claims des ID-Tokens (Signatur geprüft mit {jwksUri}):',
   'deviceLogin.userinfo': 'Claims aus UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default de;

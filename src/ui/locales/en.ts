@@ -4,6 +4,7 @@
  * the only markup. An apostrophe before `{` starts a quotation in ICU: write ’ there.
  */
 import { SCOPE_DESCRIPTIONS } from '../../core/scopes.ts';
+import consoleEn from './console/en.ts';
 
 const en = {
   'layout.title': '{page} · {site}',
@@ -251,6 +252,8 @@ const en = {
   'deviceLogin.noIdToken': 'No ID token was issued (the openid scope was not granted).',
   'deviceLogin.claims': 'ID token claims (signature verified with {jwksUri}):',
   'deviceLogin.userinfo': 'UserInfo claims ({endpoint}):',
+
+  ...consoleEn,
 };
 
 export default en;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/es.ts';
 
 const es: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -254,6 +255,8 @@ const es: Catalogue = {
   'deviceLogin.noIdToken': 'No se emitió ningún token de ID (no se concedió el ámbito openid).',
   'deviceLogin.claims': 'Claims del token de ID (firma verificada con {jwksUri}):',
   'deviceLogin.userinfo': 'Claims de UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default es;

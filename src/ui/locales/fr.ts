@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/fr.ts';
 
 const fr: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -255,6 +256,8 @@ const fr: Catalogue = {
   'deviceLogin.noIdToken': 'Aucun jeton d’identité n’a été émis (la portée openid n’a pas été accordée).',
   'deviceLogin.claims': 'Revendications du jeton d’identité (signature vérifiée avec {jwksUri}) :',
   'deviceLogin.userinfo': 'Revendications UserInfo ({endpoint}) :',
+
+  ...consoleMessages,
 };
 
 export default fr;

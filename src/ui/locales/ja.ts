@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/ja.ts';
 
 const ja: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -245,6 +246,8 @@ const ja: Catalogue = {
   'deviceLogin.noIdToken': 'ID トークンは発行されませんでした（openid スコープが付与されていません）。',
   'deviceLogin.claims': 'ID トークンのクレーム（署名は {jwksUri} で検証済み）：',
   'deviceLogin.userinfo': 'UserInfo のクレーム（{endpoint}）：',
+
+  ...consoleMessages,
 };
 
 export default ja;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/pt-BR.ts';
 
 const ptBR: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -253,6 +254,8 @@ const ptBR: Catalogue = {
   'deviceLogin.noIdToken': 'Nenhum token de ID foi emitido (o escopo openid não foi concedido).',
   'deviceLogin.claims': 'Claims do token de ID (assinatura verificada com {jwksUri}):',
   'deviceLogin.userinfo': 'Claims do UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default ptBR;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/zh-Hans.ts';
 
 const zhHans: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -238,6 +239,8 @@ const zhHans: Catalogue = {
   'deviceLogin.noIdToken': '未签发 ID 令牌（未授予 openid 权限范围）。',
   'deviceLogin.claims': 'ID 令牌声明（签名已通过 {jwksUri} 验证）：',
   'deviceLogin.userinfo': 'UserInfo 声明（{endpoint}）：',
+
+  ...consoleMessages,
 };
 
 export default zhHans;

@@ -294,6 +294,9 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.equal(await server.store.totp.get(ada.id), null, 'nothing set up');
     const creation = await browser.request('/account/passkeys/options', { form: { csrf_token: csrf } });
     assert.equal(creation.status, 403);
+    const inGerman = await browser.request('/account/totp/setup', { form: { csrf_token: csrf }, headers: { 'accept-language': 'de' } });
+    assert.equal(inGerman.status, 403);
+    assert.match(inGerman.html, /melden Sie sich erneut mit Ihrem Passkey an/, 'in the person\'s language');
     const removal = await browser.request('/account/passkeys/remove', { form: { csrf_token: csrf, passkey_id: passkey.id } });
     assert.equal(removal.status, 403);
     assert.match(removal.html, refusal);

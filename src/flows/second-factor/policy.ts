@@ -108,7 +108,7 @@ export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>
   if (passkeys.length === 0 && (totp === null || totp.confirmedAt === null)) return;
   throw new OAuthError(
     'access_denied',
-    'Your account has a passkey or one-time codes already, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
-    { status: 403 },
+    'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
+    { status: 403, page: { key: 'secondFactors.proveFirst' } },
   );
 }

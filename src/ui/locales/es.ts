@@ -37,6 +37,8 @@ const es: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso que pida tu PIN, tu huella o tu cara, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
   'signIn.setUp': '<account>Configura una llave de acceso o códigos de un solo uso en la página de tu cuenta</account>: tu sesión sigue iniciada y luego vuelves aquí.',
+  'secondFactors.proveFirst':
+    'Tu cuenta ya tiene una llave de acceso o códigos de un solo uso, y en este navegador iniciaste sesión solo con tu contraseña. Para añadir o quitar uno, vuelve a iniciar sesión con tu llave de acceso, o con tu contraseña y un código de un solo uso.',
 
   'passkey.script.cancelled': 'La solicitud de la llave de acceso se canceló o caducó. Vuelve a intentarlo.',
   'passkey.script.exists': 'Este dispositivo ya tiene una llave de acceso para tu cuenta.',

@@ -124,7 +124,11 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return pages.signInFor(request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
+        return pages.signInFor(request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, {
+          uiLocales,
+          loginHint: typeof requestParams['login_hint'] === 'string' ? requestParams['login_hint'] : null,
+          domainHint: typeof requestParams['domain_hint'] === 'string' ? requestParams['domain_hint'] : null,
+        });
       case 'approve':
         assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));

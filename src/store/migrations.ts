@@ -554,6 +554,54 @@ const certification: Migration = {
 };
 
 /**
+ * Version 28 (issue 28, numbered after it so that no other branch's migration takes its
+ * number): upstream identity providers. A provider's kind-specific settings
+ * are one JSON object and its secret (a client secret, a bind password) another, encrypted
+ * under the key encryption key before it gets here. A linked identity is a person at a
+ * provider, linked to the user they sign in as; a sign-in under way upstream is kept by the
+ * hash of its state until the provider sends the browser back. Links and sign-ins under way
+ * go with their provider, and links with their user (ON DELETE CASCADE).
+ */
+const identityProviders: Migration = {
+  version: 28,
+  name: 'identity providers',
+  statements: [
+    (t) => `CREATE TABLE identity_providers (
+      id         ${t.text} PRIMARY KEY,
+      kind       ${t.text} NOT NULL CHECK (kind IN ('oidc', 'github', 'ldap')),
+      name       ${t.text} NOT NULL,
+      position   ${t.integer} NOT NULL,
+      settings   ${t.json} NOT NULL,
+      secret     ${t.json},
+      created_at ${t.time} NOT NULL,
+      updated_at ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE linked_identities (
+      provider_id  ${t.text} NOT NULL REFERENCES identity_providers (id) ON DELETE CASCADE,
+      subject      ${t.text} NOT NULL,
+      user_id      ${t.text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      label        ${t.text},
+      groups       ${t.list} NOT NULL,
+      created_at   ${t.time} NOT NULL,
+      last_used_at ${t.time},
+      PRIMARY KEY (provider_id, subject)
+    )`,
+    (t) => `CREATE TABLE upstream_logins (
+      state_hash    ${t.text} PRIMARY KEY,
+      provider_id   ${t.text} NOT NULL REFERENCES identity_providers (id) ON DELETE CASCADE,
+      nonce         ${t.text} NOT NULL,
+      code_verifier ${t.text} NOT NULL,
+      return_to     ${t.text} NOT NULL,
+      client_id     ${t.text},
+      created_at    ${t.time} NOT NULL,
+      expires_at    ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX linked_identities_user_id ON linked_identities (user_id)',
+    'CREATE INDEX upstream_logins_expires_at ON upstream_logins (expires_at)',
+  ],
+};
+
+/**
  * Version 15 (issue 27, the operator console): the role a person holds in the console
  * (`admin`, `support`, `viewer`), none for everyone from before.
  */
@@ -621,4 +669,4 @@ const refreshedIdTokens: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, refreshedIdTokens];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens];

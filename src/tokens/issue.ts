@@ -7,7 +7,7 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
-import { releasedClaims } from './claims.ts';
+import { groupsOf, releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -121,7 +121,7 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
-  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction'>;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>;
   readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
@@ -130,7 +130,7 @@ export class TokenIssuer {
     clock: Clock,
     issuer: string,
     lifetimes: Lifetimes,
-    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction'>,
+    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>,
     accessTokenAlg: SigningAlgorithm = 'ES256',
   ) {
     this.#keys = keys;
@@ -370,7 +370,7 @@ export class TokenIssuer {
   async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? []),
+      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? [], await groupsOf(this.#store, issuance.user.id, issuance.scope)),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
       ...signInOf(issuance, grant),

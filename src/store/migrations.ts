@@ -648,5 +648,24 @@ const selfRegistration: Migration = {
   ],
 };
 
+/**
+ * Version 40 (ID tokens that say what happened): a code and a refresh token keep how the
+ * person signed in for their approval (`amr`, `acr`; a remembered grant keeps only its
+ * latest approval's), and a refresh token the claims the original request asked for in the
+ * ID token (the `claims` parameter, OIDC Core §5.5), which refreshed ID tokens repeat
+ * (§12.2). Null and empty in rows from before: the grant's, and no claims, as until now.
+ */
+const refreshedIdTokens: Migration = {
+  version: 40,
+  name: 'sign-in facts on codes and refresh tokens',
+  statements: [
+    (t) => `ALTER TABLE authorization_codes ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE authorization_codes ADD COLUMN acr ${t.text}`,
+    (t, dialect) => `ALTER TABLE refresh_tokens ADD COLUMN id_token_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t) => `ALTER TABLE refresh_tokens ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE refresh_tokens ADD COLUMN acr ${t.text}`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens];

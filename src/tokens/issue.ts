@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { SignInFacts } from '../core/auth-methods.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
@@ -55,6 +56,11 @@ export interface Issuance {
    * always is here.
    */
   readonly idTokenClaims?: readonly string[];
+  /**
+   * How the person signed in for this approval (`amr`, `acr`), kept with the code or refresh
+   * token as `authTime` is; absent (a device grant, a row from before): the grant's.
+   */
+  readonly signIn?: SignInFacts | undefined;
 }
 
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
@@ -96,6 +102,15 @@ export function receivesRefreshToken(client: ClientRecord, grant: GrantRecord, s
 }
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/**
+ * How the person signed in for the approval being redeemed or refreshed: the code's or the
+ * refresh token's own, else (a device grant, a row from before) the grant's.
+ */
+function signInOf(issuance: Issuance, grant: GrantRecord): Partial<SignInFacts> {
+  if (issuance.signIn !== undefined) return issuance.signIn;
+  return { ...(grant.amr === undefined ? {} : { amr: grant.amr }), ...(grant.acr === undefined ? {} : { acr: grant.acr }) };
+}
 
 /**
  * Signs access tokens (RFC 9068 JWTs) and ID tokens (OIDC Core §2), issues refresh tokens
@@ -224,6 +239,10 @@ export class TokenIssuer {
       // DPoP proof public key because they are already sender-constrained" by the client's
       // authentication; a public client's are bound to its key.
       dpopJkt: issuance.client.secretHash === null ? (issuance.dpopJkt ?? null) : null,
+      // OIDC Core §12.2: a refreshed ID token says what the original said of the sign-in and
+      // carries the claims the original request asked for.
+      idTokenClaims: issuance.idTokenClaims ?? [],
+      ...signInOf(issuance, grant),
     };
     return { token, record };
   }
@@ -354,8 +373,7 @@ export class TokenIssuer {
       ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? [], await groupsOf(this.#store, issuance.user.id, issuance.scope)),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
-      ...(grant.amr === undefined ? {} : { amr: grant.amr }),
-      ...(grant.acr === undefined ? {} : { acr: grant.acr }),
+      ...signInOf(issuance, grant),
       azp: issuance.client.id,
       ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
       // Back-Channel Logout 1.0 §2.1 / Front-Channel Logout §3: the OP session it came from.

@@ -42,6 +42,8 @@ const en = {
   'signIn.refusal.secondFactorRequired':
     'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
   'signIn.setUp': '<account>Set up a passkey or one-time codes on your account page</account>: you stay signed in, then come back here.',
+  'secondFactors.proveFirst':
+    'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
   'signIn.continueWith': "Continue with {provider}",
   'signIn.directory.title': "Sign in with {provider}",
   'signIn.directory.intro': "Use the username and password you have at {provider}.",

@@ -38,6 +38,8 @@ const ptBR: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'Para autorizar, é preciso um segundo fator: entre com uma chave de acesso que peça seu PIN, sua digital ou seu rosto, ou com sua senha e um código de uso único. Se você não tiver nenhum dos dois, configure um primeiro na página da sua conta.',
   'signIn.setUp': '<account>Configure uma chave de acesso ou códigos de uso único na página da sua conta</account>: você continua conectado e depois volta para cá.',
+  'secondFactors.proveFirst':
+    'Sua conta já tem uma chave de acesso ou códigos de uso único, e neste navegador você entrou só com sua senha. Para adicionar ou remover um deles, entre de novo com sua chave de acesso, ou com sua senha e um código de uso único.',
   'signIn.continueWith': "Continuar com {provider}",
   'signIn.directory.title': "Entrar com {provider}",
   'signIn.directory.intro': "Use o nome de usuário e a senha que você tem em {provider}.",

@@ -82,6 +82,7 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     Phone (synced): added ${at(now)}, last used never
     YubiKey (this device only): added ${at(now)}, last used ${at(now + 1000)}
   one-time codes: on, 2 of 10 recovery codes left
+  linked identities: none
 `), shown.stdout);
     const json = JSON.parse((await tessera(['user', 'show', 'grace', '--json'], env)).stdout) as { passkeys: unknown[]; one_time_codes: boolean; recovery_codes_left: number };
     assert.deepEqual(json.passkeys, [
@@ -104,7 +105,7 @@ describe('the tessera command: passkey-only clients and second factors', () => {
       await store.close();
     }
     assert.match((await tessera(['user', 'reset-second-factor', 'grace'], env)).stdout, /Removed 0 passkeys of grace/);
-    assert.match((await tessera(['user', 'show', 'grace'], env)).stdout, /\n {2}passkeys: none\n {2}one-time codes: off\n$/);
+    assert.match((await tessera(['user', 'show', 'grace'], env)).stdout, /\n {2}passkeys: none\n {2}one-time codes: off\n {2}linked identities: none\n$/);
     // Each reset is an audit event, the operator's.
     const events = JSON.parse((await tessera(['events', '--type', 'second_factor.reset', '--json'], env)).stdout) as { user_id: string; username: string; detail: Record<string, unknown> }[];
     assert.deepEqual(events.map((event) => [event.username, event.detail]), [

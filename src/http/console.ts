@@ -765,7 +765,8 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
         name: values.name,
         scopes: scopesOf(values.scopes),
         access_token_ttl: ttl,
-        signing_alg: values.signing_alg,
+        // A form posted without the menu: the operation's default.
+        ...(values.signing_alg === '' ? {} : { signing_alg: values.signing_alg }),
         introspection_secret: values.introspection_secret,
       }, (scope) => `${scope.name}=${scope.description}`);
     } catch (error) {
@@ -792,8 +793,9 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
     const form = rawForm(request);
     const current = await getResource(deps, identifierOf(request));
     const now = apiFormOf(current);
-    const values = { ...postedApi(form), identifier: current.identifier, introspection_secret: false };
     const original = decodeApi(single(form, 'original', 64 * 1024)) ?? now;
+    const posted = postedApi(form);
+    const values = { ...posted, identifier: current.identifier, signing_alg: posted.signing_alg || original.signing_alg, introspection_secret: false };
     // APIs carry no version: the values the form was opened with stand for it. Someone else's
     // change meanwhile refuses the edit with their change shown (as an app's stale edit is).
     const otherChange = API_FORM_KEYS.filter((key) => now[key] !== original[key]).map((key) => ({ field: key, before: String(original[key]).replace(/\n/g, ', '), after: String(now[key]).replace(/\n/g, ', ') }));

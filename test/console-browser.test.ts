@@ -179,7 +179,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Save' }).click();
     const alert = page.getByRole('alert');
     await alert.getByText('Not saved: someone else changed this app after you opened it.').waitFor();
-    assert.match(await alert.innerText(), /first_party: off → on/);
+    // The field by its label, its protocol name in small print.
+    assert.match(await alert.innerText(), /First-party \(no approval page\) first_party: No → Yes/);
     assert.equal((await server.store.clients.get(app.clientId))?.name, 'Photo Printer', 'nothing of the stale edit was saved');
     assert.equal(await page.getByLabel('Name').inputValue(), 'Photo Printer 2', 'the operator\'s change is kept');
     assert.equal(await page.getByLabel('First-party: no approval page').isChecked(), true, 'over the other change');
@@ -436,6 +437,17 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.doesNotMatch(await item('Unknown Notes').innerText(), /not verified/);
     const [updated] = await server.store.events.list({ type: 'client.updated', limit: 1 });
     assert.deepEqual([updated?.clientId, updated?.detail['fields'], updated?.detail['operator']], [client.id, 'verified', 'grace']);
+
+    // An app known by its Client ID Metadata Document: its client ID is a URL, in the page's address too.
+    const documentId = 'https://notes.example.com/client.json';
+    await createClient(manageDeps(server), { client_name: 'Notes by Document', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'metadata_document', id: documentId });
+    await page.goto(`${server.url}/console/apps`);
+    assert.match(await item('Notes by Document').innerText(), /not verified/);
+    await item('Notes by Document').getByRole('link', { name: 'Notes by Document' }).click();
+    await page.getByText('This app is known by its Client ID Metadata Document').waitFor();
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByText('Verified: its consent page no longer says it is not verified.').waitFor();
+    assert.equal((await server.store.clients.get(documentId))?.verified, true);
   });
 
   it('lets a support user signed in with a passkey disable a user and make a reset link, and refuses app registration, secrets and APIs', async (t) => {

@@ -278,7 +278,8 @@ function reasonOf(ui: Ui, error: ManageError): SafeHtml {
   return html`${t.html('console.failed', { reason })} <small class="detail" lang="en">${error.message}</small>`;
 }
 
-const shown = (value: AppFormValues[keyof AppFormValues]) => (Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value).replace(/\n/g, ', '));
+const shown = (ui: Ui, value: AppFormValues[keyof AppFormValues]) =>
+  Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? ui.t.text(value ? 'console.yes' : 'console.no') : String(value).replace(/\n/g, ', ');
 
 export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
   const operators = new WeakMap<FastifyRequest, Operator>();
@@ -663,7 +664,7 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
         // RFC 9110 §13.1.1: refused, and the change that came in between is shown.
         const current = await getClient(deps, client.id);
         const now = formOf(current);
-        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(original[key]), after: shown(now[key]) }));
+        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key]), after: shown(ui, now[key]) }));
         // The form again at the current version: the other change, and this operator's over it.
         const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as AppFormValues;
         return editForm(request, reply, 409, current, merged, { otherChange });

@@ -293,7 +293,7 @@ export function appFormPage(frame: ConsoleFrame, view: AppFormView): string {
   return consolePage(frame, view.title, html`<h1>${view.title}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
 ${other && other.length > 0
-  ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: change.field, before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
+  ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
   : null}
 ${view.origin ?? null}
 ${view.edit === null ? null : html`<dl class="facts"><dt>${t.html('console.app.clientId')}</dt><dd><code>${view.edit.clientId}</code></dd></dl>`}
@@ -405,7 +405,7 @@ export function apiFormPage(frame: ConsoleFrame, view: ApiFormView): string {
   return consolePage(frame, view.title, html`<h1>${view.title}</h1>
 ${notice(view.error, 'error')}
 ${other && other.length > 0
-  ? html`<div class="alert warning" role="alert"><p>${t.html('console.api.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: change.field, before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
+  ? html`<div class="alert warning" role="alert"><p>${t.html('console.api.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
   : null}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}

@@ -91,7 +91,9 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
     io.stdout(`${JSON.stringify(userDetailsJson(details))}\n`);
     return;
   }
-  const { user, grants, lastSignIn, passkeys, totp } = details;
+  const { user, grants, lastSignIn, passkeys, totp, identities } = details;
+  const identityLines = identities.map((identity) =>
+    `\n    ${identity.providerName ?? 'a removed provider'} (${identity.providerId}): ${identity.label ?? identity.subject}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.join(' ')}` : ''}`);
   const passkeyLines = passkeys.map((passkey) =>
     `\n    ${passkey.name} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
   io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
@@ -110,6 +112,7 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
   passkeys: ${passkeys.length === 0 ? 'none' : passkeys.length}${passkeyLines.join('')}
   one-time codes: ${totp.enabled ? `on, ${totp.recoveryCodesLeft} of ${RECOVERY_CODE_COUNT} recovery codes left` : 'off'}
+  linked identities: ${identities.length === 0 ? 'none' : identities.length}${identityLines.join('')}
 `);
 }
 

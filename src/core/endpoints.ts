@@ -60,6 +60,8 @@ export const PASSKEY_SIGN_IN_PATH = `${SIGN_IN_PATH}/passkey`;
 export const PASSKEY_SIGN_IN_OPTIONS_PATH = `${PASSKEY_SIGN_IN_PATH}/options`;
 /** The one-time code (or recovery code) asked for after the password. */
 export const SECOND_FACTOR_PATH = `${SIGN_IN_PATH}/second-factor`;
+/** Sign-in through an upstream identity provider (issue 28): `/{id}` starts it, `/{id}/callback` is the redirect URI registered upstream. */
+export const UPSTREAM_SIGN_IN_PATH = `${SIGN_IN_PATH}/upstream`;
 
 /** The account page, and the sign-in that leads back to it. */
 export const ACCOUNT_PATH = '/account';

@@ -86,6 +86,12 @@ export const EVENT_TYPES = [
   'resource.created',
   'resource.updated',
   'resource.removed',
+  /** An upstream identity provider added, changed or removed by an operator (`detail.provider`). */
+  'provider.created',
+  'provider.updated',
+  'provider.removed',
+  /** An upstream identity linked to a user: at their first sign-in through it (`detail.how`: `created` or `email`). */
+  'identity.linked',
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */
   'lockout.cleared',

@@ -4,6 +4,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   profile: 'See your name, username, picture, language and time zone',
   email: 'See your email address',
   offline_access: 'Stay connected while you are away (until you revoke it)',
+  // Issue 28: the groups an upstream provider or directory says the person is in.
+  groups: 'See the groups you belong to',
 };
 
 export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);
@@ -23,6 +25,8 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'admin:events:read': 'Read the audit trail',
   'admin:keys': 'Rotate signing keys',
   'admin:keys:read': 'Read signing keys',
+  'admin:providers': 'Manage upstream identity providers',
+  'admin:providers:read': 'Read upstream identity providers',
 };
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);

@@ -10,6 +10,7 @@ import { passkeyRoutes } from './passkeys.ts';
 import { passwordRoutes } from './password.ts';
 import { secondFactorRoutes } from './second-factor.ts';
 import { signInRoutes } from './sign-in.ts';
+import { upstreamRoutes } from './upstream.ts';
 
 /**
  * The pages a person signs in, signs out and looks after their account on, and those that
@@ -21,6 +22,7 @@ import { signInRoutes } from './sign-in.ts';
 export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const options = browserRouteOptions(deps);
   await app.register(signInRoutes, options);
+  await app.register(upstreamRoutes, options);
   await app.register(secondFactorRoutes, options);
   await app.register(passkeyRoutes, options);
   await app.register(accountRoutes, options);

@@ -47,6 +47,8 @@ export interface AccountView {
   readonly passwordError?: string | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
+  /** The accounts at upstream providers they sign in through (issue 28); none: the section is not shown. */
+  readonly identities?: readonly { readonly provider: string; readonly label: string; readonly linkedAt: number }[] | undefined;
   /** The person has a role in the operator console: a link to it. */
   readonly operator?: boolean | undefined;
 }
@@ -113,6 +115,12 @@ ${view.connections.length === 0
 ${csrfField(view.csrf)}
 <button type="submit">${t.html('account.sessions.signOutEverywhere')}</button>
 </form>
+${view.identities && view.identities.length > 0
+  ? html`<section aria-labelledby="identities-heading">
+<h2 id="identities-heading">${t.html('account.identities.heading')}</h2>
+<ul class="identities">${view.identities.map((identity) => html`<li>${t.html('account.identities.item', { provider: identity.provider, label: identity.label, time: t.time(identity.linkedAt) })}</li>`)}</ul>
+</section>`
+  : null}
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">${t.html('account.activity.heading')}</h2>

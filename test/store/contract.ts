@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AuditEvent } from '../../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
+import { identityProvidersContract } from './identity-providers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
   DuplicateError,
@@ -167,6 +168,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         consumedAt: null,
         idTokenClaims: ['email', 'name'],
         dpopJkt: null,
+        amr: ['pwd', 'otp', 'mfa'],
+        acr: 'urn:tessera:acr:mfa',
         ...overrides,
       };
       await store.codes.create(code);
@@ -254,6 +257,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expiresAt: T0 + HOUR,
         rotatedAt: null,
         dpopJkt: null,
+        idTokenClaims: ['email'],
+        amr: ['hwk', 'user'],
+        acr: 'urn:tessera:acr:pwd',
         ...overrides,
       };
       await store.refreshTokens.create(token);
@@ -670,6 +676,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('keeps a code without a nonce', async () => {
         const code = await givenCode({ nonce: null });
         assert.deepEqual(await store.codes.find(code.hash), code);
+      });
+
+      it('keeps a code without acr, or without amr and acr (one from before they were kept)', async () => {
+        const { acr: _acr, ...withoutAcr } = await givenCode({ acr: undefined });
+        assert.deepEqual(await store.codes.find(withoutAcr.hash), withoutAcr);
+        const { amr: _amr, acr: _none, ...old } = await givenCode({ amr: undefined, acr: undefined });
+        assert.deepEqual(await store.codes.find(old.hash), old);
       });
 
       it('gives a code once: the first redemption returns it consumed, the second returns null', async () => {
@@ -1253,6 +1266,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.refreshTokens.find('no-such-token'), null);
       });
 
+      it('keeps a refresh token without ID token claims, acr or amr (one from before they were kept)', async () => {
+        const { amr: _amr, acr: _acr, ...old } = await givenRefreshToken({ idTokenClaims: [], amr: undefined, acr: undefined });
+        assert.deepEqual(await store.refreshTokens.find(old.hash), old);
+      });
+
       it('rotates a token once: the first call returns it rotated, the second returns null', async () => {
         const token = await givenRefreshToken();
         const rotated = { ...token, rotatedAt: T0 + SECOND };
@@ -1602,6 +1620,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
     secondFactorContract({ store: () => store, unique, givenUser, givenClient, givenGrant });
+    identityProvidersContract({ store: () => store, unique, givenUser });
 
     describe('purgeExpired', () => {
       it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {

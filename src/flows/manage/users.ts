@@ -4,6 +4,7 @@
  * reset links); this adds finding the user, checking the input, and telling the apps of the
  * sessions a change ended.
  */
+import { linkedIdentitiesOf, type LinkedIdentityView } from '../upstream/accounts.ts';
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
@@ -167,6 +168,8 @@ export interface UserDetails {
   readonly lastSignIn: AuditEvent | null;
   readonly passkeys: readonly PasskeyRecord[];
   readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
+  /** The upstream identities they sign in through (issue 28). */
+  readonly identities: readonly LinkedIdentityView[];
 }
 
 /** A user, their approvals, last sign-in, passkeys and one-time codes. */
@@ -174,12 +177,12 @@ export async function userDetails(deps: Pick<ManageDeps, 'store'>, username: str
   const user = await findUser(deps, username);
   const grants = await deps.store.grants.listForUser(user.id);
   const [lastSignIn] = await deps.store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
-  const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
-  return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp };
+  const [passkeys, totp, identities] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id), linkedIdentitiesOf(deps, user.id)]);
+  return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp, identities };
 }
 
 export function userDetailsJson(details: UserDetails): Record<string, unknown> {
-  const { user, grants, lastSignIn, passkeys, totp } = details;
+  const { user, grants, lastSignIn, passkeys, totp, identities } = details;
   return {
     ...userJson(user),
     grants,
@@ -193,6 +196,15 @@ export function userDetailsJson(details: UserDetails): Record<string, unknown> {
     })),
     one_time_codes: totp.enabled,
     recovery_codes_left: totp.recoveryCodesLeft,
+    linked_identities: identities.map((identity) => ({
+      provider: identity.providerId,
+      provider_name: identity.providerName,
+      subject: identity.subject,
+      label: identity.label,
+      groups: identity.groups,
+      linked_at: new Date(identity.linkedAt).toISOString(),
+      last_used_at: isoTime(identity.lastUsedAt),
+    })),
   };
 }
 

@@ -275,7 +275,7 @@ function reasonOf(ui: Ui, error: ManageError): SafeHtml {
   const reason = fieldKey !== null && isMessageKey(fieldKey) && error.kind === 'invalid'
     ? t.text('console.reason.field', { field: t.text(fieldKey) })
     : t.text(`console.reason.${error.kind}`);
-  return html`${t.html('console.failed', { reason })} <small class="detail" lang="en">${error.message}</small>`;
+  return html`${t.html('console.failed', { reason })} <small class="detail" lang="en" dir="ltr">${error.message}</small>`;
 }
 
 const shown = (ui: Ui, value: AppFormValues[keyof AppFormValues]) =>

@@ -649,14 +649,14 @@ const selfRegistration: Migration = {
 };
 
 /**
- * Version 40 (ID tokens that say what happened): a code and a refresh token keep how the
+ * Version 19 (ID tokens that say what happened): a code and a refresh token keep how the
  * person signed in for their approval (`amr`, `acr`; a remembered grant keeps only its
  * latest approval's), and a refresh token the claims the original request asked for in the
  * ID token (the `claims` parameter, OIDC Core §5.5), which refreshed ID tokens repeat
  * (§12.2). Null and empty in rows from before: the grant's, and no claims, as until now.
  */
 const refreshedIdTokens: Migration = {
-  version: 40,
+  version: 19,
   name: 'sign-in facts on codes and refresh tokens',
   statements: [
     (t) => `ALTER TABLE authorization_codes ADD COLUMN amr ${t.list}`,

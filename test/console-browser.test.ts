@@ -12,7 +12,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { updateClient } from '../src/flows/manage/clients.ts';
+import { createClient, updateClient } from '../src/flows/manage/clients.ts';
+import { addResource, updateResource } from '../src/flows/manage/resources.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
@@ -49,8 +50,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   let copies = 0;
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
-  async function withAuthenticator(): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext();
+  async function withAuthenticator(options: Parameters<Browser['newContext']>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext(options);
     const page = await context.newPage();
     const cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable', { enableUI: false });
@@ -187,7 +188,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Save' }).click();
     const alert = page.getByRole('alert');
     await alert.getByText('Not saved: someone else changed this app after you opened it.').waitFor();
-    assert.match(await alert.innerText(), /first_party: off → on/);
+    // The field by its label, its protocol name in small print.
+    assert.match(await alert.innerText(), /First-party \(no approval page\) first_party: No → Yes/);
     assert.equal((await server.store.clients.get(app.clientId))?.name, 'Photo Printer', 'nothing of the stale edit was saved');
     assert.equal(await page.getByLabel('Name').inputValue(), 'Photo Printer 2', 'the operator\'s change is kept');
     assert.equal(await page.getByLabel('First-party: no approval page').isChecked(), true, 'over the other change');
@@ -288,6 +290,9 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     t.after(() => context.close());
     await signInAdmin(page);
     const app = await server.addClient({ name: 'Weather Station', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
+    const { client: selfRegistered } = await createClient(manageDeps(server), { client_name: 'Self-made App', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'dynamic' });
+    const api = encodeURIComponent('https://tides.example.com/v1');
+    await addResource(manageDeps(server), { identifier: 'https://tides.example.com/v1', name: 'Tides', scopes: [{ name: 'tides:read', description: 'See the tides' }] });
     const dorothy = await server.addUser({ username: 'dorothy', name: 'Dorothy Vaughan' });
     // Someone guessed her password until the limit locked her out from their address.
     const guesser = new FormBrowser(server.url);
@@ -296,7 +301,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const paths = [
       '/console', '/console/users', '/console/users?q=zzz-none', '/console/users/dorothy', '/console/users/dorothy/disable', '/console/users/dorothy/end-sessions',
       '/console/users/dorothy/reset-second-factor', '/console/apps', '/console/apps/new', `/console/apps/${app.clientId}`, `/console/apps/${app.clientId}/rotate`,
-      `/console/apps/${app.clientId}/remove`, '/console/apis', '/console/events', '/console/events?type=signin.succeeded&since=1h', '/console/keys', '/console/keys/rotate',
+      `/console/apps/${app.clientId}/remove`, `/console/apps/${selfRegistered.id}`, '/console/apis', '/console/apis/new', `/console/apis/${api}`, `/console/apis/${api}/remove`, '/console/events', '/console/events?type=signin.succeeded&since=1h', '/console/keys', '/console/keys/rotate',
     ];
     const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => phone.close());
@@ -313,7 +318,20 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     // An operation's refusal is a page with the admin API's status for it.
     const missing = await page.goto(`${server.url}/console/users/nobody-at-all`);
     assert.equal(missing?.status(), 404);
-    assert.equal(await page.getByRole('alert').innerText(), 'Not done: no user named nobody-at-all');
+    assert.equal(await page.getByRole('alert').innerText(), 'Not done: there is no user named nobody-at-all.');
+
+    // In German, the same refusal is in German.
+    const german = await browser.newContext({ storageState: await context.storageState(), locale: 'de-DE' });
+    t.after(() => german.close());
+    const deutsch = await german.newPage();
+    assert.equal((await deutsch.goto(`${server.url}/console/users/nobody-at-all`))?.status(), 404);
+    assert.equal(await deutsch.getByRole('alert').innerText(), 'Nicht ausgeführt: Es gibt keinen Benutzer namens nobody-at-all.');
+    await deutsch.goto(`${server.url}/console/apis/new`);
+    await deutsch.getByLabel('Kennung').fill('https://tides.example.com/v1');
+    await deutsch.getByLabel('Name, auf Zustimmungsseiten angezeigt').fill('Gezeiten');
+    await deutsch.getByLabel('Scopes, einer pro Zeile').fill('tides:write=Gezeiten ändern');
+    await deutsch.getByRole('button', { name: 'Registrieren' }).click();
+    assert.equal(await deutsch.getByRole('alert').innerText(), 'Nicht ausgeführt: Eine API mit der Kennung https://tides.example.com/v1 ist bereits registriert.');
 
     // A registration the operation refuses: the form again, saying why, with what was typed.
     await page.goto(`${server.url}/console/apps/new`);
@@ -322,7 +340,10 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const refused = page.waitForResponse((answer) => answer.request().method() === 'POST');
     await page.getByRole('button', { name: 'Register' }).click();
     assert.equal((await refused).status(), 400);
-    assert.match(await page.getByRole('alert').innerText(), /^Not done: redirect_uris ftp:\/\/files\.example\/callback: /);
+    // In the reader's words, the field by its label; the operation's English detail in small print.
+    const reason = page.getByRole('alert');
+    assert.match(await reason.innerText(), /^Not done: the value of “Redirect URIs” was refused\. redirect_uris ftp:\/\/files\.example\/callback: /);
+    assert.equal(await reason.locator('small[lang="en"]').count(), 1);
     assert.equal(await page.getByLabel('Name').inputValue(), 'Bad Redirect');
 
     // The rest of the pages: a lockout lifted, a change's result shown once, and a role given by an admin.
@@ -341,6 +362,176 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal((await server.store.users.findByUsername('dorothy'))?.role, 'viewer');
     const [given] = await server.store.events.list({ type: 'user.role_changed', limit: 1 });
     assert.deepEqual([given?.username, given?.detail['role'], given?.detail['operator']], ['dorothy', 'viewer', 'grace']);
+  });
+
+  it('registers an API with its scopes, refuses an edit made over someone else\'s change with it shown, and removes the API after a confirmation page', async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'APIs and scopes' }).click();
+    await page.getByRole('link', { name: 'Register an API' }).click();
+    await page.getByLabel('Identifier').fill('https://photos.example.com');
+    await page.getByLabel('Name, shown on consent pages').fill('Photos <API>');
+    await page.getByLabel('Scopes, one a line').fill('photos:read=See your photos\nphotos:write = Change your photos\n');
+    await page.getByLabel('Access token lifetime, in seconds').fill('600');
+    await page.getByLabel('Give it a secret to introspect tokens with').check();
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.getByRole('heading', { name: 'Photos <API> is registered.' }).waitFor();
+    const secret = await page.locator('dt:text-is("Introspection secret") + dd').innerText();
+    assert.match(secret, /^[\w-]{43}$/);
+    const added = await server.store.resources.get('https://photos.example.com');
+    assert.deepEqual([added?.name, added?.scopes, added?.accessTokenTtl, added?.introspectionSecretHash === secret], [
+      'Photos <API>', [{ name: 'photos:read', description: 'See your photos' }, { name: 'photos:write', description: 'Change your photos' }], 600, false,
+    ], 'as typed; the secret stored only hashed');
+
+    await page.getByRole('link', { name: 'Back' }).click();
+    const section = page.getByRole('region', { name: 'Photos <API>' });
+    assert.match(await section.innerText(), /photos:write: Change your photos/);
+    await section.getByRole('link', { name: 'Edit Photos <API>' }).click();
+    await page.getByLabel('Name, shown on consent pages').fill('Photo Library');
+    // Someone else changes its token lifetime meanwhile, through the command's operation.
+    await updateResource(manageDeps(server), 'https://photos.example.com', { access_token_ttl: 900 });
+    const stale = page.waitForResponse((answer) => answer.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Save' }).click();
+    assert.equal((await stale).status(), 409);
+    const alert = page.getByRole('alert');
+    await alert.getByText('Not saved: someone else changed this API after you opened it.').waitFor();
+    assert.match(await alert.innerText(), /access_token_ttl: 600 → 900/);
+    assert.equal((await server.store.resources.get('https://photos.example.com'))?.name, 'Photos <API>', 'nothing of the stale edit was saved');
+    assert.equal(await page.getByLabel('Access token lifetime, in seconds').inputValue(), '900', 'the other change is shown in the form');
+    assert.equal(await page.getByLabel('Name, shown on consent pages').inputValue(), 'Photo Library', 'with the operator\'s change over it');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved.').waitFor();
+    assert.deepEqual(await server.store.resources.get('https://photos.example.com').then((saved) => [saved?.name, saved?.accessTokenTtl]), ['Photo Library', 900]);
+
+    // A scope an app still asks for cannot be taken away: the operation's rule, in the console's words.
+    const printer = await server.addClient({ name: 'Print Shop', scopes: ['openid', 'photos:write'] });
+    await page.getByRole('link', { name: 'Edit Photo Library' }).click();
+    await page.getByLabel('Scopes, one a line').fill('photos:read=See your photos');
+    await page.getByRole('button', { name: 'Save' }).click();
+    assert.equal(await page.getByRole('alert').innerText(), `Not done: the scope photos:write is still in the registration of the app Print Shop (${printer.clientId}): remove it from the app first.`);
+    assert.equal((await server.store.resources.get('https://photos.example.com'))?.scopes.length, 2);
+    await server.store.clients.remove(printer.clientId);
+
+    await page.goto(`${server.url}/console/apis`);
+    await page.getByRole('link', { name: 'Remove Photo Library' }).click();
+    await page.getByText('Remove Photo Library (https://photos.example.com)? Tokens and approvals for it stop working at once.').waitFor();
+    await page.getByRole('button', { name: 'Remove Photo Library' }).click();
+    await page.getByText('The API was removed: tokens and approvals for it no longer work.').waitFor();
+    assert.equal(await server.store.resources.get('https://photos.example.com'), null);
+    const events = await server.store.events.list({ limit: 20 });
+    for (const type of ['resource.created', 'resource.updated', 'resource.removed']) {
+      assert.equal(events.find((event) => event.type === type && event.detail['resource'] === 'https://photos.example.com')?.detail['operator'], 'grace', `${type} names the operator`);
+    }
+  });
+
+  it('marks a self-registered app not verified in the list and on its page, and verifies it', async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    const { client } = await createClient(manageDeps(server), { client_name: 'Unknown Notes', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'dynamic' });
+    await server.addClient({ name: 'Our Own App' });
+    await page.goto(`${server.url}/console/apps`);
+    const item = (name: string) => page.getByRole('main').getByRole('listitem').filter({ has: page.getByRole('link', { name, exact: true }) });
+    assert.match(await item('Unknown Notes').innerText(), /not verified/);
+    assert.doesNotMatch(await item('Our Own App').innerText(), /not verified/, 'the operator\'s own apps are not marked');
+    await item('Unknown Notes').getByRole('link', { name: 'Unknown Notes' }).click();
+    await page.getByText('This app registered itself (dynamic client registration). No operator has verified it').waitFor();
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByText('Verified: its consent page no longer says it is not verified.').waitFor();
+    assert.equal((await server.store.clients.get(client.id))?.verified, true);
+    await page.getByText('An operator has verified it.').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Verify' }).count(), 0);
+    await page.goto(`${server.url}/console/apps`);
+    assert.doesNotMatch(await item('Unknown Notes').innerText(), /not verified/);
+    const [updated] = await server.store.events.list({ type: 'client.updated', limit: 1 });
+    assert.deepEqual([updated?.clientId, updated?.detail['fields'], updated?.detail['operator']], [client.id, 'verified', 'grace']);
+
+    // An app known by its Client ID Metadata Document: its client ID is a URL, in the page's address too.
+    const documentId = 'https://notes.example.com/client.json';
+    await createClient(manageDeps(server), { client_name: 'Notes by Document', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'metadata_document', id: documentId });
+    await page.goto(`${server.url}/console/apps`);
+    assert.match(await item('Notes by Document').innerText(), /not verified/);
+    await item('Notes by Document').getByRole('link', { name: 'Notes by Document' }).click();
+    await page.getByText('This app is known by its Client ID Metadata Document').waitFor();
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByText('Verified: its consent page no longer says it is not verified.').waitFor();
+    assert.equal((await server.store.clients.get(documentId))?.verified, true);
+  });
+
+  it('lets a support user signed in with a passkey disable a user and make a reset link, and refuses app registration, secrets and APIs', async (t) => {
+    const support = await server.addUser({ username: 'sue', name: 'Sue Support' });
+    await server.store.users.setRole(support.id, 'support');
+    const person = await server.addUser({ username: 'lin', name: 'Lin Chen' });
+    const app = await server.addClient({ name: 'Recipe Box' });
+    const { client: selfRegistered } = await createClient(manageDeps(server), { client_name: 'Stranger App', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'dynamic' });
+    // On a phone: the support pages are checked at its width, and at a desktop's below.
+    const { context, page } = await withAuthenticator({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    t.after(() => context.close());
+    await page.goto(`${server.url}/account`);
+    await page.getByLabel('Username').fill(support.username);
+    await page.getByLabel('Password').fill(support.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByLabel('Passkey name').fill('Support phone');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.getByText('Passkey added. You can now sign in with it.').waitFor();
+    await page.getByRole('link', { name: 'Console', exact: true }).click();
+    await signInWithPasskey(page);
+    await dashboard(page);
+    assert.match(await page.getByText('Signed in as').innerText(), /Sue Support \(support\)/);
+
+    // What support may do: a reset link, shown once; disabling, after a confirmation page.
+    await page.goto(`${server.url}/console/users?q=lin`);
+    await page.getByRole('link', { name: 'lin', exact: true }).click();
+    await page.getByRole('button', { name: 'Make a reset link' }).click();
+    await page.getByText('Give this link to lin only.').waitFor();
+    assert.match(await page.locator('dt:text-is("URL") + dd').innerText(), new RegExp(`^${server.url}/`));
+    await page.getByRole('link', { name: 'Back' }).click();
+    await page.getByRole('link', { name: 'Disable' }).click();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('lin is disabled: their sessions have ended and their tokens no longer work.').waitFor();
+    assert.equal((await server.store.users.findByUsername('lin'))?.disabled, true);
+    const [disabled] = await server.store.events.list({ userId: person.id, type: 'user.disabled', limit: 1 });
+    assert.equal(disabled?.detail['operator'], 'sue');
+
+    // What support may not: register apps, see or rotate secrets, verify apps, change APIs.
+    await page.goto(`${server.url}/console/apps`);
+    assert.equal(await page.getByRole('link', { name: 'Register an app' }).count(), 0);
+    assert.equal((await page.goto(`${server.url}/console/apps/new`))?.status(), 403);
+    await page.getByText('Your role (support) does not allow this.').waitFor();
+    const appPage = await page.goto(`${server.url}/console/apps/${app.clientId}`);
+    assert.equal(appPage?.status(), 200, 'the registration is readable');
+    // Its fields by their names in the reader's language, the protocol's name in small print.
+    assert.match(await page.locator('dt', { hasText: 'Redirect URIs' }).innerText(), /^Redirect URIs redirect_uris$/);
+    assert.equal(await page.locator('dt:has-text("Redirect URIs") + dd').innerText(), REDIRECT_URI);
+    assert.equal(await page.getByLabel('Name').count(), 0, 'no edit form');
+    assert.equal(await page.getByRole('link', { name: 'Rotate secret' }).count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'Remove' }).count(), 0);
+    const secretHash = (await server.store.clients.get(app.clientId))?.secretHash;
+    assert.equal(await page.getByText('Client secret').count(), 0, 'no secret');
+    assert.ok(!(await page.content()).includes(secretHash!) && !(await page.content()).includes(app.clientSecret), 'nor its hash');
+    assert.equal((await page.goto(`${server.url}/console/apps/${app.clientId}/rotate`))?.status(), 403);
+    const csrf = (await context.cookies()).find((cookie) => cookie.name.endsWith('csrf'))?.value ?? '';
+    assert.equal((await page.request.post(`${server.url}/console/apps/${app.clientId}/rotate`, { form: { csrf_token: csrf, grace: '0' } })).status(), 403);
+    assert.equal((await server.store.clients.get(app.clientId))?.secretHash, secretHash, 'the secret was not rotated');
+    await page.goto(`${server.url}/console/apps/${selfRegistered.id}`);
+    await page.getByText('No operator has verified it').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Verify' }).count(), 0);
+    assert.equal((await page.request.post(`${server.url}/console/apps/${selfRegistered.id}/verify`, { form: { csrf_token: csrf } })).status(), 403);
+    assert.equal((await server.store.clients.get(selfRegistered.id))?.verified, undefined);
+    await page.goto(`${server.url}/console/apis`);
+    assert.equal(await page.getByRole('link', { name: 'Register an API' }).count(), 0);
+    assert.equal((await page.goto(`${server.url}/console/apis/new`))?.status(), 403);
+    assert.equal((await page.request.post(`${server.url}/console/apis`, { form: { csrf_token: csrf, identifier: 'https://sneaky.example.com', name: 'Sneaky', scopes: 'sneak=Sneak' } })).status(), 403);
+    assert.equal(await server.store.resources.get('https://sneaky.example.com'), null);
+
+    // The same pages at a desktop's width (axe-core checks each as it loads).
+    const desktop = await browser.newContext({ storageState: await context.storageState() });
+    t.after(() => desktop.close());
+    const wide = await desktop.newPage();
+    for (const path of ['/console/apps', `/console/apps/${app.clientId}`, `/console/apps/${selfRegistered.id}`, '/console/apis', '/console/users/lin']) {
+      assert.equal((await wide.goto(`${server.url}${path}`))?.status(), 200, path);
+    }
   });
 
   /**

@@ -20,32 +20,36 @@ import { eventCounts, eventCursor, listEvents, parseSince } from '../flows/manag
 import { listUserGrants } from '../flows/manage/grants.ts';
 import { listKeys, rotateKeys } from '../flows/manage/keys.ts';
 import { clearLockouts, listLockouts } from '../flows/manage/lockouts.ts';
-import { listResources } from '../flows/manage/resources.ts';
+import { ACCESS_TOKEN_TTL_RANGE, addResource, API_SIGNING_ALGORITHMS, getResource, listResources, removeResource, updateResource } from '../flows/manage/resources.ts';
 import { endUserSessions, findUser, listUsers, listUserSessions, resetLink, resetUserSecondFactor, setDisabled, updateUser, userDetails } from '../flows/manage/users.ts';
 import { operatorRefusal } from '../flows/second-factor/policy.ts';
-import type { ClientRecord, SessionRecord, UserRecord } from '../store/types.ts';
+import type { ClientRecord, ResourceRecord, ResourceScope, SessionRecord, UserRecord } from '../store/types.ts';
 import {
+  apiFormPage,
   apisPage,
+  appOrigin,
   appFormPage,
   appPage,
   appsPage,
   confirmPage,
   dashboardPage,
   eventsPage,
+  fieldLabel,
   forbiddenPage,
   keysPage,
   linkButton,
   shownOncePage,
   userPage,
   usersPage,
+  type ApiFormValues,
   type AppFormValues,
   type ConsoleFrame,
   type ConsoleSection,
   type EventView,
   type KeyView,
 } from '../ui/console.ts';
-import { html } from '../ui/html.ts';
-import type { MessageKey } from '../ui/i18n.ts';
+import { html, type SafeHtml } from '../ui/html.ts';
+import { isMessageKey, type MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
@@ -88,6 +92,55 @@ const GRANT_CHOICE_OF: Readonly<Record<string, string>> = {
 
 const userPath = (username: string) => `${CONSOLE_PATHS.users}/${encodeURIComponent(username)}`;
 const appPath = (clientId: string) => `${CONSOLE_PATHS.apps}/${encodeURIComponent(clientId)}`;
+const apiPath = (identifier: string) => `${CONSOLE_PATHS.apis}/${encodeURIComponent(identifier)}`;
+
+/** An API's form of a stored registration: its scopes one a line, as `resource add --scope NAME=DESCRIPTION`. */
+function apiFormOf(resource: ResourceRecord): ApiFormValues {
+  return {
+    identifier: resource.identifier,
+    name: resource.name,
+    scopes: resource.scopes.map((scope) => `${scope.name}=${scope.description}`).join('\n'),
+    access_token_ttl: resource.accessTokenTtl === null ? '' : String(resource.accessTokenTtl),
+    signing_alg: resource.signingAlg,
+    introspection_secret: resource.introspectionSecretHash !== null,
+  };
+}
+
+/** What an API's edit compares: the identifier is fixed, the introspection secret is the command's. */
+const API_FORM_KEYS = ['name', 'scopes', 'access_token_ttl', 'signing_alg'] as const;
+
+function postedApi(form: RawParams): ApiFormValues {
+  return {
+    identifier: single(form, 'identifier', 1100),
+    name: single(form, 'name', 200),
+    // Lines trimmed and blank ones dropped, so that retyping the same scopes is no change.
+    scopes: lines(single(form, 'scopes', 64 * 1024)).join('\n'),
+    access_token_ttl: single(form, 'access_token_ttl', 12).trim(),
+    signing_alg: single(form, 'signing_alg', 10),
+    introspection_secret: form['introspection_secret'] === 'on',
+  };
+}
+
+/** Scopes typed one a line as NAME=DESCRIPTION; a line without `=` is a name without a description, which the operation refuses by its line. */
+const scopesOf = (text: string): ResourceScope[] =>
+  lines(text).map((line) => {
+    const at = line.indexOf('=');
+    return at === -1 ? { name: line, description: '' } : { name: line.slice(0, at).trim(), description: line.slice(at + 1).trim() };
+  });
+
+/** An empty lifetime is the server's default; anything else the operation checks as seconds. */
+const ttlOf = (text: string): number | null => (text === '' ? null : Number(text));
+
+const encodeApi = (values: ApiFormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
+
+function decodeApi(text: string): ApiFormValues | null {
+  try {
+    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
+    return API_FORM_KEYS.every((key) => typeof parsed[key] === 'string') ? (parsed as unknown as ApiFormValues) : null;
+  } catch {
+    return null;
+  }
+}
 
 function single(params: RawParams, name: string, max = 4096): string {
   const value = params[name];
@@ -198,7 +251,35 @@ function decodeOriginal(text: string): AppFormValues | null {
   }
 }
 
-const shown = (value: AppFormValues[keyof AppFormValues]) => (Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value).replace(/\n/g, ', '));
+/**
+ * The operations' refusals in the reader's language: the common ones (an unknown user, app or
+ * API, a scope taken or still in use) whole, the rest by their kind and the field they name,
+ * with the operation's own English words in small print (they carry the protocol's detail).
+ */
+const REASONS: readonly { readonly pattern: RegExp; readonly key: MessageKey; readonly names: readonly string[] }[] = [
+  { pattern: /^no user named (.+)$/s, key: 'console.reason.noUser', names: ['username'] },
+  { pattern: /^no client with id (.+)$/s, key: 'console.reason.noApp', names: ['id'] },
+  { pattern: /^no API with identifier (.+)$/s, key: 'console.reason.noApi', names: ['identifier'] },
+  { pattern: /^an API with identifier (.+) is already registered$/s, key: 'console.reason.apiExists', names: ['identifier'] },
+  { pattern: /^scope (\S+) already belongs to /, key: 'console.reason.scopeTaken', names: ['scope'] },
+  { pattern: /^scope (\S+) is in the registration of client (\S+) \((.*)\): /s, key: 'console.reason.scopeInUse', names: ['scope', 'id', 'app'] },
+];
+
+function reasonOf(ui: Ui, error: ManageError): SafeHtml {
+  const { t } = ui;
+  for (const { pattern, key, names } of REASONS) {
+    const found = pattern.exec(error.message);
+    if (found) return t.html('console.failed', { reason: t.text(key, Object.fromEntries(names.map((name, i) => [name, found[i + 1]!]))) });
+  }
+  const fieldKey = error.field === null ? null : `console.field.${error.field}`;
+  const reason = fieldKey !== null && isMessageKey(fieldKey) && error.kind === 'invalid'
+    ? t.text('console.reason.field', { field: t.text(fieldKey) })
+    : t.text(`console.reason.${error.kind}`);
+  return html`${t.html('console.failed', { reason })} <small class="detail" lang="en" dir="ltr">${error.message}</small>`;
+}
+
+const shown = (ui: Ui, value: AppFormValues[keyof AppFormValues]) =>
+  Array.isArray(value) ? value.join(', ') : typeof value === 'boolean' ? ui.t.text(value ? 'console.yes' : 'console.no') : String(value).replace(/\n/g, ', ');
 
 export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
   const operators = new WeakMap<FastifyRequest, Operator>();
@@ -290,7 +371,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!(error instanceof ManageError)) throw error;
     const operator = operators.get(request);
     const ui = operator ? uiOf(request, operator.user) : pages.ui(request);
-    return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, ui.t.text('console.failed', { reason: error.message }), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
+    return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, reasonOf(ui, error), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
   });
 
   /** Events as the console lists them, each linking to its user and app. */
@@ -471,13 +552,13 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const f = frame(request, reply, 'apps');
     const clients = await listClients(deps);
     return pages.send(reply, 200, appsPage(f, {
-      apps: clients.map((client) => ({ name: client.name, clientId: client.id, publicClient: client.authMethod === 'none', grants: client.grantTypes.map((grant) => GRANT_CHOICE_OF[grant] ?? grant), href: appPath(client.id) })),
+      apps: clients.map((client) => ({ name: client.name, clientId: client.id, publicClient: client.authMethod === 'none', grants: client.grantTypes.map((grant) => GRANT_CHOICE_OF[grant] ?? grant), href: appPath(client.id), unverified: client.registeredBy !== undefined && client.verified !== true })),
       registerHref: may(request, 'clients', true) ? `${CONSOLE_PATHS.apps}/new` : null,
       notice: single(request.query as RawParams, 'done', 20) === 'removed' ? f.ui.t.text('console.apps.removed') : undefined,
     }));
   });
 
-  const newAppForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: AppFormValues, error?: string) => {
+  const newAppForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: AppFormValues, error?: SafeHtml) => {
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
     return pages.send(reply, status, appFormPage(f, { title: t.text('console.app.new'), action: CONSOLE_PATHS.apps, submit: t.text('console.app.create'), values, edit: null, choices, error }));
@@ -494,7 +575,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       created = await createClient(manage(request), metadataOf(values, given));
     } catch (error) {
       if (!(error instanceof ManageError)) throw error;
-      return newAppForm(request, reply, MANAGE_STATUS[error.kind], values, frame(request, reply, 'apps').ui.t.text('console.failed', { reason: error.message }));
+      return newAppForm(request, reply, MANAGE_STATUS[error.kind], values, reasonOf(frame(request, reply, 'apps').ui, error));
     }
     const { client, secret } = created;
     const f = frame(request, reply, 'apps');
@@ -520,7 +601,11 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
 <p class="more"><a href="${CONSOLE_PATHS.events}?${new URLSearchParams({ client: client.id }).toString()}">${t.html('console.app.events')}</a></p>`;
   }
 
-  function editForm(request: FastifyRequest, reply: FastifyReply, status: number, client: ClientRecord, values: AppFormValues, extra: { notice?: string; error?: string; otherChange?: { field: string; before: string; after: string }[] } = {}) {
+  /** How a self-registered app came, with Verify for an operator who may change apps. */
+  const originOf = (request: FastifyRequest, f: ConsoleFrame, client: ClientRecord) =>
+    appOrigin(f, { registeredBy: client.registeredBy, verified: client.verified === true, verifyAction: may(request, 'clients', true) ? `${appPath(client.id)}/verify` : null });
+
+  function editForm(request: FastifyRequest, reply: FastifyReply, status: number, client: ClientRecord, values: AppFormValues, extra: { notice?: string; error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {}) {
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
     return pages.send(reply, status, appFormPage(f, {
@@ -530,6 +615,7 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
       values,
       edit: { version: client.version ?? 1, original: encodeOriginal(formOf(client)), clientId: client.id },
       choices,
+      origin: originOf(request, f, client),
       footer: appFooter(request, f.ui, client),
       ...extra,
     }));
@@ -537,15 +623,24 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
 
   app.get(`${CONSOLE_PATHS.apps}/:client_id`, page('clients'), async (request, reply) => {
     const client = await getClient(deps, id(request));
-    const saved = single(request.query as RawParams, 'done', 20) === 'saved';
-    if (may(request, 'clients', true)) {
-      return editForm(request, reply, 200, client, formOf(client), saved ? { notice: frame(request, reply, 'apps').ui.t.text('console.app.saved') } : {});
-    }
+    const done = single(request.query as RawParams, 'done', 20);
     const f = frame(request, reply, 'apps');
+    const { t } = f.ui;
+    if (may(request, 'clients', true)) {
+      return editForm(request, reply, 200, client, formOf(client), done === 'saved' ? { notice: t.text('console.app.saved') } : done === 'verified' ? { notice: t.text('console.app.verified') } : {});
+    }
     const described = clientJson(client, deps.clock.now());
+    const value = (key: string, raw: unknown): string | SafeHtml => {
+      if (typeof raw === 'boolean') return t.text(raw ? 'console.yes' : 'console.no');
+      if ((key === 'created_at' || key === 'previous_secret_expires_at') && typeof raw === 'string') return t.time(Date.parse(raw));
+      if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) return raw.join(', ');
+      return typeof raw === 'string' ? raw : JSON.stringify(raw);
+    };
     return pages.send(reply, 200, appPage(f, {
       name: client.name,
-      facts: Object.entries(described).filter(([key]) => key !== 'client_name').map(([key, value]) => ({ label: key, value: typeof value === 'string' ? value : JSON.stringify(value) })),
+      // Shown above as the page's origin notice.
+      facts: Object.entries(described).filter(([key]) => key !== 'client_name' && key !== 'verified').map(([key, raw]) => ({ label: fieldLabel(f.ui, key), value: value(key, raw) })),
+      origin: originOf(request, f, client),
       footer: appFooter(request, f.ui, client),
     }));
   });
@@ -569,14 +664,20 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
         // RFC 9110 §13.1.1: refused, and the change that came in between is shown.
         const current = await getClient(deps, client.id);
         const now = formOf(current);
-        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(original[key]), after: shown(now[key]) }));
+        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key]), after: shown(ui, now[key]) }));
         // The form again at the current version: the other change, and this operator's over it.
         const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as AppFormValues;
         return editForm(request, reply, 409, current, merged, { otherChange });
       }
-      return editForm(request, reply, MANAGE_STATUS[error.kind], client, values, { error: ui.t.text('console.failed', { reason: error.message }) });
+      return editForm(request, reply, MANAGE_STATUS[error.kind], client, values, { error: reasonOf(ui, error) });
     }
     return reply.redirect(`${appPath(client.id)}?done=saved`, 303);
+  });
+
+  // As `tessera client update --verified`: the consent page no longer says "not verified".
+  app.post(`${CONSOLE_PATHS.apps}/:client_id/verify`, change('clients'), async (request, reply) => {
+    await updateClient(manage(request), id(request), { verified: true });
+    return reply.redirect(`${appPath(id(request))}?done=verified`, 303);
   });
 
   app.get(`${CONSOLE_PATHS.apps}/:client_id/rotate`, confirm('clients'), async (request, reply) => {
@@ -618,10 +719,119 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
   // APIs and their scopes
   app.get(CONSOLE_PATHS.apis, page('resources'), async (request, reply) => {
     const resources = await listResources(deps);
-    return pages.send(reply, 200, apisPage(frame(request, reply, 'apis'), {
-      apis: resources.map((resource) => ({ name: resource.name, identifier: resource.identifier, tokenTtl: resource.accessTokenTtl, scopes: resource.scopes })),
+    const writable = may(request, 'resources', true);
+    const f = frame(request, reply, 'apis');
+    const done = API_NOTICES[single(request.query as RawParams, 'done', 20)];
+    return pages.send(reply, 200, apisPage(f, {
+      apis: resources.map((resource) => ({
+        name: resource.name, identifier: resource.identifier, tokenTtl: resource.accessTokenTtl, signingAlg: resource.signingAlg, scopes: resource.scopes,
+        editHref: writable ? apiPath(resource.identifier) : null,
+      })),
       openid: Object.entries(SCOPE_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+      registerHref: writable ? `${CONSOLE_PATHS.apis}/new` : null,
+      notice: done === undefined ? undefined : f.ui.t.text(done),
     }));
+  });
+
+  const API_NOTICES: Readonly<Record<string, MessageKey>> = { added: 'console.apis.added', saved: 'console.apis.saved', removed: 'console.apis.removed' };
+  const identifierOf = (request: FastifyRequest) => (request.params as { identifier: string }).identifier;
+  const apiAlgorithms: readonly string[] = API_SIGNING_ALGORITHMS;
+
+  const apiForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: ApiFormValues, edit: ResourceRecord | null, extra: { error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {}) => {
+    const f = frame(request, reply, 'apis');
+    const { t } = f.ui;
+    return pages.send(reply, status, apiFormPage(f, {
+      title: edit === null ? t.text('console.api.new') : t.text('console.api.edit', { name: edit.name }),
+      action: edit === null ? CONSOLE_PATHS.apis : apiPath(edit.identifier),
+      submit: t.text(edit === null ? 'console.api.create' : 'console.app.save'),
+      values,
+      edit: edit === null ? null : { original: encodeApi(apiFormOf(edit)) },
+      algorithms: apiAlgorithms,
+      ttlRange: ACCESS_TOKEN_TTL_RANGE,
+      cancel: CONSOLE_PATHS.apis,
+      ...extra,
+    }));
+  };
+
+  app.get(`${CONSOLE_PATHS.apis}/new`, confirm('resources'), async (request, reply) =>
+    apiForm(request, reply, 200, { identifier: '', name: '', scopes: '', access_token_ttl: '', signing_alg: 'RS256', introspection_secret: false }, null));
+
+  app.post(CONSOLE_PATHS.apis, change('resources'), async (request, reply) => {
+    const values = postedApi(rawForm(request));
+    let added;
+    try {
+      const ttl = ttlOf(values.access_token_ttl);
+      added = await addResource(manage(request), {
+        identifier: values.identifier.trim(),
+        name: values.name,
+        scopes: scopesOf(values.scopes),
+        access_token_ttl: ttl,
+        // A form posted without the menu: the operation's default.
+        ...(values.signing_alg === '' ? {} : { signing_alg: values.signing_alg }),
+        introspection_secret: values.introspection_secret,
+      }, (scope) => `${scope.name}=${scope.description}`);
+    } catch (error) {
+      if (!(error instanceof ManageError)) throw error;
+      return apiForm(request, reply, MANAGE_STATUS[error.kind], values, null, { error: reasonOf(frame(request, reply, 'apis').ui, error) });
+    }
+    if (added.introspectionSecret === null) return reply.redirect(`${CONSOLE_PATHS.apis}?done=added`, 303);
+    const f = frame(request, reply, 'apis');
+    const { t } = f.ui;
+    return pages.send(reply, 201, shownOncePage(f, {
+      title: t.text('console.api.added', { name: added.resource.name }),
+      lines: [{ label: t.text('console.apis.identifier'), value: added.resource.identifier }, { label: t.text('console.api.introspectionSecret'), value: added.introspectionSecret }],
+      text: t.text('console.api.secretOnce'),
+      back: CONSOLE_PATHS.apis,
+    }));
+  });
+
+  app.get(`${CONSOLE_PATHS.apis}/:identifier`, confirm('resources'), async (request, reply) => {
+    const resource = await getResource(deps, identifierOf(request));
+    return apiForm(request, reply, 200, apiFormOf(resource), resource);
+  });
+
+  app.post(`${CONSOLE_PATHS.apis}/:identifier`, change('resources'), async (request, reply) => {
+    const form = rawForm(request);
+    const current = await getResource(deps, identifierOf(request));
+    const now = apiFormOf(current);
+    const original = decodeApi(single(form, 'original', 64 * 1024)) ?? now;
+    const posted = postedApi(form);
+    const values = { ...posted, identifier: current.identifier, signing_alg: posted.signing_alg || original.signing_alg, introspection_secret: false };
+    // APIs carry no version: the values the form was opened with stand for it. Someone else's
+    // change meanwhile refuses the edit with their change shown (as an app's stale edit is).
+    const otherChange = API_FORM_KEYS.filter((key) => now[key] !== original[key]).map((key) => ({ field: key, before: String(original[key]).replace(/\n/g, ', '), after: String(now[key]).replace(/\n/g, ', ') }));
+    const changed = API_FORM_KEYS.filter((key) => values[key] !== original[key]);
+    if (otherChange.length > 0) {
+      const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as ApiFormValues;
+      return apiForm(request, reply, 409, merged, current, { otherChange });
+    }
+    if (changed.length === 0) return reply.redirect(`${CONSOLE_PATHS.apis}?done=saved`, 303);
+    try {
+      await updateResource(manage(request), current.identifier, {
+        ...(changed.includes('name') ? { name: values.name } : {}),
+        ...(changed.includes('scopes') ? { scopes: scopesOf(values.scopes) } : {}),
+        ...(changed.includes('access_token_ttl') ? { access_token_ttl: ttlOf(values.access_token_ttl) } : {}),
+        ...(changed.includes('signing_alg') ? { signing_alg: values.signing_alg } : {}),
+      }, (scope) => `${scope.name}=${scope.description}`);
+    } catch (error) {
+      if (!(error instanceof ManageError)) throw error;
+      return apiForm(request, reply, MANAGE_STATUS[error.kind], values, current, { error: reasonOf(frame(request, reply, 'apis').ui, error) });
+    }
+    return reply.redirect(`${CONSOLE_PATHS.apis}?done=saved`, 303);
+  });
+
+  app.get(`${CONSOLE_PATHS.apis}/:identifier/remove`, confirm('resources'), async (request, reply) => {
+    const resource = await getResource(deps, identifierOf(request));
+    const f = frame(request, reply, 'apis');
+    const { t } = f.ui;
+    const path = apiPath(resource.identifier);
+    const title = t.text('console.apis.remove', { name: resource.name });
+    return pages.send(reply, 200, confirmPage(f, title, t.text('console.api.remove.confirm', { name: resource.name, identifier: resource.identifier }), `${path}/remove`, CONSOLE_PATHS.apis, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+  });
+
+  app.post(`${CONSOLE_PATHS.apis}/:identifier/remove`, change('resources'), async (request, reply) => {
+    await removeResource(manage(request), identifierOf(request));
+    return reply.redirect(`${CONSOLE_PATHS.apis}?done=removed`, 303);
   });
 
   // Events: by user, app, type and time, a page at a time.
@@ -631,7 +841,7 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
     const after = single(query, 'after', 200);
     const f = frame(request, reply, 'events');
     let events: AuditEvent[] = [];
-    let error: string | undefined;
+    let error: SafeHtml | undefined;
     try {
       events = await listEvents(deps, {
         limit: EVENTS_SHOWN,
@@ -643,7 +853,7 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
       });
     } catch (caught) {
       if (!(caught instanceof ManageError)) throw caught;
-      error = f.ui.t.text('console.failed', { reason: caught.message });
+      error = reasonOf(f.ui, caught);
       reply.status(400);
     }
     const older = events.length === EVENTS_SHOWN ? `${CONSOLE_PATHS.events}?${new URLSearchParams({ ...Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== '')), after: eventCursor(events[events.length - 1]!) }).toString()}` : null;

@@ -7,7 +7,7 @@
 import { SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
-import type { MessageKey } from './i18n.ts';
+import { isMessageKey, type MessageKey } from './i18n.ts';
 import { csrfField, layout, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
@@ -58,7 +58,7 @@ export function consolePage(frame: ConsoleFrame, title: string, body: SafeHtml):
 }
 
 /** A notice at the top of a page: what was just done, or why it was not. */
-export function notice(text: string | undefined, kind: 'status' | 'error' = 'status'): SafeHtml | null {
+export function notice(text: string | SafeHtml | undefined, kind: 'status' | 'error' = 'status'): SafeHtml | null {
   if (text === undefined) return null;
   return kind === 'error' ? html`<p class="alert error" role="alert">${text}</p>` : html`<p class="alert" role="status">${text}</p>`;
 }
@@ -149,7 +149,7 @@ export interface UserPageView {
   /** The actions' addresses, when the operator may change users; null: read only. */
   readonly actions: { readonly base: string; readonly roles: readonly (OperatorRole | null)[] | null } | null;
   readonly notice?: string | undefined;
-  readonly error?: string | undefined;
+  readonly error?: string | SafeHtml | undefined;
 }
 
 export function userPage(frame: ConsoleFrame, view: UserPageView): string {
@@ -226,6 +226,8 @@ export interface AppListItem {
   readonly publicClient: boolean;
   readonly grants: readonly string[];
   readonly href: string;
+  /** Registered itself (RFC 7591, or a Client ID Metadata Document) and not yet checked by an operator. */
+  readonly unverified: boolean;
 }
 
 export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly notice?: string | undefined }): string {
@@ -235,7 +237,7 @@ ${notice(view.notice)}
 ${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apps.register'))}</p>`}
 ${view.apps.length === 0
   ? html`<p>${t.html('console.apps.none')}</p>`
-  : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);
+  : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}${app.unverified ? html` <span class="tag warning">${t.html('console.apps.unverified')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);
 }
 
 /** The registration form's values, as text (what the person typed, or the stored registration). */
@@ -266,7 +268,9 @@ export interface AppFormView {
   readonly values: AppFormValues;
   /** Editing: the version read and the values as read (the other change is found against them). */
   readonly edit: { readonly version: number; readonly original: string; readonly clientId: string } | null;
-  readonly error?: string | undefined;
+  readonly error?: string | SafeHtml | undefined;
+  /** Above the form: how a self-registered app came, and whether it is verified. */
+  readonly origin?: SafeHtml | null | undefined;
   readonly notice?: string | undefined;
   /** A stale edit: the fields someone else changed meanwhile. */
   readonly otherChange?: readonly { readonly field: string; readonly before: string; readonly after: string }[] | undefined;
@@ -289,8 +293,9 @@ export function appFormPage(frame: ConsoleFrame, view: AppFormView): string {
   return consolePage(frame, view.title, html`<h1>${view.title}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
 ${other && other.length > 0
-  ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: change.field, before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
+  ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
   : null}
+${view.origin ?? null}
 ${view.edit === null ? null : html`<dl class="facts"><dt>${t.html('console.app.clientId')}</dt><dd><code>${view.edit.clientId}</code></dd></dl>`}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
@@ -324,9 +329,31 @@ ${check('require_pushed_authorization_requests', 'console.app.par', v.require_pu
 ${view.footer ?? null}`);
 }
 
+/** A registration field's name in the reader's language, its protocol name in small print (unknown ones by that name alone). */
+export function fieldLabel(ui: Ui, wire: string): SafeHtml {
+  const key = `console.field.${wire}`;
+  return isMessageKey(key) ? html`${ui.t.text(key)} <small class="muted"><code>${wire}</code></small>` : html`<code>${wire}</code>`;
+}
+
+/**
+ * How a self-registered app came (RFC 7591 dynamic registration, or a Client ID Metadata
+ * Document) and whether an operator has verified it; `verify` is the Verify button's form, for
+ * an operator who may change apps. Null for the operator's own registrations.
+ */
+export function appOrigin(frame: ConsoleFrame, view: { readonly registeredBy: 'dynamic' | 'metadata_document' | undefined; readonly verified: boolean; readonly verifyAction: string | null }): SafeHtml | null {
+  const { ui, csrf } = frame;
+  const { t } = ui;
+  if (view.registeredBy === undefined) return null;
+  const how = t.html(view.registeredBy === 'dynamic' ? 'console.app.origin.dynamic' : 'console.app.origin.document');
+  if (view.verified) return html`<p class="alert" role="status">${how} ${t.html('console.app.origin.verified')}</p>`;
+  return html`<div class="alert warning" role="status"><p>${how} ${t.html('console.app.origin.unverified')}</p>
+${view.verifyAction === null ? null : postButton(csrf, view.verifyAction, t.text('console.app.verify'), {}, true)}</div>`;
+}
+
 /** An app's registration, read only (a viewer's or support's view). */
-export function appPage(frame: ConsoleFrame, view: { readonly name: string; readonly facts: readonly { readonly label: string; readonly value: string }[]; readonly footer: SafeHtml }): string {
+export function appPage(frame: ConsoleFrame, view: { readonly name: string; readonly facts: readonly { readonly label: SafeHtml; readonly value: string | SafeHtml }[]; readonly origin: SafeHtml | null; readonly footer: SafeHtml }): string {
   return consolePage(frame, view.name, html`<h1>${view.name}</h1>
+${view.origin}
 <dl class="facts">${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd>${fact.value}</dd>`)}</dl>
 ${view.footer}`);
 }
@@ -337,18 +364,86 @@ export interface ApiView {
   readonly name: string;
   readonly identifier: string;
   readonly tokenTtl: number | null;
+  readonly signingAlg: string;
   readonly scopes: readonly { readonly name: string; readonly description: string }[];
+  /** Its edit page, for an operator who may change APIs (remove is under it). */
+  readonly editHref: string | null;
 }
 
-export function apisPage(frame: ConsoleFrame, view: { readonly apis: readonly ApiView[]; readonly openid: readonly { readonly name: string; readonly description: string }[] }): string {
+/** An API's registration form, as text: what the operator typed, or the stored registration. */
+export interface ApiFormValues {
+  readonly identifier: string;
+  readonly name: string;
+  /** One scope a line, NAME=DESCRIPTION as `tessera resource add --scope` takes it. */
+  readonly scopes: string;
+  /** Seconds; empty: the server's default. */
+  readonly access_token_ttl: string;
+  readonly signing_alg: string;
+  readonly introspection_secret: boolean;
+}
+
+export interface ApiFormView {
+  readonly title: string;
+  readonly action: string;
+  readonly submit: string;
+  readonly values: ApiFormValues;
+  /** Editing: the values as read, to find a change made meanwhile (the identifier is fixed). */
+  readonly edit: { readonly original: string } | null;
+  readonly algorithms: readonly string[];
+  readonly ttlRange: { readonly min: number; readonly max: number };
+  readonly error?: string | SafeHtml | undefined;
+  /** A stale edit: the fields someone else changed meanwhile. */
+  readonly otherChange?: readonly { readonly field: string; readonly before: string; readonly after: string }[] | undefined;
+  readonly cancel: string;
+}
+
+export function apiFormPage(frame: ConsoleFrame, view: ApiFormView): string {
+  const { ui, csrf } = frame;
+  const { t } = ui;
+  const v = view.values;
+  const other = view.otherChange;
+  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+${notice(view.error, 'error')}
+${other && other.length > 0
+  ? html`<div class="alert warning" role="alert"><p>${t.html('console.api.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
+  : null}
+<form method="post" action="${view.action}" class="app-form">
+${csrfField(csrf)}
+${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.action}/new">` : html`<input type="hidden" name="original" value="${view.edit.original}">`}
+${view.edit === null
+  ? html`<label for="identifier">${t.html('console.api.identifier')}</label><input type="url" id="identifier" name="identifier" value="${v.identifier}" required autocapitalize="none" spellcheck="false" aria-describedby="identifier-hint"><p class="hint muted" id="identifier-hint">${t.html('console.api.identifier.hint')}</p>`
+  : html`<dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${v.identifier}</code></dd></dl>`}
+<label for="name">${t.html('console.api.name')}</label><input type="text" id="name" name="name" value="${v.name}" required>
+<label for="scopes">${t.html('console.api.scopes')}</label><textarea id="scopes" name="scopes" rows="4" autocapitalize="none" spellcheck="false" aria-describedby="scopes-hint">${v.scopes}</textarea>
+<p class="hint muted" id="scopes-hint">${t.html('console.api.scopes.hint')}</p>
+<label for="access_token_ttl">${t.html('console.api.ttl')}</label><input type="number" id="access_token_ttl" name="access_token_ttl" value="${v.access_token_ttl}" min="${String(view.ttlRange.min)}" max="${String(view.ttlRange.max)}" inputmode="numeric" aria-describedby="ttl-hint">
+<p class="hint muted" id="ttl-hint">${t.html('console.api.ttl.hint', { min: view.ttlRange.min, max: view.ttlRange.max })}</p>
+<label for="signing_alg">${t.html('console.api.signingAlg')}</label>
+<select id="signing_alg" name="signing_alg">${view.algorithms.map((alg) => html`<option value="${alg}"${alg === v.signing_alg ? html` selected` : null}>${alg}</option>`)}</select>
+${view.edit === null ? html`<div class="check"><input type="checkbox" id="introspection_secret" name="introspection_secret" value="on"${v.introspection_secret ? html` checked` : null}><label for="introspection_secret">${t.html('console.api.introspection')}</label></div>` : null}
+<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${view.submit}</button></div>
+</form>`);
+}
+
+export function apisPage(frame: ConsoleFrame, view: {
+  readonly apis: readonly ApiView[];
+  readonly openid: readonly { readonly name: string; readonly description: string }[];
+  /** For an operator who may change APIs: where to register one; null: read only. */
+  readonly registerHref: string | null;
+  readonly notice?: string | undefined;
+}): string {
   const { t } = frame.ui;
   const scopes = (list: ApiView['scopes']) => html`<ul class="items">${list.map((scope) => html`<li><code>${scope.name}</code>: ${scope.description}</li>`)}</ul>`;
   return consolePage(frame, t.text('console.apis.title'), html`<h1>${t.html('console.apis.title')}</h1>
+${notice(view.notice)}
+${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apis.register'))}</p>`}
 ${view.apis.length === 0 ? html`<p>${t.html('console.apis.none')}</p>` : view.apis.map((api, index) => html`<section aria-labelledby="api-${index}">
 <h2 id="api-${index}">${api.name}</h2>
 <dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${api.identifier}</code></dd>
-<dt>${t.html('console.apis.tokenLifetime')}</dt><dd>${api.tokenTtl === null ? t.html('console.apis.defaultLifetime') : t.html('console.apis.seconds', { count: api.tokenTtl })}</dd></dl>
+<dt>${t.html('console.apis.tokenLifetime')}</dt><dd>${api.tokenTtl === null ? t.html('console.apis.defaultLifetime') : t.html('console.apis.seconds', { count: api.tokenTtl })}</dd>
+<dt>${t.html('console.apis.signingAlg')}</dt><dd>${api.signingAlg}</dd></dl>
 ${scopes(api.scopes)}
+${api.editHref === null ? null : html`<div class="actions">${linkButton(api.editHref, t.text('console.apis.edit', { name: api.name }))}${linkButton(`${api.editHref}/remove`, t.text('console.apis.remove', { name: api.name }))}</div>`}
 </section>`)}
 <section aria-labelledby="openid-heading">
 <h2 id="openid-heading">${t.html('console.apis.openid')}</h2>
@@ -384,7 +479,7 @@ export interface EventsPageView {
   readonly sinceChoices: readonly { readonly value: string; readonly label: MessageKey }[];
   readonly events: readonly EventView[];
   readonly olderHref: string | null;
-  readonly error?: string | undefined;
+  readonly error?: string | SafeHtml | undefined;
 }
 
 export function eventsPage(frame: ConsoleFrame, view: EventsPageView): string {
@@ -430,7 +525,7 @@ ${view.rotateHref === null ? null : html`<p>${linkButton(view.rotateHref, t.text
 }
 
 /** The console's 403 (the person has no role, or not one that allows this), or another refusal under `title`. */
-export function forbiddenPage(ui: Ui, text: string, back: { readonly href: string; readonly label: string }, title = ui.t.text('console.forbidden.title')): string {
+export function forbiddenPage(ui: Ui, text: string | SafeHtml, back: { readonly href: string; readonly label: string }, title = ui.t.text('console.forbidden.title')): string {
   return layout(ui, title, html`<h1>${title}</h1>
 <p role="alert">${text}</p>
 <p><a href="${back.href}">${back.label}</a></p>`);

@@ -32,6 +32,7 @@ import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
 import type { Store } from './store/types.ts';
+import { clientUrlFetch } from './core/outbound.ts';
 import { ClientKeySets } from './tokens/client-jwks.ts';
 import type { KeyManager } from './tokens/keys.ts';
 import { TokenIssuer } from './tokens/issue.ts';
@@ -82,7 +83,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
-    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth),
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, clientUrlFetch(input.config.allowPrivateNetworkUrls)),
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),

@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
+import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
@@ -179,24 +180,26 @@ async function probeListen(port: number, host: string, names?: { port: string; h
 }
 
 /** How the start log names the store, and whether this start created its SQLite file. */
-interface StoreReport {
+export interface StoreReport {
   readonly text: string;
   readonly created: boolean;
 }
 
 /**
- * Checks the store's location before opening it: an SQLite file whose directory does not
- * exist is a misspelt path, not a first start (only the default `./data` is created), and
- * is refused naming TESSERA_DATABASE rather than made into a new, empty database.
+ * Checks the store's location before opening it (issue 31: a misspelt path quietly became a
+ * new, empty database, and the server then answered as if it had no clients or users). A
+ * SQLite file that does not exist is created (with its directory) only at the default path
+ * or when TESSERA_DATABASE_CREATE says so; otherwise the start, and every
+ * `tessera` command, is refused naming both settings, before anything is written.
  */
-function inspectDatabase(config: Config): StoreReport {
+export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabase'>): StoreReport {
   const location = parseDatabase(config.database);
   if (location.kind === 'postgres' || location.path === ':memory:') return { text: describeDatabase(location), created: false };
   const file = resolvePath(location.path);
   if (existsSync(file)) return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
-  const defaultFile = resolvePath('data', 'tessera.db');
-  if (file !== defaultFile && !existsSync(dirname(file))) {
-    throw new ConfigError('TESSERA_DATABASE', `${location.path}: the directory ${dirname(file)} does not exist; correct the path, or create the directory for a new database`);
+  if (file !== resolvePath('data', 'tessera.db') && !config.createDatabase) {
+    const where = existsSync(dirname(file)) ? `${location.path} does not exist` : `${location.path}: the directory ${dirname(file)} does not exist`;
+    throw new ConfigError('TESSERA_DATABASE', `${where}; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there`);
   }
   return { text: describeDatabase({ kind: 'sqlite', path: file }), created: true };
 }
@@ -301,6 +304,8 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);
   if (reminder) app.log.warn(reminder);
+  const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
+  if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
   if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
   const timeoutMs = config.shutdown.timeoutSeconds * 1000;
   let closing: Promise<void> | null = null;
@@ -344,16 +349,24 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   };
 }
 
+/**
+ * The one line `npm start` and `tessera serve` write when they cannot start (issue 31: the two
+ * worded it differently): a value refused as the settings are read is an invalid setting; a
+ * setting the start found wrong (a port in use, a missing database) is why it cannot start.
+ * Either names the setting to change; anything else is reported as it is.
+ */
+export function startRefusal(error: unknown, stage: 'settings' | 'start'): string {
+  if (error instanceof ConfigError) return stage === 'settings' ? `invalid setting ${error.message}` : `cannot start: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
 export async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`tessera: invalid setting ${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
+    process.stderr.write(`tessera: ${startRefusal(error, 'settings')}\n`);
+    process.exit(1);
   }
   await serve(config);
 }
@@ -443,9 +456,7 @@ async function servePrimary(config: Config): Promise<void> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   main().catch((error: unknown) => {
-    // A ConfigError names the setting to change; anything else is reported as it is.
-    const line = error instanceof ConfigError ? `cannot start: ${error.message}` : error instanceof Error ? error.message : String(error);
-    process.stderr.write(`tessera: ${line}\n`);
+    process.stderr.write(`tessera: ${startRefusal(error, 'start')}\n`);
     process.exit(1);
   });
 }

@@ -311,3 +311,38 @@ describe('the admin API', () => {
     assert.equal((await call('GET', '/keys', { token })).status, 401);
   });
 });
+
+describe('the admin API and the password queue', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({
+      env: {
+        // A hash that takes a while, so that calls really wait for the one thread.
+        TESSERA_PASSWORD_HASH: 'm=65536,t=2,p=1',
+        TESSERA_PASSWORD_HASH_THREADS: '1',
+        TESSERA_SIGN_IN_QUEUE: '3',
+        TESSERA_SIGN_IN_QUEUE_PER_ADDRESS: '2',
+      },
+    });
+  });
+  after(() => server.close());
+
+  it('hashes the passwords it sets on the password queue, not on the threads that sign tokens: beyond the share of the address, 503 with Retry-After', async () => {
+    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:users' });
+    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+    const { access_token: token } = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
+    const user = await server.addUser();
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) =>
+      fetch(`${server.url}/admin/v1/users/${user.username}/password`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ password: `a new long password ${i}` }),
+      }),
+    ));
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [204, 204, 503, 503, 503]);
+    for (const refused of answers.filter((answer) => answer.status === 503)) {
+      assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+      assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    }
+  });
+});

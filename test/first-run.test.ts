@@ -35,7 +35,12 @@ describe('first run', () => {
     const form = browser.form(page, '/login');
     const refused = await browser.request('/login', { form: { ...form.fields, username: 'ada', password: 'x' }, headers: { origin: other } });
     assert.equal(refused.status, 403);
-    assert.match(text(refused), new RegExp(`posted from another site \\(${other}\\)\\. This server's address is ${server.url}: open the page at that address and try again`));
+    assert.match(text(refused), new RegExp(`This form was sent from another address \\(${other}\\)\\. Open the page at ${server.url} and try again\\.`));
+    // In the person's language, the protocol's English description nowhere on the page (issue 29).
+    const german = await browser.request('/login', { form: { ...form.fields, username: 'ada', password: 'x' }, headers: { origin: other, 'accept-language': 'de' } });
+    assert.equal(german.status, 403);
+    assert.match(text(german), new RegExp(`Dieses Formular wurde von einer anderen Adresse gesendet \\(${other}\\)\\. Öffnen Sie die Seite unter ${server.url}`));
+    assert.doesNotMatch(text(german), /another site|open the page/);
   });
 
   it('asks for the Node.js that has argon2 (24.7), in package.json and the README', () => {

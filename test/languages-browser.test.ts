@@ -1,7 +1,8 @@
 /**
  * Issue 29: every page in every language, as a person sees it in Chromium at phone width:
  * the document's `lang` and `dir`, no message key or English sentence left where the
- * language has its own, and nothing cut off or pushing the page sideways. Then the choice
+ * language has its own, nothing cut off or pushing the page sideways, and no axe-core
+ * violation (WCAG 2.2 AA) on any of them. Then the choice
  * of language end to end: `ui_locales` over `Accept-Language`, and the menu's choice
  * remembered.
  */
@@ -16,6 +17,7 @@ import { CATALOGUES, messages } from '../src/ui/i18n.ts';
 import { logoutConfirmPage, signedOutPage } from '../src/ui/logout.ts';
 import { consentPage, errorPage, resetDonePage, resetPasswordPage, signInPage, STYLESHEET, type Ui } from '../src/ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../src/ui/second-factor.ts';
+import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -49,8 +51,11 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
   return {
     'sign-in': signInPage(ui, { csrf, returnTo: '/account', clientName: 'Photo Printer', passkeys: true }),
     'sign-in refused': signInPage(ui, { csrf, returnTo: '/account', username: 'ada', error: t.text('signIn.error.limitedUser', { minutes: 15 }) }),
+    'sign-in needs a second factor': signInPage(ui, { csrf, returnTo: '/oauth/authorize?client_id=printer', clientName: 'Photo Printer', notice: t.text('signIn.refusal.secondFactorRequired', { client: 'Photo Printer' }), setUp: true, passkeys: true }),
     'sign-in needs a passkey': signInPage(ui, { csrf, returnTo: '/account', clientName: 'Photo Printer', notice: t.text('signIn.refusal.passkeyRequired', { client: 'Photo Printer' }), passkeys: true }),
     consent: consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', details: html`<p class="muted">${t.html('consent.returnTo', { target: 'printer.example' })}</p>` }),
+    'consent, app not verified': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', unverified: { host: null } }),
+    'consent, metadata-document app not verified': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', unverified: { host: 'printer.example' } }),
     'consent for more': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, more: true, signedInAs: 'Ada Lovelace', returnTo: '/' }),
     'device code': deviceCodePage(ui, { csrf, value: '', error: t.text('device.code.lockedNetwork', { minutes: 10 }) }),
     'device approval': consentPage(ui, { csrf, action: '/device/approve', fields: {}, clientName: 'Living Room TV', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/device', details }),
@@ -81,6 +86,7 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
     'one-time code': secondFactorPage(ui, { csrf, returnTo: '/', error: t.text('code.error.wrong') }),
     'authenticator setup': totpSetupPage(ui, { csrf, secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', qr: 'data:image/gif;base64,R0lGODlhAQABAAAAACw=', error: t.text('totp.setup.wrong', { site: site.name }) }),
     'recovery codes': recoveryCodesPage(ui, ['k7mq-2xzp-9wrt', 'b3nd-8hvc-4fyl', 'q9tz-6kme-2ubs', 'w5rx-7gpa-3nhd']),
+    'recovery codes, continuing an approval': recoveryCodesPage(ui, ['k7mq-2xzp-9wrt', 'b3nd-8hvc-4fyl'], '/oauth/authorize?client_id=printer'),
     'logout confirm': logoutConfirmPage(ui, { csrf, clientName: 'Photo Printer', fields: { client_id: 'printer' }, signedInAs: 'Ada Lovelace' }),
     'signed out': signedOutPage(ui),
     'reset password': resetPasswordPage(ui, { csrf, token: 'x', username: 'ada', error: t.text('reset.tooShort', { min: 8 }) }),
@@ -157,6 +163,9 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
         if (key) problems.push(`${where}: shows the key ${key[1]}`);
         for (const english of leftovers) if (seen.text.includes(english)) problems.push(`${where}: English left: ${english}`);
         for (const cut of seen.cut) problems.push(`${where}: ${cut}`);
+        // axe-core in every language (issue 29): a translation can break a page's accessibility
+        // (a label left empty, an accessible name that no longer matches the visible one).
+        problems.push(...(await axeViolations(page, where)));
       }
       assert.deepEqual(problems, []);
     });

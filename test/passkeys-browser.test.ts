@@ -145,6 +145,42 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     assert.deepEqual(scriptErrors, [], 'no script errors, and nothing blocked by the CSP');
   });
 
+  it('from "second factor required", adds a passkey on the way and comes back to the approval, which the passkey then passes (issue 31)', async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    const person = await strict.addUser({ username: 'annie' });
+    const garden = await strict.addClient({ name: 'Garden Planner' });
+    const callback = new Promise<URL>((resolve) => {
+      void page.route(`${REDIRECT_URI}**`, async (route) => {
+        resolve(new URL(route.request().url()));
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
+      });
+    });
+    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    await page.goto(url.href);
+    await page.getByLabel('Username').fill(person.username);
+    await page.getByLabel('Password').fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByText('Approving needs a second factor').waitFor();
+
+    await page.getByRole('link', { name: 'Set up a passkey or one-time codes on your account page' }).click();
+    await page.getByLabel('Passkey name').fill('This phone');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    // Back at the request: the sign-in page, where the new passkey signs in (the autofill's
+    // request is answered at once by the authenticator, or the button), then the approval.
+    await page.waitForURL((where) => where.pathname === '/oauth/authorize');
+    const approve = page.getByRole('button', { name: 'Approve' });
+    await approve.or(page.getByRole('button', { name: 'Sign in with a passkey' })).first().waitFor();
+    if (!(await approve.isVisible())) await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await approve.click();
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    assert.equal(tokens.claims()!.sub, person.id);
+    assert.deepEqual(tokens.claims()!.amr, ['hwk', 'mfa']);
+  });
+
   it('offers the passkey in the username autofill (conditional mediation): picking it signs in with nothing typed', async (t) => {
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());

@@ -12,6 +12,7 @@ import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
+import { BrowserAt, startDevice, text } from './helpers/device.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -226,12 +227,25 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await manage(uri, 'GET', first)).status, 401, 'the old token no longer works');
     assert.equal((await manage(uri, 'GET', second)).status, 200);
     assert.equal((await manage(uri, 'PUT', second, { client_name: 'No id' })).status, 400);
+    // A public client's replacement that leaves its method out stays public.
+    const cli = await post(server, { client_name: 'CLI', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
+    const kept = await manage(cli.body['registration_client_uri'] as string, 'PUT', cli.body['registration_access_token'] as string, { client_id: cli.body['client_id'], redirect_uris: [LOOPBACK_REDIRECT] });
+    assert.deepEqual([kept.status, kept.body['token_endpoint_auth_method']], [200, 'none'], JSON.stringify(kept.body));
     const badPut = await manage(uri, 'PUT', second, { client_id: made.body['client_id'], redirect_uris: ['https://x.example/#f'] });
     assert.deepEqual([badPut.status, badPut.body['error']], [400, 'invalid_redirect_uri']);
     assert.equal((await manage(uri, 'GET', second)).status, 200, 'a refused update keeps the token');
     assert.equal((await manage(uri, 'DELETE', second)).status, 204);
     assert.equal((await manage(uri, 'GET', second)).status, 401, 'gone');
     assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
+  });
+
+  it('marks a self-registered device app "not verified" on the device approval page too', async () => {
+    const made = await post(server, { client_name: 'Living Room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'client_secret_basic' }, await initialToken());
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const tv = { clientId: made.body['client_id'] as string, clientSecret: made.body['client_secret'] as string };
+    const started = await startDevice(server, tv);
+    const approval = await new BrowserAt(server.url).reachApproval(started.user_code, await server.addUser());
+    assert.match(text(approval), /Not verified by Tessera\. Living Room TV registered itself/);
   });
 
   it('makes initial access tokens through the admin API too', async () => {

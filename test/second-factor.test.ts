@@ -323,15 +323,22 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.match(forced.html, /second factor/);
 
     // The refusal links straight to the account page, which the password session opens
-    // without signing in again; setting up a code there proves the second factor in this browser.
-    assert.match(asked.html, /<a href="\/account">Set up a passkey or one-time codes on your account page<\/a>: you stay signed in/);
-    const linked = await browser.request('/account');
+    // without signing in again; setting up a code there proves the second factor in this
+    // browser, and the page that shows the recovery codes continues to the approval.
+    const link = /<a href="([^"]+)">Set up a passkey or one-time codes on your account page<\/a>: you stay signed in/.exec(asked.html)?.[1]?.replaceAll('&amp;', '&');
+    assert.ok(link, asked.html);
+    const returnTo = `${url.pathname}${url.search}`;
+    assert.equal(new URL(link, strict.url).searchParams.get('return_to'), returnTo);
+    const linked = await browser.request(link);
     assert.equal(linked.status, 200, 'no second sign-in');
     const account = await browser.follow(linked);
     const setup = await browser.submit(account, '/account/totp/setup', {});
     const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
-    assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
-    const approval = await browser.follow(await browser.request(url.href));
+    const codes = await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) });
+    assert.equal(codes.status, 200);
+    const next = /<a href="([^"]+)">Continue<\/a>/.exec(codes.html)?.[1]?.replaceAll('&amp;', '&');
+    assert.equal(next, returnTo, 'the codes page continues to the approval');
+    const approval = await browser.follow(await browser.request(next!));
     const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
     assert.equal(decided.status, 303, decided.html.slice(0, 300));
     const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });

@@ -1,6 +1,6 @@
 /**
  * Start-up tells the truth (issue 31): a misspelt TESSERA_* variable, a database path in a
- * directory that does not exist, a port in use, an address this machine does not have and an
+ * directory that does not exist or a file name misspelt in one that does, a port in use, an address this machine does not have and an
  * unreachable PostgreSQL each stop the start with one line naming the setting to change, and
  * nothing is created; a start that succeeds says what it serves, from which store (and whether
  * it just created it), where it listens, and, for an https issuer with no trusted proxy, that
@@ -15,7 +15,7 @@ import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
 import { describeDatabase, parseDatabase } from '../src/store/open.ts';
 import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
-import { NODE_FLAGS } from './helpers/cli.ts';
+import { NODE_FLAGS, runTessera } from './helpers/cli.ts';
 
 const MAIN = join(new URL('..', import.meta.url).pathname, 'src/main.ts');
 
@@ -93,9 +93,49 @@ describe('start-up', { concurrency: true }, () => {
 
   it('refuses an SQLite path whose directory does not exist (a misspelt path) instead of creating an empty database', async () => {
     const home = mkdtempSync(join(dir, 'typo-'));
-    const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db') });
-    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path/);
+    const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db'), TESSERA_DATABASE_CREATE: 'false' });
+    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true/);
     assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('refuses a misspelt SQLite file name in a directory that exists, naming TESSERA_DATABASE_CREATE, and creates nothing', async () => {
+    const home = mkdtempSync(join(dir, 'misnamed-'));
+    const made = await runTessera(['client', 'list'], { TESSERA_DATABASE: join(home, 'tessera.db') });
+    assert.equal(made.code, 0, made.stderr);
+    const before = readdirSync(home).sort();
+    const result = await start({ TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'false' });
+    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*\/tesera\.db does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there$/);
+    // A command is refused the same way: `user list` would otherwise answer "no users" from a new file.
+    const listed = await runTessera(['user', 'list'], { TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'false' });
+    assert.equal(listed.code, 1);
+    assert.match(listed.stderr, /^tessera: invalid setting TESSERA_DATABASE: .*\/tesera\.db does not exist; .*TESSERA_DATABASE_CREATE=true/);
+    assert.deepEqual(readdirSync(home).sort(), before, 'no new database or key file');
+    // With the setting, the new database is made, and the log says so.
+    const created = await start({ TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'true', TESSERA_LOG_LEVEL: 'info' });
+    assert.match(messages(created.stdout).find((message) => message.startsWith('Tessera is serving')) ?? '', /tesera\.db \(created now: it did not exist\)$/);
+  });
+
+  it('words each refusal of `tessera serve` as `npm start` does', async () => {
+    const home = mkdtempSync(join(dir, 'same-words-'));
+    const { server, port } = await listenOnFreePort();
+    try {
+      const cases: Record<string, string>[] = [
+        { TESSERA_DATABASE: join(home, 'tessera.db'), TESSERA_ACESS_TOKEN_TTL: '600' },
+        { TESSERA_DATABASE: join(home, 'missing', 'tessera.db'), TESSERA_DATABASE_CREATE: 'false' },
+        { TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'false' },
+        { TESSERA_DATABASE: join(home, 'tessera.db'), PORT: String(port) },
+      ];
+      for (const env of cases) {
+        const started = await start(env);
+        const served = await runTessera(['serve'], { HOST: '127.0.0.1', PORT: '0', ...env });
+        assert.equal(served.code, 1, served.stderr);
+        assert.equal(served.stderr, started.stderr, JSON.stringify(env));
+        assert.match(served.stderr, /^tessera: (invalid setting|cannot start:) [A-Z_]+: /);
+      }
+      assert.deepEqual(readdirSync(home), []);
+    } finally {
+      await closeServer(server);
+    }
   });
 
   it('logs the issuer, the SQLite file and that it was just created, and where it listens; the next start says it was there', async () => {

@@ -9,7 +9,7 @@ import { systemClock } from '../core/clock.ts';
 import { eventLogFields, Events, type AuditEvent } from '../core/events.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
-import { keyManager } from '../main.ts';
+import { inspectDatabase, keyManager } from '../main.ts';
 import { openStore } from '../store/open.ts';
 import type { SessionRecord, Store } from '../store/types.ts';
 import { TokenIssuer } from '../tokens/issue.ts';
@@ -97,7 +97,9 @@ const OPTION_OF: Readonly<Record<string, string>> = {
 
 export const optionLabel = (field: string): string => `--${OPTION_OF[field] ?? field.replaceAll('_', '-')}`;
 
+/** Opens the configured store for one command; a missing SQLite file is refused as `serve` refuses it. */
 export async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
+  inspectDatabase(config);
   const store = await openStore(config.database, config.postgres);
   try {
     return await run(store);

@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { DEFAULT_RESET_TTL_SECONDS } from '../flows/manage/users.ts';
 import { ManageError } from '../flows/manage/errors.ts';
-import { serve } from '../main.ts';
+import { serve, startRefusal } from '../main.ts';
 import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
 import { groupHelp, groups, helpHint, suggestion } from './help.ts';
@@ -205,7 +205,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
       if (workers !== undefined && !(/^\d{1,2}$/.test(workers) && Number(workers) >= 1 && Number(workers) <= 64)) {
         throw new UsageError(`--workers ${workers}: must be a whole number from 1 to 64`);
       }
-      await serve(workers === undefined ? config : { ...config, workers: Number(workers) });
+      try {
+        await serve(workers === undefined ? config : { ...config, workers: Number(workers) });
+      } catch (error) {
+        // Worded as `npm start` words it (src/main.ts).
+        io.stderr(`tessera: ${startRefusal(error, 'start')}\n`);
+        return 1;
+      }
       return -1;
     }
     if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
@@ -234,7 +240,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return 2;
     }
     if (error instanceof ConfigError) {
-      io.stderr(`tessera: invalid setting ${error.message}\n`);
+      io.stderr(`tessera: ${startRefusal(error, 'settings')}\n`);
       return 1;
     }
     io.stderr(`tessera: ${error instanceof Error ? error.message : String(error)}\n`);

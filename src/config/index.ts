@@ -18,6 +18,12 @@ export interface Config {
   readonly issuer: string;
   /** `TESSERA_DATABASE`: a SQLite file path (default `./data/tessera.db`) or a `postgres://` URL. */
   readonly database: string;
+  /**
+   * `TESSERA_DATABASE_CREATE` (default off): whether a SQLite file that does not exist may be
+   * created anywhere; otherwise only at the default path (issue 31: a misspelt file name in an
+   * existing directory quietly became a new, empty database).
+   */
+  readonly createDatabase: boolean;
   /** `TESSERA_LOG_LEVEL`: fatal, error, warn, info (default), debug, trace or silent. */
   readonly logLevel: string;
   /**
@@ -161,6 +167,63 @@ export interface SiteSettings {
    * language of a page when neither the app, the person nor their browser asks for an offered one.
    */
   readonly defaultLocale: Locale;
+  /**
+   * `TESSERA_API_TRANSLATIONS`: registered APIs' names and scope descriptions in other
+   * languages, read from a JSON file at start; absent, every page shows them as registered.
+   */
+  readonly apiTranslations?: ApiTranslations;
+}
+
+/** An API's name (by its identifier) and its scopes' descriptions (by scope name) in one language. */
+export interface ApiTranslation {
+  readonly apis: Readonly<Record<string, string>>;
+  readonly scopes: Readonly<Record<string, string>>;
+}
+
+export type ApiTranslations = Readonly<Partial<Record<Locale, ApiTranslation>>>;
+
+/** As long as a registered API's name and scope description may be (src/flows/manage/resources.ts). */
+const MAX_TRANSLATED = { apis: 100, scopes: 200 } as const;
+
+/**
+ * Reads TESSERA_API_TRANSLATIONS (issue 29: an API's scope descriptions in each language):
+ * `{"de": {"apis": {"https://api.example.com": "Fotos"}, "scopes": {"photos:read": "Ihre Fotos ansehen"}}}`.
+ * Every mistake stops the start naming the setting, the file and where in it.
+ */
+function apiTranslations(env: Env): ApiTranslations | null {
+  const file = env['TESSERA_API_TRANSLATIONS']?.trim();
+  if (!file) return null;
+  const refuse = (why: string): never => {
+    throw new ConfigError('TESSERA_API_TRANSLATIONS', `${file}: ${why}`);
+  };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    return refuse(error instanceof SyntaxError ? `not valid JSON (${error.message})` : `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isObject(parsed)) return refuse('must be a JSON object of languages, such as {"de": {"scopes": {"photos:read": "Ihre Fotos ansehen"}}}');
+  const translations: Partial<Record<Locale, ApiTranslation>> = {};
+  for (const [tag, entry] of Object.entries(parsed)) {
+    const locale = shippedLocale(tag);
+    if (locale === null || locale !== tag) refuse(`${JSON.stringify(tag)} is not a language Tessera has pages in (${LOCALES.join(', ')})`);
+    if (!isObject(entry)) return refuse(`${tag}: must be an object with "apis" and "scopes"`);
+    const unknownKey = Object.keys(entry).find((key) => key !== 'apis' && key !== 'scopes');
+    if (unknownKey !== undefined) refuse(`${tag}: ${JSON.stringify(unknownKey)} is neither "apis" (names by identifier) nor "scopes" (descriptions by scope name)`);
+    const part = (kind: 'apis' | 'scopes'): Record<string, string> => {
+      const texts = entry[kind] ?? {};
+      if (!isObject(texts)) return refuse(`${tag}.${kind}: must be an object`);
+      for (const [key, text] of Object.entries(texts)) {
+        if (typeof text !== 'string' || text.trim() === '' || text.length > MAX_TRANSLATED[kind] || /[\u0000-\u001f\u007f]/.test(text)) {
+          refuse(`${tag}.${kind}.${key}: must be text of 1 to ${MAX_TRANSLATED[kind]} characters`);
+        }
+      }
+      return texts as Record<string, string>;
+    };
+    translations[locale as Locale] = { apis: part('apis'), scopes: part('scopes') };
+  }
+  return translations;
 }
 
 /** DPoP (RFC 9449) at the token endpoint and the resource endpoints. */
@@ -682,7 +745,8 @@ function site(env: Env): SiteSettings {
       throw new ConfigError('TESSERA_SITE_ACCENT_COLOR', `${accent} has a contrast of ${ratio.toFixed(2)}:1 with white; text needs at least 4.5:1 (WCAG 2.2 1.4.3): choose a darker colour`);
     }
   }
-  return { name, logoUrl: rawLogo, accentColor: accent, ...locales(env) };
+  const translations = apiTranslations(env);
+  return { name, logoUrl: rawLogo, accentColor: accent, ...locales(env), ...(translations === null ? {} : { apiTranslations: translations }) };
 }
 
 function locales(env: Env): { locales: readonly Locale[]; defaultLocale: Locale } {
@@ -739,6 +803,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     issuer,
     database: db,
+    createDatabase: boolean(env, 'TESSERA_DATABASE_CREATE'),
     logLevel,
     trustProxy: trustProxy(env),
     allowPrivateNetworkUrls: boolean(env, 'TESSERA_ALLOW_PRIVATE_NETWORK_URLS'),

@@ -29,6 +29,12 @@ export const JWKS_PATH = '/.well-known/jwks.json';
 /** OIDC Discovery 1.0 §4 and RFC 8414 §3: the same document at both. */
 export const DISCOVERY_PATHS = ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'] as const;
 
+/**
+ * RFC 7591 §3: where apps register themselves; RFC 7592 §2: each registration's own address
+ * under it (`registration_client_uri`), when TESSERA_REGISTRATION allows.
+ */
+export const REGISTRATION_PATH = '/oauth/register';
+
 /** The admin API (docs/admin-api.md): every operation is under this prefix. */
 export const ADMIN_PREFIX = '/admin/v1';
 

@@ -46,14 +46,26 @@ const defaultStatus: Partial<Record<OAuthErrorCode, number>> = {
  * client as `error_description`, so it never holds a secret or an internal detail; the
  * `cause` stays in the logs.
  */
+/** A message of the pages' catalogues, by key (checked where it is shown), with its values. */
+export interface PageMessage {
+  readonly key: string;
+  readonly values?: Readonly<Record<string, string | number>>;
+}
+
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
   readonly description: string;
   readonly status: number;
   /** Seconds the client should wait before trying again (RFC 9110 §10.2.3 Retry-After), if it is told. */
   readonly retryAfterSeconds: number | undefined;
+  /**
+   * What a person reads when the error is shown as a page: a key of the pages' message
+   * catalogues (src/ui/locales) and its values. The description stays English, for the
+   * client's developer (issue 29: it was shown as the page's sentence in every language).
+   */
+  readonly page: PageMessage | undefined;
 
-  constructor(code: OAuthErrorCode, description: string, options: { status?: number; cause?: unknown; retryAfterSeconds?: number } = {}) {
+  constructor(code: OAuthErrorCode, description: string, options: { status?: number; cause?: unknown; retryAfterSeconds?: number; page?: PageMessage } = {}) {
     // An OAuthError is an answer, not a fault: no stack trace is captured. Every refused
     // request makes one (a device poll answers authorization_pending with one), and capturing
     // the stack was a measurable part of the poll under `npm run bench`. A failure's `cause`
@@ -67,6 +79,7 @@ export class OAuthError extends Error {
     this.description = description;
     this.status = options.status ?? defaultStatus[code] ?? 400;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.page = options.page;
   }
 
   /** The RFC 6749 §5.2 error body. */

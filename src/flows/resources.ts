@@ -3,6 +3,7 @@
  * its scopes. Every API scope's name is unique across the server, so a grant needs to keep
  * only its scope: the scopes name the APIs it covers.
  */
+import type { ApiTranslations } from '../config/index.ts';
 import { OAuthError } from '../core/errors.ts';
 import { ADMIN_SCOPE_DESCRIPTIONS, adminAudience, SCOPE_DESCRIPTIONS, SUPPORTED_SCOPES } from '../core/scopes.ts';
 import type { ClientRecord, GrantRecord, ResourceRecord, Store } from '../store/types.ts';
@@ -222,4 +223,18 @@ export function describeAccess(catalog: ResourceCatalog, scope: readonly string[
 /** `describeAccess` with the catalog loaded only when `scope` holds an API scope. */
 export async function describeScope(store: Pick<Store, 'resources'>, scope: readonly string[], grantedAt?: number): Promise<DescribedAccess> {
   return describeAccess(await ResourceCatalog.load(store, scope), scope, grantedAt);
+}
+
+/**
+ * What TESSERA_API_TRANSLATIONS names that no registered API has (an identifier or a scope
+ * name misspelt, or since removed), as `de: scopes.photos:raed`: its words would never be
+ * shown, which the start log says rather than leave the operator wondering.
+ */
+export function unmatchedTranslations(translations: ApiTranslations | undefined, resources: readonly ResourceRecord[]): string[] {
+  const identifiers = new Set(resources.map((resource) => resource.identifier));
+  const scopes = new Set(resources.flatMap((resource) => resource.scopes.map((scope) => scope.name)));
+  return Object.entries(translations ?? {}).flatMap(([locale, translation]) => [
+    ...Object.keys(translation?.apis ?? {}).filter((identifier) => !identifiers.has(identifier)).map((identifier) => `${locale}: apis.${identifier}`),
+    ...Object.keys(translation?.scopes ?? {}).filter((scope) => !scopes.has(scope)).map((scope) => `${locale}: scopes.${scope}`),
+  ]);
 }

@@ -118,7 +118,7 @@ async function replacePassword(
 }
 
 /** An operator sets the password (`tessera user set-password`); returns the sessions it ended. */
-export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string): Promise<SessionRecord[]> {
+export async function setUserPassword(deps: AccountDeps, user: UserRecord, password: string | { readonly hash: string }): Promise<SessionRecord[]> {
   return replacePassword(deps, user, password, 'user.password_set');
 }
 

@@ -6,13 +6,14 @@ import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { endEverywhere, liveSessions } from '../flows/session/session.ts';
 import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../flows/users.ts';
+import type { RawParams } from '../core/protocol.ts';
 import { forRequest } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
 import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, ACCOUNT_SIGN_IN, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
-import { accountSecurity, SECURITY_NOTICES } from './second-factor.ts';
+import { accountSecurity, SECURITY_NOTICES, setUpReturn } from './second-factor.ts';
 import { rawForm } from './form.ts';
 import { browserOf, cookieNames, csrfToken } from './session.ts';
 
@@ -80,7 +81,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       .send(
         accountPage(ui, {
           csrf,
-          security: await accountSecurity(deps, ui, signedIn.user, csrf),
+          security: await accountSecurity(deps, ui, signedIn.user, csrf, setUpReturn(request.query as Record<string, unknown> as RawParams)),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
           notice: options.notice && t.text(options.notice, limits),
           passwordError: options.passwordError && t.text(options.passwordError, limits),

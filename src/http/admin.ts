@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ADMIN_PREFIX } from '../core/endpoints.ts';
+import { OAuthError } from '../core/errors.ts';
 import { ADMIN_SCOPES } from '../core/scopes.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
@@ -264,7 +265,8 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     if (oauth.code === 'invalid_token' || oauth.code === 'insufficient_scope' || oauth.code === 'invalid_dpop_proof') {
       reply.header('WWW-Authenticate', oauth.code === 'insufficient_scope' ? `${bearerChallenge(oauth)}, scope="${adminScopeOf(request)}"` : bearerChallenge(oauth));
     }
-    if (oauth.status >= 500) request.log.error({ err: error }, 'admin request failed');
+    if (oauth.retryAfterSeconds !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(oauth.retryAfterSeconds))));
+    if (oauth.status >= 500 && oauth.code !== 'temporarily_unavailable') request.log.error({ err: error }, 'admin request failed');
     return sendProblem(reply, oauth.status, oauth.code, oauth.description);
   });
 
@@ -280,6 +282,13 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
           // Each change names the admin client that made it (docs/operations.md).
           events: base.events.withDetail({ admin_client: request.adminClient ?? null }),
           tellApps: async (sessions) => (await sendLogoutTokens(deps, sessions, request.log)).clients,
+          // On the password queue, as every hash the server computes (docs/security.md);
+          // trusted: the caller holds an admin token.
+          hashPassword: async (password) => {
+            const hash = await deps.passwords.hash(password, deps.config.passwordHash, request.ip, { trusted: true });
+            if (hash === null) throw new OAuthError('temporarily_unavailable', 'the server is busy checking passwords; try again shortly', { status: 503, retryAfterSeconds: deps.passwords.retryAfterSeconds() });
+            return hash;
+          },
         };
         reply.header('Cache-Control', 'no-store');
         return handler(request, reply, manage);

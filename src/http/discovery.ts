@@ -6,9 +6,8 @@ import { RESPONSE_MODES } from '../flows/authorization-code/request.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
 import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
 import { USER_CLAIMS } from '../tokens/claims.ts';
-import { REGISTRATION_PATH } from '../flows/registration/register.ts';
 import type { AppDeps } from './deps.ts';
-import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH } from '../core/endpoints.ts';
+import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH, REGISTRATION_PATH } from '../core/endpoints.ts';
 
 /**
  * OpenID Connect Discovery 1.0 §3 and RFC 8414 §2: what is implemented, exactly; nothing

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { HOME_PATH } from '../core/endpoints.ts';
 import { OAuthError } from '../core/errors.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
-import type { Messages } from '../ui/i18n.ts';
+import { isMessageKey, type Messages } from '../ui/i18n.ts';
 import { errorPage, type Site } from '../ui/pages.ts';
 import { pageUi } from './locale.ts';
 import { bearerChallenge } from './bearer.ts';
@@ -86,11 +86,14 @@ function inPlainWords(t: Messages, error: OAuthError): [title: string, message: 
   const details = `${error.code}: ${error.description}`;
   if (error.status === 503) return [t.text('error.unavailable'), t.text('error.unavailableText'), details];
   if (error.status >= 500) return [t.text('error.server'), t.text('error.serverText'), details];
-  // Written for people already (in the server's English): said once, with only the code in the small print.
-  const sentence = `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`;
-  if (error.status === 429) return [t.text('error.tooMany'), sentence, error.code];
-  if (error.status === 403) return [t.text('error.refused'), sentence, error.code];
-  return [t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), details];
+  if (error.status !== 429 && error.status !== 403) return [t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), details];
+  const title = t.text(error.status === 429 ? 'error.tooMany' : 'error.refused');
+  // The refusal's own sentence in the page's language, with only the code in the small print.
+  if (error.page && isMessageKey(error.page.key)) return [title, t.text(error.page.key, error.page.values), error.code];
+  // Without one, its description is written for people, but in English (issue 29): said as it
+  // is on an English page; on another, a sentence of the page's language, the English below.
+  if (t.locale === 'en') return [title, `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`, error.code];
+  return [title, t.text(error.status === 429 ? 'error.tooManyText' : 'error.refusedText'), details];
 }
 
 /** A browser asking for a page (its Accept names HTML); API clients get JSON. */

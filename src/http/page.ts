@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { approvalRefusal, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
+import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
-import type { MessageKey } from '../ui/i18n.ts';
+import { isMessageKey, type MessageKey } from '../ui/i18n.ts';
 import { signInPage, type SignInView, type Site, type Ui } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
 import { pageUi, type PageHints } from './locale.ts';
@@ -37,10 +37,12 @@ export interface Pages {
 }
 
 /** Why the person must sign in again before approving, in their language (the policy's own words are English, for the OAuth error). */
-const REFUSALS: Readonly<Record<ApprovalRefusal, MessageKey>> = {
-  'phishing-resistant-required': 'signIn.refusal.passkeyRequired',
-  'second-factor-required': 'signIn.refusal.secondFactorRequired',
-};
+const REFUSALS = Object.fromEntries(
+  Object.entries(REFUSAL_MESSAGES).map(([refusal, key]) => {
+    if (!isMessageKey(key)) throw new Error(`${key}: not a message of the pages' catalogues`);
+    return [refusal, key];
+  }),
+) as Readonly<Record<ApprovalRefusal, MessageKey>>;
 
 export function pagesFor(deps: AppDeps): Pages {
   const site = deps.config.site;

@@ -14,6 +14,7 @@ import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { ACCOUNT_PATH, PASSKEY_REGISTRATION_OPTIONS_PATH, PASSKEY_REMOVE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_PATH, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import { setUpReturn } from './second-factor.ts';
 import { rawForm } from './form.ts';
 import { browserOf, cookieNames, safeReturnTo, signedInUser } from './session.ts';
 
@@ -117,7 +118,10 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       const ui = pages.ui(request);
       return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }));
     }
-    return reply.redirect(`${ACCOUNT_PATH}?notice=passkey-added`, 303);
+    // Added to approve something (the sign-in page's set-up link): back to that approval,
+    // where the new passkey signs in (a registration does not prove the sign-in it joins).
+    const returnTo = setUpReturn(form);
+    return reply.redirect(returnTo ?? `${ACCOUNT_PATH}?notice=passkey-added`, 303);
   });
 
   app.post(PASSKEY_REMOVE_PATH, { config: { page: true }, preHandler: [formPost, signedIn] }, async (request, reply) => {

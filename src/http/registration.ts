@@ -13,9 +13,9 @@ import {
   register,
   registrationJson,
   registrationOwner,
-  REGISTRATION_PATH,
   replaceRegistration,
 } from '../flows/registration/register.ts';
+import { REGISTRATION_PATH } from '../core/endpoints.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 
 const JSON_BODY_LIMIT = 64 * 1024;

@@ -21,7 +21,7 @@ import { rawForm } from './form.ts';
 import { browserOf, csrfToken, safeReturnTo } from './session.ts';
 
 /** The account page's "Passkeys" and "Authenticator app" sections. */
-export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, csrf: string): Promise<SafeHtml> {
+export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, csrf: string, returnTo?: string): Promise<SafeHtml> {
   const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
   return securitySection(ui, {
     csrf,
@@ -35,6 +35,7 @@ export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, c
     })),
     totpEnabled: totp.enabled,
     recoveryCodesLeft: totp.recoveryCodesLeft,
+    returnTo,
   });
 }
 
@@ -48,6 +49,14 @@ export const SECURITY_NOTICES: Readonly<Record<string, MessageKey>> = {
 function single(params: RawParams, name: string): string {
   const value = params[name];
   return typeof value === 'string' ? value : '';
+}
+
+/**
+ * The approval a second factor is being set up for (`return_to`, from the sign-in page that
+ * asked for one): a path on this server, or undefined when the set-up began on the account page.
+ */
+export function setUpReturn(params: RawParams): string | undefined {
+  return params['return_to'] === undefined ? undefined : safeReturnTo(params['return_to']);
 }
 
 /**
@@ -83,11 +92,12 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
   });
 
   async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: MessageKey) {
+    const returnTo = setUpReturn(rawForm(request));
     const uri = otpauthUri(pages.site.name, new URL(deps.config.issuer).hostname, user.username, secret);
     const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
     const ui = pages.ui(request, { user: user.locale });
     const message = error === undefined ? undefined : ui.t.text(error, { site: pages.site.name });
-    return pages.send(reply, status, totpSetupPage(ui, { csrf: csrfToken(deps.config, request, reply), secret, qr, error: message }));
+    return pages.send(reply, status, totpSetupPage(ui, { csrf: csrfToken(deps.config, request, reply), secret, qr, error: message, returnTo }));
   }
 
   const account = { config: { page: true }, preHandler: [formPost, signedIn] };
@@ -112,7 +122,8 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     }
     // The code proved the second factor in this browser: a password session now has both.
     await gainSecondFactor(deps, browserOf(deps, request, reply), session, user);
-    return pages.send(reply, 200, recoveryCodesPage(pages.ui(request, { user: user.locale }), result.recoveryCodes));
+    // Set up to approve something: the codes page continues to that approval.
+    return pages.send(reply, 200, recoveryCodesPage(pages.ui(request, { user: user.locale }), result.recoveryCodes, setUpReturn(rawForm(request))));
   });
 
   app.post(TOTP_REMOVE_PATH, account, async (request, reply) => {

@@ -32,8 +32,9 @@ export function registerSecurityHeaders(app: FastifyInstance, logoUrl: string | 
  * A page whose form leads (through a redirect) to a client's redirect_uri: browsers apply
  * form-action to the redirect too, so that target is allowed beside our own origin.
  */
-export function allowFormTarget(reply: FastifyReply, target: string): void {
-  reply.header('Content-Security-Policy', `${BASE_CSP}; form-action 'self' ${formSource(target)}`);
+export function allowFormTarget(reply: FastifyReply, ...targets: readonly string[]): void {
+  const sources = [...new Set(targets.map(formSource))];
+  reply.header('Content-Security-Policy', `${BASE_CSP}; form-action 'self'${sources.map((source) => ` ${source}`).join('')}`);
 }
 
 /** Where a page's form may post: our origin, and `target`'s (its scheme for a private-use one). */

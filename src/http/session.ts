@@ -65,12 +65,12 @@ export function checkCsrf(config: Config, request: FastifyRequest, submitted: un
     throw new OAuthError(
       'invalid_request',
       `the form was posted from another site (${origin.slice(0, 100)}). This server's address is ${ours}: open the page at that address and try again`,
-      { status: 403 },
+      { status: 403, page: { key: 'error.otherSite', values: { origin: origin.slice(0, 100), ours } } },
     );
   }
   const expected = request.cookies[cookieNames(config).csrf];
   if (typeof submitted !== 'string' || !expected || !constantTimeEqual(submitted, expected)) {
-    throw new OAuthError('invalid_request', 'the form has expired; go back and try again', { status: 403 });
+    throw new OAuthError('invalid_request', 'the form has expired; go back and try again', { status: 403, page: { key: 'error.formExpired' } });
   }
 }
 

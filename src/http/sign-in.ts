@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { SIGN_IN_PATH, SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { redirectUriAfterSignIn } from '../flows/authorization-code/request.ts';
 import { afterPassword } from '../flows/session/sign-in.ts';
 import { endSession } from '../flows/session/session.ts';
 import { signIn } from '../flows/sign-in.ts';
@@ -37,11 +36,9 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
 
     const known = cookieNames(deps.config).knownBrowser;
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });
-    if (result.kind !== 'signed-in') {
-      // The page is shown again; its next post may go on to the client (see authorize.ts).
-      const target = await redirectUriAfterSignIn(deps.store, returnTo);
-      if (target !== null) allowFormTarget(reply, target);
-    }
+    // The page is shown again; its next post may go on to the client the authorization step
+    // named (see authorize.ts): to one of its registered redirect URIs, never anywhere else.
+    if (result.kind !== 'signed-in' && client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
     if (result.kind === 'refused') return page(401, t.text('signIn.error.incorrect'));
     if (result.kind === 'busy') {
       reply.header('Retry-After', String(result.retryAfterSeconds));

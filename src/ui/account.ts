@@ -1,7 +1,7 @@
 import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
+import { apiName, apiScope, csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
 /** One approval as the account page shows it. */
@@ -59,7 +59,7 @@ function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
 ${view.device ? html`<p class="muted">${t.html('account.connection.deviceSignIn')}</p>` : null}
 <dl class="origin">
 <dt>${t.html('account.connection.access')}</dt><dd>${view.access.openid.map((scope) => openIdScope(ui, scope)).join(list)}</dd>
-${view.access.apis.map((api) => html`<dt>${api.name}</dt><dd>${api.scopes.map((scope) => scope.description).join(list)}</dd>`)}
+${view.access.apis.map((api) => html`<dt>${apiName(ui, api)}</dt><dd>${api.scopes.map((scope) => apiScope(ui, scope)).join(list)}</dd>`)}
 <dt>${t.html('account.connection.approved')}</dt><dd>${t.time(view.approvedAt)}</dd>
 <dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
 ${view.device

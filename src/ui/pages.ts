@@ -146,7 +146,7 @@ export function signInPage(ui: Ui, view: SignInView): string {
 ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
 <p class="muted">${t.html('signIn.withAccount', { site: site.name })}</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
-${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: ACCOUNT_PATH })}</p>` : null}
+${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: `${ACCOUNT_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}` })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="${SIGN_IN_PATH}">
 ${csrfField(view.csrf)}
@@ -200,10 +200,20 @@ export function unverifiedNotice(ui: Ui, clientName: string, unverified: { reado
 export function scopeList(ui: Ui, access: DescribedAccess): SafeHtml {
   return html`${access.openid.length > 0 ? html`<ul class="scopes">${access.openid.map((scope) => html`<li>${openIdScope(ui, scope)}</li>`)}</ul>` : null}
 ${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api-${index}">
-<h3 id="api-${index}">${api.name}</h3>
+<h3 id="api-${index}">${apiName(ui, api)}</h3>
 <p class="muted api-identifier">${api.identifier}</p>
-<ul class="scopes">${api.scopes.map((scope) => html`<li>${scope.description}</li>`)}</ul>
+<ul class="scopes">${api.scopes.map((scope) => html`<li>${apiScope(ui, scope)}</li>`)}</ul>
 </section>`)}`;
+}
+
+/** A registered API's name in the page's language (TESSERA_API_TRANSLATIONS), or as registered. */
+export function apiName(ui: Ui, api: { readonly name: string; readonly identifier: string }): string {
+  return ui.site.apiTranslations?.[ui.t.locale]?.apis[api.identifier] ?? api.name;
+}
+
+/** A registered API scope's description in the page's language, or as registered. */
+export function apiScope(ui: Ui, scope: { readonly name: string; readonly description: string }): string {
+  return ui.site.apiTranslations?.[ui.t.locale]?.scopes[scope.name] ?? scope.description;
 }
 
 /** An OpenID scope's description in the page's language; the server's own words for one the catalogues lack. */

@@ -48,7 +48,15 @@ export interface SecurityView {
   readonly passkeys: readonly PasskeyView[];
   readonly totpEnabled: boolean;
   readonly recoveryCodesLeft: number;
+  /**
+   * Where the person came from: the approval that asked for a second factor (issue 31). Setting
+   * one up here leads back there, to finish it, instead of ending on this page.
+   */
+  readonly returnTo?: string | undefined;
 }
+
+/** The hidden field that carries the approval to return to through a set-up. */
+const returnField = (returnTo: string | undefined) => (returnTo === undefined ? null : html`<input type="hidden" name="return_to" value="${returnTo}">`);
 
 function passkeyItem(ui: Ui, view: PasskeyView, csrf: string): SafeHtml {
   const { t } = ui;
@@ -80,6 +88,7 @@ ${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<u
 ${view.passkeysAvailable
   ? html`<form method="post" action="${PASSKEYS_PATH}" data-options="${PASSKEY_REGISTRATION_OPTIONS_PATH}" id="passkey-register-form">
 ${csrfField(view.csrf)}
+${returnField(view.returnTo)}
 <input type="hidden" name="response" value="">
 <label for="passkey-name">${t.html('passkeys.name')}</label>
 <input type="text" id="passkey-name" name="name" maxlength="64" placeholder="${t.text('passkeys.namePlaceholder')}" autocomplete="off">
@@ -95,7 +104,7 @@ ${view.totpEnabled
   ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
 <form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>`
   : html`<p class="muted">${t.html('totp.offer')}</p>
-<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.setUp')}</button></form>`}
+<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>`}
 </section>`;
 }
 
@@ -105,6 +114,7 @@ export interface TotpSetupView {
   /** A data: URL of the QR code of the otpauth URI. */
   readonly qr: string;
   readonly error?: string | undefined;
+  readonly returnTo?: string | undefined;
 }
 
 export function totpSetupPage(ui: Ui, view: TotpSetupView): string {
@@ -117,17 +127,19 @@ ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : nul
 <p class="muted">${t.html('totp.setup.cannotScan', { key: html`<code id="totp-secret">${grouped}</code>` })}</p>
 <form method="post" action="${TOTP_CONFIRM_PATH}">
 ${csrfField(view.csrf)}
+${returnField(view.returnTo)}
 <label for="code">${t.html('totp.setup.code')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('totp.setup.turnOn')}</button></div>
 </form>`);
 }
 
-export function recoveryCodesPage(ui: Ui, codes: readonly string[]): string {
+/** The codes shown once; `returnTo`: the approval the set-up interrupted, continued from here. */
+export function recoveryCodesPage(ui: Ui, codes: readonly string[], returnTo?: string): string {
   const { t } = ui;
   return layout(ui, t.text('recovery.title'), html`<h1>${t.html('recovery.title')}</h1>
 <p role="status" class="alert">${t.html('recovery.on')}</p>
 <p>${t.html('recovery.text')}</p>
 <ul class="recovery-codes" aria-label="${t.text('recovery.label')}">${codes.map((code) => html`<li><code>${code}</code></li>`)}</ul>
-<div class="actions"><a href="${ACCOUNT_PATH}">${t.html('recovery.back')}</a></div>`);
+<div class="actions">${returnTo === undefined ? null : html`<a href="${returnTo}">${t.html('common.continue')}</a>`}<a href="${ACCOUNT_PATH}">${t.html('recovery.back')}</a></div>`);
 }

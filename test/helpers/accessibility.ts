@@ -34,9 +34,24 @@ const STRUCTURE = `(() => {
   return parts.join('|');
 })()`;
 
-async function run(page: Page): Promise<Violation[]> {
+/**
+ * axe-core's violations on the page as it stands now, one line each (page, rule, elements): for
+ * a test that names the page states it checks (test/accessibility.test.ts), including pages set
+ * with `setContent`, which the watch below leaves alone.
+ */
+export function axeViolations(page: Page, name = page.url()): Promise<string[]> {
+  // axe-core runs once at a time in a page: a test's check waits for the load watch's.
+  const run = (running.get(page) ?? Promise.resolve()).then(() => runAxe(page, name));
+  running.set(page, run.catch(() => {}));
+  return run;
+}
+
+const running = new WeakMap<Page, Promise<unknown>>();
+
+async function runAxe(page: Page, name: string): Promise<string[]> {
   if (!(await page.evaluate("'axe' in window"))) await page.evaluate(AXE_SOURCE);
-  return (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+  const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+  return violations.map((violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
 }
 
 /** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
@@ -48,14 +63,12 @@ async function check(page: Page, found: string[]): Promise<void> {
     if (checked.has(key)) return;
     // Marked before running, so two loads of one state never run axe at once in a page.
     checked.add(key);
-    const violations = await run(page).catch((error: unknown) => {
+    const violations = await axeViolations(page, `${page.url()} (${await page.title()})`).catch((error: unknown) => {
       // Left before axe ran: checked when it is next seen.
       checked.delete(key);
       throw error;
     });
-    for (const violation of violations) {
-      found.push(`${page.url()} (${await page.title()}): ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-    }
+    found.push(...violations);
   } catch (error) {
     // The test moved on (a navigation, a closed page): that state is gone. A navigation between
     // loading axe and running it leaves a document without axe.

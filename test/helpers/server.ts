@@ -36,6 +36,9 @@ export const TEST_ENV: Readonly<Record<string, string>> = {
   TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000',
   TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000',
   TESSERA_SHUTDOWN_DELAY: '0',
+  // Tests keep their databases in fresh directories; test/start-up.test.ts proves the refusal
+  // of a missing database file without it.
+  TESSERA_DATABASE_CREATE: 'true',
 };
 
 /**

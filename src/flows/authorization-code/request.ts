@@ -1,4 +1,3 @@
-import { AUTHORIZE_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts';
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
@@ -299,19 +298,4 @@ export function responseRedirectUrl(response: ClientResponse): string {
   const url = new URL(response.redirectUri);
   for (const [name, value] of Object.entries(response.params)) url.searchParams.append(name, value);
   return url.href;
-}
-
-/**
- * The client redirect URI that a sign-in returning to `returnTo` may end at: when `returnTo`
- * is an authorization request (a path on this server) whose client_id and redirect_uri are
- * registered, that redirect_uri; otherwise null. The sign-in page lets its form lead there.
- */
-export async function redirectUriAfterSignIn(store: Store, returnTo: string): Promise<string | null> {
-  const url = new URL(returnTo, 'http://tessera.invalid');
-  if (url.pathname !== AUTHORIZE_PATH) return null;
-  const clientId = url.searchParams.get('client_id');
-  const redirectUri = url.searchParams.get('redirect_uri');
-  if (!clientId || !redirectUri || clientId.length > MAX_VALUE_LENGTH) return null;
-  const client = await store.clients.get(clientId);
-  return client && redirectUriRegistered(client.redirectUris, redirectUri) ? redirectUri : null;
 }

@@ -6,6 +6,7 @@
  * again a bounded number of times, then the failure is logged with the client.
  */
 import type { LogoutSettings } from '../../config/index.ts';
+import { clientUrlFetch } from '../../core/outbound.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
 
@@ -44,7 +45,8 @@ export async function sendLogoutTokens(
       deliveries.push({ client, uri: client.backchannelLogoutUri, token: await deps.tokens.logoutToken(client, userId, sid) });
     }
   }
-  const delivered = Promise.all(deliveries.map((delivery) => deliver(delivery, deps.config.logout, log))).then(() => undefined);
+  const send = clientUrlFetch(deps.config.allowPrivateNetworkUrls);
+  const delivered = Promise.all(deliveries.map((delivery) => deliver(send, delivery, deps.config.logout, log))).then(() => undefined);
   return { clients: deliveries.length, delivered };
 }
 
@@ -53,12 +55,12 @@ export async function sendLogoutTokens(
  * format, with a logout_token parameter"; §2.8: the RP answers 200 (we take any 2xx) or 400
  * when the token is bad. Only an unreachable client or a 5xx is tried again.
  */
-async function deliver(delivery: Delivery, settings: LogoutSettings, log: LogoutLog): Promise<void> {
+async function deliver(send: typeof fetch, delivery: Delivery, settings: LogoutSettings, log: LogoutLog): Promise<void> {
   let problem = '';
   for (let attempt = 1; attempt <= settings.attempts; attempt++) {
     if (attempt > 1) await wait(settings.retryDelayMs * 2 ** (attempt - 2));
     try {
-      const response = await fetch(delivery.uri, {
+      const response = await send(delivery.uri, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-cache' },
         body: new URLSearchParams({ logout_token: delivery.token }).toString(),

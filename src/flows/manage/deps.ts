@@ -12,6 +12,12 @@ export interface ManageDeps extends AccountDeps {
    * how many apps were sent a logout token. The command waits for delivery; the server does not.
    */
   readonly tellApps: (sessions: readonly SessionRecord[]) => Promise<number>;
+  /**
+   * Hashes a password an operation sets. The server hashes on its password queue, as every
+   * hash it computes (so that an admin API client cannot starve token signing of libuv's
+   * pool); absent, as for the command, on libuv's pool (core/password.ts).
+   */
+  readonly hashPassword?: (password: string) => Promise<string>;
 }
 
 /** An ISO 8601 time, or null. */

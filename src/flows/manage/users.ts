@@ -95,6 +95,11 @@ function checkedProfile(input: ProfileInput): UserProfileChanges {
   return checked.changes;
 }
 
+/** The hash of a password an operation sets: on the server's password queue when it has one. */
+function newPasswordHash(deps: ManageDeps, password: string): Promise<string> {
+  return deps.hashPassword ? deps.hashPassword(password) : hashPassword(password, deps.config.passwordHash);
+}
+
 export async function createUser(deps: ManageDeps, input: UserInput): Promise<UserRecord> {
   const username = normalizeUsername(input.username ?? '');
   if (!username) throw invalid`${field('username')} is required`;
@@ -105,7 +110,7 @@ export async function createUser(deps: ManageDeps, input: UserInput): Promise<Us
   const user = newUserRecord({
     id: randomUUID(),
     username,
-    passwordHash: await hashPassword(password, deps.config.passwordHash),
+    passwordHash: await newPasswordHash(deps, password),
     ...profile,
     createdAt: deps.clock.now(),
   });
@@ -215,7 +220,8 @@ export async function removeUser(deps: ManageDeps, username: string): Promise<nu
 /** Sets a user's password; their sessions end. Returns how many apps were told. */
 export async function setPassword(deps: ManageDeps, username: string, password: string): Promise<number> {
   const user = await findUser(deps, username);
-  return deps.tellApps(await replacePassword(deps, user, checkPassword(password)));
+  const hash = await newPasswordHash(deps, checkPassword(password));
+  return deps.tellApps(await replacePassword(deps, user, { hash }));
 }
 
 /** A single-use link where the user sets a new password, valid for `ttlSeconds`. */

@@ -7,6 +7,7 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { digestsEqual, hashSecret, randomToken } from '../../core/crypto.ts';
+import { REGISTRATION_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { isNativeAppRedirect } from '../../core/redirect-uri.ts';
@@ -15,8 +16,6 @@ import type { ClientRecord } from '../../store/types.ts';
 import { clientJson, createClient, removeClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { ManageError } from '../manage/errors.ts';
-
-export const REGISTRATION_PATH = '/oauth/register';
 
 /** What a registering app may set (RFC 7591 §2, and Tessera's own client metadata). */
 const STRING_FIELDS = ['client_name', 'scope', 'token_endpoint_auth_method', 'jwks_uri', 'backchannel_logout_uri', 'request_object_signing_alg'] as const;
@@ -103,12 +102,15 @@ async function softwareStatementClaims(deps: ManageDeps, statement: unknown): Pr
  * The registration as requested and allowed by the policy, with RFC 7591's defaults
  * filled in: the whole registration, as a PUT (RFC 7592 §2.2) replaces it.
  */
-export async function requestedMetadata(deps: ManageDeps, body: Readonly<Record<string, unknown>>, policy: RegistrationPolicy): Promise<Metadata> {
+export async function requestedMetadata(deps: ManageDeps, body: Readonly<Record<string, unknown>>, policy: RegistrationPolicy, current?: ClientRecord): Promise<Metadata> {
   const requested = readMetadata(body);
   const metadata = body['software_statement'] === undefined ? requested : { ...requested, ...readMetadata(await softwareStatementClaims(deps, body['software_statement'])) };
   // The open policy registers public clients only (RFC 7591 §3.2.1: a server "MAY replace
   // any of the client's requested metadata values"): the method defaults to none there.
-  metadata.token_endpoint_auth_method ??= policy === 'open' ? 'none' : 'client_secret_basic';
+  // A replacement that leaves the method out keeps it: a client cannot change between public
+  // and confidential (client update refuses it), so the registration default would refuse
+  // every PUT of a public client that does not repeat it.
+  metadata.token_endpoint_auth_method ??= current?.authMethod ?? (policy === 'open' ? 'none' : 'client_secret_basic');
   metadata.grant_types ??= [GRANT_AUTHORIZATION_CODE];
   const grants = metadata.grant_types;
   metadata.scope ??= `openid profile email${grants.includes(GRANT_REFRESH_TOKEN) ? ' offline_access' : ''}`;
@@ -231,7 +233,7 @@ export async function replaceRegistration(deps: ManageDeps, client: ClientRecord
   if (body['client_secret'] !== undefined && (typeof body['client_secret'] !== 'string' || client.secretHash === null || !digestsEqual(client.secretHash, hashSecret(body['client_secret'])))) {
     throw new OAuthError('invalid_request', 'client_secret does not match the secret issued to this client');
   }
-  const metadata = await requestedMetadata(deps, body, policy);
+  const metadata = await requestedMetadata(deps, body, policy, client);
   const replacement: ClientMetadata = {
     ...metadata,
     // Left out is cleared: a PUT is the whole registration.

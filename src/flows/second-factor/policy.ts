@@ -58,5 +58,11 @@ export const APPROVAL_REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: st
 /** At the approval itself: the same policy, as a refusal (the page may have been open for long). */
 export function assertApprovalAllowed(config: Config, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): void {
   const refusal = approvalRefusal(config, client, session, requestedAcr);
-  if (refusal !== null) throw new OAuthError('access_denied', APPROVAL_REFUSALS[refusal](client.name), { status: 403 });
+  if (refusal !== null) throw new OAuthError('access_denied', APPROVAL_REFUSALS[refusal](client.name), { status: 403, page: { key: REFUSAL_MESSAGES[refusal], values: { client: client.name } } });
 }
+
+/** The same refusals in the pages' catalogues (src/ui/locales), for the person's language. */
+export const REFUSAL_MESSAGES: Readonly<Record<ApprovalRefusal, string>> = {
+  'phishing-resistant-required': 'signIn.refusal.passkeyRequired',
+  'second-factor-required': 'signIn.refusal.secondFactorRequired',
+};

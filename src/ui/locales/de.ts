@@ -230,6 +230,10 @@ const de: Catalogue = {
   'error.notFoundText': 'Unter {path} gibt es bei {site} keine Seite. Prüfen Sie die Adresse oder beginnen Sie auf der Startseite neu.',
   'error.backHome': 'Zur Startseite von {site}',
   'error.details': 'Für die Entwickler der App: {details}',
+  'error.formExpired': 'Dieses Formular ist abgelaufen. Gehen Sie zurück, laden Sie die Seite neu und versuchen Sie es erneut.',
+  'error.otherSite': 'Dieses Formular wurde von einer anderen Adresse gesendet ({origin}). Öffnen Sie die Seite unter {ours} und versuchen Sie es erneut.',
+  'error.refusedText': 'Dieser Server hat die Anfrage abgelehnt. Gehen Sie zurück zur App und versuchen Sie es erneut; den Grund finden die Entwickler der App unten.',
+  'error.tooManyText': 'Es gab zu viele Anfragen. Warten Sie einige Minuten und versuchen Sie es dann erneut.',
 
   'deviceLogin.open': 'Öffnen Sie zum Anmelden diese Seite auf Ihrem Telefon oder Computer:',
   'deviceLogin.enter': 'und geben Sie den Code ein',

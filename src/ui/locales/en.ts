@@ -231,6 +231,10 @@ const en = {
   'error.notFoundText': 'There is no page at {path} on {site}. Check the address, or start again from the start page.',
   'error.backHome': 'Go to the {site} start page',
   'error.details': "For the app's developer: {details}",
+  'error.formExpired': 'This form has expired. Go back, reload the page and try again.',
+  'error.otherSite': 'This form was sent from another address ({origin}). Open the page at {ours} and try again.',
+  'error.refusedText': 'This server refused the request. Go back to the app and try again; the reason is given below for its developer.',
+  'error.tooManyText': 'There have been too many requests. Wait a few minutes and try again.',
 
   'deviceLogin.open': 'To sign in, open this page on your phone or computer:',
   'deviceLogin.enter': 'and enter the code',

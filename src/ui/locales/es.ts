@@ -232,6 +232,10 @@ const es: Catalogue = {
   'error.notFoundText': 'No hay ninguna página en {path} en {site}. Comprueba la dirección o vuelve a empezar desde la página de inicio.',
   'error.backHome': 'Ir a la página de inicio de {site}',
   'error.details': 'Para quien desarrolla la aplicación: {details}',
+  'error.formExpired': 'Este formulario ha caducado. Vuelve atrás, recarga la página e inténtalo de nuevo.',
+  'error.otherSite': 'Este formulario se envió desde otra dirección ({origin}). Abre la página en {ours} e inténtalo de nuevo.',
+  'error.refusedText': 'Este servidor rechazó la solicitud. Vuelve a la aplicación e inténtalo de nuevo; el motivo aparece abajo para quien la desarrolla.',
+  'error.tooManyText': 'Ha habido demasiadas solicitudes. Espera unos minutos e inténtalo de nuevo.',
 
   'deviceLogin.open': 'Para iniciar sesión, abre esta página en tu teléfono u ordenador:',
   'deviceLogin.enter': 'e introduce el código',

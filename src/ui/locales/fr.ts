@@ -233,6 +233,10 @@ const fr: Catalogue = {
   'error.notFoundText': 'Il n’y a aucune page à l’adresse {path} sur {site}. Vérifiez l’adresse, ou recommencez depuis la page d’accueil.',
   'error.backHome': 'Aller à la page d’accueil de {site}',
   'error.details': 'Pour le développeur de l’application : {details}',
+  'error.formExpired': 'Ce formulaire a expiré. Revenez en arrière, rechargez la page et réessayez.',
+  'error.otherSite': 'Ce formulaire a été envoyé depuis une autre adresse ({origin}). Ouvrez la page à l’adresse {ours} et réessayez.',
+  'error.refusedText': 'Ce serveur a refusé la requête. Revenez à l’application et réessayez ; la raison est indiquée ci-dessous pour son développeur.',
+  'error.tooManyText': 'Il y a eu trop de requêtes. Patientez quelques minutes, puis réessayez.',
 
   'deviceLogin.open': 'Pour vous connecter, ouvrez cette page sur votre téléphone ou votre ordinateur :',
   'deviceLogin.enter': 'et saisissez le code',

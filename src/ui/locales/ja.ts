@@ -225,6 +225,10 @@ const ja: Catalogue = {
   'error.notFoundText': '{site} に {path} というページはありません。アドレスを確認するか、トップページからやり直してください。',
   'error.backHome': '{site} のトップページへ',
   'error.details': 'アプリの開発者向け：{details}',
+  'error.formExpired': 'このフォームは有効期限が切れています。前のページに戻り、ページを再読み込みしてから、もう一度お試しください。',
+  'error.otherSite': 'このフォームは別のアドレス（{origin}）から送信されました。{ours} でページを開いて、もう一度お試しください。',
+  'error.refusedText': 'このサーバーはリクエストを拒否しました。アプリに戻って、もう一度お試しください。理由はアプリの開発者向けに下に記載しています。',
+  'error.tooManyText': 'リクエストが多すぎます。数分待ってから、もう一度お試しください。',
 
   'deviceLogin.open': 'ログインするには、スマートフォンまたはコンピューターでこのページを開き、',
   'deviceLogin.enter': '次のコードを入力してください',

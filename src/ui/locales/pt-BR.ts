@@ -231,6 +231,10 @@ const ptBR: Catalogue = {
   'error.notFoundText': 'Não existe nenhuma página em {path} no {site}. Confira o endereço ou recomece pela página inicial.',
   'error.backHome': 'Ir para a página inicial do {site}',
   'error.details': 'Para quem desenvolve o app: {details}',
+  'error.formExpired': 'Este formulário expirou. Volte, recarregue a página e tente de novo.',
+  'error.otherSite': 'Este formulário foi enviado de outro endereço ({origin}). Abra a página em {ours} e tente de novo.',
+  'error.refusedText': 'Este servidor recusou a solicitação. Volte ao app e tente de novo; o motivo aparece abaixo para quem desenvolve o app.',
+  'error.tooManyText': 'Houve solicitações demais. Aguarde alguns minutos e tente de novo.',
 
   'deviceLogin.open': 'Para entrar, abra esta página no seu celular ou computador:',
   'deviceLogin.enter': 'e digite o código',

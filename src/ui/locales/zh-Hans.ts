@@ -218,6 +218,10 @@ const zhHans: Catalogue = {
   'error.notFoundText': '{site} 上没有位于 {path} 的页面。请检查地址，或从首页重新开始。',
   'error.backHome': '前往 {site} 首页',
   'error.details': '供应用开发者参考：{details}',
+  'error.formExpired': '此表单已过期。请返回并刷新页面，然后重试。',
+  'error.otherSite': '此表单是从另一个地址（{origin}）提交的。请在 {ours} 打开页面，然后重试。',
+  'error.refusedText': '此服务器拒绝了该请求。请返回应用重试；原因已在下方列出，供应用开发者参考。',
+  'error.tooManyText': '请求过多。请等待几分钟后重试。',
 
   'deviceLogin.open': '要登录，请在手机或电脑上打开此页面：',
   'deviceLogin.enter': '然后输入代码',

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import type { LookupAddress } from 'node:dns';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { outboundFetch, type Resolver } from './outbound.ts';
+
+/** A resolver that knows a few names, as a DNS server an attacker controls would answer. */
+function resolverOf(names: Record<string, readonly string[]>): Resolver {
+  return (hostname, _options, callback) => {
+    const addresses = names[hostname];
+    if (!addresses) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+    callback(null, addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 })));
+  };
+}
+
+describe('requests to a URL a client registered', () => {
+  let port = 0;
+  let requests = 0;
+  const server = createServer((_request, response) => {
+    requests += 1;
+    response.end('{"keys":[]}');
+  });
+  before(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const send = outboundFetch(
+    false,
+    resolverOf({
+      'keys.example': ['127.0.0.1'],
+      'metadata.example': ['169.254.169.254'],
+      'office.example': ['10.1.2.3', 'fd00::1'],
+      'mixed.example': ['192.168.1.10', '127.0.0.1'],
+    }),
+  );
+
+  it('reach a name that resolves outside private networks', async () => {
+    const response = await send(`http://keys.example:${port}/jwks`);
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), '{"keys":[]}');
+  });
+
+  it('are refused, before connecting, when the name resolves only to private or link-local addresses', async () => {
+    const before = requests;
+    for (const host of ['metadata.example', 'office.example']) {
+      const refused = await send(`http://${host}:${port}/jwks`).then(
+        () => null,
+        (error: unknown) => error as Error & { cause?: { code?: string; message?: string } },
+      );
+      assert.ok(refused, `${host} was fetched`);
+      assert.equal(refused.cause?.code, 'EPRIVATENETWORK', String(refused.cause?.message));
+      assert.match(String(refused.cause?.message), new RegExp(`${host} resolves to a private or link-local address`));
+    }
+    assert.equal(requests, before);
+  });
+
+  it('connect only to the public addresses of a name that has both', async () => {
+    const response = await send(`http://mixed.example:${port}/jwks`);
+    assert.equal(response.status, 200);
+  });
+
+  it('go anywhere when TESSERA_ALLOW_PRIVATE_NETWORK_URLS is on', () => {
+    assert.equal(outboundFetch(true), fetch);
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * Requests the server makes to an address a client registered (its JWKS, its back-channel
+ * logout URI). Registration refuses such a URL when its host is a private or link-local IP
+ * address (flows/manage/clients.ts), but a name is not resolved there, and what it resolves
+ * to can change afterwards: here the address is checked again on each connection, after the
+ * name is resolved, so `jwks.example.com` pointed at 169.254.169.254 is refused as the literal
+ * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off.
+ */
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { Agent } from 'undici';
+import { isPrivateNetworkHost } from './networks.ts';
+
+/** `dns.lookup` with every address at once, as the guard needs; replaceable in tests. */
+export type Resolver = (hostname: string, options: LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+/** A connection refused because its name resolved into a private network. */
+export class PrivateNetworkError extends Error {
+  readonly code = 'EPRIVATENETWORK';
+}
+
+/** A lookup that leaves out private and link-local addresses, and fails when none is left. */
+export function publicNetworkLookup(resolve: Resolver = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const allowed = addresses.filter((entry) => !isPrivateNetworkHost(entry.address));
+      if (allowed.length === 0) return callback(new PrivateNetworkError(`${hostname} resolves to a private or link-local address`), '', 0);
+      if (options.all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, allowed);
+      return callback(null, allowed[0]!.address, allowed[0]!.family);
+    });
+  };
+}
+
+/**
+ * `fetch` for URLs a client registered: connecting only outside private networks unless
+ * `allowPrivateNetworks`.
+ */
+export function outboundFetch(allowPrivateNetworks: boolean, resolve?: Resolver): typeof fetch {
+  if (allowPrivateNetworks) return fetch;
+  const dispatcher = new Agent({ connect: { lookup: publicNetworkLookup(resolve) } });
+  // Node's fetch is undici's and takes its dispatcher; RequestInit's type does not name it.
+  return (input, init) => fetch(input, { ...init, dispatcher } as RequestInit);
+}
+
+let shared: typeof fetch | null = null;
+
+/** The process's one `outboundFetch` (one connection pool), as the server's settings ask. */
+export function clientUrlFetch(allowPrivateNetworks: boolean): typeof fetch {
+  if (allowPrivateNetworks) return fetch;
+  return (shared ??= outboundFetch(false));
+}

@@ -35,12 +35,21 @@ import type { Store } from './store/types.ts';
 import { clientUrlFetch } from './core/outbound.ts';
 import { ClientKeySets } from './tokens/client-jwks.ts';
 import type { KeyManager } from './tokens/keys.ts';
+import { KeyEncryption } from './tokens/key-encryption.ts';
+import { secretBox } from './tokens/secret-box.ts';
+import { randomBytes } from 'node:crypto';
 import { TokenIssuer } from './tokens/issue.ts';
 
 export interface AppInput {
   readonly config: Config;
   readonly store: Store;
   readonly keys: KeyManager;
+  /**
+   * The key encryption key (tokens/key-encryption.ts), which also seals upstream providers'
+   * secrets. Without it (a test's app), a key of this process's own: a secret sealed by
+   * another process does not open.
+   */
+  readonly encryption?: KeyEncryption;
   readonly clock: Clock;
   /** Defaults to a pino logger at `config.logLevel`. */
   readonly logger?: FastifyServerOptions['logger'];
@@ -87,6 +96,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
+    secrets: secretBox(input.encryption ?? new KeyEncryption([randomBytes(32)])),
     grants: GRANTS,
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };

@@ -15,6 +15,7 @@ import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
+import { resealProviderSecrets } from './tokens/secret-box.ts';
 import { KeyManager } from './tokens/keys.ts';
 
 /** How long expired records are kept, so a replayed code is still recognised as one. */
@@ -76,9 +77,9 @@ export function keyManager(config: Config, store: Store, encryption: KeyEncrypti
  * At start: encrypts any private key stored in clear (or under a KEK being rotated out),
  * then makes sure a key can sign with each algorithm.
  */
-export async function prepareKeys(config: Config, store: Store): Promise<KeyManager> {
-  const encryption = loadKeyEncryption(config.keyEncryption);
+export async function prepareKeys(config: Config, store: Store, encryption: KeyEncryption = loadKeyEncryption(config.keyEncryption)): Promise<KeyManager> {
   await encryptStoredKeys(store.keys, encryption);
+  await resealProviderSecrets(store, encryption);
   const keys = keyManager(config, store, encryption);
   await keys.ensureKeys();
   return keys;
@@ -258,7 +259,15 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     await release();
     throw error;
   });
-  const keys = await prepareKeys(config, store).catch(async (error: unknown) => {
+  // The key encryption key also seals upstream providers' secrets (tokens/secret-box.ts).
+  const encryption = await Promise.resolve()
+    .then(() => loadKeyEncryption(config.keyEncryption))
+    .catch(async (error: unknown) => {
+      await store.close();
+      await release();
+      throw error;
+    });
+  const keys = await prepareKeys(config, store, encryption).catch(async (error: unknown) => {
     await store.close();
     await release();
     throw error;
@@ -267,7 +276,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   // (Fastify, the flows, the pages) it holds about a third less memory.
   const { adminListenerHandler, buildApp, Readiness } = await import('./app.ts');
   const readiness = new Readiness();
-  const app = await buildApp({ config, store, keys, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
+  const app = await buildApp({ config, store, keys, encryption, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
   const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000, config.eventRetentionSeconds * 1000);
   let address: string;
   if (picked) {

@@ -20,7 +20,7 @@ import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers';
 
 describe('the admin API', () => {
   let server: TestServer;
@@ -77,6 +77,23 @@ describe('the admin API', () => {
     // An admin token is for the admin API only: UserInfo refuses it.
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${admin}` } });
     assert.equal(userinfo.status, 401);
+  });
+
+  it('gives a user a console role with PATCH: only a token holding everything the role allows may give or take it away', async () => {
+    await server.addUser({ username: 'barbara' });
+    const given = await call('PATCH', '/users/barbara', { body: { role: 'support' } });
+    assert.equal(given.status, 200, JSON.stringify(given.body));
+    assert.equal(given.body['role'], 'support');
+    assert.equal((await call('GET', '/users/barbara')).body['role'], 'support');
+    const { token: usersOnly } = await adminToken('admin:users');
+    const refused = await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: 'admin' } });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body['field'], 'role');
+    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: null } })).status, 403, 'nor take away a role it does not hold');
+    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 200, 'its other changes are made');
+    assert.equal((await call('PATCH', '/users/barbara', { body: { role: 'root' } })).status, 400);
+    const taken = await call('PATCH', '/users/barbara', { body: { role: null } });
+    assert.equal(taken.body['role'], null);
   });
 
   it('creates a client and a user, who signs in with them in Chromium; disabling the user ends their tokens at once; the events name the admin client', { skip: chromiumUnavailable() }, async () => {
@@ -167,6 +184,7 @@ describe('the admin API', () => {
       'GET /users/{username}/grants', 'DELETE /grants/{grant_id}', 'GET /lockouts', 'DELETE /lockouts',
       'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'PATCH /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
       'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
+      'GET /providers', 'POST /providers', 'GET /providers/{id}', 'PATCH /providers/{id}', 'DELETE /providers/{id}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {
@@ -191,6 +209,30 @@ describe('the admin API', () => {
     assert.match(rotated.body['client_secret'] as string, /^[A-Za-z0-9_-]{43}$/);
     assert.equal((await call('DELETE', `/clients/${client.body['client_id'] as string}`)).status, 204);
     assert.equal((await call('DELETE', `/clients/${client.body['client_id'] as string}`)).status, 404);
+  });
+
+  it('manages upstream identity providers through the operations the command calls, never answering a secret', async () => {
+    const made = await call('POST', '/providers', { body: { kind: 'oidc', name: 'Corp SSO', issuer: 'https://sso.example.com', client_id: 'tessera', client_secret: 'the upstream secret', allowed_domains: ['example.com'] } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    assert.equal(made.headers.get('location'), '/admin/v1/providers/corp-sso');
+    assert.equal(made.body['redirect_uri'], `${server.url}/login/upstream/corp-sso/callback`);
+    assert.equal(made.body['client_secret_set'], true);
+    assert.doesNotMatch(JSON.stringify(made.body), /the upstream secret/);
+    const stored = await server.store.identityProviders.get('corp-sso');
+    assert.doesNotMatch(JSON.stringify(stored), /the upstream secret/, 'sealed at rest');
+    const changed = await call('PATCH', '/providers/corp-sso', { body: { name: 'Corp', only: true } });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+    assert.equal(changed.body['only'], true);
+    assert.equal((await call('GET', '/providers')).body['providers'] instanceof Array, true);
+    // The same rules as the command: a kind's fields only, a filter that parses.
+    const wrong = await call('POST', '/providers', { body: { kind: 'ldap', name: 'Dir', url: 'ldap://127.0.0.1:1', user_search_base: 'dc=x', user_filter: '(uid={username}' } });
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.body['field'], 'user_filter');
+    const { token: reader } = await adminToken('admin:providers:read');
+    assert.equal((await call('GET', '/providers/corp-sso', { token: reader })).status, 200);
+    assert.equal((await call('DELETE', '/providers/corp-sso', { token: reader })).status, 403);
+    assert.equal((await call('DELETE', '/providers/corp-sso')).status, 204);
+    assert.equal((await call('GET', '/providers/corp-sso')).status, 404);
   });
 
   it('lists the device requests waiting for a person and denies one suspected of phishing, in the API and the command', async () => {

@@ -116,7 +116,7 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     assert.equal(metadata.claims_parameter_supported, true);
     assert.deepEqual(metadata.claims_supported, [
       'sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr',
-      'name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo', 'updated_at', 'email', 'email_verified',
+      'name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo', 'updated_at', 'email', 'email_verified', 'groups',
     ]);
   });
 });

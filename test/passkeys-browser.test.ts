@@ -181,6 +181,34 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     assert.deepEqual(tokens.claims()!.amr, ['hwk', 'mfa']);
   });
 
+  it('from "second factor required", does not let the password alone set up a code for an account that has a passkey: it asks for the passkey', async (t) => {
+    // The owner's passkey, added in their own browser (the first factor after the password).
+    const owner = await withAuthenticator();
+    t.after(() => owner.context.close());
+    const person = await strict.addUser({ username: 'mae' });
+    await addPasskey(owner.page, strict.url, person, 'Her phone');
+
+    // Someone with only the password, in another browser, at the step that asks for a second factor.
+    const thief = await browser.newContext();
+    t.after(() => thief.close());
+    const page = await thief.newPage();
+    const garden = await strict.addClient({ name: 'Garden Planner' });
+    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+    await page.goto(url.href);
+    await page.getByLabel('Username').fill(person.username);
+    await page.getByLabel('Password').fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByText('Approving needs a second factor').waitFor();
+    await page.getByRole('link', { name: 'Set up a passkey or one-time codes on your account page' }).click();
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    await page.getByRole('alert').filter({ hasText: 'To add or remove one, sign in again with your passkey, or with your password and a one-time code.' }).waitFor();
+    assert.equal(await page.getByRole('img', { name: 'QR code for your authenticator app' }).count(), 0, 'no secret handed out');
+    assert.equal(await strict.store.totp.get(person.id), null);
+    await page.goto(url.href);
+    await page.getByText('Approving needs a second factor').waitFor();
+  });
+
   it('offers the passkey in the username autofill (conditional mediation): picking it signs in with nothing typed', async (t) => {
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());

@@ -28,7 +28,21 @@ describe('passkeys: registration, sign-in without a username, and refused answer
   });
   after(() => server?.close());
 
+  /** The passkeys registered here for each user, to sign in with once they have one. */
+  const registered = new Map<string, SoftwarePasskey[]>();
+
+  /**
+   * The account page, signed in as a person who wants to change their passkeys would: with a
+   * passkey they have, else (the first one) with the password.
+   */
   async function accountPage(who: TestUser): Promise<{ browser: FormBrowser; page: Page }> {
+    for (const passkey of registered.get(who.id) ?? []) {
+      if (!(await server.store.passkeys.get(passkey.id))) continue;
+      const { browser, answer } = await signInWith(passkey);
+      const page = await browser.follow(answer);
+      assert.match(page.html, /<h1>Connected apps and devices<\/h1>/);
+      return { browser, page };
+    }
     const browser = new FormBrowser(server.url);
     const login = await browser.follow(await browser.request('/account'));
     const page = await browser.follow(await browser.submit(login, '/login', { username: who.username, password: who.password }));
@@ -49,6 +63,7 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const creation = await options(browser, page, '/account/passkeys', '/account/passkeys/options');
     const response = passkey.register(creation, server.url, lies);
     const answer = await browser.submit(page, '/account/passkeys', { name, response: JSON.stringify(response) });
+    if (answer.status === 303) registered.set(who.id, [...(registered.get(who.id) ?? []), passkey]);
     return { browser, page, creation, response, answer };
   }
 
@@ -263,6 +278,36 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.match(crossed.html, /expired or was already used/);
   });
 
+  it('lets only a session that proved a passkey or a code add or remove one once the account has one: the password alone is refused', async () => {
+    const ada = await server.addUser();
+    const passkey = new SoftwarePasskey();
+    assert.equal((await register(passkey, ada)).answer.status, 303, 'the first one, from a password sign-in');
+
+    const browser = new FormBrowser(server.url);
+    const login = await browser.follow(await browser.request('/account'));
+    const page = await browser.follow(await browser.submit(login, '/login', { username: ada.username, password: ada.password }));
+    const csrf = browser.form(page, '/account/totp/setup').fields['csrf_token']!;
+    const refusal = /sign in again with your passkey, or with your password and a one-time code/;
+    const setup = await browser.request('/account/totp/setup', { form: { csrf_token: csrf } });
+    assert.equal(setup.status, 403);
+    assert.match(setup.html, refusal);
+    assert.equal(await server.store.totp.get(ada.id), null, 'nothing set up');
+    const creation = await browser.request('/account/passkeys/options', { form: { csrf_token: csrf } });
+    assert.equal(creation.status, 403);
+    const inGerman = await browser.request('/account/totp/setup', { form: { csrf_token: csrf }, headers: { 'accept-language': 'de' } });
+    assert.equal(inGerman.status, 403);
+    assert.match(inGerman.html, /melden Sie sich erneut mit Ihrem Passkey an/, 'in the person\'s language');
+    const removal = await browser.request('/account/passkeys/remove', { form: { csrf_token: csrf, passkey_id: passkey.id } });
+    assert.equal(removal.status, 403);
+    assert.match(removal.html, refusal);
+    assert.ok(await server.store.passkeys.get(passkey.id), 'still there');
+
+    // Signed in with the passkey, the same person may.
+    const { browser: proved, page: account } = await accountPage(ada);
+    assert.equal((await proved.submit(account, '/account/totp/setup', {})).status, 200);
+    assert.equal((await register(new SoftwarePasskey(), ada, {}, 'Second key')).answer.status, 303);
+  });
+
   it('asks for the options of either ceremony only with the page\'s CSRF token, and registration only when signed in', async () => {
     const browser = new FormBrowser(server.url);
     await browser.request('/login');
@@ -285,6 +330,41 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.match(script.headers.get('content-type') ?? '', /text\/javascript/);
     assert.match(await script.text(), /SimpleWebAuthnBrowser/);
     assert.equal((await fetch(`${server.url}/assets/passkeys.js`)).status, 200);
+  });
+});
+
+describe('the "second factor required" step for an account that has a passkey', () => {
+  it('does not let a password sign-in set up a code there: the person is asked for their passkey', async () => {
+    const clock = new ManualClock(Date.now());
+    const server = await startTestServer({ issuerHost: 'localhost', clock, env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } });
+    try {
+      const user = await server.addUser();
+      const client = await server.addClient({ name: 'Photo Printer' });
+      // The passkey, set up from a password sign-in while the account had no second factor.
+      const passkey = new SoftwarePasskey();
+      const setup = new FormBrowser(server.url);
+      const first = await setup.follow(await setup.submit(await setup.follow(await setup.request('/account')), '/login', { username: user.username, password: user.password }));
+      const creation = JSON.parse((await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(first, '/account/passkeys').fields['csrf_token']! } })).html) as Record<string, unknown>;
+      assert.equal((await setup.submit(first, '/account/passkeys', { name: 'Phone', response: JSON.stringify(passkey.register(creation, server.url)) })).status, 303);
+
+      // Someone with the password alone, at the step that asks for a second factor.
+      const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), { execute: [oidc.allowInsecureRequests] });
+      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+      const thief = new FormBrowser(server.url);
+      const login = await thief.follow(await thief.request(url.href));
+      const asked = await thief.follow(await thief.submit(login, '/login', { username: user.username, password: user.password }));
+      assert.match(asked.html, /Approving needs a second factor/);
+      const link = /<a href="(\/account\?return_to=[^"]+)">/.exec(asked.html)![1]!.replace(/&amp;/g, '&');
+      const account = await thief.follow(await thief.request(link));
+      const refused = await thief.submit(account, '/account/totp/setup', {});
+      assert.equal(refused.status, 403);
+      assert.match(refused.html, /sign in again with your passkey/);
+      assert.equal(await server.store.totp.get(user.id), null);
+      const again = await thief.follow(await thief.request(url.href));
+      assert.match(again.html, /Approving needs a second factor/, 'still one factor');
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -15,8 +15,9 @@ import {
   signInRaw,
   withRefresh,
 } from './helpers/lifecycle.ts';
+import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -73,6 +74,61 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     assert.equal((await oidc.fetchUserInfo(config, refreshed.access_token, user.id))['name'], 'Ada Lovelace');
     assert.equal(after.nonce, undefined);
     assert.equal(decodeJwt(refreshed.access_token)['gid'], decodeJwt(first.access_token)['gid'], 'the same grant');
+  });
+
+  /** The code flow through openid-client with `extra` authorization parameters (claims, acr_values). */
+  async function signInWith(who: TestUser, scope: string, extra: Record<string, string>) {
+    return (await approvedWith(who, scope, extra)).redeem();
+  }
+
+  /** Signs in and approves; the code is redeemed when `redeem` is called. */
+  async function approvedWith(who: TestUser, scope: string, extra: Record<string, string>) {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope, nonce, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+    });
+    const page = await new FormBrowser(server.url).authorize(url.href, who);
+    return { redeem: () => oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true }) };
+  }
+
+  it('repeats in a refreshed ID token the claims the original request asked for with the claims parameter, while its scope still releases them (OIDC Core §5.5, §12.2)', async () => {
+    const grace = await server.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' });
+    const first = await signInWith(grace, 'openid profile email offline_access', { claims: JSON.stringify({ id_token: { email: null, name: { essential: true } } }) });
+    assert.deepEqual([first.claims()!['email'], first.claims()!['name']], ['grace@example.com', 'Grace Hopper']);
+    const refreshed = await oidc.refreshTokenGrant(config, first.refresh_token!);
+    const claims = refreshed.claims()!;
+    assert.equal(claims['email'], 'grace@example.com');
+    assert.equal(claims['name'], 'Grace Hopper');
+    assert.equal(claims['given_name'], undefined, 'only what was asked for');
+    assert.equal(claims.sid, first.claims()!.sid, 'the same OP session');
+    // The rotated token keeps them for the next refresh; a refresh narrowed to openid releases
+    // no email, and a later one for the whole grant has it again.
+    const narrowed = await oidc.refreshTokenGrant(config, refreshed.refresh_token!, { scope: 'openid profile' });
+    assert.equal(narrowed.claims()!['email'], undefined, 'email is not in the scope it was refreshed for');
+    assert.equal(narrowed.claims()!['name'], 'Grace Hopper');
+    const whole = await oidc.refreshTokenGrant(config, narrowed.refresh_token!);
+    assert.equal(whole.claims()!['email'], 'grace@example.com');
+  });
+
+  it('says in a refreshed ID token what the original said of its own sign-in (amr, acr, auth_time, sid), when a later sign-in approves the same grant again', async () => {
+    const approved = await approvedWith(user, 'openid offline_access', { acr_values: 'urn:tessera:acr:pwd' });
+    // Another sign-in, in another browser and without acr_values, approves the same
+    // remembered grant, before the first code is redeemed and after.
+    const second = await signInWith(user, 'openid offline_access', {});
+    const first = await approved.redeem();
+    assert.equal(first.claims()!.acr, 'urn:tessera:acr:pwd', "the code's own sign-in, not the grant's latest");
+    assert.equal(second.claims()!.acr, undefined, 'not asked for');
+    assert.notEqual(second.claims()!.sid, first.claims()!.sid);
+
+    const refreshedFirst = (await oidc.refreshTokenGrant(config, first.refresh_token!)).claims()!;
+    assert.equal(refreshedFirst.acr, 'urn:tessera:acr:pwd', 'as the original ID token said');
+    assert.deepEqual(refreshedFirst.amr, ['pwd']);
+    assert.equal(refreshedFirst.auth_time, first.claims()!.auth_time);
+    assert.equal(refreshedFirst.sid, first.claims()!.sid);
+    const refreshedSecond = (await oidc.refreshTokenGrant(config, second.refresh_token!)).claims()!;
+    assert.equal(refreshedSecond.acr, undefined);
+    assert.equal(refreshedSecond.sid, second.claims()!.sid);
   });
 
   it('keeps refreshing along the chain, one new refresh token per use', async () => {

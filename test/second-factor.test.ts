@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
+import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { BrowserAt, startDevice } from './helpers/device.ts';
 import { discover } from './helpers/lifecycle.ts';
@@ -345,6 +346,25 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.deepEqual(tokens.claims()!.amr, ['pwd', 'otp', 'mfa']);
   });
 
+  it('keeps auth_time at the password sign-in when codes are set up later in the same session', async () => {
+    const client = await strict.addClient({ name: 'Photo Printer' });
+    const user = await strict.addUser();
+    const { browser, page } = await signInWithPassword(strict, user);
+    const signedInAt = clock.now();
+    await browser.follow(page);
+    clock.advance(10 * 60_000);
+    const account = await browser.follow(await browser.request('/account'));
+    const setup = await browser.submit(account, '/account/totp/setup', {});
+    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+    assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
+    const { url, config, verifier } = await authorizeUrl(strict, client);
+    const approval = await browser.follow(await browser.request(url.href));
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+    const claims = (await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: verifier, idTokenExpected: true })).claims()!;
+    assert.deepEqual(claims.amr, ['pwd', 'otp', 'mfa']);
+    assert.equal(claims.auth_time, Math.floor(signedInAt / 1000), 'setting up a code is not signing in again');
+  });
+
   it('refuses an approval after a password sign-in for a client registered with --require-phishing-resistant (browser and device)', async () => {
     const user = await server.addUser();
     const { url } = await authorizeUrl(server, tv);
@@ -389,10 +409,144 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.match(approval.html, />Approve<\/button>/);
   });
 
+  it('reports acr when the claims parameter asks for it in the ID token, and holds the sign-in to the classes it names (OIDC Core §5.5.1.1)', async () => {
+    const user = await server.addUser();
+    const asked = await authorizeUrl(server, app, { claims: JSON.stringify({ id_token: { acr: null } }) });
+    const { browser, page } = await signInWithPassword(server, user, `${asked.url.pathname}${asked.url.search}`);
+    const approval = await browser.follow(page);
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+    const claims = (await oidc.authorizationCodeGrant(asked.config, new URL(decided.location!), { pkceCodeVerifier: asked.verifier, idTokenExpected: true })).claims()!;
+    assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor, as it was');
+
+    const essential = await authorizeUrl(server, app, { prompt: 'consent', claims: JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:tessera:acr:mfa'] } } }) });
+    const stepUp = await browser.follow(await browser.request(essential.url.href));
+    assert.match(stepUp.html, /Approving needs a second factor/);
+    assert.doesNotMatch(stepUp.html, />Approve<\/button>/);
+  });
+
+  it('asks a sign-in that a remembered approval would let through to sign in again when acr_values asks for more, and answers prompt=none with login_required', async () => {
+    const user = await server.addUser();
+    const first = await authorizeUrl(server, app);
+    const { browser, page } = await signInWithPassword(server, user, `${first.url.pathname}${first.url.search}`);
+    const approval = await browser.follow(page);
+    assert.equal((await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' })).status, 303);
+
+    const stepUp = await authorizeUrl(server, app, { acr_values: 'urn:tessera:acr:mfa' });
+    const asked = await browser.follow(await browser.request(stepUp.url.href));
+    assert.equal(asked.status, 200, asked.html.slice(0, 300));
+    assert.match(asked.html, /Approving needs a second factor/);
+
+    const silent = await authorizeUrl(server, app, { acr_values: 'urn:tessera:acr:mfa', prompt: 'none', state: 'xyz' });
+    const answer = await browser.request(silent.url.href);
+    assert.equal(answer.status, 303, answer.html.slice(0, 300));
+    const back = new URL(answer.location!);
+    assert.equal(back.origin + back.pathname, REDIRECT_URI);
+    assert.equal(back.searchParams.get('error'), 'login_required');
+    assert.equal(back.searchParams.get('state'), 'xyz');
+  });
+
   it('publishes the acr values and the amr and acr claims in discovery', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, string[]>;
     assert.deepEqual(metadata['acr_values_supported'], ['phrh', 'phr', 'urn:tessera:acr:mfa', 'urn:tessera:acr:pwd']);
     assert.ok(metadata['claims_supported']!.includes('amr'));
     assert.ok(metadata['claims_supported']!.includes('acr'));
+  });
+});
+
+describe('one-time codes set up after a passkey sign-in', () => {
+  const clock = new ManualClock(Date.now());
+  let server: TestServer;
+  let client: TestClient;
+
+  before(async () => {
+    server = await startTestServer({ issuerHost: 'localhost', clock });
+    client = await server.addClient({ name: 'Photo Printer' });
+  });
+  after(() => server?.close());
+
+  /** A passkey added on the account page, in a password session of its own. */
+  async function withPasskey(user: TestUser): Promise<SoftwarePasskey> {
+    const passkey = new SoftwarePasskey();
+    const { browser, page } = await signInWithPassword(server, user);
+    const account = await browser.follow(page);
+    const csrf = browser.form(account, '/account/passkeys').fields['csrf_token']!;
+    const creation = JSON.parse((await browser.request('/account/passkeys/options', { form: { csrf_token: csrf } })).html) as Record<string, unknown>;
+    const added = await browser.submit(account, '/account/passkeys', { name: 'Security key', response: JSON.stringify(passkey.register(creation, server.url)) });
+    assert.equal(added.status, 303, added.html.slice(0, 300));
+    return passkey;
+  }
+
+  /** Signs in with the passkey alone, no username, on the way to `returnTo`. */
+  async function signInWithPasskey(passkey: SoftwarePasskey, returnTo: string, userVerified: boolean): Promise<{ browser: FormBrowser; page: Page }> {
+    const browser = new FormBrowser(server.url);
+    const login = await browser.follow(await browser.request(`/login?return_to=${encodeURIComponent(returnTo)}`));
+    const csrf = browser.form(login, '/login/passkey').fields['csrf_token']!;
+    const request = JSON.parse((await browser.request('/login/passkey/options', { form: { csrf_token: csrf } })).html) as Record<string, unknown>;
+    const page = await browser.submit(login, '/login/passkey', { response: JSON.stringify(passkey.authenticate(request, server.url, { userVerified })) });
+    assert.equal(page.status, 303, page.html.slice(0, 300));
+    return { browser, page };
+  }
+
+  async function setUpCodes(browser: FormBrowser): Promise<void> {
+    const account = await browser.follow(await browser.request('/account'));
+    const setup = await browser.submit(account, '/account/totp/setup', {});
+    const secret = /<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.html)![1]!.replace(/ /g, '');
+    assert.equal((await browser.submit(setup, '/account/totp/confirm', { code: totp(secret, clock.now()) })).status, 200);
+  }
+
+  async function authorizeUrl(acrValues: string) {
+    const config = await discover(server, client);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      acr_values: acrValues,
+    });
+    return { config, verifier, url, returnTo: `${url.pathname}${url.search}` };
+  }
+
+  async function idTokenClaims(browser: FormBrowser, request: Awaited<ReturnType<typeof authorizeUrl>>) {
+    const approval = await browser.follow(await browser.request(request.url.href));
+    assert.match(approval.html, />Approve<\/button>/);
+    const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
+    return (await oidc.authorizationCodeGrant(request.config, new URL(decided.location!), { pkceCodeVerifier: request.verifier, idTokenExpected: true })).claims()!;
+  }
+
+  it('records a presence-only passkey and a code as what they are: amr hwk user otp, never pwd, and one kind of factor, not mfa', async () => {
+    const user = await server.addUser();
+    const passkey = await withPasskey(user);
+    // A second factor asked for (acr_values): the presence-only passkey is refused, and the
+    // refusal sends the person to set up codes on the account page, signed in as they are.
+    const stepUp = await authorizeUrl('urn:tessera:acr:mfa');
+    const { browser, page } = await signInWithPasskey(passkey, stepUp.returnTo, false);
+    const signedInAt = clock.now();
+    const asked = await browser.follow(page);
+    assert.match(asked.html, /Approving needs a second factor/);
+    clock.advance(5 * 60_000);
+    await setUpCodes(browser);
+    // A security key and a phone are two things held: whoever has the key could have set up
+    // the code, so the step-up is still refused.
+    const again = await browser.follow(await browser.request(stepUp.url.href));
+    assert.match(again.html, /Approving needs a second factor/);
+    assert.doesNotMatch(again.html, />Approve<\/button>/);
+
+    const claims = await idTokenClaims(browser, await authorizeUrl('urn:tessera:acr:pwd'));
+    assert.deepEqual(claims.amr, ['hwk', 'user', 'otp'], 'no password was used');
+    assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor');
+    assert.equal(claims.auth_time, Math.floor(signedInAt / 1000), 'the passkey sign-in, not the code set up later');
+  });
+
+  it('keeps a verified passkey session\'s two factors and adds the code: amr hwk otp mfa', async () => {
+    const user = await server.addUser();
+    const passkey = await withPasskey(user);
+    const request = await authorizeUrl('urn:tessera:acr:mfa');
+    const { browser, page } = await signInWithPasskey(passkey, request.returnTo, true);
+    await browser.follow(page);
+    await setUpCodes(browser);
+    const claims = await idTokenClaims(browser, request);
+    assert.deepEqual(claims.amr, ['hwk', 'otp', 'mfa']);
+    assert.equal(claims.acr, 'phrh');
   });
 });

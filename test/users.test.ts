@@ -151,6 +151,23 @@ describe('tessera user: operators manage accounts', () => {
     assert.equal((await cli(['user', 'update', 'ada', '--email-verified', '--no-email-verified'])).code, 2);
   });
 
+  it('gives a person a console role with user update --role, shows it, records it, takes it away with none, and refuses an unknown role', async () => {
+    await one.addUser({ username: 'hedy', name: 'Hedy Lamarr' });
+    const given = await cli(['user', 'update', 'hedy', '--role', 'support']);
+    assert.equal(given.code, 0, given.stderr);
+    assert.equal(given.stdout, 'Updated hedy. Their console role: support.\n');
+    assert.equal((JSON.parse((await cli(['user', 'show', 'hedy', '--json'])).stdout) as Record<string, unknown>)['role'], 'support');
+    assert.match((await cli(['user', 'show', 'hedy'])).stdout, /^ {2}console role: support$/m);
+    assert.match((await cli(['user', 'list'])).stdout, /^hedy {2}\(console: support\)$/m);
+    const typo = await cli(['user', 'update', 'hedy', '--role', 'superuser']);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /^tessera: --role superuser: one of admin, support, viewer, or none/);
+    assert.equal((await cli(['user', 'update', 'hedy', '--role', 'none'])).stdout, 'Updated hedy. They have no console role.\n');
+    assert.equal((JSON.parse((await cli(['user', 'show', 'hedy', '--json'])).stdout) as Record<string, unknown>)['role'], null);
+    const events = JSON.parse((await cli(['events', '--user', 'hedy', '--type', 'user.role_changed', '--json'])).stdout) as { detail: Record<string, unknown> }[];
+    assert.deepEqual(events.map((event) => [event.detail['role'], event.detail['previous_role']]), [[null, 'support'], ['support', null]]);
+  });
+
   it('answers a command on an unknown user with one line and exit 1', async () => {
     for (const args of [['user', 'show', 'nobody'], ['user', 'disable', 'nobody'], ['user', 'enable', 'nobody'], ['user', 'remove', 'nobody'], ['user', 'update', 'nobody', '--name', 'x'], ['user', 'reset-link', 'nobody']]) {
       const result = await cli(args);

@@ -93,6 +93,11 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   ttl_seconds: 'ttl',
   scopes: 'scope',
   password: 'password-stdin',
+  client_secret: 'client-secret-stdin',
+  bind_password: 'bind-password-stdin',
+  allowed_domains: 'allowed-domain',
+  domains: 'domain',
+  allowed_organizations: 'allowed-organization',
 };
 
 export const optionLabel = (field: string): string => `--${OPTION_OF[field] ?? field.replaceAll('_', '-')}`;

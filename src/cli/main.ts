@@ -20,6 +20,7 @@ import { GRANT_COMMANDS } from './grants.ts';
 import { DEVICE_COMMANDS } from './devices.ts';
 import { REGISTRATION_TOKEN_COMMANDS } from './registration-tokens.ts';
 import { KEY_COMMANDS } from './keys.ts';
+import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 
@@ -89,6 +90,26 @@ Commands:
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
+  provider add oidc --name NAME --issuer URL --client-id ID [--client-secret-stdin] [--scope SCOPE ...]
+  provider add github --name NAME --client-id ID --client-secret-stdin [--allowed-organization ORG ...]
+               [--api-url URL --web-url URL]
+  provider add ldap --name NAME --url ldaps://HOST --user-search-base DN [--user-filter "(uid={username})"]
+               [--bind-dn DN --bind-password-stdin] [--start-tls] [--group-search-base DN]
+               [--group-filter "(member={dn})"]
+             any kind: [--id ID] [--position N] [--only] [--allow-linking] [--allowed-domain DOMAIN ...]
+               [--domain DOMAIN ...] [--claim-mapping CLAIM=UPSTREAM ...] [--json]
+                                          Let people sign in through an OpenID provider, GitHub or an LDAP
+                                          directory; prints the redirect URI to register upstream;
+                                          --only: the sign-in page goes straight to it;
+                                          --allow-linking: a verified e-mail address of an existing user
+                                          signs in as that user; --allowed-domain: only these e-mail
+                                          domains; --domain: addresses typed in these domains go to it
+  provider list [--json]                  List identity providers, in the order of their buttons
+  provider show ID [--json]               Show a provider's settings (never its secret)
+  provider update ID [options of add] [--no-only] [--no-allow-linking] [--no-start-tls]
+               [--no-group-search] [--json]
+                                          Change a provider; a secret given replaces the stored one
+  provider remove ID                      Remove a provider; the users it created stay
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
            [--given-name NAME] [--family-name NAME] [--email-verified] [--locale TAG]
            [--zoneinfo ZONE] [--picture URL]
@@ -100,7 +121,9 @@ Commands:
   user remove USERNAME                    Remove a user and everything issued to them
   user update USERNAME [--name "Full Name"] [--email ADDRESS] [--given-name NAME] [--family-name NAME]
               [--email-verified | --no-email-verified] [--locale TAG] [--zoneinfo ZONE] [--picture URL]
+              [--role admin|support|viewer|none]
                                           Change a user's standard claims (OIDC Core §5.1; "" clears one)
+                                          or their role in the operator console (/console)
   user set-password USERNAME --password-stdin
                                           Set a user's password (from standard input); their sessions end
   user reset-link USERNAME [--ttl SECONDS]
@@ -164,6 +187,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
 const COMMANDS: Readonly<Record<string, Command>> = {
   ...CLIENT_COMMANDS,
   ...RESOURCE_COMMANDS,
+  ...PROVIDER_COMMANDS,
   ...USER_COMMANDS,
   ...KEY_COMMANDS,
   ...GRANT_COMMANDS,

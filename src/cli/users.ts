@@ -80,7 +80,7 @@ async function userList(config: Config, args: string[], io: Io): Promise<void> {
   }
   if (users.length === 0) io.stdout('No users.\n');
   for (const user of users) {
-    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
+    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}${user.role ? `  (console: ${user.role})` : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
   }
 }
 
@@ -91,7 +91,9 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
     io.stdout(`${JSON.stringify(userDetailsJson(details))}\n`);
     return;
   }
-  const { user, grants, lastSignIn, passkeys, totp } = details;
+  const { user, grants, lastSignIn, passkeys, totp, identities } = details;
+  const identityLines = identities.map((identity) =>
+    `\n    ${identity.providerName ?? 'a removed provider'} (${identity.providerId}): ${identity.label ?? identity.subject}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.join(' ')}` : ''}`);
   const passkeyLines = passkeys.map((passkey) =>
     `\n    ${passkey.name} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
   io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
@@ -103,12 +105,14 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   locale: ${user.locale ?? '-'}
   time zone: ${user.zoneinfo ?? '-'}
   picture: ${user.picture ?? '-'}
+  console role: ${user.role ?? 'none'}
   created: ${when(user.createdAt)}
   profile updated: ${when(user.updatedAt)}
   approvals not revoked: ${grants}
   last sign-in: ${lastSignIn === null ? 'none recorded' : `${when(lastSignIn.at)}${lastSignIn.ip ? ` from ${lastSignIn.ip}` : ''}`}
   passkeys: ${passkeys.length === 0 ? 'none' : passkeys.length}${passkeyLines.join('')}
   one-time codes: ${totp.enabled ? `on, ${totp.recoveryCodesLeft} of ${RECOVERY_CODE_COUNT} recovery codes left` : 'off'}
+  linked identities: ${identities.length === 0 ? 'none' : identities.length}${identityLines.join('')}
 `);
 }
 
@@ -129,10 +133,11 @@ async function userRemove(config: Config, args: string[], io: Io): Promise<void>
 }
 
 async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, PROFILE_OPTIONS, 1);
-  const profile = profileInput(values);
-  await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, profile));
-  io.stdout(`Updated ${positionals[0]!}.\n`);
+  const { values, positionals } = parse(args, { ...PROFILE_OPTIONS, role: { type: 'string' } }, 1);
+  const { role, ...claims } = values;
+  const profile = profileInput(claims);
+  const user = await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, { ...profile, ...(role === undefined ? {} : { role }) }));
+  io.stdout(`Updated ${user.username}.${role === undefined ? '' : user.role === null ? ' They have no console role.' : ` Their console role: ${user.role}.`}\n`);
 }
 
 async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {

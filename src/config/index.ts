@@ -87,6 +87,7 @@ export interface Config {
   /** Where the key that encrypts the private signing keys comes from (docs/security.md). */
   readonly keyEncryption: KeyEncryptionSettings;
   readonly secondFactor: SecondFactorSettings;
+  readonly upstream: UpstreamSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
   /**
@@ -371,6 +372,19 @@ export interface SecondFactorSettings {
    * the one-time code may be entered before the password is asked again.
    */
   readonly pendingSignInTimeout: number;
+  /**
+   * `TESSERA_CONSOLE_REAUTHENTICATE` seconds (default 900): how old an operator's sign-in may
+   * be for a change in the console; an older one is asked again, as `max_age` asks.
+   */
+  readonly consoleReauthenticate: number;
+}
+
+/** Upstream identity providers and directories (docs/identity-providers.md). */
+export interface UpstreamSettings {
+  /** `TESSERA_UPSTREAM_TIMEOUT` seconds (default 10): the longest one request upstream may take. */
+  readonly timeout: number;
+  /** `TESSERA_UPSTREAM_SIGN_IN_TIMEOUT` seconds (default 600): how long a sign-in may be away upstream. */
+  readonly signInTimeout: number;
 }
 
 /**
@@ -851,6 +865,11 @@ export function loadConfig(env: Env = process.env): Config {
       required: boolean(env, 'TESSERA_REQUIRE_SECOND_FACTOR'),
       ceremonyTimeout: integer(env, 'TESSERA_WEBAUTHN_TIMEOUT'),
       pendingSignInTimeout: integer(env, 'TESSERA_SECOND_FACTOR_TIMEOUT'),
+      consoleReauthenticate: integer(env, 'TESSERA_CONSOLE_REAUTHENTICATE'),
+    },
+    upstream: {
+      timeout: integer(env, 'TESSERA_UPSTREAM_TIMEOUT'),
+      signInTimeout: integer(env, 'TESSERA_UPSTREAM_SIGN_IN_TIMEOUT'),
     },
     clientAuth: {
       jwksTimeoutMs: integer(env, 'TESSERA_CLIENT_JWKS_TIMEOUT_MS'),

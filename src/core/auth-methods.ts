@@ -15,6 +15,21 @@ export type AuthMethod = 'pwd' | 'otp' | 'hwk' | 'swk' | 'user' | 'mfa';
 
 export const AUTH_METHODS: readonly AuthMethod[] = ['pwd', 'otp', 'hwk', 'swk', 'user', 'mfa'];
 
+/**
+ * How the person signed in for one approval, as its ID tokens say it: `amr` always, `acr`
+ * when the client asked for one (OIDC Core §2: acr is returned as requested).
+ */
+export interface SignInFacts {
+  readonly amr: readonly AuthMethod[];
+  readonly acr?: string;
+}
+
+/** The facts a code or refresh token kept, or undefined for one from before they were kept. */
+export function keptSignIn(record: { readonly amr?: readonly AuthMethod[]; readonly acr?: string }): SignInFacts | undefined {
+  if (record.amr === undefined) return undefined;
+  return record.acr === undefined ? { amr: record.amr } : { amr: record.amr, acr: record.acr };
+}
+
 /** A session from before sessions remembered how they began: it began with a password. */
 export const PASSWORD_ONLY: readonly AuthMethod[] = ['pwd'];
 
@@ -36,6 +51,21 @@ export type Acr = (typeof ACR_VALUES)[number];
  */
 export function hasSecondFactor(amr: readonly string[]): boolean {
   return amr.includes('mfa');
+}
+
+/**
+ * The methods of a session that has now also proved a one-time code (typed to turn codes on,
+ * RFC 6238): `otp` joins what it proved before, which stays as it was, and `mfa` only when
+ * the code is a factor of another kind than the rest. A password is something known and a
+ * code something held, so a password session gains `mfa`; a passkey is something held too, so
+ * a passkey that only tested presence and a code are two things held, one kind of factor
+ * (NIST SP 800-63B §4.2.1: two single-factor authenticators make AAL2 only when one is a
+ * memorized secret), and a thief of the key could set up the code: no `mfa`. A session that has `mfa` already keeps it.
+ */
+export function withOneTimeCode(amr: readonly AuthMethod[]): readonly AuthMethod[] {
+  const proved = amr.filter((method) => method !== 'mfa' && method !== 'otp');
+  const twoKinds = amr.includes('mfa') || proved.includes('pwd');
+  return [...proved, 'otp', ...(twoKinds ? (['mfa'] as const) : [])];
 }
 
 /**

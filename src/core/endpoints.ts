@@ -60,6 +60,8 @@ export const PASSKEY_SIGN_IN_PATH = `${SIGN_IN_PATH}/passkey`;
 export const PASSKEY_SIGN_IN_OPTIONS_PATH = `${PASSKEY_SIGN_IN_PATH}/options`;
 /** The one-time code (or recovery code) asked for after the password. */
 export const SECOND_FACTOR_PATH = `${SIGN_IN_PATH}/second-factor`;
+/** Sign-in through an upstream identity provider (issue 28): `/{id}` starts it, `/{id}/callback` is the redirect URI registered upstream. */
+export const UPSTREAM_SIGN_IN_PATH = `${SIGN_IN_PATH}/upstream`;
 
 /** The account page, and the sign-in that leads back to it. */
 export const ACCOUNT_PATH = '/account';
@@ -82,6 +84,16 @@ export const RESET_PASSWORD_PATH = '/reset-password';
 /** RFC 8628 §3.2 `verification_uri`: the person enters the code, then reviews and decides. */
 export const DEVICE_VERIFICATION_PATH = '/device';
 export const DEVICE_APPROVAL_PATH = `${DEVICE_VERIFICATION_PATH}/approve`;
+
+/** The operator console (issue 27): each of its sections; a section's pages are under its path. */
+export const CONSOLE_PATHS = {
+  dashboard: '/console',
+  users: '/console/users',
+  apps: '/console/apps',
+  apis: '/console/apis',
+  events: '/console/events',
+  keys: '/console/keys',
+} as const;
 
 /** The discovery entries that say where each endpoint is (RFC 8414 §2, OIDC Discovery §3). */
 export function endpointMetadata(issuer: string): Record<string, string> {

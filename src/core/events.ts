@@ -64,6 +64,8 @@ export const EVENT_TYPES = [
   'user.updated',
   'user.disabled',
   'user.enabled',
+  /** A person given an operator role, or none (`detail.role`, null for none). */
+  'user.role_changed',
   'user.removed',
   'user.password_set',
   'user.reset_link_created',
@@ -84,6 +86,12 @@ export const EVENT_TYPES = [
   'resource.created',
   'resource.updated',
   'resource.removed',
+  /** An upstream identity provider added, changed or removed by an operator (`detail.provider`). */
+  'provider.created',
+  'provider.updated',
+  'provider.removed',
+  /** An upstream identity linked to a user: at their first sign-in through it (`detail.how`: `created` or `email`). */
+  'identity.linked',
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */
   'lockout.cleared',

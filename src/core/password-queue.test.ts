@@ -35,6 +35,33 @@ describe('PasswordQueue', () => {
     assert.deepEqual(results.map((result) => result.kind === 'checked' && result.matches), [false, false, false, false, false, false, true]);
   });
 
+  it("holds an address's places while a directory checks its password, and refuses past its share without asking", async () => {
+    const small = new PasswordQueue({ threads: 1, maxWaiting: 20, perAddress: 2 });
+    try {
+      let release!: () => void;
+      const directory = new Promise<void>((resolve) => (release = resolve));
+      let asked = 0;
+      const bind = async () => {
+        asked += 1;
+        await directory;
+        return true;
+      };
+      const first = small.elsewhere('203.0.113.9', bind);
+      const second = small.elsewhere('203.0.113.9', bind);
+      // Two binds in flight hold the address's share, here and for its local passwords.
+      assert.equal(await small.elsewhere('203.0.113.9', bind), null);
+      assert.equal(small.hasRoom('203.0.113.9'), false);
+      assert.equal(small.hasRoom('198.51.100.7'), true, 'another address is not held back');
+      assert.equal(asked, 2);
+      release();
+      assert.deepEqual(await Promise.all([first, second]), [true, true]);
+      assert.equal(small.hasRoom('203.0.113.9'), true, 'the places are given back');
+      assert.equal(small.counts().hashed, 0, 'no thread was taken');
+    } finally {
+      await small.close();
+    }
+  });
+
   it("refuses at once, hashing nothing, past an address's share", async () => {
     const small = new PasswordQueue({ threads: 1, maxWaiting: 20, perAddress: 2 });
     try {

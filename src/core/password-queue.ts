@@ -174,6 +174,27 @@ export class PasswordQueue {
   }
 
   /**
+   * A password checked elsewhere (a directory's bind, issue 28) under `address`'s share of
+   * the queue: it holds one of the address's places while `work` runs, so one address cannot
+   * have more checks in flight there than here; it takes no hashing thread, since the work
+   * is waiting on the network. Null, and `work` not run, when the address has no place.
+   */
+  async elsewhere<T>(address: string, work: () => Promise<T>, options: QueueOptions = {}): Promise<T | null> {
+    if (this.#closed) throw new Error('the server is stopping');
+    const key = holdKey(address, options.trusted === true);
+    const held = this.#held.get(key) ?? 0;
+    if (held >= this.#settings.perAddress) return this.#refuse();
+    this.#held.set(key, held + 1);
+    try {
+      return await work();
+    } finally {
+      const left = (this.#held.get(key) ?? 1) - 1;
+      if (left === 0) this.#held.delete(key);
+      else this.#held.set(key, left);
+    }
+  }
+
+  /**
    * Whether `address` would get a place now: read before anything else is done for an
    * attempt, so that one with no place costs nothing (no count written, no hash).
    */

@@ -10,7 +10,7 @@ const DANGEROUS_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:',
  * RFC 8252 §7.3: a loopback address over http, where the app listens on a port of its
  * choosing. `localhost` is registered only by public native clients (see below).
  */
-function isLoopback(url: URL): boolean {
+export function isLoopback(url: URL): boolean {
   return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }
 

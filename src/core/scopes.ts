@@ -4,6 +4,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   profile: 'See your name, username, picture, language and time zone',
   email: 'See your email address',
   offline_access: 'Stay connected while you are away (until you revoke it)',
+  // Issue 28: the groups an upstream provider or directory says the person is in.
+  groups: 'See the groups you belong to',
 };
 
 export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);
@@ -23,9 +25,31 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'admin:events:read': 'Read the audit trail',
   'admin:keys': 'Rotate signing keys',
   'admin:keys:read': 'Read signing keys',
+  'admin:providers': 'Manage upstream identity providers',
+  'admin:providers:read': 'Read upstream identity providers',
 };
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);
+
+/**
+ * The roles a person may be given for the operator console (issue 27): `admin` manages
+ * everything, `support` manages users and reads the rest, `viewer` reads. A role is the set
+ * of admin scopes it stands for, so the console's permission checks are the admin API's.
+ */
+export const OPERATOR_ROLES = ['admin', 'support', 'viewer'] as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];
+
+export function isOperatorRole(value: string): value is OperatorRole {
+  return (OPERATOR_ROLES as readonly string[]).includes(value);
+}
+
+const READ_SCOPES = ADMIN_SCOPES.filter((scope) => scope.endsWith(':read'));
+
+export const ROLE_SCOPES: Readonly<Record<OperatorRole, readonly string[]>> = {
+  admin: ADMIN_SCOPES.filter((scope) => !scope.endsWith(':read')),
+  support: ['admin:users', ...READ_SCOPES.filter((scope) => scope !== 'admin:users:read')],
+  viewer: READ_SCOPES,
+};
 
 /** The admin API's audience: the `resource` an admin client asks its tokens for (RFC 8707). */
 export function adminAudience(issuer: string): string {

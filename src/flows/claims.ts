@@ -9,6 +9,21 @@ import { scopeOfClaim, USER_CLAIMS, type ClaimScope, type UserClaim } from '../t
 export interface ClaimsRequest {
   readonly userinfo: readonly UserClaim[];
   readonly idToken: readonly UserClaim[];
+  /**
+   * §5.5.1.1: `acr` asked for in the ID token, with the classes its `value` or `values`
+   * name (empty: any class, reported as it is); null when it was not asked for.
+   */
+  readonly idTokenAcr: readonly string[] | null;
+}
+
+/** §5.5.1.1: the classes the `acr` member of `id_token` asks for, or null when it has none. */
+function requestedAcr(member: unknown): string[] | null {
+  if (typeof member !== 'object' || member === null || !('acr' in member)) return null;
+  const request = (member as Record<string, unknown>)['acr'];
+  if (request === null || typeof request !== 'object') return [];
+  const { value, values } = request as Record<string, unknown>;
+  if (typeof value === 'string') return [value];
+  return Array.isArray(values) ? values.filter((item): item is string => typeof item === 'string') : [];
 }
 
 /** §5.5: "a JSON object"; a member is null or an object ("essential", "value", "values"). */
@@ -44,7 +59,7 @@ export function parseClaimsRequest(raw: string | null): ClaimsRequest | null {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new OAuthError('invalid_request', 'claims must be a JSON object (OIDC Core §5.5)');
   const { userinfo, id_token: idToken } = parsed as Record<string, unknown>;
-  return { userinfo: requested(userinfo, 'userinfo'), idToken: requested(idToken, 'id_token') };
+  return { userinfo: requested(userinfo, 'userinfo'), idToken: requested(idToken, 'id_token'), idTokenAcr: requestedAcr(idToken) };
 }
 
 /**

@@ -127,10 +127,29 @@ async function hasGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, username:
   return windows.some((window) => window !== null);
 }
 
-type PasswordAttempt =
-  | { readonly kind: 'checked'; readonly matches: boolean; readonly reserved: Attempt; readonly user: UserRecord | null }
+type PasswordAttempt<T> =
+  | { readonly kind: 'checked'; readonly matches: boolean; readonly reserved: Attempt; readonly found: T }
   | { readonly kind: 'limited'; readonly refusal: Refusal; readonly scope: Limited['scope'] }
   | Busy;
+
+/**
+ * Checks the password once the limits let it be checked: the check of a Tessera password
+ * (`localCheck`), or a directory's (flows/upstream/ldap.ts). `trusted`: the browser or
+ * address has a good record for the username. What was found (the account) comes back with
+ * whether the password matched.
+ */
+export type PasswordChecker<T> = (password: string, trusted: boolean) => Promise<{ readonly kind: 'checked'; readonly matches: boolean; readonly found: T } | Busy>;
+
+/** A Tessera password: `user`'s hash, or a decoy for an unknown user, on the password queue. */
+function localCheck(deps: PasswordCheckDeps, ip: string, findUser: () => Promise<UserRecord | null>): PasswordChecker<UserRecord | null> {
+  return async (password, trusted) => {
+    const user = await findUser();
+    // The password is checked even for an unknown user, so the answer takes as long either way.
+    const encoded = user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash));
+    const check = await deps.passwords.verify(password, encoded, ip, { trusted });
+    return check.kind === 'busy' ? check : { kind: 'checked', matches: check.matches, found: user };
+  };
+}
 
 /**
  * One password check under the sign-in limits: every check of a person's password by the
@@ -139,11 +158,11 @@ type PasswordAttempt =
  * same wait. `user`: the account the username names (null: unknown, checked against a decoy).
  * A matching attempt's counts are left to the caller (`reserved.succeeded()` takes them back).
  */
-async function attemptPassword(
+async function attemptPassword<T>(
   deps: PasswordCheckDeps,
   attempt: { readonly username: string; readonly password: string; readonly ip: string; readonly browser?: string | null | undefined },
-  findUser: () => Promise<UserRecord | null>,
-): Promise<PasswordAttempt> {
+  checkPassword: PasswordChecker<T>,
+): Promise<PasswordAttempt<T>> {
   const settings = deps.config.signIn;
   const { username, ip } = attempt;
   const now = deps.clock.now();
@@ -163,16 +182,20 @@ async function attemptPassword(
   const delay = signInDelayMs(settings, reserved.counts[2]! - 1);
   if (delay > 0 && !(await isTrusted())) await (deps.sleep ?? sleepFor)(delay);
 
-  const user = await findUser();
-  // The password is checked even for an unknown user, so the answer takes as long either way.
-  const encoded = user?.passwordHash ?? (await decoyPasswordHash(deps.config.passwordHash));
-  const check = await deps.passwords.verify(attempt.password.slice(0, 1024), encoded, ip, { trusted: trusted === true });
+  let check: Awaited<ReturnType<PasswordChecker<T>>>;
+  try {
+    check = await checkPassword(attempt.password.slice(0, 1024), trusted === true);
+  } catch (error) {
+    // Nothing could be tried (a directory that does not answer): not held against anyone.
+    await reserved.succeeded();
+    throw error;
+  }
   if (check.kind === 'busy') {
     // Nothing was tried: the attempt is not held against anyone.
     await reserved.succeeded();
     return check;
   }
-  return { kind: 'checked', matches: check.matches, reserved, user };
+  return { kind: 'checked', matches: check.matches, reserved, found: check.found };
 }
 
 /** Keeps the good record of a right password for `username`: the browser's token (new if it had none) and the address. */
@@ -186,14 +209,14 @@ async function rememberGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, user
 export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<SignInResult> {
   const username = normalizeUsername(request.username).slice(0, 256);
   const clientId = request.clientId ?? null;
-  const result = await attemptPassword(deps, { ...request, username }, async () => (username ? deps.store.users.findByUsername(username) : null));
+  const result = await attemptPassword(deps, { ...request, username }, localCheck(deps, request.ip, async () => (username ? deps.store.users.findByUsername(username) : null)));
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
     // A refusal writes nothing now: one row per limit and window, with the count (core/events.ts).
     await deps.events.refused({ type: 'signin.locked', username, clientId, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
     return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
   }
-  const user = result.user;
+  const user = result.found;
   if (!user || !result.matches || user.disabled) {
     const reason = !user ? 'unknown_user' : !result.matches ? 'wrong_password' : 'disabled';
     await deps.events.emit({ type: 'signin.failed', userId: user?.id ?? null, username, clientId, detail: { reason } });
@@ -217,7 +240,7 @@ export async function checkCurrentPassword(
   user: UserRecord,
   attempt: { readonly password: string; readonly ip: string; readonly browser?: string | null },
 ): Promise<CurrentPasswordCheck> {
-  const result = await attemptPassword(deps, { ...attempt, username: user.username }, async () => user);
+  const result = await attemptPassword(deps, { ...attempt, username: user.username }, localCheck(deps, attempt.ip, async () => user));
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
     await deps.events.refused({ type: 'signin.locked', userId: user.id, username: user.username, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
@@ -229,4 +252,41 @@ export async function checkCurrentPassword(
   }
   await result.reserved.succeeded();
   return { kind: 'right' };
+}
+
+export type DirectoryPasswordResult<T> =
+  | { readonly kind: 'right'; readonly found: T; readonly browser: string }
+  /** Unknown username or wrong password (one answer for both), recorded as `signin.failed`. */
+  | { readonly kind: 'wrong' }
+  | Limited
+  | Busy;
+
+/**
+ * A password checked by a directory (issue 28: LDAP) under the same limits, waits and queue
+ * as a Tessera password: the guessing limits count its failures under the typed username and
+ * the address, and the check holds a place of the address on the password queue. `check`
+ * throws when the directory cannot be asked (the attempt is then not counted).
+ */
+export async function checkDirectoryPassword<T>(
+  deps: PasswordCheckDeps,
+  request: SignInRequest & { readonly provider: string },
+  check: (username: string, password: string) => Promise<{ readonly matches: boolean; readonly found: T }>,
+): Promise<DirectoryPasswordResult<T>> {
+  const username = normalizeUsername(request.username).slice(0, 256);
+  const clientId = request.clientId ?? null;
+  const result = await attemptPassword<T | null>(deps, { ...request, username }, async (password, trusted) => {
+    const checked = await deps.passwords.elsewhere(request.ip, () => check(username, password), { trusted });
+    return checked === null ? { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() } : { kind: 'checked', ...checked };
+  });
+  if (result.kind === 'busy') return result;
+  if (result.kind === 'limited') {
+    await deps.events.refused({ type: 'signin.locked', username, clientId, detail: { limit: result.scope, provider: request.provider } }, result.refusal.limit.key, result.refusal.endsAt);
+    return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
+  }
+  if (!result.matches || result.found === null) {
+    await deps.events.emit({ type: 'signin.failed', username, clientId, detail: { reason: 'wrong_password', provider: request.provider } });
+    return { kind: 'wrong' };
+  }
+  await result.reserved.succeeded();
+  return { kind: 'right', found: result.found, browser: await rememberGoodRecord(deps, username, request.ip, request.browser, deps.clock.now()) };
 }

@@ -8,6 +8,7 @@
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
 import { hashPassword } from '../core/password.ts';
+import type { OperatorRole } from '../core/scopes.ts';
 import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents } from './events.ts';
 import { recordEnded } from './session/session.ts';
@@ -88,10 +89,16 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
 }
 
 /** Changes the standard claims given (null clears one); `updated_at` (OIDC Core §5.1) becomes now. */
-export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges): Promise<void> {
+export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges, role?: OperatorRole | null): Promise<void> {
   await transactionWithEvents(deps, async (tx, record) => {
-    await tx.users.update(user.id, changes, deps.clock.now());
-    await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
+    if (Object.keys(changes).length > 0) {
+      await tx.users.update(user.id, changes, deps.clock.now());
+      await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
+    }
+    if (role !== undefined && role !== user.role) {
+      await tx.users.setRole(user.id, role);
+      await record({ type: 'user.role_changed', ...about(user), detail: { role, previous_role: user.role, by: 'operator' } });
+    }
   });
 }
 

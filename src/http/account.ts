@@ -1,3 +1,4 @@
+import { linkedIdentitiesOf } from '../flows/upstream/accounts.ts';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import type { AuditEvent } from '../core/events.ts';
@@ -82,7 +83,13 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
         accountPage(ui, {
           csrf,
           security: await accountSecurity(deps, ui, signedIn.user, csrf, setUpReturn(request.query as Record<string, unknown> as RawParams)),
+          identities: (await linkedIdentitiesOf(deps, signedIn.user.id)).map((identity) => ({
+            provider: identity.providerName ?? identity.providerId,
+            label: identity.label ?? identity.subject,
+            linkedAt: identity.linkedAt,
+          })),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
+          operator: signedIn.user.role !== null,
           notice: options.notice && t.text(options.notice, limits),
           passwordError: options.passwordError && t.text(options.passwordError, limits),
           activity: await activity(signedIn.user.id),

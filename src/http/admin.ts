@@ -9,17 +9,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ADMIN_PREFIX } from '../core/endpoints.ts';
 import { OAuthError } from '../core/errors.ts';
-import { ADMIN_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPES, OPERATOR_ROLES } from '../core/scopes.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import { MAX_PAGE, type ManageDeps } from '../flows/manage/deps.ts';
-import { ManageError, type ManageErrorKind } from '../flows/manage/errors.ts';
+import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
 import { keyJson, listKeys, rotateKeys } from '../flows/manage/keys.ts';
 import { clearLockouts, listLockouts, lockoutJson } from '../flows/manage/lockouts.ts';
+import { addProvider, getProvider, listProviders, providerJson, removeProvider, updateProvider, type ProviderInput } from '../flows/manage/providers.ts';
 import { createInitialAccessToken, initialAccessTokenJson, listInitialAccessTokens, MAX_INITIAL_TOKEN_TTL, MAX_INITIAL_TOKEN_USES, removeInitialAccessToken, type InitialTokenInput } from '../flows/manage/registration-tokens.ts';
 import { denyDevice, listPendingDevices, MAX_REASON, pendingDeviceJson } from '../flows/manage/devices.ts';
 import { addResource, API_SIGNING_ALGORITHMS, getResource, listResources, removeResource, resourceJson, updateResource, type ResourceUpdate } from '../flows/manage/resources.ts';
@@ -32,7 +33,7 @@ import {
   resetLink,
   resetUserSecondFactor,
   setDisabled,
-  type ProfileInput,
+  type UserChanges,
   setPassword,
   updateUser,
   userDetails,
@@ -73,7 +74,6 @@ export function separateAdminListener(app: FastifyInstance): void {
 export { MAX_PAGE };
 const DEFAULT_PAGE = 50;
 
-const STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412 };
 
 /** Who may call a route: the area of its scope, and whether it changes something. */
 interface AdminRouteConfig {
@@ -242,6 +242,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     const proof = credential.scheme === 'DPoP' ? await requestProof(deps, request, reply, path, credential.token) : null;
     const caller = await adminCaller(deps, { ...credential, proof }, admin.area, admin.write);
     request.adminClient = caller.clientId;
+    request.adminScope = caller.scope;
   });
 
   // A POST without a body is one with every optional field left out (`{}`): its required
@@ -251,7 +252,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ManageError) return sendProblem(reply, STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
+    if (error instanceof ManageError) return sendProblem(reply, MANAGE_STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
     if (error.validation) {
       // Which input was refused: the unknown field, the missing one, or the one that is wrong.
       const [first] = error.validation;
@@ -399,8 +400,13 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true,
-    schema: { summary: "Change a user's standard claims (null clears one)", params: username, body: body(PROFILE_FIELDS), response: ok() },
-    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as ProfileInput)),
+    schema: {
+      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows)",
+      params: username,
+      body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
+      response: ok(),
+    },
+    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as UserChanges, request.adminScope ?? [])),
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     route({
@@ -597,6 +603,70 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     },
   });
 
+  // Upstream identity providers
+  const PROVIDER_FIELDS = {
+    name: { type: 'string', minLength: 1, maxLength: 60 },
+    position: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+    only: { type: 'boolean' },
+    allow_linking: { type: 'boolean' },
+    allowed_domains: strings(100),
+    domains: strings(100),
+    claim_mapping: { type: 'object', maxProperties: 20, additionalProperties: { type: 'string', minLength: 1, maxLength: 100 } },
+    issuer: { type: 'string', minLength: 1, maxLength: 1024 },
+    client_id: { type: 'string', minLength: 1, maxLength: 1024 },
+    client_secret: { type: 'string', minLength: 1, maxLength: 1024, writeOnly: true },
+    scopes: strings(50),
+    allowed_organizations: strings(100),
+    web_url: { type: 'string', minLength: 1, maxLength: 1024 },
+    api_url: { type: 'string', minLength: 1, maxLength: 1024 },
+    url: { type: 'string', minLength: 1, maxLength: 1024 },
+    start_tls: { type: 'boolean' },
+    bind_dn: { type: ['string', 'null'], maxLength: 1024 },
+    bind_password: { type: 'string', minLength: 1, maxLength: 1024, writeOnly: true },
+    user_search_base: { type: 'string', minLength: 1, maxLength: 1024 },
+    user_filter: { type: 'string', minLength: 1, maxLength: 1024 },
+    group_search_base: { type: ['string', 'null'], maxLength: 1024 },
+    group_filter: { type: 'string', minLength: 1, maxLength: 1024 },
+  } as const;
+  const providerId = params({ id: { type: 'string', minLength: 1, maxLength: 40, pattern: '^[a-z0-9-]+$' } });
+  const providerDeps = (d: ManageDeps) => ({ ...d, secrets: deps.secrets });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/providers`, operationId: 'listProviders', area: 'providers', write: false,
+    schema: { summary: 'The upstream identity providers, in the order of their sign-in buttons (never their secrets)', response: ok() },
+    handler: async (_request, _reply, d) => ({ providers: (await listProviders(d)).map((provider) => providerJson(provider, d.config.issuer)) }),
+  });
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/providers`, operationId: 'createProvider', area: 'providers', write: true,
+    schema: {
+      summary: 'Add an OpenID provider, GitHub or an LDAP directory to sign in through; the answer has the redirect URI to register upstream',
+      body: body({ kind: { type: 'string', enum: ['oidc', 'github', 'ldap'] }, id: { type: 'string', minLength: 1, maxLength: 40 }, ...PROVIDER_FIELDS }, ['kind', 'name']),
+      response: { 201: OBJECT, default: PROBLEM },
+    },
+    handler: async (request, reply, d) => {
+      const provider = await addProvider(providerDeps(d), request.body as ProviderInput);
+      reply.status(201).header('Location', `${ADMIN_PREFIX}/providers/${provider.id}`);
+      return providerJson(provider, d.config.issuer);
+    },
+  });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/providers/:id`, operationId: 'getProvider', area: 'providers', write: false,
+    schema: { summary: "A provider's settings (never its secret)", params: providerId, response: ok() },
+    handler: async (request, _reply, d) => providerJson(await getProvider(d, (request.params as { id: string }).id), d.config.issuer),
+  });
+  route({
+    method: 'PATCH', url: `${ADMIN_PREFIX}/providers/:id`, operationId: 'updateProvider', area: 'providers', write: true,
+    schema: { summary: 'Change a provider: the fields given, the rest as they are; a secret given replaces the stored one', params: providerId, body: body(PROVIDER_FIELDS), response: ok() },
+    handler: async (request, _reply, d) => providerJson(await updateProvider(providerDeps(d), (request.params as { id: string }).id, request.body as ProviderInput), d.config.issuer),
+  });
+  route({
+    method: 'DELETE', url: `${ADMIN_PREFIX}/providers/:id`, operationId: 'removeProvider', area: 'providers', write: true,
+    schema: { summary: 'Remove a provider: nobody signs in through it any more; the users it created stay', params: providerId, response: noContent },
+    handler: async (request, reply, d) => {
+      await removeProvider(providerDeps(d), (request.params as { id: string }).id);
+      return reply.status(204).send();
+    },
+  });
+
   // Events
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/events`, operationId: 'listEvents', area: 'events', write: false,
@@ -659,6 +729,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The admin client calling (set once its token is checked). */
     adminClient?: string;
+    /** The admin scopes its token holds (and the client still has). */
+    adminScope?: readonly string[];
   }
 }
 

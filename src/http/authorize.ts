@@ -6,7 +6,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { approveAuthorization, denyAuthorization } from '../flows/authorization-code/approve.ts';
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
-import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
+import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import type { ClientRecord } from '../store/types.ts';
@@ -104,7 +104,8 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
 
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
-    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now());
+    const refused = signedIn !== null && approvalRefusal(deps.config, authorization.client, signedIn.session, authorization.acrValues ?? null) !== null;
+    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), refused);
     // The decision is taken on the request the page showed, never on fields changed since
     // (checked after the sign-in policy, whose refusal says more), before anything is spent.
     if (decision !== null && (step.kind === 'approve' || step.kind === 'deny') && !approvalFormMatches(await formSecret(), step.signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)) {
@@ -123,7 +124,11 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
         // request by its reference alone). That can go straight on to the client (a remembered
         // approval), and browsers hold the redirects after a form post to its form-action.
         allowFormTarget(reply, authorization.redirectUri);
-        return pages.signInFor(request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, { uiLocales });
+        return pages.signInFor(request, reply, authorizeUrl(returnParams(singleValues(carried))), authorization.client, {
+          uiLocales,
+          loginHint: typeof requestParams['login_hint'] === 'string' ? requestParams['login_hint'] : null,
+          domainHint: typeof requestParams['domain_hint'] === 'string' ? requestParams['domain_hint'] : null,
+        });
       case 'approve':
         assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
         return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
@@ -137,8 +142,8 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const { user } = step.signedIn;
     const fields = singleValues(carried, CONSENT_FORM_OMITS);
     // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
-    const refused = pages.refuseApproval(request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
-    if (refused) return refused;
+    const refusal = pages.refuseApproval(request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
+    if (refusal) return refusal;
     allowFormTarget(reply, authorization.redirectUri);
     const ui = pages.ui(request, { uiLocales, user: user.locale });
     return pages.send(

@@ -4,6 +4,7 @@ import type { PasswordQueue } from '../core/password-queue.ts';
 import type { FlowDeps, TokenGrant } from '../flows/types.ts';
 import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
+import type { SecretBox } from '../tokens/secret-box.ts';
 import type { ClientRecord } from '../store/types.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
@@ -17,6 +18,8 @@ export interface AppDeps extends FlowDeps {
   readonly grants: readonly TokenGrant[];
   /** RFC 9449 §8: the server nonces DPoP proofs must carry when `config.dpop.nonces` is on. */
   readonly dpopNonces: DpopNonces;
+  /** Seals and opens upstream providers' secrets under the key encryption key. */
+  readonly secrets: SecretBox;
   /** The client of a Client ID Metadata Document URL, fetched and registered (issue 26); absent when they are off. */
   readonly metadataClient?: (clientId: string) => Promise<ClientRecord | null>;
   /** Whether the server is draining (`/readyz`). */

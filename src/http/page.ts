@@ -1,12 +1,22 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
+import { emailDomain } from '../flows/upstream/accounts.ts';
+import { providerSettings } from '../flows/upstream/settings.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
 import { isMessageKey, type MessageKey } from '../ui/i18n.ts';
-import { signInPage, type SignInView, type Site, type Ui } from '../ui/pages.ts';
+import { signInPage, upstreamStartUrl, type SignInView, type Site, type Ui } from '../ui/pages.ts';
 import type { AppDeps } from './deps.ts';
 import { pageUi, type PageHints } from './locale.ts';
 import { csrfToken } from './session.ts';
+
+/** What a route gives the sign-in page; the page adds the CSRF token, passkeys and the providers. */
+export type SignInPageView = Omit<SignInView, 'csrf' | 'passkeys' | 'providers' | 'passwordForm'> & {
+  /** OIDC Core §3.1.2.1 `login_hint` of the request the sign-in continues: an address may name its provider. */
+  readonly loginHint?: string | null | undefined;
+  /** `domain_hint` (Microsoft's, and others'): a domain that may name its provider, where no `login_hint` does. */
+  readonly domainHint?: string | null | undefined;
+};
 
 /** How the browser routes answer with a page, bound to the site they are rendered for. */
 export interface Pages {
@@ -15,13 +25,18 @@ export interface Pages {
   ui(request: FastifyRequest, hints?: PageHints): Ui;
   /** A page of this server: HTML, never cached. */
   send(reply: FastifyReply, status: number, body: string): FastifyReply;
-  /** The sign-in form, with this browser's CSRF token and passkeys offered where they work. */
-  signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: Omit<SignInView, 'csrf' | 'passkeys'>, hints?: PageHints): FastifyReply;
+  /**
+   * The sign-in form, with this browser's CSRF token, passkeys offered where they work, and a
+   * button per upstream provider (issue 28). A provider that is the only way in (`--only`),
+   * or whose domains take the `loginHint`'s address (`--domain`), is gone to straight away
+   * instead, unless the page has something to say (an error, a notice).
+   */
+  signIn(request: FastifyRequest, reply: FastifyReply, status: number, view: SignInPageView, hints?: PageHints): Promise<FastifyReply>;
   /**
    * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
    * and carried through the sign-in to the events that record it.
    */
-  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints): FastifyReply;
+  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null; readonly domainHint?: string | null }): Promise<FastifyReply>;
   /**
    * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
    * does not accept for this client is asked to sign in again, told why (null: it may approve).
@@ -33,7 +48,7 @@ export interface Pages {
     session: SessionRecord,
     returnTo: string,
     requestedAcr?: readonly string[] | null,
-  ): FastifyReply | null;
+  ): Promise<FastifyReply> | null;
 }
 
 /** Why the person must sign in again before approving, in their language (the policy's own words are English, for the OAuth error). */
@@ -49,14 +64,36 @@ export function pagesFor(deps: AppDeps): Pages {
   const passkeys = passkeysAvailable(deps.config.issuer);
   const send = (reply: FastifyReply, status: number, body: string) =>
     reply.status(status).header('Cache-Control', 'no-store').type('text/html; charset=utf-8').send(body);
-  const signIn: Pages['signIn'] = (request, reply, status, view, hints) =>
-    send(reply, status, signInPage(pageUi(site, request, hints), { ...view, csrf: csrfToken(deps.config, request, reply), passkeys }));
+  const signIn: Pages['signIn'] = async (request, reply, status, view, hints) => {
+    const { loginHint, domainHint, ...shown } = view;
+    const providers = await deps.store.identityProviders.list();
+    const only = providers.find((provider) => providerSettings(provider).only) ?? null;
+    const domain = emailDomain(loginHint ?? null) ?? (domainHint ? domainHint.trim().toLowerCase() : null);
+    const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
+    const straightTo = routed ?? only;
+    if (straightTo && !view.error && !view.notice && !view.setUp) {
+      return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);
+    }
+    return send(
+      reply,
+      status,
+      signInPage(pageUi(site, request, hints), {
+        ...shown,
+        csrf: csrfToken(deps.config, request, reply),
+        // With one provider the only way in, the page offers it alone (and passkeys, a second factor's way in).
+        passwordForm: only === null,
+        passkeys,
+        providers: (only ? [only] : providers).map((provider) => ({ id: provider.id, name: provider.name })),
+      }),
+    );
+  };
   return {
     site,
     ui: (request, hints) => pageUi(site, request, hints),
     send,
     signIn,
-    signInFor: (request, reply, returnTo, client, hints) => signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id }, hints),
+    signInFor: (request, reply, returnTo, client, hints) =>
+      signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null }, hints),
     refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
       const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
       if (refusal === null) return null;
@@ -65,4 +102,3 @@ export function pagesFor(deps: AppDeps): Pages {
     },
   };
 }
-

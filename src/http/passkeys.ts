@@ -7,6 +7,7 @@ import type { RawParams } from '../core/protocol.ts';
 import { authenticationOptions, finishAuthentication, removePasskey, type AuthenticationResult } from '../flows/passkeys/authentication.ts';
 import { registrationOptions, finishRegistration, type RegistrationResult } from '../flows/passkeys/registration.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
+import { assertMayChangeSecondFactors } from '../flows/second-factor/policy.ts';
 import { afterPasskey } from '../flows/session/sign-in.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import { errorPage } from '../ui/pages.ts';
@@ -105,12 +106,14 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });
+    await assertMayChangeSecondFactors(deps, signedIn.session);
     return options(reply, await registrationOptions(deps, signedIn.user, ceremonyBrowser(request)));
   });
 
   app.post(PASSKEYS_PATH, { config: { page: true }, preHandler: [formPost, passkeysOnly, signedIn] }, async (request, reply) => {
     const form = rawForm(request);
-    const { user } = signedInOf(request);
+    const { session, user } = signedInOf(request);
+    await assertMayChangeSecondFactors(deps, session);
     const result = await finishRegistration(forRequest(deps, request), user, single(form, 'name'), single(form, 'response'), ceremonyBrowser(request));
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
@@ -126,6 +129,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
 
   app.post(PASSKEY_REMOVE_PATH, { config: { page: true }, preHandler: [formPost, signedIn] }, async (request, reply) => {
     const id = single(rawForm(request), 'passkey_id');
+    await assertMayChangeSecondFactors(deps, signedInOf(request).session);
     // Someone else's passkey is answered exactly like one that does not exist.
     if (id.length === 0 || id.length > 1366 || !(await removePasskey(forRequest(deps, request), signedInOf(request).user, id))) {
       throw new OAuthError('invalid_request', 'There is no such passkey on your account.', { status: 404 });

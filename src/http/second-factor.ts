@@ -5,8 +5,9 @@ import type { RawParams } from '../core/protocol.ts';
 import { listPasskeys } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment, removeTotp, totpStatus } from '../flows/second-factor/codes.ts';
+import { assertMayChangeSecondFactors } from '../flows/second-factor/policy.ts';
 import { otpauthUri } from '../flows/second-factor/totp.ts';
-import { completeSecondFactor, gainSecondFactor } from '../flows/session/sign-in.ts';
+import { completeSecondFactor, gainOneTimeCode } from '../flows/session/sign-in.ts';
 import { enrolmentLimits } from '../flows/sign-in.ts';
 import type { UserRecord } from '../store/types.ts';
 import type { SafeHtml } from '../ui/html.ts';
@@ -103,7 +104,8 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
   const account = { config: { page: true }, preHandler: [formPost, signedIn] };
 
   app.post(TOTP_SETUP_PATH, account, async (request, reply) => {
-    const { user } = signedInOf(request);
+    const { session, user } = signedInOf(request);
+    await assertMayChangeSecondFactors(deps, session);
     const started = await beginTotpEnrolment(deps, user.id);
     if (started.kind === 'enrolled') throw new OAuthError('invalid_request', 'One-time codes are on already. Turn them off first to set up another app.', { status: 409 });
     return setupPage(request, reply, user, started.secret, 200);
@@ -111,6 +113,8 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
 
   app.post(TOTP_CONFIRM_PATH, account, async (request, reply) => {
     const { session, user } = signedInOf(request);
+    // Again at the confirmation: a passkey may have been added since the setup began.
+    await assertMayChangeSecondFactors(deps, session);
     const result = await confirmTotpEnrolment(forRequest(deps, request), user, single(rawForm(request), 'code'), enrolmentLimits(user.id));
     if (result.kind === 'not-started') throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
     if (result.kind !== 'confirmed') {
@@ -120,13 +124,15 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
         ? setupPage(request, reply, user, pending.secret, 429, 'totp.setup.locked')
         : setupPage(request, reply, user, pending.secret, 400, 'totp.setup.wrong');
     }
-    // The code proved the second factor in this browser: a password session now has both.
-    await gainSecondFactor(deps, browserOf(deps, request, reply), session, user);
+    // The code is proved in this browser: the session records it, and two factors only
+    // when it is another kind of factor than what the session proved before.
+    await gainOneTimeCode(deps, browserOf(deps, request, reply), session, user);
     // Set up to approve something: the codes page continues to that approval.
     return pages.send(reply, 200, recoveryCodesPage(pages.ui(request, { user: user.locale }), result.recoveryCodes, setUpReturn(rawForm(request))));
   });
 
   app.post(TOTP_REMOVE_PATH, account, async (request, reply) => {
+    await assertMayChangeSecondFactors(deps, signedInOf(request).session);
     await removeTotp(forRequest(deps, request), signedInOf(request).user);
     return reply.redirect(`${ACCOUNT_PATH}?notice=totp-removed`, 303);
   });

@@ -1,3 +1,5 @@
+import { onlyProvider } from '../flows/upstream/sign-in.ts';
+import { upstreamStartUrl } from '../ui/pages.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { SIGN_IN_PATH, SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
@@ -33,6 +35,10 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const { t } = ui;
     const page = (status: number, error: string) =>
       pages.signIn(request, reply, status, { returnTo, clientId, clientName: client?.name, error, username: rawUsername.slice(0, 256) });
+
+    // A provider that is the only way in takes no password here: the person is sent to it.
+    const only = await onlyProvider(deps);
+    if (only !== null) return reply.redirect(upstreamStartUrl(only.id, returnTo, clientId), 303);
 
     const known = cookieNames(deps.config).knownBrowser;
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });

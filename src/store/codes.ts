@@ -2,6 +2,8 @@
  * Authorization codes (RFC 6749 §4.1.2), single use and bound to their PKCE challenge.
  */
 
+import type { AuthMethod } from '../core/auth-methods.ts';
+
 /** An authorization code (RFC 6749 §4.1.2), bound to its PKCE challenge (RFC 7636 §4.4). */
 export interface AuthorizationCodeRecord {
   readonly hash: string;
@@ -23,6 +25,14 @@ export interface AuthorizationCodeRecord {
   readonly dpopJkt: string | null;
   /** OIDC Core §5.5: the claims about the person its ID token carries (the `claims` parameter's `id_token`). */
   readonly idTokenClaims: readonly string[];
+  /**
+   * How the person signed in for this approval (ID token `amr`, RFC 8176): the code's own,
+   * as its `authTime` is, not the grant's, which a later sign-in approving again overwrites.
+   * Absent in codes from before it was kept: the grant's.
+   */
+  readonly amr?: readonly AuthMethod[];
+  /** The class its ID token reports (`acr`), when the request asked through `acr_values`. */
+  readonly acr?: string;
 }
 
 export interface AuthorizationCodeStore {

@@ -24,4 +24,6 @@ export interface EventStore extends EventWriter {
   add(event: AuditEvent): Promise<void>;
   /** Newest first. */
   list(filter: EventFilter): Promise<AuditEvent[]>;
+  /** How many events of each type there are from `since` on (the console's dashboard); a type with none is absent. */
+  countByType(since: number): Promise<Map<EventType, number>>;
 }

@@ -554,6 +554,63 @@ const certification: Migration = {
 };
 
 /**
+ * Version 18 (issue 28): upstream identity providers. A provider's kind-specific settings
+ * are one JSON object and its secret (a client secret, a bind password) another, encrypted
+ * under the key encryption key before it gets here. A linked identity is a person at a
+ * provider, linked to the user they sign in as; a sign-in under way upstream is kept by the
+ * hash of its state until the provider sends the browser back. Links and sign-ins under way
+ * go with their provider, and links with their user (ON DELETE CASCADE).
+ */
+const identityProviders: Migration = {
+  version: 18,
+  name: 'identity providers',
+  statements: [
+    (t) => `CREATE TABLE identity_providers (
+      id         ${t.text} PRIMARY KEY,
+      kind       ${t.text} NOT NULL CHECK (kind IN ('oidc', 'github', 'ldap')),
+      name       ${t.text} NOT NULL,
+      position   ${t.integer} NOT NULL,
+      settings   ${t.json} NOT NULL,
+      secret     ${t.json},
+      created_at ${t.time} NOT NULL,
+      updated_at ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE linked_identities (
+      provider_id  ${t.text} NOT NULL REFERENCES identity_providers (id) ON DELETE CASCADE,
+      subject      ${t.text} NOT NULL,
+      user_id      ${t.text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      label        ${t.text},
+      groups       ${t.list} NOT NULL,
+      created_at   ${t.time} NOT NULL,
+      last_used_at ${t.time},
+      PRIMARY KEY (provider_id, subject)
+    )`,
+    (t) => `CREATE TABLE upstream_logins (
+      state_hash    ${t.text} PRIMARY KEY,
+      provider_id   ${t.text} NOT NULL REFERENCES identity_providers (id) ON DELETE CASCADE,
+      nonce         ${t.text} NOT NULL,
+      code_verifier ${t.text} NOT NULL,
+      return_to     ${t.text} NOT NULL,
+      client_id     ${t.text},
+      created_at    ${t.time} NOT NULL,
+      expires_at    ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX linked_identities_user_id ON linked_identities (user_id)',
+    'CREATE INDEX upstream_logins_expires_at ON upstream_logins (expires_at)',
+  ],
+};
+
+/**
+ * Version 15 (issue 27, the operator console): the role a person holds in the console
+ * (`admin`, `support`, `viewer`), none for everyone from before.
+ */
+const operatorRoles: Migration = {
+  version: 15,
+  name: 'operator roles',
+  statements: [(t) => `ALTER TABLE users ADD COLUMN role ${t.text} CHECK (role IN ('admin', 'support', 'viewer'))`],
+};
+
+/**
  * Version 17 (issue 26, apps that register themselves): who registered a client (the
  * operator, RFC 7591 dynamic registration, or a Client ID Metadata Document) and whether the
  * operator has verified it; the hashed registration access tokens of RFC 7592; the
@@ -591,5 +648,24 @@ const selfRegistration: Migration = {
   ],
 };
 
+/**
+ * Version 19 (ID tokens that say what happened): a code and a refresh token keep how the
+ * person signed in for their approval (`amr`, `acr`; a remembered grant keeps only its
+ * latest approval's), and a refresh token the claims the original request asked for in the
+ * ID token (the `claims` parameter, OIDC Core §5.5), which refreshed ID tokens repeat
+ * (§12.2). Null and empty in rows from before: the grant's, and no claims, as until now.
+ */
+const refreshedIdTokens: Migration = {
+  version: 19,
+  name: 'sign-in facts on codes and refresh tokens',
+  statements: [
+    (t) => `ALTER TABLE authorization_codes ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE authorization_codes ADD COLUMN acr ${t.text}`,
+    (t, dialect) => `ALTER TABLE refresh_tokens ADD COLUMN id_token_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t) => `ALTER TABLE refresh_tokens ADD COLUMN amr ${t.list}`,
+    (t) => `ALTER TABLE refresh_tokens ADD COLUMN acr ${t.text}`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, selfRegistration];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens];

@@ -2,6 +2,8 @@
  * Refresh tokens (rotated, RFC 9700 §4.14.2) and access tokens revoked one by one (RFC 7009).
  */
 
+import type { AuthMethod } from '../core/auth-methods.ts';
+
 /**
  * A refresh token (RFC 6749 §1.5, §6), stored by its hash. Each use exchanges it for a
  * successor (rotation, RFC 9700 §4.14.2); the used one is kept, marked rotated, so that a
@@ -28,6 +30,20 @@ export interface RefreshTokenRecord {
   readonly rotatedAt: number | null;
   /** RFC 9449 §5: a public client's refresh token is bound to this DPoP key thumbprint. */
   readonly dpopJkt: string | null;
+  /**
+   * OIDC Core §5.5: the claims about the person the original request asked for in the ID
+   * token (the `claims` parameter), repeated in refreshed ID tokens (§12.2). Empty in tokens
+   * from before it was kept.
+   */
+  readonly idTokenClaims: readonly string[];
+  /**
+   * How the person signed in for the approval it came from (ID token `amr`), kept with its
+   * `authTime`: a later sign-in approving the same grant again changes neither. Absent in
+   * tokens from before it was kept: the grant's.
+   */
+  readonly amr?: readonly AuthMethod[];
+  /** The class its ID tokens report (`acr`), when the original request asked through `acr_values`. */
+  readonly acr?: string;
 }
 
 export interface RefreshTokenStore {

@@ -18,6 +18,7 @@
  */
 
 import type { ClientStore } from './clients.ts';
+import type { IdentityProviderStore, LinkedIdentityStore, UpstreamLoginStore } from './identity-providers.ts';
 import type { AuthorizationCodeStore } from './codes.ts';
 import type { DeviceAuthorizationStore } from './devices.ts';
 import type { EventStore } from './events.ts';
@@ -52,6 +53,7 @@ export * from './events.ts';
 export * from './passkeys.ts';
 export * from './one-time-codes.ts';
 export * from './registrations.ts';
+export * from './identity-providers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -80,6 +82,9 @@ export interface Stores {
   readonly registrationTokens: RegistrationTokenStore;
   readonly initialAccessTokens: InitialAccessTokenStore;
   readonly metadataDocuments: MetadataDocumentStore;
+  readonly identityProviders: IdentityProviderStore;
+  readonly linkedIdentities: LinkedIdentityStore;
+  readonly upstreamLogins: UpstreamLoginStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

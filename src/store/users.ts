@@ -1,6 +1,7 @@
 /**
  * The people who sign in, and their profile claims (OIDC Core §5.1).
  */
+import type { OperatorRole } from '../core/scopes.ts';
 
 /** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
 export interface UserRecord {
@@ -19,6 +20,8 @@ export interface UserRecord {
   readonly zoneinfo: string | null;
   readonly picture: string | null;
   readonly disabled: boolean;
+  /** What the person may do in the operator console (core/scopes.ts); null: no entry. */
+  readonly role: OperatorRole | null;
   readonly createdAt: number;
   /** OIDC Core §5.1 `updated_at`: when the profile last changed (its creation at first). */
   readonly updatedAt: number;
@@ -31,7 +34,7 @@ export interface UserRecord {
 export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
   return {
     name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null,
-    disabled: false, updatedAt: fields.createdAt,
+    disabled: false, role: null, updatedAt: fields.createdAt,
     ...fields,
   };
 }
@@ -59,6 +62,8 @@ export interface UserStore {
   list(): Promise<UserRecord[]>;
   /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Gives the user an operator role, or none (null); false when there is no such user. */
+  setRole(id: string, role: OperatorRole | null): Promise<boolean>;
   /**
    * Changes the profile fields given (null clears one), and `updatedAt` to `now`, in one
    * statement; false when there is no such user.

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { SignInFacts } from '../core/auth-methods.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
-import { releasedClaims } from './claims.ts';
+import { groupsOf, releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -55,6 +56,11 @@ export interface Issuance {
    * always is here.
    */
   readonly idTokenClaims?: readonly string[];
+  /**
+   * How the person signed in for this approval (`amr`, `acr`), kept with the code or refresh
+   * token as `authTime` is; absent (a device grant, a row from before): the grant's.
+   */
+  readonly signIn?: SignInFacts | undefined;
 }
 
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
@@ -98,6 +104,15 @@ export function receivesRefreshToken(client: ClientRecord, grant: GrantRecord, s
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /**
+ * How the person signed in for the approval being redeemed or refreshed: the code's or the
+ * refresh token's own, else (a device grant, a row from before) the grant's.
+ */
+function signInOf(issuance: Issuance, grant: GrantRecord): Partial<SignInFacts> {
+  if (issuance.signIn !== undefined) return issuance.signIn;
+  return { ...(grant.amr === undefined ? {} : { amr: grant.amr }), ...(grant.acr === undefined ? {} : { acr: grant.acr }) };
+}
+
+/**
  * Signs access tokens (RFC 9068 JWTs) and ID tokens (OIDC Core §2), issues refresh tokens
  * (RFC 6749 §6), and records each issuance on its grant.
  */
@@ -106,7 +121,7 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
-  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction'>;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>;
   readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
@@ -115,7 +130,7 @@ export class TokenIssuer {
     clock: Clock,
     issuer: string,
     lifetimes: Lifetimes,
-    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction'>,
+    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>,
     accessTokenAlg: SigningAlgorithm = 'ES256',
   ) {
     this.#keys = keys;
@@ -224,6 +239,10 @@ export class TokenIssuer {
       // DPoP proof public key because they are already sender-constrained" by the client's
       // authentication; a public client's are bound to its key.
       dpopJkt: issuance.client.secretHash === null ? (issuance.dpopJkt ?? null) : null,
+      // OIDC Core §12.2: a refreshed ID token says what the original said of the sign-in and
+      // carries the claims the original request asked for.
+      idTokenClaims: issuance.idTokenClaims ?? [],
+      ...signInOf(issuance, grant),
     };
     return { token, record };
   }
@@ -351,11 +370,10 @@ export class TokenIssuer {
   async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? []),
+      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? [], await groupsOf(this.#store, issuance.user.id, issuance.scope)),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
-      ...(grant.amr === undefined ? {} : { amr: grant.amr }),
-      ...(grant.acr === undefined ? {} : { acr: grant.acr }),
+      ...signInOf(issuance, grant),
       azp: issuance.client.id,
       ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
       // Back-Channel Logout 1.0 §2.1 / Front-Channel Logout §3: the OP session it came from.

@@ -1,4 +1,4 @@
-import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { apiName, apiScope, csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
@@ -47,6 +47,10 @@ export interface AccountView {
   readonly passwordError?: string | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
+  /** The accounts at upstream providers they sign in through (issue 28); none: the section is not shown. */
+  readonly identities?: readonly { readonly provider: string; readonly label: string; readonly linkedAt: number }[] | undefined;
+  /** The person has a role in the operator console: a link to it. */
+  readonly operator?: boolean | undefined;
 }
 
 function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
@@ -111,6 +115,12 @@ ${view.connections.length === 0
 ${csrfField(view.csrf)}
 <button type="submit">${t.html('account.sessions.signOutEverywhere')}</button>
 </form>
+${view.identities && view.identities.length > 0
+  ? html`<section aria-labelledby="identities-heading">
+<h2 id="identities-heading">${t.html('account.identities.heading')}</h2>
+<ul class="identities">${view.identities.map((identity) => html`<li>${t.html('account.identities.item', { provider: identity.provider, label: identity.label, time: t.time(identity.linkedAt) })}</li>`)}</ul>
+</section>`
+  : null}
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">${t.html('account.activity.heading')}</h2>
@@ -134,5 +144,6 @@ ${csrfField(view.csrf)}
 <div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
 </form>
 </section>
+${view.operator ? html`<p class="more"><a href="${CONSOLE_PATHS.dashboard}">${ui.t.html('console.title')}</a></p>` : null}
 ${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`);
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACCOUNT_PATH, HOME_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, HOME_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
 import type { SiteSettings } from '../config/index.ts';
 import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -34,7 +34,15 @@ function languageMenu(ui: Ui): SafeHtml | null {
   )}</ul></nav>`;
 }
 
-export function layout(ui: Ui, title: string, body: SafeHtml): string {
+/** A page's place in a larger section: the console's wider page and its menu above the card. */
+export interface LayoutOptions {
+  readonly wide?: boolean;
+  readonly nav?: SafeHtml;
+  /** More of the page's head (a refresh that moves the browser on). */
+  readonly head?: SafeHtml;
+}
+
+export function layout(ui: Ui, title: string, body: SafeHtml, options: LayoutOptions = {}): string {
   const { site, t } = ui;
   return html`<!doctype html>
 <html lang="${t.locale}" dir="${t.dir}">
@@ -44,10 +52,12 @@ export function layout(ui: Ui, title: string, body: SafeHtml): string {
 <meta name="referrer" content="same-origin">
 <title>${t.text('layout.title', { page: title, site: site.name })}</title>
 <link rel="stylesheet" href="${STYLESHEET_PATH}">
+${options.head ?? null}
 </head>
 <body>
-<main>
+<main${options.wide ? html` class="wide"` : null}>
 <header class="brand">${site.logoUrl ? html`<img src="${site.logoUrl}" alt="" height="32">` : null}<span>${site.name}</span></header>
+${options.nav ?? null}
 <div class="card">
 ${body}
 </div>
@@ -138,6 +148,81 @@ export interface SignInView {
   readonly notice?: string | undefined;
   /** Offer "Sign in with a passkey" and passkeys in the username autofill. */
   readonly passkeys?: boolean | undefined;
+  /** Show the username and password form (not when an upstream provider is the only way in). */
+  readonly passwordForm?: boolean | undefined;
+  /** The upstream identity providers, in the order of their buttons ("Continue with Google"). */
+  readonly providers?: readonly SignInProvider[] | undefined;
+}
+
+/** A button of the sign-in page: an upstream provider by its id and name. */
+export interface SignInProvider {
+  readonly id: string;
+  readonly name: string;
+}
+
+/** Where a provider's button leads: its sign-in, carrying where to go after it. */
+export function upstreamStartUrl(providerId: string, returnTo: string, clientId?: string | null, loginHint?: string | null): string {
+  const query = new URLSearchParams({ return_to: returnTo });
+  if (clientId) query.set('client_id', clientId);
+  if (loginHint) query.set('login_hint', loginHint);
+  return `${UPSTREAM_SIGN_IN_PATH}/${encodeURIComponent(providerId)}?${query.toString()}`;
+}
+
+/** "Continue with …", one button per provider. */
+function providerButtons(ui: Ui, view: Pick<SignInView, 'providers' | 'returnTo' | 'clientId'>, afterAnother: boolean): SafeHtml | null {
+  const providers = view.providers ?? [];
+  if (providers.length === 0) return null;
+  return html`<div class="providers">
+${afterAnother ? html`<p class="muted or">${ui.t.html('signIn.or')}</p>` : null}
+${providers.map((provider) => html`<a class="button" href="${upstreamStartUrl(provider.id, view.returnTo, view.clientId)}">${ui.t.html('signIn.continueWith', { provider: provider.name })}</a>`)}
+</div>`;
+}
+
+/**
+ * Signed in through a provider: on to `href` (a path of this server) by a page of our own, not
+ * a redirect. The browser arrived through a redirect chain that began at the provider's
+ * sign-in form, and browsers hold every redirect of that chain to the provider's CSP
+ * `form-action` (Tessera's own, as an upstream, allows only the redirect URI): the app's
+ * redirect URI at the end of it would be blocked.
+ */
+export function signedInPage(ui: Ui, href: string): string {
+  const { t } = ui;
+  return layout(ui, t.text('upstream.continue.title'), html`<h1>${t.html('upstream.continue.title')}</h1>
+<p>${t.html('upstream.continue.text')}</p>
+<p><a href="${href}">${t.html('common.continue')}</a></p>`, { head: html`<meta http-equiv="refresh" content="0;url=${href}">` });
+}
+
+export interface DirectorySignInView {
+  readonly csrf: string;
+  readonly provider: SignInProvider;
+  readonly returnTo: string;
+  readonly clientId?: string | null | undefined;
+  readonly clientName?: string | undefined;
+  readonly error?: string | undefined;
+  readonly username?: string | undefined;
+  /** Other ways in exist: link back to the sign-in page. */
+  readonly others: boolean;
+}
+
+/** A directory's own sign-in form (LDAP): the password is checked there. */
+export function directorySignInPage(ui: Ui, view: DirectorySignInView): string {
+  const { t } = ui;
+  const title = t.text('signIn.directory.title', { provider: view.provider.name });
+  return layout(ui, title, html`<h1>${title}</h1>
+${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
+<p class="muted">${t.html('signIn.directory.intro', { provider: view.provider.name })}</p>
+${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
+<form method="post" action="${UPSTREAM_SIGN_IN_PATH}/${encodeURIComponent(view.provider.id)}">
+${csrfField(view.csrf)}
+<input type="hidden" name="return_to" value="${view.returnTo}">
+${clientField(view.clientId)}
+<label for="username">${t.html('signIn.username')}</label>
+<input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${view.username ?? ''}" ${view.username ? null : html`autofocus`}>
+<label for="password">${t.html('signIn.password')}</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
+<div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
+</form>
+${view.others ? html`<div class="providers"><p class="muted or">${t.html('signIn.or')}</p><a class="button" href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.otherWays')}</a></div>` : null}`);
 }
 
 export function signInPage(ui: Ui, view: SignInView): string {
@@ -148,7 +233,7 @@ ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientN
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
 ${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: `${ACCOUNT_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}` })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-<form method="post" action="${SIGN_IN_PATH}">
+${view.passwordForm === false ? null : html`<form method="post" action="${SIGN_IN_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
@@ -157,8 +242,9 @@ ${clientField(view.clientId)}
 <label for="password">${t.html('signIn.password')}</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
-</form>
-${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}`);
+</form>`}
+${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}
+${providerButtons(ui, view, view.passwordForm !== false || view.passkeys === true)}`);
 }
 
 export interface ConsentView {

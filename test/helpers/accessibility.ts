@@ -1,8 +1,8 @@
 /**
  * axe-core over every Tessera page a browser test opens (issue 31): each page's document is checked
  * once it has loaded, and each distinct page state once per test process (a state is the
- * page's structure: its elements and their attribute names, not its values, so a sign-in page
- * with an error is one state, without it another). A violation fails the test file when its
+ * page's structure at its width: its elements and their attribute names, not its values, so a
+ * sign-in page with an error is one state, without it another, and at a phone's width a third). A violation fails the test file when its
  * browser closes, naming the page, the rule and the elements.
  */
 import { readFileSync } from 'node:fs';
@@ -27,7 +27,8 @@ interface Violation {
 const STRUCTURE = `(() => {
   // Only Tessera's own pages (they load its stylesheet), not the apps the tests play.
   if (!document.querySelector('link[rel=stylesheet][href="/assets/tessera.css"]')) return null;
-  const parts = [document.title];
+  // A page at a phone's width is another state than at a desktop's (issue 27: both are checked).
+  const parts = [document.title, String(window.innerWidth)];
   for (const element of document.querySelectorAll('body *')) {
     parts.push(element.tagName + Array.from(element.attributes, (attribute) => attribute.name).join(','));
   }

@@ -32,6 +32,8 @@ interface Lies {
   readonly rpId?: string;
   /** Sign with this counter instead of the next one. */
   readonly counter?: number;
+  /** false: a security key without a PIN, which tests presence only (no UV flag). */
+  readonly userVerified?: boolean;
 }
 
 export class SoftwarePasskey {
@@ -85,7 +87,8 @@ export class SoftwarePasskey {
   /** navigator.credentials.get() with these options (from /login/passkey/options). */
   authenticate(options: Record<string, any>, origin: string, lies: Lies = {}): Record<string, unknown> {
     const counter = lies.counter ?? (this.counter += 1);
-    const authData = this.#authData(lies.rpId ?? options['rpId'], 0x01 | 0x04, counter);
+    // UP, and UV unless told to test presence only.
+    const authData = this.#authData(lies.rpId ?? options['rpId'], lies.userVerified === false ? 0x01 : 0x01 | 0x04, counter);
     const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options['challenge'], origin: lies.origin ?? origin, crossOrigin: false }));
     const signature = sign('sha256', Buffer.concat([authData, sha256(clientData)]), this.#privateKey);
     return {

@@ -174,7 +174,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     const logger = log
       ? { level: 'warn', stream: { write: (line: string) => log(JSON.parse(line) as Record<string, unknown>) } }
       : false;
-    const app = await buildApp({ config, store, keys, clock, logger });
+    const app = await buildApp({ config, store, keys, encryption, clock, logger });
     await app.ready();
     http.on('request', app.routing);
     return { store, keys, app };

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AuditEvent } from '../../src/core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
+import { identityProvidersContract } from './identity-providers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
   DuplicateError,
@@ -116,6 +117,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         zoneinfo: 'Europe/London',
         picture: 'https://example.com/ada.png',
         disabled: false,
+        role: null,
         createdAt: T0,
         updatedAt: T0 + SECOND,
         ...overrides,
@@ -166,6 +168,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         consumedAt: null,
         idTokenClaims: ['email', 'name'],
         dpopJkt: null,
+        amr: ['pwd', 'otp', 'mfa'],
+        acr: 'urn:tessera:acr:mfa',
         ...overrides,
       };
       await store.codes.create(code);
@@ -253,6 +257,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expiresAt: T0 + HOUR,
         rotatedAt: null,
         dpopJkt: null,
+        idTokenClaims: ['email'],
+        amr: ['hwk', 'user'],
+        acr: 'urn:tessera:acr:pwd',
         ...overrides,
       };
       await store.refreshTokens.create(token);
@@ -489,6 +496,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal((await store.users.get(user.id))?.disabled, false);
         assert.equal(await store.users.setDisabled('no-such-user', true), false);
       });
+
+      it('gives a user an operator role, changes it and takes it away, and returns false for an unknown id', async () => {
+        const user = await givenUser();
+        assert.equal(await store.users.setRole(user.id, 'support'), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, role: 'support' });
+        assert.equal(await store.users.setRole(user.id, 'admin'), true);
+        assert.equal((await store.users.findByUsername(user.username))?.role, 'admin');
+        assert.equal(await store.users.setRole(user.id, null), true);
+        assert.equal((await store.users.get(user.id))?.role, null);
+        assert.equal(await store.users.setRole('no-such-user', 'viewer'), false);
+        const created = await givenUser({ role: 'viewer' });
+        assert.equal((await store.users.get(created.id))?.role, 'viewer');
+      });
     });
 
     describe('sessions', () => {
@@ -656,6 +676,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('keeps a code without a nonce', async () => {
         const code = await givenCode({ nonce: null });
         assert.deepEqual(await store.codes.find(code.hash), code);
+      });
+
+      it('keeps a code without acr, or without amr and acr (one from before they were kept)', async () => {
+        const { acr: _acr, ...withoutAcr } = await givenCode({ acr: undefined });
+        assert.deepEqual(await store.codes.find(withoutAcr.hash), withoutAcr);
+        const { amr: _amr, acr: _none, ...old } = await givenCode({ amr: undefined, acr: undefined });
+        assert.deepEqual(await store.codes.find(old.hash), old);
       });
 
       it('gives a code once: the first redemption returns it consumed, the second returns null', async () => {
@@ -1239,6 +1266,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.refreshTokens.find('no-such-token'), null);
       });
 
+      it('keeps a refresh token without ID token claims, acr or amr (one from before they were kept)', async () => {
+        const { amr: _amr, acr: _acr, ...old } = await givenRefreshToken({ idTokenClaims: [], amr: undefined, acr: undefined });
+        assert.deepEqual(await store.refreshTokens.find(old.hash), old);
+      });
+
       it('rotates a token once: the first call returns it rotated, the second returns null', async () => {
         const token = await givenRefreshToken();
         const rotated = { ...token, rotatedAt: T0 + SECOND };
@@ -1564,6 +1596,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.events.list({ clientId, limit: 2, before: { at: a!.at, id: a!.id } }), []);
       });
 
+      it('counts events by type from a time on', async () => {
+        // Far from every other case's events, so that only these are counted.
+        const from = Date.UTC(2090, 0, 1);
+        for (const [type, at] of [['signin.succeeded', from - 1], ['signin.succeeded', from], ['signin.succeeded', from + 5], ['signin.failed', from + 1], ['device.started', from + 2]] as const) {
+          await store.events.add(event({ type, at }));
+        }
+        assert.deepEqual(await store.events.countByType(from), new Map([['signin.succeeded', 2], ['signin.failed', 1], ['device.started', 1]]));
+        assert.deepEqual(await store.events.countByType(from + 3), new Map([['signin.succeeded', 1]]));
+        assert.deepEqual(await store.events.countByType(from + 6), new Map());
+      });
+
       it('purges events older than their own cutoff, only when one is given', async () => {
         const start = Date.UTC(2002, 0, 1);
         const userId = unique('user-id');
@@ -1577,6 +1620,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
     secondFactorContract({ store: () => store, unique, givenUser, givenClient, givenGrant });
+    identityProvidersContract({ store: () => store, unique, givenUser });
 
     describe('purgeExpired', () => {
       it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {

@@ -19,6 +19,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
   const code = randomToken(32);
   // One transaction: a code never refers to a grant that was not stored, nor is a grant
   // grown without the code it was approved for, nor either without its events.
+  const signIn = signInFacts(session, request.acrValues ?? null);
   await transactionWithEvents(deps, async (tx, record) => {
     const grant = await tx.grants.remember(
       {
@@ -27,7 +28,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
         clientId: request.client.id,
         scope: request.scope,
         authTime: session.authTime,
-        ...signInFacts(session, request.acrValues ?? null),
+        ...signIn,
       },
       now,
     );
@@ -47,6 +48,8 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       consumedAt: null,
       dpopJkt: request.dpopJkt,
       idTokenClaims: request.idTokenClaims ?? [],
+      // The code's own, as its authTime is: approving again in another sign-in rewrites the grant's.
+      ...signIn,
     });
     const about = { userId: session.userId, clientId: request.client.id, grantId: grant.id };
     await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });

@@ -54,8 +54,9 @@ export function returnParams(params: Readonly<Record<string, string | readonly s
 
 /**
  * The next step for `request`, given the browser's sign-in (null when signed out), the
- * user's remembered grant for the client (null when none), and the person's decision on
- * the approval page (null when none was posted).
+ * user's remembered grant for the client (null when none), the person's decision on the
+ * approval page (null when none was posted), and whether the sign-in policy
+ * (second-factor/policy.ts `approvalRefusal`) refuses this sign-in for this request.
  */
 export function nextStep<S extends { readonly session: SessionRecord }>(
   request: AuthorizationRequest,
@@ -63,6 +64,7 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   remembered: GrantRecord | null,
   decision: string | null,
   now: number,
+  refused = false,
 ): NextStep<S> {
   const session = signedIn?.session ?? null;
   // OIDC Core §3.1.2.1 max_age: "If the elapsed time is greater than this value, the OP
@@ -88,6 +90,9 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
     // the Client does not have pre-configured consent for the requested Claims".
     if (!signedIn) return { kind: 'error', error: 'login_required', description: 'the user is not signed in' };
     if (tooOld) return { kind: 'error', error: 'login_required', description: 'the sign-in is older than max_age' };
+    // §3.1.2.6 login_required: "The Authorization Server requires End-User authentication",
+    // here a stronger sign-in than this one (acr_values, the client's or the server's policy).
+    if (refused) return { kind: 'error', error: 'login_required', description: 'the request needs a stronger sign-in than the current one' };
     if (!covered) return { kind: 'error', error: 'consent_required', description: 'the user has not approved this request' };
     return { kind: 'approve', signedIn };
   }
@@ -102,6 +107,9 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // prompt=consent: "The Authorization Server SHOULD prompt the End-User for consent before
   // returning information to the Client", whatever was approved before.
   if (asksConsent) return { kind: 'consent', signedIn, scopes: request.scope, more: false };
-  if (covered) return { kind: 'approve', signedIn };
+  // A remembered approval goes on without a page only for a sign-in the policy accepts; any
+  // other is shown the approval step, which asks it to sign in again and says why.
+  if (covered && !refused) return { kind: 'approve', signedIn };
+  if (covered) return { kind: 'consent', signedIn, scopes: request.scope, more: false };
   return { kind: 'consent', signedIn, scopes: notYetApproved, more: notYetApproved.length < request.scope.length };
 }

@@ -223,7 +223,8 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     params,
     request: {
       client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, responseMode, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
-      acrValues: parseAcrValues(single(params, 'acr_values').value), idTokenClaims: claims?.idToken ?? [],
+      // §5.5.1.1: acr is asked for by acr_values or by the claims parameter; acr_values' classes first.
+      acrValues: parseAcrValues(single(params, 'acr_values').value) ?? claims?.idTokenAcr ?? null, idTokenClaims: claims?.idToken ?? [],
     },
   };
 }

@@ -1,6 +1,7 @@
 /**
  * RFC 6749 §4.1.3 (Access Token Request) with RFC 7636 §4.5-4.6 (PKCE verification).
  */
+import { keptSignIn } from '../../core/auth-methods.ts';
 import { CODE_VERIFIER_PATTERN, hashSecret, s256 } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 
@@ -91,6 +92,7 @@ export const authorizationCodeGrant: TokenGrant = {
       refreshScope: redeemed.scope,
       dpopJkt: proof?.jkt ?? null,
       idTokenClaims: redeemed.idTokenClaims,
+      signIn: keptSignIn(redeemed),
     });
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
     // that received an ID token in it. Kept no longer than a session can last.

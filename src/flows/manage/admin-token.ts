@@ -5,12 +5,12 @@
  * else: its audience is no registered API and not this server's UserInfo.
  */
 import { OAuthError } from '../../core/errors.ts';
-import { adminAudience } from '../../core/scopes.ts';
+import { adminAudience, ROLE_SCOPES, type OperatorRole } from '../../core/scopes.ts';
 import { checkSenderConstraint, liveClientToken, looksLikeJwt, type Presentation } from '../lifecycle/access-token.ts';
 import type { FlowDeps } from '../types.ts';
 
 /** The areas the admin API's scopes cover (core/scopes.ts ADMIN_SCOPES). */
-export type AdminArea = 'clients' | 'users' | 'resources' | 'events' | 'keys';
+export type AdminArea = 'clients' | 'users' | 'resources' | 'events' | 'keys' | 'providers';
 
 export interface AdminCaller {
   readonly clientId: string;
@@ -22,6 +22,30 @@ export function adminScopesFor(area: AdminArea, write: boolean): string[] {
   return write ? [`admin:${area}`] : [`admin:${area}`, `admin:${area}:read`];
 }
 
+/**
+ * Whether `held` admin scopes allow an operation on `area`: the one permission check, of the
+ * admin API's tokens and, through the scopes a role stands for, of the console's operators.
+ */
+export function scopesAllow(held: readonly string[], area: AdminArea, write: boolean): boolean {
+  return adminScopesFor(area, write).some((scope) => held.includes(scope));
+}
+
+/** What an operator role allows: the same check over the role's scopes (core/scopes.ts ROLE_SCOPES). */
+export function roleAllows(role: OperatorRole | null, area: AdminArea, write: boolean): boolean {
+  return role !== null && scopesAllow(ROLE_SCOPES[role], area, write);
+}
+
+/**
+ * Whether a caller holding `held` may give a role or take it away: only one that already
+ * holds everything the role allows, so no one hands out more than they have.
+ */
+export function mayAssignRole(held: readonly string[], role: OperatorRole | null): boolean {
+  return role === null || ROLE_SCOPES[role].every((scope) => {
+    const [, area, read] = scope.split(':') as [string, AdminArea, string | undefined];
+    return scopesAllow(held, area, read === undefined);
+  });
+}
+
 export async function adminCaller(deps: Pick<FlowDeps, 'store' | 'config' | 'tokens'>, presented: Presentation, area: AdminArea, write: boolean): Promise<AdminCaller> {
   const claims = looksLikeJwt(presented.token) ? await deps.tokens.readAccessToken(presented.token) : null;
   // RFC 6750 §3.1 invalid_token: "expired, revoked, malformed, or invalid for other reasons";
@@ -31,8 +55,7 @@ export async function adminCaller(deps: Pick<FlowDeps, 'store' | 'config' | 'tok
   checkSenderConstraint(claims, presented);
   // A scope the client has since lost is not honoured, though its token still names it.
   const held = claims.scope.filter((scope) => client.scopes.includes(scope));
-  const needed = adminScopesFor(area, write);
   // RFC 6750 §3.1 insufficient_scope: "The request requires higher privileges than provided by the access token."
-  if (!needed.some((scope) => held.includes(scope))) throw new OAuthError('insufficient_scope', `this needs the scope ${needed[0]}`);
+  if (!scopesAllow(held, area, write)) throw new OAuthError('insufficient_scope', `this needs the scope ${adminScopesFor(area, write)[0]}`);
   return { clientId: client.id, scope: held };
 }

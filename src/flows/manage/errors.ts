@@ -16,7 +16,12 @@ export type ManageErrorKind =
   /** Clashes with what exists (a taken name, a client without a secret to rotate): 409. */
   | 'conflict'
   /** Changed since the caller read it (RFC 9110 §13.1.1 If-Match): 412. */
-  | 'stale';
+  | 'stale'
+  /** The caller may not do this (give a role that allows more than they hold): 403. */
+  | 'forbidden';
+
+/** The HTTP status of each kind, as the admin API answers it and the console's pages too. */
+export const MANAGE_STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412, forbidden: 403 };
 
 /** An input's name in a message, rendered by the front end. */
 export interface FieldRef {
@@ -76,3 +81,4 @@ export const invalid = problem('invalid');
 export const rejected = problem('rejected');
 export const notFound = problem('not_found');
 export const conflict = problem('conflict');
+export const forbidden = problem('forbidden');

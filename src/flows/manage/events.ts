@@ -1,5 +1,5 @@
 /** Reading the audit trail: the one implementation `tessera events` and the admin API call. */
-import { EVENT_TYPES, isEventType, type AuditEvent } from '../../core/events.ts';
+import { EVENT_TYPES, isEventType, type AuditEvent, type EventType } from '../../core/events.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import type { ManageDeps } from './deps.ts';
 import { field, invalid } from './errors.ts';
@@ -84,4 +84,13 @@ export async function listEvents(deps: Pick<ManageDeps, 'store'>, query: EventQu
   const ids = [...new Set(listed.filter((event) => event.username === null && event.userId !== null).map((event) => event.userId!))];
   const names = new Map(await Promise.all(ids.map(async (id) => [id, (await store.users.get(id))?.username ?? null] as const)));
   return listed.map((event) => (event.username === null && event.userId !== null ? { ...event, username: names.get(event.userId) ?? null } : event));
+}
+
+/** The windows the console's dashboard counts over, by name: the last hour and the last day. */
+export const COUNT_WINDOWS = { hour: 3_600_000, day: 86_400_000 } as const;
+
+/** How many events of each type the audit trail has over each window up to `now`, counted by the store. */
+export async function eventCounts(deps: Pick<ManageDeps, 'store'>, now: number): Promise<Record<keyof typeof COUNT_WINDOWS, Map<EventType, number>>> {
+  const [hour, day] = await Promise.all([deps.store.events.countByType(now - COUNT_WINDOWS.hour), deps.store.events.countByType(now - COUNT_WINDOWS.day)]);
+  return { hour, day };
 }

@@ -4,9 +4,11 @@
  * reset links); this adds finding the user, checking the input, and telling the apps of the
  * sessions a change ended.
  */
+import { linkedIdentitiesOf, type LinkedIdentityView } from '../upstream/accounts.ts';
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
+import { isOperatorRole, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import { DuplicateError, newUserRecord, type PasskeyRecord, type SessionRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
@@ -24,7 +26,8 @@ import {
   updateUser as updateAccount,
 } from '../users.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
-import { conflict, field, invalid, notFound, rejected } from './errors.ts';
+import { mayAssignRole } from './admin-token.ts';
+import { conflict, field, forbidden, invalid, notFound, rejected } from './errors.ts';
 
 export { DEFAULT_RESET_TTL_SECONDS, RECOVERY_CODE_COUNT };
 
@@ -63,6 +66,7 @@ export function userJson(user: UserRecord): Record<string, unknown> {
     zoneinfo: user.zoneinfo,
     picture: user.picture,
     disabled: user.disabled,
+    role: user.role,
     created_at: new Date(user.createdAt).toISOString(),
     updated_at: new Date(user.updatedAt).toISOString(),
   };
@@ -164,6 +168,8 @@ export interface UserDetails {
   readonly lastSignIn: AuditEvent | null;
   readonly passkeys: readonly PasskeyRecord[];
   readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
+  /** The upstream identities they sign in through (issue 28). */
+  readonly identities: readonly LinkedIdentityView[];
 }
 
 /** A user, their approvals, last sign-in, passkeys and one-time codes. */
@@ -171,12 +177,12 @@ export async function userDetails(deps: Pick<ManageDeps, 'store'>, username: str
   const user = await findUser(deps, username);
   const grants = await deps.store.grants.listForUser(user.id);
   const [lastSignIn] = await deps.store.events.list({ userId: user.id, type: 'signin.succeeded', limit: 1 });
-  const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
-  return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp };
+  const [passkeys, totp, identities] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id), linkedIdentitiesOf(deps, user.id)]);
+  return { user, grants: grants.length, lastSignIn: lastSignIn ?? null, passkeys, totp, identities };
 }
 
 export function userDetailsJson(details: UserDetails): Record<string, unknown> {
-  const { user, grants, lastSignIn, passkeys, totp } = details;
+  const { user, grants, lastSignIn, passkeys, totp, identities } = details;
   return {
     ...userJson(user),
     grants,
@@ -190,15 +196,44 @@ export function userDetailsJson(details: UserDetails): Record<string, unknown> {
     })),
     one_time_codes: totp.enabled,
     recovery_codes_left: totp.recoveryCodesLeft,
+    linked_identities: identities.map((identity) => ({
+      provider: identity.providerId,
+      provider_name: identity.providerName,
+      subject: identity.subject,
+      label: identity.label,
+      groups: identity.groups,
+      linked_at: new Date(identity.linkedAt).toISOString(),
+      last_used_at: isoTime(identity.lastUsedAt),
+    })),
   };
 }
 
-/** Changes a user's standard claims (OIDC Core §5.1; null or "" clears one); `updated_at` becomes now. */
-export async function updateUser(deps: ManageDeps, username: string, changes: ProfileInput): Promise<UserRecord> {
-  const profile = checkedProfile(changes);
-  if (Object.keys(profile).length === 0) throw invalid`give ${field('name')}, ${field('email')} or another claim to change`;
+export interface UserChanges extends ProfileInput {
+  /** The operator console's role (core/scopes.ts OPERATOR_ROLES); null takes it away. */
+  readonly role?: string | null;
+}
+
+/**
+ * Changes a user's standard claims (OIDC Core §5.1; null or "" clears one; `updated_at`
+ * becomes now) and their operator role. `caller`: the admin scopes of whoever asks (the
+ * admin API's token, a console operator's role), who may give or take away only a role
+ * that allows no more than they hold; the command line, run by whoever owns the server,
+ * passes none.
+ */
+export async function updateUser(deps: ManageDeps, username: string, changes: UserChanges, caller?: readonly string[]): Promise<UserRecord> {
+  const { role: rawRole, ...claims } = changes;
+  const profile = checkedProfile(claims);
+  let role: OperatorRole | null | undefined;
+  if (rawRole !== undefined && rawRole !== null && rawRole !== 'none' && !isOperatorRole(rawRole)) {
+    throw invalid`${field('role')} ${rawRole}: one of ${OPERATOR_ROLES.join(', ')}, or none`;
+  }
+  if (rawRole !== undefined) role = rawRole === null || rawRole === 'none' ? null : (rawRole as OperatorRole);
+  if (Object.keys(profile).length === 0 && role === undefined) throw invalid`give ${field('name')}, ${field('email')}, ${field('role')} or another claim to change`;
   const user = await findUser(deps, username);
-  await updateAccount(deps, user, profile);
+  if (role !== undefined && caller !== undefined && !(mayAssignRole(caller, role) && mayAssignRole(caller, user.role))) {
+    throw forbidden`${field('role')}: only an operator who holds everything a role allows may give it or take it away`;
+  }
+  await updateAccount(deps, user, profile, role);
   return (await deps.store.users.get(user.id)) ?? user;
 }
 

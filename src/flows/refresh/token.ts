@@ -2,6 +2,7 @@
  * RFC 6749 §6 (Refreshing an Access Token), with refresh token rotation and reuse detection
  * (RFC 9700 §4.14.2) and the ID token rules of OIDC Core §12.2.
  */
+import { keptSignIn } from '../../core/auth-methods.ts';
 import { hashSecret } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
@@ -78,8 +79,22 @@ export const refreshTokenGrant: TokenGrant = {
 
     const user = await deps.store.users.get(rotated.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
-    // OIDC Core §12.2: a refreshed ID token keeps `sub` and `auth_time`, and carries no nonce.
-    const response = await deps.tokens.issue({ client, user, ...target, grantId: rotated.grantId, authTime: rotated.authTime, sid: rotated.sid, refreshScope: rotated.scope, dpopJkt: proof?.jkt ?? null });
+    // OIDC Core §12.2: a refreshed ID token keeps `sub`, `auth_time` and `sid`, says what the
+    // original said of the sign-in (`amr`, `acr`), carries the claims the original request
+    // asked for (§5.5, as released now: the scope it is refreshed for, the profile as it is),
+    // and no nonce.
+    const response = await deps.tokens.issue({
+      client,
+      user,
+      ...target,
+      grantId: rotated.grantId,
+      authTime: rotated.authTime,
+      sid: rotated.sid,
+      refreshScope: rotated.scope,
+      dpopJkt: proof?.jkt ?? null,
+      idTokenClaims: rotated.idTokenClaims,
+      signIn: keptSignIn(rotated),
+    });
     await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });
     return response;
   },

@@ -5,10 +5,11 @@
  * password sign-in; FIDO/WebAuthn is the recommended defence, because the browser binds a
  * passkey to this server's origin and a phishing page cannot use it.
  */
-import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod } from '../../core/auth-methods.ts';
+import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod, type SignInFacts } from '../../core/auth-methods.ts';
 import type { Config } from '../../config/index.ts';
 import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
+import type { FlowDeps } from '../types.ts';
 
 export type ApprovalRefusal =
   /** The client was registered with --require-phishing-resistant: sign in with a passkey. */
@@ -17,10 +18,11 @@ export type ApprovalRefusal =
   | 'second-factor-required';
 
 /**
- * What a grant keeps of the sign-in that approved it, for its ID tokens: `amr` always, `acr`
- * when the client asked for one (OIDC Core §2: acr is returned as requested).
+ * What a grant, and the code and refresh tokens of one approval, keep of the sign-in that
+ * approved it, for its ID tokens: `amr` always, `acr` when the client asked for one (OIDC
+ * Core §2: acr is returned as requested).
  */
-export function signInFacts(session: SessionRecord, requestedAcr: readonly string[] | null): { amr: readonly AuthMethod[]; acr?: string } {
+export function signInFacts(session: SessionRecord, requestedAcr: readonly string[] | null): SignInFacts {
   const amr = sessionMethods(session);
   return requestedAcr === null ? { amr } : { amr, acr: acrOf(amr) };
 }
@@ -66,3 +68,47 @@ export const REFUSAL_MESSAGES: Readonly<Record<ApprovalRefusal, string>> = {
   'phishing-resistant-required': 'signIn.refusal.passkeyRequired',
   'second-factor-required': 'signIn.refusal.secondFactorRequired',
 };
+
+export type OperatorRefusal =
+  /** The sign-in was one factor (a password alone, a presence-only passkey): sign in with a second one. */
+  | 'second-factor-required'
+  /** A change, and the sign-in is older than the console allows for one: sign in again. */
+  | 'sign-in-again';
+
+/**
+ * Who may act in the operator console (issue 27), beyond holding a role: a sign-in with a
+ * second factor (a passkey that verified the person, or a password and a one-time code), not
+ * a password alone; and for a change, one at most `consoleReauthenticate` seconds old, as
+ * OIDC Core §3.1.2.1 `max_age` asks: "If the elapsed time is greater than this value, the
+ * OP MUST attempt to actively re-authenticate the End-User."
+ */
+export function operatorRefusal(config: Config, session: SessionRecord, now: number, change: boolean): OperatorRefusal | null {
+  if (!hasSecondFactor(sessionMethods(session))) return 'second-factor-required';
+  if (change && now - session.authTime > config.secondFactor.consoleReauthenticate * 1000) return 'sign-in-again';
+  return null;
+}
+
+/** A passkey or a code: what a session proved beyond a password. */
+const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
+
+/**
+ * Adding or removing a passkey or one-time codes. The first one may be set up from a
+ * password sign-in: the account has nothing more to prove yet. Once it has one, only a
+ * session that proved one of them (a passkey or a code, not the password alone) may change
+ * them; otherwise whoever holds the password alone would set up a factor of their own, and
+ * with it a two-factor sign-in (NIST SP 800-63B §6.1.2.1: binding an additional
+ * authenticator needs authentication at the assurance level it will give). A passkey that
+ * only tested presence counts as proving one: it is a factor the account has, and an account
+ * with only such a key and a password would otherwise have no way to add a stronger one.
+ * Refused: 403.
+ */
+export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<void> {
+  if (sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) return;
+  const [passkeys, totp] = await Promise.all([deps.store.passkeys.listForUser(session.userId), deps.store.totp.get(session.userId)]);
+  if (passkeys.length === 0 && (totp === null || totp.confirmedAt === null)) return;
+  throw new OAuthError(
+    'access_denied',
+    'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
+    { status: 403, page: { key: 'secondFactors.proveFirst' } },
+  );
+}

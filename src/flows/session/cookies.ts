@@ -27,6 +27,11 @@ export interface CookieNames {
    * wait a guesser causes and go first on a full password queue (flows/sign-in.ts).
    */
   readonly knownBrowser: string;
+  /**
+   * A sign-in away at an upstream provider: the `state` it was sent with, so that only the
+   * browser that left can finish it (RFC 6749 §10.12, RFC 9700 §4.7.1).
+   */
+  readonly upstream: string;
 }
 
 /**
@@ -35,7 +40,7 @@ export interface CookieNames {
  */
 export function cookieNames(config: Pick<Config, 'issuer'>): CookieNames {
   const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
-  return { session: `${prefix}tessera_session`, pending: `${prefix}tessera_pending`, csrf: `${prefix}tessera_csrf`, knownBrowser: `${prefix}tessera_browser` };
+  return { session: `${prefix}tessera_session`, pending: `${prefix}tessera_pending`, csrf: `${prefix}tessera_csrf`, knownBrowser: `${prefix}tessera_browser`, upstream: `${prefix}tessera_upstream` };
 }
 
 /** A cookie value worth looking up: ours are 43 characters; anything long is not one. */

@@ -148,7 +148,7 @@ describe('the browser session flow', () => {
   it('writes nothing when its guard refuses (a waiting sign-in completed by another request)', async () => {
     const cookies = new RecordingCookies();
     const since = moment();
-    const session = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null }, async () => false);
+    const session = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null }, { guard: async () => false });
     assert.equal(session, null);
     assert.deepEqual(cookies.writes, []);
     assert.deepEqual(await eventsSince(since), []);

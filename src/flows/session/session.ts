@@ -90,7 +90,9 @@ export interface SignInRecord {
  * someone else in this browser ends, with its logout tokens sent. `signIn`: the sign-in to
  * record (null when a session only gains a method, as when one-time codes are turned on).
  * `guard`, run first in the same transaction, may refuse the whole (a waiting sign-in
- * already used): then nothing is written and null is returned.
+ * already used): then nothing is written and null is returned. `authTime`: when the person
+ * last authenticated, now unless a session that only gains a method keeps its own (OIDC
+ * `auth_time` is when they signed in, not when they set something up).
  */
 export async function beginSession(
   deps: FlowDeps,
@@ -98,7 +100,7 @@ export async function beginSession(
   user: UserRecord,
   amr: readonly AuthMethod[],
   signIn: SignInRecord | null,
-  guard: (tx: Stores) => Promise<boolean> = async () => true,
+  { guard = async () => true, authTime }: { readonly guard?: (tx: Stores) => Promise<boolean>; readonly authTime?: number } = {},
 ): Promise<SessionRecord | null> {
   const name = cookieNames(deps.config).session;
   const previousValue = browser.cookies.read(name);
@@ -110,7 +112,7 @@ export async function beginSession(
     idHash: hashSecret(value),
     sid: continuedSid(previous, user) ?? randomToken(16),
     userId: user.id,
-    authTime: now,
+    authTime: authTime ?? now,
     createdAt: now,
     expiresAt: now + deps.config.lifetimes.session * 1000,
     amr,

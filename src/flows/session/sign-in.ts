@@ -3,7 +3,7 @@
  * on is asked for one next, the sign-in waiting in the store under a cookie of its own for
  * `pendingSignInTimeout`; everyone else is signed in at once.
  */
-import { hasSecondFactor, type AuthMethod } from '../../core/auth-methods.ts';
+import { withOneTimeCode, type AuthMethod } from '../../core/auth-methods.ts';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import type { SessionRecord, UserRecord } from '../../store/types.ts';
 import { checkSecondFactor, totpStatus } from '../second-factor/codes.ts';
@@ -68,16 +68,22 @@ export async function completeSecondFactor(deps: FlowDeps, browser: Browser, typ
   const result = await checkSecondFactor({ ...deps, events }, user, typed, codeLimits(deps.config.signIn, browser.ip, user.username));
   if (result.kind === 'wrong-code') return { kind: 'wrong-code' };
   if (result.kind === 'replayed' || result.kind === 'locked') return { kind: result.kind, userId: user.id };
-  const session = await beginSession(deps, browser, user, PASSWORD_AND_CODE, signIn, async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null);
+  const session = await beginSession(deps, browser, user, PASSWORD_AND_CODE, signIn, { guard: async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null });
   if (session === null) return { kind: 'completed-already' };
   browser.cookies.clear(name);
   return { kind: 'signed-in', user };
 }
 
 /**
- * One-time codes were just turned on with a right code in this browser: a session signed in
- * with a password alone now has both factors (a new cookie, the same OIDC session).
+ * One-time codes were just turned on with a right code in this browser: the session adds
+ * the code to what it proved (core/auth-methods.ts `withOneTimeCode`: a password session
+ * now has two factors, a passkey that only tested presence still has one), under a new
+ * cookie, in the same OIDC session, with the same `auth_time`: setting up a code is not
+ * signing in again.
  */
-export async function gainSecondFactor(deps: FlowDeps, browser: Browser, session: SessionRecord, user: UserRecord): Promise<void> {
-  if (!hasSecondFactor(sessionMethods(session))) await beginSession(deps, browser, user, PASSWORD_AND_CODE, null);
+export async function gainOneTimeCode(deps: FlowDeps, browser: Browser, session: SessionRecord, user: UserRecord): Promise<void> {
+  const before = sessionMethods(session);
+  const after = withOneTimeCode(before);
+  if (after.length === before.length && after.every((method) => before.includes(method))) return;
+  await beginSession(deps, browser, user, after, null, { authTime: session.authTime });
 }

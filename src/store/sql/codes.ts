@@ -2,11 +2,13 @@
  * Authorization codes: their statements, rows and store.
  */
 
-import { type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
+import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { AuthorizationCodeRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
+  const amr = authMethodsOrNull(row, 'amr', read);
+  const acr = textOrNull(row, 'acr');
   return {
     hash: text(row, 'hash'),
     clientId: text(row, 'client_id'),
@@ -23,6 +25,8 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     consumedAt: integerOrNull(row, 'consumed_at'),
     dpopJkt: textOrNull(row, 'dpop_jkt'),
     idTokenClaims: read.strings(row, 'id_token_claims'),
+    ...(amr === null ? {} : { amr }),
+    ...(acr === null ? {} : { acr }),
   };
 }
 
@@ -31,9 +35,9 @@ export function codesStatements(d: Dialect) {
   return {
     insertCode: `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
-                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims)
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims, amr, acr)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
-              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims)`,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims, :amr, :acr)`,
     // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
     // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
@@ -55,7 +59,14 @@ export function codesStores(d: Dialect, q: Runner<keyof ReturnType<typeof codesS
   const code = (row: Row) => codeFromRow(row, read);
   return {
     codes: {
-      create: (record) => write('insertCode', { ...record, scope: list(record.scope), idTokenClaims: list(record.idTokenClaims) }),
+      create: (record) =>
+        write('insertCode', {
+          ...record,
+          scope: list(record.scope),
+          idTokenClaims: list(record.idTokenClaims),
+          amr: record.amr === undefined ? null : list(record.amr),
+          acr: record.acr ?? null,
+        }),
       consume: (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
         first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code),
       find: (hash) => first('getCode', { hash }, code),

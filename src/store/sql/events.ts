@@ -49,6 +49,7 @@ export function eventsStatements(d: Dialect) {
         AND (CAST(:beforeId AS TEXT) IS NULL OR at < :beforeAt OR (at = :beforeAt AND id < :beforeId))
       ORDER BY at DESC, id DESC
       LIMIT :limit`,
+    countEventsByType: 'SELECT type, COUNT(*) AS count FROM events WHERE at >= :since GROUP BY type',
     purgeEvents: d.purge('events', 'id', 'at < :before'),
   };
 }
@@ -73,6 +74,15 @@ export function eventsStores(d: Dialect, q: Runner<keyof ReturnType<typeof event
             limit: filter.limit,
           },
           (row) => eventFromRow(row, read),
+        ),
+      // COUNT(*) is a bigint in PostgreSQL, which the driver reads as a number.
+      countByType: async (since) =>
+        new Map(
+          await every('countEventsByType', { since }, (row) => {
+            const type = text(row, 'type');
+            if (!isEventType(type)) throw new CorruptRowError('type', 'an event type', type);
+            return [type, Number(row['count'])] as const;
+          }),
         ),
     },
   };

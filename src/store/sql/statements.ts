@@ -11,6 +11,7 @@ import { codesStatements } from './codes.ts';
 import { devicesStatements } from './devices.ts';
 import { eventsStatements } from './events.ts';
 import { grantsStatements } from './grants.ts';
+import { identityProvidersStatements } from './identity-providers.ts';
 import { keysStatements } from './keys.ts';
 import { oneTimeCodesStatements } from './one-time-codes.ts';
 import { passkeysStatements } from './passkeys.ts';
@@ -47,10 +48,11 @@ export function statements(d: Dialect) {
     ...passkeysStatements(d),
     ...oneTimeCodesStatements(d),
     ...registrationsStatements(d),
+    ...identityProvidersStatements(d),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins'] as const satisfies readonly StatementName[];

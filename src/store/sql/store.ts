@@ -13,6 +13,7 @@ import { codesStores } from './codes.ts';
 import { devicesStores } from './devices.ts';
 import { eventsStores } from './events.ts';
 import { grantsStores } from './grants.ts';
+import { identityProvidersStores } from './identity-providers.ts';
 import { keysStores } from './keys.ts';
 import { oneTimeCodesStores } from './one-time-codes.ts';
 import { passkeysStores } from './passkeys.ts';
@@ -45,6 +46,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...passkeysStores(d, q),
     ...oneTimeCodesStores(d, q),
     ...registrationsStores(d, q),
+    ...identityProvidersStores(d, q),
   };
 }
 

@@ -2,11 +2,13 @@
  * Refresh tokens and revoked access tokens: their statements, rows and stores.
  */
 
-import { type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
+import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { RefreshTokenRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
+  const amr = authMethodsOrNull(row, 'amr', read);
+  const acr = textOrNull(row, 'acr');
   return {
     hash: text(row, 'hash'),
     grantId: text(row, 'grant_id'),
@@ -19,6 +21,9 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
     expiresAt: integer(row, 'expires_at'),
     rotatedAt: integerOrNull(row, 'rotated_at'),
     dpopJkt: textOrNull(row, 'dpop_jkt'),
+    idTokenClaims: read.strings(row, 'id_token_claims'),
+    ...(amr === null ? {} : { amr }),
+    ...(acr === null ? {} : { acr }),
   };
 }
 
@@ -26,8 +31,10 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
 export function tokensStatements(d: Dialect) {
   return {
     insertRefreshToken: `
-      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt)
-      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt, :dpopJkt)`,
+      INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt,
+                                  id_token_claims, amr, acr)
+      VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt, :dpopJkt,
+              :idTokenClaims, :amr, :acr)`,
     // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
     // to the authenticated client. A revoked grant's tokens are refused in the same statement.
     rotateRefreshToken: `
@@ -51,7 +58,14 @@ export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof token
   const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
   return {
     refreshTokens: {
-      create: (token) => write('insertRefreshToken', { ...token, scope: list(token.scope) }),
+      create: (token) =>
+        write('insertRefreshToken', {
+          ...token,
+          scope: list(token.scope),
+          idTokenClaims: list(token.idTokenClaims),
+          amr: token.amr === undefined ? null : list(token.amr),
+          acr: token.acr ?? null,
+        }),
       rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
     },

@@ -2,9 +2,16 @@
  * People who sign in: their statements, rows and store.
  */
 
-import { type ColumnReader, integer, type Row, text, textOrNull } from '../rows.ts';
+import { isOperatorRole, type OperatorRole } from '../../core/scopes.ts';
+import { type ColumnReader, CorruptRowError, integer, type Row, text, textOrNull } from '../rows.ts';
 import { DuplicateError, type Stores, USER_PROFILE_TEXT_FIELDS, type UserRecord } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
+
+function operatorRole(row: Row): OperatorRole | null {
+  const value = textOrNull(row, 'role');
+  if (value !== null && !isOperatorRole(value)) throw new CorruptRowError('role', 'an operator role', value);
+  return value;
+}
 
 export function userFromRow(row: Row, read: ColumnReader): UserRecord {
   return {
@@ -20,6 +27,7 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     zoneinfo: textOrNull(row, 'zoneinfo'),
     picture: textOrNull(row, 'picture'),
     disabled: read.boolean(row, 'disabled'),
+    role: operatorRole(row),
     createdAt: integer(row, 'created_at'),
     updatedAt: integer(row, 'updated_at'),
   };
@@ -30,14 +38,15 @@ export function usersStatements(d: Dialect) {
   return {
     insertUser: `
       INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
-                         disabled, created_at, updated_at)
+                         disabled, role, created_at, updated_at)
       VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
-              :disabled, :createdAt, :updatedAt)
+              :disabled, :role, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
     listUsers: 'SELECT * FROM users ORDER BY created_at, id',
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
+    setUserRole: 'UPDATE users SET role = :role WHERE id = :id',
     // A field not given keeps its value: CASE on a flag, since null is a value to set.
     updateUser: `
       UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
@@ -73,6 +82,7 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
       findByUsername: (username) => first('getUserByUsername', { username }, user),
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
+      setRole: (id, role) => changedAny('setUserRole', { id, role }),
       update: (id, changes, now) => {
         // Each field with a flag saying whether it is set, since null is a value to set.
         const fields = USER_PROFILE_TEXT_FIELDS.flatMap((field) => [

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/ar.ts';
 
 const ar: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const ar: Catalogue = {
   'scope.profile': 'الاطلاع على اسمك واسم المستخدم وصورتك ولغتك ومنطقتك الزمنية',
   'scope.email': 'الاطلاع على عنوان بريدك الإلكتروني',
   'scope.offline_access': 'البقاء متصلًا أثناء غيابك (إلى أن تلغي ذلك)',
+  'scope.groups': "الاطلاع على المجموعات التي تنتمي إليها",
 
   'signIn.title': 'تسجيل الدخول',
   'signIn.toContinue': 'للمتابعة إلى <strong>{client}</strong>',
@@ -36,6 +38,29 @@ const ar: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'يتطلب السماح عاملًا ثانيًا: سجّل الدخول بمفتاح مرور يطلب رقم PIN أو بصمة إصبعك أو وجهك، أو بكلمة المرور ورمز لمرة واحدة. إذا لم يكن لديك أيٌّ منهما، فأعدّ أحدهما أولًا من صفحة حسابك.',
   'signIn.setUp': '<account>أعدّ مفتاح مرور أو رموزًا لمرة واحدة من صفحة حسابك</account>: ستبقى مسجّل الدخول، ثم تعود إلى هنا.',
+  'secondFactors.proveFirst':
+    'لدى حسابك مفتاح مرور أو رموز لمرة واحدة بالفعل، وقد سجّلت الدخول في هذا المتصفح بكلمة المرور وحدها. لإضافة أحدها أو إزالته، سجّل الدخول مجددًا بمفتاح المرور، أو بكلمة المرور ورمز لمرة واحدة.',
+  'signIn.continueWith': "المتابعة باستخدام {provider}",
+  'signIn.directory.title': "تسجيل الدخول باستخدام {provider}",
+  'signIn.directory.intro': "استخدم اسم المستخدم وكلمة المرور اللذين لديك في {provider}.",
+  'signIn.otherWays': "طرق أخرى لتسجيل الدخول",
+  'upstream.refused.title': "لم يتم تسجيل دخولك",
+  'upstream.refused.upstream_error': "لم يسجّل {provider} دخولك. إذا كنت قد ألغيت العملية فلا بأس: ابدأ من جديد عندما تكون مستعدًا.",
+  'upstream.refused.state_mismatch': "لم يبدأ تسجيل الدخول هذا في هذا المتصفح، لذا أُوقف لحماية حسابك. ابدأ من جديد من صفحة تسجيل الدخول.",
+  'upstream.refused.expired': "استغرق تسجيل الدخول هذا وقتًا طويلًا أو اكتمل بالفعل. ابدأ من جديد من صفحة تسجيل الدخول.",
+  'upstream.refused.invalid_response': "تعذّر التحقق من رد {provider}، لذا لم يتم تسجيل دخولك. حاول مرة أخرى؛ وإذا تكرر ذلك فأبلغ القائمين على {site}.",
+  'upstream.refused.unavailable': "لا يستجيب {provider} الآن. حاول مرة أخرى بعد بضع دقائق.",
+  'upstream.refused.domain_not_allowed': "لا يقبل {site} عنوان البريد الإلكتروني لحسابك في {provider}. سجّل الدخول بحساب من نطاق مسموح به.",
+  'upstream.refused.organization_not_allowed': "حسابك في {provider} ليس عضوًا في أي مؤسسة يقبلها {site}. اطلب من أحد مالكي المؤسسة إضافتك، ثم حاول مرة أخرى.",
+  'upstream.refused.email_taken': "يوجد بالفعل حساب بعنوان بريدك الإلكتروني على {site}. سجّل الدخول بكلمة مروره؛ ولاستخدام {provider} بدلًا من ذلك، تواصل مع القائمين على {site}.",
+  'upstream.refused.disabled': "حسابك على {site} معطّل. تواصل مع القائمين على {site}.",
+  'upstream.refused.wrong_password': "اسم المستخدم أو كلمة المرور غير صحيحة.",
+  'upstream.refused.unknown_provider': "لم تعد طريقة تسجيل الدخول هذه متاحة. ابدأ من جديد من صفحة تسجيل الدخول.",
+  'upstream.backToSignIn': "العودة إلى تسجيل الدخول",
+  'upstream.continue.title': "تم تسجيل دخولك",
+  'upstream.continue.text': "جارٍ نقلك إلى حيث كنت تريد الذهاب.",
+  'account.identities.heading': "الحسابات المرتبطة",
+  'account.identities.item': "{provider}: {label}، مرتبط {time}",
 
   'passkey.script.cancelled': 'أُلغي طلب مفتاح المرور أو انتهت مهلته. حاول مرة أخرى.',
   'passkey.script.exists': 'يوجد على هذا الجهاز مفتاح مرور لحسابك بالفعل.',
@@ -248,6 +273,8 @@ const ar: Catalogue = {
   'deviceLogin.noIdToken': 'لم يُصدر رمز هوية (لم يُمنح النطاق openid).',
   'deviceLogin.claims': 'مطالبات رمز الهوية (تم التحقق من التوقيع باستخدام {jwksUri}):',
   'deviceLogin.userinfo': 'مطالبات UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default ar;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/de.ts';
 
 const de: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const de: Catalogue = {
   'scope.profile': 'Ihren Namen, Benutzernamen, Ihr Profilbild, Ihre Sprache und Zeitzone sehen',
   'scope.email': 'Ihre E-Mail-Adresse sehen',
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
+  'scope.groups': "Die Gruppen sehen, denen Sie angehören",
 
   'signIn.title': 'Anmelden',
   'signIn.toContinue': 'um mit <strong>{client}</strong> fortzufahren',
@@ -34,6 +36,29 @@ const de: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'Für die Freigabe ist ein zweiter Faktor nötig: Melden Sie sich mit einem Passkey an, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt, oder mit Ihrem Passwort und einem Einmalcode. Wenn Sie beides nicht haben, richten Sie zuerst auf Ihrer Kontoseite eines davon ein.',
   'signIn.setUp': '<account>Richten Sie auf Ihrer Kontoseite einen Passkey oder Einmalcodes ein</account>: Sie bleiben angemeldet und kommen danach hierher zurück.',
+  'secondFactors.proveFirst':
+    'Ihr Konto hat bereits einen Passkey oder Einmalcodes, und in diesem Browser haben Sie sich nur mit Ihrem Passwort angemeldet. Um einen davon hinzuzufügen oder zu entfernen, melden Sie sich erneut mit Ihrem Passkey an oder mit Ihrem Passwort und einem Einmalcode.',
+  'signIn.continueWith': "Weiter mit {provider}",
+  'signIn.directory.title': "Mit {provider} anmelden",
+  'signIn.directory.intro': "Verwenden Sie Ihren Benutzernamen und Ihr Passwort von {provider}.",
+  'signIn.otherWays': "Andere Anmeldemöglichkeiten",
+  'upstream.refused.title': "Sie sind nicht angemeldet",
+  'upstream.refused.upstream_error': "{provider} hat Sie nicht angemeldet. Wenn Sie abgebrochen haben, ist das in Ordnung: Beginnen Sie erneut, wenn Sie so weit sind.",
+  'upstream.refused.state_mismatch': "Diese Anmeldung wurde nicht in diesem Browser begonnen und deshalb zum Schutz Ihres Kontos gestoppt. Beginnen Sie erneut auf der Anmeldeseite.",
+  'upstream.refused.expired': "Diese Anmeldung hat zu lange gedauert oder ist bereits abgeschlossen. Beginnen Sie erneut auf der Anmeldeseite.",
+  'upstream.refused.invalid_response': "Die Antwort von {provider} konnte nicht überprüft werden, deshalb wurden Sie nicht angemeldet. Versuchen Sie es erneut; wenn es wieder passiert, informieren Sie die Betreiber von {site}.",
+  'upstream.refused.unavailable': "{provider} antwortet gerade nicht. Versuchen Sie es in ein paar Minuten erneut.",
+  'upstream.refused.domain_not_allowed': "Die E-Mail-Adresse Ihres {provider}-Kontos wird von {site} nicht akzeptiert. Melden Sie sich mit einem Konto einer zugelassenen Domain an.",
+  'upstream.refused.organization_not_allowed': "Ihr {provider}-Konto gehört zu keiner Organisation, die {site} akzeptiert. Bitten Sie einen Eigentümer der Organisation, Sie hinzuzufügen, und versuchen Sie es dann erneut.",
+  'upstream.refused.email_taken': "Auf {site} gibt es bereits ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich mit dessen Passwort an; um stattdessen {provider} zu verwenden, wenden Sie sich an die Betreiber von {site}.",
+  'upstream.refused.disabled': "Ihr Konto bei {site} ist deaktiviert. Wenden Sie sich an die Betreiber von {site}.",
+  'upstream.refused.wrong_password': "Benutzername oder Passwort ist falsch.",
+  'upstream.refused.unknown_provider': "Diese Anmeldemöglichkeit wird nicht mehr angeboten. Beginnen Sie erneut auf der Anmeldeseite.",
+  'upstream.backToSignIn': "Zurück zur Anmeldung",
+  'upstream.continue.title': "Sie sind angemeldet",
+  'upstream.continue.text': "Sie werden dorthin weitergeleitet, wohin Sie wollten.",
+  'account.identities.heading': "Verknüpfte Konten",
+  'account.identities.item': "{provider}: {label}, verknüpft {time}",
 
   'passkey.script.cancelled': 'Die Passkey-Anfrage wurde abgebrochen oder ist abgelaufen. Versuchen Sie es erneut.',
   'passkey.script.exists': 'Dieses Gerät hat bereits einen Passkey für Ihr Konto.',
@@ -250,6 +275,8 @@ const de: Catalogue = {
   'deviceLogin.noIdToken': 'Es wurde kein ID-Token ausgestellt (der Scope „openid“ wurde nicht gewährt).',
   'deviceLogin.claims': 'Claims des ID-Tokens (Signatur geprüft mit {jwksUri}):',
   'deviceLogin.userinfo': 'Claims aus UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default de;

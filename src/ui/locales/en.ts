@@ -4,6 +4,7 @@
  * the only markup. An apostrophe before `{` starts a quotation in ICU: write ’ there.
  */
 import { SCOPE_DESCRIPTIONS } from '../../core/scopes.ts';
+import consoleEn from './console/en.ts';
 
 const en = {
   'layout.title': '{page} · {site}',
@@ -20,6 +21,7 @@ const en = {
   'scope.profile': SCOPE_DESCRIPTIONS['profile']!,
   'scope.email': SCOPE_DESCRIPTIONS['email']!,
   'scope.offline_access': SCOPE_DESCRIPTIONS['offline_access']!,
+  'scope.groups': SCOPE_DESCRIPTIONS['groups']!,
 
   'signIn.title': 'Sign in',
   'signIn.toContinue': 'to continue to <strong>{client}</strong>',
@@ -40,6 +42,29 @@ const en = {
   'signIn.refusal.secondFactorRequired':
     'Approving needs a second factor: sign in with a passkey that asks for your PIN, fingerprint or face, or with your password and a one-time code. If you have neither, set one up on your account page first.',
   'signIn.setUp': '<account>Set up a passkey or one-time codes on your account page</account>: you stay signed in, then come back here.',
+  'secondFactors.proveFirst':
+    'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
+  'signIn.continueWith': "Continue with {provider}",
+  'signIn.directory.title': "Sign in with {provider}",
+  'signIn.directory.intro': "Use the username and password you have at {provider}.",
+  'signIn.otherWays': "Other ways to sign in",
+  'upstream.refused.title': "You are not signed in",
+  'upstream.refused.upstream_error': "{provider} did not sign you in. If you cancelled, that is fine: start again when you are ready.",
+  'upstream.refused.state_mismatch': "This sign-in did not start in this browser, so it was stopped to protect your account. Start again from the sign-in page.",
+  'upstream.refused.expired': "This sign-in took too long or was already finished. Start again from the sign-in page.",
+  'upstream.refused.invalid_response': "The answer from {provider} could not be verified, so you were not signed in. Try again; if it keeps happening, tell the people who run {site}.",
+  'upstream.refused.unavailable': "{provider} is not answering right now. Try again in a few minutes.",
+  'upstream.refused.domain_not_allowed': "The email address of your {provider} account is not one {site} accepts. Sign in with an account in an allowed domain.",
+  'upstream.refused.organization_not_allowed': "Your {provider} account is not a member of an organisation {site} accepts. Ask an owner of the organisation to add you, then try again.",
+  'upstream.refused.email_taken': "An account with your email address already exists on {site}. Sign in with its password; to use {provider} instead, ask the people who run {site}.",
+  'upstream.refused.disabled': "Your {site} account is disabled. Ask the people who run {site}.",
+  'upstream.refused.wrong_password': "The username or password is incorrect.",
+  'upstream.refused.unknown_provider': "This way of signing in is not offered any more. Start again from the sign-in page.",
+  'upstream.backToSignIn': "Back to sign-in",
+  'upstream.continue.title': "You are signed in",
+  'upstream.continue.text': "Taking you on to where you were going.",
+  'account.identities.heading': "Linked accounts",
+  'account.identities.item': "{provider}: {label}, linked {time}",
 
   'passkey.script.cancelled': 'The passkey request was cancelled or timed out. Try again.',
   'passkey.script.exists': 'This device already has a passkey for your account.',
@@ -251,6 +276,8 @@ const en = {
   'deviceLogin.noIdToken': 'No ID token was issued (the openid scope was not granted).',
   'deviceLogin.claims': 'ID token claims (signature verified with {jwksUri}):',
   'deviceLogin.userinfo': 'UserInfo claims ({endpoint}):',
+
+  ...consoleEn,
 };
 
 export default en;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/es.ts';
 
 const es: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const es: Catalogue = {
   'scope.profile': 'Ver tu nombre, tu nombre de usuario, tu foto, tu idioma y tu zona horaria',
   'scope.email': 'Ver tu dirección de correo electrónico',
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
+  'scope.groups': "Ver los grupos a los que perteneces",
 
   'signIn.title': 'Iniciar sesión',
   'signIn.toContinue': 'para continuar a <strong>{client}</strong>',
@@ -36,6 +38,29 @@ const es: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso que pida tu PIN, tu huella o tu cara, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
   'signIn.setUp': '<account>Configura una llave de acceso o códigos de un solo uso en la página de tu cuenta</account>: tu sesión sigue iniciada y luego vuelves aquí.',
+  'secondFactors.proveFirst':
+    'Tu cuenta ya tiene una llave de acceso o códigos de un solo uso, y en este navegador iniciaste sesión solo con tu contraseña. Para añadir o quitar uno, vuelve a iniciar sesión con tu llave de acceso, o con tu contraseña y un código de un solo uso.',
+  'signIn.continueWith': "Continuar con {provider}",
+  'signIn.directory.title': "Iniciar sesión con {provider}",
+  'signIn.directory.intro': "Usa el nombre de usuario y la contraseña que tienes en {provider}.",
+  'signIn.otherWays': "Otras formas de iniciar sesión",
+  'upstream.refused.title': "No has iniciado sesión",
+  'upstream.refused.upstream_error': "{provider} no inició tu sesión. Si cancelaste, no pasa nada: vuelve a empezar cuando quieras.",
+  'upstream.refused.state_mismatch': "Este inicio de sesión no empezó en este navegador, así que se detuvo para proteger tu cuenta. Vuelve a empezar desde la página de inicio de sesión.",
+  'upstream.refused.expired': "Este inicio de sesión tardó demasiado o ya había terminado. Vuelve a empezar desde la página de inicio de sesión.",
+  'upstream.refused.invalid_response': "No se pudo verificar la respuesta de {provider}, así que no se inició tu sesión. Inténtalo de nuevo; si vuelve a pasar, avisa a quienes administran {site}.",
+  'upstream.refused.unavailable': "{provider} no responde en este momento. Inténtalo de nuevo en unos minutos.",
+  'upstream.refused.domain_not_allowed': "{site} no acepta la dirección de correo de tu cuenta de {provider}. Inicia sesión con una cuenta de un dominio permitido.",
+  'upstream.refused.organization_not_allowed': "Tu cuenta de {provider} no pertenece a ninguna organización que {site} acepte. Pide a un propietario de la organización que te añada y vuelve a intentarlo.",
+  'upstream.refused.email_taken': "Ya existe una cuenta con tu dirección de correo en {site}. Inicia sesión con su contraseña; para usar {provider} en su lugar, habla con quienes administran {site}.",
+  'upstream.refused.disabled': "Tu cuenta de {site} está desactivada. Habla con quienes administran {site}.",
+  'upstream.refused.wrong_password': "El nombre de usuario o la contraseña no son correctos.",
+  'upstream.refused.unknown_provider': "Esta forma de iniciar sesión ya no se ofrece. Vuelve a empezar desde la página de inicio de sesión.",
+  'upstream.backToSignIn': "Volver al inicio de sesión",
+  'upstream.continue.title': "Has iniciado sesión",
+  'upstream.continue.text': "Te llevamos a donde ibas.",
+  'account.identities.heading': "Cuentas vinculadas",
+  'account.identities.item': "{provider}: {label}, vinculada {time}",
 
   'passkey.script.cancelled': 'La solicitud de la llave de acceso se canceló o caducó. Vuelve a intentarlo.',
   'passkey.script.exists': 'Este dispositivo ya tiene una llave de acceso para tu cuenta.',
@@ -254,6 +279,8 @@ const es: Catalogue = {
   'deviceLogin.noIdToken': 'No se emitió ningún token de ID (no se concedió el ámbito openid).',
   'deviceLogin.claims': 'Claims del token de ID (firma verificada con {jwksUri}):',
   'deviceLogin.userinfo': 'Claims de UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default es;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/fr.ts';
 
 const fr: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const fr: Catalogue = {
   'scope.profile': 'Voir votre nom, votre nom d’utilisateur, votre photo, votre langue et votre fuseau horaire',
   'scope.email': 'Voir votre adresse e-mail',
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
+  'scope.groups': "Voir les groupes dont vous faites partie",
 
   'signIn.title': 'Connexion',
   'signIn.toContinue': 'pour continuer vers <strong>{client}</strong>',
@@ -36,6 +38,29 @@ const fr: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'L’autorisation exige un second facteur : connectez-vous avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage, ou avec votre mot de passe et un code à usage unique. Si vous n’avez ni l’un ni l’autre, configurez-en un d’abord depuis la page de votre compte.',
   'signIn.setUp': '<account>Configurez une clé d’accès ou des codes à usage unique sur la page de votre compte</account> : vous restez connecté, puis revenez ici.',
+  'secondFactors.proveFirst':
+    'Votre compte a déjà une clé d’accès ou des codes à usage unique, et ce navigateur s’est connecté avec votre seul mot de passe. Pour en ajouter ou en retirer, reconnectez-vous avec votre clé d’accès, ou avec votre mot de passe et un code à usage unique.',
+  'signIn.continueWith': "Continuer avec {provider}",
+  'signIn.directory.title': "Se connecter avec {provider}",
+  'signIn.directory.intro': "Utilisez le nom d’utilisateur et le mot de passe que vous avez chez {provider}.",
+  'signIn.otherWays': "Autres façons de se connecter",
+  'upstream.refused.title': "Vous n’êtes pas connecté",
+  'upstream.refused.upstream_error': "{provider} ne vous a pas connecté. Si vous avez annulé, ce n’est pas grave : recommencez quand vous serez prêt.",
+  'upstream.refused.state_mismatch': "Cette connexion n’a pas commencé dans ce navigateur : elle a été arrêtée pour protéger votre compte. Recommencez depuis la page de connexion.",
+  'upstream.refused.expired': "Cette connexion a pris trop de temps ou est déjà terminée. Recommencez depuis la page de connexion.",
+  'upstream.refused.invalid_response': "La réponse de {provider} n’a pas pu être vérifiée, vous n’avez donc pas été connecté. Réessayez ; si cela se reproduit, prévenez les responsables de {site}.",
+  'upstream.refused.unavailable': "{provider} ne répond pas pour le moment. Réessayez dans quelques minutes.",
+  'upstream.refused.domain_not_allowed': "L’adresse e-mail de votre compte {provider} n’est pas acceptée par {site}. Connectez-vous avec un compte d’un domaine autorisé.",
+  'upstream.refused.organization_not_allowed': "Votre compte {provider} n’est membre d’aucune organisation acceptée par {site}. Demandez à un propriétaire de l’organisation de vous ajouter, puis réessayez.",
+  'upstream.refused.email_taken': "Un compte avec votre adresse e-mail existe déjà sur {site}. Connectez-vous avec son mot de passe ; pour utiliser {provider} à la place, adressez-vous aux responsables de {site}.",
+  'upstream.refused.disabled': "Votre compte {site} est désactivé. Adressez-vous aux responsables de {site}.",
+  'upstream.refused.wrong_password': "Le nom d’utilisateur ou le mot de passe est incorrect.",
+  'upstream.refused.unknown_provider': "Ce moyen de connexion n’est plus proposé. Recommencez depuis la page de connexion.",
+  'upstream.backToSignIn': "Retour à la connexion",
+  'upstream.continue.title': "Vous êtes connecté",
+  'upstream.continue.text': "Nous vous emmenons là où vous alliez.",
+  'account.identities.heading': "Comptes associés",
+  'account.identities.item': "{provider} : {label}, associé {time}",
 
   'passkey.script.cancelled': 'La demande de clé d’accès a été annulée ou a expiré. Réessayez.',
   'passkey.script.exists': 'Cet appareil a déjà une clé d’accès pour votre compte.',
@@ -255,6 +280,8 @@ const fr: Catalogue = {
   'deviceLogin.noIdToken': 'Aucun jeton d’identité n’a été émis (la portée openid n’a pas été accordée).',
   'deviceLogin.claims': 'Revendications du jeton d’identité (signature vérifiée avec {jwksUri}) :',
   'deviceLogin.userinfo': 'Revendications UserInfo ({endpoint}) :',
+
+  ...consoleMessages,
 };
 
 export default fr;

@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/ja.ts';
 
 const ja: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const ja: Catalogue = {
   'scope.profile': 'あなたの名前、ユーザー名、プロフィール画像、言語、タイムゾーンを見る',
   'scope.email': 'あなたのメールアドレスを見る',
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
+  'scope.groups': "あなたが所属するグループを見る",
 
   'signIn.title': 'ログイン',
   'signIn.toContinue': '<strong>{client}</strong> に進むには',
@@ -34,6 +36,29 @@ const ja: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     '許可するには 2 要素目が必要です。PIN・指紋・顔認証を求めるパスキーでログインするか、パスワードとワンタイムコードでログインしてください。どちらもない場合は、先にアカウントページで設定してください。',
   'signIn.setUp': '<account>アカウントページでパスキーまたはワンタイムコードを設定してください</account>。ログインしたまま設定でき、終わったらここに戻れます。',
+  'secondFactors.proveFirst':
+    'このアカウントにはすでにパスキーまたはワンタイムコードがありますが、このブラウザではパスワードだけでログインしています。追加や削除をするには、パスキーで、またはパスワードとワンタイムコードで、もう一度ログインしてください。',
+  'signIn.continueWith': "{provider}で続ける",
+  'signIn.directory.title': "{provider}でログイン",
+  'signIn.directory.intro': "{provider}のユーザー名とパスワードを使ってください。",
+  'signIn.otherWays': "ほかのログイン方法",
+  'upstream.refused.title': "ログインできませんでした",
+  'upstream.refused.upstream_error': "{provider}でログインできませんでした。キャンセルした場合は問題ありません。準備ができたらもう一度始めてください。",
+  'upstream.refused.state_mismatch': "このログインはこのブラウザーで始まったものではないため、アカウントを守るために中止しました。ログインページからもう一度始めてください。",
+  'upstream.refused.expired': "このログインは時間がかかりすぎたか、すでに完了しています。ログインページからもう一度始めてください。",
+  'upstream.refused.invalid_response': "{provider}からの応答を確認できなかったため、ログインしませんでした。もう一度お試しください。繰り返し起きる場合は{site}の運営者に知らせてください。",
+  'upstream.refused.unavailable': "{provider}が現在応答していません。数分後にもう一度お試しください。",
+  'upstream.refused.domain_not_allowed': "{provider}アカウントのメールアドレスは{site}で受け付けていません。許可されたドメインのアカウントでログインしてください。",
+  'upstream.refused.organization_not_allowed': "お使いの{provider}アカウントは、{site}が受け付けている組織のメンバーではありません。組織のオーナーに追加を依頼してから、もう一度お試しください。",
+  'upstream.refused.email_taken': "あなたのメールアドレスのアカウントがすでに{site}にあります。そのパスワードでログインしてください。代わりに{provider}を使うには、{site}の運営者に相談してください。",
+  'upstream.refused.disabled': "あなたの{site}アカウントは無効になっています。{site}の運営者に相談してください。",
+  'upstream.refused.wrong_password': "ユーザー名またはパスワードが正しくありません。",
+  'upstream.refused.unknown_provider': "このログイン方法は提供されなくなりました。ログインページからもう一度始めてください。",
+  'upstream.backToSignIn': "ログインに戻る",
+  'upstream.continue.title': "ログインしました",
+  'upstream.continue.text': "移動先のページに戻ります。",
+  'account.identities.heading': "リンクされたアカウント",
+  'account.identities.item': "{provider}: {label}（{time}にリンク）",
 
   'passkey.script.cancelled': 'パスキーのリクエストがキャンセルされたか、タイムアウトしました。もう一度お試しください。',
   'passkey.script.exists': 'このデバイスには、あなたのアカウントのパスキーがすでにあります。',
@@ -245,6 +270,8 @@ const ja: Catalogue = {
   'deviceLogin.noIdToken': 'ID トークンは発行されませんでした（openid スコープが付与されていません）。',
   'deviceLogin.claims': 'ID トークンのクレーム（署名は {jwksUri} で検証済み）：',
   'deviceLogin.userinfo': 'UserInfo のクレーム（{endpoint}）：',
+
+  ...consoleMessages,
 };
 
 export default ja;

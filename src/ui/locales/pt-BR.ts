@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/pt-BR.ts';
 
 const ptBR: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const ptBR: Catalogue = {
   'scope.profile': 'Ver seu nome, nome de usuário, foto, idioma e fuso horário',
   'scope.email': 'Ver seu endereço de e-mail',
   'scope.offline_access': 'Manter o acesso enquanto você estiver ausente (até você revogá-lo)',
+  'scope.groups': "Ver os grupos dos quais você faz parte",
 
   'signIn.title': 'Entrar',
   'signIn.toContinue': 'para continuar em <strong>{client}</strong>',
@@ -36,6 +38,29 @@ const ptBR: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     'Para autorizar, é preciso um segundo fator: entre com uma chave de acesso que peça seu PIN, sua digital ou seu rosto, ou com sua senha e um código de uso único. Se você não tiver nenhum dos dois, configure um primeiro na página da sua conta.',
   'signIn.setUp': '<account>Configure uma chave de acesso ou códigos de uso único na página da sua conta</account>: você continua conectado e depois volta para cá.',
+  'secondFactors.proveFirst':
+    'Sua conta já tem uma chave de acesso ou códigos de uso único, e neste navegador você entrou só com sua senha. Para adicionar ou remover um deles, entre de novo com sua chave de acesso, ou com sua senha e um código de uso único.',
+  'signIn.continueWith': "Continuar com {provider}",
+  'signIn.directory.title': "Entrar com {provider}",
+  'signIn.directory.intro': "Use o nome de usuário e a senha que você tem em {provider}.",
+  'signIn.otherWays': "Outras formas de entrar",
+  'upstream.refused.title': "Você não está conectado",
+  'upstream.refused.upstream_error': "{provider} não conectou você. Se você cancelou, tudo bem: comece de novo quando quiser.",
+  'upstream.refused.state_mismatch': "Este login não começou neste navegador, por isso foi interrompido para proteger sua conta. Comece de novo pela página de login.",
+  'upstream.refused.expired': "Este login demorou demais ou já foi concluído. Comece de novo pela página de login.",
+  'upstream.refused.invalid_response': "Não foi possível verificar a resposta de {provider}, por isso você não foi conectado. Tente de novo; se continuar acontecendo, avise quem administra {site}.",
+  'upstream.refused.unavailable': "{provider} não está respondendo agora. Tente de novo em alguns minutos.",
+  'upstream.refused.domain_not_allowed': "O endereço de e-mail da sua conta {provider} não é aceito por {site}. Entre com uma conta de um domínio permitido.",
+  'upstream.refused.organization_not_allowed': "Sua conta {provider} não é membro de nenhuma organização aceita por {site}. Peça a um proprietário da organização para adicionar você e tente de novo.",
+  'upstream.refused.email_taken': "Já existe uma conta com seu endereço de e-mail em {site}. Entre com a senha dela; para usar {provider}, fale com quem administra {site}.",
+  'upstream.refused.disabled': "Sua conta em {site} está desativada. Fale com quem administra {site}.",
+  'upstream.refused.wrong_password': "O nome de usuário ou a senha estão incorretos.",
+  'upstream.refused.unknown_provider': "Esta forma de entrar não é mais oferecida. Comece de novo pela página de login.",
+  'upstream.backToSignIn': "Voltar ao login",
+  'upstream.continue.title': "Você está conectado",
+  'upstream.continue.text': "Levando você para onde estava indo.",
+  'account.identities.heading': "Contas vinculadas",
+  'account.identities.item': "{provider}: {label}, vinculada {time}",
 
   'passkey.script.cancelled': 'A solicitação da chave de acesso foi cancelada ou expirou. Tente de novo.',
   'passkey.script.exists': 'Este dispositivo já tem uma chave de acesso para sua conta.',
@@ -253,6 +278,8 @@ const ptBR: Catalogue = {
   'deviceLogin.noIdToken': 'Nenhum token de ID foi emitido (o escopo openid não foi concedido).',
   'deviceLogin.claims': 'Claims do token de ID (assinatura verificada com {jwksUri}):',
   'deviceLogin.userinfo': 'Claims do UserInfo ({endpoint}):',
+
+  ...consoleMessages,
 };
 
 export default ptBR;

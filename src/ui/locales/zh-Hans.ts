@@ -1,4 +1,5 @@
 import type { Catalogue } from './catalogue.ts';
+import consoleMessages from './console/zh-Hans.ts';
 
 const zhHans: Catalogue = {
   'layout.title': '{page} · {site}',
@@ -14,6 +15,7 @@ const zhHans: Catalogue = {
   'scope.profile': '查看你的姓名、用户名、头像、语言和时区',
   'scope.email': '查看你的电子邮件地址',
   'scope.offline_access': '在你离开时保持连接（直到你撤销为止）',
+  'scope.groups': "查看你所属的群组",
 
   'signIn.title': '登录',
   'signIn.toContinue': '以继续使用 <strong>{client}</strong>',
@@ -34,6 +36,29 @@ const zhHans: Catalogue = {
   'signIn.refusal.secondFactorRequired':
     '批准需要第二重验证：请使用会要求输入 PIN、指纹或面容验证的通行密钥登录，或使用密码加一次性验证码登录。如果两者都没有，请先在账号页面设置其中一种。',
   'signIn.setUp': '<account>在账号页面设置通行密钥或一次性验证码</account>：你会保持登录状态，设置完成后再回到这里。',
+  'secondFactors.proveFirst':
+    '你的账号已经设置了通行密钥或一次性验证码，而此浏览器只用密码登录。如需添加或移除，请使用通行密钥重新登录，或使用密码加一次性验证码重新登录。',
+  'signIn.continueWith': "通过 {provider} 继续",
+  'signIn.directory.title': "使用 {provider} 登录",
+  'signIn.directory.intro': "请使用你在 {provider} 的用户名和密码。",
+  'signIn.otherWays': "其他登录方式",
+  'upstream.refused.title': "你尚未登录",
+  'upstream.refused.upstream_error': "{provider} 没有让你登录。如果是你取消的，没关系：准备好后重新开始即可。",
+  'upstream.refused.state_mismatch': "这次登录不是在此浏览器中开始的，为保护你的账号已将其中止。请从登录页面重新开始。",
+  'upstream.refused.expired': "这次登录耗时太长或已经完成。请从登录页面重新开始。",
+  'upstream.refused.invalid_response': "无法验证来自 {provider} 的响应，因此没有让你登录。请重试；如果问题反复出现，请告知 {site} 的管理员。",
+  'upstream.refused.unavailable': "{provider} 目前没有响应。请几分钟后重试。",
+  'upstream.refused.domain_not_allowed': "{site} 不接受你的 {provider} 账号的电子邮件地址。请使用允许的域名下的账号登录。",
+  'upstream.refused.organization_not_allowed': "你的 {provider} 账号不是 {site} 接受的任何组织的成员。请让组织的所有者添加你，然后重试。",
+  'upstream.refused.email_taken': "{site} 上已有使用你的电子邮件地址的账号。请用该账号的密码登录；如需改用 {provider}，请联系 {site} 的管理员。",
+  'upstream.refused.disabled': "你的 {site} 账号已被停用。请联系 {site} 的管理员。",
+  'upstream.refused.wrong_password': "用户名或密码不正确。",
+  'upstream.refused.unknown_provider': "此登录方式已不再提供。请从登录页面重新开始。",
+  'upstream.backToSignIn': "返回登录",
+  'upstream.continue.title': "你已登录",
+  'upstream.continue.text': "正在带你前往原来要去的页面。",
+  'account.identities.heading': "已关联的账号",
+  'account.identities.item': "{provider}：{label}，关联于 {time}",
 
   'passkey.script.cancelled': '通行密钥请求已取消或超时。请重试。',
   'passkey.script.exists': '此设备上已有你账号的通行密钥。',
@@ -238,6 +263,8 @@ const zhHans: Catalogue = {
   'deviceLogin.noIdToken': '未签发 ID 令牌（未授予 openid 权限范围）。',
   'deviceLogin.claims': 'ID 令牌声明（签名已通过 {jwksUri} 验证）：',
   'deviceLogin.userinfo': 'UserInfo 声明（{endpoint}）：',
+
+  ...consoleMessages,
 };
 
 export default zhHans;

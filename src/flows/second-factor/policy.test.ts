@@ -1,0 +1,60 @@
+/**
+ * Who may act in the operator console (issue 27): a role's permissions are the admin API's
+ * scope check over the scopes it stands for; a sign-in needs a second factor, and a change a
+ * recent one.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadConfig } from '../../config/index.ts';
+import type { AuthMethod } from '../../core/auth-methods.ts';
+import { ADMIN_SCOPES, OPERATOR_ROLES, ROLE_SCOPES } from '../../core/scopes.ts';
+import type { SessionRecord } from '../../store/types.ts';
+import { mayAssignRole, roleAllows, scopesAllow, type AdminArea } from '../manage/admin-token.ts';
+import { operatorRefusal } from './policy.ts';
+
+const T0 = Date.UTC(2026, 0, 1);
+const config = loadConfig({ TESSERA_CONSOLE_REAUTHENTICATE: '900' });
+
+function session(amr: readonly AuthMethod[] | null, authTime = T0): SessionRecord {
+  return { idHash: 'h', sid: 's', userId: 'u', authTime, createdAt: authTime, expiresAt: authTime + 86_400_000, amr, ip: '192.0.2.1', userAgent: null } as SessionRecord;
+}
+
+describe('the operator console policy', () => {
+  it('asks a password-alone sign-in (or a presence-only passkey, or one from before amr was kept) for a second factor, to read as to change', () => {
+    for (const amr of [['pwd'], ['hwk', 'user'], null] as const) {
+      assert.equal(operatorRefusal(config, session(amr), T0, false), 'second-factor-required', String(amr));
+      assert.equal(operatorRefusal(config, session(amr), T0, true), 'second-factor-required', String(amr));
+    }
+  });
+
+  it('lets a passkey or password-and-code sign-in read at any age, and change for 15 minutes, then asks again', () => {
+    for (const amr of [['hwk', 'mfa'], ['pwd', 'otp', 'mfa']] as const) {
+      assert.equal(operatorRefusal(config, session(amr), T0 + 900_000, true), null, 'at 15 minutes exactly');
+      assert.equal(operatorRefusal(config, session(amr), T0 + 900_001, true), 'sign-in-again');
+      assert.equal(operatorRefusal(config, session(amr), T0 + 3_600_000, false), null, 'reading needs no fresh sign-in');
+    }
+  });
+
+  it('gives each role what the issue says: admin everything, support users and reads, viewer reads', () => {
+    const areas: AdminArea[] = ['clients', 'users', 'resources', 'events', 'keys'];
+    for (const area of areas) {
+      assert.equal(roleAllows('admin', area, true), true, area);
+      assert.equal(roleAllows('viewer', area, false), true, area);
+      assert.equal(roleAllows('viewer', area, true), false, area);
+      assert.equal(roleAllows('support', area, false), true, area);
+      assert.equal(roleAllows('support', area, true), area === 'users', area);
+      assert.equal(roleAllows(null, area, false), false, area);
+    }
+    for (const role of OPERATOR_ROLES) assert.ok(ROLE_SCOPES[role].every((scope) => ADMIN_SCOPES.includes(scope)), role);
+  });
+
+  it('lets a caller give or take away only a role that allows no more than its own scopes', () => {
+    assert.equal(mayAssignRole(ROLE_SCOPES.admin, 'admin'), true);
+    assert.equal(mayAssignRole(ROLE_SCOPES.support, 'viewer'), true);
+    assert.equal(mayAssignRole(ROLE_SCOPES.support, 'support'), true);
+    assert.equal(mayAssignRole(ROLE_SCOPES.support, 'admin'), false);
+    assert.equal(mayAssignRole(['admin:users'], 'viewer'), false, 'viewer reads apps too');
+    assert.equal(mayAssignRole([], null), true, 'no role is nothing to hold');
+    assert.equal(scopesAllow(['admin:users:read'], 'users', true), false);
+  });
+});

@@ -1,0 +1,189 @@
+/**
+ * From "the upstream provider says this is X" to the Tessera user who signs in (issue 28,
+ * item 4): an identity linked before signs in as its user; a first sign-in creates the user
+ * just in time with the claims mapped, or links to an existing user only when the provider
+ * verified the e-mail address and the operator allowed linking for that provider. Creating
+ * the user and linking the identity are one transaction: a refusal leaves no half-made user.
+ */
+import { randomToken } from '../../core/crypto.ts';
+import { normalizeUsername } from '../../core/username.ts';
+import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
+import { DuplicateError, newUserRecord, type UserRecord } from '../../store/types.ts';
+import { transactionWithEvents } from '../events.ts';
+import type { FlowDeps } from '../types.ts';
+import type { ProviderSettings } from './settings.ts';
+
+/** A person as an upstream provider described them, its claims already mapped to Tessera's. */
+export interface UpstreamIdentity {
+  /** Who they are upstream, stable: the ID token's `sub`, GitHub's user id, the entry's DN. */
+  readonly subject: string;
+  /** What they are called for sign-in upstream (an address, a login), for people to read. */
+  readonly label: string | null;
+  /** The username a new account would take, before it is made unique. */
+  readonly username: string | null;
+  readonly email: string | null;
+  readonly emailVerified: boolean;
+  readonly name: string | null;
+  readonly givenName: string | null;
+  readonly familyName: string | null;
+  readonly picture: string | null;
+  readonly locale: string | null;
+  readonly zoneinfo: string | null;
+  readonly groups: readonly string[];
+}
+
+/** Why a sign-in through a provider was refused: `signin.failed`'s `detail.reason`, and the page's words. */
+export type UpstreamRefusal =
+  /** The provider answered with an error (the person cancelled, or the provider refused). */
+  | 'upstream_error'
+  /** The answer came back to another browser than the one that left, or its state did not match. */
+  | 'state_mismatch'
+  /** No sign-in under way here for that answer: it expired, or was used already. */
+  | 'expired'
+  /** The provider's answer did not hold up: an ID token from another issuer, a wrong nonce, a bad signature. */
+  | 'invalid_response'
+  /** The provider could not be reached, or answered too slowly. */
+  | 'unavailable'
+  /** The e-mail address is not in the provider's allowed domains (or not verified there). */
+  | 'domain_not_allowed'
+  /** Not a member of any organisation the GitHub provider requires. */
+  | 'organization_not_allowed'
+  /** A Tessera account has this e-mail address, and linking is not allowed for the provider. */
+  | 'email_taken'
+  /** The Tessera user is disabled. */
+  | 'disabled'
+  /** The directory did not know the username, or the password was wrong. */
+  | 'wrong_password'
+  /** The provider was removed, or never existed. */
+  | 'unknown_provider';
+
+export type AccountResult =
+  | { readonly kind: 'user'; readonly user: UserRecord }
+  | { readonly kind: 'refused'; readonly reason: UpstreamRefusal; readonly user?: UserRecord };
+
+/** `example.com` for `a@Example.COM`; null when there is no domain. */
+export function emailDomain(email: string | null): string | null {
+  const at = email?.lastIndexOf('@') ?? -1;
+  return email && at > 0 ? email.slice(at + 1).toLowerCase() : null;
+}
+
+/** A person's claim as stored: trimmed, bounded, null when empty. */
+function claim(value: string | null, max = 200): string | null {
+  const trimmed = value?.trim() ?? '';
+  return trimmed ? trimmed.slice(0, max) : null;
+}
+
+/**
+ * The Tessera user `identity` signs in as, creating or linking one at a first sign-in. A
+ * disabled user is refused (a provider cannot bring a disabled account back).
+ */
+export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'events' | 'config'>, provider: IdentityProviderRecord, settings: ProviderSettings, identity: UpstreamIdentity): Promise<AccountResult> {
+  const domain = emailDomain(identity.email);
+  // An allowed domain is proved by a verified address in it; an unverified one proves nothing.
+  if (settings.allowedDomains.length > 0 && !(identity.emailVerified && domain !== null && settings.allowedDomains.includes(domain))) {
+    return { kind: 'refused', reason: 'domain_not_allowed' };
+  }
+  const now = deps.clock.now();
+  const use = { label: identity.label, groups: identity.groups };
+  const linked = await deps.store.linkedIdentities.get(provider.id, identity.subject);
+  if (linked) {
+    const user = await deps.store.users.get(linked.userId);
+    if (!user) return { kind: 'refused', reason: 'unknown_provider' };
+    if (user.disabled) return { kind: 'refused', reason: 'disabled', user };
+    await deps.store.linkedIdentities.recordUse(provider.id, identity.subject, use, now);
+    return { kind: 'user', user };
+  }
+  const link = (user: UserRecord) => ({ providerId: provider.id, subject: identity.subject, userId: user.id, ...use, createdAt: now, lastUsedAt: now });
+  const existing = identity.email !== null && identity.emailVerified ? await deps.store.linkedIdentities.usersWithVerifiedEmail(identity.email) : [];
+  if (existing.length > 0) {
+    // The address is someone's already: theirs to link, when the operator allowed it, never a second account.
+    const user = existing[0]!;
+    if (!settings.allowLinking || existing.length > 1) return { kind: 'refused', reason: 'email_taken', user };
+    if (user.disabled) return { kind: 'refused', reason: 'disabled', user };
+    try {
+      await transactionWithEvents(deps, async (tx, record) => {
+        await tx.linkedIdentities.create(link(user));
+        await record({ type: 'identity.linked', userId: user.id, username: user.username, detail: { provider: provider.id, how: 'email' } });
+      });
+    } catch (error) {
+      // The same person's other tab linked it first: sign in through that link.
+      if (!(error instanceof DuplicateError)) throw error;
+    }
+    return { kind: 'user', user };
+  }
+  return { kind: 'user', user: await createUser(deps, provider, identity, link) };
+}
+
+/** The new account's username: the one upstream, else the e-mail address, made unique with the provider's id or a random tail. */
+function usernames(provider: IdentityProviderRecord, identity: UpstreamIdentity): string[] {
+  const base = normalizeUsername(claim(identity.username, 64) ?? claim(identity.email, 64) ?? `${provider.id}-${identity.subject}`).slice(0, 64);
+  return [base, `${base}-${provider.id}`.slice(0, 64), `${base.slice(0, 55)}-${randomToken(6).toLowerCase()}`];
+}
+
+async function createUser(
+  deps: Pick<FlowDeps, 'store' | 'clock' | 'events'>,
+  provider: IdentityProviderRecord,
+  identity: UpstreamIdentity,
+  link: (user: UserRecord) => Parameters<FlowDeps['store']['linkedIdentities']['create']>[0],
+): Promise<UserRecord> {
+  const now = deps.clock.now();
+  for (const username of usernames(provider, identity)) {
+    const user = newUserRecord({
+      id: `sub-${randomToken(16)}`,
+      username,
+      // No password: this person signs in through the provider. A malformed hash matches nothing.
+      passwordHash: '!',
+      name: claim(identity.name),
+      email: claim(identity.email, 320),
+      emailVerified: identity.email !== null && identity.emailVerified,
+      givenName: claim(identity.givenName),
+      familyName: claim(identity.familyName),
+      picture: claim(identity.picture, 2048),
+      locale: claim(identity.locale, 35),
+      zoneinfo: claim(identity.zoneinfo, 64),
+      createdAt: now,
+    });
+    try {
+      await transactionWithEvents(deps, async (tx, record) => {
+        await tx.users.create(user);
+        await tx.linkedIdentities.create(link(user));
+        await record({ type: 'user.created', userId: user.id, username, detail: { by: 'provider', provider: provider.id } });
+        await record({ type: 'identity.linked', userId: user.id, username, detail: { provider: provider.id, how: 'created' } });
+      });
+      return user;
+    } catch (error) {
+      if (!(error instanceof DuplicateError)) throw error;
+      // The same upstream person's other tab made the account first: use it.
+      const raced = await deps.store.linkedIdentities.get(provider.id, identity.subject);
+      const user = raced ? await deps.store.users.get(raced.userId) : null;
+      if (user) return user;
+      // Otherwise the username was taken: try the next.
+    }
+  }
+  throw new Error(`no free username for ${provider.id} ${identity.subject}`);
+}
+
+/** A linked identity as its person sees it: the provider's name (null: since removed), what they are called there, since when. */
+export interface LinkedIdentityView {
+  readonly providerId: string;
+  readonly providerName: string | null;
+  readonly label: string | null;
+  readonly subject: string;
+  readonly groups: readonly string[];
+  readonly linkedAt: number;
+  readonly lastUsedAt: number | null;
+}
+
+/** The upstream identities `userId` signs in through, oldest first (the account page, `tessera user show`). */
+export async function linkedIdentitiesOf(deps: Pick<FlowDeps, 'store'>, userId: string): Promise<LinkedIdentityView[]> {
+  const [links, providers] = await Promise.all([deps.store.linkedIdentities.listForUser(userId), deps.store.identityProviders.list()]);
+  return links.map((link) => ({
+    providerId: link.providerId,
+    providerName: providers.find((provider) => provider.id === link.providerId)?.name ?? null,
+    label: link.label,
+    subject: link.subject,
+    groups: link.groups,
+    linkedAt: link.createdAt,
+    lastUsedAt: link.lastUsedAt,
+  }));
+}

@@ -1,0 +1,437 @@
+/**
+ * The operator console's pages (issue 27): server-rendered in the site's layout, forms that
+ * work without JavaScript, every value escaped by the html`` tag. The routes
+ * (http/console.ts) decide what each page may offer; a page shows a change's button only to
+ * an operator whose role allows it.
+ */
+import { SIGN_OUT_PATH } from '../core/endpoints.ts';
+import type { OperatorRole } from '../core/scopes.ts';
+import { html, type SafeHtml } from './html.ts';
+import type { MessageKey } from './i18n.ts';
+import { csrfField, layout, type Ui } from './pages.ts';
+import { describeUserAgent } from './user-agent.ts';
+
+export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'events', 'keys'] as const;
+export type ConsoleSection = (typeof CONSOLE_SECTIONS)[number];
+
+/** What every console page is rendered with. */
+export interface ConsoleFrame {
+  readonly ui: Ui;
+  readonly csrf: string;
+  readonly operator: { readonly name: string; readonly role: OperatorRole };
+  readonly section: ConsoleSection;
+  /** The path of each section (http/endpoints.ts). */
+  readonly paths: Readonly<Record<ConsoleSection, string>>;
+}
+
+const SECTION_NAMES: Readonly<Record<ConsoleSection, MessageKey>> = {
+  dashboard: 'console.nav.dashboard',
+  users: 'console.nav.users',
+  apps: 'console.nav.apps',
+  apis: 'console.nav.apis',
+  events: 'console.nav.events',
+  keys: 'console.nav.keys',
+};
+
+export function roleName(ui: Ui, role: OperatorRole | null): string {
+  return ui.t.text(role === null ? 'console.role.none' : `console.role.${role}`);
+}
+
+function nav(frame: ConsoleFrame): SafeHtml {
+  const { ui, section, paths } = frame;
+  return html`<nav class="console-nav" aria-label="${ui.t.text('console.nav')}"><ul>${CONSOLE_SECTIONS.map(
+    (name) => html`<li><a href="${paths[name]}"${name === section ? html` aria-current="page"` : null}>${ui.t.html(SECTION_NAMES[name])}</a></li>`,
+  )}</ul></nav>`;
+}
+
+/** A console page: the section menu, the card, and who is signed in with a way out. */
+export function consolePage(frame: ConsoleFrame, title: string, body: SafeHtml): string {
+  const { ui, csrf, operator } = frame;
+  return layout(
+    ui,
+    `${title} · ${ui.t.text('console.title')}`,
+    html`${body}
+<div class="signed-in">${ui.t.html('console.signedInAs', { name: operator.name, role: roleName(ui, operator.role) })}
+<form method="post" action="${SIGN_OUT_PATH}">${csrfField(csrf)}<input type="hidden" name="return_to" value="/"><button type="submit">${ui.t.html('logout.submit')}</button></form></div>`,
+    { wide: true, nav: nav(frame) },
+  );
+}
+
+/** A notice at the top of a page: what was just done, or why it was not. */
+export function notice(text: string | undefined, kind: 'status' | 'error' = 'status'): SafeHtml | null {
+  if (text === undefined) return null;
+  return kind === 'error' ? html`<p class="alert error" role="alert">${text}</p>` : html`<p class="alert" role="status">${text}</p>`;
+}
+
+/** A button that posts a form: every change is a POST with the CSRF token. */
+export function postButton(csrf: string, action: string, label: string, fields: Readonly<Record<string, string>> = {}, primary = false): SafeHtml {
+  return html`<form method="post" action="${action}" class="inline">${csrfField(csrf)}${Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}<button type="submit"${primary ? html` class="primary"` : null}>${label}</button></form>`;
+}
+
+/** A button that opens a page (a confirmation page before a destructive change). */
+export function linkButton(href: string, label: string): SafeHtml {
+  return html`<a class="button" href="${href}">${label}</a>`;
+}
+
+/** Before a change that cannot be taken back: what it does, then Confirm and Cancel. */
+export function confirmPage(frame: ConsoleFrame, title: string, question: string, action: string, cancel: string, extra: SafeHtml | null = null): string {
+  const { ui, csrf } = frame;
+  return consolePage(frame, title, html`<h1>${title}</h1>
+<p>${question}</p>
+<form method="post" action="${action}">
+${csrfField(csrf)}
+${extra}
+<div class="actions"><a class="button" href="${cancel}">${ui.t.html('console.cancel')}</a><button type="submit" class="primary">${title}</button></div>
+</form>`);
+}
+
+// Dashboard
+
+export interface DashboardView {
+  readonly counts: readonly { readonly label: MessageKey; readonly hour: number; readonly day: number }[];
+  readonly pendingDevices: number;
+  /** The guessing limits' counters refusing now. */
+  readonly lockedNow: number;
+}
+
+export function dashboardPage(frame: ConsoleFrame, view: DashboardView): string {
+  const { t } = frame.ui;
+  const format = new Intl.NumberFormat(t.locale);
+  return consolePage(frame, t.text('console.dashboard.title'), html`<h1>${t.html('console.dashboard.title')}</h1>
+<dl class="figures">
+${view.counts.map((count) => html`<div><dt>${t.html(count.label)}</dt><dd><span>${format.format(count.hour)}</span> <span class="muted">${t.html('console.dashboard.lastHour')}</span></dd><dd><span>${format.format(count.day)}</span> <span class="muted">${t.html('console.dashboard.lastDay')}</span></dd></div>`)}
+</dl>
+<p>${t.html('console.dashboard.pending', { count: view.pendingDevices })}</p>
+<p>${t.html('console.dashboard.lockedNow', { count: view.lockedNow })}</p>
+<p class="muted">${t.html('console.dashboard.fromTrail')}</p>`);
+}
+
+// Users
+
+export interface UserListItem {
+  readonly username: string;
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly disabled: boolean;
+  readonly href: string;
+}
+
+export function usersPage(frame: ConsoleFrame, view: { readonly q: string; readonly users: readonly UserListItem[]; readonly more: number | null; readonly action: string }): string {
+  const { t } = frame.ui;
+  return consolePage(frame, t.text('console.users.title'), html`<h1>${t.html('console.users.title')}</h1>
+<form method="get" action="${view.action}" role="search" class="search">
+<label for="q">${t.html('console.users.search')}</label>
+<div class="row"><input type="search" id="q" name="q" value="${view.q}" autocapitalize="none" spellcheck="false"><button type="submit">${t.html('console.users.searchButton')}</button></div>
+</form>
+${view.users.length === 0
+  ? html`<p>${t.html('console.users.none')}</p>`
+  : html`<ul class="items">${view.users.map((user) => html`<li><a href="${user.href}">${user.username}</a>${user.disabled ? html` <span class="tag">${t.html('console.users.disabled')}</span>` : null}${user.name || user.email ? html`<br><span class="muted">${[user.name, user.email].filter(Boolean).join(' · ')}</span>` : null}</li>`)}</ul>`}
+${view.more === null ? null : html`<p class="muted">${t.html('console.users.more', { count: view.more })}</p>`}`);
+}
+
+export interface UserPageView {
+  readonly username: string;
+  readonly sub: string;
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly disabled: boolean;
+  readonly role: OperatorRole | null;
+  readonly createdAt: number;
+  readonly lastSignIn: { readonly at: number; readonly ip: string | null } | null;
+  readonly apps: readonly { readonly name: string; readonly href: string | null; readonly approvedAt: number; readonly device: boolean }[];
+  readonly sessions: readonly { readonly at: number; readonly ip: string | null; readonly userAgent: string | null }[];
+  readonly passkeys: readonly { readonly name: string; readonly createdAt: number }[];
+  readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
+  /** Until when a guessing limit refuses their sign-in; null when none does. */
+  readonly lockedUntil: number | null;
+  readonly events: readonly EventView[];
+  readonly eventsHref: string;
+  /** The actions' addresses, when the operator may change users; null: read only. */
+  readonly actions: { readonly base: string; readonly roles: readonly (OperatorRole | null)[] | null } | null;
+  readonly notice?: string | undefined;
+  readonly error?: string | undefined;
+}
+
+export function userPage(frame: ConsoleFrame, view: UserPageView): string {
+  const { ui, csrf } = frame;
+  const { t } = ui;
+  const none = html`<p class="muted">${t.html('console.none')}</p>`;
+  const actions = view.actions;
+  return consolePage(frame, view.username, html`<h1>${view.username}</h1>
+${notice(view.notice)}${notice(view.error, 'error')}
+<dl class="facts">
+<dt>${t.html('console.user.name')}</dt><dd>${view.name ?? '-'}</dd>
+<dt>${t.html('console.user.email')}</dt><dd>${view.email ?? '-'}</dd>
+<dt>${t.html('console.user.sub')}</dt><dd><code>${view.sub}</code></dd>
+<dt>${t.html('console.user.status')}</dt><dd>${t.html(view.disabled ? 'console.user.disabled' : 'console.user.enabled')}${view.lockedUntil === null ? null : html` · ${t.html('console.user.locked', { time: t.time(view.lockedUntil) })}`}</dd>
+<dt>${t.html('console.user.role')}</dt><dd>${roleName(ui, view.role)}</dd>
+<dt>${t.html('console.user.created')}</dt><dd>${t.time(view.createdAt)}</dd>
+<dt>${t.html('console.user.lastSignIn')}</dt><dd>${view.lastSignIn === null ? t.html('common.notYet') : html`${t.time(view.lastSignIn.at)}${view.lastSignIn.ip ? html` · ${view.lastSignIn.ip}` : null}`}</dd>
+</dl>
+${actions === null
+  ? null
+  : html`<section aria-labelledby="actions-heading">
+<h2 id="actions-heading">${t.html('console.user.actions')}</h2>
+<div class="actions">
+${view.disabled ? postButton(csrf, `${actions.base}/enable`, t.text('console.user.enable')) : linkButton(`${actions.base}/disable`, t.text('console.user.disable'))}
+${view.disabled ? null : postButton(csrf, `${actions.base}/reset-link`, t.text('console.user.resetLink'))}
+${view.lockedUntil === null ? null : postButton(csrf, `${actions.base}/unlock`, t.text('console.user.unlock'))}
+${linkButton(`${actions.base}/end-sessions`, t.text('console.user.endSessions'))}
+${linkButton(`${actions.base}/reset-second-factor`, t.text('console.user.resetSecondFactor'))}
+</div>
+${actions.roles
+  ? html`<form method="post" action="${actions.base}/role" class="row">
+${csrfField(csrf)}
+<label for="role">${t.html('console.user.role')}</label>
+<select id="role" name="role">${actions.roles.map((role) => html`<option value="${role ?? 'none'}"${view.role === role ? html` selected` : null}>${roleName(ui, role)}</option>`)}</select>
+<button type="submit">${t.html('console.user.setRole')}</button>
+</form>`
+  : null}
+</section>`}
+<section aria-labelledby="apps-heading">
+<h2 id="apps-heading">${t.html('console.user.apps')}</h2>
+${view.apps.length === 0 ? none : html`<ul class="items">${view.apps.map((app) => html`<li>${app.href ? html`<a href="${app.href}">${app.name}</a>` : app.name}${app.device ? html` <span class="tag">${t.html('account.connection.deviceSignIn')}</span>` : null} <span class="muted">${t.html('console.user.approvedAt', { time: t.time(app.approvedAt) })}</span></li>`)}</ul>`}
+</section>
+<section aria-labelledby="sessions-heading">
+<h2 id="sessions-heading">${t.html('console.user.sessions')}</h2>
+${view.sessions.length === 0 ? none : html`<ul class="items">${view.sessions.map((session) => html`<li>${t.html('console.user.sessionItem', { browser: session.userAgent === null ? t.text('account.sessions.unknownBrowser') : describeUserAgent(session.userAgent), ip: session.ip ?? '-', time: t.time(session.at) })}</li>`)}</ul>`}
+</section>
+<section aria-labelledby="passkeys-heading">
+<h2 id="passkeys-heading">${t.html('console.user.passkeys')}</h2>
+${view.passkeys.length === 0 ? none : html`<ul class="items">${view.passkeys.map((passkey) => html`<li>${t.html('console.user.passkeyItem', { name: passkey.name, time: t.time(passkey.createdAt) })}</li>`)}</ul>`}
+<h2>${t.html('console.user.codes')}</h2>
+<p>${view.totp.enabled ? t.html('console.user.codesOn', { count: view.totp.recoveryCodesLeft }) : t.html('console.user.codesOff')}</p>
+</section>
+<section aria-labelledby="events-heading">
+<h2 id="events-heading">${t.html('console.user.events')}</h2>
+${eventList(ui, view.events)}
+<p class="more"><a href="${view.eventsHref}">${t.html('console.user.allEvents', { username: view.username })}</a></p>
+</section>`);
+}
+
+/** A page shown once: a reset link or a secret, never stored where it could be shown again. */
+export function shownOncePage(frame: ConsoleFrame, view: { readonly title: string; readonly lines: readonly { readonly label: string; readonly value: string }[]; readonly text: string; readonly back: string }): string {
+  const { t } = frame.ui;
+  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+<dl class="facts">${view.lines.map((line) => html`<dt>${line.label}</dt><dd><code class="secret">${line.value}</code></dd>`)}</dl>
+<p class="alert warning" role="status">${view.text}</p>
+<p class="more"><a href="${view.back}">${t.html('console.back')}</a></p>`);
+}
+
+// Apps
+
+export interface AppListItem {
+  readonly name: string;
+  readonly clientId: string;
+  readonly publicClient: boolean;
+  readonly grants: readonly string[];
+  readonly href: string;
+}
+
+export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly notice?: string | undefined }): string {
+  const { t } = frame.ui;
+  return consolePage(frame, t.text('console.apps.title'), html`<h1>${t.html('console.apps.title')}</h1>
+${notice(view.notice)}
+${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apps.register'))}</p>`}
+${view.apps.length === 0
+  ? html`<p>${t.html('console.apps.none')}</p>`
+  : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);
+}
+
+/** The registration form's values, as text (what the person typed, or the stored registration). */
+export interface AppFormValues {
+  readonly client_name: string;
+  readonly token_endpoint_auth_method: string;
+  readonly redirect_uris: string;
+  readonly scope: string;
+  readonly grant_types: readonly string[];
+  readonly web_origins: string;
+  readonly device_networks: string;
+  readonly jwks_uri: string;
+  readonly jwks: string;
+  readonly pkce: string;
+  readonly request_object_signing_alg: string;
+  readonly post_logout_redirect_uris: string;
+  readonly backchannel_logout_uri: string;
+  readonly require_phishing_resistant: boolean;
+  readonly first_party: boolean;
+  readonly dpop_bound_access_tokens: boolean;
+  readonly require_pushed_authorization_requests: boolean;
+}
+
+export interface AppFormView {
+  readonly title: string;
+  readonly action: string;
+  readonly submit: string;
+  readonly values: AppFormValues;
+  /** Editing: the version read and the values as read (the other change is found against them). */
+  readonly edit: { readonly version: number; readonly original: string; readonly clientId: string } | null;
+  readonly error?: string | undefined;
+  readonly notice?: string | undefined;
+  /** A stale edit: the fields someone else changed meanwhile. */
+  readonly otherChange?: readonly { readonly field: string; readonly before: string; readonly after: string }[] | undefined;
+  readonly choices: { readonly authMethods: readonly string[]; readonly grants: readonly string[]; readonly pkce: readonly string[]; readonly requestAlgs: readonly string[] };
+  /** Under the form: rotate, remove and the app's events. */
+  readonly footer?: SafeHtml | undefined;
+}
+
+export function appFormPage(frame: ConsoleFrame, view: AppFormView): string {
+  const { ui, csrf } = frame;
+  const { t } = ui;
+  const v = view.values;
+  const text = (id: keyof AppFormValues, label: MessageKey, value: string, required = false) =>
+    html`<label for="${id}">${t.html(label)}</label><input type="text" id="${id}" name="${id}" value="${value}" autocapitalize="none" spellcheck="false"${required ? html` required` : null}>`;
+  const area = (id: keyof AppFormValues, label: MessageKey, value: string) =>
+    html`<label for="${id}">${t.html(label)}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false">${value}</textarea>`;
+  const check = (id: keyof AppFormValues, label: MessageKey, on: boolean) =>
+    html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${on ? html` checked` : null}><label for="${id}">${t.html(label)}</label></div>`;
+  const other = view.otherChange;
+  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+${notice(view.notice)}${notice(view.error, 'error')}
+${other && other.length > 0
+  ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: change.field, before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
+  : null}
+${view.edit === null ? null : html`<dl class="facts"><dt>${t.html('console.app.clientId')}</dt><dd><code>${view.edit.clientId}</code></dd></dl>`}
+<form method="post" action="${view.action}" class="app-form">
+${csrfField(csrf)}
+${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.action}/new">` : html`<input type="hidden" name="version" value="${String(view.edit.version)}"><input type="hidden" name="original" value="${view.edit.original}">`}
+${text('client_name', 'console.app.name', v.client_name, true)}
+<label for="token_endpoint_auth_method">${t.html('console.app.authMethod')}</label>
+<select id="token_endpoint_auth_method" name="token_endpoint_auth_method">${view.choices.authMethods.map((method) => html`<option value="${method}"${method === v.token_endpoint_auth_method ? html` selected` : null}>${t.text(`console.app.auth.${method}` as MessageKey)}</option>`)}</select>
+${area('redirect_uris', 'console.app.redirectUris', v.redirect_uris)}
+${text('scope', 'console.app.scope', v.scope)}
+<fieldset><legend>${t.html('console.app.grants')}</legend>
+${view.choices.grants.map((grant) => html`<div class="check"><input type="checkbox" id="grant-${grant}" name="grant_types" value="${grant}"${v.grant_types.includes(grant) ? html` checked` : null}><label for="grant-${grant}"><code>${grant}</code></label></div>`)}
+</fieldset>
+${area('web_origins', 'console.app.webOrigins', v.web_origins)}
+${area('device_networks', 'console.app.deviceNetworks', v.device_networks)}
+${text('jwks_uri', 'console.app.jwksUri', v.jwks_uri)}
+${area('jwks', 'console.app.jwks', v.jwks)}
+<label for="pkce">${t.html('console.app.pkce')}</label>
+<select id="pkce" name="pkce">${view.choices.pkce.map((policy) => html`<option value="${policy}"${policy === v.pkce ? html` selected` : null}>${t.text(`console.app.pkce.${policy}` as MessageKey)}</option>`)}</select>
+<label for="request_object_signing_alg">${t.html('console.app.requestAlg')}</label>
+<select id="request_object_signing_alg" name="request_object_signing_alg"><option value=""${v.request_object_signing_alg === '' ? html` selected` : null}>${t.html('console.app.requestAlg.any')}</option>${view.choices.requestAlgs.map((alg) => html`<option value="${alg}"${alg === v.request_object_signing_alg ? html` selected` : null}>${alg}</option>`)}</select>
+${area('post_logout_redirect_uris', 'console.app.postLogout', v.post_logout_redirect_uris)}
+${text('backchannel_logout_uri', 'console.app.backchannel', v.backchannel_logout_uri)}
+<fieldset><legend>${t.html('console.app.options')}</legend>
+${check('require_phishing_resistant', 'console.app.phishingResistant', v.require_phishing_resistant)}
+${check('first_party', 'console.app.firstParty', v.first_party)}
+${check('dpop_bound_access_tokens', 'console.app.dpop', v.dpop_bound_access_tokens)}
+${check('require_pushed_authorization_requests', 'console.app.par', v.require_pushed_authorization_requests)}
+</fieldset>
+<div class="actions"><button type="submit" class="primary">${view.submit}</button></div>
+</form>
+${view.footer ?? null}`);
+}
+
+/** An app's registration, read only (a viewer's or support's view). */
+export function appPage(frame: ConsoleFrame, view: { readonly name: string; readonly facts: readonly { readonly label: string; readonly value: string }[]; readonly footer: SafeHtml }): string {
+  return consolePage(frame, view.name, html`<h1>${view.name}</h1>
+<dl class="facts">${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd>${fact.value}</dd>`)}</dl>
+${view.footer}`);
+}
+
+// APIs
+
+export interface ApiView {
+  readonly name: string;
+  readonly identifier: string;
+  readonly tokenTtl: number | null;
+  readonly scopes: readonly { readonly name: string; readonly description: string }[];
+}
+
+export function apisPage(frame: ConsoleFrame, view: { readonly apis: readonly ApiView[]; readonly openid: readonly { readonly name: string; readonly description: string }[] }): string {
+  const { t } = frame.ui;
+  const scopes = (list: ApiView['scopes']) => html`<ul class="items">${list.map((scope) => html`<li><code>${scope.name}</code>: ${scope.description}</li>`)}</ul>`;
+  return consolePage(frame, t.text('console.apis.title'), html`<h1>${t.html('console.apis.title')}</h1>
+${view.apis.length === 0 ? html`<p>${t.html('console.apis.none')}</p>` : view.apis.map((api, index) => html`<section aria-labelledby="api-${index}">
+<h2 id="api-${index}">${api.name}</h2>
+<dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${api.identifier}</code></dd>
+<dt>${t.html('console.apis.tokenLifetime')}</dt><dd>${api.tokenTtl === null ? t.html('console.apis.defaultLifetime') : t.html('console.apis.seconds', { count: api.tokenTtl })}</dd></dl>
+${scopes(api.scopes)}
+</section>`)}
+<section aria-labelledby="openid-heading">
+<h2 id="openid-heading">${t.html('console.apis.openid')}</h2>
+${scopes(view.openid)}
+</section>`);
+}
+
+// Events
+
+export interface EventView {
+  readonly at: number;
+  readonly type: string;
+  readonly username: string | null;
+  readonly userHref: string | null;
+  readonly client: { readonly name: string; readonly href: string | null } | null;
+  readonly ip: string | null;
+  readonly operator: string | null;
+  readonly detail: string;
+}
+
+export function eventList(ui: Ui, events: readonly EventView[]): SafeHtml {
+  const { t } = ui;
+  if (events.length === 0) return html`<p class="muted">${t.html('console.events.none')}</p>`;
+  return html`<ul class="items events">${events.map((event) => html`<li><code>${event.type}</code> <span class="muted">${t.time(event.at)}</span>
+<br>${event.username === null ? null : event.userHref ? html`<a href="${event.userHref}">${event.username}</a>` : event.username}${event.username !== null && event.client !== null ? ' · ' : null}${event.client === null ? null : event.client.href ? html`<a href="${event.client.href}">${event.client.name}</a>` : event.client.name}${event.operator === null ? null : html` <span class="tag">${t.html('console.events.by', { operator: event.operator })}</span>`}${event.ip === null ? null : html` <span class="muted">${t.html('console.events.from', { ip: event.ip })}</span>`}
+${event.detail ? html`<br><span class="muted detail">${event.detail}</span>` : null}</li>`)}</ul>`;
+}
+
+export interface EventsPageView {
+  readonly action: string;
+  readonly filter: { readonly user: string; readonly client: string; readonly type: string; readonly since: string };
+  readonly types: readonly string[];
+  readonly sinceChoices: readonly { readonly value: string; readonly label: MessageKey }[];
+  readonly events: readonly EventView[];
+  readonly olderHref: string | null;
+  readonly error?: string | undefined;
+}
+
+export function eventsPage(frame: ConsoleFrame, view: EventsPageView): string {
+  const { ui } = frame;
+  const { t } = ui;
+  const f = view.filter;
+  return consolePage(frame, t.text('console.events.title'), html`<h1>${t.html('console.events.title')}</h1>
+<form method="get" action="${view.action}" class="filters">
+<div><label for="user">${t.html('console.events.user')}</label><input type="text" id="user" name="user" value="${f.user}" autocapitalize="none" spellcheck="false"></div>
+<div><label for="client">${t.html('console.events.app')}</label><input type="text" id="client" name="client" value="${f.client}" autocapitalize="none" spellcheck="false"></div>
+<div><label for="type">${t.html('console.events.type')}</label><select id="type" name="type"><option value="">${t.html('console.events.anyType')}</option>${view.types.map((type) => html`<option value="${type}"${type === f.type ? html` selected` : null}>${type}</option>`)}</select></div>
+<div><label for="since">${t.html('console.events.since')}</label><select id="since" name="since"><option value="">${t.html('console.events.anyTime')}</option>${view.sinceChoices.map((choice) => html`<option value="${choice.value}"${choice.value === f.since ? html` selected` : null}>${t.html(choice.label)}</option>`)}</select></div>
+<div class="actions"><button type="submit">${t.html('console.events.filter')}</button></div>
+</form>
+${notice(view.error, 'error')}
+${eventList(ui, view.events)}
+${view.olderHref === null ? null : html`<p class="more"><a href="${view.olderHref}">${t.html('console.events.older')}</a></p>`}`);
+}
+
+// Signing keys
+
+export interface KeyView {
+  readonly kid: string;
+  readonly alg: string;
+  readonly createdAt: number;
+  readonly state: { readonly kind: 'signing' } | { readonly kind: 'next'; readonly at: number } | { readonly kind: 'retired'; readonly until: number | null } | { readonly kind: 'withdrawn' };
+}
+
+export function keysPage(frame: ConsoleFrame, view: { readonly keys: readonly KeyView[]; readonly rotateHref: string | null; readonly notice?: string | undefined }): string {
+  const { t } = frame.ui;
+  const state = (key: KeyView) => {
+    switch (key.state.kind) {
+      case 'signing': return t.html('console.keys.signing');
+      case 'next': return t.html('console.keys.next', { time: t.time(key.state.at) });
+      case 'retired': return t.html('console.keys.retired', { time: key.state.until === null ? '-' : t.time(key.state.until) });
+      case 'withdrawn': return t.html('console.keys.withdrawn');
+    }
+  };
+  return consolePage(frame, t.text('console.keys.title'), html`<h1>${t.html('console.keys.title')}</h1>
+${notice(view.notice)}
+<ul class="items">${view.keys.map((key) => html`<li><code>${key.kid}</code> ${key.alg}<br>${state(key)} <span class="muted">${t.html('console.keys.created', { time: t.time(key.createdAt) })}</span></li>`)}</ul>
+${view.rotateHref === null ? null : html`<p>${linkButton(view.rotateHref, t.text('console.keys.rotate'))}</p>`}`);
+}
+
+/** The console's 403 (the person has no role, or not one that allows this), or another refusal under `title`. */
+export function forbiddenPage(ui: Ui, text: string, back: { readonly href: string; readonly label: string }, title = ui.t.text('console.forbidden.title')): string {
+  return layout(ui, title, html`<h1>${title}</h1>
+<p role="alert">${text}</p>
+<p><a href="${back.href}">${back.label}</a></p>`);
+}

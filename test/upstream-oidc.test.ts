@@ -1,0 +1,375 @@
+/**
+ * Signing in through an upstream OpenID provider (issue 28): a second Tessera is the
+ * upstream, in the same process. In Chromium: the sign-in page's button, the upstream's own
+ * sign-in, the way back, and an app registered with the downstream Tessera getting tokens
+ * whose claims came from upstream (checked with openid-client, as a real app would); linking
+ * by verified e-mail; and each refusal as a page in people's words with its `signin.failed`
+ * event and no half-made user.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import type { Browser, Page } from 'playwright-core';
+import { FormBrowser } from './helpers/browser.ts';
+import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { runTessera } from './helpers/cli.ts';
+import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { within } from './helpers/wait.ts';
+
+describe('signing in through an upstream OpenID provider (another Tessera)', { skip: chromiumUnavailable() }, () => {
+  let upstream: TestServer;
+  let downstream: TestServer;
+  let upstreamClient: TestClient;
+  let app: TestClient;
+  let config: oidc.Configuration;
+  let browser: Browser;
+  let env: Record<string, string>;
+  const callbackOf = (id: string) => `${downstream.url}/login/upstream/${id}/callback`;
+
+  before(async () => {
+    upstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Upstream ID' } });
+    downstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Acme' } });
+    env = { TESSERA_DATABASE: downstream.config.database, TESSERA_ISSUER: downstream.url };
+    // The downstream Tessera is an ordinary first-party client of the upstream one.
+    upstreamClient = await upstream.addClient({
+      name: 'Acme sign-in',
+      redirectUris: [callbackOf('upstream'), callbackOf('mixup')],
+      firstParty: true,
+    });
+    await upstream.addUser({ username: 'ada', password: 'ada password 1', name: 'Ada Lovelace', email: 'ada@example.com', profile: { emailVerified: true, givenName: 'Ada' } });
+    await upstream.addUser({ username: 'eve', password: 'eve password 1', name: 'Eve', email: 'eve@elsewhere.org', profile: { emailVerified: true } });
+    await upstream.addUser({ username: 'grace', password: 'grace password 1', name: 'Grace Upstream', email: 'grace@example.com', profile: { emailVerified: true } });
+    await upstream.addUser({ username: 'unverified', password: 'unverified password 1', name: 'Una', email: 'una@example.com' });
+    const added = await runTessera(
+      ['provider', 'add', 'oidc', '--id', 'upstream', '--name', 'Upstream ID', '--issuer', upstream.url, '--client-id', upstreamClient.clientId, '--client-secret-stdin', '--allowed-domain', 'example.com', '--allow-linking'],
+      env,
+      `${upstreamClient.clientSecret}\n`,
+    );
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, new RegExp(`Register this redirect URI with the provider: ${callbackOf('upstream').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    app = await downstream.addClient({ name: 'Garden Planner' });
+    config = await oidc.discovery(new URL(downstream.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await downstream?.close();
+    await upstream?.close();
+  });
+
+  /** A page that captures the redirect back to the app instead of loading it. */
+  async function appPage(): Promise<{ page: Page; callback: Promise<URL> }> {
+    const page = await (await browser.newContext()).newPage();
+    const callback = new Promise<URL>((resolve) => {
+      void page.route(`${REDIRECT_URI}**`, async (route) => {
+        resolve(new URL(route.request().url()));
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
+      });
+    });
+    return { page, callback };
+  }
+
+  async function authorize(extra: Record<string, string> = {}) {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope: 'openid profile email', state, nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+    });
+    return { url, verifier, state, nonce };
+  }
+
+  /** At the upstream Tessera's own sign-in page. */
+  async function signInUpstream(page: Page, username: string, password: string): Promise<void> {
+    // Acme's own sign-in page has the same heading: wait to be at the upstream first.
+    await page.waitForURL((url) => url.href.startsWith(upstream.url));
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByLabel('Username').fill(username);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  /** Rewrites where Acme sends the browser upstream (the first request of the chain is Acme's). */
+  async function upstreamBound(page: Page, rewrite: (upstreamUrl: URL) => URL): Promise<void> {
+    await page.route(`${downstream.url}/login/upstream/upstream?**`, async (route) => {
+      const response = await route.fetch({ maxRedirects: 0 });
+      const location = rewrite(new URL(response.headers()['location']!));
+      await route.fulfill({ response, headers: { ...response.headers(), location: location.href } });
+    });
+  }
+
+  async function failures(reason: string) {
+    const events = await downstream.store.events.list({ type: 'signin.failed', limit: 50 });
+    return events.filter((event) => event.detail['reason'] === reason);
+  }
+
+  it('signs in with the upstream account into an app, whose tokens carry the claims from upstream', async () => {
+    const { page, callback } = await appPage();
+    const attempt = await authorize();
+    await page.goto(attempt.url.href);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'ada', 'ada password 1');
+    // Back at Acme, signed in: the app's consent page.
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+    });
+    const claims = tokens.claims()!;
+    const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+    assert.equal(userinfo['name'], 'Ada Lovelace');
+    assert.equal(userinfo['given_name'], 'Ada');
+    assert.equal(userinfo['email'], 'ada@example.com');
+    assert.equal(userinfo['email_verified'], true);
+    assert.equal(userinfo['preferred_username'], 'ada');
+    // A Tessera user made just in time, linked to the upstream identity; no upstream token kept.
+    const user = await downstream.store.users.findByUsername('ada');
+    assert.equal(user?.id, claims.sub);
+    const links = await downstream.store.linkedIdentities.listForUser(claims.sub);
+    assert.deepEqual(links.map((link) => [link.providerId, link.label]), [['upstream', 'ada@example.com']]);
+    const shown = await runTessera(['user', 'show', 'ada'], env);
+    assert.match(shown.stdout, /Upstream ID \(upstream\): ada@example\.com/);
+    // The person sees the link on their account page. Chromium may issue the intercepted
+    // navigation to the app twice: let it land first, or it interrupts this one.
+    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
+    await page.goto(`${downstream.url}/account`);
+    const linked = page.getByRole('region', { name: 'Linked accounts' });
+    assert.match(await linked.getByRole('listitem').innerText(), /^Upstream ID: ada@example\.com, linked /);
+    await page.context().close();
+  });
+
+  it('signs in again as the same user through the link, without a second account', async () => {
+    const { page, callback } = await appPage();
+    const attempt = await authorize();
+    await page.goto(attempt.url.href);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'ada', 'ada password 1');
+    // The approval is remembered from the first sign-in: straight back to the app.
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+    });
+    assert.equal(tokens.claims()?.sub, (await downstream.store.users.findByUsername('ada'))?.id);
+    assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada@example.com').length, 1);
+    await page.context().close();
+  });
+
+  it('links an existing Acme account by its verified e-mail address, when the provider allows linking', async () => {
+    const local = await downstream.addUser({ username: 'grace.local', email: 'grace@example.com', profile: { emailVerified: true } });
+    const { page, callback } = await appPage();
+    const attempt = await authorize();
+    await page.goto(attempt.url.href);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'grace', 'grace password 1');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+    });
+    assert.equal(tokens.claims()?.sub, local.id, 'signed in as the existing account');
+    const linked = await downstream.store.events.list({ type: 'identity.linked', userId: local.id, limit: 5 });
+    assert.equal(linked[0]?.detail['how'], 'email');
+    await page.context().close();
+  });
+
+  it('refuses to link without the operator\'s permission, and makes no second account', async () => {
+    const updated = await runTessera(['provider', 'update', 'upstream', '--no-allow-linking'], env);
+    assert.equal(updated.code, 0, updated.stderr);
+    try {
+      await downstream.addUser({ username: 'una.local', email: 'ada.two@example.com', profile: { emailVerified: true } });
+      await upstream.addUser({ username: 'ada2', password: 'ada2 password 1', email: 'ada.two@example.com', profile: { emailVerified: true } });
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(`${downstream.url}/login`);
+      await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+      await signInUpstream(page, 'ada2', 'ada2 password 1');
+      await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+      assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+      assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada.two@example.com').length, 1);
+      assert.equal((await failures('email_taken')).length, 1);
+      await page.context().close();
+    } finally {
+      await runTessera(['provider', 'update', 'upstream', '--allow-linking'], env);
+    }
+  });
+
+  it('refuses an e-mail address outside the allowed domains, with a signin.failed event and no user made', async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'eve', 'eve password 1');
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await page.getByRole('alert').innerText(), 'The email address of your Upstream ID account is not one Acme accepts. Sign in with an account in an allowed domain.');
+    assert.equal(await downstream.store.users.findByUsername('eve'), null);
+    const [event] = await failures('domain_not_allowed');
+    assert.equal(event?.detail['provider'], 'upstream');
+    await page.context().close();
+    // An unverified address in an allowed domain proves nothing either.
+    const other = await (await browser.newContext()).newPage();
+    await other.goto(`${downstream.url}/login`);
+    await other.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(other, 'unverified', 'unverified password 1');
+    await other.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await downstream.store.users.findByUsername('una@example.com'), null);
+    assert.equal((await failures('domain_not_allowed')).length, 2);
+    await other.context().close();
+  });
+
+  it('refuses an answer that did not start in this browser (login CSRF), and one whose state was used', async () => {
+    const visitor = new FormBrowser(downstream.url);
+    const forged = await visitor.request(`/login/upstream/upstream/callback?code=stolen&state=${oidc.randomState()}&iss=${encodeURIComponent(upstream.url)}`);
+    assert.equal(forged.status, 400);
+    assert.match(forged.html, /This sign-in did not start in this browser/);
+    assert.equal((await failures('state_mismatch')).length >= 1, true);
+    // With the browser's state, but the sign-in under way already used.
+    const started = await visitor.request('/login/upstream/upstream?return_to=%2Faccount');
+    assert.equal(started.status, 303);
+    const state = new URL(started.location!).searchParams.get('state')!;
+    const used = await downstream.store.upstreamLogins.consume(await import('../src/core/crypto.ts').then(({ hashSecret }) => hashSecret(state)), Date.now());
+    assert.ok(used, 'the sign-in under way was stored by the hash of its state');
+    const replay = await visitor.request(`/login/upstream/upstream/callback?code=x&state=${state}`);
+    assert.equal(replay.status, 400);
+    assert.match(replay.html, /This sign-in took too long or was already finished/);
+  });
+
+  it('refuses when the provider answers with an error (the person cancelled there)', async () => {
+    const page = await (await browser.newContext()).newPage();
+    // The upstream's authorization endpoint answers access_denied at once, as a cancelled
+    // sign-in does. (Chromium routes only the first request of a redirect chain: the way out
+    // is caught at Acme, the redirect upstream read, and the provider's answer sent instead.)
+    await upstreamBound(page, (upstreamUrl) => {
+      const back = new URL(upstreamUrl.searchParams.get('redirect_uri')!);
+      back.searchParams.set('error', 'access_denied');
+      back.searchParams.set('state', upstreamUrl.searchParams.get('state')!);
+      back.searchParams.set('iss', upstream.url);
+      return back;
+    });
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await page.getByRole('alert').innerText(), 'Upstream ID did not sign you in. If you cancelled, that is fine: start again when you are ready.');
+    const [event] = await failures('upstream_error');
+    assert.equal(event?.detail['upstream'], 'access_denied');
+    await page.context().close();
+  });
+
+  it('refuses an ID token whose nonce is not the one sent', async () => {
+    const page = await (await browser.newContext()).newPage();
+    // The request is changed on its way upstream: the ID token comes back with another nonce.
+    await upstreamBound(page, (upstreamUrl) => {
+      upstreamUrl.searchParams.set('nonce', 'not-the-nonce-sent');
+      return upstreamUrl;
+    });
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'ada', 'ada password 1');
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /^The answer from Upstream ID could not be verified/);
+    const [event] = await failures('invalid_response');
+    assert.match(String(event?.detail['upstream']), /nonce/);
+    await page.context().close();
+  });
+
+  it('refuses an ID token from another issuer than the provider added (a mix-up)', async () => {
+    // A look-alike provider: its metadata names itself the issuer, but its endpoints are the upstream's.
+    const metadata = (await (await fetch(`${upstream.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    const { server: lookalike, port } = await listenOnFreePort(createServer((request, response) => {
+      if (request.url === '/.well-known/openid-configuration') {
+        response.setHeader('content-type', 'application/json');
+        response.end(JSON.stringify({ ...metadata, issuer: `http://127.0.0.1:${port}`, authorization_response_iss_parameter_supported: false }));
+      } else {
+        response.statusCode = 404;
+        response.end();
+      }
+    }));
+    try {
+      const added = await runTessera(['provider', 'add', 'oidc', '--id', 'mixup', '--name', 'Lookalike', '--issuer', `http://127.0.0.1:${port}`, '--client-id', upstreamClient.clientId, '--client-secret-stdin'], env, upstreamClient.clientSecret);
+      assert.equal(added.code, 0, added.stderr);
+      const page = await (await browser.newContext()).newPage();
+      // Without the authorization response's iss (RFC 9207), the ID token's own iss is what gives it away.
+      await page.route(`${callbackOf('mixup')}**`, async (route) => {
+        const url = new URL(route.request().url());
+        url.searchParams.delete('iss');
+        await route.continue({ url: url.href });
+      });
+      await page.goto(`${downstream.url}/login`);
+      await page.getByRole('link', { name: 'Continue with Lookalike' }).click();
+      await signInUpstream(page, 'ada', 'ada password 1');
+      await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+      assert.match(await page.getByRole('alert').innerText(), /^The answer from Lookalike could not be verified/);
+      const event = (await failures('invalid_response')).find((candidate) => candidate.detail['provider'] === 'mixup');
+      assert.match(String(event?.detail['upstream']), /iss/);
+      await page.context().close();
+    } finally {
+      await runTessera(['provider', 'remove', 'mixup'], env);
+      await closeServer(lookalike);
+    }
+  });
+
+  it('says so when the provider does not answer', async () => {
+    const { server: closed, port } = await listenOnFreePort();
+    await closeServer(closed);
+    const added = await runTessera(['provider', 'add', 'oidc', '--id', 'down', '--name', 'Down ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'x'], env);
+    assert.equal(added.code, 0, added.stderr);
+    try {
+      const visitor = new FormBrowser(downstream.url);
+      const page = await visitor.request('/login/upstream/down?return_to=%2Faccount');
+      assert.equal(page.status, 503);
+      assert.match(page.html, /Down ID is not answering right now\. Try again in a few minutes\./);
+      assert.doesNotMatch(page.html, /ECONNREFUSED|at .*\.ts/);
+      assert.equal((await failures('unavailable')).some((event) => event.detail['provider'] === 'down'), true);
+    } finally {
+      await runTessera(['provider', 'remove', 'down'], env);
+    }
+  });
+
+  it('goes straight to the provider that is the only way in, and to the one a login_hint\'s domain names', async () => {
+    const visitor = new FormBrowser(downstream.url);
+    const before = await visitor.request('/login');
+    assert.equal(before.status, 200);
+    assert.match(before.html, /Continue with Upstream ID/);
+    assert.match(before.html, /name="password"/);
+    assert.equal((await runTessera(['provider', 'update', 'upstream', '--only'], env)).code, 0);
+    try {
+      const only = await visitor.request('/login?return_to=%2Faccount');
+      assert.equal(only.status, 303);
+      assert.equal(only.location, '/login/upstream/upstream?return_to=%2Faccount');
+      const onward = await visitor.request(only.location!);
+      assert.ok(onward.location?.startsWith(`${upstream.url}/oauth/authorize?`), String(onward.location));
+      // Nor does the password form's endpoint take a password any more: no sign-in, sent on.
+      const local = await downstream.addUser({ username: 'local.only', password: 'local only password' });
+      // The form's double-submitted CSRF token, as a page left open from before would post it.
+      const csrf = oidc.randomState();
+      visitor.cookies.set('tessera_csrf', csrf);
+      const posted = await visitor.request('/login', { form: { username: local.username, password: local.password, return_to: '/account', csrf_token: csrf } });
+      assert.equal(posted.status, 303, posted.html.slice(0, 200));
+      assert.equal(posted.location, '/login/upstream/upstream?return_to=%2Faccount');
+      assert.equal(visitor.cookies.has('tessera_session'), false);
+    } finally {
+      assert.equal((await runTessera(['provider', 'update', 'upstream', '--no-only', '--domain', 'example.com'], env)).code, 0);
+    }
+    const attempt = await authorize({ login_hint: 'someone@Example.com' });
+    const routed = await visitor.request(attempt.url.href);
+    assert.equal(routed.status, 303);
+    const start = await visitor.request(routed.location!);
+    assert.equal(new URL(start.location!).searchParams.get('login_hint'), 'someone@Example.com');
+    const byDomain = await visitor.request((await authorize({ domain_hint: 'example.com' })).url.href);
+    assert.equal(byDomain.status, 303, 'domain_hint names the provider as an address would');
+    assert.match(byDomain.location!, /^\/login\/upstream\/upstream\?/);
+    const elsewhere = await visitor.request((await authorize({ login_hint: 'someone@elsewhere.org' })).url.href);
+    assert.equal(elsewhere.status, 200, 'an address in no provider\'s domains signs in here');
+  });
+
+  it('refuses a disabled Acme user through the provider', async () => {
+    assert.equal((await runTessera(['user', 'disable', 'ada'], env)).code, 0);
+    try {
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(`${downstream.url}/login`);
+      await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+      await signInUpstream(page, 'ada', 'ada password 1');
+      await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+      assert.equal(await page.getByRole('alert').innerText(), 'Your Acme account is disabled. Ask the people who run Acme.');
+      await page.context().close();
+    } finally {
+      await runTessera(['user', 'enable', 'ada'], env);
+    }
+  });
+});

@@ -12,11 +12,14 @@ declare module 'autocannon' {
   }
 
   export interface Options {
-    url: string;
+    /** Several: the connections are dealt out over them in turn. */
+    url: string | string[];
     connections?: number;
     duration?: number;
     amount?: number;
     overallRate?: number;
+    /** Milliseconds between samples (default 1,000); a stopped run ends at the next one. */
+    sampleInt?: number;
     timeout?: number;
     method?: string;
     headers?: Record<string, string>;

@@ -53,6 +53,9 @@ function runFlood(origin: string, posts: readonly FloodPost[], perAddress: numbe
   const counts: FloodCounts = { checked: 0, refused: 0, other: 0 };
   let running = true;
   let serial = 0;
+  // Ends every Retry-After wait at once when the flood stops: the waits are up to 5 s each,
+  // and the run that stops the flood would otherwise wait for the longest of them.
+  const stopped = new AbortController();
   const loop = async (post: FloodPost) => {
     while (running) {
       serial += 1;
@@ -71,7 +74,15 @@ function runFlood(origin: string, posts: readonly FloodPost[], perAddress: numbe
           // 5 s), so the figure is what the limits let through, not how fast this driver
           // can be refused on a machine it shares with the server.
           const wait = Math.min(5, Math.max(1, Number(response.headers.get('retry-after')) || 1));
-          await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              clearTimeout(timer);
+              stopped.signal.removeEventListener('abort', done);
+              resolve();
+            };
+            const timer = setTimeout(done, wait * 1000);
+            stopped.signal.addEventListener('abort', done);
+          });
         } else counts.other += 1;
       } catch {
         counts.other += 1;
@@ -82,6 +93,7 @@ function runFlood(origin: string, posts: readonly FloodPost[], perAddress: numbe
   return {
     async stop() {
       running = false;
+      stopped.abort();
       await Promise.all(loops);
       return counts;
     },

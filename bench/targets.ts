@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
 import { hashPassword } from '../src/core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 
@@ -26,6 +26,9 @@ export interface MintedCode {
   readonly verifier: string;
 }
 
+/** The API the client_credentials scenario asks tokens for, and its one scope. */
+export const BENCH_API = { identifier: 'https://api.bench.example', scope: 'bench.read' } as const;
+
 /** The signed-in person whose session floods `/account/password` with wrong current passwords. */
 export const FLOOD_OWNER = { username: 'flood-owner', password: 'the flood owner knows this one' } as const;
 
@@ -33,8 +36,15 @@ export interface Target {
   /** As printed in the table: `tessera/sqlite`, `tessera/postgres`, `oidc-provider`. */
   readonly label: string;
   readonly origin: string;
+  /**
+   * Every origin the load is spread over (autocannon deals its connections out in turn):
+   * one, or one per instance when several serve one database (scale_out).
+   */
+  readonly origins: readonly string[];
   /** The server process; its descendants (cluster workers) are measured with it. */
   readonly pid: number;
+  /** Every server process measured: `pid`, and the other instances' of a scale-out target. */
+  readonly pids: readonly number[];
   readonly tokenPath: string;
   /** Null when the server does not offer the device flow (yet). */
   readonly deviceAuthorizationPath: string | null;
@@ -174,6 +184,15 @@ export interface TesseraOptions extends StartOptions {
   readonly against?: { readonly root: string; readonly name: string };
   /** More settings for the server (the sign-in flood trusts its loopback proxy). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Server processes started on the one database, each on its own port (default 1): two
+   * instances on one PostgreSQL database in the scale_out scenario.
+   */
+  readonly instances?: number;
+  /** Registers the flood owner (FLOOD_OWNER), whose password is hashed at the default cost: sign_in_flood only. */
+  readonly floodOwner?: boolean;
+  /** Added to the label: what sets this target apart within its scenario. */
+  readonly labelSuffix?: string;
 }
 
 /**
@@ -186,7 +205,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const database = options.postgres?.url ?? join(dir, 'tessera.db');
   const label = options.baseline
     ? 'bare node:http'
-    : `${options.postgres ? 'tessera/postgres' : 'tessera/sqlite'}${options.against ? `@${options.against.name}` : ''}`;
+    : `${options.postgres ? 'tessera/postgres' : 'tessera/sqlite'}${options.against ? `@${options.against.name}` : ''}${options.labelSuffix ?? ''}`;
   // The store is opened with the served checkout's own code, so that its schema is the one
   // that checkout migrates to (an --against checkout may be older than this one).
   const open: typeof openStore = options.against
@@ -201,8 +220,8 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     name: 'Bench',
     secretHash: hashSecret(clientSecret),
     redirectUris: [REDIRECT_URI],
-    scopes: ['openid', 'profile', 'email'],
-    grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE],
+    scopes: ['openid', 'profile', 'email', BENCH_API.scope],
+    grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_CLIENT_CREDENTIALS],
     webOrigins: [],
     requireDpop: false,
     requirePar: false,
@@ -212,6 +231,17 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     postLogoutRedirectUris: [],
     backchannelLogoutUri: null,
   });
+  // An API for the client_credentials scenario, registered before anything is signed for it
+  // (a token is refused for an API registered after it was issued).
+  await store.transaction((tx) => tx.resources.create({
+    identifier: BENCH_API.identifier,
+    name: 'Bench API',
+    scopes: [{ name: BENCH_API.scope, description: 'Read the bench' }],
+    accessTokenTtl: null,
+    introspectionSecretHash: null,
+    signingAlg: 'RS256',
+    createdAt: now - 60_000,
+  }));
   const userId = randomUUID();
   await store.users.create(newUserRecord({
     id: userId,
@@ -224,21 +254,26 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   }));
   // The account the /account/password flood signs in as (issue 34): a real password, hashed
   // at the default cost, so that each wrong current password costs what a sign-in does.
-  await store.users.create(newUserRecord({
-    id: randomUUID(),
-    username: FLOOD_OWNER.username,
-    passwordHash: await hashPassword(FLOOD_OWNER.password, { memory: 47104, passes: 1, parallelism: 1 }),
-    createdAt: now,
-  }));
+  if (options.floodOwner) {
+    await store.users.create(newUserRecord({
+      id: randomUUID(),
+      username: FLOOD_OWNER.username,
+      passwordHash: await hashPassword(FLOOD_OWNER.password, { memory: 47104, passes: 1, parallelism: 1 }),
+      createdAt: now,
+    }));
+  }
   if (options.seedSqlite && !options.postgres) options.seedSqlite(database, clientId);
 
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  let child: ChildProcess;
-  try {
+  const ports: number[] = [];
+  for (let i = 0; i < (options.instances ?? 1); i += 1) ports.push(await freePort());
+  // Instances of one deployment share one issuer: the first origin's.
+  const origins = ports.map((port) => `http://127.0.0.1:${port}`);
+  const origin = origins[0]!;
+  const children: ChildProcess[] = [];
+  const spawnOne = (port: number) => {
     const root = options.against?.root ?? ROOT;
     const script = join(root, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
-    child = await spawnServer(label, script, root, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root), {
+    return spawnServer(label, script, root, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root), {
       PORT: String(port),
       HOST: '127.0.0.1',
       TESSERA_ISSUER: origin,
@@ -250,19 +285,29 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
       // the per-minute device authorization limits a real deployment keeps (docs/security.md).
       TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000000',
       TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000000',
+      // No load balancer to tell: stop at once on SIGTERM, not after the 5 s a deployment
+      // gives one to stop sending requests (it made every scenario 5 s longer per server).
+      TESSERA_SHUTDOWN_DELAY: '0',
       ...options.env,
     }, options);
+  };
+  try {
+    for (const port of ports) children.push(await spawnOne(port));
   } catch (error) {
+    for (const child of children) await stopServer(child);
     await store.close();
     throw error;
   }
+  const child = children[0]!;
   const metadata = options.baseline ? { token_endpoint: `${origin}/oauth/token`, grant_types_supported: [DEVICE_GRANT] } : await discover(origin);
   const grantTypes = Array.isArray(metadata['grant_types_supported']) ? metadata['grant_types_supported'] : [];
 
   return {
     label,
     origin,
+    origins,
     pid: child.pid!,
+    pids: children.map((each) => each.pid!),
     tokenPath: endpointPath(metadata, 'token_endpoint') ?? '/oauth/token',
     deviceAuthorizationPath: endpointPath(metadata, 'device_authorization_endpoint'),
     supportsDevicePolling: grantTypes.includes(DEVICE_GRANT),
@@ -271,45 +316,51 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     async mintCodes(count) {
       const minted: MintedCode[] = [];
       const authTime = Date.now();
-      for (let i = 0; i < count; i += 1) {
-        const grantId = randomUUID();
-        await store.grants.create({
-          id: grantId,
-          userId,
-          clientId,
-          scope: ['openid', 'profile'],
-          kind: GRANT_AUTHORIZATION_CODE,
-          authTime,
-          createdAt: authTime,
-          revokedAt: null,
-          device: null,
-        });
-        const code = randomToken(32);
-        const verifier = randomToken(32);
-        await store.codes.create({
-          hash: hashSecret(code),
-          clientId,
-          userId,
-          grantId,
-          redirectUri: REDIRECT_URI,
-          scope: ['openid', 'profile'],
-          nonce: null,
-          codeChallenge: s256(verifier),
-          authTime,
-          sid: null,
-          createdAt: authTime,
-          // Batches are exchanged within seconds of minting; ten minutes leaves room for a slow machine.
-          expiresAt: authTime + 600_000,
-          consumedAt: null,
-          dpopJkt: null,
-          idTokenClaims: [],
-        });
-        minted.push({ code, verifier });
-      }
+      // One transaction a batch: the server under test writes to the same SQLite file, and
+      // each of the bench's writes waits for its write lock (SQLite's busy handler sleeps,
+      // up to 100 ms a time, while another connection holds it). Minted one write at a time,
+      // a batch of 50 took tens of seconds beside a server busy with a sign-in flood.
+      await store.transaction(async (tx) => {
+        for (let i = 0; i < count; i += 1) {
+          const grantId = randomUUID();
+          await tx.grants.create({
+            id: grantId,
+            userId,
+            clientId,
+            scope: ['openid', 'profile'],
+            kind: GRANT_AUTHORIZATION_CODE,
+            authTime,
+            createdAt: authTime,
+            revokedAt: null,
+            device: null,
+          });
+          const code = randomToken(32);
+          const verifier = randomToken(32);
+          await tx.codes.create({
+            hash: hashSecret(code),
+            clientId,
+            userId,
+            grantId,
+            redirectUri: REDIRECT_URI,
+            scope: ['openid', 'profile'],
+            nonce: null,
+            codeChallenge: s256(verifier),
+            authTime,
+            sid: null,
+            createdAt: authTime,
+            // Batches are exchanged within seconds of minting; ten minutes leaves room for a slow machine.
+            expiresAt: authTime + 600_000,
+            consumedAt: null,
+            dpopJkt: null,
+            idTokenClaims: [],
+          });
+          minted.push({ code, verifier });
+        }
+      });
       return minted;
     },
     async close() {
-      await stopServer(child);
+      for (const each of children) await stopServer(each);
       await store.close();
       await options.postgres?.drop();
       rmSync(dir, { recursive: true, force: true });
@@ -328,6 +379,8 @@ export async function startPeer(options: StartOptions): Promise<Target> {
     BENCH_CLIENT_ID: clientId,
     BENCH_CLIENT_SECRET: clientSecret,
     BENCH_REDIRECT_URI: REDIRECT_URI,
+    BENCH_API: BENCH_API.identifier,
+    BENCH_API_SCOPE: BENCH_API.scope,
     NODE_ENV: 'production',
   }, options);
   const metadata = await discover(origin);
@@ -343,7 +396,9 @@ export async function startPeer(options: StartOptions): Promise<Target> {
   return {
     label: 'oidc-provider',
     origin,
+    origins: [origin],
     pid: child.pid!,
+    pids: [child.pid!],
     tokenPath: endpointPath(metadata, 'token_endpoint')!,
     deviceAuthorizationPath: endpointPath(metadata, 'device_authorization_endpoint'),
     supportsDevicePolling: true,

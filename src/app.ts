@@ -126,7 +126,14 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   // The audit trail's log line: one JSON object per event, beside the request logs. Alerts
   // are one JSON log line each, at warn, with the event under `alert`.
   // A lockout's line (once per limit and window: core/events.ts) is at warn, for whoever is on call.
-  const built = appDeps(input, [(event) => app.log[isLockout(event) ? 'warn' : 'info'](eventLogFields(event), 'audit event')]);
+  // The line's fields are built only at a level that logs it: every token request stores an
+  // event, and at the default level (warn) only lockouts are logged.
+  const built = appDeps(input, [
+    (event) => {
+      const level = isLockout(event) ? 'warn' : 'info';
+      if ((app.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.(level) ?? true) app.log[level](eventLogFields(event), 'audit event');
+    },
+  ]);
   const deps: AppDeps = { ...built, alert: (event) => app.log.warn({ alert: event }, `alert: ${event.type}`) };
   app.addHook('onClose', () => deps.passwords.close());
   // Refusals are counted in memory and stored one row per limit once its window has ended:

@@ -2,20 +2,25 @@
  * The peer the benchmark compares Tessera with: node-oidc-provider 9.x, configured as its
  * README and defaults recommend for the same flows: one confidential client authenticating
  * with client_secret_basic, PKCE required (S256), the device flow feature on, RS256 ID
- * tokens (its default), and its default in-memory adapter. Started by bench/run.ts with
- * PORT, BENCH_CLIENT_ID, BENCH_CLIENT_SECRET and BENCH_REDIRECT_URI in the environment.
+ * tokens (its default), and its default in-memory adapter. For the client_credentials
+ * scenario, one API (resource indicators, its documented way to issue JWT access tokens for
+ * an API) with one scope, its access tokens RS256 JWTs as Tessera's are for an API. Started
+ * by bench/run.ts with PORT, BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, BENCH_REDIRECT_URI,
+ * BENCH_API and BENCH_API_SCOPE in the environment.
  *
  * Plain JavaScript: it runs against bench/node_modules, which Tessera's type check never
  * sees. Minting codes needs the provider's own models, so the driver asks for them over IPC.
  */
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 
 const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
 const clientId = process.env.BENCH_CLIENT_ID;
 const clientSecret = process.env.BENCH_CLIENT_SECRET;
 const redirectUri = process.env.BENCH_REDIRECT_URI;
+const api = process.env.BENCH_API;
+const apiScope = process.env.BENCH_API_SCOPE;
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: 'bench-rs256', alg: 'RS256', use: 'sig' };
@@ -28,7 +33,7 @@ const provider = new Provider(issuer, {
       client_name: 'Bench',
       redirect_uris: [redirectUri],
       response_types: ['code'],
-      grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'],
+      grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'client_credentials'],
       token_endpoint_auth_method: 'client_secret_basic',
       id_token_signed_response_alg: 'RS256',
     },
@@ -39,6 +44,17 @@ const provider = new Provider(issuer, {
   pkce: { required: () => true },
   features: {
     deviceFlow: { enabled: true },
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      // A client_credentials request naming no resource is for the one API.
+      defaultResource: () => api,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (_ctx, resourceIndicator) => {
+        if (resourceIndicator !== api) throw new errors.InvalidTarget();
+        return { scope: apiScope, audience: api, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
+      },
+    },
     devInteractions: { enabled: false },
   },
   claims: { openid: ['sub'], profile: ['name', 'preferred_username'] },

@@ -8,7 +8,20 @@ import type { AppDeps } from './deps.ts';
  * names, not the one the request's Host header claims. With server nonces on (§8), every
  * answer carries the current nonce in `DPoP-Nonce`, and a `use_dpop_nonce` refusal does too.
  */
-export async function requestProof(
+export function requestProof(
+  deps: AppDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  path: string,
+  accessToken?: string,
+): Promise<DpopProof | null> | null {
+  // Most requests carry no proof: answered without an async call, a URL built and a promise
+  // awaited on every token request.
+  if (request.headers.dpop === undefined && !deps.config.dpop.nonces) return null;
+  return checkRequestProof(deps, request, reply, path, accessToken);
+}
+
+async function checkRequestProof(
   deps: AppDeps,
   request: FastifyRequest,
   reply: FastifyReply,

@@ -28,3 +28,17 @@ describe('signJws', () => {
     await assert.rejects(compactVerify(forged, publicKey), (error: unknown) => error instanceof errors.JWSSignatureVerificationFailed);
   });
 });
+
+describe('signJws ES256 signatures (R || S from DER)', () => {
+  it('gives a 64-byte signature that verifies, over many signatures (R or S with a high bit, or shorter than 32 bytes)', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    // About half of all R and S values have their high bit set (DER adds a zero byte) and 1 in
+    // 128 is shorter than 32 bytes (DER drops leading zeros): 400 signatures meet both.
+    for (let i = 0; i < 400; i += 1) {
+      const jwt = await signJws({ alg: 'ES256', kid: 'k1', typ: 'JWT' }, { sub: `ada-${i}` }, privateKey);
+      assert.equal(Buffer.from(jwt.split('.')[2]!, 'base64url').length, 64);
+      const { payload } = await jwtVerify(jwt, publicKey, { algorithms: ['ES256'] });
+      assert.equal(payload.sub, `ada-${i}`);
+    }
+  });
+});

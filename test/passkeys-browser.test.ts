@@ -173,8 +173,11 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     // request is answered at once by the authenticator, or the button), then the approval.
     await page.waitForURL((where) => where.pathname === '/oauth/authorize');
     const approve = page.getByRole('button', { name: 'Approve' });
-    await approve.or(page.getByRole('button', { name: 'Sign in with a passkey' })).first().waitFor();
-    if (!(await approve.isVisible())) await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    const signInButton = page.getByRole('button', { name: 'Sign in with a passkey' });
+    await approve.or(signInButton).first().waitFor();
+    // The autofill may sign in at any moment, taking the button away: press it only until the
+    // approval comes (a click that finds no button fails here only if the approval never comes).
+    if (!(await approve.isVisible())) await Promise.race([approve.waitFor(), signInButton.click().catch(() => undefined)]);
     await approve.click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
     assert.equal(tokens.claims()!.sub, person.id);

@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
+import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -117,6 +118,9 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     const claims = tokens.claims()!;
+    // The upstream checked Ada's password (its ID token says amr ["pwd"]); Acme repeats what
+    // it was told, no more: no password was checked here, and no "federated" value exists.
+    assert.deepEqual(claims.amr, ['pwd']);
     const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
     assert.equal(userinfo['name'], 'Ada Lovelace');
     assert.equal(userinfo['given_name'], 'Ada');
@@ -152,6 +156,61 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(tokens.claims()?.sub, (await downstream.store.users.findByUsername('ada'))?.id);
     assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada@example.com').length, 1);
     await page.context().close();
+  });
+
+  it('counts the upstream\'s "mfa" as a second factor only when the operator trusts the provider to say so', async () => {
+    // Two upstream people with one-time codes on there: a sign-in there is amr pwd otp mfa.
+    const withCodes = async (username: string) => {
+      const person = await upstream.addUser({ username, password: `${username} password 1`, name: username, email: `${username}@example.com`, profile: { emailVerified: true } });
+      const secret = newTotpSecret();
+      const now = Date.now();
+      assert.equal(await upstream.store.totp.begin(person.id, secret, now), true);
+      assert.ok(await upstream.store.totp.confirm(person.id, timeStep(now) - 2, now));
+      return secret;
+    };
+    const hedy = await withCodes('hedy');
+    const ivy = await withCodes('ivy');
+    const signInWithCode = async (username: string, secret: string) => {
+      const { page, callback } = await appPage();
+      const attempt = await authorize({ acr_values: 'urn:tessera:acr:mfa' });
+      await page.goto(attempt.url.href);
+      await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+      await signInUpstream(page, username, `${username} password 1`);
+      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now()));
+      await page.getByRole('button', { name: 'Continue' }).click();
+      // Chromium holds a form post's redirects to its form-action: the code page allows the client's.
+      await page.waitForURL((url) => url.href.startsWith(downstream.url));
+      return { page, callback, attempt };
+    };
+
+    // Not trusted (the default): the upstream's mfa is dropped, so a client asking for two
+    // factors is refused; Acme's session says only what it may repeat.
+    const untrusted = await signInWithCode('hedy', hedy);
+    await untrusted.page.getByText(/Approving needs a second factor/).waitFor();
+    assert.equal(await untrusted.page.getByRole('button', { name: 'Approve' }).count(), 0);
+    const hedyHere = (await downstream.store.users.findByUsername('hedy'))!;
+    assert.deepEqual((await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr), [['pwd', 'otp']]);
+    await untrusted.page.context().close();
+
+    const updated = await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env);
+    assert.equal(updated.code, 0, updated.stderr);
+    assert.equal(JSON.parse((await runTessera(['provider', 'show', 'upstream', '--json'], env)).stdout).trust_upstream_mfa, true);
+    try {
+      const trusted = await signInWithCode('ivy', ivy);
+      await trusted.page.getByRole('button', { name: 'Approve' }).click();
+      const tokens = await oidc.authorizationCodeGrant(config, await within(trusted.callback, 'the redirect back to the app'), {
+        pkceCodeVerifier: trusted.attempt.verifier, expectedState: trusted.attempt.state, expectedNonce: trusted.attempt.nonce, idTokenExpected: true,
+      });
+      const claims = tokens.claims()!;
+      assert.deepEqual(claims.amr, ['pwd', 'otp', 'mfa']);
+      assert.equal(claims.acr, 'urn:tessera:acr:mfa');
+      await trusted.page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
+      await trusted.page.context().close();
+    } finally {
+      const reverted = await runTessera(['provider', 'update', 'upstream', '--no-trust-upstream-mfa'], env);
+      assert.equal(reverted.code, 0, reverted.stderr);
+    }
   });
 
   it('links an existing Acme account by its verified e-mail address, when the provider allows linking', async () => {

@@ -91,6 +91,7 @@ Commands:
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
   provider add oidc --name NAME --issuer URL --client-id ID [--client-secret-stdin] [--scope SCOPE ...]
+               [--trust-upstream-mfa]
   provider add github --name NAME --client-id ID --client-secret-stdin [--allowed-organization ORG ...]
                [--api-url URL --web-url URL]
   provider add ldap --name NAME --url ldaps://HOST --user-search-base DN [--user-filter "(uid={username})"]
@@ -103,11 +104,13 @@ Commands:
                                           --only: the sign-in page goes straight to it;
                                           --allow-linking: a verified e-mail address of an existing user
                                           signs in as that user; --allowed-domain: only these e-mail
-                                          domains; --domain: addresses typed in these domains go to it
+                                          domains; --domain: addresses typed in these domains go to it;
+                                          --trust-upstream-mfa: the provider's amr "mfa" counts as a
+                                          second factor here
   provider list [--json]                  List identity providers, in the order of their buttons
   provider show ID [--json]               Show a provider's settings (never its secret)
   provider update ID [options of add] [--no-only] [--no-allow-linking] [--no-start-tls]
-               [--no-group-search] [--json]
+               [--no-group-search] [--no-trust-upstream-mfa] [--json]
                                           Change a provider; a secret given replaces the stored one
   provider remove ID                      Remove a provider; the users it created stay
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]

@@ -19,6 +19,7 @@ const PROVIDER_OPTIONS = {
   'client-id': { type: 'string' },
   'client-secret-stdin': { type: 'boolean' },
   scope: { type: 'string', multiple: true },
+  'trust-upstream-mfa': { type: 'boolean' },
   'allowed-organization': { type: 'string', multiple: true },
   'web-url': { type: 'string' },
   'api-url': { type: 'string' },
@@ -38,6 +39,7 @@ const UPDATE_OPTIONS = {
   ...PROVIDER_OPTIONS,
   'no-only': { type: 'boolean' },
   'no-allow-linking': { type: 'boolean' },
+  'no-trust-upstream-mfa': { type: 'boolean' },
   'no-start-tls': { type: 'boolean' },
   'no-group-search': { type: 'boolean' },
 } as const;
@@ -86,6 +88,7 @@ async function input(values: Values, io: Io, kind?: string): Promise<ProviderInp
     ...given('client_id', values['client-id']),
     ...given('client_secret', values['client-secret-stdin'] ? secret : undefined),
     ...given('scopes', values.scope?.flatMap((scope) => scope.split(/\s+/))),
+    ...given('trust_upstream_mfa', toggle(values['trust-upstream-mfa'], values['no-trust-upstream-mfa'], 'trust-upstream-mfa')),
     ...given('allowed_organizations', values['allowed-organization']),
     ...given('web_url', values['web-url']),
     ...given('api_url', values['api-url']),

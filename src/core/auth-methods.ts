@@ -30,8 +30,22 @@ export function keptSignIn(record: { readonly amr?: readonly AuthMethod[]; reado
   return record.acr === undefined ? { amr: record.amr } : { amr: record.amr, acr: record.acr };
 }
 
-/** A session from before sessions remembered how they began: it began with a password. */
+/** A password alone (checked here or by a directory); and a session from before sessions remembered how they began, which began with one. */
 export const PASSWORD_ONLY: readonly AuthMethod[] = ['pwd'];
+
+/**
+ * What an upstream OpenID provider's ID token says it checked (its `amr`, OIDC Core §2),
+ * as far as Tessera can repeat it: the RFC 8176 values above, each once; anything else
+ * (a provider's own values, a malformed claim) is dropped, and a provider that says nothing
+ * proved nothing Tessera can name. Its `mfa` is the provider's word, which only the
+ * operator can choose to take (`trustMfa`, per provider): otherwise it is dropped, so an
+ * upstream sign-in never counts here as more factors than Tessera saw proved.
+ */
+export function upstreamMethods(claim: unknown, trustMfa: boolean): AuthMethod[] {
+  if (!Array.isArray(claim)) return [];
+  const known = AUTH_METHODS.filter((method) => claim.includes(method));
+  return trustMfa ? known : known.filter((method) => method !== 'mfa');
+}
 
 /**
  * The authentication context classes, strongest first. `phrh` and `phr` are the OpenID

@@ -616,6 +616,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     client_id: { type: 'string', minLength: 1, maxLength: 1024 },
     client_secret: { type: 'string', minLength: 1, maxLength: 1024, writeOnly: true },
     scopes: strings(50),
+    trust_upstream_mfa: { type: 'boolean' },
     allowed_organizations: strings(100),
     web_url: { type: 'string', minLength: 1, maxLength: 1024 },
     api_url: { type: 'string', minLength: 1, maxLength: 1024 },

@@ -1,6 +1,8 @@
+import type { FastifyReply } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import type { ClientRecord } from '../store/types.ts';
 import type { AppDeps } from './deps.ts';
+import { allowFormTarget } from './security.ts';
 
 /**
  * The application a sign-in continues to, as the authorization step put it in the form
@@ -16,4 +18,15 @@ export async function signInClientRecord(deps: AppDeps, form: RawParams): Promis
   const requested = form['client_id'];
   if (typeof requested !== 'string' || requested.length === 0 || requested.length > 256) return null;
   return deps.store.clients.get(requested);
+}
+
+/**
+ * The code page after a first step: its post ends (through /authorize, when no approval is
+ * asked) at the client's redirect URI, and browsers hold a form post's redirects to its
+ * form-action; so the registered redirect URIs of the client the sign-in continues to are
+ * allowed, as on the sign-in page (http/sign-in.ts), and nothing else.
+ */
+export async function allowSignInTarget(deps: AppDeps, reply: FastifyReply, clientId: string | null): Promise<void> {
+  const client = clientId === null ? null : await deps.store.clients.get(clientId);
+  if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
 }

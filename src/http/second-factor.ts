@@ -14,7 +14,8 @@ import type { SafeHtml } from '../ui/html.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
-import { signInClient } from './audit.ts';
+import { signInClientRecord } from './audit.ts';
+import { allowFormTarget } from './security.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { ACCOUNT_PATH, SECOND_FACTOR_PATH, TOTP_CONFIRM_PATH, TOTP_REMOVE_PATH, TOTP_SETUP_PATH } from '../core/endpoints.ts';
@@ -68,8 +69,11 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
   app.post(SECOND_FACTOR_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
     const returnTo = safeReturnTo(form['return_to']);
-    const clientId = await signInClient(deps, form);
+    const client = await signInClientRecord(deps, form);
+    const clientId = client?.id ?? null;
     const ui = pages.ui(request);
+    // A wrong code shows the page again, whose next post may end at the client's redirect URI (audit.ts allowSignInTarget).
+    if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
     const retry = (status: number, error: MessageKey) =>
       pages.send(reply, status, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId, error: ui.t.text(error) }));
     // Every refused code is a `second_factor.failed` event (and its log line).

@@ -1,9 +1,10 @@
 import { onlyProvider } from '../flows/upstream/sign-in.ts';
 import { upstreamStartUrl } from '../ui/pages.ts';
 import type { FastifyPluginAsync } from 'fastify';
+import { PASSWORD_ONLY } from '../core/auth-methods.ts';
 import { SIGN_IN_PATH, SIGN_OUT_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { afterPassword } from '../flows/session/sign-in.ts';
+import { afterFirstStep } from '../flows/session/sign-in.ts';
 import { endSession } from '../flows/session/session.ts';
 import { signIn } from '../flows/sign-in.ts';
 import { secondFactorPage } from '../ui/second-factor.ts';
@@ -62,8 +63,9 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     // The right password gives this browser its good record for the username (flows/sign-in.ts).
     if (deps.config.signIn.goodRecordSeconds > 0) cookiePort(deps.config, request, reply).set(known, result.browser, deps.config.signIn.goodRecordSeconds);
     // A person with one-time codes on is asked for one next; anyone else is signed in.
-    const next = await afterPassword(deps, browserOf(deps, request, reply), result.user, { clientId });
+    const next = await afterFirstStep(deps, browserOf(deps, request, reply), result.user, PASSWORD_ONLY, { clientId });
     if (next === 'signed-in') return reply.redirect(returnTo, 303);
+    if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
     return pages.send(reply, 200, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 

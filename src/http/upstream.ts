@@ -7,7 +7,7 @@ import { finishUpstream, signInWithDirectory, startUpstream, type UpstreamContin
 import { directorySignInPage, errorPage, signedInPage } from '../ui/pages.ts';
 import { secondFactorPage } from '../ui/second-factor.ts';
 import type { MessageKey } from '../ui/i18n.ts';
-import { signInClientRecord } from './audit.ts';
+import { allowSignInTarget, signInClientRecord } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
@@ -114,6 +114,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
       default:
         if (deps.config.signIn.goodRecordSeconds > 0) cookiePort(deps.config, request, reply).set(known, result.browserToken, deps.config.signIn.goodRecordSeconds);
         if (result.kind === 'signed-in') return reply.redirect(returnTo, 303);
+        await allowSignInTarget(deps, reply, clientId);
         return pages.send(reply, 200, secondFactorPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
     }
   });
@@ -125,6 +126,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     if (outcome.kind === 'refused') return refused(request, reply, outcome.reason, outcome.provider, outcome.continuation);
     const { returnTo, clientId } = outcome.continuation;
     if (outcome.kind === 'signed-in') return pages.send(reply, 200, signedInPage(pages.ui(request), safeReturnTo(returnTo)));
+    await allowSignInTarget(deps, reply, clientId);
     return pages.send(reply, 200, secondFactorPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo: safeReturnTo(returnTo), clientId }));
   });
 };

@@ -667,5 +667,17 @@ const refreshedIdTokens: Migration = {
   ],
 };
 
+/**
+ * Version 21 (a second step remembers the first): a sign-in waiting for its one-time code
+ * keeps the methods its first step proved (RFC 8176 `amr`), so a sign-in through an upstream
+ * provider that checked no password here is not recorded as one after the code. Rows from
+ * before were all password sign-ins.
+ */
+const pendingSignInMethods: Migration = {
+  version: 21,
+  name: 'methods of a sign-in waiting for its code',
+  statements: [(t, dialect) => `ALTER TABLE pending_sign_ins ADD COLUMN amr ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{pwd}'" : `'["pwd"]'`}`],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, pendingSignInMethods];

@@ -1,3 +1,5 @@
+import type { AuthMethod } from '../core/auth-methods.ts';
+
 /**
  * Second factors other than passkeys: TOTP secrets (RFC 6238), recovery codes, and the
  * sign-ins that wait for one of them.
@@ -34,10 +36,12 @@ export interface RecoveryCodeStore {
   removeAllForUser(userId: string): Promise<void>;
 }
 
-/** A password accepted, waiting for its one-time code: keyed by the hash of a cookie's value. */
+/** A first step accepted (a password, an upstream provider), waiting for its one-time code: keyed by the hash of a cookie's value. */
 export interface PendingSignInRecord {
   readonly idHash: string;
   readonly userId: string;
+  /** What the first step proved (RFC 8176), which the code adds to; empty when it proved nothing Tessera can name. */
+  readonly amr: readonly AuthMethod[];
   readonly createdAt: number;
   readonly expiresAt: number;
 }

@@ -108,8 +108,11 @@ const seconds = (ms: number) => Math.floor(ms / 1000);
  * refresh token's own, else (a device grant, a row from before) the grant's.
  */
 function signInOf(issuance: Issuance, grant: GrantRecord): Partial<SignInFacts> {
-  if (issuance.signIn !== undefined) return issuance.signIn;
-  return { ...(grant.amr === undefined ? {} : { amr: grant.amr }), ...(grant.acr === undefined ? {} : { acr: grant.acr }) };
+  const facts = issuance.signIn ?? { ...(grant.amr === undefined ? {} : { amr: grant.amr }), ...(grant.acr === undefined ? {} : { acr: grant.acr }) };
+  // A sign-in that proved nothing Tessera can name (an upstream provider that said nothing):
+  // no `amr` at all, as OIDC Core §2 allows (it is OPTIONAL), rather than an empty list.
+  if (facts.amr === undefined || facts.amr.length > 0) return facts;
+  return facts.acr === undefined ? {} : { acr: facts.acr };
 }
 
 /**

@@ -196,7 +196,7 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
     it('returns one until it expires, and gives it once', async () => {
       const store = current();
       const user = await givenUser();
-      const pending = { idHash: unique('pending'), userId: user.id, createdAt: T0, expiresAt: T0 + 5 * MINUTE };
+      const pending = { idHash: unique('pending'), userId: user.id, amr: ['pwd' as const], createdAt: T0, expiresAt: T0 + 5 * MINUTE };
       await store.pendingSignIns.create(pending);
       assert.deepEqual(await store.pendingSignIns.get(pending.idHash, T0), pending);
       assert.equal(await store.pendingSignIns.get(pending.idHash, T0 + 5 * MINUTE), null);
@@ -205,12 +205,23 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
       assert.equal(await store.pendingSignIns.get(pending.idHash, T0), null);
     });
 
+    it('keeps the methods the first step proved, none as none', async () => {
+      const store = current();
+      const user = await givenUser();
+      const upstream = { idHash: unique('pending'), userId: user.id, amr: ['hwk' as const, 'mfa' as const], createdAt: T0, expiresAt: T0 + 5 * MINUTE };
+      const silent = { idHash: unique('pending'), userId: user.id, amr: [], createdAt: T0, expiresAt: T0 + 5 * MINUTE };
+      await store.pendingSignIns.create(upstream);
+      await store.pendingSignIns.create(silent);
+      assert.deepEqual((await store.pendingSignIns.consume(upstream.idHash, T0))?.amr, ['hwk', 'mfa']);
+      assert.deepEqual((await store.pendingSignIns.get(silent.idHash, T0))?.amr, []);
+    });
+
     it('purges expired challenges and waiting sign-ins', async () => {
       const store = current();
       const user = await givenUser();
       const long = Date.UTC(2019, 0, 1);
       await store.webauthnChallenges.create({ challengeHash: unique('challenge'), purpose: 'authenticate', userId: null, createdAt: long, expiresAt: long + MINUTE });
-      const pending = { idHash: unique('pending'), userId: user.id, createdAt: long, expiresAt: long + MINUTE };
+      const pending = { idHash: unique('pending'), userId: user.id, amr: ['pwd' as const], createdAt: long, expiresAt: long + MINUTE };
       await store.pendingSignIns.create(pending);
       assert.equal(await store.purgeExpired(long + 2 * MINUTE), 2);
       assert.equal(await store.pendingSignIns.get(pending.idHash, long), null);

@@ -35,6 +35,8 @@ export interface ProviderInput {
   readonly client_id?: string;
   readonly client_secret?: string;
   readonly scopes?: readonly string[];
+  /** OpenID providers: count the provider's `mfa` as a second factor here. */
+  readonly trust_upstream_mfa?: boolean;
   readonly allowed_organizations?: readonly string[];
   readonly web_url?: string;
   readonly api_url?: string;
@@ -74,7 +76,7 @@ export function providerJson(provider: IdentityProviderRecord, issuer: string): 
   };
   switch (s.kind) {
     case 'oidc':
-      return { ...common, issuer: s.issuer, client_id: s.clientId, client_secret_set: provider.secret !== null, scopes: s.scopes, redirect_uri: upstreamRedirectUri(issuer, provider.id) };
+      return { ...common, issuer: s.issuer, client_id: s.clientId, client_secret_set: provider.secret !== null, scopes: s.scopes, trust_upstream_mfa: s.trustUpstreamMfa, redirect_uri: upstreamRedirectUri(issuer, provider.id) };
     case 'github':
       return {
         ...common,
@@ -200,11 +202,12 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       if (scopes?.some((scope) => !/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(scope))) throw invalid`${field('scopes')}: scope values have no spaces, quotes or backslashes (RFC 6749 §3.3)`;
       settings['issuer'] = issuer !== undefined ? checkWebUrl(issuer, 'issuer') : was['issuer'];
       settings['clientId'] = clientId ?? was['clientId'];
+      settings['trustUpstreamMfa'] = pick(input.trust_upstream_mfa, 'trustUpstreamMfa', false);
       settings['scopes'] = pick(scopes === undefined ? undefined : [...new Set(['openid', ...scopes])], 'scopes', ['openid', 'profile', 'email']);
       return { settings, secret: checkSecret(input.client_secret, 'client_secret') };
     }
     case 'github': {
-      reject(['issuer', 'scopes', 'url', 'start_tls', 'bind_dn', 'bind_password', 'user_search_base', 'user_filter', 'group_search_base', 'group_filter']);
+      reject(['issuer', 'scopes', 'trust_upstream_mfa', 'url', 'start_tls', 'bind_dn', 'bind_password', 'user_search_base', 'user_filter', 'group_search_base', 'group_filter']);
       const clientId = checkText(input.client_id, 'client_id', current ? null : "the OAuth app's client id");
       const secret = checkSecret(input.client_secret, 'client_secret');
       if (!current && secret === undefined) throw invalid`${field('client_secret')} is required: the OAuth app's client secret`;
@@ -217,7 +220,7 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       return { settings, secret };
     }
     case 'ldap': {
-      reject(['issuer', 'client_id', 'client_secret', 'scopes', 'allowed_organizations', 'web_url', 'api_url']);
+      reject(['issuer', 'client_id', 'client_secret', 'scopes', 'trust_upstream_mfa', 'allowed_organizations', 'web_url', 'api_url']);
       const url = checkText(input.url, 'url', current ? null : "the directory's address, such as ldaps://ldap.example.com");
       const base = checkText(input.user_search_base, 'user_search_base', current ? null : 'where people are searched, such as ou=people,dc=example,dc=com');
       settings['url'] = url !== undefined ? checkLdapUrl(url) : was['url'];

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { loadConfig } from '../../config/index.ts';
 import { ManualClock } from '../../core/clock.ts';
+import { hasSecondFactor } from '../../core/auth-methods.ts';
 import { hashSecret } from '../../core/crypto.ts';
 import { Events, type AuditEvent } from '../../core/events.ts';
 import { hashPassword } from '../../core/password.ts';
@@ -9,13 +10,14 @@ import { openStore } from '../../store/open.ts';
 import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../../store/types.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment } from '../second-factor/codes.ts';
 import { totpAt } from '../second-factor/totp.ts';
+import { sessionMethods } from '../second-factor/policy.ts';
 import { enrolmentLimits } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
 import { changePassword, setUserDisabled } from '../users.ts';
 import { PasswordQueue } from '../../core/password-queue.ts';
 import { cookieNames, type CookiePort } from './cookies.ts';
 import { beginSession, endEverywhere, endSession, signedIn, type Browser } from './session.ts';
-import { afterPassword, completeSecondFactor } from './sign-in.ts';
+import { afterFirstStep, completeSecondFactor } from './sign-in.ts';
 
 /** A browser's cookie jar that records what the flow set and cleared, and for how long. */
 class RecordingCookies implements CookiePort {
@@ -234,13 +236,13 @@ describe('the browser session flow', () => {
 
     it('signs a person without codes in at once, with a password', async () => {
       const cookies = new RecordingCookies();
-      assert.equal(await afterPassword(deps, browserWith(cookies), ada, { clientId: null }), 'signed-in');
+      assert.equal(await afterFirstStep(deps, browserWith(cookies), ada, ['pwd'], { clientId: null }), 'signed-in');
       assert.deepEqual((await signedIn(deps, { cookies }))?.session.amr, ['pwd']);
     });
 
     it('keeps a sign-in waiting for its code under its own cookie, for the pending sign-in timeout only', async () => {
       const cookies = new RecordingCookies();
-      assert.equal(await afterPassword(deps, browserWith(cookies), cara, { clientId: null }), 'second-factor');
+      assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, ['pwd'], { clientId: null }), 'second-factor');
       assert.deepEqual(cookies.writes.map((write) => [write.name, write.maxAgeSeconds]), [[names.pending, config.secondFactor.pendingSignInTimeout]]);
       assert.equal(await signedIn(deps, { cookies }), null, 'not signed in before the code');
       clock.advance(config.secondFactor.pendingSignInTimeout * 1000 + 1);
@@ -253,7 +255,7 @@ describe('the browser session flow', () => {
 
     it('signs in with the right code, once: the waiting sign-in is used up with the session begun and recorded', async () => {
       const cookies = new RecordingCookies();
-      await afterPassword(deps, browserWith(cookies), cara, { clientId: 'app-3' });
+      await afterFirstStep(deps, browserWith(cookies), cara, ['pwd'], { clientId: 'app-3' });
       const pending = cookies.jar.get(names.pending)!;
       clock.advance(31_000);
       const wrong = await completeSecondFactor(deps, browserWith(cookies), '000000' === totpAt(secret, clock.now()) ? '111111' : '000000', { clientId: 'app-3' });
@@ -268,6 +270,30 @@ describe('the browser session flow', () => {
       cookies.jar.set(names.pending, pending);
       clock.advance(31_000);
       assert.equal((await completeSecondFactor(deps, browserWith(cookies), totpAt(secret, clock.now()), { clientId: null })).kind, 'expired');
+    });
+
+    it('records what a first step proved and no more: nothing named, then a code, is the code alone', async () => {
+      const without = new RecordingCookies();
+      assert.equal(await afterFirstStep(deps, browserWith(without), ada, [], { clientId: null }), 'signed-in');
+      const bare = (await signedIn(deps, { cookies: without }))!.session;
+      assert.deepEqual(bare.amr, []);
+      assert.equal(hasSecondFactor(sessionMethods(bare)), false);
+      const cookies = new RecordingCookies();
+      assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, [], { clientId: null }), 'second-factor');
+      clock.advance(31_000);
+      const step = await completeSecondFactor(deps, browserWith(cookies), totpAt(secret, clock.now()), { clientId: null });
+      assert.equal(step.kind, 'signed-in');
+      const session = (await signedIn(deps, { cookies }))!.session;
+      assert.deepEqual(session.amr, ['otp'], 'no password was checked here, so the code makes no two factors');
+      assert.equal(hasSecondFactor(sessionMethods(session)), false);
+    });
+
+    it('keeps an upstream provider\'s methods across the code step', async () => {
+      const cookies = new RecordingCookies();
+      assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, ['hwk', 'mfa'], { clientId: null }), 'second-factor');
+      clock.advance(31_000);
+      assert.equal((await completeSecondFactor(deps, browserWith(cookies), totpAt(secret, clock.now()), { clientId: null })).kind, 'signed-in');
+      assert.deepEqual((await signedIn(deps, { cookies }))?.session.amr, ['hwk', 'otp', 'mfa']);
     });
   });
 });

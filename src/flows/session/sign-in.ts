@@ -1,7 +1,8 @@
 /**
- * From a proved password (or passkey) to a signed-in browser: a person with one-time codes
- * on is asked for one next, the sign-in waiting in the store under a cookie of its own for
- * `pendingSignInTimeout`; everyone else is signed in at once.
+ * From a proved first step (a password, a directory's password, an upstream provider, or a
+ * passkey) to a signed-in browser: a person with one-time codes on is asked for one next,
+ * the sign-in waiting in the store under a cookie of its own for `pendingSignInTimeout`,
+ * with what the first step proved; everyone else is signed in at once.
  */
 import { withOneTimeCode, type AuthMethod } from '../../core/auth-methods.ts';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
@@ -13,22 +14,23 @@ import type { FlowDeps } from '../types.ts';
 import { cookieNames, usableCookie } from './cookies.ts';
 import { beginSession, type Browser, type SignInRecord } from './session.ts';
 
-/** A password and a one-time code (RFC 8176): how a sign-in after the code is recorded. */
-const PASSWORD_AND_CODE: readonly AuthMethod[] = ['pwd', 'otp', 'mfa'];
-
 /**
- * The password was right: `signed-in` when the person has no one-time codes; otherwise
- * `second-factor`, the sign-in now waiting for its code.
+ * The first step was right, and proved `amr` (RFC 8176; `['pwd']` for a password checked
+ * here or by a directory, what an upstream OpenID provider said it checked, nothing for
+ * GitHub): `signed-in` when the person has no one-time codes; otherwise `second-factor`, the
+ * sign-in now waiting for its code, remembering `amr` for when the code comes. The session
+ * records no more than `amr`: a first step that proved nothing Tessera can name is a session
+ * with an empty `amr`, one factor at most (core/auth-methods.ts `hasSecondFactor`).
  */
-export async function afterPassword(deps: FlowDeps, browser: Browser, user: UserRecord, signIn: SignInRecord): Promise<'signed-in' | 'second-factor'> {
+export async function afterFirstStep(deps: FlowDeps, browser: Browser, user: UserRecord, amr: readonly AuthMethod[], signIn: SignInRecord): Promise<'signed-in' | 'second-factor'> {
   if (!(await totpStatus(deps, user.id)).enabled) {
-    await beginSession(deps, browser, user, ['pwd'], signIn);
+    await beginSession(deps, browser, user, amr, signIn);
     return 'signed-in';
   }
   const now = deps.clock.now();
   const value = randomToken(32);
   const lifetime = deps.config.secondFactor.pendingSignInTimeout;
-  await deps.store.pendingSignIns.create({ idHash: hashSecret(value), userId: user.id, createdAt: now, expiresAt: now + lifetime * 1000 });
+  await deps.store.pendingSignIns.create({ idHash: hashSecret(value), userId: user.id, amr, createdAt: now, expiresAt: now + lifetime * 1000 });
   browser.cookies.set(cookieNames(deps.config).pending, value, lifetime);
   return 'second-factor';
 }
@@ -49,7 +51,7 @@ export type SecondFactorStep =
   | { readonly kind: 'signed-in'; readonly user: UserRecord };
 
 /**
- * The code typed after the password (RFC 6238). It counts against the password's guessing
+ * The code typed after the first step (RFC 6238). It counts against the password's guessing
  * limits (flows/sign-in.ts), and every refused code is a `second_factor.failed` event. Of two
  * right codes sent at once for one waiting sign-in, one signs in: using up the waiting
  * sign-in, starting the session and recording the sign-in are one transaction.
@@ -68,7 +70,9 @@ export async function completeSecondFactor(deps: FlowDeps, browser: Browser, typ
   const result = await checkSecondFactor({ ...deps, events }, user, typed, codeLimits(deps.config.signIn, browser.ip, user.username));
   if (result.kind === 'wrong-code') return { kind: 'wrong-code' };
   if (result.kind === 'replayed' || result.kind === 'locked') return { kind: result.kind, userId: user.id };
-  const session = await beginSession(deps, browser, user, PASSWORD_AND_CODE, signIn, { guard: async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null });
+  // The code joins what the first step proved (a password and a code: `pwd otp mfa`; an
+  // upstream sign-in that named nothing and a code: `otp`, one factor Tessera can vouch for).
+  const session = await beginSession(deps, browser, user, withOneTimeCode(pending.amr), signIn, { guard: async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null });
   if (session === null) return { kind: 'completed-already' };
   browser.cookies.clear(name);
   return { kind: 'signed-in', user };

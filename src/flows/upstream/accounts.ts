@@ -5,6 +5,7 @@
  * verified the e-mail address and the operator allowed linking for that provider. Creating
  * the user and linking the identity are one transaction: a refusal leaves no half-made user.
  */
+import type { AuthMethod } from '../../core/auth-methods.ts';
 import { randomToken } from '../../core/crypto.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
@@ -30,6 +31,12 @@ export interface UpstreamIdentity {
   readonly locale: string | null;
   readonly zoneinfo: string | null;
   readonly groups: readonly string[];
+  /**
+   * What Tessera knows the sign-in proved (RFC 8176), which the session records: `pwd` for a
+   * directory's password; an OpenID provider's own `amr` as far as Tessera knows its values
+   * (core/auth-methods.ts `upstreamMethods`); nothing for GitHub, which says nothing.
+   */
+  readonly amr: readonly AuthMethod[];
 }
 
 /** Why a sign-in through a provider was refused: `signin.failed`'s `detail.reason`, and the page's words. */

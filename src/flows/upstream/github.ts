@@ -123,6 +123,8 @@ export async function finishGithub(deps: GithubDeps, provider: IdentityProviderR
       locale: null,
       zoneinfo: null,
       groups: [],
+      // GitHub's OAuth says nothing of how the person signed in there (no ID token, no amr).
+      amr: [],
     };
   } catch (error) {
     throw upstreamFailure(error);

@@ -6,6 +6,7 @@
  * password (RFC 4513 §5.1.3). Their groups are searched with the service account's rights.
  */
 import { Client, Filter, InvalidCredentialsError, type Entry } from 'ldapts';
+import { PASSWORD_ONLY } from '../../core/auth-methods.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import type { FlowDeps } from '../types.ts';
@@ -116,6 +117,8 @@ export async function checkLdapPassword(
         locale: attribute(entry, attributeOf('locale')),
         zoneinfo: attribute(entry, attributeOf('zoneinfo')),
         groups,
+        // The directory checked the password the person typed here: that is all it proved.
+        amr: PASSWORD_ONLY,
       },
     };
   } catch (error) {

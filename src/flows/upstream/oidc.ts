@@ -6,6 +6,7 @@
  * for the claims. The upstream tokens are used here and dropped: never stored, never passed on.
  */
 import * as oidc from 'openid-client';
+import { upstreamMethods } from '../../core/auth-methods.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import type { FlowDeps } from '../types.ts';
@@ -147,6 +148,9 @@ export async function finishOidc(
       locale: textClaim(claims, from(settings, 'locale')),
       zoneinfo: textClaim(claims, from(settings, 'zoneinfo')),
       groups: Array.isArray(groups) ? groups.filter((group): group is string => typeof group === 'string').slice(0, 200) : [],
+      // From the ID token alone, the one answer signed for this sign-in (OIDC Core §2: amr is
+      // an ID token claim); UserInfo may not change it.
+      amr: upstreamMethods(idToken['amr'], settings.trustUpstreamMfa),
     };
   } catch (error) {
     throw upstreamFailure(error);

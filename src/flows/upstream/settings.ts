@@ -32,6 +32,12 @@ export interface OidcSettings extends CommonSettings {
   readonly clientId: string;
   /** Asked for upstream; `openid` always among them. */
   readonly scopes: readonly string[];
+  /**
+   * The operator takes the provider's word (`amr` containing `mfa`) that it checked two
+   * factors: the session then counts as a second-factor sign-in here. Off by default: the
+   * `mfa` is dropped and the sign-in is one factor at most.
+   */
+  readonly trustUpstreamMfa: boolean;
 }
 
 export interface GithubSettings extends CommonSettings {
@@ -88,7 +94,7 @@ export function providerSettings(provider: IdentityProviderRecord): ProviderSett
   };
   switch (provider.kind) {
     case 'oidc':
-      return { ...common, kind: 'oidc', issuer: text(s['issuer']), clientId: text(s['clientId']), scopes: strings(s['scopes']) };
+      return { ...common, kind: 'oidc', issuer: text(s['issuer']), clientId: text(s['clientId']), scopes: strings(s['scopes']), trustUpstreamMfa: s['trustUpstreamMfa'] === true };
     case 'github':
       return {
         ...common,

@@ -12,7 +12,7 @@ import type { UserRecord } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { cookieNames, usableCookie } from '../session/cookies.ts';
 import type { Browser } from '../session/session.ts';
-import { afterPassword } from '../session/sign-in.ts';
+import { afterFirstStep } from '../session/sign-in.ts';
 import { checkDirectoryPassword, type Busy, type Limited, type PasswordCheckDeps } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
 import { accountFor, type UpstreamIdentity, type UpstreamRefusal } from './accounts.ts';
@@ -150,9 +150,11 @@ async function signInAs(
 ): Promise<{ readonly kind: 'signed-in' | 'second-factor'; readonly user: UserRecord } | Refused> {
   const account = await accountFor(deps, provider, providerSettings(provider), identity);
   if (account.kind === 'refused') return refuse(deps, browser, provider, account.reason, { user: account.user, username: identity.label, clientId });
-  // A sign-in through a provider is one factor, as a password is: one-time codes and the
-  // second-factor policy (flows/second-factor/policy.ts) apply on top.
-  const next = await afterPassword(deps, browser, account.user, { clientId });
+  // The session records what the provider proved, no more (RFC 8176 has no "federated"
+  // value): a directory's password is `pwd`, an OpenID provider's word is its known `amr`
+  // values (its `mfa` only where the operator trusts it), GitHub's is nothing. One-time codes
+  // and the second-factor policy (flows/second-factor/policy.ts) apply on top.
+  const next = await afterFirstStep(deps, browser, account.user, identity.amr, { clientId });
   return { kind: next, user: account.user };
 }
 

@@ -2,7 +2,7 @@
  * TOTP secrets, recovery codes and sign-ins waiting for a code: their statements, rows and stores.
  */
 
-import { integer, integerOrNull, type Row, text } from '../rows.ts';
+import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text } from '../rows.ts';
 import type { PendingSignInRecord, Stores, TotpRecord } from '../types.ts';
 import type { Dialect, Runner } from './dialect.ts';
 
@@ -16,10 +16,11 @@ export function totpFromRow(row: Row): TotpRecord {
   };
 }
 
-export function pendingSignInFromRow(row: Row): PendingSignInRecord {
+export function pendingSignInFromRow(row: Row, read: ColumnReader): PendingSignInRecord {
   return {
     idHash: text(row, 'id_hash'),
     userId: text(row, 'user_id'),
+    amr: authMethodsOrNull(row, 'amr', read) ?? [],
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
   };
@@ -53,8 +54,8 @@ export function oneTimeCodesStatements(d: Dialect) {
     countRecoveryCodes: 'SELECT COUNT(*) AS unused FROM recovery_codes WHERE user_id = :userId AND used_at IS NULL',
     removeRecoveryCodes: 'DELETE FROM recovery_codes WHERE user_id = :userId',
     insertPendingSignIn: `
-      INSERT INTO pending_sign_ins (id_hash, user_id, created_at, expires_at)
-      VALUES (:idHash, :userId, :createdAt, :expiresAt)`,
+      INSERT INTO pending_sign_ins (id_hash, user_id, amr, created_at, expires_at)
+      VALUES (:idHash, :userId, :amr, :createdAt, :expiresAt)`,
     getPendingSignIn: 'SELECT * FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now',
     consumePendingSignIn: `
       DELETE FROM pending_sign_ins WHERE id_hash = :idHash AND expires_at > :now
@@ -64,7 +65,8 @@ export function oneTimeCodesStatements(d: Dialect) {
   };
 }
 
-export function oneTimeCodesStores(_d: Dialect, q: Runner<keyof ReturnType<typeof oneTimeCodesStatements>>): Pick<Stores, 'totp' | 'recoveryCodes' | 'pendingSignIns'> {
+export function oneTimeCodesStores(d: Dialect, q: Runner<keyof ReturnType<typeof oneTimeCodesStatements>>): Pick<Stores, 'totp' | 'recoveryCodes' | 'pendingSignIns'> {
+  const { read, list } = d;
   return {
     totp: {
       begin: async (userId, secret, now) => (await q.changed('beginTotp', { userId, secret, now })) > 0,
@@ -94,14 +96,14 @@ export function oneTimeCodesStores(_d: Dialect, q: Runner<keyof ReturnType<typeo
     },
 
     pendingSignIns: {
-      create: async (record) => void (await q.changed('insertPendingSignIn', { ...record })),
+      create: async (record) => void (await q.changed('insertPendingSignIn', { ...record, amr: list(record.amr) })),
       get: async (idHash, now) => {
         const row = await q.one('getPendingSignIn', { idHash, now });
-        return row === undefined ? null : pendingSignInFromRow(row);
+        return row === undefined ? null : pendingSignInFromRow(row, read);
       },
       consume: async (idHash, now) => {
         const row = await q.one('consumePendingSignIn', { idHash, now });
-        return row === undefined ? null : pendingSignInFromRow(row);
+        return row === undefined ? null : pendingSignInFromRow(row, read);
       },
       removeForUser: async (userId) => void (await q.changed('removePendingSignInsForUser', { userId })),
     },

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
@@ -126,8 +127,32 @@ describe('signing in with GitHub (a local server answering as GitHub\'s API)', (
     assert.equal(user?.emailVerified, true);
     assert.equal(user?.picture, 'https://avatars.github.test/u/583231');
     assert.deepEqual((await server.store.linkedIdentities.listForUser(user!.id)).map((link) => [link.providerId, link.subject]), [['github', '583231']]);
+    // GitHub says nothing of how the person signed in there: the session claims nothing
+    // (no `pwd`: no password was checked here), so ID tokens carry no amr.
+    assert.deepEqual((await server.store.sessions.listForUser(user!.id, Date.now())).map((session) => session.amr), [[]]);
     // The token was used for GitHub's API, as documented, and nowhere else.
     assert.deepEqual(github.calls.filter((call) => call.includes('/api/')), ['GET /api/user', 'GET /api/user/emails']);
+  });
+
+  it('adds a one-time code after GitHub as the code alone: one factor Tessera saw, not two', async () => {
+    github.signInAs(OCTOCAT);
+    const octocat = (await server.store.users.findByUsername('octocat'))!;
+    const secret = newTotpSecret();
+    const now = Date.now();
+    assert.equal(await server.store.totp.begin(octocat.id, secret, now), true);
+    assert.ok(await server.store.totp.confirm(octocat.id, timeStep(now) - 2, now));
+    try {
+      const visitor = new FormBrowser(server.url);
+      const asked = await signInWithGithub(visitor);
+      assert.equal(asked.status, 200, asked.html.slice(0, 300));
+      assert.match(asked.html, /<label for="code">/);
+      const done = await visitor.submit(asked, '/login/second-factor', { code: totpAt(secret, Date.now()) });
+      assert.equal(done.status, 303, done.html.slice(0, 300));
+      const sessions = await server.store.sessions.listForUser(octocat.id, Date.now());
+      assert.deepEqual(sessions[0]?.amr, ['otp'], 'the newest session');
+    } finally {
+      await server.store.totp.remove(octocat.id);
+    }
   });
 
   it('makes no verified address out of an unverified one', async () => {

@@ -121,6 +121,8 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
       pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true,
     });
     const claims = tokens.claims()!;
+    // The directory checked the password typed here: a password sign-in, as RFC 8176 names it.
+    assert.deepEqual(claims.amr, ['pwd']);
     const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
     assert.equal(userinfo['name'], 'Alice Liddell');
     assert.equal(userinfo['given_name'], 'Alice');

@@ -223,6 +223,14 @@ describe('the admin API', () => {
     const changed = await call('PATCH', '/providers/corp-sso', { body: { name: 'Corp', only: true } });
     assert.equal(changed.status, 200, JSON.stringify(changed.body));
     assert.equal(changed.body['only'], true);
+    // An upstream's own "mfa" counts here only when the operator says so, per provider.
+    assert.equal(made.body['trust_upstream_mfa'], false);
+    const trusted = await call('PATCH', '/providers/corp-sso', { body: { trust_upstream_mfa: true } });
+    assert.equal(trusted.body['trust_upstream_mfa'], true);
+    assert.equal((await server.store.identityProviders.get('corp-sso'))?.settings['trustUpstreamMfa'], true);
+    const github = await call('POST', '/providers', { body: { kind: 'github', name: 'Hub', client_id: 'x', client_secret: 'y', trust_upstream_mfa: true } });
+    assert.equal(github.status, 400, 'GitHub says nothing of how the person signed in');
+    assert.equal(github.body['field'], 'trust_upstream_mfa');
     assert.equal((await call('GET', '/providers')).body['providers'] instanceof Array, true);
     // The same rules as the command: a kind's fields only, a filter that parses.
     const wrong = await call('POST', '/providers', { body: { kind: 'ldap', name: 'Dir', url: 'ldap://127.0.0.1:1', user_search_base: 'dc=x', user_filter: '(uid={username}' } });

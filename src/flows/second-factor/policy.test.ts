@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../config/index.ts';
-import type { AuthMethod } from '../../core/auth-methods.ts';
+import { upstreamMethods, withOneTimeCode, type AuthMethod } from '../../core/auth-methods.ts';
 import { ADMIN_SCOPES, OPERATOR_ROLES, ROLE_SCOPES } from '../../core/scopes.ts';
-import type { SessionRecord } from '../../store/types.ts';
+import type { ClientRecord, SessionRecord } from '../../store/types.ts';
 import { mayAssignRole, roleAllows, scopesAllow, type AdminArea } from '../manage/admin-token.ts';
-import { operatorRefusal } from './policy.ts';
+import { approvalRefusal, operatorRefusal } from './policy.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const config = loadConfig({ TESSERA_CONSOLE_REAUTHENTICATE: '900' });
@@ -56,5 +56,26 @@ describe('the operator console policy', () => {
     assert.equal(mayAssignRole(['admin:users'], 'viewer'), false, 'viewer reads apps too');
     assert.equal(mayAssignRole([], null), true, 'no role is nothing to hold');
     assert.equal(scopesAllow(['admin:users:read'], 'users', true), false);
+  });
+});
+
+describe('what an upstream sign-in counts for', () => {
+  const client = { id: 'app', name: 'App', requirePhishingResistant: false } as unknown as ClientRecord;
+  const required = loadConfig({ TESSERA_REQUIRE_SECOND_FACTOR: 'true' });
+
+  it('keeps only the RFC 8176 values Tessera knows, and the upstream mfa only when trusted', () => {
+    assert.deepEqual(upstreamMethods(['pwd', 'otp', 'mfa', 'face', 'kba'], false), ['pwd', 'otp']);
+    assert.deepEqual(upstreamMethods(['pwd', 'otp', 'mfa'], true), ['pwd', 'otp', 'mfa']);
+    assert.deepEqual(upstreamMethods(undefined, true), []);
+    assert.deepEqual(upstreamMethods('pwd', true), [], 'not a list: nothing');
+  });
+
+  it('never counts a sign-in that named nothing, or an untrusted mfa, as a second factor', () => {
+    assert.equal(approvalRefusal(required, client, session([])), 'second-factor-required');
+    assert.equal(approvalRefusal(required, client, session(upstreamMethods(['pwd', 'otp', 'mfa'], false))), 'second-factor-required');
+    assert.equal(approvalRefusal(required, client, session(withOneTimeCode([]))), 'second-factor-required', 'a code after nothing named is one factor');
+    assert.equal(approvalRefusal(required, client, session(upstreamMethods(['pwd', 'otp', 'mfa'], true))), null);
+    assert.equal(approvalRefusal(config, client, session([]), ['urn:tessera:acr:mfa']), 'second-factor-required');
+    assert.equal(operatorRefusal(config, session([]), T0, false), 'second-factor-required');
   });
 });

@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 
 interface GithubPerson {
   readonly id: number;
@@ -130,6 +131,17 @@ describe('signing in with GitHub (a local server answering as GitHub\'s API)', (
     // GitHub says nothing of how the person signed in there: the session claims nothing
     // (no `pwd`: no password was checked here), so ID tokens carry no amr.
     assert.deepEqual((await server.store.sessions.listForUser(user!.id, Date.now())).map((session) => session.amr), [[]]);
+    const app = await server.addClient({ name: 'Garden Planner' });
+    const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const approved = await visitor.authorize(oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI, scope: 'openid', state, nonce, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    }).href, null);
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(approved.location!), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    assert.equal(tokens.claims()?.sub, user!.id);
+    assert.equal('amr' in tokens.claims()!, false, 'no amr claim rather than an empty one (OIDC Core §2: optional)');
     // The token was used for GitHub's API, as documented, and nowhere else.
     assert.deepEqual(github.calls.filter((call) => call.includes('/api/')), ['GET /api/user', 'GET /api/user/emails']);
   });

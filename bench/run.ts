@@ -237,7 +237,11 @@ function post(path: string, authorization: string, body: string): Request {
 function prepareDeviceAuthorization(settings: Settings, target: Target, scenario = 'device_authorization'): Prepared {
   const path = target.deviceAuthorizationPath;
   if (!path) return { scenario, target, skipped: 'no device authorization endpoint' };
-  const request = post(path, target.authorization, 'scope=openid%20profile');
+  return sameRequest(settings, target, scenario, post(path, target.authorization, 'scope=openid%20profile'), '"device_code"');
+}
+
+/** One request sent over and over for the run's time; each answer must be 200 with `expected` in its body. */
+function sameRequest(settings: Settings, target: Target, scenario: string, request: ReturnType<typeof post>, expected: string): Prepared {
   return {
     scenario,
     target,
@@ -247,7 +251,7 @@ function prepareDeviceAuthorization(settings: Settings, target: Target, scenario
         connections: settings.connections,
         duration: seconds,
         next: () => request,
-        classify: (status, body): Verdict => (status === 200 && body.includes('"device_code"') ? 'ok' : 'unexpected'),
+        classify: (status, body): Verdict => (status === 200 && body.includes(expected) ? 'ok' : 'unexpected'),
         serverPid: target.pids,
       }),
   };
@@ -258,21 +262,8 @@ function prepareDeviceAuthorization(settings: Settings, target: Target, scenario
  * HTTP Basic, no person and no code: what a machine-to-machine caller asks for.
  */
 function prepareClientCredentials(settings: Settings, target: Target): Prepared {
-  const scenario = 'client_credentials';
   const request = post(target.tokenPath, target.authorization, `grant_type=client_credentials&scope=${BENCH_API.scope}`);
-  return {
-    scenario,
-    target,
-    run: (seconds) =>
-      load({
-        url: target.origins,
-        connections: settings.connections,
-        duration: seconds,
-        next: () => request,
-        classify: (status, body): Verdict => (status === 200 && body.includes('"access_token"') ? 'ok' : 'unexpected'),
-        serverPid: target.pids,
-      }),
-  };
+  return sameRequest(settings, target, 'client_credentials', request, '"access_token"');
 }
 
 /**

@@ -16,7 +16,7 @@ import { totpAt } from '../src/flows/second-factor/totp.ts';
 import { resetLink } from '../src/flows/manage/users.ts';
 import { MAX_PASSWORD_LENGTH } from '../src/flows/users.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { startDevice } from './helpers/device.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -80,12 +80,7 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
   async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await context.newPage();
-    const callback = new Promise<URL>((resolve) => {
-      void page.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
-      });
-    });
+    const callback = catchRedirect(page);
     return { page, callback };
   }
 

@@ -12,7 +12,7 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, withRefresh } from './helpers/lifecycle.ts';
@@ -112,12 +112,7 @@ describe('the admin API', () => {
     try {
       browser = await launchChromium();
       const page = await browser.newPage();
-      const callback = new Promise<URL>((resolve) => {
-        void page.route(`${REDIRECT_URI}**`, async (route) => {
-          resolve(new URL(route.request().url()));
-          await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
-        });
-      });
+      const callback = catchRedirect(page, 'back at the client');
       await page.goto(url.href);
       await page.getByLabel('Username').fill('ada');
       await page.getByLabel('Password').fill('ada has a long password');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -31,12 +31,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await context.newPage();
-    const callback = new Promise<URL>((resolve) => {
-      void page.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
-      });
-    });
+    const callback = catchRedirect(page, 'back at the client');
     return { page, callback };
   }
 

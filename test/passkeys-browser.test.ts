@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -150,12 +150,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     t.after(() => context.close());
     const person = await strict.addUser({ username: 'annie' });
     const garden = await strict.addClient({ name: 'Garden Planner' });
-    const callback = new Promise<URL>((resolve) => {
-      void page.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
-      });
-    });
+    const callback = catchRedirect(page);
     const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), { execute: [oidc.allowInsecureRequests] });
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
@@ -238,12 +233,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     const { context, page, cdp, authenticatorId } = await withAuthenticator();
     t.after(() => context.close());
     const person = await server.addUser({ username: 'mary' });
-    const callback = new Promise<URL>((resolve) => {
-      void page.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the client' });
-      });
-    });
+    const callback = catchRedirect(page, 'back at the client');
     await addPasskey(page, server.url, person, 'Security key');
     await stopVerifyingUser(page, cdp, authenticatorId);
     await page.getByRole('button', { name: 'Not you? Sign out' }).click();

@@ -115,7 +115,8 @@ Commands:
   provider remove ID                      Remove a provider; the users it created stay
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
            [--given-name NAME] [--family-name NAME] [--email-verified] [--locale TAG]
-           [--zoneinfo ZONE] [--picture URL]
+           [--zoneinfo ZONE] [--picture URL] [--name-in TAG=NAME]... [--given-name-in TAG=NAME]...
+           [--family-name-in TAG=NAME]...
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
   user show USERNAME [--json]             Show a user, their approvals, last sign-in, passkeys and one-time codes
@@ -124,8 +125,10 @@ Commands:
   user remove USERNAME                    Remove a user and everything issued to them
   user update USERNAME [--name "Full Name"] [--email ADDRESS] [--given-name NAME] [--family-name NAME]
               [--email-verified | --no-email-verified] [--locale TAG] [--zoneinfo ZONE] [--picture URL]
+              [--name-in TAG=NAME]... [--given-name-in TAG=NAME]... [--family-name-in TAG=NAME]...
               [--role admin|support|viewer|none]
                                           Change a user's standard claims (OIDC Core §5.1; "" clears one)
+                                          and names in other languages (§5.2; TAG= removes one)
                                           or their role in the operator console (/console)
   user set-password USERNAME --password-stdin
                                           Set a user's password (from standard input); their sessions end

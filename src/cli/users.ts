@@ -2,6 +2,8 @@
 import type { Config } from '../config/index.ts';
 import { normalizeUsername } from '../core/username.ts';
 import { clearLockouts } from '../flows/manage/lockouts.ts';
+import type { LocalizedNamesInput } from '../flows/profile.ts';
+import type { LocalizableClaim } from '../store/types.ts';
 import {
   createUser,
   findUser,
@@ -31,18 +33,40 @@ const PROFILE_OPTIONS = {
   locale: { type: 'string' },
   zoneinfo: { type: 'string' },
   picture: { type: 'string' },
+  // OIDC Core §5.2: `--name-in ja-Kana-JP="ヤマダ タロウ"`, repeatable; "" after = removes one.
+  'name-in': { type: 'string', multiple: true },
+  'given-name-in': { type: 'string', multiple: true },
+  'family-name-in': { type: 'string', multiple: true },
 } as const;
 
-type ProfileValues = { [K in keyof typeof PROFILE_OPTIONS]?: (typeof PROFILE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+type ProfileValues = {
+  [K in keyof typeof PROFILE_OPTIONS]?: (typeof PROFILE_OPTIONS)[K] extends { multiple: true } ? string[] : (typeof PROFILE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string;
+};
+
+/** `--name-in TAG=NAME` and its given and family kin, as names by tag (the flow checks the tags). */
+function localizedNamesInput(values: ProfileValues): LocalizedNamesInput | undefined {
+  const names: Record<string, Partial<Record<LocalizableClaim, string>>> = {};
+  const options = [['name-in', 'name'], ['given-name-in', 'given_name'], ['family-name-in', 'family_name']] as const;
+  for (const [option, claim] of options) {
+    for (const pair of values[option] ?? []) {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new UsageError(`--${option} ${pair}: give TAG=NAME, e.g. --${option} ja-Kana-JP="ヤマダ タロウ"`);
+      (names[pair.slice(0, at)] ??= {})[claim] = pair.slice(at + 1);
+    }
+  }
+  return Object.keys(names).length === 0 ? undefined : names;
+}
 
 /** The claims the options give, by claim name; an option left out changes nothing. */
 function profileInput(values: ProfileValues): ProfileInput {
   if (values['email-verified'] && values['no-email-verified']) throw new UsageError('--email-verified and --no-email-verified cannot be given together');
   const verified = values['email-verified'] ? true : values['no-email-verified'] ? false : undefined;
   const text = { name: values.name, email: values.email, given_name: values['given-name'], family_name: values['family-name'], locale: values.locale, zoneinfo: values.zoneinfo, picture: values.picture };
+  const localized = localizedNamesInput(values);
   return {
     ...Object.fromEntries(Object.entries(text).filter(([, value]) => value !== undefined)),
     ...(verified === undefined ? {} : { email_verified: verified }),
+    ...(localized === undefined ? {} : { localized_names: localized }),
   };
 }
 

@@ -8,7 +8,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
 import { isPrivateNetworkHost } from './networks.ts';
 
 /** `dns.lookup` with every address at once, as the guard needs; replaceable in tests. */
@@ -38,9 +38,14 @@ export function publicNetworkLookup(resolve: Resolver = dnsLookup): LookupFuncti
  */
 export function outboundFetch(allowPrivateNetworks: boolean, resolve?: Resolver): typeof fetch {
   if (allowPrivateNetworks) return fetch;
-  const dispatcher = new Agent({ connect: { lookup: publicNetworkLookup(resolve) } });
+  // undici is loaded on the first such request, not at start: most servers never make one,
+  // and loading it holds about 5 MiB (docs/benchmarks.md, "Peak RSS").
+  let dispatcher: Promise<Dispatcher> | undefined;
   // Node's fetch is undici's and takes its dispatcher; RequestInit's type does not name it.
-  return (input, init) => fetch(input, { ...init, dispatcher } as RequestInit);
+  return async (input, init) => {
+    dispatcher ??= import('undici').then(({ Agent }) => new Agent({ connect: { lookup: publicNetworkLookup(resolve) } }));
+    return fetch(input, { ...init, dispatcher: await dispatcher } as RequestInit);
+  };
 }
 
 let shared: typeof fetch | null = null;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkProfile } from './profile.ts';
+import { matchingTags } from '../tokens/claims.ts';
+import { checkProfile, mergeLocalizedNames } from './profile.ts';
 
 describe('checkProfile (OIDC Core §5.1)', () => {
   it('keeps valid claims, trimmed, and clears one given as empty', () => {
@@ -25,5 +26,34 @@ describe('checkProfile (OIDC Core §5.1)', () => {
       assert.equal(result.ok, false, JSON.stringify(changes));
       assert.equal(result.ok ? null : result.claim, claim);
     }
+  });
+});
+
+describe('mergeLocalizedNames (OIDC Core §5.2)', () => {
+  const kept = { 'ja-Kana-JP': { name: 'ヤマダ タロウ', family_name: 'ヤマダ' } };
+
+  it('lays names over those kept, one tag per language in canonical case, removing those given null or ""', () => {
+    assert.deepEqual(mergeLocalizedNames(kept, { 'JA-kana-jp': { family_name: '' }, 'zh-hans': { name: ' 山田太郎 ' } }), {
+      ok: true, names: { 'ja-Kana-JP': { name: 'ヤマダ タロウ' }, 'zh-Hans': { name: '山田太郎' } },
+    });
+    assert.deepEqual(mergeLocalizedNames(kept, { 'ja-Kana-JP': null }), { ok: true, names: {} });
+    assert.deepEqual(mergeLocalizedNames(kept, { 'ja-Kana-JP': { name: null, family_name: null } }), { ok: true, names: {} });
+  });
+
+  it('refuses a malformed tag, a claim it cannot keep per language, and a name too long', () => {
+    for (const given of [{ 'ja_JP': { name: 'x' } }, { '': { name: 'x' } }, { ja: { nickname: 'x' } }, { ja: { name: 'x'.repeat(201) } }]) {
+      assert.equal(mergeLocalizedNames(kept, given as never).ok, false, JSON.stringify(given).slice(0, 60));
+    }
+  });
+});
+
+describe('matchingTags', () => {
+  it('matches a requested language by BCP 47 prefix either way, case aside', () => {
+    const tags = ['ja-Kana-JP', 'ja-Hani-JP', 'zh-Hans', 'de'];
+    assert.deepEqual(matchingTags(tags, ['ja']), ['ja-Kana-JP', 'ja-Hani-JP']);
+    assert.deepEqual(matchingTags(tags, ['JA-KANA-JP']), ['ja-Kana-JP']);
+    assert.deepEqual(matchingTags(tags, ['de-AT', 'zh']), ['zh-Hans', 'de']);
+    assert.deepEqual(matchingTags(tags, ['jav', 'fr']), []);
+    assert.deepEqual(matchingTags(tags, []), []);
   });
 });

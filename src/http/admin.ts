@@ -146,6 +146,21 @@ const PROFILE_FIELDS = {
   locale: { type: ['string', 'null'], maxLength: 35 },
   zoneinfo: { type: ['string', 'null'], maxLength: 64 },
   picture: { type: ['string', 'null'], maxLength: 2048 },
+  localized_names: {
+    type: 'object',
+    description: 'OIDC Core §5.2: names in other languages and scripts by BCP 47 tag, laid over those kept; null or "" removes one',
+    maxProperties: 20,
+    propertyNames: { type: 'string', maxLength: 35 },
+    additionalProperties: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      properties: {
+        name: { type: ['string', 'null'], maxLength: 200 },
+        given_name: { type: ['string', 'null'], maxLength: 200 },
+        family_name: { type: ['string', 'null'], maxLength: 200 },
+      },
+    },
+  },
 } as const;
 
 const body = (properties: Record<string, unknown>, required: readonly string[] = []) => ({ type: 'object', additionalProperties: false, properties, required });

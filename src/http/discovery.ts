@@ -48,6 +48,9 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     // OIDC Discovery §3: the languages of the pages, for `ui_locales`.
     ui_locales_supported: deps.config.site.locales,
+    // OIDC Discovery §3: the languages names are offered in for `claims_locales` (§5.2); a
+    // person's names may be kept in others, which a request naming them still gets.
+    claims_locales_supported: deps.config.site.locales,
     // OIDC Core §5.5, parsed in flows/claims.ts.
     claims_parameter_supported: true,
     // RFC 9101 and OIDC Core §6.1: request objects by value; by reference only through PAR.

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import QRCode from 'qrcode';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { listPasskeys } from '../flows/passkeys/authentication.ts';
@@ -99,7 +98,7 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
   async function setupPage(request: FastifyRequest, reply: FastifyReply, user: UserRecord, secret: string, status: number, error?: MessageKey) {
     const returnTo = setUpReturn(rawForm(request));
     const uri = otpauthUri(pages.site.name, new URL(deps.config.issuer).hostname, user.username, secret);
-    const qr = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
+    const qr = await (await import('qrcode')).default.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 1, width: 200 });
     const ui = pages.ui(request, { user: user.locale });
     const message = error === undefined ? undefined : ui.t.text(error, { site: pages.site.name });
     return pages.send(reply, status, totpSetupPage(ui, { csrf: csrfToken(deps.config, request, reply), secret, qr, error: message, returnTo }));

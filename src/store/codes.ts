@@ -26,6 +26,11 @@ export interface AuthorizationCodeRecord {
   /** OIDC Core §5.5: the claims about the person its ID token carries (the `claims` parameter's `id_token`). */
   readonly idTokenClaims: readonly string[];
   /**
+   * OIDC Core §5.2: the request's `claims_locales`, the languages of the names its ID tokens
+   * carry (`name#ja-Kana-JP`); absent when it asked for none.
+   */
+  readonly claimsLocales?: readonly string[];
+  /**
    * How the person signed in for this approval (ID token `amr`, RFC 8176): the code's own,
    * as its `authTime` is, not the grant's, which a later sign-in approving again overwrites.
    * Absent in codes from before it was kept: the grant's.

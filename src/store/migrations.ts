@@ -668,6 +668,22 @@ const refreshedIdTokens: Migration = {
 };
 
 /**
+ * Version 20 (issue 29, names in the person's languages): a person's names in other
+ * languages and scripts (OIDC Core §5.2), and the `claims_locales` a request asked for, kept
+ * with its code and its refresh token as the `claims` parameter is, so that refreshed ID
+ * tokens name the person as the first did. Null and empty in rows from before: none.
+ */
+const localizedNames: Migration = {
+  version: 20,
+  name: 'names in other languages',
+  statements: [
+    (t) => `ALTER TABLE users ADD COLUMN localized_names ${t.json}`,
+    (t, dialect) => `ALTER TABLE authorization_codes ADD COLUMN claims_locales ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t, dialect) => `ALTER TABLE refresh_tokens ADD COLUMN claims_locales ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+  ],
+};
+
+/**
  * Version 21 (a second step remembers the first): a sign-in waiting for its one-time code
  * keeps the methods its first step proved (RFC 8176 `amr`), so a sign-in through an upstream
  * provider that checked no password here is not recorded as one after the code. Rows from
@@ -680,4 +696,4 @@ const pendingSignInMethods: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, pendingSignInMethods];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods];

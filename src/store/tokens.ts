@@ -37,6 +37,11 @@ export interface RefreshTokenRecord {
    */
   readonly idTokenClaims: readonly string[];
   /**
+   * OIDC Core §5.2: the request's `claims_locales`, the languages of the names its ID tokens
+   * carry (`name#ja-Kana-JP`); absent when it asked for none.
+   */
+  readonly claimsLocales?: readonly string[];
+  /**
    * How the person signed in for the approval it came from (ID token `amr`), kept with its
    * `authTime`: a later sign-in approving the same grant again changes neither. Absent in
    * tokens from before it was kept: the grant's.

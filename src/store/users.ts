@@ -4,6 +4,12 @@
 import type { OperatorRole } from '../core/scopes.ts';
 
 /** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
+/** The claims that can be given per language (OIDC Core §5.2), under their claim names. */
+export const LOCALIZABLE_CLAIMS = ['name', 'given_name', 'family_name'] as const;
+export type LocalizableClaim = (typeof LOCALIZABLE_CLAIMS)[number];
+/** By BCP 47 language tag, the names in that language; a tag with no name is not kept. */
+export type LocalizedNames = Readonly<Record<string, Readonly<Partial<Record<LocalizableClaim, string>>>>>;
+
 export interface UserRecord {
   readonly id: string;
   /** Unique; stored as given (the flows normalise it before it gets here). */
@@ -19,6 +25,11 @@ export interface UserRecord {
   readonly locale: string | null;
   readonly zoneinfo: string | null;
   readonly picture: string | null;
+  /**
+   * OIDC Core §5.2: the person's names in other languages and scripts, by BCP 47 tag
+   * (`ja-Kana-JP`), sent as `name#ja-Kana-JP` when a request's `claims_locales` asks for one.
+   */
+  readonly localizedNames: LocalizedNames;
   readonly disabled: boolean;
   /** What the person may do in the operator console (core/scopes.ts); null: no entry. */
   readonly role: OperatorRole | null;
@@ -33,7 +44,7 @@ export interface UserRecord {
  */
 export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
   return {
-    name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null,
+    name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null, localizedNames: {},
     disabled: false, role: null, updatedAt: fields.createdAt,
     ...fields,
   };
@@ -49,6 +60,8 @@ export interface UserProfileChanges {
   readonly locale?: string | null;
   readonly zoneinfo?: string | null;
   readonly picture?: string | null;
+  /** Replaces every name in other languages (the flows merge a change into the ones kept). */
+  readonly localizedNames?: LocalizedNames;
 }
 
 /** The text fields of `UserProfileChanges`, as the store writes them. */

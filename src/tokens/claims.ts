@@ -3,6 +3,7 @@
  * each (§5.4), and how each is read from the user record.
  */
 import type { Store, UserRecord } from '../store/types.ts';
+import { LOCALIZABLE_CLAIMS, type LocalizableClaim } from '../store/users.ts';
 
 /** OIDC Core §5.4: the claims of `profile` and `email` this server keeps. */
 export const SCOPE_CLAIMS = {
@@ -49,16 +50,63 @@ function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[
  * The claims `scope` releases (OIDC Core §5.4), from the user record as it is now; only
  * those named in `only` when it is given (a claims request, §5.5, for the ID token).
  */
-export function releasedClaims(user: UserRecord, scope: readonly string[], only?: readonly string[], groups: readonly string[] = []): Record<string, unknown> {
+export function releasedClaims(
+  user: UserRecord, scope: readonly string[], only?: readonly string[], groups: readonly string[] = [], claimsLocales: readonly string[] = [],
+): Record<string, unknown> {
   const claims: Record<string, unknown> = {};
   for (const claim of USER_CLAIMS) {
     if (only !== undefined && !only.includes(claim)) continue;
     if (!scope.includes(scopeOfClaim(claim)!)) continue;
     const value = claimValue(user, claim, groups);
     if (value !== undefined) claims[claim] = value;
+    // OIDC Core §5.2: a name in the languages the request's claims_locales asked for, beside
+    // the plain one, which stays the default for a client that reads no tagged claims.
+    if ((LOCALIZABLE_CLAIMS as readonly string[]).includes(claim)) {
+      for (const tag of matchingTags(Object.keys(user.localizedNames), claimsLocales)) {
+        const localized = user.localizedNames[tag]?.[claim as LocalizableClaim];
+        if (localized !== undefined) claims[`${claim}#${tag}`] = localized;
+      }
+    }
   }
   return claims;
 }
+
+/**
+ * The person's tags that a requested language matches by BCP 47 prefix (RFC 4647 §3.3.1
+ * basic filtering, case-insensitive): `ja` matches `ja-Kana-JP`, and `ja-Kana-JP` matches
+ * `ja` too, so a request more precise than the names kept still gets the language's.
+ */
+export function matchingTags(tags: readonly string[], requested: readonly string[]): string[] {
+  const within = (range: string, tag: string) => tag === range || tag.startsWith(`${range}-`);
+  return tags.filter((tag) => requested.some((wanted) => {
+    const [a, b] = [tag.toLowerCase(), wanted.toLowerCase()];
+    return within(b, a) || within(a, b);
+  }));
+}
+
+/**
+ * OIDC Core §5.2 `claims_locales`: a space-separated list of BCP 47 tags. A malformed tag is
+ * dropped, not refused (the parameter states a preference, and the plain claims still go);
+ * a bounded number is kept.
+ */
+export function parseClaimsLocales(value: string | null): string[] {
+  if (value === null) return [];
+  const tags: string[] = [];
+  for (const candidate of value.split(' ').filter(Boolean)) {
+    let tag: string;
+    try {
+      tag = Intl.getCanonicalLocales(candidate)[0]!;
+    } catch {
+      continue;
+    }
+    if (!tags.includes(tag)) tags.push(tag);
+    if (tags.length === MAX_CLAIMS_LOCALES) break;
+  }
+  return tags;
+}
+
+/** More languages than any person reads; bounds what a request makes a code and a refresh token keep. */
+const MAX_CLAIMS_LOCALES = 10;
 
 /**
  * The person's groups for the `groups` claim: those their linked upstream identities last

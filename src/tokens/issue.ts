@@ -56,6 +56,8 @@ export interface Issuance {
    * always is here.
    */
   readonly idTokenClaims?: readonly string[];
+  /** OIDC Core §5.2: the languages of the names the ID token and UserInfo carry (`claims_locales`). */
+  readonly claimsLocales?: readonly string[];
   /**
    * How the person signed in for this approval (`amr`, `acr`), kept with the code or refresh
    * token as `authTime` is; absent (a device grant, a row from before): the grant's.
@@ -90,6 +92,8 @@ export interface AccessTokenClaims {
   readonly exp: number;
   /** RFC 9449 §6.1 `cnf.jkt`: the DPoP key the token is bound to; null for a Bearer token. */
   readonly jkt: string | null;
+  /** OIDC Core §5.2: the languages UserInfo names the person in; empty when none were asked for. */
+  readonly claimsLocales: readonly string[];
 }
 
 /**
@@ -245,6 +249,7 @@ export class TokenIssuer {
       // OIDC Core §12.2: a refreshed ID token says what the original said of the sign-in and
       // carries the claims the original request asked for.
       idTokenClaims: issuance.idTokenClaims ?? [],
+      ...(issuance.claimsLocales?.length ? { claimsLocales: issuance.claimsLocales } : {}),
       ...signInOf(issuance, grant),
     };
     return { token, record };
@@ -268,14 +273,15 @@ export class TokenIssuer {
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf } = payload;
+      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
       // A token without a grant is a client's own, and then its subject is the client.
       if (gid === undefined ? sub !== clientId : typeof gid !== 'string') return null;
       const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
       if (cnf !== undefined && typeof jkt !== 'string') return null;
-      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null };
+      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null,
+        claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [] };
     } catch {
       return null;
     }
@@ -366,6 +372,8 @@ export class TokenIssuer {
       jti: randomUUID(),
       // RFC 9449 §6.1: the confirmation of the key the token is bound to.
       ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+      // OIDC Core §5.2: the languages UserInfo names the person in, on a token for it alone.
+      ...(!issuance.resource && issuance.claimsLocales?.length ? { claims_locales: issuance.claimsLocales.join(' ') } : {}),
     }, key.privateKey);
   }
 
@@ -373,7 +381,7 @@ export class TokenIssuer {
   async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? [], await groupsOf(this.#store, issuance.user.id, issuance.scope)),
+      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? [], await groupsOf(this.#store, issuance.user.id, issuance.scope), issuance.claimsLocales),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
       ...signInOf(issuance, grant),

@@ -5,18 +5,12 @@
  * plural rules and number formats of the language (Intl). Values are text: whatever a
  * client or a user sent is escaped, and markup comes only from the tags a translation uses.
  */
+import { createRequire } from 'node:module';
 import { IntlMessageFormat } from 'intl-messageformat';
 import { LOCALES, type Locale } from '../config/locales.ts';
 import { escapeHtml, SafeHtml } from './html.ts';
 import type { Catalogue } from './locales/catalogue.ts';
-import ar from './locales/ar.ts';
-import de from './locales/de.ts';
 import en from './locales/en.ts';
-import es from './locales/es.ts';
-import fr from './locales/fr.ts';
-import ja from './locales/ja.ts';
-import ptBR from './locales/pt-BR.ts';
-import zhHans from './locales/zh-Hans.ts';
 
 export type MessageKey = keyof typeof en;
 
@@ -25,7 +19,31 @@ export function isMessageKey(key: string): key is MessageKey {
 }
 
 
-export const CATALOGUES: Readonly<Record<Locale, Catalogue>> = { en, de, fr, es, 'pt-BR': ptBR, ja, 'zh-Hans': zhHans, ar };
+/**
+ * The catalogues other than English are loaded on first use, each when a page or the
+ * terminal first speaks its language: the seven held 10-19 MiB of a started server, most of
+ * it not V8's heap but what compiling them left behind (docs/benchmarks.md, "Peak RSS"), and
+ * many servers only ever speak one or two. `require` loads the module synchronously, so
+ * nothing that formats a message has to wait; the extension is this module's own (`.ts` run
+ * from source, `.js` once built).
+ */
+const requireCatalogue = createRequire(import.meta.url);
+const EXTENSION = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+const loaded = new Map<Locale, Catalogue>([['en', en]]);
+
+function catalogue(locale: Locale): Catalogue {
+  let found = loaded.get(locale);
+  if (found === undefined) {
+    found = (requireCatalogue(`./locales/${locale}${EXTENSION}`) as { default: Catalogue }).default;
+    loaded.set(locale, found);
+  }
+  return found;
+}
+
+export const CATALOGUES: Readonly<Record<Locale, Catalogue>> = Object.defineProperties(
+  {} as Record<Locale, Catalogue>,
+  Object.fromEntries(LOCALES.map((locale) => [locale, { enumerable: true, get: () => catalogue(locale) }])),
+);
 
 /** Each language's own name, as its menu entry shows it. */
 export const LANGUAGE_NAMES: Readonly<Record<Locale, string>> = {

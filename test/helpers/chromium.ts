@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { checkAccessibility } from './accessibility.ts';
+import { REDIRECT_URI } from './server.ts';
 
 export const CHROMIUM_PATH = process.env['TESSERA_CHROMIUM'] ?? '/usr/bin/chromium';
 
@@ -25,3 +26,18 @@ export async function launchChromium(): Promise<Browser> {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   }));
 }
+
+/**
+ * The URL of the first request `page` makes to the app's redirect URI (nothing listens
+ * there): the request is caught and answered with a page of plain text, so the test reads the
+ * code or error the server sent back without an app.
+ */
+export function catchRedirect(page: Page, body = 'back at the app'): Promise<URL> {
+  return new Promise<URL>((resolve) => {
+    void page.route(`${REDIRECT_URI}**`, async (route) => {
+      resolve(new URL(route.request().url()));
+      await route.fulfill({ status: 200, contentType: 'text/plain', body });
+    });
+  });
+}
+

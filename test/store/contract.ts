@@ -109,6 +109,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         username: `${id}@example.com`,
         passwordHash: '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',
         name: 'Ada Lovelace',
+        localizedNames: { 'ja-Kana-JP': { name: 'エイダ ラブレス', family_name: 'ラブレス' } },
         email: `${id}@example.com`,
         emailVerified: true,
         givenName: 'Ada',
@@ -167,6 +168,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expiresAt: T0 + MINUTE,
         consumedAt: null,
         idTokenClaims: ['email', 'name'],
+        claimsLocales: ['ja-Kana-JP', 'de'],
         dpopJkt: null,
         amr: ['pwd', 'otp', 'mfa'],
         acr: 'urn:tessera:acr:mfa',
@@ -258,6 +260,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         rotatedAt: null,
         dpopJkt: null,
         idTokenClaims: ['email'],
+        claimsLocales: ['ja'],
         amr: ['hwk', 'user'],
         acr: 'urn:tessera:acr:pwd',
         ...overrides,
@@ -1466,6 +1469,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.users.update(user.id, changes, T0 + 3 * MINUTE), true);
         assert.deepEqual(await store.users.get(user.id), { ...cleared, ...changes, updatedAt: T0 + 3 * MINUTE });
         assert.equal(await store.users.update('no-such-user', { name: 'x' }, T0), false);
+      });
+
+      it('replaces the names in other languages (OIDC Core §5.2) when given, and keeps them when not', async () => {
+        const user = await givenUser();
+        const names = { 'ja-Hani-JP': { name: '山田 太郎', given_name: '太郎' }, 'zh-Hans': { family_name: '山田' } };
+        assert.equal(await store.users.update(user.id, { localizedNames: names }, T0 + MINUTE), true);
+        assert.deepEqual((await store.users.get(user.id))?.localizedNames, names);
+        assert.equal(await store.users.update(user.id, { name: 'Taro Yamada' }, T0 + 2 * MINUTE), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, name: 'Taro Yamada', localizedNames: names, updatedAt: T0 + 2 * MINUTE });
+        assert.equal(await store.users.update(user.id, { localizedNames: {} }, T0 + 3 * MINUTE), true);
+        assert.deepEqual((await store.users.get(user.id))?.localizedNames, {});
       });
 
       it('replaces the password hash, and returns false for an unknown id', async () => {

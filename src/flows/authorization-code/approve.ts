@@ -48,6 +48,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       consumedAt: null,
       dpopJkt: request.dpopJkt,
       idTokenClaims: request.idTokenClaims ?? [],
+      ...(request.claimsLocales?.length ? { claimsLocales: request.claimsLocales } : {}),
       // The code's own, as its authTime is: approving again in another sign-in rewrites the grant's.
       ...signIn,
     });

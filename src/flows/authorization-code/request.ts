@@ -4,6 +4,7 @@ import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope } from '../../core/scopes.ts';
 import { type ClientRecord, type Store } from '../../store/types.ts';
 import { parseClaimsRequest, scopesForClaims, type ClaimsRequest } from '../claims.ts';
+import { parseClaimsLocales } from '../../tokens/claims.ts';
 import { readRequestObject, unverifiedRequestObject, type RequestObjectDeps } from './request-object.ts';
 import { checkRequestedAccess, describeAccess, ResourceCatalog, resourceParams, type DescribedAccess } from '../resources.ts';
 
@@ -43,6 +44,8 @@ export interface AuthorizationRequest {
   readonly acrValues?: readonly string[] | null;
   /** OIDC Core §5.5: the claims about the person asked for in the ID token (the `claims` parameter). */
   readonly idTokenClaims?: readonly string[];
+  /** OIDC Core §5.2 `claims_locales`: the languages asked for the names in the ID token and UserInfo. */
+  readonly claimsLocales?: readonly string[];
 }
 
 export type RequestCheck =
@@ -225,6 +228,7 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
       client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, responseMode, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
       // §5.5.1.1: acr is asked for by acr_values or by the claims parameter; acr_values' classes first.
       acrValues: parseAcrValues(single(params, 'acr_values').value) ?? claims?.idTokenAcr ?? null, idTokenClaims: claims?.idToken ?? [],
+      claimsLocales: parseClaimsLocales(single(params, 'claims_locales').value),
     },
   };
 }

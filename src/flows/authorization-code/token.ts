@@ -92,6 +92,7 @@ export const authorizationCodeGrant: TokenGrant = {
       refreshScope: redeemed.scope,
       dpopJkt: proof?.jkt ?? null,
       idTokenClaims: redeemed.idTokenClaims,
+      claimsLocales: redeemed.claimsLocales ?? [],
       signIn: keptSignIn(redeemed),
     });
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those

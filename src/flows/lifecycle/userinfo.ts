@@ -27,5 +27,5 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   checkSenderConstraint(live.claims, presented);
   // OIDC Core §5.3: the UserInfo endpoint answers to tokens from an OpenID Connect sign-in.
   if (!live.claims.scope.includes('openid')) throw new OAuthError('insufficient_scope', 'the access token was not granted the openid scope');
-  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...releasedClaims(live.user, live.claims.scope, undefined, await groupsOf(deps.store, live.user.id, live.claims.scope)) } };
+  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...releasedClaims(live.user, live.claims.scope, undefined, await groupsOf(deps.store, live.user.id, live.claims.scope), live.claims.claimsLocales) } };
 }

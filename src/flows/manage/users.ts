@@ -11,8 +11,9 @@ import { hashPassword } from '../../core/password.ts';
 import { isOperatorRole, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import { DuplicateError, newUserRecord, type PasskeyRecord, type SessionRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
+import type { LocalizedNames } from '../../store/users.ts';
 import { transactionWithEvents } from '../events.ts';
-import { checkProfile } from '../profile.ts';
+import { checkProfile, type LocalizedNamesInput, mergeLocalizedNames } from '../profile.ts';
 import { listPasskeys } from '../passkeys/authentication.ts';
 import { RECOVERY_CODE_COUNT, totpStatus } from '../second-factor/codes.ts';
 import { resetSecondFactor } from '../second-factor/reset.ts';
@@ -45,6 +46,11 @@ export interface ProfileInput {
   readonly locale?: string | null;
   readonly zoneinfo?: string | null;
   readonly picture?: string | null;
+  /**
+   * OIDC Core §5.2: names in other languages and scripts, by BCP 47 tag, laid over those kept
+   * (a tag or a name given null or "" is removed): `{ "ja-Kana-JP": { "name": "ヤマダ タロウ" } }`.
+   */
+  readonly localized_names?: LocalizedNamesInput;
 }
 
 export interface UserInput extends ProfileInput {
@@ -65,6 +71,7 @@ export function userJson(user: UserRecord): Record<string, unknown> {
     locale: user.locale,
     zoneinfo: user.zoneinfo,
     picture: user.picture,
+    localized_names: user.localizedNames,
     disabled: user.disabled,
     role: user.role,
     created_at: new Date(user.createdAt).toISOString(),
@@ -87,16 +94,19 @@ function checkPassword(password: string): string {
 }
 
 /** The standard claims given, checked as OIDC Core §5.1 describes them (flows/profile.ts). */
-function checkedProfile(input: ProfileInput): UserProfileChanges {
+function checkedProfile(input: ProfileInput, kept: LocalizedNames = {}): UserProfileChanges {
   const given: Record<string, string | boolean | null> = {};
   const fields: readonly [keyof ProfileInput, keyof UserProfileChanges][] = [
     ['name', 'name'], ['given_name', 'givenName'], ['family_name', 'familyName'], ['email', 'email'],
     ['email_verified', 'emailVerified'], ['locale', 'locale'], ['zoneinfo', 'zoneinfo'], ['picture', 'picture'],
   ];
-  for (const [claim, key] of fields) if (input[claim] !== undefined) given[key] = input[claim];
+  for (const [claim, key] of fields) if (input[claim] !== undefined) given[key] = input[claim] as string | boolean | null;
   const checked = checkProfile(given as UserProfileChanges);
   if (!checked.ok) throw invalid`${field(checked.claim)} ${checked.problem}`;
-  return checked.changes;
+  if (input.localized_names === undefined) return checked.changes;
+  const merged = mergeLocalizedNames(kept, input.localized_names);
+  if (!merged.ok) throw invalid`${field(merged.claim)} ${merged.problem}`;
+  return { ...checked.changes, localizedNames: merged.names };
 }
 
 /** The hash of a password an operation sets: on the server's password queue when it has one. */
@@ -222,14 +232,14 @@ export interface UserChanges extends ProfileInput {
  */
 export async function updateUser(deps: ManageDeps, username: string, changes: UserChanges, caller?: readonly string[]): Promise<UserRecord> {
   const { role: rawRole, ...claims } = changes;
-  const profile = checkedProfile(claims);
+  const user = await findUser(deps, username);
+  const profile = checkedProfile(claims, user.localizedNames);
   let role: OperatorRole | null | undefined;
   if (rawRole !== undefined && rawRole !== null && rawRole !== 'none' && !isOperatorRole(rawRole)) {
     throw invalid`${field('role')} ${rawRole}: one of ${OPERATOR_ROLES.join(', ')}, or none`;
   }
   if (rawRole !== undefined) role = rawRole === null || rawRole === 'none' ? null : (rawRole as OperatorRole);
   if (Object.keys(profile).length === 0 && role === undefined) throw invalid`give ${field('name')}, ${field('email')}, ${field('role')} or another claim to change`;
-  const user = await findUser(deps, username);
   if (role !== undefined && caller !== undefined && !(mayAssignRole(caller, role) && mayAssignRole(caller, user.role))) {
     throw forbidden`${field('role')}: only an operator who holds everything a role allows may give it or take it away`;
   }

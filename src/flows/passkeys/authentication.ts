@@ -3,7 +3,7 @@
  * username is asked; the browser offers the person's discoverable credentials for this RP
  * ID, by a button or in the username field's autofill (conditional mediation, §5.1.4.1).
  */
-import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON, type PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import type { AuthMethod } from '../../core/auth-methods.ts';
 import type { PasskeyRecord, UserRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
@@ -15,7 +15,7 @@ import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from '.
 export async function authenticationOptions(deps: FlowDeps, browser: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const rp = relyingParty(deps.config);
   // No allowCredentials: §5.1.4.1, the authenticator offers its discoverable credentials.
-  const options = await generateAuthenticationOptions({
+  const options = await (await import('@simplewebauthn/server')).generateAuthenticationOptions({
     rpID: rp.id,
     userVerification: 'preferred',
     timeout: deps.config.secondFactor.ceremonyTimeout * 1000,
@@ -83,7 +83,7 @@ async function checkAssertion(deps: FlowDeps, raw: string, browser: string): Pro
   const rp = relyingParty(deps.config);
   let verified;
   try {
-    verified = await verifyAuthenticationResponse({
+    verified = await (await import('@simplewebauthn/server')).verifyAuthenticationResponse({
       response: parsed.value as unknown as AuthenticationResponseJSON,
       expectedChallenge: consumed.challenge,
       expectedOrigin: rp.origin,

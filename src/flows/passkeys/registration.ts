@@ -4,7 +4,7 @@
  * needs no username; user verification preferred; no attestation (we trust the person's
  * choice of authenticator, not its maker).
  */
-import { generateRegistrationOptions, verifyRegistrationResponse, type PublicKeyCredentialCreationOptionsJSON, type RegistrationResponseJSON } from '@simplewebauthn/server';
+import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { DuplicateError, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
@@ -16,7 +16,7 @@ export const PASSKEY_NAME_MAX = 64;
 export async function registrationOptions(deps: FlowDeps, user: UserRecord, browser: string): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const rp = relyingParty(deps.config);
   const existing = await deps.store.passkeys.listForUser(user.id);
-  const options = await generateRegistrationOptions({
+  const options = await (await import('@simplewebauthn/server')).generateRegistrationOptions({
     rpName: rp.name,
     rpID: rp.id,
     userName: user.username,
@@ -51,7 +51,7 @@ export async function finishRegistration(deps: FlowDeps, user: UserRecord, name:
   const rp = relyingParty(deps.config);
   let verified;
   try {
-    verified = await verifyRegistrationResponse({
+    verified = await (await import('@simplewebauthn/server')).verifyRegistrationResponse({
       response: parsed.value as unknown as RegistrationResponseJSON,
       expectedChallenge: consumed.challenge,
       expectedOrigin: rp.origin,

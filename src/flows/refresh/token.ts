@@ -93,6 +93,7 @@ export const refreshTokenGrant: TokenGrant = {
       refreshScope: rotated.scope,
       dpopJkt: proof?.jkt ?? null,
       idTokenClaims: rotated.idTokenClaims,
+      claimsLocales: rotated.claimsLocales ?? [],
       signIn: keptSignIn(rotated),
     });
     await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });

@@ -7,6 +7,7 @@ import type { AuthorizationCodeRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
+  const claimsLocales = read.strings(row, 'claims_locales');
   const amr = authMethodsOrNull(row, 'amr', read);
   const acr = textOrNull(row, 'acr');
   return {
@@ -27,6 +28,7 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     idTokenClaims: read.strings(row, 'id_token_claims'),
     ...(amr === null ? {} : { amr }),
     ...(acr === null ? {} : { acr }),
+    ...(claimsLocales.length === 0 ? {} : { claimsLocales }),
   };
 }
 
@@ -35,9 +37,9 @@ export function codesStatements(d: Dialect) {
   return {
     insertCode: `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
-                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims, amr, acr)
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims, amr, acr, claims_locales)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
-              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims, :amr, :acr)`,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims, :amr, :acr, :claimsLocales)`,
     // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
     // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
@@ -64,6 +66,7 @@ export function codesStores(d: Dialect, q: Runner<keyof ReturnType<typeof codesS
           ...record,
           scope: list(record.scope),
           idTokenClaims: list(record.idTokenClaims),
+          claimsLocales: list(record.claimsLocales ?? []),
           amr: record.amr === undefined ? null : list(record.amr),
           acr: record.acr ?? null,
         }),

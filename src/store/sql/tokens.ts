@@ -7,6 +7,7 @@ import type { RefreshTokenRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
+  const claimsLocales = read.strings(row, 'claims_locales');
   const amr = authMethodsOrNull(row, 'amr', read);
   const acr = textOrNull(row, 'acr');
   return {
@@ -24,6 +25,7 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
     idTokenClaims: read.strings(row, 'id_token_claims'),
     ...(amr === null ? {} : { amr }),
     ...(acr === null ? {} : { acr }),
+    ...(claimsLocales.length === 0 ? {} : { claimsLocales }),
   };
 }
 
@@ -32,9 +34,9 @@ export function tokensStatements(d: Dialect) {
   return {
     insertRefreshToken: `
       INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt,
-                                  id_token_claims, amr, acr)
+                                  id_token_claims, amr, acr, claims_locales)
       VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt, :dpopJkt,
-              :idTokenClaims, :amr, :acr)`,
+              :idTokenClaims, :amr, :acr, :claimsLocales)`,
     // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
     // to the authenticated client. A revoked grant's tokens are refused in the same statement.
     rotateRefreshToken: `
@@ -63,6 +65,7 @@ export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof token
           ...token,
           scope: list(token.scope),
           idTokenClaims: list(token.idTokenClaims),
+          claimsLocales: list(token.claimsLocales ?? []),
           amr: token.amr === undefined ? null : list(token.amr),
           acr: token.acr ?? null,
         }),

@@ -5,6 +5,7 @@
 import { isOperatorRole, type OperatorRole } from '../../core/scopes.ts';
 import { type ColumnReader, CorruptRowError, integer, type Row, text, textOrNull } from '../rows.ts';
 import { DuplicateError, type Stores, USER_PROFILE_TEXT_FIELDS, type UserRecord } from '../types.ts';
+import type { LocalizedNames } from '../users.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 function operatorRole(row: Row): OperatorRole | null {
@@ -26,6 +27,8 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     locale: textOrNull(row, 'locale'),
     zoneinfo: textOrNull(row, 'zoneinfo'),
     picture: textOrNull(row, 'picture'),
+    // Null in rows from before version 20.
+    localizedNames: row['localized_names'] === null || row['localized_names'] === undefined ? {} : read.object(row, 'localized_names') as LocalizedNames,
     disabled: read.boolean(row, 'disabled'),
     role: operatorRole(row),
     createdAt: integer(row, 'created_at'),
@@ -38,9 +41,9 @@ export function usersStatements(d: Dialect) {
   return {
     insertUser: `
       INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
-                         disabled, role, created_at, updated_at)
+                         localized_names, disabled, role, created_at, updated_at)
       VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
-              :disabled, :role, :createdAt, :updatedAt)
+              :localizedNames, :disabled, :role, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
@@ -57,6 +60,7 @@ export function usersStatements(d: Dialect) {
                        locale = CASE WHEN :setLocale = 1 THEN CAST(:locale AS TEXT) ELSE locale END,
                        zoneinfo = CASE WHEN :setZoneinfo = 1 THEN CAST(:zoneinfo AS TEXT) ELSE zoneinfo END,
                        picture = CASE WHEN :setPicture = 1 THEN CAST(:picture AS TEXT) ELSE picture END,
+                       localized_names = CASE WHEN :setLocalizedNames = 1 THEN :localizedNames ELSE localized_names END,
                        updated_at = ${d.bigint(':now')}
       WHERE id = :id`,
     setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
@@ -75,6 +79,7 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
           ...record,
           emailVerified: flag(record.emailVerified),
           disabled: flag(record.disabled),
+          localizedNames: JSON.stringify(record.localizedNames),
         });
         if (!inserted) throw new DuplicateError(`user ${JSON.stringify(record.username)}`);
       },
@@ -95,6 +100,8 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
           ...Object.fromEntries(fields),
           setEmailVerified: changes.emailVerified === undefined ? 0 : 1,
           emailVerified: flag(changes.emailVerified ?? false),
+          setLocalizedNames: changes.localizedNames === undefined ? 0 : 1,
+          localizedNames: JSON.stringify(changes.localizedNames ?? {}),
         });
       },
       setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),

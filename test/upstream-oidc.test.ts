@@ -190,7 +190,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await untrusted.page.getByText(/Approving needs a second factor/).waitFor();
     assert.equal(await untrusted.page.getByRole('button', { name: 'Approve' }).count(), 0);
     const hedyHere = (await downstream.store.users.findByUsername('hedy'))!;
-    assert.deepEqual((await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr), [['pwd', 'otp']]);
+    assert.deepEqual((await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr), [['pwd']]);
     await untrusted.page.context().close();
 
     const updated = await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env);

@@ -37,14 +37,16 @@ export const PASSWORD_ONLY: readonly AuthMethod[] = ['pwd'];
  * What an upstream OpenID provider's ID token says it checked (its `amr`, OIDC Core §2),
  * as far as Tessera can repeat it: the RFC 8176 values above, each once; anything else
  * (a provider's own values, a malformed claim) is dropped, and a provider that says nothing
- * proved nothing Tessera can name. Its `mfa` is the provider's word, which only the
- * operator can choose to take (`trustMfa`, per provider): otherwise it is dropped, so an
- * upstream sign-in never counts here as more factors than Tessera saw proved.
+ * proved nothing Tessera can name. Its second factors (`mfa`, and the codes and keys that
+ * count as proof of one: `otp`, `hwk`, `swk`) are the provider's word, which only the
+ * operator can choose to take (`trustMfa`, per provider): otherwise they are dropped, so an
+ * upstream sign-in never counts here as more factors than Tessera saw proved, nor as the
+ * proof of a factor that lets a session change the account's passkeys and codes.
  */
 export function upstreamMethods(claim: unknown, trustMfa: boolean): AuthMethod[] {
   if (!Array.isArray(claim)) return [];
   const known = AUTH_METHODS.filter((method) => claim.includes(method));
-  return trustMfa ? known : known.filter((method) => method !== 'mfa');
+  return trustMfa ? known : known.filter((method) => method === 'pwd' || method === 'user');
 }
 
 /**

@@ -64,7 +64,8 @@ describe('what an upstream sign-in counts for', () => {
   const required = loadConfig({ TESSERA_REQUIRE_SECOND_FACTOR: 'true' });
 
   it('keeps only the RFC 8176 values Tessera knows, and the upstream mfa only when trusted', () => {
-    assert.deepEqual(upstreamMethods(['pwd', 'otp', 'mfa', 'face', 'kba'], false), ['pwd', 'otp']);
+    assert.deepEqual(upstreamMethods(['pwd', 'otp', 'mfa', 'face', 'kba'], false), ['pwd']);
+    assert.deepEqual(upstreamMethods(['hwk', 'user', 'mfa'], false), ['user'], 'an untrusted key is not a factor proved here');
     assert.deepEqual(upstreamMethods(['pwd', 'otp', 'mfa'], true), ['pwd', 'otp', 'mfa']);
     assert.deepEqual(upstreamMethods(undefined, true), []);
     assert.deepEqual(upstreamMethods('pwd', true), [], 'not a list: nothing');

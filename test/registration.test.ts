@@ -64,6 +64,8 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
     const consent = (await page.locator('main').innerText()).replace(/\s+/g, ' ');
     await approve.click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state });
+    // Chromium may issue the intercepted navigation twice: let it land, or it interrupts the next.
+    await page.waitForURL(`${LOOPBACK_REDIRECT}**`, { waitUntil: 'load' });
     await afterwards?.(page);
     return { tokens, consent };
   } finally {

@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { RawParams } from '../core/protocol.ts';
 import type { ClientRecord } from '../store/types.ts';
 import type { AppDeps } from './deps.ts';
-import { allowFormTarget } from './security.ts';
+import { allowClientTargets } from './security.ts';
 
 /**
  * The application a sign-in continues to, as the authorization step put it in the form
@@ -27,6 +27,5 @@ export async function signInClientRecord(deps: AppDeps, form: RawParams): Promis
  * allowed, as on the sign-in page (http/sign-in.ts), and nothing else.
  */
 export async function allowSignInTarget(deps: AppDeps, reply: FastifyReply, clientId: string | null): Promise<void> {
-  const client = clientId === null ? null : await deps.store.clients.get(clientId);
-  if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
+  allowClientTargets(reply, clientId === null ? null : await deps.store.clients.get(clientId));
 }

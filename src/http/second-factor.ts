@@ -14,7 +14,7 @@ import type { MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../ui/second-factor.ts';
 import { signInClientRecord } from './audit.ts';
-import { allowFormTarget } from './security.ts';
+import { allowClientTargets } from './security.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 import { ACCOUNT_PATH, SECOND_FACTOR_PATH, TOTP_CONFIRM_PATH, TOTP_REMOVE_PATH, TOTP_SETUP_PATH } from '../core/endpoints.ts';
@@ -71,8 +71,8 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     const client = await signInClientRecord(deps, form);
     const clientId = client?.id ?? null;
     const ui = pages.ui(request);
-    // A wrong code shows the page again, whose next post may end at the client's redirect URI (audit.ts allowSignInTarget).
-    if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
+    // A wrong code shows the page again, whose next post may end at the client's redirect URI.
+    allowClientTargets(reply, client);
     const retry = (status: number, error: MessageKey) =>
       pages.send(reply, status, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId, error: ui.t.text(error) }));
     // Every refused code is a `second_factor.failed` event (and its log line).

@@ -37,6 +37,15 @@ export function allowFormTarget(reply: FastifyReply, ...targets: readonly string
   reply.header('Content-Security-Policy', `${BASE_CSP}; form-action 'self'${sources.map((source) => ` ${source}`).join('')}`);
 }
 
+/**
+ * A sign-in page (password, code, directory) whose post may end, through /authorize, at the
+ * app the sign-in continues to: that client's registered redirect URIs, and nothing else,
+ * are allowed as form targets. No client: our own origin only, as on every page.
+ */
+export function allowClientTargets(reply: FastifyReply, client: { readonly redirectUris: readonly string[] } | null): void {
+  if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
+}
+
 /** Where a page's form may post: our origin, and `target`'s (its scheme for a private-use one). */
 function formSource(target: string): string {
   const url = new URL(target);

@@ -12,7 +12,7 @@ import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { signInClientRecord } from './audit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { allowFormTarget } from './security.ts';
+import { allowClientTargets } from './security.ts';
 import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUser } from './session.ts';
 
 /** The sign-in form every flow leads to, and signing out. */
@@ -45,7 +45,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });
     // The page is shown again; its next post may go on to the client the authorization step
     // named (see authorize.ts): to one of its registered redirect URIs, never anywhere else.
-    if (result.kind !== 'signed-in' && client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
+    if (result.kind !== 'signed-in') allowClientTargets(reply, client);
     if (result.kind === 'refused') return page(401, t.text('signIn.error.incorrect'));
     if (result.kind === 'busy') {
       reply.header('Retry-After', String(result.retryAfterSeconds));
@@ -65,7 +65,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     // A person with one-time codes on is asked for one next; anyone else is signed in.
     const next = await afterFirstStep(deps, browserOf(deps, request, reply), result.user, PASSWORD_ONLY, { clientId });
     if (next === 'signed-in') return reply.redirect(returnTo, 303);
-    if (client !== null && client.redirectUris.length > 0) allowFormTarget(reply, ...client.redirectUris);
+    allowClientTargets(reply, client);
     return pages.send(reply, 200, secondFactorPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
   });
 

@@ -11,7 +11,7 @@ import { allowSignInTarget, signInClientRecord } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
-import { allowFormTarget } from './security.ts';
+import { allowClientTargets } from './security.ts';
 import { browserOf, checkCsrf, cookieNames, cookiePort, csrfToken, safeReturnTo } from './session.ts';
 
 /** What a refused sign-in through a provider answers: its status and the person's words. */
@@ -53,7 +53,7 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
 
   const directoryPage = async (request: FastifyRequest, reply: FastifyReply, status: number, view: { id: string; name: string; returnTo: string; client: ClientRecord | null; error?: string; username?: string }) => {
     // The form's post may lead on to the app the sign-in continues to: its redirect URIs are form targets (as on /login).
-    if (view.client !== null && view.client.redirectUris.length > 0) allowFormTarget(reply, ...view.client.redirectUris);
+    allowClientTargets(reply, view.client);
     const providers = await deps.store.identityProviders.list();
     return pages.send(
       reply,

@@ -4,7 +4,8 @@
  * address (flows/manage/clients.ts), but a name is not resolved there, and what it resolves
  * to can change afterwards: here the address is checked again on each connection, after the
  * name is resolved, so `jwks.example.com` pointed at 169.254.169.254 is refused as the literal
- * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off.
+ * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off. The same guard,
+ * stricter (loopback too), keeps Client ID Metadata Documents inside the public internet.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
@@ -19,17 +20,26 @@ export class PrivateNetworkError extends Error {
   readonly code = 'EPRIVATENETWORK';
 }
 
-/** A lookup that leaves out private and link-local addresses, and fails when none is left. */
-export function publicNetworkLookup(resolve: Resolver = dnsLookup): LookupFunction {
+/**
+ * A lookup that leaves out the addresses `refused` names, and fails with `refusal` when none
+ * is left: what the connection reaches is checked after the name is resolved, on the address
+ * actually connected to.
+ */
+export function guardedLookup(refused: (address: string) => boolean, refusal: (hostname: string) => Error, resolve: Resolver = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
-      const allowed = addresses.filter((entry) => !isPrivateNetworkHost(entry.address));
-      if (allowed.length === 0) return callback(new PrivateNetworkError(`${hostname} resolves to a private or link-local address`), '', 0);
+      const allowed = addresses.filter((entry) => !refused(entry.address));
+      if (allowed.length === 0) return callback(refusal(hostname), '', 0);
       if (options.all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, allowed);
       return callback(null, allowed[0]!.address, allowed[0]!.family);
     });
   };
+}
+
+/** A lookup that leaves out private and link-local addresses, and fails when none is left. */
+export function publicNetworkLookup(resolve: Resolver = dnsLookup): LookupFunction {
+  return guardedLookup(isPrivateNetworkHost, (hostname) => new PrivateNetworkError(`${hostname} resolves to a private or link-local address`), resolve);
 }
 
 /**

@@ -7,13 +7,12 @@
  * and registers the app as a public client whose id is the URL, through the same
  * createClient / updateClient as every other client.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
 import { OAuthError } from '../../core/errors.ts';
 import { isInternalAddress } from '../../core/networks.ts';
+import { guardedLookup } from '../../core/outbound.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { createClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
@@ -41,19 +40,8 @@ export function isClientIdUrl(clientId: string, development: boolean): boolean {
 /** Why a document cannot be used: said to the person's browser as `invalid_request`, and cached. */
 class Refusal extends Error {}
 
-/** A DNS lookup that refuses internal addresses: checked on the address actually connected to. */
-function publicLookup(development: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, '', 0);
-      const list = addresses as unknown as LookupAddress[];
-      const allowed = development ? list : list.filter((entry) => !isInternalAddress(entry.address));
-      if (allowed.length === 0) return callback(Object.assign(new Error(`${hostname} resolves to a private or loopback address`), { code: 'EINTERNAL' }), '', 0);
-      if ((options as { all?: boolean }).all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, allowed);
-      return callback(null, allowed[0]!.address, allowed[0]!.family);
-    });
-  };
-}
+/** A DNS lookup that refuses internal addresses (loopback too): checked on the address actually connected to. */
+const internalRefused = guardedLookup(isInternalAddress, (hostname) => Object.assign(new Error(`${hostname} resolves to a private or loopback address`), { code: 'EINTERNAL' }));
 
 interface Fetched {
   readonly document: Record<string, unknown>;
@@ -69,7 +57,7 @@ function fetchDocument(url: URL, settings: FlowDeps['config']['registration']['m
   }
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const request = send(url, { method: 'GET', headers: { accept: 'application/json' }, lookup: publicLookup(settings.development), timeout: settings.timeoutMs }, (response: IncomingMessage) => {
+    const request = send(url, { method: 'GET', headers: { accept: 'application/json' }, ...(settings.development ? {} : { lookup: internalRefused }), timeout: settings.timeoutMs }, (response: IncomingMessage) => {
       const status = response.statusCode ?? 0;
       // Draft §4: the document is served at the URL itself; a redirect is refused.
       if (status >= 300 && status < 400) return fail(new Refusal(`the metadata document redirects (HTTP ${status}); it must be served at its client_id URL`));

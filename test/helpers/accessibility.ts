@@ -1,11 +1,14 @@
 /**
  * axe-core over every Tessera page a browser test opens (issue 31): each page's document is checked
- * once it has loaded, and each distinct page state once per test process (a state is the
+ * once it has loaded, and each distinct page state once per `npm test` run (a state is the
  * page's structure at its width: its elements and their attribute names, not its values, so a
- * sign-in page with an error is one state, without it another, and at a phone's width a third). A violation fails the test file when its
- * browser closes, naming the page, the rule and the elements.
+ * sign-in page with an error is one state, without it another, and at a phone's width a third).
+ * A violation fails the test file that checked the state when its browser closes, naming the
+ * page, the rule and the elements. A test file run on its own checks every state it reaches.
  */
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
@@ -15,6 +18,37 @@ const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core
 const RUN_OPTIONS = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] };
 
 const checked = new Set<string>();
+
+/**
+ * The run's record of checked states, shared by its test files (./global-setup.ts): one empty
+ * file a state, created exclusively, so whichever file meets a state first checks it. Without
+ * a run (a file run on its own), the process's own set above is the whole record.
+ */
+const RUN_DIRECTORY = process.env['AXE_CHECKED_STATES_DIRECTORY'];
+
+function claimFile(key: string): string {
+  return join(RUN_DIRECTORY ?? '', `axe-${createHash('sha256').update(key).digest('hex')}`);
+}
+
+/** Whether this process is the first of the run to check `key`. */
+function claim(key: string): boolean {
+  if (checked.has(key)) return false;
+  checked.add(key);
+  if (RUN_DIRECTORY === undefined) return true;
+  try {
+    closeSync(openSync(claimFile(key), 'wx'));
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+/** Gives a claimed state back, unchecked, for the next process or page that meets it. */
+function release(key: string): void {
+  checked.delete(key);
+  if (RUN_DIRECTORY !== undefined) rmSync(claimFile(key), { force: true });
+}
 
 interface Violation {
   readonly id: string;
@@ -61,14 +95,16 @@ async function check(page: Page, found: string[]): Promise<void> {
     const structure = (await page.evaluate(STRUCTURE)) as string | null;
     if (structure === null) return;
     const key = `${new URL(page.url()).pathname}#${structure}`;
-    if (checked.has(key)) return;
-    // Marked before running, so two loads of one state never run axe at once in a page.
-    checked.add(key);
-    const violations = await axeViolations(page, `${page.url()} (${await page.title()})`).catch((error: unknown) => {
+    // Claimed before running, so two loads of one state never run axe at once in a page.
+    if (!claim(key)) return;
+    let violations: string[];
+    try {
+      violations = await axeViolations(page, `${page.url()} (${await page.title()})`);
+    } catch (error) {
       // Left before axe ran: checked when it is next seen.
-      checked.delete(key);
+      release(key);
       throw error;
-    });
+    }
     found.push(...violations);
   } catch (error) {
     // The test moved on (a navigation, a closed page): that state is gone. A navigation between

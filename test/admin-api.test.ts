@@ -112,7 +112,7 @@ describe('the admin API', () => {
     try {
       browser = await launchChromium();
       const page = await browser.newPage();
-      const callback = catchRedirect(page, 'back at the client');
+      const callback = catchRedirect(page);
       await page.goto(url.href);
       await page.getByLabel('Username').fill('ada');
       await page.getByLabel('Password').fill('ada has a long password');

@@ -31,7 +31,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await context.newPage();
-    const callback = catchRedirect(page, 'back at the client');
+    const callback = catchRedirect(page);
     return { page, callback };
   }
 
@@ -113,8 +113,6 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
       pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
-    // Chromium may issue the intercepted navigation twice: let it land before going on.
-    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
 
     // prompt=login, a wrong password first: the sign-in page shown again still leads on to
     // the app (its form-action allows the app's redirect URI).
@@ -123,12 +121,11 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await signIn(page, 'not the password');
     assert.equal(await page.getByRole('alert').innerText(), 'The username or password is incorrect.');
     assert.equal(await page.getByText('to continue to').innerText(), 'to continue to Garden Planner', 'the page shown again still names the app');
-    const back = page.waitForRequest((request) => request.url().startsWith(REDIRECT_URI));
+    const back = catchRedirect(page);
     await signIn(page);
-    const returned = new URL((await back).url());
+    const returned = await within(back, 'the redirect back to the client');
     assert.equal(returned.searchParams.get('state'), second.state);
     assert.ok(returned.searchParams.get('code'));
-    await page.waitForURL(`${REDIRECT_URI}**`, { waitUntil: 'load' });
 
     // Without id_token_hint: the person is asked first.
     await page.goto(`${server.url}/oauth/logout?client_id=${encodeURIComponent(client.clientId)}`);

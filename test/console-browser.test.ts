@@ -15,7 +15,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { createClient, updateClient } from '../src/flows/manage/clients.ts';
 import { addResource, updateResource } from '../src/flows/manage/resources.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -118,12 +118,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const other = await browser.newContext();
     t.after(() => other.close());
     const visitor = await other.newPage();
-    const callback = new Promise<URL>((resolve) => {
-      void visitor.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
-      });
-    });
+    const callback = catchRedirect(visitor);
     await visitor.goto(oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).href);
     await visitor.getByLabel('Username').fill(person.username);
     await visitor.getByLabel('Password').fill(person.password);

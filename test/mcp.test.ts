@@ -18,7 +18,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { Browser } from 'playwright-core';
 import { addResource } from '../src/flows/manage/resources.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -152,12 +152,7 @@ describe('an MCP server protected by Tessera, with the MCP SDK client', () => {
     try {
       browser = await launchChromium();
       const page = await browser.newPage();
-      const callback = new Promise<URL>((resolve) => {
-        void page.route(`${CALLBACK}**`, async (route) => {
-          resolve(new URL(route.request().url()));
-          await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the agent' });
-        });
-      });
+      const callback = catchRedirect(page, CALLBACK);
       await page.goto(authorizationUrl.href);
       await page.getByLabel('Username').fill(user.username);
       await page.getByLabel('Password').fill(user.password);

@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -88,12 +88,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     try {
       browser = await launchChromium();
       const page = await browser.newPage();
-      const callback = new Promise<URL>((resolve) => {
-        void page.route(`${REDIRECT}**`, async (route) => {
-          resolve(new URL(route.request().url()));
-          await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the agent' });
-        });
-      });
+      const callback = catchRedirect(page, REDIRECT);
       await page.goto(url.href);
       await page.getByLabel('Username').fill(user.username);
       await page.getByLabel('Password').fill(user.password);

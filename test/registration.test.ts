@@ -10,7 +10,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
@@ -49,12 +49,7 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
   try {
     browser = await launchChromium();
     const page = await browser.newPage();
-    const callback = new Promise<URL>((resolve) => {
-      void page.route(`${LOOPBACK_REDIRECT}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
-      });
-    });
+    const callback = catchRedirect(page, LOOPBACK_REDIRECT);
     await page.goto(url.href);
     await page.getByLabel('Username').fill(user.username);
     await page.getByLabel('Password').fill(user.password);
@@ -64,8 +59,6 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
     const consent = (await page.locator('main').innerText()).replace(/\s+/g, ' ');
     await approve.click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state });
-    // Chromium may issue the intercepted navigation twice: let it land, or it interrupts the next.
-    await page.waitForURL(`${LOOPBACK_REDIRECT}**`, { waitUntil: 'load' });
     await afterwards?.(page);
     return { tokens, consent };
   } finally {

@@ -8,7 +8,7 @@ import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { runTessera } from './helpers/cli.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { discover } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -66,26 +66,16 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
     });
     const page = await newPage();
-    // The client's redirect URI has nothing listening: the browser's request to it is caught.
-    const callback = new Promise<string>((resolve) => {
-      void page.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(route.request().url());
-        await route.fulfill({ status: 200, body: 'ok' });
-      });
-    });
+    const callback = catchRedirect(page);
     await page.goto(url.href);
     await signIn(page);
     await assertApiShown(page);
     await page.getByRole('button', { name: 'Approve' }).click();
-    // The browser's navigation to the callback ends before the next one starts.
-    await page.waitForURL(`${REDIRECT_URI}**`);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(await within(callback, 'the redirect back to the client')), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
     assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
     assert.equal(tokens.scope, 'openid photos:read');
 
-    // The account page names the API the approval covers (once the browser has landed on the
-    // callback: a navigation begun before that ends would be interrupted by it).
-    await page.waitForURL(`${REDIRECT_URI}**`);
+    // The account page names the API the approval covers.
     await page.goto(`${server.url}/account`);
     const connection = page.getByRole('region', { name: 'Living Room TV' }).first();
     assert.match(await connection.locator('dl').innerText(), /Photo Library\s+See your photos/);

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { LDAP_ADMIN, LDAP_ADMIN_PASSWORD, LDAP_SUFFIX, slapdUnavailable, startSlapd, type Slapd } from './helpers/slapd.ts';
@@ -95,12 +95,7 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
 
   it('signs in with the directory password into an app, whose tokens carry the directory\'s claims and groups', async () => {
     const page = await (await browser.newContext()).newPage();
-    const callback = new Promise<URL>((resolve) => {
-      void page.route(`${REDIRECT_URI}**`, async (route) => {
-        resolve(new URL(route.request().url()));
-        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back at the app' });
-      });
-    });
+    const callback = catchRedirect(page);
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();

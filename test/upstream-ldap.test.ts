@@ -170,7 +170,7 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
   it('says so when the directory hangs or is down, records it, and makes no user', async () => {
     const visitor = new FormBrowser(server.url);
     const form = await directoryForm(visitor);
-    slapd.pause();
+    await slapd.pause();
     try {
       const started = Date.now();
       const page = await visitor.submit(form, '/login/upstream/directory', { username: 'dave', password: 'dave the rave' });

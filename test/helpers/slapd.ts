@@ -4,7 +4,7 @@
  * port, seeded with people and groups: a real directory, no root and no system paths.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +28,7 @@ export const LDAP_ADMIN_PASSWORD = 'directory admin secret';
 export interface Slapd {
   readonly url: string;
   /** Stops answering without closing anything (SIGSTOP): a directory that hangs. */
-  pause(): void;
+  pause(): Promise<void>;
   resume(): void;
   stop(): Promise<void>;
 }
@@ -95,7 +95,17 @@ export async function startSlapd(ldif: string): Promise<Slapd> {
   const running = child;
   return {
     url: `ldap://127.0.0.1:${port}`,
-    pause: () => void running.kill('SIGSTOP'),
+    async pause() {
+      running.kill('SIGSTOP');
+      // The stop takes hold when one of slapd's threads is next scheduled and passes it on to
+      // the others; until then another thread may still answer (on a busy machine, tens of
+      // milliseconds: a directory sign-in once succeeded in between). Linux shows each thread.
+      const stopped = () => readdirSync(`/proc/${running.pid}/task`).every((thread) => readFileSync(`/proc/${running.pid}/task/${thread}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T'));
+      for (let waited = 0; !stopped(); waited += 5) {
+        if (waited >= 5000) throw new Error('slapd did not stop within 5 s of SIGSTOP');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
     resume: () => void running.kill('SIGCONT'),
     async stop() {
       running.kill('SIGCONT');

@@ -1,10 +1,12 @@
 /**
  * axe-core over every Tessera page a browser test opens (issue 31): each page's document is checked
- * once it has loaded, and each distinct page state once per `npm test` run (a state is the
- * page's structure at its width: its elements and their attribute names, not its values, so a
- * sign-in page with an error is one state, without it another, and at a phone's width a third).
- * A violation fails the test file that checked the state when its browser closes, naming the
- * page, the rule and the elements. A test file run on its own checks every state it reaches.
+ * once it has loaded, and each distinct page state once per `npm test` run. A state is the
+ * page's structure at its width: its elements, how they nest and their attribute names, not
+ * its values, so a sign-in page with an error is one state, without it another, and at a
+ * phone's width a third; a list of three users is the state of a list of thirty (a run of
+ * siblings alike counts once), and one user's page the state of another's. A violation fails
+ * the test file that checked the state when its browser closes, naming the page, the rule and
+ * the elements. A test file run on its own checks every state it reaches.
  */
 import { createHash } from 'node:crypto';
 import { openSync, closeSync, readFileSync, rmSync } from 'node:fs';
@@ -61,12 +63,17 @@ interface Violation {
 const STRUCTURE = `(() => {
   // Only Tessera's own pages (they load its stylesheet), not the apps the tests play.
   if (!document.querySelector('link[rel=stylesheet][href="/assets/tessera.css"]')) return null;
+  const shape = (element) => {
+    const children = [];
+    for (const child of element.children) {
+      const inner = shape(child);
+      // A run of siblings alike (the rows of a list) is one.
+      if (children[children.length - 1] !== inner) children.push(inner);
+    }
+    return element.tagName + '[' + Array.from(element.attributes, (attribute) => attribute.name).join(',') + '](' + children.join(';') + ')';
+  };
   // A page at a phone's width is another state than at a desktop's (issue 27: both are checked).
-  const parts = [document.title, String(window.innerWidth)];
-  for (const element of document.querySelectorAll('body *')) {
-    parts.push(element.tagName + Array.from(element.attributes, (attribute) => attribute.name).join(','));
-  }
-  return parts.join('|');
+  return window.innerWidth + '|' + shape(document.body);
 })()`;
 
 /**
@@ -92,9 +99,8 @@ async function runAxe(page: Page, name: string): Promise<string[]> {
 /** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
 async function check(page: Page, found: string[]): Promise<void> {
   try {
-    const structure = (await page.evaluate(STRUCTURE)) as string | null;
-    if (structure === null) return;
-    const key = `${new URL(page.url()).pathname}#${structure}`;
+    const key = (await page.evaluate(STRUCTURE)) as string | null;
+    if (key === null) return;
     // Claimed before running, so two loads of one state never run axe at once in a page.
     if (!claim(key)) return;
     let violations: string[];

@@ -127,7 +127,7 @@ function settingsFrom(argv: string[]): Settings {
   });
   return {
     compare: values.compare === true,
-    duration: number('duration', values.duration, quick ? 1 : 5, 0.5),
+    duration: number('duration', values.duration, quick ? 1 : 5, 0.1),
     warmup: number('warmup', values.warmup, quick ? 0.5 : 1, 0),
     runs: Math.floor(number('runs', values.runs, quick ? 1 : 3, 1)),
     connections: Math.floor(number('connections', values.connections, 50, 1)),

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { within } from './helpers/wait.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -20,19 +20,11 @@ interface BenchRow {
   readonly rps: number;
 }
 
-/**
- * Node's compile cache for the bench and the servers it starts: most of a smoke run is
- * servers starting (each strips the types of the whole app), and the cache keeps the
- * stripped code from the first run for the others. It changes nothing a run measures here.
- */
-const compileCache = mkdtempSync(join(tmpdir(), 'tessera-bench-cache-'));
-after(() => rmSync(compileCache, { recursive: true, force: true }));
-
 /** Runs `npm run bench` with `args` into a scratch directory: what it printed and the rows of latest.json. */
 async function runBench(args: readonly string[]): Promise<{ stdout: string; rows: BenchRow[] }> {
   const out = mkdtempSync(join(tmpdir(), 'tessera-bench-smoke-'));
   try {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_COMPILE_CACHE: compileCache } });
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -51,7 +43,7 @@ async function runBench(args: readonly string[]): Promise<{ stdout: string; rows
 
 describe('npm run bench (smoke)', () => {
   it('runs code_exchange and client_credentials once: rows with no errors and no unexpected answers, the RS256 floor, and the docs table with its commit', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'code_exchange', '--scenario', 'client_credentials', '--no-postgres', '--duration', '0.5', '--warmup', '0', '--batch', '50', '--connections', '10']);
+    const { stdout, rows } = await runBench(['--quick', '--scenario', 'code_exchange', '--scenario', 'client_credentials', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--batch', '50', '--connections', '10']);
     assert.match(stdout, /req\/s\s+p50 ms\s+p99 ms\s+errors\s+unexpected/);
     for (const [scenario, what] of [['code_exchange', 'every exchange answered 200 with an ID token'], ['client_credentials', 'every request answered 200 with an access token']] as const) {
       const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
@@ -68,7 +60,7 @@ describe('npm run bench (smoke)', () => {
 
   it('runs scale_out once: two instances on one PostgreSQL database (where one answers) and one SQLite instance of two workers, each with no errors', async () => {
     const postgres = process.env['TESSERA_TEST_POSTGRES_URL'];
-    const { rows } = await runBench(['--quick', '--scenario', 'scale_out', ...(postgres ? ['--postgres', postgres] : ['--no-postgres']), '--duration', '0.5', '--warmup', '0', '--batch', '50', '--connections', '10']);
+    const { rows } = await runBench(['--quick', '--scenario', 'scale_out', ...(postgres ? ['--postgres', postgres] : ['--no-postgres']), '--duration', '0.2', '--warmup', '0', '--batch', '50', '--connections', '10']);
     const targets = ['tessera/sqlite x2 workers', ...(postgres ? ['tessera/postgres x2 instances'] : [])];
     for (const scenario of ['scale_out: code_exchange', 'scale_out: device_authorization']) {
       for (const target of targets) {
@@ -82,7 +74,7 @@ describe('npm run bench (smoke)', () => {
   });
 
   it('runs sign_in_flood once: the exchange alone, during the /login flood and during the /account/password flood, each with no errors', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'sign_in_flood', '--no-postgres', '--duration', '0.5', '--warmup', '0', '--batch', '20', '--connections', '2', '--flood-addresses', '1', '--flood-in-flight', '1']);
+    const { stdout, rows } = await runBench(['--quick', '--scenario', 'sign_in_flood', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--batch', '20', '--connections', '2', '--flood-addresses', '1', '--flood-in-flight', '1']);
     for (const scenario of ['sign_in_flood: code_exchange alone', 'sign_in_flood: code_exchange during the flood', 'sign_in_flood: code_exchange during the /account/password flood']) {
       const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
       assert.ok(row, scenario);
@@ -95,7 +87,7 @@ describe('npm run bench (smoke)', () => {
   });
 
   it('runs dpop once: polls with and without a DPoP proof, every answer authorization_pending, and the ratio printed', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'dpop', '--no-postgres', '--duration', '0.5', '--warmup', '0', '--pool', '20', '--connections', '5']);
+    const { stdout, rows } = await runBench(['--quick', '--scenario', 'dpop', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--pool', '20', '--connections', '5']);
     assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);
     for (const scenario of ['dpop: poll without proof', 'dpop: poll with proof']) {
       const row = rows.find((entry) => entry.scenario === scenario);

@@ -1,10 +1,17 @@
 /**
- * Fastify's validator compilers, with each compiled validator kept for the life of the
- * process. Fastify compiles every route's schemas for every app it builds, with a new Ajv
- * instance each time, though an app built again (a restart in the same process, or one of
- * the many servers of a test file) declares the same schemas: compiling them was most of the
- * time of building an app. Validators are pure functions of their schema and of the Ajv
- * options, so one compiled for an equal schema under the same options serves every app.
+ * Fastify's validator compilers, compiling each route's validator on its first request and
+ * keeping it for the life of the process.
+ *
+ * Only the admin API's routes have JSON schemas (the OAuth endpoints parse their forms
+ * themselves), and compiling its 55 validators was most of the time of building an app:
+ * about 170 ms of every start, for an API most instances are never called on. Compiled on
+ * first use, a route's validator costs its first request a few milliseconds instead.
+ *
+ * Fastify also compiles every schema again for every app it builds, with a new Ajv instance
+ * each time, though an app built again in the same process (a restart in a test, the many
+ * servers of a test file) declares the same schemas. Validators are pure functions of their
+ * schema and of the Ajv options, so one compiled for an equal schema under the same options
+ * serves every app.
  *
  * With a factory of its own, Fastify hands a `headers` schema over as written, without
  * lower-casing its names: no route declares one.
@@ -16,23 +23,43 @@ type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaCont
 type BuildValidator = NonNullable<CompilersFactory['buildValidator']>;
 type ValidatorCompiler = ReturnType<BuildValidator>;
 
+/** What Fastify reads of a validator: Ajv's validate function, its `errors` and `schemaEnv`. */
+interface Validator {
+  (data: unknown, context?: unknown): unknown;
+  readonly errors?: unknown;
+  readonly schemaEnv?: unknown;
+}
+
 /** Fastify's own factory, whose pool gives one compiler (one Ajv) per set of options. */
 const pool: BuildValidator = AjvCompiler();
 
 /** Per compiler: the schema's JSON to its validator. */
-const compiled = new WeakMap<ValidatorCompiler, Map<string, ReturnType<ValidatorCompiler>>>();
+const compiled = new WeakMap<ValidatorCompiler, Map<string, Validator>>();
+
+/**
+ * A validator that compiles on its first use and then is that compiled validator: the call,
+ * and the `errors` and `schemaEnv` Fastify reads (before the call, for `schemaEnv`), go to it.
+ */
+function onFirstUse(compile: () => Validator): Validator {
+  let validator: Validator | undefined;
+  const get = () => (validator ??= compile());
+  return Object.defineProperties((data: unknown, context?: unknown) => get()(data, context), {
+    errors: { get: () => get().errors },
+    schemaEnv: { get: () => get().schemaEnv },
+  }) as Validator;
+}
 
 export const buildValidator: BuildValidator = (externalSchemas, options) => {
-  const compile = pool(externalSchemas, options);
-  let validators = compiled.get(compile);
-  if (validators === undefined) compiled.set(compile, (validators = new Map()));
+  const compile = pool(externalSchemas, options) as unknown as (definition: unknown) => Validator;
+  let validators = compiled.get(compile as unknown as ValidatorCompiler);
+  if (validators === undefined) compiled.set(compile as unknown as ValidatorCompiler, (validators = new Map()));
   const known = validators;
   // Fastify calls it with the route's schema definition ({ schema, method, url, httpPart }),
   // not the bare schema its type names.
   return ((definition: { readonly schema: unknown }) => {
     const key = JSON.stringify(definition.schema);
     let validator = known.get(key);
-    if (validator === undefined) known.set(key, (validator = (compile as (definition: unknown) => ReturnType<ValidatorCompiler>)(definition)));
+    if (validator === undefined) known.set(key, (validator = onFirstUse(() => compile(definition))));
     return validator;
-  }) as ValidatorCompiler;
+  }) as unknown as ValidatorCompiler;
 };

@@ -15,7 +15,7 @@ import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
 import { describeDatabase, parseDatabase } from '../src/store/open.ts';
 import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
-import { NODE_FLAGS, runTessera } from './helpers/cli.ts';
+import { COMPILE_CACHE_ENV, NODE_FLAGS, runTessera } from './helpers/cli.ts';
 
 const MAIN = join(new URL('..', import.meta.url).pathname, 'src/main.ts');
 
@@ -32,7 +32,7 @@ interface Started {
  */
 function start(env: Readonly<Record<string, string>>, whenServing?: (stdout: string) => boolean): Promise<Started> {
   const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
-    env: { PATH: process.env['PATH'] ?? '', ...TEST_ENV, HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { PATH: process.env['PATH'] ?? '', ...COMPILE_CACHE_ENV, ...TEST_ENV, HOST: '127.0.0.1', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

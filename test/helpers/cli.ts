@@ -8,6 +8,13 @@ import { WAIT_MS, within } from './wait.ts';
 export const CLI = join(new URL('../..', import.meta.url).pathname, 'src/cli/main.ts');
 export const NODE_FLAGS: readonly string[] = ['--disable-warning=ExperimentalWarning'];
 
+/**
+ * Node's compile cache of the run (test/helpers/global-setup.ts), for a process started with
+ * an environment of its own rather than this one's: without it, each such start strips the
+ * types of the whole app again.
+ */
+export const COMPILE_CACHE_ENV: Readonly<Record<string, string>> = process.env['NODE_COMPILE_CACHE'] ? { NODE_COMPILE_CACHE: process.env['NODE_COMPILE_CACHE'] } : {};
+
 export interface RunningCommand {
   readonly child: ChildProcess;
   output(): { stdout: string; stderr: string };

@@ -5,7 +5,8 @@
  * Only the admin API's routes have JSON schemas (the OAuth endpoints parse their forms
  * themselves), and compiling its 55 validators was most of the time of building an app:
  * about 170 ms of every start, for an API most instances are never called on. Compiled on
- * first use, a route's validator costs its first request a few milliseconds instead.
+ * first use, a route's validator costs its first request a few milliseconds instead, and Ajv
+ * itself (88 modules) is loaded then.
  *
  * Fastify also compiles every schema again for every app it builds, with a new Ajv instance
  * each time, though an app built again in the same process (a restart in a test, the many
@@ -16,7 +17,7 @@
  * With a factory of its own, Fastify hands a `headers` schema over as written, without
  * lower-casing its names: no route declares one.
  */
-import { AjvCompiler } from '@fastify/ajv-compiler';
+import { createRequire } from 'node:module';
 import type { FastifyServerOptions } from 'fastify';
 
 type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
@@ -30,11 +31,19 @@ interface Validator {
   readonly schemaEnv?: unknown;
 }
 
-/** Fastify's own factory, whose pool gives one compiler (one Ajv) per set of options. */
-const pool: BuildValidator = AjvCompiler();
+/**
+ * Fastify's own factory (@fastify/ajv-compiler), whose pool gives one compiler (one Ajv) per
+ * set of external schemas and options; loaded synchronously when the first validator compiles.
+ */
+let pool: BuildValidator | undefined;
+const load = createRequire(import.meta.url);
 
-/** Per compiler: the schema's JSON to its validator. */
-const compiled = new WeakMap<ValidatorCompiler, Map<string, Validator>>();
+function ajvCompilers(): BuildValidator {
+  return (pool ??= (load('@fastify/ajv-compiler') as typeof import('@fastify/ajv-compiler')).AjvCompiler());
+}
+
+/** The schema's JSON, under its compiler's external schemas and options, to its validator. */
+const known = new Map<string, Validator>();
 
 /**
  * A validator that compiles on its first use and then is that compiled validator: the call,
@@ -50,16 +59,17 @@ function onFirstUse(compile: () => Validator): Validator {
 }
 
 export const buildValidator: BuildValidator = (externalSchemas, options) => {
-  const compile = pool(externalSchemas, options) as unknown as (definition: unknown) => Validator;
-  let validators = compiled.get(compile as unknown as ValidatorCompiler);
-  if (validators === undefined) compiled.set(compile as unknown as ValidatorCompiler, (validators = new Map()));
-  const known = validators;
+  // The pool's own key: the external schemas and Ajv's options (the app sets no plugins).
+  const compiler = `${JSON.stringify(externalSchemas)}${JSON.stringify(options?.customOptions)}`;
   // Fastify calls it with the route's schema definition ({ schema, method, url, httpPart }),
   // not the bare schema its type names.
   return ((definition: { readonly schema: unknown }) => {
-    const key = JSON.stringify(definition.schema);
+    const key = `${compiler}${JSON.stringify(definition.schema)}`;
     let validator = known.get(key);
-    if (validator === undefined) known.set(key, (validator = onFirstUse(() => compile(definition))));
+    if (validator === undefined) {
+      const compile = () => (ajvCompilers()(externalSchemas, options) as unknown as (definition: unknown) => Validator)(definition);
+      known.set(key, (validator = onFirstUse(compile)));
+    }
     return validator;
   }) as unknown as ValidatorCompiler;
 };

@@ -31,7 +31,7 @@ import { revocationRoutes } from './http/revocation.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
-import { buildValidator } from './http/validators.ts';
+import { buildSerializer, buildValidator } from './http/schema-compilers.ts';
 import type { Store } from './store/types.ts';
 import { clientUrlFetch } from './core/outbound.ts';
 import { ClientKeySets } from './tokens/client-jwks.ts';
@@ -123,7 +123,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     routerOptions: { querystringParser: (query: string) => parseParams(query) },
     // The admin API's schemas refuse an unknown field (400 naming it) rather than drop it.
     ajv: { customOptions: { removeAdditional: false } },
-    schemaController: { compilersFactory: { buildValidator } },
+    schemaController: { compilersFactory: { buildValidator, buildSerializer } },
   });
   // The audit trail's log line: one JSON object per event, beside the request logs. Alerts
   // are one JSON log line each, at warn, with the event under `alert`.

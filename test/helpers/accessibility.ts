@@ -128,7 +128,8 @@ async function check(page: Page, found: string[]): Promise<void> {
     // The test moved on (a navigation, a closed page, a DevTools session its page took with
     // it): that state is gone. A navigation between loading axe and running it leaves a
     // document without axe.
-    if (!/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|Session closed|navigat|axe is not defined/i.test(String(error))) throw error;
+    if (page.isClosed()) return;
+    if (!/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|no object with guid|Session closed|navigat|axe is not defined/i.test(String(error))) throw error;
   }
 }
 

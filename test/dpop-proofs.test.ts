@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
-import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { approveAt, ath, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure, type KeyPair } from './helpers/dpop.ts';
 import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { clockAtStart } from './helpers/clock.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -199,7 +199,7 @@ describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () 
   let as: oauth.AuthorizationServer;
   let client: TestClient;
   let user: TestUser;
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
 
   before(async () => {
     server = await startTestServer({ clock, env: { TESSERA_DPOP_NONCES: 'true', TESSERA_DPOP_NONCE_LIFETIME: '10', TESSERA_DPOP_PROOF_WINDOW: '600' } });

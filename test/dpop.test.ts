@@ -3,12 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
 import * as oidc from 'openid-client';
-import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { approveAt, clientAuth, codeRequest, discover, dpopKey, handProof, insecure, type DpopKey } from './helpers/dpop.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { clockAtStart } from './helpers/clock.ts';
 
 const OFFLINE = 'openid profile offline_access';
 
@@ -209,7 +209,7 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
 
 describe('a --require-dpop device client through openid-client and oauth4webapi, which send no proof at device authorization', () => {
   // Frozen, so that polls a second apart are not slow_down; advanced past the interval.
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
   let server: TestServer;
   let as: oauth.AuthorizationServer;
   let device: TestClient;

@@ -2,15 +2,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
-import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
 import { approveAt, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure } from './helpers/dpop.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { clockAtStart } from './helpers/clock.ts';
 
 describe('pushed authorization requests (RFC 9126)', () => {
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
   let server: TestServer;
   let as: oauth.AuthorizationServer;
   let client: TestClient;

@@ -12,9 +12,10 @@ import { ManualClock } from '../src/core/clock.ts';
 import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { clockAtStart } from './helpers/clock.ts';
 
 describe('passkeys: registration, sign-in without a username, and refused answers', () => {
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
   let server: TestServer;
   let user: TestUser;
   let other: TestUser;

@@ -13,6 +13,7 @@ import { FormBrowser, type Page } from './helpers/browser.ts';
 import { BrowserAt, startDevice } from './helpers/device.ts';
 import { discover } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { clockAtStart } from './helpers/clock.ts';
 
 /** RFC 6238 written out again here, so the server's own code is not what checks it. */
 function totp(secretBase32: string, ms: number, stepOffset = 0): string {
@@ -50,7 +51,7 @@ async function enrol(server: TestServer, user: TestUser, clock: ManualClock): Pr
 }
 
 describe('one-time codes after the password', () => {
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
   let server: TestServer;
   let client: TestClient;
 
@@ -286,7 +287,7 @@ describe('one-time codes under the operator\'s name (TESSERA_SITE_NAME)', () => 
 });
 
 describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-resistant and acr_values', () => {
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
   let strict: TestServer;
   let server: TestServer;
   let app: TestClient;
@@ -454,7 +455,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
 });
 
 describe('one-time codes set up after a passkey sign-in', () => {
-  const clock = new ManualClock(Date.now());
+  const clock = clockAtStart();
   let server: TestServer;
   let client: TestClient;
 

@@ -1,16 +1,16 @@
 /**
- * Set up once for a whole `npm test` run, in the runner's process, before the test files are
- * started (`--test-global-setup`): what is set in `process.env` here reaches every test file's
- * process and the servers and commands those start.
+ * Set up once for a whole `npm test` run, by test/run.ts before its shards start (or by
+ * `node --test --test-global-setup` for a run of the runner's own): what is set in
+ * `process.env` here reaches every test process and the servers and commands those start.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * Node's compile cache: every test file is its own process, which would otherwise strip the
- * types of the app and compile it again (about a third of the suite's CPU time). The cache
- * checks each file's contents, so an edited file is compiled afresh.
+ * Node's compile cache: every test process, and every server and command the tests start in a
+ * process of its own, would otherwise strip the types of the app and compile it again. The
+ * cache checks each file's contents, so an edited file is compiled afresh.
  */
 const COMPILE_CACHE = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'tessera-tests');
 

@@ -23,6 +23,7 @@ import { BrowserAt, DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn } from './helpers/lifecycle.ts';
 import { describePostgres, freshPostgresDatabase, postgresUrl, withAdmin } from './helpers/postgres.ts';
 import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
 
 type Mode = 'forward' | 'down' | 'silent';
 
@@ -150,15 +151,6 @@ function assertUnavailablePage(answer: Answer, what: string): void {
   assert.match(answer.headers.get('content-type') ?? '', /^text\/html/, what);
   assert.match(answer.text, /<h1>Temporarily unavailable<\/h1>/, what);
   assert.match(answer.headers.get('retry-after') ?? '', /^\d+$/, `${what}: Retry-After`);
-}
-
-/** Asks `check` until it is true, a few times a second, for at most `ANSWER_BOUND_MS`. */
-async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ANSWER_BOUND_MS;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`waited in vain for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A form post to `path` as the client (HTTP Basic), answered within `ANSWER_BOUND_MS`. */
@@ -358,12 +350,12 @@ describePostgres('PostgreSQL outage', () => {
     await assertServing();
     await holdingDeviceRow(async (admin) => {
       const polled = devicePoll();
-      await waitFor('the poll to wait for the lock', async () => {
+      await until('the poll to wait for the lock', async () => {
         const waiting = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND client_port = ANY($1)`, [
           proxy.upstreamPorts(),
         ]);
         return (waiting.rowCount ?? 0) > 0;
-      });
+      }, ANSWER_BOUND_MS);
       await proxy.down();
       assertUnavailableJson(await polled, 'poll cut off mid-statement');
     });

@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closeServer, listenOnFreePort } from './server.ts';
+import { until } from './wait.ts';
 
 export const SLAPD = process.env['TESSERA_SLAPD'] ?? '/usr/sbin/slapd';
 const SLAPADD = process.env['TESSERA_SLAPADD'] ?? '/usr/sbin/slapadd';
@@ -101,10 +102,7 @@ export async function startSlapd(ldif: string): Promise<Slapd> {
       // the others; until then another thread may still answer (on a busy machine, tens of
       // milliseconds: a directory sign-in once succeeded in between). Linux shows each thread.
       const stopped = () => readdirSync(`/proc/${running.pid}/task`).every((thread) => readFileSync(`/proc/${running.pid}/task/${thread}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T'));
-      for (let waited = 0; !stopped(); waited += 5) {
-        if (waited >= 5000) throw new Error('slapd did not stop within 5 s of SIGSTOP');
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await until('every slapd thread to stop on SIGSTOP', stopped, 5000, 5);
     },
     resume: () => void running.kill('SIGCONT'),
     async stop() {

@@ -15,3 +15,12 @@ export function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Prom
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Asks `check` every `everyMs` until it is true; a rejection naming `what` once `ms` have passed. */
+export async function until(what: string, check: () => boolean | Promise<boolean>, ms = WAIT_MS, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`waited ${ms} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}

@@ -90,7 +90,10 @@ describe('the admin API', () => {
     assert.equal(refused.status, 403);
     assert.equal(refused.body['field'], 'role');
     assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: null } })).status, 403, 'nor take away a role it does not hold');
-    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 200, 'its other changes are made');
+    // Issue 40: nor change a person whose role allows more than it holds; it changes those without one.
+    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 403, 'an operator is changed only by a token holding her role');
+    await server.addUser({ username: 'barney' });
+    assert.equal((await call('PATCH', '/users/barney', { token: usersOnly, body: { name: 'Barney Rubble' } })).status, 200, 'a person without a role');
     assert.equal((await call('PATCH', '/users/barbara', { body: { role: 'root' } })).status, 400);
     const taken = await call('PATCH', '/users/barbara', { body: { role: null } });
     assert.equal(taken.body['role'], null);

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -54,6 +55,25 @@ describe('the admin API on its own listener (TESSERA_ADMIN_LISTEN)', () => {
       assert.equal((await fetch(`${server.adminUrl}${path}`)).status, 404, `${path} on the admin listener`);
     }
     assert.equal((await fetch(`${server.url}/.well-known/openid-configuration`)).status, 200, 'the public listener serves the rest');
+  });
+
+  it('answers 404 on the public listener however the admin path is spelt: percent-encoded, or in absolute form', async () => {
+    const url = new URL(server.url);
+    const raw = (method: string, target: string) =>
+      new Promise<number>((resolve, reject) => {
+        // node:http sends the target as given, where fetch would normalise it.
+        const sent = request({ host: url.hostname, port: url.port, method, path: target, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (answer) => {
+          answer.resume();
+          resolve(answer.statusCode ?? 0);
+        });
+        sent.on('error', reject);
+        sent.end(method === 'POST' ? '{}' : undefined);
+      });
+    for (const target of ['/%61dmin/v1/clients', '/admi%6e/v1/clients', '/admin/%76%31/clients', `http://${url.host}/admin/v1/clients`, `http://${url.host}/%61dmin/v1/openapi.json`]) {
+      assert.equal(await raw('GET', target), 404, `GET ${target} on the public listener`);
+    }
+    assert.equal(await raw('POST', '/%61dmin/v1/registration-tokens'), 404, 'a change too');
+    assert.equal((await fetch(`${server.adminUrl}/admin/v1/registration-tokens`, { headers: { authorization: `Bearer ${token}` } })).status, 200, 'the token was good: the admin listener serves it');
   });
 
   it('refuses a setting that is not host:port, naming it', () => {

@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { calculatePKCECodeChallenge, randomPKCECodeVerifier } from 'openid-client';
-import { systemClock } from '../src/core/clock.ts';
-import { Events } from '../src/core/events.ts';
 import type { ManageDeps } from '../src/flows/manage/deps.ts';
 import { clearLockouts, listLockouts } from '../src/flows/manage/lockouts.ts';
 import { FormBrowser } from './helpers/browser.ts';
+import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 
 describe('lockouts', () => {
@@ -28,7 +27,7 @@ describe('lockouts', () => {
       code_challenge: await calculatePKCECodeChallenge(randomPKCECodeVerifier()),
       code_challenge_method: 'S256',
     });
-    deps = { store: server.store, clock: systemClock, config: server.config, events: new Events(systemClock, server.store.events, []), tellApps: async () => 0 };
+    deps = manageDeps(server);
   });
   after(() => server.close());
 

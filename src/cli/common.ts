@@ -8,6 +8,7 @@ import { closest } from '../config/settings.ts';
 import { systemClock } from '../core/clock.ts';
 import { eventLogFields, Events, type AuditEvent } from '../core/events.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
+import { OWNER } from '../flows/manage/authority.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
 import { inspectDatabase, keyManager } from '../main.ts';
 import { openStore } from '../store/open.ts';
@@ -128,6 +129,8 @@ export function operatorDeps(config: Config, store: Store, io: Io): ManageDeps {
     store,
     clock: systemClock,
     config,
+    // Whoever runs the command on the server's database owns the server.
+    caller: OWNER,
     events: new Events(systemClock, store.events, [log]),
     tellApps: (sessions) => tellApplications(config, store, io, sessions),
   };

@@ -66,7 +66,9 @@ export function adminListenerHandler(routing: (request: IncomingMessage, respons
  */
 export function separateAdminListener(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
-    const adminPath = /^\/admin(?:[/?]|$)/.test(request.url);
+    // The route the router matched, not the target as sent: `/%61dmin/v1/users` and the
+    // absolute form `http://host/admin/v1/keys` reach the admin routes too (issue 40).
+    const adminPath = (request.routeOptions.url ?? '').startsWith(ADMIN_PREFIX);
     // Not the not-found handler: it would answer 405 for a path the other listener serves.
     if (adminPath !== viaAdminListener.has(request.raw)) return sendProblem(reply, 404, 'Not Found', `no endpoint at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`);
   });
@@ -295,6 +297,8 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
         const base = forRequest(deps, request);
         const manage: ManageDeps = {
           ...base,
+          // What the caller may do is what its token holds and the client still has.
+          caller: { scopes: request.adminScope ?? [], ...(request.adminClient === undefined ? {} : { clientId: request.adminClient }) },
           // Each change names the admin client that made it (docs/operations.md).
           events: base.events.withDetail({ admin_client: request.adminClient ?? null }),
           tellApps: async (sessions) => (await sendLogoutTokens(deps, sessions, request.log)).clients,
@@ -421,7 +425,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
       body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
       response: ok(),
     },
-    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as UserChanges, request.adminScope ?? [])),
+    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as UserChanges)),
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     route({

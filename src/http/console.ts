@@ -12,7 +12,8 @@ import { EVENT_TYPES, type AuditEvent, type EventType } from '../core/events.ts'
 import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS, type RawParams } from '../core/protocol.ts';
 import { OPERATOR_ROLES, ROLE_SCOPES, SCOPE_DESCRIPTIONS, type OperatorRole } from '../core/scopes.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { mayAssignRole, roleAllows, type AdminArea } from '../flows/manage/admin-token.ts';
+import { roleAllows, type AdminArea } from '../flows/manage/admin-token.ts';
+import { mayAssignRole } from '../flows/manage/authority.ts';
 import { clientJson, createClient, DEFAULT_GRACE_SECONDS, getClient, listClients, removeClient, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
 import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
@@ -352,6 +353,8 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const base = forRequest(deps, request);
     return {
       ...base,
+      // An operator may do what their role's scopes allow (flows/manage/authority.ts).
+      caller: { scopes: ROLE_SCOPES[operatorOf(request).role] },
       events: base.events.withDetail({ operator: operatorOf(request).user.username }),
       tellApps: async (sessions) => (await sendLogoutTokens(deps, sessions, request.log)).clients,
     };
@@ -470,7 +473,8 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       lockedUntil: lockouts.length === 0 ? null : Math.max(...lockouts.map((lockout) => lockout.until)),
       events: await eventViews(events),
       eventsHref: `${CONSOLE_PATHS.events}?${new URLSearchParams({ user: user.username }).toString()}`,
-      actions: may(request, 'users', true) ? { base: userPath(user.username), roles: assignableRoles(operatorOf(request).role, user.role) } : null,
+      // Only an operator who may change this person is offered the changes (flows/manage/authority.ts).
+      actions: may(request, 'users', true) && mayAssignRole(ROLE_SCOPES[operatorOf(request).role], user.role) ? { base: userPath(user.username), roles: assignableRoles(operatorOf(request).role, user.role) } : null,
       notice: done === undefined ? undefined : f.ui.t.text(done, { username: user.username, count }),
     }));
   });
@@ -524,7 +528,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   app.post(`${CONSOLE_PATHS.users}/:username/role`, change('users'), async (request, reply) => {
     const user = await findUser(deps, named(request));
     // The operator's role stands for admin scopes: a role allowing more than theirs is refused.
-    await updateUser(manage(request), user.username, { role: single(rawForm(request), 'role', 20) }, ROLE_SCOPES[operatorOf(request).role]);
+    await updateUser(manage(request), user.username, { role: single(rawForm(request), 'role', 20) });
     return backToUser(reply, user.username, 'role');
   });
   app.post(`${CONSOLE_PATHS.users}/:username/reset-link`, change('users'), async (request, reply) => {

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
+import { NO_ADMIN } from '../flows/manage/authority.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
 import {
   admitRegistration,
@@ -54,6 +55,8 @@ export const registrationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
 
   const manageDeps = (request: FastifyRequest): ManageDeps => ({
     ...forRequest(deps, request),
+    // An app registering itself holds no admin scope (flows/manage/authority.ts).
+    caller: NO_ADMIN,
     tellApps: async (sessions) => (await sendLogoutTokens(deps, sessions, request.log)).clients,
   });
 

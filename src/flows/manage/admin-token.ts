@@ -35,17 +35,6 @@ export function roleAllows(role: OperatorRole | null, area: AdminArea, write: bo
   return role !== null && scopesAllow(ROLE_SCOPES[role], area, write);
 }
 
-/**
- * Whether a caller holding `held` may give a role or take it away: only one that already
- * holds everything the role allows, so no one hands out more than they have.
- */
-export function mayAssignRole(held: readonly string[], role: OperatorRole | null): boolean {
-  return role === null || ROLE_SCOPES[role].every((scope) => {
-    const [, area, read] = scope.split(':') as [string, AdminArea, string | undefined];
-    return scopesAllow(held, area, read === undefined);
-  });
-}
-
 export async function adminCaller(deps: Pick<FlowDeps, 'store' | 'config' | 'tokens'>, presented: Presentation, area: AdminArea, write: boolean): Promise<AdminCaller> {
   const claims = looksLikeJwt(presented.token) ? await deps.tokens.readAccessToken(presented.token) : null;
   // RFC 6750 §3.1 invalid_token: "expired, revoked, malformed, or invalid for other reasons";

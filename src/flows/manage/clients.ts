@@ -25,6 +25,7 @@ import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, SelfRegistration, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
 import { transactionWithEvents } from '../events.ts';
+import { checkMayChangeClient, checkScopesGiven } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound, problem } from './errors.ts';
 
@@ -343,6 +344,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   };
   checkRegistration(client, deps.config.allowPrivateNetworkUrls);
   await checkScopes(deps.store, scopes);
+  checkScopesGiven(deps.caller, null, null, scopes);
   await deps.store.clients.create(client);
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
   return { client, secret };
@@ -385,6 +387,7 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>, query: Client
  */
 export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata, expectedVersion?: number, by: ChangedBy = 'operator'): Promise<ClientWithSecret> {
   const client = await getClient(deps, id);
+  checkMayChangeClient(deps.caller, client);
   // RFC 9110 §13.1.1: a change made against a version that is no longer current is refused
   // (the store checks again in the update's own statement: nothing slips in between).
   if (expectedVersion !== undefined && (client.version ?? 1) !== expectedVersion) throw stale(client);
@@ -439,8 +442,12 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
   checkRegistration(next, deps.config.allowPrivateNetworkUrls);
-  if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
-  const updated = await deps.store.clients.update(id, next, expectedVersion);
+  if (changes.scope !== undefined) {
+    await checkScopes(deps.store, next.scopes);
+    checkScopesGiven(deps.caller, id, client.scopes, next.scopes);
+  }
+  // The version read is the one checked: the client cannot have gained scopes the caller lacks in between.
+  const updated = await deps.store.clients.update(id, next, expectedVersion ?? client.version ?? 1);
   if (!updated) {
     const now = await getClient(deps, id);
     throw stale(now);
@@ -458,6 +465,7 @@ export async function rotateClientSecret(deps: ManageDeps, id: string, graceSeco
     throw invalid`${field('grace_seconds')}: a number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
   }
   const client = await getClient(deps, id);
+  checkMayChangeClient(deps.caller, client);
   if (!SECRET_AUTH_METHODS.includes(client.authMethod)) {
     throw conflict`client ${id} authenticates with ${client.authMethod === 'none' ? 'no secret (a public client)' : client.authMethod}: there is no secret to rotate`;
   }
@@ -480,6 +488,7 @@ function stale(client: ClientRecord) {
  * The registration stays: people can sign in to the app again. Returns how many grants ended.
  */
 export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<{ readonly grantsRevoked: number }> {
+  checkMayChangeClient(deps.caller, await getClient(deps, id));
   const now = deps.clock.now();
   const grants = await transactionWithEvents(deps, async (tx, record) => {
     if (!(await tx.clients.revokeTokens(id, now))) throw notFound`no client with id ${id}`;
@@ -493,6 +502,7 @@ export async function revokeClientTokens(deps: ManageDeps, id: string): Promise<
 
 /** Removes a client and everything issued to it. */
 export async function removeClient(deps: ManageDeps, id: string, by: ChangedBy = 'operator'): Promise<void> {
+  checkMayChangeClient(deps.caller, await getClient(deps, id));
   if (!(await deps.store.clients.remove(id))) throw notFound`no client with id ${id}`;
   await deps.events.emit({ type: 'client.removed', clientId: id, detail: { by } });
 }

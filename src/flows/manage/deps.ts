@@ -1,5 +1,6 @@
 import type { SessionRecord } from '../../store/types.ts';
 import type { AccountDeps } from '../users.ts';
+import type { Caller } from './authority.ts';
 
 /**
  * What a management operation is given. `events` names the actor: the command line's, or
@@ -7,6 +8,8 @@ import type { AccountDeps } from '../users.ts';
  * (`Events.withDetail`). Operations read the time from `clock`, never from `Date`.
  */
 export interface ManageDeps extends AccountDeps {
+  /** Who asks, and so what they may do (flows/manage/authority.ts): every door says. */
+  readonly caller: Caller;
   /**
    * Tells the apps signed in to sessions an operation ended (Back-Channel Logout 1.0); returns
    * how many apps were sent a logout token. The command waits for delivery; the server does not.

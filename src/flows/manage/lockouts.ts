@@ -9,6 +9,7 @@ import { normalizeUsername } from '../../core/username.ts';
 import type { RateLimitWindow } from '../../store/types.ts';
 import { USER_CODE_KEYS } from '../device/verification.ts';
 import { ONE_TIME_CODE_LIMIT, SIGN_IN_KEYS } from '../sign-in.ts';
+import { checkMayChangeUser } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { field, invalid } from './errors.ts';
 
@@ -108,8 +109,11 @@ export async function listLockouts(deps: Pick<ManageDeps, 'store' | 'clock' | 'c
  */
 export async function clearLockouts(deps: ManageDeps, target: { readonly username?: string; readonly ip?: string; readonly key?: string }): Promise<Lockout[]> {
   if (target.username === undefined && target.ip === undefined && target.key === undefined) throw invalid`give ${field('username')}, ${field('ip')} or ${field('key')}`;
-  const open = await listLockouts(deps, { limit: MAX_LOCKOUTS });
   const username = target.username === undefined ? undefined : normalizeUsername(target.username);
+  // Lifting an operator's lockout lets their password be guessed again: a change to them.
+  const person = username ? await deps.store.users.findByUsername(username) : null;
+  if (person) checkMayChangeUser(deps.caller, person);
+  const open = await listLockouts(deps, { limit: MAX_LOCKOUTS });
   const chosen = open.filter(
     (entry) =>
       (username === undefined || entry.username === username) && (target.ip === undefined || entry.ip === target.ip) && (target.key === undefined || entry.key === target.key),

@@ -27,7 +27,7 @@ import {
   updateUser as updateAccount,
 } from '../users.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
-import { mayAssignRole } from './admin-token.ts';
+import { checkMayChangeUser, mayAssignRole } from './authority.ts';
 import { conflict, field, forbidden, invalid, notFound, rejected } from './errors.ts';
 
 export { DEFAULT_RESET_TTL_SECONDS, RECOVERY_CODE_COUNT };
@@ -84,6 +84,17 @@ export async function findUser(deps: Pick<ManageDeps, 'store'>, raw: string): Pr
   const username = normalizeUsername(raw);
   const user = username ? await deps.store.users.findByUsername(username) : null;
   if (!user) throw notFound`no user named ${raw}`;
+  return user;
+}
+
+/**
+ * The user a change is about, when the caller may change them: a person who holds a console
+ * role is changed only by a caller holding everything that role allows (issue 40: else a
+ * narrower credential resets an operator's password or second factor and becomes them).
+ */
+async function changeableUser(deps: ManageDeps, raw: string): Promise<UserRecord> {
+  const user = await findUser(deps, raw);
+  checkMayChangeUser(deps.caller, user);
   return user;
 }
 
@@ -161,7 +172,7 @@ export async function listUserSessions(deps: Pick<ManageDeps, 'store' | 'clock'>
 
 /** Signs the user out everywhere: every session ends; returns how many, and how many apps were told. */
 export async function endUserSessions(deps: ManageDeps, username: string): Promise<{ sessions: number; told: number }> {
-  const user = await findUser(deps, username);
+  const user = await changeableUser(deps, username);
   const ended = await transactionWithEvents(deps, async (tx, record) => {
     const sessions = await tx.sessions.removeForUser(user.id);
     await tx.pendingSignIns.removeForUser(user.id);
@@ -225,12 +236,11 @@ export interface UserChanges extends ProfileInput {
 
 /**
  * Changes a user's standard claims (OIDC Core §5.1; null or "" clears one; `updated_at`
- * becomes now) and their operator role. `caller`: the admin scopes of whoever asks (the
- * admin API's token, a console operator's role), who may give or take away only a role
- * that allows no more than they hold; the command line, run by whoever owns the server,
- * passes none.
+ * becomes now) and their operator role. The caller may give or take away only a role that
+ * allows no more than they hold, and change a person with a role only if they hold
+ * everything it allows (flows/manage/authority.ts).
  */
-export async function updateUser(deps: ManageDeps, username: string, changes: UserChanges, caller?: readonly string[]): Promise<UserRecord> {
+export async function updateUser(deps: ManageDeps, username: string, changes: UserChanges): Promise<UserRecord> {
   const { role: rawRole, ...claims } = changes;
   const user = await findUser(deps, username);
   const profile = checkedProfile(claims, user.localizedNames);
@@ -240,9 +250,10 @@ export async function updateUser(deps: ManageDeps, username: string, changes: Us
   }
   if (rawRole !== undefined) role = rawRole === null || rawRole === 'none' ? null : (rawRole as OperatorRole);
   if (Object.keys(profile).length === 0 && role === undefined) throw invalid`give ${field('name')}, ${field('email')}, ${field('role')} or another claim to change`;
-  if (role !== undefined && caller !== undefined && !(mayAssignRole(caller, role) && mayAssignRole(caller, user.role))) {
+  if (role !== undefined && !(mayAssignRole(deps.caller.scopes, role) && mayAssignRole(deps.caller.scopes, user.role))) {
     throw forbidden`${field('role')}: only an operator who holds everything a role allows may give it or take it away`;
   }
+  checkMayChangeUser(deps.caller, user);
   await updateAccount(deps, user, profile, role);
   return (await deps.store.users.get(user.id)) ?? user;
 }
@@ -252,19 +263,19 @@ export async function updateUser(deps: ManageDeps, username: string, changes: Us
  * user. Null when they already were; else how many apps were told of ended sessions.
  */
 export async function setDisabled(deps: ManageDeps, username: string, disabled: boolean): Promise<number | null> {
-  const user = await findUser(deps, username);
+  const user = await changeableUser(deps, username);
   if (user.disabled === disabled) return null;
   return deps.tellApps(await setUserDisabled(deps, user, disabled));
 }
 
 /** Removes a user and everything issued to them; returns how many apps were told. */
 export async function removeUser(deps: ManageDeps, username: string): Promise<number> {
-  return deps.tellApps(await removeAccount(deps, await findUser(deps, username)));
+  return deps.tellApps(await removeAccount(deps, await changeableUser(deps, username)));
 }
 
 /** Sets a user's password; their sessions end. Returns how many apps were told. */
 export async function setPassword(deps: ManageDeps, username: string, password: string): Promise<number> {
-  const user = await findUser(deps, username);
+  const user = await changeableUser(deps, username);
   const hash = await newPasswordHash(deps, checkPassword(password));
   return deps.tellApps(await replacePassword(deps, user, { hash }));
 }
@@ -274,12 +285,12 @@ export async function resetLink(deps: ManageDeps, username: string, ttlSeconds: 
   if (!Number.isInteger(ttlSeconds) || ttlSeconds < RESET_TTL_RANGE.min || ttlSeconds > RESET_TTL_RANGE.max) {
     throw invalid`${field('ttl')}: seconds, from ${RESET_TTL_RANGE.min} to ${RESET_TTL_RANGE.max}`;
   }
-  const user = await findUser(deps, username);
+  const user = await changeableUser(deps, username);
   if (user.disabled) throw conflict`${username} is disabled: enable them first`;
   return createResetLink(deps, user, ttlSeconds);
 }
 
 /** Removes a user's passkeys, one-time codes and recovery codes. */
 export async function resetUserSecondFactor(deps: ManageDeps, username: string): Promise<{ passkeys: number; totp: boolean }> {
-  return resetSecondFactor(deps, await findUser(deps, username));
+  return resetSecondFactor(deps, await changeableUser(deps, username));
 }

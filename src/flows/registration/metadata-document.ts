@@ -15,6 +15,7 @@ import { isInternalAddress } from '../../core/networks.ts';
 import { guardedLookup } from '../../core/outbound.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import type { ClientRecord } from '../../store/types.ts';
+import { NO_ADMIN } from '../manage/authority.ts';
 import { createClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
 import { ManageError } from '../manage/errors.ts';
 import type { FlowDeps } from '../types.ts';
@@ -147,7 +148,7 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string): 
     }
   }
   const metadata = documentMetadata(clientId, document);
-  const manage = { ...deps, tellApps: async () => 0 };
+  const manage = { ...deps, caller: NO_ADMIN, tellApps: async () => 0 };
   try {
     const existing = await deps.store.clients.get(clientId);
     if (existing === null) return (await createClient(manage, metadata, { registeredBy: 'metadata_document', id: clientId })).client;

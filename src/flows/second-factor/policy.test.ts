@@ -9,7 +9,8 @@ import { loadConfig } from '../../config/index.ts';
 import { upstreamMethods, withOneTimeCode, type AuthMethod } from '../../core/auth-methods.ts';
 import { ADMIN_SCOPES, OPERATOR_ROLES, ROLE_SCOPES } from '../../core/scopes.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
-import { mayAssignRole, roleAllows, scopesAllow, type AdminArea } from '../manage/admin-token.ts';
+import { roleAllows, scopesAllow, type AdminArea } from '../manage/admin-token.ts';
+import { mayAssignRole } from '../manage/authority.ts';
 import { approvalRefusal, operatorRefusal } from './policy.ts';
 
 const T0 = Date.UTC(2026, 0, 1);

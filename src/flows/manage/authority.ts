@@ -1,0 +1,90 @@
+/**
+ * Who asks for a management operation, and what that lets them do (issue 40): the one place
+ * where a narrow admin credential is kept from growing into a wider one. Every door passes
+ * its caller in `ManageDeps.caller`: the `tessera` command the owner of the server (every
+ * scope), the admin API the scopes its token holds and still has, the console the scopes of
+ * the operator's role, dynamic registration none.
+ *
+ * The rules, each written once here and called by the operation it guards:
+ * - a caller gives a client only admin scopes it holds itself, and never widens its own scope;
+ * - a caller changes, rotates the secret of, revokes the tokens of or removes a client only if
+ *   it holds every admin scope that client has (a client's credentials are its scopes);
+ * - a caller changes the credentials, second factors, claims or state of a person who holds a
+ *   console role only if it holds every scope that role allows (the rule for giving the role);
+ * - a caller lets an upstream provider link accounts or vouch for a second factor, or changes
+ *   where such a provider's word comes from, only if it holds every role's scopes: such a
+ *   provider can sign in as any person, console operators included.
+ */
+import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
+import type { ClientRecord, UserRecord } from '../../store/types.ts';
+import { field, forbidden } from './errors.ts';
+
+export interface Caller {
+  /** The admin scopes the caller holds (core/scopes.ts ADMIN_SCOPES). */
+  readonly scopes: readonly string[];
+  /** The client the caller is, for the admin API: a client never widens its own scope. */
+  readonly clientId?: string;
+}
+
+/** The `tessera` command: whoever runs it on the server's database owns the server. */
+export const OWNER: Caller = { scopes: ADMIN_SCOPES };
+
+/** A caller that holds no admin scope: an app registering itself (RFC 7591, RFC 7592). */
+export const NO_ADMIN: Caller = { scopes: [] };
+
+/**
+ * Whether `held` covers an admin scope: `admin:AREA` needs `admin:AREA`, and
+ * `admin:AREA:read` needs that or `admin:AREA`. A scope that is not an admin scope is
+ * nobody's to hold: it is covered.
+ */
+function covers(held: readonly string[], scope: string): boolean {
+  if (!ADMIN_SCOPES.includes(scope)) return true;
+  return held.includes(scope) || (scope.endsWith(':read') && held.includes(scope.slice(0, -':read'.length)));
+}
+
+/** Whether `held` covers every admin scope of `scopes`. */
+export function holdsAll(held: readonly string[], scopes: readonly string[]): boolean {
+  return scopes.every((scope) => covers(held, scope));
+}
+
+/** Every scope of every console role: what an operator needs to hold to act over all of them. */
+const EVERY_ROLE_SCOPE: readonly string[] = [...new Set(OPERATOR_ROLES.flatMap((role) => ROLE_SCOPES[role]))];
+
+/**
+ * Whether a caller holding `held` may give a role or take it away: only one that already
+ * holds everything the role allows, so no one hands out more than they have.
+ */
+export function mayAssignRole(held: readonly string[], role: OperatorRole | null): boolean {
+  return role === null || holdsAll(held, ROLE_SCOPES[role]);
+}
+
+/** A client's scope as it would be given: every admin scope in it held by the caller, and no wider than the caller's own. */
+export function checkScopesGiven(caller: Caller, clientId: string | null, current: readonly string[] | null, next: readonly string[]): void {
+  const beyond = next.filter((scope) => !covers(caller.scopes, scope));
+  if (beyond.length > 0) throw forbidden`${field('scope')} ${beyond.join(' ')}: a caller gives only admin scopes it holds itself`;
+  if (clientId !== null && clientId === caller.clientId) {
+    const wider = next.filter((scope) => !(current ?? []).includes(scope));
+    if (wider.length > 0) throw forbidden`${field('scope')} ${wider.join(' ')}: a client cannot widen its own scope; an operator holding it may`;
+  }
+}
+
+/** A change to a client (its registration, secret, tokens or existence): only by a caller holding every admin scope it has. */
+export function checkMayChangeClient(caller: Caller, client: ClientRecord): void {
+  if (!holdsAll(caller.scopes, client.scopes)) {
+    throw forbidden`client ${client.id} holds admin scopes the caller does not (${client.scopes.filter((scope) => !covers(caller.scopes, scope)).join(' ')}): only a caller holding every one of them may change it, its secret or its tokens`;
+  }
+}
+
+/** A change to a person who holds a console role: only by a caller holding everything that role allows. */
+export function checkMayChangeUser(caller: Caller, user: UserRecord): void {
+  if (!mayAssignRole(caller.scopes, user.role)) {
+    throw forbidden`${user.username} is a console ${user.role ?? ''}: only a caller holding every scope that role allows may change their account, credentials or second factors`;
+  }
+}
+
+/** Linking accounts by e-mail, or trusting a provider's second factor: only by a caller holding every role's scopes. */
+export function checkMayTrustProvider(caller: Caller, what: string): void {
+  if (!holdsAll(caller.scopes, EVERY_ROLE_SCOPE)) {
+    throw forbidden`${field(what)}: a provider that links accounts or vouches for a second factor can sign in as any person, console operators included; only a caller holding every admin scope may set it up or change it`;
+  }
+}

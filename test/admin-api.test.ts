@@ -12,6 +12,7 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
+import { updateUser as updateAccount } from '../src/flows/users.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
@@ -36,9 +37,13 @@ describe('the admin API', () => {
   }
 
   async function call(method: string, path: string, options: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {}) {
+    // A change to a user names the version it was made against, as the API asks (unless the test sends its own).
+    const versioned = method === 'PATCH' && path.startsWith('/users/') && options.headers?.['if-match'] === undefined;
+    const etag = versioned ? (await fetch(`${server.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag') : null;
     const response = await fetch(`${server.url}/admin/v1${path}`, {
       method,
       headers: {
+        ...(etag ? { 'if-match': etag } : {}),
         ...(options.token === null ? {} : { authorization: `Bearer ${options.token ?? admin}` }),
         ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
         ...options.headers,
@@ -165,11 +170,44 @@ describe('the admin API', () => {
     const other = await call('PATCH', `/clients/${id}`, { body: { first_party: true }, headers: { 'if-match': etag } });
     assert.equal(other.status, 412, 'the second admin read the old version');
     assert.equal((await call('GET', `/clients/${id}`)).body['first_party'], undefined, 'nothing of the stale change was made');
+    // RFC 9110 §13.1.1: If-Match compares strongly; a weak tag never matches, even the current version's.
+    const current = (await call('GET', `/clients/${id}`)).headers.get('etag')!;
+    assert.equal((await call('PATCH', `/clients/${id}`, { body: { client_name: 'Weak' }, headers: { 'if-match': `W/${current}` } })).status, 412);
   });
 
-  it('serves an OpenAPI 3.1 document that validates and describes every admin route', async () => {
-    const response = await fetch(`${server.url}/admin/v1/openapi.json`);
-    assert.equal(response.status, 200);
+  it("refuses a user change without If-Match (428), against a version changed since (412), or with a weak tag (412)", async () => {
+    await server.addUser({ username: 'grace' });
+    const read = await call('GET', '/users/grace');
+    const etag = read.headers.get('etag')!;
+    assert.match(etag, /^"\d+"$/);
+    const none = await fetch(`${server.url}/admin/v1/users/grace`, { method: 'PATCH', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'No precondition' }) });
+    assert.equal(none.status, 428);
+    assert.equal((await call('PATCH', '/users/grace', { body: { name: 'Weak' }, headers: { 'if-match': `W/${etag}` } })).status, 412);
+    const one = await call('PATCH', '/users/grace', { body: { name: 'Grace Hopper' }, headers: { 'if-match': etag } });
+    assert.deepEqual([one.status, one.body['name']], [200, 'Grace Hopper']);
+    assert.notEqual(one.headers.get('etag'), etag, 'a new version');
+    const two = await call('PATCH', '/users/grace', { body: { email: 'stale@example.com' }, headers: { 'if-match': etag } });
+    assert.equal(two.status, 412, 'made against the version before the first change');
+    assert.equal((await call('GET', '/users/grace')).body['email'], 'grace@example.com', 'nothing of the stale change was made');
+    const [first, second] = await Promise.all([
+      call('PATCH', '/users/grace', { body: { given_name: 'One' }, headers: { 'if-match': one.headers.get('etag')! } }),
+      call('PATCH', '/users/grace', { body: { given_name: 'Two' }, headers: { 'if-match': one.headers.get('etag')! } }),
+    ]);
+    assert.deepEqual([first.status, second.status].sort(), [200, 412], 'of two changes made against one version, one is made');
+    // Two changes that both read one version before either wrote: the second write is refused by the store's conditional statement.
+    const read1 = (await server.store.users.findByUsername('grace'))!;
+    assert.equal(await updateAccount(manageDeps(server), read1, { givenName: 'Three' }, undefined, read1.updatedAt), true);
+    assert.equal(await updateAccount(manageDeps(server), read1, { givenName: 'Four' }, undefined, read1.updatedAt), false);
+    assert.equal((await server.store.users.findByUsername('grace'))?.givenName, 'Three');
+  });
+
+  it('serves an OpenAPI 3.1 document that validates and describes every admin route, to admin clients only on the public listener', async () => {
+    const anonymous = await fetch(`${server.url}/admin/v1/openapi.json`);
+    assert.equal(anonymous.status, 401, 'not mapped out for whoever probes');
+    assert.match(anonymous.headers.get('www-authenticate') ?? '', /^Bearer/);
+    const { token: reader } = await adminToken('admin:events:read');
+    const response = await fetch(`${server.url}/admin/v1/openapi.json`, { headers: { authorization: `Bearer ${reader}` } });
+    assert.equal(response.status, 200, 'any admin scope reads it');
     const document = (await response.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
     assert.equal(document.openapi, '3.1.0');
     const result = await new Validator().validate(document as never);

@@ -112,7 +112,7 @@ describe('admin credentials that cannot grow themselves', () => {
     it("cannot change an operator's password, reset link, second factors, e-mail, state or existence; may a person's without a role", async () => {
       const users = await adminClient('admin:users');
       await server.addUser({ username: 'root-operator' });
-      assert.equal((await call('PATCH', '/users/root-operator', owner, { role: 'admin' })).status, 200);
+      assert.equal((await patch('/users/root-operator', owner, { role: 'admin' })).status, 200);
       await server.addUser({ username: 'plain-person' });
 
       const refused = [
@@ -120,7 +120,7 @@ describe('admin credentials that cannot grow themselves', () => {
         await call('POST', '/users/root-operator/reset-link', users.token, {}),
         await call('POST', '/users/root-operator/reset-second-factor', users.token),
         await call('POST', '/users/root-operator/disable', users.token),
-        await call('PATCH', '/users/root-operator', users.token, { email: 'mallory@example.net' }),
+        await patch('/users/root-operator', users.token, { email: 'mallory@example.net' }),
         await call('DELETE', '/users/root-operator/sessions', users.token),
         await call('DELETE', '/lockouts?username=root-operator', users.token),
         await call('DELETE', '/users/root-operator', users.token),
@@ -131,7 +131,7 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal(after.body['disabled'], false);
 
       assert.equal((await call('POST', '/users/plain-person/reset-link', users.token, {})).status, 200);
-      assert.equal((await call('PATCH', '/users/plain-person', users.token, { email: 'plain@example.org' })).status, 200);
+      assert.equal((await patch('/users/plain-person', users.token, { email: 'plain@example.org' })).status, 200);
       assert.equal((await call('POST', '/users/root-operator/reset-link', owner, {})).status, 200, 'a caller holding everything the role allows may');
     });
 
@@ -148,6 +148,23 @@ describe('admin credentials that cannot grow themselves', () => {
       await assert.rejects(setDisabled(support, 'console-admin', true), forbidden);
       assert.ok((await resetLink(support, 'customer')).url, 'a person without a role');
       assert.ok((await resetLink(support, 'console-support')).url, 'another support operator: support holds everything support allows');
+    });
+  });
+
+  describe('admin:resources', () => {
+    it("cannot register an API at the server's own URLs, nor a scope named admin:", async () => {
+      const resources = await adminClient('admin:resources');
+      const scopes = [{ name: 'calendar:read', description: 'See your calendar' }];
+      for (const identifier of [server.config.issuer, `${server.config.issuer}/admin`, `${server.config.issuer}/oauth/userinfo`, `${server.config.issuer.toUpperCase().replace('HTTP://', 'http://')}/admin`]) {
+        const own = await call('POST', '/resources', resources.token, { identifier, name: 'Shadow', scopes });
+        assert.deepEqual([own.status, own.body['field']], [400, 'identifier'], identifier);
+      }
+      const admin = await call('POST', '/resources', resources.token, { identifier: 'https://calendar.example', name: 'Calendar', scopes: [{ name: 'admin:keys', description: 'Keys' }] });
+      assert.deepEqual([admin.status, admin.body['field']], [400, 'scopes']);
+      assert.deepEqual(await server.store.resources.list(), [], 'nothing was registered');
+      assert.equal((await call('POST', '/resources', resources.token, { identifier: 'https://calendar.example', name: 'Calendar', scopes })).status, 201);
+      const renamed = await call('PATCH', `/resources/${encodeURIComponent('https://calendar.example')}`, resources.token, { scopes: [...scopes, { name: 'admin:users', description: 'Users' }] });
+      assert.deepEqual([renamed.status, renamed.body['field']], [400, 'scopes'], 'nor by a change');
     });
   });
 

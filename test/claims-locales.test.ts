@@ -21,9 +21,11 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
   let user: TestUser;
 
   async function call(method: string, path: string, body?: unknown) {
+    // A change names the version it was made against, as the admin API asks.
+    const etag = method === 'PATCH' ? (await fetch(`${server.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag') : null;
     const response = await fetch(`${server.url}/admin/v1${path}`, {
       method,
-      headers: { authorization: `Bearer ${admin}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { authorization: `Bearer ${admin}`, ...(etag ? { 'if-match': etag } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };

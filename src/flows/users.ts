@@ -88,17 +88,25 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
   });
 }
 
-/** Changes the standard claims given (null clears one); `updated_at` (OIDC Core §5.1) becomes now. */
-export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges, role?: OperatorRole | null): Promise<void> {
-  await transactionWithEvents(deps, async (tx, record) => {
+/**
+ * Changes the standard claims given (null clears one); `updated_at` (OIDC Core §5.1) becomes
+ * now. With `expectedUpdatedAt` (an If-Match), only if the user is still at that version:
+ * false, with nothing written, when they changed since.
+ */
+export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges, role?: OperatorRole | null, expectedUpdatedAt?: number): Promise<boolean> {
+  // Always later than the version read, so that every change gives a new entity tag.
+  const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+  return transactionWithEvents(deps, async (tx, record) => {
+    if (expectedUpdatedAt !== undefined && !(await tx.users.touch(user.id, expectedUpdatedAt, now))) return false;
     if (Object.keys(changes).length > 0) {
-      await tx.users.update(user.id, changes, deps.clock.now());
+      await tx.users.update(user.id, changes, now);
       await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
     }
     if (role !== undefined && role !== user.role) {
       await tx.users.setRole(user.id, role);
       await record({ type: 'user.role_changed', ...about(user), detail: { role, previous_role: user.role, by: 'operator' } });
     }
+    return true;
   });
 }
 

@@ -12,7 +12,7 @@ import { OAuthError } from '../core/errors.ts';
 import { ADMIN_SCOPES, OPERATOR_ROLES } from '../core/scopes.ts';
 import { formatUserCode } from '../flows/device/user-code.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
-import { adminCaller, adminScopesFor, type AdminArea } from '../flows/manage/admin-token.ts';
+import { adminCaller, adminScopesFor, type AdminArea, type AdminNeed } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import { MAX_PAGE, type ManageDeps } from '../flows/manage/deps.ts';
 import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
@@ -37,6 +37,7 @@ import {
   setPassword,
   updateUser,
   userDetails,
+  userEtag,
   userDetailsJson,
   userJson,
 } from '../flows/manage/users.ts';
@@ -74,13 +75,33 @@ export function separateAdminListener(app: FastifyInstance): void {
   });
 }
 export { MAX_PAGE };
+
+/**
+ * The entity tag a PATCH was made against (its If-Match), or null when the answer has been
+ * sent: 428 without one (RFC 6585 §3: an update must say which version it was made
+ * against). A weak tag never matches (RFC 9110 §13.1.1: If-Match compares strongly), nor does
+ * anything but one of our quoted version numbers: both are 412.
+ */
+function ifMatch(request: FastifyRequest, reply: FastifyReply, noun: string): string | null {
+  const given = request.headers['if-match'];
+  if (given === undefined) {
+    sendProblem(reply, 428, 'Precondition Required', `send If-Match with the ETag the ${noun} was read with, so that no other change is overwritten unseen`);
+    return null;
+  }
+  const tag = given.trim();
+  if (/^W\//.test(tag)) throw new ManageError('stale', [`If-Match ${tag.slice(0, 40)}: a weak entity tag never matches an If-Match (RFC 9110 §13.1.1); send the ETag as read`]);
+  if (!/^"\d{1,15}"$/.test(tag)) throw new ManageError('stale', [`If-Match ${tag.slice(0, 40)}: not an ETag of this ${noun}`]);
+  return tag;
+}
 const DEFAULT_PAGE = 50;
 
 
 /** Who may call a route: the area of its scope, and whether it changes something. */
 interface AdminRouteConfig {
-  readonly area: AdminArea;
+  readonly area: AdminNeed;
   readonly write: boolean;
+  /** What a change must name the version of, in If-Match (428 without it). */
+  readonly ifMatch?: 'client' | 'user';
 }
 
 declare module 'fastify' {
@@ -178,14 +199,15 @@ function openApiDocument(routes: readonly RouteOptions[], issuer: string, ownLis
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const admin = route.config?.admin;
-    if (!admin) continue;
+    // The document does not describe itself.
+    if (!admin || admin.area === 'any') continue;
     const schema = (route.schema ?? {}) as Record<string, Record<string, unknown> | undefined>;
     // Fastify's /clients/:client_id is OpenAPI's /clients/{client_id}.
     const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
     const parameters = [
       ...Object.entries((schema['params']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({ name, in: 'path', required: true, schema: value })),
       ...Object.entries((schema['querystring']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({ name, in: 'query', required: false, schema: value })),
-      ...(route.method === 'PATCH' ? [{ name: 'If-Match', in: 'header', required: true, schema: { type: 'string' }, description: 'The ETag the client was read with' }] : []),
+      ...(admin.ifMatch ? [{ name: 'If-Match', in: 'header', required: true, schema: { type: 'string' }, description: `The ETag the ${admin.ifMatch} was read with (strong; 428 without it, 412 when it changed since)` }] : []),
     ];
     const responses = Object.fromEntries(
       Object.entries((schema['response'] ?? {}) as Record<string, unknown>).map(([status, value]) => [
@@ -288,11 +310,11 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     return sendProblem(reply, oauth.status, oauth.code, oauth.description);
   });
 
-  const route = (options: Route & { operationId: string; area: AdminArea; write: boolean }) => {
-    const { operationId, area, write, handler, ...rest } = options;
+  const route = (options: Route & { operationId: string; area: AdminArea; write: boolean; ifMatch?: 'client' | 'user' }) => {
+    const { operationId, area, write, ifMatch: versioned, handler, ...rest } = options;
     app.route({
       ...rest,
-      config: { admin: { area, write }, operationId } as never,
+      config: { admin: { area, write, ...(versioned ? { ifMatch: versioned } : {}) }, operationId } as never,
       handler: async (request, reply) => {
         const base = forRequest(deps, request);
         const manage: ManageDeps = {
@@ -346,16 +368,13 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     },
   });
   route({
-    method: 'PATCH', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'updateClient', area: 'clients', write: true,
+    method: 'PATCH', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'updateClient', area: 'clients', write: true, ifMatch: 'client',
     schema: { summary: 'Change a client: the fields given, the rest as they are; If-Match is required', params: params({ client_id: ID }), body: body(CLIENT_FIELDS), response: ok() },
     handler: async (request, reply, d) => {
       const id = (request.params as { client_id: string }).client_id;
-      const ifMatch = request.headers['if-match'];
-      // RFC 6585 §3: an update must say which version it was made against.
-      if (ifMatch === undefined) return sendProblem(reply, 428, 'Precondition Required', 'send If-Match with the ETag the client was read with, so that no other change is overwritten unseen');
-      const version = /^(?:W\/)?"(\d{1,9})"$/.exec(ifMatch.trim());
-      if (!version) throw new ManageError('stale', [`If-Match ${ifMatch.slice(0, 40)}: not an ETag of this client`]);
-      const { client, secret } = await updateClient(d, id, request.body as ClientMetadata, Number(version[1]));
+      const version = ifMatch(request, reply, 'client');
+      if (version === null) return reply;
+      const { client, secret } = await updateClient(d, id, request.body as ClientMetadata, Number(version.slice(1, -1)));
       reply.header('ETag', clientEtag(client));
       return { ...clientJson(client, d.clock.now()), ...(secret === null ? {} : { client_secret: secret }) };
     },
@@ -414,18 +433,28 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'getUser', area: 'users', write: false,
-    schema: { summary: 'A user, their approvals, last sign-in, passkeys and one-time codes', params: username, response: ok() },
-    handler: async (request, _reply, d) => userDetailsJson(await userDetails(d, named(request))),
+    schema: { summary: "A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag", params: username, response: ok() },
+    handler: async (request, reply, d) => {
+      const details = await userDetails(d, named(request));
+      reply.header('ETag', userEtag(details.user));
+      return userDetailsJson(details);
+    },
   });
   route({
-    method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true,
+    method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true, ifMatch: 'user',
     schema: {
-      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows)",
+      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows); If-Match is required",
       params: username,
       body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
       response: ok(),
     },
-    handler: async (request, _reply, d) => userJson(await updateUser(d, named(request), request.body as UserChanges)),
+    handler: async (request, reply, d) => {
+      const version = ifMatch(request, reply, 'user');
+      if (version === null) return reply;
+      const user = await updateUser(d, named(request), request.body as UserChanges, version);
+      reply.header('ETag', userEtag(user));
+      return userJson(user);
+    },
   });
   for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
     route({
@@ -733,7 +762,10 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     }),
   });
 
-  app.get(`${ADMIN_PREFIX}/openapi.json`, async (_request, reply) => {
+  // On the public listener, the API's description is for its callers only, as the API is
+  // (issue 40): it maps every operation for whoever probes. On a listener of its own, on a
+  // network the operator chose, it is served to all, as the API's own port is.
+  app.get(`${ADMIN_PREFIX}/openapi.json`, { config: deps.config.adminListen === null ? ({ admin: { area: 'any', write: false } } as never) : {} }, async (_request, reply) => {
     document ??= openApiDocument(registered, deps.config.issuer, deps.config.adminListen !== null);
     return reply.type('application/json; charset=utf-8').send(document);
   });

@@ -82,6 +82,13 @@ export interface UserStore {
    * statement; false when there is no such user.
    */
   update(id: string, changes: UserProfileChanges, now: number): Promise<boolean>;
+  /**
+   * Sets `updatedAt` to `now` if it is still `expectedUpdatedAt`, in one conditional
+   * statement: an If-Match precondition (RFC 9110 §13.1.1) taken as the first write of a
+   * change's transaction, so two changes made against the same version cannot both pass.
+   * False when the user changed since (or is gone).
+   */
+  touch(id: string, expectedUpdatedAt: number, now: number): Promise<boolean>;
   /** Replaces the password hash (PHC argon2id); false when there is no such user. */
   setPasswordHash(id: string, passwordHash: string): Promise<boolean>;
   /**

@@ -512,6 +512,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const created = await givenUser({ role: 'viewer' });
         assert.equal((await store.users.get(created.id))?.role, 'viewer');
       });
+
+      it('touches a user only at the version expected (If-Match), and of two touches against one version lets one through', async () => {
+        const user = await givenUser();
+        assert.equal(await store.users.touch(user.id, user.updatedAt + 1, user.updatedAt + 5), false, 'another version');
+        assert.equal((await store.users.get(user.id))?.updatedAt, user.updatedAt);
+        const both = await Promise.all([store.users.touch(user.id, user.updatedAt, user.updatedAt + 7), store.users.touch(user.id, user.updatedAt, user.updatedAt + 9)]);
+        assert.deepEqual(both.filter(Boolean), [true], 'one of the two');
+        assert.ok([user.updatedAt + 7, user.updatedAt + 9].includes((await store.users.get(user.id))!.updatedAt));
+        assert.equal(await store.users.touch('no-such-user', 0, 1), false);
+      });
     });
 
     describe('sessions', () => {

@@ -54,11 +54,27 @@ export function resourceJson(resource: ResourceRecord): Record<string, unknown> 
   };
 }
 
+/** Whether `identifier` is the issuer or a URL under it, however its scheme and host are cased. */
+function ownUrl(identifier: string, issuer: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(identifier);
+  } catch {
+    return false;
+  }
+  const own = new URL(issuer);
+  if (url.origin !== own.origin) return false;
+  const base = own.pathname.replace(/\/$/, '');
+  return url.pathname === base || url.pathname === `${base}/` || url.pathname.startsWith(`${base}/`) || base === '';
+}
+
 /** A scope of an API, checked: `label` is how the message shows it (`NAME=DESCRIPTION` on the command line). */
 function checkScope(scope: ResourceScope, label: string): ResourceScope {
   const description = scope.description.trim();
   if (!SCOPE_TOKEN.test(scope.name)) throw invalid`${field('scopes')} ${label}: the name must be 1-128 printable characters without spaces, quotes or backslashes (RFC 6749 §3.3)`;
   if (SUPPORTED_SCOPES.includes(scope.name)) throw invalid`${field('scopes')} ${scope.name}: an OpenID Connect scope cannot belong to an API`;
+  // An admin scope named by an API would read, in a client's registration, as the admin API's own.
+  if (scope.name.startsWith('admin:')) throw invalid`${field('scopes')} ${scope.name}: names beginning admin: are the admin API's (docs/admin-api.md)`;
   if (!description) throw invalid`${field('scopes')} ${label}: give what it lets an application do, as NAME=DESCRIPTION ("photos:read=See your photos")`;
   if (description.length > MAX_SCOPE_DESCRIPTION) throw invalid`${field('scopes')} ${scope.name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`;
   return { name: scope.name, description };
@@ -107,6 +123,9 @@ export async function addResource(
   if (!identifier) throw invalid`${field('identifier')} is required: the API's URI, such as https://api.example.com`;
   const problem = identifier.length > MAX_RESOURCE_IDENTIFIER ? 'is too long' : resourceIndicatorProblem(identifier);
   if (problem) throw invalid`${field('identifier')} ${identifier}: ${problem} (RFC 8707 §2)`;
+  // The server's own URLs are its own audiences (the admin API's <issuer>/admin, UserInfo):
+  // an API registered there would be handed tokens the server takes for its own.
+  if (ownUrl(identifier, deps.config.issuer)) throw invalid`${field('identifier')} ${identifier}: is this server's own URL (${deps.config.issuer}); an API has an identifier of its own`;
   const name = checkName(input.name);
   const scopes = checkScopes(input.scopes ?? [], scopeLabel);
   const ttl = checkTtl(input.access_token_ttl ?? null);

@@ -28,7 +28,7 @@ import {
 } from '../users.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
 import { checkMayChangeUser, mayAssignRole } from './authority.ts';
-import { conflict, field, forbidden, invalid, notFound, rejected } from './errors.ts';
+import { conflict, field, forbidden, invalid, notFound, problem, rejected } from './errors.ts';
 
 export { DEFAULT_RESET_TTL_SECONDS, RECOVERY_CODE_COUNT };
 
@@ -240,7 +240,7 @@ export interface UserChanges extends ProfileInput {
  * allows no more than they hold, and change a person with a role only if they hold
  * everything it allows (flows/manage/authority.ts).
  */
-export async function updateUser(deps: ManageDeps, username: string, changes: UserChanges): Promise<UserRecord> {
+export async function updateUser(deps: ManageDeps, username: string, changes: UserChanges, expectedVersion?: string): Promise<UserRecord> {
   const { role: rawRole, ...claims } = changes;
   const user = await findUser(deps, username);
   const profile = checkedProfile(claims, user.localizedNames);
@@ -254,8 +254,19 @@ export async function updateUser(deps: ManageDeps, username: string, changes: Us
     throw forbidden`${field('role')}: only an operator who holds everything a role allows may give it or take it away`;
   }
   checkMayChangeUser(deps.caller, user);
-  await updateAccount(deps, user, profile, role);
+  // RFC 9110 §13.1.1: made against the version the caller read, or not at all.
+  if (expectedVersion !== undefined && expectedVersion !== userEtag(user)) throw stale(user);
+  if (!(await updateAccount(deps, user, profile, role, expectedVersion === undefined ? undefined : user.updatedAt))) throw stale((await deps.store.users.get(user.id)) ?? user);
   return (await deps.store.users.get(user.id)) ?? user;
+}
+
+/** A user's version as an entity tag (RFC 9110 §8.8.3): strong, quoted, new at every change through updateUser. */
+export function userEtag(user: UserRecord): string {
+  return `"${user.updatedAt}"`;
+}
+
+function stale(user: UserRecord) {
+  return problem('stale')`${user.username} has changed since they were read: they are at version ${userEtag(user)}; read them again and apply the change to that`;
 }
 
 /**

@@ -50,6 +50,7 @@ export function usersStatements(d: Dialect) {
     listUsers: 'SELECT * FROM users ORDER BY created_at, id',
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
     setUserRole: 'UPDATE users SET role = :role WHERE id = :id',
+    touchUser: 'UPDATE users SET updated_at = :now WHERE id = :id AND updated_at = :expected',
     // A field not given keeps its value: CASE on a flag, since null is a value to set.
     updateUser: `
       UPDATE users SET name = CASE WHEN :setName = 1 THEN CAST(:name AS TEXT) ELSE name END,
@@ -88,6 +89,7 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
       setRole: (id, role) => changedAny('setUserRole', { id, role }),
+      touch: (id, expected, now) => changedAny('touchUser', { id, expected, now }),
       update: (id, changes, now) => {
         // Each field with a flag saying whether it is set, since null is a value to set.
         const fields = USER_PROFILE_TEXT_FIELDS.flatMap((field) => [

@@ -1,8 +1,10 @@
 /** `tessera client …`: arguments in, the operations of src/flows/manage/clients.ts, text out. */
-import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/index.ts';
 import { clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
+import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
+import { cliOptions } from '../flows/manage/fields/field.ts';
 import type { ClientRecord } from '../store/types.ts';
+import { inputFromOptions, type OptionValues } from './fields.ts';
 import { operatorDeps, parse, UsageError, wholeNumber, withStore, type Io } from './common.ts';
 
 function clientText(client: ClientRecord, now: number): string {
@@ -34,68 +36,21 @@ function clientText(client: ClientRecord, now: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `--jwks-file FILE`: the JWK Set it holds, which the operation checks. */
-async function jwksFile(file: string | undefined): Promise<{ jwks?: unknown }> {
-  if (file === undefined) return {};
-  try {
-    return { jwks: JSON.parse(await readFile(file, 'utf8')) as unknown };
-  } catch (error) {
-    throw new UsageError(`--jwks-file ${file}: ${error instanceof SyntaxError ? 'not JSON' : 'cannot be read'}`);
-  }
-}
-
-/** `--flag` true, `--no-flag` false, neither undefined. */
-function toggle(on: boolean | undefined, off: boolean | undefined, name: string): { value?: boolean } {
-  if (on && off) throw new UsageError(`--${name} and --no-${name}: give one`);
-  return on ? { value: true } : off ? { value: false } : {};
-}
+const ADD_OPTIONS = cliOptions(CLIENT_FIELDS, 'create').options;
+const UPDATE_OPTIONS = cliOptions(CLIENT_FIELDS, 'update').options;
 
 async function clientAdd(config: Config, args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, {
-    name: { type: 'string' },
-    'redirect-uri': { type: 'string', multiple: true },
-    scope: { type: 'string' },
-    grant: { type: 'string', multiple: true },
-    public: { type: 'boolean' },
-    'web-origin': { type: 'string', multiple: true },
-    'device-network': { type: 'string', multiple: true },
-    'auth-method': { type: 'string' },
-    'jwks-uri': { type: 'string' },
-    'jwks-file': { type: 'string' },
-    pkce: { type: 'string' },
-    'request-object-signing-alg': { type: 'string' },
-    'require-phishing-resistant': { type: 'boolean' },
-    'first-party': { type: 'boolean' },
-    'post-logout-redirect-uri': { type: 'string', multiple: true },
-    'backchannel-logout-uri': { type: 'string' },
-    'require-dpop': { type: 'boolean' },
-    'require-par': { type: 'boolean' },
-    json: { type: 'boolean' },
-  });
-  if (!values.name?.trim()) throw new UsageError('--name is required');
-  if (values.public && (values['auth-method'] !== undefined || values['jwks-uri'] !== undefined || values['jwks-file'] !== undefined)) {
+  // The table's options, and `--public`: the command's word for token_endpoint_auth_method none.
+  const values = parse(args, { ...ADD_OPTIONS, public: { type: 'boolean' }, json: { type: 'boolean' } }).values as OptionValues;
+  if (typeof values['name'] !== 'string' || !values['name'].trim()) throw new UsageError('--name is required');
+  if (values['public'] && (values['auth-method'] !== undefined || values['jwks-uri'] !== undefined || values['jwks-file'] !== undefined)) {
     throw new UsageError('--public clients have no secret and no keys: leave out --auth-method, --jwks-uri and --jwks-file');
   }
   if (values['auth-method'] === 'none') throw new UsageError('--auth-method none: a client without a secret is registered with --public');
-  const metadata: ClientMetadata = {
-    client_name: values.name,
-    redirect_uris: values['redirect-uri'] ?? [],
-    ...(values.scope === undefined ? {} : { scope: values.scope }),
-    ...(values.grant === undefined ? {} : { grant_types: values.grant }),
-    ...(values.public ? { token_endpoint_auth_method: 'none' } : values['auth-method'] === undefined ? {} : { token_endpoint_auth_method: values['auth-method'] }),
-    web_origins: values['web-origin'] ?? [],
-    device_networks: values['device-network'] ?? [],
-    ...(values['jwks-uri'] === undefined ? {} : { jwks_uri: values['jwks-uri'] }),
-    ...(await jwksFile(values['jwks-file'])),
-    ...(values.pkce === undefined ? {} : { pkce: values.pkce }),
-    require_phishing_resistant: values['require-phishing-resistant'] === true,
-    first_party: values['first-party'] === true,
-    post_logout_redirect_uris: values['post-logout-redirect-uri'] ?? [],
-    backchannel_logout_uri: values['backchannel-logout-uri'] ?? null,
-    dpop_bound_access_tokens: values['require-dpop'] === true,
-    require_pushed_authorization_requests: values['require-par'] === true,
-    ...(values['request-object-signing-alg'] === undefined ? {} : { request_object_signing_alg: values['request-object-signing-alg'] }),
-  };
+  const metadata = {
+    ...(await inputFromOptions(CLIENT_FIELDS, 'create', values)),
+    ...(values['public'] ? { token_endpoint_auth_method: 'none' } : {}),
+  } as ClientMetadata;
   const { client, secret } = await withStore(config, (store) => createClient(operatorDeps(config, store, io), metadata));
   if (values.json) {
     const { created_at: _, ...described } = clientJson(client, client.createdAt);
@@ -127,85 +82,18 @@ async function clientShow(config: Config, args: string[], io: Io): Promise<void>
   io.stdout(values.json ? `${JSON.stringify(clientJson(client, Date.now()))}\n` : clientText(client, Date.now()));
 }
 
-/** Those of `registered` that `remove` does not name, then `add`; a removal of what is not there is refused. */
-function edit(registered: readonly string[], add: readonly string[] | undefined, remove: readonly string[] | undefined, option: string): string[] | undefined {
-  if (add === undefined && remove === undefined) return undefined;
-  const missing = (remove ?? []).filter((item) => !registered.includes(item));
-  if (missing.length > 0) throw new UsageError(`--remove-${option} ${missing.join(', ')}: not registered for this client`);
-  return [...registered.filter((item) => !(remove ?? []).includes(item)), ...(add ?? [])];
-}
-
 async function clientUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, {
-    name: { type: 'string' },
-    'add-redirect-uri': { type: 'string', multiple: true },
-    'remove-redirect-uri': { type: 'string', multiple: true },
-    scope: { type: 'string' },
-    grant: { type: 'string', multiple: true },
-    'add-web-origin': { type: 'string', multiple: true },
-    'remove-web-origin': { type: 'string', multiple: true },
-    'auth-method': { type: 'string' },
-    'jwks-uri': { type: 'string' },
-    'jwks-file': { type: 'string' },
-    pkce: { type: 'string' },
-    'request-object-signing-alg': { type: 'string' },
-    'no-request-object-signing-alg': { type: 'boolean' },
-    'require-phishing-resistant': { type: 'boolean' },
-    'no-require-phishing-resistant': { type: 'boolean' },
-    'first-party': { type: 'boolean' },
-    'no-first-party': { type: 'boolean' },
-    verified: { type: 'boolean' },
-    'no-verified': { type: 'boolean' },
-    'add-post-logout-redirect-uri': { type: 'string', multiple: true },
-    'remove-post-logout-redirect-uri': { type: 'string', multiple: true },
-    'backchannel-logout-uri': { type: 'string' },
-    'no-backchannel-logout-uri': { type: 'boolean' },
-    'require-dpop': { type: 'boolean' },
-    'no-require-dpop': { type: 'boolean' },
-    'require-par': { type: 'boolean' },
-    'no-require-par': { type: 'boolean' },
-    json: { type: 'boolean' },
-  }, 1);
+  const parsed = parse(args, { ...UPDATE_OPTIONS, json: { type: 'boolean' } }, 1);
+  const values = parsed.values as OptionValues;
+  const positionals = parsed.positionals;
   const id = positionals[0]!;
   if (Object.keys(values).filter((option) => option !== 'json').length === 0) throw new UsageError('nothing to change: give at least one option');
-  const phishingResistant = toggle(values['require-phishing-resistant'], values['no-require-phishing-resistant'], 'require-phishing-resistant');
-  const firstParty = toggle(values['first-party'], values['no-first-party'], 'first-party');
-  const verified = toggle(values.verified, values['no-verified'], 'verified');
-  const dpop = toggle(values['require-dpop'], values['no-require-dpop'], 'require-dpop');
-  const par = toggle(values['require-par'], values['no-require-par'], 'require-par');
-  if (values['backchannel-logout-uri'] !== undefined && values['no-backchannel-logout-uri']) {
-    throw new UsageError('--backchannel-logout-uri and --no-backchannel-logout-uri: give one');
-  }
-  if (values['request-object-signing-alg'] !== undefined && values['no-request-object-signing-alg']) {
-    throw new UsageError('--request-object-signing-alg and --no-request-object-signing-alg: give one');
-  }
-  const jwks = await jwksFile(values['jwks-file']);
   const { client, secret } = await withStore(config, async (store) => {
     const deps = operatorDeps(config, store, io);
-    const current = await getClient(deps, id);
-    const redirectUris = edit(current.redirectUris, values['add-redirect-uri'], values['remove-redirect-uri'], 'redirect-uri');
-    const webOrigins = edit(current.webOrigins, values['add-web-origin'], values['remove-web-origin']?.map((origin) => origin.replace(/\/$/, '')), 'web-origin');
-    const logoutUris = edit(current.postLogoutRedirectUris, values['add-post-logout-redirect-uri'], values['remove-post-logout-redirect-uri'], 'post-logout-redirect-uri');
-    const changes: ClientMetadata = {
-      ...(values.name === undefined ? {} : { client_name: values.name }),
-      ...(redirectUris === undefined ? {} : { redirect_uris: redirectUris }),
-      ...(values.scope === undefined ? {} : { scope: values.scope }),
-      ...(values.grant === undefined ? {} : { grant_types: values.grant }),
-      ...(webOrigins === undefined ? {} : { web_origins: webOrigins }),
-      ...(values['auth-method'] === undefined ? {} : { token_endpoint_auth_method: values['auth-method'] }),
-      ...(values['jwks-uri'] === undefined ? {} : { jwks_uri: values['jwks-uri'] }),
-      ...jwks,
-      ...(values.pkce === undefined ? {} : { pkce: values.pkce }),
-      ...(phishingResistant.value === undefined ? {} : { require_phishing_resistant: phishingResistant.value }),
-      ...(firstParty.value === undefined ? {} : { first_party: firstParty.value }),
-      ...(verified.value === undefined ? {} : { verified: verified.value }),
-      ...(logoutUris === undefined ? {} : { post_logout_redirect_uris: logoutUris }),
-      ...(values['no-backchannel-logout-uri'] ? { backchannel_logout_uri: null } : values['backchannel-logout-uri'] === undefined ? {} : { backchannel_logout_uri: values['backchannel-logout-uri'] }),
-      ...(dpop.value === undefined ? {} : { dpop_bound_access_tokens: dpop.value }),
-      ...(par.value === undefined ? {} : { require_pushed_authorization_requests: par.value }),
-      ...(values['no-request-object-signing-alg'] ? { request_object_signing_alg: null } : values['request-object-signing-alg'] === undefined ? {} : { request_object_signing_alg: values['request-object-signing-alg'] }),
-    };
-    return updateClient(deps, id, changes);
+    const current = clientJson(await getClient(deps, id), Date.now());
+    // A web origin is stored without a trailing slash: removing one typed with it removes it.
+    const changes = await inputFromOptions(CLIENT_FIELDS, 'update', values, current, { web_origins: (origin) => origin.replace(/\/$/, '') });
+    return updateClient(deps, id, changes as ClientMetadata);
   });
   const now = Date.now();
   if (values.json) {

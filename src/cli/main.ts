@@ -68,7 +68,8 @@ Commands:
              [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
              [--first-party | --no-first-party] [--verified | --no-verified]
              [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
-             [--backchannel-logout-uri URI | --no-backchannel-logout-uri] [--json]
+             [--backchannel-logout-uri URI | --no-backchannel-logout-uri]
+             [--add-device-network CIDR ...] [--remove-device-network CIDR ...] [--json]
                                           Change a client; in effect at once on every instance
                                           (--verified: a self-registered app you have checked; its
                                           consent page no longer says "not verified")

@@ -15,6 +15,8 @@ import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { adminCaller, adminScopesFor, type AdminArea, type AdminNeed } from '../flows/manage/admin-token.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
 import { MAX_PAGE, type ManageDeps } from '../flows/manage/deps.ts';
+import { CLIENT_ALWAYS, CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
+import { requestSchema, responseSchema } from '../flows/manage/fields/field.ts';
 import { MANAGE_STATUS, ManageError } from '../flows/manage/errors.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../flows/manage/events.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../flows/manage/grants.ts';
@@ -138,26 +140,11 @@ const PROBLEM = {
   properties: { type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' }, field: { type: 'string' } },
 } as const;
 
-/** Client metadata as RFC 7591 §2 names it; on an update every field is optional. */
-const CLIENT_FIELDS = {
-  client_name: { type: 'string', minLength: 1, maxLength: 200 },
-  redirect_uris: strings(50),
-  scope: { type: 'string', maxLength: 4096 },
-  grant_types: strings(4),
-  token_endpoint_auth_method: { type: 'string', enum: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] },
-  jwks_uri: { type: ['string', 'null'], maxLength: 2048 },
-  jwks: { type: 'object' },
-  web_origins: strings(50),
-  device_networks: strings(50),
-  pkce: { type: 'string', enum: ['required', 'optional'] },
-  require_phishing_resistant: { type: 'boolean' },
-  first_party: { type: 'boolean' },
-  post_logout_redirect_uris: strings(50),
-  backchannel_logout_uri: { type: ['string', 'null'], maxLength: 2048 },
-  dpop_bound_access_tokens: { type: 'boolean' },
-  require_pushed_authorization_requests: { type: 'boolean' },
-  verified: { type: 'boolean', description: 'a self-registered app the operator has checked' },
-} as const;
+/** A client's registration in and out, from the one table of its fields (flows/manage/fields/clients.ts). */
+const CLIENT_CREATE = requestSchema(CLIENT_FIELDS, 'create');
+const CLIENT_UPDATE = requestSchema(CLIENT_FIELDS, 'update');
+const CLIENT = responseSchema(CLIENT_FIELDS, CLIENT_ALWAYS);
+const CLIENT_WITH_SECRET = responseSchema(CLIENT_FIELDS, CLIENT_ALWAYS, { client_secret: { type: 'string', description: 'Its new secret: in this answer only' } });
 
 /** A person's standard claims (OIDC Core §5.1), by their claim names; null clears one. */
 const PROFILE_FIELDS = {
@@ -341,7 +328,11 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   // Clients
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/clients`, operationId: 'listClients', area: 'clients', write: false,
-    schema: { summary: 'List clients, a page at a time', querystring: query({ ...PAGE, name: { type: 'string', maxLength: 200 }, grant_type: { type: 'string', maxLength: 100 } }), response: ok() },
+    schema: {
+      summary: 'List clients, a page at a time',
+      querystring: query({ ...PAGE, name: { type: 'string', maxLength: 200 }, grant_type: { type: 'string', maxLength: 100 } }),
+      response: ok({ type: 'object', properties: { clients: { type: 'array', items: CLIENT }, next_offset: { type: ['integer', 'null'] } }, required: ['clients', 'next_offset'] }),
+    },
     handler: async (request, _reply, d) => {
       const q = request.query as { offset: number; limit: number; name?: string; grant_type?: string };
       const page = await listClients(d, { offset: q.offset, limit: q.limit + 1, ...(q.name === undefined ? {} : { name: q.name }), ...(q.grant_type === undefined ? {} : { grantType: q.grant_type }) });
@@ -351,7 +342,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'POST', url: `${ADMIN_PREFIX}/clients`, operationId: 'createClient', area: 'clients', write: true,
-    schema: { summary: 'Register a client; its secret is in this answer only', body: body(CLIENT_FIELDS, ['client_name']), response: { 201: OBJECT, default: PROBLEM } },
+    schema: { summary: 'Register a client; its secret is in this answer only', body: CLIENT_CREATE, response: { 201: CLIENT_WITH_SECRET, default: PROBLEM } },
     handler: async (request, reply, d) => {
       const { client, secret } = await createClient(d, request.body as ClientMetadata);
       reply.status(201).header('Location', `${ADMIN_PREFIX}/clients/${encodeURIComponent(client.id)}`).header('ETag', clientEtag(client));
@@ -360,7 +351,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'getClient', area: 'clients', write: false,
-    schema: { summary: "A client's registration, with its version as ETag", params: params({ client_id: ID }), response: ok() },
+    schema: { summary: "A client's registration, with its version as ETag", params: params({ client_id: ID }), response: ok(CLIENT) },
     handler: async (request, reply, d) => {
       const client = await getClient(d, (request.params as { client_id: string }).client_id);
       reply.header('ETag', clientEtag(client));
@@ -369,7 +360,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
   route({
     method: 'PATCH', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'updateClient', area: 'clients', write: true, ifMatch: 'client',
-    schema: { summary: 'Change a client: the fields given, the rest as they are; If-Match is required', params: params({ client_id: ID }), body: body(CLIENT_FIELDS), response: ok() },
+    schema: { summary: 'Change a client: the fields given, the rest as they are; If-Match is required', params: params({ client_id: ID }), body: CLIENT_UPDATE, response: ok(CLIENT_WITH_SECRET) },
     handler: async (request, reply, d) => {
       const id = (request.params as { client_id: string }).client_id;
       const version = ifMatch(request, reply, 'client');

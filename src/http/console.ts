@@ -9,7 +9,7 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { ACCOUNT_PATH, CONSOLE_PATHS, SIGN_IN_PATH } from '../core/endpoints.ts';
 import { EVENT_TYPES, type AuditEvent, type EventType } from '../core/events.ts';
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS, type RawParams } from '../core/protocol.ts';
+import { GRANT_DEVICE_CODE, type RawParams } from '../core/protocol.ts';
 import { OPERATOR_ROLES, ROLE_SCOPES, SCOPE_DESCRIPTIONS, type OperatorRole } from '../core/scopes.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { roleAllows, type AdminArea } from '../flows/manage/admin-token.ts';
@@ -52,6 +52,8 @@ import {
 import { html, type SafeHtml } from '../ui/html.ts';
 import { isMessageKey, type MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
+import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
+import { formValues, FormValueError, inputOf, postedValues, sameValue } from '../flows/manage/fields/field.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
@@ -83,13 +85,8 @@ const GRACE_CHOICES: readonly { readonly seconds: number; readonly label: Messag
   { seconds: 7 * 86400, label: 'console.app.rotate.week' },
 ];
 
-const GRANT_CHOICES = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials'] as const;
-const GRANT_CHOICE_OF: Readonly<Record<string, string>> = {
-  [GRANT_AUTHORIZATION_CODE]: 'authorization_code',
-  [GRANT_DEVICE_CODE]: 'device_code',
-  [GRANT_REFRESH_TOKEN]: 'refresh_token',
-  [GRANT_CLIENT_CREDENTIALS]: 'client_credentials',
-};
+/** A grant as people write it: the device grant's URN as `device_code`. */
+const grantName = (grant: string): string => (grant === GRANT_DEVICE_CODE ? 'device_code' : grant);
 
 const userPath = (username: string) => `${CONSOLE_PATHS.users}/${encodeURIComponent(username)}`;
 const appPath = (clientId: string) => `${CONSOLE_PATHS.apps}/${encodeURIComponent(clientId)}`;
@@ -148,97 +145,31 @@ function single(params: RawParams, name: string, max = 4096): string {
   return typeof value === 'string' ? value.slice(0, max) : '';
 }
 
-function many(params: RawParams, name: string): string[] {
-  const value = params[name];
-  return value === undefined ? [] : typeof value === 'string' ? [value] : [...value];
-}
 
 const lines = (value: string) => value.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
 
-/** The registration form of a stored client. */
-function formOf(client: ClientRecord): AppFormValues {
-  return {
-    client_name: client.name,
-    token_endpoint_auth_method: client.authMethod,
-    redirect_uris: client.redirectUris.join('\n'),
-    scope: client.scopes.join(' '),
-    grant_types: client.grantTypes.map((grant) => GRANT_CHOICE_OF[grant] ?? grant),
-    web_origins: client.webOrigins.join('\n'),
-    device_networks: (client.deviceNetworks ?? []).join('\n'),
-    jwks_uri: client.jwksUri ?? '',
-    jwks: client.jwks === null ? '' : JSON.stringify(client.jwks),
-    pkce: client.pkce,
-    request_object_signing_alg: client.requestObjectSigningAlg ?? '',
-    post_logout_redirect_uris: client.postLogoutRedirectUris.join('\n'),
-    backchannel_logout_uri: client.backchannelLogoutUri ?? '',
-    require_phishing_resistant: client.requirePhishingResistant === true,
-    first_party: client.firstParty,
-    dpop_bound_access_tokens: client.requireDpop,
-    require_pushed_authorization_requests: client.requirePar,
-  };
-}
+/** The registration form of a stored client: its admin API JSON, through the table (fields/clients.ts). */
+const formOf = (client: ClientRecord): AppFormValues => formValues(CLIENT_FIELDS, clientJson(client, client.createdAt));
 
 /** What a new registration's form starts with: `tessera client add`'s defaults. */
-const NEW_APP: AppFormValues = {
-  client_name: '', token_endpoint_auth_method: 'client_secret_basic', redirect_uris: '', scope: 'openid profile email', grant_types: ['authorization_code'],
-  web_origins: '', device_networks: '', jwks_uri: '', jwks: '', pkce: 'required', request_object_signing_alg: '', post_logout_redirect_uris: '', backchannel_logout_uri: '',
-  require_phishing_resistant: false, first_party: false, dpop_bound_access_tokens: false, require_pushed_authorization_requests: false,
-};
+const NEW_APP: AppFormValues = formValues(CLIENT_FIELDS, { token_endpoint_auth_method: 'client_secret_basic', scope: 'openid profile email', grant_types: ['authorization_code'], pkce: 'required' });
 
 /** The form as posted. */
-function postedForm(form: RawParams): AppFormValues {
-  return {
-    client_name: single(form, 'client_name', 200),
-    token_endpoint_auth_method: single(form, 'token_endpoint_auth_method', 40),
-    redirect_uris: single(form, 'redirect_uris'),
-    scope: single(form, 'scope').trim(),
-    grant_types: many(form, 'grant_types').slice(0, 4),
-    web_origins: single(form, 'web_origins'),
-    device_networks: single(form, 'device_networks'),
-    jwks_uri: single(form, 'jwks_uri', 2048).trim(),
-    jwks: single(form, 'jwks', 8192).trim(),
-    pkce: single(form, 'pkce', 40),
-    request_object_signing_alg: single(form, 'request_object_signing_alg', 20),
-    post_logout_redirect_uris: single(form, 'post_logout_redirect_uris'),
-    backchannel_logout_uri: single(form, 'backchannel_logout_uri', 2048).trim(),
-    require_phishing_resistant: form['require_phishing_resistant'] === 'on',
-    first_party: form['first_party'] === 'on',
-    dpop_bound_access_tokens: form['dpop_bound_access_tokens'] === 'on',
-    require_pushed_authorization_requests: form['require_pushed_authorization_requests'] === 'on',
-  };
-}
+const postedForm = (form: RawParams): AppFormValues => postedValues(CLIENT_FIELDS, form);
 
-/** Form text as the operation's metadata (RFC 7591 §2 names), only the fields in `keys`. */
-function metadataOf(values: AppFormValues, keys: readonly (keyof AppFormValues)[]): ClientMetadata {
-  const metadata: Record<string, unknown> = {};
-  for (const key of keys) {
-    const value = values[key];
-    switch (key) {
-      case 'redirect_uris': case 'web_origins': case 'device_networks': case 'post_logout_redirect_uris':
-        metadata[key] = lines(value as string);
-        break;
-      case 'jwks_uri': case 'backchannel_logout_uri': case 'request_object_signing_alg':
-        metadata[key] = value === '' ? null : value;
-        break;
-      case 'jwks':
-        if (value === '') break;
-        try {
-          metadata[key] = JSON.parse(value as string) as unknown;
-        } catch {
-          throw new ManageError('invalid', [{ field: 'jwks' }, ': not JSON']);
-        }
-        break;
-      default:
-        metadata[key] = value;
-    }
+/** Form values as the operation's input (RFC 7591 §2 names), only the fields in `names`. */
+function metadataOf(values: AppFormValues, names: readonly string[]): ClientMetadata {
+  try {
+    return inputOf(CLIENT_FIELDS, values, names) as ClientMetadata;
+  } catch (error) {
+    if (error instanceof FormValueError) throw new ManageError('invalid', [{ field: error.field }, `: ${error.message}`]);
+    throw error;
   }
-  return metadata as ClientMetadata;
 }
 
-const FORM_KEYS = Object.keys(NEW_APP) as (keyof AppFormValues)[];
+const FORM_KEYS: readonly string[] = CLIENT_FIELDS.filter((field) => field.form !== null).map((field) => field.name);
 
-const same = (a: AppFormValues[keyof AppFormValues], b: AppFormValues[keyof AppFormValues]) =>
-  Array.isArray(a) && Array.isArray(b) ? [...a].sort().join(' ') === [...b].sort().join(' ') : a === b;
+const same = sameValue;
 
 /** The form's values as read, carried through the edit form to find what changed meanwhile. */
 const encodeOriginal = (values: AppFormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
@@ -246,7 +177,7 @@ const encodeOriginal = (values: AppFormValues) => Buffer.from(JSON.stringify(val
 function decodeOriginal(text: string): AppFormValues | null {
   try {
     const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
-    return FORM_KEYS.every((key) => key in parsed) ? (parsed as unknown as AppFormValues) : null;
+    return FORM_KEYS.every((key) => key in parsed) ? (parsed as AppFormValues) : null;
   } catch {
     return null;
   }
@@ -545,18 +476,11 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   });
 
   // Apps
-  const choices = {
-    authMethods: CLIENT_AUTH_METHODS,
-    grants: GRANT_CHOICES,
-    pkce: PKCE_POLICIES,
-    requestAlgs: REQUEST_OBJECT_ALGORITHMS,
-  };
-
   app.get(CONSOLE_PATHS.apps, page('clients'), async (request, reply) => {
     const f = frame(request, reply, 'apps');
     const clients = await listClients(deps);
     return pages.send(reply, 200, appsPage(f, {
-      apps: clients.map((client) => ({ name: client.name, clientId: client.id, publicClient: client.authMethod === 'none', grants: client.grantTypes.map((grant) => GRANT_CHOICE_OF[grant] ?? grant), href: appPath(client.id), unverified: client.registeredBy !== undefined && client.verified !== true })),
+      apps: clients.map((client) => ({ name: client.name, clientId: client.id, publicClient: client.authMethod === 'none', grants: client.grantTypes.map(grantName), href: appPath(client.id), unverified: client.registeredBy !== undefined && client.verified !== true })),
       registerHref: may(request, 'clients', true) ? `${CONSOLE_PATHS.apps}/new` : null,
       notice: single(request.query as RawParams, 'done', 20) === 'removed' ? f.ui.t.text('console.apps.removed') : undefined,
     }));
@@ -565,7 +489,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   const newAppForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: AppFormValues, error?: SafeHtml) => {
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
-    return pages.send(reply, status, appFormPage(f, { title: t.text('console.app.new'), action: CONSOLE_PATHS.apps, submit: t.text('console.app.create'), values, edit: null, choices, error }));
+    return pages.send(reply, status, appFormPage(f, { title: t.text('console.app.new'), action: CONSOLE_PATHS.apps, submit: t.text('console.app.create'), values, edit: null, error }));
   };
 
   app.get(`${CONSOLE_PATHS.apps}/new`, confirm('clients'), async (request, reply) => newAppForm(request, reply, 200, NEW_APP));
@@ -573,7 +497,7 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   app.post(CONSOLE_PATHS.apps, change('clients'), async (request, reply) => {
     const values = postedForm(rawForm(request));
     // As `client add`: a field left empty is not given, so the operation's defaults apply.
-    const given = FORM_KEYS.filter((key) => !same(values[key], '') && !(key === 'grant_types' && values.grant_types.length === 0));
+    const given = FORM_KEYS.filter((key) => !same(values[key], '') && !same(values[key], []));
     let created;
     try {
       created = await createClient(manage(request), metadataOf(values, given));
@@ -618,7 +542,6 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
       submit: t.text('console.app.save'),
       values,
       edit: { version: client.version ?? 1, original: encodeOriginal(formOf(client)), clientId: client.id },
-      choices,
       origin: originOf(request, f, client),
       footer: appFooter(request, f.ui, client),
       ...extra,
@@ -668,7 +591,7 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
         // RFC 9110 §13.1.1: refused, and the change that came in between is shown.
         const current = await getClient(deps, client.id);
         const now = formOf(current);
-        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key]), after: shown(ui, now[key]) }));
+        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
         // The form again at the current version: the other change, and this operator's over it.
         const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as AppFormValues;
         return editForm(request, reply, 409, current, merged, { otherChange });

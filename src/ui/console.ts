@@ -5,6 +5,8 @@
  * an operator whose role allows it.
  */
 import { SIGN_OUT_PATH } from '../core/endpoints.ts';
+import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
+import type { Field, FieldTable, FormValue, FormValues } from '../flows/manage/fields/field.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
 import { isMessageKey, type MessageKey } from './i18n.ts';
@@ -240,26 +242,8 @@ ${view.apps.length === 0
   : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}${app.unverified ? html` <span class="tag warning">${t.html('console.apps.unverified')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);
 }
 
-/** The registration form's values, as text (what the person typed, or the stored registration). */
-export interface AppFormValues {
-  readonly client_name: string;
-  readonly token_endpoint_auth_method: string;
-  readonly redirect_uris: string;
-  readonly scope: string;
-  readonly grant_types: readonly string[];
-  readonly web_origins: string;
-  readonly device_networks: string;
-  readonly jwks_uri: string;
-  readonly jwks: string;
-  readonly pkce: string;
-  readonly request_object_signing_alg: string;
-  readonly post_logout_redirect_uris: string;
-  readonly backchannel_logout_uri: string;
-  readonly require_phishing_resistant: boolean;
-  readonly first_party: boolean;
-  readonly dpop_bound_access_tokens: boolean;
-  readonly require_pushed_authorization_requests: boolean;
-}
+/** The registration form's values: what the person typed, or the stored registration (fields/field.ts FormValues). */
+export type AppFormValues = FormValues;
 
 export interface AppFormView {
   readonly title: string;
@@ -274,21 +258,59 @@ export interface AppFormView {
   readonly notice?: string | undefined;
   /** A stale edit: the fields someone else changed meanwhile. */
   readonly otherChange?: readonly { readonly field: string; readonly before: string; readonly after: string }[] | undefined;
-  readonly choices: { readonly authMethods: readonly string[]; readonly grants: readonly string[]; readonly pkce: readonly string[]; readonly requestAlgs: readonly string[] };
   /** Under the form: rotate, remove and the app's events. */
   readonly footer?: SafeHtml | undefined;
+}
+
+/** One field's control in a form, as its row in the noun's table says (fields/field.ts). */
+function formControl(ui: Ui, field: Field, value: FormValue | undefined): SafeHtml {
+  const { t } = ui;
+  const form = field.form!;
+  const id = field.name;
+  const label = t.html(form.label as MessageKey);
+  const type = field.type;
+  const text = typeof value === 'string' ? value : '';
+  switch (form.control) {
+    case 'text':
+      return html`<label for="${id}">${label}</label><input type="text" id="${id}" name="${id}" value="${text}" autocapitalize="none" spellcheck="false"${form.required ? html` required` : null}>`;
+    case 'area':
+      return html`<label for="${id}">${label}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false">${text}</textarea>`;
+    case 'check':
+      return html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${value === true ? html` checked` : null}><label for="${id}">${label}</label></div>`;
+    case 'select': {
+      const choices = type.kind === 'choice' ? type.choices : [];
+      // A choice's words are its message (`console.app.pkce.required`) where there is one, else its protocol name.
+      const words = (choice: string) => {
+        const key = `${form.choiceLabels}.${choice}`;
+        return form.choiceLabels !== undefined && isMessageKey(key) ? t.html(key) : choice;
+      };
+      const empty = type.kind === 'choice' && type.nullable ? html`<option value=""${text === '' ? html` selected` : null}>${t.html(`${form.label}.any` as MessageKey)}</option>` : null;
+      return html`<label for="${id}">${label}</label>
+<select id="${id}" name="${id}">${empty}${choices.map((choice) => html`<option value="${choice}"${choice === text ? html` selected` : null}>${words(choice)}</option>`)}</select>`;
+    }
+    case 'checks': {
+      const choices = type.kind === 'choices' ? type.choices : [];
+      const checked = Array.isArray(value) ? value : [];
+      return html`<fieldset><legend>${label}</legend>
+${choices.map((choice) => html`<div class="check"><input type="checkbox" id="${id}-${choice}" name="${id}" value="${choice}"${checked.includes(choice) ? html` checked` : null}><label for="${id}-${choice}"><code>${choice}</code></label></div>`)}
+</fieldset>`;
+    }
+  }
+}
+
+/** A noun's form from its table: each field's control in table order, the checkboxes of the options group together at the end. */
+export function tableForm(ui: Ui, table: FieldTable, values: FormValues): SafeHtml {
+  const fields = table.filter((field) => field.form !== null);
+  const options = fields.filter((field) => field.form!.group === 'options');
+  return html`${fields.filter((field) => field.form!.group !== 'options').map((field) => html`${formControl(ui, field, values[field.name])}
+`)}${options.length === 0 ? null : html`<fieldset><legend>${ui.t.html('console.app.options')}</legend>
+${options.map((field) => html`${formControl(ui, field, values[field.name])}
+`)}</fieldset>`}`;
 }
 
 export function appFormPage(frame: ConsoleFrame, view: AppFormView): string {
   const { ui, csrf } = frame;
   const { t } = ui;
-  const v = view.values;
-  const text = (id: keyof AppFormValues, label: MessageKey, value: string, required = false) =>
-    html`<label for="${id}">${t.html(label)}</label><input type="text" id="${id}" name="${id}" value="${value}" autocapitalize="none" spellcheck="false"${required ? html` required` : null}>`;
-  const area = (id: keyof AppFormValues, label: MessageKey, value: string) =>
-    html`<label for="${id}">${t.html(label)}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false">${value}</textarea>`;
-  const check = (id: keyof AppFormValues, label: MessageKey, on: boolean) =>
-    html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${on ? html` checked` : null}><label for="${id}">${t.html(label)}</label></div>`;
   const other = view.otherChange;
   return consolePage(frame, view.title, html`<h1>${view.title}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
@@ -300,30 +322,7 @@ ${view.edit === null ? null : html`<dl class="facts"><dt>${t.html('console.app.c
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
 ${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.action}/new">` : html`<input type="hidden" name="version" value="${String(view.edit.version)}"><input type="hidden" name="original" value="${view.edit.original}">`}
-${text('client_name', 'console.app.name', v.client_name, true)}
-<label for="token_endpoint_auth_method">${t.html('console.app.authMethod')}</label>
-<select id="token_endpoint_auth_method" name="token_endpoint_auth_method">${view.choices.authMethods.map((method) => html`<option value="${method}"${method === v.token_endpoint_auth_method ? html` selected` : null}>${t.text(`console.app.auth.${method}` as MessageKey)}</option>`)}</select>
-${area('redirect_uris', 'console.app.redirectUris', v.redirect_uris)}
-${text('scope', 'console.app.scope', v.scope)}
-<fieldset><legend>${t.html('console.app.grants')}</legend>
-${view.choices.grants.map((grant) => html`<div class="check"><input type="checkbox" id="grant-${grant}" name="grant_types" value="${grant}"${v.grant_types.includes(grant) ? html` checked` : null}><label for="grant-${grant}"><code>${grant}</code></label></div>`)}
-</fieldset>
-${area('web_origins', 'console.app.webOrigins', v.web_origins)}
-${area('device_networks', 'console.app.deviceNetworks', v.device_networks)}
-${text('jwks_uri', 'console.app.jwksUri', v.jwks_uri)}
-${area('jwks', 'console.app.jwks', v.jwks)}
-<label for="pkce">${t.html('console.app.pkce')}</label>
-<select id="pkce" name="pkce">${view.choices.pkce.map((policy) => html`<option value="${policy}"${policy === v.pkce ? html` selected` : null}>${t.text(`console.app.pkce.${policy}` as MessageKey)}</option>`)}</select>
-<label for="request_object_signing_alg">${t.html('console.app.requestAlg')}</label>
-<select id="request_object_signing_alg" name="request_object_signing_alg"><option value=""${v.request_object_signing_alg === '' ? html` selected` : null}>${t.html('console.app.requestAlg.any')}</option>${view.choices.requestAlgs.map((alg) => html`<option value="${alg}"${alg === v.request_object_signing_alg ? html` selected` : null}>${alg}</option>`)}</select>
-${area('post_logout_redirect_uris', 'console.app.postLogout', v.post_logout_redirect_uris)}
-${text('backchannel_logout_uri', 'console.app.backchannel', v.backchannel_logout_uri)}
-<fieldset><legend>${t.html('console.app.options')}</legend>
-${check('require_phishing_resistant', 'console.app.phishingResistant', v.require_phishing_resistant)}
-${check('first_party', 'console.app.firstParty', v.first_party)}
-${check('dpop_bound_access_tokens', 'console.app.dpop', v.dpop_bound_access_tokens)}
-${check('require_pushed_authorization_requests', 'console.app.par', v.require_pushed_authorization_requests)}
-</fieldset>
+${tableForm(ui, CLIENT_FIELDS, view.values)}
 <div class="actions"><button type="submit" class="primary">${view.submit}</button></div>
 </form>
 ${view.footer ?? null}`);

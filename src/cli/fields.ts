@@ -1,0 +1,64 @@
+/**
+ * A noun's command-line options from its field table (flows/manage/fields/): parsed values
+ * in, the operation's input (protocol names) out. `--OPTION` sets, `--add-OPTION` and
+ * `--remove-OPTION` edit a list, `--no-OPTION` turns a flag off or clears a value, and an
+ * option that names a file (`--jwks-file`) gives the JSON in it.
+ */
+import { readFile } from 'node:fs/promises';
+import { cliOptions, type FieldTable } from '../flows/manage/fields/field.ts';
+import { UsageError } from './common.ts';
+
+/** What node:util parseArgs gives for the table's options. */
+export type OptionValues = Readonly<Record<string, string | boolean | readonly string[] | undefined>>;
+
+/** The JSON in the file an option names. */
+async function jsonFile(option: string, file: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as unknown;
+  } catch (error) {
+    throw new UsageError(`--${option} ${file}: ${error instanceof SyntaxError ? 'not JSON' : 'cannot be read'}`);
+  }
+}
+
+/**
+ * The operation's input of the options given. `current` is the registration as it is (its
+ * admin API JSON), for the lists an update edits; `normalize` tells a list item as stored
+ * from one as typed (a web origin with a trailing slash).
+ */
+export async function inputFromOptions(
+  table: FieldTable,
+  operation: 'create' | 'update',
+  values: OptionValues,
+  current: Readonly<Record<string, unknown>> = {},
+  normalize: Readonly<Record<string, (item: string) => string>> = {},
+): Promise<Record<string, unknown>> {
+  const { bindings } = cliOptions(table, operation);
+  const input: Record<string, unknown> = {};
+  const edits = new Map<string, { add: string[]; remove: string[] }>();
+  for (const [option, binding] of Object.entries(bindings)) {
+    const value = values[option];
+    if (value === undefined || value === false) continue;
+    const { field, effect } = binding;
+    const name = field.name;
+    if (effect === 'clear') {
+      if (values[field.cli!.option] !== undefined) throw new UsageError(`--${field.cli!.option} and --${option}: give one`);
+      input[name] = field.type.kind === 'flag' ? false : null;
+    } else if (effect === 'add' || effect === 'remove') {
+      const edit = edits.get(name) ?? { add: [], remove: [] };
+      edit[effect].push(...(value as readonly string[]).map(normalize[name] ?? ((item: string) => item)));
+      edits.set(name, edit);
+    } else if (field.cli!.file) {
+      input[name] = await jsonFile(option, value as string);
+    } else {
+      input[name] = value;
+    }
+  }
+  for (const [name, edit] of edits) {
+    const registered = Array.isArray(current[name]) ? (current[name] as string[]) : [];
+    const option = table.find((field) => field.name === name)!.cli!.option;
+    const missing = edit.remove.filter((item) => !registered.includes(item));
+    if (missing.length > 0) throw new UsageError(`--remove-${option} ${missing.join(', ')}: not registered for this client`);
+    input[name] = [...registered.filter((item) => !edit.remove.includes(item)), ...edit.add];
+  }
+  return input;
+}

@@ -9,7 +9,7 @@ import { DpopNonces } from './flows/dpop/nonce.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
-import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin.ts';
+import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin/index.ts';
 import { registrationRoutes } from './http/registration.ts';
 import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
 

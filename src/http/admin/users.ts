@@ -1,0 +1,184 @@
+/** The admin API's users (`tessera user …`), their sessions and approvals. */
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { ADMIN_PREFIX } from '../../core/endpoints.ts';
+import { OPERATOR_ROLES } from '../../core/scopes.ts';
+import { grantJson, listUserGrants, revokeGrant } from '../../flows/manage/grants.ts';
+import {
+  createUser,
+  endUserSessions,
+  listUsers,
+  listUserSessions,
+  removeUser,
+  resetLink,
+  resetUserSecondFactor,
+  setDisabled,
+  type UserChanges,
+  setPassword,
+  updateUser,
+  userDetails,
+  userEtag,
+  userDetailsJson,
+  userJson,
+} from '../../flows/manage/users.ts';
+import { body, ID, ifMatch, noContent, ok, OBJECT, PAGE, params, PROBLEM, query, USERNAME } from './kit.ts';
+import type { AppDeps } from '../deps.ts';
+import { adminRouter } from './kit.ts';
+
+export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  const route = adminRouter(app, deps);
+  /** A person's standard claims (OIDC Core §5.1), by their claim names; null clears one. */
+  const PROFILE_FIELDS = {
+    name: { type: ['string', 'null'], maxLength: 200 },
+    given_name: { type: ['string', 'null'], maxLength: 200 },
+    family_name: { type: ['string', 'null'], maxLength: 200 },
+    email: { type: ['string', 'null'], maxLength: 320 },
+    email_verified: { type: 'boolean' },
+    locale: { type: ['string', 'null'], maxLength: 35 },
+    zoneinfo: { type: ['string', 'null'], maxLength: 64 },
+    picture: { type: ['string', 'null'], maxLength: 2048 },
+    localized_names: {
+      type: 'object',
+      description: 'OIDC Core §5.2: names in other languages and scripts by BCP 47 tag, laid over those kept; null or "" removes one',
+      maxProperties: 20,
+      propertyNames: { type: 'string', maxLength: 35 },
+      additionalProperties: {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: {
+          name: { type: ['string', 'null'], maxLength: 200 },
+          given_name: { type: ['string', 'null'], maxLength: 200 },
+          family_name: { type: ['string', 'null'], maxLength: 200 },
+        },
+      },
+    },
+  } as const;
+
+
+  // Users
+  const username = params({ username: USERNAME });
+  const named = (request: FastifyRequest) => (request.params as { username: string }).username;
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/users`, operationId: 'listUsers', area: 'users', write: false,
+    schema: { summary: 'List or search users (q: in the username, name or e-mail address)', querystring: query({ ...PAGE, q: { type: 'string', minLength: 1, maxLength: 200 } }), response: ok() },
+    handler: async (request, _reply, d) => {
+      const q = request.query as { offset: number; limit: number; q?: string };
+      const page = await listUsers(d, { offset: q.offset, limit: q.limit + 1, ...(q.q === undefined ? {} : { q: q.q }) });
+      return { users: page.slice(0, q.limit).map(userJson), next_offset: page.length > q.limit ? q.offset + q.limit : null };
+    },
+  });
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/users`, operationId: 'createUser', area: 'users', write: true,
+    schema: {
+      summary: 'Create a user',
+      body: body({ username: { type: 'string', minLength: 1, maxLength: 64 }, password: { type: 'string', minLength: 1, maxLength: 1024 }, ...PROFILE_FIELDS }, ['username', 'password']),
+      response: { 201: OBJECT, default: PROBLEM },
+    },
+    handler: async (request, reply, d) => {
+      const user = await createUser(d, request.body as { username: string; password: string });
+      reply.status(201).header('Location', `${ADMIN_PREFIX}/users/${encodeURIComponent(user.username)}`);
+      return userJson(user);
+    },
+  });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'getUser', area: 'users', write: false,
+    schema: { summary: "A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag", params: username, response: ok() },
+    handler: async (request, reply, d) => {
+      const details = await userDetails(d, named(request));
+      reply.header('ETag', userEtag(details.user));
+      return userDetailsJson(details);
+    },
+  });
+  route({
+    method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true, ifMatch: 'user',
+    schema: {
+      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows); If-Match is required",
+      params: username,
+      body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
+      response: ok(),
+    },
+    handler: async (request, reply, d) => {
+      const version = ifMatch(request, reply, 'user');
+      if (version === null) return reply;
+      const user = await updateUser(d, named(request), request.body as UserChanges, version);
+      reply.header('ETag', userEtag(user));
+      return userJson(user);
+    },
+  });
+  for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
+    route({
+      method: 'POST', url: `${ADMIN_PREFIX}/users/:username/${action}`, operationId: `${action}User`, area: 'users', write: true,
+      schema: { summary: disabled ? 'Disable a user: sessions end and tokens stop working at once' : 'Enable a disabled user', params: username, response: ok() },
+      handler: async (request, _reply, d) => {
+        const told = await setDisabled(d, named(request), disabled);
+        return { username: named(request), disabled, changed: told !== null, apps_told: told ?? 0 };
+      },
+    });
+  }
+  route({
+    method: 'PUT', url: `${ADMIN_PREFIX}/users/:username/password`, operationId: 'setUserPassword', area: 'users', write: true,
+    schema: { summary: "Set a user's password; their sessions end", params: username, body: body({ password: { type: 'string', minLength: 1, maxLength: 1024 } }, ['password']), response: noContent },
+    handler: async (request, reply, d) => {
+      await setPassword(d, named(request), (request.body as { password: string }).password);
+      return reply.status(204).send();
+    },
+  });
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/users/:username/reset-link`, operationId: 'createResetLink', area: 'users', write: true,
+    schema: { summary: 'A single-use link where the user sets a new password', params: username, body: body({ ttl_seconds: { type: 'integer', minimum: 60, maximum: 30 * 86400 } }), response: ok() },
+    handler: async (request, _reply, d) => {
+      const link = await resetLink(d, named(request), (request.body as { ttl_seconds?: number } | undefined)?.ttl_seconds);
+      return { url: link.url, expires_at: new Date(link.expiresAt).toISOString() };
+    },
+  });
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/users/:username/reset-second-factor`, operationId: 'resetSecondFactor', area: 'users', write: true,
+    schema: { summary: "Remove a user's passkeys, one-time codes and recovery codes", params: username, response: ok() },
+    handler: async (request, _reply, d) => {
+      const reset = await resetUserSecondFactor(d, named(request));
+      return { passkeys_removed: reset.passkeys, totp_removed: reset.totp };
+    },
+  });
+  route({
+    method: 'DELETE', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'removeUser', area: 'users', write: true,
+    schema: { summary: 'Remove a user and everything issued to them', params: username, response: noContent },
+    handler: async (request, reply, d) => {
+      await removeUser(d, named(request));
+      return reply.status(204).send();
+    },
+  });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/users/:username/sessions`, operationId: 'listUserSessions', area: 'users', write: false,
+    schema: { summary: "A user's live browser sessions", params: username, response: ok() },
+    handler: async (request, _reply, d) => ({
+      sessions: (await listUserSessions(d, named(request))).map((session) => ({
+        sid: session.sid,
+        created_at: new Date(session.createdAt).toISOString(),
+        auth_time: new Date(session.authTime).toISOString(),
+        expires_at: new Date(session.expiresAt).toISOString(),
+        amr: session.amr ?? ['pwd'],
+      })),
+    }),
+  });
+  route({
+    method: 'DELETE', url: `${ADMIN_PREFIX}/users/:username/sessions`, operationId: 'endUserSessions', area: 'users', write: true,
+    schema: { summary: 'Sign a user out everywhere', params: username, response: ok() },
+    handler: async (request, _reply, d) => {
+      const ended = await endUserSessions(d, named(request));
+      return { sessions_ended: ended.sessions, apps_told: ended.told };
+    },
+  });
+  route({
+    method: 'GET', url: `${ADMIN_PREFIX}/users/:username/grants`, operationId: 'listUserGrants', area: 'users', write: false,
+    schema: { summary: 'What a user approved and has not revoked', params: username, response: ok() },
+    handler: async (request, _reply, d) => {
+      const now = d.clock.now();
+      return { grants: (await listUserGrants(d, named(request))).map((entry) => grantJson(entry, now)) };
+    },
+  });
+  route({
+    method: 'DELETE', url: `${ADMIN_PREFIX}/grants/:grant_id`, operationId: 'revokeGrant', area: 'users', write: true,
+    schema: { summary: 'Revoke a grant: its access and refresh tokens stop working', params: params({ grant_id: ID }), response: ok() },
+    handler: async (request, _reply, d) => ({ revoked: await revokeGrant(d, (request.params as { grant_id: string }).grant_id) }),
+  });
+
+};

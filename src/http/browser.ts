@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { accountRoutes } from './account.ts';
 import { authorizeRoutes } from './authorize.ts';
 import { browserRouteOptions } from './browser-kit.ts';
-import { consoleRoutes } from './console.ts';
+import { consoleRoutes } from './console/index.ts';
 import type { AppDeps } from './deps.ts';
 import { deviceVerificationRoutes } from './device-verification.ts';
 import { logoutRoutes } from './logout.ts';

@@ -1,0 +1,150 @@
+/** The console's people: search, a person's page, and the changes an operator may make to them. */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { CONSOLE_PATHS } from '../../core/endpoints.ts';
+import type { RawParams } from '../../core/protocol.ts';
+import { ROLE_SCOPES } from '../../core/scopes.ts';
+import { mayAssignRole } from '../../flows/manage/authority.ts';
+import { listEvents } from '../../flows/manage/events.ts';
+import { listUserGrants } from '../../flows/manage/grants.ts';
+import { clearLockouts, listLockouts } from '../../flows/manage/lockouts.ts';
+import { endUserSessions, findUser, listUsers, listUserSessions, resetLink, resetUserSecondFactor, setDisabled, updateUser, userDetails } from '../../flows/manage/users.ts';
+import { confirmPage, shownOncePage, userPage, usersPage } from '../../ui/console.ts';
+import { html } from '../../ui/html.ts';
+import type { MessageKey } from '../../ui/i18n.ts';
+import type { BrowserRoutesOptions } from '../browser-kit.ts';
+import { rawForm } from '../form.ts';
+import { appPath, consoleKit, operatorOf, single, userPath } from './kit.ts';
+
+/** How many users a search lists, and events a page. */
+const USERS_SHOWN = 50;
+const USER_EVENTS_SHOWN = 10;
+
+export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
+  const { deps, pages, page, change, confirm, frame, manage, may, assignableRoles, eventViews } = consoleKit(app, options);
+
+  // Users
+  app.get(CONSOLE_PATHS.users, page('users'), async (request, reply) => {
+    const q = single(request.query as RawParams, 'q', 200).trim();
+    const found = await listUsers(deps, { ...(q === '' ? {} : { q }), limit: USERS_SHOWN + 1 });
+    return pages.send(reply, 200, usersPage(frame(request, reply, 'users'), {
+      q,
+      action: CONSOLE_PATHS.users,
+      users: found.slice(0, USERS_SHOWN).map((user) => ({ username: user.username, name: user.name, email: user.email, disabled: user.disabled, href: userPath(user.username) })),
+      more: found.length > USERS_SHOWN ? USERS_SHOWN : null,
+    }));
+  });
+
+  const USER_NOTICES: Readonly<Record<string, MessageKey>> = {
+    disabled: 'console.user.done.disabled',
+    enabled: 'console.user.done.enabled',
+    unchanged: 'console.user.done.unchanged',
+    sessions: 'console.user.done.sessions',
+    'second-factor': 'console.user.done.secondFactor',
+    role: 'console.user.done.role',
+    unlocked: 'console.user.done.unlocked',
+  };
+
+  const named = (request: FastifyRequest) => (request.params as { username: string }).username;
+
+  app.get(`${CONSOLE_PATHS.users}/:username`, page('users'), async (request, reply) => {
+    const details = await userDetails(deps, named(request));
+    const { user } = details;
+    const [grants, sessions, events, lockouts] = await Promise.all([
+      listUserGrants(deps, user.username),
+      listUserSessions(deps, user.username),
+      listEvents(deps, { username: user.username, limit: USER_EVENTS_SHOWN }),
+      listLockouts(deps, { username: user.username, lockedOnly: true }),
+    ]);
+    const f = frame(request, reply, 'users');
+    const query = request.query as RawParams;
+    const done = USER_NOTICES[single(query, 'done', 40)];
+    const count = Math.min(Math.max(Number.parseInt(single(query, 'n', 6), 10) || 0, 0), 100_000);
+    const knownApps = new Set((await deps.store.clients.list()).map((client) => client.id));
+    return pages.send(reply, 200, userPage(f, {
+      username: user.username,
+      sub: user.id,
+      name: user.name,
+      email: user.email,
+      disabled: user.disabled,
+      role: user.role,
+      createdAt: user.createdAt,
+      lastSignIn: details.lastSignIn === null ? null : { at: details.lastSignIn.at, ip: details.lastSignIn.ip },
+      apps: grants.map(({ grant, clientName }) => ({ name: clientName, href: knownApps.has(grant.clientId) ? appPath(grant.clientId) : null, approvedAt: grant.createdAt, device: grant.device !== null })),
+      sessions: sessions.map((session) => ({ at: session.authTime, ip: session.ip, userAgent: session.userAgent })),
+      passkeys: details.passkeys.map((passkey) => ({ name: passkey.name, createdAt: passkey.createdAt })),
+      totp: details.totp,
+      lockedUntil: lockouts.length === 0 ? null : Math.max(...lockouts.map((lockout) => lockout.until)),
+      events: await eventViews(events),
+      eventsHref: `${CONSOLE_PATHS.events}?${new URLSearchParams({ user: user.username }).toString()}`,
+      // Only an operator who may change this person is offered the changes (flows/manage/authority.ts).
+      actions: may(request, 'users', true) && mayAssignRole(ROLE_SCOPES[operatorOf(request).role], user.role) ? { base: userPath(user.username), roles: assignableRoles(operatorOf(request).role, user.role) } : null,
+      notice: done === undefined ? undefined : f.ui.t.text(done, { username: user.username, count }),
+    }));
+  });
+
+  /** After a change to a user: back to their page, saying what was done. */
+  const backToUser = (reply: FastifyReply, username: string, done: string, count?: number) =>
+    reply.redirect(`${userPath(username)}?${new URLSearchParams({ done, ...(count === undefined ? {} : { n: String(count) }) }).toString()}`, 303);
+
+  const USER_CONFIRMATIONS = {
+    disable: { title: 'console.user.disable', question: 'console.user.confirm.disable' },
+    'end-sessions': { title: 'console.user.endSessions', question: 'console.user.confirm.endSessions' },
+    'reset-second-factor': { title: 'console.user.resetSecondFactor', question: 'console.user.confirm.resetSecondFactor' },
+  } as const satisfies Record<string, { title: MessageKey; question: MessageKey }>;
+
+  for (const [action, words] of Object.entries(USER_CONFIRMATIONS)) {
+    app.get(`${CONSOLE_PATHS.users}/:username/${action}`, confirm('users'), async (request, reply) => {
+      const user = await findUser(deps, named(request));
+      const f = frame(request, reply, 'users');
+      const { t } = f.ui;
+      const path = userPath(user.username);
+      return pages.send(reply, 200, confirmPage(f, t.text(words.title), t.text(words.question, { username: user.username }), `${path}/${action}`, path, html`<input type="hidden" name="return_to" value="${path}/${action}">`));
+    });
+  }
+
+  app.post(`${CONSOLE_PATHS.users}/:username/disable`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const told = await setDisabled(manage(request), user.username, true);
+    return backToUser(reply, user.username, told === null ? 'unchanged' : 'disabled');
+  });
+  app.post(`${CONSOLE_PATHS.users}/:username/enable`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const told = await setDisabled(manage(request), user.username, false);
+    return backToUser(reply, user.username, told === null ? 'unchanged' : 'enabled');
+  });
+  app.post(`${CONSOLE_PATHS.users}/:username/end-sessions`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const ended = await endUserSessions(manage(request), user.username);
+    return backToUser(reply, user.username, 'sessions', ended.sessions);
+  });
+  app.post(`${CONSOLE_PATHS.users}/:username/reset-second-factor`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const reset = await resetUserSecondFactor(manage(request), user.username);
+    return backToUser(reply, user.username, 'second-factor', reset.passkeys);
+  });
+  // As `tessera user unlock`: the wrong passwords counted against them from any address, and wrong codes.
+  app.post(`${CONSOLE_PATHS.users}/:username/unlock`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const cleared = await clearLockouts(manage(request), { username: user.username });
+    return backToUser(reply, user.username, 'unlocked', cleared.length);
+  });
+  app.post(`${CONSOLE_PATHS.users}/:username/role`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    // The operator's role stands for admin scopes: a role allowing more than theirs is refused.
+    await updateUser(manage(request), user.username, { role: single(rawForm(request), 'role', 20) });
+    return backToUser(reply, user.username, 'role');
+  });
+  app.post(`${CONSOLE_PATHS.users}/:username/reset-link`, change('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    const link = await resetLink(manage(request), user.username);
+    const f = frame(request, reply, 'users');
+    const { t } = f.ui;
+    return pages.send(reply, 200, shownOncePage(f, {
+      title: t.text('console.user.resetLink.title', { username: user.username }),
+      lines: [{ label: 'URL', value: link.url }],
+      text: t.text('console.user.resetLink.text', { username: user.username, time: t.date(link.expiresAt) }),
+      back: userPath(user.username),
+    }));
+  });
+
+};

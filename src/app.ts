@@ -93,7 +93,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
-    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, clientUrlFetch(input.config.allowPrivateNetworkUrls)),
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls })),
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),

@@ -188,6 +188,34 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.deepEqual([client?.firstParty, client?.pkce], [false, 'required'], 'a registering app cannot make itself first-party or drop PKCE');
   });
 
+  it('refuses loopback back-channel logout and JWKS URLs from a registering app, at registration and in an update, which the operator may still set on its own clients', async () => {
+    const token = await initialToken();
+    const base = { client_name: 'Printer', redirect_uris: ['https://printer.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ backchannel_logout_uri: 'http://127.0.0.1:8080/admin/v1/keys' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://127.9.9.9:25/' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://localhost:6379/' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://x.localhost./logout' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'http://[::1]:9/logout' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://[::ffff:127.0.0.1]:9/logout' }, 'backchannel_logout_uri'],
+      [{ jwks: undefined, jwks_uri: 'http://127.0.0.1:9/jwks' }, 'jwks_uri'],
+      [{ jwks: undefined, jwks_uri: 'https://0x7f.1/jwks' }, 'jwks_uri'],
+    ];
+    for (const [extra, field] of cases) {
+      const refused = await post(server, { ...base, ...extra }, token);
+      assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_client_metadata'], `${JSON.stringify(extra)}: ${JSON.stringify(refused.body)}`);
+      assert.match(String(refused.body['error_description']), new RegExp(`${field} .*is a loopback address`), JSON.stringify(refused.body));
+    }
+    const made = await post(server, { ...base, backchannel_logout_uri: 'https://printer.example/logout' }, token);
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const put = await manage(made.body['registration_client_uri'] as string, 'PUT', made.body['registration_access_token'] as string, { ...base, client_id: made.body['client_id'], backchannel_logout_uri: 'http://127.0.0.1:9/logout' });
+    assert.deepEqual([put.status, put.body['error']], [400, 'invalid_client_metadata'], JSON.stringify(put.body));
+    assert.equal((await server.store.clients.get(made.body['client_id'] as string))?.backchannelLogoutUri, 'https://printer.example/logout');
+    // Loopback is the operator's: its own clients may name it.
+    const own = await runTessera(['client', 'add', '--name', 'Sidecar', '--redirect-uri', LOOPBACK_REDIRECT, '--backchannel-logout-uri', 'http://127.0.0.1:9/logout', '--json'], env());
+    assert.equal(own.code, 0, own.stderr);
+  });
+
   it('takes a software statement signed by a trusted key, whose claims win; refuses one signed by another key', async () => {
     const token = await initialToken();
     const statement = await new SignJWT({ client_name: 'Marketplace Printer', software_id: 'printer' }).setProtectedHeader({ alg: 'ES256', kid: 'marketplace' }).setIssuedAt().setExpirationTime('5m').sign(issuerKey);

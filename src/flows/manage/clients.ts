@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { isPrivateNetworkHost, normalizeCidr } from '../../core/networks.ts';
+import { normalizeCidr } from '../../core/networks.ts';
+import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import {
   CLIENT_AUTH_METHODS,
   GRANT_AUTHORIZATION_CODE,
@@ -114,11 +115,17 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
   };
 }
 
-/** What registering or updating a client checks, whichever way it was set. */
-/** Why a URL the server itself will request may not point into a private network (issue 34). */
-const PRIVATE_NETWORK = 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
+/**
+ * The rule for the URLs the server itself will request for `client` (issue 34: no private
+ * networks; issue 40: no loopback for an app that registered itself, whoever edits it, as
+ * the requests themselves are checked in core/outbound.ts).
+ */
+function urlRule(deps: Pick<ManageDeps, 'config'>, client: Pick<ClientRecord, 'registeredBy'>): UrlRule {
+  return { selfRegistered: client.registeredBy !== undefined, allowPrivateNetworks: deps.config.allowPrivateNetworkUrls };
+}
 
-function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boolean): void {
+/** What registering or updating a client checks, whichever way it was set. */
+function checkRegistration(client: ClientChanges, urls: UrlRule): void {
   const publicClient = client.authMethod === 'none';
   for (const uri of client.redirectUris) {
     const problem = redirectUriProblem(uri, { publicClient });
@@ -165,9 +172,8 @@ function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boole
   if (client.backchannelLogoutUri !== null) {
     const problem = redirectUriProblem(client.backchannelLogoutUri, { publicClient: false });
     if (problem) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${problem}`;
-    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(new URL(client.backchannelLogoutUri).hostname)) {
-      throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${PRIVATE_NETWORK}`;
-    }
+    const refusal = requestRefusal(new URL(client.backchannelLogoutUri).hostname, urls);
+    if (refusal !== null) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${refusal}`;
   }
 }
 
@@ -268,7 +274,7 @@ interface ClientKeys {
  * The keys of a private_key_jwt client, when given: a jwks_uri (https, or http on a loopback
  * address) or a JWK Set of public keys.
  */
-function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean): ClientKeys | null {
+function clientKeys(metadata: ClientMetadata, urls: UrlRule): ClientKeys | null {
   const uri = metadata.jwks_uri ?? undefined;
   const jwks = metadata.jwks ?? undefined;
   if (uri !== undefined && jwks !== undefined) throw invalid`${field('jwks_uri')} and ${field('jwks')}: give one`;
@@ -281,7 +287,8 @@ function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean):
     }
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
-    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(url.hostname)) throw invalid`${field('jwks_uri')} ${uri}: ${PRIVATE_NETWORK}`;
+    const refusal = requestRefusal(url.hostname, urls);
+    if (refusal !== null) throw invalid`${field('jwks_uri')} ${uri}: ${refusal}`;
     return { jwksUri: url.href, jwks: null };
   }
   if (jwks !== undefined) {
@@ -299,7 +306,8 @@ function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean):
 export async function createClient(deps: ManageDeps, metadata: ClientMetadata, options: CreateOptions = {}): Promise<ClientWithSecret> {
   if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
   const name = parseName(metadata.client_name);
-  const keys = clientKeys(metadata, deps.config.allowPrivateNetworkUrls);
+  const urls = urlRule(deps, options);
+  const keys = clientKeys(metadata, urls);
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
   const requestAlg = parseRequestObjectAlg(metadata.request_object_signing_alg);
   if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
@@ -341,7 +349,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
     ...(options.registeredBy === undefined ? {} : { registeredBy: options.registeredBy }),
     ...(metadata.verified ? { verified: true } : {}),
   };
-  checkRegistration(client, deps.config.allowPrivateNetworkUrls);
+  checkRegistration(client, urls);
   await checkScopes(deps.store, scopes);
   await deps.store.clients.create(client);
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
@@ -391,7 +399,8 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   if (changes.verified !== undefined && client.registeredBy === undefined) {
     throw invalid`${field('verified')}: only an app that registered itself is marked verified or not; the operator's own clients are`;
   }
-  const keys = clientKeys(changes, deps.config.allowPrivateNetworkUrls);
+  const urls = urlRule(deps, client);
+  const keys = clientKeys(changes, urls);
   const requestAlg = changes.request_object_signing_alg !== undefined
     ? parseRequestObjectAlg(changes.request_object_signing_alg)
     : client.requestObjectSigningAlg === undefined ? {} : { requestObjectSigningAlg: client.requestObjectSigningAlg };
@@ -438,7 +447,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     ...requestAlg,
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
-  checkRegistration(next, deps.config.allowPrivateNetworkUrls);
+  checkRegistration(next, urls);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
   const updated = await deps.store.clients.update(id, next, expectedVersion);
   if (!updated) {

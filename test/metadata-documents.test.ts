@@ -60,6 +60,8 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       '/secret.json': document({ client_secret: 'shh' }),
       '/web-redirect.json': document({ redirect_uris: ['http://evil.example/cb'] }),
       '/text.json': (_url, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>'),
+      '/impostor.json': document({ client_name: 'Sh\u043ep \u0410dmin' }),
+      '/scheme.json': document({ redirect_uris: ['com.shop.admin:/callback'] }),
     });
     server = await startTestServer({
       env: {
@@ -118,6 +120,17 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     assert.equal(other.status, 400);
     assert.match(other.text, /redirect_uri is not registered for this client/);
     assert.equal(app.hits.get('/uncached.json'), 1, 'no-store: still kept a second');
+  });
+
+  it("refuses a document that takes an operator app's name (or a look-alike) or private-use redirect scheme", async () => {
+    await server.addClient({ name: 'Shop Admin', redirectUris: ['com.shop.admin:/callback'], public: true });
+    const named = await authorize(server, `${app.base}/impostor.json`);
+    assert.equal(named.status, 400);
+    assert.match(named.text, /client_name .* looks like the name of an app registered by the operator \(Shop Admin\)/);
+    const scheme = await authorize(server, `${app.base}/scheme.json`, 'com.shop.admin:/callback');
+    assert.equal(scheme.status, 400);
+    assert.match(scheme.text, /the scheme com\.shop\.admin belongs to an app registered by the operator/);
+    assert.equal(await server.store.clients.get(`${app.base}/impostor.json`), null);
   });
 
   for (const [path, reason] of [

@@ -216,6 +216,27 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal(own.code, 0, own.stderr);
   });
 
+  it("refuses a registering app the name of an operator's app or of the site, or a look-alike, and an operator app's private-use redirect scheme, at registration and in an update", async () => {
+    await server.addClient({ name: 'Acme Bank', redirectUris: ['com.acme.bank:/callback'], public: true });
+    const token = await initialToken();
+    const names = ['Acme Bank', 'ACME BANK', 'acme  bank', '\u0410cme B\u0430nk', '\uff21\uff43\uff4d\uff45 \uff22\uff41\uff4e\uff4b', 'Acrne Bank', '\u0391cme Bank', 'Tessera', 'TESSERA'];
+    for (const client_name of names) {
+      const refused = await post(server, { client_name, redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, token);
+      assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_client_metadata'], `${client_name}: ${JSON.stringify(refused.body)}`);
+      assert.match(String(refused.body['error_description']), /client_name .*looks like the name of (an app registered by the operator|this site)/);
+    }
+    for (const uri of ['com.acme.bank:/callback', 'COM.Acme.Bank:/elsewhere']) {
+      const refused = await post(server, { client_name: 'Pocket Ledger', redirect_uris: [uri], token_endpoint_auth_method: 'none' }, token);
+      assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_redirect_uri'], `${uri}: ${JSON.stringify(refused.body)}`);
+      assert.match(String(refused.body['error_description']), /scheme com\.acme\.bank belongs to an app registered by the operator/);
+    }
+    const own = await post(server, { client_name: 'Acme Banking Helper', redirect_uris: ['com.acme.helper:/callback'], token_endpoint_auth_method: 'none' }, token);
+    assert.equal(own.status, 201, JSON.stringify(own.body));
+    const renamed = await manage(own.body['registration_client_uri'] as string, 'PUT', own.body['registration_access_token'] as string, { client_id: own.body['client_id'], client_name: 'Acme B\u0430nk', redirect_uris: ['com.acme.helper:/callback'] });
+    assert.deepEqual([renamed.status, renamed.body['error']], [400, 'invalid_client_metadata'], JSON.stringify(renamed.body));
+    assert.equal((await server.store.clients.get(own.body['client_id'] as string))?.name, 'Acme Banking Helper');
+  });
+
   it('takes a software statement signed by a trusted key, whose claims win; refuses one signed by another key', async () => {
     const token = await initialToken();
     const statement = await new SignJWT({ client_name: 'Marketplace Printer', software_id: 'printer' }).setProtectedHeader({ alg: 'ES256', kid: 'marketplace' }).setIssuedAt().setExpirationTime('5m').sign(issuerKey);

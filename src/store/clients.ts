@@ -108,6 +108,8 @@ export interface ClientStore {
   create(client: NewClient): Promise<void>;
   get(id: string): Promise<ClientRecord | null>;
   list(): Promise<ClientRecord[]>;
+  /** The operator's own clients (without `registeredBy`), oldest first: those a self-registered app may not pass for. */
+  listOperatorClients(): Promise<ClientRecord[]>;
   /**
    * Replaces the registration's fields and moves its version on, in one statement; with
    * `expectedVersion`, only if the registration is still at that version. The updated

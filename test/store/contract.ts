@@ -1818,6 +1818,15 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual([read?.registeredBy, read?.verified], [undefined, undefined], "the operator's, not verified: absent");
       });
 
+      it("lists the operator's own clients apart from the self-registered ones", async () => {
+        const own = await givenClient();
+        const registered = await givenClient({ registeredBy: 'metadata_document' });
+        const listed = await store.clients.listOperatorClients();
+        assert.deepEqual(listed.find((client) => client.id === own.id), own);
+        assert.equal(listed.some((client) => client.id === registered.id), false);
+        assert.ok(listed.every((client) => client.registeredBy === undefined));
+      });
+
       it('rotates a registration access token once: of two rotations from the same token, one wins', async () => {
         const client = await givenClient({ registeredBy: 'dynamic' });
         assert.equal(await store.registrationTokens.get(client.id), null);

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { lookalikeOf } from '../../core/lookalike.ts';
 import { normalizeCidr } from '../../core/networks.ts';
 import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import {
@@ -174,6 +175,31 @@ function checkRegistration(client: ClientChanges, urls: UrlRule): void {
     if (problem) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${problem}`;
     const refusal = requestRefusal(new URL(client.backchannelLogoutUri).hostname, urls);
     if (refusal !== null) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${refusal}`;
+  }
+}
+
+/** The scheme of a private-use redirect URI (RFC 8252 §7.1: `com.example.app:/callback`), lower-cased; null for http(s) and what is not a URI. */
+function privateUseScheme(uri: string): string | null {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
+  return scheme === undefined || scheme === 'http' || scheme === 'https' ? null : scheme;
+}
+
+/**
+ * What an app registering itself, or changing its own registration, may not take (issue 40):
+ * the name of an operator's app or of the site, or one that looks like it (core/lookalike.ts),
+ * since the consent page would show it as that app; nor the private-use redirect scheme of an
+ * operator's app, since the person's device would open that app's redirects in it.
+ */
+async function checkNotPassingFor(deps: Pick<ManageDeps, 'store' | 'config'>, client: Pick<ClientChanges, 'name' | 'redirectUris' | 'postLogoutRedirectUris'>): Promise<void> {
+  const operators = await deps.store.clients.listOperatorClients();
+  const taken = await lookalikeOf(client.name, [deps.config.site.name, ...operators.map((operator) => operator.name)]);
+  if (taken !== null) throw invalid`${field('client_name')} ${client.name}: looks like the name of ${taken === deps.config.site.name ? 'this site' : 'an app registered by the operator'} (${taken}); an app that registers itself needs a name of its own`;
+  const schemes = new Set(operators.flatMap((operator) => [...operator.redirectUris, ...operator.postLogoutRedirectUris]).map(privateUseScheme).filter((scheme) => scheme !== null));
+  for (const name of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
+    for (const uri of name === 'redirect_uris' ? client.redirectUris : client.postLogoutRedirectUris) {
+      const scheme = privateUseScheme(uri);
+      if (scheme !== null && schemes.has(scheme)) throw invalid`${field(name)} ${uri}: the scheme ${scheme} belongs to an app registered by the operator; an app that registers itself uses a scheme of its own (its reverse domain name, RFC 8252 §7.1)`;
+    }
   }
 }
 
@@ -351,6 +377,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   };
   checkRegistration(client, urls);
   await checkScopes(deps.store, scopes);
+  if (options.registeredBy !== undefined) await checkNotPassingFor(deps, client);
   await deps.store.clients.create(client);
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
   return { client, secret };
@@ -449,6 +476,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   };
   checkRegistration(next, urls);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
+  if (by === 'client') await checkNotPassingFor(deps, next);
   const updated = await deps.store.clients.update(id, next, expectedVersion);
   if (!updated) {
     const now = await getClient(deps, id);

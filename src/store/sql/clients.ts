@@ -85,6 +85,7 @@ export function clientsStatements(d: Dialect) {
       RETURNING *`,
     getClient: 'SELECT * FROM clients WHERE id = :id',
     listClients: 'SELECT * FROM clients ORDER BY created_at, id',
+    listOperatorClients: "SELECT * FROM clients WHERE registered_by = 'operator' ORDER BY created_at, id",
     // Codes, device records and grants go with it: ON DELETE CASCADE.
     removeClient: 'DELETE FROM clients WHERE id = :id',
   };
@@ -146,6 +147,7 @@ export function clientsStores(d: Dialect, q: Runner<keyof ReturnType<typeof clie
       },
       get: (id) => first('getClient', { id }, client),
       list: () => every('listClients', {}, client),
+      listOperatorClients: () => every('listOperatorClients', {}, client),
       update: (id, changes, expectedVersion) => first('updateClient', { id, ...clientFields(changes), expectedVersion: expectedVersion ?? null }, client),
       revokeTokens: (id, now) => changedAny('revokeClientTokens', { id, now }),
       rotateSecret: (id, secretHash, previousExpiresAt) => first('rotateClientSecret', { id, secretHash, previousExpiresAt }, client),

@@ -11,6 +11,9 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
+import { text } from './helpers/device.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -48,6 +51,8 @@ async function authorize(server: TestServer, clientId: string, redirectUri = RED
 describe('Client ID Metadata Documents, with the development setting (a local test app over http)', () => {
   let server: TestServer;
   let app: Awaited<ReturnType<typeof appServer>>;
+  /** What /changing.json says now. */
+  let changing: Record<string, unknown> = { client_name: 'Agenda', redirect_uris: [REDIRECT] };
 
   before(async () => {
     app = await appServer({
@@ -61,6 +66,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       '/web-redirect.json': document({ redirect_uris: ['http://evil.example/cb'] }),
       '/text.json': (_url, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>'),
       '/impostor.json': document({ client_name: 'Sh\u043ep \u0410dmin' }),
+      '/changing.json': (url, response) => json({ client_id: url, ...changing }, { 'cache-control': 'no-store' })(url, response),
       '/scheme.json': document({ redirect_uris: ['com.shop.admin:/callback'] }),
     });
     server = await startTestServer({
@@ -131,6 +137,37 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     assert.equal(scheme.status, 400);
     assert.match(scheme.text, /the scheme com\.shop\.admin belongs to an app registered by the operator/);
     assert.equal(await server.store.clients.get(`${app.base}/impostor.json`), null);
+  });
+
+  it('shows "not verified" again once the app changes its name or redirect URIs in its document after the operator verified it', async () => {
+    const clientId = `${app.base}/changing.json`;
+    const user = await server.addUser();
+    const consent = async (redirectUri = REDIRECT) => {
+      const url = new URL(`${server.url}/oauth/authorize`);
+      url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', prompt: 'consent', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+      const browser = new FormBrowser(server.url);
+      const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
+      assertApprovalPage(page, '/oauth/authorize/decision');
+      return text(page);
+    };
+    // Kept a second (no-store): the next request after that fetches the document again.
+    const refetched = () => new Promise((resolve) => setTimeout(resolve, 1100));
+    assert.match(await consent(), /Not verified by Tessera\. This app describes itself/);
+    const verified = await runTessera(['client', 'update', clientId, '--verified'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(verified.code, 0, verified.stderr);
+    await refetched();
+    assert.doesNotMatch(await consent(), /Not verified/, 'the same document keeps the mark');
+
+    changing = { client_name: 'Agenda Plus', redirect_uris: [REDIRECT] };
+    await refetched();
+    const renamed = await consent();
+    assert.match(renamed, /Allow Agenda Plus to access your account/);
+    assert.match(renamed, /Not verified by Tessera\. This app describes itself/);
+
+    assert.equal((await runTessera(['client', 'update', clientId, '--verified'], { TESSERA_DATABASE: server.config.database })).code, 0);
+    changing = { client_name: 'Agenda Plus', redirect_uris: ['http://127.0.0.1:9/moved'] };
+    await refetched();
+    assert.match(await consent('http://127.0.0.1:9/moved'), /Not verified by Tessera\. This app describes itself/);
   });
 
   for (const [path, reason] of [

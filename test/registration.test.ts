@@ -12,6 +12,7 @@ import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
+import { assertApprovalPage } from './helpers/browser.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -64,6 +65,16 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
   } finally {
     await browser?.close();
   }
+}
+
+/** The text of the approval page `user` reaches for `clientId` (signing in first), through HTTP. */
+async function consentPage(server: TestServer, clientId: string, redirectUri: string, user: { username: string; password: string }): Promise<string> {
+  const url = new URL(`${server.url}/oauth/authorize`);
+  url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', prompt: 'consent', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+  const browser = new BrowserAt(server.url);
+  const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
+  assertApprovalPage(page, '/oauth/authorize/decision');
+  return text(page);
 }
 
 describe('registration off (the default)', () => {
@@ -281,6 +292,41 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await manage(uri, 'DELETE', second)).status, 204);
     assert.equal((await manage(uri, 'GET', second)).status, 401, 'gone');
     assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
+  });
+
+  it('shows "not verified" again once a verified app changes its name or redirect URIs itself (RFC 7592), not after a PUT that changes neither', async () => {
+    const made = await post(server, { client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const clientId = made.body['client_id'] as string;
+    const uri = made.body['registration_client_uri'] as string;
+    let token = made.body['registration_access_token'] as string;
+    const user = await server.addUser();
+    const verify = async () => {
+      const verified = await runTessera(['client', 'update', clientId, '--verified'], env());
+      assert.equal(verified.code, 0, verified.stderr);
+    };
+    const put = async (body: Record<string, unknown>) => {
+      const replaced = await manage(uri, 'PUT', token, { client_id: clientId, ...body });
+      assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+      token = replaced.body['registration_access_token'] as string;
+      return replaced.body;
+    };
+    await verify();
+    assert.doesNotMatch(await consentPage(server, clientId, LOOPBACK_REDIRECT, user), /Not verified/);
+    // The same registration again (a PUT to rotate the token): still verified.
+    assert.equal((await put({ client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT] }))['verified'], true);
+    assert.doesNotMatch(await consentPage(server, clientId, LOOPBACK_REDIRECT, user), /Not verified/);
+
+    const renamed = await put({ client_name: 'Field Notes Pro', redirect_uris: [LOOPBACK_REDIRECT] });
+    assert.equal(renamed['verified'], false);
+    assert.match(await consentPage(server, clientId, LOOPBACK_REDIRECT, user), /Not verified by Tessera\. Field Notes Pro registered itself/);
+
+    await verify();
+    const moved = 'http://127.0.0.1:9/elsewhere';
+    assert.equal((await put({ client_name: 'Field Notes Pro', redirect_uris: [moved] }))['verified'], false);
+    assert.match(await consentPage(server, clientId, moved, user), /Not verified by Tessera\. Field Notes Pro registered itself/);
+    const events = await server.store.events.list({ clientId, type: 'client.updated', limit: 10 });
+    assert.ok(events.some((event) => event.detail['by'] === 'client' && event.detail['verified'] === false), 'the audit trail says the mark went');
   });
 
   it('marks a self-registered device app "not verified" on the device approval page too', async () => {

@@ -451,7 +451,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   }
   const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
   const secret = withSecret && client.secretHash === null ? randomToken(32) : null;
-  const next: ClientChanges = {
+  const asked: ClientChanges = {
     name: changes.client_name !== undefined ? parseName(changes.client_name) : client.name,
     redirectUris: changes.redirect_uris !== undefined ? [...new Set(changes.redirect_uris)] : client.redirectUris,
     scopes: changes.scope !== undefined ? parseScopes(changes.scope) : client.scopes,
@@ -474,6 +474,10 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     ...requestAlg,
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
+  // Issue 40: the operator verified the app as it was; when the app itself changes what
+  // people see of it or where it sends them, the mark goes and the warning comes back.
+  const unverified = by === 'client' && asked.verified === true && changesWhatPeopleSee(client, asked);
+  const next: ClientChanges = unverified ? { ...asked, verified: false } : asked;
   checkRegistration(next, urls);
   if (changes.scope !== undefined) await checkScopes(deps.store, next.scopes);
   if (by === 'client') await checkNotPassingFor(deps, next);
@@ -482,8 +486,24 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     const now = await getClient(deps, id);
     throw stale(now);
   }
-  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by } });
+  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by, ...(unverified ? { verified: false } : {}) } });
   return { client: updated, secret };
+}
+
+/**
+ * Whether `next` changes what the operator checked when verifying a self-registered app: the
+ * name people are shown, and the URIs it sends people to or the server calls (redirect and
+ * post-logout redirect URIs, browser origins, back-channel logout URI, JWKS URL). Order
+ * does not count. Tessera keeps no logo.
+ */
+function changesWhatPeopleSee(client: ClientRecord, next: ClientChanges): boolean {
+  const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.length && new Set(a).size === new Set([...a, ...b]).size;
+  return client.name !== next.name
+    || !sameSet(client.redirectUris, next.redirectUris)
+    || !sameSet(client.postLogoutRedirectUris, next.postLogoutRedirectUris)
+    || !sameSet(client.webOrigins, next.webOrigins)
+    || client.backchannelLogoutUri !== next.backchannelLogoutUri
+    || client.jwksUri !== next.jwksUri;
 }
 
 /**

@@ -152,7 +152,17 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string): 
     const existing = await deps.store.clients.get(clientId);
     if (existing === null) return (await createClient(manage, metadata, { registeredBy: 'metadata_document', id: clientId })).client;
     if (existing.registeredBy !== 'metadata_document' || sameRegistration(existing, metadata)) return existing;
-    return (await updateClient(manage, clientId, metadata, undefined, 'client')).client;
+    // The app changed its document: an update by the app itself, which takes away the
+    // operator's verified mark when it changes what people see (flows/manage/clients.ts). At
+    // the version read, so that an operator's change made meanwhile (verifying the app, or
+    // taking the mark back) is not overwritten by this older read: that change wins, and the
+    // next request compares the document again.
+    try {
+      return (await updateClient(manage, clientId, metadata, existing.version ?? 1, 'client')).client;
+    } catch (error) {
+      if (error instanceof ManageError && error.kind === 'stale') return (await deps.store.clients.get(clientId)) ?? existing;
+      throw error;
+    }
   } catch (error) {
     // The same checks as client add: a document that breaks one is refused, and remembered.
     if (!(error instanceof ManageError)) throw error;

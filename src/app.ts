@@ -102,7 +102,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
   if (!input.config.registration.metadataDocuments.enabled) return deps;
-  return { ...deps, metadataClient: (clientId) => metadataDocumentClient(deps, clientId) };
+  return { ...deps, metadataClient: (clientId, ip) => metadataDocumentClient(deps, clientId, ip) };
 }
 
 /** Builds the Fastify app from its dependencies; does not listen. */

@@ -75,6 +75,8 @@ describe('Client ID Metadata Documents, with the development setting (a local te
         TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'on',
         TESSERA_CLIENT_ID_METADATA_MAX_BYTES: '1024',
         TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS: '500',
+        // Every app here comes from this machine's one address: more than the default allows.
+        TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_ADDRESS: '100',
       },
     });
   });
@@ -188,6 +190,51 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       assert.equal(app.hits.get(path), 1);
     });
   }
+});
+
+describe('Client ID Metadata Documents: new apps per address and across the server (issue 40)', () => {
+  let server: TestServer;
+  let app: Awaited<ReturnType<typeof appServer>>;
+  before(async () => {
+    app = await appServer(Object.fromEntries(['/a.json', '/b.json', '/c.json', '/d.json'].map((path) => [path, document()])));
+    server = await startTestServer({
+      env: {
+        TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'on',
+        TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'on',
+        TESSERA_TRUST_PROXY: 'true',
+        TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_ADDRESS: '2',
+        TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_HOUR: '3',
+      },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await app.close();
+  });
+
+  const from = async (ip: string, path: string) => {
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: `${app.base}${path}`, redirect_uri: REDIRECT, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+    const response = await fetch(url, { redirect: 'manual', headers: { 'x-forwarded-for': ip } });
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') };
+  };
+
+  it('refuses a new app past the limits with 429 and Retry-After, without fetching its document, and keeps serving the apps it knows', async () => {
+    for (const path of ['/a.json', '/b.json']) assert.equal((await from('198.51.100.7', path)).status, 200, path);
+    const refused = await from('198.51.100.7', '/c.json');
+    assert.equal(refused.status, 429, refused.text);
+    assert.ok(Number(refused.retryAfter) > 0);
+    assert.match(refused.text, /too many new apps known by a metadata document URL from this address this hour/i);
+    assert.equal(app.hits.get('/c.json'), undefined, 'not fetched');
+    assert.equal(await server.store.clients.get(`${app.base}/c.json`), null);
+    assert.equal((await from('198.51.100.7', '/a.json')).status, 200, 'an app already known is not counted');
+
+    assert.equal((await from('198.51.100.8', '/c.json')).status, 200);
+    const full = await from('203.0.113.9', '/d.json');
+    assert.equal(full.status, 429, full.text);
+    assert.match(full.text, /too many new apps known by a metadata document URL on this server this hour/i);
+    assert.equal(app.hits.get('/d.json'), undefined);
+  });
 });
 
 describe('Client ID Metadata Documents, without the development setting', () => {

@@ -14,7 +14,7 @@ import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/ch
 import { runTessera } from './helpers/cli.ts';
 import { assertApprovalPage } from './helpers/browser.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { basic, postForm, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 const LOOPBACK_REDIRECT = 'http://127.0.0.1:9/callback';
@@ -329,6 +329,34 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.ok(events.some((event) => event.detail['by'] === 'client' && event.detail['verified'] === false), 'the audit trail says the mark went');
   });
 
+  it('removes, after TESSERA_UNUSED_REGISTRATION_RETENTION, an app nobody approved and that had no token, and keeps the ones used (issue 40)', async () => {
+    const added = await runTessera(['resource', 'add', '--identifier', 'https://printing.example/', '--name', 'Printing', '--scope', 'print:jobs=Send print jobs'], env());
+    assert.equal(added.code, 0, added.stderr);
+    const register = async (body: Record<string, unknown>) => {
+      const made = await post(server, body, await initialToken());
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      return made.body;
+    };
+    const approved = await register({ client_name: 'Approved App', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' });
+    const service = await register({ client_name: 'Print Service', grant_types: ['client_credentials'], scope: 'print:jobs' });
+    const forgotten = await register({ client_name: 'Forgotten App', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' });
+
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: approved['client_id'] as string, redirect_uri: LOOPBACK_REDIRECT, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+    const back = await new BrowserAt(server.url).authorize(url.href, await server.addUser());
+    assert.match(back.location ?? '', /[?&]code=/);
+    const token = await postForm(`${server.url}/oauth/token`, { grant_type: 'client_credentials', scope: 'print:jobs' }, { authorization: basic(service['client_id'] as string, service['client_secret'] as string) });
+    assert.equal(token.status, 200, JSON.stringify(token.body));
+
+    // The purge as it runs once the retention has passed for all three.
+    await server.store.purgeExpired(0, { unusedClientsBefore: Date.now() + 60_000 });
+    const read = (app: Record<string, unknown>) => manage(app['registration_client_uri'] as string, 'GET', app['registration_access_token'] as string);
+    assert.equal((await read(forgotten)).status, 401, 'the unused app is gone, with its registration access token');
+    assert.equal(await server.store.clients.get(forgotten['client_id'] as string), null);
+    assert.equal((await read(approved)).status, 200, 'an app a person approved stays');
+    assert.equal((await read(service)).status, 200, 'an app that had a token stays');
+  });
+
   it('marks a self-registered device app "not verified" on the device approval page too', async () => {
     const made = await post(server, { client_name: 'Living Room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'client_secret_basic' }, await initialToken());
     assert.equal(made.status, 201, JSON.stringify(made.body));
@@ -391,9 +419,61 @@ describe('open registration (TESSERA_REGISTRATION=open)', () => {
     const spa = await post(server, { redirect_uris: [LOOPBACK_REDIRECT], web_origins: ['https://evil.example'] });
     assert.deepEqual([spa.status, spa.body['error']], [400, 'invalid_client_metadata']);
     assert.equal((await post(server, { redirect_uris: ['com.example.notes:/callback'] })).status, 201, 'a private-use scheme');
-    // Six an hour from this address, refused ones included: the first test's and these five.
-    const limited = await post(server, { redirect_uris: [LOOPBACK_REDIRECT] });
-    assert.equal(limited.status, 429, JSON.stringify(limited.body));
-    assert.ok(Number(limited.headers.get('retry-after')) > 0);
+    // Six an hour from this address; those refused for their metadata are not counted.
+    let limited;
+    for (let tries = 0; tries < 10; tries++) {
+      limited = await post(server, { redirect_uris: [LOOPBACK_REDIRECT] });
+      if (limited.status !== 201) break;
+    }
+    assert.equal(limited?.status, 429, JSON.stringify(limited?.body));
+    assert.equal(limited?.body['error'], 'temporarily_unavailable');
+    assert.match(String(limited?.body['error_description']), /too many registrations from this address this hour; try again in \d+ minutes/);
+    assert.ok(Number(limited?.headers.get('retry-after')) > 0);
+    assert.equal((await server.store.clients.list()).filter((client) => client.registeredBy === 'dynamic').length, 6);
+  });
+});
+
+describe('open registration limits: per address, per network and across the server (issue 40)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({
+      env: { TESSERA_REGISTRATION: 'open', TESSERA_TRUST_PROXY: 'true', TESSERA_REGISTRATIONS_PER_ADDRESS: '2', TESSERA_REGISTRATIONS_PER_NETWORK: '3', TESSERA_REGISTRATIONS_PER_HOUR: '8' },
+    });
+  });
+  after(() => server.close());
+
+  const from = async (ip: string, body: Record<string, unknown> = { redirect_uris: [LOOPBACK_REDIRECT] }, token?: string) => {
+    const response = await fetch(`${server.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as Record<string, unknown> };
+  };
+  const refusedBy = (result: Awaited<ReturnType<typeof from>>, description: RegExp) => {
+    assert.deepEqual([result.status, result.body['error']], [429, 'temporarily_unavailable'], JSON.stringify(result.body));
+    assert.match(String(result.body['error_description']), description);
+    assert.ok(Number(result.retryAfter) > 0 && Number(result.retryAfter) <= 3600, `Retry-After ${result.retryAfter}`);
+  };
+
+  it('refuses with 429 and Retry-After past each limit, writing nothing, and never refuses an initial access token', async () => {
+    for (const ip of ['198.51.100.1', '198.51.100.1']) assert.equal((await from(ip)).status, 201);
+    const stored = async () => ({ clients: (await server.store.clients.list()).length, events: (await server.store.events.list({ limit: 1000 })).length, window: await server.store.rateLimits.window('registration:all', Date.now()) });
+    const before = await stored();
+    refusedBy(await from('198.51.100.1'), /too many registrations from this address this hour/);
+    assert.deepEqual(await stored(), before, 'a refused registration writes nothing');
+    assert.equal((await from('198.51.100.2')).status, 201);
+    refusedBy(await from('198.51.100.3'), /too many registrations from this network \(IPv4 \/24, IPv6 \/64\) this hour/);
+    for (const ip of ['2001:db8:0:1::a', '2001:db8:0:1::a', '2001:db8:0:1::b']) assert.equal((await from(ip)).status, 201, ip);
+    refusedBy(await from('2001:db8:0:1:ffff::c'), /from this network/);
+    // Refused for their metadata: not counted.
+    for (let i = 0; i < 3; i++) assert.equal((await from('203.0.113.1', { redirect_uris: ['https://evil.example/cb'] })).status, 400);
+    for (let i = 0; i < 2; i++) assert.equal((await from('203.0.113.1')).status, 201);
+    refusedBy(await from('192.0.2.1'), /this server takes no more open registrations this hour/);
+
+    const made = await runTessera(['registration-token', 'create', '--json'], { TESSERA_DATABASE: server.config.database });
+    const token = (JSON.parse(made.stdout) as { token: string }).token;
+    assert.equal((await from('198.51.100.1', { redirect_uris: [LOOPBACK_REDIRECT] }, token)).status, 201, 'an initial access token is not held to the open limits');
+    assert.equal((await server.store.clients.list()).filter((client) => client.registeredBy === 'dynamic').length, 9);
   });
 });

@@ -22,8 +22,18 @@ import { KeyManager } from './tokens/keys.ts';
 const PURGE_RETENTION_MS = 60 * 60_000;
 const PURGE_EVERY_MS = 60_000;
 
+/** How long the purge keeps what it keeps for a while after its use (each a setting). */
+export interface PurgeRetention {
+  /** Grants that can issue nothing more (TESSERA_GRANT_RETENTION; a week when absent). */
+  readonly grantsMs?: number;
+  /** Events (TESSERA_EVENT_RETENTION); absent, they are not purged. */
+  readonly eventsMs?: number;
+  /** Self-registered clients never used (TESSERA_UNUSED_REGISTRATION_RETENTION, issue 40); absent, they are not purged. */
+  readonly unusedClientsMs?: number;
+}
+
 /**
- * Purges expired records (and grants spent or revoked `grantRetentionMs` ago, issue 12)
+ * Purges expired records (and grants spent or revoked `retention.grantsMs` ago, issue 12)
  * about once every `PURGE_EVERY_MS`, each time after a random 50% to
  * 150% of it, so that instances started together drift apart instead of purging in step;
  * the next purge is scheduled only when the last has finished, so a long backlog never
@@ -35,11 +45,9 @@ export function schedulePurge(
   store: Store,
   onError: (error: unknown) => void,
   random: () => number = Math.random,
-  /** How long grants that can issue nothing more are kept (TESSERA_GRANT_RETENTION). */
-  grantRetentionMs: number = 7 * 24 * 60 * 60_000,
-  /** How long events are kept (TESSERA_EVENT_RETENTION); absent, they are not purged. */
-  eventRetentionMs?: number,
+  retention: PurgeRetention = {},
 ): () => Promise<void> {
+  const { grantsMs = 7 * 24 * 60 * 60_000, eventsMs, unusedClientsMs } = retention;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -49,8 +57,9 @@ export function schedulePurge(
       const now = systemClock.now();
       running = store
         .purgeExpired(now - PURGE_RETENTION_MS, {
-          grantsBefore: now - grantRetentionMs,
-          ...(eventRetentionMs === undefined ? {} : { eventsBefore: now - eventRetentionMs }),
+          grantsBefore: now - grantsMs,
+          ...(eventsMs === undefined ? {} : { eventsBefore: now - eventsMs }),
+          ...(unusedClientsMs === undefined ? {} : { unusedClientsBefore: now - unusedClientsMs }),
         })
         .then(() => {}, onError)
         .finally(next);
@@ -277,7 +286,11 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   const { adminListenerHandler, buildApp, Readiness } = await import('./app.ts');
   const readiness = new Readiness();
   const app = await buildApp({ config, store, keys, encryption, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000, config.eventRetentionSeconds * 1000);
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, {
+    grantsMs: config.grantRetentionSeconds * 1000,
+    eventsMs: config.eventRetentionSeconds * 1000,
+    unusedClientsMs: config.registration.unusedRetentionSeconds * 1000,
+  });
   let address: string;
   if (picked) {
     await app.ready();

@@ -28,7 +28,7 @@ describe('requests to a URL a client registered', () => {
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const send = outboundFetch(
-    false,
+    { selfRegistered: false, allowPrivateNetworks: false },
     resolverOf({
       'keys.example': ['127.0.0.1'],
       'metadata.example': ['169.254.169.254'],
@@ -62,7 +62,24 @@ describe('requests to a URL a client registered', () => {
     assert.equal(response.status, 200);
   });
 
+  it('are refused on loopback too for an app that registered itself, whatever TESSERA_ALLOW_PRIVATE_NETWORK_URLS says', async () => {
+    const before = requests;
+    for (const allowPrivateNetworks of [false, true]) {
+      const registrant = outboundFetch({ selfRegistered: true, allowPrivateNetworks }, resolverOf({ 'keys.example': ['127.0.0.1'], 'six.example': ['::1'] }));
+      for (const host of ['keys.example', 'six.example']) {
+        const refused = await registrant(`http://${host}:${port}/jwks`).then(
+          () => null,
+          (error: unknown) => error as Error & { cause?: { code?: string; message?: string } },
+        );
+        assert.ok(refused, `${host} was fetched`);
+        assert.equal(refused.cause?.code, 'EPRIVATENETWORK', String(refused.cause?.message));
+        assert.match(String(refused.cause?.message), /resolves to a private, link-local or loopback address/);
+      }
+    }
+    assert.equal(requests, before);
+  });
+
   it('go anywhere when TESSERA_ALLOW_PRIVATE_NETWORK_URLS is on', () => {
-    assert.equal(outboundFetch(true), fetch);
+    assert.equal(outboundFetch({ selfRegistered: false, allowPrivateNetworks: true }), fetch);
   });
 });

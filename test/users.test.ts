@@ -243,6 +243,27 @@ describe('tessera user: operators manage accounts', () => {
     await signedInBrowser(two, { ...user, password: 'quentin starts again' });
   });
 
+  it('ends the reset links of a user who is disabled: enabling them again does not bring a link back', async () => {
+    const user = await one.addUser({ username: 'rosalind' });
+    const made = await cli(['user', 'reset-link', 'rosalind']);
+    assert.equal(made.code, 0, made.stderr);
+    const link = /^(http\S+)$/m.exec(made.stdout)![1]!;
+    assert.equal((await cli(['user', 'disable', 'rosalind'])).code, 0);
+    const whileDisabled = await new FormBrowser(one.url).request(link);
+    assert.equal(whileDisabled.status, 400);
+    assert.equal((await cli(['user', 'enable', 'rosalind'])).code, 0);
+    const afterEnabled = await new FormBrowser(one.url).request(link);
+    assert.equal(afterEnabled.status, 400, 'the link given out before the account was disabled stays spent');
+    assert.match(text(afterEnabled), /This link cannot be used/);
+    // A new link, made after enabling, works.
+    const fresh = /^(http\S+)$/m.exec((await cli(['user', 'reset-link', 'rosalind'])).stdout)![1]!;
+    const browser = new FormBrowser(one.url);
+    const form = await browser.request(fresh);
+    assert.equal(form.status, 200);
+    assert.match(text(await browser.submit(form, '/reset-password', { new_password: 'rosalind starts again' })), /Password changed/);
+    await signedInBrowser(two, { ...user, password: 'rosalind starts again' });
+  });
+
   it('lets a signed-in person change their own password at /account, ending their other sessions only', async () => {
     const user = await one.addUser({ username: 'victor' });
     const elsewhere = await signedInBrowser(two, user);

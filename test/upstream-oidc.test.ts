@@ -401,6 +401,56 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     }
   });
 
+  it('refuses a token answer larger than 1 MiB, reading no more of it, with a page saying the answer did not hold up', async () => {
+    // A provider whose token endpoint answers 30 MB of JSON, as the attack run's did.
+    let sent = 0;
+    const { server: huge, port } = await listenOnFreePort(createServer((request, response) => {
+      const issuer = `http://127.0.0.1:${port}`;
+      const url = new URL(request.url!, issuer);
+      response.setHeader('content-type', 'application/json');
+      if (url.pathname === '/.well-known/openid-configuration') {
+        response.end(JSON.stringify({ issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'] }));
+      } else if (url.pathname === '/token') {
+        const chunk = `"${'a'.repeat(64 * 1024)}",`;
+        const more = () => {
+          while (sent < 30 * 1024 * 1024) {
+            sent += chunk.length;
+            if (!response.write(sent === chunk.length ? `{"padding":[${chunk}` : chunk)) return void response.once('drain', more);
+          }
+          response.end('"x"],"access_token":"x","token_type":"Bearer"}');
+        };
+        response.on('error', () => {});
+        response.socket?.on('error', () => {});
+        more();
+      } else {
+        response.statusCode = 404;
+        response.end();
+      }
+    }));
+    const added = await runTessera(['provider', 'add', 'oidc', '--id', 'huge', '--name', 'Huge ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'acme'], env);
+    assert.equal(added.code, 0, added.stderr);
+    try {
+      const visitor = new FormBrowser(downstream.url);
+      const started = await visitor.request('/login/upstream/huge?return_to=%2Faccount');
+      assert.equal(started.status, 303);
+      // The provider signs the person in at once and sends them back with a code.
+      const authorize = new URL(started.location!);
+      const back = new URL(authorize.searchParams.get('redirect_uri')!);
+      back.searchParams.set('code', 'a-code');
+      back.searchParams.set('state', authorize.searchParams.get('state')!);
+      const page = await visitor.request(back.href);
+      assert.equal(page.status, 502);
+      assert.match(page.html, /The answer from Huge ID could not be verified, so you were not signed in\./);
+      assert.ok(sent < 30 * 1024 * 1024, `the provider was stopped after ${sent} bytes`);
+      const event = (await failures('invalid_response')).find((candidate) => candidate.detail['provider'] === 'huge');
+      assert.match(String(event?.detail['upstream']), /larger than 1048576 bytes/);
+    } finally {
+      await runTessera(['provider', 'remove', 'huge'], env);
+      huge.closeAllConnections();
+      await closeServer(huge);
+    }
+  });
+
   it('goes straight to the provider that is the only way in, and to the one a login_hint\'s domain names', async () => {
     const visitor = new FormBrowser(downstream.url);
     const before = await visitor.request('/login');

@@ -250,11 +250,80 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.context().close();
   });
 
+  it('never links an account that holds a console role by its e-mail address, and makes no second account', async () => {
+    const admin = await downstream.addUser({ username: 'grace.admin', email: 'grace.hopper@example.com', profile: { emailVerified: true } });
+    const role = await runTessera(['user', 'update', 'grace.admin', '--role', 'admin'], env);
+    assert.equal(role.code, 0, role.stderr);
+    // The upstream asserts the admin's verified address, through a provider that allows linking.
+    await upstream.addUser({ username: 'hopper', password: 'hopper password 1', email: 'grace.hopper@example.com', profile: { emailVerified: true } });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'hopper', 'hopper password 1');
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+    assert.deepEqual(await downstream.store.linkedIdentities.listForUser(admin.id), [], 'not linked');
+    assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email === 'grace.hopper@example.com').map((user) => user.username), ['grace.admin'], 'no second account');
+    const [event] = await failures('console_role');
+    assert.equal(event?.userId, admin.id);
+    await page.context().close();
+  });
+
+  it('never counts the upstream\'s "mfa" for an account that holds a console role, even from a trusted provider', async () => {
+    const person = await upstream.addUser({ username: 'joan', password: 'joan password 1', name: 'Joan', email: 'joan@example.com', profile: { emailVerified: true } });
+    const secret = newTotpSecret();
+    const now = Date.now();
+    assert.equal(await upstream.store.totp.begin(person.id, secret, now), true);
+    assert.ok(await upstream.store.totp.confirm(person.id, timeStep(now) - 2, now));
+    // Each sign-in upstream takes a code of its own time step (a code is used once).
+    const signIn = async (at: number) => {
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
+      await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+      await signInUpstream(page, 'joan', 'joan password 1');
+      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, at));
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.waitForURL(`${downstream.url}/account`);
+      await page.context().close();
+    };
+    assert.equal((await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env)).code, 0);
+    try {
+      // The first sign-in makes her account, linked; an operator then gives it a console role.
+      await signIn(Date.now() - 30_000);
+      const joan = (await downstream.store.users.findByUsername('joan'))!;
+      assert.deepEqual((await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr), [['pwd', 'otp', 'mfa']], 'without a role, the trusted mfa counts');
+      assert.equal((await runTessera(['user', 'update', 'joan', '--role', 'support'], env)).code, 0);
+      await signIn(Date.now());
+      const amrs = (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr);
+      assert.equal(amrs.length, 2);
+      assert.ok(amrs.some((amr) => amr?.join(' ') === 'pwd'), `a console role holder's upstream sign-in is one factor here: ${JSON.stringify(amrs)}`);
+    } finally {
+      assert.equal((await runTessera(['provider', 'update', 'upstream', '--no-trust-upstream-mfa'], env)).code, 0);
+    }
+  });
+
+  it('makes no second account with an address an account here has, unverified: it is refused, not linked', async () => {
+    // Linking is allowed, but an address nobody verified here proves nothing about who has the account.
+    const local = await downstream.addUser({ username: 'ada.three.local', email: 'ada.three@example.com' });
+    await upstream.addUser({ username: 'ada3', password: 'ada3 password 1', email: 'Ada.Three@example.com', profile: { emailVerified: true } });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'ada3', 'ada3 password 1');
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+    assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email?.toLowerCase() === 'ada.three@example.com').map((user) => user.id), [local.id]);
+    assert.deepEqual(await downstream.store.linkedIdentities.listForUser(local.id), []);
+    assert.equal((await failures('email_taken')).some((event) => event.userId === local.id), true);
+    await page.context().close();
+  });
+
   it('refuses to link without the operator\'s permission, and makes no second account', async () => {
     const updated = await runTessera(['provider', 'update', 'upstream', '--no-allow-linking'], env);
     assert.equal(updated.code, 0, updated.stderr);
     try {
-      await downstream.addUser({ username: 'una.local', email: 'ada.two@example.com', profile: { emailVerified: true } });
+      const local = await downstream.addUser({ username: 'una.local', email: 'ada.two@example.com', profile: { emailVerified: true } });
       await upstream.addUser({ username: 'ada2', password: 'ada2 password 1', email: 'ada.two@example.com', profile: { emailVerified: true } });
       const page = await (await browser.newContext()).newPage();
       await page.goto(`${downstream.url}/login`);
@@ -263,7 +332,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
       assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
       assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada.two@example.com').length, 1);
-      assert.equal((await failures('email_taken')).length, 1);
+      assert.equal((await failures('email_taken')).filter((event) => event.userId === local.id).length, 1);
       await page.context().close();
     } finally {
       await runTessera(['provider', 'update', 'upstream', '--allow-linking'], env);

@@ -319,6 +319,22 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.context().close();
   });
 
+  it('takes line breaks, controls and bidirectional overrides out of the names the provider sends, keeping the rest', async () => {
+    // The upstream Tessera says what its store holds: whatever another provider might send.
+    await upstream.addUser({ username: 'mal', password: 'mal password 1', name: 'Mal\u202Eory\n  console role: admin', email: 'mal@example.com', profile: { emailVerified: true, givenName: 'Mal\u001b[2J\u200Bory', familyName: 'Ne\u2066wton\u200D' } });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'mal', 'mal password 1');
+    await page.waitForURL(`${downstream.url}/account`);
+    await page.context().close();
+    const mal = (await downstream.store.users.findByUsername('mal'))!;
+    assert.deepEqual([mal.name, mal.givenName, mal.familyName], ['Malory   console role: admin', 'Mal[2Jory', 'Newton\u200D']);
+    const shown = await runTessera(['user', 'show', 'mal'], env);
+    assert.match(shown.stdout, /^  name: Malory   console role: admin$/m);
+    assert.equal(shown.stdout.split('\n').filter((line) => line.includes('console role')).length, 2, 'her name, and her (absent) role');
+  });
+
   it('refuses to link without the operator\'s permission, and makes no second account', async () => {
     const updated = await runTessera(['provider', 'update', 'upstream', '--no-allow-linking'], env);
     assert.equal(updated.code, 0, updated.stderr);

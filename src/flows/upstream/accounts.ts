@@ -9,6 +9,7 @@
  */
 import { upstreamMethods, type AuthMethod } from '../../core/auth-methods.ts';
 import { randomToken } from '../../core/crypto.ts';
+import { withoutUnsafeCharacters } from '../../core/display-text.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import { DuplicateError, newUserRecord, type UserRecord } from '../../store/types.ts';
@@ -81,9 +82,13 @@ export function emailDomain(email: string | null): string | null {
   return email && at > 0 ? email.slice(at + 1).toLowerCase() : null;
 }
 
-/** A person's claim as stored: trimmed, bounded, null when empty. */
+/**
+ * A person's claim as stored: without the characters no name may hold (a provider's word is
+ * not refused for them, they are taken out: core/display-text.ts), trimmed, bounded, null
+ * when empty.
+ */
 function claim(value: string | null, max = 200): string | null {
-  const trimmed = value?.trim() ?? '';
+  const trimmed = value === null ? '' : withoutUnsafeCharacters(value).trim();
   return trimmed ? trimmed.slice(0, max) : null;
 }
 
@@ -98,7 +103,8 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
     return { kind: 'refused', reason: 'domain_not_allowed' };
   }
   const now = deps.clock.now();
-  const use = { label: identity.label, groups: identity.groups };
+  // The label and groups are printed by `tessera user show` and shown on /account.
+  const use = { label: claim(identity.label, 320), groups: identity.groups.map((group) => withoutUnsafeCharacters(group).trim()).filter((group) => group !== '') };
   const linked = await deps.store.linkedIdentities.get(provider.id, identity.subject);
   if (linked) {
     const user = await deps.store.users.get(linked.userId);

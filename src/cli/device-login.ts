@@ -29,14 +29,21 @@ export interface DeviceLoginDeps {
   readonly sleep: (ms: number) => Promise<void>;
   /** Standard output is a terminal: redraw a live countdown while waiting. */
   readonly tty: boolean;
+  /**
+   * Writes the command's own drawing to standard output as it is, terminal escapes and all:
+   * the QR code and the countdown's redraw, never a value from the server (`stdout` escapes
+   * those: cli/text.ts). `stdout` when not given.
+   */
+  readonly drawing?: ((text: string) => void) | undefined;
   /** What the person reads, in their language; English when not given. */
   readonly t?: Messages | undefined;
 }
 
-export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void, t: Messages): DeviceLoginDeps => ({
+export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void, drawing: (text: string) => void, t: Messages): DeviceLoginDeps => ({
   t,
   stdout,
   stderr,
+  drawing,
   fetch: globalThis.fetch,
   now: Date.now,
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -159,10 +166,10 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
   // RFC 8628 §3.3: tell the person where to go and what to enter.
   const link = device.verification_uri_complete ?? device.verification_uri;
   const qr = await QRCode.toString(link, { type: 'terminal', small: true });
-  deps.stdout(
-    `${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n` +
-      `${t.text('deviceLogin.scan')}\n\n${qr}\n    ${link}\n\n`,
-  );
+  const draw = deps.drawing ?? deps.stdout;
+  deps.stdout(`${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n${t.text('deviceLogin.scan')}\n\n`);
+  draw(qr);
+  deps.stdout(`\n    ${link}\n\n`);
 
   const expiresAt = deps.now() + device.expires_in * 1000;
   let interval = device.interval ?? DEFAULT_INTERVAL;
@@ -173,12 +180,13 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
     const until = deps.now() + seconds * 1000;
     if (!deps.tty) return deps.sleep(seconds * 1000);
     while (deps.now() < until) {
-      deps.stdout(`\r\x1b[K${t.text('deviceLogin.waitingLive', { time: countdown(expiresAt - deps.now()) })}`);
+      draw('\r\x1b[K');
+      deps.stdout(t.text('deviceLogin.waitingLive', { time: countdown(expiresAt - deps.now()) }));
       await deps.sleep(Math.min(1000, until - deps.now()));
     }
   };
   const endLine = () => {
-    if (deps.tty) deps.stdout('\r\x1b[K');
+    if (deps.tty) draw('\r\x1b[K');
   };
 
   for (;;) {

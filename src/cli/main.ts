@@ -23,6 +23,7 @@ import { KEY_COMMANDS } from './keys.ts';
 import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
+import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
 
@@ -163,7 +164,7 @@ Commands:
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
-async function deviceLoginCommand(config: Config, args: string[], io: Io): Promise<number> {
+async function deviceLoginCommand(config: Config, args: string[], io: Io, drawing: (text: string) => void): Promise<number> {
   const { values } = parse(args, {
     'client-id': { type: 'string' },
     'client-secret': { type: 'string' },
@@ -186,7 +187,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
   }
   return deviceLogin(
     { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
-    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
+    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, drawing, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
   );
 }
 
@@ -208,7 +209,10 @@ function groupOf(argv: readonly string[]): string | null {
 }
 
 /** Runs one command; returns the exit code. */
-export async function run(argv: string[], io: Io): Promise<number> {
+export async function run(argv: string[], terminal: Io): Promise<number> {
+  // Everything a command writes passes here, escaped for the terminal (cli/text.ts): no
+  // command prints a stranger's control characters, whether it thought of them or not.
+  const io: Io = { ...terminal, stdout: (text) => terminal.stdout(terminalText(text)), stderr: (text) => terminal.stderr(terminalText(text)) };
   const group = groupOf(argv);
   try {
     const [first = '', second = '', ...rest] = argv;
@@ -244,7 +248,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       return -1;
     }
-    if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
+    // Its QR code and countdown are drawn with the terminal's own escapes: written unescaped.
+    if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io, terminal.stdout);
     if (first === 'events') {
       await eventsCommand(config, argv.slice(1), io);
       return 0;

@@ -14,7 +14,7 @@ const MINUTE = 60_000;
 export interface IdentityContractHelpers {
   readonly store: () => Store;
   readonly unique: (prefix: string) => string;
-  readonly givenUser: () => Promise<UserRecord>;
+  readonly givenUser: (overrides?: Partial<UserRecord>) => Promise<UserRecord>;
 }
 
 export function identityProvidersContract({ store: current, unique, givenUser }: IdentityContractHelpers): void {
@@ -74,14 +74,14 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       assert.equal(await store.linkedIdentities.get(other.id, link.subject), null);
     });
 
-    it('finds the users a verified e-mail address may link to, without regard to case, and never an unverified one', async () => {
+    it('finds the users who have an e-mail address, without regard to case, verified or not', async () => {
       const store = current();
       const email = `${unique('person')}@Example.com`;
-      const verified = await givenUser();
+      const verified = await givenUser({ createdAt: T0 });
       await store.users.update(verified.id, { email, emailVerified: true }, T0);
-      const unverified = await givenUser();
+      const unverified = await givenUser({ createdAt: T0 + 1 });
       await store.users.update(unverified.id, { email: email.toLowerCase(), emailVerified: false }, T0);
-      assert.deepEqual((await store.linkedIdentities.usersWithVerifiedEmail(email.toUpperCase())).map((user) => user.id), [verified.id]);
+      assert.deepEqual((await store.linkedIdentities.usersWithEmail(email.toUpperCase())).map((user) => [user.id, user.emailVerified]), [[verified.id, true], [unverified.id, false]]);
     });
 
     it('uses a sign-in under way once, only while it lives, and purges it once expired', async () => {

@@ -3,6 +3,7 @@
  * the admin API call. Input and output use the client metadata names of RFC 7591 §2 (and
  * Tessera's own for what it adds), so the API's JSON is the registration as stored.
  */
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { lookalikeOf } from '../../core/lookalike.ts';
@@ -287,8 +288,8 @@ function parseName(raw: string): string {
   const name = raw.trim();
   if (!name) throw invalid`${field('client_name')} must not be empty`;
   if (name.length > MAX_CLIENT_NAME) throw invalid`${field('client_name')} must be at most ${MAX_CLIENT_NAME} characters`;
-  // It is shown on consent pages: no line breaks, no invisible controls to disguise it.
-  if (/[\p{Cc}\p{Cf}]/u.test(name)) throw invalid`${field('client_name')} must not contain control characters`;
+  // It is shown on consent pages and printed by the command: no line breaks, no invisible controls to disguise it.
+  if (hasUnsafeCharacters(name)) throw invalid`${field('client_name')} ${UNSAFE_CHARACTERS_RULE}`;
   return name;
 }
 

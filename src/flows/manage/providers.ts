@@ -4,6 +4,7 @@
  * client secret or bind password is sealed under the key encryption key before it is
  * stored (tokens/secret-box.ts), never returned, and never in an event.
  */
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { FilterParser } from 'ldapts';
 import { isLoopback } from '../../core/redirect-uri.ts';
 import { DuplicateError } from '../../store/types.ts';
@@ -111,6 +112,8 @@ function checkText(value: string | undefined, name: string, required: string | n
   const trimmed = value.trim();
   if (!trimmed && required !== null) throw invalid`${field(name)} is required: ${required}`;
   if (trimmed.length > MAX_TEXT) throw invalid`${field(name)} must be at most ${MAX_TEXT} characters`;
+  // Shown on the sign-in page's button and printed by the command (core/display-text.ts).
+  if (hasUnsafeCharacters(trimmed)) throw invalid`${field(name)} ${UNSAFE_CHARACTERS_RULE}`;
   return trimmed;
 }
 

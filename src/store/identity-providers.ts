@@ -68,6 +68,8 @@ export interface LinkedIdentityStore {
   get(providerId: string, subject: string): Promise<LinkedIdentityRecord | null>;
   /** The user's links, oldest first. */
   listForUser(userId: string): Promise<LinkedIdentityRecord[]>;
+  /** Whether anyone signs in through the provider: whose word a change to it would move. */
+  anyForProvider(providerId: string): Promise<boolean>;
   /** Records a sign-in through the link: its label, groups and time; false when it is gone. */
   recordUse(providerId: string, subject: string, use: { readonly label: string | null; readonly groups: readonly string[] }, now: number): Promise<boolean>;
   /**

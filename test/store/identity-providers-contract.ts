@@ -56,7 +56,10 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       await store.identityProviders.create(idp);
       const user = await givenUser();
       const link = { providerId: idp.id, subject: 'upstream-sub-1', userId: user.id, label: 'a@example.com', groups: ['staff'], createdAt: T0, lastUsedAt: null };
+      assert.equal(await store.linkedIdentities.anyForProvider(idp.id), false);
       await store.linkedIdentities.create(link);
+      assert.equal(await store.linkedIdentities.anyForProvider(idp.id), true);
+      assert.equal(await store.linkedIdentities.anyForProvider('another-provider'), false);
       await assert.rejects(store.linkedIdentities.create({ ...link, userId: (await givenUser()).id }), DuplicateError);
       assert.deepEqual(await store.linkedIdentities.get(idp.id, 'upstream-sub-1'), link);
       assert.equal(await store.linkedIdentities.recordUse(idp.id, 'upstream-sub-1', { label: 'b@example.com', groups: ['staff', 'admins'] }, T0 + MINUTE), true);

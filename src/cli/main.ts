@@ -12,6 +12,7 @@ import { serve, startRefusal } from '../main.ts';
 import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
 import { groupHelp, groups, helpHint, suggestion } from './help.ts';
+import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
 import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
@@ -163,7 +164,7 @@ Commands:
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
-async function deviceLoginCommand(config: Config, args: string[], io: Io): Promise<number> {
+async function deviceLoginCommand(config: Config, assumed: AssumedIssuer, args: string[], io: Io): Promise<number> {
   const { values } = parse(args, {
     'client-id': { type: 'string' },
     'client-secret': { type: 'string' },
@@ -176,7 +177,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
   const clientSecret = values['client-secret'] ?? (io.env['TESSERA_CLIENT_SECRET'] || undefined);
   if (!clientId) throw new UsageError('--client-id is required');
   if (clientSecret === '') throw new UsageError('--client-secret must not be empty (leave it out for a public client)');
-  let issuer = config.issuer;
+  let issuer = assumed.issuer;
   if (values.issuer !== undefined) {
     try {
       issuer = new URL(values.issuer).href.replace(/\/+$/, '');
@@ -185,7 +186,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
     }
   }
   return deviceLogin(
-    { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
+    { issuer, ...(values.issuer === undefined ? { issuerBecause: assumed.because } : {}), clientId, clientSecret, scope: values.scope ?? 'openid profile' },
     systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
   );
 }
@@ -200,6 +201,12 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
 };
+
+/** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
+function printsUrls(command: string, args: readonly string[]): boolean {
+  if (command === 'provider list') return args.includes('--json');
+  return ['provider add', 'provider show', 'provider update', 'user reset-link', 'registration-token create'].includes(command);
+}
 
 /** The group a command line is about, for the help its refusals point to. */
 function groupOf(argv: readonly string[]): string | null {
@@ -244,9 +251,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       return -1;
     }
-    if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
+    // Every command works on the issuer the server serves: links and redirect URIs are printed
+    // on it, device-login calls it, logout tokens are issued by it.
+    const assumed = assumeIssuer(config, io.env);
+    const onIssuer: Config = { ...config, issuer: assumed.issuer };
+    if (first === 'device-login') return await deviceLoginCommand(onIssuer, assumed, argv.slice(1), io);
     if (first === 'events') {
-      await eventsCommand(config, argv.slice(1), io);
+      await eventsCommand(onIssuer, argv.slice(1), io);
       return 0;
     }
     const command = COMMANDS[`${first} ${second}`];
@@ -256,7 +267,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       if (second === '' || second.startsWith('-')) throw new UsageError(`${first} needs a command: ${subcommands}`);
       throw new UsageError(`unknown command ${JSON.stringify(`${first} ${second}`)}${suggestion(`${first} ${second}`, names)}`);
     }
-    await command(config, rest, io);
+    await command(onIssuer, rest, io);
+    if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
     return 0;
   } catch (error) {
     // Every refusal is one line: what is wrong and where to read more (issue 31).

@@ -108,6 +108,8 @@ Commands:
                                           domains; --domain: addresses typed in these domains go to it;
                                           --trust-upstream-mfa: the provider's amr "mfa" counts as a
                                           second factor here
+  provider redirect-uri NAME [--id ID]    Print the redirect URI \`provider add --name NAME\` will have, to
+                                          register upstream before the provider is added
   provider list [--json]                  List identity providers, in the order of their buttons
   provider show ID [--json]               Show a provider's settings (never its secret)
   provider update ID [options of add] [--no-only] [--no-allow-linking] [--no-start-tls]
@@ -205,7 +207,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
 function printsUrls(command: string, args: readonly string[]): boolean {
   if (command === 'provider list') return args.includes('--json');
-  return ['provider add', 'provider show', 'provider update', 'user reset-link', 'registration-token create'].includes(command);
+  return ['provider add', 'provider redirect-uri', 'provider show', 'provider update', 'user reset-link', 'registration-token create'].includes(command);
 }
 
 /** The group a command line is about, for the help its refusals point to. */

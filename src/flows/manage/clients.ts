@@ -20,7 +20,7 @@ import {
   type PkcePolicy,
   type RequestObjectAlgorithm,
 } from '../../core/protocol.ts';
-import { redirectUriProblem } from '../../core/redirect-uri.ts';
+import { isLoopbackIssuer, redirectUriProblem } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, SelfRegistration, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
@@ -119,10 +119,11 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
 /** Why a URL the server itself will request may not point into a private network (issue 34). */
 const PRIVATE_NETWORK = 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
 
-function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boolean): void {
+function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boolean, issuer: string): void {
   const publicClient = client.authMethod === 'none';
+  const issuerOnLoopback = isLoopbackIssuer(issuer);
   for (const uri of client.redirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient });
+    const problem = redirectUriProblem(uri, { publicClient, issuerOnLoopback });
     if (problem) throw invalid`${field('redirect_uris')} ${uri}: ${problem}`;
   }
   if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
@@ -158,7 +159,7 @@ function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boole
   }
   // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
   for (const uri of client.postLogoutRedirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient });
+    const problem = redirectUriProblem(uri, { publicClient, issuerOnLoopback });
     if (problem) throw invalid`${field('post_logout_redirect_uris')} ${uri}: ${problem}`;
   }
   // Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment; here also https (http
@@ -342,7 +343,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
     ...(options.registeredBy === undefined ? {} : { registeredBy: options.registeredBy }),
     ...(metadata.verified ? { verified: true } : {}),
   };
-  checkRegistration(client, deps.config.allowPrivateNetworkUrls);
+  checkRegistration(client, deps.config.allowPrivateNetworkUrls, deps.config.issuer);
   await checkScopes(deps.store, scopes);
   checkScopesGiven(deps.caller, null, null, scopes);
   await deps.store.clients.create(client);
@@ -441,7 +442,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     ...requestAlg,
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
-  checkRegistration(next, deps.config.allowPrivateNetworkUrls);
+  checkRegistration(next, deps.config.allowPrivateNetworkUrls, deps.config.issuer);
   if (changes.scope !== undefined) {
     await checkScopes(deps.store, next.scopes);
     checkScopesGiven(deps.caller, id, client.scopes, next.scopes);

@@ -1,6 +1,7 @@
 /**
  * The composition root: config -> store -> keys -> app -> listen.
  */
+import './config/require-node.ts';
 import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';

@@ -4,6 +4,7 @@
  * `npm run --silent tessera -- <command>`. Each command group's file parses its arguments,
  * calls the operations of src/flows/manage (which the admin API calls too) and prints.
  */
+import '../config/require-node.ts';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { DEFAULT_RESET_TTL_SECONDS } from '../flows/manage/users.ts';
@@ -16,6 +17,7 @@ import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
 import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
+import { backupCommand } from './backup.ts';
 import { eventsCommand } from './events.ts';
 import { GRANT_COMMANDS } from './grants.ts';
 import { DEVICE_COMMANDS } from './devices.ts';
@@ -141,6 +143,8 @@ Commands:
   events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
                                           The audit trail, newest first (--since: an ISO time, or
                                           an age such as 30m, 24h, 7d; --limit default 100)
+  backup FILE                             Copy the SQLite database to FILE, safe while the server runs
+                                          (keep the key file or TESSERA_KEY_ENCRYPTION_KEY with it, apart)
   user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
   user unlock USERNAME                    Lift a user's lockouts: wrong passwords counted against them
                                           from any address, and wrong one-time codes
@@ -262,6 +266,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       await eventsCommand(onIssuer, argv.slice(1), io);
       return 0;
     }
+    if (first === 'backup') {
+      await backupCommand(onIssuer, argv.slice(1), io);
+      return 0;
+    }
     const command = COMMANDS[`${first} ${second}`];
     if (!command) {
       const names = Object.keys(COMMANDS).filter((name) => name.startsWith(`${first} `));
@@ -299,7 +307,8 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+/** The command as a process runs it: this process's arguments, streams and environment. */
+export function cli(): void {
   run(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
@@ -311,3 +320,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     if (code >= 0) process.exitCode = code;
   });
 }
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) cli();

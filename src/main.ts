@@ -1,9 +1,10 @@
 /**
  * The composition root: config -> store -> keys -> app -> listen.
  */
+import './config/require-node.ts';
 import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { dirname, resolve as resolvePath } from 'node:path';
@@ -214,6 +215,44 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
   return { text: describeDatabase({ kind: 'sqlite', path: file }), created: true };
 }
 
+/**
+ * Where a server on an SQLite file records the issuer it serves, beside the file
+ * (`data/tessera.db.issuer`), for the `tessera` commands run on the same database in another
+ * terminal without its PORT or TESSERA_ISSUER (issue 49: they printed links on port 8080 to a
+ * server on 43080). None for PostgreSQL, whose commands read the settings file the servers
+ * read, nor for an in-memory database.
+ */
+export function issuerRecordFile(database: string): string | null {
+  const location = parseDatabase(database);
+  return location.kind === 'sqlite' && location.path !== ':memory:' ? `${resolvePath(location.path)}.issuer` : null;
+}
+
+/** Records the issuer a server serves once it listens (see issuerRecordFile); a failure to write costs only that record. */
+function recordIssuer(config: Config, warn: (message: string) => void): void {
+  const file = issuerRecordFile(config.database);
+  if (file === null) return;
+  try {
+    // Whole or not at all: workers starting together each write the same line.
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, `${config.issuer}\n`, { mode: 0o644 });
+    renameSync(partial, file);
+  } catch (error) {
+    warn(`could not record the issuer in ${file} for the tessera command: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The issuer the last server started on this SQLite database recorded, or null. */
+export function recordedIssuer(database: string): { readonly issuer: string; readonly file: string } | null {
+  const file = issuerRecordFile(database);
+  if (file === null) return null;
+  try {
+    const issuer = readFileSync(file, 'utf8').trim();
+    return /^https?:\/\/\S+$/.test(issuer) ? { issuer, file } : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Opens the store; a database that cannot be opened or reached is reported as TESSERA_DATABASE. */
 async function openConfiguredStore(config: Config, report: StoreReport): Promise<Store> {
   try {
@@ -322,6 +361,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     const bound = server.address() as AddressInfo;
     adminServer = { server, url: `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` };
   }
+  recordIssuer(config, (message) => app.log.warn(message));
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
   if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);

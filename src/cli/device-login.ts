@@ -11,10 +11,13 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import QRCode from 'qrcode';
+import { fetchFailure } from '../core/fetch-failure.ts';
 import { messages, type Messages } from '../ui/i18n.ts';
 
 export interface DeviceLoginOptions {
   readonly issuer: string;
+  /** Why this issuer, when the command line did not name it (src/cli/issuer.ts): said when nothing answers there. */
+  readonly issuerBecause?: string | undefined;
   readonly clientId: string;
   /** Absent for a public client, which sends its client_id in the form instead (RFC 6749 §2.3.1 is for confidential ones). */
   readonly clientSecret?: string | undefined;
@@ -114,16 +117,17 @@ export async function deviceLogin(options: DeviceLoginOptions, deps: DeviceLogin
   }
 }
 
-async function request(deps: DeviceLoginDeps, url: string, init?: RequestInit): Promise<Response> {
+async function request(deps: DeviceLoginDeps, url: string, init?: RequestInit, because?: string): Promise<Response> {
   try {
     return await deps.fetch(url, init);
   } catch (error) {
-    throw new DeviceLoginError(`cannot reach ${new URL(url).origin}: ${error instanceof Error ? error.message : String(error)}`);
+    const assumed = because === undefined ? '' : `; the issuer ${new URL(url).origin} is ${because}: give --issuer, or TESSERA_ISSUER (or PORT) as the server has it`;
+    throw new DeviceLoginError(`cannot reach ${new URL(url).origin}: ${fetchFailure(error)}${assumed}`);
   }
 }
 
 async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<Metadata> {
-  const response = await request(deps, `${options.issuer}/.well-known/oauth-authorization-server`);
+  const response = await request(deps, `${options.issuer}/.well-known/oauth-authorization-server`, undefined, options.issuerBecause);
   const body = await json(response);
   if (!response.ok) throw new DeviceLoginError(`${options.issuer} has no authorization server metadata (HTTP ${response.status})`);
   const field = (name: keyof Metadata) => {

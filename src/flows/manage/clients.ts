@@ -23,7 +23,7 @@ import {
   type PkcePolicy,
   type RequestObjectAlgorithm,
 } from '../../core/protocol.ts';
-import { redirectUriProblem } from '../../core/redirect-uri.ts';
+import { isLoopbackIssuer, redirectUriProblem } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, SelfRegistration, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
@@ -128,10 +128,11 @@ function urlRule(deps: Pick<ManageDeps, 'config'>, client: Pick<ClientRecord, 'r
 }
 
 /** What registering or updating a client checks, whichever way it was set. */
-function checkRegistration(client: ClientChanges, urls: UrlRule): void {
+function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string): void {
   const publicClient = client.authMethod === 'none';
+  const issuerOnLoopback = isLoopbackIssuer(issuer);
   for (const uri of client.redirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient });
+    const problem = redirectUriProblem(uri, { publicClient, issuerOnLoopback });
     if (problem) throw invalid`${field('redirect_uris')} ${uri}: ${problem}`;
   }
   if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
@@ -167,7 +168,7 @@ function checkRegistration(client: ClientChanges, urls: UrlRule): void {
   }
   // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
   for (const uri of client.postLogoutRedirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient });
+    const problem = redirectUriProblem(uri, { publicClient, issuerOnLoopback });
     if (problem) throw invalid`${field('post_logout_redirect_uris')} ${uri}: ${problem}`;
   }
   // Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment; here also https (http
@@ -377,7 +378,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
     ...(options.registeredBy === undefined ? {} : { registeredBy: options.registeredBy }),
     ...(metadata.verified ? { verified: true } : {}),
   };
-  checkRegistration(client, urls);
+  checkRegistration(client, urls, deps.config.issuer);
   await checkScopes(deps.store, scopes);
   checkScopesGiven(deps.caller, null, null, scopes);
   if (options.registeredBy !== undefined) await checkNotPassingFor(deps, client);
@@ -482,7 +483,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   // people see of it or where it sends them, the mark goes and the warning comes back.
   const unverified = by === 'client' && asked.verified === true && changesWhatPeopleSee(client, asked);
   const next: ClientChanges = unverified ? { ...asked, verified: false } : asked;
-  checkRegistration(next, urls);
+  checkRegistration(next, urls, deps.config.issuer);
   if (changes.scope !== undefined) {
     await checkScopes(deps.store, next.scopes);
     checkScopesGiven(deps.caller, id, client.scopes, next.scopes);

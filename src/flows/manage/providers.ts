@@ -294,13 +294,23 @@ function checkPosition(value: number | undefined): number | undefined {
   return value;
 }
 
+/**
+ * The id a provider added with this name (or id) gets: part of the redirect URI the provider
+ * must know before its client for Tessera exists (issue 49), so it is worked out alone.
+ */
+export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string {
+  const name = checkName(input.name, true)!;
+  const id = input.id?.trim() || name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
+  if (!PROVIDER_ID.test(id)) throw invalid`${field('id')} ${id || name}: 1-40 lower-case letters, digits and dashes (it is part of the redirect URI)`;
+  return id;
+}
+
 /** Adds a provider; its id is made from its name unless given. */
 export async function addProvider(deps: ProviderDeps, input: ProviderInput): Promise<IdentityProviderRecord> {
   const kind = PROVIDER_KINDS.find((candidate) => candidate === input.kind);
   if (kind === undefined) throw invalid`${field('kind')} ${input.kind ?? ''}: one of ${PROVIDER_KINDS.join(', ')}`;
   const name = checkName(input.name, true)!;
-  const id = input.id?.trim() || name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
-  if (!PROVIDER_ID.test(id)) throw invalid`${field('id')} ${id || name}: 1-40 lower-case letters, digits and dashes (it is part of the redirect URI)`;
+  const id = providerIdFor({ ...input, name });
   const { settings, secret } = build(kind, null, input);
   await checkTrust(deps, null, settings, input);
   await checkOnly(deps, id, settings['only']);

@@ -23,10 +23,11 @@
  * (the dependencies by the hash of package.json and package-lock.json), the layers in
  * containers-storage, where `podman run tessera:<version>` finds the image too.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { promisify } from 'node:util';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 const CACHE = join(ROOT, 'node_modules', '.cache', 'tessera-image');
@@ -54,9 +55,9 @@ interface PackageJson {
 const packageJson = (): PackageJson => JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
 
 /** Runs a command, its output returned; a failure throws with what it wrote. */
-function run(command: string, args: readonly string[], options: { cwd?: string; quiet?: boolean } = {}): string {
+async function run(command: string, args: readonly string[], options: { cwd?: string } = {}): Promise<string> {
   try {
-    return execFileSync(command, args, { cwd: options.cwd ?? ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
+    return (await promisify(execFile)(command, args, { cwd: options.cwd ?? ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })).stdout;
   } catch (error) {
     const failed = error as { status?: number; stderr?: string; stdout?: string; code?: string };
     if (failed.code === 'ENOENT') throw new Error(`${command} is not installed: apt-get install ${command === 'buildah' ? 'buildah' : command} (see .ci/run)`);
@@ -72,9 +73,9 @@ export function startFlags(pkg: PackageJson = packageJson()): string[] {
 }
 
 /** The shared libraries `ldd` names for a binary: each path as the loader finds it. */
-function sharedLibraries(binary: string): string[] {
+async function sharedLibraries(binary: string): Promise<string[]> {
   const paths = new Set<string>();
-  for (const line of run('ldd', [binary]).split('\n')) {
+  for (const line of (await run('ldd', [binary])).split('\n')) {
     // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or the loader, `/lib64/ld-linux-x86-64.so.2 (0x…)`.
     const path = /=>\s+(\/\S+)/.exec(line)?.[1] ?? /^\s*(\/\S+)\s+\(/.exec(line)?.[1];
     if (path) paths.add(path);
@@ -84,12 +85,11 @@ function sharedLibraries(binary: string): string[] {
 }
 
 /** The Debian package (name, version, architecture) that owns a file, by its path or its real path. */
-function debianPackage(path: string): { name: string; version: string; arch: string } {
+async function debianPackage(path: string): Promise<{ name: string; version: string; arch: string }> {
   for (const candidate of [path, realpathSync(path), join('/usr', path)]) {
     try {
-      const owner = run('dpkg-query', ['--search', candidate]).split(':')[0]!;
-      const [name, version, arch] = run('dpkg-query', ['--show', '--showformat=${Package}\t${Version}\t${Architecture}', owner]).split('\t');
-      return { name: name!, version: version!, arch: arch! };
+      const owner = (await run('dpkg-query', ['--search', candidate])).split(':')[0]!;
+      return await debianPackageNamed(owner);
     } catch {
       // Not this path (a merged /usr names a library by /lib/… and dpkg by /usr/lib/…): the next.
     }
@@ -97,8 +97,8 @@ function debianPackage(path: string): { name: string; version: string; arch: str
   throw new Error(`no Debian package owns ${path}`);
 }
 
-function debianPackageNamed(name: string): { name: string; version: string; arch: string } {
-  const [, version, arch] = run('dpkg-query', ['--show', '--showformat=${Package}\t${Version}\t${Architecture}', name]).split('\t');
+async function debianPackageNamed(name: string): Promise<{ name: string; version: string; arch: string }> {
+  const [, version, arch] = (await run('dpkg-query', ['--show', '--showformat=${Package}\t${Version}\t${Architecture}', name])).split('\t');
   return { name, version: version!, arch: arch! };
 }
 
@@ -140,10 +140,10 @@ export interface Component {
  * expects (a user and group for the numeric id, localhost, the name service order), the
  * licences of what it ships, and the `tessera` command.
  */
-function stageRuntime(dir: string): Component[] {
+async function stageRuntime(dir: string): Promise<Component[]> {
   const node = join(ROOT, 'node_modules', 'node', 'bin', 'node');
   if (!existsSync(node)) throw new Error('node_modules/node/bin/node is missing: run npm ci first (the image takes Node.js from the `node` devDependency)');
-  const nodeVersion = run(node, ['--version']).trim().replace(/^v/, '');
+  const nodeVersion = (await run(node, ['--version'])).trim().replace(/^v/, '');
   place(node, join(dir, NODE), 0o755);
   const nodePackage = join(ROOT, 'node_modules', 'node', 'node_modules', `node-${process.platform}-${process.arch}`);
   if (existsSync(join(nodePackage, 'LICENSE'))) place(join(nodePackage, 'LICENSE'), join(dir, 'usr/local/share/doc/node/LICENSE'));
@@ -157,13 +157,13 @@ function stageRuntime(dir: string): Component[] {
   }];
 
   const debian = new Map<string, { name: string; version: string; arch: string }>();
-  for (const library of sharedLibraries(node)) {
+  for (const library of await sharedLibraries(node)) {
     place(library, join(dir, library), 0o755);
-    const owner = debianPackage(library);
+    const owner = await debianPackage(library);
     debian.set(owner.name, owner);
   }
   place('/etc/ssl/certs/ca-certificates.crt', join(dir, 'etc/ssl/certs/ca-certificates.crt'));
-  const certificates = debianPackageNamed('ca-certificates');
+  const certificates = await debianPackageNamed('ca-certificates');
   debian.set(certificates.name, certificates);
   for (const owner of debian.values()) {
     const copyright = `/usr/share/doc/${owner.name}/copyright`;
@@ -190,7 +190,7 @@ function debianRelease(): string {
  * deps/node_modules: the production dependencies, installed from package-lock.json by `npm ci
  * --omit=dev` (no install scripts: none of them has a native part), once per lockfile.
  */
-function stageDependencies(dir: string): Component[] {
+async function stageDependencies(dir: string): Promise<Component[]> {
   const key = createHash('sha256').update(readFileSync(join(ROOT, 'package-lock.json'))).digest('hex');
   const stamp = join(dir, '.installed-from');
   if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== key) {
@@ -199,7 +199,7 @@ function stageDependencies(dir: string): Component[] {
     copyFileSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
     copyFileSync(join(ROOT, 'package-lock.json'), join(dir, 'package-lock.json'));
     process.stdout.write('image: installing the production dependencies (npm ci --omit=dev)\n');
-    run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: dir });
+    await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: dir });
     normaliseModes(join(dir, 'node_modules'));
     writeFileSync(stamp, key);
   }
@@ -275,9 +275,9 @@ export interface BuildOptions {
 }
 
 /** The image's labels: what, which version, from which commit. */
-export function imageLabels(pkg: PackageJson = packageJson()): Record<string, string> {
-  const revision = run('git', ['rev-parse', 'HEAD']).trim();
-  const committed = Number(run('git', ['log', '-1', '--format=%ct']).trim());
+export async function imageLabels(pkg: PackageJson = packageJson()): Promise<Record<string, string>> {
+  const revision = (await run('git', ['rev-parse', 'HEAD'])).trim();
+  const committed = Number((await run('git', ['log', '-1', '--format=%ct'])).trim());
   const repository = typeof pkg.repository === 'string' ? pkg.repository : pkg.repository?.url;
   const labels: Record<string, string> = {
     'org.opencontainers.image.title': pkg.name,
@@ -293,20 +293,20 @@ export function imageLabels(pkg: PackageJson = packageJson()): Record<string, st
   return labels;
 }
 
-export function buildImage(options: BuildOptions = {}): BuiltImage {
+export async function buildImage(options: BuildOptions = {}): Promise<BuiltImage> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const pkg = packageJson();
   const layout = options.layout ?? LAYOUT;
   const sbomPath = options.sbom ?? SBOM;
   const name = `${options.name ?? 'tessera'}:${pkg.version}`;
-  const labels = imageLabels(pkg);
+  const labels = await imageLabels(pkg);
 
   // The context: everything but the dependencies is staged afresh; buildah's cache compares contents.
   for (const part of ['runtime', 'app', 'volume']) rmSync(join(CONTEXT, part), { recursive: true, force: true });
-  const runtime = stageRuntime(join(CONTEXT, 'runtime'));
+  const runtime = await stageRuntime(join(CONTEXT, 'runtime'));
   normaliseModes(join(CONTEXT, 'runtime'));
   chmodSync(join(CONTEXT, 'runtime', 'tmp'), 0o1777);
-  const dependencies = stageDependencies(join(CONTEXT, 'deps'));
+  const dependencies = await stageDependencies(join(CONTEXT, 'deps'));
   stageApp(join(CONTEXT, 'app'));
   // /data as a directory of its own, with its mode: only the image's user reads the database and its key.
   mkdirSync(join(CONTEXT, 'volume', 'data'), { recursive: true });
@@ -315,13 +315,16 @@ export function buildImage(options: BuildOptions = {}): BuiltImage {
   writeFileSync(join(CONTEXT, 'Containerfile'), containerfile(pkg, labels));
 
   log(`image: buildah build ${name}${options.noCache ? ' (no cache)' : ''}`);
-  run('buildah', [
+  // Pushed by its id, not its name: a build elsewhere on this machine may take the name meanwhile.
+  const idFile = join(CACHE, `${options.name ?? 'tessera'}.iid`);
+  await run('buildah', [
     'build', '--format=oci', '--layers', ...(options.noCache ? ['--no-cache'] : []), '--timestamp=0', '--identity-label=false', '--pull=never',
-    '--tag', name, '--file', join(CONTEXT, 'Containerfile'), CONTEXT,
+    '--iidfile', idFile, '--tag', name, '--file', join(CONTEXT, 'Containerfile'), CONTEXT,
   ]);
+  const id = readFileSync(idFile, 'utf8').trim().replace(/^sha256:/, '');
   rmSync(layout, { recursive: true, force: true });
   mkdirSync(dirname(layout), { recursive: true });
-  run('buildah', ['push', '--format=oci', '--quiet', `localhost/${name}`, `oci:${layout}:${pkg.version}`]);
+  await run('buildah', ['push', '--format=oci', '--quiet', id, `oci:${layout}:${pkg.version}`]);
 
   const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { digest: string }[] };
   const digest = index.manifests[0]!.digest;
@@ -387,7 +390,7 @@ function uuidFrom(digest: string): string {
 if (import.meta.filename === process.argv[1]) {
   const started = Date.now();
   try {
-    const image = buildImage();
+    const image = await buildImage();
     const mb = (image.bytes / 1024 / 1024).toFixed(1);
     process.stdout.write(
       `image: ${image.name} (containers-storage: podman run ${image.name})\n` +

@@ -145,8 +145,6 @@ async function stageRuntime(dir: string): Promise<Component[]> {
   if (!existsSync(node)) throw new Error('node_modules/node/bin/node is missing: run npm ci first (the image takes Node.js from the `node` devDependency)');
   const nodeVersion = (await run(node, ['--version'])).trim().replace(/^v/, '');
   place(node, join(dir, NODE), 0o755);
-  const nodePackage = join(ROOT, 'node_modules', 'node', 'node_modules', `node-${process.platform}-${process.arch}`);
-  if (existsSync(join(nodePackage, 'LICENSE'))) place(join(nodePackage, 'LICENSE'), join(dir, 'usr/local/share/doc/node/LICENSE'));
   const components: Component[] = [{
     kind: 'node',
     name: 'node',

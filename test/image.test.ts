@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { buildImage, IMAGE_UID, startFlags, type BuiltImage } from '../deploy/image/build.ts';
+import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
 
 const TOOLS = ['buildah', 'umoci', 'skopeo', 'unshare', 'chroot', 'mount'];
@@ -34,6 +35,7 @@ const root = process.getuid?.() === 0;
 const why = missing.length > 0 ? `${missing.join(', ')} not installed (apt-get install buildah umoci skopeo; .ci/run does)` : root ? null : 'it needs root, for a mount namespace and chroot';
 
 const exec = promisify(execFile);
+
 
 interface RuntimeConfig {
   process: { user: { uid: number; gid: number }; args: string[]; env: string[]; cwd: string };
@@ -172,13 +174,15 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
   it('refuses to start, in one line saying what to set, with an unwritable /data, a read-only database path or a key file it cannot create', async () => {
     const rootOwned = join(dir, 'root-owned');
     mkdirSync(rootOwned, { mode: 0o755 });
+    // Each on a port of its own choosing: the image's 8080 may be taken on this machine.
+    const local = { HOST: '127.0.0.1', PORT: '0' };
     const refusals = await Promise.all([
       // A volume the image's user cannot write.
-      runIn(config.process.args, rootOwned),
+      runIn(config.process.args, rootOwned, local),
       // A database on the read-only root file system.
-      runIn(config.process.args, freshData('unused-1'), { TESSERA_DATABASE: '/app/tessera.db', TESSERA_DATABASE_CREATE: 'true' }),
+      runIn(config.process.args, freshData('unused-1'), { ...local, TESSERA_DATABASE: '/app/tessera.db', TESSERA_DATABASE_CREATE: 'true' }),
       // No key encryption key, and nowhere to write the key file.
-      runIn(config.process.args, freshData('unused-2'), { TESSERA_KEY_FILE: '/app/tessera.key' }),
+      runIn(config.process.args, freshData('unused-2'), { ...local, TESSERA_KEY_FILE: '/app/tessera.key' }),
     ]);
     const expected = [
       /^tessera: cannot start: TESSERA_DATABASE: cannot open the SQLite database \/data\/tessera\.db: EACCES.*; uid 10001 must be able to write the file and its directory \/data: change their owner or mode, or set TESSERA_DATABASE to a path it can write$/,
@@ -190,6 +194,31 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
       assert.deepEqual(refusal.stderr.trimEnd().split('\n').length, 1, `one line:\n${refusal.stderr}`);
       assert.match(refusal.stderr.trimEnd(), expected[index]!);
     }
+  });
+
+  it('docs/deployment.md: builds with the page\'s command, copies with its skopeo line, and registers a client with its podman exec line', async () => {
+    const version = image.tag;
+    const [build, copy] = shellBlock('docs/deployment.md', 'npm run image').split('\n');
+    assert.equal(build, 'npm run image');
+    assert.match(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.image, / deploy\/image\/build\.ts$/, 'the script is the build this file runs');
+    // The copy to a registry, to a layout of the test's own instead: the same image arrives.
+    const copied = join(dir, 'copied');
+    const line = copy!.replace(`oci:dist/image:${version}`, `oci:${image.layout}:${version}`).replace(`docker://registry.example.com/tessera:${version}`, `oci:${copied}:${version}`);
+    assert.notEqual(line, copy, `the page copies oci:dist/image:${version} to a registry`);
+    await exec('bash', ['-c', line]);
+    assert.equal((JSON.parse(readFileSync(join(copied, 'index.json'), 'utf8')) as { manifests: { digest: string }[] }).manifests[0]!.digest, image.digest);
+
+    const [run, execLine] = shellBlock('docs/deployment.md', 'podman run').split('\n');
+    const words = run!.split(/\s+/);
+    assert.equal(words.at(-1), `tessera:${version}`);
+    assert.equal(words[words.indexOf('-p') + 1], `8080:${config.process.env.find((entry) => entry.startsWith('PORT='))!.slice('PORT='.length)}`);
+    assert.match(words[words.indexOf('-v') + 1]!, /^[\w-]+:\/data$/, 'a named volume at the image\'s volume');
+    const [, container, command, rest] = /^podman exec (\S+) (\S+) (.*)$/.exec(execLine!)!;
+    assert.equal(container, words[words.indexOf('--name') + 1]);
+    assert.equal(command, 'tessera', 'the command on the image\'s PATH');
+    const added = await runIn(['tessera', ...shellWords(rest!)], freshData('docs-data'));
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /client_id: +\S+/);
   });
 
   it('runs under podman, where podman can start a container', { skip: onPath('podman') ? false : 'podman is not installed (no container can be started on these machines)' }, async (t) => {

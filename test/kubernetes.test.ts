@@ -9,13 +9,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { IMAGE_UID } from '../deploy/image/build.ts';
 import { setting, SETTINGS, type IntegerSetting } from '../src/config/settings.ts';
+import { runTessera } from './helpers/cli.ts';
+import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const kubectl = (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, 'kubectl')));
@@ -116,5 +119,27 @@ describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || 
     const budget = find('PodDisruptionBudget');
     for (const [name, value] of Object.entries(budget.spec.selector!.matchLabels!)) assert.equal(labels[name], value);
     assert.equal(budget.spec.minAvailable, 1);
+  });
+
+  it('docs/deployment.md: the page\'s Secret has the keys the pods read, apply -k applies these files, and its exec line registers a client', async () => {
+    const [create, apply, exec] = shellBlock('docs/deployment.md', 'kubectl create secret').split('\n');
+    const words = shellWords(create!);
+    assert.deepEqual(words.slice(0, 5), ['kubectl', 'create', 'secret', 'generic', 'tessera']);
+    const given = words.map((word) => /^--from-literal=([^=]+)=/.exec(word)?.[1]).filter((key) => key !== undefined).sort();
+    const env = find('Deployment').spec.template!.spec.containers[0]!.env;
+    const read = env.map((variable) => variable.valueFrom?.secretKeyRef).filter((ref) => ref !== undefined);
+    assert.deepEqual(given, read.map((ref) => ref.key).sort());
+    assert.ok(read.every((ref) => ref.name === 'tessera'));
+    assert.equal(apply, 'kubectl apply -k deploy/kubernetes');
+    const [, deployment, args] = /^kubectl exec deploy\/(\S+) -- tessera (.*)$/.exec(exec!)!;
+    assert.equal(deployment, find('Deployment').metadata.name);
+    // What `kubectl exec` runs in the pod, here on a database of the test's own.
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-kubernetes-docs-'));
+    try {
+      const added = await runTessera(shellWords(args!), { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_DATABASE_CREATE: 'true' });
+      assert.equal(added.code, 0, added.stderr);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -253,13 +253,23 @@ export function recordedIssuer(database: string): { readonly issuer: string; rea
   }
 }
 
-/** Opens the store; a database that cannot be opened or reached is reported as TESSERA_DATABASE. */
+/**
+ * Opens the store; a database that cannot be opened or reached is reported as TESSERA_DATABASE.
+ * One this process may not write (a file or directory owned by another user, a read-only file
+ * system: in a container, a volume not given to the image's user) says so, and what to change.
+ */
 async function openConfiguredStore(config: Config, report: StoreReport): Promise<Store> {
   try {
     return await openStore(config.database, config.postgres);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new ConfigError('TESSERA_DATABASE', `cannot open ${report.text}: ${why}`);
+    const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+    const location = parseDatabase(config.database);
+    // (A recursive mkdir on a read-only file system fails ENOENT.)
+    const unwritable = location.kind === 'sqlite' && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || (code === 'ENOENT' && syscall === 'mkdir'))
+      ? `; ${process.getuid ? `uid ${process.getuid()}` : 'this process'} must be able to write the file and its directory ${dirname(resolvePath(location.path))}: change their owner or mode, or set TESSERA_DATABASE to a path it can write`
+      : '';
+    throw new ConfigError('TESSERA_DATABASE', `cannot open ${report.text}: ${why}${unwritable}`);
   }
 }
 

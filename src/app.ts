@@ -93,7 +93,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
-    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, clientUrlFetch(input.config.allowPrivateNetworkUrls)),
+    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls })),
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
@@ -102,7 +102,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
   if (!input.config.registration.metadataDocuments.enabled) return deps;
-  return { ...deps, metadataClient: (clientId) => metadataDocumentClient(deps, clientId) };
+  return { ...deps, metadataClient: (clientId, ip) => metadataDocumentClient(deps, clientId, ip) };
 }
 
 /** Builds the Fastify app from its dependencies; does not listen. */

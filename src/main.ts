@@ -1,9 +1,10 @@
 /**
  * The composition root: config -> store -> keys -> app -> listen.
  */
+import './config/require-node.ts';
 import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { dirname, resolve as resolvePath } from 'node:path';
@@ -22,8 +23,18 @@ import { KeyManager } from './tokens/keys.ts';
 const PURGE_RETENTION_MS = 60 * 60_000;
 const PURGE_EVERY_MS = 60_000;
 
+/** How long the purge keeps what it keeps for a while after its use (each a setting). */
+export interface PurgeRetention {
+  /** Grants that can issue nothing more (TESSERA_GRANT_RETENTION; a week when absent). */
+  readonly grantsMs?: number;
+  /** Events (TESSERA_EVENT_RETENTION); absent, they are not purged. */
+  readonly eventsMs?: number;
+  /** Self-registered clients never used (TESSERA_UNUSED_REGISTRATION_RETENTION, issue 40); absent, they are not purged. */
+  readonly unusedClientsMs?: number;
+}
+
 /**
- * Purges expired records (and grants spent or revoked `grantRetentionMs` ago, issue 12)
+ * Purges expired records (and grants spent or revoked `retention.grantsMs` ago, issue 12)
  * about once every `PURGE_EVERY_MS`, each time after a random 50% to
  * 150% of it, so that instances started together drift apart instead of purging in step;
  * the next purge is scheduled only when the last has finished, so a long backlog never
@@ -35,11 +46,9 @@ export function schedulePurge(
   store: Store,
   onError: (error: unknown) => void,
   random: () => number = Math.random,
-  /** How long grants that can issue nothing more are kept (TESSERA_GRANT_RETENTION). */
-  grantRetentionMs: number = 7 * 24 * 60 * 60_000,
-  /** How long events are kept (TESSERA_EVENT_RETENTION); absent, they are not purged. */
-  eventRetentionMs?: number,
+  retention: PurgeRetention = {},
 ): () => Promise<void> {
+  const { grantsMs = 7 * 24 * 60 * 60_000, eventsMs, unusedClientsMs } = retention;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -49,8 +58,9 @@ export function schedulePurge(
       const now = systemClock.now();
       running = store
         .purgeExpired(now - PURGE_RETENTION_MS, {
-          grantsBefore: now - grantRetentionMs,
-          ...(eventRetentionMs === undefined ? {} : { eventsBefore: now - eventRetentionMs }),
+          grantsBefore: now - grantsMs,
+          ...(eventsMs === undefined ? {} : { eventsBefore: now - eventsMs }),
+          ...(unusedClientsMs === undefined ? {} : { unusedClientsBefore: now - unusedClientsMs }),
         })
         .then(() => {}, onError)
         .finally(next);
@@ -205,13 +215,61 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
   return { text: describeDatabase({ kind: 'sqlite', path: file }), created: true };
 }
 
-/** Opens the store; a database that cannot be opened or reached is reported as TESSERA_DATABASE. */
+/**
+ * Where a server on an SQLite file records the issuer it serves, beside the file
+ * (`data/tessera.db.issuer`), for the `tessera` commands run on the same database in another
+ * terminal without its PORT or TESSERA_ISSUER (issue 49: they printed links on port 8080 to a
+ * server on 43080). None for PostgreSQL, whose commands read the settings file the servers
+ * read, nor for an in-memory database.
+ */
+export function issuerRecordFile(database: string): string | null {
+  const location = parseDatabase(database);
+  return location.kind === 'sqlite' && location.path !== ':memory:' ? `${resolvePath(location.path)}.issuer` : null;
+}
+
+/** Records the issuer a server serves once it listens (see issuerRecordFile); a failure to write costs only that record. */
+function recordIssuer(config: Config, warn: (message: string) => void): void {
+  const file = issuerRecordFile(config.database);
+  if (file === null) return;
+  try {
+    // Whole or not at all: workers starting together each write the same line.
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, `${config.issuer}\n`, { mode: 0o644 });
+    renameSync(partial, file);
+  } catch (error) {
+    warn(`could not record the issuer in ${file} for the tessera command: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The issuer the last server started on this SQLite database recorded, or null. */
+export function recordedIssuer(database: string): { readonly issuer: string; readonly file: string } | null {
+  const file = issuerRecordFile(database);
+  if (file === null) return null;
+  try {
+    const issuer = readFileSync(file, 'utf8').trim();
+    return /^https?:\/\/\S+$/.test(issuer) ? { issuer, file } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Opens the store; a database that cannot be opened or reached is reported as TESSERA_DATABASE.
+ * One this process may not write (a file or directory owned by another user, a read-only file
+ * system: in a container, a volume not given to the image's user) says so, and what to change.
+ */
 async function openConfiguredStore(config: Config, report: StoreReport): Promise<Store> {
   try {
     return await openStore(config.database, config.postgres);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new ConfigError('TESSERA_DATABASE', `cannot open ${report.text}: ${why}`);
+    const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+    const location = parseDatabase(config.database);
+    // (A recursive mkdir on a read-only file system fails ENOENT.)
+    const unwritable = location.kind === 'sqlite' && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || (code === 'ENOENT' && syscall === 'mkdir'))
+      ? `; ${process.getuid ? `uid ${process.getuid()}` : 'this process'} must be able to write the file and its directory ${dirname(resolvePath(location.path))}: change their owner or mode, or set TESSERA_DATABASE to a path it can write`
+      : '';
+    throw new ConfigError('TESSERA_DATABASE', `cannot open ${report.text}: ${why}${unwritable}`);
   }
 }
 
@@ -277,7 +335,11 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   const { adminListenerHandler, buildApp, Readiness } = await import('./app.ts');
   const readiness = new Readiness();
   const app = await buildApp({ config, store, keys, encryption, clock: systemClock, readiness, ...(metrics ? { metrics } : {}) });
-  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, config.grantRetentionSeconds * 1000, config.eventRetentionSeconds * 1000);
+  const stopPurge = schedulePurge(store, (error) => app.log.warn({ err: error }, 'purge failed'), Math.random, {
+    grantsMs: config.grantRetentionSeconds * 1000,
+    eventsMs: config.eventRetentionSeconds * 1000,
+    unusedClientsMs: config.registration.unusedRetentionSeconds * 1000,
+  });
   let address: string;
   if (picked) {
     await app.ready();
@@ -309,6 +371,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     const bound = server.address() as AddressInfo;
     adminServer = { server, url: `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` };
   }
+  recordIssuer(config, (message) => app.log.warn(message));
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
   if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);

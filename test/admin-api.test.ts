@@ -247,6 +247,31 @@ describe('the admin API', () => {
     assert.equal((await call('DELETE', `/clients/${client.body['client_id'] as string}`)).status, 404);
   });
 
+  it('refuses a name or description holding a line break, ESC or a bidirectional override with 400, naming the field', async () => {
+    assert.equal((await call('POST', '/users', { body: { username: 'named', password: 'named has a long password' } })).status, 201);
+    const forged = ['Ada\nsignin.succeeded user=admin', 'Ada\u001b[2K', 'Ada\u202Egnp.exe', 'Ada\u2028Lovelace'];
+    for (const name of forged) {
+      const cases: [string, string, unknown, RegExp][] = [
+        ['POST', '/users', { username: 'forger', password: 'forger has a long password', name }, /^name must not contain control or bidirectional formatting characters/],
+        ['PATCH', '/users/named', { family_name: name }, /^family_name must not contain control/],
+        ['PATCH', '/users/named', { localized_names: { 'ja-Kana-JP': { name } } }, /^name#ja-Kana-JP must not contain control/],
+        ['POST', '/clients', { client_name: name, redirect_uris: [REDIRECT_URI] }, /^client_name must not contain control/],
+        ['POST', '/providers', { kind: 'oidc', name, issuer: 'https://sso.example.com', client_id: 'tessera' }, /^name must not contain control/],
+        ['POST', '/resources', { identifier: 'https://forged.example.com', name, scopes: [{ name: 'forged:read', description: 'See it' }] }, /^name must not contain control/],
+        ['POST', '/resources', { identifier: 'https://forged.example.com', name: 'Forged', scopes: [{ name: 'forged:read', description: name }] }, /^scopes forged:read: the description must not contain control/],
+      ];
+      for (const [method, path, body, detail] of cases) {
+        const refused = await call(method, path, { body });
+        assert.equal(refused.status, 400, `${method} ${path} ${JSON.stringify(body)}`);
+        assert.match(refused.body['detail'] as string, detail);
+      }
+    }
+    assert.equal((await call('GET', '/users/forger')).status, 404, 'nothing was made');
+    // The joiners Persian and emoji need are not among them.
+    const persian = await call('PATCH', '/users/named', { body: { localized_names: { fa: { name: 'آدا\u200Cلاولیس' } } } });
+    assert.equal(persian.status, 200, JSON.stringify(persian.body));
+  });
+
   it('manages upstream identity providers through the operations the command calls, never answering a secret', async () => {
     const made = await call('POST', '/providers', { body: { kind: 'oidc', name: 'Corp SSO', issuer: 'https://sso.example.com', client_id: 'tessera', client_secret: 'the upstream secret', allowed_domains: ['example.com'] } });
     assert.equal(made.status, 201, JSON.stringify(made.body));

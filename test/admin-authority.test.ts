@@ -192,5 +192,19 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal((await server.store.identityProviders.get('trusted-sso'))?.settings['issuer'], 'https://sso.example.com');
       assert.equal((await call('PATCH', '/providers/trusted-sso', providers.token, { name: 'Trusted', position: 3 })).status, 200, 'its name and place are anyone\'s');
     });
+
+    it('cannot repoint a provider people already sign in through; may rotate its secret, and repoint one nobody uses', async () => {
+      const providers = await adminClient('admin:providers');
+      assert.equal((await call('POST', '/providers', providers.token, { ...upstream, name: 'Used SSO' })).status, 201);
+      assert.equal((await call('POST', '/providers', providers.token, { ...upstream, name: 'Unused SSO' })).status, 201);
+      const person = await server.addUser({ username: 'linked-person' });
+      await server.store.linkedIdentities.create({ providerId: 'used-sso', subject: 'upstream-1', userId: person.id, label: null, groups: [], createdAt: Date.now(), lastUsedAt: null });
+      for (const change of [{ issuer: 'https://evil.example' }, { client_id: 'attacker-app' }, { claim_mapping: { username: 'name' } }]) {
+        assert.equal((await call('PATCH', '/providers/used-sso', providers.token, change)).status, 403, JSON.stringify(change));
+      }
+      assert.equal((await call('PATCH', '/providers/used-sso', providers.token, { client_secret: 'rotated upstream secret' })).status, 200, 'a new secret for the same client');
+      assert.equal((await call('PATCH', '/providers/unused-sso', providers.token, { issuer: 'https://other.example' })).status, 200, 'nobody signs in through it yet');
+      assert.equal((await call('PATCH', '/providers/used-sso', owner, { issuer: 'https://new.example' })).status, 200, 'an owner may');
+    });
   });
 });

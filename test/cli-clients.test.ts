@@ -163,7 +163,6 @@ describe('managing clients after registration: client show, update and rotate-se
     for (const [id, args, message] of [
       [client.client_id, [], /nothing to change/],
       [client.client_id, ['--remove-redirect-uri', 'https://never.example/cb'], /not registered for this client/],
-      [client.client_id, ['--add-redirect-uri', 'http://localhost:3000/cb'], /public native apps/],
       [client.client_id, ['--add-redirect-uri', 'com.example.app:/cb'], /--public/],
       [client.client_id, ['--add-web-origin', 'https://app.example'], /--public/],
       [client.client_id, ['--remove-redirect-uri', REDIRECT_URI], /--redirect-uri is required/],
@@ -183,6 +182,11 @@ describe('managing clients after registration: client show, update and rotate-se
       assert.match(result.stderr, message, args.join(' '));
       assert.deepEqual(await show(id), before, `${args.join(' ')} changed nothing`);
     }
+    // http://localhost for a confidential client: refused unless the issuer is on loopback too,
+    // as this test server's is (issue 49).
+    const elsewhere = await runTessera(['client', 'update', client.client_id, '--add-redirect-uri', 'http://localhost:3000/cb'], { ...env, TESSERA_ISSUER: 'https://id.example.com' });
+    assert.equal(elsewhere.code, 2);
+    assert.match(elsewhere.stderr, /public native apps/);
     const unknown = await runTessera(['client', 'update', 'no-such-client', '--name', 'x'], env);
     assert.equal(unknown.code, 1);
   });

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { NODE_FLAGS, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl } from './helpers/postgres.ts';
 
 const DEPLOYMENT = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8');
@@ -40,6 +40,9 @@ function block(language: string, firstLine: string, includes = ''): string {
 async function bash(line: string, cwd: string, env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
   return promisify(execFile)('bash', ['-c', line], { cwd, env: { PATH: process.env['PATH'] ?? '', ...env } });
 }
+
+/** The checkout, where the page's `node bin/tessera.js` runs. */
+const REPO = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 
 const tool = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => existsSync(join(dir, name)));
 
@@ -72,10 +75,10 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
   });
 
   it('registers the app and the user with the page\'s commands, then serves the same keys from both instances', async () => {
-    const commands = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode').split('\n').filter((line) => line.includes('src/cli/main.ts'));
+    const commands = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode').split('\n').filter((line) => line.includes('bin/tessera.js'));
     assert.equal(commands.length, 2);
     for (const line of commands) {
-      const [before, after] = line.split('src/cli/main.ts ');
+      const [before, after] = line.split('bin/tessera.js ');
       const stdin = /^echo '([^']*)' \|/.exec(before!)?.[1];
       const result = await runTessera(words(after!), env, stdin === undefined ? '' : `${stdin}\n`);
       assert.equal(result.code, 0, `${line}\n${result.stderr}`);
@@ -93,8 +96,8 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
 
   it('starts each instance with the page\'s serve command, which the systemd unit runs too', async () => {
     const serve = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode', ' serve').split('\n')[1]!;
-    // What serveTessera started above: this Node, these flags, the command line and `serve`.
-    const command = [...NODE_FLAGS, 'src/cli/main.ts', 'serve'];
+    // What serveTessera started above: this Node (with the test's own flags), the command line and `serve`.
+    const command = ['bin/tessera.js', 'serve'];
     assert.deepEqual(words(serve), ['node', ...command]);
     const unit = block('ini', '# /etc/systemd/system/tessera.service');
     const setting = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(unit)?.[1];
@@ -138,7 +141,7 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
     const jwks = async (url: string) => ((await (await fetch(`${url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid).sort();
     const before = await jwks(instances[0]!.url);
     const line = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode', 'keys rotate').split('\n')[1]!;
-    const result = await runTessera(words(line.split('src/cli/main.ts ')[1]!), env);
+    const result = await runTessera(words(line.split('bin/tessera.js ')[1]!), env);
     assert.equal(result.code, 0, result.stderr);
     const [a, b] = await Promise.all(instances.map((instance) => jwks(instance.url)));
     assert.ok(a!.length > before.length && before.every((kid) => a!.includes(kid)), 'new keys published beside the old');
@@ -194,7 +197,7 @@ describe('docs/deployment.md: the SQLite backups, as written', { skip: tool('sql
       // Each line is a way of its own: each writes to a backups directory of its own.
       const backups = join(dir, `backups-${index}`);
       mkdirSync(backups);
-      const local = line.replaceAll("'/backups/", `'${backups}/`).replace(/^node /, `${process.execPath} `);
+      const local = line.replaceAll("'/backups/", `'${backups}/`).replace(/^node bin\//, `${process.execPath} ${REPO}/bin/`).replace(/^node /, `${process.execPath} `);
       assert.notEqual(local, line, 'the line writes to /backups');
       await bash(local, dir);
       const [file] = readdirSync(backups);

@@ -11,6 +11,9 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
+import { text } from './helpers/device.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -48,6 +51,8 @@ async function authorize(server: TestServer, clientId: string, redirectUri = RED
 describe('Client ID Metadata Documents, with the development setting (a local test app over http)', () => {
   let server: TestServer;
   let app: Awaited<ReturnType<typeof appServer>>;
+  /** What /changing.json says now. */
+  let changing: Record<string, unknown> = { client_name: 'Agenda', redirect_uris: [REDIRECT] };
 
   before(async () => {
     app = await appServer({
@@ -60,6 +65,9 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       '/secret.json': document({ client_secret: 'shh' }),
       '/web-redirect.json': document({ redirect_uris: ['http://evil.example/cb'] }),
       '/text.json': (_url, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>'),
+      '/impostor.json': document({ client_name: 'Sh\u043ep \u0410dmin' }),
+      '/changing.json': (url, response) => json({ client_id: url, ...changing }, { 'cache-control': 'no-store' })(url, response),
+      '/scheme.json': document({ redirect_uris: ['com.shop.admin:/callback'] }),
     });
     server = await startTestServer({
       env: {
@@ -67,6 +75,8 @@ describe('Client ID Metadata Documents, with the development setting (a local te
         TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'on',
         TESSERA_CLIENT_ID_METADATA_MAX_BYTES: '1024',
         TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS: '500',
+        // Every app here comes from this machine's one address: more than the default allows.
+        TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_ADDRESS: '100',
       },
     });
   });
@@ -120,6 +130,48 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     assert.equal(app.hits.get('/uncached.json'), 1, 'no-store: still kept a second');
   });
 
+  it("refuses a document that takes an operator app's name (or a look-alike) or private-use redirect scheme", async () => {
+    await server.addClient({ name: 'Shop Admin', redirectUris: ['com.shop.admin:/callback'], public: true });
+    const named = await authorize(server, `${app.base}/impostor.json`);
+    assert.equal(named.status, 400);
+    assert.match(named.text, /client_name .* looks like the name of an app registered by the operator \(Shop Admin\)/);
+    const scheme = await authorize(server, `${app.base}/scheme.json`, 'com.shop.admin:/callback');
+    assert.equal(scheme.status, 400);
+    assert.match(scheme.text, /the scheme com\.shop\.admin belongs to an app registered by the operator/);
+    assert.equal(await server.store.clients.get(`${app.base}/impostor.json`), null);
+  });
+
+  it('shows "not verified" again once the app changes its name or redirect URIs in its document after the operator verified it', async () => {
+    const clientId = `${app.base}/changing.json`;
+    const user = await server.addUser();
+    const consent = async (redirectUri = REDIRECT) => {
+      const url = new URL(`${server.url}/oauth/authorize`);
+      url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', prompt: 'consent', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+      const browser = new FormBrowser(server.url);
+      const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
+      assertApprovalPage(page, '/oauth/authorize/decision');
+      return text(page);
+    };
+    // Kept a second (no-store): the next request after that fetches the document again.
+    const refetched = () => new Promise((resolve) => setTimeout(resolve, 1100));
+    assert.match(await consent(), /Not verified by Tessera\. This app describes itself/);
+    const verified = await runTessera(['client', 'update', clientId, '--verified'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(verified.code, 0, verified.stderr);
+    await refetched();
+    assert.doesNotMatch(await consent(), /Not verified/, 'the same document keeps the mark');
+
+    changing = { client_name: 'Agenda Plus', redirect_uris: [REDIRECT] };
+    await refetched();
+    const renamed = await consent();
+    assert.match(renamed, /Allow Agenda Plus to access your account/);
+    assert.match(renamed, /Not verified by Tessera\. This app describes itself/);
+
+    assert.equal((await runTessera(['client', 'update', clientId, '--verified'], { TESSERA_DATABASE: server.config.database })).code, 0);
+    changing = { client_name: 'Agenda Plus', redirect_uris: ['http://127.0.0.1:9/moved'] };
+    await refetched();
+    assert.match(await consent('http://127.0.0.1:9/moved'), /Not verified by Tessera\. This app describes itself/);
+  });
+
   for (const [path, reason] of [
     ['/large.json', /larger than 1024 bytes/],
     ['/slow.json', /did not arrive within 500 ms/],
@@ -138,6 +190,51 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       assert.equal(app.hits.get(path), 1);
     });
   }
+});
+
+describe('Client ID Metadata Documents: new apps per address and across the server (issue 40)', () => {
+  let server: TestServer;
+  let app: Awaited<ReturnType<typeof appServer>>;
+  before(async () => {
+    app = await appServer(Object.fromEntries(['/a.json', '/b.json', '/c.json', '/d.json'].map((path) => [path, document()])));
+    server = await startTestServer({
+      env: {
+        TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'on',
+        TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'on',
+        TESSERA_TRUST_PROXY: 'true',
+        TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_ADDRESS: '2',
+        TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_HOUR: '3',
+      },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await app.close();
+  });
+
+  const from = async (ip: string, path: string) => {
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: `${app.base}${path}`, redirect_uri: REDIRECT, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+    const response = await fetch(url, { redirect: 'manual', headers: { 'x-forwarded-for': ip } });
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') };
+  };
+
+  it('refuses a new app past the limits with 429 and Retry-After, without fetching its document, and keeps serving the apps it knows', async () => {
+    for (const path of ['/a.json', '/b.json']) assert.equal((await from('198.51.100.7', path)).status, 200, path);
+    const refused = await from('198.51.100.7', '/c.json');
+    assert.equal(refused.status, 429, refused.text);
+    assert.ok(Number(refused.retryAfter) > 0);
+    assert.match(refused.text, /too many new apps known by a metadata document URL from this address this hour/i);
+    assert.equal(app.hits.get('/c.json'), undefined, 'not fetched');
+    assert.equal(await server.store.clients.get(`${app.base}/c.json`), null);
+    assert.equal((await from('198.51.100.7', '/a.json')).status, 200, 'an app already known is not counted');
+
+    assert.equal((await from('198.51.100.8', '/c.json')).status, 200);
+    const full = await from('203.0.113.9', '/d.json');
+    assert.equal(full.status, 429, full.text);
+    assert.match(full.text, /too many new apps known by a metadata document URL on this server this hour/i);
+    assert.equal(app.hits.get('/d.json'), undefined);
+  });
 });
 
 describe('Client ID Metadata Documents, without the development setting', () => {

@@ -1,19 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
 import { schedulePurge } from '../src/main.ts';
-import type { Store } from '../src/store/types.ts';
+import type { PurgeCutoffs, Store } from '../src/store/types.ts';
 
 /** A store whose purges finish only when the test says so. */
 function slowStore() {
   const started: number[] = [];
+  const cutoffs: (PurgeCutoffs | undefined)[] = [];
   const finishers: (() => void)[] = [];
   const store = {
-    purgeExpired(before: number) {
+    purgeExpired(before: number, given?: PurgeCutoffs) {
       started.push(before);
+      cutoffs.push(given);
       return new Promise<number>((resolve) => finishers.push(() => resolve(0)));
     },
   } as unknown as Store;
-  return { store, started, finish: () => finishers.shift()?.() };
+  return { store, started, cutoffs, finish: () => finishers.shift()?.() };
 }
 
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -44,6 +46,23 @@ describe('the background purge', () => {
       await stopping;
       mock.timers.tick(10 * 60_000);
       assert.equal(started.length, 2, 'nothing after stop');
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it('gives each retention its cutoff: grants, events and self-registered clients never used (issue 40)', async () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const { store, started, cutoffs, finish } = slowStore();
+      const stop = schedulePurge(store, (error) => assert.fail(String(error)), () => 0.5, { grantsMs: 7_000_000, eventsMs: 9_000_000, unusedClientsMs: 604_800_000 });
+      mock.timers.tick(60_000);
+      assert.equal(started.length, 1);
+      // Each cutoff is its retention before the same now; `before` is an hour before it.
+      const now = started[0]! + 3_600_000;
+      assert.deepEqual(cutoffs[0], { grantsBefore: now - 7_000_000, eventsBefore: now - 9_000_000, unusedClientsBefore: now - 604_800_000 });
+      finish();
+      await stop();
     } finally {
       mock.timers.reset();
     }

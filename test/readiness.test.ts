@@ -68,10 +68,19 @@ describe('/readyz', () => {
   });
 });
 
-describe('npm start', () => {
-  it('leaves no server running when npm is sent SIGTERM', async () => {
+/**
+ * `npm start` and `npm run tessera -- serve` behave alike when npm is signalled (issue 49: the
+ * second ran node under sh -c without exec, and sh died leaving the server serving).
+ */
+describe('npm start and npm run tessera -- serve', () => {
+  it('npm start leaves no server running when npm is sent SIGTERM', () => npmLeavesNoServer(['start', '--silent']));
+  it('npm run tessera -- serve leaves no server running when npm is sent SIGTERM', () => npmLeavesNoServer(['run', '--silent', 'tessera', '--', 'serve']));
+});
+
+async function npmLeavesNoServer(args: readonly string[]): Promise<void> {
+  {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-npm-start-'));
-    const npm = spawn('npm', ['start', '--silent'], {
+    const npm = spawn('npm', args, {
       cwd: ROOT,
       env: { ...process.env, ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -91,8 +100,8 @@ describe('npm start', () => {
             resolve({ pid: logged.pid, url: /listening on (\S+)\)/.exec(logged.msg)![1]! });
           }
         });
-        exited.then(() => reject(new Error(`npm start exited before serving:\n${output}`)));
-      }), 'npm start to serve', 60_000);
+        exited.then(() => reject(new Error(`npm ${args.join(' ')} exited before serving:\n${output}`)));
+      }), `npm ${args.join(' ')} to serve`, 60_000);
       serverPid = started.pid;
       assert.equal(await status(`${started.url}/healthz`), 200);
       assert.ok(alive(started.pid));
@@ -110,5 +119,5 @@ describe('npm start', () => {
       if (serverPid !== null && alive(serverPid)) process.kill(serverPid, 'SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-});
+  }
+}

@@ -12,8 +12,9 @@ import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
+import { assertApprovalPage } from './helpers/browser.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { basic, postForm, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 const LOOPBACK_REDIRECT = 'http://127.0.0.1:9/callback';
@@ -64,6 +65,16 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
   } finally {
     await browser?.close();
   }
+}
+
+/** The text of the approval page `user` reaches for `clientId` (signing in first), through HTTP. */
+async function consentPage(server: TestServer, clientId: string, redirectUri: string, user: { username: string; password: string }): Promise<string> {
+  const url = new URL(`${server.url}/oauth/authorize`);
+  url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', prompt: 'consent', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+  const browser = new BrowserAt(server.url);
+  const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
+  assertApprovalPage(page, '/oauth/authorize/decision');
+  return text(page);
 }
 
 describe('registration off (the default)', () => {
@@ -188,6 +199,55 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.deepEqual([client?.firstParty, client?.pkce], [false, 'required'], 'a registering app cannot make itself first-party or drop PKCE');
   });
 
+  it('refuses loopback back-channel logout and JWKS URLs from a registering app, at registration and in an update, which the operator may still set on its own clients', async () => {
+    const token = await initialToken();
+    const base = { client_name: 'Printer', redirect_uris: ['https://printer.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ backchannel_logout_uri: 'http://127.0.0.1:8080/admin/v1/keys' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://127.9.9.9:25/' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://localhost:6379/' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://x.localhost./logout' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'http://[::1]:9/logout' }, 'backchannel_logout_uri'],
+      [{ backchannel_logout_uri: 'https://[::ffff:127.0.0.1]:9/logout' }, 'backchannel_logout_uri'],
+      [{ jwks: undefined, jwks_uri: 'http://127.0.0.1:9/jwks' }, 'jwks_uri'],
+      [{ jwks: undefined, jwks_uri: 'https://0x7f.1/jwks' }, 'jwks_uri'],
+    ];
+    for (const [extra, field] of cases) {
+      const refused = await post(server, { ...base, ...extra }, token);
+      assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_client_metadata'], `${JSON.stringify(extra)}: ${JSON.stringify(refused.body)}`);
+      assert.match(String(refused.body['error_description']), new RegExp(`${field} .*is a loopback address`), JSON.stringify(refused.body));
+    }
+    const made = await post(server, { ...base, backchannel_logout_uri: 'https://printer.example/logout' }, token);
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const put = await manage(made.body['registration_client_uri'] as string, 'PUT', made.body['registration_access_token'] as string, { ...base, client_id: made.body['client_id'], backchannel_logout_uri: 'http://127.0.0.1:9/logout' });
+    assert.deepEqual([put.status, put.body['error']], [400, 'invalid_client_metadata'], JSON.stringify(put.body));
+    assert.equal((await server.store.clients.get(made.body['client_id'] as string))?.backchannelLogoutUri, 'https://printer.example/logout');
+    // Loopback is the operator's: its own clients may name it.
+    const own = await runTessera(['client', 'add', '--name', 'Sidecar', '--redirect-uri', LOOPBACK_REDIRECT, '--backchannel-logout-uri', 'http://127.0.0.1:9/logout', '--json'], env());
+    assert.equal(own.code, 0, own.stderr);
+  });
+
+  it("refuses a registering app the name of an operator's app or of the site, or a look-alike, and an operator app's private-use redirect scheme, at registration and in an update", async () => {
+    await server.addClient({ name: 'Acme Bank', redirectUris: ['com.acme.bank:/callback'], public: true });
+    const token = await initialToken();
+    const names = ['Acme Bank', 'ACME BANK', 'acme  bank', '\u0410cme B\u0430nk', '\uff21\uff43\uff4d\uff45 \uff22\uff41\uff4e\uff4b', 'Acrne Bank', '\u0391cme Bank', 'Tessera', 'TESSERA'];
+    for (const client_name of names) {
+      const refused = await post(server, { client_name, redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, token);
+      assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_client_metadata'], `${client_name}: ${JSON.stringify(refused.body)}`);
+      assert.match(String(refused.body['error_description']), /client_name .*looks like the name of (an app registered by the operator|this site)/);
+    }
+    for (const uri of ['com.acme.bank:/callback', 'COM.Acme.Bank:/elsewhere']) {
+      const refused = await post(server, { client_name: 'Pocket Ledger', redirect_uris: [uri], token_endpoint_auth_method: 'none' }, token);
+      assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_redirect_uri'], `${uri}: ${JSON.stringify(refused.body)}`);
+      assert.match(String(refused.body['error_description']), /scheme com\.acme\.bank belongs to an app registered by the operator/);
+    }
+    const own = await post(server, { client_name: 'Acme Banking Helper', redirect_uris: ['com.acme.helper:/callback'], token_endpoint_auth_method: 'none' }, token);
+    assert.equal(own.status, 201, JSON.stringify(own.body));
+    const renamed = await manage(own.body['registration_client_uri'] as string, 'PUT', own.body['registration_access_token'] as string, { client_id: own.body['client_id'], client_name: 'Acme B\u0430nk', redirect_uris: ['com.acme.helper:/callback'] });
+    assert.deepEqual([renamed.status, renamed.body['error']], [400, 'invalid_client_metadata'], JSON.stringify(renamed.body));
+    assert.equal((await server.store.clients.get(own.body['client_id'] as string))?.name, 'Acme Banking Helper');
+  });
+
   it('takes a software statement signed by a trusted key, whose claims win; refuses one signed by another key', async () => {
     const token = await initialToken();
     const statement = await new SignJWT({ client_name: 'Marketplace Printer', software_id: 'printer' }).setProtectedHeader({ alg: 'ES256', kid: 'marketplace' }).setIssuedAt().setExpirationTime('5m').sign(issuerKey);
@@ -232,6 +292,69 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await manage(uri, 'DELETE', second)).status, 204);
     assert.equal((await manage(uri, 'GET', second)).status, 401, 'gone');
     assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
+  });
+
+  it('shows "not verified" again once a verified app changes its name or redirect URIs itself (RFC 7592), not after a PUT that changes neither', async () => {
+    const made = await post(server, { client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const clientId = made.body['client_id'] as string;
+    const uri = made.body['registration_client_uri'] as string;
+    let token = made.body['registration_access_token'] as string;
+    const user = await server.addUser();
+    const verify = async () => {
+      const verified = await runTessera(['client', 'update', clientId, '--verified'], env());
+      assert.equal(verified.code, 0, verified.stderr);
+    };
+    const put = async (body: Record<string, unknown>) => {
+      const replaced = await manage(uri, 'PUT', token, { client_id: clientId, ...body });
+      assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+      token = replaced.body['registration_access_token'] as string;
+      return replaced.body;
+    };
+    await verify();
+    assert.doesNotMatch(await consentPage(server, clientId, LOOPBACK_REDIRECT, user), /Not verified/);
+    // The same registration again (a PUT to rotate the token): still verified.
+    assert.equal((await put({ client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT] }))['verified'], true);
+    assert.doesNotMatch(await consentPage(server, clientId, LOOPBACK_REDIRECT, user), /Not verified/);
+
+    const renamed = await put({ client_name: 'Field Notes Pro', redirect_uris: [LOOPBACK_REDIRECT] });
+    assert.equal(renamed['verified'], false);
+    assert.match(await consentPage(server, clientId, LOOPBACK_REDIRECT, user), /Not verified by Tessera\. Field Notes Pro registered itself/);
+
+    await verify();
+    const moved = 'http://127.0.0.1:9/elsewhere';
+    assert.equal((await put({ client_name: 'Field Notes Pro', redirect_uris: [moved] }))['verified'], false);
+    assert.match(await consentPage(server, clientId, moved, user), /Not verified by Tessera\. Field Notes Pro registered itself/);
+    const events = await server.store.events.list({ clientId, type: 'client.updated', limit: 10 });
+    assert.ok(events.some((event) => event.detail['by'] === 'client' && event.detail['verified'] === false), 'the audit trail says the mark went');
+  });
+
+  it('removes, after TESSERA_UNUSED_REGISTRATION_RETENTION, an app nobody approved and that had no token, and keeps the ones used (issue 40)', async () => {
+    const added = await runTessera(['resource', 'add', '--identifier', 'https://printing.example/', '--name', 'Printing', '--scope', 'print:jobs=Send print jobs'], env());
+    assert.equal(added.code, 0, added.stderr);
+    const register = async (body: Record<string, unknown>) => {
+      const made = await post(server, body, await initialToken());
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      return made.body;
+    };
+    const approved = await register({ client_name: 'Approved App', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' });
+    const service = await register({ client_name: 'Print Service', grant_types: ['client_credentials'], scope: 'print:jobs' });
+    const forgotten = await register({ client_name: 'Forgotten App', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' });
+
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: approved['client_id'] as string, redirect_uri: LOOPBACK_REDIRECT, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+    const back = await new BrowserAt(server.url).authorize(url.href, await server.addUser());
+    assert.match(back.location ?? '', /[?&]code=/);
+    const token = await postForm(`${server.url}/oauth/token`, { grant_type: 'client_credentials', scope: 'print:jobs' }, { authorization: basic(service['client_id'] as string, service['client_secret'] as string) });
+    assert.equal(token.status, 200, JSON.stringify(token.body));
+
+    // The purge as it runs once the retention has passed for all three.
+    await server.store.purgeExpired(0, { unusedClientsBefore: Date.now() + 60_000 });
+    const read = (app: Record<string, unknown>) => manage(app['registration_client_uri'] as string, 'GET', app['registration_access_token'] as string);
+    assert.equal((await read(forgotten)).status, 401, 'the unused app is gone, with its registration access token');
+    assert.equal(await server.store.clients.get(forgotten['client_id'] as string), null);
+    assert.equal((await read(approved)).status, 200, 'an app a person approved stays');
+    assert.equal((await read(service)).status, 200, 'an app that had a token stays');
   });
 
   it('marks a self-registered device app "not verified" on the device approval page too', async () => {
@@ -296,9 +419,61 @@ describe('open registration (TESSERA_REGISTRATION=open)', () => {
     const spa = await post(server, { redirect_uris: [LOOPBACK_REDIRECT], web_origins: ['https://evil.example'] });
     assert.deepEqual([spa.status, spa.body['error']], [400, 'invalid_client_metadata']);
     assert.equal((await post(server, { redirect_uris: ['com.example.notes:/callback'] })).status, 201, 'a private-use scheme');
-    // Six an hour from this address, refused ones included: the first test's and these five.
-    const limited = await post(server, { redirect_uris: [LOOPBACK_REDIRECT] });
-    assert.equal(limited.status, 429, JSON.stringify(limited.body));
-    assert.ok(Number(limited.headers.get('retry-after')) > 0);
+    // Six an hour from this address; those refused for their metadata are not counted.
+    let limited;
+    for (let tries = 0; tries < 10; tries++) {
+      limited = await post(server, { redirect_uris: [LOOPBACK_REDIRECT] });
+      if (limited.status !== 201) break;
+    }
+    assert.equal(limited?.status, 429, JSON.stringify(limited?.body));
+    assert.equal(limited?.body['error'], 'temporarily_unavailable');
+    assert.match(String(limited?.body['error_description']), /too many registrations from this address this hour; try again in \d+ minutes/);
+    assert.ok(Number(limited?.headers.get('retry-after')) > 0);
+    assert.equal((await server.store.clients.list()).filter((client) => client.registeredBy === 'dynamic').length, 6);
+  });
+});
+
+describe('open registration limits: per address, per network and across the server (issue 40)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({
+      env: { TESSERA_REGISTRATION: 'open', TESSERA_TRUST_PROXY: 'true', TESSERA_REGISTRATIONS_PER_ADDRESS: '2', TESSERA_REGISTRATIONS_PER_NETWORK: '3', TESSERA_REGISTRATIONS_PER_HOUR: '8' },
+    });
+  });
+  after(() => server.close());
+
+  const from = async (ip: string, body: Record<string, unknown> = { redirect_uris: [LOOPBACK_REDIRECT] }, token?: string) => {
+    const response = await fetch(`${server.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as Record<string, unknown> };
+  };
+  const refusedBy = (result: Awaited<ReturnType<typeof from>>, description: RegExp) => {
+    assert.deepEqual([result.status, result.body['error']], [429, 'temporarily_unavailable'], JSON.stringify(result.body));
+    assert.match(String(result.body['error_description']), description);
+    assert.ok(Number(result.retryAfter) > 0 && Number(result.retryAfter) <= 3600, `Retry-After ${result.retryAfter}`);
+  };
+
+  it('refuses with 429 and Retry-After past each limit, writing nothing, and never refuses an initial access token', async () => {
+    for (const ip of ['198.51.100.1', '198.51.100.1']) assert.equal((await from(ip)).status, 201);
+    const stored = async () => ({ clients: (await server.store.clients.list()).length, events: (await server.store.events.list({ limit: 1000 })).length, window: await server.store.rateLimits.window('registration:all', Date.now()) });
+    const before = await stored();
+    refusedBy(await from('198.51.100.1'), /too many registrations from this address this hour/);
+    assert.deepEqual(await stored(), before, 'a refused registration writes nothing');
+    assert.equal((await from('198.51.100.2')).status, 201);
+    refusedBy(await from('198.51.100.3'), /too many registrations from this network \(IPv4 \/24, IPv6 \/64\) this hour/);
+    for (const ip of ['2001:db8:0:1::a', '2001:db8:0:1::a', '2001:db8:0:1::b']) assert.equal((await from(ip)).status, 201, ip);
+    refusedBy(await from('2001:db8:0:1:ffff::c'), /from this network/);
+    // Refused for their metadata: not counted.
+    for (let i = 0; i < 3; i++) assert.equal((await from('203.0.113.1', { redirect_uris: ['https://evil.example/cb'] })).status, 400);
+    for (let i = 0; i < 2; i++) assert.equal((await from('203.0.113.1')).status, 201);
+    refusedBy(await from('192.0.2.1'), /this server takes no more open registrations this hour/);
+
+    const made = await runTessera(['registration-token', 'create', '--json'], { TESSERA_DATABASE: server.config.database });
+    const token = (JSON.parse(made.stdout) as { token: string }).token;
+    assert.equal((await from('198.51.100.1', { redirect_uris: [LOOPBACK_REDIRECT] }, token)).status, 201, 'an initial access token is not held to the open limits');
+    assert.equal((await server.store.clients.list()).filter((client) => client.registeredBy === 'dynamic').length, 9);
   });
 });

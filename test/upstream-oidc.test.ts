@@ -250,11 +250,96 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.context().close();
   });
 
+  it('never links an account that holds a console role by its e-mail address, and makes no second account', async () => {
+    const admin = await downstream.addUser({ username: 'grace.admin', email: 'grace.hopper@example.com', profile: { emailVerified: true } });
+    const role = await runTessera(['user', 'update', 'grace.admin', '--role', 'admin'], env);
+    assert.equal(role.code, 0, role.stderr);
+    // The upstream asserts the admin's verified address, through a provider that allows linking.
+    await upstream.addUser({ username: 'hopper', password: 'hopper password 1', email: 'grace.hopper@example.com', profile: { emailVerified: true } });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'hopper', 'hopper password 1');
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+    assert.deepEqual(await downstream.store.linkedIdentities.listForUser(admin.id), [], 'not linked');
+    assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email === 'grace.hopper@example.com').map((user) => user.username), ['grace.admin'], 'no second account');
+    const [event] = await failures('console_role');
+    assert.equal(event?.userId, admin.id);
+    await page.context().close();
+  });
+
+  it('never counts the upstream\'s "mfa" for an account that holds a console role, even from a trusted provider', async () => {
+    const person = await upstream.addUser({ username: 'joan', password: 'joan password 1', name: 'Joan', email: 'joan@example.com', profile: { emailVerified: true } });
+    const secret = newTotpSecret();
+    const now = Date.now();
+    assert.equal(await upstream.store.totp.begin(person.id, secret, now), true);
+    assert.ok(await upstream.store.totp.confirm(person.id, timeStep(now) - 2, now));
+    // Each sign-in upstream takes a code of its own time step (a code is used once).
+    const signIn = async (at: number) => {
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
+      await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+      await signInUpstream(page, 'joan', 'joan password 1');
+      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, at));
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.waitForURL(`${downstream.url}/account`);
+      await page.context().close();
+    };
+    assert.equal((await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env)).code, 0);
+    try {
+      // The first sign-in makes her account, linked; an operator then gives it a console role.
+      await signIn(Date.now() - 30_000);
+      const joan = (await downstream.store.users.findByUsername('joan'))!;
+      assert.deepEqual((await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr), [['pwd', 'otp', 'mfa']], 'without a role, the trusted mfa counts');
+      assert.equal((await runTessera(['user', 'update', 'joan', '--role', 'support'], env)).code, 0);
+      await signIn(Date.now());
+      const amrs = (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr);
+      assert.equal(amrs.length, 2);
+      assert.ok(amrs.some((amr) => amr?.join(' ') === 'pwd'), `a console role holder's upstream sign-in is one factor here: ${JSON.stringify(amrs)}`);
+    } finally {
+      assert.equal((await runTessera(['provider', 'update', 'upstream', '--no-trust-upstream-mfa'], env)).code, 0);
+    }
+  });
+
+  it('makes no second account with an address an account here has, unverified: it is refused, not linked', async () => {
+    // Linking is allowed, but an address nobody verified here proves nothing about who has the account.
+    const local = await downstream.addUser({ username: 'ada.three.local', email: 'ada.three@example.com' });
+    await upstream.addUser({ username: 'ada3', password: 'ada3 password 1', email: 'Ada.Three@example.com', profile: { emailVerified: true } });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'ada3', 'ada3 password 1');
+    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+    assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email?.toLowerCase() === 'ada.three@example.com').map((user) => user.id), [local.id]);
+    assert.deepEqual(await downstream.store.linkedIdentities.listForUser(local.id), []);
+    assert.equal((await failures('email_taken')).some((event) => event.userId === local.id), true);
+    await page.context().close();
+  });
+
+  it('takes line breaks, controls and bidirectional overrides out of the names the provider sends, keeping the rest', async () => {
+    // The upstream Tessera says what its store holds: whatever another provider might send.
+    await upstream.addUser({ username: 'mal', password: 'mal password 1', name: 'Mal\u202Eory\n  console role: admin', email: 'mal@example.com', profile: { emailVerified: true, givenName: 'Mal\u001b[2J\u200Bory', familyName: 'Ne\u2066wton\u200D' } });
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
+    await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
+    await signInUpstream(page, 'mal', 'mal password 1');
+    await page.waitForURL(`${downstream.url}/account`);
+    await page.context().close();
+    const mal = (await downstream.store.users.findByUsername('mal'))!;
+    assert.deepEqual([mal.name, mal.givenName, mal.familyName], ['Malory   console role: admin', 'Mal[2Jory', 'Newton\u200D']);
+    const shown = await runTessera(['user', 'show', 'mal'], env);
+    assert.match(shown.stdout, /^  name: Malory   console role: admin$/m);
+    assert.equal(shown.stdout.split('\n').filter((line) => line.includes('console role')).length, 2, 'her name, and her (absent) role');
+  });
+
   it('refuses to link without the operator\'s permission, and makes no second account', async () => {
     const updated = await runTessera(['provider', 'update', 'upstream', '--no-allow-linking'], env);
     assert.equal(updated.code, 0, updated.stderr);
     try {
-      await downstream.addUser({ username: 'una.local', email: 'ada.two@example.com', profile: { emailVerified: true } });
+      const local = await downstream.addUser({ username: 'una.local', email: 'ada.two@example.com', profile: { emailVerified: true } });
       await upstream.addUser({ username: 'ada2', password: 'ada2 password 1', email: 'ada.two@example.com', profile: { emailVerified: true } });
       const page = await (await browser.newContext()).newPage();
       await page.goto(`${downstream.url}/login`);
@@ -263,7 +348,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
       assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
       assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada.two@example.com').length, 1);
-      assert.equal((await failures('email_taken')).length, 1);
+      assert.equal((await failures('email_taken')).filter((event) => event.userId === local.id).length, 1);
       await page.context().close();
     } finally {
       await runTessera(['provider', 'update', 'upstream', '--allow-linking'], env);
@@ -398,6 +483,56 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       assert.equal((await failures('unavailable')).some((event) => event.detail['provider'] === 'down'), true);
     } finally {
       await runTessera(['provider', 'remove', 'down'], env);
+    }
+  });
+
+  it('refuses a token answer larger than 1 MiB, reading no more of it, with a page saying the answer did not hold up', async () => {
+    // A provider whose token endpoint answers 30 MB of JSON, as the attack run's did.
+    let sent = 0;
+    const { server: huge, port } = await listenOnFreePort(createServer((request, response) => {
+      const issuer = `http://127.0.0.1:${port}`;
+      const url = new URL(request.url!, issuer);
+      response.setHeader('content-type', 'application/json');
+      if (url.pathname === '/.well-known/openid-configuration') {
+        response.end(JSON.stringify({ issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'] }));
+      } else if (url.pathname === '/token') {
+        const chunk = `"${'a'.repeat(64 * 1024)}",`;
+        const more = () => {
+          while (sent < 30 * 1024 * 1024) {
+            sent += chunk.length;
+            if (!response.write(sent === chunk.length ? `{"padding":[${chunk}` : chunk)) return void response.once('drain', more);
+          }
+          response.end('"x"],"access_token":"x","token_type":"Bearer"}');
+        };
+        response.on('error', () => {});
+        response.socket?.on('error', () => {});
+        more();
+      } else {
+        response.statusCode = 404;
+        response.end();
+      }
+    }));
+    const added = await runTessera(['provider', 'add', 'oidc', '--id', 'huge', '--name', 'Huge ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'acme'], env);
+    assert.equal(added.code, 0, added.stderr);
+    try {
+      const visitor = new FormBrowser(downstream.url);
+      const started = await visitor.request('/login/upstream/huge?return_to=%2Faccount');
+      assert.equal(started.status, 303);
+      // The provider signs the person in at once and sends them back with a code.
+      const authorize = new URL(started.location!);
+      const back = new URL(authorize.searchParams.get('redirect_uri')!);
+      back.searchParams.set('code', 'a-code');
+      back.searchParams.set('state', authorize.searchParams.get('state')!);
+      const page = await visitor.request(back.href);
+      assert.equal(page.status, 502);
+      assert.match(page.html, /The answer from Huge ID could not be verified, so you were not signed in\./);
+      assert.ok(sent < 30 * 1024 * 1024, `the provider was stopped after ${sent} bytes`);
+      const event = (await failures('invalid_response')).find((candidate) => candidate.detail['provider'] === 'huge');
+      assert.match(String(event?.detail['upstream']), /larger than 1048576 bytes/);
+    } finally {
+      await runTessera(['provider', 'remove', 'huge'], env);
+      huge.closeAllConnections();
+      await closeServer(huge);
     }
   });
 

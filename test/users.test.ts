@@ -12,6 +12,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
 import { deviceSignIn, OFFLINE_SCOPES, refreshRaw, signInRaw, withRefresh } from './helpers/lifecycle.ts';
+import { newUserRecord } from '../src/store/types.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('tessera user: operators manage accounts', () => {
@@ -241,6 +242,70 @@ describe('tessera user: operators manage accounts', () => {
     assert.match(text(await browser.submit(form, '/reset-password', { new_password: 'quentin starts again' })), /Password changed/);
     assert.equal((await new FormBrowser(one.url).request(second)).status, 400, 'and the newer once used');
     await signedInBrowser(two, { ...user, password: 'quentin starts again' });
+  });
+
+  it('ends the reset links of a user who is disabled: enabling them again does not bring a link back', async () => {
+    const user = await one.addUser({ username: 'rosalind' });
+    const made = await cli(['user', 'reset-link', 'rosalind']);
+    assert.equal(made.code, 0, made.stderr);
+    const link = /^(http\S+)$/m.exec(made.stdout)![1]!;
+    assert.equal((await cli(['user', 'disable', 'rosalind'])).code, 0);
+    const whileDisabled = await new FormBrowser(one.url).request(link);
+    assert.equal(whileDisabled.status, 400);
+    assert.equal((await cli(['user', 'enable', 'rosalind'])).code, 0);
+    const afterEnabled = await new FormBrowser(one.url).request(link);
+    assert.equal(afterEnabled.status, 400, 'the link given out before the account was disabled stays spent');
+    assert.match(text(afterEnabled), /This link cannot be used/);
+    // A new link, made after enabling, works.
+    const fresh = /^(http\S+)$/m.exec((await cli(['user', 'reset-link', 'rosalind'])).stdout)![1]!;
+    const browser = new FormBrowser(one.url);
+    const form = await browser.request(fresh);
+    assert.equal(form.status, 200);
+    assert.match(text(await browser.submit(form, '/reset-password', { new_password: 'rosalind starts again' })), /Password changed/);
+    await signedInBrowser(two, { ...user, password: 'rosalind starts again' });
+  });
+
+  it('refuses a name with a line break, ESC or a bidirectional override from the command line, as a usage error', async () => {
+    for (const args of [
+      ['user', 'add', '--username', 'forger', '--password-stdin', '--name', 'Ada\n  console role: admin'],
+      ['user', 'add', '--username', 'forger', '--password-stdin', '--given-name', 'Ada\u001b[2J'],
+      ['user', 'add', '--username', 'forger', '--password-stdin', '--family-name-in', 'ja-Kana-JP=\u202Eevol'],
+      ['client', 'add', '--name', 'Photo\rPrinter', '--redirect-uri', 'https://app.example/cb'],
+      ['provider', 'add', 'oidc', '--name', 'Corp\u2066SSO', '--issuer', 'https://sso.example.com', '--client-id', 'x'],
+      ['resource', 'add', '--identifier', 'https://api.example.com', '--name', 'Photos', '--scope', 'photos:read=See\u200Fyour photos'],
+    ]) {
+      const result = await cli(args, 'forger has a long password\n');
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stdout}${result.stderr}`);
+      assert.match(result.stderr, /^tessera: .*must not contain control or bidirectional formatting characters.*\n$/);
+      assert.doesNotMatch(result.stderr, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200f\u202e\u2066]/u, 'nor does the refusal print them');
+    }
+    assert.equal((await cli(['user', 'show', 'forger'])).code, 1, 'nothing was made');
+  });
+
+  it('escapes everything the command prints: a name stored before these checks forges no line in user list or show, and no command prints a control character', async () => {
+    // As a database from an older version, or a provider's claim from before they were stripped, may hold.
+    const forged = 'Ada\n  console role: admin\u001b[2J\r\u202Enimda\u0085';
+    await one.store.users.create(newUserRecord({ id: 'sub-forged', username: 'forged', passwordHash: '!', name: forged, email: 'forged@example.com', createdAt: Date.now() }));
+    const app = await one.addClient({ name: 'Plain' });
+    await one.store.clients.update(app.clientId, { ...(await one.store.clients.get(app.clientId))!, name: forged });
+    const noControls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/u;
+    const show = await cli(['user', 'show', 'forged']);
+    assert.equal(show.code, 0, show.stderr);
+    assert.match(show.stdout, /^  name: Ada\\n  console role: admin\\e\[2J\\r\\u202Enimda\\u0085$/m);
+    assert.deepEqual(show.stdout.split('\n').filter((line) => line.includes('console role')), ['  name: Ada\\n  console role: admin\\e[2J\\r\\u202Enimda\\u0085', '  console role: none']);
+    assert.doesNotMatch(show.stdout, noControls);
+    const list = await cli(['user', 'list']);
+    assert.doesNotMatch(list.stdout, noControls);
+    assert.equal(list.stdout.split('\n').filter((line) => /console role/.test(line)).length, 1, 'one line, the escaped name');
+    // client list escapes nothing itself: the command's one output does.
+    const clients = await cli(['client', 'list']);
+    assert.equal(clients.code, 0, clients.stderr);
+    assert.doesNotMatch(clients.stdout, noControls);
+    assert.match(clients.stdout, /console role: admin\\e\[2J\\r\\u202Enimda\\u0085/);
+    // --json stays JSON, and reads back the same name.
+    const json = await cli(['user', 'show', 'forged', '--json']);
+    assert.doesNotMatch(json.stdout, noControls);
+    assert.equal((JSON.parse(json.stdout) as { name: string }).name, forged);
   });
 
   it('lets a signed-in person change their own password at /account, ending their other sessions only', async () => {

@@ -11,10 +11,13 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import QRCode from 'qrcode';
+import { fetchFailure } from '../core/fetch-failure.ts';
 import { messages, type Messages } from '../ui/i18n.ts';
 
 export interface DeviceLoginOptions {
   readonly issuer: string;
+  /** Why this issuer, when the command line did not name it (src/cli/issuer.ts): said when nothing answers there. */
+  readonly issuerBecause?: string | undefined;
   readonly clientId: string;
   /** Absent for a public client, which sends its client_id in the form instead (RFC 6749 §2.3.1 is for confidential ones). */
   readonly clientSecret?: string | undefined;
@@ -29,14 +32,21 @@ export interface DeviceLoginDeps {
   readonly sleep: (ms: number) => Promise<void>;
   /** Standard output is a terminal: redraw a live countdown while waiting. */
   readonly tty: boolean;
+  /**
+   * Writes the command's own drawing to standard output as it is, terminal escapes and all:
+   * the QR code and the countdown's redraw, never a value from the server (`stdout` escapes
+   * those: cli/text.ts). `stdout` when not given.
+   */
+  readonly drawing?: ((text: string) => void) | undefined;
   /** What the person reads, in their language; English when not given. */
   readonly t?: Messages | undefined;
 }
 
-export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void, t: Messages): DeviceLoginDeps => ({
+export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void, drawing: (text: string) => void, t: Messages): DeviceLoginDeps => ({
   t,
   stdout,
   stderr,
+  drawing,
   fetch: globalThis.fetch,
   now: Date.now,
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -107,16 +117,17 @@ export async function deviceLogin(options: DeviceLoginOptions, deps: DeviceLogin
   }
 }
 
-async function request(deps: DeviceLoginDeps, url: string, init?: RequestInit): Promise<Response> {
+async function request(deps: DeviceLoginDeps, url: string, init?: RequestInit, because?: string): Promise<Response> {
   try {
     return await deps.fetch(url, init);
   } catch (error) {
-    throw new DeviceLoginError(`cannot reach ${new URL(url).origin}: ${error instanceof Error ? error.message : String(error)}`);
+    const assumed = because === undefined ? '' : `; the issuer ${new URL(url).origin} is ${because}: give --issuer, or TESSERA_ISSUER (or PORT) as the server has it`;
+    throw new DeviceLoginError(`cannot reach ${new URL(url).origin}: ${fetchFailure(error)}${assumed}`);
   }
 }
 
 async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<Metadata> {
-  const response = await request(deps, `${options.issuer}/.well-known/oauth-authorization-server`);
+  const response = await request(deps, `${options.issuer}/.well-known/oauth-authorization-server`, undefined, options.issuerBecause);
   const body = await json(response);
   if (!response.ok) throw new DeviceLoginError(`${options.issuer} has no authorization server metadata (HTTP ${response.status})`);
   const field = (name: keyof Metadata) => {
@@ -159,10 +170,10 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
   // RFC 8628 §3.3: tell the person where to go and what to enter.
   const link = device.verification_uri_complete ?? device.verification_uri;
   const qr = await QRCode.toString(link, { type: 'terminal', small: true });
-  deps.stdout(
-    `${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n` +
-      `${t.text('deviceLogin.scan')}\n\n${qr}\n    ${link}\n\n`,
-  );
+  const draw = deps.drawing ?? deps.stdout;
+  deps.stdout(`${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n${t.text('deviceLogin.scan')}\n\n`);
+  draw(qr);
+  deps.stdout(`\n    ${link}\n\n`);
 
   const expiresAt = deps.now() + device.expires_in * 1000;
   let interval = device.interval ?? DEFAULT_INTERVAL;
@@ -173,12 +184,13 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
     const until = deps.now() + seconds * 1000;
     if (!deps.tty) return deps.sleep(seconds * 1000);
     while (deps.now() < until) {
-      deps.stdout(`\r\x1b[K${t.text('deviceLogin.waitingLive', { time: countdown(expiresAt - deps.now()) })}`);
+      draw('\r\x1b[K');
+      deps.stdout(t.text('deviceLogin.waitingLive', { time: countdown(expiresAt - deps.now()) }));
       await deps.sleep(Math.min(1000, until - deps.now()));
     }
   };
   const endLine = () => {
-    if (deps.tty) deps.stdout('\r\x1b[K');
+    if (deps.tty) draw('\r\x1b[K');
   };
 
   for (;;) {

@@ -4,6 +4,7 @@
  * `npm run --silent tessera -- <command>`. Each command group's file parses its arguments,
  * calls the operations of src/flows/manage (which the admin API calls too) and prints.
  */
+import '../config/require-node.ts';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { DEFAULT_RESET_TTL_SECONDS } from '../flows/manage/users.ts';
@@ -12,9 +13,11 @@ import { serve, startRefusal } from '../main.ts';
 import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
 import { groupHelp, groups, helpHint, suggestion } from './help.ts';
+import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
 import { negotiateLocale, posixLocale } from '../ui/negotiate.ts';
+import { backupCommand } from './backup.ts';
 import { eventsCommand } from './events.ts';
 import { GRANT_COMMANDS } from './grants.ts';
 import { DEVICE_COMMANDS } from './devices.ts';
@@ -23,6 +26,7 @@ import { KEY_COMMANDS } from './keys.ts';
 import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
+import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
 
@@ -108,6 +112,8 @@ Commands:
                                           domains; --domain: addresses typed in these domains go to it;
                                           --trust-upstream-mfa: the provider's amr "mfa" counts as a
                                           second factor here
+  provider redirect-uri NAME [--id ID]    Print the redirect URI \`provider add --name NAME\` will have, to
+                                          register upstream before the provider is added
   provider list [--json]                  List identity providers, in the order of their buttons
   provider show ID [--json]               Show a provider's settings (never its secret)
   provider update ID [options of add] [--no-only] [--no-allow-linking] [--no-start-tls]
@@ -139,6 +145,8 @@ Commands:
   events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
                                           The audit trail, newest first (--since: an ISO time, or
                                           an age such as 30m, 24h, 7d; --limit default 100)
+  backup FILE                             Copy the SQLite database to FILE, safe while the server runs
+                                          (keep the key file or TESSERA_KEY_ENCRYPTION_KEY with it, apart)
   user reset-second-factor USERNAME       Remove a user's passkeys, one-time codes and recovery codes
   user unlock USERNAME                    Lift a user's lockouts: wrong passwords counted against them
                                           from any address, and wrong one-time codes
@@ -164,7 +172,7 @@ Commands:
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
-async function deviceLoginCommand(config: Config, args: string[], io: Io): Promise<number> {
+async function deviceLoginCommand(config: Config, assumed: AssumedIssuer, args: string[], io: Io, drawing: (text: string) => void): Promise<number> {
   const { values } = parse(args, {
     'client-id': { type: 'string' },
     'client-secret': { type: 'string' },
@@ -177,7 +185,7 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
   const clientSecret = values['client-secret'] ?? (io.env['TESSERA_CLIENT_SECRET'] || undefined);
   if (!clientId) throw new UsageError('--client-id is required');
   if (clientSecret === '') throw new UsageError('--client-secret must not be empty (leave it out for a public client)');
-  let issuer = config.issuer;
+  let issuer = assumed.issuer;
   if (values.issuer !== undefined) {
     try {
       issuer = new URL(values.issuer).href.replace(/\/+$/, '');
@@ -186,8 +194,8 @@ async function deviceLoginCommand(config: Config, args: string[], io: Io): Promi
     }
   }
   return deviceLogin(
-    { issuer, clientId, clientSecret, scope: values.scope ?? 'openid profile' },
-    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
+    { issuer, ...(values.issuer === undefined ? { issuerBecause: assumed.because } : {}), clientId, clientSecret, scope: values.scope ?? 'openid profile' },
+    systemDeviceLoginDeps(io.tty === true, io.stdout, io.stderr, drawing, messages(negotiateLocale({ chosen: posixLocale(io.env) }, config.site))),
   );
 }
 
@@ -202,6 +210,12 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...REGISTRATION_TOKEN_COMMANDS,
 };
 
+/** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
+function printsUrls(command: string, args: readonly string[]): boolean {
+  if (command === 'provider list') return args.includes('--json');
+  return ['provider add', 'provider redirect-uri', 'provider show', 'provider update', 'user reset-link', 'registration-token create'].includes(command);
+}
+
 /** The group a command line is about, for the help its refusals point to. */
 function groupOf(argv: readonly string[]): string | null {
   const first = argv[0] ?? '';
@@ -209,7 +223,10 @@ function groupOf(argv: readonly string[]): string | null {
 }
 
 /** Runs one command; returns the exit code. */
-export async function run(argv: string[], io: Io): Promise<number> {
+export async function run(argv: string[], terminal: Io): Promise<number> {
+  // Everything a command writes passes here, escaped for the terminal (cli/text.ts): no
+  // command prints a stranger's control characters, whether it thought of them or not.
+  const io: Io = { ...terminal, stdout: (text) => terminal.stdout(terminalText(text)), stderr: (text) => terminal.stderr(terminalText(text)) };
   const group = groupOf(argv);
   try {
     const [first = '', second = '', ...rest] = argv;
@@ -245,9 +262,18 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }
       return -1;
     }
-    if (first === 'device-login') return await deviceLoginCommand(config, argv.slice(1), io);
+    // Every command works on the issuer the server serves: links and redirect URIs are printed
+    // on it, device-login calls it, logout tokens are issued by it.
+    const assumed = assumeIssuer(config, io.env);
+    const onIssuer: Config = { ...config, issuer: assumed.issuer };
+    // Its QR code and countdown are drawn with the terminal's own escapes: written unescaped.
+    if (first === 'device-login') return await deviceLoginCommand(onIssuer, assumed, argv.slice(1), io, terminal.stdout);
     if (first === 'events') {
-      await eventsCommand(config, argv.slice(1), io);
+      await eventsCommand(onIssuer, argv.slice(1), io);
+      return 0;
+    }
+    if (first === 'backup') {
+      await backupCommand(onIssuer, argv.slice(1), io);
       return 0;
     }
     const command = COMMANDS[`${first} ${second}`];
@@ -257,7 +283,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       if (second === '' || second.startsWith('-')) throw new UsageError(`${first} needs a command: ${subcommands}`);
       throw new UsageError(`unknown command ${JSON.stringify(`${first} ${second}`)}${suggestion(`${first} ${second}`, names)}`);
     }
-    await command(config, rest, io);
+    await command(onIssuer, rest, io);
+    if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
     return 0;
   } catch (error) {
     // Every refusal is one line: what is wrong and where to read more (issue 31).
@@ -286,7 +313,8 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+/** The command as a process runs it: this process's arguments, streams and environment. */
+export function cli(): void {
   run(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
@@ -298,3 +326,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     if (code >= 0) process.exitCode = code;
   });
 }
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) cli();

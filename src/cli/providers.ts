@@ -1,6 +1,7 @@
 /** `tessera provider …`: arguments in, the operations of src/flows/manage/providers.ts, text out. */
 import type { Config } from '../config/index.ts';
-import { addProvider, getProvider, listProviders, providerJson, removeProvider, updateProvider, type ProviderDeps, type ProviderInput } from '../flows/manage/providers.ts';
+import { addProvider, getProvider, listProviders, providerIdFor, providerJson, removeProvider, updateProvider, type ProviderDeps, type ProviderInput } from '../flows/manage/providers.ts';
+import { upstreamRedirectUri } from '../flows/upstream/settings.ts';
 import type { Store } from '../store/types.ts';
 import { loadKeyEncryption } from '../tokens/key-encryption.ts';
 import { secretBox } from '../tokens/secret-box.ts';
@@ -127,6 +128,17 @@ async function providerAdd(config: Config, args: string[], io: Io): Promise<void
   if (typeof json['redirect_uri'] === 'string') io.stdout(`Register this redirect URI with the provider: ${json['redirect_uri']}\n`);
 }
 
+/**
+ * The redirect URI of a provider before it is added (issue 49): the upstream client, whose
+ * id and secret `provider add` needs, must be registered with it first. NAME is the name
+ * `provider add --name` will be given (or `--id ID`, as add takes it); an existing
+ * provider's id gives its own.
+ */
+async function providerRedirectUri(config: Config, args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { id: { type: 'string' } }, 1);
+  io.stdout(`${upstreamRedirectUri(config.issuer, providerIdFor({ name: positionals[0]!, ...(values.id === undefined ? {} : { id: values.id }) }))}\n`);
+}
+
 async function providerList(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { json: { type: 'boolean' } });
   const providers = await withStore(config, (store) => listProviders({ store }));
@@ -162,6 +174,7 @@ async function providerRemove(config: Config, args: string[], io: Io): Promise<v
 
 export const PROVIDER_COMMANDS = {
   'provider add': providerAdd,
+  'provider redirect-uri': providerRedirectUri,
   'provider list': providerList,
   'provider show': providerShow,
   'provider update': providerUpdate,

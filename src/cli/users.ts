@@ -21,6 +21,7 @@ import {
   type ProfileInput,
 } from '../flows/manage/users.ts';
 import { operatorDeps, parse, toldLine, UsageError, when, wholeNumber, withStore, type Command, type Io } from './common.ts';
+import { lineText } from './text.ts';
 
 /** The options that set the standard claims (OIDC Core §5.1), on `user add` and `user update`. */
 const PROFILE_OPTIONS = {
@@ -104,7 +105,8 @@ async function userList(config: Config, args: string[], io: Io): Promise<void> {
   }
   if (users.length === 0) io.stdout('No users.\n');
   for (const user of users) {
-    io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}${user.role ? `  (console: ${user.role})` : ''}\n  sub: ${user.id}\n${user.name ? `  name: ${user.name}\n` : ''}${user.email ? `  email: ${user.email}\n` : ''}`);
+    // Each value on its own line (cli/text.ts): a name from anywhere cannot start another.
+    io.stdout(`${lineText(user.username)}${user.disabled ? '  (disabled)' : ''}${user.role ? `  (console: ${user.role})` : ''}\n  sub: ${lineText(user.id)}\n${user.name ? `  name: ${lineText(user.name)}\n` : ''}${user.email ? `  email: ${lineText(user.email)}\n` : ''}`);
   }
 }
 
@@ -116,19 +118,21 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
     return;
   }
   const { user, grants, lastSignIn, passkeys, totp, identities } = details;
+  // Each value on its own line (cli/text.ts): what a provider, a person or an older version stored cannot start another.
+  const shown = (value: string | null) => (value === null ? '-' : lineText(value));
   const identityLines = identities.map((identity) =>
-    `\n    ${identity.providerName ?? 'a removed provider'} (${identity.providerId}): ${identity.label ?? identity.subject}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.join(' ')}` : ''}`);
+    `\n    ${shown(identity.providerName ?? 'a removed provider')} (${shown(identity.providerId)}): ${shown(identity.label ?? identity.subject)}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.map(shown).join(' ')}` : ''}`);
   const passkeyLines = passkeys.map((passkey) =>
-    `\n    ${passkey.name} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
-  io.stdout(`${user.username}${user.disabled ? '  (disabled)' : ''}
-  sub: ${user.id}
-  name: ${user.name ?? '-'}
-  given name: ${user.givenName ?? '-'}
-  family name: ${user.familyName ?? '-'}
-  email: ${user.email ?? '-'}${user.email === null ? '' : user.emailVerified ? ' (verified)' : ' (not verified)'}
-  locale: ${user.locale ?? '-'}
-  time zone: ${user.zoneinfo ?? '-'}
-  picture: ${user.picture ?? '-'}
+    `\n    ${shown(passkey.name)} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
+  io.stdout(`${shown(user.username)}${user.disabled ? '  (disabled)' : ''}
+  sub: ${shown(user.id)}
+  name: ${shown(user.name)}
+  given name: ${shown(user.givenName)}
+  family name: ${shown(user.familyName)}
+  email: ${shown(user.email)}${user.email === null ? '' : user.emailVerified ? ' (verified)' : ' (not verified)'}
+  locale: ${shown(user.locale)}
+  time zone: ${shown(user.zoneinfo)}
+  picture: ${shown(user.picture)}
   console role: ${user.role ?? 'none'}
   created: ${when(user.createdAt)}
   profile updated: ${when(user.updatedAt)}

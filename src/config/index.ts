@@ -112,6 +112,12 @@ export interface RegistrationSettings {
   readonly policy: 'off' | 'token' | 'open';
   /** `TESSERA_REGISTRATIONS_PER_ADDRESS`: per address and hour, with the open policy. */
   readonly perAddressPerHour: number;
+  /** `TESSERA_REGISTRATIONS_PER_NETWORK`: per IPv4 /24 or IPv6 /64 and hour, with the open policy. */
+  readonly perNetworkPerHour: number;
+  /** `TESSERA_REGISTRATIONS_PER_HOUR`: across the server, with the open policy. */
+  readonly perHour: number;
+  /** `TESSERA_UNUSED_REGISTRATION_RETENTION`: seconds a self-registered client nobody used is kept. */
+  readonly unusedRetentionSeconds: number;
   /** `TESSERA_SOFTWARE_STATEMENT_JWKS`: the trusted keys of software statements, a JWK Set; null: none. */
   readonly softwareStatementJwks: Readonly<Record<string, unknown>> | null;
   readonly metadataDocuments: {
@@ -122,6 +128,10 @@ export interface RegistrationSettings {
     readonly cacheSeconds: number;
     /** `TESSERA_CLIENT_ID_METADATA_DEVELOPMENT`: http, loopback and private addresses allowed. */
     readonly development: boolean;
+    /** `TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_ADDRESS`: new metadata-document clients per address and hour. */
+    readonly newPerAddressPerHour: number;
+    /** `TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_HOUR`: new metadata-document clients across the server an hour. */
+    readonly newPerHour: number;
   };
 }
 
@@ -886,6 +896,9 @@ export function loadConfig(env: Env = process.env): Config {
     registration: {
       policy: registrationPolicy(env),
       perAddressPerHour: integer(env, 'TESSERA_REGISTRATIONS_PER_ADDRESS'),
+      perNetworkPerHour: integer(env, 'TESSERA_REGISTRATIONS_PER_NETWORK'),
+      perHour: integer(env, 'TESSERA_REGISTRATIONS_PER_HOUR'),
+      unusedRetentionSeconds: integer(env, 'TESSERA_UNUSED_REGISTRATION_RETENTION'),
       softwareStatementJwks: trustedJwks(env, 'TESSERA_SOFTWARE_STATEMENT_JWKS'),
       metadataDocuments: {
         enabled: boolean(env, 'TESSERA_CLIENT_ID_METADATA_DOCUMENTS'),
@@ -893,6 +906,8 @@ export function loadConfig(env: Env = process.env): Config {
         maxBytes: integer(env, 'TESSERA_CLIENT_ID_METADATA_MAX_BYTES'),
         cacheSeconds: integer(env, 'TESSERA_CLIENT_ID_METADATA_CACHE_TTL'),
         development: boolean(env, 'TESSERA_CLIENT_ID_METADATA_DEVELOPMENT'),
+        newPerAddressPerHour: integer(env, 'TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_ADDRESS'),
+        newPerHour: integer(env, 'TESSERA_CLIENT_ID_METADATA_CLIENTS_PER_HOUR'),
       },
     },
     shutdown: {

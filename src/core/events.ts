@@ -79,6 +79,12 @@ export const EVENT_TYPES = [
   'registration_token.removed',
   /** A client registered itself (RFC 7591) or was registered with an initial access token; `detail.policy`. */
   'client.registered',
+  /**
+   * A new self-registered app refused by a registration limit (issue 40): `detail.kind`
+   * `dynamic` (RFC 7591 open registration) or `metadata_document`, `detail.limit` `address`,
+   * `network` or `server`. One event per limit and window, as lockouts.
+   */
+  'client.registration_limited',
   /** An operator ended every token of a client: its own, and (`detail.grants_revoked`) the grants people approved for it. */
   'client.tokens_revoked',
   /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
@@ -327,7 +333,7 @@ export class Events {
 
 /** A request refused by a guessing limit (logged at warn, once per limit and window). */
 export function isLockout(event: AuditEvent): boolean {
-  return event.type === 'signin.locked' || event.type === 'device.code_entry_locked' || (event.type === 'second_factor.failed' && event.detail['reason'] === 'locked');
+  return event.type === 'signin.locked' || event.type === 'device.code_entry_locked' || event.type === 'client.registration_limited' || (event.type === 'second_factor.failed' && event.detail['reason'] === 'locked');
 }
 
 /** The event as one JSON object for the log: snake_case, null fields left out. */

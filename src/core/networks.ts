@@ -60,6 +60,20 @@ LOOPBACK.addAddress('::1', 'ipv6');
 LOOPBACK.addAddress('::', 'ipv6');
 
 /**
+ * Whether a URL's host is this machine: an address in 127.0.0.0/8 or ::1 (IPv4-mapped too),
+ * the unspecified address, or the name `localhost` or one under it (RFC 6761 §6.3: such
+ * names resolve to loopback). Other names are not resolved here.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const address = unmapped(host);
+  if (isIPv4(address)) return LOOPBACK.check(address, 'ipv4') || address === '0.0.0.0';
+  if (isIPv6(address)) return LOOPBACK.check(address, 'ipv6');
+  return false;
+}
+
+/**
  * Whether an address (not a name) is one a request from the server must not reach on an
  * outsider's say-so: private, link-local, shared or loopback (the server itself).
  */

@@ -4,13 +4,17 @@
  * address (flows/manage/clients.ts), but a name is not resolved there, and what it resolves
  * to can change afterwards: here the address is checked again on each connection, after the
  * name is resolved, so `jwks.example.com` pointed at 169.254.169.254 is refused as the literal
- * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off. The same guard,
- * stricter (loopback too), keeps Client ID Metadata Documents inside the public internet.
+ * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off. An app that
+ * registered itself (RFC 7591, a metadata document) is held to a stricter rule, at
+ * registration and on each connection alike (`requestRefusal`): loopback is refused too,
+ * whatever the setting (issue 40). The same guard, stricter still, keeps Client ID Metadata
+ * Documents inside the public internet. Requests to the upstream identity providers the
+ * operator added go through `upstreamFetch`, which bounds how much of an answer is read.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { isPrivateNetworkHost } from './networks.ts';
+import { isLoopbackHost, isPrivateNetworkHost } from './networks.ts';
 
 /** `dns.lookup` with every address at once, as the guard needs; replaceable in tests. */
 export type Resolver = (hostname: string, options: LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
@@ -37,31 +41,115 @@ export function guardedLookup(refused: (address: string) => boolean, refusal: (h
   };
 }
 
-/** A lookup that leaves out private and link-local addresses, and fails when none is left. */
-export function publicNetworkLookup(resolve: Resolver = dnsLookup): LookupFunction {
-  return guardedLookup(isPrivateNetworkHost, (hostname) => new PrivateNetworkError(`${hostname} resolves to a private or link-local address`), resolve);
+/** Whose URL the server requests, and what the operator allows (TESSERA_ALLOW_PRIVATE_NETWORK_URLS). */
+export interface UrlRule {
+  /** The URL is an app's own (it registered itself), not the operator's. */
+  readonly selfRegistered: boolean;
+  readonly allowPrivateNetworks: boolean;
 }
 
 /**
- * `fetch` for URLs a client registered: connecting only outside private networks unless
- * `allowPrivateNetworks`.
+ * Why the server may not request `host` (a URL's host, or an address a name resolved to)
+ * under `rule`, or null when it may. Private and link-local addresses reach into the server's
+ * own network (a cloud metadata service at 169.254.169.254). Loopback is the server's own
+ * machine: the operator may point a client there (development, a local sidecar), an app that
+ * registered itself may not, or anyone with an initial access token could have the server
+ * post to any port of its own host.
  */
-export function outboundFetch(allowPrivateNetworks: boolean, resolve?: Resolver): typeof fetch {
-  if (allowPrivateNetworks) return fetch;
+export function requestRefusal(host: string, rule: UrlRule): string | null {
+  if (!rule.allowPrivateNetworks && isPrivateNetworkHost(host)) {
+    return 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
+  }
+  if (rule.selfRegistered && isLoopbackHost(host)) {
+    return 'is a loopback address (the server\'s own machine): an app that registers itself may not name one; only the operator can (tessera client add)';
+  }
+  return null;
+}
+
+/** A lookup that leaves out the addresses `rule` refuses, and fails when none is left. */
+export function publicNetworkLookup(rule: UrlRule = { selfRegistered: false, allowPrivateNetworks: false }, resolve: Resolver = dnsLookup): LookupFunction {
+  const refused = rule.selfRegistered ? 'a private, link-local or loopback address' : 'a private or link-local address';
+  return guardedLookup((address) => requestRefusal(address, rule) !== null, (hostname) => new PrivateNetworkError(`${hostname} resolves to ${refused}`), resolve);
+}
+
+/**
+ * `fetch` for URLs a client registered: connecting only to the addresses `rule` allows
+ * (outside private networks unless `allowPrivateNetworks`; never loopback for an app that
+ * registered itself).
+ */
+export function outboundFetch(rule: UrlRule, resolve?: Resolver): typeof fetch {
+  if (rule.allowPrivateNetworks && !rule.selfRegistered) return fetch;
   // undici is loaded on the first such request, not at start: most servers never make one,
   // and loading it holds about 5 MiB (docs/benchmarks.md, "Peak RSS").
   let dispatcher: Promise<Dispatcher> | undefined;
   // Node's fetch is undici's and takes its dispatcher; RequestInit's type does not name it.
   return async (input, init) => {
-    dispatcher ??= import('undici').then(({ Agent }) => new Agent({ connect: { lookup: publicNetworkLookup(resolve) } }));
+    dispatcher ??= import('undici').then(({ Agent }) => new Agent({ connect: { lookup: publicNetworkLookup(rule, resolve) } }));
     return fetch(input, { ...init, dispatcher: await dispatcher } as RequestInit);
   };
 }
 
-let shared: typeof fetch | null = null;
+const shared = new Map<string, typeof fetch>();
 
-/** The process's one `outboundFetch` (one connection pool), as the server's settings ask. */
-export function clientUrlFetch(allowPrivateNetworks: boolean): typeof fetch {
-  if (allowPrivateNetworks) return fetch;
-  return (shared ??= outboundFetch(false));
+/** The process's `outboundFetch` for `rule` (one connection pool each), as the server's settings ask. */
+export function clientUrlFetch(rule: UrlRule): typeof fetch {
+  const key = `${rule.selfRegistered} ${rule.allowPrivateNetworks}`;
+  let send = shared.get(key);
+  if (send === undefined) shared.set(key, (send = outboundFetch(rule)));
+  return send;
 }
+
+/**
+ * The most an upstream identity provider's answer may hold (its discovery document, keys,
+ * token and UserInfo answers, GitHub's API): 1 MiB, hundreds of times a real one. Read past
+ * it, one answer of 30 MB took the process from 199 to 367 MiB (issue 40, item 10).
+ */
+export const UPSTREAM_ANSWER_LIMIT_BYTES = 1024 * 1024;
+
+/** An answer refused for being larger than a fetch allows. */
+export class AnswerTooLargeError extends Error {
+  readonly code = 'EANSWERTOOLARGE';
+}
+
+/** Statuses whose response has no body (Fetch: a null body status); `new Response` refuses one. */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * `fetch` whose answers are read whole, up to `limitBytes`: a larger one (by its
+ * Content-Length, or as it streams in) fails with `AnswerTooLargeError`, and the rest of it
+ * is not read. The answer is handed on as a new Response holding what was read.
+ */
+export function cappedFetch(limitBytes: number, base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    const tooLarge = () => new AnswerTooLargeError(`the answer is larger than ${limitBytes} bytes`);
+    const declared = Number(response.headers.get('content-length') ?? 0);
+    if (declared > limitBytes) {
+      await response.body?.cancel();
+      throw tooLarge();
+    }
+    if (response.body === null) return response;
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limitBytes) {
+        await reader.cancel();
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+    const headers = new Headers(response.headers);
+    // What was read is decoded already: the length and encoding of the wire no longer apply.
+    headers.delete('content-length');
+    headers.delete('content-encoding');
+    const body = NULL_BODY_STATUSES.has(response.status) ? null : Buffer.concat(chunks);
+    return new Response(body, { status: response.status, statusText: response.statusText, headers });
+  };
+}
+
+/** The process's one fetch for upstream identity providers, its answers capped. */
+export const upstreamFetch: typeof fetch = cappedFetch(UPSTREAM_ANSWER_LIMIT_BYTES);

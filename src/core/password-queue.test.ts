@@ -129,6 +129,20 @@ describe('a full password queue', () => {
     assert.deepEqual(passwords.counts(), { hashed: 5, refused: 0, displaced: 1 });
   });
 
+  it('says whether a place is free or would be taken from another, so that a good record is read where it decides', async () => {
+    const passwords = queue();
+    const hash = await hashPassword('right', COST);
+    assert.equal(passwords.placeFor('198.51.100.7'), 'free');
+    // 203.0.113.1 and .2 take two places each, .3 one: the queue (1 running, 4 waiting) is full.
+    const flood = ['203.0.113.1', '203.0.113.1', '203.0.113.2', '203.0.113.2', '203.0.113.3'].map((ip) => passwords.verify('guess', hash, ip));
+    assert.equal(passwords.placeFor('198.51.100.7'), 'displacing', 'a newcomer takes the place of the latest attempt of .2');
+    assert.equal(passwords.placeFor('198.51.100.7', { trusted: true }), 'displacing');
+    assert.equal(passwords.placeFor('203.0.113.3'), null, 'an address holding one place cannot displace one holding two');
+    assert.equal(passwords.placeFor('203.0.113.3', { trusted: true }), 'displacing', 'with a good record it can');
+    await Promise.all(flood);
+    assert.equal(passwords.placeFor('203.0.113.3'), 'free');
+  });
+
   it('refuses at once, counting the refusal, when nobody can be displaced', async () => {
     const passwords = queue();
     const hash = await hashPassword('right', COST);

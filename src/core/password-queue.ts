@@ -15,7 +15,9 @@
  * latest waiting attempt of the address holding the most places, when that address holds at
  * least two more than the newcomer's; and a `trusted` attempt (a browser or address with a
  * good record for the username: flows/sign-in.ts) takes the place of any untrusted waiting
- * one, and is served before them. What a full queue of trusted attempts, or a flood from
+ * one, and is served before them. The sign-in flow reads the good record whenever the queue is
+ * full (`placeFor` is not `free`), also where a stranger's attempt would displace a flood's
+ * (issue 40, item 8). What a full queue of trusted attempts, or a flood from
  * more addresses than the queue has places, still refuses is said in docs/security.md.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
@@ -195,16 +197,24 @@ export class PasswordQueue {
   }
 
   /**
-   * Whether `address` would get a place now: read before anything else is done for an
-   * attempt, so that one with no place costs nothing (no count written, no hash).
+   * How `address` would get a place now: `free` (a thread or a waiting place is free),
+   * `displacing` (the queue is full, and the attempt would take the place of another's), or
+   * null (none: refused). Read before anything else is done for an attempt, so that one with
+   * no place costs nothing (no count written, no hash); and whether the place is free or
+   * taken from another is what tells the sign-in flow that the good record decides something.
    */
-  hasRoom(address: string, options: QueueOptions = {}): boolean {
+  placeFor(address: string, options: QueueOptions = {}): 'free' | 'displacing' | null {
     const trusted = options.trusted === true;
     const held = this.#held.get(holdKey(address, trusted)) ?? 0;
-    if (held >= this.#settings.perAddress) return false;
+    if (held >= this.#settings.perAddress) return null;
     const running = this.#threads.filter((thread) => thread.busy && !thread.dead).length;
-    if (running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting) return true;
-    return this.#displaceable(held, trusted) !== null;
+    if (running < this.#settings.threads || this.#waitingCount < this.#settings.maxWaiting) return 'free';
+    return this.#displaceable(held, trusted) === null ? null : 'displacing';
+  }
+
+  /** Whether `address` would get a place now, free or taken from another. */
+  hasRoom(address: string, options: QueueOptions = {}): boolean {
+    return this.placeFor(address, options) !== null;
   }
 
   /** Counters since start (tests read them to see that a check went through the queue). */

@@ -14,6 +14,15 @@ export function isLoopback(url: URL): boolean {
   return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }
 
+/** Whether the issuer is on this machine's loopback interface (`http://localhost:8080`). */
+export function isLoopbackIssuer(issuer: string): boolean {
+  try {
+    return isLoopback(new URL(issuer));
+  } catch {
+    return false;
+  }
+}
+
 /** RFC 8252 §7.1: a private-use scheme is a reverse domain name, so it contains a dot. */
 function isPrivateUseScheme(url: URL): boolean {
   return /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/.test(url.protocol);
@@ -23,7 +32,7 @@ function isPrivateUseScheme(url: URL): boolean {
  * Why a redirect URI cannot be registered, or null if it can. Confidential clients get https
  * and loopback http; public clients (native apps) also private-use schemes.
  */
-export function redirectUriProblem(uri: string, options: { readonly publicClient: boolean }): string | null {
+export function redirectUriProblem(uri: string, options: { readonly publicClient: boolean; readonly issuerOnLoopback?: boolean }): string | null {
   let url: URL;
   try {
     url = new URL(uri);
@@ -36,9 +45,12 @@ export function redirectUriProblem(uri: string, options: { readonly publicClient
   if (url.protocol === 'http:') {
     // RFC 8252 §8.3 prefers the IP literal ("NOT RECOMMENDED" is localhost), since a hosts file
     // or a resolver could send localhost elsewhere; some native apps offer nothing else
-    // (oidc-agent), so a public client may register it, under the same any-port rule.
-    if (url.hostname === 'localhost' && !options.publicClient) {
-      return 'http://localhost is for public native apps (register them with --public); use the loopback address http://127.0.0.1 (or http://[::1]) (RFC 8252 §8.3)';
+    // (oidc-agent), so a public client may register it, under the same any-port rule. Where
+    // the issuer itself is on loopback (a development machine, issue 49: another Tessera as an
+    // upstream provider, its redirect URI on http://localhost:PORT), whatever could send
+    // localhost elsewhere sends the issuer there too, and a web app beside it may register it.
+    if (url.hostname === 'localhost' && !options.publicClient && options.issuerOnLoopback !== true) {
+      return 'http://localhost is for public native apps (register them with --public) and for web apps of an issuer that is itself on loopback; use the loopback address http://127.0.0.1 (or http://[::1]) (RFC 8252 §8.3)';
     }
     // RFC 9700 §2.6 allows http only where nothing crosses a network: the loopback interface.
     if (isLoopback(url)) return null;

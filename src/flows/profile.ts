@@ -2,6 +2,7 @@
  * The standard claims an operator sets on an account (OIDC Core §5.1), checked before they
  * are stored: what is sent to apps must be what §5.1 says each claim is.
  */
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../core/display-text.ts';
 import type { UserProfileChanges } from '../store/types.ts';
 import { LOCALIZABLE_CLAIMS, type LocalizableClaim, type LocalizedNames } from '../store/users.ts';
 
@@ -68,6 +69,8 @@ export function checkProfile(changes: UserProfileChanges): ProfileCheck {
       continue;
     }
     const check = CHECKS[field];
+    // What apps show and the operator's terminal prints: no line breaks, controls or bidi overrides (core/display-text.ts).
+    if (hasUnsafeCharacters(value)) return { ok: false, claim: check.claim, problem: UNSAFE_CHARACTERS_RULE };
     if (!check.valid(value)) return { ok: false, claim: check.claim, problem: `${JSON.stringify(value.slice(0, 80))}: must be ${check.expected}` };
     checked[field] = value;
   }
@@ -105,6 +108,7 @@ export function mergeLocalizedNames(kept: LocalizedNames, given: LocalizedNamesI
       if (!(LOCALIZABLE_CLAIMS as readonly string[]).includes(claim)) return { ok: false, claim: 'localized_names', problem: `${tag}: ${claim} is not one of ${LOCALIZABLE_CLAIMS.join(', ')}` };
       const text = typeof value === 'string' ? value.trim() : '';
       if (text.length > MAX_NAME_LENGTH) return { ok: false, claim: `${claim}#${tag}`, problem: `must be at most ${MAX_NAME_LENGTH} characters` };
+      if (hasUnsafeCharacters(text)) return { ok: false, claim: `${claim}#${tag}`, problem: UNSAFE_CHARACTERS_RULE };
       if (text === '') delete entry[claim as LocalizableClaim];
       else entry[claim as LocalizableClaim] = text;
     }

@@ -15,8 +15,8 @@ import { changePassword } from './users.ts';
 
 /** A password queue kept full by a flood of attempts with no good record: only trusted ones find a place. */
 class FloodedQueue extends PasswordQueue {
-  override hasRoom(address: string, options: { trusted?: boolean } = {}): boolean {
-    return options.trusted === true && super.hasRoom(address, options);
+  override placeFor(address: string, options: { trusted?: boolean } = {}) {
+    return options.trusted === true ? super.placeFor(address, options) : null;
   }
   override verify(password: string, encoded: string, address: string, options: { trusted?: boolean } = {}) {
     return options.trusted === true ? super.verify(password, encoded, address, options) : Promise.resolve({ kind: 'busy' as const, retryAfterSeconds: 3 });
@@ -101,6 +101,30 @@ describe('signing in', () => {
     assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.31', browser: first.browser })).kind, 'signed-in', 'the browser');
     assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.30' })).kind, 'signed-in', 'the address');
     assert.equal((await signIn(during, { username: 'ada', password: 'right', ip: '198.51.100.30', browser: first.browser })).kind, 'busy', "the record is hopper's alone");
+  });
+
+  it('counts the good record when a full queue gives the owner the place of a flood\'s attempt, as when it refuses strangers', async () => {
+    await addUser('turing', 'right-password');
+    const first = await signIn(deps, { username: 'turing', password: 'right-password', ip: '198.51.100.50' });
+    assert.ok(first.kind === 'signed-in');
+    /** A full queue whose every newcomer would take the place of a flood's latest attempt: what matters is how it is asked. */
+    const asked: boolean[] = [];
+    class DisplacingQueue extends PasswordQueue {
+      override placeFor() {
+        return 'displacing' as const;
+      }
+      override verify(password: string, encoded: string, address: string, options: { trusted?: boolean } = {}) {
+        asked.push(options.trusted === true);
+        return super.verify(password, encoded, address, options);
+      }
+    }
+    const full = new DisplacingQueue({ threads: 1, maxWaiting: 4, perAddress: 5 });
+    after(() => full.close());
+    const during = { ...deps, passwords: full };
+    assert.equal((await signIn(during, { username: 'turing', password: 'right-password', ip: '198.51.100.51', browser: first.browser })).kind, 'signed-in');
+    assert.equal((await signIn(during, { username: 'turing', password: 'right-password', ip: '198.51.100.52' })).kind, 'signed-in');
+    // The owner's browser is served first (PasswordQueue's `trusted`); a stranger's attempt is not.
+    assert.deepEqual(asked, [true, false]);
   });
 
   it("spares the owner's browser and address the wait a guesser causes", async () => {

@@ -169,10 +169,13 @@ async function attemptPassword<T>(
   // The good record is read only when it decides something: a full queue, or a wait.
   let trusted: boolean | undefined;
   const isTrusted = async () => (trusted ??= await hasGoodRecord(deps, username, ip, attempt.browser, now));
+  // A full queue: the place is taken from another's attempt, or refused. Either way the owner's
+  // record counts (issue 40, item 8): it may take any stranger's place, and is served first,
+  // where a stranger's attempt displacing a flooder's would wait behind every other.
+  const place = deps.passwords.placeFor(ip);
+  const trustedPlace = place !== 'free' && (await isTrusted()) && deps.passwords.hasRoom(ip, { trusted: true });
   // No place on the queue: refused before anything is counted or written.
-  if (!deps.passwords.hasRoom(ip) && !(await isTrusted() && deps.passwords.hasRoom(ip, { trusted: true }))) {
-    return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
-  }
+  if (place === null && !trustedPlace) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
   const reserved = await Attempt.reserve(deps.store.rateLimits, passwordLimits(settings, ip, username), settings.windowSeconds * 1000, now);
   if (isRefusal(reserved)) {
     return { kind: 'limited', refusal: reserved, scope: reserved.limit.key.startsWith(SIGN_IN_KEYS.address) ? 'address' : 'user-address' };

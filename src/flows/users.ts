@@ -36,7 +36,7 @@ export function passwordProblem(password: string): string | null {
 const about = (user: UserRecord) => ({ userId: user.id, username: user.username });
 
 /**
- * Disables (ending every session and revoking every grant at once) or enables an account.
+ * Disables (ending every session, revoking every grant and spending every reset link at once) or enables an account.
  * Returns the sessions it ended, whose apps the caller tells (flows/logout/backchannel.ts).
  */
 export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<SessionRecord[]> {
@@ -45,6 +45,9 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
     const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
+    // A reset link given out before is spent, not paused: enabling the account again must not
+    // bring back a link that may have gone astray while it was disabled (issue 40, item 12).
+    if (disabled) await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
     // Their grants are revoked, not only paused: enabling the account again must not bring
     // back the access and refresh tokens issued before (issue 34). Apps ask them again.
     let revoked = 0;

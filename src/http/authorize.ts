@@ -15,7 +15,7 @@ import { html } from '../ui/html.ts';
 import { formPostPage } from '../ui/form-post.ts';
 import { consentPage } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
-import { forRequest } from './deps.ts';
+import { forAuthorizationRequest, forRequest } from './deps.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
 import { allowFormTarget, formPostPolicy } from './security.ts';
@@ -94,7 +94,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     // What sign-in returns to and the approval form posts: a pushed request goes on by its
     // reference alone.
     const carried: RawParams = pushed === null ? params : { client_id: params['client_id'], request_uri: params['request_uri'] };
-    const check = await checkAuthorizationRequest(deps, requestParams, pushed !== null, deps.config.par.required);
+    const check = await checkAuthorizationRequest(forAuthorizationRequest(deps, request), requestParams, pushed !== null, deps.config.par.required);
     if (check.kind === 'fatal') return sendError(request, reply, check.error);
     if (check.kind === 'redirect') return answerError(reply, check, check.error);
     const authorization = check.request;
@@ -177,7 +177,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     reply.header('Cache-Control', 'no-store');
     const params = rawForm(request);
     if (!isPushedReference(params)) {
-      const check = await checkAuthorizationRequest(deps, params, false, deps.config.par.required);
+      const check = await checkAuthorizationRequest(forAuthorizationRequest(deps, request), params, false, deps.config.par.required);
       if (check.kind === 'fatal') return sendError(request, reply, check.error);
       if (check.kind === 'redirect') return answerError(reply, check, check.error);
     }

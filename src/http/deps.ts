@@ -6,6 +6,7 @@ import type { ClientKeySets } from '../tokens/client-jwks.ts';
 import type { KeyManager } from '../tokens/keys.ts';
 import type { SecretBox } from '../tokens/secret-box.ts';
 import type { ClientRecord } from '../store/types.ts';
+import type { RequestCheckDeps } from '../flows/authorization-code/request.ts';
 
 /** Everything the HTTP layer needs, built by the composition root (app.ts for main.ts, cli, tests). */
 export interface AppDeps extends FlowDeps {
@@ -20,10 +21,19 @@ export interface AppDeps extends FlowDeps {
   readonly dpopNonces: DpopNonces;
   /** Seals and opens upstream providers' secrets under the key encryption key. */
   readonly secrets: SecretBox;
-  /** The client of a Client ID Metadata Document URL, fetched and registered (issue 26); absent when they are off. */
-  readonly metadataClient?: (clientId: string) => Promise<ClientRecord | null>;
+  /**
+   * The client of a Client ID Metadata Document URL, fetched and registered (issue 26), a new
+   * one counted against the address `ip` (issue 40); absent when they are off.
+   */
+  readonly metadataClient?: (clientId: string, ip: string) => Promise<ClientRecord | null>;
   /** Whether the server is draining (`/readyz`). */
   readonly readiness: { readonly draining: boolean };
+}
+
+/** What checking an authorization request from `request` needs: a metadata document's new app is counted against its address. */
+export function forAuthorizationRequest(deps: AppDeps, request: FastifyRequest): Omit<AppDeps, 'metadataClient'> & RequestCheckDeps {
+  const { metadataClient, ...rest } = deps;
+  return metadataClient === undefined ? rest : { ...rest, metadataClient: (clientId) => metadataClient(clientId, request.ip) };
 }
 
 /** The dependencies with the seam that names this request's address and user agent in its events. */

@@ -24,6 +24,8 @@ const REFUSALS: Readonly<Record<UpstreamRefusal, { readonly status: number; read
   domain_not_allowed: { status: 403, message: 'upstream.refused.domain_not_allowed' },
   organization_not_allowed: { status: 403, message: 'upstream.refused.organization_not_allowed' },
   email_taken: { status: 403, message: 'upstream.refused.email_taken' },
+  // The same words: the person signs in with the account's own password either way.
+  console_role: { status: 403, message: 'upstream.refused.email_taken' },
   disabled: { status: 403, message: 'upstream.refused.disabled' },
   wrong_password: { status: 401, message: 'upstream.refused.wrong_password' },
   unknown_provider: { status: 404, message: 'upstream.refused.unknown_provider' },

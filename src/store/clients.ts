@@ -74,6 +74,12 @@ export interface ClientRecord {
   readonly registeredBy?: SelfRegistration;
   /** A self-registered app the operator has checked (`client update --verified`); absent: not. */
   readonly verified?: boolean;
+  /**
+   * When a self-registered app was first used: approved by a person or given a token (issue
+   * 40). Absent: never, and the purge removes it after TESSERA_UNUSED_REGISTRATION_RETENTION;
+   * always absent for the operator's clients, which are not purged.
+   */
+  readonly usedAt?: number;
 }
 
 export type SelfRegistration = 'dynamic' | 'metadata_document';
@@ -101,19 +107,26 @@ type ClientDefaults =
 export type NewClient = Omit<ClientRecord, ClientDefaults> & Partial<Pick<ClientRecord, ClientDefaults>>;
 
 /** What `ClientStore.update` replaces: everything but the id and the creation time. */
-export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt' | 'version' | 'tokensRevokedAt' | 'registeredBy'>;
+export type ClientChanges = Omit<ClientRecord, 'id' | 'createdAt' | 'version' | 'tokensRevokedAt' | 'registeredBy' | 'usedAt'>;
 
 export interface ClientStore {
   /** Throws `DuplicateError` when the id is taken. */
   create(client: NewClient): Promise<void>;
   get(id: string): Promise<ClientRecord | null>;
   list(): Promise<ClientRecord[]>;
+  /** The operator's own clients (without `registeredBy`), oldest first: those a self-registered app may not pass for. */
+  listOperatorClients(): Promise<ClientRecord[]>;
   /**
    * Replaces the registration's fields and moves its version on, in one statement; with
    * `expectedVersion`, only if the registration is still at that version. The updated
    * record, or null (nothing changed) for an unknown id or another version.
    */
   update(id: string, changes: ClientChanges, expectedVersion?: number): Promise<ClientRecord | null>;
+  /**
+   * Records a self-registered client's first use at `now` (`usedAt`), in one conditional
+   * statement: a later use changes nothing. Not for the operator's clients.
+   */
+  markUsed(id: string, now: number): Promise<void>;
   /** Ends the client's own access tokens issued until `now` (`tokensRevokedAt`); false for an unknown id. */
   revokeTokens(id: string, now: number): Promise<boolean>;
   /**

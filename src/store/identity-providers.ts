@@ -68,13 +68,15 @@ export interface LinkedIdentityStore {
   get(providerId: string, subject: string): Promise<LinkedIdentityRecord | null>;
   /** The user's links, oldest first. */
   listForUser(userId: string): Promise<LinkedIdentityRecord[]>;
+  /** Whether anyone signs in through the provider: whose word a change to it would move. */
+  anyForProvider(providerId: string): Promise<boolean>;
   /** Records a sign-in through the link: its label, groups and time; false when it is gone. */
   recordUse(providerId: string, subject: string, use: { readonly label: string | null; readonly groups: readonly string[] }, now: number): Promise<boolean>;
   /**
-   * The users a first sign-in with this verified e-mail address may be linked to: those whose
-   * address is the same (compared without regard to case) and verified.
+   * The users whose e-mail address is this one (compared without regard to case), verified or
+   * not, oldest first: a first sign-in with it may be linked to one, and never makes another.
    */
-  usersWithVerifiedEmail(email: string): Promise<UserRecord[]>;
+  usersWithEmail(email: string): Promise<UserRecord[]>;
   /** Unlinks one; false when there was no such link of this user. */
   remove(providerId: string, subject: string, userId: string): Promise<boolean>;
 }

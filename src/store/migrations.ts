@@ -695,5 +695,23 @@ const pendingSignInMethods: Migration = {
   statements: [(t, dialect) => `ALTER TABLE pending_sign_ins ADD COLUMN amr ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{pwd}'" : `'["pwd"]'`}`],
 };
 
+/**
+ * Version 22 (issue 40, self-registration without bound): when an app that registered itself
+ * was first used (approved by a person, or given a token), so that the purge can remove those
+ * never used after TESSERA_UNUSED_REGISTRATION_RETENTION. Null for the operator's clients,
+ * which are never purged. The self-registered clients already there count as used (from their
+ * creation): whether they were cannot be told now, and removing an app in use would break it.
+ * The partial index holds only the clients the purge looks at.
+ */
+const unusedRegistrations: Migration = {
+  version: 22,
+  name: 'first use of self-registered clients',
+  statements: [
+    (t) => `ALTER TABLE clients ADD COLUMN used_at ${t.time}`,
+    "UPDATE clients SET used_at = created_at WHERE registered_by <> 'operator'",
+    "CREATE INDEX clients_unused ON clients (created_at) WHERE used_at IS NULL AND registered_by <> 'operator'",
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations];

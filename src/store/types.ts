@@ -93,6 +93,8 @@ export interface PurgeCutoffs {
   readonly grantsBefore?: number;
   /** TESSERA_EVENT_RETENTION before now: audit events. */
   readonly eventsBefore?: number;
+  /** TESSERA_UNUSED_REGISTRATION_RETENTION before now: self-registered clients made before it and never used. */
+  readonly unusedClientsBefore?: number;
 }
 
 export interface Store extends Stores {
@@ -111,7 +113,9 @@ export interface Store extends Stores {
    * keys that expired before `before` (the caller keeps a margin after expiry, so a replayed
    * code is still recognised as one for a while); given `grantsBefore`, grants revoked before
    * it, whose tokens all expired before it, or made before it and never used, with their
-   * codes and refresh tokens; given `eventsBefore`, events older than it. Works in small
+   * codes and refresh tokens; given `eventsBefore`, events older than it; given
+   * `unusedClientsBefore`, self-registered clients made before it that were never used
+   * (no approval, no token), with everything issued to them. Works in small
    * batches so it never holds a long lock. Returns the number of rows deleted.
    */
   purgeExpired(before: number, cutoffs?: PurgeCutoffs): Promise<number>;

@@ -60,14 +60,15 @@ async function readLimited(response: Response): Promise<string> {
 export class ClientKeySets {
   readonly #clock: Clock;
   readonly #settings: ClientAuthSettings;
-  readonly #fetch: typeof fetch;
+  readonly #fetchFor: (selfRegistered: boolean) => typeof fetch;
   readonly #entries = new Map<string, Entry>();
   readonly #pending = new Map<string, Promise<Entry>>();
 
-  constructor(clock: Clock, settings: ClientAuthSettings, fetchImpl: typeof fetch = fetch) {
+  /** `fetchFor`: the fetch for the URLs of the operator's clients (false) or of apps that registered themselves (true). */
+  constructor(clock: Clock, settings: ClientAuthSettings, fetchFor: (selfRegistered: boolean) => typeof fetch = () => fetch) {
     this.#clock = clock;
     this.#settings = settings;
-    this.#fetch = fetchImpl;
+    this.#fetchFor = fetchFor;
   }
 
   /** A key getter for `jwtVerify`, over the client's registered or published keys. */
@@ -78,19 +79,20 @@ export class ClientKeySets {
     }
     const uri = client.jwksUri;
     if (uri === null) throw new ClientKeysError('the client has no registered keys');
-    return (header) => this.#fromUri(uri, header);
+    const send = this.#fetchFor(client.registeredBy !== undefined);
+    return (header) => this.#fromUri(uri, header, send);
   }
 
-  async #fromUri(uri: string, header: JWSHeaderParameters) {
+  async #fromUri(uri: string, header: JWSHeaderParameters, send: typeof fetch) {
     const now = this.#clock.now();
     let entry = this.#entries.get(uri);
     if (entry === undefined) {
-      entry = await this.#refresh(uri);
+      entry = await this.#refresh(uri, send);
     } else if (now - entry.fetchedAt >= this.#settings.jwksCacheSeconds * 1000) {
       const stale = entry;
       // A client whose server is down for a moment keeps working with the keys it had; they
       // are tried again after another cache period rather than on every request.
-      entry = await this.#refresh(uri).catch(() => {
+      entry = await this.#refresh(uri, send).catch(() => {
         stale.fetchedAt = now;
         return stale;
       });
@@ -100,26 +102,26 @@ export class ClientKeySets {
     } catch (error) {
       const mayRefetch = error instanceof errors.JWKSNoMatchingKey && now - entry.fetchedAt >= this.#settings.jwksRefetchSeconds * 1000;
       if (!mayRefetch) throw error;
-      return (await this.#refresh(uri)).keys(header);
+      return (await this.#refresh(uri, send)).keys(header);
     }
   }
 
   /** Fetches `uri` once for all the requests that need it now. */
-  #refresh(uri: string): Promise<Entry> {
+  #refresh(uri: string, send: typeof fetch): Promise<Entry> {
     let pending = this.#pending.get(uri);
     if (pending === undefined) {
-      pending = this.#load(uri).finally(() => this.#pending.delete(uri));
+      pending = this.#load(uri, send).finally(() => this.#pending.delete(uri));
       this.#pending.set(uri, pending);
     }
     return pending;
   }
 
-  async #load(uri: string): Promise<Entry> {
+  async #load(uri: string, send: typeof fetch): Promise<Entry> {
     const timeoutMs = this.#settings.jwksTimeoutMs;
     let text: string;
     try {
       // The timeout covers the body too: a server that trickles its answer is cut off.
-      const response = await this.#fetch(uri, {
+      const response = await send(uri, {
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'error',
         headers: { accept: 'application/jwk-set+json, application/json' },

@@ -11,7 +11,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { parseKeyEncryptionKey, type KeyEncryptionSettings } from '../config/index.ts';
+import { ConfigError, parseKeyEncryptionKey, type KeyEncryptionSettings } from '../config/index.ts';
 import type { KeyStore, SigningKeyRecord } from '../store/types.ts';
 
 /** How an encrypted private JWK is stored in place of the JWK. */
@@ -83,7 +83,16 @@ export function loadKeyEncryption(settings: KeyEncryptionSettings): KeyEncryptio
     text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    createKeyFile(file);
+    try {
+      createKeyFile(file);
+    } catch (cause) {
+      // A place this process cannot write (a read-only root file system, a volume owned by
+      // another user): the fix is a setting, so the refusal names it rather than the errno.
+      const { code, syscall } = cause as NodeJS.ErrnoException;
+      // (A recursive mkdir on a read-only file system fails ENOENT.)
+      if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS' && !(code === 'ENOENT' && syscall === 'mkdir')) throw cause;
+      throw new ConfigError('TESSERA_KEY_ENCRYPTION_KEY', `not set, and the key file ${file} cannot be created (${code}${process.getuid ? `: uid ${process.getuid()} cannot write ${dirname(file)}` : ''}); set TESSERA_KEY_ENCRYPTION_KEY (the same on every instance; openssl rand -base64 32 makes one), or TESSERA_KEY_FILE to a path this process can write`);
+    }
     text = readFileSync(file, 'utf8');
   }
   if ((statSync(file).mode & 0o077) !== 0) {

@@ -4,8 +4,8 @@ import { run } from '../../src/cli/main.ts';
 import { TEST_ENV } from './server.ts';
 import { WAIT_MS, within } from './wait.ts';
 
-/** The `tessera` command as a checkout runs it, on this test's Node. */
-export const CLI = join(new URL('../..', import.meta.url).pathname, 'src/cli/main.ts');
+/** The `tessera` command as a checkout runs it (docs/deployment.md: `node bin/tessera.js`), on this test's Node. */
+export const CLI = join(new URL('../..', import.meta.url).pathname, 'bin/tessera.js');
 export const NODE_FLAGS: readonly string[] = ['--disable-warning=ExperimentalWarning'];
 
 /**

@@ -1828,6 +1828,37 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual([read?.registeredBy, read?.verified], [undefined, undefined], "the operator's, not verified: absent");
       });
 
+      it("lists the operator's own clients apart from the self-registered ones", async () => {
+        const own = await givenClient();
+        const registered = await givenClient({ registeredBy: 'metadata_document' });
+        const listed = await store.clients.listOperatorClients();
+        assert.deepEqual(listed.find((client) => client.id === own.id), own);
+        assert.equal(listed.some((client) => client.id === registered.id), false);
+        assert.ok(listed.every((client) => client.registeredBy === undefined));
+      });
+
+      it('marks a self-registered client used once, and purges those made before the cutoff and never used, with what was issued to them (issue 40)', async () => {
+        const start = Date.UTC(2001, 0, 1);
+        const cutoff = start + HOUR;
+        const unused = await givenClient({ registeredBy: 'dynamic', createdAt: start });
+        const used = await givenClient({ registeredBy: 'metadata_document', createdAt: start });
+        const approved = await givenClient({ registeredBy: 'dynamic', createdAt: start });
+        const recent = await givenClient({ registeredBy: 'dynamic', createdAt: cutoff });
+        const own = await givenClient({ createdAt: start });
+        await store.registrationTokens.set(unused.id, 'unused-token', start);
+        await store.clients.markUsed(used.id, start + 5);
+        await store.clients.markUsed(used.id, start + 9);
+        assert.equal((await store.clients.get(used.id))?.usedAt, start + 5, 'the first use stays');
+        await store.clients.markUsed(own.id, start + 5);
+        assert.equal((await store.clients.get(own.id))?.usedAt, undefined, "the operator's clients are not marked");
+        // A grant whose mark is not written (yet): the client is kept all the same.
+        await givenGrant(approved.id, (await givenUser()).id);
+        await store.purgeExpired(start, { unusedClientsBefore: cutoff });
+        assert.equal(await store.clients.get(unused.id), null);
+        assert.equal(await store.registrationTokens.get(unused.id), null, 'its registration access token went with it');
+        for (const kept of [used, approved, recent, own]) assert.ok(await store.clients.get(kept.id), kept.id);
+      });
+
       it('rotates a registration access token once: of two rotations from the same token, one wins', async () => {
         const client = await givenClient({ registeredBy: 'dynamic' });
         assert.equal(await store.registrationTokens.get(client.id), null);

@@ -14,7 +14,7 @@ const MINUTE = 60_000;
 export interface IdentityContractHelpers {
   readonly store: () => Store;
   readonly unique: (prefix: string) => string;
-  readonly givenUser: () => Promise<UserRecord>;
+  readonly givenUser: (overrides?: Partial<UserRecord>) => Promise<UserRecord>;
 }
 
 export function identityProvidersContract({ store: current, unique, givenUser }: IdentityContractHelpers): void {
@@ -56,7 +56,10 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       await store.identityProviders.create(idp);
       const user = await givenUser();
       const link = { providerId: idp.id, subject: 'upstream-sub-1', userId: user.id, label: 'a@example.com', groups: ['staff'], createdAt: T0, lastUsedAt: null };
+      assert.equal(await store.linkedIdentities.anyForProvider(idp.id), false);
       await store.linkedIdentities.create(link);
+      assert.equal(await store.linkedIdentities.anyForProvider(idp.id), true);
+      assert.equal(await store.linkedIdentities.anyForProvider('another-provider'), false);
       await assert.rejects(store.linkedIdentities.create({ ...link, userId: (await givenUser()).id }), DuplicateError);
       assert.deepEqual(await store.linkedIdentities.get(idp.id, 'upstream-sub-1'), link);
       assert.equal(await store.linkedIdentities.recordUse(idp.id, 'upstream-sub-1', { label: 'b@example.com', groups: ['staff', 'admins'] }, T0 + MINUTE), true);
@@ -74,14 +77,14 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       assert.equal(await store.linkedIdentities.get(other.id, link.subject), null);
     });
 
-    it('finds the users a verified e-mail address may link to, without regard to case, and never an unverified one', async () => {
+    it('finds the users who have an e-mail address, without regard to case, verified or not', async () => {
       const store = current();
       const email = `${unique('person')}@Example.com`;
-      const verified = await givenUser();
+      const verified = await givenUser({ createdAt: T0 });
       await store.users.update(verified.id, { email, emailVerified: true }, T0);
-      const unverified = await givenUser();
+      const unverified = await givenUser({ createdAt: T0 + 1 });
       await store.users.update(unverified.id, { email: email.toLowerCase(), emailVerified: false }, T0);
-      assert.deepEqual((await store.linkedIdentities.usersWithVerifiedEmail(email.toUpperCase())).map((user) => user.id), [verified.id]);
+      assert.deepEqual((await store.linkedIdentities.usersWithEmail(email.toUpperCase())).map((user) => [user.id, user.emailVerified]), [[verified.id, true], [unverified.id, false]]);
     });
 
     it('uses a sign-in under way once, only while it lives, and purges it once expired', async () => {

@@ -3,6 +3,7 @@ import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { type SessionRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
+import { noteFirstUse } from '../registration/first-use.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import { clientResponse, type AuthorizationRequest, type ClientResponse } from './request.ts';
 
@@ -21,6 +22,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
   // grown without the code it was approved for, nor either without its events.
   const signIn = signInFacts(session, request.acrValues ?? null);
   await transactionWithEvents(deps, async (tx, record) => {
+    await noteFirstUse(tx.clients, request.client, now);
     const grant = await tx.grants.remember(
       {
         id: randomUUID(),

@@ -12,6 +12,7 @@ import { OAuthError } from '../../core/errors.ts';
 import { GRANT_CLIENT_CREDENTIALS } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
 import type { ResourceRecord } from '../../store/types.ts';
+import { noteFirstUse } from '../registration/first-use.ts';
 import { adminResource, isOpenIdScope, requestedResources, ResourceCatalog } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
 
@@ -59,6 +60,7 @@ export const clientCredentialsGrant: TokenGrant = {
     if (scope.length === 0) throw new OAuthError('invalid_scope', `this client is registered for none of the scopes of ${target.identifier}`);
 
     // §4.4.3: "A refresh token SHOULD NOT be included."
+    await noteFirstUse(deps.store.clients, client, deps.clock.now());
     const response = await deps.tokens.issueForClient({ client, scope, resource: target, dpopJkt: proof?.jkt ?? null });
     await deps.events.emit({ type: 'client.token_issued', clientId: client.id, detail: { resource: target.identifier, scope: scope.join(' ') } });
     return response;

@@ -14,6 +14,7 @@ import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
 import { transactionWithEvents } from '../events.ts';
+import { noteFirstUse } from '../registration/first-use.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import type { FlowDeps } from '../types.ts';
 import { networkOf } from './proximity.ts';
@@ -178,6 +179,7 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
   const { session } = decision;
   const grantId = randomUUID();
   const approved = await transactionWithEvents(deps, async (tx, recordEvent) => {
+      await noteFirstUse(tx.clients, client, now);
       await tx.grants.create({
         id: grantId,
         userId: session.userId,

@@ -45,8 +45,10 @@ export async function sendLogoutTokens(
       deliveries.push({ client, uri: client.backchannelLogoutUri, token: await deps.tokens.logoutToken(client, userId, sid) });
     }
   }
-  const send = clientUrlFetch(deps.config.allowPrivateNetworkUrls);
-  const delivered = Promise.all(deliveries.map((delivery) => deliver(send, delivery, deps.config.logout, log))).then(() => undefined);
+  const allowPrivateNetworks = deps.config.allowPrivateNetworkUrls;
+  const delivered = Promise.all(
+    deliveries.map((delivery) => deliver(clientUrlFetch({ selfRegistered: delivery.client.registeredBy !== undefined, allowPrivateNetworks }), delivery, deps.config.logout, log)),
+  ).then(() => undefined);
   return { clients: deliveries.length, delivered };
 }
 

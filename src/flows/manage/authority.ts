@@ -11,9 +11,10 @@
  *   it holds every admin scope that client has (a client's credentials are its scopes);
  * - a caller changes the credentials, second factors, claims or state of a person who holds a
  *   console role only if it holds every scope that role allows (the rule for giving the role);
- * - a caller lets an upstream provider link accounts or vouch for a second factor, or changes
- *   where such a provider's word comes from, only if it holds every role's scopes: such a
- *   provider can sign in as any person, console operators included.
+ * - a caller lets an upstream provider link accounts or vouch for a second factor, changes
+ *   where such a provider's word comes from, or repoints a provider people already sign in
+ *   through, only if it holds every role's scopes: such a provider can sign in as them,
+ *   console operators included.
  */
 import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
@@ -82,9 +83,12 @@ export function checkMayChangeUser(caller: Caller, user: UserRecord): void {
   }
 }
 
-/** Linking accounts by e-mail, or trusting a provider's second factor: only by a caller holding every role's scopes. */
+/**
+ * Linking accounts by e-mail, trusting a provider's second factor, or repointing a provider
+ * people sign in through: only by a caller holding every role's scopes.
+ */
 export function checkMayTrustProvider(caller: Caller, what: string): void {
   if (!holdsAll(caller.scopes, EVERY_ROLE_SCOPE)) {
-    throw forbidden`${field(what)}: a provider that links accounts or vouches for a second factor can sign in as any person, console operators included; only a caller holding every admin scope may set it up or change it`;
+    throw forbidden`${field(what)}: a provider that links accounts, vouches for a second factor or already signs people in can, set up or pointed elsewhere, sign in as them, console operators included; only a caller holding every admin scope may do this`;
   }
 }

@@ -3,9 +3,12 @@
  * the admin API call. Input and output use the client metadata names of RFC 7591 §2 (and
  * Tessera's own for what it adds), so the API's JSON is the registration as stored.
  */
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { isPrivateNetworkHost, normalizeCidr } from '../../core/networks.ts';
+import { lookalikeOf } from '../../core/lookalike.ts';
+import { normalizeCidr } from '../../core/networks.ts';
+import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import {
   CLIENT_AUTH_METHODS,
   GRANT_AUTHORIZATION_CODE,
@@ -20,7 +23,7 @@ import {
   type PkcePolicy,
   type RequestObjectAlgorithm,
 } from '../../core/protocol.ts';
-import { redirectUriProblem } from '../../core/redirect-uri.ts';
+import { isLoopbackIssuer, redirectUriProblem } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import type { ClientChanges, ClientRecord, SelfRegistration, Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
@@ -115,14 +118,21 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
   };
 }
 
-/** What registering or updating a client checks, whichever way it was set. */
-/** Why a URL the server itself will request may not point into a private network (issue 34). */
-const PRIVATE_NETWORK = 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
+/**
+ * The rule for the URLs the server itself will request for `client` (issue 34: no private
+ * networks; issue 40: no loopback for an app that registered itself, whoever edits it, as
+ * the requests themselves are checked in core/outbound.ts).
+ */
+function urlRule(deps: Pick<ManageDeps, 'config'>, client: Pick<ClientRecord, 'registeredBy'>): UrlRule {
+  return { selfRegistered: client.registeredBy !== undefined, allowPrivateNetworks: deps.config.allowPrivateNetworkUrls };
+}
 
-function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boolean): void {
+/** What registering or updating a client checks, whichever way it was set. */
+function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string): void {
   const publicClient = client.authMethod === 'none';
+  const issuerOnLoopback = isLoopbackIssuer(issuer);
   for (const uri of client.redirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient });
+    const problem = redirectUriProblem(uri, { publicClient, issuerOnLoopback });
     if (problem) throw invalid`${field('redirect_uris')} ${uri}: ${problem}`;
   }
   if (client.grantTypes.length === 1 && client.grantTypes[0] === GRANT_REFRESH_TOKEN) {
@@ -158,7 +168,7 @@ function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boole
   }
   // RP-Initiated Logout 1.0 §3: registered as redirect URIs are, and matched exactly.
   for (const uri of client.postLogoutRedirectUris) {
-    const problem = redirectUriProblem(uri, { publicClient });
+    const problem = redirectUriProblem(uri, { publicClient, issuerOnLoopback });
     if (problem) throw invalid`${field('post_logout_redirect_uris')} ${uri}: ${problem}`;
   }
   // Back-Channel Logout 1.0 §2.2: an absolute URI without a fragment; here also https (http
@@ -166,8 +176,32 @@ function checkRegistration(client: ClientChanges, allowPrivateNetworkUrls: boole
   if (client.backchannelLogoutUri !== null) {
     const problem = redirectUriProblem(client.backchannelLogoutUri, { publicClient: false });
     if (problem) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${problem}`;
-    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(new URL(client.backchannelLogoutUri).hostname)) {
-      throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${PRIVATE_NETWORK}`;
+    const refusal = requestRefusal(new URL(client.backchannelLogoutUri).hostname, urls);
+    if (refusal !== null) throw invalid`${field('backchannel_logout_uri')} ${client.backchannelLogoutUri}: ${refusal}`;
+  }
+}
+
+/** The scheme of a private-use redirect URI (RFC 8252 §7.1: `com.example.app:/callback`), lower-cased; null for http(s) and what is not a URI. */
+function privateUseScheme(uri: string): string | null {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
+  return scheme === undefined || scheme === 'http' || scheme === 'https' ? null : scheme;
+}
+
+/**
+ * What an app registering itself, or changing its own registration, may not take (issue 40):
+ * the name of an operator's app or of the site, or one that looks like it (core/lookalike.ts),
+ * since the consent page would show it as that app; nor the private-use redirect scheme of an
+ * operator's app, since the person's device would open that app's redirects in it.
+ */
+async function checkNotPassingFor(deps: Pick<ManageDeps, 'store' | 'config'>, client: Pick<ClientChanges, 'name' | 'redirectUris' | 'postLogoutRedirectUris'>): Promise<void> {
+  const operators = await deps.store.clients.listOperatorClients();
+  const taken = await lookalikeOf(client.name, [deps.config.site.name, ...operators.map((operator) => operator.name)]);
+  if (taken !== null) throw invalid`${field('client_name')} ${client.name}: looks like the name of ${taken === deps.config.site.name ? 'this site' : 'an app registered by the operator'} (${taken}); an app that registers itself needs a name of its own`;
+  const schemes = new Set(operators.flatMap((operator) => [...operator.redirectUris, ...operator.postLogoutRedirectUris]).map(privateUseScheme).filter((scheme) => scheme !== null));
+  for (const name of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
+    for (const uri of name === 'redirect_uris' ? client.redirectUris : client.postLogoutRedirectUris) {
+      const scheme = privateUseScheme(uri);
+      if (scheme !== null && schemes.has(scheme)) throw invalid`${field(name)} ${uri}: the scheme ${scheme} belongs to an app registered by the operator; an app that registers itself uses a scheme of its own (its reverse domain name, RFC 8252 §7.1)`;
     }
   }
 }
@@ -255,8 +289,8 @@ function parseName(raw: string): string {
   const name = raw.trim();
   if (!name) throw invalid`${field('client_name')} must not be empty`;
   if (name.length > MAX_CLIENT_NAME) throw invalid`${field('client_name')} must be at most ${MAX_CLIENT_NAME} characters`;
-  // It is shown on consent pages: no line breaks, no invisible controls to disguise it.
-  if (/[\p{Cc}\p{Cf}]/u.test(name)) throw invalid`${field('client_name')} must not contain control characters`;
+  // It is shown on consent pages and printed by the command: no line breaks, no invisible controls to disguise it.
+  if (hasUnsafeCharacters(name)) throw invalid`${field('client_name')} ${UNSAFE_CHARACTERS_RULE}`;
   return name;
 }
 
@@ -269,7 +303,7 @@ interface ClientKeys {
  * The keys of a private_key_jwt client, when given: a jwks_uri (https, or http on a loopback
  * address) or a JWK Set of public keys.
  */
-function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean): ClientKeys | null {
+function clientKeys(metadata: ClientMetadata, urls: UrlRule): ClientKeys | null {
   const uri = metadata.jwks_uri ?? undefined;
   const jwks = metadata.jwks ?? undefined;
   if (uri !== undefined && jwks !== undefined) throw invalid`${field('jwks_uri')} and ${field('jwks')}: give one`;
@@ -282,7 +316,8 @@ function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean):
     }
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
-    if (!allowPrivateNetworkUrls && isPrivateNetworkHost(url.hostname)) throw invalid`${field('jwks_uri')} ${uri}: ${PRIVATE_NETWORK}`;
+    const refusal = requestRefusal(url.hostname, urls);
+    if (refusal !== null) throw invalid`${field('jwks_uri')} ${uri}: ${refusal}`;
     return { jwksUri: url.href, jwks: null };
   }
   if (jwks !== undefined) {
@@ -300,7 +335,8 @@ function clientKeys(metadata: ClientMetadata, allowPrivateNetworkUrls: boolean):
 export async function createClient(deps: ManageDeps, metadata: ClientMetadata, options: CreateOptions = {}): Promise<ClientWithSecret> {
   if (metadata.client_name === undefined || !metadata.client_name.trim()) throw invalid`${field('client_name')} is required`;
   const name = parseName(metadata.client_name);
-  const keys = clientKeys(metadata, deps.config.allowPrivateNetworkUrls);
+  const urls = urlRule(deps, options);
+  const keys = clientKeys(metadata, urls);
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
   const requestAlg = parseRequestObjectAlg(metadata.request_object_signing_alg);
   if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
@@ -342,9 +378,10 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
     ...(options.registeredBy === undefined ? {} : { registeredBy: options.registeredBy }),
     ...(metadata.verified ? { verified: true } : {}),
   };
-  checkRegistration(client, deps.config.allowPrivateNetworkUrls);
+  checkRegistration(client, urls, deps.config.issuer);
   await checkScopes(deps.store, scopes);
   checkScopesGiven(deps.caller, null, null, scopes);
+  if (options.registeredBy !== undefined) await checkNotPassingFor(deps, client);
   await deps.store.clients.create(client);
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
   return { client, secret };
@@ -394,7 +431,8 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   if (changes.verified !== undefined && client.registeredBy === undefined) {
     throw invalid`${field('verified')}: only an app that registered itself is marked verified or not; the operator's own clients are`;
   }
-  const keys = clientKeys(changes, deps.config.allowPrivateNetworkUrls);
+  const urls = urlRule(deps, client);
+  const keys = clientKeys(changes, urls);
   const requestAlg = changes.request_object_signing_alg !== undefined
     ? parseRequestObjectAlg(changes.request_object_signing_alg)
     : client.requestObjectSigningAlg === undefined ? {} : { requestObjectSigningAlg: client.requestObjectSigningAlg };
@@ -418,7 +456,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   }
   const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
   const secret = withSecret && client.secretHash === null ? randomToken(32) : null;
-  const next: ClientChanges = {
+  const asked: ClientChanges = {
     name: changes.client_name !== undefined ? parseName(changes.client_name) : client.name,
     redirectUris: changes.redirect_uris !== undefined ? [...new Set(changes.redirect_uris)] : client.redirectUris,
     scopes: changes.scope !== undefined ? parseScopes(changes.scope) : client.scopes,
@@ -441,19 +479,40 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     ...requestAlg,
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
-  checkRegistration(next, deps.config.allowPrivateNetworkUrls);
+  // Issue 40: the operator verified the app as it was; when the app itself changes what
+  // people see of it or where it sends them, the mark goes and the warning comes back.
+  const unverified = by === 'client' && asked.verified === true && changesWhatPeopleSee(client, asked);
+  const next: ClientChanges = unverified ? { ...asked, verified: false } : asked;
+  checkRegistration(next, urls, deps.config.issuer);
   if (changes.scope !== undefined) {
     await checkScopes(deps.store, next.scopes);
     checkScopesGiven(deps.caller, id, client.scopes, next.scopes);
   }
+  if (by === 'client') await checkNotPassingFor(deps, next);
   // The version read is the one checked: the client cannot have gained scopes the caller lacks in between.
   const updated = await deps.store.clients.update(id, next, expectedVersion ?? client.version ?? 1);
   if (!updated) {
     const now = await getClient(deps, id);
     throw stale(now);
   }
-  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by } });
+  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by, ...(unverified ? { verified: false } : {}) } });
   return { client: updated, secret };
+}
+
+/**
+ * Whether `next` changes what the operator checked when verifying a self-registered app: the
+ * name people are shown, and the URIs it sends people to or the server calls (redirect and
+ * post-logout redirect URIs, browser origins, back-channel logout URI, JWKS URL). Order
+ * does not count. Tessera keeps no logo.
+ */
+function changesWhatPeopleSee(client: ClientRecord, next: ClientChanges): boolean {
+  const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.length && new Set(a).size === new Set([...a, ...b]).size;
+  return client.name !== next.name
+    || !sameSet(client.redirectUris, next.redirectUris)
+    || !sameSet(client.postLogoutRedirectUris, next.postLogoutRedirectUris)
+    || !sameSet(client.webOrigins, next.webOrigins)
+    || client.backchannelLogoutUri !== next.backchannelLogoutUri
+    || client.jwksUri !== next.jwksUri;
 }
 
 /**

@@ -4,13 +4,14 @@
  * client secret or bind password is sealed under the key encryption key before it is
  * stored (tokens/secret-box.ts), never returned, and never in an event.
  */
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { FilterParser } from 'ldapts';
 import { isLoopback } from '../../core/redirect-uri.ts';
 import { DuplicateError } from '../../store/types.ts';
 import { PROVIDER_KINDS, type IdentityProviderRecord, type ProviderKind } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { MAPPED_CLAIMS, providerSettings, upstreamRedirectUri, type MappedClaim } from '../upstream/settings.ts';
-import { checkMayTrustProvider, type Caller } from './authority.ts';
+import { checkMayTrustProvider } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
 
@@ -111,6 +112,8 @@ function checkText(value: string | undefined, name: string, required: string | n
   const trimmed = value.trim();
   if (!trimmed && required !== null) throw invalid`${field(name)} is required: ${required}`;
   if (trimmed.length > MAX_TEXT) throw invalid`${field(name)} must be at most ${MAX_TEXT} characters`;
+  // Shown on the sign-in page's button and printed by the command (core/display-text.ts).
+  if (hasUnsafeCharacters(trimmed)) throw invalid`${field(name)} ${UNSAFE_CHARACTERS_RULE}`;
   return trimmed;
 }
 
@@ -246,20 +249,30 @@ function vouches(settings: Readonly<Record<string, unknown>>): boolean {
 }
 
 /** What an operator may change on any provider: what its button says and where it stands. */
-const COSMETIC: readonly (keyof ProviderInput)[] = ['name', 'position'];
+const COSMETIC: readonly (keyof ProviderInput)[] = ['name', 'position', 'kind', 'id'];
 
 /**
- * A provider that links accounts or whose mfa is trusted (before or after the change) is set
- * up and changed only by a caller holding every admin scope (flows/manage/authority.ts):
- * where its word comes from (issuer, client, secret, directory, claim mapping) decides whom
- * it can sign in as. Its name and position are anyone's to change.
+ * Where a provider's word comes from: who asserts the identities it signs in, and how they
+ * become a person here. Pointed elsewhere, it signs in as whoever the new source names.
  */
-function checkTrust(caller: Caller, before: Readonly<Record<string, unknown>> | null, after: Readonly<Record<string, unknown>>, input: ProviderInput): void {
-  if (!vouches(after) && (before === null || !vouches(before))) return;
-  const given = (Object.keys(input) as (keyof ProviderInput)[]).filter((name) => input[name] !== undefined && !COSMETIC.includes(name) && name !== 'kind' && name !== 'id');
-  if (before !== null && given.length === 0) return;
-  const named = given.find((name) => name === 'allow_linking' || name === 'trust_upstream_mfa') ?? given[0] ?? (after['allowLinking'] === true ? 'allow_linking' : 'trust_upstream_mfa');
-  checkMayTrustProvider(caller, named);
+const SOURCE: readonly (keyof ProviderInput)[] = ['issuer', 'client_id', 'web_url', 'api_url', 'url', 'start_tls', 'bind_dn', 'bind_password', 'user_search_base', 'user_filter', 'claim_mapping'];
+
+/**
+ * The changes to a provider only a caller holding every admin scope makes
+ * (flows/manage/authority.ts): any but its name and position, on a provider that links
+ * accounts or whose mfa is trusted (before or after the change); and repointing one that people
+ * already sign in through, whose new source would sign in as them.
+ */
+async function checkTrust(deps: ProviderDeps, current: IdentityProviderRecord | null, after: Readonly<Record<string, unknown>>, input: ProviderInput): Promise<void> {
+  const given = (Object.keys(input) as (keyof ProviderInput)[]).filter((name) => input[name] !== undefined && !COSMETIC.includes(name));
+  if (vouches(after) || (current !== null && vouches(current.settings))) {
+    if (current !== null && given.length === 0) return;
+    const named = given.find((name) => name === 'allow_linking' || name === 'trust_upstream_mfa') ?? given[0] ?? (after['allowLinking'] === true ? 'allow_linking' : 'trust_upstream_mfa');
+    checkMayTrustProvider(deps.caller, named);
+    return;
+  }
+  const repointed = given.find((name) => SOURCE.includes(name));
+  if (current !== null && repointed !== undefined && (await deps.store.linkedIdentities.anyForProvider(current.id))) checkMayTrustProvider(deps.caller, repointed);
 }
 
 /** One provider may be the only way in. */
@@ -281,15 +294,25 @@ function checkPosition(value: number | undefined): number | undefined {
   return value;
 }
 
+/**
+ * The id a provider added with this name (or id) gets: part of the redirect URI the provider
+ * must know before its client for Tessera exists (issue 49), so it is worked out alone.
+ */
+export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string {
+  const name = checkName(input.name, true)!;
+  const id = input.id?.trim() || name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
+  if (!PROVIDER_ID.test(id)) throw invalid`${field('id')} ${id || name}: 1-40 lower-case letters, digits and dashes (it is part of the redirect URI)`;
+  return id;
+}
+
 /** Adds a provider; its id is made from its name unless given. */
 export async function addProvider(deps: ProviderDeps, input: ProviderInput): Promise<IdentityProviderRecord> {
   const kind = PROVIDER_KINDS.find((candidate) => candidate === input.kind);
   if (kind === undefined) throw invalid`${field('kind')} ${input.kind ?? ''}: one of ${PROVIDER_KINDS.join(', ')}`;
   const name = checkName(input.name, true)!;
-  const id = input.id?.trim() || name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
-  if (!PROVIDER_ID.test(id)) throw invalid`${field('id')} ${id || name}: 1-40 lower-case letters, digits and dashes (it is part of the redirect URI)`;
+  const id = providerIdFor({ ...input, name });
   const { settings, secret } = build(kind, null, input);
-  checkTrust(deps.caller, null, settings, input);
+  await checkTrust(deps, null, settings, input);
   await checkOnly(deps, id, settings['only']);
   const providers = await deps.store.identityProviders.list();
   const now = deps.clock.now();
@@ -330,7 +353,7 @@ export async function updateProvider(deps: ProviderDeps, id: string, input: Prov
   if (input.id !== undefined && input.id !== id) throw invalid`${field('id')}: a provider's id cannot change (it is in the redirect URI registered upstream)`;
   const name = checkName(input.name, false);
   const { settings, secret } = build(current.kind, current, input);
-  checkTrust(deps.caller, current.settings, settings, input);
+  await checkTrust(deps, current, settings, input);
   await checkOnly(deps, id, settings['only']);
   const updated: IdentityProviderRecord = {
     ...current,

@@ -2,6 +2,7 @@
  * Registering APIs (RFC 8707 resources) and their scopes: the one implementation the
  * `tessera resource` commands and the admin API call.
  */
+import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../../core/display-text.ts';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
 import { SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import { DuplicateError, type ResourceChanges, type ResourceRecord, type ResourceScope } from '../../store/types.ts';
@@ -77,6 +78,8 @@ function checkScope(scope: ResourceScope, label: string): ResourceScope {
   if (scope.name.startsWith('admin:')) throw invalid`${field('scopes')} ${scope.name}: names beginning admin: are the admin API's (docs/admin-api.md)`;
   if (!description) throw invalid`${field('scopes')} ${label}: give what it lets an application do, as NAME=DESCRIPTION ("photos:read=See your photos")`;
   if (description.length > MAX_SCOPE_DESCRIPTION) throw invalid`${field('scopes')} ${scope.name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`;
+  // Shown on the consent page and printed by the command (core/display-text.ts).
+  if (hasUnsafeCharacters(description)) throw invalid`${field('scopes')} ${scope.name}: the description ${UNSAFE_CHARACTERS_RULE}`;
   return { name: scope.name, description };
 }
 
@@ -84,6 +87,7 @@ function checkName(raw: string | undefined): string {
   const name = raw?.trim();
   if (!name) throw invalid`${field('name')} is required: what people see on the consent page`;
   if (name.length > MAX_RESOURCE_NAME) throw invalid`${field('name')} must be at most ${MAX_RESOURCE_NAME} characters`;
+  if (hasUnsafeCharacters(name)) throw invalid`${field('name')} ${UNSAFE_CHARACTERS_RULE}`;
   return name;
 }
 

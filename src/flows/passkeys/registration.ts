@@ -4,6 +4,7 @@
  * needs no username; user verification preferred; no attestation (we trust the person's
  * choice of authenticator, not its maker).
  */
+import { withoutUnsafeCharacters } from '../../core/display-text.ts';
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import { DuplicateError, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
@@ -69,7 +70,8 @@ export async function finishRegistration(deps: FlowDeps, user: UserRecord, name:
   const passkey: PasskeyRecord = {
     id: info.credential.id,
     userId: user.id,
-    name: name.trim().slice(0, PASSKEY_NAME_MAX) || 'Passkey',
+    // What the person typed, without what would forge a line where it is listed (core/display-text.ts).
+    name: withoutUnsafeCharacters(name).trim().slice(0, PASSKEY_NAME_MAX) || 'Passkey',
     publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
     counter: info.credential.counter,
     transports: (info.credential.transports ?? []).filter((transport) => typeof transport === 'string'),

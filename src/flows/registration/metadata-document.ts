@@ -15,6 +15,7 @@ import { isInternalAddress } from '../../core/networks.ts';
 import { guardedLookup } from '../../core/outbound.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import type { ClientRecord } from '../../store/types.ts';
+import { Attempt, isRefusal } from '../attempts.ts';
 import { NO_ADMIN } from '../manage/authority.ts';
 import { createClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
 import { ManageError } from '../manage/errors.ts';
@@ -120,19 +121,53 @@ function documentMetadata(url: string, document: Readonly<Record<string, unknown
 }
 
 /**
- * The client of a metadata document URL, registered or brought up to date from the document,
- * or an `invalid_request` error saying why it cannot be used. Null: `clientId` is not a
- * metadata document URL, or they are off.
+ * The rate-limit keys of new metadata-document apps (issue 40: one browser brought 40 URLs,
+ * and with them 40 clients): per address, and the whole server's count.
  */
-export async function metadataDocumentClient(deps: FlowDeps, clientId: string): Promise<ClientRecord | null> {
+export const METADATA_CLIENT_KEYS = {
+  address: 'metadata-client:ip:',
+  all: 'metadata-client:all',
+} as const;
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * Counts a new app (a URL with no client yet, whose document is about to be fetched or
+ * registered) against the address and the server, or refuses it with 429 by reading alone.
+ * It stays counted whether its document is then taken or refused: each one was a fetch, and a
+ * row. Apps already registered are never counted, so a flood of new URLs keeps no known app out.
+ */
+async function admitNewApp(deps: FlowDeps, ip: string, now: number): Promise<void> {
+  const settings = deps.config.registration.metadataDocuments;
+  const limits = [
+    { key: `${METADATA_CLIENT_KEYS.address}${ip}`, limit: settings.newPerAddressPerHour, scope: 'address' as const },
+    { key: METADATA_CLIENT_KEYS.all, limit: settings.newPerHour, scope: 'server' as const },
+  ];
+  const reserved = await Attempt.reserve(deps.store.rateLimits, limits, HOUR_MS, now);
+  if (!isRefusal(reserved)) return;
+  const scope = limits.find((limit) => limit.key === reserved.limit.key)!.scope;
+  await deps.events.refused({ type: 'client.registration_limited', ip, detail: { limit: scope, kind: 'metadata_document' } }, reserved.limit.key, reserved.endsAt);
+  const minutes = Math.max(1, Math.ceil(reserved.retryAfterSeconds / 60));
+  const which = scope === 'address' ? 'from this address' : 'on this server';
+  throw new OAuthError('temporarily_unavailable', `too many new apps known by a metadata document URL ${which} this hour; try again in ${minutes} minute${minutes === 1 ? '' : 's'}`, { status: 429, retryAfterSeconds: reserved.retryAfterSeconds });
+}
+
+/**
+ * The client of a metadata document URL, registered or brought up to date from the document,
+ * or an `invalid_request` error saying why it cannot be used (`temporarily_unavailable`, 429,
+ * when `ip` has brought too many new apps this hour, or the server has). Null: `clientId` is
+ * not a metadata document URL, or they are off.
+ */
+export async function metadataDocumentClient(deps: FlowDeps, clientId: string, ip: string): Promise<ClientRecord | null> {
   const settings = deps.config.registration.metadataDocuments;
   if (!settings.enabled || !isClientIdUrl(clientId, settings.development)) return null;
   const now = deps.clock.now();
   let document: Readonly<Record<string, unknown>>;
-  const cached = await deps.store.metadataDocuments.get(clientId, now);
+  const [existing, cached] = await Promise.all([deps.store.clients.get(clientId), deps.store.metadataDocuments.get(clientId, now)]);
+  if (cached !== null && cached.document === null) throw new OAuthError('invalid_request', `client_id ${clientId}: ${cached.problem ?? 'the metadata document was refused'}`);
+  if (existing === null) await admitNewApp(deps, ip, now);
   if (cached !== null) {
-    if (cached.document === null) throw new OAuthError('invalid_request', `client_id ${clientId}: ${cached.problem ?? 'the metadata document was refused'}`);
-    document = cached.document;
+    document = cached.document!;
   } else {
     try {
       const fetched = await fetchDocument(new URL(clientId), settings);
@@ -150,10 +185,19 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string): 
   const metadata = documentMetadata(clientId, document);
   const manage = { ...deps, caller: NO_ADMIN, tellApps: async () => 0 };
   try {
-    const existing = await deps.store.clients.get(clientId);
     if (existing === null) return (await createClient(manage, metadata, { registeredBy: 'metadata_document', id: clientId })).client;
     if (existing.registeredBy !== 'metadata_document' || sameRegistration(existing, metadata)) return existing;
-    return (await updateClient(manage, clientId, metadata, undefined, 'client')).client;
+    // The app changed its document: an update by the app itself, which takes away the
+    // operator's verified mark when it changes what people see (flows/manage/clients.ts). At
+    // the version read, so that an operator's change made meanwhile (verifying the app, or
+    // taking the mark back) is not overwritten by this older read: that change wins, and the
+    // next request compares the document again.
+    try {
+      return (await updateClient(manage, clientId, metadata, existing.version ?? 1, 'client')).client;
+    } catch (error) {
+      if (error instanceof ManageError && error.kind === 'stale') return (await deps.store.clients.get(clientId)) ?? existing;
+      throw error;
+    }
   } catch (error) {
     // The same checks as client add: a document that breaks one is refused, and remembered.
     if (!(error instanceof ManageError)) throw error;

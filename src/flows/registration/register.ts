@@ -13,6 +13,8 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protoc
 import { isNativeAppRedirect } from '../../core/redirect-uri.ts';
 import { ADMIN_SCOPES } from '../../core/scopes.ts';
 import type { ClientRecord } from '../../store/types.ts';
+import { Attempt, isRefusal } from '../attempts.ts';
+import { networkOf } from '../device/proximity.ts';
 import { clientJson, createClient, removeClient, updateClient, type ClientMetadata } from '../manage/clients.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { ManageError } from '../manage/errors.ts';
@@ -157,30 +159,62 @@ function asRegistrationError(error: unknown): unknown {
 const HOUR_MS = 3_600_000;
 
 /**
+ * The rate-limit keys of open registrations (issue 40: one /24 registered 400 clients in two
+ * seconds): per address, per network (IPv4 /24, IPv6 /64), and the whole server's count.
+ */
+export const REGISTRATION_KEYS = {
+  address: 'registration:ip:',
+  network: 'registration:net:',
+  all: 'registration:all',
+} as const;
+
+/** What a refusal by each limit says, in RFC 7591 §3.2.2's error_description. */
+const LIMITED: Readonly<Record<'address' | 'network' | 'server', string>> = {
+  address: 'too many registrations from this address this hour',
+  network: 'too many registrations from this network (IPv4 /24, IPv6 /64) this hour',
+  server: 'this server takes no more open registrations this hour (an initial access token still registers)',
+};
+
+/**
  * Who may register (RFC 7591 §3): with `TESSERA_REGISTRATION=token`, the holder of an
  * initial access token, spent here (given back by `refund` when the registration is then
- * refused); with `open`, anyone, a limited number of times an hour per address, and a
- * token, when one is sent, lets its holder register as under `token`.
+ * refused); with `open`, anyone, a limited number of times an hour per address, per network
+ * and across the server, and a token, when one is sent, lets its holder register as under
+ * `token`. Registrations with a token are not counted by those limits: the operator bounds
+ * them by the token's uses and lifetime, and a flood of open registrations must not lock
+ * out the operator's own registrants. An open registration is counted before it is made, in
+ * the store's atomic counters (attempts.ts), and `refund` takes it back when it is then
+ * refused: what stays counted are the registrations made. A limit already reached refuses by
+ * reading alone: a refused registration writes nothing.
  */
 export async function admitRegistration(
-  deps: Pick<ManageDeps, 'store' | 'clock' | 'config'>,
+  deps: Pick<ManageDeps, 'store' | 'clock' | 'config' | 'events'>,
   token: string | null,
   ip: string,
 ): Promise<{ readonly policy: RegistrationPolicy; refund(): Promise<void> }> {
-  const setting = deps.config.registration.policy;
+  const settings = deps.config.registration;
   const now = deps.clock.now();
-  if (token !== null || setting === 'token') {
+  if (token !== null || settings.policy === 'token') {
     // RFC 7591 §3: the initial access token is an OAuth 2.0 bearer token (RFC 6750).
     if (token === null) throw new OAuthError('invalid_token', 'registration needs an initial access token: Authorization: Bearer <token from tessera registration-token create>');
     const spent = await deps.store.initialAccessTokens.use(hashSecret(token), now);
     if (spent === null) throw new OAuthError('invalid_token', 'the initial access token is unknown, expired or used up');
     return { policy: 'token', refund: () => deps.store.initialAccessTokens.refund(spent.id) };
   }
-  const made = await deps.store.rateLimits.hit(`registration:ip:${ip}`, HOUR_MS, now);
-  if (made > deps.config.registration.perAddressPerHour) {
-    throw new OAuthError('temporarily_unavailable', 'too many registrations from this address; try again later', { status: 429, retryAfterSeconds: 3600 });
+  const network = networkOf(ip);
+  const limits = [
+    { key: `${REGISTRATION_KEYS.address}${ip}`, limit: settings.perAddressPerHour, scope: 'address' as const },
+    ...(network === null ? [] : [{ key: `${REGISTRATION_KEYS.network}${network}`, limit: settings.perNetworkPerHour, scope: 'network' as const }]),
+    { key: REGISTRATION_KEYS.all, limit: settings.perHour, scope: 'server' as const },
+  ];
+  const reserved = await Attempt.reserve(deps.store.rateLimits, limits, HOUR_MS, now);
+  if (isRefusal(reserved)) {
+    const scope = limits.find((limit) => limit.key === reserved.limit.key)!.scope;
+    await deps.events.refused({ type: 'client.registration_limited', ip, detail: { limit: scope, kind: 'dynamic' } }, reserved.limit.key, reserved.endsAt);
+    const minutes = Math.max(1, Math.ceil(reserved.retryAfterSeconds / 60));
+    throw new OAuthError('temporarily_unavailable', `${LIMITED[scope]}; try again in ${minutes} minute${minutes === 1 ? '' : 's'}`, { status: 429, retryAfterSeconds: reserved.retryAfterSeconds });
   }
-  return { policy: 'open', refund: async () => {} };
+  return { policy: 'open', refund: () => reserved.succeeded() };
 }
 
 export interface Registered {

@@ -2,11 +2,14 @@
  * From "the upstream provider says this is X" to the Tessera user who signs in (issue 28,
  * item 4): an identity linked before signs in as its user; a first sign-in creates the user
  * just in time with the claims mapped, or links to an existing user only when the provider
- * verified the e-mail address and the operator allowed linking for that provider. Creating
+ * and the account both verified the e-mail address, the operator allowed linking for that
+ * provider, and the user holds no console role; an address some user has already is never
+ * given to a second account (issue 40, items 3 and 14). Creating
  * the user and linking the identity are one transaction: a refusal leaves no half-made user.
  */
-import type { AuthMethod } from '../../core/auth-methods.ts';
+import { upstreamMethods, type AuthMethod } from '../../core/auth-methods.ts';
 import { randomToken } from '../../core/crypto.ts';
+import { withoutUnsafeCharacters } from '../../core/display-text.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import { DuplicateError, newUserRecord, type UserRecord } from '../../store/types.ts';
@@ -55,8 +58,13 @@ export type UpstreamRefusal =
   | 'domain_not_allowed'
   /** Not a member of any organisation the GitHub provider requires. */
   | 'organization_not_allowed'
-  /** A Tessera account has this e-mail address, and linking is not allowed for the provider. */
+  /**
+   * A Tessera account has this e-mail address (verified or not), and the sign-in may not be
+   * linked to it: linking is not allowed for the provider, or one side did not verify the address.
+   */
   | 'email_taken'
+  /** The Tessera account with this e-mail address holds a console role: never linked by a provider's word. */
+  | 'console_role'
   /** The Tessera user is disabled. */
   | 'disabled'
   /** The directory did not know the username, or the password was wrong. */
@@ -74,9 +82,13 @@ export function emailDomain(email: string | null): string | null {
   return email && at > 0 ? email.slice(at + 1).toLowerCase() : null;
 }
 
-/** A person's claim as stored: trimmed, bounded, null when empty. */
+/**
+ * A person's claim as stored: without the characters no name may hold (a provider's word is
+ * not refused for them, they are taken out: core/display-text.ts), trimmed, bounded, null
+ * when empty.
+ */
 function claim(value: string | null, max = 200): string | null {
-  const trimmed = value?.trim() ?? '';
+  const trimmed = value === null ? '' : withoutUnsafeCharacters(value).trim();
   return trimmed ? trimmed.slice(0, max) : null;
 }
 
@@ -91,7 +103,8 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
     return { kind: 'refused', reason: 'domain_not_allowed' };
   }
   const now = deps.clock.now();
-  const use = { label: identity.label, groups: identity.groups };
+  // The label and groups are printed by `tessera user show` and shown on /account.
+  const use = { label: claim(identity.label, 320), groups: identity.groups.map((group) => withoutUnsafeCharacters(group).trim()).filter((group) => group !== '') };
   const linked = await deps.store.linkedIdentities.get(provider.id, identity.subject);
   if (linked) {
     const user = await deps.store.users.get(linked.userId);
@@ -101,11 +114,14 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
     return { kind: 'user', user };
   }
   const link = (user: UserRecord) => ({ providerId: provider.id, subject: identity.subject, userId: user.id, ...use, createdAt: now, lastUsedAt: now });
-  const existing = identity.email !== null && identity.emailVerified ? await deps.store.linkedIdentities.usersWithVerifiedEmail(identity.email) : [];
+  const email = claim(identity.email, 320);
+  const existing = email === null ? [] : await deps.store.linkedIdentities.usersWithEmail(email);
   if (existing.length > 0) {
-    // The address is someone's already: theirs to link, when the operator allowed it, never a second account.
+    // The address is someone's already, verified or not: theirs to link where that is safe,
+    // never a second account with it (issue 40, item 14).
     const user = existing[0]!;
-    if (!settings.allowLinking || existing.length > 1) return { kind: 'refused', reason: 'email_taken', user };
+    const refusal = linkRefusal(settings, identity, existing);
+    if (refusal !== null) return { kind: 'refused', reason: refusal, user };
     if (user.disabled) return { kind: 'refused', reason: 'disabled', user };
     try {
       await transactionWithEvents(deps, async (tx, record) => {
@@ -119,6 +135,32 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
     return { kind: 'user', user };
   }
   return { kind: 'user', user: await createUser(deps, provider, identity, link) };
+}
+
+/**
+ * Why a first sign-in may not link to the account that has its e-mail address, or null when
+ * it may: the operator allowed linking for the provider, the provider verified the address,
+ * the account verified it too (an address typed for an account proves nothing: linking on it
+ * would hand the account to whoever holds the address upstream, or the upstream person to
+ * whoever made the account), exactly one account has it, and that account holds no console
+ * role. A provider is never a way into the console (issue 40, item 3): an operator's account
+ * is linked by no one's word but its own.
+ */
+function linkRefusal(settings: ProviderSettings, identity: UpstreamIdentity, existing: readonly UserRecord[]): UpstreamRefusal | null {
+  const user = existing[0]!;
+  if (!settings.allowLinking || !identity.emailVerified || !user.emailVerified || existing.length > 1) return 'email_taken';
+  if (user.role !== null) return 'console_role';
+  return null;
+}
+
+/**
+ * What an upstream sign-in proved, as `user`'s session may count it: the provider's word
+ * (`identity.amr`), except that for a user who holds a console role its second factors never
+ * count, trusted or not (`upstreamMethods` without trust): a provider's `mfa` must not open
+ * the console, whose changes need a second factor proved here (issue 40, item 3).
+ */
+export function methodsFor(user: UserRecord, identity: UpstreamIdentity): readonly AuthMethod[] {
+  return user.role === null ? identity.amr : upstreamMethods(identity.amr, false);
 }
 
 /** The new account's username: the one upstream, else the e-mail address, made unique with the provider's id or a random tail. */

@@ -7,6 +7,7 @@
  * from `GET /user/memberships/orgs/{org}` (active only). The token is dropped afterwards.
  */
 import * as oidc from 'openid-client';
+import { upstreamFetch } from '../../core/outbound.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import type { FlowDeps } from '../types.ts';
@@ -26,6 +27,8 @@ function configuration(deps: GithubDeps, provider: IdentityProviderRecord, setti
     oidc.ClientSecretPost(secret),
   );
   config.timeout = deps.config.upstream.timeout;
+  // Its answers read up to a bound (core/outbound.ts).
+  config[oidc.customFetch] = upstreamFetch;
   if (new URL(settings.webUrl).protocol === 'http:') oidc.allowInsecureRequests(config);
   return config;
 }
@@ -71,7 +74,7 @@ interface GithubEmail {
 
 /** One call to GitHub's REST API as its documentation says to make it; the status and JSON body. */
 async function api(deps: GithubDeps, settings: GithubSettings, token: string, path: string): Promise<{ readonly status: number; readonly body: unknown }> {
-  const response = await fetch(`${settings.apiUrl}${path}`, {
+  const response = await upstreamFetch(`${settings.apiUrl}${path}`, {
     headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'x-github-api-version': '2022-11-28', 'user-agent': 'Tessera' },
     signal: AbortSignal.timeout(deps.config.upstream.timeout * 1000),
     redirect: 'error',

@@ -7,6 +7,7 @@
  */
 import * as oidc from 'openid-client';
 import { upstreamMethods } from '../../core/auth-methods.ts';
+import { AnswerTooLargeError, upstreamFetch } from '../../core/outbound.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import type { FlowDeps } from '../types.ts';
@@ -31,6 +32,9 @@ export function upstreamFailure(error: unknown): UpstreamFailure {
   if (error instanceof UpstreamFailure) return error;
   if (error instanceof oidc.AuthorizationResponseError) return new UpstreamFailure('upstream_error', error.error, { cause: error });
   if (error instanceof oidc.ResponseBodyError) return new UpstreamFailure('upstream_error', `${error.error} (HTTP ${error.status})`, { cause: error });
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof AnswerTooLargeError) return new UpstreamFailure('invalid_response', cause.message, { cause: error });
+  }
   for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
     const code = (cause as { code?: unknown }).code;
     if (cause.name === 'TimeoutError' || cause.name === 'AbortError' || (typeof code === 'string' && /^(ECONN|ENOTFOUND|EAI_|ETIMEDOUT|EHOSTUNREACH|UND_ERR)/.test(code)) || cause.message === 'fetch failed') {
@@ -57,6 +61,8 @@ async function configurationFor(deps: Pick<FlowDeps, 'config' | 'clock'> & { rea
   const issuer = new URL(settings.issuer);
   const config = await oidc.discovery(issuer, settings.clientId, secret ?? undefined, secret === null ? oidc.None() : oidc.ClientSecretBasic(secret), {
     timeout: deps.config.upstream.timeout,
+    // Every answer (metadata, keys, tokens, UserInfo) read up to a bound (core/outbound.ts).
+    [oidc.customFetch]: upstreamFetch,
     // Plain http only for a provider on this machine (flows/manage/providers.ts refuses it elsewhere).
     execute: issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
   });

@@ -15,7 +15,7 @@ import type { Browser } from '../session/session.ts';
 import { afterFirstStep } from '../session/sign-in.ts';
 import { checkDirectoryPassword, type Busy, type Limited, type PasswordCheckDeps } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
-import { accountFor, type UpstreamIdentity, type UpstreamRefusal } from './accounts.ts';
+import { accountFor, methodsFor, type UpstreamIdentity, type UpstreamRefusal } from './accounts.ts';
 import { beginGithub, finishGithub } from './github.ts';
 import { checkLdapPassword } from './ldap.ts';
 import { beginOidc, finishOidc, UpstreamFailure, type UpstreamChecks } from './oidc.ts';
@@ -152,9 +152,10 @@ async function signInAs(
   if (account.kind === 'refused') return refuse(deps, browser, provider, account.reason, { user: account.user, username: identity.label, clientId });
   // The session records what the provider proved, no more (RFC 8176 has no "federated"
   // value): a directory's password is `pwd`, an OpenID provider's word is its known `amr`
-  // values (its `mfa` only where the operator trusts it), GitHub's is nothing. One-time codes
+  // values (its `mfa` only where the operator trusts it, and never for a console role
+  // holder), GitHub's is nothing. One-time codes
   // and the second-factor policy (flows/second-factor/policy.ts) apply on top.
-  const next = await afterFirstStep(deps, browser, account.user, identity.amr, { clientId });
+  const next = await afterFirstStep(deps, browser, account.user, methodsFor(account.user, identity), { clientId });
   return { kind: next, user: account.user };
 }
 

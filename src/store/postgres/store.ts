@@ -379,6 +379,10 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
         clientCache.invalidate(id);
         return revoked;
       },
+      async markUsed(id, now) {
+        await stores.clients.markUsed(id, now);
+        clientCache.invalidate(id);
+      },
       async rotateSecret(id, secretHash, previousExpiresAt) {
         const rotated = await stores.clients.rotateSecret(id, secretHash, previousExpiresAt);
         clientCache.invalidate(id);

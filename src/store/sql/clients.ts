@@ -47,6 +47,7 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     // Absent for the operator's clients and when not verified, as records made before them.
     ...(row['registered_by'] == null || row['registered_by'] === 'operator' ? {} : { registeredBy: oneOf(selfRegistrations, 'registered_by', text(row, 'registered_by')) }),
     ...(row['verified'] != null && read.boolean(row, 'verified') ? { verified: true } : {}),
+    ...(row['used_at'] == null ? {} : { usedAt: integer(row, 'used_at') }),
   };
 }
 
@@ -77,6 +78,15 @@ export function clientsStatements(d: Dialect) {
       WHERE id = :id AND (${d.bigint(':expectedVersion')} IS NULL OR version = :expectedVersion)
       RETURNING *`,
     revokeClientTokens: 'UPDATE clients SET tokens_revoked_at = :now WHERE id = :id',
+    markClientUsed: "UPDATE clients SET used_at = :now WHERE id = :id AND used_at IS NULL AND registered_by <> 'operator'",
+    // Issue 40: a self-registered app nobody approved and that had no token, made before the
+    // cutoff. Its grants are looked for too, so that an approval whose mark is being written
+    // (in the same transaction as its grant) is never raced.
+    purgeUnusedClients: d.purge(
+      'clients',
+      'id',
+      "used_at IS NULL AND registered_by <> 'operator' AND created_at < :before AND NOT EXISTS (SELECT 1 FROM grants WHERE grants.client_id = clients.id)",
+    ),
     // Every SET expression reads the row as it was: the current secret becomes the previous one.
     rotateClientSecret: `
       UPDATE clients SET previous_secret_hash = secret_hash, previous_secret_expires_at = :previousExpiresAt,
@@ -85,6 +95,7 @@ export function clientsStatements(d: Dialect) {
       RETURNING *`,
     getClient: 'SELECT * FROM clients WHERE id = :id',
     listClients: 'SELECT * FROM clients ORDER BY created_at, id',
+    listOperatorClients: "SELECT * FROM clients WHERE registered_by = 'operator' ORDER BY created_at, id",
     // Codes, device records and grants go with it: ON DELETE CASCADE.
     removeClient: 'DELETE FROM clients WHERE id = :id',
   };
@@ -146,8 +157,12 @@ export function clientsStores(d: Dialect, q: Runner<keyof ReturnType<typeof clie
       },
       get: (id) => first('getClient', { id }, client),
       list: () => every('listClients', {}, client),
+      listOperatorClients: () => every('listOperatorClients', {}, client),
       update: (id, changes, expectedVersion) => first('updateClient', { id, ...clientFields(changes), expectedVersion: expectedVersion ?? null }, client),
       revokeTokens: (id, now) => changedAny('revokeClientTokens', { id, now }),
+      async markUsed(id, now) {
+        await changedAny('markClientUsed', { id, now });
+      },
       rotateSecret: (id, secretHash, previousExpiresAt) => first('rotateClientSecret', { id, secretHash, previousExpiresAt }, client),
       remove: (id) => changedAny('removeClient', { id }),
     },

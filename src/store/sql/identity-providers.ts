@@ -32,10 +32,11 @@ export function identityProvidersStatements(d: Dialect) {
       ON CONFLICT DO NOTHING`,
     getLinkedIdentity: 'SELECT * FROM linked_identities WHERE provider_id = :providerId AND subject = :subject',
     listLinkedIdentitiesForUser: 'SELECT * FROM linked_identities WHERE user_id = :userId ORDER BY created_at, provider_id, subject',
+    anyLinkedIdentityForProvider: 'SELECT 1 AS linked FROM linked_identities WHERE provider_id = :providerId LIMIT 1',
     recordLinkedIdentityUse: `
       UPDATE linked_identities SET label = :label, groups = :groups, last_used_at = :now
       WHERE provider_id = :providerId AND subject = :subject`,
-    usersWithVerifiedEmail: 'SELECT * FROM users WHERE lower(email) = lower(:email) AND email_verified = :verified ORDER BY created_at, id',
+    usersWithEmail: 'SELECT * FROM users WHERE lower(email) = lower(:email) ORDER BY created_at, id',
     removeLinkedIdentity: 'DELETE FROM linked_identities WHERE provider_id = :providerId AND subject = :subject AND user_id = :userId',
 
     insertUpstreamLogin: `
@@ -127,9 +128,10 @@ export function identityProvidersStores(d: Dialect, q: Runner<keyof ReturnType<t
         return row === undefined ? null : link(row);
       },
       listForUser: async (userId) => (await q.all('listLinkedIdentitiesForUser', { userId })).map(link),
+      anyForProvider: async (providerId) => (await q.one('anyLinkedIdentityForProvider', { providerId })) !== undefined,
       recordUse: async (providerId, subject, use, now) =>
         (await q.changed('recordLinkedIdentityUse', { providerId, subject, label: use.label, groups: list(use.groups), now })) > 0,
-      usersWithVerifiedEmail: async (email) => (await q.all('usersWithVerifiedEmail', { email, verified: d.flag(true) })).map((row) => userFromRow(row, read)),
+      usersWithEmail: async (email) => (await q.all('usersWithEmail', { email })).map((row) => userFromRow(row, read)),
       remove: async (providerId, subject, userId) => (await q.changed('removeLinkedIdentity', { providerId, subject, userId })) > 0,
     },
     upstreamLogins: {

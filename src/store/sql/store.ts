@@ -59,6 +59,7 @@ export async function purgeExpired(q: Runner<StatementName>, before: number, cut
   if (cutoffs.eventsBefore !== undefined) purges.push(['purgeEvents', cutoffs.eventsBefore]);
   // Grants last: their codes and refresh tokens go with them, and are purged by then anyway.
   if (cutoffs.grantsBefore !== undefined) purges.push(['purgeGrants', cutoffs.grantsBefore]);
+  if (cutoffs.unusedClientsBefore !== undefined) purges.push(['purgeUnusedClients', cutoffs.unusedClientsBefore]);
   let deleted = 0;
   for (const [name, cutoff] of purges) {
     for (;;) {

@@ -1,0 +1,145 @@
+/**
+ * deploy/kubernetes/ as `kubectl kustomize` renders it (kubectl from Debian's kubernetes-client
+ * or any other; .ci/run installs one where there is none): two replicas of this version's image
+ * on PostgreSQL, the database URL and the key encryption key from the Secret, liveness on
+ * /healthz and readiness on /readyz, a non-root user that is the image's, a read-only root,
+ * resource requests, time to drain before SIGKILL, a Service and a PodDisruptionBudget that
+ * select those pods. No cluster is needed, nor reached. Without kubectl the file is skipped
+ * saying so, except in CI (CI=1), where that fails.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { IMAGE_UID } from '../deploy/image/build.ts';
+import { setting, SETTINGS, type IntegerSetting } from '../src/config/settings.ts';
+import { runTessera } from './helpers/cli.ts';
+import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const kubectl = (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, 'kubectl')));
+const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
+
+interface Probe { httpGet: { path: string; port: string | number } }
+interface EnvVar { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  ports: { name: string; containerPort: number }[];
+  env: EnvVar[];
+  livenessProbe: Probe;
+  readinessProbe: Probe;
+  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
+}
+interface Resource {
+  kind: string;
+  metadata: { name: string };
+  spec: {
+    replicas?: number;
+    selector?: { matchLabels?: Record<string, string> } & Record<string, string>;
+    minAvailable?: number;
+    ports?: { port: number; targetPort: string | number }[];
+    template?: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds?: number; securityContext: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] } };
+  };
+}
+
+describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || ci ? false : 'kubectl is not installed (apt-get install kubernetes-client; .ci/run does)' }, () => {
+  let resources: Resource[];
+  const find = (kind: string) => {
+    const found = resources.find((resource) => resource.kind === kind);
+    assert.ok(found, `a ${kind}`);
+    return found;
+  };
+
+  before(async () => {
+    if (!kubectl) throw new Error('kubectl is not installed, and the manifests must be rendered in CI: .ci/run installs kubernetes-client');
+    const { stdout } = await promisify(execFile)('kubectl', ['kustomize', join(ROOT, 'deploy', 'kubernetes')]);
+    resources = parseAllDocuments(stdout).map((document) => document.toJS() as Resource);
+  });
+
+  it('runs two replicas of this version\'s image, serving by default', () => {
+    const deployment = find('Deployment');
+    assert.equal(deployment.spec.replicas, 2);
+    const [container] = deployment.spec.template!.spec.containers;
+    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    assert.equal(container!.image, `tessera:${version}`);
+    assert.deepEqual(container!.args, ['serve']);
+  });
+
+  it('takes the database URL and the key encryption key from the Secret, and names only real settings', () => {
+    const env = find('Deployment').spec.template!.spec.containers[0]!.env;
+    for (const name of ['TESSERA_DATABASE', 'TESSERA_KEY_ENCRYPTION_KEY']) {
+      const variable = env.find((entry) => entry.name === name);
+      assert.equal(variable?.value, undefined, `${name} is not written in the manifest`);
+      assert.equal(variable?.valueFrom?.secretKeyRef?.name, 'tessera', `${name} comes from the Secret`);
+    }
+    const known = new Set<string>(SETTINGS.map((row) => row.name));
+    for (const { name } of env) assert.ok(known.has(name), `${name} is a setting`);
+  });
+
+  it('checks liveness on /healthz and readiness on /readyz, at the port the image listens on', () => {
+    const container = find('Deployment').spec.template!.spec.containers[0]!;
+    assert.deepEqual(container.ports, [{ name: 'http', containerPort: (setting('PORT') as IntegerSetting).default }]);
+    assert.deepEqual(container.livenessProbe.httpGet, { path: '/healthz', port: 'http' });
+    assert.deepEqual(container.readinessProbe.httpGet, { path: '/readyz', port: 'http' });
+  });
+
+  it('runs as the image\'s non-root user on a read-only root, with nothing to escalate to', () => {
+    const pod = find('Deployment').spec.template!.spec;
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.equal(pod.securityContext.runAsUser, IMAGE_UID);
+    const { securityContext } = pod.containers[0]!;
+    assert.equal(securityContext.readOnlyRootFilesystem, true);
+    assert.equal(securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(securityContext.capabilities?.drop, ['ALL']);
+  });
+
+  it('requests CPU and memory, and gives a stopping instance time to drain before SIGKILL', () => {
+    const pod = find('Deployment').spec.template!.spec;
+    const { requests, limits } = pod.containers[0]!.resources;
+    assert.ok(requests?.['cpu'] && requests['memory'], 'requests');
+    const mebibytes = (quantity: string) => Number(/^(\d+)Mi$/.exec(quantity)?.[1]);
+    // docs/benchmarks.md: 249 MiB at the peak of a sign-in flood.
+    assert.ok(mebibytes(limits!['memory']!) > 249 && mebibytes(requests['memory']!) < mebibytes(limits!['memory']!));
+    const seconds = (name: 'TESSERA_SHUTDOWN_DELAY' | 'TESSERA_SHUTDOWN_TIMEOUT') => (setting(name) as IntegerSetting).default;
+    assert.ok(pod.terminationGracePeriodSeconds! > seconds('TESSERA_SHUTDOWN_DELAY') + seconds('TESSERA_SHUTDOWN_TIMEOUT'));
+  });
+
+  it('has a Service and a PodDisruptionBudget that select the pods, and a budget that leaves one serving', () => {
+    const labels = find('Deployment').spec.template!.metadata.labels;
+    const service = find('Service');
+    for (const [name, value] of Object.entries(service.spec.selector!)) assert.equal(labels[name], value);
+    assert.deepEqual(service.spec.ports!.map((port) => port.targetPort), ['http']);
+    const budget = find('PodDisruptionBudget');
+    for (const [name, value] of Object.entries(budget.spec.selector!.matchLabels!)) assert.equal(labels[name], value);
+    assert.equal(budget.spec.minAvailable, 1);
+  });
+
+  it('docs/deployment.md: the page\'s Secret has the keys the pods read, apply -k applies these files, and its exec line registers a client', async () => {
+    const [create, apply, exec] = shellBlock('docs/deployment.md', 'kubectl create secret').split('\n');
+    const words = shellWords(create!);
+    assert.deepEqual(words.slice(0, 5), ['kubectl', 'create', 'secret', 'generic', 'tessera']);
+    const given = words.map((word) => /^--from-literal=([^=]+)=/.exec(word)?.[1]).filter((key) => key !== undefined).sort();
+    const env = find('Deployment').spec.template!.spec.containers[0]!.env;
+    const read = env.map((variable) => variable.valueFrom?.secretKeyRef).filter((ref) => ref !== undefined);
+    assert.deepEqual(given, read.map((ref) => ref.key).sort());
+    assert.ok(read.every((ref) => ref.name === 'tessera'));
+    assert.equal(apply, 'kubectl apply -k deploy/kubernetes');
+    const [, deployment, args] = /^kubectl exec deploy\/(\S+) -- tessera (.*)$/.exec(exec!)!;
+    assert.equal(deployment, find('Deployment').metadata.name);
+    // What `kubectl exec` runs in the pod, here on a database of the test's own.
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-kubernetes-docs-'));
+    try {
+      const added = await runTessera(shellWords(args!), { TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_DATABASE_CREATE: 'true' });
+      assert.equal(added.code, 0, added.stderr);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -4,6 +4,7 @@ import { ADMIN_PREFIX } from '../../core/endpoints.ts';
 import { clientEtag, clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../../flows/manage/clients.ts';
 import { CLIENT_ALWAYS, CLIENT_FIELDS } from '../../flows/manage/fields/clients.ts';
 import { requestSchema, responseSchema } from '../../flows/manage/fields/field.ts';
+import { object } from './answers.ts';
 import { body, ID, ifMatch, noContent, ok, params, PAGE, PROBLEM, query } from './kit.ts';
 import type { AppDeps } from '../deps.ts';
 import { adminRouter } from './kit.ts';
@@ -11,7 +12,7 @@ import { adminRouter } from './kit.ts';
 export const clientRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const route = adminRouter(app, deps);
   /** A client's registration in and out, from the one table of its fields (flows/manage/fields/clients.ts). */
-  const CLIENT_CREATE = requestSchema(CLIENT_FIELDS, 'create');
+  const CLIENT_CREATE = { ...requestSchema(CLIENT_FIELDS, 'create'), examples: [{ client_name: 'Garden Planner', redirect_uris: ['https://garden.example/callback'], scope: 'openid profile' }] };
   const CLIENT_UPDATE = requestSchema(CLIENT_FIELDS, 'update');
   const CLIENT = responseSchema(CLIENT_FIELDS, CLIENT_ALWAYS);
   const CLIENT_WITH_SECRET = responseSchema(CLIENT_FIELDS, CLIENT_ALWAYS, { client_secret: { type: 'string', description: 'Its new secret: in this answer only' } });
@@ -32,7 +33,7 @@ export const clientRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/clients`, operationId: 'createClient', area: 'clients', write: true,
+    method: 'POST', url: `${ADMIN_PREFIX}/clients`, operationId: 'createClient', area: 'clients', write: true, etag: true, location: true,
     schema: { summary: 'Register a client; its secret is in this answer only', body: CLIENT_CREATE, response: { 201: CLIENT_WITH_SECRET, default: PROBLEM } },
     handler: async (request, reply, d) => {
       const { client, secret } = await createClient(d, request.body as ClientMetadata);
@@ -41,7 +42,7 @@ export const clientRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'getClient', area: 'clients', write: false,
+    method: 'GET', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'getClient', area: 'clients', write: false, etag: true,
     schema: { summary: "A client's registration, with its version as ETag", params: params({ client_id: ID }), response: ok(CLIENT) },
     handler: async (request, reply, d) => {
       const client = await getClient(d, (request.params as { client_id: string }).client_id);
@@ -50,7 +51,7 @@ export const clientRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
     },
   });
   route({
-    method: 'PATCH', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'updateClient', area: 'clients', write: true, ifMatch: 'client',
+    method: 'PATCH', url: `${ADMIN_PREFIX}/clients/:client_id`, operationId: 'updateClient', area: 'clients', write: true, ifMatch: 'client', etag: true,
     schema: { summary: 'Change a client: the fields given, the rest as they are; If-Match is required', params: params({ client_id: ID }), body: CLIENT_UPDATE, response: ok(CLIENT_WITH_SECRET) },
     handler: async (request, reply, d) => {
       const id = (request.params as { client_id: string }).client_id;
@@ -63,7 +64,7 @@ export const clientRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   });
   route({
     method: 'POST', url: `${ADMIN_PREFIX}/clients/:client_id/secret`, operationId: 'rotateClientSecret', area: 'clients', write: true,
-    schema: { summary: 'Give a client a new secret; the old one works for the grace period', params: params({ client_id: ID }), body: body({ grace_seconds: { type: 'integer', minimum: 0, maximum: 30 * 86400 } }), response: ok() },
+    schema: { summary: 'Give a client a new secret; the old one works for the grace period', params: params({ client_id: ID }), body: body({ grace_seconds: { type: 'integer', minimum: 0, maximum: 30 * 86400 } }), response: ok(object({ client_id: { type: 'string' }, client_secret: { type: 'string', description: 'The new secret: in this answer only' }, previous_secret_expires_at: { type: 'string', format: 'date-time' } })) },
     handler: async (request, _reply, d) => {
       const id = (request.params as { client_id: string }).client_id;
       const grace = (request.body as { grace_seconds?: number } | undefined)?.grace_seconds;
@@ -73,7 +74,7 @@ export const clientRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   });
   route({
     method: 'POST', url: `${ADMIN_PREFIX}/clients/:client_id/revoke-tokens`, operationId: 'revokeClientTokens', area: 'clients', write: true,
-    schema: { summary: "End every token of a client now: its own (client_credentials) and every grant people approved for it; the client stays registered", params: params({ client_id: ID }), response: ok() },
+    schema: { summary: "End every token of a client now: its own (client_credentials) and every grant people approved for it; the client stays registered", params: params({ client_id: ID }), response: ok(object({ grants_revoked: { type: 'integer', description: 'How many grants people approved were revoked' } })) },
     handler: async (request, _reply, d) => {
       const { grantsRevoked } = await revokeClientTokens(d, (request.params as { client_id: string }).client_id);
       return { grants_revoked: grantsRevoked };

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ADMIN_PREFIX } from '../../core/endpoints.ts';
 import { eventCursor, eventJson, listEvents, parseSince } from '../../flows/manage/events.ts';
+import { EVENT, listOf } from './answers.ts';
 import { ok, PAGE, query } from './kit.ts';
 import type { AppDeps } from '../deps.ts';
 import { adminRouter } from './kit.ts';
@@ -20,7 +21,7 @@ export const eventRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
         after: { type: 'string', minLength: 1, maxLength: 200 },
         limit: PAGE.limit,
       }),
-      response: ok(),
+      response: ok(listOf('events', EVENT, 'cursor')),
     },
     handler: async (request, _reply, d) => {
       const q = request.query as { user?: string; client?: string; type?: string; since?: string; after?: string; limit: number };
@@ -35,5 +36,4 @@ export const eventRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
       return { events: events.map(eventJson), next: events.length === q.limit ? eventCursor(events[events.length - 1]!) : null };
     },
   });
-
 };

@@ -38,6 +38,10 @@ export interface AdminRouteConfig {
   readonly write: boolean;
   /** What a change must name the version of, in If-Match (428 without it). */
   readonly ifMatch?: 'client' | 'user';
+  /** The answer carries the version as `ETag`. */
+  readonly etag?: true;
+  /** A 201 answer carries the new resource's address as `Location`. */
+  readonly location?: true;
 }
 
 declare module 'fastify' {
@@ -82,15 +86,15 @@ export const noContent = { 204: { type: 'null', description: 'Done' }, default: 
 type Route = Omit<RouteOptions, 'handler'> & { handler: (request: FastifyRequest, reply: FastifyReply, deps: ManageDeps) => Promise<unknown> };
 /** Registers an admin route on `app`: its scope's area, whether it changes something, and what it must name the version of. */
 
-export type AdminRoute = (options: Route & { operationId: string; area: AdminArea; write: boolean; ifMatch?: 'client' | 'user' }) => void;
+export type AdminRoute = (options: Route & { operationId: string; area: AdminArea; write: boolean; ifMatch?: 'client' | 'user'; etag?: true; location?: true }) => void;
 
 /** The route registrar of a noun's plugin. */
 export function adminRouter(app: FastifyInstance, deps: AppDeps): AdminRoute {
   return (options) => {
-    const { operationId, area, write, ifMatch: versioned, handler, ...rest } = options;
+    const { operationId, area, write, ifMatch: versioned, etag, location, handler, ...rest } = options;
     app.route({
       ...rest,
-      config: { admin: { area, write, ...(versioned ? { ifMatch: versioned } : {}) }, operationId } as never,
+      config: { admin: { area, write, ...(versioned ? { ifMatch: versioned } : {}), ...(etag ? { etag } : {}), ...(location ? { location } : {}) }, operationId } as never,
       handler: async (request, reply) => {
         const base = forRequest(deps, request);
         const manage: ManageDeps = {

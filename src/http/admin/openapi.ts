@@ -4,6 +4,19 @@ import { ADMIN_PREFIX } from '../../core/endpoints.ts';
 import { ADMIN_SCOPES } from '../../core/scopes.ts';
 import { adminScopesFor } from '../../flows/manage/admin-token.ts';
 
+/** RFC 9457 §3.1's members, and `field`: the input a refusal is about. */
+const PROBLEM_SCHEMA = {
+  type: 'object',
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    field: { type: 'string', description: 'The input at fault, by its name in the request' },
+  },
+  required: ['type', 'title', 'status', 'detail'],
+};
+
 /** The OpenAPI 3.1 document of the routes as registered (their schemas, their scopes). */
 export function openApiDocument(routes: readonly RouteOptions[], issuer: string, ownListener: boolean): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -19,13 +32,16 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
       ...Object.entries((schema['querystring']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({ name, in: 'query', required: false, schema: value })),
       ...(admin.ifMatch ? [{ name: 'If-Match', in: 'header', required: true, schema: { type: 'string' }, description: `The ETag the ${admin.ifMatch} was read with (strong; 428 without it, 412 when it changed since)` }] : []),
     ];
+    const headers = (status: string) => ({
+      ...(admin.etag && (status === '200' || status === '201') ? { ETag: { description: 'Its version, for If-Match', schema: { type: 'string' } } } : {}),
+      ...(admin.location && status === '201' ? { Location: { description: 'Where it is now', schema: { type: 'string' } } } : {}),
+    });
     const responses = Object.fromEntries(
-      Object.entries((schema['response'] ?? {}) as Record<string, unknown>).map(([status, value]) => [
-        status,
-        status === '204'
-          ? { description: 'Done' }
-          : { description: status === 'default' ? 'A problem (RFC 9457)' : 'OK', content: { [status === 'default' ? 'application/problem+json' : 'application/json']: { schema: value } } },
-      ]),
+      Object.entries((schema['response'] ?? {}) as Record<string, unknown>).map(([status, value]) => {
+        if (status === 'default') return [status, { $ref: '#/components/responses/Problem' }];
+        const described = Object.keys(headers(status)).length > 0 ? { headers: headers(status) } : {};
+        return [status, status === '204' ? { description: 'Done', ...described } : { description: status === '201' ? 'Created' : 'OK', ...described, content: { 'application/json': { schema: value } } }];
+      }),
     );
     // HEAD is Fastify's own twin of each GET.
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter((method) => method !== 'HEAD');
@@ -47,6 +63,15 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
     // was fetched from (OpenAPI 3.1 §4.8.5).
     servers: [{ url: ownListener ? ADMIN_PREFIX : `${issuer}${ADMIN_PREFIX}` }],
     components: {
+      // The one error answer: every refusal is an RFC 9457 problem.
+      schemas: { Problem: PROBLEM_SCHEMA },
+      responses: {
+        Problem: {
+          description: 'A problem (RFC 9457): 400 a bad field (field names it), 401 no or a bad token, 403 a scope or authority lacking, 404, 409, 412 a stale If-Match, 422, 428 no If-Match, 429 or 503 with Retry-After',
+          headers: { 'Retry-After': { description: 'With 429 and 503: seconds to wait before trying again', schema: { type: 'integer' } } },
+          content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+        },
+      },
       securitySchemes: {
         adminToken: {
           type: 'oauth2',

@@ -42,7 +42,7 @@ export const providerRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
     handler: async (_request, _reply, d) => ({ providers: (await listProviders(d)).map((provider) => providerJson(provider, d.config.issuer)) }),
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/providers`, operationId: 'createProvider', area: 'providers', write: true,
+    method: 'POST', url: `${ADMIN_PREFIX}/providers`, operationId: 'createProvider', area: 'providers', write: true, location: true,
     schema: {
       summary: 'Add an OpenID provider, GitHub or an LDAP directory to sign in through; the answer has the redirect URI to register upstream',
       body: body({ kind: { type: 'string', enum: ['oidc', 'github', 'ldap'] }, id: { type: 'string', minLength: 1, maxLength: 40 }, ...PROVIDER_FIELDS }, ['kind', 'name']),

@@ -21,7 +21,7 @@ export const resourceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
     handler: async (_request, _reply, d) => ({ resources: (await listResources(d)).map(resourceJson) }),
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/resources`, operationId: 'createResource', area: 'resources', write: true,
+    method: 'POST', url: `${ADMIN_PREFIX}/resources`, operationId: 'createResource', area: 'resources', write: true, location: true,
     schema: {
       summary: 'Register an API (RFC 8707) and its scopes',
       body: body({ identifier: { type: 'string', minLength: 1, maxLength: 1024 }, ...RESOURCE_FIELDS, introspection_secret: { type: 'boolean' } }, ['identifier', 'name', 'scopes']),

@@ -67,7 +67,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/users`, operationId: 'createUser', area: 'users', write: true,
+    method: 'POST', url: `${ADMIN_PREFIX}/users`, operationId: 'createUser', area: 'users', write: true, location: true,
     schema: {
       summary: 'Create a user',
       body: body({ username: { type: 'string', minLength: 1, maxLength: 64 }, password: { type: 'string', minLength: 1, maxLength: 1024 }, ...PROFILE_FIELDS }, ['username', 'password']),
@@ -80,7 +80,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'getUser', area: 'users', write: false,
+    method: 'GET', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'getUser', area: 'users', write: false, etag: true,
     schema: { summary: "A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag", params: username, response: ok() },
     handler: async (request, reply, d) => {
       const details = await userDetails(d, named(request));
@@ -89,7 +89,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true, ifMatch: 'user',
+    method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true, ifMatch: 'user', etag: true,
     schema: {
       summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows); If-Match is required",
       params: username,

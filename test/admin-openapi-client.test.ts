@@ -40,6 +40,21 @@ describe('a client generated from the admin API\'s OpenAPI document', () => {
     await server.close();
   });
 
+  // First, while the connection the document came on is fresh: the type check takes seconds, and
+  // a pooled connection the server closes for idling meanwhile can reset the first call.
+  it('answers each operation as its document says', async () => {
+    const { callEveryOperation } = (await import(new URL('calls.ts', dir).href)) as { callEveryOperation: (baseUrl: string, token: string) => Promise<Record<string, number>> };
+    const statuses = await callEveryOperation(`${server.url}/admin/v1`, token);
+    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
+    assert.deepEqual(Object.keys(statuses).sort(), operations.map((operation) => operation.operationId).sort(), 'every operation is called');
+    for (const operation of operations) {
+      const status = statuses[operation.operationId]!;
+      // Unknown ids (a grant, a device code) are refused as the document's problem answer says.
+      const expected = ['revokeGrant', 'denyDevice'].includes(operation.operationId) ? 'default' : String(status);
+      assert.ok(expected in operation.responses && (expected === 'default' ? status === 404 : status < 300), `${operation.operationId}: ${status}`);
+    }
+  });
+
   it('type-checks, strict, a program that calls every operation', () => {
     const program = ts.createProgram([new URL('calls.ts', dir).pathname], {
       strict: true,
@@ -54,18 +69,5 @@ describe('a client generated from the admin API\'s OpenAPI document', () => {
     });
     const problems = ts.getPreEmitDiagnostics(program).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
     assert.deepEqual(problems, []);
-  });
-
-  it('answers each operation as its document says', async () => {
-    const { callEveryOperation } = (await import(new URL('calls.ts', dir).href)) as { callEveryOperation: (baseUrl: string, token: string) => Promise<Record<string, number>> };
-    const statuses = await callEveryOperation(`${server.url}/admin/v1`, token);
-    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
-    assert.deepEqual(Object.keys(statuses).sort(), operations.map((operation) => operation.operationId).sort(), 'every operation is called');
-    for (const operation of operations) {
-      const status = statuses[operation.operationId]!;
-      // Unknown ids (a grant, a device code) are refused as the document's problem answer says.
-      const expected = ['revokeGrant', 'denyDevice'].includes(operation.operationId) ? 'default' : String(status);
-      assert.ok(expected in operation.responses && (expected === 'default' ? status === 404 : status < 300), `${operation.operationId}: ${status}`);
-    }
   });
 });

@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { TEXT_PARSERS, type Earlier, type TextValue } from './parsers.ts';
-import { closest, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
+import { isKubernetesServiceLink, misspeltSetting, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
 import { ConfigError, type Config, type Env, type PostgresSettings } from './types.ts';
 
 export type * from './types.ts';
@@ -31,7 +31,7 @@ export type Settings = { readonly [R in Row as R['name']]: ValueOf<R> };
 
 /** Reads and validates the settings. Throws `ConfigError` naming the first wrong one. */
 export function loadConfig(env: Env = process.env): Config {
-  checkNames(env);
+  const ignoredVariables = checkNames(env);
   const s = readSettings(env);
   return {
     port: s.PORT,
@@ -138,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
       attempts: s.TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS,
       retryDelayMs: s.TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS,
     },
+    ignoredVariables,
   };
 }
 
@@ -201,19 +202,22 @@ function boolean(row: BooleanSetting, raw: string | undefined): boolean {
 }
 
 /**
- * A misspelt variable would otherwise be ignored and its setting silently left at its
- * default (issue 31): a `TESSERA_*` name Tessera does not read stops the start, naming the
- * closest real one, unless TESSERA_ALLOW_UNKNOWN_SETTINGS says the environment is shared.
+ * A misspelt variable would otherwise be ignored and its setting silently left at its default
+ * (issue 31), so a `TESSERA_*` name close to a setting's stops the start, naming that setting.
+ * One close to none is a wrapper's or an image's own (issue 49): the start goes on, and the
+ * names are returned for the server to warn about. TESSERA_ALLOW_UNKNOWN_SETTINGS=true lets
+ * both pass quietly; Kubernetes' service variables always pass.
  */
-function checkNames(env: Env): void {
-  if (boolean(setting('TESSERA_ALLOW_UNKNOWN_SETTINGS') as BooleanSetting, env['TESSERA_ALLOW_UNKNOWN_SETTINGS']?.trim() || undefined)) return;
-  const name = unknownVariables(env)[0];
-  if (name === undefined) return;
-  const near = closest(name, SETTINGS.map((entry) => entry.name));
-  throw new ConfigError(
-    name,
-    `is not a Tessera setting${near ? `; did you mean ${near}?` : ''} (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`,
-  );
+function checkNames(env: Env): readonly string[] {
+  if (boolean(setting('TESSERA_ALLOW_UNKNOWN_SETTINGS') as BooleanSetting, env['TESSERA_ALLOW_UNKNOWN_SETTINGS']?.trim() || undefined)) return [];
+  const ignored: string[] = [];
+  for (const name of unknownVariables(env)) {
+    if (isKubernetesServiceLink(name, env[name])) continue;
+    const near = misspeltSetting(name);
+    if (near !== null) throw new ConfigError(name, `is not a Tessera setting; did you mean ${near}? (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`);
+    ignored.push(name);
+  }
+  return ignored;
 }
 
 const defaultOf = (name: IntegerSettingName) => (setting(name) as IntegerSetting).default;

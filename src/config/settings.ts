@@ -63,7 +63,7 @@ export const SETTINGS = [
   { name: 'TESSERA_LOG_LEVEL', type: 'text', shown: '`info`', accepts: '`fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`', description: 'how much the server logs (JSON lines on standard output)' },
   { name: 'TESSERA_TRUST_PROXY', type: 'text', shown: '`false`', accepts: '`false`, `true`, or addresses and CIDR ranges', description: 'whose `X-Forwarded-For` to believe: `false`, `true`, or the proxies\' addresses and CIDR ranges (behind a proxy, use these); an https issuer without it is reminded at start that TLS must be terminated in front' },
   { name: 'TESSERA_ALLOW_PRIVATE_NETWORK_URLS', type: 'boolean', default: false, description: '`true`: a client\'s back-channel logout URI or jwks_uri may be on a private or link-local address (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7, fe80::/10), which the server would then request from inside its network' },
-  { name: 'TESSERA_ALLOW_UNKNOWN_SETTINGS', type: 'boolean', default: false, description: '`true`: a `TESSERA_*` variable Tessera does not know is ignored instead of stopping the start (for environments shared with other software or versions)' },
+  { name: 'TESSERA_ALLOW_UNKNOWN_SETTINGS', type: 'boolean', default: false, description: '`true`: a `TESSERA_*` variable Tessera does not know is ignored, even one close to a setting\'s name, which otherwise stops the start, and without the warning one close to none gets (for environments shared with other software or versions)' },
   { name: 'TESSERA_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, min: 60, max: DAY, description: 'access token lifetime, seconds' },
   { name: 'TESSERA_ID_TOKEN_TTL', type: 'integer', default: 3600, min: 60, max: DAY, description: 'ID token lifetime, seconds' },
   { name: 'TESSERA_SESSION_TTL', type: 'integer', default: DAY, min: 300, max: 30 * DAY, description: 'how long a browser sign-in lasts, seconds' },
@@ -221,3 +221,42 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
   return Object.keys(env).filter((name) => name.startsWith('TESSERA_') && !BY_NAME.has(name) && !(name in OTHER_VARIABLES));
 }
 
+const PREFIX = 'TESSERA_';
+
+/**
+ * The setting an unknown `TESSERA_*` variable is most likely a misspelling of, or null when it
+ * is close to none, as a wrapper's or an image's own variable is (issue 49: such a variable
+ * stopped the start). Close: its name past `TESSERA_` is at most a quarter of a setting's
+ * (past the prefix) away (`TESSERA_ACESS_TOKEN_TTL`, `TESSERA_LOGLEVEL`, `TESSERA_PORT` for
+ * `PORT`), or is a setting's with more after it (`TESSERA_DATABASE_URL`). A third, as the
+ * command's suggestions allow, would take `TESSERA_SERVICE_HOST` for `TESSERA_METRICS_HOST`.
+ */
+export function misspeltSetting(name: string): string | null {
+  const word = name.toUpperCase().slice(PREFIX.length);
+  const wordOf = (setting: string) => (setting.startsWith(PREFIX) ? setting.slice(PREFIX.length) : setting);
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const { name: setting } of SETTINGS) {
+    const d = distance(word, wordOf(setting));
+    if (d <= Math.max(1, Math.floor(wordOf(setting).length / 4)) && d < bestDistance) {
+      best = setting;
+      bestDistance = d;
+    }
+  }
+  if (best !== null) return best;
+  const extended = SETTINGS.filter(({ name: setting }) => word.startsWith(`${wordOf(setting)}_`));
+  return extended.sort((a, b) => b.name.length - a.name.length)[0]?.name ?? null;
+}
+
+/**
+ * The variables Kubernetes gives every pod for each Service in its namespace (unless the pod
+ * says `enableServiceLinks: false`): a Service named `tessera`, as deploy/kubernetes/ has,
+ * brings `TESSERA_SERVICE_HOST`, `TESSERA_SERVICE_PORT[_NAME]`, `TESSERA_PORT=tcp://…` and
+ * `TESSERA_PORT_80_TCP[_PROTO|_PORT|_ADDR]`; one named `tessera-x`, the same with `TESSERA_X_`.
+ * They are the platform's, not a mistake, so the start neither refuses nor warns about them.
+ */
+export function isKubernetesServiceLink(name: string, value: string | undefined): boolean {
+  if (/^TESSERA(?:_[A-Z0-9_]+)?_SERVICE_(?:HOST|PORT(?:_[A-Z0-9_]+)?)$/.test(name)) return true;
+  if (/^TESSERA(?:_[A-Z0-9_]+)?_PORT_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?$/.test(name)) return true;
+  return /^TESSERA(?:_[A-Z0-9_]+)?_PORT$/.test(name) && /^(?:tcp|udp|sctp):\/\//.test(value ?? '');
+}

@@ -104,6 +104,11 @@ export interface Config {
   readonly registration: RegistrationSettings;
   readonly shutdown: ShutdownSettings;
   readonly site: SiteSettings;
+  /**
+   * `TESSERA_*` variables that are no setting and not close to one (a wrapper's or an image's
+   * own), which the start ignores and warns about; a close one stops it instead (a misspelling).
+   */
+  readonly ignoredVariables: readonly string[];
 }
 
 /** Apps that register themselves (docs/registration.md). */

@@ -6,13 +6,12 @@
  * `ConfigError` naming the setting and what it accepts.
  */
 import { availableParallelism } from 'node:os';
-import { TEXT_PARSERS, type Earlier, type TextValue } from './parsers.ts';
+import { ConfigError, TEXT_PARSERS, type Earlier, type TextValue } from './parsers.ts';
 import { isKubernetesServiceLink, misspeltSetting, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
-import { ConfigError, type Config, type Env, type PostgresSettings } from './types.ts';
+import type { Config, Env, PostgresSettings } from './types.ts';
 
 export type * from './types.ts';
-export { ConfigError } from './types.ts';
-export { DEFAULT_PASSWORD_HASH, parseKeyEncryptionKey } from './parsers.ts';
+export { ConfigError, DEFAULT_PASSWORD_HASH, parseKeyEncryptionKey } from './parsers.ts';
 
 type Row = (typeof SETTINGS)[number];
 

@@ -9,7 +9,15 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { LOCALES, shippedLocale, type Locale } from './locales.ts';
 import type { TextSettingName } from './settings.ts';
-import { ConfigError, type ApiTranslation, type ApiTranslations, type PasswordHashCost, type RegistrationSettings, type SigningAlgorithm } from './types.ts';
+import type { ApiTranslation, ApiTranslations, PasswordHashCost, RegistrationSettings, SigningAlgorithm } from './types.ts';
+
+/** A setting's value refused: `SETTING: why`, the one line a start or a command stops with. */
+export class ConfigError extends Error {
+  constructor(setting: string, why: string) {
+    super(`${setting}: ${why}`);
+    this.name = 'ConfigError';
+  }
+}
 
 /** The values of the settings read before the one being parsed. */
 export interface Earlier {

@@ -1,7 +1,8 @@
 /**
  * What the settings become: the `Config` every part of the server is given, grouped by what
  * uses it. `./index.ts` builds it from the values `./settings.ts` declares; what each setting
- * accepts and defaults to is said there, once, and the comments here say why it exists.
+ * accepts and defaults to is said there, once, and the comments here say why it exists. Types
+ * only, so that no process loads this file.
  */
 import type { Locale } from './locales.ts';
 
@@ -489,13 +490,6 @@ export interface PostgresSettings {
    * a connection, whether a new one to open or a busy pooled one to be free.
    */
   readonly connectTimeoutSeconds: number;
-}
-
-export class ConfigError extends Error {
-  constructor(setting: string, why: string) {
-    super(`${setting}: ${why}`);
-    this.name = 'ConfigError';
-  }
 }
 
 /** The environment the settings are read from. */

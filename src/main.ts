@@ -287,6 +287,16 @@ function tlsReminder(config: Config): string | null {
   return `the issuer is https but Tessera serves plain HTTP on ${config.host}:${config.port}: terminate TLS in front of it (a reverse proxy or load balancer) and set TESSERA_TRUST_PROXY to that proxy's address`;
 }
 
+/**
+ * A `TESSERA_*` variable close to no setting is ignored rather than refused (a wrapper's or an
+ * image's own, issue 49), but said, in case it was meant for Tessera after all.
+ */
+function ignoredVariablesWarning(config: Config): string | null {
+  if (config.ignoredVariables.length === 0) return null;
+  const names = config.ignoredVariables.join(', ');
+  return `${names}: not a Tessera setting, so ignored; if meant for Tessera, see the settings in README.md (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables without this warning)`;
+}
+
 export async function startServer(settings: Config): Promise<RunningServer> {
   // The metrics listener first: one that cannot bind stops the start before anything else.
   // Loaded only when asked for: prom-client is not needed otherwise.
@@ -376,6 +386,8 @@ export async function startServer(settings: Config): Promise<RunningServer> {
   if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);
   if (reminder) app.log.warn(reminder);
+  const ignored = ignoredVariablesWarning(config);
+  if (ignored) app.log.warn(ignored);
   const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
   if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
   if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);

@@ -4,16 +4,87 @@
  * the docs name no variable that is not a setting.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
-import { OTHER_VARIABLES, SETTINGS, settingsTable } from '../src/config/settings.ts';
+import { TEXT_PARSERS } from '../src/config/parsers.ts';
+import { OTHER_VARIABLES, SETTINGS, settingsTable, type Setting } from '../src/config/settings.ts';
 
 const ROOT = new URL('..', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
 const DOCS = ['README.md', ...readdirSync(new URL('docs/', ROOT)).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
 
+const dir = mkdtempSync(join(tmpdir(), 'tessera-settings-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const translations = join(dir, 'translations.json');
+writeFileSync(translations, JSON.stringify({ de: { scopes: { 'photos:read': 'Ihre Fotos ansehen' } } }));
+
+/** A good value other than the default, for each text setting. */
+const TEXT_SAMPLES: Readonly<Record<string, string>> = {
+  HOST: '0.0.0.0',
+  TESSERA_ISSUER: 'https://auth.example.com',
+  TESSERA_DATABASE: 'postgres://tessera@db.internal/tessera',
+  TESSERA_LOG_LEVEL: 'debug',
+  TESSERA_TRUST_PROXY: 'loopback',
+  TESSERA_ACCESS_TOKEN_ALG: 'RS256',
+  TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1',
+  TESSERA_KEY_ENCRYPTION_KEY: 'A'.repeat(43),
+  TESSERA_KEY_FILE: join(dir, 'tessera.key'),
+  TESSERA_METRICS_HOST: '0.0.0.0',
+  TESSERA_REGISTRATION: 'open',
+  TESSERA_SOFTWARE_STATEMENT_JWKS: '{"keys": [{"kty": "EC", "crv": "P-256", "x": "x", "y": "y"}]}',
+  TESSERA_ADMIN_LISTEN: '127.0.0.1:9001',
+  TESSERA_SITE_NAME: 'Example',
+  TESSERA_SITE_LOGO_URL: 'https://example.com/logo.png',
+  TESSERA_SITE_ACCENT_COLOR: '#1a4d8f',
+  TESSERA_LOCALES: 'de',
+  TESSERA_API_TRANSLATIONS: translations,
+  TESSERA_DEFAULT_LOCALE: 'de',
+};
+
+/** Values to try for a row, one of which must load and differ from its default. */
+function samples(entry: Setting): string[] {
+  if (entry.type === 'integer') return [entry.min, entry.max, entry.min + 1].map(String);
+  if (entry.type === 'boolean') return [String(!entry.default)];
+  return TEXT_SAMPLES[entry.name] === undefined ? [] : [TEXT_SAMPLES[entry.name]!];
+}
+
 describe('the settings table', () => {
+  it('is parsed by the loader row for row: each setting, set, changes what the server is given', () => {
+    // A wrapper's variable, which TESSERA_ALLOW_UNKNOWN_SETTINGS decides about.
+    const base = { TESSERA_WRAPPER_VERSION: '1' };
+    const defaults = loadConfig(base);
+    for (const entry of SETTINGS as readonly Setting[]) {
+      assert.ok(entry.type !== 'text' || typeof (TEXT_PARSERS as Record<string, unknown>)[entry.name] === 'function', `${entry.name} has a parser in src/config/parsers.ts`);
+      const tried = samples(entry);
+      assert.ok(tried.length > 0, `${entry.name} has a sample value in this test`);
+      const changed = tried.some((value) => {
+        try {
+          return !isDeepStrictEqual(loadConfig({ ...base, [entry.name]: value }), defaults);
+        } catch (error) {
+          if (error instanceof ConfigError) return false;
+          throw error;
+        }
+      });
+      assert.ok(changed, `${entry.name} set to ${tried.join(' or ')} changes nothing in the Config: the loader does not read it`);
+    }
+  });
+
+  it('bounds a whole-number setting only by one declared before it', () => {
+    const order = new Map(SETTINGS.map((entry, index) => [entry.name as string, { index, type: entry.type }]));
+    SETTINGS.forEach((entry: Setting, index) => {
+      if (entry.type !== 'integer') return;
+      for (const other of [entry.atMost, entry.atLeast, entry.defaultFrom]) {
+        if (other === undefined) continue;
+        const found = order.get(other);
+        assert.ok(found && found.type === 'integer' && found.index < index, `${entry.name} follows ${other}, a whole-number setting before it`);
+      }
+    });
+  });
+
   it('is the README\'s settings table, row for row', () => {
     const readme = read('README.md');
     const start = readme.indexOf('| variable | default | accepts | meaning |');

@@ -12,7 +12,11 @@ interface SettingBase {
   readonly description: string;
 }
 
-/** A whole number in `min`-`max`. */
+/**
+ * A whole number in `min`-`max`. Where it is bounded by another whole-number setting declared
+ * before it (a shorter lifetime at most the general one), `atMost`/`atLeast` name that one: the
+ * value must stay on its side, and an unset one is its default moved there.
+ */
 export interface IntegerSetting extends SettingBase {
   readonly type: 'integer';
   readonly default: number;
@@ -20,6 +24,12 @@ export interface IntegerSetting extends SettingBase {
   readonly shown?: string;
   readonly min: number;
   readonly max: number;
+  readonly atMost?: string;
+  readonly atLeast?: string;
+  /** Unset, this other setting's value instead of `default` (a lifetime that follows the general one). */
+  readonly defaultFrom?: string;
+  /** Unset, the loader gets null: the setting is off, or the loader works its default out (`shown` says how). */
+  readonly optional?: true;
 }
 
 /** On or off: 1, true, yes, on / 0, false, no, off. */
@@ -53,16 +63,16 @@ export const SETTINGS = [
   { name: 'TESSERA_LOG_LEVEL', type: 'text', shown: '`info`', accepts: '`fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`', description: 'how much the server logs (JSON lines on standard output)' },
   { name: 'TESSERA_TRUST_PROXY', type: 'text', shown: '`false`', accepts: '`false`, `true`, or addresses and CIDR ranges', description: 'whose `X-Forwarded-For` to believe: `false`, `true`, or the proxies\' addresses and CIDR ranges (behind a proxy, use these); an https issuer without it is reminded at start that TLS must be terminated in front' },
   { name: 'TESSERA_ALLOW_PRIVATE_NETWORK_URLS', type: 'boolean', default: false, description: '`true`: a client\'s back-channel logout URI or jwks_uri may be on a private or link-local address (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7, fe80::/10), which the server would then request from inside its network' },
-  { name: 'TESSERA_ALLOW_UNKNOWN_SETTINGS', type: 'boolean', default: false, description: '`true`: a `TESSERA_*` variable Tessera does not know is ignored instead of stopping the start (for environments shared with other software or versions)' },
+  { name: 'TESSERA_ALLOW_UNKNOWN_SETTINGS', type: 'boolean', default: false, description: '`true`: a `TESSERA_*` variable Tessera does not know is ignored, even one close to a setting\'s name, which otherwise stops the start, and without the warning one close to none gets (for environments shared with other software or versions)' },
   { name: 'TESSERA_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, min: 60, max: DAY, description: 'access token lifetime, seconds' },
   { name: 'TESSERA_ID_TOKEN_TTL', type: 'integer', default: 3600, min: 60, max: DAY, description: 'ID token lifetime, seconds' },
   { name: 'TESSERA_SESSION_TTL', type: 'integer', default: DAY, min: 300, max: 30 * DAY, description: 'how long a browser sign-in lasts, seconds' },
   { name: 'TESSERA_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: '`7776000` (90 days)', min: 300, max: 3650 * DAY, description: 'how long after the user\'s approval its refresh tokens can be used, however often they are rotated, seconds' },
-  { name: 'TESSERA_REFRESH_TOKEN_IDLE_TTL', type: 'integer', default: 30 * DAY, shown: '`2592000` (30 days)', min: 60, max: 3650 * DAY, description: 'a refresh token unused this long expires (each refresh starts it again); at most the lifetime, seconds' },
-  { name: 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, shown: 'the access token lifetime', min: 60, max: DAY, description: 'a shorter access token lifetime for public clients, seconds; at most the access token lifetime' },
-  { name: 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: 'the refresh token lifetime', min: 300, max: 3650 * DAY, description: 'a shorter refresh token lifetime for public clients, seconds; at most the refresh token lifetime' },
-  { name: 'TESSERA_DEVICE_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, shown: 'the access token lifetime', min: 60, max: DAY, description: 'a shorter access token lifetime for grants approved through the device flow, seconds' },
-  { name: 'TESSERA_DEVICE_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: 'the refresh token lifetime', min: 300, max: 3650 * DAY, description: 'a shorter refresh token lifetime for grants approved through the device flow, seconds' },
+  { name: 'TESSERA_REFRESH_TOKEN_IDLE_TTL', type: 'integer', default: 30 * DAY, shown: '`2592000` (30 days)', min: 60, max: 3650 * DAY, atMost: 'TESSERA_REFRESH_TOKEN_TTL', description: 'a refresh token unused this long expires (each refresh starts it again), seconds' },
+  { name: 'TESSERA_PUBLIC_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, shown: 'the access token lifetime', min: 60, max: DAY, defaultFrom: 'TESSERA_ACCESS_TOKEN_TTL', atMost: 'TESSERA_ACCESS_TOKEN_TTL', description: 'a shorter access token lifetime for public clients, seconds' },
+  { name: 'TESSERA_PUBLIC_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: 'the refresh token lifetime', min: 300, max: 3650 * DAY, defaultFrom: 'TESSERA_REFRESH_TOKEN_TTL', atMost: 'TESSERA_REFRESH_TOKEN_TTL', description: 'a shorter refresh token lifetime for public clients, seconds' },
+  { name: 'TESSERA_DEVICE_ACCESS_TOKEN_TTL', type: 'integer', default: 3600, shown: 'the access token lifetime', min: 60, max: DAY, defaultFrom: 'TESSERA_ACCESS_TOKEN_TTL', atMost: 'TESSERA_ACCESS_TOKEN_TTL', description: 'a shorter access token lifetime for grants approved through the device flow, seconds' },
+  { name: 'TESSERA_DEVICE_REFRESH_TOKEN_TTL', type: 'integer', default: 90 * DAY, shown: 'the refresh token lifetime', min: 300, max: 3650 * DAY, defaultFrom: 'TESSERA_REFRESH_TOKEN_TTL', atMost: 'TESSERA_REFRESH_TOKEN_TTL', description: 'a shorter refresh token lifetime for grants approved through the device flow, seconds' },
   { name: 'TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT', type: 'integer', default: 5, min: 1, max: 60, description: 'the longest one back-channel logout POST to a client may take, seconds' },
   { name: 'TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS', type: 'integer', default: 3, min: 1, max: 10, description: 'tries per client when its back-channel logout endpoint cannot be reached or answers 5xx' },
   { name: 'TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS', type: 'integer', default: 2000, min: 0, max: 600_000, description: 'the wait before the second try, doubled before each later one, milliseconds' },
@@ -82,21 +92,21 @@ export const SETTINGS = [
   { name: 'TESSERA_UPSTREAM_TIMEOUT', type: 'integer', default: 10, min: 1, max: 120, description: 'the longest Tessera waits for an upstream identity provider or directory to answer one request (discovery, tokens, UserInfo, GitHub\'s API, an LDAP connection, search or bind), seconds; past it the person is told the provider is not answering ([docs/identity-providers.md](docs/identity-providers.md))' },
   { name: 'TESSERA_UPSTREAM_SIGN_IN_TIMEOUT', type: 'integer', default: 600, min: 60, max: 3600, description: 'how long a person has to sign in at an upstream identity provider and come back, seconds' },
   { name: 'TESSERA_PASSWORD_HASH', type: 'text', shown: '`m=47104,t=1,p=1`', accepts: '`m=KIB,t=PASSES,p=LANES`: p 1-64, t 1-100, m 8×p-4194304', description: 'argon2id cost of new password hashes: memory in KiB, passes, lanes (OWASP\'s first configuration: about 90 ms of one core). Lower values make stolen hashes cheaper to guess; the test suite uses `m=8,t=1,p=1` to run fast. Existing hashes keep the cost they were made with' },
-  { name: 'TESSERA_PASSWORD_HASH_THREADS', type: 'integer', default: 1, shown: 'half the cores (at least 1)', min: 1, max: 64, description: 'threads that compute argon2id, apart from libuv\'s pool, which signs tokens' },
+  { name: 'TESSERA_PASSWORD_HASH_THREADS', type: 'integer', default: 1, shown: 'half the cores (at least 1)', min: 1, max: 64, optional: true, description: 'threads that compute argon2id, apart from libuv\'s pool, which signs tokens' },
   { name: 'TESSERA_SIGN_IN_WINDOW', type: 'integer', default: 900, min: 60, max: DAY, description: 'the window wrong passwords are counted in, seconds ([docs/security.md](docs/security.md))' },
   { name: 'TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS', type: 'integer', default: 10, min: 1, max: 10_000, description: 'wrong passwords for one username from one address in the window, before that address is refused for it' },
   { name: 'TESSERA_SIGN_IN_FAILURES_PER_ADDRESS', type: 'integer', default: 100, min: 1, max: 1_000_000, description: 'wrong passwords from one address, any usernames, in the window' },
   { name: 'TESSERA_SIGN_IN_FREE_FAILURES', type: 'integer', default: 5, min: 0, max: 10_000, description: 'wrong passwords for one username, from anywhere, before each check of it is delayed' },
   { name: 'TESSERA_SIGN_IN_DELAY_MS', type: 'integer', default: 1000, min: 0, max: 60_000, description: 'the first such delay, milliseconds; each further failure doubles it' },
-  { name: 'TESSERA_SIGN_IN_MAX_DELAY_MS', type: 'integer', default: 30_000, min: 0, max: 300_000, description: 'the longest such delay, milliseconds; at least the first' },
+  { name: 'TESSERA_SIGN_IN_MAX_DELAY_MS', type: 'integer', default: 30_000, min: 0, max: 300_000, atLeast: 'TESSERA_SIGN_IN_DELAY_MS', description: 'the longest such delay, milliseconds' },
   { name: 'TESSERA_SIGN_IN_QUEUE', type: 'integer', default: 32, min: 0, max: 100_000, description: 'sign-ins that may wait for a hashing thread; past it a sign-in is answered 429 at once' },
   { name: 'TESSERA_SIGN_IN_QUEUE_PER_ADDRESS', type: 'integer', default: 4, min: 1, max: 100_000, description: 'places in that queue one address may hold' },
   { name: 'TESSERA_SIGN_IN_GOOD_RECORD', type: 'integer', default: 30 * DAY, shown: '`2592000` (30 days)', min: 0, max: 400 * DAY, description: 'how long a right password vouches for the browser and the address it came from, seconds (`0`: never): their later sign-ins for that username skip the wait a guesser causes and go first on a full password queue' },
   { name: 'TESSERA_USER_CODE_WINDOW', type: 'integer', default: 600, min: 60, max: DAY, description: 'the window wrong user codes are counted in, seconds' },
   { name: 'TESSERA_USER_CODE_FAILURES_PER_BROWSER', type: 'integer', default: 5, min: 1, max: 1000, description: 'wrong user codes from one browser in the window' },
-  { name: 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', type: 'integer', default: 20, min: 1, max: 100_000, description: 'wrong user codes from one address in the window; at least the per-browser limit' },
-  { name: 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', type: 'integer', default: 60, min: 1, max: 1_000_000, description: 'wrong user codes from one network (IPv4 /24, IPv6 /64) in the window; at least the per-address limit' },
-  { name: 'TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK', type: 'integer', default: 240, min: 1, max: 10_000_000, description: 'wrong user codes from one larger network (IPv4 /16, IPv6 /48) in the window; at least the per-network limit' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', type: 'integer', default: 20, min: 1, max: 100_000, atLeast: 'TESSERA_USER_CODE_FAILURES_PER_BROWSER', description: 'wrong user codes from one address in the window' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', type: 'integer', default: 60, min: 1, max: 1_000_000, atLeast: 'TESSERA_USER_CODE_FAILURES_PER_ADDRESS', description: 'wrong user codes from one network (IPv4 /24, IPv6 /64) in the window' },
+  { name: 'TESSERA_USER_CODE_FAILURES_PER_LARGE_NETWORK', type: 'integer', default: 240, min: 1, max: 10_000_000, atLeast: 'TESSERA_USER_CODE_FAILURES_PER_NETWORK', description: 'wrong user codes from one larger network (IPv4 /16, IPv6 /48) in the window' },
   { name: 'TESSERA_USER_CODE_FAILURES_PER_MINUTE', type: 'integer', default: 600, min: 1, max: 10_000_000, description: 'wrong user codes a minute across the server; once spent, an alert is logged and lookups from browsers that are not signed in are refused until the minute ends' },
   { name: 'TESSERA_USER_CODE_SLOW_MS', type: 'integer', default: 2000, min: 0, max: 60_000, description: 'the wait a signed-in browser\'s user-code lookup gets while that budget is spent, milliseconds' },
   { name: 'TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT', type: 'integer', default: 600, min: 1, max: 100_000_000, description: 'device authorizations one client may start a minute, per instance' },
@@ -109,7 +119,7 @@ export const SETTINGS = [
   { name: 'TESSERA_CLIENT_JWKS_REFETCH_INTERVAL', type: 'integer', default: 10, min: 0, max: 3600, description: 'an assertion with a `kid` missing from the cached JWKS fetches it again at once, but no sooner than this many seconds after the last fetch' },
   { name: 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME', type: 'integer', default: 3600, min: 30, max: 3600, description: 'seconds: a client assertion whose `exp` is further ahead is refused; each `jti` is remembered until its `exp`, so at most this long (an hour by default, as authlib signs them)' },
   { name: 'TESSERA_EVENT_RETENTION', type: 'integer', default: 90 * DAY, shown: '`7776000` (90 days)', min: 3600, max: 3650 * DAY, description: 'how long the audit trail is kept, seconds; older events are purged with expired records' },
-  { name: 'TESSERA_METRICS_PORT', type: 'integer', default: 0, shown: 'off', min: 0, max: 65535, description: 'serve Prometheus metrics at `/metrics` on this port, on a listener of its own ([docs/operations.md](docs/operations.md)); `0`: one the system picks' },
+  { name: 'TESSERA_METRICS_PORT', type: 'integer', default: 0, shown: 'off', min: 0, max: 65535, optional: true, description: 'serve Prometheus metrics at `/metrics` on this port, on a listener of its own ([docs/operations.md](docs/operations.md)); `0`: one the system picks' },
   { name: 'TESSERA_METRICS_HOST', type: 'text', shown: '`127.0.0.1`', accepts: 'a host name or address', description: 'address of the metrics listener (`0.0.0.0` to let a scraper on another machine in)' },
   { name: 'TESSERA_REGISTRATION', type: 'text', shown: '`off`', accepts: '`off`, `token`, `open`', description: 'dynamic client registration (RFC 7591) at `/oauth/register`: `off`; `token`: with an initial access token from `tessera registration-token create`; `open`: anyone, for public apps with loopback or private-use redirect URIs only ([docs/registration.md](docs/registration.md))' },
   { name: 'TESSERA_REGISTRATIONS_PER_ADDRESS', type: 'integer', default: 10, min: 1, max: 1_000_000, description: 'with `TESSERA_REGISTRATION=open`: registrations one address may make an hour (those made with an initial access token are not counted)' },
@@ -138,6 +148,7 @@ export const SETTINGS = [
 export type SettingName = (typeof SETTINGS)[number]['name'];
 export type IntegerSettingName = Extract<(typeof SETTINGS)[number], { type: 'integer' }>['name'];
 export type BooleanSettingName = Extract<(typeof SETTINGS)[number], { type: 'boolean' }>['name'];
+export type TextSettingName = Extract<(typeof SETTINGS)[number], { type: 'text' }>['name'];
 
 const BY_NAME: ReadonlyMap<string, Setting> = new Map(SETTINGS.map((setting) => [setting.name, setting]));
 
@@ -164,7 +175,10 @@ export function shownDefault(entry: Setting): string {
 
 /** The README's cell for what a setting accepts. */
 export function shownRange(entry: Setting): string {
-  if (entry.type === 'integer') return `${entry.min}-${entry.max}`;
+  if (entry.type === 'integer') {
+    const bound = entry.atMost ? `, at most \`${entry.atMost}\`` : entry.atLeast ? `, at least \`${entry.atLeast}\`` : '';
+    return `${entry.min}-${entry.max}${bound}`;
+  }
   if (entry.type === 'boolean') return '`true`, `false`';
   return entry.accepts;
 }
@@ -205,4 +219,44 @@ export function closest(word: string, candidates: Iterable<string>): string | nu
 /** The `TESSERA_*` variables in `env` that Tessera does not read. */
 export function unknownVariables(env: Readonly<Record<string, string | undefined>>): string[] {
   return Object.keys(env).filter((name) => name.startsWith('TESSERA_') && !BY_NAME.has(name) && !(name in OTHER_VARIABLES));
+}
+
+const PREFIX = 'TESSERA_';
+
+/**
+ * The setting an unknown `TESSERA_*` variable is most likely a misspelling of, or null when it
+ * is close to none, as a wrapper's or an image's own variable is (issue 49: such a variable
+ * stopped the start). Close: its name past `TESSERA_` is at most a quarter of a setting's
+ * (past the prefix) away (`TESSERA_ACESS_TOKEN_TTL`, `TESSERA_LOGLEVEL`, `TESSERA_PORT` for
+ * `PORT`), or is a setting's with more after it (`TESSERA_DATABASE_URL`). A third, as the
+ * command's suggestions allow, would take `TESSERA_SERVICE_HOST` for `TESSERA_METRICS_HOST`.
+ */
+export function misspeltSetting(name: string): string | null {
+  const word = name.toUpperCase().slice(PREFIX.length);
+  const wordOf = (setting: string) => (setting.startsWith(PREFIX) ? setting.slice(PREFIX.length) : setting);
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const { name: setting } of SETTINGS) {
+    const d = distance(word, wordOf(setting));
+    if (d <= Math.max(1, Math.floor(wordOf(setting).length / 4)) && d < bestDistance) {
+      best = setting;
+      bestDistance = d;
+    }
+  }
+  if (best !== null) return best;
+  const extended = SETTINGS.filter(({ name: setting }) => word.startsWith(`${wordOf(setting)}_`));
+  return extended.sort((a, b) => b.name.length - a.name.length)[0]?.name ?? null;
+}
+
+/**
+ * The variables Kubernetes gives every pod for each Service in its namespace (unless the pod
+ * says `enableServiceLinks: false`): a Service named `tessera`, as deploy/kubernetes/ has,
+ * brings `TESSERA_SERVICE_HOST`, `TESSERA_SERVICE_PORT[_NAME]`, `TESSERA_PORT=tcp://…` and
+ * `TESSERA_PORT_80_TCP[_PROTO|_PORT|_ADDR]`; one named `tessera-x`, the same with `TESSERA_X_`.
+ * They are the platform's, not a mistake, so the start neither refuses nor warns about them.
+ */
+export function isKubernetesServiceLink(name: string, value: string | undefined): boolean {
+  if (/^TESSERA(?:_[A-Z0-9_]+)?_SERVICE_(?:HOST|PORT(?:_[A-Z0-9_]+)?)$/.test(name)) return true;
+  if (/^TESSERA(?:_[A-Z0-9_]+)?_PORT_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?$/.test(name)) return true;
+  return /^TESSERA(?:_[A-Z0-9_]+)?_PORT$/.test(name) && /^(?:tcp|udp|sctp):\/\//.test(value ?? '');
 }

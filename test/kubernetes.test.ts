@@ -45,7 +45,7 @@ interface Resource {
     selector?: { matchLabels?: Record<string, string> } & Record<string, string>;
     minAvailable?: number;
     ports?: { port: number; targetPort: string | number }[];
-    template?: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds?: number; securityContext: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] } };
+    template?: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds?: number; enableServiceLinks?: boolean; securityContext: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] } };
   };
 }
 
@@ -93,6 +93,8 @@ describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || 
   it('runs as the image\'s non-root user on a read-only root, with nothing to escalate to', () => {
     const pod = find('Deployment').spec.template!.spec;
     assert.equal(pod.securityContext.runAsNonRoot, true);
+    // The Services' TESSERA_* link variables would sit in the settings' prefix (one, TESSERA_METRICS_PORT, is a setting).
+    assert.equal(pod.enableServiceLinks, false);
     assert.equal(pod.securityContext.runAsUser, IMAGE_UID);
     const { securityContext } = pod.containers[0]!;
     assert.equal(securityContext.readOnlyRootFilesystem, true);

@@ -5,22 +5,28 @@
  * that neither a `node` nor a `node_modules` can be found. It prints its version; it serves
  * discovery, its pages with their stylesheet and in another language, on a fresh SQLite
  * database; docs/deployment.md's commands, run through it against the same database, register an
- * API and a service, which gets a client-credentials token; SIGTERM drains and stops it; and
- * `serve --workers 2` starts it again for each worker.
+ * API and a service, which gets a client-credentials token; SIGTERM drains and stops it;
+ * `serve --workers 2` starts it again for each worker. Where this process is root, it also runs
+ * under chroot in a root file system holding only itself and the libraries ldd names, as on
+ * a host with nothing else installed.
  *
  * Needs the `node`, esbuild and postject devDependencies (npm ci) on Linux. Without them the
  * file is skipped saying so, except in CI (CI=1), where that fails.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { buildExecutable, cannotBuild, EXECUTABLE, ROOT, sourceHash } from '../deploy/executable/build.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
 
+const onPath = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, name)));
+const which = (name: string) => (process.env['PATH'] ?? '').split(':').map((dir) => join(dir, name)).find((path) => existsSync(path))!;
+const root = process.getuid?.() === 0;
 const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
 const why = cannotBuild();
 const CACHE = join(ROOT, 'node_modules', '.cache', 'tessera-executable');
@@ -156,6 +162,41 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
       assert.equal((await fetch(`${url}/healthz`)).status, 200);
       server.child.kill('SIGTERM');
       assert.equal(await within(server.exited, 'the executable and its workers to stop on SIGTERM', WAIT_MS), 0, JSON.stringify(server.output()));
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
+
+  it('runs in a root holding only itself and the libraries it links: its version, and discovery until SIGTERM', { skip: root && onPath('chroot') && onPath('ldd') ? false : 'it needs root, chroot and ldd' }, async () => {
+    // What a host without Node.js has: glibc and libstdc++, as ldd names them, and nothing else (no /usr, /proc or /dev).
+    const rootfs = join(dir, 'rootfs');
+    for (const library of (await promisify(execFile)(which('ldd'), [tessera])).stdout.matchAll(/(?:=>\s+|^\s*)(\/\S+)\s+\(/gm)) {
+      mkdirSync(join(rootfs, dirname(library[1]!)), { recursive: true });
+      copyFileSync(library[1]!, join(rootfs, library[1]!));
+    }
+    mkdirSync(join(rootfs, 'usr/local/bin'), { recursive: true });
+    copyFileSync(tessera, join(rootfs, 'usr/local/bin/tessera'));
+    chmodSync(join(rootfs, 'usr/local/bin/tessera'), 0o755);
+    const inRoot = (args: readonly string[], env: Record<string, string> = {}) => {
+      const child = spawn(which('chroot'), [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      return { child, exited, output: () => ({ stdout, stderr }) };
+    };
+    const version = inRoot(['--version']);
+    assert.equal(await within(version.exited, 'tessera --version in the root to exit'), 0, version.output().stderr);
+    assert.equal(version.output().stdout, `tessera ${VERSION}\n`);
+
+    const server = inRoot(['serve'], { HOST: '127.0.0.1', PORT: '0', TESSERA_SHUTDOWN_DELAY: '0' });
+    try {
+      const [url] = await serving(server);
+      assert.match(server.output().stdout, /from the SQLite database \/data\/tessera\.db \(created now/, 'the root is its working directory');
+      assert.equal((await fetch(`${url}/.well-known/openid-configuration`)).status, 200);
+      server.child.kill('SIGTERM');
+      assert.equal(await within(server.exited, 'the executable to stop on SIGTERM', WAIT_MS), 0, JSON.stringify(server.output()));
     } finally {
       server.child.kill('SIGKILL');
     }

@@ -5,14 +5,14 @@
  * `user unlock` lifts a person's lockouts, as the lockout page tells them to ask for.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { calculatePKCECodeChallenge, randomPKCECodeVerifier } from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
-import { runTessera } from './helpers/cli.ts';
+import { runTessera, tessera } from './helpers/cli.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 
 /** A refusal: exit 2, one line on standard error ending with the help to read. */
@@ -46,6 +46,16 @@ describe('tessera help and one-line mistakes', () => {
     assert.equal((await runTessera(['user', '--help'], env)).stdout, group.stdout);
     assert.equal((await runTessera(['user', 'add', '--help'], env)).stdout, group.stdout);
     assert.match((await runTessera(['help', 'keys'], env)).stdout, /keys list \[--json\][\s\S]*keys rotate/);
+  });
+
+  it('prints the version with `tessera --version` and `tessera -v` (issue 49): package.json\'s', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const result = await tessera([flag]);
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, `tessera ${version}\n`);
+    }
+    assert.match((await runTessera(['help'], env)).stdout, /`tessera --version` \(or `-v`\) prints Tessera's version/);
   });
 
   it('answers a group alone with one line listing its commands', async () => {

@@ -7,6 +7,7 @@
 import '../config/require-node.ts';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
+import { PACKAGE } from '../config/package.ts';
 import { DEFAULT_RESET_TTL_SECONDS } from '../flows/manage/users.ts';
 import { ManageError } from '../flows/manage/errors.ts';
 import { serve, startRefusal } from '../main.ts';
@@ -32,7 +33,8 @@ export { UsageError, type Io };
 
 export const USAGE = `Usage: tessera <command> [options]
 
-\`tessera help <command>\` (or \`tessera <command> --help\`) shows one command's options.
+\`tessera help <command>\` (or \`tessera <command> --help\`) shows one command's options;
+\`tessera --version\` (or \`-v\`) prints Tessera's version.
 
 Commands:
   serve [--workers N]                     Run the server (settings from the environment; see README);
@@ -233,6 +235,10 @@ export async function run(argv: string[], terminal: Io): Promise<number> {
     if (first === '' || first === '--help' || first === '-h' || (first === 'help' && second === '')) {
       if (first === '') throw new UsageError('no command given');
       io.stdout(USAGE);
+      return 0;
+    }
+    if (first === '--version' || first === '-v') {
+      io.stdout(`tessera ${PACKAGE.version}\n`);
       return 0;
     }
     if (first === 'help') {

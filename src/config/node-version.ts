@@ -5,11 +5,11 @@
  * package.json's `engines.node`, which npm reads too; bin/tessera.js, the entry for Node.js
  * versions that cannot load TypeScript at all, reads it there as well.
  */
-import { readFileSync } from 'node:fs';
+import { PACKAGE } from './package.ts';
 
 /** `>=24.7` from package.json, as [24, 7]. */
 export function minimumNode(): readonly [number, number] {
-  const engines = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines?: { node?: string } }).engines?.node ?? '';
+  const engines = PACKAGE.engines?.node ?? '';
   const match = /^>=\s*(\d+)(?:\.(\d+))?/.exec(engines);
   if (!match) throw new Error(`package.json engines.node ${JSON.stringify(engines)}: expected >=MAJOR.MINOR`);
   return [Number(match[1]), Number(match[2] ?? 0)];

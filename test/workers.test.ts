@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -154,5 +155,30 @@ describe('tessera serve --workers with a bad count', () => {
     const { code, stderr } = await runTessera(['serve', '--workers', '0'], { TESSERA_DATABASE: ':memory:' });
     assert.equal(code, 2);
     assert.match(stderr, /--workers 0: must be a whole number from 1 to 64/);
+  });
+});
+
+describe('a worker whose command ends without serving', () => {
+  it('exits with its status, so that the primary hears of it instead of waiting', async () => {
+    // A primary of its own in a child process (node:cluster's settings are the process's), from
+    // a file: a primary run with -e would hand its workers the same -e.
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-cluster-'));
+    const primary = join(dir, 'primary.mjs');
+    writeFileSync(primary, `
+      import cluster from 'node:cluster';
+      cluster.setupPrimary({ exec: ${JSON.stringify(new URL('../bin/tessera.js', import.meta.url).pathname)}, args: ['no-such-command'], silent: true });
+      const worker = cluster.fork();
+      const hung = setTimeout(() => { process.stdout.write('still running'); worker.kill(); }, 10_000);
+      worker.on('exit', (code) => { clearTimeout(hung); process.stdout.write('exit ' + code); });
+    `);
+    try {
+      const child = spawn(process.execPath, [primary], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await new Promise((resolve) => child.on('exit', resolve));
+      assert.equal(out, 'exit 2');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,6 +5,7 @@
  * calls the operations of src/flows/manage (which the admin API calls too) and prints.
  */
 import '../config/require-node.ts';
+import cluster from 'node:cluster';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config/index.ts';
 import { PACKAGE } from '../config/package.ts';
@@ -329,7 +330,12 @@ export function cli(): void {
     tty: process.stdout.isTTY === true,
   }).then((code) => {
     // -1: a server is running and keeps the process alive.
-    if (code >= 0) process.exitCode = code;
+    if (code < 0) return;
+    process.exitCode = code;
+    // A node:cluster worker whose command ended without serving (a setting refused in the
+    // worker alone) is held open by its channel to the primary, which would wait for it
+    // forever: let go, so that it exits and the primary reports it.
+    if (cluster.isWorker) cluster.worker?.disconnect();
   });
 }
 

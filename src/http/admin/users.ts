@@ -1,7 +1,8 @@
 /** The admin API's users (`tessera user …`), their sessions and approvals. */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ADMIN_PREFIX } from '../../core/endpoints.ts';
-import { OPERATOR_ROLES } from '../../core/scopes.ts';
+import { USER_ALWAYS, USER_FIELDS } from '../../flows/manage/fields/users.ts';
+import { requestSchema, responseSchema } from '../../flows/manage/fields/field.ts';
 import { grantJson, listUserGrants, revokeGrant } from '../../flows/manage/grants.ts';
 import {
   createUser,
@@ -26,40 +27,27 @@ import { adminRouter } from './kit.ts';
 
 export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const route = adminRouter(app, deps);
-  /** A person's standard claims (OIDC Core §5.1), by their claim names; null clears one. */
-  const PROFILE_FIELDS = {
-    name: { type: ['string', 'null'], maxLength: 200 },
-    given_name: { type: ['string', 'null'], maxLength: 200 },
-    family_name: { type: ['string', 'null'], maxLength: 200 },
-    email: { type: ['string', 'null'], maxLength: 320 },
-    email_verified: { type: 'boolean' },
-    locale: { type: ['string', 'null'], maxLength: 35 },
-    zoneinfo: { type: ['string', 'null'], maxLength: 64 },
-    picture: { type: ['string', 'null'], maxLength: 2048 },
-    localized_names: {
-      type: 'object',
-      description: 'OIDC Core §5.2: names in other languages and scripts by BCP 47 tag, laid over those kept; null or "" removes one',
-      maxProperties: 20,
-      propertyNames: { type: 'string', maxLength: 35 },
-      additionalProperties: {
-        type: ['object', 'null'],
-        additionalProperties: false,
-        properties: {
-          name: { type: ['string', 'null'], maxLength: 200 },
-          given_name: { type: ['string', 'null'], maxLength: 200 },
-          family_name: { type: ['string', 'null'], maxLength: 200 },
-        },
-      },
-    },
-  } as const;
-
+  /** A user in and out, from the one table of their fields (flows/manage/fields/users.ts). */
+  const PASSWORD = { type: 'string', minLength: 1, maxLength: 1024, writeOnly: true, description: 'Their first password' };
+  const created = requestSchema(USER_FIELDS, 'create', { password: PASSWORD });
+  const USER_CREATE = { ...created, required: [...(created['required'] as string[]), 'password'] };
+  const USER_UPDATE = requestSchema(USER_FIELDS, 'update');
+  const USER = responseSchema(USER_FIELDS, USER_ALWAYS);
+  const USER_DETAILS = responseSchema(USER_FIELDS, USER_ALWAYS, {
+    grants: { type: 'integer', description: 'Approvals not revoked' },
+    last_sign_in: { type: ['object', 'null'], additionalProperties: true, description: 'When and from where they last signed in' },
+    passkeys: { type: 'array', items: OBJECT },
+    one_time_codes: { type: 'boolean' },
+    recovery_codes_left: { type: 'integer' },
+    linked_identities: { type: 'array', items: OBJECT, description: 'The upstream identities they sign in through' },
+  });
 
   // Users
   const username = params({ username: USERNAME });
   const named = (request: FastifyRequest) => (request.params as { username: string }).username;
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/users`, operationId: 'listUsers', area: 'users', write: false,
-    schema: { summary: 'List or search users (q: in the username, name or e-mail address)', querystring: query({ ...PAGE, q: { type: 'string', minLength: 1, maxLength: 200 } }), response: ok() },
+    schema: { summary: 'List or search users (q: in the username, name or e-mail address)', querystring: query({ ...PAGE, q: { type: 'string', minLength: 1, maxLength: 200 } }), response: ok({ type: 'object', properties: { users: { type: 'array', items: USER }, next_offset: { type: ['integer', 'null'] } }, required: ['users', 'next_offset'] }) },
     handler: async (request, _reply, d) => {
       const q = request.query as { offset: number; limit: number; q?: string };
       const page = await listUsers(d, { offset: q.offset, limit: q.limit + 1, ...(q.q === undefined ? {} : { q: q.q }) });
@@ -70,8 +58,8 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     method: 'POST', url: `${ADMIN_PREFIX}/users`, operationId: 'createUser', area: 'users', write: true,
     schema: {
       summary: 'Create a user',
-      body: body({ username: { type: 'string', minLength: 1, maxLength: 64 }, password: { type: 'string', minLength: 1, maxLength: 1024 }, ...PROFILE_FIELDS }, ['username', 'password']),
-      response: { 201: OBJECT, default: PROBLEM },
+      body: USER_CREATE,
+      response: { 201: USER, default: PROBLEM },
     },
     handler: async (request, reply, d) => {
       const user = await createUser(d, request.body as { username: string; password: string });
@@ -81,7 +69,7 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
   });
   route({
     method: 'GET', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'getUser', area: 'users', write: false,
-    schema: { summary: "A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag", params: username, response: ok() },
+    schema: { summary: "A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag", params: username, response: ok(USER_DETAILS) },
     handler: async (request, reply, d) => {
       const details = await userDetails(d, named(request));
       reply.header('ETag', userEtag(details.user));
@@ -93,8 +81,8 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     schema: {
       summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows); If-Match is required",
       params: username,
-      body: body({ ...PROFILE_FIELDS, role: { type: ['string', 'null'], enum: [...OPERATOR_ROLES, null] } }),
-      response: ok(),
+      body: USER_UPDATE,
+      response: ok(USER),
     },
     handler: async (request, reply, d) => {
       const version = ifMatch(request, reply, 'user');

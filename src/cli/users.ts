@@ -112,7 +112,15 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   email: ${shown(user.email)}${user.email === null ? '' : user.emailVerified ? ' (verified)' : ' (not verified)'}
   locale: ${shown(user.locale)}
   time zone: ${shown(user.zoneinfo)}
+  middle name: ${shown(user.middleName)}
+  nickname: ${shown(user.nickname)}
   picture: ${shown(user.picture)}
+  profile page: ${shown(user.profile)}
+  website: ${shown(user.website)}
+  gender: ${shown(user.gender)}
+  birthdate: ${shown(user.birthdate)}
+  phone: ${shown(user.phoneNumber)}${user.phoneNumber === null ? '' : user.phoneNumberVerified ? ' (verified)' : ' (not verified)'}
+  address: ${user.address === null ? '-' : Object.values(user.address).map((part) => shown(part.replaceAll('\n', ', '))).join(', ')}
   console role: ${user.role ?? 'none'}
   created: ${when(user.createdAt)}
   profile updated: ${when(user.updatedAt)}

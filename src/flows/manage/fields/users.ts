@@ -5,6 +5,8 @@
  * follow are flows/profile.ts's.
  */
 import { OPERATOR_ROLES } from '../../../core/scopes.ts';
+import { ADDRESS_MEMBERS } from '../../../store/users.ts';
+import { ADDRESS_BOUNDS } from '../../profile.ts';
 import type { Field } from './field.ts';
 
 const NAME = 200;
@@ -44,8 +46,24 @@ export const USER_FIELDS = [
     create: true, update: true, cli: { option: 'family-name', value: 'NAME' }, form: { control: 'text', label: 'console.user.familyName' },
   },
   {
+    name: 'middle_name', type: { kind: 'text', max: NAME, nullable: true }, description: 'Middle name(s)',
+    create: true, update: true, cli: { option: 'middle-name', value: 'NAME' }, form: { control: 'text', label: 'console.user.middleName' },
+  },
+  {
+    name: 'nickname', type: { kind: 'text', max: NAME, nullable: true }, description: 'Casual name, which may or may not be the given name',
+    create: true, update: true, cli: { option: 'nickname', value: 'NAME' }, form: { control: 'text', label: 'console.user.nickname' },
+  },
+  {
+    name: 'profile', type: { kind: 'text', max: URL, nullable: true }, description: 'URL of their profile page (http or https)',
+    create: true, update: true, cli: { option: 'profile', value: 'URL' }, form: { control: 'text', label: 'console.user.profile' },
+  },
+  {
     name: 'picture', type: { kind: 'text', max: URL, nullable: true }, description: 'URL of their profile picture (http or https)',
     create: true, update: true, cli: { option: 'picture', value: 'URL' }, form: { control: 'text', label: 'console.user.picture' },
+  },
+  {
+    name: 'website', type: { kind: 'text', max: URL, nullable: true }, description: 'URL of their web page or blog (http or https)',
+    create: true, update: true, cli: { option: 'website', value: 'URL' }, form: { control: 'text', label: 'console.user.website' },
   },
   {
     name: 'email', type: { kind: 'text', max: 320, nullable: true }, description: 'Their e-mail address',
@@ -56,12 +74,33 @@ export const USER_FIELDS = [
     create: true, update: true, cli: { option: 'email-verified' }, form: { control: 'check', label: 'console.user.emailVerified' },
   },
   {
+    name: 'gender', type: { kind: 'text', max: 64, nullable: true }, description: 'female, male, or another word they choose',
+    create: true, update: true, cli: { option: 'gender', value: 'GENDER' }, form: { control: 'text', label: 'console.user.gender' },
+  },
+  {
+    name: 'birthdate', type: { kind: 'text', max: 10, nullable: true }, description: 'Birthday as YYYY-MM-DD (0000 for a year left out), or a year as YYYY',
+    create: true, update: true, cli: { option: 'birthdate', value: 'YYYY-MM-DD' }, form: { control: 'text', label: 'console.user.birthdate' },
+  },
+  {
     name: 'zoneinfo', type: { kind: 'text', max: 64, nullable: true }, description: 'Their time zone (IANA), e.g. Europe/Paris',
     create: true, update: true, cli: { option: 'zoneinfo', value: 'ZONE' }, form: { control: 'text', label: 'console.user.zoneinfo' },
   },
   {
     name: 'locale', type: { kind: 'text', max: 35, nullable: true }, description: 'Their language (BCP 47), e.g. en-GB',
     create: true, update: true, cli: { option: 'locale', value: 'TAG' }, form: { control: 'text', label: 'console.user.locale' },
+  },
+  {
+    name: 'phone_number', type: { kind: 'text', max: 64, nullable: true }, description: 'Phone number with its country code (E.164), e.g. +1 (425) 555-1212;ext=5678',
+    create: true, update: true, cli: { option: 'phone-number', value: 'NUMBER' }, form: { control: 'text', label: 'console.user.phoneNumber' },
+  },
+  {
+    name: 'phone_number_verified', type: { kind: 'flag' }, description: 'The phone number is known to be theirs',
+    create: true, update: true, cli: { option: 'phone-number-verified' }, form: { control: 'check', label: 'console.user.phoneNumberVerified' },
+  },
+  {
+    name: 'address', type: { kind: 'members', members: ADDRESS_MEMBERS.map((member) => ({ name: member, ...ADDRESS_BOUNDS[member] })) },
+    description: 'OIDC Core §5.1.1: their postal address by its members (formatted, street_address, locality, region, postal_code, country), given whole; null clears it',
+    create: true, update: true, cli: { option: 'address', value: 'TEXT' }, form: { control: 'members', label: 'console.user.address' },
   },
   {
     // The command line gives them as --name-in TAG=NAME and its given and family kin (cli/users.ts).

@@ -363,8 +363,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
     await signInAdmin(page);
-    const ada = await server.addUser({ username: 'ada', name: 'Ada' });
-    await page.goto(`${server.url}/console/users/ada`);
+    const ada = await server.addUser({ username: 'augusta', name: 'Ada' });
+    await page.goto(`${server.url}/console/users/augusta`);
     await page.getByRole('link', { name: 'Edit profile' }).click();
     assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), 'Ada');
     await page.getByLabel('Given name').fill('Ada');

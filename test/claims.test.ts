@@ -16,6 +16,7 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
   let server: TestServer;
   let client: TestClient;
   let narrow: TestClient;
+  let every: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
@@ -23,11 +24,16 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     server = await startTestServer();
     client = await server.addClient({ name: 'Recipe Box', scopes: ['openid', 'profile', 'email'] });
     narrow = await server.addClient({ name: 'Badge Reader', scopes: ['openid'] });
+    every = await server.addClient({ name: 'Post Office', scopes: ['openid', 'profile', 'email', 'address', 'phone'] });
     user = await server.addUser({
       username: 'ada',
       name: 'Ada Lovelace',
       email: 'ada@example.com',
-      profile: { givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png' },
+      profile: {
+        givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png',
+        middleName: 'Augusta', nickname: 'Ada', profile: 'https://example.com/ada', website: 'https://ada.example', gender: 'female', birthdate: '1815-12-10',
+        phoneNumber: '+44 20 7946 0958', phoneNumberVerified: true, address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+      },
     });
     config = await discover(server, client);
   });
@@ -63,11 +69,44 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
     const { updated_at: updatedAt, ...rest } = userinfo;
     assert.deepEqual(rest, {
-      sub: user.id, name: 'Ada Lovelace', given_name: 'Ada', family_name: 'Lovelace', preferred_username: 'ada',
-      picture: 'https://example.com/ada.png', locale: 'en-GB', zoneinfo: 'Europe/London', email: 'ada@example.com', email_verified: true,
+      sub: user.id, name: 'Ada Lovelace', given_name: 'Ada', family_name: 'Lovelace', middle_name: 'Augusta', nickname: 'Ada', preferred_username: 'ada',
+      profile: 'https://example.com/ada', picture: 'https://example.com/ada.png', website: 'https://ada.example', gender: 'female', birthdate: '1815-12-10',
+      locale: 'en-GB', zoneinfo: 'Europe/London', email: 'ada@example.com', email_verified: true,
     });
     assert.equal(typeof updatedAt, 'number');
     assert.ok(Math.abs((updatedAt as number) - Date.now() / 1000) < 600, 'seconds since the epoch (§5.1)');
+  });
+
+  it('puts the claims of address and phone in UserInfo with their scopes, and none of them without (§5.4)', async () => {
+    const office = await discover(server, every);
+    const tokens = await signIn(office, 'openid address phone');
+    assert.equal(tokens.scope, 'openid address phone');
+    const idToken = tokens.claims()!;
+    for (const claim of ['address', 'phone_number', 'phone_number_verified']) assert.equal(idToken[claim], undefined, `${claim}: UserInfo's, an access token being issued`);
+    assert.deepEqual(await oidc.fetchUserInfo(office, tokens.access_token, user.id), {
+      sub: user.id,
+      address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+      phone_number: '+44 20 7946 0958',
+      phone_number_verified: true,
+    });
+    const without = await signIn(office, 'openid profile email');
+    const claims = await oidc.fetchUserInfo(office, without.access_token, user.id);
+    for (const claim of ['address', 'phone_number', 'phone_number_verified']) assert.equal(claims[claim], undefined, `${claim} without its scope`);
+    assert.equal(claims['birthdate'], '1815-12-10', 'profile releases the rest of §5.1');
+  });
+
+  it('describes the address and phone scopes on the consent page, in the reader\'s language', async () => {
+    const office = await discover(server, every);
+    const browser = new FormBrowser(server.url);
+    const first = await request(office, 'openid address phone');
+    const english = await browser.signIn(await browser.follow(await browser.request(`${first.url.href}&prompt=consent`)), user);
+    assert.ok(text(english).includes('See your postal address') && text(english).includes('See your phone number'), text(english));
+    // Signed in now: the consent page again, in other languages.
+    for (const [language, address, phone] of [['de', 'Ihre Postanschrift sehen', 'Ihre Telefonnummer sehen'], ['ja', 'あなたの住所を見る', 'あなたの電話番号を見る'], ['ar', 'الاطلاع على عنوانك البريدي', 'الاطلاع على رقم هاتفك']] as const) {
+      const asked = await request(office, 'openid address phone', { ui_locales: language, prompt: 'consent' });
+      const page = await browser.follow(await browser.request(asked.url.href));
+      assert.ok(text(page).includes(address) && text(page).includes(phone), `${language}: ${text(page)}`);
+    }
   });
 
   it('puts the claims asked for in the id_token member of claims in the ID token, and only those (§5.5)', async () => {
@@ -83,7 +122,7 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const asked = await request(config, 'openid', claims({ userinfo: { name: { essential: true } } }));
     const browser = new FormBrowser(server.url);
     const approval = await browser.signIn(await browser.follow(await browser.request(`${asked.url.href}&prompt=consent`)), user);
-    assert.match(text(approval), /See your name, username, picture, language and time zone/, 'the person is asked for the scope of the name');
+    assert.match(text(approval), /See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/, 'the person is asked for the scope of the name');
     const tokens = await signIn(config, 'openid', claims({ userinfo: { name: { essential: true } } }));
     assert.equal(tokens.scope, 'openid profile');
     assert.equal(tokens.claims()!['name'], undefined, 'asked for in userinfo only');
@@ -116,7 +155,9 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     assert.equal(metadata.claims_parameter_supported, true);
     assert.deepEqual(metadata.claims_supported, [
       'sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr',
-      'name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo', 'updated_at', 'email', 'email_verified', 'groups',
+      'name', 'family_name', 'given_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website', 'gender', 'birthdate', 'zoneinfo', 'locale', 'updated_at',
+      'email', 'email_verified', 'address', 'phone_number', 'phone_number_verified', 'groups',
     ]);
+    for (const scope of ['openid', 'profile', 'email', 'address', 'phone']) assert.ok(metadata.scopes_supported?.includes(scope), `scopes_supported has ${scope}`);
   });
 });

@@ -359,6 +359,38 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.deepEqual([given?.username, given?.detail['role'], given?.detail['operator']], ['dorothy', 'viewer', 'grace']);
   });
 
+  it("edits a person's profile with the users' table's form, and refuses an edit made over someone else's change with the current values shown", async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    const ada = await server.addUser({ username: 'augusta', name: 'Ada' });
+    await page.goto(`${server.url}/console/users/augusta`);
+    await page.getByRole('link', { name: 'Edit profile' }).click();
+    assert.equal(await page.getByLabel('Name', { exact: true }).inputValue(), 'Ada');
+    await page.getByLabel('Given name').fill('Ada');
+    await page.getByLabel('Family name').fill('Lovelace');
+    await page.getByLabel('E-mail', { exact: true }).fill('ada@example.com');
+    await page.getByLabel('E-mail address verified').check();
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('Profile saved.').waitFor();
+    assert.equal(await page.locator('dt:text-is("Family name") + dd').innerText(), 'Lovelace');
+    const saved = await server.store.users.get(ada.id);
+    assert.deepEqual([saved?.givenName, saved?.familyName, saved?.email, saved?.emailVerified, saved?.name], ['Ada', 'Lovelace', 'ada@example.com', true, 'Ada']);
+
+    // Someone else changes her while the form is open: the save is refused, their change shown under this one.
+    await page.getByRole('link', { name: 'Edit profile' }).click();
+    await server.store.users.update(ada.id, { locale: 'en-GB' }, Date.now() + 1000);
+    await page.getByLabel('Name', { exact: true }).fill('Ada King');
+    const refused = page.waitForResponse((answer) => answer.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    assert.equal((await refused).status(), 409);
+    assert.match(await page.getByRole('alert').innerText(), /^Someone else changed this person while you edited/);
+    assert.deepEqual([await page.getByLabel('Name', { exact: true }).inputValue(), await page.locator('input[name="locale"]').inputValue()], ['Ada King', 'en-GB']);
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('Profile saved.').waitFor();
+    assert.equal((await server.store.users.get(ada.id))?.name, 'Ada King');
+  });
+
   it('registers an API with its scopes, refuses an edit made over someone else\'s change with it shown, and removes the API after a confirmation page', async (t) => {
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());

@@ -14,9 +14,10 @@ import { USAGE } from '../src/cli/main.ts';
 import { usageEntries } from '../src/cli/help.ts';
 import { optionLabel } from '../src/cli/common.ts';
 import { CLIENT_FIELDS } from '../src/flows/manage/fields/clients.ts';
-import { cliOptions, formValues, inputOf, postedValues, type Field } from '../src/flows/manage/fields/field.ts';
+import { cliOptions, formKeys, formValues, inputOf, postedValues, type Field } from '../src/flows/manage/fields/field.ts';
+import { USER_FIELDS } from '../src/flows/manage/fields/users.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
-import { appFormPage } from '../src/ui/console.ts';
+import { appFormPage, userFormPage } from '../src/ui/console.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -166,5 +167,150 @@ describe('the client field table in every door', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+/** The users' table as rows of any kind (the test reads kinds the table may not have yet). */
+const USER_ROWS: readonly Field[] = USER_FIELDS;
+
+/** A value for each field a new user takes (but their username), each unlike its default, that the rules accept together. */
+const EVERY_USER_FIELD: Readonly<Record<string, unknown>> = {
+  name: 'Ada Lovelace',
+  given_name: 'Ada',
+  family_name: 'Lovelace',
+  middle_name: 'Augusta',
+  nickname: 'Ada',
+  profile: 'https://example.com/ada',
+  picture: 'https://example.com/ada.png',
+  website: 'https://ada.example/',
+  email: 'ada@example.com',
+  email_verified: true,
+  gender: 'female',
+  birthdate: '1815-12-10',
+  zoneinfo: 'Europe/London',
+  locale: 'en-GB',
+  phone_number: '+44 20 7946 0958',
+  phone_number_verified: true,
+  address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+  localized_names: { 'ja-Kana-JP': { name: 'エイダ ラブレス' } },
+};
+
+/** The command's arguments that give `values`, option by option as the users' table has them. */
+function userArgs(values: Readonly<Record<string, unknown>>): string[] {
+  return USER_ROWS.flatMap((field): string[] => {
+    const value = values[field.name];
+    if (field.cli === null || value === undefined) return [];
+    if (field.type.kind === 'flag') return value === true ? [`--${field.cli.option}`] : [];
+    if (field.type.kind === 'members') {
+      return Object.entries(value as Record<string, string>).flatMap(([member, text]) => [`--${field.cli!.option}-${member.replaceAll('_', '-')}`, text]);
+    }
+    return [`--${field.cli.option}`, String(value)];
+  });
+}
+
+describe('the user field table in every door', () => {
+  let server: TestServer;
+  let token: string;
+
+  before(async () => {
+    server = await startTestServer();
+    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:users' });
+    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+    token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
+  });
+  after(() => server.close());
+
+  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${server.url}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  it('has the table cover every field the test sets, and each field a new user takes a value here', () => {
+    const names = USER_ROWS.filter((field) => field.create && field.name !== 'username').map((field) => field.name);
+    assert.deepEqual(Object.keys(EVERY_USER_FIELD).sort(), names.sort());
+  });
+
+  it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer', async () => {
+    const document = (await api('GET', '/openapi.json')).body as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown> } }> }; responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }> }>> };
+    const create = document.paths['/users']!['post']!;
+    const update = document.paths['/users/{username}']!['patch']!;
+    const read = document.paths['/users/{username}']!['get']!;
+    const body = (operation: typeof create) => Object.keys(operation.requestBody!.content['application/json']!.schema.properties);
+    const answer = (operation: typeof create, status: string) => Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
+    for (const field of USER_ROWS) {
+      assert.equal(body(create).includes(field.name), field.create, `POST /users body: ${field.name}`);
+      assert.equal(body(update).includes(field.name), field.update, `PATCH /users/{username} body: ${field.name}`);
+      assert.ok(answer(read, '200').includes(field.name), `GET /users/{username} answer: ${field.name}`);
+      assert.ok(answer(create, '201').includes(field.name), `POST /users answer: ${field.name}`);
+      assert.ok(answer(update, '200').includes(field.name), `PATCH /users/{username} answer: ${field.name}`);
+    }
+  });
+
+  it("puts every row with a control in the console's profile form, with a label in every language", () => {
+    const ui = { site: server.config.site, t: messages('en'), here: '/console/users/ada/profile' };
+    const values = formValues(USER_ROWS, EVERY_USER_FIELD);
+    const page = userFormPage({ ui, csrf: 'x', operator: { name: 'Ada', role: 'admin' }, section: 'users', paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', events: '/c/e', keys: '/c/k' } } as never, { username: 'ada', action: '/c/u/ada/profile', values, version: '"1"', original: '' });
+    for (const field of USER_ROWS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      if (field.type.kind === 'members') for (const member of field.type.members) assert.ok(isMessageKey(`${field.form.label}.${member.name}`), `${field.name}.${member.name} has a label`);
+    }
+    for (const key of formKeys(USER_ROWS)) assert.match(page, new RegExp(`name="${key.replace('.', '\\.')}"`), `the form has ${key}`);
+    const posted: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
+    const input = inputOf(USER_ROWS, postedValues(USER_ROWS, posted), formKeys(USER_ROWS));
+    for (const field of USER_ROWS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_USER_FIELD[field.name] ?? null, `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help", () => {
+    const entries = usageEntries(USAGE);
+    for (const operation of ['create', 'update'] as const) {
+      const command = operation === 'create' ? 'user add' : 'user update';
+      const help = entries.find((entry) => entry.name === command)!.text;
+      for (const option of Object.keys(cliOptions(USER_ROWS, operation).options)) {
+        const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
+        assert.match(help, named, `${command} --help names --${option}`);
+      }
+    }
+  });
+
+  it('reads back a user with every field the same through the command, the admin API and the console', async () => {
+    const env = { TESSERA_DATABASE: server.config.database };
+    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) => Object.entries(names).map(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]).flat());
+    const added = await runTessera(['user', 'add', '--username', 'ada', '--password-stdin', ...userArgs(EVERY_USER_FIELD), ...localized], env, 'a long enough password\n');
+    assert.equal(added.code, 0, added.stderr);
+    const fromCli = JSON.parse((await runTessera(['user', 'show', 'ada', '--json'], env)).stdout) as Record<string, unknown>;
+    const fromApi = await api('POST', '/users', { username: 'ada2', password: 'a long enough password', ...EVERY_USER_FIELD });
+    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+    const comparable = (user: Record<string, unknown>): Record<string, unknown> =>
+      Object.fromEntries(USER_ROWS.filter((field) => field.create && field.name !== 'username').map((field) => [field.name, user[field.name]]));
+    assert.deepEqual(comparable(fromCli), EVERY_USER_FIELD, 'the command sets every field');
+    assert.deepEqual(comparable(fromApi.body), EVERY_USER_FIELD, 'the admin API sets every field');
+    const read = await api('GET', '/users/ada2');
+    assert.deepEqual(comparable(read.body), EVERY_USER_FIELD, 'read back as written');
+    assert.deepEqual(formValues(USER_ROWS, read.body), formValues(USER_ROWS, EVERY_USER_FIELD), 'the console form shows what was written');
+
+    // Every clearing option of an update, through the command, reads back in the admin API.
+    const clears = Object.keys(cliOptions(USER_ROWS, 'update').options).filter((option) => option.startsWith('no-')).map((option) => `--${option}`);
+    const changed = await runTessera(['user', 'update', 'ada', ...clears], env);
+    assert.equal(changed.code, 0, changed.stderr);
+    const after = (await api('GET', '/users/ada')).body;
+    for (const field of USER_ROWS.filter((row) => row.update && row.cli !== null && row.name !== 'role')) {
+      assert.equal(after[field.name], field.type.kind === 'flag' ? false : null, `${field.name} cleared by the command`);
+    }
+    // And set again through the admin API, read back by the command.
+    const etag = (await api('GET', '/users/ada')).headers.get('etag')!;
+    const { localized_names: _names, ...claims } = EVERY_USER_FIELD;
+    const patched = await api('PATCH', '/users/ada', claims, { 'if-match': etag });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const shown = JSON.parse((await runTessera(['user', 'show', 'ada', '--json'], env)).stdout) as Record<string, unknown>;
+    assert.deepEqual(comparable(shown), EVERY_USER_FIELD);
+    // The role, update only: the command gives it, the admin API reads it.
+    assert.equal((await runTessera(['user', 'update', 'ada', '--role', 'viewer'], env)).code, 0);
+    assert.equal((await api('GET', '/users/ada')).body['role'], 'viewer');
   });
 });

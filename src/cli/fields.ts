@@ -35,13 +35,22 @@ export async function inputFromOptions(
   const { bindings } = cliOptions(table, operation);
   const input: Record<string, unknown> = {};
   const edits = new Map<string, { add: string[]; remove: string[] }>();
+  const members = new Map<string, Record<string, string>>();
   for (const [option, binding] of Object.entries(bindings)) {
     const value = values[option];
     if (value === undefined || value === false) continue;
     const { field, effect } = binding;
     const name = field.name;
-    if (effect === 'clear') {
+    if (effect === 'member') {
+      // A member given changes that member of the object as it is; "" removes it.
+      const object = members.get(name) ?? { ...(typeof current[name] === 'object' && current[name] !== null ? (current[name] as Record<string, string>) : {}) };
+      if (value === '') delete object[binding.member!];
+      else object[binding.member!] = value as string;
+      members.set(name, object);
+    } else if (effect === 'clear') {
       if (values[field.cli!.option] !== undefined) throw new UsageError(`--${field.cli!.option} and --${option}: give one`);
+      const member = Object.entries(bindings).find(([other, b]) => b.field === field && b.effect === 'member' && values[other] !== undefined);
+      if (member !== undefined) throw new UsageError(`--${member[0]} and --${option}: give one`);
       input[name] = field.type.kind === 'flag' ? false : null;
     } else if (effect === 'add' || effect === 'remove') {
       const edit = edits.get(name) ?? { add: [], remove: [] };
@@ -53,6 +62,7 @@ export async function inputFromOptions(
       input[name] = value;
     }
   }
+  for (const [name, object] of members) input[name] = Object.keys(object).length === 0 ? null : object;
   for (const [name, edit] of edits) {
     const registered = Array.isArray(current[name]) ? (current[name] as string[]) : [];
     const option = table.find((field) => field.name === name)!.cli!.option;

@@ -52,3 +52,18 @@ export function suggestion(word: string, candidates: Iterable<string>): string {
   const near = closest(word, candidates);
   return near === null ? '' : ` (did you mean \`tessera ${near}\`?)`;
 }
+
+/**
+ * A command's line of the usage text from its parts, wrapped at `width` with the lines after
+ * the first indented under its first option (so that usageEntries reads them as one command).
+ */
+export function usageLines(head: string, parts: readonly string[], width = 104): string {
+  const indent = ' '.repeat(head.length + 1);
+  const lines: string[] = [head];
+  for (const part of parts) {
+    const last = lines[lines.length - 1]!;
+    if (last.length + 1 + part.length <= width || last.trim() === '') lines[lines.length - 1] = `${last} ${part}`;
+    else lines.push(`${indent}${part}`);
+  }
+  return lines.join('\n');
+}

@@ -14,7 +14,9 @@ import { ManageError } from '../flows/manage/errors.ts';
 import { serve, startRefusal } from '../main.ts';
 import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
-import { groupHelp, groups, helpHint, suggestion } from './help.ts';
+import { groupHelp, groups, helpHint, suggestion, usageLines } from './help.ts';
+import { cliUsageParts } from '../flows/manage/fields/field.ts';
+import { USER_FIELDS } from '../flows/manage/fields/users.ts';
 import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
@@ -31,6 +33,9 @@ import { USER_COMMANDS } from './users.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
+
+/** The options of the names in other languages (OIDC Core §5.2), the users' table's localized_names. */
+const LOCALIZED_USAGE = ['[--name-in TAG=NAME]...', '[--given-name-in TAG=NAME]...', '[--family-name-in TAG=NAME]...'];
 
 export const USAGE = `Usage: tessera <command> [options]
 
@@ -123,20 +128,14 @@ Commands:
                [--no-group-search] [--no-trust-upstream-mfa] [--json]
                                           Change a provider; a secret given replaces the stored one
   provider remove ID                      Remove a provider; the users it created stay
-  user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]
-           [--given-name NAME] [--family-name NAME] [--email-verified] [--locale TAG]
-           [--zoneinfo ZONE] [--picture URL] [--name-in TAG=NAME]... [--given-name-in TAG=NAME]...
-           [--family-name-in TAG=NAME]...
+${usageLines('  user add', [...cliUsageParts(USER_FIELDS, 'create').slice(0, 1), '--password-stdin', ...cliUsageParts(USER_FIELDS, 'create').slice(1), ...LOCALIZED_USAGE])}
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
   user show USERNAME [--json]             Show a user, their approvals, last sign-in, passkeys and one-time codes
   user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
   user enable USERNAME                    Enable a disabled user again
   user remove USERNAME                    Remove a user and everything issued to them
-  user update USERNAME [--name "Full Name"] [--email ADDRESS] [--given-name NAME] [--family-name NAME]
-              [--email-verified | --no-email-verified] [--locale TAG] [--zoneinfo ZONE] [--picture URL]
-              [--name-in TAG=NAME]... [--given-name-in TAG=NAME]... [--family-name-in TAG=NAME]...
-              [--role admin|support|viewer|none]
+${usageLines('  user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), ...LOCALIZED_USAGE])}
                                           Change a user's standard claims (OIDC Core §5.1; "" clears one)
                                           and names in other languages (§5.2; TAG= removes one)
                                           or their role in the operator console (/console)

@@ -18,38 +18,31 @@ import {
   userDetails,
   userDetailsJson,
   userJson,
-  type ProfileInput,
+  type UserChanges,
+  type UserInput,
 } from '../flows/manage/users.ts';
+import { USER_FIELDS } from '../flows/manage/fields/users.ts';
+import { cliOptions } from '../flows/manage/fields/field.ts';
+import { inputFromOptions, type OptionValues } from './fields.ts';
 import { operatorDeps, parse, toldLine, UsageError, when, wholeNumber, withStore, type Command, type Io } from './common.ts';
 import { lineText } from './text.ts';
 
-/** The options that set the standard claims (OIDC Core §5.1), on `user add` and `user update`. */
-const PROFILE_OPTIONS = {
-  name: { type: 'string' },
-  email: { type: 'string' },
-  'given-name': { type: 'string' },
-  'family-name': { type: 'string' },
-  'email-verified': { type: 'boolean' },
-  'no-email-verified': { type: 'boolean' },
-  locale: { type: 'string' },
-  zoneinfo: { type: 'string' },
-  picture: { type: 'string' },
-  // OIDC Core §5.2: `--name-in ja-Kana-JP="ヤマダ タロウ"`, repeatable; "" after = removes one.
+/** OIDC Core §5.2: `--name-in ja-Kana-JP="ヤマダ タロウ"`, repeatable; "" after = removes one. The table's localized_names. */
+const LOCALIZED_OPTIONS = {
   'name-in': { type: 'string', multiple: true },
   'given-name-in': { type: 'string', multiple: true },
   'family-name-in': { type: 'string', multiple: true },
 } as const;
 
-type ProfileValues = {
-  [K in keyof typeof PROFILE_OPTIONS]?: (typeof PROFILE_OPTIONS)[K] extends { multiple: true } ? string[] : (typeof PROFILE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string;
-};
+const ADD_OPTIONS = { ...cliOptions(USER_FIELDS, 'create').options, ...LOCALIZED_OPTIONS, 'password-stdin': { type: 'boolean' } } as const;
+const UPDATE_OPTIONS = { ...cliOptions(USER_FIELDS, 'update').options, ...LOCALIZED_OPTIONS } as const;
 
 /** `--name-in TAG=NAME` and its given and family kin, as names by tag (the flow checks the tags). */
-function localizedNamesInput(values: ProfileValues): LocalizedNamesInput | undefined {
+function localizedNamesInput(values: OptionValues): LocalizedNamesInput | undefined {
   const names: Record<string, Partial<Record<LocalizableClaim, string>>> = {};
   const options = [['name-in', 'name'], ['given-name-in', 'given_name'], ['family-name-in', 'family_name']] as const;
   for (const [option, claim] of options) {
-    for (const pair of values[option] ?? []) {
+    for (const pair of (values[option] as readonly string[] | undefined) ?? []) {
       const at = pair.indexOf('=');
       if (at <= 0) throw new UsageError(`--${option} ${pair}: give TAG=NAME, e.g. --${option} ja-Kana-JP="ヤマダ タロウ"`);
       (names[pair.slice(0, at)] ??= {})[claim] = pair.slice(at + 1);
@@ -58,17 +51,14 @@ function localizedNamesInput(values: ProfileValues): LocalizedNamesInput | undef
   return Object.keys(names).length === 0 ? undefined : names;
 }
 
-/** The claims the options give, by claim name; an option left out changes nothing. */
-function profileInput(values: ProfileValues): ProfileInput {
-  if (values['email-verified'] && values['no-email-verified']) throw new UsageError('--email-verified and --no-email-verified cannot be given together');
-  const verified = values['email-verified'] ? true : values['no-email-verified'] ? false : undefined;
-  const text = { name: values.name, email: values.email, given_name: values['given-name'], family_name: values['family-name'], locale: values.locale, zoneinfo: values.zoneinfo, picture: values.picture };
+/**
+ * The account's fields the options give, by their protocol names (the table's options and
+ * the names in other languages); an option left out changes nothing. `current`: the user as
+ * the admin API gives them, whose address a member option changes.
+ */
+async function profileInput(operation: 'create' | 'update', values: OptionValues, current: Readonly<Record<string, unknown>> = {}): Promise<UserChanges & UserInput> {
   const localized = localizedNamesInput(values);
-  return {
-    ...Object.fromEntries(Object.entries(text).filter(([, value]) => value !== undefined)),
-    ...(verified === undefined ? {} : { email_verified: verified }),
-    ...(localized === undefined ? {} : { localized_names: localized }),
-  };
+  return { ...(await inputFromOptions(USER_FIELDS, operation, values, current)), ...(localized === undefined ? {} : { localized_names: localized }) };
 }
 
 /** The password from standard input, one trailing newline dropped. */
@@ -78,21 +68,11 @@ async function readPassword(values: { 'password-stdin'?: boolean | undefined }, 
 }
 
 async function userAdd(config: Config, args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, {
-    username: { type: 'string' },
-    'password-stdin': { type: 'boolean' },
-    ...PROFILE_OPTIONS,
-  });
-  if (!normalizeUsername(values.username ?? '')) throw new UsageError('--username is required');
-  const profile = profileInput(values);
-  const password = await readPassword(values, io);
-  const user = await withStore(config, (store) =>
-    createUser(operatorDeps(config, store, io), {
-      ...(values.username === undefined ? {} : { username: values.username }),
-      password,
-      ...profile,
-    }),
-  );
+  const values = parse(args, ADD_OPTIONS).values as OptionValues;
+  if (typeof values['username'] !== 'string' || !normalizeUsername(values['username'])) throw new UsageError('--username is required');
+  const profile = await profileInput('create', values);
+  const password = await readPassword({ 'password-stdin': values['password-stdin'] === true }, io);
+  const user = await withStore(config, (store) => createUser(operatorDeps(config, store, io), { ...profile, password }));
   io.stdout(`Created user ${user.username} (sub ${user.id}).\n`);
 }
 
@@ -132,7 +112,15 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   email: ${shown(user.email)}${user.email === null ? '' : user.emailVerified ? ' (verified)' : ' (not verified)'}
   locale: ${shown(user.locale)}
   time zone: ${shown(user.zoneinfo)}
+  middle name: ${shown(user.middleName)}
+  nickname: ${shown(user.nickname)}
   picture: ${shown(user.picture)}
+  profile page: ${shown(user.profile)}
+  website: ${shown(user.website)}
+  gender: ${shown(user.gender)}
+  birthdate: ${shown(user.birthdate)}
+  phone: ${shown(user.phoneNumber)}${user.phoneNumber === null ? '' : user.phoneNumberVerified ? ' (verified)' : ' (not verified)'}
+  address: ${user.address === null ? '-' : Object.values(user.address).map((part) => shown(part.replaceAll('\n', ', '))).join(', ')}
   console role: ${user.role ?? 'none'}
   created: ${when(user.createdAt)}
   profile updated: ${when(user.updatedAt)}
@@ -161,10 +149,13 @@ async function userRemove(config: Config, args: string[], io: Io): Promise<void>
 }
 
 async function userUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, { ...PROFILE_OPTIONS, role: { type: 'string' } }, 1);
-  const { role, ...claims } = values;
-  const profile = profileInput(claims);
-  const user = await withStore(config, (store) => updateUser(operatorDeps(config, store, io), positionals[0]!, { ...profile, ...(role === undefined ? {} : { role }) }));
+  const parsed = parse(args, UPDATE_OPTIONS, 1);
+  const [values, positionals] = [parsed.values as OptionValues, parsed.positionals];
+  const role = values['role'];
+  const user = await withStore(config, async (store) => {
+    const deps = operatorDeps(config, store, io);
+    return updateUser(deps, positionals[0]!, await profileInput('update', values, userJson(await findUser(deps, positionals[0]!))));
+  });
   io.stdout(`Updated ${user.username}.${role === undefined ? '' : user.role === null ? ' They have no console role.' : ` Their console role: ${user.role}.`}\n`);
 }
 

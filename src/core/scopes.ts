@@ -1,8 +1,10 @@
 /** The scopes this server knows (OIDC Core §5.4 and §11), with what each means to the user. */
 export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   openid: 'Sign you in and know who you are',
-  profile: 'See your name, username, picture, language and time zone',
+  profile: 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone',
   email: 'See your email address',
+  address: 'See your postal address',
+  phone: 'See your phone number',
   offline_access: 'Stay connected while you are away (until you revoke it)',
   // Issue 28: the groups an upstream provider or directory says the person is in.
   groups: 'See the groups you belong to',

@@ -12,6 +12,18 @@ describe('checkProfile (OIDC Core §5.1)', () => {
     assert.deepEqual(checkProfile({}), { ok: true, changes: {} });
   });
 
+  it('keeps the rest of §5.1 as it says each is: birthdates, E.164 numbers with an extension, http(s) pages, a structured address', () => {
+    assert.deepEqual(checkProfile({
+      birthdate: '0000-02-29', phoneNumber: '+1 (604) 555-1234;ext=5678', phoneNumberVerified: true, website: 'http://ada.example', gender: 'nonbinary',
+      address: { formatted: ' 12 St James’s Square \r\n\n London ', locality: ' London ', region: '' },
+    }), {
+      ok: true,
+      changes: { birthdate: '0000-02-29', phoneNumber: '+1 (604) 555-1234;ext=5678', phoneNumberVerified: true, website: 'http://ada.example', gender: 'nonbinary', address: { formatted: '12 St James’s Square\nLondon', locality: 'London' } },
+    });
+    assert.deepEqual(checkProfile({ birthdate: '1815' }), { ok: true, changes: { birthdate: '1815' } });
+    assert.deepEqual(checkProfile({ address: { region: ' ' } }), { ok: true, changes: { address: null } }, 'an address with nothing in it is none');
+  });
+
   it('refuses a claim that is not what §5.1 says it is, naming it', () => {
     for (const [changes, claim] of [
       [{ locale: 'English (UK)' }, 'locale'],
@@ -21,6 +33,18 @@ describe('checkProfile (OIDC Core §5.1)', () => {
       [{ picture: 'https://user:pass@example.com/a.png' }, 'picture'],
       [{ email: 'not an address' }, 'email'],
       [{ givenName: 'x'.repeat(201) }, 'given_name'],
+      [{ website: 'ftp://ada.example' }, 'website'],
+      [{ profile: 'example.com/ada' }, 'profile'],
+      [{ birthdate: '10/12/1815' }, 'birthdate'],
+      [{ birthdate: '1815-02-30' }, 'birthdate'],
+      [{ birthdate: '1815-13-01' }, 'birthdate'],
+      [{ phoneNumber: '020 7946 0958' }, 'phone_number'],
+      [{ phoneNumber: '+44 (20) call me' }, 'phone_number'],
+      [{ phoneNumber: '+1 234' }, 'phone_number'],
+      [{ nickname: 'Ada\u202E' }, 'nickname'],
+      [{ address: { locality: 'London\nEngland' } }, 'address.locality'],
+      [{ address: { planet: 'Earth' } as never }, 'address'],
+      [{ address: { postal_code: 'x'.repeat(21) } }, 'address.postal_code'],
     ] as const) {
       const result = checkProfile(changes);
       assert.equal(result.ok, false, JSON.stringify(changes));

@@ -4,7 +4,7 @@
  */
 import { hasUnsafeCharacters, UNSAFE_CHARACTERS_RULE } from '../core/display-text.ts';
 import type { UserProfileChanges } from '../store/types.ts';
-import { LOCALIZABLE_CLAIMS, type LocalizableClaim, type LocalizedNames } from '../store/users.ts';
+import { type Address, ADDRESS_MEMBERS, LOCALIZABLE_CLAIMS, type LocalizableClaim, type LocalizedNames } from '../store/users.ts';
 
 const MAX_NAME_LENGTH = 200;
 const MAX_PICTURE_LENGTH = 2048;
@@ -22,8 +22,8 @@ function isTimeZone(value: string): boolean {
   }
 }
 
-/** §5.1 picture: "URL of the End-User's profile picture"; only http(s), for an <img> in an app. */
-function isPictureUrl(value: string): boolean {
+/** §5.1 picture, profile, website: URLs of a picture or a web page; only http(s), for an <img> or a link in an app. */
+function isWebUrl(value: string): boolean {
   if (value.length > MAX_PICTURE_LENGTH) return false;
   try {
     const url = new URL(value);
@@ -33,7 +33,36 @@ function isPictureUrl(value: string): boolean {
   }
 }
 
-type TextField = Exclude<keyof UserProfileChanges, 'emailVerified' | 'localizedNames'>;
+/**
+ * §5.1 birthdate: "ISO 8601-1 YYYY-MM-DD format. The year MAY be 0000, indicating that it is
+ * omitted. To represent only the year, YYYY format is allowed." A day that is in its month.
+ */
+function isBirthdate(value: string): boolean {
+  if (/^\d{4}$/.test(value)) return true;
+  const parts = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!parts) return false;
+  // A year omitted (0000) is read as a leap year, so that 0000-02-29 is a birthday too.
+  const [year, month, day] = [Number(parts[1]) || 2000, Number(parts[2]), Number(parts[3])];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return month >= 1 && month <= 12 && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+/**
+ * §5.1 phone_number: "E.164 is RECOMMENDED as the format of this Claim, for example, +1 (425)
+ * 555-1212 or +56 (2) 687 2400. If the phone number contains an extension, it is RECOMMENDED
+ * that the extension be represented using the RFC 3966 extension syntax, for example, +1 (604)
+ * 555-1234;ext=5678." Held to the recommendation: a number with its country code (a + and
+ * 7 to 15 digits, E.164 §6), spaced as people write it, so that apps can call it from anywhere.
+ */
+function isPhoneNumber(value: string): boolean {
+  const match = /^\+([0-9 ()./-]+?)(;ext=[0-9]{1,10})?$/.exec(value);
+  if (!match) return false;
+  const digits = match[1]!.replace(/[^0-9]/g, '');
+  return digits.length >= 7 && digits.length <= 15 && /^[1-9]/.test(digits);
+}
+
+type TextField = Exclude<keyof UserProfileChanges, 'emailVerified' | 'phoneNumberVerified' | 'localizedNames' | 'address'>;
+type FlagField = 'emailVerified' | 'phoneNumberVerified';
 
 /** Each text field's claim name (for messages) and check. */
 const CHECKS: Readonly<Record<TextField, { readonly claim: string; readonly valid: (value: string) => boolean; readonly expected: string }>> = {
@@ -43,8 +72,45 @@ const CHECKS: Readonly<Record<TextField, { readonly claim: string; readonly vali
   email: { claim: 'email', valid: (value) => value.length <= 320 && EMAIL.test(value), expected: 'an email address' },
   locale: { claim: 'locale', valid: (value) => value.length <= 35 && LANGUAGE_TAG.test(value), expected: 'a BCP 47 language tag such as en-GB' },
   zoneinfo: { claim: 'zoneinfo', valid: isTimeZone, expected: 'a time zone such as Europe/Paris' },
-  picture: { claim: 'picture', valid: isPictureUrl, expected: 'an http or https URL' },
+  picture: { claim: 'picture', valid: isWebUrl, expected: 'an http or https URL' },
+  middleName: { claim: 'middle_name', valid: (value) => value.length <= MAX_NAME_LENGTH, expected: `at most ${MAX_NAME_LENGTH} characters` },
+  nickname: { claim: 'nickname', valid: (value) => value.length <= MAX_NAME_LENGTH, expected: `at most ${MAX_NAME_LENGTH} characters` },
+  profile: { claim: 'profile', valid: isWebUrl, expected: 'an http or https URL' },
+  website: { claim: 'website', valid: isWebUrl, expected: 'an http or https URL' },
+  // §5.1: "Values defined by this specification are female and male. Other values MAY be used".
+  gender: { claim: 'gender', valid: (value) => value.length <= 64, expected: 'at most 64 characters (female, male, or another word)' },
+  birthdate: { claim: 'birthdate', valid: isBirthdate, expected: 'a date as YYYY-MM-DD, or a year as YYYY (0000 for a year left out)' },
+  phoneNumber: { claim: 'phone_number', valid: isPhoneNumber, expected: 'a phone number with its country code, such as +1 (425) 555-1212 or +44 20 7946 0958;ext=12 (E.164)' },
 };
+
+/** §5.1.1 address members' bounds; `formatted` and `street_address` "MAY contain multiple lines, separated by newlines". */
+export const ADDRESS_BOUNDS: Readonly<Record<(typeof ADDRESS_MEMBERS)[number], { readonly max: number; readonly lines?: true }>> = {
+  formatted: { max: 500, lines: true },
+  street_address: { max: 300, lines: true },
+  locality: { max: 100 },
+  region: { max: 100 },
+  postal_code: { max: 20 },
+  country: { max: 100 },
+};
+
+/** The address as stored: each member trimmed (a multi-line one line by line), an empty one dropped; none left is null. */
+function checkAddress(given: Address | null): { ok: true; address: Address | null } | { ok: false; claim: string; problem: string } {
+  if (given === null) return { ok: true, address: null };
+  const address: Record<string, string> = {};
+  for (const [member, raw] of Object.entries(given)) {
+    const bounds = ADDRESS_BOUNDS[member as (typeof ADDRESS_MEMBERS)[number]];
+    if (bounds === undefined) return { ok: false, claim: 'address', problem: `${member} is not one of ${ADDRESS_MEMBERS.join(', ')}` };
+    if (raw === null || raw === undefined) continue;
+    if (typeof raw !== 'string') return { ok: false, claim: `address.${member}`, problem: 'must be text' };
+    const value = bounds.lines === true ? raw.split(/\r?\n/).map((line) => line.trim()).filter(Boolean).join('\n') : raw.trim();
+    if (value === '') continue;
+    if (value.length > bounds.max) return { ok: false, claim: `address.${member}`, problem: `must be at most ${bounds.max} characters` };
+    // Lines apart, what apps show: no controls or bidi overrides (core/display-text.ts).
+    if (value.split('\n').some(hasUnsafeCharacters) || (!bounds.lines && value.includes('\n'))) return { ok: false, claim: `address.${member}`, problem: UNSAFE_CHARACTERS_RULE };
+    address[member] = value;
+  }
+  return { ok: true, address: Object.keys(address).length === 0 ? null : address };
+}
 
 export type ProfileCheck =
   | { readonly ok: true; readonly changes: UserProfileChanges }
@@ -55,12 +121,18 @@ export type ProfileCheck =
  * first claim that is not what §5.1 says it is.
  */
 export function checkProfile(changes: UserProfileChanges): ProfileCheck {
-  const checked: Record<string, string | boolean | null> = {};
-  for (const [field, raw] of Object.entries(changes) as [keyof UserProfileChanges, string | boolean | null | undefined][]) {
+  const checked: Record<string, string | boolean | Address | null> = {};
+  for (const [field, raw] of Object.entries(changes) as [keyof UserProfileChanges, string | boolean | Address | null | undefined][]) {
     if (raw === undefined) continue;
     if (field === 'localizedNames') continue;
-    if (field === 'emailVerified') {
-      checked[field] = raw === true;
+    if (field === 'address') {
+      const address = checkAddress(raw as unknown as Address | null);
+      if (!address.ok) return address;
+      checked[field] = address.address as never;
+      continue;
+    }
+    if (field === 'emailVerified' || field === 'phoneNumberVerified') {
+      checked[field satisfies FlagField] = raw === true;
       continue;
     }
     const value = typeof raw === 'string' ? raw.trim() : null;

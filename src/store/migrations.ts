@@ -713,5 +713,21 @@ const unusedRegistrations: Migration = {
   ],
 };
 
+/**
+ * Version 23 (issue 42, every standard claim): the rest of a person's OIDC Core §5.1 claims,
+ * `middle_name`, `nickname`, `profile`, `website`, `gender`, `birthdate`, `phone_number` and
+ * `phone_number_verified`, and their postal `address` (§5.1.1) as one JSON object. Null and
+ * false in rows from before: none.
+ */
+const everyStandardClaim: Migration = {
+  version: 23,
+  name: 'every standard claim',
+  statements: [
+    ...['middle_name', 'nickname', 'profile', 'website', 'gender', 'birthdate', 'phone_number'].map((column) => (t: ColumnTypes) => `ALTER TABLE users ADD COLUMN ${column} ${t.text}`),
+    (t, dialect) => `ALTER TABLE users ADD COLUMN phone_number_verified ${t.boolean('phone_number_verified')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    (t) => `ALTER TABLE users ADD COLUMN address ${t.json}`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim];

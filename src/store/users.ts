@@ -3,6 +3,10 @@
  */
 import type { OperatorRole } from '../core/scopes.ts';
 
+/** OIDC Core §5.1.1 Address Claim: each member optional; `formatted` and `street_address` may hold several lines. */
+export const ADDRESS_MEMBERS = ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const;
+export type Address = Readonly<Partial<Record<(typeof ADDRESS_MEMBERS)[number], string>>>;
+
 /** A person who signs in. `id` is the OIDC `sub`: stable, never reassigned. */
 /** The claims that can be given per language (OIDC Core §5.2), under their claim names. */
 export const LOCALIZABLE_CLAIMS = ['name', 'given_name', 'family_name'] as const;
@@ -25,6 +29,18 @@ export interface UserRecord {
   readonly locale: string | null;
   readonly zoneinfo: string | null;
   readonly picture: string | null;
+  /** OIDC Core §5.1 `middle_name`, `nickname`, `profile` and `website` (URLs), `gender`, `birthdate` (YYYY or YYYY-MM-DD). */
+  readonly middleName: string | null;
+  readonly nickname: string | null;
+  readonly profile: string | null;
+  readonly website: string | null;
+  readonly gender: string | null;
+  readonly birthdate: string | null;
+  /** OIDC Core §5.1 `phone_number` (E.164, e.g. +1 (425) 555-1212) and `phone_number_verified`. */
+  readonly phoneNumber: string | null;
+  readonly phoneNumberVerified: boolean;
+  /** OIDC Core §5.1.1: their postal address, by its members; null: none. */
+  readonly address: Address | null;
   /**
    * OIDC Core §5.2: the person's names in other languages and scripts, by BCP 47 tag
    * (`ja-Kana-JP`), sent as `name#ja-Kana-JP` when a request's `claims_locales` asks for one.
@@ -45,6 +61,7 @@ export interface UserRecord {
 export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
   return {
     name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null, localizedNames: {},
+    middleName: null, nickname: null, profile: null, website: null, gender: null, birthdate: null, phoneNumber: null, phoneNumberVerified: false, address: null,
     disabled: false, role: null, updatedAt: fields.createdAt,
     ...fields,
   };
@@ -60,12 +77,24 @@ export interface UserProfileChanges {
   readonly locale?: string | null;
   readonly zoneinfo?: string | null;
   readonly picture?: string | null;
+  readonly middleName?: string | null;
+  readonly nickname?: string | null;
+  readonly profile?: string | null;
+  readonly website?: string | null;
+  readonly gender?: string | null;
+  readonly birthdate?: string | null;
+  readonly phoneNumber?: string | null;
+  readonly phoneNumberVerified?: boolean;
+  /** Replaces the whole address; null clears it. */
+  readonly address?: Address | null;
   /** Replaces every name in other languages (the flows merge a change into the ones kept). */
   readonly localizedNames?: LocalizedNames;
 }
 
 /** The text fields of `UserProfileChanges`, as the store writes them. */
-export const USER_PROFILE_TEXT_FIELDS = ['name', 'givenName', 'familyName', 'email', 'locale', 'zoneinfo', 'picture'] as const satisfies readonly (keyof UserProfileChanges)[];
+export const USER_PROFILE_TEXT_FIELDS = [
+  'name', 'givenName', 'familyName', 'email', 'locale', 'zoneinfo', 'picture', 'middleName', 'nickname', 'profile', 'website', 'gender', 'birthdate', 'phoneNumber',
+] as const satisfies readonly (keyof UserProfileChanges)[];
 
 export interface UserStore {
   /** Throws `DuplicateError` when the username is taken. */

@@ -3,12 +3,14 @@
  * each (§5.4), and how each is read from the user record.
  */
 import type { Store, UserRecord } from '../store/types.ts';
-import { LOCALIZABLE_CLAIMS, type LocalizableClaim } from '../store/users.ts';
+import { type Address, LOCALIZABLE_CLAIMS, type LocalizableClaim } from '../store/users.ts';
 
-/** OIDC Core §5.4: the claims of `profile` and `email` this server keeps. */
+/** OIDC Core §5.4: the claims each scope asks for, every one of §5.1, in §5.4's order. */
 export const SCOPE_CLAIMS = {
-  profile: ['name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo', 'updated_at'],
+  profile: ['name', 'family_name', 'given_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website', 'gender', 'birthdate', 'zoneinfo', 'locale', 'updated_at'],
   email: ['email', 'email_verified'],
+  address: ['address'],
+  phone: ['phone_number', 'phone_number_verified'],
   // Not OIDC Core's: the groups the person's linked upstream identities reported (issue 28).
   groups: ['groups'],
 } as const satisfies Readonly<Record<string, readonly string[]>>;
@@ -28,7 +30,7 @@ export function scopeOfClaim(claim: string): ClaimScope | null {
 }
 
 /** A claim's value for `user`; undefined where the user has none (§5.3.2: omitted, never null). */
-function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[]): string | number | boolean | readonly string[] | undefined {
+function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[]): string | number | boolean | readonly string[] | Address | undefined {
   switch (claim) {
     case 'name': return user.name ?? undefined;
     case 'given_name': return user.givenName ?? undefined;
@@ -42,6 +44,17 @@ function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[
     case 'email': return user.email ?? undefined;
     // Said of an address only: without one there is nothing verified or not.
     case 'email_verified': return user.email === null ? undefined : user.emailVerified;
+    case 'middle_name': return user.middleName ?? undefined;
+    case 'nickname': return user.nickname ?? undefined;
+    case 'profile': return user.profile ?? undefined;
+    case 'website': return user.website ?? undefined;
+    case 'gender': return user.gender ?? undefined;
+    case 'birthdate': return user.birthdate ?? undefined;
+    // §5.1.1: a JSON object of the members the person has.
+    case 'address': return user.address ?? undefined;
+    case 'phone_number': return user.phoneNumber ?? undefined;
+    // As email_verified: said of a number only.
+    case 'phone_number_verified': return user.phoneNumber === null ? undefined : user.phoneNumberVerified;
     case 'groups': return groups;
   }
 }

@@ -6,7 +6,8 @@
  */
 import { SIGN_OUT_PATH } from '../core/endpoints.ts';
 import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
-import type { Field, FieldTable, FormValue, FormValues } from '../flows/manage/fields/field.ts';
+import { formNames, type Field, type FieldTable, type FormValue, type FormValues } from '../flows/manage/fields/field.ts';
+import { USER_FIELDS } from '../flows/manage/fields/users.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
 import { isMessageKey, type MessageKey } from './i18n.ts';
@@ -134,8 +135,8 @@ ${view.more === null ? null : html`<p class="muted">${t.html('console.users.more
 export interface UserPageView {
   readonly username: string;
   readonly sub: string;
-  readonly name: string | null;
-  readonly email: string | null;
+  /** Their standard claims as the profile form has them (fields/users.ts). */
+  readonly profile: FormValues;
   readonly disabled: boolean;
   readonly role: OperatorRole | null;
   readonly createdAt: number;
@@ -162,8 +163,7 @@ export function userPage(frame: ConsoleFrame, view: UserPageView): string {
   return consolePage(frame, view.username, html`<h1>${view.username}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
 <dl class="facts">
-<dt>${t.html('console.user.name')}</dt><dd>${view.name ?? '-'}</dd>
-<dt>${t.html('console.user.email')}</dt><dd>${view.email ?? '-'}</dd>
+${profileFacts(ui, view.profile)}
 <dt>${t.html('console.user.sub')}</dt><dd><code>${view.sub}</code></dd>
 <dt>${t.html('console.user.status')}</dt><dd>${t.html(view.disabled ? 'console.user.disabled' : 'console.user.enabled')}${view.lockedUntil === null ? null : html` · ${t.html('console.user.locked', { time: t.time(view.lockedUntil) })}`}</dd>
 <dt>${t.html('console.user.role')}</dt><dd>${roleName(ui, view.role)}</dd>
@@ -180,6 +180,7 @@ ${view.disabled ? null : postButton(csrf, `${actions.base}/reset-link`, t.text('
 ${view.lockedUntil === null ? null : postButton(csrf, `${actions.base}/unlock`, t.text('console.user.unlock'))}
 ${linkButton(`${actions.base}/end-sessions`, t.text('console.user.endSessions'))}
 ${linkButton(`${actions.base}/reset-second-factor`, t.text('console.user.resetSecondFactor'))}
+${linkButton(`${actions.base}/profile`, t.text('console.user.editProfile'))}
 </div>
 ${actions.roles
   ? html`<form method="post" action="${actions.base}/role" class="row">
@@ -209,6 +210,44 @@ ${view.passkeys.length === 0 ? none : html`<ul class="items">${view.passkeys.map
 ${eventList(ui, view.events)}
 <p class="more"><a href="${view.eventsHref}">${t.html('console.user.allEvents', { username: view.username })}</a></p>
 </section>`);
+}
+
+/** A person's standard claims as facts, each row of the users' table with a form control (fields/users.ts). */
+function profileFacts(ui: Ui, values: FormValues): SafeHtml {
+  const { t } = ui;
+  const shownValue = (field: Field): string => {
+    if (field.type.kind === 'members') return formNames(field).map((name) => values[name]).filter((value) => typeof value === 'string' && value !== '').join(', ').replace(/\n/g, ', ') || '-';
+    const value = values[field.name];
+    if (typeof value === 'boolean') return t.text(value ? 'console.yes' : 'console.no');
+    return typeof value === 'string' && value !== '' ? value : '-';
+  };
+  return html`${USER_FIELDS.filter((field) => field.form !== null).map((field) => html`<dt>${t.html(field.form!.label as MessageKey)}</dt><dd>${shownValue(field)}</dd>
+`)}`;
+}
+
+export interface UserFormView {
+  readonly username: string;
+  readonly action: string;
+  readonly values: FormValues;
+  /** The version read (the user's ETag) and the values as read, to find what changed meanwhile. */
+  readonly version: string;
+  readonly original: string;
+  readonly error?: string | SafeHtml | undefined;
+}
+
+/** A person's profile form: every row of the users' table with a form control. */
+export function userFormPage(frame: ConsoleFrame, view: UserFormView): string {
+  const { ui, csrf } = frame;
+  const { t } = ui;
+  const title = t.text('console.user.profileTitle', { username: view.username });
+  return consolePage(frame, title, html`<h1>${title}</h1>
+${notice(view.error, 'error')}
+<form method="post" action="${view.action}" class="app-form">
+${csrfField(csrf)}
+<input type="hidden" name="version" value="${view.version}"><input type="hidden" name="original" value="${view.original}">
+${tableForm(ui, USER_FIELDS, view.values)}
+<div class="actions"><button type="submit" class="primary">${t.html('console.user.saveProfile')}</button></div>
+</form>`);
 }
 
 /** A page shown once: a reset link or a secret, never stored where it could be shown again. */
@@ -263,8 +302,9 @@ export interface AppFormView {
 }
 
 /** One field's control in a form, as its row in the noun's table says (fields/field.ts). */
-function formControl(ui: Ui, field: Field, value: FormValue | undefined): SafeHtml {
+function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
   const { t } = ui;
+  const value: FormValue | undefined = values[field.name];
   const form = field.form!;
   const id = field.name;
   const label = t.html(form.label as MessageKey);
@@ -295,6 +335,20 @@ function formControl(ui: Ui, field: Field, value: FormValue | undefined): SafeHt
 ${choices.map((choice) => html`<div class="check"><input type="checkbox" id="${id}-${choice}" name="${id}" value="${choice}"${checked.includes(choice) ? html` checked` : null}><label for="${id}-${choice}"><code>${choice}</code></label></div>`)}
 </fieldset>`;
     }
+    case 'members': {
+      // Each member its own input, labelled by the message `LABEL.MEMBER`.
+      const members = type.kind === 'members' ? type.members : [];
+      return html`<fieldset><legend>${label}</legend>
+${members.map((member) => {
+  const name = `${id}.${member.name}`;
+  const memberText = values[name];
+  const words = t.html(`${form.label}.${member.name}` as MessageKey);
+  return member.lines
+    ? html`<label for="${name}">${words}</label><textarea id="${name}" name="${name}" rows="2">${typeof memberText === 'string' ? memberText : ''}</textarea>`
+    : html`<label for="${name}">${words}</label><input type="text" id="${name}" name="${name}" value="${typeof memberText === 'string' ? memberText : ''}">`;
+})}
+</fieldset>`;
+    }
   }
 }
 
@@ -302,9 +356,9 @@ ${choices.map((choice) => html`<div class="check"><input type="checkbox" id="${i
 export function tableForm(ui: Ui, table: FieldTable, values: FormValues): SafeHtml {
   const fields = table.filter((field) => field.form !== null);
   const options = fields.filter((field) => field.form!.group === 'options');
-  return html`${fields.filter((field) => field.form!.group !== 'options').map((field) => html`${formControl(ui, field, values[field.name])}
+  return html`${fields.filter((field) => field.form!.group !== 'options').map((field) => html`${formControl(ui, field, values)}
 `)}${options.length === 0 ? null : html`<fieldset><legend>${ui.t.html('console.app.options')}</legend>
-${options.map((field) => html`${formControl(ui, field, values[field.name])}
+${options.map((field) => html`${formControl(ui, field, values)}
 `)}</fieldset>`}`;
 }
 

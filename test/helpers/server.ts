@@ -117,7 +117,7 @@ export interface TestServer {
     name?: string | null;
     email?: string | null;
     /** The other standard claims (OIDC Core §5.1) as stored. */
-    profile?: Partial<Pick<UserRecord, 'givenName' | 'familyName' | 'emailVerified' | 'locale' | 'zoneinfo' | 'picture'>>;
+    profile?: Partial<Omit<UserRecord, 'id' | 'username' | 'passwordHash' | 'name' | 'email' | 'createdAt' | 'updatedAt'>>;
   }): Promise<TestUser>;
   close(): Promise<void>;
 }

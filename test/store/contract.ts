@@ -17,6 +17,7 @@ import { secondFactorContract } from './second-factor-contract.ts';
 import {
   DuplicateError,
   MissingReferenceError,
+  newUserRecord,
   type AuthorizationCodeRecord,
   type ClientChanges,
   type ClientRecord,
@@ -117,6 +118,15 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         locale: 'en-GB',
         zoneinfo: 'Europe/London',
         picture: 'https://example.com/ada.png',
+        middleName: 'Augusta',
+        nickname: 'Ada',
+        profile: 'https://example.com/ada',
+        website: 'https://ada.example',
+        gender: 'female',
+        birthdate: '1815-12-10',
+        phoneNumber: '+44 20 7946 0958',
+        phoneNumberVerified: true,
+        address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
         disabled: false,
         role: null,
         createdAt: T0,
@@ -1479,6 +1489,24 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.users.update(user.id, changes, T0 + 3 * MINUTE), true);
         assert.deepEqual(await store.users.get(user.id), { ...cleared, ...changes, updatedAt: T0 + 3 * MINUTE });
         assert.equal(await store.users.update('no-such-user', { name: 'x' }, T0), false);
+      });
+
+      it('keeps every standard claim (OIDC Core §5.1), a new user without them at none, and changes, clears and keeps each as given', async () => {
+        const bare = newUserRecord({ id: unique('user'), username: unique('bare'), passwordHash: 'x', createdAt: T0 });
+        await store.users.create(bare);
+        assert.deepEqual(await store.users.get(bare.id), bare);
+        assert.deepEqual(
+          [bare.middleName, bare.nickname, bare.profile, bare.website, bare.gender, bare.birthdate, bare.phoneNumber, bare.phoneNumberVerified, bare.address],
+          [null, null, null, null, null, null, null, false, null],
+        );
+        const user = await givenUser();
+        assert.deepEqual(await store.users.get(user.id), user, 'read back as created');
+        const address = { formatted: 'Ockham Park\nSurrey', country: 'GB' };
+        const changes = { nickname: 'Countess', website: null, birthdate: '0000-12-10', phoneNumber: '+1 (425) 555-1212;ext=5678', phoneNumberVerified: false, address };
+        assert.equal(await store.users.update(user.id, changes, T0 + MINUTE), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, ...changes, updatedAt: T0 + MINUTE });
+        assert.equal(await store.users.update(user.id, { address: null, gender: 'diverse' }, T0 + 2 * MINUTE), true);
+        assert.deepEqual(await store.users.get(user.id), { ...user, ...changes, address: null, gender: 'diverse', updatedAt: T0 + 2 * MINUTE });
       });
 
       it('replaces the names in other languages (OIDC Core §5.2) when given, and keeps them when not', async () => {

@@ -11,7 +11,7 @@ import { hashPassword } from '../../core/password.ts';
 import { isOperatorRole, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import { normalizeUsername } from '../../core/username.ts';
 import { DuplicateError, newUserRecord, type PasskeyRecord, type SessionRecord, type UserProfileChanges, type UserRecord } from '../../store/types.ts';
-import type { LocalizedNames } from '../../store/users.ts';
+import type { Address, LocalizedNames } from '../../store/users.ts';
 import { transactionWithEvents } from '../events.ts';
 import { checkProfile, type LocalizedNamesInput, mergeLocalizedNames } from '../profile.ts';
 import { listPasskeys } from '../passkeys/authentication.ts';
@@ -46,6 +46,16 @@ export interface ProfileInput {
   readonly locale?: string | null;
   readonly zoneinfo?: string | null;
   readonly picture?: string | null;
+  readonly middle_name?: string | null;
+  readonly nickname?: string | null;
+  readonly profile?: string | null;
+  readonly website?: string | null;
+  readonly gender?: string | null;
+  readonly birthdate?: string | null;
+  readonly phone_number?: string | null;
+  readonly phone_number_verified?: boolean;
+  /** §5.1.1: the whole postal address, by its members; null clears it. */
+  readonly address?: Address | null;
   /**
    * OIDC Core §5.2: names in other languages and scripts, by BCP 47 tag, laid over those kept
    * (a tag or a name given null or "" is removed): `{ "ja-Kana-JP": { "name": "ヤマダ タロウ" } }`.
@@ -71,6 +81,15 @@ export function userJson(user: UserRecord): Record<string, unknown> {
     locale: user.locale,
     zoneinfo: user.zoneinfo,
     picture: user.picture,
+    middle_name: user.middleName,
+    nickname: user.nickname,
+    profile: user.profile,
+    website: user.website,
+    gender: user.gender,
+    birthdate: user.birthdate,
+    phone_number: user.phoneNumber,
+    phone_number_verified: user.phoneNumberVerified,
+    address: user.address,
     localized_names: user.localizedNames,
     disabled: user.disabled,
     role: user.role,
@@ -106,12 +125,14 @@ function checkPassword(password: string): string {
 
 /** The standard claims given, checked as OIDC Core §5.1 describes them (flows/profile.ts). */
 function checkedProfile(input: ProfileInput, kept: LocalizedNames = {}): UserProfileChanges {
-  const given: Record<string, string | boolean | null> = {};
+  const given: Record<string, unknown> = {};
   const fields: readonly [keyof ProfileInput, keyof UserProfileChanges][] = [
     ['name', 'name'], ['given_name', 'givenName'], ['family_name', 'familyName'], ['email', 'email'],
     ['email_verified', 'emailVerified'], ['locale', 'locale'], ['zoneinfo', 'zoneinfo'], ['picture', 'picture'],
+    ['middle_name', 'middleName'], ['nickname', 'nickname'], ['profile', 'profile'], ['website', 'website'], ['gender', 'gender'],
+    ['birthdate', 'birthdate'], ['phone_number', 'phoneNumber'], ['phone_number_verified', 'phoneNumberVerified'], ['address', 'address'],
   ];
-  for (const [claim, key] of fields) if (input[claim] !== undefined) given[key] = input[claim] as string | boolean | null;
+  for (const [claim, key] of fields) if (input[claim] !== undefined) given[key] = input[claim];
   const checked = checkProfile(given as UserProfileChanges);
   if (!checked.ok) throw invalid`${field(checked.claim)} ${checked.problem}`;
   if (input.localized_names === undefined) return checked.changes;

@@ -7,13 +7,17 @@ import { mayAssignRole } from '../../flows/manage/authority.ts';
 import { listEvents } from '../../flows/manage/events.ts';
 import { listUserGrants } from '../../flows/manage/grants.ts';
 import { clearLockouts, listLockouts } from '../../flows/manage/lockouts.ts';
-import { endUserSessions, findUser, listUsers, listUserSessions, resetLink, resetUserSecondFactor, setDisabled, updateUser, userDetails } from '../../flows/manage/users.ts';
-import { confirmPage, shownOncePage, userPage, usersPage } from '../../ui/console.ts';
-import { html } from '../../ui/html.ts';
+import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
+import type { FormValues } from '../../flows/manage/fields/field.ts';
+import { endUserSessions, findUser, listUsers, listUserSessions, resetLink, resetUserSecondFactor, setDisabled, updateUser, userDetails, userEtag } from '../../flows/manage/users.ts';
+import type { UserRecord } from '../../store/types.ts';
+import { confirmPage, shownOncePage, userFormPage, userPage, usersPage } from '../../ui/console.ts';
+import { html, type SafeHtml } from '../../ui/html.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { appPath, consoleKit, operatorOf, single, userPath } from './kit.ts';
+import { appPath, consoleKit, operatorOf, reasonOf, single, userPath } from './kit.ts';
+import { changedKeys, changesOf, decodeProfile, encodeProfile, postedProfile, profileOf } from './user-form.ts';
 
 /** How many users a search lists, and events a page. */
 const USERS_SHOWN = 50;
@@ -41,6 +45,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     sessions: 'console.user.done.sessions',
     'second-factor': 'console.user.done.secondFactor',
     role: 'console.user.done.role',
+    profile: 'console.user.done.profile',
     unlocked: 'console.user.done.unlocked',
   };
 
@@ -63,8 +68,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     return pages.send(reply, 200, userPage(f, {
       username: user.username,
       sub: user.id,
-      name: user.name,
-      email: user.email,
+      profile: profileOf(user),
       disabled: user.disabled,
       role: user.role,
       createdAt: user.createdAt,
@@ -133,6 +137,38 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     // The operator's role stands for admin scopes: a role allowing more than theirs is refused.
     await updateUser(manage(request), user.username, { role: single(rawForm(request), 'role', 20) });
     return backToUser(reply, user.username, 'role');
+  });
+  // As `tessera user update` with the table's options: the profile form (flows/manage/fields/users.ts).
+  const profileForm = (request: FastifyRequest, reply: FastifyReply, status: number, user: UserRecord, values: FormValues, error?: SafeHtml) =>
+    pages.send(reply, status, userFormPage(frame(request, reply, 'users'), {
+      username: user.username, action: `${userPath(user.username)}/profile`, values, version: userEtag(user), original: encodeProfile(profileOf(user)), error,
+    }));
+  app.get(`${CONSOLE_PATHS.users}/:username/profile`, confirm('users'), async (request, reply) => {
+    const user = await findUser(deps, named(request));
+    return profileForm(request, reply, 200, user, profileOf(user));
+  });
+  app.post(`${CONSOLE_PATHS.users}/:username/profile`, change('users'), async (request, reply) => {
+    const form = rawForm(request);
+    const user = await findUser(deps, named(request));
+    const values = postedProfile(form);
+    const original = decodeProfile(single(form, 'original', 64 * 1024)) ?? profileOf(user);
+    // Only what the operator changed is sent; the version read refuses it all if someone changed the person meanwhile.
+    const changed = changedKeys(values, original);
+    if (changed.length === 0) return backToUser(reply, user.username, 'profile');
+    try {
+      await updateUser(manage(request), user.username, changesOf(values, changed), single(form, 'version', 20));
+    } catch (error) {
+      if (!(error instanceof ManageError)) throw error;
+      const ui = frame(request, reply, 'users').ui;
+      if (error.kind === 'stale') {
+        // RFC 9110 §13.1.1: refused; the form again at the current version, this operator's changes over it.
+        const current = await findUser(deps, user.username);
+        const merged = { ...profileOf(current), ...Object.fromEntries(changed.map((key) => [key, values[key]!])) };
+        return profileForm(request, reply, 409, current, merged, ui.t.html('console.user.stale'));
+      }
+      return profileForm(request, reply, MANAGE_STATUS[error.kind], user, values, reasonOf(ui, error));
+    }
+    return backToUser(reply, user.username, 'profile');
   });
   app.post(`${CONSOLE_PATHS.users}/:username/reset-link`, change('users'), async (request, reply) => {
     const user = await findUser(deps, named(request));

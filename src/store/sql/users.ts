@@ -5,7 +5,7 @@
 import { isOperatorRole, type OperatorRole } from '../../core/scopes.ts';
 import { type ColumnReader, CorruptRowError, integer, type Row, text, textOrNull } from '../rows.ts';
 import { DuplicateError, type Stores, USER_PROFILE_TEXT_FIELDS, type UserRecord } from '../types.ts';
-import type { LocalizedNames } from '../users.ts';
+import type { Address, LocalizedNames } from '../users.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
 
 function operatorRole(row: Row): OperatorRole | null {
@@ -27,6 +27,15 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     locale: textOrNull(row, 'locale'),
     zoneinfo: textOrNull(row, 'zoneinfo'),
     picture: textOrNull(row, 'picture'),
+    middleName: textOrNull(row, 'middle_name'),
+    nickname: textOrNull(row, 'nickname'),
+    profile: textOrNull(row, 'profile'),
+    website: textOrNull(row, 'website'),
+    gender: textOrNull(row, 'gender'),
+    birthdate: textOrNull(row, 'birthdate'),
+    phoneNumber: textOrNull(row, 'phone_number'),
+    phoneNumberVerified: read.boolean(row, 'phone_number_verified'),
+    address: row['address'] === null || row['address'] === undefined ? null : read.object(row, 'address') as Address,
     // Null in rows from before version 20.
     localizedNames: row['localized_names'] === null || row['localized_names'] === undefined ? {} : read.object(row, 'localized_names') as LocalizedNames,
     disabled: read.boolean(row, 'disabled'),
@@ -41,8 +50,10 @@ export function usersStatements(d: Dialect) {
   return {
     insertUser: `
       INSERT INTO users (id, username, password_hash, name, email, email_verified, given_name, family_name, locale, zoneinfo, picture,
+                         middle_name, nickname, profile, website, gender, birthdate, phone_number, phone_number_verified, address,
                          localized_names, disabled, role, created_at, updated_at)
       VALUES (:id, :username, :passwordHash, :name, :email, :emailVerified, :givenName, :familyName, :locale, :zoneinfo, :picture,
+              :middleName, :nickname, :profile, :website, :gender, :birthdate, :phoneNumber, :phoneNumberVerified, :address,
               :localizedNames, :disabled, :role, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
@@ -61,6 +72,15 @@ export function usersStatements(d: Dialect) {
                        locale = CASE WHEN :setLocale = 1 THEN CAST(:locale AS TEXT) ELSE locale END,
                        zoneinfo = CASE WHEN :setZoneinfo = 1 THEN CAST(:zoneinfo AS TEXT) ELSE zoneinfo END,
                        picture = CASE WHEN :setPicture = 1 THEN CAST(:picture AS TEXT) ELSE picture END,
+                       middle_name = CASE WHEN :setMiddleName = 1 THEN CAST(:middleName AS TEXT) ELSE middle_name END,
+                       nickname = CASE WHEN :setNickname = 1 THEN CAST(:nickname AS TEXT) ELSE nickname END,
+                       profile = CASE WHEN :setProfile = 1 THEN CAST(:profile AS TEXT) ELSE profile END,
+                       website = CASE WHEN :setWebsite = 1 THEN CAST(:website AS TEXT) ELSE website END,
+                       gender = CASE WHEN :setGender = 1 THEN CAST(:gender AS TEXT) ELSE gender END,
+                       birthdate = CASE WHEN :setBirthdate = 1 THEN CAST(:birthdate AS TEXT) ELSE birthdate END,
+                       phone_number = CASE WHEN :setPhoneNumber = 1 THEN CAST(:phoneNumber AS TEXT) ELSE phone_number END,
+                       phone_number_verified = CASE WHEN :setPhoneNumberVerified = 1 THEN :phoneNumberVerified ELSE phone_number_verified END,
+                       address = CASE WHEN :setAddress = 1 THEN :address ELSE address END,
                        localized_names = CASE WHEN :setLocalizedNames = 1 THEN :localizedNames ELSE localized_names END,
                        updated_at = ${d.bigint(':now')}
       WHERE id = :id`,
@@ -79,6 +99,8 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
         const inserted = await changedAny('insertUser', {
           ...record,
           emailVerified: flag(record.emailVerified),
+          phoneNumberVerified: flag(record.phoneNumberVerified),
+          address: record.address === null ? null : JSON.stringify(record.address),
           disabled: flag(record.disabled),
           localizedNames: JSON.stringify(record.localizedNames),
         });
@@ -102,6 +124,10 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
           ...Object.fromEntries(fields),
           setEmailVerified: changes.emailVerified === undefined ? 0 : 1,
           emailVerified: flag(changes.emailVerified ?? false),
+          setPhoneNumberVerified: changes.phoneNumberVerified === undefined ? 0 : 1,
+          phoneNumberVerified: flag(changes.phoneNumberVerified ?? false),
+          setAddress: changes.address === undefined ? 0 : 1,
+          address: changes.address === undefined || changes.address === null ? null : JSON.stringify(changes.address),
           setLocalizedNames: changes.localizedNames === undefined ? 0 : 1,
           localizedNames: JSON.stringify(changes.localizedNames ?? {}),
         });

@@ -12,8 +12,10 @@ const de: Catalogue = {
   'time.justNow': 'vor weniger als einer Minute',
 
   'scope.openid': 'Sie anmelden und wissen, wer Sie sind',
-  'scope.profile': 'Ihren Namen, Benutzernamen, Ihr Profilbild, Ihre Sprache und Zeitzone sehen',
+  'scope.profile': "Ihren Namen, Spitznamen, Benutzernamen, Ihr Profilbild, Ihre Webseiten, Ihr Geschlecht, Geburtsdatum, Ihre Sprache und Zeitzone sehen",
   'scope.email': 'Ihre E-Mail-Adresse sehen',
+  'scope.address': "Ihre Postanschrift sehen",
+  'scope.phone': "Ihre Telefonnummer sehen",
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
   'scope.groups': "Die Gruppen sehen, denen Sie angehören",
 

@@ -20,6 +20,8 @@ const en = {
   'scope.openid': SCOPE_DESCRIPTIONS['openid']!,
   'scope.profile': SCOPE_DESCRIPTIONS['profile']!,
   'scope.email': SCOPE_DESCRIPTIONS['email']!,
+  'scope.address': SCOPE_DESCRIPTIONS['address']!,
+  'scope.phone': SCOPE_DESCRIPTIONS['phone']!,
   'scope.offline_access': SCOPE_DESCRIPTIONS['offline_access']!,
   'scope.groups': SCOPE_DESCRIPTIONS['groups']!,
 

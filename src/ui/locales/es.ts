@@ -12,8 +12,10 @@ const es: Catalogue = {
   'time.justNow': 'hace menos de un minuto',
 
   'scope.openid': 'Iniciar tu sesión y saber quién eres',
-  'scope.profile': 'Ver tu nombre, tu nombre de usuario, tu foto, tu idioma y tu zona horaria',
+  'scope.profile': "Ver tu nombre, tu apodo, tu nombre de usuario, tu foto, tus páginas web, tu género, tu fecha de nacimiento, tu idioma y tu zona horaria",
   'scope.email': 'Ver tu dirección de correo electrónico',
+  'scope.address': "Ver tu dirección postal",
+  'scope.phone': "Ver tu número de teléfono",
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
   'scope.groups': "Ver los grupos a los que perteneces",
 

@@ -12,8 +12,10 @@ const fr: Catalogue = {
   'time.justNow': 'il y a moins d’une minute',
 
   'scope.openid': 'Vous connecter et savoir qui vous êtes',
-  'scope.profile': 'Voir votre nom, votre nom d’utilisateur, votre photo, votre langue et votre fuseau horaire',
+  'scope.profile': "Voir votre nom, votre surnom, votre nom d’utilisateur, votre photo, vos pages web, votre genre, votre date de naissance, votre langue et votre fuseau horaire",
   'scope.email': 'Voir votre adresse e-mail',
+  'scope.address': "Voir votre adresse postale",
+  'scope.phone': "Voir votre numéro de téléphone",
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
   'scope.groups': "Voir les groupes dont vous faites partie",
 

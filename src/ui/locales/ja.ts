@@ -12,8 +12,10 @@ const ja: Catalogue = {
   'time.justNow': '1分以内',
 
   'scope.openid': 'ログインして、あなたが誰かを確認する',
-  'scope.profile': 'あなたの名前、ユーザー名、プロフィール画像、言語、タイムゾーンを見る',
+  'scope.profile': "あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る",
   'scope.email': 'あなたのメールアドレスを見る',
+  'scope.address': "あなたの住所を見る",
+  'scope.phone': "あなたの電話番号を見る",
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
   'scope.groups': "あなたが所属するグループを見る",
 

@@ -12,8 +12,10 @@ const ptBR: Catalogue = {
   'time.justNow': 'há menos de um minuto',
 
   'scope.openid': 'Fazer seu login e saber quem você é',
-  'scope.profile': 'Ver seu nome, nome de usuário, foto, idioma e fuso horário',
+  'scope.profile': "Ver seu nome, apelido, nome de usuário, foto, páginas da web, gênero, data de nascimento, idioma e fuso horário",
   'scope.email': 'Ver seu endereço de e-mail',
+  'scope.address': "Ver seu endereço postal",
+  'scope.phone': "Ver seu número de telefone",
   'scope.offline_access': 'Manter o acesso enquanto você estiver ausente (até você revogá-lo)',
   'scope.groups': "Ver os grupos dos quais você faz parte",
 

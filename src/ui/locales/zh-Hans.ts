@@ -12,8 +12,10 @@ const zhHans: Catalogue = {
   'time.justNow': '不到一分钟前',
 
   'scope.openid': '让你登录并确认你的身份',
-  'scope.profile': '查看你的姓名、用户名、头像、语言和时区',
+  'scope.profile': "查看你的姓名、昵称、用户名、头像、网页、性别、出生日期、语言和时区",
   'scope.email': '查看你的电子邮件地址',
+  'scope.address': "查看你的邮寄地址",
+  'scope.phone': "查看你的电话号码",
   'scope.offline_access': '在你离开时保持连接（直到你撤销为止）',
   'scope.groups': "查看你所属的群组",
 

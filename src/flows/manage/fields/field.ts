@@ -23,8 +23,17 @@ export type FieldKind =
   /** A list of strings (URIs, origins, networks): one a line in a form. */
   | { readonly kind: 'list'; readonly maxItems: number; readonly max: number }
   | { readonly kind: 'flag' }
-  /** A JSON object (a JWK Set). */
-  | { readonly kind: 'object'; readonly max: number };
+  /** A JSON object (a JWK Set), its members as `schema` says (else any). */
+  | { readonly kind: 'object'; readonly max: number; readonly schema?: JsonSchema }
+  /** A JSON object of named text members, each optional (OIDC Core §5.1.1 `address`); null clears it. */
+  | { readonly kind: 'members'; readonly members: readonly Member[] };
+
+/** A text member of a `members` field: its name, bound, and whether it may hold several lines. */
+export interface Member {
+  readonly name: string;
+  readonly max: number;
+  readonly lines?: true;
+}
 
 /** The command-line option of a field: `--OPTION VALUE`, derived per kind (see `cliOptions`). */
 export interface CliSpec {
@@ -39,7 +48,8 @@ export interface CliSpec {
 
 /** The console's form control of a field and its label (a console message key). */
 export interface FormSpec {
-  readonly control: 'text' | 'area' | 'select' | 'check' | 'checks';
+  /** `members`: a fieldset of the members' inputs, each labelled by the message `LABEL.MEMBER`. */
+  readonly control: 'text' | 'area' | 'select' | 'check' | 'checks' | 'members';
   readonly label: string;
   /** Checkboxes shown together under the form's options heading. */
   readonly group?: 'options';
@@ -87,9 +97,23 @@ function valueSchema(field: Field): JsonSchema {
       return { type: 'boolean' };
     case 'object':
       // Its members are whatever the object holds (a JWK Set's keys), passed through whole.
-      return { type: 'object', additionalProperties: true };
+      return type.schema ?? { type: 'object', additionalProperties: true };
+    case 'members':
+      return {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: Object.fromEntries(type.members.map((member) => [member.name, { type: 'string', maxLength: member.max }])),
+      };
   }
 }
+
+/** The form's input names of a field: its own, or one per member (`address.locality`). */
+export function formNames(field: Field): string[] {
+  return field.type.kind === 'members' ? field.type.members.map((member) => `${field.name}.${member.name}`) : [field.name];
+}
+
+/** Every form input name of a table's fields in the form. */
+export const formKeys = (table: FieldTable): string[] => table.filter((field) => field.form !== null).flatMap(formNames);
 
 /**
  * The admin API's request body for an operation: the fields it takes, unknown ones refused
@@ -153,6 +177,12 @@ export function formValues(table: FieldTable, wire: Readonly<Record<string, unkn
       case 'object':
         values[field.name] = value === undefined || value === null ? '' : JSON.stringify(value);
         break;
+      case 'members':
+        for (const member of type.members) {
+          const text = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[member.name] : undefined;
+          values[`${field.name}.${member.name}`] = typeof text === 'string' ? text : '';
+        }
+        break;
       default:
         values[field.name] = typeof value === 'string' ? value : '';
     }
@@ -192,6 +222,12 @@ export function postedValues(table: FieldTable, form: RawForm): Record<string, F
         break;
       case 'choice':
         values[field.name] = one(form, field.name).slice(0, 100);
+        break;
+      case 'members':
+        for (const member of type.members) {
+          const key = `${field.name}.${member.name}`;
+          values[key] = one(form, key).slice(0, member.max).replace(/\r\n?/g, '\n').trim();
+        }
     }
   }
   return values;
@@ -218,10 +254,16 @@ export class FormValueError extends Error {
 export function inputOf(table: FieldTable, values: FormValues, names: readonly string[]): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const field of table) {
-    if (!names.includes(field.name) || field.form === null) continue;
+    if (field.form === null || !formNames(field).some((name) => names.includes(name))) continue;
     const value = values[field.name];
     const type = field.type;
     switch (type.kind) {
+      case 'members': {
+        // The whole object: each member given, none at all clearing it.
+        const given = type.members.map((member) => [member.name, String(values[`${field.name}.${member.name}`] ?? '')] as const).filter(([, text]) => text !== '');
+        input[field.name] = given.length === 0 ? null : Object.fromEntries(given);
+        break;
+      }
       case 'list':
         input[field.name] = lines(String(value ?? ''));
         break;
@@ -260,8 +302,13 @@ export interface CliOption {
 /** How an option maps back to its field: set it, add to or remove from a list, or clear it. */
 export interface CliBinding {
   readonly field: Field;
-  readonly effect: 'set' | 'add' | 'remove' | 'clear';
+  readonly effect: 'set' | 'add' | 'remove' | 'clear' | 'member';
+  /** The member a `member` option sets. */
+  readonly member?: string;
 }
+
+/** The option of a member of a `members` field: `--address-postal-code`. */
+const memberOption = (option: string, member: Member) => `${option}-${member.name.replaceAll('_', '-')}`;
 
 /**
  * The options of a command over the table: `--OPTION` for each field the operation takes;
@@ -275,6 +322,17 @@ export function cliOptions(table: FieldTable, operation: 'create' | 'update'): {
     if (field.cli === null || !field[operation]) continue;
     const { option } = field.cli;
     const type = field.type;
+    if (type.kind === 'members') {
+      for (const member of type.members) {
+        options[memberOption(option, member)] = { type: 'string' };
+        bindings[memberOption(option, member)] = { field, effect: 'member', member: member.name };
+      }
+      if (operation === 'update') {
+        options[`no-${option}`] = { type: 'boolean' };
+        bindings[`no-${option}`] = { field, effect: 'clear' };
+      }
+      continue;
+    }
     if (type.kind === 'list' && operation === 'update') {
       options[`add-${option}`] = { type: 'string', multiple: true };
       bindings[`add-${option}`] = { field, effect: 'add' };
@@ -295,6 +353,11 @@ export function cliOptions(table: FieldTable, operation: 'create' | 'update'): {
 
 /** The usage text's options for a command over the table, in table order: `[--name NAME] [--redirect-uri URI …]`. */
 export function cliUsage(table: FieldTable, operation: 'create' | 'update'): string {
+  return cliUsageParts(table, operation).join(' ');
+}
+
+/** `cliUsage`'s parts, one an option, for a usage text to wrap. */
+export function cliUsageParts(table: FieldTable, operation: 'create' | 'update'): string[] {
   const parts: string[] = [];
   for (const field of table) {
     if (field.cli === null || !field[operation]) continue;
@@ -303,11 +366,12 @@ export function cliUsage(table: FieldTable, operation: 'create' | 'update'): str
     const type = field.type;
     const required = operation === 'create' && field.required === true;
     const wrap = (text: string) => (required ? text : `[${text}]`);
-    if (type.kind === 'flag') parts.push(operation === 'update' ? `[--[no-]${option}]` : `[--${option}]`);
+    if (type.kind === 'members') parts.push(...type.members.map((member) => `[--${memberOption(option, member)} ${member.lines ? 'LINES' : 'TEXT'}]`), ...(operation === 'update' ? [`[--no-${option}]`] : []));
+    else if (type.kind === 'flag') parts.push(operation === 'update' ? `[--[no-]${option}]` : `[--${option}]`);
     else if (type.kind === 'list' && operation === 'update') parts.push(`[--add-${option} ${value} …]`, `[--remove-${option} ${value} …]`);
     else if (type.kind === 'list' || type.kind === 'choices') parts.push(`[--${option} ${value} …]`);
     else if (operation === 'update' && (type.kind === 'text' || type.kind === 'choice') && type.nullable && !field.cli.noClear) parts.push(`[--${option} ${value} | --no-${option}]`);
     else parts.push(wrap(`--${option} ${value}`));
   }
-  return parts.join(' ');
+  return parts;
 }

@@ -10,7 +10,9 @@ import { basic, closeServer, listenOnFreePort, postForm, startTestServer, type T
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const GRANTS: GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
-const JWKS_TIMEOUT_MS = 300;
+// Long enough that a JWKS on loopback answers in time on a loaded machine (300 ms did not, once,
+// with the full suite and other work on two cores), short enough for the hanging case to be quick.
+const JWKS_TIMEOUT_MS = 1000;
 
 interface KeyPair {
   readonly kid: string;

@@ -40,6 +40,8 @@ import { KeyEncryption } from './tokens/key-encryption.ts';
 import { secretBox } from './tokens/secret-box.ts';
 import { randomBytes } from 'node:crypto';
 import { TokenIssuer } from './tokens/issue.ts';
+import { webhookTypeOf } from './core/webhook-events.ts';
+import { WebhookDispatcher } from './flows/webhooks/dispatcher.ts';
 
 export interface AppInput {
   readonly config: Config;
@@ -130,7 +132,12 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   // A lockout's line (once per limit and window: core/events.ts) is at warn, for whoever is on call.
   // The line's fields are built only at a level that logs it: every token request stores an
   // event, and at the default level (warn) only lockouts are logged.
+  // An event some webhook may hear wakes the dispatcher (below) at once, rather than at its next look.
+  let wakeDispatcher = () => {};
   const built = appDeps(input, [
+    (event) => {
+      if (webhookTypeOf(event.type) !== null) wakeDispatcher();
+    },
     (event) => {
       const level = isLockout(event) ? 'warn' : 'info';
       if ((app.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.(level) ?? true) app.log[level](eventLogFields(event), 'audit event');
@@ -146,7 +153,22 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     clearInterval(refusals);
     await deps.events.flushRefusals(true).catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed'));
   });
+  // The outbox (issue 45): sent by every instance, each delivery by one of them at a time.
+  const dispatcher = new WebhookDispatcher({
+    store: deps.store,
+    clock: input.clock,
+    secrets: deps.secrets,
+    settings: input.config.webhooks,
+    events: deps.events,
+    log: app.log,
+    ...(input.metrics ? { observer: input.metrics.webhooks } : {}),
+  });
+  wakeDispatcher = () => dispatcher.wake();
+  app.addHook('onReady', async () => dispatcher.start());
+  // Before the store closes: tries under way end, and their deliveries are given back.
+  app.addHook('onClose', () => dispatcher.stop());
   if (input.metrics) {
+    input.metrics.countWebhookDeliveries(() => deps.store.webhooks.countByState());
     input.metrics.instrument(app);
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
   }

@@ -21,7 +21,7 @@ import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks';
 
 describe('the admin API', () => {
   let server: TestServer;

@@ -15,7 +15,7 @@ import { createClient } from '../src/flows/manage/clients.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks';
 
 describe('a client generated from the admin API\'s OpenAPI document', () => {
   let server: TestServer;

@@ -99,6 +99,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   allowed_domains: 'allowed-domain',
   domains: 'domain',
   allowed_organizations: 'allowed-organization',
+  events: 'event',
 };
 
 export const optionLabel = (field: string): string => `--${OPTION_OF[field] ?? field.replaceAll('_', '-')}`;

@@ -30,6 +30,7 @@ import { KEY_COMMANDS } from './keys.ts';
 import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
+import { WEBHOOK_COMMANDS } from './webhooks.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
@@ -171,6 +172,20 @@ ${usageLines('  user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'),
                                           client, the device's address, when it expires
   device deny USER_CODE [--reason TEXT]   Deny a waiting device request (a code suspected of phishing):
                                           nobody can approve it, the device gets access_denied
+  webhook add --url URL --event TYPE [--event TYPE ...] [--json]
+                                          POST these events to URL, signed (Standard Webhooks); prints
+                                          its id and signing secret (whsec_...) once. TYPE: user.created,
+                                          user.updated, user.disabled, user.enabled, user.deleted,
+                                          user.credential_changed, session.ended, grant.revoked,
+                                          client.created, client.updated, client.deleted, signin.failed
+  webhook list [--json]                   List webhooks (never their secrets)
+  webhook remove ID                       Remove a webhook and the deliveries waiting for it
+  webhook rotate-secret ID [--grace SECONDS] [--json]
+                                          Print a new signing secret once; the old one also signs for
+                                          the grace period (default 86400, one day; 0: no longer)
+  webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
+                                          A webhook's deliveries, newest first: tries, last answer
+  webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -210,6 +225,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...GRANT_COMMANDS,
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
+  ...WEBHOOK_COMMANDS,
 };
 
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */

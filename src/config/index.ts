@@ -137,6 +137,11 @@ export function loadConfig(env: Env = process.env): Config {
       attempts: s.TESSERA_BACKCHANNEL_LOGOUT_ATTEMPTS,
       retryDelayMs: s.TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS,
     },
+    webhooks: {
+      timeoutSeconds: s.TESSERA_WEBHOOK_TIMEOUT,
+      retryWindowSeconds: s.TESSERA_WEBHOOK_RETRY_WINDOW,
+      retryDelayMs: s.TESSERA_WEBHOOK_RETRY_DELAY_MS,
+    },
     ignoredVariables,
   };
 }

@@ -91,6 +91,8 @@ export interface Config {
   readonly upstream: UpstreamSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
+  /** Webhook delivery (issue 45, docs/events.md). */
+  readonly webhooks: WebhookSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -392,6 +394,19 @@ export interface ClientAuthSettings {
  * Back-Channel Logout 1.0 §2.8 delivery: how long each POST of a logout token may take, and
  * how often it is tried. Delivery runs after the browser is signed out and never delays it.
  */
+/**
+ * Webhook delivery (issue 45): how long one try may take, and how long and how often a
+ * delivery that fails is tried again before it becomes a dead letter.
+ */
+export interface WebhookSettings {
+  /** `TESSERA_WEBHOOK_TIMEOUT` seconds (default 10): the longest one try may take. */
+  readonly timeoutSeconds: number;
+  /** `TESSERA_WEBHOOK_RETRY_WINDOW` seconds (default 259200, 3 days): how long after its event a delivery is tried. */
+  readonly retryWindowSeconds: number;
+  /** `TESSERA_WEBHOOK_RETRY_DELAY_MS` (default 5000): the wait before the second try, doubled before each later one (at most an hour). */
+  readonly retryDelayMs: number;
+}
+
 export interface LogoutSettings {
   /** `TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT` seconds (default 5): the longest one POST may take. */
   readonly timeoutSeconds: number;

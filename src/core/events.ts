@@ -101,6 +101,15 @@ export const EVENT_TYPES = [
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */
   'lockout.cleared',
+  /** A webhook added by an operator (`detail.url`, `detail.events`); never its signing secret (issue 45). */
+  'webhook.created',
+  'webhook.removed',
+  /** A webhook's signing secret replaced; `detail.previous_secret_expires_at`: until when the old one still signs too. */
+  'webhook.secret_rotated',
+  /** Dead letters of a webhook sent again; `detail.deliveries`: how many. */
+  'webhook.replayed',
+  /** A delivery given up after TESSERA_WEBHOOK_RETRY_WINDOW (`detail.webhook`, `detail.event_id`, `detail.last_error`): a dead letter. */
+  'webhook.dead_lettered',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -29,6 +29,9 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'admin:keys:read': 'Read signing keys',
   'admin:providers': 'Manage upstream identity providers',
   'admin:providers:read': 'Read upstream identity providers',
+  // Issue 45: a webhook sends the audit trail's user and client events to a URL of its adder's choosing.
+  'admin:webhooks': 'Manage webhooks, which send user and client events out (with admin:events or admin:events:read to add one)',
+  'admin:webhooks:read': 'Read webhooks and their deliveries',
 };
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);

@@ -13,6 +13,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { METRICS_PATH } from '../core/endpoints.ts';
 import type { AuditEvent, EventListener } from '../core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
+import type { DeliveryObserver } from '../flows/webhooks/dispatcher.ts';
 import type { Store } from '../store/types.ts';
 
 /** Request and store durations are milliseconds to a few seconds: buckets from 1 ms to 5 s. */
@@ -43,6 +44,9 @@ export class Metrics {
   readonly #lockouts: Counter<'kind'>;
   readonly #reuse: Counter;
   #countPending: (() => Promise<number>) | null = null;
+  readonly #webhookDeliveries: Counter<'outcome'>;
+  readonly #webhookLatency: Histogram;
+  #countDeliveries: (() => Promise<{ readonly pending: number; readonly dead: number }>) | null = null;
 
   constructor() {
     const registers = [this.registry];
@@ -89,6 +93,34 @@ export class Metrics {
         if (count) this.set(await count().catch(() => NaN));
       },
     });
+    // Issue 45: the outbox. Tries by outcome; the time from an event to its delivery (retries
+    // included, so a receiver down for an hour shows as an hour); what waits and what was given up.
+    this.#webhookDeliveries = new Counter({
+      name: 'tessera_webhook_deliveries_total',
+      help: 'Webhook delivery tries, by outcome: delivered (a 2xx answer), failed (to be tried again) or dead (given up after TESSERA_WEBHOOK_RETRY_WINDOW)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#webhookLatency = new Histogram({
+      name: 'tessera_webhook_delivery_latency_seconds',
+      help: 'Time from an event to its webhook delivery (a 2xx answer), retries included',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+      registers,
+    });
+    const countDeliveries = () => this.#countDeliveries;
+    for (const state of ['pending', 'dead'] as const) {
+      new Gauge({
+        name: `tessera_webhook_deliveries_${state}`,
+        help: state === 'pending' ? 'Webhook deliveries waiting to be sent or tried again' : 'Webhook deliveries given up (dead letters) not yet replayed',
+        registers,
+        aggregator: 'max',
+        async collect() {
+          const count = countDeliveries();
+          if (count) this.set(await count().then((counts) => counts[state], () => NaN));
+        },
+      });
+    }
+    for (const outcome of ['delivered', 'failed', 'dead']) this.#webhookDeliveries.inc({ outcome }, 0);
     // Present from the first scrape, at zero, so that rate() and absent() work at once.
     for (const grant of Object.values(TOKEN_EVENTS)) this.#tokens.inc({ grant: grant! }, 0);
     for (const outcome of Object.values(DEVICE_OUTCOMES)) this.#devices.inc({ outcome: outcome! }, 0);
@@ -113,6 +145,21 @@ export class Metrics {
   /** The pending-device gauge reads the store at each scrape. */
   countPendingDevices(count: () => Promise<number>): void {
     this.#countPending = count;
+  }
+
+  /** What the webhook dispatcher tells of its tries (flows/webhooks/dispatcher.ts). */
+  readonly webhooks: DeliveryObserver = {
+    delivered: (latencySeconds) => {
+      this.#webhookDeliveries.inc({ outcome: 'delivered' });
+      this.#webhookLatency.observe(Math.max(0, latencySeconds));
+    },
+    failed: () => this.#webhookDeliveries.inc({ outcome: 'failed' }),
+    dead: () => this.#webhookDeliveries.inc({ outcome: 'dead' }),
+  };
+
+  /** The outbox gauges read the store at each scrape. */
+  countWebhookDeliveries(count: () => Promise<{ readonly pending: number; readonly dead: number }>): void {
+    this.#countDeliveries = count;
   }
 
   /** Times every request of `app` by its route pattern (never the raw URL, which carries codes). */

@@ -729,5 +729,99 @@ const everyStandardClaim: Migration = {
   ],
 };
 
+/**
+ * Version 24 (issue 45, events out): webhooks and their outbox. A webhook is a URL, the event
+ * types it hears (the public names of core/webhook-events.ts) and its signing secret, sealed
+ * under the key encryption key as providers' secrets are (it must be used in clear to sign);
+ * a rotated one keeps signing beside the new one until `previous_secret_expires_at`.
+ *
+ * The outbox is written by a trigger on `events`, per dialect: each event of a type some
+ * webhook hears adds one delivery row per such webhook, in the transaction that stores the
+ * event, so a change, its event and its deliveries commit or roll back together, and no code
+ * path can store an event and forget to announce it. The trigger's WHEN names the types that
+ * have a webhook name at all: a token request's event (`code.redeemed`, `refresh.rotated`)
+ * does not run the trigger's body. Its CASE is core/webhook-events.ts's map written in SQL
+ * (the store contract suite checks that they agree); a change to the map is a new migration
+ * that replaces the trigger.
+ *
+ * A delivery is keyed by its webhook and event (the event's id is the message's
+ * `webhook-id`, the same on every try and every endpoint), `pending` until it is `delivered`
+ * or `dead` (given up after the retry window: a dead letter an operator can replay). Whoever
+ * sends it holds a lease (`lease_until`); `attempts` fences a late answer from an instance
+ * whose lease ran out. `queued_at` starts the retry window (again, on a replay). Deliveries
+ * go with their webhook, and with their event when the audit trail is purged.
+ */
+const WEBHOOK_TYPE_OF_EVENT = `CASE NEW.type
+  WHEN 'user.role_changed' THEN 'user.updated'
+  WHEN 'user.removed' THEN 'user.deleted'
+  WHEN 'password.changed' THEN 'user.credential_changed'
+  WHEN 'user.password_set' THEN 'user.credential_changed'
+  WHEN 'user.password_reset' THEN 'user.credential_changed'
+  WHEN 'second_factor.reset' THEN 'user.credential_changed'
+  WHEN 'logout' THEN 'session.ended'
+  WHEN 'client.registered' THEN 'client.created'
+  WHEN 'client.removed' THEN 'client.deleted'
+  ELSE NEW.type END`;
+const WEBHOOK_SOURCE_TYPES = `NEW.type IN ('user.created', 'user.updated', 'user.role_changed', 'user.disabled', 'user.enabled', 'user.removed',
+  'password.changed', 'user.password_set', 'user.password_reset', 'second_factor.reset', 'logout', 'grant.revoked',
+  'client.created', 'client.registered', 'client.updated', 'client.removed', 'signin.failed')`;
+
+const webhooks: Migration = {
+  version: 24,
+  name: 'webhooks and their outbox',
+  statements: [
+    (t) => `CREATE TABLE webhooks (
+      id                         ${t.text} PRIMARY KEY,
+      url                        ${t.text} NOT NULL,
+      events                     ${t.list} NOT NULL,
+      secret                     ${t.json} NOT NULL,
+      previous_secret            ${t.json},
+      previous_secret_expires_at ${t.time},
+      created_at                 ${t.time} NOT NULL,
+      updated_at                 ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE webhook_deliveries (
+      webhook_id      ${t.text} NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+      event_id        ${t.text} NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+      event_at        ${t.time} NOT NULL,
+      state           ${t.text} NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+      attempts        ${t.integer} NOT NULL,
+      queued_at       ${t.time} NOT NULL,
+      next_attempt_at ${t.time} NOT NULL,
+      lease_until     ${t.time},
+      delivered_at    ${t.time},
+      last_status     ${t.integer},
+      last_error      ${t.text},
+      PRIMARY KEY (webhook_id, event_id)
+    )`,
+    // The oldest pending delivery of a webhook (its head), and what is due anywhere.
+    'CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook_id, state, event_at, event_id)',
+    "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending'",
+    'CREATE INDEX webhook_deliveries_event_id ON webhook_deliveries (event_id)',
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE FUNCTION tessera_webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              INSERT INTO webhook_deliveries (webhook_id, event_id, event_at, state, attempts, queued_at, next_attempt_at)
+              SELECT w.id, NEW.id, NEW.at, 'pending', 0, NEW.at, NEW.at FROM webhooks w
+              WHERE (${WEBHOOK_TYPE_OF_EVENT}) = ANY (w.events);
+              RETURN NULL;
+            END
+          $$`
+        : null,
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE TRIGGER events_webhook_outbox AFTER INSERT ON events
+            FOR EACH ROW WHEN (${WEBHOOK_SOURCE_TYPES}) EXECUTE FUNCTION tessera_webhook_outbox()`
+        : `CREATE TRIGGER events_webhook_outbox AFTER INSERT ON events
+            WHEN ${WEBHOOK_SOURCE_TYPES}
+            BEGIN
+              INSERT INTO webhook_deliveries (webhook_id, event_id, event_at, state, attempts, queued_at, next_attempt_at)
+              SELECT w.id, NEW.id, NEW.at, 'pending', 0, NEW.at, NEW.at FROM webhooks w
+              WHERE EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = (${WEBHOOK_TYPE_OF_EVENT}));
+            END`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks];

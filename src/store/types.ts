@@ -35,6 +35,7 @@ import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
+import type { WebhookStore } from './webhooks.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -54,6 +55,7 @@ export * from './passkeys.ts';
 export * from './one-time-codes.ts';
 export * from './registrations.ts';
 export * from './identity-providers.ts';
+export * from './webhooks.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -85,6 +87,8 @@ export interface Stores {
   readonly identityProviders: IdentityProviderStore;
   readonly linkedIdentities: LinkedIdentityStore;
   readonly upstreamLogins: UpstreamLoginStore;
+  /** Webhooks and their outbox (issue 45). */
+  readonly webhooks: WebhookStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

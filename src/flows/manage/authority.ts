@@ -14,7 +14,10 @@
  * - a caller lets an upstream provider link accounts or vouch for a second factor, changes
  *   where such a provider's word comes from, or repoints a provider people already sign in
  *   through, only if it holds every role's scopes: such a provider can sign in as them,
- *   console operators included.
+ *   console operators included;
+ * - a caller adds a webhook, or sends its dead letters again, only if it may read the audit
+ *   trail: a webhook sends the trail's user and client events (people's ids and usernames) to
+ *   a URL of the caller's choosing, which is reading it by another door (issue 45).
  */
 import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
@@ -90,5 +93,12 @@ export function checkMayChangeUser(caller: Caller, user: UserRecord): void {
 export function checkMayTrustProvider(caller: Caller, what: string): void {
   if (!holdsAll(caller.scopes, EVERY_ROLE_SCOPE)) {
     throw forbidden`${field(what)}: a provider that links accounts, vouches for a second factor or already signs people in can, set up or pointed elsewhere, sign in as them, console operators included; only a caller holding every admin scope may do this`;
+  }
+}
+
+/** Adding a webhook or replaying its deliveries: only by a caller that may read the audit trail it sends out. */
+export function checkMayExportEvents(caller: Caller): void {
+  if (!holdsAll(caller.scopes, ['admin:events:read'])) {
+    throw forbidden`a webhook sends the audit trail's user and client events to its URL: only a caller that may read the audit trail (admin:events or admin:events:read) may add one or send its deliveries again`;
   }
 }

@@ -24,6 +24,7 @@ import { resourcesStatements } from './resources.ts';
 import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
+import { webhooksStatements } from './webhooks.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -49,6 +50,7 @@ export function statements(d: Dialect) {
     ...oneTimeCodesStatements(d),
     ...registrationsStatements(d),
     ...identityProvidersStatements(d),
+    ...webhooksStatements(d),
   };
 }
 

@@ -26,6 +26,7 @@ import { resourcesStores } from './resources.ts';
 import { sessionsStores } from './sessions.ts';
 import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
+import { webhooksStores } from './webhooks.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
   return {
@@ -47,6 +48,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...oneTimeCodesStores(d, q),
     ...registrationsStores(d, q),
     ...identityProvidersStores(d, q),
+    ...webhooksStores(d, q),
   };
 }
 

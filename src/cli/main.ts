@@ -12,7 +12,9 @@ import { ManageError } from '../flows/manage/errors.ts';
 import { serve, startRefusal } from '../main.ts';
 import { CLIENT_COMMANDS } from './clients.ts';
 import { optionLabel, parse, UsageError, type Command, type Io } from './common.ts';
-import { groupHelp, groups, helpHint, suggestion } from './help.ts';
+import { groupHelp, groups, helpHint, suggestion, usageLines } from './help.ts';
+import { cliUsageParts } from '../flows/manage/fields/field.ts';
+import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
 import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
@@ -83,15 +85,13 @@ Commands:
   client revoke-tokens CLIENT_ID          End every token of a client now: its own and those people got
                                           through it (every grant revoked); the client stays registered
   client remove CLIENT_ID                 Remove a client and everything issued to it
-  resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
-               [--access-token-ttl SECONDS] [--introspection-secret] [--signing-alg RS256|ES256] [--json]
+${usageLines('resource add', [...cliUsageParts(RESOURCE_FIELDS, 'create'), '[--json]'])}
                                           Register an API (RFC 8707); its scope names are unique across
                                           the server; --introspection-secret prints, once, the secret its
                                           resource server introspects tokens with; its access tokens are
                                           signed RS256 unless --signing-alg ES256
   resource list [--json]                  List registered APIs and their scopes
-  resource update URI [--name NAME] [--scope NAME=DESCRIPTION ...] [--access-token-ttl SECONDS |
-                  --default-access-token-ttl] [--signing-alg RS256|ES256] [--json]
+${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update'), '[--json]'])}
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once

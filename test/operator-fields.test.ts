@@ -16,6 +16,7 @@ import { optionLabel } from '../src/cli/common.ts';
 import { CLIENT_FIELDS } from '../src/flows/manage/fields/clients.ts';
 import { cliOptions, formValues, inputOf, postedValues, type Field, type FieldTable } from '../src/flows/manage/fields/field.ts';
 import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
+import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { apiFormPage, appFormPage } from '../src/ui/console.ts';
@@ -268,3 +269,106 @@ describe('the API (resource) field table in every door', () => {
   });
 });
 
+/** A value for each writable provider field of each kind, each unlike its default, that the rules accept together. */
+const EVERY_PROVIDER_FIELD: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.fromEntries(
+  Object.entries({
+    oidc: { issuer: 'https://id.example.com', client_id: 'every-client', client_secret: 'oidc secret', scopes: ['openid', 'email'], trust_upstream_mfa: true },
+    github: { client_id: 'every-app', client_secret: 'github secret', allowed_organizations: ['octo-org'], web_url: 'https://github.example.com', api_url: 'https://github.example.com/api/v3' },
+    ldap: {
+      url: 'ldap://ldap.example.com', start_tls: true, bind_dn: 'cn=tessera,dc=example,dc=com', bind_password: 'bind secret', user_search_base: 'ou=people,dc=example,dc=com',
+      user_filter: '(mail={username})', group_search_base: 'ou=groups,dc=example,dc=com', group_filter: '(uniqueMember={dn})',
+    },
+  }).map(([kind, own]) => [kind, {
+    kind, id: `every-${kind}`, name: `Every ${kind}`, position: 7, ...own,
+    allowed_domains: ['example.com'], domains: ['example.org'], claim_mapping: { username: 'preferred_username' }, only: true, allow_linking: true,
+  }]),
+);
+
+/** The command's arguments and standard input that give `values`, option by option as the table says. */
+function argumentsOf(table: FieldTable, operation: 'create' | 'update', values: Readonly<Record<string, unknown>>): { args: string[]; stdin: string } {
+  const args: string[] = [];
+  let stdin = '';
+  for (const field of table) {
+    const value = values[field.name];
+    if (field.cli === null || !field[operation] || value === undefined) continue;
+    const option = `--${field.cli.option}`;
+    if (field.cli.stdin) {
+      args.push(option);
+      stdin = `${String(value)}\n`;
+    } else if (value === true) args.push(option);
+    else if (Array.isArray(value)) args.push(...value.flatMap((item: unknown) => [option, String(item)]));
+    else if (typeof value === 'object' && value !== null) args.push(...Object.entries(value).flatMap(([key, item]) => [option, `${key}=${String(item)}`]));
+    else args.push(option, String(value));
+  }
+  return { args, stdin };
+}
+
+describe('the provider field table in every door', () => {
+  const kinds = Object.keys(EVERY_PROVIDER_FIELD);
+  /** What an answer has of a provider given `values`: each field but the secrets, which it says are set. */
+  const answerOf = (values: Readonly<Record<string, unknown>>) => {
+    const { client_secret: clientSecret, bind_password: bindPassword, ...rest } = values;
+    return { ...rest, ...(clientSecret === undefined ? {} : { client_secret_set: true }), ...(bindPassword === undefined ? {} : { bind_password_set: true }) };
+  };
+  const comparable = (answer: Record<string, unknown>) => {
+    const { created_at: _created, updated_at: _updated, redirect_uri: _redirect, ...rest } = answer;
+    return rest;
+  };
+
+  it('has the table cover every field the test sets, for each kind', () => {
+    for (const kind of kinds) {
+      const applying = PROVIDER_FIELDS.filter((field) => writable(field) && (!('kinds' in field) || (field.kinds as readonly string[]).includes(kind)));
+      assert.deepEqual(Object.keys(EVERY_PROVIDER_FIELD[kind]!).sort(), applying.map((field) => field.name).sort(), kind);
+    }
+  });
+
+  it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer but the secrets', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, PROVIDER_FIELDS, { collection: '/providers', item: '/providers/{id}' });
+  });
+
+  it("gives every row an option of the command's for each kind it applies to, named in that kind's help and in its refusals", () => {
+    const add = usageEntries(USAGE).filter((entry) => entry.name === 'provider add');
+    for (const kind of kinds) {
+      // A kind's own options on its line; those of every kind on the line after them all.
+      const own = add.find((entry) => entry.text.startsWith(`  provider add ${kind} `))!.text;
+      const every = add.map((entry) => entry.text).join('\n');
+      for (const [option, { field }] of Object.entries(cliOptions(PROVIDER_FIELDS, 'create', kind).bindings)) {
+        assert.match(field.kinds === undefined ? every : own, new RegExp(`--${option}\\b`), `provider add ${kind} --help names --${option}`);
+      }
+    }
+    assertHelpNames(PROVIDER_FIELDS, 'provider update', 'update');
+    for (const field of PROVIDER_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  for (const kind of ['oidc', 'github', 'ldap']) {
+    it(`reads back ${kind === 'ldap' ? 'a directory' : `a provider of kind ${kind}`} with every field the same through the command and the admin API, its secret never`, async (t) => {
+      const every = EVERY_PROVIDER_FIELD[kind]!;
+      const { kind: _kind, ...options } = every;
+      const { args, stdin } = argumentsOf(PROVIDER_FIELDS, 'create', options);
+      const added = await runTessera(['provider', 'add', kind, ...args, '--json'], { TESSERA_DATABASE: server.config.database }, stdin);
+      assert.equal(added.code, 0, added.stderr);
+      assert.deepEqual(comparable(JSON.parse(added.stdout) as Record<string, unknown>), answerOf(every), 'the command adds every field');
+      const path = `/providers/${String(every['id'])}`;
+      t.after(() => api('DELETE', path));
+      assert.deepEqual(comparable((await api('GET', path)).body), answerOf(every), 'the admin API reads what the command wrote');
+      assert.equal((await api('DELETE', path)).status, 204);
+
+      const fromApi = await api('POST', '/providers', every);
+      assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+      assert.deepEqual(comparable(fromApi.body), answerOf(every), 'the admin API adds every field');
+      assert.ok(!JSON.stringify(fromApi.body).includes(' secret'), 'never a secret in an answer');
+
+      // Every option of an update through the command, then every field back through the admin API.
+      const { id: _id, only: _only, ...changes } = options;
+      const renamed = { ...changes, name: `Renamed ${kind}`, position: 3 };
+      const update = argumentsOf(PROVIDER_FIELDS, 'update', renamed);
+      const changed = await runTessera(['provider', 'update', String(every['id']), ...update.args, '--no-only', '--json'], { TESSERA_DATABASE: server.config.database }, update.stdin);
+      assert.equal(changed.code, 0, changed.stderr);
+      const after = (await api('GET', path)).body;
+      assert.deepEqual([after['name'], after['position'], after['only']], [`Renamed ${kind}`, 3, false]);
+      const patched = await api('PATCH', path, { ...changes, only: true });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      assert.deepEqual(comparable(patched.body), answerOf(every), 'the admin API changes every field an update takes');
+    });
+  }
+});

@@ -15,6 +15,7 @@ import { optionLabel, parse, UsageError, type Command, type Io } from './common.
 import { groupHelp, groups, helpHint, suggestion, usageLines } from './help.ts';
 import { cliUsageParts } from '../flows/manage/fields/field.ts';
 import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
+import { PROVIDER_FIELDS, PROVIDER_KIND_CHOICES } from '../flows/manage/fields/providers.ts';
 import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
@@ -31,6 +32,12 @@ import { USER_COMMANDS } from './users.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
+
+/** `provider add KIND`: a line for each kind with what it takes, then what any kind takes. */
+const PROVIDER_ADD_USAGE = [
+  ...PROVIDER_KIND_CHOICES.map((kind) => usageLines(`provider add ${kind}`, cliUsageParts(PROVIDER_FIELDS.filter((field) => 'kinds' in field || ('required' in field && field.required)), 'create', kind))),
+  usageLines('provider add', [...cliUsageParts(PROVIDER_FIELDS.filter((field) => !('kinds' in field) && !('required' in field)), 'create'), '[--json]'], { head: '             any kind:' }),
+].join('\n');
 
 export const USAGE = `Usage: tessera <command> [options]
 
@@ -95,15 +102,7 @@ ${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update')
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
-  provider add oidc --name NAME --issuer URL --client-id ID [--client-secret-stdin] [--scope SCOPE ...]
-               [--trust-upstream-mfa]
-  provider add github --name NAME --client-id ID --client-secret-stdin [--allowed-organization ORG ...]
-               [--api-url URL --web-url URL]
-  provider add ldap --name NAME --url ldaps://HOST --user-search-base DN [--user-filter "(uid={username})"]
-               [--bind-dn DN --bind-password-stdin] [--start-tls] [--group-search-base DN]
-               [--group-filter "(member={dn})"]
-             any kind: [--id ID] [--position N] [--only] [--allow-linking] [--allowed-domain DOMAIN ...]
-               [--domain DOMAIN ...] [--claim-mapping CLAIM=UPSTREAM ...] [--json]
+${PROVIDER_ADD_USAGE}
                                           Let people sign in through an OpenID provider, GitHub or an LDAP
                                           directory; prints the redirect URI to register upstream;
                                           --only: the sign-in page goes straight to it;
@@ -116,8 +115,7 @@ ${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update')
                                           register upstream before the provider is added
   provider list [--json]                  List identity providers, in the order of their buttons
   provider show ID [--json]               Show a provider's settings (never its secret)
-  provider update ID [options of add] [--no-only] [--no-allow-linking] [--no-start-tls]
-               [--no-group-search] [--no-trust-upstream-mfa] [--json]
+${usageLines('provider update ID', [...cliUsageParts(PROVIDER_FIELDS, 'update'), '[--json]'])}
                                           Change a provider; a secret given replaces the stored one
   provider remove ID                      Remove a provider; the users it created stay
   user add --username NAME --password-stdin [--name "Full Name"] [--email ADDRESS]

@@ -20,6 +20,7 @@ import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { apiFormPage, appFormPage } from '../src/ui/console.ts';
+import { providerFormPage } from '../src/ui/console-providers.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -338,6 +339,31 @@ describe('the provider field table in every door', () => {
     }
     assertHelpNames(PROVIDER_FIELDS, 'provider update', 'update');
     for (const field of PROVIDER_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it("puts every row with a control in the console's form of each kind it applies to, and reads back what it shows but the secrets", () => {
+    for (const kind of kinds) {
+      const every = EVERY_PROVIDER_FIELD[kind]!;
+      const values = formValues(PROVIDER_FIELDS, every);
+      const view = { title: 'Provider', action: '/c/i', submit: 'Add', kind, values, cancel: '/c/i' };
+      const page = providerFormPage(consoleFrame('/console/providers/new'), { ...view, edit: null });
+      const editPage = providerFormPage(consoleFrame('/console/providers/x'), { ...view, edit: { original: 'x', facts: [] } });
+      for (const field of PROVIDER_FIELDS) {
+        if (field.form === null) continue;
+        assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+        const applies = !('kinds' in field) || (field.kinds as readonly string[]).includes(kind);
+        assert.equal(new RegExp(`name="${field.name}"`).test(page), applies && field.create, `the ${kind} form has ${field.name}`);
+        assert.equal(new RegExp(`name="${field.name}"`).test(editPage), applies && field.update, `the ${kind} edit form has ${field.name}`);
+      }
+      assert.doesNotMatch(editPage, /type="password"[^>]* value="[^"]/, 'a secret is never filled in');
+      const posted: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(values)) if (value !== false && value !== '') posted[name] = value === true ? 'on' : (value as string);
+      const input = inputOf(PROVIDER_FIELDS, postedValues(PROVIDER_FIELDS, posted), Object.keys(every));
+      for (const field of PROVIDER_FIELDS.filter((row) => row.form !== null && every[row.name] !== undefined)) {
+        // A secret is not shown, so not posted back: left empty, the stored one stays.
+        assert.deepEqual(input[field.name], field.form?.control === 'secret' ? undefined : every[field.name], `${kind} ${field.name} through the form`);
+      }
+    }
   });
 
   for (const kind of ['oidc', 'github', 'ldap']) {

@@ -14,7 +14,7 @@ import { isMessageKey, type MessageKey } from './i18n.ts';
 import { csrfField, layout, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
-export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'events', 'keys'] as const;
+export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'keys'] as const;
 export type ConsoleSection = (typeof CONSOLE_SECTIONS)[number];
 
 /** What every console page is rendered with. */
@@ -32,6 +32,7 @@ const SECTION_NAMES: Readonly<Record<ConsoleSection, MessageKey>> = {
   users: 'console.nav.users',
   apps: 'console.nav.apps',
   apis: 'console.nav.apis',
+  providers: 'console.nav.providers',
   events: 'console.nav.events',
   keys: 'console.nav.keys',
 };

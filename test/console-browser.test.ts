@@ -14,7 +14,9 @@ import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { createClient, updateClient } from '../src/flows/manage/clients.ts';
 import { addResource, updateResource } from '../src/flows/manage/resources.ts';
+import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
+import { runTessera } from './helpers/cli.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
@@ -298,6 +300,9 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       '/console/users/dorothy/reset-second-factor', '/console/apps', '/console/apps/new', `/console/apps/${app.clientId}`, `/console/apps/${app.clientId}/rotate`,
       `/console/apps/${app.clientId}/remove`, `/console/apps/${selfRegistered.id}`, '/console/apis', '/console/apis/new', `/console/apis/${api}`, `/console/apis/${api}/remove`, '/console/events', '/console/events?type=signin.succeeded&since=1h', '/console/keys', '/console/keys/rotate',
     ];
+    const directory = await runTessera(['provider', 'add', 'ldap', '--name', 'Staff Directory', '--url', 'ldaps://ldap.example.com', '--user-search-base', 'ou=people,dc=example,dc=com'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(directory.code, 0, directory.stderr);
+    paths.push('/console/providers', '/console/providers/new?kind=oidc', '/console/providers/new?kind=github', '/console/providers/new?kind=ldap', '/console/providers/staff-directory', '/console/providers/staff-directory/remove');
     const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => phone.close());
     const small = await phone.newPage();
@@ -568,6 +573,77 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
    * server never sees its signature counter go back. Without the first test (run alone), the
    * admin adds a first passkey after the password.
    */
+  it('adds an OpenID provider that links accounts and is trusted for a second factor, edits it keeping its secret, refuses a stale edit, and removes it', async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Identity providers' }).click();
+    await page.getByRole('heading', { name: 'Identity providers', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Add an OpenID provider' }).click();
+    // The form has the OpenID provider's fields, not GitHub's or a directory's.
+    assert.equal(await page.getByLabel('Directory address (ldaps:// or ldap://)').count(), 0);
+    assert.equal(await page.getByLabel('GitHub organisations allowed, one a line').count(), 0);
+    await page.getByLabel('Name on its sign-in button').fill('Team <ID>');
+    await page.getByLabel('Issuer URL').fill('ftp://id.example.com');
+    await page.getByLabel('Client ID').fill('tessera-client');
+    await page.getByLabel('Client secret').fill('upstream secret');
+    await page.getByLabel('Scopes asked for, one a line').fill('openid\nemail');
+    await page.getByLabel('Count its second factor (amr “mfa”) as a second factor here').check();
+    await page.getByLabel('Sign existing people in by their verified e-mail address').check();
+    const refused = page.waitForResponse((answer) => answer.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    assert.equal((await refused).status(), 400);
+    assert.match(await page.getByRole('alert').innerText(), /^Not done: .*issuer ftp:\/\/id\.example\.com: must be https/s);
+    assert.equal(await page.getByLabel('Name on its sign-in button').inputValue(), 'Team <ID>', 'what was typed is kept');
+    assert.equal(await page.getByLabel('Client secret').inputValue(), '', 'but never the secret');
+    await page.getByLabel('Issuer URL').fill('https://id.example.com');
+    await page.getByLabel('Client secret').fill('upstream secret');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    await page.getByText('The provider is added. Register its redirect URI with it, above.').waitFor();
+    assert.equal(await page.locator('dt:text-is("Redirect URI to register with the provider") + dd').innerText(), upstreamRedirectUri(server.config.issuer, 'team-id'));
+    assert.equal(await page.locator('dt:text-is("Secret stored") + dd').innerText(), 'Yes');
+    const added = await server.store.identityProviders.get('team-id');
+    assert.deepEqual([added?.name, added?.settings['trustUpstreamMfa'], added?.settings['allowLinking'], added?.settings['scopes']], ['Team <ID>', true, true, ['openid', 'email']]);
+    const sealed = added?.secret;
+    assert.ok(sealed !== null && sealed !== undefined && !JSON.stringify(sealed).includes('upstream secret'), 'the secret is stored sealed');
+    const [created] = await server.store.events.list({ type: 'provider.created', limit: 1 });
+    assert.equal(created?.detail['operator'], 'grace');
+
+    // An edit that leaves the secret empty keeps it.
+    await page.getByLabel('Name on its sign-in button').fill('Team ID');
+    await page.getByLabel('Count its second factor (amr “mfa”) as a second factor here').uncheck();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved.').waitFor();
+    const saved = await server.store.identityProviders.get('team-id');
+    assert.deepEqual([saved?.name, saved?.settings['trustUpstreamMfa'], saved?.settings['allowLinking']], ['Team ID', false, true]);
+    assert.deepEqual(saved?.secret, sealed, 'the secret as it was');
+
+    // Someone else changes it meanwhile: the edit is refused with their change shown.
+    await page.getByLabel('Position among the sign-in buttons').fill('5');
+    const changed = await runTessera(['provider', 'update', 'team-id', '--issuer', 'https://login.example.com'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(changed.code, 0, changed.stderr);
+    const stale = page.waitForResponse((answer) => answer.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Save' }).click();
+    assert.equal((await stale).status(), 409);
+    await page.getByRole('alert').getByText('Not saved: someone else changed this provider after you opened it.').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /https:\/\/id\.example\.com → https:\/\/login\.example\.com/);
+    assert.equal(await page.getByLabel('Issuer URL').inputValue(), 'https://login.example.com');
+    assert.equal(await page.getByLabel('Position among the sign-in buttons').inputValue(), '5', "with the operator's change over it");
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved.').waitFor();
+    assert.equal((await server.store.identityProviders.get('team-id'))?.position, 5);
+
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Identity providers' }).click();
+    const item = page.getByRole('main').getByRole('listitem').filter({ hasText: 'Team ID' });
+    assert.match(await item.innerText(), /links accounts/);
+    await item.getByRole('link', { name: 'Team ID' }).click();
+    await page.getByRole('link', { name: 'Remove Team ID' }).click();
+    await page.getByText('Remove Team ID (team-id)? Nobody signs in through it any more').waitFor();
+    await page.getByRole('button', { name: 'Remove Team ID' }).click();
+    await page.getByText('The provider was removed').waitFor();
+    assert.equal(await server.store.identityProviders.get('team-id'), null);
+  });
+
   async function signInAdmin(page: Page): Promise<void> {
     if (adminPasskey !== null) {
       const { cdp, authenticatorId } = authenticators.get(page)!;

@@ -14,10 +14,14 @@ import { USAGE } from '../src/cli/main.ts';
 import { usageEntries } from '../src/cli/help.ts';
 import { optionLabel } from '../src/cli/common.ts';
 import { CLIENT_FIELDS } from '../src/flows/manage/fields/clients.ts';
-import { cliOptions, formKeys, formValues, inputOf, postedValues, type Field } from '../src/flows/manage/fields/field.ts';
+import { cliOptions, formKeys, formValues, inputOf, postedValues, type Field, type FieldTable } from '../src/flows/manage/fields/field.ts';
 import { USER_FIELDS } from '../src/flows/manage/fields/users.ts';
+import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
+import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
+import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
-import { appFormPage, userFormPage } from '../src/ui/console.ts';
+import { apiFormPage, appFormPage, userFormPage } from '../src/ui/console.ts';
+import { providerFormPage } from '../src/ui/console-providers.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -46,26 +50,68 @@ const EVERY_CLIENT_FIELD: Readonly<Record<string, unknown>> = {
 
 const writable = (field: Field) => field.create || field.update;
 
-describe('the client field table in every door', () => {
-  let server: TestServer;
-  let token: string;
+/** An admin API operation as its OpenAPI document has it. */
+interface OpenApiOperation {
+  requestBody?: { content: Record<string, { schema: { properties: Record<string, { writeOnly?: boolean; readOnly?: boolean }> } }> };
+  responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }>;
+}
+type OpenApiDocument = { paths: Record<string, Record<string, OpenApiOperation>> };
 
-  before(async () => {
-    server = await startTestServer();
-    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:clients' });
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
+const requestFields = (operation: OpenApiOperation) => Object.keys(operation.requestBody!.content['application/json']!.schema.properties);
+const answerFields = (operation: OpenApiOperation, status: string) => Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
+
+/** Every row of `table` in the OpenAPI document: in the request of each operation that takes it, in every answer unless write-only. */
+function assertOpenApiHas(document: OpenApiDocument, table: FieldTable, paths: { readonly collection: string; readonly item: string }): void {
+  const create = document.paths[paths.collection]!['post']!;
+  const update = document.paths[paths.item]!['patch']!;
+  const read = document.paths[paths.item]!['get']!;
+  for (const field of table) {
+    assert.equal(requestFields(create).includes(field.name), field.create, `POST ${paths.collection} body: ${field.name}`);
+    assert.equal(requestFields(update).includes(field.name), field.update, `PATCH ${paths.item} body: ${field.name}`);
+    if (field.writeOnly) {
+      assert.equal(create.requestBody!.content['application/json']!.schema.properties[field.name]?.writeOnly, true, `${field.name} is write-only`);
+      assert.ok(!answerFields(read, '200').includes(field.name), `GET ${paths.item} never answers ${field.name}`);
+      continue;
+    }
+    assert.ok(answerFields(read, '200').includes(field.name), `GET ${paths.item} answer: ${field.name}`);
+    assert.ok(answerFields(create, '201').includes(field.name), `POST ${paths.collection} answer: ${field.name}`);
+  }
+}
+
+/** Every option of the table's command for `operation` named in its help (for a noun of `kind`, those that apply). */
+function assertHelpNames(table: FieldTable, command: string, operation: 'create' | 'update', kind?: string): void {
+  const help = usageEntries(USAGE).find((entry) => entry.name === command)!.text;
+  for (const option of Object.keys(cliOptions(table, operation, kind).options)) {
+    const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
+    assert.match(help, named, `${command} --help names --${option}`);
+  }
+}
+
+let server: TestServer;
+let token: string;
+
+before(async () => {
+  server = await startTestServer();
+  const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: ADMIN_SCOPES.join(' ') });
+  const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+  token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
+});
+after(() => server.close());
+
+/** The admin API, with a token holding every admin scope. */
+async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+  const response = await fetch(`${server.url}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  after(() => server.close());
+  return { status: response.status, headers: response.headers, body: response.status === 204 ? {} : ((await response.json()) as Record<string, unknown>) };
+}
 
-  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const response = await fetch(`${server.url}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
-  };
+/** A console frame to render a page with, outside a request. */
+const consoleFrame = (here: string) => ({ ui: { site: server.config.site, t: messages('en'), here }, csrf: 'x', operator: { name: 'Ada', role: 'admin' }, section: 'apis', paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', providers: '/c/i', events: '/c/e', keys: '/c/k' } }) as never;
+
+describe('the client field table in every door', () => {
 
   it('has the table cover every field the test sets, and each writable field a value here', () => {
     // jwks_uri is the other way to give jwks (one or the other): it has a case of its own below.
@@ -74,18 +120,8 @@ describe('the client field table in every door', () => {
   });
 
   it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer', async () => {
-    const document = (await api('GET', '/openapi.json')).body as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown> } }> }; responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }> }>> };
-    const create = document.paths['/clients']!['post']!;
-    const update = document.paths['/clients/{client_id}']!['patch']!;
-    const read = document.paths['/clients/{client_id}']!['get']!;
-    const body = (operation: typeof create) => Object.keys(operation.requestBody!.content['application/json']!.schema.properties);
-    const answer = (operation: typeof create, status: string) => Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
-    for (const field of CLIENT_FIELDS) {
-      assert.equal(body(create).includes(field.name), field.create, `POST /clients body: ${field.name}`);
-      assert.equal(body(update).includes(field.name), field.update, `PATCH /clients body: ${field.name}`);
-      assert.ok(answer(read, '200').includes(field.name), `GET /clients/{client_id} answer: ${field.name}`);
-      assert.ok(answer(create, '201').includes(field.name), `POST /clients answer: ${field.name}`);
-    }
+    const document = (await api('GET', '/openapi.json')).body as unknown as OpenApiDocument;
+    assertOpenApiHas(document, CLIENT_FIELDS, { collection: '/clients', item: '/clients/{client_id}' });
   });
 
   it("puts every row with a control in the console's form, with a label in every language", () => {
@@ -108,15 +144,8 @@ describe('the client field table in every door', () => {
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
-    const entries = usageEntries(USAGE);
-    for (const operation of ['create', 'update'] as const) {
-      const command = operation === 'create' ? 'client add' : 'client update';
-      const help = entries.find((entry) => entry.name === command)!.text;
-      for (const option of Object.keys(cliOptions(CLIENT_FIELDS, operation).options)) {
-        const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
-        assert.match(help, named, `${command} --help names --${option}`);
-      }
-    }
+    assertHelpNames(CLIENT_FIELDS, 'client add', 'create');
+    assertHelpNames(CLIENT_FIELDS, 'client update', 'update');
     for (const field of CLIENT_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
@@ -168,6 +197,207 @@ describe('the client field table in every door', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+/** A value for each writable API field, each unlike its default, that the rules accept together. */
+const EVERY_RESOURCE_FIELD: Readonly<Record<string, unknown>> = {
+  identifier: 'https://every.example/api',
+  name: 'Every Field',
+  scopes: [{ name: 'every:read', description: 'See everything' }, { name: 'every:write', description: 'Change everything' }],
+  access_token_ttl: 600,
+  signing_alg: 'ES256',
+  introspection_secret: true,
+};
+
+describe('the API (resource) field table in every door', () => {
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual(Object.keys(EVERY_RESOURCE_FIELD).sort(), RESOURCE_FIELDS.filter(writable).map((field) => field.name).sort());
+  });
+
+  it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer but the write-only', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, RESOURCE_FIELDS, { collection: '/resources', item: '/resources/{identifier}' });
+  });
+
+  it("puts every row with a control in the console's form, and reads back what it shows", () => {
+    const values = formValues(RESOURCE_FIELDS, EVERY_RESOURCE_FIELD);
+    const page = apiFormPage(consoleFrame('/console/apis/new'), { title: 'New', action: '/c/p', submit: 'Register', values, edit: null, cancel: '/c/p' });
+    const editPage = apiFormPage(consoleFrame('/console/apis/x'), { title: 'Edit', action: '/c/p/x', submit: 'Save', values, edit: { original: 'x', identifier: 'x' }, cancel: '/c/p' });
+    for (const field of RESOURCE_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.equal(new RegExp(`name="${field.name}"`).test(page), field.create, `the registration form has ${field.name}`);
+      assert.equal(new RegExp(`name="${field.name}"`).test(editPage), field.update, `the edit form has ${field.name}`);
+    }
+    const posted: Record<string, string> = {};
+    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : String(value);
+    const input = inputOf(RESOURCE_FIELDS, postedValues(RESOURCE_FIELDS, posted), Object.keys(values));
+    for (const field of RESOURCE_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_RESOURCE_FIELD[field.name], `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    assertHelpNames(RESOURCE_FIELDS, 'resource add', 'create');
+    assertHelpNames(RESOURCE_FIELDS, 'resource update', 'update');
+    for (const field of RESOURCE_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back an API with every field the same through the command and the admin API, and each change of an update', async () => {
+    const e = EVERY_RESOURCE_FIELD as { identifier: string; name: string; scopes: { name: string; description: string }[]; access_token_ttl: number; signing_alg: string };
+    const { introspection_secret: _asked, ...registered } = EVERY_RESOURCE_FIELD;
+    const expected = { ...registered, introspection: true };
+    const withoutSecret = ({ introspection_secret: _, ...rest }: Record<string, unknown>) => rest;
+    const added = await runTessera([
+      'resource', 'add', '--identifier', e['identifier'], '--name', e['name'], ...e['scopes'].flatMap((scope) => ['--scope', `${scope.name}=${scope.description}`]),
+      '--access-token-ttl', String(e['access_token_ttl']), '--signing-alg', e['signing_alg'], '--introspection-secret', '--json',
+    ], { TESSERA_DATABASE: server.config.database });
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(String((JSON.parse(added.stdout) as Record<string, unknown>)['introspection_secret']), /^[\w-]{43}$/, 'the secret, once');
+    const path = `/resources/${encodeURIComponent(e['identifier'])}`;
+    assert.deepEqual((await api('GET', path)).body, expected, 'the command registers every field');
+    assert.equal((await api('DELETE', path)).status, 204);
+
+    const fromApi = await api('POST', '/resources', EVERY_RESOURCE_FIELD);
+    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+    assert.match(String(fromApi.body['introspection_secret']), /^[\w-]{43}$/);
+    assert.deepEqual(withoutSecret(fromApi.body), expected, 'the admin API registers every field');
+    assert.deepEqual(formValues(RESOURCE_FIELDS, (await api('GET', path)).body), { ...formValues(RESOURCE_FIELDS, EVERY_RESOURCE_FIELD), introspection_secret: false }, 'the console form shows what was registered');
+
+    const changed = await runTessera(['resource', 'update', e['identifier'], '--name', 'Renamed', '--scope', 'every:read=See it all', '--default-access-token-ttl', '--signing-alg', 'RS256', '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(changed.code, 0, changed.stderr);
+    const read = (await api('GET', path)).body;
+    assert.deepEqual([read['name'], read['scopes'], read['access_token_ttl'], read['signing_alg']], ['Renamed', [{ name: 'every:read', description: 'See it all' }], null, 'RS256']);
+    const patched = await api('PATCH', path, { name: 'Every Field', scopes: EVERY_RESOURCE_FIELD['scopes'], access_token_ttl: 600, signing_alg: 'ES256' });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.deepEqual(patched.body, expected, 'the admin API changes every field an update takes');
+  });
+});
+
+/** A value for each writable provider field of each kind, each unlike its default, that the rules accept together. */
+const EVERY_PROVIDER_FIELD: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.fromEntries(
+  Object.entries({
+    oidc: { issuer: 'https://id.example.com', client_id: 'every-client', client_secret: 'oidc secret', scopes: ['openid', 'email'], trust_upstream_mfa: true },
+    github: { client_id: 'every-app', client_secret: 'github secret', allowed_organizations: ['octo-org'], web_url: 'https://github.example.com', api_url: 'https://github.example.com/api/v3' },
+    ldap: {
+      url: 'ldap://ldap.example.com', start_tls: true, bind_dn: 'cn=tessera,dc=example,dc=com', bind_password: 'bind secret', user_search_base: 'ou=people,dc=example,dc=com',
+      user_filter: '(mail={username})', group_search_base: 'ou=groups,dc=example,dc=com', group_filter: '(uniqueMember={dn})',
+    },
+  }).map(([kind, own]) => [kind, {
+    kind, id: `every-${kind}`, name: `Every ${kind}`, position: 7, ...own,
+    allowed_domains: ['example.com'], domains: ['example.org'], claim_mapping: { username: 'preferred_username' }, only: true, allow_linking: true,
+  }]),
+);
+
+/** The command's arguments and standard input that give `values`, option by option as the table says. */
+function argumentsOf(table: FieldTable, operation: 'create' | 'update', values: Readonly<Record<string, unknown>>): { args: string[]; stdin: string } {
+  const args: string[] = [];
+  let stdin = '';
+  for (const field of table) {
+    const value = values[field.name];
+    if (field.cli === null || !field[operation] || value === undefined) continue;
+    const option = `--${field.cli.option}`;
+    if (field.cli.stdin) {
+      args.push(option);
+      stdin = `${String(value)}\n`;
+    } else if (value === true) args.push(option);
+    else if (Array.isArray(value)) args.push(...value.flatMap((item: unknown) => [option, String(item)]));
+    else if (typeof value === 'object' && value !== null) args.push(...Object.entries(value).flatMap(([key, item]) => [option, `${key}=${String(item)}`]));
+    else args.push(option, String(value));
+  }
+  return { args, stdin };
+}
+
+describe('the provider field table in every door', () => {
+  const kinds = Object.keys(EVERY_PROVIDER_FIELD);
+  /** What an answer has of a provider given `values`: each field but the secrets, which it says are set. */
+  const answerOf = (values: Readonly<Record<string, unknown>>) => {
+    const { client_secret: clientSecret, bind_password: bindPassword, ...rest } = values;
+    return { ...rest, ...(clientSecret === undefined ? {} : { client_secret_set: true }), ...(bindPassword === undefined ? {} : { bind_password_set: true }) };
+  };
+  const comparable = (answer: Record<string, unknown>) => {
+    const { created_at: _created, updated_at: _updated, redirect_uri: _redirect, ...rest } = answer;
+    return rest;
+  };
+
+  it('has the table cover every field the test sets, for each kind', () => {
+    for (const kind of kinds) {
+      const applying = PROVIDER_FIELDS.filter((field) => writable(field) && (!('kinds' in field) || (field.kinds as readonly string[]).includes(kind)));
+      assert.deepEqual(Object.keys(EVERY_PROVIDER_FIELD[kind]!).sort(), applying.map((field) => field.name).sort(), kind);
+    }
+  });
+
+  it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer but the secrets', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, PROVIDER_FIELDS, { collection: '/providers', item: '/providers/{id}' });
+  });
+
+  it("gives every row an option of the command's for each kind it applies to, named in that kind's help and in its refusals", () => {
+    const add = usageEntries(USAGE).filter((entry) => entry.name === 'provider add');
+    for (const kind of kinds) {
+      // A kind's own options on its line; those of every kind on the line after them all.
+      const own = add.find((entry) => entry.text.startsWith(`  provider add ${kind} `))!.text;
+      const every = add.map((entry) => entry.text).join('\n');
+      for (const [option, { field }] of Object.entries(cliOptions(PROVIDER_FIELDS, 'create', kind).bindings)) {
+        assert.match(field.kinds === undefined ? every : own, new RegExp(`--${option}\\b`), `provider add ${kind} --help names --${option}`);
+      }
+    }
+    assertHelpNames(PROVIDER_FIELDS, 'provider update', 'update');
+    for (const field of PROVIDER_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it("puts every row with a control in the console's form of each kind it applies to, and reads back what it shows but the secrets", () => {
+    for (const kind of kinds) {
+      const every = EVERY_PROVIDER_FIELD[kind]!;
+      const values = formValues(PROVIDER_FIELDS, every);
+      const view = { title: 'Provider', action: '/c/i', submit: 'Add', kind, values, cancel: '/c/i' };
+      const page = providerFormPage(consoleFrame('/console/providers/new'), { ...view, edit: null });
+      const editPage = providerFormPage(consoleFrame('/console/providers/x'), { ...view, edit: { original: 'x', facts: [] } });
+      for (const field of PROVIDER_FIELDS) {
+        if (field.form === null) continue;
+        assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+        const applies = !('kinds' in field) || (field.kinds as readonly string[]).includes(kind);
+        assert.equal(new RegExp(`name="${field.name}"`).test(page), applies && field.create, `the ${kind} form has ${field.name}`);
+        assert.equal(new RegExp(`name="${field.name}"`).test(editPage), applies && field.update, `the ${kind} edit form has ${field.name}`);
+      }
+      assert.doesNotMatch(editPage, /type="password"[^>]* value="[^"]/, 'a secret is never filled in');
+      const posted: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(values)) if (value !== false && value !== '') posted[name] = value === true ? 'on' : (value as string);
+      const input = inputOf(PROVIDER_FIELDS, postedValues(PROVIDER_FIELDS, posted), Object.keys(every));
+      for (const field of PROVIDER_FIELDS.filter((row) => row.form !== null && every[row.name] !== undefined)) {
+        // A secret is not shown, so not posted back: left empty, the stored one stays.
+        assert.deepEqual(input[field.name], field.form?.control === 'secret' ? undefined : every[field.name], `${kind} ${field.name} through the form`);
+      }
+    }
+  });
+
+  for (const kind of ['oidc', 'github', 'ldap']) {
+    it(`reads back ${kind === 'ldap' ? 'a directory' : `a provider of kind ${kind}`} with every field the same through the command and the admin API, its secret never`, async (t) => {
+      const every = EVERY_PROVIDER_FIELD[kind]!;
+      const { kind: _kind, ...options } = every;
+      const { args, stdin } = argumentsOf(PROVIDER_FIELDS, 'create', options);
+      const added = await runTessera(['provider', 'add', kind, ...args, '--json'], { TESSERA_DATABASE: server.config.database }, stdin);
+      assert.equal(added.code, 0, added.stderr);
+      assert.deepEqual(comparable(JSON.parse(added.stdout) as Record<string, unknown>), answerOf(every), 'the command adds every field');
+      const path = `/providers/${String(every['id'])}`;
+      t.after(() => api('DELETE', path));
+      assert.deepEqual(comparable((await api('GET', path)).body), answerOf(every), 'the admin API reads what the command wrote');
+      assert.equal((await api('DELETE', path)).status, 204);
+
+      const fromApi = await api('POST', '/providers', every);
+      assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+      assert.deepEqual(comparable(fromApi.body), answerOf(every), 'the admin API adds every field');
+      assert.ok(!JSON.stringify(fromApi.body).includes(' secret'), 'never a secret in an answer');
+
+      // Every option of an update through the command, then every field back through the admin API.
+      const { id: _id, only: _only, ...changes } = options;
+      const renamed = { ...changes, name: `Renamed ${kind}`, position: 3 };
+      const update = argumentsOf(PROVIDER_FIELDS, 'update', renamed);
+      const changed = await runTessera(['provider', 'update', String(every['id']), ...update.args, '--no-only', '--json'], { TESSERA_DATABASE: server.config.database }, update.stdin);
+      assert.equal(changed.code, 0, changed.stderr);
+      const after = (await api('GET', path)).body;
+      assert.deepEqual([after['name'], after['position'], after['only']], [`Renamed ${kind}`, 3, false]);
+      const patched = await api('PATCH', path, { ...changes, only: true });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      assert.deepEqual(comparable(patched.body), answerOf(every), 'the admin API changes every field an update takes');
+    });
+  }
 });
 
 /** The users' table as rows of any kind (the test reads kinds the table may not have yet). */

@@ -5,7 +5,7 @@
  * option that names a file (`--jwks-file`) gives the JSON in it.
  */
 import { readFile } from 'node:fs/promises';
-import { cliOptions, type FieldTable } from '../flows/manage/fields/field.ts';
+import { cliOptions, pairsValue, type FieldTable } from '../flows/manage/fields/field.ts';
 import { UsageError } from './common.ts';
 
 /** What node:util parseArgs gives for the table's options. */
@@ -20,10 +20,23 @@ async function jsonFile(option: string, file: string): Promise<unknown> {
   }
 }
 
+/** A whole number as typed; anything else is refused here, by its option. */
+function wholeNumberOption(option: string, value: string): number {
+  if (!/^\d{1,15}$/.test(value.trim())) throw new UsageError(`--${option} ${value}: a whole number`);
+  return Number(value.trim());
+}
+
+/** What else a noun's options may need: its kind (the options that apply to it) and standard input, for a secret. */
+export interface OptionContext {
+  readonly kind?: string;
+  readonly stdin?: () => Promise<string>;
+}
+
 /**
  * The operation's input of the options given. `current` is the registration as it is (its
  * admin API JSON), for the lists an update edits; `normalize` tells a list item as stored
- * from one as typed (a web origin with a trailing slash).
+ * from one as typed (a web origin with a trailing slash). A secret comes from standard input,
+ * one at a time, its line ending dropped.
  */
 export async function inputFromOptions(
   table: FieldTable,
@@ -31,8 +44,11 @@ export async function inputFromOptions(
   values: OptionValues,
   current: Readonly<Record<string, unknown>> = {},
   normalize: Readonly<Record<string, (item: string) => string>> = {},
+  context: OptionContext = {},
 ): Promise<Record<string, unknown>> {
-  const { bindings } = cliOptions(table, operation);
+  const { bindings } = cliOptions(table, operation, context.kind);
+  const secrets = Object.entries(bindings).filter(([option, binding]) => binding.field.cli!.stdin && values[option] === true).map(([option]) => `--${option}`);
+  if (secrets.length > 1) throw new UsageError(`${secrets.join(' and ')}: only one secret can come from standard input at a time`);
   const input: Record<string, unknown> = {};
   const edits = new Map<string, { add: string[]; remove: string[] }>();
   const members = new Map<string, Record<string, string>>();
@@ -48,7 +64,7 @@ export async function inputFromOptions(
       else object[binding.member!] = value as string;
       members.set(name, object);
     } else if (effect === 'clear') {
-      if (values[field.cli!.option] !== undefined) throw new UsageError(`--${field.cli!.option} and --${option}: give one`);
+      if (values[field.cli!.option] !== undefined && values[field.cli!.option] !== false) throw new UsageError(`--${field.cli!.option} and --${option}: give one`);
       const member = Object.entries(bindings).find(([other, b]) => b.field === field && b.effect === 'member' && values[other] !== undefined);
       if (member !== undefined) throw new UsageError(`--${member[0]} and --${option}: give one`);
       input[name] = field.type.kind === 'flag' ? false : null;
@@ -58,6 +74,13 @@ export async function inputFromOptions(
       edits.set(name, edit);
     } else if (field.cli!.file) {
       input[name] = await jsonFile(option, value as string);
+    } else if (field.cli!.stdin) {
+      if (context.stdin === undefined) throw new UsageError(`--${option}: standard input cannot be read here`);
+      input[name] = (await context.stdin()).replace(/\r?\n$/, '');
+    } else if (field.type.kind === 'integer') {
+      input[name] = wholeNumberOption(option, value as string);
+    } else if (field.type.kind === 'pairs') {
+      input[name] = pairsValue(field.type, value as readonly string[]);
     } else {
       input[name] = value;
     }

@@ -54,16 +54,18 @@ export function suggestion(word: string, candidates: Iterable<string>): string {
 }
 
 /**
- * A command's line of the usage text from its parts, wrapped at `width` with the lines after
- * the first indented under its first option (so that usageEntries reads them as one command).
+ * A command's first lines in the usage text, from its words and its options (a field table's
+ * `cliUsageParts`): wrapped before `width`, each further line indented under the command's
+ * arguments, as the hand-written entries are. `head` replaces the first line's start (a line
+ * that continues the entry above, such as `any kind:`).
  */
-export function usageLines(head: string, parts: readonly string[], width = 104): string {
-  const indent = ' '.repeat(head.length + 1);
-  const lines: string[] = [head];
+export function usageLines(command: string, parts: readonly string[], { head = `  ${command}`, width = 104 }: { readonly head?: string; readonly width?: number } = {}): string {
+  const indent = ' '.repeat(2 + command.split(' ').slice(0, 2).join(' ').length + 1);
+  const lines = [head];
   for (const part of parts) {
-    const last = lines[lines.length - 1]!;
-    if (last.length + 1 + part.length <= width || last.trim() === '') lines[lines.length - 1] = `${last} ${part}`;
-    else lines.push(`${indent}${part}`);
+    const last = lines.length - 1;
+    if (`${lines[last]!} ${part}`.length > width) lines.push(`${indent}${part}`);
+    else lines[last] = `${lines[last]!} ${part}`;
   }
   return lines.join('\n');
 }

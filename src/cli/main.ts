@@ -17,6 +17,8 @@ import { optionLabel, parse, UsageError, type Command, type Io } from './common.
 import { groupHelp, groups, helpHint, suggestion, usageLines } from './help.ts';
 import { cliUsageParts } from '../flows/manage/fields/field.ts';
 import { USER_FIELDS } from '../flows/manage/fields/users.ts';
+import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
+import { PROVIDER_FIELDS, PROVIDER_KIND_CHOICES } from '../flows/manage/fields/providers.ts';
 import { assumeIssuer, reportIssuer, type AssumedIssuer } from './issuer.ts';
 import { deviceLogin, systemDeviceLoginDeps } from './device-login.ts';
 import { messages } from '../ui/i18n.ts';
@@ -37,6 +39,12 @@ export { UsageError, type Io };
 
 /** The options of the names in other languages (OIDC Core §5.2), the users' table's localized_names. */
 const LOCALIZED_USAGE = ['[--name-in TAG=NAME]...', '[--given-name-in TAG=NAME]...', '[--family-name-in TAG=NAME]...'];
+
+/** `provider add KIND`: a line for each kind with what it takes, then what any kind takes. */
+const PROVIDER_ADD_USAGE = [
+  ...PROVIDER_KIND_CHOICES.map((kind) => usageLines(`provider add ${kind}`, cliUsageParts(PROVIDER_FIELDS.filter((field) => 'kinds' in field || ('required' in field && field.required)), 'create', kind))),
+  usageLines('provider add', [...cliUsageParts(PROVIDER_FIELDS.filter((field) => !('kinds' in field) && !('required' in field)), 'create'), '[--json]'], { head: '             any kind:' }),
+].join('\n');
 
 export const USAGE = `Usage: tessera <command> [options]
 
@@ -92,27 +100,17 @@ Commands:
   client revoke-tokens CLIENT_ID          End every token of a client now: its own and those people got
                                           through it (every grant revoked); the client stays registered
   client remove CLIENT_ID                 Remove a client and everything issued to it
-  resource add --identifier URI --name NAME --scope NAME=DESCRIPTION [--scope ...]
-               [--access-token-ttl SECONDS] [--introspection-secret] [--signing-alg RS256|ES256] [--json]
+${usageLines('resource add', [...cliUsageParts(RESOURCE_FIELDS, 'create'), '[--json]'])}
                                           Register an API (RFC 8707); its scope names are unique across
                                           the server; --introspection-secret prints, once, the secret its
                                           resource server introspects tokens with; its access tokens are
                                           signed RS256 unless --signing-alg ES256
   resource list [--json]                  List registered APIs and their scopes
-  resource update URI [--name NAME] [--scope NAME=DESCRIPTION ...] [--access-token-ttl SECONDS |
-                  --default-access-token-ttl] [--signing-alg RS256|ES256] [--json]
+${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update'), '[--json]'])}
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
-  provider add oidc --name NAME --issuer URL --client-id ID [--client-secret-stdin] [--scope SCOPE ...]
-               [--trust-upstream-mfa]
-  provider add github --name NAME --client-id ID --client-secret-stdin [--allowed-organization ORG ...]
-               [--api-url URL --web-url URL]
-  provider add ldap --name NAME --url ldaps://HOST --user-search-base DN [--user-filter "(uid={username})"]
-               [--bind-dn DN --bind-password-stdin] [--start-tls] [--group-search-base DN]
-               [--group-filter "(member={dn})"]
-             any kind: [--id ID] [--position N] [--only] [--allow-linking] [--allowed-domain DOMAIN ...]
-               [--domain DOMAIN ...] [--claim-mapping CLAIM=UPSTREAM ...] [--json]
+${PROVIDER_ADD_USAGE}
                                           Let people sign in through an OpenID provider, GitHub or an LDAP
                                           directory; prints the redirect URI to register upstream;
                                           --only: the sign-in page goes straight to it;
@@ -125,18 +123,17 @@ Commands:
                                           register upstream before the provider is added
   provider list [--json]                  List identity providers, in the order of their buttons
   provider show ID [--json]               Show a provider's settings (never its secret)
-  provider update ID [options of add] [--no-only] [--no-allow-linking] [--no-start-tls]
-               [--no-group-search] [--no-trust-upstream-mfa] [--json]
+${usageLines('provider update ID', [...cliUsageParts(PROVIDER_FIELDS, 'update'), '[--json]'])}
                                           Change a provider; a secret given replaces the stored one
   provider remove ID                      Remove a provider; the users it created stay
-${usageLines('  user add', [...cliUsageParts(USER_FIELDS, 'create').slice(0, 1), '--password-stdin', ...cliUsageParts(USER_FIELDS, 'create').slice(1), ...LOCALIZED_USAGE])}
+${usageLines('user add', [...cliUsageParts(USER_FIELDS, 'create').slice(0, 1), '--password-stdin', ...cliUsageParts(USER_FIELDS, 'create').slice(1), ...LOCALIZED_USAGE])}
                                           Create a user; the password is read from standard input
   user list [--json]                      List users
   user show USERNAME [--json]             Show a user, their approvals, last sign-in, passkeys and one-time codes
   user disable USERNAME                   Disable a user: sessions end and tokens stop working at once
   user enable USERNAME                    Enable a disabled user again
   user remove USERNAME                    Remove a user and everything issued to them
-${usageLines('  user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), ...LOCALIZED_USAGE])}
+${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), ...LOCALIZED_USAGE])}
                                           Change a user's standard claims (OIDC Core §5.1; "" clears one)
                                           and names in other languages (§5.2; TAG= removes one)
                                           or their role in the operator console (/console)

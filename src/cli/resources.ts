@@ -1,39 +1,22 @@
 /** `tessera resource …`: arguments in, the operations of src/flows/manage/resources.ts, text out. */
 import type { Config } from '../config/index.ts';
-import { addResource, listResources, removeResource, resourceJson, updateResource } from '../flows/manage/resources.ts';
+import { cliOptions } from '../flows/manage/fields/field.ts';
+import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
+import { addResource, listResources, removeResource, resourceJson, updateResource, type ResourceInput, type ResourceUpdate } from '../flows/manage/resources.ts';
 import type { ResourceScope } from '../store/types.ts';
-import { operatorDeps, parse, UsageError, wholeNumber, withStore, type Io } from './common.ts';
+import { inputFromOptions, type OptionValues } from './fields.ts';
+import { operatorDeps, parse, withStore, type Io } from './common.ts';
 
-/** `--scope NAME=DESCRIPTION`. */
-function resourceScope(value: string): ResourceScope {
-  const equals = value.indexOf('=');
-  return equals < 0 ? { name: value, description: '' } : { name: value.slice(0, equals), description: value.slice(equals + 1) };
-}
+const ADD_OPTIONS = cliOptions(RESOURCE_FIELDS, 'create').options;
+const UPDATE_OPTIONS = cliOptions(RESOURCE_FIELDS, 'update').options;
+
+/** A scope as it was typed, in a refusal: `--scope NAME=DESCRIPTION`. */
+const typed = (scope: ResourceScope) => `${scope.name}${scope.description ? `=${scope.description}` : ''}`;
 
 async function resourceAdd(config: Config, args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, {
-    identifier: { type: 'string' },
-    name: { type: 'string' },
-    scope: { type: 'string', multiple: true },
-    'access-token-ttl': { type: 'string' },
-    'introspection-secret': { type: 'boolean' },
-    'signing-alg': { type: 'string' },
-    json: { type: 'boolean' },
-  });
-  const { resource, introspectionSecret: secret } = await withStore(config, (store) =>
-    addResource(
-      operatorDeps(config, store, io),
-      {
-        ...(values.identifier === undefined ? {} : { identifier: values.identifier }),
-        ...(values.name === undefined ? {} : { name: values.name }),
-        scopes: (values.scope ?? []).map(resourceScope),
-        access_token_ttl: wholeNumber(values['access-token-ttl'], 6) ?? null,
-        introspection_secret: values['introspection-secret'] === true,
-        ...(values['signing-alg'] === undefined ? {} : { signing_alg: values['signing-alg'] }),
-      },
-      (scope) => `${scope.name}${scope.description ? `=${scope.description}` : ''}`,
-    ),
-  );
+  const values = parse(args, { ...ADD_OPTIONS, json: { type: 'boolean' } }).values as OptionValues;
+  const input = (await inputFromOptions(RESOURCE_FIELDS, 'create', values)) as ResourceInput;
+  const { resource, introspectionSecret: secret } = await withStore(config, (store) => addResource(operatorDeps(config, store, io), input, typed));
   if (values.json) {
     const { introspection: _, ...described } = resourceJson(resource);
     io.stdout(`${JSON.stringify({ ...described, ...(secret === null ? {} : { introspection_secret: secret }) })}\n`);
@@ -59,26 +42,9 @@ async function resourceList(config: Config, args: string[], io: Io): Promise<voi
 }
 
 async function resourceUpdate(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(
-    args,
-    { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'access-token-ttl': { type: 'string' }, 'default-access-token-ttl': { type: 'boolean' }, 'signing-alg': { type: 'string' }, json: { type: 'boolean' } },
-    1,
-  );
-  if (values['access-token-ttl'] !== undefined && values['default-access-token-ttl']) throw new UsageError('give --access-token-ttl or --default-access-token-ttl, not both');
-  const ttl = values['default-access-token-ttl'] ? { access_token_ttl: null } : values['access-token-ttl'] === undefined ? {} : { access_token_ttl: wholeNumber(values['access-token-ttl'], 6)! };
-  const resource = await withStore(config, (store) =>
-    updateResource(
-      operatorDeps(config, store, io),
-      positionals[0]!,
-      {
-        ...(values.name === undefined ? {} : { name: values.name }),
-        ...(values.scope === undefined ? {} : { scopes: values.scope.map(resourceScope) }),
-        ...ttl,
-        ...(values['signing-alg'] === undefined ? {} : { signing_alg: values['signing-alg'] }),
-      },
-      (scope) => `${scope.name}${scope.description ? `=${scope.description}` : ''}`,
-    ),
-  );
+  const { values, positionals } = parse(args, { ...UPDATE_OPTIONS, json: { type: 'boolean' } }, 1);
+  const changes = (await inputFromOptions(RESOURCE_FIELDS, 'update', values as OptionValues)) as ResourceUpdate;
+  const resource = await withStore(config, (store) => updateResource(operatorDeps(config, store, io), positionals[0]!, changes, typed));
   if (values.json) {
     io.stdout(`${JSON.stringify(resourceJson(resource))}\n`);
     return;

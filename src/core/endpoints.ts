@@ -91,6 +91,7 @@ export const CONSOLE_PATHS = {
   users: '/console/users',
   apps: '/console/apps',
   apis: '/console/apis',
+  providers: '/console/providers',
   events: '/console/events',
   keys: '/console/keys',
 } as const;

@@ -6,7 +6,8 @@
  */
 import { SIGN_OUT_PATH } from '../core/endpoints.ts';
 import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
-import { formNames, type Field, type FieldTable, type FormValue, type FormValues } from '../flows/manage/fields/field.ts';
+import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
+import { appliesTo, formNames, type Field, type FieldTable, type FormValue, type FormValues } from '../flows/manage/fields/field.ts';
 import { USER_FIELDS } from '../flows/manage/fields/users.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -14,7 +15,7 @@ import { isMessageKey, type MessageKey } from './i18n.ts';
 import { csrfField, layout, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
-export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'events', 'keys'] as const;
+export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'keys'] as const;
 export type ConsoleSection = (typeof CONSOLE_SECTIONS)[number];
 
 /** What every console page is rendered with. */
@@ -32,6 +33,7 @@ const SECTION_NAMES: Readonly<Record<ConsoleSection, MessageKey>> = {
   users: 'console.nav.users',
   apps: 'console.nav.apps',
   apis: 'console.nav.apis',
+  providers: 'console.nav.providers',
   events: 'console.nav.events',
   keys: 'console.nav.keys',
 };
@@ -310,11 +312,19 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
   const label = t.html(form.label as MessageKey);
   const type = field.type;
   const text = typeof value === 'string' ? value : '';
+  const hintId = `${id}-hint`;
+  const described = form.hint === undefined ? null : html` aria-describedby="${hintId}"`;
+  const hint = form.hint === undefined ? null : html`<p class="hint muted" id="${hintId}">${t.html(form.hint as MessageKey, type.kind === 'integer' ? { min: type.min, max: type.max } : {})}</p>`;
   switch (form.control) {
     case 'text':
-      return html`<label for="${id}">${label}</label><input type="text" id="${id}" name="${id}" value="${text}" autocapitalize="none" spellcheck="false"${form.required ? html` required` : null}>`;
+      return html`<label for="${id}">${label}</label><input type="text" id="${id}" name="${id}" value="${text}" autocapitalize="none" spellcheck="false"${form.required ? html` required` : null}${described}>${hint}`;
+    case 'secret':
+      // Never filled in: a secret is not read back; left empty, the stored one stays.
+      return html`<label for="${id}">${label}</label><input type="password" id="${id}" name="${id}" value="" autocomplete="off"${described}>${hint}`;
+    case 'number':
+      return html`<label for="${id}">${label}</label><input type="number" id="${id}" name="${id}" value="${text}"${type.kind === 'integer' ? html` min="${String(type.min)}" max="${String(type.max)}"` : null} inputmode="numeric"${described}>${hint}`;
     case 'area':
-      return html`<label for="${id}">${label}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false">${text}</textarea>`;
+      return html`<label for="${id}">${label}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false"${described}>${text}</textarea>${hint}`;
     case 'check':
       return html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${value === true ? html` checked` : null}><label for="${id}">${label}</label></div>`;
     case 'select': {
@@ -352,9 +362,14 @@ ${members.map((member) => {
   }
 }
 
-/** A noun's form from its table: each field's control in table order, the checkboxes of the options group together at the end. */
-export function tableForm(ui: Ui, table: FieldTable, values: FormValues): SafeHtml {
-  const fields = table.filter((field) => field.form !== null);
+/**
+ * A noun's form from its table: each field's control in table order, the checkboxes of the
+ * options group together at the end. `only`: the operation the form is for (registering shows
+ * what `create` takes, editing what `update` takes) and the noun's kind (the fields that apply
+ * to it); without it, every row with a control.
+ */
+export function tableForm(ui: Ui, table: FieldTable, values: FormValues, only: { readonly operation: 'create' | 'update'; readonly kind?: string } | null = null): SafeHtml {
+  const fields = table.filter((field) => field.form !== null && (only === null || (field[only.operation] && appliesTo(field, only.kind))));
   const options = fields.filter((field) => field.form!.group === 'options');
   return html`${fields.filter((field) => field.form!.group !== 'options').map((field) => html`${formControl(ui, field, values)}
 `)}${options.length === 0 ? null : html`<fieldset><legend>${ui.t.html('console.app.options')}</legend>
@@ -423,17 +438,8 @@ export interface ApiView {
   readonly editHref: string | null;
 }
 
-/** An API's registration form, as text: what the operator typed, or the stored registration. */
-export interface ApiFormValues {
-  readonly identifier: string;
-  readonly name: string;
-  /** One scope a line, NAME=DESCRIPTION as `tessera resource add --scope` takes it. */
-  readonly scopes: string;
-  /** Seconds; empty: the server's default. */
-  readonly access_token_ttl: string;
-  readonly signing_alg: string;
-  readonly introspection_secret: boolean;
-}
+/** An API's registration form: what the operator typed, or the stored registration (fields/resources.ts through fields/field.ts). */
+export type ApiFormValues = FormValues;
 
 export interface ApiFormView {
   readonly title: string;
@@ -441,39 +447,32 @@ export interface ApiFormView {
   readonly submit: string;
   readonly values: ApiFormValues;
   /** Editing: the values as read, to find a change made meanwhile (the identifier is fixed). */
-  readonly edit: { readonly original: string } | null;
-  readonly algorithms: readonly string[];
-  readonly ttlRange: { readonly min: number; readonly max: number };
+  readonly edit: { readonly original: string; readonly identifier: string } | null;
   readonly error?: string | SafeHtml | undefined;
   /** A stale edit: the fields someone else changed meanwhile. */
   readonly otherChange?: readonly { readonly field: string; readonly before: string; readonly after: string }[] | undefined;
   readonly cancel: string;
 }
 
+/** A stale edit's warning: what someone else changed after the form was opened. */
+export function staleChange(ui: Ui, intro: MessageKey, other: ApiFormView['otherChange']): SafeHtml | null {
+  const { t } = ui;
+  if (other === undefined || other.length === 0) return null;
+  return html`<div class="alert warning" role="alert"><p>${t.html(intro)}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`;
+}
+
 export function apiFormPage(frame: ConsoleFrame, view: ApiFormView): string {
   const { ui, csrf } = frame;
   const { t } = ui;
-  const v = view.values;
-  const other = view.otherChange;
   return consolePage(frame, view.title, html`<h1>${view.title}</h1>
 ${notice(view.error, 'error')}
-${other && other.length > 0
-  ? html`<div class="alert warning" role="alert"><p>${t.html('console.api.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
-  : null}
+${staleChange(ui, 'console.api.stale', view.otherChange)}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
-${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.action}/new">` : html`<input type="hidden" name="original" value="${view.edit.original}">`}
 ${view.edit === null
-  ? html`<label for="identifier">${t.html('console.api.identifier')}</label><input type="url" id="identifier" name="identifier" value="${v.identifier}" required autocapitalize="none" spellcheck="false" aria-describedby="identifier-hint"><p class="hint muted" id="identifier-hint">${t.html('console.api.identifier.hint')}</p>`
-  : html`<dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${v.identifier}</code></dd></dl>`}
-<label for="name">${t.html('console.api.name')}</label><input type="text" id="name" name="name" value="${v.name}" required>
-<label for="scopes">${t.html('console.api.scopes')}</label><textarea id="scopes" name="scopes" rows="4" autocapitalize="none" spellcheck="false" aria-describedby="scopes-hint">${v.scopes}</textarea>
-<p class="hint muted" id="scopes-hint">${t.html('console.api.scopes.hint')}</p>
-<label for="access_token_ttl">${t.html('console.api.ttl')}</label><input type="number" id="access_token_ttl" name="access_token_ttl" value="${v.access_token_ttl}" min="${String(view.ttlRange.min)}" max="${String(view.ttlRange.max)}" inputmode="numeric" aria-describedby="ttl-hint">
-<p class="hint muted" id="ttl-hint">${t.html('console.api.ttl.hint', { min: view.ttlRange.min, max: view.ttlRange.max })}</p>
-<label for="signing_alg">${t.html('console.api.signingAlg')}</label>
-<select id="signing_alg" name="signing_alg">${view.algorithms.map((alg) => html`<option value="${alg}"${alg === v.signing_alg ? html` selected` : null}>${alg}</option>`)}</select>
-${view.edit === null ? html`<div class="check"><input type="checkbox" id="introspection_secret" name="introspection_secret" value="on"${v.introspection_secret ? html` checked` : null}><label for="introspection_secret">${t.html('console.api.introspection')}</label></div>` : null}
+  ? html`<input type="hidden" name="return_to" value="${view.action}/new">`
+  : html`<input type="hidden" name="original" value="${view.edit.original}"><dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${view.edit.identifier}</code></dd></dl>`}
+${tableForm(ui, RESOURCE_FIELDS, view.values, { operation: view.edit === null ? 'create' : 'update' })}
 <div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${view.submit}</button></div>
 </form>`);
 }

@@ -14,6 +14,7 @@ import { MAPPED_CLAIMS, providerSettings, upstreamRedirectUri, type MappedClaim 
 import { checkMayTrustProvider } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
+import { MAX_PROVIDER_NAME, MAX_PROVIDER_TEXT, PROVIDER_FIELDS } from './fields/providers.ts';
 
 /** What a provider operation is given: the management deps and the box its secrets are sealed in. */
 export interface ProviderDeps extends ManageDeps {
@@ -53,12 +54,12 @@ export interface ProviderInput {
   readonly group_filter?: string;
 }
 
-export const MAX_PROVIDER_NAME = 60;
+export { MAX_PROVIDER_NAME };
 const PROVIDER_ID = /^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/;
 /** Longer than any real secret or password; bounds what is sealed and stored. */
-const MAX_SECRET = 1024;
-const MAX_TEXT = 1024;
+const MAX_SECRET = MAX_PROVIDER_TEXT;
+const MAX_TEXT = MAX_PROVIDER_TEXT;
 
 /** A provider as `provider list|show --json` and the admin API give it: never its secret. */
 export function providerJson(provider: IdentityProviderRecord, issuer: string): Record<string, unknown> {
@@ -193,16 +194,15 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
     domains: pick(checkDomains(input.domains, 'domains'), 'domains', []),
     claimMapping: pick(checkMapping(input.claim_mapping), 'claimMapping', {}),
   };
-  const reject = (names: readonly (keyof ProviderInput)[]) => {
-    const given = names.find((name) => input[name] !== undefined);
-    if (given !== undefined) throw invalid`${field(given)} does not apply to a provider of kind ${kind}`;
-  };
+  // The fields of another kind (fields/providers.ts says which kinds each applies to).
+  const foreign = PROVIDER_FIELDS.find((row) => 'kinds' in row && !(row.kinds as readonly string[]).includes(kind) && input[row.name as keyof ProviderInput] !== undefined);
+  if (foreign !== undefined) throw invalid`${field(foreign.name)} does not apply to a provider of kind ${kind}`;
   switch (kind) {
     case 'oidc': {
-      reject(['allowed_organizations', 'web_url', 'api_url', 'url', 'start_tls', 'bind_dn', 'bind_password', 'user_search_base', 'user_filter', 'group_search_base', 'group_filter']);
       const issuer = checkText(input.issuer, 'issuer', current ? null : "the provider's issuer URL, such as https://accounts.google.com");
       const clientId = checkText(input.client_id, 'client_id', current ? null : 'the client id the provider gave Tessera');
-      const scopes = input.scopes?.map((scope) => scope.trim()).filter((scope) => scope !== '');
+      // "openid email" given as one is two scopes, as `--scope "openid email"` is.
+      const scopes = input.scopes?.flatMap((scope) => scope.split(/\s+/)).filter((scope) => scope !== '');
       if (scopes?.some((scope) => !/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(scope))) throw invalid`${field('scopes')}: scope values have no spaces, quotes or backslashes (RFC 6749 §3.3)`;
       settings['issuer'] = issuer !== undefined ? checkWebUrl(issuer, 'issuer') : was['issuer'];
       settings['clientId'] = clientId ?? was['clientId'];
@@ -211,7 +211,6 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       return { settings, secret: checkSecret(input.client_secret, 'client_secret') };
     }
     case 'github': {
-      reject(['issuer', 'scopes', 'trust_upstream_mfa', 'url', 'start_tls', 'bind_dn', 'bind_password', 'user_search_base', 'user_filter', 'group_search_base', 'group_filter']);
       const clientId = checkText(input.client_id, 'client_id', current ? null : "the OAuth app's client id");
       const secret = checkSecret(input.client_secret, 'client_secret');
       if (!current && secret === undefined) throw invalid`${field('client_secret')} is required: the OAuth app's client secret`;
@@ -224,7 +223,6 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       return { settings, secret };
     }
     case 'ldap': {
-      reject(['issuer', 'client_id', 'client_secret', 'scopes', 'trust_upstream_mfa', 'allowed_organizations', 'web_url', 'api_url']);
       const url = checkText(input.url, 'url', current ? null : "the directory's address, such as ldaps://ldap.example.com");
       const base = checkText(input.user_search_base, 'user_search_base', current ? null : 'where people are searched, such as ou=people,dc=example,dc=com');
       settings['url'] = url !== undefined ? checkLdapUrl(url) : was['url'];

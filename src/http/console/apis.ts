@@ -4,62 +4,45 @@ import { CONSOLE_PATHS } from '../../core/endpoints.ts';
 import type { RawParams } from '../../core/protocol.ts';
 import { SCOPE_DESCRIPTIONS } from '../../core/scopes.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
-import { ACCESS_TOKEN_TTL_RANGE, addResource, API_SIGNING_ALGORITHMS, getResource, listResources, removeResource, updateResource } from '../../flows/manage/resources.ts';
+import { formValues, inputOf, postedValues, sameValue } from '../../flows/manage/fields/field.ts';
+import { RESOURCE_FIELDS } from '../../flows/manage/fields/resources.ts';
+import { addResource, getResource, listResources, removeResource, resourceJson, updateResource, type ResourceInput, type ResourceUpdate } from '../../flows/manage/resources.ts';
 import type { ResourceRecord, ResourceScope } from '../../store/types.ts';
 import { apiFormPage, apisPage, confirmPage, shownOncePage, type ApiFormValues } from '../../ui/console.ts';
 import { html, type SafeHtml } from '../../ui/html.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
-import { apiPath, consoleKit, lines, reasonOf, single } from './kit.ts';
+import { apiPath, consoleKit, reasonOf, shown, single } from './kit.ts';
 
-/** An API's form of a stored registration: its scopes one a line, as `resource add --scope NAME=DESCRIPTION`. */
-function apiFormOf(resource: ResourceRecord): ApiFormValues {
-  return {
-    identifier: resource.identifier,
-    name: resource.name,
-    scopes: resource.scopes.map((scope) => `${scope.name}=${scope.description}`).join('\n'),
-    access_token_ttl: resource.accessTokenTtl === null ? '' : String(resource.accessTokenTtl),
-    signing_alg: resource.signingAlg,
-    introspection_secret: resource.introspectionSecretHash !== null,
-  };
-}
+/** An API's form of a stored registration: its admin API JSON, through the table (fields/resources.ts). */
+const apiFormOf = (resource: ResourceRecord): ApiFormValues => formValues(RESOURCE_FIELDS, resourceJson(resource));
 
-/** What an API's edit compares: the identifier is fixed, the introspection secret is the command's. */
-const API_FORM_KEYS = ['name', 'scopes', 'access_token_ttl', 'signing_alg'] as const;
+/** What a new API's form starts with: `tessera resource add`'s defaults. */
+const NEW_API: ApiFormValues = formValues(RESOURCE_FIELDS, { signing_alg: 'RS256' });
 
-function postedApi(form: RawParams): ApiFormValues {
-  return {
-    identifier: single(form, 'identifier', 1100),
-    name: single(form, 'name', 200),
-    // Lines trimmed and blank ones dropped, so that retyping the same scopes is no change.
-    scopes: lines(single(form, 'scopes', 64 * 1024)).join('\n'),
-    access_token_ttl: single(form, 'access_token_ttl', 12).trim(),
-    signing_alg: single(form, 'signing_alg', 10),
-    introspection_secret: form['introspection_secret'] === 'on',
-  };
-}
+/** The fields a form gives when registering, and those an edit compares (the identifier is fixed, the introspection secret is asked for once). */
+const CREATE_KEYS: readonly string[] = RESOURCE_FIELDS.filter((field) => field.create && field.form !== null).map((field) => field.name);
+const UPDATE_KEYS: readonly string[] = RESOURCE_FIELDS.filter((field) => field.update && field.form !== null).map((field) => field.name);
 
-/** Scopes typed one a line as NAME=DESCRIPTION; a line without `=` is a name without a description, which the operation refuses by its line. */
-const scopesOf = (text: string): ResourceScope[] =>
-  lines(text).map((line) => {
-    const at = line.indexOf('=');
-    return at === -1 ? { name: line, description: '' } : { name: line.slice(0, at).trim(), description: line.slice(at + 1).trim() };
-  });
+const postedApi = (form: RawParams): ApiFormValues => postedValues(RESOURCE_FIELDS, form);
 
-/** An empty lifetime is the server's default; anything else the operation checks as seconds. */
-const ttlOf = (text: string): number | null => (text === '' ? null : Number(text));
+/** Form values as the operation's input, only the fields in `names`. */
+const inputOfApi = (values: ApiFormValues, names: readonly string[]) => inputOf(RESOURCE_FIELDS, values, names);
 
 const encodeApi = (values: ApiFormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
 
 function decodeApi(text: string): ApiFormValues | null {
   try {
     const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
-    return API_FORM_KEYS.every((key) => typeof parsed[key] === 'string') ? (parsed as unknown as ApiFormValues) : null;
+    return UPDATE_KEYS.every((key) => typeof parsed[key] === 'string') ? (parsed as ApiFormValues) : null;
   } catch {
     return null;
   }
 }
+
+/** A scope as the form has it, in a refusal: its line. */
+const scopeLine = (scope: ResourceScope) => `${scope.name}=${scope.description}`;
 
 export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { deps, pages, page, change, confirm, frame, manage, may } = consoleKit(app, options);
@@ -83,7 +66,6 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
 
   const API_NOTICES: Readonly<Record<string, MessageKey>> = { added: 'console.apis.added', saved: 'console.apis.saved', removed: 'console.apis.removed' };
   const identifierOf = (request: FastifyRequest) => (request.params as { identifier: string }).identifier;
-  const apiAlgorithms: readonly string[] = API_SIGNING_ALGORITHMS;
 
   const apiForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: ApiFormValues, edit: ResourceRecord | null, extra: { error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {}) => {
     const f = frame(request, reply, 'apis');
@@ -93,31 +75,22 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
       action: edit === null ? CONSOLE_PATHS.apis : apiPath(edit.identifier),
       submit: t.text(edit === null ? 'console.api.create' : 'console.app.save'),
       values,
-      edit: edit === null ? null : { original: encodeApi(apiFormOf(edit)) },
-      algorithms: apiAlgorithms,
-      ttlRange: ACCESS_TOKEN_TTL_RANGE,
+      edit: edit === null ? null : { original: encodeApi(apiFormOf(edit)), identifier: edit.identifier },
       cancel: CONSOLE_PATHS.apis,
       ...extra,
     }));
   };
 
   app.get(`${CONSOLE_PATHS.apis}/new`, confirm('resources'), async (request, reply) =>
-    apiForm(request, reply, 200, { identifier: '', name: '', scopes: '', access_token_ttl: '', signing_alg: 'RS256', introspection_secret: false }, null));
+    apiForm(request, reply, 200, NEW_API, null));
 
   app.post(CONSOLE_PATHS.apis, change('resources'), async (request, reply) => {
     const values = postedApi(rawForm(request));
+    // As `resource add`: a field left empty is not given, so the operation's defaults apply.
+    const given = CREATE_KEYS.filter((key) => values[key] !== '' && values[key] !== false);
     let added;
     try {
-      const ttl = ttlOf(values.access_token_ttl);
-      added = await addResource(manage(request), {
-        identifier: values.identifier.trim(),
-        name: values.name,
-        scopes: scopesOf(values.scopes),
-        access_token_ttl: ttl,
-        // A form posted without the menu: the operation's default.
-        ...(values.signing_alg === '' ? {} : { signing_alg: values.signing_alg }),
-        introspection_secret: values.introspection_secret,
-      }, (scope) => `${scope.name}=${scope.description}`);
+      added = await addResource(manage(request), inputOfApi(values, given) as ResourceInput, scopeLine);
     } catch (error) {
       if (!(error instanceof ManageError)) throw error;
       return apiForm(request, reply, MANAGE_STATUS[error.kind], values, null, { error: reasonOf(frame(request, reply, 'apis').ui, error) });
@@ -144,26 +117,23 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     const now = apiFormOf(current);
     const original = decodeApi(single(form, 'original', 64 * 1024)) ?? now;
     const posted = postedApi(form);
-    const values = { ...posted, identifier: current.identifier, signing_alg: posted.signing_alg || original.signing_alg, introspection_secret: false };
+    // A form posted without the menu: the algorithm as it was.
+    const values: ApiFormValues = { ...posted, identifier: current.identifier, introspection_secret: false, signing_alg: posted['signing_alg'] || original['signing_alg'] || '' };
     // APIs carry no version: the values the form was opened with stand for it. Someone else's
     // change meanwhile refuses the edit with their change shown (as an app's stale edit is).
-    const otherChange = API_FORM_KEYS.filter((key) => now[key] !== original[key]).map((key) => ({ field: key, before: String(original[key]).replace(/\n/g, ', '), after: String(now[key]).replace(/\n/g, ', ') }));
-    const changed = API_FORM_KEYS.filter((key) => values[key] !== original[key]);
+    const ui = frame(request, reply, 'apis').ui;
+    const otherChange = UPDATE_KEYS.filter((key) => !sameValue(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
+    const changed = UPDATE_KEYS.filter((key) => !sameValue(values[key], original[key]));
     if (otherChange.length > 0) {
       const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as ApiFormValues;
       return apiForm(request, reply, 409, merged, current, { otherChange });
     }
     if (changed.length === 0) return reply.redirect(`${CONSOLE_PATHS.apis}?done=saved`, 303);
     try {
-      await updateResource(manage(request), current.identifier, {
-        ...(changed.includes('name') ? { name: values.name } : {}),
-        ...(changed.includes('scopes') ? { scopes: scopesOf(values.scopes) } : {}),
-        ...(changed.includes('access_token_ttl') ? { access_token_ttl: ttlOf(values.access_token_ttl) } : {}),
-        ...(changed.includes('signing_alg') ? { signing_alg: values.signing_alg } : {}),
-      }, (scope) => `${scope.name}=${scope.description}`);
+      await updateResource(manage(request), current.identifier, inputOfApi(values, changed) as ResourceUpdate, scopeLine);
     } catch (error) {
       if (!(error instanceof ManageError)) throw error;
-      return apiForm(request, reply, MANAGE_STATUS[error.kind], values, current, { error: reasonOf(frame(request, reply, 'apis').ui, error) });
+      return apiForm(request, reply, MANAGE_STATUS[error.kind], values, current, { error: reasonOf(ui, error) });
     }
     return reply.redirect(`${CONSOLE_PATHS.apis}?done=saved`, 303);
   });

@@ -26,7 +26,15 @@ export type FieldKind =
   /** A JSON object (a JWK Set), its members as `schema` says (else any). */
   | { readonly kind: 'object'; readonly max: number; readonly schema?: JsonSchema }
   /** A JSON object of named text members, each optional (OIDC Core §5.1.1 `address`); null clears it. */
-  | { readonly kind: 'members'; readonly members: readonly Member[] };
+  | { readonly kind: 'members'; readonly members: readonly Member[] }
+  /** A whole number from `min` to `max`; `nullable`: null is the server's default. */
+  | { readonly kind: 'integer'; readonly min: number; readonly max: number; readonly nullable?: true }
+  /**
+   * Pairs typed `KEY=VALUE` (on the command line and one a line in a form): on the wire an
+   * array of objects whose two members `members` names (an API's scopes: name and description),
+   * or without `members` an object from key to value (a provider's claim mapping).
+   */
+  | { readonly kind: 'pairs'; readonly maxItems: number; readonly keyMax: number; readonly valueMax: number; readonly members?: readonly [string, string] };
 
 /** A text member of a `members` field: its name, bound, and whether it may hold several lines. */
 export interface Member {
@@ -44,12 +52,21 @@ export interface CliSpec {
   readonly file?: true;
   /** No `--no-OPTION`: a null value means nothing to the operation (keys go with the auth method). */
   readonly noClear?: true;
+  /** The option that clears the value on update, when not `no-OPTION` (`default-access-token-ttl`). */
+  readonly clear?: string;
+  /** A list given on update replaces the old one (`--scope …`), instead of `--add-`/`--remove-`. */
+  readonly replaces?: true;
+  /** A secret: the option is a flag (`--client-secret-stdin`) and the value is read from standard input, never an argument. */
+  readonly stdin?: true;
 }
 
 /** The console's form control of a field and its label (a console message key). */
 export interface FormSpec {
-  /** `members`: a fieldset of the members' inputs, each labelled by the message `LABEL.MEMBER`. */
-  readonly control: 'text' | 'area' | 'select' | 'check' | 'checks' | 'members';
+  /**
+   * `secret`: a password input, never filled in (empty: unchanged); `number`: a whole number;
+   * `members`: a fieldset of the members' inputs, each labelled by the message `LABEL.MEMBER`.
+   */
+  readonly control: 'text' | 'area' | 'select' | 'check' | 'checks' | 'secret' | 'number' | 'members';
   readonly label: string;
   /** Checkboxes shown together under the form's options heading. */
   readonly group?: 'options';
@@ -57,6 +74,8 @@ export interface FormSpec {
   readonly required?: true;
   /** A select's choices in words: the message `PREFIX.CHOICE` for each (else its protocol name); a nullable one's empty choice is `LABEL.any`. */
   readonly choiceLabels?: string;
+  /** A console message key: a line under the control saying what to type. */
+  readonly hint?: string;
 }
 
 export interface Field {
@@ -70,6 +89,16 @@ export interface Field {
   readonly update: boolean;
   /** Must be given to create. */
   readonly required?: true;
+  /**
+   * The kinds of the noun it applies to (a provider's `oidc`, `github`, `ldap`); absent: every
+   * kind. The operation refuses it for another kind; the command's usage and the console's form
+   * show it for these.
+   */
+  readonly kinds?: readonly string[];
+  /** Must be given to create one of these kinds (the operation says so: one schema serves every kind). */
+  readonly requiredKinds?: readonly string[];
+  /** Given, never answered (a secret): not in the admin API's answers, `writeOnly` in its requests. */
+  readonly writeOnly?: true;
   /** Null: not on the command line (`verified` is its own toggle there too: see its row). */
   readonly cli: CliSpec | null;
   /** Null: not in the console's form. */
@@ -104,6 +133,19 @@ function valueSchema(field: Field): JsonSchema {
         additionalProperties: false,
         properties: Object.fromEntries(type.members.map((member) => [member.name, { type: 'string', maxLength: member.max }])),
       };
+    case 'integer':
+      return { type: type.nullable ? ['integer', 'null'] : 'integer', minimum: type.min, maximum: type.max };
+    case 'pairs': {
+      const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
+      if (type.members === undefined) return { type: 'object', maxProperties: type.maxItems, additionalProperties: text(type.valueMax) };
+      const [key, value] = type.members;
+      return {
+        type: 'array',
+        ...(field.required ? { minItems: 1 } : {}),
+        maxItems: type.maxItems,
+        items: { type: 'object', additionalProperties: false, properties: { [key]: text(type.keyMax), [value]: text(type.valueMax) }, required: [key, value] },
+      };
+    }
   }
 }
 
@@ -115,6 +157,12 @@ export function formNames(field: Field): string[] {
 /** Every form input name of a table's fields in the form. */
 export const formKeys = (table: FieldTable): string[] => table.filter((field) => field.form !== null).flatMap(formNames);
 
+/** Whether a field applies to a noun of `kind` (any field, when no kind is named). */
+export const appliesTo = (field: Field, kind?: string): boolean => kind === undefined || field.kinds === undefined || field.kinds.includes(kind);
+
+/** A field's line in the OpenAPI document: its description, and the kinds it applies to. */
+const describeField = (field: Field): string => (field.kinds === undefined ? field.description : `${field.description} (${field.kinds.join(', ')} only)`);
+
 /**
  * The admin API's request body for an operation: the fields it takes, unknown ones refused
  * (additionalProperties false), the required ones required when registering.
@@ -124,7 +172,10 @@ export function requestSchema(table: FieldTable, operation: 'create' | 'update',
   return {
     type: 'object',
     additionalProperties: false,
-    properties: { ...Object.fromEntries(fields.map((field) => [field.name, { ...valueSchema(field), description: field.description }])), ...extra },
+    properties: {
+      ...Object.fromEntries(fields.map((field) => [field.name, { ...valueSchema(field), description: describeField(field), ...(field.writeOnly ? { writeOnly: true } : {}) }])),
+      ...extra,
+    },
     required: operation === 'create' ? fields.filter((field) => field.required).map((field) => field.name) : [],
   };
 }
@@ -138,10 +189,11 @@ export function responseSchema(table: FieldTable, required: readonly string[], e
     type: 'object',
     properties: {
       ...Object.fromEntries(
-        table.map((field) => {
-          const schema = { ...valueSchema(field), description: field.description };
+        table.filter((field) => !field.writeOnly).map((field) => {
+          const schema = { ...valueSchema(field), description: describeField(field) };
           // An answer's values were checked when written: only the shape is promised.
           delete (schema as Record<string, unknown>)['minLength'];
+          delete (schema as Record<string, unknown>)['minItems'];
           return [field.name, field.create || field.update ? schema : { ...schema, readOnly: true }];
         }),
       ),
@@ -177,6 +229,12 @@ export function formValues(table: FieldTable, wire: Readonly<Record<string, unkn
       case 'object':
         values[field.name] = value === undefined || value === null ? '' : JSON.stringify(value);
         break;
+      case 'integer':
+        values[field.name] = typeof value === 'number' ? String(value) : '';
+        break;
+      case 'pairs':
+        values[field.name] = pairsOf(type, value).map(([key, item]) => `${key}=${item}`).join('\n');
+        break;
       case 'members':
         for (const member of type.members) {
           const text = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[member.name] : undefined;
@@ -184,10 +242,34 @@ export function formValues(table: FieldTable, wire: Readonly<Record<string, unkn
         }
         break;
       default:
-        values[field.name] = typeof value === 'string' ? value : '';
+        // A secret is never shown: its field is empty, and left empty it stays as it is.
+        values[field.name] = typeof value === 'string' && field.form.control !== 'secret' ? value : '';
     }
   }
   return values;
+}
+
+type PairsKind = Extract<FieldKind, { kind: 'pairs' }>;
+
+/** The key and value of each pair of a wire value. */
+function pairsOf(type: PairsKind, value: unknown): [string, string][] {
+  if (type.members === undefined) return value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value).map(([key, item]) => [key, String(item)]) : [];
+  const [key, item] = type.members;
+  return Array.isArray(value) ? value.map((pair: Record<string, unknown>) => [String(pair[key] ?? ''), String(pair[item] ?? '')]) : [];
+}
+
+/**
+ * The wire value of pairs typed `KEY=VALUE`, each trimmed on both sides of the first `=`; one
+ * without `=` has an empty value, which the operation refuses by its key.
+ */
+export function pairsValue(type: PairsKind, typed: readonly string[]): unknown {
+  const pairs = typed.map((line): [string, string] => {
+    const at = line.indexOf('=');
+    return at === -1 ? [line.trim(), ''] : [line.slice(0, at).trim(), line.slice(at + 1).trim()];
+  });
+  if (type.members === undefined) return Object.fromEntries(pairs);
+  const [key, item] = type.members;
+  return pairs.map(([name, value]) => ({ [key]: name, [item]: value }));
 }
 
 /** A form post's parameters: each one value or several. */
@@ -215,6 +297,13 @@ export function postedValues(table: FieldTable, form: RawForm): Record<string, F
       }
       case 'list':
         values[field.name] = one(form, field.name).slice(0, type.maxItems * (type.max + 2));
+        break;
+      case 'pairs':
+        // Lines trimmed and blank ones dropped, so that retyping the same pairs is no change.
+        values[field.name] = lines(one(form, field.name).slice(0, type.maxItems * (type.keyMax + type.valueMax + 4))).join('\n');
+        break;
+      case 'integer':
+        values[field.name] = one(form, field.name).slice(0, 20).trim();
         break;
       case 'text':
       case 'object':
@@ -275,8 +364,21 @@ export function inputOf(table: FieldTable, values: FormValues, names: readonly s
           throw new FormValueError(field.name, 'not JSON');
         }
         break;
+      case 'pairs':
+        input[field.name] = pairsValue(type, lines(String(value ?? '')));
+        break;
+      case 'integer':
+        // Empty: the default (null) where there is one, else not given; anything else the operation checks.
+        if (value === '' || value === undefined) {
+          if (type.nullable) input[field.name] = null;
+        } else {
+          input[field.name] = Number(value);
+        }
+        break;
       case 'text':
       case 'choice':
+        // A secret left empty is not given: the stored one stays.
+        if (value === '' && field.form.control === 'secret') break;
         input[field.name] = value === '' && type.nullable ? null : value;
         break;
       default:
@@ -310,16 +412,29 @@ export interface CliBinding {
 /** The option of a member of a `members` field: `--address-postal-code`. */
 const memberOption = (option: string, member: Member) => `${option}-${member.name.replaceAll('_', '-')}`;
 
+/** The option that clears a field's value on update, or null when none does: a flag's `--no-`, a nullable value's. */
+export function clearOption(field: Field): string | null {
+  const cli = field.cli;
+  if (cli === null || cli.noClear || cli.stdin) return null;
+  const type = field.type;
+  const clearable = type.kind === 'flag' || ((type.kind === 'text' || type.kind === 'choice' || type.kind === 'integer') && type.nullable === true);
+  return clearable ? (cli.clear ?? `no-${cli.option}`) : null;
+}
+
+/** Whether an update edits the list with `--add-`/`--remove-` (else the option sets it whole). */
+const edited = (field: Field, operation: 'create' | 'update') => operation === 'update' && field.type.kind === 'list' && !field.cli?.replaces;
+
 /**
- * The options of a command over the table: `--OPTION` for each field the operation takes;
- * a list is repeated when registering and edited (`--add-`, `--remove-`) when changing; a flag
- * or a nullable value is cleared by `--no-OPTION` when changing.
+ * The options of a command over the table (for a noun of `kind`, those that apply to it):
+ * `--OPTION` for each field the operation takes; a list is repeated when registering and
+ * edited (`--add-`, `--remove-`) when changing, unless it `replaces`; a flag or a nullable value
+ * is cleared by `--no-OPTION` (or its `clear`) when changing; a secret's option is a flag.
  */
-export function cliOptions(table: FieldTable, operation: 'create' | 'update'): { readonly options: Record<string, CliOption>; readonly bindings: Readonly<Record<string, CliBinding>> } {
+export function cliOptions(table: FieldTable, operation: 'create' | 'update', kind?: string): { readonly options: Record<string, CliOption>; readonly bindings: Readonly<Record<string, CliBinding>> } {
   const options: Record<string, CliOption> = {};
   const bindings: Record<string, CliBinding> = {};
   for (const field of table) {
-    if (field.cli === null || !field[operation]) continue;
+    if (field.cli === null || !field[operation] || !appliesTo(field, kind)) continue;
     const { option } = field.cli;
     const type = field.type;
     if (type.kind === 'members') {
@@ -333,45 +448,46 @@ export function cliOptions(table: FieldTable, operation: 'create' | 'update'): {
       }
       continue;
     }
-    if (type.kind === 'list' && operation === 'update') {
+    if (edited(field, operation)) {
       options[`add-${option}`] = { type: 'string', multiple: true };
       bindings[`add-${option}`] = { field, effect: 'add' };
       options[`remove-${option}`] = { type: 'string', multiple: true };
       bindings[`remove-${option}`] = { field, effect: 'remove' };
       continue;
     }
-    options[option] = { type: type.kind === 'flag' ? 'boolean' : 'string', ...(type.kind === 'list' || type.kind === 'choices' ? { multiple: true } : {}) };
+    options[option] = { type: type.kind === 'flag' || field.cli.stdin ? 'boolean' : 'string', ...(type.kind === 'list' || type.kind === 'choices' || type.kind === 'pairs' ? { multiple: true } : {}) };
     bindings[option] = { field, effect: 'set' };
-    const clearable = !field.cli.noClear && (type.kind === 'flag' || ((type.kind === 'text' || type.kind === 'choice') && type.nullable === true));
-    if (operation === 'update' && clearable) {
-      options[`no-${option}`] = { type: 'boolean' };
-      bindings[`no-${option}`] = { field, effect: 'clear' };
+    const clear = clearOption(field);
+    if (operation === 'update' && clear !== null) {
+      options[clear] = { type: 'boolean' };
+      bindings[clear] = { field, effect: 'clear' };
     }
   }
   return { options, bindings };
 }
 
-/** The usage text's options for a command over the table, in table order: `[--name NAME] [--redirect-uri URI …]`. */
-export function cliUsage(table: FieldTable, operation: 'create' | 'update'): string {
-  return cliUsageParts(table, operation).join(' ');
-}
-
-/** `cliUsage`'s parts, one an option, for a usage text to wrap. */
-export function cliUsageParts(table: FieldTable, operation: 'create' | 'update'): string[] {
+/** The usage text's options for a command over the table, in table order: `[--name NAME]`, `[--redirect-uri URI …]`. */
+export function cliUsageParts(table: FieldTable, operation: 'create' | 'update', kind?: string): string[] {
   const parts: string[] = [];
   for (const field of table) {
-    if (field.cli === null || !field[operation]) continue;
+    if (field.cli === null || !field[operation] || !appliesTo(field, kind)) continue;
     const { option, file } = field.cli;
     const value = file ? 'FILE' : (field.cli.value ?? 'VALUE');
     const type = field.type;
-    const required = operation === 'create' && field.required === true;
+    const required = operation === 'create' && (field.required === true || (kind !== undefined && field.requiredKinds?.includes(kind) === true));
     const wrap = (text: string) => (required ? text : `[${text}]`);
+    const clear = operation === 'update' ? clearOption(field) : null;
     if (type.kind === 'members') parts.push(...type.members.map((member) => `[--${memberOption(option, member)} ${member.lines ? 'LINES' : 'TEXT'}]`), ...(operation === 'update' ? [`[--no-${option}]`] : []));
+    else if (field.cli.stdin) parts.push(wrap(`--${option}`));
     else if (type.kind === 'flag') parts.push(operation === 'update' ? `[--[no-]${option}]` : `[--${option}]`);
-    else if (type.kind === 'list' && operation === 'update') parts.push(`[--add-${option} ${value} …]`, `[--remove-${option} ${value} …]`);
-    else if (type.kind === 'list' || type.kind === 'choices') parts.push(`[--${option} ${value} …]`);
-    else if (operation === 'update' && (type.kind === 'text' || type.kind === 'choice') && type.nullable && !field.cli.noClear) parts.push(`[--${option} ${value} | --no-${option}]`);
+    else if (edited(field, operation)) parts.push(`[--add-${option} ${value} …]`, `[--remove-${option} ${value} …]`);
+    else if (type.kind === 'list' || type.kind === 'choices' || type.kind === 'pairs') parts.push(wrap(`--${option} ${value} …`));
+    else if (clear !== null) parts.push(`[--${option} ${value} | --${clear}]`);
     else parts.push(wrap(`--${option} ${value}`));
   }
   return parts;
+}
+
+export function cliUsage(table: FieldTable, operation: 'create' | 'update', kind?: string): string {
+  return cliUsageParts(table, operation, kind).join(' ');
 }

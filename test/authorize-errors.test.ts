@@ -112,7 +112,7 @@ describe('the authorization endpoint refuses bad requests', () => {
     const consent = await browser.follow(await browser.submit(signIn, '/login', { username: user.username, password: user.password }));
     assert.equal(consent.status, 200);
     assert.match(consent.html, /Calendar/);
-    assert.match(consent.html, /See your name, username, picture, language and time zone/);
+    assert.match(consent.html, /See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/);
     assert.deepEqual(browser.form(consent, '/oauth/authorize/decision').buttons.sort(), ['approve', 'deny']);
   });
 

@@ -62,7 +62,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
     // The approval's own list, not the language menu at the foot of the page.
     const scopes = await page.locator('.card').getByRole('listitem').allInnerTexts();
-    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name, username, picture, language and time zone', 'See your email address']);
+    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone', 'See your email address']);
     // Usable on a phone: the page fits the viewport without sideways scrolling.
     const { scrollWidth, innerWidth } = await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })') as { scrollWidth: number; innerWidth: number };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);

@@ -47,7 +47,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Living Room TV/);
     // The approval's own list, not the language menu at the foot of the page.
-    assert.deepEqual(await page.locator('.card').getByRole('listitem').allInnerTexts(), ['Sign you in and know who you are', 'See your name, username, picture, language and time zone']);
+    assert.deepEqual(await page.locator('.card').getByRole('listitem').allInnerTexts(), ['Sign you in and know who you are', 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone']);
     assert.equal(await page.locator('#user-code').innerText(), userCode, 'the code to compare with the device');
     assert.match(await page.locator('dl.origin').innerText(), /less than a minute ago/);
     assert.ok(await page.getByText('Approve only if you started this yourself').isVisible());

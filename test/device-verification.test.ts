@@ -64,7 +64,7 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     const page = await browser.reachApproval(started.user_code, user);
     const shown = text(page);
     assert.match(shown, /Allow Living Room TV to access your account\?/);
-    assert.match(shown, /Sign you in and know who you are See your name, username, picture, language and time zone See your email address/);
+    assert.match(shown, /Sign you in and know who you are See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone See your email address/);
     assert.match(shown, new RegExp(`Check that this code is the one on your device's screen: ${started.user_code}`));
     assert.match(shown, /Requested 3 minutes ago/);
     assert.match(shown, /Device 203\.0\.113\.7 SmartTV\/5\.1 \(Living room\)/);

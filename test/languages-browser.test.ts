@@ -203,7 +203,7 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     await page.getByRole('button', { name: 'ログイン', exact: true }).click();
     await page.getByRole('button', { name: '許可' }).waitFor();
     assert.equal(await page.getAttribute('html', 'lang'), 'ja', 'the approval page after sign-in');
-    assert.match(await page.locator('main').innerText(), /あなたの名前、ユーザー名、プロフィール画像、言語、タイムゾーンを見る/, 'the profile scope in Japanese');
+    assert.match(await page.locator('main').innerText(), /あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る/, 'the profile scope in Japanese');
     await context.close();
   });
 

@@ -249,7 +249,7 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
 
   it('lists the API scopes in discovery', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as { scopes_supported: string[] };
-    assert.deepEqual(metadata.scopes_supported, ['openid', 'profile', 'email', 'offline_access', 'groups', 'photos:read', 'photos:write', 'calendar:read']);
+    assert.deepEqual(metadata.scopes_supported, ['openid', 'profile', 'email', 'address', 'phone', 'offline_access', 'groups', 'photos:read', 'photos:write', 'calendar:read']);
   });
 });
 

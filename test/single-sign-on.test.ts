@@ -189,7 +189,7 @@ describe('single sign-on through openid-client', () => {
       const asked = await start(config, 'openid profile', { prompt: 'consent' });
       const page = await browser.request(asked.url.href);
       assertApprovalPage(page, '/oauth/authorize/decision');
-      assert.match(text(page), /Recipe Box will be able to: Sign you in and know who you are See your name, username, picture, language and time zone/);
+      assert.match(text(page), /Recipe Box will be able to: Sign you in and know who you are See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/);
     });
 
     it('forgets the consent when the app is revoked on /account', async () => {

@@ -109,7 +109,7 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
     await page.getByLabel('Password').fill('alice in wonderland');
     await page.getByRole('button', { name: 'Sign in' }).click();
     assert.deepEqual(await page.locator('.card').getByRole('listitem').allInnerTexts(), [
-      'Sign you in and know who you are', 'See your name, username, picture, language and time zone', 'See your email address', 'See the groups you belong to',
+      'Sign you in and know who you are', 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone', 'See your email address', 'See the groups you belong to',
     ]);
     await page.getByRole('button', { name: 'Approve' }).click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {

@@ -149,6 +149,75 @@ describe('tessera serve --workers 2', () => {
   });
 });
 
+describe('tessera serve --workers 4 on one SQLite file', () => {
+  let dir: string;
+  let serving: ServingCommand | undefined;
+  let store: Store;
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-workers-4-'));
+  });
+
+  after(async () => {
+    if (serving && serving.child.exitCode === null) {
+      serving.child.kill('SIGKILL');
+      await serving.exited;
+    }
+    await store?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gives tokens for each code to exactly one of the concurrent redemptions spread over the four workers', async () => {
+    const database = join(dir, 'tessera.db');
+    store = await openStore(database);
+    const clientId = `client-${randomUUID()}`;
+    const clientSecret = randomToken(32);
+    const userId = `sub-${randomUUID()}`;
+    await store.clients.create({
+      id: clientId, name: 'Races', secretHash: hashSecret(clientSecret), redirectUris: [REDIRECT_URI], scopes: ['openid'],
+      grantTypes: [GRANT_AUTHORIZATION_CODE], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [],
+      createdAt: Date.now(), firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+    });
+    await store.users.create(newUserRecord({ id: userId, username: 'grace', passwordHash: 'unused', createdAt: Date.now() }));
+    const minted: { code: string; verifier: string }[] = [];
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 12; i += 1) {
+        const grantId = randomUUID();
+        const now = Date.now();
+        await tx.grants.create({ id: grantId, userId, clientId, scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+        const code = randomToken(32);
+        const verifier = randomToken(32);
+        await tx.codes.create({
+          hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
+          codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
+        });
+        minted.push({ code, verifier });
+      }
+    });
+    serving = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database }, 4);
+    const url = serving.url;
+    const exchange = ({ code, verifier }: { code: string; verifier: string }) =>
+      request(`${url}/oauth/token`, {
+        method: 'POST',
+        headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
+      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error?: string; id_token?: string } }));
+    // Six redemptions of each code at once, each on a connection of its own, so that the
+    // workers race each other for every code.
+    const answers = await Promise.all(minted.map((each) => Promise.all(Array.from({ length: 6 }, () => exchange(each)))));
+    for (const [index, redemptions] of answers.entries()) {
+      const granted = redemptions.filter((answer) => answer.status === 200);
+      assert.equal(granted.length, 1, `code ${index + 1}: ${redemptions.map((answer) => answer.status).join(', ')}`);
+      assert.equal(typeof granted[0]!.body.id_token, 'string');
+      for (const refused of redemptions.filter((answer) => answer.status !== 200)) {
+        assert.equal(refused.status, 400);
+        assert.equal(refused.body.error, 'invalid_grant');
+      }
+    }
+    assert.equal(await serving.stop(), 0);
+  });
+});
+
 describe('tessera serve --workers with a bad count', () => {
   it('prints the usage and exits with status 2', async () => {
     const { code, stderr } = await runTessera(['serve', '--workers', '0'], { TESSERA_DATABASE: ':memory:' });

@@ -20,7 +20,7 @@ import { BENCH_API, createPostgresDatabase, FLOOD_OWNER, ROOT, startPeer, startT
 
 const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'client_credentials', 'device_poll_scale', 'dpop', 'sign_in_flood', 'scale_out'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
-type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'oidc-provider';
+type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'tessera/postgres@against' | 'oidc-provider';
 
 const USAGE = `Usage: npm run bench -- [options]
 
@@ -50,8 +50,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --baseline            device_poll also against a bare node:http server doing only the
                         irreducible work of a persisted poll (bench/baseline.ts)
   --against DIR         also run the Tessera of another checkout (with its own node_modules)
-                        on SQLite, as tessera/sqlite@NAME: an A/B of two versions in one run;
-                        its store is seeded through that checkout's own code
+                        on SQLite, as tessera/sqlite@NAME (and on PostgreSQL where it runs, as
+                        tessera/postgres@NAME): an A/B of two versions in one run; its store
+                        is seeded through that checkout's own code
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
@@ -720,17 +721,17 @@ async function main(): Promise<void> {
   const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
 
-  const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
+  const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(pgVersion && settings.against ? (['tessera/postgres@against'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
   let env: Record<string, string> = {};
   let floodOwner = false;
   const start = async (kind: TargetKind, workers: number): Promise<Target> => {
     if (kind === 'oidc-provider') return startPeer(options);
     // With several worker counts (--workers 1,2,4), each is a target of its own, labelled by its count.
     const each = { ...options, workers, ...(settings.workers.length > 1 ? { labelSuffix: ` x${workers}` } : {}) };
-    if (kind === 'tessera/postgres') {
+    if (kind === 'tessera/postgres' || kind === 'tessera/postgres@against') {
       const database = await createPostgresDatabase(settings.postgres!);
       if (!database) throw new Error('PostgreSQL stopped answering');
-      return startTessera({ ...each, postgres: database });
+      return startTessera({ ...each, postgres: database, ...(kind === 'tessera/postgres@against' ? { against: settings.against! } : {}) });
     }
     if (kind === 'tessera/sqlite@against') return startTessera({ ...each, postgres: null, against: settings.against!, env, floodOwner });
     return startTessera({ ...each, postgres: null, env, floodOwner });
@@ -761,7 +762,7 @@ async function main(): Promise<void> {
         env = scenario === 'sign_in_flood' ? { TESSERA_TRUST_PROXY: 'loopback' } : {};
         floodOwner = scenario === 'sign_in_flood';
         for (const kind of kinds) {
-          if (scenario === 'sign_in_flood' && (kind === 'oidc-provider' || kind === 'tessera/postgres')) {
+          if (scenario === 'sign_in_flood' && (kind === 'oidc-provider' || kind.startsWith('tessera/postgres'))) {
             prepared.push({ scenario, target: { label: kind } as Target, skipped: 'Tessera on SQLite only' });
             continue;
           }

@@ -1264,6 +1264,37 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.grants.recordUse('no-such-grant', T0, T0 + HOUR), false);
       });
 
+      it('answers the lookups, grant uses and events of one turn each as if made alone (PostgreSQL batches them, issue 41)', async () => {
+        const client = await givenClient();
+        const [ada, bob] = [await givenUser(), await givenUser()];
+        const [live, other, revoked] = [await givenGrant(client.id, ada.id), await givenGrant(client.id, bob.id), await givenGrant(client.id, ada.id)];
+        await store.grants.revoke(revoked.id, T0);
+        const [users, grants, uses, events] = await Promise.all([
+          Promise.all([store.users.get(ada.id), store.users.get(bob.id), store.users.get('no-such-user'), store.users.get(ada.id)]),
+          Promise.all([store.grants.get(live.id), store.grants.get('no-such-grant'), store.grants.get(other.id)]),
+          Promise.all([
+            store.grants.recordUse(live.id, T0 + MINUTE, T0 + HOUR),
+            store.grants.recordUse(other.id, T0 + 2 * MINUTE, T0 + 2 * HOUR),
+            store.grants.recordUse(revoked.id, T0 + MINUTE, T0 + HOUR),
+            store.grants.recordUse('no-such-grant', T0, T0 + HOUR),
+            // The same grant twice in one turn: the later time wins, as it would one call after the other.
+            store.grants.recordUse(live.id, T0 + 3 * MINUTE, T0 + 3 * HOUR),
+          ]),
+          Promise.all(['first', 'second', 'third'].map((name) =>
+            store.events.add({ id: unique('event'), type: 'code.redeemed', at: T0 + 5, userId: ada.id, username: name, clientId: client.id, grantId: live.id, ip: null, userAgent: null, detail: {} }),
+          )),
+        ]);
+        assert.deepEqual(users.map((user) => user?.id ?? null), [ada.id, bob.id, null, ada.id]);
+        assert.deepEqual(grants.map((grant) => grant?.id ?? null), [live.id, null, other.id]);
+        assert.deepEqual(uses, [true, true, false, false, true]);
+        assert.deepEqual(events, [undefined, undefined, undefined]);
+        assert.deepEqual(await store.grants.get(live.id), { ...live, lastUsedAt: T0 + 3 * MINUTE, activeUntil: T0 + 3 * HOUR });
+        assert.deepEqual(await store.grants.get(other.id), { ...other, lastUsedAt: T0 + 2 * MINUTE, activeUntil: T0 + 2 * HOUR });
+        assert.deepEqual(await store.grants.get(revoked.id), { ...revoked, revokedAt: T0 });
+        const stored = await store.events.list({ clientId: client.id, type: 'code.redeemed', limit: 10 });
+        assert.deepEqual(stored.map((event) => event.username).sort(), ['first', 'second', 'third']);
+      });
+
       it('lists grants with their use', async () => {
         const user = await givenUser();
         const grant = await givenGrant((await givenClient()).id, user.id);

@@ -738,6 +738,24 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.codes.consume('no-such-code', bindingOf(code), T0), null);
       });
 
+      it('redeems the codes of one turn each by its own rules (PostgreSQL redeems them in one statement, issue 41)', async () => {
+        const [good, late, wrongChallenge, bound, boundWrongKey, spent] = [
+          await givenCode(), await givenCode(), await givenCode(), await givenCode({ dpopJkt: 'jkt-1' }), await givenCode({ dpopJkt: 'jkt-2' }), await givenCode(),
+        ];
+        await store.codes.consume(spent.hash, bindingOf(spent), T0 + SECOND);
+        const results = await Promise.all([
+          store.codes.consume(good.hash, bindingOf(good), T0 + SECOND),
+          store.codes.consume(late.hash, bindingOf(late), late.expiresAt),
+          store.codes.consume(wrongChallenge.hash, { ...bindingOf(wrongChallenge), codeChallenge: 'another-challenge' }, T0 + SECOND),
+          store.codes.consume(bound.hash, { ...bindingOf(bound), dpopJkt: 'jkt-1' }, T0 + 2 * SECOND),
+          store.codes.consume(boundWrongKey.hash, { ...bindingOf(boundWrongKey), dpopJkt: 'jkt-1' }, T0 + SECOND),
+          store.codes.consume(spent.hash, bindingOf(spent), T0 + 2 * SECOND),
+          store.codes.consume('no-such-code', bindingOf(good), T0 + SECOND),
+        ]);
+        assert.deepEqual(results, [{ ...good, consumedAt: T0 + SECOND }, null, null, { ...bound, consumedAt: T0 + 2 * SECOND }, null, null, null]);
+        for (const untouched of [late, wrongChallenge, boundWrongKey]) assert.deepEqual(await store.codes.find(untouched.hash), untouched);
+      });
+
       it('gives a code to exactly one of 20 concurrent redeemers', async () => {
         const code = await givenCode();
         const results = await Promise.all(

@@ -271,6 +271,32 @@ const RECORD_GRANT_USES = `
   WHERE grants.id = uses.id AND grants.revoked_at IS NULL
   RETURNING grants.id`;
 
+/**
+ * The code redemptions of one batch in one statement: sql/codes.ts `consumeCode`'s conditions
+ * for each row, each with its own time and binding. Under READ COMMITTED a row another
+ * transaction redeemed first is re-checked against its committed state (consumed_at is then
+ * set), so exactly one caller gets each code, as with the single statement.
+ */
+const CONSUME_CODES = `
+  UPDATE authorization_codes SET consumed_at = redemptions.now
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+    AS redemptions (hash, client_id, redirect_uri, code_challenge, dpop_jkt, now)
+  WHERE authorization_codes.hash = redemptions.hash AND authorization_codes.consumed_at IS NULL
+    AND authorization_codes.expires_at > redemptions.now
+    AND authorization_codes.client_id = redemptions.client_id AND authorization_codes.redirect_uri = redemptions.redirect_uri
+    AND authorization_codes.code_challenge = redemptions.code_challenge
+    AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
+  RETURNING authorization_codes.*`;
+
+interface Redemption extends Readonly<Record<string, string | number | null>> {
+  readonly hash: string;
+  readonly clientId: string;
+  readonly redirectUri: string;
+  readonly codeChallenge: string;
+  readonly dpopJkt: string | null;
+  readonly now: number;
+}
+
 interface GrantUse {
   readonly id: string;
   readonly now: number;
@@ -435,7 +461,22 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     absent: false,
     retryAlone: failedByOneCall,
   });
+  const redemptions = new TurnBatch<Redemption, Row | undefined>({
+    key: (redemption) => redemption.hash,
+    one: (redemption) => runPool.one('consumeCode', redemption),
+    async many(batch) {
+      const values = [
+        batch.map((r) => r.hash), batch.map((r) => r.clientId), batch.map((r) => r.redirectUri),
+        batch.map((r) => r.codeChallenge), batch.map((r) => r.dpopJkt), batch.map((r) => r.now),
+      ];
+      const { rows } = await send(pool, { name: 'tessera_consumeCodes', text: CONSUME_CODES, values });
+      return new Map(rows.map((row) => [row['hash'] as string, row]));
+    },
+    absent: undefined,
+    retryAlone: failedByOneCall,
+  });
   const { read } = postgresDialect;
+  const codeOrNull = (row: Row | undefined) => (row === undefined ? null : codeFromRow(row, read));
 
   return {
     ...stores,
@@ -445,7 +486,12 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       get: async (id) => ((row) => (row === undefined ? null : grantFromRow(row, read)))(await grants.run(id)),
       recordUse: (id, now, activeUntil) => grantUses.run({ id, now, activeUntil }),
     },
-    codes: { ...stores.codes, find: async (hash) => ((row) => (row === undefined ? null : codeFromRow(row, read)))(await codes.run(hash)) },
+    codes: {
+      ...stores.codes,
+      find: async (hash) => codeOrNull(await codes.run(hash)),
+      consume: async (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
+        codeOrNull(await redemptions.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })),
+    },
     events: {
       ...stores.events,
       add: async (event) => {

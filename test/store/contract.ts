@@ -1938,6 +1938,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       };
       const register = (record: ResourceRecord) => store.transaction((tx) => tx.resources.create(record));
 
+      it('gives each list asked for in one turn what was registered before it, in an array of its own (PostgreSQL reads them once, issue 41)', async () => {
+        const api = resource();
+        await register(api);
+        const lists = await Promise.all([store.resources.list(), store.resources.list(), store.resources.list()]);
+        for (const list of lists) assert.ok(list.some((each) => each.identifier === api.identifier));
+        lists[0]!.length = 0;
+        assert.ok(lists[1]!.some((each) => each.identifier === api.identifier));
+        const later = resource();
+        await register(later);
+        assert.ok((await store.resources.list()).some((each) => each.identifier === later.identifier));
+      });
+
       it('stores a resource with its scopes in order, and reads it back by identifier and in the list', async () => {
         const api = resource();
         const other = resource({ accessTokenTtl: null, introspectionSecretHash: null, signingAlg: 'RS256', scopes: [], createdAt: T0 + 1 });

@@ -19,7 +19,7 @@ import { grantFromRow } from '../sql/grants.ts';
 import { userFromRow } from '../sql/users.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type ResourceRecord, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -475,11 +475,26 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     absent: undefined,
     retryAlone: failedByOneCall,
   });
+  // Every client-credentials grant reads the registered APIs (RFC 8707): the reads of one
+  // turn share one statement, sent at the turn's end, so each still sees every write its
+  // caller made before asking. Each caller gets its own array.
+  let resourceReads = 0;
+  const resourceLists = new TurnBatch<number, readonly ResourceRecord[]>({
+    key: (read) => String(read),
+    one: () => stores.resources.list(),
+    async many(batch) {
+      const list = await stores.resources.list();
+      return new Map(batch.map((read) => [String(read), list]));
+    },
+    absent: [],
+    retryAlone: () => false,
+  });
   const { read } = postgresDialect;
   const codeOrNull = (row: Row | undefined) => (row === undefined ? null : codeFromRow(row, read));
 
   return {
     ...stores,
+    resources: { ...stores.resources, list: async () => [...(await resourceLists.run(resourceReads++))] },
     users: { ...stores.users, get: async (id) => ((row) => (row === undefined ? null : userFromRow(row, read)))(await users.run(id)) },
     grants: {
       ...stores.grants,

@@ -3,10 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
@@ -215,6 +216,80 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
       }
     }
     assert.equal(await serving.stop(), 0);
+  });
+
+  it('loses no answered device authorization when a worker is killed with SIGKILL under load, and the others keep answering', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, async () => {
+    const database = join(dir, 'killed.db');
+    const killStore = await openStore(database);
+    const clientId = `device-${randomUUID()}`;
+    const clientSecret = randomToken(32);
+    await killStore.clients.create({
+      id: clientId, name: 'Killed', secretHash: hashSecret(clientSecret), redirectUris: [], scopes: ['openid'],
+      grantTypes: [GRANT_DEVICE_CODE], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [],
+      createdAt: Date.now(), firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+    });
+    await killStore.close();
+    const killed = await serveTessera(['--workers', '4'], {
+      TESSERA_DATABASE: database,
+      TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000',
+      TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000',
+    }, 4);
+    try {
+      const post = (path: string, body: Record<string, string>) =>
+        request(`${killed.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(body).toString(),
+          // A connection the primary had handed to the killed worker can stay open unanswered
+          // (node:cluster keeps its copy until the worker acknowledges it): given up on here.
+          signal: AbortSignal.timeout(5000),
+        });
+      const answered: string[] = [];
+      let failed = 0;
+      let stop = false;
+      // Eight clients starting devices one after another, each on connections of its own.
+      const loops = Array.from({ length: 8 }, async () => {
+        while (!stop) {
+          try {
+            const response = await post('/oauth/device/authorization', { scope: 'openid' });
+            if (response.status === 200) answered.push(((await response.json()) as { device_code: string }).device_code);
+            else failed += 1;
+          } catch {
+            // The killed worker's connections end without an answer: nothing was acknowledged.
+            failed += 1;
+          }
+        }
+      });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const victims = readFileSync(`/proc/${killed.child.pid}/task/${killed.child.pid}/children`, 'utf8').trim().split(/\s+/);
+      const before = answered.length;
+      process.kill(Number(victims[0]), 'SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const during = answered.length - before;
+      stop = true;
+      await Promise.all(loops);
+      assert.ok(before > 0, 'devices were started before the kill');
+      assert.ok(during > 0, 'the other workers kept answering after the kill');
+      // Every device code answered 200 is in the file (the answer came after its commit)...
+      const file = new DatabaseSync(database, { readOnly: true });
+      try {
+        const stored = file.prepare('SELECT 1 FROM device_authorizations WHERE device_code_hash = ?');
+        const missing = answered.filter((deviceCode) => stored.get(hashSecret(deviceCode)) === undefined);
+        assert.deepEqual(missing, [], `${missing.length} of ${answered.length} answered device codes are not stored (${failed} requests unanswered)`);
+      } finally {
+        file.close();
+      }
+      // ...and the surviving workers answer for them: the last few polled say authorization_pending.
+      for (const deviceCode of answered.slice(-5)) {
+        const poll = await post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode });
+        assert.equal(((await poll.json()) as { error?: string }).error, 'authorization_pending');
+      }
+    } finally {
+      if (killed.child.exitCode === null) {
+        killed.child.kill('SIGKILL');
+        await killed.exited;
+      }
+    }
   });
 });
 

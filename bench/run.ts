@@ -20,7 +20,7 @@ import { BENCH_API, createPostgresDatabase, FLOOD_OWNER, ROOT, startPeer, startT
 
 const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'client_credentials', 'device_poll_scale', 'dpop', 'sign_in_flood', 'scale_out'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
-type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'oidc-provider';
+type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'tessera/postgres@against' | 'oidc-provider';
 
 const USAGE = `Usage: npm run bench -- [options]
 
@@ -30,7 +30,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --warmup S            seconds of warm-up before the runs (default 1)
   --runs N              timed runs per scenario; medians are reported (default 3)
   --connections N       concurrent connections (default 50)
-  --workers N           Tessera worker processes (node:cluster, default 1)
+  --workers N[,N...]    Tessera worker processes (node:cluster, default 1); a list (1,2,4)
+                        runs one Tessera per count in the same run, taking turns, labelled
+                        tessera/sqlite xN: the worker curve, each count beside the others
   --scenario NAME       run only this scenario (repeatable): ${SCENARIOS.join(', ')}
                         (dpop: Tessera's device polls with and without a DPoP proof, one server;
                         scale_out: code exchanges and device authorizations on two Tessera
@@ -48,8 +50,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --baseline            device_poll also against a bare node:http server doing only the
                         irreducible work of a persisted poll (bench/baseline.ts)
   --against DIR         also run the Tessera of another checkout (with its own node_modules)
-                        on SQLite, as tessera/sqlite@NAME: an A/B of two versions in one run;
-                        its store is seeded through that checkout's own code
+                        on SQLite, as tessera/sqlite@NAME (and on PostgreSQL where it runs, as
+                        tessera/postgres@NAME): an A/B of two versions in one run; its store
+                        is seeded through that checkout's own code
   --cpu-prof            write node --cpu-prof profiles of the servers to <out>/profiles
   --out DIR             where latest.md, latest.json, logs/ and profiles/ go (default bench/results)
 `;
@@ -60,7 +63,8 @@ interface Settings {
   readonly warmup: number;
   readonly runs: number;
   readonly connections: number;
-  readonly workers: number;
+  /** Worker counts: one Tessera target per count (one count: unlabelled). */
+  readonly workers: readonly number[];
   readonly scenarios: readonly ScenarioName[];
   readonly postgres: string | null;
   readonly scale: number;
@@ -131,7 +135,7 @@ function settingsFrom(argv: string[]): Settings {
     warmup: number('warmup', values.warmup, quick ? 0.5 : 1, 0),
     runs: Math.floor(number('runs', values.runs, quick ? 1 : 3, 1)),
     connections: Math.floor(number('connections', values.connections, 50, 1)),
-    workers: Math.floor(number('workers', values.workers, 1, 1)),
+    workers: (values.workers ?? '1').split(',').map((count) => Math.floor(number('workers', count, 1, 1))),
     scenarios,
     postgres: values['no-postgres'] ? null : (values.postgres ?? 'postgres://postgres@127.0.0.1:5432/postgres'),
     scale: Math.floor(number('scale', values.scale, quick ? 10_000 : 1_000_000, 2_000)),
@@ -681,7 +685,7 @@ async function machine(settings: Settings, postgresVersion: string | null): Prom
     postgres: postgresVersion ?? 'not used',
     'oidc-provider': settings.compare ? version(peerPackage) : 'not run',
     autocannon: version(autocannonPackage),
-    settings: `${settings.connections} connections, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers}, device poll interval: ${settings.deviceInterval} s`,
+    settings: `${settings.connections} connections, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers.join(', ')}, device poll interval: ${settings.deviceInterval} s`,
   };
 }
 
@@ -713,22 +717,24 @@ async function main(): Promise<void> {
   mkdirSync(logDir, { recursive: true });
   const cpuProfileDir = settings.cpuProf ? join(results, 'profiles') : null;
   if (cpuProfileDir) mkdirSync(cpuProfileDir, { recursive: true });
-  const options: StartOptions = { workers: settings.workers, deviceInterval: settings.deviceInterval, cpuProfileDir, logDir };
+  const options: StartOptions = { workers: settings.workers[0]!, deviceInterval: settings.deviceInterval, cpuProfileDir, logDir };
   const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
 
-  const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
+  const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(pgVersion && settings.against ? (['tessera/postgres@against'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
   let env: Record<string, string> = {};
   let floodOwner = false;
-  const start = async (kind: TargetKind): Promise<Target> => {
+  const start = async (kind: TargetKind, workers: number): Promise<Target> => {
     if (kind === 'oidc-provider') return startPeer(options);
-    if (kind === 'tessera/postgres') {
+    // With several worker counts (--workers 1,2,4), each is a target of its own, labelled by its count.
+    const each = { ...options, workers, ...(settings.workers.length > 1 ? { labelSuffix: ` x${workers}` } : {}) };
+    if (kind === 'tessera/postgres' || kind === 'tessera/postgres@against') {
       const database = await createPostgresDatabase(settings.postgres!);
       if (!database) throw new Error('PostgreSQL stopped answering');
-      return startTessera({ ...options, postgres: database });
+      return startTessera({ ...each, postgres: database, ...(kind === 'tessera/postgres@against' ? { against: settings.against! } : {}) });
     }
-    if (kind === 'tessera/sqlite@against') return startTessera({ ...options, postgres: null, against: settings.against!, env, floodOwner });
-    return startTessera({ ...options, postgres: null, env, floodOwner });
+    if (kind === 'tessera/sqlite@against') return startTessera({ ...each, postgres: null, against: settings.against!, env, floodOwner });
+    return startTessera({ ...each, postgres: null, env, floodOwner });
   };
 
   const rows: Row[] = [];
@@ -756,31 +762,33 @@ async function main(): Promise<void> {
         env = scenario === 'sign_in_flood' ? { TESSERA_TRUST_PROXY: 'loopback' } : {};
         floodOwner = scenario === 'sign_in_flood';
         for (const kind of kinds) {
-          if (scenario === 'sign_in_flood' && (kind === 'oidc-provider' || kind === 'tessera/postgres')) {
+          if (scenario === 'sign_in_flood' && (kind === 'oidc-provider' || kind.startsWith('tessera/postgres'))) {
             prepared.push({ scenario, target: { label: kind } as Target, skipped: 'Tessera on SQLite only' });
             continue;
           }
           // oidc-provider's DPoP is not enabled in its bench setup: the dpop scenario is Tessera's own.
           if (scenario === 'dpop' && kind === 'oidc-provider') continue;
-          const target = await start(kind);
-          targets.push(target);
-          if (scenario === 'dpop') {
-            prepared.push(...(await prepareDpop(settings, target)));
-            continue;
+          for (const workers of kind === 'oidc-provider' ? [1] : settings.workers) {
+            const target = await start(kind, workers);
+            targets.push(target);
+            if (scenario === 'dpop') {
+              prepared.push(...(await prepareDpop(settings, target)));
+              continue;
+            }
+            if (scenario === 'sign_in_flood') {
+              prepared.push(...prepareSignInFlood(settings, target));
+              continue;
+            }
+            prepared.push(
+              scenario === 'device_authorization'
+                ? prepareDeviceAuthorization(settings, target)
+                : scenario === 'device_poll'
+                  ? await prepareDevicePoll(settings, target)
+                  : scenario === 'client_credentials'
+                    ? prepareClientCredentials(settings, target)
+                    : prepareCodeExchange(settings, target),
+            );
           }
-          if (scenario === 'sign_in_flood') {
-            prepared.push(...prepareSignInFlood(settings, target));
-            continue;
-          }
-          prepared.push(
-            scenario === 'device_authorization'
-              ? prepareDeviceAuthorization(settings, target)
-              : scenario === 'device_poll'
-                ? await prepareDevicePoll(settings, target)
-                : scenario === 'client_credentials'
-                  ? prepareClientCredentials(settings, target)
-                  : prepareCodeExchange(settings, target),
-          );
         }
       }
       if (scenario === 'device_poll' && settings.baseline) {

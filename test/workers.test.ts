@@ -4,10 +4,11 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { hashSecret, randomToken, s256 } from '../src/core/crypto.ts';
-import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { openStore } from '../src/store/open.ts';
 import { newUserRecord, type Store } from '../src/store/types.ts';
 import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
@@ -147,6 +148,149 @@ describe('tessera serve --workers 2', () => {
     const children = workers();
     assert.equal(await serving.stop(), 0);
     for (const pid of children) assert.equal(existsSync(`/proc/${pid}`), false, `worker ${pid} is gone`);
+  });
+});
+
+describe('tessera serve --workers 4 on one SQLite file', () => {
+  let dir: string;
+  let serving: ServingCommand | undefined;
+  let store: Store;
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-workers-4-'));
+  });
+
+  after(async () => {
+    if (serving && serving.child.exitCode === null) {
+      serving.child.kill('SIGKILL');
+      await serving.exited;
+    }
+    await store?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gives tokens for each code to exactly one of the concurrent redemptions spread over the four workers', async () => {
+    const database = join(dir, 'tessera.db');
+    store = await openStore(database);
+    const clientId = `client-${randomUUID()}`;
+    const clientSecret = randomToken(32);
+    const userId = `sub-${randomUUID()}`;
+    await store.clients.create({
+      id: clientId, name: 'Races', secretHash: hashSecret(clientSecret), redirectUris: [REDIRECT_URI], scopes: ['openid'],
+      grantTypes: [GRANT_AUTHORIZATION_CODE], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [],
+      createdAt: Date.now(), firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+    });
+    await store.users.create(newUserRecord({ id: userId, username: 'grace', passwordHash: 'unused', createdAt: Date.now() }));
+    const minted: { code: string; verifier: string }[] = [];
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 12; i += 1) {
+        const grantId = randomUUID();
+        const now = Date.now();
+        await tx.grants.create({ id: grantId, userId, clientId, scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+        const code = randomToken(32);
+        const verifier = randomToken(32);
+        await tx.codes.create({
+          hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
+          codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
+        });
+        minted.push({ code, verifier });
+      }
+    });
+    serving = await serveTessera(['--workers', '4'], { TESSERA_DATABASE: database }, 4);
+    const url = serving.url;
+    const exchange = ({ code, verifier }: { code: string; verifier: string }) =>
+      request(`${url}/oauth/token`, {
+        method: 'POST',
+        headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
+      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { error?: string; id_token?: string } }));
+    // Six redemptions of each code at once, each on a connection of its own, so that the
+    // workers race each other for every code.
+    const answers = await Promise.all(minted.map((each) => Promise.all(Array.from({ length: 6 }, () => exchange(each)))));
+    for (const [index, redemptions] of answers.entries()) {
+      const granted = redemptions.filter((answer) => answer.status === 200);
+      assert.equal(granted.length, 1, `code ${index + 1}: ${redemptions.map((answer) => answer.status).join(', ')}`);
+      assert.equal(typeof granted[0]!.body.id_token, 'string');
+      for (const refused of redemptions.filter((answer) => answer.status !== 200)) {
+        assert.equal(refused.status, 400);
+        assert.equal(refused.body.error, 'invalid_grant');
+      }
+    }
+    assert.equal(await serving.stop(), 0);
+  });
+
+  it('loses no answered device authorization when a worker is killed with SIGKILL under load, and the others keep answering', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, async () => {
+    const database = join(dir, 'killed.db');
+    const killStore = await openStore(database);
+    const clientId = `device-${randomUUID()}`;
+    const clientSecret = randomToken(32);
+    await killStore.clients.create({
+      id: clientId, name: 'Killed', secretHash: hashSecret(clientSecret), redirectUris: [], scopes: ['openid'],
+      grantTypes: [GRANT_DEVICE_CODE], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [],
+      createdAt: Date.now(), firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+    });
+    await killStore.close();
+    const killed = await serveTessera(['--workers', '4'], {
+      TESSERA_DATABASE: database,
+      TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000',
+      TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000',
+    }, 4);
+    try {
+      const post = (path: string, body: Record<string, string>) =>
+        request(`${killed.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: basic(clientId, clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(body).toString(),
+          // A connection the primary had handed to the killed worker can stay open unanswered
+          // (node:cluster keeps its copy until the worker acknowledges it): given up on here.
+          signal: AbortSignal.timeout(5000),
+        });
+      const answered: string[] = [];
+      let failed = 0;
+      let stop = false;
+      // Eight clients starting devices one after another, each on connections of its own.
+      const loops = Array.from({ length: 8 }, async () => {
+        while (!stop) {
+          try {
+            const response = await post('/oauth/device/authorization', { scope: 'openid' });
+            if (response.status === 200) answered.push(((await response.json()) as { device_code: string }).device_code);
+            else failed += 1;
+          } catch {
+            // The killed worker's connections end without an answer: nothing was acknowledged.
+            failed += 1;
+          }
+        }
+      });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const victims = readFileSync(`/proc/${killed.child.pid}/task/${killed.child.pid}/children`, 'utf8').trim().split(/\s+/);
+      const before = answered.length;
+      process.kill(Number(victims[0]), 'SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const during = answered.length - before;
+      stop = true;
+      await Promise.all(loops);
+      assert.ok(before > 0, 'devices were started before the kill');
+      assert.ok(during > 0, 'the other workers kept answering after the kill');
+      // Every device code answered 200 is in the file (the answer came after its commit)...
+      const file = new DatabaseSync(database, { readOnly: true });
+      try {
+        const stored = file.prepare('SELECT 1 FROM device_authorizations WHERE device_code_hash = ?');
+        const missing = answered.filter((deviceCode) => stored.get(hashSecret(deviceCode)) === undefined);
+        assert.deepEqual(missing, [], `${missing.length} of ${answered.length} answered device codes are not stored (${failed} requests unanswered)`);
+      } finally {
+        file.close();
+      }
+      // ...and the surviving workers answer for them: the last few polled say authorization_pending.
+      for (const deviceCode of answered.slice(-5)) {
+        const poll = await post('/oauth/token', { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode });
+        assert.equal(((await poll.json()) as { error?: string }).error, 'authorization_pending');
+      }
+    } finally {
+      if (killed.child.exitCode === null) {
+        killed.child.kill('SIGKILL');
+        await killed.exited;
+      }
+    }
   });
 });
 

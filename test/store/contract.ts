@@ -749,6 +749,24 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.codes.consume('no-such-code', bindingOf(code), T0), null);
       });
 
+      it('redeems the codes of one turn each by its own rules (PostgreSQL redeems them in one statement, issue 41)', async () => {
+        const [good, late, wrongChallenge, bound, boundWrongKey, spent] = [
+          await givenCode(), await givenCode(), await givenCode(), await givenCode({ dpopJkt: 'jkt-1' }), await givenCode({ dpopJkt: 'jkt-2' }), await givenCode(),
+        ];
+        await store.codes.consume(spent.hash, bindingOf(spent), T0 + SECOND);
+        const results = await Promise.all([
+          store.codes.consume(good.hash, bindingOf(good), T0 + SECOND),
+          store.codes.consume(late.hash, bindingOf(late), late.expiresAt),
+          store.codes.consume(wrongChallenge.hash, { ...bindingOf(wrongChallenge), codeChallenge: 'another-challenge' }, T0 + SECOND),
+          store.codes.consume(bound.hash, { ...bindingOf(bound), dpopJkt: 'jkt-1' }, T0 + 2 * SECOND),
+          store.codes.consume(boundWrongKey.hash, { ...bindingOf(boundWrongKey), dpopJkt: 'jkt-1' }, T0 + SECOND),
+          store.codes.consume(spent.hash, bindingOf(spent), T0 + 2 * SECOND),
+          store.codes.consume('no-such-code', bindingOf(good), T0 + SECOND),
+        ]);
+        assert.deepEqual(results, [{ ...good, consumedAt: T0 + SECOND }, null, null, { ...bound, consumedAt: T0 + 2 * SECOND }, null, null, null]);
+        for (const untouched of [late, wrongChallenge, boundWrongKey]) assert.deepEqual(await store.codes.find(untouched.hash), untouched);
+      });
+
       it('gives a code to exactly one of 20 concurrent redeemers', async () => {
         const code = await givenCode();
         const results = await Promise.all(
@@ -1273,6 +1291,37 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.grants.recordUse(grant.id, T0 + MINUTE, T0 + HOUR), false);
         assert.deepEqual(await store.grants.get(grant.id), { ...grant, revokedAt: T0 });
         assert.equal(await store.grants.recordUse('no-such-grant', T0, T0 + HOUR), false);
+      });
+
+      it('answers the lookups, grant uses and events of one turn each as if made alone (PostgreSQL batches them, issue 41)', async () => {
+        const client = await givenClient();
+        const [ada, bob] = [await givenUser(), await givenUser()];
+        const [live, other, revoked] = [await givenGrant(client.id, ada.id), await givenGrant(client.id, bob.id), await givenGrant(client.id, ada.id)];
+        await store.grants.revoke(revoked.id, T0);
+        const [users, grants, uses, events] = await Promise.all([
+          Promise.all([store.users.get(ada.id), store.users.get(bob.id), store.users.get('no-such-user'), store.users.get(ada.id)]),
+          Promise.all([store.grants.get(live.id), store.grants.get('no-such-grant'), store.grants.get(other.id)]),
+          Promise.all([
+            store.grants.recordUse(live.id, T0 + MINUTE, T0 + HOUR),
+            store.grants.recordUse(other.id, T0 + 2 * MINUTE, T0 + 2 * HOUR),
+            store.grants.recordUse(revoked.id, T0 + MINUTE, T0 + HOUR),
+            store.grants.recordUse('no-such-grant', T0, T0 + HOUR),
+            // The same grant twice in one turn: the later time wins, as it would one call after the other.
+            store.grants.recordUse(live.id, T0 + 3 * MINUTE, T0 + 3 * HOUR),
+          ]),
+          Promise.all(['first', 'second', 'third'].map((name) =>
+            store.events.add({ id: unique('event'), type: 'code.redeemed', at: T0 + 5, userId: ada.id, username: name, clientId: client.id, grantId: live.id, ip: null, userAgent: null, detail: {} }),
+          )),
+        ]);
+        assert.deepEqual(users.map((user) => user?.id ?? null), [ada.id, bob.id, null, ada.id]);
+        assert.deepEqual(grants.map((grant) => grant?.id ?? null), [live.id, null, other.id]);
+        assert.deepEqual(uses, [true, true, false, false, true]);
+        assert.deepEqual(events, [undefined, undefined, undefined]);
+        assert.deepEqual(await store.grants.get(live.id), { ...live, lastUsedAt: T0 + 3 * MINUTE, activeUntil: T0 + 3 * HOUR });
+        assert.deepEqual(await store.grants.get(other.id), { ...other, lastUsedAt: T0 + 2 * MINUTE, activeUntil: T0 + 2 * HOUR });
+        assert.deepEqual(await store.grants.get(revoked.id), { ...revoked, revokedAt: T0 });
+        const stored = await store.events.list({ clientId: client.id, type: 'code.redeemed', limit: 10 });
+        assert.deepEqual(stored.map((event) => event.username).sort(), ['first', 'second', 'third']);
       });
 
       it('lists grants with their use', async () => {
@@ -1949,6 +1998,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         };
       };
       const register = (record: ResourceRecord) => store.transaction((tx) => tx.resources.create(record));
+
+      it('gives each list asked for in one turn what was registered before it, in an array of its own (PostgreSQL reads them once, issue 41)', async () => {
+        const api = resource();
+        await register(api);
+        const lists = await Promise.all([store.resources.list(), store.resources.list(), store.resources.list()]);
+        for (const list of lists) assert.ok(list.some((each) => each.identifier === api.identifier));
+        lists[0]!.length = 0;
+        assert.ok(lists[1]!.some((each) => each.identifier === api.identifier));
+        const later = resource();
+        await register(later);
+        assert.ok((await store.resources.list()).some((each) => each.identifier === later.identifier));
+      });
 
       it('stores a resource with its scopes in order, and reads it back by identifier and in the list', async () => {
         const api = resource();

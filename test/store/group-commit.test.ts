@@ -33,6 +33,46 @@ describe('SQLite group commit', () => {
     }
   });
 
+  it('leaves the write lock free while a round is open, holding it only to commit (issue 41)', async () => {
+    const path = join(dir, 'lock-free.db');
+    const store = openSqliteStore(path);
+    // Another process's connection, which must not wait: a worker serving the same file.
+    const other = new DatabaseSync(path, { timeout: 0 });
+    try {
+      const written = store.clients.create(deviceClient('queued'));
+      // The round is still open (its writes are answered at its end), yet the other
+      // connection takes the lock at once and commits.
+      other.exec('BEGIN IMMEDIATE');
+      other.exec('COMMIT');
+      await written;
+      assert.ok(await store.clients.get('queued'));
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('keeps the event loop serving while another connection holds the write lock, and commits once it is free', async () => {
+    const path = join(dir, 'lock-held.db');
+    const store = openSqliteStore(path);
+    const other = new DatabaseSync(path);
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const written = store.clients.create(deviceClient('after-the-lock'));
+      // A timer of this same event loop fires on time while the write waits: nothing sleeps
+      // in SQLite's busy handler (which, here, would wait for a lock only this loop can free).
+      const started = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.ok(performance.now() - started < 1000, `a 50 ms timer fired after ${Math.round(performance.now() - started)} ms`);
+      other.exec('COMMIT');
+      await written;
+      assert.ok(await store.clients.get('after-the-lock'));
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
   it('fails only the call whose statement failed, and commits the rest of its round', async () => {
     const path = join(dir, 'partial.db');
     const store = openSqliteStore(path);
@@ -90,58 +130,52 @@ describe('SQLite group commit', () => {
     }
   });
 
-  it('runs none of the calls that waited for a transaction whose round a failure ended', async () => {
+  it('rolls back a transaction that a failure ended, with the writes queued before it, and then runs those that waited for it', async () => {
     const db = new DatabaseSync(join(dir, 'transaction-rolled-back.db'));
     db.exec('CREATE TABLE t (v INTEGER)');
     const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
     const batch = new GroupCommit(db);
-    const write = (v: number) => batch.settle(batch.outside(() => batch.run(insert, () => insert.run(v))));
+    const write = (v: number) => batch.outside(() => batch.write(() => insert.run(v)));
     try {
+      const queued = write(1);
       let waiting: Promise<unknown> | undefined;
-      const transaction = batch.settle(
-        batch.outside(() =>
-          batch.transaction(async () => {
-            batch.run(insert, () => insert.run(1));
-            waiting = write(2);
-            batch.run(insert, () => {
-              db.exec('ROLLBACK');
-              throw new Error('disk I/O error');
-            });
-          }),
-        ),
-      );
+      const transaction = batch.transaction(async () => {
+        await batch.inside(() => insert.run(2));
+        waiting = write(3);
+        await batch.inside(() => {
+          db.exec('ROLLBACK');
+          throw new Error('disk I/O error');
+        });
+      });
       // As for any call: the one whose statement failed gets its own error, the others the rollback.
       await assert.rejects(transaction, /disk I\/O error/);
-      await assert.rejects(waiting!, RolledBackError);
-      assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
-      await write(3);
+      await assert.rejects(queued, RolledBackError);
+      // The write that waited for the transaction was never part of it.
+      await waiting;
       assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
     } finally {
       db.close();
     }
   });
 
-  it('fails every call of a round whose transaction a failure ended, and keeps none of its writes', async () => {
+  it('fails every write of a round whose transaction a failure ended, and keeps none of them', async () => {
     const db = new DatabaseSync(join(dir, 'rolled-back.db'));
     db.exec('CREATE TABLE t (v INTEGER)');
     const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
     const batch = new GroupCommit(db);
     try {
-      const first = batch.settle(Promise.resolve(batch.run(insert, () => insert.run(1))));
+      const first = batch.write(() => insert.run(1));
       // As SQLite does on an I/O error or a full disk: the statement fails and the
       // transaction with it.
-      const second = batch.settle(
-        (async () =>
-          batch.run(insert, () => {
-            db.exec('ROLLBACK');
-            throw new Error('disk I/O error');
-          }))(),
-      );
+      const second = batch.write(() => {
+        db.exec('ROLLBACK');
+        throw new Error('disk I/O error');
+      });
       await assert.rejects(first, RolledBackError);
       await assert.rejects(second, /disk I\/O error/);
       assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
       // The next round starts afresh.
-      await batch.settle(Promise.resolve(batch.run(insert, () => insert.run(3))));
+      await batch.write(() => insert.run(3));
       assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
     } finally {
       db.close();

@@ -13,10 +13,13 @@ import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts'
 import { CorruptRowError, jsonObject, stringList, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { DEVICE_USER_CODE_CONFLICT, deviceFromRow, devicePollAssignments, pollOutcomeFromRow } from '../sql/devices.ts';
+import { codeFromRow } from '../sql/codes.ts';
 import { eventParams } from '../sql/events.ts';
+import { grantFromRow } from '../sql/grants.ts';
+import { userFromRow } from '../sql/users.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type ResourceRecord, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -245,6 +248,64 @@ const USE_DPOP_PROOFS = `
   WHERE dpop_proofs.expires_at <= $3::bigint
   RETURNING key`;
 
+/**
+ * The events of one batch in one statement (issue 41): every request that records one, a code
+ * exchange's `code.redeemed` above all, shares the turn's round trip. Each row keeps its own
+ * fields; ids are UUIDv7, so no two calls collide.
+ */
+const INSERT_EVENTS = `
+  INSERT INTO events (${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+  SELECT ${INSERT_DEVICE_EVENTS_COLUMNS.map(([, column]) => (column === 'detail' ? 'detail::jsonb' : column)).join(', ')}
+  FROM unnest(${INSERT_DEVICE_EVENTS_COLUMNS.map(([, , type], index) => `$${index + 1}::${type}[]`).join(', ')})
+    AS e (${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+  RETURNING id`;
+
+/**
+ * The grant uses of one batch in one statement (sql/grants.ts `recordGrantUse` for each
+ * row): both times only move forward, and a revoked grant records nothing.
+ */
+const RECORD_GRANT_USES = `
+  UPDATE grants SET last_used_at = GREATEST(COALESCE(grants.last_used_at, 0), uses.now),
+                    active_until = GREATEST(COALESCE(grants.active_until, 0), uses.active_until)
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS uses (id, now, active_until)
+  WHERE grants.id = uses.id AND grants.revoked_at IS NULL
+  RETURNING grants.id`;
+
+/**
+ * The code redemptions of one batch in one statement: sql/codes.ts `consumeCode`'s conditions
+ * for each row, each with its own time and binding. Under READ COMMITTED a row another
+ * transaction redeemed first is re-checked against its committed state (consumed_at is then
+ * set), so exactly one caller gets each code, as with the single statement.
+ */
+const CONSUME_CODES = `
+  UPDATE authorization_codes SET consumed_at = redemptions.now
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+    AS redemptions (hash, client_id, redirect_uri, code_challenge, dpop_jkt, now)
+  WHERE authorization_codes.hash = redemptions.hash AND authorization_codes.consumed_at IS NULL
+    AND authorization_codes.expires_at > redemptions.now
+    AND authorization_codes.client_id = redemptions.client_id AND authorization_codes.redirect_uri = redemptions.redirect_uri
+    AND authorization_codes.code_challenge = redemptions.code_challenge
+    AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
+  RETURNING authorization_codes.*`;
+
+interface Redemption extends Readonly<Record<string, string | number | null>> {
+  readonly hash: string;
+  readonly clientId: string;
+  readonly redirectUri: string;
+  readonly codeChallenge: string;
+  readonly dpopJkt: string | null;
+  readonly now: number;
+}
+
+interface GrantUse {
+  readonly id: string;
+  readonly now: number;
+  readonly activeUntil: number;
+}
+
+/** Rows of `table` by their key, for a batch of lookups by key (each the statement `SELECT * … WHERE key = :key`). */
+const rowsByKey = (table: string, key: string) => `SELECT * FROM ${table} WHERE ${key} = ANY($1::text[])`;
+
 interface ProofUse {
   readonly key: string;
   readonly expiresAt: number;
@@ -361,8 +422,98 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     retryAlone: failedByOneCall,
   });
 
+  // Issue 41: what a code exchange asks of the store besides redeeming its code (the code
+  // looked up, the user, the grant, the grant's use, the event) is batched per turn as well,
+  // so that the exchanges of one turn share each of those round trips.
+  const byKey = (name: StatementName, table: string, key: string, param: string) =>
+    new TurnBatch<string, Row | undefined>({
+      key: (value) => value,
+      one: (value) => runPool.one(name, { [param]: value }),
+      async many(batch) {
+        const { rows } = await send(pool, { name: `tessera_${name}_batch`, text: rowsByKey(table, key), values: [batch] });
+        return new Map(rows.map((row) => [row[key] as string, row]));
+      },
+      absent: undefined,
+      retryAlone: () => false,
+    });
+  const users = byKey('getUser', 'users', 'id', 'id');
+  const grants = byKey('getGrant', 'grants', 'id', 'id');
+  const codes = byKey('getCode', 'authorization_codes', 'hash', 'hash');
+  const events = new TurnBatch<AuditEvent, boolean>({
+    key: (event) => event.id,
+    one: async (event) => (await stores.events.add(event), true),
+    async many(batch) {
+      const values = INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => batch.map((event) => eventParams(event)[field]));
+      const { rows } = await send(pool, { name: 'tessera_insertEvents', text: INSERT_EVENTS, values });
+      return new Map(rows.map((row) => [row['id'] as string, true]));
+    },
+    absent: false,
+    retryAlone: failedByOneCall,
+  });
+  const grantUses = new TurnBatch<GrantUse, boolean>({
+    key: (use) => use.id,
+    one: (use) => stores.grants.recordUse(use.id, use.now, use.activeUntil),
+    async many(batch) {
+      const values = [batch.map((use) => use.id), batch.map((use) => use.now), batch.map((use) => use.activeUntil)];
+      const { rows } = await send(pool, { name: 'tessera_recordGrantUses', text: RECORD_GRANT_USES, values });
+      return new Map(rows.map((row) => [row['id'] as string, true]));
+    },
+    absent: false,
+    retryAlone: failedByOneCall,
+  });
+  const redemptions = new TurnBatch<Redemption, Row | undefined>({
+    key: (redemption) => redemption.hash,
+    one: (redemption) => runPool.one('consumeCode', redemption),
+    async many(batch) {
+      const values = [
+        batch.map((r) => r.hash), batch.map((r) => r.clientId), batch.map((r) => r.redirectUri),
+        batch.map((r) => r.codeChallenge), batch.map((r) => r.dpopJkt), batch.map((r) => r.now),
+      ];
+      const { rows } = await send(pool, { name: 'tessera_consumeCodes', text: CONSUME_CODES, values });
+      return new Map(rows.map((row) => [row['hash'] as string, row]));
+    },
+    absent: undefined,
+    retryAlone: failedByOneCall,
+  });
+  // Every client-credentials grant reads the registered APIs (RFC 8707): the reads of one
+  // turn share one statement, sent at the turn's end, so each still sees every write its
+  // caller made before asking. Each caller gets its own array.
+  let resourceReads = 0;
+  const resourceLists = new TurnBatch<number, readonly ResourceRecord[]>({
+    key: (read) => String(read),
+    one: () => stores.resources.list(),
+    async many(batch) {
+      const list = await stores.resources.list();
+      return new Map(batch.map((read) => [String(read), list]));
+    },
+    absent: [],
+    retryAlone: () => false,
+  });
+  const { read } = postgresDialect;
+  const codeOrNull = (row: Row | undefined) => (row === undefined ? null : codeFromRow(row, read));
+
   return {
     ...stores,
+    resources: { ...stores.resources, list: async () => [...(await resourceLists.run(resourceReads++))] },
+    users: { ...stores.users, get: async (id) => ((row) => (row === undefined ? null : userFromRow(row, read)))(await users.run(id)) },
+    grants: {
+      ...stores.grants,
+      get: async (id) => ((row) => (row === undefined ? null : grantFromRow(row, read)))(await grants.run(id)),
+      recordUse: (id, now, activeUntil) => grantUses.run({ id, now, activeUntil }),
+    },
+    codes: {
+      ...stores.codes,
+      find: async (hash) => codeOrNull(await codes.run(hash)),
+      consume: async (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
+        codeOrNull(await redemptions.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })),
+    },
+    events: {
+      ...stores.events,
+      add: async (event) => {
+        // The single statement's failure for a row the batch did not store: none is expected (ids are unique).
+        if (!(await events.run(event))) throw new DuplicateError(`an events row with id ${event.id}`);
+      },
+    },
     dpopProofs: { use: (key, expiresAt, now) => proofUses.run({ key, expiresAt, now }) },
     clients: {
       ...stores.clients,

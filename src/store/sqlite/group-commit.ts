@@ -1,7 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-
-/** The batches of this thread that hold a write transaction open. */
-const openBatches = new Set<GroupCommit>();
+import { StoreUnavailableError } from '../errors.ts';
 
 /** The transaction a failed statement ended: every write made in it is gone. */
 export class RolledBackError extends Error {
@@ -11,73 +9,90 @@ export class RolledBackError extends Error {
   }
 }
 
+/** A write waiting for the next commit, and its caller's answer. */
+interface Pending {
+  readonly execute: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  /** Set once the statement has run in the open commit: its answer, given after the commit. */
+  outcome?: { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+}
+
+/** How long writes wait for another connection's write lock before they fail as unavailable (SQLite's busy_timeout). */
+export const LOCK_WAIT_MS = 5000;
+
+/** Tries on the next turn before waiting a millisecond between tries: another process holds the lock for a commit's length. */
+const TRIES_ON_NEXT_TURN = 4;
+
 /**
  * Group commit: the writes that requests make while the event loop handles one round of
- * ready sockets share one transaction, committed when that round ends (`setImmediate`).
- * Every SQLite commit in WAL mode costs the same few system calls (the WAL locks and the
- * frame writes), so N requests that write in the same round pay for one commit instead of
- * N: measured here, a device poll's UPDATE costs less than half as much in batches of 8.
+ * ready sockets are held back until that round ends (`setImmediate`), then run one after
+ * another in one transaction and committed together. Every SQLite commit in WAL mode costs
+ * the same few system calls (the WAL locks and the frame writes), so N requests that write
+ * in the same round pay for one commit instead of N.
  *
- * What callers are promised does not change: no store call resolves before the
- * transaction holding its statement has committed, reads included (a read that ran inside
- * an open batch may have seen another request's write, which must not be told before it
- * is durable). A statement that fails fails its own call only, as SQLite undoes just that
- * statement; one whose failure ends the whole transaction (an I/O error, say) fails every
- * call of the batch, since all their writes went with it. Single use still holds: the
- * statements of a batch run one after another on this connection, and each sees the
- * writes of those before it; other processes are kept out by the write lock
- * (`BEGIN IMMEDIATE`) until the batch commits.
+ * The write lock is held only while the round's writes run and commit, a fraction of a
+ * millisecond, not for the whole round (issue 41): with several worker processes on one
+ * file, a round that held it while it parsed requests and signed tokens kept the others
+ * waiting in SQLite's busy handler, which sleeps the whole event loop (1, 2, 5, 10, … ms)
+ * and took a quarter of each worker's time. The lock is also taken without waiting: when
+ * another connection holds it, the writes stay queued, the event loop serves on, and the
+ * commit is tried again on the next turn (then every millisecond); after `LOCK_WAIT_MS`
+ * they fail as `StoreUnavailableError`, as a statement past busy_timeout does.
  *
- * A transaction (`Store.transaction`) is a savepoint inside the batch. While it is open,
- * the batch does not commit, and statements that are not the transaction's own (other
- * requests', whose turn comes between its awaits) wait in a queue until it has ended:
- * run inside the savepoint, they would be undone with it if it rolled back.
+ * What callers are promised does not change: no write resolves before the transaction
+ * holding it has committed. Reads run at once, outside any transaction, and see only what
+ * is committed, so they need not wait for anything. A write that fails fails its own call
+ * only, as SQLite undoes just that statement; one whose failure ends the whole transaction
+ * (an I/O error, say) fails every write of the round, since all went with it. Single use
+ * still holds: the writes of a round run one after another on this connection, each seeing
+ * those before it, under the write lock that keeps every other connection out.
+ *
+ * A transaction (`Store.transaction`) takes the lock the same way, commits the writes
+ * queued so far, and runs its work in a savepoint, committed as soon as the work ends.
+ * While it is open, every call that is not the transaction's own (other requests', whose
+ * turn comes between its awaits) waits in a queue: run on this connection inside it, a
+ * read would see its uncommitted writes, and a write would be undone with it.
  */
 export class GroupCommit {
   readonly #db: DatabaseSync;
   readonly #writes = new WeakMap<StatementSync, boolean>();
-  #waiters: { readonly resolve: () => void; readonly reject: (error: unknown) => void }[] = [];
-  #open = false;
+  readonly #busyTimeoutMs: number;
+  readonly #begin: StatementSync;
+  /** Writes to run and commit together at the end of this round. */
+  #pending: Pending[] = [];
+  #flushScheduled = false;
+  /** When the oldest queued writes first found the lock held; null when they have not. */
+  #lockedSince: number | null = null;
+  #tries = 0;
   /** A transaction's savepoint is open. */
   #inTransaction = false;
-  /** The batch was due to commit while a transaction was open: it commits when that ends. */
-  #commitDue = false;
   /** Work held back until the open transaction has ended, in arrival order. */
   #queue: (() => void)[] = [];
-  /** Batches lost to a failure so far. */
-  #failures = 0;
+  /** The transactions not yet ended: each begins once the one before it has ended. */
+  #transactions: Promise<unknown> = Promise.resolve();
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, busyTimeoutMs: number = LOCK_WAIT_MS) {
     this.#db = db;
+    this.#busyTimeoutMs = busyTimeoutMs;
+    this.#begin = db.prepare('BEGIN IMMEDIATE');
   }
 
-  /** Runs `statement`, first opening a batch if it writes and none is open. */
-  run<T>(statement: StatementSync, execute: () => T): T {
-    // A failure that ended the batch ended the transaction's savepoint with it.
-    if (this.#inTransaction && !this.#open) throw new RolledBackError(new Error('the transaction was rolled back'));
-    if (!this.#open && this.#isWrite(statement)) this.#begin();
-    try {
-      return execute();
-    } catch (error) {
-      // SQLite ends the whole transaction on some errors (I/O, disk full): the batch is lost.
-      if (this.#open && !this.#db.isTransaction) this.#settle(new RolledBackError(error));
-      throw error;
+  /** Whether `statement` changes the database: it then waits for the round's commit. */
+  isWrite(statement: StatementSync): boolean {
+    let write = this.#writes.get(statement);
+    if (write === undefined) {
+      write = !/^\s*SELECT\b/i.test(statement.sourceSQL);
+      this.#writes.set(statement, write);
     }
+    return write;
   }
 
-  /**
-   * The answer of a store call, held back until the batch its statements ran in has
-   * committed; at once when they ran outside any batch.
-   */
-  settle<T>(result: Promise<T>): Promise<T> {
-    if (!this.#open) return result;
+  /** Queues a write for this round's commit: resolves with what `execute` returned, once committed. */
+  write<T>(execute: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      // Handled at once, so a call that failed is never an unhandled rejection while it waits.
-      const answer = result.then(
-        (value) => () => resolve(value),
-        (error: unknown) => () => reject(error),
-      );
-      this.#waiters.push({ resolve: () => void answer.then((give) => give()), reject });
+      this.#pending.push({ execute, resolve: resolve as (value: unknown) => void, reject });
+      this.#schedule();
     });
   }
 
@@ -89,100 +104,222 @@ export class GroupCommit {
     // `new Promise` runs `work` at once, and turns what it throws into a rejection.
     const attempt = () => new Promise<T>((run) => run(work()));
     if (!this.#inTransaction) return attempt();
-    // Work that waited in a batch a failure then ended was answered with that failure: it must not run after all.
-    const failures = this.#failures;
-    const lost = () => Promise.reject(new RolledBackError(new Error('the batch it waited in was rolled back')));
-    return new Promise<T>((resolve) => this.#queue.push(() => resolve(failures === this.#failures ? attempt() : lost())));
+    return new Promise<T>((resolve) => this.#queue.push(() => resolve(attempt())));
   }
 
-  /** Whether a transaction is open: its own statements run at once. */
-  get inTransaction(): boolean {
-    return this.#inTransaction;
+  /** A statement of the open transaction's own: run at once, inside it. */
+  inside<T>(execute: () => T): Promise<T> {
+    if (!this.#inTransaction) return Promise.reject(new Error('a transaction handle was used after its transaction ended'));
+    // A failure that ended the whole transaction ended its savepoint with it: nothing more may run as part of it.
+    if (!this.#db.isTransaction) return Promise.reject(new RolledBackError(new Error('the transaction was rolled back')));
+    return new Promise<T>((resolve) => resolve(execute()));
   }
 
   /**
-   * Runs `work` in a savepoint of the batch (opening one): released when `work` resolves,
-   * rolled back to when it rejects. Call it through `outside`, so that one transaction
-   * waits for another.
+   * Runs `work` as one transaction, after the transactions begun before it: once this
+   * connection holds the write lock, in a savepoint released and committed when `work`
+   * resolves, rolled back to when it rejects. `work` runs its statements directly.
    */
-  async transaction<T>(work: () => Promise<T>): Promise<T> {
-    if (!this.#open) this.#begin();
+  transaction<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#transactions.then(() => this.#whenLocked(() => this.#runTransaction(work)));
+    this.#transactions = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Commits the queued writes now, waiting for the lock as long as busy_timeout allows: before the connection closes. */
+  async drain(): Promise<void> {
+    await this.#transactions;
+    if (this.#pending.length === 0) return;
+    try {
+      // The connection's own busy_timeout: this one call may wait.
+      this.#begin.run();
+    } catch (error) {
+      this.#fail(this.#pending.splice(0), new StoreUnavailableError(error));
+      return;
+    }
+    this.#commitPending();
+  }
+
+  #schedule(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    if (this.#tries < TRIES_ON_NEXT_TURN) setImmediate(() => this.#flush());
+    else setTimeout(() => this.#flush(), 1);
+  }
+
+  /** At the end of the round: takes the lock if it is free, runs the queued writes and commits them. */
+  #flush(): void {
+    this.#flushScheduled = false;
+    // A transaction open on this connection commits what is queued when it ends.
+    if (this.#pending.length === 0 || this.#inTransaction) return;
+    if (!this.#tryLock()) {
+      if (this.#pending.length > 0) this.#schedule();
+      return;
+    }
+    this.#commitPending();
+  }
+
+  /**
+   * `BEGIN IMMEDIATE` without waiting: true when this connection now holds the write lock.
+   * When another holds it, false; the queued writes fail once they have waited `LOCK_WAIT_MS`.
+   */
+  #tryLock(): boolean {
+    try {
+      this.#beginNow();
+      this.#lockedSince = null;
+      this.#tries = 0;
+      return true;
+    } catch (error) {
+      const now = performance.now();
+      this.#lockedSince ??= now;
+      this.#tries += 1;
+      if (now - this.#lockedSince >= this.#busyTimeoutMs || !isBusy(error)) {
+        this.#lockedSince = null;
+        this.#tries = 0;
+        this.#fail(this.#pending.splice(0), isBusy(error) ? new StoreUnavailableError(error) : error);
+      }
+      return false;
+    }
+  }
+
+  /**
+   * `BEGIN IMMEDIATE` with the busy handler off, so that a held lock fails at once instead
+   * of sleeping the event loop. (A pragma takes effect when its statement is prepared,
+   * which `exec` does each time; running a prepared one again would change nothing.)
+   */
+  #beginNow(): void {
+    this.#db.exec('PRAGMA busy_timeout = 0');
+    try {
+      this.#begin.run();
+    } finally {
+      this.#db.exec(`PRAGMA busy_timeout = ${this.#busyTimeoutMs}`);
+    }
+  }
+
+  /** Runs `locked` once this connection holds the write lock; fails as unavailable after `LOCK_WAIT_MS`. */
+  #whenLocked<T>(locked: () => Promise<T>): Promise<T> {
+    const since = performance.now();
+    return new Promise<T>((resolve, reject) => {
+      let tries = 0;
+      const attempt = () => {
+        try {
+          this.#beginNow();
+        } catch (error) {
+          if (!isBusy(error)) return reject(error);
+          if (performance.now() - since >= this.#busyTimeoutMs) return reject(new StoreUnavailableError(error));
+          tries += 1;
+          if (tries < TRIES_ON_NEXT_TURN) setImmediate(attempt);
+          else setTimeout(attempt, 1);
+          return;
+        }
+        resolve(locked());
+      };
+      attempt();
+    });
+  }
+
+  async #runTransaction<T>(work: () => Promise<T>): Promise<T> {
+    // What was queued before the transaction is committed with it, whatever becomes of its work.
+    const before = this.#pending.splice(0);
+    if (!this.#runAll(before)) {
+      // The failure ended the transaction: nothing of it remains.
+      this.#release();
+      throw new RolledBackError(new Error('the transaction was rolled back before it began'));
+    }
     this.#db.exec('SAVEPOINT tessera_transaction');
     this.#inTransaction = true;
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      const result = await work();
-      this.#end(['RELEASE tessera_transaction']);
-      return result;
+      outcome = { ok: true, value: await work() };
     } catch (error) {
-      this.#end(['ROLLBACK TO tessera_transaction', 'RELEASE tessera_transaction']);
-      throw error;
+      outcome = { ok: false, error };
     }
-  }
-
-  /** Commits the open batch now (before the connection closes), or as soon as the open transaction ends. */
-  flush(): void {
-    if (this.#inTransaction) this.#commitDue = true;
-    else if (this.#open) this.#commit();
-  }
-
-  #end(commands: readonly string[]): void {
+    this.#inTransaction = false;
     try {
-      // Unless a failure already ended the whole batch, and the savepoint with it.
-      if (this.#open && this.#db.isTransaction) for (const command of commands) this.#db.exec(command);
-    } finally {
-      this.#inTransaction = false;
-      // What waited runs now, in this batch, until one of them opens the next transaction.
-      while (!this.#inTransaction && this.#queue.length > 0) this.#queue.shift()!();
-      if (!this.#inTransaction && this.#commitDue) {
-        this.#commitDue = false;
-        this.flush();
+      if (this.#db.isTransaction) {
+        if (outcome.ok) this.#db.exec('RELEASE tessera_transaction');
+        else this.#db.exec('ROLLBACK TO tessera_transaction; RELEASE tessera_transaction');
+      }
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    if (!this.#db.isTransaction) {
+      // A failure ended the whole transaction: the writes queued before it went with it.
+      this.#fail(before, new RolledBackError(outcome.ok ? new Error('the transaction was rolled back') : outcome.error));
+      if (outcome.ok) outcome = { ok: false, error: new RolledBackError(new Error('the transaction was rolled back')) };
+    } else {
+      const failure = this.#commit();
+      this.#answer(before, failure);
+      if (failure !== null && outcome.ok) outcome = { ok: false, error: failure };
+    }
+    this.#release();
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
+  /** Lets the work held back during a transaction run, and commits what it queues. */
+  #release(): void {
+    while (!this.#inTransaction && this.#queue.length > 0) this.#queue.shift()!();
+    if (this.#pending.length > 0) this.#schedule();
+  }
+
+  /** With the lock held: runs the queued writes, commits, answers them. */
+  #commitPending(): void {
+    const batch = this.#pending.splice(0);
+    if (!this.#runAll(batch)) return;
+    this.#answer(batch, this.#commit());
+  }
+
+  /**
+   * Runs each write in the open transaction, keeping its outcome. False when a failure
+   * ended the transaction: every write of `batch` is then answered with it.
+   */
+  #runAll(batch: Pending[]): boolean {
+    for (const [index, pending] of batch.entries()) {
+      try {
+        pending.outcome = { ok: true, value: pending.execute() };
+      } catch (error) {
+        pending.outcome = { ok: false, error };
+        // SQLite ends the whole transaction on some errors (I/O, disk full): the round is lost.
+        if (!this.#db.isTransaction) {
+          for (const other of batch.slice(0, index)) other.outcome = { ok: false, error: new RolledBackError(error) };
+          for (const other of batch.slice(index + 1)) other.outcome = { ok: false, error: new RolledBackError(error) };
+          this.#answer(batch, null);
+          return false;
+        }
       }
     }
+    return true;
   }
 
-  #isWrite(statement: StatementSync): boolean {
-    let write = this.#writes.get(statement);
-    if (write === undefined) {
-      write = !/^\s*SELECT\b/i.test(statement.sourceSQL);
-      this.#writes.set(statement, write);
-    }
-    return write;
-  }
-
-  #begin(): void {
-    // Another connection of this thread holding the write lock could only let go on a
-    // later turn of this same event loop, which waiting here would never reach: its batch
-    // is committed first (or, in a transaction, when that ends: this one then waits for
-    // the lock, busy_timeout at most). A server has one connection; tests and tools may open more.
-    for (const other of openBatches) if (other !== this) other.flush();
-    // IMMEDIATE takes the write lock now, so no other process can commit between this
-    // batch's reads and its writes (busy_timeout waits for one that holds it).
-    this.#db.exec('BEGIN IMMEDIATE');
-    this.#open = true;
-    openBatches.add(this);
-    setImmediate(() => this.flush());
-  }
-
-  #commit(): void {
-    let failure: unknown = null;
+  /** COMMIT; the failure, as every write of the transaction sees it, or null. */
+  #commit(): unknown {
     try {
       this.#db.exec('COMMIT');
+      return null;
     } catch (error) {
-      failure = new RolledBackError(error);
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      return new RolledBackError(error);
     }
-    this.#settle(failure);
   }
 
-  #settle(failure: unknown): void {
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    this.#open = false;
-    if (failure !== null) this.#failures++;
-    openBatches.delete(this);
-    for (const waiter of waiters) {
-      if (failure === null) waiter.resolve();
-      else waiter.reject(failure);
+  /** Answers each write with its outcome, or with `failure` when the commit failed. */
+  #answer(batch: readonly Pending[], failure: unknown): void {
+    for (const pending of batch) {
+      const outcome = pending.outcome!;
+      if (failure !== null) pending.reject(outcome.ok ? failure : outcome.error);
+      else if (outcome.ok) pending.resolve(outcome.value);
+      else pending.reject(outcome.error);
     }
   }
+
+  #fail(batch: readonly Pending[], error: unknown): void {
+    for (const pending of batch) pending.reject(error);
+  }
+}
+
+/** SQLITE_BUSY and its extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT, …), which keep it in the low byte. */
+function isBusy(error: unknown): boolean {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof errcode === 'number' && (errcode & 0xff) === 5;
 }

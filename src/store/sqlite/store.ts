@@ -97,46 +97,48 @@ function sqliteStore(db: DatabaseSync): Store {
       return [name, statement];
     }),
   ) as Record<StatementName, StatementSync>;
-  const batch = new GroupCommit(db);
+  const batch = new GroupCommit(db, BUSY_TIMEOUT_MS);
   // The SQLite dialect only ever binds strings, numbers and nulls.
   const bind = (params: Params) => params as Record<string, SQLInputValue>;
-  const runner = (when: <T>(work: () => T) => Promise<T>): Runner<StatementName> => {
-    const run = <T>(name: StatementName, execute: (statement: StatementSync) => T): Promise<T> => {
+  const execute = <T>(statement: StatementSync, run: (statement: StatementSync) => T): T => {
+    try {
+      return run(statement);
+    } catch (error) {
+      throw constraintError(storeError(error));
+    }
+  };
+  // The store's own calls wait while a transaction is open. A read runs at once and sees
+  // what is committed; a write is answered once the round's commit holds it (GroupCommit).
+  const outside: Runner<StatementName> = (() => {
+    const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => {
       const statement = prepared[name];
-      return when(() => {
-        try {
-          return batch.run(statement, () => execute(statement));
-        } catch (error) {
-          throw constraintError(storeError(error));
-        }
-      });
+      return batch.outside(() => (batch.isWrite(statement) ? batch.write(() => execute(statement, body)) : execute(statement, body)));
     };
     return {
       one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
       all: (name, params = {}) => run(name, (statement) => statement.all(bind(params))),
       changed: (name, params) => run(name, (statement) => Number(statement.run(bind(params)).changes)),
     };
-  };
-  // The store's own calls wait while a transaction is open; the transaction's run at once.
-  // Each answer is held until the statement's batch has committed (see GroupCommit).
-  const outside = runner((work) => batch.settle(batch.outside(work)));
-  const tx = sqlStores(
-    sqliteDialect,
-    runner((work) => {
-      if (!batch.inTransaction) throw new Error('a transaction handle was used after its transaction ended');
-      return Promise.resolve(work());
-    }),
-  );
+  })();
+  // A transaction's own calls run at once, inside it.
+  const inside: Runner<StatementName> = (() => {
+    const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => batch.inside(() => execute(prepared[name], body));
+    return {
+      one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
+      all: (name, params = {}) => run(name, (statement) => statement.all(bind(params))),
+      changed: (name, params) => run(name, (statement) => Number(statement.run(bind(params)).changes)),
+    };
+  })();
+  const tx = sqlStores(sqliteDialect, inside);
 
   return {
     ...sqlStores(sqliteDialect, outside),
-    transaction: (work) => batch.settle(batch.outside(() => batch.transaction(() => work(tx)))),
+    transaction: (work) => batch.transaction(() => work(tx)),
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs),
-    close: () =>
-      batch.outside(() => {
-        if (!db.isOpen) return;
-        batch.flush();
-        db.close();
-      }),
+    close: async () => {
+      if (!db.isOpen) return;
+      await batch.drain();
+      if (db.isOpen) db.close();
+    },
   };
 }

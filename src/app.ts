@@ -9,6 +9,7 @@ import { DpopNonces } from './flows/dpop/nonce.ts';
 import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
+import { tokenExchangeGrant } from './flows/token-exchange/token.ts';
 import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin/index.ts';
 import { registrationRoutes } from './http/registration.ts';
 import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
@@ -79,6 +80,7 @@ export const GRANTS: readonly TokenGrant[] = [
   deviceCodeGrant,
   refreshTokenGrant,
   clientCredentialsGrant,
+  tokenExchangeGrant,
 ];
 
 /** `listeners`: who hears of each event besides the events table (the log, the metrics). */

@@ -20,6 +20,7 @@ import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
 import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
+import { addResource } from '../src/flows/manage/resources.ts';
 import { apiFormPage, appFormPage, userFormPage } from '../src/ui/console.ts';
 import { providerFormPage } from '../src/ui/console-providers.ts';
 import { messages } from '../src/ui/i18n.ts';
@@ -34,7 +35,8 @@ const EVERY_CLIENT_FIELD: Readonly<Record<string, unknown>> = {
   token_endpoint_auth_method: 'client_secret_post',
   redirect_uris: [REDIRECT_URI, 'https://app.example/callback'],
   scope: 'openid profile',
-  grant_types: ['authorization_code', 'device_code', 'refresh_token'],
+  grant_types: ['authorization_code', 'device_code', 'refresh_token', 'token-exchange'],
+  token_exchange_audiences: ['https://downstream.example/api'],
   web_origins: [],
   device_networks: ['192.0.2.0/24'],
   jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'k1', use: 'sig', alg: 'ES256' }] },
@@ -93,6 +95,8 @@ let token: string;
 before(async () => {
   server = await startTestServer();
   const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: ADMIN_SCOPES.join(' ') });
+  // The API EVERY_CLIENT_FIELD's token exchange is for.
+  await addResource(manageDeps(server), { identifier: 'https://downstream.example/api', name: 'Downstream', scopes: [{ name: 'downstream:read', description: 'Read' }] });
   const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
   token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
 });
@@ -157,7 +161,8 @@ describe('the client field table in every door', () => {
       const e = EVERY_CLIENT_FIELD as Readonly<Record<string, string & string[]>>;
       const args = [
         'client', 'add', '--name', e['client_name'], '--auth-method', e['token_endpoint_auth_method'], ...e['redirect_uris'].flatMap((uri) => ['--redirect-uri', uri]), '--scope', e['scope'],
-        ...e['grant_types'].flatMap((grant) => ['--grant', grant]), ...e['device_networks'].flatMap((cidr) => ['--device-network', cidr]), '--jwks-file', jwksFile, '--pkce', e['pkce'],
+        ...e['grant_types'].flatMap((grant) => ['--grant', grant]), ...e['device_networks'].flatMap((cidr) => ['--device-network', cidr]),
+        ...e['token_exchange_audiences'].flatMap((uri) => ['--exchange-audience', uri]), '--jwks-file', jwksFile, '--pkce', e['pkce'],
         '--request-object-signing-alg', e['request_object_signing_alg'], ...e['post_logout_redirect_uris'].flatMap((uri) => ['--post-logout-redirect-uri', uri]),
         '--backchannel-logout-uri', e['backchannel_logout_uri'], '--require-phishing-resistant', '--first-party', '--require-dpop', '--require-par', '--json',
       ];
@@ -168,7 +173,7 @@ describe('the client field table in every door', () => {
       assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
       const comparable = (registration: Record<string, unknown>): Record<string, unknown> => {
         const { client_id: _id, client_secret: _secret, created_at: _at, ...rest } = registration;
-        return { ...rest, grant_types: (rest['grant_types'] as string[]).map((grant) => grant.replace('urn:ietf:params:oauth:grant-type:device_code', 'device_code')) };
+        return { ...rest, grant_types: (rest['grant_types'] as string[]).map((grant) => grant.replace('urn:ietf:params:oauth:grant-type:device_code', 'device_code').replace('urn:ietf:params:oauth:grant-type:token-exchange', 'token-exchange')) };
       };
       assert.deepEqual(comparable(fromCli), comparable(fromApi.body), 'the command and the admin API register alike');
       for (const field of CLIENT_FIELDS.filter((row) => row.create)) {

@@ -16,6 +16,7 @@ function clientText(client: ClientRecord, now: number): string {
     ...client.redirectUris.map((uri) => `  redirect: ${uri}`),
     ...client.webOrigins.map((origin) => `  web origin: ${origin}`),
     ...(client.deviceNetworks ?? []).map((network) => `  device network: ${network}`),
+    ...(client.exchangeAudiences ?? []).map((audience) => `  token exchange for: ${audience}`),
     ...(client.jwksUri !== null ? [`  jwks_uri: ${client.jwksUri}`] : []),
     ...(client.jwks !== null ? [`  jwks: ${((client.jwks['keys'] as unknown[] | undefined) ?? []).length} registered key(s)`] : []),
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),

@@ -87,6 +87,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   jwks: 'jwks-file',
   web_origins: 'web-origin',
   device_networks: 'device-network',
+  token_exchange_audiences: 'exchange-audience',
   require_pushed_authorization_requests: 'require-par',
   dpop_bound_access_tokens: 'require-dpop',
   post_logout_redirect_uris: 'post-logout-redirect-uri',

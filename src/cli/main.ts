@@ -60,12 +60,14 @@ Commands:
              [--pkce required|optional|optional-without-nonce] [--request-object-signing-alg ALG]
              [--require-phishing-resistant] [--require-dpop] [--require-par]
              [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
-             [--device-network CIDR ...] [--json]
+             [--device-network CIDR ...] [--exchange-audience URI ...] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--grant: authorization_code by default, device_code,
-                                          refresh_token and client_credentials only when asked for
-                                          (client_credentials: a service's own tokens, --scope
-                                          required); --device-network: the only
+                                          refresh_token, client_credentials and token-exchange only when
+                                          asked for (client_credentials: a service's own tokens, --scope
+                                          required; token-exchange: tokens for a person whose token it
+                                          holds, RFC 8693, for the APIs --exchange-audience names);
+                                          --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
                                           METHOD: client_secret_basic (default), client_secret_post,
@@ -90,7 +92,8 @@ Commands:
              [--first-party | --no-first-party] [--verified | --no-verified]
              [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
              [--backchannel-logout-uri URI | --no-backchannel-logout-uri]
-             [--add-device-network CIDR ...] [--remove-device-network CIDR ...] [--json]
+             [--add-device-network CIDR ...] [--remove-device-network CIDR ...]
+             [--add-exchange-audience URI ...] [--remove-exchange-audience URI ...] [--json]
                                           Change a client; in effect at once on every instance
                                           (--verified: a self-registered app you have checked; its
                                           consent page no longer says "not verified")

@@ -89,6 +89,14 @@ export const EVENT_TYPES = [
   'client.tokens_revoked',
   /** A client's own access token issued (RFC 6749 §4.4, client_credentials); `detail`: its API and scope. */
   'client.token_issued',
+  /**
+   * A person's token exchanged for one for another API (RFC 8693) by the event's client, acting
+   * for them; `detail`: the subject token's client (`subject_client`), the API, the scope and
+   * the actors (`act`, the current one first).
+   */
+  'token.exchanged',
+  /** A token exchange refused (`detail.error`, `detail.reason`): nothing issued. */
+  'token.exchange_refused',
   'resource.created',
   'resource.updated',
   'resource.removed',

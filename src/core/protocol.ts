@@ -9,7 +9,13 @@ export const GRANT_REFRESH_TOKEN = 'refresh_token';
 /** RFC 6749 §4.4: a client's token on its own behalf, for an API. */
 export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
 
-export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN | typeof GRANT_CLIENT_CREDENTIALS;
+/** RFC 8693 §2.1: a client exchanges a person's token for one of its own, for another API, acting for them. */
+export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
+export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN | typeof GRANT_CLIENT_CREDENTIALS | typeof GRANT_TOKEN_EXCHANGE;
+
+/** RFC 8693 §3: the token type identifier of an OAuth 2.0 access token. */
+export const TOKEN_TYPE_ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
 
 /** Query or form parameters as parsed: a name may repeat (RFC 6749 §3.1 forbids it; the flows refuse it). */
 export type RawParams = Readonly<Record<string, string | readonly string[] | undefined>>;

@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { METRICS_PATH } from '../core/endpoints.ts';
 import type { AuditEvent, EventListener } from '../core/events.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../core/protocol.ts';
 import type { DeliveryObserver } from '../flows/webhooks/dispatcher.ts';
 import type { Store } from '../store/types.ts';
 
@@ -24,6 +24,7 @@ const TOKEN_EVENTS: Partial<Record<AuditEvent['type'], string>> = {
   'code.redeemed': GRANT_AUTHORIZATION_CODE,
   'refresh.rotated': GRANT_REFRESH_TOKEN,
   'device.consumed': GRANT_DEVICE_CODE,
+  'token.exchanged': GRANT_TOKEN_EXCHANGE,
 };
 
 const DEVICE_OUTCOMES: Partial<Record<AuditEvent['type'], string>> = {

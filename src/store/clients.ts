@@ -59,6 +59,12 @@ export interface ClientRecord {
    * its registered keys; never unsigned.
    */
   readonly requestObjectSigningAlg?: RequestObjectAlgorithm;
+  /**
+   * RFC 8693 token exchange: the registered APIs (by identifier) this client may ask for a
+   * token for, acting for the person whose token it presents (`--exchange-audience`). Absent
+   * or empty: none, as a record made before it.
+   */
+  readonly exchangeAudiences?: readonly string[];
   /** Moves on at every update of the registration (the admin API's ETag); 1 when created. */
   readonly version?: number;
   /**

@@ -823,5 +823,17 @@ const webhooks: Migration = {
   ],
 };
 
+/**
+ * Version 25 (issue 44, RFC 8693 token exchange): the APIs a client may ask for a token for
+ * when it exchanges a person's token (`--exchange-audience`); none in rows from before.
+ */
+const tokenExchange: Migration = {
+  version: 25,
+  name: 'token exchange audiences',
+  statements: [
+    (t, dialect) => `ALTER TABLE clients ADD COLUMN exchange_audiences ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange];

@@ -5,7 +5,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../core/protocol.ts';
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, TOKEN_TYPE_ACCESS_TOKEN } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
 import { groupsOf, releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
@@ -20,6 +20,38 @@ export interface TokenResponse {
   readonly scope: string;
   readonly id_token?: string;
   readonly refresh_token?: string;
+  /** RFC 8693 §2.2.1: the type of the token a token exchange issued (REQUIRED there, absent elsewhere). */
+  readonly issued_token_type?: string;
+}
+
+/**
+ * RFC 8693 §4.1 `act`: the party acting for the token's subject. "A chain of delegation can
+ * be expressed by nesting one act claim within another. The outermost act claim represents
+ * the current actor while nested act claims represent prior actors."
+ */
+export interface Actor {
+  readonly sub: string;
+  readonly act?: Actor;
+}
+
+/** How many actors deep an `act` claim read back may be; a longer chain is not a token this server issued. */
+const MAX_ACTOR_CHAIN = 32;
+
+/** The `act` claim as a chain of `sub`s, or null when it is not one (anything but `sub` and `act` is dropped: RFC 8693 §4.1). */
+function actorOf(value: unknown, depth = 0): Actor | null {
+  if (typeof value !== 'object' || value === null || depth >= MAX_ACTOR_CHAIN) return null;
+  const { sub, act } = value as Record<string, unknown>;
+  if (typeof sub !== 'string') return null;
+  if (act === undefined) return { sub };
+  const prior = actorOf(act, depth + 1);
+  return prior === null ? null : { sub, act: prior };
+}
+
+/** How many actors an `act` claim names: 0 for none, 1 for a current actor alone, and so on. */
+export function actorCount(actor: Actor | null | undefined): number {
+  let count = 0;
+  for (let at = actor; at; at = at.act) count += 1;
+  return count;
 }
 
 /** What an approval that is being redeemed carries into the tokens. */
@@ -94,6 +126,23 @@ export interface AccessTokenClaims {
   readonly jkt: string | null;
   /** OIDC Core §5.2: the languages UserInfo names the person in; empty when none were asked for. */
   readonly claimsLocales: readonly string[];
+  /** RFC 8693 §4.1: who acts for `sub` (a token exchange's client, and those before it); null when `sub`'s own client does. */
+  readonly act: Actor | null;
+}
+
+/** What a token exchange (RFC 8693) issues: an access token for `resource`, for the person of a live grant, acted for by `act`. */
+export interface ExchangeIssuance {
+  /** The exchanging client: the token's `client_id`. */
+  readonly client: ClientRecord;
+  readonly userId: string;
+  /** The subject token's grant: revoking it ends this token too. */
+  readonly grantId: string;
+  readonly scope: readonly string[];
+  readonly resource: ResourceRecord;
+  readonly act: Actor;
+  /** The subject token's `exp` (seconds): this token never outlives it. */
+  readonly notAfter: number;
+  readonly dpopJkt: string | null;
 }
 
 /**
@@ -222,6 +271,37 @@ export class TokenIssuer {
   }
 
   /**
+   * RFC 8693 §2.2.1: the access token a token exchange issues, an RFC 9068 JWT for one API
+   * with `sub` the person, `client_id` the exchanging client, `act` the actors (§4.1) and
+   * `gid` the subject token's grant, so that it lives exactly as long as that grant does
+   * (flows/lifecycle/access-token.ts). Its `exp` is the API's lifetime or the subject token's
+   * `exp`, whichever is sooner: an exchanged token never outlives the token it came from
+   * (Keycloak's CVE of 2026 issued one that did). No refresh token: the exchange is repeated
+   * with a fresh subject token. Nothing is recorded on the grant: its activity is its own
+   * client's, and this token ends before the subject token does.
+   */
+  async issueExchanged(issuance: ExchangeIssuance): Promise<TokenResponse> {
+    const now = seconds(this.#clock.now());
+    const exp = Math.min(now + (issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken), issuance.notAfter);
+    const scope = issuance.scope.join(' ');
+    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
+    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
+      client_id: issuance.client.id,
+      scope,
+      gid: issuance.grantId,
+      act: issuance.act,
+      iss: this.#issuer,
+      aud: issuance.resource.identifier,
+      sub: issuance.userId,
+      iat: now,
+      exp,
+      jti: randomUUID(),
+      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+    }, key.privateKey);
+    return { access_token: token, issued_token_type: TOKEN_TYPE_ACCESS_TOKEN, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: exp - now, scope };
+  }
+
+  /**
    * An opaque 256-bit refresh token, stored by its hash with the scope of the sign-in it came from (RFC 6749
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
@@ -273,15 +353,18 @@ export class TokenIssuer {
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales } = payload;
+      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales, act } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
       // A token without a grant is a client's own, and then its subject is the client.
       if (gid === undefined ? sub !== clientId : typeof gid !== 'string') return null;
       const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
       if (cnf !== undefined && typeof jkt !== 'string') return null;
+      // Only a person's token is acted for (a token exchange needs a grant).
+      const actor = act === undefined ? null : actorOf(act);
+      if (act !== undefined && (actor === null || typeof gid !== 'string')) return null;
       return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null,
-        claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [] };
+        claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [], act: actor };
     } catch {
       return null;
     }

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditEvent } from '../../src/core/events.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../../src/core/protocol.ts';
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { identityProvidersContract } from './identity-providers-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
@@ -320,6 +320,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const { id, createdAt, version: _, requestObjectSigningAlg: __, ...fields } = client;
         assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'optional', requestObjectSigningAlg: 'none' }), { id, createdAt, ...fields, version: 2, pkce: 'optional', requestObjectSigningAlg: 'none' });
         assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'required' }), { id, createdAt, ...fields, version: 3, pkce: 'required' });
+      });
+
+      it('keeps a token exchange client with its exchange audiences (RFC 8693), and updates them away', async () => {
+        const client = await givenClient({ grantTypes: [GRANT_TOKEN_EXCHANGE], exchangeAudiences: ['https://prints.example', 'urn:example:ledger'] });
+        assert.deepEqual(await store.clients.get(client.id), client);
+        const { id, createdAt, version: _, exchangeAudiences: __, ...fields } = client;
+        assert.deepEqual(await store.clients.update(id, { ...fields, grantTypes: [GRANT_AUTHORIZATION_CODE] }), { id, createdAt, ...fields, grantTypes: [GRANT_AUTHORIZATION_CODE], version: 2 });
       });
 
       it('takes the defaults for a client registered without the newer fields: none when public, Basic with a secret', async () => {

@@ -1,5 +1,5 @@
 import { OAuthError } from '../../core/errors.ts';
-import { GRANT_CLIENT_CREDENTIALS } from '../../core/protocol.ts';
+import { GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE } from '../../core/protocol.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import type { ClientRecord, ResourceRecord, UserRecord } from '../../store/types.ts';
 import type { AccessTokenClaims } from '../../tokens/issue.ts';
@@ -57,6 +57,18 @@ export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: Acc
 }
 
 /**
+ * Whether the client that exchanged a person's token for this one (RFC 8693; its `client_id`,
+ * the current actor) may still: still registered for the token exchange grant and for this
+ * API, and not told to forget its tokens since (`tokensRevokedAt`). An operator who takes
+ * the grant or the API away ends the tokens it had.
+ */
+async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<boolean> {
+  const client = await deps.store.clients.get(claims.client_id);
+  if (!client || !client.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
+  return client.tokensRevokedAt == null || claims.iat * 1000 > client.tokensRevokedAt;
+}
+
+/**
  * The access token if it is still good: signed here and unexpired, not revoked by its `jti`
  * (RFC 7009), its grant not revoked (by the user, by reuse of a code or refresh token), and
  * its user still active, and its audience this server or an API still registered (removing
@@ -84,7 +96,11 @@ export async function liveAccessToken(deps: FlowDeps, token: string): Promise<Li
     deps.store.users.get(claims.sub),
     ownApi ? null : deps.store.resources.get(claims.aud),
   ]);
-  if (revoked || !grant || grant.revokedAt !== null || grant.userId !== claims.sub || grant.clientId !== claims.client_id) return null;
+  if (revoked || !grant || grant.revokedAt !== null || grant.userId !== claims.sub) return null;
+  // A token exchange's token (RFC 8693, with `act`) lives on the grant of the token it came
+  // from, so that revoking that grant or disabling the person ends it; it was issued to the
+  // exchanging client, which must still be allowed it. Any other is its grant's client's.
+  if (claims.act === null ? grant.clientId !== claims.client_id : !(await exchangeStands(deps, claims))) return null;
   if (!user || user.disabled) return null;
   // An API registered again after the grant is another API for this grant (see grantedResources);
   // a remembered grant counts from its last approval, which may have added the API.

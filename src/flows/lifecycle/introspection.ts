@@ -3,6 +3,7 @@
  */
 import { hashSecret } from '../../core/crypto.ts';
 import type { ClientRecord, ResourceRecord } from '../../store/types.ts';
+import type { Actor } from '../../tokens/issue.ts';
 import type { FlowDeps } from '../types.ts';
 import { liveAccessToken, looksLikeJwt } from './access-token.ts';
 
@@ -27,6 +28,8 @@ export type IntrospectionResponse =
       readonly jti?: string;
       /** RFC 9449 §6.2: the DPoP key a bound token is confirmed by, "cnf": {"jkt": …}. */
       readonly cnf?: { readonly jkt: string };
+      /** RFC 8693 §4.1 (and §4 "in introspection responses"): who acts for `sub`, for a token exchange's token. */
+      readonly act?: Actor;
     };
 
 const INACTIVE: IntrospectionResponse = { active: false };
@@ -60,6 +63,7 @@ export async function introspectToken(deps: FlowDeps, caller: Introspector, toke
       aud: claims.aud,
       jti: claims.jti,
       ...(claims.jkt === null ? {} : { cnf: { jkt: claims.jkt } }),
+      ...(claims.act === null ? {} : { act: claims.act }),
     };
   }
 

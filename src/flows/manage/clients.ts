@@ -15,6 +15,7 @@ import {
   GRANT_CLIENT_CREDENTIALS,
   GRANT_DEVICE_CODE,
   GRANT_REFRESH_TOKEN,
+  GRANT_TOKEN_EXCHANGE,
   PKCE_POLICIES,
   REQUEST_OBJECT_ALGORITHMS,
   SECRET_AUTH_METHODS,
@@ -55,6 +56,8 @@ export interface ClientMetadata {
   readonly request_object_signing_alg?: string | null;
   /** A self-registered app the operator has checked: its consent page no longer says "not verified". */
   readonly verified?: boolean;
+  /** RFC 8693: the registered APIs (identifiers) a token exchange by this client may be for. */
+  readonly token_exchange_audiences?: readonly string[];
 }
 
 /** Who changed a registration: the operator, or the app itself through RFC 7592. */
@@ -80,6 +83,8 @@ const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
   [GRANT_DEVICE_CODE]: GRANT_DEVICE_CODE,
   refresh_token: GRANT_REFRESH_TOKEN,
   client_credentials: GRANT_CLIENT_CREDENTIALS,
+  'token-exchange': GRANT_TOKEN_EXCHANGE,
+  [GRANT_TOKEN_EXCHANGE]: GRANT_TOKEN_EXCHANGE,
 };
 
 /** The longest grace a rotated-out secret can be given: long enough for any redeployment. */
@@ -111,6 +116,7 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
     ...(client.requireDpop ? { dpop_bound_access_tokens: true } : {}),
     ...(client.requirePar ? { require_pushed_authorization_requests: true } : {}),
     ...(client.requestObjectSigningAlg ? { request_object_signing_alg: client.requestObjectSigningAlg } : {}),
+    ...((client.exchangeAudiences ?? []).length > 0 ? { token_exchange_audiences: client.exchangeAudiences } : {}),
     // Who registered it, when the app did itself, and whether the operator has checked it.
     ...(client.registeredBy === undefined ? {} : { registered_by: client.registeredBy, verified: client.verified === true }),
     ...(graceOpen ? { previous_secret_expires_at: new Date(client.previousSecretExpiresAt!).toISOString() } : {}),
@@ -141,6 +147,16 @@ function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string)
   // RFC 6749 §4.4: "The client credentials grant type MUST only be used by confidential clients."
   if (client.grantTypes.includes(GRANT_CLIENT_CREDENTIALS) && publicClient) {
     throw invalid`${field('grant_types')} client_credentials is for confidential clients: a public client has no credentials to prove`;
+  }
+  // RFC 8693 §2.1 leaves it to the server "whether or not to allow unauthenticated or
+  // unidentified clients": here, a token that acts for a person goes only to a client that
+  // proves who it is, and each may ask only for the APIs the operator listed for it.
+  const exchangeAudiences = client.exchangeAudiences ?? [];
+  if (client.grantTypes.includes(GRANT_TOKEN_EXCHANGE)) {
+    if (publicClient) throw invalid`${field('grant_types')} token-exchange is for confidential clients: a public client cannot prove it is the one acting for a person`;
+    if (exchangeAudiences.length === 0) throw invalid`${field('grant_types')} token-exchange needs ${field('token_exchange_audiences')}: the APIs it may ask for a token for`;
+  } else if (exchangeAudiences.length > 0) {
+    throw invalid`${field('token_exchange_audiences')} is for the token exchange grant: add ${field('grant_types')} token-exchange`;
   }
   // An admin token must stand for an operator's own program, never for a person who approved an app.
   const admin = client.scopes.filter((scope) => ADMIN_SCOPES.includes(scope));
@@ -220,12 +236,25 @@ async function checkScopes(store: Store, scopes: readonly string[]): Promise<voi
   }
 }
 
+/**
+ * The APIs a token exchange may be for: registered ones, by identifier (RFC 8693 §2.1
+ * `resource` and `audience` name them). The admin API is never one: an admin token stands
+ * for an operator's program, not for a person.
+ */
+async function parseExchangeAudiences(store: Store, audiences: readonly string[]): Promise<string[]> {
+  const unique = [...new Set(audiences)];
+  for (const audience of unique) {
+    if ((await store.resources.get(audience)) === null) throw invalid`${field('token_exchange_audiences')} ${audience}: not a registered API (\`tessera resource list\` shows them)`;
+  }
+  return unique;
+}
+
 function parseGrants(grants: readonly string[]): GrantType[] {
   return [
     ...new Set(
       grants.map((grant) => {
         const type = GRANT_NAMES[grant];
-        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials`;
+        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials, token-exchange`;
         return type;
       }),
     ),
@@ -346,6 +375,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   const grantTypes = parseGrants(metadata.grant_types ?? ['authorization_code']);
   // A client acting for itself signs nobody in: its scopes are an API's, and must be named.
   const machineOnly = grantTypes.every((grant) => grant === GRANT_CLIENT_CREDENTIALS);
+  const exchangeAudiences = await parseExchangeAudiences(deps.store, metadata.token_exchange_audiences ?? []);
   if (machineOnly && metadata.scope === undefined) throw invalid`${field('scope')} is required for the client_credentials grant: the API scopes it may ask for`;
   const scopes = parseScopes(metadata.scope ?? 'openid profile email');
   const clientId = options.id ?? randomUUID();
@@ -375,6 +405,7 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
     requireDpop: metadata.dpop_bound_access_tokens === true,
     requirePar: metadata.require_pushed_authorization_requests === true,
     ...requestAlg,
+    ...(exchangeAudiences.length > 0 ? { exchangeAudiences } : {}),
     ...(options.registeredBy === undefined ? {} : { registeredBy: options.registeredBy }),
     ...(metadata.verified ? { verified: true } : {}),
   };
@@ -456,6 +487,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   }
   const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
   const secret = withSecret && client.secretHash === null ? randomToken(32) : null;
+  const exchangeAudiences = changes.token_exchange_audiences !== undefined ? await parseExchangeAudiences(deps.store, changes.token_exchange_audiences) : (client.exchangeAudiences ?? []);
   const asked: ClientChanges = {
     name: changes.client_name !== undefined ? parseName(changes.client_name) : client.name,
     redirectUris: changes.redirect_uris !== undefined ? [...new Set(changes.redirect_uris)] : client.redirectUris,
@@ -477,6 +509,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     requireDpop: changes.dpop_bound_access_tokens ?? client.requireDpop,
     requirePar: changes.require_pushed_authorization_requests ?? client.requirePar,
     ...requestAlg,
+    ...(exchangeAudiences.length > 0 ? { exchangeAudiences } : {}),
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
   // Issue 40: the operator verified the app as it was; when the app itself changes what

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { ACCOUNT_PATH, CONSOLE_PATHS, SIGN_IN_PATH } from '../../core/endpoints.ts';
 import type { AuditEvent } from '../../core/events.ts';
-import { GRANT_DEVICE_CODE, type RawParams } from '../../core/protocol.ts';
+import { GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE, type RawParams } from '../../core/protocol.ts';
 import { OPERATOR_ROLES, ROLE_SCOPES, type OperatorRole } from '../../core/scopes.ts';
 import { sendLogoutTokens } from '../../flows/logout/backchannel.ts';
 import { roleAllows, type AdminArea } from '../../flows/manage/admin-token.ts';
@@ -45,8 +45,8 @@ export function operatorOf(request: FastifyRequest): Operator {
 /** The operator of a request, when it passed the access check. */
 export const knownOperator = (request: FastifyRequest): Operator | undefined => operators.get(request);
 
-/** A grant as people write it: the device grant's URN as `device_code`. */
-export const grantName = (grant: string): string => (grant === GRANT_DEVICE_CODE ? 'device_code' : grant);
+/** A grant as people write it: a URN by its last part (`device_code`, `token-exchange`). */
+export const grantName = (grant: string): string => (grant === GRANT_DEVICE_CODE ? 'device_code' : grant === GRANT_TOKEN_EXCHANGE ? 'token-exchange' : grant);
 
 export const userPath = (username: string) => `${CONSOLE_PATHS.users}/${encodeURIComponent(username)}`;
 export const appPath = (clientId: string) => `${CONSOLE_PATHS.apps}/${encodeURIComponent(clientId)}`;

@@ -2,12 +2,12 @@
  * Registered clients: their statements, rows and store.
  */
 
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType, REQUEST_OBJECT_ALGORITHMS } from '../../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, type GrantType, REQUEST_OBJECT_ALGORITHMS } from '../../core/protocol.ts';
 import { type ColumnReader, integer, integerOrNull, oneOf, type Row, text, textOrNull } from '../rows.ts';
 import { type ClientChanges, type ClientRecord, DuplicateError, type SelfRegistration, type Stores } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
 
-const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS];
+const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE];
 const pkceColumn = ['required', 'optional'] as const;
 
 /** Migration 14: `optional-without-nonce` is stored as `optional` with `nonce_required` false. */
@@ -48,6 +48,8 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     ...(row['registered_by'] == null || row['registered_by'] === 'operator' ? {} : { registeredBy: oneOf(selfRegistrations, 'registered_by', text(row, 'registered_by')) }),
     ...(row['verified'] != null && read.boolean(row, 'verified') ? { verified: true } : {}),
     ...(row['used_at'] == null ? {} : { usedAt: integer(row, 'used_at') }),
+    // Absent when empty, as a record made before token exchange.
+    ...(row['exchange_audiences'] == null || read.strings(row, 'exchange_audiences').length === 0 ? {} : { exchangeAudiences: read.strings(row, 'exchange_audiences') }),
   };
 }
 
@@ -60,11 +62,11 @@ export function clientsStatements(d: Dialect) {
       INSERT INTO clients (id, name, secret_hash, redirect_uris, scopes, grant_types, web_origins, created_at, require_phishing_resistant,
                            auth_method, previous_secret_hash, previous_secret_expires_at, jwks_uri, jwks, pkce,
                            first_party, post_logout_redirect_uris, backchannel_logout_uri, require_dpop, require_par, device_networks,
-                           request_object_signing_alg, nonce_required, registered_by, verified)
+                           request_object_signing_alg, nonce_required, registered_by, verified, exchange_audiences)
       VALUES (:id, :name, :secretHash, :redirectUris, :scopes, :grantTypes, :webOrigins, :createdAt, :requirePhishingResistant,
               :authMethod, :previousSecretHash, :previousSecretExpiresAt, :jwksUri, :jwks, :pkce,
               :firstParty, :postLogoutRedirectUris, :backchannelLogoutUri, :requireDpop, :requirePar, :deviceNetworks,
-              :requestObjectSigningAlg, :nonceRequired, :registeredBy, :verified)
+              :requestObjectSigningAlg, :nonceRequired, :registeredBy, :verified, :exchangeAudiences)
       ON CONFLICT DO NOTHING`,
     updateClient: `
       UPDATE clients SET name = :name, secret_hash = :secretHash, redirect_uris = :redirectUris, scopes = :scopes,
@@ -74,7 +76,7 @@ export function clientsStatements(d: Dialect) {
         first_party = :firstParty, post_logout_redirect_uris = :postLogoutRedirectUris, backchannel_logout_uri = :backchannelLogoutUri,
         require_dpop = :requireDpop, require_par = :requirePar,
         device_networks = :deviceNetworks, request_object_signing_alg = :requestObjectSigningAlg, nonce_required = :nonceRequired,
-        verified = :verified, version = version + 1
+        verified = :verified, exchange_audiences = :exchangeAudiences, version = version + 1
       WHERE id = :id AND (${d.bigint(':expectedVersion')} IS NULL OR version = :expectedVersion)
       RETURNING *`,
     revokeClientTokens: 'UPDATE clients SET tokens_revoked_at = :now WHERE id = :id',
@@ -129,6 +131,7 @@ export function clientsStores(d: Dialect, q: Runner<keyof ReturnType<typeof clie
     requireDpop: flag(record.requireDpop),
     requirePar: flag(record.requirePar),
     verified: flag(record.verified === true),
+    exchangeAudiences: list(record.exchangeAudiences ?? []),
   });
   return {
     clients: {

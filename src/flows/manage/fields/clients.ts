@@ -4,11 +4,14 @@
  * `update` derive from (fields/field.ts). The rules each value must follow are
  * flows/manage/clients.ts's.
  */
-import { CLIENT_AUTH_METHODS, GRANT_DEVICE_CODE, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS } from '../../../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS } from '../../../core/protocol.ts';
 import type { Field } from './field.ts';
 
-/** Grant types by the names people write; the device grant's URN is read as `device_code`. */
-export const GRANT_CHOICES = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials'] as const;
+/**
+ * Grant types by the names people write: a URN by its last part (the device grant's as
+ * `device_code`, RFC 8693's as `token-exchange`), read either way.
+ */
+export const GRANT_CHOICES = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials', 'token-exchange'] as const;
 
 const URI = 2048;
 
@@ -30,8 +33,12 @@ export const CLIENT_FIELDS = [
     create: true, update: true, cli: { option: 'scope', value: '"SCOPE …"' }, form: { control: 'text', label: 'console.app.scope' },
   },
   {
-    name: 'grant_types', type: { kind: 'choices', choices: GRANT_CHOICES, aliases: { [GRANT_DEVICE_CODE]: 'device_code' } }, description: 'The grants it may use (authorization_code unless given)',
+    name: 'grant_types', type: { kind: 'choices', choices: GRANT_CHOICES, aliases: { [GRANT_DEVICE_CODE]: 'device_code', [GRANT_TOKEN_EXCHANGE]: 'token-exchange' } }, description: 'The grants it may use (authorization_code unless given)',
     create: true, update: true, cli: { option: 'grant', value: 'TYPE' }, form: { control: 'checks', label: 'console.app.grants' },
+  },
+  {
+    name: 'token_exchange_audiences', type: { kind: 'list', maxItems: 50, max: URI }, description: 'The registered APIs a token exchange by it may be for (RFC 8693; grant token-exchange)',
+    create: true, update: true, cli: { option: 'exchange-audience', value: 'URI' }, form: { control: 'area', label: 'console.app.exchangeAudiences' },
   },
   {
     name: 'web_origins', type: { kind: 'list', maxItems: 50, max: URI }, description: 'Browser origins a public single-page app calls from (CORS)',

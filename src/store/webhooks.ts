@@ -16,6 +16,12 @@ export interface WebhookRecord {
   /** The secret a rotation replaced, which still signs beside the new one until it expires. */
   readonly previousSecret: Readonly<Record<string, unknown>> | null;
   readonly previousSecretExpiresAt: number | null;
+  /**
+   * Added by the server's owner (the `tessera` command): its URL is requested wherever it
+   * points. Else (the admin API, the console) it is held to the public network unless
+   * TESSERA_ALLOW_PRIVATE_NETWORK_URLS (core/outbound.ts), on every connection.
+   */
+  readonly addedByOwner: boolean;
   readonly createdAt: number;
   readonly updatedAt: number;
 }

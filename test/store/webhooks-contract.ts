@@ -27,6 +27,8 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
     secret: { enc: 'A256GCM', kek: 'k', iv: 'i', ciphertext: 'c', tag: 't' },
     previousSecret: null,
     previousSecretExpiresAt: null,
+    // Not the column's default (the webhooks before it were the owner's): written, then read back.
+    addedByOwner: false,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,

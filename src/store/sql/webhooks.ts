@@ -16,8 +16,8 @@ export function webhooksStatements(_d: Dialect) {
   const delivery = 'webhook_id = :webhookId AND event_id = :eventId';
   return {
     insertWebhook: `
-      INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, created_at, updated_at)
-      VALUES (:id, :url, :events, :secret, :previousSecret, :previousSecretExpiresAt, :createdAt, :updatedAt)
+      INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, added_by_owner, created_at, updated_at)
+      VALUES (:id, :url, :events, :secret, :previousSecret, :previousSecretExpiresAt, :addedByOwner, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getWebhook: 'SELECT * FROM webhooks WHERE id = :id',
     listWebhooks: 'SELECT * FROM webhooks ORDER BY created_at, id',
@@ -80,6 +80,7 @@ function webhookFromRow(row: Row, read: ColumnReader): WebhookRecord {
     secret: read.object(row, 'secret'),
     previousSecret: row['previous_secret'] === null ? null : read.object(row, 'previous_secret'),
     previousSecretExpiresAt: rows.integerOrNull(row, 'previous_secret_expires_at'),
+    addedByOwner: read.boolean(row, 'added_by_owner'),
     createdAt: rows.integer(row, 'created_at'),
     updatedAt: rows.integer(row, 'updated_at'),
   };
@@ -116,6 +117,7 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
           secret: JSON.stringify(webhook.secret),
           previousSecret: webhook.previousSecret === null ? null : JSON.stringify(webhook.previousSecret),
           previousSecretExpiresAt: webhook.previousSecretExpiresAt,
+          addedByOwner: d.flag(webhook.addedByOwner),
           createdAt: webhook.createdAt,
           updatedAt: webhook.updatedAt,
         });

@@ -23,6 +23,7 @@ import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { apiFormPage, appFormPage, userFormPage } from '../src/ui/console.ts';
 import { providerFormPage } from '../src/ui/console-providers.ts';
+import { webhookFormPage } from '../src/ui/console-webhooks.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -413,6 +414,20 @@ describe('the webhook field table in every door', () => {
 
   it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
     assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, WEBHOOK_FIELDS, { collection: '/webhooks', item: '/webhooks/{id}' });
+  });
+
+  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(WEBHOOK_FIELDS, EVERY_WEBHOOK_FIELD);
+    const page = webhookFormPage(consoleFrame('/console/webhooks/new'), { action: '/c/w', values, cancel: '/c/w' });
+    for (const field of WEBHOOK_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const posted: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
+    const input = inputOf(WEBHOOK_FIELDS, postedValues(WEBHOOK_FIELDS, posted), Object.keys(values));
+    for (const field of WEBHOOK_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_WEBHOOK_FIELD[field.name], `${field.name} through the form`);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {

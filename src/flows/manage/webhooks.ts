@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES } from '../../core/webhook-events.ts';
-import type { DeliveryState, WebhookDeliveryRecord, WebhookRecord } from '../../store/types.ts';
+import type { DeliveryCounts, DeliveryState, WebhookDeliveryRecord, WebhookRecord } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { newWebhookSecret, secretOwner } from '../webhooks/message.ts';
 import { checkMayExportEvents, type Caller } from './authority.ts';
@@ -91,6 +91,11 @@ export async function addWebhook(deps: WebhookDeps, input: WebhookInput): Promis
 
 export async function listWebhooks(deps: Pick<ManageDeps, 'store'>): Promise<WebhookRecord[]> {
   return deps.store.webhooks.list();
+}
+
+/** How many deliveries each webhook has pending, delivered and dead, by its id (none: all zero). */
+export async function deliveryCounts(deps: Pick<ManageDeps, 'store'>): Promise<ReadonlyMap<string, DeliveryCounts>> {
+  return deps.store.webhooks.countsByWebhook();
 }
 
 export async function getWebhook(deps: Pick<ManageDeps, 'store'>, id: string): Promise<WebhookRecord> {

@@ -161,6 +161,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     clock: input.clock,
     secrets: deps.secrets,
     settings: input.config.webhooks,
+    allowPrivateNetworkUrls: input.config.allowPrivateNetworkUrls,
     events: deps.events,
     log: app.log,
     ...(input.metrics ? { observer: input.metrics.webhooks } : {}),

@@ -221,6 +221,7 @@ describe('the admin API', () => {
       'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'PATCH /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
       'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
       'GET /providers', 'POST /providers', 'GET /providers/{id}', 'PATCH /providers/{id}', 'DELETE /providers/{id}',
+      'GET /webhooks', 'POST /webhooks', 'GET /webhooks/{id}', 'DELETE /webhooks/{id}', 'POST /webhooks/{id}/secret', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/replay',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {

@@ -14,6 +14,13 @@ import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { createClient, updateClient } from '../src/flows/manage/clients.ts';
 import { addResource, updateResource } from '../src/flows/manage/resources.ts';
+import { setDisabled } from '../src/flows/manage/users.ts';
+import { addWebhook } from '../src/flows/manage/webhooks.ts';
+import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
+import { secretBox } from '../src/tokens/secret-box.ts';
+import { createServer } from 'node:http';
+import { closeServer, listenOnFreePort } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -32,7 +39,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
   before(async () => {
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
-    server = await startTestServer({ issuerHost: 'localhost', clock });
+    // Webhook deliveries retried quickly and given up after a second: the webhooks' case lists a dead letter.
+    server = await startTestServer({ issuerHost: 'localhost', clock, env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1' } });
     admin = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
     await server.store.users.setRole(admin.id, 'admin');
     browser = await launchChromium();
@@ -302,6 +310,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     ];
     const directory = await runTessera(['provider', 'add', 'ldap', '--name', 'Staff Directory', '--url', 'ldaps://ldap.example.com', '--user-search-base', 'ou=people,dc=example,dc=com'], { TESSERA_DATABASE: server.config.database });
     assert.equal(directory.code, 0, directory.stderr);
+    const { webhook } = await addWebhook({ ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) }, { url: 'https://hooks.example.com/axe', events: ['client.deleted'] });
+    paths.push('/console/webhooks', '/console/webhooks/new', `/console/webhooks/${webhook.id}`, `/console/webhooks/${webhook.id}/remove`);
     paths.push('/console/providers', '/console/providers/new?kind=oidc', '/console/providers/new?kind=github', '/console/providers/new?kind=ldap', '/console/providers/staff-directory', '/console/providers/staff-directory/remove');
     const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => phone.close());
@@ -642,6 +652,78 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Remove Team ID' }).click();
     await page.getByText('The provider was removed').waitFor();
     assert.equal(await server.store.identityProviders.get('team-id'), null);
+  });
+
+  it('adds a webhook with its secret shown once, refuses one into the server\'s network, lists deliveries by state, replays a dead letter, and removes it after a confirmation', async (t) => {
+    // A receiver on loopback, added by the server's owner (the command may point there): it fails until told otherwise.
+    let status = 500;
+    const received: string[] = [];
+    const receiver = createServer((request, response) => {
+      request.resume().on('end', () => {
+        received.push(String(request.headers['webhook-id']));
+        response.writeHead(status).end();
+      });
+    });
+    const { port } = await listenOnFreePort(receiver);
+    t.after(() => closeServer(receiver));
+    const secrets = secretBox(loadKeyEncryption(server.config.keyEncryption));
+    const { webhook: owned } = await addWebhook({ ...manageDeps(server), secrets }, { url: `http://127.0.0.1:${port}/hooks`, events: ['user.disabled'] });
+    await server.addUser({ username: 'hedy' });
+    await setDisabled(manageDeps(server), 'hedy', true);
+    await until('the delivery to be given up', async () => (await server.store.webhooks.deliveries(owned.id, { state: 'dead', limit: 1 })).length === 1, 10_000, 100);
+
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    const item = page.getByRole('listitem').filter({ hasText: `http://127.0.0.1:${port}/hooks` });
+    assert.match(await item.innerText(), /waiting: 0 · delivered: 0 · dead letters: 1/);
+
+    // Added through the console, a URL into the server's network is refused, naming the field.
+    await page.getByRole('link', { name: 'Add a webhook' }).click();
+    await page.getByLabel('URL each event is sent to').fill('http://169.254.169.254/latest');
+    await page.getByLabel('user.deleted').check();
+    const refused = page.waitForResponse((answer) => answer.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    assert.equal((await refused).status(), 400);
+    assert.match(await page.getByRole('alert').innerText(), /^Not done: the value of “URL” was refused\. url http:\/\/169\.254\.169\.254\/latest: .*TESSERA_ALLOW_PRIVATE_NETWORK_URLS/s);
+    assert.equal(await page.getByLabel('user.deleted').isChecked(), true, 'what was chosen is kept');
+    await page.getByLabel('URL each event is sent to').fill('https://hooks.example.com/console');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    await page.getByRole('heading', { name: 'Webhook added' }).waitFor();
+    const secret = await page.locator('dt:text-is("Signing secret") + dd').innerText();
+    assert.match(secret, /^whsec_/);
+    const [added] = (await server.store.webhooks.list()).filter((webhook) => webhook.url === 'https://hooks.example.com/console');
+    assert.deepEqual([added?.events, added?.addedByOwner], [['user.deleted'], false]);
+    await page.getByRole('link', { name: 'Back' }).click();
+    await page.getByRole('heading', { name: 'Webhook', level: 1 }).waitFor();
+    assert.equal(await page.getByText(secret).count(), 0, 'shown once');
+
+    // The dead letter, sent again with the same webhook-id.
+    await page.goto(`${server.url}/console/webhooks/${owned.id}`);
+    const [letter] = await server.store.webhooks.deliveries(owned.id, { state: 'dead', limit: 1 });
+    const row = page.getByRole('row').filter({ hasText: letter!.eventId });
+    assert.match(await row.innerText(), /answered 500/);
+    status = 204;
+    const tries = received.length;
+    await row.getByRole('button', { name: 'Send again' }).click();
+    await page.getByText('The dead letters are being sent again, with the same webhook-id.').waitFor();
+    await until('the replay to arrive', () => received.length > tries, 5000, 20);
+    assert.equal(received.at(-1), letter!.eventId);
+    await page.reload();
+    await page.getByText('No dead letters.').waitFor();
+    const [replayed] = await server.store.events.list({ type: 'webhook.replayed', limit: 1 });
+    assert.equal(replayed?.detail['operator'], 'grace');
+
+    for (const webhook of [owned, added!]) {
+      await page.goto(`${server.url}/console/webhooks/${webhook.id}`);
+      await page.getByRole('link', { name: 'Remove this webhook' }).click();
+      await page.getByText(`Remove the webhook to ${webhook.url}? Nothing more is sent to it`).waitFor();
+      await page.getByRole('button', { name: 'Remove this webhook' }).click();
+      await page.getByText('The webhook was removed: nothing more is sent to it.').waitFor();
+      assert.equal(await server.store.webhooks.get(webhook.id), null);
+    }
   });
 
   async function signInAdmin(page: Page): Promise<void> {

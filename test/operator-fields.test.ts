@@ -18,11 +18,13 @@ import { cliOptions, formKeys, formValues, inputOf, postedValues, type Field, ty
 import { USER_FIELDS } from '../src/flows/manage/fields/users.ts';
 import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
 import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
+import { WEBHOOK_FIELDS } from '../src/flows/manage/fields/webhooks.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { apiFormPage, appFormPage, userFormPage } from '../src/ui/console.ts';
 import { providerFormPage } from '../src/ui/console-providers.ts';
+import { webhookFormPage } from '../src/ui/console-webhooks.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -65,11 +67,13 @@ const answerFields = (operation: OpenApiOperation, status: string) => Object.key
 /** Every row of `table` in the OpenAPI document: in the request of each operation that takes it, in every answer unless write-only. */
 function assertOpenApiHas(document: OpenApiDocument, table: FieldTable, paths: { readonly collection: string; readonly item: string }): void {
   const create = document.paths[paths.collection]!['post']!;
-  const update = document.paths[paths.item]!['patch']!;
+  // A noun none of whose fields changes (a webhook) has no PATCH.
+  const update = document.paths[paths.item]!['patch'];
+  assert.equal(update !== undefined, table.some((field) => field.update), `PATCH ${paths.item} exists when a field changes`);
   const read = document.paths[paths.item]!['get']!;
   for (const field of table) {
     assert.equal(requestFields(create).includes(field.name), field.create, `POST ${paths.collection} body: ${field.name}`);
-    assert.equal(requestFields(update).includes(field.name), field.update, `PATCH ${paths.item} body: ${field.name}`);
+    if (update !== undefined) assert.equal(requestFields(update).includes(field.name), field.update, `PATCH ${paths.item} body: ${field.name}`);
     if (field.writeOnly) {
       assert.equal(create.requestBody!.content['application/json']!.schema.properties[field.name]?.writeOnly, true, `${field.name} is write-only`);
       assert.ok(!answerFields(read, '200').includes(field.name), `GET ${paths.item} never answers ${field.name}`);
@@ -403,6 +407,59 @@ describe('the provider field table in every door', () => {
       assert.deepEqual(comparable(patched.body), answerOf(every), 'the admin API changes every field an update takes');
     });
   }
+});
+
+/** A value for each field a webhook is added with, each unlike any default. */
+const EVERY_WEBHOOK_FIELD: Readonly<Record<string, unknown>> = { url: 'https://hooks.example.com/tessera?every=field', events: ['user.disabled', 'client.deleted', 'signin.failed'] };
+
+describe('the webhook field table in every door', () => {
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual(Object.keys(EVERY_WEBHOOK_FIELD).sort(), WEBHOOK_FIELDS.filter(writable).map((field) => field.name).sort());
+  });
+
+  it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, WEBHOOK_FIELDS, { collection: '/webhooks', item: '/webhooks/{id}' });
+  });
+
+  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(WEBHOOK_FIELDS, EVERY_WEBHOOK_FIELD);
+    const page = webhookFormPage(consoleFrame('/console/webhooks/new'), { action: '/c/w', values, cancel: '/c/w' });
+    for (const field of WEBHOOK_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const posted: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
+    const input = inputOf(WEBHOOK_FIELDS, postedValues(WEBHOOK_FIELDS, posted), Object.keys(values));
+    for (const field of WEBHOOK_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_WEBHOOK_FIELD[field.name], `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    assertHelpNames(WEBHOOK_FIELDS, 'webhook add', 'create');
+    for (const field of WEBHOOK_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back a webhook with every field the same through the command and the admin API, its secret only when made', async () => {
+    const { args } = argumentsOf(WEBHOOK_FIELDS, 'create', EVERY_WEBHOOK_FIELD);
+    const added = await runTessera(['webhook', 'add', ...args, '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(added.code, 0, added.stderr);
+    const { secret, ...fromCommand } = JSON.parse(added.stdout) as Record<string, unknown>;
+    assert.match(String(secret), /^whsec_/);
+    const path = `/webhooks/${String(fromCommand['id'])}`;
+    const read = (await api('GET', path)).body;
+    assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
+    assert.deepEqual(Object.keys(read).sort(), WEBHOOK_FIELDS.map((field) => field.name).sort());
+    for (const field of WEBHOOK_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_WEBHOOK_FIELD[field.name], field.name);
+    assert.equal((await api('DELETE', path)).status, 204);
+
+    const fromApi = await api('POST', '/webhooks', EVERY_WEBHOOK_FIELD);
+    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+    const { secret: apiSecret, ...answered } = fromApi.body;
+    assert.match(String(apiSecret), /^whsec_/);
+    assert.deepEqual((await api('GET', `/webhooks/${String(answered['id'])}`)).body, answered, 'the admin API adds every field');
+    assert.equal((await api('DELETE', `/webhooks/${String(answered['id'])}`)).status, 204);
+  });
 });
 
 /** The users' table as rows of any kind (the test reads kinds the table may not have yet). */

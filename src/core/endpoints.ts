@@ -94,6 +94,7 @@ export const CONSOLE_PATHS = {
   providers: '/console/providers',
   events: '/console/events',
   keys: '/console/keys',
+  webhooks: '/console/webhooks',
 } as const;
 
 /** The discovery entries that say where each endpoint is (RFC 8414 §2, OIDC Discovery §3). */

@@ -7,7 +7,9 @@
  * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off. An app that
  * registered itself (RFC 7591, a metadata document) is held to a stricter rule, at
  * registration and on each connection alike (`requestRefusal`): loopback is refused too,
- * whatever the setting (issue 40). The same guard, stricter still, keeps Client ID Metadata
+ * whatever the setting (issue 40). A webhook added by someone the server's owner delegated to
+ * (an admin client, a console operator: issue 45) is held to the public network too, loopback
+ * included, unless the setting allows private networks. The same guard, stricter still, keeps Client ID Metadata
  * Documents inside the public internet. Requests to the upstream identity providers the
  * operator added go through `upstreamFetch`, which bounds how much of an answer is read.
  */
@@ -46,6 +48,11 @@ export interface UrlRule {
   /** The URL is an app's own (it registered itself), not the operator's. */
   readonly selfRegistered: boolean;
   readonly allowPrivateNetworks: boolean;
+  /**
+   * The URL was given by someone the owner delegated to (a webhook added through the admin API
+   * or the console): loopback is refused with the private networks, and allowed with them.
+   */
+  readonly delegated?: boolean;
 }
 
 /**
@@ -60,6 +67,9 @@ export function requestRefusal(host: string, rule: UrlRule): string | null {
   if (!rule.allowPrivateNetworks && isPrivateNetworkHost(host)) {
     return 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
   }
+  if (rule.delegated && !rule.allowPrivateNetworks && isLoopbackHost(host)) {
+    return 'is a loopback address (the server\'s own machine): only the server\'s owner (the tessera command) may name one, unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on';
+  }
   if (rule.selfRegistered && isLoopbackHost(host)) {
     return 'is a loopback address (the server\'s own machine): an app that registers itself may not name one; only the operator can (tessera client add)';
   }
@@ -68,7 +78,7 @@ export function requestRefusal(host: string, rule: UrlRule): string | null {
 
 /** A lookup that leaves out the addresses `rule` refuses, and fails when none is left. */
 export function publicNetworkLookup(rule: UrlRule = { selfRegistered: false, allowPrivateNetworks: false }, resolve: Resolver = dnsLookup): LookupFunction {
-  const refused = rule.selfRegistered ? 'a private, link-local or loopback address' : 'a private or link-local address';
+  const refused = rule.selfRegistered || (rule.delegated && !rule.allowPrivateNetworks) ? 'a private, link-local or loopback address' : 'a private or link-local address';
   return guardedLookup((address) => requestRefusal(address, rule) !== null, (hostname) => new PrivateNetworkError(`${hostname} resolves to ${refused}`), resolve);
 }
 
@@ -93,7 +103,7 @@ const shared = new Map<string, typeof fetch>();
 
 /** The process's `outboundFetch` for `rule` (one connection pool each), as the server's settings ask. */
 export function clientUrlFetch(rule: UrlRule): typeof fetch {
-  const key = `${rule.selfRegistered} ${rule.allowPrivateNetworks}`;
+  const key = `${rule.selfRegistered} ${rule.allowPrivateNetworks} ${rule.delegated === true}`;
   let send = shared.get(key);
   if (send === undefined) shared.set(key, (send = outboundFetch(rule)));
   return send;

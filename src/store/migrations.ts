@@ -835,5 +835,19 @@ const tokenExchange: Migration = {
   ],
 };
 
+/**
+ * Version 26 (issue 45): who added a webhook. One the server's owner added (the `tessera`
+ * command) is requested wherever its URL points; one added through the admin API or the
+ * console is held to the public network, on every connection (core/outbound.ts). Every
+ * webhook before this version was added by the command, the only door there was.
+ */
+const webhookOwners: Migration = {
+  version: 26,
+  name: 'who added each webhook',
+  statements: [
+    (t, dialect) => `ALTER TABLE webhooks ADD COLUMN added_by_owner ${t.boolean('added_by_owner')} DEFAULT ${dialect === 'postgres' ? 'true' : '1'}`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners];

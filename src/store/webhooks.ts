@@ -16,6 +16,12 @@ export interface WebhookRecord {
   /** The secret a rotation replaced, which still signs beside the new one until it expires. */
   readonly previousSecret: Readonly<Record<string, unknown>> | null;
   readonly previousSecretExpiresAt: number | null;
+  /**
+   * Added by the server's owner (the `tessera` command): its URL is requested wherever it
+   * points. Else (the admin API, the console) it is held to the public network unless
+   * TESSERA_ALLOW_PRIVATE_NETWORK_URLS (core/outbound.ts), on every connection.
+   */
+  readonly addedByOwner: boolean;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -45,6 +51,9 @@ export type DeliveryOutcome =
   | { readonly kind: 'delivered'; readonly status: number }
   /** Failed: tried again at `nextAttemptAt`, or dead if the window that started at `queuedAt` ended before `deadBefore`. */
   | { readonly kind: 'failed'; readonly status: number | null; readonly error: string; readonly nextAttemptAt: number; readonly deadBefore: number };
+
+/** How many of a webhook's deliveries are in each state. */
+export type DeliveryCounts = Readonly<Record<DeliveryState, number>>;
 
 export interface DeliveryFilter {
   readonly state?: DeliveryState;
@@ -82,6 +91,8 @@ export interface WebhookStore {
   deliveries(webhookId: string, filter: DeliveryFilter): Promise<WebhookDeliveryRecord[]>;
   /** Dead letters of the webhook (one, or all when `eventId` is null) made pending again, due at `now`; returns how many. */
   replay(webhookId: string, eventId: string | null, now: number): Promise<number>;
+  /** How many deliveries each webhook has in each state (the console's list); a webhook without any is absent. */
+  countsByWebhook(): Promise<ReadonlyMap<string, DeliveryCounts>>;
   /** How many deliveries are pending and dead, over every webhook (the metrics' gauges). */
   countByState(): Promise<{ readonly pending: number; readonly dead: number }>;
 }

@@ -15,7 +15,7 @@ import { isMessageKey, type MessageKey } from './i18n.ts';
 import { csrfField, layout, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
-export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'keys'] as const;
+export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'keys'] as const;
 export type ConsoleSection = (typeof CONSOLE_SECTIONS)[number];
 
 /** What every console page is rendered with. */
@@ -35,6 +35,7 @@ const SECTION_NAMES: Readonly<Record<ConsoleSection, MessageKey>> = {
   apis: 'console.nav.apis',
   providers: 'console.nav.providers',
   events: 'console.nav.events',
+  webhooks: 'console.nav.webhooks',
   keys: 'console.nav.keys',
 };
 

@@ -27,6 +27,8 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
     secret: { enc: 'A256GCM', kek: 'k', iv: 'i', ciphertext: 'c', tag: 't' },
     previousSecret: null,
     previousSecretExpiresAt: null,
+    // Not the column's default (the webhooks before it were the owner's): written, then read back.
+    addedByOwner: false,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,
@@ -166,6 +168,7 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
       const failed = { kind: 'failed', status: null, error: 'connection refused', nextAttemptAt: T0 + 2 * SECOND, deadBefore: T0 } as const;
       assert.equal(await store.webhooks.settle(hook.id, lost.id, 1, failed, T0 + SECOND), 'dead');
       assert.deepEqual(await store.webhooks.countByState(), { pending: before.pending - 1, dead: before.dead + 1 });
+      assert.deepEqual((await store.webhooks.countsByWebhook()).get(hook.id), { pending: 1, delivered: 0, dead: 1 }, 'per webhook, each state');
       // The dead letter no longer holds the others back.
       assert.equal((await store.webhooks.claim(hook.id, T0 + 2 * SECOND, T0 + 30 * SECOND))?.eventId, after.id);
       assert.deepEqual((await store.webhooks.deliveries(hook.id, { state: 'dead', limit: 10 })).map((d) => [d.eventId, d.lastError, d.lastStatus]), [[lost.id, 'connection refused', null]]);

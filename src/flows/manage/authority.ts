@@ -17,7 +17,10 @@
  *   console operators included;
  * - a caller adds a webhook, or sends its dead letters again, only if it may read the audit
  *   trail: a webhook sends the trail's user and client events (people's ids and usernames) to
- *   a URL of the caller's choosing, which is reading it by another door (issue 45).
+ *   a URL of the caller's choosing, which is reading it by another door (issue 45);
+ * - only the server's owner points a webhook at loopback, link-local or private addresses,
+ *   unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS allows them (flows/manage/webhooks.ts): a
+ *   delegate would otherwise have the server post into its own network.
  */
 import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
@@ -28,10 +31,15 @@ export interface Caller {
   readonly scopes: readonly string[];
   /** The client the caller is, for the admin API: a client never widens its own scope. */
   readonly clientId?: string;
+  /**
+   * The server's owner (the `tessera` command on its database), not someone it delegated to:
+   * the URLs it gives a webhook are requested wherever they point (issue 45).
+   */
+  readonly owner?: true;
 }
 
 /** The `tessera` command: whoever runs it on the server's database owns the server. */
-export const OWNER: Caller = { scopes: ADMIN_SCOPES };
+export const OWNER: Caller = { scopes: ADMIN_SCOPES, owner: true };
 
 /** A caller that holds no admin scope: an app registering itself (RFC 7591, RFC 7592). */
 export const NO_ADMIN: Caller = { scopes: [] };

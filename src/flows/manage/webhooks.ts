@@ -6,11 +6,12 @@
  * listed, and dead letters sent again.
  */
 import { randomUUID } from 'node:crypto';
+import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES } from '../../core/webhook-events.ts';
-import type { DeliveryState, WebhookDeliveryRecord, WebhookRecord } from '../../store/types.ts';
+import type { DeliveryCounts, DeliveryState, WebhookDeliveryRecord, WebhookRecord } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { newWebhookSecret, secretOwner } from '../webhooks/message.ts';
-import { checkMayExportEvents } from './authority.ts';
+import { checkMayExportEvents, type Caller } from './authority.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
 
@@ -55,16 +56,34 @@ function checkEvents(raw: unknown): string[] {
   return [...new Set(raw as string[])];
 }
 
+/**
+ * The rule for the URL of a webhook (core/outbound.ts): the server's owner (the command) may
+ * point one anywhere; anyone it delegated to (an admin client, a console operator) only at the
+ * public network, unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS, or they could have the server
+ * post, signed, into its own network (a metadata service, an internal admin port). Checked
+ * here on the URL as typed, and on each connection after its name is resolved.
+ */
+export function webhookUrlRule(config: { readonly allowPrivateNetworkUrls: boolean }, addedByOwner: boolean): UrlRule | null {
+  return addedByOwner ? null : { selfRegistered: false, delegated: true, allowPrivateNetworks: config.allowPrivateNetworkUrls };
+}
+
+function checkReachable(deps: Pick<ManageDeps, 'config'>, caller: Caller, url: string): void {
+  const rule = webhookUrlRule(deps.config, caller.owner === true);
+  const refusal = rule === null ? null : requestRefusal(new URL(url).hostname, rule);
+  if (refusal !== null) throw invalid`${field('url')} ${url.slice(0, 200)}: the host ${refusal}`;
+}
+
 /** Adds a webhook; returns it with its signing secret, which is shown only now. */
 export async function addWebhook(deps: WebhookDeps, input: WebhookInput): Promise<{ webhook: WebhookRecord; secret: string }> {
   checkMayExportEvents(deps.caller);
   const url = checkUrl(input.url);
+  checkReachable(deps, deps.caller, url);
   const events = checkEvents(input.events);
   if ((await deps.store.webhooks.list()).length >= MAX_WEBHOOKS) throw conflict`a server has at most ${MAX_WEBHOOKS} webhooks: remove one first`;
   const id = randomUUID();
   const secret = newWebhookSecret();
   const now = deps.clock.now();
-  const webhook: WebhookRecord = { id, url, events, secret: deps.secrets.seal(secretOwner(id), secret), previousSecret: null, previousSecretExpiresAt: null, createdAt: now, updatedAt: now };
+  const webhook: WebhookRecord = { id, url, events, secret: deps.secrets.seal(secretOwner(id), secret), previousSecret: null, previousSecretExpiresAt: null, addedByOwner: deps.caller.owner === true, createdAt: now, updatedAt: now };
   await deps.store.webhooks.create(webhook);
   await deps.events.emit({ type: 'webhook.created', detail: { webhook: id, url, events: events.join(' '), by: 'operator' } });
   return { webhook, secret };
@@ -72,6 +91,11 @@ export async function addWebhook(deps: WebhookDeps, input: WebhookInput): Promis
 
 export async function listWebhooks(deps: Pick<ManageDeps, 'store'>): Promise<WebhookRecord[]> {
   return deps.store.webhooks.list();
+}
+
+/** How many deliveries each webhook has pending, delivered and dead, by its id (none: all zero). */
+export async function deliveryCounts(deps: Pick<ManageDeps, 'store'>): Promise<ReadonlyMap<string, DeliveryCounts>> {
+  return deps.store.webhooks.countsByWebhook();
 }
 
 export async function getWebhook(deps: Pick<ManageDeps, 'store'>, id: string): Promise<WebhookRecord> {

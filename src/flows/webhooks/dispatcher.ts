@@ -20,7 +20,10 @@ import type { WebhookSettings } from '../../config/index.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../../core/events.ts';
 import { fetchFailure } from '../../core/fetch-failure.ts';
+import { clientUrlFetch } from '../../core/outbound.ts';
+import { webhookUrlRule } from '../manage/webhooks.ts';
 import type { Store, WebhookDeliveryRecord } from '../../store/types.ts';
+import type { UrlRule } from '../../core/outbound.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { secretOwner, webhookBody, webhookHeaders } from './message.ts';
 
@@ -51,7 +54,10 @@ export interface DispatcherDeps {
   readonly events: Pick<Events, 'emit'>;
   readonly log: { warn(details: Record<string, unknown>, message: string): void };
   readonly observer?: DeliveryObserver;
-  readonly fetch?: typeof fetch;
+  /** TESSERA_ALLOW_PRIVATE_NETWORK_URLS: whether a webhook the owner did not add may reach private networks and loopback. */
+  readonly allowPrivateNetworkUrls: boolean;
+  /** How a message is sent, by the webhook's URL rule (null: anywhere); core/outbound.ts's guarded fetch by default. */
+  readonly fetch?: (rule: UrlRule | null) => typeof fetch;
 }
 
 /** The wait after failed try number `attempts` (1 for the first). */
@@ -61,7 +67,7 @@ export function retryDelay(attempts: number, firstMs: number): number {
 
 export class WebhookDispatcher {
   readonly #deps: DispatcherDeps;
-  readonly #send: typeof fetch;
+  readonly #send: (rule: UrlRule | null) => typeof fetch;
   readonly #stop = new AbortController();
   /** The webhooks being drained, each by one loop. */
   readonly #draining = new Map<string, Promise<void>>();
@@ -71,7 +77,7 @@ export class WebhookDispatcher {
 
   constructor(deps: DispatcherDeps) {
     this.#deps = deps;
-    this.#send = deps.fetch ?? fetch;
+    this.#send = deps.fetch ?? ((rule) => (rule === null ? fetch : clientUrlFetch(rule)));
   }
 
   start(pollMs = POLL_MS): void {
@@ -148,7 +154,9 @@ export class WebhookDispatcher {
         const keys = [secrets.open(secretOwner(webhook.id), webhook.secret)];
         if (webhook.previousSecret !== null && (webhook.previousSecretExpiresAt ?? 0) > now) keys.push(secrets.open(secretOwner(webhook.id), webhook.previousSecret));
         const body = webhookBody(event);
-        const response = await this.#send(webhook.url, {
+        // A webhook the owner did not add reaches only what its rule allows, checked on the address connected to.
+        const send = this.#send(webhookUrlRule({ allowPrivateNetworkUrls: this.#deps.allowPrivateNetworkUrls }, webhook.addedByOwner));
+        const response = await send(webhook.url, {
           method: 'POST',
           headers: webhookHeaders(keys, event.id, now, body),
           body,

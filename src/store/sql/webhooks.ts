@@ -16,8 +16,8 @@ export function webhooksStatements(_d: Dialect) {
   const delivery = 'webhook_id = :webhookId AND event_id = :eventId';
   return {
     insertWebhook: `
-      INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, created_at, updated_at)
-      VALUES (:id, :url, :events, :secret, :previousSecret, :previousSecretExpiresAt, :createdAt, :updatedAt)
+      INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, added_by_owner, created_at, updated_at)
+      VALUES (:id, :url, :events, :secret, :previousSecret, :previousSecretExpiresAt, :addedByOwner, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getWebhook: 'SELECT * FROM webhooks WHERE id = :id',
     listWebhooks: 'SELECT * FROM webhooks ORDER BY created_at, id',
@@ -68,6 +68,7 @@ export function webhooksStatements(_d: Dialect) {
     replayWebhookDeliveries: `
       UPDATE webhook_deliveries SET state = 'pending', attempts = 0, queued_at = :now, next_attempt_at = :now, lease_until = NULL
       WHERE webhook_id = :webhookId AND state = 'dead' AND (CAST(:eventId AS TEXT) IS NULL OR event_id = :eventId)`,
+    countDeliveriesByWebhook: 'SELECT webhook_id, state, COUNT(*) AS count FROM webhook_deliveries GROUP BY webhook_id, state',
     countWebhookDeliveries: "SELECT state, COUNT(*) AS count FROM webhook_deliveries WHERE state <> 'delivered' GROUP BY state",
   };
 }
@@ -80,6 +81,7 @@ function webhookFromRow(row: Row, read: ColumnReader): WebhookRecord {
     secret: read.object(row, 'secret'),
     previousSecret: row['previous_secret'] === null ? null : read.object(row, 'previous_secret'),
     previousSecretExpiresAt: rows.integerOrNull(row, 'previous_secret_expires_at'),
+    addedByOwner: read.boolean(row, 'added_by_owner'),
     createdAt: rows.integer(row, 'created_at'),
     updatedAt: rows.integer(row, 'updated_at'),
   };
@@ -116,6 +118,7 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
           secret: JSON.stringify(webhook.secret),
           previousSecret: webhook.previousSecret === null ? null : JSON.stringify(webhook.previousSecret),
           previousSecretExpiresAt: webhook.previousSecretExpiresAt,
+          addedByOwner: d.flag(webhook.addedByOwner),
           createdAt: webhook.createdAt,
           updatedAt: webhook.updatedAt,
         });
@@ -144,6 +147,16 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
       release: async (webhookId, eventId, attempts, now) => void (await q.changed('releaseWebhookDelivery', { webhookId, eventId, attempts, now })),
       deliveries: async (webhookId, filter) => (await q.all('listWebhookDeliveries', { webhookId, state: filter.state ?? null, limit: filter.limit })).map(deliveryFromRow),
       replay: (webhookId, eventId, now) => q.changed('replayWebhookDeliveries', { webhookId, eventId, now }),
+      countsByWebhook: async () => {
+        const counts = new Map<string, Record<DeliveryState, number>>();
+        for (const row of await q.all('countDeliveriesByWebhook')) {
+          const id = rows.text(row, 'webhook_id');
+          const of = counts.get(id) ?? { pending: 0, delivered: 0, dead: 0 };
+          of[rows.oneOf(STATES, 'state', rows.text(row, 'state'))] = Number(row['count']);
+          counts.set(id, of);
+        }
+        return counts;
+      },
       countByState: async () => {
         const counts = { pending: 0, dead: 0 };
         for (const row of await q.all('countWebhookDeliveries')) {

@@ -19,7 +19,13 @@ export const WEBHOOK_FIELDS = [
     name: 'events', type: { kind: 'choices', choices: WEBHOOK_EVENT_TYPES }, description: 'The event types it hears (docs/events.md)', create: true, update: false, required: true,
     cli: { option: 'event', value: 'TYPE' }, form: { control: 'checks', label: 'console.webhook.events' },
   },
+  { name: 'created_at', type: { kind: 'text', max: 40 }, description: 'When it was added', create: false, update: false, cli: null, form: null },
+  { name: 'updated_at', type: { kind: 'text', max: 40 }, description: 'When its secret last changed', create: false, update: false, cli: null, form: null },
+  {
+    name: 'previous_secret_expires_at', type: { kind: 'text', max: 40, nullable: true }, description: 'Until when the secret it had before the last rotation still signs beside the new one (null: it does not)',
+    create: false, update: false, cli: null, form: null,
+  },
 ] as const satisfies readonly Field[];
 
 /** What every answer about a webhook holds, besides the table's fields. */
-export const WEBHOOK_ALWAYS = ['id', 'url', 'events'] as const;
+export const WEBHOOK_ALWAYS = ['id', 'url', 'events', 'created_at', 'updated_at', 'previous_secret_expires_at'] as const;

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
-import { discover } from './helpers/lifecycle.ts';
+import { discover, withRefresh } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
@@ -118,15 +118,37 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     assert.equal(idToken['email_verified'], undefined);
   });
 
-  it('releases a claim asked for alone in the userinfo member once the person approves its scope, essential or not (§5.5.1)', async () => {
+  it('releases a claim asked for alone in the userinfo member, and no other of its scope, once the person approves that scope, essential or not (§5.5.1)', async () => {
     const asked = await request(config, 'openid', claims({ userinfo: { name: { essential: true } } }));
     const browser = new FormBrowser(server.url);
     const approval = await browser.signIn(await browser.follow(await browser.request(`${asked.url.href}&prompt=consent`)), user);
     assert.match(text(approval), /See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/, 'the person is asked for the scope of the name');
     const tokens = await signIn(config, 'openid', claims({ userinfo: { name: { essential: true } } }));
-    assert.equal(tokens.scope, 'openid profile');
+    assert.equal(tokens.scope, 'openid', 'the scope asked for, not the scope of the name');
     assert.equal(tokens.claims()!['name'], undefined, 'asked for in userinfo only');
-    assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['name'], 'Ada Lovelace');
+    assert.deepEqual(await oidc.fetchUserInfo(config, tokens.access_token, user.id), { sub: user.id, name: 'Ada Lovelace' });
+  });
+
+  it('releases a claim asked for alone in the id_token member in the ID token only, and no other of its scope (§5.5)', async () => {
+    const tokens = await signIn(config, 'openid', claims({ id_token: { name: null } }));
+    assert.equal(tokens.scope, 'openid');
+    const idToken = tokens.claims()!;
+    assert.equal(idToken['name'], 'Ada Lovelace');
+    for (const claim of ['given_name', 'picture', 'preferred_username', 'email', 'email_verified']) assert.equal(idToken[claim], undefined, claim);
+    assert.deepEqual(await oidc.fetchUserInfo(config, tokens.access_token, user.id), { sub: user.id }, 'asked for in the ID token only');
+  });
+
+  it('keeps the claims asked for by name, and only those, when the tokens are refreshed (OIDC Core §12.2)', async () => {
+    const reader = await discover(server, await server.addClient({ name: 'News Reader', scopes: ['openid', 'profile', 'email', 'offline_access'], grantTypes: withRefresh() }));
+    const tokens = await signIn(reader, 'openid offline_access', claims({ userinfo: { name: null }, id_token: { email: { essential: true } } }));
+    const refreshed = await oidc.refreshTokenGrant(reader, tokens.refresh_token!);
+    for (const [when, issued] of [['first', tokens], ['refreshed', refreshed]] as const) {
+      assert.equal(issued.scope, 'openid offline_access', when);
+      const idToken = issued.claims()!;
+      assert.equal(idToken['email'], 'ada@example.com', when);
+      for (const claim of ['name', 'email_verified', 'picture']) assert.equal(idToken[claim], undefined, `${when}: ${claim}`);
+      assert.deepEqual(await oidc.fetchUserInfo(reader, issued.access_token, user.id), { sub: user.id, name: 'Ada Lovelace' }, when);
+    }
   });
 
   it('ignores claims it does not keep, and claims of a scope the client is not registered for', async () => {

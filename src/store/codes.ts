@@ -31,6 +31,17 @@ export interface AuthorizationCodeRecord {
    */
   readonly claimsLocales?: readonly string[];
   /**
+   * OIDC Core §5.5: the claims about the person the request asked for in UserInfo (the
+   * `claims` parameter's `userinfo`); absent when it asked for none.
+   */
+  readonly userinfoClaims?: readonly string[];
+  /**
+   * The scopes the person approved for the claims the request asked for by name, beyond its
+   * scope: the claims of these scopes asked for by name are released, the others are not.
+   * Absent when none (and in rows from before, whose scope holds them).
+   */
+  readonly claimsScope?: readonly string[];
+  /**
    * How the person signed in for this approval (ID token `amr`, RFC 8176): the code's own,
    * as its `authTime` is, not the grant's, which a later sign-in approving again overwrites.
    * Absent in codes from before it was kept: the grant's.

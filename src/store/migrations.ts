@@ -849,5 +849,22 @@ const webhookOwners: Migration = {
   ],
 };
 
+/**
+ * Version 27 (issue 42 item 5): a `claims` request asking for one claim releases that claim
+ * alone (OIDC Core §5.5). The code and the refresh token keep the claims asked for in
+ * UserInfo by name and the scopes the person approved for them, beside the scope asked for,
+ * which no longer grows by those scopes. Empty in rows from before, whose scope holds them.
+ */
+const namedClaims: Migration = {
+  version: 27,
+  name: 'claims asked for by name',
+  statements: [
+    (t, dialect) => `ALTER TABLE authorization_codes ADD COLUMN userinfo_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t, dialect) => `ALTER TABLE authorization_codes ADD COLUMN claims_scope ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t, dialect) => `ALTER TABLE refresh_tokens ADD COLUMN userinfo_claims ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+    (t, dialect) => `ALTER TABLE refresh_tokens ADD COLUMN claims_scope ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims];

@@ -42,6 +42,17 @@ export interface RefreshTokenRecord {
    */
   readonly claimsLocales?: readonly string[];
   /**
+   * OIDC Core §5.5: the claims about the person the request asked for in UserInfo (the
+   * `claims` parameter's `userinfo`); absent when it asked for none.
+   */
+  readonly userinfoClaims?: readonly string[];
+  /**
+   * The scopes the person approved for the claims the request asked for by name, beyond its
+   * scope: the claims of these scopes asked for by name are released, the others are not.
+   * Absent when none (and in rows from before, whose scope holds them).
+   */
+  readonly claimsScope?: readonly string[];
+  /**
    * How the person signed in for the approval it came from (ID token `amr`), kept with its
    * `authTime`: a later sign-in approving the same grant again changes neither. Absent in
    * tokens from before it was kept: the grant's.

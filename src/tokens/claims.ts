@@ -60,16 +60,17 @@ function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[
 }
 
 /**
- * The claims `scope` releases (OIDC Core §5.4), from the user record as it is now; only
- * those named in `only` when it is given (a claims request, §5.5, for the ID token).
+ * The claims `scope` releases (OIDC Core §5.4), from the user record as it is now, and
+ * those asked for by name and approved (`named`, §5.5) whatever the scope; only those named
+ * in `only` when it is given (a claims request for the ID token).
  */
 export function releasedClaims(
-  user: UserRecord, scope: readonly string[], only?: readonly string[], groups: readonly string[] = [], claimsLocales: readonly string[] = [],
+  user: UserRecord, scope: readonly string[], only?: readonly string[], groups: readonly string[] = [], claimsLocales: readonly string[] = [], named: readonly string[] = [],
 ): Record<string, unknown> {
   const claims: Record<string, unknown> = {};
   for (const claim of USER_CLAIMS) {
     if (only !== undefined && !only.includes(claim)) continue;
-    if (!scope.includes(scopeOfClaim(claim)!)) continue;
+    if (!scope.includes(scopeOfClaim(claim)!) && !named.includes(claim)) continue;
     const value = claimValue(user, claim, groups);
     if (value !== undefined) claims[claim] = value;
     // OIDC Core §5.2: a name in the languages the request's claims_locales asked for, beside
@@ -82,6 +83,19 @@ export function releasedClaims(
     }
   }
   return claims;
+}
+
+/**
+ * Of the claims asked for by name (§5.5), those the person approved: each of a scope in
+ * `claimsScope`, the scopes the approval page asked for them (flows/claims.ts
+ * scopesForClaims). A scope the client was not registered for was not asked, and its claims
+ * are not released.
+ */
+export function approvedClaims(named: readonly string[], claimsScope: readonly string[]): string[] {
+  return named.filter((claim) => {
+    const scope = scopeOfClaim(claim);
+    return scope !== null && claimsScope.includes(scope);
+  });
 }
 
 /**
@@ -124,10 +138,10 @@ const MAX_CLAIMS_LOCALES = 10;
 /**
  * The person's groups for the `groups` claim: those their linked upstream identities last
  * reported (an OpenID provider's `groups` claim, a directory's group search), each once, in
- * order. Read only when the scope asks for them.
+ * order. Read only when the scope, or a claims request approved by name, asks for them.
  */
-export async function groupsOf(store: Pick<Store, 'linkedIdentities'>, userId: string, scope: readonly string[]): Promise<string[]> {
-  if (!scope.includes('groups')) return [];
+export async function groupsOf(store: Pick<Store, 'linkedIdentities'>, userId: string, scope: readonly string[], named: readonly string[] = []): Promise<string[]> {
+  if (!scope.includes('groups') && !named.includes('groups')) return [];
   const links = await store.linkedIdentities.listForUser(userId);
   return [...new Set(links.flatMap((link) => link.groups))];
 }

@@ -7,7 +7,7 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, TOKEN_TYPE_ACCESS_TOKEN } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
-import { groupsOf, releasedClaims } from './claims.ts';
+import { approvedClaims, groupsOf, releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -83,11 +83,18 @@ export interface Issuance {
   readonly dpopJkt?: string | null;
   /**
    * OIDC Core §5.5: the claims about the person asked for in the ID token, among those its
-   * scope releases. The others go to userinfo only: OIDC Core §5.4 returns the claims of
+   * scope or `claimsScope` releases. The others go to userinfo only: OIDC Core §5.4 returns the claims of
    * `profile` and `email` from the UserInfo endpoint when an access token is issued, as it
    * always is here.
    */
   readonly idTokenClaims?: readonly string[];
+  /** OIDC Core §5.5: the claims about the person asked for in UserInfo, released there with the scope's. */
+  readonly userinfoClaims?: readonly string[];
+  /**
+   * The scopes the person approved for the claims asked for by name, beyond `scope`: of
+   * `idTokenClaims` and `userinfoClaims`, those of these scopes are released too.
+   */
+  readonly claimsScope?: readonly string[];
   /** OIDC Core §5.2: the languages of the names the ID token and UserInfo carry (`claims_locales`). */
   readonly claimsLocales?: readonly string[];
   /**
@@ -126,6 +133,8 @@ export interface AccessTokenClaims {
   readonly jkt: string | null;
   /** OIDC Core §5.2: the languages UserInfo names the person in; empty when none were asked for. */
   readonly claimsLocales: readonly string[];
+  /** OIDC Core §5.5: the claims asked for by name and approved that UserInfo sends beside the scope's; empty when none. */
+  readonly userinfoClaims: readonly string[];
   /** RFC 8693 §4.1: who acts for `sub` (a token exchange's client, and those before it); null when `sub`'s own client does. */
   readonly act: Actor | null;
 }
@@ -330,6 +339,8 @@ export class TokenIssuer {
       // carries the claims the original request asked for.
       idTokenClaims: issuance.idTokenClaims ?? [],
       ...(issuance.claimsLocales?.length ? { claimsLocales: issuance.claimsLocales } : {}),
+      ...(issuance.userinfoClaims?.length ? { userinfoClaims: issuance.userinfoClaims } : {}),
+      ...(issuance.claimsScope?.length ? { claimsScope: issuance.claimsScope } : {}),
       ...signInOf(issuance, grant),
     };
     return { token, record };
@@ -353,7 +364,7 @@ export class TokenIssuer {
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales, act } = payload;
+      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales, userinfo_claims: userinfoClaims, act } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
       // A token without a grant is a client's own, and then its subject is the client.
@@ -364,7 +375,8 @@ export class TokenIssuer {
       const actor = act === undefined ? null : actorOf(act);
       if (act !== undefined && (actor === null || typeof gid !== 'string')) return null;
       return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null,
-        claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [], act: actor };
+        claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [],
+        userinfoClaims: typeof userinfoClaims === 'string' ? userinfoClaims.split(' ').filter(Boolean) : [], act: actor };
     } catch {
       return null;
     }
@@ -439,6 +451,7 @@ export class TokenIssuer {
    * `TESSERA_ACCESS_TOKEN_ALG` (ES256: a cheaper signature on every code exchange).
    */
   async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
+    const userinfoClaims = approvedClaims(issuance.userinfoClaims ?? [], issuance.claimsScope ?? []);
     const key = await this.#keys.signingKey(issuance.resource?.signingAlg ?? this.#accessTokenAlg);
     return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
       client_id: issuance.client.id,
@@ -457,14 +470,20 @@ export class TokenIssuer {
       ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
       // OIDC Core §5.2: the languages UserInfo names the person in, on a token for it alone.
       ...(!issuance.resource && issuance.claimsLocales?.length ? { claims_locales: issuance.claimsLocales.join(' ') } : {}),
+      // OIDC Core §5.5: the claims UserInfo sends beside the scope's, asked for by name and
+      // approved, on a token for it alone (not OIDC's name: this server's own API reads it).
+      ...(!issuance.resource && userinfoClaims.length > 0 ? { userinfo_claims: userinfoClaims.join(' ') } : {}),
     }, key.privateKey);
   }
 
   /** OIDC Core §2 and §3.1.3.6. */
   async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
+    // OIDC Core §5.5: those asked for in the ID token, of the scope or approved by name.
+    const idTokenClaims = issuance.idTokenClaims ?? [];
+    const named = approvedClaims(idTokenClaims, issuance.claimsScope ?? []);
     const key = await this.#keys.signingKey('RS256');
     return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...releasedClaims(issuance.user, issuance.scope, issuance.idTokenClaims ?? [], await groupsOf(this.#store, issuance.user.id, issuance.scope), issuance.claimsLocales),
+      ...releasedClaims(issuance.user, issuance.scope, idTokenClaims, await groupsOf(this.#store, issuance.user.id, issuance.scope, named), issuance.claimsLocales, named),
       auth_time: seconds(issuance.authTime),
       // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
       ...signInOf(issuance, grant),

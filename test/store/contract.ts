@@ -180,6 +180,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         consumedAt: null,
         idTokenClaims: ['email', 'name'],
         claimsLocales: ['ja-Kana-JP', 'de'],
+        userinfoClaims: ['name', 'email'],
+        claimsScope: ['profile'],
         dpopJkt: null,
         amr: ['pwd', 'otp', 'mfa'],
         acr: 'urn:tessera:acr:mfa',
@@ -272,6 +274,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         dpopJkt: null,
         idTokenClaims: ['email'],
         claimsLocales: ['ja'],
+        userinfoClaims: ['name'],
+        claimsScope: ['profile', 'email'],
         amr: ['hwk', 'user'],
         acr: 'urn:tessera:acr:pwd',
         ...overrides,
@@ -714,6 +718,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.codes.find(withoutAcr.hash), withoutAcr);
         const { amr: _amr, acr: _none, ...old } = await givenCode({ amr: undefined, acr: undefined });
         assert.deepEqual(await store.codes.find(old.hash), old);
+      });
+
+      it('keeps a code without claims asked for by name, or the scopes approved for them, as without them', async () => {
+        const { userinfoClaims: _claims, claimsScope: _scope, ...unnamed } = await givenCode({ userinfoClaims: undefined, claimsScope: undefined });
+        assert.deepEqual(await store.codes.find(unnamed.hash), unnamed);
       });
 
       it('gives a code once: the first redemption returns it consumed, the second returns null', async () => {
@@ -1349,6 +1358,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('keeps a refresh token without ID token claims, acr or amr (one from before they were kept)', async () => {
         const { amr: _amr, acr: _acr, ...old } = await givenRefreshToken({ idTokenClaims: [], amr: undefined, acr: undefined });
         assert.deepEqual(await store.refreshTokens.find(old.hash), old);
+      });
+
+      it('keeps a refresh token without claims asked for by name, or the scopes approved for them, as without them', async () => {
+        const { userinfoClaims: _claims, claimsScope: _scope, ...unnamed } = await givenRefreshToken({ userinfoClaims: undefined, claimsScope: undefined });
+        assert.deepEqual(await store.refreshTokens.find(unnamed.hash), unnamed);
       });
 
       it('rotates a token once: the first call returns it rotated, the second returns null', async () => {

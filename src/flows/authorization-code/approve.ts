@@ -5,7 +5,7 @@ import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { noteFirstUse } from '../registration/first-use.ts';
 import { signInFacts } from '../second-factor/policy.ts';
-import { clientResponse, type AuthorizationRequest, type ClientResponse } from './request.ts';
+import { approvalScope, clientResponse, type AuthorizationRequest, type ClientResponse } from './request.ts';
 
 /**
  * The user approved (now, or before and it is remembered): record the approval as their
@@ -28,7 +28,8 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
         id: randomUUID(),
         userId: session.userId,
         clientId: request.client.id,
-        scope: request.scope,
+        // The person approved the scopes of the claims asked for by name too.
+        scope: approvalScope(request),
         authTime: session.authTime,
         ...signIn,
       },
@@ -50,12 +51,14 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       consumedAt: null,
       dpopJkt: request.dpopJkt,
       idTokenClaims: request.idTokenClaims ?? [],
+      ...(request.userinfoClaims?.length ? { userinfoClaims: request.userinfoClaims } : {}),
+      ...(request.claimsScope?.length ? { claimsScope: request.claimsScope } : {}),
       ...(request.claimsLocales?.length ? { claimsLocales: request.claimsLocales } : {}),
       // The code's own, as its authTime is: approving again in another sign-in rewrites the grant's.
       ...signIn,
     });
     const about = { userId: session.userId, clientId: request.client.id, grantId: grant.id };
-    await record({ type: 'consent.given', ...about, detail: { scope: request.scope.join(' ') } });
+    await record({ type: 'consent.given', ...about, detail: { scope: approvalScope(request).join(' ') } });
     await record({ type: 'code.issued', ...about });
   });
   return clientResponse(request, deps.config.issuer, { code });
@@ -63,7 +66,7 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
 
 /** The user declined (RFC 6749 §4.1.2.1: access_denied). */
 export async function denyAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<ClientResponse> {
-  await deps.events.emit({ type: 'consent.denied', userId: session.userId, clientId: request.client.id, detail: { scope: request.scope.join(' ') } });
+  await deps.events.emit({ type: 'consent.denied', userId: session.userId, clientId: request.client.id, detail: { scope: approvalScope(request).join(' ') } });
   return clientResponse(request, deps.config.issuer, {
     error: 'access_denied',
     error_description: 'the user denied the request',

@@ -5,7 +5,7 @@
  * The route file shows the page or sends the redirect this decides.
  */
 import type { GrantRecord, SessionRecord } from '../../store/types.ts';
-import type { AuthorizationRequest } from './request.ts';
+import { approvalScope, type AuthorizationRequest } from './request.ts';
 
 export type NextStep<S> =
   /** OIDC Core §3.1.2.6: answered at the redirect URI, never with a page. */
@@ -79,7 +79,9 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   // scheme or loopback port can be claimed by any app on the device (RFC 8252 §8.6), so
   // there the remembered approval is not relied on: the person is asked each time.
   const relied = remembered !== null && (request.client.secretHash !== null || new URL(request.redirectUri).protocol === 'https:') ? remembered : null;
-  const notYetApproved = relied === null ? request.scope : request.scope.filter((scope) => !relied.scope.includes(scope));
+  // What the page asks for: the scope with the scopes of the claims asked for by name.
+  const asked = approvalScope(request);
+  const notYetApproved = relied === null ? asked : asked.filter((scope) => !relied.scope.includes(scope));
   // The operator's own apps are trusted with what they ask for (in this flow only: the
   // device flow always shows its approval page, RFC 8628 §5.4).
   const covered = request.client.firstParty || notYetApproved.length === 0;
@@ -106,10 +108,10 @@ export function nextStep<S extends { readonly session: SessionRecord }>(
   if (decision !== null) return { kind: 'invalid-decision' };
   // prompt=consent: "The Authorization Server SHOULD prompt the End-User for consent before
   // returning information to the Client", whatever was approved before.
-  if (asksConsent) return { kind: 'consent', signedIn, scopes: request.scope, more: false };
+  if (asksConsent) return { kind: 'consent', signedIn, scopes: asked, more: false };
   // A remembered approval goes on without a page only for a sign-in the policy accepts; any
   // other is shown the approval step, which asks it to sign in again and says why.
   if (covered && !refused) return { kind: 'approve', signedIn };
-  if (covered) return { kind: 'consent', signedIn, scopes: request.scope, more: false };
-  return { kind: 'consent', signedIn, scopes: notYetApproved, more: notYetApproved.length < request.scope.length };
+  if (covered) return { kind: 'consent', signedIn, scopes: asked, more: false };
+  return { kind: 'consent', signedIn, scopes: notYetApproved, more: notYetApproved.length < asked.length };
 }

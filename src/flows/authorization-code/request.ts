@@ -44,8 +44,26 @@ export interface AuthorizationRequest {
   readonly acrValues?: readonly string[] | null;
   /** OIDC Core §5.5: the claims about the person asked for in the ID token (the `claims` parameter). */
   readonly idTokenClaims?: readonly string[];
+  /** OIDC Core §5.5: the claims about the person asked for in UserInfo (the `claims` parameter's `userinfo`). */
+  readonly userinfoClaims?: readonly string[];
+  /**
+   * The scopes of the claims asked for by name (§5.5) beyond `scope`, among those the client
+   * may have: a claim needs the consent its scope needs (§5.4), so the person is asked for
+   * these and the grant remembers them; but the tokens keep the scope asked for, and only the
+   * claims named are released beyond it.
+   */
+  readonly claimsScope?: readonly string[];
   /** OIDC Core §5.2 `claims_locales`: the languages asked for the names in the ID token and UserInfo. */
   readonly claimsLocales?: readonly string[];
+}
+
+/**
+ * What the person approves, and their grant remembers: the scope asked for and the scopes of
+ * the claims asked for by name (`claimsScope`).
+ */
+export function approvalScope(request: Pick<AuthorizationRequest, 'scope' | 'claimsScope'>): readonly string[] {
+  const extra = (request.claimsScope ?? []).filter((scope) => !request.scope.includes(scope));
+  return extra.length === 0 ? request.scope : [...request.scope, ...extra];
 }
 
 export type RequestCheck =
@@ -172,7 +190,8 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
   const parsedScope = parseScope(rawScope);
   if (parsedScope === null || parsedScope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed'));
   // OIDC Core §5.5: the claims parameter, in an OpenID request. A claim asked for by name
-  // needs the consent its scope needs (§5.4): the person is asked for that scope.
+  // needs the consent its scope needs (§5.4): the person is asked for that scope, and the
+  // claim alone is released (claimsScope).
   let claims: ClaimsRequest | null;
   try {
     claims = parsedScope.includes('openid') ? parseClaimsRequest(single(params, 'claims').value) : null;
@@ -180,11 +199,15 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     if (error instanceof OAuthError) return fail(error);
     throw error;
   }
-  const scope = claims === null ? parsedScope : [...parsedScope, ...scopesForClaims(claims, client.scopes).filter((extra) => !parsedScope.includes(extra))];
+  const scope = parsedScope;
+  // Only those beyond the scope: a refresh narrowed to less than the scope asked for releases
+  // none of the claims of what it left out, named or not (refresh/token.ts).
+  const claimsScope = claims === null ? [] : scopesForClaims(claims, client.scopes).filter((extra) => !scope.includes(extra));
+  const approving = approvalScope({ scope, claimsScope });
   const resources = resourceParams(params['resource']);
-  const catalog = await ResourceCatalog.load(store, scope, resources);
+  const catalog = await ResourceCatalog.load(store, approving, resources);
   try {
-    checkRequestedAccess(catalog, client, scope, resources);
+    checkRequestedAccess(catalog, client, approving, resources);
   } catch (error) {
     if (error instanceof OAuthError) return fail(error);
     throw error;
@@ -225,9 +248,10 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     kind: 'ok',
     params,
     request: {
-      client, redirectUri, scope, resources, access: describeAccess(catalog, scope), state, responseMode, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
+      client, redirectUri, scope, resources, access: describeAccess(catalog, approving), state, responseMode, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
       // §5.5.1.1: acr is asked for by acr_values or by the claims parameter; acr_values' classes first.
       acrValues: parseAcrValues(single(params, 'acr_values').value) ?? claims?.idTokenAcr ?? null, idTokenClaims: claims?.idToken ?? [],
+      userinfoClaims: claims?.userinfo ?? [], claimsScope,
       claimsLocales: parseClaimsLocales(single(params, 'claims_locales').value),
     },
   };

@@ -93,6 +93,8 @@ export const authorizationCodeGrant: TokenGrant = {
       dpopJkt: proof?.jkt ?? null,
       idTokenClaims: redeemed.idTokenClaims,
       claimsLocales: redeemed.claimsLocales ?? [],
+      userinfoClaims: redeemed.userinfoClaims ?? [],
+      claimsScope: redeemed.claimsScope ?? [],
       signIn: keptSignIn(redeemed),
     });
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those

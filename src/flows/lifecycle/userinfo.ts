@@ -12,8 +12,9 @@ export type { Presentation };
 /**
  * The claims about the user that the access token's scope releases: `sub` always (OIDC Core
  * §5.3.2: "The sub Claim MUST always be returned"), then those of `profile` and `email`
- * (§5.4; a claim asked for alone in the `claims` parameter, §5.5, had its scope approved),
- * from the user record as it is now; with the client the token was issued to.
+ * (§5.4), and those the `claims` parameter asked for by name that the person approved (§5.5:
+ * `name` alone is `name` alone), from the user record as it is now; with the client the
+ * token was issued to.
  */
 export async function userInfo(deps: FlowDeps, presented: Presentation): Promise<{ clientId: string; claims: Record<string, unknown> }> {
   const live = await liveAccessToken(deps, presented.token);
@@ -27,5 +28,8 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   checkSenderConstraint(live.claims, presented);
   // OIDC Core §5.3: the UserInfo endpoint answers to tokens from an OpenID Connect sign-in.
   if (!live.claims.scope.includes('openid')) throw new OAuthError('insufficient_scope', 'the access token was not granted the openid scope');
-  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...releasedClaims(live.user, live.claims.scope, undefined, await groupsOf(deps.store, live.user.id, live.claims.scope), live.claims.claimsLocales) } };
+  // OIDC Core §5.4 and §5.5: the scope's claims, and those asked for by name and approved.
+  const { scope, userinfoClaims, claimsLocales } = live.claims;
+  const groups = await groupsOf(deps.store, live.user.id, scope, userinfoClaims);
+  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...releasedClaims(live.user, scope, undefined, groups, claimsLocales, userinfoClaims) } };
 }

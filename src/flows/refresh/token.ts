@@ -81,8 +81,9 @@ export const refreshTokenGrant: TokenGrant = {
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
     // OIDC Core §12.2: a refreshed ID token keeps `sub`, `auth_time` and `sid`, says what the
     // original said of the sign-in (`amr`, `acr`), carries the claims the original request
-    // asked for (§5.5, as released now: the scope it is refreshed for, the profile as it is),
-    // and no nonce.
+    // asked for (§5.5, as released now: those of the scope it is refreshed for and those
+    // approved by name, the profile as it is), and no nonce. The access token keeps the
+    // claims asked for by name in UserInfo.
     const response = await deps.tokens.issue({
       client,
       user,
@@ -94,6 +95,8 @@ export const refreshTokenGrant: TokenGrant = {
       dpopJkt: proof?.jkt ?? null,
       idTokenClaims: rotated.idTokenClaims,
       claimsLocales: rotated.claimsLocales ?? [],
+      userinfoClaims: rotated.userinfoClaims ?? [],
+      claimsScope: rotated.claimsScope ?? [],
       signIn: keptSignIn(rotated),
     });
     await deps.events.emit({ type: 'refresh.rotated', userId: user.id, username: user.username, clientId: client.id, grantId: rotated.grantId });

@@ -8,6 +8,8 @@ import { type Dialect, queries, type Runner } from './dialect.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
+  const userinfoClaims = read.strings(row, 'userinfo_claims');
+  const claimsScope = read.strings(row, 'claims_scope');
   const amr = authMethodsOrNull(row, 'amr', read);
   const acr = textOrNull(row, 'acr');
   return {
@@ -29,6 +31,8 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
     ...(amr === null ? {} : { amr }),
     ...(acr === null ? {} : { acr }),
     ...(claimsLocales.length === 0 ? {} : { claimsLocales }),
+    ...(userinfoClaims.length === 0 ? {} : { userinfoClaims }),
+    ...(claimsScope.length === 0 ? {} : { claimsScope }),
   };
 }
 
@@ -37,9 +41,9 @@ export function codesStatements(d: Dialect) {
   return {
     insertCode: `
       INSERT INTO authorization_codes (hash, client_id, user_id, grant_id, redirect_uri, scope, nonce,
-                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims, amr, acr, claims_locales)
+                                       code_challenge, auth_time, sid, created_at, expires_at, consumed_at, dpop_jkt, id_token_claims, amr, acr, claims_locales, userinfo_claims, claims_scope)
       VALUES (:hash, :clientId, :userId, :grantId, :redirectUri, :scope, :nonce,
-              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims, :amr, :acr, :claimsLocales)`,
+              :codeChallenge, :authTime, :sid, :createdAt, :expiresAt, :consumedAt, :dpopJkt, :idTokenClaims, :amr, :acr, :claimsLocales, :userinfoClaims, :claimsScope)`,
     // RFC 6749 §4.1.2: "The client MUST NOT use the authorization code more than once."
     // RFC 6749 §4.1.3 and RFC 7636 §4.6: the code is bound to its client, redirect_uri and
     // challenge; a mismatch leaves it untouched. RFC 9449 §10: a code bound to a DPoP key is
@@ -67,6 +71,8 @@ export function codesStores(d: Dialect, q: Runner<keyof ReturnType<typeof codesS
           scope: list(record.scope),
           idTokenClaims: list(record.idTokenClaims),
           claimsLocales: list(record.claimsLocales ?? []),
+          userinfoClaims: list(record.userinfoClaims ?? []),
+          claimsScope: list(record.claimsScope ?? []),
           amr: record.amr === undefined ? null : list(record.amr),
           acr: record.acr ?? null,
         }),

@@ -8,6 +8,8 @@ import { type Dialect, queries, type Runner } from './dialect.ts';
 
 export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
+  const userinfoClaims = read.strings(row, 'userinfo_claims');
+  const claimsScope = read.strings(row, 'claims_scope');
   const amr = authMethodsOrNull(row, 'amr', read);
   const acr = textOrNull(row, 'acr');
   return {
@@ -26,6 +28,8 @@ export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenR
     ...(amr === null ? {} : { amr }),
     ...(acr === null ? {} : { acr }),
     ...(claimsLocales.length === 0 ? {} : { claimsLocales }),
+    ...(userinfoClaims.length === 0 ? {} : { userinfoClaims }),
+    ...(claimsScope.length === 0 ? {} : { claimsScope }),
   };
 }
 
@@ -34,9 +38,9 @@ export function tokensStatements(d: Dialect) {
   return {
     insertRefreshToken: `
       INSERT INTO refresh_tokens (hash, grant_id, client_id, user_id, scope, auth_time, sid, created_at, expires_at, rotated_at, dpop_jkt,
-                                  id_token_claims, amr, acr, claims_locales)
+                                  id_token_claims, amr, acr, claims_locales, userinfo_claims, claims_scope)
       VALUES (:hash, :grantId, :clientId, :userId, :scope, :authTime, :sid, :createdAt, :expiresAt, :rotatedAt, :dpopJkt,
-              :idTokenClaims, :amr, :acr, :claimsLocales)`,
+              :idTokenClaims, :amr, :acr, :claimsLocales, :userinfoClaims, :claimsScope)`,
     // RFC 9700 §4.14.2: refresh token rotation; RFC 6749 §6: the token must have been issued
     // to the authenticated client. A revoked grant's tokens are refused in the same statement.
     rotateRefreshToken: `
@@ -66,6 +70,8 @@ export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof token
           scope: list(token.scope),
           idTokenClaims: list(token.idTokenClaims),
           claimsLocales: list(token.claimsLocales ?? []),
+          userinfoClaims: list(token.userinfoClaims ?? []),
+          claimsScope: list(token.claimsScope ?? []),
           amr: token.amr === undefined ? null : list(token.amr),
           acr: token.acr ?? null,
         }),

@@ -70,8 +70,9 @@ Commands:
                                           --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
-                                          METHOD: client_secret_basic (default), client_secret_post,
-                                          private_key_jwt with --jwks-uri or --jwks-file;
+                                          METHOD: client_secret_basic (the default without keys;
+                                          private_key_jwt, with no secret, when --jwks-uri or
+                                          --jwks-file is given), client_secret_post, private_key_jwt;
                                           --pkce optional: a confidential OpenID client may use nonce instead;
                                           optional-without-nonce: neither (for a certification run);
                                           --request-object-signing-alg: the one algorithm of its request

@@ -76,7 +76,8 @@ Commands:
                                           --pkce optional: a confidential OpenID client may use nonce instead;
                                           optional-without-nonce: neither (for a certification run);
                                           --request-object-signing-alg: the one algorithm of its request
-                                          objects (none: unsigned; a signing one needs its keys);
+                                          objects (none: unsigned; a signing one needs its keys;
+                                          without it, any: signed with its keys, or unsigned);
                                           --require-phishing-resistant: only a passkey sign-in may approve;
                                           --first-party: your own app, signed in without a consent page;
                                           --post-logout-redirect-uri: where it may send people after logout;

@@ -255,6 +255,11 @@ describe('managing clients after registration: client show, update and rotate-se
     assert.deepEqual(((fromFile['jwks'] as { keys: { kid: string }[] }).keys).map((k) => k.kid), ['k1']);
     const fromUri = await add('--redirect-uri', REDIRECT_URI, '--jwks-uri', 'https://app.example/jwks.json');
     assert.deepEqual([fromUri['token_endpoint_auth_method'], fromUri['jwks_uri']], ['private_key_jwt', 'https://app.example/jwks.json']);
+    // Keys without --auth-method mean private_key_jwt, and the help says so beside the default (issue 49).
+    const keysAlone = await add('--redirect-uri', REDIRECT_URI, '--jwks-file', good);
+    assert.deepEqual([keysAlone['token_endpoint_auth_method'], keysAlone.client_secret], ['private_key_jwt', undefined]);
+    const help = (await runTessera(['help', 'client'], env)).stdout.replace(/\s+/g, ' ');
+    assert.match(help, /METHOD: client_secret_basic \(the default without keys; private_key_jwt, with no secret, when --jwks-uri or --jwks-file is given\)/);
 
     const files: Record<string, string> = {
       'not-json.json': 'keys: none',

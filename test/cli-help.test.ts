@@ -67,6 +67,11 @@ describe('tessera help and one-line mistakes', () => {
     assertOneLine(await runTessera(['user', 'ad'], env), /^tessera: unknown command "user ad" \(did you mean `tessera user add`\?\); run `tessera help user`$/);
     assertOneLine(await runTessera(['user', 'add', '--usrname', 'x', '--password-stdin'], env, 'a long password\n'), /^tessera: unknown option --usrname \(did you mean --username\?\); run `tessera help user`$/);
     assertOneLine(await runTessera(['frobnicate'], env), /^tessera: unknown command "frobnicate"; run `tessera help`$/);
+    // Issue 49: an option that is a secret read from standard input, or a setting, says which;
+    // a missing value is said as the other mistakes are.
+    assertOneLine(await runTessera(['user', 'add', '--username', 'x', '--password', 'hunter2'], env), /^tessera: unknown option --password \(did you mean --password-stdin\? it is read from standard input, never taken as an argument\); run `tessera help user`$/);
+    assertOneLine(await runTessera(['serve', '--port', '9999'], env), /^tessera: unknown option --port \(it is a setting: PORT=9999 in the environment\); run `tessera help serve`$/);
+    assertOneLine(await runTessera(['user', 'add', '--username'], env), /^tessera: option --username needs a value; run `tessera help user`$/);
     assertOneLine(await runTessera(['help', 'clients'], env), /^tessera: no command "clients" \(did you mean `tessera client`\?\); run `tessera help`$/);
   });
 

@@ -294,6 +294,19 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
   });
 
+  it('deletes a registration whose DELETE carries Content-Type: application/json and no body, as some client libraries send it (issue 49)', async () => {
+    const made = await post(server, { client_name: 'Empty body', redirect_uris: [LOOPBACK_REDIRECT] }, await initialToken());
+    const uri = made.body['registration_client_uri'] as string;
+    const token = made.body['registration_access_token'] as string;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    // A PUT with no body still has no metadata to take.
+    const emptyPut = await fetch(uri, { method: 'PUT', headers });
+    assert.deepEqual([emptyPut.status, ((await emptyPut.json()) as Record<string, unknown>)['error']], [400, 'invalid_client_metadata']);
+    const deleted = await fetch(uri, { method: 'DELETE', headers });
+    assert.equal(deleted.status, 204, await deleted.text());
+    assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
+  });
+
   it('shows "not verified" again once a verified app changes its name or redirect URIs itself (RFC 7592), not after a PUT that changes neither', async () => {
     const made = await post(server, { client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
     assert.equal(made.status, 201, JSON.stringify(made.body));

@@ -123,8 +123,17 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     assert.match(location.searchParams.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/);
   });
 
-  it('refuses an unsigned request object from a client that did not register none, and from one that registered an algorithm, with invalid_request_object at the redirect URI', async () => {
-    for (const client of [signing, rs256]) {
+  it('takes an unsigned request object from a client that registered no algorithm, as discovery lists none (OIDC Registration §2; issue 49)', async () => {
+    const { claims } = await requestClaims(signing);
+    const request = new UnsecuredJWT(claims).setIssuedAt().setExpirationTime('5m').encode();
+    const page = await new FormBrowser(server.url).authorize(`/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, response_type: 'code', scope: 'openid', request })}`, user);
+    const location = new URL(page.location!);
+    assert.equal(location.searchParams.get('state'), claims.state);
+    assert.match(location.searchParams.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('refuses an unsigned request object from a client that registered a signing algorithm, with invalid_request_object at the redirect URI', async () => {
+    for (const client of [rs256]) {
       const { claims } = await requestClaims(client);
       const request = new UnsecuredJWT(claims).encode();
       assertRefused(await refusedAt({ client_id: client.clientId, request }), claims.state, /unsigned request objects/);

@@ -120,7 +120,7 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
     // RFC 9068 §4: UserInfo is not the API the token is for, openid scope or not.
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     assert.equal(userinfo.status, 401);
-    assert.match(userinfo.headers.get("www-authenticate") ?? "", /^Bearer realm="tessera", error="invalid_token", error_description="this access token is for another API/);
+    assert.match(userinfo.headers.get("www-authenticate") ?? "", /^Bearer realm="tessera", error="invalid_token", error_description="this access token is for another audience/);
   });
 
   it('without resource, a request for one API’s scopes means that API', async () => {

@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
 import { TEXT_PARSERS } from '../src/config/parsers.ts';
-import { OTHER_VARIABLES, SETTINGS, settingsTable, type Setting } from '../src/config/settings.ts';
+import { OTHER_VARIABLES, SETTINGS, settingsTable, shownDefault, shownRange, type Setting } from '../src/config/settings.ts';
 
 const ROOT = new URL('..', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
@@ -123,6 +123,17 @@ describe('the settings table', () => {
       if (entry.type !== 'boolean') continue;
       loadConfig({ [entry.name]: 'true' });
       assert.throws(() => loadConfig({ [entry.name]: 'maybe' }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${entry.name}:`), entry.name);
+    }
+  });
+
+  it('speaks of each on/off setting in the words the loader takes: its accepts cell names them, its default is one, and the docs set it with one (issue 49)', () => {
+    const text = DOCS.map((file) => read(file)).join('\n');
+    for (const entry of SETTINGS) {
+      if (entry.type !== 'boolean') continue;
+      const words = [...shownRange(entry).matchAll(/`([^`]+)`/g)].map((match) => match[1]!);
+      for (const word of words) assert.doesNotThrow(() => loadConfig({ [entry.name]: word }), `${entry.name}=${word}`);
+      assert.ok(words.includes(shownDefault(entry).replaceAll('`', '')), `${entry.name}: its default ${shownDefault(entry)} is among ${shownRange(entry)}`);
+      for (const match of text.matchAll(new RegExp(`${entry.name}=([A-Za-z0-9]+)`, 'g'))) assert.ok(words.includes(match[1]!), `the docs set ${match[0]}, which the table does not list`);
     }
   });
 

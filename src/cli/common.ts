@@ -4,7 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../config/index.ts';
-import { closest } from '../config/settings.ts';
+import { closest, SETTINGS } from '../config/settings.ts';
 import { systemClock } from '../core/clock.ts';
 import { eventLogFields, Events, type AuditEvent } from '../core/events.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
@@ -65,9 +65,22 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
     const option = /'(-[^']*)'/.exec(error instanceof Error ? error.message : '')?.[1]?.split('=')[0];
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option !== undefined) {
       // node:util's message goes on about positionals; say what was wrong and what was meant.
-      const near = closest(option.replace(/^-+/, ''), Object.keys(options));
+      const name = option.replace(/^-+/, '');
+      // A secret is never an argument (it would sit in the shell's history and in ps).
+      if (Object.hasOwn(options, `${name}-stdin`)) throw new UsageError(`unknown option ${option} (did you mean --${name}-stdin? it is read from standard input, never taken as an argument)`);
+      // Settings come from the environment, never from options (`serve --port`).
+      const upper = name.toUpperCase().replaceAll('-', '_');
+      const settingName = [upper, `TESSERA_${upper}`].find((candidate) => SETTINGS.some((entry) => entry.name === candidate));
+      if (settingName !== undefined) {
+        const value = args[args.indexOf(option) + 1];
+        throw new UsageError(`unknown option ${option} (it is a setting: ${settingName}=${value !== undefined && !value.startsWith('-') ? value : '...'} in the environment)`);
+      }
+      const near = closest(name, Object.keys(options));
       throw new UsageError(`unknown option ${option}${near ? ` (did you mean --${near}?)` : ''}`);
     }
+    // node:util: "Option '--name <value>' argument missing"; said as the other mistakes are.
+    const missing = /^Option '(-[^' ]+)[^']*' argument missing/.exec(error instanceof Error ? error.message : '');
+    if (missing) throw new UsageError(`option ${missing[1]} needs a value`);
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
 }

@@ -70,12 +70,14 @@ Commands:
                                           --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
-                                          METHOD: client_secret_basic (default), client_secret_post,
-                                          private_key_jwt with --jwks-uri or --jwks-file;
+                                          METHOD: client_secret_basic (the default without keys;
+                                          private_key_jwt, with no secret, when --jwks-uri or
+                                          --jwks-file is given), client_secret_post, private_key_jwt;
                                           --pkce optional: a confidential OpenID client may use nonce instead;
                                           optional-without-nonce: neither (for a certification run);
                                           --request-object-signing-alg: the one algorithm of its request
-                                          objects (none: unsigned; a signing one needs its keys);
+                                          objects (none: unsigned; a signing one needs its keys;
+                                          without it, any: signed with its keys, or unsigned);
                                           --require-phishing-resistant: only a passkey sign-in may approve;
                                           --first-party: your own app, signed in without a consent page;
                                           --post-logout-redirect-uri: where it may send people after logout;

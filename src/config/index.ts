@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { ConfigError, TEXT_PARSERS, type Earlier, type TextValue } from './parsers.ts';
-import { isKubernetesServiceLink, misspeltSetting, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
+import { BOOLEAN_WORDS, isKubernetesServiceLink, misspeltSetting, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
 import type { Config, Env, PostgresSettings } from './types.ts';
 
 export type * from './types.ts';
@@ -200,8 +200,8 @@ function integer(row: IntegerSetting, raw: string | undefined, before: (name: st
 function boolean(row: BooleanSetting, raw: string | undefined): boolean {
   if (raw === undefined) return row.default;
   const word = raw.toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(word)) return true;
-  if (['0', 'false', 'no', 'off'].includes(word)) return false;
+  if ((BOOLEAN_WORDS.on as readonly string[]).includes(word)) return true;
+  if ((BOOLEAN_WORDS.off as readonly string[]).includes(word)) return false;
   throw new ConfigError(row.name, `must be true or false, got ${JSON.stringify(raw)}`);
 }
 

@@ -51,6 +51,12 @@ export type Setting = IntegerSetting | BooleanSetting | TextSetting;
 
 const DAY = 86400;
 
+/**
+ * The words an on/off setting takes, the first of each the one the docs use. The README's
+ * accepts cell lists them all (issue 49: it said `true`, `false` while its text set `on`).
+ */
+export const BOOLEAN_WORDS = { on: ['true', 'on', 'yes', '1'], off: ['false', 'off', 'no', '0'] } as const;
+
 export const SETTINGS = [
   { name: 'PORT', type: 'integer', default: 8080, min: 0, max: 65535, description: 'TCP port; `0`: one the system picks, and without `TESSERA_ISSUER` the issuer is then that address (as the tests start servers)' },
   { name: 'HOST', type: 'text', shown: '`localhost`', accepts: 'a host name or address', description: 'address to listen on (`0.0.0.0` for every interface)' },
@@ -88,7 +94,7 @@ export const SETTINGS = [
   { name: 'TESSERA_PAR_TTL', type: 'integer', default: 60, min: 5, max: 600, description: 'how long a pushed request\'s `request_uri` waits for the browser to bring it to the authorization endpoint, seconds' },
   { name: 'TESSERA_PAR_INTERACTION_TTL', type: 'integer', default: 600, min: 60, max: DAY, description: 'once a browser has brought a `request_uri`, how long it has to sign in and decide, seconds' },
   { name: 'TESSERA_REQUIRE_PAR', type: 'boolean', default: false, description: '`true`: every client must push its authorization requests (discovery `require_pushed_authorization_requests`)' },
-  { name: 'TESSERA_REQUIRE_SECOND_FACTOR', type: 'boolean', default: false, shown: '`off`', description: '`on`: only a passkey sign-in, or a password and a one-time code, may approve an application or a device; a person with neither signs in with their password to set one up on `/account`' },
+  { name: 'TESSERA_REQUIRE_SECOND_FACTOR', type: 'boolean', default: false, description: '`true`: only a passkey sign-in, or a password and a one-time code, may approve an application or a device; a person with neither signs in with their password to set one up on `/account`' },
   { name: 'TESSERA_CONSOLE_REAUTHENTICATE', type: 'integer', default: 900, min: 60, max: DAY, description: 'how long after signing in an operator may make changes in the console at `/console` before being asked to sign in again (with a passkey or a one-time code), seconds' },
   { name: 'TESSERA_WEBAUTHN_TIMEOUT', type: 'integer', default: 300, min: 30, max: 3600, description: 'how long a passkey request (its challenge) can be answered, seconds' },
   { name: 'TESSERA_SECOND_FACTOR_TIMEOUT', type: 'integer', default: 300, min: 30, max: 3600, description: 'how long after a right password the one-time code may be entered, seconds' },
@@ -182,7 +188,7 @@ export function shownRange(entry: Setting): string {
     const bound = entry.atMost ? `, at most \`${entry.atMost}\`` : entry.atLeast ? `, at least \`${entry.atLeast}\`` : '';
     return `${entry.min}-${entry.max}${bound}`;
   }
-  if (entry.type === 'boolean') return '`true`, `false`';
+  if (entry.type === 'boolean') return `${BOOLEAN_WORDS.on.map((word) => `\`${word}\``).join(', ')}; ${BOOLEAN_WORDS.off.map((word) => `\`${word}\``).join(', ')}`;
   return entry.accepts;
 }
 

@@ -46,6 +46,12 @@ export const registrationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (
   if (deps.config.registration.policy === 'off') return;
 
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (_request, text, done) => {
+    // RFC 7592 §2.3's DELETE has no body, yet some libraries send it with this Content-Type:
+    // no body is no metadata, which a POST or PUT then refuses as invalid_client_metadata.
+    if (text === '') {
+      done(null, undefined);
+      return;
+    }
     try {
       done(null, JSON.parse(text as string));
     } catch {

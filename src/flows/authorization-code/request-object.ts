@@ -1,9 +1,9 @@
 /**
  * Request objects: the authorization request passed as a JWT in the `request` parameter
- * (RFC 9101 JAR; OIDC Core §6.1 and §6.3). Unsigned ones (`alg: none`) only from a client
- * that registered `none`; signed ones verified with the client's registered keys, by the
- * algorithm it registered (OIDC Registration §2 `request_object_signing_alg`) or, when it
- * registered none, by any asymmetric one. Every failure is `invalid_request_object`.
+ * (RFC 9101 JAR; OIDC Core §6.1 and §6.3). Unsigned ones (`alg: none`) from a client that
+ * registered `none` or no algorithm; signed ones verified with the client's registered keys,
+ * by the algorithm it registered (OIDC Registration §2 `request_object_signing_alg`) or, when
+ * it registered none, by any asymmetric one. Every failure is `invalid_request_object`.
  */
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, UnsecuredJWT, type JWTPayload } from 'jose';
 import type { Clock } from '../../core/clock.ts';
@@ -79,10 +79,12 @@ export async function readRequestObject(deps: RequestObjectDeps, client: ClientR
   const currentDate = new Date(deps.clock.now());
   let payload: JWTPayload;
   if (alg === 'none') {
-    // RFC 9101 §10.2 and OIDC Core §6.1: an unsigned object proves nothing the query could
-    // not say; taken only from a client that registered `none`, and never in place of a
-    // signed one from a client that registered an algorithm.
-    if (registered !== 'none') throw refused('unsigned request objects (alg none) are not accepted from this client: sign it with its registered key');
+    // OIDC Registration §2 request_object_signing_alg: "All Request Objects from this Client
+    // MUST be rejected, if not signed with this algorithm"; with none registered, any
+    // algorithm discovery lists may be used, `none` among them. An unsigned object proves
+    // nothing the query could not say (RFC 9101 §10.2), so it is taken as the query would be,
+    // never in place of a signed one from a client that registered a signing algorithm.
+    if (registered !== null && registered !== 'none') throw refused(`unsigned request objects (alg none) are not accepted from this client: it registered ${registered}; sign it with its registered key`);
     try {
       ({ payload } = UnsecuredJWT.decode(jwt, { currentDate, clockTolerance: CLOCK_TOLERANCE_SECONDS }));
     } catch (error) {

@@ -19,12 +19,15 @@ export type { Presentation };
 export async function userInfo(deps: FlowDeps, presented: Presentation): Promise<{ clientId: string; claims: Record<string, unknown> }> {
   const live = await liveAccessToken(deps, presented.token);
   // RFC 6750 §3.1: invalid_token for a token that is "expired, revoked, malformed, or invalid".
-  // A client's own token (client_credentials) speaks for no person: UserInfo has nobody to describe.
-  if (!live || live.user === null) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+  if (!live) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
+  // A live token made for something else is refused as such, so its holder looks for the
+  // right audience rather than for a fault in the token (issue 49).
   // RFC 9068 §4: a resource server "MUST validate that the aud claim contains a resource
   // indicator value corresponding to an identifier the resource server expects for itself".
   // UserInfo is this server's own: a token made for a registered API is that API's alone.
-  if (live.resource !== null) throw new OAuthError('invalid_token', 'this access token is for another API (its aud), not for UserInfo');
+  if (live.resource !== null) throw new OAuthError('invalid_token', 'this access token is for another audience (the API in its aud), not for UserInfo');
+  // A client's own token (client_credentials) speaks for no person: UserInfo has nobody to describe.
+  if (live.user === null) throw new OAuthError('invalid_token', "this access token is for another audience: a client's own token (client_credentials) names no person for UserInfo to describe");
   checkSenderConstraint(live.claims, presented);
   // OIDC Core §5.3: the UserInfo endpoint answers to tokens from an OpenID Connect sign-in.
   if (!live.claims.scope.includes('openid')) throw new OAuthError('insufficient_scope', 'the access token was not granted the openid scope');

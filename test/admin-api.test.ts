@@ -12,6 +12,7 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
+import { addResource } from '../src/flows/manage/resources.ts';
 import { updateUser as updateAccount } from '../src/flows/users.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -82,6 +83,20 @@ describe('the admin API', () => {
     // An admin token is for the admin API only: UserInfo refuses it.
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${admin}` } });
     assert.equal(userinfo.status, 401);
+
+    // And the admin API takes no other token (RFC 8707 §2): an API's, a person's.
+    await addResource(manageDeps(server), { identifier: 'https://reports.example', name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read reports' }] });
+    const { client: worker, secret } = await createClient(manageDeps(server), { client_name: 'Reports worker', grant_types: ['client_credentials'], scope: 'reports:read' });
+    const workerConfig = await oidc.discovery(new URL(server.url), worker.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+    const apiToken = (await oidc.clientCredentialsGrant(workerConfig, { resource: 'https://reports.example' })).access_token;
+    const person = await server.addUser();
+    const app = await server.addClient({ scopes: ['openid'] });
+    const userToken = (await signIn(server, await discover(server, app), person, 'openid')).access_token;
+    for (const [whose, token] of [["an API's", apiToken], ["a person's", userToken]]) {
+      const other = await call('GET', '/clients', { token });
+      assert.equal(other.status, 401, whose);
+      assert.match(other.headers.get('www-authenticate') ?? '', /error="invalid_token"/, whose);
+    }
   });
 
   it('gives a user a console role with PATCH: only a token holding everything the role allows may give or take it away', async () => {

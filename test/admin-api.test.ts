@@ -20,6 +20,7 @@ import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/d
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, withRefresh } from './helpers/lifecycle.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { adminToken as adminTokenFor } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers';
@@ -30,12 +31,7 @@ describe('the admin API', () => {
   let adminClientId: string;
 
   /** An admin token for a new admin client with `scope`, as an operator's program gets one. */
-  async function adminToken(scope: string): Promise<{ token: string; clientId: string }> {
-    const { client, secret } = await createClient(manageDeps(server), { client_name: `CI ${scope}`, grant_types: ['client_credentials'], scope });
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    const tokens = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
-    return { token: tokens.access_token, clientId: client.id };
-  }
+  const adminToken = (scope: string) => adminTokenFor(server, scope);
 
   async function call(method: string, path: string, options: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {}) {
     // A change to a user names the version it was made against, as the API asks (unless the test sends its own).

@@ -10,26 +10,26 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
 import { discover } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
   let server: TestServer;
-  let client: TestClient;
   let narrow: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Recipe Box', scopes: ['openid', 'profile', 'email'] });
+    ({ server, user, config } = await startWithApp({
+      client: { name: 'Recipe Box', scopes: ['openid', 'profile', 'email'] },
+      user: {
+        username: 'ada',
+        name: 'Ada Lovelace',
+        email: 'ada@example.com',
+        profile: { givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png' },
+      },
+    }));
     narrow = await server.addClient({ name: 'Badge Reader', scopes: ['openid'] });
-    user = await server.addUser({
-      username: 'ada',
-      name: 'Ada Lovelace',
-      email: 'ada@example.com',
-      profile: { givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png' },
-    });
-    config = await discover(server, client);
   });
   after(() => server.close());
 

@@ -9,19 +9,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import * as oidc from 'openid-client';
 import { USAGE } from '../src/cli/main.ts';
 import { usageEntries } from '../src/cli/help.ts';
 import { optionLabel } from '../src/cli/common.ts';
 import { CLIENT_FIELDS } from '../src/flows/manage/fields/clients.ts';
 import { cliOptions, formValues, inputOf, postedValues, type Field } from '../src/flows/manage/fields/field.ts';
-import { createClient } from '../src/flows/manage/clients.ts';
 import { appFormPage } from '../src/ui/console.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
-import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { adminToken } from './helpers/fixtures.ts';
 
 /** A value for each writable client field, each unlike its default, that the rules accept together. */
 const EVERY_CLIENT_FIELD: Readonly<Record<string, unknown>> = {
@@ -51,9 +49,7 @@ describe('the client field table in every door', () => {
 
   before(async () => {
     server = await startTestServer();
-    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:clients' });
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
+    ({ token } = await adminToken(server, 'admin:clients', 'CI'));
   });
   after(() => server.close());
 

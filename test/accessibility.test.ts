@@ -19,7 +19,8 @@ import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { startDevice } from './helpers/device.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 /** Every state the test must reach and check. */
@@ -59,10 +60,8 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
 
   before(async () => {
     // A password alone cannot approve: the second-factor states are on the path.
-    server = await startTestServer({ env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } });
-    client = await server.addClient({ name: 'Garden Planner' });
+    ({ server, client, user } = await startWithApp({ server: { env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } }, client: { name: 'Garden Planner' }, user: { username: 'grace', name: 'Grace Hopper' } }));
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
-    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
     browser = await launchChromium();
   });
   after(async () => {

@@ -18,6 +18,7 @@ import {
   withRefresh,
 } from './helpers/lifecycle.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 /** A form browser signed in as `user`, on the account page. */
 async function accountBrowser(server: TestServer, user: TestUser) {
@@ -29,18 +30,18 @@ async function accountBrowser(server: TestServer, user: TestUser) {
 
 describe('the account page', () => {
   let server: TestServer;
-  let app: TestClient;
   let tv: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
-    server = await startTestServer({ env: { TESSERA_TRUST_PROXY: 'true' } });
-    app = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    ({ server, user, config } = await startWithApp({
+      server: { env: { TESSERA_TRUST_PROXY: 'true' } },
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada', name: 'Ada Lovelace' },
+    }));
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
-    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace' });
-    config = await discover(server, app);
   });
   after(() => server.close());
 
@@ -183,10 +184,8 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
-    server = await startTestServer({ env: { TESSERA_TRUST_PROXY: 'true' } });
-    app = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    ({ server, client: app, user } = await startWithApp({ server: { env: { TESSERA_TRUST_PROXY: 'true' } }, client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'grace', name: 'Grace Hopper' } }));
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
-    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
     browser = await launchChromium();
   });
   after(async () => {

@@ -12,6 +12,7 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
+import { addResource } from '../src/flows/manage/resources.ts';
 import { updateUser as updateAccount } from '../src/flows/users.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -19,6 +20,7 @@ import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/d
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, withRefresh } from './helpers/lifecycle.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { adminToken as adminTokenFor } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks';
@@ -29,12 +31,7 @@ describe('the admin API', () => {
   let adminClientId: string;
 
   /** An admin token for a new admin client with `scope`, as an operator's program gets one. */
-  async function adminToken(scope: string): Promise<{ token: string; clientId: string }> {
-    const { client, secret } = await createClient(manageDeps(server), { client_name: `CI ${scope}`, grant_types: ['client_credentials'], scope });
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    const tokens = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
-    return { token: tokens.access_token, clientId: client.id };
-  }
+  const adminToken = (scope: string) => adminTokenFor(server, scope);
 
   async function call(method: string, path: string, options: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {}) {
     // A change to a user names the version it was made against, as the API asks (unless the test sends its own).
@@ -82,6 +79,20 @@ describe('the admin API', () => {
     // An admin token is for the admin API only: UserInfo refuses it.
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${admin}` } });
     assert.equal(userinfo.status, 401);
+
+    // And the admin API takes no other token (RFC 8707 §2): an API's, a person's.
+    await addResource(manageDeps(server), { identifier: 'https://reports.example', name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read reports' }] });
+    const { client: worker, secret } = await createClient(manageDeps(server), { client_name: 'Reports worker', grant_types: ['client_credentials'], scope: 'reports:read' });
+    const workerConfig = await oidc.discovery(new URL(server.url), worker.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+    const apiToken = (await oidc.clientCredentialsGrant(workerConfig, { resource: 'https://reports.example' })).access_token;
+    const person = await server.addUser();
+    const app = await server.addClient({ scopes: ['openid'] });
+    const userToken = (await signIn(server, await discover(server, app), person, 'openid')).access_token;
+    for (const [whose, token] of [["an API's", apiToken], ["a person's", userToken]]) {
+      const other = await call('GET', '/clients', { token });
+      assert.equal(other.status, 401, whose);
+      assert.match(other.headers.get('www-authenticate') ?? '', /error="invalid_token"/, whose);
+    }
   });
 
   it('gives a user a console role with PATCH: only a token holding everything the role allows may give or take it away', async () => {

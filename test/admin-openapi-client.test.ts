@@ -9,11 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import openapiTS, { astToString } from 'openapi-typescript';
-import * as oidc from 'openid-client';
 import ts from 'typescript';
-import { createClient } from '../src/flows/manage/clients.ts';
-import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
+import { adminToken } from './helpers/fixtures.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks';
 
@@ -26,9 +24,7 @@ describe('a client generated from the admin API\'s OpenAPI document', () => {
 
   before(async () => {
     server = await startTestServer();
-    const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: ALL });
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
+    ({ token } = await adminToken(server, ALL, 'CI'));
     const response = await fetch(`${server.url}/admin/v1/openapi.json`, { headers: { authorization: `Bearer ${token}` } });
     document = (await response.json()) as typeof document;
     mkdirSync(dir, { recursive: true });

@@ -5,6 +5,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 interface Attempt {
   readonly url: URL;
@@ -37,12 +38,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Photo Printer' });
-    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
-    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer' }, user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' } }));
   });
   after(() => server.close());
 

@@ -7,23 +7,21 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { MAX_HINT_LENGTH } from '../src/flows/authorization-code/request.ts';
 import { FormBrowser, assertApprovalPage } from './helpers/browser.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('authorization requests as certification sends them', () => {
   let server: TestServer;
-  let client: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Certification', scopes: ['openid', 'profile', 'email'] });
-    // An ID token with a long name and address is longer than the 1,024 characters other
-    // parameters may have.
-    user = await server.addUser({ username: 'long', name: `Maria ${'Antonia '.repeat(60)}Walburga`, email: `${'maria.antonia.'.repeat(12)}walburga@example.com` });
-    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    ({ server, user, config } = await startWithApp({
+      client: { name: 'Certification', scopes: ['openid', 'profile', 'email'] },
+      // An ID token with a long name and address is longer than the 1,024 characters other
+      // parameters may have.
+      user: { username: 'long', name: `Maria ${'Antonia '.repeat(60)}Walburga`, email: `${'maria.antonia.'.repeat(12)}walburga@example.com` },
+    }));
   });
   after(() => server.close());
 

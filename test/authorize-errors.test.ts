@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { calculatePKCECodeChallenge, randomPKCECodeVerifier } from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the authorization endpoint refuses bad requests', () => {
   let server: TestServer;
@@ -11,9 +12,7 @@ describe('the authorization endpoint refuses bad requests', () => {
   let challenge: string;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Calendar', scopes: ['openid', 'profile'] });
-    user = await server.addUser();
+    ({ server, client, user } = await startWithApp({ client: { name: 'Calendar', scopes: ['openid', 'profile'] } }));
     challenge = await calculatePKCECodeChallenge(randomPKCECodeVerifier());
   });
   after(() => server.close());

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
@@ -14,12 +15,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   let browser: Browser;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Garden Planner' });
-    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
-    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    ({ server, client, user, config } = await startWithApp({ client: { name: 'Garden Planner' }, user: { username: 'grace', name: 'Grace Hopper' } }));
     browser = await launchChromium();
   });
   after(async () => {

@@ -6,12 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { createClient } from '../src/flows/manage/clients.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { discover, withRefresh } from './helpers/lifecycle.ts';
-import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { adminToken } from './helpers/fixtures.ts';
 
 describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)', () => {
   let server: TestServer;
@@ -35,9 +34,7 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
     server = await startTestServer();
     client = await server.addClient({ name: 'Recipe Box', scopes: ['openid', 'profile', 'offline_access'], grantTypes: withRefresh() });
     config = await discover(server, client);
-    const { client: ci, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: 'admin:users' });
-    const adminConfig = await oidc.discovery(new URL(server.url), ci.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-    admin = (await oidc.clientCredentialsGrant(adminConfig, { resource: `${server.config.issuer}/admin` })).access_token;
+    ({ token: admin } = await adminToken(server, 'admin:users', 'CI'));
     const password = 'taro has a long password';
     const created = await call('POST', '/users', {
       username: 'taro', password, name: 'Taro Yamada', given_name: 'Taro', family_name: 'Yamada',

@@ -10,32 +10,32 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
 import { discover, withRefresh } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
   let server: TestServer;
-  let client: TestClient;
   let narrow: TestClient;
   let every: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Recipe Box', scopes: ['openid', 'profile', 'email'] });
+    ({ server, user, config } = await startWithApp({
+      client: { name: 'Recipe Box', scopes: ['openid', 'profile', 'email'] },
+      user: {
+        username: 'ada',
+        name: 'Ada Lovelace',
+        email: 'ada@example.com',
+        profile: {
+          givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png',
+          middleName: 'Augusta', nickname: 'Ada', profile: 'https://example.com/ada', website: 'https://ada.example', gender: 'female', birthdate: '1815-12-10',
+          phoneNumber: '+44 20 7946 0958', phoneNumberVerified: true, address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+        },
+      },
+    }));
     narrow = await server.addClient({ name: 'Badge Reader', scopes: ['openid'] });
     every = await server.addClient({ name: 'Post Office', scopes: ['openid', 'profile', 'email', 'address', 'phone'] });
-    user = await server.addUser({
-      username: 'ada',
-      name: 'Ada Lovelace',
-      email: 'ada@example.com',
-      profile: {
-        givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png',
-        middleName: 'Augusta', nickname: 'Ada', profile: 'https://example.com/ada', website: 'https://ada.example', gender: 'female', birthdate: '1815-12-10',
-        phoneNumber: '+44 20 7946 0958', phoneNumberVerified: true, address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
-      },
-    });
-    config = await discover(server, client);
   });
   after(() => server.close());
 

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { OFFLINE_SCOPES, signIn } from './helpers/lifecycle.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const GRANTS: GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -28,11 +29,9 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
   let endpoints: { name: string; url: string; form: Record<string, string>; ok: (result: Result) => void }[];
 
   before(async () => {
-    server = await startTestServer();
-    basicClient = await server.addClient({ name: 'Basic App', scopes: OFFLINE_SCOPES, grantTypes: GRANTS });
+    ({ server, client: basicClient, user } = await startWithApp({ client: { name: 'Basic App', scopes: OFFLINE_SCOPES, grantTypes: GRANTS }, user: { username: 'ada' } }));
     postClient = await server.addClient({ name: 'Post App', scopes: OFFLINE_SCOPES, grantTypes: GRANTS, authMethod: 'client_secret_post' });
     publicClient = await server.addClient({ name: 'CLI', public: true, scopes: OFFLINE_SCOPES, grantTypes: GRANTS });
-    user = await server.addUser({ username: 'ada' });
     endpoints = [
       // An unknown code gets invalid_grant: the client got past authentication.
       {

@@ -4,6 +4,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('--pkce optional: a confidential OpenID client may use nonce instead of PKCE (RFC 9700 §2.1.1)', () => {
   let server: TestServer;
@@ -12,10 +13,8 @@ describe('--pkce optional: a confidential OpenID client may use nonce instead of
   let user: TestUser;
 
   before(async () => {
-    server = await startTestServer();
-    legacy = await server.addClient({ name: 'Intranet', pkce: 'optional', authMethod: 'client_secret_post', grantTypes: ['authorization_code'] });
+    ({ server, client: legacy, user } = await startWithApp({ client: { name: 'Intranet', pkce: 'optional', authMethod: 'client_secret_post', grantTypes: ['authorization_code'] }, user: { username: 'ada' } }));
     strict = await server.addClient({ name: 'Printer', grantTypes: ['authorization_code'] });
-    user = await server.addUser({ username: 'ada' });
   });
   after(() => server.close());
 

@@ -23,6 +23,7 @@ import { BrowserAt, DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn } from './helpers/lifecycle.ts';
 import { describePostgres, freshPostgresDatabase, postgresUrl, withAdmin } from './helpers/postgres.ts';
 import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { until } from './helpers/wait.ts';
 
 type Mode = 'forward' | 'down' | 'silent';
@@ -179,16 +180,17 @@ describePostgres('PostgreSQL outage', () => {
     const proxied = new URL(database.url);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(proxy.port);
-    server = await startTestServer({
-      database: proxied.href,
-      env: {
-        TESSERA_DATABASE_POOL_SIZE: String(POOL_SIZE),
-        TESSERA_DATABASE_STATEMENT_TIMEOUT: String(LIMIT_SECONDS),
-        TESSERA_DATABASE_CONNECT_TIMEOUT: String(LIMIT_SECONDS),
+    ({ server, client, user } = await startWithApp({
+      server: {
+        database: proxied.href,
+        env: {
+          TESSERA_DATABASE_POOL_SIZE: String(POOL_SIZE),
+          TESSERA_DATABASE_STATEMENT_TIMEOUT: String(LIMIT_SECONDS),
+          TESSERA_DATABASE_CONNECT_TIMEOUT: String(LIMIT_SECONDS),
+        },
       },
-    });
-    client = await server.addClient({ name: 'Living Room TV' });
-    user = await server.addUser();
+      client: { name: 'Living Room TV' },
+    }));
     accessToken = (await deviceSignIn(server, client, user)).access_token;
     deviceCode = (await startDevice(server, client)).device_code;
     const browser = new FormBrowser(server.url);

@@ -4,7 +4,8 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 /**
  * The whole device flow as people and devices do it: openid-client is the device, headless
@@ -21,12 +22,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
   let browser: Browser;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Living Room TV' });
-    user = await server.addUser({ username: 'katherine', name: 'Katherine Johnson' });
-    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    ({ server, client, user, config } = await startWithApp({ client: { name: 'Living Room TV' }, user: { username: 'katherine', name: 'Katherine Johnson' } }));
     browser = await launchChromium();
   });
   after(async () => {

@@ -7,7 +7,8 @@ import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { BrowserAt, text } from './helpers/device.ts';
 import { refreshRaw } from './helpers/lifecycle.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const DAY = 24 * 3600_000;
 
@@ -25,12 +26,14 @@ describe('a device signed in through device-login', () => {
 
   before(async () => {
     clock = new ManualClock();
-    server = await startTestServer({
-      clock,
-      env: { TESSERA_REFRESH_TOKEN_TTL: String(10 * 86400), TESSERA_REFRESH_TOKEN_IDLE_TTL: String(3 * 86400) },
-    });
-    terminal = await server.addClient({ name: 'Terminal', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
-    user = await server.addUser({ username: 'dennis', name: 'Dennis Ritchie' });
+    ({ server, client: terminal, user } = await startWithApp({
+      server: {
+        clock,
+        env: { TESSERA_REFRESH_TOKEN_TTL: String(10 * 86400), TESSERA_REFRESH_TOKEN_IDLE_TTL: String(3 * 86400) },
+      },
+      client: { name: 'Terminal', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] },
+      user: { username: 'dennis', name: 'Dennis Ritchie' },
+    }));
   });
   after(() => server.close());
 

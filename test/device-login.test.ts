@@ -6,6 +6,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { outputMatches, runTessera, startTessera as tessera } from './helpers/cli.ts';
 import { BrowserAt } from './helpers/device.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 const SECOND = 1000;
@@ -29,9 +30,7 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
 
   before(async () => {
     clock = new ManualClock();
-    server = await startTestServer({ clock });
-    client = await server.addClient({ name: 'Terminal' });
-    user = await server.addUser({ username: 'dennis', name: 'Dennis Ritchie' });
+    ({ server, client, user } = await startWithApp({ server: { clock }, client: { name: 'Terminal' }, user: { username: 'dennis', name: 'Dennis Ritchie' } }));
   });
   after(() => server.close());
 

@@ -4,7 +4,8 @@ import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from 'jos
 import { ManualClock } from '../src/core/clock.ts';
 import { normalizeUserCode } from '../src/flows/device/user-code.ts';
 import { assertPollError, BrowserAt, DEVICE_GRANT, poll, startDevice, storesUnderTest } from './helpers/device.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const SECOND = 1000;
 
@@ -20,9 +21,7 @@ for (const store of storesUnderTest()) {
       const fresh = await store.fresh();
       drop = fresh.drop;
       clock = new ManualClock();
-      server = await startTestServer({ clock, ...(fresh.database ? { database: fresh.database } : {}) });
-      client = await server.addClient({ name: 'Living Room TV' });
-      user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+      ({ server, client, user } = await startWithApp({ server: { clock, ...(fresh.database ? { database: fresh.database } : {}) }, client: { name: 'Living Room TV' }, user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' } }));
     });
     after(async () => {
       await server?.close();

@@ -5,6 +5,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
 import { assertApprovalPage } from './helpers/browser.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const MINUTE = 60_000;
 
@@ -22,9 +23,7 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     clock = new ManualClock();
     // Each test is its own client address (X-Forwarded-For), so wrong codes in one do not
     // lock out another.
-    server = await startTestServer({ clock, env: { TESSERA_TRUST_PROXY: 'true' } });
-    client = await server.addClient({ name: 'Living Room TV', scopes: ['openid', 'profile', 'email'] });
-    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
+    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_TRUST_PROXY: 'true' } }, client: { name: 'Living Room TV', scopes: ['openid', 'profile', 'email'] }, user: { username: 'grace', name: 'Grace Hopper' } }));
   });
   after(() => server.close());
 
@@ -177,12 +176,14 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     clock = new ManualClock();
     // Smaller allowances per address and network than the defaults (20, 60), so that the
     // tests reach them quickly; the browser's stays the default 5.
-    server = await startTestServer({
-      clock,
-      env: { TESSERA_TRUST_PROXY: 'true', TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '8', TESSERA_USER_CODE_FAILURES_PER_NETWORK: '12' },
-    });
-    client = await server.addClient({ name: 'Set-top Box' });
-    user = await server.addUser({ username: 'linus' });
+    ({ server, client, user } = await startWithApp({
+      server: {
+        clock,
+        env: { TESSERA_TRUST_PROXY: 'true', TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '8', TESSERA_USER_CODE_FAILURES_PER_NETWORK: '12' },
+      },
+      client: { name: 'Set-top Box' },
+      user: { username: 'linus' },
+    }));
   });
   after(() => server.close());
 
@@ -310,12 +311,14 @@ describe('the overall rate of wrong user codes (RFC 8628 §5.1)', () => {
   const log: Record<string, unknown>[] = [];
 
   before(async () => {
-    server = await startTestServer({
-      env: { TESSERA_TRUST_PROXY: 'true', TESSERA_USER_CODE_FAILURES_PER_MINUTE: '3', TESSERA_USER_CODE_SLOW_MS: '300' },
-      log: (line) => log.push(line),
-    });
-    client = await server.addClient({ name: 'Set-top Box' });
-    user = await server.addUser({ username: 'edsger' });
+    ({ server, client, user } = await startWithApp({
+      server: {
+        env: { TESSERA_TRUST_PROXY: 'true', TESSERA_USER_CODE_FAILURES_PER_MINUTE: '3', TESSERA_USER_CODE_SLOW_MS: '300' },
+        log: (line) => log.push(line),
+      },
+      client: { name: 'Set-top Box' },
+      user: { username: 'edsger' },
+    }));
   });
   after(() => server.close());
 

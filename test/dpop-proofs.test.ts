@@ -4,7 +4,8 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { approveAt, ath, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure, type KeyPair } from './helpers/dpop.ts';
-import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { clockAtStart } from './helpers/clock.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
@@ -18,9 +19,7 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
   let userinfoUrl: string;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'] });
-    user = await server.addUser();
+    ({ server, client, user } = await startWithApp({ client: { grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'] } }));
     as = await discover(server);
     tokenUrl = `${server.url}/oauth/token`;
     userinfoUrl = `${server.url}/oauth/userinfo`;
@@ -202,9 +201,7 @@ describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () 
   const clock = clockAtStart();
 
   before(async () => {
-    server = await startTestServer({ clock, env: { TESSERA_DPOP_NONCES: 'true', TESSERA_DPOP_NONCE_LIFETIME: '10', TESSERA_DPOP_PROOF_WINDOW: '600' } });
-    client = await server.addClient({ grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE] });
-    user = await server.addUser();
+    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_DPOP_NONCES: 'true', TESSERA_DPOP_NONCE_LIFETIME: '10', TESSERA_DPOP_PROOF_WINDOW: '600' } }, client: { grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE] } }));
     as = await discover(server);
   });
   after(() => server.close());

@@ -8,6 +8,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { approveAt, clientAuth, codeRequest, discover, dpopKey, handProof, insecure, type DpopKey } from './helpers/dpop.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { clockAtStart } from './helpers/clock.ts';
 
 const OFFLINE = 'openid profile offline_access';
@@ -216,9 +217,7 @@ describe('a --require-dpop device client through openid-client and oauth4webapi,
   let user: TestUser;
 
   before(async () => {
-    server = await startTestServer({ clock });
-    device = await server.addClient({ name: 'Living Room TV', public: true, grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'], requireDpop: true });
-    user = await server.addUser({ username: 'ada' });
+    ({ server, client: device, user } = await startWithApp({ server: { clock }, client: { name: 'Living Room TV', public: true, grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'], requireDpop: true }, user: { username: 'ada' } }));
     as = await discover(server);
   });
   after(() => server.close());

@@ -8,7 +8,8 @@ import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { BrowserAt, poll, startDevice, text } from './helpers/device.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const MARKUP = `<img src=x onerror="alert(1)">Evil & Co's "app"`;
 
@@ -25,9 +26,7 @@ describe('names and user agents on the pages are text, not markup', () => {
   let user: TestUser;
 
   before(async () => {
-    server = await startTestServer();
-    evil = await server.addClient({ name: MARKUP, grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
-    user = await server.addUser({ username: 'ada' });
+    ({ server, client: evil, user } = await startWithApp({ client: { name: MARKUP, grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] }, user: { username: 'ada' } }));
   });
   after(() => server.close());
 

@@ -12,7 +12,8 @@ import * as oidc from 'openid-client';
 import { outputMatches, runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT, startDevice, text } from './helpers/device.ts';
 import { OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
-import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { FormBrowser } from './helpers/browser.ts';
 
 interface EventJson {
@@ -50,9 +51,7 @@ describe('audit events (tessera events, /account)', () => {
     postForm(`${server.url}/oauth/token`, form, { authorization: basic(app.clientId, app.clientSecret), 'x-forwarded-for': APP_SERVER, 'user-agent': 'PhotoPrinter/1.0' });
 
   before(async () => {
-    server = await startTestServer({ env: { TESSERA_TRUST_PROXY: 'loopback' } });
-    app = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    alice = await server.addUser({ username: 'alice', password: 'alice in wonderland' });
+    ({ server, client: app, user: alice } = await startWithApp({ server: { env: { TESSERA_TRUST_PROXY: 'loopback' } }, client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'alice', password: 'alice in wonderland' } }));
     browser = new BrowserAt(server.url, PHONE);
 
     // Alice signs in on her phone and approves the Photo Printer (the code flow)…

@@ -13,21 +13,16 @@ import { auth } from 'express-openid-connect';
 import * as oidc from 'openid-client';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
   let server: TestServer;
-  let client: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Intranet' });
-    user = await server.addUser();
-    config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    ({ server, user, config } = await startWithApp({ client: { name: 'Intranet' } }));
   });
   after(() => server.close());
 

@@ -4,8 +4,9 @@ import { decodeJwt, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
+import { basic, postForm, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('token introspection (RFC 7662) through openid-client', () => {
   let server: TestServer;
@@ -14,10 +15,7 @@ describe('token introspection (RFC 7662) through openid-client', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada' });
-    config = await discover(server, client);
+    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
   });
   after(() => server.close());
 
@@ -139,9 +137,7 @@ describe('token introspection as time passes', () => {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
   before(async () => {
-    server = await startTestServer({ clock, env: { TESSERA_REFRESH_TOKEN_IDLE_TTL: String(86400) } });
-    client = await server.addClient({ scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada' });
+    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_REFRESH_TOKEN_IDLE_TTL: String(86400) } }, client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
   });
   after(() => server.close());
 

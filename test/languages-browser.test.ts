@@ -19,7 +19,8 @@ import { consentPage, errorPage, resetDonePage, resetPasswordPage, signInPage, S
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../src/ui/second-factor.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 /** A phone held upright (the narrowest common one). */
 const PHONE = { width: 360, height: 740 };
@@ -132,9 +133,7 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
   let browser: Browser;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Photo Printer' });
-    user = await server.addUser({ username: 'ada' });
+    ({ server, client, user } = await startWithApp({ client: { name: 'Photo Printer' }, user: { username: 'ada' } }));
     browser = await launchChromium();
   });
   after(async () => {

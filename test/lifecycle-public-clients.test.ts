@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
-import { postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { postForm, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the token lifecycle for a public client (a native app without a secret)', () => {
   let server: TestServer;
@@ -11,10 +12,7 @@ describe('the token lifecycle for a public client (a native app without a secret
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    app = await server.addClient({ name: 'Desktop Notes', public: true, scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada' });
-    config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    ({ server, client: app, user, config } = await startWithApp({ client: { name: 'Desktop Notes', public: true, scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
   });
   after(() => server.close());
 

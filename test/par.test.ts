@@ -7,6 +7,7 @@ import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
 import { approveAt, clientAuth, codeRequest, discover, dpopKey, handKeys, handProof, insecure } from './helpers/dpop.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { clockAtStart } from './helpers/clock.ts';
 
 describe('pushed authorization requests (RFC 9126)', () => {
@@ -19,10 +20,8 @@ describe('pushed authorization requests (RFC 9126)', () => {
   let parUrl: string;
 
   before(async () => {
-    server = await startTestServer({ clock });
-    client = await server.addClient({ name: 'Photo Printer' });
+    ({ server, client, user } = await startWithApp({ server: { clock }, client: { name: 'Photo Printer' } }));
     spa = await server.addClient({ name: 'Notes', public: true });
-    user = await server.addUser();
     as = await discover(server);
     parUrl = `${server.url}/oauth/par`;
   });

@@ -4,6 +4,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { BrowserAt, pollWhileTestRuns } from './helpers/device.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('public clients: native apps and command-line tools without a secret', () => {
   let server: TestServer;
@@ -12,10 +13,7 @@ describe('public clients: native apps and command-line tools without a secret', 
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    native = await server.addClient({ name: 'Desktop Notes', public: true, redirectUris: ['http://127.0.0.1/callback', 'com.example.notes:/oauth2redirect'] });
-    user = await server.addUser();
-    config = await oidc.discovery(new URL(server.url), native.clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    ({ server, client: native, user, config } = await startWithApp({ client: { name: 'Desktop Notes', public: true, redirectUris: ['http://127.0.0.1/callback', 'com.example.notes:/oauth2redirect'] } }));
   });
   after(() => server.close());
 

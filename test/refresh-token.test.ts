@@ -18,6 +18,7 @@ import {
 import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -34,10 +35,7 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace' });
-    config = await discover(server, client);
+    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada', name: 'Ada Lovelace' } }));
   });
   after(() => server.close());
 
@@ -245,13 +243,15 @@ describe('refresh token lifetime and idle timeout', () => {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
   before(async () => {
-    server = await startTestServer({
-      clock,
-      // 10 days from approval, 2 days idle.
-      env: { TESSERA_REFRESH_TOKEN_TTL: String(10 * 86400), TESSERA_REFRESH_TOKEN_IDLE_TTL: String(2 * 86400) },
-    });
-    client = await server.addClient({ scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'sleeper' });
+    ({ server, client, user } = await startWithApp({
+      server: {
+        clock,
+        // 10 days from approval, 2 days idle.
+        env: { TESSERA_REFRESH_TOKEN_TTL: String(10 * 86400), TESSERA_REFRESH_TOKEN_IDLE_TTL: String(2 * 86400) },
+      },
+      client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'sleeper' },
+    }));
   });
   after(() => server.close());
 
@@ -296,9 +296,7 @@ describe('simultaneous refreshes against PostgreSQL', { skip: await postgresSkip
 
   before(async () => {
     database = await freshPostgresDatabase();
-    server = await startTestServer({ database: database.url });
-    client = await server.addClient({ scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada' });
+    ({ server, client, user } = await startWithApp({ server: { database: database.url }, client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
   });
   after(async () => {
     await server?.close();

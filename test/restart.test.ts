@@ -9,22 +9,19 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
-import { discover, OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { OFFLINE_SCOPES, withRefresh } from './helpers/lifecycle.ts';
+import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('a server restarted on the same SQLite file', () => {
   let dir: string;
   let server: TestServer;
-  let client: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-restart-'));
-    server = await startTestServer({ database: join(dir, 'tessera.db') });
-    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada' });
-    config = await discover(server, client);
+    ({ server, user, config } = await startWithApp({ server: { database: join(dir, 'tessera.db') }, client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
   });
   after(async () => {
     await server.close();

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, withRefresh } from './helpers/lifecycle.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('token revocation (RFC 7009) through openid-client', () => {
   let server: TestServer;
@@ -13,11 +14,8 @@ describe('token revocation (RFC 7009) through openid-client', () => {
   let otherConfig: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
+    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
     other = await server.addClient({ name: 'Other App', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada' });
-    config = await discover(server, client);
     otherConfig = await discover(server, other);
   });
   after(() => server.close());

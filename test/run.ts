@@ -17,16 +17,34 @@
  * a failure that depends on the files before it in its shard comes back. `npm test --
  * --record` times each file alone and writes that table again (a file it does not know yet
  * counts by its size).
+ *
+ * The counts are the runner's own: a second reporter (helpers/outcomes-reporter.ts) tells it
+ * each test's start and end, file by file, on a pipe of its own, and after each shard's report
+ * every file of the shard has a line: its tests and how they ended, or that the shard ended
+ * while the file ran or before it. A shard is forced to exit once its tests are done
+ * (`--test-force-exit`, so that a file that leaves a handle open cannot hold it), which can end
+ * the process before its report is out: the reporter writes each line synchronously as it
+ * comes, and a shard whose report did not reach its end fails the run, naming the files whose
+ * results are missing, rather than count short and pass.
+ *
+ * `test/bench.test.ts` is not among the files `npm test` runs: `npm run test:bench` runs it
+ * (.ci/run, after `npm test`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { globSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { globSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { globalSetup, globalTeardown } from './helpers/global-setup.ts';
+import type { Outcome } from './helpers/outcomes-reporter.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const PATTERNS = ['test/**/*.test.ts', 'src/**/*.test.ts'];
+/** Not run by `npm test` unless named: the bench's smoke test has a script of its own (`npm run test:bench`). */
+const OWN_SCRIPT = ['test/bench.test.ts'];
+const OUTCOMES_REPORTER = join(import.meta.dirname, 'helpers', 'outcomes-reporter.ts');
+
 const DURATIONS = join(import.meta.dirname, 'durations.json');
 /** Per test, as the runner's own --test-timeout: a hung test fails rather than holds its shard. */
 const TEST_TIMEOUT_MS = 120_000;
@@ -40,7 +58,7 @@ if (!Number.isInteger(shardCount) || shardCount < 1) {
   process.exit(2);
 }
 
-const files = (positionals.length > 0 ? positionals.map((file) => relative(ROOT, join(process.cwd(), file))) : globSync(PATTERNS, { cwd: ROOT })).sort();
+const files = (positionals.length > 0 ? positionals.map((file) => relative(ROOT, join(process.cwd(), file))) : globSync(PATTERNS, { cwd: ROOT }).filter((file) => !OWN_SCRIPT.includes(file))).sort();
 
 const children = new Set<ChildProcess>();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -49,9 +67,14 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-/** Runs node with `args` in the checkout; resolves with what it printed and its exit status once it has ended. */
-function node(args: readonly string[]): Promise<{ output: string; code: number }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs node with `args` in the checkout; resolves with what it printed and its exit status once
+ * it has ended. `outcomes`: the file the outcomes reporter writes (TEST_RUN_OUTCOMES), each
+ * line handed to `onOutcome`, read once the process has ended.
+ */
+function node(args: readonly string[], outcomes?: { readonly file: string; readonly onOutcome: (outcome: Outcome) => void }): Promise<{ output: string; code: number }> {
+  const env = outcomes ? { ...process.env, TEST_RUN_OUTCOMES: outcomes.file } : process.env;
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -59,9 +82,74 @@ function node(args: readonly string[]): Promise<{ output: string; code: number }
   return new Promise((resolve) => {
     child.once('close', (code, signal) => {
       children.delete(child);
+      if (outcomes) {
+        let text = '';
+        try {
+          text = readFileSync(outcomes.file, 'utf8');
+        } catch {
+          // Nothing written: the process ended before its first test.
+        }
+        for (const line of text.split('\n')) if (line) outcomes.onOutcome(JSON.parse(line) as Outcome);
+      }
       resolve({ output, code: code ?? (signal ? 1 : 0) });
     });
   });
+}
+
+/** What a file's tests came to, as the outcomes reporter told them. */
+interface FileTally {
+  readonly counts: Record<(typeof COUNTS)[number], number>;
+  /** Its top-level tests started and not ended: the names of those running. */
+  readonly running: Set<string>;
+  started: boolean;
+  ms: number;
+}
+
+function newTally(): FileTally {
+  return { counts: { tests: 0, suites: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 }, running: new Set(), started: false, ms: 0 };
+}
+
+/** Adds `outcome` to its file's tally (a test of no file, a global hook's, to `(no file)`); returns that file. */
+function tallyOutcome(tallies: Map<string, FileTally>, outcome: Outcome): string {
+  const file = outcome.file === null ? '(no file)' : relative(ROOT, outcome.file.startsWith('file:') ? fileURLToPath(outcome.file) : outcome.file);
+  let tally = tallies.get(file);
+  if (tally === undefined) tallies.set(file, (tally = newTally()));
+  tally.started = true;
+  if (outcome.event === 'start') {
+    if (outcome.nesting === 0) tally.running.add(outcome.name);
+    return file;
+  }
+  if (outcome.nesting === 0) {
+    tally.running.delete(outcome.name);
+    tally.ms += outcome.ms ?? 0;
+  }
+  if (outcome.suite) {
+    tally.counts.suites += 1;
+    return file;
+  }
+  tally.counts.tests += 1;
+  tally.counts[outcome.result ?? 'fail'] += 1;
+  return file;
+}
+
+/**
+ * A file's line after its shard's report: its counts, or where the shard ended. `last`: the
+ * file the last outcome before an early end was of, which may have had tests still to run.
+ */
+function fileLine(file: string, tally: FileTally | undefined, shardEnded: string | null, last: boolean): { line: string; whole: boolean } {
+  const counts = tally?.counts;
+  const said = counts === undefined ? '' : (['pass', 'fail', 'cancelled', 'skipped', 'todo'] as const).filter((name) => counts[name] > 0).map((name) => `${counts[name]} ${name}`).join(', ');
+  if (tally === undefined || !tally.started) {
+    return shardEnded === null ? { line: `✔ ${file}: no tests`, whole: true } : { line: `✖ ${file}: not run: ${shardEnded} before it`, whole: false };
+  }
+  if (tally.running.size > 0) {
+    return { line: `✖ ${file}: did not finish: ${shardEnded ?? 'the shard ended'} in ${[...tally.running].map((name) => JSON.stringify(name)).join(', ')} (${counts!.tests} tests ended: ${said || 'none'})`, whole: false };
+  }
+  if (shardEnded !== null && last) {
+    return { line: `✖ ${file}: may not have finished: ${shardEnded} after its ${counts!.tests} tests ended (${said || 'none'})`, whole: false };
+  }
+  const ok = counts!.fail === 0 && counts!.cancelled === 0;
+  return { line: `${ok ? '✔' : '✖'} ${file}: ${counts!.tests} tests${said ? `, ${said}` : ''} (${(tally.ms / 1000).toFixed(1)} s)`, whole: true };
 }
 
 /** Seconds a file took alone, as recorded; for a file not recorded yet, an estimate from its size. */
@@ -107,19 +195,39 @@ async function runShards(): Promise<boolean> {
   const started = Date.now();
   const totals = Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<(typeof COUNTS)[number], number>;
   const failures: string[] = [];
+  const outcomesDir = mkdtempSync(join(tmpdir(), 'tessera-outcomes-'));
   const codes = await Promise.all(
     shards.map(async (shard, index) => {
-      const { output, code } = await node([...NODE, '--test-isolation=none', '--test-reporter=spec', ...shard.files.toSorted()]);
+      const tallies = new Map<string, FileTally>();
+      let done = false;
+      let lastFile: string | null = null;
+      const file = join(outcomesDir, `shard-${index + 1}.jsonl`);
+      const { output, code } = await node(
+        [...NODE, '--test-isolation=none', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${OUTCOMES_REPORTER}`, '--test-reporter-destination=stderr', ...shard.files.toSorted()],
+        {
+          file,
+          onOutcome: (outcome) => {
+            if (outcome.event === 'done') done = true;
+            else lastFile = tallyOutcome(tallies, outcome);
+          },
+        },
+      );
+      // The shard's report ended (its summary came) unless the process ended first.
+      const shardEnded = done ? null : `the shard ended (status ${code})`;
+      const lines = shard.files.toSorted().map((file) => fileLine(file, tallies.get(file), shardEnded, file === lastFile));
       // Each shard's report whole, as it ends (reports interleaved line by line would not read),
-      // but for its list of failures, which comes once for all shards at the end.
+      // but for its list of failures, which comes once for all shards at the end; then a line for each of its files.
       const failing = output.indexOf('\n✖ failing tests:');
-      process.stdout.write(`\n── shard ${index + 1} of ${shards.length}: ${shard.files.length} files ──\n${failing === -1 ? output : output.slice(0, failing + 1)}`);
-      for (const name of COUNTS) totals[name] += Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(output)?.[1] ?? 0);
+      process.stdout.write(`\n── shard ${index + 1} of ${shards.length}: ${shard.files.length} files ──\n${failing === -1 ? output : output.slice(0, failing + 1)}\n${lines.map(({ line }) => line).join('\n')}\n`);
+      for (const tally of tallies.values()) for (const name of COUNTS) totals[name] += tally.counts[name];
       if (failing !== -1) failures.push(output.slice(failing + 1).trimEnd());
-      else if (code !== 0) failures.push(`✖ shard ${index + 1} ended with status ${code}; its files: ${shard.files.join(' ')}`);
-      return code;
+      const unfinished = lines.filter(({ whole }) => !whole).map(({ line }) => line);
+      if (unfinished.length > 0) failures.push(`✖ shard ${index + 1} ended (status ${code}) before its report did:\n${unfinished.join('\n')}`);
+      if (code !== 0 && failing === -1 && unfinished.length === 0) failures.push(`✖ shard ${index + 1} ended with status ${code}; its files: ${shard.files.join(' ')}`);
+      return unfinished.length > 0 ? 1 : code;
     }),
   );
+  rmSync(outcomesDir, { recursive: true, force: true });
   // The failures at the end, where a reader of a long log looks, with the command that runs their files alone.
   const failed = [...new Set(Array.from(failures.join('\n').matchAll(/^test at (.+?):\d+:\d+$/gm), (match) => match[1]!))];
   if (failures.length > 0) process.stdout.write(`\n${failures.join('\n\n')}\n${failed.length > 0 ? `\nagain on their own: npm test -- ${failed.join(' ')}\n` : ''}`);

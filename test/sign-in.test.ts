@@ -10,7 +10,8 @@ import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
-import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const SESSION_TTL = 3600;
 
@@ -22,9 +23,7 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
 
   before(async () => {
     clock = new ManualClock(Date.now());
-    server = await startTestServer({ clock, env: { TESSERA_SESSION_TTL: String(SESSION_TTL) } });
-    client = await server.addClient({ name: 'Calendar' });
-    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace' });
+    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_SESSION_TTL: String(SESSION_TTL) } }, client: { name: 'Calendar' }, user: { username: 'ada', name: 'Ada Lovelace' } }));
   });
   after(() => server.close());
 

@@ -10,6 +10,7 @@ import { LOCALES } from '../src/config/locales.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 const SITE = { TESSERA_SITE_NAME: 'Acme Accounts', TESSERA_SITE_LOGO_URL: 'https://static.acme.example/logo.svg', TESSERA_SITE_ACCENT_COLOR: '#7A1F5C' };
 
@@ -20,9 +21,7 @@ describe('the site name on every page, in Chromium', { skip: chromiumUnavailable
   let browser: Browser;
 
   before(async () => {
-    server = await startTestServer({ env: SITE });
-    client = await server.addClient({ name: 'Photo Printer' });
-    user = await server.addUser({ username: 'ada' });
+    ({ server, client, user } = await startWithApp({ server: { env: SITE }, client: { name: 'Photo Printer' }, user: { username: 'ada' } }));
     browser = await launchChromium();
   });
   after(async () => {

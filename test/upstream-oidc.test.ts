@@ -13,7 +13,7 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -80,8 +80,8 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   /** At the upstream Tessera's own sign-in page. */
   async function signInUpstream(page: Page, username: string, password: string): Promise<void> {
     // Acme's own sign-in page has the same heading: wait to be at the upstream first.
-    await page.waitForURL((url) => url.href.startsWith(upstream.url));
-    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await reach(page, (url) => url.href.startsWith(upstream.url), 'the upstream');
+    await reach(page, page.getByRole('heading', { name: 'Sign in' }), 'the page "Sign in"');
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -197,18 +197,18 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.goto(attempt.url.href);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, username, `${username} password 1`);
-      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await reach(page, page.getByRole('heading', { name: 'Enter your code' }), 'the page "Enter your code"');
       await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now()));
       await page.getByRole('button', { name: 'Continue' }).click();
       // Chromium holds a form post's redirects to its form-action: the code page allows the client's.
-      await page.waitForURL((url) => url.href.startsWith(downstream.url));
+      await reach(page, (url) => url.href.startsWith(downstream.url), 'the way back to Acme');
       return { page, callback, attempt };
     };
 
     // Not trusted (the default): the upstream's mfa is dropped, so a client asking for two
     // factors is refused; Acme's session says only what it may repeat.
     const untrusted = await signInWithCode('hedy', hedy);
-    await untrusted.page.getByText(/Approving needs a second factor/).waitFor();
+    await reach(untrusted.page, untrusted.page.getByText(/Approving needs a second factor/), 'the refusal to approve');
     assert.equal(await untrusted.page.getByRole('button', { name: 'Approve' }).count(), 0);
     const hedyHere = (await downstream.store.users.findByUsername('hedy'))!;
     assert.deepEqual((await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr), [['pwd']]);
@@ -260,7 +260,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'hopper', 'hopper password 1');
-    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
     assert.deepEqual(await downstream.store.linkedIdentities.listForUser(admin.id), [], 'not linked');
     assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email === 'grace.hopper@example.com').map((user) => user.username), ['grace.admin'], 'no second account');
@@ -281,10 +281,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'joan', 'joan password 1');
-      await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+      await reach(page, page.getByRole('heading', { name: 'Enter your code' }), 'the page "Enter your code"');
       await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, at));
       await page.getByRole('button', { name: 'Continue' }).click();
-      await page.waitForURL(`${downstream.url}/account`);
+      await reach(page, (url) => url.href === `${downstream.url}/account`, 'the account page');
       await page.context().close();
     };
     assert.equal((await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env)).code, 0);
@@ -311,7 +311,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'ada3', 'ada3 password 1');
-    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
     assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email?.toLowerCase() === 'ada.three@example.com').map((user) => user.id), [local.id]);
     assert.deepEqual(await downstream.store.linkedIdentities.listForUser(local.id), []);
@@ -326,7 +326,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'mal', 'mal password 1');
-    await page.waitForURL(`${downstream.url}/account`);
+    await reach(page, (url) => url.href === `${downstream.url}/account`, 'the account page');
     await page.context().close();
     const mal = (await downstream.store.users.findByUsername('mal'))!;
     assert.deepEqual([mal.name, mal.givenName, mal.familyName], ['Malory   console role: admin', 'Mal[2Jory', 'Newton\u200D']);
@@ -345,7 +345,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.goto(`${downstream.url}/login`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'ada2', 'ada2 password 1');
-      await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+      await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
       assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
       assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada.two@example.com').length, 1);
       assert.equal((await failures('email_taken')).filter((event) => event.userId === local.id).length, 1);
@@ -360,7 +360,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'eve', 'eve password 1');
-    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.equal(await page.getByRole('alert').innerText(), 'The email address of your Upstream ID account is not one Acme accepts. Sign in with an account in an allowed domain.');
     assert.equal(await downstream.store.users.findByUsername('eve'), null);
     const [event] = await failures('domain_not_allowed');
@@ -371,7 +371,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await other.goto(`${downstream.url}/login`);
     await other.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(other, 'unverified', 'unverified password 1');
-    await other.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    await reach(other, other.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.equal(await downstream.store.users.findByUsername('una@example.com'), null);
     assert.equal((await failures('domain_not_allowed')).length, 2);
     await other.context().close();
@@ -408,7 +408,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     });
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
-    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.equal(await page.getByRole('alert').innerText(), 'Upstream ID did not sign you in. If you cancelled, that is fine: start again when you are ready.');
     const [event] = await failures('upstream_error');
     assert.equal(event?.detail['upstream'], 'access_denied');
@@ -425,7 +425,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.goto(`${downstream.url}/login`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'ada', 'ada password 1');
-    await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+    await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
     assert.match(await page.getByRole('alert').innerText(), /^The answer from Upstream ID could not be verified/);
     const [event] = await failures('invalid_response');
     assert.match(String(event?.detail['upstream']), /nonce/);
@@ -458,7 +458,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await signInUpstream(page, 'ada', 'ada password 1');
       const callback = await within(sent, 'the upstream\'s answer');
       assert.ok(callback.href.startsWith(callbackOf('mixup')) && callback.searchParams.get('iss') === upstream.url, 'the upstream named itself, and that was taken out');
-      await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+      await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
       assert.match(await page.getByRole('alert').innerText(), /^The answer from Lookalike could not be verified/);
       const event = (await failures('invalid_response')).find((candidate) => candidate.detail['provider'] === 'mixup');
       assert.match(String(event?.detail['upstream']), /iss/);
@@ -580,7 +580,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.goto(`${downstream.url}/login`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'ada', 'ada password 1');
-      await page.getByRole('heading', { name: 'You are not signed in' }).waitFor();
+      await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
       assert.equal(await page.getByRole('alert').innerText(), 'Your Acme account is disabled. Ask the people who run Acme.');
       await page.context().close();
     } finally {

@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { discover, OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
+import { type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => {
   let server: TestServer;
-  let client: TestClient;
   let user: TestUser;
   let config: oidc.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    client = await server.addClient({ name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
-    user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
-    config = await discover(server, client);
+    ({ server, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' } }));
   });
   after(() => server.close());
 

@@ -80,5 +80,13 @@ describe('TokenIssuer', () => {
       const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), { issuer: ISSUER, audience: 'https://api.example/', currentDate: new Date(clock.now()) });
       assert.equal(access.protectedHeader.alg, signingAlg);
     });
+
+    it(`signs a client's own token for an API (client_credentials) with the API's ${signingAlg} whatever the server's (${alg})`, async () => {
+      const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
+      const resource = { identifier: 'https://api.example/', name: 'API', scopes: [], accessTokenTtl: null, introspectionSecretHash: null, signingAlg, createdAt: 0 };
+      const tokens = await issuer.issueForClient({ client: { ...client, authMethod: 'client_secret_basic' }, scope: ['api:read'], resource, dpopJkt: null });
+      const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), { issuer: ISSUER, audience: 'https://api.example/', subject: 'app', typ: 'at+jwt', currentDate: new Date(clock.now()) });
+      assert.equal(access.protectedHeader.alg, signingAlg, 'RFC 9068 §2.1: as the API chose');
+    });
   }
 });

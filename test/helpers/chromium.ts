@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Frame, type Page, type Request } from 'playwright-core';
+import { chromium, type Browser, type Frame, type Locator, type Page, type Request } from 'playwright-core';
 import { checkAccessibility } from './accessibility.ts';
 import { REDIRECT_URI } from './server.ts';
+import { WAIT_MS } from './wait.ts';
 
 /**
  * Debian's Chromium headless shell (`apt-get install chromium-headless-shell`), the build
@@ -58,4 +59,38 @@ export function catchRedirect(page: Page, redirectUri = REDIRECT_URI): Promise<U
     page.on('request', request);
     page.on('framenavigated', landed);
   });
+}
+
+/** How long an alert may stand at one address before the page counts as settled on it. */
+const SETTLED_MS = 1500;
+
+/**
+ * Waits until `page` shows what the test expects: `expected` in view, or (a function) an
+ * address it accepts. Fails at once, saying what the page says, when the page settles on an
+ * error instead (an alert in view at one address for a second and a half, without what was
+ * expected), and after `ms` at the latest: a browser test whose flow broke ends in seconds,
+ * not after Playwright's 30 s for each wait it makes (issue 50: a broken upstream sign-in held
+ * test/upstream-oidc.test.ts for 227 s).
+ */
+export async function reach(page: Page, expected: Locator | ((url: URL) => boolean), what: string, ms = WAIT_MS): Promise<void> {
+  const deadline = Date.now() + ms;
+  let alertAt: { url: string; since: number } | null = null;
+  for (;;) {
+    const shown = typeof expected === 'function' ? expected(new URL(page.url())) : await expected.first().isVisible().catch(() => false);
+    if (shown) return;
+    const alert = page.getByRole('alert').filter({ visible: true }).first();
+    if (await alert.isVisible().catch(() => false)) {
+      const url = page.url();
+      if (alertAt === null || alertAt.url !== url) alertAt = { url, since: Date.now() };
+      else if (Date.now() - alertAt.since >= SETTLED_MS) {
+        const heading = await page.getByRole('heading', { level: 1 }).first().innerText({ timeout: 1000 }).catch(() => '');
+        const says = await alert.innerText({ timeout: 1000 }).catch(() => '');
+        throw new Error(`waited for ${what}, but the page settled on ${url}, "${heading}": ${says}`);
+      }
+    } else {
+      alertAt = null;
+    }
+    if (Date.now() > deadline) throw new Error(`waited ${ms} ms for ${what}; the page is at ${page.url()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

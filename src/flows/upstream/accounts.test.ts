@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { OperatorRole } from '../../core/scopes.ts';
+import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
+import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { accountFor, type UpstreamIdentity } from './accounts.ts';
+import { providerSettings } from './settings.ts';
+
+const provider = (id: string, settings: Record<string, unknown>): IdentityProviderRecord => ({
+  id, kind: 'oidc', name: id, position: 0, secret: null, createdAt: 0, updatedAt: 0,
+  settings: { issuer: `https://${id}.example`, clientId: 'tessera', scopes: ['openid', 'email'], ...settings },
+});
+const LINKING = provider('linking', { allowLinking: true });
+const NOT_LINKING = provider('separate', {});
+const DOMAIN = provider('corp', { allowLinking: true, allowedDomains: ['corp.example'] });
+
+let subjects = 0;
+function identity(email: string | null, emailVerified: boolean): UpstreamIdentity {
+  subjects += 1;
+  return {
+    subject: `upstream-${subjects}`, label: email, username: null, email, emailVerified, name: 'Someone', givenName: null, familyName: null,
+    picture: null, locale: null, zoneinfo: null, groups: [], amr: ['pwd'],
+  };
+}
+
+describe('the account an upstream sign-in signs in as (accountFor)', () => {
+  let world: FlowWorld;
+
+  before(async () => {
+    world = await flowWorld();
+    for (const record of [LINKING, NOT_LINKING, DOMAIN]) await world.store.identityProviders.create(record);
+  });
+  after(() => world.close());
+
+  /** What a first sign-in through `through` with `who` comes to: `linked`, `created`, or the refusal. */
+  async function firstSignIn(through: IdentityProviderRecord, who: UpstreamIdentity, existing?: { id: string }): Promise<string> {
+    const result = await accountFor(world.deps, through, providerSettings(through), who);
+    const link = await world.store.linkedIdentities.get(through.id, who.subject);
+    if (result.kind === 'refused') {
+      assert.equal(link, null, `refused (${result.reason}), yet linked`);
+      return result.reason;
+    }
+    assert.equal(link?.userId, result.user.id);
+    return existing !== undefined && result.user.id === existing.id ? 'linked' : 'created';
+  }
+
+  it('links to the account with the same address only when both sides verified it, linking is allowed, and the account holds no role', async () => {
+    const cases: [string, IdentityProviderRecord, { upstream: boolean; here: boolean; role?: OperatorRole; disabled?: boolean }, string][] = [
+      ['both verified', LINKING, { upstream: true, here: true }, 'linked'],
+      ['the provider did not verify it', LINKING, { upstream: false, here: true }, 'email_taken'],
+      ['the account here did not verify it', LINKING, { upstream: true, here: false }, 'email_taken'],
+      ['neither verified it', LINKING, { upstream: false, here: false }, 'email_taken'],
+      ['linking not allowed for the provider', NOT_LINKING, { upstream: true, here: true }, 'email_taken'],
+      ['the account holds a console role', LINKING, { upstream: true, here: true, role: 'support' }, 'console_role'],
+      ['the account is disabled', LINKING, { upstream: true, here: true, disabled: true }, 'disabled'],
+    ];
+    let n = 0;
+    for (const [what, through, sides, expected] of cases) {
+      n += 1;
+      const email = `person${n}@mail.example`;
+      const account = await world.addUser({ username: `person${n}`, email, emailVerified: sides.here, role: sides.role ?? null, disabled: sides.disabled ?? false });
+      assert.equal(await firstSignIn(through, identity(email, sides.upstream), account), expected, what);
+    }
+  });
+
+  it('makes a new account for an address nobody here has, verified as the provider said, and signs the same person in through their link after', async () => {
+    for (const verified of [true, false]) {
+      const who = identity(`new-${String(verified)}@mail.example`, verified);
+      const result = await accountFor(world.deps, LINKING, providerSettings(LINKING), who);
+      assert.equal(result.kind, 'user');
+      const user = result.kind === 'user' ? result.user : null;
+      assert.equal(user?.email, who.email);
+      assert.equal(user?.emailVerified, verified);
+      const again = await accountFor(world.deps, LINKING, providerSettings(LINKING), who);
+      assert.equal(again.kind === 'user' ? again.user.id : again.reason, user?.id);
+    }
+  });
+
+  it('lets in only a verified address in an allowed domain', async () => {
+    const cases: [string, boolean, string][] = [
+      ['a@corp.example', true, 'created'],
+      ['b@corp.example', false, 'domain_not_allowed'],
+      ['c@elsewhere.example', true, 'domain_not_allowed'],
+      ['c@CORP.example', true, 'created'],
+    ];
+    for (const [email, verified, expected] of cases) assert.equal(await firstSignIn(DOMAIN, identity(email, verified)), expected, `${email} ${verified ? 'verified' : 'unverified'}`);
+    assert.equal(await firstSignIn(DOMAIN, identity(null, true)), 'domain_not_allowed', 'no address');
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * The operator console over plain HTTP, for what a browser test would only see by accident:
+ * every change refuses a post without the form's CSRF token (the browser test's posts all
+ * carry it), and names an app chose itself are written as text. The operator is signed in
+ * by the session flow (helpers/console.ts); test/console-browser.test.ts signs in as a person does.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createClient } from '../src/flows/manage/clients.ts';
+import { addResource } from '../src/flows/manage/resources.ts';
+import { operatorBrowser } from './helpers/console.ts';
+import { manageDeps } from './helpers/manage.ts';
+import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+
+describe('the operator console over HTTP', () => {
+  let server: TestServer;
+
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  it('refuses every change posted without the form\'s CSRF token, or with another, and changes nothing', async () => {
+    const { browser, csrf } = await operatorBrowser(server, 'admin');
+    const target = await server.addUser({ username: 'target' });
+    const { client } = await createClient(manageDeps(server), { client_name: 'Target app', redirect_uris: [REDIRECT_URI] });
+    await addResource(manageDeps(server), { identifier: 'https://target.example', name: 'Target API', scopes: [{ name: 'target:read', description: 'Read' }] });
+    const app = `/console/apps/${encodeURIComponent(client.id)}`;
+    const api = `/console/apis/${encodeURIComponent('https://target.example')}`;
+    const user = `/console/users/${target.username}`;
+    const posts: [string, Record<string, string>][] = [
+      ['/console/apps', { client_name: 'New app', redirect_uris: REDIRECT_URI }],
+      [app, { client_name: 'Renamed' }],
+      [`${app}/verify`, {}],
+      [`${app}/rotate`, { grace: '0' }],
+      [`${app}/remove`, {}],
+      ['/console/apis', { identifier: 'https://new.example', name: 'New API' }],
+      [api, { name: 'Renamed API' }],
+      [`${api}/remove`, {}],
+      ['/console/keys/rotate', {}],
+      [`${user}/disable`, {}],
+      [`${user}/enable`, {}],
+      [`${user}/end-sessions`, {}],
+      [`${user}/reset-second-factor`, {}],
+      [`${user}/unlock`, {}],
+      [`${user}/role`, { role: 'admin' }],
+      [`${user}/reset-link`, {}],
+    ];
+    const events = async () => (await server.store.events.list({ limit: 1000 })).length;
+    const before = await events();
+    for (const [path, form] of posts) {
+      for (const [how, token] of [['without a token', null], ['with another token', 'x'.repeat(43)]] as const) {
+        const page = await browser.request(path, { form: token === null ? form : { ...form, csrf_token: token } });
+        assert.equal(page.status, 403, `${path} ${how}: ${page.status} ${page.location ?? ''}`);
+        assert.match(page.html, /This form has expired/, `${path} ${how}`);
+      }
+    }
+    assert.equal(await events(), before, 'nothing was done');
+    assert.equal((await server.store.users.get(target.id))?.disabled, false);
+    assert.equal((await server.store.clients.get(client.id))?.name, 'Target app');
+
+    // The same post with the token does what it says: the refusals above were the token's.
+    const done = await browser.request(`${user}/disable`, { form: { csrf_token: csrf } });
+    assert.equal(done.status, 303, done.html.slice(0, 500));
+    assert.equal((await server.store.users.get(target.id))?.disabled, true);
+  });
+
+  it("writes an app's name as text in the list of apps, whoever chose it", async () => {
+    const { browser } = await operatorBrowser(server, 'support');
+    const name = `<img src=x onerror="alert(1)"> & "Friends"`;
+    await createClient(manageDeps(server), { client_name: name, redirect_uris: [REDIRECT_URI] });
+    const page = await browser.request('/console/apps');
+    assert.equal(page.status, 200, page.html.slice(0, 500));
+    assert.ok(!page.html.includes('<img src=x'), 'no element of the name');
+    assert.ok(page.html.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &quot;Friends&quot;'), 'the name, escaped');
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * The setups the end-to-end files share, written once (issue 50, item 3): a server with an app
+ * and a person, as most files' `before()` made them line by line, and an admin API token, as
+ * the admin API's files each got one. A file with a setup of its own adds to these in its
+ * `before()`; what a setup makes it stops in `after()` (`server.close()`).
+ */
+import * as oidc from 'openid-client';
+import { createClient } from '../../src/flows/manage/clients.ts';
+import { manageDeps } from './manage.ts';
+import { startTestServer, type TestClient, type TestServer, type TestServerOptions, type TestUser } from './server.ts';
+
+export type ClientOptions = NonNullable<Parameters<TestServer['addClient']>[0]>;
+export type UserOptions = NonNullable<Parameters<TestServer['addUser']>[0]>;
+
+export interface AppFixture {
+  readonly server: TestServer;
+  /** The app, registered as `tessera client add` would (confidential unless `public`). */
+  readonly client: TestClient;
+  /** A person who signs in to it. */
+  readonly user: TestUser;
+  /** openid-client's configuration of the app, from the server's discovery document (http allowed). */
+  readonly config: oidc.Configuration;
+}
+
+/** openid-client's configuration of `client` on `server`: its secret (Basic), or none for a public client. */
+export function appConfig(server: Pick<TestServer, 'url'>, client: TestClient): Promise<oidc.Configuration> {
+  const authentication = client.clientSecret === '' ? oidc.None() : oidc.ClientSecretBasic(client.clientSecret);
+  return oidc.discovery(new URL(server.url), client.clientId, undefined, authentication, { execute: [oidc.allowInsecureRequests] });
+}
+
+/** A fresh server (`server` options), an app on it (`client`), a person (`user`), and the app's openid-client configuration. */
+export async function startWithApp(options: { readonly server?: TestServerOptions; readonly client?: ClientOptions; readonly user?: UserOptions } = {}): Promise<AppFixture> {
+  const server = await startTestServer(options.server);
+  try {
+    const client = await server.addClient(options.client);
+    const user = await server.addUser(options.user);
+    return { server, client, user, config: await appConfig(server, client) };
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+}
+
+/**
+ * An admin API access token with `scope`, as an operator's program gets one: a new
+ * client_credentials client (the operator's, `tessera client add`), and openid-client's
+ * client_credentials grant for the resource <issuer>/admin.
+ */
+export async function adminToken(server: Pick<TestServer, 'url' | 'config' | 'store'>, scope: string, name = `CI ${scope}`): Promise<{ token: string; clientId: string }> {
+  const { client, secret } = await createClient(manageDeps(server), { client_name: name, grant_types: ['client_credentials'], scope });
+  const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+  const tokens = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
+  return { token: tokens.access_token, clientId: client.id };
+}

@@ -1,0 +1,94 @@
+/**
+ * A flow's world without HTTP: an in-memory SQLite store (the real statements, no file), a
+ * clock the test moves, signing keys, the token issuer, the audit trail and the password
+ * queue, as `buildApp` wires them. Unit tests beside the flows (src/flows/**\/*.test.ts) call
+ * a flow with `deps` (or `manage`, the management operations' dependencies with every admin
+ * scope, as the command has) and check what it returns and what it left in the store.
+ */
+import { loadConfig, type Config } from '../../src/config/index.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { Events } from '../../src/core/events.ts';
+import { hashPassword } from '../../src/core/password.ts';
+import { PasswordQueue } from '../../src/core/password-queue.ts';
+import { OWNER } from '../../src/flows/manage/authority.ts';
+import { createClient, type ClientMetadata } from '../../src/flows/manage/clients.ts';
+import type { ManageDeps } from '../../src/flows/manage/deps.ts';
+import type { FlowDeps } from '../../src/flows/types.ts';
+import { openStore } from '../../src/store/open.ts';
+import { newUserRecord, type ClientRecord, type Store, type UserRecord } from '../../src/store/types.ts';
+import { TokenIssuer } from '../../src/tokens/issue.ts';
+import { KeyManager } from '../../src/tokens/keys.ts';
+import { OAuthError } from '../../src/core/errors.ts';
+import { ManageError } from '../../src/flows/manage/errors.ts';
+
+export const FLOW_ISSUER = 'https://auth.example.com';
+
+export interface FlowWorld {
+  readonly store: Store;
+  readonly clock: ManualClock;
+  readonly config: Config;
+  readonly keys: KeyManager;
+  readonly tokens: TokenIssuer;
+  readonly passwords: PasswordQueue;
+  /** What a protocol flow is given. */
+  readonly deps: FlowDeps & { readonly passwords: PasswordQueue };
+  /** What a management operation is given, as the command gives it: every admin scope. */
+  readonly manage: ManageDeps;
+  /** A client made by the same operation as `tessera client add`; its secret, for a confidential one. */
+  addClient(metadata: ClientMetadata): Promise<{ client: ClientRecord; secret: string | null }>;
+  addUser(fields?: Partial<Parameters<typeof newUserRecord>[0]>): Promise<UserRecord>;
+  close(): Promise<void>;
+}
+
+let users = 0;
+
+/** A fresh world; `env` adds settings (TESSERA_*) to the test defaults (cheapest argon2id, the issuer above). */
+export async function flowWorld(env: Readonly<Record<string, string>> = {}): Promise<FlowWorld> {
+  const config = loadConfig({ TESSERA_ISSUER: FLOW_ISSUER, TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1', TESSERA_SIGN_IN_DELAY_MS: '0', ...env });
+  const clock = new ManualClock();
+  const store = await openStore(':memory:');
+  const keys = new KeyManager(store.keys, clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+  await keys.ensureKeys();
+  const tokens = new TokenIssuer(keys, clock, config.issuer, config.lifetimes, store, config.accessTokenAlg);
+  const passwords = new PasswordQueue({ threads: 1, maxWaiting: 100, perAddress: 100 });
+  const events = new Events(clock, store.events, []);
+  const deps = { store, clock, config, tokens, events, passwords, sleep: async () => {} };
+  const manage: ManageDeps = { ...deps, caller: OWNER, tellApps: async () => 0 };
+  return {
+    store,
+    clock,
+    config,
+    keys,
+    tokens,
+    passwords,
+    deps,
+    manage,
+    addClient: async (metadata) => {
+      const made = await createClient(manage, metadata);
+      return { client: made.client, secret: made.secret ?? null };
+    },
+    addUser: async (fields = {}) => {
+      users += 1;
+      const username = fields.username ?? `user${users}`;
+      const user = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse battery', config.passwordHash), createdAt: clock.now(), ...fields });
+      await store.users.create(user);
+      return user;
+    },
+    close: async () => {
+      await passwords.close();
+      await store.close();
+    },
+  };
+}
+
+/** The OAuth error code `run` fails with (a ManageError as `invalid:FIELD`), or 'ok'. */
+export async function outcome(run: () => unknown): Promise<string> {
+  try {
+    await run();
+    return 'ok';
+  } catch (error) {
+    if (error instanceof OAuthError) return error.code;
+    if (error instanceof ManageError) return `${error.kind}${error.field ? `:${error.field}` : ''}`;
+    throw error;
+  }
+}

@@ -144,6 +144,16 @@ describe('start-up', { concurrency: true }, () => {
     assert.deepEqual(readdirSync(home), []);
   });
 
+  it('refuses a TESSERA_DATABASE that is a directory with one line naming the setting (not a raw EISDIR), and writes nothing there', async () => {
+    const home = mkdtempSync(join(dir, 'directory-'));
+    const result = await start({ TESSERA_DATABASE: home });
+    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_DATABASE: ${home}: is a directory, not a database file; name the file in it, e\\.g\\. ${join(home, 'tessera.db')}$`));
+    const listed = await runTessera(['user', 'list'], { TESSERA_DATABASE: home });
+    assert.equal(listed.code, 1);
+    assert.match(listed.stderr, /^tessera: invalid setting TESSERA_DATABASE: .*: is a directory, not a database file/);
+    assert.deepEqual(readdirSync(home), []);
+  });
+
   it('refuses a misspelt SQLite file name in a directory that exists, naming TESSERA_DATABASE_CREATE, and creates nothing', async () => {
     const home = mkdtempSync(join(dir, 'misnamed-'));
     const made = await runTessera(['client', 'list'], { TESSERA_DATABASE: join(home, 'tessera.db') });

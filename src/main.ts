@@ -15,7 +15,7 @@ import { systemClock } from './core/clock.ts';
 import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
-import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
+import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, UnknownKeyEncryptionKeyError, type KeyEncryption } from './tokens/key-encryption.ts';
 import { resealProviderSecrets } from './tokens/secret-box.ts';
 import { KeyManager } from './tokens/keys.ts';
 
@@ -340,6 +340,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       throw error;
     });
   const keys = await prepareKeys(config, store, encryption).catch(async (error: unknown) => {
+    if (error instanceof UnknownKeyEncryptionKeyError) encryption.discardCreatedKeyFile();
     await store.close();
     await release();
     throw error;

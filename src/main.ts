@@ -4,10 +4,10 @@
 import './config/require-node.ts';
 import './threadpool.ts';
 import cluster, { type Worker } from 'node:cluster';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
-import { dirname, resolve as resolvePath } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from './config/index.ts';
@@ -15,7 +15,7 @@ import { systemClock } from './core/clock.ts';
 import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
-import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, type KeyEncryption } from './tokens/key-encryption.ts';
+import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, UnknownKeyEncryptionKeyError, type KeyEncryption } from './tokens/key-encryption.ts';
 import { resealProviderSecrets } from './tokens/secret-box.ts';
 import { KeyManager } from './tokens/keys.ts';
 
@@ -207,7 +207,11 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
   const location = parseDatabase(config.database);
   if (location.kind === 'postgres' || location.path === ':memory:') return { text: describeDatabase(location), created: false };
   const file = resolvePath(location.path);
-  if (existsSync(file)) return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
+  if (existsSync(file)) {
+    // SQLite's own word for it is a raw "EISDIR: illegal operation on a directory" (issue 49).
+    if (statSync(file).isDirectory()) throw new ConfigError('TESSERA_DATABASE', `${location.path}: is a directory, not a database file; name the file in it, e.g. ${join(location.path, 'tessera.db')}`);
+    return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
+  }
   if (file !== resolvePath('data', 'tessera.db') && !config.createDatabase) {
     const where = existsSync(dirname(file)) ? `${location.path} does not exist` : `${location.path}: the directory ${dirname(file)} does not exist`;
     throw new ConfigError('TESSERA_DATABASE', `${where}; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there`);
@@ -336,6 +340,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       throw error;
     });
   const keys = await prepareKeys(config, store, encryption).catch(async (error: unknown) => {
+    if (error instanceof UnknownKeyEncryptionKeyError) encryption.discardCreatedKeyFile();
     await store.close();
     await release();
     throw error;

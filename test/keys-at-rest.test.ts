@@ -107,7 +107,7 @@ describe('signing keys at rest', () => {
     chmodSync(`${database}.key`, 0o644);
     await refusesToStart(config(database), /can be read by other users: run chmod 600/);
     chmodSync(`${database}.key`, 0o600);
-    await refusesToStart(config(database, { TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url') }), /was encrypted with a key encryption key Tessera was not given/);
+    await refusesToStart(config(database, { TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url') }), /were encrypted with a key encryption key Tessera was not given \(id [\w-]+\); it was given TESSERA_KEY_ENCRYPTION_KEY: add the key they were encrypted with/);
   });
 
   it('rotates the key encryption key: new first, old after it, and every key is encrypted again under the new one', async (t) => {

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -142,6 +142,28 @@ describe('start-up', { concurrency: true }, () => {
     const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db'), TESSERA_DATABASE_CREATE: 'false' });
     assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true/);
     assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('refuses a TESSERA_DATABASE that is a directory with one line naming the setting (not a raw EISDIR), and writes nothing there', async () => {
+    const home = mkdtempSync(join(dir, 'directory-'));
+    const result = await start({ TESSERA_DATABASE: home });
+    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_DATABASE: ${home}: is a directory, not a database file; name the file in it, e\\.g\\. ${join(home, 'tessera.db')}$`));
+    const listed = await runTessera(['user', 'list'], { TESSERA_DATABASE: home });
+    assert.equal(listed.code, 1);
+    assert.match(listed.stderr, /^tessera: invalid setting TESSERA_DATABASE: .*: is a directory, not a database file/);
+    assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('refuses a database whose signing keys need a key encryption key it was not given, naming the key file it read, and writes no new key file', async () => {
+    const home = mkdtempSync(join(dir, 'lost-key-'));
+    const database = join(home, 'tessera.db');
+    const first = await start({ TESSERA_DATABASE: database, TESSERA_DATABASE_CREATE: 'true' });
+    assert.equal(first.code, 0, first.stderr);
+    // The key file lost (not restored with the database from a backup, say).
+    rmSync(`${database}.key`);
+    const result = await start({ TESSERA_DATABASE: database });
+    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_KEY_ENCRYPTION_KEY: the signing keys in the database were encrypted with a key encryption key Tessera was not given \\(id [\\w-]+\\); it looked for the key file ${database}\\.key, which does not exist: restore it from the backup taken with the database, or set TESSERA_KEY_ENCRYPTION_KEY or TESSERA_KEY_FILE$`));
+    assert.equal(existsSync(`${database}.key`), false, 'no new key file left behind, to be taken for the real one');
   });
 
   it('refuses a misspelt SQLite file name in a directory that exists, naming TESSERA_DATABASE_CREATE, and creates nothing', async () => {

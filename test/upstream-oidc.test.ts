@@ -480,7 +480,9 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       assert.equal(page.status, 503);
       assert.match(page.html, /Down ID is not answering right now\. Try again in a few minutes\./);
       assert.doesNotMatch(page.html, /ECONNREFUSED|at .*\.ts/);
-      assert.equal((await failures('unavailable')).some((event) => event.detail['provider'] === 'down'), true);
+      // The audit trail says what to fix: the URL and the reason, not fetch's "fetch failed".
+      const event = (await failures('unavailable')).find((candidate) => candidate.detail['provider'] === 'down');
+      assert.equal(event?.detail['upstream'], `cannot reach http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused: nothing listens there (ECONNREFUSED)`);
     } finally {
       await runTessera(['provider', 'remove', 'down'], env);
     }

@@ -30,12 +30,40 @@ function isEncrypted(jwk: Readonly<Record<string, unknown>>): boolean {
 
 const kekId = (key: Buffer) => createHash('sha256').update(key).digest().subarray(0, 8).toString('base64url');
 
+/** Where the KEKs came from: the setting, or the key file read (or created now, having been missing). */
+export type KeySource = { readonly kind: 'setting' } | { readonly kind: 'file'; readonly file: string; readonly created: boolean };
+
+/**
+ * A stored key encrypted under a KEK Tessera was not given: a lost or wrong key file, or the
+ * setting missing a key. Says where it looked, since that is what the operator must fix.
+ */
+export class UnknownKeyEncryptionKeyError extends ConfigError {
+  constructor(kekId: string, source: KeySource) {
+    const where = source.kind === 'setting'
+      ? 'it was given TESSERA_KEY_ENCRYPTION_KEY: add the key they were encrypted with (the first encrypts, any decrypts)'
+      : source.created
+        ? `it looked for the key file ${source.file}, which does not exist: restore it from the backup taken with the database, or set TESSERA_KEY_ENCRYPTION_KEY or TESSERA_KEY_FILE`
+        : `it read the key file ${source.file}: set TESSERA_KEY_FILE to the key file they were encrypted with, or TESSERA_KEY_ENCRYPTION_KEY to its key`;
+    super('TESSERA_KEY_ENCRYPTION_KEY', `the signing keys in the database were encrypted with a key encryption key Tessera was not given (id ${kekId}); ${where}`);
+  }
+}
+
 export class KeyEncryption {
   readonly #keys: readonly { id: string; key: Buffer }[];
+  readonly source: KeySource;
 
-  constructor(keys: readonly Buffer[]) {
+  constructor(keys: readonly Buffer[], source: KeySource = { kind: 'setting' }) {
     if (keys.length === 0) throw new Error('no key encryption key');
     this.#keys = keys.map((key) => ({ id: kekId(key), key }));
+    this.source = source;
+  }
+
+  /**
+   * Removes the key file this start created, after the database turned out to need another
+   * key: left in place, the next start would read the wrong key as if it were the real one.
+   */
+  discardCreatedKeyFile(): void {
+    if (this.source.kind === 'file' && this.source.created) rmSync(this.source.file, { force: true });
   }
 
   /** The JWK encrypted under the first KEK, bound to its `kid` (additional authenticated data). */
@@ -53,7 +81,7 @@ export class KeyEncryption {
     const sealed = stored as unknown as EncryptedJwk;
     const kek = this.#keys.find((candidate) => candidate.id === sealed.kek);
     if (!kek) {
-      throw new Error(`signing key ${kid} was encrypted with a key encryption key Tessera was not given (id ${sealed.kek}): check TESSERA_KEY_ENCRYPTION_KEY or the key file`);
+      throw new UnknownKeyEncryptionKeyError(sealed.kek, this.source);
     }
     const decipher = createDecipheriv('aes-256-gcm', kek.key, Buffer.from(sealed.iv, 'base64url'));
     decipher.setAAD(Buffer.from(kid));
@@ -79,12 +107,13 @@ export function loadKeyEncryption(settings: KeyEncryptionSettings): KeyEncryptio
   if (settings.file === null) return new KeyEncryption([randomBytes(32)]);
   const file = settings.file;
   let text: string;
+  let created = false;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     try {
-      createKeyFile(file);
+      created = createKeyFile(file);
     } catch (cause) {
       // A place this process cannot write (a read-only root file system, a volume owned by
       // another user): the fix is a setting, so the refusal names it rather than the errno.
@@ -103,19 +132,24 @@ export function loadKeyEncryption(settings: KeyEncryptionSettings): KeyEncryptio
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
     .map((line) => parseKeyEncryptionKey(line, `the key file ${file}`));
-  return new KeyEncryption(keys);
+  return new KeyEncryption(keys, { kind: 'file', file, created });
 }
 
-/** Writes a new key to a temporary file, then links it into place: it appears whole, or not at all if another process was first. */
-function createKeyFile(file: string): void {
+/**
+ * Writes a new key to a temporary file, then links it into place: it appears whole, or not at
+ * all if another process was first. True when this process's key is the one in place.
+ */
+function createKeyFile(file: string): boolean {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   writeFileSync(temporary, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(temporary, 0o600);
   try {
     linkSync(temporary, file);
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return false;
   } finally {
     rmSync(temporary, { force: true });
   }

@@ -7,12 +7,11 @@
  * from `GET /user/memberships/orgs/{org}` (active only). The token is dropped afterwards.
  */
 import * as oidc from 'openid-client';
-import { upstreamFetch } from '../../core/outbound.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import type { FlowDeps } from '../types.ts';
 import type { UpstreamIdentity } from './accounts.ts';
-import { upstreamFailure, UpstreamFailure, type UpstreamChecks } from './oidc.ts';
+import { providerFetch, upstreamFailure, UpstreamFailure, type UpstreamChecks } from './oidc.ts';
 import { upstreamRedirectUri, type GithubSettings } from './settings.ts';
 
 type GithubDeps = Pick<FlowDeps, 'config' | 'clock'> & { readonly secrets: SecretBox };
@@ -28,7 +27,7 @@ function configuration(deps: GithubDeps, provider: IdentityProviderRecord, setti
   );
   config.timeout = deps.config.upstream.timeout;
   // Its answers read up to a bound (core/outbound.ts).
-  config[oidc.customFetch] = upstreamFetch;
+  config[oidc.customFetch] = providerFetch;
   if (new URL(settings.webUrl).protocol === 'http:') oidc.allowInsecureRequests(config);
   return config;
 }
@@ -74,7 +73,7 @@ interface GithubEmail {
 
 /** One call to GitHub's REST API as its documentation says to make it; the status and JSON body. */
 async function api(deps: GithubDeps, settings: GithubSettings, token: string, path: string): Promise<{ readonly status: number; readonly body: unknown }> {
-  const response = await upstreamFetch(`${settings.apiUrl}${path}`, {
+  const response = await providerFetch(`${settings.apiUrl}${path}`, {
     headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'x-github-api-version': '2022-11-28', 'user-agent': 'Tessera' },
     signal: AbortSignal.timeout(deps.config.upstream.timeout * 1000),
     redirect: 'error',

@@ -7,6 +7,7 @@
  */
 import * as oidc from 'openid-client';
 import { upstreamMethods } from '../../core/auth-methods.ts';
+import { fetchFailure } from '../../core/fetch-failure.ts';
 import { AnswerTooLargeError, upstreamFetch } from '../../core/outbound.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
@@ -27,9 +28,28 @@ export class UpstreamFailure extends Error {
   }
 }
 
+/**
+ * The upstream fetch (answers capped, core/outbound.ts) whose failure to get an answer names
+ * the URL and the reason (connection refused, DNS, TLS, no answer in time): fetch itself says
+ * only "fetch failed", and the operator reading `signin.failed` needs to know what to fix.
+ */
+export const providerFetch: typeof fetch = async (input, init) => {
+  try {
+    return await upstreamFetch(input, init);
+  } catch (error) {
+    if (error instanceof AnswerTooLargeError) throw error;
+    const url = input instanceof Request ? input.url : String(input);
+    throw new UpstreamFailure('unavailable', `cannot reach ${url}: ${fetchFailure(error)}`, { cause: error });
+  }
+};
+
 /** What an upstream request's failure means: the provider down or slow, or an answer that does not hold up. */
 export function upstreamFailure(error: unknown): UpstreamFailure {
   if (error instanceof UpstreamFailure) return error;
+  // providerFetch's own failure, wrapped by openid-client ("something went wrong").
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof UpstreamFailure) return cause;
+  }
   if (error instanceof oidc.AuthorizationResponseError) return new UpstreamFailure('upstream_error', error.error, { cause: error });
   if (error instanceof oidc.ResponseBodyError) return new UpstreamFailure('upstream_error', `${error.error} (HTTP ${error.status})`, { cause: error });
   for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
@@ -62,7 +82,7 @@ async function configurationFor(deps: Pick<FlowDeps, 'config' | 'clock'> & { rea
   const config = await oidc.discovery(issuer, settings.clientId, secret ?? undefined, secret === null ? oidc.None() : oidc.ClientSecretBasic(secret), {
     timeout: deps.config.upstream.timeout,
     // Every answer (metadata, keys, tokens, UserInfo) read up to a bound (core/outbound.ts).
-    [oidc.customFetch]: upstreamFetch,
+    [oidc.customFetch]: providerFetch,
     // Plain http only for a provider on this machine (flows/manage/providers.ts refuses it elsewhere).
     execute: issuer.protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
   });

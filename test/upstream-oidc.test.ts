@@ -275,14 +275,16 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const now = Date.now();
     assert.equal(await upstream.store.totp.begin(person.id, secret, now), true);
     assert.ok(await upstream.store.totp.confirm(person.id, timeStep(now) - 2, now));
-    // Each sign-in upstream takes a code of its own time step (a code is used once).
-    const signIn = async (at: number) => {
+    // Each sign-in upstream takes a code of its own time step (a code is used once), taken as
+    // the code is typed: one taken before the upstream sign-in (seconds on a loaded machine)
+    // could fall out of the window by the time it was entered ('That code is not right', once).
+    const signIn = async (stepsBack: number) => {
       const page = await (await browser.newContext()).newPage();
       await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'joan', 'joan password 1');
       await reach(page, page.getByRole('heading', { name: 'Enter your code' }), 'the page "Enter your code"');
-      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, at));
+      await page.getByLabel('Code', { exact: true }).fill(totpAt(secret, Date.now() - stepsBack * 30_000));
       await page.getByRole('button', { name: 'Continue' }).click();
       await reach(page, (url) => url.href === `${downstream.url}/account`, 'the account page');
       await page.context().close();
@@ -290,11 +292,11 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal((await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env)).code, 0);
     try {
       // The first sign-in makes her account, linked; an operator then gives it a console role.
-      await signIn(Date.now() - 30_000);
+      await signIn(1);
       const joan = (await downstream.store.users.findByUsername('joan'))!;
       assert.deepEqual((await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr), [['pwd', 'otp', 'mfa']], 'without a role, the trusted mfa counts');
       assert.equal((await runTessera(['user', 'update', 'joan', '--role', 'support'], env)).code, 0);
-      await signIn(Date.now());
+      await signIn(0);
       const amrs = (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr);
       assert.equal(amrs.length, 2);
       assert.ok(amrs.some((amr) => amr?.join(' ') === 'pwd'), `a console role holder's upstream sign-in is one factor here: ${JSON.stringify(amrs)}`);

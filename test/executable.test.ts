@@ -21,6 +21,7 @@ import { dirname, join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { buildExecutable, cannotBuild, EXECUTABLE, ROOT, sourceHash } from '../deploy/executable/build.ts';
+import { watchCommand } from './helpers/cli.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
 
@@ -57,16 +58,7 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
    * of this process's environment (no NODE_OPTIONS, no NODE_PATH) but `env`.
    */
   function start(args: readonly string[], cwd: string, env: Record<string, string> = {}) {
-    const child = spawn(tessera, args, { cwd, env: { PATH: '', HOME: cwd, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => resolve(code));
-    });
-    return { child, exited, output: () => ({ stdout, stderr }) };
+    return watchCommand(spawn(tessera, args, { cwd, env: { PATH: '', HOME: cwd, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   }
 
   async function run(args: readonly string[], cwd: string, env: Record<string, string> = {}) {
@@ -177,15 +169,8 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
     mkdirSync(join(rootfs, 'usr/local/bin'), { recursive: true });
     copyFileSync(tessera, join(rootfs, 'usr/local/bin/tessera'));
     chmodSync(join(rootfs, 'usr/local/bin/tessera'), 0o755);
-    const inRoot = (args: readonly string[], env: Record<string, string> = {}) => {
-      const child = spawn(which('chroot'), [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      return { child, exited, output: () => ({ stdout, stderr }) };
-    };
+    const inRoot = (args: readonly string[], env: Record<string, string> = {}) =>
+      watchCommand(spawn(which('chroot'), [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
     const version = inRoot(['--version']);
     assert.equal(await within(version.exited, 'tessera --version in the root to exit'), 0, version.output().stderr);
     assert.equal(version.output().stdout, `tessera ${VERSION}\n`);

@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { buildImage, IMAGE_UID, startFlags, type BuiltImage } from '../deploy/image/build.ts';
+import { watchCommand } from './helpers/cli.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
 
@@ -72,16 +73,10 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     const environment = Object.fromEntries(config.process.env.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
     const rootfs = join(bundle, 'rootfs');
     const script = `"$MOUNT" --bind "$0" "$0" && "$MOUNT" -o remount,bind,ro "$0" && "$MOUNT" --bind "$DATA" "$0/data" && exec "$CHROOT" --userspec=${config.process.user.uid}:${config.process.user.gid} "$0" "$@"`;
-    const child = spawn(which('unshare'), ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, rootfs, ...args], {
+    return watchCommand(spawn(which('unshare'), ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, rootfs, ...args], {
       env: { ...environment, ...env, MOUNT: which('mount'), CHROOT: which('chroot'), DATA: data },
       stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    return { child, exited, output: () => ({ stdout, stderr }) };
+    }));
   }
 
   /** Runs a command in the image to its end. */

@@ -34,24 +34,32 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+/**
+ * A started command as the tests watch it: what it writes, and its exit (a spawn failure
+ * rejects). Killed if the test process exits first, like every command the tests start.
+ */
+export function watchCommand<C extends ChildProcess>(child: C): RunningCommand & { readonly child: C } {
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  return { child, output: () => ({ stdout, stderr }), exited };
+}
+
 /** Starts `tessera ARGS…` (quiet logs unless `env` says otherwise); `stdin` is written and closed. */
 export function startTessera(args: readonly string[], env: Readonly<Record<string, string>> = {}, stdin = ''): RunningCommand {
   const child = spawn(process.execPath, [...NODE_FLAGS, CLI, ...args], {
     env: { ...process.env, TESSERA_LOG_LEVEL: 'silent', ...TEST_ENV, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  running.add(child);
-  child.on('exit', () => running.delete(child));
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
   child.stdin.end(stdin);
-  return { child, output: () => ({ stdout, stderr }), exited };
+  return watchCommand(child);
 }
 
 /** Runs one `tessera` command to completion; one still running after a minute is killed, and fails the test. */

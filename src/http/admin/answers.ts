@@ -47,9 +47,11 @@ export const PENDING_DEVICE = object({
 
 export const DENIED_DEVICE = object({ user_code: string, client_id: string, status: string });
 
-export const REGISTRATION_TOKEN = object({ id: string, created_at: time, expires_at: time, max_uses: { type: ['integer', 'null'] }, uses: integer }, 'An initial access token (never the token)');
+const REGISTRATION_TOKEN_FIELDS = { id: string, created_at: time, expires_at: time, max_uses: { type: ['integer', 'null'] }, uses: integer } as const;
 
-export const NEW_REGISTRATION_TOKEN = { ...REGISTRATION_TOKEN, properties: { ...(REGISTRATION_TOKEN['properties'] as object), token: { type: 'string', description: 'The token: in this answer only' } }, required: [...(REGISTRATION_TOKEN['required'] as string[]), 'token'] } as JsonSchema;
+export const REGISTRATION_TOKEN = object(REGISTRATION_TOKEN_FIELDS, 'An initial access token (never the token)');
+
+export const NEW_REGISTRATION_TOKEN = object({ ...REGISTRATION_TOKEN_FIELDS, token: { type: 'string', description: 'The token: in this answer only' } }, 'A new initial access token');
 
 export const LOCKOUT = object({
   key: string, kind: { type: 'string', enum: ['sign-in', 'one-time-code', 'user-code'] }, scope: { type: 'string', enum: ['user-address', 'address', 'user', 'browser', 'network'] },

@@ -24,6 +24,7 @@
  */
 import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
+import { scopesAllow, type AdminArea } from './admin-token.ts';
 import { field, forbidden } from './errors.ts';
 
 export interface Caller {
@@ -51,7 +52,9 @@ export const NO_ADMIN: Caller = { scopes: [] };
  */
 function covers(held: readonly string[], scope: string): boolean {
   if (!ADMIN_SCOPES.includes(scope)) return true;
-  return held.includes(scope) || (scope.endsWith(':read') && held.includes(scope.slice(0, -':read'.length)));
+  // The admin API's own permission check, over the area and access the scope names.
+  const [, area, read] = scope.split(':') as [string, AdminArea, string | undefined];
+  return scopesAllow(held, area, read === undefined);
 }
 
 /** Whether `held` covers every admin scope of `scopes`. */

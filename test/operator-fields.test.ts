@@ -162,7 +162,7 @@ describe('the client field table in every door', () => {
     try {
       const jwksFile = join(dir, 'jwks.json');
       writeFileSync(jwksFile, JSON.stringify(EVERY_CLIENT_FIELD['jwks']));
-      const e = EVERY_CLIENT_FIELD as Readonly<Record<string, string & string[]>>;
+      const e = EVERY_CLIENT_FIELD as { readonly [field: string]: string & string[] } & Readonly<Record<'client_name' | 'token_endpoint_auth_method' | 'redirect_uris' | 'scope' | 'grant_types' | 'device_networks' | 'token_exchange_audiences' | 'pkce' | 'request_object_signing_alg' | 'post_logout_redirect_uris' | 'backchannel_logout_uri', string & string[]>>;
       const args = [
         'client', 'add', '--name', e['client_name'], '--auth-method', e['token_endpoint_auth_method'], ...e['redirect_uris'].flatMap((uri) => ['--redirect-uri', uri]), '--scope', e['scope'],
         ...e['grant_types'].flatMap((grant) => ['--grant', grant]), ...e['device_networks'].flatMap((cidr) => ['--device-network', cidr]),

@@ -870,7 +870,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const [first, orphan, last] = [deviceRecord(client.id), deviceRecord('no-such-client'), deviceRecord(client.id)];
         const results = await Promise.allSettled([first, orphan, last].map((record) => store.devices.create(record)));
         assert.deepEqual(results[0], { status: 'fulfilled', value: true });
-        assert.ok(results[1].status === 'rejected' && results[1].reason instanceof MissingReferenceError, String(results[1]));
+        const orphaned = results[1];
+        assert.ok(orphaned?.status === 'rejected' && orphaned.reason instanceof MissingReferenceError, String(orphaned));
         assert.deepEqual(results[2], { status: 'fulfilled', value: true });
         assert.deepEqual(await store.devices.findByUserCode(last.userCode, T0), last);
         assert.equal(await store.devices.findByUserCode(orphan.userCode, T0), null);
@@ -1859,8 +1860,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           await Promise.all(sessions.slice(i, i + 100).map((session) => store.sessions.create(session)));
         }
         assert.equal(await store.purgeExpired(start + HOUR), total);
-        assert.equal(await store.sessions.get(sessions[0].idHash, start - 1), null);
-        assert.equal(await store.sessions.get(sessions[total - 1].idHash, start - 1), null);
+        for (const session of [sessions.at(0)!, sessions.at(-1)!]) assert.equal(await store.sessions.get(session.idHash, start - 1), null);
       });
 
       it('deletes refresh tokens and revoked access-token ids that expired before the cutoff, rotated or not, and nothing else', async () => {

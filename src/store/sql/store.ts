@@ -29,14 +29,16 @@ import { usersStores } from './users.ts';
 import { webhooksStores } from './webhooks.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
+  const users = usersStores(d, q);
+  const grants = grantsStores(d, q);
   return {
     ...clientsStores(d, q),
     ...resourcesStores(d, q),
-    ...usersStores(d, q),
+    ...users,
     ...sessionsStores(d, q),
-    ...grantsStores(d, q),
+    ...grants,
     ...tokensStores(d, q),
-    ...codesStores(d, q),
+    ...codesStores(d, q, { ...users, ...grants }),
     ...devicesStores(d, q),
     ...replaysStores(d, q),
     ...pushedRequestsStores(d, q),

@@ -8,6 +8,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
+import { codeFromRow, redemptionWrites } from '../sql/codes.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
@@ -130,9 +131,39 @@ function sqliteStore(db: DatabaseSync): Store {
     };
   })();
   const tx = sqlStores(sqliteDialect, inside);
+  const stores = sqlStores(sqliteDialect, outside);
+  // A code's redemption and the writes that follow it are one write of the round's group
+  // commit: run one after another in a savepoint, so that they stand or fall together,
+  // and answered once the round has committed.
+  const savepoint = db.prepare('SAVEPOINT tessera_redeem');
+  const release = db.prepare('RELEASE tessera_redeem');
+  const rollback = db.prepare('ROLLBACK TO tessera_redeem');
+  const redeem: Store['codes']['redeem'] = (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
+    batch.outside(() =>
+      batch.write(() => {
+        savepoint.run();
+        try {
+          const row = execute(prepared.consumeCode, (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
+          const code = row === undefined ? null : codeFromRow(row, sqliteDialect.read);
+          if (code !== null) {
+            for (const [name, params] of redemptionWrites(sqliteDialect, code, now, writes)) execute(prepared[name], (statement) => statement.run(bind(params)));
+          }
+          release.run();
+          return code;
+        } catch (error) {
+          // A failure that ended the whole transaction took the savepoint with it.
+          if (db.isTransaction) {
+            rollback.run();
+            release.run();
+          }
+          throw error;
+        }
+      }),
+    );
 
   return {
-    ...sqlStores(sqliteDialect, outside),
+    ...stores,
+    codes: { ...stores.codes, redeem },
     transaction: (work) => batch.transaction(() => work(tx)),
     purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs),
     close: async () => {

@@ -10,17 +10,18 @@
 import pg from 'pg';
 import type { AuditEvent } from '../../core/events.ts';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
-import { CorruptRowError, jsonObject, stringList, type Row } from '../rows.ts';
+import { CorruptRowError, jsonObject, stringList, text, type Row } from '../rows.ts';
 import type { Dialect, Params, Runner, SqlValue } from '../sql/dialect.ts';
 import { DEVICE_USER_CODE_CONFLICT, deviceFromRow, devicePollAssignments, pollOutcomeFromRow } from '../sql/devices.ts';
 import { codeFromRow } from '../sql/codes.ts';
 import { eventParams } from '../sql/events.ts';
 import { refreshTokenParams } from '../sql/tokens.ts';
 import { grantFromRow } from '../sql/grants.ts';
+import { resourceFromRow } from '../sql/resources.ts';
 import { userFromRow } from '../sql/users.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type RedemptionWrites, type ResourceRecord, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type RedemptionWrites, type ResourceRecord, type ResourceScope, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -425,6 +426,21 @@ function redeemValues(batch: readonly RedeemCall[]): unknown[] {
   ];
 }
 
+/** The registered APIs with their scopes in order, as `resources.list` reads them with two statements. */
+const LIST_RESOURCES_WITH_SCOPES = `
+  SELECT resources.*, COALESCE((SELECT json_agg(json_build_object('name', s.name, 'description', s.description) ORDER BY s.position)
+                                FROM resource_scopes s WHERE s.resource = resources.identifier), '[]'::json) AS scopes
+  FROM resources ORDER BY created_at, identifier`;
+
+/** The scopes `LIST_RESOURCES_WITH_SCOPES` gives a resource row. */
+function resourceScopesOf(value: unknown): ResourceScope[] {
+  if (!Array.isArray(value)) throw new CorruptRowError('scopes', 'a list of scopes', value);
+  return value.map((scope: unknown) => {
+    const row = (typeof scope === 'object' && scope !== null ? scope : {}) as Row;
+    return { name: text(row, 'name'), description: text(row, 'description') };
+  });
+}
+
 /** Rows of `table` by their key, for a batch of lookups by key (each the statement `SELECT * … WHERE key = :key`). */
 const rowsByKey = (table: string, key: string) => `SELECT * FROM ${table} WHERE ${key} = ANY($1::text[])`;
 
@@ -601,11 +617,16 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   // turn share one statement, sent at the turn's end, so each still sees every write its
   // caller made before asking. Each caller gets its own array.
   let resourceReads = 0;
+  // One statement for the APIs and their scopes, where `resources.list` reads each table on its own.
+  const listResources = async () =>
+    (await send(pool, { name: 'tessera_listResourcesWithScopes', text: LIST_RESOURCES_WITH_SCOPES })).rows.map((row) =>
+      resourceFromRow(row, resourceScopesOf(row['scopes'])),
+    );
   const resourceLists = new TurnBatch<number, readonly ResourceRecord[]>({
     key: (read) => String(read),
-    one: () => stores.resources.list(),
+    one: listResources,
     async many(batch) {
-      const list = await stores.resources.list();
+      const list = await listResources();
       return new Map(batch.map((read) => [String(read), list]));
     },
     absent: [],

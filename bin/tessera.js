@@ -24,4 +24,4 @@ process.removeAllListeners('warning');
 process.on('warning', (warning) => {
   if (warning.name !== 'ExperimentalWarning') process.stderr.write(`${warning.name}: ${warning.message}\n`);
 });
-import('../src/cli/main.ts').then(({ cli }) => cli());
+void import('../src/cli/main.ts').then(({ cli }) => cli());

@@ -304,7 +304,7 @@ describe('the admin API', () => {
     const github = await call('POST', '/providers', { body: { kind: 'github', name: 'Hub', client_id: 'x', client_secret: 'y', trust_upstream_mfa: true } });
     assert.equal(github.status, 400, 'GitHub says nothing of how the person signed in');
     assert.equal(github.body['field'], 'trust_upstream_mfa');
-    assert.equal((await call('GET', '/providers')).body['providers'] instanceof Array, true);
+    assert.equal(Array.isArray((await call('GET', '/providers')).body['providers']), true);
     // The same rules as the command: a kind's fields only, a filter that parses.
     const wrong = await call('POST', '/providers', { body: { kind: 'ldap', name: 'Dir', url: 'ldap://127.0.0.1:1', user_search_base: 'dc=x', user_filter: '(uid={username}' } });
     assert.equal(wrong.status, 400);

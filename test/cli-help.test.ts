@@ -35,13 +35,13 @@ describe('tessera help and one-line mistakes', () => {
     const all = await runTessera(['help'], env);
     assert.equal(all.code, 0);
     assert.match(all.stdout, /^Usage: tessera <command> \[options\]/);
-    assert.match(all.stdout, /  client add --name NAME/);
-    assert.match(all.stdout, /  user unlock USERNAME/);
+    assert.match(all.stdout, / {2}client add --name NAME/);
+    assert.match(all.stdout, / {2}user unlock USERNAME/);
     const group = await runTessera(['help', 'user'], env);
     assert.equal(group.code, 0);
     assert.match(group.stdout, /^Usage: tessera user <command> \[options\]\n/);
-    assert.match(group.stdout, /  user add --username NAME --password-stdin/);
-    assert.match(group.stdout, /  user reset-second-factor USERNAME/);
+    assert.match(group.stdout, / {2}user add --username NAME --password-stdin/);
+    assert.match(group.stdout, / {2}user reset-second-factor USERNAME/);
     assert.doesNotMatch(group.stdout, /client add|keys rotate|events \[/, 'only the user commands');
     assert.equal((await runTessera(['user', '--help'], env)).stdout, group.stdout);
     assert.equal((await runTessera(['user', 'add', '--help'], env)).stdout, group.stdout);

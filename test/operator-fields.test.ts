@@ -572,7 +572,7 @@ describe('the user field table in every door', () => {
 
   it('reads back a user with every field the same through the command, the admin API and the console', async () => {
     const env = { TESSERA_DATABASE: server.config.database };
-    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) => Object.entries(names).map(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]).flat());
+    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) => Object.entries(names).flatMap(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]));
     const added = await runTessera(['user', 'add', '--username', 'ada', '--password-stdin', ...userArgs(EVERY_USER_FIELD), ...localized], env, 'a long enough password\n');
     assert.equal(added.code, 0, added.stderr);
     const fromCli = JSON.parse((await runTessera(['user', 'show', 'ada', '--json'], env)).stdout) as Record<string, unknown>;

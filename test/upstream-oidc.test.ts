@@ -333,7 +333,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const mal = (await downstream.store.users.findByUsername('mal'))!;
     assert.deepEqual([mal.name, mal.givenName, mal.familyName], ['Malory   console role: admin', 'Mal[2Jory', 'Newton\u200D']);
     const shown = await runTessera(['user', 'show', 'mal'], env);
-    assert.match(shown.stdout, /^  name: Malory   console role: admin$/m);
+    assert.match(shown.stdout, /^ {2}name: Malory {3}console role: admin$/m);
     assert.equal(shown.stdout.split('\n').filter((line) => line.includes('console role')).length, 2, 'her name, and her (absent) role');
   });
 

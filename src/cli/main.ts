@@ -339,7 +339,7 @@ async function readStdin(): Promise<string> {
 
 /** The command as a process runs it: this process's arguments, streams and environment. */
 export function cli(): void {
-  run(process.argv.slice(2), {
+  void run(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     stdin: readStdin,

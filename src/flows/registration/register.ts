@@ -70,7 +70,7 @@ export function readMetadata(body: Readonly<Record<string, unknown>>): Metadata 
   }
   // RFC 7591 §2.1: Tessera issues codes only: `code` is the one response type there is.
   const responseTypes = metadata['response_types'] as string[] | undefined;
-  if (responseTypes !== undefined && responseTypes.some((type) => type !== 'code')) {
+  if (responseTypes?.some((type) => type !== 'code')) {
     throw refused('response_types', `response_types ${responseTypes.join(' ')}: only code is supported`);
   }
   delete metadata['response_types'];

@@ -441,7 +441,10 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   const codes = byKey('getCode', 'authorization_codes', 'hash', 'hash');
   const events = new TurnBatch<AuditEvent, boolean>({
     key: (event) => event.id,
-    one: async (event) => (await stores.events.add(event), true),
+    one: async (event) => {
+      await stores.events.add(event);
+      return true;
+    },
     async many(batch) {
       const values = INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => batch.map((event) => eventParams(event)[field]));
       const { rows } = await send(pool, { name: 'tessera_insertEvents', text: INSERT_EVENTS, values });

@@ -40,9 +40,10 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
   const ui: Ui = { site, t: messages(locale), here: '/' };
   const { t } = ui;
   const csrf = 'c'.repeat(43);
-  const security = (totpEnabled: boolean) =>
+  const security = (totpEnabled: boolean, mayChange = true) =>
     securitySection(ui, {
       csrf,
+      mayChange,
       passkeysAvailable: true,
       passkeys: [{ id: 'pk1', name: 'Pixel 9', createdAt: T, lastUsedAt: null, synced: true }],
       totpEnabled,
@@ -84,6 +85,7 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       security: security(true),
     }),
     'account, codes off': accountPage(ui, { csrf, signedInAs: 'ada', connections: [], sessions: [], activity: [], security: security(false) }),
+    'account, password alone after a second factor': accountPage(ui, { csrf, signedInAs: 'ada', connections: [], sessions: [], activity: [], security: security(true, false) }),
     'one-time code': secondFactorPage(ui, { csrf, returnTo: '/', error: t.text('code.error.wrong') }),
     'authenticator setup': totpSetupPage(ui, { csrf, secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', qr: 'data:image/gif;base64,R0lGODlhAQABAAAAACw=', error: t.text('totp.setup.wrong', { site: site.name }) }),
     'recovery codes': recoveryCodesPage(ui, ['k7mq-2xzp-9wrt', 'b3nd-8hvc-4fyl', 'q9tz-6kme-2ubs', 'w5rx-7gpa-3nhd']),

@@ -106,7 +106,7 @@ describe('the admin API', () => {
     assert.equal(refused.status, 403);
     assert.equal(refused.body['field'], 'role');
     assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: null } })).status, 403, 'nor take away a role it does not hold');
-    // Issue 40: nor change a person whose role allows more than it holds; it changes those without one.
+    // Nor change a person whose role allows more than it holds; it changes those without one.
     assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 403, 'an operator is changed only by a token holding her role');
     await server.addUser({ username: 'barney' });
     assert.equal((await call('PATCH', '/users/barney', { token: usersOnly, body: { name: 'Barney Rubble' } })).status, 200, 'a person without a role');

@@ -1,6 +1,6 @@
 /**
  * The shell blocks of docs/operations.md, docs/device-flow.md and docs/apis.md, run as written
- * (issue 31: docs that work as written), each `tessera` command in-process against a test
+ * (docs that work as written), each `tessera` command in-process against a test
  * server's database with the ids the commands before it printed; the introspection `curl` is
  * run by bash with the API's secret and a token the page's openid-client call obtained. What
  * cannot run here is checked for naming real things: the alert rules' metrics and labels, and

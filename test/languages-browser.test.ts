@@ -1,5 +1,5 @@
 /**
- * Issue 29: every page in every language, as a person sees it in Chromium at phone width:
+ * Every page in every language, as a person sees it in Chromium at phone width:
  * the document's `lang` and `dir`, no message key or English sentence left where the
  * language has its own, nothing cut off or pushing the page sideways, and no axe-core
  * violation (WCAG 2.2 AA) on any of them. Then the choice
@@ -164,7 +164,7 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
         if (key) problems.push(`${where}: shows the key ${key[1]}`);
         for (const english of leftovers) if (seen.text.includes(english)) problems.push(`${where}: English left: ${english}`);
         for (const cut of seen.cut) problems.push(`${where}: ${cut}`);
-        // axe-core in every language (issue 29): a translation can break a page's accessibility
+        // axe-core in every language: a translation can break a page's accessibility
         // (a label left empty, an accessible name that no longer matches the visible one).
         problems.push(...(await axeViolations(page, where)));
       }

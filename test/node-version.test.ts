@@ -1,5 +1,5 @@
 /**
- * Issue 49, item 3: a Node.js older than package.json's engines.node gets one line saying what
+ * A Node.js older than package.json's engines.node gets one line saying what
  * to install from every entry point, before anything can fail with a stack trace
  * (ERR_UNKNOWN_FILE_EXTENSION ".ts", "No such built-in module: node:sqlite"): bin/tessera.js
  * (the deployment guide's command, plain JavaScript any Node.js reads), and src/main.ts and

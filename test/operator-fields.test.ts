@@ -1,5 +1,5 @@
 /**
- * Issue 42's drift test: every row of a noun's field table (flows/manage/fields/) is in every
+ * The drift test: every row of a noun's field table (flows/manage/fields/) is in every
  * door — the admin API's request and response schemas in its OpenAPI document, the console's
  * form, the command's options and its help — and a registration with every field set reads
  * back the same through each. A row a door leaves out fails here, by the row's name.

@@ -160,7 +160,7 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.ok(page && browser);
   });
 
-  it('refuses a sign-in answered in another browser than the one that asked for the challenge (issue 34)', async () => {
+  it('refuses a sign-in answered in another browser than the one that asked for the challenge', async () => {
     const passkey = new SoftwarePasskey();
     await register(passkey);
     // The attacker's browser asks for a challenge and has the victim's passkey answer it.

@@ -69,7 +69,7 @@ describe('/readyz', () => {
 });
 
 /**
- * `npm start` and `npm run tessera -- serve` behave alike when npm is signalled (issue 49: the
+ * `npm start` and `npm run tessera -- serve` behave alike when npm is signalled (the
  * second ran node under sh -c without exec, and sh died leaving the server serving).
  */
 describe('npm start and npm run tessera -- serve', () => {

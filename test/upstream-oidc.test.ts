@@ -1,5 +1,5 @@
 /**
- * Signing in through an upstream OpenID provider (issue 28): a second Tessera is the
+ * Signing in through an upstream OpenID provider: a second Tessera is the
  * upstream, in the same process. In Chromium: the sign-in page's button, the upstream's own
  * sign-in, the way back, and an app registered with the downstream Tessera getting tokens
  * whose claims came from upstream (checked with openid-client, as a real app would); linking

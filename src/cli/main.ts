@@ -311,7 +311,7 @@ export async function run(argv: string[], terminal: Io): Promise<number> {
     if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
     return 0;
   } catch (error) {
-    // Every refusal is one line: what is wrong and where to read more (issue 31).
+    // Every refusal is one line: what is wrong and where to read more.
     if (error instanceof ManageError) {
       const message = error.render(optionLabel);
       io.stderr(error.kind === 'invalid' ? `tessera: ${message}; ${helpHint(group)}\n` : `tessera: ${message}\n`);

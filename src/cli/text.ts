@@ -1,5 +1,5 @@
 /**
- * What the command prints, made safe for the operator's terminal (issue 40, item 7). Raw, a
+ * What the command prints, made safe for the operator's terminal. Raw, a
  * value typed by a stranger (a username at /login, a user agent) or given by an upstream
  * provider forges a whole line with a newline (`signin.succeeded user=admin`), drives the
  * terminal with ESC and CSI sequences, rewrites or hides what is shown with CR and BEL, and

@@ -1,5 +1,5 @@
 /**
- * The operator console's pages (issue 27): server-rendered in the site's layout, forms that
+ * The operator console's pages: server-rendered in the site's layout, forms that
  * work without JavaScript, every value escaped by the html`` tag. The routes
  * (http/console.ts) decide what each page may offer; a page shows a change's button only to
  * an operator whose role allows it.

@@ -55,7 +55,7 @@ export interface SecurityView {
    */
   readonly mayChange: boolean;
   /**
-   * Where the person came from: the approval that asked for a second factor (issue 31). Setting
+   * Where the person came from: the approval that asked for a second factor. Setting
    * one up here leads back there, to finish it, instead of ending on this page.
    */
   readonly returnTo?: string | undefined;

@@ -159,7 +159,7 @@ function asRegistrationError(error: unknown): unknown {
 const HOUR_MS = 3_600_000;
 
 /**
- * The rate-limit keys of open registrations (issue 40: one /24 registered 400 clients in two
+ * The rate-limit keys of open registrations (one /24 registered 400 clients in two
  * seconds): per address, per network (IPv4 /24, IPv6 /64), and the whole server's count.
  */
 export const REGISTRATION_KEYS = {

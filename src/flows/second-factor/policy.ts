@@ -76,7 +76,7 @@ export type OperatorRefusal =
   | 'sign-in-again';
 
 /**
- * Who may act in the operator console (issue 27), beyond holding a role: a sign-in with a
+ * Who may act in the operator console, beyond holding a role: a sign-in with a
  * second factor (a passkey that verified the person, or a password and a one-time code), not
  * a password alone; and for a change, one at most `consoleReauthenticate` seconds old, as
  * OIDC Core §3.1.2.1 `max_age` asks: "If the elapsed time is greater than this value, the

@@ -105,13 +105,21 @@ describePostgres('round trips to PostgreSQL per request', () => {
       // The first of each kind fills the instance's memory (the client's record, the statements prepared on a connection).
       const warm = await prepare();
       assert.equal((await warm()).status, status);
-      const send = await prepare();
-      let answer: Awaited<ReturnType<typeof send>> | undefined;
-      const sent = await statementsDuring(async () => {
-        answer = await send();
-      });
-      assert.equal(answer?.status, status, JSON.stringify(answer?.body));
-      assert.ok(sent.length <= 2, `${sent.length} round trips: ${sent.join(', ')}`);
+      // The fewest of three tries: a read the instance makes now and then, not for a request
+      // (its signing keys, again every 30 s), may fall into one; a statement added to the
+      // request falls into all three.
+      const tries: string[][] = [];
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const send = await prepare();
+        let answer: Awaited<ReturnType<typeof send>> | undefined;
+        tries.push(await statementsDuring(async () => {
+          answer = await send();
+        }));
+        assert.equal(answer?.status, status, JSON.stringify(answer?.body));
+        if (tries.at(-1)!.length <= 2) break;
+      }
+      const fewest = Math.min(...tries.map((sent) => sent.length));
+      assert.ok(fewest <= 2, `round trips: ${tries.map((sent) => `${sent.length} (${sent.join(', ')})`).join('; ')}`);
     });
   }
 });

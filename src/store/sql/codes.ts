@@ -75,9 +75,10 @@ export function codesStatements(d: Dialect) {
 }
 
 /**
- * The code stores over `q`. `findForExchange` and `redeem` are the statements of the other
- * stores one after another: atomic as `redeem` promises only inside a transaction, which is
- * where this form of them runs (each store gives its own at the top level).
+ * The code stores over `q`. `findForExchange` here is three reads (the code, then its grant
+ * and user); `redeem` is its statements one after another, atomic as it promises only inside
+ * a transaction, which is where this form of it runs: each store gives its own at the top
+ * level (SQLite one write of the group commit, PostgreSQL one statement).
  */
 export function codesStores(d: Dialect, q: Runner<StatementName>, others: Pick<Stores, 'grants' | 'users'>): Pick<Stores, 'codes'> {
   const { read, list } = d;

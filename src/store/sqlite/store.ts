@@ -12,7 +12,7 @@ import { codeFromRow, redemptionWrites } from '../sql/codes.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type ClientRecord, type Store } from '../types.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateSqlite } from './migrate.ts';
 import { storeError } from './unavailable.ts';
@@ -161,11 +161,50 @@ function sqliteStore(db: DatabaseSync): Store {
       }),
     );
 
+  // The client records read, kept between requests as the PostgreSQL store keeps them, so
+  // that a request reads no client row. Kept only while no other connection has committed
+  // (`PRAGMA data_version` changes exactly then: another worker, the command line) and
+  // until this connection writes a client, runs a transaction or purges: a client changed or
+  // removed anywhere is read again at its next use. A read that a forgetting overtook is
+  // answered but not kept.
+  const dataVersion = db.prepare('PRAGMA data_version');
+  const clientRecords = new Map<string, ClientRecord>();
+  let seenVersion: unknown;
+  let generation = 0;
+  const forgetClients = () => {
+    clientRecords.clear();
+    generation += 1;
+  };
+  const getClient = async (id: string): Promise<ClientRecord | null> => {
+    const version = (dataVersion.get() as { data_version?: unknown } | undefined)?.data_version;
+    if (version !== seenVersion) {
+      seenVersion = version;
+      forgetClients();
+    }
+    const kept = clientRecords.get(id);
+    if (kept !== undefined) return kept;
+    const at = generation;
+    const record = await stores.clients.get(id);
+    if (record !== null && at === generation) clientRecords.set(id, record);
+    return record;
+  };
+  const forgetting = <A extends unknown[], R>(write: (...args: A) => Promise<R>) => (...args: A): Promise<R> => write(...args).finally(forgetClients);
+
   return {
     ...stores,
     codes: { ...stores.codes, redeem },
-    transaction: (work) => batch.transaction(() => work(tx)),
-    purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs),
+    clients: {
+      ...stores.clients,
+      get: getClient,
+      create: forgetting(stores.clients.create),
+      update: forgetting(stores.clients.update),
+      revokeTokens: forgetting(stores.clients.revokeTokens),
+      markUsed: forgetting(stores.clients.markUsed),
+      rotateSecret: forgetting(stores.clients.rotateSecret),
+      remove: forgetting(stores.clients.remove),
+    },
+    transaction: (work) => batch.transaction(() => work(tx)).finally(forgetClients),
+    purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),
     close: async () => {
       if (!db.isOpen) return;
       await batch.drain();

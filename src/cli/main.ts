@@ -32,6 +32,7 @@ import { KEY_COMMANDS } from './keys.ts';
 import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
+import { TRUST_COMMANDS } from './trust.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
 import { terminalText } from './text.ts';
 
@@ -60,13 +61,17 @@ Commands:
              [--pkce required|optional|optional-without-nonce] [--request-object-signing-alg ALG]
              [--require-phishing-resistant] [--require-dpop] [--require-par]
              [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
-             [--device-network CIDR ...] [--exchange-audience URI ...] [--json]
+             [--device-network CIDR ...] [--exchange-audience URI ...] [--client-id ID] [--json]
                                           Register a client; prints its client_id and client_secret once
                                           (--grant: authorization_code by default, device_code,
-                                          refresh_token, client_credentials and token-exchange only when
-                                          asked for (client_credentials: a service's own tokens, --scope
-                                          required; token-exchange: tokens for a person whose token it
-                                          holds, RFC 8693, for the APIs --exchange-audience names);
+                                          refresh_token, client_credentials, token-exchange and jwt-bearer
+                                          only when asked for (client_credentials: a service's own
+                                          tokens, --scope required; token-exchange: tokens for a person
+                                          whose token it holds, RFC 8693, for the APIs, or ID-JAGs for the
+                                          other servers' issuers, --exchange-audience names; jwt-bearer:
+                                          tokens for the ID-JAGs of a trusted issuer);
+                                          --client-id: its client_id, when it must be the one it has at
+                                          an identity provider whose ID-JAGs it redeems (else random);
                                           --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
@@ -188,6 +193,14 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+  trust add --issuer URL (--jwks-uri URL | --jwks-file FILE) [--json]
+                                          Redeem ID-JAGs (identity assertion grants) from this identity
+                                          provider, signed by the keys at --jwks-uri (any host, loopback
+                                          too) or in --jwks-file (a JWK Set); clients redeem them with
+                                          --grant jwt-bearer (docs/agents.md)
+  trust list [--json]                     The trusted issuers and where their keys are
+  trust show ISSUER [--json]              One trusted issuer
+  trust remove ISSUER                     Stop trusting it: its ID-JAGs are refused, their tokens end
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -228,6 +241,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...TRUST_COMMANDS,
 };
 
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */

@@ -280,7 +280,10 @@ describe('registering a client for token exchange', () => {
       'a public client': ['--public', '--grant', 'token-exchange', '--exchange-audience', PRINTS],
       'no audience': ['--grant', 'token-exchange'],
       'no grant': ['--grant', 'client_credentials', '--scope', 'prints:order', '--exchange-audience', PRINTS],
-      'an unknown API': ['--grant', 'token-exchange', '--exchange-audience', 'https://unknown.example'],
+      // Neither a registered API nor an issuer (another authorization server's, for an ID-JAG).
+      'an unknown API': ['--grant', 'token-exchange', '--exchange-audience', 'prints-api'],
+      'an issuer with a query': ['--grant', 'token-exchange', '--exchange-audience', 'https://as.example?x=1'],
+      'plain http off loopback': ['--grant', 'token-exchange', '--exchange-audience', 'http://as.example'],
     };
     for (const [name, args] of Object.entries(cases)) {
       const added = await runTessera(['client', 'add', '--name', 'X', ...args], { TESSERA_DATABASE: server.config.database });

@@ -120,6 +120,10 @@ ${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update')
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
+  resource check URL [--json]             Fetch the protected resource metadata (RFC 9728) of the MCP
+                                          server or API at URL and say what differs from the API
+                                          registered here: its identifier, authorization_servers (this
+                                          issuer among them), scopes; exit status 1 when something does
 ${PROVIDER_ADD_USAGE}
                                           Let people sign in through an OpenID provider, GitHub or an LDAP
                                           directory; prints the redirect URI to register upstream;
@@ -321,9 +325,9 @@ export async function run(argv: string[], terminal: Io): Promise<number> {
       if (second === '' || second.startsWith('-')) throw new UsageError(`${first} needs a command: ${subcommands}`);
       throw new UsageError(`unknown command ${JSON.stringify(`${first} ${second}`)}${suggestion(`${first} ${second}`, names)}`);
     }
-    await command(onIssuer, rest, io);
+    const status = await command(onIssuer, rest, io);
     if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
-    return 0;
+    return typeof status === 'number' ? status : 0;
   } catch (error) {
     // Every refusal is one line: what is wrong and where to read more (issue 31).
     if (error instanceof ManageError) {

@@ -313,9 +313,6 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(directory.code, 0, directory.stderr);
     const { webhook } = await addWebhook({ ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) }, { url: 'https://hooks.example.com/axe', events: ['client.deleted'] });
     paths.push('/console/webhooks', '/console/webhooks/new', `/console/webhooks/${webhook.id}`, `/console/webhooks/${webhook.id}/remove`);
-    await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
-    const trusted = encodeURIComponent('https://idp.example.com');
-    paths.push('/console/trusted-issuers', '/console/trusted-issuers/new', `/console/trusted-issuers/${trusted}`, `/console/trusted-issuers/${trusted}/remove`);
     paths.push('/console/providers', '/console/providers/new?kind=oidc', '/console/providers/new?kind=github', '/console/providers/new?kind=ldap', '/console/providers/staff-directory', '/console/providers/staff-directory/remove');
     const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => phone.close());
@@ -658,7 +655,9 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(await server.store.identityProviders.get('team-id'), null);
   });
 
+  // Each page it opens is checked by axe-core as it goes (helpers/chromium.ts), at a phone's width too.
   it('trusts an identity provider from the apps page, refuses a jwks_uri into the server\'s network, and stops trusting it after a confirmation', async (t) => {
+    await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
     await signInAdmin(page);
@@ -681,6 +680,14 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
     await page.getByText('The issuer is no longer trusted.').waitFor();
     assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
+    const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    t.after(() => phone.close());
+    const small = await phone.newPage();
+    const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
+    for (const path of ['/console/trusted-issuers', '/console/trusted-issuers/new', trusted, `${trusted}/remove`]) {
+      assert.equal((await small.goto(`${server.url}${path}`))?.status(), 200, path);
+      assert.ok(await small.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1'), `${path} scrolls sideways`);
+    }
   });
 
   it('adds a webhook with its secret shown once, refuses one into the server\'s network, lists deliveries by state, replays a dead letter, and removes it after a confirmation', async (t) => {

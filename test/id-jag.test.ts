@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify, SignJWT } from 'jose';
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import * as oidc from 'openid-client';
 import { GRANT_JWT_BEARER, GRANT_TOKEN_EXCHANGE, ID_JAG_PROFILE, ID_JAG_TYP, TOKEN_TYPE_ID_JAG, TOKEN_TYPE_ID_TOKEN } from '../src/core/protocol.ts';
@@ -233,5 +233,39 @@ describe('ID-JAG between two Tessera servers', () => {
     assert.equal((await introspect(first))['active'], false, 'the issuer no longer trusted');
     assert.match((await refusal(() => redeem(jag))).description, /not one this server trusts/);
     assert.equal(decodeProtectedHeader(jag).typ, ID_JAG_TYP);
+  });
+});
+
+describe('TESSERA_ID_JAG_LIFETIME', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ env: { TESSERA_ID_JAG_LIFETIME: '60' } });
+  });
+  after(() => server.close());
+
+  it('issues ID-JAGs for that long, and refuses to redeem one issued for longer', async () => {
+    const audience = 'https://as.example.com';
+    const made = await createClient(manageDeps(server), { client_name: 'Agent', grant_types: ['authorization_code', 'token-exchange', 'jwt-bearer'], redirect_uris: [REDIRECT_URI], scope: 'openid', token_exchange_audiences: [audience] });
+    const user = await server.addUser();
+    const verifier = oauth.generateRandomCodeVerifier();
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: made.client.id, redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const code = new URL(page.location!).searchParams.get('code')!;
+    const auth = { authorization: basic(made.client.id, made.secret!) };
+    const signedIn = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, auth);
+    const jag = await postForm(`${server.url}/oauth/token`, { grant_type: GRANT_TOKEN_EXCHANGE, requested_token_type: TOKEN_TYPE_ID_JAG, subject_token: signedIn.body['id_token'] as string, subject_token_type: TOKEN_TYPE_ID_TOKEN, audience }, auth);
+    assert.equal(jag.status, 200, JSON.stringify(jag.body));
+    const claims = decodeJwt(jag.body['access_token'] as string);
+    assert.equal(claims.exp! - claims.iat!, 60);
+    // As a resource's server: a trusted issuer's ID-JAG issued for two minutes is refused.
+    const other = await generateKeyPair('RS256');
+    const idpIssuer = 'https://idp.lifetime.example';
+    await server.store.trustedIssuers.create({ issuer: idpIssuer, jwksUri: null, jwks: { keys: [{ ...(await exportJWK(other.publicKey)), kid: 'k' }] }, addedByOwner: true, createdAt: Date.now() - 1000 });
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (lifetime: number) => new SignJWT({ iss: idpIssuer, sub: 's', aud: server.config.issuer, client_id: made.client.id, jti: crypto.randomUUID(), iat: now, exp: now + lifetime }).setProtectedHeader({ alg: 'RS256', kid: 'k', typ: ID_JAG_TYP }).sign(other.privateKey);
+    const long = await postForm(`${server.url}/oauth/token`, { grant_type: GRANT_JWT_BEARER, assertion: await sign(120) }, auth);
+    assert.deepEqual([long.status, long.body['error']], [400, 'invalid_grant']);
+    assert.match(String(long.body['error_description']), /issued for 120 seconds: at most 60/);
   });
 });

@@ -175,6 +175,8 @@ export interface IdJagIssuance {
   readonly email: string | null;
   /** The subject ID token's `exp` (seconds): the ID-JAG never outlives it. */
   readonly notAfter: number;
+  /** TESSERA_ID_JAG_LIFETIME seconds; ID_JAG_LIFETIME (five minutes, the most) by default. */
+  readonly lifetime?: number;
 }
 
 /** draft-ietf-oauth-identity-assertion-authz-grant: an ID-JAG is short-lived; five minutes at most. */
@@ -381,7 +383,7 @@ export class TokenIssuer {
    */
   async issueIdJag(issuance: IdJagIssuance): Promise<TokenResponse> {
     const now = seconds(this.#clock.now());
-    const exp = Math.min(now + ID_JAG_LIFETIME, issuance.notAfter);
+    const exp = Math.min(now + Math.min(issuance.lifetime ?? ID_JAG_LIFETIME, ID_JAG_LIFETIME), issuance.notAfter);
     const scope = issuance.scope.join(' ');
     const key = await this.#keys.signingKey('RS256');
     const token = await signJws({ alg: key.alg, kid: key.kid, typ: ID_JAG_TYP }, {

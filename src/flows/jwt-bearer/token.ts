@@ -29,10 +29,13 @@ import { trustedIssuerUrlRule } from '../manage/trusted-issuers.ts';
 import type { FlowDeps, Params, TokenGrant } from '../types.ts';
 
 /**
- * How old an ID-JAG may be, and how long it may have been issued for: the draft's are minutes
- * long (this server issues them for five); one issued for longer, or older, is refused.
+ * How old an ID-JAG may be, and how long it may have been issued for, unless
+ * TESSERA_ID_JAG_LIFETIME says less: the draft's are minutes long (this server issues them
+ * for five); one issued for longer, or older, is refused.
  */
 export const MAX_ID_JAG_LIFETIME = 300;
+const maxLifetime = (deps: FlowDeps) => Math.min(deps.config.agents.idJagLifetime, MAX_ID_JAG_LIFETIME);
+
 /** Clock difference tolerated between the identity provider and this server. */
 const CLOCK_TOLERANCE = 30;
 
@@ -87,7 +90,7 @@ async function verifiedIdJag(deps: FlowDeps, client: ClientRecord, assertion: st
       currentDate: new Date(deps.clock.now()),
       clockTolerance: CLOCK_TOLERANCE,
       // RFC 7523 §3 item 4 (exp), and an issued-at no older than the ID-JAG may live.
-      maxTokenAge: MAX_ID_JAG_LIFETIME,
+      maxTokenAge: maxLifetime(deps),
       requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id'],
     }));
   } catch (error) {
@@ -101,7 +104,7 @@ async function verifiedIdJag(deps: FlowDeps, client: ClientRecord, assertion: st
   }
   const { sub, jti, exp, iat, client_id: clientId, resource, scope, email, email_verified: emailVerified } = payload;
   if (typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') throw invalid('the ID-JAG\'s sub, jti, exp or iat is malformed');
-  if (exp - iat > MAX_ID_JAG_LIFETIME) throw invalid(`the ID-JAG was issued for ${exp - iat} seconds: at most ${MAX_ID_JAG_LIFETIME}`);
+  if (exp - iat > maxLifetime(deps)) throw invalid(`the ID-JAG was issued for ${exp - iat} seconds: at most ${maxLifetime(deps)} (TESSERA_ID_JAG_LIFETIME)`);
   // §4.4.1: "The client_id claim MUST identify the same client as the client authentication in the request."
   if (clientId !== client.id) throw invalid('the ID-JAG was issued for another client');
   if (resource !== undefined && typeof resource !== 'string') throw invalid('the ID-JAG\'s resource is malformed');

@@ -61,6 +61,7 @@ export async function exchangeForIdJag(deps: FlowDeps, client: ClientRecord, par
     authTime: claims.authTime,
     email: user.email !== null && user.emailVerified ? user.email : null,
     notAfter: claims.exp,
+    lifetime: deps.config.agents.idJagLifetime,
   });
   await deps.events.emit({
     type: 'token.exchanged',

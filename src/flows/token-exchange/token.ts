@@ -25,12 +25,6 @@ import { grantedResources, isOpenIdScope, ResourceCatalog, resourceIndicatorProb
 import type { FlowDeps, Params, TokenGrant } from '../types.ts';
 import type { TokenResponse } from '../../tokens/issue.ts';
 
-/**
- * How many actors a delegation chain may name, the exchanging client included: an agent
- * acting for a service acting for a person is three hops, and a chain longer than this is
- * more likely a loop between services than a design.
- */
-export const MAX_DELEGATION_DEPTH = 4;
 
 /**
  * RFC 8693 §2.2.2: "If the request itself is not valid or if either the subject_token or
@@ -136,7 +130,10 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
   // §4.1: "The outermost act claim represents the current actor while nested act claims
   // represent prior actors": this client, then whoever acted before it.
   const act: Actor = subject.claims.act === null ? { sub: client.id } : { sub: client.id, act: subject.claims.act };
-  if (actorCount(act) > MAX_DELEGATION_DEPTH) throw refused(`the delegation chain would name ${actorCount(act)} actors: at most ${MAX_DELEGATION_DEPTH}`);
+  // TESSERA_TOKEN_EXCHANGE_MAX_ACTORS (4): an agent acting for a service acting for a person
+  // is three; a longer chain is more likely a loop between services than a design.
+  const maxActors = deps.config.agents.maxActors;
+  if (actorCount(act) > maxActors) throw refused(`the delegation chain would name ${actorCount(act)} actors: at most ${maxActors} (TESSERA_TOKEN_EXCHANGE_MAX_ACTORS)`);
 
   const catalog = new ResourceCatalog(await deps.store.resources.list());
   const target = targetOf(client, catalog, params);

@@ -74,4 +74,19 @@ describe('the operator console over HTTP', () => {
     assert.ok(!page.html.includes('<img src=x'), 'no element of the name');
     assert.ok(page.html.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &quot;Friends&quot;'), 'the name, escaped');
   });
+
+  it("shows the OpenID scopes' descriptions in the operator's language, as the consent page does", async () => {
+    const { browser } = await operatorBrowser(server, 'viewer');
+    for (const [locale, profile, english] of [
+      ['de', 'Ihren Namen, Spitznamen', false],
+      ['ar', 'الاطلاع على اسمك', false],
+      ['en', 'See your name', true],
+    ] as const) {
+      const page = await browser.request(`/console/apis?ui_locales=${locale}`);
+      assert.equal(page.status, 200, page.html.slice(0, 500));
+      const openid = page.html.slice(page.html.indexOf('id="openid-heading"'));
+      assert.ok(openid.includes(profile), `${locale}: ${openid.slice(0, 600)}`);
+      assert.equal(openid.includes('See your name'), english, locale);
+    }
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * What an operator noun is, written once (issue 42): one row per field, from which every door
+ * What an operator noun is, written once: one row per field, from which every door
  * derives what it needs. The admin API's request and response schemas, the console's form
  * codec and the `tessera` command's options and usage all read the same table, so a field
  * added here is in every door, and a door that leaves one out fails the drift test

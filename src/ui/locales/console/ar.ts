@@ -338,7 +338,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'كلٌّ بالشكل CLAIM=UPSTREAM، مثل username=preferred_username.',
   'console.provider.only': 'المدخل الوحيد: صفحة الدخول تذهب إليه مباشرة',
   'console.provider.allowLinking': 'تسجيل دخول الأشخاص الموجودين عبر بريدهم الإلكتروني المؤكَّد',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'خطافات الويب',
   'console.webhooks.title': 'خطافات الويب',
   'console.webhooks.none': 'لا توجد خطافات ويب: لا يُرسَل أي حدث.',

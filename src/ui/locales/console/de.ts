@@ -337,7 +337,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Jeweils als CLAIM=UPSTREAM, etwa username=preferred_username.',
   'console.provider.only': 'Der einzige Zugang: Die Anmeldeseite führt direkt zu ihm',
   'console.provider.allowLinking': 'Bestehende Personen über ihre bestätigte E-Mail-Adresse anmelden',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Keine Webhooks: Es werden keine Ereignisse verschickt.',

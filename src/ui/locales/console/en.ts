@@ -330,7 +330,7 @@ const consoleEn = {
   'console.provider.claimMapping.hint': 'Each as CLAIM=UPSTREAM, such as username=preferred_username.',
   'console.provider.only': 'The only way in: the sign-in page goes straight to it',
   'console.provider.allowLinking': 'Sign existing people in by their verified e-mail address',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'No webhooks: no events are sent out.',

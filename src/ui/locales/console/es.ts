@@ -338,7 +338,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Cada una como CLAIM=UPSTREAM, por ejemplo username=preferred_username.',
   'console.provider.only': 'El único acceso: la página de inicio de sesión lleva directamente a él',
   'console.provider.allowLinking': 'Iniciar sesión de personas existentes por su correo verificado',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'No hay webhooks: no se envía ningún evento.',

@@ -338,7 +338,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Chacune sous la forme CLAIM=UPSTREAM, par exemple username=preferred_username.',
   'console.provider.only': 'Le seul accès : la page de connexion mène directement à lui',
   'console.provider.allowLinking': 'Connecter les personnes existantes par leur adresse de courriel vérifiée',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Aucun webhook : aucun événement n’est envoyé.',

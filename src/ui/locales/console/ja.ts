@@ -337,7 +337,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'CLAIM=UPSTREAM の形で。例：username=preferred_username',
   'console.provider.only': '唯一の入口：サインインページから直接ここへ',
   'console.provider.allowLinking': '既存のユーザーを確認済みメールアドレスでサインインさせる',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhook',
   'console.webhooks.title': 'Webhook',
   'console.webhooks.none': 'Webhook はありません：イベントは送信されません。',

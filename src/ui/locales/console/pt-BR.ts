@@ -338,7 +338,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Cada um como CLAIM=UPSTREAM, por exemplo username=preferred_username.',
   'console.provider.only': 'O único acesso: a página de entrada leva direto a ele',
   'console.provider.allowLinking': 'Entrar pessoas existentes pelo e-mail verificado',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Nenhum webhook: nenhum evento é enviado.',

@@ -329,7 +329,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': '每行写成 CLAIM=UPSTREAM，例如 username=preferred_username。',
   'console.provider.only': '唯一入口：登录页直接转到这里',
   'console.provider.allowLinking': '让现有用户通过已验证的电子邮件地址登录',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhook',
   'console.webhooks.title': 'Webhook',
   'console.webhooks.none': '没有 Webhook：不会发送任何事件。',

@@ -16,13 +16,12 @@ describe('tessera resource check', () => {
   let mcp: { base: string; close: () => Promise<void> };
   /** What the MCP server's metadata says now. */
   let metadata: Record<string, unknown> | string = {};
-  let status = 200;
 
   before(async () => {
     server = await startTestServer();
     const http = createServer((request, response: ServerResponse) => {
       if (request.url !== '/.well-known/oauth-protected-resource/mcp') return void response.writeHead(404).end();
-      response.writeHead(status, { 'content-type': 'application/json' }).end(typeof metadata === 'string' ? metadata : JSON.stringify(metadata));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(typeof metadata === 'string' ? metadata : JSON.stringify(metadata));
     });
     const { port } = await listenOnFreePort(http);
     mcp = { base: `http://127.0.0.1:${port}`, close: () => closeServer(http) };

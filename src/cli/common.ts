@@ -28,6 +28,7 @@ export interface Io {
 }
 
 /** A command; the exit status it returns, when not 0 (a check that found differences). */
+// biome-ignore lint/suspicious/noConfusingVoidType: most commands return nothing, and exit 0.
 export type Command = (config: Config, args: string[], io: Io) => Promise<void | number>;
 
 /**

@@ -82,7 +82,7 @@ async function liveAssertedToken(deps: FlowDeps, claims: AccessTokenClaims, issu
     deps.store.resources.get(claims.aud),
   ]);
   if (revoked || trusted === null || trusted.createdAt > claims.iat * 1000 + 999) return null;
-  if (!client || !client.grantTypes.includes(GRANT_JWT_BEARER) || (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt)) return null;
+  if (!client?.grantTypes.includes(GRANT_JWT_BEARER) || (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt)) return null;
   if (!user || user.disabled || !resource || Math.floor(resource.createdAt / 1000) > claims.iat) return null;
   return { claims, user, resource };
 }

@@ -8,12 +8,11 @@
  * only the public network unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS, as with webhooks.
  */
 import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
-import type { TrustedIssuerRecord } from '../../store/types.ts';
+import { DuplicateError, type TrustedIssuerRecord } from '../../store/types.ts';
 import { ClientKeysError, parseJwks } from '../../tokens/client-jwks.ts';
 import { issuerProblem } from './clients.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
-import { DuplicateError } from '../../store/types.ts';
 
 /** A server trusts at most this many issuers: each is a key set to fetch and keep. */
 export const MAX_TRUSTED_ISSUERS = 100;

@@ -5,7 +5,6 @@
  * authority: the clients' area, and a jwks_uri held to the public network as through the admin API.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { CONSOLE_PATHS } from '../../core/endpoints.ts';
 import type { RawParams } from '../../core/protocol.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
 import { formKeys, formValues, inputOf, postedValues, sameValue, type FormValues } from '../../flows/manage/fields/field.ts';
@@ -20,8 +19,8 @@ import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
 import { consoleKit, reasonOf, single } from './kit.ts';
 
-/** Where the trusted issuers are: beside the apps, whose assertions they sign. */
-export const TRUST_PATH = `${CONSOLE_PATHS.apps.replace(/\/apps$/, '')}/trusted-issuers`;
+/** Where the trusted issuers are: in the apps' section (linked from its list), whose assertions they sign. */
+export const TRUST_PATH = '/console/trusted-issuers';
 export const trustedIssuerPath = (issuer: string) => `${TRUST_PATH}/${encodeURIComponent(issuer)}`;
 
 const keysOf = (ui: Ui, record: TrustedIssuerRecord): string =>

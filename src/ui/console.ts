@@ -326,6 +326,7 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
     case 'number':
       return html`<label for="${id}">${label}</label><input type="number" id="${id}" name="${id}" value="${text}"${type.kind === 'integer' ? html` min="${String(type.min)}" max="${String(type.max)}"` : null} inputmode="numeric"${described}>${hint}`;
     case 'area':
+    case 'localized':
       return html`<label for="${id}">${label}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false"${described}>${text}</textarea>${hint}`;
     case 'check':
       return html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${value === true ? html` checked` : null}><label for="${id}">${label}</label></div>`;

@@ -63,6 +63,8 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Número de teléfono (+prefijo del país)",
   'console.user.phoneNumberVerified': "Número de teléfono verificado",
   'console.user.address': "Dirección postal",
+  'console.user.localizedNames': "Nombres en otros idiomas",
+  'console.user.localizedNamesHint': "Uno por línea, como las aplicaciones los reciben con claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… o family_name#…. Una línea quitada se elimina.",
   'console.user.address.formatted': "Dirección completa, como en una carta",
   'console.user.address.street_address': "Calle y número",
   'console.user.address.locality': "Ciudad o localidad",

@@ -63,6 +63,8 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Numéro de téléphone (+indicatif du pays)",
   'console.user.phoneNumberVerified': "Numéro de téléphone vérifié",
   'console.user.address': "Adresse postale",
+  'console.user.localizedNames': "Noms dans d’autres langues",
+  'console.user.localizedNamesHint': "Un par ligne, tels que les applications les reçoivent avec claims_locales : name#ja-Kana-JP=ヤマダ タロウ, given_name#… ou family_name#…. Une ligne retirée est supprimée.",
   'console.user.address.formatted': "Adresse complète, telle qu’écrite sur une lettre",
   'console.user.address.street_address': "Numéro et rue",
   'console.user.address.locality': "Ville ou localité",

@@ -97,6 +97,9 @@ export const EVENT_TYPES = [
   'token.exchanged',
   /** A token exchange refused (`detail.error`, `detail.reason`): nothing issued. */
   'token.exchange_refused',
+  /** An identity provider whose ID-JAGs are redeemed here trusted, or no longer (`detail.issuer`). */
+  'trusted_issuer.added',
+  'trusted_issuer.removed',
   'resource.created',
   'resource.updated',
   'resource.removed',

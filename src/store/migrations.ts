@@ -866,5 +866,25 @@ const namedClaims: Migration = {
   ],
 };
 
+/**
+ * Version 38 (Identity Assertion JWT Authorization Grants): the identity providers whose
+ * ID-JAGs this server redeems (`tessera trust add`), each with its keys' URL or its keys.
+ * Versions 28 to 37 belong to other branches.
+ */
+const trustedIssuers: Migration = {
+  version: 38,
+  name: 'trusted issuers of identity assertion grants',
+  statements: [
+    (t) => `CREATE TABLE trusted_issuers (
+      issuer         ${t.text} PRIMARY KEY,
+      jwks_uri       ${t.text},
+      jwks           ${t.json},
+      added_by_owner ${t.boolean('added_by_owner')},
+      created_at     ${t.time} NOT NULL,
+      CHECK ((jwks_uri IS NULL) <> (jwks IS NULL))
+    )`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, trustedIssuers];

@@ -35,6 +35,7 @@ import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
+import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 
 export * from './clients.ts';
@@ -56,6 +57,7 @@ export * from './one-time-codes.ts';
 export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
+export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -89,6 +91,8 @@ export interface Stores {
   readonly upstreamLogins: UpstreamLoginStore;
   /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
+  /** The identity providers whose ID-JAGs this server redeems. */
+  readonly trustedIssuers: TrustedIssuerStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

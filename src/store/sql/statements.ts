@@ -24,6 +24,7 @@ import { resourcesStatements } from './resources.ts';
 import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
+import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
@@ -51,6 +52,7 @@ export function statements(d: Dialect) {
     ...registrationsStatements(d),
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
+    ...trustedIssuersStatements(d),
   };
 }
 

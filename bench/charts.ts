@@ -26,7 +26,7 @@ export function scalePointOf(label: string, rps: number, p99: number): ScalePoin
 const COLOURS = ['#1f6feb', '#d1242f', '#1a7f37', '#8250df', '#bf8700', '#57606a'];
 const PANEL = { width: 360, height: 260, left: 56, right: 16, top: 36, bottom: 40 } as const;
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** A round step for `max` over about four grid lines. */
 function niceStep(max: number): number {
@@ -52,7 +52,7 @@ function panel(title: string, points: readonly ScalePoint[], value: (point: Scal
     return x0 + PANEL.left + share * innerWidth;
   };
   const yOf = (y: number) => PANEL.top + innerHeight - (y / top) * innerHeight;
-  const parts: string[] = [`<text x="${x0 + PANEL.width / 2}" y="20" text-anchor="middle" font-weight="bold">${escape(title)}</text>`];
+  const parts: string[] = [`<text x="${x0 + PANEL.width / 2}" y="20" text-anchor="middle" font-weight="bold">${escapeXml(title)}</text>`];
   for (let y = 0; y <= top + step / 2; y += step) {
     parts.push(`<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.width - PANEL.right}" y1="${yOf(y)}" y2="${yOf(y)}" stroke="#d0d7de"/>`);
     parts.push(`<text x="${x0 + PANEL.left - 6}" y="${yOf(y) + 4}" text-anchor="end">${Math.round(y).toLocaleString('en')}</text>`);
@@ -70,7 +70,7 @@ function panel(title: string, points: readonly ScalePoint[], value: (point: Scal
     if (line.length === 0) continue;
     const colour = COLOURS[series.indexOf(name) % COLOURS.length]!;
     parts.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${line.map((point) => `${xOf(point.count).toFixed(1)},${yOf(value(point)).toFixed(1)}`).join(' ')}"/>`);
-    for (const point of line) parts.push(`<circle cx="${xOf(point.count).toFixed(1)}" cy="${yOf(value(point)).toFixed(1)}" r="3.5" fill="${colour}"><title>${escape(`${name}, ${point.count}: ${Math.round(value(point)).toLocaleString('en')}`)}</title></circle>`);
+    for (const point of line) parts.push(`<circle cx="${xOf(point.count).toFixed(1)}" cy="${yOf(value(point)).toFixed(1)}" r="3.5" fill="${colour}"><title>${escapeXml(`${name}, ${point.count}: ${Math.round(value(point)).toLocaleString('en')}`)}</title></circle>`);
   }
   return parts.join('\n');
 }
@@ -90,17 +90,17 @@ export function scaleChart(scenario: string, caption: string, points: readonly S
     const colour = COLOURS[index % COLOURS.length]!;
     const y = legendTop + 16 * index;
     const dash = levels.some((level) => level.series === name) ? ' stroke-dasharray="6 4"' : '';
-    return `<line x1="${PANEL.left}" x2="${PANEL.left + 24}" y1="${y}" y2="${y}" stroke="${colour}" stroke-width="2"${dash}/><text x="${PANEL.left + 30}" y="${y + 4}">${escape(name)}</text>`;
+    return `<line x1="${PANEL.left}" x2="${PANEL.left + 24}" y1="${y}" y2="${y}" stroke="${colour}" stroke-width="2"${dash}/><text x="${PANEL.left + 30}" y="${y + 4}">${escapeXml(name)}</text>`;
   });
   const height = legendTop + 16 * series.length + 24;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
-    `<title>${escape(`${scenario}: req/s and p99 against processes`)}</title>`,
+    `<title>${escapeXml(`${scenario}: req/s and p99 against processes`)}</title>`,
     '<rect width="100%" height="100%" fill="#ffffff"/>',
     panel(`${scenario}: requests/s`, curves, (point) => point.rps, levels, series, 0),
     panel(`${scenario}: p99 latency, ms`, curves, (point) => point.p99, levels, series, PANEL.width),
     ...legend,
-    `<text x="${PANEL.left}" y="${height - 8}" fill="#57606a">${escape(caption)}</text>`,
+    `<text x="${PANEL.left}" y="${height - 8}" fill="#57606a">${escapeXml(caption)}</text>`,
     '</svg>',
     '',
   ].join('\n');

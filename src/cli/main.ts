@@ -33,6 +33,8 @@ import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
+import { SCIM_COMMANDS } from './scim.ts';
+import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
@@ -188,6 +190,11 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+${usageLines('scim token add', [...cliUsageParts(SCIM_TOKEN_FIELDS, 'create'), '[--json]'])}
+                                          Print, once, a token a provisioning system (Entra ID, Okta)
+                                          calls <issuer>/scim/v2 with (docs/scim.md)
+  scim token list [--json]                The SCIM tokens, when each was last used (never the token)
+  scim token remove ID                    Withdraw a SCIM token (also: scim token revoke ID)
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -228,6 +235,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...SCIM_COMMANDS,
 };
 
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */

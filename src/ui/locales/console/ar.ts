@@ -372,6 +372,24 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': 'لا يوجد خطاف ويب {id}',
   'console.field.url': 'عنوان URL',
   'console.field.events': 'الأحداث',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'التزويد',
+  'console.scimTokens.title': 'التزويد (SCIM)',
+  'console.scimTokens.intro': 'ينشئ نظام التزويد (Entra ID وOkta) هنا الأشخاص والمجموعات ويغيّرها ويعطّلها عبر SCIM 2.0، برمز مُعدّ له. أعطه العنوان أدناه والرمز.',
+  'console.scimTokens.endpoint': 'عنوان SCIM',
+  'console.scimTokens.none': 'لا رموز SCIM: لا يستطيع أي نظام تزويد الاتصال.',
+  'console.scimTokens.add': 'إنشاء رمز SCIM',
+  'console.scimTokens.added': 'أُنشئ رمز SCIM',
+  'console.scimTokens.removed': 'سُحب رمز SCIM: يُرفض الطلب التالي المرسل به.',
+  'console.scimTokens.remove': 'سحب',
+  'console.scimToken.name': 'من يتصل به',
+  'console.scimToken.createdAt': 'أُنشئ',
+  'console.scimToken.lastUsed': 'آخر استخدام',
+  'console.scimToken.never': 'أبدًا',
+  'console.scimToken.create': 'إنشاء',
+  'console.scimToken.token': 'الرمز',
+  'console.scimToken.tokenOnce': 'انسخ الرمز الآن: لن يُعرَض مرة أخرى. يرسله نظام التزويد في Authorization: Bearer.',
+  'console.scimToken.remove.confirm': 'سحب رمز SCIM الخاص بـ {name}؟ يُرفض الطلب التالي المرسل به. لا يمكن التراجع عن ذلك.',
 };
 
 export default consoleAr;

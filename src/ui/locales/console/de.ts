@@ -371,6 +371,24 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': 'es gibt keinen Webhook {id}',
   'console.field.url': 'URL',
   'console.field.events': 'Ereignisse',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'Bereitstellung',
+  'console.scimTokens.title': 'Bereitstellung (SCIM)',
+  'console.scimTokens.intro': 'Ein Bereitstellungssystem (Entra ID, Okta) legt hier über SCIM 2.0 Personen und Gruppen an, ändert und sperrt sie, mit einem eigens dafür erstellten Token. Geben Sie ihm die Adresse unten und das Token.',
+  'console.scimTokens.endpoint': 'SCIM-Adresse',
+  'console.scimTokens.none': 'Keine SCIM-Tokens: Kein Bereitstellungssystem kann zugreifen.',
+  'console.scimTokens.add': 'SCIM-Token erstellen',
+  'console.scimTokens.added': 'SCIM-Token erstellt',
+  'console.scimTokens.removed': 'Das SCIM-Token wurde zurückgezogen: Die nächste Anfrage damit wird abgelehnt.',
+  'console.scimTokens.remove': 'Zurückziehen',
+  'console.scimToken.name': 'Wer damit zugreift',
+  'console.scimToken.createdAt': 'Erstellt',
+  'console.scimToken.lastUsed': 'Zuletzt benutzt',
+  'console.scimToken.never': 'nie',
+  'console.scimToken.create': 'Erstellen',
+  'console.scimToken.token': 'Token',
+  'console.scimToken.tokenOnce': 'Kopieren Sie das Token jetzt: Es wird nicht wieder gezeigt. Das Bereitstellungssystem sendet es als Authorization: Bearer.',
+  'console.scimToken.remove.confirm': 'Das SCIM-Token von {name} zurückziehen? Die nächste Anfrage damit wird abgelehnt. Das kann nicht rückgängig gemacht werden.',
 };
 
 export default consoleDe;

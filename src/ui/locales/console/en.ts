@@ -364,6 +364,24 @@ const consoleEn = {
   'console.reason.noWebhook': 'there is no webhook {id}',
   'console.field.url': 'URL',
   'console.field.events': 'Events',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'Provisioning',
+  'console.scimTokens.title': 'Provisioning (SCIM)',
+  'console.scimTokens.intro': 'A provisioning system (Entra ID, Okta) creates, changes and disables people and groups here over SCIM 2.0, with a token made for it. Give it the address below and the token.',
+  'console.scimTokens.endpoint': 'SCIM address',
+  'console.scimTokens.none': 'No SCIM tokens: no provisioning system can call.',
+  'console.scimTokens.add': 'Make a SCIM token',
+  'console.scimTokens.added': 'SCIM token made',
+  'console.scimTokens.removed': 'The SCIM token was withdrawn: the next request made with it is refused.',
+  'console.scimTokens.remove': 'Withdraw',
+  'console.scimToken.name': 'Who calls with it',
+  'console.scimToken.createdAt': 'Made',
+  'console.scimToken.lastUsed': 'Last used',
+  'console.scimToken.never': 'never',
+  'console.scimToken.create': 'Make',
+  'console.scimToken.token': 'Token',
+  'console.scimToken.tokenOnce': 'Copy the token now: it is not shown again. The provisioning system sends it as Authorization: Bearer.',
+  'console.scimToken.remove.confirm': 'Withdraw the SCIM token of {name}? The next request made with it is refused. This cannot be undone.',
 };
 
 export default consoleEn;

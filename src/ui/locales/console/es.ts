@@ -372,6 +372,24 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': 'no hay ningún webhook {id}',
   'console.field.url': 'URL',
   'console.field.events': 'Eventos',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'Aprovisionamiento',
+  'console.scimTokens.title': 'Aprovisionamiento (SCIM)',
+  'console.scimTokens.intro': 'Un sistema de aprovisionamiento (Entra ID, Okta) crea, cambia y desactiva aquí personas y grupos por SCIM 2.0, con un token hecho para él. Dele la dirección de abajo y el token.',
+  'console.scimTokens.endpoint': 'Dirección SCIM',
+  'console.scimTokens.none': 'No hay tokens SCIM: ningún sistema de aprovisionamiento puede llamar.',
+  'console.scimTokens.add': 'Crear un token SCIM',
+  'console.scimTokens.added': 'Token SCIM creado',
+  'console.scimTokens.removed': 'El token SCIM se retiró: la próxima solicitud hecha con él se rechaza.',
+  'console.scimTokens.remove': 'Retirar',
+  'console.scimToken.name': 'Quién llama con él',
+  'console.scimToken.createdAt': 'Creado',
+  'console.scimToken.lastUsed': 'Último uso',
+  'console.scimToken.never': 'nunca',
+  'console.scimToken.create': 'Crear',
+  'console.scimToken.token': 'Token',
+  'console.scimToken.tokenOnce': 'Copie el token ahora: no se vuelve a mostrar. El sistema de aprovisionamiento lo envía como Authorization: Bearer.',
+  'console.scimToken.remove.confirm': '¿Retirar el token SCIM de {name}? La próxima solicitud hecha con él se rechaza. No se puede deshacer.',
 };
 
 export default consoleEs;

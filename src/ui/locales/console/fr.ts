@@ -372,6 +372,24 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': 'il n’y a pas de webhook {id}',
   'console.field.url': 'URL',
   'console.field.events': 'Événements',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'Provisionnement',
+  'console.scimTokens.title': 'Provisionnement (SCIM)',
+  'console.scimTokens.intro': 'Un système de provisionnement (Entra ID, Okta) crée, modifie et désactive ici des personnes et des groupes par SCIM 2.0, avec un jeton fait pour lui. Donnez-lui l’adresse ci-dessous et le jeton.',
+  'console.scimTokens.endpoint': 'Adresse SCIM',
+  'console.scimTokens.none': 'Aucun jeton SCIM : aucun système de provisionnement ne peut appeler.',
+  'console.scimTokens.add': 'Créer un jeton SCIM',
+  'console.scimTokens.added': 'Jeton SCIM créé',
+  'console.scimTokens.removed': 'Le jeton SCIM a été retiré : la prochaine requête faite avec lui est refusée.',
+  'console.scimTokens.remove': 'Retirer',
+  'console.scimToken.name': 'Qui appelle avec lui',
+  'console.scimToken.createdAt': 'Créé',
+  'console.scimToken.lastUsed': 'Dernière utilisation',
+  'console.scimToken.never': 'jamais',
+  'console.scimToken.create': 'Créer',
+  'console.scimToken.token': 'Jeton',
+  'console.scimToken.tokenOnce': 'Copiez le jeton maintenant : il ne sera plus affiché. Le système de provisionnement l’envoie en Authorization: Bearer.',
+  'console.scimToken.remove.confirm': 'Retirer le jeton SCIM de {name} ? La prochaine requête faite avec lui est refusée. Cette action est irréversible.',
 };
 
 export default consoleFr;

@@ -371,6 +371,24 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': 'Webhook {id} はありません',
   'console.field.url': 'URL',
   'console.field.events': 'イベント',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'プロビジョニング',
+  'console.scimTokens.title': 'プロビジョニング（SCIM）',
+  'console.scimTokens.intro': 'プロビジョニングシステム（Entra ID、Okta）は、専用のトークンを使い、SCIM 2.0 でここにユーザーとグループを作成・変更・無効化します。下のアドレスとトークンを渡してください。',
+  'console.scimTokens.endpoint': 'SCIM アドレス',
+  'console.scimTokens.none': 'SCIM トークンはありません：どのプロビジョニングシステムも呼び出せません。',
+  'console.scimTokens.add': 'SCIM トークンを作成',
+  'console.scimTokens.added': 'SCIM トークンを作成しました',
+  'console.scimTokens.removed': 'SCIM トークンを取り消しました：次にそれを使ったリクエストは拒否されます。',
+  'console.scimTokens.remove': '取り消す',
+  'console.scimToken.name': '使用するシステム',
+  'console.scimToken.createdAt': '作成日時',
+  'console.scimToken.lastUsed': '最終使用',
+  'console.scimToken.never': 'なし',
+  'console.scimToken.create': '作成',
+  'console.scimToken.token': 'トークン',
+  'console.scimToken.tokenOnce': 'トークンを今コピーしてください：二度と表示されません。プロビジョニングシステムはこれを Authorization: Bearer として送ります。',
+  'console.scimToken.remove.confirm': '{name} の SCIM トークンを取り消しますか？次にそれを使ったリクエストは拒否されます。元に戻せません。',
 };
 
 export default consoleJa;

@@ -372,6 +372,24 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': 'não há webhook {id}',
   'console.field.url': 'URL',
   'console.field.events': 'Eventos',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': 'Provisionamento',
+  'console.scimTokens.title': 'Provisionamento (SCIM)',
+  'console.scimTokens.intro': 'Um sistema de provisionamento (Entra ID, Okta) cria, altera e desativa aqui pessoas e grupos por SCIM 2.0, com um token feito para ele. Dê a ele o endereço abaixo e o token.',
+  'console.scimTokens.endpoint': 'Endereço SCIM',
+  'console.scimTokens.none': 'Nenhum token SCIM: nenhum sistema de provisionamento pode chamar.',
+  'console.scimTokens.add': 'Criar um token SCIM',
+  'console.scimTokens.added': 'Token SCIM criado',
+  'console.scimTokens.removed': 'O token SCIM foi retirado: a próxima solicitação feita com ele é recusada.',
+  'console.scimTokens.remove': 'Retirar',
+  'console.scimToken.name': 'Quem chama com ele',
+  'console.scimToken.createdAt': 'Criado',
+  'console.scimToken.lastUsed': 'Último uso',
+  'console.scimToken.never': 'nunca',
+  'console.scimToken.create': 'Criar',
+  'console.scimToken.token': 'Token',
+  'console.scimToken.tokenOnce': 'Copie o token agora: ele não será mostrado de novo. O sistema de provisionamento o envia como Authorization: Bearer.',
+  'console.scimToken.remove.confirm': 'Retirar o token SCIM de {name}? A próxima solicitação feita com ele é recusada. Isso não pode ser desfeito.',
 };
 
 export default consolePtBR;

@@ -363,6 +363,24 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noWebhook': '没有 Webhook {id}',
   'console.field.url': 'URL',
   'console.field.events': '事件',
+  // SCIM provisioning (docs/scim.md).
+  'console.nav.scim': '预配',
+  'console.scimTokens.title': '预配（SCIM）',
+  'console.scimTokens.intro': '预配系统（Entra ID、Okta）使用为其创建的令牌，通过 SCIM 2.0 在此创建、更改和停用用户与组。请把下面的地址和令牌交给它。',
+  'console.scimTokens.endpoint': 'SCIM 地址',
+  'console.scimTokens.none': '没有 SCIM 令牌：任何预配系统都无法调用。',
+  'console.scimTokens.add': '创建 SCIM 令牌',
+  'console.scimTokens.added': '已创建 SCIM 令牌',
+  'console.scimTokens.removed': 'SCIM 令牌已撤回：之后用它发出的请求都会被拒绝。',
+  'console.scimTokens.remove': '撤回',
+  'console.scimToken.name': '调用方',
+  'console.scimToken.createdAt': '创建时间',
+  'console.scimToken.lastUsed': '最近使用',
+  'console.scimToken.never': '从未',
+  'console.scimToken.create': '创建',
+  'console.scimToken.token': '令牌',
+  'console.scimToken.tokenOnce': '请现在复制令牌：它不会再次显示。预配系统以 Authorization: Bearer 发送它。',
+  'console.scimToken.remove.confirm': '撤回 {name} 的 SCIM 令牌？之后用它发出的请求都会被拒绝。此操作无法撤销。',
 };
 
 export default consoleZhHans;

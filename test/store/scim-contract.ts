@@ -47,6 +47,16 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       assert.equal(await store.scimUsers.get(user.id), null);
     });
 
+    it('renames a user only to a username nobody else has', async () => {
+      const store = current();
+      const [ada, grace] = [await givenUser(), await givenUser()];
+      assert.equal(await store.users.rename(ada.id, grace.username), false);
+      assert.equal(await store.users.rename(ada.id, `${ada.username}.renamed`), true);
+      assert.equal((await store.users.get(ada.id))?.username, `${ada.username}.renamed`);
+      assert.equal((await store.users.findByUsername(`${ada.username}.renamed`))?.id, ada.id);
+      assert.equal(await store.users.rename('nobody', 'x'), false);
+    });
+
     it('keeps groups unique by name without regard to case, changes one only at the version read, and keeps its members', async () => {
       const store = current();
       const [ada, grace] = [await givenUser(), await givenUser()];

@@ -10,6 +10,8 @@ import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
 import { tokenExchangeGrant } from './flows/token-exchange/token.ts';
+import { jwtBearerGrant } from './flows/jwt-bearer/token.ts';
+import { trustedIssuerUrlRule } from './flows/manage/trusted-issuers.ts';
 import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin/index.ts';
 import { registrationRoutes } from './http/registration.ts';
 import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
@@ -82,11 +84,13 @@ export const GRANTS: readonly TokenGrant[] = [
   refreshTokenGrant,
   clientCredentialsGrant,
   tokenExchangeGrant,
+  jwtBearerGrant,
 ];
 
 /** `listeners`: who hears of each event besides the events table (the log, the metrics). */
 export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
+  const clientKeys = new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls }));
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
   const deps: AppDeps = {
     config: input.config,
@@ -98,7 +102,13 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
-    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls })),
+    clientKeys,
+    // A trusted issuer's keys, cached as clients' are; its jwks_uri reached as the rule for
+    // who added it says (any host for the server's owner, the public network for others).
+    issuerKeys: (issuer) => {
+      const rule = trustedIssuerUrlRule(input.config, issuer.addedByOwner);
+      return clientKeys.keysFrom(issuer, rule === null ? fetch : clientUrlFetch(rule));
+    },
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
@@ -156,7 +166,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     clearInterval(refusals);
     await deps.events.flushRefusals(true).catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed'));
   });
-  // The outbox (issue 45): sent by every instance, each delivery by one of them at a time.
+  // The outbox: sent by every instance, each delivery by one of them at a time.
   const dispatcher = new WebhookDispatcher({
     store: deps.store,
     clock: input.clock,

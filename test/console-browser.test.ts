@@ -1,5 +1,5 @@
 /**
- * The operator console (issue 27) in Chromium. An admin signs in with a passkey (the DevTools
+ * The operator console in Chromium. An admin signs in with a passkey (the DevTools
  * virtual authenticator) after being refused with a password alone, registers an app, a
  * person signs in to it in another browser context (openid-client is the app), the admin
  * finds that person and disables them (their access token stops working at once), and both
@@ -16,6 +16,7 @@ import { createClient, updateClient } from '../src/flows/manage/clients.ts';
 import { addResource, updateResource } from '../src/flows/manage/resources.ts';
 import { setDisabled } from '../src/flows/manage/users.ts';
 import { addWebhook } from '../src/flows/manage/webhooks.ts';
+import { addTrustedIssuer } from '../src/flows/manage/trusted-issuers.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { createServer } from 'node:http';
@@ -652,6 +653,41 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Remove Team ID' }).click();
     await page.getByText('The provider was removed').waitFor();
     assert.equal(await server.store.identityProviders.get('team-id'), null);
+  });
+
+  // Each page it opens is checked by axe-core as it goes (helpers/chromium.ts), at a phone's width too.
+  it('trusts an identity provider from the apps page, refuses a jwks_uri into the server\'s network, and stops trusting it after a confirmation', async (t) => {
+    await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.goto(`${server.url}/console/apps`);
+    await page.getByRole('link', { name: 'Trusted issuers' }).click();
+    await page.getByRole('heading', { name: 'Trusted issuers', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Trust an issuer' }).click();
+    await page.getByLabel('Issuer', { exact: true }).fill('https://corp-idp.example.com');
+    await page.getByLabel('URL of its signing keys (JWK Set)').fill('http://127.0.0.1:9/jwks.json');
+    await page.getByRole('button', { name: 'Trust', exact: true }).click();
+    assert.match(await page.getByRole('alert').innerText(), /^Not done: the value of “URL of its public keys” was refused\./);
+    await page.getByLabel('URL of its signing keys (JWK Set)').fill('https://corp-idp.example.com/jwks.json');
+    await page.getByRole('button', { name: 'Trust', exact: true }).click();
+    await page.getByText('The issuer is trusted.').waitFor();
+    const added = await server.store.trustedIssuers.get('https://corp-idp.example.com');
+    assert.deepEqual([added?.jwksUri, added?.addedByOwner], ['https://corp-idp.example.com/jwks.json', false]);
+    await page.getByRole('link', { name: 'https://corp-idp.example.com' }).click();
+    await page.getByRole('link', { name: 'Stop trusting this issuer' }).click();
+    await page.getByText('Stop trusting https://corp-idp.example.com?').waitFor();
+    await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
+    await page.getByText('The issuer is no longer trusted.').waitFor();
+    assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
+    const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    t.after(() => phone.close());
+    const small = await phone.newPage();
+    const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
+    for (const path of ['/console/trusted-issuers', '/console/trusted-issuers/new', trusted, `${trusted}/remove`]) {
+      assert.equal((await small.goto(`${server.url}${path}`))?.status(), 200, path);
+      assert.ok(await small.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1'), `${path} scrolls sideways`);
+    }
   });
 
   it('adds a webhook with its secret shown once, refuses one into the server\'s network, lists deliveries by state, replays a dead letter, and removes it after a confirmation', async (t) => {

@@ -30,8 +30,10 @@ import { DEVICE_COMMANDS } from './devices.ts';
 import { REGISTRATION_TOKEN_COMMANDS } from './registration-tokens.ts';
 import { KEY_COMMANDS } from './keys.ts';
 import { PROVIDER_COMMANDS } from './providers.ts';
+import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
+import { TRUST_COMMANDS } from './trust.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
 import { SCIM_COMMANDS } from './scim.ts';
 import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
@@ -56,19 +58,18 @@ export const USAGE = `Usage: tessera <command> [options]
 Commands:
   serve [--workers N]                     Run the server (settings from the environment; see README);
                                           --workers: processes sharing the port (TESSERA_WORKERS)
-  client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
-             [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional|optional-without-nonce] [--request-object-signing-alg ALG]
-             [--require-phishing-resistant] [--require-dpop] [--require-par]
-             [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
-             [--device-network CIDR ...] [--exchange-audience URI ...] [--json]
+${usageLines('client add', [...cliUsageParts(CLIENT_FIELDS, 'create'), '[--public]', '[--json]'])}
                                           Register a client; prints its client_id and client_secret once
-                                          (--grant: authorization_code by default, device_code,
-                                          refresh_token, client_credentials and token-exchange only when
-                                          asked for (client_credentials: a service's own tokens, --scope
-                                          required; token-exchange: tokens for a person whose token it
-                                          holds, RFC 8693, for the APIs --exchange-audience names);
+                                          (--redirect-uri: one at least, but for a client_credentials
+                                          service; --grant: authorization_code by default, device_code,
+                                          refresh_token, client_credentials, token-exchange and jwt-bearer
+                                          only when asked for (client_credentials: a service's own
+                                          tokens, --scope required; token-exchange: tokens for a person
+                                          whose token it holds, RFC 8693, for the APIs, or ID-JAGs for the
+                                          other servers' issuers, --exchange-audience names; jwt-bearer:
+                                          tokens for the ID-JAGs of a trusted issuer);
+                                          --client-id: its client_id, when it must be the one it has at
+                                          an identity provider whose ID-JAGs it redeems (else random);
                                           --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
@@ -88,16 +89,7 @@ Commands:
                                           --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
   client show CLIENT_ID [--json]          Show a client's registration
-  client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
-             [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
-             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce POLICY]
-             [--request-object-signing-alg ALG | --no-request-object-signing-alg]
-             [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
-             [--first-party | --no-first-party] [--verified | --no-verified]
-             [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
-             [--backchannel-logout-uri URI | --no-backchannel-logout-uri]
-             [--add-device-network CIDR ...] [--remove-device-network CIDR ...]
-             [--add-exchange-audience URI ...] [--remove-exchange-audience URI ...] [--json]
+${usageLines('client update CLIENT_ID', [...cliUsageParts(CLIENT_FIELDS, 'update'), '[--json]'])}
                                           Change a client; in effect at once on every instance
                                           (--verified: a self-registered app you have checked; its
                                           consent page no longer says "not verified")
@@ -117,6 +109,10 @@ ${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update')
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
+  resource check URL [--json]             Fetch the protected resource metadata (RFC 9728) of the MCP
+                                          server or API at URL and say what differs from the API
+                                          registered here: its identifier, authorization_servers (this
+                                          issuer among them), scopes; exit status 1 when something does
 ${PROVIDER_ADD_USAGE}
                                           Let people sign in through an OpenID provider, GitHub or an LDAP
                                           directory; prints the redirect URI to register upstream;
@@ -195,6 +191,14 @@ ${usageLines('scim token add', [...cliUsageParts(SCIM_TOKEN_FIELDS, 'create'), '
                                           calls <issuer>/scim/v2 with (docs/scim.md)
   scim token list [--json]                The SCIM tokens, when each was last used (never the token)
   scim token remove ID                    Withdraw a SCIM token (also: scim token revoke ID)
+  trust add --issuer URL (--jwks-uri URL | --jwks-file FILE) [--json]
+                                          Redeem ID-JAGs (identity assertion grants) from this identity
+                                          provider, signed by the keys at --jwks-uri (any host, loopback
+                                          too) or in --jwks-file (a JWK Set); clients redeem them with
+                                          --grant jwt-bearer (docs/agents.md)
+  trust list [--json]                     The trusted issuers and where their keys are
+  trust show ISSUER [--json]              One trusted issuer
+  trust remove ISSUER                     Stop trusting it: its ID-JAGs are refused, their tokens end
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -236,6 +240,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
   ...SCIM_COMMANDS,
+  ...TRUST_COMMANDS,
 };
 
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
@@ -315,11 +320,11 @@ export async function run(argv: string[], terminal: Io): Promise<number> {
       if (second === '' || second.startsWith('-')) throw new UsageError(`${first} needs a command: ${subcommands}`);
       throw new UsageError(`unknown command ${JSON.stringify(`${first} ${second}`)}${suggestion(`${first} ${second}`, names)}`);
     }
-    await command(onIssuer, rest, io);
+    const status = await command(onIssuer, rest, io);
     if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
-    return 0;
+    return typeof status === 'number' ? status : 0;
   } catch (error) {
-    // Every refusal is one line: what is wrong and where to read more (issue 31).
+    // Every refusal is one line: what is wrong and where to read more.
     if (error instanceof ManageError) {
       const message = error.render(optionLabel);
       io.stderr(error.kind === 'invalid' ? `tessera: ${message}; ${helpHint(group)}\n` : `tessera: ${message}\n`);
@@ -347,7 +352,7 @@ async function readStdin(): Promise<string> {
 
 /** The command as a process runs it: this process's arguments, streams and environment. */
 export function cli(): void {
-  run(process.argv.slice(2), {
+  void run(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     stdin: readStdin,

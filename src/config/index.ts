@@ -142,6 +142,10 @@ export function loadConfig(env: Env = process.env): Config {
       retryWindowSeconds: s.TESSERA_WEBHOOK_RETRY_WINDOW,
       retryDelayMs: s.TESSERA_WEBHOOK_RETRY_DELAY_MS,
     },
+    agents: {
+      maxActors: s.TESSERA_TOKEN_EXCHANGE_MAX_ACTORS,
+      idJagLifetime: s.TESSERA_ID_JAG_LIFETIME,
+    },
     ignoredVariables,
   };
 }
@@ -206,9 +210,9 @@ function boolean(row: BooleanSetting, raw: string | undefined): boolean {
 }
 
 /**
- * A misspelt variable would otherwise be ignored and its setting silently left at its default
- * (issue 31), so a `TESSERA_*` name close to a setting's stops the start, naming that setting.
- * One close to none is a wrapper's or an image's own (issue 49): the start goes on, and the
+ * A misspelt variable would otherwise be ignored and its setting silently left at its default,
+ * so a `TESSERA_*` name close to a setting's stops the start, naming that setting.
+ * One close to none is a wrapper's or an image's own: the start goes on, and the
  * names are returned for the server to warn about. TESSERA_ALLOW_UNKNOWN_SETTINGS=true lets
  * both pass quietly; Kubernetes' service variables always pass.
  */

@@ -2,7 +2,7 @@
  * Every setting, declared once: its name, default, accepted range and what it does. The
  * loader (`./index.ts`) reads each value through this table, the misspelt-variable check
  * compares unknown `TESSERA_*` names against it, and test/settings-table.test.ts holds the
- * README's settings table and the docs to it (issue 33: each setting was written in three or
+ * README's settings table and the docs to it (each setting was written in three or
  * four places that drifted apart).
  */
 
@@ -53,7 +53,7 @@ const DAY = 86400;
 
 /**
  * The words an on/off setting takes, the first of each the one the docs use. The README's
- * accepts cell lists them all (issue 49: it said `true`, `false` while its text set `on`).
+ * accepts cell lists them all (it said `true`, `false` while its text set `on`).
  */
 export const BOOLEAN_WORDS = { on: ['true', 'on', 'yes', '1'], off: ['false', 'off', 'no', '0'] } as const;
 
@@ -85,6 +85,8 @@ export const SETTINGS = [
   { name: 'TESSERA_WEBHOOK_TIMEOUT', type: 'integer', default: 10, min: 1, max: 60, description: 'the longest one webhook delivery may take, seconds: a receiver that answers later is tried again ([docs/events.md](docs/events.md))' },
   { name: 'TESSERA_WEBHOOK_RETRY_WINDOW', type: 'integer', default: 3 * DAY, shown: '`259200` (3 days)', min: 1, max: 30 * DAY, description: 'how long after its event a webhook delivery that fails is tried again, seconds; then it is a dead letter, which `tessera webhook replay` sends again' },
   { name: 'TESSERA_WEBHOOK_RETRY_DELAY_MS', type: 'integer', default: 5000, min: 10, max: 3_600_000, description: 'the wait before a failed webhook delivery\'s second try, doubled before each later one (at most an hour), milliseconds' },
+  { name: 'TESSERA_TOKEN_EXCHANGE_MAX_ACTORS', type: 'integer', default: 4, min: 1, max: 16, description: 'how many actors a token exchange\'s delegation chain may name (RFC 8693 `act`, nested), the exchanging client included; a longer chain is refused ([docs/agents.md](docs/agents.md))' },
+  { name: 'TESSERA_ID_JAG_LIFETIME', type: 'integer', default: 300, min: 10, max: 300, description: 'how long an ID-JAG this server issues lives, seconds, and how long and how old one it redeems may be (never more than 5 minutes: [docs/agents.md](docs/agents.md))' },
   { name: 'TESSERA_KEY_LEAD_TIME', type: 'integer', default: 3600, min: 0, max: 30 * DAY, description: 'how long a new signing key is published before it signs, seconds' },
   { name: 'TESSERA_WORKERS', type: 'integer', default: 1, min: 1, max: 64, description: 'server processes sharing the port (node:cluster) and the store, to use several cores' },
   { name: 'TESSERA_ACCESS_TOKEN_ALG', type: 'text', shown: '`ES256`', accepts: '`ES256`, `RS256`', description: 'signature of the JWT access tokens for Tessera\'s own API (userinfo) (ID tokens are always RS256; an API\'s access tokens are RS256 unless `resource add\\|update --signing-alg` says otherwise)' },
@@ -234,7 +236,7 @@ const PREFIX = 'TESSERA_';
 
 /**
  * The setting an unknown `TESSERA_*` variable is most likely a misspelling of, or null when it
- * is close to none, as a wrapper's or an image's own variable is (issue 49: such a variable
+ * is close to none, as a wrapper's or an image's own variable is (such a variable
  * stopped the start). Close: its name past `TESSERA_` is at most a quarter of a setting's
  * (past the prefix) away (`TESSERA_ACESS_TOKEN_TTL`, `TESSERA_LOGLEVEL`, `TESSERA_PORT` for
  * `PORT`), or is a setting's with more after it (`TESSERA_DATABASE_URL`). A third, as the

@@ -21,7 +21,7 @@ export interface Config {
   readonly database: string;
   /**
    * `TESSERA_DATABASE_CREATE` (default off): whether a SQLite file that does not exist may be
-   * created anywhere; otherwise only at the default path (issue 31: a misspelt file name in an
+   * created anywhere; otherwise only at the default path (a misspelt file name in an
    * existing directory quietly became a new, empty database).
    */
   readonly createDatabase: boolean;
@@ -91,8 +91,9 @@ export interface Config {
   readonly upstream: UpstreamSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
-  /** Webhook delivery (issue 45, docs/events.md). */
+  /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
+  readonly agents: AgentSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -395,7 +396,7 @@ export interface ClientAuthSettings {
  * how often it is tried. Delivery runs after the browser is signed out and never delays it.
  */
 /**
- * Webhook delivery (issue 45): how long one try may take, and how long and how often a
+ * Webhook delivery: how long one try may take, and how long and how often a
  * delivery that fails is tried again before it becomes a dead letter.
  */
 export interface WebhookSettings {
@@ -405,6 +406,14 @@ export interface WebhookSettings {
   readonly retryWindowSeconds: number;
   /** `TESSERA_WEBHOOK_RETRY_DELAY_MS` (default 5000): the wait before the second try, doubled before each later one (at most an hour). */
   readonly retryDelayMs: number;
+}
+
+/** Agents acting for people (docs/agents.md): token exchange chains and ID-JAGs. */
+export interface AgentSettings {
+  /** `TESSERA_TOKEN_EXCHANGE_MAX_ACTORS` (default 4): how many actors a delegation chain may name. */
+  readonly maxActors: number;
+  /** `TESSERA_ID_JAG_LIFETIME` seconds (default 300): an ID-JAG's lifetime here, and the most one redeemed here may have. */
+  readonly idJagLifetime: number;
 }
 
 export interface LogoutSettings {

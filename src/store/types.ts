@@ -35,6 +35,7 @@ import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
+import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
@@ -58,6 +59,7 @@ export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './scim.ts';
+export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -89,12 +91,14 @@ export interface Stores {
   readonly identityProviders: IdentityProviderStore;
   readonly linkedIdentities: LinkedIdentityStore;
   readonly upstreamLogins: UpstreamLoginStore;
-  /** Webhooks and their outbox (issue 45). */
+  /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
   /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
   readonly scimTokens: ScimTokenStore;
   readonly scimUsers: ScimUserStore;
   readonly groups: GroupStore;
+  /** The identity providers whose ID-JAGs this server redeems. */
+  readonly trustedIssuers: TrustedIssuerStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -1,5 +1,5 @@
 /**
- * The operator console's pages (issue 27): server-rendered in the site's layout, forms that
+ * The operator console's pages: server-rendered in the site's layout, forms that
  * work without JavaScript, every value escaped by the html`` tag. The routes
  * (http/console.ts) decide what each page may offer; a page shows a change's button only to
  * an operator whose role allows it.
@@ -12,7 +12,7 @@ import { USER_FIELDS } from '../flows/manage/fields/users.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
 import { isMessageKey, type MessageKey } from './i18n.ts';
-import { csrfField, layout, type Ui } from './pages.ts';
+import { csrfField, layout, openIdScope, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
 export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'scim', 'keys'] as const;
@@ -275,11 +275,12 @@ export interface AppListItem {
   readonly unverified: boolean;
 }
 
-export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly notice?: string | undefined }): string {
+export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly trustHref?: string; readonly notice?: string | undefined }): string {
   const { t } = frame.ui;
   return consolePage(frame, t.text('console.apps.title'), html`<h1>${t.html('console.apps.title')}</h1>
 ${notice(view.notice)}
 ${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apps.register'))}</p>`}
+${view.trustHref === undefined ? null : html`<p><a href="${view.trustHref}">${t.html('console.trust.title')}</a></p>`}
 ${view.apps.length === 0
   ? html`<p>${t.html('console.apps.none')}</p>`
   : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}${app.unverified ? html` <span class="tag warning">${t.html('console.apps.unverified')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);
@@ -326,6 +327,7 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
     case 'number':
       return html`<label for="${id}">${label}</label><input type="number" id="${id}" name="${id}" value="${text}"${type.kind === 'integer' ? html` min="${String(type.min)}" max="${String(type.max)}"` : null} inputmode="numeric"${described}>${hint}`;
     case 'area':
+    case 'localized':
       return html`<label for="${id}">${label}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false"${described}>${text}</textarea>${hint}`;
     case 'check':
       return html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${value === true ? html` checked` : null}><label for="${id}">${label}</label></div>`;
@@ -501,7 +503,7 @@ ${api.editHref === null ? null : html`<div class="actions">${linkButton(api.edit
 </section>`)}
 <section aria-labelledby="openid-heading">
 <h2 id="openid-heading">${t.html('console.apis.openid')}</h2>
-${scopes(view.openid)}
+${scopes(view.openid.map((scope) => ({ name: scope.name, description: openIdScope(frame.ui, scope) })))}
 </section>`);
 }
 

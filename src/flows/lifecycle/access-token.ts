@@ -1,5 +1,5 @@
 import { OAuthError } from '../../core/errors.ts';
-import { GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE } from '../../core/protocol.ts';
+import { GRANT_CLIENT_CREDENTIALS, GRANT_JWT_BEARER, GRANT_TOKEN_EXCHANGE } from '../../core/protocol.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import type { ClientRecord, ResourceRecord, UserRecord } from '../../store/types.ts';
 import type { AccessTokenClaims } from '../../tokens/issue.ts';
@@ -64,8 +64,27 @@ export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: Acc
  */
 async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<boolean> {
   const client = await deps.store.clients.get(claims.client_id);
-  if (!client || !client.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
+  if (!client?.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
   return client.tokensRevokedAt == null || claims.iat * 1000 > client.tokensRevokedAt;
+}
+
+/**
+ * A person's token redeemed for an ID-JAG (flows/jwt-bearer/token.ts): not revoked by its
+ * `jti`, its issuer still trusted, its client still registered for the jwt-bearer grant and not
+ * told to forget its tokens since, its person active, its API registered before it was issued.
+ */
+async function liveAssertedToken(deps: FlowDeps, claims: AccessTokenClaims, issuer: string): Promise<LiveAccessToken | null> {
+  const [revoked, trusted, client, user, resource] = await Promise.all([
+    deps.store.accessTokens.isRevoked(claims.jti),
+    deps.store.trustedIssuers.get(issuer),
+    deps.store.clients.get(claims.client_id),
+    deps.store.users.get(claims.sub),
+    deps.store.resources.get(claims.aud),
+  ]);
+  if (revoked || trusted === null || trusted.createdAt > claims.iat * 1000 + 999) return null;
+  if (!client?.grantTypes.includes(GRANT_JWT_BEARER) || (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt)) return null;
+  if (!user || user.disabled || !resource || Math.floor(resource.createdAt / 1000) > claims.iat) return null;
+  return { claims, user, resource };
 }
 
 /**
@@ -81,6 +100,7 @@ export async function liveAccessToken(deps: FlowDeps, token: string): Promise<Li
   const claims = await deps.tokens.readAccessToken(token);
   if (!claims) return null;
   const ownApi = claims.aud === deps.config.issuer;
+  if (claims.gid === null && claims.assertedBy) return ownApi ? null : liveAssertedToken(deps, claims, claims.assertedBy);
   if (claims.gid === null) {
     if (ownApi) return null;
     const [client, resource] = await Promise.all([liveClientToken(deps, claims), deps.store.resources.get(claims.aud)]);

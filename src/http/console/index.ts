@@ -1,5 +1,5 @@
 /**
- * The operator console (issue 27): pages for the people who look after the server, calling
+ * The operator console: pages for the people who look after the server, calling
  * the operations the `tessera` command and the admin API call (src/flows/manage), with the
  * admin API's permission check over the scopes a person's role stands for (core/scopes.ts
  * ROLE_SCOPES). Who may enter is the session flow's signed-in person with a role, whose
@@ -19,6 +19,7 @@ import { keyPages } from './keys.ts';
 import { providerPages } from './providers.ts';
 import { knownOperator, reasonOf } from './kit.ts';
 import { userPages } from './users.ts';
+import { trustPages } from './trust.ts';
 import { webhookPages } from './webhooks.ts';
 import { scimPages } from './scim.ts';
 
@@ -33,5 +34,5 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, reasonOf(ui, error), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
   });
 
-  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, scimPages, keyPages]) await app.register(noun, options);
+  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, scimPages, keyPages, trustPages]) await app.register(noun, options);
 };

@@ -24,6 +24,7 @@ import { resourcesStatements } from './resources.ts';
 import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
+import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
 import { scimStatements } from './scim.ts';
 
@@ -53,6 +54,7 @@ export function statements(d: Dialect) {
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
     ...scimStatements(d),
+    ...trustedIssuersStatements(d),
   };
 }
 

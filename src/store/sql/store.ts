@@ -26,6 +26,7 @@ import { resourcesStores } from './resources.ts';
 import { sessionsStores } from './sessions.ts';
 import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
+import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
 import { scimStores } from './scim.ts';
 
@@ -51,6 +52,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
     ...scimStores(d, q),
+    ...trustedIssuersStores(d, q),
   };
 }
 

@@ -63,6 +63,8 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "رقم الهاتف (+رمز الدولة)",
   'console.user.phoneNumberVerified': "تم التحقق من رقم الهاتف",
   'console.user.address': "العنوان البريدي",
+  'console.user.localizedNames': "الأسماء بلغات أخرى",
+  'console.user.localizedNamesHint': "واحد في كل سطر، كما تتلقاها التطبيقات مع claims_locales: name#ja-Kana-JP=ヤマダ タロウ أو given_name#… أو family_name#…. يُحذف السطر الذي تزيله.",
   'console.user.address.formatted': "العنوان كاملًا كما يُكتب على رسالة",
   'console.user.address.street_address': "الشارع ورقم المبنى",
   'console.user.address.locality': "المدينة أو البلدة",
@@ -338,7 +340,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'كلٌّ بالشكل CLAIM=UPSTREAM، مثل username=preferred_username.',
   'console.provider.only': 'المدخل الوحيد: صفحة الدخول تذهب إليه مباشرة',
   'console.provider.allowLinking': 'تسجيل دخول الأشخاص الموجودين عبر بريدهم الإلكتروني المؤكَّد',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'خطافات الويب',
   'console.webhooks.title': 'خطافات الويب',
   'console.webhooks.none': 'لا توجد خطافات ويب: لا يُرسَل أي حدث.',
@@ -390,6 +392,25 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': 'الرمز',
   'console.scimToken.tokenOnce': 'انسخ الرمز الآن: لن يُعرَض مرة أخرى. يرسله نظام التزويد في Authorization: Bearer.',
   'console.scimToken.remove.confirm': 'سحب رمز SCIM الخاص بـ {name}؟ يُرفض الطلب التالي المرسل به. لا يمكن التراجع عن ذلك.',
+  'console.trust.title': "الجهات المُصدِرة الموثوقة",
+  'console.trust.intro': "مزوّدو الهوية الذين يمكن للتطبيقات هنا استبدال منح تأكيد الهوية (ID-JAG) الصادرة عنهم برمز وصول، نيابةً عن الشخص الذي يسمّيه التأكيد، دون تسجيل دخول ثانٍ.",
+  'console.trust.formIntro': "أدخل الجهة المُصدِرة لمزوّد الهوية كما تكتبها منح ID-JAG الخاصة به تمامًا، ومكان مفاتيح التوقيع: عنوان URL لمجموعة JWK (على الشبكة العامة)، أو مجموعة JWK نفسها.",
+  'console.trust.add': "الوثوق بجهة مُصدِرة",
+  'console.trust.none': "لا توجد جهات مُصدِرة موثوقة.",
+  'console.trust.one': "جهة مُصدِرة موثوقة",
+  'console.trust.issuer': "الجهة المُصدِرة",
+  'console.trust.jwksUri': "عنوان URL لمفاتيح التوقيع (مجموعة JWK)",
+  'console.trust.jwks': "مفاتيح التوقيع كمجموعة JWK",
+  'console.trust.keys': "مفاتيح التوقيع",
+  'console.trust.keyCount': "مجموعة JWK من {count} مفتاح",
+  'console.trust.create': "وثوق",
+  'console.trust.createdAt': "أُضيفت",
+  'console.trust.remove': "التوقف عن الوثوق بهذه الجهة",
+  'console.trust.remove.confirm': "التوقف عن الوثوق بـ {issuer}؟ تُرفض منح ID-JAG الخاصة بها من الآن، وتنتهي الرموز الصادرة عنها.",
+  'console.trust.removed': "لم تعد الجهة المُصدِرة موثوقة.",
+  'console.trust.added': "أصبحت الجهة المُصدِرة موثوقة.",
+  'console.reason.noTrustedIssuer': "لا توجد جهة مُصدِرة موثوقة {issuer}",
+  'console.field.issuer': "الجهة المُصدِرة",
 };
 
 export default consoleAr;

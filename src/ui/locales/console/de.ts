@@ -63,6 +63,8 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Telefonnummer (+Ländervorwahl)",
   'console.user.phoneNumberVerified': "Telefonnummer bestätigt",
   'console.user.address': "Postanschrift",
+  'console.user.localizedNames': "Namen in anderen Sprachen",
+  'console.user.localizedNamesHint': "Einer pro Zeile, wie Apps sie mit claims_locales erhalten: name#ja-Kana-JP=ヤマダ タロウ, given_name#… oder family_name#…. Eine entfernte Zeile wird gelöscht.",
   'console.user.address.formatted': "Ganze Anschrift, wie auf einem Brief",
   'console.user.address.street_address': "Straße und Hausnummer",
   'console.user.address.locality': "Ort",
@@ -337,7 +339,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Jeweils als CLAIM=UPSTREAM, etwa username=preferred_username.',
   'console.provider.only': 'Der einzige Zugang: Die Anmeldeseite führt direkt zu ihm',
   'console.provider.allowLinking': 'Bestehende Personen über ihre bestätigte E-Mail-Adresse anmelden',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Keine Webhooks: Es werden keine Ereignisse verschickt.',
@@ -389,6 +391,25 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': 'Token',
   'console.scimToken.tokenOnce': 'Kopieren Sie das Token jetzt: Es wird nicht wieder gezeigt. Das Bereitstellungssystem sendet es als Authorization: Bearer.',
   'console.scimToken.remove.confirm': 'Das SCIM-Token von {name} zurückziehen? Die nächste Anfrage damit wird abgelehnt. Das kann nicht rückgängig gemacht werden.',
+  'console.trust.title': "Vertrauenswürdige Aussteller",
+  'console.trust.intro': "Identitätsanbieter, deren Identity Assertion Grants (ID-JAGs) Apps hier gegen ein Zugriffstoken einlösen dürfen, im Namen der darin genannten Person, ohne zweite Anmeldung.",
+  'console.trust.formIntro': "Geben Sie den Aussteller des Identitätsanbieters genau so an, wie ihn seine ID-JAGs nennen, und wo seine Signaturschlüssel sind: die URL seines JWK Sets (im öffentlichen Netz) oder das JWK Set selbst.",
+  'console.trust.add': "Einem Aussteller vertrauen",
+  'console.trust.none': "Keine vertrauenswürdigen Aussteller.",
+  'console.trust.one': "Vertrauenswürdiger Aussteller",
+  'console.trust.issuer': "Aussteller",
+  'console.trust.jwksUri': "URL seiner Signaturschlüssel (JWK Set)",
+  'console.trust.jwks': "Seine Signaturschlüssel als JWK Set",
+  'console.trust.keys': "Signaturschlüssel",
+  'console.trust.keyCount': "ein JWK Set mit {count} Schlüssel(n)",
+  'console.trust.create': "Vertrauen",
+  'console.trust.createdAt': "Hinzugefügt",
+  'console.trust.remove': "Diesem Aussteller nicht mehr vertrauen",
+  'console.trust.remove.confirm': "{issuer} nicht mehr vertrauen? Seine ID-JAGs werden ab jetzt abgelehnt, und die daraus ausgestellten Tokens enden.",
+  'console.trust.removed': "Dem Aussteller wird nicht mehr vertraut.",
+  'console.trust.added': "Dem Aussteller wird vertraut.",
+  'console.reason.noTrustedIssuer': "es gibt keinen vertrauenswürdigen Aussteller {issuer}",
+  'console.field.issuer': "Aussteller",
 };
 
 export default consoleDe;

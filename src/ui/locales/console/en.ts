@@ -60,6 +60,8 @@ const consoleEn = {
   'console.user.phoneNumber': "Phone number (+country code)",
   'console.user.phoneNumberVerified': "Phone number verified",
   'console.user.address': "Postal address",
+  'console.user.localizedNames': "Names in other languages",
+  'console.user.localizedNamesHint': "One a line, as apps receive them with claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… or family_name#…. A line taken out is removed.",
   'console.user.address.formatted': "Whole address, as printed on a letter",
   'console.user.address.street_address': "Street address",
   'console.user.address.locality': "City or locality",
@@ -330,7 +332,7 @@ const consoleEn = {
   'console.provider.claimMapping.hint': 'Each as CLAIM=UPSTREAM, such as username=preferred_username.',
   'console.provider.only': 'The only way in: the sign-in page goes straight to it',
   'console.provider.allowLinking': 'Sign existing people in by their verified e-mail address',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'No webhooks: no events are sent out.',
@@ -382,6 +384,25 @@ const consoleEn = {
   'console.scimToken.token': 'Token',
   'console.scimToken.tokenOnce': 'Copy the token now: it is not shown again. The provisioning system sends it as Authorization: Bearer.',
   'console.scimToken.remove.confirm': 'Withdraw the SCIM token of {name}? The next request made with it is refused. This cannot be undone.',
+  'console.trust.title': "Trusted issuers",
+  'console.trust.intro': "Identity providers whose identity assertion grants (ID-JAGs) apps may redeem here for an access token, acting for the person the assertion names, without a second sign-in.",
+  'console.trust.formIntro': "Give the identity provider’s issuer exactly as its ID-JAGs say it, and where its signing keys are: the URL of its JWK Set (on the public network), or the JWK Set itself.",
+  'console.trust.add': "Trust an issuer",
+  'console.trust.none': "No trusted issuers.",
+  'console.trust.one': "Trusted issuer",
+  'console.trust.issuer': "Issuer",
+  'console.trust.jwksUri': "URL of its signing keys (JWK Set)",
+  'console.trust.jwks': "Its signing keys, as a JWK Set",
+  'console.trust.keys': "Signing keys",
+  'console.trust.keyCount': "a JWK Set of {count} key(s)",
+  'console.trust.create': "Trust",
+  'console.trust.createdAt': "Added",
+  'console.trust.remove': "Stop trusting this issuer",
+  'console.trust.remove.confirm': "Stop trusting {issuer}? Its ID-JAGs are refused from now on, and the tokens issued from them end.",
+  'console.trust.removed': "The issuer is no longer trusted.",
+  'console.trust.added': "The issuer is trusted.",
+  'console.reason.noTrustedIssuer': "there is no trusted issuer {issuer}",
+  'console.field.issuer': "Issuer",
 };
 
 export default consoleEn;

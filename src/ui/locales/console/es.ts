@@ -63,6 +63,8 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Número de teléfono (+prefijo del país)",
   'console.user.phoneNumberVerified': "Número de teléfono verificado",
   'console.user.address': "Dirección postal",
+  'console.user.localizedNames': "Nombres en otros idiomas",
+  'console.user.localizedNamesHint': "Uno por línea, como las aplicaciones los reciben con claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… o family_name#…. Una línea quitada se elimina.",
   'console.user.address.formatted': "Dirección completa, como en una carta",
   'console.user.address.street_address': "Calle y número",
   'console.user.address.locality': "Ciudad o localidad",
@@ -338,7 +340,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Cada una como CLAIM=UPSTREAM, por ejemplo username=preferred_username.',
   'console.provider.only': 'El único acceso: la página de inicio de sesión lleva directamente a él',
   'console.provider.allowLinking': 'Iniciar sesión de personas existentes por su correo verificado',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'No hay webhooks: no se envía ningún evento.',
@@ -390,6 +392,25 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': 'Token',
   'console.scimToken.tokenOnce': 'Copie el token ahora: no se vuelve a mostrar. El sistema de aprovisionamiento lo envía como Authorization: Bearer.',
   'console.scimToken.remove.confirm': '¿Retirar el token SCIM de {name}? La próxima solicitud hecha con él se rechaza. No se puede deshacer.',
+  'console.trust.title': "Emisores de confianza",
+  'console.trust.intro': "Proveedores de identidad cuyas concesiones por aserción de identidad (ID-JAG) las apps pueden canjear aquí por un token de acceso, en nombre de la persona que nombran, sin un segundo inicio de sesión.",
+  'console.trust.formIntro': "Indique el emisor del proveedor de identidad exactamente como lo nombran sus ID-JAG, y dónde están sus claves de firma: la URL de su JWK Set (en la red pública) o el propio JWK Set.",
+  'console.trust.add': "Confiar en un emisor",
+  'console.trust.none': "No hay emisores de confianza.",
+  'console.trust.one': "Emisor de confianza",
+  'console.trust.issuer': "Emisor",
+  'console.trust.jwksUri': "URL de sus claves de firma (JWK Set)",
+  'console.trust.jwks': "Sus claves de firma, como JWK Set",
+  'console.trust.keys': "Claves de firma",
+  'console.trust.keyCount': "un JWK Set de {count} clave(s)",
+  'console.trust.create': "Confiar",
+  'console.trust.createdAt': "Añadido",
+  'console.trust.remove': "Dejar de confiar en este emisor",
+  'console.trust.remove.confirm': "¿Dejar de confiar en {issuer}? Sus ID-JAG se rechazan desde ahora, y los tokens emitidos a partir de ellos terminan.",
+  'console.trust.removed': "El emisor ya no es de confianza.",
+  'console.trust.added': "El emisor es de confianza.",
+  'console.reason.noTrustedIssuer': "no hay ningún emisor de confianza {issuer}",
+  'console.field.issuer': "Emisor",
 };
 
 export default consoleEs;

@@ -63,6 +63,8 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Numéro de téléphone (+indicatif du pays)",
   'console.user.phoneNumberVerified': "Numéro de téléphone vérifié",
   'console.user.address': "Adresse postale",
+  'console.user.localizedNames': "Noms dans d’autres langues",
+  'console.user.localizedNamesHint': "Un par ligne, tels que les applications les reçoivent avec claims_locales : name#ja-Kana-JP=ヤマダ タロウ, given_name#… ou family_name#…. Une ligne retirée est supprimée.",
   'console.user.address.formatted': "Adresse complète, telle qu’écrite sur une lettre",
   'console.user.address.street_address': "Numéro et rue",
   'console.user.address.locality': "Ville ou localité",
@@ -338,7 +340,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Chacune sous la forme CLAIM=UPSTREAM, par exemple username=preferred_username.',
   'console.provider.only': 'Le seul accès : la page de connexion mène directement à lui',
   'console.provider.allowLinking': 'Connecter les personnes existantes par leur adresse de courriel vérifiée',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Aucun webhook : aucun événement n’est envoyé.',
@@ -390,6 +392,25 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': 'Jeton',
   'console.scimToken.tokenOnce': 'Copiez le jeton maintenant : il ne sera plus affiché. Le système de provisionnement l’envoie en Authorization: Bearer.',
   'console.scimToken.remove.confirm': 'Retirer le jeton SCIM de {name} ? La prochaine requête faite avec lui est refusée. Cette action est irréversible.',
+  'console.trust.title': "Émetteurs de confiance",
+  'console.trust.intro': "Fournisseurs d’identité dont les apps peuvent échanger ici les autorisations par assertion d’identité (ID-JAG) contre un jeton d’accès, au nom de la personne qu’elles nomment, sans seconde connexion.",
+  'console.trust.formIntro': "Indiquez l’émetteur du fournisseur d’identité exactement comme ses ID-JAG le nomment, et où sont ses clés de signature : l’URL de son JWK Set (sur le réseau public) ou le JWK Set lui-même.",
+  'console.trust.add': "Faire confiance à un émetteur",
+  'console.trust.none': "Aucun émetteur de confiance.",
+  'console.trust.one': "Émetteur de confiance",
+  'console.trust.issuer': "Émetteur",
+  'console.trust.jwksUri': "URL de ses clés de signature (JWK Set)",
+  'console.trust.jwks': "Ses clés de signature, en JWK Set",
+  'console.trust.keys': "Clés de signature",
+  'console.trust.keyCount': "un JWK Set de {count} clé(s)",
+  'console.trust.create': "Faire confiance",
+  'console.trust.createdAt': "Ajouté",
+  'console.trust.remove': "Ne plus faire confiance à cet émetteur",
+  'console.trust.remove.confirm': "Ne plus faire confiance à {issuer} ? Ses ID-JAG sont refusés dès maintenant, et les jetons émis à partir d’eux prennent fin.",
+  'console.trust.removed': "L’émetteur n’est plus de confiance.",
+  'console.trust.added': "L’émetteur est de confiance.",
+  'console.reason.noTrustedIssuer': "il n’y a pas d’émetteur de confiance {issuer}",
+  'console.field.issuer': "Émetteur",
 };
 
 export default consoleFr;

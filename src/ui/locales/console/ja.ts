@@ -63,6 +63,8 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "電話番号（+国番号）",
   'console.user.phoneNumberVerified': "電話番号確認済み",
   'console.user.address': "住所",
+  'console.user.localizedNames': "他の言語での名前",
+  'console.user.localizedNamesHint': "1行に1つ、アプリが claims_locales で受け取る形で: name#ja-Kana-JP=ヤマダ タロウ、given_name#… または family_name#…。消した行は削除されます。",
   'console.user.address.formatted': "住所全体（郵便物の宛名のとおり）",
   'console.user.address.street_address': "番地・建物名",
   'console.user.address.locality': "市区町村",
@@ -337,7 +339,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'CLAIM=UPSTREAM の形で。例：username=preferred_username',
   'console.provider.only': '唯一の入口：サインインページから直接ここへ',
   'console.provider.allowLinking': '既存のユーザーを確認済みメールアドレスでサインインさせる',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhook',
   'console.webhooks.title': 'Webhook',
   'console.webhooks.none': 'Webhook はありません：イベントは送信されません。',
@@ -389,6 +391,25 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': 'トークン',
   'console.scimToken.tokenOnce': 'トークンを今コピーしてください：二度と表示されません。プロビジョニングシステムはこれを Authorization: Bearer として送ります。',
   'console.scimToken.remove.confirm': '{name} の SCIM トークンを取り消しますか？次にそれを使ったリクエストは拒否されます。元に戻せません。',
+  'console.trust.title': "信頼する発行者",
+  'console.trust.intro': "アプリがここでアクセストークンと引き換えられる ID アサーショングラント（ID-JAG）の発行元となる ID プロバイダー。アサーションが示す人の代わりに、再ログインなしで使われます。",
+  'console.trust.formIntro': "ID プロバイダーの発行者を ID-JAG に書かれているとおりに入力し、署名鍵の場所（公開ネットワーク上の JWK Set の URL、または JWK Set そのもの）を指定してください。",
+  'console.trust.add': "発行者を信頼する",
+  'console.trust.none': "信頼する発行者はありません。",
+  'console.trust.one': "信頼する発行者",
+  'console.trust.issuer': "発行者",
+  'console.trust.jwksUri': "署名鍵（JWK Set）の URL",
+  'console.trust.jwks': "署名鍵（JWK Set）",
+  'console.trust.keys': "署名鍵",
+  'console.trust.keyCount': "{count} 個の鍵の JWK Set",
+  'console.trust.create': "信頼する",
+  'console.trust.createdAt': "追加日時",
+  'console.trust.remove': "この発行者を信頼しない",
+  'console.trust.remove.confirm': "{issuer} を信頼しないようにしますか？ 今後その ID-JAG は拒否され、そこから発行されたトークンは無効になります。",
+  'console.trust.removed': "この発行者はもう信頼されていません。",
+  'console.trust.added': "この発行者を信頼しました。",
+  'console.reason.noTrustedIssuer': "信頼する発行者 {issuer} はありません",
+  'console.field.issuer': "発行者",
 };
 
 export default consoleJa;

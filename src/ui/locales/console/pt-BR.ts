@@ -63,6 +63,8 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Número de telefone (+código do país)",
   'console.user.phoneNumberVerified': "Número de telefone verificado",
   'console.user.address': "Endereço postal",
+  'console.user.localizedNames': "Nomes em outros idiomas",
+  'console.user.localizedNamesHint': "Um por linha, como os aplicativos os recebem com claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… ou family_name#…. Uma linha retirada é removida.",
   'console.user.address.formatted': "Endereço completo, como numa carta",
   'console.user.address.street_address': "Rua e número",
   'console.user.address.locality': "Cidade ou localidade",
@@ -338,7 +340,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Cada um como CLAIM=UPSTREAM, por exemplo username=preferred_username.',
   'console.provider.only': 'O único acesso: a página de entrada leva direto a ele',
   'console.provider.allowLinking': 'Entrar pessoas existentes pelo e-mail verificado',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Nenhum webhook: nenhum evento é enviado.',
@@ -390,6 +392,25 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': 'Token',
   'console.scimToken.tokenOnce': 'Copie o token agora: ele não será mostrado de novo. O sistema de provisionamento o envia como Authorization: Bearer.',
   'console.scimToken.remove.confirm': 'Retirar o token SCIM de {name}? A próxima solicitação feita com ele é recusada. Isso não pode ser desfeito.',
+  'console.trust.title': "Emissores confiáveis",
+  'console.trust.intro': "Provedores de identidade cujas concessões por asserção de identidade (ID-JAG) os apps podem trocar aqui por um token de acesso, em nome da pessoa que nomeiam, sem um segundo login.",
+  'console.trust.formIntro': "Informe o emissor do provedor de identidade exatamente como seus ID-JAG o nomeiam, e onde estão suas chaves de assinatura: a URL do seu JWK Set (na rede pública) ou o próprio JWK Set.",
+  'console.trust.add': "Confiar em um emissor",
+  'console.trust.none': "Nenhum emissor confiável.",
+  'console.trust.one': "Emissor confiável",
+  'console.trust.issuer': "Emissor",
+  'console.trust.jwksUri': "URL das suas chaves de assinatura (JWK Set)",
+  'console.trust.jwks': "Suas chaves de assinatura, como JWK Set",
+  'console.trust.keys': "Chaves de assinatura",
+  'console.trust.keyCount': "um JWK Set de {count} chave(s)",
+  'console.trust.create': "Confiar",
+  'console.trust.createdAt': "Adicionado",
+  'console.trust.remove': "Deixar de confiar neste emissor",
+  'console.trust.remove.confirm': "Deixar de confiar em {issuer}? Seus ID-JAG são recusados a partir de agora, e os tokens emitidos a partir deles terminam.",
+  'console.trust.removed': "O emissor não é mais confiável.",
+  'console.trust.added': "O emissor é confiável.",
+  'console.reason.noTrustedIssuer': "não há emissor confiável {issuer}",
+  'console.field.issuer': "Emissor",
 };
 
 export default consolePtBR;

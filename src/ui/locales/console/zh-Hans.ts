@@ -60,6 +60,8 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "电话号码（+国家代码）",
   'console.user.phoneNumberVerified': "电话号码已验证",
   'console.user.address': "邮寄地址",
+  'console.user.localizedNames': "其他语言的姓名",
+  'console.user.localizedNamesHint': "每行一个，与应用通过 claims_locales 收到的形式相同：name#ja-Kana-JP=ヤマダ タロウ、given_name#… 或 family_name#…。删去的行会被移除。",
   'console.user.address.formatted': "完整地址（如信封上所写）",
   'console.user.address.street_address': "街道地址",
   'console.user.address.locality': "城市",
@@ -329,7 +331,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': '每行写成 CLAIM=UPSTREAM，例如 username=preferred_username。',
   'console.provider.only': '唯一入口：登录页直接转到这里',
   'console.provider.allowLinking': '让现有用户通过已验证的电子邮件地址登录',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhook',
   'console.webhooks.title': 'Webhook',
   'console.webhooks.none': '没有 Webhook：不会发送任何事件。',
@@ -381,6 +383,25 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.scimToken.token': '令牌',
   'console.scimToken.tokenOnce': '请现在复制令牌：它不会再次显示。预配系统以 Authorization: Bearer 发送它。',
   'console.scimToken.remove.confirm': '撤回 {name} 的 SCIM 令牌？之后用它发出的请求都会被拒绝。此操作无法撤销。',
+  'console.trust.title': "受信任的签发者",
+  'console.trust.intro': "应用可在此用其身份断言授权（ID-JAG）换取访问令牌的身份提供方：令牌代表断言所指的人，无需再次登录。",
+  'console.trust.formIntro': "请按其 ID-JAG 中的写法准确填写身份提供方的签发者，并指明其签名密钥所在：JWK Set 的 URL（在公网上），或 JWK Set 本身。",
+  'console.trust.add': "信任一个签发者",
+  'console.trust.none': "没有受信任的签发者。",
+  'console.trust.one': "受信任的签发者",
+  'console.trust.issuer': "签发者",
+  'console.trust.jwksUri': "其签名密钥（JWK Set）的 URL",
+  'console.trust.jwks': "其签名密钥（JWK Set）",
+  'console.trust.keys': "签名密钥",
+  'console.trust.keyCount': "含 {count} 个密钥的 JWK Set",
+  'console.trust.create': "信任",
+  'console.trust.createdAt': "添加时间",
+  'console.trust.remove': "不再信任此签发者",
+  'console.trust.remove.confirm': "不再信任 {issuer}？从现在起其 ID-JAG 将被拒绝，由其签发的令牌也随之失效。",
+  'console.trust.removed': "已不再信任该签发者。",
+  'console.trust.added': "已信任该签发者。",
+  'console.reason.noTrustedIssuer': "没有受信任的签发者 {issuer}",
+  'console.field.issuer': "签发者",
 };
 
 export default consoleZhHans;

@@ -274,7 +274,7 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
   });
 
   it('answers PATCH paths that do not exist with invalidPath, read-only ones with mutability, and wrong types with invalidValue', async () => {
-    const user = await server.addUser({ username: 'patient' });
+    const user = await server.addUser({ username: 'patient', profile: { phoneNumber: '+44 20 7946 0958' } });
     const patch = (operations: unknown[]) => scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH], Operations: operations });
     assertError(await patch([{ op: 'replace', path: 'shoeSize', value: '9' }]), 400, 'invalidPath');
     assertError(await patch([{ op: 'replace', path: 'emails[type eq "work"', value: 'x' }]), 400, 'invalidPath');
@@ -284,6 +284,9 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
     assertError(await patch([{ op: 'replace', path: 'active', value: 'perhaps' }]), 400, 'invalidValue');
     assertError(await patch([{ op: 'replace', path: 'title', value: 'ok' }, { op: 'replace', path: 'locale', value: 42 }]), 400, 'invalidValue');
     assert.equal((await scim('GET', `/Users/${user.id}`)).body['title'], undefined, 'the first operation was not written either');
+    const titled = await patch([{ op: 'replace', path: 'title', value: 'Patient' }]);
+    assert.equal(titled.status, 200, JSON.stringify(titled.body));
+    assert.equal((await server.store.users.get(user.id))?.phoneNumber, '+44 20 7946 0958', 'a claim PATCH did not name stays as the command set it');
     assertError(await scim('POST', '/Users', { schemas: [USER], userName: 'bad name with spaces' }), 400, 'invalidValue');
     assertError(await scim('POST', '/Users', { schemas: [USER], userName: 'bad-email', emails: [{ value: 'not an address' }] }), 400, 'invalidValue');
     assertError(await scim('POST', '/Users', { schemas: [USER] }), 400, 'invalidValue');

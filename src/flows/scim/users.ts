@@ -74,6 +74,8 @@ export function userResource(base: string, user: UserRecord, scim: ScimUserRecor
   else if (!emails.some((email) => typeof email['value'] === 'string' && (email['value']).toLowerCase() === user.email!.toLowerCase())) {
     emails = [{ value: user.email, primary: true }, ...emails.map(({ primary: _primary, ...rest }) => rest)];
   }
+  // The phone numbers as given; an account made elsewhere, its own phone_number.
+  const phoneNumbers = Array.isArray(kept['phoneNumbers']) ? kept['phoneNumbers'] : user.phoneNumber === null ? [] : [{ value: user.phoneNumber, primary: true }];
   const extension = kept[ENTERPRISE_SCHEMA];
   const optional = (key: string, value: unknown) => (value === null || value === undefined || (Array.isArray(value) && value.length === 0) ? {} : { [key]: value });
   return {
@@ -92,7 +94,7 @@ export function userResource(base: string, user: UserRecord, scim: ScimUserRecor
     ...optional('timezone', user.zoneinfo),
     active: !user.disabled,
     ...optional('emails', emails),
-    ...optional('phoneNumbers', kept['phoneNumbers']),
+    ...optional('phoneNumbers', phoneNumbers),
     ...optional('addresses', kept['addresses']),
     ...optional('groups', groups.map((group) => ({ value: group.id, $ref: `${base}/Groups/${group.id}`, display: group.displayName, type: 'direct' }))),
     ...(isObject(extension) ? { [ENTERPRISE_SCHEMA]: extension } : {}),

@@ -31,6 +31,7 @@ import type { Metrics } from './http/metrics.ts';
 import { browserRoutes } from './http/browser.ts';
 import { parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
+import { scimRoutes } from './http/scim.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
@@ -203,5 +204,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(userinfoRoutes, { deps });
   await app.register(registrationRoutes, { deps });
   await app.register(adminRoutes, { deps });
+  await app.register(scimRoutes, { deps });
   return app;
 }

@@ -762,6 +762,32 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     }
   });
 
+  // Each page it opens (the list, the form, the token shown once, the confirmation) is checked by axe-core too.
+  it('makes a SCIM token for a provisioning system, shown once, and withdraws it after a confirmation', async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.goto(`${server.url}/console/scim`);
+    await page.getByText(`${server.config.issuer}/scim/v2`).waitFor();
+    await page.getByRole('link', { name: 'Make a SCIM token' }).click();
+    await page.getByLabel('Who calls with it').fill('Okta (console)');
+    await page.getByRole('button', { name: 'Make', exact: true }).click();
+    await page.getByRole('heading', { name: 'SCIM token made' }).waitFor();
+    const token = await page.locator('dt:text-is("Token") + dd').innerText();
+    assert.match(token, /^scim_/);
+    const answer = await fetch(`${server.url}/scim/v2/ServiceProviderConfig`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(answer.status, 200, 'the token made calls /scim/v2');
+    await page.getByRole('link', { name: 'Back' }).click();
+    assert.equal(await page.getByText(token).count(), 0, 'shown once');
+    await page.getByRole('row').filter({ hasText: 'Okta (console)' }).getByRole('link', { name: 'Withdraw' }).click();
+    await page.getByText('Withdraw the SCIM token of Okta (console)?').waitFor();
+    await page.getByRole('button', { name: 'Withdraw' }).click();
+    await page.getByText('The SCIM token was withdrawn').waitFor();
+    assert.equal((await fetch(`${server.url}/scim/v2/ServiceProviderConfig`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+    const [made] = await server.store.events.list({ type: 'scim_token.created', limit: 1 });
+    assert.equal(made?.detail['operator'], 'grace');
+  });
+
   async function signInAdmin(page: Page): Promise<void> {
     if (adminPasskey !== null) {
       const { cdp, authenticatorId } = authenticators.get(page)!;

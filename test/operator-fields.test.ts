@@ -19,6 +19,7 @@ import { USER_FIELDS } from '../src/flows/manage/fields/users.ts';
 import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
 import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
 import { WEBHOOK_FIELDS } from '../src/flows/manage/fields/webhooks.ts';
+import { SCIM_TOKEN_FIELDS } from '../src/flows/manage/fields/scim-tokens.ts';
 import { TRUSTED_ISSUER_FIELDS } from '../src/flows/manage/fields/trusted-issuers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
@@ -26,6 +27,7 @@ import { addResource } from '../src/flows/manage/resources.ts';
 import { apiFormPage, appFormPage, userFormPage } from '../src/ui/console.ts';
 import { providerFormPage } from '../src/ui/console-providers.ts';
 import { webhookFormPage } from '../src/ui/console-webhooks.ts';
+import { scimTokenFormPage } from '../src/ui/console-scim.ts';
 import { trustedIssuerFormPage } from '../src/ui/console-trust.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
@@ -462,6 +464,58 @@ describe('the webhook field table in every door', () => {
     assert.match(String(apiSecret), /^whsec_/);
     assert.deepEqual((await api('GET', `/webhooks/${String(answered['id'])}`)).body, answered, 'the admin API adds every field');
     assert.equal((await api('DELETE', `/webhooks/${String(answered['id'])}`)).status, 204);
+  });
+});
+
+/** A value for each field a SCIM token is made with. */
+const EVERY_SCIM_TOKEN_FIELD: Readonly<Record<string, unknown>> = { name: 'Entra ID (every field)' };
+
+describe('the SCIM token field table in every door', () => {
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual(Object.keys(EVERY_SCIM_TOKEN_FIELD).sort(), SCIM_TOKEN_FIELDS.filter(writable).map((field) => field.name).sort());
+  });
+
+  it('puts every row in the OpenAPI document: the request that makes one, and every answer', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SCIM_TOKEN_FIELDS, { collection: '/scim-tokens', item: '/scim-tokens/{id}' });
+  });
+
+  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(SCIM_TOKEN_FIELDS, EVERY_SCIM_TOKEN_FIELD);
+    const page = scimTokenFormPage(consoleFrame('/console/scim/tokens/new'), { action: '/c/s/tokens', values, cancel: '/c/s' });
+    for (const field of SCIM_TOKEN_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const input = inputOf(SCIM_TOKEN_FIELDS, postedValues(SCIM_TOKEN_FIELDS, values as Record<string, string>), Object.keys(values));
+    for (const field of SCIM_TOKEN_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    assertHelpNames(SCIM_TOKEN_FIELDS, 'scim token', 'create');
+    for (const field of SCIM_TOKEN_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back a SCIM token with every field the same through the command and the admin API, the token only when made', async () => {
+    const { args } = argumentsOf(SCIM_TOKEN_FIELDS, 'create', EVERY_SCIM_TOKEN_FIELD);
+    const added = await runTessera(['scim', 'token', 'add', ...args, '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(added.code, 0, added.stderr);
+    const { token: made, ...fromCommand } = JSON.parse(added.stdout) as Record<string, unknown>;
+    assert.match(String(made), /^scim_/);
+    const path = `/scim-tokens/${String(fromCommand['id'])}`;
+    const read = (await api('GET', path)).body;
+    assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
+    assert.deepEqual(Object.keys(read).sort(), SCIM_TOKEN_FIELDS.map((field) => field.name).sort());
+    for (const field of SCIM_TOKEN_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], field.name);
+    assert.equal((await api('POST', '/scim-tokens', EVERY_SCIM_TOKEN_FIELD)).status, 409, 'a name is taken once');
+    assert.equal((await api('DELETE', path)).status, 204);
+
+    const fromApi = await api('POST', '/scim-tokens', EVERY_SCIM_TOKEN_FIELD);
+    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+    const { token: apiToken, ...answered } = fromApi.body;
+    assert.match(String(apiToken), /^scim_/);
+    assert.deepEqual((await api('GET', `/scim-tokens/${String(answered['id'])}`)).body, answered, 'the admin API makes every field');
+    assert.equal((await api('DELETE', `/scim-tokens/${String(answered['id'])}`)).status, 204);
   });
 });
 

@@ -35,6 +35,8 @@ import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 import { TRUST_COMMANDS } from './trust.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
+import { SCIM_COMMANDS } from './scim.ts';
+import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
@@ -184,6 +186,11 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+${usageLines('scim token add', [...cliUsageParts(SCIM_TOKEN_FIELDS, 'create'), '[--json]'])}
+                                          Print, once, a token a provisioning system (Entra ID, Okta)
+                                          calls <issuer>/scim/v2 with (docs/scim.md)
+  scim token list [--json]                The SCIM tokens, when each was last used (never the token)
+  scim token remove ID                    Withdraw a SCIM token (also: scim token revoke ID)
   trust add --issuer URL (--jwks-uri URL | --jwks-file FILE) [--json]
                                           Redeem ID-JAGs (identity assertion grants) from this identity
                                           provider, signed by the keys at --jwks-uri (any host, loopback
@@ -232,6 +239,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...SCIM_COMMANDS,
   ...TRUST_COMMANDS,
 };
 

@@ -37,6 +37,7 @@ import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
 import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
+import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -57,6 +58,7 @@ export * from './one-time-codes.ts';
 export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
+export * from './scim.ts';
 export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
@@ -91,6 +93,10 @@ export interface Stores {
   readonly upstreamLogins: UpstreamLoginStore;
   /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
+  /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
+  readonly scimTokens: ScimTokenStore;
+  readonly scimUsers: ScimUserStore;
+  readonly groups: GroupStore;
   /** The identity providers whose ID-JAGs this server redeems. */
   readonly trustedIssuers: TrustedIssuerStore;
 }

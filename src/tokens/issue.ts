@@ -234,7 +234,7 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
-  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups'>;
   readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
@@ -243,7 +243,7 @@ export class TokenIssuer {
     clock: Clock,
     issuer: string,
     lifetimes: Lifetimes,
-    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>,
+    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups'>,
     accessTokenAlg: SigningAlgorithm = 'ES256',
   ) {
     this.#keys = keys;

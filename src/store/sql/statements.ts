@@ -26,6 +26,7 @@ import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
 import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
+import { scimStatements } from './scim.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -52,6 +53,7 @@ export function statements(d: Dialect) {
     ...registrationsStatements(d),
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
+    ...scimStatements(d),
     ...trustedIssuersStatements(d),
   };
 }

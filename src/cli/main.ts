@@ -33,6 +33,8 @@ import { PROVIDER_COMMANDS } from './providers.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
+import { SAML_COMMANDS } from './saml.ts';
+import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
@@ -188,6 +190,16 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+${usageLines('saml sp add', [...cliUsageParts(SAML_SP_FIELDS, 'create'), '[--json]'])}
+                                          Register a SAML service provider (docs/saml.md): its entity ID
+                                          and AssertionConsumerService URLs, or --metadata-file with its
+                                          metadata; --name-id email|persistent|transient (default
+                                          persistent, an id of its own); --attribute mail=email
+  saml sp list [--json]                   List SAML service providers
+  saml sp show ID|ENTITY_ID [--json]      Show a SAML service provider
+${usageLines('saml sp update ID|ENTITY_ID', [...cliUsageParts(SAML_SP_FIELDS, 'update'), '[--json]'])}
+                                          Change a SAML service provider (never its entity ID)
+  saml sp remove ID|ENTITY_ID             Remove a SAML service provider: it is sent no more assertions
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -228,6 +240,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...SAML_COMMANDS,
 };
 
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */

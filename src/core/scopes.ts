@@ -32,6 +32,9 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   // Issue 45: a webhook sends the audit trail's user and client events to a URL of its adder's choosing.
   'admin:webhooks': 'Manage webhooks, which send user and client events out (with admin:events or admin:events:read to add one)',
   'admin:webhooks:read': 'Read webhooks and their deliveries',
+  // A SAML service provider is sent signed statements about the people who sign in to it.
+  'admin:saml': 'Manage SAML service providers',
+  'admin:saml:read': 'Read SAML service providers',
 };
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);

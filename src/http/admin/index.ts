@@ -28,6 +28,7 @@ import { registrationTokenRoutes } from './registration-tokens.ts';
 import { resourceRoutes } from './resources.ts';
 import { userRoutes } from './users.ts';
 import { webhookRoutes } from './webhooks.ts';
+import { samlServiceProviderRoutes } from './saml-service-providers.ts';
 
 export { MAX_PAGE } from './kit.ts';
 
@@ -122,7 +123,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   // Each noun's routes, in a plugin of its own: the hooks and the error handler above are theirs too.
-  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes]) {
+  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes, samlServiceProviderRoutes]) {
     await app.register(noun, { deps });
   }
 

@@ -25,6 +25,7 @@ import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
 import { webhooksStatements } from './webhooks.ts';
+import { samlStatements } from './saml.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -51,10 +52,11 @@ export function statements(d: Dialect) {
     ...registrationsStatements(d),
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
+    ...samlStatements(d),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSamlRequests'] as const satisfies readonly StatementName[];

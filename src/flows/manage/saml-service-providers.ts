@@ -8,6 +8,7 @@
 import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
 import { NAME_ID_FORMATS, type NameIdFormat, type SamlServiceProviderRecord } from '../../store/saml.ts';
 import { DuplicateError } from '../../store/types.ts';
+import { pemCertificate } from '../../tokens/certificate.ts';
 import { USER_CLAIMS } from '../../tokens/claims.ts';
 import { readSpMetadata, type SpMetadata } from '../saml/metadata-import.ts';
 import { XmlRefusal } from '../saml/xml.ts';
@@ -89,7 +90,7 @@ export function checkCertificate(raw: unknown): string | null {
   }
   const type = certificate.publicKey.asymmetricKeyType;
   if (type !== 'rsa' && type !== 'ec') throw invalid`${field('certificate')}: an RSA or EC key, for RSA-SHA256 or ECDSA-SHA256 signatures`;
-  return `-----BEGIN CERTIFICATE-----\n${certificate.raw.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
+  return pemCertificate(certificate.raw).trim();
 }
 
 function checkFlag(name: string, raw: unknown): boolean {

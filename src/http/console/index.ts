@@ -20,6 +20,7 @@ import { providerPages } from './providers.ts';
 import { knownOperator, reasonOf } from './kit.ts';
 import { userPages } from './users.ts';
 import { webhookPages } from './webhooks.ts';
+import { samlPages } from './saml.ts';
 
 export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { pages } = options;
@@ -32,5 +33,5 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, reasonOf(ui, error), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
   });
 
-  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, keyPages]) await app.register(noun, options);
+  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, keyPages]) await app.register(noun, options);
 };

@@ -71,3 +71,31 @@ export function selfSignedCertificate(privateKey: KeyObject, commonName: string,
 export function pemCertificate(der: Buffer): string {
   return `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
 }
+
+/** The RSA key that signs now, with its certificate: what SAML responses are signed with. */
+export interface SigningCertificate {
+  readonly kid: string;
+  readonly privateKey: KeyObject;
+  /** PEM. */
+  readonly certificate: string;
+}
+
+const certificates = new Map<string, string>();
+
+/**
+ * The RS256 key that signs now (tokens/keys.ts), and its certificate named `commonName`
+ * (made once per key and name; the same on every instance, so metadata does not differ
+ * between them). A key rotation gives a new certificate: SPs that cache the IdP's metadata
+ * read it again (docs/saml.md).
+ */
+export async function signingCertificate(keys: { signingKey(alg: 'RS256'): Promise<{ readonly kid: string; readonly privateKey: KeyObject }> }, commonName: string): Promise<SigningCertificate> {
+  const key = await keys.signingKey('RS256');
+  const cacheKey = `${key.kid} ${commonName}`;
+  let certificate = certificates.get(cacheKey);
+  if (certificate === undefined) {
+    certificate = pemCertificate(selfSignedCertificate(key.privateKey, commonName, key.kid));
+    if (certificates.size > 16) certificates.clear();
+    certificates.set(cacheKey, certificate);
+  }
+  return { kid: key.kid, privateKey: key.privateKey, certificate };
+}

@@ -60,7 +60,7 @@ export const PASSKEY_SIGN_IN_PATH = `${SIGN_IN_PATH}/passkey`;
 export const PASSKEY_SIGN_IN_OPTIONS_PATH = `${PASSKEY_SIGN_IN_PATH}/options`;
 /** The one-time code (or recovery code) asked for after the password. */
 export const SECOND_FACTOR_PATH = `${SIGN_IN_PATH}/second-factor`;
-/** Sign-in through an upstream identity provider (issue 28): `/{id}` starts it, `/{id}/callback` is the redirect URI registered upstream. */
+/** Sign-in through an upstream identity provider: `/{id}` starts it, `/{id}/callback` is the redirect URI registered upstream. */
 export const UPSTREAM_SIGN_IN_PATH = `${SIGN_IN_PATH}/upstream`;
 
 /** The account page, and the sign-in that leads back to it. */
@@ -88,14 +88,13 @@ export const DEVICE_APPROVAL_PATH = `${DEVICE_VERIFICATION_PATH}/approve`;
 /**
  * The SAML 2.0 identity provider (docs/saml.md): its metadata, whose address is also its
  * entity ID; single sign-on (HTTP-Redirect and HTTP-POST bindings), where the sign-in resumes
- * (`/resume`) and where the IdP starts one unasked (`/initiate`); single logout.
+ * (`/resume`) and where the IdP starts one unasked (`/initiate`).
  */
 export const SAML_PATHS = {
   metadata: '/saml/metadata',
   sso: '/saml/sso',
   resume: '/saml/sso/resume',
   initiate: '/saml/initiate',
-  slo: '/saml/slo',
 } as const;
 
 /** The SAML endpoints as absolute URLs on `issuer`; `metadata` is the IdP's entity ID. */
@@ -103,7 +102,7 @@ export function samlEndpoints(issuer: string): { readonly [name in keyof typeof 
   return Object.fromEntries(Object.entries(SAML_PATHS).map(([name, path]) => [name, `${issuer}${path}`])) as { [name in keyof typeof SAML_PATHS]: string };
 }
 
-/** The operator console (issue 27): each of its sections; a section's pages are under its path. */
+/** The operator console: each of its sections; a section's pages are under its path. */
 export const CONSOLE_PATHS = {
   dashboard: '/console',
   users: '/console/users',

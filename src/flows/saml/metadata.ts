@@ -4,21 +4,20 @@
  * (HTTP-Redirect and HTTP-POST) and the NameID formats it gives.
  */
 import { BINDINGS, NAME_ID_FORMAT_URIS } from './metadata-import.ts';
-import { SAML_NS } from './xml.ts';
+import { SAML_NS, xmlEscape } from './xml.ts';
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 export function idpMetadata(endpoints: { readonly metadata: string; readonly sso: string }, certificatePem: string): string {
   const certificate = certificatePem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s+/g, '');
   return `<?xml version="1.0" encoding="UTF-8"?>
-<md:EntityDescriptor xmlns:md="${SAML_NS.metadata}" xmlns:ds="${SAML_NS.dsig}" entityID="${escape(endpoints.metadata)}">
+<md:EntityDescriptor xmlns:md="${SAML_NS.metadata}" xmlns:ds="${SAML_NS.dsig}" entityID="${xmlEscape(endpoints.metadata)}">
   <md:IDPSSODescriptor WantAuthnRequestsSigned="false" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
     <md:KeyDescriptor use="signing">
       <ds:KeyInfo><ds:X509Data><ds:X509Certificate>${certificate}</ds:X509Certificate></ds:X509Data></ds:KeyInfo>
     </md:KeyDescriptor>
 ${Object.values(NAME_ID_FORMAT_URIS).map((format) => `    <md:NameIDFormat>${format}</md:NameIDFormat>`).join('\n')}
-    <md:SingleSignOnService Binding="${BINDINGS.redirect}" Location="${escape(endpoints.sso)}"/>
-    <md:SingleSignOnService Binding="${BINDINGS.post}" Location="${escape(endpoints.sso)}"/>
+    <md:SingleSignOnService Binding="${BINDINGS.redirect}" Location="${xmlEscape(endpoints.sso)}"/>
+    <md:SingleSignOnService Binding="${BINDINGS.post}" Location="${xmlEscape(endpoints.sso)}"/>
   </md:IDPSSODescriptor>
 </md:EntityDescriptor>
 `;

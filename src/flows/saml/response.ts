@@ -8,9 +8,9 @@
 import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
 import { SignedXml } from 'xml-crypto';
 import type { SamlServiceProviderRecord, UserRecord } from '../../store/types.ts';
-import { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
+import type { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
 import { SIGNATURE_ALGORITHMS } from './request.ts';
-import { SAML_NS } from './xml.ts';
+import { SAML_NS, xmlEscape } from './xml.ts';
 
 /** SAML Core §3.2.2.2: the status codes this IdP answers with. */
 export const STATUS = {
@@ -30,7 +30,6 @@ export const AUTHN_CONTEXT = {
   unspecified: 'urn:oasis:names:tc:SAML:2.0:ac:classes:unspecified',
 } as const;
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const instant = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 /** SAML Core §1.3.4: an ID with 128 bits of randomness, starting as an xs:ID must. */
 export const newSamlId = (): string => `_${randomBytes(20).toString('hex')}`;
@@ -101,20 +100,20 @@ export interface AssertionInput {
 export function assertionResponse(input: AssertionInput, signer: SamlSigner): string {
   const { now } = input;
   const until = instant(now + input.lifetime * 1000);
-  const inResponseTo = input.inResponseTo === null ? '' : ` InResponseTo="${escape(input.inResponseTo)}"`;
+  const inResponseTo = input.inResponseTo === null ? '' : ` InResponseTo="${xmlEscape(input.inResponseTo)}"`;
   const attributes = Object.entries(input.attributes).filter(([, values]) => values.length > 0);
   const assertion = `<saml:Assertion xmlns:saml="${SAML_NS.assertion}" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}">`
-    + `<saml:Issuer>${escape(input.idp)}</saml:Issuer>`
-    + `<saml:Subject><saml:NameID Format="${escape(input.nameIdFormat)}" NameQualifier="${escape(input.idp)}" SPNameQualifier="${escape(input.sp.entityId)}">${escape(input.nameId)}</saml:NameID>`
-    + `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} Recipient="${escape(input.acsUrl)}" NotOnOrAfter="${until}"/></saml:SubjectConfirmation></saml:Subject>`
-    + `<saml:Conditions NotBefore="${instant(now - 5_000)}" NotOnOrAfter="${until}"><saml:AudienceRestriction><saml:Audience>${escape(input.sp.entityId)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>`
-    + `<saml:AuthnStatement AuthnInstant="${instant(input.authTime)}" SessionIndex="${escape(input.sessionIndex)}" SessionNotOnOrAfter="${instant(now + 8 * 3600_000)}"><saml:AuthnContext><saml:AuthnContextClassRef>${escape(input.authnContext)}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>`
+    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
+    + `<saml:Subject><saml:NameID Format="${xmlEscape(input.nameIdFormat)}" NameQualifier="${xmlEscape(input.idp)}" SPNameQualifier="${xmlEscape(input.sp.entityId)}">${xmlEscape(input.nameId)}</saml:NameID>`
+    + `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} Recipient="${xmlEscape(input.acsUrl)}" NotOnOrAfter="${until}"/></saml:SubjectConfirmation></saml:Subject>`
+    + `<saml:Conditions NotBefore="${instant(now - 5_000)}" NotOnOrAfter="${until}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(input.sp.entityId)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>`
+    + `<saml:AuthnStatement AuthnInstant="${instant(input.authTime)}" SessionIndex="${xmlEscape(input.sessionIndex)}" SessionNotOnOrAfter="${instant(now + 8 * 3600_000)}"><saml:AuthnContext><saml:AuthnContextClassRef>${xmlEscape(input.authnContext)}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>`
     + (attributes.length === 0
       ? ''
-      : `<saml:AttributeStatement>${attributes.map(([name, values]) => `<saml:Attribute Name="${escape(name)}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic">${values.map((value) => `<saml:AttributeValue xsi:type="xs:string">${escape(value)}</saml:AttributeValue>`).join('')}</saml:Attribute>`).join('')}</saml:AttributeStatement>`)
+      : `<saml:AttributeStatement>${attributes.map(([name, values]) => `<saml:Attribute Name="${xmlEscape(name)}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic">${values.map((value) => `<saml:AttributeValue xsi:type="xs:string">${xmlEscape(value)}</saml:AttributeValue>`).join('')}</saml:Attribute>`).join('')}</saml:AttributeStatement>`)
     + '</saml:Assertion>';
-  const response = `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}" Destination="${escape(input.acsUrl)}"${inResponseTo}>`
-    + `<saml:Issuer>${escape(input.idp)}</saml:Issuer>`
+  const response = `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}" Destination="${xmlEscape(input.acsUrl)}"${inResponseTo}>`
+    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
     + `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>`
     + assertion
     + '</samlp:Response>';
@@ -126,9 +125,9 @@ export function assertionResponse(input: AssertionInput, signer: SamlSigner): st
 export function statusResponse(input: { readonly idp: string; readonly acsUrl: string; readonly inResponseTo: string; readonly now: number; readonly status: string; readonly message?: string }, signer: SamlSigner): string {
   const second = input.status === STATUS.success || input.status === STATUS.requester || input.status === STATUS.responder ? null : input.status;
   const top = second === null ? input.status : input.status === STATUS.noPassive || input.status === STATUS.invalidNameIdPolicy ? STATUS.requester : STATUS.responder;
-  const response = `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${escape(input.acsUrl)}" InResponseTo="${escape(input.inResponseTo)}">`
-    + `<saml:Issuer>${escape(input.idp)}</saml:Issuer>`
-    + `<samlp:Status><samlp:StatusCode Value="${top}">${second === null ? '' : `<samlp:StatusCode Value="${second}"/>`}</samlp:StatusCode>${input.message === undefined ? '' : `<samlp:StatusMessage>${escape(input.message)}</samlp:StatusMessage>`}</samlp:Status>`
+  const response = `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.acsUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">`
+    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
+    + `<samlp:Status><samlp:StatusCode Value="${top}">${second === null ? '' : `<samlp:StatusCode Value="${second}"/>`}</samlp:StatusCode>${input.message === undefined ? '' : `<samlp:StatusMessage>${xmlEscape(input.message)}</samlp:StatusMessage>`}</samlp:Status>`
     + '</samlp:Response>';
   return sign(response, 'Response', signer);
 }

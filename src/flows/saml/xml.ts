@@ -93,6 +93,9 @@ export function parseXml(text: string, maxChars: number): XmlDocument {
   return document;
 }
 
+/** Text or an attribute value as XML writes it: the five characters that could end or change it, escaped. */
+export const xmlEscape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+
 /** The element children of `parent` named `local` in namespace `ns`. */
 export function children(parent: XmlElement, ns: string, local: string): XmlElement[] {
   const found: XmlElement[] = [];

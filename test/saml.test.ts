@@ -65,7 +65,7 @@ before(async () => {
 after(() => server.close());
 
 describe('the IdP metadata', () => {
-  it('names the entity ID, the SSO endpoints of both bindings, the NameID formats and a certificate of the RS256 signing key', async () => {
+  it('names the entity ID, the SSO and SLO endpoints of both bindings, the NameID formats and a certificate of the RS256 signing key', async () => {
     const response = await fetch(`${server.url}/saml/metadata`);
     assert.equal(response.status, 200);
     assert.match(response.headers.get('content-type') ?? '', /application\/samlmetadata\+xml/);
@@ -73,6 +73,7 @@ describe('the IdP metadata', () => {
     assert.match(xml, new RegExp(`entityID="${server.url}/saml/metadata"`));
     assert.match(xml, new RegExp(`Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${server.url}/saml/sso"`));
     assert.match(xml, new RegExp(`Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${server.url}/saml/sso"`));
+    assert.match(xml, new RegExp(`<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${server.url}/saml/slo"/>`));
     for (const format of ['emailAddress', 'persistent', 'transient']) assert.match(xml, new RegExp(`<md:NameIDFormat>[^<]*${format}</md:NameIDFormat>`));
     const certificate = new X509Certificate(Buffer.from(idpCert, 'base64'));
     const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kty: string; n?: string }[] };
@@ -244,5 +245,64 @@ describe('requests refused, each with a page in the person\'s language and an ev
 
   it('a resume address that was changed', async () => {
     await assertRefused({ url: '/saml/sso/resume?pending=eyJzcCI6IngifQ.AAAA' }, 'stale');
+  });
+});
+
+describe('single logout', () => {
+  it('ends the session for an SP\'s signed LogoutRequest, the OpenID Connect one too, and answers with a signed LogoutResponse', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { saml } = await serviceProvider(
+      { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
+    );
+    const browser = new FormBrowser(server.url);
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    assert.ok(profile?.sessionIndex, 'the assertion names the session');
+    assert.equal((await browser.request('/account')).status, 200, 'signed in to Tessera');
+
+    const answer = await browser.request(await saml.getLogoutUrlAsync(profile, 'bye', {}));
+    assert.equal(answer.status, 303, answer.html.slice(0, 400));
+    const back = new URL(answer.location!);
+    assert.equal(`${back.origin}${back.pathname}`, slo);
+    const validated = await saml.validateRedirectAsync(Object.fromEntries(back.searchParams), back.search.slice(1));
+    assert.equal(validated.loggedOut, true);
+    assert.equal(back.searchParams.get('RelayState'), 'bye');
+    const account = await browser.request('/account');
+    assert.equal(account.status, 303, 'the session, shared with OpenID Connect, has ended');
+    assert.match(account.location ?? '', /^\/login/);
+    const [event] = await server.store.events.list({ type: 'saml.logout', limit: 1 });
+    assert.equal(event?.detail['outcome'], 'end');
+  });
+
+  it('does not end another person\'s session, and refuses an unsigned LogoutRequest from an SP whose requests must be signed', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { saml } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const browser = new FormBrowser(server.url);
+    await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const someoneElse = { issuer: saml.options.issuer, nameID: 'someone-else', nameIDFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent', sessionIndex: 'x' };
+    const answer = await browser.request(await saml.getLogoutUrlAsync(someoneElse as never, '', {}));
+    assert.equal(answer.status, 303);
+    await assert.rejects(saml.validateRedirectAsync(Object.fromEntries(new URL(answer.location!).searchParams), new URL(answer.location!).search.slice(1)), /UnknownPrincipal|Requester/);
+    assert.equal((await browser.request('/account')).status, 200, 'still signed in');
+
+    const strict = await serviceProvider({ slo_url: slo, want_signed_requests: true, certificate: SP_CERT }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const unsigned = await new FormBrowser(server.url).request(await strict.saml.getLogoutUrlAsync(someoneElse as never, '', {}), { headers: { 'accept-language': 'de' } });
+    assert.equal(unsigned.status, 400);
+    assert.match(unsigned.html, /Anmeldeanfrage abgelehnt/);
+  });
+
+  it('takes a LogoutRequest over HTTP-POST too: the session cookie, which a cross-site POST lacks, is read on the GET it is sent on to', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { saml, entityId } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const browser = new FormBrowser(server.url);
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const xml = `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_logout${counter}" Version="2.0" IssueInstant="${new Date().toISOString()}" Destination="${server.url}/saml/slo"><saml:Issuer>${entityId}</saml:Issuer><saml:NameID>${profile!.nameID}</saml:NameID></samlp:LogoutRequest>`;
+    // What a browser sends cross-site: the form, without the session cookie.
+    const posted = await new FormBrowser(server.url).request('/saml/slo', { form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
+    assert.equal(posted.status, 303, posted.html.slice(0, 300));
+    const answer = await browser.request(posted.location!);
+    assert.equal(answer.status, 303);
+    assert.ok(answer.location!.startsWith(`${slo}?SAMLResponse=`));
+    assert.equal((await browser.request('/account')).status, 303, 'signed out');
   });
 });

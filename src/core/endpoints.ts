@@ -88,13 +88,15 @@ export const DEVICE_APPROVAL_PATH = `${DEVICE_VERIFICATION_PATH}/approve`;
 /**
  * The SAML 2.0 identity provider (docs/saml.md): its metadata, whose address is also its
  * entity ID; single sign-on (HTTP-Redirect and HTTP-POST bindings), where the sign-in resumes
- * (`/resume`) and where the IdP starts one unasked (`/initiate`).
+ * (`/resume`) and where the IdP starts one unasked (`/initiate`); single logout (`/slo`).
  */
 export const SAML_PATHS = {
   metadata: '/saml/metadata',
   sso: '/saml/sso',
   resume: '/saml/sso/resume',
   initiate: '/saml/initiate',
+  slo: '/saml/slo',
+  sloResume: '/saml/slo/resume',
 } as const;
 
 /** The SAML endpoints as absolute URLs on `issuer`; `metadata` is the IdP's entity ID. */

@@ -126,6 +126,8 @@ export const EVENT_TYPES = [
   'saml.assertion_issued',
   /** A SAML request refused (`detail.reason`, `detail.entity_id` when known): nothing issued. */
   'saml.request_refused',
+  /** An SP's LogoutRequest answered (`detail.outcome`: `end`, the session ended; `nothing`; `other-person`, refused). */
+  'saml.logout',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

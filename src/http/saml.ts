@@ -10,7 +10,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { SAML_PATHS, samlEndpoints } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { idpMetadata } from '../flows/saml/metadata.ts';
-import { readAuthnRequest, SamlRefusal, type IncomingRequest, type SamlLimits, type SamlRefusalReason } from '../flows/saml/request.ts';
+import { logoutDecision, openLogout, sealLogout, type PendingLogout } from '../flows/saml/logout.ts';
+import { logoutResponseUrl, STATUS } from '../flows/saml/response.ts';
+import { endSession } from '../flows/session/session.ts';
+import { readAuthnRequest, readLogoutRequest, SamlRefusal, type IncomingRequest, type SamlLimits, type SamlRefusalReason } from '../flows/saml/request.ts';
 import { openPending, pendingOf, samlAnswer, samlNextStep, samlStatus, sealPending, unsolicited, type PendingSamlSignIn } from '../flows/saml/sso.ts';
 import { REFUSAL_MESSAGES } from '../flows/second-factor/policy.ts';
 import { signingCertificate } from '../tokens/certificate.ts';
@@ -21,7 +24,7 @@ import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
 import { formPostPolicy } from './security.ts';
-import { signedInUser } from './session.ts';
+import { browserOf, signedInUser } from './session.ts';
 
 /** The bounds of what an SP may send, and how long what is said lasts (docs/saml.md). */
 export const SAML_LIMITS: SamlLimits = { maxRequestChars: 32 * 1024, requestLifetime: 300 };
@@ -146,4 +149,61 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       }
     }
   });
+
+  /**
+   * SP-initiated single logout (SAML Profiles §4.4.3): the browser's session ends when the
+   * request names its person, as an OpenID Connect sign-out does (logout tokens to the apps
+   * that got an ID token in it); the SP is answered at its SingleLogoutService URL.
+   */
+  async function logout(request: FastifyRequest, reply: FastifyReply, incoming: () => IncomingRequest) {
+    reply.header('Cache-Control', 'no-store');
+    const now = deps.clock.now();
+    let read;
+    let given: IncomingRequest;
+    try {
+      given = incoming();
+      read = await readLogoutRequest({ store: deps.store, now, sloUrl: endpoints.slo, limits: SAML_LIMITS }, given);
+    } catch (error) {
+      if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
+      throw error;
+    }
+    const pending: PendingLogout = { sp: read.sp.id, id: read.id, nameId: read.nameId, sessionIndexes: read.sessionIndexes, relayState: given.relayState, at: now };
+    // A POSTed request came without the session cookie (SameSite=Lax): on by a GET, which has it.
+    if (given.binding === 'post') return reply.redirect(`${SAML_PATHS.sloResume}?pending=${sealLogout(await secret(), pending)}`, 303);
+    return answerLogout(request, reply, pending);
+  }
+
+  async function answerLogout(request: FastifyRequest, reply: FastifyReply, pending: PendingLogout) {
+    const sp = await deps.store.samlServiceProviders.get(pending.sp);
+    if (sp === null || sp.sloUrl === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null);
+    const signedIn = await signedInUser(deps, request);
+    const decision = logoutDecision({ sp, id: pending.id, nameId: pending.nameId, sessionIndexes: pending.sessionIndexes }, signedIn);
+    if (decision === 'end') await endSession(deps, browserOf(deps, request, reply), 'rp', null);
+    await forRequest(deps, request).events.emit({ type: 'saml.logout', ...(signedIn === null ? {} : { userId: signedIn.user.id, username: signedIn.user.username }), detail: { entity_id: sp.entityId, outcome: decision } });
+    const status = decision === 'other-person' ? STATUS.unknownPrincipal : STATUS.success;
+    return reply.redirect(logoutResponseUrl({ idp, sloUrl: sp.sloUrl, inResponseTo: pending.id, now: deps.clock.now(), status, relayState: pending.relayState }, await signer()), 303);
+  }
+
+  app.get(SAML_PATHS.sloResume, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    const pending = openLogout(await secret(), one(request.query as RawParams, 'pending') ?? '', deps.clock.now(), SAML_LIMITS.requestLifetime);
+    if (pending === null) return refused(request, reply, 'stale', 'the logout link was changed, or is older than a request may be', null);
+    return answerLogout(request, reply, pending);
+  });
+
+  app.get(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
+    logout(request, reply, () => {
+      const query = request.query as RawParams;
+      const samlRequest = one(query, 'SAMLRequest');
+      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+      return { binding: 'redirect', samlRequest, relayState: one(query, 'RelayState'), sigAlg: one(query, 'SigAlg'), signature: one(query, 'Signature'), rawQuery: request.url.split('?')[1] ?? '' };
+    }));
+
+  app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
+    logout(request, reply, () => {
+      const form = rawForm(request);
+      const samlRequest = one(form, 'SAMLRequest');
+      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+      return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
+    }));
 };

@@ -124,6 +124,7 @@ function checkRedirectSignature(incoming: Extract<IncomingRequest, { binding: 'r
  * exclusive c14n only. Returns the signed element, read again from what the signature covers.
  */
 function checkPostSignature(xml: string, root: XmlElement, sp: SamlServiceProviderRecord, limits: SamlLimits): XmlElement | null {
+  const kind = root.localName;
   const signatures = children(root, SAML_NS.dsig, 'Signature');
   if (signatures.length === 0) return null;
   if (signatures.length > 1 || root.getElementsByTagNameNS(SAML_NS.dsig, 'Signature').length !== 1) throw refuse('bad_signature', 'one signature only, a child of the request', sp.entityId);
@@ -152,7 +153,7 @@ function checkPostSignature(xml: string, root: XmlElement, sp: SamlServiceProvid
   if (signed.length !== 1) throw refuse('bad_signature', 'the signature must cover the request itself, and nothing else', sp.entityId);
   // What the rest reads: the signed element as the signature check saw it, parsed again by the one strict parser.
   const element = parseXml(signed[0]!, limits.maxRequestChars).documentElement!;
-  if (element.namespaceURI !== SAML_NS.protocol || element.localName !== 'AuthnRequest' || attribute(element, 'ID') !== id) throw refuse('bad_signature', 'the signed element is not this request', sp.entityId);
+  if (element.namespaceURI !== SAML_NS.protocol || element.localName !== kind || attribute(element, 'ID') !== id) throw refuse('bad_signature', 'the signed element is not this request', sp.entityId);
   return element;
 }
 
@@ -162,14 +163,27 @@ const flag = (element: XmlElement, name: string): boolean => {
   return value === 'true' || value === '1';
 };
 
+/** A request read, its signature checked, before what its kind says: the SP, the element to read, its ID and when it was issued. */
+interface ReadRequest {
+  readonly sp: SamlServiceProviderRecord;
+  /** The request element: the signed one, for a request signed in its XML. */
+  readonly request: XmlElement;
+  readonly id: string;
+  readonly issued: number;
+}
+
+export interface ReadDeps {
+  readonly store: Pick<Store, 'samlServiceProviders' | 'samlRequests'>;
+  readonly now: number;
+  readonly limits: SamlLimits;
+}
+
 /**
- * Reads and checks an AuthnRequest; a SamlRefusal says why it is not accepted. The request's
- * ID is recorded, once: a second use of the same request is refused as a replay.
+ * What every request from an SP goes through (SAML Core §3.2.1): read strictly, from a
+ * registered SP (its Issuer), signed as its registration asks and checked, version 2.0, an
+ * ID, issued near now, sent to `destination`, and its ID recorded, once.
  */
-export async function readAuthnRequest(
-  deps: { readonly store: Pick<Store, 'samlServiceProviders' | 'samlRequests'>; readonly now: number; readonly ssoUrl: string; readonly limits: SamlLimits },
-  incoming: IncomingRequest,
-): Promise<AuthnRequest> {
+async function readRequest(deps: ReadDeps, incoming: IncomingRequest, kind: 'AuthnRequest' | 'LogoutRequest', destination: string): Promise<ReadRequest> {
   const { limits, now } = deps;
   if (incoming.relayState !== null && Buffer.byteLength(incoming.relayState) > 80) {
     // SAML Bindings §3.4.3 / §3.5.3: "The value MUST NOT exceed 80 bytes in length".
@@ -183,17 +197,11 @@ export async function readAuthnRequest(
     if (error instanceof XmlRefusal) throw refuse('malformed', error.message);
     throw error;
   }
-  if (root.namespaceURI !== SAML_NS.protocol || root.localName !== 'AuthnRequest') throw refuse('malformed', 'not an AuthnRequest (SAML Core §3.4.1)');
-  let issuer: XmlElement | null;
-  try {
-    issuer = onlyChild(root, SAML_NS.assertion, 'Issuer');
-  } catch (error) {
-    if (error instanceof XmlRefusal) throw refuse('malformed', error.message);
-    throw error;
-  }
-  // §3.4.1: the SP is known by the request's Issuer; a request that names none is no SP's.
+  if (root.namespaceURI !== SAML_NS.protocol || root.localName !== kind) throw refuse('malformed', `not a ${kind} (SAML Core §3)`);
   let entityId: string;
   try {
+    // §3.2.1: the SP is known by the request's Issuer; a request that names none is no SP's.
+    const issuer = onlyChild(root, SAML_NS.assertion, 'Issuer');
     entityId = issuer === null ? '' : textOf(issuer).trim();
   } catch (error) {
     if (error instanceof XmlRefusal) throw refuse('malformed', error.message);
@@ -220,19 +228,40 @@ export async function readAuthnRequest(
   }
   if (sp.wantSignedRequests && !signed) throw refuse('unsigned', 'this SP\'s requests must be signed', sp.entityId);
   const request = signedElement ?? root;
+  if (attribute(request, 'Version') !== '2.0') throw refuse('unsupported', 'Version must be 2.0', sp.entityId);
+  const id = attribute(request, 'ID') ?? '';
+  if (!XS_ID.test(id)) throw refuse('malformed', 'ID is missing or not an xs:ID', sp.entityId);
+  // §3.2.1 IssueInstant; a request far from now is stale (or forged ahead).
+  const instant = attribute(request, 'IssueInstant') ?? '';
+  const issued = Date.parse(instant);
+  if (!Number.isFinite(issued) || !/Z$/.test(instant)) throw refuse('malformed', 'IssueInstant is missing or not a UTC time', sp.entityId);
+  if (Math.abs(now - issued) > limits.requestLifetime * 1000) throw refuse('expired', `the request was issued more than ${limits.requestLifetime} seconds from now`, sp.entityId);
+  // §3.2.1 Destination: "If it is present, the actual recipient MUST check that the URI
+  // reference identifies the location at which the message was received."
+  const sentTo = attribute(request, 'Destination');
+  if (sentTo !== null && sentTo !== destination) throw refuse('wrong_destination', `Destination ${sentTo.slice(0, 200)} is not ${destination}`, sp.entityId);
+  // Once: the request's ID, per SP, until it could no longer be accepted anyway.
+  if (!(await deps.store.samlRequests.use(hashSecret(`${sp.entityId} ${id}`), issued + 2 * limits.requestLifetime * 1000, now))) throw refuse('replayed', `request ${id} was already used`, sp.entityId);
+  return { sp, request, id, issued };
+}
 
+/** Runs `read`, an XmlRefusal met on the way being a malformed request. */
+async function strictly<T>(entityId: string | null, read: () => Promise<T>): Promise<T> {
   try {
-    if (attribute(request, 'Version') !== '2.0') throw refuse('unsupported', 'Version must be 2.0', sp.entityId);
-    const id = attribute(request, 'ID') ?? '';
-    if (!XS_ID.test(id)) throw refuse('malformed', 'ID is missing or not an xs:ID', sp.entityId);
-    // §3.2.1 IssueInstant; a request far from now is stale (or forged ahead).
-    const issued = Date.parse(attribute(request, 'IssueInstant') ?? '');
-    if (!Number.isFinite(issued) || !/Z$/.test(attribute(request, 'IssueInstant') ?? '')) throw refuse('malformed', 'IssueInstant is missing or not a UTC time', sp.entityId);
-    if (Math.abs(now - issued) > limits.requestLifetime * 1000) throw refuse('expired', `the request was issued more than ${limits.requestLifetime} seconds from now`, sp.entityId);
-    // §3.2.1 Destination: "If it is present, the actual recipient MUST check that the URI
-    // reference identifies the location at which the message was received."
-    const destination = attribute(request, 'Destination');
-    if (destination !== null && destination !== deps.ssoUrl) throw refuse('wrong_destination', `Destination ${destination.slice(0, 200)} is not ${deps.ssoUrl}`, sp.entityId);
+    return await read();
+  } catch (error) {
+    if (error instanceof XmlRefusal) throw refuse('malformed', error.message, entityId);
+    throw error;
+  }
+}
+
+/**
+ * Reads and checks an AuthnRequest; a SamlRefusal says why it is not accepted. The request's
+ * ID is recorded, once: a second use of the same request is refused as a replay.
+ */
+export async function readAuthnRequest(deps: ReadDeps & { readonly ssoUrl: string }, incoming: IncomingRequest): Promise<AuthnRequest> {
+  const { sp, request, id } = await strictly(null, () => readRequest(deps, incoming, 'AuthnRequest', deps.ssoUrl));
+  return strictly(sp.entityId, async () => {
     // SAML Profiles §4.1.4.1: the ACS URL named must be one the SP registered.
     const acsUrlAsked = attribute(request, 'AssertionConsumerServiceURL');
     const acsIndex = attribute(request, 'AssertionConsumerServiceIndex');
@@ -253,21 +282,30 @@ export async function readAuthnRequest(
     const format = policy === null ? null : attribute(policy, 'Format');
     const authnContext = onlyChild(request, SAML_NS.protocol, 'RequestedAuthnContext');
     const classes = authnContext === null ? [] : children(authnContext, SAML_NS.assertion, 'AuthnContextClassRef').map((ref) => textOf(ref).trim());
-    const accepted: AuthnRequest = {
-      sp,
-      id,
-      acsUrl,
-      forceAuthn: flag(request, 'ForceAuthn'),
-      isPassive: flag(request, 'IsPassive'),
-      nameIdFormat: format === null || format === UNSPECIFIED_NAME_ID ? null : format,
-      authnContext: classes,
-    };
-    if (accepted.nameIdFormat !== null && nameIdFormatOf(accepted.nameIdFormat) === null) throw refuse('unsupported', `NameIDPolicy Format ${accepted.nameIdFormat.slice(0, 200)}: one of ${Object.values(NAME_ID_FORMAT_URIS).join(', ')}`, sp.entityId);
-    // Once: the request's ID, per SP, until it could no longer be accepted anyway.
-    if (!(await deps.store.samlRequests.use(hashSecret(`${sp.entityId} ${id}`), issued + 2 * limits.requestLifetime * 1000, now))) throw refuse('replayed', `request ${id} was already used`, sp.entityId);
-    return accepted;
-  } catch (error) {
-    if (error instanceof XmlRefusal) throw refuse('malformed', error.message, sp.entityId);
-    throw error;
-  }
+    const nameIdFormat = format === null || format === UNSPECIFIED_NAME_ID ? null : format;
+    if (nameIdFormat !== null && nameIdFormatOf(nameIdFormat) === null) throw refuse('unsupported', `NameIDPolicy Format ${nameIdFormat.slice(0, 200)}: one of ${Object.values(NAME_ID_FORMAT_URIS).join(', ')}`, sp.entityId);
+    return { sp, id, acsUrl, forceAuthn: flag(request, 'ForceAuthn'), isPassive: flag(request, 'IsPassive'), nameIdFormat, authnContext: classes };
+  });
+}
+
+/** What a checked LogoutRequest (SAML Core §3.7.1) asks: whom to sign out, for which SP. */
+export interface LogoutRequest {
+  readonly sp: SamlServiceProviderRecord;
+  readonly id: string;
+  /** The NameID the SP knows the person by. */
+  readonly nameId: string;
+  /** The sessions it names (the assertions' SessionIndex, the session's sid); none: every one. */
+  readonly sessionIndexes: readonly string[];
+}
+
+/** Reads and checks a LogoutRequest, sent to `sloUrl`; the SP must have a SingleLogoutService URL to be answered at. */
+export async function readLogoutRequest(deps: ReadDeps & { readonly sloUrl: string }, incoming: IncomingRequest): Promise<LogoutRequest> {
+  const { sp, request, id } = await strictly(null, () => readRequest(deps, incoming, 'LogoutRequest', deps.sloUrl));
+  return strictly(sp.entityId, async () => {
+    if (sp.sloUrl === null) throw refuse('unsupported', 'the SP has no SingleLogoutService URL registered to be answered at', sp.entityId);
+    const nameIdElement = onlyChild(request, SAML_NS.assertion, 'NameID');
+    if (nameIdElement === null) throw refuse('malformed', 'a LogoutRequest names the person by NameID', sp.entityId);
+    const sessionIndexes = children(request, SAML_NS.protocol, 'SessionIndex').map((index) => textOf(index).trim());
+    return { sp, id, nameId: textOf(nameIdElement).trim(), sessionIndexes };
+  });
 }

@@ -5,7 +5,8 @@
  * answer to its request (InResponseTo), valid for the request lifetime; the Response itself
  * signed too when the SP asks. Or a Response carrying only a status: a request answered "no".
  */
-import { createHmac, randomBytes, type KeyObject } from 'node:crypto';
+import { createHmac, randomBytes, sign as signBytes, type KeyObject } from 'node:crypto';
+import { deflateRawSync } from 'node:zlib';
 import { SignedXml } from 'xml-crypto';
 import type { SamlServiceProviderRecord, UserRecord } from '../../store/types.ts';
 import type { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
@@ -21,6 +22,7 @@ export const STATUS = {
   invalidNameIdPolicy: 'urn:oasis:names:tc:SAML:2.0:status:InvalidNameIDPolicy',
   authnFailed: 'urn:oasis:names:tc:SAML:2.0:status:AuthnFailed',
   requestDenied: 'urn:oasis:names:tc:SAML:2.0:status:RequestDenied',
+  unknownPrincipal: 'urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal',
 } as const;
 
 /** SAML Authn Context §3.4: the classes this IdP says a sign-in was, from its methods. */
@@ -130,4 +132,24 @@ export function statusResponse(input: { readonly idp: string; readonly acsUrl: s
     + `<samlp:Status><samlp:StatusCode Value="${top}">${second === null ? '' : `<samlp:StatusCode Value="${second}"/>`}</samlp:StatusCode>${input.message === undefined ? '' : `<samlp:StatusMessage>${xmlEscape(input.message)}</samlp:StatusMessage>`}</samlp:Status>`
     + '</samlp:Response>';
   return sign(response, 'Response', signer);
+}
+
+/**
+ * The LogoutResponse (SAML Core §3.7.2) to a LogoutRequest, as the HTTP-Redirect binding
+ * sends it (SAML Bindings §3.4.4.1): DEFLATEd, base64, in the query of the SP's
+ * SingleLogoutService URL, signed (RSA-SHA256) over "SAMLResponse=…&RelayState=…&SigAlg=…".
+ */
+export function logoutResponseUrl(input: { readonly idp: string; readonly sloUrl: string; readonly inResponseTo: string; readonly now: number; readonly status: string; readonly relayState: string | null }, signer: SamlSigner): string {
+  const top = input.status === STATUS.success ? STATUS.success : STATUS.requester;
+  const xml = `<samlp:LogoutResponse xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.sloUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">`
+    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
+    + `<samlp:Status><samlp:StatusCode Value="${top}">${top === input.status ? '' : `<samlp:StatusCode Value="${input.status}"/>`}</samlp:StatusCode></samlp:Status>`
+    + '</samlp:LogoutResponse>';
+  const query = [
+    `SAMLResponse=${encodeURIComponent(deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'))}`,
+    ...(input.relayState === null ? [] : [`RelayState=${encodeURIComponent(input.relayState)}`]),
+    `SigAlg=${encodeURIComponent(SIGNATURE_ALGORITHMS.rsaSha256)}`,
+  ].join('&');
+  const signature = signBytes('sha256', Buffer.from(query), signer.privateKey).toString('base64');
+  return `${input.sloUrl}${input.sloUrl.includes('?') ? '&' : '?'}${query}&Signature=${encodeURIComponent(signature)}`;
 }

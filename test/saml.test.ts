@@ -11,6 +11,7 @@ import { deflateRawSync } from 'node:zlib';
 import { SAML, ValidateInResponseTo, type SamlConfig } from '@node-saml/node-saml';
 import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
 import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
+import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
@@ -304,5 +305,46 @@ describe('single logout', () => {
     assert.equal(answer.status, 303);
     assert.ok(answer.location!.startsWith(`${slo}?SAMLResponse=`));
     assert.equal((await browser.request('/account')).status, 303, 'signed out');
+  });
+});
+
+describe('a passkey, and a second factor asked for by RequestedAuthnContext', () => {
+  let passkeyServer: TestServer;
+  before(async () => {
+    // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
+    passkeyServer = await startTestServer({ issuerHost: 'localhost' });
+  });
+  after(() => passkeyServer.close());
+
+  it('asks a password sign-in for more when the SP asks for REFEDS MFA, and signs in with a passkey that verified the person', async () => {
+    const grace = await passkeyServer.addUser({ username: 'grace', email: 'grace@example.com' });
+    const server = passkeyServer;
+    // A passkey added on the account page, in a password session of its own.
+    const passkey = new SoftwarePasskey();
+    const setup = new FormBrowser(server.url);
+    const login = await setup.follow(await setup.request('/login?return_to=%2Faccount'));
+    const account = await setup.signIn(login, grace);
+    const creation = JSON.parse((await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(account, '/account/passkeys').fields['csrf_token']! } })).html) as Record<string, unknown>;
+    assert.equal((await setup.submit(account, '/account/passkeys', { name: 'Key', response: JSON.stringify(passkey.register(creation, server.url)) })).status, 303);
+
+    await addSamlSp(manageDeps(server), { entity_id: 'https://mfa.example.com/saml', acs_urls: [ACS], attributes: { mail: 'email' } });
+    const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
+    const saml = new SAML({
+      issuer: 'https://mfa.example.com/saml', callbackUrl: ACS, entryPoint: `${server.url}/saml/sso`, idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
+      audience: 'https://mfa.example.com/saml', wantAuthnResponseSigned: false, identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+      authnContext: ['https://refeds.org/profile/mfa'], acceptedClockSkewMs: 5_000,
+    });
+    const browser = new FormBrowser(server.url);
+    // A password alone is not enough: the sign-in page comes back, saying a second factor is needed.
+    const again = await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), grace);
+    assert.equal(again.status, 200);
+    assert.match(again.html, /second factor/i);
+    const options = JSON.parse((await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html) as Record<string, unknown>;
+    const signedIn = await browser.submit(again, '/login/passkey', { response: JSON.stringify(passkey.authenticate(options, server.url, { userVerified: true })) });
+    assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
+    const fields = postedToAcs(await browser.follow(signedIn));
+    assert.match(Buffer.from(fields['SAMLResponse']!, 'base64').toString(), /<saml:AuthnContextClassRef>https:\/\/refeds\.org\/profile\/mfa<\/saml:AuthnContextClassRef>/);
+    const { profile } = await saml.validatePostResponseAsync(fields);
+    assert.equal(profile?.['mail'], 'grace@example.com');
   });
 });

@@ -35,8 +35,10 @@ import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
+import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
+import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -58,6 +60,8 @@ export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './saml.ts';
+export * from './scim.ts';
+export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -94,6 +98,12 @@ export interface Stores {
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;
+  /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
+  readonly scimTokens: ScimTokenStore;
+  readonly scimUsers: ScimUserStore;
+  readonly groups: GroupStore;
+  /** The identity providers whose ID-JAGs this server redeems. */
+  readonly trustedIssuers: TrustedIssuerStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -128,7 +128,7 @@ function attributeValues(value: unknown): string[] {
 }
 
 export interface AssertionDeps {
-  readonly store: Pick<Store, 'linkedIdentities'>;
+  readonly store: Pick<Store, 'linkedIdentities' | 'groups'>;
   readonly idp: string;
   readonly now: number;
   readonly lifetime: number;

@@ -26,10 +26,6 @@ import { rawForm } from './form.ts';
 import { formPostPolicy } from './security.ts';
 import { browserOf, signedInUser } from './session.ts';
 
-/** The bounds of what an SP may send, and how long what is said lasts (docs/saml.md). */
-export const SAML_LIMITS: SamlLimits = { maxRequestChars: 32 * 1024, requestLifetime: 300 };
-/** How long a sign-in for an SP may take, from its request to the Response. */
-const PENDING_LIFETIME = 30 * 60;
 
 const one = (params: RawParams, name: string): string | null => {
   const value = params[name];
@@ -42,6 +38,8 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   const idp = endpoints.metadata;
   const secret = () => deps.keys.derivedSecret('saml sign-in');
   const signer = () => signingCertificate(deps.keys, deps.config.issuer);
+  /** The bounds of what an SP may send, and how long what is said lasts (TESSERA_SAML_*). */
+  const limits: SamlLimits = { maxRequestChars: deps.config.saml.maxRequestChars, requestLifetime: deps.config.saml.requestLifetime };
 
   /** A refused request: a page in the person's language, and an event saying why. */
   async function refused(request: FastifyRequest, reply: FastifyReply, reason: SamlRefusalReason | 'stale', message: string, entityId: string | null) {
@@ -69,7 +67,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     try {
       const given = incoming();
       relayState = given.relayState;
-      read = await readAuthnRequest({ store: deps.store, now: deps.clock.now(), ssoUrl: endpoints.sso, limits: SAML_LIMITS }, given);
+      read = await readAuthnRequest({ store: deps.store, now: deps.clock.now(), ssoUrl: endpoints.sso, limits: limits }, given);
     } catch (error) {
       if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
       throw error;
@@ -122,7 +120,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     reply.header('Cache-Control', 'no-store');
     const now = deps.clock.now();
     const sealed = one(request.query as RawParams, 'pending') ?? '';
-    const pending = openPending(await secret(), sealed, now, PENDING_LIFETIME);
+    const pending = openPending(await secret(), sealed, now, deps.config.saml.signInSeconds);
     if (pending === null) return refused(request, reply, 'stale', 'the sign-in link was changed, or is older than the time a sign-in may take', null);
     const sp = await deps.store.samlServiceProviders.get(pending.sp);
     if (sp === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null);
@@ -141,7 +139,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       }
       case 'assert': {
         const { user, session } = signedIn!;
-        const answer = await samlAnswer({ ...common, store: deps.store, lifetime: SAML_LIMITS.requestLifetime }, sp, pending, user, session);
+        const answer = await samlAnswer({ ...common, store: deps.store, lifetime: limits.requestLifetime }, sp, pending, user, session);
         if (answer.issued) {
           await forRequest(deps, request).events.emit({ type: 'saml.assertion_issued', userId: user.id, username: user.username, detail: { entity_id: sp.entityId, acs_url: answer.acsUrl, in_response_to: pending.request } });
         }
@@ -162,7 +160,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     let given: IncomingRequest;
     try {
       given = incoming();
-      read = await readLogoutRequest({ store: deps.store, now, sloUrl: endpoints.slo, limits: SAML_LIMITS }, given);
+      read = await readLogoutRequest({ store: deps.store, now, sloUrl: endpoints.slo, limits: limits }, given);
     } catch (error) {
       if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
       throw error;
@@ -186,7 +184,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
 
   app.get(SAML_PATHS.sloResume, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
-    const pending = openLogout(await secret(), one(request.query as RawParams, 'pending') ?? '', deps.clock.now(), SAML_LIMITS.requestLifetime);
+    const pending = openLogout(await secret(), one(request.query as RawParams, 'pending') ?? '', deps.clock.now(), limits.requestLifetime);
     if (pending === null) return refused(request, reply, 'stale', 'the logout link was changed, or is older than a request may be', null);
     return answerLogout(request, reply, pending);
   });

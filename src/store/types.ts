@@ -37,6 +37,7 @@ import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
 import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
+import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
@@ -58,6 +59,7 @@ export * from './one-time-codes.ts';
 export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
+export * from './saml.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
@@ -93,6 +95,9 @@ export interface Stores {
   readonly upstreamLogins: UpstreamLoginStore;
   /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
+  /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
+  readonly samlServiceProviders: SamlServiceProviderStore;
+  readonly samlRequests: SamlRequestStore;
   /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
   readonly scimTokens: ScimTokenStore;
   readonly scimUsers: ScimUserStore;

@@ -28,6 +28,7 @@ import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
 import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
+import { samlStores } from './saml.ts';
 import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
@@ -53,6 +54,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...registrationsStores(d, q),
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
+    ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),
   };

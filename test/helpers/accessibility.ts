@@ -104,7 +104,11 @@ async function runAxe(page: Page, name: string): Promise<string[]> {
     const { exceptionDetails } = await (await session).send('Runtime.evaluate', { expression: AXE_SOURCE });
     if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
   }
-  const violations = (await page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+  // Only a page of a site: a navigation since the check began may have left the browser's own
+  // error page in its place (a redirect to an app where nothing listens), which is not ours.
+  const violations = (await page.evaluate(
+    `location.protocol.startsWith('http') ? axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations) : []`,
+  )) as Violation[];
   return violations.map((violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
 }
 

@@ -93,6 +93,10 @@ export interface Config {
   readonly logout: LogoutSettings;
   /** Webhook delivery (issue 45, docs/events.md). */
   readonly webhooks: WebhookSettings;
+  /** Mail through the outbox (docs/mail.md). */
+  readonly mail: MailSettings;
+  /** "Forgot password?": reset links sent by mail. */
+  readonly recovery: RecoverySettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -398,6 +402,30 @@ export interface ClientAuthSettings {
  * Webhook delivery (issue 45): how long one try may take, and how long and how often a
  * delivery that fails is tried again before it becomes a dead letter.
  */
+export interface MailSettings {
+  /** `TESSERA_SMTP_URL`; null: no mail server, so no mail is sent. */
+  readonly smtpUrl: string | null;
+  /** `TESSERA_SMTP_STARTTLS` (default `require`): with an smtp:// URL, whether STARTTLS is required, tried, or never used. */
+  readonly startTls: 'require' | 'try' | 'off';
+  /** `TESSERA_MAIL_FROM`: the sender (default: the site's name, at no-reply@ the issuer's host). */
+  readonly from: { readonly name: string; readonly address: string };
+  /** `TESSERA_SMTP_TIMEOUT` seconds (default 10): the longest one try may take. */
+  readonly timeoutSeconds: number;
+  /** `TESSERA_MAIL_RETRY_WINDOW` seconds (default a day): how long after its event a message is tried. */
+  readonly retryWindowSeconds: number;
+  /** `TESSERA_MAIL_RETRY_DELAY_MS` (default 5000): the wait before the second try, doubled before each later one. */
+  readonly retryDelayMs: number;
+}
+
+export interface RecoverySettings {
+  /** `TESSERA_RECOVERY_LINK_TTL` seconds (default 3600): how long a mailed reset link works. */
+  readonly linkTtlSeconds: number;
+  /** `TESSERA_RECOVERY_PER_ADDRESS` (default 10): links one network address may ask for an hour. */
+  readonly perAddressPerHour: number;
+  /** `TESSERA_RECOVERY_PER_EMAIL` (default 3): links asked for one e-mail address an hour. */
+  readonly perEmailPerHour: number;
+}
+
 export interface WebhookSettings {
   /** `TESSERA_WEBHOOK_TIMEOUT` seconds (default 10): the longest one try may take. */
   readonly timeoutSeconds: number;

@@ -80,6 +80,8 @@ export const PASSKEY_REMOVE_PATH = `${PASSKEYS_PATH}/remove`;
 
 /** Where a reset link (`tessera user reset-link`) leads: the person sets a new password. */
 export const RESET_PASSWORD_PATH = '/reset-password';
+/** "Forgot password?": asks for a reset link by e-mail (with a mail server only). */
+export const FORGOT_PASSWORD_PATH = '/forgot-password';
 
 /** RFC 8628 §3.2 `verification_uri`: the person enters the code, then reviews and decides. */
 export const DEVICE_VERIFICATION_PATH = '/device';

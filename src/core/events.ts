@@ -69,6 +69,13 @@ export const EVENT_TYPES = [
   'user.removed',
   'user.password_set',
   'user.reset_link_created',
+  /**
+   * "Forgot password?" asked for a link for an e-mail address: `detail.accounts`, how many
+   * accounts it reached (0 when none has that address; the page says the same either way).
+   */
+  'recovery.requested',
+  /** A message given up after TESSERA_MAIL_RETRY_WINDOW (`detail.mail`, `detail.kind`, `detail.last_error`): a dead letter. */
+  'mail.dead_lettered',
   'user.password_reset',
   'client.created',
   'client.updated',

@@ -83,6 +83,7 @@ export function pagesFor(deps: AppDeps): Pages {
         // With one provider the only way in, the page offers it alone (and passkeys, a second factor's way in).
         passwordForm: only === null,
         passkeys,
+        forgot: deps.mail !== undefined,
         providers: (only ? [only] : providers).map((provider) => ({ id: provider.id, name: provider.name })),
       }),
     );

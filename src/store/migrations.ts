@@ -866,5 +866,36 @@ const namedClaims: Migration = {
   ],
 };
 
+/**
+ * Version 34 (mail): messages in the outbox. Each row is written in the transaction of the
+ * event it announces (its `event_id`; it goes with the event when the audit trail is purged)
+ * and sent by whichever instance claims it (`lease_until`, fenced by `attempts`), `pending`
+ * until `delivered` or `dead`, as a webhook's delivery is. The message (its address and its
+ * link) is sealed under the key encryption key and dropped once delivered. Accounts are found
+ * by their e-mail address, without case, for recovery by e-mail.
+ */
+const mail: Migration = {
+  version: 34,
+  name: 'mail in the outbox',
+  statements: [
+    (t) => `CREATE TABLE mail_deliveries (
+      id              ${t.text} PRIMARY KEY,
+      event_id        ${t.text} NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+      kind            ${t.text} NOT NULL,
+      message         ${t.json},
+      state           ${t.text} NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+      attempts        ${t.integer} NOT NULL,
+      queued_at       ${t.time} NOT NULL,
+      next_attempt_at ${t.time} NOT NULL,
+      lease_until     ${t.time},
+      delivered_at    ${t.time},
+      last_error      ${t.text}
+    )`,
+    "CREATE INDEX mail_deliveries_due ON mail_deliveries (next_attempt_at, id) WHERE state = 'pending'",
+    'CREATE INDEX mail_deliveries_event_id ON mail_deliveries (event_id)',
+    'CREATE INDEX users_email ON users (lower(email))',
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, mail];

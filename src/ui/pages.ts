@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACCOUNT_PATH, HOME_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, FORGOT_PASSWORD_PATH, HOME_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
 import type { SiteSettings } from '../config/index.ts';
 import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -152,6 +152,8 @@ export interface SignInView {
   readonly passwordForm?: boolean | undefined;
   /** The upstream identity providers, in the order of their buttons ("Continue with Google"). */
   readonly providers?: readonly SignInProvider[] | undefined;
+  /** Link to "Forgot password?" (there is a mail server to send the link). */
+  readonly forgot?: boolean | undefined;
 }
 
 /** A button of the sign-in page: an upstream provider by its id and name. */
@@ -242,7 +244,8 @@ ${clientField(view.clientId)}
 <label for="password">${t.html('signIn.password')}</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
-</form>`}
+</form>
+${view.forgot ? html`<p class="more"><a href="${FORGOT_PASSWORD_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.forgot')}</a></p>` : null}`}
 ${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}
 ${providerButtons(ui, view, view.passwordForm !== false || view.passkeys === true)}`);
 }
@@ -352,6 +355,37 @@ ${csrfField(view.csrf)}
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('reset.submit')}</button></div>
 </form>`);
+}
+
+export interface ForgotView {
+  readonly csrf: string;
+  readonly returnTo: string;
+  readonly email?: string;
+  readonly error?: string;
+}
+
+/** "Forgot password?": the e-mail address to send a reset link to. */
+export function forgotPasswordPage(ui: Ui, view: ForgotView): string {
+  const { t } = ui;
+  return layout(ui, t.text('forgot.title'), html`<h1>${t.html('forgot.title')}</h1>
+<p>${t.html('forgot.text')}</p>
+${view.error ? html`<p class="alert error" role="alert" id="email-error">${view.error}</p>` : null}
+<form method="post" action="${FORGOT_PASSWORD_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="return_to" value="${view.returnTo}">
+<label for="email">${t.html('forgot.email')}</label>
+<input type="email" id="email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required autofocus value="${view.email ?? ''}" ${view.error ? html`aria-invalid="true" aria-describedby="email-error"` : null}>
+<div class="actions"><button type="submit" class="primary">${t.html('forgot.submit')}</button></div>
+</form>
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`);
+}
+
+/** The same answer whether the address has an account or not. */
+export function forgotSentPage(ui: Ui, view: { readonly email: string; readonly minutes: number; readonly returnTo: string }): string {
+  const { t } = ui;
+  return layout(ui, t.text('forgot.sent.title'), html`<h1>${t.html('forgot.sent.title')}</h1>
+<p role="status">${t.html('forgot.sent.text', { email: view.email, minutes: view.minutes })}</p>
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`);
 }
 
 /** After a reset, or for a link that cannot be used. */

@@ -143,6 +143,14 @@ export function loadConfig(env: Env = process.env): Config {
       retryDelayMs: s.TESSERA_WEBHOOK_RETRY_DELAY_MS,
     },
     mail: mailSettings(s),
+    signUp: {
+      policy: s.TESSERA_SIGN_UP,
+      verify: s.TESSERA_SIGN_UP_VERIFY,
+      domains: s.TESSERA_SIGN_UP_DOMAINS,
+      linkTtlSeconds: s.TESSERA_SIGN_UP_LINK_TTL,
+      perAddressPerHour: s.TESSERA_SIGN_UP_PER_ADDRESS,
+      perEmailPerHour: s.TESSERA_SIGN_UP_PER_EMAIL,
+    },
     recovery: {
       linkTtlSeconds: s.TESSERA_RECOVERY_LINK_TTL,
       perAddressPerHour: s.TESSERA_RECOVERY_PER_ADDRESS,

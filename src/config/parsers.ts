@@ -47,6 +47,9 @@ export const TEXT_PARSERS = {
   TESSERA_SMTP_URL: smtpUrl,
   TESSERA_SMTP_STARTTLS: smtpStartTls,
   TESSERA_MAIL_FROM: mailFrom,
+  TESSERA_SIGN_UP: signUpPolicy,
+  TESSERA_SIGN_UP_VERIFY: signUpVerify,
+  TESSERA_SIGN_UP_DOMAINS: signUpDomains,
   TESSERA_SITE_NAME: siteName,
   TESSERA_SITE_LOGO_URL: logoUrl,
   TESSERA_SITE_ACCENT_COLOR: accentColor,
@@ -356,4 +359,27 @@ function mailFrom(raw: string | undefined): { readonly name: string; readonly ad
   const match = MAIL_FROM.exec(raw);
   if (match === null) throw new ConfigError('TESSERA_MAIL_FROM', `must be an address or Name <address>, on one line, got ${JSON.stringify(raw)}`);
   return { name: (match[1] ?? '').trim(), address: match[2] ?? match[3]! };
+}
+
+function signUpPolicy(raw: string | undefined): 'off' | 'open' {
+  const value = raw?.toLowerCase() ?? 'off';
+  if (value === 'off' || value === 'open') return value;
+  throw new ConfigError('TESSERA_SIGN_UP', `must be off or open, got ${JSON.stringify(raw)}`);
+}
+
+function signUpVerify(raw: string | undefined): 'first' | 'later' {
+  const value = raw?.toLowerCase() ?? 'first';
+  if (value === 'first' || value === 'later') return value;
+  throw new ConfigError('TESSERA_SIGN_UP_VERIFY', `must be first or later, got ${JSON.stringify(raw)}`);
+}
+
+const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+
+/** The e-mail domains sign-up takes, lower-cased; null: any. */
+function signUpDomains(raw: string | undefined): readonly string[] | null {
+  if (raw === undefined) return null;
+  const domains = raw.split(',').map((domain) => domain.trim().toLowerCase()).filter((domain) => domain !== '');
+  const bad = domains.find((domain) => !DOMAIN.test(domain));
+  if (bad !== undefined || domains.length === 0) throw new ConfigError('TESSERA_SIGN_UP_DOMAINS', `must be comma-separated domain names, got ${JSON.stringify(bad ?? raw)}`);
+  return domains;
 }

@@ -97,6 +97,8 @@ export interface Config {
   readonly mail: MailSettings;
   /** "Forgot password?": reset links sent by mail. */
   readonly recovery: RecoverySettings;
+  /** People making their own accounts (docs/mail.md). */
+  readonly signUp: SignUpSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -415,6 +417,21 @@ export interface MailSettings {
   readonly retryWindowSeconds: number;
   /** `TESSERA_MAIL_RETRY_DELAY_MS` (default 5000): the wait before the second try, doubled before each later one. */
   readonly retryDelayMs: number;
+}
+
+export interface SignUpSettings {
+  /** `TESSERA_SIGN_UP` (default `off`). */
+  readonly policy: 'off' | 'open';
+  /** `TESSERA_SIGN_UP_VERIFY` (default `first`): whether the account waits for its e-mail link. */
+  readonly verify: 'first' | 'later';
+  /** `TESSERA_SIGN_UP_DOMAINS`: the e-mail domains taken, lower-cased; null: any. */
+  readonly domains: readonly string[] | null;
+  /** `TESSERA_SIGN_UP_LINK_TTL` seconds (default a day). */
+  readonly linkTtlSeconds: number;
+  /** `TESSERA_SIGN_UP_PER_ADDRESS` (default 10): sign-ups one network address may make an hour. */
+  readonly perAddressPerHour: number;
+  /** `TESSERA_SIGN_UP_PER_EMAIL` (default 3): sign-ups with one e-mail address an hour. */
+  readonly perEmailPerHour: number;
 }
 
 export interface RecoverySettings {

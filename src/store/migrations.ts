@@ -897,5 +897,31 @@ const mail: Migration = {
   ],
 };
 
+/**
+ * Version 35 (sign-up): sign-ups waiting for their e-mail link, by the hash of its token. A new
+ * account waits here and is made when the link is followed; with `user_id` (the account was
+ * made at once, TESSERA_SIGN_UP_VERIFY=later) the link verifies its address. Purged once expired.
+ */
+const signUps: Migration = {
+  version: 35,
+  name: 'sign-ups waiting for their e-mail link',
+  statements: [
+    (t) => `CREATE TABLE sign_ups (
+      token_hash    ${t.text} PRIMARY KEY,
+      user_id       ${t.text} REFERENCES users (id) ON DELETE CASCADE,
+      username      ${t.text} NOT NULL,
+      name          ${t.text},
+      email         ${t.text} NOT NULL,
+      password_hash ${t.text} NOT NULL,
+      locale        ${t.text},
+      return_to     ${t.text} NOT NULL,
+      created_at    ${t.time} NOT NULL,
+      expires_at    ${t.time} NOT NULL,
+      used_at       ${t.time}
+    )`,
+    'CREATE INDEX sign_ups_expires_at ON sign_ups (expires_at)',
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, mail];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, mail, signUps];

@@ -37,6 +37,7 @@ import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { MailStore } from './mail.ts';
+import type { SignUpStore } from './sign-ups.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -58,6 +59,7 @@ export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './mail.ts';
+export * from './sign-ups.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -93,6 +95,8 @@ export interface Stores {
   readonly webhooks: WebhookStore;
   /** Mail in the outbox, sent by whichever instance claims it. */
   readonly mail: MailStore;
+  /** Sign-ups waiting for their e-mail link. */
+  readonly signUps: SignUpStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -27,6 +27,10 @@ function parts(message: MailMessage): Parts {
       return { subject: 'mail.recovery.subject', paragraphs: ['mail.recovery.text', 'mail.recovery.ignore'], action: { label: 'mail.recovery.action', href: link } };
     case 'password_changed':
       return { subject: 'mail.passwordChanged.subject', paragraphs: ['mail.passwordChanged.text', 'mail.passwordChanged.warning'] };
+    case 'verify':
+      return { subject: 'mail.verify.subject', paragraphs: ['mail.verify.text', 'mail.verify.ignore'], action: { label: 'mail.verify.action', href: link } };
+    case 'signup_exists':
+      return { subject: 'mail.signupExists.subject', paragraphs: ['mail.signupExists.text', 'mail.signupExists.ignore'], action: { label: 'mail.signupExists.action', href: link } };
   }
 }
 

@@ -100,6 +100,23 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
       assert.ok((await store.mail.countByState()).dead >= 1);
     });
 
+    it('uses a sign-up link up once, for one of two callers, only before it expires, and purges it after', async () => {
+      const store = current();
+      const tokenHash = unique('sign-up');
+      const record = { tokenHash, userId: null, username: unique('user'), name: 'Ada', email: 'ada@example.com', passwordHash: 'hash', locale: 'en', returnTo: '/account', createdAt: T0, expiresAt: T0 + 60 * SECOND, usedAt: null };
+      await store.signUps.create(record);
+      assert.deepEqual(await store.signUps.find(tokenHash, T0 + SECOND), record);
+      assert.equal(await store.signUps.find(tokenHash, T0 + 60 * SECOND), null, 'expired');
+      const [one, two] = await Promise.all([store.signUps.consume(tokenHash, T0 + SECOND), store.signUps.consume(tokenHash, T0 + SECOND)]);
+      assert.equal([one, two].filter((taken) => taken !== null).length, 1);
+      assert.equal(await store.signUps.find(tokenHash, T0 + SECOND), null, 'used');
+      const late = { ...record, tokenHash: unique('sign-up') };
+      await store.signUps.create(late);
+      assert.equal(await store.signUps.consume(late.tokenHash, T0 + 61 * SECOND), null);
+      await store.purgeExpired(T0 + 120 * SECOND);
+      assert.equal(await store.signUps.find(late.tokenHash, T0), null, 'purged once expired');
+    });
+
     it('goes with its event when the audit trail is purged', async () => {
       const store = current();
       const { eventId } = await queued(T0 - 400 * 24 * 3600 * SECOND);

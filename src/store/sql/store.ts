@@ -28,6 +28,7 @@ import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
 import { webhooksStores } from './webhooks.ts';
 import { mailStores } from './mail.ts';
+import { signUpsStores } from './sign-ups.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
   return {
@@ -51,6 +52,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
     ...mailStores(d, q),
+    ...signUpsStores(d, q),
   };
 }
 

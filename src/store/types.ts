@@ -91,7 +91,7 @@ export interface Stores {
   readonly identityProviders: IdentityProviderStore;
   readonly linkedIdentities: LinkedIdentityStore;
   readonly upstreamLogins: UpstreamLoginStore;
-  /** Webhooks and their outbox (issue 45). */
+  /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
   /** Mail in the outbox, sent by whichever instance claims it. */
   readonly mail: MailStore;

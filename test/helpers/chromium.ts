@@ -69,7 +69,7 @@ const SETTLED_MS = 1500;
  * address it accepts. Fails at once, saying what the page says, when the page settles on an
  * error instead (an alert in view at one address for a second and a half, without what was
  * expected), and after `ms` at the latest: a browser test whose flow broke ends in seconds,
- * not after Playwright's 30 s for each wait it makes (issue 50: a broken upstream sign-in held
+ * not after Playwright's 30 s for each wait it makes (a broken upstream sign-in held
  * test/upstream-oidc.test.ts for 227 s).
  */
 export async function reach(page: Page, expected: Locator | ((url: URL) => boolean), what: string, ms = WAIT_MS): Promise<void> {

@@ -69,6 +69,8 @@ export const EVENT_TYPES = [
   'user.removed',
   'user.password_set',
   'user.reset_link_created',
+  /** An operator invited someone (`detail.role`, `detail.expires_at`); the account is made, with its `user.created` (`detail.by` `invitation`), when the link is used. */
+  'user.invited',
   /**
    * "Forgot password?" asked for a link for an e-mail address: `detail.accounts`, how many
    * accounts it reached (0 when none has that address; the page says the same either way).

@@ -11,6 +11,7 @@ import { passkeyRoutes } from './passkeys.ts';
 import { passwordRoutes } from './password.ts';
 import { recoveryRoutes } from './recovery.ts';
 import { signUpRoutes } from './sign-up.ts';
+import { invitationRoutes } from './invitation.ts';
 import { secondFactorRoutes } from './second-factor.ts';
 import { signInRoutes } from './sign-in.ts';
 import { upstreamRoutes } from './upstream.ts';
@@ -33,6 +34,7 @@ export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   await app.register(passwordRoutes, options);
   await app.register(recoveryRoutes, options);
   await app.register(signUpRoutes, options);
+  await app.register(invitationRoutes, options);
   await app.register(logoutRoutes, options);
   await app.register(authorizeRoutes, options);
   await app.register(deviceVerificationRoutes, options);

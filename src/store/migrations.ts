@@ -923,5 +923,27 @@ const signUps: Migration = {
   ],
 };
 
+/**
+ * Version 36 (invitations): a single-use link, by the hash of its token, bound to the e-mail
+ * address it was sent to, where the person invited makes their account (with the console role
+ * it names, landing in the app that invited them). Purged once expired.
+ */
+const invitations: Migration = {
+  version: 36,
+  name: 'invitations',
+  statements: [
+    (t) => `CREATE TABLE invitations (
+      token_hash ${t.text} PRIMARY KEY,
+      email      ${t.text} NOT NULL,
+      role       ${t.text} CHECK (role IN ('admin', 'support', 'viewer')),
+      client_id  ${t.text},
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL,
+      used_at    ${t.time}
+    )`,
+    'CREATE INDEX invitations_expires_at ON invitations (expires_at)',
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, mail, signUps];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, mail, signUps, invitations];

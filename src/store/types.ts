@@ -38,6 +38,7 @@ import type { UserStore } from './users.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
+import type { InvitationStore } from './invitations.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -60,6 +61,7 @@ export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './mail.ts';
 export * from './sign-ups.ts';
+export * from './invitations.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -97,6 +99,8 @@ export interface Stores {
   readonly mail: MailStore;
   /** Sign-ups waiting for their e-mail link. */
   readonly signUps: SignUpStore;
+  /** Invitations waiting to be accepted. */
+  readonly invitations: InvitationStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -29,6 +29,8 @@ function parts(message: MailMessage): Parts {
       return { subject: 'mail.passwordChanged.subject', paragraphs: ['mail.passwordChanged.text', 'mail.passwordChanged.warning'] };
     case 'verify':
       return { subject: 'mail.verify.subject', paragraphs: ['mail.verify.text', 'mail.verify.ignore'], action: { label: 'mail.verify.action', href: link } };
+    case 'invite':
+      return { subject: 'mail.invite.subject', paragraphs: ['mail.invite.text', 'mail.invite.ignore'], action: { label: 'mail.invite.action', href: link } };
     case 'signup_exists':
       return { subject: 'mail.signupExists.subject', paragraphs: ['mail.signupExists.text', 'mail.signupExists.ignore'], action: { label: 'mail.signupExists.action', href: link } };
   }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACCOUNT_PATH, FORGOT_PASSWORD_PATH, HOME_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, FORGOT_PASSWORD_PATH, HOME_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH, INVITATION_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
 import type { SiteSettings } from '../config/index.ts';
 import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -456,6 +456,35 @@ export function signUpDonePage(ui: Ui, view: { readonly kind: 'done'; readonly u
   return layout(ui, t.text('signUp.invalid.title'), html`<h1>${t.html('signUp.invalid.title')}</h1>
 <p role="alert">${t.html(view.kind === 'taken' ? 'signUp.taken.text' : 'signUp.invalid.text')}</p>
 <p class="more"><a href="${SIGN_UP_PATH}">${t.html('signIn.signUp')}</a></p>`);
+}
+
+/** Where an invitation's link leads: a username, a name and a password; the address is the invitation's. */
+export function invitationPage(ui: Ui, view: { readonly csrf: string; readonly token: string; readonly email: string; readonly values?: { readonly username?: string; readonly name?: string }; readonly error?: { readonly field: 'username' | 'name' | 'password' | null; readonly text: string } }): string {
+  const { site, t } = ui;
+  const error = view.error;
+  const invalid = (field: string) => (error?.field === field ? html`aria-invalid="true" aria-describedby="invitation-error"` : null);
+  return layout(ui, t.text('invitation.title'), html`<h1>${t.html('invitation.title')}</h1>
+<p class="muted">${t.html('invitation.for', { site: site.name, email: view.email })}</p>
+${error ? html`<p class="alert error" role="alert" id="invitation-error">${error.text}</p>` : null}
+<form method="post" action="${INVITATION_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="token" value="${view.token}">
+<label for="username">${t.html('signUp.username')}</label>
+<input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${view.values?.username ?? ''}" ${invalid('username')}>
+<label for="name">${t.html('signUp.name')}</label>
+<input type="text" id="name" name="name" autocomplete="name" required maxlength="200" value="${view.values?.name ?? ''}" ${invalid('name')}>
+<label for="password">${t.html('signUp.password')}</label>
+<input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
+<p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
+<div class="actions"><button type="submit" class="primary">${t.html('invitation.submit')}</button></div>
+</form>`);
+}
+
+/** An invitation that cannot be used. */
+export function invitationInvalidPage(ui: Ui): string {
+  const { t } = ui;
+  return layout(ui, t.text('signUp.invalid.title'), html`<h1>${t.html('signUp.invalid.title')}</h1>
+<p role="alert">${t.html('invitation.invalid.text')}</p>`);
 }
 
 /** After a reset, or for a link that cannot be used. */

@@ -12,10 +12,10 @@ import type { Stores } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 
 /** The events whose transaction may queue a message: each wakes the mail dispatcher at once. */
-export const MAIL_EVENT_TYPES: ReadonlySet<string> = new Set(['recovery.requested', 'user.password_reset', 'signup.requested', 'user.created']);
+export const MAIL_EVENT_TYPES: ReadonlySet<string> = new Set(['recovery.requested', 'user.password_reset', 'signup.requested', 'user.created', 'user.invited']);
 
 /** Every kind of message Tessera sends. */
-export const MAIL_KINDS = ['recovery', 'password_changed', 'verify', 'signup_exists'] as const;
+export const MAIL_KINDS = ['recovery', 'password_changed', 'verify', 'signup_exists', 'invite'] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
 export interface MailMessage {

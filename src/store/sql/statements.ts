@@ -27,6 +27,7 @@ import { usersStatements } from './users.ts';
 import { webhooksStatements } from './webhooks.ts';
 import { mailStatements } from './mail.ts';
 import { signUpsStatements } from './sign-ups.ts';
+import { invitationsStatements } from './invitations.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -55,10 +56,11 @@ export function statements(d: Dialect) {
     ...webhooksStatements(d),
     ...mailStatements(d),
     ...signUpsStatements(d),
+    ...invitationsStatements(d),
   };
 }
 
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSignUps'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSignUps', 'purgeInvitations'] as const satisfies readonly StatementName[];

@@ -29,6 +29,7 @@ import { usersStores } from './users.ts';
 import { webhooksStores } from './webhooks.ts';
 import { mailStores } from './mail.ts';
 import { signUpsStores } from './sign-ups.ts';
+import { invitationsStores } from './invitations.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
   return {
@@ -53,6 +54,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...webhooksStores(d, q),
     ...mailStores(d, q),
     ...signUpsStores(d, q),
+    ...invitationsStores(d, q),
   };
 }
 

@@ -12,6 +12,8 @@ import type { Browser } from 'playwright-core';
 import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { appConfig } from './helpers/fixtures.ts';
+import { manageDeps } from './helpers/manage.ts';
+import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -96,6 +98,34 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
         assert.equal(info.email, email);
         assert.equal(info.email_verified, true);
         assert.equal(info.name, 'Gardener');
+      } finally {
+        await context.close();
+      }
+    });
+
+    it(`${locale}: accepts an invitation, every page passing axe-core, and lands in the app`, async () => {
+      const invitation = await inviteUser(manageDeps(server), { email: `invited-${locale}@example.com`, clientId: client.clientId });
+      const context = await browser.newContext({ locale });
+      const page = await context.newPage();
+      try {
+        await page.goto(`${server.url}/invitation?token=wrong`);
+        assert.deepEqual(await axeViolations(page, `invitation invalid (${locale})`), []);
+        await page.goto(invitation.url);
+        await page.locator('#username').waitFor();
+        assert.equal(await page.getAttribute('html', 'lang'), locale);
+        assert.deepEqual(await axeViolations(page, `invitation (${locale})`), []);
+        await page.locator('#username').fill(`invited-${locale}`);
+        await page.locator('#name').fill('Invited');
+        await page.locator('#password').fill('short');
+        await page.locator('form[action="/invitation"]').evaluate((form) => form.setAttribute('novalidate', ''));
+        await page.locator('form[action="/invitation"] button[type="submit"]').click();
+        await page.getByRole('alert').waitFor();
+        assert.deepEqual(await axeViolations(page, `invitation, refused (${locale})`), []);
+        await page.locator('#password').fill('a long enough password');
+        await page.locator('form[action="/invitation"] button[type="submit"]').click();
+        await page.locator('p[role="status"]').waitFor();
+        assert.equal(await page.locator('a.button').getAttribute('href'), new URL(REDIRECT_URI).origin);
+        assert.equal((await server.store.users.findByUsername(`invited-${locale}`))?.emailVerified, true);
       } finally {
         await context.close();
       }

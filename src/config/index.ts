@@ -156,6 +156,10 @@ export function loadConfig(env: Env = process.env): Config {
       perAddressPerHour: s.TESSERA_RECOVERY_PER_ADDRESS,
       perEmailPerHour: s.TESSERA_RECOVERY_PER_EMAIL,
     },
+    agents: {
+      maxActors: s.TESSERA_TOKEN_EXCHANGE_MAX_ACTORS,
+      idJagLifetime: s.TESSERA_ID_JAG_LIFETIME,
+    },
     ignoredVariables,
   };
 }

@@ -3,7 +3,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../config/index.ts';
 import type { Events } from '../core/events.ts';
 import type { GrantType } from '../core/protocol.ts';
-import type { ClientRecord, Store } from '../store/types.ts';
+import type { JWTVerifyGetKey } from 'jose';
+import type { ClientRecord, Store, TrustedIssuerRecord } from '../store/types.ts';
 import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
 import type { DpopProof } from './dpop/proof.ts';
 
@@ -24,6 +25,8 @@ export interface FlowDeps {
   readonly events: Events;
   /** Puts messages in the outbox, in the transaction of their event; absent without a mail server (TESSERA_SMTP_URL). */
   readonly mail?: MailOutbox;
+  /** A trusted issuer's keys, fetched and cached (flows/jwt-bearer/token.ts); absent: a cache of the flow's own. */
+  readonly issuerKeys?: (issuer: TrustedIssuerRecord) => JWTVerifyGetKey;
 }
 
 /** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */

@@ -35,10 +35,12 @@ import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
+import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
 import type { InvitationStore } from './invitations.ts';
+import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -62,6 +64,8 @@ export * from './webhooks.ts';
 export * from './mail.ts';
 export * from './sign-ups.ts';
 export * from './invitations.ts';
+export * from './scim.ts';
+export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -101,6 +105,12 @@ export interface Stores {
   readonly signUps: SignUpStore;
   /** Invitations waiting to be accepted. */
   readonly invitations: InvitationStore;
+  /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
+  readonly scimTokens: ScimTokenStore;
+  readonly scimUsers: ScimUserStore;
+  readonly groups: GroupStore;
+  /** The identity providers whose ID-JAGs this server redeems. */
+  readonly trustedIssuers: TrustedIssuerStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

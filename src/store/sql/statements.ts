@@ -24,10 +24,12 @@ import { resourcesStatements } from './resources.ts';
 import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
+import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
 import { mailStatements } from './mail.ts';
 import { signUpsStatements } from './sign-ups.ts';
 import { invitationsStatements } from './invitations.ts';
+import { scimStatements } from './scim.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -57,6 +59,8 @@ export function statements(d: Dialect) {
     ...mailStatements(d),
     ...signUpsStatements(d),
     ...invitationsStatements(d),
+    ...scimStatements(d),
+    ...trustedIssuersStatements(d),
   };
 }
 

@@ -26,10 +26,12 @@ import { resourcesStores } from './resources.ts';
 import { sessionsStores } from './sessions.ts';
 import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
+import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
 import { mailStores } from './mail.ts';
 import { signUpsStores } from './sign-ups.ts';
 import { invitationsStores } from './invitations.ts';
+import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
   return {
@@ -55,6 +57,8 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...mailStores(d, q),
     ...signUpsStores(d, q),
     ...invitationsStores(d, q),
+    ...scimStores(d, q),
+    ...trustedIssuersStores(d, q),
   };
 }
 

@@ -11,6 +11,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { adminToken, appConfig } from './helpers/fixtures.ts';
+import { operatorBrowser } from './helpers/console.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
@@ -113,5 +114,31 @@ describe('invitations', () => {
     }
     // A caller who does not hold everything the admin role allows does not give it.
     assert.equal((await post({ email: 'boss@example.com', role: 'admin' })).status, 403);
+  });
+
+  it('invites from the console, through the same operation: the link shown once and mailed, a bad address refused with 400', async () => {
+    clock.set(Date.now());
+    const { browser } = await operatorBrowser(server, 'admin');
+    const users = await browser.request('/console/users');
+    assert.equal(users.status, 200);
+    const before = smtp.received.length;
+    const shown = await browser.submit(users, '/console/users/invite', { email: 'console-invite@example.com' });
+    assert.equal(shown.status, 200, shown.html.slice(0, 500));
+    assert.match(text(shown.html), /Invitation for console-invite@example\.com/);
+    const link = /(http[^"<\s]+\/invitation\?token=[^"<\s]+)/.exec(shown.html)?.[1];
+    assert.ok(link, shown.html);
+    // Messages of the cases before (queued while the server's clock stood still) may come first.
+    let mail = await smtp.next(before + 1);
+    while (mail.to[0] !== 'console-invite@example.com') mail = await smtp.next();
+    assert.deepEqual(mail.to, ['console-invite@example.com']);
+    assert.equal(invitationLink(mail.parsed.text), link.replaceAll('&amp;', '&'));
+    const refused = await browser.submit(users, '/console/users/invite', { email: 'not an address' });
+    assert.equal(refused.status, 400);
+    assert.match(refused.html, /aria-invalid="true"/);
+    // A viewer is offered no invitation form, and may not post one.
+    const viewer = await operatorBrowser(server, 'viewer');
+    const read = await viewer.browser.request('/console/users');
+    assert.doesNotMatch(read.html, /action="\/console\/users\/invite"/);
+    assert.equal((await viewer.browser.request('/console/users/invite', { form: { email: 'x@example.com', csrf_token: viewer.csrf } })).status, 403);
   });
 });

@@ -15,6 +15,7 @@ import { invitationRoutes } from './invitation.ts';
 import { secondFactorRoutes } from './second-factor.ts';
 import { signInRoutes } from './sign-in.ts';
 import { upstreamRoutes } from './upstream.ts';
+import { samlRoutes } from './saml.ts';
 
 /**
  * The pages a person signs in, signs out and looks after their account on, and those that
@@ -37,6 +38,7 @@ export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   await app.register(invitationRoutes, options);
   await app.register(logoutRoutes, options);
   await app.register(authorizeRoutes, options);
+  await app.register(samlRoutes, options);
   await app.register(deviceVerificationRoutes, options);
   await app.register(consoleRoutes, options);
 };

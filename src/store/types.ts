@@ -40,6 +40,7 @@ import type { WebhookStore } from './webhooks.ts';
 import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
 import type { InvitationStore } from './invitations.ts';
+import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
@@ -64,6 +65,7 @@ export * from './webhooks.ts';
 export * from './mail.ts';
 export * from './sign-ups.ts';
 export * from './invitations.ts';
+export * from './saml.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
@@ -105,6 +107,9 @@ export interface Stores {
   readonly signUps: SignUpStore;
   /** Invitations waiting to be accepted. */
   readonly invitations: InvitationStore;
+  /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
+  readonly samlServiceProviders: SamlServiceProviderStore;
+  readonly samlRequests: SamlRequestStore;
   /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
   readonly scimTokens: ScimTokenStore;
   readonly scimUsers: ScimUserStore;

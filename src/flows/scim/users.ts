@@ -208,7 +208,7 @@ function accountOf(resource: unknown): Account {
   // A directory's phone number is often not in E.164 form: kept as given, the claim only when it is one.
   const phone = primaryValue(phoneNumbers);
   const phoneChecked = phone === null ? null : checkProfile({ phoneNumber: phone });
-  const phoneNumber = phoneChecked !== null && phoneChecked.ok ? (phoneChecked.changes.phoneNumber ?? null) : null;
+  const phoneNumber = phoneChecked?.ok ? (phoneChecked.changes.phoneNumber ?? null) : null;
   const password = given['password'] === undefined || given['password'] === null ? null : given['password'];
   if (password !== null) {
     if (typeof password !== 'string') throw invalidValue('password: must be text');

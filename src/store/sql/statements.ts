@@ -29,6 +29,7 @@ import { webhooksStatements } from './webhooks.ts';
 import { mailStatements } from './mail.ts';
 import { signUpsStatements } from './sign-ups.ts';
 import { invitationsStatements } from './invitations.ts';
+import { samlStatements } from './saml.ts';
 import { scimStatements } from './scim.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
@@ -59,6 +60,7 @@ export function statements(d: Dialect) {
     ...mailStatements(d),
     ...signUpsStatements(d),
     ...invitationsStatements(d),
+    ...samlStatements(d),
     ...scimStatements(d),
     ...trustedIssuersStatements(d),
   };
@@ -67,4 +69,4 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSignUps', 'purgeInvitations'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSamlRequests', 'purgeSignUps', 'purgeInvitations'] as const satisfies readonly StatementName[];

@@ -31,17 +31,20 @@ import { webhooksStores } from './webhooks.ts';
 import { mailStores } from './mail.ts';
 import { signUpsStores } from './sign-ups.ts';
 import { invitationsStores } from './invitations.ts';
+import { samlStores } from './saml.ts';
 import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
+  const users = usersStores(d, q);
+  const grants = grantsStores(d, q);
   return {
     ...clientsStores(d, q),
     ...resourcesStores(d, q),
-    ...usersStores(d, q),
+    ...users,
     ...sessionsStores(d, q),
-    ...grantsStores(d, q),
+    ...grants,
     ...tokensStores(d, q),
-    ...codesStores(d, q),
+    ...codesStores(d, q, { ...users, ...grants }),
     ...devicesStores(d, q),
     ...replaysStores(d, q),
     ...pushedRequestsStores(d, q),
@@ -57,6 +60,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...mailStores(d, q),
     ...signUpsStores(d, q),
     ...invitationsStores(d, q),
+    ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),
   };

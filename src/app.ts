@@ -46,6 +46,10 @@ import { randomBytes } from 'node:crypto';
 import { TokenIssuer } from './tokens/issue.ts';
 import { webhookTypeOf } from './core/webhook-events.ts';
 import { WebhookDispatcher } from './flows/webhooks/dispatcher.ts';
+import { MailDispatcher } from './flows/mail/dispatcher.ts';
+import { MAIL_EVENT_TYPES, mailOutbox } from './flows/mail/outbox.ts';
+import { smtpTransport } from './flows/mail/smtp.ts';
+import { renderMail } from './ui/mail.ts';
 
 export interface AppInput {
   readonly config: Config;
@@ -92,6 +96,7 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
   const clientKeys = new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls }));
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
+  const secrets = secretBox(input.encryption ?? new KeyEncryption([randomBytes(32)]));
   const deps: AppDeps = {
     config: input.config,
     store,
@@ -112,7 +117,9 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
-    secrets: secretBox(input.encryption ?? new KeyEncryption([randomBytes(32)])),
+    secrets,
+    // Mail goes out only with a mail server: without one, nothing that needs mail is offered.
+    ...(input.config.mail.smtpUrl === null ? {} : { mail: mailOutbox(secrets, () => input.clock.now()) }),
     grants: GRANTS,
     dpopNonces: new DpopNonces(() => input.keys.derivedSecret('dpop nonce'), input.clock, input.config.dpop.nonceLifetime),
   };
@@ -147,9 +154,12 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   // event, and at the default level (warn) only lockouts are logged.
   // An event some webhook may hear wakes the dispatcher (below) at once, rather than at its next look.
   let wakeDispatcher = () => {};
+  // An event that queues mail wakes the mail dispatcher (below) at once.
+  let wakeMail = () => {};
   const built = appDeps(input, [
     (event) => {
       if (webhookTypeOf(event.type) !== null) wakeDispatcher();
+      if (MAIL_EVENT_TYPES.has(event.type)) wakeMail();
     },
     (event) => {
       const level = isLockout(event) ? 'warn' : 'info';
@@ -181,6 +191,25 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   app.addHook('onReady', async () => dispatcher.start());
   // Before the store closes: tries under way end, and their deliveries are given back.
   app.addHook('onClose', () => dispatcher.stop());
+  // Mail in the outbox: sent by every instance, each message by one of them at a time.
+  const transport = deps.mail === undefined ? null : smtpTransport(input.config.mail, new URL(input.config.issuer).hostname);
+  if (deps.mail !== undefined && transport !== null) {
+    const site = input.config.site;
+    const mailer = new MailDispatcher({
+      store: deps.store,
+      clock: input.clock,
+      outbox: deps.mail,
+      transport,
+      settings: input.config.mail,
+      render: (message) => renderMail(site, message),
+      host: new URL(input.config.issuer).hostname,
+      events: deps.events,
+      log: app.log,
+    });
+    wakeMail = () => mailer.wake();
+    app.addHook('onReady', async () => mailer.start());
+    app.addHook('onClose', () => mailer.stop());
+  }
   if (input.metrics) {
     input.metrics.countWebhookDeliveries(() => deps.store.webhooks.countByState());
     input.metrics.instrument(app);

@@ -15,7 +15,7 @@ import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } fro
 import { html } from '../src/ui/html.ts';
 import { CATALOGUES, messages } from '../src/ui/i18n.ts';
 import { logoutConfirmPage, signedOutPage } from '../src/ui/logout.ts';
-import { consentPage, errorPage, resetDonePage, resetPasswordPage, signInPage, STYLESHEET, type Ui } from '../src/ui/pages.ts';
+import { consentPage, errorPage, forgotPasswordPage, forgotSentPage, invitationInvalidPage, invitationPage, resetDonePage, resetPasswordPage, signInPage, signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, STYLESHEET, type Ui } from '../src/ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../src/ui/second-factor.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
@@ -94,6 +94,15 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
     'signed out': signedOutPage(ui),
     'reset password': resetPasswordPage(ui, { csrf, token: 'x', username: 'ada', error: t.text('reset.tooShort', { min: 8 }) }),
     'password reset': resetDonePage(ui, true),
+    'forgot password': forgotPasswordPage(ui, { csrf, returnTo: '/account', email: 'ada.lovelace@example.com', error: t.text('forgot.busy', { minutes: 60 }) }),
+    'sign-up': signUpPage(ui, { csrf, returnTo: '/account', values: { username: 'ada', name: 'Ada Lovelace', email: 'ada.lovelace@example.com' }, error: { field: 'username', text: t.text('signUp.error.taken') } }),
+    'sign-up, sent': signUpSentPage(ui, { email: 'someone.with.a.long.name@example.com', hours: 24, returnTo: '/account', later: true }),
+    'sign-up, confirm': signUpConfirmPage(ui, { csrf, token: 'x', username: 'ada' }),
+    'sign-up, done': signUpDonePage(ui, { kind: 'done', username: 'ada', returnTo: '/login' }),
+    'sign-up, taken': signUpDonePage(ui, { kind: 'taken' }),
+    invitation: invitationPage(ui, { csrf, token: 'x', email: 'hedy@example.com', values: { username: 'hedy' }, error: { field: 'password', text: t.text('signUp.error.password') } }),
+    'invitation invalid': invitationInvalidPage(ui),
+    'forgot password, sent': forgotSentPage(ui, { email: 'someone.with.a.long.name@example.com', minutes: 60, returnTo: '/account' }),
     'reset link invalid': resetDonePage(ui, false),
     error: errorPage(ui, t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), { details: 'invalid_request: redirect_uri is not registered for this client' }),
     'not found': errorPage(ui, t.text('error.notFound'), t.text('error.notFoundText', { path: '/acount/settings/notifications', site: site.name })),

@@ -147,6 +147,10 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   user reset-link USERNAME [--ttl SECONDS]
                                           Print a single-use link where the user sets a new password
                                           (default: valid for ${DEFAULT_RESET_TTL_SECONDS} seconds)
+  user invite --email EMAIL [--role ROLE] [--client CLIENT_ID] [--ttl SECONDS] [--json]
+                                          Invite someone: a single-use link (mailed with TESSERA_SMTP_URL,
+                                          printed either way) where they make an account with that
+                                          address and console role, then land in the app CLIENT_ID
   events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
                                           The audit trail, newest first (--since: an ISO time, or
                                           an age such as 30m, 24h, 7d; --limit default 100)
@@ -259,7 +263,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
 function printsUrls(command: string, args: readonly string[]): boolean {
   if (command === 'provider list') return args.includes('--json');
-  return ['provider add', 'provider redirect-uri', 'provider show', 'provider update', 'user reset-link', 'registration-token create'].includes(command);
+  return ['provider add', 'provider redirect-uri', 'provider show', 'provider update', 'user reset-link', 'user invite', 'registration-token create'].includes(command);
 }
 
 /** The group a command line is about, for the help its refusals point to. */

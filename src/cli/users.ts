@@ -26,6 +26,10 @@ import { cliOptions } from '../flows/manage/fields/field.ts';
 import { inputFromOptions, type OptionValues } from './fields.ts';
 import { operatorDeps, parse, toldLine, UsageError, when, wholeNumber, withStore, type Command, type Io } from './common.ts';
 import { lineText } from './text.ts';
+import { inviteUser } from '../flows/manage/invitations.ts';
+import { mailOutbox } from '../flows/mail/outbox.ts';
+import { loadKeyEncryption } from '../tokens/key-encryption.ts';
+import { secretBox } from '../tokens/secret-box.ts';
 
 /** OIDC Core §5.2: `--name-in ja-Kana-JP="ヤマダ タロウ"`, repeatable; "" after = removes one. The table's localized_names. */
 const LOCALIZED_OPTIONS = {
@@ -200,6 +204,26 @@ async function userUnlock(config: Config, args: string[], io: Io): Promise<void>
   );
 }
 
+/**
+ * Invites someone by e-mail address: the link is mailed when a mail server is set (the outbox
+ * is sealed under the key encryption key, as the server's), and printed either way.
+ */
+async function userInvite(config: Config, args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { email: { type: 'string' }, role: { type: 'string' }, client: { type: 'string' }, ttl: { type: 'string' }, json: { type: 'boolean' } }, 0);
+  if (values.email === undefined) throw new UsageError('user invite: --email is required');
+  const invitation = await withStore(config, (store) => {
+    const deps = operatorDeps(config, store, io);
+    const mail = config.mail.smtpUrl === null ? undefined : mailOutbox(secretBox(loadKeyEncryption(config.keyEncryption)), () => Date.now());
+    return inviteUser(mail === undefined ? deps : { ...deps, mail }, { email: values.email!, role: values.role ?? null, clientId: values.client ?? null, ...(values.ttl === undefined ? {} : { ttlSeconds: wholeNumber(values.ttl) }) });
+  });
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ url: invitation.url, email: invitation.email, expires_at: new Date(invitation.expiresAt).toISOString(), mailed: invitation.mailed })}\n`);
+    return;
+  }
+  const sent = invitation.mailed ? `Mailed to ${invitation.email}.` : `Give this link to ${invitation.email} only (no mail server is set: TESSERA_SMTP_URL).`;
+  io.stdout(`${invitation.url}\n${sent} It makes one account with that address, until ${when(invitation.expiresAt)}.\n`);
+}
+
 export const USER_COMMANDS = {
   'user add': userAdd,
   'user list': userList,
@@ -210,6 +234,7 @@ export const USER_COMMANDS = {
   'user update': userUpdate,
   'user set-password': userSetPassword,
   'user reset-link': userResetLink,
+  'user invite': userInvite,
   'user reset-second-factor': userResetSecondFactor,
   'user unlock': userUnlock,
 };

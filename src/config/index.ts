@@ -8,7 +8,7 @@
 import { availableParallelism } from 'node:os';
 import { ConfigError, TEXT_PARSERS, type Earlier, type TextValue } from './parsers.ts';
 import { BOOLEAN_WORDS, isKubernetesServiceLink, misspeltSetting, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
-import type { Config, Env, PostgresSettings } from './types.ts';
+import type { Config, Env, MailSettings, PostgresSettings } from './types.ts';
 
 export type * from './types.ts';
 export { ConfigError, DEFAULT_PASSWORD_HASH, parseKeyEncryptionKey } from './parsers.ts';
@@ -142,6 +142,20 @@ export function loadConfig(env: Env = process.env): Config {
       retryWindowSeconds: s.TESSERA_WEBHOOK_RETRY_WINDOW,
       retryDelayMs: s.TESSERA_WEBHOOK_RETRY_DELAY_MS,
     },
+    mail: mailSettings(s),
+    signUp: {
+      policy: s.TESSERA_SIGN_UP,
+      verify: s.TESSERA_SIGN_UP_VERIFY,
+      domains: s.TESSERA_SIGN_UP_DOMAINS,
+      linkTtlSeconds: s.TESSERA_SIGN_UP_LINK_TTL,
+      perAddressPerHour: s.TESSERA_SIGN_UP_PER_ADDRESS,
+      perEmailPerHour: s.TESSERA_SIGN_UP_PER_EMAIL,
+    },
+    recovery: {
+      linkTtlSeconds: s.TESSERA_RECOVERY_LINK_TTL,
+      perAddressPerHour: s.TESSERA_RECOVERY_PER_ADDRESS,
+      perEmailPerHour: s.TESSERA_RECOVERY_PER_EMAIL,
+    },
     agents: {
       maxActors: s.TESSERA_TOKEN_EXCHANGE_MAX_ACTORS,
       idJagLifetime: s.TESSERA_ID_JAG_LIFETIME,
@@ -152,6 +166,18 @@ export function loadConfig(env: Env = process.env): Config {
       signInSeconds: s.TESSERA_SAML_SIGN_IN_TIMEOUT,
     },
     ignoredVariables,
+  };
+}
+
+/** The mail server (null: no mail is sent) and the sender: the site by name at no-reply@ the issuer's host, unless set. */
+function mailSettings(s: Settings): MailSettings {
+  return {
+    smtpUrl: s.TESSERA_SMTP_URL === null ? null : s.TESSERA_SMTP_URL.href,
+    startTls: s.TESSERA_SMTP_STARTTLS,
+    from: s.TESSERA_MAIL_FROM ?? { name: s.TESSERA_SITE_NAME, address: `no-reply@${new URL(s.TESSERA_ISSUER).hostname}` },
+    timeoutSeconds: s.TESSERA_SMTP_TIMEOUT,
+    retryWindowSeconds: s.TESSERA_MAIL_RETRY_WINDOW,
+    retryDelayMs: s.TESSERA_MAIL_RETRY_DELAY_MS,
   };
 }
 

@@ -44,6 +44,12 @@ export const TEXT_PARSERS = {
   TESSERA_REGISTRATION: registrationPolicy,
   TESSERA_SOFTWARE_STATEMENT_JWKS: (raw): Readonly<Record<string, unknown>> | null => trustedJwks(raw, 'TESSERA_SOFTWARE_STATEMENT_JWKS'),
   TESSERA_ADMIN_LISTEN: (raw): { readonly host: string; readonly port: number } | null => hostPort(raw, 'TESSERA_ADMIN_LISTEN'),
+  TESSERA_SMTP_URL: smtpUrl,
+  TESSERA_SMTP_STARTTLS: smtpStartTls,
+  TESSERA_MAIL_FROM: mailFrom,
+  TESSERA_SIGN_UP: signUpPolicy,
+  TESSERA_SIGN_UP_VERIFY: signUpVerify,
+  TESSERA_SIGN_UP_DOMAINS: signUpDomains,
   TESSERA_SITE_NAME: siteName,
   TESSERA_SITE_LOGO_URL: logoUrl,
   TESSERA_SITE_ACCENT_COLOR: accentColor,
@@ -321,4 +327,59 @@ function apiTranslations(file: string | undefined): ApiTranslations | null {
     translations[locale as Locale] = { apis: part('apis'), scopes: part('scopes') };
   }
   return translations;
+}
+
+/** The mail server: smtp:// (STARTTLS) or smtps:// (TLS from the start), a host, perhaps a port, a user and a password. */
+function smtpUrl(raw: string | undefined): URL | null {
+  if (raw === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('TESSERA_SMTP_URL', 'must be an smtp:// or smtps:// URL');
+  }
+  // The URL may hold a password: the error does not repeat it.
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new ConfigError('TESSERA_SMTP_URL', `must be an smtp:// or smtps:// URL, got the scheme ${JSON.stringify(url.protocol)}`);
+  if (url.hostname === '') throw new ConfigError('TESSERA_SMTP_URL', 'must name a host');
+  if ((url.pathname !== '' && url.pathname !== '/') || url.search || url.hash) throw new ConfigError('TESSERA_SMTP_URL', 'must have no path, query or fragment');
+  return url;
+}
+
+function smtpStartTls(raw: string | undefined): 'require' | 'try' | 'off' {
+  const value = raw?.toLowerCase() ?? 'require';
+  if (value === 'require' || value === 'try' || value === 'off') return value;
+  throw new ConfigError('TESSERA_SMTP_STARTTLS', `must be require, try or off, got ${JSON.stringify(raw)}`);
+}
+
+/** A line break in the sender would write headers of its own into every message. */
+const MAIL_FROM = /^(?:([^<>\p{Cc}]*?)\s*<([^<>\s@\p{Cc}]+@[^<>\s@\p{Cc}]+)>|([^<>\s@\p{Cc}]+@[^<>\s@\p{Cc}]+))$/u;
+
+function mailFrom(raw: string | undefined): { readonly name: string; readonly address: string } | null {
+  if (raw === undefined) return null;
+  const match = MAIL_FROM.exec(raw);
+  if (match === null) throw new ConfigError('TESSERA_MAIL_FROM', `must be an address or Name <address>, on one line, got ${JSON.stringify(raw)}`);
+  return { name: (match[1] ?? '').trim(), address: match[2] ?? match[3]! };
+}
+
+function signUpPolicy(raw: string | undefined): 'off' | 'open' {
+  const value = raw?.toLowerCase() ?? 'off';
+  if (value === 'off' || value === 'open') return value;
+  throw new ConfigError('TESSERA_SIGN_UP', `must be off or open, got ${JSON.stringify(raw)}`);
+}
+
+function signUpVerify(raw: string | undefined): 'first' | 'later' {
+  const value = raw?.toLowerCase() ?? 'first';
+  if (value === 'first' || value === 'later') return value;
+  throw new ConfigError('TESSERA_SIGN_UP_VERIFY', `must be first or later, got ${JSON.stringify(raw)}`);
+}
+
+const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+
+/** The e-mail domains sign-up takes, lower-cased; null: any. */
+function signUpDomains(raw: string | undefined): readonly string[] | null {
+  if (raw === undefined) return null;
+  const domains = raw.split(',').map((domain) => domain.trim().toLowerCase()).filter((domain) => domain !== '');
+  const bad = domains.find((domain) => !DOMAIN.test(domain));
+  if (bad !== undefined || domains.length === 0) throw new ConfigError('TESSERA_SIGN_UP_DOMAINS', `must be comma-separated domain names, got ${JSON.stringify(bad ?? raw)}`);
+  return domains;
 }

@@ -93,6 +93,12 @@ export interface Config {
   readonly logout: LogoutSettings;
   /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
+  /** Mail through the outbox (docs/mail.md). */
+  readonly mail: MailSettings;
+  /** "Forgot password?": reset links sent by mail. */
+  readonly recovery: RecoverySettings;
+  /** People making their own accounts (docs/mail.md). */
+  readonly signUp: SignUpSettings;
   readonly agents: AgentSettings;
   /** The SAML identity provider's limits (docs/saml.md). */
   readonly saml: SamlSettings;
@@ -401,6 +407,45 @@ export interface ClientAuthSettings {
  * Webhook delivery: how long one try may take, and how long and how often a
  * delivery that fails is tried again before it becomes a dead letter.
  */
+export interface MailSettings {
+  /** `TESSERA_SMTP_URL`; null: no mail server, so no mail is sent. */
+  readonly smtpUrl: string | null;
+  /** `TESSERA_SMTP_STARTTLS` (default `require`): with an smtp:// URL, whether STARTTLS is required, tried, or never used. */
+  readonly startTls: 'require' | 'try' | 'off';
+  /** `TESSERA_MAIL_FROM`: the sender (default: the site's name, at no-reply@ the issuer's host). */
+  readonly from: { readonly name: string; readonly address: string };
+  /** `TESSERA_SMTP_TIMEOUT` seconds (default 10): the longest one try may take. */
+  readonly timeoutSeconds: number;
+  /** `TESSERA_MAIL_RETRY_WINDOW` seconds (default a day): how long after its event a message is tried. */
+  readonly retryWindowSeconds: number;
+  /** `TESSERA_MAIL_RETRY_DELAY_MS` (default 5000): the wait before the second try, doubled before each later one. */
+  readonly retryDelayMs: number;
+}
+
+export interface SignUpSettings {
+  /** `TESSERA_SIGN_UP` (default `off`). */
+  readonly policy: 'off' | 'open';
+  /** `TESSERA_SIGN_UP_VERIFY` (default `first`): whether the account waits for its e-mail link. */
+  readonly verify: 'first' | 'later';
+  /** `TESSERA_SIGN_UP_DOMAINS`: the e-mail domains taken, lower-cased; null: any. */
+  readonly domains: readonly string[] | null;
+  /** `TESSERA_SIGN_UP_LINK_TTL` seconds (default a day). */
+  readonly linkTtlSeconds: number;
+  /** `TESSERA_SIGN_UP_PER_ADDRESS` (default 10): sign-ups one network address may make an hour. */
+  readonly perAddressPerHour: number;
+  /** `TESSERA_SIGN_UP_PER_EMAIL` (default 3): sign-ups with one e-mail address an hour. */
+  readonly perEmailPerHour: number;
+}
+
+export interface RecoverySettings {
+  /** `TESSERA_RECOVERY_LINK_TTL` seconds (default 3600): how long a mailed reset link works. */
+  readonly linkTtlSeconds: number;
+  /** `TESSERA_RECOVERY_PER_ADDRESS` (default 10): links one network address may ask for an hour. */
+  readonly perAddressPerHour: number;
+  /** `TESSERA_RECOVERY_PER_EMAIL` (default 3): links asked for one e-mail address an hour. */
+  readonly perEmailPerHour: number;
+}
+
 export interface WebhookSettings {
   /** `TESSERA_WEBHOOK_TIMEOUT` seconds (default 10): the longest one try may take. */
   readonly timeoutSeconds: number;

@@ -80,6 +80,13 @@ export const PASSKEY_REMOVE_PATH = `${PASSKEYS_PATH}/remove`;
 
 /** Where a reset link (`tessera user reset-link`) leads: the person sets a new password. */
 export const RESET_PASSWORD_PATH = '/reset-password';
+/** "Forgot password?": asks for a reset link by e-mail (with a mail server only). */
+export const FORGOT_PASSWORD_PATH = '/forgot-password';
+/** Sign-up (TESSERA_SIGN_UP=open), and the page its mailed link leads to. */
+export const SIGN_UP_PATH = '/sign-up';
+export const SIGN_UP_VERIFY_PATH = '/sign-up/verify';
+/** Where an invitation's link leads: the person invited makes their account. */
+export const INVITATION_PATH = '/invitation';
 
 /** RFC 8628 §3.2 `verification_uri`: the person enters the code, then reviews and decides. */
 export const DEVICE_VERIFICATION_PATH = '/device';

@@ -69,6 +69,22 @@ export const EVENT_TYPES = [
   'user.removed',
   'user.password_set',
   'user.reset_link_created',
+  /** An operator invited someone (`detail.role`, `detail.expires_at`); the account is made, with its `user.created` (`detail.by` `invitation`), when the link is used. */
+  'user.invited',
+  /**
+   * "Forgot password?" asked for a link for an e-mail address: `detail.accounts`, how many
+   * accounts it reached (0 when none has that address; the page says the same either way).
+   */
+  'recovery.requested',
+  /**
+   * Someone asked for an account on the sign-up page (`detail.existing`: the address has one
+   * already, which is mailed a notice instead; the page says the same either way).
+   */
+  'signup.requested',
+  /** A person followed the link mailed to their address: the account is made, or its address verified. */
+  'user.email_verified',
+  /** A message given up after TESSERA_MAIL_RETRY_WINDOW (`detail.mail`, `detail.kind`, `detail.last_error`): a dead letter. */
+  'mail.dead_lettered',
   'user.password_reset',
   'client.created',
   'client.updated',

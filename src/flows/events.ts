@@ -2,8 +2,8 @@ import type { AuditEvent, EventInput } from '../core/events.ts';
 import type { Stores } from '../store/types.ts';
 import type { FlowDeps } from './types.ts';
 
-/** Records an event inside the transaction it describes. */
-export type RecordEvent = (input: EventInput) => Promise<void>;
+/** Records an event inside the transaction it describes; the event, for what must name it (a message in the outbox). */
+export type RecordEvent = (input: EventInput) => Promise<AuditEvent>;
 
 /**
  * Runs `work` as one store transaction in which the events it records are written too, so
@@ -14,7 +14,9 @@ export async function transactionWithEvents<T>(deps: Pick<FlowDeps, 'store' | 'e
   const recorded: AuditEvent[] = [];
   const result = await deps.store.transaction((tx) =>
     work(tx, async (input) => {
-      recorded.push(await deps.events.record(tx.events, input));
+      const event = await deps.events.record(tx.events, input);
+      recorded.push(event);
+      return event;
     }),
   );
   deps.events.publish(...recorded);

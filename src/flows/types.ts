@@ -1,3 +1,4 @@
+import type { MailOutbox } from './mail/outbox.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../config/index.ts';
 import type { Events } from '../core/events.ts';
@@ -22,6 +23,8 @@ export interface FlowDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** The audit trail's seam: what happened, for the log, the events table and the metrics. */
   readonly events: Events;
+  /** Puts messages in the outbox, in the transaction of their event; absent without a mail server (TESSERA_SMTP_URL). */
+  readonly mail?: MailOutbox;
   /** A trusted issuer's keys, fetched and cached (flows/jwt-bearer/token.ts); absent: a cache of the flow's own. */
   readonly issuerKeys?: (issuer: TrustedIssuerRecord) => JWTVerifyGetKey;
 }

@@ -11,12 +11,14 @@ import { hashPassword } from '../core/password.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import type { PasswordResetRecord, SessionRecord, Stores, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents, type RecordEvent } from './events.ts';
+import type { AuditEvent } from '../core/events.ts';
 import { recordEnded, type EndedBy } from './session/session.ts';
 import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
+import type { Locale } from '../config/locales.ts';
 
 /** What account changes need: no token issuer, so the command line can run them. */
-export type AccountDeps = Pick<FlowDeps, 'store' | 'clock' | 'config' | 'events'>;
+export type AccountDeps = Pick<FlowDeps, 'store' | 'clock' | 'config' | 'events' | 'mail'>;
 
 /** Passwords shorter than this are refused (NIST SP 800-63B §5.1.1.1: at least 8). */
 export const MIN_PASSWORD_LENGTH = 8;
@@ -179,16 +181,23 @@ export async function changePassword(
  * hash is stored; the link is shown once.
  */
 export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSeconds: number): Promise<{ url: string; expiresAt: number }> {
+  return transactionWithEvents(deps, (tx, record) => issueResetLink(deps, tx, record, user, ttlSeconds, 'operator'));
+}
+
+/**
+ * Makes a reset link inside the transaction `tx`, with its event (`by`: who asked for it), and
+ * returns it with that event (a message that carries the link names it). The URL is built
+ * from the issuer alone: never from a request's Host or forwarded headers.
+ */
+export async function issueResetLink(deps: Pick<FlowDeps, 'clock' | 'config'>, tx: Stores, record: RecordEvent, user: UserRecord, ttlSeconds: number, by: 'operator' | 'email'): Promise<{ url: string; expiresAt: number; event: AuditEvent }> {
   const token = randomToken(32);
   const now = deps.clock.now();
   const expiresAt = now + ttlSeconds * 1000;
-  await transactionWithEvents(deps, async (tx, record) => {
-    // Only the newest link works: one given out earlier (perhaps to the wrong person) ends.
-    await tx.passwordResets.spendAllForUser(user.id, now);
-    await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
-    await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
-  });
-  return { url: `${deps.config.issuer}${RESET_PASSWORD_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt };
+  // Only the newest link works: one given out earlier (perhaps to the wrong person) ends.
+  await tx.passwordResets.spendAllForUser(user.id, now);
+  await tx.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt, usedAt: null });
+  const event = await record({ type: 'user.reset_link_created', ...about(user), detail: { expires_at: new Date(expiresAt).toISOString(), by } });
+  return { url: `${deps.config.issuer}${RESET_PASSWORD_PATH}?${new URLSearchParams({ token }).toString()}`, expiresAt, event };
 }
 
 /** The live reset link `token` names, or null (unknown, used or expired). */
@@ -210,6 +219,18 @@ export type ResetResult =
  * one live link all hash before one of them uses it up, and on libuv's pool they would hold
  * the threads that sign tokens.
  */
+/** The language of a message to `user`: theirs where the server offers it, else the server's default (or `fallback`, the page's). */
+export function mailLocale(deps: Pick<FlowDeps, 'config'>, user: UserRecord, fallback?: Locale): Locale {
+  const offered = deps.config.site.locales as readonly string[];
+  if (user.locale !== null) {
+    const exact = offered.find((locale) => locale.toLowerCase() === user.locale!.toLowerCase());
+    if (exact) return exact as Locale;
+    const language = offered.find((locale) => locale.split('-')[0]!.toLowerCase() === user.locale!.split('-')[0]!.toLowerCase());
+    if (language) return language as Locale;
+  }
+  return fallback ?? deps.config.site.defaultLocale;
+}
+
 export async function resetPassword(deps: AccountDeps & Pick<PasswordCheckDeps, 'passwords'>, token: string, password: string, ip: string): Promise<ResetResult> {
   const problem = passwordProblem(password);
   if (problem) return { kind: 'invalid', problem };
@@ -226,7 +247,9 @@ export async function resetPassword(deps: AccountDeps & Pick<PasswordCheckDeps, 
     await tx.passwordResets.spendAllForUser(reset.userId, deps.clock.now());
     await tx.users.setPasswordHash(reset.userId, hash);
     const sessions = await tx.sessions.removeForUser(reset.userId);
-    await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
+    const event = await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
+    // The person hears of it at their address, in the same transaction: a reset they did not make is noticed.
+    if (deps.mail && user.email) await deps.mail.queue(tx, event, { kind: 'password_changed', to: { address: user.email, name: user.name ?? '' }, locale: mailLocale(deps, user), values: { username: user.username, at: event.at } });
     await recordEnded(record, user, sessions, 'password_change');
     return sessions;
   });

@@ -1,3 +1,4 @@
+import { signUpOffered } from '../flows/sign-up.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
@@ -83,6 +84,8 @@ export function pagesFor(deps: AppDeps): Pages {
         // With one provider the only way in, the page offers it alone (and passkeys, a second factor's way in).
         passwordForm: only === null,
         passkeys,
+        forgot: deps.mail !== undefined,
+        signUp: signUpOffered(deps),
         providers: (only ? [only] : providers).map((provider) => ({ id: provider.id, name: provider.name })),
       }),
     );

@@ -969,5 +969,84 @@ const trustedIssuers: Migration = {
   ],
 };
 
+/**
+ * Version 34 (mail): messages in the outbox. Each row is written in the transaction of the
+ * event it announces (its `event_id`; it goes with the event when the audit trail is purged)
+ * and sent by whichever instance claims it (`lease_until`, fenced by `attempts`), `pending`
+ * until `delivered` or `dead`, as a webhook's delivery is. The message (its address and its
+ * link) is sealed under the key encryption key and dropped once delivered. Accounts are found
+ * by their e-mail address, without case, for recovery by e-mail.
+ */
+const mail: Migration = {
+  version: 34,
+  name: 'mail in the outbox',
+  statements: [
+    (t) => `CREATE TABLE mail_deliveries (
+      id              ${t.text} PRIMARY KEY,
+      event_id        ${t.text} NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+      kind            ${t.text} NOT NULL,
+      message         ${t.json},
+      state           ${t.text} NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+      attempts        ${t.integer} NOT NULL,
+      queued_at       ${t.time} NOT NULL,
+      next_attempt_at ${t.time} NOT NULL,
+      lease_until     ${t.time},
+      delivered_at    ${t.time},
+      last_error      ${t.text}
+    )`,
+    "CREATE INDEX mail_deliveries_due ON mail_deliveries (next_attempt_at, id) WHERE state = 'pending'",
+    'CREATE INDEX mail_deliveries_event_id ON mail_deliveries (event_id)',
+    'CREATE INDEX users_email ON users (lower(email))',
+  ],
+};
+
+/**
+ * Version 35 (sign-up): sign-ups waiting for their e-mail link, by the hash of its token. A new
+ * account waits here and is made when the link is followed; with `user_id` (the account was
+ * made at once, TESSERA_SIGN_UP_VERIFY=later) the link verifies its address. Purged once expired.
+ */
+const signUps: Migration = {
+  version: 35,
+  name: 'sign-ups waiting for their e-mail link',
+  statements: [
+    (t) => `CREATE TABLE sign_ups (
+      token_hash    ${t.text} PRIMARY KEY,
+      user_id       ${t.text} REFERENCES users (id) ON DELETE CASCADE,
+      username      ${t.text} NOT NULL,
+      name          ${t.text},
+      email         ${t.text} NOT NULL,
+      password_hash ${t.text} NOT NULL,
+      locale        ${t.text},
+      return_to     ${t.text} NOT NULL,
+      created_at    ${t.time} NOT NULL,
+      expires_at    ${t.time} NOT NULL,
+      used_at       ${t.time}
+    )`,
+    'CREATE INDEX sign_ups_expires_at ON sign_ups (expires_at)',
+  ],
+};
+
+/**
+ * Version 36 (invitations): a single-use link, by the hash of its token, bound to the e-mail
+ * address it was sent to, where the person invited makes their account (with the console role
+ * it names, landing in the app that invited them). Purged once expired.
+ */
+const invitations: Migration = {
+  version: 36,
+  name: 'invitations',
+  statements: [
+    (t) => `CREATE TABLE invitations (
+      token_hash ${t.text} PRIMARY KEY,
+      email      ${t.text} NOT NULL,
+      role       ${t.text} CHECK (role IN ('admin', 'support', 'viewer')),
+      client_id  ${t.text},
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL,
+      used_at    ${t.time}
+    )`,
+    'CREATE INDEX invitations_expires_at ON invitations (expires_at)',
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, samlServiceProviders, scimProvisioning, groups, trustedIssuers];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, samlServiceProviders, scimProvisioning, groups, mail, signUps, invitations, trustedIssuers];

@@ -37,6 +37,9 @@ import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
 import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
+import type { MailStore } from './mail.ts';
+import type { SignUpStore } from './sign-ups.ts';
+import type { InvitationStore } from './invitations.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
@@ -59,6 +62,9 @@ export * from './one-time-codes.ts';
 export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
+export * from './mail.ts';
+export * from './sign-ups.ts';
+export * from './invitations.ts';
 export * from './saml.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
@@ -95,6 +101,12 @@ export interface Stores {
   readonly upstreamLogins: UpstreamLoginStore;
   /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
+  /** Mail in the outbox, sent by whichever instance claims it. */
+  readonly mail: MailStore;
+  /** Sign-ups waiting for their e-mail link. */
+  readonly signUps: SignUpStore;
+  /** Invitations waiting to be accepted. */
+  readonly invitations: InvitationStore;
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;

@@ -101,6 +101,8 @@ export interface UserStore {
   create(user: UserRecord): Promise<void>;
   get(id: string): Promise<UserRecord | null>;
   findByUsername(username: string): Promise<UserRecord | null>;
+  /** The accounts whose e-mail address is `email`, compared without case (at most ten, oldest first). */
+  findByEmail(email: string): Promise<UserRecord[]>;
   list(): Promise<UserRecord[]>;
   /** False when there is no such user. Ending their sessions is the caller's, in the same transaction. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;

@@ -124,8 +124,9 @@ export interface UserListItem {
   readonly href: string;
 }
 
-export function usersPage(frame: ConsoleFrame, view: { readonly q: string; readonly users: readonly UserListItem[]; readonly more: number | null; readonly action: string }): string {
+export function usersPage(frame: ConsoleFrame, view: { readonly q: string; readonly users: readonly UserListItem[]; readonly more: number | null; readonly action: string; readonly invite?: { readonly action: string; readonly email?: string; readonly error?: SafeHtml } | null }): string {
   const { t } = frame.ui;
+  const invite = view.invite ?? null;
   return consolePage(frame, t.text('console.users.title'), html`<h1>${t.html('console.users.title')}</h1>
 <form method="get" action="${view.action}" role="search" class="search">
 <label for="q">${t.html('console.users.search')}</label>
@@ -134,7 +135,15 @@ export function usersPage(frame: ConsoleFrame, view: { readonly q: string; reado
 ${view.users.length === 0
   ? html`<p>${t.html('console.users.none')}</p>`
   : html`<ul class="items">${view.users.map((user) => html`<li><a href="${user.href}">${user.username}</a>${user.disabled ? html` <span class="tag">${t.html('console.users.disabled')}</span>` : null}${user.name || user.email ? html`<br><span class="muted">${[user.name, user.email].filter(Boolean).join(' · ')}</span>` : null}</li>`)}</ul>`}
-${view.more === null ? null : html`<p class="muted">${t.html('console.users.more', { count: view.more })}</p>`}`);
+${view.more === null ? null : html`<p class="muted">${t.html('console.users.more', { count: view.more })}</p>`}
+${invite === null ? null : html`<h2 id="invite">${t.html('console.users.invite')}</h2>
+${invite.error ? html`<p class="alert error" role="alert" id="invite-error">${invite.error}</p>` : null}
+<form method="post" action="${invite.action}">
+${csrfField(frame.csrf)}
+<label for="invite-email">${t.html('console.users.invite.email')}</label>
+<input type="email" id="invite-email" name="email" required autocapitalize="none" spellcheck="false" value="${invite.email ?? ''}" ${invite.error ? html`aria-invalid="true" aria-describedby="invite-error"` : null}>
+<div class="actions"><button type="submit" class="primary">${t.html('console.users.invite.submit')}</button></div>
+</form>`}`);
 }
 
 export interface UserPageView {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ACCOUNT_PATH, HOME_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, FORGOT_PASSWORD_PATH, HOME_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH, INVITATION_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
 import type { SiteSettings } from '../config/index.ts';
 import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -152,6 +152,10 @@ export interface SignInView {
   readonly passwordForm?: boolean | undefined;
   /** The upstream identity providers, in the order of their buttons ("Continue with Google"). */
   readonly providers?: readonly SignInProvider[] | undefined;
+  /** Link to "Forgot password?" (there is a mail server to send the link). */
+  readonly forgot?: boolean | undefined;
+  /** Link to "Create an account" (TESSERA_SIGN_UP=open). */
+  readonly signUp?: boolean | undefined;
 }
 
 /** A button of the sign-in page: an upstream provider by its id and name. */
@@ -242,7 +246,9 @@ ${clientField(view.clientId)}
 <label for="password">${t.html('signIn.password')}</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
-</form>`}
+</form>
+${view.forgot ? html`<p class="more"><a href="${FORGOT_PASSWORD_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.forgot')}</a></p>` : null}
+${view.signUp ? html`<p class="more"><a href="${SIGN_UP_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.signUp')}</a></p>` : null}`}
 ${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}
 ${providerButtons(ui, view, view.passwordForm !== false || view.passkeys === true)}`);
 }
@@ -352,6 +358,133 @@ ${csrfField(view.csrf)}
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('reset.submit')}</button></div>
 </form>`);
+}
+
+export interface ForgotView {
+  readonly csrf: string;
+  readonly returnTo: string;
+  readonly email?: string;
+  readonly error?: string;
+}
+
+/** "Forgot password?": the e-mail address to send a reset link to. */
+export function forgotPasswordPage(ui: Ui, view: ForgotView): string {
+  const { t } = ui;
+  return layout(ui, t.text('forgot.title'), html`<h1>${t.html('forgot.title')}</h1>
+<p>${t.html('forgot.text')}</p>
+${view.error ? html`<p class="alert error" role="alert" id="email-error">${view.error}</p>` : null}
+<form method="post" action="${FORGOT_PASSWORD_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="return_to" value="${view.returnTo}">
+<label for="email">${t.html('forgot.email')}</label>
+<input type="email" id="email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required autofocus value="${view.email ?? ''}" ${view.error ? html`aria-invalid="true" aria-describedby="email-error"` : null}>
+<div class="actions"><button type="submit" class="primary">${t.html('forgot.submit')}</button></div>
+</form>
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`);
+}
+
+/** The same answer whether the address has an account or not. */
+export function forgotSentPage(ui: Ui, view: { readonly email: string; readonly minutes: number; readonly returnTo: string }): string {
+  const { t } = ui;
+  return layout(ui, t.text('forgot.sent.title'), html`<h1>${t.html('forgot.sent.title')}</h1>
+<p role="status">${t.html('forgot.sent.text', { email: view.email, minutes: view.minutes })}</p>
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`);
+}
+
+export interface SignUpView {
+  readonly csrf: string;
+  readonly returnTo: string;
+  readonly values?: { readonly username?: string; readonly name?: string; readonly email?: string };
+  /** The field the error is about, and what it says. */
+  readonly error?: { readonly field: 'username' | 'name' | 'email' | 'password' | null; readonly text: string };
+}
+
+/** Sign-up: username, name, e-mail address, then a password. */
+export function signUpPage(ui: Ui, view: SignUpView): string {
+  const { site, t } = ui;
+  const error = view.error;
+  const invalid = (field: string) => (error?.field === field ? html`aria-invalid="true" aria-describedby="sign-up-error"` : null);
+  return layout(ui, t.text('signUp.title'), html`<h1>${t.html('signUp.title')}</h1>
+<p class="muted">${t.html('signUp.intro', { site: site.name })}</p>
+${error ? html`<p class="alert error" role="alert" id="sign-up-error">${error.text}</p>` : null}
+<form method="post" action="${SIGN_UP_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="return_to" value="${view.returnTo}">
+<label for="username">${t.html('signUp.username')}</label>
+<input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${view.values?.username ?? ''}" ${invalid('username')}>
+<label for="name">${t.html('signUp.name')}</label>
+<input type="text" id="name" name="name" autocomplete="name" required maxlength="200" value="${view.values?.name ?? ''}" ${invalid('name')}>
+<label for="email">${t.html('signUp.email')}</label>
+<input type="email" id="email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required value="${view.values?.email ?? ''}" ${invalid('email')}>
+<label for="password">${t.html('signUp.password')}</label>
+<input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
+<p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
+<div class="actions"><button type="submit" class="primary">${t.html('signUp.submit')}</button></div>
+</form>
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`);
+}
+
+/** After the form: the same whether the address was new or had an account. */
+export function signUpSentPage(ui: Ui, view: { readonly email: string; readonly hours: number; readonly returnTo: string; readonly later: boolean }): string {
+  const { t } = ui;
+  return layout(ui, t.text('signUp.sent.title'), html`<h1>${t.html('signUp.sent.title')}</h1>
+<p role="status">${t.html('signUp.sent.text', { email: view.email, hours: view.hours })}</p>
+${view.later ? html`<p>${t.html('signUp.sent.later')}</p>` : null}
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`);
+}
+
+/** Where the mailed link leads: a button confirms, so that a mail scanner opening the link uses nothing up. */
+export function signUpConfirmPage(ui: Ui, view: { readonly csrf: string; readonly token: string; readonly username: string }): string {
+  const { site, t } = ui;
+  return layout(ui, t.text('signUp.confirm.title'), html`<h1>${t.html('signUp.confirm.title')}</h1>
+<p>${t.html('signUp.confirm.text', { username: view.username, site: site.name })}</p>
+<form method="post" action="${SIGN_UP_VERIFY_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="token" value="${view.token}">
+<div class="actions"><button type="submit" class="primary">${t.html('signUp.confirm.submit')}</button></div>
+</form>`);
+}
+
+/** After the link: the account is ready; or the link cannot be used (`invalid`), or the username was taken meanwhile. */
+export function signUpDonePage(ui: Ui, view: { readonly kind: 'done'; readonly username: string; readonly returnTo: string } | { readonly kind: 'invalid' | 'taken' }): string {
+  const { t } = ui;
+  if (view.kind === 'done') {
+    return layout(ui, t.text('signUp.done.title'), html`<h1>${t.html('signUp.done.title')}</h1>
+<p role="status">${t.html('signUp.done.text', { username: view.username })}</p>
+<p><a class="button" href="${view.returnTo}">${t.html('signUp.done.continue')}</a></p>`);
+  }
+  return layout(ui, t.text('signUp.invalid.title'), html`<h1>${t.html('signUp.invalid.title')}</h1>
+<p role="alert">${t.html(view.kind === 'taken' ? 'signUp.taken.text' : 'signUp.invalid.text')}</p>
+<p class="more"><a href="${SIGN_UP_PATH}">${t.html('signIn.signUp')}</a></p>`);
+}
+
+/** Where an invitation's link leads: a username, a name and a password; the address is the invitation's. */
+export function invitationPage(ui: Ui, view: { readonly csrf: string; readonly token: string; readonly email: string; readonly values?: { readonly username?: string; readonly name?: string }; readonly error?: { readonly field: 'username' | 'name' | 'password' | null; readonly text: string } }): string {
+  const { site, t } = ui;
+  const error = view.error;
+  const invalid = (field: string) => (error?.field === field ? html`aria-invalid="true" aria-describedby="invitation-error"` : null);
+  return layout(ui, t.text('invitation.title'), html`<h1>${t.html('invitation.title')}</h1>
+<p class="muted">${t.html('invitation.for', { site: site.name, email: view.email })}</p>
+${error ? html`<p class="alert error" role="alert" id="invitation-error">${error.text}</p>` : null}
+<form method="post" action="${INVITATION_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="token" value="${view.token}">
+<label for="username">${t.html('signUp.username')}</label>
+<input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${view.values?.username ?? ''}" ${invalid('username')}>
+<label for="name">${t.html('signUp.name')}</label>
+<input type="text" id="name" name="name" autocomplete="name" required maxlength="200" value="${view.values?.name ?? ''}" ${invalid('name')}>
+<label for="password">${t.html('signUp.password')}</label>
+<input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
+<p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
+<div class="actions"><button type="submit" class="primary">${t.html('invitation.submit')}</button></div>
+</form>`);
+}
+
+/** An invitation that cannot be used. */
+export function invitationInvalidPage(ui: Ui): string {
+  const { t } = ui;
+  return layout(ui, t.text('signUp.invalid.title'), html`<h1>${t.html('signUp.invalid.title')}</h1>
+<p role="alert">${t.html('invitation.invalid.text')}</p>`);
 }
 
 /** After a reset, or for a link that cannot be used. */

@@ -14,6 +14,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { identityProvidersContract } from './identity-providers-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
+import { mailContract } from './mail-contract.ts';
 import { samlContract } from './saml-contract.ts';
 import { scimContract } from './scim-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
@@ -1884,6 +1885,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     secondFactorContract({ store: () => store, unique, givenUser, givenClient, givenGrant });
     identityProvidersContract({ store: () => store, unique, givenUser });
     webhooksContract({ store: () => store, unique });
+    mailContract({ store: () => store, unique });
     samlContract({ store: () => store, unique });
     scimContract({ store: () => store, unique, givenUser });
     trustedIssuersContract({ store: () => store, unique });

@@ -32,7 +32,8 @@ import { conflict, field, forbidden, invalid, notFound, problem, rejected } from
 
 export { DEFAULT_RESET_TTL_SECONDS, RECOVERY_CODE_COUNT };
 
-const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
+/** What a username may be: 1-64 letters, digits or . _ @ + - (the rule every door shares, sign-up too). */
+export const USERNAME = /^[\p{L}\p{N}._@+-]{1,64}$/u;
 /** Bounds on a reset link's life: a minute to thirty days. */
 export const RESET_TTL_RANGE = { min: 60, max: 30 * 86400 } as const;
 

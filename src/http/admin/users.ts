@@ -1,4 +1,5 @@
 /** The admin API's users (`tessera user …`), their sessions and approvals. */
+import { INVITATION_TTL_RANGE, inviteUser } from '../../flows/manage/invitations.ts';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ADMIN_PREFIX } from '../../core/endpoints.ts';
 import { USER_ALWAYS, USER_FIELDS } from '../../flows/manage/fields/users.ts';
@@ -121,6 +122,24 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     handler: async (request, _reply, d) => {
       const link = await resetLink(d, named(request), (request.body as { ttl_seconds?: number } | undefined)?.ttl_seconds);
       return { url: link.url, expires_at: new Date(link.expiresAt).toISOString() };
+    },
+  });
+  route({
+    method: 'POST', url: `${ADMIN_PREFIX}/invitations`, operationId: 'inviteUser', area: 'users', write: true,
+    schema: {
+      summary: 'Invite someone by e-mail: a single-use link where they make an account with that address (mailed when a mail server is set)',
+      body: body({
+        email: { type: 'string', maxLength: 320 },
+        role: { type: 'string', enum: ['admin', 'support', 'viewer', 'none'] },
+        client_id: { type: 'string', maxLength: 256, description: 'The app that invites them: they land there once their account is made' },
+        ttl_seconds: { type: 'integer', minimum: INVITATION_TTL_RANGE.min, maximum: INVITATION_TTL_RANGE.max },
+      }, ['email']),
+      response: ok(object({ url: { type: 'string', description: 'The link: in this answer only' }, email: { type: 'string' }, expires_at: T, mailed: B })),
+    },
+    handler: async (request, _reply, d) => {
+      const given = request.body as { email: string; role?: string; client_id?: string; ttl_seconds?: number };
+      const invitation = await inviteUser(d, { email: given.email, role: given.role ?? null, clientId: given.client_id ?? null, ...(given.ttl_seconds === undefined ? {} : { ttlSeconds: given.ttl_seconds }) });
+      return { url: invitation.url, email: invitation.email, expires_at: new Date(invitation.expiresAt).toISOString(), mailed: invitation.mailed };
     },
   });
   route({

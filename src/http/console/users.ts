@@ -1,4 +1,5 @@
 /** The console's people: search, a person's page, and the changes an operator may make to them. */
+import { inviteUser } from '../../flows/manage/invitations.ts';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { CONSOLE_PATHS } from '../../core/endpoints.ts';
 import type { RawParams } from '../../core/protocol.ts';
@@ -35,6 +36,27 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
       action: CONSOLE_PATHS.users,
       users: found.slice(0, USERS_SHOWN).map((user) => ({ username: user.username, name: user.name, email: user.email, disabled: user.disabled, href: userPath(user.username) })),
       more: found.length > USERS_SHOWN ? USERS_SHOWN : null,
+      invite: may(request, 'users', true) ? { action: `${CONSOLE_PATHS.users}/invite` } : null,
+    }));
+  });
+
+  // Invite someone by e-mail (flows/manage/invitations.ts): the link shown once, and mailed when there is a mail server.
+  app.post(`${CONSOLE_PATHS.users}/invite`, change('users'), async (request, reply) => {
+    const email = single(rawForm(request), 'email', 320);
+    const f = frame(request, reply, 'users');
+    const { t } = f.ui;
+    let invitation;
+    try {
+      invitation = await inviteUser(manage(request), { email });
+    } catch (error) {
+      if (!(error instanceof ManageError)) throw error;
+      return pages.send(reply, MANAGE_STATUS[error.kind], usersPage(f, { q: '', action: CONSOLE_PATHS.users, users: [], more: null, invite: { action: `${CONSOLE_PATHS.users}/invite`, email, error: reasonOf(f.ui, error) } }));
+    }
+    return pages.send(reply, 200, shownOncePage(f, {
+      title: t.text('console.invite.title', { email: invitation.email }),
+      lines: [{ label: 'URL', value: invitation.url }],
+      text: t.text(invitation.mailed ? 'console.invite.mailed' : 'console.invite.text', { email: invitation.email, time: t.date(invitation.expiresAt) }),
+      back: CONSOLE_PATHS.users,
     }));
   });
 

@@ -26,6 +26,9 @@ import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
 import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
+import { mailStatements } from './mail.ts';
+import { signUpsStatements } from './sign-ups.ts';
+import { invitationsStatements } from './invitations.ts';
 import { samlStatements } from './saml.ts';
 import { scimStatements } from './scim.ts';
 
@@ -54,6 +57,9 @@ export function statements(d: Dialect) {
     ...registrationsStatements(d),
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
+    ...mailStatements(d),
+    ...signUpsStatements(d),
+    ...invitationsStatements(d),
     ...samlStatements(d),
     ...scimStatements(d),
     ...trustedIssuersStatements(d),
@@ -63,4 +69,4 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSamlRequests'] as const satisfies readonly StatementName[];
+export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSamlRequests', 'purgeSignUps', 'purgeInvitations'] as const satisfies readonly StatementName[];

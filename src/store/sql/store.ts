@@ -28,6 +28,9 @@ import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
 import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
+import { mailStores } from './mail.ts';
+import { signUpsStores } from './sign-ups.ts';
+import { invitationsStores } from './invitations.ts';
 import { samlStores } from './saml.ts';
 import { scimStores } from './scim.ts';
 
@@ -54,6 +57,9 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...registrationsStores(d, q),
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
+    ...mailStores(d, q),
+    ...signUpsStores(d, q),
+    ...invitationsStores(d, q),
     ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),

@@ -58,6 +58,8 @@ export function usersStatements(d: Dialect) {
       ON CONFLICT DO NOTHING`,
     getUser: 'SELECT * FROM users WHERE id = :id',
     getUserByUsername: 'SELECT * FROM users WHERE username = :username',
+    // The accounts an address belongs to (recovery by e-mail), through users_email.
+    getUsersByEmail: 'SELECT * FROM users WHERE lower(email) = lower(:email) ORDER BY created_at, id LIMIT 10',
     listUsers: 'SELECT * FROM users ORDER BY created_at, id',
     setUserDisabled: 'UPDATE users SET disabled = :disabled WHERE id = :id',
     setUserRole: 'UPDATE users SET role = :role WHERE id = :id',
@@ -111,6 +113,7 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
       },
       get: (id) => first('getUser', { id }, user),
       findByUsername: (username) => first('getUserByUsername', { username }, user),
+      findByEmail: (email) => every('getUsersByEmail', { email }, user),
       list: () => every('listUsers', {}, user),
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
       setRole: (id, role) => changedAny('setUserRole', { id, role }),

@@ -1,0 +1,183 @@
+/**
+ * Sign-up (TESSERA_SIGN_UP=open): a person makes their own account with a username, a name, an
+ * e-mail address and a password. With TESSERA_SIGN_UP_VERIFY=first (the default) the account
+ * is made only when the link mailed to the address is followed; with `later` it is made at
+ * once, its `email_verified` false until the link is followed.
+ *
+ * Whether an address has an account already is never said: the page after the form is the
+ * same, the work is the same (the budgets, the password hashed, one transaction with its
+ * event), and the address that has an account is mailed a notice in place of a link. A taken
+ * username is said to be taken: the person must choose another, and a username is no secret
+ * (it is typed on the sign-in page). Each sign-up is charged to its network address and to
+ * its e-mail address, whether it has an account or not.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Locale } from '../config/locales.ts';
+import { hashSecret, randomToken } from '../core/crypto.ts';
+import { SIGN_UP_VERIFY_PATH, FORGOT_PASSWORD_PATH } from '../core/endpoints.ts';
+import { normalizeUsername } from '../core/username.ts';
+import type { PasswordQueue } from '../core/password-queue.ts';
+import { DuplicateError, newUserRecord, type SignUpRecord, type UserRecord } from '../store/types.ts';
+import { Attempt, isRefusal } from './attempts.ts';
+import { transactionWithEvents } from './events.ts';
+import { headerText, mailAddress } from './mail/outbox.ts';
+import { USERNAME } from './manage/users.ts';
+import { passwordProblem, type AccountDeps } from './users.ts';
+
+const HOUR_MS = 60 * 60_000;
+
+export const SIGN_UP_KEYS = {
+  address: 'sign-up:ip:',
+  /** The hash of the address, lower-cased: the counter names no one. */
+  email: 'sign-up:email:',
+} as const;
+
+export type SignUpDeps = AccountDeps & { readonly passwords: Pick<PasswordQueue, 'hash' | 'retryAfterSeconds'> };
+
+/** Whether the sign-up page is offered: open, and a way to send the link unless the account needs none first. */
+export function signUpOffered(deps: Pick<AccountDeps, 'config' | 'mail'>): boolean {
+  const settings = deps.config.signUp;
+  return settings.policy === 'open' && (deps.mail !== undefined || settings.verify === 'later');
+}
+
+export type SignUpField = 'username' | 'name' | 'email' | 'password';
+
+export interface SignUpInput {
+  readonly username: string;
+  readonly name: string;
+  readonly email: string;
+  readonly password: string;
+  readonly ip: string;
+  readonly locale: Locale;
+  /** Where the person goes once the link is followed: a path on this server. */
+  readonly returnTo: string;
+}
+
+export type SignUpResult =
+  /** The same answer whether the address was new or had an account. */
+  | { readonly kind: 'sent'; readonly email: string }
+  | { readonly kind: 'invalid'; readonly field: SignUpField; readonly problem: 'missing' | 'format' | 'domain' | 'short' | 'long' }
+  | { readonly kind: 'taken' }
+  | { readonly kind: 'limited'; readonly retryAfterSeconds: number }
+  | { readonly kind: 'busy'; readonly retryAfterSeconds: number }
+  | { readonly kind: 'closed' };
+
+function checked(deps: SignUpDeps, input: SignUpInput): { username: string; name: string; email: string } | Extract<SignUpResult, { kind: 'invalid' }> {
+  const username = normalizeUsername(input.username);
+  if (username === '') return { kind: 'invalid', field: 'username', problem: 'missing' };
+  if (!USERNAME.test(username)) return { kind: 'invalid', field: 'username', problem: 'format' };
+  const name = headerText(input.name);
+  if (name === '') return { kind: 'invalid', field: 'name', problem: 'missing' };
+  if (input.name.length > 200) return { kind: 'invalid', field: 'name', problem: 'long' };
+  const email = mailAddress(input.email);
+  if (email === null) return { kind: 'invalid', field: 'email', problem: input.email.trim() === '' ? 'missing' : 'format' };
+  const domains = deps.config.signUp.domains;
+  if (domains !== null && !domains.includes(email.slice(email.lastIndexOf('@') + 1).toLowerCase())) return { kind: 'invalid', field: 'email', problem: 'domain' };
+  const problem = passwordProblem(input.password);
+  if (problem !== null) return { kind: 'invalid', field: 'password', problem: input.password.length === 0 ? 'missing' : problem.includes('at least') ? 'short' : 'long' };
+  return { username, name, email };
+}
+
+export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<SignUpResult> {
+  if (!signUpOffered(deps)) return { kind: 'closed' };
+  const settings = deps.config.signUp;
+  const fields = checked(deps, input);
+  if ('kind' in fields) return fields;
+  const { username, name, email } = fields;
+  const attempt = await Attempt.reserve(
+    deps.store.rateLimits,
+    [
+      { key: `${SIGN_UP_KEYS.address}${input.ip}`, limit: settings.perAddressPerHour },
+      { key: `${SIGN_UP_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
+    ],
+    HOUR_MS,
+    deps.clock.now(),
+  );
+  // Every sign-up stays counted: a flood is a flood whether its accounts are made or not.
+  if (isRefusal(attempt)) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
+  if (await deps.store.users.findByUsername(username)) return { kind: 'taken' };
+  // Hashed on the password queue, from this address, whether the address has an account or not.
+  const passwordHash = await deps.passwords.hash(input.password, deps.config.passwordHash, input.ip);
+  if (passwordHash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
+  const existing = await deps.store.users.findByEmail(email);
+  const now = deps.clock.now();
+  const token = randomToken(32);
+  const link = `${deps.config.issuer}${SIGN_UP_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
+  const expiresAt = now + settings.linkTtlSeconds * 1000;
+  const pending: SignUpRecord = { tokenHash: hashSecret(token), userId: null, username, name, email, passwordHash, locale: input.locale, returnTo: input.returnTo, createdAt: now, expiresAt, usedAt: null };
+  const { mail } = deps;
+  try {
+    await transactionWithEvents(deps, async (tx, record) => {
+      const asked = await record({ type: 'signup.requested', username, detail: { existing: existing.length > 0 } });
+      const owner = existing[0];
+      if (owner !== undefined) {
+        // The address's owner hears that someone tried, and how back into their own account.
+        await mail?.queue(tx, asked, { kind: 'signup_exists', to: { address: email, name: owner.name ?? '' }, locale: input.locale, values: { username: owner.username, link: `${deps.config.issuer}${FORGOT_PASSWORD_PATH}` } });
+        return;
+      }
+      if (settings.verify === 'first') {
+        await tx.signUps.create(pending);
+        await mail!.queue(tx, asked, { kind: 'verify', to: { address: email, name }, locale: input.locale, values: { username, link, expiresAt } });
+        return;
+      }
+      // Usable at once; the address is verified when the link is followed.
+      const user = newUserRecord({ id: randomUUID(), username, passwordHash, name, email, emailVerified: false, locale: input.locale, createdAt: now });
+      await tx.users.create(user);
+      const created = await record({ type: 'user.created', userId: user.id, username, detail: { by: 'sign_up' } });
+      if (mail) {
+        await tx.signUps.create({ ...pending, userId: user.id });
+        await mail.queue(tx, created, { kind: 'verify', to: { address: email, name }, locale: input.locale, values: { username, link, expiresAt } });
+      }
+    });
+  } catch (error) {
+    // The username was taken between the look and the write.
+    if (error instanceof DuplicateError) return { kind: 'taken' };
+    throw error;
+  }
+  return { kind: 'sent', email };
+}
+
+/** The live sign-up link `token` names, or null. */
+export async function findSignUp(deps: Pick<AccountDeps, 'store' | 'clock'>, token: string): Promise<SignUpRecord | null> {
+  if (token.length === 0 || token.length > 128) return null;
+  return deps.store.signUps.find(hashSecret(token), deps.clock.now());
+}
+
+export type VerifyResult =
+  | { readonly kind: 'done'; readonly user: UserRecord; readonly returnTo: string }
+  | { readonly kind: 'invalid_link' }
+  /** Someone took the username while the link waited: the person signs up again. */
+  | { readonly kind: 'taken' };
+
+/**
+ * Follows a sign-up link: exactly one caller uses it up (one conditional UPDATE), in the
+ * transaction that makes the account (its address verified) or verifies the address of the
+ * account made at once.
+ */
+export async function verifySignUp(deps: AccountDeps, token: string): Promise<VerifyResult> {
+  const found = await findSignUp(deps, token);
+  if (found === null) return { kind: 'invalid_link' };
+  try {
+    return await transactionWithEvents(deps, async (tx, record): Promise<VerifyResult> => {
+      const now = deps.clock.now();
+      const used = await tx.signUps.consume(found.tokenHash, now);
+      if (used === null) return { kind: 'invalid_link' };
+      if (used.userId !== null) {
+        const user = await tx.users.get(used.userId);
+        // The address changed since: this link verified the old one.
+        if (user === null || user.disabled || user.email?.toLowerCase() !== used.email.toLowerCase()) return { kind: 'invalid_link' };
+        await tx.users.update(user.id, { emailVerified: true }, now);
+        await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
+        return { kind: 'done', user: { ...user, emailVerified: true }, returnTo: used.returnTo };
+      }
+      const user = newUserRecord({ id: randomUUID(), username: used.username, passwordHash: used.passwordHash, name: used.name, email: used.email, emailVerified: true, locale: used.locale, createdAt: now });
+      await tx.users.create(user);
+      await record({ type: 'user.created', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
+      await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
+      return { kind: 'done', user, returnTo: used.returnTo };
+    });
+  } catch (error) {
+    if (error instanceof DuplicateError) return { kind: 'taken' };
+    throw error;
+  }
+}

@@ -1,0 +1,90 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { SIGN_IN_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
+import type { RawParams } from '../core/protocol.ts';
+import { findSignUp, signUp, signUpOffered, verifySignUp, type SignUpResult } from '../flows/sign-up.ts';
+import { signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { forRequest } from './deps.ts';
+import { rawForm } from './form.ts';
+import { csrfToken, safeReturnTo } from './session.ts';
+
+function single(params: RawParams, name: string, max: number): string {
+  const value = params[name];
+  return typeof value === 'string' ? value.slice(0, max) : '';
+}
+
+function errorText(ui: Ui, result: Extract<SignUpResult, { kind: 'invalid' | 'taken' }>, domains: readonly string[] | null): string {
+  const { t } = ui;
+  if (result.kind === 'taken') return t.text('signUp.error.taken');
+  switch (result.field) {
+    case 'username':
+      return t.text('signUp.error.username');
+    case 'name':
+      return t.text('signUp.error.name');
+    case 'email':
+      return result.problem === 'domain' ? t.text('signUp.error.domain', { domains: (domains ?? []).join(', ') }) : t.text('signUp.error.email');
+    case 'password':
+      return t.text('signUp.error.password');
+  }
+}
+
+/**
+ * Sign-up (flows/sign-up.ts): the form, the same page after it whether the address had an
+ * account, and the page the mailed link leads to. Only with TESSERA_SIGN_UP=open: without it,
+ * there are no such routes.
+ */
+export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  if (!signUpOffered(deps)) return;
+  const settings = deps.config.signUp;
+
+  app.get(SIGN_UP_PATH, { config: { page: true } }, async (request, reply) => {
+    const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
+    return pages.send(reply, 200, signUpPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo }));
+  });
+
+  app.post(SIGN_UP_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
+    const form = rawForm(request);
+    const returnTo = safeReturnTo(form['return_to']);
+    const values = { username: single(form, 'username', 256), name: single(form, 'name', 512), email: single(form, 'email', 320) };
+    const password = single(form, 'password', 2048);
+    const ui = pages.ui(request);
+    const result = await signUp(forRequest(deps, request), { ...values, password, ip: request.ip, locale: ui.t.locale, returnTo });
+    const again = (status: number, error: { field: 'username' | 'name' | 'email' | 'password' | null; text: string }) =>
+      pages.send(reply, status, signUpPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, values, error }));
+    switch (result.kind) {
+      case 'closed':
+        return reply.callNotFound();
+      case 'invalid':
+        return again(400, { field: result.field, text: errorText(ui, result, settings.domains) });
+      case 'taken':
+        return again(409, { field: 'username', text: errorText(ui, result, settings.domains) });
+      case 'limited':
+        reply.header('Retry-After', String(result.retryAfterSeconds));
+        return again(429, { field: null, text: ui.t.text('signUp.busy', { minutes: Math.ceil(result.retryAfterSeconds / 60) }) });
+      case 'busy':
+        reply.header('Retry-After', String(result.retryAfterSeconds));
+        return again(429, { field: null, text: ui.t.text('reset.busy', { seconds: result.retryAfterSeconds }) });
+      case 'sent':
+        return pages.send(reply, 200, signUpSentPage(ui, { email: result.email, hours: Math.round(settings.linkTtlSeconds / 3600), returnTo, later: settings.verify === 'later' }));
+    }
+  });
+
+  app.get(SIGN_UP_VERIFY_PATH, { config: { page: true } }, async (request, reply) => {
+    const token = single(request.query as RawParams, 'token', 256);
+    const found = await findSignUp(deps, token);
+    const ui = pages.ui(request, { user: found?.locale ?? undefined });
+    if (found === null) return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
+    return pages.send(reply, 200, signUpConfirmPage(ui, { csrf: csrfToken(deps.config, request, reply), token, username: found.username }));
+  });
+
+  app.post(SIGN_UP_VERIFY_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
+    const token = single(rawForm(request), 'token', 256);
+    const result = await verifySignUp(forRequest(deps, request), token);
+    const ui = pages.ui(request, { user: result.kind === 'done' ? result.user.locale : undefined });
+    if (result.kind === 'invalid_link') return pages.send(reply, 400, signUpDonePage(ui, { kind: 'invalid' }));
+    if (result.kind === 'taken') return pages.send(reply, 409, signUpDonePage(ui, { kind: 'taken' }));
+    // Continue where the sign-up started: the app's request, through the sign-in page.
+    const next = `${SIGN_IN_PATH}?${new URLSearchParams({ return_to: result.returnTo }).toString()}`;
+    return pages.send(reply, 200, signUpDonePage(ui, { kind: 'done', username: result.user.username, returnTo: next }));
+  });
+};

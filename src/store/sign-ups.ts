@@ -1,0 +1,29 @@
+/**
+ * Sign-ups waiting for their e-mail link: single use, stored by the hash of the link's token.
+ * A new account waits here, password hash and all, and is made only when the link is followed
+ * (one conditional UPDATE uses the link up); with `userId`, the account exists already
+ * (TESSERA_SIGN_UP_VERIFY=later) and the link verifies its address.
+ */
+export interface SignUpRecord {
+  readonly tokenHash: string;
+  /** The account whose address the link verifies; null: the link makes the account. */
+  readonly userId: string | null;
+  readonly username: string;
+  readonly name: string | null;
+  readonly email: string;
+  readonly passwordHash: string;
+  readonly locale: string | null;
+  /** Where the person goes once the link is followed: a path on this server (the app's request). */
+  readonly returnTo: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly usedAt: number | null;
+}
+
+export interface SignUpStore {
+  create(signUp: SignUpRecord): Promise<void>;
+  /** The record if it is unused and unexpired at `now`; does not use it up. */
+  find(tokenHash: string, now: number): Promise<SignUpRecord | null>;
+  /** Uses the link up: exactly one caller receives the record, only while unused and unexpired at `now`. */
+  consume(tokenHash: string, now: number): Promise<SignUpRecord | null>;
+}

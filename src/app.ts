@@ -43,6 +43,9 @@ import { randomBytes } from 'node:crypto';
 import { TokenIssuer } from './tokens/issue.ts';
 import { webhookTypeOf } from './core/webhook-events.ts';
 import { WebhookDispatcher } from './flows/webhooks/dispatcher.ts';
+import { SsfDispatcher } from './flows/ssf/dispatcher.ts';
+import { ssfTypeOf } from './core/ssf.ts';
+import { ssfRoutes } from './http/ssf.ts';
 
 export interface AppInput {
   readonly config: Config;
@@ -136,9 +139,14 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   // event, and at the default level (warn) only lockouts are logged.
   // An event some webhook may hear wakes the dispatcher (below) at once, rather than at its next look.
   let wakeDispatcher = () => {};
+  // So does one some Shared Signals stream may be sent.
+  let wakeSsf = () => {};
   const built = appDeps(input, [
     (event) => {
       if (webhookTypeOf(event.type) !== null) wakeDispatcher();
+    },
+    (event) => {
+      if (ssfTypeOf(event) !== null) wakeSsf();
     },
     (event) => {
       const level = isLockout(event) ? 'warn' : 'info';
@@ -170,6 +178,21 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   app.addHook('onReady', async () => dispatcher.start());
   // Before the store closes: tries under way end, and their deliveries are given back.
   app.addHook('onClose', () => dispatcher.stop());
+  // Shared Signals push delivery (RFC 8935), from the same outbox and by the same rules.
+  const ssfDispatcher = new SsfDispatcher({
+    store: deps.store,
+    clock: input.clock,
+    secrets: deps.secrets,
+    tokens: deps.tokens,
+    issuer: input.config.issuer,
+    settings: input.config.webhooks,
+    allowPrivateNetworkUrls: input.config.allowPrivateNetworkUrls,
+    events: deps.events,
+    log: app.log,
+  });
+  wakeSsf = () => ssfDispatcher.wake();
+  app.addHook('onReady', async () => ssfDispatcher.start());
+  app.addHook('onClose', () => ssfDispatcher.stop());
   if (input.metrics) {
     input.metrics.countWebhookDeliveries(() => deps.store.webhooks.countByState());
     input.metrics.instrument(app);
@@ -193,5 +216,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(userinfoRoutes, { deps });
   await app.register(registrationRoutes, { deps });
   await app.register(adminRoutes, { deps });
+  await app.register(ssfRoutes, { deps });
   return app;
 }

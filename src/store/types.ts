@@ -36,6 +36,7 @@ import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
 import type { WebhookStore } from './webhooks.ts';
+import type { SsfStore } from './ssf.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -56,6 +57,7 @@ export * from './one-time-codes.ts';
 export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
+export * from './ssf.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -89,6 +91,8 @@ export interface Stores {
   readonly upstreamLogins: UpstreamLoginStore;
   /** Webhooks and their outbox (issue 45). */
   readonly webhooks: WebhookStore;
+  /** Shared Signals streams and their deliveries, from the same outbox. */
+  readonly ssf: SsfStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

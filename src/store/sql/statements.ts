@@ -25,6 +25,7 @@ import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
 import { webhooksStatements } from './webhooks.ts';
+import { ssfStatements } from './ssf.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -51,6 +52,7 @@ export function statements(d: Dialect) {
     ...registrationsStatements(d),
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
+    ...ssfStatements(d),
   };
 }
 

@@ -27,6 +27,7 @@ import { sessionsStores } from './sessions.ts';
 import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
 import { webhooksStores } from './webhooks.ts';
+import { ssfStores } from './ssf.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
   return {
@@ -49,6 +50,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...registrationsStores(d, q),
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
+    ...ssfStores(d, q),
   };
 }
 

@@ -14,6 +14,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT
 import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { identityProvidersContract } from './identity-providers-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
+import { ssfContract } from './ssf-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
   DuplicateError,
@@ -1746,6 +1747,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     secondFactorContract({ store: () => store, unique, givenUser, givenClient, givenGrant });
     identityProvidersContract({ store: () => store, unique, givenUser });
     webhooksContract({ store: () => store, unique });
+    ssfContract({ store: () => store, unique, givenClient: () => givenClient() });
 
     describe('purgeExpired', () => {
       it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {

@@ -52,6 +52,8 @@ export interface SsfStore {
   getStream(id: string): Promise<SsfStreamRecord | null>;
   /** A receiver's streams, oldest first. */
   listStreams(clientId: string): Promise<SsfStreamRecord[]>;
+  /** Every receiver's streams (resealing their push headers under a new key encryption key). */
+  listAllStreams(): Promise<SsfStreamRecord[]>;
   /** How many streams a receiver has. */
   countStreams(clientId: string): Promise<number>;
   /** Writes every field of the stream but its id, receiver and creation; false when it is gone. */

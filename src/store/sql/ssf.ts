@@ -24,6 +24,7 @@ export function ssfStatements(_d: Dialect) {
       ON CONFLICT DO NOTHING`,
     getSsfStream: 'SELECT * FROM ssf_streams WHERE id = :id',
     listSsfStreams: 'SELECT * FROM ssf_streams WHERE client_id = :clientId ORDER BY created_at, id',
+    listAllSsfStreams: 'SELECT * FROM ssf_streams ORDER BY created_at, id',
     countSsfStreams: 'SELECT COUNT(*) AS count FROM ssf_streams WHERE client_id = :clientId',
     saveSsfStream: `
       UPDATE ssf_streams SET audience = :audience, events_requested = :eventsRequested, events_delivered = :eventsDelivered,
@@ -143,6 +144,7 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
         return row === undefined ? null : streamFromRow(row, read);
       },
       listStreams: async (clientId) => (await q.all('listSsfStreams', { clientId })).map((row) => streamFromRow(row, read)),
+      listAllStreams: async () => (await q.all('listAllSsfStreams')).map((row) => streamFromRow(row, read)),
       countStreams: async (clientId) => Number((await q.one('countSsfStreams', { clientId }))?.['count'] ?? 0),
       saveStream: async (stream) => (await q.changed('saveSsfStream', streamParams(stream))) > 0,
       removeStream: async (id) => (await q.changed('removeSsfStream', { id })) > 0,

@@ -177,6 +177,7 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     const stream = created.body as Record<string, any>;
     assert.equal(stream['iss'], server.url);
     assert.equal(stream['aud'], clientId);
+    assert.equal(stream['min_verification_interval'], 5);
     assert.deepEqual(stream['events_delivered'], [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED, SSF_EVENTS.SESSION_REVOKED], 'what it asked for that Tessera sends');
     assert.deepEqual(stream['delivery'], { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url });
     assert.doesNotMatch(JSON.stringify(stream), /receiver-secret/, 'the push authorization header is never shown back');
@@ -201,6 +202,8 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
 
     // The verification event (SSF 1.0 §8.1.4) comes on the stream, with the state given.
     assert.equal((await ssf('POST', '/ssf/verify', { stream_id: stream['stream_id'], state: 'hello' })).status, 204);
+    const tooSoon = await ssf('POST', '/ssf/verify', { stream_id: stream['stream_id'], state: 'again' });
+    assert.deepEqual([tooSoon.status, tooSoon.body.error], [429, 'too_many_requests'], 'one verification event every min_verification_interval');
     await until('the verification SET', () => receiver.received.length >= 1, 5000, 10);
     const verification = await verified(receiver.received[0]!);
     assert.deepEqual(verification.events, { [SSF_EVENTS.VERIFICATION]: { state: 'hello' } });

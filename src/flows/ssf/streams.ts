@@ -18,6 +18,8 @@ import type { FlowDeps } from '../types.ts';
 
 /** A receiver has at most this many streams: each is drained by a loop of its own in every instance. */
 export const MAX_STREAMS_PER_RECEIVER = 10;
+/** SSF 1.0 §8.1.1 `min_verification_interval`: a stream's verification events are at most one in this many seconds. */
+export const MIN_VERIFICATION_INTERVAL = 5;
 /** The longest `description` and `authorization_header` kept. */
 const MAX_TEXT = 1000;
 
@@ -68,6 +70,7 @@ export function streamConfiguration(issuer: string, stream: SsfStreamRecord): Re
       method: stream.deliveryMethod,
       endpoint_url: stream.deliveryMethod === DELIVERY_POLL ? pollEndpoint(issuer, stream.id) : stream.endpointUrl,
     },
+    min_verification_interval: MIN_VERIFICATION_INTERVAL,
     // Tessera's extension (Okta's and authentik's too): the subject format of its SETs (RFC 9493).
     format: stream.format,
     ...(stream.description === null ? {} : { description: stream.description }),
@@ -272,5 +275,9 @@ export async function verifyStream(deps: StreamDeps, receiver: string, raw: unkn
   const stream = await ownStream(deps, receiver, body['stream_id']);
   const state = body['state'];
   if (state !== undefined && (typeof state !== 'string' || state.length > MAX_TEXT)) throw badRequest(`state must be text of at most ${MAX_TEXT} characters`);
+  // §8.1.4.2: "the Transmitter MAY respond with a 429" to one sooner than min_verification_interval: each is an event stored.
+  if ((await deps.store.rateLimits.hit(`ssf-verify:${stream.id}`, MIN_VERIFICATION_INTERVAL * 1000, deps.clock.now())) > 1) {
+    throw new SsfError(429, 'too_many_requests', `at most one verification event every ${MIN_VERIFICATION_INTERVAL} seconds`);
+  }
   await deps.events.emit({ type: 'ssf.verification', clientId: receiver, detail: { stream_id: stream.id, ...(state === undefined ? {} : { state }) } });
 }

@@ -13,7 +13,9 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
+import * as oidc from 'openid-client';
 import { SSF_EVENTS } from '../src/core/ssf.ts';
+import { updateClient } from '../src/flows/manage/clients.ts';
 import { setDisabled } from '../src/flows/manage/users.ts';
 import { createStream, SsfError } from '../src/flows/ssf/streams.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
@@ -106,15 +108,10 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     return { status: response.status, body: text === '' ? null : JSON.parse(text), headers: response.headers };
   }
 
+  /** A receiver's token, asked for as a client library asks (openid-client): client_credentials, scope ssf:manage. */
   async function receiverToken(id: string, secret: string, scope = 'ssf:manage'): Promise<string> {
-    const response = await fetch(`${server.url}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` },
-      body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
-    });
-    const body = (await response.json()) as { access_token: string };
-    assert.equal(response.status, 200, JSON.stringify(body));
-    return body.access_token;
+    const discovered = await oidc.discovery(new URL(server.url), id, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
+    return (await oidc.clientCredentialsGrant(discovered, { scope })).access_token;
   }
 
   async function verified(message: Received): Promise<JWTPayload & { events: Record<string, Record<string, unknown>>; sub_id: Record<string, unknown> }> {
@@ -257,6 +254,14 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     assert.deepEqual([latest!.state, refused!.state, refused!.attempts, refused!.lastError], ['delivered', 'dead', 1, 'refused: invalid_audience: not for us']);
     assert.equal((await server.store.events.list({ type: 'ssf.dead_lettered', limit: 1 }))[0]?.detail['last_error'], 'refused: invalid_audience: not for us');
     receiver.received.length = 0;
+
+    // The operator takes ssf:manage from the receiver: its stream is sent nothing more.
+    await updateClient(manageDeps(server), clientId, { scope: 'admin:events:read' });
+    await setDisabled(manageDeps(server), 'grace', true);
+    await until('the SET to be given up', async () => (await server.store.ssf.deliveries(streamId, 1))[0]?.state === 'dead', 5000);
+    assert.equal((await server.store.ssf.deliveries(streamId, 1))[0]?.lastError, 'the receiver no longer holds the scope ssf:manage');
+    assert.equal(receiver.received.length, 0);
+    await updateClient(manageDeps(server), clientId, { scope: 'ssf:manage' });
     assert.equal((await ssf('DELETE', `/ssf/streams?stream_id=${streamId}`)).status, 204);
   });
 

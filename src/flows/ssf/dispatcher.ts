@@ -18,6 +18,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../../core/events.ts';
 import { fetchFailure } from '../../core/fetch-failure.ts';
 import { clientUrlFetch, type UrlRule } from '../../core/outbound.ts';
+import { SSF_SCOPE } from '../../core/scopes.ts';
 import type { SsfDeliveryRecord, Store } from '../../store/types.ts';
 import type { TokenIssuer } from '../../tokens/issue.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
@@ -31,7 +32,7 @@ const DUE_BATCH = 100;
 const ERROR_ANSWER_LIMIT = 4096;
 
 export interface SsfDispatcherDeps {
-  readonly store: Pick<Store, 'ssf' | 'users'>;
+  readonly store: Pick<Store, 'ssf' | 'users' | 'clients'>;
   readonly clock: Clock;
   readonly secrets: SecretBox;
   readonly tokens: Pick<TokenIssuer, 'securityEventToken'>;
@@ -146,8 +147,13 @@ export class SsfDispatcher {
     let rejected = false;
     const user = event?.userId ? await store.users.get(event.userId) : null;
     const claims = event === null ? null : setClaims(issuer, stream, event, user, clock.now());
+    // A receiver the operator took ssf:manage from hears nothing more, as its token no longer manages the stream.
+    const receiver = await store.clients.get(stream.clientId);
+    const entitled = receiver !== null && receiver.scopes.includes(SSF_SCOPE);
     if (event === null) {
       error = 'the event is no longer in the audit trail (TESSERA_EVENT_RETENTION)';
+    } else if (!entitled) {
+      error = 'the receiver no longer holds the scope ssf:manage';
     } else if (claims === null) {
       error = 'the event names no subject';
     } else {
@@ -188,7 +194,7 @@ export class SsfDispatcher {
       error,
       nextAttemptAt: failedAt + retryDelay(attempts, settings.retryDelayMs),
       // Refused by the receiver, or nothing to send: given up now.
-      deadBefore: rejected || claims === null ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
+      deadBefore: rejected || claims === null || !entitled ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
     }, failedAt);
     if (state !== 'dead') return true;
     this.#deps.log.warn({ stream: streamId, event_id: eventId, attempts, last_error: error }, 'SET delivery given up: a dead letter');

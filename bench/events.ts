@@ -1,5 +1,5 @@
 /**
- * The events flood (issue 45): an operator's program disabling and enabling people over and
+ * The events flood: an operator's program disabling and enabling people over and
  * over through the admin API (POST /admin/v1/users/NAME/disable, then /enable), each change an
  * audit event that the outbox trigger queues for every Shared Signals push stream asking for
  * RISC account-disabled and account-enabled, and that the server's dispatcher then signs (a SET

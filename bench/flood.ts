@@ -1,5 +1,5 @@
 /**
- * The sign-in flood of issue 12: wrong-password posts to `/login` from several addresses
+ * The sign-in flood: wrong-password posts to `/login` from several addresses
  * (X-Forwarded-For; the target trusts its loopback proxy), each address keeping a few in
  * flight, for as long as the flood runs. Every post has its own unknown username, so the
  * per-username limits never stop it: only what the server does about the cost of argon2id
@@ -115,16 +115,16 @@ export async function startFlood(origin: string, settings: FloodSettings): Promi
 let accountFloods = 0;
 
 /**
- * The account-page flood of issue 34: a signed-in session posting wrong current passwords to
+ * The account-page flood: a signed-in session posting wrong current passwords to
  * `/account/password`, from `addresses` addresses (one session each), each keeping
- * `perAddress` posts in flight. Before issue 34 each was checked on libuv's thread pool, the
+ * `perAddress` posts in flight. Once, each was checked on libuv's thread pool, the
  * one that signs tokens, and nothing limited them; now they go through the password queue
  * and the sign-in limits, so most are answered 429 at once.
  */
 export async function startAccountFlood(origin: string, settings: FloodSettings, owner: { readonly username: string; readonly password: string }): Promise<Flood> {
   // Each flood (warm-up, then every timed run) signs in from addresses of its own: the wrong
   // current passwords of the one before count against the owner's username from its
-  // addresses (issue 34), which then refuse the owner's sign-in for the rest of the window.
+  // addresses, which then refuse the owner's sign-in for the rest of the window.
   const round = accountFloods++;
   const first = round * settings.addresses + 1;
   const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.19.${(first + i) >> 8}.${(first + i) & 0xff}`);

@@ -273,7 +273,7 @@ function prepareClientCredentials(settings: Settings, target: Target): Prepared 
 }
 
 /**
- * Scale-out (issue 30): two Tessera instances, one process each, on one PostgreSQL database
+ * Scale-out: two Tessera instances, one process each, on one PostgreSQL database
  * (the load dealt out over both), against one SQLite instance of two node:cluster workers:
  * the two ways to put two cores to work. Each takes code exchanges and device authorizations.
  */
@@ -394,15 +394,15 @@ const DPOP_ROWS = { bearer: 'dpop: poll without proof', dpop: 'dpop: poll with p
 const floodNotes: string[] = [];
 
 /**
- * `sign_in_flood` (issue 12): code_exchange alone; code_exchange while wrong-password posts
+ * `sign_in_flood`: code_exchange alone; code_exchange while wrong-password posts
  * arrive at /login from `--flood-addresses` addresses, each keeping `--flood-in-flight` in
- * flight; and (issue 34) while as many signed-in sessions post wrong current passwords to
+ * flight; and while as many signed-in sessions post wrong current passwords to
  * /account/password (bench/flood.ts). Each flood runs for exactly the timed run; what it was
  * answered is noted.
  */
 function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
   // Ten clients exchanging batches of 50: a flooded server that answers an exchange in
-  // seconds (issue 12's finding) still finishes a batch in a run's time.
+  // seconds (as measured once) still finishes a batch in a run's time.
   const exchange = { ...settings, connections: Math.min(settings.connections, 10), batch: Math.min(settings.batch, 50) };
   const alone = prepareCodeExchange(exchange, target, 'sign_in_flood: code_exchange alone');
   // The exchange's rate alone, measured run by run: how many codes a run under a flood needs at most.
@@ -442,7 +442,7 @@ function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
   return [
     quiet,
     during('sign_in_flood: code_exchange during the flood', '/login flood', () => startFlood(target.origin, settings.flood)),
-    // Issue 34: a signed-in session's wrong current passwords at /account/password.
+    // A signed-in session's wrong current passwords at /account/password.
     during('sign_in_flood: code_exchange during the /account/password flood', '/account/password flood', () => startAccountFlood(target.origin, settings.flood, FLOOD_OWNER)),
   ];
 }
@@ -456,7 +456,7 @@ const EVENTS_ROWS = {
 } as const;
 
 /**
- * `events_flood` (issue 45): client_credentials tokens alone; while an admin client disables
+ * `events_flood`: client_credentials tokens alone; while an admin client disables
  * and enables people as fast as `--flood-in-flight` requests in flight allow, with the Shared Signals
  * streams disabled (the changes' own cost); and the same with EVENT_STREAMS push streams
  * enabled, each change then signed and pushed once per stream from the outbox
@@ -588,13 +588,13 @@ function markdownTable(header: string[], rows: string[][]): string {
   return [line(header), line(header.map((_, i) => (i < 2 ? '---' : '---:'))), ...rows.map(line)].join('\n');
 }
 
-/** Issue 30's goals: Tessera (SQLite) req/s over oidc-provider's. */
+/** The goals: Tessera (SQLite) req/s over oidc-provider's. */
 const REQUEST_RATE_GOALS: Record<string, number> = { device_poll: 2, code_exchange: 1.3, device_authorization: 1.3 };
 
 /**
  * What an RS256 signature allows on this machine: 2,048-bit signatures a second on one core
  * (node:crypto, synchronous, for a second of CPU; a fifth with --quick), times the cores. Every code exchange signs
- * one RS256 ID token, so no server exchanges codes faster than this; issue 30 asks for half.
+ * one RS256 ID token, so no server exchanges codes faster than this; the goal is half.
  * Measured before any server starts, when only other work shares the machine.
  */
 function rs256Floor(cpuSeconds: number): { perCore: number; cores: number; floor: number } {

@@ -254,7 +254,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     email: 'ada@example.com',
     createdAt: now,
   }));
-  // The account the /account/password flood signs in as (issue 34): a real password, hashed
+  // The account the /account/password flood signs in as: a real password, hashed
   // at the default cost, so that each wrong current password costs what a sign-in does.
   if (options.floodOwner) {
     await store.users.create(newUserRecord({

@@ -3,7 +3,7 @@
  * The `tessera` command in a checkout or release: `node bin/tessera.js <command>` (docs/deployment.md).
  * Plain JavaScript that any Node.js reads, so that a Node.js too old for Tessera, which cannot
  * load TypeScript at all (ERR_UNKNOWN_FILE_EXTENSION ".ts" on Node.js 20), is told so in one
- * line before anything else (issue 49). The minimum is package.json's engines.node, as
+ * line before anything else. The minimum is package.json's engines.node, as
  * src/config/node-version.ts reads it, which checks it again for entry points run directly.
  */
 import { readFileSync } from 'node:fs';
@@ -24,4 +24,4 @@ process.removeAllListeners('warning');
 process.on('warning', (warning) => {
   if (warning.name !== 'ExperimentalWarning') process.stderr.write(`${warning.name}: ${warning.message}\n`);
 });
-import('../src/cli/main.ts').then(({ cli }) => cli());
+void import('../src/cli/main.ts').then(({ cli }) => cli());

@@ -163,7 +163,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     clearInterval(refusals);
     await deps.events.flushRefusals(true).catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed'));
   });
-  // The outbox (issue 45): sent by every instance, each delivery by one of them at a time.
+  // The outbox: sent by every instance, each delivery by one of them at a time.
   const dispatcher = new WebhookDispatcher({
     store: deps.store,
     clock: input.clock,

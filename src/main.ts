@@ -30,12 +30,12 @@ export interface PurgeRetention {
   readonly grantsMs?: number;
   /** Events (TESSERA_EVENT_RETENTION); absent, they are not purged. */
   readonly eventsMs?: number;
-  /** Self-registered clients never used (TESSERA_UNUSED_REGISTRATION_RETENTION, issue 40); absent, they are not purged. */
+  /** Self-registered clients never used (TESSERA_UNUSED_REGISTRATION_RETENTION); absent, they are not purged. */
   readonly unusedClientsMs?: number;
 }
 
 /**
- * Purges expired records (and grants spent or revoked `retention.grantsMs` ago, issue 12)
+ * Purges expired records (and grants spent or revoked `retention.grantsMs` ago)
  * about once every `PURGE_EVERY_MS`, each time after a random 50% to
  * 150% of it, so that instances started together drift apart instead of purging in step;
  * the next purge is scheduled only when the last has finished, so a long backlog never
@@ -168,7 +168,7 @@ async function within(closing: Promise<unknown>, ms: number, force: () => void):
 
 /**
  * A listen error as the setting to change: a port in use or reserved names PORT, an address
- * this machine does not have names HOST (issue 31: each start-up error names its setting).
+ * this machine does not have names HOST (each start-up error names its setting).
  */
 export function listenError(error: unknown, port: number, host: string, names: { port: string; host: string } = { port: 'PORT', host: 'HOST' }): unknown {
   const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -200,7 +200,7 @@ export interface StoreReport {
 }
 
 /**
- * Checks the store's location before opening it (issue 31: a misspelt path quietly became a
+ * Checks the store's location before opening it (a misspelt path quietly became a
  * new, empty database, and the server then answered as if it had no clients or users). A
  * SQLite file that does not exist is created (with its directory) only at the default path
  * or when TESSERA_DATABASE_CREATE says so; otherwise the start, and every
@@ -211,7 +211,7 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
   if (location.kind === 'postgres' || location.path === ':memory:') return { text: describeDatabase(location), created: false };
   const file = resolvePath(location.path);
   if (existsSync(file)) {
-    // SQLite's own word for it is a raw "EISDIR: illegal operation on a directory" (issue 49).
+    // SQLite's own word for it is a raw "EISDIR: illegal operation on a directory".
     if (statSync(file).isDirectory()) throw new ConfigError('TESSERA_DATABASE', `${location.path}: is a directory, not a database file; name the file in it, e.g. ${join(location.path, 'tessera.db')}`);
     return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
   }
@@ -225,7 +225,7 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
 /**
  * Where a server on an SQLite file records the issuer it serves, beside the file
  * (`data/tessera.db.issuer`), for the `tessera` commands run on the same database in another
- * terminal without its PORT or TESSERA_ISSUER (issue 49: they printed links on port 8080 to a
+ * terminal without its PORT or TESSERA_ISSUER (they printed links on port 8080 to a
  * server on 43080). None for PostgreSQL, whose commands read the settings file the servers
  * read, nor for an in-memory database.
  */
@@ -287,7 +287,7 @@ function storeLine(report: StoreReport): string {
 
 /**
  * TLS is terminated in front of Tessera, which serves plain HTTP: an https issuer with no
- * trusted proxy is probably a deployment where nothing does (issue 31).
+ * trusted proxy is probably a deployment where nothing does.
  */
 function tlsReminder(config: Config): string | null {
   if (!config.issuer.startsWith('https:') || config.trustProxy !== false) return null;
@@ -296,7 +296,7 @@ function tlsReminder(config: Config): string | null {
 
 /**
  * A `TESSERA_*` variable close to no setting is ignored rather than refused (a wrapper's or an
- * image's own, issue 49), but said, in case it was meant for Tessera after all.
+ * image's own), but said, in case it was meant for Tessera after all.
  */
 function ignoredVariablesWarning(config: Config): string | null {
   if (config.ignoredVariables.length === 0) return null;
@@ -442,7 +442,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
 }
 
 /**
- * The one line `npm start` and `tessera serve` write when they cannot start (issue 31: the two
+ * The one line `npm start` and `tessera serve` write when they cannot start (the two
  * worded it differently): a value refused as the settings are read is an invalid setting; a
  * setting the start found wrong (a port in use, a missing database) is why it cannot start.
  * Either names the setting to change; anything else is reported as it is.

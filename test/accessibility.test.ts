@@ -1,10 +1,10 @@
 /**
- * axe-core over every page state a person meets (issue 31), served by a running server and
+ * axe-core over every page state a person meets, served by a running server and
  * driven in Chromium as a person would: each state is named and checked where it stands, and
  * the test fails on a violation or on a state it did not reach. test/languages-browser.test.ts
  * checks the same pages as rendered in each of the eight languages.
  *
- * On the way, the second-factor path (issue 31): a person whose password is not enough to
+ * On the way, the second-factor path: a person whose password is not enough to
  * approve follows the page's link to set up one-time codes, without signing in again, and is
  * led straight back to the approval they started, which then completes at the app.
  */

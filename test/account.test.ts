@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { ManualClock } from '../src/core/clock.ts';
 

@@ -106,7 +106,7 @@ describe('the admin API', () => {
     assert.equal(refused.status, 403);
     assert.equal(refused.body['field'], 'role');
     assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: null } })).status, 403, 'nor take away a role it does not hold');
-    // Issue 40: nor change a person whose role allows more than it holds; it changes those without one.
+    // Nor change a person whose role allows more than it holds; it changes those without one.
     assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 403, 'an operator is changed only by a token holding her role');
     await server.addUser({ username: 'barney' });
     assert.equal((await call('PATCH', '/users/barney', { token: usersOnly, body: { name: 'Barney Rubble' } })).status, 200, 'a person without a role');
@@ -304,7 +304,7 @@ describe('the admin API', () => {
     const github = await call('POST', '/providers', { body: { kind: 'github', name: 'Hub', client_id: 'x', client_secret: 'y', trust_upstream_mfa: true } });
     assert.equal(github.status, 400, 'GitHub says nothing of how the person signed in');
     assert.equal(github.body['field'], 'trust_upstream_mfa');
-    assert.equal((await call('GET', '/providers')).body['providers'] instanceof Array, true);
+    assert.equal(Array.isArray((await call('GET', '/providers')).body['providers']), true);
     // The same rules as the command: a kind's fields only, a filter that parses.
     const wrong = await call('POST', '/providers', { body: { kind: 'ldap', name: 'Dir', url: 'ldap://127.0.0.1:1', user_search_base: 'dc=x', user_filter: '(uid={username}' } });
     assert.equal(wrong.status, 400);

@@ -1,5 +1,5 @@
 /**
- * Issue 40's highs: a narrow admin credential never grows into a wider one
+ * A narrow admin credential never grows into a wider one
  * (flows/manage/authority.ts). Each case is what the attack run did, through the admin API as
  * an operator's program calls it, with tokens from openid-client; and the console's roles
  * through the same operations.

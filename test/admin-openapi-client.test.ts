@@ -1,5 +1,5 @@
 /**
- * Issue 42: the admin API's OpenAPI document is one a generator can use. openapi-typescript
+ * The admin API's OpenAPI document is one a generator can use. openapi-typescript
  * turns the document the server serves into types; a program calling every operation through
  * openapi-fetch, typed by those types alone, must type-check (strict), and then runs against
  * the server: each operation answers what the document says it does.

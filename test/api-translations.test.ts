@@ -1,5 +1,5 @@
 /**
- * Registered APIs' names and scope descriptions in the person's language (issue 29), from the
+ * Registered APIs' names and scope descriptions in the person's language, from the
  * file TESSERA_API_TRANSLATIONS names: the README's example file, as written, on the approval
  * page and the account page; what it leaves out is shown as registered; and a mistake in the
  * file stops the start naming the setting, the file and the entry.

@@ -172,7 +172,10 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       const written: string[] = [];
       const broken = crashing(store, (tx) => ({
         ...tx,
-        refreshTokens: { ...tx.refreshTokens, create: (token) => (written.push(token.hash), tx.refreshTokens.create(token)) },
+        refreshTokens: { ...tx.refreshTokens, create: (token) => {
+          written.push(token.hash);
+          return tx.refreshTokens.create(token);
+        } },
         grants: { ...tx.grants, recordUse: died },
       }));
       const issuance = { client, user, scope: grant.scope, grantId: grant.id, authTime: T0 };

@@ -107,7 +107,7 @@ describe('authorization requests as certification sends them', () => {
     });
   });
 
-  describe('the approval form (issue 34: its scope field is not trusted)', () => {
+  describe('the approval form (its scope field is not trusted)', () => {
     it('refuses a decision whose scope was widened after the page was shown, and takes the one shown', async () => {
       const { browser } = await signedIn();
       const attempt = await start({ prompt: 'consent', scope: 'openid' });

@@ -1,5 +1,5 @@
 /**
- * Issue 29: every language has every message, each parses as ICU MessageFormat, and each
+ * Every language has every message, each parses as ICU MessageFormat, and each
  * uses the same placeholders, plurals and tags as English, so a translation can neither
  * lose a value nor show a raw `{count}`. A broken catalogue fails here, never on a page.
  */

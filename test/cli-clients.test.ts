@@ -183,7 +183,7 @@ describe('managing clients after registration: client show, update and rotate-se
       assert.deepEqual(await show(id), before, `${args.join(' ')} changed nothing`);
     }
     // http://localhost for a confidential client: refused unless the issuer is on loopback too,
-    // as this test server's is (issue 49).
+    // as this test server's is.
     const elsewhere = await runTessera(['client', 'update', client.client_id, '--add-redirect-uri', 'http://localhost:3000/cb'], { ...env, TESSERA_ISSUER: 'https://id.example.com' });
     assert.equal(elsewhere.code, 2);
     assert.match(elsewhere.stderr, /public native apps/);
@@ -255,7 +255,7 @@ describe('managing clients after registration: client show, update and rotate-se
     assert.deepEqual(((fromFile['jwks'] as { keys: { kid: string }[] }).keys).map((k) => k.kid), ['k1']);
     const fromUri = await add('--redirect-uri', REDIRECT_URI, '--jwks-uri', 'https://app.example/jwks.json');
     assert.deepEqual([fromUri['token_endpoint_auth_method'], fromUri['jwks_uri']], ['private_key_jwt', 'https://app.example/jwks.json']);
-    // Keys without --auth-method mean private_key_jwt, and the help says so beside the default (issue 49).
+    // Keys without --auth-method mean private_key_jwt, and the help says so beside the default.
     const keysAlone = await add('--redirect-uri', REDIRECT_URI, '--jwks-file', good);
     assert.deepEqual([keysAlone['token_endpoint_auth_method'], keysAlone.client_secret], ['private_key_jwt', undefined]);
     const help = (await runTessera(['help', 'client'], env)).stdout.replace(/\s+/g, ' ');

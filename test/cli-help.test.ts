@@ -1,5 +1,5 @@
 /**
- * A command line that helps (issue 31): a mistake is one line naming it and the help to read;
+ * A command line that helps: a mistake is one line naming it and the help to read;
  * `tessera help`, `tessera help GROUP` and `tessera GROUP --help` show the commands; a close
  * misspelling is named; `--user` names a user everywhere; `keys list` shows the signing keys;
  * `user unlock` lifts a person's lockouts, as the lockout page tells them to ask for.
@@ -35,20 +35,20 @@ describe('tessera help and one-line mistakes', () => {
     const all = await runTessera(['help'], env);
     assert.equal(all.code, 0);
     assert.match(all.stdout, /^Usage: tessera <command> \[options\]/);
-    assert.match(all.stdout, /  client add --name NAME/);
-    assert.match(all.stdout, /  user unlock USERNAME/);
+    assert.match(all.stdout, / {2}client add --name NAME/);
+    assert.match(all.stdout, / {2}user unlock USERNAME/);
     const group = await runTessera(['help', 'user'], env);
     assert.equal(group.code, 0);
     assert.match(group.stdout, /^Usage: tessera user <command> \[options\]\n/);
-    assert.match(group.stdout, /  user add --username NAME --password-stdin/);
-    assert.match(group.stdout, /  user reset-second-factor USERNAME/);
+    assert.match(group.stdout, / {2}user add --username NAME --password-stdin/);
+    assert.match(group.stdout, / {2}user reset-second-factor USERNAME/);
     assert.doesNotMatch(group.stdout, /client add|keys rotate|events \[/, 'only the user commands');
     assert.equal((await runTessera(['user', '--help'], env)).stdout, group.stdout);
     assert.equal((await runTessera(['user', 'add', '--help'], env)).stdout, group.stdout);
     assert.match((await runTessera(['help', 'keys'], env)).stdout, /keys list \[--json\][\s\S]*keys rotate/);
   });
 
-  it('prints the version with `tessera --version` and `tessera -v` (issue 49): package.json\'s', async () => {
+  it('prints the version with `tessera --version` and `tessera -v`: package.json\'s', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     for (const flag of ['--version', '-v']) {
       const result = await tessera([flag]);
@@ -67,7 +67,7 @@ describe('tessera help and one-line mistakes', () => {
     assertOneLine(await runTessera(['user', 'ad'], env), /^tessera: unknown command "user ad" \(did you mean `tessera user add`\?\); run `tessera help user`$/);
     assertOneLine(await runTessera(['user', 'add', '--usrname', 'x', '--password-stdin'], env, 'a long password\n'), /^tessera: unknown option --usrname \(did you mean --username\?\); run `tessera help user`$/);
     assertOneLine(await runTessera(['frobnicate'], env), /^tessera: unknown command "frobnicate"; run `tessera help`$/);
-    // Issue 49: an option that is a secret read from standard input, or a setting, says which;
+    // An option that is a secret read from standard input, or a setting, says which;
     // a missing value is said as the other mistakes are.
     assertOneLine(await runTessera(['user', 'add', '--username', 'x', '--password', 'hunter2'], env), /^tessera: unknown option --password \(did you mean --password-stdin\? it is read from standard input, never taken as an argument\); run `tessera help user`$/);
     assertOneLine(await runTessera(['serve', '--port', '9999'], env), /^tessera: unknown option --port \(it is a setting: PORT=9999 in the environment\); run `tessera help serve`$/);

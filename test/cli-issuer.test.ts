@@ -1,5 +1,5 @@
 /**
- * Issue 49, item 1: with the server on another port (`PORT=43080 npm start`, the README's
+ * With the server on another port (`PORT=43080 npm start`, the README's
  * answer to a taken port) and the commands in a second terminal without that setting, the
  * commands that print or call the server's URLs use the issuer the server serves, say which
  * issuer they assumed and why, and warn when nothing answers there.

@@ -1,5 +1,5 @@
 /**
- * `tessera provider …` (issue 28): adding, listing, showing, changing and removing upstream
+ * `tessera provider …`: adding, listing, showing, changing and removing upstream
  * identity providers, in process. A mistake is one line naming the option; a secret comes
  * from standard input only and is never printed.
  */

@@ -63,7 +63,7 @@ describe('the tessera command', () => {
 
   it('refuses a redirect URI that is not https or loopback http, or has a fragment', async () => {
     for (const uri of ['http://app.example/cb', 'http://localhost:3000/cb', 'https://app.example/cb#x', 'not a uri', 'javascript:alert(1)']) {
-      // An issuer off loopback: on one on loopback, a web app may register http://localhost (issue 49).
+      // An issuer off loopback: on one on loopback, a web app may register http://localhost.
       const result = await runTessera(['client', 'add', '--name', 'X', '--redirect-uri', uri], { ...env, TESSERA_ISSUER: 'https://id.example.com' });
       assert.equal(result.code, 2, uri);
       assert.match(result.stderr, /--redirect-uri/);

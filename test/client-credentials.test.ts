@@ -91,7 +91,7 @@ describe('the client credentials grant (RFC 6749 §4.4)', () => {
     assert.deepEqual([active.body['active'], active.body['sub'], active.body['client_id']], [true, client.id, client.id]);
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     assert.equal(userinfo.status, 401);
-    // The token is live: the refusal says it is for another audience, not that it is invalid (issue 49).
+    // The token is live: the refusal says it is for another audience, not that it is invalid.
     assert.match(userinfo.headers.get('www-authenticate') ?? '', /error="invalid_token", error_description="this access token is for another audience/);
     await removeClient(deps, client.id);
     assert.deepEqual((await introspect()).body, { active: false });

@@ -1,5 +1,5 @@
 /**
- * The operator console (issue 27) in Chromium. An admin signs in with a passkey (the DevTools
+ * The operator console in Chromium. An admin signs in with a passkey (the DevTools
  * virtual authenticator) after being refused with a password alone, registers an app, a
  * person signs in to it in another browser context (openid-client is the app), the admin
  * finds that person and disables them (their access token stops working at once), and both

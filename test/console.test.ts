@@ -74,4 +74,37 @@ describe('the operator console over HTTP', () => {
     assert.ok(!page.html.includes('<img src=x'), 'no element of the name');
     assert.ok(page.html.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &quot;Friends&quot;'), 'the name, escaped');
   });
+
+  it("shows the OpenID scopes' descriptions in the operator's language, as the consent page does", async () => {
+    const { browser } = await operatorBrowser(server, 'viewer');
+    for (const [locale, profile, english] of [
+      ['de', 'Ihren Namen, Spitznamen', false],
+      ['ar', 'الاطلاع على اسمك', false],
+      ['en', 'See your name', true],
+    ] as const) {
+      const page = await browser.request(`/console/apis?ui_locales=${locale}`);
+      assert.equal(page.status, 200, page.html.slice(0, 500));
+      const openid = page.html.slice(page.html.indexOf('id="openid-heading"'));
+      assert.ok(openid.includes(profile), `${locale}: ${openid.slice(0, 600)}`);
+      assert.equal(openid.includes('See your name'), english, locale);
+    }
+  });
+
+  it("edits a person's names in other languages as claim#tag lines: changed, added, and a line taken out removed", async () => {
+    const { browser } = await operatorBrowser(server, 'admin');
+    const target = await server.addUser({ username: 'yamada' });
+    await server.store.users.update(target.id, { localizedNames: { 'ja-Kana-JP': { name: 'ヤマダ タロウ', given_name: 'タロウ' }, 'ja-Hani-JP': { name: '山田太郎' } } }, Date.now());
+    const path = `/console/users/${target.username}/profile`;
+    const page = await browser.request(path);
+    assert.equal(page.status, 200, page.html.slice(0, 300));
+    const form = browser.form(page, path);
+    assert.equal(form.fields['localized_names'], 'name#ja-Hani-JP=山田太郎\nname#ja-Kana-JP=ヤマダ タロウ\ngiven_name#ja-Kana-JP=タロウ');
+    // The Kanji name and the katakana given name taken out, the katakana name changed, a German one added.
+    const saved = await browser.submit(page, path, { localized_names: 'name#ja-Kana-JP=ヤマダ ハナコ\nname#de = Hanako Yamada' });
+    assert.equal(saved.status, 303, saved.html.slice(0, 500));
+    assert.deepEqual((await server.store.users.get(target.id))?.localizedNames, { 'ja-Kana-JP': { name: 'ヤマダ ハナコ' }, de: { name: 'Hanako Yamada' } });
+    const wrong = await browser.submit(await browser.request(path), path, { localized_names: 'Hanako Yamada' });
+    assert.equal(wrong.status, 400, wrong.html.slice(0, 300));
+    assert.match(wrong.html, /CLAIM#TAG=VALUE/);
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * The database unavailable while the server runs (issue 11): requests that need it are
+ * The database unavailable while the server runs: requests that need it are
  * answered 503 `temporarily_unavailable` with Retry-After, as JSON or as a page, within the
  * configured time limits rather than hanging or failing with a 500, and the same server
  * serves again once the database is back, without a restart.

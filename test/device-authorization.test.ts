@@ -105,7 +105,7 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
   });
 });
 
-describe('device authorization limits and policy (issue 12, draft-ietf-oauth-cross-device-security)', () => {
+describe('device authorization limits and policy (draft-ietf-oauth-cross-device-security)', () => {
   let server: TestServer;
   let client: TestClient;
   const log: Record<string, unknown>[] = [];

@@ -4,7 +4,7 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
-import { type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import type { TestClient, TestServer, TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /**

@@ -7,7 +7,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { BrowserAt, text } from './helpers/device.ts';
 import { refreshRaw } from './helpers/lifecycle.ts';
-import { type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import type { TestClient, TestServer, TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 const DAY = 24 * 3600_000;

@@ -1,5 +1,5 @@
 /**
- * docs/deployment.md's "Running two instances", run as written (issue 31: its settings lacked
+ * docs/deployment.md's "Running two instances", run as written (its settings lacked
  * the key encryption key, so the second instance could not read the keys the first encrypted):
  * the settings file is read from the page, only the host-specific values are replaced (the
  * database by a schema of the test PostgreSQL, the key by a fresh one as `openssl rand

@@ -1,5 +1,5 @@
 /**
- * The README's commands, run as written (issue 31): every `tessera` command in its `sh`
+ * The README's commands, run as written: every `tessera` command in its `sh`
  * blocks (Quick start, the device flow) against a fresh database, with the ids the commands
  * before it printed. `npm start` is what test/start-up.test.ts runs; `device-login` waits for a
  * person and is run by test/device-login.test.ts.

@@ -1,5 +1,5 @@
 /**
- * Issue 49, item 2: docs/identity-providers.md's "Another Tessera on the same machine", run
+ * Docs/identity-providers.md's "Another Tessera on the same machine", run
  * as written against two servers on http://localhost (the ports the page names replaced by
  * theirs): the redirect URI is printed before the upstream client exists, the upstream
  * Tessera registers it for a confidential web app although it is http://localhost, and the

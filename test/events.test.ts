@@ -139,7 +139,7 @@ describe('audit events (tessera events, /account)', () => {
     assert.equal(result.code, 0, result.stderr);
     const line = result.stdout.split('\n').find((entry) => entry.includes('signin.succeeded'));
     assert.ok(line, result.stdout);
-    assert.match(line, /^\S+  signin\.failed  user="x\\n\S+  signin\.succeeded  user=admin\\r\\e\[2k\\u0007\\u0000\\u202Egnp\.exe\\u2028 ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/);
+    assert.match(line, /^\S+ {2}signin\.failed {2}user="x\\n\S+ {2}signin\.succeeded {2}user=admin\\r\\e\[2k\\u0007\\u0000\\u202Egnp\.exe\\u2028 ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/);
     assert.doesNotMatch(result.stdout, /[\u0000-\u0009\u000b-\u001f\u007f\u202e\u2028]/u, 'no control character but the line ends');
   });
 

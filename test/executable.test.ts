@@ -75,7 +75,7 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
           const addresses = [...server.output().stdout.matchAll(/Tessera is serving \S+ \(listening on (\S+)\)/g)].map((match) => match[1]!);
           if (addresses.length >= servers) resolve(addresses);
         });
-        server.exited.then((code) => reject(new Error(`the executable exited with ${code} before serving: ${JSON.stringify(server.output())}`)));
+        void server.exited.then((code) => reject(new Error(`the executable exited with ${code} before serving: ${JSON.stringify(server.output())}`)));
       }),
       'the executable to serve',
       60_000,

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import express from 'express';
 import { auth, requiredScopes } from 'express-oauth2-jwt-bearer';
 import { decodeProtectedHeader } from 'jose';
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import { runTessera } from './helpers/cli.ts';
 import { discover, signIn } from './helpers/lifecycle.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';

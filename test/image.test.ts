@@ -129,7 +129,7 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
             const address = /Tessera is serving \S+ \(listening on (\S+)\)/.exec(server.output().stdout)?.[1];
             if (address) resolve(address);
           });
-          server.exited.then((code) => reject(new Error(`the image exited with ${code} before serving: ${JSON.stringify(server.output())}`)));
+          void server.exited.then((code) => reject(new Error(`the image exited with ${code} before serving: ${JSON.stringify(server.output())}`)));
         }),
         'the image to serve',
         60_000,

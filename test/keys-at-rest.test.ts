@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 3: private signing keys are encrypted at rest under a key that is not in
+ * Private signing keys are encrypted at rest under a key that is not in
  * the database, and the database, its WAL and its directory are the owner's alone.
  */
 import assert from 'node:assert/strict';

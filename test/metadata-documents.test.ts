@@ -192,7 +192,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
   }
 });
 
-describe('Client ID Metadata Documents: new apps per address and across the server (issue 40)', () => {
+describe('Client ID Metadata Documents: new apps per address and across the server', () => {
   let server: TestServer;
   let app: Awaited<ReturnType<typeof appServer>>;
   before(async () => {

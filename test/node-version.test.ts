@@ -1,5 +1,5 @@
 /**
- * Issue 49, item 3: a Node.js older than package.json's engines.node gets one line saying what
+ * A Node.js older than package.json's engines.node gets one line saying what
  * to install from every entry point, before anything can fail with a stack trace
  * (ERR_UNKNOWN_FILE_EXTENSION ".ts", "No such built-in module: node:sqlite"): bin/tessera.js
  * (the deployment guide's command, plain JavaScript any Node.js reads), and src/main.ts and
@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -70,5 +70,19 @@ describe('the Node.js version check', () => {
       assert.match(result.stderr, LINE, entry.join(' '));
       assert.match(result.stderr, /this is Node\.js 22\.18\.0/);
     }
+  });
+
+  it("explains npm's EBADENGINE warnings right under them when npm runs on an older Node.js, and says nothing otherwise", async () => {
+    const afterInstall = (agent: string) =>
+      promisify(execFile)(process.execPath, ['bin/after-install.js'], { cwd: REPO, env: { PATH: process.env['PATH'] ?? '', npm_config_user_agent: agent } });
+    const old = await afterInstall('npm/11.19.1 node/v20.20.2 linux x64 workspaces/false');
+    assert.match(old.stdout, /the EBADENGINE warnings above are expected on Node\.js 20\.20, and the install worked/);
+    assert.match(old.stdout, /npm start, npm test and npm run tessera run on it/);
+    assert.equal(old.stderr, '');
+    for (const agent of ['npm/11.19.1 node/v24.21.0 linux x64 workspaces/false', 'npm/11.6.2 node/v25.1.0 darwin arm64', '']) {
+      const quiet = await afterInstall(agent);
+      assert.equal(quiet.stdout, '', agent);
+    }
+    assert.equal(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).scripts.postinstall, 'node bin/after-install.js');
   });
 });

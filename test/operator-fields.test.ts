@@ -1,5 +1,5 @@
 /**
- * Issue 42's drift test: every row of a noun's field table (flows/manage/fields/) is in every
+ * The drift test: every row of a noun's field table (flows/manage/fields/) is in every
  * door — the admin API's request and response schemas in its OpenAPI document, the console's
  * form, the command's options and its help — and a registration with every field set reads
  * back the same through each. A row a door leaves out fails here, by the row's name.
@@ -572,7 +572,7 @@ describe('the user field table in every door', () => {
 
   it('reads back a user with every field the same through the command, the admin API and the console', async () => {
     const env = { TESSERA_DATABASE: server.config.database };
-    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) => Object.entries(names).map(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]).flat());
+    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) => Object.entries(names).flatMap(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]));
     const added = await runTessera(['user', 'add', '--username', 'ada', '--password-stdin', ...userArgs(EVERY_USER_FIELD), ...localized], env, 'a long enough password\n');
     assert.equal(added.code, 0, added.stderr);
     const fromCli = JSON.parse((await runTessera(['user', 'show', 'ada', '--json'], env)).stdout) as Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * Pages for people (issue 31), in Chromium, where axe-core checks every page state they
+ * Pages for people, in Chromium, where axe-core checks every page state they
  * reach (test/helpers/accessibility.ts): a browser that opens an unknown path gets an HTML
  * 404 page while an API client still gets JSON; an error page says in plain words what to do,
  * with the protocol error in small print and a link back; the reset-password page's username

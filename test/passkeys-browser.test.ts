@@ -145,7 +145,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     assert.deepEqual(scriptErrors, [], 'no script errors, and nothing blocked by the CSP');
   });
 
-  it('from "second factor required", adds a passkey on the way and comes back to the approval, which the passkey then passes (issue 31)', async (t) => {
+  it('from "second factor required", adds a passkey on the way and comes back to the approval, which the passkey then passes', async (t) => {
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
     const person = await strict.addUser({ username: 'annie' });

@@ -160,7 +160,7 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.ok(page && browser);
   });
 
-  it('refuses a sign-in answered in another browser than the one that asked for the challenge (issue 34)', async () => {
+  it('refuses a sign-in answered in another browser than the one that asked for the challenge', async () => {
     const passkey = new SoftwarePasskey();
     await register(passkey);
     // The attacker's browser asks for a challenge and has the victim's passkey answer it.
@@ -287,8 +287,13 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const browser = new FormBrowser(server.url);
     const login = await browser.follow(await browser.request('/account'));
     const page = await browser.follow(await browser.submit(login, '/login', { username: ada.username, password: ada.password }));
-    const csrf = browser.form(page, '/account/totp/setup').fields['csrf_token']!;
     const refusal = /sign in again with your passkey, or with your password and a one-time code/;
+    // The page says so, and offers no button whose post would be refused.
+    assert.match(page.html, refusal);
+    for (const action of ['/account/totp/setup', '/account/passkeys', '/account/passkeys/remove']) {
+      assert.ok(!page.html.includes(`action="${action}"`), `no form posting to ${action}`);
+    }
+    const csrf = browser.form(page, '/account/password').fields['csrf_token']!;
     const setup = await browser.request('/account/totp/setup', { form: { csrf_token: csrf } });
     assert.equal(setup.status, 403);
     assert.match(setup.html, refusal);
@@ -357,7 +362,10 @@ describe('the "second factor required" step for an account that has a passkey', 
       assert.match(asked.html, /Approving needs a second factor/);
       const link = /<a href="(\/account\?return_to=[^"]+)">/.exec(asked.html)![1]!.replace(/&amp;/g, '&');
       const account = await thief.follow(await thief.request(link));
-      const refused = await thief.submit(account, '/account/totp/setup', {});
+      assert.match(account.html, /sign in again with your passkey/, 'the account page says how, and offers no set-up');
+      assert.ok(!account.html.includes('action="/account/totp/setup"'));
+      const csrf = thief.form(account, '/account/password').fields['csrf_token']!;
+      const refused = await thief.request('/account/totp/setup', { form: { csrf_token: csrf } });
       assert.equal(refused.status, 403);
       assert.match(refused.html, /sign in again with your passkey/);
       assert.equal(await server.store.totp.get(user.id), null);

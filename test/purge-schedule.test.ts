@@ -51,7 +51,7 @@ describe('the background purge', () => {
     }
   });
 
-  it('gives each retention its cutoff: grants, events and self-registered clients never used (issue 40)', async () => {
+  it('gives each retention its cutoff: grants, events and self-registered clients never used', async () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
       const { store, started, cutoffs, finish } = slowStore();

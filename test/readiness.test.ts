@@ -69,7 +69,7 @@ describe('/readyz', () => {
 });
 
 /**
- * `npm start` and `npm run tessera -- serve` behave alike when npm is signalled (issue 49: the
+ * `npm start` and `npm run tessera -- serve` behave alike when npm is signalled (the
  * second ran node under sh -c without exec, and sh died leaving the server serving).
  */
 describe('npm start and npm run tessera -- serve', () => {
@@ -100,7 +100,7 @@ async function npmLeavesNoServer(args: readonly string[]): Promise<void> {
             resolve({ pid: logged.pid, url: /listening on (\S+)\)/.exec(logged.msg)![1]! });
           }
         });
-        exited.then(() => reject(new Error(`npm ${args.join(' ')} exited before serving:\n${output}`)));
+        void exited.then(() => reject(new Error(`npm ${args.join(' ')} exited before serving:\n${output}`)));
       }), `npm ${args.join(' ')} to serve`, 60_000);
       serverPid = started.pid;
       assert.equal(await status(`${started.url}/healthz`), 200);

@@ -294,7 +294,7 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal(await server.store.clients.get(made.body['client_id'] as string), null);
   });
 
-  it('deletes a registration whose DELETE carries Content-Type: application/json and no body, as some client libraries send it (issue 49)', async () => {
+  it('deletes a registration whose DELETE carries Content-Type: application/json and no body, as some client libraries send it', async () => {
     const made = await post(server, { client_name: 'Empty body', redirect_uris: [LOOPBACK_REDIRECT] }, await initialToken());
     const uri = made.body['registration_client_uri'] as string;
     const token = made.body['registration_access_token'] as string;
@@ -342,7 +342,7 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.ok(events.some((event) => event.detail['by'] === 'client' && event.detail['verified'] === false), 'the audit trail says the mark went');
   });
 
-  it('removes, after TESSERA_UNUSED_REGISTRATION_RETENTION, an app nobody approved and that had no token, and keeps the ones used (issue 40)', async () => {
+  it('removes, after TESSERA_UNUSED_REGISTRATION_RETENTION, an app nobody approved and that had no token, and keeps the ones used', async () => {
     const added = await runTessera(['resource', 'add', '--identifier', 'https://printing.example/', '--name', 'Printing', '--scope', 'print:jobs=Send print jobs'], env());
     assert.equal(added.code, 0, added.stderr);
     const register = async (body: Record<string, unknown>) => {
@@ -446,7 +446,7 @@ describe('open registration (TESSERA_REGISTRATION=open)', () => {
   });
 });
 
-describe('open registration limits: per address, per network and across the server (issue 40)', () => {
+describe('open registration limits: per address, per network and across the server', () => {
   let server: TestServer;
   before(async () => {
     server = await startTestServer({

@@ -123,7 +123,7 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     assert.match(location.searchParams.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/);
   });
 
-  it('takes an unsigned request object from a client that registered no algorithm, as discovery lists none (OIDC Registration §2; issue 49)', async () => {
+  it('takes an unsigned request object from a client that registered no algorithm, as discovery lists none (OIDC Registration §2)', async () => {
     const { claims } = await requestClaims(signing);
     const request = new UnsecuredJWT(claims).setIssuedAt().setExpirationTime('5m').encode();
     const page = await new FormBrowser(server.url).authorize(`/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, response_type: 'code', scope: 'openid', request })}`, user);

@@ -1,5 +1,5 @@
 /**
- * Protected APIs (issue 13): resources registered with `tessera resource add`, asked for
+ * Protected APIs: resources registered with `tessera resource add`, asked for
  * with RFC 8707 resource indicators through openid-client, served RFC 9068 access tokens that
  * a resource server written with jose verifies, and introspected by that resource server.
  */

@@ -1,5 +1,5 @@
 /**
- * Each setting is declared once, in src/config/settings.ts (issue 33): the loader reads its
+ * Each setting is declared once, in src/config/settings.ts: the loader reads its
  * default and range from there, the README's settings table is that table written out, and
  * the docs name no variable that is not a setting.
  */
@@ -126,7 +126,7 @@ describe('the settings table', () => {
     }
   });
 
-  it('speaks of each on/off setting in the words the loader takes: its accepts cell names them, its default is one, and the docs set it with one (issue 49)', () => {
+  it('speaks of each on/off setting in the words the loader takes: its accepts cell names them, its default is one, and the docs set it with one', () => {
     const text = DOCS.map((file) => read(file)).join('\n');
     for (const entry of SETTINGS) {
       if (entry.type !== 'boolean') continue;

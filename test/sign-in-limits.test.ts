@@ -1,5 +1,5 @@
 /**
- * Issue 12: sign-in guessing is stopped without locking the owner out, and password hashing
+ * Sign-in guessing is stopped without locking the owner out, and password hashing
  * cannot be flooded: each address has a fair share of the password queue, and what does
  * not fit is refused at once with Retry-After.
  */

@@ -33,7 +33,7 @@ async function logoutReceiver(answers: number[] = []) {
         if (status === 200) {
           assert.equal(request.headers['content-type'], 'application/x-www-form-urlencoded');
           received.push(new URLSearchParams(body).get('logout_token') ?? '');
-          waiting.splice(0).forEach((wake) => wake());
+          for (const wake of waiting.splice(0)) wake();
         }
         response.writeHead(status).end();
       });
@@ -147,7 +147,7 @@ describe('single sign-on through openid-client', () => {
       assert.match(text(page), /Recipe Box also wants to: See your email address Deny Approve/);
       assert.doesNotMatch(text(page), /See your name/, 'what was approved before is not asked again');
       const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })));
-      assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['email'], user.username + '@example.com');
+      assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['email'], `${user.username}@example.com`);
 
       const again = await start(config, 'openid email profile');
       await redeem(config, again, callbackOf(await browser.request(again.url.href)));

@@ -1,5 +1,5 @@
 /**
- * Start-up tells the truth (issue 31): a misspelt TESSERA_* variable, a database path in a
+ * Start-up tells the truth: a misspelt TESSERA_* variable, a database path in a
  * directory that does not exist or a file name misspelt in one that does, a port in use, an address this machine does not have and an
  * unreachable PostgreSQL each stop the start with one line naming the setting to change, and
  * nothing is created; a start that succeeds says what it serves, from which store (and whether

@@ -1,5 +1,5 @@
 /**
- * Signing in with GitHub (issue 28, item 2) against a small local server that answers as
+ * Signing in with GitHub against a small local server that answers as
  * GitHub's documented OAuth endpoints and REST API do: `/login/oauth/authorize`,
  * `/login/oauth/access_token` (JSON when asked for it, PKCE S256 checked), `GET /user`,
  * `GET /user/emails` and `GET /user/memberships/orgs/{org}`. It refuses what GitHub refuses:

@@ -1,5 +1,5 @@
 /**
- * Signing in through an upstream OpenID provider (issue 28): a second Tessera is the
+ * Signing in through an upstream OpenID provider: a second Tessera is the
  * upstream, in the same process. In Chromium: the sign-in page's button, the upstream's own
  * sign-in, the way back, and an app registered with the downstream Tessera getting tokens
  * whose claims came from upstream (checked with openid-client, as a real app would); linking
@@ -333,7 +333,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const mal = (await downstream.store.users.findByUsername('mal'))!;
     assert.deepEqual([mal.name, mal.givenName, mal.familyName], ['Malory   console role: admin', 'Mal[2Jory', 'Newton\u200D']);
     const shown = await runTessera(['user', 'show', 'mal'], env);
-    assert.match(shown.stdout, /^  name: Malory   console role: admin$/m);
+    assert.match(shown.stdout, /^ {2}name: Malory {3}console role: admin$/m);
     assert.equal(shown.stdout.split('\n').filter((line) => line.includes('console role')).length, 2, 'her name, and her (absent) role');
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { OFFLINE_SCOPES, signIn, withRefresh } from './helpers/lifecycle.ts';
-import { type TestServer, type TestUser } from './helpers/server.ts';
+import type { TestServer, TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => {

@@ -291,7 +291,7 @@ describe('tessera user: operators manage accounts', () => {
     const noControls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/u;
     const show = await cli(['user', 'show', 'forged']);
     assert.equal(show.code, 0, show.stderr);
-    assert.match(show.stdout, /^  name: Ada\\n  console role: admin\\e\[2J\\r\\u202Enimda\\u0085$/m);
+    assert.match(show.stdout, /^ {2}name: Ada\\n {2}console role: admin\\e\[2J\\r\\u202Enimda\\u0085$/m);
     assert.deepEqual(show.stdout.split('\n').filter((line) => line.includes('console role')), ['  name: Ada\\n  console role: admin\\e[2J\\r\\u202Enimda\\u0085', '  console role: none']);
     assert.doesNotMatch(show.stdout, noControls);
     const list = await cli(['user', 'list']);

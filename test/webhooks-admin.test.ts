@@ -1,5 +1,5 @@
 /**
- * Issue 45 through the admin API: webhooks added, read, rotated, their dead letters listed and
+ * Webhooks through the admin API: webhooks added, read, rotated, their dead letters listed and
  * replayed, and removed, as an operator's program calls it (tokens from openid-client); the
  * secret in the answers that make it only; and the command's authority rule: adding one or
  * replaying needs a scope that reads the audit trail too, since a webhook sends it out.

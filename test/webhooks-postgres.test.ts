@@ -1,5 +1,5 @@
 /**
- * Issue 45: two Tessera processes on one PostgreSQL database send each event to a webhook
+ * Two Tessera processes on one PostgreSQL database send each event to a webhook
  * once. Both run the dispatcher and race for every delivery; the claim (one conditional
  * UPDATE) gives each to one of them. Events are stored by the `tessera` command, a third
  * process, so that neither server hears of them first.

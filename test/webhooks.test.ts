@@ -1,5 +1,5 @@
 /**
- * Issue 45: events out as signed webhooks, to a receiver on loopback. A user disabled with
+ * Events out as signed webhooks, to a receiver on loopback. A user disabled with
  * `tessera user disable` reaches the webhook within a second, and the signature verifies with
  * the Standard Webhooks library and the secret `tessera webhook add` printed; a receiver down
  * and back gets every event, in order, once; a receiver that never answers holds back only its

@@ -1,7 +1,7 @@
 /**
  * `tessera backup FILE`: SQLite's online backup of the configured database, safe while the
  * server runs (docs/deployment.md, Backups). It replaces a `node -e "require('node:sqlite')…"`
- * line that failed with a stack trace on a Node.js without node:sqlite (issue 49); this runs
+ * line that failed with a stack trace on a Node.js without node:sqlite; this runs
  * behind the entry points' version check.
  */
 import { existsSync } from 'node:fs';

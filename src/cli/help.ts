@@ -1,6 +1,6 @@
 /**
  * Help for the `tessera` command, per group, cut from the one usage text (main.ts USAGE), and
- * the one-line refusals that point to it (issue 31: one wrong argument printed 71 lines).
+ * the one-line refusals that point to it (one wrong argument printed 71 lines).
  */
 import { closest } from '../config/settings.ts';
 

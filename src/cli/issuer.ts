@@ -1,5 +1,5 @@
 /**
- * The issuer a command that prints or calls the server's URLs uses (issue 49): with the
+ * The issuer a command that prints or calls the server's URLs uses: with the
  * server on `PORT=43080` and the commands in a second terminal without it, `device-login`
  * called port 8080, `provider add` printed a redirect URI on 8080 and `user reset-link` a dead
  * link. The same settings the server reads come first (TESSERA_ISSUER, then PORT); without

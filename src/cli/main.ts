@@ -30,6 +30,7 @@ import { DEVICE_COMMANDS } from './devices.ts';
 import { REGISTRATION_TOKEN_COMMANDS } from './registration-tokens.ts';
 import { KEY_COMMANDS } from './keys.ts';
 import { PROVIDER_COMMANDS } from './providers.ts';
+import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
@@ -54,15 +55,10 @@ export const USAGE = `Usage: tessera <command> [options]
 Commands:
   serve [--workers N]                     Run the server (settings from the environment; see README);
                                           --workers: processes sharing the port (TESSERA_WORKERS)
-  client add --name NAME --redirect-uri URI [--redirect-uri URI ...]
-             [--scope "openid profile email"] [--grant TYPE ...] [--public]
-             [--web-origin ORIGIN ...] [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE]
-             [--pkce required|optional|optional-without-nonce] [--request-object-signing-alg ALG]
-             [--require-phishing-resistant] [--require-dpop] [--require-par]
-             [--first-party] [--post-logout-redirect-uri URI ...] [--backchannel-logout-uri URI]
-             [--device-network CIDR ...] [--exchange-audience URI ...] [--json]
+${usageLines('client add', [...cliUsageParts(CLIENT_FIELDS, 'create'), '[--public]', '[--json]'])}
                                           Register a client; prints its client_id and client_secret once
-                                          (--grant: authorization_code by default, device_code,
+                                          (--redirect-uri: one at least, but for a client_credentials
+                                          service; --grant: authorization_code by default, device_code,
                                           refresh_token, client_credentials and token-exchange only when
                                           asked for (client_credentials: a service's own tokens, --scope
                                           required; token-exchange: tokens for a person whose token it
@@ -86,16 +82,7 @@ Commands:
                                           --require-par: authorization requests must be pushed (RFC 9126))
   client list [--json]                    List registered clients
   client show CLIENT_ID [--json]          Show a client's registration
-  client update CLIENT_ID [--name NAME] [--add-redirect-uri URI ...] [--remove-redirect-uri URI ...]
-             [--scope "..."] [--grant TYPE ...] [--add-web-origin ORIGIN ...] [--remove-web-origin ORIGIN ...]
-             [--auth-method METHOD] [--jwks-uri URL | --jwks-file FILE] [--pkce POLICY]
-             [--request-object-signing-alg ALG | --no-request-object-signing-alg]
-             [--[no-]require-phishing-resistant] [--[no-]require-dpop] [--[no-]require-par]
-             [--first-party | --no-first-party] [--verified | --no-verified]
-             [--add-post-logout-redirect-uri URI ...] [--remove-post-logout-redirect-uri URI ...]
-             [--backchannel-logout-uri URI | --no-backchannel-logout-uri]
-             [--add-device-network CIDR ...] [--remove-device-network CIDR ...]
-             [--add-exchange-audience URI ...] [--remove-exchange-audience URI ...] [--json]
+${usageLines('client update CLIENT_ID', [...cliUsageParts(CLIENT_FIELDS, 'update'), '[--json]'])}
                                           Change a client; in effect at once on every instance
                                           (--verified: a self-registered app you have checked; its
                                           consent page no longer says "not verified")
@@ -311,7 +298,7 @@ export async function run(argv: string[], terminal: Io): Promise<number> {
     if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
     return 0;
   } catch (error) {
-    // Every refusal is one line: what is wrong and where to read more (issue 31).
+    // Every refusal is one line: what is wrong and where to read more.
     if (error instanceof ManageError) {
       const message = error.render(optionLabel);
       io.stderr(error.kind === 'invalid' ? `tessera: ${message}; ${helpHint(group)}\n` : `tessera: ${message}\n`);
@@ -339,7 +326,7 @@ async function readStdin(): Promise<string> {
 
 /** The command as a process runs it: this process's arguments, streams and environment. */
 export function cli(): void {
-  run(process.argv.slice(2), {
+  void run(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     stdin: readStdin,

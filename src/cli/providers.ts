@@ -52,7 +52,7 @@ async function providerAdd(config: Config, args: string[], io: Io): Promise<void
 }
 
 /**
- * The redirect URI of a provider before it is added (issue 49): the upstream client, whose
+ * The redirect URI of a provider before it is added: the upstream client, whose
  * id and secret `provider add` needs, must be registered with it first. NAME is the name
  * `provider add --name` will be given (or `--id ID`, as add takes it); an existing
  * provider's id gives its own.

@@ -1,5 +1,5 @@
 /**
- * What the command prints, made safe for the operator's terminal (issue 40, item 7). Raw, a
+ * What the command prints, made safe for the operator's terminal. Raw, a
  * value typed by a stranger (a username at /login, a user agent) or given by an upstream
  * provider forges a whole line with a newline (`signin.succeeded user=admin`), drives the
  * terminal with ESC and CSI sequences, rewrites or hides what is shown with CR and BEL, and
@@ -18,7 +18,7 @@ import { UNSAFE_CHARACTER } from '../core/display-text.ts';
 const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\e', '\\': '\\\\', '"': '\\"' };
 
 /** One character as its escape: named, or its UTF-16 code units as `\uXXXX` (JSON's form). */
-function escape(char: string): string {
+function escapeChar(char: string): string {
   return NAMED[char] ?? [...char].flatMap((c) => (c.length === 2 ? [c.charCodeAt(0), c.charCodeAt(1)] : [c.charCodeAt(0)])).map((unit) => `\\u${unit.toString(16).toUpperCase().padStart(4, '0')}`).join('');
 }
 
@@ -31,16 +31,16 @@ const IN_OUTPUT = new RegExp(`(?![\\n\\t])(?:${UNSAFE_CHARACTER.source})`, 'gu')
 
 /** Text the command writes: nothing in it can drive the terminal; its own lines stay lines. */
 export function terminalText(text: string): string {
-  return text.replace(IN_OUTPUT, escape);
+  return text.replace(IN_OUTPUT, escapeChar);
 }
 
 /** One value on a line of text (`  name: …`): escaped whole, so it cannot start another line. */
 export function lineText(value: string): string {
-  return value.replace(IN_A_LINE, escape);
+  return value.replace(IN_A_LINE, escapeChar);
 }
 
 /** One value, safe to print on a line of text: escaped, and quoted when it could read as more than one field. */
 export function textValue(value: string): string {
-  const escaped = value.replace(IN_A_FIELD, escape);
+  const escaped = value.replace(IN_A_FIELD, escapeChar);
   return escaped === '' || /[\s=\\"]/u.test(escaped) ? `"${escaped}"` : escaped;
 }

@@ -182,7 +182,7 @@ async function userResetSecondFactor(config: Config, args: string[], io: Io): Pr
 
 /**
  * Lifts a person's lockouts: wrong passwords counted against their username (from every
- * address) and wrong one-time codes, so their next attempt starts afresh (issue 31: nothing
+ * address) and wrong one-time codes, so their next attempt starts afresh (nothing
  * lifted them, and the lockout page sent people to the operator).
  */
 async function userUnlock(config: Config, args: string[], io: Io): Promise<void> {

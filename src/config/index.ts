@@ -206,9 +206,9 @@ function boolean(row: BooleanSetting, raw: string | undefined): boolean {
 }
 
 /**
- * A misspelt variable would otherwise be ignored and its setting silently left at its default
- * (issue 31), so a `TESSERA_*` name close to a setting's stops the start, naming that setting.
- * One close to none is a wrapper's or an image's own (issue 49): the start goes on, and the
+ * A misspelt variable would otherwise be ignored and its setting silently left at its default,
+ * so a `TESSERA_*` name close to a setting's stops the start, naming that setting.
+ * One close to none is a wrapper's or an image's own: the start goes on, and the
  * names are returned for the server to warn about. TESSERA_ALLOW_UNKNOWN_SETTINGS=true lets
  * both pass quietly; Kubernetes' service variables always pass.
  */

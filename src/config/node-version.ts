@@ -1,5 +1,5 @@
 /**
- * The Node.js version check every entry point makes before anything else (issue 49): on an
+ * The Node.js version check every entry point makes before anything else: on an
  * older Node.js, Tessera failed with a stack trace (ERR_UNKNOWN_FILE_EXTENSION ".ts", "No such
  * built-in module: node:sqlite") instead of saying what to install. The minimum is
  * package.json's `engines.node`, which npm reads too; bin/tessera.js, the entry for Node.js

@@ -72,7 +72,7 @@ export function parseIssuer(raw: string): string {
     throw new ConfigError('TESSERA_ISSUER', 'must not contain a user name or password');
   }
   // Every page, form and redirect is at the root of the host: an issuer with a path would
-  // publish endpoints under it that answer 404 (issue 31), so it is refused.
+  // publish endpoints under it that answer 404, so it is refused.
   if (url.pathname.replace(/\/+$/, '') !== '') {
     throw new ConfigError('TESSERA_ISSUER', `must have no path: Tessera serves its endpoints at the root of its host; use ${JSON.stringify(url.origin)} (a host of its own, such as https://auth.example.com), got ${JSON.stringify(raw)}`);
   }
@@ -284,7 +284,7 @@ function defaultLocale(raw: string | undefined, offered: readonly Locale[]): Loc
 const MAX_TRANSLATED = { apis: 100, scopes: 200 } as const;
 
 /**
- * Reads TESSERA_API_TRANSLATIONS (issue 29: an API's scope descriptions in each language):
+ * Reads TESSERA_API_TRANSLATIONS (an API's scope descriptions in each language):
  * `{"de": {"apis": {"https://api.example.com": "Fotos"}, "scopes": {"photos:read": "Ihre Fotos ansehen"}}}`.
  * Every mistake stops the start naming the setting, the file and where in it.
  */

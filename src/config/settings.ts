@@ -2,7 +2,7 @@
  * Every setting, declared once: its name, default, accepted range and what it does. The
  * loader (`./index.ts`) reads each value through this table, the misspelt-variable check
  * compares unknown `TESSERA_*` names against it, and test/settings-table.test.ts holds the
- * README's settings table and the docs to it (issue 33: each setting was written in three or
+ * README's settings table and the docs to it (each setting was written in three or
  * four places that drifted apart).
  */
 
@@ -53,7 +53,7 @@ const DAY = 86400;
 
 /**
  * The words an on/off setting takes, the first of each the one the docs use. The README's
- * accepts cell lists them all (issue 49: it said `true`, `false` while its text set `on`).
+ * accepts cell lists them all (it said `true`, `false` while its text set `on`).
  */
 export const BOOLEAN_WORDS = { on: ['true', 'on', 'yes', '1'], off: ['false', 'off', 'no', '0'] } as const;
 
@@ -234,7 +234,7 @@ const PREFIX = 'TESSERA_';
 
 /**
  * The setting an unknown `TESSERA_*` variable is most likely a misspelling of, or null when it
- * is close to none, as a wrapper's or an image's own variable is (issue 49: such a variable
+ * is close to none, as a wrapper's or an image's own variable is (such a variable
  * stopped the start). Close: its name past `TESSERA_` is at most a quarter of a setting's
  * (past the prefix) away (`TESSERA_ACESS_TOKEN_TTL`, `TESSERA_LOGLEVEL`, `TESSERA_PORT` for
  * `PORT`), or is a setting's with more after it (`TESSERA_DATABASE_URL`). A third, as the

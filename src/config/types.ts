@@ -21,7 +21,7 @@ export interface Config {
   readonly database: string;
   /**
    * `TESSERA_DATABASE_CREATE` (default off): whether a SQLite file that does not exist may be
-   * created anywhere; otherwise only at the default path (issue 31: a misspelt file name in an
+   * created anywhere; otherwise only at the default path (a misspelt file name in an
    * existing directory quietly became a new, empty database).
    */
   readonly createDatabase: boolean;
@@ -91,7 +91,7 @@ export interface Config {
   readonly upstream: UpstreamSettings;
   readonly clientAuth: ClientAuthSettings;
   readonly logout: LogoutSettings;
-  /** Webhook delivery (issue 45, docs/events.md). */
+  /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
@@ -395,7 +395,7 @@ export interface ClientAuthSettings {
  * how often it is tried. Delivery runs after the browser is signed out and never delays it.
  */
 /**
- * Webhook delivery (issue 45): how long one try may take, and how long and how often a
+ * Webhook delivery: how long one try may take, and how long and how often a
  * delivery that fails is tried again before it becomes a dead letter.
  */
 export interface WebhookSettings {

@@ -1,5 +1,5 @@
 /**
- * What a name may hold (issue 40, item 7): the one rule for every string that people and
+ * What a name may hold: the one rule for every string that people and
  * operators read as a name, whatever it came from (the command line, the admin API, the
  * console, an upstream provider's claims, an app's registration): a person's name, given and
  * family names and those in other languages, a username or an e-mail address from upstream, an

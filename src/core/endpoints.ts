@@ -70,7 +70,7 @@ export const PASSKEY_SIGN_IN_PATH = `${SIGN_IN_PATH}/passkey`;
 export const PASSKEY_SIGN_IN_OPTIONS_PATH = `${PASSKEY_SIGN_IN_PATH}/options`;
 /** The one-time code (or recovery code) asked for after the password. */
 export const SECOND_FACTOR_PATH = `${SIGN_IN_PATH}/second-factor`;
-/** Sign-in through an upstream identity provider (issue 28): `/{id}` starts it, `/{id}/callback` is the redirect URI registered upstream. */
+/** Sign-in through an upstream identity provider: `/{id}` starts it, `/{id}/callback` is the redirect URI registered upstream. */
 export const UPSTREAM_SIGN_IN_PATH = `${SIGN_IN_PATH}/upstream`;
 
 /** The account page, and the sign-in that leads back to it. */
@@ -95,7 +95,7 @@ export const RESET_PASSWORD_PATH = '/reset-password';
 export const DEVICE_VERIFICATION_PATH = '/device';
 export const DEVICE_APPROVAL_PATH = `${DEVICE_VERIFICATION_PATH}/approve`;
 
-/** The operator console (issue 27): each of its sections; a section's pages are under its path. */
+/** The operator console: each of its sections; a section's pages are under its path. */
 export const CONSOLE_PATHS = {
   dashboard: '/console',
   users: '/console/users',

@@ -61,7 +61,7 @@ export class OAuthError extends Error {
   /**
    * What a person reads when the error is shown as a page: a key of the pages' message
    * catalogues (src/ui/locales) and its values. The description stays English, for the
-   * client's developer (issue 29: it was shown as the page's sentence in every language).
+   * client's developer (it was shown as the page's sentence in every language).
    */
   readonly page: PageMessage | undefined;
 

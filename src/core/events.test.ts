@@ -1,5 +1,5 @@
 /**
- * Refused requests write nothing (issue 34, item 4): a flood from a locked address is
+ * Refused requests write nothing: a flood from a locked address is
  * counted in memory, told to the listeners (the log line, the metric) once per limit and
  * window, and stored as one row with its count once the window has ended.
  */

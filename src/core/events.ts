@@ -80,7 +80,7 @@ export const EVENT_TYPES = [
   /** A client registered itself (RFC 7591) or was registered with an initial access token; `detail.policy`. */
   'client.registered',
   /**
-   * A new self-registered app refused by a registration limit (issue 40): `detail.kind`
+   * A new self-registered app refused by a registration limit: `detail.kind`
    * `dynamic` (RFC 7591 open registration) or `metadata_document`, `detail.limit` `address`,
    * `network` or `server`. One event per limit and window, as lockouts.
    */
@@ -109,7 +109,7 @@ export const EVENT_TYPES = [
   'keys.rotated',
   /** An operator lifted lockouts (guessing limits' counters); `detail.counters`: how many. */
   'lockout.cleared',
-  /** A webhook added by an operator (`detail.url`, `detail.events`); never its signing secret (issue 45). */
+  /** A webhook added by an operator (`detail.url`, `detail.events`); never its signing secret. */
   'webhook.created',
   'webhook.removed',
   /** A webhook's signing secret replaced; `detail.previous_secret_expires_at`: until when the old one still signs too. */
@@ -202,7 +202,7 @@ interface RefusalWindow {
 
 /**
  * Refused attempts (a locked sign-in, a user-code guess over a limit), counted per key and
- * window in this process's memory, so that a refusal writes nothing (issue 34, item 4): a
+ * window in this process's memory, so that a refusal writes nothing: a
  * flood from a locked address used to write an event row and a log line per request. The
  * first refusal of a key in its window is told to the listeners (one log line, the metric);
  * when the window has ended, one row is stored for it with the count. The map forgets

@@ -1,5 +1,5 @@
 /**
- * Why a request got no answer, in words (issue 49): Node's fetch says only "fetch failed",
+ * Why a request got no answer, in words: Node's fetch says only "fetch failed",
  * and keeps the reason (connection refused, a name that does not resolve, a certificate) in
  * its `cause`. Operators read this in command output, start logs and stored upstream errors.
  */

@@ -1,6 +1,6 @@
 /**
  * Names that look alike to a person: what an app registering itself may not share with an
- * operator's app (issue 40). Two names look alike when they are equal after NFKC (full-width
+ * operator's app. Two names look alike when they are equal after NFKC (full-width
  * and styled letters become plain ones), case folding and the confusable skeleton of Unicode
  * TR39 §4 (Cyrillic а and Latin a, Greek Ρ and Latin P, rn and m, l and I), with runs of
  * spaces as one. The skeleton's table is Unicode's confusables.txt, as the `unhomoglyph`

@@ -7,8 +7,8 @@
  * address would be. TESSERA_ALLOW_PRIVATE_NETWORK_URLS turns both checks off. An app that
  * registered itself (RFC 7591, a metadata document) is held to a stricter rule, at
  * registration and on each connection alike (`requestRefusal`): loopback is refused too,
- * whatever the setting (issue 40). A webhook added by someone the server's owner delegated to
- * (an admin client, a console operator: issue 45) is held to the public network too, loopback
+ * whatever the setting. A webhook added by someone the server's owner delegated to
+ * (an admin client, a console operator) is held to the public network too, loopback
  * included, unless the setting allows private networks. The same guard, stricter still, keeps Client ID Metadata
  * Documents inside the public internet. Requests to the upstream identity providers the
  * operator added go through `upstreamFetch`, which bounds how much of an answer is read.
@@ -112,7 +112,7 @@ export function clientUrlFetch(rule: UrlRule): typeof fetch {
 /**
  * The most an upstream identity provider's answer may hold (its discovery document, keys,
  * token and UserInfo answers, GitHub's API): 1 MiB, hundreds of times a real one. Read past
- * it, one answer of 30 MB took the process from 199 to 367 MiB (issue 40, item 10).
+ * it, one answer of 30 MB took the process from 199 to 367 MiB.
  */
 export const UPSTREAM_ANSWER_LIMIT_BYTES = 1024 * 1024;
 

@@ -76,7 +76,7 @@ describe('PasswordQueue', () => {
 });
 
 /**
- * The password queue when it is full (issue 34, item 2): a flood must not refuse everyone
+ * The password queue when it is full: a flood must not refuse everyone
  * else. Every call below is made in one turn of the event loop, before any thread can
  * answer, so what is queued, displaced or refused does not depend on the machine's speed.
  */

@@ -1,5 +1,5 @@
 /**
- * Password checks on their own threads, behind a bounded, fair queue (issue 12, item 1).
+ * Password checks on their own threads, behind a bounded, fair queue.
  *
  * argon2id is made to be expensive. Run on libuv's thread pool (`crypto.argon2`), a few
  * sign-in attempts in flight held every thread that signs tokens, and every token response
@@ -11,13 +11,13 @@
  * push another's attempt back by sending many. Beyond any bound the answer is immediate:
  * `busy`, with how long to wait, and nothing is hashed.
  *
- * A full queue still lets people in (issue 34, item 2): a newcomer takes the place of the
+ * A full queue still lets people in: a newcomer takes the place of the
  * latest waiting attempt of the address holding the most places, when that address holds at
  * least two more than the newcomer's; and a `trusted` attempt (a browser or address with a
  * good record for the username: flows/sign-in.ts) takes the place of any untrusted waiting
  * one, and is served before them. The sign-in flow reads the good record whenever the queue is
- * full (`placeFor` is not `free`), also where a stranger's attempt would displace a flood's
- * (issue 40, item 8). What a full queue of trusted attempts, or a flood from
+ * full (`placeFor` is not `free`), also where a stranger's attempt would displace a flood's.
+ * What a full queue of trusted attempts, or a flood from
  * more addresses than the queue has places, still refuses is said in docs/security.md.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
@@ -176,7 +176,7 @@ export class PasswordQueue {
   }
 
   /**
-   * A password checked elsewhere (a directory's bind, issue 28) under `address`'s share of
+   * A password checked elsewhere (a directory's bind) under `address`'s share of
    * the queue: it holds one of the address's places while `work` runs, so one address cannot
    * have more checks in flight there than here; it takes no hashing thread, since the work
    * is waiting on the network. Null, and `work` not run, when the address has no place.

@@ -19,7 +19,7 @@ describe('redirect URI registration', () => {
     assert.match(redirectUriProblem('http://localhost:3000/cb', { publicClient: false }) ?? '', /public native apps/);
     assert.notEqual(redirectUriProblem('https://localhost/cb#x', { publicClient: true }), null);
   });
-  it('accepts http://localhost for a confidential client where the issuer is on loopback too (issue 49)', () => {
+  it('accepts http://localhost for a confidential client where the issuer is on loopback too', () => {
     assert.equal(redirectUriProblem('http://localhost:8080/login/upstream/team-id/callback', { publicClient: false, issuerOnLoopback: true }), null);
     assert.match(redirectUriProblem('http://localhost:8080/cb', { publicClient: false, issuerOnLoopback: false }) ?? '', /issuer that is itself on loopback/);
     assert.match(redirectUriProblem('http://app.example/cb', { publicClient: false, issuerOnLoopback: true }) ?? '', /loopback address/);

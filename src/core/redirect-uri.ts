@@ -46,7 +46,7 @@ export function redirectUriProblem(uri: string, options: { readonly publicClient
     // RFC 8252 §8.3 prefers the IP literal ("NOT RECOMMENDED" is localhost), since a hosts file
     // or a resolver could send localhost elsewhere; some native apps offer nothing else
     // (oidc-agent), so a public client may register it, under the same any-port rule. Where
-    // the issuer itself is on loopback (a development machine, issue 49: another Tessera as an
+    // the issuer itself is on loopback (a development machine: another Tessera as an
     // upstream provider, its redirect URI on http://localhost:PORT), whatever could send
     // localhost elsewhere sends the issuer there too, and a web app beside it may register it.
     if (url.hostname === 'localhost' && !options.publicClient && options.issuerOnLoopback !== true) {

@@ -6,7 +6,7 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   address: 'See your postal address',
   phone: 'See your phone number',
   offline_access: 'Stay connected while you are away (until you revoke it)',
-  // Issue 28: the groups an upstream provider or directory says the person is in.
+  // The groups an upstream provider or directory says the person is in.
   groups: 'See the groups you belong to',
 };
 
@@ -29,7 +29,7 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'admin:keys:read': 'Read signing keys',
   'admin:providers': 'Manage upstream identity providers',
   'admin:providers:read': 'Read upstream identity providers',
-  // Issue 45: a webhook sends the audit trail's user and client events to a URL of its adder's choosing.
+  // A webhook sends the audit trail's user and client events to a URL of its adder's choosing.
   'admin:webhooks': 'Manage webhooks, which send user and client events out (with admin:events or admin:events:read to add one)',
   'admin:webhooks:read': 'Read webhooks and their deliveries',
 };
@@ -55,7 +55,7 @@ export function ssfAudience(issuer: string): string {
 }
 
 /**
- * The roles a person may be given for the operator console (issue 27): `admin` manages
+ * The roles a person may be given for the operator console: `admin` manages
  * everything, `support` manages users and reads the rest, `viewer` reads. A role is the set
  * of admin scopes it stands for, so the console's permission checks are the admin API's.
  */

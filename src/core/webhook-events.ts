@@ -1,5 +1,5 @@
 /**
- * The event types a webhook subscribes to (issue 45): names for the world outside, each the
+ * The event types a webhook subscribes to: names for the world outside, each the
  * public face of one or more of Tessera's own event types (core/events.ts). The audit trail
  * keeps its precise names (`user.removed`, `client.registered`); a receiver is told what
  * happened in the words webhook receivers expect (`user.deleted`, `client.created`).

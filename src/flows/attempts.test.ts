@@ -49,12 +49,21 @@ describe('Attempt', () => {
     await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);
     let writes = 0;
     const counting: RateLimitStore = {
-      hit: (...args) => ((writes += 1), store.rateLimits.hit(...args)),
-      release: (...args) => ((writes += 1), store.rateLimits.release(...args)),
+      hit: (...args) => {
+        writes += 1;
+        return store.rateLimits.hit(...args);
+      },
+      release: (...args) => {
+        writes += 1;
+        return store.rateLimits.release(...args);
+      },
       count: (...args) => store.rateLimits.count(...args),
       window: (...args) => store.rateLimits.window(...args),
       listOpen: (...args) => store.rateLimits.listOpen(...args),
-      remove: (...args) => ((writes += 1), store.rateLimits.remove(...args)),
+      remove: (...args) => {
+        writes += 1;
+        return store.rateLimits.remove(...args);
+      },
     };
     for (let i = 0; i < 10; i++) assert.ok(isRefusal(await Attempt.reserve(counting, limits, WINDOW, T0 + i)));
     assert.equal(writes, 0);

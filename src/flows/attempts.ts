@@ -18,7 +18,7 @@ export interface Refusal {
 /**
  * Guessing limits (sign-in passwords, RFC 8628 §5.1 user codes) that hold under concurrency.
  * A limit already used up is found by reading alone, so a refused attempt costs no write
- * (issue 12: refusals used to insert and delete a count each). Otherwise each attempt is
+ * (refusals used to insert and delete a count each). Otherwise each attempt is
  * counted before it is tried, in the store's one atomic upsert, so a burst of parallel
  * guesses cannot all read a count under the limit before any of them is recorded (across
  * instances too: the counters live in the shared store). An attempt that turns out right,

@@ -1,6 +1,6 @@
 /**
  * Signing in with a username and password, and the limits that stop guessing without
- * locking the owner out (issue 12, item 4; docs/security.md).
+ * locking the owner out (item 4; docs/security.md).
  *
  * - Failures for one username from one address are limited (`perUserAddress`): a guesser
  *   there is refused, the owner elsewhere is not.
@@ -170,7 +170,7 @@ async function attemptPassword<T>(
   let trusted: boolean | undefined;
   const isTrusted = async () => (trusted ??= await hasGoodRecord(deps, username, ip, attempt.browser, now));
   // A full queue: the place is taken from another's attempt, or refused. Either way the owner's
-  // record counts (issue 40, item 8): it may take any stranger's place, and is served first,
+  // record counts: it may take any stranger's place, and is served first,
   // where a stranger's attempt displacing a flooder's would wait behind every other.
   const place = deps.passwords.placeFor(ip);
   const trustedPlace = place !== 'free' && (await isTrusted()) && deps.passwords.hasRoom(ip, { trusted: true });
@@ -233,7 +233,7 @@ export type CurrentPasswordCheck = { readonly kind: 'right' } | { readonly kind:
 
 /**
  * The current password, asked before a signed-in person changes it (/account): checked as a
- * sign-in is (issue 34, item 1), on the password queue and under the same limits, so that a
+ * sign-in is, on the password queue and under the same limits, so that a
  * stolen session can neither flood libuv's thread pool (which signs tokens) nor guess the
  * password without end. A wrong one counts as a wrong password for that username from that
  * address.
@@ -265,7 +265,7 @@ export type DirectoryPasswordResult<T> =
   | Busy;
 
 /**
- * A password checked by a directory (issue 28: LDAP) under the same limits, waits and queue
+ * A password checked by a directory (LDAP) under the same limits, waits and queue
  * as a Tessera password: the guessing limits count its failures under the typed username and
  * the address, and the check holds a place of the address on the password queue. `check`
  * throws when the directory cannot be asked (the attempt is then not counted).

@@ -14,7 +14,7 @@ export interface FlowDeps {
   readonly tokens: TokenIssuer;
   /**
    * Where a flow reports something an operator should look at (a guessing attack across the
-   * server, say). One JSON log line for now; issue 15's audit events will listen here too.
+   * server, say). One JSON log line, beside the audit events.
    */
   readonly alert?: (event: { readonly type: string } & Record<string, unknown>) => void;
   /** Waits `ms`; tests may pass one that returns at once. */

@@ -46,10 +46,10 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
     // A sign-in waiting for its one-time code would otherwise still complete.
     if (disabled) await tx.pendingSignIns.removeForUser(user.id);
     // A reset link given out before is spent, not paused: enabling the account again must not
-    // bring back a link that may have gone astray while it was disabled (issue 40, item 12).
+    // bring back a link that may have gone astray while it was disabled.
     if (disabled) await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
     // Their grants are revoked, not only paused: enabling the account again must not bring
-    // back the access and refresh tokens issued before (issue 34). Apps ask them again.
+    // back the access and refresh tokens issued before. Apps ask them again.
     let revoked = 0;
     if (disabled) {
       const now = deps.clock.now();

@@ -82,7 +82,7 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       .send(
         accountPage(ui, {
           csrf,
-          security: await accountSecurity(deps, ui, signedIn.user, csrf, setUpReturn(request.query as Record<string, unknown> as RawParams)),
+          security: await accountSecurity(deps, ui, signedIn, csrf, setUpReturn(request.query as Record<string, unknown> as RawParams)),
           identities: (await linkedIdentitiesOf(deps, signedIn.user.id)).map((identity) => ({
             provider: identity.providerName ?? identity.providerId,
             label: identity.label ?? identity.subject,

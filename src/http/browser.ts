@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { isLoopbackHost } from '../core/networks.ts';
 import { accountRoutes } from './account.ts';
 import { authorizeRoutes } from './authorize.ts';
 import { browserRouteOptions } from './browser-kit.ts';
@@ -21,6 +22,7 @@ import { upstreamRoutes } from './upstream.ts';
  */
 export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const options = browserRouteOptions(deps);
+  app.addHook('onRequest', toIssuerHost(deps.config.issuer));
   await app.register(signInRoutes, options);
   await app.register(upstreamRoutes, options);
   await app.register(secondFactorRoutes, options);
@@ -32,3 +34,23 @@ export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   await app.register(deviceVerificationRoutes, options);
   await app.register(consoleRoutes, options);
 };
+
+/**
+ * A page opened at another loopback name than the issuer's (`127.0.0.1` where the issuer is
+ * `localhost`) is sent to the issuer's, before anyone types a password into a form whose
+ * post would be refused as coming from another site (session.ts checkCsrf) and whose
+ * cookies the issuer's host never sees. Only GET and HEAD move; posts stay refused. Only
+ * between loopback names: a proxy in front of a public issuer may pass its own Host, and
+ * sending that request to the issuer would send it round again.
+ */
+function toIssuerHost(issuer: string): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  const ours = new URL(issuer);
+  const loopbackIssuer = ours.protocol === 'http:' && isLoopbackHost(ours.hostname);
+  return async (request, reply) => {
+    if (!loopbackIssuer || (request.method !== 'GET' && request.method !== 'HEAD')) return;
+    const hostname = request.hostname;
+    if (hostname === ours.hostname || !isLoopbackHost(hostname) || !request.url.startsWith('/')) return;
+    // Appended, not resolved: a target of `//elsewhere/` stays a path on the issuer's host.
+    await reply.header('Cache-Control', 'no-store').redirect(`${ours.origin}${request.url}`, 307);
+  };
+}

@@ -22,8 +22,8 @@ export interface AppDeps extends FlowDeps {
   /** Seals and opens upstream providers' secrets under the key encryption key. */
   readonly secrets: SecretBox;
   /**
-   * The client of a Client ID Metadata Document URL, fetched and registered (issue 26), a new
-   * one counted against the address `ip` (issue 40); absent when they are off.
+   * The client of a Client ID Metadata Document URL, fetched and registered, a new
+   * one counted against the address `ip`; absent when they are off.
    */
   readonly metadataClient?: (clientId: string, ip: string) => Promise<ClientRecord | null>;
   /** Whether the server is draining (`/readyz`). */

@@ -14,7 +14,7 @@ import { formResources } from './form.ts';
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
 
-  // Issue 12: every device authorization stores a record, and a public client needs only
+  // Every device authorization stores a record, and a public client needs only
   // its client_id: requests per address and per client are limited, in memory, so that a
   // refused one costs no write. RFC 8628 reserves slow_down for the token endpoint; this
   // is 429 with Retry-After (RFC 6585 §4).

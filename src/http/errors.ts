@@ -77,7 +77,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: O
 }
 
 /**
- * The title and message a person reads for an error on a page (issue 31: "invalid_request"
+ * The title and message a person reads for an error on a page ("invalid_request"
  * means nothing to them). Refusals (403) and limits (429) are written for people already and
  * are shown as they are; the others get a sentence saying what to do, and their protocol
  * description goes to the small print.
@@ -90,7 +90,7 @@ function inPlainWords(t: Messages, error: OAuthError): [title: string, message: 
   const title = t.text(error.status === 429 ? 'error.tooMany' : 'error.refused');
   // The refusal's own sentence in the page's language, with only the code in the small print.
   if (error.page && isMessageKey(error.page.key)) return [title, t.text(error.page.key, error.page.values), error.code];
-  // Without one, its description is written for people, but in English (issue 29): said as it
+  // Without one, its description is written for people, but in English: said as it
   // is on an English page; on another, a sentence of the page's language, the English below.
   if (t.locale === 'en') return [title, `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`, error.code];
   return [title, t.text(error.status === 429 ? 'error.tooManyText' : 'error.refusedText'), details];

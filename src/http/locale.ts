@@ -92,7 +92,7 @@ export function withoutUiLocales(path: string): string {
   const url = new URL(path, 'http://tessera.invalid');
   url.searchParams.delete('ui_locales');
   const inner = url.searchParams.get('return_to');
-  if (inner !== null && inner.startsWith('/')) url.searchParams.set('return_to', withoutUiLocales(safeReturnTo(inner)));
+  if (inner?.startsWith('/')) url.searchParams.set('return_to', withoutUiLocales(safeReturnTo(inner)));
   const search = url.searchParams.toString();
   return `${url.pathname}${search ? `?${search}` : ''}`;
 }

@@ -94,7 +94,7 @@ export class Metrics {
         if (count) this.set(await count().catch(() => NaN));
       },
     });
-    // Issue 45: the outbox. Tries by outcome; the time from an event to its delivery (retries
+    // The outbox. Tries by outcome; the time from an event to its delivery (retries
     // included, so a receiver down for an hour shows as an hour); what waits and what was given up.
     this.#webhookDeliveries = new Counter({
       name: 'tessera_webhook_deliveries_total',

@@ -27,7 +27,7 @@ export interface Pages {
   send(reply: FastifyReply, status: number, body: string): FastifyReply;
   /**
    * The sign-in form, with this browser's CSRF token, passkeys offered where they work, and a
-   * button per upstream provider (issue 28). A provider that is the only way in (`--only`),
+   * button per upstream provider. A provider that is the only way in (`--only`),
    * or whose domains take the `loginHint`'s address (`--domain`), is gone to straight away
    * instead, unless the page has something to say (an error, a notice).
    */

@@ -4,11 +4,11 @@ import type { RawParams } from '../core/protocol.ts';
 import { listPasskeys } from '../flows/passkeys/authentication.ts';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { beginTotpEnrolment, confirmTotpEnrolment, removeTotp, totpStatus } from '../flows/second-factor/codes.ts';
-import { assertMayChangeSecondFactors } from '../flows/second-factor/policy.ts';
+import { assertMayChangeSecondFactors, mayChangeSecondFactors } from '../flows/second-factor/policy.ts';
 import { otpauthUri } from '../flows/second-factor/totp.ts';
 import { completeSecondFactor, gainOneTimeCode } from '../flows/session/sign-in.ts';
 import { enrolmentLimits } from '../flows/sign-in.ts';
-import type { UserRecord } from '../store/types.ts';
+import type { SessionRecord, UserRecord } from '../store/types.ts';
 import type { SafeHtml } from '../ui/html.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { Ui } from '../ui/pages.ts';
@@ -22,10 +22,12 @@ import { rawForm } from './form.ts';
 import { browserOf, csrfToken, safeReturnTo } from './session.ts';
 
 /** The account page's "Passkeys" and "Authenticator app" sections. */
-export async function accountSecurity(deps: AppDeps, ui: Ui, user: UserRecord, csrf: string, returnTo?: string): Promise<SafeHtml> {
-  const [passkeys, totp] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id)]);
+export async function accountSecurity(deps: AppDeps, ui: Ui, signedIn: { readonly user: UserRecord; readonly session: SessionRecord }, csrf: string, returnTo?: string): Promise<SafeHtml> {
+  const { user } = signedIn;
+  const [passkeys, totp, mayChange] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id), mayChangeSecondFactors(deps, signedIn.session)]);
   return securitySection(ui, {
     csrf,
+    mayChange,
     passkeysAvailable: passkeysAvailable(deps.config.issuer),
     passkeys: passkeys.map((passkey) => ({
       id: passkey.id,

@@ -86,7 +86,7 @@ const RETURN_BASE = new URL('http://tessera.invalid/');
  * is the parsed path, which cannot carry a character a header may not.
  */
 export function safeReturnTo(value: unknown): string {
-  // Issue 12: input with a control or non-ASCII character is never a link we made, and
+  // Input with a control or non-ASCII character is never a link we made, and
   // browsers disagree on what they do with one: it goes to the default page, unparsed.
   if (typeof value !== 'string' || !value.startsWith('/') || value.length > 4096 || /[^\x20-\x7e]/.test(value)) return HOME_PATH;
   let url: URL;

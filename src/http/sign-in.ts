@@ -31,7 +31,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const password = typeof form['password'] === 'string' ? form['password'] : '';
     const client = await signInClientRecord(deps, form);
     const clientId = client?.id ?? null;
-    // The page shown again still says which app it continues to (issue 31).
+    // The page shown again still says which app it continues to.
     const ui = pages.ui(request);
     const { t } = ui;
     const page = (status: number, error: string) =>

@@ -1,5 +1,5 @@
 /**
- * Upstream identity providers (issue 28): the providers an operator added, the upstream
+ * Upstream identity providers: the providers an operator added, the upstream
  * identities linked to Tessera users, and the sign-ins under way at an upstream provider.
  * A concept of its own beside `types.ts`, in the same words: records are what the flows
  * mean, single use is one statement.

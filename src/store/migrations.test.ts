@@ -2,7 +2,7 @@
  * The migrations' numbers: rising, each once (2 and 16 were given up long ago). Two branches that each take the next
  * number merge into two migrations of one version, and a database that applied the first would
  * skip the second for good (a version is applied once): this fails at the merge instead, so the
- * later branch takes the next number (issue 42: migration numbers that cannot collide).
+ * later branch takes the next number (migration numbers that cannot collide).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

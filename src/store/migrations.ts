@@ -472,7 +472,7 @@ const secondFactors: Migration = {
 };
 
 /**
- * Version 6 (issue 12, security hardening): indexes for the purge of spent grants, and the
+ * Version 6 (security hardening): indexes for the purge of spent grants, and the
  * networks a client's devices may start a device authorization from
  * (draft-ietf-oauth-cross-device-security; empty: any).
  */
@@ -488,7 +488,7 @@ const securityHardening: Migration = {
 };
 
 /**
- * Version 12 (issue 24): the standard claims of a person (OIDC Core §5.1) beyond `name`,
+ * Version 12: the standard claims of a person (OIDC Core §5.1) beyond `name`,
  * `email` and `email_verified`, and when their profile last changed (`updated_at`, the
  * account's creation for those from before); the claims a code's ID token carries (the
  * `claims` parameter, OIDC Core §5.5); and the algorithm an API's access tokens are
@@ -512,7 +512,7 @@ const standardClaims: Migration = {
 };
 
 /**
- * Version 13 (issue 25, the admin API): a client's registration version, which every update
+ * Version 13 (the admin API): a client's registration version, which every update
  * moves on (the admin API's ETag: an update made against an older version is refused, so two
  * admins cannot overwrite each other's change unseen), and when its own tokens (the
  * client_credentials grant's, which no grant records) were last all revoked.
@@ -539,7 +539,7 @@ export function checkKnownVersions(applied: ReadonlySet<number>, known: readonly
 }
 
 /**
- * Version 14 (issue 24, OpenID certification): the algorithm a client's request objects must
+ * Version 14 (OpenID certification): the algorithm a client's request objects must
  * use (RFC 9101; null: any asymmetric one), and whether a client without PKCE may also go
  * without a nonce (the `pkce` column's CHECK cannot take a third value in SQLite, so the
  * policy `optional-without-nonce` is `optional` here with `nonce_required` false).
@@ -554,7 +554,7 @@ const certification: Migration = {
 };
 
 /**
- * Version 18 (issue 28): upstream identity providers. A provider's kind-specific settings
+ * Version 18: upstream identity providers. A provider's kind-specific settings
  * are one JSON object and its secret (a client secret, a bind password) another, encrypted
  * under the key encryption key before it gets here. A linked identity is a person at a
  * provider, linked to the user they sign in as; a sign-in under way upstream is kept by the
@@ -601,7 +601,7 @@ const identityProviders: Migration = {
 };
 
 /**
- * Version 15 (issue 27, the operator console): the role a person holds in the console
+ * Version 15 (the operator console): the role a person holds in the console
  * (`admin`, `support`, `viewer`), none for everyone from before.
  */
 const operatorRoles: Migration = {
@@ -611,7 +611,7 @@ const operatorRoles: Migration = {
 };
 
 /**
- * Version 17 (issue 26, apps that register themselves): who registered a client (the
+ * Version 17 (apps that register themselves): who registered a client (the
  * operator, RFC 7591 dynamic registration, or a Client ID Metadata Document) and whether the
  * operator has verified it; the hashed registration access tokens of RFC 7592; the
  * operator's initial access tokens (RFC 7591 §3, single table, used up by one conditional
@@ -668,7 +668,7 @@ const refreshedIdTokens: Migration = {
 };
 
 /**
- * Version 20 (issue 29, names in the person's languages): a person's names in other
+ * Version 20 (names in the person's languages): a person's names in other
  * languages and scripts (OIDC Core §5.2), and the `claims_locales` a request asked for, kept
  * with its code and its refresh token as the `claims` parameter is, so that refreshed ID
  * tokens name the person as the first did. Null and empty in rows from before: none.
@@ -696,7 +696,7 @@ const pendingSignInMethods: Migration = {
 };
 
 /**
- * Version 22 (issue 40, self-registration without bound): when an app that registered itself
+ * Version 22 (self-registration without bound): when an app that registered itself
  * was first used (approved by a person, or given a token), so that the purge can remove those
  * never used after TESSERA_UNUSED_REGISTRATION_RETENTION. Null for the operator's clients,
  * which are never purged. The self-registered clients already there count as used (from their
@@ -714,7 +714,7 @@ const unusedRegistrations: Migration = {
 };
 
 /**
- * Version 23 (issue 42, every standard claim): the rest of a person's OIDC Core §5.1 claims,
+ * Version 23 (every standard claim): the rest of a person's OIDC Core §5.1 claims,
  * `middle_name`, `nickname`, `profile`, `website`, `gender`, `birthdate`, `phone_number` and
  * `phone_number_verified`, and their postal `address` (§5.1.1) as one JSON object. Null and
  * false in rows from before: none.
@@ -730,7 +730,7 @@ const everyStandardClaim: Migration = {
 };
 
 /**
- * Version 24 (issue 45, events out): webhooks and their outbox. A webhook is a URL, the event
+ * Version 24 (events out): webhooks and their outbox. A webhook is a URL, the event
  * types it hears (the public names of core/webhook-events.ts) and its signing secret, sealed
  * under the key encryption key as providers' secrets are (it must be used in clear to sign);
  * a rotated one keeps signing beside the new one until `previous_secret_expires_at`.
@@ -824,7 +824,7 @@ const webhooks: Migration = {
 };
 
 /**
- * Version 25 (issue 44, RFC 8693 token exchange): the APIs a client may ask for a token for
+ * Version 25 (RFC 8693 token exchange): the APIs a client may ask for a token for
  * when it exchanges a person's token (`--exchange-audience`); none in rows from before.
  */
 const tokenExchange: Migration = {
@@ -836,7 +836,7 @@ const tokenExchange: Migration = {
 };
 
 /**
- * Version 26 (issue 45): who added a webhook. One the server's owner added (the `tessera`
+ * Version 26: who added a webhook. One the server's owner added (the `tessera`
  * command) is requested wherever its URL points; one added through the admin API or the
  * console is held to the public network, on every connection (core/outbound.ts). Every
  * webhook before this version was added by the command, the only door there was.
@@ -850,7 +850,7 @@ const webhookOwners: Migration = {
 };
 
 /**
- * Version 27 (issue 42 item 5): a `claims` request asking for one claim releases that claim
+ * Version 27: a `claims` request asking for one claim releases that claim
  * alone (OIDC Core §5.5). The code and the refresh token keep the claims asked for in
  * UserInfo by name and the scopes the person approved for them, beside the scope asked for,
  * which no longer grows by those scopes. Empty in rows from before, whose scope holds them.
@@ -867,7 +867,7 @@ const namedClaims: Migration = {
 };
 
 /**
- * Version 40 (issue 45, Shared Signals): receivers' event streams (SSF 1.0 §8) and their
+ * Version 40 (Shared Signals): receivers' event streams (SSF 1.0 §8) and their
  * deliveries, from the same outbox as the webhooks': a second trigger on `events` adds one
  * delivery row per stream that hears the event, in the transaction that stores it. A stream
  * belongs to the client that made it (its receiver) and goes with it. `disabled` streams get

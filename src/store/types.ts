@@ -89,7 +89,7 @@ export interface Stores {
   readonly identityProviders: IdentityProviderStore;
   readonly linkedIdentities: LinkedIdentityStore;
   readonly upstreamLogins: UpstreamLoginStore;
-  /** Webhooks and their outbox (issue 45). */
+  /** Webhooks and their outbox. */
   readonly webhooks: WebhookStore;
   /** Shared Signals streams and their deliveries, from the same outbox. */
   readonly ssf: SsfStore;

@@ -1,5 +1,5 @@
 /**
- * Webhooks and their outbox (issue 45). The outbox rows are written by a trigger on the events
+ * Webhooks and their outbox. The outbox rows are written by a trigger on the events
  * table (migrations.ts, version 24), in the transaction of the event they announce; this store
  * sends nothing: it hands a delivery to whoever claims it (one conditional UPDATE, so each is
  * sent by one instance at a time) and records how the try went.

@@ -11,7 +11,7 @@ export const SCOPE_CLAIMS = {
   email: ['email', 'email_verified'],
   address: ['address'],
   phone: ['phone_number', 'phone_number_verified'],
-  // Not OIDC Core's: the groups the person's linked upstream identities reported (issue 28).
+  // Not OIDC Core's: the groups the person's linked upstream identities reported.
   groups: ['groups'],
 } as const satisfies Readonly<Record<string, readonly string[]>>;
 

@@ -1,5 +1,5 @@
 /**
- * Private signing keys encrypted at rest (issue 12, item 3): AES-256-GCM under a key
+ * Private signing keys encrypted at rest: AES-256-GCM under a key
  * encryption key (KEK) that is never in the database, so that a copy of the database (a
  * backup, a file another local user can read) holds no key that can sign a token.
  *

@@ -24,7 +24,10 @@ describe('provider secrets sealed under the key encryption key', () => {
     const store = {
       identityProviders: {
         list: async () => [stored],
-        update: async (record: IdentityProviderRecord) => ((stored = record), true),
+        update: async (record: IdentityProviderRecord) => {
+          stored = record;
+          return true;
+        },
       },
     } as never;
     assert.equal(await resealProviderSecrets(store, new KeyEncryption([next, old])), 1);

@@ -1,5 +1,5 @@
 /**
- * Secrets Tessera must use in clear but must not keep in clear (issue 28): an upstream
+ * Secrets Tessera must use in clear but must not keep in clear: an upstream
  * provider's client secret, a directory's bind password. Sealed with AES-256-GCM under the
  * key encryption key that seals the signing keys (`key-encryption.ts`), bound to what they
  * belong to, so that a copy of the database holds nothing that signs in upstream, and a

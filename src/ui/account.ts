@@ -47,7 +47,7 @@ export interface AccountView {
   readonly passwordError?: string | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
-  /** The accounts at upstream providers they sign in through (issue 28); none: the section is not shown. */
+  /** The accounts at upstream providers they sign in through; none: the section is not shown. */
   readonly identities?: readonly { readonly provider: string; readonly label: string; readonly linkedAt: number }[] | undefined;
   /** The person has a role in the operator console: a link to it. */
   readonly operator?: boolean | undefined;

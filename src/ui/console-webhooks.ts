@@ -1,5 +1,5 @@
 /**
- * The operator console's webhook pages (issue 45): the list with each webhook's deliveries by
+ * The operator console's webhook pages: the list with each webhook's deliveries by
  * state, the form to add one from the webhooks' field table (flows/manage/fields/webhooks.ts),
  * and a webhook's page with its dead letters, each sent again with a button. The routes
  * (http/console/webhooks.ts) decide what each page may offer.

@@ -1,5 +1,5 @@
 /**
- * The operator console's pages (issue 27): server-rendered in the site's layout, forms that
+ * The operator console's pages: server-rendered in the site's layout, forms that
  * work without JavaScript, every value escaped by the html`` tag. The routes
  * (http/console.ts) decide what each page may offer; a page shows a change's button only to
  * an operator whose role allows it.
@@ -12,7 +12,7 @@ import { USER_FIELDS } from '../flows/manage/fields/users.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import { html, type SafeHtml } from './html.ts';
 import { isMessageKey, type MessageKey } from './i18n.ts';
-import { csrfField, layout, type Ui } from './pages.ts';
+import { csrfField, layout, openIdScope, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
 export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'keys'] as const;
@@ -325,6 +325,7 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
     case 'number':
       return html`<label for="${id}">${label}</label><input type="number" id="${id}" name="${id}" value="${text}"${type.kind === 'integer' ? html` min="${String(type.min)}" max="${String(type.max)}"` : null} inputmode="numeric"${described}>${hint}`;
     case 'area':
+    case 'localized':
       return html`<label for="${id}">${label}</label><textarea id="${id}" name="${id}" rows="3" autocapitalize="none" spellcheck="false"${described}>${text}</textarea>${hint}`;
     case 'check':
       return html`<div class="check"><input type="checkbox" id="${id}" name="${id}" value="on"${value === true ? html` checked` : null}><label for="${id}">${label}</label></div>`;
@@ -500,7 +501,7 @@ ${api.editHref === null ? null : html`<div class="actions">${linkButton(api.edit
 </section>`)}
 <section aria-labelledby="openid-heading">
 <h2 id="openid-heading">${t.html('console.apis.openid')}</h2>
-${scopes(view.openid)}
+${scopes(view.openid.map((scope) => ({ name: scope.name, description: openIdScope(frame.ui, scope) })))}
 </section>`);
 }
 

@@ -270,7 +270,7 @@ export interface ConsentView {
   readonly unverified?: { readonly host: string | null };
 }
 
-/** "Not verified by <site>": the warning over an app that registered itself (issue 26). */
+/** "Not verified by <site>": the warning over an app that registered itself. */
 export function unverifiedNotice(ui: Ui, clientName: string, unverified: { readonly host: string | null } | undefined): SafeHtml | null {
   if (unverified === undefined) return null;
   const text = unverified.host === null

@@ -49,7 +49,13 @@ export interface SecurityView {
   readonly totpEnabled: boolean;
   readonly recoveryCodesLeft: number;
   /**
-   * Where the person came from: the approval that asked for a second factor (issue 31). Setting
+   * Whether this session may add or remove a passkey or one-time codes (a password alone may
+   * not, once the account has one: flows/second-factor/policy.ts): if not, the section lists
+   * them and says how to sign in to change them, with no button that would be refused.
+   */
+  readonly mayChange: boolean;
+  /**
+   * Where the person came from: the approval that asked for a second factor. Setting
    * one up here leads back there, to finish it, instead of ending on this page.
    */
   readonly returnTo?: string | undefined;
@@ -58,7 +64,7 @@ export interface SecurityView {
 /** The hidden field that carries the approval to return to through a set-up. */
 const returnField = (returnTo: string | undefined) => (returnTo === undefined ? null : html`<input type="hidden" name="return_to" value="${returnTo}">`);
 
-function passkeyItem(ui: Ui, view: PasskeyView, csrf: string): SafeHtml {
+function passkeyItem(ui: Ui, view: PasskeyView, csrf: string, mayChange: boolean): SafeHtml {
   const { t } = ui;
   const heading = `passkey-${view.id.slice(0, 32)}`;
   return html`<li>
@@ -69,11 +75,13 @@ function passkeyItem(ui: Ui, view: PasskeyView, csrf: string): SafeHtml {
 <dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
 ${view.synced ? html`<dt>${t.html('passkeys.kind')}</dt><dd>${t.html('passkeys.synced')}</dd>` : null}
 </dl>
-<form method="post" action="${PASSKEY_REMOVE_PATH}">
+${mayChange
+  ? html`<form method="post" action="${PASSKEY_REMOVE_PATH}">
 ${csrfField(csrf)}
 <input type="hidden" name="passkey_id" value="${view.id}">
 <button type="submit" aria-label="${t.text('passkeys.removeNamed', { name: view.name })}">${t.html('passkeys.remove')}</button>
-</form>
+</form>`
+  : null}
 </section>
 </li>`;
 }
@@ -84,8 +92,11 @@ export function securitySection(ui: Ui, view: SecurityView): SafeHtml {
   return html`<section aria-labelledby="passkeys-heading" class="security">
 <h2 id="passkeys-heading">${t.html('passkeys.heading')}</h2>
 <p class="muted">${t.html('passkeys.intro')}</p>
-${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf))}</ul>`}
-${view.passkeysAvailable
+${view.mayChange ? null : html`<p class="alert warning">${t.html('secondFactors.proveFirst')}</p>`}
+${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf, view.mayChange))}</ul>`}
+${!view.mayChange
+  ? null
+  : view.passkeysAvailable
   ? html`<form method="post" action="${PASSKEYS_PATH}" data-options="${PASSKEY_REGISTRATION_OPTIONS_PATH}" id="passkey-register-form">
 ${csrfField(view.csrf)}
 ${returnField(view.returnTo)}
@@ -102,9 +113,9 @@ ${passkeyScripts(ui)}`
 <h2 id="totp-heading">${t.html('totp.heading')}</h2>
 ${view.totpEnabled
   ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
-<form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>`
+${view.mayChange ? html`<form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>` : null}`
   : html`<p class="muted">${t.html('totp.offer')}</p>
-<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>`}
+${view.mayChange ? html`<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>` : null}`}
 </section>`;
 }
 

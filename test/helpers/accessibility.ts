@@ -1,5 +1,5 @@
 /**
- * axe-core over every Tessera page a browser test opens (issue 31): each page's document is checked
+ * axe-core over every Tessera page a browser test opens: each page's document is checked
  * once it has loaded, and each distinct page state once per `npm test` run. A state is the
  * page's structure at its width: its elements, how they nest and their attribute names, not
  * its values, so a sign-in page with an error is one state, without it another, and at a
@@ -72,7 +72,7 @@ const STRUCTURE = `(() => {
     }
     return element.tagName + '[' + Array.from(element.attributes, (attribute) => attribute.name).join(',') + '](' + children.join(';') + ')';
   };
-  // A page at a phone's width is another state than at a desktop's (issue 27: both are checked).
+  // A page at a phone's width is another state than at a desktop's (both are checked).
   return window.innerWidth + '|' + shape(document.body);
 })()`;
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
  * the server's pages as a person's browser would (forms, hidden fields, redirects).
  */
 const ENTITIES: Readonly<Record<string, string>> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
-const unescape = (value: string) => value.replace(/&(amp|lt|gt|quot|#39);/g, (entity) => ENTITIES[entity]!);
+const decodeEntities = (value: string) => value.replace(/&(amp|lt|gt|quot|#39);/g, (entity) => ENTITIES[entity]!);
 
 export interface Page {
   readonly status: number;
@@ -72,16 +72,18 @@ export class FormBrowser {
   /** The first form on the page whose action matches. */
   form(page: Page, action: string | RegExp): Form {
     for (const match of page.html.matchAll(/<form\b[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)) {
-      const formAction = unescape(match[1]!);
+      const formAction = decodeEntities(match[1]!);
       if (typeof action === 'string' ? formAction !== action : !action.test(formAction)) continue;
       const fields: Record<string, string> = {};
       const repeated: [string, string][] = [];
       for (const input of match[2]!.matchAll(/<input\b[^>]*>/g)) {
         const name = /name="([^"]*)"/.exec(input[0])?.[1];
         const value = /value="([^"]*)"/.exec(input[0])?.[1] ?? '';
-        if (name && unescape(name) in fields) repeated.push([unescape(name), unescape(value)]);
-        else if (name) fields[unescape(name)] = unescape(value);
+        if (name && decodeEntities(name) in fields) repeated.push([decodeEntities(name), decodeEntities(value)]);
+        else if (name) fields[decodeEntities(name)] = decodeEntities(value);
       }
+      // A textarea is sent with its text, as a browser sends it.
+      for (const area of match[2]!.matchAll(/<textarea\b[^>]*name="([^"]*)"[^>]*>([\s\S]*?)<\/textarea>/g)) fields[decodeEntities(area[1]!)] = decodeEntities(area[2]!);
       const buttons = [...match[2]!.matchAll(/<button\b[^>]*name="decision"[^>]*value="([^"]*)"/g)].map((button) => button[1]!);
       return { action: formAction, fields, repeated, buttons };
     }

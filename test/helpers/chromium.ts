@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Frame, type Locator, type Page, type Request } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Frame, type Locator, type Page, type Request } from 'playwright-core';
 import { checkAccessibility } from './accessibility.ts';
 import { REDIRECT_URI } from './server.ts';
 import { WAIT_MS } from './wait.ts';
@@ -25,16 +25,49 @@ export function chromiumUnavailable(): string | undefined {
   return `browser tests skipped: no Chromium at ${CHROMIUM_PATH} (apt-get install chromium-headless-shell)`;
 }
 
+/** The one Chromium of this test process, started by the first file that asks for one. */
+let shared: Promise<Browser> | undefined;
+
+function sharedChromium(): Promise<Browser> {
+  shared ??= chromium
+    .launch({
+      executablePath: CHROMIUM_PATH,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    })
+    .then((browser) => {
+      // A browser that crashed or was closed is started afresh by the next file.
+      browser.on('disconnected', () => (shared = undefined));
+      return browser;
+    });
+  return shared;
+}
+
 /**
- * Headless Debian Chromium with the flags this sandboxed, offline machine needs. Every page it
- * opens is checked by axe-core; `close()` fails on a violation (./accessibility.ts).
+ * Headless Debian Chromium with the flags this sandboxed, offline machine needs, as a file's
+ * own browser: its contexts and pages are its own, and `close()` closes those and nothing
+ * else. The test files of a shard run in one process (test/run.ts), and each starting a
+ * browser of its own cost a second or more of CPU a file; they share one Chromium, which
+ * goes with the process. Every page it opens is checked by axe-core; `close()` fails on a
+ * violation (./accessibility.ts).
  */
 export async function launchChromium(): Promise<Browser> {
-  return checkAccessibility(await chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-  }));
+  const browser = await sharedChromium();
+  const contexts = new Set<BrowserContext>();
+  const own = Object.create(browser) as Browser;
+  own.newContext = async (...args) => {
+    const context = await browser.newContext(...args);
+    contexts.add(context);
+    context.on('close', () => contexts.delete(context));
+    return context;
+  };
+  // As Browser.newPage: a page in a context of its own, here one this file closes.
+  own.newPage = async (...args) => (await own.newContext(...args)).newPage();
+  own.contexts = () => [...contexts];
+  own.close = async () => {
+    await Promise.allSettled([...contexts].map((context) => context.close()));
+  };
+  return checkAccessibility(own);
 }
 
 /**
@@ -69,7 +102,7 @@ const SETTLED_MS = 1500;
  * address it accepts. Fails at once, saying what the page says, when the page settles on an
  * error instead (an alert in view at one address for a second and a half, without what was
  * expected), and after `ms` at the latest: a browser test whose flow broke ends in seconds,
- * not after Playwright's 30 s for each wait it makes (issue 50: a broken upstream sign-in held
+ * not after Playwright's 30 s for each wait it makes (a broken upstream sign-in held
  * test/upstream-oidc.test.ts for 227 s).
  */
 export async function reach(page: Page, expected: Locator | ((url: URL) => boolean), what: string, ms = WAIT_MS): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The setups the end-to-end files share, written once (issue 50, item 3): a server with an app
+ * The setups the end-to-end files share, written once: a server with an app
  * and a person, as most files' `before()` made them line by line, and an admin API token, as
  * the admin API's files each got one. A file with a setup of its own adds to these in its
  * `before()`; what a setup makes it stops in `after()` (`server.close()`).

@@ -66,7 +66,7 @@ export async function startSlapd(ldif: string): Promise<Slapd> {
     `directory ${join(dir, 'data')}`,
     // People's passwords are for binding as them only; the service account reads the rest.
     'access to attrs=userPassword by self =w by anonymous auth by * none',
-    'access to * by dn.exact="' + LDAP_ADMIN + '" read by users read by * none',
+    `access to * by dn.exact="${LDAP_ADMIN}" read by users read by * none`,
     '',
   ].join('\n'));
   const seed = join(dir, 'seed.ldif');

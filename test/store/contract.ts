@@ -766,7 +766,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.codes.consume('no-such-code', bindingOf(code), T0), null);
       });
 
-      it('redeems the codes of one turn each by its own rules (PostgreSQL redeems them in one statement, issue 41)', async () => {
+      it('redeems the codes of one turn each by its own rules (PostgreSQL redeems them in one statement)', async () => {
         const [good, late, wrongChallenge, bound, boundWrongKey, spent] = [
           await givenCode(), await givenCode(), await givenCode(), await givenCode({ dpopJkt: 'jkt-1' }), await givenCode({ dpopJkt: 'jkt-2' }), await givenCode(),
         ];
@@ -1311,7 +1311,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.grants.recordUse('no-such-grant', T0, T0 + HOUR), false);
       });
 
-      it('answers the lookups, grant uses and events of one turn each as if made alone (PostgreSQL batches them, issue 41)', async () => {
+      it('answers the lookups, grant uses and events of one turn each as if made alone (PostgreSQL batches them)', async () => {
         const client = await givenClient();
         const [ada, bob] = [await givenUser(), await givenUser()];
         const [live, other, revoked] = [await givenGrant(client.id, ada.id), await givenGrant(client.id, bob.id), await givenGrant(client.id, ada.id)];
@@ -1939,7 +1939,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.ok(listed.every((client) => client.registeredBy === undefined));
       });
 
-      it('marks a self-registered client used once, and purges those made before the cutoff and never used, with what was issued to them (issue 40)', async () => {
+      it('marks a self-registered client used once, and purges those made before the cutoff and never used, with what was issued to them', async () => {
         const start = Date.UTC(2001, 0, 1);
         const cutoff = start + HOUR;
         const unused = await givenClient({ registeredBy: 'dynamic', createdAt: start });
@@ -2022,7 +2022,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       };
       const register = (record: ResourceRecord) => store.transaction((tx) => tx.resources.create(record));
 
-      it('gives each list asked for in one turn what was registered before it, in an array of its own (PostgreSQL reads them once, issue 41)', async () => {
+      it('gives each list asked for in one turn what was registered before it, in an array of its own (PostgreSQL reads them once)', async () => {
         const api = resource();
         await register(api);
         const lists = await Promise.all([store.resources.list(), store.resources.list(), store.resources.list()]);

@@ -33,7 +33,7 @@ describe('SQLite group commit', () => {
     }
   });
 
-  it('leaves the write lock free while a round is open, holding it only to commit (issue 41)', async () => {
+  it('leaves the write lock free while a round is open, holding it only to commit', async () => {
     const path = join(dir, 'lock-free.db');
     const store = openSqliteStore(path);
     // Another process's connection, which must not wait: a worker serving the same file.

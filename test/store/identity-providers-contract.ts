@@ -1,5 +1,5 @@
 /**
- * The store contract for upstream identity providers (issue 28), run inside `storeContract`
+ * The store contract for upstream identity providers, run inside `storeContract`
  * against every store: providers keep what they were given (a sealed secret as an opaque
  * object), links follow their provider and their user, and a sign-in under way upstream is
  * used once.

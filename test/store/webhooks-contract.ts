@@ -1,5 +1,5 @@
 /**
- * The store contract for webhooks and their outbox (issue 45), run inside `storeContract`
+ * The store contract for webhooks and their outbox, run inside `storeContract`
  * against every store: the trigger on `events` writes one delivery per webhook that hears the
  * event's type, in the event's transaction and as core/webhook-events.ts maps the types; a
  * delivery is claimed by one caller at a time, in the order of its webhook's events, and is

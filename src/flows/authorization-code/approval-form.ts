@@ -2,7 +2,7 @@
  * The approval page carries the authorization request in hidden fields, and the decision
  * posts them back. The person approved what the page showed: a decision whose fields were
  * changed on the way (a `scope` widened by a script, an extension or a hand-edited form)
- * must not be approved as if it had been shown (issue 34). The page therefore carries a MAC
+ * must not be approved as if it had been shown. The page therefore carries a MAC
  * of its fields, keyed by the server and bound to the browser's session; a decision is taken
  * only with the fields the MAC was made for.
  */

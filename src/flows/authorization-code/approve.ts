@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hashSecret, randomToken } from '../../core/crypto.ts';
-import { type SessionRecord } from '../../store/types.ts';
+import type { SessionRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
 import { noteFirstUse } from '../registration/first-use.ts';

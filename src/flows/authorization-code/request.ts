@@ -2,7 +2,7 @@ import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, type RawParams } from '../../core/protocol.ts';
 import { redirectUriRegistered } from '../../core/redirect-uri.ts';
 import { parseScope } from '../../core/scopes.ts';
-import { type ClientRecord, type Store } from '../../store/types.ts';
+import type { ClientRecord, Store } from '../../store/types.ts';
 import { parseClaimsRequest, scopesForClaims, type ClaimsRequest } from '../claims.ts';
 import { parseClaimsLocales } from '../../tokens/claims.ts';
 import { readRequestObject, unverifiedRequestObject, type RequestObjectDeps } from './request-object.ts';

@@ -7,7 +7,7 @@ import { OAuthError } from '../../core/errors.ts';
 import { inNetworks } from '../../core/networks.ts';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
-import { type ClientRecord } from '../../store/types.ts';
+import type { ClientRecord } from '../../store/types.ts';
 import { checkRequestedAccess, ResourceCatalog } from '../resources.ts';
 import type { FlowDeps, Params } from '../types.ts';
 import { formatUserCode, generateUserCode } from './user-code.ts';

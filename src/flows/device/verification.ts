@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
-import { type ClientRecord, type DeviceAuthorizationRecord, type SessionRecord } from '../../store/types.ts';
+import type { ClientRecord, DeviceAuthorizationRecord, SessionRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
 import { transactionWithEvents } from '../events.ts';
 import { noteFirstUse } from '../registration/first-use.ts';

@@ -64,7 +64,7 @@ export async function liveClientToken(deps: Pick<FlowDeps, 'store'>, claims: Acc
  */
 async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessTokenClaims): Promise<boolean> {
   const client = await deps.store.clients.get(claims.client_id);
-  if (!client || !client.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
+  if (!client?.grantTypes.includes(GRANT_TOKEN_EXCHANGE) || !(client.exchangeAudiences ?? []).includes(claims.aud)) return false;
   return client.tokensRevokedAt == null || claims.iat * 1000 > client.tokensRevokedAt;
 }
 

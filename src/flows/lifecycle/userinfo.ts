@@ -21,7 +21,7 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   // RFC 6750 §3.1: invalid_token for a token that is "expired, revoked, malformed, or invalid".
   if (!live) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked');
   // A live token made for something else is refused as such, so its holder looks for the
-  // right audience rather than for a fault in the token (issue 49).
+  // right audience rather than for a fault in the token.
   // RFC 9068 §4: a resource server "MUST validate that the aud claim contains a resource
   // indicator value corresponding to an identifier the resource server expects for itself".
   // UserInfo is this server's own: a token made for a registered API is that API's alone.

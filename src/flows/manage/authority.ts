@@ -1,5 +1,5 @@
 /**
- * Who asks for a management operation, and what that lets them do (issue 40): the one place
+ * Who asks for a management operation, and what that lets them do: the one place
  * where a narrow admin credential is kept from growing into a wider one. Every door passes
  * its caller in `ManageDeps.caller`: the `tessera` command the owner of the server (every
  * scope), the admin API the scopes its token holds and still has, the console the scopes of
@@ -17,7 +17,7 @@
  *   console operators included;
  * - a caller adds a webhook, or sends its dead letters again, only if it may read the audit
  *   trail: a webhook sends the trail's user and client events (people's ids and usernames) to
- *   a URL of the caller's choosing, which is reading it by another door (issue 45);
+ *   a URL of the caller's choosing, which is reading it by another door;
  * - only the server's owner points a webhook at loopback, link-local or private addresses,
  *   unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS allows them (flows/manage/webhooks.ts): a
  *   delegate would otherwise have the server post into its own network.
@@ -34,7 +34,7 @@ export interface Caller {
   readonly clientId?: string;
   /**
    * The server's owner (the `tessera` command on its database), not someone it delegated to:
-   * the URLs it gives a webhook are requested wherever they point (issue 45).
+   * the URLs it gives a webhook are requested wherever they point.
    */
   readonly owner?: true;
 }

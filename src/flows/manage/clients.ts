@@ -125,8 +125,8 @@ export function clientJson(client: ClientRecord, now: number): Record<string, un
 }
 
 /**
- * The rule for the URLs the server itself will request for `client` (issue 34: no private
- * networks; issue 40: no loopback for an app that registered itself, whoever edits it, as
+ * The rule for the URLs the server itself will request for `client` (no private
+ * networks; no loopback for an app that registered itself, whoever edits it, as
  * the requests themselves are checked in core/outbound.ts).
  */
 function urlRule(deps: Pick<ManageDeps, 'config'>, client: Pick<ClientRecord, 'registeredBy'>): UrlRule {
@@ -205,7 +205,7 @@ function privateUseScheme(uri: string): string | null {
 }
 
 /**
- * What an app registering itself, or changing its own registration, may not take (issue 40):
+ * What an app registering itself, or changing its own registration, may not take:
  * the name of an operator's app or of the site, or one that looks like it (core/lookalike.ts),
  * since the consent page would show it as that app; nor the private-use redirect scheme of an
  * operator's app, since the person's device would open that app's redirects in it.
@@ -513,7 +513,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     ...(exchangeAudiences.length > 0 ? { exchangeAudiences } : {}),
     ...((changes.verified ?? client.verified === true) ? { verified: true } : {}),
   };
-  // Issue 40: the operator verified the app as it was; when the app itself changes what
+  // The operator verified the app as it was; when the app itself changes what
   // people see of it or where it sends them, the mark goes and the warning comes back.
   const unverified = by === 'client' && asked.verified === true && changesWhatPeopleSee(client, asked);
   const next: ClientChanges = unverified ? { ...asked, verified: false } : asked;

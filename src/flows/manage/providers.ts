@@ -1,5 +1,5 @@
 /**
- * Upstream identity providers (issue 28): adding, listing, showing, changing and removing
+ * Upstream identity providers: adding, listing, showing, changing and removing
  * them, the one implementation the `tessera provider` commands and the admin API call. A
  * client secret or bind password is sealed under the key encryption key before it is
  * stored (tokens/secret-box.ts), never returned, and never in an event.
@@ -294,7 +294,7 @@ function checkPosition(value: number | undefined): number | undefined {
 
 /**
  * The id a provider added with this name (or id) gets: part of the redirect URI the provider
- * must know before its client for Tessera exists (issue 49), so it is worked out alone.
+ * must know before its client for Tessera exists, so it is worked out alone.
  */
 export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string {
   const name = checkName(input.name, true)!;

@@ -108,7 +108,7 @@ export async function findUser(deps: Pick<ManageDeps, 'store'>, raw: string): Pr
 
 /**
  * The user a change is about, when the caller may change them: a person who holds a console
- * role is changed only by a caller holding everything that role allows (issue 40: else a
+ * role is changed only by a caller holding everything that role allows (else a
  * narrower credential resets an operator's password or second factor and becomes them).
  */
 async function changeableUser(deps: ManageDeps, raw: string): Promise<UserRecord> {
@@ -210,7 +210,7 @@ export interface UserDetails {
   readonly lastSignIn: AuditEvent | null;
   readonly passkeys: readonly PasskeyRecord[];
   readonly totp: { readonly enabled: boolean; readonly recoveryCodesLeft: number };
-  /** The upstream identities they sign in through (issue 28). */
+  /** The upstream identities they sign in through. */
   readonly identities: readonly LinkedIdentityView[];
 }
 

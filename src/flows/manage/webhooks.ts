@@ -1,5 +1,5 @@
 /**
- * Webhooks (issue 45, docs/events.md): the one implementation `tessera webhook`, the admin API
+ * Webhooks (docs/events.md): the one implementation `tessera webhook`, the admin API
  * and the console call. A webhook's signing secret (`whsec_…`) is shown once, when it is made
  * or rotated; it is kept sealed under the key encryption key, since it must be used in clear
  * to sign. Deliveries are made by the dispatcher (flows/webhooks/dispatcher.ts); here they are

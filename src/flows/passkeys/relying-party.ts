@@ -35,7 +35,7 @@ export function passkeysAvailable(issuer: string): boolean {
 /** Remembers a challenge the browser was given, for the one response that may answer it. */
 /**
  * A challenge is stored by the hash of itself with the browser that asked for it (a hash of
- * its CSRF cookie): answered from any other browser it is unknown (issue 34), so a challenge
+ * its CSRF cookie): answered from any other browser it is unknown, so a challenge
  * obtained in one browser cannot be completed in another (a relayed or phished ceremony).
  */
 const challengeKey = (challenge: string, browser: string) => hashSecret(`${challenge} ${browser}`);

@@ -7,7 +7,7 @@ import { hashSecret } from '../../core/crypto.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
-import { type RefreshTokenRecord } from '../../store/types.ts';
+import type { RefreshTokenRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import { tokenTarget } from '../resources.ts';
 import type { FlowDeps, TokenGrant } from '../types.ts';

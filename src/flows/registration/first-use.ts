@@ -1,5 +1,5 @@
 /**
- * Issue 40: an app that registered itself and that nobody ever used is removed after
+ * An app that registered itself and that nobody ever used is removed after
  * TESSERA_UNUSED_REGISTRATION_RETENTION (the purge, store/sql/clients.ts). Its first use, a
  * person's approval or a token of its own, marks it, once.
  */

@@ -121,7 +121,7 @@ function documentMetadata(url: string, document: Readonly<Record<string, unknown
 }
 
 /**
- * The rate-limit keys of new metadata-document apps (issue 40: one browser brought 40 URLs,
+ * The rate-limit keys of new metadata-document apps (one browser brought 40 URLs,
  * and with them 40 clients): per address, and the whole server's count.
  */
 export const METADATA_CLIENT_KEYS = {

@@ -70,7 +70,7 @@ export function readMetadata(body: Readonly<Record<string, unknown>>): Metadata 
   }
   // RFC 7591 §2.1: Tessera issues codes only: `code` is the one response type there is.
   const responseTypes = metadata['response_types'] as string[] | undefined;
-  if (responseTypes !== undefined && responseTypes.some((type) => type !== 'code')) {
+  if (responseTypes?.some((type) => type !== 'code')) {
     throw refused('response_types', `response_types ${responseTypes.join(' ')}: only code is supported`);
   }
   delete metadata['response_types'];
@@ -159,7 +159,7 @@ function asRegistrationError(error: unknown): unknown {
 const HOUR_MS = 3_600_000;
 
 /**
- * The rate-limit keys of open registrations (issue 40: one /24 registered 400 clients in two
+ * The rate-limit keys of open registrations (one /24 registered 400 clients in two
  * seconds): per address, per network (IPv4 /24, IPv6 /64), and the whole server's count.
  */
 export const REGISTRATION_KEYS = {

@@ -1,5 +1,5 @@
 /**
- * Who may act in the operator console (issue 27): a role's permissions are the admin API's
+ * Who may act in the operator console: a role's permissions are the admin API's
  * scope check over the scopes it stands for; a sign-in needs a second factor, and a change a
  * recent one.
  */

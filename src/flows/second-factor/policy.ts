@@ -76,7 +76,7 @@ export type OperatorRefusal =
   | 'sign-in-again';
 
 /**
- * Who may act in the operator console (issue 27), beyond holding a role: a sign-in with a
+ * Who may act in the operator console, beyond holding a role: a sign-in with a
  * second factor (a passkey that verified the person, or a password and a one-time code), not
  * a password alone; and for a change, one at most `consoleReauthenticate` seconds old, as
  * OIDC Core §3.1.2.1 `max_age` asks: "If the elapsed time is greater than this value, the
@@ -100,12 +100,17 @@ const SECOND_FACTOR_METHODS: readonly AuthMethod[] = ['hwk', 'swk', 'otp'];
  * authenticator needs authentication at the assurance level it will give). A passkey that
  * only tested presence counts as proving one: it is a factor the account has, and an account
  * with only such a key and a password would otherwise have no way to add a stronger one.
- * Refused: 403.
+ * Refused: 403. The account page asks the same question, so that it offers no button whose
+ * post would be refused.
  */
-export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<void> {
-  if (sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) return;
+export async function mayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<boolean> {
+  if (sessionMethods(session).some((method) => SECOND_FACTOR_METHODS.includes(method))) return true;
   const [passkeys, totp] = await Promise.all([deps.store.passkeys.listForUser(session.userId), deps.store.totp.get(session.userId)]);
-  if (passkeys.length === 0 && (totp === null || totp.confirmedAt === null)) return;
+  return passkeys.length === 0 && (totp === null || totp.confirmedAt === null);
+}
+
+export async function assertMayChangeSecondFactors(deps: Pick<FlowDeps, 'store'>, session: SessionRecord): Promise<void> {
+  if (await mayChangeSecondFactors(deps, session)) return;
   throw new OAuthError(
     'access_denied',
     'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',

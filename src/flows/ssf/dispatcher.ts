@@ -149,7 +149,7 @@ export class SsfDispatcher {
     const claims = event === null ? null : setClaims(issuer, stream, event, user, clock.now());
     // A receiver the operator took ssf:manage from hears nothing more, as its token no longer manages the stream.
     const receiver = await store.clients.get(stream.clientId);
-    const entitled = receiver !== null && receiver.scopes.includes(SSF_SCOPE);
+    const entitled = receiver?.scopes.includes(SSF_SCOPE) === true;
     if (event === null) {
       error = 'the event is no longer in the audit trail (TESSERA_EVENT_RETENTION)';
     } else if (!entitled) {

@@ -1,10 +1,9 @@
 /**
- * From "the upstream provider says this is X" to the Tessera user who signs in (issue 28,
- * item 4): an identity linked before signs in as its user; a first sign-in creates the user
+ * From "the upstream provider says this is X" to the Tessera user who signs in: an identity linked before signs in as its user; a first sign-in creates the user
  * just in time with the claims mapped, or links to an existing user only when the provider
  * and the account both verified the e-mail address, the operator allowed linking for that
  * provider, and the user holds no console role; an address some user has already is never
- * given to a second account (issue 40, items 3 and 14). Creating
+ * given to a second account. Creating
  * the user and linking the identity are one transaction: a refusal leaves no half-made user.
  */
 import { upstreamMethods, type AuthMethod } from '../../core/auth-methods.ts';
@@ -118,7 +117,7 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
   const existing = email === null ? [] : await deps.store.linkedIdentities.usersWithEmail(email);
   if (existing.length > 0) {
     // The address is someone's already, verified or not: theirs to link where that is safe,
-    // never a second account with it (issue 40, item 14).
+    // never a second account with it.
     const user = existing[0]!;
     const refusal = linkRefusal(settings, identity, existing);
     if (refusal !== null) return { kind: 'refused', reason: refusal, user };
@@ -143,7 +142,7 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
  * the account verified it too (an address typed for an account proves nothing: linking on it
  * would hand the account to whoever holds the address upstream, or the upstream person to
  * whoever made the account), exactly one account has it, and that account holds no console
- * role. A provider is never a way into the console (issue 40, item 3): an operator's account
+ * role. A provider is never a way into the console: an operator's account
  * is linked by no one's word but its own.
  */
 function linkRefusal(settings: ProviderSettings, identity: UpstreamIdentity, existing: readonly UserRecord[]): UpstreamRefusal | null {
@@ -157,7 +156,7 @@ function linkRefusal(settings: ProviderSettings, identity: UpstreamIdentity, exi
  * What an upstream sign-in proved, as `user`'s session may count it: the provider's word
  * (`identity.amr`), except that for a user who holds a console role its second factors never
  * count, trusted or not (`upstreamMethods` without trust): a provider's `mfa` must not open
- * the console, whose changes need a second factor proved here (issue 40, item 3).
+ * the console, whose changes need a second factor proved here.
  */
 export function methodsFor(user: UserRecord, identity: UpstreamIdentity): readonly AuthMethod[] {
   return user.role === null ? identity.amr : upstreamMethods(identity.amr, false);

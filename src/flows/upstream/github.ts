@@ -1,5 +1,5 @@
 /**
- * Signing in with GitHub (issue 28, item 2): OAuth 2.0 without OpenID Connect. The code flow
+ * Signing in with GitHub: OAuth 2.0 without OpenID Connect. The code flow
  * runs through openid-client against GitHub's documented endpoints (authorization at
  * `/login/oauth/authorize`, tokens at `/login/oauth/access_token`, with PKCE), then the REST
  * API says who the person is: `GET /user`, their verified primary address from

@@ -1,5 +1,5 @@
 /**
- * A password checked against an LDAP directory or Active Directory (issue 28, item 3), with
+ * A password checked against an LDAP directory or Active Directory, with
  * ldapts: bind as the service account (or anonymously), search the person's entry with the
  * operator's filter, the typed username escaped (RFC 4515 §3: `*`, `(`, `)`, `\` and NUL as
  * `\XX`, so a username cannot change the filter), then bind as that entry with the

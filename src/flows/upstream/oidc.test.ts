@@ -9,7 +9,7 @@ import { providerSettings, type OidcSettings } from './settings.ts';
 
 const noSecrets: SecretBox = { seal: () => { throw new Error('not used'); }, open: () => { throw new Error('not used'); } } as unknown as SecretBox;
 
-describe('an upstream OpenID provider that cannot be reached (issue 49)', () => {
+describe('an upstream OpenID provider that cannot be reached', () => {
   let world: FlowWorld;
   before(async () => {
     world = await flowWorld();

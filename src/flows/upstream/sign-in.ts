@@ -1,5 +1,5 @@
 /**
- * Signing in through an upstream identity provider (issue 28): the browser is sent to the
+ * Signing in through an upstream identity provider: the browser is sent to the
  * provider and comes back (OpenID Connect, GitHub), or the password is checked by a
  * directory (LDAP). Either way the proof ends in the one session flow (flows/session/): the
  * person is signed in, or asked for their one-time code first, as after a password. Every

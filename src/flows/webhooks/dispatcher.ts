@@ -1,5 +1,5 @@
 /**
- * Sends the outbox (issue 45): the delivery rows the trigger on `events` wrote, in the
+ * Sends the outbox: the delivery rows the trigger on `events` wrote, in the
  * transaction of each event (store/migrations.ts, version 23). Every instance runs one; a
  * delivery is claimed by one conditional UPDATE (store/webhooks.ts `claim`), so each is sent by
  * one instance at a time, and again only after a failure, or after its lease ran out (an

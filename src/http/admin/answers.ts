@@ -1,5 +1,5 @@
 /**
- * The admin API's answers, typed (issue 42: a generated client learns what each answer holds).
+ * The admin API's answers, typed (a generated client learns what each answer holds).
  * Each schema lists what the operation's JSON function writes (flows/manage/*.ts `…Json`);
  * Fastify serializes answers through them, so a field left out here is left out of the answer,
  * and the admin API tests read the fields they check.

@@ -53,7 +53,7 @@ export function adminListenerHandler(routing: (request: IncomingMessage, respons
 export function separateAdminListener(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     // The route the router matched, not the target as sent: `/%61dmin/v1/users` and the
-    // absolute form `http://host/admin/v1/keys` reach the admin routes too (issue 40).
+    // absolute form `http://host/admin/v1/keys` reach the admin routes too.
     const adminPath = (request.routeOptions.url ?? '').startsWith(ADMIN_PREFIX);
     // Not the not-found handler: it would answer 405 for a path the other listener serves.
     if (adminPath !== viaAdminListener.has(request.raw)) return sendProblem(reply, 404, 'Not Found', `no endpoint at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`);
@@ -126,8 +126,8 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     await app.register(noun, { deps });
   }
 
-  // On the public listener, the API's description is for its callers only, as the API is
-  // (issue 40): it maps every operation for whoever probes. On a listener of its own, on a
+  // On the public listener, the API's description is for its callers only, as the API is:
+  // it maps every operation for whoever probes. On a listener of its own, on a
   // network the operator chose, it is served to all, as the API's own port is.
   app.get(`${ADMIN_PREFIX}/openapi.json`, { config: deps.config.adminListen === null ? ({ admin: { area: 'any', write: false } } as never) : {} }, async (_request, reply) => {
     document ??= openApiDocument(registered, deps.config.issuer, deps.config.adminListen !== null);

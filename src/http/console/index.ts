@@ -1,5 +1,5 @@
 /**
- * The operator console (issue 27): pages for the people who look after the server, calling
+ * The operator console: pages for the people who look after the server, calling
  * the operations the `tessera` command and the admin API call (src/flows/manage), with the
  * admin API's permission check over the scopes a person's role stands for (core/scopes.ts
  * ROLE_SCOPES). Who may enter is the session flow's signed-in person with a role, whose

@@ -20,9 +20,9 @@ export const postedProfile = (form: RawParams): FormValues => postedValues(USER_
 export const changedKeys = (a: FormValues, b: FormValues): string[] => PROFILE_KEYS.filter((key) => !sameValue(a[key], b[key]));
 
 /** Form values as the operation's input (OIDC Core §5.1 names), only the fields in `names`. */
-export function changesOf(values: FormValues, names: readonly string[]): UserChanges {
+export function changesOf(values: FormValues, names: readonly string[], before?: FormValues): UserChanges {
   try {
-    return inputOf(USER_FIELDS, values, names) as UserChanges;
+    return inputOf(USER_FIELDS, values, names, before) as UserChanges;
   } catch (error) {
     if (error instanceof FormValueError) throw new ManageError('invalid', [{ field: error.field }, `: ${error.message}`]);
     throw error;

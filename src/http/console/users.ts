@@ -156,7 +156,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const changed = changedKeys(values, original);
     if (changed.length === 0) return backToUser(reply, user.username, 'profile');
     try {
-      await updateUser(manage(request), user.username, changesOf(values, changed), single(form, 'version', 20));
+      await updateUser(manage(request), user.username, changesOf(values, changed, original), single(form, 'version', 20));
     } catch (error) {
       if (!(error instanceof ManageError)) throw error;
       const ui = frame(request, reply, 'users').ui;

@@ -1,5 +1,5 @@
 /**
- * The console's webhooks (issue 45, docs/events.md): the list with each one's deliveries by
+ * The console's webhooks (docs/events.md): the list with each one's deliveries by
  * state, the form to add one from the webhooks' field table (its signing secret shown once),
  * a webhook's dead letters sent again, and remove after a confirmation, calling the operations
  * the command and the admin API call (flows/manage/webhooks.ts) with the operator's authority:

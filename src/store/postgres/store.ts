@@ -249,7 +249,7 @@ const USE_DPOP_PROOFS = `
   RETURNING key`;
 
 /**
- * The events of one batch in one statement (issue 41): every request that records one, a code
+ * The events of one batch in one statement: every request that records one, a code
  * exchange's `code.redeemed` above all, shares the turn's round trip. Each row keeps its own
  * fields; ids are UUIDv7, so no two calls collide.
  */
@@ -422,7 +422,7 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     retryAlone: failedByOneCall,
   });
 
-  // Issue 41: what a code exchange asks of the store besides redeeming its code (the code
+  // What a code exchange asks of the store besides redeeming its code (the code
   // looked up, the user, the grant, the grant's use, the event) is batched per turn as well,
   // so that the exchanges of one turn share each of those round trips.
   const byKey = (name: StatementName, table: string, key: string, param: string) =>
@@ -441,7 +441,10 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   const codes = byKey('getCode', 'authorization_codes', 'hash', 'hash');
   const events = new TurnBatch<AuditEvent, boolean>({
     key: (event) => event.id,
-    one: async (event) => (await stores.events.add(event), true),
+    one: async (event) => {
+      await stores.events.add(event);
+      return true;
+    },
     async many(batch) {
       const values = INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => batch.map((event) => eventParams(event)[field]));
       const { rows } = await send(pool, { name: 'tessera_insertEvents', text: INSERT_EVENTS, values });

@@ -72,12 +72,12 @@ export class TurnBatch<T, R> {
       this.#scheduled = true;
       setImmediate(() => this.#flush());
     }
-    const alone = (call: Pending<T, R>) => this.#one(call.item).then(call.resolve, call.reject);
+    const alone = (call: Pending<T, R>): void => void this.#one(call.item).then(call.resolve, call.reject);
     if (batch.length === 1) {
       alone(batch[0]!);
       return;
     }
-    this.#many(batch.map((call) => call.item)).then(
+    void this.#many(batch.map((call) => call.item)).then(
       (results) => {
         for (const call of batch) call.resolve(results.get(this.#key(call.item)) ?? this.#absent);
       },

@@ -81,7 +81,7 @@ export function clientsStatements(d: Dialect) {
       RETURNING *`,
     revokeClientTokens: 'UPDATE clients SET tokens_revoked_at = :now WHERE id = :id',
     markClientUsed: "UPDATE clients SET used_at = :now WHERE id = :id AND used_at IS NULL AND registered_by <> 'operator'",
-    // Issue 40: a self-registered app nobody approved and that had no token, made before the
+    // A self-registered app nobody approved and that had no token, made before the
     // cutoff. Its grants are looked for too, so that an approval whose mark is being written
     // (in the same transaction as its grant) is never raced.
     purgeUnusedClients: d.purge(

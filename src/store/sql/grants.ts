@@ -69,7 +69,7 @@ export function grantsStatements(d: Dialect) {
     // Codes and refresh tokens go with them: ON DELETE CASCADE.
     removeGrantsForUser: 'DELETE FROM grants WHERE user_id = :userId',
     revokeGrantsForClient: 'UPDATE grants SET revoked_at = :now WHERE client_id = :clientId AND revoked_at IS NULL RETURNING *',
-    // Issue 12: a grant revoked, whose tokens have all expired, or under which nothing was
+    // A grant revoked, whose tokens have all expired, or under which nothing was
     // ever issued (an approval whose code was never redeemed) can issue nothing more; it is
     // deleted that long after the last of revocation, expiry or creation that applies, with
     // its codes and refresh tokens (ON DELETE CASCADE). Three terms, each over an index. A

@@ -32,7 +32,7 @@ const TRIES_ON_NEXT_TURN = 4;
  * in the same round pay for one commit instead of N.
  *
  * The write lock is held only while the round's writes run and commit, a fraction of a
- * millisecond, not for the whole round (issue 41): with several worker processes on one
+ * millisecond, not for the whole round: with several worker processes on one
  * file, a round that held it while it parsed requests and signed tokens kept the others
  * waiting in SQLite's busy handler, which sleeps the whole event loop (1, 2, 5, 10, … ms)
  * and took a quarter of each worker's time. The lock is also taken without waiting: when

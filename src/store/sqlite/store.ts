@@ -65,7 +65,7 @@ export function openSqliteStore(path: string): Store {
 
 function openDatabase(path: string): DatabaseSync {
   if (path !== ':memory:') {
-    // Issue 12: the database holds the signing keys (encrypted), sessions and grants; it is
+    // The database holds the signing keys (encrypted), sessions and grants; it is
     // the owner's alone. A directory Tessera creates is 0700; the file is created 0600
     // before SQLite opens it, and SQLite gives its -wal and -shm files the same mode.
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

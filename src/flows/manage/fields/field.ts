@@ -1,5 +1,5 @@
 /**
- * What an operator noun is, written once (issue 42): one row per field, from which every door
+ * What an operator noun is, written once: one row per field, from which every door
  * derives what it needs. The admin API's request and response schemas, the console's form
  * codec and the `tessera` command's options and usage all read the same table, so a field
  * added here is in every door, and a door that leaves one out fails the drift test
@@ -65,8 +65,11 @@ export interface FormSpec {
   /**
    * `secret`: a password input, never filled in (empty: unchanged); `number`: a whole number;
    * `members`: a fieldset of the members' inputs, each labelled by the message `LABEL.MEMBER`.
+   * `localized`: an object of claims by language tag (OIDC Core §5.2), typed a line each as the
+   * claim is named, `CLAIM#TAG=VALUE` (`name#ja-Kana-JP=ヤマダ タロウ`); what the lines leave out
+   * of the values as read is removed, so the text is the whole of it.
    */
-  readonly control: 'text' | 'area' | 'select' | 'check' | 'checks' | 'secret' | 'number' | 'members';
+  readonly control: 'text' | 'area' | 'select' | 'check' | 'checks' | 'secret' | 'number' | 'members' | 'localized';
   readonly label: string;
   /** Checkboxes shown together under the form's options heading. */
   readonly group?: 'options';
@@ -227,7 +230,7 @@ export function formValues(table: FieldTable, wire: Readonly<Record<string, unkn
         values[field.name] = value === true;
         break;
       case 'object':
-        values[field.name] = value === undefined || value === null ? '' : JSON.stringify(value);
+        values[field.name] = field.form.control === 'localized' ? localizedLines(value) : value === undefined || value === null ? '' : JSON.stringify(value);
         break;
       case 'integer':
         values[field.name] = typeof value === 'number' ? String(value) : '';
@@ -247,6 +250,27 @@ export function formValues(table: FieldTable, wire: Readonly<Record<string, unkn
     }
   }
   return values;
+}
+
+/** Claims by language tag as `CLAIM#TAG=VALUE` lines, by tag, each tag's claims in the order kept. */
+function localizedLines(value: unknown): string {
+  if (value === null || typeof value !== 'object') return '';
+  return Object.entries(value as Record<string, Record<string, unknown> | null>)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([tag, claims]) => Object.entries(claims ?? {}).filter(([, text]) => typeof text === 'string' && text !== '').map(([claim, text]) => `${claim}#${tag}=${String(text)}`))
+    .join('\n');
+}
+
+/** `CLAIM#TAG=VALUE` lines read back into claims by tag; a line of another shape is refused. */
+function localizedObject(field: Field, text: string): Record<string, Record<string, string>> {
+  const object: Record<string, Record<string, string>> = {};
+  for (const line of lines(text)) {
+    const match = /^([a-z_]+)#([^=\s]+)\s*=\s*(.*)$/.exec(line);
+    if (!match) throw new FormValueError(field.name, `each line is CLAIM#TAG=VALUE, such as name#ja-Kana-JP=ヤマダ タロウ (${JSON.stringify(line.slice(0, 40))} is not)`);
+    const [, claim, tag, item] = match as unknown as [string, string, string, string];
+    object[tag] = { ...object[tag], [claim]: item };
+  }
+  return object;
 }
 
 type PairsKind = Extract<FieldKind, { kind: 'pairs' }>;
@@ -307,7 +331,8 @@ export function postedValues(table: FieldTable, form: RawForm): Record<string, F
         break;
       case 'text':
       case 'object':
-        values[field.name] = one(form, field.name).slice(0, type.max).trim();
+        // A line each, trimmed, so that retyping the same names is no change.
+        values[field.name] = field.form.control === 'localized' ? lines(one(form, field.name).slice(0, type.max)).join('\n') : one(form, field.name).slice(0, type.max).trim();
         break;
       case 'choice':
         values[field.name] = one(form, field.name).slice(0, 100);
@@ -338,9 +363,10 @@ export class FormValueError extends Error {
 /**
  * The operation's input of the form's values, for the fields `names` (those a new
  * registration gives, or those an edit changed): a list's lines, null for an empty nullable
- * value, a JSON object parsed.
+ * value, a JSON object parsed. `before`, the values as read for an edit, is what a `localized`
+ * field's operation lays the new lines over: what they leave out of it is removed.
  */
-export function inputOf(table: FieldTable, values: FormValues, names: readonly string[]): Record<string, unknown> {
+export function inputOf(table: FieldTable, values: FormValues, names: readonly string[], before?: FormValues): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const field of table) {
     if (field.form === null || !formNames(field).some((name) => names.includes(name))) continue;
@@ -357,6 +383,17 @@ export function inputOf(table: FieldTable, values: FormValues, names: readonly s
         input[field.name] = lines(String(value ?? ''));
         break;
       case 'object':
+        if (field.form.control === 'localized') {
+          const now: Record<string, Record<string, string> | null> = localizedObject(field, String(value ?? ''));
+          // Each claim read before and not typed now is emptied, each language left out removed.
+          for (const [tag, claims] of Object.entries(localizedObject(field, String(before?.[field.name] ?? '')))) {
+            const kept = now[tag];
+            if (kept === undefined || kept === null) now[tag] = null;
+            else for (const claim of Object.keys(claims)) kept[claim] ??= '';
+          }
+          input[field.name] = now;
+          break;
+        }
         if (value === '' || value === undefined) break;
         try {
           input[field.name] = JSON.parse(String(value)) as unknown;

@@ -105,7 +105,7 @@ export const USER_FIELDS = [
   {
     // The command line gives them as --name-in TAG=NAME and its given and family kin (cli/users.ts).
     name: 'localized_names', type: { kind: 'object', max: 8192, schema: LOCALIZED_NAMES }, description: 'OIDC Core §5.2: names in other languages and scripts by BCP 47 tag, laid over those kept; null or "" removes one',
-    create: true, update: true, cli: null, form: null,
+    create: true, update: true, cli: null, form: { control: 'localized', label: 'console.user.localizedNames', hint: 'console.user.localizedNamesHint' },
   },
   {
     // The console gives a role with a form of its own, offering only the roles the operator may give.

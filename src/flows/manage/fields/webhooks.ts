@@ -1,5 +1,5 @@
 /**
- * What a webhook is (issue 45): the one table the admin API's schemas, the console's webhook
+ * What a webhook is: the one table the admin API's schemas, the console's webhook
  * form and `tessera webhook add` derive from (fields/field.ts). The rules each value must
  * follow are flows/manage/webhooks.ts's. A webhook is not changed once added (its secret is
  * rotated; to point it elsewhere or hear other events, add another and remove it).

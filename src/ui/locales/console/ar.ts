@@ -63,6 +63,8 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "رقم الهاتف (+رمز الدولة)",
   'console.user.phoneNumberVerified': "تم التحقق من رقم الهاتف",
   'console.user.address': "العنوان البريدي",
+  'console.user.localizedNames': "الأسماء بلغات أخرى",
+  'console.user.localizedNamesHint': "واحد في كل سطر، كما تتلقاها التطبيقات مع claims_locales: name#ja-Kana-JP=ヤマダ タロウ أو given_name#… أو family_name#…. يُحذف السطر الذي تزيله.",
   'console.user.address.formatted': "العنوان كاملًا كما يُكتب على رسالة",
   'console.user.address.street_address': "الشارع ورقم المبنى",
   'console.user.address.locality': "المدينة أو البلدة",
@@ -338,7 +340,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'كلٌّ بالشكل CLAIM=UPSTREAM، مثل username=preferred_username.',
   'console.provider.only': 'المدخل الوحيد: صفحة الدخول تذهب إليه مباشرة',
   'console.provider.allowLinking': 'تسجيل دخول الأشخاص الموجودين عبر بريدهم الإلكتروني المؤكَّد',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'خطافات الويب',
   'console.webhooks.title': 'خطافات الويب',
   'console.webhooks.none': 'لا توجد خطافات ويب: لا يُرسَل أي حدث.',

@@ -63,6 +63,8 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Telefonnummer (+Ländervorwahl)",
   'console.user.phoneNumberVerified': "Telefonnummer bestätigt",
   'console.user.address': "Postanschrift",
+  'console.user.localizedNames': "Namen in anderen Sprachen",
+  'console.user.localizedNamesHint': "Einer pro Zeile, wie Apps sie mit claims_locales erhalten: name#ja-Kana-JP=ヤマダ タロウ, given_name#… oder family_name#…. Eine entfernte Zeile wird gelöscht.",
   'console.user.address.formatted': "Ganze Anschrift, wie auf einem Brief",
   'console.user.address.street_address': "Straße und Hausnummer",
   'console.user.address.locality': "Ort",
@@ -337,7 +339,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Jeweils als CLAIM=UPSTREAM, etwa username=preferred_username.',
   'console.provider.only': 'Der einzige Zugang: Die Anmeldeseite führt direkt zu ihm',
   'console.provider.allowLinking': 'Bestehende Personen über ihre bestätigte E-Mail-Adresse anmelden',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Keine Webhooks: Es werden keine Ereignisse verschickt.',

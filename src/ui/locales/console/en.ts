@@ -60,6 +60,8 @@ const consoleEn = {
   'console.user.phoneNumber': "Phone number (+country code)",
   'console.user.phoneNumberVerified': "Phone number verified",
   'console.user.address': "Postal address",
+  'console.user.localizedNames': "Names in other languages",
+  'console.user.localizedNamesHint': "One a line, as apps receive them with claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… or family_name#…. A line taken out is removed.",
   'console.user.address.formatted': "Whole address, as printed on a letter",
   'console.user.address.street_address': "Street address",
   'console.user.address.locality': "City or locality",
@@ -330,7 +332,7 @@ const consoleEn = {
   'console.provider.claimMapping.hint': 'Each as CLAIM=UPSTREAM, such as username=preferred_username.',
   'console.provider.only': 'The only way in: the sign-in page goes straight to it',
   'console.provider.allowLinking': 'Sign existing people in by their verified e-mail address',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'No webhooks: no events are sent out.',

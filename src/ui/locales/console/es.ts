@@ -63,6 +63,8 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Número de teléfono (+prefijo del país)",
   'console.user.phoneNumberVerified': "Número de teléfono verificado",
   'console.user.address': "Dirección postal",
+  'console.user.localizedNames': "Nombres en otros idiomas",
+  'console.user.localizedNamesHint': "Uno por línea, como las aplicaciones los reciben con claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… o family_name#…. Una línea quitada se elimina.",
   'console.user.address.formatted': "Dirección completa, como en una carta",
   'console.user.address.street_address': "Calle y número",
   'console.user.address.locality': "Ciudad o localidad",
@@ -338,7 +340,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Cada una como CLAIM=UPSTREAM, por ejemplo username=preferred_username.',
   'console.provider.only': 'El único acceso: la página de inicio de sesión lleva directamente a él',
   'console.provider.allowLinking': 'Iniciar sesión de personas existentes por su correo verificado',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'No hay webhooks: no se envía ningún evento.',

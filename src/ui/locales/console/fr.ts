@@ -63,6 +63,8 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Numéro de téléphone (+indicatif du pays)",
   'console.user.phoneNumberVerified': "Numéro de téléphone vérifié",
   'console.user.address': "Adresse postale",
+  'console.user.localizedNames': "Noms dans d’autres langues",
+  'console.user.localizedNamesHint': "Un par ligne, tels que les applications les reçoivent avec claims_locales : name#ja-Kana-JP=ヤマダ タロウ, given_name#… ou family_name#…. Une ligne retirée est supprimée.",
   'console.user.address.formatted': "Adresse complète, telle qu’écrite sur une lettre",
   'console.user.address.street_address': "Numéro et rue",
   'console.user.address.locality': "Ville ou localité",
@@ -338,7 +340,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Chacune sous la forme CLAIM=UPSTREAM, par exemple username=preferred_username.',
   'console.provider.only': 'Le seul accès : la page de connexion mène directement à lui',
   'console.provider.allowLinking': 'Connecter les personnes existantes par leur adresse de courriel vérifiée',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Aucun webhook : aucun événement n’est envoyé.',

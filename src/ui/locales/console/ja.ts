@@ -63,6 +63,8 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "電話番号（+国番号）",
   'console.user.phoneNumberVerified': "電話番号確認済み",
   'console.user.address': "住所",
+  'console.user.localizedNames': "他の言語での名前",
+  'console.user.localizedNamesHint': "1行に1つ、アプリが claims_locales で受け取る形で: name#ja-Kana-JP=ヤマダ タロウ、given_name#… または family_name#…。消した行は削除されます。",
   'console.user.address.formatted': "住所全体（郵便物の宛名のとおり）",
   'console.user.address.street_address': "番地・建物名",
   'console.user.address.locality': "市区町村",
@@ -337,7 +339,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'CLAIM=UPSTREAM の形で。例：username=preferred_username',
   'console.provider.only': '唯一の入口：サインインページから直接ここへ',
   'console.provider.allowLinking': '既存のユーザーを確認済みメールアドレスでサインインさせる',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhook',
   'console.webhooks.title': 'Webhook',
   'console.webhooks.none': 'Webhook はありません：イベントは送信されません。',

@@ -63,6 +63,8 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "Número de telefone (+código do país)",
   'console.user.phoneNumberVerified': "Número de telefone verificado",
   'console.user.address': "Endereço postal",
+  'console.user.localizedNames': "Nomes em outros idiomas",
+  'console.user.localizedNamesHint': "Um por linha, como os aplicativos os recebem com claims_locales: name#ja-Kana-JP=ヤマダ タロウ, given_name#… ou family_name#…. Uma linha retirada é removida.",
   'console.user.address.formatted': "Endereço completo, como numa carta",
   'console.user.address.street_address': "Rua e número",
   'console.user.address.locality': "Cidade ou localidade",
@@ -338,7 +340,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': 'Cada um como CLAIM=UPSTREAM, por exemplo username=preferred_username.',
   'console.provider.only': 'O único acesso: a página de entrada leva direto a ele',
   'console.provider.allowLinking': 'Entrar pessoas existentes pelo e-mail verificado',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhooks',
   'console.webhooks.title': 'Webhooks',
   'console.webhooks.none': 'Nenhum webhook: nenhum evento é enviado.',

@@ -60,6 +60,8 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.user.phoneNumber': "电话号码（+国家代码）",
   'console.user.phoneNumberVerified': "电话号码已验证",
   'console.user.address': "邮寄地址",
+  'console.user.localizedNames': "其他语言的姓名",
+  'console.user.localizedNamesHint': "每行一个，与应用通过 claims_locales 收到的形式相同：name#ja-Kana-JP=ヤマダ タロウ、given_name#… 或 family_name#…。删去的行会被移除。",
   'console.user.address.formatted': "完整地址（如信封上所写）",
   'console.user.address.street_address': "街道地址",
   'console.user.address.locality': "城市",
@@ -329,7 +331,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.provider.claimMapping.hint': '每行写成 CLAIM=UPSTREAM，例如 username=preferred_username。',
   'console.provider.only': '唯一入口：登录页直接转到这里',
   'console.provider.allowLinking': '让现有用户通过已验证的电子邮件地址登录',
-  // Issue 45: webhooks.
+  // Webhooks.
   'console.nav.webhooks': 'Webhook',
   'console.webhooks.title': 'Webhook',
   'console.webhooks.none': '没有 Webhook：不会发送任何事件。',

@@ -189,12 +189,14 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     allowPrivateNetworkUrls: input.config.allowPrivateNetworkUrls,
     events: deps.events,
     log: app.log,
+    ...(input.metrics ? { observer: input.metrics.ssf } : {}),
   });
   wakeSsf = () => ssfDispatcher.wake();
   app.addHook('onReady', async () => ssfDispatcher.start());
   app.addHook('onClose', () => ssfDispatcher.stop());
   if (input.metrics) {
     input.metrics.countWebhookDeliveries(() => deps.store.webhooks.countByState());
+    input.metrics.countSsfDeliveries(() => deps.store.ssf.countByState());
     input.metrics.instrument(app);
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
   }

@@ -76,4 +76,6 @@ export interface SsfStore {
   refuse(streamId: string, eventId: string, error: string, now: number): Promise<boolean>;
   /** A stream's deliveries, newest event first. */
   deliveries(streamId: string, limit: number): Promise<SsfDeliveryRecord[]>;
+  /** How many deliveries are pending (pushed or waiting for a poll's acknowledgement) and dead, over every stream (the metrics' gauges). */
+  countByState(): Promise<{ readonly pending: number; readonly dead: number }>;
 }

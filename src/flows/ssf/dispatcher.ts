@@ -22,7 +22,7 @@ import { SSF_SCOPE } from '../../core/scopes.ts';
 import type { SsfDeliveryRecord, Store } from '../../store/types.ts';
 import type { TokenIssuer } from '../../tokens/issue.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
-import { POLL_MS, retryDelay } from '../webhooks/dispatcher.ts';
+import { POLL_MS, retryDelay, type DeliveryObserver } from '../webhooks/dispatcher.ts';
 import { setClaims } from './set.ts';
 import { streamSecretOwner } from './streams.ts';
 
@@ -42,6 +42,8 @@ export interface SsfDispatcherDeps {
   readonly log: { warn(details: Record<string, unknown>, message: string): void };
   /** TESSERA_ALLOW_PRIVATE_NETWORK_URLS: whether a receiver's push endpoint may be on a private network or loopback. */
   readonly allowPrivateNetworkUrls: boolean;
+  /** What the metrics count (http/metrics.ts), as for webhooks. */
+  readonly observer?: DeliveryObserver;
   /** How a SET is sent under the receivers' URL rule; core/outbound.ts's guarded fetch by default. */
   readonly fetch?: (rule: UrlRule) => typeof fetch;
 }
@@ -174,7 +176,8 @@ export class SsfDispatcher {
         await response.body?.cancel().catch(() => {});
         // §2.2: "the SET Recipient ... MUST respond with an HTTP Response Status Code of 202 (Accepted)"; any 2xx is taken as one.
         if (status >= 200 && status < 300) {
-          await store.ssf.settle(streamId, eventId, attempts, { kind: 'delivered', status }, clock.now());
+          const done = clock.now();
+          if ((await store.ssf.settle(streamId, eventId, attempts, { kind: 'delivered', status }, done)) === 'delivered') this.#deps.observer?.delivered((done - event.at) / 1000);
           return true;
         }
         rejected = refused !== null;
@@ -196,7 +199,9 @@ export class SsfDispatcher {
       // Refused by the receiver, or nothing to send: given up now.
       deadBefore: rejected || claims === null || !entitled ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
     }, failedAt);
+    if (state === 'pending') this.#deps.observer?.failed();
     if (state !== 'dead') return true;
+    this.#deps.observer?.dead();
     this.#deps.log.warn({ stream: streamId, event_id: eventId, attempts, last_error: error }, 'SET delivery given up: a dead letter');
     await this.#deps.events.emit({ type: 'ssf.dead_lettered', clientId: stream.clientId, detail: { stream_id: streamId, event_id: eventId, attempts, last_error: error } });
     return true;

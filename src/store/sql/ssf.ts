@@ -71,6 +71,7 @@ export function ssfStatements(_d: Dialect) {
     refuseSsfDelivery: `
       UPDATE ssf_deliveries SET state = 'dead', attempts = attempts + 1, lease_until = NULL, last_error = :error
       WHERE ${delivery} AND state = 'pending'`,
+    countSsfDeliveries: "SELECT state, COUNT(*) AS count FROM ssf_deliveries WHERE state <> 'delivered' GROUP BY state",
     listSsfDeliveries: `
       SELECT * FROM ssf_deliveries WHERE stream_id = :streamId
       ORDER BY event_at DESC, event_id DESC LIMIT :limit`,
@@ -170,6 +171,14 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
       },
       refuse: async (streamId, eventId, error) => (await q.changed('refuseSsfDelivery', { streamId, eventId, error: error.slice(0, 500) })) > 0,
       deliveries: async (streamId, limit) => (await q.all('listSsfDeliveries', { streamId, limit })).map(deliveryFromRow),
+      countByState: async () => {
+        const counts = { pending: 0, dead: 0 };
+        for (const row of await q.all('countSsfDeliveries')) {
+          const state = rows.text(row, 'state');
+          if (state === 'pending' || state === 'dead') counts[state] = Number(row['count']);
+        }
+        return counts;
+      },
     },
   };
 }

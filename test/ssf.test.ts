@@ -217,6 +217,16 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     await until('the held SET', () => receiver.received.length >= 1, 5000, 10);
     assert.deepEqual(receiver.events().map((event) => event.type), [SSF_EVENTS.ACCOUNT_ENABLED]);
     receiver.received.length = 0;
+
+    // Disabled: nothing is kept, not even what waited when it was disabled.
+    assert.equal((await ssf('POST', '/ssf/status', { stream_id: stream['stream_id'], status: 'paused' })).status, 200);
+    await setDisabled(manageDeps(server), 'ada', true);
+    assert.equal((await ssf('POST', '/ssf/status', { stream_id: stream['stream_id'], status: 'disabled' })).status, 200);
+    await setDisabled(manageDeps(server), 'ada', false);
+    assert.equal((await ssf('POST', '/ssf/status', { stream_id: stream['stream_id'], status: 'enabled' })).status, 200);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    assert.equal(receiver.received.length, 0, 'nothing held while disabled');
+    assert.deepEqual((await server.store.ssf.pending(stream['stream_id'], 10)).length, 0);
     assert.equal((await ssf('DELETE', `/ssf/streams?stream_id=${stream['stream_id']}`)).status, 204);
     assert.equal((await ssf('GET', `/ssf/streams?stream_id=${stream['stream_id']}`)).status, 404);
   });

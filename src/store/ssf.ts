@@ -60,6 +60,8 @@ export interface SsfStore {
   saveStream(stream: SsfStreamRecord): Promise<boolean>;
   /** Removes it and its deliveries; false when there was none. */
   removeStream(id: string): Promise<boolean>;
+  /** Forgets the stream's pending deliveries (it was disabled: SSF 1.0 §8.1.2 holds nothing for later); returns how many. */
+  dropPending(streamId: string): Promise<number>;
   /** Push streams, enabled, whose oldest pending delivery is due at `now` and not leased (at most `limit`). */
   due(now: number, limit: number): Promise<string[]>;
   /** As `WebhookStore.claim`: the stream's oldest pending delivery, if due and free, leased until `leaseUntil`. */

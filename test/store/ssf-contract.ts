@@ -69,6 +69,8 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       assert.deepEqual(await store.ssf.getStream(made.id), changed);
       await store.events.add(event('user.disabled'));
       assert.equal((await delivered(made.id)).length, 1, 'a paused stream keeps what comes');
+      assert.equal(await store.ssf.dropPending(made.id), 1);
+      assert.deepEqual(await delivered(made.id), []);
       assert.equal(await store.ssf.removeStream(made.id), true);
       assert.equal(await store.ssf.removeStream(made.id), false);
       assert.equal(await store.ssf.saveStream(changed), false);

@@ -208,7 +208,14 @@ export async function readStreams(deps: StreamDeps, receiver: string, id: unknow
 }
 
 async function save(deps: StreamDeps, stream: SsfStreamRecord, detail: Record<string, string>): Promise<SsfStreamRecord> {
-  if (!(await deps.store.ssf.saveStream(stream))) throw notFound();
+  // §8.1.2 disabled: "the Transmitter MUST NOT transmit events over the stream and will not
+  // hold any events for later transmission": what waits goes, with the change that disables it.
+  const saved = await deps.store.transaction(async (tx) => {
+    if (!(await tx.ssf.saveStream(stream))) return false;
+    if (stream.status === 'disabled') await tx.ssf.dropPending(stream.id);
+    return true;
+  });
+  if (!saved) throw notFound();
   await deps.events.emit({ type: 'ssf.stream_updated', clientId: stream.clientId, detail: { stream_id: stream.id, status: stream.status, ...detail } });
   return stream;
 }

@@ -33,6 +33,7 @@ export function ssfStatements(_d: Dialect) {
       WHERE id = :id`,
     // Its deliveries go with it: ON DELETE CASCADE.
     removeSsfStream: 'DELETE FROM ssf_streams WHERE id = :id',
+    dropPendingSsf: "DELETE FROM ssf_deliveries WHERE stream_id = :streamId AND state = 'pending'",
     // Each pushing, enabled stream's head, as the webhooks' `dueWebhooks`: one probe a stream.
     dueSsfStreams: `
       SELECT s.id FROM ssf_streams s WHERE s.delivery_method = '${DELIVERY_PUSH}' AND s.status = 'enabled' AND (
@@ -149,6 +150,7 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
       countStreams: async (clientId) => Number((await q.one('countSsfStreams', { clientId }))?.['count'] ?? 0),
       saveStream: async (stream) => (await q.changed('saveSsfStream', streamParams(stream))) > 0,
       removeStream: async (id) => (await q.changed('removeSsfStream', { id })) > 0,
+      dropPending: (streamId) => q.changed('dropPendingSsf', { streamId }),
       due: async (now, limit) => (await q.all('dueSsfStreams', { now, limit })).map((row) => rows.text(row, 'id')),
       claim: async (streamId, now, leaseUntil) => {
         const row = await q.one('claimSsfDelivery', { streamId, now, leaseUntil });

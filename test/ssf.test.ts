@@ -312,6 +312,15 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     const woken = await waiting;
     assert.equal(Object.keys(woken.body.sets).length >= 1, true);
 
+    // A long poll ends, answered no SETs, when the server stops, rather than hold the stop up for its 15 s.
+    await ssf('POST', path, { ack: Object.keys(woken.body.sets), returnImmediately: true });
+    const stopping = ssf('POST', path, {});
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    await server.restart();
+    assert.ok(Date.now() - started < 10_000, `restarted in ${Date.now() - started} ms`);
+    assert.deepEqual((await stopping).body, { sets: {} });
+
     const bad = await ssf('POST', path, { maxEvents: -1 });
     assert.deepEqual([bad.status, bad.body.err], [400, 'invalid_request']);
     // Another receiver's stream is none of its business: 404.

@@ -41,6 +41,9 @@ declare module 'fastify' {
 }
 
 export const ssfRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
+  // A long poll waiting for a SET ends (answering none) when the server begins to stop, rather than hold its stop up.
+  const stopping = new AbortController();
+  app.addHook('preClose', async () => stopping.abort());
   app.get(SSF_CONFIGURATION_PATH, async (_request, reply) =>
     reply
       .header('Cache-Control', 'public, max-age=300')
@@ -120,8 +123,9 @@ export const ssfRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
       const stream = await deps.store.ssf.getStream(streamId);
       if (stream === null || stream.clientId !== receiver(request)) throw new SsfError(404, 'not_found', 'no such stream');
       const gone = new AbortController();
-      request.raw.once('close', () => gone.abort());
-      return json(reply, 200, await poll(depsOf(request), stream, request.body, gone.signal));
+      // The receiver went away: the response closes before it is sent.
+      reply.raw.once('close', () => gone.abort());
+      return json(reply, 200, await poll(depsOf(request), stream, request.body, AbortSignal.any([gone.signal, stopping.signal])));
     });
   });
 };

@@ -93,6 +93,16 @@ export async function poll(deps: StreamDeps, stream: SsfStreamRecord, raw: unkno
     if (Object.keys(answer.sets).length > 0 || request.returnImmediately || signal?.aborted || deps.clock.now() >= deadline) {
       return answer.moreAvailable ? answer : { sets: answer.sets };
     }
-    await new Promise((resolve) => setTimeout(resolve, LOOK_MS));
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, LOOK_MS);
+      signal?.addEventListener('abort', done);
+    });
+    // Ended while waiting (the receiver went away, the server stops): none, without asking the store again.
+    if (signal?.aborted) return { sets: {} };
   }
 }

@@ -330,6 +330,25 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     assert.equal((await ssf('GET', `/ssf/streams?stream_id=${streamId}`, undefined, otherToken)).status, 404);
   });
 
+  it('updates (PATCH) the properties given, and replaces (PUT) the whole configuration', async () => {
+    const created = await ssf('POST', '/ssf/streams', { delivery: { method: 'urn:ietf:rfc:8936' }, events_requested: [SSF_EVENTS.ACCOUNT_DISABLED], description: 'first' });
+    const id = created.body.stream_id as string;
+    const patched = await ssf('PATCH', '/ssf/streams', { stream_id: id, description: 'second', format: 'email' });
+    assert.equal(patched.status, 200);
+    assert.deepEqual([patched.body.description, patched.body.format, patched.body.events_requested], ['second', 'email', [SSF_EVENTS.ACCOUNT_DISABLED]], 'what was not given is kept');
+    const replaced = await ssf('PUT', '/ssf/streams', { stream_id: id, iss: 'ignored', delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url }, events_requested: [SSF_EVENTS.SESSION_REVOKED] });
+    assert.equal(replaced.status, 200);
+    assert.deepEqual(
+      [replaced.body.description, replaced.body.format, replaced.body.events_delivered, replaced.body.delivery, replaced.body.iss],
+      [undefined, 'iss_sub', [SSF_EVENTS.SESSION_REVOKED], { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url }, server.url],
+      'what was not given is the default; the transmitter\'s own properties are its own',
+    );
+    assert.deepEqual((await ssf('GET', `/ssf/streams?stream_id=${id}`)).body, replaced.body);
+    assert.equal((await ssf('PATCH', '/ssf/streams', { stream_id: 'nope', description: 'x' })).status, 404);
+    assert.equal((await ssf('DELETE', `/ssf/streams?stream_id=${id}`)).status, 204);
+    assert.equal((await ssf('DELETE', `/ssf/streams?stream_id=${id}`)).status, 404);
+  });
+
   it('refuses bad stream configurations with 400, and a push URL into the server\'s network unless allowed', async () => {
     for (const body of [{}, { delivery: { method: 'urn:example:carrier-pigeon' } }, { delivery: { method: 'urn:ietf:rfc:8935' } }, { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'ftp://x' } }, { delivery: { method: 'urn:ietf:rfc:8936' }, events_requested: 'all' }, { delivery: { method: 'urn:ietf:rfc:8936' }, format: 'phone' }]) {
       const refused = await ssf('POST', '/ssf/streams', body);

@@ -10,6 +10,8 @@ import { deviceCodeGrant } from './flows/device/token.ts';
 import { refreshTokenGrant } from './flows/refresh/token.ts';
 import { clientCredentialsGrant } from './flows/client-credentials/token.ts';
 import { tokenExchangeGrant } from './flows/token-exchange/token.ts';
+import { jwtBearerGrant } from './flows/jwt-bearer/token.ts';
+import { trustedIssuerUrlRule } from './flows/manage/trusted-issuers.ts';
 import { adminListenerHandler, adminRoutes, separateAdminListener } from './http/admin/index.ts';
 import { registrationRoutes } from './http/registration.ts';
 import { metadataDocumentClient } from './flows/registration/metadata-document.ts';
@@ -29,6 +31,7 @@ import type { Metrics } from './http/metrics.ts';
 import { browserRoutes } from './http/browser.ts';
 import { parRoutes } from './http/par.ts';
 import { revocationRoutes } from './http/revocation.ts';
+import { scimRoutes } from './http/scim.ts';
 import { registerSecurityHeaders } from './http/security.ts';
 import { tokenRoutes } from './http/token.ts';
 import { userinfoRoutes } from './http/userinfo.ts';
@@ -84,11 +87,13 @@ export const GRANTS: readonly TokenGrant[] = [
   refreshTokenGrant,
   clientCredentialsGrant,
   tokenExchangeGrant,
+  jwtBearerGrant,
 ];
 
 /** `listeners`: who hears of each event besides the events table (the log, the metrics). */
 export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
+  const clientKeys = new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls }));
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
   const deps: AppDeps = {
     config: input.config,
@@ -100,7 +105,13 @@ export function appDeps(input: AppInput, listeners: readonly EventListener[] = [
       maxWaiting: input.config.signIn.queue,
       perAddress: input.config.signIn.queuePerAddress,
     }),
-    clientKeys: new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls })),
+    clientKeys,
+    // A trusted issuer's keys, cached as clients' are; its jwks_uri reached as the rule for
+    // who added it says (any host for the server's owner, the public network for others).
+    issuerKeys: (issuer) => {
+      const rule = trustedIssuerUrlRule(input.config, issuer.addedByOwner);
+      return clientKeys.keysFrom(issuer, rule === null ? fetch : clientUrlFetch(rule));
+    },
     tokens,
     events: new Events(input.clock, store.events, input.metrics ? [...listeners, input.metrics.listener] : listeners),
     readiness: input.readiness ?? new Readiness(),
@@ -219,5 +230,6 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(registrationRoutes, { deps });
   await app.register(adminRoutes, { deps });
   await app.register(ssfRoutes, { deps });
+  await app.register(scimRoutes, { deps });
   return app;
 }

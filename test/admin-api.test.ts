@@ -233,6 +233,8 @@ describe('the admin API', () => {
       'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
       'GET /providers', 'POST /providers', 'GET /providers/{id}', 'PATCH /providers/{id}', 'DELETE /providers/{id}',
       'GET /webhooks', 'POST /webhooks', 'GET /webhooks/{id}', 'DELETE /webhooks/{id}', 'POST /webhooks/{id}/secret', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/replay',
+      'GET /scim-tokens', 'POST /scim-tokens', 'GET /scim-tokens/{id}', 'DELETE /scim-tokens/{id}',
+      'GET /trusted-issuers', 'POST /trusted-issuers', 'GET /trusted-issuers/{issuer}', 'DELETE /trusted-issuers/{issuer}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {

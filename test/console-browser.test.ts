@@ -16,6 +16,7 @@ import { createClient, updateClient } from '../src/flows/manage/clients.ts';
 import { addResource, updateResource } from '../src/flows/manage/resources.ts';
 import { setDisabled } from '../src/flows/manage/users.ts';
 import { addWebhook } from '../src/flows/manage/webhooks.ts';
+import { addTrustedIssuer } from '../src/flows/manage/trusted-issuers.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { createServer } from 'node:http';
@@ -654,6 +655,41 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(await server.store.identityProviders.get('team-id'), null);
   });
 
+  // Each page it opens is checked by axe-core as it goes (helpers/chromium.ts), at a phone's width too.
+  it('trusts an identity provider from the apps page, refuses a jwks_uri into the server\'s network, and stops trusting it after a confirmation', async (t) => {
+    await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.goto(`${server.url}/console/apps`);
+    await page.getByRole('link', { name: 'Trusted issuers' }).click();
+    await page.getByRole('heading', { name: 'Trusted issuers', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Trust an issuer' }).click();
+    await page.getByLabel('Issuer', { exact: true }).fill('https://corp-idp.example.com');
+    await page.getByLabel('URL of its signing keys (JWK Set)').fill('http://127.0.0.1:9/jwks.json');
+    await page.getByRole('button', { name: 'Trust', exact: true }).click();
+    assert.match(await page.getByRole('alert').innerText(), /^Not done: the value of “URL of its public keys” was refused\./);
+    await page.getByLabel('URL of its signing keys (JWK Set)').fill('https://corp-idp.example.com/jwks.json');
+    await page.getByRole('button', { name: 'Trust', exact: true }).click();
+    await page.getByText('The issuer is trusted.').waitFor();
+    const added = await server.store.trustedIssuers.get('https://corp-idp.example.com');
+    assert.deepEqual([added?.jwksUri, added?.addedByOwner], ['https://corp-idp.example.com/jwks.json', false]);
+    await page.getByRole('link', { name: 'https://corp-idp.example.com' }).click();
+    await page.getByRole('link', { name: 'Stop trusting this issuer' }).click();
+    await page.getByText('Stop trusting https://corp-idp.example.com?').waitFor();
+    await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
+    await page.getByText('The issuer is no longer trusted.').waitFor();
+    assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
+    const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    t.after(() => phone.close());
+    const small = await phone.newPage();
+    const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
+    for (const path of ['/console/trusted-issuers', '/console/trusted-issuers/new', trusted, `${trusted}/remove`]) {
+      assert.equal((await small.goto(`${server.url}${path}`))?.status(), 200, path);
+      assert.ok(await small.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1'), `${path} scrolls sideways`);
+    }
+  });
+
   it('adds a webhook with its secret shown once, refuses one into the server\'s network, lists deliveries by state, replays a dead letter, and removes it after a confirmation', async (t) => {
     // A receiver on loopback, added by the server's owner (the command may point there): it fails until told otherwise.
     let status = 500;
@@ -724,6 +760,32 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       await page.getByText('The webhook was removed: nothing more is sent to it.').waitFor();
       assert.equal(await server.store.webhooks.get(webhook.id), null);
     }
+  });
+
+  // Each page it opens (the list, the form, the token shown once, the confirmation) is checked by axe-core too.
+  it('makes a SCIM token for a provisioning system, shown once, and withdraws it after a confirmation', async (t) => {
+    const { context, page } = await withAuthenticator();
+    t.after(() => context.close());
+    await signInAdmin(page);
+    await page.goto(`${server.url}/console/scim`);
+    await page.getByText(`${server.config.issuer}/scim/v2`).waitFor();
+    await page.getByRole('link', { name: 'Make a SCIM token' }).click();
+    await page.getByLabel('Who calls with it').fill('Okta (console)');
+    await page.getByRole('button', { name: 'Make', exact: true }).click();
+    await page.getByRole('heading', { name: 'SCIM token made' }).waitFor();
+    const token = await page.locator('dt:text-is("Token") + dd').innerText();
+    assert.match(token, /^scim_/);
+    const answer = await fetch(`${server.url}/scim/v2/ServiceProviderConfig`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(answer.status, 200, 'the token made calls /scim/v2');
+    await page.getByRole('link', { name: 'Back' }).click();
+    assert.equal(await page.getByText(token).count(), 0, 'shown once');
+    await page.getByRole('row').filter({ hasText: 'Okta (console)' }).getByRole('link', { name: 'Withdraw' }).click();
+    await page.getByText('Withdraw the SCIM token of Okta (console)?').waitFor();
+    await page.getByRole('button', { name: 'Withdraw' }).click();
+    await page.getByText('The SCIM token was withdrawn').waitFor();
+    assert.equal((await fetch(`${server.url}/scim/v2/ServiceProviderConfig`, { headers: { authorization: `Bearer ${token}` } })).status, 401);
+    const [made] = await server.store.events.list({ type: 'scim_token.created', limit: 1 });
+    assert.equal(made?.detail['operator'], 'grace');
   });
 
   async function signInAdmin(page: Page): Promise<void> {

@@ -37,7 +37,9 @@ describe('discovery and JWKS', () => {
 
   it('lists the token lifecycle endpoints and exactly the grant types the token endpoint takes', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    assert.deepEqual(metadata['grant_types_supported'], ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange']);
+    assert.deepEqual(metadata['grant_types_supported'], ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange', 'urn:ietf:params:oauth:grant-type:jwt-bearer']);
+    // draft-ietf-oauth-identity-assertion-authz-grant: the jwt-bearer grant redeems ID-JAGs.
+    assert.deepEqual(metadata['authorization_grant_profiles_supported'], ['urn:ietf:params:oauth:grant-profile:id-jag']);
     assert.equal(metadata['userinfo_endpoint'], `${server.url}/oauth/userinfo`);
     assert.equal(metadata['revocation_endpoint'], `${server.url}/oauth/revoke`);
     assert.equal(metadata['introspection_endpoint'], `${server.url}/oauth/introspect`);

@@ -1,11 +1,14 @@
 /**
- * docs/agents.md run as written: its shell block's commands against a test server's database,
- * then its openid-client example, with the client the commands registered, exchanges a
- * person's token for the photo API for one for the print API that acts for them (only the
- * issuer replaced, and plain http allowed on loopback).
+ * docs/agents.md run as written, each of its three patterns: its shell blocks' commands against
+ * test servers' databases, then its code (only the addresses replaced, and plain http allowed
+ * on loopback). An API exchanges a person's token for one for another API; an agent exchanges
+ * a person's ID token at one Tessera (the identity provider) for an ID-JAG and redeems it at
+ * another (the MCP server's) for a token acting for the same person there; an MCP server's
+ * metadata passes `tessera resource check` and its code reads the person from a token.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
@@ -13,7 +16,7 @@ import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { runTessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { basic, postForm, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import * as oidc from 'openid-client';
 
@@ -72,5 +75,123 @@ describe('docs/agents.md: an API calling another for a person, as written', () =
     const { printsTokenFor } = (await import(file.href)) as { printsTokenFor: (token: string) => Promise<string> };
     const token = decodeJwt(await printsTokenFor(signedIn.body['access_token'] as string));
     assert.deepEqual([token.sub, token.aud, token['client_id'], token['scope'], token['act']], [user.id, PRINTS, registered!['client_id'], 'prints:order', { sub: registered!['client_id'] }]);
+  });
+});
+
+describe('docs/agents.md: an agent through an enterprise identity provider (ID-JAG), as written', () => {
+  let idp: TestServer;
+  let auth: TestServer;
+  let file: URL;
+
+  before(async () => {
+    [idp, auth] = await Promise.all([startTestServer(), startTestServer()]);
+  });
+  after(async () => {
+    if (file) rmSync(file, { force: true });
+    await idp.close();
+    await auth.close();
+  });
+
+  /** The page's addresses are the two servers'. */
+  const ported = (text: string) => text.replaceAll('https://idp.example.com', idp.url).replaceAll('https://auth.mcp.example.com', auth.url);
+
+  it('registers the API, the trusted identity provider and the agent at both servers with the commands shown, and the agent\'s code gets a token for the MCP server acting for the person', async () => {
+    const [, atAuth, atIdp] = blocks('sh');
+    const run = async (block: string, server: TestServer, expected: number) => {
+      const commands = block.split('\n').filter((line) => line.startsWith('tessera '));
+      assert.equal(commands.length, expected);
+      let registered: Record<string, string> | undefined;
+      for (const line of commands) {
+        const ran = await runTessera(words(ported(line).slice('tessera '.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });
+        assert.equal(ran.code, 0, `${line}: ${ran.stderr}`);
+        if (line.startsWith('tessera client add')) registered = JSON.parse(ran.stdout) as Record<string, string>;
+      }
+      return registered!;
+    };
+    const atAuthClient = await run(atAuth!, auth, 3);
+    const atIdpClient = await run(atIdp!, idp, 1);
+    assert.deepEqual([atAuthClient['client_id'], atIdpClient['client_id']], ['calendar-agent', 'calendar-agent']);
+
+    // The person, with the same verified address at both (the rule's second way).
+    const person = await idp.addUser({ email: 'grace@corp.example', profile: { emailVerified: true } });
+    const there = await auth.addUser({ email: 'grace@corp.example', profile: { emailVerified: true } });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const redirect = 'https://agent.example.com/callback';
+    const url = new URL(`${idp.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: 'calendar-agent', redirect_uri: redirect, scope: 'openid email', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    const page = await new FormBrowser(idp.url).authorize(url.href, person);
+    const code = new URL(page.location!).searchParams.get('code')!;
+    const signedIn = await postForm(`${idp.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: verifier }, { authorization: basic('calendar-agent', atIdpClient['client_secret']!) });
+    assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
+
+    const agent = blocks('ts')[1]!;
+    const discoveries = ["client.discovery(new URL(IDP), 'calendar-agent', process.env.IDP_CLIENT_SECRET!)", "client.discovery(new URL(AUTH), 'calendar-agent', process.env.AUTH_CLIENT_SECRET!)"];
+    for (const discovery of discoveries) assert.ok(agent.includes(discovery), discovery);
+    process.env['IDP_CLIENT_SECRET'] = atIdpClient['client_secret'];
+    process.env['AUTH_CLIENT_SECRET'] = atAuthClient['client_secret'];
+    file = new URL(`./.agents-doc-${randomUUID()}.ts`, import.meta.url);
+    let source = ported(agent);
+    for (const discovery of discoveries) source = source.replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`);
+    writeFileSync(file, source);
+    const { mcpTokenFor } = (await import(file.href)) as { mcpTokenFor: (idToken: string) => Promise<string> };
+    const token = decodeJwt(await mcpTokenFor(signedIn.body['id_token'] as string));
+    assert.deepEqual([token.iss, token.sub, token.aud, token['client_id'], token['scope'], token['id_jag_iss']], [auth.config.issuer, there.id, 'https://mcp.example.com/mcp', 'calendar-agent', 'tools:read', idp.config.issuer]);
+  });
+});
+
+describe('docs/agents.md: an MCP server behind Tessera, as written', () => {
+  let server: TestServer;
+  let mcp: { base: string; close: () => Promise<void> };
+  let file: URL;
+  let served: Record<string, unknown> = {};
+
+  before(async () => {
+    server = await startTestServer();
+    const http = createServer((request, response) => {
+      if (request.url !== '/.well-known/oauth-protected-resource/mcp') return void response.writeHead(404).end();
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(served));
+    });
+    const { port } = await listenOnFreePort(http);
+    mcp = { base: `http://127.0.0.1:${port}`, close: () => closeServer(http) };
+  });
+  after(async () => {
+    if (file) rmSync(file, { force: true });
+    await mcp.close();
+    await server.close();
+  });
+
+  /** The page's MCP server and authorization server are the test's. */
+  const ported = (text: string) => text.replaceAll('https://mcp.example.com', mcp.base).replaceAll('https://auth.example.com', server.url);
+
+  it('registers the MCP server, whose metadata as shown passes `tessera resource check`, and whose code reads the person from a token Tessera issued for it', async () => {
+    // Its metadata and its token check, from the page's code.
+    file = new URL(`./.agents-doc-${randomUUID()}.ts`, import.meta.url);
+    writeFileSync(file, ported(blocks('ts')[2]!));
+    const { metadata, callerOf } = (await import(file.href)) as { metadata: Record<string, unknown>; callerOf: (authorization: string | undefined) => Promise<{ sub: string; scope: string[] }> };
+    served = metadata;
+
+    const commands = blocks('sh')[3]!.split('\n').filter((line) => line.startsWith('tessera '));
+    assert.deepEqual(commands.map((line) => words(line).slice(1, 3).join(' ')), ['resource add', 'resource check']);
+    for (const line of commands) {
+      const ran = await runTessera(words(ported(line).slice('tessera '.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });
+      assert.equal(ran.code, 0, `${line}: ${ran.stdout}${ran.stderr}`);
+    }
+    // What the check says when the metadata names another authorization server.
+    served = { ...metadata, authorization_servers: ['https://elsewhere.example'] };
+    assert.equal((await runTessera(words(ported(commands[1]!).slice('tessera '.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer })).code, 1);
+
+    // A person's token for the MCP server, through an app that asked for it (RFC 8707 resource).
+    const resource = `${mcp.base}/mcp`;
+    const app = await server.addClient({ scopes: ['tools:read'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
+    const user = await server.addUser();
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope: 'tools:read', resource, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const code = new URL(page.location!).searchParams.get('code')!;
+    const tokens = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource }, { authorization: basic(app.clientId, app.clientSecret) });
+    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+    assert.deepEqual(await callerOf(`Bearer ${tokens.body['access_token'] as string}`), { sub: user.id, scope: ['tools:read'] });
+    await assert.rejects(callerOf(undefined));
   });
 });

@@ -68,6 +68,10 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       '/impostor.json': document({ client_name: 'Sh\u043ep \u0410dmin' }),
       '/changing.json': (url, response) => json({ client_id: url, ...changing }, { 'cache-control': 'no-store' })(url, response),
       '/scheme.json': document({ redirect_uris: ['com.shop.admin:/callback'] }),
+      // Members this server does not know, as the MCP clients' documents carry them.
+      '/extras.json': document({ logo_uri: 'https://agent.example/logo.png', software_id: 'agent', software_version: '2.1', application_type: 'native', contacts: ['ops@agent.example'], x_vendor: { nested: true } }),
+      '/machine.json': document({ grant_types: ['client_credentials'] }),
+      '/keyed.json': document({ token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://agent.example/jwks.json' }),
     });
     server = await startTestServer({
       env: {
@@ -117,6 +121,27 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     assert.equal(app.hits.get('/agent.json'), 1, 'fetched once while its Cache-Control allows');
     const client = await server.store.clients.get(clientId);
     assert.deepEqual([client?.registeredBy, client?.authMethod, client?.name], ['metadata_document', 'none', 'Calendar Agent']);
+  });
+
+  it("takes members it does not know, lists none among the token endpoint's auth methods, and holds the app to a registered public client's rules", async () => {
+    const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    assert.ok((metadata['token_endpoint_auth_methods_supported'] as string[]).includes('none'), 'none, whenever documents are accepted');
+    const clientId = `${app.base}/extras.json`;
+    assert.equal((await authorize(server, clientId)).status, 200, 'unknown members tolerated');
+    const client = await server.store.clients.get(clientId);
+    assert.deepEqual([client?.authMethod, client?.secretHash, client?.pkce], ['none', null, 'required'], 'a public client, PKCE required');
+    // PKCE, as for a registered public client: no code_challenge, an error back at its redirect URI.
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, scope: 'openid' }).toString();
+    const noPkce = await fetch(url, { redirect: 'manual' });
+    const back = new URL(noPkce.headers.get('location') ?? 'http://invalid/');
+    assert.deepEqual([back.origin + back.pathname, back.searchParams.get('error')], [REDIRECT, 'invalid_request']);
+    assert.match(back.searchParams.get('error_description') ?? '', /code_challenge/);
+    // No grant a public client may not have, and no way to authenticate but none.
+    for (const path of ['/machine.json', '/keyed.json']) {
+      const refused = await authorize(server, `${app.base}${path}`);
+      assert.equal(refused.status, 400, path);
+    }
   });
 
   it('checks the redirect URI against the document, and never fetches one URL twice a second', async () => {

@@ -19,12 +19,16 @@ import { USER_FIELDS } from '../src/flows/manage/fields/users.ts';
 import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
 import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
 import { WEBHOOK_FIELDS } from '../src/flows/manage/fields/webhooks.ts';
+import { SCIM_TOKEN_FIELDS } from '../src/flows/manage/fields/scim-tokens.ts';
+import { TRUSTED_ISSUER_FIELDS } from '../src/flows/manage/fields/trusted-issuers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { apiFormPage, appFormPage, userFormPage } from '../src/ui/console.ts';
 import { providerFormPage } from '../src/ui/console-providers.ts';
 import { webhookFormPage } from '../src/ui/console-webhooks.ts';
+import { scimTokenFormPage } from '../src/ui/console-scim.ts';
+import { trustedIssuerFormPage } from '../src/ui/console-trust.ts';
 import { messages } from '../src/ui/i18n.ts';
 import { isMessageKey } from '../src/ui/i18n.ts';
 import { runTessera } from './helpers/cli.ts';
@@ -123,7 +127,8 @@ describe('the client field table in every door', () => {
 
   it('has the table cover every field the test sets, and each writable field a value here', () => {
     // jwks_uri is the other way to give jwks (one or the other): it has a case of its own below.
-    const writableNames = CLIENT_FIELDS.filter(writable).filter((field) => field.create && field.name !== 'jwks_uri').map((field) => field.name);
+    // client_id is chosen only to match an identity provider's (docs/agents.md): test/id-jag.test.ts.
+    const writableNames = CLIENT_FIELDS.filter(writable).filter((field) => field.create && field.name !== 'jwks_uri' && field.name !== 'client_id').map((field) => field.name);
     assert.deepEqual(Object.keys(EVERY_CLIENT_FIELD).sort(), writableNames.sort());
   });
 
@@ -462,6 +467,58 @@ describe('the webhook field table in every door', () => {
   });
 });
 
+/** A value for each field a SCIM token is made with. */
+const EVERY_SCIM_TOKEN_FIELD: Readonly<Record<string, unknown>> = { name: 'Entra ID (every field)' };
+
+describe('the SCIM token field table in every door', () => {
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual(Object.keys(EVERY_SCIM_TOKEN_FIELD).sort(), SCIM_TOKEN_FIELDS.filter(writable).map((field) => field.name).sort());
+  });
+
+  it('puts every row in the OpenAPI document: the request that makes one, and every answer', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SCIM_TOKEN_FIELDS, { collection: '/scim-tokens', item: '/scim-tokens/{id}' });
+  });
+
+  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(SCIM_TOKEN_FIELDS, EVERY_SCIM_TOKEN_FIELD);
+    const page = scimTokenFormPage(consoleFrame('/console/scim/tokens/new'), { action: '/c/s/tokens', values, cancel: '/c/s' });
+    for (const field of SCIM_TOKEN_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const input = inputOf(SCIM_TOKEN_FIELDS, postedValues(SCIM_TOKEN_FIELDS, values as Record<string, string>), Object.keys(values));
+    for (const field of SCIM_TOKEN_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    assertHelpNames(SCIM_TOKEN_FIELDS, 'scim token', 'create');
+    for (const field of SCIM_TOKEN_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back a SCIM token with every field the same through the command and the admin API, the token only when made', async () => {
+    const { args } = argumentsOf(SCIM_TOKEN_FIELDS, 'create', EVERY_SCIM_TOKEN_FIELD);
+    const added = await runTessera(['scim', 'token', 'add', ...args, '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(added.code, 0, added.stderr);
+    const { token: made, ...fromCommand } = JSON.parse(added.stdout) as Record<string, unknown>;
+    assert.match(String(made), /^scim_/);
+    const path = `/scim-tokens/${String(fromCommand['id'])}`;
+    const read = (await api('GET', path)).body;
+    assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
+    assert.deepEqual(Object.keys(read).sort(), SCIM_TOKEN_FIELDS.map((field) => field.name).sort());
+    for (const field of SCIM_TOKEN_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], field.name);
+    assert.equal((await api('POST', '/scim-tokens', EVERY_SCIM_TOKEN_FIELD)).status, 409, 'a name is taken once');
+    assert.equal((await api('DELETE', path)).status, 204);
+
+    const fromApi = await api('POST', '/scim-tokens', EVERY_SCIM_TOKEN_FIELD);
+    assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+    const { token: apiToken, ...answered } = fromApi.body;
+    assert.match(String(apiToken), /^scim_/);
+    assert.deepEqual((await api('GET', `/scim-tokens/${String(answered['id'])}`)).body, answered, 'the admin API makes every field');
+    assert.equal((await api('DELETE', `/scim-tokens/${String(answered['id'])}`)).status, 204);
+  });
+});
+
 /** The users' table as rows of any kind (the test reads kinds the table may not have yet). */
 const USER_ROWS: readonly Field[] = USER_FIELDS;
 
@@ -604,5 +661,84 @@ describe('the user field table in every door', () => {
     // The role, update only: the command gives it, the admin API reads it.
     assert.equal((await runTessera(['user', 'update', 'ada', '--role', 'viewer'], env)).code, 0);
     assert.equal((await api('GET', '/users/ada')).body['role'], 'viewer');
+  });
+});
+
+/** A trusted issuer with its keys given (jwks_uri, the other way, has a case of its own below). */
+const EVERY_TRUSTED_ISSUER_FIELD: Readonly<Record<string, unknown>> = {
+  issuer: 'https://idp.every.example',
+  jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'idp-1', use: 'sig', alg: 'ES256' }] },
+};
+
+describe('the trusted issuer field table in every door', () => {
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual([...Object.keys(EVERY_TRUSTED_ISSUER_FIELD), 'jwks_uri'].sort(), TRUSTED_ISSUER_FIELDS.filter(writable).map((field) => field.name).sort());
+  });
+
+  it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, TRUSTED_ISSUER_FIELDS, { collection: '/trusted-issuers', item: '/trusted-issuers/{issuer}' });
+  });
+
+  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(TRUSTED_ISSUER_FIELDS, EVERY_TRUSTED_ISSUER_FIELD);
+    const page = trustedIssuerFormPage(consoleFrame('/console/trusted-issuers/new'), { action: '/c/t', values, cancel: '/c/t' });
+    for (const field of TRUSTED_ISSUER_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const posted: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
+    const input = inputOf(TRUSTED_ISSUER_FIELDS, postedValues(TRUSTED_ISSUER_FIELDS, posted), Object.keys(values));
+    for (const field of TRUSTED_ISSUER_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    assertHelpNames(TRUSTED_ISSUER_FIELDS, 'trust add', 'create');
+    for (const field of TRUSTED_ISSUER_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back a trusted issuer with every field the same through the command and the admin API, and each with a jwks_uri', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-trust-'));
+    try {
+      const jwksFile = join(dir, 'jwks.json');
+      writeFileSync(jwksFile, JSON.stringify(EVERY_TRUSTED_ISSUER_FIELD['jwks']));
+      const env = { TESSERA_DATABASE: server.config.database };
+      const added = await runTessera(['trust', 'add', '--issuer', EVERY_TRUSTED_ISSUER_FIELD['issuer'] as string, '--jwks-file', jwksFile, '--json'], env);
+      assert.equal(added.code, 0, added.stderr);
+      const fromCommand = JSON.parse(added.stdout) as Record<string, unknown>;
+      const path = `/trusted-issuers/${encodeURIComponent(fromCommand['issuer'] as string)}`;
+      const read = (await api('GET', path)).body;
+      assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote');
+      for (const field of TRUSTED_ISSUER_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, field.name);
+      const shown = await runTessera(['trust', 'show', fromCommand['issuer'] as string], env);
+      assert.match(shown.stdout, /a JWK Set of 1 key/);
+      assert.equal((await api('DELETE', path)).status, 204);
+      assert.equal((await api('GET', path)).status, 404);
+
+      const fromApi = await api('POST', '/trusted-issuers', EVERY_TRUSTED_ISSUER_FIELD);
+      assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+      assert.deepEqual((await api('GET', path)).body, fromApi.body, 'the admin API adds every field');
+      const listed = await runTessera(['trust', 'list', '--json'], env);
+      assert.deepEqual((JSON.parse(listed.stdout) as unknown[]).length, 1);
+      assert.equal((await runTessera(['trust', 'remove', fromApi.body['issuer'] as string], env)).code, 0);
+
+      // jwks_uri: an https one through the admin API, and the command may name loopback (the operator's own machine), the admin API may not.
+      const byUri = await api('POST', '/trusted-issuers', { issuer: 'https://idp.uri.example', jwks_uri: 'https://idp.uri.example/jwks.json' });
+      assert.equal(byUri.status, 201, JSON.stringify(byUri.body));
+      assert.equal(byUri.body['jwks_uri'], 'https://idp.uri.example/jwks.json');
+      const loopback = { issuer: 'http://127.0.0.1:9999', jwks_uri: 'http://127.0.0.1:9999/.well-known/jwks.json' };
+      const refused = await api('POST', '/trusted-issuers', loopback);
+      assert.equal(refused.status, 400, JSON.stringify(refused.body));
+      assert.equal(refused.body['field'], 'jwks_uri');
+      assert.equal((await runTessera(['trust', 'add', '--issuer', loopback.issuer, '--jwks-uri', loopback.jwks_uri], env)).code, 0, 'the command may');
+      // Both ways, neither way, twice, or this server's own issuer: refused.
+      for (const body of [{ issuer: 'https://x.example', jwks_uri: 'https://x.example/j', jwks: EVERY_TRUSTED_ISSUER_FIELD['jwks'] }, { issuer: 'https://x.example' }, { issuer: server.config.issuer, jwks_uri: 'https://x.example/j' }, { issuer: 'https://x.example?q=1', jwks_uri: 'https://x.example/j' }]) {
+        assert.equal((await api('POST', '/trusted-issuers', body)).status, 400, JSON.stringify(body));
+      }
+      assert.equal((await api('POST', '/trusted-issuers', { issuer: 'https://idp.uri.example', jwks_uri: 'https://idp.uri.example/jwks.json' })).status, 409);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -280,12 +280,46 @@ describe('registering a client for token exchange', () => {
       'a public client': ['--public', '--grant', 'token-exchange', '--exchange-audience', PRINTS],
       'no audience': ['--grant', 'token-exchange'],
       'no grant': ['--grant', 'client_credentials', '--scope', 'prints:order', '--exchange-audience', PRINTS],
-      'an unknown API': ['--grant', 'token-exchange', '--exchange-audience', 'https://unknown.example'],
+      // Neither a registered API nor an issuer (another authorization server's, for an ID-JAG).
+      'an unknown API': ['--grant', 'token-exchange', '--exchange-audience', 'prints-api'],
+      'an issuer with a query': ['--grant', 'token-exchange', '--exchange-audience', 'https://as.example?x=1'],
+      'plain http off loopback': ['--grant', 'token-exchange', '--exchange-audience', 'http://as.example'],
     };
     for (const [name, args] of Object.entries(cases)) {
       const added = await runTessera(['client', 'add', '--name', 'X', ...args], { TESSERA_DATABASE: server.config.database });
       assert.notEqual(added.code, 0, name);
       assert.match(added.stderr, /token-exchange|--exchange-audience/, `${name}: ${added.stderr}`);
     }
+  });
+});
+
+describe('TESSERA_TOKEN_EXCHANGE_MAX_ACTORS', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ env: { TESSERA_TOKEN_EXCHANGE_MAX_ACTORS: '1' } });
+  });
+  after(() => server.close());
+
+  it('refuses a chain of more actors than it allows: here one, so an exchanged token is not exchanged again', async () => {
+    const deps = manageDeps(server);
+    await addResource(deps, { identifier: PHOTOS, name: 'Photos', scopes: [{ name: 'photos:read', description: 'See your photos' }] });
+    await addResource(deps, { identifier: PRINTS, name: 'Prints', scopes: [{ name: 'prints:order', description: 'Order prints' }] });
+    const app = await server.addClient({ scopes: ['photos:read', 'prints:order'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
+    const photos = await createClient(deps, { client_name: 'Photo API', grant_types: ['token-exchange'], token_exchange_audiences: [PRINTS] });
+    const prints = await createClient(deps, { client_name: 'Print API', grant_types: ['token-exchange'], token_exchange_audiences: [PHOTOS] });
+    const user = await server.addUser();
+    const verifier = oauth.generateRandomCodeVerifier();
+    const url = new URL(`${server.url}/oauth/authorize`);
+    url.search = new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope: 'photos:read prints:order', code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    const page = await new FormBrowser(server.url).authorize(url.href, user);
+    const code = new URL(page.location!).searchParams.get('code')!;
+    const signedIn = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS }, { authorization: basic(app.clientId, app.clientSecret) });
+    const exchange = (client: { client: { id: string }; secret: string | null }, token: string, audience: string) =>
+      postForm(`${server.url}/oauth/token`, { grant_type: GRANT_TOKEN_EXCHANGE, subject_token: token, subject_token_type: TOKEN_TYPE_ACCESS_TOKEN, audience }, { authorization: basic(client.client.id, client.secret!) });
+    const hop1 = await exchange(photos, signedIn.body['access_token'] as string, PRINTS);
+    assert.equal(hop1.status, 200, JSON.stringify(hop1.body));
+    const hop2 = await exchange(prints, hop1.body['access_token'] as string, PHOTOS);
+    assert.deepEqual([hop2.status, hop2.body['error']], [400, 'invalid_request']);
+    assert.match(String(hop2.body['error_description']), /2 actors: at most 1/);
   });
 });

@@ -27,7 +27,9 @@ export interface Io {
   readonly tty?: boolean;
 }
 
-export type Command = (config: Config, args: string[], io: Io) => Promise<void>;
+/** A command; the exit status it returns, when not 0 (a check that found differences). */
+// biome-ignore lint/suspicious/noConfusingVoidType: most commands return nothing, and exit 0.
+export type Command = (config: Config, args: string[], io: Io) => Promise<void | number>;
 
 /**
  * getopt's rule for an option that takes a value: `--name VALUE` takes the next argument

@@ -33,7 +33,10 @@ import { PROVIDER_COMMANDS } from './providers.ts';
 import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
 import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
+import { TRUST_COMMANDS } from './trust.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
+import { SCIM_COMMANDS } from './scim.ts';
+import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
 import { terminalText } from './text.ts';
 
 export { UsageError, type Io };
@@ -59,10 +62,14 @@ ${usageLines('client add', [...cliUsageParts(CLIENT_FIELDS, 'create'), '[--publi
                                           Register a client; prints its client_id and client_secret once
                                           (--redirect-uri: one at least, but for a client_credentials
                                           service; --grant: authorization_code by default, device_code,
-                                          refresh_token, client_credentials and token-exchange only when
-                                          asked for (client_credentials: a service's own tokens, --scope
-                                          required; token-exchange: tokens for a person whose token it
-                                          holds, RFC 8693, for the APIs --exchange-audience names);
+                                          refresh_token, client_credentials, token-exchange and jwt-bearer
+                                          only when asked for (client_credentials: a service's own
+                                          tokens, --scope required; token-exchange: tokens for a person
+                                          whose token it holds, RFC 8693, for the APIs, or ID-JAGs for the
+                                          other servers' issuers, --exchange-audience names; jwt-bearer:
+                                          tokens for the ID-JAGs of a trusted issuer);
+                                          --client-id: its client_id, when it must be the one it has at
+                                          an identity provider whose ID-JAGs it redeems (else random);
                                           --device-network: the only
                                           networks its devices may start from;
                                           --public: no secret, for browser, native and CLI apps;
@@ -102,6 +109,10 @@ ${usageLines('resource update URI', [...cliUsageParts(RESOURCE_FIELDS, 'update')
                                           Change an API from its next token: --scope replaces the list
                                           (a scope a client is registered with cannot be removed)
   resource remove URI                     Remove an API: tokens and grants for it stop working at once
+  resource check URL [--json]             Fetch the protected resource metadata (RFC 9728) of the MCP
+                                          server or API at URL and say what differs from the API
+                                          registered here: its identifier, authorization_servers (this
+                                          issuer among them), scopes; exit status 1 when something does
 ${PROVIDER_ADD_USAGE}
                                           Let people sign in through an OpenID provider, GitHub or an LDAP
                                           directory; prints the redirect URI to register upstream;
@@ -175,6 +186,19 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+${usageLines('scim token add', [...cliUsageParts(SCIM_TOKEN_FIELDS, 'create'), '[--json]'])}
+                                          Print, once, a token a provisioning system (Entra ID, Okta)
+                                          calls <issuer>/scim/v2 with (docs/scim.md)
+  scim token list [--json]                The SCIM tokens, when each was last used (never the token)
+  scim token remove ID                    Withdraw a SCIM token (also: scim token revoke ID)
+  trust add --issuer URL (--jwks-uri URL | --jwks-file FILE) [--json]
+                                          Redeem ID-JAGs (identity assertion grants) from this identity
+                                          provider, signed by the keys at --jwks-uri (any host, loopback
+                                          too) or in --jwks-file (a JWK Set); clients redeem them with
+                                          --grant jwt-bearer (docs/agents.md)
+  trust list [--json]                     The trusted issuers and where their keys are
+  trust show ISSUER [--json]              One trusted issuer
+  trust remove ISSUER                     Stop trusting it: its ID-JAGs are refused, their tokens end
 `;
 
 /** Acts as a device against a running server (the issuer setting, or --issuer). Exit code 1 on denial or expiry. */
@@ -215,6 +239,8 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...SCIM_COMMANDS,
+  ...TRUST_COMMANDS,
 };
 
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
@@ -294,9 +320,9 @@ export async function run(argv: string[], terminal: Io): Promise<number> {
       if (second === '' || second.startsWith('-')) throw new UsageError(`${first} needs a command: ${subcommands}`);
       throw new UsageError(`unknown command ${JSON.stringify(`${first} ${second}`)}${suggestion(`${first} ${second}`, names)}`);
     }
-    await command(onIssuer, rest, io);
+    const status = await command(onIssuer, rest, io);
     if (printsUrls(`${first} ${second}`, rest)) await reportIssuer(assumed, io);
-    return 0;
+    return typeof status === 'number' ? status : 0;
   } catch (error) {
     // Every refusal is one line: what is wrong and where to read more.
     if (error instanceof ManageError) {

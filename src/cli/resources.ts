@@ -5,7 +5,9 @@ import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
 import { addResource, listResources, removeResource, resourceJson, updateResource, type ResourceInput, type ResourceUpdate } from '../flows/manage/resources.ts';
 import type { ResourceScope } from '../store/types.ts';
 import { inputFromOptions, type OptionValues } from './fields.ts';
-import { operatorDeps, parse, withStore, type Io } from './common.ts';
+import { operatorDeps, parse, UsageError, withStore, type Io } from './common.ts';
+import { upstreamFetch } from '../core/outbound.ts';
+import { checkProtectedResource, metadataLocation } from '../flows/manage/resource-check.ts';
 
 const ADD_OPTIONS = cliOptions(RESOURCE_FIELDS, 'create').options;
 const UPDATE_OPTIONS = cliOptions(RESOURCE_FIELDS, 'update').options;
@@ -59,7 +61,51 @@ async function resourceRemove(config: Config, args: string[], io: Io): Promise<v
   io.stdout(`Removed API ${identifier}: its tokens stop working now, and refresh tokens can no longer get new ones for it.\n`);
 }
 
+/** How long `resource check` waits for the metadata. */
+const CHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * `resource check URL`: fetches the protected resource metadata (RFC 9728) of the resource
+ * `URL` names (its identifier, or the metadata's own address) and compares it with the API
+ * registered here; exit status 1 when something differs, as diff(1) has it.
+ */
+async function resourceCheck(config: Config, args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, 1);
+  const given = positionals[0]!;
+  let location: ReturnType<typeof metadataLocation>;
+  try {
+    location = metadataLocation(given);
+  } catch {
+    throw new UsageError(`${given}: not an absolute URL`);
+  }
+  let metadata: Record<string, unknown>;
+  let response: Response;
+  try {
+    // The operator's own command: any host, loopback too (an MCP server beside it); no redirects, bounded in time and size.
+    response = await upstreamFetch(location.metadataUrl, { redirect: 'error', signal: AbortSignal.timeout(CHECK_TIMEOUT_MS), headers: { accept: 'application/json' } });
+  } catch {
+    throw new Error(`${location.metadataUrl} could not be fetched (within ${CHECK_TIMEOUT_MS / 1000} s, without redirects)`);
+  }
+  if (response.status !== 200) throw new Error(`${location.metadataUrl} answered HTTP ${response.status}: no protected resource metadata there (RFC 9728 §3)`);
+  try {
+    metadata = (await response.json()) as Record<string, unknown>;
+  } catch {
+    throw new Error(`${location.metadataUrl} is not JSON`);
+  }
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) throw new Error(`${location.metadataUrl} is not a JSON object`);
+  const registered = await withStore(config, (store) => store.resources.get(typeof metadata['resource'] === 'string' ? metadata['resource'] : location.resource));
+  const lines = checkProtectedResource(location.resource, metadata, registered, config.issuer);
+  const differs = lines.some((line) => !line.ok);
+  if (values.json) {
+    io.stdout(`${JSON.stringify({ metadata_url: location.metadataUrl, resource: location.resource, differs, checks: lines })}\n`);
+  } else {
+    io.stdout(`Protected resource metadata at ${location.metadataUrl}:\n${lines.map((line) => `  ${line.what}: ${line.ok ? 'ok' : 'DIFFERS'}: ${line.text}\n`).join('')}${differs ? 'Something differs: an MCP client following this metadata would not sign in as registered here.\n' : 'Everything matches.\n'}`);
+  }
+  return differs ? 1 : 0;
+}
+
 export const RESOURCE_COMMANDS = {
+  'resource check': resourceCheck,
   'resource add': resourceAdd,
   'resource list': resourceList,
   'resource update': resourceUpdate,

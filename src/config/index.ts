@@ -142,6 +142,10 @@ export function loadConfig(env: Env = process.env): Config {
       retryWindowSeconds: s.TESSERA_WEBHOOK_RETRY_WINDOW,
       retryDelayMs: s.TESSERA_WEBHOOK_RETRY_DELAY_MS,
     },
+    agents: {
+      maxActors: s.TESSERA_TOKEN_EXCHANGE_MAX_ACTORS,
+      idJagLifetime: s.TESSERA_ID_JAG_LIFETIME,
+    },
     ignoredVariables,
   };
 }

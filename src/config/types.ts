@@ -93,6 +93,7 @@ export interface Config {
   readonly logout: LogoutSettings;
   /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
+  readonly agents: AgentSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -405,6 +406,14 @@ export interface WebhookSettings {
   readonly retryWindowSeconds: number;
   /** `TESSERA_WEBHOOK_RETRY_DELAY_MS` (default 5000): the wait before the second try, doubled before each later one (at most an hour). */
   readonly retryDelayMs: number;
+}
+
+/** Agents acting for people (docs/agents.md): token exchange chains and ID-JAGs. */
+export interface AgentSettings {
+  /** `TESSERA_TOKEN_EXCHANGE_MAX_ACTORS` (default 4): how many actors a delegation chain may name. */
+  readonly maxActors: number;
+  /** `TESSERA_ID_JAG_LIFETIME` seconds (default 300): an ID-JAG's lifetime here, and the most one redeemed here may have. */
+  readonly idJagLifetime: number;
 }
 
 export interface LogoutSettings {

@@ -105,7 +105,11 @@ export const CONSOLE_PATHS = {
   events: '/console/events',
   keys: '/console/keys',
   webhooks: '/console/webhooks',
+  scim: '/console/scim',
 } as const;
+
+/** SCIM 2.0 (RFC 7644 §3): the base of its resources, under the issuer (docs/scim.md). */
+export const SCIM_PATH = '/scim/v2';
 
 /** The discovery entries that say where each endpoint is (RFC 8414 §2, OIDC Discovery §3). */
 export function endpointMetadata(issuer: string): Record<string, string> {

@@ -77,6 +77,15 @@ export const EVENT_TYPES = [
   /** An initial access token for dynamic registration made (RFC 7591 §3); never the token. */
   'registration_token.created',
   'registration_token.removed',
+  /** A SCIM token made for a provisioning system (`detail.name`), or withdrawn; never the token. */
+  'scim_token.created',
+  'scim_token.removed',
+  /** A SCIM token or scope-`scim` client refused at `/scim/v2` (a wrong token): `detail.reason`. */
+  'scim.refused',
+  /** A group made, changed (its name or members: `detail.fields`) or removed, over SCIM. */
+  'group.created',
+  'group.updated',
+  'group.removed',
   /** A client registered itself (RFC 7591) or was registered with an initial access token; `detail.policy`. */
   'client.registered',
   /**
@@ -97,6 +106,9 @@ export const EVENT_TYPES = [
   'token.exchanged',
   /** A token exchange refused (`detail.error`, `detail.reason`): nothing issued. */
   'token.exchange_refused',
+  /** An identity provider whose ID-JAGs are redeemed here trusted, or no longer (`detail.issuer`). */
+  'trusted_issuer.added',
+  'trusted_issuer.removed',
   'resource.created',
   'resource.updated',
   'resource.removed',

@@ -12,10 +12,25 @@ export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
 /** RFC 8693 §2.1: a client exchanges a person's token for one of its own, for another API, acting for them. */
 export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
-export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN | typeof GRANT_CLIENT_CREDENTIALS | typeof GRANT_TOKEN_EXCHANGE;
+/**
+ * RFC 7523 §2.1: a JWT as an authorization grant. Here the one profile of it this server
+ * redeems: an Identity Assertion JWT Authorization Grant (draft-ietf-oauth-identity-assertion-authz-grant)
+ * from an issuer the operator trusts.
+ */
+export const GRANT_JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+
+export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN | typeof GRANT_CLIENT_CREDENTIALS | typeof GRANT_TOKEN_EXCHANGE | typeof GRANT_JWT_BEARER;
 
 /** RFC 8693 §3: the token type identifier of an OAuth 2.0 access token. */
 export const TOKEN_TYPE_ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+/** RFC 8693 §3: the token type identifier of an OpenID Connect ID token. */
+export const TOKEN_TYPE_ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token';
+/** draft-ietf-oauth-identity-assertion-authz-grant §3: the token type of an Identity Assertion JWT Authorization Grant. */
+export const TOKEN_TYPE_ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag';
+/** draft-ietf-oauth-identity-assertion-authz-grant §3.1: the JOSE `typ` of an ID-JAG. */
+export const ID_JAG_TYP = 'oauth-id-jag+jwt';
+/** draft-ietf-oauth-identity-assertion-authz-grant: the profile `authorization_grant_profiles_supported` names. */
+export const ID_JAG_PROFILE = 'urn:ietf:params:oauth:grant-profile:id-jag';
 
 /** Query or form parameters as parsed: a name may repeat (RFC 6749 §3.1 forbids it; the flows refuse it). */
 export type RawParams = Readonly<Record<string, string | readonly string[] | undefined>>;

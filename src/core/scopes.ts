@@ -32,6 +32,9 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   // A webhook sends the audit trail's user and client events to a URL of its adder's choosing.
   'admin:webhooks': 'Manage webhooks, which send user and client events out (with admin:events or admin:events:read to add one)',
   'admin:webhooks:read': 'Read webhooks and their deliveries',
+  // SCIM 2.0 (docs/scim.md): a provisioning client's token for <issuer>/admin with this scope
+  // calls <issuer>/scim/v2 as a SCIM token does; it opens no admin API operation.
+  scim: 'Provision people and groups over SCIM 2.0 (<issuer>/scim/v2)',
 };
 
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);
@@ -69,7 +72,8 @@ export function isOperatorRole(value: string): value is OperatorRole {
 const READ_SCOPES = ADMIN_SCOPES.filter((scope) => scope.endsWith(':read'));
 
 export const ROLE_SCOPES: Readonly<Record<OperatorRole, readonly string[]>> = {
-  admin: ADMIN_SCOPES.filter((scope) => !scope.endsWith(':read')),
+  // `scim` is a provisioning system's, not an operator's: no role stands for it.
+  admin: ADMIN_SCOPES.filter((scope) => scope.startsWith('admin:') && !scope.endsWith(':read')),
   support: ['admin:users', ...READ_SCOPES.filter((scope) => scope !== 'admin:users:read')],
   viewer: READ_SCOPES,
 };

@@ -2,7 +2,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../config/index.ts';
 import type { Events } from '../core/events.ts';
 import type { GrantType } from '../core/protocol.ts';
-import type { ClientRecord, Store } from '../store/types.ts';
+import type { JWTVerifyGetKey } from 'jose';
+import type { ClientRecord, Store, TrustedIssuerRecord } from '../store/types.ts';
 import type { TokenIssuer, TokenResponse } from '../tokens/issue.ts';
 import type { DpopProof } from './dpop/proof.ts';
 
@@ -21,6 +22,8 @@ export interface FlowDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** The audit trail's seam: what happened, for the log, the events table and the metrics. */
   readonly events: Events;
+  /** A trusted issuer's keys, fetched and cached (flows/jwt-bearer/token.ts); absent: a cache of the flow's own. */
+  readonly issuerKeys?: (issuer: TrustedIssuerRecord) => JWTVerifyGetKey;
 }
 
 /** Token request parameters (RFC 6749 §3.2): each present at most once, empty ones dropped. */

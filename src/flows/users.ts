@@ -9,9 +9,9 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
 import { hashPassword } from '../core/password.ts';
 import type { OperatorRole } from '../core/scopes.ts';
-import type { PasswordResetRecord, SessionRecord, UserProfileChanges, UserRecord } from '../store/types.ts';
-import { transactionWithEvents } from './events.ts';
-import { recordEnded } from './session/session.ts';
+import type { PasswordResetRecord, SessionRecord, Stores, UserProfileChanges, UserRecord } from '../store/types.ts';
+import { transactionWithEvents, type RecordEvent } from './events.ts';
+import { recordEnded, type EndedBy } from './session/session.ts';
 import { checkCurrentPassword, type Busy, type Limited, type PasswordCheckDeps } from './sign-in.ts';
 import type { FlowDeps } from './types.ts';
 
@@ -40,33 +40,39 @@ const about = (user: UserRecord) => ({ userId: user.id, username: user.username 
  * Returns the sessions it ended, whose apps the caller tells (flows/logout/backchannel.ts).
  */
 export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disabled: boolean): Promise<SessionRecord[]> {
-  return transactionWithEvents(deps, async (tx, record) => {
-    await tx.users.setDisabled(user.id, disabled);
-    const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
-    // A sign-in waiting for its one-time code would otherwise still complete.
-    if (disabled) await tx.pendingSignIns.removeForUser(user.id);
-    // A reset link given out before is spent, not paused: enabling the account again must not
-    // bring back a link that may have gone astray while it was disabled.
-    if (disabled) await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
-    // Their grants are revoked, not only paused: enabling the account again must not bring
-    // back the access and refresh tokens issued before. Apps ask them again.
-    let revoked = 0;
-    if (disabled) {
-      const now = deps.clock.now();
-      for (const grant of await tx.grants.listForUser(user.id)) {
-        if (!(await tx.grants.revoke(grant.id, now))) continue;
-        revoked += 1;
-        await record({ type: 'grant.revoked', userId: user.id, clientId: grant.clientId, grantId: grant.id, detail: { by: 'operator' } });
-      }
+  return transactionWithEvents(deps, (tx, record) => setDisabledIn(deps, tx, record, user, disabled));
+}
+
+/**
+ * `setUserDisabled`'s writes, inside a transaction the caller holds (a SCIM change that also
+ * renames the person commits both or neither). `by` says who did it in the events.
+ */
+export async function setDisabledIn(deps: Pick<AccountDeps, 'clock'>, tx: Stores, record: RecordEvent, user: UserRecord, disabled: boolean, by: EndedBy = 'operator'): Promise<SessionRecord[]> {
+  await tx.users.setDisabled(user.id, disabled);
+  const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
+  // A sign-in waiting for its one-time code would otherwise still complete.
+  if (disabled) await tx.pendingSignIns.removeForUser(user.id);
+  // A reset link given out before is spent, not paused: enabling the account again must not
+  // bring back a link that may have gone astray while it was disabled.
+  if (disabled) await tx.passwordResets.spendAllForUser(user.id, deps.clock.now());
+  // Their grants are revoked, not only paused: enabling the account again must not bring
+  // back the access and refresh tokens issued before. Apps ask them again.
+  let revoked = 0;
+  if (disabled) {
+    const now = deps.clock.now();
+    for (const grant of await tx.grants.listForUser(user.id)) {
+      if (!(await tx.grants.revoke(grant.id, now))) continue;
+      revoked += 1;
+      await record({ type: 'grant.revoked', userId: user.id, clientId: grant.clientId, grantId: grant.id, detail: { by } });
     }
-    await record({
-      type: disabled ? 'user.disabled' : 'user.enabled',
-      ...about(user),
-      detail: disabled ? { sessions_ended: ended.length, grants_revoked: revoked, by: 'operator' } : { by: 'operator' },
-    });
-    await recordEnded(record, user, ended, 'operator');
-    return ended;
+  }
+  await record({
+    type: disabled ? 'user.disabled' : 'user.enabled',
+    ...about(user),
+    detail: disabled ? { sessions_ended: ended.length, grants_revoked: revoked, by } : { by },
   });
+  await recordEnded(record, user, ended, by);
+  return ended;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ACR_VALUES } from '../core/auth-methods.ts';
-import { REQUEST_OBJECT_ALGORITHMS } from '../core/protocol.ts';
+import { GRANT_JWT_BEARER, ID_JAG_PROFILE, REQUEST_OBJECT_ALGORITHMS } from '../core/protocol.ts';
 import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { RESPONSE_MODES } from '../flows/authorization-code/request.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
@@ -37,6 +37,8 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     response_types_supported: ['code'],
     response_modes_supported: RESPONSE_MODES,
     grant_types_supported: deps.grants.map((grant) => grant.type),
+    // draft-ietf-oauth-identity-assertion-authz-grant §6.1: the jwt-bearer grant redeems ID-JAGs.
+    ...(deps.grants.some((grant) => grant.type === GRANT_JWT_BEARER) ? { authorization_grant_profiles_supported: [ID_JAG_PROFILE] } : {}),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
     token_endpoint_auth_methods_supported: TOKEN_AUTH_METHODS,

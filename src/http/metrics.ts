@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { METRICS_PATH } from '../core/endpoints.ts';
 import type { AuditEvent, EventListener } from '../core/events.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_JWT_BEARER, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../core/protocol.ts';
 import type { DeliveryObserver } from '../flows/webhooks/dispatcher.ts';
 import type { Store } from '../store/types.ts';
 
@@ -160,7 +160,8 @@ export class Metrics {
 
   /** Counts what an event says happened. */
   readonly listener: EventListener = (event) => {
-    const grant = TOKEN_EVENTS[event.type];
+    // An ID-JAG redeemed is a token.exchanged of the jwt-bearer grant (flows/jwt-bearer/token.ts).
+    const grant = event.type === 'token.exchanged' && event.detail['grant'] === 'jwt-bearer' ? GRANT_JWT_BEARER : TOKEN_EVENTS[event.type];
     if (grant) this.#tokens.inc({ grant });
     const outcome = DEVICE_OUTCOMES[event.type];
     if (outcome) this.#devices.inc({ outcome });

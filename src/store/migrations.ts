@@ -867,6 +867,77 @@ const namedClaims: Migration = {
 };
 
 /**
+ * Version 32 (SCIM 2.0 provisioning, docs/scim.md): the long-lived tokens a provisioning
+ * system calls `/scim/v2` with, by the hash of each (the token is shown once), and what SCIM
+ * keeps of a person beyond their standard claims: the provisioning system's `externalId` and
+ * the other attributes it gave, as one JSON object. Both go with their account.
+ */
+const scimProvisioning: Migration = {
+  version: 32,
+  name: 'scim tokens and attributes',
+  statements: [
+    (t) => `CREATE TABLE scim_tokens (
+      id           ${t.text} PRIMARY KEY,
+      name         ${t.text} NOT NULL UNIQUE,
+      token_hash   ${t.text} NOT NULL UNIQUE,
+      created_at   ${t.time} NOT NULL,
+      last_used_at ${t.time}
+    )`,
+    (t) => `CREATE TABLE scim_users (
+      user_id     ${t.text} PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+      external_id ${t.text},
+      attributes  ${t.json} NOT NULL
+    )`,
+  ],
+};
+
+/**
+ * Version 33 (SCIM 2.0 groups): groups and their members. A group's name is unique without
+ * regard to case, as the `groups` claim carries it; its memberships go with the group and
+ * with the person.
+ */
+const groups: Migration = {
+  version: 33,
+  name: 'groups and members',
+  statements: [
+    (t) => `CREATE TABLE user_groups (
+      id           ${t.text} PRIMARY KEY,
+      display_name ${t.text} NOT NULL,
+      external_id  ${t.text},
+      created_at   ${t.time} NOT NULL,
+      updated_at   ${t.time} NOT NULL
+    )`,
+    'CREATE UNIQUE INDEX user_groups_name ON user_groups (lower(display_name))',
+    (t) => `CREATE TABLE group_members (
+      group_id ${t.text} NOT NULL REFERENCES user_groups (id) ON DELETE CASCADE,
+      user_id  ${t.text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      PRIMARY KEY (group_id, user_id)
+    )`,
+    'CREATE INDEX group_members_user ON group_members (user_id)',
+  ],
+};
+
+/**
+ * Version 38 (Identity Assertion JWT Authorization Grants): the identity providers whose
+ * ID-JAGs this server redeems (`tessera trust add`), each with its keys' URL or its keys.
+ * Versions 28 to 37 belong to other branches.
+ */
+const trustedIssuers: Migration = {
+  version: 38,
+  name: 'trusted issuers of identity assertion grants',
+  statements: [
+    (t) => `CREATE TABLE trusted_issuers (
+      issuer         ${t.text} PRIMARY KEY,
+      jwks_uri       ${t.text},
+      jwks           ${t.json},
+      added_by_owner ${t.boolean('added_by_owner')},
+      created_at     ${t.time} NOT NULL,
+      CHECK ((jwks_uri IS NULL) <> (jwks IS NULL))
+    )`,
+  ],
+};
+
+/**
  * Version 40 (Shared Signals): receivers' event streams (SSF 1.0 §8) and their
  * deliveries, from the same outbox as the webhooks': a second trigger on `events` adds one
  * delivery row per stream that hears the event, in the transaction that stores it. A stream
@@ -963,4 +1034,4 @@ const ssfStreams: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, ssfStreams];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, scimProvisioning, groups, trustedIssuers, ssfStreams];

@@ -35,8 +35,10 @@ import type { ResourceStore } from './resources.ts';
 import type { SessionStore } from './sessions.ts';
 import type { AccessTokenStore, RefreshTokenStore } from './tokens.ts';
 import type { UserStore } from './users.ts';
+import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { SsfStore } from './ssf.ts';
+import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
 export * from './resources.ts';
@@ -58,6 +60,8 @@ export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './ssf.ts';
+export * from './scim.ts';
+export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
 
 /** The stores by concern: what a flow reads and writes, and what a transaction is given. */
@@ -93,6 +97,12 @@ export interface Stores {
   readonly webhooks: WebhookStore;
   /** Shared Signals streams and their deliveries, from the same outbox. */
   readonly ssf: SsfStore;
+  /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
+  readonly scimTokens: ScimTokenStore;
+  readonly scimUsers: ScimUserStore;
+  readonly groups: GroupStore;
+  /** The identity providers whose ID-JAGs this server redeems. */
+  readonly trustedIssuers: TrustedIssuerStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -125,4 +125,9 @@ export interface UserStore {
    * user (sessions, grants, device requests) must be removed first, in the same transaction.
    */
   remove(id: string): Promise<boolean>;
+  /**
+   * Gives the user another username (stored as given: the flows normalise it), in one
+   * conditional statement; false when another user has it, or there is no such user.
+   */
+  rename(id: string, username: string): Promise<boolean>;
 }

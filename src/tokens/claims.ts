@@ -136,12 +136,14 @@ export function parseClaimsLocales(value: string | null): string[] {
 const MAX_CLAIMS_LOCALES = 10;
 
 /**
- * The person's groups for the `groups` claim: those their linked upstream identities last
- * reported (an OpenID provider's `groups` claim, a directory's group search), each once, in
- * order. Read only when the scope, or a claims request approved by name, asks for them.
+ * The person's groups for the `groups` claim: the groups provisioned over SCIM they are a
+ * member of (docs/scim.md), then those their linked upstream identities last reported (an
+ * OpenID provider's `groups` claim, a directory's group search), each once, in order. Read
+ * only when the scope, or a claims request approved by name, asks for them (the `groups`
+ * scope, as Keycloak's and authentik's group mappers release them).
  */
-export async function groupsOf(store: Pick<Store, 'linkedIdentities'>, userId: string, scope: readonly string[], named: readonly string[] = []): Promise<string[]> {
+export async function groupsOf(store: Pick<Store, 'linkedIdentities' | 'groups'>, userId: string, scope: readonly string[], named: readonly string[] = []): Promise<string[]> {
   if (!scope.includes('groups') && !named.includes('groups')) return [];
-  const links = await store.linkedIdentities.listForUser(userId);
-  return [...new Set(links.flatMap((link) => link.groups))];
+  const [provisioned, links] = await Promise.all([store.groups.namesOf(userId), store.linkedIdentities.listForUser(userId)]);
+  return [...new Set([...provisioned, ...links.flatMap((link) => link.groups)])];
 }

@@ -73,13 +73,20 @@ export class ClientKeySets {
 
   /** A key getter for `jwtVerify`, over the client's registered or published keys. */
   keysOf(client: ClientRecord): JWTVerifyGetKey {
-    if (client.jwks !== null) {
-      const keys = parseJwks(client.jwks);
+    return this.keysFrom(client, this.#fetchFor(client.registeredBy !== undefined));
+  }
+
+  /**
+   * A key getter over a JWK Set given, or the one at `jwksUri`, fetched with `send` and cached
+   * as a client's is: a trusted issuer's keys (flows/jwt-bearer/token.ts).
+   */
+  keysFrom(source: { readonly jwks: unknown; readonly jwksUri: string | null }, send: typeof fetch): JWTVerifyGetKey {
+    if (source.jwks !== null && source.jwks !== undefined) {
+      const keys = parseJwks(source.jwks);
       return (header) => keys(header);
     }
-    const uri = client.jwksUri;
-    if (uri === null) throw new ClientKeysError('the client has no registered keys');
-    const send = this.#fetchFor(client.registeredBy !== undefined);
+    const uri = source.jwksUri;
+    if (uri === null) throw new ClientKeysError('no keys are registered');
     return (header) => this.#fromUri(uri, header, send);
   }
 

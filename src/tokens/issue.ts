@@ -5,7 +5,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Lifetimes, SigningAlgorithm } from '../config/index.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, TOKEN_TYPE_ACCESS_TOKEN } from '../core/protocol.ts';
+import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, ID_JAG_TYP, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_JAG } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
 import { approvedClaims, groupsOf, releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
@@ -14,8 +14,8 @@ import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 /** The successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3). Wire names, readonly. */
 export interface TokenResponse {
   readonly access_token: string;
-  /** RFC 9449 §5: `DPoP` for an access token bound to a DPoP key. */
-  readonly token_type: 'Bearer' | 'DPoP';
+  /** RFC 9449 §5: `DPoP` for an access token bound to a DPoP key; RFC 8693 §2.2.1 `N_A` for what is not an access token (an ID-JAG). */
+  readonly token_type: 'Bearer' | 'DPoP' | 'N_A';
   readonly expires_in: number;
   readonly scope: string;
   readonly id_token?: string;
@@ -137,6 +137,11 @@ export interface AccessTokenClaims {
   readonly userinfoClaims: readonly string[];
   /** RFC 8693 §4.1: who acts for `sub` (a token exchange's client, and those before it); null when `sub`'s own client does. */
   readonly act: Actor | null;
+  /**
+   * The trusted issuer of the ID-JAG the token was issued for (`id_jag_iss`), when it was: a
+   * person's token with no grant here, living while that issuer stays trusted. Null otherwise.
+   */
+  readonly assertedBy?: string | null;
 }
 
 /** What a token exchange (RFC 8693) issues: an access token for `resource`, for the person of a live grant, acted for by `act`. */
@@ -152,6 +157,37 @@ export interface ExchangeIssuance {
   /** The subject token's `exp` (seconds): this token never outlives it. */
   readonly notAfter: number;
   readonly dpopJkt: string | null;
+}
+
+/** What an ID-JAG says (draft-ietf-oauth-identity-assertion-authz-grant §3.1), as this server issues one. */
+export interface IdJagIssuance {
+  /** The exchanging client: `client_id`, the client it is for at the other server (registered there under the same client_id). */
+  readonly client: ClientRecord;
+  readonly userId: string;
+  /** The other authorization server's issuer: `aud`. */
+  readonly audience: string;
+  /** The API at the other server it is for, when named: `resource`. */
+  readonly resource: string | null;
+  readonly scope: readonly string[];
+  /** OIDC `auth_time` of the sign-in the ID token came from, seconds; null when it had none. */
+  readonly authTime: number | null;
+  /** The person's e-mail address when verified here: how the other server may find them. */
+  readonly email: string | null;
+  /** The subject ID token's `exp` (seconds): the ID-JAG never outlives it. */
+  readonly notAfter: number;
+  /** TESSERA_ID_JAG_LIFETIME seconds; ID_JAG_LIFETIME (five minutes, the most) by default. */
+  readonly lifetime?: number;
+}
+
+/** draft-ietf-oauth-identity-assertion-authz-grant: an ID-JAG is short-lived; five minutes at most. */
+export const ID_JAG_LIFETIME = 300;
+
+/** The claims of an ID token this server signed, still unexpired. */
+export interface IdTokenClaims {
+  readonly sub: string;
+  readonly aud: readonly string[];
+  readonly exp: number;
+  readonly authTime: number | null;
 }
 
 /**
@@ -186,7 +222,7 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
-  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups'>;
   readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
@@ -195,7 +231,7 @@ export class TokenIssuer {
     clock: Clock,
     issuer: string,
     lifetimes: Lifetimes,
-    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities'>,
+    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups'>,
     accessTokenAlg: SigningAlgorithm = 'ES256',
   ) {
     this.#keys = keys;
@@ -311,6 +347,86 @@ export class TokenIssuer {
   }
 
   /**
+   * draft-ietf-oauth-identity-assertion-authz-grant §4.4.2: the access token redeemed for an
+   * ID-JAG, an RFC 9068 JWT for one API with `sub` the person, `client_id` the client and
+   * `id_jag_iss` the trusted issuer whose ID-JAG it came from. No grant here, no refresh
+   * token: it lives while the issuer stays trusted (flows/lifecycle/access-token.ts).
+   */
+  async issueAsserted(issuance: { readonly client: ClientRecord; readonly userId: string; readonly scope: readonly string[]; readonly resource: ResourceRecord; readonly assertedBy: string; readonly dpopJkt: string | null }): Promise<TokenResponse> {
+    const now = seconds(this.#clock.now());
+    const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
+    const scope = issuance.scope.join(' ');
+    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
+    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
+      client_id: issuance.client.id,
+      scope,
+      id_jag_iss: issuance.assertedBy,
+      iss: this.#issuer,
+      aud: issuance.resource.identifier,
+      sub: issuance.userId,
+      iat: now,
+      exp: now + lifetime,
+      jti: randomUUID(),
+      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+    }, key.privateKey);
+    return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
+  }
+
+  /**
+   * draft-ietf-oauth-identity-assertion-authz-grant §3.1: an Identity Assertion JWT
+   * Authorization Grant for another authorization server, `typ` oauth-id-jag+jwt, signed as ID
+   * tokens are (RS256, with a key this server's JWKS publishes), with `iss`, `sub`, `aud`,
+   * `client_id`, `jti`, `iat`, `exp` (five minutes at most, and never past the subject ID
+   * token's), `resource` and `scope` when asked for, `auth_time`, and the person's verified
+   * e-mail address. The token response (§4.3.2): `issued_token_type` id-jag, `token_type` N_A,
+   * no refresh token.
+   */
+  async issueIdJag(issuance: IdJagIssuance): Promise<TokenResponse> {
+    const now = seconds(this.#clock.now());
+    const exp = Math.min(now + Math.min(issuance.lifetime ?? ID_JAG_LIFETIME, ID_JAG_LIFETIME), issuance.notAfter);
+    const scope = issuance.scope.join(' ');
+    const key = await this.#keys.signingKey('RS256');
+    const token = await signJws({ alg: key.alg, kid: key.kid, typ: ID_JAG_TYP }, {
+      iss: this.#issuer,
+      sub: issuance.userId,
+      aud: issuance.audience,
+      client_id: issuance.client.id,
+      jti: randomUUID(),
+      iat: now,
+      exp,
+      ...(issuance.resource === null ? {} : { resource: issuance.resource }),
+      ...(scope === '' ? {} : { scope }),
+      ...(issuance.authTime === null ? {} : { auth_time: issuance.authTime }),
+      ...(issuance.email === null ? {} : { email: issuance.email, email_verified: true }),
+    }, key.privateKey);
+    return { access_token: token, issued_token_type: TOKEN_TYPE_ID_JAG, token_type: 'N_A', expires_in: exp - now, scope };
+  }
+
+  /**
+   * An ID token this server signed (typ JWT, RS256, a key still published) for itself as
+   * issuer, not expired: the subject token of an ID-JAG exchange. Null for anything else.
+   */
+  async readIdToken(token: string): Promise<IdTokenClaims | null> {
+    const keySet = await this.#verificationKeySet();
+    try {
+      const { payload, protectedHeader } = await jwtVerify(token, keySet, {
+        issuer: this.#issuer,
+        algorithms: ['RS256'],
+        currentDate: new Date(this.#clock.now()),
+        requiredClaims: ['sub', 'aud', 'exp', 'iat'],
+      });
+      // ID tokens are typ JWT: access, logout tokens and ID-JAGs are refused as subject.
+      if (protectedHeader.typ !== 'JWT') return null;
+      const { sub, aud, exp, auth_time: authTime } = payload;
+      const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+      if (typeof sub !== 'string' || typeof exp !== 'number' || audiences.length === 0) return null;
+      return { sub, aud: audiences, exp, authTime: typeof authTime === 'number' ? authTime : null };
+    } catch {
+      return null;
+    }
+  }
+
+  /**
    * An opaque 256-bit refresh token, stored by its hash with the scope of the sign-in it came from (RFC 6749
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
@@ -364,11 +480,13 @@ export class TokenIssuer {
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales, userinfo_claims: userinfoClaims, act } = payload;
+      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales, userinfo_claims: userinfoClaims, act, id_jag_iss: assertedBy } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
-      // A token without a grant is a client's own, and then its subject is the client.
-      if (gid === undefined ? sub !== clientId : typeof gid !== 'string') return null;
+      // A token without a grant is a client's own, and then its subject is the client, or
+      // a person's redeemed for an ID-JAG (never with a grant).
+      if (assertedBy !== undefined && (typeof assertedBy !== 'string' || gid !== undefined)) return null;
+      if (gid === undefined ? sub !== clientId && assertedBy === undefined : typeof gid !== 'string') return null;
       const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
       if (cnf !== undefined && typeof jkt !== 'string') return null;
       // Only a person's token is acted for (a token exchange needs a grant).
@@ -376,7 +494,7 @@ export class TokenIssuer {
       if (act !== undefined && (actor === null || typeof gid !== 'string')) return null;
       return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null,
         claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [],
-        userinfoClaims: typeof userinfoClaims === 'string' ? userinfoClaims.split(' ').filter(Boolean) : [], act: actor };
+        userinfoClaims: typeof userinfoClaims === 'string' ? userinfoClaims.split(' ').filter(Boolean) : [], act: actor, assertedBy: typeof assertedBy === 'string' ? assertedBy : null };
     } catch {
       return null;
     }

@@ -15,7 +15,7 @@ import { isMessageKey, type MessageKey } from './i18n.ts';
 import { csrfField, layout, openIdScope, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
-export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'keys'] as const;
+export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'scim', 'keys'] as const;
 export type ConsoleSection = (typeof CONSOLE_SECTIONS)[number];
 
 /** What every console page is rendered with. */
@@ -36,6 +36,7 @@ const SECTION_NAMES: Readonly<Record<ConsoleSection, MessageKey>> = {
   providers: 'console.nav.providers',
   events: 'console.nav.events',
   webhooks: 'console.nav.webhooks',
+  scim: 'console.nav.scim',
   keys: 'console.nav.keys',
 };
 
@@ -274,11 +275,12 @@ export interface AppListItem {
   readonly unverified: boolean;
 }
 
-export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly notice?: string | undefined }): string {
+export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly trustHref?: string; readonly notice?: string | undefined }): string {
   const { t } = frame.ui;
   return consolePage(frame, t.text('console.apps.title'), html`<h1>${t.html('console.apps.title')}</h1>
 ${notice(view.notice)}
 ${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apps.register'))}</p>`}
+${view.trustHref === undefined ? null : html`<p><a href="${view.trustHref}">${t.html('console.trust.title')}</a></p>`}
 ${view.apps.length === 0
   ? html`<p>${t.html('console.apps.none')}</p>`
   : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}${app.unverified ? html` <span class="tag warning">${t.html('console.apps.unverified')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);

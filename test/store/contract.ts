@@ -15,6 +15,8 @@ import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { identityProvidersContract } from './identity-providers-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { ssfContract } from './ssf-contract.ts';
+import { scimContract } from './scim-contract.ts';
+import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
   DuplicateError,
@@ -1748,6 +1750,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     identityProvidersContract({ store: () => store, unique, givenUser });
     webhooksContract({ store: () => store, unique });
     ssfContract({ store: () => store, unique, givenClient: () => givenClient() });
+    scimContract({ store: () => store, unique, givenUser });
+    trustedIssuersContract({ store: () => store, unique });
 
     describe('purgeExpired', () => {
       it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {

@@ -1,5 +1,5 @@
 import { OAuthError } from '../../core/errors.ts';
-import { GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE } from '../../core/protocol.ts';
+import { GRANT_CLIENT_CREDENTIALS, GRANT_JWT_BEARER, GRANT_TOKEN_EXCHANGE } from '../../core/protocol.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import type { ClientRecord, ResourceRecord, UserRecord } from '../../store/types.ts';
 import type { AccessTokenClaims } from '../../tokens/issue.ts';
@@ -69,6 +69,25 @@ async function exchangeStands(deps: Pick<FlowDeps, 'store'>, claims: AccessToken
 }
 
 /**
+ * A person's token redeemed for an ID-JAG (flows/jwt-bearer/token.ts): not revoked by its
+ * `jti`, its issuer still trusted, its client still registered for the jwt-bearer grant and not
+ * told to forget its tokens since, its person active, its API registered before it was issued.
+ */
+async function liveAssertedToken(deps: FlowDeps, claims: AccessTokenClaims, issuer: string): Promise<LiveAccessToken | null> {
+  const [revoked, trusted, client, user, resource] = await Promise.all([
+    deps.store.accessTokens.isRevoked(claims.jti),
+    deps.store.trustedIssuers.get(issuer),
+    deps.store.clients.get(claims.client_id),
+    deps.store.users.get(claims.sub),
+    deps.store.resources.get(claims.aud),
+  ]);
+  if (revoked || trusted === null || trusted.createdAt > claims.iat * 1000 + 999) return null;
+  if (!client?.grantTypes.includes(GRANT_JWT_BEARER) || (client.tokensRevokedAt != null && claims.iat * 1000 <= client.tokensRevokedAt)) return null;
+  if (!user || user.disabled || !resource || Math.floor(resource.createdAt / 1000) > claims.iat) return null;
+  return { claims, user, resource };
+}
+
+/**
  * The access token if it is still good: signed here and unexpired, not revoked by its `jti`
  * (RFC 7009), its grant not revoked (by the user, by reuse of a code or refresh token), and
  * its user still active, and its audience this server or an API still registered (removing
@@ -81,6 +100,7 @@ export async function liveAccessToken(deps: FlowDeps, token: string): Promise<Li
   const claims = await deps.tokens.readAccessToken(token);
   if (!claims) return null;
   const ownApi = claims.aud === deps.config.issuer;
+  if (claims.gid === null && claims.assertedBy) return ownApi ? null : liveAssertedToken(deps, claims, claims.assertedBy);
   if (claims.gid === null) {
     if (ownApi) return null;
     const [client, resource] = await Promise.all([liveClientToken(deps, claims), deps.store.resources.get(claims.aud)]);

@@ -14,6 +14,7 @@ import {
   GRANT_AUTHORIZATION_CODE,
   GRANT_CLIENT_CREDENTIALS,
   GRANT_DEVICE_CODE,
+  GRANT_JWT_BEARER,
   GRANT_REFRESH_TOKEN,
   GRANT_TOKEN_EXCHANGE,
   PKCE_POLICIES,
@@ -26,7 +27,7 @@ import {
 } from '../../core/protocol.ts';
 import { isLoopbackIssuer, redirectUriProblem } from '../../core/redirect-uri.ts';
 import { OPERATOR_GIVEN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
-import type { ClientChanges, ClientRecord, SelfRegistration, Store } from '../../store/types.ts';
+import { DuplicateError, type ClientChanges, type ClientRecord, type SelfRegistration, type Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
 import { transactionWithEvents } from '../events.ts';
 import { checkMayChangeClient, checkScopesGiven } from './authority.ts';
@@ -56,8 +57,10 @@ export interface ClientMetadata {
   readonly request_object_signing_alg?: string | null;
   /** A self-registered app the operator has checked: its consent page no longer says "not verified". */
   readonly verified?: boolean;
-  /** RFC 8693: the registered APIs (identifiers) a token exchange by this client may be for. */
+  /** RFC 8693: the registered APIs (identifiers) and other authorization servers (issuers, for an ID-JAG) a token exchange by this client may be for. */
   readonly token_exchange_audiences?: readonly string[];
+  /** Chosen by the operator at registration only: the client_id it has at the identity provider whose ID-JAGs it redeems. */
+  readonly client_id?: string;
 }
 
 /** Who changed a registration: the operator, or the app itself through RFC 7592. */
@@ -85,6 +88,8 @@ const GRANT_NAMES: Readonly<Record<string, GrantType>> = {
   client_credentials: GRANT_CLIENT_CREDENTIALS,
   'token-exchange': GRANT_TOKEN_EXCHANGE,
   [GRANT_TOKEN_EXCHANGE]: GRANT_TOKEN_EXCHANGE,
+  'jwt-bearer': GRANT_JWT_BEARER,
+  [GRANT_JWT_BEARER]: GRANT_JWT_BEARER,
 };
 
 /** The longest grace a rotated-out secret can be given: long enough for any redeployment. */
@@ -157,6 +162,11 @@ function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string)
     if (exchangeAudiences.length === 0) throw invalid`${field('grant_types')} token-exchange needs ${field('token_exchange_audiences')}: the APIs it may ask for a token for`;
   } else if (exchangeAudiences.length > 0) {
     throw invalid`${field('token_exchange_audiences')} is for the token exchange grant: add ${field('grant_types')} token-exchange`;
+  }
+  // draft-ietf-oauth-identity-assertion-authz-grant: the ID-JAG names the client it was issued
+  // for (`client_id`), which must prove it is that client when it redeems it.
+  if (client.grantTypes.includes(GRANT_JWT_BEARER) && publicClient) {
+    throw invalid`${field('grant_types')} jwt-bearer is for confidential clients: the ID-JAG it redeems names a client, which must prove it is that one`;
   }
   // An admin token must stand for an operator's own program, never for a person who approved an app.
   // So must a Shared Signals receiver's, which hears of every person's account.
@@ -238,16 +248,44 @@ async function checkScopes(store: Store, scopes: readonly string[]): Promise<voi
 }
 
 /**
- * The APIs a token exchange may be for: registered ones, by identifier (RFC 8693 §2.1
- * `resource` and `audience` name them). The admin API is never one: an admin token stands
- * for an operator's program, not for a person.
+ * What a token exchange may be for: registered APIs, by identifier (RFC 8693 §2.1 `resource`
+ * and `audience` name them), and other authorization servers, by issuer, for which the
+ * exchange issues an ID-JAG (draft-ietf-oauth-identity-assertion-authz-grant §4.3). Whatever
+ * is not a registered API must be an issuer identifier (RFC 8414 §2: https, no query or
+ * fragment; http only on loopback) other than this server's. The admin API is never one: an
+ * admin token stands for an operator's program, not for a person.
  */
-async function parseExchangeAudiences(store: Store, audiences: readonly string[]): Promise<string[]> {
+async function parseExchangeAudiences(store: Store, issuer: string, audiences: readonly string[]): Promise<string[]> {
   const unique = [...new Set(audiences)];
   for (const audience of unique) {
-    if ((await store.resources.get(audience)) === null) throw invalid`${field('token_exchange_audiences')} ${audience}: not a registered API (\`tessera resource list\` shows them)`;
+    if ((await store.resources.get(audience)) !== null) continue;
+    const problem = issuerProblem(audience);
+    if (problem !== null) throw invalid`${field('token_exchange_audiences')} ${audience}: not a registered API (\`tessera resource list\` shows them), nor another authorization server's issuer (${problem})`;
+    if (audience === issuer) throw invalid`${field('token_exchange_audiences')} ${audience}: this server's own issuer; an ID-JAG is for another authorization server`;
   }
   return unique;
+}
+
+/** Why `value` is not an issuer identifier (RFC 8414 §2), or null when it is one. */
+export function issuerProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'not an absolute URL';
+  }
+  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) return 'an issuer has no query or fragment';
+  if (url.username !== '' || url.password !== '') return 'an issuer has no user name or password';
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:' && isLoopbackIssuer(value)) return null;
+  return 'an issuer is an https URL (http only on loopback)';
+}
+
+/** A client_id the operator chose: printable, no spaces, and never an https URL (a metadata document's). */
+function parseClientId(id: string): string {
+  if (!/^[\x21-\x7e]{1,200}$/.test(id)) throw invalid`${field('client_id')}: 1 to 200 printable characters, no spaces`;
+  if (/^https?:/i.test(id)) throw invalid`${field('client_id')} ${id}: a URL as client_id is a Client ID Metadata Document's; choose another`;
+  return id;
 }
 
 function parseGrants(grants: readonly string[]): GrantType[] {
@@ -255,7 +293,7 @@ function parseGrants(grants: readonly string[]): GrantType[] {
     ...new Set(
       grants.map((grant) => {
         const type = GRANT_NAMES[grant];
-        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials, token-exchange`;
+        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials, token-exchange, jwt-bearer`;
         return type;
       }),
     ),
@@ -376,10 +414,10 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   const grantTypes = parseGrants(metadata.grant_types ?? ['authorization_code']);
   // A client acting for itself signs nobody in: its scopes are an API's, and must be named.
   const machineOnly = grantTypes.every((grant) => grant === GRANT_CLIENT_CREDENTIALS);
-  const exchangeAudiences = await parseExchangeAudiences(deps.store, metadata.token_exchange_audiences ?? []);
+  const exchangeAudiences = await parseExchangeAudiences(deps.store, deps.config.issuer, metadata.token_exchange_audiences ?? []);
   if (machineOnly && metadata.scope === undefined) throw invalid`${field('scope')} is required for the client_credentials grant: the API scopes it may ask for`;
   const scopes = parseScopes(metadata.scope ?? 'openid profile email');
-  const clientId = options.id ?? randomUUID();
+  const clientId = options.id ?? (metadata.client_id === undefined ? randomUUID() : parseClientId(metadata.client_id));
   // A public client (RFC 6749 §2.1) has no secret: it proves nothing but its PKCE verifier; a
   // private_key_jwt client proves itself with its keys.
   const secret = SECRET_AUTH_METHODS.includes(authMethod) ? randomToken(32) : null;
@@ -414,7 +452,12 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   await checkScopes(deps.store, scopes);
   checkScopesGiven(deps.caller, null, null, scopes);
   if (options.registeredBy !== undefined) await checkNotPassingFor(deps, client);
-  await deps.store.clients.create(client);
+  try {
+    await deps.store.clients.create(client);
+  } catch (error) {
+    if (error instanceof DuplicateError && options.id === undefined && metadata.client_id !== undefined) throw conflict`a client with id ${clientId} exists already`;
+    throw error;
+  }
   await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
   return { client, secret };
 }
@@ -488,7 +531,7 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   }
   const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
   const secret = withSecret && client.secretHash === null ? randomToken(32) : null;
-  const exchangeAudiences = changes.token_exchange_audiences !== undefined ? await parseExchangeAudiences(deps.store, changes.token_exchange_audiences) : (client.exchangeAudiences ?? []);
+  const exchangeAudiences = changes.token_exchange_audiences !== undefined ? await parseExchangeAudiences(deps.store, deps.config.issuer, changes.token_exchange_audiences) : (client.exchangeAudiences ?? []);
   const asked: ClientChanges = {
     name: changes.client_name !== undefined ? parseName(changes.client_name) : client.name,
     redirectUris: changes.redirect_uris !== undefined ? [...new Set(changes.redirect_uris)] : client.redirectUris,

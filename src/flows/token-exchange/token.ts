@@ -14,7 +14,8 @@
  * exchanges may be for (`tessera client add --grant token-exchange --exchange-audience URI`).
  */
 import { OAuthError } from '../../core/errors.ts';
-import { GRANT_TOKEN_EXCHANGE, TOKEN_TYPE_ACCESS_TOKEN } from '../../core/protocol.ts';
+import { GRANT_TOKEN_EXCHANGE, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_JAG } from '../../core/protocol.ts';
+import { exchangeForIdJag } from './id-jag.ts';
 import { parseScope } from '../../core/scopes.ts';
 import type { ClientRecord, ResourceRecord } from '../../store/types.ts';
 import { actorCount, type Actor } from '../../tokens/issue.ts';
@@ -24,12 +25,6 @@ import { grantedResources, isOpenIdScope, ResourceCatalog, resourceIndicatorProb
 import type { FlowDeps, Params, TokenGrant } from '../types.ts';
 import type { TokenResponse } from '../../tokens/issue.ts';
 
-/**
- * How many actors a delegation chain may name, the exchanging client included: an agent
- * acting for a service acting for a person is three hops, and a chain longer than this is
- * more likely a loop between services than a design.
- */
-export const MAX_DELEGATION_DEPTH = 4;
 
 /**
  * RFC 8693 §2.2.2: "If the request itself is not valid or if either the subject_token or
@@ -112,12 +107,13 @@ async function subjectOf(deps: FlowDeps, params: Params): Promise<Extract<LiveAc
   // §2.1: subject_token and subject_token_type are REQUIRED.
   if (token === undefined) throw refused('subject_token is required');
   if (type === undefined) throw refused('subject_token_type is required');
-  if (type !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`subject_token_type ${type} is not supported: the subject token is an access token this server issued (${TOKEN_TYPE_ACCESS_TOKEN})`);
+  if (type !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`subject_token_type ${type} is not supported: the subject token is an access token this server issued (${TOKEN_TYPE_ACCESS_TOKEN}); an ID token only for an ID-JAG (requested_token_type ${TOKEN_TYPE_ID_JAG})`);
   // Signed here with a published key, unexpired, not revoked, its grant live, its person
   // active: which check failed is not said (flows/lifecycle/access-token.ts).
   const subject = await liveAccessToken(deps, token);
   if (!subject) throw refused('subject_token is not an active access token issued by this server');
   if (subject.user === null) throw refused('subject_token is a client\'s own token: it acts for no person');
+  if (subject.claims.gid === null) throw refused('subject_token was redeemed for an identity assertion (ID-JAG): ask its identity provider for another instead');
   return subject;
 }
 
@@ -125,14 +121,19 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
   // §2.1 requested_token_type: "If the requested type is unspecified, the issued token type
   // is at the discretion of the authorization server": an access token, the only type here.
   const requested = params['requested_token_type'];
-  if (requested !== undefined && requested !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`requested_token_type ${requested} is not supported: this server issues access tokens (${TOKEN_TYPE_ACCESS_TOKEN})`);
+  // draft-ietf-oauth-identity-assertion-authz-grant §4.3: an ID token for an ID-JAG.
+  if (requested === TOKEN_TYPE_ID_JAG) return exchangeForIdJag(deps, client, params, refused);
+  if (requested !== undefined && requested !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`requested_token_type ${requested} is not supported: this server issues access tokens (${TOKEN_TYPE_ACCESS_TOKEN}) and ID-JAGs (${TOKEN_TYPE_ID_JAG})`);
 
   const subject = await subjectOf(deps, params);
   await checkActorToken(deps, client, params);
   // §4.1: "The outermost act claim represents the current actor while nested act claims
   // represent prior actors": this client, then whoever acted before it.
   const act: Actor = subject.claims.act === null ? { sub: client.id } : { sub: client.id, act: subject.claims.act };
-  if (actorCount(act) > MAX_DELEGATION_DEPTH) throw refused(`the delegation chain would name ${actorCount(act)} actors: at most ${MAX_DELEGATION_DEPTH}`);
+  // TESSERA_TOKEN_EXCHANGE_MAX_ACTORS (4): an agent acting for a service acting for a person
+  // is three; a longer chain is more likely a loop between services than a design.
+  const maxActors = deps.config.agents.maxActors;
+  if (actorCount(act) > maxActors) throw refused(`the delegation chain would name ${actorCount(act)} actors: at most ${maxActors} (TESSERA_TOKEN_EXCHANGE_MAX_ACTORS)`);
 
   const catalog = new ResourceCatalog(await deps.store.resources.list());
   const target = targetOf(client, catalog, params);

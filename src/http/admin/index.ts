@@ -26,7 +26,9 @@ import { openApiDocument } from './openapi.ts';
 import { providerRoutes } from './providers.ts';
 import { registrationTokenRoutes } from './registration-tokens.ts';
 import { resourceRoutes } from './resources.ts';
+import { scimTokenRoutes } from './scim-tokens.ts';
 import { userRoutes } from './users.ts';
+import { trustedIssuerRoutes } from './trusted-issuers.ts';
 import { webhookRoutes } from './webhooks.ts';
 
 export { MAX_PAGE } from './kit.ts';
@@ -122,7 +124,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   // Each noun's routes, in a plugin of its own: the hooks and the error handler above are theirs too.
-  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes]) {
+  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes, trustedIssuerRoutes, scimTokenRoutes]) {
     await app.register(noun, { deps });
   }
 

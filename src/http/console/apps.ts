@@ -12,6 +12,7 @@ import type { Ui } from '../../ui/pages.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { rawForm } from '../form.ts';
 import { decodeOriginal, encodeOriginal, FORM_KEYS, formOf, metadataOf, NEW_APP, postedForm, same } from './app-form.ts';
+import { TRUST_PATH } from './trust.ts';
 import { appPath, consoleKit, grantName, reasonOf, shown, single } from './kit.ts';
 
 /** Grace periods offered for a rotated-out secret, seconds. */
@@ -32,6 +33,7 @@ export const appPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     return pages.send(reply, 200, appsPage(f, {
       apps: clients.map((client) => ({ name: client.name, clientId: client.id, publicClient: client.authMethod === 'none', grants: client.grantTypes.map(grantName), href: appPath(client.id), unverified: client.registeredBy !== undefined && client.verified !== true })),
       registerHref: may(request, 'clients', true) ? `${CONSOLE_PATHS.apps}/new` : null,
+      trustHref: TRUST_PATH,
       notice: single(request.query as RawParams, 'done', 20) === 'removed' ? f.ui.t.text('console.apps.removed') : undefined,
     }));
   });

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { ACCOUNT_PATH, CONSOLE_PATHS, SIGN_IN_PATH } from '../../core/endpoints.ts';
 import type { AuditEvent } from '../../core/events.ts';
-import { GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE, type RawParams } from '../../core/protocol.ts';
+import { GRANT_DEVICE_CODE, GRANT_JWT_BEARER, GRANT_TOKEN_EXCHANGE, type RawParams } from '../../core/protocol.ts';
 import { OPERATOR_ROLES, ROLE_SCOPES, type OperatorRole } from '../../core/scopes.ts';
 import { sendLogoutTokens } from '../../flows/logout/backchannel.ts';
 import { roleAllows, type AdminArea } from '../../flows/manage/admin-token.ts';
@@ -46,7 +46,7 @@ export function operatorOf(request: FastifyRequest): Operator {
 export const knownOperator = (request: FastifyRequest): Operator | undefined => operators.get(request);
 
 /** A grant as people write it: a URN by its last part (`device_code`, `token-exchange`). */
-export const grantName = (grant: string): string => (grant === GRANT_DEVICE_CODE ? 'device_code' : grant === GRANT_TOKEN_EXCHANGE ? 'token-exchange' : grant);
+export const grantName = (grant: string): string => (grant === GRANT_DEVICE_CODE ? 'device_code' : grant === GRANT_TOKEN_EXCHANGE ? 'token-exchange' : grant === GRANT_JWT_BEARER ? 'jwt-bearer' : grant);
 
 export const userPath = (username: string) => `${CONSOLE_PATHS.users}/${encodeURIComponent(username)}`;
 export const appPath = (clientId: string) => `${CONSOLE_PATHS.apps}/${encodeURIComponent(clientId)}`;
@@ -72,6 +72,7 @@ const REASONS: readonly { readonly pattern: RegExp; readonly key: MessageKey; re
   { pattern: /^an API with identifier (.+) is already registered$/s, key: 'console.reason.apiExists', names: ['identifier'] },
   { pattern: /^no identity provider (.+)$/s, key: 'console.reason.noProvider', names: ['id'] },
   { pattern: /^no webhook with id (.+)$/s, key: 'console.reason.noWebhook', names: ['id'] },
+  { pattern: /^no trusted issuer (.+)$/s, key: 'console.reason.noTrustedIssuer', names: ['issuer'] },
   { pattern: /^scope (\S+) already belongs to /, key: 'console.reason.scopeTaken', names: ['scope'] },
   { pattern: /^scope (\S+) is in the registration of client (\S+) \((.*)\): /s, key: 'console.reason.scopeInUse', names: ['scope', 'id', 'app'] },
 ];

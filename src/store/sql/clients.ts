@@ -2,12 +2,12 @@
  * Registered clients: their statements, rows and store.
  */
 
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, type GrantType, REQUEST_OBJECT_ALGORITHMS } from '../../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_JWT_BEARER, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, type GrantType, REQUEST_OBJECT_ALGORITHMS } from '../../core/protocol.ts';
 import { type ColumnReader, integer, integerOrNull, oneOf, type Row, text, textOrNull } from '../rows.ts';
 import { type ClientChanges, type ClientRecord, DuplicateError, type SelfRegistration, type Stores } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
 
-const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE];
+const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, GRANT_JWT_BEARER];
 const pkceColumn = ['required', 'optional'] as const;
 
 /** Migration 14: `optional-without-nonce` is stored as `optional` with `nonce_required` false. */

@@ -24,8 +24,10 @@ import { resourcesStatements } from './resources.ts';
 import { sessionsStatements } from './sessions.ts';
 import { tokensStatements } from './tokens.ts';
 import { usersStatements } from './users.ts';
+import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
 import { ssfStatements } from './ssf.ts';
+import { scimStatements } from './scim.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -53,6 +55,8 @@ export function statements(d: Dialect) {
     ...identityProvidersStatements(d),
     ...webhooksStatements(d),
     ...ssfStatements(d),
+    ...scimStatements(d),
+    ...trustedIssuersStatements(d),
   };
 }
 

@@ -26,8 +26,10 @@ import { resourcesStores } from './resources.ts';
 import { sessionsStores } from './sessions.ts';
 import { tokensStores } from './tokens.ts';
 import { usersStores } from './users.ts';
+import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
 import { ssfStores } from './ssf.ts';
+import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
   return {
@@ -51,6 +53,8 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
     ...ssfStores(d, q),
+    ...scimStores(d, q),
+    ...trustedIssuersStores(d, q),
   };
 }
 

@@ -86,6 +86,9 @@ export function usersStatements(d: Dialect) {
       WHERE id = :id`,
     setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
     removeUser: 'DELETE FROM users WHERE id = :id',
+    renameUser: `
+      UPDATE users SET username = :username
+      WHERE id = :id AND NOT EXISTS (SELECT 1 FROM users other WHERE other.username = :username AND other.id <> :id)`,
   };
 }
 
@@ -134,6 +137,7 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
       },
       setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),
       remove: (id) => changedAny('removeUser', { id }),
+      rename: (id, username) => changedAny('renameUser', { id, username }),
     },
   };
 }

@@ -4,14 +4,14 @@
  * `update` derive from (fields/field.ts). The rules each value must follow are
  * flows/manage/clients.ts's.
  */
-import { CLIENT_AUTH_METHODS, GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS } from '../../../core/protocol.ts';
+import { CLIENT_AUTH_METHODS, GRANT_DEVICE_CODE, GRANT_JWT_BEARER, GRANT_TOKEN_EXCHANGE, PKCE_POLICIES, REQUEST_OBJECT_ALGORITHMS } from '../../../core/protocol.ts';
 import type { Field } from './field.ts';
 
 /**
  * Grant types by the names people write: a URN by its last part (the device grant's as
- * `device_code`, RFC 8693's as `token-exchange`), read either way.
+ * `device_code`, RFC 8693's as `token-exchange`, RFC 7523's as `jwt-bearer`), read either way.
  */
-export const GRANT_CHOICES = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials', 'token-exchange'] as const;
+export const GRANT_CHOICES = ['authorization_code', 'device_code', 'refresh_token', 'client_credentials', 'token-exchange', 'jwt-bearer'] as const;
 
 const URI = 2048;
 
@@ -33,11 +33,11 @@ export const CLIENT_FIELDS = [
     create: true, update: true, cli: { option: 'scope', value: '"SCOPE …"' }, form: { control: 'text', label: 'console.app.scope' },
   },
   {
-    name: 'grant_types', type: { kind: 'choices', choices: GRANT_CHOICES, aliases: { [GRANT_DEVICE_CODE]: 'device_code', [GRANT_TOKEN_EXCHANGE]: 'token-exchange' } }, description: 'The grants it may use (authorization_code unless given)',
+    name: 'grant_types', type: { kind: 'choices', choices: GRANT_CHOICES, aliases: { [GRANT_DEVICE_CODE]: 'device_code', [GRANT_TOKEN_EXCHANGE]: 'token-exchange', [GRANT_JWT_BEARER]: 'jwt-bearer' } }, description: 'The grants it may use (authorization_code unless given)',
     create: true, update: true, cli: { option: 'grant', value: 'TYPE' }, form: { control: 'checks', label: 'console.app.grants' },
   },
   {
-    name: 'token_exchange_audiences', type: { kind: 'list', maxItems: 50, max: URI }, description: 'The registered APIs a token exchange by it may be for (RFC 8693; grant token-exchange)',
+    name: 'token_exchange_audiences', type: { kind: 'list', maxItems: 50, max: URI }, description: 'What a token exchange by it may be for (RFC 8693; grant token-exchange): registered APIs by identifier, other authorization servers by issuer (an ID-JAG)',
     create: true, update: true, cli: { option: 'exchange-audience', value: 'URI' }, form: { control: 'area', label: 'console.app.exchangeAudiences' },
   },
   {
@@ -94,7 +94,11 @@ export const CLIENT_FIELDS = [
     create: false, update: true, cli: { option: 'verified' }, form: null,
   },
   // Read only: what the server says of a registration.
-  { name: 'client_id', type: { kind: 'text', max: 2048 }, description: 'Its identifier', create: false, update: false, cli: null, form: null },
+  {
+    // Chosen only where it must match another server's: the client_id an ID-JAG names (docs/agents.md).
+    name: 'client_id', type: { kind: 'text', max: 200 }, description: 'Its identifier (new and random unless given: the same client_id it has at an enterprise identity provider)',
+    create: true, update: false, cli: { option: 'client-id', value: 'ID' }, form: null,
+  },
   { name: 'registered_by', type: { kind: 'choice', choices: ['dynamic', 'metadata_document'] }, description: 'How an app that registered itself did (RFC 7591, or its metadata document)', create: false, update: false, cli: null, form: null },
   { name: 'previous_secret_expires_at', type: { kind: 'text', max: 40 }, description: 'Until when the secret it had before the last rotation is accepted', create: false, update: false, cli: null, form: null },
   { name: 'created_at', type: { kind: 'text', max: 40 }, description: 'When it was registered', create: false, update: false, cli: null, form: null },

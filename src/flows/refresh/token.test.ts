@@ -1,0 +1,100 @@
+/**
+ * The refresh_token grant without HTTP (RFC 6749 §6, RFC 9700 §4.14.2): a grant and its
+ * refresh token written to an in-memory store, then each request's outcome and what it left
+ * in the store. test/refresh-token.test.ts drives the same rules through real clients.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { decodeJwt } from 'jose';
+import { hashSecret, randomToken } from '../../core/crypto.ts';
+import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
+import type { ClientRecord, UserRecord } from '../../store/types.ts';
+import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
+import { refreshTokenGrant } from './token.ts';
+
+const DAY = 86_400_000;
+
+describe('the refresh_token grant (RFC 6749 §6)', () => {
+  let world: FlowWorld;
+  let app: ClientRecord;
+  let other: ClientRecord;
+  let ada: UserRecord;
+
+  before(async () => {
+    world = await flowWorld();
+    ({ client: app } = await world.addClient({ client_name: 'Notes', redirect_uris: ['https://notes.example/cb'], grant_types: ['authorization_code', 'refresh_token'], scope: 'openid profile email offline_access' }));
+    ({ client: other } = await world.addClient({ client_name: 'Other', redirect_uris: ['https://other.example/cb'], grant_types: ['authorization_code', 'refresh_token'], scope: 'openid profile email offline_access' }));
+    ada = await world.addUser({ username: 'ada' });
+  });
+  after(() => world.close());
+
+  /** A grant of `scope` approved now, and a live refresh token of it, as the code exchange leaves them. */
+  async function granted(scope = ['openid', 'profile', 'offline_access'], user = ada): Promise<{ token: string; grantId: string }> {
+    const now = world.clock.now();
+    const grantId = randomUUID();
+    await world.store.grants.create({ id: grantId, userId: user.id, clientId: app.id, scope, kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+    const token = randomToken(32);
+    await world.store.refreshTokens.create({ hash: hashSecret(token), grantId, clientId: app.id, userId: user.id, scope, authTime: now, sid: null, createdAt: now, expiresAt: now + DAY, rotatedAt: null, dpopJkt: null, idTokenClaims: [] });
+    return { token, grantId };
+  }
+
+  const refresh = (client: ClientRecord, params: Record<string, string>) => refreshTokenGrant.handle(world.deps, client, params, null);
+
+  it('rotates: a new refresh token and tokens for the same person and scope, or a narrower one asked for', async () => {
+    const { token } = await granted();
+    const first = await refresh(app, { refresh_token: token });
+    assert.ok(first.refresh_token && first.refresh_token !== token, 'a new refresh token');
+    assert.equal(first.scope, 'openid profile offline_access');
+    assert.equal(decodeJwt(first.id_token!).sub, ada.id);
+    assert.equal(decodeJwt(first.id_token!)['nonce'], undefined, 'OIDC Core §12.2: no nonce in a refreshed ID token');
+    const narrowed = await refresh(app, { refresh_token: first.refresh_token!, scope: 'openid' });
+    assert.equal(narrowed.scope, 'openid');
+    // §6: the new refresh token keeps the scope granted, not the narrowed one.
+    const again = await refresh(app, { refresh_token: narrowed.refresh_token!, scope: 'openid profile' });
+    assert.equal(again.scope, 'openid profile');
+  });
+
+  it('refuses with the error RFC 6749 §5.2 names, and leaves the token usable when the request was wrong', async () => {
+    const { token } = await granted();
+    const cases: [string, ClientRecord, Record<string, string>, string][] = [
+      ['no refresh_token', app, {}, 'invalid_request'],
+      ['an unknown token', app, { refresh_token: randomToken(32) }, 'invalid_grant'],
+      ["another client's token", other, { refresh_token: token }, 'invalid_grant'],
+      ['a scope never granted', app, { refresh_token: token, scope: 'openid email' }, 'invalid_scope'],
+      ['a malformed scope', app, { refresh_token: token, scope: ' ' }, 'invalid_scope'],
+      ['an API never granted', app, { refresh_token: token, resource: 'https://unknown.example' }, 'invalid_target'],
+    ];
+    for (const [what, client, params, expected] of cases) assert.equal(await outcome(() => refresh(client, params)), expected, what);
+    assert.ok((await refresh(app, { refresh_token: token })).access_token, 'still usable after the refusals');
+  });
+
+  it('takes a used token again as reuse (RFC 9700 §4.14.2): the whole grant is revoked, its newest token with it', async () => {
+    const { token, grantId } = await granted();
+    const next = await refresh(app, { refresh_token: token });
+    assert.equal(await outcome(() => refresh(app, { refresh_token: token })), 'invalid_grant');
+    assert.notEqual((await world.store.grants.get(grantId))?.revokedAt, null, 'the grant is revoked');
+    assert.equal(await outcome(() => refresh(app, { refresh_token: next.refresh_token! })), 'invalid_grant', 'the newest token is dead too');
+    const events = (await world.store.events.list({ limit: 20 })).map((event) => event.type);
+    assert.ok(events.includes('refresh.reuse_detected'), events.join(' '));
+  });
+
+  it('gives one rotation to two requests with the same token at once, and the other is reuse', async () => {
+    const { token } = await granted();
+    const results = await Promise.allSettled([refresh(app, { refresh_token: token }), refresh(app, { refresh_token: token })]);
+    assert.equal(results.filter((result) => result.status === 'fulfilled').length, 1, JSON.stringify(results.map((result) => result.status)));
+  });
+
+  it('refuses an expired token, a revoked grant and a disabled person with invalid_grant', async () => {
+    const expired = await granted();
+    world.clock.advance(DAY + 1);
+    assert.equal(await outcome(() => refresh(app, { refresh_token: expired.token })), 'invalid_grant', 'expired');
+    const revoked = await granted();
+    await world.store.grants.revoke(revoked.grantId, world.clock.now());
+    assert.equal(await outcome(() => refresh(app, { refresh_token: revoked.token })), 'invalid_grant', 'revoked grant');
+    const grace = await world.addUser({ username: 'grace' });
+    const disabled = await granted(['openid'], grace);
+    await world.store.users.setDisabled(grace.id, true);
+    assert.equal(await outcome(() => refresh(app, { refresh_token: disabled.token })), 'invalid_grant', 'disabled person');
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * RFC 7644 §3.4.2 and §3.9: a list's query (filter, sortBy, sortOrder, startIndex, count) and
+ * the attributes an answer holds (`attributes`, `excludedAttributes`), over resources as SCIM
+ * renders them.
+ */
+import { ScimError } from './errors.ts';
+import { attributeOf, checkFilter, matches, member, parseAttrPath, parseFilter, type FilterContext } from './filter.ts';
+import { definitionOf, LIST_SCHEMA, ruleOf, type ResourceKind } from './schema.ts';
+
+/** A page holds at most this many resources (§3.4.2.4 `count`; ServiceProviderConfig filter.maxResults). */
+export const MAX_RESULTS = 200;
+/** A page without `count` holds this many. */
+export const DEFAULT_COUNT = 100;
+
+type Json = Record<string, unknown>;
+
+export interface ListQuery {
+  readonly filter?: string | undefined;
+  readonly sortBy?: string | undefined;
+  readonly sortOrder?: string | undefined;
+  readonly startIndex?: string | undefined;
+  readonly count?: string | undefined;
+  readonly attributes?: string | undefined;
+  readonly excludedAttributes?: string | undefined;
+}
+
+const contextOf = (kind: ResourceKind): FilterContext => ({ coreSchema: kind.core.id, rule: (path) => ruleOf(kind, path) });
+
+/** §3.4.2.4: "A value less than 1 SHALL be interpreted as 1"; a count below 0 as 0, and above the bound as the bound. */
+function integer(raw: string | undefined, name: string): number | null {
+  if (raw === undefined || raw === '') return null;
+  if (!/^-?\d{1,15}$/.test(raw)) throw new ScimError(400, 'invalidValue', `${name}: a whole number`);
+  return Number(raw);
+}
+
+/** The names of an `attributes` or `excludedAttributes` parameter, each an attribute of the resource kind. */
+function attributeList(kind: ResourceKind, raw: string | undefined, name: string): string[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  const names = raw.split(',').map((item) => item.trim()).filter(Boolean);
+  if (names.length > 100) throw new ScimError(400, 'invalidValue', `${name}: at most 100 attributes`);
+  for (const item of names) {
+    let path;
+    try {
+      path = parseAttrPath(item, 'invalidFilter');
+    } catch {
+      throw new ScimError(400, 'invalidValue', `${name}: ${JSON.stringify(item.slice(0, 100))} is not an attribute`);
+    }
+    if (definitionOf(kind, path) === undefined && !kind.extensions.some((schema) => schema.id.toLowerCase() === item.toLowerCase())) {
+      throw new ScimError(400, 'invalidValue', `${name}: ${JSON.stringify(item.slice(0, 100))} is not an attribute of a ${kind.name}`);
+    }
+  }
+  return names;
+}
+
+/**
+ * RFC 7644 §3.9: the resource with only the attributes asked for (and those always returned:
+ * `id`, `schemas`, `meta`... §3.9 lets `meta` follow the request too, but clients rely on its
+ * version), or without those excluded.
+ */
+export function project(kind: ResourceKind, resource: Json, attributes: readonly string[], excluded: readonly string[]): Json {
+  if (attributes.length === 0 && excluded.length === 0) return resource;
+  const always = ['schemas', 'id', 'meta'];
+  const out: Json = {};
+  const keep = (include: (top: string, sub: string | null, uri: string | null) => boolean | 'partial', subs: (top: string, uri: string | null) => string[]) => {
+    for (const [key, value] of Object.entries(resource)) {
+      const extension = kind.extensions.find((schema) => schema.id === key);
+      if (extension !== undefined && value !== null && typeof value === 'object') {
+        const inner: Json = {};
+        for (const [innerKey, innerValue] of Object.entries(value as Json)) if (include(innerKey, null, extension.id) === true) inner[innerKey] = innerValue;
+        if (Object.keys(inner).length > 0) out[key] = inner;
+        continue;
+      }
+      const verdict = always.includes(key) ? true : include(key, null, null);
+      if (verdict === true) out[key] = value;
+      else if (verdict === 'partial') {
+        const names = subs(key, null);
+        const pick = (item: unknown) => (item !== null && typeof item === 'object' ? Object.fromEntries(Object.entries(item as Json).filter(([sub]) => names.some((name) => name.toLowerCase() === sub.toLowerCase()))) : item);
+        out[key] = Array.isArray(value) ? value.map(pick) : pick(value);
+      }
+    }
+  };
+  const paths = (names: readonly string[]) => names.map((name) => parseAttrPath(name));
+  if (attributes.length > 0) {
+    const wanted = paths(attributes);
+    const same = (a: string | null, b: string | null) => (a ?? '').toLowerCase() === (b ?? '').toLowerCase();
+    const coreUri = (uri: string | null) => (uri !== null && uri.toLowerCase() === kind.core.id.toLowerCase() ? null : uri);
+    keep(
+      (top, _sub, uri) => {
+        if (uri !== null && attributes.some((name) => name.toLowerCase() === uri.toLowerCase())) return true;
+        const hits = wanted.filter((path) => same(coreUri(path.uri), uri) && same(path.name, top));
+        if (hits.some((path) => path.sub === null)) return true;
+        return hits.length > 0 ? 'partial' : false;
+      },
+      (top, uri) => wanted.filter((path) => same(coreUri(path.uri), uri) && same(path.name, top) && path.sub !== null).map((path) => path.sub!),
+    );
+    return out;
+  }
+  const dropped = paths(excluded);
+  keep(
+    (top, _sub, uri) => !dropped.some((path) => path.sub === null && (path.uri ?? null)?.toLowerCase() === uri?.toLowerCase() && path.name.toLowerCase() === top.toLowerCase()),
+    () => [],
+  );
+  return out;
+}
+
+/** The value a resource sorts by (§3.4.2.3): a multi-valued attribute by its primary value (else its first). */
+function sortValue(resource: Json, kind: ResourceKind, sortBy: string): string | number | boolean | null {
+  const path = parseAttrPath(sortBy);
+  const attribute = attributeOf(resource, { ...path, sub: null }, kind.core.id);
+  let value: unknown = attribute;
+  if (Array.isArray(attribute)) {
+    const primary = attribute.find((item) => member(item, 'primary') === true) ?? attribute[0];
+    value = primary;
+  }
+  const sub = path.sub ?? (value !== null && typeof value === 'object' ? 'value' : null);
+  if (sub !== null) value = member(value, sub);
+  return typeof value === 'string' ? value.toLowerCase() : typeof value === 'number' || typeof value === 'boolean' ? value : null;
+}
+
+/** §3.4.2: the page of `resources` the query asks for, as a ListResponse. */
+export function listResponse(kind: ResourceKind, resources: readonly Json[], query: ListQuery): Json {
+  const context = contextOf(kind);
+  const filter = query.filter === undefined ? null : parseFilter(query.filter);
+  if (filter !== null) checkFilter(filter, context);
+  const attributes = attributeList(kind, query.attributes, 'attributes');
+  const excluded = attributeList(kind, query.excludedAttributes, 'excludedAttributes');
+  let found = filter === null ? [...resources] : resources.filter((resource) => matches(resource, filter, context));
+  if (query.sortBy !== undefined && query.sortBy !== '') {
+    let path;
+    try {
+      path = parseAttrPath(query.sortBy);
+    } catch {
+      throw new ScimError(400, 'invalidValue', `sortBy ${JSON.stringify(query.sortBy.slice(0, 100))}: not an attribute`);
+    }
+    if (definitionOf(kind, path) === undefined) throw new ScimError(400, 'invalidValue', `sortBy ${JSON.stringify(query.sortBy.slice(0, 100))}: not an attribute of a ${kind.name}`);
+    const order = (query.sortOrder ?? 'ascending').toLowerCase();
+    if (order !== 'ascending' && order !== 'descending') throw new ScimError(400, 'invalidValue', 'sortOrder: ascending or descending');
+    const keyed = found.map((resource) => ({ resource, key: sortValue(resource, kind, query.sortBy!) }));
+    // §3.4.2.3: resources without the attribute sort last, whichever the order.
+    keyed.sort((a, b) => (a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * (order === 'descending' ? -1 : 1)));
+    found = keyed.map((item) => item.resource);
+  }
+  const start = Math.max(1, integer(query.startIndex, 'startIndex') ?? 1);
+  const count = Math.min(MAX_RESULTS, Math.max(0, integer(query.count, 'count') ?? DEFAULT_COUNT));
+  const page = found.slice(start - 1, start - 1 + count);
+  return {
+    schemas: [LIST_SCHEMA],
+    totalResults: found.length,
+    startIndex: start,
+    itemsPerPage: page.length,
+    Resources: page.map((resource) => project(kind, resource, attributes, excluded)),
+  };
+}

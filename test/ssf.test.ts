@@ -260,8 +260,11 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     await until('the second to arrive', () => receiver.received.length >= 1, 5000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.deepEqual(receiver.events().map((event) => event.type), [SSF_EVENTS.ACCOUNT_ENABLED]);
+    // Recorded once the receiver's answer is in.
+    await until('the second to be recorded', async () => (await server.store.ssf.deliveries(streamId, 1))[0]?.state === 'delivered', 5000);
     const [latest, refused] = await server.store.ssf.deliveries(streamId, 2);
     assert.deepEqual([latest!.state, refused!.state, refused!.attempts, refused!.lastError], ['delivered', 'dead', 1, 'refused: invalid_audience: not for us']);
+    await until('the dead letter to be recorded', async () => (await server.store.events.list({ type: 'ssf.dead_lettered', limit: 1 })).length === 1, 5000);
     assert.equal((await server.store.events.list({ type: 'ssf.dead_lettered', limit: 1 }))[0]?.detail['last_error'], 'refused: invalid_audience: not for us');
     receiver.received.length = 0;
 

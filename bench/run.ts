@@ -12,6 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import type { Request } from 'autocannon';
 import pg from 'pg';
+import { scaleChart, scalePointOf } from './charts.ts';
 import { combine, load, median, percentile, type Sample, type Verdict } from './load.ts';
 import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
 import { startAccountFlood, startFlood, type Flood, type FloodCounts } from './flood.ts';
@@ -34,6 +35,11 @@ const USAGE = `Usage: npm run bench -- [options]
   --workers N[,N...]    Tessera worker processes (node:cluster, default 1); a list (1,2,4)
                         runs one Tessera per count in the same run, taking turns, labelled
                         tessera/sqlite xN: the worker curve, each count beside the others
+  --instances N[,N...]  Tessera on PostgreSQL as N instances of one process each on one
+                        database, the connections dealt out over them; a list (1,2,4) runs
+                        one per count, labelled tessera/postgres xN instances: the instance
+                        curve. With a list of workers or instances, the bench draws the
+                        curves (req/s and p99 against the count) as <out>/scale-<scenario>.svg
   --scenario NAME       run only this scenario (repeatable): ${SCENARIOS.join(', ')}
                         (dpop: Tessera's device polls with and without a DPoP proof, one server;
                         scale_out: code exchanges and device authorizations on two Tessera
@@ -67,6 +73,8 @@ interface Settings {
   readonly connections: number;
   /** Worker counts: one Tessera target per count (one count: unlabelled). */
   readonly workers: readonly number[];
+  /** Instance counts on PostgreSQL: one target per count, each instance one process; empty: as the workers. */
+  readonly instances: readonly number[];
   readonly scenarios: readonly ScenarioName[];
   readonly postgres: string | null;
   readonly scale: number;
@@ -96,6 +104,7 @@ function settingsFrom(argv: string[]): Settings {
       runs: { type: 'string' },
       connections: { type: 'string' },
       workers: { type: 'string' },
+      instances: { type: 'string' },
       scenario: { type: 'string', multiple: true },
       postgres: { type: 'string' },
       'no-postgres': { type: 'boolean' },
@@ -138,6 +147,7 @@ function settingsFrom(argv: string[]): Settings {
     runs: Math.floor(number('runs', values.runs, quick ? 1 : 3, 1)),
     connections: Math.floor(number('connections', values.connections, 50, 1)),
     workers: (values.workers ?? '1').split(',').map((count) => Math.floor(number('workers', count, 1, 1))),
+    instances: values.instances === undefined ? [] : values.instances.split(',').map((count) => Math.floor(number('instances', count, 1, 1))),
     scenarios,
     postgres: values['no-postgres'] ? null : (values.postgres ?? 'postgres://postgres@127.0.0.1:5432/postgres'),
     scale: Math.floor(number('scale', values.scale, quick ? 10_000 : 1_000_000, 2_000)),
@@ -701,6 +711,22 @@ function dpopCheck(rows: readonly Row[]): string[] {
   return lines;
 }
 
+/** `<out>/scale-<scenario>.svg` for each scenario measured at several worker or instance counts; the files written. */
+function writeScaleCharts(out: string, rows: readonly Row[], caption: string): string[] {
+  const written: string[] = [];
+  for (const scenario of new Set(rows.map((row) => row.scenario))) {
+    const points = rows
+      .filter((row) => row.scenario === scenario && !row.skipped && row.rps !== undefined && row.p99 !== undefined)
+      .map((row) => scalePointOf(row.target, row.rps!, row.p99!));
+    const svg = scaleChart(scenario, caption, points);
+    if (svg === null) continue;
+    const path = join(out, `scale-${scenario.replace(/[^a-z0-9_]+/gi, '-')}.svg`);
+    writeFileSync(path, svg);
+    written.push(path);
+  }
+  return written;
+}
+
 function scaleCheck(rows: readonly Row[]): string | null {
   const scale = rows.filter((row) => row.scenario.startsWith('device_poll ') && !row.skipped);
   if (scale.length !== 2) return null;
@@ -727,7 +753,7 @@ async function machine(settings: Settings, postgresVersion: string | null): Prom
     postgres: postgresVersion ?? 'not used',
     'oidc-provider': settings.compare ? version(peerPackage) : 'not run',
     autocannon: version(autocannonPackage),
-    settings: `${settings.connections} connections, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers.join(', ')}, device poll interval: ${settings.deviceInterval} s`,
+    settings: `${settings.connections} connections, ${settings.warmup} s warm-up, ${settings.runs} x ${settings.duration} s runs (medians), Tessera workers: ${settings.workers.join(', ')}${settings.instances.length > 0 ? `, PostgreSQL instances: ${settings.instances.join(', ')}` : ''}, device poll interval: ${settings.deviceInterval} s`,
   };
 }
 
@@ -766,10 +792,18 @@ async function main(): Promise<void> {
   const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(pgVersion && settings.against ? (['tessera/postgres@against'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
   let env: Record<string, string> = {};
   let floodOwner = false;
-  const start = async (kind: TargetKind, workers: number): Promise<Target> => {
-    if (kind === 'oidc-provider') return startPeer(options);
+  /** The Tessera targets of one kind: one per worker count, or on PostgreSQL one per instance count when --instances is given. */
+  const variants = (kind: TargetKind): { workers: number; instances: number; labelSuffix?: string }[] => {
+    if (kind === 'oidc-provider') return [{ workers: 1, instances: 1 }];
+    if (kind.startsWith('tessera/postgres') && settings.instances.length > 0) {
+      return settings.instances.map((instances) => ({ workers: 1, instances, labelSuffix: ` x${instances} instances` }));
+    }
     // With several worker counts (--workers 1,2,4), each is a target of its own, labelled by its count.
-    const each = { ...options, workers, ...(settings.workers.length > 1 ? { labelSuffix: ` x${workers}` } : {}) };
+    return settings.workers.map((workers) => ({ workers, instances: 1, ...(settings.workers.length > 1 ? { labelSuffix: ` x${workers}` } : {}) }));
+  };
+  const start = async (kind: TargetKind, variant: ReturnType<typeof variants>[number]): Promise<Target> => {
+    if (kind === 'oidc-provider') return startPeer(options);
+    const each = { ...options, ...variant };
     if (kind === 'tessera/postgres' || kind === 'tessera/postgres@against') {
       const database = await createPostgresDatabase(settings.postgres!);
       if (!database) throw new Error('PostgreSQL stopped answering');
@@ -825,8 +859,8 @@ async function main(): Promise<void> {
           }
           // oidc-provider's DPoP is not enabled in its bench setup: the dpop scenario is Tessera's own.
           if (scenario === 'dpop' && kind === 'oidc-provider') continue;
-          for (const workers of kind === 'oidc-provider' ? [1] : settings.workers) {
-            const target = await start(kind, workers);
+          for (const variant of variants(kind)) {
+            const target = await start(kind, variant);
             targets.push(target);
             if (scenario === 'dpop') {
               prepared.push(...(await prepareDpop(settings, target)));
@@ -913,6 +947,8 @@ async function main(): Promise<void> {
     '',
   ].join('\n');
   writeFileSync(join(results, 'latest.md'), markdown);
+  const charts = writeScaleCharts(results, rows, `${info['cpu']}, ${commit}, ${date}; medians of ${settings.runs} x ${settings.duration} s`);
+  if (charts.length > 0) note(`charts: ${charts.join(', ')}`);
   writeFileSync(join(results, 'latest.json'), `${JSON.stringify({ machine: info, rows, comparison: compared.rows, latest: docs.rows, scale, dpop }, null, 2)}\n`);
   note(`\nwritten: ${join(results, 'latest.md')}, latest.json${cpuProfileDir ? ', profiles/' : ''}`);
 }

@@ -23,7 +23,7 @@ import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server
 import { adminToken as adminTokenFor } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
 
 describe('the admin API', () => {
   let server: TestServer;
@@ -235,6 +235,7 @@ describe('the admin API', () => {
       'GET /webhooks', 'POST /webhooks', 'GET /webhooks/{id}', 'DELETE /webhooks/{id}', 'POST /webhooks/{id}/secret', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/replay',
       'GET /scim-tokens', 'POST /scim-tokens', 'GET /scim-tokens/{id}', 'DELETE /scim-tokens/{id}',
       'GET /trusted-issuers', 'POST /trusted-issuers', 'GET /trusted-issuers/{issuer}', 'DELETE /trusted-issuers/{issuer}',
+      'GET /saml/service-providers', 'POST /saml/service-providers', 'GET /saml/service-providers/{id}', 'PATCH /saml/service-providers/{id}', 'DELETE /saml/service-providers/{id}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {

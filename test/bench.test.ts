@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { scaleChart, scalePointOf } from '../bench/charts.ts';
 import { within } from './helpers/wait.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -110,5 +111,24 @@ describe('npm run bench (smoke)', () => {
       assert.equal(row.unexpected, 0, `${scenario}: every poll answered authorization_pending`);
       assert.ok(row.rps > 0);
     }
+  });
+
+  it('draws the worker and instance curves as SVG: one line a series, oidc-provider as a level, nothing without a curve', () => {
+    assert.deepEqual(scalePointOf('tessera/sqlite x4', 100, 9), { series: 'tessera/sqlite workers', count: 4, rps: 100, p99: 9 });
+    assert.deepEqual(scalePointOf('tessera/postgres x2 instances', 80, 12), { series: 'tessera/postgres instances', count: 2, rps: 80, p99: 12 });
+    assert.deepEqual(scalePointOf('oidc-provider', 50, 20), { series: 'oidc-provider', count: 1, rps: 50, p99: 20 });
+    const points = [
+      scalePointOf('tessera/sqlite x1', 100, 10), scalePointOf('tessera/sqlite x2', 180, 12), scalePointOf('tessera/sqlite x4', 300, 15),
+      scalePointOf('tessera/postgres x1 instances', 70, 20), scalePointOf('tessera/postgres x2 instances', 130, 22),
+      scalePointOf('oidc-provider', 90, 30),
+    ];
+    const svg = scaleChart('code_exchange', '2 x test CPU', points);
+    assert.ok(svg);
+    assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    // Two panels (req/s, p99), each with one line a curve and the level line of oidc-provider.
+    assert.equal(svg.match(/<polyline /g)?.length, 4);
+    assert.equal(svg.match(/stroke-dasharray/g)?.length, 3);
+    for (const name of ['tessera/sqlite workers', 'tessera/postgres instances', 'oidc-provider', 'code_exchange: requests/s', 'code_exchange: p99 latency, ms']) assert.ok(svg.includes(name), name);
+    assert.equal(scaleChart('code_exchange', '', [scalePointOf('tessera/sqlite', 100, 10), scalePointOf('oidc-provider', 90, 30)]), null);
   });
 });

@@ -5,6 +5,7 @@
  * back the same through each. A row a door leaves out fails here, by the row's name.
  */
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,9 @@ import { USER_FIELDS } from '../src/flows/manage/fields/users.ts';
 import { RESOURCE_FIELDS } from '../src/flows/manage/fields/resources.ts';
 import { PROVIDER_FIELDS } from '../src/flows/manage/fields/providers.ts';
 import { WEBHOOK_FIELDS } from '../src/flows/manage/fields/webhooks.ts';
+import { SAML_SP_FIELDS } from '../src/flows/manage/fields/saml-service-providers.ts';
+import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
+import { samlSpFormPage } from '../src/ui/console-saml.ts';
 import { SCIM_TOKEN_FIELDS } from '../src/flows/manage/fields/scim-tokens.ts';
 import { TRUSTED_ISSUER_FIELDS } from '../src/flows/manage/fields/trusted-issuers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
@@ -737,6 +741,88 @@ describe('the trusted issuer field table in every door', () => {
         assert.equal((await api('POST', '/trusted-issuers', body)).status, 400, JSON.stringify(body));
       }
       assert.equal((await api('POST', '/trusted-issuers', { issuer: 'https://idp.uri.example', jwks_uri: 'https://idp.uri.example/jwks.json' })).status, 409);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A value for each writable SAML service provider field but its metadata (a case of its own), each unlike its default. */
+const SP_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+const EVERY_SAML_SP_FIELD: Readonly<Record<string, unknown>> = {
+  entity_id: 'https://sp.example.com/every-field',
+  name: 'Every Field SP',
+  acs_urls: ['https://sp.example.com/acs', 'https://sp.example.com/acs/2'],
+  slo_url: 'https://sp.example.com/slo',
+  name_id_format: 'email',
+  attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' },
+  want_signed_requests: true,
+  sign_response: true,
+  certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp')).trim(),
+};
+
+describe('the SAML service provider field table in every door', () => {
+  const writableRows = SAML_SP_FIELDS.filter(writable).filter((field) => field.name !== 'metadata');
+  const comparable = (answer: Record<string, unknown>) => {
+    const { id: _id, created_at: _created, updated_at: _updated, ...rest } = answer;
+    return rest;
+  };
+
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual(Object.keys(EVERY_SAML_SP_FIELD).sort(), writableRows.map((field) => field.name).sort());
+  });
+
+  it('puts every row in the OpenAPI document: the requests that add and change one, and every answer (never its metadata)', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SAML_SP_FIELDS, { collection: '/saml/service-providers', item: '/saml/service-providers/{id}' });
+  });
+
+  it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(SAML_SP_FIELDS, EVERY_SAML_SP_FIELD);
+    const page = samlSpFormPage(consoleFrame('/console/saml/new'), { action: '/c/s', values, cancel: '/c/s', operation: 'create', metadata: 'https://id.example/saml/metadata' });
+    for (const field of SAML_SP_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const posted: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
+    const input = inputOf(SAML_SP_FIELDS, postedValues(SAML_SP_FIELDS, posted), Object.keys(EVERY_SAML_SP_FIELD));
+    for (const field of writableRows) assert.deepEqual(input[field.name], EVERY_SAML_SP_FIELD[field.name], `${field.name} through the form`);
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    const help = USAGE.split('\n').filter((line) => line.startsWith('  saml sp ') || /^ {10}\[/.test(line)).join('\n');
+    for (const operation of ['create', 'update'] as const) {
+      for (const option of Object.keys(cliOptions(SAML_SP_FIELDS, operation).options)) {
+        const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
+        assert.match(help, named, `saml sp ${operation === 'create' ? 'add' : 'update'} --help names --${option}`);
+      }
+    }
+    for (const field of SAML_SP_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back an SP with every field the same through the command and the admin API', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tessera-saml-'));
+    try {
+      const certificateFile = join(dir, 'sp.pem');
+      writeFileSync(certificateFile, String(EVERY_SAML_SP_FIELD['certificate']));
+      const { certificate: _certificate, ...rest } = EVERY_SAML_SP_FIELD;
+      const { args } = argumentsOf(SAML_SP_FIELDS, 'create', rest);
+      const added = await runTessera(['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--json'], { TESSERA_DATABASE: server.config.database });
+      assert.equal(added.code, 0, added.stderr);
+      const fromCommand = JSON.parse(added.stdout) as Record<string, unknown>;
+      const path = `/saml/service-providers/${String(fromCommand['id'])}`;
+      const read = (await api('GET', path)).body;
+      assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
+      assert.deepEqual(comparable(read), EVERY_SAML_SP_FIELD);
+      assert.equal((await api('DELETE', path)).status, 204);
+
+      const fromApi = await api('POST', '/saml/service-providers', EVERY_SAML_SP_FIELD);
+      assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
+      assert.deepEqual(comparable(fromApi.body), EVERY_SAML_SP_FIELD, 'the admin API adds every field');
+      const shown = await runTessera(['saml', 'sp', 'show', String(EVERY_SAML_SP_FIELD['entity_id']), '--json'], { TESSERA_DATABASE: server.config.database });
+      assert.deepEqual(JSON.parse(shown.stdout), fromApi.body, 'the command reads what the admin API wrote');
+      assert.equal((await api('DELETE', `/saml/service-providers/${String(fromApi.body['id'])}`)).status, 204);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

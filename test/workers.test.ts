@@ -261,11 +261,17 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
           }
         }
       });
+      // Until the workers answer (on a loaded machine their first answers take seconds), then a moment more.
+      const until = async (done: () => boolean, ms: number) => {
+        for (const deadline = Date.now() + ms; !done() && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 50));
+      };
+      await until(() => answered.length > 0, 20_000);
       await new Promise((resolve) => setTimeout(resolve, 400));
       const victims = readFileSync(`/proc/${killed.child.pid}/task/${killed.child.pid}/children`, 'utf8').trim().split(/\s+/);
       const before = answered.length;
       process.kill(Number(victims[0]), 'SIGKILL');
       await new Promise((resolve) => setTimeout(resolve, 600));
+      await until(() => answered.length > before, 10_000);
       const during = answered.length - before;
       stop = true;
       await Promise.all(loops);

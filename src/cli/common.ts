@@ -116,6 +116,11 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   domains: 'domain',
   allowed_organizations: 'allowed-organization',
   events: 'event',
+  acs_urls: 'acs-url',
+  name_id_format: 'name-id',
+  attributes: 'attribute',
+  certificate: 'certificate-file',
+  metadata: 'metadata-file',
 };
 
 export const optionLabel = (field: string): string => `--${OPTION_OF[field] ?? field.replaceAll('_', '-')}`;

@@ -20,6 +20,15 @@ async function jsonFile(option: string, file: string): Promise<unknown> {
   }
 }
 
+/** The text of the file an option names. */
+async function textFile(option: string, file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch {
+    throw new UsageError(`--${option} ${file}: cannot be read`);
+  }
+}
+
 /** A whole number as typed; anything else is refused here, by its option. */
 function wholeNumberOption(option: string, value: string): number {
   if (!/^\d{1,15}$/.test(value.trim())) throw new UsageError(`--${option} ${value}: a whole number`);
@@ -73,7 +82,7 @@ export async function inputFromOptions(
       edit[effect].push(...(value as readonly string[]).map(normalize[name] ?? ((item: string) => item)));
       edits.set(name, edit);
     } else if (field.cli!.file) {
-      input[name] = await jsonFile(option, value as string);
+      input[name] = field.cli!.file === 'text' ? await textFile(option, value as string) : await jsonFile(option, value as string);
     } else if (field.cli!.stdin) {
       if (context.stdin === undefined) throw new UsageError(`--${option}: standard input cannot be read here`);
       input[name] = (await context.stdin()).replace(/\r?\n$/, '');

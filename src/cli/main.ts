@@ -35,6 +35,8 @@ import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 import { TRUST_COMMANDS } from './trust.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
+import { SAML_COMMANDS } from './saml.ts';
+import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
 import { SCIM_COMMANDS } from './scim.ts';
 import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
 import { terminalText } from './text.ts';
@@ -186,6 +188,16 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+${usageLines('saml sp add', [...cliUsageParts(SAML_SP_FIELDS, 'create'), '[--json]'])}
+                                          Register a SAML service provider (docs/saml.md): its entity ID
+                                          and AssertionConsumerService URLs, or --metadata-file with its
+                                          metadata; --name-id email|persistent|transient (default
+                                          persistent, an id of its own); --attribute mail=email
+  saml sp list [--json]                   List SAML service providers
+  saml sp show ID|ENTITY_ID [--json]      Show a SAML service provider
+${usageLines('saml sp update ID|ENTITY_ID', [...cliUsageParts(SAML_SP_FIELDS, 'update'), '[--json]'])}
+                                          Change a SAML service provider (never its entity ID)
+  saml sp remove ID|ENTITY_ID             Remove a SAML service provider: it is sent no more assertions
 ${usageLines('scim token add', [...cliUsageParts(SCIM_TOKEN_FIELDS, 'create'), '[--json]'])}
                                           Print, once, a token a provisioning system (Entra ID, Okta)
                                           calls <issuer>/scim/v2 with (docs/scim.md)
@@ -239,6 +251,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...SAML_COMMANDS,
   ...SCIM_COMMANDS,
   ...TRUST_COMMANDS,
 };

@@ -146,6 +146,11 @@ export function loadConfig(env: Env = process.env): Config {
       maxActors: s.TESSERA_TOKEN_EXCHANGE_MAX_ACTORS,
       idJagLifetime: s.TESSERA_ID_JAG_LIFETIME,
     },
+    saml: {
+      requestLifetime: s.TESSERA_SAML_REQUEST_LIFETIME,
+      maxRequestChars: s.TESSERA_SAML_MAX_REQUEST_SIZE,
+      signInSeconds: s.TESSERA_SAML_SIGN_IN_TIMEOUT,
+    },
     ignoredVariables,
   };
 }

@@ -94,6 +94,8 @@ export interface Config {
   /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
   readonly agents: AgentSettings;
+  /** The SAML identity provider's limits (docs/saml.md). */
+  readonly saml: SamlSettings;
   /**
    * `TESSERA_EVENT_RETENTION` seconds (default 7776000, 90 days): how long the audit trail
    * (sign-ins, approvals, revocations, operator changes) is kept before the purge deletes it.
@@ -409,6 +411,15 @@ export interface WebhookSettings {
 }
 
 /** Agents acting for people (docs/agents.md): token exchange chains and ID-JAGs. */
+export interface SamlSettings {
+  /** `TESSERA_SAML_REQUEST_LIFETIME` seconds (default 300): how far from now a request's IssueInstant may be; an assertion's lifetime. */
+  readonly requestLifetime: number;
+  /** `TESSERA_SAML_MAX_REQUEST_SIZE` characters (default 32768): the largest request read, encoded and inflated. */
+  readonly maxRequestChars: number;
+  /** `TESSERA_SAML_SIGN_IN_TIMEOUT` seconds (default 1800): how long a sign-in for an SP may take. */
+  readonly signInSeconds: number;
+}
+
 export interface AgentSettings {
   /** `TESSERA_TOKEN_EXCHANGE_MAX_ACTORS` (default 4): how many actors a delegation chain may name. */
   readonly maxActors: number;

@@ -95,6 +95,25 @@ export const RESET_PASSWORD_PATH = '/reset-password';
 export const DEVICE_VERIFICATION_PATH = '/device';
 export const DEVICE_APPROVAL_PATH = `${DEVICE_VERIFICATION_PATH}/approve`;
 
+/**
+ * The SAML 2.0 identity provider (docs/saml.md): its metadata, whose address is also its
+ * entity ID; single sign-on (HTTP-Redirect and HTTP-POST bindings), where the sign-in resumes
+ * (`/resume`) and where the IdP starts one unasked (`/initiate`); single logout (`/slo`).
+ */
+export const SAML_PATHS = {
+  metadata: '/saml/metadata',
+  sso: '/saml/sso',
+  resume: '/saml/sso/resume',
+  initiate: '/saml/initiate',
+  slo: '/saml/slo',
+  sloResume: '/saml/slo/resume',
+} as const;
+
+/** The SAML endpoints as absolute URLs on `issuer`; `metadata` is the IdP's entity ID. */
+export function samlEndpoints(issuer: string): { readonly [name in keyof typeof SAML_PATHS]: string } {
+  return Object.fromEntries(Object.entries(SAML_PATHS).map(([name, path]) => [name, `${issuer}${path}`])) as { [name in keyof typeof SAML_PATHS]: string };
+}
+
 /** The operator console: each of its sections; a section's pages are under its path. */
 export const CONSOLE_PATHS = {
   dashboard: '/console',
@@ -105,6 +124,7 @@ export const CONSOLE_PATHS = {
   events: '/console/events',
   keys: '/console/keys',
   webhooks: '/console/webhooks',
+  saml: '/console/saml',
   scim: '/console/scim',
 } as const;
 

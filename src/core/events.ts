@@ -139,6 +139,16 @@ export const EVENT_TYPES = [
   'ssf.verification',
   /** A SET given up after TESSERA_WEBHOOK_RETRY_WINDOW, or refused by the receiver (RFC 8935 §2.3): `detail.stream_id`, `detail.event_id`, `detail.last_error`. */
   'ssf.dead_lettered',
+  /** A SAML service provider added, changed or removed by an operator (`detail.saml_sp`, `detail.entity_id`). */
+  'saml_sp.created',
+  'saml_sp.updated',
+  'saml_sp.removed',
+  /** A SAML assertion issued to a service provider for the event's user (`detail.entity_id`, `detail.acs_url`, `detail.in_response_to`). */
+  'saml.assertion_issued',
+  /** A SAML request refused (`detail.reason`, `detail.entity_id` when known): nothing issued. */
+  'saml.request_refused',
+  /** An SP's LogoutRequest answered (`detail.outcome`: `end`, the session ended; `nothing`; `other-person`, refused). */
+  'saml.logout',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -32,6 +32,9 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   // A webhook sends the audit trail's user and client events to a URL of its adder's choosing.
   'admin:webhooks': 'Manage webhooks, which send user and client events out (with admin:events or admin:events:read to add one)',
   'admin:webhooks:read': 'Read webhooks and their deliveries',
+  // A SAML service provider is sent signed statements about the people who sign in to it.
+  'admin:saml': 'Manage SAML service providers',
+  'admin:saml:read': 'Read SAML service providers',
   // SCIM 2.0 (docs/scim.md): a provisioning client's token for <issuer>/admin with this scope
   // calls <issuer>/scim/v2 as a SCIM token does; it opens no admin API operation.
   scim: 'Provision people and groups over SCIM 2.0 (<issuer>/scim/v2)',

@@ -12,6 +12,7 @@ import { passwordRoutes } from './password.ts';
 import { secondFactorRoutes } from './second-factor.ts';
 import { signInRoutes } from './sign-in.ts';
 import { upstreamRoutes } from './upstream.ts';
+import { samlRoutes } from './saml.ts';
 
 /**
  * The pages a person signs in, signs out and looks after their account on, and those that
@@ -31,6 +32,7 @@ export const browserRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, 
   await app.register(passwordRoutes, options);
   await app.register(logoutRoutes, options);
   await app.register(authorizeRoutes, options);
+  await app.register(samlRoutes, options);
   await app.register(deviceVerificationRoutes, options);
   await app.register(consoleRoutes, options);
 };

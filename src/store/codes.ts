@@ -3,6 +3,10 @@
  */
 
 import type { AuthMethod } from '../core/auth-methods.ts';
+import type { AuditEvent } from '../core/events.ts';
+import type { GrantRecord } from './grants.ts';
+import type { RefreshTokenRecord } from './tokens.ts';
+import type { UserRecord } from './users.ts';
 
 /** An authorization code (RFC 6749 §4.1.2), bound to its PKCE challenge (RFC 7636 §4.4). */
 export interface AuthorizationCodeRecord {
@@ -66,4 +70,40 @@ export interface AuthorizationCodeStore {
   ): Promise<AuthorizationCodeRecord | null>;
   /** The record whatever its state, to tell a replay from a mismatch after `consume` failed. */
   find(hash: string): Promise<AuthorizationCodeRecord | null>;
+  /**
+   * The code whatever its state, with its grant and its user as they are now (null when
+   * gone): what a code exchange decides its tokens from before it redeems the code. One
+   * statement on PostgreSQL.
+   */
+  findForExchange(hash: string): Promise<CodeExchange | null>;
+  /**
+   * Redeems a code as `consume` does and, only when this caller redeemed it, makes the
+   * writes that follow in the same transaction: the grant's use (`GrantStore.recordUse` at
+   * `now`), the refresh token, the session's client and the event. Either all of them are
+   * committed with the code's redemption or none is. One statement on PostgreSQL, one
+   * write of the round's group commit on SQLite.
+   */
+  redeem(
+    hash: string,
+    binding: { readonly clientId: string; readonly redirectUri: string; readonly codeChallenge: string; readonly dpopJkt?: string | null },
+    now: number,
+    writes: RedemptionWrites,
+  ): Promise<AuthorizationCodeRecord | null>;
+}
+
+/** A code with what an exchange of it needs to know beforehand. */
+export interface CodeExchange {
+  readonly code: AuthorizationCodeRecord;
+  readonly grant: GrantRecord | null;
+  readonly user: UserRecord | null;
+}
+
+/** What a code exchange writes with the code's redemption (`AuthorizationCodeStore.redeem`). */
+export interface RedemptionWrites {
+  /** The grant's `activeUntil` (`GrantStore.recordUse`; a revoked grant records nothing). */
+  readonly activeUntil: number;
+  readonly refreshToken?: RefreshTokenRecord;
+  /** Back-Channel Logout 1.0 §2.7: the code's session received an ID token for the code's client (`SessionStore.addClient`). */
+  readonly sessionClient?: { readonly sid: string; readonly expiresAt: number };
+  readonly event?: AuditEvent;
 }

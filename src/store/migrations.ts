@@ -867,6 +867,38 @@ const namedClaims: Migration = {
 };
 
 /**
+ * Version 30: SAML 2.0 service providers (docs/saml.md), and the AuthnRequest ids accepted
+ * from them, each kept until the request could no longer be accepted, so that a replayed
+ * request is refused (SAML Profiles §4.1.4.5 for the assertion's side of the same rule).
+ */
+const samlServiceProviders: Migration = {
+  version: 30,
+  name: 'SAML service providers',
+  statements: [
+    (t) => `CREATE TABLE saml_service_providers (
+      id                   ${t.text} PRIMARY KEY,
+      entity_id            ${t.text} NOT NULL UNIQUE,
+      name                 ${t.text},
+      acs_urls             ${t.list} NOT NULL,
+      slo_url              ${t.text},
+      name_id_format       ${t.text} NOT NULL CHECK (name_id_format IN ('email', 'persistent', 'transient')),
+      attributes           ${t.json} NOT NULL,
+      want_signed_requests ${t.boolean('want_signed_requests')},
+      sign_response        ${t.boolean('sign_response')},
+      certificate          ${t.text},
+      name_id_salt         ${t.text} NOT NULL,
+      created_at           ${t.time} NOT NULL,
+      updated_at           ${t.time} NOT NULL
+    )`,
+    (t) => `CREATE TABLE saml_requests (
+      key        ${t.text} PRIMARY KEY,
+      expires_at ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX saml_requests_expires_at ON saml_requests (expires_at)',
+  ],
+};
+
+/**
  * Version 32 (SCIM 2.0 provisioning, docs/scim.md): the long-lived tokens a provisioning
  * system calls `/scim/v2` with, by the hash of each (the token is shown once), and what SCIM
  * keeps of a person beyond their standard claims: the provisioning system's `externalId` and
@@ -1034,4 +1066,4 @@ const ssfStreams: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, scimProvisioning, groups, trustedIssuers, ssfStreams];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, samlServiceProviders, scimProvisioning, groups, trustedIssuers, ssfStreams];

@@ -38,6 +38,7 @@ import type { UserStore } from './users.ts';
 import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { SsfStore } from './ssf.ts';
+import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
@@ -60,6 +61,7 @@ export * from './registrations.ts';
 export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './ssf.ts';
+export * from './saml.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
@@ -97,6 +99,9 @@ export interface Stores {
   readonly webhooks: WebhookStore;
   /** Shared Signals streams and their deliveries, from the same outbox. */
   readonly ssf: SsfStore;
+  /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
+  readonly samlServiceProviders: SamlServiceProviderStore;
+  readonly samlRequests: SamlRequestStore;
   /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
   readonly scimTokens: ScimTokenStore;
   readonly scimUsers: ScimUserStore;

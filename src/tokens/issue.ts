@@ -104,6 +104,18 @@ export interface Issuance {
   readonly signIn?: SignInFacts | undefined;
 }
 
+/** What `TokenIssuer.plan` decided: the writes that go with the tokens, and the times they are signed with. */
+export interface IssuancePlan {
+  readonly grant: GrantRecord;
+  /** Milliseconds since the epoch: the tokens' `iat`. */
+  readonly now: number;
+  readonly accessTokenLifetime: number;
+  /** The grant's `activeUntil` once these tokens are issued (`GrantStore.recordUse`). */
+  readonly activeUntil: number;
+  /** The refresh token to store with them, and the token the client is given. */
+  readonly refresh?: { readonly token: string; readonly record: RefreshTokenRecord };
+}
+
 /** Back-Channel Logout 1.0 §2.6: the event a logout token carries. */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
@@ -253,23 +265,11 @@ export class TokenIssuer {
   async issue(issuance: Issuance): Promise<TokenResponse> {
     const grant = await this.#store.grants.get(issuance.grantId);
     if (!grant) throw new OAuthError('invalid_grant', 'the authorization no longer exists');
-    const nowMs = this.#clock.now();
-    const now = seconds(nowMs);
-    const scope = issuance.scope.join(' ');
-    const lifetimes = this.#lifetimesFor(issuance.client, grant);
-    // An API may set its own access token lifetime (RFC 9068 §2.2 leaves `exp` to the server).
-    const accessTokenLifetime = issuance.resource?.accessTokenTtl ?? lifetimes.accessToken;
-    const [accessToken, idToken] = await Promise.all([
-      this.#accessToken(issuance, now, scope, accessTokenLifetime),
-      issuance.scope.includes('openid') ? this.#idToken(issuance, grant, now) : undefined,
-    ]);
-    const refreshScope = issuance.refreshScope ?? grant.scope;
-    const refresh = receivesRefreshToken(issuance.client, grant, refreshScope)
-      ? this.#refreshToken(issuance, refreshScope, grant, nowMs, lifetimes.refreshToken)
-      : undefined;
+    const plan = this.plan(issuance, grant);
+    const response = await this.sign(issuance, plan);
     // A revoked grant records no use: the account page has nothing to show for it.
-    const recordUse = (grants: GrantStore) =>
-      grants.recordUse(grant.id, nowMs, Math.max((now + accessTokenLifetime) * 1000, refresh?.record.expiresAt ?? 0));
+    const recordUse = (grants: GrantStore) => grants.recordUse(grant.id, plan.now, plan.activeUntil);
+    const refresh = plan.refresh;
     if (refresh === undefined) {
       await recordUse(this.#store.grants);
     } else {
@@ -279,13 +279,49 @@ export class TokenIssuer {
         await recordUse(tx.grants);
       });
     }
+    return response;
+  }
+
+  /**
+   * What issuing tokens for `issuance` under `grant` writes, decided before anything is
+   * signed: the refresh token (when `receivesRefreshToken` says so) and the grant's
+   * `activeUntil`. A caller that writes these itself (a code exchange, with the code's
+   * redemption: `AuthorizationCodeStore.redeem`) then calls `sign`; `issue` does both.
+   */
+  plan(issuance: Issuance, grant: GrantRecord): IssuancePlan {
+    const nowMs = this.#clock.now();
+    const now = seconds(nowMs);
+    const lifetimes = this.#lifetimesFor(issuance.client, grant);
+    // An API may set its own access token lifetime (RFC 9068 §2.2 leaves `exp` to the server).
+    const accessTokenLifetime = issuance.resource?.accessTokenTtl ?? lifetimes.accessToken;
+    const refreshScope = issuance.refreshScope ?? grant.scope;
+    const refresh = receivesRefreshToken(issuance.client, grant, refreshScope)
+      ? this.#refreshToken(issuance, refreshScope, grant, nowMs, lifetimes.refreshToken)
+      : undefined;
+    return {
+      grant,
+      now: nowMs,
+      accessTokenLifetime,
+      activeUntil: Math.max((now + accessTokenLifetime) * 1000, refresh?.record.expiresAt ?? 0),
+      ...(refresh === undefined ? {} : { refresh }),
+    };
+  }
+
+  /** The token response `plan` decided on: the access token and ID token signed, the refresh token as planned. */
+  async sign(issuance: Issuance, plan: IssuancePlan): Promise<TokenResponse> {
+    const now = seconds(plan.now);
+    const scope = issuance.scope.join(' ');
+    const [accessToken, idToken] = await Promise.all([
+      this.#accessToken(issuance, now, scope, plan.accessTokenLifetime),
+      issuance.scope.includes('openid') ? this.#idToken(issuance, plan.grant, now) : undefined,
+    ]);
     return {
       access_token: accessToken,
       token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer',
-      expires_in: accessTokenLifetime,
+      expires_in: plan.accessTokenLifetime,
       scope,
       ...(idToken === undefined ? {} : { id_token: idToken }),
-      ...(refresh === undefined ? {} : { refresh_token: refresh.token }),
+      ...(plan.refresh === undefined ? {} : { refresh_token: plan.refresh.token }),
     };
   }
 

@@ -15,6 +15,7 @@ import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { identityProvidersContract } from './identity-providers-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { ssfContract } from './ssf-contract.ts';
+import { samlContract } from './saml-contract.ts';
 import { scimContract } from './scim-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
@@ -794,6 +795,141 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const winners = results.filter((result) => result !== null);
         assert.equal(winners.length, 1);
         assert.deepEqual(winners[0], { ...code, consumedAt: T0 + SECOND });
+      });
+    });
+
+    describe('code exchanges: the code with its grant and user, then its redemption with what follows it', () => {
+      let sequence = 0;
+      const redeemedEvent = (code: AuthorizationCodeRecord): AuditEvent => ({
+        id: `01900000-0000-7000-8000-${String(++sequence).padStart(12, '0')}`,
+        type: 'code.redeemed',
+        at: T0 + SECOND,
+        userId: code.userId,
+        username: 'ada',
+        clientId: code.clientId,
+        grantId: code.grantId,
+        ip: '192.0.2.1',
+        userAgent: 'test',
+        detail: {},
+      });
+      const refreshFor = (code: AuthorizationCodeRecord): RefreshTokenRecord => ({
+        hash: unique('refresh-hash'),
+        grantId: code.grantId,
+        clientId: code.clientId,
+        userId: code.userId,
+        scope: ['openid', 'offline_access'],
+        authTime: code.authTime,
+        sid: code.sid,
+        createdAt: T0 + SECOND,
+        expiresAt: T0 + HOUR,
+        rotatedAt: null,
+        dpopJkt: null,
+        idTokenClaims: ['email'],
+        claimsLocales: ['ja'],
+        amr: ['pwd'],
+        acr: 'urn:tessera:acr:pwd',
+      });
+
+      it('finds a code with its grant and user, null for those gone, and null for an unknown code', async () => {
+        const code = await givenCode();
+        const found = await store.codes.findForExchange(code.hash);
+        assert.deepEqual(found?.code, code);
+        assert.deepEqual(found?.grant, await store.grants.get(code.grantId));
+        assert.deepEqual(found?.user, await store.users.get(code.userId));
+        assert.equal(await store.codes.findForExchange('no-such-code'), null);
+      });
+
+      it('redeems a code once, with its grant use, refresh token, session client and event written together', async () => {
+        const code = await givenCode();
+        const refreshToken = refreshFor(code);
+        const event = redeemedEvent(code);
+        const writes = { activeUntil: T0 + HOUR, refreshToken, sessionClient: { sid: 'sid-redeemed', expiresAt: T0 + HOUR }, event };
+        assert.deepEqual(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), { ...code, consumedAt: T0 + SECOND });
+        const grant = await store.grants.get(code.grantId);
+        assert.equal(grant?.lastUsedAt, T0 + SECOND);
+        assert.equal(grant?.activeUntil, T0 + HOUR);
+        assert.deepEqual(await store.refreshTokens.find(refreshToken.hash), refreshToken);
+        assert.deepEqual((await store.events.list({ clientId: code.clientId, limit: 10 })).map((stored) => stored.id), [event.id]);
+        // The second redemption writes nothing.
+        const again = { ...writes, refreshToken: refreshFor(code), event: redeemedEvent(code), activeUntil: T0 + 2 * HOUR };
+        assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + 2 * SECOND, again), null);
+        assert.equal((await store.grants.get(code.grantId))?.activeUntil, T0 + HOUR);
+        assert.equal(await store.refreshTokens.find(again.refreshToken.hash), null);
+        assert.equal((await store.events.list({ clientId: code.clientId, limit: 10 })).length, 1);
+        assert.deepEqual(await store.sessions.takeClients('sid-redeemed'), [code.clientId]);
+      });
+
+      it('writes nothing for a code whose binding does not match, and leaves it unconsumed', async () => {
+        const code = await givenCode();
+        const refreshToken = refreshFor(code);
+        const writes = { activeUntil: T0 + HOUR, refreshToken, event: redeemedEvent(code) };
+        assert.equal(await store.codes.redeem(code.hash, { ...bindingOf(code), codeChallenge: 'another-challenge' }, T0 + SECOND, writes), null);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.equal((await store.grants.get(code.grantId))?.lastUsedAt, null);
+        assert.equal(await store.refreshTokens.find(refreshToken.hash), null);
+        assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
+      });
+
+      it('leaves the code unconsumed when a write that follows fails', async () => {
+        const code = await givenCode();
+        const taken = await givenRefreshToken();
+        const writes = { activeUntil: T0 + HOUR, refreshToken: { ...refreshFor(code), hash: taken.hash }, event: redeemedEvent(code) };
+        await assert.rejects(store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, writes), DuplicateError);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
+        assert.ok(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR }));
+      });
+
+      it('records no use on a revoked grant, and still redeems its code', async () => {
+        const code = await givenCode();
+        await store.grants.revoke(code.grantId, T0);
+        assert.ok(await store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR }));
+        assert.equal((await store.grants.get(code.grantId))?.lastUsedAt, null);
+      });
+
+      it('redeems the codes of one turn each by its own rules, and one of them failing fails it alone', async () => {
+        const client = await givenClient();
+        const user = await givenUser();
+        const grant = await givenGrant(client.id, user.id);
+        const [first, second, wrong] = [await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id }), await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id }), await givenCode()];
+        const broken = await givenCode();
+        const taken = await givenRefreshToken();
+        const results = await Promise.allSettled([
+          store.codes.redeem(first.hash, bindingOf(first), T0 + SECOND, { activeUntil: T0 + HOUR, event: redeemedEvent(first), sessionClient: { sid: 'sid-turn', expiresAt: T0 + HOUR } }),
+          store.codes.redeem(second.hash, bindingOf(second), T0 + 2 * SECOND, { activeUntil: T0 + 2 * HOUR, event: redeemedEvent(second), sessionClient: { sid: 'sid-turn', expiresAt: T0 + 2 * HOUR } }),
+          store.codes.redeem(wrong.hash, { ...bindingOf(wrong), redirectUri: 'https://app.example/other' }, T0 + SECOND, { activeUntil: T0 + HOUR, event: redeemedEvent(wrong) }),
+          store.codes.redeem(broken.hash, bindingOf(broken), T0 + SECOND, { activeUntil: T0 + HOUR, refreshToken: { ...refreshFor(broken), hash: taken.hash } }),
+        ]);
+        assert.deepEqual(results.slice(0, 3).map((result) => (result.status === 'fulfilled' ? result.value : result.reason)), [
+          { ...first, consumedAt: T0 + SECOND }, { ...second, consumedAt: T0 + 2 * SECOND }, null,
+        ]);
+        assert.equal(results[3]?.status, 'rejected');
+        assert.deepEqual(await store.codes.find(broken.hash), broken);
+        const used = await store.grants.get(grant.id);
+        assert.equal(used?.lastUsedAt, T0 + 2 * SECOND);
+        assert.equal(used?.activeUntil, T0 + 2 * HOUR);
+        assert.equal((await store.events.list({ clientId: client.id, limit: 10 })).length, 2);
+        assert.deepEqual(await store.events.list({ clientId: wrong.clientId, limit: 10 }), []);
+        assert.deepEqual(await store.sessions.takeClients('sid-turn'), [client.id]);
+      });
+
+      it('gives a code and its writes to exactly one of 20 concurrent redeemers', async () => {
+        const code = await givenCode();
+        const events = Array.from({ length: 20 }, () => redeemedEvent(code));
+        const results = await Promise.all(events.map((event) => store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event })));
+        assert.equal(results.filter((result) => result !== null).length, 1);
+        assert.equal((await store.events.list({ clientId: code.clientId, limit: 30 })).length, 1);
+      });
+
+      it('redeems inside a transaction, and a rollback undoes the redemption and its writes', async () => {
+        const code = await givenCode();
+        const event = redeemedEvent(code);
+        await assert.rejects(store.transaction(async (tx) => {
+          assert.ok(await tx.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event }));
+          throw new Error('changed its mind');
+        }), /changed its mind/);
+        assert.deepEqual(await store.codes.find(code.hash), code);
+        assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
       });
     });
 
@@ -1750,6 +1886,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     identityProvidersContract({ store: () => store, unique, givenUser });
     webhooksContract({ store: () => store, unique });
     ssfContract({ store: () => store, unique, givenClient: () => givenClient() });
+    samlContract({ store: () => store, unique });
     scimContract({ store: () => store, unique, givenUser });
     trustedIssuersContract({ store: () => store, unique });
 

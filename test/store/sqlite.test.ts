@@ -158,6 +158,46 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     }
   });
 
+  it('reads a client again once it changed, whichever connection changed it, though it keeps the records it read', async () => {
+    const path = join(dir, 'client-records.db');
+    const [a, b] = [openSqliteStore(path), openSqliteStore(path)];
+    try {
+      const client = deviceClient('kept-client');
+      await a.clients.create(client);
+      const { id: _id, createdAt: _createdAt, version: _version, tokensRevokedAt: _revoked, ...fields } = (await a.clients.get(client.id))!;
+      assert.equal((await a.clients.get(client.id))?.name, 'TV App');
+      // Another connection (a worker, the command line) changes it: the next read sees it.
+      await b.clients.update(client.id, { ...fields, name: 'Renamed elsewhere' });
+      assert.equal((await a.clients.get(client.id))?.name, 'Renamed elsewhere');
+      // This connection changes it, alone and in a transaction.
+      await a.clients.update(client.id, { ...fields, name: 'Renamed here' });
+      assert.equal((await a.clients.get(client.id))?.name, 'Renamed here');
+      await a.transaction((tx) => tx.clients.update(client.id, { ...fields, name: 'Renamed in a transaction' }).then(() => undefined));
+      assert.equal((await a.clients.get(client.id))?.name, 'Renamed in a transaction');
+      assert.ok(await a.clients.revokeTokens(client.id, T0));
+      assert.equal((await a.clients.get(client.id))?.tokensRevokedAt, T0);
+      // Removed elsewhere, then here: no longer there for either.
+      assert.equal((await b.clients.get(client.id))?.name, 'Renamed in a transaction');
+      assert.ok(await a.clients.remove(client.id));
+      assert.equal(await a.clients.get(client.id), null);
+      assert.equal(await b.clients.get(client.id), null);
+      const other = deviceClient('removed-elsewhere');
+      await a.clients.create(other);
+      assert.ok(await a.clients.get(other.id));
+      assert.ok(await b.clients.remove(other.id));
+      assert.equal(await a.clients.get(other.id), null);
+      // A self-registered client never used, purged.
+      const unused = { ...deviceClient('never-used', T0 - 2 * MINUTE), registeredBy: 'dynamic' as const };
+      await a.clients.create(unused);
+      assert.ok(await a.clients.get(unused.id));
+      await a.purgeExpired(T0 - 10 * MINUTE, { unusedClientsBefore: T0 });
+      assert.equal(await a.clients.get(unused.id), null);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('gives a code and a device grant to exactly one of 4 worker threads with connections of their own', async () => {
     const path = join(dir, 'workers.db');
     const store = openSqliteStore(path);

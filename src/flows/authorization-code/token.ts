@@ -7,8 +7,60 @@ import { OAuthError } from '../../core/errors.ts';
 
 import { GRANT_AUTHORIZATION_CODE } from '../../core/protocol.ts';
 import { transactionWithEvents } from '../events.ts';
-import { tokenTarget } from '../resources.ts';
-import type { TokenGrant } from '../types.ts';
+import { tokenTarget, type TokenTarget } from '../resources.ts';
+import type { FlowDeps, TokenGrant } from '../types.ts';
+import type { AuthorizationCodeRecord, ClientRecord, UserRecord } from '../../store/types.ts';
+import type { Issuance } from '../../tokens/issue.ts';
+
+/** What the tokens for a redeemed code carry: the code's own facts, its user and its target. */
+function issuanceOf(code: AuthorizationCodeRecord, client: ClientRecord, user: UserRecord, target: TokenTarget, dpopJkt: string | null): Issuance {
+  return {
+    client,
+    user,
+    ...target,
+    grantId: code.grantId,
+    authTime: code.authTime,
+    nonce: code.nonce,
+    sid: code.sid,
+    refreshScope: code.scope,
+    dpopJkt,
+    idTokenClaims: code.idTokenClaims,
+    claimsLocales: code.claimsLocales ?? [],
+    userinfoClaims: code.userinfoClaims ?? [],
+    claimsScope: code.claimsScope ?? [],
+    signIn: keptSignIn(code),
+  };
+}
+
+/** Why a code was not redeemed, as the client is told it (and a replay ends the code's grant). */
+async function refuse(deps: FlowDeps, hash: string, clientId: string, redirectUri: string, verifier: string | undefined, dpopJkt: string | null, now: number): Promise<never> {
+  const found = await deps.store.codes.find(hash);
+  // RFC 6749 §5.2 invalid_grant: the code "was issued to another client". A code seen
+  // by anyone but its own client tells that caller nothing, and changes nothing: only
+  // the client it was issued to, authenticated as at this endpoint, can end its grant.
+  if (!found || found.clientId !== clientId) throw new OAuthError('invalid_grant', 'authorization code is invalid');
+  if (found.consumedAt !== null) {
+    // RFC 6749 §4.1.2: if a code is used more than once, the server SHOULD revoke all
+    // tokens previously issued based on that code.
+    await transactionWithEvents(deps, async (tx, record) => {
+      const about = { userId: found.userId, clientId: found.clientId, grantId: found.grantId };
+      const revoked = await tx.grants.revoke(found.grantId, now);
+      await record({ type: 'code.replayed', ...about });
+      if (revoked) await record({ type: 'grant.revoked', ...about, detail: { by: 'code_replay' } });
+    });
+    throw new OAuthError('invalid_grant', 'authorization code has already been used');
+  }
+  if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
+  if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+  // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the
+  // token endpoint is bound to the key referenced by dpop_jkt". The code stays unused.
+  if (found.dpopJkt !== null && found.dpopJkt !== dpopJkt) {
+    throw new OAuthError('invalid_dpop_proof', dpopJkt !== null ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof');
+  }
+  if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
+  if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
+  throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+}
 
 export const authorizationCodeGrant: TokenGrant = {
   type: GRANT_AUTHORIZATION_CODE,
@@ -31,10 +83,15 @@ export const authorizationCodeGrant: TokenGrant = {
 
     const now = deps.clock.now();
     const hash = hashSecret(code);
+    // The code with its grant and user, in one read: everything the tokens are decided from
+    // is known before the code is redeemed, so that the redemption and every write that
+    // follows it (the grant's use, the refresh token, the session's client, the event) are
+    // one statement, committed before the answer.
+    const found = await deps.store.codes.findForExchange(hash);
+    const unredeemed = found?.code;
     // RFC 8707 §2.2: which API the token is for, decided from the code's scope before the code
     // is redeemed, so that a wrong resource leaves the code usable with the right one. The
     // grant was created with its code: the code's createdAt is the grant's.
-    const unredeemed = await deps.store.codes.find(hash);
     const target = unredeemed && unredeemed.clientId === client.id && unredeemed.consumedAt === null && unredeemed.expiresAt > now
       ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt }, params['resource'])
       : null;
@@ -45,58 +102,42 @@ export const authorizationCodeGrant: TokenGrant = {
     // code_challenge in the authorization request, a request to the token endpoint containing
     // a code_verifier is rejected", and the reverse.
     const codeChallenge = verifier === undefined ? '' : s256(verifier);
-    const redeemed = await deps.store.codes.consume(hash, { clientId: client.id, redirectUri, codeChallenge, dpopJkt: proof?.jkt ?? null }, now);
-    if (!redeemed) {
-      const found = await deps.store.codes.find(hash);
-      // RFC 6749 §5.2 invalid_grant: the code "was issued to another client". A code seen
-      // by anyone but its own client tells that caller nothing, and changes nothing: only
-      // the client it was issued to, authenticated as at this endpoint, can end its grant.
-      if (!found || found.clientId !== client.id) throw new OAuthError('invalid_grant', 'authorization code is invalid');
-      if (found.consumedAt !== null) {
-        // RFC 6749 §4.1.2: if a code is used more than once, the server SHOULD revoke all
-        // tokens previously issued based on that code.
-        await transactionWithEvents(deps, async (tx, record) => {
-          const about = { userId: found.userId, clientId: found.clientId, grantId: found.grantId };
-          const revoked = await tx.grants.revoke(found.grantId, now);
-          await record({ type: 'code.replayed', ...about });
-          if (revoked) await record({ type: 'grant.revoked', ...about, detail: { by: 'code_replay' } });
-        });
-        throw new OAuthError('invalid_grant', 'authorization code has already been used');
+    const binding = { clientId: client.id, redirectUri, codeChallenge, dpopJkt: proof?.jkt ?? null };
+    const person = found?.user;
+    if (target && unredeemed && person && !person.disabled && found.grant) {
+      const issuance = issuanceOf(unredeemed, client, person, target, proof?.jkt ?? null);
+      const plan = deps.tokens.plan(issuance, found.grant);
+      const event = deps.events.make({ type: 'code.redeemed', userId: person.id, username: person.username, clientId: client.id, grantId: unredeemed.grantId });
+      const redeemed = await deps.store.codes.redeem(hash, binding, now, {
+        activeUntil: plan.activeUntil,
+        ...(plan.refresh === undefined ? {} : { refreshToken: plan.refresh.record }),
+        // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
+        // that received an ID token in it. Kept no longer than a session can last.
+        ...(unredeemed.sid !== null && issuance.scope.includes('openid') ? { sessionClient: { sid: unredeemed.sid, expiresAt: now + deps.config.lifetimes.session * 1000 } } : {}),
+        event,
+      });
+      if (redeemed) {
+        // The grant is not checked again here: the one caller that redeemed the code is owed
+        // its tokens even when a concurrent replay of the same code revokes the grant a moment
+        // later (otherwise a replay racing the client would leave nobody with tokens); tokens
+        // issued under a revoked grant are dead wherever revocation is checked.
+        const tokens = await deps.tokens.sign(issuance, plan);
+        deps.events.publish(event);
+        return tokens;
       }
-      if (found.expiresAt <= now) throw new OAuthError('invalid_grant', 'authorization code has expired');
-      if (found.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
-      // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the
-      // token endpoint is bound to the key referenced by dpop_jkt". The code stays unused.
-      if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
-        throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof');
-      }
-      if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
-      if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
-      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+      return refuse(deps, hash, client.id, redirectUri, verifier, proof?.jkt ?? null, now);
     }
-
-    // The grant is not checked again here: the one caller that redeemed the code is owed its
-    // tokens even when a concurrent replay of the same code revokes the grant a moment later
-    // (otherwise a replay racing the client would leave nobody with tokens); tokens issued
-    // under a revoked grant are dead wherever revocation is checked.
+    // RFC 6749 §5.2 invalid_grant: no such code.
+    if (!found) throw new OAuthError('invalid_grant', 'authorization code is invalid');
+    // The rest (a code of another client, spent, expired; its user gone or disabled, its
+    // grant gone): redeemed as the checks above would have, burning a code that is only
+    // refused for its user or grant, and the caller told why.
+    const redeemed = await deps.store.codes.consume(hash, binding, now);
+    if (!redeemed) return refuse(deps, hash, client.id, redirectUri, verifier, proof?.jkt ?? null, now);
     const user = await deps.store.users.get(redeemed.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
-    const tokens = await deps.tokens.issue({
-      client,
-      user,
-      ...(target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource']))),
-      grantId: redeemed.grantId,
-      authTime: redeemed.authTime,
-      nonce: redeemed.nonce,
-      sid: redeemed.sid,
-      refreshScope: redeemed.scope,
-      dpopJkt: proof?.jkt ?? null,
-      idTokenClaims: redeemed.idTokenClaims,
-      claimsLocales: redeemed.claimsLocales ?? [],
-      userinfoClaims: redeemed.userinfoClaims ?? [],
-      claimsScope: redeemed.claimsScope ?? [],
-      signIn: keptSignIn(redeemed),
-    });
+    const issuance = issuanceOf(redeemed, client, user, target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource'])), proof?.jkt ?? null);
+    const tokens = await deps.tokens.issue(issuance);
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
     // that received an ID token in it. Kept no longer than a session can last.
     if (redeemed.sid !== null && tokens.id_token !== undefined) {

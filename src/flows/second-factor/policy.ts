@@ -38,7 +38,7 @@ export function sessionMethods(session: SessionRecord): readonly AuthMethod[] {
  * does not know is ignored; a known one the sign-in does not reach asks for a stronger
  * sign-in (a step-up), as a client's own requirement does.
  */
-export function approvalRefusal(config: Config, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): ApprovalRefusal | null {
+export function approvalRefusal(config: Config, client: Pick<ClientRecord, 'requirePhishingResistant'>, session: SessionRecord, requestedAcr: readonly string[] | null = null): ApprovalRefusal | null {
   const amr = sessionMethods(session);
   const known = (requestedAcr ?? []).filter((value) => (ACR_VALUES as readonly string[]).includes(value));
   const actual = acrOf(amr);

@@ -30,6 +30,7 @@ import { scimTokenRoutes } from './scim-tokens.ts';
 import { userRoutes } from './users.ts';
 import { trustedIssuerRoutes } from './trusted-issuers.ts';
 import { webhookRoutes } from './webhooks.ts';
+import { samlServiceProviderRoutes } from './saml-service-providers.ts';
 
 export { MAX_PAGE } from './kit.ts';
 
@@ -124,7 +125,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   // Each noun's routes, in a plugin of its own: the hooks and the error handler above are theirs too.
-  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes, trustedIssuerRoutes, scimTokenRoutes]) {
+  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes, trustedIssuerRoutes, scimTokenRoutes, samlServiceProviderRoutes]) {
     await app.register(noun, { deps });
   }
 

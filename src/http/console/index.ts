@@ -21,6 +21,7 @@ import { knownOperator, reasonOf } from './kit.ts';
 import { userPages } from './users.ts';
 import { trustPages } from './trust.ts';
 import { webhookPages } from './webhooks.ts';
+import { samlPages } from './saml.ts';
 import { scimPages } from './scim.ts';
 
 export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
@@ -34,5 +35,5 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, reasonOf(ui, error), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
   });
 
-  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, scimPages, keyPages, trustPages]) await app.register(noun, options);
+  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, scimPages, keyPages, trustPages]) await app.register(noun, options);
 };

@@ -10,16 +10,18 @@
 import pg from 'pg';
 import type { AuditEvent } from '../../core/events.ts';
 import { POSTGRES_DEFAULTS, type PostgresSettings } from '../../config/index.ts';
-import { CorruptRowError, jsonObject, stringList, type Row } from '../rows.ts';
-import type { Dialect, Params, Runner } from '../sql/dialect.ts';
+import { CorruptRowError, jsonObject, stringList, text, type Row } from '../rows.ts';
+import type { Dialect, Params, Runner, SqlValue } from '../sql/dialect.ts';
 import { DEVICE_USER_CODE_CONFLICT, deviceFromRow, devicePollAssignments, pollOutcomeFromRow } from '../sql/devices.ts';
 import { codeFromRow } from '../sql/codes.ts';
 import { eventParams } from '../sql/events.ts';
+import { refreshTokenParams } from '../sql/tokens.ts';
 import { grantFromRow } from '../sql/grants.ts';
+import { resourceFromRow } from '../sql/resources.ts';
 import { userFromRow } from '../sql/users.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type ResourceRecord, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type RedemptionWrites, type ResourceRecord, type ResourceScope, type Store } from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -303,6 +305,142 @@ interface GrantUse {
   readonly activeUntil: number;
 }
 
+/**
+ * The codes of one batch with their grants and users (`findForExchange`), each row as JSON:
+ * the same columns, numbers and lists the tables' own rows give. A grant or user that is
+ * gone is null.
+ */
+const FIND_FOR_EXCHANGE = `
+  SELECT c.hash, to_jsonb(c) AS code, to_jsonb(g) AS grant_row, to_jsonb(u) AS user_row
+  FROM authorization_codes c LEFT JOIN grants g ON g.id = c.grant_id LEFT JOIN users u ON u.id = c.user_id
+  WHERE c.hash = ANY($1::text[])`;
+
+/** A refresh token's columns as the batched redemption binds them; lists as JSON text, since `unnest` would flatten an array of arrays. */
+const REDEEM_REFRESH_COLUMNS: readonly (readonly [field: string, column: string, type: string])[] = [
+  ['hash', 'hash', 'text'],
+  ['grantId', 'grant_id', 'text'],
+  ['clientId', 'client_id', 'text'],
+  ['userId', 'user_id', 'text'],
+  ['scope', 'scope', 'list'],
+  ['authTime', 'auth_time', 'bigint'],
+  ['sid', 'sid', 'text'],
+  ['createdAt', 'created_at', 'bigint'],
+  ['expiresAt', 'expires_at', 'bigint'],
+  ['rotatedAt', 'rotated_at', 'bigint'],
+  ['dpopJkt', 'dpop_jkt', 'text'],
+  ['idTokenClaims', 'id_token_claims', 'list'],
+  ['amr', 'amr', 'list'],
+  ['acr', 'acr', 'text'],
+  ['claimsLocales', 'claims_locales', 'list'],
+  ['userinfoClaims', 'userinfo_claims', 'list'],
+  ['claimsScope', 'claims_scope', 'list'],
+];
+
+/** Numbers the parameters of the batched redemption in the order they are bound. */
+function parameterList(types: readonly string[], first: number): string {
+  return types.map((type, index) => `$${first + index}::${type === 'list' ? 'text' : type}[]`).join(', ');
+}
+
+const REDEMPTION_TYPES = ['text', 'text', 'text', 'text', 'text', 'bigint', 'bigint'];
+const REFRESH_TYPES = ['text', ...REDEEM_REFRESH_COLUMNS.map(([, , type]) => type)];
+const SESSION_CLIENT_TYPES = ['text', 'text', 'bigint'];
+const EVENT_TYPES = ['text', ...INSERT_DEVICE_EVENTS_COLUMNS.map(([, , type]) => type)];
+const REFRESH_FIRST = 1 + REDEMPTION_TYPES.length;
+const SESSION_CLIENT_FIRST = REFRESH_FIRST + REFRESH_TYPES.length;
+const EVENT_FIRST = SESSION_CLIENT_FIRST + SESSION_CLIENT_TYPES.length;
+
+/**
+ * The code redemptions of one batch and everything that follows each, in one statement
+ * (`AuthorizationCodeStore.redeem`): sql/codes.ts `consumeCode`'s conditions for each code,
+ * each with its own time and binding; then, for the codes this statement redeemed only,
+ * the grants' uses (sql/grants.ts `recordGrantUse`, one row a grant, its latest times),
+ * the refresh tokens, the sessions' clients (`addSessionClient`, one row a pair) and the
+ * events. One statement is one transaction: all of it is committed or none. Under READ
+ * COMMITTED a code another transaction redeemed first is re-checked against its committed
+ * state (consumed_at is then set), so exactly one caller gets each code and its writes.
+ */
+const REDEEM_CODES = `
+  WITH redemptions AS (
+    SELECT * FROM unnest(${parameterList(REDEMPTION_TYPES, 1)})
+      AS r (hash, client_id, redirect_uri, code_challenge, dpop_jkt, now, active_until)
+  ), consumed AS (
+    UPDATE authorization_codes SET consumed_at = redemptions.now
+    FROM redemptions
+    WHERE authorization_codes.hash = redemptions.hash AND authorization_codes.consumed_at IS NULL
+      AND authorization_codes.expires_at > redemptions.now
+      AND authorization_codes.client_id = redemptions.client_id AND authorization_codes.redirect_uri = redemptions.redirect_uri
+      AND authorization_codes.code_challenge = redemptions.code_challenge
+      AND (authorization_codes.dpop_jkt IS NULL OR authorization_codes.dpop_jkt = redemptions.dpop_jkt)
+    RETURNING authorization_codes.*
+  ), used AS (
+    UPDATE grants SET last_used_at = GREATEST(COALESCE(grants.last_used_at, 0), uses.now),
+                      active_until = GREATEST(COALESCE(grants.active_until, 0), uses.active_until)
+    FROM (SELECT consumed.grant_id, max(redemptions.now) AS now, max(redemptions.active_until) AS active_until
+          FROM consumed JOIN redemptions USING (hash) GROUP BY consumed.grant_id) AS uses
+    WHERE grants.id = uses.grant_id AND grants.revoked_at IS NULL
+  ), refreshed AS (
+    INSERT INTO refresh_tokens (${columnNames(REDEEM_REFRESH_COLUMNS)})
+    SELECT ${REDEEM_REFRESH_COLUMNS.map(([, column, type]) => (type === 'list' ? `CASE WHEN t.${column} IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(t.${column}::jsonb)) END` : `t.${column}`)).join(', ')}
+    FROM unnest(${parameterList(REFRESH_TYPES, REFRESH_FIRST)}) AS t (code_hash, ${columnNames(REDEEM_REFRESH_COLUMNS)})
+    JOIN consumed ON consumed.hash = t.code_hash
+  ), joined AS (
+    INSERT INTO session_clients (sid, client_id, expires_at)
+    SELECT DISTINCT ON (s.sid, consumed.client_id) s.sid, consumed.client_id, s.expires_at
+    FROM unnest(${parameterList(SESSION_CLIENT_TYPES, SESSION_CLIENT_FIRST)}) AS s (code_hash, sid, expires_at)
+    JOIN consumed ON consumed.hash = s.code_hash
+    ORDER BY s.sid, consumed.client_id, s.expires_at DESC
+    ON CONFLICT (sid, client_id) DO UPDATE SET expires_at = GREATEST(session_clients.expires_at, excluded.expires_at)
+  ), recorded AS (
+    INSERT INTO events (${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+    SELECT ${INSERT_DEVICE_EVENTS_COLUMNS.map(([, column]) => (column === 'detail' ? 'e.detail::jsonb' : `e.${column}`)).join(', ')}
+    FROM unnest(${parameterList(EVENT_TYPES, EVENT_FIRST)}) AS e (code_hash, ${columnNames(INSERT_DEVICE_EVENTS_COLUMNS)})
+    JOIN consumed ON consumed.hash = e.code_hash
+  )
+  SELECT * FROM consumed`;
+
+interface RedeemCall {
+  readonly hash: string;
+  readonly clientId: string;
+  readonly redirectUri: string;
+  readonly codeChallenge: string;
+  readonly dpopJkt: string | null;
+  readonly now: number;
+  readonly writes: RedemptionWrites;
+}
+
+/** The values of `REDEEM_CODES` for a batch, array by array. */
+function redeemValues(batch: readonly RedeemCall[]): unknown[] {
+  const refreshed = batch.flatMap((call) => (call.writes.refreshToken ? [{ hash: call.hash, params: refreshTokenParams(postgresDialect, call.writes.refreshToken) }] : []));
+  const joined = batch.flatMap((call) => (call.writes.sessionClient ? [{ hash: call.hash, ...call.writes.sessionClient }] : []));
+  const recorded = batch.flatMap((call) => (call.writes.event ? [{ hash: call.hash, params: eventParams(call.writes.event) }] : []));
+  const listText = (value: SqlValue | undefined) => (value === null || value === undefined ? null : JSON.stringify(value));
+  return [
+    batch.map((call) => call.hash), batch.map((call) => call.clientId), batch.map((call) => call.redirectUri),
+    batch.map((call) => call.codeChallenge), batch.map((call) => call.dpopJkt), batch.map((call) => call.now),
+    batch.map((call) => call.writes.activeUntil),
+    refreshed.map((row) => row.hash),
+    ...REDEEM_REFRESH_COLUMNS.map(([field, , type]) => refreshed.map((row) => (type === 'list' ? listText(row.params[field]) : (row.params[field] ?? null)))),
+    joined.map((row) => row.hash), joined.map((row) => row.sid), joined.map((row) => row.expiresAt),
+    recorded.map((row) => row.hash),
+    ...INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => recorded.map((row) => row.params[field] ?? null)),
+  ];
+}
+
+/** The registered APIs with their scopes in order, as `resources.list` reads them with two statements. */
+const LIST_RESOURCES_WITH_SCOPES = `
+  SELECT resources.*, COALESCE((SELECT json_agg(json_build_object('name', s.name, 'description', s.description) ORDER BY s.position)
+                                FROM resource_scopes s WHERE s.resource = resources.identifier), '[]'::json) AS scopes
+  FROM resources ORDER BY created_at, identifier`;
+
+/** The scopes `LIST_RESOURCES_WITH_SCOPES` gives a resource row. */
+function resourceScopesOf(value: unknown): ResourceScope[] {
+  if (!Array.isArray(value)) throw new CorruptRowError('scopes', 'a list of scopes', value);
+  return value.map((scope: unknown) => {
+    const row = (typeof scope === 'object' && scope !== null ? scope : {}) as Row;
+    return { name: text(row, 'name'), description: text(row, 'description') };
+  });
+}
+
 /** Rows of `table` by their key, for a batch of lookups by key (each the statement `SELECT * … WHERE key = :key`). */
 const rowsByKey = (table: string, key: string) => `SELECT * FROM ${table} WHERE ${key} = ANY($1::text[])`;
 
@@ -482,11 +620,16 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   // turn share one statement, sent at the turn's end, so each still sees every write its
   // caller made before asking. Each caller gets its own array.
   let resourceReads = 0;
+  // One statement for the APIs and their scopes, where `resources.list` reads each table on its own.
+  const listResources = async () =>
+    (await send(pool, { name: 'tessera_listResourcesWithScopes', text: LIST_RESOURCES_WITH_SCOPES })).rows.map((row) =>
+      resourceFromRow(row, resourceScopesOf(row['scopes'])),
+    );
   const resourceLists = new TurnBatch<number, readonly ResourceRecord[]>({
     key: (read) => String(read),
-    one: () => stores.resources.list(),
+    one: listResources,
     async many(batch) {
-      const list = await stores.resources.list();
+      const list = await listResources();
       return new Map(batch.map((read) => [String(read), list]));
     },
     absent: [],
@@ -494,6 +637,30 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
   });
   const { read } = postgresDialect;
   const codeOrNull = (row: Row | undefined) => (row === undefined ? null : codeFromRow(row, read));
+  // A code exchange in two round trips, each shared with the exchanges of its turn: the
+  // code with its grant and user, then its redemption with every write that follows it.
+  const exchanges = new TurnBatch<string, Row | undefined>({
+    key: (hash) => hash,
+    one: async (hash) => (await send(pool, { name: 'tessera_findForExchange', text: FIND_FOR_EXCHANGE, values: [[hash]] })).rows[0],
+    async many(batch) {
+      const { rows } = await send(pool, { name: 'tessera_findForExchange', text: FIND_FOR_EXCHANGE, values: [batch] });
+      return new Map(rows.map((row) => [row['hash'] as string, row]));
+    },
+    absent: undefined,
+    retryAlone: () => false,
+  });
+  const redeemCodes = async (batch: readonly RedeemCall[]): Promise<ReadonlyMap<string, Row>> => {
+    const { rows } = await send(pool, { name: 'tessera_redeemCodes', text: REDEEM_CODES, values: redeemValues(batch) });
+    return new Map(rows.map((row) => [row['hash'] as string, row]));
+  };
+  const redeems = new TurnBatch<RedeemCall, Row | undefined>({
+    key: (call) => call.hash,
+    one: async (call) => (await redeemCodes([call])).get(call.hash),
+    many: redeemCodes,
+    absent: undefined,
+    retryAlone: failedByOneCall,
+  });
+  const jsonRow = (value: unknown): Row | null => (value === null || value === undefined ? null : (value as Row));
 
   return {
     ...stores,
@@ -509,6 +676,19 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       find: async (hash) => codeOrNull(await codes.run(hash)),
       consume: async (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
         codeOrNull(await redemptions.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })),
+      async findForExchange(hash) {
+        const row = await exchanges.run(hash);
+        if (row === undefined) return null;
+        const grant = jsonRow(row['grant_row']);
+        const user = jsonRow(row['user_row']);
+        return {
+          code: codeFromRow(jsonRow(row['code'])!, read),
+          grant: grant === null ? null : grantFromRow(grant, read),
+          user: user === null ? null : userFromRow(user, read),
+        };
+      },
+      redeem: async (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
+        codeOrNull(await redeems.run({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now, writes })),
     },
     events: {
       ...stores.events,

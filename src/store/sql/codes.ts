@@ -3,8 +3,11 @@
  */
 
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
-import type { AuthorizationCodeRecord, Stores } from '../types.ts';
-import { type Dialect, queries, type Runner } from './dialect.ts';
+import type { AuthorizationCodeRecord, RedemptionWrites, Stores } from '../types.ts';
+import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
+import { eventParams } from './events.ts';
+import type { StatementName } from './statements.ts';
+import { refreshTokenParams } from './tokens.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
@@ -36,6 +39,18 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
   };
 }
 
+/**
+ * The statements that follow a code's redemption (`AuthorizationCodeStore.redeem`), each
+ * with its parameters: the grant's use, the refresh token, the session's client, the event.
+ */
+export function redemptionWrites(d: Dialect, code: AuthorizationCodeRecord, now: number, writes: RedemptionWrites): [StatementName, Params][] {
+  const steps: [StatementName, Params][] = [['recordGrantUse', { id: code.grantId, now, activeUntil: writes.activeUntil }]];
+  if (writes.refreshToken) steps.push(['insertRefreshToken', refreshTokenParams(d, writes.refreshToken)]);
+  if (writes.sessionClient) steps.push(['addSessionClient', { sid: writes.sessionClient.sid, clientId: code.clientId, expiresAt: writes.sessionClient.expiresAt }]);
+  if (writes.event) steps.push(['insertEvent', eventParams(writes.event)]);
+  return steps;
+}
+
 /** The statements, by name, in `d`'s SQL. */
 export function codesStatements(d: Dialect) {
   return {
@@ -59,7 +74,13 @@ export function codesStatements(d: Dialect) {
   };
 }
 
-export function codesStores(d: Dialect, q: Runner<keyof ReturnType<typeof codesStatements>>): Pick<Stores, 'codes'> {
+/**
+ * The code stores over `q`. `findForExchange` here is three reads (the code, then its grant
+ * and user); `redeem` is its statements one after another, atomic as it promises only inside
+ * a transaction, which is where this form of it runs: each store gives its own at the top
+ * level (SQLite one write of the group commit, PostgreSQL one statement).
+ */
+export function codesStores(d: Dialect, q: Runner<StatementName>, others: Pick<Stores, 'grants' | 'users'>): Pick<Stores, 'codes'> {
   const { read, list } = d;
   const { first, write } = queries(q);
   const code = (row: Row) => codeFromRow(row, read);
@@ -79,6 +100,18 @@ export function codesStores(d: Dialect, q: Runner<keyof ReturnType<typeof codesS
       consume: (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now) =>
         first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code),
       find: (hash) => first('getCode', { hash }, code),
+      async findForExchange(hash) {
+        const found = await first('getCode', { hash }, code);
+        if (found === null) return null;
+        const [grant, user] = await Promise.all([others.grants.get(found.grantId), others.users.get(found.userId)]);
+        return { code: found, grant, user };
+      },
+      async redeem(hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) {
+        const redeemed = await first('consumeCode', { hash, clientId, redirectUri, codeChallenge, dpopJkt, now }, code);
+        if (redeemed === null) return null;
+        for (const [name, params] of redemptionWrites(d, redeemed, now, writes)) await q.changed(name, params);
+        return redeemed;
+      },
     },
   };
 }

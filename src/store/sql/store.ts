@@ -29,17 +29,20 @@ import { usersStores } from './users.ts';
 import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
 import { ssfStores } from './ssf.ts';
+import { samlStores } from './saml.ts';
 import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
+  const users = usersStores(d, q);
+  const grants = grantsStores(d, q);
   return {
     ...clientsStores(d, q),
     ...resourcesStores(d, q),
-    ...usersStores(d, q),
+    ...users,
     ...sessionsStores(d, q),
-    ...grantsStores(d, q),
+    ...grants,
     ...tokensStores(d, q),
-    ...codesStores(d, q),
+    ...codesStores(d, q, { ...users, ...grants }),
     ...devicesStores(d, q),
     ...replaysStores(d, q),
     ...pushedRequestsStores(d, q),
@@ -53,6 +56,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...identityProvidersStores(d, q),
     ...webhooksStores(d, q),
     ...ssfStores(d, q),
+    ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),
   };

@@ -4,7 +4,7 @@
 
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { RefreshTokenRecord, Stores } from '../types.ts';
-import { type Dialect, queries, type Runner } from './dialect.ts';
+import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
 
 export function refreshTokenFromRow(row: Row, read: ColumnReader): RefreshTokenRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
@@ -58,23 +58,29 @@ export function tokensStatements(d: Dialect) {
   };
 }
 
+/** A refresh token's columns for `insertRefreshToken`. */
+export function refreshTokenParams(d: Dialect, token: RefreshTokenRecord): Params {
+  const { list } = d;
+  return {
+    ...token,
+    scope: list(token.scope),
+    idTokenClaims: list(token.idTokenClaims),
+    claimsLocales: list(token.claimsLocales ?? []),
+    userinfoClaims: list(token.userinfoClaims ?? []),
+    claimsScope: list(token.claimsScope ?? []),
+    amr: token.amr === undefined ? null : list(token.amr),
+    acr: token.acr ?? null,
+  };
+}
+
 export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof tokensStatements>>): Pick<Stores, 'refreshTokens' | 'accessTokens'> {
-  const { read, list } = d;
+  const { read } = d;
   const { first, write } = queries(q);
   const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
   return {
     refreshTokens: {
       create: (token) =>
-        write('insertRefreshToken', {
-          ...token,
-          scope: list(token.scope),
-          idTokenClaims: list(token.idTokenClaims),
-          claimsLocales: list(token.claimsLocales ?? []),
-          userinfoClaims: list(token.userinfoClaims ?? []),
-          claimsScope: list(token.claimsScope ?? []),
-          amr: token.amr === undefined ? null : list(token.amr),
-          acr: token.acr ?? null,
-        }),
+        write('insertRefreshToken', refreshTokenParams(d, token)),
       rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
     },

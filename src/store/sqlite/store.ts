@@ -8,10 +8,11 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { CorruptRowError, integer, jsonObject, stringList, text } from '../rows.ts';
+import { codeFromRow, redemptionWrites } from '../sql/codes.ts';
 import type { Dialect, Params, Runner } from '../sql/dialect.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type Store } from '../types.ts';
+import { DuplicateError, MissingReferenceError, type ClientRecord, type Store } from '../types.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateSqlite } from './migrate.ts';
 import { storeError } from './unavailable.ts';
@@ -130,11 +131,80 @@ function sqliteStore(db: DatabaseSync): Store {
     };
   })();
   const tx = sqlStores(sqliteDialect, inside);
+  const stores = sqlStores(sqliteDialect, outside);
+  // A code's redemption and the writes that follow it are one write of the round's group
+  // commit: run one after another in a savepoint, so that they stand or fall together,
+  // and answered once the round has committed.
+  const savepoint = db.prepare('SAVEPOINT tessera_redeem');
+  const release = db.prepare('RELEASE tessera_redeem');
+  const rollback = db.prepare('ROLLBACK TO tessera_redeem');
+  const redeem: Store['codes']['redeem'] = (hash, { clientId, redirectUri, codeChallenge, dpopJkt = null }, now, writes) =>
+    batch.outside(() =>
+      batch.write(() => {
+        savepoint.run();
+        try {
+          const row = execute(prepared.consumeCode, (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
+          const code = row === undefined ? null : codeFromRow(row, sqliteDialect.read);
+          if (code !== null) {
+            for (const [name, params] of redemptionWrites(sqliteDialect, code, now, writes)) execute(prepared[name], (statement) => statement.run(bind(params)));
+          }
+          release.run();
+          return code;
+        } catch (error) {
+          // A failure that ended the whole transaction took the savepoint with it.
+          if (db.isTransaction) {
+            rollback.run();
+            release.run();
+          }
+          throw error;
+        }
+      }),
+    );
+
+  // The client records read, kept between requests as the PostgreSQL store keeps them, so
+  // that a request reads no client row. Kept only while no other connection has committed
+  // (`PRAGMA data_version` changes exactly then: another worker, the command line) and
+  // until this connection writes a client, runs a transaction or purges: a client changed or
+  // removed anywhere is read again at its next use. A read that a forgetting overtook is
+  // answered but not kept.
+  const dataVersion = db.prepare('PRAGMA data_version');
+  const clientRecords = new Map<string, ClientRecord>();
+  let seenVersion: unknown;
+  let generation = 0;
+  const forgetClients = () => {
+    clientRecords.clear();
+    generation += 1;
+  };
+  const getClient = async (id: string): Promise<ClientRecord | null> => {
+    const version = (dataVersion.get() as { data_version?: unknown } | undefined)?.data_version;
+    if (version !== seenVersion) {
+      seenVersion = version;
+      forgetClients();
+    }
+    const kept = clientRecords.get(id);
+    if (kept !== undefined) return kept;
+    const at = generation;
+    const record = await stores.clients.get(id);
+    if (record !== null && at === generation) clientRecords.set(id, record);
+    return record;
+  };
+  const forgetting = <A extends unknown[], R>(write: (...args: A) => Promise<R>) => (...args: A): Promise<R> => write(...args).finally(forgetClients);
 
   return {
-    ...sqlStores(sqliteDialect, outside),
-    transaction: (work) => batch.transaction(() => work(tx)),
-    purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs),
+    ...stores,
+    codes: { ...stores.codes, redeem },
+    clients: {
+      ...stores.clients,
+      get: getClient,
+      create: forgetting(stores.clients.create),
+      update: forgetting(stores.clients.update),
+      revokeTokens: forgetting(stores.clients.revokeTokens),
+      markUsed: forgetting(stores.clients.markUsed),
+      rotateSecret: forgetting(stores.clients.rotateSecret),
+      remove: forgetting(stores.clients.remove),
+    },
+    transaction: (work) => batch.transaction(() => work(tx)).finally(forgetClients),
+    purgeExpired: (before, cutoffs) => purgeExpired(outside, before, cutoffs).finally(forgetClients),
     close: async () => {
       if (!db.isOpen) return;
       await batch.drain();

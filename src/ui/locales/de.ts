@@ -278,6 +278,18 @@ const de: Catalogue = {
   'deviceLogin.claims': 'Claims des ID-Tokens (Signatur geprüft mit {jwksUri}):',
   'deviceLogin.userinfo': 'Claims aus UserInfo ({endpoint}):',
 
+  'saml.refused.title': 'Anmeldeanfrage abgelehnt',
+  'saml.refused.malformed': 'Die Anwendung hat eine Anmeldeanfrage gesendet, die dieser Server nicht lesen kann. Gehen Sie zur Anwendung zurück und versuchen Sie es erneut; passiert es wieder, wenden Sie sich an ihren Betreiber.',
+  'saml.refused.unknown_sp': 'Die Anwendung, die Sie hierher geschickt hat, ist bei diesem Server nicht registriert; Sie können sich hier nicht bei ihr anmelden.',
+  'saml.refused.unknown_acs': 'Die Anwendung wollte Ihre Anmeldung an eine Adresse senden lassen, die sie nicht registriert hat. Es wurde nichts gesendet.',
+  'saml.refused.unsigned': 'Die Anmeldeanfragen dieser Anwendung müssen signiert sein, diese war es nicht. Es wurde nichts gesendet.',
+  'saml.refused.bad_signature': 'Die Signatur der Anmeldeanfrage stammt nicht von der Anwendung. Es wurde nichts gesendet.',
+  'saml.refused.replayed': 'Diese Anmeldeanfrage wurde bereits verwendet. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
+  'saml.refused.expired': 'Diese Anmeldeanfrage ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
+  'saml.refused.wrong_destination': 'Die Anmeldeanfrage war für einen anderen Server bestimmt.',
+  'saml.refused.unsupported': 'Die Anwendung hat etwas verlangt, das dieser Server nicht unterstützt.',
+  'saml.refused.stale': 'Dieser Anmeldelink ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
+
   ...consoleMessages,
 };
 

@@ -279,6 +279,18 @@ const en = {
   'deviceLogin.claims': 'ID token claims (signature verified with {jwksUri}):',
   'deviceLogin.userinfo': 'UserInfo claims ({endpoint}):',
 
+  'saml.refused.title': 'Sign-in request refused',
+  'saml.refused.malformed': 'The application sent a sign-in request this server cannot read. Go back to the application and try again; if it happens again, tell whoever runs it.',
+  'saml.refused.unknown_sp': 'The application that sent you here is not registered with this server, so you cannot sign in to it from here.',
+  'saml.refused.unknown_acs': 'The application asked for your sign-in to be sent to an address it has not registered. Nothing was sent.',
+  'saml.refused.unsigned': 'This application’s sign-in requests must be signed, and this one was not. Nothing was sent.',
+  'saml.refused.bad_signature': 'The sign-in request’s signature is not the application’s. Nothing was sent.',
+  'saml.refused.replayed': 'This sign-in request was already used. Go back to the application and sign in again.',
+  'saml.refused.expired': 'This sign-in request has expired. Go back to the application and sign in again.',
+  'saml.refused.wrong_destination': 'The sign-in request was meant for another server.',
+  'saml.refused.unsupported': 'The application asked for something this server does not do.',
+  'saml.refused.stale': 'This sign-in link has expired. Go back to the application and sign in again.',
+
   ...consoleEn,
 };
 

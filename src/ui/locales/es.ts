@@ -282,6 +282,18 @@ const es: Catalogue = {
   'deviceLogin.claims': 'Claims del token de ID (firma verificada con {jwksUri}):',
   'deviceLogin.userinfo': 'Claims de UserInfo ({endpoint}):',
 
+  'saml.refused.title': 'Solicitud de inicio de sesión rechazada',
+  'saml.refused.malformed': 'La aplicación envió una solicitud de inicio de sesión que este servidor no puede leer. Vuelva a la aplicación e inténtelo de nuevo; si vuelve a ocurrir, avise a quien la administra.',
+  'saml.refused.unknown_sp': 'La aplicación que le envió aquí no está registrada en este servidor, así que no puede iniciar sesión en ella desde aquí.',
+  'saml.refused.unknown_acs': 'La aplicación pidió que su inicio de sesión se enviara a una dirección que no ha registrado. No se envió nada.',
+  'saml.refused.unsigned': 'Las solicitudes de inicio de sesión de esta aplicación deben estar firmadas, y esta no lo estaba. No se envió nada.',
+  'saml.refused.bad_signature': 'La firma de la solicitud de inicio de sesión no es de la aplicación. No se envió nada.',
+  'saml.refused.replayed': 'Esta solicitud de inicio de sesión ya se usó. Vuelva a la aplicación e inicie sesión de nuevo.',
+  'saml.refused.expired': 'Esta solicitud de inicio de sesión caducó. Vuelva a la aplicación e inicie sesión de nuevo.',
+  'saml.refused.wrong_destination': 'La solicitud de inicio de sesión era para otro servidor.',
+  'saml.refused.unsupported': 'La aplicación pidió algo que este servidor no hace.',
+  'saml.refused.stale': 'Este enlace de inicio de sesión caducó. Vuelva a la aplicación e inicie sesión de nuevo.',
+
   ...consoleMessages,
 };
 

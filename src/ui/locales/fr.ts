@@ -283,6 +283,18 @@ const fr: Catalogue = {
   'deviceLogin.claims': 'Revendications du jeton d’identité (signature vérifiée avec {jwksUri}) :',
   'deviceLogin.userinfo': 'Revendications UserInfo ({endpoint}) :',
 
+  'saml.refused.title': 'Demande de connexion refusée',
+  'saml.refused.malformed': 'L’application a envoyé une demande de connexion que ce serveur ne peut pas lire. Revenez à l’application et réessayez ; si cela se reproduit, prévenez la personne qui la gère.',
+  'saml.refused.unknown_sp': 'L’application qui vous a envoyé ici n’est pas enregistrée auprès de ce serveur : vous ne pouvez pas vous y connecter d’ici.',
+  'saml.refused.unknown_acs': 'L’application a demandé que votre connexion soit envoyée à une adresse qu’elle n’a pas enregistrée. Rien n’a été envoyé.',
+  'saml.refused.unsigned': 'Les demandes de connexion de cette application doivent être signées, et celle-ci ne l’était pas. Rien n’a été envoyé.',
+  'saml.refused.bad_signature': 'La signature de la demande de connexion n’est pas celle de l’application. Rien n’a été envoyé.',
+  'saml.refused.replayed': 'Cette demande de connexion a déjà été utilisée. Revenez à l’application et reconnectez-vous.',
+  'saml.refused.expired': 'Cette demande de connexion a expiré. Revenez à l’application et reconnectez-vous.',
+  'saml.refused.wrong_destination': 'La demande de connexion était destinée à un autre serveur.',
+  'saml.refused.unsupported': 'L’application a demandé quelque chose que ce serveur ne fait pas.',
+  'saml.refused.stale': 'Ce lien de connexion a expiré. Revenez à l’application et reconnectez-vous.',
+
   ...consoleMessages,
 };
 

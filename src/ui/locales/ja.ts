@@ -273,6 +273,18 @@ const ja: Catalogue = {
   'deviceLogin.claims': 'ID トークンのクレーム（署名は {jwksUri} で検証済み）：',
   'deviceLogin.userinfo': 'UserInfo のクレーム（{endpoint}）：',
 
+  'saml.refused.title': 'サインイン要求を拒否しました',
+  'saml.refused.malformed': 'アプリから、このサーバーが読めないサインイン要求が送られました。アプリに戻ってもう一度お試しください。繰り返し起きる場合はアプリの管理者に連絡してください。',
+  'saml.refused.unknown_sp': 'ここへ案内したアプリはこのサーバーに登録されていないため、ここからサインインできません。',
+  'saml.refused.unknown_acs': 'アプリが、登録されていないアドレスへのサインイン結果の送信を求めました。何も送信していません。',
+  'saml.refused.unsigned': 'このアプリのサインイン要求には署名が必要ですが、署名がありませんでした。何も送信していません。',
+  'saml.refused.bad_signature': 'サインイン要求の署名がアプリのものではありません。何も送信していません。',
+  'saml.refused.replayed': 'このサインイン要求はすでに使われています。アプリに戻ってもう一度サインインしてください。',
+  'saml.refused.expired': 'このサインイン要求は有効期限が切れています。アプリに戻ってもう一度サインインしてください。',
+  'saml.refused.wrong_destination': 'このサインイン要求は別のサーバー宛てでした。',
+  'saml.refused.unsupported': 'アプリが、このサーバーでは対応していないことを求めました。',
+  'saml.refused.stale': 'このサインインリンクは有効期限が切れています。アプリに戻ってもう一度サインインしてください。',
+
   ...consoleMessages,
 };
 

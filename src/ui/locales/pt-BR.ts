@@ -281,6 +281,18 @@ const ptBR: Catalogue = {
   'deviceLogin.claims': 'Claims do token de ID (assinatura verificada com {jwksUri}):',
   'deviceLogin.userinfo': 'Claims do UserInfo ({endpoint}):',
 
+  'saml.refused.title': 'Solicitação de login recusada',
+  'saml.refused.malformed': 'O aplicativo enviou uma solicitação de login que este servidor não consegue ler. Volte ao aplicativo e tente de novo; se acontecer outra vez, avise quem o administra.',
+  'saml.refused.unknown_sp': 'O aplicativo que enviou você até aqui não está registrado neste servidor, então você não pode entrar nele por aqui.',
+  'saml.refused.unknown_acs': 'O aplicativo pediu que seu login fosse enviado a um endereço que ele não registrou. Nada foi enviado.',
+  'saml.refused.unsigned': 'As solicitações de login deste aplicativo precisam ser assinadas, e esta não estava. Nada foi enviado.',
+  'saml.refused.bad_signature': 'A assinatura da solicitação de login não é do aplicativo. Nada foi enviado.',
+  'saml.refused.replayed': 'Esta solicitação de login já foi usada. Volte ao aplicativo e entre novamente.',
+  'saml.refused.expired': 'Esta solicitação de login expirou. Volte ao aplicativo e entre novamente.',
+  'saml.refused.wrong_destination': 'A solicitação de login era para outro servidor.',
+  'saml.refused.unsupported': 'O aplicativo pediu algo que este servidor não faz.',
+  'saml.refused.stale': 'Este link de login expirou. Volte ao aplicativo e entre novamente.',
+
   ...consoleMessages,
 };
 

@@ -266,6 +266,18 @@ const zhHans: Catalogue = {
   'deviceLogin.claims': 'ID 令牌声明（签名已通过 {jwksUri} 验证）：',
   'deviceLogin.userinfo': 'UserInfo 声明（{endpoint}）：',
 
+  'saml.refused.title': '登录请求被拒绝',
+  'saml.refused.malformed': '应用发送了本服务器无法读取的登录请求。请返回应用重试;如果再次发生,请告知应用的管理者。',
+  'saml.refused.unknown_sp': '把你带到这里的应用没有在本服务器注册,因此无法从这里登录它。',
+  'saml.refused.unknown_acs': '应用要求把你的登录结果发送到一个它未注册的地址。未发送任何内容。',
+  'saml.refused.unsigned': '此应用的登录请求必须签名,而这个请求没有签名。未发送任何内容。',
+  'saml.refused.bad_signature': '登录请求的签名不属于该应用。未发送任何内容。',
+  'saml.refused.replayed': '此登录请求已被使用。请返回应用重新登录。',
+  'saml.refused.expired': '此登录请求已过期。请返回应用重新登录。',
+  'saml.refused.wrong_destination': '此登录请求是发给另一台服务器的。',
+  'saml.refused.unsupported': '应用请求了本服务器不支持的功能。',
+  'saml.refused.stale': '此登录链接已过期。请返回应用重新登录。',
+
   ...consoleMessages,
 };
 

@@ -48,8 +48,11 @@ export interface CliSpec {
   readonly option: string;
   /** What the value is called in the usage text (`URI`, `NAME`). */
   readonly value?: string;
-  /** The value is read as JSON from the file the option names (`--jwks-file FILE`). */
-  readonly file?: true;
+  /**
+   * The value is read from the file the option names: as JSON (`--jwks-file FILE`), or
+   * (`text`) as the file's text (a SAML metadata document, a PEM certificate).
+   */
+  readonly file?: true | 'text';
   /** No `--no-OPTION`: a null value means nothing to the operation (keys go with the auth method). */
   readonly noClear?: true;
   /** The option that clears the value on update, when not `no-OPTION` (`default-access-token-ttl`). */

@@ -1,0 +1,64 @@
+/**
+ * An SP's SAML metadata (SAML Metadata §2.3.2 EntityDescriptor, §2.4.4 SPSSODescriptor), read
+ * into what its registration holds: its entity ID, AssertionConsumerService URLs (HTTP-POST),
+ * SingleLogoutService URL, the NameID format it asks for, whether it signs its AuthnRequests,
+ * and its signing certificate. Read with the one strict parser (xml.ts).
+ */
+import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal } from './xml.ts';
+import type { NameIdFormat } from '../../store/saml.ts';
+
+export const BINDINGS = {
+  post: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST',
+  redirect: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect',
+} as const;
+
+/** The NameID formats (SAML Core §8.3), by the names a registration gives them. */
+export const NAME_ID_FORMAT_URIS: Readonly<Record<NameIdFormat, string>> = {
+  email: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
+  persistent: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+  transient: 'urn:oasis:names:tc:SAML:2.0:nameid-format:transient',
+};
+export const UNSPECIFIED_NAME_ID = 'urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified';
+
+/** The format a NameIDFormat URI names, or null for one Tessera does not give. */
+export function nameIdFormatOf(uri: string): NameIdFormat | null {
+  return (Object.entries(NAME_ID_FORMAT_URIS).find(([, known]) => known === uri)?.[0] as NameIdFormat | undefined) ?? null;
+}
+
+export interface SpMetadata {
+  readonly entityId: string;
+  readonly acsUrls: readonly string[];
+  readonly sloUrl: string | null;
+  readonly nameIdFormat: NameIdFormat | null;
+  readonly wantSignedRequests: boolean;
+  readonly certificate: string | null;
+}
+
+/** The registration an SP's metadata describes; an XmlRefusal saying what is wrong with it. */
+export function readSpMetadata(text: string, maxChars: number): SpMetadata {
+  const root = parseXml(text.trim(), maxChars).documentElement!;
+  if (root.namespaceURI !== SAML_NS.metadata || root.localName !== 'EntityDescriptor') throw new XmlRefusal('unexpected', 'not an EntityDescriptor (SAML Metadata §2.3.2)');
+  const entityId = attribute(root, 'entityID');
+  if (entityId === null || entityId === '') throw new XmlRefusal('unexpected', 'the EntityDescriptor has no entityID');
+  const sp = onlyChild(root, SAML_NS.metadata, 'SPSSODescriptor');
+  if (sp === null) throw new XmlRefusal('unexpected', 'no SPSSODescriptor: not a service provider\'s metadata');
+  // §2.4.4.1: ordered by index when given, the default first.
+  const acs = children(sp, SAML_NS.metadata, 'AssertionConsumerService')
+    .filter((service) => attribute(service, 'Binding') === BINDINGS.post)
+    .map((service) => ({ url: attribute(service, 'Location') ?? '', first: attribute(service, 'isDefault') === 'true', index: Number(attribute(service, 'index') ?? '0') }))
+    .sort((a, b) => Number(b.first) - Number(a.first) || a.index - b.index)
+    .map((service) => service.url);
+  if (acs.length === 0) throw new XmlRefusal('unexpected', 'no AssertionConsumerService with the HTTP-POST binding');
+  const slo = children(sp, SAML_NS.metadata, 'SingleLogoutService').find((service) => attribute(service, 'Binding') === BINDINGS.redirect || attribute(service, 'Binding') === BINDINGS.post);
+  const formats = children(sp, SAML_NS.metadata, 'NameIDFormat').map((format) => nameIdFormatOf(textOf(format).trim())).filter((format) => format !== null);
+  const signing = children(sp, SAML_NS.metadata, 'KeyDescriptor').find((key) => (attribute(key, 'use') ?? 'signing') === 'signing');
+  const x509 = signing === undefined ? undefined : Array.from(signing.getElementsByTagNameNS(SAML_NS.dsig, 'X509Certificate'))[0];
+  return {
+    entityId,
+    acsUrls: acs,
+    sloUrl: slo === undefined ? null : attribute(slo, 'Location'),
+    nameIdFormat: formats[0] ?? null,
+    wantSignedRequests: attribute(sp, 'AuthnRequestsSigned') === 'true',
+    certificate: x509 === undefined ? null : textOf(x509).replace(/\s+/g, ''),
+  };
+}

@@ -1,0 +1,311 @@
+/**
+ * An SP's AuthnRequest (SAML Core §3.4.1), received over the HTTP-Redirect binding (SAML
+ * Bindings §3.4: DEFLATE, base64, URL-encoded, the signature over the query) or the HTTP-POST
+ * binding (§3.5: base64 in a form, an enveloped XML signature), read strictly and checked
+ * against the SP's registration. What the rest of the sign-in uses is read from the element
+ * the signature covers, and from nothing else: for a POSTed request, from the signed
+ * reference itself as the signature check canonicalised it (the signature wrapping of
+ * CVE-2025-29774/29775 put a second, unsigned element where a reader looked).
+ */
+import { createPublicKey, verify, X509Certificate } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
+import { SignedXml } from 'xml-crypto';
+import { hashSecret } from '../../core/crypto.ts';
+import type { SamlServiceProviderRecord, Store } from '../../store/types.ts';
+import { BINDINGS, NAME_ID_FORMAT_URIS, nameIdFormatOf, UNSPECIFIED_NAME_ID } from './metadata-import.ts';
+import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal, type XmlElement } from './xml.ts';
+
+/** Why a request is refused: each has its page text (ui/locales `saml.refused.REASON`) and is the event's `detail.reason`. */
+export const SAML_REFUSALS = ['malformed', 'unknown_sp', 'unknown_acs', 'unsigned', 'bad_signature', 'replayed', 'expired', 'wrong_destination', 'unsupported'] as const;
+export type SamlRefusalReason = (typeof SAML_REFUSALS)[number];
+
+export class SamlRefusal extends Error {
+  readonly reason: SamlRefusalReason;
+  /** The SP, when the request named one that is registered. */
+  readonly entityId: string | null;
+  constructor(reason: SamlRefusalReason, message: string, entityId: string | null = null) {
+    super(message);
+    this.name = 'SamlRefusal';
+    this.reason = reason;
+    this.entityId = entityId;
+  }
+}
+
+/** The limits of reading a request: its size, encoded and inflated, and how far its IssueInstant may be from now. */
+export interface SamlLimits {
+  /** The largest request, in characters, encoded as it came and as XML once inflated. */
+  readonly maxRequestChars: number;
+  /** How old (or how far ahead) an IssueInstant may be, in seconds; the assertion's lifetime too. */
+  readonly requestLifetime: number;
+}
+
+export const SIGNATURE_ALGORITHMS = {
+  rsaSha256: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+  ecdsaSha256: 'http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha256',
+} as const;
+const ACCEPTED_SIGNATURES: readonly string[] = Object.values(SIGNATURE_ALGORITHMS);
+const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
+const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
+/** SAML Core §1.3.4: xs:ID, an NCName. */
+const XS_ID = /^[A-Za-z_][\w.-]{0,255}$/;
+
+/** What a checked AuthnRequest asks. */
+export interface AuthnRequest {
+  readonly sp: SamlServiceProviderRecord;
+  /** Its ID: the Response's InResponseTo. */
+  readonly id: string;
+  /** The registered ACS URL the Response goes to. */
+  readonly acsUrl: string;
+  /** SAML Core §3.4.1 ForceAuthn: a fresh sign-in, as OIDC's prompt=login. */
+  readonly forceAuthn: boolean;
+  /** SAML Core §3.4.1 IsPassive: no page at all, as OIDC's prompt=none. */
+  readonly isPassive: boolean;
+  /** The NameIDPolicy's Format, when it names one other than unspecified. */
+  readonly nameIdFormat: string | null;
+  /** The RequestedAuthnContext's class references (mapped to acr values by the caller). */
+  readonly authnContext: readonly string[];
+}
+
+/** A request as it came: over HTTP-Redirect, with the query as sent (for its signature), or over HTTP-POST. */
+export type IncomingRequest =
+  | { readonly binding: 'redirect'; readonly samlRequest: string; readonly relayState: string | null; readonly sigAlg: string | null; readonly signature: string | null; readonly rawQuery: string }
+  | { readonly binding: 'post'; readonly samlRequest: string; readonly relayState: string | null };
+
+const refuse = (reason: SamlRefusalReason, message: string, entityId: string | null = null) => new SamlRefusal(reason, message, entityId);
+
+/** The XML of a request as it came (SAML Bindings §3.4.4.1: DEFLATE for HTTP-Redirect; §3.5.4: base64 for HTTP-POST). */
+function xmlOf(incoming: IncomingRequest, limits: SamlLimits): string {
+  const encoded = incoming.samlRequest;
+  if (encoded.length > limits.maxRequestChars) throw refuse('malformed', 'the request is too large');
+  if (!/^[A-Za-z0-9+/\r\n]+={0,2}\s*$/.test(encoded)) throw refuse('malformed', 'SAMLRequest is not base64');
+  const bytes = Buffer.from(encoded, 'base64');
+  // §3.5.4 has no DEFLATE for HTTP-POST; some SPs (node-saml by default) deflate anyway, and
+  // a document that is not XML as it came is read as such: inflated, within the same bound.
+  if (incoming.binding === 'post' && /^\s*</.test(bytes.subarray(0, 64).toString('utf8'))) return bytes.toString('utf8');
+  try {
+    // Bounded inflation: a small deflated bomb stops at the limit instead of filling memory.
+    return inflateRawSync(bytes, { maxOutputLength: limits.maxRequestChars }).toString('utf8');
+  } catch {
+    throw refuse('malformed', 'SAMLRequest is not DEFLATE-encoded, or inflates past the size limit');
+  }
+}
+
+function certificateKey(sp: SamlServiceProviderRecord) {
+  if (sp.certificate === null) return null;
+  return new X509Certificate(sp.certificate).publicKey;
+}
+
+/**
+ * SAML Bindings §3.4.4.1: the signature of a request sent by HTTP-Redirect is over
+ * "SAMLRequest=value&RelayState=value&SigAlg=value", each as URL-encoded in the query as it
+ * came (not decoded and encoded again).
+ */
+function checkRedirectSignature(incoming: Extract<IncomingRequest, { binding: 'redirect' }>, sp: SamlServiceProviderRecord): boolean {
+  if (incoming.signature === null && incoming.sigAlg === null) return false;
+  if (incoming.signature === null || incoming.sigAlg === null) throw refuse('bad_signature', 'Signature and SigAlg come together', sp.entityId);
+  if (!ACCEPTED_SIGNATURES.includes(incoming.sigAlg)) throw refuse('unsupported', `SigAlg ${incoming.sigAlg.slice(0, 100)}: RSA-SHA256 or ECDSA-SHA256 only`, sp.entityId);
+  const key = certificateKey(sp);
+  if (key === null) throw refuse('bad_signature', 'the request is signed, but no certificate of the SP is registered to check it with', sp.entityId);
+  const raw = new Map<string, string>();
+  for (const pair of incoming.rawQuery.split('&')) {
+    const [name = '', ...value] = pair.split('=');
+    if (raw.has(name)) throw refuse('malformed', `${name} is repeated`, sp.entityId);
+    raw.set(name, value.join('='));
+  }
+  const signed = ['SAMLRequest', 'RelayState', 'SigAlg'].filter((name) => raw.has(name)).map((name) => `${name}=${raw.get(name)}`).join('&');
+  const ok = verify('sha256', Buffer.from(signed), { key: createPublicKey(key.export({ type: 'spki', format: 'pem' })), ...(incoming.sigAlg === SIGNATURE_ALGORITHMS.ecdsaSha256 ? { dsaEncoding: 'der' as const } : {}) }, Buffer.from(incoming.signature, 'base64'));
+  if (!ok) throw refuse('bad_signature', 'the request\'s signature does not verify with the SP\'s certificate', sp.entityId);
+  return true;
+}
+
+/**
+ * An enveloped signature on a POSTed request (SAML Core §5.4): exactly one, a child of the
+ * request, with one reference, to the request's own ID, transformed by enveloped-signature and
+ * exclusive c14n only. Returns the signed element, read again from what the signature covers.
+ */
+function checkPostSignature(xml: string, root: XmlElement, sp: SamlServiceProviderRecord, limits: SamlLimits): XmlElement | null {
+  const kind = root.localName;
+  const signatures = children(root, SAML_NS.dsig, 'Signature');
+  if (signatures.length === 0) return null;
+  if (signatures.length > 1 || root.getElementsByTagNameNS(SAML_NS.dsig, 'Signature').length !== 1) throw refuse('bad_signature', 'one signature only, a child of the request', sp.entityId);
+  const key = certificateKey(sp);
+  if (key === null) throw refuse('bad_signature', 'the request is signed, but no certificate of the SP is registered to check it with', sp.entityId);
+  const id = attribute(root, 'ID');
+  const checker = new SignedXml({ publicCert: sp.certificate!, getCertFromKeyInfo: () => null });
+  try {
+    checker.loadSignature(signatures[0] as never);
+  } catch {
+    throw refuse('bad_signature', 'the signature cannot be read', sp.entityId);
+  }
+  if (!ACCEPTED_SIGNATURES.includes(String(checker.signatureAlgorithm))) throw refuse('unsupported', 'RSA-SHA256 or ECDSA-SHA256 signatures only', sp.entityId);
+  const references = checker.getReferences();
+  const reference = references[0];
+  if (references.length !== 1 || reference === undefined || reference.uri !== `#${id}`) throw refuse('bad_signature', 'the signature must cover the request itself, by its ID, and nothing else', sp.entityId);
+  if (reference.transforms.some((transform) => transform !== ENVELOPED && transform !== EXC_C14N)) throw refuse('unsupported', 'enveloped-signature and exclusive canonicalization transforms only', sp.entityId);
+  let valid = false;
+  try {
+    valid = checker.checkSignature(xml);
+  } catch {
+    valid = false;
+  }
+  if (!valid) throw refuse('bad_signature', 'the request\'s signature does not verify with the SP\'s certificate', sp.entityId);
+  const signed = checker.getSignedReferences();
+  if (signed.length !== 1) throw refuse('bad_signature', 'the signature must cover the request itself, and nothing else', sp.entityId);
+  // What the rest reads: the signed element as the signature check saw it, parsed again by the one strict parser.
+  const element = parseXml(signed[0]!, limits.maxRequestChars).documentElement!;
+  if (element.namespaceURI !== SAML_NS.protocol || element.localName !== kind || attribute(element, 'ID') !== id) throw refuse('bad_signature', 'the signed element is not this request', sp.entityId);
+  return element;
+}
+
+const flag = (element: XmlElement, name: string): boolean => {
+  const value = attribute(element, name);
+  if (value !== null && !['true', 'false', '1', '0'].includes(value)) throw refuse('malformed', `${name} must be a boolean`);
+  return value === 'true' || value === '1';
+};
+
+/** A request read, its signature checked, before what its kind says: the SP, the element to read, its ID and when it was issued. */
+interface ReadRequest {
+  readonly sp: SamlServiceProviderRecord;
+  /** The request element: the signed one, for a request signed in its XML. */
+  readonly request: XmlElement;
+  readonly id: string;
+  readonly issued: number;
+}
+
+export interface ReadDeps {
+  readonly store: Pick<Store, 'samlServiceProviders' | 'samlRequests'>;
+  readonly now: number;
+  readonly limits: SamlLimits;
+}
+
+/**
+ * What every request from an SP goes through (SAML Core §3.2.1): read strictly, from a
+ * registered SP (its Issuer), signed as its registration asks and checked, version 2.0, an
+ * ID, issued near now, sent to `destination`, and its ID recorded, once.
+ */
+async function readRequest(deps: ReadDeps, incoming: IncomingRequest, kind: 'AuthnRequest' | 'LogoutRequest', destination: string): Promise<ReadRequest> {
+  const { limits, now } = deps;
+  if (incoming.relayState !== null && Buffer.byteLength(incoming.relayState) > 80) {
+    // SAML Bindings §3.4.3 / §3.5.3: "The value MUST NOT exceed 80 bytes in length".
+    throw refuse('malformed', 'RelayState longer than 80 bytes');
+  }
+  const xml = xmlOf(incoming, limits);
+  let root: XmlElement;
+  try {
+    root = parseXml(xml, limits.maxRequestChars).documentElement!;
+  } catch (error) {
+    if (error instanceof XmlRefusal) throw refuse('malformed', error.message);
+    throw error;
+  }
+  if (root.namespaceURI !== SAML_NS.protocol || root.localName !== kind) throw refuse('malformed', `not a ${kind} (SAML Core §3)`);
+  let entityId: string;
+  try {
+    // §3.2.1: the SP is known by the request's Issuer; a request that names none is no SP's.
+    const issuer = onlyChild(root, SAML_NS.assertion, 'Issuer');
+    entityId = issuer === null ? '' : textOf(issuer).trim();
+  } catch (error) {
+    if (error instanceof XmlRefusal) throw refuse('malformed', error.message);
+    throw error;
+  }
+  const sp = entityId === '' ? null : await deps.store.samlServiceProviders.byEntityId(entityId);
+  if (sp === null) throw refuse('unknown_sp', `no SAML service provider ${entityId.slice(0, 200) || '(no Issuer)'} is registered`);
+
+  // The signature first: whatever else is read, is read from what it covers.
+  let signedElement: XmlElement | null = null;
+  let signed: boolean;
+  try {
+    if (incoming.binding === 'redirect') {
+      // §3.4.4.1: a signature in the XML itself is removed before DEFLATE; one left there is not what is checked.
+      if (children(root, SAML_NS.dsig, 'Signature').length > 0) throw refuse('bad_signature', 'over HTTP-Redirect, the request is signed in the query (SigAlg and Signature), not in the XML', sp.entityId);
+      signed = checkRedirectSignature(incoming, sp);
+    } else {
+      signedElement = checkPostSignature(xml, root, sp, limits);
+      signed = signedElement !== null;
+    }
+  } catch (error) {
+    if (error instanceof XmlRefusal) throw refuse('bad_signature', error.message, sp.entityId);
+    throw error;
+  }
+  if (sp.wantSignedRequests && !signed) throw refuse('unsigned', 'this SP\'s requests must be signed', sp.entityId);
+  const request = signedElement ?? root;
+  if (attribute(request, 'Version') !== '2.0') throw refuse('unsupported', 'Version must be 2.0', sp.entityId);
+  const id = attribute(request, 'ID') ?? '';
+  if (!XS_ID.test(id)) throw refuse('malformed', 'ID is missing or not an xs:ID', sp.entityId);
+  // §3.2.1 IssueInstant; a request far from now is stale (or forged ahead).
+  const instant = attribute(request, 'IssueInstant') ?? '';
+  const issued = Date.parse(instant);
+  if (!Number.isFinite(issued) || !/Z$/.test(instant)) throw refuse('malformed', 'IssueInstant is missing or not a UTC time', sp.entityId);
+  if (Math.abs(now - issued) > limits.requestLifetime * 1000) throw refuse('expired', `the request was issued more than ${limits.requestLifetime} seconds from now`, sp.entityId);
+  // §3.2.1 Destination: "If it is present, the actual recipient MUST check that the URI
+  // reference identifies the location at which the message was received."
+  const sentTo = attribute(request, 'Destination');
+  if (sentTo !== null && sentTo !== destination) throw refuse('wrong_destination', `Destination ${sentTo.slice(0, 200)} is not ${destination}`, sp.entityId);
+  // Once: the request's ID, per SP, until it could no longer be accepted anyway.
+  if (!(await deps.store.samlRequests.use(hashSecret(`${sp.entityId} ${id}`), issued + 2 * limits.requestLifetime * 1000, now))) throw refuse('replayed', `request ${id} was already used`, sp.entityId);
+  return { sp, request, id, issued };
+}
+
+/** Runs `read`, an XmlRefusal met on the way being a malformed request. */
+async function strictly<T>(entityId: string | null, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof XmlRefusal) throw refuse('malformed', error.message, entityId);
+    throw error;
+  }
+}
+
+/**
+ * Reads and checks an AuthnRequest; a SamlRefusal says why it is not accepted. The request's
+ * ID is recorded, once: a second use of the same request is refused as a replay.
+ */
+export async function readAuthnRequest(deps: ReadDeps & { readonly ssoUrl: string }, incoming: IncomingRequest): Promise<AuthnRequest> {
+  const { sp, request, id } = await strictly(null, () => readRequest(deps, incoming, 'AuthnRequest', deps.ssoUrl));
+  return strictly(sp.entityId, async () => {
+    // SAML Profiles §4.1.4.1: the ACS URL named must be one the SP registered.
+    const acsUrlAsked = attribute(request, 'AssertionConsumerServiceURL');
+    const acsIndex = attribute(request, 'AssertionConsumerServiceIndex');
+    const binding = attribute(request, 'ProtocolBinding');
+    if (binding !== null && binding !== BINDINGS.post) throw refuse('unsupported', 'responses are sent by HTTP-POST only', sp.entityId);
+    let acsUrl: string;
+    if (acsUrlAsked !== null) {
+      if (!sp.acsUrls.includes(acsUrlAsked)) throw refuse('unknown_acs', `AssertionConsumerServiceURL ${acsUrlAsked.slice(0, 200)} is not one of the SP's`, sp.entityId);
+      acsUrl = acsUrlAsked;
+    } else if (acsIndex !== null) {
+      const index = /^\d{1,2}$/.test(acsIndex) ? Number(acsIndex) : -1;
+      if (sp.acsUrls[index] === undefined) throw refuse('unknown_acs', `AssertionConsumerServiceIndex ${acsIndex.slice(0, 20)} names none of the SP's`, sp.entityId);
+      acsUrl = sp.acsUrls[index]!;
+    } else {
+      acsUrl = sp.acsUrls[0]!;
+    }
+    const policy = onlyChild(request, SAML_NS.protocol, 'NameIDPolicy');
+    const format = policy === null ? null : attribute(policy, 'Format');
+    const authnContext = onlyChild(request, SAML_NS.protocol, 'RequestedAuthnContext');
+    const classes = authnContext === null ? [] : children(authnContext, SAML_NS.assertion, 'AuthnContextClassRef').map((ref) => textOf(ref).trim());
+    const nameIdFormat = format === null || format === UNSPECIFIED_NAME_ID ? null : format;
+    if (nameIdFormat !== null && nameIdFormatOf(nameIdFormat) === null) throw refuse('unsupported', `NameIDPolicy Format ${nameIdFormat.slice(0, 200)}: one of ${Object.values(NAME_ID_FORMAT_URIS).join(', ')}`, sp.entityId);
+    return { sp, id, acsUrl, forceAuthn: flag(request, 'ForceAuthn'), isPassive: flag(request, 'IsPassive'), nameIdFormat, authnContext: classes };
+  });
+}
+
+/** What a checked LogoutRequest (SAML Core §3.7.1) asks: whom to sign out, for which SP. */
+export interface LogoutRequest {
+  readonly sp: SamlServiceProviderRecord;
+  readonly id: string;
+  /** The NameID the SP knows the person by. */
+  readonly nameId: string;
+  /** The sessions it names (the assertions' SessionIndex, the session's sid); none: every one. */
+  readonly sessionIndexes: readonly string[];
+}
+
+/** Reads and checks a LogoutRequest, sent to `sloUrl`; the SP must have a SingleLogoutService URL to be answered at. */
+export async function readLogoutRequest(deps: ReadDeps & { readonly sloUrl: string }, incoming: IncomingRequest): Promise<LogoutRequest> {
+  const { sp, request, id } = await strictly(null, () => readRequest(deps, incoming, 'LogoutRequest', deps.sloUrl));
+  return strictly(sp.entityId, async () => {
+    if (sp.sloUrl === null) throw refuse('unsupported', 'the SP has no SingleLogoutService URL registered to be answered at', sp.entityId);
+    const nameIdElement = onlyChild(request, SAML_NS.assertion, 'NameID');
+    if (nameIdElement === null) throw refuse('malformed', 'a LogoutRequest names the person by NameID', sp.entityId);
+    const sessionIndexes = children(request, SAML_NS.protocol, 'SessionIndex').map((index) => textOf(index).trim());
+    return { sp, id, nameId: textOf(nameIdElement).trim(), sessionIndexes };
+  });
+}

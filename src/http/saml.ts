@@ -1,0 +1,207 @@
+/**
+ * The SAML 2.0 identity provider's endpoints (docs/saml.md): its metadata, single sign-on
+ * over the HTTP-Redirect and HTTP-POST bindings, the sign-in resuming there, and sign-ins
+ * started here for an SP (IdP-initiated). The requests are read and decided in flows/saml;
+ * here they are taken from the query or the form, and answered with a page: the sign-in
+ * (the same as OpenID Connect's), the form that posts the Response to the SP's ACS URL, or a
+ * refusal in the person's language, each refusal an event.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { SAML_PATHS, samlEndpoints } from '../core/endpoints.ts';
+import type { RawParams } from '../core/protocol.ts';
+import { idpMetadata } from '../flows/saml/metadata.ts';
+import { logoutDecision, openLogout, sealLogout, type PendingLogout } from '../flows/saml/logout.ts';
+import { logoutResponseUrl, STATUS } from '../flows/saml/response.ts';
+import { endSession } from '../flows/session/session.ts';
+import { readAuthnRequest, readLogoutRequest, SamlRefusal, type IncomingRequest, type SamlLimits, type SamlRefusalReason } from '../flows/saml/request.ts';
+import { openPending, pendingOf, samlAnswer, samlNextStep, samlStatus, sealPending, unsolicited, type PendingSamlSignIn } from '../flows/saml/sso.ts';
+import { REFUSAL_MESSAGES } from '../flows/second-factor/policy.ts';
+import { signingCertificate } from '../tokens/certificate.ts';
+import { formPostPage } from '../ui/form-post.ts';
+import type { MessageKey } from '../ui/i18n.ts';
+import { errorPage } from '../ui/pages.ts';
+import type { BrowserRoutesOptions } from './browser-kit.ts';
+import { forRequest } from './deps.ts';
+import { rawForm } from './form.ts';
+import { formPostPolicy } from './security.ts';
+import { browserOf, signedInUser } from './session.ts';
+
+
+const one = (params: RawParams, name: string): string | null => {
+  const value = params[name];
+  if (Array.isArray(value)) throw new SamlRefusal('malformed', `${name} is repeated`);
+  return typeof value === 'string' ? value : null;
+};
+
+export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
+  const endpoints = samlEndpoints(deps.config.issuer);
+  const idp = endpoints.metadata;
+  const secret = () => deps.keys.derivedSecret('saml sign-in');
+  const signer = () => signingCertificate(deps.keys, deps.config.issuer);
+  /** The bounds of what an SP may send, and how long what is said lasts (TESSERA_SAML_*). */
+  const limits: SamlLimits = { maxRequestChars: deps.config.saml.maxRequestChars, requestLifetime: deps.config.saml.requestLifetime };
+
+  /** A refused request: a page in the person's language, and an event saying why. */
+  async function refused(request: FastifyRequest, reply: FastifyReply, reason: SamlRefusalReason | 'stale', message: string, entityId: string | null) {
+    await forRequest(deps, request).events.emit({ type: 'saml.request_refused', detail: { reason, entity_id: entityId, message: message.slice(0, 300) } });
+    const ui = pages.ui(request);
+    return pages.send(reply, reason === 'unknown_sp' || reason === 'unknown_acs' ? 403 : 400, errorPage(ui, ui.t.text('saml.refused.title'), ui.t.text(`saml.refused.${reason}` as MessageKey), { details: message }));
+  }
+
+  /** Answers the SP: a page whose form the browser posts to its ACS URL at once (SAML Bindings §3.5). */
+  function postToAcs(request: FastifyRequest, reply: FastifyReply, acsUrl: string, xml: string, relayState: string | null) {
+    reply.header('Cache-Control', 'no-store').header('Content-Security-Policy', formPostPolicy(acsUrl));
+    return reply.type('text/html; charset=utf-8').send(formPostPage(pages.ui(request), {
+      redirectUri: acsUrl,
+      params: { SAMLResponse: Buffer.from(xml, 'utf8').toString('base64'), ...(relayState === null ? {} : { RelayState: relayState }) },
+    }));
+  }
+
+  const resumeUrl = async (pending: PendingSamlSignIn) => `${SAML_PATHS.resume}?pending=${sealPending(await secret(), pending)}`;
+
+  /** A request read from either binding, checked, then waiting at the resume address (a GET, which carries the session cookie after a cross-site POST). */
+  async function receive(request: FastifyRequest, reply: FastifyReply, incoming: () => IncomingRequest) {
+    reply.header('Cache-Control', 'no-store');
+    let read;
+    let relayState: string | null = null;
+    try {
+      const given = incoming();
+      relayState = given.relayState;
+      read = await readAuthnRequest({ store: deps.store, now: deps.clock.now(), ssoUrl: endpoints.sso, limits: limits }, given);
+    } catch (error) {
+      if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
+      throw error;
+    }
+    return reply.redirect(await resumeUrl(pendingOf(read, relayState, deps.clock.now())), 303);
+  }
+
+  app.get(SAML_PATHS.metadata, async (_request, reply) => {
+    const { certificate } = await signer();
+    return reply.header('Cache-Control', 'public, max-age=300').type('application/samlmetadata+xml').send(idpMetadata(endpoints, certificate));
+  });
+
+  // SAML Bindings §3.4: HTTP-Redirect.
+  app.get(SAML_PATHS.sso, { config: { page: true } }, (request, reply) =>
+    receive(request, reply, () => {
+      const query = request.query as RawParams;
+      const samlRequest = one(query, 'SAMLRequest');
+      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+      return { binding: 'redirect', samlRequest, relayState: one(query, 'RelayState'), sigAlg: one(query, 'SigAlg'), signature: one(query, 'Signature'), rawQuery: request.url.split('?')[1] ?? '' };
+    }));
+
+  // SAML Bindings §3.5: HTTP-POST, from the SP's page (cross-site: no CSRF token, by design).
+  app.post(SAML_PATHS.sso, { config: { page: true } }, (request, reply) =>
+    receive(request, reply, () => {
+      const form = rawForm(request);
+      const samlRequest = one(form, 'SAMLRequest');
+      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+      return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
+    }));
+
+  // SAML Profiles §4.1.5: a sign-in started here, for a registered SP, answering no request.
+  app.get(SAML_PATHS.initiate, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    try {
+      const query = request.query as RawParams;
+      const entityId = one(query, 'sp') ?? '';
+      const relayState = one(query, 'RelayState');
+      if (relayState !== null && Buffer.byteLength(relayState) > 80) throw new SamlRefusal('malformed', 'RelayState longer than 80 bytes');
+      const sp = entityId === '' ? null : await deps.store.samlServiceProviders.byEntityId(entityId);
+      if (sp === null) throw new SamlRefusal('unknown_sp', `no SAML service provider ${entityId.slice(0, 200) || '(none named)'} is registered`);
+      return reply.redirect(await resumeUrl(unsolicited(sp, relayState, deps.clock.now())), 303);
+    } catch (error) {
+      if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
+      throw error;
+    }
+  });
+
+  // Where the sign-in comes back to: the same session as OpenID Connect's.
+  app.get(SAML_PATHS.resume, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    const now = deps.clock.now();
+    const sealed = one(request.query as RawParams, 'pending') ?? '';
+    const pending = openPending(await secret(), sealed, now, deps.config.saml.signInSeconds);
+    if (pending === null) return refused(request, reply, 'stale', 'the sign-in link was changed, or is older than the time a sign-in may take', null);
+    const sp = await deps.store.samlServiceProviders.get(pending.sp);
+    if (sp === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null);
+    const signedIn = await signedInUser(deps, request);
+    const step = samlNextStep(deps.config, pending, signedIn?.session ?? null);
+    const here = `${SAML_PATHS.resume}?pending=${sealed}`;
+    const common = { idp, now, signer: await signer() };
+    switch (step.kind) {
+      case 'sign-in': {
+        const notice = step.refusal === null ? undefined : pages.ui(request).t.text(REFUSAL_MESSAGES[step.refusal] as MessageKey, { client: sp.name ?? sp.entityId });
+        return pages.signIn(request, reply, 200, { returnTo: here, clientName: sp.name ?? sp.entityId, clientId: null, ...(notice === undefined ? {} : { notice, setUp: true }) });
+      }
+      case 'status': {
+        const { xml, acsUrl } = samlStatus(common, sp, pending, step.status, step.message);
+        return postToAcs(request, reply, acsUrl, xml, pending.relayState);
+      }
+      case 'assert': {
+        const { user, session } = signedIn!;
+        const answer = await samlAnswer({ ...common, store: deps.store, lifetime: limits.requestLifetime }, sp, pending, user, session);
+        if (answer.issued) {
+          await forRequest(deps, request).events.emit({ type: 'saml.assertion_issued', userId: user.id, username: user.username, detail: { entity_id: sp.entityId, acs_url: answer.acsUrl, in_response_to: pending.request } });
+        }
+        return postToAcs(request, reply, answer.acsUrl, answer.xml, pending.relayState);
+      }
+    }
+  });
+
+  /**
+   * SP-initiated single logout (SAML Profiles §4.4.3): the browser's session ends when the
+   * request names its person, as an OpenID Connect sign-out does (logout tokens to the apps
+   * that got an ID token in it); the SP is answered at its SingleLogoutService URL.
+   */
+  async function logout(request: FastifyRequest, reply: FastifyReply, incoming: () => IncomingRequest) {
+    reply.header('Cache-Control', 'no-store');
+    const now = deps.clock.now();
+    let read;
+    let given: IncomingRequest;
+    try {
+      given = incoming();
+      read = await readLogoutRequest({ store: deps.store, now, sloUrl: endpoints.slo, limits: limits }, given);
+    } catch (error) {
+      if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
+      throw error;
+    }
+    const pending: PendingLogout = { sp: read.sp.id, id: read.id, nameId: read.nameId, sessionIndexes: read.sessionIndexes, relayState: given.relayState, at: now };
+    // A POSTed request came without the session cookie (SameSite=Lax): on by a GET, which has it.
+    if (given.binding === 'post') return reply.redirect(`${SAML_PATHS.sloResume}?pending=${sealLogout(await secret(), pending)}`, 303);
+    return answerLogout(request, reply, pending);
+  }
+
+  async function answerLogout(request: FastifyRequest, reply: FastifyReply, pending: PendingLogout) {
+    const sp = await deps.store.samlServiceProviders.get(pending.sp);
+    if (sp === null || sp.sloUrl === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null);
+    const signedIn = await signedInUser(deps, request);
+    const decision = logoutDecision({ sp, id: pending.id, nameId: pending.nameId, sessionIndexes: pending.sessionIndexes }, signedIn);
+    if (decision === 'end') await endSession(deps, browserOf(deps, request, reply), 'rp', null);
+    await forRequest(deps, request).events.emit({ type: 'saml.logout', ...(signedIn === null ? {} : { userId: signedIn.user.id, username: signedIn.user.username }), detail: { entity_id: sp.entityId, outcome: decision } });
+    const status = decision === 'other-person' ? STATUS.unknownPrincipal : STATUS.success;
+    return reply.redirect(logoutResponseUrl({ idp, sloUrl: sp.sloUrl, inResponseTo: pending.id, now: deps.clock.now(), status, relayState: pending.relayState }, await signer()), 303);
+  }
+
+  app.get(SAML_PATHS.sloResume, { config: { page: true } }, async (request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+    const pending = openLogout(await secret(), one(request.query as RawParams, 'pending') ?? '', deps.clock.now(), limits.requestLifetime);
+    if (pending === null) return refused(request, reply, 'stale', 'the logout link was changed, or is older than a request may be', null);
+    return answerLogout(request, reply, pending);
+  });
+
+  app.get(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
+    logout(request, reply, () => {
+      const query = request.query as RawParams;
+      const samlRequest = one(query, 'SAMLRequest');
+      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+      return { binding: 'redirect', samlRequest, relayState: one(query, 'RelayState'), sigAlg: one(query, 'SigAlg'), signature: one(query, 'Signature'), rawQuery: request.url.split('?')[1] ?? '' };
+    }));
+
+  app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
+    logout(request, reply, () => {
+      const form = rawForm(request);
+      const samlRequest = one(form, 'SAMLRequest');
+      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+      return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
+    }));
+};

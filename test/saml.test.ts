@@ -1,0 +1,350 @@
+/**
+ * Tessera as a SAML 2.0 identity provider (docs/saml.md), with @node-saml/node-saml (the
+ * library passport-saml uses) as the service provider: SP-initiated sign-in over both
+ * bindings, IdP-initiated sign-in, ForceAuthn and IsPassive, the attributes the SP's mapping
+ * names, and the attacks each refused with a page in the person's language and an event.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { deflateRawSync } from 'node:zlib';
+import { SAML, ValidateInResponseTo, type SamlConfig } from '@node-saml/node-saml';
+import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
+import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
+import { SoftwarePasskey } from './helpers/authenticator.ts';
+import { FormBrowser, type Page } from './helpers/browser.ts';
+import { manageDeps } from './helpers/manage.ts';
+import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+
+const ACS = 'https://sp.example.com/saml/acs';
+const SP_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+const SP_KEY_PEM = SP_KEY.export({ type: 'pkcs8', format: 'pem' }).toString();
+const SP_CERT = pemCertificate(selfSignedCertificate(SP_KEY, 'sp', 'sp'));
+
+let server: TestServer;
+let user: TestUser;
+let idpCert: string;
+let counter = 0;
+
+/** A registered SP and a node-saml instance speaking for it. */
+async function serviceProvider(registration: Record<string, unknown> = {}, options: Partial<SamlConfig> = {}) {
+  counter += 1;
+  const entityId = `https://sp${counter}.example.com/saml`;
+  await addSamlSp(manageDeps(server), { entity_id: entityId, acs_urls: [ACS], attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' }, ...registration });
+  const saml = new SAML({
+    issuer: entityId,
+    callbackUrl: ACS,
+    entryPoint: `${server.url}/saml/sso`,
+    idpCert,
+    idpIssuer: `${server.url}/saml/metadata`,
+    audience: entityId,
+    wantAssertionsSigned: true,
+    wantAuthnResponseSigned: false,
+    identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+    disableRequestedAuthnContext: true,
+    validateInResponseTo: ValidateInResponseTo.always,
+    acceptedClockSkewMs: 5_000,
+    ...options,
+  });
+  return { entityId, saml };
+}
+
+/** The auto-posting form to the ACS: its fields, checked to go where they should. */
+function postedToAcs(page: Page): Record<string, string> {
+  assert.equal(page.status, 200, page.html.slice(0, 500));
+  const form = new FormBrowser(server.url).form(page, ACS);
+  assert.match(page.headers.get('content-security-policy') ?? '', /form-action https:\/\/sp\.example\.com/);
+  return form.fields;
+}
+
+before(async () => {
+  server = await startTestServer();
+  user = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+  const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
+  idpCert = /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!;
+});
+after(() => server.close());
+
+describe('the IdP metadata', () => {
+  it('names the entity ID, the SSO and SLO endpoints of both bindings, the NameID formats and a certificate of the RS256 signing key', async () => {
+    const response = await fetch(`${server.url}/saml/metadata`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type') ?? '', /application\/samlmetadata\+xml/);
+    const xml = await response.text();
+    assert.match(xml, new RegExp(`entityID="${server.url}/saml/metadata"`));
+    assert.match(xml, new RegExp(`Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${server.url}/saml/sso"`));
+    assert.match(xml, new RegExp(`Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${server.url}/saml/sso"`));
+    assert.match(xml, new RegExp(`<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${server.url}/saml/slo"/>`));
+    for (const format of ['emailAddress', 'persistent', 'transient']) assert.match(xml, new RegExp(`<md:NameIDFormat>[^<]*${format}</md:NameIDFormat>`));
+    const certificate = new X509Certificate(Buffer.from(idpCert, 'base64'));
+    const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kty: string; n?: string }[] };
+    assert.ok(jwks.keys.some((key) => key.kty === 'RSA' && key.n === certificate.publicKey.export({ format: 'jwk' }).n), 'the certificate holds a published RS256 key');
+  });
+});
+
+describe('SP-initiated sign-in', () => {
+  it('signs in with a password over HTTP-Redirect: the SP validates the signed assertion, its NameID and attributes', async () => {
+    const { saml, entityId } = await serviceProvider();
+    const browser = new FormBrowser(server.url);
+    const url = await saml.getAuthorizeUrlAsync('relay-1', undefined, {});
+    const page = await browser.signIn(await browser.follow(await browser.request(url)), user);
+    const fields = postedToAcs(page);
+    assert.equal(fields['RelayState'], 'relay-1');
+    const { profile, loggedOut } = await saml.validatePostResponseAsync(fields);
+    assert.equal(loggedOut, false);
+    assert.ok(profile);
+    assert.equal(profile.issuer, `${server.url}/saml/metadata`);
+    assert.equal(profile.nameIDFormat, 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent');
+    assert.equal(profile['mail'], 'ada@example.com');
+    assert.equal(profile['uid'], 'ada');
+    assert.equal(profile['displayName'], 'Ada Lovelace');
+    assert.notEqual(profile.nameID, user.id, 'a persistent NameID is not the user id');
+    const [event] = await server.store.events.list({ userId: user.id, type: 'saml.assertion_issued', limit: 1 });
+    assert.equal(event?.detail['entity_id'], entityId);
+
+    // Single sign-on: the same browser, another request, no sign-in page; the same persistent NameID.
+    const again = await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {})));
+    const second = await saml.validatePostResponseAsync(postedToAcs(again));
+    assert.equal(second.profile?.nameID, profile.nameID);
+
+    // Another SP knows the same person by another persistent NameID.
+    const other = await serviceProvider();
+    const third = await other.saml.validatePostResponseAsync(postedToAcs(await browser.follow(await browser.request(await other.saml.getAuthorizeUrlAsync('', undefined, {})))));
+    assert.notEqual(third.profile?.nameID, profile.nameID, 'persistent NameIDs differ per SP');
+  });
+
+  it('takes a signed AuthnRequest over HTTP-POST, and signs the whole response for an SP that asks', async () => {
+    const { saml } = await serviceProvider(
+      { want_signed_requests: true, sign_response: true, certificate: SP_CERT, name_id_format: 'email' },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', authnRequestBinding: 'HTTP-POST', wantAuthnResponseSigned: true, identifierFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress' },
+    );
+    const browser = new FormBrowser(server.url);
+    const message = (await saml.getAuthorizeMessageAsync('posted')) as Record<string, string>;
+    const page = await browser.signIn(await browser.follow(await browser.request('/saml/sso', { form: message })), user);
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(page));
+    assert.equal(profile?.nameID, 'ada@example.com');
+  });
+
+  it('takes a signed AuthnRequest over HTTP-Redirect (the signature in the query)', async () => {
+    const { saml } = await serviceProvider({ want_signed_requests: true, certificate: SP_CERT }, { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256' });
+    const browser = new FormBrowser(server.url);
+    const url = await saml.getAuthorizeUrlAsync('signed', undefined, {});
+    assert.match(url, /Signature=/);
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(url)), user)));
+    assert.equal(profile?.['uid'], 'ada');
+  });
+
+  it('asks for the password again on ForceAuthn, as prompt=login, and answers IsPassive without a session with NoPassive, as prompt=none', async () => {
+    const { saml } = await serviceProvider({}, { forceAuthn: true });
+    const browser = new FormBrowser(server.url);
+    await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const again = await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {})));
+    await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(again, user)));
+
+    const passive = await serviceProvider({}, { passive: true });
+    const stranger = new FormBrowser(server.url);
+    const answer = postedToAcs(await stranger.follow(await stranger.request(await passive.saml.getAuthorizeUrlAsync('', undefined, {}))));
+    assert.match(Buffer.from(answer['SAMLResponse']!, 'base64').toString(), /<samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:NoPassive"\/>/);
+    await assert.rejects(passive.saml.validatePostResponseAsync(answer), /Requester/);
+  });
+});
+
+describe('IdP-initiated sign-in', () => {
+  it('sends an unsolicited signed assertion to the SP\'s first ACS URL after the password', async () => {
+    const { saml, entityId } = await serviceProvider({}, { validateInResponseTo: ValidateInResponseTo.never });
+    const browser = new FormBrowser(server.url);
+    const page = await browser.signIn(await browser.follow(await browser.request(`/saml/initiate?sp=${encodeURIComponent(entityId)}&RelayState=home`)), user);
+    const fields = postedToAcs(page);
+    assert.equal(fields['RelayState'], 'home');
+    const { profile } = await saml.validatePostResponseAsync(fields);
+    assert.equal(profile?.['mail'], 'ada@example.com');
+  });
+});
+
+/** An AuthnRequest as an SP would send it over HTTP-Redirect, here written by hand. */
+function redirectUrl(xml: string): string {
+  return `/saml/sso?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`;
+}
+function authnRequest(issuer: string, extra: { id?: string; instant?: string; acs?: string; issuerXml?: string } = {}): string {
+  return `<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${extra.instant ?? new Date().toISOString()}" AssertionConsumerServiceURL="${extra.acs ?? ACS}">${extra.issuerXml ?? `<saml:Issuer>${issuer}</saml:Issuer>`}</samlp:AuthnRequest>`;
+}
+
+describe('requests refused, each with a page in the person\'s language and an event', () => {
+  /** Opens `url` (or posts `form`) in German; asserts the refusal page and the event of `reason`. */
+  async function assertRefused(request: { url: string; form?: Record<string, string> }, reason: string, status = 400): Promise<void> {
+    const browser = new FormBrowser(server.url);
+    const page = await browser.request(request.url, { headers: { 'accept-language': 'de' }, ...(request.form ? { form: request.form } : {}) });
+    assert.equal(page.status, status, `${reason}: ${page.html.slice(0, 400)}`);
+    assert.match(page.html, /<h1>Anmeldeanfrage abgelehnt<\/h1>/, `${reason}: the page is in German`);
+    assert.doesNotMatch(page.html, /SAMLResponse/, 'nothing is sent to the SP');
+    const [event] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
+    assert.equal(event?.detail['reason'], reason);
+  }
+
+  it('an SP that is not registered', async () => {
+    await assertRefused({ url: redirectUrl(authnRequest('https://stranger.example/saml')) }, 'unknown_sp', 403);
+  });
+
+  it('an ACS URL the SP did not register', async () => {
+    const { entityId } = await serviceProvider();
+    await assertRefused({ url: redirectUrl(authnRequest(entityId, { acs: 'https://attacker.example/acs' })) }, 'unknown_acs', 403);
+  });
+
+  it('a replayed request, and an expired one', async () => {
+    const { entityId } = await serviceProvider();
+    const url = redirectUrl(authnRequest(entityId, { id: '_replayed' }));
+    const first = await new FormBrowser(server.url).request(url);
+    assert.equal(first.status, 303);
+    await assertRefused({ url }, 'replayed');
+    await assertRefused({ url: redirectUrl(authnRequest(entityId, { instant: new Date(Date.now() - 10 * 60_000).toISOString() })) }, 'expired');
+  });
+
+  it('a document type declaration: an entity expansion bomb, and an external entity', async () => {
+    const { entityId } = await serviceProvider();
+    const bomb = `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>${authnRequest(entityId, { issuerXml: `<saml:Issuer>${entityId}&lol2;</saml:Issuer>` })}`;
+    await assertRefused({ url: redirectUrl(bomb) }, 'malformed');
+    const xxe = `<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>${authnRequest(entityId, { issuerXml: `<saml:Issuer>&x;</saml:Issuer>` })}`;
+    await assertRefused({ url: '/saml/sso', form: { SAMLRequest: Buffer.from(xxe).toString('base64') } }, 'malformed');
+    // A small DEFLATE bomb: inflated past the size limit, it is refused before parsing.
+    const huge = `/saml/sso?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.alloc(10_000_000, 0x20)).toString('base64'))}`;
+    await assertRefused({ url: huge }, 'malformed');
+  });
+
+  it('a comment inside the Issuer (a reader that stops at it reads another name)', async () => {
+    const { entityId } = await serviceProvider();
+    const cut = entityId.replace('.example.com', '<!---->.example.com');
+    await assertRefused({ url: redirectUrl(authnRequest(entityId, { issuerXml: `<saml:Issuer>${cut}</saml:Issuer>` })) }, 'malformed');
+  });
+
+  it('an unsigned request from an SP whose requests must be signed', async () => {
+    const { entityId } = await serviceProvider({ want_signed_requests: true, certificate: SP_CERT });
+    await assertRefused({ url: redirectUrl(authnRequest(entityId)) }, 'unsigned');
+  });
+
+  it('signature wrapping: a signed request changed, or wrapped in another that names an ACS URL of the attacker\'s', async () => {
+    const { saml, entityId } = await serviceProvider({ want_signed_requests: true, certificate: SP_CERT, acs_urls: [ACS, 'https://sp.example.com/other-acs'] }, { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', authnRequestBinding: 'HTTP-POST', skipRequestCompression: true });
+    const signedXml = async () => Buffer.from(((await saml.getAuthorizeMessageAsync('')) as Record<string, string>)['SAMLRequest']!, 'base64').toString('utf8');
+    const post = (xml: string) => ({ url: '/saml/sso', form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
+
+    // Changed after signing: another registered ACS URL, so that only the signature stands in the way.
+    const changed = (await signedXml()).replace(`AssertionConsumerServiceURL="${ACS}"`, 'AssertionConsumerServiceURL="https://sp.example.com/other-acs"');
+    await assertRefused(post(changed), 'bad_signature');
+
+    // Wrapped: an unsigned request of the attacker's around the signed one, the signature moved up.
+    const original = await signedXml();
+    const signature = /<(\w+:)?Signature[\s\S]*<\/(\w+:)?Signature>/.exec(original)![0];
+    const id = /ID="([^"]+)"/.exec(original)![1]!;
+    const inner = original.replace(signature, '');
+    const wrapped = `<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_evil" Version="2.0" IssueInstant="${new Date().toISOString()}" AssertionConsumerServiceURL="https://sp.example.com/other-acs"><saml:Issuer>${entityId}</saml:Issuer>${signature}<samlp:Extensions>${inner.replace(/^<\?xml[^>]*>/, '')}</samlp:Extensions></samlp:AuthnRequest>`;
+    assert.match(wrapped, new RegExp(`URI="#${id}"`));
+    await assertRefused(post(wrapped), 'bad_signature');
+
+    // The same request as signed still goes through.
+    const page = await new FormBrowser(server.url).request('/saml/sso', { form: { SAMLRequest: Buffer.from(await signedXml()).toString('base64') } });
+    assert.equal(page.status, 303, page.html.slice(0, 300));
+  });
+
+  it('a resume address that was changed', async () => {
+    await assertRefused({ url: '/saml/sso/resume?pending=eyJzcCI6IngifQ.AAAA' }, 'stale');
+  });
+});
+
+describe('single logout', () => {
+  it('ends the session for an SP\'s signed LogoutRequest, the OpenID Connect one too, and answers with a signed LogoutResponse', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { saml } = await serviceProvider(
+      { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
+    );
+    const browser = new FormBrowser(server.url);
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    assert.ok(profile?.sessionIndex, 'the assertion names the session');
+    assert.equal((await browser.request('/account')).status, 200, 'signed in to Tessera');
+
+    const answer = await browser.request(await saml.getLogoutUrlAsync(profile, 'bye', {}));
+    assert.equal(answer.status, 303, answer.html.slice(0, 400));
+    const back = new URL(answer.location!);
+    assert.equal(`${back.origin}${back.pathname}`, slo);
+    const validated = await saml.validateRedirectAsync(Object.fromEntries(back.searchParams), back.search.slice(1));
+    assert.equal(validated.loggedOut, true);
+    assert.equal(back.searchParams.get('RelayState'), 'bye');
+    const account = await browser.request('/account');
+    assert.equal(account.status, 303, 'the session, shared with OpenID Connect, has ended');
+    assert.match(account.location ?? '', /^\/login/);
+    const [event] = await server.store.events.list({ type: 'saml.logout', limit: 1 });
+    assert.equal(event?.detail['outcome'], 'end');
+  });
+
+  it('does not end another person\'s session, and refuses an unsigned LogoutRequest from an SP whose requests must be signed', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { saml } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const browser = new FormBrowser(server.url);
+    await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const someoneElse = { issuer: saml.options.issuer, nameID: 'someone-else', nameIDFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent', sessionIndex: 'x' };
+    const answer = await browser.request(await saml.getLogoutUrlAsync(someoneElse as never, '', {}));
+    assert.equal(answer.status, 303);
+    await assert.rejects(saml.validateRedirectAsync(Object.fromEntries(new URL(answer.location!).searchParams), new URL(answer.location!).search.slice(1)), /UnknownPrincipal|Requester/);
+    assert.equal((await browser.request('/account')).status, 200, 'still signed in');
+
+    const strict = await serviceProvider({ slo_url: slo, want_signed_requests: true, certificate: SP_CERT }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const unsigned = await new FormBrowser(server.url).request(await strict.saml.getLogoutUrlAsync(someoneElse as never, '', {}), { headers: { 'accept-language': 'de' } });
+    assert.equal(unsigned.status, 400);
+    assert.match(unsigned.html, /Anmeldeanfrage abgelehnt/);
+  });
+
+  it('takes a LogoutRequest over HTTP-POST too: the session cookie, which a cross-site POST lacks, is read on the GET it is sent on to', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { saml, entityId } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
+    const browser = new FormBrowser(server.url);
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const xml = `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_logout${counter}" Version="2.0" IssueInstant="${new Date().toISOString()}" Destination="${server.url}/saml/slo"><saml:Issuer>${entityId}</saml:Issuer><saml:NameID>${profile!.nameID}</saml:NameID></samlp:LogoutRequest>`;
+    // What a browser sends cross-site: the form, without the session cookie.
+    const posted = await new FormBrowser(server.url).request('/saml/slo', { form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
+    assert.equal(posted.status, 303, posted.html.slice(0, 300));
+    const answer = await browser.request(posted.location!);
+    assert.equal(answer.status, 303);
+    assert.ok(answer.location!.startsWith(`${slo}?SAMLResponse=`));
+    assert.equal((await browser.request('/account')).status, 303, 'signed out');
+  });
+});
+
+describe('a passkey, and a second factor asked for by RequestedAuthnContext', () => {
+  let passkeyServer: TestServer;
+  before(async () => {
+    // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
+    passkeyServer = await startTestServer({ issuerHost: 'localhost' });
+  });
+  after(() => passkeyServer.close());
+
+  it('asks a password sign-in for more when the SP asks for REFEDS MFA, and signs in with a passkey that verified the person', async () => {
+    const grace = await passkeyServer.addUser({ username: 'grace', email: 'grace@example.com' });
+    const server = passkeyServer;
+    // A passkey added on the account page, in a password session of its own.
+    const passkey = new SoftwarePasskey();
+    const setup = new FormBrowser(server.url);
+    const login = await setup.follow(await setup.request('/login?return_to=%2Faccount'));
+    const account = await setup.signIn(login, grace);
+    const creation = JSON.parse((await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(account, '/account/passkeys').fields['csrf_token']! } })).html) as Record<string, unknown>;
+    assert.equal((await setup.submit(account, '/account/passkeys', { name: 'Key', response: JSON.stringify(passkey.register(creation, server.url)) })).status, 303);
+
+    await addSamlSp(manageDeps(server), { entity_id: 'https://mfa.example.com/saml', acs_urls: [ACS], attributes: { mail: 'email' } });
+    const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
+    const saml = new SAML({
+      issuer: 'https://mfa.example.com/saml', callbackUrl: ACS, entryPoint: `${server.url}/saml/sso`, idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
+      audience: 'https://mfa.example.com/saml', wantAuthnResponseSigned: false, identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+      authnContext: ['https://refeds.org/profile/mfa'], acceptedClockSkewMs: 5_000,
+    });
+    const browser = new FormBrowser(server.url);
+    // A password alone is not enough: the sign-in page comes back, saying a second factor is needed.
+    const again = await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), grace);
+    assert.equal(again.status, 200);
+    assert.match(again.html, /second factor/i);
+    const options = JSON.parse((await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html) as Record<string, unknown>;
+    const signedIn = await browser.submit(again, '/login/passkey', { response: JSON.stringify(passkey.authenticate(options, server.url, { userVerified: true })) });
+    assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
+    const fields = postedToAcs(await browser.follow(signedIn));
+    assert.match(Buffer.from(fields['SAMLResponse']!, 'base64').toString(), /<saml:AuthnContextClassRef>https:\/\/refeds\.org\/profile\/mfa<\/saml:AuthnContextClassRef>/);
+    const { profile } = await saml.validatePostResponseAsync(fields);
+    assert.equal(profile?.['mail'], 'grace@example.com');
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * The store contract for SAML service providers and the AuthnRequest ids seen, run inside
+ * `storeContract` against every store: a registration reads back as written, an entity ID is
+ * registered once, and a request id is accepted once until it expires.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuplicateError, type SamlServiceProviderRecord, type Store } from '../../src/store/types.ts';
+
+const T0 = Date.UTC(2026, 3, 1);
+
+export function samlContract({ store: current, unique }: { readonly store: () => Store; readonly unique: (prefix: string) => string }): void {
+  const sp = (overrides: Partial<SamlServiceProviderRecord> = {}): SamlServiceProviderRecord => ({
+    id: unique('sp'),
+    entityId: `https://${unique('sp')}.example/saml`,
+    name: 'Wiki',
+    acsUrls: ['https://wiki.example/acs', 'https://wiki.example/acs2'],
+    sloUrl: 'https://wiki.example/slo',
+    nameIdFormat: 'transient',
+    attributes: { mail: 'email', uid: 'preferred_username' },
+    wantSignedRequests: true,
+    signResponse: true,
+    certificate: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----',
+    nameIdSalt: 'salt',
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  });
+
+  describe('SAML service providers', () => {
+    it('reads a registration back as written, by id and by entity ID, and lists it', async () => {
+      const store = current();
+      const written = sp();
+      await store.samlServiceProviders.create(written);
+      assert.deepEqual(await store.samlServiceProviders.get(written.id), written);
+      assert.deepEqual(await store.samlServiceProviders.byEntityId(written.entityId), written);
+      assert.ok((await store.samlServiceProviders.list()).some((listed) => listed.id === written.id));
+      const bare = sp({ name: null, sloUrl: null, certificate: null, attributes: {}, wantSignedRequests: false, signResponse: false, nameIdFormat: 'email' });
+      await store.samlServiceProviders.create(bare);
+      assert.deepEqual(await store.samlServiceProviders.get(bare.id), bare);
+    });
+
+    it('registers an entity ID once', async () => {
+      const store = current();
+      const first = sp();
+      await store.samlServiceProviders.create(first);
+      await assert.rejects(store.samlServiceProviders.create(sp({ entityId: first.entityId })), DuplicateError);
+    });
+
+    it('updates every field but the entity ID, the id and when it was made; removes it', async () => {
+      const store = current();
+      const written = sp();
+      await store.samlServiceProviders.create(written);
+      const changed = { ...written, entityId: 'https://other.example', name: null, acsUrls: ['https://x.example/acs'], sloUrl: null, nameIdFormat: 'persistent' as const, attributes: {}, wantSignedRequests: false, signResponse: false, certificate: null, updatedAt: T0 + 1 };
+      assert.equal(await store.samlServiceProviders.update(changed), true);
+      assert.deepEqual(await store.samlServiceProviders.get(written.id), { ...changed, entityId: written.entityId });
+      assert.equal(await store.samlServiceProviders.update({ ...changed, id: unique('none') }), false);
+      assert.equal(await store.samlServiceProviders.remove(written.id), true);
+      assert.equal(await store.samlServiceProviders.get(written.id), null);
+      assert.equal(await store.samlServiceProviders.remove(written.id), false);
+    });
+
+    it('accepts an AuthnRequest id once until it expires, then again', async () => {
+      const store = current();
+      const key = unique('request');
+      assert.equal(await store.samlRequests.use(key, T0 + 1000, T0), true);
+      assert.equal(await store.samlRequests.use(key, T0 + 1000, T0 + 500), false, 'a replay');
+      const together = await Promise.all([1, 2, 3].map(() => store.samlRequests.use(`${key}-race`, T0 + 1000, T0)));
+      assert.equal(together.filter(Boolean).length, 1, 'one of several callers at once');
+      assert.equal(await store.samlRequests.use(key, T0 + 3000, T0 + 1000), true, 'expired records give way');
+    });
+  });
+}

@@ -256,6 +256,7 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     // A SET the receiver refuses with RFC 8935 §2.3's error is a dead letter at once; the next goes on.
     receiver.refuse = { err: 'invalid_audience', description: 'not for us' };
     await setDisabled(manageDeps(server), 'grace', true);
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await setDisabled(manageDeps(server), 'grace', false);
     await until('the second to arrive', () => receiver.received.length >= 1, 5000);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -287,6 +288,8 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     const path = new URL(endpoint).pathname;
     const lin = await server.addUser({ username: 'lin' });
     await setDisabled(manageDeps(server), 'lin', true);
+    // Events of one millisecond have no order between them: these two are a millisecond apart at least.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await setDisabled(manageDeps(server), 'lin', false);
 
     const first = await ssf('POST', path, { maxEvents: 1, returnImmediately: true });

@@ -17,9 +17,10 @@ import { combine, load, median, percentile, type Sample, type Verdict } from './
 import { machineBusySeconds, peakRssMb, procAvailable, processTree } from './proc.ts';
 import { startAccountFlood, startFlood, type Flood, type FloodCounts } from './flood.ts';
 import { seedDeviceCodes } from './seed.ts';
+import { seedEventFlood, startEventFlood, startEventReceiver, type EventFloodSeed, type EventReceiver } from './events.ts';
 import { BENCH_API, createPostgresDatabase, FLOOD_OWNER, ROOT, startPeer, startTessera, type MintedCode, type StartOptions, type Target } from './targets.ts';
 
-const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'client_credentials', 'device_poll_scale', 'dpop', 'sign_in_flood', 'scale_out'] as const;
+const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'client_credentials', 'device_poll_scale', 'dpop', 'sign_in_flood', 'scale_out', 'events_flood'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'tessera/postgres@against' | 'oidc-provider';
 
@@ -51,7 +52,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --device-interval S   the poll interval Tessera is started with and the bench keeps to (default 0)
   --batch N             authorization codes minted, then exchanged, per timed batch (default 200)
   --flood-addresses N   sign_in_flood: addresses the wrong-password posts come from (default 6)
-  --flood-in-flight N   sign_in_flood: posts each address keeps in flight (default 4)
+  --flood-in-flight N   sign_in_flood: posts each address keeps in flight (default 4);
+                        events_flood: admin API changes kept in flight
   --pool N              pending device codes polled in turn (default 400; more than --connections)
   --baseline            device_poll also against a bare node:http server doing only the
                         irreducible work of a persisted poll (bench/baseline.ts)
@@ -455,6 +457,46 @@ function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
   ];
 }
 
+/** The push streams of events_flood, each sent every change as a SET. */
+const EVENT_STREAMS = 5;
+const EVENTS_ROWS = {
+  alone: 'events_flood: client_credentials alone',
+  changes: 'events_flood: client_credentials during the changes, streams off',
+  delivered: `events_flood: client_credentials during the changes, ${EVENT_STREAMS} push streams`,
+} as const;
+
+/**
+ * `events_flood`: client_credentials tokens alone; while an admin client disables
+ * and enables people as fast as `--flood-in-flight` requests in flight allow, with the Shared Signals
+ * streams disabled (the changes' own cost); and the same with EVENT_STREAMS push streams
+ * enabled, each change then signed and pushed once per stream from the outbox
+ * (bench/events.ts). The outbox's cost to token responses is the last two rows' difference.
+ */
+function prepareEventsFlood(settings: Settings, target: Target, seed: EventFloodSeed, receiver: EventReceiver): Prepared[] {
+  const request = post(target.tokenPath, target.authorization, `grant_type=client_credentials&scope=${BENCH_API.scope}`);
+  const alone = sameRequest(settings, target, EVENTS_ROWS.alone, request, '"access_token"');
+  const during = (scenario: string, streams: boolean): Prepared => ({
+    scenario,
+    target,
+    run: async (seconds) => {
+      await seed.setStreams(streams);
+      const before = receiver.received;
+      const flood = await startEventFlood(target.origin, seed.adminAuthorization, settings.flood.perAddress);
+      const started = performance.now();
+      const sample = await alone.run!(seconds);
+      const counts = await flood.stop();
+      const elapsed = (performance.now() - started) / 1000;
+      await seed.setStreams(false);
+      if (seconds === settings.duration) floodNotes.push(
+        `${target.label}, ${scenario.replace('events_flood: client_credentials ', '')}: ${settings.flood.perAddress} changes in flight, ` +
+          `${(counts.changed / elapsed).toFixed(1)} changes/s, ${((receiver.received - before) / elapsed).toFixed(1)} SETs pushed/s, ${counts.other} other`,
+      );
+      return sample;
+    },
+  });
+  return [alone, during(EVENTS_ROWS.changes, false), during(EVENTS_ROWS.delivered, true)];
+}
+
 /**
  * Codes minted in batches (untimed), each exchanged once (timed) until the run's time is
  * used; taken from `stock` first, where codes were minted ahead.
@@ -796,6 +838,21 @@ async function main(): Promise<void> {
         env = scenario === 'sign_in_flood' ? { TESSERA_TRUST_PROXY: 'loopback' } : {};
         floodOwner = scenario === 'sign_in_flood';
         for (const kind of kinds) {
+          if (scenario === 'events_flood' && kind !== 'tessera/sqlite') {
+            prepared.push({ scenario, target: { label: kind } as Target, skipped: 'Tessera on SQLite only' });
+            continue;
+          }
+          if (scenario === 'events_flood') {
+            const receiver = await startEventReceiver();
+            let seed: EventFloodSeed | undefined;
+            const target = await startTessera({ ...options, workers: 1, postgres: null, env: { TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' }, seedStore: async (store) => void (seed = await seedEventFlood(store, receiver.url, EVENT_STREAMS, settings.flood.perAddress)) });
+            targets.push({ ...target, close: async () => {
+              await target.close();
+              await receiver.close();
+            } });
+            prepared.push(...prepareEventsFlood(settings, target, seed!, receiver));
+            continue;
+          }
           if (scenario === 'sign_in_flood' && (kind === 'oidc-provider' || kind.startsWith('tessera/postgres'))) {
             prepared.push({ scenario, target: { label: kind } as Target, skipped: 'Tessera on SQLite only' });
             continue;
@@ -865,7 +922,7 @@ async function main(): Promise<void> {
   if (docs.rows.length > 0) lines.push('', 'For docs/benchmarks.md, "Latest figures":', '', markdownTable(docs.header, docs.rows));
   if (scale) lines.push('', scale);
   if (dpop.length > 0) lines.push('', ...dpop);
-  if (floodNotes.length > 0) lines.push('', 'sign-in flood, per timed run:', ...floodNotes.map((note) => `  ${note}`));
+  if (floodNotes.length > 0) lines.push('', 'floods, per timed run:', ...floodNotes.map((note) => `  ${note}`));
   const disturbed = rows.filter((row) => (row.otherPercent ?? 0) > 15);
   if (disturbed.length > 0) {
     lines.push('', 'other work on the machine during the runs (CPU % of one core, neither server nor load generator):');

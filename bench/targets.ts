@@ -174,6 +174,8 @@ export interface TesseraOptions extends StartOptions {
   readonly postgres: { url: string; drop(): Promise<void> } | null;
   /** Runs against the SQLite file after the schema exists and before the server starts. */
   readonly seedSqlite?: (path: string, clientId: string) => void;
+  /** Runs against the store (kept open until the target closes) before the server starts. */
+  readonly seedStore?: (store: Store) => Promise<void>;
   /** Serves with bench/baseline.ts instead of Tessera (`--baseline`). */
   readonly baseline?: boolean;
   /**
@@ -263,6 +265,7 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
     }));
   }
   if (options.seedSqlite && !options.postgres) options.seedSqlite(database, clientId);
+  await options.seedStore?.(store);
 
   const ports: number[] = [];
   for (let i = 0; i < (options.instances ?? 1); i += 1) ports.push(await freePort());

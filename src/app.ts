@@ -50,6 +50,9 @@ import { MailDispatcher } from './flows/mail/dispatcher.ts';
 import { MAIL_EVENT_TYPES, mailOutbox } from './flows/mail/outbox.ts';
 import { smtpTransport } from './flows/mail/smtp.ts';
 import { renderMail } from './ui/mail.ts';
+import { SsfDispatcher } from './flows/ssf/dispatcher.ts';
+import { ssfTypeOf } from './core/ssf.ts';
+import { ssfRoutes } from './http/ssf.ts';
 
 export interface AppInput {
   readonly config: Config;
@@ -156,10 +159,15 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   let wakeDispatcher = () => {};
   // An event that queues mail wakes the mail dispatcher (below) at once.
   let wakeMail = () => {};
+  // One that some Shared Signals stream may be sent wakes the SSF dispatcher (below).
+  let wakeSsf = () => {};
   const built = appDeps(input, [
     (event) => {
       if (webhookTypeOf(event.type) !== null) wakeDispatcher();
       if (MAIL_EVENT_TYPES.has(event.type)) wakeMail();
+    },
+    (event) => {
+      if (ssfTypeOf(event) !== null) wakeSsf();
     },
     (event) => {
       const level = isLockout(event) ? 'warn' : 'info';
@@ -210,8 +218,25 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     app.addHook('onReady', async () => mailer.start());
     app.addHook('onClose', () => mailer.stop());
   }
+  // Shared Signals push delivery (RFC 8935), from the same outbox and by the same rules.
+  const ssfDispatcher = new SsfDispatcher({
+    store: deps.store,
+    clock: input.clock,
+    secrets: deps.secrets,
+    tokens: deps.tokens,
+    issuer: input.config.issuer,
+    settings: input.config.webhooks,
+    allowPrivateNetworkUrls: input.config.allowPrivateNetworkUrls,
+    events: deps.events,
+    log: app.log,
+    ...(input.metrics ? { observer: input.metrics.ssf } : {}),
+  });
+  wakeSsf = () => ssfDispatcher.wake();
+  app.addHook('onReady', async () => ssfDispatcher.start());
+  app.addHook('onClose', () => ssfDispatcher.stop());
   if (input.metrics) {
     input.metrics.countWebhookDeliveries(() => deps.store.webhooks.countByState());
+    input.metrics.countSsfDeliveries(() => deps.store.ssf.countByState());
     input.metrics.instrument(app);
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
   }
@@ -233,6 +258,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   await app.register(userinfoRoutes, { deps });
   await app.register(registrationRoutes, { deps });
   await app.register(adminRoutes, { deps });
+  await app.register(ssfRoutes, { deps });
   await app.register(scimRoutes, { deps });
   return app;
 }

@@ -17,6 +17,7 @@ import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
 import type { Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, UnknownKeyEncryptionKeyError, type KeyEncryption } from './tokens/key-encryption.ts';
 import { resealProviderSecrets } from './tokens/secret-box.ts';
+import { resealOutboxSecrets } from './flows/webhooks/reseal.ts';
 import { KeyManager } from './tokens/keys.ts';
 
 /** How long expired records are kept, so a replayed code is still recognised as one. */
@@ -85,11 +86,13 @@ export function keyManager(config: Config, store: Store, encryption: KeyEncrypti
 
 /**
  * At start: encrypts any private key stored in clear (or under a KEK being rotated out),
- * then makes sure a key can sign with each algorithm.
+ * seals again the providers' and the outbox's secrets sealed under an older KEK, then makes
+ * sure a key can sign with each algorithm.
  */
 export async function prepareKeys(config: Config, store: Store, encryption: KeyEncryption = loadKeyEncryption(config.keyEncryption)): Promise<KeyManager> {
   await encryptStoredKeys(store.keys, encryption);
   await resealProviderSecrets(store, encryption);
+  await resealOutboxSecrets(store, encryption);
   const keys = keyManager(config, store, encryption);
   await keys.ensureKeys();
   return keys;

@@ -87,6 +87,20 @@ describe('npm run bench (smoke)', () => {
     assert.match(stdout, /tessera\/sqlite, \/account\/password flood: 1 addresses x 1 in flight, [\d.]+ s: [\d.]+ passwords checked\/s, [\d.]+ refused\/s \(429\), 0 other/);
   });
 
+  it('runs events_flood once: tokens alone, during admin changes with the streams off, and with push streams on, each with no errors, and the SETs pushed noted', async () => {
+    const { stdout, rows } = await runBench(['--quick', '--scenario', 'events_flood', '--no-postgres', '--duration', '0.3', '--warmup', '0', '--connections', '2', '--flood-in-flight', '1']);
+    for (const scenario of ['events_flood: client_credentials alone', 'events_flood: client_credentials during the changes, streams off', 'events_flood: client_credentials during the changes, 5 push streams']) {
+      const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
+      assert.ok(row, scenario);
+      assert.equal(row.errors, 0);
+      assert.equal(row.unexpected, 0, `${scenario}: every request answered 200 with an access token`);
+      assert.ok(row.rps > 0);
+    }
+    // Every change was answered 200, and with the streams on, SETs were pushed.
+    assert.match(stdout, /tessera\/sqlite, during the changes, streams off: 1 changes in flight, [\d.]+ changes\/s, 0\.0 SETs pushed\/s, 0 other/);
+    assert.match(stdout, /tessera\/sqlite, during the changes, 5 push streams: 1 changes in flight, [\d.]+ changes\/s, [1-9][\d.]* SETs pushed\/s, 0 other/);
+  });
+
   it('runs dpop once: polls with and without a DPoP proof, every answer authorization_pending, and the ratio printed', async () => {
     const { stdout, rows } = await runBench(['--quick', '--scenario', 'dpop', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--pool', '20', '--connections', '5']);
     assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);

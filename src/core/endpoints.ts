@@ -35,6 +35,16 @@ export const DISCOVERY_PATHS = ['/.well-known/openid-configuration', '/.well-kno
  */
 export const REGISTRATION_PATH = '/oauth/register';
 
+/**
+ * OpenID SSF 1.0 §7 (Shared Signals transmitter metadata) and its stream management
+ * endpoints (§8.1), and RFC 8936's poll endpoint of a stream, under `SSF_POLL_PATH/<stream_id>`.
+ */
+export const SSF_CONFIGURATION_PATH = '/.well-known/ssf-configuration';
+export const SSF_STREAMS_PATH = '/ssf/streams';
+export const SSF_STATUS_PATH = '/ssf/status';
+export const SSF_VERIFY_PATH = '/ssf/verify';
+export const SSF_POLL_PATH = '/ssf/poll';
+
 /** The admin API (docs/admin-api.md): every operation is under this prefix. */
 export const ADMIN_PREFIX = '/admin/v1';
 

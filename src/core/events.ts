@@ -146,6 +146,15 @@ export const EVENT_TYPES = [
   'webhook.replayed',
   /** A delivery given up after TESSERA_WEBHOOK_RETRY_WINDOW (`detail.webhook`, `detail.event_id`, `detail.last_error`): a dead letter. */
   'webhook.dead_lettered',
+  /** A Shared Signals receiver made a stream (`detail.stream_id`, `detail.delivery`); `clientId` is the receiver. */
+  'ssf.stream_created',
+  /** A stream's configuration or status changed (`detail.status`). */
+  'ssf.stream_updated',
+  'ssf.stream_removed',
+  /** A receiver asked for a verification event (SSF 1.0 §8.1.4): the trigger queues it for its stream alone (`detail.stream_id`, `detail.state`). */
+  'ssf.verification',
+  /** A SET given up after TESSERA_WEBHOOK_RETRY_WINDOW, or refused by the receiver (RFC 8935 §2.3): `detail.stream_id`, `detail.event_id`, `detail.last_error`. */
+  'ssf.dead_lettered',
   /** A SAML service provider added, changed or removed by an operator (`detail.saml_sp`, `detail.entity_id`). */
   'saml_sp.created',
   'saml_sp.updated',

@@ -43,6 +43,24 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
 export const ADMIN_SCOPES: readonly string[] = Object.keys(ADMIN_SCOPE_DESCRIPTIONS);
 
 /**
+ * The Shared Signals receivers' scope (docs/events.md): a client holding it manages its own
+ * event streams (SSF 1.0 §8), which carry every person's account and session events. Given,
+ * like admin scopes, only to clients of the client_credentials grant alone, by the operator.
+ */
+export const SSF_SCOPE = 'ssf:manage';
+export const SSF_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  [SSF_SCOPE]: 'Receive security events (Shared Signals: CAEP and RISC) about every account, through streams of its own',
+};
+
+/** The scopes given by the operator alone, to clients of the client_credentials grant alone. */
+export const OPERATOR_GIVEN_SCOPES: readonly string[] = [...ADMIN_SCOPES, SSF_SCOPE];
+
+/** The SSF management API's audience: the `resource` a receiver asks its tokens for (RFC 8707). */
+export function ssfAudience(issuer: string): string {
+  return `${issuer}/ssf`;
+}
+
+/**
  * The roles a person may be given for the operator console: `admin` manages
  * everything, `support` manages users and reads the rest, `viewer` reads. A role is the set
  * of admin scopes it stands for, so the console's permission checks are the admin API's.

@@ -5,7 +5,7 @@
  */
 import type { ApiTranslations } from '../config/index.ts';
 import { OAuthError } from '../core/errors.ts';
-import { ADMIN_SCOPE_DESCRIPTIONS, adminAudience, SCOPE_DESCRIPTIONS, SUPPORTED_SCOPES } from '../core/scopes.ts';
+import { ADMIN_SCOPE_DESCRIPTIONS, adminAudience, SCOPE_DESCRIPTIONS, SSF_SCOPE_DESCRIPTIONS, ssfAudience, SUPPORTED_SCOPES } from '../core/scopes.ts';
 import type { ClientRecord, GrantRecord, ResourceRecord, Store } from '../store/types.ts';
 
 /** The OpenID Connect scopes (OIDC Core §5.4, §11): for this server's own API (userinfo). */
@@ -25,6 +25,22 @@ export function adminResource(issuer: string): ResourceRecord {
     accessTokenTtl: null,
     introspectionSecretHash: null,
     // Tessera verifies these itself: the server's access token algorithm.
+    signingAlg: 'ES256',
+    createdAt: 0,
+  };
+}
+
+/**
+ * The Shared Signals stream management API (docs/events.md) as an API the client_credentials
+ * grant issues tokens for, as the admin API is: built in, never in the store.
+ */
+export function ssfResource(issuer: string): ResourceRecord {
+  return {
+    identifier: ssfAudience(issuer),
+    name: 'Tessera Shared Signals streams',
+    scopes: Object.entries(SSF_SCOPE_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+    accessTokenTtl: null,
+    introspectionSecretHash: null,
     signingAlg: 'ES256',
     createdAt: 0,
   };

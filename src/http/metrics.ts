@@ -48,6 +48,9 @@ export class Metrics {
   readonly #webhookDeliveries: Counter<'outcome'>;
   readonly #webhookLatency: Histogram;
   #countDeliveries: (() => Promise<{ readonly pending: number; readonly dead: number }>) | null = null;
+  readonly #ssfDeliveries: Counter<'outcome'>;
+  readonly #ssfLatency: Histogram;
+  #countSsfDeliveries: (() => Promise<{ readonly pending: number; readonly dead: number }>) | null = null;
 
   constructor() {
     const registers = [this.registry];
@@ -122,6 +125,33 @@ export class Metrics {
       });
     }
     for (const outcome of ['delivered', 'failed', 'dead']) this.#webhookDeliveries.inc({ outcome }, 0);
+    // The Shared Signals streams' deliveries from the same outbox, counted the same way.
+    this.#ssfDeliveries = new Counter({
+      name: 'tessera_ssf_deliveries_total',
+      help: 'Shared Signals push tries (RFC 8935), by outcome: delivered (a 2xx answer), failed (to be tried again) or dead (refused by the receiver, or given up after TESSERA_WEBHOOK_RETRY_WINDOW)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#ssfLatency = new Histogram({
+      name: 'tessera_ssf_delivery_latency_seconds',
+      help: 'Time from an event to its SET\'s push delivery (a 2xx answer), retries included',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+      registers,
+    });
+    const countSsf = () => this.#countSsfDeliveries;
+    for (const state of ['pending', 'dead'] as const) {
+      new Gauge({
+        name: `tessera_ssf_deliveries_${state}`,
+        help: state === 'pending' ? 'SETs waiting to be pushed, tried again, or acknowledged by a polling receiver' : 'SETs given up (dead letters)',
+        registers,
+        aggregator: 'max',
+        async collect() {
+          const count = countSsf();
+          if (count) this.set(await count().then((counts) => counts[state], () => NaN));
+        },
+      });
+    }
+    for (const outcome of ['delivered', 'failed', 'dead']) this.#ssfDeliveries.inc({ outcome }, 0);
     // Present from the first scrape, at zero, so that rate() and absent() work at once.
     for (const grant of Object.values(TOKEN_EVENTS)) this.#tokens.inc({ grant: grant! }, 0);
     for (const outcome of Object.values(DEVICE_OUTCOMES)) this.#devices.inc({ outcome: outcome! }, 0);
@@ -158,6 +188,21 @@ export class Metrics {
     failed: () => this.#webhookDeliveries.inc({ outcome: 'failed' }),
     dead: () => this.#webhookDeliveries.inc({ outcome: 'dead' }),
   };
+
+  /** What the Shared Signals dispatcher tells of its pushes (flows/ssf/dispatcher.ts). */
+  readonly ssf: DeliveryObserver = {
+    delivered: (latencySeconds) => {
+      this.#ssfDeliveries.inc({ outcome: 'delivered' });
+      this.#ssfLatency.observe(Math.max(0, latencySeconds));
+    },
+    failed: () => this.#ssfDeliveries.inc({ outcome: 'failed' }),
+    dead: () => this.#ssfDeliveries.inc({ outcome: 'dead' }),
+  };
+
+  /** The SSF gauges read the store at each scrape. */
+  countSsfDeliveries(count: () => Promise<{ readonly pending: number; readonly dead: number }>): void {
+    this.#countSsfDeliveries = count;
+  }
 
   /** The outbox gauges read the store at each scrape. */
   countWebhookDeliveries(count: () => Promise<{ readonly pending: number; readonly dead: number }>): void {

@@ -1048,5 +1048,101 @@ const invitations: Migration = {
   ],
 };
 
+/**
+ * Version 40 (Shared Signals): receivers' event streams (SSF 1.0 §8) and their
+ * deliveries, from the same outbox as the webhooks': a second trigger on `events` adds one
+ * delivery row per stream that hears the event, in the transaction that stores it. A stream
+ * belongs to the client that made it (its receiver) and goes with it. `disabled` streams get
+ * nothing; `paused` ones keep what comes, sent once enabled again (§8.1.2).
+ *
+ * The trigger's CASE is core/ssf.ts's map written in SQL (the store contract suite checks that
+ * they agree): the audit trail's type to the CAEP or RISC event URI; a passkey refused as a
+ * copy (`detail.reason` `cloned`) is a credential compromise. A verification request
+ * (`ssf.verification`) goes to the stream it names in `detail.stream_id` alone, whatever
+ * events that stream asked for (§8.1.4).
+ *
+ * The delivery rows are the webhooks' with `stream_id` for `webhook_id`: pushed one at a time
+ * per stream, in event order, under a lease; a polling receiver (RFC 8936) acknowledges them.
+ */
+const SSF_TYPE_OF_EVENT = (dialect: Dialect) => `CASE
+  WHEN NEW.type = 'logout' THEN 'https://schemas.openid.net/secevent/caep/event-type/session-revoked'
+  WHEN NEW.type IN ('password.changed', 'user.password_set', 'user.password_reset', 'second_factor.reset', 'passkey.added', 'passkey.removed', 'totp.enabled', 'totp.disabled')
+    THEN 'https://schemas.openid.net/secevent/caep/event-type/credential-change'
+  WHEN NEW.type = 'user.updated' THEN 'https://schemas.openid.net/secevent/caep/event-type/token-claims-change'
+  WHEN NEW.type = 'user.disabled' THEN 'https://schemas.openid.net/secevent/risc/event-type/account-disabled'
+  WHEN NEW.type = 'user.enabled' THEN 'https://schemas.openid.net/secevent/risc/event-type/account-enabled'
+  WHEN NEW.type = 'user.removed' THEN 'https://schemas.openid.net/secevent/risc/event-type/account-purged'
+  WHEN NEW.type = 'passkey.refused' AND ${detailText(dialect, 'reason')} = 'cloned' THEN 'https://schemas.openid.net/secevent/risc/event-type/credential-compromise'
+  ELSE NULL END`;
+const SSF_SOURCE_TYPES = `NEW.type IN ('logout', 'password.changed', 'user.password_set', 'user.password_reset', 'second_factor.reset',
+  'passkey.added', 'passkey.removed', 'totp.enabled', 'totp.disabled', 'user.updated', 'user.disabled', 'user.enabled', 'user.removed',
+  'passkey.refused', 'ssf.verification')`;
+/** A text field of the new event's details. */
+const detailText = (dialect: Dialect, name: string) => (dialect === 'postgres' ? `(NEW.detail->>'${name}')` : `json_extract(NEW.detail, '$.${name}')`);
+
+const ssfStreams: Migration = {
+  version: 40,
+  name: 'shared signals streams and their outbox',
+  statements: [
+    (t) => `CREATE TABLE ssf_streams (
+      id                   ${t.text} PRIMARY KEY,
+      client_id            ${t.text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+      audience             ${t.list} NOT NULL,
+      events_requested     ${t.list} NOT NULL,
+      events_delivered     ${t.list} NOT NULL,
+      delivery_method      ${t.text} NOT NULL,
+      endpoint_url         ${t.text},
+      authorization_header ${t.json},
+      format               ${t.text} NOT NULL,
+      description          ${t.text},
+      status               ${t.text} NOT NULL CHECK (status IN ('enabled', 'paused', 'disabled')),
+      reason               ${t.text},
+      created_at           ${t.time} NOT NULL,
+      updated_at           ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX ssf_streams_client_id ON ssf_streams (client_id)',
+    (t) => `CREATE TABLE ssf_deliveries (
+      stream_id       ${t.text} NOT NULL REFERENCES ssf_streams (id) ON DELETE CASCADE,
+      event_id        ${t.text} NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+      event_at        ${t.time} NOT NULL,
+      state           ${t.text} NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+      attempts        ${t.integer} NOT NULL,
+      queued_at       ${t.time} NOT NULL,
+      next_attempt_at ${t.time} NOT NULL,
+      lease_until     ${t.time},
+      delivered_at    ${t.time},
+      last_status     ${t.integer},
+      last_error      ${t.text},
+      PRIMARY KEY (stream_id, event_id)
+    )`,
+    'CREATE INDEX ssf_deliveries_order ON ssf_deliveries (stream_id, state, event_at, event_id)',
+    'CREATE INDEX ssf_deliveries_event_id ON ssf_deliveries (event_id)',
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE FUNCTION tessera_ssf_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              INSERT INTO ssf_deliveries (stream_id, event_id, event_at, state, attempts, queued_at, next_attempt_at)
+              SELECT s.id, NEW.id, NEW.at, 'pending', 0, NEW.at, NEW.at FROM ssf_streams s
+              WHERE s.status <> 'disabled' AND CASE WHEN NEW.type = 'ssf.verification' THEN s.id = ${detailText(dialect, 'stream_id')}
+                ELSE (${SSF_TYPE_OF_EVENT(dialect)}) = ANY (s.events_delivered) END;
+              RETURN NULL;
+            END
+          $$`
+        : null,
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE TRIGGER events_ssf_outbox AFTER INSERT ON events
+            FOR EACH ROW WHEN (${SSF_SOURCE_TYPES}) EXECUTE FUNCTION tessera_ssf_outbox()`
+        : `CREATE TRIGGER events_ssf_outbox AFTER INSERT ON events
+            WHEN ${SSF_SOURCE_TYPES}
+            BEGIN
+              INSERT INTO ssf_deliveries (stream_id, event_id, event_at, state, attempts, queued_at, next_attempt_at)
+              SELECT s.id, NEW.id, NEW.at, 'pending', 0, NEW.at, NEW.at FROM ssf_streams s
+              WHERE s.status <> 'disabled' AND CASE WHEN NEW.type = 'ssf.verification' THEN s.id = ${detailText(dialect, 'stream_id')}
+                ELSE EXISTS (SELECT 1 FROM json_each(s.events_delivered) WHERE value = (${SSF_TYPE_OF_EVENT(dialect)})) END;
+            END`,
+  ],
+};
+
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, samlServiceProviders, scimProvisioning, groups, mail, signUps, invitations, trustedIssuers];
+export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, samlServiceProviders, scimProvisioning, groups, mail, signUps, invitations, trustedIssuers, ssfStreams];

@@ -40,6 +40,7 @@ import type { WebhookStore } from './webhooks.ts';
 import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
 import type { InvitationStore } from './invitations.ts';
+import type { SsfStore } from './ssf.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
@@ -65,6 +66,7 @@ export * from './webhooks.ts';
 export * from './mail.ts';
 export * from './sign-ups.ts';
 export * from './invitations.ts';
+export * from './ssf.ts';
 export * from './saml.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
@@ -107,6 +109,8 @@ export interface Stores {
   readonly signUps: SignUpStore;
   /** Invitations waiting to be accepted. */
   readonly invitations: InvitationStore;
+  /** Shared Signals streams and their deliveries, from the same outbox. */
+  readonly ssf: SsfStore;
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;

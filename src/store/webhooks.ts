@@ -67,6 +67,11 @@ export interface WebhookStore {
   list(): Promise<WebhookRecord[]>;
   /** Removes it and its deliveries; false when there was none. */
   remove(id: string): Promise<boolean>;
+  /**
+   * Writes the secrets sealed again (under a new key encryption key): the same secrets, so
+   * nothing else of the webhook changes; false when there is no such webhook.
+   */
+  reseal(id: string, secret: Readonly<Record<string, unknown>>, previousSecret: Readonly<Record<string, unknown>> | null): Promise<boolean>;
   /** Replaces the secret, keeping the old one until `previousExpiresAt` (null: not at all); false when there is no such webhook. */
   rotateSecret(id: string, secret: Readonly<Record<string, unknown>>, previousExpiresAt: number | null, now: number): Promise<boolean>;
   /** Webhooks whose oldest pending delivery is due at `now` and not leased (at most `limit`). */

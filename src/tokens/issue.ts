@@ -558,6 +558,16 @@ export class TokenIssuer {
   }
 
   /**
+   * A Security Event Token (RFC 8417): `typ` secevent+jwt (§2.3), signed as ID tokens are, with
+   * the claims the caller built (flows/ssf/set.ts) and this server as `iss`. No `exp`: a SET
+   * states what happened, and a receiver decides how long it cares (§2.2 "exp" is discouraged).
+   */
+  async securityEventToken(claims: Readonly<Record<string, unknown>>): Promise<string> {
+    const key = await this.#keys.signingKey('RS256');
+    return signJws({ alg: key.alg, kid: key.kid, typ: 'secevent+jwt' }, { iss: this.#issuer, ...claims }, key.privateKey);
+  }
+
+  /**
    * An `id_token_hint` (RP-Initiated Logout 1.0 §2): an ID token this server signed, with a
    * key it still publishes, for itself as issuer. "The OP need not be listed as an audience
    * ... when it is used as an id_token_hint" and an expired one is accepted: only the

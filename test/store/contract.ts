@@ -15,6 +15,7 @@ import { PURGE_BATCH_SIZE } from '../../src/store/sql/statements.ts';
 import { identityProvidersContract } from './identity-providers-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { mailContract } from './mail-contract.ts';
+import { ssfContract } from './ssf-contract.ts';
 import { samlContract } from './saml-contract.ts';
 import { scimContract } from './scim-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
@@ -1886,6 +1887,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     identityProvidersContract({ store: () => store, unique, givenUser });
     webhooksContract({ store: () => store, unique });
     mailContract({ store: () => store, unique });
+    ssfContract({ store: () => store, unique, givenClient: () => givenClient() });
     samlContract({ store: () => store, unique });
     scimContract({ store: () => store, unique, givenUser });
     trustedIssuersContract({ store: () => store, unique });

@@ -64,6 +64,12 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
       assert.equal(await store.webhooks.rotateSecret(hook.id, hook.secret, null, T0 + 2 * SECOND), true);
       assert.deepEqual(await store.webhooks.get(hook.id), { ...hook, previousSecret: null, previousSecretExpiresAt: null, updatedAt: T0 + 2 * SECOND });
       assert.equal(await store.webhooks.rotateSecret('nobody', next, null, T0), false);
+      // Sealed again under a new key encryption key: the secrets alone change.
+      const resealed = { enc: 'A256GCM', kek: 'k2', iv: 'x', ciphertext: 'y', tag: 'z' };
+      assert.equal(await store.webhooks.reseal(hook.id, resealed, next), true);
+      assert.deepEqual(await store.webhooks.get(hook.id), { ...hook, secret: resealed, previousSecret: next, updatedAt: T0 + 2 * SECOND });
+      assert.equal(await store.webhooks.reseal(hook.id, hook.secret, null), true);
+      assert.equal(await store.webhooks.reseal('nobody', hook.secret, null), false);
 
       await store.events.add(event('user.disabled'));
       assert.equal((await delivered(hook.id)).length, 1);

@@ -13,7 +13,7 @@ import { GRANT_CLIENT_CREDENTIALS } from '../../core/protocol.ts';
 import { parseScope } from '../../core/scopes.ts';
 import type { ResourceRecord } from '../../store/types.ts';
 import { noteFirstUse } from '../registration/first-use.ts';
-import { adminResource, isOpenIdScope, requestedResources, ResourceCatalog } from '../resources.ts';
+import { adminResource, isOpenIdScope, requestedResources, ResourceCatalog, ssfResource } from '../resources.ts';
 import type { TokenGrant } from '../types.ts';
 
 export const clientCredentialsGrant: TokenGrant = {
@@ -41,7 +41,7 @@ export const clientCredentialsGrant: TokenGrant = {
 
     // RFC 8707 §2: the API the token is for, named by resource or by the scopes' owner.
     const admin = adminResource(deps.config.issuer);
-    const catalog = new ResourceCatalog([...(await deps.store.resources.list()), admin]);
+    const catalog = new ResourceCatalog([...(await deps.store.resources.list()), admin, ssfResource(deps.config.issuer)]);
     const resourceParam = params['resource'];
     let resource: ResourceRecord | undefined;
     if (resourceParam !== undefined) {

@@ -26,7 +26,7 @@ import {
   type RequestObjectAlgorithm,
 } from '../../core/protocol.ts';
 import { isLoopbackIssuer, redirectUriProblem } from '../../core/redirect-uri.ts';
-import { ADMIN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
+import { OPERATOR_GIVEN_SCOPES, SUPPORTED_SCOPES } from '../../core/scopes.ts';
 import { DuplicateError, type ClientChanges, type ClientRecord, type SelfRegistration, type Store } from '../../store/types.ts';
 import { parseJwks } from '../../tokens/client-jwks.ts';
 import { transactionWithEvents } from '../events.ts';
@@ -169,9 +169,10 @@ function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string)
     throw invalid`${field('grant_types')} jwt-bearer is for confidential clients: the ID-JAG it redeems names a client, which must prove it is that one`;
   }
   // An admin token must stand for an operator's own program, never for a person who approved an app.
-  const admin = client.scopes.filter((scope) => ADMIN_SCOPES.includes(scope));
+  // So must a Shared Signals receiver's, which hears of every person's account.
+  const admin = client.scopes.filter((scope) => OPERATOR_GIVEN_SCOPES.includes(scope));
   if (admin.length > 0 && client.grantTypes.some((grant) => grant !== GRANT_CLIENT_CREDENTIALS)) {
-    throw invalid`${field('scope')} ${admin.join(' ')}: admin scopes are for clients of the client_credentials grant alone`;
+    throw invalid`${field('scope')} ${admin.join(' ')}: admin scopes are for clients of the client_credentials grant alone, and so is ssf:manage`;
   }
   if (client.grantTypes.includes(GRANT_AUTHORIZATION_CODE) && client.redirectUris.length === 0) {
     throw invalid`${field('redirect_uris')} is required for the authorization_code grant (or use ${field('grant_types')} device_code)`;
@@ -239,7 +240,7 @@ export function parseScopes(raw: string): string[] {
 
 /** A client's scope is an OpenID one or one a registered API defines. */
 async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
-  const known = [...SUPPORTED_SCOPES, ...ADMIN_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const known = [...SUPPORTED_SCOPES, ...OPERATOR_GIVEN_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
   const unknown = scopes.filter((scope) => !known.includes(scope));
   if (unknown.length > 0) {
     throw invalid`${field('scope')}: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`;

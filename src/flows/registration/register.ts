@@ -11,7 +11,7 @@ import { REGISTRATION_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../core/protocol.ts';
 import { isNativeAppRedirect } from '../../core/redirect-uri.ts';
-import { ADMIN_SCOPES } from '../../core/scopes.ts';
+import { OPERATOR_GIVEN_SCOPES } from '../../core/scopes.ts';
 import type { ClientRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
 import { networkOf } from '../device/proximity.ts';
@@ -117,8 +117,8 @@ export async function requestedMetadata(deps: ManageDeps, body: Readonly<Record<
   const grants = metadata.grant_types;
   metadata.scope ??= `openid profile email${grants.includes(GRANT_REFRESH_TOKEN) ? ' offline_access' : ''}`;
   metadata.client_name ??= defaultName(metadata.redirect_uris ?? []);
-  const admin = metadata.scope.split(' ').filter((scope) => ADMIN_SCOPES.includes(scope));
-  if (admin.length > 0) throw refused('scope', `scope ${admin.join(' ')}: admin scopes are given by the operator only (tessera client add)`);
+  const admin = metadata.scope.split(' ').filter((scope) => OPERATOR_GIVEN_SCOPES.includes(scope));
+  if (admin.length > 0) throw refused('scope', `scope ${admin.join(' ')}: admin scopes are given by the operator only (tessera client add), and so is ssf:manage`);
   if (policy === 'open') {
     if (metadata.token_endpoint_auth_method !== 'none') {
       throw refused('token_endpoint_auth_method', `token_endpoint_auth_method ${metadata.token_endpoint_auth_method}: open registration is for public clients (none)`);

@@ -29,6 +29,7 @@ import { webhooksStatements } from './webhooks.ts';
 import { mailStatements } from './mail.ts';
 import { signUpsStatements } from './sign-ups.ts';
 import { invitationsStatements } from './invitations.ts';
+import { ssfStatements } from './ssf.ts';
 import { samlStatements } from './saml.ts';
 import { scimStatements } from './scim.ts';
 
@@ -60,6 +61,7 @@ export function statements(d: Dialect) {
     ...mailStatements(d),
     ...signUpsStatements(d),
     ...invitationsStatements(d),
+    ...ssfStatements(d),
     ...samlStatements(d),
     ...scimStatements(d),
     ...trustedIssuersStatements(d),

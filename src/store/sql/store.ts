@@ -31,6 +31,7 @@ import { webhooksStores } from './webhooks.ts';
 import { mailStores } from './mail.ts';
 import { signUpsStores } from './sign-ups.ts';
 import { invitationsStores } from './invitations.ts';
+import { ssfStores } from './ssf.ts';
 import { samlStores } from './saml.ts';
 import { scimStores } from './scim.ts';
 
@@ -60,6 +61,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...mailStores(d, q),
     ...signUpsStores(d, q),
     ...invitationsStores(d, q),
+    ...ssfStores(d, q),
     ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),

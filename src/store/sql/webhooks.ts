@@ -27,6 +27,7 @@ export function webhooksStatements(_d: Dialect) {
       UPDATE webhooks SET previous_secret = CASE WHEN CAST(:previousSecretExpiresAt AS BIGINT) IS NULL THEN NULL ELSE secret END,
         previous_secret_expires_at = :previousSecretExpiresAt, secret = :secret, updated_at = :now
       WHERE id = :id`,
+    resealWebhook: 'UPDATE webhooks SET secret = :secret, previous_secret = :previousSecret WHERE id = :id',
     // Each webhook's head (its oldest pending delivery), found through (webhook_id, state,
     // event_at, event_id): one probe per webhook, however long its backlog.
     dueWebhooks: `
@@ -130,6 +131,8 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
       },
       list: async () => (await q.all('listWebhooks')).map((row) => webhookFromRow(row, read)),
       remove: async (id) => (await q.changed('removeWebhook', { id })) > 0,
+      reseal: async (id, secret, previousSecret) =>
+        (await q.changed('resealWebhook', { id, secret: JSON.stringify(secret), previousSecret: previousSecret === null ? null : JSON.stringify(previousSecret) })) > 0,
       rotateSecret: async (id, secret, previousSecretExpiresAt, now) => (await q.changed('rotateWebhookSecret', { id, secret: JSON.stringify(secret), previousSecretExpiresAt, now })) > 0,
       due: async (now, limit) => (await q.all('dueWebhooks', { now, limit })).map((row) => rows.text(row, 'id')),
       claim: async (webhookId, now, leaseUntil) => {

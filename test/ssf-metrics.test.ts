@@ -1,0 +1,80 @@
+/**
+ * The Shared Signals outbox's metrics (docs/operations.md): pushes by outcome, the latency from
+ * an event to its delivery, and the gauges of SETs pending and dead, read from the store.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../src/config/index.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { Events } from '../src/core/events.ts';
+import { DELIVERY_PUSH, SSF_EVENTS } from '../src/core/ssf.ts';
+import { SsfDispatcher } from '../src/flows/ssf/dispatcher.ts';
+import { Metrics } from '../src/http/metrics.ts';
+import { openStore } from '../src/store/open.ts';
+import type { Store } from '../src/store/types.ts';
+import { KeyEncryption } from '../src/tokens/key-encryption.ts';
+import { secretBox } from '../src/tokens/secret-box.ts';
+import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+
+describe('what the metrics count of Shared Signals pushes', () => {
+  let dir: string;
+  let store: Store;
+  let refuse = false;
+  const receiver = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      if (refuse) response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ err: 'invalid_key', description: 'no' }));
+      else response.writeHead(202).end();
+    });
+  });
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-ssf-metrics-'));
+    store = await openStore(loadConfig({ ...TEST_ENV, TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent' }).database);
+    await listenOnFreePort(receiver);
+  });
+  after(async () => {
+    await closeServer(receiver);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('counts pushes delivered and dead, observes their latency, and reads pending and dead SETs from the store', async () => {
+    const config = loadConfig({ ...TEST_ENV, TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_WEBHOOK_RETRY_DELAY_MS: '100' });
+    const metrics = new Metrics();
+    metrics.countSsfDeliveries(() => store.ssf.countByState());
+    const events = new Events(systemClock, store.events, []);
+    const dispatcher = new SsfDispatcher({
+      store, clock: systemClock, secrets: secretBox(new KeyEncryption([Buffer.alloc(32, 1)])), tokens: { securityEventToken: async () => 'a.b.c' },
+      issuer: 'https://id.example.com', settings: config.webhooks, events, log: { warn: () => {} }, allowPrivateNetworkUrls: true, observer: metrics.ssf,
+    });
+    await store.clients.create({ id: 'receiver', name: 'Receiver', secretHash: null, redirectUris: [], scopes: ['ssf:manage'], grantTypes: ['client_credentials'], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [], createdAt: 0, firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null } as never);
+    const port = (receiver.address() as { port: number }).port;
+    const requested = [SSF_EVENTS.ACCOUNT_DISABLED];
+    await store.ssf.createStream({ id: 'pushed', clientId: 'receiver', audience: ['receiver'], eventsRequested: requested, eventsDelivered: requested, deliveryMethod: DELIVERY_PUSH, endpointUrl: `http://127.0.0.1:${port}/`, authorizationHeader: null, format: 'iss_sub', description: null, status: 'enabled', reason: null, createdAt: 0, updatedAt: 0 });
+    const value = async (name: string, labels: Record<string, string> = {}) =>
+      (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) => Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted))?.value;
+
+    await events.emit({ type: 'user.disabled', userId: 'user-1', username: 'ada' });
+    assert.equal(await value('tessera_ssf_deliveries_pending'), 1);
+    dispatcher.start(50);
+    try {
+      await until('the SET to be delivered', async () => (await value('tessera_ssf_deliveries_total', { outcome: 'delivered' })) === 1, 5000);
+      const latency = (await metrics.registry.getSingleMetric('tessera_ssf_delivery_latency_seconds')!.get()).values.find((sample) => (sample as { metricName?: string }).metricName === 'tessera_ssf_delivery_latency_seconds_count');
+      assert.equal(latency?.value, 1);
+      assert.equal(await value('tessera_ssf_deliveries_pending'), 0);
+      refuse = true;
+      await events.emit({ type: 'user.disabled', userId: 'user-1', username: 'ada' });
+      await until('the refused SET to be dead', async () => (await value('tessera_ssf_deliveries_total', { outcome: 'dead' })) === 1, 5000);
+      assert.equal(await value('tessera_ssf_deliveries_dead'), 1);
+      assert.equal(await value('tessera_ssf_deliveries_total', { outcome: 'failed' }), 0);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+});

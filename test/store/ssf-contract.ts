@@ -1,0 +1,143 @@
+/**
+ * The store contract for Shared Signals streams and their outbox, run inside `storeContract`
+ * against every store: the trigger on `events` writes one delivery per stream that asked for
+ * the event's SSF type, as core/ssf.ts maps the audit trail's types (a passkey refused as a
+ * copy only), and none for a disabled stream; a verification goes to its stream alone; a
+ * delivery is claimed by one caller at a time, in event order; a polling receiver's
+ * acknowledgements and refusals are kept.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { EVENT_TYPES, type AuditEvent, type DetailValue, type EventType } from '../../src/core/events.ts';
+import { DELIVERY_POLL, DELIVERY_PUSH, SSF_EVENTS, SSF_EVENTS_SUPPORTED, ssfTypeOf } from '../../src/core/ssf.ts';
+import { DuplicateError, type ClientRecord, type SsfStreamRecord, type Store } from '../../src/store/types.ts';
+
+const T0 = Date.UTC(2026, 3, 1);
+
+export interface SsfContractHelpers {
+  readonly store: () => Store;
+  readonly unique: (prefix: string) => string;
+  readonly givenClient: () => Promise<ClientRecord>;
+}
+
+export function ssfContract({ store: current, unique, givenClient }: SsfContractHelpers): void {
+  const stream = async (events: readonly string[], overrides: Partial<SsfStreamRecord> = {}): Promise<SsfStreamRecord> => {
+    const client = await givenClient();
+    return {
+      id: unique('stream'),
+      clientId: client.id,
+      audience: [client.id],
+      eventsRequested: events,
+      eventsDelivered: events,
+      deliveryMethod: DELIVERY_PUSH,
+      endpointUrl: 'https://receiver.example.com/caep',
+      authorizationHeader: { enc: 'A256GCM', kek: 'k', iv: 'i', ciphertext: 'c', tag: 't' },
+      format: 'email',
+      description: 'for the app',
+      status: 'enabled',
+      reason: null,
+      createdAt: T0,
+      updatedAt: T0,
+      ...overrides,
+    };
+  };
+  const event = (type: EventType, at = T0, detail: Record<string, DetailValue> = { by: 'operator' }): AuditEvent => ({
+    id: unique('event'),
+    type,
+    at,
+    userId: 'user-1',
+    username: 'ada',
+    clientId: null,
+    grantId: null,
+    ip: null,
+    userAgent: null,
+    detail,
+  });
+  const delivered = async (id: string) => (await current().ssf.deliveries(id, 1000)).map((d) => d.eventId).reverse();
+
+  describe('shared signals streams and their outbox', () => {
+    it('keeps a stream as given, refuses a taken id, saves a change and removes it with its deliveries', async () => {
+      const store = current();
+      const made = await stream([SSF_EVENTS.ACCOUNT_DISABLED]);
+      await store.ssf.createStream(made);
+      assert.deepEqual(await store.ssf.getStream(made.id), made);
+      await assert.rejects(store.ssf.createStream({ ...made }), DuplicateError);
+      assert.deepEqual(await store.ssf.listStreams(made.clientId), [made]);
+      assert.equal(await store.ssf.countStreams(made.clientId), 1);
+      const changed: SsfStreamRecord = { ...made, deliveryMethod: DELIVERY_POLL, endpointUrl: null, authorizationHeader: null, format: 'iss_sub', description: null, status: 'paused', reason: 'why', updatedAt: T0 + 1 };
+      assert.equal(await store.ssf.saveStream(changed), true);
+      assert.deepEqual(await store.ssf.getStream(made.id), changed);
+      await store.events.add(event('user.disabled'));
+      assert.equal((await delivered(made.id)).length, 1, 'a paused stream keeps what comes');
+      assert.equal(await store.ssf.dropPending(made.id), 1);
+      assert.deepEqual(await delivered(made.id), []);
+      assert.equal(await store.ssf.removeStream(made.id), true);
+      assert.equal(await store.ssf.removeStream(made.id), false);
+      assert.equal(await store.ssf.saveStream(changed), false);
+      assert.deepEqual(await delivered(made.id), []);
+    });
+
+    it('writes a delivery for every audit type as core/ssf.ts maps it, none for a disabled stream, and a verification to its stream alone', async () => {
+      const store = current();
+      const every = await stream(SSF_EVENTS_SUPPORTED);
+      const disabled = await stream(SSF_EVENTS_SUPPORTED, { status: 'disabled' });
+      const other = await stream([]);
+      for (const made of [every, disabled, other]) await store.ssf.createStream(made);
+      const expected: string[] = [];
+      for (const type of EVENT_TYPES) {
+        if (type === 'ssf.verification') continue;
+        const added = event(type);
+        await store.events.add(added);
+        if (ssfTypeOf(added) !== null) expected.push(added.id);
+      }
+      const cloned = event('passkey.refused', T0, { reason: 'cloned' });
+      await store.events.add(cloned);
+      expected.push(cloned.id);
+      assert.ok(ssfTypeOf(cloned) === SSF_EVENTS.CREDENTIAL_COMPROMISE);
+      assert.deepEqual(new Set(await delivered(every.id)), new Set(expected), 'the trigger agrees with core/ssf.ts');
+      assert.deepEqual(await delivered(disabled.id), []);
+      const verification = event('ssf.verification', T0, { stream_id: other.id, state: 's' });
+      await store.events.add(verification);
+      assert.deepEqual(await delivered(other.id), [verification.id]);
+      assert.ok(!(await delivered(every.id)).includes(verification.id));
+      for (const made of [every, disabled, other]) await store.ssf.removeStream(made.id);
+    });
+
+    it('hands a push stream\'s deliveries out one at a time, in order, and keeps a poller\'s acknowledgements and refusals', async () => {
+      const store = current();
+      const made = await stream([SSF_EVENTS.ACCOUNT_DISABLED]);
+      await store.ssf.createStream(made);
+      const first = event('user.disabled', T0 + 1);
+      const second = event('user.disabled', T0 + 2);
+      await store.events.add(first);
+      await store.events.add(second);
+      assert.ok((await store.ssf.due(T0 + 10, 1000)).includes(made.id));
+      const claimed = await store.ssf.claim(made.id, T0 + 10, T0 + 100);
+      assert.equal(claimed?.eventId, first.id);
+      assert.equal(await store.ssf.claim(made.id, T0 + 10, T0 + 100), null, 'held: the next waits behind it');
+      assert.ok(!(await store.ssf.due(T0 + 10, 1000)).includes(made.id));
+      assert.equal(await store.ssf.settle(made.id, first.id, 1, { kind: 'delivered', status: 202 }, T0 + 20), 'delivered');
+      assert.equal(await store.ssf.settle(made.id, first.id, 1, { kind: 'delivered', status: 202 }, T0 + 20), null);
+      assert.equal((await store.ssf.claim(made.id, T0 + 30, T0 + 100))?.eventId, second.id);
+      assert.equal(await store.ssf.settle(made.id, second.id, 1, { kind: 'failed', status: 400, error: 'refused', nextAttemptAt: T0 + 40, deadBefore: T0 + 30 }, T0 + 30), 'dead');
+      assert.equal((await store.ssf.event(first.id))?.id, first.id);
+
+      const polled = await stream([SSF_EVENTS.ACCOUNT_DISABLED], { deliveryMethod: DELIVERY_POLL, endpointUrl: null });
+      await store.ssf.createStream(polled);
+      assert.ok(!(await store.ssf.due(T0 + 10, 1000)).includes(polled.id), 'a poll stream is never pushed');
+      const a = event('user.disabled', T0 + 1);
+      const b = event('user.disabled', T0 + 2);
+      await store.events.add(a);
+      await store.events.add(b);
+      assert.deepEqual((await store.ssf.pending(polled.id, 10)).map((d) => d.eventId), [a.id, b.id]);
+      assert.equal(await store.ssf.acknowledge(polled.id, [a.id, a.id, 'unknown'], T0 + 5), 1);
+      assert.equal(await store.ssf.refuse(polled.id, b.id, 'refused: invalid_key', T0 + 5), true);
+      assert.equal(await store.ssf.refuse(polled.id, b.id, 'again', T0 + 5), false);
+      assert.deepEqual(await store.ssf.pending(polled.id, 10), []);
+      const states = (await store.ssf.deliveries(polled.id, 10)).map((d) => [d.eventId, d.state, d.lastError]);
+      assert.deepEqual(states, [[b.id, 'dead', 'refused: invalid_key'], [a.id, 'delivered', null]]);
+      await store.ssf.removeStream(made.id);
+      await store.ssf.removeStream(polled.id);
+    });
+  });
+}

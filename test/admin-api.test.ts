@@ -228,7 +228,7 @@ describe('the admin API', () => {
       'GET /clients', 'POST /clients', 'GET /clients/{client_id}', 'PATCH /clients/{client_id}', 'DELETE /clients/{client_id}', 'POST /clients/{client_id}/secret', 'POST /clients/{client_id}/revoke-tokens',
       'GET /users', 'POST /users', 'GET /users/{username}', 'PATCH /users/{username}', 'DELETE /users/{username}', 'POST /users/{username}/disable', 'POST /users/{username}/enable',
       'PUT /users/{username}/password', 'POST /users/{username}/reset-link', 'POST /users/{username}/reset-second-factor', 'GET /users/{username}/sessions', 'DELETE /users/{username}/sessions',
-      'GET /users/{username}/grants', 'DELETE /grants/{grant_id}', 'GET /lockouts', 'DELETE /lockouts',
+      'GET /users/{username}/grants', 'DELETE /grants/{grant_id}', 'GET /lockouts', 'DELETE /lockouts', 'POST /invitations',
       'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'PATCH /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
       'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
       'GET /providers', 'POST /providers', 'GET /providers/{id}', 'PATCH /providers/{id}', 'DELETE /providers/{id}',

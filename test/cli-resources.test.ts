@@ -101,7 +101,7 @@ describe('the tessera command: API resources', () => {
     assert.deepEqual((JSON.parse(added.stdout) as { grant_types: string[] }).grant_types, [GRANT_AUTHORIZATION_CODE]);
     const refused = await tessera(['client', 'add', '--name', 'Printer', '--redirect-uri', 'https://printer.example/cb', '--grant', 'authorization_code', '--scope', 'openid photos:delete'], env);
     assert.equal(refused.code, 2);
-    assert.match(refused.stderr, /--scope: unknown scope photos:delete \(known: openid profile email address phone offline_access groups (?:admin:[a-z:]+ )+photos:read photos:write calendar:read;/);
+    assert.match(refused.stderr, /--scope: unknown scope photos:delete \(known: openid profile email address phone offline_access groups (?:admin:[a-z:]+ )+scim ssf:manage photos:read photos:write calendar:read;/);
   });
 
   it('shows the APIs a grant covers in grant list, by name', async () => {

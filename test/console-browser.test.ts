@@ -109,7 +109,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     adminPasskey = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0] ?? null;
 
     // Register an app with the choices of `client add`; its secret is shown once.
-    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Apps' }).click();
+    await page.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Apps', exact: true }).click();
     await page.getByRole('link', { name: 'Register an app' }).click();
     await page.getByLabel('Name').fill('Garden <Planner>');
     await page.getByLabel('Redirect URIs, one a line').fill(REDIRECT_URI);

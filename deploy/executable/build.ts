@@ -124,6 +124,12 @@ const REWRITES: readonly Rewrite[] = [
     why: 'Fastify\'s compilers, loaded when the first schema compiles',
   },
   {
+    file: 'src/flows/saml/xml.ts',
+    from: "createRequire(import.meta.url)('@xmldom/xmldom')",
+    to: () => "require('@xmldom/xmldom')",
+    why: 'the SAML endpoints\' XML parser, required from the bundle itself',
+  },
+  {
     file: 'src/cli/main.ts',
     from: 'if (import.meta.url === pathToFileURL(process.argv[1] ?? \'\').href) cli();',
     to: () => '',

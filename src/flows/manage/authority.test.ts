@@ -54,7 +54,10 @@ describe('who may do what (flows/manage/authority.ts)', () => {
       [['admin:users:read'], ['admin:users'], false],
       [['admin:users'], ['admin:clients:read'], false],
       [[], ['openid', 'photos:read'], true],
-      [FULL, ADMIN_SCOPES, true],
+      [FULL, ADMIN_SCOPES.filter((scope) => scope.startsWith('admin:')), true],
+      // SCIM provisioning is no console role's: only whoever holds it gives it.
+      [FULL, ['scim'], false],
+      [ADMIN_SCOPES, ['scim'], true],
       [ROLE_SCOPES.viewer, ROLE_SCOPES.support, false],
     ];
     for (const [held, asked, expected] of cases) assert.equal(holdsAll(held, asked), expected, `${held.join(' ')} over ${asked.join(' ')}`);

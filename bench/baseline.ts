@@ -23,10 +23,13 @@ createServer((request, response) => {
   request.setEncoding('utf8');
   request.on('data', (chunk: string) => (body += chunk));
   request.on('end', () => {
-    const [id = '', secret = ''] = Buffer.from((request.headers.authorization ?? '').slice(6), 'base64').toString().split(':');
+    const [id = '', secret = ''] = Buffer.from((request.headers.authorization ?? '').slice(6), 'base64')
+      .toString()
+      .split(':');
     const clientId = decodeURIComponent(id);
     const row = client.get(clientId) as { secret_hash: string } | undefined;
-    const polled = row?.secret_hash === sha256(decodeURIComponent(secret)) && poll.get(Date.now(), sha256(new URLSearchParams(body).get('device_code') ?? ''), clientId);
+    const polled =
+      row?.secret_hash === sha256(decodeURIComponent(secret)) && poll.get(Date.now(), sha256(new URLSearchParams(body).get('device_code') ?? ''), clientId);
     response.writeHead(400, { 'content-type': 'application/json', 'cache-control': 'no-store' });
     response.end(polled ? '{"error":"authorization_pending"}' : '{"error":"invalid_grant"}');
   });

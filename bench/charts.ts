@@ -36,7 +36,14 @@ function niceStep(max: number): number {
   return step ?? 10 * magnitude;
 }
 
-function panel(title: string, points: readonly ScalePoint[], value: (point: ScalePoint) => number, levels: readonly ScalePoint[], series: readonly string[], x0: number): string {
+function panel(
+  title: string,
+  points: readonly ScalePoint[],
+  value: (point: ScalePoint) => number,
+  levels: readonly ScalePoint[],
+  series: readonly string[],
+  x0: number,
+): string {
   const counts = [...new Set(points.map((point) => point.count))].sort((a, b) => a - b);
   const maxCount = Math.max(...counts, 1);
   const maxValue = Math.max(...points.map(value), ...levels.map(value), 1);
@@ -63,14 +70,21 @@ function panel(title: string, points: readonly ScalePoint[], value: (point: Scal
   parts.push(`<text x="${x0 + PANEL.left + innerWidth / 2}" y="${PANEL.height - 6}" text-anchor="middle">processes (workers or instances)</text>`);
   for (const level of levels) {
     const colour = COLOURS[series.indexOf(level.series) % COLOURS.length]!;
-    parts.push(`<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.width - PANEL.right}" y1="${yOf(value(level))}" y2="${yOf(value(level))}" stroke="${colour}" stroke-dasharray="6 4"/>`);
+    parts.push(
+      `<line x1="${x0 + PANEL.left}" x2="${x0 + PANEL.width - PANEL.right}" y1="${yOf(value(level))}" y2="${yOf(value(level))}" stroke="${colour}" stroke-dasharray="6 4"/>`,
+    );
   }
   for (const name of series) {
     const line = points.filter((point) => point.series === name).sort((a, b) => a.count - b.count);
     if (line.length === 0) continue;
     const colour = COLOURS[series.indexOf(name) % COLOURS.length]!;
-    parts.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${line.map((point) => `${xOf(point.count).toFixed(1)},${yOf(value(point)).toFixed(1)}`).join(' ')}"/>`);
-    for (const point of line) parts.push(`<circle cx="${xOf(point.count).toFixed(1)}" cy="${yOf(value(point)).toFixed(1)}" r="3.5" fill="${colour}"><title>${escapeXml(`${name}, ${point.count}: ${Math.round(value(point)).toLocaleString('en')}`)}</title></circle>`);
+    parts.push(
+      `<polyline fill="none" stroke="${colour}" stroke-width="2" points="${line.map((point) => `${xOf(point.count).toFixed(1)},${yOf(value(point)).toFixed(1)}`).join(' ')}"/>`,
+    );
+    for (const point of line)
+      parts.push(
+        `<circle cx="${xOf(point.count).toFixed(1)}" cy="${yOf(value(point)).toFixed(1)}" r="3.5" fill="${colour}"><title>${escapeXml(`${name}, ${point.count}: ${Math.round(value(point)).toLocaleString('en')}`)}</title></circle>`,
+      );
   }
   return parts.join('\n');
 }

@@ -39,10 +39,11 @@ export async function startEventReceiver(): Promise<EventReceiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/caep`;
-  receiver.close = () => new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
+  receiver.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
   return receiver;
 }
 
@@ -63,13 +64,33 @@ const floodPerson = (index: number) => `events-${index}`;
 export async function seedEventFlood(store: Store, receiverUrl: string, streams: number, people: number): Promise<EventFloodSeed> {
   const now = Date.now();
   for (let i = 0; i < people; i += 1) {
-    await store.users.create(newUserRecord({ id: randomUUID(), username: floodPerson(i), passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', createdAt: now }));
+    await store.users.create(
+      newUserRecord({
+        id: randomUUID(),
+        username: floodPerson(i),
+        passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        createdAt: now,
+      }),
+    );
   }
   const events = [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED];
-  const client = (id: string, secret: string, scope: string) => store.clients.create({
-    id, name: id, secretHash: hashSecret(secret), redirectUris: [], scopes: [scope], grantTypes: [GRANT_CLIENT_CREDENTIALS], webOrigins: [],
-    requireDpop: false, requirePar: false, deviceNetworks: [], createdAt: now, firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
-  });
+  const client = (id: string, secret: string, scope: string) =>
+    store.clients.create({
+      id,
+      name: id,
+      secretHash: hashSecret(secret),
+      redirectUris: [],
+      scopes: [scope],
+      grantTypes: [GRANT_CLIENT_CREDENTIALS],
+      webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
+      deviceNetworks: [],
+      createdAt: now,
+      firstParty: false,
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
+    });
   const adminId = `bench-admin-${randomUUID()}`;
   const adminSecret = randomToken(32);
   await client(adminId, adminSecret, 'admin:users');
@@ -80,9 +101,20 @@ export async function seedEventFlood(store: Store, receiverUrl: string, streams:
     const id = randomUUID();
     ids.push(id);
     await store.ssf.createStream({
-      id, clientId: receiverId, audience: [receiverId], eventsRequested: events, eventsDelivered: events,
-      deliveryMethod: DELIVERY_PUSH, endpointUrl: receiverUrl, authorizationHeader: null, format: 'iss_sub', description: null,
-      status: 'disabled', reason: null, createdAt: now, updatedAt: now,
+      id,
+      clientId: receiverId,
+      audience: [receiverId],
+      eventsRequested: events,
+      eventsDelivered: events,
+      deliveryMethod: DELIVERY_PUSH,
+      endpointUrl: receiverUrl,
+      authorizationHeader: null,
+      format: 'iss_sub',
+      description: null,
+      status: 'disabled',
+      reason: null,
+      createdAt: now,
+      updatedAt: now,
     });
   }
   return {
@@ -116,7 +148,10 @@ export async function startEventFlood(origin: string, adminAuthorization: string
     let disabled = false;
     while (running) {
       try {
-        const response = await fetch(`${origin}/admin/v1/users/${floodPerson(index)}/${disabled ? 'enable' : 'disable'}`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+        const response = await fetch(`${origin}/admin/v1/users/${floodPerson(index)}/${disabled ? 'enable' : 'disable'}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}` },
+        });
         await response.arrayBuffer();
         if (response.status === 200) {
           counts.changed += 1;

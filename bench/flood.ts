@@ -31,7 +31,10 @@ export interface Flood {
 async function csrfPair(origin: string, ip: string): Promise<{ cookie: string; token: string }> {
   const response = await fetch(`${origin}/login`, { headers: { 'x-forwarded-for': ip } });
   const html = await response.text();
-  const cookie = response.headers.getSetCookie().map((line) => line.split(';')[0]!).find((pair) => pair.includes('csrf'));
+  const cookie = response.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0]!)
+    .find((pair) => pair.includes('csrf'));
   const token = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
   if (!cookie || !token) throw new Error(`no CSRF pair from ${origin}/login (${response.status})`);
   return { cookie, token };
@@ -103,12 +106,14 @@ function runFlood(origin: string, posts: readonly FloodPost[], perAddress: numbe
 export async function startFlood(origin: string, settings: FloodSettings): Promise<Flood> {
   const addresses = Array.from({ length: settings.addresses }, (_, i) => `198.18.${i >> 8}.${(i & 0xff) + 1}`);
   const pairs = await Promise.all(addresses.map((ip) => csrfPair(origin, ip)));
-  const posts = addresses.map((ip, i): FloodPost => ({
-    path: '/login',
-    ip,
-    cookie: pairs[i]!.cookie,
-    fields: (serial) => ({ csrf_token: pairs[i]!.token, username: `flood-${serial}`, password: `guess-${serial}`, return_to: '/' }),
-  }));
+  const posts = addresses.map(
+    (ip, i): FloodPost => ({
+      path: '/login',
+      ip,
+      cookie: pairs[i]!.cookie,
+      fields: (serial) => ({ csrf_token: pairs[i]!.token, username: `flood-${serial}`, password: `guess-${serial}`, return_to: '/' }),
+    }),
+  );
   return runFlood(origin, posts, settings.perAddress, 401);
 }
 
@@ -121,7 +126,11 @@ let accountFloods = 0;
  * one that signs tokens, and nothing limited them; now they go through the password queue
  * and the sign-in limits, so most are answered 429 at once.
  */
-export async function startAccountFlood(origin: string, settings: FloodSettings, owner: { readonly username: string; readonly password: string }): Promise<Flood> {
+export async function startAccountFlood(
+  origin: string,
+  settings: FloodSettings,
+  owner: { readonly username: string; readonly password: string },
+): Promise<Flood> {
   // Each flood (warm-up, then every timed run) signs in from addresses of its own: the wrong
   // current passwords of the one before count against the owner's username from its
   // addresses, which then refuse the owner's sign-in for the rest of the window.
@@ -139,16 +148,21 @@ export async function startAccountFlood(origin: string, settings: FloodSettings,
         redirect: 'manual',
       });
       await response.arrayBuffer();
-      const session = response.headers.getSetCookie().map((line) => line.split(';')[0]!).find((cookie) => cookie.includes('tessera_session='));
+      const session = response.headers
+        .getSetCookie()
+        .map((line) => line.split(';')[0]!)
+        .find((cookie) => cookie.includes('tessera_session='));
       if (response.status !== 303 || !session) throw new Error(`the flood owner could not sign in at ${origin}/login (${response.status})`);
       return { ip, token: pair.token, cookie: `${pair.cookie}; ${session}` };
     }),
   );
-  const posts = sessions.map((session): FloodPost => ({
-    path: '/account/password',
-    ip: session.ip,
-    cookie: session.cookie,
-    fields: (serial) => ({ csrf_token: session.token, current_password: `guess-${serial}`, new_password: 'never set by the flood' }),
-  }));
+  const posts = sessions.map(
+    (session): FloodPost => ({
+      path: '/account/password',
+      ip: session.ip,
+      cookie: session.cookie,
+      fields: (serial) => ({ csrf_token: session.token, current_password: `guess-${serial}`, new_password: 'never set by the flood' }),
+    }),
+  );
   return runFlood(origin, posts, settings.perAddress, 400);
 }

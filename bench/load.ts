@@ -79,7 +79,7 @@ export async function load(spec: LoadSpec): Promise<Sample> {
   let last = started;
   let ended: { server: number; machine: number; driver: NodeJS.CpuUsage } | undefined;
   const readings = () => ({ server: procAvailable ? cpuSeconds(pids) : NaN, machine: machineBusySeconds(), driver: process.cpuUsage(driverBefore) });
-  const result = await new Promise<import("autocannon").Result>((resolve, reject) => {
+  const result = await new Promise<import('autocannon').Result>((resolve, reject) => {
     const instance = autocannon(
       {
         url: typeof spec.url === 'string' ? spec.url : [...spec.url],

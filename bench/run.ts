@@ -20,7 +20,17 @@ import { seedDeviceCodes } from './seed.ts';
 import { seedEventFlood, startEventFlood, startEventReceiver, type EventFloodSeed, type EventReceiver } from './events.ts';
 import { BENCH_API, createPostgresDatabase, FLOOD_OWNER, ROOT, startPeer, startTessera, type MintedCode, type StartOptions, type Target } from './targets.ts';
 
-const SCENARIOS = ['device_authorization', 'device_poll', 'code_exchange', 'client_credentials', 'device_poll_scale', 'dpop', 'sign_in_flood', 'scale_out', 'events_flood'] as const;
+const SCENARIOS = [
+  'device_authorization',
+  'device_poll',
+  'code_exchange',
+  'client_credentials',
+  'device_poll_scale',
+  'dpop',
+  'sign_in_flood',
+  'scale_out',
+  'events_flood',
+] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 type TargetKind = 'tessera/sqlite' | 'tessera/sqlite@against' | 'tessera/postgres' | 'tessera/postgres@against' | 'oidc-provider';
 
@@ -242,7 +252,9 @@ async function measure(settings: Settings, prepared: readonly Prepared[]): Promi
     for (const entry of live) samples.get(entry)!.push(await entry.run!(settings.duration));
   }
   return prepared.map((entry) =>
-    entry.run ? summarise(entry.scenario, entry.target, samples.get(entry)!) : { scenario: entry.scenario, target: entry.target.label, skipped: entry.skipped ?? 'not run' },
+    entry.run
+      ? summarise(entry.scenario, entry.target, samples.get(entry)!)
+      : { scenario: entry.scenario, target: entry.target.label, skipped: entry.skipped ?? 'not run' },
   );
 }
 
@@ -317,7 +329,8 @@ async function devicePool(target: Target, size: number): Promise<string[]> {
         body: 'scope=openid%20profile',
       });
       const body = (await response.json()) as { device_code?: string };
-      if (!response.ok || typeof body.device_code !== 'string') throw new Error(`${target.label}: device authorization answered ${response.status} ${JSON.stringify(body)}`);
+      if (!response.ok || typeof body.device_code !== 'string')
+        throw new Error(`${target.label}: device authorization answered ${response.status} ${JSON.stringify(body)}`);
       codes.push(body.device_code);
     }
   };
@@ -378,7 +391,9 @@ function dpopProofs(htu: string): () => string {
   const prefix = randomBytes(9).toString('base64url');
   let counter = 0;
   return () => {
-    const payload = Buffer.from(JSON.stringify({ jti: `${prefix}${(counter += 1)}`, htm: 'POST', htu, iat: Math.floor(Date.now() / 1000) })).toString('base64url');
+    const payload = Buffer.from(JSON.stringify({ jti: `${prefix}${(counter += 1)}`, htm: 'POST', htu, iat: Math.floor(Date.now() / 1000) })).toString(
+      'base64url',
+    );
     const signature = sign('sha256', Buffer.from(`${header}.${payload}`), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
     return `${header}.${payload}.${signature}`;
   };
@@ -442,10 +457,11 @@ function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
       note(`  ${target.label}: ${seconds} s of exchanges took ${elapsed.toFixed(1)} s under the ${what}; waiting for the posts in flight`);
       const counts: FloodCounts = await flood.stop();
       // Warm-up runs are not noted.
-      if (seconds === settings.duration) floodNotes.push(
-        `${target.label}, ${what}: ${settings.flood.addresses} addresses x ${settings.flood.perAddress} in flight, ${elapsed.toFixed(1)} s: ` +
-          `${(counts.checked / elapsed).toFixed(1)} passwords checked/s, ${(counts.refused / elapsed).toFixed(1)} refused/s (429), ${counts.other} other`,
-      );
+      if (seconds === settings.duration)
+        floodNotes.push(
+          `${target.label}, ${what}: ${settings.flood.addresses} addresses x ${settings.flood.perAddress} in flight, ${elapsed.toFixed(1)} s: ` +
+            `${(counts.checked / elapsed).toFixed(1)} passwords checked/s, ${(counts.refused / elapsed).toFixed(1)} refused/s (429), ${counts.other} other`,
+        );
       return sample;
     },
   });
@@ -453,7 +469,9 @@ function prepareSignInFlood(settings: Settings, target: Target): Prepared[] {
     quiet,
     during('sign_in_flood: code_exchange during the flood', '/login flood', () => startFlood(target.origin, settings.flood)),
     // A signed-in session's wrong current passwords at /account/password.
-    during('sign_in_flood: code_exchange during the /account/password flood', '/account/password flood', () => startAccountFlood(target.origin, settings.flood, FLOOD_OWNER)),
+    during('sign_in_flood: code_exchange during the /account/password flood', '/account/password flood', () =>
+      startAccountFlood(target.origin, settings.flood, FLOOD_OWNER),
+    ),
   ];
 }
 
@@ -487,10 +505,11 @@ function prepareEventsFlood(settings: Settings, target: Target, seed: EventFlood
       const counts = await flood.stop();
       const elapsed = (performance.now() - started) / 1000;
       await seed.setStreams(false);
-      if (seconds === settings.duration) floodNotes.push(
-        `${target.label}, ${scenario.replace('events_flood: client_credentials ', '')}: ${settings.flood.perAddress} changes in flight, ` +
-          `${(counts.changed / elapsed).toFixed(1)} changes/s, ${((receiver.received - before) / elapsed).toFixed(1)} SETs pushed/s, ${counts.other} other`,
-      );
+      if (seconds === settings.duration)
+        floodNotes.push(
+          `${target.label}, ${scenario.replace('events_flood: client_credentials ', '')}: ${settings.flood.perAddress} changes in flight, ` +
+            `${(counts.changed / elapsed).toFixed(1)} changes/s, ${((receiver.received - before) / elapsed).toFixed(1)} SETs pushed/s, ${counts.other} other`,
+        );
       return sample;
     },
   });
@@ -589,7 +608,11 @@ function cells(row: Row): string[] {
 
 function textTable(header: string[], rows: string[][]): string {
   const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
-  const line = (row: string[]) => row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -646,7 +669,8 @@ function docsTable(rows: readonly Row[], floor: { floor: number } | null, commit
     const theirs = rows.find((other) => other.scenario === row.scenario && other.target === 'oidc-provider' && !other.skipped);
     const goals: string[] = [];
     if (REQUEST_RATE_GOALS[row.scenario] !== undefined && row.target === 'tessera/sqlite') goals.push(`>= ${REQUEST_RATE_GOALS[row.scenario]}x`);
-    if (row.scenario === 'code_exchange' && row.target === 'tessera/sqlite' && floor) goals.push(`>= 50% of RS256 floor (${((100 * row.rps!) / floor.floor).toFixed(0)}%)`);
+    if (row.scenario === 'code_exchange' && row.target === 'tessera/sqlite' && floor)
+      goals.push(`>= 50% of RS256 floor (${((100 * row.rps!) / floor.floor).toFixed(0)}%)`);
     if (!row.target.includes(' x2')) goals.push('RSS < 150');
     out.push([
       row.scenario,
@@ -789,7 +813,13 @@ async function main(): Promise<void> {
   const pgVersion = settings.postgres ? await postgresVersion(settings.postgres) : null;
   if (settings.postgres && !pgVersion) note(`PostgreSQL does not answer at ${settings.postgres}: running on SQLite only`);
 
-  const kinds: TargetKind[] = ['tessera/sqlite', ...(settings.against ? (['tessera/sqlite@against'] as const) : []), ...(pgVersion ? (['tessera/postgres'] as const) : []), ...(pgVersion && settings.against ? (['tessera/postgres@against'] as const) : []), ...(settings.compare ? (['oidc-provider'] as const) : [])];
+  const kinds: TargetKind[] = [
+    'tessera/sqlite',
+    ...(settings.against ? (['tessera/sqlite@against'] as const) : []),
+    ...(pgVersion ? (['tessera/postgres'] as const) : []),
+    ...(pgVersion && settings.against ? (['tessera/postgres@against'] as const) : []),
+    ...(settings.compare ? (['oidc-provider'] as const) : []),
+  ];
   let env: Record<string, string> = {};
   let floodOwner = false;
   /** The Tessera targets of one kind: one per worker count, or on PostgreSQL one per instance count when --instances is given. */
@@ -845,11 +875,20 @@ async function main(): Promise<void> {
           if (scenario === 'events_flood') {
             const receiver = await startEventReceiver();
             let seed: EventFloodSeed | undefined;
-            const target = await startTessera({ ...options, workers: 1, postgres: null, env: { TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' }, seedStore: async (store) => void (seed = await seedEventFlood(store, receiver.url, EVENT_STREAMS, settings.flood.perAddress)) });
-            targets.push({ ...target, close: async () => {
-              await target.close();
-              await receiver.close();
-            } });
+            const target = await startTessera({
+              ...options,
+              workers: 1,
+              postgres: null,
+              env: { TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' },
+              seedStore: async (store) => void (seed = await seedEventFlood(store, receiver.url, EVENT_STREAMS, settings.flood.perAddress)),
+            });
+            targets.push({
+              ...target,
+              close: async () => {
+                await target.close();
+                await receiver.close();
+              },
+            });
             prepared.push(...prepareEventsFlood(settings, target, seed!, receiver));
             continue;
           }
@@ -929,7 +968,8 @@ async function main(): Promise<void> {
     for (const row of disturbed) lines.push(`  ${row.scenario} / ${row.target}: ${Math.round(row.otherPercent!)}%`);
   }
   for (const row of rows) {
-    if (row.examples && row.examples.length > 0) lines.push('', `unexpected answers in ${row.scenario} / ${row.target}:`, ...row.examples.map((example) => `  ${example}`));
+    if (row.examples && row.examples.length > 0)
+      lines.push('', `unexpected answers in ${row.scenario} / ${row.target}:`, ...row.examples.map((example) => `  ${example}`));
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 
@@ -949,7 +989,10 @@ async function main(): Promise<void> {
   writeFileSync(join(results, 'latest.md'), markdown);
   const charts = writeScaleCharts(results, rows, `${info['cpu']}, ${commit}, ${date}; medians of ${settings.runs} x ${settings.duration} s`);
   if (charts.length > 0) note(`charts: ${charts.join(', ')}`);
-  writeFileSync(join(results, 'latest.json'), `${JSON.stringify({ machine: info, rows, comparison: compared.rows, latest: docs.rows, scale, dpop }, null, 2)}\n`);
+  writeFileSync(
+    join(results, 'latest.json'),
+    `${JSON.stringify({ machine: info, rows, comparison: compared.rows, latest: docs.rows, scale, dpop }, null, 2)}\n`,
+  );
   note(`\nwritten: ${join(results, 'latest.md')}, latest.json${cpuProfileDir ? ', profiles/' : ''}`);
 }
 

@@ -92,11 +92,19 @@ function startFlags(root: string): string[] {
  * Starts `script` and waits for its `{type: 'ready'}` message; on failure shows its log's end.
  * BENCH_NODE_FLAGS adds Node flags (e.g. --trace-gc) when investigating.
  */
-async function spawnServer(label: string, script: string, cwd: string, nodeFlags: readonly string[], env: Record<string, string>, options: StartOptions): Promise<ChildProcess> {
+async function spawnServer(
+  label: string,
+  script: string,
+  cwd: string,
+  nodeFlags: readonly string[],
+  env: Record<string, string>,
+  options: StartOptions,
+): Promise<ChildProcess> {
   const logPath = join(options.logDir, `${label.replace(/\//g, '-')}.log`);
   const log = createWriteStream(logPath, { flags: 'a' });
   const flags = [...nodeFlags, ...(process.env['BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [])];
-  if (options.cpuProfileDir) flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
+  if (options.cpuProfileDir)
+    flags.push('--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${label.replace(/\//g, '-')}-\${pid}.cpuprofile`);
   const child = spawn(process.execPath, [...flags, script], {
     cwd,
     env: { ...process.env, ...env },
@@ -153,7 +161,9 @@ export async function createPostgresDatabase(adminUrl: string): Promise<{ url: s
   } catch {
     return null;
   }
-  const name = `tessera_bench_${randomToken(6).toLowerCase().replace(/[^a-z0-9]/g, '')}`;
+  const name = `tessera_bench_${randomToken(6)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '')}`;
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const url = new URL(adminUrl);
@@ -235,34 +245,40 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   });
   // An API for the client_credentials scenario, registered before anything is signed for it
   // (a token is refused for an API registered after it was issued).
-  await store.transaction((tx) => tx.resources.create({
-    identifier: BENCH_API.identifier,
-    name: 'Bench API',
-    scopes: [{ name: BENCH_API.scope, description: 'Read the bench' }],
-    accessTokenTtl: null,
-    introspectionSecretHash: null,
-    signingAlg: 'RS256',
-    createdAt: now - 60_000,
-  }));
+  await store.transaction((tx) =>
+    tx.resources.create({
+      identifier: BENCH_API.identifier,
+      name: 'Bench API',
+      scopes: [{ name: BENCH_API.scope, description: 'Read the bench' }],
+      accessTokenTtl: null,
+      introspectionSecretHash: null,
+      signingAlg: 'RS256',
+      createdAt: now - 60_000,
+    }),
+  );
   const userId = randomUUID();
-  await store.users.create(newUserRecord({
-    id: userId,
-    username: 'ada',
-    // Never used to sign in: the bench mints codes as if the user had approved.
-    passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
-    name: 'Ada Lovelace',
-    email: 'ada@example.com',
-    createdAt: now,
-  }));
+  await store.users.create(
+    newUserRecord({
+      id: userId,
+      username: 'ada',
+      // Never used to sign in: the bench mints codes as if the user had approved.
+      passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      createdAt: now,
+    }),
+  );
   // The account the /account/password flood signs in as: a real password, hashed
   // at the default cost, so that each wrong current password costs what a sign-in does.
   if (options.floodOwner) {
-    await store.users.create(newUserRecord({
-      id: randomUUID(),
-      username: FLOOD_OWNER.username,
-      passwordHash: await hashPassword(FLOOD_OWNER.password, { memory: 47104, passes: 1, parallelism: 1 }),
-      createdAt: now,
-    }));
+    await store.users.create(
+      newUserRecord({
+        id: randomUUID(),
+        username: FLOOD_OWNER.username,
+        passwordHash: await hashPassword(FLOOD_OWNER.password, { memory: 47104, passes: 1, parallelism: 1 }),
+        createdAt: now,
+      }),
+    );
   }
   if (options.seedSqlite && !options.postgres) options.seedSqlite(database, clientId);
   await options.seedStore?.(store);
@@ -276,23 +292,30 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const spawnOne = (port: number) => {
     const root = options.against?.root ?? ROOT;
     const script = join(root, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
-    return spawnServer(label, script, root, options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root), {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      TESSERA_ISSUER: origin,
-      TESSERA_DATABASE: database,
-      TESSERA_LOG_LEVEL: 'warn',
-      TESSERA_WORKERS: String(options.workers),
-      BENCH_DEVICE_INTERVAL: String(options.deviceInterval),
-      // The bench is one client at one address asking thousands of times a second: far over
-      // the per-minute device authorization limits a real deployment keeps (docs/security.md).
-      TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000000',
-      TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000000',
-      // No load balancer to tell: stop at once on SIGTERM, not after the 5 s a deployment
-      // gives one to stop sending requests (it made every scenario 5 s longer per server).
-      TESSERA_SHUTDOWN_DELAY: '0',
-      ...options.env,
-    }, options);
+    return spawnServer(
+      label,
+      script,
+      root,
+      options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root),
+      {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        TESSERA_ISSUER: origin,
+        TESSERA_DATABASE: database,
+        TESSERA_LOG_LEVEL: 'warn',
+        TESSERA_WORKERS: String(options.workers),
+        BENCH_DEVICE_INTERVAL: String(options.deviceInterval),
+        // The bench is one client at one address asking thousands of times a second: far over
+        // the per-minute device authorization limits a real deployment keeps (docs/security.md).
+        TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000000',
+        TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000000',
+        // No load balancer to tell: stop at once on SIGTERM, not after the 5 s a deployment
+        // gives one to stop sending requests (it made every scenario 5 s longer per server).
+        TESSERA_SHUTDOWN_DELAY: '0',
+        ...options.env,
+      },
+      options,
+    );
   };
   try {
     for (const port of ports) children.push(await spawnOne(port));
@@ -377,15 +400,22 @@ export async function startPeer(options: StartOptions): Promise<Target> {
   const origin = `http://127.0.0.1:${port}`;
   const clientId = `bench-${randomUUID()}`;
   const clientSecret = randomToken(32);
-  const child = await spawnServer('oidc-provider', join(ROOT, 'bench/peer/oidc-provider.js'), ROOT, [], {
-    PORT: String(port),
-    BENCH_CLIENT_ID: clientId,
-    BENCH_CLIENT_SECRET: clientSecret,
-    BENCH_REDIRECT_URI: REDIRECT_URI,
-    BENCH_API: BENCH_API.identifier,
-    BENCH_API_SCOPE: BENCH_API.scope,
-    NODE_ENV: 'production',
-  }, options);
+  const child = await spawnServer(
+    'oidc-provider',
+    join(ROOT, 'bench/peer/oidc-provider.js'),
+    ROOT,
+    [],
+    {
+      PORT: String(port),
+      BENCH_CLIENT_ID: clientId,
+      BENCH_CLIENT_SECRET: clientSecret,
+      BENCH_REDIRECT_URI: REDIRECT_URI,
+      BENCH_API: BENCH_API.identifier,
+      BENCH_API_SCOPE: BENCH_API.scope,
+      NODE_ENV: 'production',
+    },
+    options,
+  );
   const metadata = await discover(origin);
   let next = 0;
   const pending = new Map<number, { resolve: (codes: MintedCode[]) => void; reject: (error: Error) => void }>();

@@ -10,7 +10,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 
 const engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
-const [major, minor] = /^>=\s*(\d+)(?:\.(\d+))?/.exec(engines).slice(1).map((part) => Number(part || 0));
+const [major, minor] = /^>=\s*(\d+)(?:\.(\d+))?/
+  .exec(engines)
+  .slice(1)
+  .map((part) => Number(part || 0));
 // The Node.js that runs npm (npm's user agent: "npm/11.6.2 node/v20.20.2 linux x64 …"), not the
 // one running this script, which is the devDependency's wherever npm put it on PATH.
 const npmNode = /\bnode\/v(\d+)\.(\d+)/.exec(process.env.npm_config_user_agent ?? '');

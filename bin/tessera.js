@@ -9,7 +9,10 @@
 import { readFileSync } from 'node:fs';
 
 const engines = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
-const [major, minor] = /^>=\s*(\d+)(?:\.(\d+))?/.exec(engines).slice(1).map((part) => Number(part || 0));
+const [major, minor] = /^>=\s*(\d+)(?:\.(\d+))?/
+  .exec(engines)
+  .slice(1)
+  .map((part) => Number(part || 0));
 const [have, haveMinor] = process.versions.node.split('.').map(Number);
 if (have < major || (have === major && haveMinor < minor)) {
   process.stderr.write(

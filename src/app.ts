@@ -97,7 +97,9 @@ export const GRANTS: readonly TokenGrant[] = [
 /** `listeners`: who hears of each event besides the events table (the log, the metrics). */
 export function appDeps(input: AppInput, listeners: readonly EventListener[] = []): AppDeps {
   const store = input.metrics ? input.metrics.instrumentStore(input.store) : input.store;
-  const clientKeys = new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) => clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls }));
+  const clientKeys = new ClientKeySets(input.clock, input.config.clientAuth, (selfRegistered) =>
+    clientUrlFetch({ selfRegistered, allowPrivateNetworks: input.config.allowPrivateNetworkUrls }),
+  );
   const tokens = new TokenIssuer(input.keys, input.clock, input.config.issuer, input.config.lifetimes, store, input.config.accessTokenAlg);
   const secrets = secretBox(input.encryption ?? new KeyEncryption([randomBytes(32)]));
   const deps: AppDeps = {
@@ -178,7 +180,10 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   app.addHook('onClose', () => deps.passwords.close());
   // Refusals are counted in memory and stored one row per limit once its window has ended:
   // looked for every minute, and all of them at shutdown (before the store closes).
-  const refusals = setInterval(() => void deps.events.flushRefusals().catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed')), 60_000);
+  const refusals = setInterval(
+    () => void deps.events.flushRefusals().catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed')),
+    60_000,
+  );
   refusals.unref();
   app.addHook('onClose', async () => {
     clearInterval(refusals);

@@ -55,17 +55,20 @@ export function schedulePurge(
   let stopped = false;
   const next = () => {
     if (stopped) return;
-    timer = setTimeout(() => {
-      const now = systemClock.now();
-      running = store
-        .purgeExpired(now - PURGE_RETENTION_MS, {
-          grantsBefore: now - grantsMs,
-          ...(eventsMs === undefined ? {} : { eventsBefore: now - eventsMs }),
-          ...(unusedClientsMs === undefined ? {} : { unusedClientsBefore: now - unusedClientsMs }),
-        })
-        .then(() => {}, onError)
-        .finally(next);
-    }, PURGE_EVERY_MS * (0.5 + random()));
+    timer = setTimeout(
+      () => {
+        const now = systemClock.now();
+        running = store
+          .purgeExpired(now - PURGE_RETENTION_MS, {
+            grantsBefore: now - grantsMs,
+            ...(eventsMs === undefined ? {} : { eventsBefore: now - eventsMs }),
+            ...(unusedClientsMs === undefined ? {} : { unusedClientsBefore: now - unusedClientsMs }),
+          })
+          .then(() => {}, onError)
+          .finally(next);
+      },
+      PURGE_EVERY_MS * (0.5 + random()),
+    );
     timer.unref();
   };
   next();
@@ -172,10 +175,15 @@ async function within(closing: Promise<unknown>, ms: number, force: () => void):
  */
 export function listenError(error: unknown, port: number, host: string, names: { port: string; host: string } = { port: 'PORT', host: 'HOST' }): unknown {
   const code = (error as NodeJS.ErrnoException | null)?.code;
-  if (code === 'EADDRINUSE') return new ConfigError(names.port, `port ${port} is already in use on ${host}: set ${names.port} to a free port, or stop the process listening there`);
-  if (code === 'EACCES') return new ConfigError(names.port, `port ${port} on ${host} needs privileges this process does not have: set ${names.port} to 1024 or above`);
+  if (code === 'EADDRINUSE')
+    return new ConfigError(names.port, `port ${port} is already in use on ${host}: set ${names.port} to a free port, or stop the process listening there`);
+  if (code === 'EACCES')
+    return new ConfigError(names.port, `port ${port} on ${host} needs privileges this process does not have: set ${names.port} to 1024 or above`);
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL') {
-    return new ConfigError(names.host, `cannot listen on ${JSON.stringify(host)}: it is not an address of this machine (${code}); set ${names.host} to one, such as localhost, 127.0.0.1 or 0.0.0.0`);
+    return new ConfigError(
+      names.host,
+      `cannot listen on ${JSON.stringify(host)}: it is not an address of this machine (${code}); set ${names.host} to one, such as localhost, 127.0.0.1 or 0.0.0.0`,
+    );
   }
   return error;
 }
@@ -212,7 +220,11 @@ export function inspectDatabase(config: Pick<Config, 'database' | 'createDatabas
   const file = resolvePath(location.path);
   if (existsSync(file)) {
     // SQLite's own word for it is a raw "EISDIR: illegal operation on a directory".
-    if (statSync(file).isDirectory()) throw new ConfigError('TESSERA_DATABASE', `${location.path}: is a directory, not a database file; name the file in it, e.g. ${join(location.path, 'tessera.db')}`);
+    if (statSync(file).isDirectory())
+      throw new ConfigError(
+        'TESSERA_DATABASE',
+        `${location.path}: is a directory, not a database file; name the file in it, e.g. ${join(location.path, 'tessera.db')}`,
+      );
     return { text: describeDatabase({ kind: 'sqlite', path: file }), created: false };
   }
   if (file !== resolvePath('data', 'tessera.db') && !config.createDatabase) {
@@ -273,9 +285,10 @@ async function openConfiguredStore(config: Config, report: StoreReport): Promise
     const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
     const location = parseDatabase(config.database);
     // (A recursive mkdir on a read-only file system fails ENOENT.)
-    const unwritable = location.kind === 'sqlite' && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || (code === 'ENOENT' && syscall === 'mkdir'))
-      ? `; ${process.getuid ? `uid ${process.getuid()}` : 'this process'} must be able to write the file and its directory ${dirname(resolvePath(location.path))}: change their owner or mode, or set TESSERA_DATABASE to a path it can write`
-      : '';
+    const unwritable =
+      location.kind === 'sqlite' && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || (code === 'ENOENT' && syscall === 'mkdir'))
+        ? `; ${process.getuid ? `uid ${process.getuid()}` : 'this process'} must be able to write the file and its directory ${dirname(resolvePath(location.path))}: change their owner or mode, or set TESSERA_DATABASE to a path it can write`
+        : '';
     throw new ConfigError('TESSERA_DATABASE', `cannot open ${report.text}: ${why}${unwritable}`);
   }
 }
@@ -471,10 +484,11 @@ export async function serve(config: Config): Promise<void> {
   if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
   const server = await startServer(config);
   // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
-  const stop = (stopping: Promise<void>) => stopping.then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
+  const stop = (stopping: Promise<void>) =>
+    stopping.then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   process.once('SIGINT', () => stop(server.close()));
   process.once('SIGTERM', () => stop(server.drain()));
 }
@@ -492,7 +506,11 @@ async function servePrimary(config: Config): Promise<void> {
     // The workers' metrics, summed: each worker hands its registry over on request.
     const [{ AggregatorRegistry }, { serveMetrics }] = await Promise.all([import('prom-client'), import('./http/metrics.ts')]);
     const aggregator = new AggregatorRegistry();
-    const { url } = await serveMetrics({ contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() }, config.metrics.host, config.metrics.port);
+    const { url } = await serveMetrics(
+      { contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics() },
+      config.metrics.host,
+      config.metrics.port,
+    );
     process.stdout.write(`metrics at ${url}\n`);
   }
   const storeReport = inspectDatabase(config);

@@ -60,7 +60,11 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
 
   before(async () => {
     // A password alone cannot approve: the second-factor states are on the path.
-    ({ server, client, user } = await startWithApp({ server: { env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } }, client: { name: 'Garden Planner' }, user: { username: 'grace', name: 'Grace Hopper' } }));
+    ({ server, client, user } = await startWithApp({
+      server: { env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } },
+      client: { name: 'Garden Planner' },
+      user: { username: 'grace', name: 'Grace Hopper' },
+    }));
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     browser = await launchChromium();
   });
@@ -95,7 +99,9 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     await page.goto(`${server.url}/acount/settings`, { waitUntil: 'load' });
     await page.getByRole('heading', { level: 1 }).waitFor();
     await check(page, 'not found');
-    await page.goto(`${server.url}/oauth/authorize?response_type=code&client_id=${client.clientId}&redirect_uri=${encodeURIComponent('https://elsewhere.example/cb')}&scope=openid`);
+    await page.goto(
+      `${server.url}/oauth/authorize?response_type=code&client_id=${client.clientId}&redirect_uri=${encodeURIComponent('https://elsewhere.example/cb')}&scope=openid`,
+    );
     await page.getByRole('heading', { level: 1 }).waitFor();
     await check(page, 'error');
     await page.context().close();
@@ -106,10 +112,18 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
   it('goes from "second factor required" to setting one up and straight back to the approval, which completes at the app', async () => {
     const { page, callback } = await phonePage();
     session = page;
-    const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     await page.goto(url.href);
     await check(page, 'sign-in');
     await signIn(page, 'not the password');
@@ -143,7 +157,11 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
     await check(page, 'consent');
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      idTokenExpected: true,
+    });
     assert.equal(tokens.claims()?.sub, user.id);
     assert.deepEqual(tokens.claims()?.['amr'], ['pwd', 'otp', 'mfa']);
   });
@@ -212,7 +230,11 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
   });
 
   it('reached every state, and axe-core found no violation in any', () => {
-    assert.deepEqual(STATES.filter((state) => !checked.has(state)), [], 'states not reached');
+    assert.deepEqual(
+      STATES.filter((state) => !checked.has(state)),
+      [],
+      'states not reached',
+    );
     assert.deepEqual([...checked.values()].flat(), []);
   });
 });

@@ -8,15 +8,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import {
-  deviceSignIn,
-  discover,
-  OFFLINE_SCOPES,
-  refreshRaw,
-  signIn,
-  signInRaw,
-  withRefresh,
-} from './helpers/lifecycle.ts';
+import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
@@ -184,7 +176,15 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
-    ({ server, client: app, user } = await startWithApp({ server: { env: { TESSERA_TRUST_PROXY: 'true' } }, client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'grace', name: 'Grace Hopper' } }));
+    ({
+      server,
+      client: app,
+      user,
+    } = await startWithApp({
+      server: { env: { TESSERA_TRUST_PROXY: 'true' } },
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'grace', name: 'Grace Hopper' },
+    }));
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
     browser = await launchChromium();
   });
@@ -210,7 +210,10 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
     assert.match(await device.innerText(), /Device sign-in/);
     assert.match(await device.innerText(), /LivingRoomTV\/2\.1, from 203\.0\.113\.7/);
     assert.doesNotMatch(await application.innerText(), /Device sign-in/);
-    const { scrollWidth, innerWidth } = await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })') as { scrollWidth: number; innerWidth: number };
+    const { scrollWidth, innerWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })')) as {
+      scrollWidth: number;
+      innerWidth: number;
+    };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
 
     await device.getByRole('button', { name: 'Revoke' }).click();

@@ -57,7 +57,7 @@ describe('the admin API', () => {
   });
   after(() => server.close());
 
-  it('answers no token with 401 and a Bearer challenge, another API\'s or a user\'s token with 401, too little scope with 403 insufficient_scope', async () => {
+  it("answers no token with 401 and a Bearer challenge, another API's or a user's token with 401, too little scope with 403 insufficient_scope", async () => {
     const none = await call('GET', '/clients', { token: null });
     assert.equal(none.status, 401);
     assert.match(none.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera"$/);
@@ -81,14 +81,27 @@ describe('the admin API', () => {
     assert.equal(userinfo.status, 401);
 
     // And the admin API takes no other token (RFC 8707 §2): an API's, a person's.
-    await addResource(manageDeps(server), { identifier: 'https://reports.example', name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read reports' }] });
-    const { client: worker, secret } = await createClient(manageDeps(server), { client_name: 'Reports worker', grant_types: ['client_credentials'], scope: 'reports:read' });
-    const workerConfig = await oidc.discovery(new URL(server.url), worker.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
+    await addResource(manageDeps(server), {
+      identifier: 'https://reports.example',
+      name: 'Reports',
+      scopes: [{ name: 'reports:read', description: 'Read reports' }],
+    });
+    const { client: worker, secret } = await createClient(manageDeps(server), {
+      client_name: 'Reports worker',
+      grant_types: ['client_credentials'],
+      scope: 'reports:read',
+    });
+    const workerConfig = await oidc.discovery(new URL(server.url), worker.id, undefined, oidc.ClientSecretBasic(secret!), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const apiToken = (await oidc.clientCredentialsGrant(workerConfig, { resource: 'https://reports.example' })).access_token;
     const person = await server.addUser();
     const app = await server.addClient({ scopes: ['openid'] });
     const userToken = (await signIn(server, await discover(server, app), person, 'openid')).access_token;
-    for (const [whose, token] of [["an API's", apiToken], ["a person's", userToken]]) {
+    for (const [whose, token] of [
+      ["an API's", apiToken],
+      ["a person's", userToken],
+    ]) {
       const other = await call('GET', '/clients', { token });
       assert.equal(other.status, 401, whose);
       assert.match(other.headers.get('www-authenticate') ?? '', /error="invalid_token"/, whose);
@@ -107,7 +120,11 @@ describe('the admin API', () => {
     assert.equal(refused.body['field'], 'role');
     assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { role: null } })).status, 403, 'nor take away a role it does not hold');
     // Nor change a person whose role allows more than it holds; it changes those without one.
-    assert.equal((await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status, 403, 'an operator is changed only by a token holding her role');
+    assert.equal(
+      (await call('PATCH', '/users/barbara', { token: usersOnly, body: { name: 'Barbara Liskov' } })).status,
+      403,
+      'an operator is changed only by a token holding her role',
+    );
     await server.addUser({ username: 'barney' });
     assert.equal((await call('PATCH', '/users/barney', { token: usersOnly, body: { name: 'Barney Rubble' } })).status, 200, 'a person without a role');
     assert.equal((await call('PATCH', '/users/barbara', { body: { role: 'root' } })).status, 400);
@@ -115,7 +132,9 @@ describe('the admin API', () => {
     assert.equal(taken.body['role'], null);
   });
 
-  it('creates a client and a user, who signs in with them in Chromium; disabling the user ends their tokens at once; the events name the admin client', { skip: chromiumUnavailable() }, async () => {
+  it('creates a client and a user, who signs in with them in Chromium; disabling the user ends their tokens at once; the events name the admin client', {
+    skip: chromiumUnavailable(),
+  }, async () => {
     const created = await call('POST', '/clients', { body: { client_name: 'Garden Planner', redirect_uris: [REDIRECT_URI], scope: 'openid profile' } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const clientId = created.body['client_id'] as string;
@@ -123,10 +142,18 @@ describe('the admin API', () => {
     const user = await call('POST', '/users', { body: { username: 'ada', password: 'ada has a long password', name: 'Ada Lovelace' } });
     assert.equal(user.status, 201, JSON.stringify(user.body));
 
-    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     let browser: Browser | undefined;
     try {
       browser = await launchChromium();
@@ -137,7 +164,10 @@ describe('the admin API', () => {
       await page.getByLabel('Password').fill('ada has a long password');
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('button', { name: 'Approve' }).click();
-      const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), { pkceCodeVerifier: verifier, expectedState: state });
+      const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      });
       assert.equal(tokens.claims()?.sub, user.body['sub']);
       assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.body['sub'] as string))['name'], 'Ada Lovelace');
 
@@ -186,12 +216,16 @@ describe('the admin API', () => {
     assert.equal((await call('PATCH', `/clients/${id}`, { body: { client_name: 'Weak' }, headers: { 'if-match': `W/${current}` } })).status, 412);
   });
 
-  it("refuses a user change without If-Match (428), against a version changed since (412), or with a weak tag (412)", async () => {
+  it('refuses a user change without If-Match (428), against a version changed since (412), or with a weak tag (412)', async () => {
     await server.addUser({ username: 'grace' });
     const read = await call('GET', '/users/grace');
     const etag = read.headers.get('etag')!;
     assert.match(etag, /^"\d+"$/);
-    const none = await fetch(`${server.url}/admin/v1/users/grace`, { method: 'PATCH', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'No precondition' }) });
+    const none = await fetch(`${server.url}/admin/v1/users/grace`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'No precondition' }),
+    });
     assert.equal(none.status, 428);
     assert.equal((await call('PATCH', '/users/grace', { body: { name: 'Weak' }, headers: { 'if-match': `W/${etag}` } })).status, 412);
     const one = await call('PATCH', '/users/grace', { body: { name: 'Grace Hopper' }, headers: { 'if-match': etag } });
@@ -223,32 +257,92 @@ describe('the admin API', () => {
     assert.equal(document.openapi, '3.1.0');
     const result = await new Validator().validate(document as never);
     assert.equal(result.valid, true, JSON.stringify(result.errors));
-    const documented = Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+    );
     const expected = [
-      'GET /clients', 'POST /clients', 'GET /clients/{client_id}', 'PATCH /clients/{client_id}', 'DELETE /clients/{client_id}', 'POST /clients/{client_id}/secret', 'POST /clients/{client_id}/revoke-tokens',
-      'GET /users', 'POST /users', 'GET /users/{username}', 'PATCH /users/{username}', 'DELETE /users/{username}', 'POST /users/{username}/disable', 'POST /users/{username}/enable',
-      'PUT /users/{username}/password', 'POST /users/{username}/reset-link', 'POST /users/{username}/reset-second-factor', 'GET /users/{username}/sessions', 'DELETE /users/{username}/sessions',
-      'GET /users/{username}/grants', 'DELETE /grants/{grant_id}', 'GET /lockouts', 'DELETE /lockouts', 'POST /invitations',
-      'GET /resources', 'POST /resources', 'GET /resources/{identifier}', 'PATCH /resources/{identifier}', 'DELETE /resources/{identifier}', 'GET /events', 'GET /keys', 'POST /keys/rotate',
-      'GET /devices', 'POST /devices/{user_code}/deny', 'POST /registration-tokens', 'GET /registration-tokens', 'DELETE /registration-tokens/{id}',
-      'GET /providers', 'POST /providers', 'GET /providers/{id}', 'PATCH /providers/{id}', 'DELETE /providers/{id}',
-      'GET /webhooks', 'POST /webhooks', 'GET /webhooks/{id}', 'DELETE /webhooks/{id}', 'POST /webhooks/{id}/secret', 'GET /webhooks/{id}/deliveries', 'POST /webhooks/{id}/replay',
-      'GET /scim-tokens', 'POST /scim-tokens', 'GET /scim-tokens/{id}', 'DELETE /scim-tokens/{id}',
-      'GET /trusted-issuers', 'POST /trusted-issuers', 'GET /trusted-issuers/{issuer}', 'DELETE /trusted-issuers/{issuer}',
-      'GET /saml/service-providers', 'POST /saml/service-providers', 'GET /saml/service-providers/{id}', 'PATCH /saml/service-providers/{id}', 'DELETE /saml/service-providers/{id}',
+      'GET /clients',
+      'POST /clients',
+      'GET /clients/{client_id}',
+      'PATCH /clients/{client_id}',
+      'DELETE /clients/{client_id}',
+      'POST /clients/{client_id}/secret',
+      'POST /clients/{client_id}/revoke-tokens',
+      'GET /users',
+      'POST /users',
+      'GET /users/{username}',
+      'PATCH /users/{username}',
+      'DELETE /users/{username}',
+      'POST /users/{username}/disable',
+      'POST /users/{username}/enable',
+      'PUT /users/{username}/password',
+      'POST /users/{username}/reset-link',
+      'POST /users/{username}/reset-second-factor',
+      'GET /users/{username}/sessions',
+      'DELETE /users/{username}/sessions',
+      'GET /users/{username}/grants',
+      'DELETE /grants/{grant_id}',
+      'GET /lockouts',
+      'DELETE /lockouts',
+      'POST /invitations',
+      'GET /resources',
+      'POST /resources',
+      'GET /resources/{identifier}',
+      'PATCH /resources/{identifier}',
+      'DELETE /resources/{identifier}',
+      'GET /events',
+      'GET /keys',
+      'POST /keys/rotate',
+      'GET /devices',
+      'POST /devices/{user_code}/deny',
+      'POST /registration-tokens',
+      'GET /registration-tokens',
+      'DELETE /registration-tokens/{id}',
+      'GET /providers',
+      'POST /providers',
+      'GET /providers/{id}',
+      'PATCH /providers/{id}',
+      'DELETE /providers/{id}',
+      'GET /webhooks',
+      'POST /webhooks',
+      'GET /webhooks/{id}',
+      'DELETE /webhooks/{id}',
+      'POST /webhooks/{id}/secret',
+      'GET /webhooks/{id}/deliveries',
+      'POST /webhooks/{id}/replay',
+      'GET /scim-tokens',
+      'POST /scim-tokens',
+      'GET /scim-tokens/{id}',
+      'DELETE /scim-tokens/{id}',
+      'GET /trusted-issuers',
+      'POST /trusted-issuers',
+      'GET /trusted-issuers/{issuer}',
+      'DELETE /trusted-issuers/{issuer}',
+      'GET /saml/service-providers',
+      'POST /saml/service-providers',
+      'GET /saml/service-providers/{id}',
+      'PATCH /saml/service-providers/{id}',
+      'DELETE /saml/service-providers/{id}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {
       const [method, path] = entry.split(' ') as [string, string];
-      assert.ok(server.app.hasRoute({ method: method as 'GET', url: `/admin/v1${path.replace(/\{([a-z_]+)\}/g, ':$1')}` }), `${entry} is a route the server has`);
+      assert.ok(
+        server.app.hasRoute({ method: method as 'GET', url: `/admin/v1${path.replace(/\{([a-z_]+)\}/g, ':$1')}` }),
+        `${entry} is a route the server has`,
+      );
     }
   });
 
   it('manages resources, keys, lockouts and secrets through the same operations as the command', async () => {
-    const made = await call('POST', '/resources', { body: { identifier: 'https://api.example.com', name: 'Photos', scopes: [{ name: 'photos:read', description: 'See your photos' }] } });
+    const made = await call('POST', '/resources', {
+      body: { identifier: 'https://api.example.com', name: 'Photos', scopes: [{ name: 'photos:read', description: 'See your photos' }] },
+    });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assert.equal((await call('GET', `/resources/${encodeURIComponent('https://api.example.com')}`)).body['name'], 'Photos');
-    const taken = await call('POST', '/resources', { body: { identifier: 'https://api.example.com', name: 'Again', scopes: [{ name: 'x:read', description: 'X' }] } });
+    const taken = await call('POST', '/resources', {
+      body: { identifier: 'https://api.example.com', name: 'Again', scopes: [{ name: 'x:read', description: 'X' }] },
+    });
     assert.equal(taken.status, 409);
     const keys = await call('GET', '/keys');
     assert.ok((keys.body['keys'] as { kid: string; d?: string }[]).every((key) => key.kid && key.d === undefined));
@@ -267,13 +361,28 @@ describe('the admin API', () => {
     const forged = ['Ada\nsignin.succeeded user=admin', 'Ada\u001b[2K', 'Ada\u202Egnp.exe', 'Ada\u2028Lovelace'];
     for (const name of forged) {
       const cases: [string, string, unknown, RegExp][] = [
-        ['POST', '/users', { username: 'forger', password: 'forger has a long password', name }, /^name must not contain control or bidirectional formatting characters/],
+        [
+          'POST',
+          '/users',
+          { username: 'forger', password: 'forger has a long password', name },
+          /^name must not contain control or bidirectional formatting characters/,
+        ],
         ['PATCH', '/users/named', { family_name: name }, /^family_name must not contain control/],
         ['PATCH', '/users/named', { localized_names: { 'ja-Kana-JP': { name } } }, /^name#ja-Kana-JP must not contain control/],
         ['POST', '/clients', { client_name: name, redirect_uris: [REDIRECT_URI] }, /^client_name must not contain control/],
         ['POST', '/providers', { kind: 'oidc', name, issuer: 'https://sso.example.com', client_id: 'tessera' }, /^name must not contain control/],
-        ['POST', '/resources', { identifier: 'https://forged.example.com', name, scopes: [{ name: 'forged:read', description: 'See it' }] }, /^name must not contain control/],
-        ['POST', '/resources', { identifier: 'https://forged.example.com', name: 'Forged', scopes: [{ name: 'forged:read', description: name }] }, /^scopes forged:read: the description must not contain control/],
+        [
+          'POST',
+          '/resources',
+          { identifier: 'https://forged.example.com', name, scopes: [{ name: 'forged:read', description: 'See it' }] },
+          /^name must not contain control/,
+        ],
+        [
+          'POST',
+          '/resources',
+          { identifier: 'https://forged.example.com', name: 'Forged', scopes: [{ name: 'forged:read', description: name }] },
+          /^scopes forged:read: the description must not contain control/,
+        ],
       ];
       for (const [method, path, body, detail] of cases) {
         const refused = await call(method, path, { body });
@@ -288,7 +397,16 @@ describe('the admin API', () => {
   });
 
   it('manages upstream identity providers through the operations the command calls, never answering a secret', async () => {
-    const made = await call('POST', '/providers', { body: { kind: 'oidc', name: 'Corp SSO', issuer: 'https://sso.example.com', client_id: 'tessera', client_secret: 'the upstream secret', allowed_domains: ['example.com'] } });
+    const made = await call('POST', '/providers', {
+      body: {
+        kind: 'oidc',
+        name: 'Corp SSO',
+        issuer: 'https://sso.example.com',
+        client_id: 'tessera',
+        client_secret: 'the upstream secret',
+        allowed_domains: ['example.com'],
+      },
+    });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assert.equal(made.headers.get('location'), '/admin/v1/providers/corp-sso');
     assert.equal(made.body['redirect_uri'], `${server.url}/login/upstream/corp-sso/callback`);
@@ -309,7 +427,9 @@ describe('the admin API', () => {
     assert.equal(github.body['field'], 'trust_upstream_mfa');
     assert.equal(Array.isArray((await call('GET', '/providers')).body['providers']), true);
     // The same rules as the command: a kind's fields only, a filter that parses.
-    const wrong = await call('POST', '/providers', { body: { kind: 'ldap', name: 'Dir', url: 'ldap://127.0.0.1:1', user_search_base: 'dc=x', user_filter: '(uid={username}' } });
+    const wrong = await call('POST', '/providers', {
+      body: { kind: 'ldap', name: 'Dir', url: 'ldap://127.0.0.1:1', user_search_base: 'dc=x', user_filter: '(uid={username}' },
+    });
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body['field'], 'user_filter');
     const { token: reader } = await adminToken('admin:providers:read');
@@ -351,8 +471,14 @@ describe('the admin API', () => {
     assert.deepEqual([malformed.status, malformed.body['field']], [400, 'user_code']);
     assert.equal((await call('POST', `/devices/${other.user_code}/deny`, { body: { reason: 'line\nbreak' } })).status, 400);
     const [event] = (await call('GET', `/events?type=device.denied&client=${tv.clientId}&limit=1`)).body['events'] as { detail: Record<string, unknown> }[];
-    assert.deepEqual([event?.detail['by'], event?.detail['reason'], event?.detail['admin_client']], ['operator', 'code sent in a phishing e-mail', adminClientId]);
-    assert.ok(!(((await call('GET', '/devices')).body['devices']) as Record<string, unknown>[]).some((device) => device['user_code'] === suspect.user_code), 'no longer waiting');
+    assert.deepEqual(
+      [event?.detail['by'], event?.detail['reason'], event?.detail['admin_client']],
+      ['operator', 'code sent in a phishing e-mail', adminClientId],
+    );
+    assert.ok(
+      !((await call('GET', '/devices')).body['devices'] as Record<string, unknown>[]).some((device) => device['user_code'] === suspect.user_code),
+      'no longer waiting',
+    );
 
     // The command: the same operations.
     const env = { TESSERA_DATABASE: server.config.database };
@@ -402,14 +528,33 @@ describe('the admin API', () => {
   it("changes an API's name, scopes and token lifetime; refuses removing a scope a client is registered with", async () => {
     const identifier = 'https://calendar.example.com';
     const path = `/resources/${encodeURIComponent(identifier)}`;
-    assert.equal((await call('POST', '/resources', { body: { identifier, name: 'Calendar', scopes: [{ name: 'calendar:read', description: 'See your calendar' }] } })).status, 201);
+    assert.equal(
+      (await call('POST', '/resources', { body: { identifier, name: 'Calendar', scopes: [{ name: 'calendar:read', description: 'See your calendar' }] } }))
+        .status,
+      201,
+    );
     const grown = await call('PATCH', path, {
-      body: { name: 'Team Calendar', scopes: [{ name: 'calendar:read', description: 'See your team calendar' }, { name: 'calendar:write', description: 'Change your calendar' }], access_token_ttl: 600 },
+      body: {
+        name: 'Team Calendar',
+        scopes: [
+          { name: 'calendar:read', description: 'See your team calendar' },
+          { name: 'calendar:write', description: 'Change your calendar' },
+        ],
+        access_token_ttl: 600,
+      },
     });
     assert.equal(grown.status, 200, JSON.stringify(grown.body));
-    assert.deepEqual([grown.body['name'], grown.body['access_token_ttl'], grown.body['scopes']], [
-      'Team Calendar', 600, [{ name: 'calendar:read', description: 'See your team calendar' }, { name: 'calendar:write', description: 'Change your calendar' }],
-    ]);
+    assert.deepEqual(
+      [grown.body['name'], grown.body['access_token_ttl'], grown.body['scopes']],
+      [
+        'Team Calendar',
+        600,
+        [
+          { name: 'calendar:read', description: 'See your team calendar' },
+          { name: 'calendar:write', description: 'Change your calendar' },
+        ],
+      ],
+    );
     assert.deepEqual((await call('GET', path)).body['scopes'], grown.body['scopes'], 'as stored');
     // The new scope is one a client can now be registered with.
     const client = await call('POST', '/clients', { body: { client_name: 'Scheduler', redirect_uris: [REDIRECT_URI], scope: 'openid calendar:write' } });
@@ -419,13 +564,23 @@ describe('the admin API', () => {
     assert.equal(removing.status, 409);
     assert.match(removing.body['detail'] as string, new RegExp(`calendar:write is in the registration of client ${client.body['client_id'] as string}`));
     assert.equal(((await call('GET', path)).body['scopes'] as unknown[]).length, 2, 'nothing changed');
-    const taken = await call('PATCH', path, { body: { scopes: [{ name: 'calendar:read', description: 'x' }, { name: 'calendar:write', description: 'y' }, { name: 'openid', description: 'z' }] } });
+    const taken = await call('PATCH', path, {
+      body: {
+        scopes: [
+          { name: 'calendar:read', description: 'x' },
+          { name: 'calendar:write', description: 'y' },
+          { name: 'openid', description: 'z' },
+        ],
+      },
+    });
     assert.deepEqual([taken.status, taken.body['field']], [400, 'scopes']);
     assert.equal((await call('PATCH', path, { body: { colour: 'red' } })).status, 400);
     assert.equal((await call('PATCH', path, { body: {} })).status, 400);
     assert.equal((await call('PATCH', path, { body: { access_token_ttl: 5 } })).status, 400);
     assert.equal((await call('PATCH', `/resources/${encodeURIComponent('https://nowhere.example')}`, { body: { name: 'X' } })).status, 404);
-    const cli = await runTessera(['resource', 'update', identifier, '--name', 'Calendar', '--default-access-token-ttl', '--json'], { TESSERA_DATABASE: server.config.database });
+    const cli = await runTessera(['resource', 'update', identifier, '--name', 'Calendar', '--default-access-token-ttl', '--json'], {
+      TESSERA_DATABASE: server.config.database,
+    });
     assert.equal(cli.code, 0, cli.stderr);
     assert.deepEqual([JSON.parse(cli.stdout).name, JSON.parse(cli.stdout).access_token_ttl], ['Calendar', null]);
   });
@@ -458,13 +613,15 @@ describe('the admin API and the password queue', () => {
     const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
     const { access_token: token } = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
     const user = await server.addUser();
-    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) =>
-      fetch(`${server.url}/admin/v1/users/${user.username}/password`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ password: `a new long password ${i}` }),
-      }),
-    ));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        fetch(`${server.url}/admin/v1/users/${user.username}/password`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ password: `a new long password ${i}` }),
+        }),
+      ),
+    );
     assert.deepEqual(answers.map((answer) => answer.status).sort(), [204, 204, 503, 503, 503]);
     for (const refused of answers.filter((answer) => answer.status === 503)) {
       assert.ok(Number(refused.headers.get('retry-after')) >= 1);

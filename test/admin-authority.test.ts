@@ -59,7 +59,10 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal(grown.status, 403, JSON.stringify(grown.body));
       assert.equal(grown.body['field'], 'scope');
       assert.equal((await call('GET', `/clients/${clients.clientId}`, owner)).body['scope'], 'admin:clients');
-      await assert.rejects(tokenFor(clients.clientId, clients.secret, 'admin:clients admin:users'), (error: Error & { error?: string }) => error.error === 'invalid_scope');
+      await assert.rejects(
+        tokenFor(clients.clientId, clients.secret, 'admin:clients admin:users'),
+        (error: Error & { error?: string }) => error.error === 'invalid_scope',
+      );
       const token = await tokenFor(clients.clientId, clients.secret);
       assert.equal((await call('GET', '/users', token)).status, 403, 'its token reads no users');
     });
@@ -70,7 +73,11 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal(read.status, 403, 'admin:clients:read is covered by admin:clients, but it is a wider scope than its own');
       assert.match(String(read.body['detail']), /cannot widen its own scope/);
       const other = await adminClient('admin:clients');
-      assert.equal((await patch(`/clients/${other.clientId}`, clients.token, { scope: 'admin:clients admin:clients:read' })).status, 200, 'another client may be given what the caller holds');
+      assert.equal(
+        (await patch(`/clients/${other.clientId}`, clients.token, { scope: 'admin:clients admin:clients:read' })).status,
+        200,
+        'another client may be given what the caller holds',
+      );
       const narrowed = await patch(`/clients/${clients.clientId}`, clients.token, { scope: 'admin:clients' });
       assert.equal(narrowed.status, 200, JSON.stringify(narrowed.body));
       assert.equal(narrowed.body['scope'], 'admin:clients');
@@ -81,7 +88,11 @@ describe('admin credentials that cannot grow themselves', () => {
       const every = await call('POST', '/clients', clients.token, { client_name: 'Escalator', grant_types: ['client_credentials'], scope: ALL });
       assert.equal(every.status, 403, JSON.stringify(every.body));
       assert.match(String(every.body['detail']), /admin:users/);
-      assert.equal((await server.store.clients.list()).some((client) => client.name === 'Escalator'), false, 'nothing was registered');
+      assert.equal(
+        (await server.store.clients.list()).some((client) => client.name === 'Escalator'),
+        false,
+        'nothing was registered',
+      );
       const same = await call('POST', '/clients', clients.token, { client_name: 'Twin', grant_types: ['client_credentials'], scope: 'admin:clients:read' });
       assert.equal(same.status, 201, JSON.stringify(same.body));
     });
@@ -94,7 +105,11 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal(rotated.body['client_secret'], undefined, 'no secret answered');
       assert.ok(await tokenFor(wide.clientId, wide.secret), 'its secret still works');
       assert.equal((await patch(`/clients/${wide.clientId}`, clients.token, { client_name: 'Renamed' })).status, 403);
-      assert.equal((await patch(`/clients/${wide.clientId}`, clients.token, { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } })).status, 403, 'nor its keys');
+      assert.equal(
+        (await patch(`/clients/${wide.clientId}`, clients.token, { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } })).status,
+        403,
+        'nor its keys',
+      );
       assert.equal((await call('POST', `/clients/${wide.clientId}/revoke-tokens`, clients.token)).status, 403);
       assert.equal((await call('DELETE', `/clients/${wide.clientId}`, clients.token)).status, 403);
       assert.equal((await call('GET', `/clients/${wide.clientId}`, owner)).body['client_name'], `CI ${ALL}`);
@@ -125,7 +140,11 @@ describe('admin credentials that cannot grow themselves', () => {
         await call('DELETE', '/lockouts?username=root-operator', users.token),
         await call('DELETE', '/users/root-operator', users.token),
       ];
-      assert.deepEqual(refused.map((answer) => answer.status), refused.map(() => 403), JSON.stringify(refused.map((answer) => answer.body)));
+      assert.deepEqual(
+        refused.map((answer) => answer.status),
+        refused.map(() => 403),
+        JSON.stringify(refused.map((answer) => answer.body)),
+      );
       const after = await call('GET', '/users/root-operator', owner);
       assert.equal(after.body['email'], 'root-operator@example.com');
       assert.equal(after.body['disabled'], false);
@@ -155,15 +174,26 @@ describe('admin credentials that cannot grow themselves', () => {
     it("cannot register an API at the server's own URLs, nor a scope named admin:", async () => {
       const resources = await adminClient('admin:resources');
       const scopes = [{ name: 'calendar:read', description: 'See your calendar' }];
-      for (const identifier of [server.config.issuer, `${server.config.issuer}/admin`, `${server.config.issuer}/oauth/userinfo`, `${server.config.issuer.toUpperCase().replace('HTTP://', 'http://')}/admin`]) {
+      for (const identifier of [
+        server.config.issuer,
+        `${server.config.issuer}/admin`,
+        `${server.config.issuer}/oauth/userinfo`,
+        `${server.config.issuer.toUpperCase().replace('HTTP://', 'http://')}/admin`,
+      ]) {
         const own = await call('POST', '/resources', resources.token, { identifier, name: 'Shadow', scopes });
         assert.deepEqual([own.status, own.body['field']], [400, 'identifier'], identifier);
       }
-      const admin = await call('POST', '/resources', resources.token, { identifier: 'https://calendar.example', name: 'Calendar', scopes: [{ name: 'admin:keys', description: 'Keys' }] });
+      const admin = await call('POST', '/resources', resources.token, {
+        identifier: 'https://calendar.example',
+        name: 'Calendar',
+        scopes: [{ name: 'admin:keys', description: 'Keys' }],
+      });
       assert.deepEqual([admin.status, admin.body['field']], [400, 'scopes']);
       assert.deepEqual(await server.store.resources.list(), [], 'nothing was registered');
       assert.equal((await call('POST', '/resources', resources.token, { identifier: 'https://calendar.example', name: 'Calendar', scopes })).status, 201);
-      const renamed = await call('PATCH', `/resources/${encodeURIComponent('https://calendar.example')}`, resources.token, { scopes: [...scopes, { name: 'admin:users', description: 'Users' }] });
+      const renamed = await call('PATCH', `/resources/${encodeURIComponent('https://calendar.example')}`, resources.token, {
+        scopes: [...scopes, { name: 'admin:users', description: 'Users' }],
+      });
       assert.deepEqual([renamed.status, renamed.body['field']], [400, 'scopes'], 'nor by a change');
     });
   });
@@ -186,11 +216,20 @@ describe('admin credentials that cannot grow themselves', () => {
 
       const trusted = await call('POST', '/providers', owner, { ...upstream, name: 'Trusted SSO', allow_linking: true, trust_upstream_mfa: true });
       assert.equal(trusted.status, 201, 'an owner holding every scope may');
-      for (const change of [{ issuer: 'https://evil.example' }, { client_id: 'other' }, { client_secret: 'another secret' }, { claim_mapping: { email: 'name' } }]) {
+      for (const change of [
+        { issuer: 'https://evil.example' },
+        { client_id: 'other' },
+        { client_secret: 'another secret' },
+        { claim_mapping: { email: 'name' } },
+      ]) {
         assert.equal((await call('PATCH', '/providers/trusted-sso', providers.token, change)).status, 403, JSON.stringify(change));
       }
       assert.equal((await server.store.identityProviders.get('trusted-sso'))?.settings['issuer'], 'https://sso.example.com');
-      assert.equal((await call('PATCH', '/providers/trusted-sso', providers.token, { name: 'Trusted', position: 3 })).status, 200, 'its name and place are anyone\'s');
+      assert.equal(
+        (await call('PATCH', '/providers/trusted-sso', providers.token, { name: 'Trusted', position: 3 })).status,
+        200,
+        "its name and place are anyone's",
+      );
     });
 
     it('cannot repoint a provider people already sign in through; may rotate its secret, and repoint one nobody uses', async () => {
@@ -198,12 +237,28 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal((await call('POST', '/providers', providers.token, { ...upstream, name: 'Used SSO' })).status, 201);
       assert.equal((await call('POST', '/providers', providers.token, { ...upstream, name: 'Unused SSO' })).status, 201);
       const person = await server.addUser({ username: 'linked-person' });
-      await server.store.linkedIdentities.create({ providerId: 'used-sso', subject: 'upstream-1', userId: person.id, label: null, groups: [], createdAt: Date.now(), lastUsedAt: null });
+      await server.store.linkedIdentities.create({
+        providerId: 'used-sso',
+        subject: 'upstream-1',
+        userId: person.id,
+        label: null,
+        groups: [],
+        createdAt: Date.now(),
+        lastUsedAt: null,
+      });
       for (const change of [{ issuer: 'https://evil.example' }, { client_id: 'attacker-app' }, { claim_mapping: { username: 'name' } }]) {
         assert.equal((await call('PATCH', '/providers/used-sso', providers.token, change)).status, 403, JSON.stringify(change));
       }
-      assert.equal((await call('PATCH', '/providers/used-sso', providers.token, { client_secret: 'rotated upstream secret' })).status, 200, 'a new secret for the same client');
-      assert.equal((await call('PATCH', '/providers/unused-sso', providers.token, { issuer: 'https://other.example' })).status, 200, 'nobody signs in through it yet');
+      assert.equal(
+        (await call('PATCH', '/providers/used-sso', providers.token, { client_secret: 'rotated upstream secret' })).status,
+        200,
+        'a new secret for the same client',
+      );
+      assert.equal(
+        (await call('PATCH', '/providers/unused-sso', providers.token, { issuer: 'https://other.example' })).status,
+        200,
+        'nobody signs in through it yet',
+      );
       assert.equal((await call('PATCH', '/providers/used-sso', owner, { issuer: 'https://new.example' })).status, 200, 'an owner may');
     });
   });

@@ -23,9 +23,18 @@ describe('the admin API on its own listener (TESSERA_ADMIN_LISTEN)', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-admin-listen-'));
-    const config = loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent', TESSERA_ADMIN_LISTEN: '127.0.0.1:0' });
+    const config = loadConfig({
+      ...TEST_ENV,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TESSERA_DATABASE: join(dir, 'tessera.db'),
+      TESSERA_LOG_LEVEL: 'silent',
+      TESSERA_ADMIN_LISTEN: '127.0.0.1:0',
+    });
     server = await startServer(config);
-    const added = await runTessera(['client', 'add', '--name', 'CI', '--grant', 'client_credentials', '--scope', 'admin:clients', '--json'], { TESSERA_DATABASE: config.database });
+    const added = await runTessera(['client', 'add', '--name', 'CI', '--grant', 'client_credentials', '--scope', 'admin:clients', '--json'], {
+      TESSERA_DATABASE: config.database,
+    });
     assert.equal(added.code, 0, added.stderr);
     const { client_id: id, client_secret: secret } = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
     const discovered = await oidc.discovery(new URL(server.url), id, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
@@ -62,23 +71,39 @@ describe('the admin API on its own listener (TESSERA_ADMIN_LISTEN)', () => {
     const raw = (method: string, target: string) =>
       new Promise<number>((resolve, reject) => {
         // node:http sends the target as given, where fetch would normalise it.
-        const sent = request({ host: url.hostname, port: url.port, method, path: target, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (answer) => {
-          answer.resume();
-          resolve(answer.statusCode ?? 0);
-        });
+        const sent = request(
+          { host: url.hostname, port: url.port, method, path: target, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+          (answer) => {
+            answer.resume();
+            resolve(answer.statusCode ?? 0);
+          },
+        );
         sent.on('error', reject);
         sent.end(method === 'POST' ? '{}' : undefined);
       });
-    for (const target of ['/%61dmin/v1/clients', '/admi%6e/v1/clients', '/admin/%76%31/clients', `http://${url.host}/admin/v1/clients`, `http://${url.host}/%61dmin/v1/openapi.json`]) {
+    for (const target of [
+      '/%61dmin/v1/clients',
+      '/admi%6e/v1/clients',
+      '/admin/%76%31/clients',
+      `http://${url.host}/admin/v1/clients`,
+      `http://${url.host}/%61dmin/v1/openapi.json`,
+    ]) {
       assert.equal(await raw('GET', target), 404, `GET ${target} on the public listener`);
     }
     assert.equal(await raw('POST', '/%61dmin/v1/registration-tokens'), 404, 'a change too');
-    assert.equal((await fetch(`${server.adminUrl}/admin/v1/registration-tokens`, { headers: { authorization: `Bearer ${token}` } })).status, 200, 'the token was good: the admin listener serves it');
+    assert.equal(
+      (await fetch(`${server.adminUrl}/admin/v1/registration-tokens`, { headers: { authorization: `Bearer ${token}` } })).status,
+      200,
+      'the token was good: the admin listener serves it',
+    );
   });
 
   it('refuses a setting that is not host:port, naming it', () => {
     for (const value of ['9001', 'localhost', 'localhost:99999', 'http://localhost:9001']) {
-      assert.throws(() => loadConfig({ TESSERA_ADMIN_LISTEN: value }), (error: unknown) => error instanceof ConfigError && /TESSERA_ADMIN_LISTEN/.test(error.message));
+      assert.throws(
+        () => loadConfig({ TESSERA_ADMIN_LISTEN: value }),
+        (error: unknown) => error instanceof ConfigError && /TESSERA_ADMIN_LISTEN/.test(error.message),
+      );
     }
     assert.deepEqual(loadConfig({ TESSERA_ADMIN_LISTEN: '[::1]:9001' }).adminListen, { host: '::1', port: 9001 });
   });

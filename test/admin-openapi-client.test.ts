@@ -15,7 +15,7 @@ import { adminToken } from './helpers/fixtures.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
 
-describe('a client generated from the admin API\'s OpenAPI document', () => {
+describe("a client generated from the admin API's OpenAPI document", () => {
   let server: TestServer;
   let token: string;
   let document: { paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>> };
@@ -39,7 +39,9 @@ describe('a client generated from the admin API\'s OpenAPI document', () => {
   // First, while the connection the document came on is fresh: the type check takes seconds, and
   // a pooled connection the server closes for idling meanwhile can reset the first call.
   it('answers each operation as its document says', async () => {
-    const { callEveryOperation } = (await import(new URL('calls.ts', dir).href)) as { callEveryOperation: (baseUrl: string, token: string) => Promise<Record<string, number>> };
+    const { callEveryOperation } = (await import(new URL('calls.ts', dir).href)) as {
+      callEveryOperation: (baseUrl: string, token: string) => Promise<Record<string, number>>;
+    };
     const statuses = await callEveryOperation(`${server.url}/admin/v1`, token);
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
     assert.deepEqual(Object.keys(statuses).sort(), operations.map((operation) => operation.operationId).sort(), 'every operation is called');

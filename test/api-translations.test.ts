@@ -19,19 +19,33 @@ import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type T
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 const EXAMPLE = /^## Languages$[\s\S]*?^```json\n([\s\S]*?)^```$/m.exec(README)?.[1];
 
-describe('TESSERA_API_TRANSLATIONS: registered APIs in the person\'s language', () => {
+describe("TESSERA_API_TRANSLATIONS: registered APIs in the person's language", () => {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-api-translations-'));
   let server: TestServer;
   let client: TestClient;
   let user: TestUser;
 
   before(async () => {
-    assert.ok(EXAMPLE, 'the README\'s Languages section has an example file');
+    assert.ok(EXAMPLE, "the README's Languages section has an example file");
     const file = join(dir, 'apis.json');
     writeFileSync(file, EXAMPLE);
     server = await startTestServer({ env: { TESSERA_API_TRANSLATIONS: file } });
     // The API of docs/apis.md, registered with its command.
-    const added = await runTessera(['resource', 'add', '--identifier', 'https://api.example.com', '--name', 'Photo Library', '--scope', 'photos:read=See your photos', '--scope', 'photos:write=Upload and delete your photos'], { TESSERA_DATABASE: server.config.database });
+    const added = await runTessera(
+      [
+        'resource',
+        'add',
+        '--identifier',
+        'https://api.example.com',
+        '--name',
+        'Photo Library',
+        '--scope',
+        'photos:read=See your photos',
+        '--scope',
+        'photos:write=Upload and delete your photos',
+      ],
+      { TESSERA_DATABASE: server.config.database },
+    );
     assert.equal(added.code, 0, added.stderr);
     client = await server.addClient({ name: 'Photo Printer', scopes: ['openid', 'photos:read', 'photos:write'] });
     user = await server.addUser();
@@ -45,8 +59,14 @@ describe('TESSERA_API_TRANSLATIONS: registered APIs in the person\'s language', 
   async function approvalIn(locale: string): Promise<{ browser: FormBrowser; page: Page }> {
     const browser = new FormBrowser(server.url);
     const url = `/oauth/authorize?${new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid photos:read photos:write', ui_locales: locale, prompt: 'consent',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid photos:read photos:write',
+      ui_locales: locale,
+      prompt: 'consent',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
     }).toString()}`;
     const signIn = await browser.follow(await browser.request(url));
     const page = await browser.follow(await browser.submit(signIn, '/login', { username: user.username, password: user.password }));
@@ -75,12 +95,24 @@ describe('TESSERA_API_TRANSLATIONS: registered APIs in the person\'s language', 
   });
 
   it('says at start what the file names that no registered API has (a misspelt scope is never shown)', async () => {
-    assert.deepEqual(unmatchedTranslations(server.config.site.apiTranslations, await server.store.resources.list()), [], 'the README\'s file names only what docs/apis.md registers');
+    assert.deepEqual(
+      unmatchedTranslations(server.config.site.apiTranslations, await server.store.resources.list()),
+      [],
+      "the README's file names only what docs/apis.md registers",
+    );
     const file = join(dir, 'typo.json');
-    writeFileSync(file, JSON.stringify({ de: { apis: { 'https://api.example.org': 'Fotoarchiv' }, scopes: { 'photos:read': 'Ihre Fotos ansehen', 'photos:raed': 'Ihre Fotos ansehen' } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        de: { apis: { 'https://api.example.org': 'Fotoarchiv' }, scopes: { 'photos:read': 'Ihre Fotos ansehen', 'photos:raed': 'Ihre Fotos ansehen' } },
+      }),
+    );
     const serving = await serveTessera([], { TESSERA_DATABASE: server.config.database, TESSERA_API_TRANSLATIONS: file });
     try {
-      await outputMatches(serving, /TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: de: apis\.https:\/\/api\.example\.org, de: scopes\.photos:raed"/);
+      await outputMatches(
+        serving,
+        /TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: de: apis\.https:\/\/api\.example\.org, de: scopes\.photos:raed"/,
+      );
     } finally {
       await serving.stop();
     }
@@ -90,12 +122,15 @@ describe('TESSERA_API_TRANSLATIONS: registered APIs in the person\'s language', 
     const refusal = (content: string, pattern: RegExp) => {
       const file = join(dir, `bad-${Math.random().toString(36).slice(2)}.json`);
       writeFileSync(file, content);
-      assert.throws(() => loadConfig({ TESSERA_API_TRANSLATIONS: file }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError);
-        assert.ok(error.message.startsWith(`TESSERA_API_TRANSLATIONS: ${file}: `), error.message);
-        assert.match(error.message, pattern);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ TESSERA_API_TRANSLATIONS: file }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.ok(error.message.startsWith(`TESSERA_API_TRANSLATIONS: ${file}: `), error.message);
+          assert.match(error.message, pattern);
+          return true;
+        },
+      );
     };
     refusal('{"de": {"scopes": {"photos:read": "Ihre Fotos"}', /not valid JSON/);
     refusal('{"xx": {"scopes": {}}}', /"xx" is not a language Tessera has pages in/);
@@ -103,6 +138,9 @@ describe('TESSERA_API_TRANSLATIONS: registered APIs in the person\'s language', 
     refusal('{"de": {"scopes": {"photos:read": ""}}}', /de\.scopes\.photos:read: must be text of 1 to 200 characters/);
     refusal(`{"de": {"apis": {"https://api.example.com": "${'x'.repeat(101)}"}}}`, /de\.apis\.https:\/\/api\.example\.com: must be text of 1 to 100/);
     refusal('["de"]', /must be a JSON object of languages/);
-    assert.throws(() => loadConfig({ TESSERA_API_TRANSLATIONS: join(dir, 'missing.json') }), /TESSERA_API_TRANSLATIONS: .*missing\.json: cannot be read \(ENOENT\)/);
+    assert.throws(
+      () => loadConfig({ TESSERA_API_TRANSLATIONS: join(dir, 'missing.json') }),
+      /TESSERA_API_TRANSLATIONS: .*missing\.json: cannot be read \(ENOENT\)/,
+    );
   });
 });

@@ -40,7 +40,10 @@ describe('docs/apis.md: the resource server example', () => {
   before(async () => {
     server = await startTestServer();
     const env = { TESSERA_DATABASE: server.config.database };
-    for (const [identifier, scope] of [[PHOTOS, 'photos:read=See your photos'], [CALENDAR, 'calendar:read=See your calendar']] as const) {
+    for (const [identifier, scope] of [
+      [PHOTOS, 'photos:read=See your photos'],
+      [CALENDAR, 'calendar:read=See your calendar'],
+    ] as const) {
       const added = await runTessera(['resource', 'add', '--identifier', identifier, '--name', identifier, '--scope', scope], env);
       assert.equal(added.code, 0, added.stderr);
     }
@@ -82,7 +85,9 @@ describe('docs/apis.md: the DPoP example', () => {
 
   before(async () => {
     server = await startTestServer();
-    const added = await runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photos', '--scope', 'photos:read=See your photos'], { TESSERA_DATABASE: server.config.database });
+    const added = await runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photos', '--scope', 'photos:read=See your photos'], {
+      TESSERA_DATABASE: server.config.database,
+    });
     assert.equal(added.code, 0, added.stderr);
     const client = await server.addClient({ scopes: ['openid', 'photos:read'] });
     user = await server.addUser();
@@ -93,12 +98,21 @@ describe('docs/apis.md: the DPoP example', () => {
     const authorize = new URL(as.authorization_endpoint!);
     for (const [name, value] of Object.entries({ ...request.params, client_id: client.clientId, resource: PHOTOS })) authorize.searchParams.set(name, value);
     const callback = await approveAt(as, client, authorize, user, request.state);
-    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, oauth.ClientSecretBasic(client.clientSecret), callback, REDIRECT_URI, request.verifier, {
-      DPoP: key.handle,
-      additionalParameters: { resource: PHOTOS },
-      ...insecure,
-    });
-    bound = (await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true })).access_token;
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      { client_id: client.clientId },
+      oauth.ClientSecretBasic(client.clientSecret),
+      callback,
+      REDIRECT_URI,
+      request.verifier,
+      {
+        DPoP: key.handle,
+        additionalParameters: { resource: PHOTOS },
+        ...insecure,
+      },
+    );
+    bound = (await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true }))
+      .access_token;
     bearer = (await signIn(server, await discover(server, client), user, 'openid photos:read')).access_token;
     file = new URL(`./.apis-doc-dpop-${randomUUID()}.ts`, import.meta.url);
     writeFileSync(file, example(server.url, 1));
@@ -109,7 +123,8 @@ describe('docs/apis.md: the DPoP example', () => {
     await server.close();
   });
 
-  const refused = (error: string) => (thrown: unknown) => thrown instanceof Error && thrown.message.startsWith(`${error}:`) && (thrown as { status?: number }).status === 401;
+  const refused = (error: string) => (thrown: unknown) =>
+    thrown instanceof Error && thrown.message.startsWith(`${error}:`) && (thrown as { status?: number }).status === 401;
 
   it('accepts a bound token with its proof once, and a Bearer token as Bearer', async () => {
     const proof = await handProof(keys, { htm: 'GET', htu: `${url}?page=2`, ath: ath(bound) });
@@ -122,7 +137,10 @@ describe('docs/apis.md: the DPoP example', () => {
 
   it('refuses the bound token as Bearer, an unbound one as DPoP, and every bad proof', async () => {
     await assert.rejects(authenticate('GET', url, `Bearer ${bound}`, undefined), refused('invalid_token'));
-    await assert.rejects(authenticate('GET', url, `DPoP ${bearer}`, await handProof(keys, { htm: 'GET', htu: url, ath: ath(bearer) })), refused('invalid_token'));
+    await assert.rejects(
+      authenticate('GET', url, `DPoP ${bearer}`, await handProof(keys, { htm: 'GET', htu: url, ath: ath(bearer) })),
+      refused('invalid_token'),
+    );
     const other = await handKeys();
     for (const proof of [
       undefined,

@@ -67,11 +67,30 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       const user: UserRecord = newUserRecord({ id: `user-${users}`, username: `user-${users}@example.com`, passwordHash: 'x', createdAt: T0 });
       await store.clients.create(client);
       await store.users.create(user);
-      return { client, user, session: { idHash: `session-${users}`, sid: `sid-${users}`, ip: null, userAgent: null, userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + 3_600_000 } };
+      return {
+        client,
+        user,
+        session: {
+          idHash: `session-${users}`,
+          sid: `sid-${users}`,
+          ip: null,
+          userAgent: null,
+          userId: user.id,
+          authTime: T0,
+          createdAt: T0,
+          expiresAt: T0 + 3_600_000,
+        },
+      };
     }
 
     const published: AuditEvent[] = [];
-    const deps = (over: Store): FlowDeps => ({ store: over, clock, config, tokens, events: new Events(clock, over.events, [(event) => published.push(event)]) });
+    const deps = (over: Store): FlowDeps => ({
+      store: over,
+      clock,
+      config,
+      tokens,
+      events: new Events(clock, over.events, [(event) => published.push(event)]),
+    });
 
     it('approving a code request leaves neither the grant nor the code when the code cannot be written', async () => {
       const { client, user, session } = await given();
@@ -110,7 +129,10 @@ for (const { name, skip, fresh } of storesUnderTest()) {
 
       const decided = await decideDeviceRequest(deps(store), attempt, { approve: true, session });
       assert.equal(decided.kind, 'done');
-      assert.deepEqual((await store.grants.listForUser(user.id)).map((grant) => grant.id), [decided.kind === 'done' ? decided.record.grantId : '']);
+      assert.deepEqual(
+        (await store.grants.listForUser(user.id)).map((grant) => grant.id),
+        [decided.kind === 'done' ? decided.record.grantId : ''],
+      );
     });
 
     it('approving a code request leaves no grant, no code and no event when the event cannot be written, and logs nothing', async () => {
@@ -130,7 +152,10 @@ for (const { name, skip, fresh } of storesUnderTest()) {
         dpopJkt: null,
       };
       published.length = 0;
-      const broken = crashing(store, (tx) => ({ ...tx, events: { ...tx.events, add: (event) => (event.type === 'code.issued' ? died() : tx.events.add(event)) } }));
+      const broken = crashing(store, (tx) => ({
+        ...tx,
+        events: { ...tx.events, add: (event) => (event.type === 'code.issued' ? died() : tx.events.add(event)) },
+      }));
       await assert.rejects(approveAuthorization(deps(broken), request, session), /died/);
       assert.deepEqual(await store.grants.listForUser(user.id), []);
       assert.deepEqual(await store.events.list({ userId: user.id, limit: 10 }), [], 'not even the consent event written before the crash');
@@ -155,7 +180,7 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       assert.equal((await store.devices.findByUserCode(userCode, T0))?.status, 'pending');
     });
 
-    it('issuing tokens leaves no refresh token when the grant\'s use cannot be recorded', async () => {
+    it("issuing tokens leaves no refresh token when the grant's use cannot be recorded", async () => {
       const { client, user } = await given();
       const grant = {
         id: `grant-${users}`,
@@ -172,10 +197,13 @@ for (const { name, skip, fresh } of storesUnderTest()) {
       const written: string[] = [];
       const broken = crashing(store, (tx) => ({
         ...tx,
-        refreshTokens: { ...tx.refreshTokens, create: (token) => {
-          written.push(token.hash);
-          return tx.refreshTokens.create(token);
-        } },
+        refreshTokens: {
+          ...tx.refreshTokens,
+          create: (token) => {
+            written.push(token.hash);
+            return tx.refreshTokens.create(token);
+          },
+        },
         grants: { ...tx.grants, recordUse: died },
       }));
       const issuance = { client, user, scope: grant.scope, grantId: grant.id, authTime: T0 };

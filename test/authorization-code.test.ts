@@ -38,7 +38,10 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer' }, user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' } }));
+    ({ server, client, user, config } = await startWithApp({
+      client: { name: 'Photo Printer' },
+      user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' },
+    }));
   });
   after(() => server.close());
 
@@ -128,14 +131,28 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const start = await attempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     const auth = { authorization: basic(client.clientId, client.clientSecret) };
-    const wrong = await postForm(`${server.url}/oauth/token`, {
-      grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: oidc.randomPKCECodeVerifier(),
-    }, auth);
+    const wrong = await postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: oidc.randomPKCECodeVerifier(),
+      },
+      auth,
+    );
     assert.equal(wrong.status, 400);
     assert.equal(wrong.body['error'], 'invalid_grant');
-    const right = await postForm(`${server.url}/oauth/token`, {
-      grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier,
-    }, auth);
+    const right = await postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: start.verifier,
+      },
+      auth,
+    );
     assert.equal(right.status, 200);
   });
 
@@ -151,7 +168,10 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     assert.equal(replay.body['error'], 'invalid_grant');
     // The grant is revoked: the access token the first redemption received is dead.
     assert.equal((await oidc.tokenIntrospection(config, first.body['access_token'] as string)).active, false);
-    await assert.rejects(oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck), (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.status === 401);
+    await assert.rejects(
+      oidc.fetchUserInfo(config, first.body['access_token'] as string, oidc.skipSubjectCheck),
+      (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.status === 401,
+    );
   });
 
   it('refuses a used code replayed by another client, public or confidential, and leaves the grant alone', async () => {
@@ -180,7 +200,11 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const page = await new FormBrowser(server.url).authorize(start.url.href, leaver);
     await server.store.users.setDisabled(leaver.id, true);
     await assert.rejects(
-      oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: start.verifier, expectedState: start.state, expectedNonce: start.nonce }),
+      oidc.authorizationCodeGrant(config, new URL(page.location!), {
+        pkceCodeVerifier: start.verifier,
+        expectedState: start.state,
+        expectedNonce: start.nonce,
+      }),
       (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
     );
   });
@@ -205,9 +229,13 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const byOther = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(other.clientId, other.clientSecret) });
     assert.equal(byOther.body['error'], 'invalid_grant');
-    const elsewhere = await postForm(`${server.url}/oauth/token`, { ...form, redirect_uri: 'http://127.0.0.1:9/other' }, {
-      authorization: basic(client.clientId, client.clientSecret),
-    });
+    const elsewhere = await postForm(
+      `${server.url}/oauth/token`,
+      { ...form, redirect_uri: 'http://127.0.0.1:9/other' },
+      {
+        authorization: basic(client.clientId, client.clientSecret),
+      },
+    );
     assert.equal(elsewhere.status, 400);
     assert.equal(elsewhere.body['error'], 'invalid_grant');
   });
@@ -216,18 +244,32 @@ describe('authorization code flow with PKCE, through openid-client', () => {
     const start = await attempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     for (const verifier of ['short', 'x'.repeat(129), `${'a'.repeat(42)} `, `${'a'.repeat(42)}+`]) {
-      const result = await postForm(`${server.url}/oauth/token`, {
-        grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier,
-      }, { authorization: basic(client.clientId, client.clientSecret) });
+      const result = await postForm(
+        `${server.url}/oauth/token`,
+        {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: verifier,
+        },
+        { authorization: basic(client.clientId, client.clientSecret) },
+      );
       assert.equal(result.status, 400, verifier);
       assert.equal(result.body['error'], 'invalid_grant', verifier);
     }
   });
 
   it('refuses an unknown code with invalid_grant', async () => {
-    const result = await postForm(`${server.url}/oauth/token`, {
-      grant_type: 'authorization_code', code: 'not-a-code', redirect_uri: REDIRECT_URI, code_verifier: oidc.randomPKCECodeVerifier(),
-    }, { authorization: basic(client.clientId, client.clientSecret) });
+    const result = await postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: 'authorization_code',
+        code: 'not-a-code',
+        redirect_uri: REDIRECT_URI,
+        code_verifier: oidc.randomPKCECodeVerifier(),
+      },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
     assert.equal(result.status, 400);
     assert.equal(result.body['error'], 'invalid_grant');
   });
@@ -235,12 +277,17 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   it('signs ID tokens with a key that the JWKS publishes', async () => {
     const start = await attempt(config);
     const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
-      pkceCodeVerifier: start.verifier, expectedState: start.state, expectedNonce: start.nonce,
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
     });
     const { kid } = decodeProtectedHeader(tokens.id_token!);
     const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; d?: string }[] };
     assert.ok(jwks.keys.some((key) => key.kid === kid));
-    assert.ok(jwks.keys.every((key) => key.d === undefined), 'no private key material is published');
+    assert.ok(
+      jwks.keys.every((key) => key.d === undefined),
+      'no private key material is published',
+    );
   });
 });
 

@@ -30,8 +30,13 @@ describe('authorization requests as certification sends them', () => {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid profile email', state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile email',
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     return { url, verifier, state, nonce };
   }
@@ -43,7 +48,11 @@ describe('authorization requests as certification sends them', () => {
     // reads only the ID token asks: what makes a real ID token long.
     const first = await start({ claims: JSON.stringify({ id_token: { name: null, email: null } }) });
     const page = await browser.authorize(first.url.href, user);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: first.verifier, expectedState: first.state, expectedNonce: first.nonce });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), {
+      pkceCodeVerifier: first.verifier,
+      expectedState: first.state,
+      expectedNonce: first.nonce,
+    });
     return { browser, idToken: tokens.id_token! };
   }
 
@@ -57,7 +66,11 @@ describe('authorization requests as certification sends them', () => {
       assertApprovalPage(approval, '/oauth/authorize/decision');
       const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
       assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), {
+        pkceCodeVerifier: attempt.verifier,
+        expectedState: attempt.state,
+        expectedNonce: attempt.nonce,
+      });
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -66,7 +79,11 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ prompt: 'none' });
       const answered = await browser.follow(await browser.request('/oauth/authorize', { form: attempt.url.searchParams }));
       assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), {
+        pkceCodeVerifier: attempt.verifier,
+        expectedState: attempt.state,
+        expectedNonce: attempt.nonce,
+      });
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -120,7 +137,11 @@ describe('authorization requests as certification sends them', () => {
       assert.match(widened.html, /the approval form was changed after it was shown/);
       const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
       assert.ok(decided.location?.startsWith(REDIRECT_URI), decided.location ?? decided.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(decided.location!), {
+        pkceCodeVerifier: attempt.verifier,
+        expectedState: attempt.state,
+        expectedNonce: attempt.nonce,
+      });
       assert.equal(tokens.scope, 'openid');
     });
   });
@@ -132,7 +153,11 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ prompt: 'none', id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
       const answered = await browser.request(attempt.url.href);
       assert.ok(answered.location?.startsWith(REDIRECT_URI), answered.location ?? answered.html);
-      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, new URL(answered.location!), {
+        pkceCodeVerifier: attempt.verifier,
+        expectedState: attempt.state,
+        expectedNonce: attempt.nonce,
+      });
       assert.equal(tokens.claims()!.sub, user.id);
     });
 
@@ -142,11 +167,19 @@ describe('authorization requests as certification sends them', () => {
       const attempt = await start({ id_token_hint: idToken, login_hint: 'l'.repeat(MAX_HINT_LENGTH) });
       const page = await browser.authorize(attempt.url.href, user);
       assert.ok(page.location?.startsWith(REDIRECT_URI), page.location ?? page.html);
-      await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+      await oidc.authorizationCodeGrant(config, new URL(page.location!), {
+        pkceCodeVerifier: attempt.verifier,
+        expectedState: attempt.state,
+        expectedNonce: attempt.nonce,
+      });
     });
 
     it('refuses a hint over the limit with invalid_request at the redirect URI, and keeps 1,024 for other parameters', async () => {
-      for (const extra of [{ login_hint: 'l'.repeat(MAX_HINT_LENGTH + 1) }, { id_token_hint: 'x'.repeat(MAX_HINT_LENGTH + 1) }, { ui_locales: 'x'.repeat(1025) }] as Record<string, string>[]) {
+      for (const extra of [
+        { login_hint: 'l'.repeat(MAX_HINT_LENGTH + 1) },
+        { id_token_hint: 'x'.repeat(MAX_HINT_LENGTH + 1) },
+        { ui_locales: 'x'.repeat(1025) },
+      ] as Record<string, string>[]) {
         const attempt = await start(extra);
         const response = await fetch(attempt.url, { redirect: 'manual' });
         assert.equal(response.status, 303);

@@ -137,7 +137,10 @@ describe('the authorization endpoint refuses bad requests', () => {
     const right = await browser.submit(page, '/login', { username: 'target', password: target.password });
     assert.equal(right.status, 429);
     assert.ok(Number(right.headers.get('retry-after')) > 0);
-    assert.match(right.html, /Too many wrong passwords for this username from your connection\. Wait 15 minutes, then try again, or ask your administrator to unlock your account\. If you have forgotten your password, they can give you a link to set a new one\./);
+    assert.match(
+      right.html,
+      /Too many wrong passwords for this username from your connection\. Wait 15 minutes, then try again, or ask your administrator to unlock your account\. If you have forgotten your password, they can give you a link to set a new one\./,
+    );
   });
 
   it('refuses an approval posted without the CSRF token', async () => {

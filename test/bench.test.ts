@@ -25,7 +25,10 @@ interface BenchRow {
 async function runBench(args: readonly string[]): Promise<{ stdout: string; rows: BenchRow[] }> {
   const out = mkdtempSync(join(tmpdir(), 'tessera-bench-smoke-'));
   try {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'bench/run.ts'), ...args, '--out', out], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -44,9 +47,27 @@ async function runBench(args: readonly string[]): Promise<{ stdout: string; rows
 
 describe('npm run bench (smoke)', () => {
   it('runs code_exchange and client_credentials once: rows with no errors and no unexpected answers, the RS256 floor, and the docs table with its commit', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'code_exchange', '--scenario', 'client_credentials', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--batch', '50', '--connections', '10']);
+    const { stdout, rows } = await runBench([
+      '--quick',
+      '--scenario',
+      'code_exchange',
+      '--scenario',
+      'client_credentials',
+      '--no-postgres',
+      '--duration',
+      '0.2',
+      '--warmup',
+      '0',
+      '--batch',
+      '50',
+      '--connections',
+      '10',
+    ]);
     assert.match(stdout, /req\/s\s+p50 ms\s+p99 ms\s+errors\s+unexpected/);
-    for (const [scenario, what] of [['code_exchange', 'every exchange answered 200 with an ID token'], ['client_credentials', 'every request answered 200 with an access token']] as const) {
+    for (const [scenario, what] of [
+      ['code_exchange', 'every exchange answered 200 with an ID token'],
+      ['client_credentials', 'every request answered 200 with an access token'],
+    ] as const) {
       const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
       assert.ok(row, `a ${scenario} row for tessera/sqlite`);
       assert.equal(row.errors, 0);
@@ -61,7 +82,20 @@ describe('npm run bench (smoke)', () => {
 
   it('runs scale_out once: two instances on one PostgreSQL database (where one answers) and one SQLite instance of two workers, each with no errors', async () => {
     const postgres = process.env['TESSERA_TEST_POSTGRES_URL'];
-    const { rows } = await runBench(['--quick', '--scenario', 'scale_out', ...(postgres ? ['--postgres', postgres] : ['--no-postgres']), '--duration', '0.2', '--warmup', '0', '--batch', '50', '--connections', '10']);
+    const { rows } = await runBench([
+      '--quick',
+      '--scenario',
+      'scale_out',
+      ...(postgres ? ['--postgres', postgres] : ['--no-postgres']),
+      '--duration',
+      '0.2',
+      '--warmup',
+      '0',
+      '--batch',
+      '50',
+      '--connections',
+      '10',
+    ]);
     const targets = ['tessera/sqlite x2 workers', ...(postgres ? ['tessera/postgres x2 instances'] : [])];
     for (const scenario of ['scale_out: code_exchange', 'scale_out: device_authorization']) {
       for (const target of targets) {
@@ -75,8 +109,29 @@ describe('npm run bench (smoke)', () => {
   });
 
   it('runs sign_in_flood once: the exchange alone, during the /login flood and during the /account/password flood, each with no errors', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'sign_in_flood', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--batch', '20', '--connections', '2', '--flood-addresses', '1', '--flood-in-flight', '1']);
-    for (const scenario of ['sign_in_flood: code_exchange alone', 'sign_in_flood: code_exchange during the flood', 'sign_in_flood: code_exchange during the /account/password flood']) {
+    const { stdout, rows } = await runBench([
+      '--quick',
+      '--scenario',
+      'sign_in_flood',
+      '--no-postgres',
+      '--duration',
+      '0.2',
+      '--warmup',
+      '0',
+      '--batch',
+      '20',
+      '--connections',
+      '2',
+      '--flood-addresses',
+      '1',
+      '--flood-in-flight',
+      '1',
+    ]);
+    for (const scenario of [
+      'sign_in_flood: code_exchange alone',
+      'sign_in_flood: code_exchange during the flood',
+      'sign_in_flood: code_exchange during the /account/password flood',
+    ]) {
       const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
       assert.ok(row, scenario);
       assert.equal(row.errors, 0);
@@ -84,12 +139,32 @@ describe('npm run bench (smoke)', () => {
       assert.ok(row.rps > 0);
     }
     // The account flood signed in and its wrong current passwords were answered (400 or 429), nothing else.
-    assert.match(stdout, /tessera\/sqlite, \/account\/password flood: 1 addresses x 1 in flight, [\d.]+ s: [\d.]+ passwords checked\/s, [\d.]+ refused\/s \(429\), 0 other/);
+    assert.match(
+      stdout,
+      /tessera\/sqlite, \/account\/password flood: 1 addresses x 1 in flight, [\d.]+ s: [\d.]+ passwords checked\/s, [\d.]+ refused\/s \(429\), 0 other/,
+    );
   });
 
   it('runs events_flood once: tokens alone, during admin changes with the streams off, and with push streams on, each with no errors, and the SETs pushed noted', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'events_flood', '--no-postgres', '--duration', '0.3', '--warmup', '0', '--connections', '2', '--flood-in-flight', '1']);
-    for (const scenario of ['events_flood: client_credentials alone', 'events_flood: client_credentials during the changes, streams off', 'events_flood: client_credentials during the changes, 5 push streams']) {
+    const { stdout, rows } = await runBench([
+      '--quick',
+      '--scenario',
+      'events_flood',
+      '--no-postgres',
+      '--duration',
+      '0.3',
+      '--warmup',
+      '0',
+      '--connections',
+      '2',
+      '--flood-in-flight',
+      '1',
+    ]);
+    for (const scenario of [
+      'events_flood: client_credentials alone',
+      'events_flood: client_credentials during the changes, streams off',
+      'events_flood: client_credentials during the changes, 5 push streams',
+    ]) {
       const row = rows.find((entry) => entry.scenario === scenario && entry.target === 'tessera/sqlite');
       assert.ok(row, scenario);
       assert.equal(row.errors, 0);
@@ -102,7 +177,20 @@ describe('npm run bench (smoke)', () => {
   });
 
   it('runs dpop once: polls with and without a DPoP proof, every answer authorization_pending, and the ratio printed', async () => {
-    const { stdout, rows } = await runBench(['--quick', '--scenario', 'dpop', '--no-postgres', '--duration', '0.2', '--warmup', '0', '--pool', '20', '--connections', '5']);
+    const { stdout, rows } = await runBench([
+      '--quick',
+      '--scenario',
+      'dpop',
+      '--no-postgres',
+      '--duration',
+      '0.2',
+      '--warmup',
+      '0',
+      '--pool',
+      '20',
+      '--connections',
+      '5',
+    ]);
     assert.match(stdout, /DPoP proof check on tessera\/sqlite: server CPU per poll [\d.]+x/);
     for (const scenario of ['dpop: poll without proof', 'dpop: poll with proof']) {
       const row = rows.find((entry) => entry.scenario === scenario);
@@ -118,8 +206,11 @@ describe('npm run bench (smoke)', () => {
     assert.deepEqual(scalePointOf('tessera/postgres x2 instances', 80, 12), { series: 'tessera/postgres instances', count: 2, rps: 80, p99: 12 });
     assert.deepEqual(scalePointOf('oidc-provider', 50, 20), { series: 'oidc-provider', count: 1, rps: 50, p99: 20 });
     const points = [
-      scalePointOf('tessera/sqlite x1', 100, 10), scalePointOf('tessera/sqlite x2', 180, 12), scalePointOf('tessera/sqlite x4', 300, 15),
-      scalePointOf('tessera/postgres x1 instances', 70, 20), scalePointOf('tessera/postgres x2 instances', 130, 22),
+      scalePointOf('tessera/sqlite x1', 100, 10),
+      scalePointOf('tessera/sqlite x2', 180, 12),
+      scalePointOf('tessera/sqlite x4', 300, 15),
+      scalePointOf('tessera/postgres x1 instances', 70, 20),
+      scalePointOf('tessera/postgres x2 instances', 130, 22),
       scalePointOf('oidc-provider', 90, 30),
     ];
     const svg = scaleChart('code_exchange', '2 x test CPU', points);
@@ -128,7 +219,8 @@ describe('npm run bench (smoke)', () => {
     // Two panels (req/s, p99), each with one line a curve and the level line of oidc-provider.
     assert.equal(svg.match(/<polyline /g)?.length, 4);
     assert.equal(svg.match(/stroke-dasharray/g)?.length, 3);
-    for (const name of ['tessera/sqlite workers', 'tessera/postgres instances', 'oidc-provider', 'code_exchange: requests/s', 'code_exchange: p99 latency, ms']) assert.ok(svg.includes(name), name);
+    for (const name of ['tessera/sqlite workers', 'tessera/postgres instances', 'oidc-provider', 'code_exchange: requests/s', 'code_exchange: p99 latency, ms'])
+      assert.ok(svg.includes(name), name);
     assert.equal(scaleChart('code_exchange', '', [scalePointOf('tessera/sqlite', 100, 10), scalePointOf('oidc-provider', 90, 30)]), null);
   });
 });

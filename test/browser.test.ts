@@ -42,8 +42,13 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope, state, nonce, ...extra,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      redirect_uri: REDIRECT_URI,
+      scope,
+      state,
+      nonce,
+      ...extra,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     });
     return { url, verifier, state, nonce };
   }
@@ -58,14 +63,24 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Garden Planner/);
     // The approval's own list, not the language menu at the foot of the page.
     const scopes = await page.locator('.card').getByRole('listitem').allInnerTexts();
-    assert.deepEqual(scopes, ['Sign you in and know who you are', 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone', 'See your email address']);
+    assert.deepEqual(scopes, [
+      'Sign you in and know who you are',
+      'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone',
+      'See your email address',
+    ]);
     // Usable on a phone: the page fits the viewport without sideways scrolling.
-    const { scrollWidth, innerWidth } = await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })') as { scrollWidth: number; innerWidth: number };
+    const { scrollWidth, innerWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })')) as {
+      scrollWidth: number;
+      innerWidth: number;
+    };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();
 
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
-      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id))['name'], 'Grace Hopper');
@@ -106,7 +121,10 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     await signIn(page);
     // Approved in the first test: no approval page this time.
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
-      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, user.id);
 

@@ -54,7 +54,8 @@ function missingPluralForms(elements: readonly MessageFormatElement[], categorie
       const lacking = [...categories].filter((category) => !(category in element.options));
       if (lacking.length > 0) missing.push(`${element.value} lacks ${lacking.join(', ')}`);
     }
-    if (isPluralElement(element) || isSelectElement(element)) for (const option of Object.values(element.options)) missing.push(...missingPluralForms(option.value, categories));
+    if (isPluralElement(element) || isSelectElement(element))
+      for (const option of Object.values(element.options)) missing.push(...missingPluralForms(option.value, categories));
     if (isTagElement(element)) missing.push(...missingPluralForms(element.children, categories));
   }
   return missing;
@@ -103,7 +104,9 @@ describe('message catalogues', () => {
   });
 
   it('asks every plural for the forms of its own language: Arabic’s zero, two, few and many too', () => {
-    assert.deepEqual(problems('ar', { ...CATALOGUES.ar, 'totp.on': '{count, plural, one {رمز واحد} other {# رموز}}' }), ['ar: totp.on: count lacks zero, two, few, many']);
+    assert.deepEqual(problems('ar', { ...CATALOGUES.ar, 'totp.on': '{count, plural, one {رمز واحد} other {# رموز}}' }), [
+      'ar: totp.on: count lacks zero, two, few, many',
+    ]);
     const ar = messages('ar');
     const forms = [0, 1, 2, 3, 11, 100].map((count) => ar.text('totp.on', { count }).replace(/[\d٠-٩]+/g, '#'));
     assert.equal(new Set(forms).size, 6, forms.join('\n'));

@@ -21,10 +21,15 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
 
   async function call(method: string, path: string, body?: unknown) {
     // A change names the version it was made against, as the admin API asks.
-    const etag = method === 'PATCH' ? (await fetch(`${server.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag') : null;
+    const etag =
+      method === 'PATCH' ? (await fetch(`${server.url}/admin/v1${path}`, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag') : null;
     const response = await fetch(`${server.url}/admin/v1${path}`, {
       method,
-      headers: { authorization: `Bearer ${admin}`, ...(etag ? { 'if-match': etag } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${admin}`,
+        ...(etag ? { 'if-match': etag } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
@@ -37,7 +42,11 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
     ({ token: admin } = await adminToken(server, 'admin:users', 'CI'));
     const password = 'taro has a long password';
     const created = await call('POST', '/users', {
-      username: 'taro', password, name: 'Taro Yamada', given_name: 'Taro', family_name: 'Yamada',
+      username: 'taro',
+      password,
+      name: 'Taro Yamada',
+      given_name: 'Taro',
+      family_name: 'Yamada',
       localized_names: { 'ja-kana-jp': { name: 'ヤマダ タロウ', family_name: 'ヤマダ' } },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
@@ -51,22 +60,34 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid profile offline_access', state, nonce, prompt: 'consent',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile offline_access',
+      state,
+      nonce,
+      prompt: 'consent',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     return oidc.authorizationCodeGrant(config, new URL(page.location!), {
-      pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true,
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
     });
   }
 
   const tagged = (claims: Record<string, unknown>) => Object.fromEntries(Object.entries(claims).filter(([claim]) => claim.includes('#')));
   const inIdToken = { claims: JSON.stringify({ id_token: { name: null, family_name: null } }) };
 
-  it('keeps names set through the admin API, in canonical case, and lays the command line\'s over them', async () => {
+  it("keeps names set through the admin API, in canonical case, and lays the command line's over them", async () => {
     assert.deepEqual((await call('GET', '/users/taro')).body['localized_names'], { 'ja-Kana-JP': { name: 'ヤマダ タロウ', family_name: 'ヤマダ' } });
     const env = { TESSERA_DATABASE: server.config.database };
-    const run = await runTessera(['user', 'update', 'taro', '--name-in', 'ja-Hani-JP=山田 太郎', '--family-name-in', 'ja-Hani-JP=山田', '--name-in', 'de=Taro Yamada (de)'], env);
+    const run = await runTessera(
+      ['user', 'update', 'taro', '--name-in', 'ja-Hani-JP=山田 太郎', '--family-name-in', 'ja-Hani-JP=山田', '--name-in', 'de=Taro Yamada (de)'],
+      env,
+    );
     assert.equal(run.code, 0, run.stderr);
     const removed = await runTessera(['user', 'update', 'taro', '--name-in', 'de='], env);
     assert.equal(removed.code, 0, removed.stderr);
@@ -92,7 +113,10 @@ describe('claims_locales: names in other languages and scripts (OIDC Core §5.2)
     const idToken = tokens.claims()!;
     assert.equal(idToken['name'], 'Taro Yamada', 'the plain name stays the default');
     assert.deepEqual(tagged(idToken), {
-      'name#ja-Kana-JP': 'ヤマダ タロウ', 'family_name#ja-Kana-JP': 'ヤマダ', 'name#ja-Hani-JP': '山田 太郎', 'family_name#ja-Hani-JP': '山田',
+      'name#ja-Kana-JP': 'ヤマダ タロウ',
+      'family_name#ja-Kana-JP': 'ヤマダ',
+      'name#ja-Hani-JP': '山田 太郎',
+      'family_name#ja-Hani-JP': '山田',
     });
     const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
     assert.equal(userinfo['given_name'], 'Taro');

@@ -28,9 +28,21 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
         name: 'Ada Lovelace',
         email: 'ada@example.com',
         profile: {
-          givenName: 'Ada', familyName: 'Lovelace', emailVerified: true, locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/ada.png',
-          middleName: 'Augusta', nickname: 'Ada', profile: 'https://example.com/ada', website: 'https://ada.example', gender: 'female', birthdate: '1815-12-10',
-          phoneNumber: '+44 20 7946 0958', phoneNumberVerified: true, address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
+          givenName: 'Ada',
+          familyName: 'Lovelace',
+          emailVerified: true,
+          locale: 'en-GB',
+          zoneinfo: 'Europe/London',
+          picture: 'https://example.com/ada.png',
+          middleName: 'Augusta',
+          nickname: 'Ada',
+          profile: 'https://example.com/ada',
+          website: 'https://ada.example',
+          gender: 'female',
+          birthdate: '1815-12-10',
+          phoneNumber: '+44 20 7946 0958',
+          phoneNumberVerified: true,
+          address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
         },
       },
     }));
@@ -45,8 +57,13 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(configuration, {
-      redirect_uri: REDIRECT_URI, scope, state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     return { url, verifier, state, nonce };
   }
@@ -56,7 +73,10 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const asked = await request(configuration, scope, extra);
     const page = await new FormBrowser(server.url).authorize(asked.url.href, user);
     return oidc.authorizationCodeGrant(configuration, new URL(page.location!), {
-      pkceCodeVerifier: asked.verifier, expectedState: asked.state, expectedNonce: asked.nonce, idTokenExpected: true,
+      pkceCodeVerifier: asked.verifier,
+      expectedState: asked.state,
+      expectedNonce: asked.nonce,
+      idTokenExpected: true,
     });
   }
 
@@ -69,9 +89,22 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
     const { updated_at: updatedAt, ...rest } = userinfo;
     assert.deepEqual(rest, {
-      sub: user.id, name: 'Ada Lovelace', given_name: 'Ada', family_name: 'Lovelace', middle_name: 'Augusta', nickname: 'Ada', preferred_username: 'ada',
-      profile: 'https://example.com/ada', picture: 'https://example.com/ada.png', website: 'https://ada.example', gender: 'female', birthdate: '1815-12-10',
-      locale: 'en-GB', zoneinfo: 'Europe/London', email: 'ada@example.com', email_verified: true,
+      sub: user.id,
+      name: 'Ada Lovelace',
+      given_name: 'Ada',
+      family_name: 'Lovelace',
+      middle_name: 'Augusta',
+      nickname: 'Ada',
+      preferred_username: 'ada',
+      profile: 'https://example.com/ada',
+      picture: 'https://example.com/ada.png',
+      website: 'https://ada.example',
+      gender: 'female',
+      birthdate: '1815-12-10',
+      locale: 'en-GB',
+      zoneinfo: 'Europe/London',
+      email: 'ada@example.com',
+      email_verified: true,
     });
     assert.equal(typeof updatedAt, 'number');
     assert.ok(Math.abs((updatedAt as number) - Date.now() / 1000) < 600, 'seconds since the epoch (§5.1)');
@@ -82,7 +115,8 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const tokens = await signIn(office, 'openid address phone');
     assert.equal(tokens.scope, 'openid address phone');
     const idToken = tokens.claims()!;
-    for (const claim of ['address', 'phone_number', 'phone_number_verified']) assert.equal(idToken[claim], undefined, `${claim}: UserInfo's, an access token being issued`);
+    for (const claim of ['address', 'phone_number', 'phone_number_verified'])
+      assert.equal(idToken[claim], undefined, `${claim}: UserInfo's, an access token being issued`);
     assert.deepEqual(await oidc.fetchUserInfo(office, tokens.access_token, user.id), {
       sub: user.id,
       address: { street_address: '12 St James’s Square\nFlat 1', locality: 'London', postal_code: 'SW1Y 4LB', country: 'United Kingdom' },
@@ -95,14 +129,18 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     assert.equal(claims['birthdate'], '1815-12-10', 'profile releases the rest of §5.1');
   });
 
-  it('describes the address and phone scopes on the consent page, in the reader\'s language', async () => {
+  it("describes the address and phone scopes on the consent page, in the reader's language", async () => {
     const office = await discover(server, every);
     const browser = new FormBrowser(server.url);
     const first = await request(office, 'openid address phone');
     const english = await browser.signIn(await browser.follow(await browser.request(`${first.url.href}&prompt=consent`)), user);
     assert.ok(text(english).includes('See your postal address') && text(english).includes('See your phone number'), text(english));
     // Signed in now: the consent page again, in other languages.
-    for (const [language, address, phone] of [['de', 'Ihre Postanschrift sehen', 'Ihre Telefonnummer sehen'], ['ja', 'あなたの住所を見る', 'あなたの電話番号を見る'], ['ar', 'الاطلاع على عنوانك البريدي', 'الاطلاع على رقم هاتفك']] as const) {
+    for (const [language, address, phone] of [
+      ['de', 'Ihre Postanschrift sehen', 'Ihre Telefonnummer sehen'],
+      ['ja', 'あなたの住所を見る', 'あなたの電話番号を見る'],
+      ['ar', 'الاطلاع على عنوانك البريدي', 'الاطلاع على رقم هاتفك'],
+    ] as const) {
       const asked = await request(office, 'openid address phone', { ui_locales: language, prompt: 'consent' });
       const page = await browser.follow(await browser.request(asked.url.href));
       assert.ok(text(page).includes(address) && text(page).includes(phone), `${language}: ${text(page)}`);
@@ -122,7 +160,11 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const asked = await request(config, 'openid', claims({ userinfo: { name: { essential: true } } }));
     const browser = new FormBrowser(server.url);
     const approval = await browser.signIn(await browser.follow(await browser.request(`${asked.url.href}&prompt=consent`)), user);
-    assert.match(text(approval), /See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/, 'the person is asked for the scope of the name');
+    assert.match(
+      text(approval),
+      /See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/,
+      'the person is asked for the scope of the name',
+    );
     const tokens = await signIn(config, 'openid', claims({ userinfo: { name: { essential: true } } }));
     assert.equal(tokens.scope, 'openid', 'the scope asked for, not the scope of the name');
     assert.equal(tokens.claims()!['name'], undefined, 'asked for in userinfo only');
@@ -139,10 +181,16 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
   });
 
   it('keeps the claims asked for by name, and only those, when the tokens are refreshed (OIDC Core §12.2)', async () => {
-    const reader = await discover(server, await server.addClient({ name: 'News Reader', scopes: ['openid', 'profile', 'email', 'offline_access'], grantTypes: withRefresh() }));
+    const reader = await discover(
+      server,
+      await server.addClient({ name: 'News Reader', scopes: ['openid', 'profile', 'email', 'offline_access'], grantTypes: withRefresh() }),
+    );
     const tokens = await signIn(reader, 'openid offline_access', claims({ userinfo: { name: null }, id_token: { email: { essential: true } } }));
     const refreshed = await oidc.refreshTokenGrant(reader, tokens.refresh_token!);
-    for (const [when, issued] of [['first', tokens], ['refreshed', refreshed]] as const) {
+    for (const [when, issued] of [
+      ['first', tokens],
+      ['refreshed', refreshed],
+    ] as const) {
       assert.equal(issued.scope, 'openid offline_access', when);
       const idToken = issued.claims()!;
       assert.equal(idToken['email'], 'ada@example.com', when);
@@ -153,7 +201,11 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
 
   it('ignores claims it does not keep, and claims of a scope the client is not registered for', async () => {
     const badge = await discover(server, narrow);
-    const tokens = await signIn(badge, 'openid', claims({ userinfo: { email: { essential: true }, nickname: null }, id_token: { birthdate: null, acr: { values: ['x'] } } }));
+    const tokens = await signIn(
+      badge,
+      'openid',
+      claims({ userinfo: { email: { essential: true }, nickname: null }, id_token: { birthdate: null, acr: { values: ['x'] } } }),
+    );
     assert.equal(tokens.scope, 'openid');
     assert.equal(tokens.claims()!['email'], undefined);
     assert.deepEqual(await oidc.fetchUserInfo(badge, tokens.access_token, user.id), { sub: user.id });
@@ -176,10 +228,39 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
     const metadata = config.serverMetadata();
     assert.equal(metadata.claims_parameter_supported, true);
     assert.deepEqual(metadata.claims_supported, [
-      'sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr',
-      'name', 'family_name', 'given_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website', 'gender', 'birthdate', 'zoneinfo', 'locale', 'updated_at',
-      'email', 'email_verified', 'address', 'phone_number', 'phone_number_verified', 'groups',
+      'sub',
+      'iss',
+      'aud',
+      'exp',
+      'iat',
+      'auth_time',
+      'nonce',
+      'azp',
+      'sid',
+      'amr',
+      'acr',
+      'name',
+      'family_name',
+      'given_name',
+      'middle_name',
+      'nickname',
+      'preferred_username',
+      'profile',
+      'picture',
+      'website',
+      'gender',
+      'birthdate',
+      'zoneinfo',
+      'locale',
+      'updated_at',
+      'email',
+      'email_verified',
+      'address',
+      'phone_number',
+      'phone_number_verified',
+      'groups',
     ]);
-    for (const scope of ['openid', 'profile', 'email', 'address', 'phone']) assert.ok(metadata.scopes_supported?.includes(scope), `scopes_supported has ${scope}`);
+    for (const scope of ['openid', 'profile', 'email', 'address', 'phone'])
+      assert.ok(metadata.scopes_supported?.includes(scope), `scopes_supported has ${scope}`);
   });
 });

@@ -18,7 +18,11 @@ interface Registered {
 
 /** Whether the token endpoint takes these credentials: an unknown refresh token gets invalid_grant once authenticated. */
 async function authenticates(server: TestServer, clientId: string, secret: string): Promise<boolean> {
-  const result = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: 'x'.repeat(43) }, { authorization: basic(clientId, secret) });
+  const result = await postForm(
+    `${server.url}/oauth/token`,
+    { grant_type: 'refresh_token', refresh_token: 'x'.repeat(43) },
+    { authorization: basic(clientId, secret) },
+  );
   assert.ok(result.status === 400 || result.status === 401, JSON.stringify(result.body));
   return result.status === 400;
 }
@@ -57,8 +61,13 @@ describe('managing clients after registration: client show, update and rotate-se
   async function authorizeAt(clientId: string, redirectUri: string): Promise<{ status: number; location: string | null }> {
     const url = new URL(`${server.url}/oauth/authorize`);
     url.search = new URLSearchParams({
-      response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', state: 's',
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      state: 's',
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
     }).toString();
     const browser = new FormBrowser(server.url);
     const first = await browser.follow(await browser.request(url.href));
@@ -70,7 +79,9 @@ describe('managing clients after registration: client show, update and rotate-se
   it('registers a client_secret_post client, which openid-client authenticates with ClientSecretPost', async () => {
     const client = await add('--redirect-uri', REDIRECT_URI, '--auth-method', 'client_secret_post', '--grant', 'authorization_code');
     assert.equal(client['token_endpoint_auth_method'], 'client_secret_post');
-    const config = await oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretPost(client.client_secret!), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretPost(client.client_secret!), {
+      execute: [oidc.allowInsecureRequests],
+    });
     await assert.rejects(
       oidc.genericGrantRequest(config, 'authorization_code', { code: 'x', redirect_uri: REDIRECT_URI, code_verifier: 'a'.repeat(43) }),
       (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
@@ -78,16 +89,46 @@ describe('managing clients after registration: client show, update and rotate-se
   });
 
   it('registers and changes the single sign-on settings: first-party, post-logout redirect URIs, back-channel logout URI', async () => {
-    const client = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code', '--first-party',
-      '--post-logout-redirect-uri', 'https://printer.example/bye', '--backchannel-logout-uri', 'https://printer.example/bcl');
-    assert.deepEqual([client['first_party'], client['post_logout_redirect_uris'], client['backchannel_logout_uri']], [true, ['https://printer.example/bye'], 'https://printer.example/bcl']);
-    const updated = await runTessera(['client', 'update', client.client_id, '--no-first-party', '--remove-post-logout-redirect-uri', 'https://printer.example/bye',
-      '--add-post-logout-redirect-uri', 'http://127.0.0.1:9/bye', '--no-backchannel-logout-uri'], env);
+    const client = await add(
+      '--redirect-uri',
+      REDIRECT_URI,
+      '--grant',
+      'authorization_code',
+      '--first-party',
+      '--post-logout-redirect-uri',
+      'https://printer.example/bye',
+      '--backchannel-logout-uri',
+      'https://printer.example/bcl',
+    );
+    assert.deepEqual(
+      [client['first_party'], client['post_logout_redirect_uris'], client['backchannel_logout_uri']],
+      [true, ['https://printer.example/bye'], 'https://printer.example/bcl'],
+    );
+    const updated = await runTessera(
+      [
+        'client',
+        'update',
+        client.client_id,
+        '--no-first-party',
+        '--remove-post-logout-redirect-uri',
+        'https://printer.example/bye',
+        '--add-post-logout-redirect-uri',
+        'http://127.0.0.1:9/bye',
+        '--no-backchannel-logout-uri',
+      ],
+      env,
+    );
     assert.equal(updated.code, 0, updated.stderr);
     const shown = await show(client.client_id);
-    assert.deepEqual([shown['first_party'], shown['post_logout_redirect_uris'], shown['backchannel_logout_uri']], [undefined, ['http://127.0.0.1:9/bye'], undefined]);
+    assert.deepEqual(
+      [shown['first_party'], shown['post_logout_redirect_uris'], shown['backchannel_logout_uri']],
+      [undefined, ['http://127.0.0.1:9/bye'], undefined],
+    );
     assert.deepEqual((await server.store.clients.get(client.client_id))?.postLogoutRedirectUris, ['http://127.0.0.1:9/bye']);
-    for (const args of [['--backchannel-logout-uri', 'http://printer.example/bcl'], ['--post-logout-redirect-uri', 'https://printer.example/bye#x']]) {
+    for (const args of [
+      ['--backchannel-logout-uri', 'http://printer.example/bcl'],
+      ['--post-logout-redirect-uri', 'https://printer.example/bye#x'],
+    ]) {
       const refused = await runTessera(['client', 'add', '--name', 'Bad', '--redirect-uri', REDIRECT_URI, ...args], env);
       assert.equal(refused.code, 2, args.join(' '));
     }
@@ -103,7 +144,10 @@ describe('managing clients after registration: client show, update and rotate-se
       const refused = await runTessera(['client', 'add', '--name', 'Inside', '--redirect-uri', REDIRECT_URI, ...args], env);
       assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stdout}${refused.stderr}`);
       assert.match(refused.stderr, /private or link-local address.*TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on/);
-      const allowed = await runTessera(['client', 'add', '--name', 'Inside', '--redirect-uri', REDIRECT_URI, ...args], { ...env, TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'on' });
+      const allowed = await runTessera(['client', 'add', '--name', 'Inside', '--redirect-uri', REDIRECT_URI, ...args], {
+        ...env,
+        TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'on',
+      });
       assert.equal(allowed.code, 0, `${args.join(' ')} allowed: ${allowed.stderr}`);
     }
   });
@@ -114,8 +158,14 @@ describe('managing clients after registration: client show, update and rotate-se
     assert.deepEqual(
       { ...shown, created_at: undefined },
       {
-        client_id: client.client_id, client_name: 'Printer', token_endpoint_auth_method: 'client_secret_basic', redirect_uris: [REDIRECT_URI],
-        scope: 'openid profile', grant_types: ['authorization_code'], pkce: 'required', created_at: undefined,
+        client_id: client.client_id,
+        client_name: 'Printer',
+        token_endpoint_auth_method: 'client_secret_basic',
+        redirect_uris: [REDIRECT_URI],
+        scope: 'openid profile',
+        grant_types: ['authorization_code'],
+        pkce: 'required',
+        created_at: undefined,
       },
     );
     const text = await runTessera(['client', 'show', client.client_id], env);
@@ -146,14 +196,36 @@ describe('managing clients after registration: client show, update and rotate-se
 
   it('changes scopes, grants, web origins and the authentication method, each checked as at registration', async () => {
     const client = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code');
-    const changed = await runTessera(['client', 'update', client.client_id, '--scope', 'openid email', '--grant', 'authorization_code', '--grant', 'refresh_token', '--auth-method', 'client_secret_post', '--json'], env);
+    const changed = await runTessera(
+      [
+        'client',
+        'update',
+        client.client_id,
+        '--scope',
+        'openid email',
+        '--grant',
+        'authorization_code',
+        '--grant',
+        'refresh_token',
+        '--auth-method',
+        'client_secret_post',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(changed.code, 0, changed.stderr);
     const shown = JSON.parse(changed.stdout) as Record<string, unknown>;
-    assert.deepEqual([shown['scope'], shown['grant_types'], shown['token_endpoint_auth_method']], ['openid email', ['authorization_code', 'refresh_token'], 'client_secret_post']);
+    assert.deepEqual(
+      [shown['scope'], shown['grant_types'], shown['token_endpoint_auth_method']],
+      ['openid email', ['authorization_code', 'refresh_token'], 'client_secret_post'],
+    );
     assert.equal(await authenticates(server, client.client_id, client.client_secret!), true, 'the secret is kept');
 
     const native = await add('--public', '--redirect-uri', 'http://127.0.0.1/cb', '--grant', 'authorization_code');
-    const withOrigin = await runTessera(['client', 'update', native.client_id, '--add-web-origin', 'https://notes.example/', '--add-redirect-uri', 'http://localhost/cb'], env);
+    const withOrigin = await runTessera(
+      ['client', 'update', native.client_id, '--add-web-origin', 'https://notes.example/', '--add-redirect-uri', 'http://localhost/cb'],
+      env,
+    );
     assert.equal(withOrigin.code, 0, withOrigin.stderr);
     assert.deepEqual((await show(native.client_id))['web_origins'], ['https://notes.example']);
     const withoutOrigin = await runTessera(['client', 'update', native.client_id, '--remove-web-origin', 'https://notes.example'], env);
@@ -184,7 +256,10 @@ describe('managing clients after registration: client show, update and rotate-se
     }
     // http://localhost for a confidential client: refused unless the issuer is on loopback too,
     // as this test server's is.
-    const elsewhere = await runTessera(['client', 'update', client.client_id, '--add-redirect-uri', 'http://localhost:3000/cb'], { ...env, TESSERA_ISSUER: 'https://id.example.com' });
+    const elsewhere = await runTessera(['client', 'update', client.client_id, '--add-redirect-uri', 'http://localhost:3000/cb'], {
+      ...env,
+      TESSERA_ISSUER: 'https://id.example.com',
+    });
     assert.equal(elsewhere.code, 2);
     assert.match(elsewhere.stderr, /public native apps/);
     const unknown = await runTessera(['client', 'update', 'no-such-client', '--name', 'x'], env);
@@ -213,7 +288,10 @@ describe('managing clients after registration: client show, update and rotate-se
     const client = await add('--redirect-uri', REDIRECT_URI, '--grant', 'authorization_code');
     const rotated = await runTessera(['client', 'rotate-secret', client.client_id, '--json'], env);
     assert.equal(rotated.code, 0, rotated.stderr);
-    const { client_secret: second, previous_secret_expires_at: until } = JSON.parse(rotated.stdout) as { client_secret: string; previous_secret_expires_at: string };
+    const { client_secret: second, previous_secret_expires_at: until } = JSON.parse(rotated.stdout) as {
+      client_secret: string;
+      previous_secret_expires_at: string;
+    };
     assert.notEqual(second, client.client_secret);
     const grace = Date.parse(until) - Date.now();
     assert.ok(grace > 86_000_000 && grace <= 86_400_000, `one day by default, got ${grace} ms`);
@@ -252,7 +330,10 @@ describe('managing clients after registration: client show, update and rotate-se
     const fromFile = await add('--redirect-uri', REDIRECT_URI, '--auth-method', 'private_key_jwt', '--jwks-file', good);
     assert.equal(fromFile.client_secret, undefined, 'no secret');
     assert.equal(fromFile['token_endpoint_auth_method'], 'private_key_jwt');
-    assert.deepEqual(((fromFile['jwks'] as { keys: { kid: string }[] }).keys).map((k) => k.kid), ['k1']);
+    assert.deepEqual(
+      (fromFile['jwks'] as { keys: { kid: string }[] }).keys.map((k) => k.kid),
+      ['k1'],
+    );
     const fromUri = await add('--redirect-uri', REDIRECT_URI, '--jwks-uri', 'https://app.example/jwks.json');
     assert.deepEqual([fromUri['token_endpoint_auth_method'], fromUri['jwks_uri']], ['private_key_jwt', 'https://app.example/jwks.json']);
     // Keys without --auth-method mean private_key_jwt, and the help says so beside the default.

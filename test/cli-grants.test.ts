@@ -35,15 +35,27 @@ describe('the tessera command: refresh-token clients and grants', () => {
   });
 
   it("lists a user's grants and revokes one by its id", async () => {
-    const client = JSON.parse((await tessera(['client', 'add', '--name', 'Living Room TV', '--grant', 'device_code', '--grant', 'refresh_token', '--json'], env)).stdout) as { client_id: string };
+    const client = JSON.parse(
+      (await tessera(['client', 'add', '--name', 'Living Room TV', '--grant', 'device_code', '--grant', 'refresh_token', '--json'], env)).stdout,
+    ) as { client_id: string };
     assert.equal((await tessera(['user', 'add', '--username', 'ada', '--password-stdin'], env, 'a long enough password\n')).code, 0);
     const store = await openStore(database);
     const now = Date.now();
     try {
       const user = (await store.users.findByUsername('ada'))!;
-      for (const [id, kind] of [['grant-device', GRANT_DEVICE_CODE], ['grant-browser', GRANT_AUTHORIZATION_CODE]] as const) {
+      for (const [id, kind] of [
+        ['grant-device', GRANT_DEVICE_CODE],
+        ['grant-browser', GRANT_AUTHORIZATION_CODE],
+      ] as const) {
         await store.grants.create({
-          id, userId: user.id, clientId: client.client_id, scope: ['openid', 'profile'], kind, authTime: now, createdAt: now, revokedAt: null,
+          id,
+          userId: user.id,
+          clientId: client.client_id,
+          scope: ['openid', 'profile'],
+          kind,
+          authTime: now,
+          createdAt: now,
+          revokedAt: null,
           device: kind === GRANT_DEVICE_CODE ? { ip: '203.0.113.7', userAgent: 'LivingRoomTV/2.1', requestedAt: now } : null,
         });
       }
@@ -69,7 +81,10 @@ describe('the tessera command: refresh-token clients and grants', () => {
     assert.equal(revoked.code, 0, revoked.stderr);
     assert.match(revoked.stdout, /Revoked grant grant-device/);
     const after = JSON.parse((await tessera(['grant', 'list', '--username', 'ada', '--json'], env)).stdout) as Record<string, unknown>[];
-    assert.deepEqual(after.map((grant) => grant['grant_id']), ['grant-browser']);
+    assert.deepEqual(
+      after.map((grant) => grant['grant_id']),
+      ['grant-browser'],
+    );
     const again = await tessera(['grant', 'revoke', 'grant-device'], env);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /already revoked/);
@@ -82,7 +97,10 @@ describe('the tessera command: refresh-token clients and grants', () => {
     const unknown = await tessera(['grant', 'revoke', 'no-such-grant'], env);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no grant with id no-such-grant/);
-    for (const args of [['grant', 'list'], ['grant', 'revoke']]) {
+    for (const args of [
+      ['grant', 'list'],
+      ['grant', 'revoke'],
+    ]) {
       const result = await tessera(args, env);
       assert.equal(result.code, 2, args.join(' '));
       assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
@@ -109,9 +127,14 @@ describe('the tessera command beside a running server on the same database', () 
 
   /** What a client with tokens sees: whether its tokens still work, at the endpoints a client uses. */
   async function assertTokensDead(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse, introspector: oidc.Configuration, refreshError: string) {
-    await assert.rejects(oidc.refreshTokenGrant(config, tokens.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === refreshError);
-    await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, oidc.skipSubjectCheck), (error: unknown) =>
-      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+    await assert.rejects(
+      oidc.refreshTokenGrant(config, tokens.refresh_token!),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === refreshError,
+    );
+    await assert.rejects(
+      oidc.fetchUserInfo(config, tokens.access_token, oidc.skipSubjectCheck),
+      (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token',
+    );
     assert.equal((await oidc.tokenIntrospection(introspector, tokens.access_token)).active, false);
     assert.equal((await oidc.tokenIntrospection(introspector, tokens.refresh_token!)).active, false);
   }
@@ -139,7 +162,10 @@ describe('the tessera command beside a running server on the same database', () 
     const config = await discover(server, client);
     const tokens = await signIn(server, config, user, 'openid offline_access');
     assert.equal((await oidc.tokenIntrospection(config, tokens.access_token)).active, true);
-    const listed = JSON.parse((await tessera(['grant', 'list', '--username', 'ada', '--json'], { TESSERA_DATABASE: database })).stdout) as { grant_id: string; client_id: string }[];
+    const listed = JSON.parse((await tessera(['grant', 'list', '--username', 'ada', '--json'], { TESSERA_DATABASE: database })).stdout) as {
+      grant_id: string;
+      client_id: string;
+    }[];
     const grant = listed.find((entry) => entry.client_id === client.clientId)!;
     assert.equal((await tessera(['grant', 'revoke', grant.grant_id], { TESSERA_DATABASE: database })).code, 0);
     await assertTokensDead(config, tokens, config, 'invalid_grant');
@@ -153,10 +179,14 @@ describe('the tessera command beside a running server on the same database', () 
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, user.id)).sub, user.id, 'live before');
     assert.equal((await tessera(['client', 'remove', client.clientId], { TESSERA_DATABASE: database })).code, 0);
     // The client is gone, so it cannot even authenticate (401 and a Basic challenge).
-    await assert.rejects(oidc.refreshTokenGrant(config, tokens.refresh_token!), (error: unknown) =>
-      error instanceof oidc.WWWAuthenticateChallengeError && error.response.status === 401 && error.cause[0]?.scheme === 'basic');
-    await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, user.id), (error: unknown) =>
-      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+    await assert.rejects(
+      oidc.refreshTokenGrant(config, tokens.refresh_token!),
+      (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.response.status === 401 && error.cause[0]?.scheme === 'basic',
+    );
+    await assert.rejects(
+      oidc.fetchUserInfo(config, tokens.access_token, user.id),
+      (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token',
+    );
     assert.equal((await oidc.tokenIntrospection(resourceServer, tokens.access_token)).active, false);
   });
 });

@@ -31,7 +31,7 @@ describe('tessera help and one-line mistakes', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('shows every command with `tessera help`, and one group\'s with `tessera help user` or `tessera user --help`', async () => {
+  it("shows every command with `tessera help`, and one group's with `tessera help user` or `tessera user --help`", async () => {
     const all = await runTessera(['help'], env);
     assert.equal(all.code, 0);
     assert.match(all.stdout, /^Usage: tessera <command> \[options\]/);
@@ -48,7 +48,7 @@ describe('tessera help and one-line mistakes', () => {
     assert.match((await runTessera(['help', 'keys'], env)).stdout, /keys list \[--json\][\s\S]*keys rotate/);
   });
 
-  it('prints the version with `tessera --version` and `tessera -v`: package.json\'s', async () => {
+  it("prints the version with `tessera --version` and `tessera -v`: package.json's", async () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     for (const flag of ['--version', '-v']) {
       const result = await tessera([flag]);
@@ -65,12 +65,21 @@ describe('tessera help and one-line mistakes', () => {
   it('names the closest command or option to a misspelt one, in one line', async () => {
     assertOneLine(await runTessera(['usr', 'list'], env), /^tessera: unknown command "usr" \(did you mean `tessera user`\?\); run `tessera help`$/);
     assertOneLine(await runTessera(['user', 'ad'], env), /^tessera: unknown command "user ad" \(did you mean `tessera user add`\?\); run `tessera help user`$/);
-    assertOneLine(await runTessera(['user', 'add', '--usrname', 'x', '--password-stdin'], env, 'a long password\n'), /^tessera: unknown option --usrname \(did you mean --username\?\); run `tessera help user`$/);
+    assertOneLine(
+      await runTessera(['user', 'add', '--usrname', 'x', '--password-stdin'], env, 'a long password\n'),
+      /^tessera: unknown option --usrname \(did you mean --username\?\); run `tessera help user`$/,
+    );
     assertOneLine(await runTessera(['frobnicate'], env), /^tessera: unknown command "frobnicate"; run `tessera help`$/);
     // An option that is a secret read from standard input, or a setting, says which;
     // a missing value is said as the other mistakes are.
-    assertOneLine(await runTessera(['user', 'add', '--username', 'x', '--password', 'hunter2'], env), /^tessera: unknown option --password \(did you mean --password-stdin\? it is read from standard input, never taken as an argument\); run `tessera help user`$/);
-    assertOneLine(await runTessera(['serve', '--port', '9999'], env), /^tessera: unknown option --port \(it is a setting: PORT=9999 in the environment\); run `tessera help serve`$/);
+    assertOneLine(
+      await runTessera(['user', 'add', '--username', 'x', '--password', 'hunter2'], env),
+      /^tessera: unknown option --password \(did you mean --password-stdin\? it is read from standard input, never taken as an argument\); run `tessera help user`$/,
+    );
+    assertOneLine(
+      await runTessera(['serve', '--port', '9999'], env),
+      /^tessera: unknown option --port \(it is a setting: PORT=9999 in the environment\); run `tessera help serve`$/,
+    );
     assertOneLine(await runTessera(['user', 'add', '--username'], env), /^tessera: option --username needs a value; run `tessera help user`$/);
     assertOneLine(await runTessera(['help', 'clients'], env), /^tessera: no command "clients" \(did you mean `tessera client`\?\); run `tessera help`$/);
   });
@@ -98,7 +107,10 @@ describe('tessera help and one-line mistakes', () => {
     const before = await runTessera(['keys', 'list', '--json'], env);
     assert.equal(before.code, 0, before.stderr);
     const keys = JSON.parse(before.stdout) as { kid: string; alg: string; state: string }[];
-    assert.deepEqual(keys.map((key) => [key.alg, key.state]).sort(), [['ES256', 'signing'], ['RS256', 'signing']]);
+    assert.deepEqual(keys.map((key) => [key.alg, key.state]).sort(), [
+      ['ES256', 'signing'],
+      ['RS256', 'signing'],
+    ]);
     assert.equal((await runTessera(['keys', 'rotate'], env)).code, 0);
     const after = await runTessera(['keys', 'list'], env);
     const lines = after.stdout.trimEnd().split('\n');
@@ -118,8 +130,12 @@ describe('tessera user unlock', () => {
     server = await startTestServer({ database: join(dir, 'tessera.db') });
     const client = await server.addClient({ scopes: ['openid'] });
     query = new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid',
-      code_challenge: await calculatePKCECodeChallenge(randomPKCECodeVerifier()), code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await calculatePKCECodeChallenge(randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
     });
   });
   after(async () => {

@@ -42,7 +42,10 @@ describe('commands on the issuer the server serves', () => {
     const link = await runTessera(['user', 'reset-link', 'alice'], database);
     assert.equal(link.code, 0, link.stderr);
     assert.ok(link.stdout.includes(`${server.url}/reset-password?token=`), link.stdout);
-    assert.match(link.stderr, new RegExp(`^tessera: issuer ${server.url} \\(recorded by the server last started on this database, in .*tessera\\.db\\.issuer\\)\\n$`));
+    assert.match(
+      link.stderr,
+      new RegExp(`^tessera: issuer ${server.url} \\(recorded by the server last started on this database, in .*tessera\\.db\\.issuer\\)\\n$`),
+    );
     const provider = await runTessera(['provider', 'add', 'oidc', '--name', 'Corp', '--issuer', 'https://sso.example.com', '--client-id', 'tessera'], database);
     assert.equal(provider.code, 0, provider.stderr);
     assert.match(provider.stdout, new RegExp(`Register this redirect URI with the provider: ${server.url}/login/upstream/corp/callback\\n`));
@@ -62,7 +65,12 @@ describe('commands on the issuer the server serves', () => {
     assert.equal(link.code, 0, link.stderr);
     assert.ok(link.stdout.includes(`http://localhost:${port}/reset-password?token=`), link.stdout);
     assert.match(link.stderr, new RegExp(`^tessera: issuer http://localhost:${port} \\(PORT=${port}\\)\\n`));
-    assert.match(link.stderr, new RegExp(`tessera: warning: nothing answers at http://localhost:${port} \\(connection refused: nothing listens there \\(ECONNREFUSED\\)\\); .*set TESSERA_ISSUER \\(or PORT\\)`));
+    assert.match(
+      link.stderr,
+      new RegExp(
+        `tessera: warning: nothing answers at http://localhost:${port} \\(connection refused: nothing listens there \\(ECONNREFUSED\\)\\); .*set TESSERA_ISSUER \\(or PORT\\)`,
+      ),
+    );
     const login = await runTessera(['device-login', '--client-id', 'x', '--client-secret', 'y'], { ...database, PORT: String(port) });
     assert.equal(login.code, 1);
     assert.equal(

@@ -20,11 +20,36 @@ describe('tessera provider', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('adds an OpenID provider with its secret from standard input, and prints the redirect URI to register', async () => {
-    const added = await runTessera(['provider', 'add', 'oidc', '--name', 'Google', '--issuer', 'https://accounts.google.com', '--client-id', 'abc.apps.googleusercontent.com', '--client-secret-stdin', '--scope', 'email', '--allowed-domain', 'Example.com'], env, 'GOCSPX-secret\n');
+    const added = await runTessera(
+      [
+        'provider',
+        'add',
+        'oidc',
+        '--name',
+        'Google',
+        '--issuer',
+        'https://accounts.google.com',
+        '--client-id',
+        'abc.apps.googleusercontent.com',
+        '--client-secret-stdin',
+        '--scope',
+        'email',
+        '--allowed-domain',
+        'Example.com',
+      ],
+      env,
+      'GOCSPX-secret\n',
+    );
     assert.equal(added.code, 0, added.stderr);
-    assert.equal(added.stdout, 'Added identity provider "Google" (google).\nRegister this redirect URI with the provider: https://id.example.com/login/upstream/google/callback\n');
+    assert.equal(
+      added.stdout,
+      'Added identity provider "Google" (google).\nRegister this redirect URI with the provider: https://id.example.com/login/upstream/google/callback\n',
+    );
     const shown = JSON.parse((await runTessera(['provider', 'show', 'google', '--json'], env)).stdout) as Record<string, unknown>;
-    assert.deepEqual([shown['issuer'], shown['scopes'], shown['allowed_domains'], shown['client_secret_set']], ['https://accounts.google.com', ['openid', 'email'], ['example.com'], true]);
+    assert.deepEqual(
+      [shown['issuer'], shown['scopes'], shown['allowed_domains'], shown['client_secret_set']],
+      ['https://accounts.google.com', ['openid', 'email'], ['example.com'], true],
+    );
     assert.doesNotMatch(JSON.stringify(shown), /GOCSPX-secret/);
     const listed = await runTessera(['provider', 'list'], env);
     assert.equal(listed.stdout, 'google  oidc  Google\n');
@@ -34,13 +59,31 @@ describe('tessera provider', () => {
     const cases: [string[], RegExp][] = [
       [['provider', 'add', 'saml', '--name', 'X'], /--kind saml: one of oidc, github, ldap/],
       [['provider', 'add', 'oidc', '--name', 'X', '--client-id', 'a'], /--issuer is required/],
-      [['provider', 'add', 'oidc', '--name', 'X', '--issuer', 'http://sso.example.com', '--client-id', 'a'], /--issuer http:\/\/sso\.example\.com: must be https/],
-      [['provider', 'add', 'ldap', '--name', 'X', '--url', 'https://ldap', '--user-search-base', 'dc=x'], /--url https:\/\/ldap: must be ldap:\/\/ or ldaps:\/\//],
-      [['provider', 'add', 'ldap', '--name', 'X', '--url', 'ldap://ldap', '--user-search-base', 'dc=x', '--user-filter', '(uid=*)'], /--user-filter \(uid=\*\): put \{username\}/],
-      [['provider', 'add', 'ldap', '--name', 'X', '--url', 'ldap://ldap', '--user-search-base', 'dc=x', '--bind-dn', 'cn=admin'], /--bind-password-stdin is required with --bind-dn/],
+      [
+        ['provider', 'add', 'oidc', '--name', 'X', '--issuer', 'http://sso.example.com', '--client-id', 'a'],
+        /--issuer http:\/\/sso\.example\.com: must be https/,
+      ],
+      [
+        ['provider', 'add', 'ldap', '--name', 'X', '--url', 'https://ldap', '--user-search-base', 'dc=x'],
+        /--url https:\/\/ldap: must be ldap:\/\/ or ldaps:\/\//,
+      ],
+      [
+        ['provider', 'add', 'ldap', '--name', 'X', '--url', 'ldap://ldap', '--user-search-base', 'dc=x', '--user-filter', '(uid=*)'],
+        /--user-filter \(uid=\*\): put \{username\}/,
+      ],
+      [
+        ['provider', 'add', 'ldap', '--name', 'X', '--url', 'ldap://ldap', '--user-search-base', 'dc=x', '--bind-dn', 'cn=admin'],
+        /--bind-password-stdin is required with --bind-dn/,
+      ],
       [['provider', 'add', 'github', '--name', 'X', '--client-id', 'a'], /--client-secret-stdin is required/],
-      [['provider', 'add', 'oidc', '--name', 'Google', '--issuer', 'https://accounts.google.com', '--client-id', 'a'], /a provider with id google exists already/],
-      [['provider', 'add', 'oidc', '--name', 'X', '--issuer', 'https://x.example.com', '--client-id', 'a', '--url', 'ldap://x'], /--url does not apply to a provider of kind oidc/],
+      [
+        ['provider', 'add', 'oidc', '--name', 'Google', '--issuer', 'https://accounts.google.com', '--client-id', 'a'],
+        /a provider with id google exists already/,
+      ],
+      [
+        ['provider', 'add', 'oidc', '--name', 'X', '--issuer', 'https://x.example.com', '--client-id', 'a', '--url', 'ldap://x'],
+        /--url does not apply to a provider of kind oidc/,
+      ],
     ];
     for (const [args, pattern] of cases) {
       const result = await runTessera(args, env);
@@ -51,7 +94,21 @@ describe('tessera provider', () => {
   });
 
   it('changes what is given, keeps one provider the only way in, and removes', async () => {
-    const ldap = await runTessera(['provider', 'add', 'ldap', '--name', 'Corp Directory', '--url', 'ldaps://ldap.example.com', '--user-search-base', 'ou=people,dc=example,dc=com', '--only'], env);
+    const ldap = await runTessera(
+      [
+        'provider',
+        'add',
+        'ldap',
+        '--name',
+        'Corp Directory',
+        '--url',
+        'ldaps://ldap.example.com',
+        '--user-search-base',
+        'ou=people,dc=example,dc=com',
+        '--only',
+      ],
+      env,
+    );
     assert.equal(ldap.code, 0, ldap.stderr);
     const second = await runTessera(['provider', 'update', 'google', '--only'], env);
     assert.equal(second.code, 1);

@@ -19,21 +19,41 @@ describe('the tessera command: API resources', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('registers an API, prints its introspection secret once and keeps only its hash', async () => {
-    const result = await tessera([
-      'resource', 'add', '--identifier', 'https://api.example.com', '--name', 'Photo Library',
-      '--scope', 'photos:read=See your photos', '--scope', 'photos:write=Upload and delete your photos',
-      '--access-token-ttl', '900', '--introspection-secret', '--json',
-    ], env);
+    const result = await tessera(
+      [
+        'resource',
+        'add',
+        '--identifier',
+        'https://api.example.com',
+        '--name',
+        'Photo Library',
+        '--scope',
+        'photos:read=See your photos',
+        '--scope',
+        'photos:write=Upload and delete your photos',
+        '--access-token-ttl',
+        '900',
+        '--introspection-secret',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(result.code, 0, result.stderr);
     const printed = JSON.parse(result.stdout) as Record<string, unknown>;
-    assert.deepEqual({ ...printed, introspection_secret: undefined }, {
-      identifier: 'https://api.example.com',
-      name: 'Photo Library',
-      scopes: [{ name: 'photos:read', description: 'See your photos' }, { name: 'photos:write', description: 'Upload and delete your photos' }],
-      access_token_ttl: 900,
-      signing_alg: 'RS256',
-      introspection_secret: undefined,
-    });
+    assert.deepEqual(
+      { ...printed, introspection_secret: undefined },
+      {
+        identifier: 'https://api.example.com',
+        name: 'Photo Library',
+        scopes: [
+          { name: 'photos:read', description: 'See your photos' },
+          { name: 'photos:write', description: 'Upload and delete your photos' },
+        ],
+        access_token_ttl: 900,
+        signing_alg: 'RS256',
+        introspection_secret: undefined,
+      },
+    );
     const secret = printed['introspection_secret'] as string;
     assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
     const store = await openStore(env['TESSERA_DATABASE']!);
@@ -44,7 +64,10 @@ describe('the tessera command: API resources', () => {
       await store.close();
     }
 
-    const text = await tessera(['resource', 'add', '--identifier', 'urn:example:calendar', '--name', 'Calendar', '--scope', 'calendar:read=See your calendar', '--introspection-secret'], env);
+    const text = await tessera(
+      ['resource', 'add', '--identifier', 'urn:example:calendar', '--name', 'Calendar', '--scope', 'calendar:read=See your calendar', '--introspection-secret'],
+      env,
+    );
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /Registered API "Calendar" \(urn:example:calendar\) with scopes calendar:read\./);
     assert.match(text.stdout, /introspection secret: [A-Za-z0-9_-]{43}\n/);
@@ -55,10 +78,13 @@ describe('the tessera command: API resources', () => {
     const json = await tessera(['resource', 'list', '--json'], env);
     assert.equal(json.code, 0, json.stderr);
     const listed = JSON.parse(json.stdout) as { identifier: string; introspection: boolean; scopes: { name: string }[] }[];
-    assert.deepEqual(listed.map((item) => [item.identifier, item.introspection, item.scopes.map((scope) => scope.name)]), [
-      ['https://api.example.com', true, ['photos:read', 'photos:write']],
-      ['urn:example:calendar', true, ['calendar:read']],
-    ]);
+    assert.deepEqual(
+      listed.map((item) => [item.identifier, item.introspection, item.scopes.map((scope) => scope.name)]),
+      [
+        ['https://api.example.com', true, ['photos:read', 'photos:write']],
+        ['urn:example:calendar', true, ['calendar:read']],
+      ],
+    );
     assert.doesNotMatch(json.stdout, /secret/);
     const text = await tessera(['resource', 'list'], env);
     assert.match(text.stdout, /https:\/\/api\.example\.com {2}Photo Library\n {2}scope: photos:read {2}See your photos\n/);
@@ -70,7 +96,10 @@ describe('the tessera command: API resources', () => {
     assert.equal(taken.stderr, 'tessera: an API with identifier https://api.example.com is already registered\n');
     const scope = await tessera(['resource', 'add', '--identifier', 'https://other.example.com', '--name', 'Other', '--scope', 'photos:read=Mine'], env);
     assert.equal(scope.code, 1);
-    assert.equal(scope.stderr, 'tessera: scope photos:read already belongs to Photo Library (https://api.example.com); scope names are unique across the server\n');
+    assert.equal(
+      scope.stderr,
+      'tessera: scope photos:read already belongs to Photo Library (https://api.example.com); scope names are unique across the server\n',
+    );
     const listed = JSON.parse((await tessera(['resource', 'list', '--json'], env)).stdout) as unknown[];
     assert.equal(listed.length, 2, 'nothing of the refused registrations was stored');
   });
@@ -85,7 +114,10 @@ describe('the tessera command: API resources', () => {
       [['--identifier', 'https://x.example', '--name', 'X', '--scope', 'x read=X'], /the name must be/],
       [['--identifier', 'https://x.example', '--name', 'X', '--scope', 'profile=Your profile'], /an OpenID Connect scope cannot belong to an API/],
       [['--identifier', 'https://x.example', '--name', 'X', '--scope', 'x:read=A', '--scope', 'x:read=B'], /--scope x:read is given twice/],
-      [['--identifier', 'https://x.example', '--name', 'X', '--scope', 'x:read=X', '--access-token-ttl', '5'], /--access-token-ttl 5: a number of seconds from 60 to 86400/],
+      [
+        ['--identifier', 'https://x.example', '--name', 'X', '--scope', 'x:read=X', '--access-token-ttl', '5'],
+        /--access-token-ttl 5: a number of seconds from 60 to 86400/,
+      ],
     ];
     for (const [args, message] of cases) {
       const result = await tessera(['resource', 'add', ...args], env);
@@ -95,13 +127,45 @@ describe('the tessera command: API resources', () => {
   });
 
   it('lets a client be allowed API scopes, and refuses a scope no API defines', async () => {
-    const added = await tessera(['client', 'add', '--name', 'Printer', '--redirect-uri', 'https://printer.example/cb', '--grant', 'authorization_code', '--scope', 'openid photos:read', '--json'], env);
+    const added = await tessera(
+      [
+        'client',
+        'add',
+        '--name',
+        'Printer',
+        '--redirect-uri',
+        'https://printer.example/cb',
+        '--grant',
+        'authorization_code',
+        '--scope',
+        'openid photos:read',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     assert.equal((JSON.parse(added.stdout) as { scope: string }).scope, 'openid photos:read');
     assert.deepEqual((JSON.parse(added.stdout) as { grant_types: string[] }).grant_types, [GRANT_AUTHORIZATION_CODE]);
-    const refused = await tessera(['client', 'add', '--name', 'Printer', '--redirect-uri', 'https://printer.example/cb', '--grant', 'authorization_code', '--scope', 'openid photos:delete'], env);
+    const refused = await tessera(
+      [
+        'client',
+        'add',
+        '--name',
+        'Printer',
+        '--redirect-uri',
+        'https://printer.example/cb',
+        '--grant',
+        'authorization_code',
+        '--scope',
+        'openid photos:delete',
+      ],
+      env,
+    );
     assert.equal(refused.code, 2);
-    assert.match(refused.stderr, /--scope: unknown scope photos:delete \(known: openid profile email address phone offline_access groups (?:admin:[a-z:]+ )+scim ssf:manage photos:read photos:write calendar:read;/);
+    assert.match(
+      refused.stderr,
+      /--scope: unknown scope photos:delete \(known: openid profile email address phone offline_access groups (?:admin:[a-z:]+ )+scim ssf:manage photos:read photos:write calendar:read;/,
+    );
   });
 
   it('shows the APIs a grant covers in grant list, by name', async () => {
@@ -111,26 +175,42 @@ describe('the tessera command: API resources', () => {
     try {
       const user = (await store.users.findByUsername('grace'))!;
       await store.grants.create({
-        id: 'grant-photos', userId: user.id, clientId, scope: ['openid', 'photos:read'], kind: GRANT_AUTHORIZATION_CODE,
-        authTime: Date.now(), createdAt: Date.now(), revokedAt: null, device: null,
+        id: 'grant-photos',
+        userId: user.id,
+        clientId,
+        scope: ['openid', 'photos:read'],
+        kind: GRANT_AUTHORIZATION_CODE,
+        authTime: Date.now(),
+        createdAt: Date.now(),
+        revokedAt: null,
+        device: null,
       });
     } finally {
       await store.close();
     }
     const text = await tessera(['grant', 'list', '--username', 'grace'], env);
-    assert.match(text.stdout, /grant-photos {2}Printer .*\n {2}scopes: openid photos:read\n {2}API: Photo Library \(https:\/\/api\.example\.com\): See your photos\n/);
+    assert.match(
+      text.stdout,
+      /grant-photos {2}Printer .*\n {2}scopes: openid photos:read\n {2}API: Photo Library \(https:\/\/api\.example\.com\): See your photos\n/,
+    );
     const json = JSON.parse((await tessera(['grant', 'list', '--username', 'grace', '--json'], env)).stdout) as { apis: unknown }[];
     assert.deepEqual(json[0]!.apis, [{ identifier: 'https://api.example.com', name: 'Photo Library', scopes: ['photos:read'] }]);
   });
 
-  it('signs an API\'s tokens RS256 unless told ES256 at add or update, and refuses another algorithm', async () => {
-    const added = await tessera(['resource', 'add', '--identifier', 'https://fast.example.com', '--name', 'Fast', '--scope', 'fast:read=Read fast', '--signing-alg', 'ES256', '--json'], env);
+  it("signs an API's tokens RS256 unless told ES256 at add or update, and refuses another algorithm", async () => {
+    const added = await tessera(
+      ['resource', 'add', '--identifier', 'https://fast.example.com', '--name', 'Fast', '--scope', 'fast:read=Read fast', '--signing-alg', 'ES256', '--json'],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     assert.equal((JSON.parse(added.stdout) as Record<string, unknown>)['signing_alg'], 'ES256');
     const changed = await tessera(['resource', 'update', 'https://fast.example.com', '--signing-alg', 'RS256', '--json'], env);
     assert.equal(changed.code, 0, changed.stderr);
     assert.equal((JSON.parse(changed.stdout) as Record<string, unknown>)['signing_alg'], 'RS256');
-    assert.match((await tessera(['resource', 'list'], env)).stdout, /Fast\n {2}scope: fast:read {2}Read fast\n {2}access tokens live: the server default\n {2}access tokens signed: RS256\n/);
+    assert.match(
+      (await tessera(['resource', 'list'], env)).stdout,
+      /Fast\n {2}scope: fast:read {2}Read fast\n {2}access tokens live: the server default\n {2}access tokens signed: RS256\n/,
+    );
     const wrong = await tessera(['resource', 'update', 'https://fast.example.com', '--signing-alg', 'HS256'], env);
     assert.equal(wrong.code, 2);
     assert.match(wrong.stderr, /^tessera: --signing-alg HS256: RS256 or ES256; run `tessera help resource`\n$/);
@@ -147,7 +227,10 @@ describe('the tessera command: API resources', () => {
     assert.equal(again.code, 1);
     assert.equal(again.stderr, 'tessera: no API with identifier urn:example:calendar\n');
     // A removed API's scopes are free again.
-    const reuse = await tessera(['resource', 'add', '--identifier', 'https://calendar.example', '--name', 'Calendar', '--scope', 'calendar:read=See your calendar'], env);
+    const reuse = await tessera(
+      ['resource', 'add', '--identifier', 'https://calendar.example', '--name', 'Calendar', '--scope', 'calendar:read=See your calendar'],
+      env,
+    );
     assert.equal(reuse.code, 0, reuse.stderr);
   });
 });

@@ -23,7 +23,9 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     assert.equal(result.code, 0, result.stderr);
     const registered = JSON.parse(result.stdout) as { client_id: string; require_phishing_resistant: boolean };
     assert.equal(registered.require_phishing_resistant, true);
-    const plain = JSON.parse((await tessera(['client', 'add', '--name', 'Printer', '--grant', 'device_code', '--json'], env)).stdout) as { require_phishing_resistant?: boolean };
+    const plain = JSON.parse((await tessera(['client', 'add', '--name', 'Printer', '--grant', 'device_code', '--json'], env)).stdout) as {
+      require_phishing_resistant?: boolean;
+    };
     assert.equal(plain.require_phishing_resistant, undefined, 'only said when set');
     const store = await openStore(database);
     try {
@@ -59,7 +61,18 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     assert.equal((await tessera(['user', 'add', '--username', 'alan', '--password-stdin'], env, 'a long enough password\n')).code, 0);
     let store = await openStore(database);
     const now = Date.now();
-    const passkey = (id: string, userId: string, name = 'Phone') => ({ id, userId, name, publicKey: 'pQE', counter: 0, transports: [], deviceType: 'multiDevice' as const, backedUp: true, createdAt: now, lastUsedAt: null });
+    const passkey = (id: string, userId: string, name = 'Phone') => ({
+      id,
+      userId,
+      name,
+      publicKey: 'pQE',
+      counter: 0,
+      transports: [],
+      deviceType: 'multiDevice' as const,
+      backedUp: true,
+      createdAt: now,
+      lastUsedAt: null,
+    });
     let grace: string;
     let alan: string;
     try {
@@ -78,13 +91,20 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     const shown = await tessera(['user', 'show', 'grace'], env);
     assert.equal(shown.code, 0, shown.stderr);
     const at = (ms: number) => new Date(ms).toISOString();
-    assert.ok(shown.stdout.endsWith(`  passkeys: 2
+    assert.ok(
+      shown.stdout.endsWith(`  passkeys: 2
     Phone (synced): added ${at(now)}, last used never
     YubiKey (this device only): added ${at(now)}, last used ${at(now + 1000)}
   one-time codes: on, 2 of 10 recovery codes left
   linked identities: none
-`), shown.stdout);
-    const json = JSON.parse((await tessera(['user', 'show', 'grace', '--json'], env)).stdout) as { passkeys: unknown[]; one_time_codes: boolean; recovery_codes_left: number };
+`),
+      shown.stdout,
+    );
+    const json = JSON.parse((await tessera(['user', 'show', 'grace', '--json'], env)).stdout) as {
+      passkeys: unknown[];
+      one_time_codes: boolean;
+      recovery_codes_left: number;
+    };
     assert.deepEqual(json.passkeys, [
       { id: 'cred-1', name: 'Phone', synced: true, created_at: at(now), last_used_at: null },
       { id: 'cred-2', name: 'YubiKey', synced: false, created_at: at(now), last_used_at: at(now + 1000) },
@@ -94,7 +114,10 @@ describe('the tessera command: passkey-only clients and second factors', () => {
 
     const result = await tessera(['user', 'reset-second-factor', 'Grace'], env);
     assert.equal(result.code, 0, result.stderr);
-    assert.equal(result.stdout, 'Removed 2 passkeys, one-time codes and recovery codes of grace. They sign in with their password until they set up a new one.\n');
+    assert.equal(
+      result.stdout,
+      'Removed 2 passkeys, one-time codes and recovery codes of grace. They sign in with their password until they set up a new one.\n',
+    );
     store = await openStore(database);
     try {
       assert.deepEqual(await store.passkeys.listForUser(grace), []);
@@ -107,11 +130,18 @@ describe('the tessera command: passkey-only clients and second factors', () => {
     assert.match((await tessera(['user', 'reset-second-factor', 'grace'], env)).stdout, /Removed 0 passkeys of grace/);
     assert.match((await tessera(['user', 'show', 'grace'], env)).stdout, /\n {2}passkeys: none\n {2}one-time codes: off\n {2}linked identities: none\n$/);
     // Each reset is an audit event, the operator's.
-    const events = JSON.parse((await tessera(['events', '--type', 'second_factor.reset', '--json'], env)).stdout) as { user_id: string; username: string; detail: Record<string, unknown> }[];
-    assert.deepEqual(events.map((event) => [event.username, event.detail]), [
-      ['grace', { passkeys_removed: 0, totp_removed: false, by: 'operator' }],
-      ['grace', { passkeys_removed: 2, totp_removed: true, by: 'operator' }],
-    ]);
+    const events = JSON.parse((await tessera(['events', '--type', 'second_factor.reset', '--json'], env)).stdout) as {
+      user_id: string;
+      username: string;
+      detail: Record<string, unknown>;
+    }[];
+    assert.deepEqual(
+      events.map((event) => [event.username, event.detail]),
+      [
+        ['grace', { passkeys_removed: 0, totp_removed: false, by: 'operator' }],
+        ['grace', { passkeys_removed: 2, totp_removed: true, by: 'operator' }],
+      ],
+    );
     assert.ok(events.every((event) => event.user_id === grace));
   });
 

@@ -12,7 +12,6 @@ import { runTessera, serveTessera, tessera } from './helpers/cli.ts';
 import { signInRaw } from './helpers/lifecycle.ts';
 import { startTestServer } from './helpers/server.ts';
 
-
 describe('the tessera command', () => {
   let dir: string;
   let env: Record<string, string>;
@@ -24,7 +23,10 @@ describe('the tessera command', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('registers a client and prints its id and secret once as JSON, nothing else on stdout', async () => {
-    const result = await runTessera(['client', 'add', '--name', 'My App', '--redirect-uri', 'https://app.example/cb', '--redirect-uri', 'http://127.0.0.1:8000/cb', '--json'], env);
+    const result = await runTessera(
+      ['client', 'add', '--name', 'My App', '--redirect-uri', 'https://app.example/cb', '--redirect-uri', 'http://127.0.0.1:8000/cb', '--json'],
+      env,
+    );
     assert.equal(result.code, 0, result.stderr);
     const client = JSON.parse(result.stdout) as Record<string, unknown>;
     assert.equal(typeof client['client_id'], 'string');
@@ -43,18 +45,45 @@ describe('the tessera command', () => {
     const deviceOnly = await runTessera(['client', 'add', '--name', 'TV', '--grant', 'device_code', '--json'], env);
     assert.equal(deviceOnly.code, 0, deviceOnly.stderr);
     assert.deepEqual((JSON.parse(deviceOnly.stdout) as { grant_types: string[] }).grant_types, ['urn:ietf:params:oauth:grant-type:device_code']);
-    const both = await runTessera(['client', 'add', '--name', 'Both', '--grant', 'authorization_code', '--grant', 'device_code', '--redirect-uri', 'https://x.example/cb', '--json'], env);
-    assert.deepEqual((JSON.parse(both.stdout) as { grant_types: string[] }).grant_types, ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code']);
+    const both = await runTessera(
+      ['client', 'add', '--name', 'Both', '--grant', 'authorization_code', '--grant', 'device_code', '--redirect-uri', 'https://x.example/cb', '--json'],
+      env,
+    );
+    assert.deepEqual((JSON.parse(both.stdout) as { grant_types: string[] }).grant_types, [
+      'authorization_code',
+      'urn:ietf:params:oauth:grant-type:device_code',
+    ]);
     const bad = await runTessera(['client', 'add', '--name', 'X', '--grant', 'implicit', '--redirect-uri', 'https://x.example/cb'], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
   });
 
   it('records the networks a device client may start from (--device-network), and refuses a bad one or one without the device grant', async () => {
-    const added = await runTessera(['client', 'add', '--name', 'Lobby TV', '--grant', 'device_code', '--device-network', '192.0.2.0/24', '--device-network', '2001:db8:1::/48', '--device-network', '198.51.100.7', '--json'], env);
+    const added = await runTessera(
+      [
+        'client',
+        'add',
+        '--name',
+        'Lobby TV',
+        '--grant',
+        'device_code',
+        '--device-network',
+        '192.0.2.0/24',
+        '--device-network',
+        '2001:db8:1::/48',
+        '--device-network',
+        '198.51.100.7',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     assert.deepEqual((JSON.parse(added.stdout) as { device_networks: string[] }).device_networks, ['192.0.2.0/24', '2001:db8:1::/48', '198.51.100.7/32']);
-    for (const args of [['--grant', 'device_code', '--device-network', '192.0.2.0/33'], ['--grant', 'device_code', '--device-network', 'office'], ['--redirect-uri', 'https://x.example/cb', '--device-network', '192.0.2.0/24']]) {
+    for (const args of [
+      ['--grant', 'device_code', '--device-network', '192.0.2.0/33'],
+      ['--grant', 'device_code', '--device-network', 'office'],
+      ['--redirect-uri', 'https://x.example/cb', '--device-network', '192.0.2.0/24'],
+    ]) {
       const result = await runTessera(['client', 'add', '--name', 'X', ...args], env);
       assert.equal(result.code, 2, args.join(' '));
       assert.match(result.stderr, /--device-network/);
@@ -71,7 +100,23 @@ describe('the tessera command', () => {
   });
 
   it('registers a public client without a secret, with a private-use scheme and a web origin', async () => {
-    const result = await runTessera(['client', 'add', '--name', 'Notes', '--public', '--redirect-uri', 'com.example.notes:/cb', '--redirect-uri', 'https://notes.example/cb', '--web-origin', 'https://notes.example', '--json'], env);
+    const result = await runTessera(
+      [
+        'client',
+        'add',
+        '--name',
+        'Notes',
+        '--public',
+        '--redirect-uri',
+        'com.example.notes:/cb',
+        '--redirect-uri',
+        'https://notes.example/cb',
+        '--web-origin',
+        'https://notes.example',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(result.code, 0, result.stderr);
     const client = JSON.parse(result.stdout) as Record<string, unknown>;
     assert.equal(client['client_secret'], undefined);
@@ -98,7 +143,11 @@ describe('the tessera command', () => {
   });
 
   it('adds a user with the password from standard input, and refuses a duplicate', async () => {
-    const first = await runTessera(['user', 'add', '--username', 'Alice', '--password-stdin', '--name', 'Alice Liddell', '--email', 'alice@example.com'], env, 'a long enough password\n');
+    const first = await runTessera(
+      ['user', 'add', '--username', 'Alice', '--password-stdin', '--name', 'Alice Liddell', '--email', 'alice@example.com'],
+      env,
+      'a long enough password\n',
+    );
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /alice/);
     const again = await runTessera(['user', 'add', '--username', 'alice', '--password-stdin'], env, 'another password\n');
@@ -153,7 +202,9 @@ describe('the tessera command', () => {
       // server's by however long the sign-in above took: the server's clock is set from it.
       const rotatedBy = Date.now();
       assert.equal(result.code, 0, result.stderr);
-      const printed = Object.fromEntries([...result.stdout.matchAll(/Published (RS256|ES256) key (\S+); it signs from/g)].map((match) => [match[1]!, match[2]!]));
+      const printed = Object.fromEntries(
+        [...result.stdout.matchAll(/Published (RS256|ES256) key (\S+); it signs from/g)].map((match) => [match[1]!, match[2]!]),
+      );
       assert.deepEqual(Object.keys(printed).sort(), ['ES256', 'RS256']);
       const published = await kids();
       assert.ok(published.includes(printed['RS256']!) && published.includes(printed['ES256']!), 'both new keys are in the JWKS at once');
@@ -173,7 +224,11 @@ describe('the tessera command', () => {
 
   it('hashes passwords at the production cost, argon2id m=46 MiB t=1 p=1, without TESSERA_PASSWORD_HASH (the real command)', async () => {
     const database = join(dir, 'production-cost.db');
-    const added = await tessera(['user', 'add', '--username', 'grace', '--password-stdin'], { TESSERA_DATABASE: database, TESSERA_PASSWORD_HASH: '' }, 'a long enough password\n');
+    const added = await tessera(
+      ['user', 'add', '--username', 'grace', '--password-stdin'],
+      { TESSERA_DATABASE: database, TESSERA_PASSWORD_HASH: '' },
+      'a long enough password\n',
+    );
     assert.equal(added.code, 0, added.stderr);
     const store = await openStore(database);
     try {
@@ -185,17 +240,24 @@ describe('the tessera command', () => {
   });
 
   it('serves what the command registered: a newcomer completes the flow against `serve` (the real commands)', async (t) => {
-    const client = JSON.parse((await tessera(['client', 'add', '--name', 'Newcomer App', '--redirect-uri', 'http://127.0.0.1:9/callback', '--json'], env)).stdout) as { client_id: string; client_secret: string };
+    const client = JSON.parse(
+      (await tessera(['client', 'add', '--name', 'Newcomer App', '--redirect-uri', 'http://127.0.0.1:9/callback', '--json'], env)).stdout,
+    ) as { client_id: string; client_secret: string };
     assert.equal((await tessera(['user', 'add', '--username', 'newcomer', '--password-stdin'], env, 'newcomer password\n')).code, 0);
     const server = await serveTessera([], env);
     t.after(() => server.stop());
     const issuer = server.url;
-    const config = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(issuer), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: 'http://127.0.0.1:9/callback', scope: 'openid profile', state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      redirect_uri: 'http://127.0.0.1:9/callback',
+      scope: 'openid profile',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     });
     const page = await new FormBrowser(issuer).authorize(url.href, { username: 'newcomer', password: 'newcomer password' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });

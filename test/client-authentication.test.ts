@@ -29,7 +29,11 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
   let endpoints: { name: string; url: string; form: Record<string, string>; ok: (result: Result) => void }[];
 
   before(async () => {
-    ({ server, client: basicClient, user } = await startWithApp({ client: { name: 'Basic App', scopes: OFFLINE_SCOPES, grantTypes: GRANTS }, user: { username: 'ada' } }));
+    ({
+      server,
+      client: basicClient,
+      user,
+    } = await startWithApp({ client: { name: 'Basic App', scopes: OFFLINE_SCOPES, grantTypes: GRANTS }, user: { username: 'ada' } }));
     postClient = await server.addClient({ name: 'Post App', scopes: OFFLINE_SCOPES, grantTypes: GRANTS, authMethod: 'client_secret_post' });
     publicClient = await server.addClient({ name: 'CLI', public: true, scopes: OFFLINE_SCOPES, grantTypes: GRANTS });
     endpoints = [
@@ -75,7 +79,10 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
     assert.equal((await oidc.tokenIntrospection(config, refreshed.access_token)).active, true);
     await oidc.tokenRevocation(config, refreshed.refresh_token!);
-    await assert.rejects(oidc.refreshTokenGrant(config, refreshed.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
+    await assert.rejects(
+      oidc.refreshTokenGrant(config, refreshed.refresh_token!),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
   });
 
   it('openid-client with ClientSecretPost and ClientSecretBasic works for a client registered with either method', async () => {
@@ -117,7 +124,11 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
       endpoint.ok(await postForm(endpoint.url, { ...endpoint.form, client_id: publicClient.clientId }));
       // An empty client_secret in the body is the same: a parameter without a value is omitted.
       endpoint.ok(await postForm(endpoint.url, { ...endpoint.form, client_id: publicClient.clientId, client_secret: '' }));
-      assertError(await postForm(endpoint.url, { ...endpoint.form, client_id: basicClient.clientId }, { authorization: basic(publicClient.clientId, '') }), 401, 'invalid_client');
+      assertError(
+        await postForm(endpoint.url, { ...endpoint.form, client_id: basicClient.clientId }, { authorization: basic(publicClient.clientId, '') }),
+        401,
+        'invalid_client',
+      );
     }
     const introspection = endpoints.find(({ name }) => name === 'introspection')!;
     assertError(await postForm(introspection.url, introspection.form, { authorization: basic(publicClient.clientId, '') }), 401, 'invalid_client');

@@ -25,9 +25,23 @@ describe('the client credentials grant (RFC 6749 §4.4)', () => {
   before(async () => {
     server = await startTestServer();
     const deps = manageDeps(server);
-    reportsSecret = (await addResource(deps, { identifier: REPORTS, name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read reports' }, { name: 'reports:write', description: 'Write reports' }], introspection_secret: true })).introspectionSecret!;
+    reportsSecret = (
+      await addResource(deps, {
+        identifier: REPORTS,
+        name: 'Reports',
+        scopes: [
+          { name: 'reports:read', description: 'Read reports' },
+          { name: 'reports:write', description: 'Write reports' },
+        ],
+        introspection_secret: true,
+      })
+    ).introspectionSecret!;
     await addResource(deps, { identifier: LEDGER, name: 'Ledger', scopes: [{ name: 'ledger:read', description: 'Read the ledger' }] });
-    const { client, secret: made } = await createClient(deps, { client_name: 'Nightly export', grant_types: ['client_credentials'], scope: 'reports:read reports:write ledger:read' });
+    const { client, secret: made } = await createClient(deps, {
+      client_name: 'Nightly export',
+      grant_types: ['client_credentials'],
+      scope: 'reports:read reports:write ledger:read',
+    });
     clientId = client.id;
     secret = made!;
   });
@@ -62,7 +76,12 @@ describe('the client credentials grant (RFC 6749 §4.4)', () => {
 
   it('authenticates the client with client_secret_post and private_key_jwt too', async () => {
     const deps = manageDeps(server);
-    const { client: post, secret: postSecret } = await createClient(deps, { client_name: 'Poster', grant_types: ['client_credentials'], scope: 'reports:read', token_endpoint_auth_method: 'client_secret_post' });
+    const { client: post, secret: postSecret } = await createClient(deps, {
+      client_name: 'Poster',
+      grant_types: ['client_credentials'],
+      scope: 'reports:read',
+      token_endpoint_auth_method: 'client_secret_post',
+    });
     const viaPost = await oidc.clientCredentialsGrant(await discover(post.id, oidc.ClientSecretPost(postSecret!)), { scope: 'reports:read' });
     assert.equal((await resourceServer(REPORTS)(viaPost.access_token)).payload.sub, post.id);
 
@@ -99,8 +118,13 @@ describe('the client credentials grant (RFC 6749 §4.4)', () => {
 
   it('refuses what RFC 6749 §4.4 and §5.2 refuse', async () => {
     const deps = manageDeps(server);
-    const { client: other, secret: otherSecret } = await createClient(deps, { client_name: 'Web app', redirect_uris: ['https://app.example/cb'], scope: 'openid reports:read' });
-    const token = (id: string, key: string, form: Record<string, string>) => postForm(`${server.url}/oauth/token`, { grant_type: 'client_credentials', ...form }, { authorization: basic(id, key) });
+    const { client: other, secret: otherSecret } = await createClient(deps, {
+      client_name: 'Web app',
+      redirect_uris: ['https://app.example/cb'],
+      scope: 'openid reports:read',
+    });
+    const token = (id: string, key: string, form: Record<string, string>) =>
+      postForm(`${server.url}/oauth/token`, { grant_type: 'client_credentials', ...form }, { authorization: basic(id, key) });
     const cases: [string, string, Record<string, string>, number, string][] = [
       [other.id, otherSecret!, { scope: 'reports:read' }, 400, 'unauthorized_client'],
       [clientId, 'wrong secret', { scope: 'reports:read' }, 401, 'invalid_client'],
@@ -116,8 +140,17 @@ describe('the client credentials grant (RFC 6749 §4.4)', () => {
       const result = await token(id, key, form);
       assert.deepEqual([result.status, result.body['error']], [status, error], JSON.stringify(form));
     }
-    await assert.rejects(createClient(deps, { client_name: 'Public', grant_types: ['client_credentials'], scope: 'reports:read', token_endpoint_auth_method: 'none' }), /client_credentials is for confidential clients/);
-    await assert.rejects(createClient(deps, { client_name: 'No scope', grant_types: ['client_credentials'] }), /scope is required for the client_credentials grant/);
-    await assert.rejects(createClient(deps, { client_name: 'Sneaky', redirect_uris: ['https://app.example/cb'], scope: 'openid admin:users' }), /admin scopes are for clients of the client_credentials grant alone/);
+    await assert.rejects(
+      createClient(deps, { client_name: 'Public', grant_types: ['client_credentials'], scope: 'reports:read', token_endpoint_auth_method: 'none' }),
+      /client_credentials is for confidential clients/,
+    );
+    await assert.rejects(
+      createClient(deps, { client_name: 'No scope', grant_types: ['client_credentials'] }),
+      /scope is required for the client_credentials grant/,
+    );
+    await assert.rejects(
+      createClient(deps, { client_name: 'Sneaky', redirect_uris: ['https://app.example/cb'], scope: 'openid admin:users' }),
+      /admin scopes are for clients of the client_credentials grant alone/,
+    );
   });
 });

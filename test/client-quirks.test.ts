@@ -13,7 +13,14 @@ describe('--pkce optional: a confidential OpenID client may use nonce instead of
   let user: TestUser;
 
   before(async () => {
-    ({ server, client: legacy, user } = await startWithApp({ client: { name: 'Intranet', pkce: 'optional', authMethod: 'client_secret_post', grantTypes: ['authorization_code'] }, user: { username: 'ada' } }));
+    ({
+      server,
+      client: legacy,
+      user,
+    } = await startWithApp({
+      client: { name: 'Intranet', pkce: 'optional', authMethod: 'client_secret_post', grantTypes: ['authorization_code'] },
+      user: { username: 'ada' },
+    }));
     strict = await server.addClient({ name: 'Printer', grantTypes: ['authorization_code'] });
   });
   after(() => server.close());
@@ -41,7 +48,11 @@ describe('--pkce optional: a confidential OpenID client may use nonce instead of
   }
 
   function redeem(client: TestClient, issued: string, extra: Record<string, string> = {}) {
-    return postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code: issued, redirect_uri: REDIRECT_URI, ...extra }, { authorization: basic(client.clientId, client.clientSecret) });
+    return postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code: issued, redirect_uri: REDIRECT_URI, ...extra },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
   }
 
   it('issues a code without PKCE for an OpenID request with a nonce, and an ID token carrying that nonce', async () => {
@@ -54,12 +65,21 @@ describe('--pkce optional: a confidential OpenID client may use nonce instead of
 
   it('still takes PKCE from such a client', async () => {
     const verifier = oidc.randomPKCECodeVerifier();
-    const issued = await code(legacy, { scope: 'openid', nonce: 'n', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const issued = await code(legacy, {
+      scope: 'openid',
+      nonce: 'n',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     assert.equal((await redeem(legacy, issued, { code_verifier: verifier })).status, 200);
   });
 
   it('refuses a request without PKCE that has no nonce, or is not an OpenID request', async () => {
-    const cases: Record<string, string>[] = [{ scope: 'openid profile' }, { scope: 'profile', nonce: 'n' }, { scope: 'openid', nonce: 'n', code_challenge_method: 'S256' }];
+    const cases: Record<string, string>[] = [
+      { scope: 'openid profile' },
+      { scope: 'profile', nonce: 'n' },
+      { scope: 'openid', nonce: 'n', code_challenge_method: 'S256' },
+    ];
     for (const params of cases) {
       const error = await refusal(authorizeUrl(legacy, params));
       assert.equal(error.get('error'), 'invalid_request', JSON.stringify(params));
@@ -81,7 +101,12 @@ describe('--pkce optional: a confidential OpenID client may use nonce instead of
     assert.equal((await redeem(legacy, withoutChallenge)).status, 200, 'the refused attempt left the code unused');
 
     const verifier = oidc.randomPKCECodeVerifier();
-    const withChallenge = await code(legacy, { scope: 'openid', nonce: 'n', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const withChallenge = await code(legacy, {
+      scope: 'openid',
+      nonce: 'n',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     const missing = await redeem(legacy, withChallenge);
     assert.deepEqual([missing.status, missing.body['error']], [400, 'invalid_grant']);
     assert.match(String(missing.body['error_description']), /code_verifier is required/);
@@ -107,7 +132,10 @@ describe('http://localhost redirect URIs for public native clients (RFC 8252 §7
   after(() => server.close());
 
   it('signs in through openid-client on whatever port the app opened, and refuses another host or path', async () => {
-    const registered = await runTessera(['client', 'add', '--name', 'oidc-agent', '--public', '--redirect-uri', 'http://localhost/callback', '--grant', 'authorization_code', '--json'], { TESSERA_DATABASE: server.config.database });
+    const registered = await runTessera(
+      ['client', 'add', '--name', 'oidc-agent', '--public', '--redirect-uri', 'http://localhost/callback', '--grant', 'authorization_code', '--json'],
+      { TESSERA_DATABASE: server.config.database },
+    );
     assert.equal(registered.code, 0, registered.stderr);
     const clientId = (JSON.parse(registered.stdout) as { client_id: string }).client_id;
     const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
@@ -120,8 +148,15 @@ describe('http://localhost redirect URIs for public native clients (RFC 8252 §7
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
     assert.equal(tokens.claims()?.sub, user.id);
 
-    for (const other of ['http://127.0.0.1:43117/callback', 'http://localhost.example:43117/callback', 'http://localhost:43117/other', 'https://localhost:43117/callback']) {
-      const refused = await new FormBrowser(server.url).request(oidc.buildAuthorizationUrl(config, { redirect_uri: other, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' }).href);
+    for (const other of [
+      'http://127.0.0.1:43117/callback',
+      'http://localhost.example:43117/callback',
+      'http://localhost:43117/other',
+      'https://localhost:43117/callback',
+    ]) {
+      const refused = await new FormBrowser(server.url).request(
+        oidc.buildAuthorizationUrl(config, { redirect_uri: other, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' }).href,
+      );
       assert.deepEqual([refused.status, refused.location], [400, null], other);
     }
   });
@@ -146,7 +181,9 @@ describe('--pkce optional-without-nonce: a certification client may send neither
   }
 
   async function configFor(client: { client_id: string; client_secret: string }) {
-    return oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+    return oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
   }
 
   it('completes an OpenID sign-in with neither code_challenge nor nonce through openid-client, and a plain OAuth one', async () => {
@@ -180,7 +217,10 @@ describe('--pkce optional-without-nonce: a certification client may send neither
   });
 
   it('is for confidential clients only', async () => {
-    const refused = await runTessera(['client', 'add', '--name', 'SPA', '--public', '--redirect-uri', 'https://spa.example/cb', '--pkce', 'optional-without-nonce'], env);
+    const refused = await runTessera(
+      ['client', 'add', '--name', 'SPA', '--public', '--redirect-uri', 'https://spa.example/cb', '--pkce', 'optional-without-nonce'],
+      env,
+    );
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /--pkce optional-without-nonce is for confidential clients only/);
   });

@@ -57,7 +57,8 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   /** Each page's virtual authenticator, to copy the admin's passkey into (signInAdmin). */
   const authenticators = new WeakMap<Page, { cdp: CDPSession; authenticatorId: string }>();
   /** The admin's passkey as the first test's authenticator holds it (a synced passkey, in effect). */
-  let adminPasskey: { credentialId: string; isResidentCredential: boolean; rpId?: string; privateKey: string; userHandle?: string; signCount: number } | null = null;
+  let adminPasskey: { credentialId: string; isResidentCredential: boolean; rpId?: string; privateKey: string; userHandle?: string; signCount: number } | null =
+    null;
   let copies = 0;
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
@@ -67,7 +68,14 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable', { enableUI: false });
     const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
     authenticators.set(page, { cdp, authenticatorId });
     // Only the button signs in with the passkey, not the autofill the moment a sign-in page
@@ -123,19 +131,32 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
     // Someone signs in to it in another browser context.
     const person = await server.addUser({ username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
-    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const other = await browser.newContext();
     t.after(() => other.close());
     const visitor = await other.newPage();
     const callback = catchRedirect(visitor);
-    await visitor.goto(oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).href);
+    await visitor.goto(
+      oidc.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid profile',
+        state,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      }).href,
+    );
     await visitor.getByLabel('Username').fill(person.username);
     await visitor.getByLabel('Password').fill(person.password);
     await visitor.getByRole('button', { name: 'Sign in', exact: true }).click();
     await visitor.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state });
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
     assert.equal((await oidc.fetchUserInfo(config, tokens.access_token, person.id))['name'], 'Ada Lovelace');
 
     // The admin finds them by their e-mail address and sees the app on their page.
@@ -159,7 +180,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
     // The dashboard counts from the audit trail: the admin's two sign-ins and the person's.
     await sections.getByRole('link', { name: 'Dashboard' }).click();
-    const figure = (name: string) => page.locator('dl.figures > div').filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) }).locator('dd');
+    const figure = (name: string) =>
+      page
+        .locator('dl.figures > div')
+        .filter({ has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) })
+        .locator('dd');
     assert.deepEqual(await figure('Sign-ins').allInnerTexts(), ['3 Last hour', '3 Last 24 hours']);
     assert.deepEqual(await figure('Failed sign-ins').allInnerTexts(), ['0 Last hour', '0 Last 24 hours']);
 
@@ -197,7 +222,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     // The field by its label, its protocol name in small print.
     assert.match(await alert.innerText(), /First-party \(no approval page\) first_party: No → Yes/);
     assert.equal((await server.store.clients.get(app.clientId))?.name, 'Photo Printer', 'nothing of the stale edit was saved');
-    assert.equal(await page.getByLabel('Name').inputValue(), 'Photo Printer 2', 'the operator\'s change is kept');
+    assert.equal(await page.getByLabel('Name').inputValue(), 'Photo Printer 2', "the operator's change is kept");
     assert.equal(await page.getByLabel('First-party: no approval page').isChecked(), true, 'over the other change');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Saved.').waitFor();
@@ -228,7 +253,9 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await signInAdmin(page);
     const person = await server.addUser({ username: 'katherine' });
     offset += 16 * 60_000;
-    t.after(() => { offset -= 16 * 60_000; });
+    t.after(() => {
+      offset -= 16 * 60_000;
+    });
     await page.goto(`${server.url}/console/users/katherine`);
     await page.getByRole('heading', { name: 'katherine', level: 1 }).waitFor();
     await page.getByRole('link', { name: 'End sessions' }).click();
@@ -242,10 +269,16 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
     // A form posted with an old sign-in: asked again, then back on the page the form was on.
     offset += 16 * 60_000;
-    t.after(() => { offset -= 16 * 60_000; });
+    t.after(() => {
+      offset -= 16 * 60_000;
+    });
     await page.getByRole('button', { name: 'Make a reset link' }).click();
     await page.getByText('Changes need a recent sign-in').waitFor();
-    assert.equal(await server.store.events.list({ userId: person.id, type: 'user.reset_link_created', limit: 1 }).then((found) => found.length), 0, 'nothing was done');
+    assert.equal(
+      await server.store.events.list({ userId: person.id, type: 'user.reset_link_created', limit: 1 }).then((found) => found.length),
+      0,
+      'nothing was done',
+    );
     await signInWithPasskey(page);
     await page.getByRole('heading', { name: 'katherine', level: 1 }).waitFor();
     await page.getByRole('button', { name: 'Make a reset link' }).click();
@@ -291,33 +324,81 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.match(await door.getByRole('alert').innerText(), /^Your account, nobody, has no role in the Tessera console\./);
   });
 
-  it('passes axe-core on every console page at a desktop\'s and a phone\'s width', async (t) => {
+  it("passes axe-core on every console page at a desktop's and a phone's width", async (t) => {
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
     await signInAdmin(page);
     const app = await server.addClient({ name: 'Weather Station', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
-    const { client: selfRegistered } = await createClient(manageDeps(server), { client_name: 'Self-made App', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'dynamic' });
+    const { client: selfRegistered } = await createClient(
+      manageDeps(server),
+      { client_name: 'Self-made App', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
+      { registeredBy: 'dynamic' },
+    );
     const api = encodeURIComponent('https://tides.example.com/v1');
-    await addResource(manageDeps(server), { identifier: 'https://tides.example.com/v1', name: 'Tides', scopes: [{ name: 'tides:read', description: 'See the tides' }] });
+    await addResource(manageDeps(server), {
+      identifier: 'https://tides.example.com/v1',
+      name: 'Tides',
+      scopes: [{ name: 'tides:read', description: 'See the tides' }],
+    });
     const dorothy = await server.addUser({ username: 'dorothy', name: 'Dorothy Vaughan' });
     // Someone guessed her password until the limit locked her out from their address.
     const guesser = new FormBrowser(server.url);
     const signInPage = await guesser.request('/login');
-    for (let i = 0; i < server.config.signIn.perUserAddress; i++) assert.equal((await guesser.submit(signInPage, '/login', { username: 'dorothy', password: 'guess' })).status, 401);
+    for (let i = 0; i < server.config.signIn.perUserAddress; i++)
+      assert.equal((await guesser.submit(signInPage, '/login', { username: 'dorothy', password: 'guess' })).status, 401);
     const paths = [
-      '/console', '/console/users', '/console/users?q=zzz-none', '/console/users/dorothy', '/console/users/dorothy/disable', '/console/users/dorothy/end-sessions',
-      '/console/users/dorothy/reset-second-factor', '/console/apps', '/console/apps/new', `/console/apps/${app.clientId}`, `/console/apps/${app.clientId}/rotate`,
-      `/console/apps/${app.clientId}/remove`, `/console/apps/${selfRegistered.id}`, '/console/apis', '/console/apis/new', `/console/apis/${api}`, `/console/apis/${api}/remove`, '/console/events', '/console/events?type=signin.succeeded&since=1h', '/console/keys', '/console/keys/rotate',
+      '/console',
+      '/console/users',
+      '/console/users?q=zzz-none',
+      '/console/users/dorothy',
+      '/console/users/dorothy/disable',
+      '/console/users/dorothy/end-sessions',
+      '/console/users/dorothy/reset-second-factor',
+      '/console/apps',
+      '/console/apps/new',
+      `/console/apps/${app.clientId}`,
+      `/console/apps/${app.clientId}/rotate`,
+      `/console/apps/${app.clientId}/remove`,
+      `/console/apps/${selfRegistered.id}`,
+      '/console/apis',
+      '/console/apis/new',
+      `/console/apis/${api}`,
+      `/console/apis/${api}/remove`,
+      '/console/events',
+      '/console/events?type=signin.succeeded&since=1h',
+      '/console/keys',
+      '/console/keys/rotate',
     ];
-    const directory = await runTessera(['provider', 'add', 'ldap', '--name', 'Staff Directory', '--url', 'ldaps://ldap.example.com', '--user-search-base', 'ou=people,dc=example,dc=com'], { TESSERA_DATABASE: server.config.database });
+    const directory = await runTessera(
+      ['provider', 'add', 'ldap', '--name', 'Staff Directory', '--url', 'ldaps://ldap.example.com', '--user-search-base', 'ou=people,dc=example,dc=com'],
+      { TESSERA_DATABASE: server.config.database },
+    );
     assert.equal(directory.code, 0, directory.stderr);
-    const { webhook } = await addWebhook({ ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) }, { url: 'https://hooks.example.com/axe', events: ['client.deleted'] });
+    const { webhook } = await addWebhook(
+      { ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) },
+      { url: 'https://hooks.example.com/axe', events: ['client.deleted'] },
+    );
     paths.push('/console/webhooks', '/console/webhooks/new', `/console/webhooks/${webhook.id}`, `/console/webhooks/${webhook.id}/remove`);
-    paths.push('/console/providers', '/console/providers/new?kind=oidc', '/console/providers/new?kind=github', '/console/providers/new?kind=ldap', '/console/providers/staff-directory', '/console/providers/staff-directory/remove');
-    const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    paths.push(
+      '/console/providers',
+      '/console/providers/new?kind=oidc',
+      '/console/providers/new?kind=github',
+      '/console/providers/new?kind=ldap',
+      '/console/providers/staff-directory',
+      '/console/providers/staff-directory/remove',
+    );
+    const phone = await browser.newContext({
+      storageState: await context.storageState(),
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+    });
     t.after(() => phone.close());
     const small = await phone.newPage();
-    for (const [tab, width] of [[page, 'desktop'], [small, 'phone']] as const) {
+    for (const [tab, width] of [
+      [page, 'desktop'],
+      [small, 'phone'],
+    ] as const) {
       for (const path of paths) {
         const response = await tab.goto(`${server.url}${path}`);
         assert.equal(response?.status(), 200, `${width} ${path}`);
@@ -342,7 +423,10 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await deutsch.getByLabel('Name, auf Zustimmungsseiten angezeigt').fill('Gezeiten');
     await deutsch.getByLabel('Scopes, einer pro Zeile').fill('tides:write=Gezeiten ändern');
     await deutsch.getByRole('button', { name: 'Registrieren' }).click();
-    assert.equal(await deutsch.getByRole('alert').innerText(), 'Nicht ausgeführt: Eine API mit der Kennung https://tides.example.com/v1 ist bereits registriert.');
+    assert.equal(
+      await deutsch.getByRole('alert').innerText(),
+      'Nicht ausgeführt: Eine API mit der Kennung https://tides.example.com/v1 ist bereits registriert.',
+    );
 
     // A registration the operation refuses: the form again, saying why, with what was typed.
     await page.goto(`${server.url}/console/apps/new`);
@@ -391,7 +475,10 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByText('Profile saved.').waitFor();
     assert.equal(await page.locator('dt:text-is("Family name") + dd').innerText(), 'Lovelace');
     const saved = await server.store.users.get(ada.id);
-    assert.deepEqual([saved?.givenName, saved?.familyName, saved?.email, saved?.emailVerified, saved?.name], ['Ada', 'Lovelace', 'ada@example.com', true, 'Ada']);
+    assert.deepEqual(
+      [saved?.givenName, saved?.familyName, saved?.email, saved?.emailVerified, saved?.name],
+      ['Ada', 'Lovelace', 'ada@example.com', true, 'Ada'],
+    );
 
     // Someone else changes her while the form is open: the save is refused, their change shown under this one.
     await page.getByRole('link', { name: 'Edit profile' }).click();
@@ -401,13 +488,16 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Save profile' }).click();
     assert.equal((await refused).status(), 409);
     assert.match(await page.getByRole('alert').innerText(), /^Someone else changed this person while you edited/);
-    assert.deepEqual([await page.getByLabel('Name', { exact: true }).inputValue(), await page.locator('input[name="locale"]').inputValue()], ['Ada King', 'en-GB']);
+    assert.deepEqual(
+      [await page.getByLabel('Name', { exact: true }).inputValue(), await page.locator('input[name="locale"]').inputValue()],
+      ['Ada King', 'en-GB'],
+    );
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByText('Profile saved.').waitFor();
     assert.equal((await server.store.users.get(ada.id))?.name, 'Ada King');
   });
 
-  it('registers an API with its scopes, refuses an edit made over someone else\'s change with it shown, and removes the API after a confirmation page', async (t) => {
+  it("registers an API with its scopes, refuses an edit made over someone else's change with it shown, and removes the API after a confirmation page", async (t) => {
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
     await signInAdmin(page);
@@ -423,9 +513,19 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const secret = await page.locator('dt:text-is("Introspection secret") + dd').innerText();
     assert.match(secret, /^[\w-]{43}$/);
     const added = await server.store.resources.get('https://photos.example.com');
-    assert.deepEqual([added?.name, added?.scopes, added?.accessTokenTtl, added?.introspectionSecretHash === secret], [
-      'Photos <API>', [{ name: 'photos:read', description: 'See your photos' }, { name: 'photos:write', description: 'Change your photos' }], 600, false,
-    ], 'as typed; the secret stored only hashed');
+    assert.deepEqual(
+      [added?.name, added?.scopes, added?.accessTokenTtl, added?.introspectionSecretHash === secret],
+      [
+        'Photos <API>',
+        [
+          { name: 'photos:read', description: 'See your photos' },
+          { name: 'photos:write', description: 'Change your photos' },
+        ],
+        600,
+        false,
+      ],
+      'as typed; the secret stored only hashed',
+    );
 
     await page.getByRole('link', { name: 'Back' }).click();
     const section = page.getByRole('region', { name: 'Photos <API>' });
@@ -442,17 +542,23 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.match(await alert.innerText(), /access_token_ttl: 600 → 900/);
     assert.equal((await server.store.resources.get('https://photos.example.com'))?.name, 'Photos <API>', 'nothing of the stale edit was saved');
     assert.equal(await page.getByLabel('Access token lifetime, in seconds').inputValue(), '900', 'the other change is shown in the form');
-    assert.equal(await page.getByLabel('Name, shown on consent pages').inputValue(), 'Photo Library', 'with the operator\'s change over it');
+    assert.equal(await page.getByLabel('Name, shown on consent pages').inputValue(), 'Photo Library', "with the operator's change over it");
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Saved.').waitFor();
-    assert.deepEqual(await server.store.resources.get('https://photos.example.com').then((saved) => [saved?.name, saved?.accessTokenTtl]), ['Photo Library', 900]);
+    assert.deepEqual(await server.store.resources.get('https://photos.example.com').then((saved) => [saved?.name, saved?.accessTokenTtl]), [
+      'Photo Library',
+      900,
+    ]);
 
     // A scope an app still asks for cannot be taken away: the operation's rule, in the console's words.
     const printer = await server.addClient({ name: 'Print Shop', scopes: ['openid', 'photos:write'] });
     await page.getByRole('link', { name: 'Edit Photo Library' }).click();
     await page.getByLabel('Scopes, one a line').fill('photos:read=See your photos');
     await page.getByRole('button', { name: 'Save' }).click();
-    assert.equal(await page.getByRole('alert').innerText(), `Not done: the scope photos:write is still in the registration of the app Print Shop (${printer.clientId}): remove it from the app first.`);
+    assert.equal(
+      await page.getByRole('alert').innerText(),
+      `Not done: the scope photos:write is still in the registration of the app Print Shop (${printer.clientId}): remove it from the app first.`,
+    );
     assert.equal((await server.store.resources.get('https://photos.example.com'))?.scopes.length, 2);
     await server.store.clients.remove(printer.clientId);
 
@@ -464,7 +570,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     assert.equal(await server.store.resources.get('https://photos.example.com'), null);
     const events = await server.store.events.list({ limit: 20 });
     for (const type of ['resource.created', 'resource.updated', 'resource.removed']) {
-      assert.equal(events.find((event) => event.type === type && event.detail['resource'] === 'https://photos.example.com')?.detail['operator'], 'grace', `${type} names the operator`);
+      assert.equal(
+        events.find((event) => event.type === type && event.detail['resource'] === 'https://photos.example.com')?.detail['operator'],
+        'grace',
+        `${type} names the operator`,
+      );
     }
   });
 
@@ -472,12 +582,20 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
     await signInAdmin(page);
-    const { client } = await createClient(manageDeps(server), { client_name: 'Unknown Notes', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'dynamic' });
+    const { client } = await createClient(
+      manageDeps(server),
+      { client_name: 'Unknown Notes', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
+      { registeredBy: 'dynamic' },
+    );
     await server.addClient({ name: 'Our Own App' });
     await page.goto(`${server.url}/console/apps`);
-    const item = (name: string) => page.getByRole('main').getByRole('listitem').filter({ has: page.getByRole('link', { name, exact: true }) });
+    const item = (name: string) =>
+      page
+        .getByRole('main')
+        .getByRole('listitem')
+        .filter({ has: page.getByRole('link', { name, exact: true }) });
     assert.match(await item('Unknown Notes').innerText(), /not verified/);
-    assert.doesNotMatch(await item('Our Own App').innerText(), /not verified/, 'the operator\'s own apps are not marked');
+    assert.doesNotMatch(await item('Our Own App').innerText(), /not verified/, "the operator's own apps are not marked");
     await item('Unknown Notes').getByRole('link', { name: 'Unknown Notes' }).click();
     await page.getByText('This app registered itself (dynamic client registration). No operator has verified it').waitFor();
     await page.getByRole('button', { name: 'Verify' }).click();
@@ -492,7 +610,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
     // An app known by its Client ID Metadata Document: its client ID is a URL, in the page's address too.
     const documentId = 'https://notes.example.com/client.json';
-    await createClient(manageDeps(server), { client_name: 'Notes by Document', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'metadata_document', id: documentId });
+    await createClient(
+      manageDeps(server),
+      { client_name: 'Notes by Document', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
+      { registeredBy: 'metadata_document', id: documentId },
+    );
     await page.goto(`${server.url}/console/apps`);
     assert.match(await item('Notes by Document').innerText(), /not verified/);
     await item('Notes by Document').getByRole('link', { name: 'Notes by Document' }).click();
@@ -507,7 +629,11 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await server.store.users.setRole(support.id, 'support');
     const person = await server.addUser({ username: 'lin', name: 'Lin Chen' });
     const app = await server.addClient({ name: 'Recipe Box' });
-    const { client: selfRegistered } = await createClient(manageDeps(server), { client_name: 'Stranger App', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }, { registeredBy: 'dynamic' });
+    const { client: selfRegistered } = await createClient(
+      manageDeps(server),
+      { client_name: 'Stranger App', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
+      { registeredBy: 'dynamic' },
+    );
     // On a phone: the support pages are checked at its width, and at a desktop's below.
     const { context, page } = await withAuthenticator({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => context.close());
@@ -565,7 +691,14 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.goto(`${server.url}/console/apis`);
     assert.equal(await page.getByRole('link', { name: 'Register an API' }).count(), 0);
     assert.equal((await page.goto(`${server.url}/console/apis/new`))?.status(), 403);
-    assert.equal((await page.request.post(`${server.url}/console/apis`, { form: { csrf_token: csrf, identifier: 'https://sneaky.example.com', name: 'Sneaky', scopes: 'sneak=Sneak' } })).status(), 403);
+    assert.equal(
+      (
+        await page.request.post(`${server.url}/console/apis`, {
+          form: { csrf_token: csrf, identifier: 'https://sneaky.example.com', name: 'Sneaky', scopes: 'sneak=Sneak' },
+        })
+      ).status(),
+      403,
+    );
     assert.equal(await server.store.resources.get('https://sneaky.example.com'), null);
 
     // The same pages at a desktop's width (axe-core checks each as it loads).
@@ -611,10 +744,16 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByLabel('Client secret').fill('upstream secret');
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.getByText('The provider is added. Register its redirect URI with it, above.').waitFor();
-    assert.equal(await page.locator('dt:text-is("Redirect URI to register with the provider") + dd').innerText(), upstreamRedirectUri(server.config.issuer, 'team-id'));
+    assert.equal(
+      await page.locator('dt:text-is("Redirect URI to register with the provider") + dd').innerText(),
+      upstreamRedirectUri(server.config.issuer, 'team-id'),
+    );
     assert.equal(await page.locator('dt:text-is("Secret stored") + dd').innerText(), 'Yes');
     const added = await server.store.identityProviders.get('team-id');
-    assert.deepEqual([added?.name, added?.settings['trustUpstreamMfa'], added?.settings['allowLinking'], added?.settings['scopes']], ['Team <ID>', true, true, ['openid', 'email']]);
+    assert.deepEqual(
+      [added?.name, added?.settings['trustUpstreamMfa'], added?.settings['allowLinking'], added?.settings['scopes']],
+      ['Team <ID>', true, true, ['openid', 'email']],
+    );
     const sealed = added?.secret;
     assert.ok(sealed !== null && sealed !== undefined && !JSON.stringify(sealed).includes('upstream secret'), 'the secret is stored sealed');
     const [created] = await server.store.events.list({ type: 'provider.created', limit: 1 });
@@ -656,7 +795,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
   });
 
   // Each page it opens is checked by axe-core as it goes (helpers/chromium.ts), at a phone's width too.
-  it('trusts an identity provider from the apps page, refuses a jwks_uri into the server\'s network, and stops trusting it after a confirmation', async (t) => {
+  it("trusts an identity provider from the apps page, refuses a jwks_uri into the server's network, and stops trusting it after a confirmation", async (t) => {
     await addTrustedIssuer(manageDeps(server), { issuer: 'https://idp.example.com', jwks_uri: 'https://idp.example.com/jwks.json' });
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
@@ -680,7 +819,12 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await page.getByRole('button', { name: 'Stop trusting this issuer' }).click();
     await page.getByText('The issuer is no longer trusted.').waitFor();
     assert.equal(await server.store.trustedIssuers.get('https://corp-idp.example.com'), null);
-    const phone = await browser.newContext({ storageState: await context.storageState(), viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const phone = await browser.newContext({
+      storageState: await context.storageState(),
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+    });
     t.after(() => phone.close());
     const small = await phone.newPage();
     const trusted = `/console/trusted-issuers/${encodeURIComponent('https://idp.example.com')}`;
@@ -690,7 +834,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     }
   });
 
-  it('adds a webhook with its secret shown once, refuses one into the server\'s network, lists deliveries by state, replays a dead letter, and removes it after a confirmation', async (t) => {
+  it("adds a webhook with its secret shown once, refuses one into the server's network, lists deliveries by state, replays a dead letter, and removes it after a confirmation", async (t) => {
     // A receiver on loopback, added by the server's owner (the command may point there): it fails until told otherwise.
     let status = 500;
     const received: string[] = [];
@@ -706,7 +850,12 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const { webhook: owned } = await addWebhook({ ...manageDeps(server), secrets }, { url: `http://127.0.0.1:${port}/hooks`, events: ['user.disabled'] });
     await server.addUser({ username: 'hedy' });
     await setDisabled(manageDeps(server), 'hedy', true);
-    await until('the delivery to be given up', async () => (await server.store.webhooks.deliveries(owned.id, { state: 'dead', limit: 1 })).length === 1, 10_000, 100);
+    await until(
+      'the delivery to be given up',
+      async () => (await server.store.webhooks.deliveries(owned.id, { state: 'dead', limit: 1 })).length === 1,
+      10_000,
+      100,
+    );
 
     const { context, page } = await withAuthenticator();
     t.after(() => context.close());
@@ -723,7 +872,10 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const refused = page.waitForResponse((answer) => answer.request().method() === 'POST');
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     assert.equal((await refused).status(), 400);
-    assert.match(await page.getByRole('alert').innerText(), /^Not done: the value of “URL” was refused\. url http:\/\/169\.254\.169\.254\/latest: .*TESSERA_ALLOW_PRIVATE_NETWORK_URLS/s);
+    assert.match(
+      await page.getByRole('alert').innerText(),
+      /^Not done: the value of “URL” was refused\. url http:\/\/169\.254\.169\.254\/latest: .*TESSERA_ALLOW_PRIVATE_NETWORK_URLS/s,
+    );
     assert.equal(await page.getByLabel('user.deleted').isChecked(), true, 'what was chosen is kept');
     await page.getByLabel('URL each event is sent to').fill('https://hooks.example.com/console');
     await page.getByRole('button', { name: 'Add', exact: true }).click();

@@ -20,7 +20,7 @@ describe('the operator console over HTTP', () => {
   });
   after(() => server.close());
 
-  it('refuses every change posted without the form\'s CSRF token, or with another, and changes nothing', async () => {
+  it("refuses every change posted without the form's CSRF token, or with another, and changes nothing", async () => {
     const { browser, csrf } = await operatorBrowser(server, 'admin');
     const target = await server.addUser({ username: 'target' });
     const { client } = await createClient(manageDeps(server), { client_name: 'Target app', redirect_uris: [REDIRECT_URI] });
@@ -49,7 +49,10 @@ describe('the operator console over HTTP', () => {
     const events = async () => (await server.store.events.list({ limit: 1000 })).length;
     const before = await events();
     for (const [path, form] of posts) {
-      for (const [how, token] of [['without a token', null], ['with another token', 'x'.repeat(43)]] as const) {
+      for (const [how, token] of [
+        ['without a token', null],
+        ['with another token', 'x'.repeat(43)],
+      ] as const) {
         const page = await browser.request(path, { form: token === null ? form : { ...form, csrf_token: token } });
         assert.equal(page.status, 403, `${path} ${how}: ${page.status} ${page.location ?? ''}`);
         assert.match(page.html, /This form has expired/, `${path} ${how}`);
@@ -93,7 +96,11 @@ describe('the operator console over HTTP', () => {
   it("edits a person's names in other languages as claim#tag lines: changed, added, and a line taken out removed", async () => {
     const { browser } = await operatorBrowser(server, 'admin');
     const target = await server.addUser({ username: 'yamada' });
-    await server.store.users.update(target.id, { localizedNames: { 'ja-Kana-JP': { name: 'ヤマダ タロウ', given_name: 'タロウ' }, 'ja-Hani-JP': { name: '山田太郎' } } }, Date.now());
+    await server.store.users.update(
+      target.id,
+      { localizedNames: { 'ja-Kana-JP': { name: 'ヤマダ タロウ', given_name: 'タロウ' }, 'ja-Hani-JP': { name: '山田太郎' } } },
+      Date.now(),
+    );
     const path = `/console/users/${target.username}/profile`;
     const page = await browser.request(path);
     assert.equal(page.status, 200, page.html.slice(0, 300));

@@ -222,8 +222,12 @@ describePostgres('PostgreSQL outage', () => {
   async function assertUnavailable({ clientMayBeCached = false } = {}): Promise<void> {
     const authorize = new URL(`${server.url}/oauth/authorize`);
     authorize.search = new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
     }).toString();
     const [deviceAuthorization, polled, userinfo, jwks, accountPage, authorization, health] = await Promise.all([
       devicePost('/oauth/device/authorization', { scope: 'openid' }),
@@ -324,24 +328,27 @@ describePostgres('PostgreSQL outage', () => {
   it('lets tessera device-login wait out an outage, backing off, instead of giving up', async () => {
     const output = { stdout: '', stderr: '' };
     const waits: number[] = [];
-    const code = await deviceLogin({ issuer: server.url, clientId: client.clientId, clientSecret: client.clientSecret, scope: 'openid' }, {
-      stdout: (text) => (output.stdout += text),
-      stderr: (text) => (output.stderr += text),
-      fetch: globalThis.fetch,
-      now: () => Date.now(),
-      tty: false,
-      // Waits are not slept through: the first poll comes during the outage, the second after it.
-      async sleep(ms) {
-        waits.push(ms);
-        if (waits.length === 1) await proxy.down();
-        if (waits.length === 2) {
-          await proxy.restore();
-          const userCode = /and enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})\n/.exec(output.stdout)?.[1];
-          assert.ok(userCode, output.stdout);
-          await new BrowserAt(server.url).decide(userCode, user, 'approve');
-        }
+    const code = await deviceLogin(
+      { issuer: server.url, clientId: client.clientId, clientSecret: client.clientSecret, scope: 'openid' },
+      {
+        stdout: (text) => (output.stdout += text),
+        stderr: (text) => (output.stderr += text),
+        fetch: globalThis.fetch,
+        now: () => Date.now(),
+        tty: false,
+        // Waits are not slept through: the first poll comes during the outage, the second after it.
+        async sleep(ms) {
+          waits.push(ms);
+          if (waits.length === 1) await proxy.down();
+          if (waits.length === 2) {
+            await proxy.restore();
+            const userCode = /and enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})\n/.exec(output.stdout)?.[1];
+            assert.ok(userCode, output.stdout);
+            await new BrowserAt(server.url).decide(userCode, user, 'approve');
+          }
+        },
       },
-    });
+    );
     assert.equal(code, 0, output.stderr);
     assert.match(output.stderr, /The server is temporarily unavailable; retrying in 10 seconds\./);
     assert.deepEqual(waits, [5000, 10_000]);
@@ -352,12 +359,14 @@ describePostgres('PostgreSQL outage', () => {
     await assertServing();
     await holdingDeviceRow(async (admin) => {
       const polled = devicePoll();
-      await until('the poll to wait for the lock', async () => {
-        const waiting = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND client_port = ANY($1)`, [
-          proxy.upstreamPorts(),
-        ]);
-        return (waiting.rowCount ?? 0) > 0;
-      }, ANSWER_BOUND_MS);
+      await until(
+        'the poll to wait for the lock',
+        async () => {
+          const waiting = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND client_port = ANY($1)`, [proxy.upstreamPorts()]);
+          return (waiting.rowCount ?? 0) > 0;
+        },
+        ANSWER_BOUND_MS,
+      );
       await proxy.down();
       assertUnavailableJson(await polled, 'poll cut off mid-statement');
     });
@@ -382,7 +391,10 @@ describePostgres('PostgreSQL outage', () => {
     });
     await assertServing();
     // The pool's connections, and the one that listens for client changes.
-    assert.ok(proxy.mostConnections <= POOL_SIZE + 1, `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}, plus the listener`);
+    assert.ok(
+      proxy.mostConnections <= POOL_SIZE + 1,
+      `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}, plus the listener`,
+    );
   });
 });
 

@@ -83,7 +83,11 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
 
   it('answers unauthorized_client when the client is not allowed the device grant', async () => {
     const browserOnly = await server.addClient({ grantTypes: ['authorization_code'] });
-    assertError(await postForm(endpoint, { scope: 'openid' }, { authorization: basic(browserOnly.clientId, browserOnly.clientSecret) }), 400, 'unauthorized_client');
+    assertError(
+      await postForm(endpoint, { scope: 'openid' }, { authorization: basic(browserOnly.clientId, browserOnly.clientSecret) }),
+      400,
+      'unauthorized_client',
+    );
   });
 
   it('answers a repeated parameter, a missing body or a JSON body with invalid_request', async () => {
@@ -127,7 +131,8 @@ describe('device authorization limits and policy (draft-ietf-oauth-cross-device-
       db.close();
     }
   };
-  const start = (ip: string) => postForm(`${server.url}/oauth/device/authorization`, { client_id: client.clientId, scope: 'openid' }, { 'x-forwarded-for': ip });
+  const start = (ip: string) =>
+    postForm(`${server.url}/oauth/device/authorization`, { client_id: client.clientId, scope: 'openid' }, { 'x-forwarded-for': ip });
 
   it('limits device authorizations per address: 429 with Retry-After, no record stored, one log line', async () => {
     for (let i = 0; i < 3; i++) assert.equal((await start('192.0.2.1')).status, 200);

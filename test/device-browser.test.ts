@@ -43,7 +43,10 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Living Room TV/);
     // The approval's own list, not the language menu at the foot of the page.
-    assert.deepEqual(await page.locator('.card').getByRole('listitem').allInnerTexts(), ['Sign you in and know who you are', 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone']);
+    assert.deepEqual(await page.locator('.card').getByRole('listitem').allInnerTexts(), [
+      'Sign you in and know who you are',
+      'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone',
+    ]);
     assert.equal(await page.locator('#user-code').innerText(), userCode, 'the code to compare with the device');
     assert.match(await page.locator('dl.origin').innerText(), /less than a minute ago/);
     assert.ok(await page.getByText('Approve only if you started this yourself').isVisible());
@@ -56,7 +59,10 @@ describe('the device flow end to end: openid-client polls, a person approves in 
         return [style.backgroundColor, style.color, style.borderColor, style.borderWidth, style.fontSize, style.fontWeight, Math.round(box.width), Math.round(box.height)];
       }`);
     assert.deepEqual(await look('Deny'), await look('Approve'));
-    const { scrollWidth, innerWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })')) as { scrollWidth: number; innerWidth: number };
+    const { scrollWidth, innerWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth })')) as {
+      scrollWidth: number;
+      innerWidth: number;
+    };
     assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
     await page.getByRole('button', { name: 'Approve' }).click();
     assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Device approved');
@@ -69,7 +75,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     assert.equal(claims.iss, server.url);
     assert.equal(claims.aud, client.clientId);
     assert.equal(claims.sub, user.id);
-    assert.equal(claims['name'], undefined, 'OIDC Core §5.4: the name is the UserInfo endpoint\'s');
+    assert.equal(claims['name'], undefined, "OIDC Core §5.4: the name is the UserInfo endpoint's");
     assert.equal(claims.nonce, undefined);
   }
 

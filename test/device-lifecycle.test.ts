@@ -26,7 +26,11 @@ describe('a device signed in through device-login', () => {
 
   before(async () => {
     clock = new ManualClock();
-    ({ server, client: terminal, user } = await startWithApp({
+    ({
+      server,
+      client: terminal,
+      user,
+    } = await startWithApp({
       server: {
         clock,
         env: { TESSERA_REFRESH_TOKEN_TTL: String(10 * 86400), TESSERA_REFRESH_TOKEN_IDLE_TTL: String(3 * 86400) },

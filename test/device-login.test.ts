@@ -34,7 +34,15 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
   });
   after(() => server.close());
 
-  async function run(options: { client?: TestClient; scope?: string; secret?: string; tty?: boolean; onWait?: (call: number, output: { stdout: string }) => Promise<number | void> } = {}) {
+  async function run(
+    options: {
+      client?: TestClient;
+      scope?: string;
+      secret?: string;
+      tty?: boolean;
+      onWait?: (call: number, output: { stdout: string }) => Promise<number | void>;
+    } = {},
+  ) {
     const output = { stdout: '', stderr: '' };
     const waits: number[] = [];
     const deps: DeviceLoginDeps = {
@@ -129,9 +137,12 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
   });
 
   it('redraws a countdown every second on a terminal', async () => {
-    const result = await run({ tty: true, onWait: async (call, output) => {
-      if (call === 3) await new BrowserAt(server.url).decide(printedUserCode(output.stdout), user, 'approve');
-    } });
+    const result = await run({
+      tty: true,
+      onWait: async (call, output) => {
+        if (call === 3) await new BrowserAt(server.url).decide(printedUserCode(output.stdout), user, 'approve');
+      },
+    });
     assert.equal(result.code, 0, result.stderr);
     assert.ok(result.waits.every((ms) => ms === SECOND));
     assert.match(result.stdout, /\r\x1b\[KWaiting for approval\.\.\. the code expires in 10:00\r\x1b\[KWaiting for approval\.\.\. the code expires in 9:59/);
@@ -163,7 +174,7 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     assert.equal(output.stdout, '', 'no code was requested');
   });
 
-  it('exits 1 with the server\'s reason when the client is refused', async () => {
+  it("exits 1 with the server's reason when the client is refused", async () => {
     const result = await run({ secret: 'wrong' });
     assert.equal(result.code, 1);
     assert.match(result.stderr, /refused the device authorization request \(invalid_client: client authentication failed\)/);
@@ -172,7 +183,6 @@ describe('tessera device-login, with the clock moved instead of waiting', () => 
     assert.match(scope.stderr, /invalid_scope/);
   });
 });
-
 
 describe('tessera device-login, as a person runs it', () => {
   let server: TestServer;
@@ -185,7 +195,17 @@ describe('tessera device-login, as a person runs it', () => {
   it('runs in a terminal beside the server: the person approves in a browser and the command prints the claims', async (t) => {
     const client = await server.addClient({ name: 'Command Line' });
     const user = await server.addUser({ username: 'ken' });
-    const run = tessera(['device-login', '--client-id', client.clientId, '--client-secret', client.clientSecret, '--scope', 'openid profile', '--issuer', server.url]);
+    const run = tessera([
+      'device-login',
+      '--client-id',
+      client.clientId,
+      '--client-secret',
+      client.clientSecret,
+      '--scope',
+      'openid profile',
+      '--issuer',
+      server.url,
+    ]);
     t.after(() => run.child.kill());
     await outputMatches(run, /and enter the code\n\n {4}[A-Z]{4}-[A-Z]{4}\n/);
     await new BrowserAt(server.url).decide(printedUserCode(run.output().stdout), user, 'approve');
@@ -194,7 +214,12 @@ describe('tessera device-login, as a person runs it', () => {
   });
 
   it('prints the usage and exits 2 without a client id, with an empty secret or a bad issuer', async () => {
-    for (const args of [['device-login'], ['device-login', '--client-secret', 'y'], ['device-login', '--client-id', 'x', '--client-secret', ''], ['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'not a url']]) {
+    for (const args of [
+      ['device-login'],
+      ['device-login', '--client-secret', 'y'],
+      ['device-login', '--client-id', 'x', '--client-secret', ''],
+      ['device-login', '--client-id', 'x', '--client-secret', 'y', '--issuer', 'not a url'],
+    ]) {
       const result = await runTessera(args);
       assert.equal(result.code, 2, args.join(' '));
       assert.match(result.stderr, /^tessera: .*; run `tessera help[^`]*`\n$/, 'one line pointing to the help');
@@ -203,7 +228,8 @@ describe('tessera device-login, as a person runs it', () => {
 
   it('takes a client secret that starts with "-", given after --client-secret or joined to it by "="', async () => {
     const client = await server.addClient({ name: 'Dashing', secret: `-${'x'.repeat(42)}`, scopes: ['openid'] });
-    const login = (...secret: string[]) => runTessera(['device-login', '--client-id', client.clientId, ...secret, '--scope', 'openid email', '--issuer', server.url]);
+    const login = (...secret: string[]) =>
+      runTessera(['device-login', '--client-id', client.clientId, ...secret, '--scope', 'openid email', '--issuer', server.url]);
     // The right secret gets past client authentication to the scope the client may not have;
     // a wrong one is refused as invalid_client: either way the server saw the secret given.
     for (const secret of [['--client-secret', client.clientSecret], [`--client-secret=${client.clientSecret}`]]) {

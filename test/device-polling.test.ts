@@ -21,7 +21,11 @@ for (const store of storesUnderTest()) {
       const fresh = await store.fresh();
       drop = fresh.drop;
       clock = new ManualClock();
-      ({ server, client, user } = await startWithApp({ server: { clock, ...(fresh.database ? { database: fresh.database } : {}) }, client: { name: 'Living Room TV' }, user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' } }));
+      ({ server, client, user } = await startWithApp({
+        server: { clock, ...(fresh.database ? { database: fresh.database } : {}) },
+        client: { name: 'Living Room TV' },
+        user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' },
+      }));
     });
     after(async () => {
       await server?.close();

@@ -23,7 +23,11 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     clock = new ManualClock();
     // Each test is its own client address (X-Forwarded-For), so wrong codes in one do not
     // lock out another.
-    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_TRUST_PROXY: 'true' } }, client: { name: 'Living Room TV', scopes: ['openid', 'profile', 'email'] }, user: { username: 'grace', name: 'Grace Hopper' } }));
+    ({ server, client, user } = await startWithApp({
+      server: { clock, env: { TESSERA_TRUST_PROXY: 'true' } },
+      client: { name: 'Living Room TV', scopes: ['openid', 'profile', 'email'] },
+      user: { username: 'grace', name: 'Grace Hopper' },
+    }));
   });
   after(() => server.close());
 
@@ -63,7 +67,10 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     const page = await browser.reachApproval(started.user_code, user);
     const shown = text(page);
     assert.match(shown, /Allow Living Room TV to access your account\?/);
-    assert.match(shown, /Sign you in and know who you are See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone See your email address/);
+    assert.match(
+      shown,
+      /Sign you in and know who you are See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone See your email address/,
+    );
     assert.match(shown, new RegExp(`Check that this code is the one on your device's screen: ${started.user_code}`));
     assert.match(shown, /Requested 3 minutes ago/);
     assert.match(shown, /Device 203\.0\.113\.7 SmartTV\/5\.1 \(Living room\)/);
@@ -152,7 +159,10 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
     const noToken = await browser.request('/device', { form: { user_code: WRONG_CODE } });
     assert.equal(noToken.status, 403);
     const entry = await browser.request('/device');
-    const crossSite = await browser.request('/device', { form: { ...browser.form(entry, '/device').fields, user_code: WRONG_CODE }, headers: { origin: 'https://attacker.example' } });
+    const crossSite = await browser.request('/device', {
+      form: { ...browser.form(entry, '/device').fields, user_code: WRONG_CODE },
+      headers: { origin: 'https://attacker.example' },
+    });
     assert.equal(crossSite.status, 403);
   });
 
@@ -226,7 +236,10 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
     const other = new BrowserAt(server.url, address());
     await wrongCodes(other, 5);
     assert.equal((await other.enterCode(started.user_code)).status, 429);
-    assert.deepEqual((await locked()).map((event) => [event.detail['limit'], event.detail['refused']]), [['browser', 7]]);
+    assert.deepEqual(
+      (await locked()).map((event) => [event.detail['limit'], event.detail['refused']]),
+      [['browser', 7]],
+    );
   });
 
   it('counts wrong codes per browser across addresses', async () => {

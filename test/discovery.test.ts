@@ -23,11 +23,34 @@ describe('discovery and JWKS', () => {
     assert.equal(metadata['jwks_uri'], `${server.url}/.well-known/jwks.json`);
     assert.deepEqual(metadata['code_challenge_methods_supported'], ['S256']);
     assert.deepEqual(metadata['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
-    assert.deepEqual(metadata['token_endpoint_auth_signing_alg_values_supported'], ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
+    assert.deepEqual(metadata['token_endpoint_auth_signing_alg_values_supported'], [
+      'RS256',
+      'RS384',
+      'RS512',
+      'PS256',
+      'PS384',
+      'PS512',
+      'ES256',
+      'ES384',
+      'ES512',
+      'EdDSA',
+    ]);
     assert.deepEqual(metadata['response_types_supported'], ['code']);
     assert.deepEqual(metadata['response_modes_supported'], ['query', 'form_post']);
     assert.equal(metadata['request_parameter_supported'], true);
-    assert.deepEqual(metadata['request_object_signing_alg_values_supported'], ['none', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
+    assert.deepEqual(metadata['request_object_signing_alg_values_supported'], [
+      'none',
+      'RS256',
+      'RS384',
+      'RS512',
+      'PS256',
+      'PS384',
+      'PS512',
+      'ES256',
+      'ES384',
+      'ES512',
+      'EdDSA',
+    ]);
     assert.equal(metadata['request_uri_parameter_supported'], false);
     assert.equal(metadata['authorization_response_iss_parameter_supported'], true);
     assert.ok((metadata['grant_types_supported'] as string[]).includes('authorization_code'));
@@ -37,7 +60,14 @@ describe('discovery and JWKS', () => {
 
   it('lists the token lifecycle endpoints and exactly the grant types the token endpoint takes', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    assert.deepEqual(metadata['grant_types_supported'], ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange', 'urn:ietf:params:oauth:grant-type:jwt-bearer']);
+    assert.deepEqual(metadata['grant_types_supported'], [
+      'authorization_code',
+      'urn:ietf:params:oauth:grant-type:device_code',
+      'refresh_token',
+      'client_credentials',
+      'urn:ietf:params:oauth:grant-type:token-exchange',
+      'urn:ietf:params:oauth:grant-type:jwt-bearer',
+    ]);
     // draft-ietf-oauth-identity-assertion-authz-grant: the jwt-bearer grant redeems ID-JAGs.
     assert.deepEqual(metadata['authorization_grant_profiles_supported'], ['urn:ietf:params:oauth:grant-profile:id-jag']);
     assert.equal(metadata['userinfo_endpoint'], `${server.url}/oauth/userinfo`);
@@ -67,7 +97,10 @@ describe('key rotation', () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1));
     const server = await startTestServer({ clock });
     try {
-      const keys = new KeyManager(encryptedKeyStore(server.store.keys, loadKeyEncryption(server.config.keyEncryption)), clock, { leadTimeSeconds: 3600, maxTokenLifetimeSeconds: 3600 });
+      const keys = new KeyManager(encryptedKeyStore(server.store.keys, loadKeyEncryption(server.config.keyEncryption)), clock, {
+        leadTimeSeconds: 3600,
+        maxTokenLifetimeSeconds: 3600,
+      });
       const before = await keys.signingKey('RS256');
       const [next] = (await keys.rotate()).filter((key) => key.alg === 'RS256');
       const published = async () => (await keys.jwks()).keys.map((key) => key.kid);

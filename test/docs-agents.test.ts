@@ -39,9 +39,11 @@ describe('docs/agents.md: an API calling another for a person, as written', () =
     await server.close();
   });
 
-  it('registers the print API and the photo API\'s client with the commands shown, and the example exchanges a person\'s photo token for a print token acting for them', async () => {
+  it("registers the print API and the photo API's client with the commands shown, and the example exchanges a person's photo token for a print token acting for them", async () => {
     const env = { TESSERA_DATABASE: server.config.database };
-    const commands = blocks('sh')[0]!.split('\n').filter((line) => line.startsWith('tessera '));
+    const commands = blocks('sh')[0]!
+      .split('\n')
+      .filter((line) => line.startsWith('tessera '));
     assert.equal(commands.length, 2);
     let registered: Record<string, string> | undefined;
     for (const line of commands) {
@@ -56,25 +58,43 @@ describe('docs/agents.md: an API calling another for a person, as written', () =
     const user = await server.addUser();
     const verifier = oidc.randomPKCECodeVerifier();
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope: 'photos:read prints:order', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'photos:read prints:order',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const code = new URL(page.location!).searchParams.get('code')!;
-    const signedIn = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS }, { authorization: basic(app.clientId, app.clientSecret) });
+    const signedIn = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS },
+      { authorization: basic(app.clientId, app.clientSecret) },
+    );
     assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
 
     const [code0] = blocks('ts');
     assert.match(code0!, /const ISSUER = 'https:\/\/auth\.example\.com';/);
-    const discovery = "client.discovery(new URL(ISSUER), process.env.CLIENT_ID!, process.env.CLIENT_SECRET!)";
+    const discovery = 'client.discovery(new URL(ISSUER), process.env.CLIENT_ID!, process.env.CLIENT_SECRET!)';
     assert.ok(code0!.includes(discovery));
     process.env['CLIENT_ID'] = registered!['client_id'];
     process.env['CLIENT_SECRET'] = registered!['client_secret'];
     // Inside the checkout, so that openid-client resolves from its node_modules.
     file = new URL(`./.agents-doc-${randomUUID()}.ts`, import.meta.url);
-    writeFileSync(file, code0!.replace("'https://auth.example.com'", JSON.stringify(server.url))
-      .replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`));
+    writeFileSync(
+      file,
+      code0!
+        .replace("'https://auth.example.com'", JSON.stringify(server.url))
+        .replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`),
+    );
     const { printsTokenFor } = (await import(file.href)) as { printsTokenFor: (token: string) => Promise<string> };
     const token = decodeJwt(await printsTokenFor(signedIn.body['access_token'] as string));
-    assert.deepEqual([token.sub, token.aud, token['client_id'], token['scope'], token['act']], [user.id, PRINTS, registered!['client_id'], 'prints:order', { sub: registered!['client_id'] }]);
+    assert.deepEqual(
+      [token.sub, token.aud, token['client_id'], token['scope'], token['act']],
+      [user.id, PRINTS, registered!['client_id'], 'prints:order', { sub: registered!['client_id'] }],
+    );
   });
 });
 
@@ -95,14 +115,17 @@ describe('docs/agents.md: an agent through an enterprise identity provider (ID-J
   /** The page's addresses are the two servers'. */
   const ported = (text: string) => text.replaceAll('https://idp.example.com', idp.url).replaceAll('https://auth.mcp.example.com', auth.url);
 
-  it('registers the API, the trusted identity provider and the agent at both servers with the commands shown, and the agent\'s code gets a token for the MCP server acting for the person', async () => {
+  it("registers the API, the trusted identity provider and the agent at both servers with the commands shown, and the agent's code gets a token for the MCP server acting for the person", async () => {
     const [, atAuth, atIdp] = blocks('sh');
     const run = async (block: string, server: TestServer, expected: number) => {
       const commands = block.split('\n').filter((line) => line.startsWith('tessera '));
       assert.equal(commands.length, expected);
       let registered: Record<string, string> | undefined;
       for (const line of commands) {
-        const ran = await runTessera(words(ported(line).slice('tessera '.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });
+        const ran = await runTessera(words(ported(line).slice('tessera '.length)), {
+          TESSERA_DATABASE: server.config.database,
+          TESSERA_ISSUER: server.config.issuer,
+        });
         assert.equal(ran.code, 0, `${line}: ${ran.stderr}`);
         if (line.startsWith('tessera client add')) registered = JSON.parse(ran.stdout) as Record<string, string>;
       }
@@ -118,24 +141,42 @@ describe('docs/agents.md: an agent through an enterprise identity provider (ID-J
     const verifier = oidc.randomPKCECodeVerifier();
     const redirect = 'https://agent.example.com/callback';
     const url = new URL(`${idp.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: 'calendar-agent', redirect_uri: redirect, scope: 'openid email', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'calendar-agent',
+      redirect_uri: redirect,
+      scope: 'openid email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(idp.url).authorize(url.href, person);
     const code = new URL(page.location!).searchParams.get('code')!;
-    const signedIn = await postForm(`${idp.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: verifier }, { authorization: basic('calendar-agent', atIdpClient['client_secret']!) });
+    const signedIn = await postForm(
+      `${idp.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: verifier },
+      { authorization: basic('calendar-agent', atIdpClient['client_secret']!) },
+    );
     assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
 
     const agent = blocks('ts')[1]!;
-    const discoveries = ["client.discovery(new URL(IDP), 'calendar-agent', process.env.IDP_CLIENT_SECRET!)", "client.discovery(new URL(AUTH), 'calendar-agent', process.env.AUTH_CLIENT_SECRET!)"];
+    const discoveries = [
+      "client.discovery(new URL(IDP), 'calendar-agent', process.env.IDP_CLIENT_SECRET!)",
+      "client.discovery(new URL(AUTH), 'calendar-agent', process.env.AUTH_CLIENT_SECRET!)",
+    ];
     for (const discovery of discoveries) assert.ok(agent.includes(discovery), discovery);
     process.env['IDP_CLIENT_SECRET'] = atIdpClient['client_secret'];
     process.env['AUTH_CLIENT_SECRET'] = atAuthClient['client_secret'];
     file = new URL(`./.agents-doc-${randomUUID()}.ts`, import.meta.url);
     let source = ported(agent);
-    for (const discovery of discoveries) source = source.replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`);
+    for (const discovery of discoveries)
+      source = source.replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`);
     writeFileSync(file, source);
     const { mcpTokenFor } = (await import(file.href)) as { mcpTokenFor: (idToken: string) => Promise<string> };
     const token = decodeJwt(await mcpTokenFor(signedIn.body['id_token'] as string));
-    assert.deepEqual([token.iss, token.sub, token.aud, token['client_id'], token['scope'], token['id_jag_iss']], [auth.config.issuer, there.id, 'https://mcp.example.com/mcp', 'calendar-agent', 'tools:read', idp.config.issuer]);
+    assert.deepEqual(
+      [token.iss, token.sub, token.aud, token['client_id'], token['scope'], token['id_jag_iss']],
+      [auth.config.issuer, there.id, 'https://mcp.example.com/mcp', 'calendar-agent', 'tools:read', idp.config.issuer],
+    );
   });
 });
 
@@ -167,18 +208,37 @@ describe('docs/agents.md: an MCP server behind Tessera, as written', () => {
     // Its metadata and its token check, from the page's code.
     file = new URL(`./.agents-doc-${randomUUID()}.ts`, import.meta.url);
     writeFileSync(file, ported(blocks('ts')[2]!));
-    const { metadata, callerOf } = (await import(file.href)) as { metadata: Record<string, unknown>; callerOf: (authorization: string | undefined) => Promise<{ sub: string; scope: string[] }> };
+    const { metadata, callerOf } = (await import(file.href)) as {
+      metadata: Record<string, unknown>;
+      callerOf: (authorization: string | undefined) => Promise<{ sub: string; scope: string[] }>;
+    };
     served = metadata;
 
-    const commands = blocks('sh')[3]!.split('\n').filter((line) => line.startsWith('tessera '));
-    assert.deepEqual(commands.map((line) => words(line).slice(1, 3).join(' ')), ['resource add', 'resource check']);
+    const commands = blocks('sh')[3]!
+      .split('\n')
+      .filter((line) => line.startsWith('tessera '));
+    assert.deepEqual(
+      commands.map((line) => words(line).slice(1, 3).join(' ')),
+      ['resource add', 'resource check'],
+    );
     for (const line of commands) {
-      const ran = await runTessera(words(ported(line).slice('tessera '.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });
+      const ran = await runTessera(words(ported(line).slice('tessera '.length)), {
+        TESSERA_DATABASE: server.config.database,
+        TESSERA_ISSUER: server.config.issuer,
+      });
       assert.equal(ran.code, 0, `${line}: ${ran.stdout}${ran.stderr}`);
     }
     // What the check says when the metadata names another authorization server.
     served = { ...metadata, authorization_servers: ['https://elsewhere.example'] };
-    assert.equal((await runTessera(words(ported(commands[1]!).slice('tessera '.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer })).code, 1);
+    assert.equal(
+      (
+        await runTessera(words(ported(commands[1]!).slice('tessera '.length)), {
+          TESSERA_DATABASE: server.config.database,
+          TESSERA_ISSUER: server.config.issuer,
+        })
+      ).code,
+      1,
+    );
 
     // A person's token for the MCP server, through an app that asked for it (RFC 8707 resource).
     const resource = `${mcp.base}/mcp`;
@@ -186,10 +246,22 @@ describe('docs/agents.md: an MCP server behind Tessera, as written', () => {
     const user = await server.addUser();
     const verifier = oidc.randomPKCECodeVerifier();
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope: 'tools:read', resource, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'tools:read',
+      resource,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const code = new URL(page.location!).searchParams.get('code')!;
-    const tokens = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource }, { authorization: basic(app.clientId, app.clientSecret) });
+    const tokens = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource },
+      { authorization: basic(app.clientId, app.clientSecret) },
+    );
     assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
     assert.deepEqual(await callerOf(`Bearer ${tokens.body['access_token'] as string}`), { sub: user.id, scope: ['tools:read'] });
     await assert.rejects(callerOf(undefined));

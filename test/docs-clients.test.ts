@@ -148,13 +148,23 @@ export function discovery(server, clientId, metadata, clientAuthentication, opti
         const token = await (example['callback'] as (url: URL) => Promise<Record<string, string>>)(back);
         assert.equal(typeof token['refresh_token'], 'string', where);
         // revokeAll() revoked both tokens: neither refresh nor introspection finds them alive.
-        const refresh = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: token['refresh_token']! }, { authorization: basic(client.id, client.secret!) });
+        const refresh = await postForm(
+          `${server.url}/oauth/token`,
+          { grant_type: 'refresh_token', refresh_token: token['refresh_token']! },
+          { authorization: basic(client.id, client.secret!) },
+        );
         assert.deepEqual([refresh.status, refresh.body['error']], [400, 'invalid_grant'], where);
-        const introspection = await postForm(`${server.url}/oauth/introspect`, { token: token['access_token']! }, { authorization: basic(client.id, client.secret!) });
+        const introspection = await postForm(
+          `${server.url}/oauth/introspect`,
+          { token: token['access_token']! },
+          { authorization: basic(client.id, client.secret!) },
+        );
         assert.deepEqual(introspection.body, { active: false }, where);
       } else if (block.test === 'passport') {
         const example = await load(block, client, ['login', 'callback']);
-        const signedIn = await passportSignIn(example['login'] as Middleware, example['callback'] as Middleware, (url) => browse(url, /^https:\/\/intranet\.example\/callback\?code=/));
+        const signedIn = await passportSignIn(example['login'] as Middleware, example['callback'] as Middleware, (url) =>
+          browse(url, /^https:\/\/intranet\.example\/callback\?code=/),
+        );
         assert.equal(signedIn.status, 200, `${where}: ${signedIn.body}`);
         assert.equal((JSON.parse(signedIn.body) as { id: string }).id, user.id, where);
       } else {

@@ -146,7 +146,11 @@ describe('docs/operations.md, docs/device-flow.md and docs/apis.md: the shell bl
     const doc = read('docs/apis.md');
     const [resourceAdd, printer, nightly, introspect] = blocks(doc, 'sh');
     // The synopsis's [optional] parts are all given.
-    const resource = JSON.parse(await tessera(tesseraArgs(lines(resourceAdd!)[0]!.replace(/[[\]]/g, '')))) as { identifier: string; introspection_secret: string; access_token_ttl: number | null };
+    const resource = JSON.parse(await tessera(tesseraArgs(lines(resourceAdd!)[0]!.replace(/[[\]]/g, '')))) as {
+      identifier: string;
+      introspection_secret: string;
+      access_token_ttl: number | null;
+    };
     assert.equal(resource.identifier, 'https://api.example.com');
     assert.equal(resource.access_token_ttl, 600);
     await tessera(tesseraArgs(lines(printer!)[0]!));
@@ -157,26 +161,40 @@ describe('docs/operations.md, docs/device-flow.md and docs/apis.md: the shell bl
     // The page's openid-client lines, told only that the local issuer may be plain http.
     const grant = blocks(doc, 'js').find((code) => code.includes('clientCredentialsGrant'))!;
     const body = grant
-      .replace("new URL('https://auth.example.com'), clientId, clientSecret)", 'new URL(issuer), clientId, clientSecret, undefined, { execute: [client.allowInsecureRequests] })')
+      .replace(
+        "new URL('https://auth.example.com'), clientId, clientSecret)",
+        'new URL(issuer), clientId, clientSecret, undefined, { execute: [client.allowInsecureRequests] })',
+      )
       .concat('\nreturn tokens;');
     assert.notEqual(body, `${grant}\nreturn tokens;`, 'the example discovers https://auth.example.com');
-    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...args: string[]) => (...values: unknown[]) => Promise<client.TokenEndpointResponse>;
+    const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
+      ...args: string[]
+    ) => (...values: unknown[]) => Promise<client.TokenEndpointResponse>;
     const tokens = await new AsyncFunction('client', 'issuer', 'clientId', 'clientSecret', body)(client, server.url, clientId, clientSecret);
 
     const curl = lines(introspect!)[0]!.replace('https://auth.example.com', server.url);
-    const { stdout } = await promisify(execFile)('bash', ['-c', curl], { env: { PATH: process.env['PATH'] ?? '', SECRET: resource.introspection_secret, ACCESS_TOKEN: tokens.access_token } });
+    const { stdout } = await promisify(execFile)('bash', ['-c', curl], {
+      env: { PATH: process.env['PATH'] ?? '', SECRET: resource.introspection_secret, ACCESS_TOKEN: tokens.access_token },
+    });
     const answer = JSON.parse(stdout) as Record<string, unknown>;
     assert.equal(answer['active'], true, stdout);
     assert.equal(answer['client_id'], clientId);
     assert.equal(answer['scope'], 'photos:read');
-    const wrong = await promisify(execFile)('bash', ['-c', `${curl} -s -o /dev/null -w '%{http_code}'`], { env: { PATH: process.env['PATH'] ?? '', SECRET: 'not-the-secret', ACCESS_TOKEN: tokens.access_token } });
+    const wrong = await promisify(execFile)('bash', ['-c', `${curl} -s -o /dev/null -w '%{http_code}'`], {
+      env: { PATH: process.env['PATH'] ?? '', SECRET: 'not-the-secret', ACCESS_TOKEN: tokens.access_token },
+    });
     assert.equal(wrong.stdout, '401', 'a wrong secret is invalid_client');
   });
 });
 
 describe('every `tessera …` command the README and docs name in passing is a real command with real options', () => {
   it('finds each command and option in `tessera help`', async () => {
-    const pages = ['README.md', ...readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+    const pages = [
+      'README.md',
+      ...readdirSync(new URL('../docs/', import.meta.url))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ];
     const problems: string[] = [];
     let seen = 0;
     for (const page of pages) {
@@ -196,7 +214,8 @@ describe('every `tessera …` command the README and docs name in passing is a r
         }
         for (const [option] of command!.matchAll(/--[a-z][a-z-]*/g)) {
           if (option === '--help') continue;
-          if (!help.includes(option) && !help.includes(option.replace(/^--no-/, '--[no-]')) && !help.includes(option.replace(/^--/, '--[no-]'))) problems.push(`${page}: \`tessera ${command}\`: no option ${option}`);
+          if (!help.includes(option) && !help.includes(option.replace(/^--no-/, '--[no-]')) && !help.includes(option.replace(/^--/, '--[no-]')))
+            problems.push(`${page}: \`tessera ${command}\`: no option ${option}`);
         }
       }
     }

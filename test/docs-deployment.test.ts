@@ -74,8 +74,10 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
     await dropSchema(schema);
   });
 
-  it('registers the app and the user with the page\'s commands, then serves the same keys from both instances', async () => {
-    const commands = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode').split('\n').filter((line) => line.includes('bin/tessera.js'));
+  it("registers the app and the user with the page's commands, then serves the same keys from both instances", async () => {
+    const commands = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode')
+      .split('\n')
+      .filter((line) => line.includes('bin/tessera.js'));
     assert.equal(commands.length, 2);
     for (const line of commands) {
       const [before, after] = line.split('bin/tessera.js ');
@@ -94,7 +96,7 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
     for (const instance of instances) assert.equal((await fetch(`${instance.url}/healthz`)).status, 200);
   });
 
-  it('starts each instance with the page\'s serve command, which the systemd unit runs too', async () => {
+  it("starts each instance with the page's serve command, which the systemd unit runs too", async () => {
     const serve = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode', ' serve').split('\n')[1]!;
     // What serveTessera started above: this Node (with the test's own flags), the command line and `serve`.
     const command = ['bin/tessera.js', 'serve'];
@@ -118,14 +120,21 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
           .replace(/^User=.*$/m, 'User=root');
         writeFileSync(join(dir, 'tessera.service'), local);
         const { stderr } = await promisify(execFile)('systemd-analyze', ['verify', join(dir, 'tessera.service')]);
-        assert.equal(stderr.split('\n').filter((line) => line.includes('tessera.service')).join('\n'), '', 'systemd-analyze verify');
+        assert.equal(
+          stderr
+            .split('\n')
+            .filter((line) => line.includes('tessera.service'))
+            .join('\n'),
+          '',
+          'systemd-analyze verify',
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
     }
   });
 
-  it('answers the page\'s curl checks: both instances healthy, the same keys, the issuer in discovery', async () => {
+  it("answers the page's curl checks: both instances healthy, the same keys, the issuer in discovery", async () => {
     const [a, b] = instances;
     const check = block('sh', 'curl -s http://10.0.1.11:8080/healthz')
       .replaceAll('http://10.0.1.11:8080', a!.url)
@@ -137,8 +146,9 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
     assert.equal((JSON.parse(stdout.slice(stdout.indexOf('same keys\n') + 'same keys\n'.length)) as { issuer: string }).issuer, 'https://auth.example.com');
   });
 
-  it('rotates the keys with the page\'s command: both instances publish the new ones at once', async () => {
-    const jwks = async (url: string) => ((await (await fetch(`${url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid).sort();
+  it("rotates the keys with the page's command: both instances publish the new ones at once", async () => {
+    const jwks = async (url: string) =>
+      ((await (await fetch(`${url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid).sort();
     const before = await jwks(instances[0]!.url);
     const line = block('sh', 'set -a; . /etc/tessera/tessera.env; set +a\nnode', 'keys rotate').split('\n')[1]!;
     const result = await runTessera(words(line.split('bin/tessera.js ')[1]!), env);
@@ -148,7 +158,7 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
     assert.deepEqual(b, a);
   });
 
-  it('backs up with the page\'s pg_dump and restores with its pg_restore: what was written since is gone, the keys are back', async () => {
+  it("backs up with the page's pg_dump and restores with its pg_restore: what was written since is gone, the keys are back", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-pg-backup-'));
     const url = 'postgres://tessera@db.internal:5432/tessera?sslmode=verify-full';
     const local = (line: string) => line.replaceAll(url, postgresUrl).replace('--schema=tessera', `--schema=${schema}`);
@@ -167,9 +177,17 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
       const restore = block('sh', 'pg_restore ');
       await bash(local(restore).replace(/tessera-\d{4}-\d\d-\d\d\.dump/, file!), dir);
       const users = JSON.parse((await runTessera(['user', 'list', '--json'], env)).stdout) as { username: string }[];
-      assert.deepEqual(users.map((user) => user.username), ['alice'], 'bob was added after the backup');
+      assert.deepEqual(
+        users.map((user) => user.username),
+        ['alice'],
+        'bob was added after the backup',
+      );
       instances.push(await serveTessera([], env));
-      assert.deepEqual(await (await fetch(`${instances[0]!.url}/.well-known/jwks.json`)).json(), keys, 'the keys are the backup\'s, and decrypt with the same key');
+      assert.deepEqual(
+        await (await fetch(`${instances[0]!.url}/.well-known/jwks.json`)).json(),
+        keys,
+        "the keys are the backup's, and decrypt with the same key",
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -182,7 +200,9 @@ describePostgres('docs/deployment.md: two instances on PostgreSQL, as written', 
   });
 });
 
-describe('docs/deployment.md: the SQLite backups, as written', { skip: tool('sqlite3') || process.env['CI'] ? false : 'the sqlite3 tool is not installed (.ci/run installs it)' }, () => {
+describe('docs/deployment.md: the SQLite backups, as written', {
+  skip: tool('sqlite3') || process.env['CI'] ? false : 'the sqlite3 tool is not installed (.ci/run installs it)',
+}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-sqlite-backup-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -191,20 +211,29 @@ describe('docs/deployment.md: the SQLite backups, as written', { skip: tool('sql
     const env = { TESSERA_DATABASE: join(dir, 'data', 'tessera.db') };
     const added = await runTessera(['user', 'add', '--username', 'alice', '--password-stdin'], env, 'a long password\n');
     assert.equal(added.code, 0, added.stderr);
-    const lines = block('sh', 'sqlite3 data/tessera.db').split('\n').filter((line) => line !== '' && !line.startsWith('#'));
+    const lines = block('sh', 'sqlite3 data/tessera.db')
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#'));
     assert.equal(lines.length, 3);
     for (const [index, line] of lines.entries()) {
       // Each line is a way of its own: each writes to a backups directory of its own.
       const backups = join(dir, `backups-${index}`);
       mkdirSync(backups);
-      const local = line.replaceAll("'/backups/", `'${backups}/`).replace(/^node bin\//, `${process.execPath} ${REPO}/bin/`).replace(/^node /, `${process.execPath} `);
+      const local = line
+        .replaceAll("'/backups/", `'${backups}/`)
+        .replace(/^node bin\//, `${process.execPath} ${REPO}/bin/`)
+        .replace(/^node /, `${process.execPath} `);
       assert.notEqual(local, line, 'the line writes to /backups');
       await bash(local, dir);
       const [file] = readdirSync(backups);
       assert.ok(file, `${line} wrote a backup`);
       const users = await runTessera(['user', 'list', '--json'], { TESSERA_DATABASE: join(backups, file) });
       assert.equal(users.code, 0, users.stderr);
-      assert.deepEqual((JSON.parse(users.stdout) as { username: string }[]).map((user) => user.username), ['alice'], line);
+      assert.deepEqual(
+        (JSON.parse(users.stdout) as { username: string }[]).map((user) => user.username),
+        ['alice'],
+        line,
+      );
     }
   });
 });

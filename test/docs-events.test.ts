@@ -69,7 +69,11 @@ describe('docs/events.md: the receiver in Node', () => {
     const fresh = webhookHeaders([secret], 'msg-3', Date.now(), body);
     assert.equal((await post(fresh)).status, 204);
     assert.equal((await post(fresh)).status, 204, 'the same id again is answered');
-    assert.deepEqual(receiver.handled.map((message) => message.type), ['user.disabled', 'user.deleted'], 'and handled once');
+    assert.deepEqual(
+      receiver.handled.map((message) => message.type),
+      ['user.disabled', 'user.deleted'],
+      'and handled once',
+    );
     // The signature of a rotation's two secrets: either matches.
     assert.ok(receiver.verifyWebhook(secret, webhookHeaders([`whsec_${Buffer.alloc(32, 9).toString('base64')}`, secret], 'msg-4', Date.now(), body), body));
   });
@@ -104,28 +108,48 @@ describe('docs/events.md: the Shared Signals push receiver in Node', () => {
   });
 
   it('handles a user disabled on the server once, verified against the JWKS, and refuses a SET it cannot verify', async () => {
-    const client = await server.addClient({ id: 'caep-receiver', name: 'CAEP receiver', grantTypes: ['client_credentials'], scopes: ['ssf:manage'], redirectUris: [] });
-    const token = (await (await fetch(`${server.url}/oauth/token`, {
-      method: 'POST',
-      headers: { authorization: `Basic ${btoa(`${client.clientId}:${client.clientSecret}`)}` },
-      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'ssf:manage' }),
-    })).json()) as { access_token: string };
+    const client = await server.addClient({
+      id: 'caep-receiver',
+      name: 'CAEP receiver',
+      grantTypes: ['client_credentials'],
+      scopes: ['ssf:manage'],
+      redirectUris: [],
+    });
+    const token = (await (
+      await fetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${btoa(`${client.clientId}:${client.clientSecret}`)}` },
+        body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'ssf:manage' }),
+      })
+    ).json()) as { access_token: string };
     const url = `http://127.0.0.1:${(receiver.server.address() as AddressInfo).port}/caep`;
     const made = await fetch(`${server.url}/ssf/streams`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: url }, events_requested: ['https://schemas.openid.net/secevent/risc/event-type/account-disabled'] }),
+      body: JSON.stringify({
+        delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: url },
+        events_requested: ['https://schemas.openid.net/secevent/risc/event-type/account-disabled'],
+      }),
     });
     assert.equal(made.status, 201);
     const ada = await server.addUser({ username: 'ada' });
     await setDisabled(manageDeps(server), 'ada', true);
     await until('the receiver to handle it', () => receiver.handled.length === 1, 5000);
-    assert.deepEqual(receiver.handled[0], { type: 'https://schemas.openid.net/secevent/risc/event-type/account-disabled', event: {}, subject: { format: 'iss_sub', iss: server.url, sub: ada.id } });
+    assert.deepEqual(receiver.handled[0], {
+      type: 'https://schemas.openid.net/secevent/risc/event-type/account-disabled',
+      event: {},
+      subject: { format: 'iss_sub', iss: server.url, sub: ada.id },
+    });
 
     // Signed by someone else: refused with RFC 8935's error.
     const { SignJWT, generateKeyPair } = await import('jose');
     const { privateKey } = await generateKeyPair('RS256');
-    const forged = await new SignJWT({ events: {} }).setProtectedHeader({ alg: 'RS256', typ: 'secevent+jwt', kid: 'not-ours' }).setIssuer(server.url).setAudience('caep-receiver').setJti('x').sign(privateKey);
+    const forged = await new SignJWT({ events: {} })
+      .setProtectedHeader({ alg: 'RS256', typ: 'secevent+jwt', kid: 'not-ours' })
+      .setIssuer(server.url)
+      .setAudience('caep-receiver')
+      .setJti('x')
+      .sign(privateKey);
     const refused = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/secevent+jwt' }, body: forged });
     assert.equal(refused.status, 400);
     assert.equal(((await refused.json()) as { err: string }).err, 'invalid_request');

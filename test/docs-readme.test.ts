@@ -34,7 +34,10 @@ describe("the README's tessera commands, run as written", () => {
       assert.equal(result.code, 0, `${line}\n${result.stderr}`);
     }
     const users = JSON.parse((await runTessera(['user', 'list', '--json'], env)).stdout) as { username: string }[];
-    assert.deepEqual(users.map((user) => user.username), ['alice']);
+    assert.deepEqual(
+      users.map((user) => user.username),
+      ['alice'],
+    );
     const clients = JSON.parse((await runTessera(['client', 'list', '--json'], env)).stdout) as { client_name: string }[];
     assert.deepEqual(clients.map((client) => client.client_name).sort(), ['Living Room TV', 'My App']);
   });

@@ -27,7 +27,10 @@ after(() => server.close());
 
 describe('docs/saml.md, run as written', () => {
   it('registers the SP with the command of its sh block, and node-saml signs the person in with its js block', async () => {
-    const sh = /^```sh\n([\s\S]*?)^```$/m.exec(markdown)![1]!.replace(/\\\n\s*/g, ' ').trim();
+    const sh = /^```sh\n([\s\S]*?)^```$/m
+      .exec(markdown)![1]!
+      .replace(/\\\n\s*/g, ' ')
+      .trim();
     const prefix = 'npm run --silent tessera -- ';
     assert.ok(sh.startsWith(prefix), sh);
     const added = await runTessera(shellWords(sh.slice(prefix.length)), { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
@@ -37,15 +40,22 @@ describe('docs/saml.md, run as written', () => {
     const file = new URL(`saml-sp-${process.pid}.mjs`, MODULES);
     writeFileSync(file, code);
     try {
-      const sp = (await import(file.href)) as { signIn: (returnTo: string) => Promise<string>; acs: (form: Record<string, string>) => Promise<Record<string, string>> };
+      const sp = (await import(file.href)) as {
+        signIn: (returnTo: string) => Promise<string>;
+        acs: (form: Record<string, string>) => Promise<Record<string, string>>;
+      };
       const browser = new FormBrowser(server.url);
       const page = await browser.signIn(await browser.follow(await browser.request(await sp.signIn('/wiki/start'))), user);
       const form = browser.form(page, 'https://wiki.example.com/saml/acs');
       const { id, ...signedIn } = await sp.acs(form.fields);
       assert.deepEqual(signedIn, { email: 'ada@example.com', name: 'Ada Lovelace', returnTo: '/wiki/start' });
-      assert.match(String(id), /^[\w-]{43}$/, 'a persistent NameID of the SP\'s own');
+      assert.match(String(id), /^[\w-]{43}$/, "a persistent NameID of the SP's own");
       assert.notEqual(id, user.id);
-      assert.match((await sp.acs.call(null, form.fields).catch((error: Error) => ({ error: error.message }))).error ?? '', /InResponseTo|replay|already/i, 'the same response is not accepted twice by node-saml');
+      assert.match(
+        (await sp.acs.call(null, form.fields).catch((error: Error) => ({ error: error.message }))).error ?? '',
+        /InResponseTo|replay|already/i,
+        'the same response is not accepted twice by node-saml',
+      );
     } finally {
       rmSync(file, { force: true });
     }

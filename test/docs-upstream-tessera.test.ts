@@ -19,7 +19,7 @@ function words(line: string): string[] {
   return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
 }
 
-describe("docs/identity-providers.md: another Tessera on the same machine, as written", () => {
+describe('docs/identity-providers.md: another Tessera on the same machine, as written', () => {
   let downstream: TestServer;
   let upstream: TestServer;
   before(async () => {

@@ -19,7 +19,9 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
   let userinfoUrl: string;
 
   before(async () => {
-    ({ server, client, user } = await startWithApp({ client: { grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'] } }));
+    ({ server, client, user } = await startWithApp({
+      client: { grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'] },
+    }));
     as = await discover(server);
     tokenUrl = `${server.url}/oauth/token`;
     userinfoUrl = `${server.url}/oauth/userinfo`;
@@ -30,10 +32,12 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
   function tokenRequest(dpop: string | string[] | null) {
     const headers = new Headers({ authorization: basic(client.clientId, client.clientSecret), 'content-type': 'application/x-www-form-urlencoded' });
     for (const proof of dpop === null ? [] : [dpop].flat()) headers.append('dpop', proof);
-    return fetch(tokenUrl, { method: 'POST', headers, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'unknown' }) }).then(async (response) => ({
-      status: response.status,
-      body: (await response.json()) as Record<string, unknown>,
-    }));
+    return fetch(tokenUrl, { method: 'POST', headers, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'unknown' }) }).then(
+      async (response) => ({
+        status: response.status,
+        body: (await response.json()) as Record<string, unknown>,
+      }),
+    );
   }
 
   async function assertRefused(dpop: string | string[], description: RegExp) {
@@ -131,15 +135,35 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
       const url = new URL(as.authorization_endpoint!);
       for (const [name, value] of Object.entries({ ...request.params, client_id: client.clientId })) url.searchParams.set(name, value);
       const callback = await approveAt(as, client, url, user, request.state);
-      const response = await oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure });
-      token = (await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true })).access_token;
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        { client_id: client.clientId },
+        clientAuth(client),
+        callback,
+        REDIRECT_URI,
+        request.verifier,
+        { DPoP: key.handle, ...insecure },
+      );
+      token = (
+        await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true })
+      ).access_token;
 
       const plain = await codeRequest('openid');
       const plainUrl = new URL(as.authorization_endpoint!);
       for (const [name, value] of Object.entries({ ...plain.params, client_id: client.clientId })) plainUrl.searchParams.set(name, value);
       const plainCallback = await approveAt(as, client, plainUrl, user, plain.state);
-      const plainResponse = await oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), plainCallback, REDIRECT_URI, plain.verifier, insecure);
-      bearerToken = (await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, plainResponse, { expectedNonce: plain.nonce, requireIdToken: true })).access_token;
+      const plainResponse = await oauth.authorizationCodeGrantRequest(
+        as,
+        { client_id: client.clientId },
+        clientAuth(client),
+        plainCallback,
+        REDIRECT_URI,
+        plain.verifier,
+        insecure,
+      );
+      bearerToken = (
+        await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, plainResponse, { expectedNonce: plain.nonce, requireIdToken: true })
+      ).access_token;
     });
 
     async function userinfo(scheme: string, accessToken: string, proof: string | null) {
@@ -201,7 +225,10 @@ describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () 
   const clock = clockAtStart();
 
   before(async () => {
-    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_DPOP_NONCES: 'true', TESSERA_DPOP_NONCE_LIFETIME: '10', TESSERA_DPOP_PROOF_WINDOW: '600' } }, client: { grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE] } }));
+    ({ server, client, user } = await startWithApp({
+      server: { clock, env: { TESSERA_DPOP_NONCES: 'true', TESSERA_DPOP_NONCE_LIFETIME: '10', TESSERA_DPOP_PROOF_WINDOW: '600' } },
+      client: { grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE] },
+    }));
     as = await discover(server);
   });
   after(() => server.close());
@@ -213,13 +240,19 @@ describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () 
     for (const [name, value] of Object.entries({ ...request.params, client_id: client.clientId })) url.searchParams.set(name, value);
     const callback = await approveAt(as, client, url, user, request.state);
     const exchange = () =>
-      oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure });
+      oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, {
+        DPoP: key.handle,
+        ...insecure,
+      });
     const first = await exchange();
     assert.equal(first.status, 400);
     assert.ok(first.headers.get('dpop-nonce'));
     await assert.rejects(oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, first), (error: unknown) => oauth.isDPoPNonceError(error));
     // The refused request left the code unused: the retry with the nonce redeems it.
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, await exchange(), { expectedNonce: request.nonce, requireIdToken: true });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, await exchange(), {
+      expectedNonce: request.nonce,
+      requireIdToken: true,
+    });
     assert.equal(tokens.token_type, 'dpop');
     const info = await oauth.userInfoRequest(as, { client_id: client.clientId }, tokens.access_token, { DPoP: key.handle, ...insecure });
     assert.equal(info.status, 200);
@@ -256,7 +289,10 @@ describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () 
   it('asks a resource request for the nonce with 401 and WWW-Authenticate error="use_dpop_nonce"', async () => {
     const { keys } = await handKeys();
     const response = await fetch(`${server.url}/oauth/userinfo`, {
-      headers: { authorization: 'DPoP abc.def.ghi', dpop: await handProof(keys, { htm: 'GET', htu: `${server.url}/oauth/userinfo`, ath: ath('abc.def.ghi'), iat: Math.floor(clock.now() / 1000) }) },
+      headers: {
+        authorization: 'DPoP abc.def.ghi',
+        dpop: await handProof(keys, { htm: 'GET', htu: `${server.url}/oauth/userinfo`, ath: ath('abc.def.ghi'), iat: Math.floor(clock.now() / 1000) }),
+      },
     });
     assert.equal(response.status, 401);
     assert.match(response.headers.get('www-authenticate') ?? '', /^DPoP algs="[^"]+", error="use_dpop_nonce"/);

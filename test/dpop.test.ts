@@ -43,8 +43,19 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
     url.searchParams.set('client_id', client.clientId);
     url.searchParams.set('request_uri', pushed.request_uri);
     const callback = await approveAt(as, client, url, user, request.state);
-    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: client.clientId }, clientAuth(client), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure });
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true });
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      { client_id: client.clientId },
+      clientAuth(client),
+      callback,
+      REDIRECT_URI,
+      request.verifier,
+      { DPoP: key.handle, ...insecure },
+    );
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: client.clientId }, response, {
+      expectedNonce: request.nonce,
+      requireIdToken: true,
+    });
     return { pushed, tokens, url };
   }
 
@@ -81,7 +92,11 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
     assert.equal(stolen.status, 401);
     assert.match(stolen.headers.get('www-authenticate') ?? '', /^DPoP algs="[^"]*", error="invalid_dpop_proof"/);
 
-    const introspected = await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    const introspected = await postForm(
+      `${server.url}/oauth/introspect`,
+      { token: tokens.access_token },
+      { authorization: basic(confidential.clientId, confidential.clientSecret) },
+    );
     assert.equal(introspected.body['active'], true);
     assert.equal(introspected.body['token_type'], 'DPoP');
     assert.deepEqual(introspected.body['cnf'], { jkt: key.jkt });
@@ -93,7 +108,11 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
     assert.ok(tokens.refresh_token);
     const other = await dpopKey(spa);
     await assert.rejects(
-      oauth.processRefreshTokenResponse(as, { client_id: spa.clientId }, await oauth.refreshTokenGrantRequest(as, { client_id: spa.clientId }, oauth.None(), tokens.refresh_token, { DPoP: other.handle, ...insecure })),
+      oauth.processRefreshTokenResponse(
+        as,
+        { client_id: spa.clientId },
+        await oauth.refreshTokenGrantRequest(as, { client_id: spa.clientId }, oauth.None(), tokens.refresh_token, { DPoP: other.handle, ...insecure }),
+      ),
       (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'invalid_dpop_proof' && error.status === 400,
     );
     const without = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: spa.clientId });
@@ -108,7 +127,11 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
     );
     assert.equal(refreshed.token_type, 'dpop');
     assert.deepEqual(decodeJwt(refreshed.access_token)['cnf'], { jkt: key.jkt });
-    const introspected = await postForm(`${server.url}/oauth/introspect`, { token: refreshed.refresh_token! }, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    const introspected = await postForm(
+      `${server.url}/oauth/introspect`,
+      { token: refreshed.refresh_token! },
+      { authorization: basic(confidential.clientId, confidential.clientSecret) },
+    );
     assert.deepEqual(introspected.body, { active: false }, 'another client learns nothing about it');
   });
 
@@ -119,7 +142,10 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
     const refreshed = await oauth.processRefreshTokenResponse(
       as,
       { client_id: confidential.clientId },
-      await oauth.refreshTokenGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), tokens.refresh_token!, { DPoP: other.handle, ...insecure }),
+      await oauth.refreshTokenGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), tokens.refresh_token!, {
+        DPoP: other.handle,
+        ...insecure,
+      }),
     );
     assert.deepEqual(decodeJwt(refreshed.access_token)['cnf'], { jkt: other.jkt });
     const bearer = await oauth.processRefreshTokenResponse(
@@ -140,12 +166,26 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
 
     const other = await dpopKey(spa);
     for (const options of [{ DPoP: other.handle, ...insecure }, insecure]) {
-      const response = await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, options);
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        { client_id: spa.clientId },
+        oauth.None(),
+        callback,
+        REDIRECT_URI,
+        request.verifier,
+        options,
+      );
       assert.equal(response.status, 400);
       assert.equal(((await response.json()) as { error: string }).error, 'invalid_dpop_proof');
     }
-    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure });
-    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: spa.clientId }, response, { expectedNonce: request.nonce, requireIdToken: true });
+    const response = await oauth.authorizationCodeGrantRequest(as, { client_id: spa.clientId }, oauth.None(), callback, REDIRECT_URI, request.verifier, {
+      DPoP: key.handle,
+      ...insecure,
+    });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, { client_id: spa.clientId }, response, {
+      expectedNonce: request.nonce,
+      requireIdToken: true,
+    });
     assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
   });
 
@@ -166,14 +206,20 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
     const device = await oauth.processDeviceAuthorizationResponse(
       as,
       { client_id: spa.clientId },
-      await oauth.deviceAuthorizationRequest(as, { client_id: spa.clientId }, oauth.None(), { scope: OFFLINE }, {
-        ...insecure,
-        [oauth.customFetch]: async (url: string, init: RequestInit) => {
-          const headers = new Headers(init.headers);
-          headers.set('dpop', await handProof(key.keys, { htu: url }));
-          return fetch(url, { ...init, headers });
+      await oauth.deviceAuthorizationRequest(
+        as,
+        { client_id: spa.clientId },
+        oauth.None(),
+        { scope: OFFLINE },
+        {
+          ...insecure,
+          [oauth.customFetch]: async (url: string, init: RequestInit) => {
+            const headers = new Headers(init.headers);
+            headers.set('dpop', await handProof(key.keys, { htu: url }));
+            return fetch(url, { ...init, headers });
+          },
         },
-      }),
+      ),
     );
     await new BrowserAt(server.url).decide(device.user_code, user, 'approve');
 
@@ -195,14 +241,21 @@ describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
   });
 
   it('the device flow without a proof at the start binds each token to the key of the poll that got it', async () => {
-    const started = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, { authorization: basic(confidential.clientId, confidential.clientSecret) });
+    const started = await postForm(
+      `${server.url}/oauth/device/authorization`,
+      { scope: 'openid' },
+      { authorization: basic(confidential.clientId, confidential.clientSecret) },
+    );
     assert.equal(started.status, 200);
     await new BrowserAt(server.url).decide(started.body['user_code'] as string, user, 'approve');
     const key = await dpopKey(confidential);
     const tokens = await oauth.processDeviceCodeResponse(
       as,
       { client_id: confidential.clientId },
-      await oauth.deviceCodeGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), started.body['device_code'] as string, { DPoP: key.handle, ...insecure }),
+      await oauth.deviceCodeGrantRequest(as, { client_id: confidential.clientId }, clientAuth(confidential), started.body['device_code'] as string, {
+        DPoP: key.handle,
+        ...insecure,
+      }),
     );
     assert.deepEqual(decodeJwt(tokens.access_token)['cnf'], { jkt: key.jkt });
   });
@@ -217,7 +270,21 @@ describe('a --require-dpop device client through openid-client and oauth4webapi,
   let user: TestUser;
 
   before(async () => {
-    ({ server, client: device, user } = await startWithApp({ server: { clock }, client: { name: 'Living Room TV', public: true, grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN], scopes: ['openid', 'profile', 'offline_access'], requireDpop: true }, user: { username: 'ada' } }));
+    ({
+      server,
+      client: device,
+      user,
+    } = await startWithApp({
+      server: { clock },
+      client: {
+        name: 'Living Room TV',
+        public: true,
+        grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
+        scopes: ['openid', 'profile', 'offline_access'],
+        requireDpop: true,
+      },
+      user: { username: 'ada' },
+    }));
     as = await discover(server);
   });
   after(() => server.close());
@@ -230,7 +297,11 @@ describe('a --require-dpop device client through openid-client and oauth4webapi,
 
   it('signs in with oauth4webapi: a poll without a proof is refused naming the token endpoint, the first with one binds the device code, and the tokens are bound to that key', async () => {
     const client = { client_id: device.clientId };
-    const started = await oauth.processDeviceAuthorizationResponse(as, client, await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: OFFLINE }, insecure));
+    const started = await oauth.processDeviceAuthorizationResponse(
+      as,
+      client,
+      await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: OFFLINE }, insecure),
+    );
     const key = await dpopKey(device);
     // RFC 9449 §5.2 dpop_bound_access_tokens: the token request without a proof is refused.
     const bare = await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, insecure);
@@ -240,7 +311,11 @@ describe('a --require-dpop device client through openid-client and oauth4webapi,
     assert.match(refusal.error_description, new RegExp(`must send a DPoP proof .*\\(at ${server.url}/oauth/token\\)$`));
 
     await assert.rejects(
-      oauth.processDeviceCodeResponse(as, client, await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, { DPoP: key.handle, ...insecure })),
+      oauth.processDeviceCodeResponse(
+        as,
+        client,
+        await oauth.deviceCodeGrantRequest(as, client, oauth.None(), started.device_code, { DPoP: key.handle, ...insecure }),
+      ),
       (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'authorization_pending',
     );
     await new BrowserAt(server.url).decide(started.user_code, user, 'approve');

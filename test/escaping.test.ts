@@ -26,15 +26,26 @@ describe('names and user agents on the pages are text, not markup', () => {
   let user: TestUser;
 
   before(async () => {
-    ({ server, client: evil, user } = await startWithApp({ client: { name: MARKUP, grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] }, user: { username: 'ada' } }));
+    ({
+      server,
+      client: evil,
+      user,
+    } = await startWithApp({
+      client: { name: MARKUP, grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] },
+      user: { username: 'ada' },
+    }));
   });
   after(() => server.close());
 
   it("shows a client's name as text on the sign-in page and the approval page of the code flow", async () => {
     const url = new URL(`${server.url}/oauth/authorize`);
     url.search = new URLSearchParams({
-      response_type: 'code', client_id: evil.clientId, redirect_uri: REDIRECT_URI, scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: evil.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
     }).toString();
     const browser = new FormBrowser(server.url);
     const signInPage = await browser.request(url.href);
@@ -50,14 +61,25 @@ describe('names and user agents on the pages are text, not markup', () => {
     const identifier = 'https://api.example.com/?q=<b>"x"</b>';
     await server.store.transaction((tx) =>
       tx.resources.create({
-        identifier, name: MARKUP, scopes: [{ name: 'evil:read', description: `${MARKUP} reads` }], accessTokenTtl: null, introspectionSecretHash: null, signingAlg: 'RS256', createdAt: 0,
+        identifier,
+        name: MARKUP,
+        scopes: [{ name: 'evil:read', description: `${MARKUP} reads` }],
+        accessTokenTtl: null,
+        introspectionSecretHash: null,
+        signingAlg: 'RS256',
+        createdAt: 0,
       }),
     );
     const client = await server.addClient({ name: 'Plain App', scopes: ['openid', 'evil:read'] });
     const url = new URL(`${server.url}/oauth/authorize`);
     url.search = new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid evil:read', resource: identifier,
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid evil:read',
+      resource: identifier,
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
     }).toString();
     const browser = new FormBrowser(server.url);
     const approval = await browser.signIn(await browser.request(url.href), user);

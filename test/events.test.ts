@@ -48,18 +48,34 @@ describe('audit events (tessera events, /account)', () => {
     return JSON.parse(result.stdout) as EventJson[];
   };
   const token = (form: Record<string, string>) =>
-    postForm(`${server.url}/oauth/token`, form, { authorization: basic(app.clientId, app.clientSecret), 'x-forwarded-for': APP_SERVER, 'user-agent': 'PhotoPrinter/1.0' });
+    postForm(`${server.url}/oauth/token`, form, {
+      authorization: basic(app.clientId, app.clientSecret),
+      'x-forwarded-for': APP_SERVER,
+      'user-agent': 'PhotoPrinter/1.0',
+    });
 
   before(async () => {
-    ({ server, client: app, user: alice } = await startWithApp({ server: { env: { TESSERA_TRUST_PROXY: 'loopback' } }, client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'alice', password: 'alice in wonderland' } }));
+    ({
+      server,
+      client: app,
+      user: alice,
+    } = await startWithApp({
+      server: { env: { TESSERA_TRUST_PROXY: 'loopback' } },
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'alice', password: 'alice in wonderland' },
+    }));
     browser = new BrowserAt(server.url, PHONE);
 
     // Alice signs in on her phone and approves the Photo Printer (the code flow)…
     const verifier = oidc.randomPKCECodeVerifier();
     const url = new URL(`${server.url}/oauth/authorize`);
     url.search = new URLSearchParams({
-      response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope: 'openid offline_access',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: app.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid offline_access',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     }).toString();
     const code = new URL((await browser.authorize(url.href, alice)).location!).searchParams.get('code')!;
     const first = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
@@ -67,7 +83,11 @@ describe('audit events (tessera events, /account)', () => {
     // …then a TV, on the same phone, already signed in…
     const device = await startDevice(server, app, 'openid profile', { 'x-forwarded-for': TV, 'user-agent': 'LivingRoomTV/2.1' });
     assert.equal((await browser.submit(await browser.reachApproval(device.user_code, null), '/device/approve', { decision: 'approve' })).status, 200);
-    const polled = await postForm(`${server.url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code: device.device_code }, { authorization: basic(app.clientId, app.clientSecret) });
+    const polled = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: DEVICE_GRANT, device_code: device.device_code },
+      { authorization: basic(app.clientId, app.clientSecret) },
+    );
     assert.equal(polled.status, 200);
     // …and the Photo Printer's refresh token is used twice: someone copied it.
     const refreshToken = first.body['refresh_token'] as string;
@@ -77,7 +97,16 @@ describe('audit events (tessera events, /account)', () => {
     const stranger = new BrowserAt(server.url, '192.0.2.66');
     const signIn = await stranger.follow(await stranger.request('/login'));
     assert.equal((await stranger.submit(signIn, '/login', { username: 'alice', password: 'guess' })).status, 401);
-    secrets = [code, verifier, refreshToken, first.body['access_token'] as string, device.device_code, device.user_code.replace('-', ''), alice.password, 'guess'];
+    secrets = [
+      code,
+      verifier,
+      refreshToken,
+      first.body['access_token'] as string,
+      device.device_code,
+      device.user_code.replace('-', ''),
+      alice.password,
+      'guess',
+    ];
   });
   after(() => server.close());
 
@@ -109,7 +138,13 @@ describe('audit events (tessera events, /account)', () => {
     assert.deepEqual([failed?.username, failed?.ip, failed?.detail['reason']], ['alice', '192.0.2.66', 'wrong_password']);
     assert.ok(['code.issued', 'code.redeemed', 'refresh.rotated', 'device.consumed'].every((type) => listed.some((event) => event.type === type)));
     // Newest first.
-    assert.deepEqual(listed.map((event) => event.at), listed.map((event) => event.at).sort().reverse());
+    assert.deepEqual(
+      listed.map((event) => event.at),
+      listed
+        .map((event) => event.at)
+        .sort()
+        .reverse(),
+    );
   });
 
   it('never records a secret: no code, verifier, token, password or device code in any event', async () => {
@@ -139,12 +174,19 @@ describe('audit events (tessera events, /account)', () => {
     assert.equal(result.code, 0, result.stderr);
     const line = result.stdout.split('\n').find((entry) => entry.includes('signin.succeeded'));
     assert.ok(line, result.stdout);
-    assert.match(line, /^\S+ {2}signin\.failed {2}user="x\\n\S+ {2}signin\.succeeded {2}user=admin\\r\\e\[2k\\u0007\\u0000\\u202Egnp\.exe\\u2028 ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/);
+    assert.match(
+      line,
+      /^\S+ {2}signin\.failed {2}user="x\\n\S+ {2}signin\.succeeded {2}user=admin\\r\\e\[2k\\u0007\\u0000\\u202Egnp\.exe\\u2028 ip=1\.2\.3\.4" ip=192\.0\.2\.77 reason=unknown_user$/,
+    );
     assert.doesNotMatch(result.stdout, /[\u0000-\u0009\u000b-\u001f\u007f\u202e\u2028]/u, 'no control character but the line ends');
   });
 
   it('refuses an unknown event type, a bad time or a bad limit as a usage error', async () => {
-    for (const args of [['--type', 'signin.maybe'], ['--since', 'yesterday'], ['--limit', '0']]) {
+    for (const args of [
+      ['--type', 'signin.maybe'],
+      ['--since', 'yesterday'],
+      ['--limit', '0'],
+    ]) {
       const result = await cli(['events', ...args]);
       assert.equal(result.code, 2, args.join(' '));
     }
@@ -190,7 +232,10 @@ describe('audit events in the log', () => {
     const page = await browser.follow(await browser.request('/login'));
     await browser.submit(page, '/login', { username: 'nobody', password: 'hunter2 is my password' });
     await outputMatches(serving, /"event":"signin.failed"/);
-    const line = serving.output().stdout.split('\n').find((entry) => entry.includes('"event":"signin.failed"'))!;
+    const line = serving
+      .output()
+      .stdout.split('\n')
+      .find((entry) => entry.includes('"event":"signin.failed"'))!;
     const logged = JSON.parse(line) as Record<string, unknown>;
     assert.equal(logged['username'], 'nobody');
     assert.equal(logged['ip'], '127.0.0.1');

@@ -26,7 +26,11 @@ import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
 
 const onPath = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, name)));
-const which = (name: string) => (process.env['PATH'] ?? '').split(':').map((dir) => join(dir, name)).find((path) => existsSync(path))!;
+const which = (name: string) =>
+  (process.env['PATH'] ?? '')
+    .split(':')
+    .map((dir) => join(dir, name))
+    .find((path) => existsSync(path))!;
 const root = process.getuid?.() === 0;
 const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
 const why = cannotBuild();
@@ -91,13 +95,16 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
     }
   });
 
-  it('serves on a fresh database with the page\'s commands: discovery, its pages, a client-credentials token; SIGTERM drains and stops it', async () => {
+  it("serves on a fresh database with the page's commands: discovery, its pages, a client-credentials token; SIGTERM drains and stops it", async () => {
     const lines = shellBlock('docs/deployment.md', 'mkdir -p /var/lib/tessera').trimEnd().split('\n');
     assert.equal(lines[0], 'mkdir -p /var/lib/tessera && cd /var/lib/tessera');
     const host = join(dir, 'var-lib-tessera');
     mkdirSync(host);
     const commands = lines.slice(1).map((line) => shellWords(line));
-    assert.ok(commands.every((words) => words[0] === 'tessera'), 'each is the tessera command');
+    assert.ok(
+      commands.every((words) => words[0] === 'tessera'),
+      'each is the tessera command',
+    );
     assert.deepEqual(commands.at(-1), ['tessera', 'serve'], 'the page starts the server last');
 
     const server = start(['serve'], host, { HOST: '127.0.0.1', PORT: '0', TESSERA_SHUTDOWN_DELAY: '1' });
@@ -128,7 +135,10 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
       const resource = commands.find((words) => words[2] === 'add' && words[1] === 'resource')!;
       const token = await fetch(new URL(new URL(discovery.token_endpoint).pathname, url), {
         method: 'POST',
-        headers: { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource: resource[resource.indexOf('--identifier') + 1]! }),
       });
       const body = (await token.json()) as { access_token?: string; scope?: string };
@@ -159,7 +169,9 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
     }
   });
 
-  it('runs in a root holding only itself and the libraries it links: its version, and discovery until SIGTERM', { skip: root && onPath('chroot') && onPath('ldd') ? false : 'it needs root, chroot and ldd' }, async () => {
+  it('runs in a root holding only itself and the libraries it links: its version, and discovery until SIGTERM', {
+    skip: root && onPath('chroot') && onPath('ldd') ? false : 'it needs root, chroot and ldd',
+  }, async () => {
     // What a host without Node.js has: glibc and libstdc++, as ldd names them, and nothing else (no /usr, /proc or /dev).
     const rootfs = join(dir, 'rootfs');
     for (const library of (await promisify(execFile)(which('ldd'), [tessera])).stdout.matchAll(/(?:=>\s+|^\s*)(\/\S+)\s+\(/gm)) {
@@ -170,7 +182,9 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
     copyFileSync(tessera, join(rootfs, 'usr/local/bin/tessera'));
     chmodSync(join(rootfs, 'usr/local/bin/tessera'), 0o755);
     const inRoot = (args: readonly string[], env: Record<string, string> = {}) =>
-      watchCommand(spawn(which('chroot'), [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+      watchCommand(
+        spawn(which('chroot'), [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }),
+      );
     const version = inRoot(['--version']);
     assert.equal(await within(version.exited, 'tessera --version in the root to exit'), 0, version.output().stderr);
     assert.equal(version.output().stdout, `tessera ${VERSION}\n`);
@@ -187,10 +201,14 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
     }
   });
 
-  it('docs/deployment.md: builds with the page\'s command and prints the version with its line', async () => {
+  it("docs/deployment.md: builds with the page's command and prints the version with its line", async () => {
     const [build, version] = shellBlock('docs/deployment.md', 'npm run executable').trimEnd().split('\n');
     assert.equal(build, 'npm run executable');
-    assert.match((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['executable']!, / deploy\/executable\/build\.ts$/, 'the script is the build this file runs');
+    assert.match(
+      (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['executable']!,
+      / deploy\/executable\/build\.ts$/,
+      'the script is the build this file runs',
+    );
     const [command, ...args] = shellWords(version!);
     assert.equal(command, relative(ROOT, EXECUTABLE), 'where the build writes it');
     const result = await run(args, dir);

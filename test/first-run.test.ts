@@ -37,9 +37,15 @@ describe('first run', () => {
     assert.equal(refused.status, 403);
     assert.match(text(refused), new RegExp(`This form was sent from another address \\(${other}\\)\\. Open the page at ${server.url} and try again\\.`));
     // In the person's language, the protocol's English description nowhere on the page.
-    const german = await browser.request('/login', { form: { ...form.fields, username: 'ada', password: 'x' }, headers: { origin: other, 'accept-language': 'de' } });
+    const german = await browser.request('/login', {
+      form: { ...form.fields, username: 'ada', password: 'x' },
+      headers: { origin: other, 'accept-language': 'de' },
+    });
     assert.equal(german.status, 403);
-    assert.match(text(german), new RegExp(`Dieses Formular wurde von einer anderen Adresse gesendet \\(${other}\\)\\. Öffnen Sie die Seite unter ${server.url}`));
+    assert.match(
+      text(german),
+      new RegExp(`Dieses Formular wurde von einer anderen Adresse gesendet \\(${other}\\)\\. Öffnen Sie die Seite unter ${server.url}`),
+    );
     assert.doesNotMatch(text(german), /another site|open the page/);
   });
 

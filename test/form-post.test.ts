@@ -31,8 +31,15 @@ describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid profile', state, nonce, response_mode: 'form_post', prompt: 'consent',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile',
+      state,
+      nonce,
+      response_mode: 'form_post',
+      prompt: 'consent',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     return { url, verifier, state, nonce };
   }
@@ -73,8 +80,16 @@ describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
     assert.deepEqual(Object.keys(fields).sort(), ['code', 'iss', 'state']);
     assert.equal(fields['iss'], server.url);
     // openid-client reads a form post response from the POST request the browser makes.
-    const callback = new Request(action, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
-    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce });
+    const callback = new Request(action, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields),
+    });
+    const tokens = await oidc.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+    });
     assert.equal(tokens.claims()!.sub, user.id);
   });
 
@@ -85,7 +100,10 @@ describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
   });
 
   it('posts an error found in the request itself (invalid_scope), and login_required for prompt=none', async () => {
-    for (const [extra, error] of [[{ scope: 'openid admin' }, 'invalid_scope'], [{ prompt: 'none' }, 'login_required']] as const) {
+    for (const [extra, error] of [
+      [{ scope: 'openid admin' }, 'invalid_scope'],
+      [{ prompt: 'none' }, 'login_required'],
+    ] as const) {
       const attempt = await start(extra);
       const page = await new FormBrowser(server.url).request(attempt.url.href);
       const { fields } = postedForm(page);
@@ -121,15 +139,17 @@ describe('express-openid-connect with response_mode form_post, in Chromium', { s
     const web = express();
     // Its README's configuration, with the code flow: the library's own default,
     // response_type=id_token (the implicit flow), is refused by Tessera.
-    web.use(auth({
-      issuerBaseURL: server.url,
-      baseURL: url,
-      clientID: client.clientId,
-      clientSecret: client.clientSecret,
-      secret: 'a long, randomly-generated string stored in env',
-      authRequired: false,
-      authorizationParams: { response_type: 'code', response_mode: 'form_post', scope: 'openid profile email' },
-    }));
+    web.use(
+      auth({
+        issuerBaseURL: server.url,
+        baseURL: url,
+        clientID: client.clientId,
+        clientSecret: client.clientSecret,
+        secret: 'a long, randomly-generated string stored in env',
+        authRequired: false,
+        authorizationParams: { response_type: 'code', response_mode: 'form_post', scope: 'openid profile email' },
+      }),
+    );
     // The name comes from UserInfo (OIDC Core §5.4: with an access token, scope claims are there).
     web.get('/', async (request, response) => {
       if (!request.oidc.isAuthenticated()) return void response.type('text/plain').send('Signed out');

@@ -41,13 +41,29 @@ describe('ID-JAG between two Tessera servers', () => {
   before(async () => {
     [idp, ras] = await Promise.all([startTestServer(), startTestServer()]);
     // The resource's server: the MCP server's API, the identity provider trusted, the agent.
-    await addResource(manageDeps(ras), { identifier: MCP, name: 'MCP tools', scopes: [{ name: 'tools:read', description: 'Use read-only tools' }, { name: 'tools:write', description: 'Use tools that change things' }] });
-    const trusted = await runTessera(['trust', 'add', '--issuer', idp.config.issuer, '--jwks-uri', `${idp.url}/.well-known/jwks.json`], { TESSERA_DATABASE: ras.config.database });
+    await addResource(manageDeps(ras), {
+      identifier: MCP,
+      name: 'MCP tools',
+      scopes: [
+        { name: 'tools:read', description: 'Use read-only tools' },
+        { name: 'tools:write', description: 'Use tools that change things' },
+      ],
+    });
+    const trusted = await runTessera(['trust', 'add', '--issuer', idp.config.issuer, '--jwks-uri', `${idp.url}/.well-known/jwks.json`], {
+      TESSERA_DATABASE: ras.config.database,
+    });
     assert.equal(trusted.code, 0, trusted.stderr);
     const there = await createClient(manageDeps(ras), { client_id: AGENT, client_name: 'Agent', grant_types: ['jwt-bearer'], scope: 'tools:read tools:write' });
     agentAtRas = { clientId: there.client.id, clientSecret: there.secret! };
     // The identity provider: the agent signs people in and may ask for ID-JAGs for the resource's server.
-    const here = await createClient(manageDeps(idp), { client_id: AGENT, client_name: 'Agent', grant_types: ['authorization_code', 'token-exchange'], redirect_uris: [REDIRECT_URI], scope: 'openid email', token_exchange_audiences: [ras.config.issuer] });
+    const here = await createClient(manageDeps(idp), {
+      client_id: AGENT,
+      client_name: 'Agent',
+      grant_types: ['authorization_code', 'token-exchange'],
+      redirect_uris: [REDIRECT_URI],
+      scope: 'openid email',
+      token_exchange_audiences: [ras.config.issuer],
+    });
     agentAtIdp = { clientId: here.client.id, clientSecret: here.secret! };
     // The same person at both, found at the resource's server by their verified e-mail address.
     person = await idp.addUser({ email: 'ada@corp.example', profile: { emailVerified: true } });
@@ -64,28 +80,53 @@ describe('ID-JAG between two Tessera servers', () => {
   async function idToken(who: TestUser = person, client: TestClient = agentAtIdp): Promise<string> {
     const verifier = oauth.generateRandomCodeVerifier();
     const url = new URL(`${idp.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid email', code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid email',
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(idp.url).authorize(url.href, who);
     const code = new URL(page.location ?? 'http://invalid/').searchParams.get('code');
     assert.ok(code, `a code: ${page.status} ${page.location}`);
-    const result = await postForm(`${idp.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, { authorization: basic(client.clientId, client.clientSecret) });
+    const result = await postForm(
+      `${idp.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
     assert.equal(result.status, 200, JSON.stringify(result.body));
     return result.body['id_token'] as string;
   }
 
   /** openid-client against the identity provider, as the agent. */
-  const idpConfig = (client: TestClient = agentAtIdp) => oidc.discovery(new URL(idp.url), client.clientId, client.clientSecret, undefined, { execute: [oidc.allowInsecureRequests] });
+  const idpConfig = (client: TestClient = agentAtIdp) =>
+    oidc.discovery(new URL(idp.url), client.clientId, client.clientSecret, undefined, { execute: [oidc.allowInsecureRequests] });
 
   /** The agent's token exchange at the identity provider for an ID-JAG (openid-client genericGrantRequest). */
   async function idJag(subjectToken: string, extra: Record<string, string> = {}) {
     return oidc.genericGrantRequest(await idpConfig(), GRANT_TOKEN_EXCHANGE, {
-      requested_token_type: TOKEN_TYPE_ID_JAG, subject_token: subjectToken, subject_token_type: TOKEN_TYPE_ID_TOKEN, audience: ras.config.issuer, resource: MCP, scope: 'tools:read', ...extra,
+      requested_token_type: TOKEN_TYPE_ID_JAG,
+      subject_token: subjectToken,
+      subject_token_type: TOKEN_TYPE_ID_TOKEN,
+      audience: ras.config.issuer,
+      resource: MCP,
+      scope: 'tools:read',
+      ...extra,
     });
   }
 
   /** The agent redeems an ID-JAG at the resource's server (oauth4webapi, the jwt-bearer grant). */
   async function redeem(assertion: string, client: TestClient = agentAtRas, extra: Record<string, string> = {}) {
-    const response = await oauth.genericTokenEndpointRequest(rasMetadata, { client_id: client.clientId }, oauth.ClientSecretBasic(client.clientSecret), GRANT_JWT_BEARER, { assertion, ...extra }, insecure);
+    const response = await oauth.genericTokenEndpointRequest(
+      rasMetadata,
+      { client_id: client.clientId },
+      oauth.ClientSecretBasic(client.clientSecret),
+      GRANT_JWT_BEARER,
+      { assertion, ...extra },
+      insecure,
+    );
     return oauth.processGenericTokenEndpointResponse(rasMetadata, { client_id: client.clientId }, response);
   }
 
@@ -104,33 +145,53 @@ describe('ID-JAG between two Tessera servers', () => {
   async function forged(changes: Record<string, unknown>, header: Record<string, unknown> = {}) {
     const key = await idp.keys.signingKey('RS256');
     const now = Math.floor(Date.now() / 1000);
-    const claims = { iss: idp.config.issuer, sub: person.id, aud: ras.config.issuer, client_id: AGENT, jti: crypto.randomUUID(), iat: now, exp: now + 120, resource: MCP, scope: 'tools:read', email: 'ada@corp.example', email_verified: true, ...changes };
+    const claims = {
+      iss: idp.config.issuer,
+      sub: person.id,
+      aud: ras.config.issuer,
+      client_id: AGENT,
+      jti: crypto.randomUUID(),
+      iat: now,
+      exp: now + 120,
+      resource: MCP,
+      scope: 'tools:read',
+      email: 'ada@corp.example',
+      email_verified: true,
+      ...changes,
+    };
     return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: ID_JAG_TYP, ...header }).sign(key.privateKey);
   }
 
-  const rasToken = (token: string) => jwtVerify(token, createRemoteJWKSet(new URL(`${ras.url}/.well-known/jwks.json`)), { issuer: ras.config.issuer, audience: MCP, typ: 'at+jwt' });
-  const introspect = async (token: string) => (await postForm(`${ras.url}/oauth/introspect`, { token }, { authorization: basic(agentAtRas.clientId, agentAtRas.clientSecret) })).body;
-  const refusedEvents = async (server: TestServer) => (await server.store.events.list({ limit: 100 })).filter((event) => event.type === 'token.exchange_refused');
+  const rasToken = (token: string) =>
+    jwtVerify(token, createRemoteJWKSet(new URL(`${ras.url}/.well-known/jwks.json`)), { issuer: ras.config.issuer, audience: MCP, typ: 'at+jwt' });
+  const introspect = async (token: string) =>
+    (await postForm(`${ras.url}/oauth/introspect`, { token }, { authorization: basic(agentAtRas.clientId, agentAtRas.clientSecret) })).body;
+  const refusedEvents = async (server: TestServer) =>
+    (await server.store.events.list({ limit: 100 })).filter((event) => event.type === 'token.exchange_refused');
 
-  it('lists the jwt-bearer grant and the ID-JAG profile in the resource server\'s discovery', () => {
+  it("lists the jwt-bearer grant and the ID-JAG profile in the resource server's discovery", () => {
     assert.ok(rasMetadata.grant_types_supported?.includes(GRANT_JWT_BEARER));
     assert.deepEqual(rasMetadata['authorization_grant_profiles_supported'], [ID_JAG_PROFILE]);
   });
 
-  it('issues an ID-JAG for the person\'s ID token: typ oauth-id-jag+jwt, iss, sub, aud, client_id, jti, exp within 5 minutes, resource, scope; issued_token_type id-jag, token_type N_A', async () => {
+  it("issues an ID-JAG for the person's ID token: typ oauth-id-jag+jwt, iss, sub, aud, client_id, jti, exp within 5 minutes, resource, scope; issued_token_type id-jag, token_type N_A", async () => {
     const result = await idJag(await idToken());
     assert.equal(result['issued_token_type'], TOKEN_TYPE_ID_JAG);
     assert.equal(result.token_type, 'n_a');
     assert.equal(result.refresh_token, undefined);
     assert.ok(result.expires_in! > 0 && result.expires_in! <= 300);
-    const { payload, protectedHeader } = await jwtVerify(result.access_token, createRemoteJWKSet(new URL(`${idp.url}/.well-known/jwks.json`)), { issuer: idp.config.issuer, audience: ras.config.issuer, typ: ID_JAG_TYP });
+    const { payload, protectedHeader } = await jwtVerify(result.access_token, createRemoteJWKSet(new URL(`${idp.url}/.well-known/jwks.json`)), {
+      issuer: idp.config.issuer,
+      audience: ras.config.issuer,
+      typ: ID_JAG_TYP,
+    });
     assert.equal(protectedHeader.typ, ID_JAG_TYP);
     assert.deepEqual([payload.sub, payload['client_id'], payload['resource'], payload['scope']], [person.id, AGENT, MCP, 'tools:read']);
     assert.equal(typeof payload.jti, 'string');
     assert.ok(payload.exp! - payload.iat! <= 300, 'five minutes at most');
   });
 
-  it('redeems the ID-JAG at the resource\'s server for a token for the MCP API acting for the same person there, once', async () => {
+  it("redeems the ID-JAG at the resource's server for a token for the MCP API acting for the same person there, once", async () => {
     const jag = (await idJag(await idToken())).access_token;
     const result = await redeem(jag);
     assert.equal(result.token_type, 'bearer');
@@ -160,9 +221,26 @@ describe('ID-JAG between two Tessera servers', () => {
   it('finds the person by an upstream identity of that issuer linked to them before their e-mail address', async () => {
     const linked = await ras.addUser({ email: null });
     const now = Date.now();
-    await ras.store.identityProviders.create({ id: 'corp', kind: 'oidc', name: 'Corp', position: 0, settings: { issuer: idp.config.issuer, clientId: 'tessera', scopes: ['openid'] }, secret: null, createdAt: now, updatedAt: now });
+    await ras.store.identityProviders.create({
+      id: 'corp',
+      kind: 'oidc',
+      name: 'Corp',
+      position: 0,
+      settings: { issuer: idp.config.issuer, clientId: 'tessera', scopes: ['openid'] },
+      secret: null,
+      createdAt: now,
+      updatedAt: now,
+    });
     const someone = await idp.addUser({ email: null });
-    await ras.store.linkedIdentities.create({ providerId: 'corp', subject: someone.id, userId: linked.id, label: null, groups: [], createdAt: now, lastUsedAt: null });
+    await ras.store.linkedIdentities.create({
+      providerId: 'corp',
+      subject: someone.id,
+      userId: linked.id,
+      label: null,
+      groups: [],
+      createdAt: now,
+      lastUsedAt: null,
+    });
     const result = await redeem((await idJag(await idToken(someone))).access_token);
     assert.equal(decodeJwt(result.access_token).sub, linked.id);
     // Nobody there: no link, no e-mail address.
@@ -183,7 +261,9 @@ describe('ID-JAG between two Tessera servers', () => {
       'an access token typ': await forged({}, { typ: 'at+jwt' }),
       'another audience': await forged({ aud: 'https://other-as.example' }),
       'another client': await forged({ client_id: 'someone-else' }),
-      'a bad signature': await new SignJWT({ ...decodeJwt(await forged({})) }).setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: ID_JAG_TYP }).sign(stranger.privateKey),
+      'a bad signature': await new SignJWT({ ...decodeJwt(await forged({})) })
+        .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: ID_JAG_TYP })
+        .sign(stranger.privateKey),
       'issued for an hour': await forged({ exp: now + 3600 }),
       expired: await forged({ iat: now - 200, exp: now - 100 }),
       'no jti': await forged({ jti: undefined }),
@@ -198,13 +278,21 @@ describe('ID-JAG between two Tessera servers', () => {
     assert.equal((await redeem(await forged({}))).scope, 'tools:read');
   });
 
-  it('refuses an API not registered at the resource\'s server with invalid_target, and a client not registered for the grant with unauthorized_client', async () => {
+  it("refuses an API not registered at the resource's server with invalid_target, and a client not registered for the grant with unauthorized_client", async () => {
     assert.equal((await refusal(async () => redeem(await forged({ resource: 'https://unknown.example/api' })))).error, 'invalid_target');
-    const other = await createClient(manageDeps(ras), { client_id: 'no-grant', client_name: 'No grant', grant_types: ['client_credentials'], scope: 'tools:read' });
-    assert.equal((await refusal(async () => redeem(await forged({ client_id: 'no-grant' }), { clientId: other.client.id, clientSecret: other.secret! }))).error, 'unauthorized_client');
+    const other = await createClient(manageDeps(ras), {
+      client_id: 'no-grant',
+      client_name: 'No grant',
+      grant_types: ['client_credentials'],
+      scope: 'tools:read',
+    });
+    assert.equal(
+      (await refusal(async () => redeem(await forged({ client_id: 'no-grant' }), { clientId: other.client.id, clientSecret: other.secret! }))).error,
+      'unauthorized_client',
+    );
   });
 
-  it('refuses at the identity provider: another server\'s issuer not in the client\'s list, an access token as subject, another client\'s ID token, a disabled person', async () => {
+  it("refuses at the identity provider: another server's issuer not in the client's list, an access token as subject, another client's ID token, a disabled person", async () => {
     const token = await idToken();
     assert.equal((await refusal(() => idJag(token, { audience: 'https://elsewhere.example' }))).error, 'invalid_target');
     assert.equal((await refusal(() => idJag(token, { subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' }))).error, 'invalid_request');
@@ -221,7 +309,7 @@ describe('ID-JAG between two Tessera servers', () => {
     assert.ok(events.every((event) => event.clientId !== null));
   });
 
-  it('ends the tokens issued from an issuer\'s ID-JAGs when it is no longer trusted, or the person is disabled there', async () => {
+  it("ends the tokens issued from an issuer's ID-JAGs when it is no longer trusted, or the person is disabled there", async () => {
     const first = (await redeem((await idJag(await idToken())).access_token)).access_token;
     assert.equal((await introspect(first))['active'], true);
     await setDisabled(manageDeps(ras), personThere.username, true);
@@ -245,25 +333,61 @@ describe('TESSERA_ID_JAG_LIFETIME', () => {
 
   it('issues ID-JAGs for that long, and refuses to redeem one issued for longer', async () => {
     const audience = 'https://as.example.com';
-    const made = await createClient(manageDeps(server), { client_name: 'Agent', grant_types: ['authorization_code', 'token-exchange', 'jwt-bearer'], redirect_uris: [REDIRECT_URI], scope: 'openid', token_exchange_audiences: [audience] });
+    const made = await createClient(manageDeps(server), {
+      client_name: 'Agent',
+      grant_types: ['authorization_code', 'token-exchange', 'jwt-bearer'],
+      redirect_uris: [REDIRECT_URI],
+      scope: 'openid',
+      token_exchange_audiences: [audience],
+    });
     const user = await server.addUser();
     const verifier = oauth.generateRandomCodeVerifier();
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: made.client.id, redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: made.client.id,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const code = new URL(page.location!).searchParams.get('code')!;
     const auth = { authorization: basic(made.client.id, made.secret!) };
-    const signedIn = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier }, auth);
-    const jag = await postForm(`${server.url}/oauth/token`, { grant_type: GRANT_TOKEN_EXCHANGE, requested_token_type: TOKEN_TYPE_ID_JAG, subject_token: signedIn.body['id_token'] as string, subject_token_type: TOKEN_TYPE_ID_TOKEN, audience }, auth);
+    const signedIn = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier },
+      auth,
+    );
+    const jag = await postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: GRANT_TOKEN_EXCHANGE,
+        requested_token_type: TOKEN_TYPE_ID_JAG,
+        subject_token: signedIn.body['id_token'] as string,
+        subject_token_type: TOKEN_TYPE_ID_TOKEN,
+        audience,
+      },
+      auth,
+    );
     assert.equal(jag.status, 200, JSON.stringify(jag.body));
     const claims = decodeJwt(jag.body['access_token'] as string);
     assert.equal(claims.exp! - claims.iat!, 60);
     // As a resource's server: a trusted issuer's ID-JAG issued for two minutes is refused.
     const other = await generateKeyPair('RS256');
     const idpIssuer = 'https://idp.lifetime.example';
-    await server.store.trustedIssuers.create({ issuer: idpIssuer, jwksUri: null, jwks: { keys: [{ ...(await exportJWK(other.publicKey)), kid: 'k' }] }, addedByOwner: true, createdAt: Date.now() - 1000 });
+    await server.store.trustedIssuers.create({
+      issuer: idpIssuer,
+      jwksUri: null,
+      jwks: { keys: [{ ...(await exportJWK(other.publicKey)), kid: 'k' }] },
+      addedByOwner: true,
+      createdAt: Date.now() - 1000,
+    });
     const now = Math.floor(Date.now() / 1000);
-    const sign = (lifetime: number) => new SignJWT({ iss: idpIssuer, sub: 's', aud: server.config.issuer, client_id: made.client.id, jti: crypto.randomUUID(), iat: now, exp: now + lifetime }).setProtectedHeader({ alg: 'RS256', kid: 'k', typ: ID_JAG_TYP }).sign(other.privateKey);
+    const sign = (lifetime: number) =>
+      new SignJWT({ iss: idpIssuer, sub: 's', aud: server.config.issuer, client_id: made.client.id, jti: crypto.randomUUID(), iat: now, exp: now + lifetime })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k', typ: ID_JAG_TYP })
+        .sign(other.privateKey);
     const long = await postForm(`${server.url}/oauth/token`, { grant_type: GRANT_JWT_BEARER, assertion: await sign(120) }, auth);
     assert.deepEqual([long.status, long.body['error']], [400, 'invalid_grant']);
     assert.match(String(long.body['error_description']), /issued for 120 seconds: at most 60/);

@@ -29,14 +29,22 @@ import { until, WAIT_MS, within } from './helpers/wait.ts';
 
 const TOOLS = ['buildah', 'umoci', 'skopeo', 'unshare', 'chroot', 'mount'];
 const onPath = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, name)));
-const which = (name: string) => (process.env['PATH'] ?? '').split(':').map((dir) => join(dir, name)).find((path) => existsSync(path))!;
+const which = (name: string) =>
+  (process.env['PATH'] ?? '')
+    .split(':')
+    .map((dir) => join(dir, name))
+    .find((path) => existsSync(path))!;
 const missing = TOOLS.filter((name) => !onPath(name));
 const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
 const root = process.getuid?.() === 0;
-const why = missing.length > 0 ? `${missing.join(', ')} not installed (apt-get install buildah umoci skopeo; .ci/run does)` : root ? null : 'it needs root, for a mount namespace and chroot';
+const why =
+  missing.length > 0
+    ? `${missing.join(', ')} not installed (apt-get install buildah umoci skopeo; .ci/run does)`
+    : root
+      ? null
+      : 'it needs root, for a mount namespace and chroot';
 
 const exec = promisify(execFile);
-
 
 interface RuntimeConfig {
   process: { user: { uid: number; gid: number }; args: string[]; env: string[]; cwd: string };
@@ -73,10 +81,12 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     const environment = Object.fromEntries(config.process.env.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
     const rootfs = join(bundle, 'rootfs');
     const script = `"$MOUNT" --bind "$0" "$0" && "$MOUNT" -o remount,bind,ro "$0" && "$MOUNT" --bind "$DATA" "$0/data" && exec "$CHROOT" --userspec=${config.process.user.uid}:${config.process.user.gid} "$0" "$@"`;
-    return watchCommand(spawn(which('unshare'), ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, rootfs, ...args], {
-      env: { ...environment, ...env, MOUNT: which('mount'), CHROOT: which('chroot'), DATA: data },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }));
+    return watchCommand(
+      spawn(which('unshare'), ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, rootfs, ...args], {
+        env: { ...environment, ...env, MOUNT: which('mount'), CHROOT: which('chroot'), DATA: data },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
   }
 
   /** Runs a command in the image to its end. */
@@ -89,10 +99,20 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
   it('is a small image of a non-root user, with /data its volume, tessera its entrypoint, its labels and an SBOM', async () => {
     assert.ok(image.bytes < 60 * 1024 * 1024, `${(image.bytes / 1024 / 1024).toFixed(1)} MB compressed`);
     const { stdout } = await exec('skopeo', ['inspect', '--config', `oci:${image.layout}:${image.tag}`]);
-    const inspected = JSON.parse(stdout) as { config: { User: string; Entrypoint: string[]; Cmd: string[]; Volumes: Record<string, object>; Labels: Record<string, string>; Env: string[]; WorkingDir: string } };
+    const inspected = JSON.parse(stdout) as {
+      config: {
+        User: string;
+        Entrypoint: string[];
+        Cmd: string[];
+        Volumes: Record<string, object>;
+        Labels: Record<string, string>;
+        Env: string[];
+        WorkingDir: string;
+      };
+    };
     assert.equal(inspected.config.User, `${IMAGE_UID}:${IMAGE_UID}`);
     assert.deepEqual(Object.keys(inspected.config.Volumes), ['/data']);
-    assert.deepEqual(inspected.config.Entrypoint, ['/usr/local/bin/node', ...startFlags(), '/usr/local/bin/tessera'], 'npm start\'s flags');
+    assert.deepEqual(inspected.config.Entrypoint, ['/usr/local/bin/node', ...startFlags(), '/usr/local/bin/tessera'], "npm start's flags");
     assert.deepEqual(inspected.config.Cmd, ['serve']);
     assert.equal(inspected.config.WorkingDir, '/', 'so the default database is /data/tessera.db');
     assert.ok(inspected.config.Env.includes('HOST=0.0.0.0'));
@@ -101,12 +121,27 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     assert.match(labels['org.opencontainers.image.revision']!, /^[0-9a-f]{40}$/);
     assert.equal(labels['org.opencontainers.image.licenses'], 'Apache-2.0');
 
-    const sbom = JSON.parse(readFileSync(image.sbom, 'utf8')) as { bomFormat: string; specVersion: string; metadata: { component: { hashes: { content: string }[] } }; components: { name: string; purl: string }[] };
+    const sbom = JSON.parse(readFileSync(image.sbom, 'utf8')) as {
+      bomFormat: string;
+      specVersion: string;
+      metadata: { component: { hashes: { content: string }[] } };
+      components: { name: string; purl: string }[];
+    };
     assert.equal(sbom.bomFormat, 'CycloneDX');
     assert.equal(sbom.metadata.component.hashes[0]!.content, image.digest.replace('sha256:', ''), 'the SBOM names the image by its digest');
     const purls = sbom.components.map((component) => component.purl);
-    for (const expected of [/^pkg:npm\/node-linux-\w+@24\./, /^pkg:deb\/debian\/libc6@/, /^pkg:deb\/debian\/libstdc%2B%2B6@|^pkg:deb\/debian\/libstdc\+\+6@/, /^pkg:deb\/debian\/ca-certificates@/, /^pkg:npm\/fastify@/, /^pkg:npm\/%40simplewebauthn\/server@/]) {
-      assert.ok(purls.some((purl) => expected.test(purl)), `the SBOM has ${expected}`);
+    for (const expected of [
+      /^pkg:npm\/node-linux-\w+@24\./,
+      /^pkg:deb\/debian\/libc6@/,
+      /^pkg:deb\/debian\/libstdc%2B%2B6@|^pkg:deb\/debian\/libstdc\+\+6@/,
+      /^pkg:deb\/debian\/ca-certificates@/,
+      /^pkg:npm\/fastify@/,
+      /^pkg:npm\/%40simplewebauthn\/server@/,
+    ]) {
+      assert.ok(
+        purls.some((purl) => expected.test(purl)),
+        `the SBOM has ${expected}`,
+      );
     }
     assert.ok(!purls.some((purl) => purl.startsWith('pkg:npm/typescript@')), 'no development dependency');
   });
@@ -142,15 +177,24 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
 
       // Through the entrypoint (`docker run IMAGE resource add …`), then as `kubectl exec … tessera` finds it.
       const entrypoint = config.process.args.slice(0, -1);
-      const resource = await runIn([...entrypoint, 'resource', 'add', '--identifier', 'https://api.example.com', '--name', 'Photos', '--scope', 'photos:read=See your photos'], data);
+      const resource = await runIn(
+        [...entrypoint, 'resource', 'add', '--identifier', 'https://api.example.com', '--name', 'Photos', '--scope', 'photos:read=See your photos'],
+        data,
+      );
       assert.equal(resource.code, 0, resource.stderr);
-      const client = await runIn(['tessera', 'client', 'add', '--name', 'Nightly export', '--grant', 'client_credentials', '--scope', 'photos:read', '--json'], data);
+      const client = await runIn(
+        ['tessera', 'client', 'add', '--name', 'Nightly export', '--grant', 'client_credentials', '--scope', 'photos:read', '--json'],
+        data,
+      );
       assert.equal(client.code, 0, client.stderr);
       const { client_id, client_secret } = JSON.parse(client.stdout) as { client_id: string; client_secret: string };
 
       const token = await fetch(new URL(new URL(discovery.token_endpoint).pathname, url), {
         method: 'POST',
-        headers: { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'photos:read', resource: 'https://api.example.com' }),
       });
       const body = (await token.json()) as { access_token?: string; scope?: string };
@@ -191,14 +235,20 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     }
   });
 
-  it('docs/deployment.md: builds with the page\'s command, copies with its skopeo line, and registers a client with its podman exec line', async () => {
+  it("docs/deployment.md: builds with the page's command, copies with its skopeo line, and registers a client with its podman exec line", async () => {
     const version = image.tag;
     const [build, copy] = shellBlock('docs/deployment.md', 'npm run image').split('\n');
     assert.equal(build, 'npm run image');
-    assert.match(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.image, / deploy\/image\/build\.ts$/, 'the script is the build this file runs');
+    assert.match(
+      JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.image,
+      / deploy\/image\/build\.ts$/,
+      'the script is the build this file runs',
+    );
     // The copy to a registry, to a layout of the test's own instead: the same image arrives.
     const copied = join(dir, 'copied');
-    const line = copy!.replace(`oci:dist/image:${version}`, `oci:${image.layout}:${version}`).replace(`docker://registry.example.com/tessera:${version}`, `oci:${copied}:${version}`);
+    const line = copy!
+      .replace(`oci:dist/image:${version}`, `oci:${image.layout}:${version}`)
+      .replace(`docker://registry.example.com/tessera:${version}`, `oci:${copied}:${version}`);
     assert.notEqual(line, copy, `the page copies oci:dist/image:${version} to a registry`);
     await exec('bash', ['-c', line]);
     assert.equal((JSON.parse(readFileSync(join(copied, 'index.json'), 'utf8')) as { manifests: { digest: string }[] }).manifests[0]!.digest, image.digest);
@@ -207,21 +257,28 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     const words = run!.split(/\s+/);
     assert.equal(words.at(-1), `tessera:${version}`);
     assert.equal(words[words.indexOf('-p') + 1], `8080:${config.process.env.find((entry) => entry.startsWith('PORT='))!.slice('PORT='.length)}`);
-    assert.match(words[words.indexOf('-v') + 1]!, /^[\w-]+:\/data$/, 'a named volume at the image\'s volume');
+    assert.match(words[words.indexOf('-v') + 1]!, /^[\w-]+:\/data$/, "a named volume at the image's volume");
     const [, container, command, rest] = /^podman exec (\S+) (\S+) (.*)$/.exec(execLine!)!;
     assert.equal(container, words[words.indexOf('--name') + 1]);
-    assert.equal(command, 'tessera', 'the command on the image\'s PATH');
+    assert.equal(command, 'tessera', "the command on the image's PATH");
     const added = await runIn(['tessera', ...shellWords(rest!)], freshData('docs-data'));
     assert.equal(added.code, 0, added.stderr);
     assert.match(added.stdout, /client_id: +\S+/);
   });
 
-  it('runs under podman, where podman can start a container', { skip: onPath('podman') ? false : 'podman is not installed (no container can be started on these machines)' }, async (t) => {
+  it('runs under podman, where podman can start a container', {
+    skip: onPath('podman') ? false : 'podman is not installed (no container can be started on these machines)',
+  }, async (t) => {
     let stdout: string;
     try {
       ({ stdout } = await exec('podman', ['run', '--rm', '--network=none', `oci:${image.layout}:${image.tag}`, 'help']));
     } catch (error) {
-      t.skip(`podman cannot start a container here: ${String((error as { stderr?: string }).stderr ?? error).trim().split('\n').at(-1)}`);
+      t.skip(
+        `podman cannot start a container here: ${String((error as { stderr?: string }).stderr ?? error)
+          .trim()
+          .split('\n')
+          .at(-1)}`,
+      );
       return;
     }
     assert.match(stdout, /Usage: tessera/);

@@ -15,7 +15,10 @@ describe('token introspection (RFC 7662) through openid-client', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
+    ({ server, client, user, config } = await startWithApp({
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada' },
+    }));
   });
   after(() => server.close());
 
@@ -89,7 +92,12 @@ describe('token introspection (RFC 7662) through openid-client', () => {
     const { kid } = await server.keys.signingKey('RS256');
     const forged = await new SignJWT({ client_id: client.clientId, scope: 'openid', gid: decodeJwt(live.access_token)['gid'] as string })
       .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid })
-      .setIssuer(server.url).setAudience(server.url).setSubject(user.id).setIssuedAt().setExpirationTime('1h').setJti('forged')
+      .setIssuer(server.url)
+      .setAudience(server.url)
+      .setSubject(user.id)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .setJti('forged')
       .sign(privateKey);
     for (const token of ['x'.repeat(43), 'not a token', 'a.b.c', forged]) await assertInactive(token);
   });
@@ -99,7 +107,12 @@ describe('token introspection (RFC 7662) through openid-client', () => {
     const key = await server.keys.signingKey('ES256');
     const token = await new SignJWT({ client_id: client.clientId, scope: 'openid', gid: live['gid'] as string })
       .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
-      .setIssuer(server.url).setAudience(server.url).setSubject(user.id).setIssuedAt().setExpirationTime('1h').setJti('es256-token')
+      .setIssuer(server.url)
+      .setAudience(server.url)
+      .setSubject(user.id)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .setJti('es256-token')
       .sign(key.key);
     const result = await oidc.tokenIntrospection(config, token);
     assert.equal(result.active, true);
@@ -137,12 +150,15 @@ describe('token introspection as time passes', () => {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
   before(async () => {
-    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_REFRESH_TOKEN_IDLE_TTL: String(86400) } }, client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
+    ({ server, client, user } = await startWithApp({
+      server: { clock, env: { TESSERA_REFRESH_TOKEN_IDLE_TTL: String(86400) } },
+      client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada' },
+    }));
   });
   after(() => server.close());
 
-  const introspect = (token: string) =>
-    postForm(`${server.url}/oauth/introspect`, { token }, { authorization: basic(client.clientId, client.clientSecret) });
+  const introspect = (token: string) => postForm(`${server.url}/oauth/introspect`, { token }, { authorization: basic(client.clientId, client.clientSecret) });
 
   it('reports an access token as inactive from its expiry on', async () => {
     const tokens = await signInRaw(server, client, user, 'openid');

@@ -15,7 +15,11 @@ import { operatorBrowser } from './helpers/console.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
-const text = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ');
 
 function invitationLink(body: string | undefined): string {
   const link = /(https?:\/\/\S+\/invitation\?token=\S+)/.exec(body ?? '')?.[1];
@@ -53,7 +57,10 @@ describe('invitations', () => {
     assert.equal((await server.store.mail.forEvent(invited.id)).length, 1, 'queued in the invitation’s transaction');
     // Stored by the command, sent by the server (which looks every half second).
     const mail = await smtp.next(1, 30_000);
-    assert.deepEqual(mail.to.map((to) => to.toLowerCase()), ['hedy@example.com']);
+    assert.deepEqual(
+      mail.to.map((to) => to.toLowerCase()),
+      ['hedy@example.com'],
+    );
     assert.equal(mail.parsed.subject, 'You are invited to Tessera');
     const link = invitationLink(mail.parsed.text);
     assert.equal(link, answer.url);
@@ -63,7 +70,12 @@ describe('invitations', () => {
     assert.equal(page.status, 200);
     assert.match(text(page.html), /for Hedy@Example\.com/);
     assert.doesNotMatch(page.html, /name="email"/, 'the address is the invitation’s, not typed');
-    const done = await browser.submit(page, '/invitation', { username: 'hedy', name: 'Hedy Lamarr', password: 'frequency hopping', email: 'someone.else@example.com' });
+    const done = await browser.submit(page, '/invitation', {
+      username: 'hedy',
+      name: 'Hedy Lamarr',
+      password: 'frequency hopping',
+      email: 'someone.else@example.com',
+    });
     assert.equal(done.status, 200, done.html);
     assert.ok(done.html.includes(`<a class="button" href="${new URL(REDIRECT_URI).origin}">`), 'lands in the app that invited them');
     const user = await server.store.users.findByUsername('hedy');
@@ -71,12 +83,21 @@ describe('invitations', () => {
     assert.equal(user?.emailVerified, true);
     assert.equal(user?.role, 'viewer');
 
-    assert.equal((await browser.submit(page, '/invitation', { username: 'hedy2', name: 'Again', password: 'frequency hopping' })).status, 400, 'a used invitation');
+    assert.equal(
+      (await browser.submit(page, '/invitation', { username: 'hedy2', name: 'Again', password: 'frequency hopping' })).status,
+      400,
+      'a used invitation',
+    );
     assert.equal((await browser.request(link)).status, 400);
 
     const config = await appConfig(server, app);
     const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid email', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     const back = await new FormBrowser(server.url).authorize(url.href, { username: 'hedy', password: 'frequency hopping' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(back.location!), { pkceCodeVerifier: verifier });
     assert.equal(tokens.claims()?.sub, user?.id);
@@ -97,13 +118,24 @@ describe('invitations', () => {
   });
 
   it('refuses a bad address, role, application or lifetime, on the command line and in the admin API', async () => {
-    for (const args of [['--email', 'not an address'], ['--email', 'a@example.com\r\nBcc: b@example.com'], ['--email', 'a@example.com', '--role', 'root'], ['--email', 'a@example.com', '--client', 'no-such-app'], ['--email', 'a@example.com', '--ttl', '10']]) {
+    for (const args of [
+      ['--email', 'not an address'],
+      ['--email', 'a@example.com\r\nBcc: b@example.com'],
+      ['--email', 'a@example.com', '--role', 'root'],
+      ['--email', 'a@example.com', '--client', 'no-such-app'],
+      ['--email', 'a@example.com', '--ttl', '10'],
+    ]) {
       const run = await runTessera(['user', 'invite', ...args], env());
       assert.notEqual(run.code, 0, args.join(' '));
     }
     assert.notEqual((await runTessera(['user', 'invite'], env())).code, 0);
     const { token } = await adminToken(server, 'admin:users');
-    const post = (body: unknown) => fetch(`${server.url}/admin/v1/invitations`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (body: unknown) =>
+      fetch(`${server.url}/admin/v1/invitations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const good = await post({ email: 'api@example.com' });
     assert.equal(good.status, 200);
     const answer = (await good.json()) as { url: string; mailed: boolean };

@@ -26,7 +26,10 @@ async function serve(t: TestContext, config: Parameters<typeof startServer>[0]):
 
 /** Asserts that the server refuses to start; one that starts anyway is stopped at once. */
 async function refusesToStart(config: Parameters<typeof startServer>[0], message: RegExp): Promise<void> {
-  await assert.rejects(startServer(config).then((server) => server.close()), message);
+  await assert.rejects(
+    startServer(config).then((server) => server.close()),
+    message,
+  );
 }
 
 describe('signing keys at rest', () => {
@@ -89,14 +92,26 @@ describe('signing keys at rest', () => {
     const kid = 'old-es256';
     const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'ES256' };
     const now = Date.now();
-    await store.keys.add({ kid, alg: 'ES256', privateJwk, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' }, createdAt: now, activatesAt: now, retiresAt: null, expiresAt: null });
+    await store.keys.add({
+      kid,
+      alg: 'ES256',
+      privateJwk,
+      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' },
+      createdAt: now,
+      activatesAt: now,
+      retiresAt: null,
+      expiresAt: null,
+    });
     await store.close();
     assert.deepEqual(clearPrivateKeys(database), [privateJwk.d]);
 
     const server = await serve(t, config(database));
     assert.deepEqual(clearPrivateKeys(database), []);
     const jwks = (await server.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] };
-    assert.ok(jwks.keys.some((key) => key.kid === kid), 'the old key is still published');
+    assert.ok(
+      jwks.keys.some((key) => key.kid === kid),
+      'the old key is still published',
+    );
   });
 
   it('refuses to start with a key file others can read, or with the wrong key', async () => {
@@ -107,7 +122,10 @@ describe('signing keys at rest', () => {
     chmodSync(`${database}.key`, 0o644);
     await refusesToStart(config(database), /can be read by other users: run chmod 600/);
     chmodSync(`${database}.key`, 0o600);
-    await refusesToStart(config(database, { TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url') }), /were encrypted with a key encryption key Tessera was not given \(id [\w-]+\); it was given TESSERA_KEY_ENCRYPTION_KEY: add the key they were encrypted with/);
+    await refusesToStart(
+      config(database, { TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url') }),
+      /were encrypted with a key encryption key Tessera was not given \(id [\w-]+\); it was given TESSERA_KEY_ENCRYPTION_KEY: add the key they were encrypted with/,
+    );
   });
 
   it('rotates the key encryption key: new first, old after it, and every key is encrypted again under the new one', async (t) => {

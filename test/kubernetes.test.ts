@@ -24,8 +24,14 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const kubectl = (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, 'kubectl')));
 const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
 
-interface Probe { httpGet: { path: string; port: string | number } }
-interface EnvVar { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }
+interface Probe {
+  httpGet: { path: string; port: string | number };
+}
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string } };
+}
 interface Container {
   name: string;
   image: string;
@@ -45,11 +51,21 @@ interface Resource {
     selector?: { matchLabels?: Record<string, string> } & Record<string, string>;
     minAvailable?: number;
     ports?: { port: number; targetPort: string | number }[];
-    template?: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds?: number; enableServiceLinks?: boolean; securityContext: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] } };
+    template?: {
+      metadata: { labels: Record<string, string> };
+      spec: {
+        terminationGracePeriodSeconds?: number;
+        enableServiceLinks?: boolean;
+        securityContext: { runAsNonRoot?: boolean; runAsUser?: number };
+        containers: Container[];
+      };
+    };
   };
 }
 
-describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || ci ? false : 'kubectl is not installed (apt-get install kubernetes-client; .ci/run does)' }, () => {
+describe('deploy/kubernetes, rendered by kubectl kustomize', {
+  skip: kubectl || ci ? false : 'kubectl is not installed (apt-get install kubernetes-client; .ci/run does)',
+}, () => {
   let resources: Resource[];
   const find = (kind: string) => {
     const found = resources.find((resource) => resource.kind === kind);
@@ -63,7 +79,7 @@ describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || 
     resources = parseAllDocuments(stdout).map((document) => document.toJS() as Resource);
   });
 
-  it('runs two replicas of this version\'s image, serving by default', () => {
+  it("runs two replicas of this version's image, serving by default", () => {
     const deployment = find('Deployment');
     assert.equal(deployment.spec.replicas, 2);
     const [container] = deployment.spec.template!.spec.containers;
@@ -90,7 +106,7 @@ describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || 
     assert.deepEqual(container.readinessProbe.httpGet, { path: '/readyz', port: 'http' });
   });
 
-  it('runs as the image\'s non-root user on a read-only root, with nothing to escalate to', () => {
+  it("runs as the image's non-root user on a read-only root, with nothing to escalate to", () => {
     const pod = find('Deployment').spec.template!.spec;
     assert.equal(pod.securityContext.runAsNonRoot, true);
     // The Services' TESSERA_* link variables would sit in the settings' prefix (one, TESSERA_METRICS_PORT, is a setting).
@@ -117,17 +133,23 @@ describe('deploy/kubernetes, rendered by kubectl kustomize', { skip: kubectl || 
     const labels = find('Deployment').spec.template!.metadata.labels;
     const service = find('Service');
     for (const [name, value] of Object.entries(service.spec.selector!)) assert.equal(labels[name], value);
-    assert.deepEqual(service.spec.ports!.map((port) => port.targetPort), ['http']);
+    assert.deepEqual(
+      service.spec.ports!.map((port) => port.targetPort),
+      ['http'],
+    );
     const budget = find('PodDisruptionBudget');
     for (const [name, value] of Object.entries(budget.spec.selector!.matchLabels!)) assert.equal(labels[name], value);
     assert.equal(budget.spec.minAvailable, 1);
   });
 
-  it('docs/deployment.md: the page\'s Secret has the keys the pods read, apply -k applies these files, and its exec line registers a client', async () => {
+  it("docs/deployment.md: the page's Secret has the keys the pods read, apply -k applies these files, and its exec line registers a client", async () => {
     const [create, apply, exec] = shellBlock('docs/deployment.md', 'kubectl create secret').split('\n');
     const words = shellWords(create!);
     assert.deepEqual(words.slice(0, 5), ['kubectl', 'create', 'secret', 'generic', 'tessera']);
-    const given = words.map((word) => /^--from-literal=([^=]+)=/.exec(word)?.[1]).filter((key) => key !== undefined).sort();
+    const given = words
+      .map((word) => /^--from-literal=([^=]+)=/.exec(word)?.[1])
+      .filter((key) => key !== undefined)
+      .sort();
     const env = find('Deployment').spec.template!.spec.containers[0]!.env;
     const read = env.map((variable) => variable.valueFrom?.secretKeyRef).filter((ref) => ref !== undefined);
     assert.deepEqual(given, read.map((ref) => ref.key).sort());

@@ -15,7 +15,23 @@ import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } fro
 import { html } from '../src/ui/html.ts';
 import { CATALOGUES, messages } from '../src/ui/i18n.ts';
 import { logoutConfirmPage, signedOutPage } from '../src/ui/logout.ts';
-import { consentPage, errorPage, forgotPasswordPage, forgotSentPage, invitationInvalidPage, invitationPage, resetDonePage, resetPasswordPage, signInPage, signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, STYLESHEET, type Ui } from '../src/ui/pages.ts';
+import {
+  consentPage,
+  errorPage,
+  forgotPasswordPage,
+  forgotSentPage,
+  invitationInvalidPage,
+  invitationPage,
+  resetDonePage,
+  resetPasswordPage,
+  signInPage,
+  signUpConfirmPage,
+  signUpDonePage,
+  signUpPage,
+  signUpSentPage,
+  STYLESHEET,
+  type Ui,
+} from '../src/ui/pages.ts';
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../src/ui/second-factor.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
@@ -49,18 +65,84 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       totpEnabled,
       recoveryCodesLeft: 3,
     });
-  const details = deviceDetails(ui, { userCode: 'BCDF-GHJK', requestedAt: T - 180_000, now: T, deviceIp: '203.0.113.7', deviceUserAgent: 'Living Room TV', approverIp: '198.51.100.23', otherNetwork: true });
+  const details = deviceDetails(ui, {
+    userCode: 'BCDF-GHJK',
+    requestedAt: T - 180_000,
+    now: T,
+    deviceIp: '203.0.113.7',
+    deviceUserAgent: 'Living Room TV',
+    approverIp: '198.51.100.23',
+    otherNetwork: true,
+  });
   return {
     'sign-in': signInPage(ui, { csrf, returnTo: '/account', clientName: 'Photo Printer', passkeys: true }),
     'sign-in refused': signInPage(ui, { csrf, returnTo: '/account', username: 'ada', error: t.text('signIn.error.limitedUser', { minutes: 15 }) }),
-    'sign-in needs a second factor': signInPage(ui, { csrf, returnTo: '/oauth/authorize?client_id=printer', clientName: 'Photo Printer', notice: t.text('signIn.refusal.secondFactorRequired', { client: 'Photo Printer' }), setUp: true, passkeys: true }),
-    'sign-in needs a passkey': signInPage(ui, { csrf, returnTo: '/account', clientName: 'Photo Printer', notice: t.text('signIn.refusal.passkeyRequired', { client: 'Photo Printer' }), passkeys: true }),
-    consent: consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', details: html`<p class="muted">${t.html('consent.returnTo', { target: 'printer.example' })}</p>` }),
-    'consent, app not verified': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', unverified: { host: null } }),
-    'consent, metadata-document app not verified': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/', unverified: { host: 'printer.example' } }),
-    'consent for more': consentPage(ui, { csrf, action: '/oauth/authorize', fields: {}, clientName: 'Photo Printer', access: ACCESS, more: true, signedInAs: 'Ada Lovelace', returnTo: '/' }),
+    'sign-in needs a second factor': signInPage(ui, {
+      csrf,
+      returnTo: '/oauth/authorize?client_id=printer',
+      clientName: 'Photo Printer',
+      notice: t.text('signIn.refusal.secondFactorRequired', { client: 'Photo Printer' }),
+      setUp: true,
+      passkeys: true,
+    }),
+    'sign-in needs a passkey': signInPage(ui, {
+      csrf,
+      returnTo: '/account',
+      clientName: 'Photo Printer',
+      notice: t.text('signIn.refusal.passkeyRequired', { client: 'Photo Printer' }),
+      passkeys: true,
+    }),
+    consent: consentPage(ui, {
+      csrf,
+      action: '/oauth/authorize',
+      fields: {},
+      clientName: 'Photo Printer',
+      access: ACCESS,
+      signedInAs: 'Ada Lovelace',
+      returnTo: '/',
+      details: html`<p class="muted">${t.html('consent.returnTo', { target: 'printer.example' })}</p>`,
+    }),
+    'consent, app not verified': consentPage(ui, {
+      csrf,
+      action: '/oauth/authorize',
+      fields: {},
+      clientName: 'Photo Printer',
+      access: ACCESS,
+      signedInAs: 'Ada Lovelace',
+      returnTo: '/',
+      unverified: { host: null },
+    }),
+    'consent, metadata-document app not verified': consentPage(ui, {
+      csrf,
+      action: '/oauth/authorize',
+      fields: {},
+      clientName: 'Photo Printer',
+      access: ACCESS,
+      signedInAs: 'Ada Lovelace',
+      returnTo: '/',
+      unverified: { host: 'printer.example' },
+    }),
+    'consent for more': consentPage(ui, {
+      csrf,
+      action: '/oauth/authorize',
+      fields: {},
+      clientName: 'Photo Printer',
+      access: ACCESS,
+      more: true,
+      signedInAs: 'Ada Lovelace',
+      returnTo: '/',
+    }),
     'device code': deviceCodePage(ui, { csrf, value: '', error: t.text('device.code.lockedNetwork', { minutes: 10 }) }),
-    'device approval': consentPage(ui, { csrf, action: '/device/approve', fields: {}, clientName: 'Living Room TV', access: ACCESS, signedInAs: 'Ada Lovelace', returnTo: '/device', details }),
+    'device approval': consentPage(ui, {
+      csrf,
+      action: '/device/approve',
+      fields: {},
+      clientName: 'Living Room TV',
+      access: ACCESS,
+      signedInAs: 'Ada Lovelace',
+      returnTo: '/device',
+      details,
+    }),
     'device approved': deviceDonePage(ui, true, 'Living Room TV'),
     'device denied': deviceDonePage(ui, false, 'Living Room TV'),
     'device code used': deviceCodeUsedPage(ui),
@@ -71,7 +153,14 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       passwordError: t.text('account.password.tooShort', { min: 8 }),
       connections: [
         { grantId: 'g1', clientName: 'Photo Printer', access: ACCESS, approvedAt: T, lastUsedAt: null, device: null },
-        { grantId: 'g2', clientName: 'Living Room TV', access: ACCESS, approvedAt: T, lastUsedAt: T, device: { ip: '203.0.113.7', userAgent: AGENT, requestedAt: T } },
+        {
+          grantId: 'g2',
+          clientName: 'Living Room TV',
+          access: ACCESS,
+          approvedAt: T,
+          lastUsedAt: T,
+          device: { ip: '203.0.113.7', userAgent: AGENT, requestedAt: T },
+        },
       ],
       sessions: [
         { signedInAt: T, ip: '2001:db8:85a3::8a2e:370:7334', userAgent: AGENT, current: true },
@@ -85,9 +174,21 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
       security: security(true),
     }),
     'account, codes off': accountPage(ui, { csrf, signedInAs: 'ada', connections: [], sessions: [], activity: [], security: security(false) }),
-    'account, password alone after a second factor': accountPage(ui, { csrf, signedInAs: 'ada', connections: [], sessions: [], activity: [], security: security(true, false) }),
+    'account, password alone after a second factor': accountPage(ui, {
+      csrf,
+      signedInAs: 'ada',
+      connections: [],
+      sessions: [],
+      activity: [],
+      security: security(true, false),
+    }),
     'one-time code': secondFactorPage(ui, { csrf, returnTo: '/', error: t.text('code.error.wrong') }),
-    'authenticator setup': totpSetupPage(ui, { csrf, secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', qr: 'data:image/gif;base64,R0lGODlhAQABAAAAACw=', error: t.text('totp.setup.wrong', { site: site.name }) }),
+    'authenticator setup': totpSetupPage(ui, {
+      csrf,
+      secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+      qr: 'data:image/gif;base64,R0lGODlhAQABAAAAACw=',
+      error: t.text('totp.setup.wrong', { site: site.name }),
+    }),
     'recovery codes': recoveryCodesPage(ui, ['k7mq-2xzp-9wrt', 'b3nd-8hvc-4fyl', 'q9tz-6kme-2ubs', 'w5rx-7gpa-3nhd']),
     'recovery codes, continuing an approval': recoveryCodesPage(ui, ['k7mq-2xzp-9wrt', 'b3nd-8hvc-4fyl'], '/oauth/authorize?client_id=printer'),
     'logout confirm': logoutConfirmPage(ui, { csrf, clientName: 'Photo Printer', fields: { client_id: 'printer' }, signedInAs: 'Ada Lovelace' }),
@@ -95,23 +196,42 @@ function everyPage(site: Ui['site'], locale: Locale): Record<string, string> {
     'reset password': resetPasswordPage(ui, { csrf, token: 'x', username: 'ada', error: t.text('reset.tooShort', { min: 8 }) }),
     'password reset': resetDonePage(ui, true),
     'forgot password': forgotPasswordPage(ui, { csrf, returnTo: '/account', email: 'ada.lovelace@example.com', error: t.text('forgot.busy', { minutes: 60 }) }),
-    'sign-up': signUpPage(ui, { csrf, returnTo: '/account', values: { username: 'ada', name: 'Ada Lovelace', email: 'ada.lovelace@example.com' }, error: { field: 'username', text: t.text('signUp.error.taken') } }),
+    'sign-up': signUpPage(ui, {
+      csrf,
+      returnTo: '/account',
+      values: { username: 'ada', name: 'Ada Lovelace', email: 'ada.lovelace@example.com' },
+      error: { field: 'username', text: t.text('signUp.error.taken') },
+    }),
     'sign-up, sent': signUpSentPage(ui, { email: 'someone.with.a.long.name@example.com', hours: 24, returnTo: '/account', later: true }),
     'sign-up, confirm': signUpConfirmPage(ui, { csrf, token: 'x', username: 'ada' }),
     'sign-up, done': signUpDonePage(ui, { kind: 'done', username: 'ada', returnTo: '/login' }),
     'sign-up, taken': signUpDonePage(ui, { kind: 'taken' }),
-    invitation: invitationPage(ui, { csrf, token: 'x', email: 'hedy@example.com', values: { username: 'hedy' }, error: { field: 'password', text: t.text('signUp.error.password') } }),
+    invitation: invitationPage(ui, {
+      csrf,
+      token: 'x',
+      email: 'hedy@example.com',
+      values: { username: 'hedy' },
+      error: { field: 'password', text: t.text('signUp.error.password') },
+    }),
     'invitation invalid': invitationInvalidPage(ui),
     'forgot password, sent': forgotSentPage(ui, { email: 'someone.with.a.long.name@example.com', minutes: 60, returnTo: '/account' }),
     'reset link invalid': resetDonePage(ui, false),
-    error: errorPage(ui, t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), { details: 'invalid_request: redirect_uri is not registered for this client' }),
+    error: errorPage(ui, t.text('error.cannotComplete'), t.text('error.cannotCompleteText'), {
+      details: 'invalid_request: redirect_uri is not registered for this client',
+    }),
     'not found': errorPage(ui, t.text('error.notFound'), t.text('error.notFoundText', { path: '/acount/settings/notifications', site: site.name })),
-    'passkey not added': errorPage(ui, t.text('passkey.add.failedTitle'), t.text('passkey.add.duplicate'), { back: { href: '/account', label: t.text('recovery.back') } }),
+    'passkey not added': errorPage(ui, t.text('passkey.add.failedTitle'), t.text('passkey.add.duplicate'), {
+      back: { href: '/account', label: t.text('recovery.back') },
+    }),
   };
 }
 
 /** Message keys look like `signIn.title`: one on a page is a message that was not found. */
-const KEY = new RegExp(`(?:^|\\W)(${Object.keys(CATALOGUES.en).map((key) => key.replaceAll('.', '\\.')).join('|')})(?:\\W|$)`);
+const KEY = new RegExp(
+  `(?:^|\\W)(${Object.keys(CATALOGUES.en)
+    .map((key) => key.replaceAll('.', '\\.'))
+    .join('|')})(?:\\W|$)`,
+);
 
 /** English sentences with a translation of their own in `locale`: none may be left on its pages. */
 function englishOnly(locale: Locale): string[] {
@@ -195,8 +315,13 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
   function authorizeUrl(extra: Record<string, string>): string {
     const url = new URL(`${server.url}/oauth/authorize`);
     url.search = new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid profile',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', ...extra,
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      ...extra,
     }).toString();
     return url.href;
   }
@@ -213,7 +338,11 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     await page.getByRole('button', { name: 'ログイン', exact: true }).click();
     await page.getByRole('button', { name: '許可' }).waitFor();
     assert.equal(await page.getAttribute('html', 'lang'), 'ja', 'the approval page after sign-in');
-    assert.match(await page.locator('main').innerText(), /あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る/, 'the profile scope in Japanese');
+    assert.match(
+      await page.locator('main').innerText(),
+      /あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る/,
+      'the profile scope in Japanese',
+    );
     await context.close();
   });
 

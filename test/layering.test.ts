@@ -50,7 +50,9 @@ export function upwardImports(files: ReadonlyMap<string, string>): Violation[] {
   for (const [file, source] of files) {
     const rank = RANKS[layerOf(file)]!;
     for (const match of source.matchAll(IMPORT)) {
-      const target = relative('.', join(dirname(file), match[1]!)).split('\\').join('/');
+      const target = relative('.', join(dirname(file), match[1]!))
+        .split('\\')
+        .join('/');
       if (target.startsWith('..')) continue; // outside src/: node_modules or the like
       if (RANKS[layerOf(target)]! > rank) violations.push({ file, imports: target });
     }

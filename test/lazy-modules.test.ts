@@ -51,25 +51,41 @@ process.stdout.write(JSON.stringify({ atStart: seen.slice(0, served), onFirstUse
 
 describe('a started server', () => {
   it('loads no passkey, QR code or outbound HTTP library, and no catalogue but English, until one is used', () => {
-    const output = execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', RECORD], { cwd: ROOT, encoding: 'utf8' });
+    const output = execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', RECORD], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     const { atStart, onFirstUse, title } = JSON.parse(output) as { atStart: string[]; onFirstUse: string[]; title: string };
     // The recording works: the app's own modules and the libraries it needs at start are seen.
     assert.ok(atStart.some((url) => url.endsWith('/src/ui/locales/en.ts')));
     assert.ok(atStart.some((url) => url.includes('/node_modules/fastify/')));
     const lazy = /\/node_modules\/(?:undici|@simplewebauthn\/server|qrcode)\/|\/src\/ui\/locales\/(?:de|fr|es|pt-BR|ja|zh-Hans|ar)\.ts$/;
-    assert.deepEqual(atStart.filter((url) => lazy.test(url)), []);
+    assert.deepEqual(
+      atStart.filter((url) => lazy.test(url)),
+      [],
+    );
     // A language is loaded, synchronously, the first time a message is asked for in it.
     assert.equal(title, 'ログイン');
     assert.ok(onFirstUse.some((url) => url.endsWith('/src/ui/locales/ja.ts')));
   });
 
   it('compiles no JSON schema, and loads neither Ajv nor fast-json-stringify, until the admin API is called', () => {
-    const output = execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', RECORD_ADMIN], { cwd: ROOT, encoding: 'utf8' });
+    const output = execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', RECORD_ADMIN], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     const { atStart, onFirstUse, statuses, clients } = JSON.parse(output) as { atStart: string[]; onFirstUse: string[]; statuses: number[]; clients: number };
-    assert.ok(atStart.some((url) => url.includes('/node_modules/fastify/')), 'the recording works');
+    assert.ok(
+      atStart.some((url) => url.includes('/node_modules/fastify/')),
+      'the recording works',
+    );
     // Fastify's own error answers use fast-json-stringify's runtime (lib/serializer.js), not its compiler.
     const compilers = /\/node_modules\/(?:ajv\/|fast-json-stringify\/index\.js)/;
-    assert.deepEqual(atStart.filter((url) => compilers.test(url)), [], 'neither compiler while the server starts and issues a token');
+    assert.deepEqual(
+      atStart.filter((url) => compilers.test(url)),
+      [],
+      'neither compiler while the server starts and issues a token',
+    );
     // The first request validated and the first answer serialized load them, and work.
     assert.deepEqual(statuses, [400, 200]);
     assert.ok(clients >= 1);

@@ -12,7 +12,12 @@ describe('the token lifecycle for a public client (a native app without a secret
   let config: oidc.Configuration;
 
   before(async () => {
-    ({ server, client: app, user, config } = await startWithApp({ client: { name: 'Desktop Notes', public: true, scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
+    ({
+      server,
+      client: app,
+      user,
+      config,
+    } = await startWithApp({ client: { name: 'Desktop Notes', public: true, scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
   });
   after(() => server.close());
 
@@ -29,7 +34,10 @@ describe('the token lifecycle for a public client (a native app without a secret
   it('revokes its own refresh token by client_id, after which it cannot refresh', async () => {
     const tokens = await signIn(server, config, user, 'openid offline_access');
     await oidc.tokenRevocation(config, tokens.refresh_token!);
-    await assert.rejects(oidc.refreshTokenGrant(config, tokens.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
+    await assert.rejects(
+      oidc.refreshTokenGrant(config, tokens.refresh_token!),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
   });
 
   it('may not introspect: invalid_client, since a client_id proves nothing', async () => {

@@ -47,7 +47,10 @@ describe('lockouts', () => {
       locked.map(({ kind, scope, username, ip, failures, limit }) => ({ kind, scope, username, ip, failures, limit })),
       [{ kind: 'sign-in', scope: 'user-address', username: user.username, ip: '127.0.0.1', failures: 10, limit: 10 }],
     );
-    assert.ok((await listLockouts(deps, { username: user.username })).some((entry) => entry.scope === 'user' && !entry.locked), 'the delay counter, never locking');
+    assert.ok(
+      (await listLockouts(deps, { username: user.username })).some((entry) => entry.scope === 'user' && !entry.locked),
+      'the delay counter, never locking',
+    );
     assert.ok((await listLockouts(deps, { ip: '127.0.0.1' })).some((entry) => entry.scope === 'address' && entry.failures === 11));
 
     const cleared = await clearLockouts(deps, { username: user.username });

@@ -17,10 +17,13 @@ interface Answer {
 function ask(server: TestServer, method: string, path: string, host: string): Promise<Answer> {
   const port = new URL(server.url).port;
   return new Promise((resolve, reject) => {
-    const outgoing = request({ host: '127.0.0.1', port, method, path, headers: { host: `${host}:${port}`, 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
-      response.resume();
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, location: response.headers.location }));
-    });
+    const outgoing = request(
+      { host: '127.0.0.1', port, method, path, headers: { host: `${host}:${port}`, 'content-type': 'application/x-www-form-urlencoded' } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, location: response.headers.location }));
+      },
+    );
     outgoing.on('error', reject);
     outgoing.end(method === 'POST' ? 'username=ada&password=x&csrf_token=x' : undefined);
   });

@@ -47,7 +47,14 @@ async function calendarMcpServer(issuer: string): Promise<{ url: string; resourc
     const metadataUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
     if (path === '/.well-known/oauth-protected-resource/mcp' || path === '/.well-known/oauth-protected-resource') {
       // RFC 9728 §3: where its tokens come from, and what to ask for.
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource, authorization_servers: [issuer], scopes_supported: ['calendar:read', 'offline_access'], bearer_methods_supported: ['header'] }));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          resource,
+          authorization_servers: [issuer],
+          scopes_supported: ['calendar:read', 'offline_access'],
+          bearer_methods_supported: ['header'],
+        }),
+      );
       return;
     }
     if (path !== '/mcp') {
@@ -96,7 +103,13 @@ class AgentProvider implements OAuthClientProvider {
     return CALLBACK;
   }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Calendar Agent', redirect_uris: [CALLBACK], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: 'Calendar Agent',
+      redirect_uris: [CALLBACK],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
   clientInformation() {
     return this.information;
@@ -129,7 +142,11 @@ describe('an MCP server protected by Tessera, with the MCP SDK client', () => {
     tessera = await startTestServer({ env: { TESSERA_REGISTRATION: 'open' } });
     mcp = await calendarMcpServer(tessera.url);
     // `tessera resource add --identifier <the MCP server's URL> --scope calendar:read=...`
-    await addResource(manageDeps(tessera), { identifier: mcp.resource, name: 'Team Calendar', scopes: [{ name: 'calendar:read', description: 'See your calendar' }] });
+    await addResource(manageDeps(tessera), {
+      identifier: mcp.resource,
+      name: 'Team Calendar',
+      scopes: [{ name: 'calendar:read', description: 'See your calendar' }],
+    });
   });
   after(async () => {
     await closeServer(mcp.server);
@@ -171,7 +188,10 @@ describe('an MCP server protected by Tessera, with the MCP SDK client', () => {
     const agent = new Client({ name: 'calendar-agent', version: '1.0.0' });
     await agent.connect(new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider }));
     const { tools } = await agent.listTools();
-    assert.deepEqual(tools.map((tool) => tool.name), ['next_meeting']);
+    assert.deepEqual(
+      tools.map((tool) => tool.name),
+      ['next_meeting'],
+    );
     const answer = await agent.callTool({ name: 'next_meeting', arguments: {} });
     assert.match((answer.content as { text: string }[])[0]!.text, /^Next meeting for [\w-]+: stand-up at 09:30$/);
     assert.equal(mcp.calls.length, 1);

@@ -22,28 +22,44 @@ const REDIRECT = 'http://127.0.0.1:9/callback';
 /** A test app's web server: each path answers as `routes` says; `hits` counts the fetches. */
 async function appServer(routes: Record<string, (url: string, response: ServerResponse) => void>) {
   const hits = new Map<string, number>();
-  const { server, port } = await listenOnFreePort(createServer((request: IncomingMessage, response: ServerResponse) => {
-    const path = request.url ?? '/';
-    hits.set(path, (hits.get(path) ?? 0) + 1);
-    const route = routes[path];
-    if (!route) {
-      response.writeHead(404).end();
-      return;
-    }
-    route(`http://127.0.0.1:${port}${path}`, response);
-  }));
+  const { server, port } = await listenOnFreePort(
+    createServer((request: IncomingMessage, response: ServerResponse) => {
+      const path = request.url ?? '/';
+      hits.set(path, (hits.get(path) ?? 0) + 1);
+      const route = routes[path];
+      if (!route) {
+        response.writeHead(404).end();
+        return;
+      }
+      route(`http://127.0.0.1:${port}${path}`, response);
+    }),
+  );
   return { base: `http://127.0.0.1:${port}`, hits, close: () => closeServer(server) };
 }
 
-const json = (body: unknown, headers: Record<string, string> = {}) => (_url: string, response: ServerResponse) => {
-  response.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-};
-const document = (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => (url: string, response: ServerResponse) =>
-  json({ client_id: url, client_name: 'Calendar Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], ...extra }, headers)(url, response);
+const json =
+  (body: unknown, headers: Record<string, string> = {}) =>
+  (_url: string, response: ServerResponse) => {
+    response.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+  };
+const document =
+  (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  (url: string, response: ServerResponse) =>
+    json({ client_id: url, client_name: 'Calendar Agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], ...extra }, headers)(
+      url,
+      response,
+    );
 
 async function authorize(server: TestServer, clientId: string, redirectUri = REDIRECT) {
   const url = new URL(`${server.url}/oauth/authorize`);
-  url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    scope: 'openid',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  }).toString();
   const response = await fetch(url, { redirect: 'manual' });
   return { status: response.status, location: response.headers.get('location'), text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') };
 }
@@ -69,7 +85,14 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       '/changing.json': (url, response) => json({ client_id: url, ...changing }, { 'cache-control': 'no-store' })(url, response),
       '/scheme.json': document({ redirect_uris: ['com.shop.admin:/callback'] }),
       // Members this server does not know, as the MCP clients' documents carry them.
-      '/extras.json': document({ logo_uri: 'https://agent.example/logo.png', software_id: 'agent', software_version: '2.1', application_type: 'native', contacts: ['ops@agent.example'], x_vendor: { nested: true } }),
+      '/extras.json': document({
+        logo_uri: 'https://agent.example/logo.png',
+        software_id: 'agent',
+        software_version: '2.1',
+        application_type: 'native',
+        contacts: ['ops@agent.example'],
+        x_vendor: { nested: true },
+      }),
       '/machine.json': document({ grant_types: ['client_credentials'] }),
       '/keyed.json': document({ token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://agent.example/jwks.json' }),
     });
@@ -89,7 +112,9 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     await app.close();
   });
 
-  it('signs a person in with an app known only by its metadata URL, in Chromium, naming its host as not verified', { skip: chromiumUnavailable() }, async () => {
+  it('signs a person in with an app known only by its metadata URL, in Chromium, naming its host as not verified', {
+    skip: chromiumUnavailable(),
+  }, async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     assert.equal(metadata['client_id_metadata_document_supported'], true);
     const clientId = `${app.base}/agent.json`;
@@ -97,7 +122,13 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     const user = await server.addUser();
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid offline_access', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT,
+      scope: 'openid offline_access',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     let browser: Browser | undefined;
     try {
       browser = await launchChromium();
@@ -111,7 +142,10 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       const note = await page.getByRole('note').innerText();
       assert.match(note, new RegExp(`Not verified by Tessera\\. This app describes itself at ${new URL(app.base).host.replace('.', '\\.')}`));
       await page.getByRole('button', { name: 'Approve' }).click();
-      const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the agent'), { pkceCodeVerifier: verifier, expectedState: state });
+      const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the agent'), {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      });
       assert.ok(tokens.access_token);
       const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
       assert.ok(refreshed.access_token);
@@ -171,7 +205,15 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     const user = await server.addUser();
     const consent = async (redirectUri = REDIRECT) => {
       const url = new URL(`${server.url}/oauth/authorize`);
-      url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', prompt: 'consent', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+      url.search = new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        scope: 'openid',
+        prompt: 'consent',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      }).toString();
       const browser = new FormBrowser(server.url);
       const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
       assertApprovalPage(page, '/oauth/authorize/decision');
@@ -239,9 +281,20 @@ describe('Client ID Metadata Documents: new apps per address and across the serv
 
   const from = async (ip: string, path: string) => {
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: `${app.base}${path}`, redirect_uri: REDIRECT, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: `${app.base}${path}`,
+      redirect_uri: REDIRECT,
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }).toString();
     const response = await fetch(url, { redirect: 'manual', headers: { 'x-forwarded-for': ip } });
-    return { status: response.status, retryAfter: response.headers.get('retry-after'), text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') };
+    return {
+      status: response.status,
+      retryAfter: response.headers.get('retry-after'),
+      text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' '),
+    };
   };
 
   it('refuses a new app past the limits with 429 and Retry-After, without fetching its document, and keeps serving the apps it knows', async () => {

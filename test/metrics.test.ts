@@ -45,7 +45,14 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-'));
-    const config = loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent', TESSERA_METRICS_PORT: '0' });
+    const config = loadConfig({
+      ...TEST_ENV,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TESSERA_DATABASE: join(dir, 'tessera.db'),
+      TESSERA_LOG_LEVEL: 'silent',
+      TESSERA_METRICS_PORT: '0',
+    });
     server = await startServer(config);
     const env = { TESSERA_DATABASE: config.database };
     const added = await runTessera(['user', 'add', '--username', user.username, '--password-stdin'], env, `${user.password}\n`);
@@ -91,9 +98,16 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
     assert.equal((await stranger.submit(page, '/login', { username: 'ada', password: 'wrong' })).status, 401);
 
     // The code flow, through openid-client.
-    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(client.secret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(client.secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     const browser = new BrowserAt(server.url);
     const redirect = await browser.authorize(url.href, user);
     await oidc.authorizationCodeGrant(config, new URL(redirect.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
@@ -128,7 +142,9 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
 describe('the metrics listener', () => {
   it('is off by default', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-off-'));
-    const server = await startServer(loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent' }));
+    const server = await startServer(
+      loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent' }),
+    );
     t.after(async () => {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
@@ -160,7 +176,11 @@ describe('metrics with several workers', () => {
     assert.ok(metricsUrl, serving.output().stdout);
     for (let i = 0; i < 6; i++) assert.equal((await fetch(`${serving.url}/healthz`, { headers: { connection: 'close' } })).status, 200);
     const samples = await scrape(metricsUrl);
-    assert.equal(samples.get('http_request_duration_seconds_count{method="GET",route="/healthz",status_class="2xx"}'), 6, 'every request, whichever worker answered it');
+    assert.equal(
+      samples.get('http_request_duration_seconds_count{method="GET",route="/healthz",status_class="2xx"}'),
+      6,
+      'every request, whichever worker answered it',
+    );
     assert.equal(samples.get('tessera_device_authorizations_pending'), 0);
   });
 });
@@ -180,7 +200,9 @@ describe('what the metrics count of second factors', () => {
     ];
     for (const input of inputs) await events.emit(input);
     const value = async (name: string, labels: Record<string, string> = {}) =>
-      (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) => Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted))?.value;
+      (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) =>
+        Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted),
+      )?.value;
     assert.equal(await value('tessera_signin_failures_total'), 3);
     assert.equal(await value('tessera_lockouts_total', { kind: 'one_time_code' }), 1);
     assert.equal(await value('tessera_lockouts_total', { kind: 'sign_in' }), 0);

@@ -116,8 +116,24 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     // B is given, as behind a load balancer; B then races A to use the first keys.
     const [startedA, registered, created] = await Promise.all([
       startInstance('A', env),
-      tessera(['client', 'add', '--name', 'Photo Printer', '--redirect-uri', REDIRECT_URI, '--scope', 'openid profile',
-        '--grant', 'authorization_code', '--grant', 'device_code', '--json'], env),
+      tessera(
+        [
+          'client',
+          'add',
+          '--name',
+          'Photo Printer',
+          '--redirect-uri',
+          REDIRECT_URI,
+          '--scope',
+          'openid profile',
+          '--grant',
+          'authorization_code',
+          '--grant',
+          'device_code',
+          '--json',
+        ],
+        env,
+      ),
       tessera(['user', 'add', '--username', ada.username, '--password-stdin', '--name', 'Ada Lovelace'], env, `${ada.password}\n`),
     ]);
     a = startedA;
@@ -217,9 +233,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
 
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const authorization = { authorization: basic(client.client_id, client.client_secret) };
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => postForm(`${(i % 2 === 0 ? A() : B()).url}/oauth/token`, form, authorization)),
-    );
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => postForm(`${(i % 2 === 0 ? A() : B()).url}/oauth/token`, form, authorization)));
     const winners = answers.filter((answer) => answer.status === 200);
     assert.equal(winners.length, 1, JSON.stringify(answers.map((answer) => answer.status)));
     assert.equal(typeof winners[0]!.body['access_token'], 'string');
@@ -251,17 +265,25 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
 
   /** The device's first request (RFC 8628 §3.1), at `instance`. */
   async function startDevice(instance: Instance): Promise<{ device_code: string; user_code: string }> {
-    const started = await postForm(`${instance.url}/oauth/device/authorization`, { scope: 'openid profile' }, {
-      authorization: basic(client.client_id, client.client_secret),
-    });
+    const started = await postForm(
+      `${instance.url}/oauth/device/authorization`,
+      { scope: 'openid profile' },
+      {
+        authorization: basic(client.client_id, client.client_secret),
+      },
+    );
     assert.equal(started.status, 200, JSON.stringify(started.body));
     return started.body as { device_code: string; user_code: string };
   }
 
   const pollAt = (instance: Instance, deviceCode: string) =>
-    postForm(`${instance.url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code: deviceCode }, {
-      authorization: basic(client.client_id, client.client_secret),
-    });
+    postForm(
+      `${instance.url}/oauth/token`,
+      { grant_type: DEVICE_GRANT, device_code: deviceCode },
+      {
+        authorization: basic(client.client_id, client.client_secret),
+      },
+    );
 
   it('holds a device to its polling interval across both: pending at B, then slow_down at A', async () => {
     const device = await startDevice(A());
@@ -291,8 +313,7 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
   it('locks user-code entry after 5 wrong codes counted on both, on both', async () => {
     const device = await startDevice(B());
     const browser = new BrowserAt(A().url, '198.51.100.30');
-    const enter = async (instance: Instance, code: string) =>
-      browser.submit(await browser.request(`${instance.url}/device`), '/device', { user_code: code });
+    const enter = async (instance: Instance, code: string) => browser.submit(await browser.request(`${instance.url}/device`), '/device', { user_code: code });
 
     for (const [i, wrong] of ['BBBB-BBBB', 'CCCC-CCCC', 'DDDD-DDDD', 'FFFF-FFFF', 'GGGG-GGGG'].entries()) {
       const refused = await enter(i % 2 === 0 ? A() : B(), wrong);
@@ -307,8 +328,21 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
 
   it('rotates at B a refresh token A issued, and a replay of the old one at A ends the approval on both', async () => {
     const registered = await tessera(
-      ['client', 'add', '--name', 'Mail', '--redirect-uri', REDIRECT_URI, '--scope', 'openid offline_access',
-        '--grant', 'authorization_code', '--grant', 'refresh_token', '--json'],
+      [
+        'client',
+        'add',
+        '--name',
+        'Mail',
+        '--redirect-uri',
+        REDIRECT_URI,
+        '--scope',
+        'openid offline_access',
+        '--grant',
+        'authorization_code',
+        '--grant',
+        'refresh_token',
+        '--json',
+      ],
       env,
     );
     assert.equal(registered.code, 0, registered.stderr);
@@ -348,8 +382,21 @@ describePostgres('two Tessera processes on one PostgreSQL database', () => {
     const eve = { username: 'eve', password: 'eve has a long password' };
     assert.equal((await tessera(['user', 'add', '--username', eve.username, '--password-stdin'], env, `${eve.password}\n`)).code, 0);
     const registered = await tessera(
-      ['client', 'add', '--name', 'Notes', '--redirect-uri', REDIRECT_URI, '--scope', 'openid offline_access',
-        '--grant', 'authorization_code', '--grant', 'refresh_token', '--json'],
+      [
+        'client',
+        'add',
+        '--name',
+        'Notes',
+        '--redirect-uri',
+        REDIRECT_URI,
+        '--scope',
+        'openid offline_access',
+        '--grant',
+        'authorization_code',
+        '--grant',
+        'refresh_token',
+        '--json',
+      ],
       env,
     );
     const notes = JSON.parse(registered.stdout) as typeof client;

@@ -42,7 +42,8 @@ async function refused(file: string, args: readonly string[]): Promise<{ code: n
   }
 }
 
-const LINE = /^tessera: Tessera needs Node\.js 24\.7 or later; this is Node\.js [\d.]+ \(.+\)\. Install Node\.js 24 .*`npm install` brings Node\.js 24, which `npm start` and `npm run tessera -- <command>` use\n$/;
+const LINE =
+  /^tessera: Tessera needs Node\.js 24\.7 or later; this is Node\.js [\d.]+ \(.+\)\. Install Node\.js 24 .*`npm install` brings Node\.js 24, which `npm start` and `npm run tessera -- <command>` use\n$/;
 
 describe('the Node.js version check', () => {
   it('says the version is too old, and what to install, below engines.node only', () => {
@@ -52,7 +53,9 @@ describe('the Node.js version check', () => {
     assert.equal(nodeVersionProblem('25.1.0'), null);
   });
 
-  it('stops bin/tessera.js on an older Node.js with one line, no stack trace', { skip: olderNode() === null ? 'no Node.js older than 24.7 on this machine' : false }, async () => {
+  it('stops bin/tessera.js on an older Node.js with one line, no stack trace', {
+    skip: olderNode() === null ? 'no Node.js older than 24.7 on this machine' : false,
+  }, async () => {
     for (const args of [['serve'], ['backup', '/tmp/never.db']]) {
       const result = await refused(olderNode()!, ['bin/tessera.js', ...args]);
       assert.equal(result.code, 1);

@@ -49,7 +49,19 @@ const EVERY_CLIENT_FIELD: Readonly<Record<string, unknown>> = {
   token_exchange_audiences: ['https://downstream.example/api'],
   web_origins: [],
   device_networks: ['192.0.2.0/24'],
-  jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'k1', use: 'sig', alg: 'ES256' }] },
+  jwks: {
+    keys: [
+      {
+        kty: 'EC',
+        crv: 'P-256',
+        x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+        y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+        kid: 'k1',
+        use: 'sig',
+        alg: 'ES256',
+      },
+    ],
+  },
   pkce: 'optional',
   request_object_signing_alg: 'ES256',
   post_logout_redirect_uris: ['https://app.example/signed-out'],
@@ -70,14 +82,19 @@ interface OpenApiOperation {
 type OpenApiDocument = { paths: Record<string, Record<string, OpenApiOperation>> };
 
 const requestFields = (operation: OpenApiOperation) => Object.keys(operation.requestBody!.content['application/json']!.schema.properties);
-const answerFields = (operation: OpenApiOperation, status: string) => Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
+const answerFields = (operation: OpenApiOperation, status: string) =>
+  Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
 
 /** Every row of `table` in the OpenAPI document: in the request of each operation that takes it, in every answer unless write-only. */
 function assertOpenApiHas(document: OpenApiDocument, table: FieldTable, paths: { readonly collection: string; readonly item: string }): void {
   const create = document.paths[paths.collection]!['post']!;
   // A noun none of whose fields changes (a webhook) has no PATCH.
   const update = document.paths[paths.item]!['patch'];
-  assert.equal(update !== undefined, table.some((field) => field.update), `PATCH ${paths.item} exists when a field changes`);
+  assert.equal(
+    update !== undefined,
+    table.some((field) => field.update),
+    `PATCH ${paths.item} exists when a field changes`,
+  );
   const read = document.paths[paths.item]!['get']!;
   for (const field of table) {
     assert.equal(requestFields(create).includes(field.name), field.create, `POST ${paths.collection} body: ${field.name}`);
@@ -108,14 +125,23 @@ before(async () => {
   server = await startTestServer();
   const { client, secret } = await createClient(manageDeps(server), { client_name: 'CI', grant_types: ['client_credentials'], scope: ADMIN_SCOPES.join(' ') });
   // The API EVERY_CLIENT_FIELD's token exchange is for.
-  await addResource(manageDeps(server), { identifier: 'https://downstream.example/api', name: 'Downstream', scopes: [{ name: 'downstream:read', description: 'Read' }] });
+  await addResource(manageDeps(server), {
+    identifier: 'https://downstream.example/api',
+    name: 'Downstream',
+    scopes: [{ name: 'downstream:read', description: 'Read' }],
+  });
   const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
   token = (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
 });
 after(() => server.close());
 
 /** The admin API, with a token holding every admin scope. */
-async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
   const response = await fetch(`${server.url}/admin/v1${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -125,14 +151,22 @@ async function api(method: string, path: string, body?: unknown, headers: Record
 }
 
 /** A console frame to render a page with, outside a request. */
-const consoleFrame = (here: string) => ({ ui: { site: server.config.site, t: messages('en'), here }, csrf: 'x', operator: { name: 'Ada', role: 'admin' }, section: 'apis', paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', providers: '/c/i', events: '/c/e', keys: '/c/k' } }) as never;
+const consoleFrame = (here: string) =>
+  ({
+    ui: { site: server.config.site, t: messages('en'), here },
+    csrf: 'x',
+    operator: { name: 'Ada', role: 'admin' },
+    section: 'apis',
+    paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', providers: '/c/i', events: '/c/e', keys: '/c/k' },
+  }) as never;
 
 describe('the client field table in every door', () => {
-
   it('has the table cover every field the test sets, and each writable field a value here', () => {
     // jwks_uri is the other way to give jwks (one or the other): it has a case of its own below.
     // client_id is chosen only to match an identity provider's (docs/agents.md): test/id-jag.test.ts.
-    const writableNames = CLIENT_FIELDS.filter(writable).filter((field) => field.create && field.name !== 'jwks_uri' && field.name !== 'client_id').map((field) => field.name);
+    const writableNames = CLIENT_FIELDS.filter(writable)
+      .filter((field) => field.create && field.name !== 'jwks_uri' && field.name !== 'client_id')
+      .map((field) => field.name);
     assert.deepEqual(Object.keys(EVERY_CLIENT_FIELD).sort(), writableNames.sort());
   });
 
@@ -144,7 +178,16 @@ describe('the client field table in every door', () => {
   it("puts every row with a control in the console's form, with a label in every language", () => {
     const ui = { site: server.config.site, t: messages('en'), here: '/console/apps/new' };
     const values = formValues(CLIENT_FIELDS, EVERY_CLIENT_FIELD);
-    const page = appFormPage({ ui, csrf: 'x', operator: { name: 'Ada', role: 'admin' }, section: 'apps', paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', events: '/c/e', keys: '/c/k' } } as never, { title: 'New', action: '/c/a', submit: 'Save', values, edit: null });
+    const page = appFormPage(
+      {
+        ui,
+        csrf: 'x',
+        operator: { name: 'Ada', role: 'admin' },
+        section: 'apps',
+        paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', events: '/c/e', keys: '/c/k' },
+      } as never,
+      { title: 'New', action: '/c/a', submit: 'Save', values, edit: null },
+    );
     for (const field of CLIENT_FIELDS) {
       if (field.form === null) continue;
       assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
@@ -163,7 +206,8 @@ describe('the client field table in every door', () => {
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(CLIENT_FIELDS, 'client add', 'create');
     assertHelpNames(CLIENT_FIELDS, 'client update', 'update');
-    for (const field of CLIENT_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of CLIENT_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it('reads back a registration with every field the same through the command, the admin API and the console', async () => {
@@ -171,13 +215,49 @@ describe('the client field table in every door', () => {
     try {
       const jwksFile = join(dir, 'jwks.json');
       writeFileSync(jwksFile, JSON.stringify(EVERY_CLIENT_FIELD['jwks']));
-      const e = EVERY_CLIENT_FIELD as { readonly [field: string]: string & string[] } & Readonly<Record<'client_name' | 'token_endpoint_auth_method' | 'redirect_uris' | 'scope' | 'grant_types' | 'device_networks' | 'token_exchange_audiences' | 'pkce' | 'request_object_signing_alg' | 'post_logout_redirect_uris' | 'backchannel_logout_uri', string & string[]>>;
+      const e = EVERY_CLIENT_FIELD as { readonly [field: string]: string & string[] } & Readonly<
+        Record<
+          | 'client_name'
+          | 'token_endpoint_auth_method'
+          | 'redirect_uris'
+          | 'scope'
+          | 'grant_types'
+          | 'device_networks'
+          | 'token_exchange_audiences'
+          | 'pkce'
+          | 'request_object_signing_alg'
+          | 'post_logout_redirect_uris'
+          | 'backchannel_logout_uri',
+          string & string[]
+        >
+      >;
       const args = [
-        'client', 'add', '--name', e['client_name'], '--auth-method', e['token_endpoint_auth_method'], ...e['redirect_uris'].flatMap((uri) => ['--redirect-uri', uri]), '--scope', e['scope'],
-        ...e['grant_types'].flatMap((grant) => ['--grant', grant]), ...e['device_networks'].flatMap((cidr) => ['--device-network', cidr]),
-        ...e['token_exchange_audiences'].flatMap((uri) => ['--exchange-audience', uri]), '--jwks-file', jwksFile, '--pkce', e['pkce'],
-        '--request-object-signing-alg', e['request_object_signing_alg'], ...e['post_logout_redirect_uris'].flatMap((uri) => ['--post-logout-redirect-uri', uri]),
-        '--backchannel-logout-uri', e['backchannel_logout_uri'], '--require-phishing-resistant', '--first-party', '--require-dpop', '--require-par', '--json',
+        'client',
+        'add',
+        '--name',
+        e['client_name'],
+        '--auth-method',
+        e['token_endpoint_auth_method'],
+        ...e['redirect_uris'].flatMap((uri) => ['--redirect-uri', uri]),
+        '--scope',
+        e['scope'],
+        ...e['grant_types'].flatMap((grant) => ['--grant', grant]),
+        ...e['device_networks'].flatMap((cidr) => ['--device-network', cidr]),
+        ...e['token_exchange_audiences'].flatMap((uri) => ['--exchange-audience', uri]),
+        '--jwks-file',
+        jwksFile,
+        '--pkce',
+        e['pkce'],
+        '--request-object-signing-alg',
+        e['request_object_signing_alg'],
+        ...e['post_logout_redirect_uris'].flatMap((uri) => ['--post-logout-redirect-uri', uri]),
+        '--backchannel-logout-uri',
+        e['backchannel_logout_uri'],
+        '--require-phishing-resistant',
+        '--first-party',
+        '--require-dpop',
+        '--require-par',
+        '--json',
       ];
       const added = await runTessera(args, { TESSERA_DATABASE: server.config.database });
       assert.equal(added.code, 0, added.stderr);
@@ -186,7 +266,14 @@ describe('the client field table in every door', () => {
       assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
       const comparable = (registration: Record<string, unknown>): Record<string, unknown> => {
         const { client_id: _id, client_secret: _secret, created_at: _at, ...rest } = registration;
-        return { ...rest, grant_types: (rest['grant_types'] as string[]).map((grant) => grant.replace('urn:ietf:params:oauth:grant-type:device_code', 'device_code').replace('urn:ietf:params:oauth:grant-type:token-exchange', 'token-exchange')) };
+        return {
+          ...rest,
+          grant_types: (rest['grant_types'] as string[]).map((grant) =>
+            grant
+              .replace('urn:ietf:params:oauth:grant-type:device_code', 'device_code')
+              .replace('urn:ietf:params:oauth:grant-type:token-exchange', 'token-exchange'),
+          ),
+        };
       };
       assert.deepEqual(comparable(fromCli), comparable(fromApi.body), 'the command and the admin API register alike');
       for (const field of CLIENT_FIELDS.filter((row) => row.create)) {
@@ -201,14 +288,42 @@ describe('the client field table in every door', () => {
 
       // Every option of an update, through the command, reads back in the admin API.
       const id = fromCli['client_id'] as string;
-      const changed = await runTessera(['client', 'update', id, '--no-request-object-signing-alg', '--no-first-party', '--remove-device-network', '192.0.2.0/24', '--add-device-network', '198.51.100.0/24', '--pkce', 'required', '--json'], { TESSERA_DATABASE: server.config.database });
+      const changed = await runTessera(
+        [
+          'client',
+          'update',
+          id,
+          '--no-request-object-signing-alg',
+          '--no-first-party',
+          '--remove-device-network',
+          '192.0.2.0/24',
+          '--add-device-network',
+          '198.51.100.0/24',
+          '--pkce',
+          'required',
+          '--json',
+        ],
+        { TESSERA_DATABASE: server.config.database },
+      );
       assert.equal(changed.code, 0, changed.stderr);
       const after = (await api('GET', `/clients/${id}`)).body;
-      assert.deepEqual([after['request_object_signing_alg'], after['first_party'], after['device_networks'], after['pkce']], [undefined, undefined, ['198.51.100.0/24'], 'required']);
+      assert.deepEqual(
+        [after['request_object_signing_alg'], after['first_party'], after['device_networks'], after['pkce']],
+        [undefined, undefined, ['198.51.100.0/24'], 'required'],
+      );
       const etag = (await api('GET', `/clients/${id}`)).headers.get('etag')!;
-      const patched = await api('PATCH', `/clients/${id}`, { request_object_signing_alg: 'RS256', jwks_uri: 'https://app.example/jwks.json', pkce: 'optional-without-nonce' }, { 'if-match': etag });
+      const patched = await api(
+        'PATCH',
+        `/clients/${id}`,
+        { request_object_signing_alg: 'RS256', jwks_uri: 'https://app.example/jwks.json', pkce: 'optional-without-nonce' },
+        { 'if-match': etag },
+      );
       assert.equal(patched.status, 200, JSON.stringify(patched.body));
-      assert.deepEqual([patched.body['request_object_signing_alg'], patched.body['pkce'], patched.body['jwks_uri']], ['RS256', 'optional-without-nonce', 'https://app.example/jwks.json'], 'fields the admin API once refused as unknown');
+      assert.deepEqual(
+        [patched.body['request_object_signing_alg'], patched.body['pkce'], patched.body['jwks_uri']],
+        ['RS256', 'optional-without-nonce', 'https://app.example/jwks.json'],
+        'fields the admin API once refused as unknown',
+      );
       const shown = await runTessera(['client', 'show', id, '--json'], { TESSERA_DATABASE: server.config.database });
       assert.equal((JSON.parse(shown.stdout) as Record<string, unknown>)['jwks_uri'], 'https://app.example/jwks.json', 'the command reads what the API wrote');
     } finally {
@@ -221,7 +336,10 @@ describe('the client field table in every door', () => {
 const EVERY_RESOURCE_FIELD: Readonly<Record<string, unknown>> = {
   identifier: 'https://every.example/api',
   name: 'Every Field',
-  scopes: [{ name: 'every:read', description: 'See everything' }, { name: 'every:write', description: 'Change everything' }],
+  scopes: [
+    { name: 'every:read', description: 'See everything' },
+    { name: 'every:write', description: 'Change everything' },
+  ],
   access_token_ttl: 600,
   signing_alg: 'ES256',
   introspection_secret: true,
@@ -229,17 +347,32 @@ const EVERY_RESOURCE_FIELD: Readonly<Record<string, unknown>> = {
 
 describe('the API (resource) field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(Object.keys(EVERY_RESOURCE_FIELD).sort(), RESOURCE_FIELDS.filter(writable).map((field) => field.name).sort());
+    assert.deepEqual(
+      Object.keys(EVERY_RESOURCE_FIELD).sort(),
+      RESOURCE_FIELDS.filter(writable)
+        .map((field) => field.name)
+        .sort(),
+    );
   });
 
   it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer but the write-only', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, RESOURCE_FIELDS, { collection: '/resources', item: '/resources/{identifier}' });
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, RESOURCE_FIELDS, {
+      collection: '/resources',
+      item: '/resources/{identifier}',
+    });
   });
 
   it("puts every row with a control in the console's form, and reads back what it shows", () => {
     const values = formValues(RESOURCE_FIELDS, EVERY_RESOURCE_FIELD);
     const page = apiFormPage(consoleFrame('/console/apis/new'), { title: 'New', action: '/c/p', submit: 'Register', values, edit: null, cancel: '/c/p' });
-    const editPage = apiFormPage(consoleFrame('/console/apis/x'), { title: 'Edit', action: '/c/p/x', submit: 'Save', values, edit: { original: 'x', identifier: 'x' }, cancel: '/c/p' });
+    const editPage = apiFormPage(consoleFrame('/console/apis/x'), {
+      title: 'Edit',
+      action: '/c/p/x',
+      submit: 'Save',
+      values,
+      edit: { original: 'x', identifier: 'x' },
+      cancel: '/c/p',
+    });
     for (const field of RESOURCE_FIELDS) {
       if (field.form === null) continue;
       assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
@@ -249,24 +382,46 @@ describe('the API (resource) field table in every door', () => {
     const posted: Record<string, string> = {};
     for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : String(value);
     const input = inputOf(RESOURCE_FIELDS, postedValues(RESOURCE_FIELDS, posted), Object.keys(values));
-    for (const field of RESOURCE_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_RESOURCE_FIELD[field.name], `${field.name} through the form`);
+    for (const field of RESOURCE_FIELDS.filter((row) => row.form !== null))
+      assert.deepEqual(input[field.name], EVERY_RESOURCE_FIELD[field.name], `${field.name} through the form`);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(RESOURCE_FIELDS, 'resource add', 'create');
     assertHelpNames(RESOURCE_FIELDS, 'resource update', 'update');
-    for (const field of RESOURCE_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of RESOURCE_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it('reads back an API with every field the same through the command and the admin API, and each change of an update', async () => {
-    const e = EVERY_RESOURCE_FIELD as { identifier: string; name: string; scopes: { name: string; description: string }[]; access_token_ttl: number; signing_alg: string };
+    const e = EVERY_RESOURCE_FIELD as {
+      identifier: string;
+      name: string;
+      scopes: { name: string; description: string }[];
+      access_token_ttl: number;
+      signing_alg: string;
+    };
     const { introspection_secret: _asked, ...registered } = EVERY_RESOURCE_FIELD;
     const expected = { ...registered, introspection: true };
     const withoutSecret = ({ introspection_secret: _, ...rest }: Record<string, unknown>) => rest;
-    const added = await runTessera([
-      'resource', 'add', '--identifier', e['identifier'], '--name', e['name'], ...e['scopes'].flatMap((scope) => ['--scope', `${scope.name}=${scope.description}`]),
-      '--access-token-ttl', String(e['access_token_ttl']), '--signing-alg', e['signing_alg'], '--introspection-secret', '--json',
-    ], { TESSERA_DATABASE: server.config.database });
+    const added = await runTessera(
+      [
+        'resource',
+        'add',
+        '--identifier',
+        e['identifier'],
+        '--name',
+        e['name'],
+        ...e['scopes'].flatMap((scope) => ['--scope', `${scope.name}=${scope.description}`]),
+        '--access-token-ttl',
+        String(e['access_token_ttl']),
+        '--signing-alg',
+        e['signing_alg'],
+        '--introspection-secret',
+        '--json',
+      ],
+      { TESSERA_DATABASE: server.config.database },
+    );
     assert.equal(added.code, 0, added.stderr);
     assert.match(String((JSON.parse(added.stdout) as Record<string, unknown>)['introspection_secret']), /^[\w-]{43}$/, 'the secret, once');
     const path = `/resources/${encodeURIComponent(e['identifier'])}`;
@@ -277,12 +432,34 @@ describe('the API (resource) field table in every door', () => {
     assert.equal(fromApi.status, 201, JSON.stringify(fromApi.body));
     assert.match(String(fromApi.body['introspection_secret']), /^[\w-]{43}$/);
     assert.deepEqual(withoutSecret(fromApi.body), expected, 'the admin API registers every field');
-    assert.deepEqual(formValues(RESOURCE_FIELDS, (await api('GET', path)).body), { ...formValues(RESOURCE_FIELDS, EVERY_RESOURCE_FIELD), introspection_secret: false }, 'the console form shows what was registered');
+    assert.deepEqual(
+      formValues(RESOURCE_FIELDS, (await api('GET', path)).body),
+      { ...formValues(RESOURCE_FIELDS, EVERY_RESOURCE_FIELD), introspection_secret: false },
+      'the console form shows what was registered',
+    );
 
-    const changed = await runTessera(['resource', 'update', e['identifier'], '--name', 'Renamed', '--scope', 'every:read=See it all', '--default-access-token-ttl', '--signing-alg', 'RS256', '--json'], { TESSERA_DATABASE: server.config.database });
+    const changed = await runTessera(
+      [
+        'resource',
+        'update',
+        e['identifier'],
+        '--name',
+        'Renamed',
+        '--scope',
+        'every:read=See it all',
+        '--default-access-token-ttl',
+        '--signing-alg',
+        'RS256',
+        '--json',
+      ],
+      { TESSERA_DATABASE: server.config.database },
+    );
     assert.equal(changed.code, 0, changed.stderr);
     const read = (await api('GET', path)).body;
-    assert.deepEqual([read['name'], read['scopes'], read['access_token_ttl'], read['signing_alg']], ['Renamed', [{ name: 'every:read', description: 'See it all' }], null, 'RS256']);
+    assert.deepEqual(
+      [read['name'], read['scopes'], read['access_token_ttl'], read['signing_alg']],
+      ['Renamed', [{ name: 'every:read', description: 'See it all' }], null, 'RS256'],
+    );
     const patched = await api('PATCH', path, { name: 'Every Field', scopes: EVERY_RESOURCE_FIELD['scopes'], access_token_ttl: 600, signing_alg: 'ES256' });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     assert.deepEqual(patched.body, expected, 'the admin API changes every field an update takes');
@@ -293,15 +470,38 @@ describe('the API (resource) field table in every door', () => {
 const EVERY_PROVIDER_FIELD: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.fromEntries(
   Object.entries({
     oidc: { issuer: 'https://id.example.com', client_id: 'every-client', client_secret: 'oidc secret', scopes: ['openid', 'email'], trust_upstream_mfa: true },
-    github: { client_id: 'every-app', client_secret: 'github secret', allowed_organizations: ['octo-org'], web_url: 'https://github.example.com', api_url: 'https://github.example.com/api/v3' },
-    ldap: {
-      url: 'ldap://ldap.example.com', start_tls: true, bind_dn: 'cn=tessera,dc=example,dc=com', bind_password: 'bind secret', user_search_base: 'ou=people,dc=example,dc=com',
-      user_filter: '(mail={username})', group_search_base: 'ou=groups,dc=example,dc=com', group_filter: '(uniqueMember={dn})',
+    github: {
+      client_id: 'every-app',
+      client_secret: 'github secret',
+      allowed_organizations: ['octo-org'],
+      web_url: 'https://github.example.com',
+      api_url: 'https://github.example.com/api/v3',
     },
-  }).map(([kind, own]) => [kind, {
-    kind, id: `every-${kind}`, name: `Every ${kind}`, position: 7, ...own,
-    allowed_domains: ['example.com'], domains: ['example.org'], claim_mapping: { username: 'preferred_username' }, only: true, allow_linking: true,
-  }]),
+    ldap: {
+      url: 'ldap://ldap.example.com',
+      start_tls: true,
+      bind_dn: 'cn=tessera,dc=example,dc=com',
+      bind_password: 'bind secret',
+      user_search_base: 'ou=people,dc=example,dc=com',
+      user_filter: '(mail={username})',
+      group_search_base: 'ou=groups,dc=example,dc=com',
+      group_filter: '(uniqueMember={dn})',
+    },
+  }).map(([kind, own]) => [
+    kind,
+    {
+      kind,
+      id: `every-${kind}`,
+      name: `Every ${kind}`,
+      position: 7,
+      ...own,
+      allowed_domains: ['example.com'],
+      domains: ['example.org'],
+      claim_mapping: { username: 'preferred_username' },
+      only: true,
+      allow_linking: true,
+    },
+  ]),
 );
 
 /** The command's arguments and standard input that give `values`, option by option as the table says. */
@@ -343,7 +543,10 @@ describe('the provider field table in every door', () => {
   });
 
   it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer but the secrets', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, PROVIDER_FIELDS, { collection: '/providers', item: '/providers/{id}' });
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, PROVIDER_FIELDS, {
+      collection: '/providers',
+      item: '/providers/{id}',
+    });
   });
 
   it("gives every row an option of the command's for each kind it applies to, named in that kind's help and in its refusals", () => {
@@ -357,7 +560,8 @@ describe('the provider field table in every door', () => {
       }
     }
     assertHelpNames(PROVIDER_FIELDS, 'provider update', 'update');
-    for (const field of PROVIDER_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of PROVIDER_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it("puts every row with a control in the console's form of each kind it applies to, and reads back what it shows but the secrets", () => {
@@ -407,7 +611,11 @@ describe('the provider field table in every door', () => {
       const { id: _id, only: _only, ...changes } = options;
       const renamed = { ...changes, name: `Renamed ${kind}`, position: 3 };
       const update = argumentsOf(PROVIDER_FIELDS, 'update', renamed);
-      const changed = await runTessera(['provider', 'update', String(every['id']), ...update.args, '--no-only', '--json'], { TESSERA_DATABASE: server.config.database }, update.stdin);
+      const changed = await runTessera(
+        ['provider', 'update', String(every['id']), ...update.args, '--no-only', '--json'],
+        { TESSERA_DATABASE: server.config.database },
+        update.stdin,
+      );
       assert.equal(changed.code, 0, changed.stderr);
       const after = (await api('GET', path)).body;
       assert.deepEqual([after['name'], after['position'], after['only']], [`Renamed ${kind}`, 3, false]);
@@ -419,15 +627,26 @@ describe('the provider field table in every door', () => {
 });
 
 /** A value for each field a webhook is added with, each unlike any default. */
-const EVERY_WEBHOOK_FIELD: Readonly<Record<string, unknown>> = { url: 'https://hooks.example.com/tessera?every=field', events: ['user.disabled', 'client.deleted', 'signin.failed'] };
+const EVERY_WEBHOOK_FIELD: Readonly<Record<string, unknown>> = {
+  url: 'https://hooks.example.com/tessera?every=field',
+  events: ['user.disabled', 'client.deleted', 'signin.failed'],
+};
 
 describe('the webhook field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(Object.keys(EVERY_WEBHOOK_FIELD).sort(), WEBHOOK_FIELDS.filter(writable).map((field) => field.name).sort());
+    assert.deepEqual(
+      Object.keys(EVERY_WEBHOOK_FIELD).sort(),
+      WEBHOOK_FIELDS.filter(writable)
+        .map((field) => field.name)
+        .sort(),
+    );
   });
 
   it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, WEBHOOK_FIELDS, { collection: '/webhooks', item: '/webhooks/{id}' });
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, WEBHOOK_FIELDS, {
+      collection: '/webhooks',
+      item: '/webhooks/{id}',
+    });
   });
 
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
@@ -441,12 +660,14 @@ describe('the webhook field table in every door', () => {
     const posted: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
     const input = inputOf(WEBHOOK_FIELDS, postedValues(WEBHOOK_FIELDS, posted), Object.keys(values));
-    for (const field of WEBHOOK_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_WEBHOOK_FIELD[field.name], `${field.name} through the form`);
+    for (const field of WEBHOOK_FIELDS.filter((row) => row.form !== null))
+      assert.deepEqual(input[field.name], EVERY_WEBHOOK_FIELD[field.name], `${field.name} through the form`);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(WEBHOOK_FIELDS, 'webhook add', 'create');
-    for (const field of WEBHOOK_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of WEBHOOK_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it('reads back a webhook with every field the same through the command and the admin API, its secret only when made', async () => {
@@ -476,11 +697,19 @@ const EVERY_SCIM_TOKEN_FIELD: Readonly<Record<string, unknown>> = { name: 'Entra
 
 describe('the SCIM token field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual(Object.keys(EVERY_SCIM_TOKEN_FIELD).sort(), SCIM_TOKEN_FIELDS.filter(writable).map((field) => field.name).sort());
+    assert.deepEqual(
+      Object.keys(EVERY_SCIM_TOKEN_FIELD).sort(),
+      SCIM_TOKEN_FIELDS.filter(writable)
+        .map((field) => field.name)
+        .sort(),
+    );
   });
 
   it('puts every row in the OpenAPI document: the request that makes one, and every answer', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SCIM_TOKEN_FIELDS, { collection: '/scim-tokens', item: '/scim-tokens/{id}' });
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SCIM_TOKEN_FIELDS, {
+      collection: '/scim-tokens',
+      item: '/scim-tokens/{id}',
+    });
   });
 
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
@@ -492,12 +721,14 @@ describe('the SCIM token field table in every door', () => {
       assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
     }
     const input = inputOf(SCIM_TOKEN_FIELDS, postedValues(SCIM_TOKEN_FIELDS, values as Record<string, string>), Object.keys(values));
-    for (const field of SCIM_TOKEN_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], `${field.name} through the form`);
+    for (const field of SCIM_TOKEN_FIELDS.filter((row) => row.form !== null))
+      assert.deepEqual(input[field.name], EVERY_SCIM_TOKEN_FIELD[field.name], `${field.name} through the form`);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(SCIM_TOKEN_FIELDS, 'scim token', 'create');
-    for (const field of SCIM_TOKEN_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of SCIM_TOKEN_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it('reads back a SCIM token with every field the same through the command and the admin API, the token only when made', async () => {
@@ -588,12 +819,24 @@ describe('the user field table in every door', () => {
   });
 
   it('puts every row in the OpenAPI document: the requests of the operations that take it, and every answer', async () => {
-    const document = (await api('GET', '/openapi.json')).body as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown> } }> }; responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }> }>> };
+    const document = (await api('GET', '/openapi.json')).body as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown> } }> };
+            responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }>;
+          }
+        >
+      >;
+    };
     const create = document.paths['/users']!['post']!;
     const update = document.paths['/users/{username}']!['patch']!;
     const read = document.paths['/users/{username}']!['get']!;
     const body = (operation: typeof create) => Object.keys(operation.requestBody!.content['application/json']!.schema.properties);
-    const answer = (operation: typeof create, status: string) => Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
+    const answer = (operation: typeof create, status: string) =>
+      Object.keys(operation.responses[status]!.content!['application/json']!.schema.properties ?? {});
     for (const field of USER_ROWS) {
       assert.equal(body(create).includes(field.name), field.create, `POST /users body: ${field.name}`);
       assert.equal(body(update).includes(field.name), field.update, `PATCH /users/{username} body: ${field.name}`);
@@ -606,17 +849,28 @@ describe('the user field table in every door', () => {
   it("puts every row with a control in the console's profile form, with a label in every language", () => {
     const ui = { site: server.config.site, t: messages('en'), here: '/console/users/ada/profile' };
     const values = formValues(USER_ROWS, EVERY_USER_FIELD);
-    const page = userFormPage({ ui, csrf: 'x', operator: { name: 'Ada', role: 'admin' }, section: 'users', paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', events: '/c/e', keys: '/c/k' } } as never, { username: 'ada', action: '/c/u/ada/profile', values, version: '"1"', original: '' });
+    const page = userFormPage(
+      {
+        ui,
+        csrf: 'x',
+        operator: { name: 'Ada', role: 'admin' },
+        section: 'users',
+        paths: { dashboard: '/c', users: '/c/u', apps: '/c/a', apis: '/c/p', events: '/c/e', keys: '/c/k' },
+      } as never,
+      { username: 'ada', action: '/c/u/ada/profile', values, version: '"1"', original: '' },
+    );
     for (const field of USER_ROWS) {
       if (field.form === null) continue;
       assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
-      if (field.type.kind === 'members') for (const member of field.type.members) assert.ok(isMessageKey(`${field.form.label}.${member.name}`), `${field.name}.${member.name} has a label`);
+      if (field.type.kind === 'members')
+        for (const member of field.type.members) assert.ok(isMessageKey(`${field.form.label}.${member.name}`), `${field.name}.${member.name} has a label`);
     }
     for (const key of formKeys(USER_ROWS)) assert.match(page, new RegExp(`name="${key.replace('.', '\\.')}"`), `the form has ${key}`);
     const posted: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
     const input = inputOf(USER_ROWS, postedValues(USER_ROWS, posted), formKeys(USER_ROWS));
-    for (const field of USER_ROWS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_USER_FIELD[field.name] ?? null, `${field.name} through the form`);
+    for (const field of USER_ROWS.filter((row) => row.form !== null))
+      assert.deepEqual(input[field.name], EVERY_USER_FIELD[field.name] ?? null, `${field.name} through the form`);
   });
 
   it("gives every row an option of the command's, named in its help", () => {
@@ -633,8 +887,14 @@ describe('the user field table in every door', () => {
 
   it('reads back a user with every field the same through the command, the admin API and the console', async () => {
     const env = { TESSERA_DATABASE: server.config.database };
-    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) => Object.entries(names).flatMap(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]));
-    const added = await runTessera(['user', 'add', '--username', 'ada', '--password-stdin', ...userArgs(EVERY_USER_FIELD), ...localized], env, 'a long enough password\n');
+    const localized = Object.entries(EVERY_USER_FIELD['localized_names'] as Record<string, Record<string, string>>).flatMap(([tag, names]) =>
+      Object.entries(names).flatMap(([claim, name]) => [`--${claim.replaceAll('_', '-')}-in`, `${tag}=${name}`]),
+    );
+    const added = await runTessera(
+      ['user', 'add', '--username', 'ada', '--password-stdin', ...userArgs(EVERY_USER_FIELD), ...localized],
+      env,
+      'a long enough password\n',
+    );
     assert.equal(added.code, 0, added.stderr);
     const fromCli = JSON.parse((await runTessera(['user', 'show', 'ada', '--json'], env)).stdout) as Record<string, unknown>;
     const fromApi = await api('POST', '/users', { username: 'ada2', password: 'a long enough password', ...EVERY_USER_FIELD });
@@ -648,7 +908,9 @@ describe('the user field table in every door', () => {
     assert.deepEqual(formValues(USER_ROWS, read.body), formValues(USER_ROWS, EVERY_USER_FIELD), 'the console form shows what was written');
 
     // Every clearing option of an update, through the command, reads back in the admin API.
-    const clears = Object.keys(cliOptions(USER_ROWS, 'update').options).filter((option) => option.startsWith('no-')).map((option) => `--${option}`);
+    const clears = Object.keys(cliOptions(USER_ROWS, 'update').options)
+      .filter((option) => option.startsWith('no-'))
+      .map((option) => `--${option}`);
     const changed = await runTessera(['user', 'update', 'ada', ...clears], env);
     assert.equal(changed.code, 0, changed.stderr);
     const after = (await api('GET', '/users/ada')).body;
@@ -671,16 +933,36 @@ describe('the user field table in every door', () => {
 /** A trusted issuer with its keys given (jwks_uri, the other way, has a case of its own below). */
 const EVERY_TRUSTED_ISSUER_FIELD: Readonly<Record<string, unknown>> = {
   issuer: 'https://idp.every.example',
-  jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'idp-1', use: 'sig', alg: 'ES256' }] },
+  jwks: {
+    keys: [
+      {
+        kty: 'EC',
+        crv: 'P-256',
+        x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+        y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+        kid: 'idp-1',
+        use: 'sig',
+        alg: 'ES256',
+      },
+    ],
+  },
 };
 
 describe('the trusted issuer field table in every door', () => {
   it('has the table cover every field the test sets', () => {
-    assert.deepEqual([...Object.keys(EVERY_TRUSTED_ISSUER_FIELD), 'jwks_uri'].sort(), TRUSTED_ISSUER_FIELDS.filter(writable).map((field) => field.name).sort());
+    assert.deepEqual(
+      [...Object.keys(EVERY_TRUSTED_ISSUER_FIELD), 'jwks_uri'].sort(),
+      TRUSTED_ISSUER_FIELDS.filter(writable)
+        .map((field) => field.name)
+        .sort(),
+    );
   });
 
   it('puts every row in the OpenAPI document: the request that adds one, and every answer', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, TRUSTED_ISSUER_FIELDS, { collection: '/trusted-issuers', item: '/trusted-issuers/{issuer}' });
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, TRUSTED_ISSUER_FIELDS, {
+      collection: '/trusted-issuers',
+      item: '/trusted-issuers/{issuer}',
+    });
   });
 
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
@@ -694,12 +976,14 @@ describe('the trusted issuer field table in every door', () => {
     const posted: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(values)) posted[name] = value as string | string[];
     const input = inputOf(TRUSTED_ISSUER_FIELDS, postedValues(TRUSTED_ISSUER_FIELDS, posted), Object.keys(values));
-    for (const field of TRUSTED_ISSUER_FIELDS.filter((row) => row.form !== null)) assert.deepEqual(input[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, `${field.name} through the form`);
+    for (const field of TRUSTED_ISSUER_FIELDS.filter((row) => row.form !== null))
+      assert.deepEqual(input[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, `${field.name} through the form`);
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
     assertHelpNames(TRUSTED_ISSUER_FIELDS, 'trust add', 'create');
-    for (const field of TRUSTED_ISSUER_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of TRUSTED_ISSUER_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it('reads back a trusted issuer with every field the same through the command and the admin API, and each with a jwks_uri', async () => {
@@ -714,7 +998,8 @@ describe('the trusted issuer field table in every door', () => {
       const path = `/trusted-issuers/${encodeURIComponent(fromCommand['issuer'] as string)}`;
       const read = (await api('GET', path)).body;
       assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote');
-      for (const field of TRUSTED_ISSUER_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, field.name);
+      for (const field of TRUSTED_ISSUER_FIELDS.filter(writable))
+        assert.deepEqual(read[field.name], EVERY_TRUSTED_ISSUER_FIELD[field.name] ?? null, field.name);
       const shown = await runTessera(['trust', 'show', fromCommand['issuer'] as string], env);
       assert.match(shown.stdout, /a JWK Set of 1 key/);
       assert.equal((await api('DELETE', path)).status, 204);
@@ -737,7 +1022,12 @@ describe('the trusted issuer field table in every door', () => {
       assert.equal(refused.body['field'], 'jwks_uri');
       assert.equal((await runTessera(['trust', 'add', '--issuer', loopback.issuer, '--jwks-uri', loopback.jwks_uri], env)).code, 0, 'the command may');
       // Both ways, neither way, twice, or this server's own issuer: refused.
-      for (const body of [{ issuer: 'https://x.example', jwks_uri: 'https://x.example/j', jwks: EVERY_TRUSTED_ISSUER_FIELD['jwks'] }, { issuer: 'https://x.example' }, { issuer: server.config.issuer, jwks_uri: 'https://x.example/j' }, { issuer: 'https://x.example?q=1', jwks_uri: 'https://x.example/j' }]) {
+      for (const body of [
+        { issuer: 'https://x.example', jwks_uri: 'https://x.example/j', jwks: EVERY_TRUSTED_ISSUER_FIELD['jwks'] },
+        { issuer: 'https://x.example' },
+        { issuer: server.config.issuer, jwks_uri: 'https://x.example/j' },
+        { issuer: 'https://x.example?q=1', jwks_uri: 'https://x.example/j' },
+      ]) {
         assert.equal((await api('POST', '/trusted-issuers', body)).status, 400, JSON.stringify(body));
       }
       assert.equal((await api('POST', '/trusted-issuers', { issuer: 'https://idp.uri.example', jwks_uri: 'https://idp.uri.example/jwks.json' })).status, 409);
@@ -773,12 +1063,21 @@ describe('the SAML service provider field table in every door', () => {
   });
 
   it('puts every row in the OpenAPI document: the requests that add and change one, and every answer (never its metadata)', async () => {
-    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SAML_SP_FIELDS, { collection: '/saml/service-providers', item: '/saml/service-providers/{id}' });
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, SAML_SP_FIELDS, {
+      collection: '/saml/service-providers',
+      item: '/saml/service-providers/{id}',
+    });
   });
 
   it("puts every row with a control in the console's form, with a label in every language, and reads back what it shows", () => {
     const values = formValues(SAML_SP_FIELDS, EVERY_SAML_SP_FIELD);
-    const page = samlSpFormPage(consoleFrame('/console/saml/new'), { action: '/c/s', values, cancel: '/c/s', operation: 'create', metadata: 'https://id.example/saml/metadata' });
+    const page = samlSpFormPage(consoleFrame('/console/saml/new'), {
+      action: '/c/s',
+      values,
+      cancel: '/c/s',
+      operation: 'create',
+      metadata: 'https://id.example/saml/metadata',
+    });
     for (const field of SAML_SP_FIELDS) {
       if (field.form === null) continue;
       assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
@@ -791,14 +1090,17 @@ describe('the SAML service provider field table in every door', () => {
   });
 
   it("gives every row an option of the command's, named in its help and in its refusals", () => {
-    const help = USAGE.split('\n').filter((line) => line.startsWith('  saml sp ') || /^ {10}\[/.test(line)).join('\n');
+    const help = USAGE.split('\n')
+      .filter((line) => line.startsWith('  saml sp ') || /^ {10}\[/.test(line))
+      .join('\n');
     for (const operation of ['create', 'update'] as const) {
       for (const option of Object.keys(cliOptions(SAML_SP_FIELDS, operation).options)) {
         const named = option.startsWith('no-') ? new RegExp(`--${option}\\b|--\\[no-\\]${option.slice(3)}\\b`) : new RegExp(`--(?:\\[no-\\])?${option}\\b`);
         assert.match(help, named, `saml sp ${operation === 'create' ? 'add' : 'update'} --help names --${option}`);
       }
     }
-    for (const field of SAML_SP_FIELDS) if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+    for (const field of SAML_SP_FIELDS)
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
   });
 
   it('reads back an SP with every field the same through the command and the admin API', async () => {
@@ -808,7 +1110,9 @@ describe('the SAML service provider field table in every door', () => {
       writeFileSync(certificateFile, String(EVERY_SAML_SP_FIELD['certificate']));
       const { certificate: _certificate, ...rest } = EVERY_SAML_SP_FIELD;
       const { args } = argumentsOf(SAML_SP_FIELDS, 'create', rest);
-      const added = await runTessera(['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--json'], { TESSERA_DATABASE: server.config.database });
+      const added = await runTessera(['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--json'], {
+        TESSERA_DATABASE: server.config.database,
+      });
       assert.equal(added.code, 0, added.stderr);
       const fromCommand = JSON.parse(added.stdout) as Record<string, unknown>;
       const path = `/saml/service-providers/${String(fromCommand['id'])}`;

@@ -26,7 +26,7 @@ import { KeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { TEST_ENV } from './helpers/server.ts';
 
-describe('the outbox\'s secrets across a rotation of the key encryption key', () => {
+describe("the outbox's secrets across a rotation of the key encryption key", () => {
   const old = randomBytes(32);
   const next = randomBytes(32);
   let dir: string;
@@ -45,15 +45,43 @@ describe('the outbox\'s secrets across a rotation of the key encryption key', ()
 
   it('seals webhook secrets and push headers again under the new key, which alone opens them afterwards', async () => {
     const before = new KeyEncryption([old]);
-    const deps = { store, clock: systemClock, config, caller: OWNER, events: new Events(systemClock, store.events, []), tellApps: async () => 0, secrets: secretBox(before) };
+    const deps = {
+      store,
+      clock: systemClock,
+      config,
+      caller: OWNER,
+      events: new Events(systemClock, store.events, []),
+      tellApps: async () => 0,
+      secrets: secretBox(before),
+    };
     const { webhook, secret: first } = await addWebhook(deps, { url: 'https://hooks.example.com/', events: ['user.disabled'] });
     const { secret: second } = await rotateWebhookSecret(deps, webhook.id, { grace_seconds: 3600 });
-    const client = { id: 'receiver', name: 'Receiver', secretHash: null, redirectUris: [], scopes: ['ssf:manage'], grantTypes: ['client_credentials'], webOrigins: [], createdAt: 0 };
+    const client = {
+      id: 'receiver',
+      name: 'Receiver',
+      secretHash: null,
+      redirectUris: [],
+      scopes: ['ssf:manage'],
+      grantTypes: ['client_credentials'],
+      webOrigins: [],
+      createdAt: 0,
+    };
     await store.clients.create(client as never);
     await store.ssf.createStream({
-      id: 'stream-1', clientId: 'receiver', audience: ['receiver'], eventsRequested: [], eventsDelivered: [], deliveryMethod: DELIVERY_PUSH,
-      endpointUrl: 'https://receiver.example.com/', authorizationHeader: secretBox(before).seal(streamSecretOwner('stream-1'), 'Bearer xyz'),
-      format: 'iss_sub', description: null, status: 'enabled', reason: null, createdAt: 0, updatedAt: 0,
+      id: 'stream-1',
+      clientId: 'receiver',
+      audience: ['receiver'],
+      eventsRequested: [],
+      eventsDelivered: [],
+      deliveryMethod: DELIVERY_PUSH,
+      endpointUrl: 'https://receiver.example.com/',
+      authorizationHeader: secretBox(before).seal(streamSecretOwner('stream-1'), 'Bearer xyz'),
+      format: 'iss_sub',
+      description: null,
+      status: 'enabled',
+      reason: null,
+      createdAt: 0,
+      updatedAt: 0,
     });
 
     // The restart with NEW,OLD: sealed again under NEW.

@@ -60,7 +60,7 @@ describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () =>
     await page.close();
   });
 
-  it('hides the reset page\'s username field (for password managers) and labels every field it shows', async () => {
+  it("hides the reset page's username field (for password managers) and labels every field it shows", async () => {
     const token = randomToken();
     const now = Date.now();
     await server.store.passwordResets.create({ tokenHash: hashSecret(token), userId: user.id, createdAt: now, expiresAt: now + 600_000, usedAt: null });
@@ -87,8 +87,16 @@ describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () =>
     // A month of sign-ins from elsewhere: the page shows the recent ones, folded.
     for (let i = 0; i < 20; i += 1) {
       await server.store.events.add({
-        id: randomUUID(), type: 'signin.succeeded', at: now - (i + 1) * 3_600_000, userId: user.id, username: user.username, clientId: null, grantId: null,
-        ip: `203.0.113.${i + 1}`, userAgent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0', detail: {},
+        id: randomUUID(),
+        type: 'signin.succeeded',
+        at: now - (i + 1) * 3_600_000,
+        userId: user.id,
+        username: user.username,
+        clientId: null,
+        grantId: null,
+        ip: `203.0.113.${i + 1}`,
+        userAgent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0',
+        detail: {},
       });
     }
     await page.goto(`${server.url}/account`);

@@ -167,12 +167,21 @@ describe('pushed authorization requests (RFC 9126)', () => {
     // §2.3: "If the request did not use the POST method, the authorization server responds with an HTTP 405".
     const get = await fetch(parUrl);
     assert.equal(get.status, 405);
-    assert.deepEqual(get.headers.get('allow')?.split(', ').filter((method) => method !== 'OPTIONS'), ['POST']);
+    assert.deepEqual(
+      get.headers
+        .get('allow')
+        ?.split(', ')
+        .filter((method) => method !== 'OPTIONS'),
+      ['POST'],
+    );
   });
 
   it('keeps several resource values of a pushed request (RFC 8707), and the token names the one asked for', async () => {
     const env = { TESSERA_DATABASE: server.config.database };
-    for (const [identifier, scope] of [['https://photos.example', 'photos:read=See your photos'], ['https://calendar.example', 'calendar:read=See your calendar']] as const) {
+    for (const [identifier, scope] of [
+      ['https://photos.example', 'photos:read=See your photos'],
+      ['https://calendar.example', 'calendar:read=See your calendar'],
+    ] as const) {
       const added = await runTessera(['resource', 'add', '--identifier', identifier, '--name', identifier.slice(8), '--scope', scope], env);
       assert.equal(added.code, 0, added.stderr);
     }
@@ -190,11 +199,19 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const page = await browser.signIn(await browser.follow(await browser.request(authorizeUrl(both.clientId, pushed.request_uri).href)), user);
     assertApprovalPage(page, '/oauth/authorize/decision');
     assert.match(text(page), /photos\.example.*calendar\.example|calendar\.example.*photos\.example/);
-    const callback = oauth.validateAuthResponse(as, { client_id: both.clientId }, new URL((await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })).location!), request.state);
+    const callback = oauth.validateAuthResponse(
+      as,
+      { client_id: both.clientId },
+      new URL((await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })).location!),
+      request.state,
+    );
     const tokens = await oauth.processAuthorizationCodeResponse(
       as,
       { client_id: both.clientId },
-      await oauth.authorizationCodeGrantRequest(as, { client_id: both.clientId }, clientAuth(both), callback, REDIRECT_URI, request.verifier, { additionalParameters: { resource: 'https://calendar.example' }, ...insecure }),
+      await oauth.authorizationCodeGrantRequest(as, { client_id: both.clientId }, clientAuth(both), callback, REDIRECT_URI, request.verifier, {
+        additionalParameters: { resource: 'https://calendar.example' },
+        ...insecure,
+      }),
       { expectedNonce: request.nonce, requireIdToken: true },
     );
     assert.equal(decodeJwt(tokens.access_token).aud, 'https://calendar.example');
@@ -206,14 +223,25 @@ describe('pushed authorization requests (RFC 9126)', () => {
     const request = await codeRequest('openid');
     const auth = { authorization: basic(client.clientId, client.clientSecret) };
     const other = await handKeys();
-    const mismatch = await postForm(parUrl, { ...request.params, dpop_jkt: other.jkt }, { ...auth, dpop: await handProof(keys, { htu: parUrl, iat: Math.floor(clock.now() / 1000) }) });
+    const mismatch = await postForm(
+      parUrl,
+      { ...request.params, dpop_jkt: other.jkt },
+      { ...auth, dpop: await handProof(keys, { htu: parUrl, iat: Math.floor(clock.now() / 1000) }) },
+    );
     assert.equal(mismatch.body['error'], 'invalid_dpop_proof');
-    const wrongHtu = await postForm(parUrl, request.params, { ...auth, dpop: await handProof(keys, { htu: `${server.url}/oauth/token`, iat: Math.floor(clock.now() / 1000) }) });
+    const wrongHtu = await postForm(parUrl, request.params, {
+      ...auth,
+      dpop: await handProof(keys, { htu: `${server.url}/oauth/token`, iat: Math.floor(clock.now() / 1000) }),
+    });
     assert.equal(wrongHtu.body['error'], 'invalid_dpop_proof');
     const pushed = await postForm(parUrl, request.params, { ...auth, dpop: await handProof(keys, { htu: parUrl, iat: Math.floor(clock.now() / 1000) }) });
     assert.equal(pushed.status, 201, JSON.stringify(pushed.body));
     const callback = await approveAt(as, client, authorizeUrl(client.clientId, pushed.body['request_uri'] as string), user, request.state);
-    const withoutProof = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code: callback.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: request.verifier }, auth);
+    const withoutProof = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code: callback.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: request.verifier },
+      auth,
+    );
     assert.equal(withoutProof.body['error'], 'invalid_dpop_proof');
     const withProof = await postForm(
       `${server.url}/oauth/token`,
@@ -250,12 +278,19 @@ describe('client add --require-dpop and --require-par', () => {
   it('--require-dpop takes a device authorization without a proof (RFC 9449 defines none there), refuses token requests without one, and takes them with one', async () => {
     const strict = await register('--require-dpop');
     assert.equal(strict.json['dpop_bound_access_tokens'], true);
-    const listed = JSON.parse((await runTessera(['client', 'list', '--json'], { TESSERA_DATABASE: server.config.database })).stdout) as Record<string, unknown>[];
+    const listed = JSON.parse((await runTessera(['client', 'list', '--json'], { TESSERA_DATABASE: server.config.database })).stdout) as Record<
+      string,
+      unknown
+    >[];
     assert.equal(listed.find((entry) => entry['client_id'] === strict.clientId)?.['dpop_bound_access_tokens'], true);
     const auth = { authorization: basic(strict.clientId, strict.clientSecret) };
     const device = await postForm(`${server.url}/oauth/device/authorization`, { scope: 'openid' }, auth);
     assert.equal(device.status, 200, JSON.stringify(device.body));
-    const poll = await postForm(`${server.url}/oauth/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.body['device_code'] as string }, auth);
+    const poll = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.body['device_code'] as string },
+      auth,
+    );
     assert.deepEqual([poll.status, poll.body['error']], [400, 'invalid_dpop_proof']);
     assert.match(String(poll.body['error_description']), new RegExp(`at ${server.url}/oauth/token\\)$`), 'names the endpoint that wanted the proof');
 
@@ -263,14 +298,25 @@ describe('client add --require-dpop and --require-par', () => {
     const url = new URL(as.authorization_endpoint!);
     for (const [name, value] of Object.entries({ ...request.params, client_id: strict.clientId })) url.searchParams.set(name, value);
     const callback = await approveAt(as, strict, url, user, request.state);
-    const plain = await oauth.authorizationCodeGrantRequest(as, { client_id: strict.clientId }, clientAuth(strict), callback, REDIRECT_URI, request.verifier, insecure);
+    const plain = await oauth.authorizationCodeGrantRequest(
+      as,
+      { client_id: strict.clientId },
+      clientAuth(strict),
+      callback,
+      REDIRECT_URI,
+      request.verifier,
+      insecure,
+    );
     assert.equal(plain.status, 400);
     assert.equal(((await plain.json()) as { error: string }).error, 'invalid_dpop_proof');
     const key = await dpopKey(strict);
     const tokens = await oauth.processAuthorizationCodeResponse(
       as,
       { client_id: strict.clientId },
-      await oauth.authorizationCodeGrantRequest(as, { client_id: strict.clientId }, clientAuth(strict), callback, REDIRECT_URI, request.verifier, { DPoP: key.handle, ...insecure }),
+      await oauth.authorizationCodeGrantRequest(as, { client_id: strict.clientId }, clientAuth(strict), callback, REDIRECT_URI, request.verifier, {
+        DPoP: key.handle,
+        ...insecure,
+      }),
       { expectedNonce: request.nonce, requireIdToken: true },
     );
     assert.equal(tokens.token_type, 'dpop');
@@ -279,7 +325,11 @@ describe('client add --require-dpop and --require-par', () => {
     const relaxed = await runTessera(['client', 'update', strict.clientId, '--no-require-dpop', '--json'], env);
     assert.equal(relaxed.code, 0, relaxed.stderr);
     assert.equal((JSON.parse(relaxed.stdout) as Record<string, unknown>)['dpop_bound_access_tokens'], undefined, 'false, so left out (RFC 9449 §5.2)');
-    const withoutProof = await postForm(`${server.url}/oauth/token`, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.body['device_code'] as string }, auth);
+    const withoutProof = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.body['device_code'] as string },
+      auth,
+    );
     assert.deepEqual([withoutProof.status, withoutProof.body['error']], [400, 'authorization_pending'], 'no proof needed once the requirement is off');
   });
 
@@ -306,7 +356,7 @@ describe('client add --require-dpop and --require-par', () => {
     assert.ok((await approveAt(as, strict, pushedUrl, user, request.state)).get('code'));
   });
 
-  it('TESSERA_REQUIRE_PAR refuses every client\'s unpushed request and says so in discovery', async () => {
+  it("TESSERA_REQUIRE_PAR refuses every client's unpushed request and says so in discovery", async () => {
     const strictServer = await startTestServer({ env: { TESSERA_REQUIRE_PAR: 'true' } });
     try {
       const strictAs = await discover(strictServer);

@@ -69,11 +69,14 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
    */
   async function stopVerifyingUser(page: Page, cdp: CDPSession, authenticatorId: string): Promise<void> {
     await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
-    await page.route((url) => url.pathname === '/login/passkey/options', async (route) => {
-      const response = await route.fetch();
-      const options = (await response.json()) as { userVerification?: string };
-      await route.fulfill({ response, json: { ...options, userVerification: 'discouraged' } });
-    });
+    await page.route(
+      (url) => url.pathname === '/login/passkey/options',
+      async (route) => {
+        const response = await route.fetch();
+        const options = (await response.json()) as { userVerification?: string };
+        await route.fulfill({ response, json: { ...options, userVerification: 'discouraged' } });
+      },
+    );
     await page.addInitScript('PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false);');
   }
 
@@ -120,7 +123,9 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await page.getByRole('button', { name: 'Not you? Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
-    const config = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
     const polling = pollWhileTestRuns(t, config, device);
 
@@ -151,10 +156,18 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     const person = await strict.addUser({ username: 'annie' });
     const garden = await strict.addClient({ name: 'Garden Planner' });
     const callback = catchRedirect(page);
-    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     await page.goto(url.href);
     await page.getByLabel('Username').fill(person.username);
     await page.getByLabel('Password').fill(person.password);
@@ -174,7 +187,11 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     // approval comes (a click that finds no button fails here only if the approval never comes).
     if (!(await approve.isVisible())) await Promise.race([approve.waitFor(), signInButton.click().catch(() => undefined)]);
     await approve.click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      idTokenExpected: true,
+    });
     assert.equal(tokens.claims()!.sub, person.id);
     assert.deepEqual(tokens.claims()!.amr, ['hwk', 'mfa']);
   });
@@ -191,8 +208,15 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     t.after(() => thief.close());
     const page = await thief.newPage();
     const garden = await strict.addClient({ name: 'Garden Planner' });
-    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), { execute: [oidc.allowInsecureRequests] });
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+    });
     await page.goto(url.href);
     await page.getByLabel('Username').fill(person.username);
     await page.getByLabel('Password').fill(person.password);
@@ -242,12 +266,17 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
     // An ordinary client asking for the lowest class: approved, and told it was one factor.
-    const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const start = async (acr: string) => {
       const verifier = oidc.randomPKCECodeVerifier();
       const url = oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI, scope: 'openid', acr_values: acr,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid',
+        acr_values: acr,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
       });
       return { url, verifier };
     };
@@ -255,7 +284,12 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await page.goto(lowest.url.href);
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
-    const claims = (await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), { pkceCodeVerifier: lowest.verifier, idTokenExpected: true })).claims()!;
+    const claims = (
+      await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
+        pkceCodeVerifier: lowest.verifier,
+        idTokenExpected: true,
+      })
+    ).claims()!;
     assert.equal(claims.sub, person.id);
     assert.deepEqual(claims.amr, ['hwk', 'user'], 'a device-bound key that tested presence only: no mfa');
     assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor: the lowest class, not phrh');
@@ -269,7 +303,9 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, 'acr_values=urn:tessera:acr:mfa');
 
     // A device client registered with --require-phishing-resistant: not approved, even when forced.
-    const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const device = await oidc.initiateDeviceAuthorization(tvConfig, { scope: 'openid' });
     await page.goto(device.verification_uri_complete!);
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -290,10 +326,17 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await stopVerifyingUser(other.page, other.cdp, other.authenticatorId);
     await other.page.getByRole('button', { name: 'Not you? Sign out' }).click();
     await other.page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    const strictConfig = await oidc.discovery(new URL(strict.url), strictApp.clientId, undefined, oidc.ClientSecretBasic(strictApp.clientSecret), { execute: [oidc.allowInsecureRequests] });
-    await other.page.goto(oidc.buildAuthorizationUrl(strictConfig, {
-      redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
-    }).href);
+    const strictConfig = await oidc.discovery(new URL(strict.url), strictApp.clientId, undefined, oidc.ClientSecretBasic(strictApp.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    await other.page.goto(
+      oidc.buildAuthorizationUrl(strictConfig, {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      }).href,
+    );
     await other.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await other.page.getByText(/Approving needs a second factor/).waitFor();
     assert.equal(await other.page.getByRole('button', { name: 'Approve' }).count(), 0, 'TESSERA_REQUIRE_SECOND_FACTOR=on');

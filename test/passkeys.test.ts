@@ -107,7 +107,9 @@ describe('passkeys: registration, sign-in without a username, and refused answer
   it('signs in with the passkey alone, no username, and the ID token says amr hwk and mfa', async () => {
     const passkey = new SoftwarePasskey();
     assert.equal((await register(passkey)).answer.status, 303);
-    const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: REDIRECT_URI,
@@ -170,7 +172,12 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const response = passkey.authenticate(request, server.url);
     const elsewhere = new FormBrowser(server.url);
     const elsewherePage = await elsewhere.follow(await elsewhere.request('/login'));
-    assertRefusedSignIn(await elsewhere.submit(elsewherePage, '/login/passkey', { response: JSON.stringify(response) }), elsewhere, 400, /expired or was already used/);
+    assertRefusedSignIn(
+      await elsewhere.submit(elsewherePage, '/login/passkey', { response: JSON.stringify(response) }),
+      elsewhere,
+      400,
+      /expired or was already used/,
+    );
     // The browser that asked still can: the refusal above did not spend its challenge.
     assert.equal((await attacker.submit(attackerPage, '/login/passkey', { response: JSON.stringify(response) })).status, 303);
   });
@@ -198,8 +205,16 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assertRefusedSignIn(same.answer, same.browser, 401, /looks like a copy/);
     assert.equal((await server.store.passkeys.get(passkey.id))?.counter, 2);
     // An audit event names the owner, so `tessera events --type passkey.refused` finds the clone.
-    const refused = (await server.store.events.list({ userId: user.id, type: 'passkey.refused', limit: 10 })).filter((event) => event.detail['reason'] === 'cloned');
-    assert.deepEqual(refused.map((event) => [event.detail['stored_counter'], event.detail['received_counter']]), [[2, 2], [2, 1]]);
+    const refused = (await server.store.events.list({ userId: user.id, type: 'passkey.refused', limit: 10 })).filter(
+      (event) => event.detail['reason'] === 'cloned',
+    );
+    assert.deepEqual(
+      refused.map((event) => [event.detail['stored_counter'], event.detail['received_counter']]),
+      [
+        [2, 2],
+        [2, 1],
+      ],
+    );
     assert.equal(refused[0]!.detail['passkey'], 'Work laptop');
     assert.ok(refused[0]!.ip);
     assert.equal((await signInWith(passkey, { counter: 3 })).answer.status, 303, 'the real authenticator goes on');
@@ -211,7 +226,10 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const { browser, answer } = await signInWith(new SoftwarePasskey());
     assertRefusedSignIn(answer, browser, 401, /not registered here/);
     const events = await server.store.events.list({ type: 'passkey.refused', since, limit: 10 });
-    assert.deepEqual(events.map((event) => [event.userId, event.detail['reason']]), [[null, 'unknown_credential']]);
+    assert.deepEqual(
+      events.map((event) => [event.userId, event.detail['reason']]),
+      [[null, 'unknown_credential']],
+    );
   });
 
   it('refuses answers that are not answers: no JSON, no response, no challenge, and never a 500', async () => {
@@ -232,7 +250,9 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const forms = [...page.html.matchAll(/<input type="hidden" name="passkey_id" value="([^"]+)">/g)].map((match) => match[1]);
     assert.ok(forms.includes(passkey.id));
     assert.match(page.html, /aria-label="Remove Old phone"/);
-    const removed = await browser.request('/account/passkeys/remove', { form: { csrf_token: browser.form(page, '/account/passkeys/remove').fields['csrf_token']!, passkey_id: passkey.id } });
+    const removed = await browser.request('/account/passkeys/remove', {
+      form: { csrf_token: browser.form(page, '/account/passkeys/remove').fields['csrf_token']!, passkey_id: passkey.id },
+    });
     assert.equal(removed.status, 303);
     assert.match((await browser.follow(removed)).html, /Passkey removed/);
     assert.equal(await server.store.passkeys.get(passkey.id), null);
@@ -250,13 +270,18 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const passkey = new SoftwarePasskey();
     await register(passkey, other);
     const { browser, page } = await accountPage(user);
-    const answer = await browser.request('/account/passkeys/remove', { form: { csrf_token: browser.form(page, '/account/passkeys/remove').fields['csrf_token'] ?? browser.form(page, '/account/totp/setup').fields['csrf_token']!, passkey_id: passkey.id } });
+    const answer = await browser.request('/account/passkeys/remove', {
+      form: {
+        csrf_token: browser.form(page, '/account/passkeys/remove').fields['csrf_token'] ?? browser.form(page, '/account/totp/setup').fields['csrf_token']!,
+        passkey_id: passkey.id,
+      },
+    });
     assert.equal(answer.status, 404);
     assert.match(answer.html, /no such passkey on your account/);
     assert.ok(await server.store.passkeys.get(passkey.id));
   });
 
-  it('refuses a registration for another origin or RP ID, a replayed one, and one answering another person\'s challenge', async () => {
+  it("refuses a registration for another origin or RP ID, a replayed one, and one answering another person's challenge", async () => {
     const forOrigin = await register(new SoftwarePasskey(), user, { origin: 'https://evil.example' });
     assert.equal(forOrigin.answer.status, 400);
     assert.match(forOrigin.answer.html, /could not be verified, so it was not added/);
@@ -274,7 +299,10 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     const alan = await accountPage(other);
     const creation = await options(alan.browser, alan.page, '/account/passkeys', '/account/passkeys/options');
     const grace = await accountPage(user);
-    const crossed = await grace.browser.submit(grace.page, '/account/passkeys', { name: 'Crossed', response: JSON.stringify(new SoftwarePasskey().register(creation, server.url)) });
+    const crossed = await grace.browser.submit(grace.page, '/account/passkeys', {
+      name: 'Crossed',
+      response: JSON.stringify(new SoftwarePasskey().register(creation, server.url)),
+    });
     assert.equal(crossed.status, 400);
     assert.match(crossed.html, /expired or was already used/);
   });
@@ -302,7 +330,7 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.equal(creation.status, 403);
     const inGerman = await browser.request('/account/totp/setup', { form: { csrf_token: csrf }, headers: { 'accept-language': 'de' } });
     assert.equal(inGerman.status, 403);
-    assert.match(inGerman.html, /melden Sie sich erneut mit Ihrem Passkey an/, 'in the person\'s language');
+    assert.match(inGerman.html, /melden Sie sich erneut mit Ihrem Passkey an/, "in the person's language");
     const removal = await browser.request('/account/passkeys/remove', { form: { csrf_token: csrf, passkey_id: passkey.id } });
     assert.equal(removal.status, 403);
     assert.match(removal.html, refusal);
@@ -314,7 +342,7 @@ describe('passkeys: registration, sign-in without a username, and refused answer
     assert.equal((await register(new SoftwarePasskey(), ada, {}, 'Second key')).answer.status, 303);
   });
 
-  it('asks for the options of either ceremony only with the page\'s CSRF token, and registration only when signed in', async () => {
+  it("asks for the options of either ceremony only with the page's CSRF token, and registration only when signed in", async () => {
     const browser = new FormBrowser(server.url);
     await browser.request('/login');
     assert.equal((await browser.request('/login/passkey/options', { form: { csrf_token: 'wrong' } })).status, 403);
@@ -349,13 +377,27 @@ describe('the "second factor required" step for an account that has a passkey', 
       // The passkey, set up from a password sign-in while the account had no second factor.
       const passkey = new SoftwarePasskey();
       const setup = new FormBrowser(server.url);
-      const first = await setup.follow(await setup.submit(await setup.follow(await setup.request('/account')), '/login', { username: user.username, password: user.password }));
-      const creation = JSON.parse((await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(first, '/account/passkeys').fields['csrf_token']! } })).html) as Record<string, unknown>;
-      assert.equal((await setup.submit(first, '/account/passkeys', { name: 'Phone', response: JSON.stringify(passkey.register(creation, server.url)) })).status, 303);
+      const first = await setup.follow(
+        await setup.submit(await setup.follow(await setup.request('/account')), '/login', { username: user.username, password: user.password }),
+      );
+      const creation = JSON.parse(
+        (await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(first, '/account/passkeys').fields['csrf_token']! } })).html,
+      ) as Record<string, unknown>;
+      assert.equal(
+        (await setup.submit(first, '/account/passkeys', { name: 'Phone', response: JSON.stringify(passkey.register(creation, server.url)) })).status,
+        303,
+      );
 
       // Someone with the password alone, at the step that asks for a second factor.
-      const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), { execute: [oidc.allowInsecureRequests] });
-      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+      const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
+        execute: [oidc.allowInsecureRequests],
+      });
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      });
       const thief = new FormBrowser(server.url);
       const login = await thief.follow(await thief.request(url.href));
       const asked = await thief.follow(await thief.submit(login, '/login', { username: user.username, password: user.password }));

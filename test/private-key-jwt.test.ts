@@ -62,7 +62,13 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
     server = await startTestServer({ env: { TESSERA_CLIENT_JWKS_TIMEOUT_MS: String(JWKS_TIMEOUT_MS), TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '0' } });
     user = await server.addUser({ username: 'ada' });
     key = await keyPair();
-    fileClient = await server.addClient({ name: 'Signed App', authMethod: 'private_key_jwt', jwks: { keys: [key.publicJwk] }, scopes: OFFLINE_SCOPES, grantTypes: GRANTS });
+    fileClient = await server.addClient({
+      name: 'Signed App',
+      authMethod: 'private_key_jwt',
+      jwks: { keys: [key.publicJwk] },
+      scopes: OFFLINE_SCOPES,
+      grantTypes: GRANTS,
+    });
     jwks = await jwksServer();
   });
   after(async () => {
@@ -79,9 +85,17 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
   }
 
   function token(clientAssertion: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) {
-    return postForm(`${server.url}/oauth/token`, {
-      grant_type: 'refresh_token', refresh_token: 'x'.repeat(43), client_assertion_type: ASSERTION_TYPE, client_assertion: clientAssertion, ...extra,
-    }, headers);
+    return postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: 'refresh_token',
+        refresh_token: 'x'.repeat(43),
+        client_assertion_type: ASSERTION_TYPE,
+        client_assertion: clientAssertion,
+        ...extra,
+      },
+      headers,
+    );
   }
 
   /** Authenticated: the made-up refresh token is what is refused. */
@@ -111,11 +125,14 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
 
   it('accepts an assertion that lives an hour, as authlib signs them, by default, and only once', async () => {
     // authlib's private_key_jwt sets exp = iat + 3600; openid-client lets a test sign the same.
-    const hourLong = oidc.PrivateKeyJwt({ key: key.privateKey, kid: key.kid }, {
-      [oidc.modifyAssertion]: (_header, payload) => {
-        payload['exp'] = (payload['iat'] as number) + 3600;
+    const hourLong = oidc.PrivateKeyJwt(
+      { key: key.privateKey, kid: key.kid },
+      {
+        [oidc.modifyAssertion]: (_header, payload) => {
+          payload['exp'] = (payload['iat'] as number) + 3600;
+        },
       },
-    });
+    );
     const config = await oidc.discovery(new URL(server.url), fileClient.clientId, undefined, hourLong, { execute: [oidc.allowInsecureRequests] });
     const tokens = await signIn(server, config, user, 'openid offline_access');
     assert.equal(tokens.claims()?.aud, fileClient.clientId);
@@ -131,7 +148,9 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
     assertAuthenticated(await token(await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/token` })));
     assertAuthenticated(await token(await assertion(fileClient.clientId, key, { aud: ['https://elsewhere.example', server.url] })));
     const revoke = await postForm(`${server.url}/oauth/revoke`, {
-      token: 'x'.repeat(43), client_assertion_type: ASSERTION_TYPE, client_assertion: await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/revoke` }),
+      token: 'x'.repeat(43),
+      client_assertion_type: ASSERTION_TYPE,
+      client_assertion: await assertion(fileClient.clientId, key, { aud: `${server.url}/oauth/revoke` }),
     });
     assert.deepEqual([revoke.status, revoke.body], [200, {}]);
     // With client_id alongside, naming the same client.
@@ -161,17 +180,29 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
       ['issued by someone else', assertion(fileClient.clientId, key, { iss: 'someone-else' }), /iss/],
       ['without a jti', assertion(fileClient.clientId, key, { jti: undefined }), /jti/],
       ['without an exp', assertion(fileClient.clientId, key, { exp: undefined }), /exp/],
-      ['unsigned (alg none)', new UnsecuredJWT({ iss: fileClient.clientId, sub: fileClient.clientId, aud: server.url, jti: randomUUID(), exp: now + 60 }).encode(), /signed/],
+      [
+        'unsigned (alg none)',
+        new UnsecuredJWT({ iss: fileClient.clientId, sub: fileClient.clientId, aud: server.url, jti: randomUUID(), exp: now + 60 }).encode(),
+        /signed/,
+      ],
       [
         'signed with HS256, which is not listed',
-        new SignJWT({ iss: fileClient.clientId, sub: fileClient.clientId, aud: server.url, jti: randomUUID(), exp: now + 60 }).setProtectedHeader({ alg: 'HS256' }).sign(hmac),
+        new SignJWT({ iss: fileClient.clientId, sub: fileClient.clientId, aud: server.url, jti: randomUUID(), exp: now + 60 })
+          .setProtectedHeader({ alg: 'HS256' })
+          .sign(hmac),
         /must be signed with one of/,
       ],
-      ['with a tampered payload', assertion(fileClient.clientId, key).then((jwt) => {
-        const [header, , signature] = jwt.split('.');
-        const payload = Buffer.from(JSON.stringify({ iss: fileClient.clientId, sub: fileClient.clientId, aud: server.url, jti: 'x', exp: now + 60 })).toString('base64url');
-        return `${header}.${payload}.${signature}`;
-      }), /signature verification failed/],
+      [
+        'with a tampered payload',
+        assertion(fileClient.clientId, key).then((jwt) => {
+          const [header, , signature] = jwt.split('.');
+          const payload = Buffer.from(
+            JSON.stringify({ iss: fileClient.clientId, sub: fileClient.clientId, aud: server.url, jti: 'x', exp: now + 60 }),
+          ).toString('base64url');
+          return `${header}.${payload}.${signature}`;
+        }),
+        /signature verification failed/,
+      ],
       ['that is not a JWT', 'not-a-jwt', /not a JWT/],
     ];
     for (const [name, jwt, description] of cases) {

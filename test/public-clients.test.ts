@@ -13,7 +13,14 @@ describe('public clients: native apps and command-line tools without a secret', 
   let config: oidc.Configuration;
 
   before(async () => {
-    ({ server, client: native, user, config } = await startWithApp({ client: { name: 'Desktop Notes', public: true, redirectUris: ['http://127.0.0.1/callback', 'com.example.notes:/oauth2redirect'] } }));
+    ({
+      server,
+      client: native,
+      user,
+      config,
+    } = await startWithApp({
+      client: { name: 'Desktop Notes', public: true, redirectUris: ['http://127.0.0.1/callback', 'com.example.notes:/oauth2redirect'] },
+    }));
   });
   after(() => server.close());
 
@@ -22,8 +29,12 @@ describe('public clients: native apps and command-line tools without a secret', 
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri, scope: 'openid profile', state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      redirect_uri: redirectUri,
+      scope: 'openid profile',
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     });
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     assert.equal(page.status, 303, page.html);
@@ -80,7 +91,13 @@ describe('public clients: native apps and command-line tools without a secret', 
   });
 
   it('still requires PKCE from a public client', async () => {
-    const query = new URLSearchParams({ response_type: 'code', client_id: native.clientId, redirect_uri: 'http://127.0.0.1/callback', scope: 'openid', state: 's' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: native.clientId,
+      redirect_uri: 'http://127.0.0.1/callback',
+      scope: 'openid',
+      state: 's',
+    });
     const response = await fetch(`${server.url}/oauth/authorize?${query}`, { redirect: 'manual' });
     assert.equal(response.status, 303);
     assert.equal(new URL(response.headers.get('location')!).searchParams.get('error'), 'invalid_request');
@@ -90,7 +107,11 @@ describe('public clients: native apps and command-line tools without a secret', 
     const { location } = await signIn('http://127.0.0.1/callback');
     const code = new URL(location).searchParams.get('code')!;
     const result = await postForm(`${server.url}/oauth/token`, {
-      grant_type: 'authorization_code', client_id: native.clientId, code, redirect_uri: 'http://127.0.0.1/callback', code_verifier: oidc.randomPKCECodeVerifier(),
+      grant_type: 'authorization_code',
+      client_id: native.clientId,
+      code,
+      redirect_uri: 'http://127.0.0.1/callback',
+      code_verifier: oidc.randomPKCECodeVerifier(),
     });
     assert.equal(result.status, 400);
     assert.equal(result.body['error'], 'invalid_grant');
@@ -98,7 +119,14 @@ describe('public clients: native apps and command-line tools without a secret', 
 
   it('never redirects to http://localhost or another loopback path', async () => {
     for (const redirectUri of ['http://localhost:8000/callback', 'http://127.0.0.1:8000/other']) {
-      const query = new URLSearchParams({ response_type: 'code', client_id: native.clientId, redirect_uri: redirectUri, scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' });
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: native.clientId,
+        redirect_uri: redirectUri,
+        scope: 'openid',
+        code_challenge: 'x'.repeat(43),
+        code_challenge_method: 'S256',
+      });
       const response = await fetch(`${server.url}/oauth/authorize?${query}`, { redirect: 'manual' });
       assert.equal(response.status, 400, redirectUri);
       assert.equal(response.headers.get('location'), null);
@@ -116,8 +144,11 @@ describe('shorter token lifetimes for public clients', () => {
         const verifier = oidc.randomPKCECodeVerifier();
         const state = oidc.randomState();
         const url = oidc.buildAuthorizationUrl(config, {
-          redirect_uri: 'http://127.0.0.1/callback', scope: 'openid', state,
-          code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+          redirect_uri: 'http://127.0.0.1/callback',
+          scope: 'openid',
+          state,
+          code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+          code_challenge_method: 'S256',
         });
         const page = await new FormBrowser(server.url).authorize(url.href, user);
         const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state });

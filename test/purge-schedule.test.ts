@@ -25,7 +25,11 @@ describe('the background purge', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
       const { store, started, finish } = slowStore();
-      const stop = schedulePurge(store, (error) => assert.fail(String(error)), () => 0.25);
+      const stop = schedulePurge(
+        store,
+        (error) => assert.fail(String(error)),
+        () => 0.25,
+      );
       mock.timers.tick(44_999);
       assert.equal(started.length, 0, 'not before 75% of a minute (random 0.25)');
       mock.timers.tick(1);
@@ -55,7 +59,12 @@ describe('the background purge', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
       const { store, started, cutoffs, finish } = slowStore();
-      const stop = schedulePurge(store, (error) => assert.fail(String(error)), () => 0.5, { grantsMs: 7_000_000, eventsMs: 9_000_000, unusedClientsMs: 604_800_000 });
+      const stop = schedulePurge(
+        store,
+        (error) => assert.fail(String(error)),
+        () => 0.5,
+        { grantsMs: 7_000_000, eventsMs: 9_000_000, unusedClientsMs: 604_800_000 },
+      );
       mock.timers.tick(60_000);
       assert.equal(started.length, 1);
       // Each cutoff is its retention before the same now; `before` is an hour before it.

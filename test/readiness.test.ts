@@ -53,7 +53,14 @@ describe('/readyz', () => {
   });
 
   it('turns 503 at once on draining, while other requests still succeed during the delay, then stops', async () => {
-    const config = loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'drain.db'), TESSERA_LOG_LEVEL: 'silent', TESSERA_SHUTDOWN_DELAY: '1' });
+    const config = loadConfig({
+      ...TEST_ENV,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TESSERA_DATABASE: join(dir, 'drain.db'),
+      TESSERA_LOG_LEVEL: 'silent',
+      TESSERA_SHUTDOWN_DELAY: '1',
+    });
     const server = await startServer(config);
     assert.equal(await status(`${server.url}/readyz`), 200);
     const draining = server.drain();
@@ -91,17 +98,21 @@ async function npmLeavesNoServer(args: readonly string[]): Promise<void> {
     let serverPid: number | null = null;
     try {
       // The server's own process id and address, from its start line.
-      const started = await within(new Promise<{ pid: number; url: string }>((resolve, reject) => {
-        npm.stdout.on('data', (chunk: Buffer) => {
-          output += chunk.toString();
-          const line = output.split('\n').find((entry) => entry.includes('Tessera is serving'));
-          if (line) {
-            const logged = JSON.parse(line) as { pid: number; msg: string };
-            resolve({ pid: logged.pid, url: /listening on (\S+)\)/.exec(logged.msg)![1]! });
-          }
-        });
-        void exited.then(() => reject(new Error(`npm ${args.join(' ')} exited before serving:\n${output}`)));
-      }), `npm ${args.join(' ')} to serve`, 60_000);
+      const started = await within(
+        new Promise<{ pid: number; url: string }>((resolve, reject) => {
+          npm.stdout.on('data', (chunk: Buffer) => {
+            output += chunk.toString();
+            const line = output.split('\n').find((entry) => entry.includes('Tessera is serving'));
+            if (line) {
+              const logged = JSON.parse(line) as { pid: number; msg: string };
+              resolve({ pid: logged.pid, url: /listening on (\S+)\)/.exec(logged.msg)![1]! });
+            }
+          });
+          void exited.then(() => reject(new Error(`npm ${args.join(' ')} exited before serving:\n${output}`)));
+        }),
+        `npm ${args.join(' ')} to serve`,
+        60_000,
+      );
       serverPid = started.pid;
       assert.equal(await status(`${started.url}/healthz`), 200);
       assert.ok(alive(started.pid));

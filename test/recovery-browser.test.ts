@@ -12,8 +12,26 @@ import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
 const WORDS = {
-  en: { forgot: 'Forgot password?', email: 'E-mail address', send: 'Send the link', sent: 'Check your e-mail', invalid: 'Enter an e-mail address', newPassword: 'New password', set: 'Set password', done: 'Password changed' },
-  ar: { forgot: 'هل نسيت كلمة المرور؟', email: 'عنوان البريد الإلكتروني', send: 'إرسال الرابط', sent: 'تحقق من بريدك الإلكتروني', invalid: 'أدخل عنوان بريد إلكتروني', newPassword: null, set: null, done: null },
+  en: {
+    forgot: 'Forgot password?',
+    email: 'E-mail address',
+    send: 'Send the link',
+    sent: 'Check your e-mail',
+    invalid: 'Enter an e-mail address',
+    newPassword: 'New password',
+    set: 'Set password',
+    done: 'Password changed',
+  },
+  ar: {
+    forgot: 'هل نسيت كلمة المرور؟',
+    email: 'عنوان البريد الإلكتروني',
+    send: 'إرسال الرابط',
+    sent: 'تحقق من بريدك الإلكتروني',
+    invalid: 'أدخل عنوان بريد إلكتروني',
+    newPassword: null,
+    set: null,
+    done: null,
+  },
 } as const;
 
 describe('recovery by e-mail in Chromium', { skip: chromiumUnavailable() }, () => {

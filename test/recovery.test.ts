@@ -10,7 +10,11 @@ import { FormBrowser } from './helpers/browser.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
-const text = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ');
 
 /** The reset link in a message's text part. */
 function linkIn(body: string | undefined): string {
@@ -20,7 +24,13 @@ function linkIn(body: string | undefined): string {
 }
 
 function mailEnv(smtp: { url: string }, extra: Record<string, string> = {}): Record<string, string> {
-  return { TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', TESSERA_MAIL_FROM: 'Tessera <no-reply@auth.example.com>', TESSERA_MAIL_RETRY_DELAY_MS: '50', ...extra };
+  return {
+    TESSERA_SMTP_URL: smtp.url,
+    TESSERA_SMTP_STARTTLS: 'off',
+    TESSERA_MAIL_FROM: 'Tessera <no-reply@auth.example.com>',
+    TESSERA_MAIL_RETRY_DELAY_MS: '50',
+    ...extra,
+  };
 }
 
 async function askForLink(server: TestServer, email: string, headers: Record<string, string> = {}) {
@@ -55,7 +65,10 @@ describe('recovery by e-mail', () => {
 
     const { browser, answer } = await askForLink(server, 'Grace@Example.com');
     assert.equal(answer.status, 200);
-    assert.match(text(answer.html), /If an account has the address Grace@Example\.com ?, a link to set a new password is on its way\. It works for 60 minutes\./);
+    assert.match(
+      text(answer.html),
+      /If an account has the address Grace@Example\.com ?, a link to set a new password is on its way\. It works for 60 minutes\./,
+    );
 
     const mail = await smtp.next();
     assert.deepEqual(mail.to, ['grace@example.com']);
@@ -133,7 +146,14 @@ describe('recovery by e-mail', () => {
 
   it('refuses what is not an e-mail address with 400 and sends nothing', async () => {
     const before = smtp.received.length;
-    for (const email of ['', 'not an address', 'a@b', 'victim@example.com\r\nBcc: thief@example.com', 'a@example.com, thief@example.com', '<thief@example.com>']) {
+    for (const email of [
+      '',
+      'not an address',
+      'a@b',
+      'victim@example.com\r\nBcc: thief@example.com',
+      'a@example.com, thief@example.com',
+      '<thief@example.com>',
+    ]) {
       const { answer } = await askForLink(server, email);
       assert.equal(answer.status, 400, email);
       assert.match(text(answer.html), /Enter an e-mail address, such as name@example\.com\./);

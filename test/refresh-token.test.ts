@@ -6,15 +6,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { hashSecret } from '../src/core/crypto.ts';
 
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
-import {
-  deviceSignIn,
-  discover,
-  OFFLINE_SCOPES,
-  refreshRaw,
-  signIn,
-  signInRaw,
-  withRefresh,
-} from './helpers/lifecycle.ts';
+import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
@@ -35,7 +27,10 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
   let config: oidc.Configuration;
 
   before(async () => {
-    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada', name: 'Ada Lovelace' } }));
+    ({ server, client, user, config } = await startWithApp({
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada', name: 'Ada Lovelace' },
+    }));
   });
   after(() => server.close());
 
@@ -84,15 +79,24 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
     const verifier = oidc.randomPKCECodeVerifier();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope, nonce, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     const page = await new FormBrowser(server.url).authorize(url.href, who);
-    return { redeem: () => oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true }) };
+    return {
+      redeem: () => oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true }),
+    };
   }
 
   it('repeats in a refreshed ID token the claims the original request asked for with the claims parameter, while its scope still releases them (OIDC Core §5.5, §12.2)', async () => {
     const grace = await server.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' });
-    const first = await signInWith(grace, 'openid profile email offline_access', { claims: JSON.stringify({ id_token: { email: null, name: { essential: true } } }) });
+    const first = await signInWith(grace, 'openid profile email offline_access', {
+      claims: JSON.stringify({ id_token: { email: null, name: { essential: true } } }),
+    });
     assert.deepEqual([first.claims()!['email'], first.claims()!['name']], ['grace@example.com', 'Grace Hopper']);
     const refreshed = await oidc.refreshTokenGrant(config, first.refresh_token!);
     const claims = refreshed.claims()!;
@@ -177,7 +181,11 @@ describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
   it('refuses an unknown refresh token with invalid_grant and a missing one with invalid_request', async () => {
     const unknown = await refreshRaw(server, client, 'x'.repeat(43));
     assert.deepEqual([unknown.status, unknown.body['error']], [400, 'invalid_grant']);
-    const missing = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token' }, { authorization: basic(client.clientId, client.clientSecret) });
+    const missing = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'refresh_token' },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
     assert.deepEqual([missing.status, missing.body['error']], [400, 'invalid_request']);
   });
 
@@ -296,7 +304,11 @@ describe('simultaneous refreshes against PostgreSQL', { skip: await postgresSkip
 
   before(async () => {
     database = await freshPostgresDatabase();
-    ({ server, client, user } = await startWithApp({ server: { database: database.url }, client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
+    ({ server, client, user } = await startWithApp({
+      server: { database: database.url },
+      client: { scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada' },
+    }));
   });
   after(async () => {
     await server?.close();

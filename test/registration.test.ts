@@ -42,10 +42,20 @@ async function manage(uri: string, method: string, token: string, body?: unknown
  * Signs `user` in to the client in Chromium through openid-client (PKCE), returning the
  * tokens and the consent page's text.
  */
-async function signInInChromium(config: oidc.Configuration, user: { username: string; password: string }, afterwards?: (page: import('playwright-core').Page) => Promise<void>) {
+async function signInInChromium(
+  config: oidc.Configuration,
+  user: { username: string; password: string },
+  afterwards?: (page: import('playwright-core').Page) => Promise<void>,
+) {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
-  const url = oidc.buildAuthorizationUrl(config, { redirect_uri: LOOPBACK_REDIRECT, scope: 'openid profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: LOOPBACK_REDIRECT,
+    scope: 'openid profile',
+    state,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
   let browser: Browser | undefined;
   try {
     browser = await launchChromium();
@@ -59,7 +69,10 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
     await approve.waitFor();
     const consent = (await page.locator('main').innerText()).replace(/\s+/g, ' ');
     await approve.click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state });
+    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
     await afterwards?.(page);
     return { tokens, consent };
   } finally {
@@ -70,7 +83,15 @@ async function signInInChromium(config: oidc.Configuration, user: { username: st
 /** The text of the approval page `user` reaches for `clientId` (signing in first), through HTTP. */
 async function consentPage(server: TestServer, clientId: string, redirectUri: string, user: { username: string; password: string }): Promise<string> {
   const url = new URL(`${server.url}/oauth/authorize`);
-  url.search = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', prompt: 'consent', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    scope: 'openid',
+    prompt: 'consent',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  }).toString();
   const browser = new BrowserAt(server.url);
   const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
   assertApprovalPage(page, '/oauth/authorize/decision');
@@ -110,13 +131,20 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
   });
   after(() => server.close());
 
-  it('registers a client with openid-client, signs a person in through it in Chromium, marked "not verified" until the operator verifies it', { skip: chromiumUnavailable() }, async () => {
+  it('registers a client with openid-client, signs a person in through it in Chromium, marked "not verified" until the operator verifies it', {
+    skip: chromiumUnavailable(),
+  }, async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     assert.equal(metadata['registration_endpoint'], `${server.url}/oauth/register`);
     const token = await initialToken('--max-uses', '1');
     const config = await oidc.dynamicClientRegistration(
       new URL(server.url),
-      { client_name: 'Photo Printer', redirect_uris: [LOOPBACK_REDIRECT], grant_types: ['authorization_code', 'refresh_token'], token_endpoint_auth_method: 'client_secret_basic' },
+      {
+        client_name: 'Photo Printer',
+        redirect_uris: [LOOPBACK_REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
       undefined,
       { initialAccessToken: token, execute: [oidc.allowInsecureRequests] },
     );
@@ -166,7 +194,14 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     // A token past its time.
     const expired = randomToken(32);
     const now = Date.now();
-    await server.store.initialAccessTokens.create({ id: 'expired', tokenHash: hashSecret(expired), createdAt: now - 120_000, expiresAt: now - 60_000, maxUses: null, uses: 0 });
+    await server.store.initialAccessTokens.create({
+      id: 'expired',
+      tokenHash: hashSecret(expired),
+      createdAt: now - 120_000,
+      expiresAt: now - 60_000,
+      maxUses: null,
+      uses: 0,
+    });
     const late = await post(server, body, expired);
     assert.deepEqual([late.status, late.body['error']], [401, 'invalid_token']);
   });
@@ -192,7 +227,18 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
       assert.deepEqual([refused.status, refused.body['error']], [400, error], `${JSON.stringify(body)}: ${JSON.stringify(refused.body)}`);
       assert.match(String(refused.body['error_description']), new RegExp(field), `the description names ${field}`);
     }
-    const tolerant = await post(server, { redirect_uris: [LOOPBACK_REDIRECT], client_name: 'Tolerant', logo_uri: 'https://app.example/logo.png', colour: 'blue', first_party: true, pkce: 'optional' }, token);
+    const tolerant = await post(
+      server,
+      {
+        redirect_uris: [LOOPBACK_REDIRECT],
+        client_name: 'Tolerant',
+        logo_uri: 'https://app.example/logo.png',
+        colour: 'blue',
+        first_party: true,
+        pkce: 'optional',
+      },
+      token,
+    );
     assert.equal(tolerant.status, 201, JSON.stringify(tolerant.body));
     assert.equal(tolerant.body['colour'], undefined);
     const client = await server.store.clients.get(tolerant.body['client_id'] as string);
@@ -219,18 +265,35 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     }
     const made = await post(server, { ...base, backchannel_logout_uri: 'https://printer.example/logout' }, token);
     assert.equal(made.status, 201, JSON.stringify(made.body));
-    const put = await manage(made.body['registration_client_uri'] as string, 'PUT', made.body['registration_access_token'] as string, { ...base, client_id: made.body['client_id'], backchannel_logout_uri: 'http://127.0.0.1:9/logout' });
+    const put = await manage(made.body['registration_client_uri'] as string, 'PUT', made.body['registration_access_token'] as string, {
+      ...base,
+      client_id: made.body['client_id'],
+      backchannel_logout_uri: 'http://127.0.0.1:9/logout',
+    });
     assert.deepEqual([put.status, put.body['error']], [400, 'invalid_client_metadata'], JSON.stringify(put.body));
     assert.equal((await server.store.clients.get(made.body['client_id'] as string))?.backchannelLogoutUri, 'https://printer.example/logout');
     // Loopback is the operator's: its own clients may name it.
-    const own = await runTessera(['client', 'add', '--name', 'Sidecar', '--redirect-uri', LOOPBACK_REDIRECT, '--backchannel-logout-uri', 'http://127.0.0.1:9/logout', '--json'], env());
+    const own = await runTessera(
+      ['client', 'add', '--name', 'Sidecar', '--redirect-uri', LOOPBACK_REDIRECT, '--backchannel-logout-uri', 'http://127.0.0.1:9/logout', '--json'],
+      env(),
+    );
     assert.equal(own.code, 0, own.stderr);
   });
 
   it("refuses a registering app the name of an operator's app or of the site, or a look-alike, and an operator app's private-use redirect scheme, at registration and in an update", async () => {
     await server.addClient({ name: 'Acme Bank', redirectUris: ['com.acme.bank:/callback'], public: true });
     const token = await initialToken();
-    const names = ['Acme Bank', 'ACME BANK', 'acme  bank', '\u0410cme B\u0430nk', '\uff21\uff43\uff4d\uff45 \uff22\uff41\uff4e\uff4b', 'Acrne Bank', '\u0391cme Bank', 'Tessera', 'TESSERA'];
+    const names = [
+      'Acme Bank',
+      'ACME BANK',
+      'acme  bank',
+      '\u0410cme B\u0430nk',
+      '\uff21\uff43\uff4d\uff45 \uff22\uff41\uff4e\uff4b',
+      'Acrne Bank',
+      '\u0391cme Bank',
+      'Tessera',
+      'TESSERA',
+    ];
     for (const client_name of names) {
       const refused = await post(server, { client_name, redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, token);
       assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_client_metadata'], `${client_name}: ${JSON.stringify(refused.body)}`);
@@ -241,16 +304,28 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
       assert.deepEqual([refused.status, refused.body['error']], [400, 'invalid_redirect_uri'], `${uri}: ${JSON.stringify(refused.body)}`);
       assert.match(String(refused.body['error_description']), /scheme com\.acme\.bank belongs to an app registered by the operator/);
     }
-    const own = await post(server, { client_name: 'Acme Banking Helper', redirect_uris: ['com.acme.helper:/callback'], token_endpoint_auth_method: 'none' }, token);
+    const own = await post(
+      server,
+      { client_name: 'Acme Banking Helper', redirect_uris: ['com.acme.helper:/callback'], token_endpoint_auth_method: 'none' },
+      token,
+    );
     assert.equal(own.status, 201, JSON.stringify(own.body));
-    const renamed = await manage(own.body['registration_client_uri'] as string, 'PUT', own.body['registration_access_token'] as string, { client_id: own.body['client_id'], client_name: 'Acme B\u0430nk', redirect_uris: ['com.acme.helper:/callback'] });
+    const renamed = await manage(own.body['registration_client_uri'] as string, 'PUT', own.body['registration_access_token'] as string, {
+      client_id: own.body['client_id'],
+      client_name: 'Acme B\u0430nk',
+      redirect_uris: ['com.acme.helper:/callback'],
+    });
     assert.deepEqual([renamed.status, renamed.body['error']], [400, 'invalid_client_metadata'], JSON.stringify(renamed.body));
     assert.equal((await server.store.clients.get(own.body['client_id'] as string))?.name, 'Acme Banking Helper');
   });
 
   it('takes a software statement signed by a trusted key, whose claims win; refuses one signed by another key', async () => {
     const token = await initialToken();
-    const statement = await new SignJWT({ client_name: 'Marketplace Printer', software_id: 'printer' }).setProtectedHeader({ alg: 'ES256', kid: 'marketplace' }).setIssuedAt().setExpirationTime('5m').sign(issuerKey);
+    const statement = await new SignJWT({ client_name: 'Marketplace Printer', software_id: 'printer' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'marketplace' })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(issuerKey);
     const made = await post(server, { client_name: 'Whatever I Say', redirect_uris: [LOOPBACK_REDIRECT], software_statement: statement }, token);
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assert.equal(made.body['client_name'], 'Marketplace Printer');
@@ -263,7 +338,11 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
   });
 
   it('reads, replaces (rotating the registration access token) and deletes a registration (RFC 7592)', async () => {
-    const made = await post(server, { client_name: 'Notes', redirect_uris: [LOOPBACK_REDIRECT], grant_types: ['authorization_code', 'refresh_token'] }, await initialToken());
+    const made = await post(
+      server,
+      { client_name: 'Notes', redirect_uris: [LOOPBACK_REDIRECT], grant_types: ['authorization_code', 'refresh_token'] },
+      await initialToken(),
+    );
     assert.equal(made.status, 201);
     const uri = made.body['registration_client_uri'] as string;
     const first = made.body['registration_access_token'] as string;
@@ -274,9 +353,17 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     const stored = await server.store.registrationTokens.get(made.body['client_id'] as string);
     assert.ok(stored && !stored.includes(first), 'kept hashed');
 
-    const replaced = await manage(uri, 'PUT', first, { client_id: made.body['client_id'], client_name: 'Notes 2', redirect_uris: [LOOPBACK_REDIRECT, 'http://127.0.0.1:9/other'] });
+    const replaced = await manage(uri, 'PUT', first, {
+      client_id: made.body['client_id'],
+      client_name: 'Notes 2',
+      redirect_uris: [LOOPBACK_REDIRECT, 'http://127.0.0.1:9/other'],
+    });
     assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
-    assert.deepEqual([replaced.body['client_name'], replaced.body['redirect_uris'], replaced.body['grant_types']], ['Notes 2', [LOOPBACK_REDIRECT, 'http://127.0.0.1:9/other'], ['authorization_code']], 'fields left out take their defaults');
+    assert.deepEqual(
+      [replaced.body['client_name'], replaced.body['redirect_uris'], replaced.body['grant_types']],
+      ['Notes 2', [LOOPBACK_REDIRECT, 'http://127.0.0.1:9/other'], ['authorization_code']],
+      'fields left out take their defaults',
+    );
     const second = replaced.body['registration_access_token'] as string;
     assert.ok(second && second !== first, 'a new token');
     assert.equal((await manage(uri, 'GET', first)).status, 401, 'the old token no longer works');
@@ -284,7 +371,10 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await manage(uri, 'PUT', second, { client_name: 'No id' })).status, 400);
     // A public client's replacement that leaves its method out stays public.
     const cli = await post(server, { client_name: 'CLI', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
-    const kept = await manage(cli.body['registration_client_uri'] as string, 'PUT', cli.body['registration_access_token'] as string, { client_id: cli.body['client_id'], redirect_uris: [LOOPBACK_REDIRECT] });
+    const kept = await manage(cli.body['registration_client_uri'] as string, 'PUT', cli.body['registration_access_token'] as string, {
+      client_id: cli.body['client_id'],
+      redirect_uris: [LOOPBACK_REDIRECT],
+    });
     assert.deepEqual([kept.status, kept.body['token_endpoint_auth_method']], [200, 'none'], JSON.stringify(kept.body));
     const badPut = await manage(uri, 'PUT', second, { client_id: made.body['client_id'], redirect_uris: ['https://x.example/#f'] });
     assert.deepEqual([badPut.status, badPut.body['error']], [400, 'invalid_redirect_uri']);
@@ -308,7 +398,11 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
   });
 
   it('shows "not verified" again once a verified app changes its name or redirect URIs itself (RFC 7592), not after a PUT that changes neither', async () => {
-    const made = await post(server, { client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' }, await initialToken());
+    const made = await post(
+      server,
+      { client_name: 'Field Notes', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' },
+      await initialToken(),
+    );
     assert.equal(made.status, 201, JSON.stringify(made.body));
     const clientId = made.body['client_id'] as string;
     const uri = made.body['registration_client_uri'] as string;
@@ -339,11 +433,17 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     assert.equal((await put({ client_name: 'Field Notes Pro', redirect_uris: [moved] }))['verified'], false);
     assert.match(await consentPage(server, clientId, moved, user), /Not verified by Tessera\. Field Notes Pro registered itself/);
     const events = await server.store.events.list({ clientId, type: 'client.updated', limit: 10 });
-    assert.ok(events.some((event) => event.detail['by'] === 'client' && event.detail['verified'] === false), 'the audit trail says the mark went');
+    assert.ok(
+      events.some((event) => event.detail['by'] === 'client' && event.detail['verified'] === false),
+      'the audit trail says the mark went',
+    );
   });
 
   it('removes, after TESSERA_UNUSED_REGISTRATION_RETENTION, an app nobody approved and that had no token, and keeps the ones used', async () => {
-    const added = await runTessera(['resource', 'add', '--identifier', 'https://printing.example/', '--name', 'Printing', '--scope', 'print:jobs=Send print jobs'], env());
+    const added = await runTessera(
+      ['resource', 'add', '--identifier', 'https://printing.example/', '--name', 'Printing', '--scope', 'print:jobs=Send print jobs'],
+      env(),
+    );
     assert.equal(added.code, 0, added.stderr);
     const register = async (body: Record<string, unknown>) => {
       const made = await post(server, body, await initialToken());
@@ -355,10 +455,21 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     const forgotten = await register({ client_name: 'Forgotten App', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' });
 
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: approved['client_id'] as string, redirect_uri: LOOPBACK_REDIRECT, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: approved['client_id'] as string,
+      redirect_uri: LOOPBACK_REDIRECT,
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }).toString();
     const back = await new BrowserAt(server.url).authorize(url.href, await server.addUser());
     assert.match(back.location ?? '', /[?&]code=/);
-    const token = await postForm(`${server.url}/oauth/token`, { grant_type: 'client_credentials', scope: 'print:jobs' }, { authorization: basic(service['client_id'] as string, service['client_secret'] as string) });
+    const token = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'client_credentials', scope: 'print:jobs' },
+      { authorization: basic(service['client_id'] as string, service['client_secret'] as string) },
+    );
     assert.equal(token.status, 200, JSON.stringify(token.body));
 
     // The purge as it runs once the retention has passed for all three.
@@ -371,7 +482,11 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
   });
 
   it('marks a self-registered device app "not verified" on the device approval page too', async () => {
-    const made = await post(server, { client_name: 'Living Room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'client_secret_basic' }, await initialToken());
+    const made = await post(
+      server,
+      { client_name: 'Living Room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'client_secret_basic' },
+      await initialToken(),
+    );
     assert.equal(made.status, 201, JSON.stringify(made.body));
     const tv = { clientId: made.body['client_id'] as string, clientSecret: made.body['client_secret'] as string };
     const started = await startDevice(server, tv);
@@ -384,21 +499,35 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     const { client_id: id, client_secret: secret } = JSON.parse(created.stdout) as { client_id: string; client_secret: string };
     const config = await oidc.discovery(new URL(server.url), id, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
     const { access_token: admin } = await oidc.clientCredentialsGrant(config, { resource: `${server.url}/admin` });
-    const response = await fetch(`${server.url}/admin/v1/registration-tokens`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ max_uses: 1 }) });
+    const response = await fetch(`${server.url}/admin/v1/registration-tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ max_uses: 1 }),
+    });
     assert.equal(response.status, 201);
     const { token, id: tokenId } = (await response.json()) as { token: string; id: string };
     assert.equal((await post(server, { redirect_uris: [LOOPBACK_REDIRECT] }, token)).status, 201);
-    const listed = (await (await fetch(`${server.url}/admin/v1/registration-tokens`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { registration_tokens: { id: string; uses: number; token?: string }[] };
+    const listed = (await (await fetch(`${server.url}/admin/v1/registration-tokens`, { headers: { authorization: `Bearer ${admin}` } })).json()) as {
+      registration_tokens: { id: string; uses: number; token?: string }[];
+    };
     const entry = listed.registration_tokens.find((item) => item.id === tokenId);
     assert.deepEqual([entry?.uses, entry?.token], [1, undefined]);
 
     // Verified through the admin API, as with client update --verified.
-    const registered = await post(server, { client_name: 'SPA', redirect_uris: ['https://spa.example/cb'], token_endpoint_auth_method: 'none', web_origins: ['https://spa.example'] }, await initialToken());
+    const registered = await post(
+      server,
+      { client_name: 'SPA', redirect_uris: ['https://spa.example/cb'], token_endpoint_auth_method: 'none', web_origins: ['https://spa.example'] },
+      await initialToken(),
+    );
     assert.equal(registered.status, 201, JSON.stringify(registered.body));
     assert.deepEqual(registered.body['web_origins'], ['https://spa.example']);
     const path = `${server.url}/admin/v1/clients/${registered.body['client_id'] as string}`;
     const read = await fetch(path, { headers: { authorization: `Bearer ${admin}` } });
-    const patched = await fetch(path, { method: 'PATCH', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'if-match': read.headers.get('etag')! }, body: JSON.stringify({ verified: true }) });
+    const patched = await fetch(path, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'if-match': read.headers.get('etag')! },
+      body: JSON.stringify({ verified: true }),
+    });
     assert.equal(patched.status, 200);
     assert.deepEqual(((await patched.json()) as { verified: boolean; registered_by: string }).verified, true);
   });
@@ -415,7 +544,9 @@ describe('open registration (TESSERA_REGISTRATION=open)', () => {
     const made = await post(server, { client_name: 'Terminal Notes', redirect_uris: [LOOPBACK_REDIRECT] });
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assert.deepEqual([made.body['token_endpoint_auth_method'], made.body['client_secret']], ['none', undefined]);
-    const config = await oidc.discovery(new URL(server.url), made.body['client_id'] as string, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), made.body['client_id'] as string, undefined, oidc.None(), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const { consent, tokens } = await signInInChromium(config, await server.addUser());
     assert.match(consent, /Not verified by Tessera/);
     assert.ok(tokens.access_token);
@@ -450,7 +581,13 @@ describe('open registration limits: per address, per network and across the serv
   let server: TestServer;
   before(async () => {
     server = await startTestServer({
-      env: { TESSERA_REGISTRATION: 'open', TESSERA_TRUST_PROXY: 'true', TESSERA_REGISTRATIONS_PER_ADDRESS: '2', TESSERA_REGISTRATIONS_PER_NETWORK: '3', TESSERA_REGISTRATIONS_PER_HOUR: '8' },
+      env: {
+        TESSERA_REGISTRATION: 'open',
+        TESSERA_TRUST_PROXY: 'true',
+        TESSERA_REGISTRATIONS_PER_ADDRESS: '2',
+        TESSERA_REGISTRATIONS_PER_NETWORK: '3',
+        TESSERA_REGISTRATIONS_PER_HOUR: '8',
+      },
     });
   });
   after(() => server.close());
@@ -471,7 +608,11 @@ describe('open registration limits: per address, per network and across the serv
 
   it('refuses with 429 and Retry-After past each limit, writing nothing, and never refuses an initial access token', async () => {
     for (const ip of ['198.51.100.1', '198.51.100.1']) assert.equal((await from(ip)).status, 201);
-    const stored = async () => ({ clients: (await server.store.clients.list()).length, events: (await server.store.events.list({ limit: 1000 })).length, window: await server.store.rateLimits.window('registration:all', Date.now()) });
+    const stored = async () => ({
+      clients: (await server.store.clients.list()).length,
+      events: (await server.store.events.list({ limit: 1000 })).length,
+      window: await server.store.rateLimits.window('registration:all', Date.now()),
+    });
     const before = await stored();
     refusedBy(await from('198.51.100.1'), /too many registrations from this address this hour/);
     assert.deepEqual(await stored(), before, 'a refused registration writes nothing');
@@ -486,7 +627,11 @@ describe('open registration limits: per address, per network and across the serv
 
     const made = await runTessera(['registration-token', 'create', '--json'], { TESSERA_DATABASE: server.config.database });
     const token = (JSON.parse(made.stdout) as { token: string }).token;
-    assert.equal((await from('198.51.100.1', { redirect_uris: [LOOPBACK_REDIRECT] }, token)).status, 201, 'an initial access token is not held to the open limits');
+    assert.equal(
+      (await from('198.51.100.1', { redirect_uris: [LOOPBACK_REDIRECT] }, token)).status,
+      201,
+      'an initial access token is not held to the open limits',
+    );
     assert.equal((await server.store.clients.list()).filter((client) => client.registeredBy === 'dynamic').length, 9);
   });
 });

@@ -49,8 +49,17 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
   async function requestClaims(client: TestClient, extra: Record<string, unknown> = {}) {
     const { verifier, challenge } = await pkce();
     const claims = {
-      iss: client.clientId, aud: server.url, client_id: client.clientId, response_type: 'code', redirect_uri: REDIRECT_URI,
-      scope: 'openid profile', state: oidc.randomState(), nonce: oidc.randomNonce(), code_challenge: challenge, code_challenge_method: 'S256', ...extra,
+      iss: client.clientId,
+      aud: server.url,
+      client_id: client.clientId,
+      response_type: 'code',
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile',
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      ...extra,
     };
     return { claims, verifier };
   }
@@ -78,13 +87,26 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     const { verifier, challenge } = await pkce();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
-    const url = await oidc.buildAuthorizationUrlWithJAR(signingConfig, {
-      redirect_uri: REDIRECT_URI, scope: 'openid profile', state, nonce, code_challenge: challenge, code_challenge_method: 'S256',
-    }, { key: key.privateKey, kid: 'request-key' });
+    const url = await oidc.buildAuthorizationUrlWithJAR(
+      signingConfig,
+      {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid profile',
+        state,
+        nonce,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      },
+      { key: key.privateKey, kid: 'request-key' },
+    );
     assert.deepEqual([...url.searchParams.keys()].sort(), ['client_id', 'request'], 'everything but client_id is in the request object');
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     assert.ok(page.location?.startsWith(REDIRECT_URI), page.location ?? page.html);
-    const tokens = await oidc.authorizationCodeGrant(signingConfig, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+    const tokens = await oidc.authorizationCodeGrant(signingConfig, new URL(page.location!), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+    });
     assert.equal(tokens.claims()!.sub, user.id);
     assert.equal(tokens.scope, 'openid profile');
   });
@@ -92,11 +114,19 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
   it('takes a signed request object pushed with PAR (RFC 9126 §3), through openid-client', async () => {
     const { verifier, challenge } = await pkce();
     const state = oidc.randomState();
-    const jar = await oidc.buildAuthorizationUrlWithJAR(signingConfig, {
-      redirect_uri: REDIRECT_URI, scope: 'openid', state, code_challenge: challenge, code_challenge_method: 'S256',
-      // What the browser adds to the URL is ignored beside a request_uri: the approval page is asked for here.
-      prompt: 'consent',
-    }, { key: key.privateKey, kid: 'request-key' });
+    const jar = await oidc.buildAuthorizationUrlWithJAR(
+      signingConfig,
+      {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid',
+        state,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        // What the browser adds to the URL is ignored beside a request_uri: the approval page is asked for here.
+        prompt: 'consent',
+      },
+      { key: key.privateKey, kid: 'request-key' },
+    );
     const url = await oidc.buildAuthorizationUrlWithPAR(signingConfig, jar.searchParams);
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     assert.ok(page.location?.startsWith(REDIRECT_URI), page.location ?? page.html);
@@ -110,14 +140,21 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     const page = await new FormBrowser(server.url).authorize(`/oauth/authorize?${new URLSearchParams(query)}`, user);
     const location = new URL(page.location!);
     assert.equal(location.searchParams.get('state'), claims.state);
-    const tokens = await oidc.authorizationCodeGrant(signingConfig, location, { pkceCodeVerifier: verifier, expectedState: claims.state, expectedNonce: claims.nonce });
+    const tokens = await oidc.authorizationCodeGrant(signingConfig, location, {
+      pkceCodeVerifier: verifier,
+      expectedState: claims.state,
+      expectedNonce: claims.nonce,
+    });
     assert.equal(tokens.scope, 'openid profile');
   });
 
   it('takes an unsigned request object (alg none) from a client registered with request_object_signing_alg none', async () => {
     const { claims } = await requestClaims(unsigned);
     const request = new UnsecuredJWT(claims).setIssuedAt().setExpirationTime('5m').encode();
-    const page = await new FormBrowser(server.url).authorize(`/oauth/authorize?${new URLSearchParams({ client_id: unsigned.clientId, response_type: 'code', scope: 'openid', request })}`, user);
+    const page = await new FormBrowser(server.url).authorize(
+      `/oauth/authorize?${new URLSearchParams({ client_id: unsigned.clientId, response_type: 'code', scope: 'openid', request })}`,
+      user,
+    );
     const location = new URL(page.location!);
     assert.equal(location.searchParams.get('state'), claims.state);
     assert.match(location.searchParams.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/);
@@ -126,7 +163,10 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
   it('takes an unsigned request object from a client that registered no algorithm, as discovery lists none (OIDC Registration §2)', async () => {
     const { claims } = await requestClaims(signing);
     const request = new UnsecuredJWT(claims).setIssuedAt().setExpirationTime('5m').encode();
-    const page = await new FormBrowser(server.url).authorize(`/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, response_type: 'code', scope: 'openid', request })}`, user);
+    const page = await new FormBrowser(server.url).authorize(
+      `/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, response_type: 'code', scope: 'openid', request })}`,
+      user,
+    );
     const location = new URL(page.location!);
     assert.equal(location.searchParams.get('state'), claims.state);
     assert.match(location.searchParams.get('code') ?? '', /^[A-Za-z0-9_-]{43}$/);
@@ -153,20 +193,40 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
   it("refuses a request object signed with a key that is not among the client's, or whose signature does not verify", async () => {
     const { claims } = await requestClaims(signing);
     const stranger = await generateKeyPair('ES256');
-    assertRefused(await refusedAt({ client_id: signing.clientId, request: await sign(claims, stranger.privateKey, 'other-key') }), claims.state, /not among the client's registered keys/);
-    assertRefused(await refusedAt({ client_id: signing.clientId, request: await sign(claims, stranger.privateKey) }), claims.state, /signature verification failed/);
+    assertRefused(
+      await refusedAt({ client_id: signing.clientId, request: await sign(claims, stranger.privateKey, 'other-key') }),
+      claims.state,
+      /not among the client's registered keys/,
+    );
+    assertRefused(
+      await refusedAt({ client_id: signing.clientId, request: await sign(claims, stranger.privateKey) }),
+      claims.state,
+      /signature verification failed/,
+    );
   });
 
   it("refuses a request object whose client_id differs from the request's (RFC 9101 §5), or that has expired", async () => {
     const { claims } = await requestClaims(signing);
-    assertRefused(await refusedAt({ client_id: signing.clientId, request: await sign({ ...claims, client_id: rs256.clientId }) }), claims.state, /client_id differs/);
-    const expired = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'request-key' }).setIssuedAt(Math.floor(Date.now() / 1000) - 600).setExpirationTime(Math.floor(Date.now() / 1000) - 300).sign(key.privateKey);
+    assertRefused(
+      await refusedAt({ client_id: signing.clientId, request: await sign({ ...claims, client_id: rs256.clientId }) }),
+      claims.state,
+      /client_id differs/,
+    );
+    const expired = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'request-key' })
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 600)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 300)
+      .sign(key.privateKey);
     assertRefused(await refusedAt({ client_id: signing.clientId, request: expired }), claims.state, /expired/);
     assertRefused(await refusedAt({ client_id: signing.clientId, request: await sign({ ...claims, aud: 'https://other.example' }) }), claims.state, /aud/);
   });
 
   it('refuses a malformed request object at the redirect URI of the query, with its state, and on an error page when no registered redirect URI is named', async () => {
-    assertRefused(await refusedAt({ client_id: signing.clientId, redirect_uri: REDIRECT_URI, state: 'query-state', request: 'not.a-jwt' }), 'query-state', /not a JWT|not a valid JWT/);
+    assertRefused(
+      await refusedAt({ client_id: signing.clientId, redirect_uri: REDIRECT_URI, state: 'query-state', request: 'not.a-jwt' }),
+      'query-state',
+      /not a JWT|not a valid JWT/,
+    );
     for (const request of ['not.a-jwt', 'garbage']) {
       const response = await fetch(`${server.url}/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, request })}`, { redirect: 'manual' });
       assert.equal(response.status, 400);
@@ -175,7 +235,10 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
     }
     const { claims } = await requestClaims(signing, { redirect_uri: 'https://attacker.example/cb' });
     const stranger = await generateKeyPair('ES256');
-    const response = await fetch(`${server.url}/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, request: await sign(claims, stranger.privateKey) })}`, { redirect: 'manual' });
+    const response = await fetch(
+      `${server.url}/oauth/authorize?${new URLSearchParams({ client_id: signing.clientId, request: await sign(claims, stranger.privateKey) })}`,
+      { redirect: 'manual' },
+    );
     assert.equal(response.status, 400, 'an unregistered redirect_uri in a refused object is never redirected to');
     assert.equal(response.headers.get('location'), null);
   });
@@ -211,20 +274,51 @@ describe('client add --request-object-signing-alg', () => {
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     const file = join(dir, 'keys.json');
     writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'jar' }] }));
-    const added = await runTessera(['client', 'add', '--name', 'Bank', '--redirect-uri', REDIRECT_URI, '--auth-method', 'client_secret_basic', '--jwks-file', file, '--request-object-signing-alg', 'ES256', '--json'], env);
+    const added = await runTessera(
+      [
+        'client',
+        'add',
+        '--name',
+        'Bank',
+        '--redirect-uri',
+        REDIRECT_URI,
+        '--auth-method',
+        'client_secret_basic',
+        '--jwks-file',
+        file,
+        '--request-object-signing-alg',
+        'ES256',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
-    const client = JSON.parse(added.stdout) as { client_id: string; client_secret: string; request_object_signing_alg: string; token_endpoint_auth_method: string };
+    const client = JSON.parse(added.stdout) as {
+      client_id: string;
+      client_secret: string;
+      request_object_signing_alg: string;
+      token_endpoint_auth_method: string;
+    };
     assert.equal(client.request_object_signing_alg, 'ES256');
     assert.equal(client.token_endpoint_auth_method, 'client_secret_basic');
     assert.match(client.client_secret, /^[A-Za-z0-9_-]{43}$/);
     const shown = await runTessera(['client', 'show', client.client_id], env);
     assert.match(shown.stdout, /request objects: signed with ES256 only/);
 
-    const config = await oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), client.client_id, undefined, oidc.ClientSecretBasic(client.client_secret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     const verifier = oidc.randomPKCECodeVerifier();
-    const url = await oidc.buildAuthorizationUrlWithJAR(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-    }, { key: privateKey, kid: 'jar' });
+    const url = await oidc.buildAuthorizationUrlWithJAR(
+      config,
+      {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      },
+      { key: privateKey, kid: 'jar' },
+    );
     const user = await server.addUser();
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier });
@@ -244,7 +338,10 @@ describe('client add --request-object-signing-alg', () => {
     for (const [args, message] of [
       [['--request-object-signing-alg', 'HS256'], /--request-object-signing-alg HS256: must be one of none, RS256/],
       [['--request-object-signing-alg', 'RS256'], /--request-object-signing-alg RS256 needs the client's public keys/],
-      [['--auth-method', 'client_secret_post', '--jwks-file', file, '--request-object-signing-alg', 'none'], /are for --auth-method private_key_jwt, or for signed request objects/],
+      [
+        ['--auth-method', 'client_secret_post', '--jwks-file', file, '--request-object-signing-alg', 'none'],
+        /are for --auth-method private_key_jwt, or for signed request objects/,
+      ],
     ] as const) {
       const result = await runTessera(['client', 'add', '--name', 'X', '--redirect-uri', REDIRECT_URI, ...args], env);
       assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);

@@ -25,17 +25,30 @@ describe('tessera resource check', () => {
     });
     const { port } = await listenOnFreePort(http);
     mcp = { base: `http://127.0.0.1:${port}`, close: () => closeServer(http) };
-    await addResource(manageDeps(server), { identifier: `${mcp.base}/mcp`, name: 'MCP tools', scopes: [{ name: 'tools:read', description: 'Use read-only tools' }, { name: 'tools:write', description: 'Use tools that change things' }] });
+    await addResource(manageDeps(server), {
+      identifier: `${mcp.base}/mcp`,
+      name: 'MCP tools',
+      scopes: [
+        { name: 'tools:read', description: 'Use read-only tools' },
+        { name: 'tools:write', description: 'Use tools that change things' },
+      ],
+    });
   });
   after(async () => {
     await mcp.close();
     await server.close();
   });
 
-  const check = (url: string, json = false) => runTessera(['resource', 'check', url, ...(json ? ['--json'] : [])], { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });
+  const check = (url: string, json = false) =>
+    runTessera(['resource', 'check', url, ...(json ? ['--json'] : [])], { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });
 
   it('says everything matches, exit status 0, when the metadata names the API, this issuer and its scopes', async () => {
-    metadata = { resource: `${mcp.base}/mcp`, authorization_servers: [server.config.issuer], scopes_supported: ['tools:read', 'tools:write'], bearer_methods_supported: ['header'] };
+    metadata = {
+      resource: `${mcp.base}/mcp`,
+      authorization_servers: [server.config.issuer],
+      scopes_supported: ['tools:read', 'tools:write'],
+      bearer_methods_supported: ['header'],
+    };
     const checked = await check(`${mcp.base}/mcp`);
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
     assert.match(checked.stdout, new RegExp(`at ${mcp.base}/\\.well-known/oauth-protected-resource/mcp:`));
@@ -49,10 +62,25 @@ describe('tessera resource check', () => {
     metadata = { resource: `${mcp.base}/mcp`, authorization_servers: ['https://other-as.example'], scopes_supported: ['tools:read', 'tools:admin'] };
     const checked = await check(`${mcp.base}/mcp`);
     assert.equal(checked.code, 1);
-    assert.match(checked.stdout, new RegExp(`authorization_servers: DIFFERS: https://other-as\\.example does not include this server's issuer ${server.config.issuer.replaceAll('.', '\\.')}`));
+    assert.match(
+      checked.stdout,
+      new RegExp(
+        `authorization_servers: DIFFERS: https://other-as\\.example does not include this server's issuer ${server.config.issuer.replaceAll('.', '\\.')}`,
+      ),
+    );
     assert.match(checked.stdout, /scopes_supported: DIFFERS: not registered here: tools:admin; registered here but not listed: tools:write/);
     const json = JSON.parse((await check(`${mcp.base}/mcp`, true)).stdout) as { differs: boolean; checks: { what: string; ok: boolean }[] };
-    assert.deepEqual([json.differs, json.checks.map((line) => [line.what, line.ok])], [true, [['resource', true], ['authorization_servers', false], ['scopes_supported', false]]]);
+    assert.deepEqual(
+      [json.differs, json.checks.map((line) => [line.what, line.ok])],
+      [
+        true,
+        [
+          ['resource', true],
+          ['authorization_servers', false],
+          ['scopes_supported', false],
+        ],
+      ],
+    );
     metadata = { resource: 'https://mcp.example.com/mcp', authorization_servers: [server.config.issuer] };
     const other = await check(`${mcp.base}/mcp`);
     assert.equal(other.code, 1);
@@ -61,7 +89,10 @@ describe('tessera resource check', () => {
 
   it('says so when the API is not registered here, or there is no metadata to read', async () => {
     metadata = { resource: `${mcp.base}/mcp`, authorization_servers: [server.config.issuer] };
-    const unknown = await runTessera(['resource', 'check', `${mcp.base}/mcp`], { TESSERA_DATABASE: (await startTestServerDatabase()).database, TESSERA_ISSUER: server.config.issuer });
+    const unknown = await runTessera(['resource', 'check', `${mcp.base}/mcp`], {
+      TESSERA_DATABASE: (await startTestServerDatabase()).database,
+      TESSERA_ISSUER: server.config.issuer,
+    });
     assert.equal(unknown.code, 1);
     assert.match(unknown.stdout, /is not an API registered here \(tessera resource add --identifier/);
     const missing = await check(`${mcp.base}/elsewhere`);

@@ -24,9 +24,23 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
 
   before(async () => {
     server = await startTestServer();
-    const added = await runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photo Library', '--scope', 'photos:read=See your photos', '--scope', 'photos:write=Upload and delete your photos'], {
-      TESSERA_DATABASE: server.config.database,
-    });
+    const added = await runTessera(
+      [
+        'resource',
+        'add',
+        '--identifier',
+        PHOTOS,
+        '--name',
+        'Photo Library',
+        '--scope',
+        'photos:read=See your photos',
+        '--scope',
+        'photos:write=Upload and delete your photos',
+      ],
+      {
+        TESSERA_DATABASE: server.config.database,
+      },
+    );
     assert.equal(added.code, 0, added.stderr);
     client = await server.addClient({ name: 'Living Room TV', scopes: ['openid', 'profile', 'photos:read', 'photos:write'] });
     user = await server.addUser({ username: 'hedy', name: 'Hedy Lamarr' });
@@ -62,8 +76,12 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
   it('shows "See your photos" under the API on the consent page, and the code flow gets a token for it', async () => {
     const verifier = oidc.randomPKCECodeVerifier();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid photos:read', resource: PHOTOS, state: 'st',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid photos:read',
+      resource: PHOTOS,
+      state: 'st',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     });
     const page = await newPage();
     const callback = catchRedirect(page);
@@ -71,7 +89,12 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
     await signIn(page);
     await assertApiShown(page);
     await page.getByRole('button', { name: 'Approve' }).click();
-    const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), { pkceCodeVerifier: verifier, expectedState: 'st' }, { resource: PHOTOS });
+    const tokens = await oidc.authorizationCodeGrant(
+      config,
+      await within(callback, 'the redirect back to the client'),
+      { pkceCodeVerifier: verifier, expectedState: 'st' },
+      { resource: PHOTOS },
+    );
     assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
     assert.equal(tokens.scope, 'openid photos:read');
 

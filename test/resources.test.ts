@@ -51,9 +51,17 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
     server = await startTestServer();
     env = { TESSERA_DATABASE: server.config.database };
     const photos = await register([
-      '--identifier', PHOTOS, '--name', 'Photo Library',
-      '--scope', 'photos:read=See your photos', '--scope', 'photos:write=Upload and delete your photos',
-      '--access-token-ttl', '600', '--introspection-secret',
+      '--identifier',
+      PHOTOS,
+      '--name',
+      'Photo Library',
+      '--scope',
+      'photos:read=See your photos',
+      '--scope',
+      'photos:write=Upload and delete your photos',
+      '--access-token-ttl',
+      '600',
+      '--introspection-secret',
     ]);
     photosSecret = photos.introspection_secret!;
     await register(['--identifier', CALENDAR, '--name', 'Calendar', '--scope', 'calendar:read=See your calendar']);
@@ -72,7 +80,11 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const params = new URLSearchParams({
-      redirect_uri: REDIRECT_URI, scope, state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      redirect_uri: REDIRECT_URI,
+      scope,
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     });
     for (const resource of resources) params.append('resource', resource);
     const url = oidc.buildAuthorizationUrl(config, params);
@@ -120,7 +132,10 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
     // RFC 9068 §4: UserInfo is not the API the token is for, openid scope or not.
     const userinfo = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     assert.equal(userinfo.status, 401);
-    assert.match(userinfo.headers.get("www-authenticate") ?? "", /^Bearer realm="tessera", error="invalid_token", error_description="this access token is for another audience/);
+    assert.match(
+      userinfo.headers.get('www-authenticate') ?? '',
+      /^Bearer realm="tessera", error="invalid_token", error_description="this access token is for another audience/,
+    );
   });
 
   it('without resource, a request for one API’s scopes means that API', async () => {
@@ -178,7 +193,8 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
     });
 
     it('answers the device authorization request with JSON errors', async () => {
-      const device = (body: string) => postForm(`${server.url}/oauth/device/authorization`, body, { authorization: basic(client.clientId, client.clientSecret) });
+      const device = (body: string) =>
+        postForm(`${server.url}/oauth/device/authorization`, body, { authorization: basic(client.clientId, client.clientSecret) });
       const unknown = await device(`scope=photos:read&resource=${encodeURIComponent('https://unknown.example.com')}`);
       assert.equal(unknown.status, 400);
       assert.equal(unknown.body['error'], 'invalid_target');
@@ -193,9 +209,13 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
       const start = await authorize('openid photos:read', [PHOTOS]);
       const code = (await callback(start.url)).searchParams.get('code')!;
       const exchange = (resource: string) =>
-        postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier, resource }, {
-          authorization: basic(client.clientId, client.clientSecret),
-        });
+        postForm(
+          `${server.url}/oauth/token`,
+          { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier, resource },
+          {
+            authorization: basic(client.clientId, client.clientSecret),
+          },
+        );
       const refused = await exchange(CALENDAR);
       assert.equal(refused.status, 400);
       assert.equal(refused.body['error'], 'invalid_target');
@@ -212,9 +232,13 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
       assert.equal(decodeJwt(tokens.access_token).aud, PHOTOS);
       let refreshToken = tokens.refresh_token!;
       const refresh = async (extra: Record<string, string>) => {
-        const result = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, {
-          authorization: basic(client.clientId, client.clientSecret),
-        });
+        const result = await postForm(
+          `${server.url}/oauth/token`,
+          { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra },
+          {
+            authorization: basic(client.clientId, client.clientSecret),
+          },
+        );
         if (result.status === 200) refreshToken = result.body['refresh_token'] as string;
         return result;
       };
@@ -249,7 +273,18 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
 
   it('lists the API scopes in discovery', async () => {
     const metadata = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as { scopes_supported: string[] };
-    assert.deepEqual(metadata.scopes_supported, ['openid', 'profile', 'email', 'address', 'phone', 'offline_access', 'groups', 'photos:read', 'photos:write', 'calendar:read']);
+    assert.deepEqual(metadata.scopes_supported, [
+      'openid',
+      'profile',
+      'email',
+      'address',
+      'phone',
+      'offline_access',
+      'groups',
+      'photos:read',
+      'photos:write',
+      'calendar:read',
+    ]);
   });
 });
 
@@ -263,7 +298,11 @@ describe('removing an API ends the access granted to it at once', () => {
 
   it('refuses refresh and introspection for it, and registering it again does not revive old grants', async () => {
     const env = { TESSERA_DATABASE: server.config.database };
-    const add = () => runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photo Library', '--scope', 'photos:read=See your photos', '--introspection-secret', '--json'], env);
+    const add = () =>
+      runTessera(
+        ['resource', 'add', '--identifier', PHOTOS, '--name', 'Photo Library', '--scope', 'photos:read=See your photos', '--introspection-secret', '--json'],
+        env,
+      );
     const added = await add();
     assert.equal(added.code, 0, added.stderr);
     const secret = (JSON.parse(added.stdout) as Registered).introspection_secret!;
@@ -272,12 +311,19 @@ describe('removing an API ends the access granted to it at once', () => {
     const config = await discover(server, client);
     const verifier = oidc.randomPKCECodeVerifier();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid offline_access photos:read', resource: PHOTOS,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's',
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid offline_access photos:read',
+      resource: PHOTOS,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state: 's',
     });
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: 's' });
-    assert.equal((await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(PHOTOS, secret) })).body['active'], true);
+    assert.equal(
+      (await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(PHOTOS, secret) })).body['active'],
+      true,
+    );
 
     const removed = await runTessera(['resource', 'remove', PHOTOS], env);
     assert.equal(removed.code, 0, removed.stderr);
@@ -296,8 +342,14 @@ describe('removing an API ends the access granted to it at once', () => {
     const again = await add();
     assert.equal(again.code, 0, again.stderr);
     const newSecret = (JSON.parse(again.stdout) as Registered).introspection_secret!;
-    assert.deepEqual((await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(PHOTOS, newSecret) })).body, { active: false });
-    const stillRefused = await postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, resource: PHOTOS }, asClient);
+    assert.deepEqual((await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(PHOTOS, newSecret) })).body, {
+      active: false,
+    });
+    const stillRefused = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, resource: PHOTOS },
+      asClient,
+    );
     assert.equal(stillRefused.body['error'], 'invalid_target');
   });
 });

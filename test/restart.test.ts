@@ -21,7 +21,11 @@ describe('a server restarted on the same SQLite file', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-restart-'));
-    ({ server, user, config } = await startWithApp({ server: { database: join(dir, 'tessera.db') }, client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
+    ({ server, user, config } = await startWithApp({
+      server: { database: join(dir, 'tessera.db') },
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada' },
+    }));
   });
   after(async () => {
     await server.close();
@@ -34,8 +38,12 @@ describe('a server restarted on the same SQLite file', () => {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid offline_access', state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid offline_access',
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
     });
     return { url, checks: { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce } };
   }
@@ -65,7 +73,13 @@ describe('a server restarted on the same SQLite file', () => {
     assert.equal((await oidc.authorizationCodeGrant(config, new URL(back.location!), third.checks)).claims()?.sub, user.id);
     // The used code: its replay is known as one, and ends the approval it came from
     // (RFC 6749 §4.1.2), so the refresh token that approval holds stops working too.
-    await assert.rejects(oidc.authorizationCodeGrant(config, firstCallback, first.checks), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
-    await assert.rejects(oidc.refreshTokenGrant(config, refreshed.refresh_token!), (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant');
+    await assert.rejects(
+      oidc.authorizationCodeGrant(config, firstCallback, first.checks),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
+    await assert.rejects(
+      oidc.refreshTokenGrant(config, refreshed.refresh_token!),
+      (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
+    );
   });
 });

@@ -14,7 +14,10 @@ describe('token revocation (RFC 7009) through openid-client', () => {
   let otherConfig: oidc.Configuration;
 
   before(async () => {
-    ({ server, client, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada' } }));
+    ({ server, client, user, config } = await startWithApp({
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada' },
+    }));
     other = await server.addClient({ name: 'Other App', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() });
     otherConfig = await discover(server, other);
   });
@@ -63,7 +66,11 @@ describe('token revocation (RFC 7009) through openid-client', () => {
   });
 
   it('refuses a request without a token with invalid_request, and one without client authentication with invalid_client', async () => {
-    const missing = await postForm(`${server.url}/oauth/revoke`, { token_type_hint: 'refresh_token' }, { authorization: basic(client.clientId, client.clientSecret) });
+    const missing = await postForm(
+      `${server.url}/oauth/revoke`,
+      { token_type_hint: 'refresh_token' },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
     assert.deepEqual([missing.status, missing.body['error']], [400, 'invalid_request']);
     const anonymous = await postForm(`${server.url}/oauth/revoke`, { token: 'x'.repeat(43) });
     assert.deepEqual([anonymous.status, anonymous.body['error']], [401, 'invalid_client']);

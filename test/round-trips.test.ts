@@ -55,15 +55,17 @@ describePostgres('round trips to PostgreSQL per request', () => {
       grantTypes: [GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE],
     });
     user = await server.addUser();
-    await server.store.transaction((tx) => tx.resources.create({
-      identifier: API.identifier,
-      name: 'Round trips API',
-      scopes: [{ name: API.scope, description: 'Read' }],
-      accessTokenTtl: null,
-      introspectionSecretHash: null,
-      signingAlg: 'RS256',
-      createdAt: Date.now() - 60_000,
-    }));
+    await server.store.transaction((tx) =>
+      tx.resources.create({
+        identifier: API.identifier,
+        name: 'Round trips API',
+        scopes: [{ name: API.scope, description: 'Read' }],
+        accessTokenTtl: null,
+        introspectionSecretHash: null,
+        signingAlg: 'RS256',
+        createdAt: Date.now() - 60_000,
+      }),
+    );
   });
   after(async () => {
     await server?.close();
@@ -78,28 +80,68 @@ describePostgres('round trips to PostgreSQL per request', () => {
     const grantId = randomUUID();
     const code = randomToken(32);
     const verifier = randomToken(32);
-    await server.store.grants.create({ id: grantId, userId: user.id, clientId: client.clientId, scope: ['openid', 'profile'], kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+    await server.store.grants.create({
+      id: grantId,
+      userId: user.id,
+      clientId: client.clientId,
+      scope: ['openid', 'profile'],
+      kind: GRANT_AUTHORIZATION_CODE,
+      authTime: now,
+      createdAt: now,
+      revokedAt: null,
+      device: null,
+    });
     await server.store.codes.create({
-      hash: hashSecret(code), clientId: client.clientId, userId: user.id, grantId, redirectUri: REDIRECT_URI, scope: ['openid', 'profile'], nonce: null,
-      codeChallenge: s256(verifier), authTime: now, sid: 'sid-round-trips', createdAt: now, expiresAt: now + 600_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
+      hash: hashSecret(code),
+      clientId: client.clientId,
+      userId: user.id,
+      grantId,
+      redirectUri: REDIRECT_URI,
+      scope: ['openid', 'profile'],
+      nonce: null,
+      codeChallenge: s256(verifier),
+      authTime: now,
+      sid: 'sid-round-trips',
+      createdAt: now,
+      expiresAt: now + 600_000,
+      consumedAt: null,
+      dpopJkt: null,
+      idTokenClaims: [],
     });
     return { code, verifier };
   }
 
   const exchange = async () => {
     const { code, verifier } = await mintCode();
-    return () => postForm(`${server.url}${TOKEN_PATH}`, { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: REDIRECT_URI }, { authorization: authorization() });
+    return () =>
+      postForm(
+        `${server.url}${TOKEN_PATH}`,
+        { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: REDIRECT_URI },
+        { authorization: authorization() },
+      );
   };
 
   for (const [name, prepare, status] of [
     ['a code exchange', exchange, 200],
-    ['a client-credentials grant', async () => () => postForm(`${server.url}${TOKEN_PATH}`, { grant_type: 'client_credentials', scope: API.scope }, { authorization: authorization() }), 200],
-    ['a device authorization', async () => () => postForm(`${server.url}${DEVICE_AUTHORIZATION_PATH}`, { scope: 'openid profile' }, { authorization: authorization() }), 200],
-    ['a device poll', async () => {
-      const started = await postForm(`${server.url}${DEVICE_AUTHORIZATION_PATH}`, { scope: 'openid profile' }, { authorization: authorization() });
-      const deviceCode = String(started.body['device_code']);
-      return () => postForm(`${server.url}${TOKEN_PATH}`, { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }, { authorization: authorization() });
-    }, 400],
+    [
+      'a client-credentials grant',
+      async () => () => postForm(`${server.url}${TOKEN_PATH}`, { grant_type: 'client_credentials', scope: API.scope }, { authorization: authorization() }),
+      200,
+    ],
+    [
+      'a device authorization',
+      async () => () => postForm(`${server.url}${DEVICE_AUTHORIZATION_PATH}`, { scope: 'openid profile' }, { authorization: authorization() }),
+      200,
+    ],
+    [
+      'a device poll',
+      async () => {
+        const started = await postForm(`${server.url}${DEVICE_AUTHORIZATION_PATH}`, { scope: 'openid profile' }, { authorization: authorization() });
+        const deviceCode = String(started.body['device_code']);
+        return () => postForm(`${server.url}${TOKEN_PATH}`, { grant_type: GRANT_DEVICE_CODE, device_code: deviceCode }, { authorization: authorization() });
+      },
+      400,
+    ],
   ] as const) {
     it(`makes at most two round trips for ${name}`, async () => {
       // The first of each kind fills the instance's memory (the client's record, the statements prepared on a connection).
@@ -112,9 +154,11 @@ describePostgres('round trips to PostgreSQL per request', () => {
       for (let attempt = 0; attempt < 3; attempt++) {
         const send = await prepare();
         let answer: Awaited<ReturnType<typeof send>> | undefined;
-        tries.push(await statementsDuring(async () => {
-          answer = await send();
-        }));
+        tries.push(
+          await statementsDuring(async () => {
+            answer = await send();
+          }),
+        );
         assert.equal(answer?.status, status, JSON.stringify(answer?.body));
         if (tries.at(-1)!.length <= 2) break;
       }

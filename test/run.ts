@@ -51,14 +51,21 @@ const TEST_TIMEOUT_MS = 120_000;
 const NODE = ['--disable-warning=ExperimentalWarning', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit'];
 const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { shards: { type: 'string', default: String(availableParallelism() + 1) }, record: { type: 'boolean', default: false } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { shards: { type: 'string', default: String(availableParallelism() + 1) }, record: { type: 'boolean', default: false } },
+});
 const shardCount = Number(values.shards);
 if (!Number.isInteger(shardCount) || shardCount < 1) {
   process.stderr.write(`--shards must be a whole number of at least 1, got ${values.shards}\n`);
   process.exit(2);
 }
 
-const files = (positionals.length > 0 ? positionals.map((file) => relative(ROOT, join(process.cwd(), file))) : globSync(PATTERNS, { cwd: ROOT }).filter((file) => !OWN_SCRIPT.includes(file))).sort();
+const files = (
+  positionals.length > 0
+    ? positionals.map((file) => relative(ROOT, join(process.cwd(), file)))
+    : globSync(PATTERNS, { cwd: ROOT }).filter((file) => !OWN_SCRIPT.includes(file))
+).sort();
 
 const children = new Set<ChildProcess>();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -72,7 +79,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
  * it has ended. `outcomes`: the file the outcomes reporter writes (TEST_RUN_OUTCOMES), each
  * line handed to `onOutcome`, read once the process has ended.
  */
-function node(args: readonly string[], outcomes?: { readonly file: string; readonly onOutcome: (outcome: Outcome) => void }): Promise<{ output: string; code: number }> {
+function node(
+  args: readonly string[],
+  outcomes?: { readonly file: string; readonly onOutcome: (outcome: Outcome) => void },
+): Promise<{ output: string; code: number }> {
   const env = outcomes ? { ...process.env, TEST_RUN_OUTCOMES: outcomes.file } : process.env;
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
@@ -138,12 +148,21 @@ function tallyOutcome(tallies: Map<string, FileTally>, outcome: Outcome): string
  */
 function fileLine(file: string, tally: FileTally | undefined, shardEnded: string | null, last: boolean): { line: string; whole: boolean } {
   const counts = tally?.counts;
-  const said = counts === undefined ? '' : (['pass', 'fail', 'cancelled', 'skipped', 'todo'] as const).filter((name) => counts[name] > 0).map((name) => `${counts[name]} ${name}`).join(', ');
+  const said =
+    counts === undefined
+      ? ''
+      : (['pass', 'fail', 'cancelled', 'skipped', 'todo'] as const)
+          .filter((name) => counts[name] > 0)
+          .map((name) => `${counts[name]} ${name}`)
+          .join(', ');
   if (tally === undefined || !tally.started) {
     return shardEnded === null ? { line: `✔ ${file}: no tests`, whole: true } : { line: `✖ ${file}: not run: ${shardEnded} before it`, whole: false };
   }
   if (tally.running.size > 0) {
-    return { line: `✖ ${file}: did not finish: ${shardEnded ?? 'the shard ended'} in ${[...tally.running].map((name) => JSON.stringify(name)).join(', ')} (${counts!.tests} tests ended: ${said || 'none'})`, whole: false };
+    return {
+      line: `✖ ${file}: did not finish: ${shardEnded ?? 'the shard ended'} in ${[...tally.running].map((name) => JSON.stringify(name)).join(', ')} (${counts!.tests} tests ended: ${said || 'none'})`,
+      whole: false,
+    };
   }
   if (shardEnded !== null && last) {
     return { line: `✖ ${file}: may not have finished: ${shardEnded} after its ${counts!.tests} tests ended (${said || 'none'})`, whole: false };
@@ -203,7 +222,15 @@ async function runShards(): Promise<boolean> {
       let lastFile: string | null = null;
       const file = join(outcomesDir, `shard-${index + 1}.jsonl`);
       const { output, code } = await node(
-        [...NODE, '--test-isolation=none', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${OUTCOMES_REPORTER}`, '--test-reporter-destination=stderr', ...shard.files.toSorted()],
+        [
+          ...NODE,
+          '--test-isolation=none',
+          '--test-reporter=spec',
+          '--test-reporter-destination=stdout',
+          `--test-reporter=${OUTCOMES_REPORTER}`,
+          '--test-reporter-destination=stderr',
+          ...shard.files.toSorted(),
+        ],
         {
           file,
           onOutcome: (outcome) => {
@@ -218,20 +245,26 @@ async function runShards(): Promise<boolean> {
       // Each shard's report whole, as it ends (reports interleaved line by line would not read),
       // but for its list of failures, which comes once for all shards at the end; then a line for each of its files.
       const failing = output.indexOf('\n✖ failing tests:');
-      process.stdout.write(`\n── shard ${index + 1} of ${shards.length}: ${shard.files.length} files ──\n${failing === -1 ? output : output.slice(0, failing + 1)}\n${lines.map(({ line }) => line).join('\n')}\n`);
+      process.stdout.write(
+        `\n── shard ${index + 1} of ${shards.length}: ${shard.files.length} files ──\n${failing === -1 ? output : output.slice(0, failing + 1)}\n${lines.map(({ line }) => line).join('\n')}\n`,
+      );
       for (const tally of tallies.values()) for (const name of COUNTS) totals[name] += tally.counts[name];
       if (failing !== -1) failures.push(output.slice(failing + 1).trimEnd());
       const unfinished = lines.filter(({ whole }) => !whole).map(({ line }) => line);
       if (unfinished.length > 0) failures.push(`✖ shard ${index + 1} ended (status ${code}) before its report did:\n${unfinished.join('\n')}`);
-      if (code !== 0 && failing === -1 && unfinished.length === 0) failures.push(`✖ shard ${index + 1} ended with status ${code}; its files: ${shard.files.join(' ')}`);
+      if (code !== 0 && failing === -1 && unfinished.length === 0)
+        failures.push(`✖ shard ${index + 1} ended with status ${code}; its files: ${shard.files.join(' ')}`);
       return unfinished.length > 0 ? 1 : code;
     }),
   );
   rmSync(outcomesDir, { recursive: true, force: true });
   // The failures at the end, where a reader of a long log looks, with the command that runs their files alone.
   const failed = [...new Set(Array.from(failures.join('\n').matchAll(/^test at (.+?):\d+:\d+$/gm), (match) => match[1]!))];
-  if (failures.length > 0) process.stdout.write(`\n${failures.join('\n\n')}\n${failed.length > 0 ? `\nagain on their own: npm test -- ${failed.join(' ')}\n` : ''}`);
-  process.stdout.write(`\n── ${shards.length} shards, ${files.length} files ──\n${COUNTS.map((name) => `ℹ ${name} ${totals[name]}`).join('\n')}\nℹ duration_ms ${Date.now() - started}\n`);
+  if (failures.length > 0)
+    process.stdout.write(`\n${failures.join('\n\n')}\n${failed.length > 0 ? `\nagain on their own: npm test -- ${failed.join(' ')}\n` : ''}`);
+  process.stdout.write(
+    `\n── ${shards.length} shards, ${files.length} files ──\n${COUNTS.map((name) => `ℹ ${name} ${totals[name]}`).join('\n')}\nℹ duration_ms ${Date.now() - started}\n`,
+  );
   return codes.every((code) => code === 0);
 }
 

@@ -30,7 +30,9 @@ describe('SAML sign-in in Chromium', { skip: chromiumUnavailable() }, () => {
       request.on('data', (chunk: Buffer) => (body += chunk.toString()));
       request.on('end', () => {
         deliver(Object.fromEntries(new URLSearchParams(body)));
-        response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html lang="en"><title>Wiki</title><main><h1>Signed in to the wiki</h1></main></html>');
+        response
+          .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+          .end('<!doctype html><html lang="en"><title>Wiki</title><main><h1>Signed in to the wiki</h1></main></html>');
       });
     });
     const { port } = await listenOnFreePort(http);
@@ -56,8 +58,16 @@ describe('SAML sign-in in Chromium', { skip: chromiumUnavailable() }, () => {
     await addSamlSp(manageDeps(server), { entity_id: 'https://wiki.example/saml', name: 'The Wiki', acs_urls: [acs.url], attributes: { mail: 'email' } });
     const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
     const saml = new SAML({
-      issuer: 'https://wiki.example/saml', callbackUrl: acs.url, entryPoint: `${server.url}/saml/sso`, idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
-      audience: 'https://wiki.example/saml', identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent', wantAssertionsSigned: true, wantAuthnResponseSigned: false, validateInResponseTo: ValidateInResponseTo.always, disableRequestedAuthnContext: true,
+      issuer: 'https://wiki.example/saml',
+      callbackUrl: acs.url,
+      entryPoint: `${server.url}/saml/sso`,
+      idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
+      audience: 'https://wiki.example/saml',
+      identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+      wantAssertionsSigned: true,
+      wantAuthnResponseSigned: false,
+      validateInResponseTo: ValidateInResponseTo.always,
+      disableRequestedAuthnContext: true,
     });
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -73,7 +83,7 @@ describe('SAML sign-in in Chromium', { skip: chromiumUnavailable() }, () => {
     await context.close();
   });
 
-  it('shows a refused request\'s page', async () => {
+  it("shows a refused request's page", async () => {
     const context = await browser.newContext({ locale: 'fr-FR' });
     const page = await context.newPage();
     const response = await page.goto(`${server.url}/saml/sso?SAMLRequest=bm90IGEgcmVxdWVzdA`);

@@ -30,7 +30,12 @@ let counter = 0;
 async function serviceProvider(registration: Record<string, unknown> = {}, options: Partial<SamlConfig> = {}) {
   counter += 1;
   const entityId = `https://sp${counter}.example.com/saml`;
-  await addSamlSp(manageDeps(server), { entity_id: entityId, acs_urls: [ACS], attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' }, ...registration });
+  await addSamlSp(manageDeps(server), {
+    entity_id: entityId,
+    acs_urls: [ACS],
+    attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' },
+    ...registration,
+  });
   const saml = new SAML({
     issuer: entityId,
     callbackUrl: ACS,
@@ -78,7 +83,10 @@ describe('the IdP metadata', () => {
     for (const format of ['emailAddress', 'persistent', 'transient']) assert.match(xml, new RegExp(`<md:NameIDFormat>[^<]*${format}</md:NameIDFormat>`));
     const certificate = new X509Certificate(Buffer.from(idpCert, 'base64'));
     const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kty: string; n?: string }[] };
-    assert.ok(jwks.keys.some((key) => key.kty === 'RSA' && key.n === certificate.publicKey.export({ format: 'jwk' }).n), 'the certificate holds a published RS256 key');
+    assert.ok(
+      jwks.keys.some((key) => key.kty === 'RSA' && key.n === certificate.publicKey.export({ format: 'jwk' }).n),
+      'the certificate holds a published RS256 key',
+    );
   });
 });
 
@@ -109,14 +117,22 @@ describe('SP-initiated sign-in', () => {
 
     // Another SP knows the same person by another persistent NameID.
     const other = await serviceProvider();
-    const third = await other.saml.validatePostResponseAsync(postedToAcs(await browser.follow(await browser.request(await other.saml.getAuthorizeUrlAsync('', undefined, {})))));
+    const third = await other.saml.validatePostResponseAsync(
+      postedToAcs(await browser.follow(await browser.request(await other.saml.getAuthorizeUrlAsync('', undefined, {})))),
+    );
     assert.notEqual(third.profile?.nameID, profile.nameID, 'persistent NameIDs differ per SP');
   });
 
   it('takes a signed AuthnRequest over HTTP-POST, and signs the whole response for an SP that asks', async () => {
     const { saml } = await serviceProvider(
       { want_signed_requests: true, sign_response: true, certificate: SP_CERT, name_id_format: 'email' },
-      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', authnRequestBinding: 'HTTP-POST', wantAuthnResponseSigned: true, identifierFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress' },
+      {
+        privateKey: SP_KEY_PEM,
+        signatureAlgorithm: 'sha256',
+        authnRequestBinding: 'HTTP-POST',
+        wantAuthnResponseSigned: true,
+        identifierFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
+      },
     );
     const browser = new FormBrowser(server.url);
     const message = (await saml.getAuthorizeMessageAsync('posted')) as Record<string, string>;
@@ -137,7 +153,9 @@ describe('SP-initiated sign-in', () => {
   it('asks for the password again on ForceAuthn, as prompt=login, and answers IsPassive without a session with NoPassive, as prompt=none', async () => {
     const { saml } = await serviceProvider({}, { forceAuthn: true });
     const browser = new FormBrowser(server.url);
-    await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    await saml.validatePostResponseAsync(
+      postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)),
+    );
     const again = await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {})));
     await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(again, user)));
 
@@ -150,7 +168,7 @@ describe('SP-initiated sign-in', () => {
 });
 
 describe('IdP-initiated sign-in', () => {
-  it('sends an unsolicited signed assertion to the SP\'s first ACS URL after the password', async () => {
+  it("sends an unsolicited signed assertion to the SP's first ACS URL after the password", async () => {
     const { saml, entityId } = await serviceProvider({}, { validateInResponseTo: ValidateInResponseTo.never });
     const browser = new FormBrowser(server.url);
     const page = await browser.signIn(await browser.follow(await browser.request(`/saml/initiate?sp=${encodeURIComponent(entityId)}&RelayState=home`)), user);
@@ -169,7 +187,7 @@ function authnRequest(issuer: string, extra: { id?: string; instant?: string; ac
   return `<samlp:AuthnRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${extra.instant ?? new Date().toISOString()}" AssertionConsumerServiceURL="${extra.acs ?? ACS}">${extra.issuerXml ?? `<saml:Issuer>${issuer}</saml:Issuer>`}</samlp:AuthnRequest>`;
 }
 
-describe('requests refused, each with a page in the person\'s language and an event', () => {
+describe("requests refused, each with a page in the person's language and an event", () => {
   /** Opens `url` (or posts `form`) in German; asserts the refusal page and the event of `reason`. */
   async function assertRefused(request: { url: string; form?: Record<string, string> }, reason: string, status = 400): Promise<void> {
     const browser = new FormBrowser(server.url);
@@ -221,8 +239,11 @@ describe('requests refused, each with a page in the person\'s language and an ev
     await assertRefused({ url: redirectUrl(authnRequest(entityId)) }, 'unsigned');
   });
 
-  it('signature wrapping: a signed request changed, or wrapped in another that names an ACS URL of the attacker\'s', async () => {
-    const { saml, entityId } = await serviceProvider({ want_signed_requests: true, certificate: SP_CERT, acs_urls: [ACS, 'https://sp.example.com/other-acs'] }, { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', authnRequestBinding: 'HTTP-POST', skipRequestCompression: true });
+  it("signature wrapping: a signed request changed, or wrapped in another that names an ACS URL of the attacker's", async () => {
+    const { saml, entityId } = await serviceProvider(
+      { want_signed_requests: true, certificate: SP_CERT, acs_urls: [ACS, 'https://sp.example.com/other-acs'] },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', authnRequestBinding: 'HTTP-POST', skipRequestCompression: true },
+    );
     const signedXml = async () => Buffer.from(((await saml.getAuthorizeMessageAsync('')) as Record<string, string>)['SAMLRequest']!, 'base64').toString('utf8');
     const post = (xml: string) => ({ url: '/saml/sso', form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
 
@@ -250,14 +271,16 @@ describe('requests refused, each with a page in the person\'s language and an ev
 });
 
 describe('single logout', () => {
-  it('ends the session for an SP\'s signed LogoutRequest, the OpenID Connect one too, and answers with a signed LogoutResponse', async () => {
+  it("ends the session for an SP's signed LogoutRequest, the OpenID Connect one too, and answers with a signed LogoutResponse", async () => {
     const slo = 'https://sp.example.com/saml/slo';
     const { saml } = await serviceProvider(
       { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
       { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
     );
     const browser = new FormBrowser(server.url);
-    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const { profile } = await saml.validatePostResponseAsync(
+      postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)),
+    );
     assert.ok(profile?.sessionIndex, 'the assertion names the session');
     assert.equal((await browser.request('/account')).status, 200, 'signed in to Tessera');
 
@@ -275,19 +298,34 @@ describe('single logout', () => {
     assert.equal(event?.detail['outcome'], 'end');
   });
 
-  it('does not end another person\'s session, and refuses an unsigned LogoutRequest from an SP whose requests must be signed', async () => {
+  it("does not end another person's session, and refuses an unsigned LogoutRequest from an SP whose requests must be signed", async () => {
     const slo = 'https://sp.example.com/saml/slo';
     const { saml } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
     const browser = new FormBrowser(server.url);
-    await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
-    const someoneElse = { issuer: saml.options.issuer, nameID: 'someone-else', nameIDFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent', sessionIndex: 'x' };
+    await saml.validatePostResponseAsync(
+      postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)),
+    );
+    const someoneElse = {
+      issuer: saml.options.issuer,
+      nameID: 'someone-else',
+      nameIDFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+      sessionIndex: 'x',
+    };
     const answer = await browser.request(await saml.getLogoutUrlAsync(someoneElse as never, '', {}));
     assert.equal(answer.status, 303);
-    await assert.rejects(saml.validateRedirectAsync(Object.fromEntries(new URL(answer.location!).searchParams), new URL(answer.location!).search.slice(1)), /UnknownPrincipal|Requester/);
+    await assert.rejects(
+      saml.validateRedirectAsync(Object.fromEntries(new URL(answer.location!).searchParams), new URL(answer.location!).search.slice(1)),
+      /UnknownPrincipal|Requester/,
+    );
     assert.equal((await browser.request('/account')).status, 200, 'still signed in');
 
-    const strict = await serviceProvider({ slo_url: slo, want_signed_requests: true, certificate: SP_CERT }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
-    const unsigned = await new FormBrowser(server.url).request(await strict.saml.getLogoutUrlAsync(someoneElse as never, '', {}), { headers: { 'accept-language': 'de' } });
+    const strict = await serviceProvider(
+      { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
+      { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
+    );
+    const unsigned = await new FormBrowser(server.url).request(await strict.saml.getLogoutUrlAsync(someoneElse as never, '', {}), {
+      headers: { 'accept-language': 'de' },
+    });
     assert.equal(unsigned.status, 400);
     assert.match(unsigned.html, /Anmeldeanfrage abgelehnt/);
   });
@@ -296,7 +334,9 @@ describe('single logout', () => {
     const slo = 'https://sp.example.com/saml/slo';
     const { saml, entityId } = await serviceProvider({ slo_url: slo }, { logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo });
     const browser = new FormBrowser(server.url);
-    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)));
+    const { profile } = await saml.validatePostResponseAsync(
+      postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user)),
+    );
     const xml = `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_logout${counter}" Version="2.0" IssueInstant="${new Date().toISOString()}" Destination="${server.url}/saml/slo"><saml:Issuer>${entityId}</saml:Issuer><saml:NameID>${profile!.nameID}</saml:NameID></samlp:LogoutRequest>`;
     // What a browser sends cross-site: the form, without the session cookie.
     const posted = await new FormBrowser(server.url).request('/saml/slo', { form: { SAMLRequest: Buffer.from(xml).toString('base64') } });
@@ -324,26 +364,44 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext', ()
     const setup = new FormBrowser(server.url);
     const login = await setup.follow(await setup.request('/login?return_to=%2Faccount'));
     const account = await setup.signIn(login, grace);
-    const creation = JSON.parse((await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(account, '/account/passkeys').fields['csrf_token']! } })).html) as Record<string, unknown>;
-    assert.equal((await setup.submit(account, '/account/passkeys', { name: 'Key', response: JSON.stringify(passkey.register(creation, server.url)) })).status, 303);
+    const creation = JSON.parse(
+      (await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(account, '/account/passkeys').fields['csrf_token']! } })).html,
+    ) as Record<string, unknown>;
+    assert.equal(
+      (await setup.submit(account, '/account/passkeys', { name: 'Key', response: JSON.stringify(passkey.register(creation, server.url)) })).status,
+      303,
+    );
 
     await addSamlSp(manageDeps(server), { entity_id: 'https://mfa.example.com/saml', acs_urls: [ACS], attributes: { mail: 'email' } });
     const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
     const saml = new SAML({
-      issuer: 'https://mfa.example.com/saml', callbackUrl: ACS, entryPoint: `${server.url}/saml/sso`, idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
-      audience: 'https://mfa.example.com/saml', wantAuthnResponseSigned: false, identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
-      authnContext: ['https://refeds.org/profile/mfa'], acceptedClockSkewMs: 5_000,
+      issuer: 'https://mfa.example.com/saml',
+      callbackUrl: ACS,
+      entryPoint: `${server.url}/saml/sso`,
+      idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
+      audience: 'https://mfa.example.com/saml',
+      wantAuthnResponseSigned: false,
+      identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+      authnContext: ['https://refeds.org/profile/mfa'],
+      acceptedClockSkewMs: 5_000,
     });
     const browser = new FormBrowser(server.url);
     // A password alone is not enough: the sign-in page comes back, saying a second factor is needed.
     const again = await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), grace);
     assert.equal(again.status, 200);
     assert.match(again.html, /second factor/i);
-    const options = JSON.parse((await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html) as Record<string, unknown>;
-    const signedIn = await browser.submit(again, '/login/passkey', { response: JSON.stringify(passkey.authenticate(options, server.url, { userVerified: true })) });
+    const options = JSON.parse(
+      (await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html,
+    ) as Record<string, unknown>;
+    const signedIn = await browser.submit(again, '/login/passkey', {
+      response: JSON.stringify(passkey.authenticate(options, server.url, { userVerified: true })),
+    });
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
     const fields = postedToAcs(await browser.follow(signedIn));
-    assert.match(Buffer.from(fields['SAMLResponse']!, 'base64').toString(), /<saml:AuthnContextClassRef>https:\/\/refeds\.org\/profile\/mfa<\/saml:AuthnContextClassRef>/);
+    assert.match(
+      Buffer.from(fields['SAMLResponse']!, 'base64').toString(),
+      /<saml:AuthnContextClassRef>https:\/\/refeds\.org\/profile\/mfa<\/saml:AuthnContextClassRef>/,
+    );
     const { profile } = await saml.validatePostResponseAsync(fields);
     assert.equal(profile?.['mail'], 'grace@example.com');
   });

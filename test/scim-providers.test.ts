@@ -34,7 +34,7 @@ async function send(method: string, path: string, body?: Json): Promise<{ status
 const q = (filter: string) => encodeURIComponent(filter);
 const resources = (body: Json) => body['Resources'] as Json[];
 
-describe('Microsoft Entra ID\'s requests', () => {
+describe("Microsoft Entra ID's requests", () => {
   it('tests the connection, creates a user, finds them by userName, updates, disables and deletes them', async () => {
     // Test Connection: a filter that matches nobody answers an empty list, not 404.
     const none = await send('GET', `/Users?filter=${q('userName eq "non-existent user"')}`);
@@ -56,7 +56,10 @@ describe('Microsoft Entra ID\'s requests', () => {
     assert.equal(created.body['externalId'], '0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef');
 
     const found = await send('GET', `/Users?filter=${q('userName eq "Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1"')}`);
-    assert.deepEqual(resources(found.body).map((user) => user['id']), [id]);
+    assert.deepEqual(
+      resources(found.body).map((user) => user['id']),
+      [id],
+    );
     const byExternalId = await send('GET', `/Users?filter=${q('externalId eq "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"')}`);
     assert.equal(byExternalId.body['totalResults'], 1);
 
@@ -82,7 +85,10 @@ describe('Microsoft Entra ID\'s requests', () => {
 
     // Disable user, as the documentation shows it and as the service sends it ("False").
     for (const value of [false, 'False']) {
-      const disabled = await send('PATCH', `/Users/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'active', value }] });
+      const disabled = await send('PATCH', `/Users/${id}`, {
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op: 'Replace', path: 'active', value }],
+      });
       assert.equal(disabled.status, 200, JSON.stringify(disabled.body));
       assert.equal(disabled.body['active'], false);
     }
@@ -93,7 +99,11 @@ describe('Microsoft Entra ID\'s requests', () => {
   });
 
   it('creates a group, adds and removes members, renames and deletes it', async () => {
-    const member = await send('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'entra-member@testuser.com', active: true });
+    const member = await send('POST', '/Users', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+      userName: 'entra-member@testuser.com',
+      active: true,
+    });
     const memberId = String(member.body['id']);
     const created = await send('POST', '/Groups', {
       schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group', 'http://schemas.microsoft.com/2006/11/ResourceManagement/ADSCIM/2.0/Group'],
@@ -104,21 +114,33 @@ describe('Microsoft Entra ID\'s requests', () => {
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = String(created.body['id']);
     const found = await send('GET', `/Groups?excludedAttributes=members&filter=${q('displayName eq "displayName"')}`);
-    assert.deepEqual(resources(found.body).map((group) => group['id']), [id]);
+    assert.deepEqual(
+      resources(found.body).map((group) => group['id']),
+      [id],
+    );
 
-    const added = await send('PATCH', `/Groups/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: memberId }] }] });
+    const added = await send('PATCH', `/Groups/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'Add', path: 'members', value: [{ $ref: null, value: memberId }] }],
+    });
     assert.equal(added.status, 200, JSON.stringify(added.body));
     assert.deepEqual(await server.store.groups.namesOf(memberId), ['displayName']);
-    const removed = await send('PATCH', `/Groups/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: memberId }] }] });
+    const removed = await send('PATCH', `/Groups/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: memberId }] }],
+    });
     assert.equal(removed.status, 200, JSON.stringify(removed.body));
     assert.deepEqual(await server.store.groups.namesOf(memberId), []);
-    const renamed = await send('PATCH', `/Groups/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'Replace', path: 'displayName', value: '1879db59-3bdf-4490-ad68-ab880a269474updatedDisplayName' }] });
+    const renamed = await send('PATCH', `/Groups/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'Replace', path: 'displayName', value: '1879db59-3bdf-4490-ad68-ab880a269474updatedDisplayName' }],
+    });
     assert.equal(renamed.body['displayName'], '1879db59-3bdf-4490-ad68-ab880a269474updatedDisplayName');
     assert.equal((await send('DELETE', `/Groups/${id}`)).status, 204);
   });
 });
 
-describe('Okta\'s requests', () => {
+describe("Okta's requests", () => {
   it('looks a user up, creates, reads, replaces by PUT and deactivates them', async () => {
     const lookup = await send('GET', `/Users?filter=${q('userName eq "test.user@okta.local"')}&startIndex=1&count=100`);
     assert.equal(lookup.status, 200);
@@ -141,11 +163,19 @@ describe('Okta\'s requests', () => {
     assert.equal((await send('GET', `/Users/${id}`)).body['userName'], 'test.user@okta.local');
 
     const { password: _password, ...withoutPassword } = user;
-    const replaced = await send('PUT', `/Users/${id}`, { ...withoutPassword, id, name: { givenName: 'Another', familyName: 'User' }, meta: { resourceType: 'User' } });
+    const replaced = await send('PUT', `/Users/${id}`, {
+      ...withoutPassword,
+      id,
+      name: { givenName: 'Another', familyName: 'User' },
+      meta: { resourceType: 'User' },
+    });
     assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
     assert.equal((await server.store.users.get(id))?.givenName, 'Another');
 
-    const deactivated = await send('PATCH', `/Users/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { active: false } }] });
+    const deactivated = await send('PATCH', `/Users/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'replace', value: { active: false } }],
+    });
     assert.equal(deactivated.status, 200, JSON.stringify(deactivated.body));
     assert.equal(deactivated.body['active'], false);
     assert.equal((await server.store.users.get(id))?.disabled, true);
@@ -157,12 +187,21 @@ describe('Okta\'s requests', () => {
     const created = await send('POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Test SCIMv2', members: [] });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = String(created.body['id']);
-    const renamed = await send('PATCH', `/Groups/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', value: { id, displayName: 'Test SCIMv2 renamed' } }] });
+    const renamed = await send('PATCH', `/Groups/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'replace', value: { id, displayName: 'Test SCIMv2 renamed' } }],
+    });
     assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
-    const added = await send('PATCH', `/Groups/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'add', path: 'members', value: [{ value: memberId, display: 'okta-member@okta.local' }] }] });
+    const added = await send('PATCH', `/Groups/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'add', path: 'members', value: [{ value: memberId, display: 'okta-member@okta.local' }] }],
+    });
     assert.equal(added.status, 200, JSON.stringify(added.body));
     assert.deepEqual(await server.store.groups.namesOf(memberId), ['Test SCIMv2 renamed']);
-    const removed = await send('PATCH', `/Groups/${id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'remove', path: `members[value eq "${memberId}"]` }] });
+    const removed = await send('PATCH', `/Groups/${id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'remove', path: `members[value eq "${memberId}"]` }],
+    });
     assert.equal(removed.status, 200, JSON.stringify(removed.body));
     assert.deepEqual(await server.store.groups.namesOf(memberId), []);
     assert.equal((await send('DELETE', `/Groups/${id}`)).status, 204);

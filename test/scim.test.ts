@@ -40,7 +40,11 @@ interface Answer {
 async function scim(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, bearer: string | null = token): Promise<Answer> {
   const response = await fetch(`${server.url}/scim/v2${path}`, {
     method,
-    headers: { ...(bearer === null ? {} : { authorization: `Bearer ${bearer}` }), ...(body === undefined ? {} : { 'content-type': 'application/scim+json' }), ...headers },
+    headers: {
+      ...(bearer === null ? {} : { authorization: `Bearer ${bearer}` }),
+      ...(body === undefined ? {} : { 'content-type': 'application/scim+json' }),
+      ...headers,
+    },
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
   const text = await response.text();
@@ -129,7 +133,10 @@ describe('a user through their whole life over SCIM', () => {
     assert.equal(found.status, 200);
     assert.equal(found.body['totalResults'], 1);
     assert.equal((found.body['Resources'] as Record<string, unknown>[])[0]!['id'], id);
-    const complex = await scim('GET', filter(`emails[type eq "work" and value co "@example.com"] and ${ENTERPRISE}:department eq "navy" and not (active eq false)`));
+    const complex = await scim(
+      'GET',
+      filter(`emails[type eq "work" and value co "@example.com"] and ${ENTERPRISE}:department eq "navy" and not (active eq false)`),
+    );
     assert.equal(complex.body['totalResults'], 1);
     const none = await scim('GET', filter('externalId eq "E-1001"'));
     assert.equal(none.body['totalResults'], 0, 'externalId keeps its case');
@@ -145,23 +152,31 @@ describe('a user through their whole life over SCIM', () => {
     assert.equal((excluded.body[ENTERPRISE] as Record<string, unknown>)['employeeNumber'], '1906');
   });
 
-  it('changes the user by PATCH in Entra ID\'s forms, at the version read', async () => {
-    const patched = await scim('PATCH', `/Users/${id}`, {
-      schemas: [PATCH],
-      Operations: [
-        { op: 'Replace', path: 'name.familyName', value: 'Murray Hopper' },
-        { op: 'replace', path: 'emails[type eq "work"].value', value: 'grace.hopper@example.com' },
-        { op: 'Add', path: `${ENTERPRISE}:manager`, value: { value: 'm-42' } },
-        { op: 'replace', value: { displayName: 'Amazing Grace', [`${ENTERPRISE}:costCenter`]: 'CC-7' } },
-      ],
-    }, { 'if-match': etag });
+  it("changes the user by PATCH in Entra ID's forms, at the version read", async () => {
+    const patched = await scim(
+      'PATCH',
+      `/Users/${id}`,
+      {
+        schemas: [PATCH],
+        Operations: [
+          { op: 'Replace', path: 'name.familyName', value: 'Murray Hopper' },
+          { op: 'replace', path: 'emails[type eq "work"].value', value: 'grace.hopper@example.com' },
+          { op: 'Add', path: `${ENTERPRISE}:manager`, value: { value: 'm-42' } },
+          { op: 'replace', value: { displayName: 'Amazing Grace', [`${ENTERPRISE}:costCenter`]: 'CC-7' } },
+        ],
+      },
+      { 'if-match': etag },
+    );
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     const account = await server.store.users.get(id);
     assert.equal(account?.familyName, 'Murray Hopper');
     assert.equal(account?.email, 'grace.hopper@example.com');
     assert.equal(account?.name, 'Amazing Grace', 'the name claim follows displayName when name.formatted was not given');
     assert.deepEqual(patched.body[ENTERPRISE], { department: 'Navy', employeeNumber: '1906', manager: { value: 'm-42' }, costCenter: 'CC-7' });
-    assertError(await scim('PATCH', `/Users/${id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'x' }] }, { 'if-match': etag }), 412);
+    assertError(
+      await scim('PATCH', `/Users/${id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'x' }] }, { 'if-match': etag }),
+      412,
+    );
     etag = patched.headers.get('etag')!;
   });
 
@@ -203,7 +218,7 @@ describe('a user through their whole life over SCIM', () => {
 });
 
 describe('groups over SCIM', () => {
-  it('makes a group with members, whose name is in their groups claim at UserInfo (scope groups), and changes its members in Entra ID\'s and Okta\'s forms', async () => {
+  it("makes a group with members, whose name is in their groups claim at UserInfo (scope groups), and changes its members in Entra ID's and Okta's forms", async () => {
     const ada = await server.addUser({ username: 'ada' });
     const alan = await server.addUser({ username: 'alan' });
     const made = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'Engineers', members: [{ value: ada.id }] });
@@ -215,16 +230,27 @@ describe('groups over SCIM', () => {
     const config = await discover(server, app);
     const tokens = await signIn(server, config, ada, 'openid groups');
     assert.deepEqual((await oidc.fetchUserInfo(config, tokens.access_token, ada.id))['groups'], ['Engineers'], 'in UserInfo');
-    assert.deepEqual((await scim('GET', `/Users/${ada.id}`)).body['groups'], [{ value: groupId, $ref: `${server.config.issuer}/scim/v2/Groups/${groupId}`, display: 'Engineers', type: 'direct' }]);
+    assert.deepEqual((await scim('GET', `/Users/${ada.id}`)).body['groups'], [
+      { value: groupId, $ref: `${server.config.issuer}/scim/v2/Groups/${groupId}`, display: 'Engineers', type: 'direct' },
+    ]);
 
     // Okta: add members by path, rename by replace without a path.
-    const okta = await scim('PATCH', `/Groups/${groupId}`, { schemas: [PATCH], Operations: [{ op: 'add', path: 'members', value: [{ value: alan.id, display: 'alan' }] }, { op: 'replace', value: { id: groupId, displayName: 'Engineering' } }] });
+    const okta = await scim('PATCH', `/Groups/${groupId}`, {
+      schemas: [PATCH],
+      Operations: [
+        { op: 'add', path: 'members', value: [{ value: alan.id, display: 'alan' }] },
+        { op: 'replace', value: { id: groupId, displayName: 'Engineering' } },
+      ],
+    });
     assert.equal(okta.status, 200, JSON.stringify(okta.body));
     assert.deepEqual((okta.body['members'] as Record<string, unknown>[]).map((m) => m['value']).sort(), [ada.id, alan.id].sort());
     assert.equal(okta.body['displayName'], 'Engineering');
     // Entra ID: remove a member by value; Okta: by a path filter.
     const entra = await scim('PATCH', `/Groups/${groupId}`, { schemas: [PATCH], Operations: [{ op: 'Remove', path: 'members', value: [{ value: ada.id }] }] });
-    assert.deepEqual((entra.body['members'] as Record<string, unknown>[]).map((m) => m['value']), [alan.id]);
+    assert.deepEqual(
+      (entra.body['members'] as Record<string, unknown>[]).map((m) => m['value']),
+      [alan.id],
+    );
     const filtered = await scim('PATCH', `/Groups/${groupId}`, { schemas: [PATCH], Operations: [{ op: 'remove', path: `members[value eq "${alan.id}"]` }] });
     assert.equal(filtered.body['members'], undefined);
     assert.deepEqual(await server.store.groups.namesOf(ada.id), []);
@@ -236,20 +262,26 @@ describe('groups over SCIM', () => {
   });
 });
 
-describe('the service provider\'s configuration and bulk requests', () => {
+describe("the service provider's configuration and bulk requests", () => {
   it('serves /ServiceProviderConfig, /ResourceTypes and /Schemas', async () => {
     const config = await scim('GET', '/ServiceProviderConfig');
     assert.deepEqual(config.body['bulk'], { supported: true, maxOperations: 100, maxPayloadSize: 1_048_576 });
     assert.deepEqual(config.body['filter'], { supported: true, maxResults: 200 });
     const types = await scim('GET', '/ResourceTypes');
-    assert.deepEqual((types.body['Resources'] as Record<string, unknown>[]).map((type) => type['endpoint']), ['/Users', '/Groups']);
+    assert.deepEqual(
+      (types.body['Resources'] as Record<string, unknown>[]).map((type) => type['endpoint']),
+      ['/Users', '/Groups'],
+    );
     assert.equal((await scim('GET', '/ResourceTypes/User')).body['schema'], USER);
     const schemas = await scim('GET', '/Schemas');
-    assert.deepEqual((schemas.body['Resources'] as Record<string, unknown>[]).map((schema) => schema['id']), [USER, ENTERPRISE, GROUP]);
+    assert.deepEqual(
+      (schemas.body['Resources'] as Record<string, unknown>[]).map((schema) => schema['id']),
+      [USER, ENTERPRISE, GROUP],
+    );
     assert.equal((await scim('GET', `/Schemas/${ENTERPRISE}`)).body['name'], 'EnterpriseUser');
   });
 
-  it('runs bulk operations in order, resolving bulkIds, and reports each one\'s status', async () => {
+  it("runs bulk operations in order, resolving bulkIds, and reports each one's status", async () => {
     const answer = await scim('POST', '/Bulk', {
       schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkRequest'],
       Operations: [
@@ -260,15 +292,29 @@ describe('the service provider\'s configuration and bulk requests', () => {
       ],
     });
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    assert.deepEqual((answer.body['Operations'] as Record<string, unknown>[]).map((op) => op['status']), ['201', '201', '409', '204']);
-    const tooMany = await scim('POST', '/Bulk', { schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkRequest'], Operations: Array.from({ length: 101 }, () => ({ method: 'DELETE', path: '/Users/x' })) });
+    assert.deepEqual(
+      (answer.body['Operations'] as Record<string, unknown>[]).map((op) => op['status']),
+      ['201', '201', '409', '204'],
+    );
+    const tooMany = await scim('POST', '/Bulk', {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkRequest'],
+      Operations: Array.from({ length: 101 }, () => ({ method: 'DELETE', path: '/Users/x' })),
+    });
     assertError(tooMany, 413);
   });
 });
 
 describe('bad input: the SCIM error it defines, never a 500, nothing half written', () => {
   it('answers malformed filters and unknown attributes with invalidFilter', async () => {
-    for (const text of ['userName eq', 'userName eq "a" and', '(userName eq "a"', 'shoeSize eq "9"', 'active gt true', 'emails[type eq "work"', 'userName eq "\\x"']) {
+    for (const text of [
+      'userName eq',
+      'userName eq "a" and',
+      '(userName eq "a"',
+      'shoeSize eq "9"',
+      'active gt true',
+      'emails[type eq "work"',
+      'userName eq "\\x"',
+    ]) {
       assertError(await scim('GET', filter(text)), 400, 'invalidFilter');
     }
   });
@@ -282,7 +328,14 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
     assertError(await patch([{ op: 'remove' }]), 400, 'noTarget');
     assertError(await patch([{ op: 'jump', path: 'title', value: 'x' }]), 400, 'invalidSyntax');
     assertError(await patch([{ op: 'replace', path: 'active', value: 'perhaps' }]), 400, 'invalidValue');
-    assertError(await patch([{ op: 'replace', path: 'title', value: 'ok' }, { op: 'replace', path: 'locale', value: 42 }]), 400, 'invalidValue');
+    assertError(
+      await patch([
+        { op: 'replace', path: 'title', value: 'ok' },
+        { op: 'replace', path: 'locale', value: 42 },
+      ]),
+      400,
+      'invalidValue',
+    );
     assert.equal((await scim('GET', `/Users/${user.id}`)).body['title'], undefined, 'the first operation was not written either');
     const titled = await patch([{ op: 'replace', path: 'title', value: 'Patient' }]);
     assert.equal(titled.status, 200, JSON.stringify(titled.body));

@@ -29,7 +29,12 @@ function totp(secretBase32: string, ms: number, stepOffset = 0): string {
 }
 
 /** Signs in with the password, from `ip` when given (the server must trust X-Forwarded-For). */
-async function signInWithPassword(server: TestServer, user: TestUser, returnTo = '/account', ip: string | null = null): Promise<{ browser: FormBrowser; page: Page }> {
+async function signInWithPassword(
+  server: TestServer,
+  user: TestUser,
+  returnTo = '/account',
+  ip: string | null = null,
+): Promise<{ browser: FormBrowser; page: Page }> {
   const browser = new BrowserAt(server.url, ip);
   const login = await browser.follow(await browser.request(`/login?return_to=${encodeURIComponent(returnTo)}`));
   const page = await browser.submit(login, '/login', { username: user.username, password: user.password });
@@ -101,7 +106,12 @@ describe('one-time codes after the password', () => {
     clock.advance(60_000);
     const config = await discover(server, client);
     const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
     const browser = new FormBrowser(server.url);
     const login = await browser.follow(await browser.request(url.href));
     const asked = await browser.submit(login, '/login', { username: user.username, password: user.password });
@@ -158,12 +168,22 @@ describe('one-time codes after the password', () => {
     assert.equal(locked.status, 429, 'locked: not even the right code is tried');
     for (let i = 0; i < 3; i++) assert.equal((await browser.submit(current, '/login/second-factor', { code: wrong })).status, 429);
     const failures = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 });
-    assert.deepEqual(failures.map((event) => event.detail['reason']), Array(10).fill('wrong_code'), 'each wrong code; the refused ones write nothing yet');
+    assert.deepEqual(
+      failures.map((event) => event.detail['reason']),
+      Array(10).fill('wrong_code'),
+      'each wrong code; the refused ones write nothing yet',
+    );
     assert.ok(failures.every((event) => event.detail['during'] === 'sign_in'));
     // The window's count is stored once it ends, or when the server stops.
     await server.restart();
-    const lockouts = (await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 })).filter((event) => event.detail['reason'] === 'locked');
-    assert.deepEqual(lockouts.map((event) => event.detail['refused']), [4], 'one row for the lockout, with the four refusals');
+    const lockouts = (await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 })).filter(
+      (event) => event.detail['reason'] === 'locked',
+    );
+    assert.deepEqual(
+      lockouts.map((event) => event.detail['refused']),
+      [4],
+      'one row for the lockout, with the four refusals',
+    );
     const again = await signInWithPassword(server, user);
     assert.equal(again.page.status, 429, 'the password limit from this address is the same one');
     assert.match(again.page.html, /Too many wrong passwords for this username from your connection/);
@@ -208,7 +228,10 @@ describe('one-time codes after the password', () => {
     assert.equal(eleventh.browser.cookies.has('tessera_session'), false, 'not signed in');
     const failures = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 50 });
     // The refused code writes nothing now: its lockout row comes when the window ends (core/events.ts).
-    assert.deepEqual(failures.map((event) => event.detail['reason']), Array(10).fill('wrong_code'));
+    assert.deepEqual(
+      failures.map((event) => event.detail['reason']),
+      Array(10).fill('wrong_code'),
+    );
     // The lockout is this user's: another person at the same address signs in.
     const elsewhere = await signInWithPassword(server, other, '/account', '198.51.100.11');
     const signedIn = await elsewhere.browser.submit(elsewhere.page, '/login/second-factor', { code: totp(otherSecret, clock.now()) });
@@ -226,7 +249,10 @@ describe('one-time codes after the password', () => {
     assert.equal(reused.status, 401);
     assert.equal(second.browser.cookies.has('tessera_session'), false);
     const used = await server.store.events.list({ userId: user.id, type: 'second_factor.recovery_code_used', limit: 5 });
-    assert.deepEqual(used.map((event) => event.detail), [{ recovery_codes_left: 9 }]);
+    assert.deepEqual(
+      used.map((event) => event.detail),
+      [{ recovery_codes_left: 9 }],
+    );
     const [refused] = await server.store.events.list({ userId: user.id, type: 'second_factor.failed', limit: 5 });
     assert.deepEqual(refused?.detail, { reason: 'wrong_code', during: 'sign_in' }, 'a used recovery code is a wrong code');
   });
@@ -265,8 +291,8 @@ describe('one-time codes after the password', () => {
   });
 });
 
-describe('one-time codes under the operator\'s name (TESSERA_SITE_NAME)', () => {
-  it('tells people to look for the site\'s name in their app, on the setup page and after the password', async () => {
+describe("one-time codes under the operator's name (TESSERA_SITE_NAME)", () => {
+  it("tells people to look for the site's name in their app, on the setup page and after the password", async () => {
     const clock = new ManualClock(Date.now());
     const server = await startTestServer({ clock, env: { TESSERA_SITE_NAME: 'Acme Accounts' } });
     try {
@@ -307,7 +333,13 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
   async function authorizeUrl(target: TestServer, client: TestClient, extra: Record<string, string> = {}) {
     const config = await discover(target, client);
     const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
+    });
     return { config, verifier, url };
   }
 
@@ -320,14 +352,18 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.equal(asked.status, 200);
     assert.match(asked.html, /Approving needs a second factor/);
     assert.doesNotMatch(asked.html, />Approve<\/button>/);
-    const forced = await browser.request('/oauth/authorize/decision', { form: { ...Object.fromEntries(url.searchParams), csrf_token: browser.form(asked, '/login').fields['csrf_token']!, decision: 'approve' } });
+    const forced = await browser.request('/oauth/authorize/decision', {
+      form: { ...Object.fromEntries(url.searchParams), csrf_token: browser.form(asked, '/login').fields['csrf_token']!, decision: 'approve' },
+    });
     assert.equal(forced.status, 403);
     assert.match(forced.html, /second factor/);
 
     // The refusal links straight to the account page, which the password session opens
     // without signing in again; setting up a code there proves the second factor in this
     // browser, and the page that shows the recovery codes continues to the approval.
-    const link = /<a href="([^"]+)">Set up a passkey or one-time codes on your account page<\/a>: you stay signed in/.exec(asked.html)?.[1]?.replaceAll('&amp;', '&');
+    const link = /<a href="([^"]+)">Set up a passkey or one-time codes on your account page<\/a>: you stay signed in/
+      .exec(asked.html)?.[1]
+      ?.replaceAll('&amp;', '&');
     assert.ok(link, asked.html);
     const returnTo = `${url.pathname}${url.search}`;
     assert.equal(new URL(link, strict.url).searchParams.get('return_to'), returnTo);
@@ -374,7 +410,9 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     assert.match(asked.html, /Living Room TV can be approved only after signing in with a passkey/);
     assert.doesNotMatch(asked.html, />Approve<\/button>/);
     const csrf = browser.form(asked, '/login').fields['csrf_token']!;
-    const forced = await browser.request('/oauth/authorize/decision', { form: { ...Object.fromEntries(url.searchParams), csrf_token: csrf, decision: 'approve' } });
+    const forced = await browser.request('/oauth/authorize/decision', {
+      form: { ...Object.fromEntries(url.searchParams), csrf_token: csrf, decision: 'approve' },
+    });
     assert.equal(forced.status, 403);
     assert.match(forced.html, /only after signing in with a passkey/);
 
@@ -416,10 +454,15 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     const { browser, page } = await signInWithPassword(server, user, `${asked.url.pathname}${asked.url.search}`);
     const approval = await browser.follow(page);
     const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
-    const claims = (await oidc.authorizationCodeGrant(asked.config, new URL(decided.location!), { pkceCodeVerifier: asked.verifier, idTokenExpected: true })).claims()!;
+    const claims = (
+      await oidc.authorizationCodeGrant(asked.config, new URL(decided.location!), { pkceCodeVerifier: asked.verifier, idTokenExpected: true })
+    ).claims()!;
     assert.equal(claims.acr, 'urn:tessera:acr:pwd', 'one factor, as it was');
 
-    const essential = await authorizeUrl(server, app, { prompt: 'consent', claims: JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:tessera:acr:mfa'] } } }) });
+    const essential = await authorizeUrl(server, app, {
+      prompt: 'consent',
+      claims: JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:tessera:acr:mfa'] } } }),
+    });
     const stepUp = await browser.follow(await browser.request(essential.url.href));
     assert.match(stepUp.html, /Approving needs a second factor/);
     assert.doesNotMatch(stepUp.html, />Approve<\/button>/);
@@ -472,7 +515,10 @@ describe('one-time codes set up after a passkey sign-in', () => {
     const account = await browser.follow(page);
     const csrf = browser.form(account, '/account/passkeys').fields['csrf_token']!;
     const creation = JSON.parse((await browser.request('/account/passkeys/options', { form: { csrf_token: csrf } })).html) as Record<string, unknown>;
-    const added = await browser.submit(account, '/account/passkeys', { name: 'Security key', response: JSON.stringify(passkey.register(creation, server.url)) });
+    const added = await browser.submit(account, '/account/passkeys', {
+      name: 'Security key',
+      response: JSON.stringify(passkey.register(creation, server.url)),
+    });
     assert.equal(added.status, 303, added.html.slice(0, 300));
     return passkey;
   }
@@ -512,7 +558,9 @@ describe('one-time codes set up after a passkey sign-in', () => {
     const approval = await browser.follow(await browser.request(request.url.href));
     assert.match(approval.html, />Approve<\/button>/);
     const decided = await browser.submit(approval, '/oauth/authorize/decision', { decision: 'approve' });
-    return (await oidc.authorizationCodeGrant(request.config, new URL(decided.location!), { pkceCodeVerifier: request.verifier, idTokenExpected: true })).claims()!;
+    return (
+      await oidc.authorizationCodeGrant(request.config, new URL(decided.location!), { pkceCodeVerifier: request.verifier, idTokenExpected: true })
+    ).claims()!;
   }
 
   it('records a presence-only passkey and a code as what they are: amr hwk user otp, never pwd, and one kind of factor, not mfa', async () => {
@@ -539,7 +587,7 @@ describe('one-time codes set up after a passkey sign-in', () => {
     assert.equal(claims.auth_time, Math.floor(signedInAt / 1000), 'the passkey sign-in, not the code set up later');
   });
 
-  it('keeps a verified passkey session\'s two factors and adds the code: amr hwk otp mfa', async () => {
+  it("keeps a verified passkey session's two factors and adds the code: amr hwk otp mfa", async () => {
     const user = await server.addUser();
     const passkey = await withPasskey(user);
     const request = await authorizeUrl('urn:tessera:acr:mfa');

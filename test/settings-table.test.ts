@@ -15,7 +15,12 @@ import { OTHER_VARIABLES, SETTINGS, settingsTable, shownDefault, shownRange, typ
 
 const ROOT = new URL('..', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
-const DOCS = ['README.md', ...readdirSync(new URL('docs/', ROOT)).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(new URL('docs/', ROOT))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 const dir = mkdtempSync(join(tmpdir(), 'tessera-settings-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,7 +69,10 @@ describe('the settings table', () => {
     const base = { TESSERA_WRAPPER_VERSION: '1' };
     const defaults = loadConfig(base);
     for (const entry of SETTINGS as readonly Setting[]) {
-      assert.ok(entry.type !== 'text' || typeof (TEXT_PARSERS as Record<string, unknown>)[entry.name] === 'function', `${entry.name} has a parser in src/config/parsers.ts`);
+      assert.ok(
+        entry.type !== 'text' || typeof (TEXT_PARSERS as Record<string, unknown>)[entry.name] === 'function',
+        `${entry.name} has a parser in src/config/parsers.ts`,
+      );
       const tried = samples(entry);
       assert.ok(tried.length > 0, `${entry.name} has a sample value in this test`);
       const changed = tried.some((value) => {
@@ -91,7 +99,7 @@ describe('the settings table', () => {
     });
   });
 
-  it('is the README\'s settings table, row for row', () => {
+  it("is the README's settings table, row for row", () => {
     const readme = read('README.md');
     const start = readme.indexOf('| variable | default | accepts | meaning |');
     assert.notEqual(start, -1, 'the README has a settings table');
@@ -119,7 +127,11 @@ describe('the settings table', () => {
         entry.name,
       );
       if (entry.min > 0) {
-        assert.throws(() => loadConfig({ [entry.name]: String(entry.min - 1) }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${entry.name}:`), entry.name);
+        assert.throws(
+          () => loadConfig({ [entry.name]: String(entry.min - 1) }),
+          (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${entry.name}:`),
+          entry.name,
+        );
       }
     }
   });
@@ -128,7 +140,11 @@ describe('the settings table', () => {
     for (const entry of SETTINGS) {
       if (entry.type !== 'boolean') continue;
       loadConfig({ [entry.name]: 'true' });
-      assert.throws(() => loadConfig({ [entry.name]: 'maybe' }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${entry.name}:`), entry.name);
+      assert.throws(
+        () => loadConfig({ [entry.name]: 'maybe' }),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${entry.name}:`),
+        entry.name,
+      );
     }
   });
 
@@ -139,7 +155,8 @@ describe('the settings table', () => {
       const words = [...shownRange(entry).matchAll(/`([^`]+)`/g)].map((match) => match[1]!);
       for (const word of words) assert.doesNotThrow(() => loadConfig({ [entry.name]: word }), `${entry.name}=${word}`);
       assert.ok(words.includes(shownDefault(entry).replaceAll('`', '')), `${entry.name}: its default ${shownDefault(entry)} is among ${shownRange(entry)}`);
-      for (const match of text.matchAll(new RegExp(`${entry.name}=([A-Za-z0-9]+)`, 'g'))) assert.ok(words.includes(match[1]!), `the docs set ${match[0]}, which the table does not list`);
+      for (const match of text.matchAll(new RegExp(`${entry.name}=([A-Za-z0-9]+)`, 'g')))
+        assert.ok(words.includes(match[1]!), `the docs set ${match[0]}, which the table does not list`);
     }
   });
 

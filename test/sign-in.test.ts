@@ -23,7 +23,11 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
 
   before(async () => {
     clock = new ManualClock(Date.now());
-    ({ server, client, user } = await startWithApp({ server: { clock, env: { TESSERA_SESSION_TTL: String(SESSION_TTL) } }, client: { name: 'Calendar' }, user: { username: 'ada', name: 'Ada Lovelace' } }));
+    ({ server, client, user } = await startWithApp({
+      server: { clock, env: { TESSERA_SESSION_TTL: String(SESSION_TTL) } },
+      client: { name: 'Calendar' },
+      user: { username: 'ada', name: 'Ada Lovelace' },
+    }));
   });
   after(() => server.close());
 
@@ -31,8 +35,15 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
   async function authorizationRequest(extra: Record<string, string> = {}): Promise<{ url: string; verifier: string }> {
     const verifier = oidc.randomPKCECodeVerifier();
     const query = new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid profile', state: 'state-1', nonce: 'nonce-1',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile',
+      state: 'state-1',
+      nonce: 'nonce-1',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     return { url: `/oauth/authorize?${query}`, verifier };
   }
@@ -54,12 +65,23 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
 
   /** Redeems a code as the client, and verifies the ID token at the server's time. */
   async function idTokenFor(callback: URL, verifier: string) {
-    const result = await postForm(`${server.url}/oauth/token`, {
-      grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: REDIRECT_URI, code_verifier: verifier,
-    }, { authorization: basic(client.clientId, client.clientSecret) });
+    const result = await postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: 'authorization_code',
+        code: callback.searchParams.get('code') ?? '',
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
     assert.equal(result.status, 200, JSON.stringify(result.body));
     const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
-    const { payload } = await jwtVerify(result.body['id_token'] as string, jwks, { issuer: server.url, audience: client.clientId, currentDate: new Date(clock.now()) });
+    const { payload } = await jwtVerify(result.body['id_token'] as string, jwks, {
+      issuer: server.url,
+      audience: client.clientId,
+      currentDate: new Date(clock.now()),
+    });
     return payload;
   }
 
@@ -179,15 +201,26 @@ describe('signing in: prompt, max_age, return_to, sign-out and the session', () 
   it('refuses a code redeemed after its 60 seconds with invalid_grant, and redeems one within them', async () => {
     const browser = await signedInBrowser();
     const late = await authorizationRequest({ prompt: 'consent' });
-    const lateCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(late.url)), '/oauth/authorize/decision', { decision: 'approve' }));
+    const lateCallback = callbackOf(
+      await browser.submit(await browser.follow(await browser.request(late.url)), '/oauth/authorize/decision', { decision: 'approve' }),
+    );
     const onTime = await authorizationRequest({ prompt: 'consent' });
-    const onTimeCallback = callbackOf(await browser.submit(await browser.follow(await browser.request(onTime.url)), '/oauth/authorize/decision', { decision: 'approve' }));
+    const onTimeCallback = callbackOf(
+      await browser.submit(await browser.follow(await browser.request(onTime.url)), '/oauth/authorize/decision', { decision: 'approve' }),
+    );
     clock.advance(59_000);
     assert.equal((await idTokenFor(onTimeCallback, onTime.verifier))['sub'], user.id);
     clock.advance(1_000);
-    const result = await postForm(`${server.url}/oauth/token`, {
-      grant_type: 'authorization_code', code: lateCallback.searchParams.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: late.verifier,
-    }, { authorization: basic(client.clientId, client.clientSecret) });
+    const result = await postForm(
+      `${server.url}/oauth/token`,
+      {
+        grant_type: 'authorization_code',
+        code: lateCallback.searchParams.get('code')!,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: late.verifier,
+      },
+      { authorization: basic(client.clientId, client.clientSecret) },
+    );
     assert.deepEqual([result.status, result.body['error']], [400, 'invalid_grant']);
   });
 });

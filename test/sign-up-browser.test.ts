@@ -43,7 +43,13 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
       const config = await appConfig(server, client);
       const verifier = oidc.randomPKCECodeVerifier();
       const state = oidc.randomState();
-      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'openid profile email', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid profile email',
+        state,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      });
       const context = await browser.newContext({ locale });
       const page = await context.newPage();
       const callback = catchRedirect(page);
@@ -91,7 +97,11 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
         await page.locator('#password').fill('a long enough password');
         await page.locator('form[action="/login"] button[type="submit"]').click();
         await page.locator('button[value="approve"]').click();
-        const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+        const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
+          pkceCodeVerifier: verifier,
+          expectedState: state,
+          idTokenExpected: true,
+        });
         const user = await server.store.users.findByUsername(username);
         assert.equal(tokens.claims()?.sub, user?.id);
         const info = await oidc.fetchUserInfo(config, tokens.access_token, user!.id);

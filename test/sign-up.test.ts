@@ -12,20 +12,32 @@ import { clockAtStart } from './helpers/clock.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
-const text = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ');
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ');
 const PASSWORD = 'a long enough password';
 
 function env(smtp: { url: string }, extra: Record<string, string> = {}): Record<string, string> {
   return { TESSERA_SIGN_UP: 'open', TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', TESSERA_MAIL_RETRY_DELAY_MS: '50', ...extra };
 }
 
-async function signUp(server: TestServer, fields: { username: string; name?: string; email: string; password?: string }): Promise<{ browser: FormBrowser; answer: Page }> {
+async function signUp(
+  server: TestServer,
+  fields: { username: string; name?: string; email: string; password?: string },
+): Promise<{ browser: FormBrowser; answer: Page }> {
   const browser = new FormBrowser(server.url);
   const signIn = await browser.request('/login');
   assert.match(signIn.html, /<a href="\/sign-up\?return_to=[^"]*">Create an account<\/a>/);
   const form = await browser.request('/sign-up');
   assert.equal(form.status, 200);
-  const answer = await browser.submit(form, '/sign-up', { username: fields.username, name: fields.name ?? 'Someone', email: fields.email, password: fields.password ?? PASSWORD });
+  const answer = await browser.submit(form, '/sign-up', {
+    username: fields.username,
+    name: fields.name ?? 'Someone',
+    email: fields.email,
+    password: fields.password ?? PASSWORD,
+  });
   return { browser, answer };
 }
 

@@ -83,8 +83,13 @@ describe('single sign-on through openid-client', () => {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope, state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     return { url, verifier, state, nonce, maxAge: extra['max_age'] === undefined ? undefined : Number(extra['max_age']) };
   }
@@ -99,7 +104,10 @@ describe('single sign-on through openid-client', () => {
   /** Redeems the callback with openid-client, which validates the ID token (nonce, state, max_age). */
   async function redeem(config: oidc.Configuration, attempt: Awaited<ReturnType<typeof start>>, callback: URL) {
     return oidc.authorizationCodeGrant(config, callback, {
-      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
       ...(attempt.maxAge === undefined ? {} : { maxAge: attempt.maxAge }),
     });
   }
@@ -131,7 +139,11 @@ describe('single sign-on through openid-client', () => {
       await redeem(config, third, callbackOf(await other.signIn(await other.follow(await other.request(third.url.href)), user)));
 
       const grants = await server.store.grants.listForUser(user.id);
-      assert.deepEqual(grants.map((grant) => [grant.clientId, grant.scope]), [[client.clientId, ['openid', 'profile']]], 'one grant, not one a sign-in');
+      assert.deepEqual(
+        grants.map((grant) => [grant.clientId, grant.scope]),
+        [[client.clientId, ['openid', 'profile']]],
+        'one grant, not one a sign-in',
+      );
     });
 
     it('asks only for the one scope more, and the approval grows to cover both', async () => {
@@ -139,7 +151,11 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid profile');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
+      await redeem(
+        config,
+        first,
+        callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })),
+      );
 
       const more = await start(config, 'openid profile email');
       const page = await browser.request(more.url.href);
@@ -158,14 +174,25 @@ describe('single sign-on through openid-client', () => {
     });
 
     it('grows the approval to an API registered after it: the page asks for the API alone, and its tokens work and refresh', async () => {
-      const { client, config } = await app({ name: 'Photo Printer', scopes: ['openid', 'offline_access', 'prints:order'], grantTypes: ['authorization_code', 'refresh_token'] });
+      const { client, config } = await app({
+        name: 'Photo Printer',
+        scopes: ['openid', 'offline_access', 'prints:order'],
+        grantTypes: ['authorization_code', 'refresh_token'],
+      });
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid offline_access');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
+      await redeem(
+        config,
+        first,
+        callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })),
+      );
       // The API is registered after the approval (the command dates it by the real clock,
       // which the server's has not passed yet), and asked for a minute later.
-      const added = await runTessera(['resource', 'add', '--identifier', 'https://prints.example', '--name', 'Print Shop', '--scope', 'prints:order=Order prints'], { TESSERA_DATABASE: server.config.database });
+      const added = await runTessera(
+        ['resource', 'add', '--identifier', 'https://prints.example', '--name', 'Print Shop', '--scope', 'prints:order=Order prints'],
+        { TESSERA_DATABASE: server.config.database },
+      );
       assert.equal(added.code, 0, added.stderr);
       clock.advance(60_000);
       const more = await start(config, 'openid offline_access prints:order');
@@ -174,7 +201,11 @@ describe('single sign-on through openid-client', () => {
       assert.match(text(page), /Photo Printer also wants to: Print Shop https:\/\/prints\.example Order prints Deny Approve/);
       const tokens = await redeem(config, more, callbackOf(await browser.submit(page, '/oauth/authorize/decision', { decision: 'approve' })));
       assert.equal(decodeJwt(tokens.access_token).aud, 'https://prints.example');
-      const introspected = await postForm(`${server.url}/oauth/introspect`, { token: tokens.access_token }, { authorization: basic(client.clientId, client.clientSecret) });
+      const introspected = await postForm(
+        `${server.url}/oauth/introspect`,
+        { token: tokens.access_token },
+        { authorization: basic(client.clientId, client.clientSecret) },
+      );
       assert.equal(introspected.body['active'], true, JSON.stringify(introspected.body));
       const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
       assert.equal(decodeJwt(refreshed.access_token).aud, 'https://prints.example');
@@ -189,7 +220,10 @@ describe('single sign-on through openid-client', () => {
       const asked = await start(config, 'openid profile', { prompt: 'consent' });
       const page = await browser.request(asked.url.href);
       assertApprovalPage(page, '/oauth/authorize/decision');
-      assert.match(text(page), /Recipe Box will be able to: Sign you in and know who you are See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/);
+      assert.match(
+        text(page),
+        /Recipe Box will be able to: Sign you in and know who you are See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone/,
+      );
     });
 
     it('forgets the consent when the app is revoked on /account', async () => {
@@ -197,7 +231,11 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const browser = await signedIn(user);
       const first = await start(config, 'openid');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
+      await redeem(
+        config,
+        first,
+        callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })),
+      );
       const account = await browser.request('/account');
       const revoked = await browser.submit(account, '/account/revoke', {});
       assert.equal(revoked.location, '/account?revoked=1');
@@ -212,8 +250,11 @@ describe('single sign-on through openid-client', () => {
       const browser = await signedIn(user);
       for (let i = 0; i < 2; i++) {
         const attempt = oidc.buildAuthorizationUrl(config, {
-          redirect_uri: 'com.example.pocket:/callback', scope: 'openid', state: 's',
-          code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256',
+          redirect_uri: 'com.example.pocket:/callback',
+          scope: 'openid',
+          state: 's',
+          code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+          code_challenge_method: 'S256',
         });
         const page = await browser.request(attempt.href);
         assertApprovalPage(page, '/oauth/authorize/decision');
@@ -249,7 +290,11 @@ describe('single sign-on through openid-client', () => {
       assert.equal(refused.searchParams.get('error'), 'consent_required');
 
       const first = await start(config, 'openid');
-      await redeem(config, first, callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })));
+      await redeem(
+        config,
+        first,
+        callbackOf(await browser.submit(await browser.request(first.url.href), '/oauth/authorize/decision', { decision: 'approve' })),
+      );
       const silent = await start(config, 'openid', { prompt: 'none' });
       const tokens = await redeem(config, silent, callbackOf(await browser.request(silent.url.href)));
       assert.equal(tokens.claims()?.sub, user.id);
@@ -321,7 +366,9 @@ describe('single sign-on through openid-client', () => {
 
     it('accepts the same request as a form POST', async () => {
       const { client, browser, idToken } = await signedInApp();
-      const page = await browser.request('/oauth/logout', { form: { id_token_hint: idToken, client_id: client.clientId, post_logout_redirect_uri: AFTER_LOGOUT } });
+      const page = await browser.request('/oauth/logout', {
+        form: { id_token_hint: idToken, client_id: client.clientId, post_logout_redirect_uri: AFTER_LOGOUT },
+      });
       assert.equal(page.location, AFTER_LOGOUT);
       assert.equal(await isSignedOut(browser), true);
     });
@@ -370,10 +417,14 @@ describe('single sign-on through openid-client', () => {
       }
       const slashed = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: `${AFTER_LOGOUT}/` })}`);
       assert.match(text(slashed), /registered without the trailing slash/);
-      const unslashed = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: 'http://127.0.0.1:9/elsewhere' })}`);
+      const unslashed = await browser.request(
+        `/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: 'http://127.0.0.1:9/elsewhere' })}`,
+      );
       assert.doesNotMatch(text(unslashed), /trailing slash/);
       // Shown escaped, and cut short.
-      const markup = await browser.request(`/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: `http://127.0.0.1:9/<b>bold</b>${'x'.repeat(300)}` })}`);
+      const markup = await browser.request(
+        `/oauth/logout?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: `http://127.0.0.1:9/<b>bold</b>${'x'.repeat(300)}` })}`,
+      );
       assert.equal(markup.status, 400);
       assert.ok(markup.html.includes('/&lt;b&gt;bold&lt;/b&gt;xxx'), markup.html);
       assert.doesNotMatch(markup.html, /<b>bold/);
@@ -402,7 +453,11 @@ describe('single sign-on through openid-client', () => {
       const [token] = (await receiver.next(before + 1)).slice(before);
       const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
       const { payload, protectedHeader } = await jwtVerify(token!, jwks, {
-        issuer: server.url, audience: client.clientId, typ: 'logout+jwt', currentDate: new Date(clock.now()), requiredClaims: ['iat', 'jti', 'sid', 'sub', 'events'],
+        issuer: server.url,
+        audience: client.clientId,
+        typ: 'logout+jwt',
+        currentDate: new Date(clock.now()),
+        requiredClaims: ['iat', 'jti', 'sid', 'sub', 'events'],
       });
       assert.equal(protectedHeader.typ, 'logout+jwt');
       assert.equal(payload.sub, user.id);
@@ -439,20 +494,36 @@ describe('single sign-on through openid-client', () => {
       const user = await server.addUser();
       const laptop = await signedIn(user, new FormBrowser(server.url));
       const phone = await signedIn(user, new FormBrowser(server.url));
-      const [laptopSid, phoneSid] = await Promise.all([laptop, phone].map(async (browser) => {
-        const attempt = await start(config, 'openid');
-        return (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'] as string;
-      }));
+      const [laptopSid, phoneSid] = await Promise.all(
+        [laptop, phone].map(async (browser) => {
+          const attempt = await start(config, 'openid');
+          return (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'] as string;
+        }),
+      );
       const jwks = createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`));
       const verified = async (token: string, currentDate: Date) =>
-        (await jwtVerify(token, jwks, { issuer: server.url, audience: client.clientId, typ: 'logout+jwt', currentDate, requiredClaims: ['sid', 'sub', 'events'] })).payload;
+        (
+          await jwtVerify(token, jwks, {
+            issuer: server.url,
+            audience: client.clientId,
+            typ: 'logout+jwt',
+            currentDate,
+            requiredClaims: ['sid', 'sub', 'events'],
+          })
+        ).payload;
 
       // The laptop changes the password: the phone is signed out, and its sign-in's app told.
       let before = receiver.received.length;
-      const changed = await laptop.submit(await laptop.request('/account'), '/account/password', { current_password: user.password, new_password: 'a brand new password' });
+      const changed = await laptop.submit(await laptop.request('/account'), '/account/password', {
+        current_password: user.password,
+        new_password: 'a brand new password',
+      });
       assert.equal(changed.status, 303);
       const [forPhone] = (await receiver.next(before + 1)).slice(before);
-      assert.deepEqual([(await verified(forPhone!, new Date(clock.now())))['sid'], (await verified(forPhone!, new Date(clock.now()))).sub], [phoneSid, user.id]);
+      assert.deepEqual(
+        [(await verified(forPhone!, new Date(clock.now())))['sid'], (await verified(forPhone!, new Date(clock.now()))).sub],
+        [phoneSid, user.id],
+      );
       assert.equal(await isSignedOut(phone), true);
       assert.equal(await isSignedOut(laptop), false, 'the browser that changed it stays signed in');
 
@@ -460,7 +531,10 @@ describe('single sign-on through openid-client', () => {
       before = receiver.received.length;
       const disabled = await runTessera(['user', 'disable', user.username], { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
       assert.equal(disabled.code, 0, disabled.stderr);
-      assert.equal(disabled.stdout, `Disabled ${user.username}: their sessions have ended and their tokens no longer work.\nSent a logout token to the app they were signed in to.\n`);
+      assert.equal(
+        disabled.stdout,
+        `Disabled ${user.username}: their sessions have ended and their tokens no longer work.\nSent a logout token to the app they were signed in to.\n`,
+      );
       assert.equal(receiver.received.length, before + 1, 'delivered before the command exited');
       const forLaptop = receiver.received[before]!;
       // Signed by the command with the server's keys, on the machine's own clock.
@@ -478,9 +552,15 @@ describe('single sign-on through openid-client', () => {
       const attempt = await start(config, 'openid');
       const sid = (await redeem(config, attempt, callbackOf(await browser.request(attempt.url.href)))).claims()!['sid'];
       // The retry waits on a timer that does not hold a process open: the command must.
-      const result = await tessera(['user', 'set-password', user.username, '--password-stdin'], {
-        TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url, TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '300',
-      }, 'another long password\n');
+      const result = await tessera(
+        ['user', 'set-password', user.username, '--password-stdin'],
+        {
+          TESSERA_DATABASE: server.config.database,
+          TESSERA_ISSUER: server.url,
+          TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '300',
+        },
+        'another long password\n',
+      );
       assert.equal(result.code, 0, result.stderr);
       assert.equal(result.stdout, `Set the password of ${user.username}; their sessions have ended.\nSent a logout token to the app they were signed in to.\n`);
       assert.equal(flaky.calls(), 2, 'a 503, then delivered');

@@ -41,18 +41,26 @@ describe('the site name on every page, in Chromium', { skip: chromiumUnavailable
     const context = await browser.newContext();
     const page = await context.newPage();
     // The logo is on a host this offline machine cannot reach: answer it here.
-    await context.route('https://static.acme.example/**', (route) => route.fulfill({ contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32"/>' }));
+    await context.route('https://static.acme.example/**', (route) =>
+      route.fulfill({ contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32"/>' }),
+    );
     const authorize = new URL(`${server.url}/oauth/authorize`);
     authorize.search = new URLSearchParams({
-      response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
     }).toString();
     await page.goto(authorize.href);
     await assertBranded(page, /^Sign in/);
     assert.ok(await page.getByText('with your Acme Accounts account').isVisible());
     const signIn = page.getByRole('button', { name: 'Sign in' });
     // Evaluated in the page (this project's TypeScript has no DOM types).
-    const style = (await page.evaluate("(({ backgroundColor, color }) => ({ backgroundColor, color }))(getComputedStyle(document.querySelector('button.primary')))")) as { backgroundColor: string; color: string };
+    const style = (await page.evaluate(
+      "(({ backgroundColor, color }) => ({ backgroundColor, color }))(getComputedStyle(document.querySelector('button.primary')))",
+    )) as { backgroundColor: string; color: string };
     assert.deepEqual(style, { backgroundColor: 'rgb(122, 31, 92)', color: 'rgb(255, 255, 255)' });
     assert.equal(await page.evaluate("document.querySelector('header.brand img').naturalWidth"), 32, 'the CSP lets the logo load');
 
@@ -87,7 +95,10 @@ describe('the site name on passkeys', () => {
 
 describe('the accent colour setting', () => {
   it('refuses a colour white text cannot be read on (WCAG 2.2 4.5:1), naming the contrast', () => {
-    assert.throws(() => loadConfig({ TESSERA_SITE_ACCENT_COLOR: '#ffcc00' }), (error: unknown) => error instanceof ConfigError && /TESSERA_SITE_ACCENT_COLOR: #ffcc00 has a contrast of 1\.\d\d:1/.test(error.message));
+    assert.throws(
+      () => loadConfig({ TESSERA_SITE_ACCENT_COLOR: '#ffcc00' }),
+      (error: unknown) => error instanceof ConfigError && /TESSERA_SITE_ACCENT_COLOR: #ffcc00 has a contrast of 1\.\d\d:1/.test(error.message),
+    );
     assert.throws(() => loadConfig({ TESSERA_SITE_ACCENT_COLOR: 'purple' }), /#rrggbb/);
     assert.equal(loadConfig({ TESSERA_SITE_ACCENT_COLOR: '#0B5CAD' }).site.accentColor, '#0b5cad');
     assert.throws(() => loadConfig({ TESSERA_SITE_LOGO_URL: 'http://acme.example/logo.png' }), /TESSERA_SITE_LOGO_URL: must be an https URL/);

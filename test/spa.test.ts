@@ -82,7 +82,15 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
         userinfoStatus: userinfo.status,
         userinfo: await userinfo.json(),
       };
-    })()`)) as { sub: string; name: string; scope: string; rotated: boolean; newAccessToken: boolean; userinfoStatus: number; userinfo: Record<string, unknown> };
+    })()`)) as {
+      sub: string;
+      name: string;
+      scope: string;
+      rotated: boolean;
+      newAccessToken: boolean;
+      userinfoStatus: number;
+      userinfo: Record<string, unknown>;
+    };
     assert.equal(result.sub, user.id);
     assert.equal(result.name, 'Sam Vimes', 'profile claims loaded from userinfo');
     assert.equal(result.scope, 'openid profile offline_access');

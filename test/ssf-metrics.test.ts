@@ -50,22 +50,64 @@ describe('what the metrics count of Shared Signals pushes', () => {
     metrics.countSsfDeliveries(() => store.ssf.countByState());
     const events = new Events(systemClock, store.events, []);
     const dispatcher = new SsfDispatcher({
-      store, clock: systemClock, secrets: secretBox(new KeyEncryption([Buffer.alloc(32, 1)])), tokens: { securityEventToken: async () => 'a.b.c' },
-      issuer: 'https://id.example.com', settings: config.webhooks, events, log: { warn: () => {} }, allowPrivateNetworkUrls: true, observer: metrics.ssf,
+      store,
+      clock: systemClock,
+      secrets: secretBox(new KeyEncryption([Buffer.alloc(32, 1)])),
+      tokens: { securityEventToken: async () => 'a.b.c' },
+      issuer: 'https://id.example.com',
+      settings: config.webhooks,
+      events,
+      log: { warn: () => {} },
+      allowPrivateNetworkUrls: true,
+      observer: metrics.ssf,
     });
-    await store.clients.create({ id: 'receiver', name: 'Receiver', secretHash: null, redirectUris: [], scopes: ['ssf:manage'], grantTypes: ['client_credentials'], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [], createdAt: 0, firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null } as never);
+    await store.clients.create({
+      id: 'receiver',
+      name: 'Receiver',
+      secretHash: null,
+      redirectUris: [],
+      scopes: ['ssf:manage'],
+      grantTypes: ['client_credentials'],
+      webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
+      deviceNetworks: [],
+      createdAt: 0,
+      firstParty: false,
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
+    } as never);
     const port = (receiver.address() as { port: number }).port;
     const requested = [SSF_EVENTS.ACCOUNT_DISABLED];
-    await store.ssf.createStream({ id: 'pushed', clientId: 'receiver', audience: ['receiver'], eventsRequested: requested, eventsDelivered: requested, deliveryMethod: DELIVERY_PUSH, endpointUrl: `http://127.0.0.1:${port}/`, authorizationHeader: null, format: 'iss_sub', description: null, status: 'enabled', reason: null, createdAt: 0, updatedAt: 0 });
+    await store.ssf.createStream({
+      id: 'pushed',
+      clientId: 'receiver',
+      audience: ['receiver'],
+      eventsRequested: requested,
+      eventsDelivered: requested,
+      deliveryMethod: DELIVERY_PUSH,
+      endpointUrl: `http://127.0.0.1:${port}/`,
+      authorizationHeader: null,
+      format: 'iss_sub',
+      description: null,
+      status: 'enabled',
+      reason: null,
+      createdAt: 0,
+      updatedAt: 0,
+    });
     const value = async (name: string, labels: Record<string, string> = {}) =>
-      (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) => Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted))?.value;
+      (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) =>
+        Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted),
+      )?.value;
 
     await events.emit({ type: 'user.disabled', userId: 'user-1', username: 'ada' });
     assert.equal(await value('tessera_ssf_deliveries_pending'), 1);
     dispatcher.start(50);
     try {
       await until('the SET to be delivered', async () => (await value('tessera_ssf_deliveries_total', { outcome: 'delivered' })) === 1, 5000);
-      const latency = (await metrics.registry.getSingleMetric('tessera_ssf_delivery_latency_seconds')!.get()).values.find((sample) => (sample as { metricName?: string }).metricName === 'tessera_ssf_delivery_latency_seconds_count');
+      const latency = (await metrics.registry.getSingleMetric('tessera_ssf_delivery_latency_seconds')!.get()).values.find(
+        (sample) => (sample as { metricName?: string }).metricName === 'tessera_ssf_delivery_latency_seconds_count',
+      );
       assert.equal(latency?.value, 1);
       assert.equal(await value('tessera_ssf_deliveries_pending'), 0);
       refuse = true;

@@ -30,10 +30,12 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     // Slow enough that both instances are often busy at once.
-    request.on('end', () => setTimeout(() => {
-      received.push(Buffer.concat(chunks).toString('utf8'));
-      response.writeHead(202).end();
-    }, 5));
+    request.on('end', () =>
+      setTimeout(() => {
+        received.push(Buffer.concat(chunks).toString('utf8'));
+        response.writeHead(202).end();
+      }, 5),
+    );
   });
   let instances: ServingCommand[] = [];
 
@@ -50,7 +52,10 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
     const first = await serveTessera([], env);
     instances = [first, await serveTessera([], { ...env, TESSERA_ISSUER: first.url })];
     const issuer = first.url;
-    const added = await tessera(['client', 'add', '--name', 'Receiver', '--grant', 'client_credentials', '--scope', 'ssf:manage', '--json'], { ...env, TESSERA_ISSUER: issuer });
+    const added = await tessera(['client', 'add', '--name', 'Receiver', '--grant', 'client_credentials', '--scope', 'ssf:manage', '--json'], {
+      ...env,
+      TESSERA_ISSUER: issuer,
+    });
     assert.equal(added.code, 0, added.stderr);
     const { client_id: id, client_secret: secret } = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
     const tokenResponse = await fetch(`${issuer}/oauth/token`, {
@@ -63,7 +68,10 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
     const created = await fetch(`${issuer}/ssf/streams`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: `http://127.0.0.1:${port}/caep` }, events_requested: [SSF_EVENTS.ACCOUNT_DISABLED] }),
+      body: JSON.stringify({
+        delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: `http://127.0.0.1:${port}/caep` },
+        events_requested: [SSF_EVENTS.ACCOUNT_DISABLED],
+      }),
     });
     assert.equal(created.status, 201, await created.clone().text());
 
@@ -83,6 +91,10 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
     assert.equal(jtis.length, names.length, 'and each once');
     const users = JSON.parse((await tessera(['user', 'list', '--json'], { ...env, TESSERA_ISSUER: issuer })).stdout) as { sub: string; username: string }[];
     const byId = new Map(users.map((user) => [user.sub, user.username]));
-    assert.deepEqual(sets.map((set) => byId.get((set['sub_id'] as { sub: string }).sub)), names, 'in the order they were disabled');
+    assert.deepEqual(
+      sets.map((set) => byId.get((set['sub_id'] as { sub: string }).sub)),
+      names,
+      'in the order they were disabled',
+    );
   });
 });

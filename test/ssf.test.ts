@@ -116,7 +116,11 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
 
   async function verified(message: Received): Promise<JWTPayload & { events: Record<string, Record<string, unknown>>; sub_id: Record<string, unknown> }> {
     const metadata = (await (await fetch(`${server.url}/.well-known/ssf-configuration`)).json()) as { jwks_uri: string; issuer: string };
-    const { payload, protectedHeader } = await jwtVerify(message.body, createRemoteJWKSet(new URL(metadata.jwks_uri)), { issuer: metadata.issuer, audience: clientId, typ: 'secevent+jwt' });
+    const { payload, protectedHeader } = await jwtVerify(message.body, createRemoteJWKSet(new URL(metadata.jwks_uri)), {
+      issuer: metadata.issuer,
+      audience: clientId,
+      typ: 'secevent+jwt',
+    });
     assert.equal(protectedHeader.typ, 'secevent+jwt');
     return payload as JWTPayload & { events: Record<string, Record<string, unknown>>; sub_id: Record<string, unknown> };
   }
@@ -175,7 +179,11 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     assert.equal(stream['iss'], server.url);
     assert.equal(stream['aud'], clientId);
     assert.equal(stream['min_verification_interval'], 5);
-    assert.deepEqual(stream['events_delivered'], [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED, SSF_EVENTS.SESSION_REVOKED], 'what it asked for that Tessera sends');
+    assert.deepEqual(
+      stream['events_delivered'],
+      [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED, SSF_EVENTS.SESSION_REVOKED],
+      'what it asked for that Tessera sends',
+    );
     assert.deepEqual(stream['delivery'], { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url });
     assert.doesNotMatch(JSON.stringify(stream), /receiver-secret/, 'the push authorization header is never shown back');
     assert.deepEqual((await ssf('GET', `/ssf/streams?stream_id=${stream['stream_id']}`)).body, stream);
@@ -208,14 +216,21 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     receiver.received.length = 0;
 
     // Paused: held, then sent once enabled again (§8.1.2).
-    assert.deepEqual((await ssf('POST', '/ssf/status', { stream_id: stream['stream_id'], status: 'paused', reason: 'maintenance' })).body, { stream_id: stream['stream_id'], status: 'paused', reason: 'maintenance' });
+    assert.deepEqual((await ssf('POST', '/ssf/status', { stream_id: stream['stream_id'], status: 'paused', reason: 'maintenance' })).body, {
+      stream_id: stream['stream_id'],
+      status: 'paused',
+      reason: 'maintenance',
+    });
     assert.equal((await ssf('GET', `/ssf/status?stream_id=${stream['stream_id']}`)).body.status, 'paused');
     await setDisabled(manageDeps(server), 'ada', false);
     await new Promise((resolve) => setTimeout(resolve, 700));
     assert.equal(receiver.received.length, 0, 'nothing sent while paused');
     assert.equal((await ssf('POST', '/ssf/status', { stream_id: stream['stream_id'], status: 'enabled' })).status, 200);
     await until('the held SET', () => receiver.received.length >= 1, 5000, 10);
-    assert.deepEqual(receiver.events().map((event) => event.type), [SSF_EVENTS.ACCOUNT_ENABLED]);
+    assert.deepEqual(
+      receiver.events().map((event) => event.type),
+      [SSF_EVENTS.ACCOUNT_ENABLED],
+    );
     receiver.received.length = 0;
 
     // Disabled: nothing is kept, not even what waited when it was disabled.
@@ -232,7 +247,11 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
   });
 
   it('sends every SET to a receiver that was down once it is back, in order, and drops one it refuses (RFC 8935 §2.3)', async () => {
-    const created = await ssf('POST', '/ssf/streams', { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url }, events_requested: [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED], format: 'email' });
+    const created = await ssf('POST', '/ssf/streams', {
+      delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url },
+      events_requested: [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED],
+      format: 'email',
+    });
     assert.equal(created.status, 201);
     const streamId = created.body.stream_id as string;
     const grace = await server.addUser({ username: 'grace', email: 'grace@example.com' });
@@ -241,7 +260,9 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
       await setDisabled(manageDeps(server), 'grace', true);
       await setDisabled(manageDeps(server), 'grace', false);
     }
-    const sent = (await server.store.events.list({ userId: grace.id, limit: 10 })).filter((event) => event.type === 'user.disabled' || event.type === 'user.enabled').reverse();
+    const sent = (await server.store.events.list({ userId: grace.id, limit: 10 }))
+      .filter((event) => event.type === 'user.disabled' || event.type === 'user.enabled')
+      .reverse();
     assert.equal(sent.length, 6);
     const oldest = async () => (await server.store.ssf.deliveries(streamId, 10)).at(-1)!;
     await until('failed tries', async () => (await oldest()).attempts >= 2, 5000);
@@ -249,7 +270,11 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     await receiver.up();
     await until('all six', () => receiver.received.length >= 6, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.deepEqual(receiver.events().map((event) => event.jti), sent.map((event) => event.id), 'every event, in order, once, its jti the event id');
+    assert.deepEqual(
+      receiver.events().map((event) => event.jti),
+      sent.map((event) => event.id),
+      'every event, in order, once, its jti the event id',
+    );
     for (const event of receiver.events()) assert.deepEqual(event.sub, { format: 'email', email: 'grace@example.com' });
     receiver.received.length = 0;
 
@@ -260,7 +285,10 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     await setDisabled(manageDeps(server), 'grace', false);
     await until('the second to arrive', () => receiver.received.length >= 1, 5000);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.deepEqual(receiver.events().map((event) => event.type), [SSF_EVENTS.ACCOUNT_ENABLED]);
+    assert.deepEqual(
+      receiver.events().map((event) => event.type),
+      [SSF_EVENTS.ACCOUNT_ENABLED],
+    );
     // Recorded once the receiver's answer is in.
     await until('the second to be recorded', async () => (await server.store.ssf.deliveries(streamId, 1))[0]?.state === 'delivered', 5000);
     const [latest, refused] = await server.store.ssf.deliveries(streamId, 2);
@@ -280,7 +308,11 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
   });
 
   it('answers a polling receiver (RFC 8936) its SETs until it acknowledges them', async () => {
-    const created = await ssf('POST', '/ssf/streams', { delivery: { method: 'urn:ietf:rfc:8936' }, events_requested: [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED, SSF_EVENTS.CREDENTIAL_CHANGE], format: 'complex' });
+    const created = await ssf('POST', '/ssf/streams', {
+      delivery: { method: 'urn:ietf:rfc:8936' },
+      events_requested: [SSF_EVENTS.ACCOUNT_DISABLED, SSF_EVENTS.ACCOUNT_ENABLED, SSF_EVENTS.CREDENTIAL_CHANGE],
+      format: 'complex',
+    });
     assert.equal(created.status, 201);
     const streamId = created.body.stream_id as string;
     const endpoint = created.body.delivery.endpoint_url as string;
@@ -309,7 +341,13 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     const acked = await ssf('POST', path, { ack: [jti], setErrs: { [second]: { err: 'invalid_key', description: 'cannot verify' } }, returnImmediately: true });
     assert.deepEqual(acked.body, { sets: {} });
     const states = (await server.store.ssf.deliveries(streamId, 5)).map((delivery) => [delivery.eventId, delivery.state]);
-    assert.deepEqual(new Map(states as [string, string][]), new Map([[jti, 'delivered'], [second, 'dead']]));
+    assert.deepEqual(
+      new Map(states as [string, string][]),
+      new Map([
+        [jti, 'delivered'],
+        [second, 'dead'],
+      ]),
+    );
 
     // Without returnImmediately, the poll waits for the next SET.
     const waiting = ssf('POST', path, {});
@@ -337,17 +375,30 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
   });
 
   it('updates (PATCH) the properties given, and replaces (PUT) the whole configuration', async () => {
-    const created = await ssf('POST', '/ssf/streams', { delivery: { method: 'urn:ietf:rfc:8936' }, events_requested: [SSF_EVENTS.ACCOUNT_DISABLED], description: 'first' });
+    const created = await ssf('POST', '/ssf/streams', {
+      delivery: { method: 'urn:ietf:rfc:8936' },
+      events_requested: [SSF_EVENTS.ACCOUNT_DISABLED],
+      description: 'first',
+    });
     const id = created.body.stream_id as string;
     const patched = await ssf('PATCH', '/ssf/streams', { stream_id: id, description: 'second', format: 'email' });
     assert.equal(patched.status, 200);
-    assert.deepEqual([patched.body.description, patched.body.format, patched.body.events_requested], ['second', 'email', [SSF_EVENTS.ACCOUNT_DISABLED]], 'what was not given is kept');
-    const replaced = await ssf('PUT', '/ssf/streams', { stream_id: id, iss: 'ignored', delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url }, events_requested: [SSF_EVENTS.SESSION_REVOKED] });
+    assert.deepEqual(
+      [patched.body.description, patched.body.format, patched.body.events_requested],
+      ['second', 'email', [SSF_EVENTS.ACCOUNT_DISABLED]],
+      'what was not given is kept',
+    );
+    const replaced = await ssf('PUT', '/ssf/streams', {
+      stream_id: id,
+      iss: 'ignored',
+      delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url },
+      events_requested: [SSF_EVENTS.SESSION_REVOKED],
+    });
     assert.equal(replaced.status, 200);
     assert.deepEqual(
       [replaced.body.description, replaced.body.format, replaced.body.events_delivered, replaced.body.delivery, replaced.body.iss],
       [undefined, 'iss_sub', [SSF_EVENTS.SESSION_REVOKED], { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url }, server.url],
-      'what was not given is the default; the transmitter\'s own properties are its own',
+      "what was not given is the default; the transmitter's own properties are its own",
     );
     assert.deepEqual((await ssf('GET', `/ssf/streams?stream_id=${id}`)).body, replaced.body);
     assert.equal((await ssf('PATCH', '/ssf/streams', { stream_id: 'nope', description: 'x' })).status, 404);
@@ -355,18 +406,33 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     assert.equal((await ssf('DELETE', `/ssf/streams?stream_id=${id}`)).status, 404);
   });
 
-  it('refuses bad stream configurations with 400, and a push URL into the server\'s network unless allowed', async () => {
-    for (const body of [{}, { delivery: { method: 'urn:example:carrier-pigeon' } }, { delivery: { method: 'urn:ietf:rfc:8935' } }, { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'ftp://x' } }, { delivery: { method: 'urn:ietf:rfc:8936' }, events_requested: 'all' }, { delivery: { method: 'urn:ietf:rfc:8936' }, format: 'phone' }]) {
+  it("refuses bad stream configurations with 400, and a push URL into the server's network unless allowed", async () => {
+    for (const body of [
+      {},
+      { delivery: { method: 'urn:example:carrier-pigeon' } },
+      { delivery: { method: 'urn:ietf:rfc:8935' } },
+      { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'ftp://x' } },
+      { delivery: { method: 'urn:ietf:rfc:8936' }, events_requested: 'all' },
+      { delivery: { method: 'urn:ietf:rfc:8936' }, format: 'phone' },
+    ]) {
       const refused = await ssf('POST', '/ssf/streams', body);
       assert.equal(refused.status, 400, JSON.stringify(body));
       assert.equal(refused.body.error, 'invalid_request');
     }
-    const notJson = await fetch(`${server.url}/ssf/streams`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{' });
+    const notJson = await fetch(`${server.url}/ssf/streams`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{',
+    });
     assert.equal(notJson.status, 400);
     const deps = { ...manageDeps(server), tokens: undefined as never, secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) };
     const guarded = { ...deps, config: { ...server.config, allowPrivateNetworkUrls: false } };
     for (const url of ['http://127.0.0.1:9/caep', 'http://169.254.169.254/latest', 'http://10.0.0.1/']) {
-      await assert.rejects(createStream(guarded, clientId, { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: url } }), (error: unknown) => error instanceof SsfError && error.status === 400 && /endpoint_url/.test(error.message), url);
+      await assert.rejects(
+        createStream(guarded, clientId, { delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: url } }),
+        (error: unknown) => error instanceof SsfError && error.status === 400 && /endpoint_url/.test(error.message),
+        url,
+      );
     }
   });
 });

@@ -75,7 +75,10 @@ describe('start-up', { concurrency: true }, () => {
   it('stops at a misspelt TESSERA_* variable, naming the closest real one, and creates nothing', async () => {
     const home = mkdtempSync(join(dir, 'misspelt-'));
     const result = await start({ TESSERA_DATABASE: join(home, 'tessera.db'), TESSERA_ACESS_TOKEN_TTL: '600' });
-    assertOneLineRefusal(result, /^tessera: invalid setting TESSERA_ACESS_TOKEN_TTL: is not a Tessera setting; did you mean TESSERA_ACCESS_TOKEN_TTL\? \(TESSERA_ALLOW_UNKNOWN_SETTINGS=true/);
+    assertOneLineRefusal(
+      result,
+      /^tessera: invalid setting TESSERA_ACESS_TOKEN_TTL: is not a Tessera setting; did you mean TESSERA_ACCESS_TOKEN_TTL\? \(TESSERA_ALLOW_UNKNOWN_SETTINGS=true/,
+    );
     assert.deepEqual(readdirSync(home), [], 'no database or key file');
   });
 
@@ -97,19 +100,25 @@ describe('start-up', { concurrency: true }, () => {
       ['TESSERA_PORT', 'PORT'],
       ['TESSERA_HOST', 'HOST'],
     ] as const) {
-      assert.equal(refusal({ [name]: '8080' }), `${name}: is not a Tessera setting; did you mean ${near}? (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`);
+      assert.equal(
+        refusal({ [name]: '8080' }),
+        `${name}: is not a Tessera setting; did you mean ${near}? (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`,
+      );
     }
-    assert.deepEqual(loadConfig({ TESSERA_CLIENT_SECRET: 's', TESSERA_TEST_POSTGRES_URL: 'postgres://x', TESSERA_CHROMIUM: '/usr/bin/chromium' }).ignoredVariables, []);
+    assert.deepEqual(
+      loadConfig({ TESSERA_CLIENT_SECRET: 's', TESSERA_TEST_POSTGRES_URL: 'postgres://x', TESSERA_CHROMIUM: '/usr/bin/chromium' }).ignoredVariables,
+      [],
+    );
   });
 
-  it('starts past a TESSERA_* variable close to no setting (a wrapper\'s own), to be warned about; TESSERA_ALLOW_UNKNOWN_SETTINGS lets all pass quietly', () => {
+  it("starts past a TESSERA_* variable close to no setting (a wrapper's own), to be warned about; TESSERA_ALLOW_UNKNOWN_SETTINGS lets all pass quietly", () => {
     const wrapper = { TESSERA_IMAGE_TAG: '1.4', TESSERA_BACKUP_DIR: '/backups', TESSERA_SERVICE_ACCOUNT: 'tessera' };
     assert.deepEqual(loadConfig(wrapper).ignoredVariables, ['TESSERA_IMAGE_TAG', 'TESSERA_BACKUP_DIR', 'TESSERA_SERVICE_ACCOUNT']);
     const allowed = loadConfig({ ...wrapper, TESSERA_ISUER: 'x', TESSERA_ALLOW_UNKNOWN_SETTINGS: 'true' });
     assert.deepEqual([allowed.issuer, allowed.ignoredVariables], ['http://localhost:8080', []]);
   });
 
-  it('takes the variables Kubernetes gives a pod for a Service named tessera as the platform\'s, neither refused nor warned about', () => {
+  it("takes the variables Kubernetes gives a pod for a Service named tessera as the platform's, neither refused nor warned about", () => {
     const links = {
       TESSERA_SERVICE_HOST: '10.96.0.12',
       TESSERA_SERVICE_PORT: '80',
@@ -133,21 +142,32 @@ describe('start-up', { concurrency: true }, () => {
   });
 
   it('refuses an issuer with a path, whose endpoints would answer 404, naming TESSERA_ISSUER', () => {
-    assert.throws(() => loadConfig({ TESSERA_ISSUER: 'https://example.com/auth' }), (error: unknown) => error instanceof ConfigError && /^TESSERA_ISSUER: must have no path.*use "https:\/\/example\.com"/.test(error.message));
+    assert.throws(
+      () => loadConfig({ TESSERA_ISSUER: 'https://example.com/auth' }),
+      (error: unknown) => error instanceof ConfigError && /^TESSERA_ISSUER: must have no path.*use "https:\/\/example\.com"/.test(error.message),
+    );
     assert.equal(loadConfig({ TESSERA_ISSUER: 'https://auth.example.com/' }).issuer, 'https://auth.example.com');
   });
 
   it('refuses an SQLite path whose directory does not exist (a misspelt path) instead of creating an empty database', async () => {
     const home = mkdtempSync(join(dir, 'typo-'));
     const result = await start({ TESSERA_DATABASE: join(home, 'tesera', 'tessera.db'), TESSERA_DATABASE_CREATE: 'false' });
-    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true/);
+    assertOneLineRefusal(
+      result,
+      /^tessera: cannot start: TESSERA_DATABASE: .*tesera\/tessera\.db: the directory .*tesera does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true/,
+    );
     assert.deepEqual(readdirSync(home), []);
   });
 
   it('refuses a TESSERA_DATABASE that is a directory with one line naming the setting (not a raw EISDIR), and writes nothing there', async () => {
     const home = mkdtempSync(join(dir, 'directory-'));
     const result = await start({ TESSERA_DATABASE: home });
-    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_DATABASE: ${home}: is a directory, not a database file; name the file in it, e\\.g\\. ${join(home, 'tessera.db')}$`));
+    assertOneLineRefusal(
+      result,
+      new RegExp(
+        `^tessera: cannot start: TESSERA_DATABASE: ${home}: is a directory, not a database file; name the file in it, e\\.g\\. ${join(home, 'tessera.db')}$`,
+      ),
+    );
     const listed = await runTessera(['user', 'list'], { TESSERA_DATABASE: home });
     assert.equal(listed.code, 1);
     assert.match(listed.stderr, /^tessera: invalid setting TESSERA_DATABASE: .*: is a directory, not a database file/);
@@ -162,7 +182,12 @@ describe('start-up', { concurrency: true }, () => {
     // The key file lost (not restored with the database from a backup, say).
     rmSync(`${database}.key`);
     const result = await start({ TESSERA_DATABASE: database });
-    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_KEY_ENCRYPTION_KEY: the signing keys in the database were encrypted with a key encryption key Tessera was not given \\(id [\\w-]+\\); it looked for the key file ${database}\\.key, which does not exist: restore it from the backup taken with the database, or set TESSERA_KEY_ENCRYPTION_KEY or TESSERA_KEY_FILE$`));
+    assertOneLineRefusal(
+      result,
+      new RegExp(
+        `^tessera: cannot start: TESSERA_KEY_ENCRYPTION_KEY: the signing keys in the database were encrypted with a key encryption key Tessera was not given \\(id [\\w-]+\\); it looked for the key file ${database}\\.key, which does not exist: restore it from the backup taken with the database, or set TESSERA_KEY_ENCRYPTION_KEY or TESSERA_KEY_FILE$`,
+      ),
+    );
     assert.equal(existsSync(`${database}.key`), false, 'no new key file left behind, to be taken for the real one');
   });
 
@@ -172,7 +197,10 @@ describe('start-up', { concurrency: true }, () => {
     assert.equal(made.code, 0, made.stderr);
     const before = readdirSync(home).sort();
     const result = await start({ TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'false' });
-    assertOneLineRefusal(result, /^tessera: cannot start: TESSERA_DATABASE: .*\/tesera\.db does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there$/);
+    assertOneLineRefusal(
+      result,
+      /^tessera: cannot start: TESSERA_DATABASE: .*\/tesera\.db does not exist; correct the path, or set TESSERA_DATABASE_CREATE=true to create a new, empty database there$/,
+    );
     // A command is refused the same way: `user list` would otherwise answer "no users" from a new file.
     const listed = await runTessera(['user', 'list'], { TESSERA_DATABASE: join(home, 'tesera.db'), TESSERA_DATABASE_CREATE: 'false' });
     assert.equal(listed.code, 1);
@@ -212,7 +240,12 @@ describe('start-up', { concurrency: true }, () => {
     const first = await start({ TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' });
     assert.equal(first.stderr, '');
     const line = messages(first.stdout).find((message) => message.startsWith('Tessera is serving'));
-    assert.match(line ?? '', new RegExp(`^Tessera is serving http://127\\.0\\.0\\.1:\\d+ \\(listening on http://127\\.0\\.0\\.1:\\d+\\) from the SQLite database ${database} \\(created now: it did not exist\\)$`));
+    assert.match(
+      line ?? '',
+      new RegExp(
+        `^Tessera is serving http://127\\.0\\.0\\.1:\\d+ \\(listening on http://127\\.0\\.0\\.1:\\d+\\) from the SQLite database ${database} \\(created now: it did not exist\\)$`,
+      ),
+    );
     const second = await start({ TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' });
     const again = messages(second.stdout).find((message) => message.startsWith('Tessera is serving'));
     assert.match(again ?? '', new RegExp(`from the SQLite database ${database}$`));
@@ -228,8 +261,15 @@ describe('start-up', { concurrency: true }, () => {
   it('refuses an unreachable PostgreSQL with one line naming TESSERA_DATABASE, host and database, without the password', async () => {
     const { server, port } = await listenOnFreePort();
     await closeServer(server);
-    const result = await start({ TESSERA_DATABASE: `postgres://postgres:s3cret@127.0.0.1:${port}/nowhere`, TESSERA_DATABASE_CONNECT_TIMEOUT: '2', TESSERA_KEY_FILE: join(dir, 'pg.key') });
-    assertOneLineRefusal(result, new RegExp(`^tessera: cannot start: TESSERA_DATABASE: cannot open the PostgreSQL database nowhere on 127\\.0\\.0\\.1:${port}: `));
+    const result = await start({
+      TESSERA_DATABASE: `postgres://postgres:s3cret@127.0.0.1:${port}/nowhere`,
+      TESSERA_DATABASE_CONNECT_TIMEOUT: '2',
+      TESSERA_KEY_FILE: join(dir, 'pg.key'),
+    });
+    assertOneLineRefusal(
+      result,
+      new RegExp(`^tessera: cannot start: TESSERA_DATABASE: cannot open the PostgreSQL database nowhere on 127\\.0\\.0\\.1:${port}: `),
+    );
     assert.doesNotMatch(result.stderr, /s3cret/);
   });
 
@@ -256,10 +296,18 @@ describe('start-up', { concurrency: true }, () => {
   it('reminds that TLS must be terminated in front of an https issuer, unless a proxy is trusted', async () => {
     const home = mkdtempSync(join(dir, 'tls-'));
     const database = join(home, 'tessera.db');
-    const reminded = (stdout: string) => messages(stdout).some((message) => /^the issuer is https but Tessera serves plain HTTP .*terminate TLS in front of it.*TESSERA_TRUST_PROXY/.test(message));
+    const reminded = (stdout: string) =>
+      messages(stdout).some((message) =>
+        /^the issuer is https but Tessera serves plain HTTP .*terminate TLS in front of it.*TESSERA_TRUST_PROXY/.test(message),
+      );
     const bare = await start({ TESSERA_ISSUER: 'https://auth.example.com', TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' }, reminded);
     assert.ok(reminded(bare.stdout), bare.stdout);
-    const proxied = await start({ TESSERA_ISSUER: 'https://auth.example.com', TESSERA_TRUST_PROXY: 'loopback', TESSERA_DATABASE: database, TESSERA_LOG_LEVEL: 'info' });
+    const proxied = await start({
+      TESSERA_ISSUER: 'https://auth.example.com',
+      TESSERA_TRUST_PROXY: 'loopback',
+      TESSERA_DATABASE: database,
+      TESSERA_LOG_LEVEL: 'info',
+    });
     assert.equal(proxied.stderr, '');
     assert.ok(!reminded(proxied.stdout), proxied.stdout);
   });

@@ -41,7 +41,11 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
   it('answers an unknown client and a malformed Basic header with invalid_client', async () => {
     assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: basic('nobody', 'x') }), 401, 'invalid_client');
     assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: 'Basic !!!' }), 401, 'invalid_client');
-    assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }), 401, 'invalid_client');
+    assertError(
+      await postForm(token, { grant_type: 'authorization_code' }, { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }),
+      401,
+      'invalid_client',
+    );
   });
 
   it('decodes form-encoded credentials in the Basic header (RFC 6749 §2.3.1)', async () => {
@@ -49,9 +53,15 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
     // reads differently unless form-decoded after the Basic split.
     const odd = await server.addClient({ id: 'app:ü one', secret: 'p+q%25r:s é' });
     const request = (authorization: string) =>
-      postForm(token, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }, { authorization });
+      postForm(
+        token,
+        { grant_type: 'authorization_code', code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) },
+        { authorization },
+      );
     // openid-client encodes them (client_secret_basic): authenticated, refused for the code only.
-    const config = await oidc.discovery(new URL(server.url), odd.clientId, undefined, oidc.ClientSecretBasic(odd.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    const config = await oidc.discovery(new URL(server.url), odd.clientId, undefined, oidc.ClientSecretBasic(odd.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     await assert.rejects(
       oidc.genericGrantRequest(config, 'authorization_code', { code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }),
       (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
@@ -95,7 +105,11 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
   });
 
   it('answers a JSON body with invalid_request', async () => {
-    const response = await fetch(token, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"grant_type":"authorization_code"}' });
+    const response = await fetch(token, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"grant_type":"authorization_code"}',
+    });
     assert.equal(response.status, 400);
     assert.equal(((await response.json()) as { error: string }).error, 'invalid_request');
   });
@@ -116,7 +130,11 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
 
   it('answers unauthorized_client when the client is not allowed the grant', async () => {
     const deviceOnly = await server.addClient({ grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
-    const result = await postForm(token, { grant_type: 'authorization_code', code: 'x' }, { authorization: basic(deviceOnly.clientId, deviceOnly.clientSecret) });
+    const result = await postForm(
+      token,
+      { grant_type: 'authorization_code', code: 'x' },
+      { authorization: basic(deviceOnly.clientId, deviceOnly.clientSecret) },
+    );
     assertError(result, 400, 'unauthorized_client');
   });
 

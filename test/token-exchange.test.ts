@@ -41,10 +41,22 @@ describe('token exchange (RFC 8693)', () => {
     server = await startTestServer({ clock });
     const deps = manageDeps(server);
     await addResource(deps, { identifier: PHOTOS, name: 'Photos', scopes: [{ name: 'photos:read', description: 'See your photos' }] });
-    await addResource(deps, { identifier: PRINTS, name: 'Prints', scopes: [{ name: 'prints:order', description: 'Order prints' }, { name: 'prints:status', description: 'See your orders' }] });
+    await addResource(deps, {
+      identifier: PRINTS,
+      name: 'Prints',
+      scopes: [
+        { name: 'prints:order', description: 'Order prints' },
+        { name: 'prints:status', description: 'See your orders' },
+      ],
+    });
     await addResource(deps, { identifier: LEDGER, name: 'Ledger', scopes: [{ name: 'ledger:read', description: 'See the ledger' }] });
     app = await server.addClient({ scopes: ['openid', 'photos:read', 'prints:order', 'prints:status', 'ledger:read'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
-    const made = await createClient(deps, { client_name: 'Photo API', grant_types: ['token-exchange', 'client_credentials'], token_exchange_audiences: [PRINTS], scope: 'prints:status' });
+    const made = await createClient(deps, {
+      client_name: 'Photo API',
+      grant_types: ['token-exchange', 'client_credentials'],
+      token_exchange_audiences: [PRINTS],
+      scope: 'prints:status',
+    });
     photos = { clientId: made.client.id, clientSecret: made.secret! };
     const back = await createClient(deps, { client_name: 'Print API', grant_types: ['token-exchange'], token_exchange_audiences: [PHOTOS] });
     prints = { clientId: back.client.id, clientSecret: back.secret! };
@@ -61,18 +73,36 @@ describe('token exchange (RFC 8693)', () => {
     clock.set(Date.now());
     const verifier = oauth.generateRandomCodeVerifier();
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(server.url).authorize(url.href, who);
     const code = new URL(page.location ?? 'http://invalid/').searchParams.get('code');
     assert.ok(code, `a code: ${page.status} ${page.location}`);
-    const result = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource }, { authorization: basic(app.clientId, app.clientSecret) });
+    const result = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource },
+      { authorization: basic(app.clientId, app.clientSecret) },
+    );
     assert.equal(result.status, 200, JSON.stringify(result.body));
     return result.body['access_token'] as string;
   }
 
   /** A token exchange by `client` through oauth4webapi: its answer, or its OAuth error. */
   async function exchange(client: TestClient, parameters: Record<string, string>, options: { DPoP?: oauth.DPoPHandle } = {}) {
-    const response = await oauth.genericTokenEndpointRequest(as, { client_id: client.clientId }, oauth.ClientSecretBasic(client.clientSecret), GRANT_TOKEN_EXCHANGE, parameters, { ...insecure, ...options });
+    const response = await oauth.genericTokenEndpointRequest(
+      as,
+      { client_id: client.clientId },
+      oauth.ClientSecretBasic(client.clientSecret),
+      GRANT_TOKEN_EXCHANGE,
+      parameters,
+      { ...insecure, ...options },
+    );
     return oauth.processGenericTokenEndpointResponse(as, { client_id: client.clientId }, response);
   }
 
@@ -88,14 +118,21 @@ describe('token exchange (RFC 8693)', () => {
   }
 
   const subject = (token: string) => ({ subject_token: token, subject_token_type: TOKEN_TYPE_ACCESS_TOKEN });
-  const introspect = async (client: TestClient, token: string) => (await postForm(`${server.url}/oauth/introspect`, { token }, { authorization: basic(client.clientId, client.clientSecret) })).body;
-  const printsApi = (token: string) => jwtVerify(token, createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`)), { issuer: server.config.issuer, audience: PRINTS, typ: 'at+jwt', currentDate: new Date(clock.now()) });
+  const introspect = async (client: TestClient, token: string) =>
+    (await postForm(`${server.url}/oauth/introspect`, { token }, { authorization: basic(client.clientId, client.clientSecret) })).body;
+  const printsApi = (token: string) =>
+    jwtVerify(token, createRemoteJWKSet(new URL(`${server.url}/.well-known/jwks.json`)), {
+      issuer: server.config.issuer,
+      audience: PRINTS,
+      typ: 'at+jwt',
+      currentDate: new Date(clock.now()),
+    });
 
   it('lists the grant in discovery (RFC 8414 grant_types_supported)', () => {
     assert.ok(as.grant_types_supported?.includes(GRANT_TOKEN_EXCHANGE));
   });
 
-  it('exchanges a person\'s photo token for a print token that acts for them: sub the person, client_id and act the photo API, the print scopes they approved, issued_token_type', async () => {
+  it("exchanges a person's photo token for a print token that acts for them: sub the person, client_id and act the photo API, the print scopes they approved, issued_token_type", async () => {
     const token = await personToken();
     const result = await exchange(photos, { ...subject(token), audience: PRINTS });
     assert.equal(result['issued_token_type'], TOKEN_TYPE_ACCESS_TOKEN);
@@ -120,24 +157,35 @@ describe('token exchange (RFC 8693)', () => {
     await refusal(photos, { ...subject(token), audience: LEDGER });
     const events = await server.store.events.list({ limit: 20 });
     const exchanged = events.find((event) => event.type === 'token.exchanged')!;
-    assert.deepEqual([exchanged.userId, exchanged.clientId, exchanged.detail['subject_client'], exchanged.detail['resource'], exchanged.detail['act']], [user.id, photos.clientId, app.clientId, PRINTS, photos.clientId]);
+    assert.deepEqual(
+      [exchanged.userId, exchanged.clientId, exchanged.detail['subject_client'], exchanged.detail['resource'], exchanged.detail['act']],
+      [user.id, photos.clientId, app.clientId, PRINTS, photos.clientId],
+    );
     const refused = events.find((event) => event.type === 'token.exchange_refused')!;
     assert.deepEqual([refused.clientId, refused.detail['error']], [photos.clientId, 'invalid_target']);
   });
 
-  it('narrows the scope, never widens it: a print scope the person did not approve, another API\'s or an OpenID scope is invalid_scope', async () => {
+  it("narrows the scope, never widens it: a print scope the person did not approve, another API's or an OpenID scope is invalid_scope", async () => {
     const token = await personToken();
     assert.equal((await exchange(photos, { ...subject(token), audience: PRINTS, scope: 'prints:order' })).scope, 'prints:order');
     for (const scope of ['prints:status', 'prints:order prints:status', 'photos:read', 'openid']) {
       assert.equal((await refusal(photos, { ...subject(token), audience: PRINTS, scope })).error, 'invalid_scope', scope);
     }
     // Someone who approved nothing of the print API (approvals add up, per person and app): nothing to pass on.
-    assert.equal((await refusal(photos, { ...subject(await personToken('photos:read', PHOTOS, await server.addUser())), audience: PRINTS })).error, 'invalid_scope');
+    assert.equal(
+      (await refusal(photos, { ...subject(await personToken('photos:read', PHOTOS, await server.addUser())), audience: PRINTS })).error,
+      'invalid_scope',
+    );
   });
 
-  it('refuses an API outside the client\'s exchange audiences, or two different ones, with invalid_target', async () => {
+  it("refuses an API outside the client's exchange audiences, or two different ones, with invalid_target", async () => {
     const token = await personToken('photos:read prints:order ledger:read');
-    const targets: Record<string, string>[] = [{ audience: LEDGER }, { resource: LEDGER }, { audience: 'https://unknown.example' }, { audience: PRINTS, resource: PHOTOS }];
+    const targets: Record<string, string>[] = [
+      { audience: LEDGER },
+      { resource: LEDGER },
+      { audience: 'https://unknown.example' },
+      { audience: PRINTS, resource: PHOTOS },
+    ];
     for (const target of targets) {
       assert.equal((await refusal(photos, { ...subject(token), ...target })).error, 'invalid_target', JSON.stringify(target));
     }
@@ -147,14 +195,28 @@ describe('token exchange (RFC 8693)', () => {
     assert.equal((await refusal(app, { ...subject(await personToken()), audience: PRINTS })).error, 'unauthorized_client');
   });
 
-  it('refuses a subject token that is missing, of another type, forged, from another issuer or a client\'s own, with invalid_request', async () => {
+  it("refuses a subject token that is missing, of another type, forged, from another issuer or a client's own, with invalid_request", async () => {
     const token = await personToken();
     const stranger = await generateKeyPair('ES256');
     const forged = await new SignJWT({ ...decodeJwt(token) }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'x' }).sign(stranger.privateKey);
-    const otherIssuer = await new SignJWT({ ...decodeJwt(token), iss: 'https://elsewhere.example' }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt' }).sign(stranger.privateKey);
+    const otherIssuer = await new SignJWT({ ...decodeJwt(token), iss: 'https://elsewhere.example' })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt' })
+      .sign(stranger.privateKey);
     const [head, body] = token.split('.');
     const tampered = `${head}.${body}.${'A'.repeat(86)}`;
-    const own = (await oauth.processClientCredentialsResponse(as, { client_id: photos.clientId }, await oauth.clientCredentialsGrantRequest(as, { client_id: photos.clientId }, oauth.ClientSecretBasic(photos.clientSecret), { resource: PRINTS }, insecure))).access_token;
+    const own = (
+      await oauth.processClientCredentialsResponse(
+        as,
+        { client_id: photos.clientId },
+        await oauth.clientCredentialsGrantRequest(
+          as,
+          { client_id: photos.clientId },
+          oauth.ClientSecretBasic(photos.clientSecret),
+          { resource: PRINTS },
+          insecure,
+        ),
+      )
+    ).access_token;
     const cases: Record<string, Record<string, string>> = {
       'no subject_token': { subject_token_type: TOKEN_TYPE_ACCESS_TOKEN },
       'no subject_token_type': { subject_token: token },
@@ -173,9 +235,19 @@ describe('token exchange (RFC 8693)', () => {
     }
   });
 
-  it('takes the client\'s own token as actor_token, and refuses another client\'s, one without its type or not a token', async () => {
+  it("takes the client's own token as actor_token, and refuses another client's, one without its type or not a token", async () => {
     const token = await personToken();
-    const own = await oauth.processClientCredentialsResponse(as, { client_id: photos.clientId }, await oauth.clientCredentialsGrantRequest(as, { client_id: photos.clientId }, oauth.ClientSecretBasic(photos.clientSecret), { resource: PRINTS }, insecure));
+    const own = await oauth.processClientCredentialsResponse(
+      as,
+      { client_id: photos.clientId },
+      await oauth.clientCredentialsGrantRequest(
+        as,
+        { client_id: photos.clientId },
+        oauth.ClientSecretBasic(photos.clientSecret),
+        { resource: PRINTS },
+        insecure,
+      ),
+    );
     const result = await exchange(photos, { ...subject(token), audience: PRINTS, actor_token: own.access_token, actor_token_type: TOKEN_TYPE_ACCESS_TOKEN });
     assert.deepEqual(decodeJwt(result.access_token)['act'], { sub: photos.clientId });
     const cases: Record<string, Record<string, string>> = {
@@ -214,7 +286,7 @@ describe('token exchange (RFC 8693)', () => {
     assert.deepEqual(decodeJwt(result.access_token)['cnf'], { jkt: key.jkt });
   });
 
-  it('never issues a token that outlives its subject token (Keycloak\'s CVE of 2026), and the exchanged token expires with it', async () => {
+  it("never issues a token that outlives its subject token (Keycloak's CVE of 2026), and the exchanged token expires with it", async () => {
     const token = await personToken();
     const subjectExp = decodeJwt(token).exp!;
     // 100 seconds before the subject token expires.
@@ -229,7 +301,7 @@ describe('token exchange (RFC 8693)', () => {
     clock.set(Date.now());
   });
 
-  it('ends the exchanged tokens when the person\'s approval is revoked, and refuses the subject token from then on', async () => {
+  it("ends the exchanged tokens when the person's approval is revoked, and refuses the subject token from then on", async () => {
     const token = await personToken();
     const exchanged = (await exchange(photos, { ...subject(token), audience: PRINTS })).access_token;
     assert.equal((await introspect(photos, exchanged))['active'], true);
@@ -247,7 +319,7 @@ describe('token exchange (RFC 8693)', () => {
     assert.equal((await refusal(photos, { ...subject(token), audience: PRINTS })).error, 'invalid_request');
   });
 
-  it('ends the exchanged tokens when the operator takes the API off the client\'s exchange audiences', async () => {
+  it("ends the exchanged tokens when the operator takes the API off the client's exchange audiences", async () => {
     const deps = manageDeps(server);
     const made = await createClient(deps, { client_name: 'Short-lived', grant_types: ['token-exchange'], token_exchange_audiences: [PRINTS, PHOTOS] });
     const client = { clientId: made.client.id, clientSecret: made.secret! };
@@ -267,7 +339,9 @@ describe('registering a client for token exchange', () => {
   after(() => server.close());
 
   it('registers one with `tessera client add --grant token-exchange --exchange-audience URI`', async () => {
-    const added = await runTessera(['client', 'add', '--name', 'Photo API', '--grant', 'token-exchange', '--exchange-audience', PRINTS, '--json'], { TESSERA_DATABASE: server.config.database });
+    const added = await runTessera(['client', 'add', '--name', 'Photo API', '--grant', 'token-exchange', '--exchange-audience', PRINTS, '--json'], {
+      TESSERA_DATABASE: server.config.database,
+    });
     assert.equal(added.code, 0, added.stderr);
     const client = JSON.parse(added.stdout) as Record<string, unknown>;
     assert.deepEqual([client['grant_types'], client['token_exchange_audiences']], [[GRANT_TOKEN_EXCHANGE], [PRINTS]]);
@@ -310,12 +384,27 @@ describe('TESSERA_TOKEN_EXCHANGE_MAX_ACTORS', () => {
     const user = await server.addUser();
     const verifier = oauth.generateRandomCodeVerifier();
     const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({ response_type: 'code', client_id: app.clientId, redirect_uri: REDIRECT_URI, scope: 'photos:read prints:order', code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'photos:read prints:order',
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const code = new URL(page.location!).searchParams.get('code')!;
-    const signedIn = await postForm(`${server.url}/oauth/token`, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS }, { authorization: basic(app.clientId, app.clientSecret) });
+    const signedIn = await postForm(
+      `${server.url}/oauth/token`,
+      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS },
+      { authorization: basic(app.clientId, app.clientSecret) },
+    );
     const exchange = (client: { client: { id: string }; secret: string | null }, token: string, audience: string) =>
-      postForm(`${server.url}/oauth/token`, { grant_type: GRANT_TOKEN_EXCHANGE, subject_token: token, subject_token_type: TOKEN_TYPE_ACCESS_TOKEN, audience }, { authorization: basic(client.client.id, client.secret!) });
+      postForm(
+        `${server.url}/oauth/token`,
+        { grant_type: GRANT_TOKEN_EXCHANGE, subject_token: token, subject_token_type: TOKEN_TYPE_ACCESS_TOKEN, audience },
+        { authorization: basic(client.client.id, client.secret!) },
+      );
     const hop1 = await exchange(photos, signedIn.body['access_token'] as string, PRINTS);
     assert.equal(hop1.status, 200, JSON.stringify(hop1.body));
     const hop2 = await exchange(prints, hop1.body['access_token'] as string, PHOTOS);

@@ -62,14 +62,36 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
     server = await startTestServer({ env: { TESSERA_SITE_NAME: 'Acme', TESSERA_UPSTREAM_TIMEOUT: '2', TESSERA_SIGN_IN_FAILURES_PER_USER_ADDRESS: '3' } });
     env = { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url };
     const added = await runTessera(
-      ['provider', 'add', 'ldap', '--id', 'directory', '--name', 'Example Directory', '--url', slapd.url, '--bind-dn', LDAP_ADMIN, '--bind-password-stdin',
-        '--user-search-base', PEOPLE, '--user-filter', '(&(objectClass=inetOrgPerson)(uid={username}))', '--group-search-base', GROUPS, '--group-filter', '(member={dn})'],
+      [
+        'provider',
+        'add',
+        'ldap',
+        '--id',
+        'directory',
+        '--name',
+        'Example Directory',
+        '--url',
+        slapd.url,
+        '--bind-dn',
+        LDAP_ADMIN,
+        '--bind-password-stdin',
+        '--user-search-base',
+        PEOPLE,
+        '--user-filter',
+        '(&(objectClass=inetOrgPerson)(uid={username}))',
+        '--group-search-base',
+        GROUPS,
+        '--group-filter',
+        '(member={dn})',
+      ],
       env,
       `${LDAP_ADMIN_PASSWORD}\n`,
     );
     assert.equal(added.code, 0, added.stderr);
     app = await server.addClient({ name: 'Garden Planner', scopes: ['openid', 'profile', 'email', 'groups'] });
-    config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     browser = await launchChromium();
   });
   after(async () => {
@@ -90,30 +112,44 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
   }
 
   async function failures(reason: string) {
-    return (await server.store.events.list({ type: 'signin.failed', limit: 100 })).filter((event) => event.detail['reason'] === reason && event.detail['provider'] === 'directory');
+    return (await server.store.events.list({ type: 'signin.failed', limit: 100 })).filter(
+      (event) => event.detail['reason'] === reason && event.detail['provider'] === 'directory',
+    );
   }
 
-  it('signs in with the directory password into an app, whose tokens carry the directory\'s claims and groups', async () => {
+  it("signs in with the directory password into an app, whose tokens carry the directory's claims and groups", async () => {
     const page = await (await browser.newContext()).newPage();
     const callback = catchRedirect(page);
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
-    await page.goto(oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid profile email groups', state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-    }).href);
+    await page.goto(
+      oidc.buildAuthorizationUrl(config, {
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid profile email groups',
+        state,
+        nonce,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      }).href,
+    );
     await page.getByRole('link', { name: 'Continue with Example Directory' }).click();
     await page.getByRole('heading', { name: 'Sign in with Example Directory' }).waitFor();
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password').fill('alice in wonderland');
     await page.getByRole('button', { name: 'Sign in' }).click();
     assert.deepEqual(await page.locator('.card').getByRole('listitem').allInnerTexts(), [
-      'Sign you in and know who you are', 'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone', 'See your email address', 'See the groups you belong to',
+      'Sign you in and know who you are',
+      'See your name, nickname, username, picture, web pages, gender, birthdate, language and time zone',
+      'See your email address',
+      'See the groups you belong to',
     ]);
     await page.getByRole('button', { name: 'Approve' }).click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true,
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
     });
     const claims = tokens.claims()!;
     // The directory checked the password typed here: a password sign-in, as RFC 8176 names it.
@@ -188,7 +224,15 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
     // A directory that is not there at all: the same page, at once.
     const { server: closed, port } = await listenOnFreePort();
     await closeServer(closed);
-    assert.equal((await runTessera(['provider', 'add', 'ldap', '--id', 'gone', '--name', 'Old Directory', '--url', `ldap://127.0.0.1:${port}`, '--user-search-base', PEOPLE], env)).code, 0);
+    assert.equal(
+      (
+        await runTessera(
+          ['provider', 'add', 'ldap', '--id', 'gone', '--name', 'Old Directory', '--url', `ldap://127.0.0.1:${port}`, '--user-search-base', PEOPLE],
+          env,
+        )
+      ).code,
+      0,
+    );
     try {
       const other = new FormBrowser(server.url);
       const page = await other.request('/login/upstream/gone?return_to=%2Faccount');

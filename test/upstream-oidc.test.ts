@@ -38,19 +38,49 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       redirectUris: [callbackOf('upstream'), callbackOf('mixup')],
       firstParty: true,
     });
-    await upstream.addUser({ username: 'ada', password: 'ada password 1', name: 'Ada Lovelace', email: 'ada@example.com', profile: { emailVerified: true, givenName: 'Ada' } });
+    await upstream.addUser({
+      username: 'ada',
+      password: 'ada password 1',
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      profile: { emailVerified: true, givenName: 'Ada' },
+    });
     await upstream.addUser({ username: 'eve', password: 'eve password 1', name: 'Eve', email: 'eve@elsewhere.org', profile: { emailVerified: true } });
-    await upstream.addUser({ username: 'grace', password: 'grace password 1', name: 'Grace Upstream', email: 'grace@example.com', profile: { emailVerified: true } });
+    await upstream.addUser({
+      username: 'grace',
+      password: 'grace password 1',
+      name: 'Grace Upstream',
+      email: 'grace@example.com',
+      profile: { emailVerified: true },
+    });
     await upstream.addUser({ username: 'unverified', password: 'unverified password 1', name: 'Una', email: 'una@example.com' });
     const added = await runTessera(
-      ['provider', 'add', 'oidc', '--id', 'upstream', '--name', 'Upstream ID', '--issuer', upstream.url, '--client-id', upstreamClient.clientId, '--client-secret-stdin', '--allowed-domain', 'example.com', '--allow-linking'],
+      [
+        'provider',
+        'add',
+        'oidc',
+        '--id',
+        'upstream',
+        '--name',
+        'Upstream ID',
+        '--issuer',
+        upstream.url,
+        '--client-id',
+        upstreamClient.clientId,
+        '--client-secret-stdin',
+        '--allowed-domain',
+        'example.com',
+        '--allow-linking',
+      ],
       env,
       `${upstreamClient.clientSecret}\n`,
     );
     assert.equal(added.code, 0, added.stderr);
     assert.match(added.stdout, new RegExp(`Register this redirect URI with the provider: ${callbackOf('upstream').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     app = await downstream.addClient({ name: 'Garden Planner' });
-    config = await oidc.discovery(new URL(downstream.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), { execute: [oidc.allowInsecureRequests] });
+    config = await oidc.discovery(new URL(downstream.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), {
+      execute: [oidc.allowInsecureRequests],
+    });
     browser = await launchChromium();
   });
   after(async () => {
@@ -71,8 +101,13 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI, scope: 'openid profile email', state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', ...extra,
+      redirect_uri: REDIRECT_URI,
+      scope: 'openid profile email',
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...extra,
     });
     return { url, verifier, state, nonce };
   }
@@ -104,23 +139,26 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
    */
   function downstreamBound(page: Page, rewrite: (callback: URL) => URL): Promise<URL> {
     return new Promise<URL>((resolve, reject) => {
-      void page.route((url) => url.href === `${upstream.url}/login`, async (route) => {
-        if (route.request().method() !== 'POST') return route.continue();
-        try {
-          let response = await route.fetch({ maxRedirects: 0 });
-          let location = response.headers()['location'];
-          while (location !== undefined && new URL(location, upstream.url).origin === new URL(upstream.url).origin) {
-            response = await page.context().request.get(new URL(location, upstream.url).href, { maxRedirects: 0 });
-            location = response.headers()['location'];
+      void page.route(
+        (url) => url.href === `${upstream.url}/login`,
+        async (route) => {
+          if (route.request().method() !== 'POST') return route.continue();
+          try {
+            let response = await route.fetch({ maxRedirects: 0 });
+            let location = response.headers()['location'];
+            while (location !== undefined && new URL(location, upstream.url).origin === new URL(upstream.url).origin) {
+              response = await page.context().request.get(new URL(location, upstream.url).href, { maxRedirects: 0 });
+              location = response.headers()['location'];
+            }
+            if (location === undefined) throw new Error(`the upstream answered ${response.status()}, not a redirect back`);
+            resolve(new URL(location));
+            await route.fulfill({ status: 303, headers: { location: rewrite(new URL(location)).href } });
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)));
+            await route.abort();
           }
-          if (location === undefined) throw new Error(`the upstream answered ${response.status()}, not a redirect back`);
-          resolve(new URL(location));
-          await route.fulfill({ status: 303, headers: { location: rewrite(new URL(location)).href } });
-        } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-          await route.abort();
-        }
-      });
+        },
+      );
     });
   }
 
@@ -138,7 +176,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     // Back at Acme, signed in: the app's consent page.
     await page.getByRole('button', { name: 'Approve' }).click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
     });
     const claims = tokens.claims()!;
     // The upstream checked Ada's password (its ID token says amr ["pwd"]); Acme repeats what
@@ -154,7 +195,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     const user = await downstream.store.users.findByUsername('ada');
     assert.equal(user?.id, claims.sub);
     const links = await downstream.store.linkedIdentities.listForUser(claims.sub);
-    assert.deepEqual(links.map((link) => [link.providerId, link.label]), [['upstream', 'ada@example.com']]);
+    assert.deepEqual(
+      links.map((link) => [link.providerId, link.label]),
+      [['upstream', 'ada@example.com']],
+    );
     const shown = await runTessera(['user', 'show', 'ada'], env);
     assert.match(shown.stdout, /Upstream ID \(upstream\): ada@example\.com/);
     // The person sees the link on their account page.
@@ -172,7 +216,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await signInUpstream(page, 'ada', 'ada password 1');
     // The approval is remembered from the first sign-in: straight back to the app.
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, (await downstream.store.users.findByUsername('ada'))?.id);
     assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada@example.com').length, 1);
@@ -182,7 +229,13 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   it('counts the upstream\'s "mfa" as a second factor only when the operator trusts the provider to say so', async () => {
     // Two upstream people with one-time codes on there: a sign-in there is amr pwd otp mfa.
     const withCodes = async (username: string) => {
-      const person = await upstream.addUser({ username, password: `${username} password 1`, name: username, email: `${username}@example.com`, profile: { emailVerified: true } });
+      const person = await upstream.addUser({
+        username,
+        password: `${username} password 1`,
+        name: username,
+        email: `${username}@example.com`,
+        profile: { emailVerified: true },
+      });
       const secret = newTotpSecret();
       const now = Date.now();
       assert.equal(await upstream.store.totp.begin(person.id, secret, now), true);
@@ -211,7 +264,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await reach(untrusted.page, untrusted.page.getByText(/Approving needs a second factor/), 'the refusal to approve');
     assert.equal(await untrusted.page.getByRole('button', { name: 'Approve' }).count(), 0);
     const hedyHere = (await downstream.store.users.findByUsername('hedy'))!;
-    assert.deepEqual((await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr), [['pwd']]);
+    assert.deepEqual(
+      (await downstream.store.sessions.listForUser(hedyHere.id, Date.now())).map((session) => session.amr),
+      [['pwd']],
+    );
     await untrusted.page.context().close();
 
     const updated = await runTessera(['provider', 'update', 'upstream', '--trust-upstream-mfa'], env);
@@ -221,7 +277,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       const trusted = await signInWithCode('ivy', ivy);
       await trusted.page.getByRole('button', { name: 'Approve' }).click();
       const tokens = await oidc.authorizationCodeGrant(config, await within(trusted.callback, 'the redirect back to the app'), {
-        pkceCodeVerifier: trusted.attempt.verifier, expectedState: trusted.attempt.state, expectedNonce: trusted.attempt.nonce, idTokenExpected: true,
+        pkceCodeVerifier: trusted.attempt.verifier,
+        expectedState: trusted.attempt.state,
+        expectedNonce: trusted.attempt.nonce,
+        idTokenExpected: true,
       });
       const claims = tokens.claims()!;
       assert.deepEqual(claims.amr, ['pwd', 'otp', 'mfa']);
@@ -242,7 +301,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await signInUpstream(page, 'grace', 'grace password 1');
     await page.getByRole('button', { name: 'Approve' }).click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
-      pkceCodeVerifier: attempt.verifier, expectedState: attempt.state, expectedNonce: attempt.nonce, idTokenExpected: true,
+      pkceCodeVerifier: attempt.verifier,
+      expectedState: attempt.state,
+      expectedNonce: attempt.nonce,
+      idTokenExpected: true,
     });
     assert.equal(tokens.claims()?.sub, local.id, 'signed in as the existing account');
     const linked = await downstream.store.events.list({ type: 'identity.linked', userId: local.id, limit: 5 });
@@ -261,16 +323,29 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'hopper', 'hopper password 1');
     await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
-    assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+    assert.equal(
+      await page.getByRole('alert').innerText(),
+      'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.',
+    );
     assert.deepEqual(await downstream.store.linkedIdentities.listForUser(admin.id), [], 'not linked');
-    assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email === 'grace.hopper@example.com').map((user) => user.username), ['grace.admin'], 'no second account');
+    assert.deepEqual(
+      (await downstream.store.users.list()).filter((user) => user.email === 'grace.hopper@example.com').map((user) => user.username),
+      ['grace.admin'],
+      'no second account',
+    );
     const [event] = await failures('console_role');
     assert.equal(event?.userId, admin.id);
     await page.context().close();
   });
 
   it('never counts the upstream\'s "mfa" for an account that holds a console role, even from a trusted provider', async () => {
-    const person = await upstream.addUser({ username: 'joan', password: 'joan password 1', name: 'Joan', email: 'joan@example.com', profile: { emailVerified: true } });
+    const person = await upstream.addUser({
+      username: 'joan',
+      password: 'joan password 1',
+      name: 'Joan',
+      email: 'joan@example.com',
+      profile: { emailVerified: true },
+    });
     const secret = newTotpSecret();
     const now = Date.now();
     assert.equal(await upstream.store.totp.begin(person.id, secret, now), true);
@@ -294,12 +369,19 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       // The first sign-in makes her account, linked; an operator then gives it a console role.
       await signIn(1);
       const joan = (await downstream.store.users.findByUsername('joan'))!;
-      assert.deepEqual((await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr), [['pwd', 'otp', 'mfa']], 'without a role, the trusted mfa counts');
+      assert.deepEqual(
+        (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr),
+        [['pwd', 'otp', 'mfa']],
+        'without a role, the trusted mfa counts',
+      );
       assert.equal((await runTessera(['user', 'update', 'joan', '--role', 'support'], env)).code, 0);
       await signIn(0);
       const amrs = (await downstream.store.sessions.listForUser(joan.id, Date.now())).map((session) => session.amr);
       assert.equal(amrs.length, 2);
-      assert.ok(amrs.some((amr) => amr?.join(' ') === 'pwd'), `a console role holder's upstream sign-in is one factor here: ${JSON.stringify(amrs)}`);
+      assert.ok(
+        amrs.some((amr) => amr?.join(' ') === 'pwd'),
+        `a console role holder's upstream sign-in is one factor here: ${JSON.stringify(amrs)}`,
+      );
     } finally {
       assert.equal((await runTessera(['provider', 'update', 'upstream', '--no-trust-upstream-mfa'], env)).code, 0);
     }
@@ -314,16 +396,31 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'ada3', 'ada3 password 1');
     await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
-    assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
-    assert.deepEqual((await downstream.store.users.list()).filter((user) => user.email?.toLowerCase() === 'ada.three@example.com').map((user) => user.id), [local.id]);
+    assert.equal(
+      await page.getByRole('alert').innerText(),
+      'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.',
+    );
+    assert.deepEqual(
+      (await downstream.store.users.list()).filter((user) => user.email?.toLowerCase() === 'ada.three@example.com').map((user) => user.id),
+      [local.id],
+    );
     assert.deepEqual(await downstream.store.linkedIdentities.listForUser(local.id), []);
-    assert.equal((await failures('email_taken')).some((event) => event.userId === local.id), true);
+    assert.equal(
+      (await failures('email_taken')).some((event) => event.userId === local.id),
+      true,
+    );
     await page.context().close();
   });
 
   it('takes line breaks, controls and bidirectional overrides out of the names the provider sends, keeping the rest', async () => {
     // The upstream Tessera says what its store holds: whatever another provider might send.
-    await upstream.addUser({ username: 'mal', password: 'mal password 1', name: 'Mal\u202Eory\n  console role: admin', email: 'mal@example.com', profile: { emailVerified: true, givenName: 'Mal\u001b[2J\u200Bory', familyName: 'Ne\u2066wton\u200D' } });
+    await upstream.addUser({
+      username: 'mal',
+      password: 'mal password 1',
+      name: 'Mal\u202Eory\n  console role: admin',
+      email: 'mal@example.com',
+      profile: { emailVerified: true, givenName: 'Mal\u001b[2J\u200Bory', familyName: 'Ne\u2066wton\u200D' },
+    });
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${downstream.url}/login?return_to=%2Faccount`);
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
@@ -337,7 +434,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(shown.stdout.split('\n').filter((line) => line.includes('console role')).length, 2, 'her name, and her (absent) role');
   });
 
-  it('refuses to link without the operator\'s permission, and makes no second account', async () => {
+  it("refuses to link without the operator's permission, and makes no second account", async () => {
     const updated = await runTessera(['provider', 'update', 'upstream', '--no-allow-linking'], env);
     assert.equal(updated.code, 0, updated.stderr);
     try {
@@ -348,7 +445,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
       await signInUpstream(page, 'ada2', 'ada2 password 1');
       await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
-      assert.equal(await page.getByRole('alert').innerText(), 'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.');
+      assert.equal(
+        await page.getByRole('alert').innerText(),
+        'An account with your email address already exists on Acme. Sign in with its password; to use Upstream ID instead, ask the people who run Acme.',
+      );
       assert.equal((await downstream.store.users.list()).filter((user) => user.email === 'ada.two@example.com').length, 1);
       assert.equal((await failures('email_taken')).filter((event) => event.userId === local.id).length, 1);
       await page.context().close();
@@ -363,7 +463,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     await page.getByRole('link', { name: 'Continue with Upstream ID' }).click();
     await signInUpstream(page, 'eve', 'eve password 1');
     await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
-    assert.equal(await page.getByRole('alert').innerText(), 'The email address of your Upstream ID account is not one Acme accepts. Sign in with an account in an allowed domain.');
+    assert.equal(
+      await page.getByRole('alert').innerText(),
+      'The email address of your Upstream ID account is not one Acme accepts. Sign in with an account in an allowed domain.',
+    );
     assert.equal(await downstream.store.users.findByUsername('eve'), null);
     const [event] = await failures('domain_not_allowed');
     assert.equal(event?.detail['provider'], 'upstream');
@@ -437,17 +540,36 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   it('refuses an ID token from another issuer than the provider added (a mix-up)', async () => {
     // A look-alike provider: its metadata names itself the issuer, but its endpoints are the upstream's.
     const metadata = (await (await fetch(`${upstream.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    const { server: lookalike, port } = await listenOnFreePort(createServer((request, response) => {
-      if (request.url === '/.well-known/openid-configuration') {
-        response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify({ ...metadata, issuer: `http://127.0.0.1:${port}`, authorization_response_iss_parameter_supported: false }));
-      } else {
-        response.statusCode = 404;
-        response.end();
-      }
-    }));
+    const { server: lookalike, port } = await listenOnFreePort(
+      createServer((request, response) => {
+        if (request.url === '/.well-known/openid-configuration') {
+          response.setHeader('content-type', 'application/json');
+          response.end(JSON.stringify({ ...metadata, issuer: `http://127.0.0.1:${port}`, authorization_response_iss_parameter_supported: false }));
+        } else {
+          response.statusCode = 404;
+          response.end();
+        }
+      }),
+    );
     try {
-      const added = await runTessera(['provider', 'add', 'oidc', '--id', 'mixup', '--name', 'Lookalike', '--issuer', `http://127.0.0.1:${port}`, '--client-id', upstreamClient.clientId, '--client-secret-stdin'], env, upstreamClient.clientSecret);
+      const added = await runTessera(
+        [
+          'provider',
+          'add',
+          'oidc',
+          '--id',
+          'mixup',
+          '--name',
+          'Lookalike',
+          '--issuer',
+          `http://127.0.0.1:${port}`,
+          '--client-id',
+          upstreamClient.clientId,
+          '--client-secret-stdin',
+        ],
+        env,
+        upstreamClient.clientSecret,
+      );
       assert.equal(added.code, 0, added.stderr);
       const page = await (await browser.newContext()).newPage();
       // Without the authorization response's iss (RFC 9207), the ID token's own iss is what gives it away.
@@ -458,8 +580,11 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       await page.goto(`${downstream.url}/login`);
       await page.getByRole('link', { name: 'Continue with Lookalike' }).click();
       await signInUpstream(page, 'ada', 'ada password 1');
-      const callback = await within(sent, 'the upstream\'s answer');
-      assert.ok(callback.href.startsWith(callbackOf('mixup')) && callback.searchParams.get('iss') === upstream.url, 'the upstream named itself, and that was taken out');
+      const callback = await within(sent, "the upstream's answer");
+      assert.ok(
+        callback.href.startsWith(callbackOf('mixup')) && callback.searchParams.get('iss') === upstream.url,
+        'the upstream named itself, and that was taken out',
+      );
       await reach(page, page.getByRole('heading', { name: 'You are not signed in' }), 'the page "You are not signed in"');
       assert.match(await page.getByRole('alert').innerText(), /^The answer from Lookalike could not be verified/);
       const event = (await failures('invalid_response')).find((candidate) => candidate.detail['provider'] === 'mixup');
@@ -474,7 +599,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   it('says so when the provider does not answer', async () => {
     const { server: closed, port } = await listenOnFreePort();
     await closeServer(closed);
-    const added = await runTessera(['provider', 'add', 'oidc', '--id', 'down', '--name', 'Down ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'x'], env);
+    const added = await runTessera(
+      ['provider', 'add', 'oidc', '--id', 'down', '--name', 'Down ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'x'],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     try {
       const visitor = new FormBrowser(downstream.url);
@@ -484,7 +612,10 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       assert.doesNotMatch(page.html, /ECONNREFUSED|at .*\.ts/);
       // The audit trail says what to fix: the URL and the reason, not fetch's "fetch failed".
       const event = (await failures('unavailable')).find((candidate) => candidate.detail['provider'] === 'down');
-      assert.equal(event?.detail['upstream'], `cannot reach http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused: nothing listens there (ECONNREFUSED)`);
+      assert.equal(
+        event?.detail['upstream'],
+        `cannot reach http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused: nothing listens there (ECONNREFUSED)`,
+      );
     } finally {
       await runTessera(['provider', 'remove', 'down'], env);
     }
@@ -493,30 +624,45 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
   it('refuses a token answer larger than 1 MiB, reading no more of it, with a page saying the answer did not hold up', async () => {
     // A provider whose token endpoint answers 30 MB of JSON, as the attack run's did.
     let sent = 0;
-    const { server: huge, port } = await listenOnFreePort(createServer((request, response) => {
-      const issuer = `http://127.0.0.1:${port}`;
-      const url = new URL(request.url!, issuer);
-      response.setHeader('content-type', 'application/json');
-      if (url.pathname === '/.well-known/openid-configuration') {
-        response.end(JSON.stringify({ issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'] }));
-      } else if (url.pathname === '/token') {
-        const chunk = `"${'a'.repeat(64 * 1024)}",`;
-        const more = () => {
-          while (sent < 30 * 1024 * 1024) {
-            sent += chunk.length;
-            if (!response.write(sent === chunk.length ? `{"padding":[${chunk}` : chunk)) return void response.once('drain', more);
-          }
-          response.end('"x"],"access_token":"x","token_type":"Bearer"}');
-        };
-        response.on('error', () => {});
-        response.socket?.on('error', () => {});
-        more();
-      } else {
-        response.statusCode = 404;
-        response.end();
-      }
-    }));
-    const added = await runTessera(['provider', 'add', 'oidc', '--id', 'huge', '--name', 'Huge ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'acme'], env);
+    const { server: huge, port } = await listenOnFreePort(
+      createServer((request, response) => {
+        const issuer = `http://127.0.0.1:${port}`;
+        const url = new URL(request.url!, issuer);
+        response.setHeader('content-type', 'application/json');
+        if (url.pathname === '/.well-known/openid-configuration') {
+          response.end(
+            JSON.stringify({
+              issuer,
+              authorization_endpoint: `${issuer}/authorize`,
+              token_endpoint: `${issuer}/token`,
+              jwks_uri: `${issuer}/jwks`,
+              response_types_supported: ['code'],
+              subject_types_supported: ['public'],
+              id_token_signing_alg_values_supported: ['RS256'],
+            }),
+          );
+        } else if (url.pathname === '/token') {
+          const chunk = `"${'a'.repeat(64 * 1024)}",`;
+          const more = () => {
+            while (sent < 30 * 1024 * 1024) {
+              sent += chunk.length;
+              if (!response.write(sent === chunk.length ? `{"padding":[${chunk}` : chunk)) return void response.once('drain', more);
+            }
+            response.end('"x"],"access_token":"x","token_type":"Bearer"}');
+          };
+          response.on('error', () => {});
+          response.socket?.on('error', () => {});
+          more();
+        } else {
+          response.statusCode = 404;
+          response.end();
+        }
+      }),
+    );
+    const added = await runTessera(
+      ['provider', 'add', 'oidc', '--id', 'huge', '--name', 'Huge ID', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'acme'],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     try {
       const visitor = new FormBrowser(downstream.url);
@@ -540,7 +686,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     }
   });
 
-  it('goes straight to the provider that is the only way in, and to the one a login_hint\'s domain names', async () => {
+  it("goes straight to the provider that is the only way in, and to the one a login_hint's domain names", async () => {
     const visitor = new FormBrowser(downstream.url);
     const before = await visitor.request('/login');
     assert.equal(before.status, 200);
@@ -574,7 +720,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     assert.equal(byDomain.status, 303, 'domain_hint names the provider as an address would');
     assert.match(byDomain.location!, /^\/login\/upstream\/upstream\?/);
     const elsewhere = await visitor.request((await authorize({ login_hint: 'someone@elsewhere.org' })).url.href);
-    assert.equal(elsewhere.status, 200, 'an address in no provider\'s domains signs in here');
+    assert.equal(elsewhere.status, 200, "an address in no provider's domains signs in here");
   });
 
   it('refuses a disabled Acme user through the provider', async () => {

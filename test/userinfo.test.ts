@@ -11,7 +11,10 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
   let config: oidc.Configuration;
 
   before(async () => {
-    ({ server, user, config } = await startWithApp({ client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() }, user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' } }));
+    ({ server, user, config } = await startWithApp({
+      client: { name: 'Photo Printer', scopes: OFFLINE_SCOPES, grantTypes: withRefresh() },
+      user: { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' },
+    }));
   });
   after(() => server.close());
 
@@ -50,8 +53,10 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
     assert.equal(response.status, 401);
     assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", error="invalid_token"/);
     assert.equal(((await response.json()) as Record<string, unknown>)['error'], 'invalid_token');
-    await assert.rejects(oidc.fetchUserInfo(config, tokens.access_token, user.id), (error: unknown) =>
-      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+    await assert.rejects(
+      oidc.fetchUserInfo(config, tokens.access_token, user.id),
+      (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token',
+    );
   });
 
   it('refuses an ID token presented as an access token with invalid_token (it is for the client, not for resource servers)', async () => {
@@ -61,8 +66,10 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
     const response = await userinfo(idToken);
     assert.equal(response.status, 401);
     assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", error="invalid_token"/);
-    await assert.rejects(oidc.fetchUserInfo(config, idToken, user.id), (error: unknown) =>
-      error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token');
+    await assert.rejects(
+      oidc.fetchUserInfo(config, idToken, user.id),
+      (error: unknown) => error instanceof oidc.WWWAuthenticateChallengeError && error.cause[0]?.parameters.error === 'invalid_token',
+    );
   });
 
   it('refuses a malformed or foreign token with invalid_token', async () => {
@@ -94,7 +101,9 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
   it('takes the access token in a POST form body (RFC 6750 §2.2) and answers as with the header', async () => {
     const tokens = await signIn(server, config, user, 'openid profile');
     const response = await userinfo(null, {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: tokens.access_token }),
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ access_token: tokens.access_token }),
     });
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('cache-control'), 'no-store');
@@ -105,7 +114,9 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
     const tokens = await signIn(server, config, user, 'openid offline_access');
     await oidc.tokenRevocation(config, tokens.refresh_token!);
     const response = await userinfo(null, {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: tokens.access_token }),
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ access_token: tokens.access_token }),
     });
     assert.equal(response.status, 401);
     assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer realm="tessera", error="invalid_token"/);
@@ -125,14 +136,20 @@ describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => 
     const twice = await userinfo(null, { method: 'POST', headers: form, body: `access_token=${tokens.access_token}&access_token=${tokens.access_token}` });
     assert.equal(twice.status, 400);
     const dpopAndBody = await fetch(`${server.url}/oauth/userinfo`, {
-      method: 'POST', headers: { ...form, authorization: `DPoP ${tokens.access_token}` }, body: `access_token=${tokens.access_token}`,
+      method: 'POST',
+      headers: { ...form, authorization: `DPoP ${tokens.access_token}` },
+      body: `access_token=${tokens.access_token}`,
     });
     assert.equal(dpopAndBody.status, 400);
   });
 
   it('does not read a token from a JSON body (RFC 6750 §2.2: form-encoded only)', async () => {
     const tokens = await signIn(server, config, user, 'openid');
-    const response = await userinfo(null, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ access_token: tokens.access_token }) });
+    const response = await userinfo(null, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ access_token: tokens.access_token }),
+    });
     assert.notEqual(response.status, 200);
     assert.ok(response.status === 400 || response.status === 415, String(response.status));
   });

@@ -51,7 +51,7 @@ describe('tessera user: operators manage accounts', () => {
 
   // Both instances read sessions, users and grants from the store on every request; the
   // same with two processes on PostgreSQL: test/multi-instance.test.ts.
-  it("disabling a user ends their browser session and their refresh token and introspection fail at once", async () => {
+  it('disabling a user ends their browser session and their refresh token and introspection fail at once', async () => {
     const user = await one.addUser({ username: 'mallory' });
     const tokens = await signInRaw(one, app, user, 'openid offline_access');
     // Signed in at the other instance: sessions live in the shared store.
@@ -100,7 +100,10 @@ describe('tessera user: operators manage accounts', () => {
     assert.equal((await cli(['user', 'show', 'trent'])).code, 1);
     const events = JSON.parse((await cli(['events', '--user', 'trent', '--json'])).stdout) as { type: string }[];
     assert.ok(events.some((event) => event.type === 'user.removed'));
-    assert.ok(events.some((event) => event.type === 'device.approved'), 'what they did stays on record');
+    assert.ok(
+      events.some((event) => event.type === 'device.approved'),
+      'what they did stays on record',
+    );
   });
 
   it('lists, shows and updates users, as text and JSON', async () => {
@@ -118,19 +121,55 @@ describe('tessera user: operators manage accounts', () => {
   });
 
   it('sets the standard claims (OIDC Core §5.1) with user add and update, shows them, and userinfo sends them', async () => {
-    const added = await cli([
-      'user', 'add', '--username', 'ada', '--password-stdin', '--name', 'Ada Lovelace', '--email', 'ada@example.com', '--email-verified',
-      '--given-name', 'Ada', '--family-name', 'Lovelace', '--locale', 'en-GB', '--zoneinfo', 'Europe/London', '--picture', 'https://example.com/ada.png',
-    ], 'ada has a long password\n');
+    const added = await cli(
+      [
+        'user',
+        'add',
+        '--username',
+        'ada',
+        '--password-stdin',
+        '--name',
+        'Ada Lovelace',
+        '--email',
+        'ada@example.com',
+        '--email-verified',
+        '--given-name',
+        'Ada',
+        '--family-name',
+        'Lovelace',
+        '--locale',
+        'en-GB',
+        '--zoneinfo',
+        'Europe/London',
+        '--picture',
+        'https://example.com/ada.png',
+      ],
+      'ada has a long password\n',
+    );
     assert.equal(added.code, 0, added.stderr);
     const ada = { username: 'ada', password: 'ada has a long password', id: '' };
     const tokens = await signInRaw(one, app, ada, 'openid profile email');
-    const userinfo = async () => (await fetch(`${one.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${String(tokens['access_token'])}` } })).json() as Promise<Record<string, unknown>>;
+    const userinfo = async () =>
+      (await fetch(`${one.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${String(tokens['access_token'])}` } })).json() as Promise<
+        Record<string, unknown>
+      >;
     const before = await userinfo();
-    assert.deepEqual({ ...before, sub: undefined, updated_at: undefined }, {
-      sub: undefined, updated_at: undefined, name: 'Ada Lovelace', given_name: 'Ada', family_name: 'Lovelace', preferred_username: 'ada',
-      picture: 'https://example.com/ada.png', locale: 'en-GB', zoneinfo: 'Europe/London', email: 'ada@example.com', email_verified: true,
-    });
+    assert.deepEqual(
+      { ...before, sub: undefined, updated_at: undefined },
+      {
+        sub: undefined,
+        updated_at: undefined,
+        name: 'Ada Lovelace',
+        given_name: 'Ada',
+        family_name: 'Lovelace',
+        preferred_username: 'ada',
+        picture: 'https://example.com/ada.png',
+        locale: 'en-GB',
+        zoneinfo: 'Europe/London',
+        email: 'ada@example.com',
+        email_verified: true,
+      },
+    );
 
     const updated = await cli(['user', 'update', 'ada', '--no-email-verified', '--locale', '', '--given-name', 'Augusta Ada']);
     assert.equal(updated.code, 0, updated.stderr);
@@ -142,9 +181,16 @@ describe('tessera user: operators manage accounts', () => {
     const shown = JSON.parse((await cli(['user', 'show', 'ada', '--json'])).stdout) as Record<string, unknown>;
     assert.equal(shown['given_name'], 'Augusta Ada');
     assert.equal(shown['email_verified'], false);
-    assert.match((await cli(['user', 'show', 'ada'])).stdout, /given name: Augusta Ada\n {2}family name: Lovelace\n {2}email: ada@example\.com \(not verified\)\n {2}locale: -\n {2}time zone: Europe\/London\n/);
+    assert.match(
+      (await cli(['user', 'show', 'ada'])).stdout,
+      /given name: Augusta Ada\n {2}family name: Lovelace\n {2}email: ada@example\.com \(not verified\)\n {2}locale: -\n {2}time zone: Europe\/London\n/,
+    );
 
-    for (const [option, value] of [['--locale', 'English'], ['--zoneinfo', 'Mars/Olympus'], ['--picture', 'javascript:alert(1)']]) {
+    for (const [option, value] of [
+      ['--locale', 'English'],
+      ['--zoneinfo', 'Mars/Olympus'],
+      ['--picture', 'javascript:alert(1)'],
+    ]) {
       const refused = await cli(['user', 'update', 'ada', option!, value!]);
       assert.equal(refused.code, 2, `${option} ${value}`);
       assert.match(refused.stderr, new RegExp(`^tessera: ${option} "`), refused.stderr);
@@ -165,12 +211,27 @@ describe('tessera user: operators manage accounts', () => {
     assert.match(typo.stderr, /^tessera: --role superuser: one of admin, support, viewer, or none/);
     assert.equal((await cli(['user', 'update', 'hedy', '--role', 'none'])).stdout, 'Updated hedy. They have no console role.\n');
     assert.equal((JSON.parse((await cli(['user', 'show', 'hedy', '--json'])).stdout) as Record<string, unknown>)['role'], null);
-    const events = JSON.parse((await cli(['events', '--user', 'hedy', '--type', 'user.role_changed', '--json'])).stdout) as { detail: Record<string, unknown> }[];
-    assert.deepEqual(events.map((event) => [event.detail['role'], event.detail['previous_role']]), [[null, 'support'], ['support', null]]);
+    const events = JSON.parse((await cli(['events', '--user', 'hedy', '--type', 'user.role_changed', '--json'])).stdout) as {
+      detail: Record<string, unknown>;
+    }[];
+    assert.deepEqual(
+      events.map((event) => [event.detail['role'], event.detail['previous_role']]),
+      [
+        [null, 'support'],
+        ['support', null],
+      ],
+    );
   });
 
   it('answers a command on an unknown user with one line and exit 1', async () => {
-    for (const args of [['user', 'show', 'nobody'], ['user', 'disable', 'nobody'], ['user', 'enable', 'nobody'], ['user', 'remove', 'nobody'], ['user', 'update', 'nobody', '--name', 'x'], ['user', 'reset-link', 'nobody']]) {
+    for (const args of [
+      ['user', 'show', 'nobody'],
+      ['user', 'disable', 'nobody'],
+      ['user', 'enable', 'nobody'],
+      ['user', 'remove', 'nobody'],
+      ['user', 'update', 'nobody', '--name', 'x'],
+      ['user', 'reset-link', 'nobody'],
+    ]) {
       const result = await cli(args);
       assert.equal(result.code, 1, args.join(' '));
       assert.equal(result.stderr, 'tessera: no user named nobody\n');
@@ -285,14 +346,19 @@ describe('tessera user: operators manage accounts', () => {
   it('escapes everything the command prints: a name stored before these checks forges no line in user list or show, and no command prints a control character', async () => {
     // As a database from an older version, or a provider's claim from before they were stripped, may hold.
     const forged = 'Ada\n  console role: admin\u001b[2J\r\u202Enimda\u0085';
-    await one.store.users.create(newUserRecord({ id: 'sub-forged', username: 'forged', passwordHash: '!', name: forged, email: 'forged@example.com', createdAt: Date.now() }));
+    await one.store.users.create(
+      newUserRecord({ id: 'sub-forged', username: 'forged', passwordHash: '!', name: forged, email: 'forged@example.com', createdAt: Date.now() }),
+    );
     const app = await one.addClient({ name: 'Plain' });
     await one.store.clients.update(app.clientId, { ...(await one.store.clients.get(app.clientId))!, name: forged });
     const noControls = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/u;
     const show = await cli(['user', 'show', 'forged']);
     assert.equal(show.code, 0, show.stderr);
     assert.match(show.stdout, /^ {2}name: Ada\\n {2}console role: admin\\e\[2J\\r\\u202Enimda\\u0085$/m);
-    assert.deepEqual(show.stdout.split('\n').filter((line) => line.includes('console role')), ['  name: Ada\\n  console role: admin\\e[2J\\r\\u202Enimda\\u0085', '  console role: none']);
+    assert.deepEqual(
+      show.stdout.split('\n').filter((line) => line.includes('console role')),
+      ['  name: Ada\\n  console role: admin\\e[2J\\r\\u202Enimda\\u0085', '  console role: none'],
+    );
     assert.doesNotMatch(show.stdout, noControls);
     const list = await cli(['user', 'list']);
     assert.doesNotMatch(list.stdout, noControls);
@@ -316,7 +382,9 @@ describe('tessera user: operators manage accounts', () => {
     const wrong = await browser.submit(account, '/account/password', { current_password: 'not it', new_password: 'victor changed it' });
     assert.equal(wrong.status, 400);
     assert.match(text(wrong), /The current password is incorrect/);
-    const changed = await browser.follow(await browser.submit(account, '/account/password', { current_password: user.password, new_password: 'victor changed it' }));
+    const changed = await browser.follow(
+      await browser.submit(account, '/account/password', { current_password: user.password, new_password: 'victor changed it' }),
+    );
     assert.equal(changed.status, 200);
     assert.match(text(changed), /Password changed/);
     assert.equal((await elsewhere.request('/account')).status, 303, 'the other browser is signed out');

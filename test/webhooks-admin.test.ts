@@ -28,7 +28,11 @@ async function startReceiver(status: () => number) {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      received.push({ id: String(request.headers['webhook-id']), body: Buffer.concat(chunks).toString('utf8'), headers: request.headers as Record<string, string> });
+      received.push({
+        id: String(request.headers['webhook-id']),
+        body: Buffer.concat(chunks).toString('utf8'),
+        headers: request.headers as Record<string, string>,
+      });
       response.writeHead(status()).end();
     });
   });
@@ -61,7 +65,9 @@ describe('webhooks through the admin API', () => {
 
   before(async () => {
     // The receiver is on loopback: the operator allows that for this test's server.
-    server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1', TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' } });
+    server = await startTestServer({
+      env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1', TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' },
+    });
     receiver = await startReceiver(() => status);
     receiverUrl = `http://127.0.0.1:${receiver.port}/hooks`;
   });
@@ -85,7 +91,8 @@ describe('webhooks through the admin API', () => {
 
     await server.addUser({ username: 'wren' });
     await setDisabled(manageDeps(server), 'wren', true);
-    const dead = async () => (await call('GET', `/webhooks/${id}/deliveries?state=dead`, token)).body['deliveries'] as { event_id: string; state: string; last_status: number }[];
+    const dead = async () =>
+      (await call('GET', `/webhooks/${id}/deliveries?state=dead`, token)).body['deliveries'] as { event_id: string; state: string; last_status: number }[];
     await until('the delivery to be given up', async () => (await dead()).length === 1, 10_000, 100);
     const [letter] = await dead();
     assert.deepEqual([letter!.state, letter!.last_status], ['dead', 500]);
@@ -142,7 +149,7 @@ describe('webhooks through the admin API', () => {
   });
 });
 
-describe('webhook URLs from the admin API, inside the server\'s network', () => {
+describe("webhook URLs from the admin API, inside the server's network", () => {
   let server: TestServer;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let token: string;
@@ -167,20 +174,29 @@ describe('webhook URLs from the admin API, inside the server\'s network', () => 
   });
 
   it('refuses a URL on a loopback, link-local or private address with 400 naming url, and the command adds it', async () => {
-    for (const url of [`http://127.0.0.1:${receiver.port}/hooks`, 'http://localhost/hooks', 'http://[::1]/hooks', 'http://169.254.169.254/latest/meta-data', 'https://10.1.2.3/hooks', 'http://[::ffff:192.168.1.1]/hooks']) {
+    for (const url of [
+      `http://127.0.0.1:${receiver.port}/hooks`,
+      'http://localhost/hooks',
+      'http://[::1]/hooks',
+      'http://169.254.169.254/latest/meta-data',
+      'https://10.1.2.3/hooks',
+      'http://[::ffff:192.168.1.1]/hooks',
+    ]) {
       const refused = await post(url);
       assert.equal(refused.status, 400, `${url}: ${JSON.stringify(refused.body)}`);
       assert.equal(refused.body['field'], 'url');
       assert.match(String(refused.body['detail']), /TESSERA_ALLOW_PRIVATE_NETWORK_URLS/);
     }
     assert.deepEqual((await server.store.webhooks.list()).length, 0, 'nothing was added');
-    assert.equal((await post('https://hooks.example.com/tessera')).status, 201, 'a public host is the caller\'s choice');
+    assert.equal((await post('https://hooks.example.com/tessera')).status, 201, "a public host is the caller's choice");
 
-    const owner = await tessera(['webhook', 'add', '--url', `http://127.0.0.1:${receiver.port}/hooks`, '--event', 'user.disabled', '--json'], { TESSERA_DATABASE: server.config.database });
+    const owner = await tessera(['webhook', 'add', '--url', `http://127.0.0.1:${receiver.port}/hooks`, '--event', 'user.disabled', '--json'], {
+      TESSERA_DATABASE: server.config.database,
+    });
     assert.equal(owner.code, 0, owner.stderr);
   });
 
-  it('sends nothing to a name that resolves into the server\'s network for a webhook the owner did not add, and sends to the owner\'s', async () => {
+  it("sends nothing to a name that resolves into the server's network for a webhook the owner did not add, and sends to the owner's", async () => {
     for (const webhook of await server.store.webhooks.list()) await server.store.webhooks.remove(webhook.id);
     // A name the API let through (it is not an address) that now resolves to loopback: the
     // guard is on the connection, after the name is resolved.
@@ -188,17 +204,32 @@ describe('webhook URLs from the admin API, inside the server\'s network', () => 
     const box = secretBox(loadKeyEncryption(server.config.keyEncryption));
     const now = Date.now();
     const add = async (id: string, addedByOwner: boolean) =>
-      server.store.webhooks.create({ id, url, events: ['user.disabled'], secret: box.seal(secretOwner(id), newWebhookSecret()), previousSecret: null, previousSecretExpiresAt: null, addedByOwner, createdAt: now, updatedAt: now });
+      server.store.webhooks.create({
+        id,
+        url,
+        events: ['user.disabled'],
+        secret: box.seal(secretOwner(id), newWebhookSecret()),
+        previousSecret: null,
+        previousSecretExpiresAt: null,
+        addedByOwner,
+        createdAt: now,
+        updatedAt: now,
+      });
     await add('delegated', false);
     await add('owned', true);
     await server.addUser({ username: 'ivo' });
     await setDisabled(manageDeps(server), 'ivo', true);
     const [delivery] = await server.store.webhooks.deliveries('owned', { limit: 1 });
-    await until('the owner\'s webhook to be sent the event', () => receiver.received.some((message) => message.id === delivery!.eventId), 5000, 20);
-    await until('the other webhook\'s try to fail', async () => ((await server.store.webhooks.deliveries('delegated', { limit: 1 }))[0]?.lastError ?? null) !== null, 5000, 20);
+    await until("the owner's webhook to be sent the event", () => receiver.received.some((message) => message.id === delivery!.eventId), 5000, 20);
+    await until(
+      "the other webhook's try to fail",
+      async () => ((await server.store.webhooks.deliveries('delegated', { limit: 1 }))[0]?.lastError ?? null) !== null,
+      5000,
+      20,
+    );
     const [refused] = await server.store.webhooks.deliveries('delegated', { limit: 1 });
     assert.equal(refused!.state, 'pending', 'tried again later, as any failure');
     assert.match(refused!.lastError!, /localhost resolves to a private, link-local or loopback address/);
-    assert.equal(receiver.received.filter((message) => message.id === delivery!.eventId).length, 1, 'only the owner\'s webhook reached the receiver');
+    assert.equal(receiver.received.filter((message) => message.id === delivery!.eventId).length, 1, "only the owner's webhook reached the receiver");
   });
 });

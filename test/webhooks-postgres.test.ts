@@ -28,10 +28,12 @@ describePostgres('webhooks from two Tessera processes on one PostgreSQL database
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     // Slow enough that both instances are often busy at once.
-    request.on('end', () => setTimeout(() => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      response.writeHead(204).end();
-    }, 5));
+    request.on('end', () =>
+      setTimeout(() => {
+        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+        response.writeHead(204).end();
+      }, 5),
+    );
   });
   let instances: ServingCommand[] = [];
 
@@ -63,11 +65,16 @@ describePostgres('webhooks from two Tessera processes on one PostgreSQL database
     const ids = received.map((message) => message.headers['webhook-id']);
     assert.equal(new Set(ids).size, names.length, 'one message an event');
     assert.equal(ids.length, names.length, 'and each once');
-    const usernames = received.map((message) => (new Webhook(secret).verify(message.body, {
-      'webhook-id': String(message.headers['webhook-id']),
-      'webhook-timestamp': String(message.headers['webhook-timestamp']),
-      'webhook-signature': String(message.headers['webhook-signature']),
-    }) as { data: { username: string } }).data.username);
+    const usernames = received.map(
+      (message) =>
+        (
+          new Webhook(secret).verify(message.body, {
+            'webhook-id': String(message.headers['webhook-id']),
+            'webhook-timestamp': String(message.headers['webhook-timestamp']),
+            'webhook-signature': String(message.headers['webhook-signature']),
+          }) as { data: { username: string } }
+        ).data.username,
+    );
     assert.deepEqual(usernames, names, 'in the order they were made');
   });
 });

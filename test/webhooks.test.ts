@@ -142,7 +142,10 @@ describe('webhooks: events out, signed, from the outbox', () => {
     assert.throws(() => verify(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, message!), /signature/i, 'another secret does not verify');
     const body = receiver.bodies()[0]!;
     assert.equal(body.type, 'user.disabled');
-    assert.deepEqual({ user_id: body.data['user_id'], username: body.data['username'], event: body.data['event'] }, { user_id: ada.id, username: 'ada', event: 'user.disabled' });
+    assert.deepEqual(
+      { user_id: body.data['user_id'], username: body.data['username'], event: body.data['event'] },
+      { user_id: ada.id, username: 'ada', event: 'user.disabled' },
+    );
     assert.equal(message!.headers['webhook-id'], body.data['id']);
     assert.equal(message!.headers['content-type'], 'application/json');
     assert.doesNotMatch(message!.body, /password|secret|token|hash/i, 'no secret, and not its name either');
@@ -152,13 +155,22 @@ describe('webhooks: events out, signed, from the outbox', () => {
     await until('the delivery to be recorded', async () => (await listDeliveries(manageDeps(server), id))[0]?.state === 'delivered', 5000);
     const recorded = await command(['webhook', 'deliveries', id, '--json']);
     assert.equal(recorded.code, 0, recorded.stderr);
-    assert.deepEqual((JSON.parse(recorded.stdout) as { state: string; attempts: number; last_status: number }[]).map((d) => [d.state, d.attempts, d.last_status]), [['delivered', 1, 204]]);
+    assert.deepEqual(
+      (JSON.parse(recorded.stdout) as { state: string; attempts: number; last_status: number }[]).map((d) => [d.state, d.attempts, d.last_status]),
+      [['delivered', 1, 204]],
+    );
 
     // Removing the user is `user.deleted` to the webhook; the events it does not hear are not sent.
     await setDisabled(manageDeps(server), 'ada', false);
     assert.equal((await command(['user', 'remove', 'ada'])).code, 0);
     await until('the removal to be sent', () => receiver.received.length === 2, 5000, 10);
-    assert.deepEqual(receiver.bodies().map((b) => [b.type, b.data['event']]), [['user.disabled', 'user.disabled'], ['user.deleted', 'user.removed']]);
+    assert.deepEqual(
+      receiver.bodies().map((b) => [b.type, b.data['event']]),
+      [
+        ['user.disabled', 'user.disabled'],
+        ['user.deleted', 'user.removed'],
+      ],
+    );
     assert.equal((await command(['webhook', 'remove', id])).code, 0);
     receiver.received.length = 0;
   });
@@ -171,7 +183,9 @@ describe('webhooks: events out, signed, from the outbox', () => {
       await setDisabled(manageDeps(server), 'grace', true);
       await setDisabled(manageDeps(server), 'grace', false);
     }
-    const sent = (await server.store.events.list({ userId: grace.id, limit: 10 })).filter((event) => event.type === 'user.disabled' || event.type === 'user.enabled').reverse();
+    const sent = (await server.store.events.list({ userId: grace.id, limit: 10 }))
+      .filter((event) => event.type === 'user.disabled' || event.type === 'user.enabled')
+      .reverse();
     assert.equal(sent.length, 6);
     // Tried, and failed, while down.
     // The oldest is tried, and fails, while the receiver is down; the others wait behind it.
@@ -182,7 +196,11 @@ describe('webhooks: events out, signed, from the outbox', () => {
     await receiver.up();
     await until('all six to arrive', () => receiver.received.length >= 6, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.deepEqual(receiver.received.map((message) => message.headers['webhook-id']), sent.map((event) => event.id), 'every event, in order, once');
+    assert.deepEqual(
+      receiver.received.map((message) => message.headers['webhook-id']),
+      sent.map((event) => event.id),
+      'every event, in order, once',
+    );
     for (const message of receiver.received) verify(secret, message);
     await removeWebhook(manageDeps(server), id);
     receiver.received.length = 0;
@@ -199,7 +217,10 @@ describe('webhooks: events out, signed, from the outbox', () => {
       for (const name of ['One', 'Two', 'Three']) await createClient(manageDeps(server), { client_name: name, redirect_uris: ['https://app.example/cb'] });
       await until('three to reach the receiver that answers', () => receiver.received.length === 3, 5000, 10);
       assert.ok(Date.now() - started < 3000, 'not held behind the one that hangs');
-      assert.deepEqual(receiver.bodies().map((b) => b.type), ['client.created', 'client.created', 'client.created']);
+      assert.deepEqual(
+        receiver.bodies().map((b) => b.type),
+        ['client.created', 'client.created', 'client.created'],
+      );
       await removeWebhook(manageDeps(server), slow.id);
       await removeWebhook(manageDeps(server), fast.id);
     } finally {
@@ -225,11 +246,20 @@ describe('webhooks: dead letters', () => {
 
   it('gives a delivery up after the retry window, lists it as dead, and replays it with the same webhook-id', async () => {
     receiver.status = 500;
-    const { webhook, secret } = await addWebhookFlow({ ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) }, { url: receiver.url, events: ['user.disabled'] });
+    const { webhook, secret } = await addWebhookFlow(
+      { ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) },
+      { url: receiver.url, events: ['user.disabled'] },
+    );
     const id = webhook.id;
     await server.addUser({ username: 'lin' });
     await setDisabled(manageDeps(server), 'lin', true);
-    const dead = async () => JSON.parse((await command(['webhook', 'deliveries', id, '--state', 'dead', '--json'])).stdout) as { event_id: string; attempts: number; last_status: number; last_error: string }[];
+    const dead = async () =>
+      JSON.parse((await command(['webhook', 'deliveries', id, '--state', 'dead', '--json'])).stdout) as {
+        event_id: string;
+        attempts: number;
+        last_status: number;
+        last_error: string;
+      }[];
     await until('the delivery to be given up', async () => (await dead()).length === 1, 10_000, 100);
     const [letter] = await dead();
     assert.equal(letter!.last_status, 500);

@@ -74,7 +74,12 @@ describe('tessera serve --workers 2', () => {
 
   it('publishes the same signing keys from every worker', async () => {
     const sets = await Promise.all(Array.from({ length: 6 }, () => request(`${url}/.well-known/jwks.json`).then((response) => response.json())));
-    const kids = sets.map((set) => (set as JSONWebKeySet).keys.map((key) => key.kid).sort().join(','));
+    const kids = sets.map((set) =>
+      (set as JSONWebKeySet).keys
+        .map((key) => key.kid)
+        .sort()
+        .join(','),
+    );
     assert.equal(new Set(kids).size, 1, 'one key set, made once by the primary');
   });
 
@@ -83,12 +88,35 @@ describe('tessera serve --workers 2', () => {
     for (let i = 0; i < 6; i += 1) {
       const grantId = randomUUID();
       const now = Date.now();
-      await store.grants.create({ id: grantId, userId, clientId, scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+      await store.grants.create({
+        id: grantId,
+        userId,
+        clientId,
+        scope: ['openid'],
+        kind: GRANT_AUTHORIZATION_CODE,
+        authTime: now,
+        createdAt: now,
+        revokedAt: null,
+        device: null,
+      });
       const code = randomToken(32);
       const verifier = randomToken(32);
       await store.codes.create({
-        hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-        codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
+        hash: hashSecret(code),
+        clientId,
+        userId,
+        grantId,
+        redirectUri: REDIRECT_URI,
+        scope: ['openid'],
+        nonce: null,
+        codeChallenge: s256(verifier),
+        authTime: now,
+        sid: null,
+        createdAt: now,
+        expiresAt: now + 60_000,
+        consumedAt: null,
+        dpopJkt: null,
+        idTokenClaims: [],
       });
       minted.push({ code, verifier });
     }
@@ -112,7 +140,9 @@ describe('tessera serve --workers 2', () => {
     }
   });
 
-  it('replaces a worker that crashes, and the replacement serves from the same store', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, async () => {
+  it('replaces a worker that crashes, and the replacement serves from the same store', {
+    skip: !existsSync('/proc/self/task') && 'needs Linux /proc',
+  }, async () => {
     const before = workers();
     assert.equal(before.length, 2);
     process.kill(Number(before[0]), 'SIGKILL');
@@ -176,9 +206,20 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     const clientSecret = randomToken(32);
     const userId = `sub-${randomUUID()}`;
     await store.clients.create({
-      id: clientId, name: 'Races', secretHash: hashSecret(clientSecret), redirectUris: [REDIRECT_URI], scopes: ['openid'],
-      grantTypes: [GRANT_AUTHORIZATION_CODE], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [],
-      createdAt: Date.now(), firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+      id: clientId,
+      name: 'Races',
+      secretHash: hashSecret(clientSecret),
+      redirectUris: [REDIRECT_URI],
+      scopes: ['openid'],
+      grantTypes: [GRANT_AUTHORIZATION_CODE],
+      webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
+      deviceNetworks: [],
+      createdAt: Date.now(),
+      firstParty: false,
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
     });
     await store.users.create(newUserRecord({ id: userId, username: 'grace', passwordHash: 'unused', createdAt: Date.now() }));
     const minted: { code: string; verifier: string }[] = [];
@@ -186,12 +227,35 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
       for (let i = 0; i < 12; i += 1) {
         const grantId = randomUUID();
         const now = Date.now();
-        await tx.grants.create({ id: grantId, userId, clientId, scope: ['openid'], kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+        await tx.grants.create({
+          id: grantId,
+          userId,
+          clientId,
+          scope: ['openid'],
+          kind: GRANT_AUTHORIZATION_CODE,
+          authTime: now,
+          createdAt: now,
+          revokedAt: null,
+          device: null,
+        });
         const code = randomToken(32);
         const verifier = randomToken(32);
         await tx.codes.create({
-          hash: hashSecret(code), clientId, userId, grantId, redirectUri: REDIRECT_URI, scope: ['openid'], nonce: null,
-          codeChallenge: s256(verifier), authTime: now, sid: null, createdAt: now, expiresAt: now + 60_000, consumedAt: null, dpopJkt: null, idTokenClaims: [],
+          hash: hashSecret(code),
+          clientId,
+          userId,
+          grantId,
+          redirectUri: REDIRECT_URI,
+          scope: ['openid'],
+          nonce: null,
+          codeChallenge: s256(verifier),
+          authTime: now,
+          sid: null,
+          createdAt: now,
+          expiresAt: now + 60_000,
+          consumedAt: null,
+          dpopJkt: null,
+          idTokenClaims: [],
         });
         minted.push({ code, verifier });
       }
@@ -219,22 +283,39 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
     assert.equal(await serving.stop(), 0);
   });
 
-  it('loses no answered device authorization when a worker is killed with SIGKILL under load, and the others keep answering', { skip: !existsSync('/proc/self/task') && 'needs Linux /proc' }, async () => {
+  it('loses no answered device authorization when a worker is killed with SIGKILL under load, and the others keep answering', {
+    skip: !existsSync('/proc/self/task') && 'needs Linux /proc',
+  }, async () => {
     const database = join(dir, 'killed.db');
     const killStore = await openStore(database);
     const clientId = `device-${randomUUID()}`;
     const clientSecret = randomToken(32);
     await killStore.clients.create({
-      id: clientId, name: 'Killed', secretHash: hashSecret(clientSecret), redirectUris: [], scopes: ['openid'],
-      grantTypes: [GRANT_DEVICE_CODE], webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [],
-      createdAt: Date.now(), firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+      id: clientId,
+      name: 'Killed',
+      secretHash: hashSecret(clientSecret),
+      redirectUris: [],
+      scopes: ['openid'],
+      grantTypes: [GRANT_DEVICE_CODE],
+      webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
+      deviceNetworks: [],
+      createdAt: Date.now(),
+      firstParty: false,
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
     });
     await killStore.close();
-    const killed = await serveTessera(['--workers', '4'], {
-      TESSERA_DATABASE: database,
-      TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000',
-      TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000',
-    }, 4);
+    const killed = await serveTessera(
+      ['--workers', '4'],
+      {
+        TESSERA_DATABASE: database,
+        TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '1000000',
+        TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '1000000',
+      },
+      4,
+    );
     try {
       const post = (path: string, body: Record<string, string>) =>
         request(`${killed.url}${path}`, {
@@ -263,7 +344,7 @@ describe('tessera serve --workers 4 on one SQLite file', () => {
       });
       // Until the workers answer (on a loaded machine their first answers take seconds), then a moment more.
       const until = async (done: () => boolean, ms: number) => {
-        for (const deadline = Date.now() + ms; !done() && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 50));
+        for (const deadline = Date.now() + ms; !done() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
       };
       await until(() => answered.length > 0, 20_000);
       await new Promise((resolve) => setTimeout(resolve, 400));
@@ -314,13 +395,16 @@ describe('a worker whose command ends without serving', () => {
     // a file: a primary run with -e would hand its workers the same -e.
     const dir = mkdtempSync(join(tmpdir(), 'tessera-cluster-'));
     const primary = join(dir, 'primary.mjs');
-    writeFileSync(primary, `
+    writeFileSync(
+      primary,
+      `
       import cluster from 'node:cluster';
       cluster.setupPrimary({ exec: ${JSON.stringify(new URL('../bin/tessera.js', import.meta.url).pathname)}, args: ['no-such-command'], silent: true });
       const worker = cluster.fork();
       const hung = setTimeout(() => { process.stdout.write('still running'); worker.kill(); }, 10_000);
       worker.on('exit', (code) => { clearTimeout(hung); process.stdout.write('exit ' + code); });
-    `);
+    `,
+    );
     try {
       const child = spawn(process.execPath, [primary], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';

@@ -43,7 +43,7 @@ const resolve = createRequire(import.meta.url).resolve;
 /** Why an executable cannot be built here, or null when it can. */
 export function cannotBuild(): string | null {
   if (process.platform !== 'linux') return `the single executable is built on Linux only (this is ${process.platform})`;
-  if (!existsSync(NODE_BINARY)) return 'node_modules/node/bin/node is missing: run npm ci (the executable is made of the `node` devDependency\'s binary)';
+  if (!existsSync(NODE_BINARY)) return "node_modules/node/bin/node is missing: run npm ci (the executable is made of the `node` devDependency's binary)";
   for (const name of ['esbuild', 'postject']) {
     try {
       resolve(`${name}/package.json`);
@@ -68,7 +68,11 @@ export function sourceHash(): string {
     'package.json',
     'package-lock.json',
   ].sort();
-  for (const file of files) hash.update(`${file}\0`).update(readFileSync(join(ROOT, file))).update('\0');
+  for (const file of files)
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(join(ROOT, file)))
+      .update('\0');
   const node = statSync(NODE_BINARY);
   hash.update(`node ${node.size} ${node.mtimeMs}`);
   return hash.digest('hex');
@@ -90,7 +94,7 @@ const REWRITES: readonly Rewrite[] = [
     file: 'src/http/passkeys.ts',
     from: /readFileSync\(\s*fileURLToPath\(new URL\('([^']+)', import\.meta\.resolve\('([^']+)'\)\)\),\s*'utf8',?\s*\)/,
     to: (match) => literal(fileURLToPath(new URL(match[1]!, import.meta.resolve(match[2]!)))),
-    why: '@simplewebauthn/browser\'s bundle, which the passkey pages load',
+    why: "@simplewebauthn/browser's bundle, which the passkey pages load",
   },
   {
     file: 'src/ui/i18n.ts',
@@ -100,7 +104,7 @@ const REWRITES: readonly Rewrite[] = [
   },
   {
     file: 'src/ui/i18n.ts',
-    from: 'const EXTENSION = import.meta.url.slice(import.meta.url.lastIndexOf(\'.\'));',
+    from: "const EXTENSION = import.meta.url.slice(import.meta.url.lastIndexOf('.'));",
     to: () => '',
     why: 'the catalogues are bundled from src/',
   },
@@ -115,29 +119,29 @@ const REWRITES: readonly Rewrite[] = [
     file: 'src/http/schema-compilers.ts',
     from: 'const load = createRequire(import.meta.url);',
     to: () => '',
-    why: 'Fastify\'s compilers are required from the bundle itself',
+    why: "Fastify's compilers are required from the bundle itself",
   },
   {
     file: 'src/http/schema-compilers.ts',
     from: /\bload\('(@fastify\/[a-z-]+)'\)/g,
     to: (match) => `require('${match[1]}')`,
-    why: 'Fastify\'s compilers, loaded when the first schema compiles',
+    why: "Fastify's compilers, loaded when the first schema compiles",
   },
   {
     file: 'src/flows/saml/xml.ts',
     from: "createRequire(import.meta.url)('@xmldom/xmldom')",
     to: () => "require('@xmldom/xmldom')",
-    why: 'the SAML endpoints\' XML parser, required from the bundle itself',
+    why: "the SAML endpoints' XML parser, required from the bundle itself",
   },
   {
     file: 'src/cli/main.ts',
-    from: 'if (import.meta.url === pathToFileURL(process.argv[1] ?? \'\').href) cli();',
+    from: "if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) cli();",
     to: () => '',
-    why: 'the executable\'s entry runs the command',
+    why: "the executable's entry runs the command",
   },
   {
     file: 'src/main.ts',
-    from: 'if (import.meta.url === pathToFileURL(process.argv[1] ?? \'\').href) {',
+    from: "if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {",
     to: () => 'if (false) {',
     why: 'the server runs through the command (`tessera serve`)',
   },
@@ -157,7 +161,10 @@ function rewrites(): Plugin {
         if (!file.startsWith(`src${sep}`)) return undefined;
         let source = readFileSync(args.path, 'utf8');
         for (const rewrite of REWRITES.filter((candidate) => candidate.file === file)) {
-          const pattern = typeof rewrite.from === 'string' ? new RegExp(rewrite.from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g') : new RegExp(rewrite.from.source, rewrite.from.flags.includes('g') ? rewrite.from.flags : `${rewrite.from.flags}g`);
+          const pattern =
+            typeof rewrite.from === 'string'
+              ? new RegExp(rewrite.from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g')
+              : new RegExp(rewrite.from.source, rewrite.from.flags.includes('g') ? rewrite.from.flags : `${rewrite.from.flags}g`);
           const replaced = source.replace(pattern, (...groups) => rewrite.to(groups as unknown as RegExpExecArray));
           if (replaced !== source) applied.add(rewrite);
           source = replaced;
@@ -168,7 +175,11 @@ function rewrites(): Plugin {
       build.onEnd((result) => {
         for (const rewrite of REWRITES.filter((candidate) => !applied.has(candidate))) {
           result.errors.push({
-            id: '', pluginName: 'tessera-executable', location: null, notes: [], detail: undefined,
+            id: '',
+            pluginName: 'tessera-executable',
+            location: null,
+            notes: [],
+            detail: undefined,
             text: `${rewrite.file} no longer has ${String(rewrite.from)} (${rewrite.why}): change deploy/executable/build.ts with it`,
           });
         }
@@ -236,21 +247,30 @@ export async function buildExecutable(options: BuildOptions = {}): Promise<Built
       logLevel: 'silent',
       legalComments: 'eof',
     }).catch((error: { errors?: { text: string; location?: { file: string; line: number } | null }[] }) => {
-      throw new Error(`esbuild: ${(error.errors ?? []).map((e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ''}${e.text}`).join('\n') || String(error)}`);
+      throw new Error(
+        `esbuild: ${(error.errors ?? []).map((e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ''}${e.text}`).join('\n') || String(error)}`,
+      );
     });
     if (bundled.errors.length > 0) throw new Error(bundled.errors.map((e) => e.text).join('\n'));
 
     const blob = join(work, 'tessera.blob');
     const config = join(work, 'sea-config.json');
-    writeFileSync(config, `${JSON.stringify({
-      main: script,
-      output: blob,
-      disableExperimentalSEAWarning: true,
-      // Compiled once here, not at each start of a command.
-      useCodeCache: true,
-      // `npm start`'s Node.js options, as the image's entrypoint has them (NODE_OPTIONS adds to them).
-      execArgv: startFlags(),
-    }, null, 2)}\n`);
+    writeFileSync(
+      config,
+      `${JSON.stringify(
+        {
+          main: script,
+          output: blob,
+          disableExperimentalSEAWarning: true,
+          // Compiled once here, not at each start of a command.
+          useCodeCache: true,
+          // `npm start`'s Node.js options, as the image's entrypoint has them (NODE_OPTIONS adds to them).
+          execArgv: startFlags(),
+        },
+        null,
+        2,
+      )}\n`,
+    );
     log('executable: the blob (node --experimental-sea-config)');
     // With the same V8 flags as the executable runs with: V8 rejects a code cache made under others.
     await run(NODE_BINARY, [...startFlags(), '--experimental-sea-config', config]);

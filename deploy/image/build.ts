@@ -68,7 +68,7 @@ async function run(command: string, args: readonly string[], options: { cwd?: st
 /** The Node.js flags `npm start` runs the server with, which the image's entrypoint passes too. */
 export function startFlags(pkg: PackageJson = packageJson()): string[] {
   const flags = /\bnode ((?:--\S+ )*)src\/main\.ts$/.exec(pkg.scripts['start'] ?? '')?.[1];
-  if (flags === undefined) throw new Error('package.json\'s start script is not `exec node FLAGS… src/main.ts`: the entrypoint takes its flags from it');
+  if (flags === undefined) throw new Error("package.json's start script is not `exec node FLAGS… src/main.ts`: the entrypoint takes its flags from it");
   return flags.trim().split(/\s+/).filter(Boolean);
 }
 
@@ -145,14 +145,16 @@ async function stageRuntime(dir: string): Promise<Component[]> {
   if (!existsSync(node)) throw new Error('node_modules/node/bin/node is missing: run npm ci first (the image takes Node.js from the `node` devDependency)');
   const nodeVersion = (await run(node, ['--version'])).trim().replace(/^v/, '');
   place(node, join(dir, NODE), 0o755);
-  const components: Component[] = [{
-    kind: 'node',
-    name: 'node',
-    version: nodeVersion,
-    purl: `pkg:npm/node-${process.platform}-${process.arch}@${nodeVersion}`,
-    license: 'MIT',
-    sha256: createHash('sha256').update(readFileSync(node)).digest('hex'),
-  }];
+  const components: Component[] = [
+    {
+      kind: 'node',
+      name: 'node',
+      version: nodeVersion,
+      purl: `pkg:npm/node-${process.platform}-${process.arch}@${nodeVersion}`,
+      license: 'MIT',
+      sha256: createHash('sha256').update(readFileSync(node)).digest('hex'),
+    },
+  ];
 
   const debian = new Map<string, { name: string; version: string; arch: string }>();
   for (const library of await sharedLibraries(node)) {
@@ -167,7 +169,12 @@ async function stageRuntime(dir: string): Promise<Component[]> {
     const copyright = `/usr/share/doc/${owner.name}/copyright`;
     if (existsSync(copyright)) place(copyright, join(dir, copyright));
     const arch = owner.arch === 'all' ? '' : `&arch=${owner.arch}`;
-    components.push({ kind: 'debian', name: owner.name, version: owner.version, purl: `pkg:deb/debian/${owner.name}@${encodeURIComponent(owner.version)}?distro=${debianRelease()}${arch}` });
+    components.push({
+      kind: 'debian',
+      name: owner.name,
+      version: owner.version,
+      purl: `pkg:deb/debian/${owner.name}@${encodeURIComponent(owner.version)}?distro=${debianRelease()}${arch}`,
+    });
   }
 
   write(join(dir, 'etc/passwd'), `root:x:0:0:root:/root:/sbin/nologin\ntessera:x:${IMAGE_UID}:${IMAGE_UID}:Tessera:/data:/sbin/nologin\n`);
@@ -189,7 +196,9 @@ function debianRelease(): string {
  * --omit=dev` (no install scripts: none of them has a native part), once per lockfile.
  */
 async function stageDependencies(dir: string): Promise<Component[]> {
-  const key = createHash('sha256').update(readFileSync(join(ROOT, 'package-lock.json'))).digest('hex');
+  const key = createHash('sha256')
+    .update(readFileSync(join(ROOT, 'package-lock.json')))
+    .digest('hex');
   const stamp = join(dir, '.installed-from');
   if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== key) {
     rmSync(dir, { recursive: true, force: true });
@@ -202,12 +211,21 @@ async function stageDependencies(dir: string): Promise<Component[]> {
     writeFileSync(stamp, key);
   }
   // What was installed, as npm recorded it in node_modules.
-  const installed = JSON.parse(readFileSync(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as { packages: Record<string, { version: string; integrity?: string; license?: string; name?: string }> };
+  const installed = JSON.parse(readFileSync(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version: string; integrity?: string; license?: string; name?: string }>;
+  };
   return Object.entries(installed.packages)
     .map(([path, entry]) => {
       const name = entry.name ?? path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
       const purlName = name.startsWith('@') ? `%40${name.slice(1)}` : name;
-      return { kind: 'npm' as const, name, version: entry.version, purl: `pkg:npm/${purlName}@${entry.version}`, ...(entry.license ? { license: entry.license } : {}), ...(entry.integrity ? { integrity: entry.integrity } : {}) };
+      return {
+        kind: 'npm' as const,
+        name,
+        version: entry.version,
+        purl: `pkg:npm/${purlName}@${entry.version}`,
+        ...(entry.license ? { license: entry.license } : {}),
+        ...(entry.integrity ? { integrity: entry.integrity } : {}),
+      };
     })
     .filter((component, index, all) => all.findIndex((other) => other.purl === component.purl) === index)
     .sort((a, b) => a.purl.localeCompare(b.purl));
@@ -243,7 +261,9 @@ EXPOSE 8080
 VOLUME /data
 ENTRYPOINT ${JSON.stringify(entrypoint)}
 CMD ["serve"]
-${Object.entries(labels).map(([name, value]) => `LABEL ${name}=${JSON.stringify(value)}`).join('\n')}
+${Object.entries(labels)
+  .map(([name, value]) => `LABEL ${name}=${JSON.stringify(value)}`)
+  .join('\n')}
 `;
 }
 
@@ -316,10 +336,24 @@ export async function buildImage(options: BuildOptions = {}): Promise<BuiltImage
   // Pushed by its id, not its name: a build elsewhere on this machine may take the name meanwhile.
   const idFile = join(CACHE, `${options.name ?? 'tessera'}.iid`);
   await run('buildah', [
-    'build', '--format=oci', '--layers', ...(options.noCache ? ['--no-cache'] : []), '--timestamp=0', '--identity-label=false', '--pull=never',
-    '--iidfile', idFile, '--tag', name, '--file', join(CONTEXT, 'Containerfile'), CONTEXT,
+    'build',
+    '--format=oci',
+    '--layers',
+    ...(options.noCache ? ['--no-cache'] : []),
+    '--timestamp=0',
+    '--identity-label=false',
+    '--pull=never',
+    '--iidfile',
+    idFile,
+    '--tag',
+    name,
+    '--file',
+    join(CONTEXT, 'Containerfile'),
+    CONTEXT,
   ]);
-  const id = readFileSync(idFile, 'utf8').trim().replace(/^sha256:/, '');
+  const id = readFileSync(idFile, 'utf8')
+    .trim()
+    .replace(/^sha256:/, '');
   rmSync(layout, { recursive: true, force: true });
   mkdirSync(dirname(layout), { recursive: true });
   await run('buildah', ['push', '--format=oci', '--quiet', id, `oci:${layout}:${pkg.version}`]);
@@ -362,7 +396,14 @@ function cycloneDx(pkg: PackageJson, digest: string, labels: Readonly<Record<str
       },
     },
     components: [
-      { type: 'application', 'bom-ref': `pkg:npm/${pkg.name}@${pkg.version}`, name: pkg.name, version: pkg.version, purl: `pkg:npm/${pkg.name}@${pkg.version}`, licenses: licenses(pkg.license) },
+      {
+        type: 'application',
+        'bom-ref': `pkg:npm/${pkg.name}@${pkg.version}`,
+        name: pkg.name,
+        version: pkg.version,
+        purl: `pkg:npm/${pkg.name}@${pkg.version}`,
+        licenses: licenses(pkg.license),
+      },
       ...components.map((component) => ({
         type: component.kind === 'node' ? 'platform' : 'library',
         'bom-ref': component.purl,

@@ -26,5 +26,7 @@ export async function backupCommand(config: Config, args: string[], io: Io): Pro
   } finally {
     source.close();
   }
-  io.stdout(`Backed up ${resolve(location.path)} to ${target}. Keep the key its signing keys are encrypted under with it, apart: ${config.keyEncryption.keys.length > 0 ? 'TESSERA_KEY_ENCRYPTION_KEY' : config.keyEncryption.file ?? 'the key file'}.\n`);
+  io.stdout(
+    `Backed up ${resolve(location.path)} to ${target}. Keep the key its signing keys are encrypted under with it, apart: ${config.keyEncryption.keys.length > 0 ? 'TESSERA_KEY_ENCRYPTION_KEY' : (config.keyEncryption.file ?? 'the key file')}.\n`,
+  );
 }

@@ -1,6 +1,16 @@
 /** `tessera client …`: arguments in, the operations of src/flows/manage/clients.ts, text out. */
 import type { Config } from '../config/index.ts';
-import { clientJson, createClient, getClient, listClients, removeClient, revokeClientTokens, rotateClientSecret, updateClient, type ClientMetadata } from '../flows/manage/clients.ts';
+import {
+  clientJson,
+  createClient,
+  getClient,
+  listClients,
+  removeClient,
+  revokeClientTokens,
+  rotateClientSecret,
+  updateClient,
+  type ClientMetadata,
+} from '../flows/manage/clients.ts';
 import { CLIENT_FIELDS } from '../flows/manage/fields/clients.ts';
 import { cliOptions } from '../flows/manage/fields/field.ts';
 import type { ClientRecord } from '../store/types.ts';
@@ -22,10 +32,16 @@ function clientText(client: ClientRecord, now: number): string {
     ...(client.pkce === 'optional' ? ['  pkce: optional (nonce instead, for OpenID sign-ins)'] : []),
     ...(client.pkce === 'optional-without-nonce' ? ['  pkce: optional, and nonce too (neither is required)'] : []),
     ...(client.requestObjectSigningAlg === 'none' ? ['  request objects: unsigned (alg none) only'] : []),
-    ...(client.requestObjectSigningAlg !== undefined && client.requestObjectSigningAlg !== 'none' ? [`  request objects: signed with ${client.requestObjectSigningAlg} only`] : []),
+    ...(client.requestObjectSigningAlg !== undefined && client.requestObjectSigningAlg !== 'none'
+      ? [`  request objects: signed with ${client.requestObjectSigningAlg} only`]
+      : []),
     ...(client.requirePhishingResistant ? ['  approvals: passkey sign-ins only'] : []),
     ...(client.firstParty ? ['  first-party: signs in without a consent page'] : []),
-    ...(client.registeredBy === undefined ? [] : [`  registered by: ${client.registeredBy === 'dynamic' ? 'the app itself (RFC 7591)' : 'its metadata document (its client_id URL)'}, ${client.verified ? 'verified' : 'not verified: its consent page says so'}`]),
+    ...(client.registeredBy === undefined
+      ? []
+      : [
+          `  registered by: ${client.registeredBy === 'dynamic' ? 'the app itself (RFC 7591)' : 'its metadata document (its client_id URL)'}, ${client.verified ? 'verified' : 'not verified: its consent page says so'}`,
+        ]),
     ...client.postLogoutRedirectUris.map((uri) => `  after logout: ${uri}`),
     ...(client.backchannelLogoutUri !== null ? [`  back-channel logout: ${client.backchannelLogoutUri}`] : []),
     ...(client.requireDpop ? ['  requires DPoP proofs'] : []),
@@ -57,11 +73,15 @@ async function clientAdd(config: Config, args: string[], io: Io): Promise<void> 
     const { created_at: _, ...described } = clientJson(client, client.createdAt);
     io.stdout(`${JSON.stringify({ ...described, ...(secret === null ? {} : { client_secret: secret }) })}\n`);
   } else if (client.authMethod === 'none') {
-    io.stdout(`Registered public client "${client.name}".\n  client_id: ${client.id}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`);
+    io.stdout(
+      `Registered public client "${client.name}".\n  client_id: ${client.id}\nIt has no secret: it sends its client_id in the form body and proves itself with PKCE.\n`,
+    );
   } else if (secret === null) {
     io.stdout(`Registered client "${client.name}".\n  client_id: ${client.id}\nIt authenticates with private_key_jwt: assertions signed with its keys.\n`);
   } else {
-    io.stdout(`Registered client "${client.name}".\n  client_id:     ${client.id}\n  client_secret: ${secret}\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+    io.stdout(
+      `Registered client "${client.name}".\n  client_id:     ${client.id}\n  client_secret: ${secret}\nThe secret is shown only now; Tessera keeps only its hash.\n`,
+    );
   }
 }
 
@@ -128,7 +148,9 @@ async function clientRevokeTokens(config: Config, args: string[], io: Io): Promi
   const { positionals } = parse(args, {}, 1);
   const id = positionals[0]!;
   const { grantsRevoked } = await withStore(config, (store) => revokeClientTokens(operatorDeps(config, store, io), id));
-  io.stdout(`Revoked every token of client ${id}: its own, and those of ${grantsRevoked} grant${grantsRevoked === 1 ? '' : 's'} people approved; they stop working now. People can sign in to it again.\n`);
+  io.stdout(
+    `Revoked every token of client ${id}: its own, and those of ${grantsRevoked} grant${grantsRevoked === 1 ? '' : 's'} people approved; they stop working now. People can sign in to it again.\n`,
+  );
 }
 
 export const CLIENT_COMMANDS = {

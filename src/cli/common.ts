@@ -69,13 +69,16 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: s
       // node:util's message goes on about positionals; say what was wrong and what was meant.
       const name = option.replace(/^-+/, '');
       // A secret is never an argument (it would sit in the shell's history and in ps).
-      if (Object.hasOwn(options, `${name}-stdin`)) throw new UsageError(`unknown option ${option} (did you mean --${name}-stdin? it is read from standard input, never taken as an argument)`);
+      if (Object.hasOwn(options, `${name}-stdin`))
+        throw new UsageError(`unknown option ${option} (did you mean --${name}-stdin? it is read from standard input, never taken as an argument)`);
       // Settings come from the environment, never from options (`serve --port`).
       const upper = name.toUpperCase().replaceAll('-', '_');
       const settingName = [upper, `TESSERA_${upper}`].find((candidate) => SETTINGS.some((entry) => entry.name === candidate));
       if (settingName !== undefined) {
         const value = args[args.indexOf(option) + 1];
-        throw new UsageError(`unknown option ${option} (it is a setting: ${settingName}=${value !== undefined && !value.startsWith('-') ? value : '...'} in the environment)`);
+        throw new UsageError(
+          `unknown option ${option} (it is a setting: ${settingName}=${value !== undefined && !value.startsWith('-') ? value : '...'} in the environment)`,
+        );
       }
       const near = closest(name, Object.keys(options));
       throw new UsageError(`unknown option ${option}${near ? ` (did you mean --${near}?)` : ''}`);

@@ -42,7 +42,13 @@ export interface DeviceLoginDeps {
   readonly t?: Messages | undefined;
 }
 
-export const systemDeviceLoginDeps = (tty: boolean, stdout: (text: string) => void, stderr: (text: string) => void, drawing: (text: string) => void, t: Messages): DeviceLoginDeps => ({
+export const systemDeviceLoginDeps = (
+  tty: boolean,
+  stdout: (text: string) => void,
+  stderr: (text: string) => void,
+  drawing: (text: string) => void,
+  t: Messages,
+): DeviceLoginDeps => ({
   t,
   stdout,
   stderr,
@@ -121,7 +127,8 @@ async function request(deps: DeviceLoginDeps, url: string, init?: RequestInit, b
   try {
     return await deps.fetch(url, init);
   } catch (error) {
-    const assumed = because === undefined ? '' : `; the issuer ${new URL(url).origin} is ${because}: give --issuer, or TESSERA_ISSUER (or PORT) as the server has it`;
+    const assumed =
+      because === undefined ? '' : `; the issuer ${new URL(url).origin} is ${because}: give --issuer, or TESSERA_ISSUER (or PORT) as the server has it`;
     throw new DeviceLoginError(`cannot reach ${new URL(url).origin}: ${fetchFailure(error)}${assumed}`);
   }
 }
@@ -141,7 +148,10 @@ async function discover(options: DeviceLoginOptions, deps: DeviceLoginDeps): Pro
   }
   const userinfo = body['userinfo_endpoint'];
   return {
-    issuer: field('issuer'), device_authorization_endpoint: field('device_authorization_endpoint'), token_endpoint: field('token_endpoint'), jwks_uri: field('jwks_uri'),
+    issuer: field('issuer'),
+    device_authorization_endpoint: field('device_authorization_endpoint'),
+    token_endpoint: field('token_endpoint'),
+    jwks_uri: field('jwks_uri'),
     ...(typeof userinfo === 'string' ? { userinfo_endpoint: userinfo } : {}),
   };
 }
@@ -163,7 +173,12 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
   const startBody = await json(started);
   if (!started.ok) throw new DeviceLoginError(`the server refused the device authorization request (${oauthError(startBody, started.status)})`);
   const device = startBody as unknown as DeviceAuthorization;
-  if (typeof device.device_code !== 'string' || typeof device.user_code !== 'string' || typeof device.verification_uri !== 'string' || typeof device.expires_in !== 'number') {
+  if (
+    typeof device.device_code !== 'string' ||
+    typeof device.user_code !== 'string' ||
+    typeof device.verification_uri !== 'string' ||
+    typeof device.expires_in !== 'number'
+  ) {
     throw new DeviceLoginError('the device authorization response is missing fields');
   }
 
@@ -171,7 +186,9 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
   const link = device.verification_uri_complete ?? device.verification_uri;
   const qr = await QRCode.toString(link, { type: 'terminal', small: true });
   const draw = deps.drawing ?? deps.stdout;
-  deps.stdout(`${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n${t.text('deviceLogin.scan')}\n\n`);
+  deps.stdout(
+    `${t.text('deviceLogin.open')}\n\n    ${device.verification_uri}\n\n${t.text('deviceLogin.enter')}\n\n    ${device.user_code}\n\n${t.text('deviceLogin.scan')}\n\n`,
+  );
   draw(qr);
   deps.stdout(`\n    ${link}\n\n`);
 
@@ -250,7 +267,13 @@ async function run(options: DeviceLoginOptions, deps: DeviceLoginDeps): Promise<
   }
 }
 
-async function printTokens(options: DeviceLoginOptions, metadata: Metadata, body: Record<string, unknown>, deps: DeviceLoginDeps, t: Messages): Promise<number> {
+async function printTokens(
+  options: DeviceLoginOptions,
+  metadata: Metadata,
+  body: Record<string, unknown>,
+  deps: DeviceLoginDeps,
+  t: Messages,
+): Promise<number> {
   const scope = typeof body['scope'] === 'string' ? body['scope'] : options.scope;
   deps.stdout(`${t.text('deviceLogin.approved', { scope })}\n`);
   const idToken = body['id_token'];

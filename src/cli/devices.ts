@@ -17,7 +17,9 @@ async function deviceList(config: Config, args: string[], io: Io): Promise<void>
   }
   if (pending.length === 0) io.stdout('No device requests are waiting for approval.\n');
   for (const { record, clientName } of pending) {
-    io.stdout(`${formatUserCode(record.userCode)}  ${clientName} (${record.clientId})\n  scope: ${record.scope.join(' ')}\n  from: ${record.requestIp}${record.requestUserAgent ? ` (${record.requestUserAgent})` : ''}\n  started: ${when(record.createdAt)}, expires ${when(record.expiresAt)}\n`);
+    io.stdout(
+      `${formatUserCode(record.userCode)}  ${clientName} (${record.clientId})\n  scope: ${record.scope.join(' ')}\n  from: ${record.requestIp}${record.requestUserAgent ? ` (${record.requestUserAgent})` : ''}\n  started: ${when(record.createdAt)}, expires ${when(record.expiresAt)}\n`,
+    );
   }
 }
 

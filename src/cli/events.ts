@@ -16,13 +16,16 @@ export async function eventsCommand(config: Config, args: string[], io: Io): Pro
   const since = values.since === undefined ? undefined : parseSince(values.since, Date.now());
   const limit = wholeNumber(values.limit, 5);
   const events = await withStore(config, (store) =>
-    listEvents({ store }, {
-      ...(values.user === undefined ? {} : { username: values.user }),
-      ...(values.client === undefined ? {} : { clientId: values.client }),
-      ...(values.type === undefined ? {} : { type: values.type }),
-      ...(since === undefined ? {} : { since }),
-      ...(limit === undefined ? {} : { limit }),
-    }),
+    listEvents(
+      { store },
+      {
+        ...(values.user === undefined ? {} : { username: values.user }),
+        ...(values.client === undefined ? {} : { clientId: values.client }),
+        ...(values.type === undefined ? {} : { type: values.type }),
+        ...(since === undefined ? {} : { since }),
+        ...(limit === undefined ? {} : { limit }),
+      },
+    ),
   );
   if (values.json) {
     io.stdout(`${JSON.stringify(events.map(eventJson))}\n`);

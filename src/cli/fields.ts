@@ -56,7 +56,9 @@ export async function inputFromOptions(
   context: OptionContext = {},
 ): Promise<Record<string, unknown>> {
   const { bindings } = cliOptions(table, operation, context.kind);
-  const secrets = Object.entries(bindings).filter(([option, binding]) => binding.field.cli!.stdin && values[option] === true).map(([option]) => `--${option}`);
+  const secrets = Object.entries(bindings)
+    .filter(([option, binding]) => binding.field.cli!.stdin && values[option] === true)
+    .map(([option]) => `--${option}`);
   if (secrets.length > 1) throw new UsageError(`${secrets.join(' and ')}: only one secret can come from standard input at a time`);
   const input: Record<string, unknown> = {};
   const edits = new Map<string, { add: string[]; remove: string[] }>();
@@ -73,7 +75,8 @@ export async function inputFromOptions(
       else object[binding.member!] = value as string;
       members.set(name, object);
     } else if (effect === 'clear') {
-      if (values[field.cli!.option] !== undefined && values[field.cli!.option] !== false) throw new UsageError(`--${field.cli!.option} and --${option}: give one`);
+      if (values[field.cli!.option] !== undefined && values[field.cli!.option] !== false)
+        throw new UsageError(`--${field.cli!.option} and --${option}: give one`);
       const member = Object.entries(bindings).find(([other, b]) => b.field === field && b.effect === 'member' && values[other] !== undefined);
       if (member !== undefined) throw new UsageError(`--${member[0]} and --${option}: give one`);
       input[name] = field.type.kind === 'flag' ? false : null;

@@ -19,7 +19,9 @@ async function grantList(config: Config, args: string[], io: Io): Promise<void> 
   for (const { grant, clientName, apis } of listed) {
     const state = grantActive(grant, now) ? 'active' : 'no live tokens';
     const apiLines = apis.map((api) => `  API: ${api.name} (${api.identifier}): ${api.scopes.map((scope) => scope.description).join('; ')}\n`).join('');
-    io.stdout(`${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n${apiLines}  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`);
+    io.stdout(
+      `${grant.id}  ${clientName} (${state})\n  scopes: ${grant.scope.join(' ')}\n${apiLines}  approved: ${when(grant.createdAt)}\n  last used: ${when(grant.lastUsedAt)}\n${grant.device ? `  device sign-in from ${grant.device.ip}${grant.device.userAgent ? ` (${grant.device.userAgent})` : ''}\n` : ''}`,
+    );
   }
 }
 

@@ -59,7 +59,11 @@ export function suggestion(word: string, candidates: Iterable<string>): string {
  * arguments, as the hand-written entries are. `head` replaces the first line's start (a line
  * that continues the entry above, such as `any kind:`).
  */
-export function usageLines(command: string, parts: readonly string[], { head = `  ${command}`, width = 104 }: { readonly head?: string; readonly width?: number } = {}): string {
+export function usageLines(
+  command: string,
+  parts: readonly string[],
+  { head = `  ${command}`, width = 104 }: { readonly head?: string; readonly width?: number } = {},
+): string {
   const indent = ' '.repeat(2 + command.split(' ').slice(0, 2).join(' ').length + 1);
   const lines = [head];
   for (const part of parts) {

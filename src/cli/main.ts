@@ -48,8 +48,27 @@ const LOCALIZED_USAGE = ['[--name-in TAG=NAME]...', '[--given-name-in TAG=NAME].
 
 /** `provider add KIND`: a line for each kind with what it takes, then what any kind takes. */
 const PROVIDER_ADD_USAGE = [
-  ...PROVIDER_KIND_CHOICES.map((kind) => usageLines(`provider add ${kind}`, cliUsageParts(PROVIDER_FIELDS.filter((field) => 'kinds' in field || ('required' in field && field.required)), 'create', kind))),
-  usageLines('provider add', [...cliUsageParts(PROVIDER_FIELDS.filter((field) => !('kinds' in field) && !('required' in field)), 'create'), '[--json]'], { head: '             any kind:' }),
+  ...PROVIDER_KIND_CHOICES.map((kind) =>
+    usageLines(
+      `provider add ${kind}`,
+      cliUsageParts(
+        PROVIDER_FIELDS.filter((field) => 'kinds' in field || ('required' in field && field.required)),
+        'create',
+        kind,
+      ),
+    ),
+  ),
+  usageLines(
+    'provider add',
+    [
+      ...cliUsageParts(
+        PROVIDER_FIELDS.filter((field) => !('kinds' in field) && !('required' in field)),
+        'create',
+      ),
+      '[--json]',
+    ],
+    { head: '             any kind:' },
+  ),
 ].join('\n');
 
 export const USAGE = `Usage: tessera <command> [options]
@@ -263,7 +282,9 @@ const COMMANDS: Readonly<Record<string, Command>> = {
 /** The commands whose output holds the server's URLs: they say which issuer they assumed, and whether it answers. */
 function printsUrls(command: string, args: readonly string[]): boolean {
   if (command === 'provider list') return args.includes('--json');
-  return ['provider add', 'provider redirect-uri', 'provider show', 'provider update', 'user reset-link', 'user invite', 'registration-token create'].includes(command);
+  return ['provider add', 'provider redirect-uri', 'provider show', 'provider update', 'user reset-link', 'user invite', 'registration-token create'].includes(
+    command,
+  );
 }
 
 /** The group a command line is about, for the help its refusals point to. */

@@ -1,6 +1,16 @@
 /** `tessera provider …`: arguments in, the operations of src/flows/manage/providers.ts, text out. */
 import type { Config } from '../config/index.ts';
-import { addProvider, getProvider, listProviders, providerIdFor, providerJson, removeProvider, updateProvider, type ProviderDeps, type ProviderInput } from '../flows/manage/providers.ts';
+import {
+  addProvider,
+  getProvider,
+  listProviders,
+  providerIdFor,
+  providerJson,
+  removeProvider,
+  updateProvider,
+  type ProviderDeps,
+  type ProviderInput,
+} from '../flows/manage/providers.ts';
 import { upstreamRedirectUri } from '../flows/upstream/settings.ts';
 import type { Store } from '../store/types.ts';
 import { loadKeyEncryption } from '../tokens/key-encryption.ts';
@@ -32,7 +42,13 @@ function describe(json: Record<string, unknown>): string {
   const lines = Object.entries(json)
     .filter(([key]) => key !== 'id' && key !== 'name')
     .map(([key, value]) => {
-      const shown = Array.isArray(value) ? (value.length ? value.join(' ') : '(none)') : value !== null && typeof value === 'object' ? JSON.stringify(value) : String(value ?? '(none)');
+      const shown = Array.isArray(value)
+        ? value.length
+          ? value.join(' ')
+          : '(none)'
+        : value !== null && typeof value === 'object'
+          ? JSON.stringify(value)
+          : String(value ?? '(none)');
       return `  ${key.replaceAll('_', ' ')}: ${shown}\n`;
     });
   return `${String(json['id'])}  ${String(json['name'])}\n${lines.join('')}`;
@@ -70,7 +86,8 @@ async function providerList(config: Config, args: string[], io: Io): Promise<voi
     return;
   }
   if (providers.length === 0) io.stdout('No identity providers.\n');
-  for (const provider of providers) io.stdout(`${provider.id}  ${provider.kind}  ${provider.name}${provider.settings['only'] === true ? '  (the only way in)' : ''}\n`);
+  for (const provider of providers)
+    io.stdout(`${provider.id}  ${provider.kind}  ${provider.name}${provider.settings['only'] === true ? '  (the only way in)' : ''}\n`);
 }
 
 async function providerShow(config: Config, args: string[], io: Io): Promise<void> {

@@ -9,13 +9,18 @@ async function tokenCreate(config: Config, args: string[], io: Io): Promise<void
   const ttl = wholeNumber(values.ttl, 9);
   const maxUses = wholeNumber(values['max-uses'], 9);
   const { token, record } = await withStore(config, (store) =>
-    createInitialAccessToken(operatorDeps(config, store, io), { ...(ttl === undefined ? {} : { ttl_seconds: ttl }), ...(maxUses === undefined ? {} : { max_uses: maxUses }) }),
+    createInitialAccessToken(operatorDeps(config, store, io), {
+      ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
+      ...(maxUses === undefined ? {} : { max_uses: maxUses }),
+    }),
   );
   if (values.json) {
     io.stdout(`${JSON.stringify({ ...initialAccessTokenJson(record), token })}\n`);
     return;
   }
-  io.stdout(`Initial access token ${record.id}:\n  ${token}\nIt registers ${record.maxUses === null ? 'any number of clients' : `at most ${record.maxUses} client${record.maxUses === 1 ? '' : 's'}`} until ${when(record.expiresAt)}:\n  POST ${config.issuer}/oauth/register with Authorization: Bearer <token>\nIt is shown only now; Tessera keeps only its hash.${config.registration.policy === 'off' ? '\nRegistration is off: set TESSERA_REGISTRATION=token for the server to take it.' : ''}\n`);
+  io.stdout(
+    `Initial access token ${record.id}:\n  ${token}\nIt registers ${record.maxUses === null ? 'any number of clients' : `at most ${record.maxUses} client${record.maxUses === 1 ? '' : 's'}`} until ${when(record.expiresAt)}:\n  POST ${config.issuer}/oauth/register with Authorization: Bearer <token>\nIt is shown only now; Tessera keeps only its hash.${config.registration.policy === 'off' ? '\nRegistration is off: set TESSERA_REGISTRATION=token for the server to take it.' : ''}\n`,
+  );
 }
 
 async function tokenList(config: Config, args: string[], io: Io): Promise<void> {
@@ -26,7 +31,8 @@ async function tokenList(config: Config, args: string[], io: Io): Promise<void> 
     return;
   }
   if (tokens.length === 0) io.stdout('No registration tokens that have not expired.\n');
-  for (const token of tokens) io.stdout(`${token.id}  used ${token.uses}${token.maxUses === null ? '' : ` of ${token.maxUses}`}  expires ${when(token.expiresAt)}\n`);
+  for (const token of tokens)
+    io.stdout(`${token.id}  used ${token.uses}${token.maxUses === null ? '' : ` of ${token.maxUses}`}  expires ${when(token.expiresAt)}\n`);
 }
 
 async function tokenRemove(config: Config, args: string[], io: Io): Promise<void> {

@@ -2,7 +2,15 @@
 import type { Config } from '../config/index.ts';
 import { cliOptions } from '../flows/manage/fields/field.ts';
 import { RESOURCE_FIELDS } from '../flows/manage/fields/resources.ts';
-import { addResource, listResources, removeResource, resourceJson, updateResource, type ResourceInput, type ResourceUpdate } from '../flows/manage/resources.ts';
+import {
+  addResource,
+  listResources,
+  removeResource,
+  resourceJson,
+  updateResource,
+  type ResourceInput,
+  type ResourceUpdate,
+} from '../flows/manage/resources.ts';
 import type { ResourceScope } from '../store/types.ts';
 import { inputFromOptions, type OptionValues } from './fields.ts';
 import { operatorDeps, parse, UsageError, withStore, type Io } from './common.ts';
@@ -26,7 +34,9 @@ async function resourceAdd(config: Config, args: string[], io: Io): Promise<void
   }
   io.stdout(`Registered API "${resource.name}" (${resource.identifier}) with scopes ${resource.scopes.map((scope) => scope.name).join(' ')}.\n`);
   if (secret !== null) {
-    io.stdout(`  introspection secret: ${secret}\nIts resource server calls POST /oauth/introspect with HTTP Basic: the identifier (form-urlencoded) and this secret.\nThe secret is shown only now; Tessera keeps only its hash.\n`);
+    io.stdout(
+      `  introspection secret: ${secret}\nIts resource server calls POST /oauth/introspect with HTTP Basic: the identifier (form-urlencoded) and this secret.\nThe secret is shown only now; Tessera keeps only its hash.\n`,
+    );
   }
 }
 
@@ -39,7 +49,9 @@ async function resourceList(config: Config, args: string[], io: Io): Promise<voi
   }
   if (resources.length === 0) io.stdout('No APIs registered.\n');
   for (const resource of resources) {
-    io.stdout(`${resource.identifier}  ${resource.name}\n${resource.scopes.map((scope) => `  scope: ${scope.name}  ${scope.description}\n`).join('')}  access tokens live: ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}\n  access tokens signed: ${resource.signingAlg}\n  introspection: ${resource.introspectionSecretHash === null ? 'no' : 'yes'}\n`);
+    io.stdout(
+      `${resource.identifier}  ${resource.name}\n${resource.scopes.map((scope) => `  scope: ${scope.name}  ${scope.description}\n`).join('')}  access tokens live: ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}\n  access tokens signed: ${resource.signingAlg}\n  introspection: ${resource.introspectionSecretHash === null ? 'no' : 'yes'}\n`,
+    );
   }
 }
 
@@ -51,7 +63,9 @@ async function resourceUpdate(config: Config, args: string[], io: Io): Promise<v
     io.stdout(`${JSON.stringify(resourceJson(resource))}\n`);
     return;
   }
-  io.stdout(`Updated API "${resource.name}" (${resource.identifier}): scopes ${resource.scopes.map((scope) => scope.name).join(' ')}; access tokens signed ${resource.signingAlg}, living ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}, from the next one issued.\n`);
+  io.stdout(
+    `Updated API "${resource.name}" (${resource.identifier}): scopes ${resource.scopes.map((scope) => scope.name).join(' ')}; access tokens signed ${resource.signingAlg}, living ${resource.accessTokenTtl === null ? 'the server default' : `${resource.accessTokenTtl} s`}, from the next one issued.\n`,
+  );
 }
 
 async function resourceRemove(config: Config, args: string[], io: Io): Promise<void> {
@@ -82,7 +96,11 @@ async function resourceCheck(config: Config, args: string[], io: Io): Promise<nu
   let response: Response;
   try {
     // The operator's own command: any host, loopback too (an MCP server beside it); no redirects, bounded in time and size.
-    response = await upstreamFetch(location.metadataUrl, { redirect: 'error', signal: AbortSignal.timeout(CHECK_TIMEOUT_MS), headers: { accept: 'application/json' } });
+    response = await upstreamFetch(location.metadataUrl, {
+      redirect: 'error',
+      signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+      headers: { accept: 'application/json' },
+    });
   } catch {
     throw new Error(`${location.metadataUrl} could not be fetched (within ${CHECK_TIMEOUT_MS / 1000} s, without redirects)`);
   }
@@ -93,13 +111,17 @@ async function resourceCheck(config: Config, args: string[], io: Io): Promise<nu
     throw new Error(`${location.metadataUrl} is not JSON`);
   }
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) throw new Error(`${location.metadataUrl} is not a JSON object`);
-  const registered = await withStore(config, (store) => store.resources.get(typeof metadata['resource'] === 'string' ? metadata['resource'] : location.resource));
+  const registered = await withStore(config, (store) =>
+    store.resources.get(typeof metadata['resource'] === 'string' ? metadata['resource'] : location.resource),
+  );
   const lines = checkProtectedResource(location.resource, metadata, registered, config.issuer);
   const differs = lines.some((line) => !line.ok);
   if (values.json) {
     io.stdout(`${JSON.stringify({ metadata_url: location.metadataUrl, resource: location.resource, differs, checks: lines })}\n`);
   } else {
-    io.stdout(`Protected resource metadata at ${location.metadataUrl}:\n${lines.map((line) => `  ${line.what}: ${line.ok ? 'ok' : 'DIFFERS'}: ${line.text}\n`).join('')}${differs ? 'Something differs: an MCP client following this metadata would not sign in as registered here.\n' : 'Everything matches.\n'}`);
+    io.stdout(
+      `Protected resource metadata at ${location.metadataUrl}:\n${lines.map((line) => `  ${line.what}: ${line.ok ? 'ok' : 'DIFFERS'}: ${line.text}\n`).join('')}${differs ? 'Something differs: an MCP client following this metadata would not sign in as registered here.\n' : 'Everything matches.\n'}`,
+    );
   }
   return differs ? 1 : 0;
 }

@@ -16,10 +16,16 @@ function describe(json: Record<string, unknown>): string {
     .filter(([key]) => key !== 'id' && key !== 'entity_id')
     .map(([key, value]) => {
       const shown = Array.isArray(value)
-        ? (value.length ? value.join(' ') : '(none)')
+        ? value.length
+          ? value.join(' ')
+          : '(none)'
         : value !== null && typeof value === 'object'
-          ? (Object.entries(value).map(([name, claim]) => `${name}=${String(claim)}`).join(' ') || '(none)')
-          : typeof value === 'string' && value.includes('\n') ? '(given)' : String(value ?? '(none)');
+          ? Object.entries(value)
+              .map(([name, claim]) => `${name}=${String(claim)}`)
+              .join(' ') || '(none)'
+          : typeof value === 'string' && value.includes('\n')
+            ? '(given)'
+            : String(value ?? '(none)');
       return `  ${key.replaceAll('_', ' ')}: ${shown}\n`;
     });
   return `${String(json['id'])}  ${String(json['entity_id'])}\n${lines.join('')}`;
@@ -67,13 +73,22 @@ async function spRemove(config: Config, args: string[], io: Io): Promise<void> {
   io.stdout(`Removed SAML service provider ${positionals[0]!}: it is sent no more assertions.\n`);
 }
 
-const SP_COMMANDS: Readonly<Record<string, (config: Config, args: string[], io: Io) => Promise<void>>> = { add: spAdd, list: spList, show: spShow, update: spUpdate, remove: spRemove };
+const SP_COMMANDS: Readonly<Record<string, (config: Config, args: string[], io: Io) => Promise<void>>> = {
+  add: spAdd,
+  list: spList,
+  show: spShow,
+  update: spUpdate,
+  remove: spRemove,
+};
 
 /** `saml sp COMMAND …`: the service providers' commands, one word deeper than the others. */
 async function samlSp(config: Config, args: string[], io: Io): Promise<void> {
   const [sub = '', ...rest] = args;
   const command = SP_COMMANDS[sub];
-  if (command === undefined) throw new UsageError(sub === '' || sub.startsWith('-') ? `saml sp needs a command: ${Object.keys(SP_COMMANDS).join(', ')}` : `unknown command "saml sp ${sub}"`);
+  if (command === undefined)
+    throw new UsageError(
+      sub === '' || sub.startsWith('-') ? `saml sp needs a command: ${Object.keys(SP_COMMANDS).join(', ')}` : `unknown command "saml sp ${sub}"`,
+    );
   await command(config, rest, io);
 }
 

@@ -14,7 +14,9 @@ async function tokenAdd(config: Config, args: string[], io: Io): Promise<void> {
     io.stdout(`${JSON.stringify({ ...scimTokenJson(record), token })}\n`);
     return;
   }
-  io.stdout(`SCIM token ${record.id} for ${record.name}:\n  ${token}\nGive the provisioning system:\n  Tenant URL: ${config.issuer}/scim/v2\n  Secret token: the token above (Authorization: Bearer <token>)\nIt is shown only now; Tessera keeps only its hash.\n`);
+  io.stdout(
+    `SCIM token ${record.id} for ${record.name}:\n  ${token}\nGive the provisioning system:\n  Tenant URL: ${config.issuer}/scim/v2\n  Secret token: the token above (Authorization: Bearer <token>)\nIt is shown only now; Tessera keeps only its hash.\n`,
+  );
 }
 
 async function tokenList(config: Config, args: string[], io: Io): Promise<void> {
@@ -34,13 +36,19 @@ async function tokenRemove(config: Config, args: string[], io: Io): Promise<void
   io.stdout(`Removed SCIM token ${positionals[0]!}: the next request made with it is refused.\n`);
 }
 
-const TOKEN_COMMANDS: Readonly<Record<string, (config: Config, args: string[], io: Io) => Promise<void>>> = { add: tokenAdd, list: tokenList, remove: tokenRemove, revoke: tokenRemove };
+const TOKEN_COMMANDS: Readonly<Record<string, (config: Config, args: string[], io: Io) => Promise<void>>> = {
+  add: tokenAdd,
+  list: tokenList,
+  remove: tokenRemove,
+  revoke: tokenRemove,
+};
 
 /** `scim token add|list|remove`: the third word picks the command. */
 async function scimToken(config: Config, args: string[], io: Io): Promise<void> {
   const [verb = '', ...rest] = args;
   const command = TOKEN_COMMANDS[verb];
-  if (command === undefined) throw new UsageError(verb === '' || verb.startsWith('-') ? 'scim token needs a command: add, list, remove' : `unknown command "scim token ${verb}"`);
+  if (command === undefined)
+    throw new UsageError(verb === '' || verb.startsWith('-') ? 'scim token needs a command: add, list, remove' : `unknown command "scim token ${verb}"`);
   await command(config, rest, io);
 }
 

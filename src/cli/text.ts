@@ -19,7 +19,13 @@ const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t'
 
 /** One character as its escape: named, or its UTF-16 code units as `\uXXXX` (JSON's form). */
 function escapeChar(char: string): string {
-  return NAMED[char] ?? [...char].flatMap((c) => (c.length === 2 ? [c.charCodeAt(0), c.charCodeAt(1)] : [c.charCodeAt(0)])).map((unit) => `\\u${unit.toString(16).toUpperCase().padStart(4, '0')}`).join('');
+  return (
+    NAMED[char] ??
+    [...char]
+      .flatMap((c) => (c.length === 2 ? [c.charCodeAt(0), c.charCodeAt(1)] : [c.charCodeAt(0)]))
+      .map((unit) => `\\u${unit.toString(16).toUpperCase().padStart(4, '0')}`)
+      .join('')
+  );
 }
 
 /** Every unsafe character, line breaks and tabs included. */

@@ -17,7 +17,9 @@ async function trustAdd(config: Config, args: string[], io: Io): Promise<void> {
     io.stdout(`${JSON.stringify(trustedIssuerJson(added))}\n`);
     return;
   }
-  io.stdout(`Trusting ID-JAGs from ${added.issuer}, signed by ${keysOf(added)}.\nClients redeem them with the jwt-bearer grant (tessera client add --grant jwt-bearer).\n`);
+  io.stdout(
+    `Trusting ID-JAGs from ${added.issuer}, signed by ${keysOf(added)}.\nClients redeem them with the jwt-bearer grant (tessera client add --grant jwt-bearer).\n`,
+  );
 }
 
 async function trustList(config: Config, args: string[], io: Io): Promise<void> {
@@ -38,7 +40,9 @@ async function trustShow(config: Config, args: string[], io: Io): Promise<void> 
     io.stdout(`${JSON.stringify(trustedIssuerJson(record))}\n`);
     return;
   }
-  io.stdout(`issuer:   ${record.issuer}\nkeys:     ${keysOf(record)}\nadded:    ${when(record.createdAt)}${record.addedByOwner ? '' : ' (through the admin API or the console)'}\n`);
+  io.stdout(
+    `issuer:   ${record.issuer}\nkeys:     ${keysOf(record)}\nadded:    ${when(record.createdAt)}${record.addedByOwner ? '' : ' (through the admin API or the console)'}\n`,
+  );
 }
 
 async function trustRemove(config: Config, args: string[], io: Io): Promise<void> {

@@ -44,7 +44,11 @@ const UPDATE_OPTIONS = { ...cliOptions(USER_FIELDS, 'update').options, ...LOCALI
 /** `--name-in TAG=NAME` and its given and family kin, as names by tag (the flow checks the tags). */
 function localizedNamesInput(values: OptionValues): LocalizedNamesInput | undefined {
   const names: Record<string, Partial<Record<LocalizableClaim, string>>> = {};
-  const options = [['name-in', 'name'], ['given-name-in', 'given_name'], ['family-name-in', 'family_name']] as const;
+  const options = [
+    ['name-in', 'name'],
+    ['given-name-in', 'given_name'],
+    ['family-name-in', 'family_name'],
+  ] as const;
   for (const [option, claim] of options) {
     for (const pair of (values[option] as readonly string[] | undefined) ?? []) {
       const at = pair.indexOf('=');
@@ -60,7 +64,11 @@ function localizedNamesInput(values: OptionValues): LocalizedNamesInput | undefi
  * the names in other languages); an option left out changes nothing. `current`: the user as
  * the admin API gives them, whose address a member option changes.
  */
-async function profileInput(operation: 'create' | 'update', values: OptionValues, current: Readonly<Record<string, unknown>> = {}): Promise<UserChanges & UserInput> {
+async function profileInput(
+  operation: 'create' | 'update',
+  values: OptionValues,
+  current: Readonly<Record<string, unknown>> = {},
+): Promise<UserChanges & UserInput> {
   const localized = localizedNamesInput(values);
   return { ...(await inputFromOptions(USER_FIELDS, operation, values, current)), ...(localized === undefined ? {} : { localized_names: localized }) };
 }
@@ -90,7 +98,9 @@ async function userList(config: Config, args: string[], io: Io): Promise<void> {
   if (users.length === 0) io.stdout('No users.\n');
   for (const user of users) {
     // Each value on its own line (cli/text.ts): a name from anywhere cannot start another.
-    io.stdout(`${lineText(user.username)}${user.disabled ? '  (disabled)' : ''}${user.role ? `  (console: ${user.role})` : ''}\n  sub: ${lineText(user.id)}\n${user.name ? `  name: ${lineText(user.name)}\n` : ''}${user.email ? `  email: ${lineText(user.email)}\n` : ''}`);
+    io.stdout(
+      `${lineText(user.username)}${user.disabled ? '  (disabled)' : ''}${user.role ? `  (console: ${user.role})` : ''}\n  sub: ${lineText(user.id)}\n${user.name ? `  name: ${lineText(user.name)}\n` : ''}${user.email ? `  email: ${lineText(user.email)}\n` : ''}`,
+    );
   }
 }
 
@@ -104,10 +114,14 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   const { user, grants, lastSignIn, passkeys, totp, identities } = details;
   // Each value on its own line (cli/text.ts): what a provider, a person or an older version stored cannot start another.
   const shown = (value: string | null) => (value === null ? '-' : lineText(value));
-  const identityLines = identities.map((identity) =>
-    `\n    ${shown(identity.providerName ?? 'a removed provider')} (${shown(identity.providerId)}): ${shown(identity.label ?? identity.subject)}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.map(shown).join(' ')}` : ''}`);
-  const passkeyLines = passkeys.map((passkey) =>
-    `\n    ${shown(passkey.name)} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`);
+  const identityLines = identities.map(
+    (identity) =>
+      `\n    ${shown(identity.providerName ?? 'a removed provider')} (${shown(identity.providerId)}): ${shown(identity.label ?? identity.subject)}, linked ${when(identity.linkedAt)}, last used ${when(identity.lastUsedAt)}${identity.groups.length > 0 ? `, groups ${identity.groups.map(shown).join(' ')}` : ''}`,
+  );
+  const passkeyLines = passkeys.map(
+    (passkey) =>
+      `\n    ${shown(passkey.name)} (${passkey.deviceType === 'multiDevice' ? 'synced' : 'this device only'}): added ${when(passkey.createdAt)}, last used ${when(passkey.lastUsedAt)}`,
+  );
   io.stdout(`${shown(user.username)}${user.disabled ? '  (disabled)' : ''}
   sub: ${shown(user.id)}
   name: ${shown(user.name)}
@@ -124,7 +138,13 @@ async function userShow(config: Config, args: string[], io: Io): Promise<void> {
   gender: ${shown(user.gender)}
   birthdate: ${shown(user.birthdate)}
   phone: ${shown(user.phoneNumber)}${user.phoneNumber === null ? '' : user.phoneNumberVerified ? ' (verified)' : ' (not verified)'}
-  address: ${user.address === null ? '-' : Object.values(user.address).map((part) => shown(part.replaceAll('\n', ', '))).join(', ')}
+  address: ${
+    user.address === null
+      ? '-'
+      : Object.values(user.address)
+          .map((part) => shown(part.replaceAll('\n', ', ')))
+          .join(', ')
+  }
   console role: ${user.role ?? 'none'}
   created: ${when(user.createdAt)}
   profile updated: ${when(user.updatedAt)}
@@ -160,7 +180,9 @@ async function userUpdate(config: Config, args: string[], io: Io): Promise<void>
     const deps = operatorDeps(config, store, io);
     return updateUser(deps, positionals[0]!, await profileInput('update', values, userJson(await findUser(deps, positionals[0]!))));
   });
-  io.stdout(`Updated ${user.username}.${role === undefined ? '' : user.role === null ? ' They have no console role.' : ` Their console role: ${user.role}.`}\n`);
+  io.stdout(
+    `Updated ${user.username}.${role === undefined ? '' : user.role === null ? ' They have no console role.' : ` Their console role: ${user.role}.`}\n`,
+  );
 }
 
 async function userSetPassword(config: Config, args: string[], io: Io): Promise<void> {
@@ -181,7 +203,9 @@ async function userResetSecondFactor(config: Config, args: string[], io: Io): Pr
   const username = normalizeUsername(positionals[0]!);
   const reset = await withStore(config, (store) => resetUserSecondFactor(operatorDeps(config, store, io), username));
   const passkeys = reset.passkeys === 1 ? '1 passkey' : `${reset.passkeys} passkeys`;
-  io.stdout(`Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`);
+  io.stdout(
+    `Removed ${passkeys}${reset.totp ? ', one-time codes and recovery codes' : ''} of ${username}. They sign in with their password until they set up a new one.\n`,
+  );
 }
 
 /**
@@ -209,15 +233,26 @@ async function userUnlock(config: Config, args: string[], io: Io): Promise<void>
  * is sealed under the key encryption key, as the server's), and printed either way.
  */
 async function userInvite(config: Config, args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, { email: { type: 'string' }, role: { type: 'string' }, client: { type: 'string' }, ttl: { type: 'string' }, json: { type: 'boolean' } }, 0);
+  const { values } = parse(
+    args,
+    { email: { type: 'string' }, role: { type: 'string' }, client: { type: 'string' }, ttl: { type: 'string' }, json: { type: 'boolean' } },
+    0,
+  );
   if (values.email === undefined) throw new UsageError('user invite: --email is required');
   const invitation = await withStore(config, (store) => {
     const deps = operatorDeps(config, store, io);
     const mail = config.mail.smtpUrl === null ? undefined : mailOutbox(secretBox(loadKeyEncryption(config.keyEncryption)), () => Date.now());
-    return inviteUser(mail === undefined ? deps : { ...deps, mail }, { email: values.email!, role: values.role ?? null, clientId: values.client ?? null, ...(values.ttl === undefined ? {} : { ttlSeconds: wholeNumber(values.ttl) }) });
+    return inviteUser(mail === undefined ? deps : { ...deps, mail }, {
+      email: values.email!,
+      role: values.role ?? null,
+      clientId: values.client ?? null,
+      ...(values.ttl === undefined ? {} : { ttlSeconds: wholeNumber(values.ttl) }),
+    });
   });
   if (values.json) {
-    io.stdout(`${JSON.stringify({ url: invitation.url, email: invitation.email, expires_at: new Date(invitation.expiresAt).toISOString(), mailed: invitation.mailed })}\n`);
+    io.stdout(
+      `${JSON.stringify({ url: invitation.url, email: invitation.email, expires_at: new Date(invitation.expiresAt).toISOString(), mailed: invitation.mailed })}\n`,
+    );
     return;
   }
   const sent = invitation.mailed ? `Mailed to ${invitation.email}.` : `Give this link to ${invitation.email} only (no mail server is set: TESSERA_SMTP_URL).`;

@@ -2,7 +2,17 @@
 import type { Config } from '../config/index.ts';
 import { cliOptions } from '../flows/manage/fields/field.ts';
 import { WEBHOOK_FIELDS } from '../flows/manage/fields/webhooks.ts';
-import { addWebhook, deliveryJson, listDeliveries, listWebhooks, removeWebhook, replayDeliveries, rotateWebhookSecret, webhookJson, type WebhookDeps } from '../flows/manage/webhooks.ts';
+import {
+  addWebhook,
+  deliveryJson,
+  listDeliveries,
+  listWebhooks,
+  removeWebhook,
+  replayDeliveries,
+  rotateWebhookSecret,
+  webhookJson,
+  type WebhookDeps,
+} from '../flows/manage/webhooks.ts';
 import type { Store } from '../store/types.ts';
 import { loadKeyEncryption } from '../tokens/key-encryption.ts';
 import { secretBox } from '../tokens/secret-box.ts';
@@ -22,7 +32,9 @@ async function webhookAdd(config: Config, args: string[], io: Io): Promise<void>
     io.stdout(`${JSON.stringify({ ...webhookJson(webhook), secret })}\n`);
     return;
   }
-  io.stdout(`Webhook ${webhook.id} posts ${webhook.events.join(', ')} to ${webhook.url}\nSigning secret (shown only now; check webhook-signature with it, docs/events.md):\n  ${secret}\n`);
+  io.stdout(
+    `Webhook ${webhook.id} posts ${webhook.events.join(', ')} to ${webhook.url}\nSigning secret (shown only now; check webhook-signature with it, docs/events.md):\n  ${secret}\n`,
+  );
 }
 
 async function webhookList(config: Config, args: string[], io: Io): Promise<void> {
@@ -45,12 +57,15 @@ async function webhookRemove(config: Config, args: string[], io: Io): Promise<vo
 async function webhookRotateSecret(config: Config, args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, { grace: { type: 'string' }, json: { type: 'boolean' } }, 1);
   const grace = wholeNumber(values.grace, 9);
-  const { webhook, secret } = await withStore(config, (store) => rotateWebhookSecret(webhookDeps(config, store, io), positionals[0]!, grace === undefined ? {} : { grace_seconds: grace }));
+  const { webhook, secret } = await withStore(config, (store) =>
+    rotateWebhookSecret(webhookDeps(config, store, io), positionals[0]!, grace === undefined ? {} : { grace_seconds: grace }),
+  );
   if (values.json) {
     io.stdout(`${JSON.stringify({ ...webhookJson(webhook), secret })}\n`);
     return;
   }
-  const until = webhook.previousSecretExpiresAt === null ? 'The old secret signs no more.' : `The old secret also signs until ${when(webhook.previousSecretExpiresAt)}.`;
+  const until =
+    webhook.previousSecretExpiresAt === null ? 'The old secret signs no more.' : `The old secret also signs until ${when(webhook.previousSecretExpiresAt)}.`;
   io.stdout(`New signing secret of webhook ${webhook.id} (shown only now):\n  ${secret}\n${until}\n`);
 }
 
@@ -75,7 +90,9 @@ async function webhookDeliveries(config: Config, args: string[], io: Io): Promis
 async function webhookReplay(config: Config, args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, { event: { type: 'string' } }, 1);
   const replayed = await withStore(config, (store) => replayDeliveries(operatorDeps(config, store, io), positionals[0]!, values.event ?? null));
-  io.stdout(replayed === 0 ? 'No dead letters to send again.\n' : `Sending ${replayed} dead letter${replayed === 1 ? '' : 's'} again, with the same webhook-id.\n`);
+  io.stdout(
+    replayed === 0 ? 'No dead letters to send again.\n' : `Sending ${replayed} dead letter${replayed === 1 ? '' : 's'} again, with the same webhook-id.\n`,
+  );
 }
 
 export const WEBHOOK_COMMANDS = {

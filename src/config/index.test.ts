@@ -54,7 +54,10 @@ describe('loadConfig', () => {
     [{ TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '10' }, 'TESSERA_CLIENT_ASSERTION_MAX_LIFETIME'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(env)})`, () => {
-      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`),
+      );
     });
   }
 
@@ -70,10 +73,7 @@ describe('loadConfig', () => {
   });
 
   it('keeps refresh tokens 90 days from approval and 30 days idle by default, and reads both settings', () => {
-    assert.deepEqual(
-      [loadConfig({}).lifetimes.refreshToken, loadConfig({}).lifetimes.refreshTokenIdle],
-      [90 * 86400, 30 * 86400],
-    );
+    assert.deepEqual([loadConfig({}).lifetimes.refreshToken, loadConfig({}).lifetimes.refreshTokenIdle], [90 * 86400, 30 * 86400]);
     const set = loadConfig({ TESSERA_REFRESH_TOKEN_TTL: '86400', TESSERA_REFRESH_TOKEN_IDLE_TTL: '3600' }).lifetimes;
     assert.deepEqual([set.refreshToken, set.refreshTokenIdle], [86400, 3600]);
     // A lifetime shorter than the default idle time caps the idle time.
@@ -109,17 +109,41 @@ describe('loadConfig', () => {
       ['TESSERA_PAR_INTERACTION_TTL', 'ten'],
       ['TESSERA_REQUIRE_PAR', '2'],
     ] as const) {
-      assert.throws(() => loadConfig({ [setting]: value }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(setting), `${setting}=${value}`);
+      assert.throws(
+        () => loadConfig({ [setting]: value }),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith(setting),
+        `${setting}=${value}`,
+      );
     }
   });
 
   it('has the sign-in, user code, device authorization and retention limits of docs/security.md by default', () => {
     const config = loadConfig({});
-    assert.deepEqual({ ...config.signIn, hashThreads: 0 }, {
-      windowSeconds: 900, perUserAddress: 10, perAddress: 100, freeFailures: 5, delayMs: 1000, maxDelayMs: 30000, hashThreads: 0, queue: 32, queuePerAddress: 4, goodRecordSeconds: 30 * 86400,
-    });
+    assert.deepEqual(
+      { ...config.signIn, hashThreads: 0 },
+      {
+        windowSeconds: 900,
+        perUserAddress: 10,
+        perAddress: 100,
+        freeFailures: 5,
+        delayMs: 1000,
+        maxDelayMs: 30000,
+        hashThreads: 0,
+        queue: 32,
+        queuePerAddress: 4,
+        goodRecordSeconds: 30 * 86400,
+      },
+    );
     assert.ok(config.signIn.hashThreads >= 1);
-    assert.deepEqual(config.userCode, { windowSeconds: 600, perBrowser: 5, perAddress: 20, perNetwork: 60, perLargeNetwork: 240, globalPerMinute: 600, globalDelayMs: 2000 });
+    assert.deepEqual(config.userCode, {
+      windowSeconds: 600,
+      perBrowser: 5,
+      perAddress: 20,
+      perNetwork: 60,
+      perLargeNetwork: 240,
+      globalPerMinute: 600,
+      globalDelayMs: 2000,
+    });
     assert.deepEqual(config.deviceAuthorizationLimits, { perClientPerMinute: 600, perAddressPerMinute: 30 });
     assert.equal(config.grantRetentionSeconds, 7 * 86400);
     assert.throws(() => loadConfig({ TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '2' }), /TESSERA_USER_CODE_FAILURES_PER_ADDRESS: must be between 5/);
@@ -129,7 +153,12 @@ describe('loadConfig', () => {
   it('checks private_key_jwt clients with a 3 s JWKS timeout, a 5-minute cache, refetches 10 s apart and hour-long assertions by default', () => {
     assert.deepEqual(loadConfig({}).clientAuth, { jwksTimeoutMs: 3000, jwksCacheSeconds: 300, jwksRefetchSeconds: 10, assertionMaxLifetimeSeconds: 3600 });
     assert.deepEqual(
-      loadConfig({ TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500', TESSERA_CLIENT_JWKS_CACHE_TTL: '0', TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60', TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120' }).clientAuth,
+      loadConfig({
+        TESSERA_CLIENT_JWKS_TIMEOUT_MS: '500',
+        TESSERA_CLIENT_JWKS_CACHE_TTL: '0',
+        TESSERA_CLIENT_JWKS_REFETCH_INTERVAL: '60',
+        TESSERA_CLIENT_ASSERTION_MAX_LIFETIME: '120',
+      }).clientAuth,
       { jwksTimeoutMs: 500, jwksCacheSeconds: 0, jwksRefetchSeconds: 60, assertionMaxLifetimeSeconds: 120 },
     );
   });
@@ -157,7 +186,10 @@ describe('loadConfig', () => {
     ['TESSERA_DATABASE_CONNECT_TIMEOUT', '5s'],
   ] as const) {
     it(`names ${setting} when it is wrong (${JSON.stringify(value)})`, () => {
-      assert.throws(() => loadConfig({ [setting]: value }), (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`));
+      assert.throws(
+        () => loadConfig({ [setting]: value }),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${setting}:`),
+      );
     });
   }
 });

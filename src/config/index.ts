@@ -7,7 +7,19 @@
  */
 import { availableParallelism } from 'node:os';
 import { ConfigError, TEXT_PARSERS, type Earlier, type TextValue } from './parsers.ts';
-import { BOOLEAN_WORDS, isKubernetesServiceLink, misspeltSetting, setting, SETTINGS, unknownVariables, type BooleanSetting, type IntegerSetting, type IntegerSettingName, type Setting, type TextSettingName } from './settings.ts';
+import {
+  BOOLEAN_WORDS,
+  isKubernetesServiceLink,
+  misspeltSetting,
+  setting,
+  SETTINGS,
+  unknownVariables,
+  type BooleanSetting,
+  type IntegerSetting,
+  type IntegerSettingName,
+  type Setting,
+  type TextSettingName,
+} from './settings.ts';
 import type { Config, Env, MailSettings, PostgresSettings } from './types.ts';
 
 export type * from './types.ts';
@@ -253,7 +265,8 @@ function checkNames(env: Env): readonly string[] {
   for (const name of unknownVariables(env)) {
     if (isKubernetesServiceLink(name, env[name])) continue;
     const near = misspeltSetting(name);
-    if (near !== null) throw new ConfigError(name, `is not a Tessera setting; did you mean ${near}? (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`);
+    if (near !== null)
+      throw new ConfigError(name, `is not a Tessera setting; did you mean ${near}? (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables)`);
     ignored.push(name);
   }
   return ignored;

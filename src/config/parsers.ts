@@ -38,7 +38,8 @@ export const TEXT_PARSERS = {
   TESSERA_TRUST_PROXY: trustProxy,
   TESSERA_ACCESS_TOKEN_ALG: accessTokenAlg,
   TESSERA_PASSWORD_HASH: passwordHash,
-  TESSERA_KEY_ENCRYPTION_KEY: (raw): readonly Buffer[] => (raw === undefined ? [] : raw.split(',').map((entry) => parseKeyEncryptionKey(entry, 'TESSERA_KEY_ENCRYPTION_KEY'))),
+  TESSERA_KEY_ENCRYPTION_KEY: (raw): readonly Buffer[] =>
+    raw === undefined ? [] : raw.split(',').map((entry) => parseKeyEncryptionKey(entry, 'TESSERA_KEY_ENCRYPTION_KEY')),
   TESSERA_KEY_FILE: keyFile,
   TESSERA_METRICS_HOST: (raw): string => raw ?? '127.0.0.1',
   TESSERA_REGISTRATION: registrationPolicy,
@@ -80,7 +81,10 @@ export function parseIssuer(raw: string): string {
   // Every page, form and redirect is at the root of the host: an issuer with a path would
   // publish endpoints under it that answer 404, so it is refused.
   if (url.pathname.replace(/\/+$/, '') !== '') {
-    throw new ConfigError('TESSERA_ISSUER', `must have no path: Tessera serves its endpoints at the root of its host; use ${JSON.stringify(url.origin)} (a host of its own, such as https://auth.example.com), got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      'TESSERA_ISSUER',
+      `must have no path: Tessera serves its endpoints at the root of its host; use ${JSON.stringify(url.origin)} (a host of its own, such as https://auth.example.com), got ${JSON.stringify(raw)}`,
+    );
   }
   return url.href.replace(/\/+$/, '');
 }
@@ -167,7 +171,8 @@ function passwordHash(raw: string | undefined): PasswordHashCost {
 export function parseKeyEncryptionKey(raw: string, setting: string): Buffer {
   const trimmed = raw.trim();
   const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed) ? Buffer.from(trimmed.replace(/=$/, ''), 'base64url') : Buffer.alloc(0);
-  if (key.length !== 32) throw new ConfigError(setting, 'each key must be 32 bytes in base64 or base64url (43 characters; `openssl rand -base64 32` makes one)');
+  if (key.length !== 32)
+    throw new ConfigError(setting, 'each key must be 32 bytes in base64 or base64url (43 characters; `openssl rand -base64 32` makes one)');
   return key;
 }
 
@@ -221,7 +226,8 @@ function hostPort(raw: string | undefined, name: TextSettingName): { host: strin
 
 function siteName(raw: string | undefined): string {
   const name = raw ?? 'Tessera';
-  if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) throw new ConfigError('TESSERA_SITE_NAME', 'must be at most 64 characters with no control characters');
+  if (name.length > 64 || /[\u0000-\u001f\u007f]/.test(name))
+    throw new ConfigError('TESSERA_SITE_NAME', 'must be at most 64 characters with no control characters');
   return name;
 }
 
@@ -258,7 +264,10 @@ function accentColor(raw: string | undefined): string | null {
   const ratio = contrastWithWhite(accent);
   // WCAG 2.2 SC 1.4.3: 4.5:1 for text. Buttons carry white text on the colour; links are the colour on white.
   if (ratio < 4.5) {
-    throw new ConfigError('TESSERA_SITE_ACCENT_COLOR', `${accent} has a contrast of ${ratio.toFixed(2)}:1 with white; text needs at least 4.5:1 (WCAG 2.2 1.4.3): choose a darker colour`);
+    throw new ConfigError(
+      'TESSERA_SITE_ACCENT_COLOR',
+      `${accent} has a contrast of ${ratio.toFixed(2)}:1 with white; text needs at least 4.5:1 (WCAG 2.2 1.4.3): choose a darker colour`,
+    );
   }
   return accent;
 }
@@ -267,9 +276,15 @@ const KNOWN_LOCALES = `one of ${LOCALES.join(', ')}`;
 
 function locales(raw: string | undefined): readonly Locale[] {
   const offered: Locale[] = [];
-  for (const entry of raw ? raw.split(',').map((tag) => tag.trim()).filter((tag) => tag !== '') : LOCALES) {
+  for (const entry of raw
+    ? raw
+        .split(',')
+        .map((tag) => tag.trim())
+        .filter((tag) => tag !== '')
+    : LOCALES) {
     const locale = shippedLocale(entry);
-    if (locale === null) throw new ConfigError('TESSERA_LOCALES', `${JSON.stringify(entry)} is not a language Tessera has pages in; each must be ${KNOWN_LOCALES}`);
+    if (locale === null)
+      throw new ConfigError('TESSERA_LOCALES', `${JSON.stringify(entry)} is not a language Tessera has pages in; each must be ${KNOWN_LOCALES}`);
     if (!offered.includes(locale)) offered.push(locale);
   }
   if (offered.length === 0) throw new ConfigError('TESSERA_LOCALES', `must name at least one language, ${KNOWN_LOCALES}`);
@@ -303,7 +318,9 @@ function apiTranslations(file: string | undefined): ApiTranslations | null {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    return refuse(error instanceof SyntaxError ? `not valid JSON (${error.message})` : `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    return refuse(
+      error instanceof SyntaxError ? `not valid JSON (${error.message})` : `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+    );
   }
   const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
   if (!isObject(parsed)) return refuse('must be a JSON object of languages, such as {"de": {"scopes": {"photos:read": "Ihre Fotos ansehen"}}}');
@@ -313,7 +330,8 @@ function apiTranslations(file: string | undefined): ApiTranslations | null {
     if (locale === null || locale !== tag) refuse(`${JSON.stringify(tag)} is not a language Tessera has pages in (${LOCALES.join(', ')})`);
     if (!isObject(entry)) return refuse(`${tag}: must be an object with "apis" and "scopes"`);
     const unknownKey = Object.keys(entry).find((key) => key !== 'apis' && key !== 'scopes');
-    if (unknownKey !== undefined) refuse(`${tag}: ${JSON.stringify(unknownKey)} is neither "apis" (names by identifier) nor "scopes" (descriptions by scope name)`);
+    if (unknownKey !== undefined)
+      refuse(`${tag}: ${JSON.stringify(unknownKey)} is neither "apis" (names by identifier) nor "scopes" (descriptions by scope name)`);
     const part = (kind: 'apis' | 'scopes'): Record<string, string> => {
       const texts = entry[kind] ?? {};
       if (!isObject(texts)) return refuse(`${tag}.${kind}: must be an object`);
@@ -339,9 +357,11 @@ function smtpUrl(raw: string | undefined): URL | null {
     throw new ConfigError('TESSERA_SMTP_URL', 'must be an smtp:// or smtps:// URL');
   }
   // The URL may hold a password: the error does not repeat it.
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new ConfigError('TESSERA_SMTP_URL', `must be an smtp:// or smtps:// URL, got the scheme ${JSON.stringify(url.protocol)}`);
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new ConfigError('TESSERA_SMTP_URL', `must be an smtp:// or smtps:// URL, got the scheme ${JSON.stringify(url.protocol)}`);
   if (url.hostname === '') throw new ConfigError('TESSERA_SMTP_URL', 'must name a host');
-  if ((url.pathname !== '' && url.pathname !== '/') || url.search || url.hash) throw new ConfigError('TESSERA_SMTP_URL', 'must have no path, query or fragment');
+  if ((url.pathname !== '' && url.pathname !== '/') || url.search || url.hash)
+    throw new ConfigError('TESSERA_SMTP_URL', 'must have no path, query or fragment');
   return url;
 }
 
@@ -378,8 +398,12 @@ const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 /** The e-mail domains sign-up takes, lower-cased; null: any. */
 function signUpDomains(raw: string | undefined): readonly string[] | null {
   if (raw === undefined) return null;
-  const domains = raw.split(',').map((domain) => domain.trim().toLowerCase()).filter((domain) => domain !== '');
+  const domains = raw
+    .split(',')
+    .map((domain) => domain.trim().toLowerCase())
+    .filter((domain) => domain !== '');
   const bad = domains.find((domain) => !DOMAIN.test(domain));
-  if (bad !== undefined || domains.length === 0) throw new ConfigError('TESSERA_SIGN_UP_DOMAINS', `must be comma-separated domain names, got ${JSON.stringify(bad ?? raw)}`);
+  if (bad !== undefined || domains.length === 0)
+    throw new ConfigError('TESSERA_SIGN_UP_DOMAINS', `must be comma-separated domain names, got ${JSON.stringify(bad ?? raw)}`);
   return domains;
 }

@@ -398,7 +398,6 @@ export interface ClientAuthSettings {
   readonly assertionMaxLifetimeSeconds: number;
 }
 
-
 /**
  * Back-Channel Logout 1.0 §2.8 delivery: how long each POST of a logout token may take, and
  * how often it is tried. Delivery runs after the browser is signed out and never delays it.

@@ -22,10 +22,13 @@ describe('refusals', () => {
     }
     await request.refused({ type: 'signin.locked', username: 'other', detail: { limit: 'user-address' } }, 'sign-in:user-ip:203.0.113.9 other', endsAt);
     assert.equal(stored.length, 0, 'nothing written while the windows are open');
-    assert.deepEqual(heard.map((event) => [event.username, event.ip, event.detail['until']]), [
-      ['owner', '203.0.113.9', '2026-11-24T12:15:00.000Z'],
-      ['other', '203.0.113.9', '2026-11-24T12:15:00.000Z'],
-    ]);
+    assert.deepEqual(
+      heard.map((event) => [event.username, event.ip, event.detail['until']]),
+      [
+        ['owner', '203.0.113.9', '2026-11-24T12:15:00.000Z'],
+        ['other', '203.0.113.9', '2026-11-24T12:15:00.000Z'],
+      ],
+    );
 
     clock.advance(900_000);
     await events.flushRefusals();
@@ -39,7 +42,11 @@ describe('refusals', () => {
     assert.equal(heard.length, 2, 'the stored rows are not told again');
 
     // The next window starts its own count, told once again.
-    await events.refused({ type: 'signin.locked', username: 'owner', ip: '203.0.113.9', detail: { limit: 'user-address' } }, 'sign-in:user-ip:203.0.113.9 owner', clock.now() + 900_000);
+    await events.refused(
+      { type: 'signin.locked', username: 'owner', ip: '203.0.113.9', detail: { limit: 'user-address' } },
+      'sign-in:user-ip:203.0.113.9 owner',
+      clock.now() + 900_000,
+    );
     assert.equal(heard.length, 3);
     await events.flushRefusals(true);
     assert.equal(stored.length, 3, 'at shutdown, open windows are stored too');

@@ -332,7 +332,10 @@ export class Events {
    */
   async refused(input: EventInput, key: string, endsAt: number): Promise<void> {
     const now = this.#clock.now();
-    const origin = { ip: input.ip !== undefined ? input.ip : this.#origin.ip, userAgent: input.userAgent !== undefined ? input.userAgent : this.#origin.userAgent };
+    const origin = {
+      ip: input.ip !== undefined ? input.ip : this.#origin.ip,
+      userAgent: input.userAgent !== undefined ? input.userAgent : this.#origin.userAgent,
+    };
     const withOrigin = { ...input, ...origin, detail: { ...input.detail, until: new Date(endsAt).toISOString() } };
     if (this.#refusals.note(key, withOrigin, now, endsAt)) this.publish(this.make(withOrigin));
     await this.flushRefusals();
@@ -344,7 +347,9 @@ export class Events {
    */
   async flushRefusals(everything = false): Promise<void> {
     for (const window of this.#refusals.take(this.#clock.now(), everything)) {
-      await this.#writer.add(this.make({ ...window.input, detail: { ...window.input.detail, refused: window.count, first: new Date(window.firstAt).toISOString() } }));
+      await this.#writer.add(
+        this.make({ ...window.input, detail: { ...window.input.detail, refused: window.count, first: new Date(window.firstAt).toISOString() } }),
+      );
     }
   }
 
@@ -397,7 +402,12 @@ export class Events {
 
 /** A request refused by a guessing limit (logged at warn, once per limit and window). */
 export function isLockout(event: AuditEvent): boolean {
-  return event.type === 'signin.locked' || event.type === 'device.code_entry_locked' || event.type === 'client.registration_limited' || (event.type === 'second_factor.failed' && event.detail['reason'] === 'locked');
+  return (
+    event.type === 'signin.locked' ||
+    event.type === 'device.code_entry_locked' ||
+    event.type === 'client.registration_limited' ||
+    (event.type === 'second_factor.failed' && event.detail['reason'] === 'locked')
+  );
 }
 
 /** The event as one JSON object for the log: snake_case, null fields left out. */

@@ -19,7 +19,7 @@ const REASONS: Readonly<Record<string, string>> = {
   DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS: the certificate is self-signed',
   SELF_SIGNED_CERT_IN_CHAIN: 'TLS: a self-signed certificate in the chain',
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS: the certificate cannot be verified',
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'TLS: the certificate\'s issuer is not trusted here',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "TLS: the certificate's issuer is not trusted here",
   CERT_HAS_EXPIRED: 'TLS: the certificate has expired',
   ERR_TLS_CERT_ALTNAME_INVALID: 'TLS: the certificate is for another name',
   EPROTO: 'TLS: the handshake failed (is it plain http?)',

@@ -38,8 +38,20 @@ export function inNetworks(ip: string, networks: readonly string[]): boolean {
 }
 
 const PRIVATE = new BlockList();
-for (const [base, bits] of [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['169.254.0.0', 16], ['0.0.0.0', 8]] as const) PRIVATE.addSubnet(base, bits, 'ipv4');
-for (const [base, bits] of [['fc00::', 7], ['fe80::', 10]] as const) PRIVATE.addSubnet(base, bits, 'ipv6');
+for (const [base, bits] of [
+  ['10.0.0.0', 8],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+  ['100.64.0.0', 10],
+  ['169.254.0.0', 16],
+  ['0.0.0.0', 8],
+] as const)
+  PRIVATE.addSubnet(base, bits, 'ipv4');
+for (const [base, bits] of [
+  ['fc00::', 7],
+  ['fe80::', 10],
+] as const)
+  PRIVATE.addSubnet(base, bits, 'ipv6');
 
 /**
  * Whether a URL's host is an IP address in a private or link-local range (RFC 1918, RFC 6598,
@@ -65,7 +77,10 @@ LOOPBACK.addAddress('::', 'ipv6');
  * names resolve to loopback). Other names are not resolved here.
  */
 export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return true;
   const address = unmapped(host);
   if (isIPv4(address)) return LOOPBACK.check(address, 'ipv4') || address === '0.0.0.0';

@@ -3,14 +3,25 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 import { createServer } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { AnswerTooLargeError, outboundFetch, publicNetworkLookup, UPSTREAM_ANSWER_LIMIT_BYTES, upstreamFetch, type Resolver, type UrlRule } from './outbound.ts';
+import {
+  AnswerTooLargeError,
+  outboundFetch,
+  publicNetworkLookup,
+  UPSTREAM_ANSWER_LIMIT_BYTES,
+  upstreamFetch,
+  type Resolver,
+  type UrlRule,
+} from './outbound.ts';
 
 /** A resolver that knows a few names, as a DNS server an attacker controls would answer. */
 function resolverOf(names: Record<string, readonly string[]>): Resolver {
   return (hostname, _options, callback) => {
     const addresses = names[hostname];
     if (!addresses) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-    callback(null, addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 })));
+    callback(
+      null,
+      addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 })),
+    );
   };
 }
 
@@ -176,7 +187,10 @@ describe('answers from upstream identity providers', () => {
 
   it('are refused past 1 MiB, by their Content-Length or as they stream in', async () => {
     for (const path of ['/declared', '/streamed']) {
-      await assert.rejects(upstreamFetch(`http://127.0.0.1:${port}${path}`), (error: Error) => error instanceof AnswerTooLargeError && /larger than 1048576 bytes/.test(error.message));
+      await assert.rejects(
+        upstreamFetch(`http://127.0.0.1:${port}${path}`),
+        (error: Error) => error instanceof AnswerTooLargeError && /larger than 1048576 bytes/.test(error.message),
+      );
     }
   });
 });

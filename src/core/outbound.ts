@@ -19,7 +19,11 @@ import type { Dispatcher } from 'undici';
 import { isLoopbackHost, isPrivateNetworkHost } from './networks.ts';
 
 /** `dns.lookup` with every address at once, as the guard needs; replaceable in tests. */
-export type Resolver = (hostname: string, options: LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type Resolver = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /** A connection refused because its name resolved into a private network. */
 export class PrivateNetworkError extends Error {
@@ -68,18 +72,23 @@ export function requestRefusal(host: string, rule: UrlRule): string | null {
     return 'is a private or link-local address, which the server would request from inside its own network; set TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on to allow it';
   }
   if (rule.delegated && !rule.allowPrivateNetworks && isLoopbackHost(host)) {
-    return 'is a loopback address (the server\'s own machine): only the server\'s owner (the tessera command) may name one, unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on';
+    return "is a loopback address (the server's own machine): only the server's owner (the tessera command) may name one, unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS=on";
   }
   if (rule.selfRegistered && isLoopbackHost(host)) {
-    return 'is a loopback address (the server\'s own machine): an app that registers itself may not name one; only the operator can (tessera client add)';
+    return "is a loopback address (the server's own machine): an app that registers itself may not name one; only the operator can (tessera client add)";
   }
   return null;
 }
 
 /** A lookup that leaves out the addresses `rule` refuses, and fails when none is left. */
 export function publicNetworkLookup(rule: UrlRule = { selfRegistered: false, allowPrivateNetworks: false }, resolve: Resolver = dnsLookup): LookupFunction {
-  const refused = rule.selfRegistered || (rule.delegated && !rule.allowPrivateNetworks) ? 'a private, link-local or loopback address' : 'a private or link-local address';
-  return guardedLookup((address) => requestRefusal(address, rule) !== null, (hostname) => new PrivateNetworkError(`${hostname} resolves to ${refused}`), resolve);
+  const refused =
+    rule.selfRegistered || (rule.delegated && !rule.allowPrivateNetworks) ? 'a private, link-local or loopback address' : 'a private or link-local address';
+  return guardedLookup(
+    (address) => requestRefusal(address, rule) !== null,
+    (hostname) => new PrivateNetworkError(`${hostname} resolves to ${refused}`),
+    resolve,
+  );
 }
 
 /**

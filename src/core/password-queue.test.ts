@@ -19,20 +19,12 @@ describe('PasswordQueue', () => {
         return result;
       });
     // All asked at once, the flood first: its first check takes the thread, five wait.
-    const results = await Promise.all([
-      ...Array.from({ length: 6 }, (_, i) => check(`203.0.113.9 #${i + 1}`, 'guess')),
-      check('198.51.100.7 #1', 'right'),
-    ]);
-    assert.deepEqual(answered, [
-      '203.0.113.9 #1',
-      '203.0.113.9 #2',
-      '198.51.100.7 #1',
-      '203.0.113.9 #3',
-      '203.0.113.9 #4',
-      '203.0.113.9 #5',
-      '203.0.113.9 #6',
-    ]);
-    assert.deepEqual(results.map((result) => result.kind === 'checked' && result.matches), [false, false, false, false, false, false, true]);
+    const results = await Promise.all([...Array.from({ length: 6 }, (_, i) => check(`203.0.113.9 #${i + 1}`, 'guess')), check('198.51.100.7 #1', 'right')]);
+    assert.deepEqual(answered, ['203.0.113.9 #1', '203.0.113.9 #2', '198.51.100.7 #1', '203.0.113.9 #3', '203.0.113.9 #4', '203.0.113.9 #5', '203.0.113.9 #6']);
+    assert.deepEqual(
+      results.map((result) => result.kind === 'checked' && result.matches),
+      [false, false, false, false, false, false, true],
+    );
   });
 
   it("holds an address's places while a directory checks its password, and refuses past its share without asking", async () => {
@@ -67,7 +59,10 @@ describe('PasswordQueue', () => {
     try {
       const encoded = await hashPassword('right', cost);
       const results = await Promise.all(Array.from({ length: 3 }, () => small.verify('guess', encoded, '203.0.113.9')));
-      assert.deepEqual(results.map((result) => result.kind), ['checked', 'checked', 'busy']);
+      assert.deepEqual(
+        results.map((result) => result.kind),
+        ['checked', 'checked', 'busy'],
+      );
       assert.equal(small.hasRoom('203.0.113.9'), true, 'the places are given back once answered');
     } finally {
       await small.close();
@@ -102,9 +97,12 @@ describe('a full password queue', () => {
     assert.equal(passwords.hasRoom('198.51.100.7'), true);
     const person = passwords.verify('right', hash, '198.51.100.7');
     const answers = await Promise.all(flood);
-    assert.deepEqual((await person), { kind: 'checked', matches: true });
+    assert.deepEqual(await person, { kind: 'checked', matches: true });
     // .1 and .2 hold two each: .2 came later, and its latest attempt gave its place.
-    assert.deepEqual(answers.map((answer) => answer.kind), ['checked', 'checked', 'checked', 'busy', 'checked']);
+    assert.deepEqual(
+      answers.map((answer) => answer.kind),
+      ['checked', 'checked', 'checked', 'busy', 'checked'],
+    );
     assert.deepEqual(passwords.counts(), { hashed: 5, refused: 0, displaced: 1 });
   });
 

@@ -19,7 +19,13 @@ export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exch
  */
 export const GRANT_JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
-export type GrantType = typeof GRANT_AUTHORIZATION_CODE | typeof GRANT_DEVICE_CODE | typeof GRANT_REFRESH_TOKEN | typeof GRANT_CLIENT_CREDENTIALS | typeof GRANT_TOKEN_EXCHANGE | typeof GRANT_JWT_BEARER;
+export type GrantType =
+  | typeof GRANT_AUTHORIZATION_CODE
+  | typeof GRANT_DEVICE_CODE
+  | typeof GRANT_REFRESH_TOKEN
+  | typeof GRANT_CLIENT_CREDENTIALS
+  | typeof GRANT_TOKEN_EXCHANGE
+  | typeof GRANT_JWT_BEARER;
 
 /** RFC 8693 §3: the token type identifier of an OAuth 2.0 access token. */
 export const TOKEN_TYPE_ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';

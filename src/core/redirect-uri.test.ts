@@ -6,7 +6,17 @@ describe('redirect URI registration', () => {
   for (const uri of ['https://app.example/cb', 'http://127.0.0.1/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]/cb']) {
     it(`accepts ${uri}`, () => assert.equal(redirectUriProblem(uri, { publicClient: false }), null));
   }
-  for (const uri of ['http://app.example/cb', 'http://localhost.example/cb', 'http://127.0.0.1.nip.io/cb', 'https://app.example/cb#frag', 'javascript:alert(1)', 'data:text/html,x', 'relative/cb', 'https://user:pw@app.example/cb', 'myapp:/cb']) {
+  for (const uri of [
+    'http://app.example/cb',
+    'http://localhost.example/cb',
+    'http://127.0.0.1.nip.io/cb',
+    'https://app.example/cb#frag',
+    'javascript:alert(1)',
+    'data:text/html,x',
+    'relative/cb',
+    'https://user:pw@app.example/cb',
+    'myapp:/cb',
+  ]) {
     it(`refuses ${uri}`, () => assert.notEqual(redirectUriProblem(uri, { publicClient: true }), null));
   }
   it('accepts a reverse-domain private-use scheme for a public client only (RFC 8252 §7.1)', () => {

@@ -47,7 +47,16 @@ export const SSF_EVENTS_SUPPORTED: readonly string[] = [
  */
 export const SSF_SOURCES: Readonly<Record<string, readonly EventType[]>> = {
   [SSF_EVENTS.SESSION_REVOKED]: ['logout'],
-  [SSF_EVENTS.CREDENTIAL_CHANGE]: ['password.changed', 'user.password_set', 'user.password_reset', 'second_factor.reset', 'passkey.added', 'passkey.removed', 'totp.enabled', 'totp.disabled'],
+  [SSF_EVENTS.CREDENTIAL_CHANGE]: [
+    'password.changed',
+    'user.password_set',
+    'user.password_reset',
+    'second_factor.reset',
+    'passkey.added',
+    'passkey.removed',
+    'totp.enabled',
+    'totp.disabled',
+  ],
   [SSF_EVENTS.TOKEN_CLAIMS_CHANGE]: ['user.updated'],
   [SSF_EVENTS.ACCOUNT_DISABLED]: ['user.disabled'],
   [SSF_EVENTS.ACCOUNT_ENABLED]: ['user.enabled'],

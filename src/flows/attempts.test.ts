@@ -31,7 +31,10 @@ describe('Attempt', () => {
   });
 
   it('counts only what fails: a right guess gives its place back', async () => {
-    const limits = [{ key: 'browser:abc', limit: 2 }, { key: 'ip:198.51.100.1', limit: 10 }];
+    const limits = [
+      { key: 'browser:abc', limit: 2 },
+      { key: 'ip:198.51.100.1', limit: 10 },
+    ];
     for (let i = 0; i < 5; i++) await ((await Attempt.reserve(store.rateLimits, limits, WINDOW, T0)) as Attempt).succeeded();
     assert.equal(await store.rateLimits.count('browser:abc', WINDOW, T0), 0);
     await Attempt.reserve(store.rateLimits, limits, WINDOW, T0);

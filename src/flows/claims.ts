@@ -57,7 +57,8 @@ export function parseClaimsRequest(raw: string | null): ClaimsRequest | null {
   } catch {
     throw new OAuthError('invalid_request', 'claims must be a JSON object (OIDC Core §5.5)');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new OAuthError('invalid_request', 'claims must be a JSON object (OIDC Core §5.5)');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new OAuthError('invalid_request', 'claims must be a JSON object (OIDC Core §5.5)');
   const { userinfo, id_token: idToken } = parsed as Record<string, unknown>;
   return { userinfo: requested(userinfo, 'userinfo'), idToken: requested(idToken, 'id_token'), idTokenAcr: requestedAcr(idToken) };
 }

@@ -129,9 +129,7 @@ function secretClient(deps: ClientAuthDeps, client: ClientRecord | null, secret:
   const presented = hashSecret(secret);
   const current = client?.secretHash != null && digestsEqual(presented, client.secretHash);
   const previous =
-    client?.previousSecretHash != null &&
-    (client.previousSecretExpiresAt ?? 0) > deps.clock.now() &&
-    digestsEqual(presented, client.previousSecretHash);
+    client?.previousSecretHash != null && (client.previousSecretExpiresAt ?? 0) > deps.clock.now() && digestsEqual(presented, client.previousSecretHash);
   if (!client || !(current || previous)) throw failed();
   return client;
 }
@@ -174,7 +172,8 @@ async function assertedClient(deps: ClientAuthDeps, presented: PresentedCredenti
   if (typeof clientId !== 'string' || subject !== clientId) throw new OAuthError('invalid_client', 'client_assertion sub must be the client_id');
   const client = await findClient(deps.store, clientId);
   if (!client) throw failed();
-  if (client.authMethod !== 'private_key_jwt') throw new OAuthError('invalid_client', `this client authenticates with ${client.authMethod}, not a client_assertion`);
+  if (client.authMethod !== 'private_key_jwt')
+    throw new OAuthError('invalid_client', `this client authenticates with ${client.authMethod}, not a client_assertion`);
 
   const { issuer, clientAuth } = deps.config;
   const now = deps.clock.now();

@@ -26,7 +26,10 @@ export type AcceptResult =
   | { readonly kind: 'taken' }
   | { readonly kind: 'busy'; readonly retryAfterSeconds: number };
 
-export async function acceptInvitation(deps: SignUpDeps, input: { readonly token: string; readonly username: string; readonly name: string; readonly password: string; readonly ip: string; readonly locale: string }): Promise<AcceptResult> {
+export async function acceptInvitation(
+  deps: SignUpDeps,
+  input: { readonly token: string; readonly username: string; readonly name: string; readonly password: string; readonly ip: string; readonly locale: string },
+): Promise<AcceptResult> {
   const invitation = await findInvitation(deps, input.token);
   if (invitation === null) return { kind: 'invalid_link' };
   const username = normalizeUsername(input.username);
@@ -43,7 +46,17 @@ export async function acceptInvitation(deps: SignUpDeps, input: { readonly token
       const now = deps.clock.now();
       const used = await tx.invitations.consume(invitation.tokenHash, now);
       if (used === null) return { kind: 'invalid_link' };
-      const user = newUserRecord({ id: randomUUID(), username, passwordHash, name, email: used.email, emailVerified: true, locale: input.locale, role: used.role, createdAt: now });
+      const user = newUserRecord({
+        id: randomUUID(),
+        username,
+        passwordHash,
+        name,
+        email: used.email,
+        emailVerified: true,
+        locale: input.locale,
+        role: used.role,
+        createdAt: now,
+      });
       await tx.users.create(user);
       await record({ type: 'user.created', userId: user.id, username, clientId: used.clientId, detail: { by: 'invitation', role: used.role } });
       return { kind: 'done', user, clientId: used.clientId };

@@ -5,21 +5,54 @@ import { checkProfile, mergeLocalizedNames } from './profile.ts';
 
 describe('checkProfile (OIDC Core §5.1)', () => {
   it('keeps valid claims, trimmed, and clears one given as empty', () => {
-    assert.deepEqual(checkProfile({ givenName: ' Ada ', familyName: 'Lovelace', locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/a.png', email: '', emailVerified: true }), {
-      ok: true,
-      changes: { givenName: 'Ada', familyName: 'Lovelace', locale: 'en-GB', zoneinfo: 'Europe/London', picture: 'https://example.com/a.png', email: null, emailVerified: true },
-    });
+    assert.deepEqual(
+      checkProfile({
+        givenName: ' Ada ',
+        familyName: 'Lovelace',
+        locale: 'en-GB',
+        zoneinfo: 'Europe/London',
+        picture: 'https://example.com/a.png',
+        email: '',
+        emailVerified: true,
+      }),
+      {
+        ok: true,
+        changes: {
+          givenName: 'Ada',
+          familyName: 'Lovelace',
+          locale: 'en-GB',
+          zoneinfo: 'Europe/London',
+          picture: 'https://example.com/a.png',
+          email: null,
+          emailVerified: true,
+        },
+      },
+    );
     assert.deepEqual(checkProfile({}), { ok: true, changes: {} });
   });
 
   it('keeps the rest of §5.1 as it says each is: birthdates, E.164 numbers with an extension, http(s) pages, a structured address', () => {
-    assert.deepEqual(checkProfile({
-      birthdate: '0000-02-29', phoneNumber: '+1 (604) 555-1234;ext=5678', phoneNumberVerified: true, website: 'http://ada.example', gender: 'nonbinary',
-      address: { formatted: ' 12 St James’s Square \r\n\n London ', locality: ' London ', region: '' },
-    }), {
-      ok: true,
-      changes: { birthdate: '0000-02-29', phoneNumber: '+1 (604) 555-1234;ext=5678', phoneNumberVerified: true, website: 'http://ada.example', gender: 'nonbinary', address: { formatted: '12 St James’s Square\nLondon', locality: 'London' } },
-    });
+    assert.deepEqual(
+      checkProfile({
+        birthdate: '0000-02-29',
+        phoneNumber: '+1 (604) 555-1234;ext=5678',
+        phoneNumberVerified: true,
+        website: 'http://ada.example',
+        gender: 'nonbinary',
+        address: { formatted: ' 12 St James’s Square \r\n\n London ', locality: ' London ', region: '' },
+      }),
+      {
+        ok: true,
+        changes: {
+          birthdate: '0000-02-29',
+          phoneNumber: '+1 (604) 555-1234;ext=5678',
+          phoneNumberVerified: true,
+          website: 'http://ada.example',
+          gender: 'nonbinary',
+          address: { formatted: '12 St James’s Square\nLondon', locality: 'London' },
+        },
+      },
+    );
     assert.deepEqual(checkProfile({ birthdate: '1815' }), { ok: true, changes: { birthdate: '1815' } });
     assert.deepEqual(checkProfile({ address: { region: ' ' } }), { ok: true, changes: { address: null } }, 'an address with nothing in it is none');
   });
@@ -58,14 +91,15 @@ describe('mergeLocalizedNames (OIDC Core §5.2)', () => {
 
   it('lays names over those kept, one tag per language in canonical case, removing those given null or ""', () => {
     assert.deepEqual(mergeLocalizedNames(kept, { 'JA-kana-jp': { family_name: '' }, 'zh-hans': { name: ' 山田太郎 ' } }), {
-      ok: true, names: { 'ja-Kana-JP': { name: 'ヤマダ タロウ' }, 'zh-Hans': { name: '山田太郎' } },
+      ok: true,
+      names: { 'ja-Kana-JP': { name: 'ヤマダ タロウ' }, 'zh-Hans': { name: '山田太郎' } },
     });
     assert.deepEqual(mergeLocalizedNames(kept, { 'ja-Kana-JP': null }), { ok: true, names: {} });
     assert.deepEqual(mergeLocalizedNames(kept, { 'ja-Kana-JP': { name: null, family_name: null } }), { ok: true, names: {} });
   });
 
   it('refuses a malformed tag, a claim it cannot keep per language, and a name too long', () => {
-    for (const given of [{ 'ja_JP': { name: 'x' } }, { '': { name: 'x' } }, { ja: { nickname: 'x' } }, { ja: { name: 'x'.repeat(201) } }]) {
+    for (const given of [{ ja_JP: { name: 'x' } }, { '': { name: 'x' } }, { ja: { nickname: 'x' } }, { ja: { name: 'x'.repeat(201) } }]) {
       assert.equal(mergeLocalizedNames(kept, given as never).ok, false, JSON.stringify(given).slice(0, 60));
     }
   });

@@ -80,7 +80,11 @@ const CHECKS: Readonly<Record<TextField, { readonly claim: string; readonly vali
   // §5.1: "Values defined by this specification are female and male. Other values MAY be used".
   gender: { claim: 'gender', valid: (value) => value.length <= 64, expected: 'at most 64 characters (female, male, or another word)' },
   birthdate: { claim: 'birthdate', valid: isBirthdate, expected: 'a date as YYYY-MM-DD, or a year as YYYY (0000 for a year left out)' },
-  phoneNumber: { claim: 'phone_number', valid: isPhoneNumber, expected: 'a phone number with its country code, such as +1 (425) 555-1212 or +44 20 7946 0958;ext=12 (E.164)' },
+  phoneNumber: {
+    claim: 'phone_number',
+    valid: isPhoneNumber,
+    expected: 'a phone number with its country code, such as +1 (425) 555-1212 or +44 20 7946 0958;ext=12 (E.164)',
+  },
 };
 
 /** §5.1.1 address members' bounds; `formatted` and `street_address` "MAY contain multiple lines, separated by newlines". */
@@ -102,11 +106,19 @@ function checkAddress(given: Address | null): { ok: true; address: Address | nul
     if (bounds === undefined) return { ok: false, claim: 'address', problem: `${member} is not one of ${ADDRESS_MEMBERS.join(', ')}` };
     if (raw === null || raw === undefined) continue;
     if (typeof raw !== 'string') return { ok: false, claim: `address.${member}`, problem: 'must be text' };
-    const value = bounds.lines === true ? raw.split(/\r?\n/).map((line) => line.trim()).filter(Boolean).join('\n') : raw.trim();
+    const value =
+      bounds.lines === true
+        ? raw
+            .split(/\r?\n/)
+            .map((line) => line.trim())
+            .filter(Boolean)
+            .join('\n')
+        : raw.trim();
     if (value === '') continue;
     if (value.length > bounds.max) return { ok: false, claim: `address.${member}`, problem: `must be at most ${bounds.max} characters` };
     // Lines apart, what apps show: no controls or bidi overrides (core/display-text.ts).
-    if (value.split('\n').some(hasUnsafeCharacters) || (!bounds.lines && value.includes('\n'))) return { ok: false, claim: `address.${member}`, problem: UNSAFE_CHARACTERS_RULE };
+    if (value.split('\n').some(hasUnsafeCharacters) || (!bounds.lines && value.includes('\n')))
+      return { ok: false, claim: `address.${member}`, problem: UNSAFE_CHARACTERS_RULE };
     address[member] = value;
   }
   return { ok: true, address: Object.keys(address).length === 0 ? null : address };
@@ -160,7 +172,10 @@ export type LocalizedNamesInput = Readonly<Record<string, Readonly<Partial<Recor
  * `#`) laid over it: a tag given null, or a name given null or "", removes it; a tag left with
  * no name goes. Each tag in its canonical case (`ja-Kana-JP`), so that one language is kept once.
  */
-export function mergeLocalizedNames(kept: LocalizedNames, given: LocalizedNamesInput): { ok: true; names: LocalizedNames } | { ok: false; claim: string; problem: string } {
+export function mergeLocalizedNames(
+  kept: LocalizedNames,
+  given: LocalizedNamesInput,
+): { ok: true; names: LocalizedNames } | { ok: false; claim: string; problem: string } {
   const names: Record<string, Partial<Record<LocalizableClaim, string>>> = {};
   for (const [tag, claims] of Object.entries(kept)) names[tag] = { ...claims };
   for (const [raw, claims] of Object.entries(given)) {
@@ -170,14 +185,16 @@ export function mergeLocalizedNames(kept: LocalizedNames, given: LocalizedNamesI
     } catch {
       tag = undefined;
     }
-    if (tag === undefined) return { ok: false, claim: 'localized_names', problem: `${JSON.stringify(raw.slice(0, 40))}: must be a BCP 47 language tag such as ja-Kana-JP` };
+    if (tag === undefined)
+      return { ok: false, claim: 'localized_names', problem: `${JSON.stringify(raw.slice(0, 40))}: must be a BCP 47 language tag such as ja-Kana-JP` };
     if (claims === null) {
       delete names[tag];
       continue;
     }
     const entry = { ...names[tag] };
     for (const [claim, value] of Object.entries(claims)) {
-      if (!(LOCALIZABLE_CLAIMS as readonly string[]).includes(claim)) return { ok: false, claim: 'localized_names', problem: `${tag}: ${claim} is not one of ${LOCALIZABLE_CLAIMS.join(', ')}` };
+      if (!(LOCALIZABLE_CLAIMS as readonly string[]).includes(claim))
+        return { ok: false, claim: 'localized_names', problem: `${tag}: ${claim} is not one of ${LOCALIZABLE_CLAIMS.join(', ')}` };
       const text = typeof value === 'string' ? value.trim() : '';
       if (text.length > MAX_NAME_LENGTH) return { ok: false, claim: `${claim}#${tag}`, problem: `must be at most ${MAX_NAME_LENGTH} characters` };
       if (hasUnsafeCharacters(text)) return { ok: false, claim: `${claim}#${tag}`, problem: UNSAFE_CHARACTERS_RULE };

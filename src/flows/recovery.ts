@@ -31,7 +31,10 @@ export type RecoveryResult =
   /** No mail server: recovery by e-mail is not offered. */
   | { readonly kind: 'unavailable' };
 
-export async function requestRecovery(deps: AccountDeps, input: { readonly email: string; readonly ip: string; readonly locale: Locale }): Promise<RecoveryResult> {
+export async function requestRecovery(
+  deps: AccountDeps,
+  input: { readonly email: string; readonly ip: string; readonly locale: Locale },
+): Promise<RecoveryResult> {
   const { mail } = deps;
   if (mail === undefined) return { kind: 'unavailable' };
   const email = mailAddress(input.email);

@@ -33,8 +33,10 @@ async function outcome(run: () => unknown): Promise<string> {
 
 describe('RFC 8707 resource indicators', () => {
   it('accepts an absolute URI without a fragment (RFC 8707 §2)', () => {
-    for (const good of ['https://api.example.com', 'https://api.example.com/v1?x=1', 'urn:example:api']) assert.equal(resourceIndicatorProblem(good), null, good);
-    for (const bad of ['/relative', 'api.example.com', 'https://api.example.com#top', 'https://a b.example', '']) assert.notEqual(resourceIndicatorProblem(bad), null, bad);
+    for (const good of ['https://api.example.com', 'https://api.example.com/v1?x=1', 'urn:example:api'])
+      assert.equal(resourceIndicatorProblem(good), null, good);
+    for (const bad of ['/relative', 'api.example.com', 'https://api.example.com#top', 'https://a b.example', ''])
+      assert.notEqual(resourceIndicatorProblem(bad), null, bad);
   });
 
   it('checks an authorization request: invalid_target for the resource, invalid_scope for the scopes', async () => {

@@ -135,7 +135,8 @@ export function checkRequestedAccess(catalog: ResourceCatalog, client: ClientRec
   });
   if (elsewhere.length > 0) throw new OAuthError('invalid_scope', `scope belongs to another API than the resource requested: ${elsewhere.join(' ')}`);
   const unasked = named.filter((resource) => !scope.some((value) => catalog.ownerOf(value) === resource));
-  if (unasked.length > 0) throw new OAuthError('invalid_scope', `no scope was asked of the resource: ${unasked.map((resource) => resource.identifier).join(' ')}`);
+  if (unasked.length > 0)
+    throw new OAuthError('invalid_scope', `no scope was asked of the resource: ${unasked.map((resource) => resource.identifier).join(' ')}`);
 }
 
 /** What one access token is for: its audience (null: this server's own API) and its scope. */
@@ -250,7 +251,11 @@ export function unmatchedTranslations(translations: ApiTranslations | undefined,
   const identifiers = new Set(resources.map((resource) => resource.identifier));
   const scopes = new Set(resources.flatMap((resource) => resource.scopes.map((scope) => scope.name)));
   return Object.entries(translations ?? {}).flatMap(([locale, translation]) => [
-    ...Object.keys(translation?.apis ?? {}).filter((identifier) => !identifiers.has(identifier)).map((identifier) => `${locale}: apis.${identifier}`),
-    ...Object.keys(translation?.scopes ?? {}).filter((scope) => !scopes.has(scope)).map((scope) => `${locale}: scopes.${scope}`),
+    ...Object.keys(translation?.apis ?? {})
+      .filter((identifier) => !identifiers.has(identifier))
+      .map((identifier) => `${locale}: apis.${identifier}`),
+    ...Object.keys(translation?.scopes ?? {})
+      .filter((scope) => !scopes.has(scope))
+      .map((scope) => `${locale}: scopes.${scope}`),
   ]);
 }

@@ -28,7 +28,12 @@ describe('signing in', () => {
   let store: Store;
   let passwords: PasswordQueue;
   const clock = new ManualClock();
-  const config = loadConfig({ TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1', TESSERA_SIGN_IN_FREE_FAILURES: '2', TESSERA_SIGN_IN_DELAY_MS: '1000', TESSERA_SIGN_IN_MAX_DELAY_MS: '5000' });
+  const config = loadConfig({
+    TESSERA_PASSWORD_HASH: 'm=8,t=1,p=1',
+    TESSERA_SIGN_IN_FREE_FAILURES: '2',
+    TESSERA_SIGN_IN_DELAY_MS: '1000',
+    TESSERA_SIGN_IN_MAX_DELAY_MS: '5000',
+  });
   const waits: number[] = [];
   let deps: SignInDeps;
 
@@ -37,8 +42,18 @@ describe('signing in', () => {
     store = await openStore(join(dir, 'tessera.db'));
     passwords = new PasswordQueue({ threads: 1, maxWaiting: 10, perAddress: 10 });
     // A sleep that records instead of waiting: the waits are what is tested.
-    deps = { store, clock, config, passwords, tokens: undefined as never, events: new Events(clock, store.events, []), sleep: async (ms) => void waits.push(ms) };
-    await store.users.create(newUserRecord({ id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash), createdAt: clock.now() }));
+    deps = {
+      store,
+      clock,
+      config,
+      passwords,
+      tokens: undefined as never,
+      events: new Events(clock, store.events, []),
+      sleep: async (ms) => void waits.push(ms),
+    };
+    await store.users.create(
+      newUserRecord({ id: 'sub-ada', username: 'ada', passwordHash: await hashPassword('right', config.passwordHash), createdAt: clock.now() }),
+    );
   });
   const addUser = async (username: string, password: string) => {
     const user = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword(password, config.passwordHash), createdAt: clock.now() });
@@ -52,7 +67,10 @@ describe('signing in', () => {
   });
 
   it('doubles the wait for every failure past the free ones, up to the longest', () => {
-    assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 40].map((n) => signInDelayMs(config.signIn, n)), [0, 0, 0, 1000, 2000, 4000, 5000, 5000]);
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5, 6, 40].map((n) => signInDelayMs(config.signIn, n)),
+      [0, 0, 0, 1000, 2000, 4000, 5000, 5000],
+    );
   });
 
   it('slows guesses at a username from many addresses, and still signs the owner in after them', async () => {
@@ -98,12 +116,20 @@ describe('signing in', () => {
     after(() => flooded.close());
     const during = { ...deps, passwords: flooded };
     assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.31' })).kind, 'busy', 'no record: refused');
-    assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.31', browser: first.browser })).kind, 'signed-in', 'the browser');
+    assert.equal(
+      (await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.31', browser: first.browser })).kind,
+      'signed-in',
+      'the browser',
+    );
     assert.equal((await signIn(during, { username: 'hopper', password: 'right-password', ip: '198.51.100.30' })).kind, 'signed-in', 'the address');
-    assert.equal((await signIn(during, { username: 'ada', password: 'right', ip: '198.51.100.30', browser: first.browser })).kind, 'busy', "the record is hopper's alone");
+    assert.equal(
+      (await signIn(during, { username: 'ada', password: 'right', ip: '198.51.100.30', browser: first.browser })).kind,
+      'busy',
+      "the record is hopper's alone",
+    );
   });
 
-  it('counts the good record when a full queue gives the owner the place of a flood\'s attempt, as when it refuses strangers', async () => {
+  it("counts the good record when a full queue gives the owner the place of a flood's attempt, as when it refuses strangers", async () => {
     await addUser('turing', 'right-password');
     const first = await signIn(deps, { username: 'turing', password: 'right-password', ip: '198.51.100.50' });
     assert.ok(first.kind === 'signed-in');

@@ -121,7 +121,13 @@ function goodRecordKeys(username: string, ip: string, browser: string | null | u
 }
 
 /** Whether a right password for `username` came from this address or this browser within the good-record period. */
-async function hasGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, username: string, ip: string, browser: string | null | undefined, now: number): Promise<boolean> {
+async function hasGoodRecord(
+  deps: Pick<FlowDeps, 'store' | 'config'>,
+  username: string,
+  ip: string,
+  browser: string | null | undefined,
+  now: number,
+): Promise<boolean> {
   if (deps.config.signIn.goodRecordSeconds === 0 || !username) return false;
   const windows = await Promise.all(goodRecordKeys(username, ip, browser).map((key) => deps.store.rateLimits.window(key, now)));
   return windows.some((window) => window !== null);
@@ -138,7 +144,10 @@ type PasswordAttempt<T> =
  * address has a good record for the username. What was found (the account) comes back with
  * whether the password matched.
  */
-export type PasswordChecker<T> = (password: string, trusted: boolean) => Promise<{ readonly kind: 'checked'; readonly matches: boolean; readonly found: T } | Busy>;
+export type PasswordChecker<T> = (
+  password: string,
+  trusted: boolean,
+) => Promise<{ readonly kind: 'checked'; readonly matches: boolean; readonly found: T } | Busy>;
 
 /** A Tessera password: `user`'s hash, or a decoy for an unknown user, on the password queue. */
 function localCheck(deps: PasswordCheckDeps, ip: string, findUser: () => Promise<UserRecord | null>): PasswordChecker<UserRecord | null> {
@@ -202,7 +211,13 @@ async function attemptPassword<T>(
 }
 
 /** Keeps the good record of a right password for `username`: the browser's token (new if it had none) and the address. */
-async function rememberGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, username: string, ip: string, browser: string | null | undefined, now: number): Promise<string> {
+async function rememberGoodRecord(
+  deps: Pick<FlowDeps, 'store' | 'config'>,
+  username: string,
+  ip: string,
+  browser: string | null | undefined,
+  now: number,
+): Promise<string> {
   const token = browser && browser.length <= 128 ? browser : randomToken(32);
   const windowMs = deps.config.signIn.goodRecordSeconds * 1000;
   if (windowMs > 0) await Promise.all(goodRecordKeys(username, ip, token).map((key) => deps.store.rateLimits.hit(key, windowMs, now)));
@@ -212,7 +227,11 @@ async function rememberGoodRecord(deps: Pick<FlowDeps, 'store' | 'config'>, user
 export async function signIn(deps: SignInDeps, request: SignInRequest): Promise<SignInResult> {
   const username = normalizeUsername(request.username).slice(0, 256);
   const clientId = request.clientId ?? null;
-  const result = await attemptPassword(deps, { ...request, username }, localCheck(deps, request.ip, async () => (username ? deps.store.users.findByUsername(username) : null)));
+  const result = await attemptPassword(
+    deps,
+    { ...request, username },
+    localCheck(deps, request.ip, async () => (username ? deps.store.users.findByUsername(username) : null)),
+  );
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
     // A refusal writes nothing now: one row per limit and window, with the count (core/events.ts).
@@ -243,10 +262,18 @@ export async function checkCurrentPassword(
   user: UserRecord,
   attempt: { readonly password: string; readonly ip: string; readonly browser?: string | null },
 ): Promise<CurrentPasswordCheck> {
-  const result = await attemptPassword(deps, { ...attempt, username: user.username }, localCheck(deps, attempt.ip, async () => user));
+  const result = await attemptPassword(
+    deps,
+    { ...attempt, username: user.username },
+    localCheck(deps, attempt.ip, async () => user),
+  );
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
-    await deps.events.refused({ type: 'signin.locked', userId: user.id, username: user.username, detail: { limit: result.scope } }, result.refusal.limit.key, result.refusal.endsAt);
+    await deps.events.refused(
+      { type: 'signin.locked', userId: user.id, username: user.username, detail: { limit: result.scope } },
+      result.refusal.limit.key,
+      result.refusal.endsAt,
+    );
     return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
   }
   if (!result.matches) {
@@ -283,7 +310,11 @@ export async function checkDirectoryPassword<T>(
   });
   if (result.kind === 'busy') return result;
   if (result.kind === 'limited') {
-    await deps.events.refused({ type: 'signin.locked', username, clientId, detail: { limit: result.scope, provider: request.provider } }, result.refusal.limit.key, result.refusal.endsAt);
+    await deps.events.refused(
+      { type: 'signin.locked', username, clientId, detail: { limit: result.scope, provider: request.provider } },
+      result.refusal.limit.key,
+      result.refusal.endsAt,
+    );
     return { kind: 'limited', scope: result.scope, retryAfterSeconds: result.refusal.retryAfterSeconds };
   }
   if (!result.matches || result.found === null) {

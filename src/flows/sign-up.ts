@@ -72,9 +72,11 @@ function checked(deps: SignUpDeps, input: SignUpInput): { username: string; name
   const email = mailAddress(input.email);
   if (email === null) return { kind: 'invalid', field: 'email', problem: input.email.trim() === '' ? 'missing' : 'format' };
   const domains = deps.config.signUp.domains;
-  if (domains !== null && !domains.includes(email.slice(email.lastIndexOf('@') + 1).toLowerCase())) return { kind: 'invalid', field: 'email', problem: 'domain' };
+  if (domains !== null && !domains.includes(email.slice(email.lastIndexOf('@') + 1).toLowerCase()))
+    return { kind: 'invalid', field: 'email', problem: 'domain' };
   const problem = passwordProblem(input.password);
-  if (problem !== null) return { kind: 'invalid', field: 'password', problem: input.password.length === 0 ? 'missing' : problem.includes('at least') ? 'short' : 'long' };
+  if (problem !== null)
+    return { kind: 'invalid', field: 'password', problem: input.password.length === 0 ? 'missing' : problem.includes('at least') ? 'short' : 'long' };
   return { username, name, email };
 }
 
@@ -104,7 +106,19 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
   const token = randomToken(32);
   const link = `${deps.config.issuer}${SIGN_UP_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
   const expiresAt = now + settings.linkTtlSeconds * 1000;
-  const pending: SignUpRecord = { tokenHash: hashSecret(token), userId: null, username, name, email, passwordHash, locale: input.locale, returnTo: input.returnTo, createdAt: now, expiresAt, usedAt: null };
+  const pending: SignUpRecord = {
+    tokenHash: hashSecret(token),
+    userId: null,
+    username,
+    name,
+    email,
+    passwordHash,
+    locale: input.locale,
+    returnTo: input.returnTo,
+    createdAt: now,
+    expiresAt,
+    usedAt: null,
+  };
   const { mail } = deps;
   try {
     await transactionWithEvents(deps, async (tx, record) => {
@@ -112,7 +126,12 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
       const owner = existing[0];
       if (owner !== undefined) {
         // The address's owner hears that someone tried, and how back into their own account.
-        await mail?.queue(tx, asked, { kind: 'signup_exists', to: { address: email, name: owner.name ?? '' }, locale: input.locale, values: { username: owner.username, link: `${deps.config.issuer}${FORGOT_PASSWORD_PATH}` } });
+        await mail?.queue(tx, asked, {
+          kind: 'signup_exists',
+          to: { address: email, name: owner.name ?? '' },
+          locale: input.locale,
+          values: { username: owner.username, link: `${deps.config.issuer}${FORGOT_PASSWORD_PATH}` },
+        });
         return;
       }
       if (settings.verify === 'first') {
@@ -170,7 +189,16 @@ export async function verifySignUp(deps: AccountDeps, token: string): Promise<Ve
         await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
         return { kind: 'done', user: { ...user, emailVerified: true }, returnTo: used.returnTo };
       }
-      const user = newUserRecord({ id: randomUUID(), username: used.username, passwordHash: used.passwordHash, name: used.name, email: used.email, emailVerified: true, locale: used.locale, createdAt: now });
+      const user = newUserRecord({
+        id: randomUUID(),
+        username: used.username,
+        passwordHash: used.passwordHash,
+        name: used.name,
+        email: used.email,
+        emailVerified: true,
+        locale: used.locale,
+        createdAt: now,
+      });
       await tx.users.create(user);
       await record({ type: 'user.created', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
       await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });

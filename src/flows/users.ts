@@ -49,7 +49,14 @@ export async function setUserDisabled(deps: AccountDeps, user: UserRecord, disab
  * `setUserDisabled`'s writes, inside a transaction the caller holds (a SCIM change that also
  * renames the person commits both or neither). `by` says who did it in the events.
  */
-export async function setDisabledIn(deps: Pick<AccountDeps, 'clock'>, tx: Stores, record: RecordEvent, user: UserRecord, disabled: boolean, by: EndedBy = 'operator'): Promise<SessionRecord[]> {
+export async function setDisabledIn(
+  deps: Pick<AccountDeps, 'clock'>,
+  tx: Stores,
+  record: RecordEvent,
+  user: UserRecord,
+  disabled: boolean,
+  by: EndedBy = 'operator',
+): Promise<SessionRecord[]> {
   await tx.users.setDisabled(user.id, disabled);
   const ended = disabled ? await tx.sessions.removeForUser(user.id) : [];
   // A sign-in waiting for its one-time code would otherwise still complete.
@@ -104,7 +111,13 @@ export async function removeUser(deps: AccountDeps, user: UserRecord): Promise<S
  * now. With `expectedUpdatedAt` (an If-Match), only if the user is still at that version:
  * false, with nothing written, when they changed since.
  */
-export async function updateUser(deps: AccountDeps, user: UserRecord, changes: UserProfileChanges, role?: OperatorRole | null, expectedUpdatedAt?: number): Promise<boolean> {
+export async function updateUser(
+  deps: AccountDeps,
+  user: UserRecord,
+  changes: UserProfileChanges,
+  role?: OperatorRole | null,
+  expectedUpdatedAt?: number,
+): Promise<boolean> {
   // Always later than the version read, so that every change gives a new entity tag.
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
   return transactionWithEvents(deps, async (tx, record) => {
@@ -166,7 +179,11 @@ export async function changePassword(
   sessionIdHash: string,
   request: { readonly current: string; readonly next: string; readonly ip: string; readonly browser?: string | null },
 ): Promise<PasswordChange> {
-  const check = await checkCurrentPassword(deps, user, { password: request.current.slice(0, MAX_PASSWORD_LENGTH), ip: request.ip, browser: request.browser ?? null });
+  const check = await checkCurrentPassword(deps, user, {
+    password: request.current.slice(0, MAX_PASSWORD_LENGTH),
+    ip: request.ip,
+    browser: request.browser ?? null,
+  });
   if (check.kind === 'wrong') return { kind: 'wrong_password' };
   if (check.kind !== 'right') return check;
   const problem = passwordProblem(request.next);
@@ -189,7 +206,14 @@ export async function createResetLink(deps: AccountDeps, user: UserRecord, ttlSe
  * returns it with that event (a message that carries the link names it). The URL is built
  * from the issuer alone: never from a request's Host or forwarded headers.
  */
-export async function issueResetLink(deps: Pick<FlowDeps, 'clock' | 'config'>, tx: Stores, record: RecordEvent, user: UserRecord, ttlSeconds: number, by: 'operator' | 'email'): Promise<{ url: string; expiresAt: number; event: AuditEvent }> {
+export async function issueResetLink(
+  deps: Pick<FlowDeps, 'clock' | 'config'>,
+  tx: Stores,
+  record: RecordEvent,
+  user: UserRecord,
+  ttlSeconds: number,
+  by: 'operator' | 'email',
+): Promise<{ url: string; expiresAt: number; event: AuditEvent }> {
   const token = randomToken(32);
   const now = deps.clock.now();
   const expiresAt = now + ttlSeconds * 1000;
@@ -231,7 +255,12 @@ export function mailLocale(deps: Pick<FlowDeps, 'config'>, user: UserRecord, fal
   return fallback ?? deps.config.site.defaultLocale;
 }
 
-export async function resetPassword(deps: AccountDeps & Pick<PasswordCheckDeps, 'passwords'>, token: string, password: string, ip: string): Promise<ResetResult> {
+export async function resetPassword(
+  deps: AccountDeps & Pick<PasswordCheckDeps, 'passwords'>,
+  token: string,
+  password: string,
+  ip: string,
+): Promise<ResetResult> {
   const problem = passwordProblem(password);
   if (problem) return { kind: 'invalid', problem };
   const found = await findResetLink(deps, token);
@@ -249,7 +278,13 @@ export async function resetPassword(deps: AccountDeps & Pick<PasswordCheckDeps, 
     const sessions = await tx.sessions.removeForUser(reset.userId);
     const event = await record({ type: 'user.password_reset', ...about(user), detail: { sessions_ended: sessions.length } });
     // The person hears of it at their address, in the same transaction: a reset they did not make is noticed.
-    if (deps.mail && user.email) await deps.mail.queue(tx, event, { kind: 'password_changed', to: { address: user.email, name: user.name ?? '' }, locale: mailLocale(deps, user), values: { username: user.username, at: event.at } });
+    if (deps.mail && user.email)
+      await deps.mail.queue(tx, event, {
+        kind: 'password_changed',
+        to: { address: user.email, name: user.name ?? '' },
+        locale: mailLocale(deps, user),
+        values: { username: user.username, at: event.at },
+      });
     await recordEnded(record, user, sessions, 'password_change');
     return sessions;
   });

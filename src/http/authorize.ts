@@ -71,7 +71,11 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     return reply.type('text/html; charset=utf-8').send(formPostPage(pages.ui(reply.request), response));
   }
 
-  function answerError(reply: FastifyReply, to: { redirectUri: string; responseMode: ResponseMode; state: string | null }, error: OAuthError | { code: string; description: string }) {
+  function answerError(
+    reply: FastifyReply,
+    to: { redirectUri: string; responseMode: ResponseMode; state: string | null },
+    error: OAuthError | { code: string; description: string },
+  ) {
     return answer(reply, clientResponse(to, issuer, { error: error.code, error_description: error.description }));
   }
 
@@ -108,12 +112,20 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), refused);
     // The decision is taken on the request the page showed, never on fields changed since
     // (checked after the sign-in policy, whose refusal says more), before anything is spent.
-    if (decision !== null && (step.kind === 'approve' || step.kind === 'deny') && !approvalFormMatches(await formSecret(), step.signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)) {
+    if (
+      decision !== null &&
+      (step.kind === 'approve' || step.kind === 'deny') &&
+      !approvalFormMatches(await formSecret(), step.signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)
+    ) {
       if (step.kind === 'approve') assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
       return sendError(request, reply, new OAuthError('invalid_request', 'the approval form was changed after it was shown: start again from the application'));
     }
     // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
-    if ((step.kind === 'approve' || step.kind === 'deny') && pushed !== null && !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))) {
+    if (
+      (step.kind === 'approve' || step.kind === 'deny') &&
+      pushed !== null &&
+      !(await spendPushedRequest(deps, authorization.client.id, pushed.hash, pushed.browser))
+    ) {
       return answerError(reply, authorization, new OAuthError('invalid_request_uri', 'the request_uri has already been used'));
     }
     switch (step.kind) {

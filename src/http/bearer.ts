@@ -59,7 +59,8 @@ export interface AccessTokenCredential {
 export function accessTokenCredential(request: FastifyRequest, params: TokenParams): AccessTokenCredential | null {
   const header = request.headers.authorization;
   if (header !== undefined && /^DPoP(\s|$)/i.test(header)) {
-    if (params.query['access_token'] !== undefined || params.body['access_token'] !== undefined) throw new OAuthError('invalid_request', 'send the access token in the Authorization header only');
+    if (params.query['access_token'] !== undefined || params.body['access_token'] !== undefined)
+      throw new OAuthError('invalid_request', 'send the access token in the Authorization header only');
     const match = DPOP.exec(header);
     if (!match) throw new OAuthError('invalid_token', 'the Authorization header is not a well-formed DPoP token');
     return { scheme: 'DPoP', token: match[1]! };

@@ -13,7 +13,6 @@ import { formResources } from './form.ts';
  * a person uses on a second screen (§3.3) are browser routes: device-verification.ts.
  */
 export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
-
   // Every device authorization stores a record, and a public client needs only
   // its client_id: requests per address and per client are limited, in memory, so that a
   // refused one costs no write. RFC 8628 reserves slow_down for the token endpoint; this
@@ -24,7 +23,10 @@ export const deviceRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, {
   const refusalLog = new OncePerWindow(60_000);
   const tooMany = (request: FastifyRequest, scope: 'address' | 'client', key: string, retryAfterSeconds: number) => {
     if (refusalLog.first(`${scope} ${key}`, deps.clock.now())) {
-      request.log.warn({ ip: request.ip, limit: scope, ...(scope === 'client' ? { client: key } : {}) }, 'device authorizations refused: over the per-minute limit');
+      request.log.warn(
+        { ip: request.ip, limit: scope, ...(scope === 'client' ? { client: key } : {}) },
+        'device authorizations refused: over the per-minute limit',
+      );
     }
     return new OAuthError('temporarily_unavailable', `too many device authorization requests from this ${scope}; try again in ${retryAfterSeconds} seconds`, {
       status: 429,

@@ -21,22 +21,16 @@ export function requestProof(
   return checkRequestProof(deps, request, reply, path, accessToken);
 }
 
-async function checkRequestProof(
-  deps: AppDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  path: string,
-  accessToken?: string,
-): Promise<DpopProof | null> {
+async function checkRequestProof(deps: AppDeps, request: FastifyRequest, reply: FastifyReply, path: string, accessToken?: string): Promise<DpopProof | null> {
   const settings = deps.config.dpop;
   if (settings.nonces) reply.header('DPoP-Nonce', await deps.dpopNonces.current());
   const url = `${deps.config.issuer}${path}`;
   try {
-    return await checkDpopProof(
-      { store: deps.store, clock: deps.clock, settings, nonces: deps.dpopNonces },
-      request.headers.dpop,
-      { method: request.method, url, ...(accessToken === undefined ? {} : { accessToken }) },
-    );
+    return await checkDpopProof({ store: deps.store, clock: deps.clock, settings, nonces: deps.dpopNonces }, request.headers.dpop, {
+      method: request.method,
+      url,
+      ...(accessToken === undefined ? {} : { accessToken }),
+    });
   } catch (error) {
     // A client sends proofs to several endpoints (PAR, device authorization, token,
     // resources): the refusal says which one refused it.
@@ -72,4 +66,3 @@ export function resourceChallenges(): string[] {
 export function asResourceError(error: OAuthError): OAuthError {
   return new OAuthError(error.code, error.description, { status: 401, cause: error });
 }
-

@@ -92,7 +92,8 @@ function inPlainWords(t: Messages, error: OAuthError): [title: string, message: 
   if (error.page && isMessageKey(error.page.key)) return [title, t.text(error.page.key, error.page.values), error.code];
   // Without one, its description is written for people, but in English: said as it
   // is on an English page; on another, a sentence of the page's language, the English below.
-  if (t.locale === 'en') return [title, `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`, error.code];
+  if (t.locale === 'en')
+    return [title, `${error.description.charAt(0).toUpperCase()}${error.description.slice(1)}${/[.!?]$/.test(error.description) ? '' : '.'}`, error.code];
   return [title, t.text(error.status === 429 ? 'error.tooManyText' : 'error.refusedText'), details];
 }
 
@@ -121,7 +122,11 @@ export function registerErrorHandling(app: FastifyInstance, site: Site): void {
     const allowed = HTTP_METHODS.filter((method) => request.server.hasRoute({ method, url: path }));
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
-      return sendError(request, reply, new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }));
+      return sendError(
+        request,
+        reply,
+        new OAuthError('invalid_request', `${request.method} is not allowed at ${path} (${allowed.join(', ')})`, { status: 405 }),
+      );
     }
     if (wantsHtml(request)) {
       const ui = pageUi(site, request, { here: HOME_PATH });

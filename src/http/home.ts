@@ -12,19 +12,21 @@ const READY_TIMEOUT_MS = 1000;
 export const homeRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const site = deps.config.site;
   const css = stylesheet(site);
-  app.get(STYLESHEET_PATH, async (_request, reply) =>
-    reply.header('Cache-Control', 'public, max-age=3600').type('text/css; charset=utf-8').send(css),
-  );
+  app.get(STYLESHEET_PATH, async (_request, reply) => reply.header('Cache-Control', 'public, max-age=3600').type('text/css; charset=utf-8').send(css));
 
   app.get(HOME_PATH, { config: { page: true } }, async (request, reply) => {
     const ui = pageUi(site, request);
     const { t } = ui;
     return reply.type('text/html; charset=utf-8').send(
-      layout(ui, t.text('home.title'), html`<h1>${site.name}</h1>
+      layout(
+        ui,
+        t.text('home.title'),
+        html`<h1>${site.name}</h1>
 <p>${t.html('home.about', { site: site.name })}</p>
 <p class="muted">${t.html('home.issuer', { issuer: html`<code>${deps.config.issuer}</code>` })}</p>
 <p><a href="${DISCOVERY_PATHS[0]}">${t.html('home.discovery')}</a></p>
-<p><a href="${ACCOUNT_PATH}">${t.html('home.account')}</a></p>`),
+<p><a href="${ACCOUNT_PATH}">${t.html('home.account')}</a></p>`,
+      ),
     );
   });
 

@@ -16,9 +16,7 @@ export const introspectionRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async 
     // The answer says whether a token is good: never cached (RFC 7662 §4).
     reply.header('Cache-Control', 'no-store').header('Pragma', 'no-cache');
     const resource = await authenticateResourceServer(deps.store, request);
-    const { caller, params } = resource !== null
-      ? { caller: { resource }, params: formParams(request) }
-      : await introspectingClient(deps, request, reply);
+    const { caller, params } = resource !== null ? { caller: { resource }, params: formParams(request) } : await introspectingClient(deps, request, reply);
     const token = params['token'];
     if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
     return reply.type('application/json; charset=utf-8').send(await introspectToken(deps, caller, token));

@@ -32,15 +32,28 @@ export const invitationRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async 
     const token = single(form, 'token', 256);
     const values = { username: single(form, 'username', 256), name: single(form, 'name', 512) };
     const ui = pages.ui(request);
-    const result = await acceptInvitation(forRequest(deps, request), { token, ...values, password: single(form, 'password', 2048), ip: request.ip, locale: ui.t.locale });
+    const result = await acceptInvitation(forRequest(deps, request), {
+      token,
+      ...values,
+      password: single(form, 'password', 2048),
+      ip: request.ip,
+      locale: ui.t.locale,
+    });
     if (result.kind === 'invalid_link') return pages.send(reply, 400, invitationInvalidPage(ui));
     if (result.kind !== 'done') {
       const invitation = await findInvitation(deps, token);
       if (invitation === null) return pages.send(reply, 400, invitationInvalidPage(ui));
       const error =
-        result.kind === 'taken' ? { field: 'username' as const, text: ui.t.text('signUp.error.taken') }
-        : result.kind === 'busy' ? { field: null, text: ui.t.text('reset.busy', { seconds: result.retryAfterSeconds }) }
-        : { field: result.field, text: ui.t.text(result.field === 'username' ? 'signUp.error.username' : result.field === 'name' ? 'signUp.error.name' : 'signUp.error.password') };
+        result.kind === 'taken'
+          ? { field: 'username' as const, text: ui.t.text('signUp.error.taken') }
+          : result.kind === 'busy'
+            ? { field: null, text: ui.t.text('reset.busy', { seconds: result.retryAfterSeconds }) }
+            : {
+                field: result.field,
+                text: ui.t.text(
+                  result.field === 'username' ? 'signUp.error.username' : result.field === 'name' ? 'signUp.error.name' : 'signUp.error.password',
+                ),
+              };
       const status = result.kind === 'taken' ? 409 : result.kind === 'busy' ? 429 : 400;
       return pages.send(reply, status, invitationPage(ui, { csrf: csrfToken(deps.config, request, reply), token, email: invitation.email, values, error }));
     }

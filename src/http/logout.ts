@@ -10,7 +10,6 @@ import { rawForm } from './form.ts';
 import { allowFormTarget } from './security.ts';
 import { browserOf, csrfToken, signedInUser } from './session.ts';
 
-
 /**
  * The end-session endpoint (RP-Initiated Logout 1.0): an app sends the browser here, by GET
  * or by a form POST, to sign the person out; a confirmation page stands in front of every

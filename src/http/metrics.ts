@@ -76,14 +76,22 @@ export class Metrics {
       labelNames: ['outcome'],
       registers,
     });
-    this.#signInFailures = new Counter({ name: 'tessera_signin_failures_total', help: 'Sign-ins refused: a wrong username or password, a disabled account, a wrong or replayed one-time code, a refused passkey', registers });
+    this.#signInFailures = new Counter({
+      name: 'tessera_signin_failures_total',
+      help: 'Sign-ins refused: a wrong username or password, a disabled account, a wrong or replayed one-time code, a refused passkey',
+      registers,
+    });
     this.#lockouts = new Counter({
       name: 'tessera_lockouts_total',
       help: 'Guessing limits reached, once per limit (address, browser, username, network) and window however many attempts it then refused: sign_in (passwords), one_time_code (codes after the password) or user_code (device codes)',
       labelNames: ['kind'],
       registers,
     });
-    this.#reuse = new Counter({ name: 'tessera_refresh_reuse_detected_total', help: 'Rotated refresh tokens presented again; each revoked its grant', registers });
+    this.#reuse = new Counter({
+      name: 'tessera_refresh_reuse_detected_total',
+      help: 'Rotated refresh tokens presented again; each revoked its grant',
+      registers,
+    });
     const countPending = () => this.#countPending;
     new Gauge({
       name: 'tessera_device_authorizations_pending',
@@ -120,7 +128,13 @@ export class Metrics {
         aggregator: 'max',
         async collect() {
           const count = countDeliveries();
-          if (count) this.set(await count().then((counts) => counts[state], () => NaN));
+          if (count)
+            this.set(
+              await count().then(
+                (counts) => counts[state],
+                () => NaN,
+              ),
+            );
         },
       });
     }
@@ -134,7 +148,7 @@ export class Metrics {
     });
     this.#ssfLatency = new Histogram({
       name: 'tessera_ssf_delivery_latency_seconds',
-      help: 'Time from an event to its SET\'s push delivery (a 2xx answer), retries included',
+      help: "Time from an event to its SET's push delivery (a 2xx answer), retries included",
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
       registers,
     });
@@ -147,7 +161,13 @@ export class Metrics {
         aggregator: 'max',
         async collect() {
           const count = countSsf();
-          if (count) this.set(await count().then((counts) => counts[state], () => NaN));
+          if (count)
+            this.set(
+              await count().then(
+                (counts) => counts[state],
+                () => NaN,
+              ),
+            );
         },
       });
     }
@@ -236,7 +256,10 @@ export class Metrics {
         continue;
       }
       wrapped[concern] = Object.fromEntries(
-        Object.entries(methods as Record<string, (...args: unknown[]) => Promise<unknown>>).map(([name, method]) => [name, timed(`${concern}.${name}`, method)]),
+        Object.entries(methods as Record<string, (...args: unknown[]) => Promise<unknown>>).map(([name, method]) => [
+          name,
+          timed(`${concern}.${name}`, method),
+        ]),
       );
     }
     return wrapped as unknown as Store;
@@ -259,7 +282,10 @@ export async function serveMetrics(
     }
     registry.metrics().then(
       (body) => response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(body),
-      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${error instanceof Error ? error.message : String(error)}\n`),
+      (error: unknown) =>
+        response
+          .writeHead(500, { 'content-type': 'text/plain' })
+          .end(`metrics could not be collected: ${error instanceof Error ? error.message : String(error)}\n`),
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -37,7 +37,13 @@ export interface Pages {
    * The sign-in form a flow leads to; `client`: the app it continues to, named on the page
    * and carried through the sign-in to the events that record it.
    */
-  signInFor(request: FastifyRequest, reply: FastifyReply, returnTo: string, client: ClientRecord, hints?: PageHints & { readonly loginHint?: string | null; readonly domainHint?: string | null }): Promise<FastifyReply>;
+  signInFor(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    returnTo: string,
+    client: ClientRecord,
+    hints?: PageHints & { readonly loginHint?: string | null; readonly domainHint?: string | null },
+  ): Promise<FastifyReply>;
   /**
    * Before an approval page: a session whose sign-in the policy (flows/second-factor/policy.ts)
    * does not accept for this client is asked to sign in again, told why (null: it may approve).
@@ -96,7 +102,13 @@ export function pagesFor(deps: AppDeps): Pages {
     send,
     signIn,
     signInFor: (request, reply, returnTo, client, hints) =>
-      signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null }, hints),
+      signIn(
+        request,
+        reply,
+        200,
+        { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null },
+        hints,
+      ),
     refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
       const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
       if (refusal === null) return null;

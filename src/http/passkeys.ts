@@ -14,16 +14,22 @@ import { errorPage } from '../ui/pages.ts';
 import { signInClient } from './audit.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
-import { ACCOUNT_PATH, PASSKEY_REGISTRATION_OPTIONS_PATH, PASSKEY_REMOVE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_PATH, PASSKEYS_SCRIPT_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import {
+  ACCOUNT_PATH,
+  PASSKEY_REGISTRATION_OPTIONS_PATH,
+  PASSKEY_REMOVE_PATH,
+  PASSKEY_SIGN_IN_OPTIONS_PATH,
+  PASSKEY_SIGN_IN_PATH,
+  PASSKEYS_PATH,
+  PASSKEYS_SCRIPT_PATH,
+  WEBAUTHN_SCRIPT_PATH,
+} from '../core/endpoints.ts';
 import { setUpReturn } from './second-factor.ts';
 import { rawForm } from './form.ts';
 import { browserOf, cookieNames, safeReturnTo, signedInUser } from './session.ts';
 
 /** @simplewebauthn/browser's own bundle, served from here: pages load nothing from elsewhere. */
-const WEBAUTHN_SCRIPT = readFileSync(
-  fileURLToPath(new URL('../dist/bundle/index.umd.min.js', import.meta.resolve('@simplewebauthn/browser'))),
-  'utf8',
-);
+const WEBAUTHN_SCRIPT = readFileSync(fileURLToPath(new URL('../dist/bundle/index.umd.min.js', import.meta.resolve('@simplewebauthn/browser'))), 'utf8');
 const PASSKEYS_SCRIPT = readFileSync(new URL('../ui/passkeys.js', import.meta.url), 'utf8');
 
 /** What each failed passkey sign-in tells the person. None says which check failed to an attacker's benefit. */
@@ -57,7 +63,10 @@ function single(params: RawParams, name: string): string {
 export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, signedIn, signedInOf }) => {
   const available = passkeysAvailable(deps.config.issuer);
 
-  for (const [path, body] of [[WEBAUTHN_SCRIPT_PATH, WEBAUTHN_SCRIPT], [PASSKEYS_SCRIPT_PATH, PASSKEYS_SCRIPT]] as const) {
+  for (const [path, body] of [
+    [WEBAUTHN_SCRIPT_PATH, WEBAUTHN_SCRIPT],
+    [PASSKEYS_SCRIPT_PATH, PASSKEYS_SCRIPT],
+  ] as const) {
     app.get(path, (_request, reply) => reply.header('Cache-Control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(body));
   }
 
@@ -93,7 +102,10 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (result.kind !== 'signed-in') {
       if (result.kind === 'cloned') {
         // WebAuthn §6.1.1: a counter that went backwards is the sign of a cloned authenticator.
-        request.log.warn({ passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip }, 'passkey refused: signature counter did not increase (possible cloned authenticator)');
+        request.log.warn(
+          { passkey: result.passkey.id, user: result.passkey.userId, stored: result.passkey.counter, received: result.counter, ip: request.ip },
+          'passkey refused: signature counter did not increase (possible cloned authenticator)',
+        );
       }
       const { status, message } = SIGN_IN_FAILURES[result.kind];
       return pages.signIn(request, reply, status, { returnTo, clientId, error: pages.ui(request).t.text(message) });
@@ -119,7 +131,11 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];
       const ui = pages.ui(request);
-      return pages.send(reply, status, errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }));
+      return pages.send(
+        reply,
+        status,
+        errorPage(ui, ui.t.text('passkey.add.failedTitle'), ui.t.text(message), { back: { href: ACCOUNT_PATH, label: ui.t.text('recovery.back') } }),
+      );
     }
     // Added to approve something (the sign-in page's set-up link): back to that approval,
     // where the new passkey signs in (a registration does not prove the sign-in it joins).

@@ -20,7 +20,6 @@ function single(params: RawParams, name: string): string {
  * received an ID token in one are sent a logout token.
  */
 export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
-
   app.get(RESET_PASSWORD_PATH, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store').type('text/html; charset=utf-8');
     const token = single(request.query as RawParams, 'token');
@@ -45,19 +44,19 @@ export const passwordRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
       if (!user) return reply.status(400).send(resetDonePage(ui, false));
       const resetError = () => {
         if (result.kind === 'busy') return ui.t.text('reset.busy', { seconds: result.retryAfterSeconds });
-        return password.length < MIN_PASSWORD_LENGTH ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH }) : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH });
+        return password.length < MIN_PASSWORD_LENGTH
+          ? ui.t.text('reset.tooShort', { min: MIN_PASSWORD_LENGTH })
+          : ui.t.text('reset.tooLong', { max: MAX_PASSWORD_LENGTH });
       };
       if (result.kind === 'busy') reply.header('Retry-After', String(result.retryAfterSeconds));
-      return reply
-        .status(result.kind === 'busy' ? 429 : 400)
-        .send(
-          resetPasswordPage(ui, {
-            csrf: csrfToken(deps.config, request, reply),
-            token,
-            username: user.username,
-            error: resetError(),
-          }),
-        );
+      return reply.status(result.kind === 'busy' ? 429 : 400).send(
+        resetPasswordPage(ui, {
+          csrf: csrfToken(deps.config, request, reply),
+          token,
+          username: user.username,
+          error: resetError(),
+        }),
+      );
     }
     // Every session of theirs ended (a stolen one among them): the apps are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);

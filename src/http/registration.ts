@@ -8,14 +8,7 @@ import { OAuthError } from '../core/errors.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { NO_ADMIN } from '../flows/manage/authority.ts';
 import type { ManageDeps } from '../flows/manage/deps.ts';
-import {
-  admitRegistration,
-  deleteRegistration,
-  register,
-  registrationJson,
-  registrationOwner,
-  replaceRegistration,
-} from '../flows/registration/register.ts';
+import { admitRegistration, deleteRegistration, register, registrationJson, registrationOwner, replaceRegistration } from '../flows/registration/register.ts';
 import { REGISTRATION_PATH } from '../core/endpoints.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 
@@ -33,13 +26,19 @@ function bearer(request: FastifyRequest): string | null {
 /** The request's JSON object (RFC 7591 §3.1: "application/json"), or invalid_client_metadata. */
 function jsonObject(request: FastifyRequest): Record<string, unknown> {
   const body = request.body;
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError('invalid_client_metadata', 'the body must be a JSON object of client metadata (Content-Type: application/json)');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new OAuthError('invalid_client_metadata', 'the body must be a JSON object of client metadata (Content-Type: application/json)');
   return body as Record<string, unknown>;
 }
 
 function send(reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
   // RFC 7591 §3.2.1: the response holds the client's credentials.
-  return reply.status(status).header('Cache-Control', 'no-store').header('Pragma', 'no-cache').type('application/json; charset=utf-8').send(JSON.stringify(body));
+  return reply
+    .status(status)
+    .header('Cache-Control', 'no-store')
+    .header('Pragma', 'no-cache')
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(body));
 }
 
 export const registrationRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {

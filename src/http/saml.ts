@@ -26,7 +26,6 @@ import { rawForm } from './form.ts';
 import { formPostPolicy } from './security.ts';
 import { browserOf, signedInUser } from './session.ts';
 
-
 const one = (params: RawParams, name: string): string | null => {
   const value = params[name];
   if (Array.isArray(value)) throw new SamlRefusal('malformed', `${name} is repeated`);
@@ -45,16 +44,22 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   async function refused(request: FastifyRequest, reply: FastifyReply, reason: SamlRefusalReason | 'stale', message: string, entityId: string | null) {
     await forRequest(deps, request).events.emit({ type: 'saml.request_refused', detail: { reason, entity_id: entityId, message: message.slice(0, 300) } });
     const ui = pages.ui(request);
-    return pages.send(reply, reason === 'unknown_sp' || reason === 'unknown_acs' ? 403 : 400, errorPage(ui, ui.t.text('saml.refused.title'), ui.t.text(`saml.refused.${reason}` as MessageKey), { details: message }));
+    return pages.send(
+      reply,
+      reason === 'unknown_sp' || reason === 'unknown_acs' ? 403 : 400,
+      errorPage(ui, ui.t.text('saml.refused.title'), ui.t.text(`saml.refused.${reason}` as MessageKey), { details: message }),
+    );
   }
 
   /** Answers the SP: a page whose form the browser posts to its ACS URL at once (SAML Bindings §3.5). */
   function postToAcs(request: FastifyRequest, reply: FastifyReply, acsUrl: string, xml: string, relayState: string | null) {
     reply.header('Cache-Control', 'no-store').header('Content-Security-Policy', formPostPolicy(acsUrl));
-    return reply.type('text/html; charset=utf-8').send(formPostPage(pages.ui(request), {
-      redirectUri: acsUrl,
-      params: { SAMLResponse: Buffer.from(xml, 'utf8').toString('base64'), ...(relayState === null ? {} : { RelayState: relayState }) },
-    }));
+    return reply.type('text/html; charset=utf-8').send(
+      formPostPage(pages.ui(request), {
+        redirectUri: acsUrl,
+        params: { SAMLResponse: Buffer.from(xml, 'utf8').toString('base64'), ...(relayState === null ? {} : { RelayState: relayState }) },
+      }),
+    );
   }
 
   const resumeUrl = async (pending: PendingSamlSignIn) => `${SAML_PATHS.resume}?pending=${sealPending(await secret(), pending)}`;
@@ -86,8 +91,16 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       const query = request.query as RawParams;
       const samlRequest = one(query, 'SAMLRequest');
       if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-      return { binding: 'redirect', samlRequest, relayState: one(query, 'RelayState'), sigAlg: one(query, 'SigAlg'), signature: one(query, 'Signature'), rawQuery: request.url.split('?')[1] ?? '' };
-    }));
+      return {
+        binding: 'redirect',
+        samlRequest,
+        relayState: one(query, 'RelayState'),
+        sigAlg: one(query, 'SigAlg'),
+        signature: one(query, 'Signature'),
+        rawQuery: request.url.split('?')[1] ?? '',
+      };
+    }),
+  );
 
   // SAML Bindings §3.5: HTTP-POST, from the SP's page (cross-site: no CSRF token, by design).
   app.post(SAML_PATHS.sso, { config: { page: true } }, (request, reply) =>
@@ -96,7 +109,8 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       const samlRequest = one(form, 'SAMLRequest');
       if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
       return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
-    }));
+    }),
+  );
 
   // SAML Profiles §4.1.5: a sign-in started here, for a registered SP, answering no request.
   app.get(SAML_PATHS.initiate, { config: { page: true } }, async (request, reply) => {
@@ -130,8 +144,14 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     const common = { idp, now, signer: await signer() };
     switch (step.kind) {
       case 'sign-in': {
-        const notice = step.refusal === null ? undefined : pages.ui(request).t.text(REFUSAL_MESSAGES[step.refusal] as MessageKey, { client: sp.name ?? sp.entityId });
-        return pages.signIn(request, reply, 200, { returnTo: here, clientName: sp.name ?? sp.entityId, clientId: null, ...(notice === undefined ? {} : { notice, setUp: true }) });
+        const notice =
+          step.refusal === null ? undefined : pages.ui(request).t.text(REFUSAL_MESSAGES[step.refusal] as MessageKey, { client: sp.name ?? sp.entityId });
+        return pages.signIn(request, reply, 200, {
+          returnTo: here,
+          clientName: sp.name ?? sp.entityId,
+          clientId: null,
+          ...(notice === undefined ? {} : { notice, setUp: true }),
+        });
       }
       case 'status': {
         const { xml, acsUrl } = samlStatus(common, sp, pending, step.status, step.message);
@@ -141,7 +161,12 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
         const { user, session } = signedIn!;
         const answer = await samlAnswer({ ...common, store: deps.store, lifetime: limits.requestLifetime }, sp, pending, user, session);
         if (answer.issued) {
-          await forRequest(deps, request).events.emit({ type: 'saml.assertion_issued', userId: user.id, username: user.username, detail: { entity_id: sp.entityId, acs_url: answer.acsUrl, in_response_to: pending.request } });
+          await forRequest(deps, request).events.emit({
+            type: 'saml.assertion_issued',
+            userId: user.id,
+            username: user.username,
+            detail: { entity_id: sp.entityId, acs_url: answer.acsUrl, in_response_to: pending.request },
+          });
         }
         return postToAcs(request, reply, answer.acsUrl, answer.xml, pending.relayState);
       }
@@ -165,7 +190,14 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
       throw error;
     }
-    const pending: PendingLogout = { sp: read.sp.id, id: read.id, nameId: read.nameId, sessionIndexes: read.sessionIndexes, relayState: given.relayState, at: now };
+    const pending: PendingLogout = {
+      sp: read.sp.id,
+      id: read.id,
+      nameId: read.nameId,
+      sessionIndexes: read.sessionIndexes,
+      relayState: given.relayState,
+      at: now,
+    };
     // A POSTed request came without the session cookie (SameSite=Lax): on by a GET, which has it.
     if (given.binding === 'post') return reply.redirect(`${SAML_PATHS.sloResume}?pending=${sealLogout(await secret(), pending)}`, 303);
     return answerLogout(request, reply, pending);
@@ -177,9 +209,16 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     const signedIn = await signedInUser(deps, request);
     const decision = logoutDecision({ sp, id: pending.id, nameId: pending.nameId, sessionIndexes: pending.sessionIndexes }, signedIn);
     if (decision === 'end') await endSession(deps, browserOf(deps, request, reply), 'rp', null);
-    await forRequest(deps, request).events.emit({ type: 'saml.logout', ...(signedIn === null ? {} : { userId: signedIn.user.id, username: signedIn.user.username }), detail: { entity_id: sp.entityId, outcome: decision } });
+    await forRequest(deps, request).events.emit({
+      type: 'saml.logout',
+      ...(signedIn === null ? {} : { userId: signedIn.user.id, username: signedIn.user.username }),
+      detail: { entity_id: sp.entityId, outcome: decision },
+    });
     const status = decision === 'other-person' ? STATUS.unknownPrincipal : STATUS.success;
-    return reply.redirect(logoutResponseUrl({ idp, sloUrl: sp.sloUrl, inResponseTo: pending.id, now: deps.clock.now(), status, relayState: pending.relayState }, await signer()), 303);
+    return reply.redirect(
+      logoutResponseUrl({ idp, sloUrl: sp.sloUrl, inResponseTo: pending.id, now: deps.clock.now(), status, relayState: pending.relayState }, await signer()),
+      303,
+    );
   }
 
   app.get(SAML_PATHS.sloResume, { config: { page: true } }, async (request, reply) => {
@@ -194,8 +233,16 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       const query = request.query as RawParams;
       const samlRequest = one(query, 'SAMLRequest');
       if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-      return { binding: 'redirect', samlRequest, relayState: one(query, 'RelayState'), sigAlg: one(query, 'SigAlg'), signature: one(query, 'Signature'), rawQuery: request.url.split('?')[1] ?? '' };
-    }));
+      return {
+        binding: 'redirect',
+        samlRequest,
+        relayState: one(query, 'RelayState'),
+        sigAlg: one(query, 'SigAlg'),
+        signature: one(query, 'Signature'),
+        rawQuery: request.url.split('?')[1] ?? '',
+      };
+    }),
+  );
 
   app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
     logout(request, reply, () => {
@@ -203,5 +250,6 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       const samlRequest = one(form, 'SAMLRequest');
       if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
       return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
-    }));
+    }),
+  );
 };

@@ -54,11 +54,18 @@ function onFirstUse<T extends (...args: never[]) => unknown>(compile: () => T, p
   let compiled: T | undefined;
   const get = () => (compiled ??= compile());
   const call = (...args: Parameters<T>) => get()(...args);
-  return Object.defineProperties(call, Object.fromEntries(properties.map((name) => [name, { get: () => (get() as unknown as Record<string, unknown>)[name] }]))) as unknown as T;
+  return Object.defineProperties(
+    call,
+    Object.fromEntries(properties.map((name) => [name, { get: () => (get() as unknown as Record<string, unknown>)[name] }])),
+  ) as unknown as T;
 }
 
 /** A factory whose compilers answer every definition with a function compiled on first use, one per distinct schema. */
-function lazily<T extends (...args: never[]) => unknown>(kind: string, factory: () => (externalSchemas: never, options: never) => Compile<T>, properties: readonly string[]) {
+function lazily<T extends (...args: never[]) => unknown>(
+  kind: string,
+  factory: () => (externalSchemas: never, options: never) => Compile<T>,
+  properties: readonly string[],
+) {
   return (externalSchemas: unknown, options: unknown): Compile<T> => {
     const compiler = `${kind}${JSON.stringify(externalSchemas)}${JSON.stringify(options)}`;
     return (definition) => {
@@ -74,12 +81,19 @@ function lazily<T extends (...args: never[]) => unknown>(kind: string, factory: 
 
 export const buildValidator = lazily<Validator>(
   'validator',
-  () => (validators ??= (load('@fastify/ajv-compiler') as typeof import('@fastify/ajv-compiler')).AjvCompiler()) as unknown as (externalSchemas: never, options: never) => Compile<Validator>,
+  () =>
+    (validators ??= (load('@fastify/ajv-compiler') as typeof import('@fastify/ajv-compiler')).AjvCompiler()) as unknown as (
+      externalSchemas: never,
+      options: never,
+    ) => Compile<Validator>,
   ['errors', 'schemaEnv'],
 ) as unknown as BuildValidator;
 
 export const buildSerializer = lazily<Serializer>(
   'serializer',
-  () => (serializers ??= (load('@fastify/fast-json-stringify-compiler') as typeof import('@fastify/fast-json-stringify-compiler')).SerializerSelector()) as unknown as (externalSchemas: never, options: never) => Compile<Serializer>,
+  () =>
+    (serializers ??= (
+      load('@fastify/fast-json-stringify-compiler') as typeof import('@fastify/fast-json-stringify-compiler')
+    ).SerializerSelector()) as unknown as (externalSchemas: never, options: never) => Compile<Serializer>,
   [],
 ) as unknown as BuildSerializer;

@@ -12,11 +12,27 @@ import { NO_ADMIN } from '../flows/manage/authority.ts';
 import { scimCaller, type ScimCaller } from '../flows/scim/auth.ts';
 import { bulk, MAX_PAYLOAD_BYTES, type BulkDispatch } from '../flows/scim/bulk.ts';
 import { ScimError } from '../flows/scim/errors.ts';
-import { allGroupResources, createGroupResource, deleteGroupResource, getGroupResource, patchGroupResource, replaceGroupResource } from '../flows/scim/groups.ts';
+import {
+  allGroupResources,
+  createGroupResource,
+  deleteGroupResource,
+  getGroupResource,
+  patchGroupResource,
+  replaceGroupResource,
+} from '../flows/scim/groups.ts';
 import { listResponse, project, type ListQuery } from '../flows/scim/query.ts';
 import { GROUP_KIND, USER_KIND, type ResourceKind } from '../flows/scim/schema.ts';
 import { KINDS, resourceType, schemaResources, serviceProviderConfig } from '../flows/scim/service-provider.ts';
-import { allUserResources, createUserResource, deleteUserResource, getUserResource, ifMatchVersion, patchUserResource, replaceUserResource, type ScimDeps } from '../flows/scim/users.ts';
+import {
+  allUserResources,
+  createUserResource,
+  deleteUserResource,
+  getUserResource,
+  ifMatchVersion,
+  patchUserResource,
+  replaceUserResource,
+  type ScimDeps,
+} from '../flows/scim/users.ts';
 import { bearerToken } from './bearer.ts';
 import { forRequest, type AppDeps } from './deps.ts';
 
@@ -33,7 +49,11 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
   const resource = body as { meta?: { version?: string; location?: string } } | null;
   if (resource?.meta?.version !== undefined) reply.header('ETag', resource.meta.version);
   if (status === 201 && resource?.meta?.location !== undefined) reply.header('Location', resource.meta.location);
-  return reply.status(status).header('Cache-Control', 'no-store').type(SCIM_JSON).send(body === null ? undefined : JSON.stringify(body));
+  return reply
+    .status(status)
+    .header('Cache-Control', 'no-store')
+    .type(SCIM_JSON)
+    .send(body === null ? undefined : JSON.stringify(body));
 }
 
 function sendError(reply: FastifyReply, error: ScimError): FastifyReply {
@@ -49,7 +69,8 @@ function asScimError(error: FastifyError | Error): ScimError {
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ScimError(413, null, `the body is larger than ${MAX_PAYLOAD_BYTES} bytes`);
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ScimError(415, null, 'send application/scim+json (or application/json)');
   if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new ScimError(400, 'invalidSyntax', 'the body is not JSON');
-  if (error instanceof OAuthError) return new ScimError(error.status, null, error.description, error.retryAfterSeconds === undefined ? undefined : Math.ceil(error.retryAfterSeconds));
+  if (error instanceof OAuthError)
+    return new ScimError(error.status, null, error.description, error.retryAfterSeconds === undefined ? undefined : Math.ceil(error.retryAfterSeconds));
   const status = (error as FastifyError).statusCode;
   if (status !== undefined && status >= 400 && status < 500) return new ScimError(status, null, error.message.slice(0, 300));
   return new ScimError(500, null, 'the server failed to answer; try again');
@@ -98,7 +119,8 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       tellApps: async (sessions) => (await sendLogoutTokens(deps, sessions, request.log)).clients,
       hashPassword: async (password) => {
         const hash = await deps.passwords.hash(password, deps.config.passwordHash, request.ip, { trusted: true });
-        if (hash === null) throw new ScimError(503, null, 'the server is busy checking passwords; try again shortly', Math.ceil(deps.passwords.retryAfterSeconds()));
+        if (hash === null)
+          throw new ScimError(503, null, 'the server is busy checking passwords; try again shortly', Math.ceil(deps.passwords.retryAfterSeconds()));
         return hash;
       },
     };
@@ -113,32 +135,67 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       if (typeof value !== 'string') throw new ScimError(400, 'invalidValue', `${name} is given once`);
       return value;
     };
-    return { filter: one('filter'), sortBy: one('sortBy'), sortOrder: one('sortOrder'), startIndex: one('startIndex'), count: one('count'), attributes: one('attributes'), excludedAttributes: one('excludedAttributes') };
+    return {
+      filter: one('filter'),
+      sortBy: one('sortBy'),
+      sortOrder: one('sortOrder'),
+      startIndex: one('startIndex'),
+      count: one('count'),
+      attributes: one('attributes'),
+      excludedAttributes: one('excludedAttributes'),
+    };
   };
   const versionOf = (request: FastifyRequest) => ifMatchVersion(request.headers['if-match']);
   const one = (request: FastifyRequest, kind: ResourceKind, resource: Record<string, unknown>) => {
     const query = queryOf(request);
     if (query.attributes === undefined && query.excludedAttributes === undefined) return resource;
-    return project(kind, resource, query.attributes?.split(',').map((name) => name.trim()).filter(Boolean) ?? [], query.excludedAttributes?.split(',').map((name) => name.trim()).filter(Boolean) ?? []);
+    return project(
+      kind,
+      resource,
+      query.attributes
+        ?.split(',')
+        .map((name) => name.trim())
+        .filter(Boolean) ?? [],
+      query.excludedAttributes
+        ?.split(',')
+        .map((name) => name.trim())
+        .filter(Boolean) ?? [],
+    );
   };
 
   // Users (§3.3-§3.6).
-  app.get(`${SCIM_PATH}/Users`, async (request, reply) => send(reply, 200, listResponse(USER_KIND, await allUserResources(scimDeps(request)), queryOf(request))));
+  app.get(`${SCIM_PATH}/Users`, async (request, reply) =>
+    send(reply, 200, listResponse(USER_KIND, await allUserResources(scimDeps(request)), queryOf(request))),
+  );
   app.post(`${SCIM_PATH}/Users`, async (request, reply) => send(reply, 201, await createUserResource(scimDeps(request), request.body)));
-  app.get(`${SCIM_PATH}/Users/:id`, async (request, reply) => send(reply, 200, one(request, USER_KIND, await getUserResource(scimDeps(request), idOf(request)))));
-  app.put(`${SCIM_PATH}/Users/:id`, async (request, reply) => send(reply, 200, await replaceUserResource(scimDeps(request), idOf(request), request.body, versionOf(request))));
-  app.patch(`${SCIM_PATH}/Users/:id`, async (request, reply) => send(reply, 200, await patchUserResource(scimDeps(request), idOf(request), request.body, versionOf(request))));
+  app.get(`${SCIM_PATH}/Users/:id`, async (request, reply) =>
+    send(reply, 200, one(request, USER_KIND, await getUserResource(scimDeps(request), idOf(request)))),
+  );
+  app.put(`${SCIM_PATH}/Users/:id`, async (request, reply) =>
+    send(reply, 200, await replaceUserResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
+  );
+  app.patch(`${SCIM_PATH}/Users/:id`, async (request, reply) =>
+    send(reply, 200, await patchUserResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
+  );
   app.delete(`${SCIM_PATH}/Users/:id`, async (request, reply) => {
     await deleteUserResource(scimDeps(request), idOf(request), versionOf(request));
     return reply.status(204).header('Cache-Control', 'no-store').send();
   });
 
   // Groups.
-  app.get(`${SCIM_PATH}/Groups`, async (request, reply) => send(reply, 200, listResponse(GROUP_KIND, await allGroupResources(scimDeps(request)), queryOf(request))));
+  app.get(`${SCIM_PATH}/Groups`, async (request, reply) =>
+    send(reply, 200, listResponse(GROUP_KIND, await allGroupResources(scimDeps(request)), queryOf(request))),
+  );
   app.post(`${SCIM_PATH}/Groups`, async (request, reply) => send(reply, 201, await createGroupResource(scimDeps(request), request.body)));
-  app.get(`${SCIM_PATH}/Groups/:id`, async (request, reply) => send(reply, 200, one(request, GROUP_KIND, await getGroupResource(scimDeps(request), idOf(request)))));
-  app.put(`${SCIM_PATH}/Groups/:id`, async (request, reply) => send(reply, 200, await replaceGroupResource(scimDeps(request), idOf(request), request.body, versionOf(request))));
-  app.patch(`${SCIM_PATH}/Groups/:id`, async (request, reply) => send(reply, 200, await patchGroupResource(scimDeps(request), idOf(request), request.body, versionOf(request))));
+  app.get(`${SCIM_PATH}/Groups/:id`, async (request, reply) =>
+    send(reply, 200, one(request, GROUP_KIND, await getGroupResource(scimDeps(request), idOf(request)))),
+  );
+  app.put(`${SCIM_PATH}/Groups/:id`, async (request, reply) =>
+    send(reply, 200, await replaceGroupResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
+  );
+  app.patch(`${SCIM_PATH}/Groups/:id`, async (request, reply) =>
+    send(reply, 200, await patchGroupResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
+  );
   app.delete(`${SCIM_PATH}/Groups/:id`, async (request, reply) => {
     await deleteGroupResource(scimDeps(request), idOf(request), versionOf(request));
     return reply.status(204).header('Cache-Control', 'no-store').send();
@@ -148,7 +205,13 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
   app.get(`${SCIM_PATH}/ServiceProviderConfig`, async (_request, reply) => send(reply, 200, serviceProviderConfig(base)));
   app.get(`${SCIM_PATH}/ResourceTypes`, async (_request, reply) => {
     const resources = KINDS.map((kind) => resourceType(base, kind));
-    return send(reply, 200, { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
+    return send(reply, 200, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+      totalResults: resources.length,
+      startIndex: 1,
+      itemsPerPage: resources.length,
+      Resources: resources,
+    });
   });
   app.get(`${SCIM_PATH}/ResourceTypes/:id`, async (request, reply) => {
     const kind = KINDS.find((candidate) => candidate.name === idOf(request));
@@ -157,7 +220,13 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
   });
   app.get(`${SCIM_PATH}/Schemas`, async (_request, reply) => {
     const resources = schemaResources(base);
-    return send(reply, 200, { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources });
+    return send(reply, 200, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+      totalResults: resources.length,
+      startIndex: 1,
+      itemsPerPage: resources.length,
+      Resources: resources,
+    });
   });
   app.get(`${SCIM_PATH}/Schemas/:id`, async (request, reply) => {
     const schema = schemaResources(base).find((candidate) => candidate['id'] === idOf(request));

@@ -22,9 +22,19 @@ import { rawForm } from './form.ts';
 import { browserOf, csrfToken, safeReturnTo } from './session.ts';
 
 /** The account page's "Passkeys" and "Authenticator app" sections. */
-export async function accountSecurity(deps: AppDeps, ui: Ui, signedIn: { readonly user: UserRecord; readonly session: SessionRecord }, csrf: string, returnTo?: string): Promise<SafeHtml> {
+export async function accountSecurity(
+  deps: AppDeps,
+  ui: Ui,
+  signedIn: { readonly user: UserRecord; readonly session: SessionRecord },
+  csrf: string,
+  returnTo?: string,
+): Promise<SafeHtml> {
   const { user } = signedIn;
-  const [passkeys, totp, mayChange] = await Promise.all([listPasskeys(deps, user.id), totpStatus(deps, user.id), mayChangeSecondFactors(deps, signedIn.session)]);
+  const [passkeys, totp, mayChange] = await Promise.all([
+    listPasskeys(deps, user.id),
+    totpStatus(deps, user.id),
+    mayChangeSecondFactors(deps, signedIn.session),
+  ]);
   return securitySection(ui, {
     csrf,
     mayChange,
@@ -112,7 +122,8 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     const { session, user } = signedInOf(request);
     await assertMayChangeSecondFactors(deps, session);
     const started = await beginTotpEnrolment(deps, user.id);
-    if (started.kind === 'enrolled') throw new OAuthError('invalid_request', 'One-time codes are on already. Turn them off first to set up another app.', { status: 409 });
+    if (started.kind === 'enrolled')
+      throw new OAuthError('invalid_request', 'One-time codes are on already. Turn them off first to set up another app.', { status: 409 });
     return setupPage(request, reply, user, started.secret, 200);
   });
 
@@ -121,10 +132,12 @@ export const secondFactorRoutes: FastifyPluginAsync<BrowserRoutesOptions> = asyn
     // Again at the confirmation: a passkey may have been added since the setup began.
     await assertMayChangeSecondFactors(deps, session);
     const result = await confirmTotpEnrolment(forRequest(deps, request), user, single(rawForm(request), 'code'), enrolmentLimits(user.id));
-    if (result.kind === 'not-started') throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
+    if (result.kind === 'not-started')
+      throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
     if (result.kind !== 'confirmed') {
       const pending = await deps.store.totp.get(user.id);
-      if (!pending || pending.confirmedAt !== null) throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
+      if (!pending || pending.confirmedAt !== null)
+        throw new OAuthError('invalid_request', 'There is no authenticator app being set up. Start again from your account page.', { status: 409 });
       return result.kind === 'locked'
         ? setupPage(request, reply, user, pending.secret, 429, 'totp.setup.locked')
         : setupPage(request, reply, user, pending.secret, 400, 'totp.setup.wrong');

@@ -42,7 +42,13 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     if (only !== null) return reply.redirect(upstreamStartUrl(only.id, returnTo, clientId), 303);
 
     const known = cookieNames(deps.config).knownBrowser;
-    const result = await signIn(forRequest(deps, request), { username: rawUsername, password, ip: request.ip, browser: request.cookies[known] ?? null, clientId });
+    const result = await signIn(forRequest(deps, request), {
+      username: rawUsername,
+      password,
+      ip: request.ip,
+      browser: request.cookies[known] ?? null,
+      clientId,
+    });
     // The page is shown again; its next post may go on to the client the authorization step
     // named (see authorize.ts): to one of its registered redirect URIs, never anywhere else.
     if (result.kind !== 'signed-in') allowClientTargets(reply, client);
@@ -55,10 +61,7 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       // Its one log line per limit and window is the lockout's event (core/events.ts).
       const minutes = Math.ceil(result.retryAfterSeconds / 60);
       reply.header('Retry-After', String(result.retryAfterSeconds));
-      return page(
-        429,
-        t.text(result.scope === 'user-address' ? 'signIn.error.limitedUser' : 'signIn.error.limitedAddress', { minutes }),
-      );
+      return page(429, t.text(result.scope === 'user-address' ? 'signIn.error.limitedUser' : 'signIn.error.limitedAddress', { minutes }));
     }
     // The right password gives this browser its good record for the username (flows/sign-in.ts).
     if (deps.config.signIn.goodRecordSeconds > 0) cookiePort(deps.config, request, reply).set(known, result.browser, deps.config.signIn.goodRecordSeconds);

@@ -65,7 +65,11 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
         reply.header('Retry-After', String(result.retryAfterSeconds));
         return again(429, { field: null, text: ui.t.text('reset.busy', { seconds: result.retryAfterSeconds }) });
       case 'sent':
-        return pages.send(reply, 200, signUpSentPage(ui, { email: result.email, hours: Math.round(settings.linkTtlSeconds / 3600), returnTo, later: settings.verify === 'later' }));
+        return pages.send(
+          reply,
+          200,
+          signUpSentPage(ui, { email: result.email, hours: Math.round(settings.linkTtlSeconds / 3600), returnTo, later: settings.verify === 'later' }),
+        );
     }
   });
 

@@ -9,7 +9,19 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { JWKS_PATH, SSF_CONFIGURATION_PATH, SSF_POLL_PATH, SSF_STATUS_PATH, SSF_STREAMS_PATH, SSF_VERIFY_PATH } from '../core/endpoints.ts';
 import { SSF_DELIVERY_METHODS } from '../core/ssf.ts';
 import { poll, PollError } from '../flows/ssf/poll.ts';
-import { changeStream, createStream, deleteStream, readStreams, setStreamStatus, SsfError, ssfReceiver, streamConfiguration, streamStatus, verifyStream, type StreamDeps } from '../flows/ssf/streams.ts';
+import {
+  changeStream,
+  createStream,
+  deleteStream,
+  readStreams,
+  setStreamStatus,
+  SsfError,
+  ssfReceiver,
+  streamConfiguration,
+  streamStatus,
+  verifyStream,
+  type StreamDeps,
+} from '../flows/ssf/streams.ts';
 import { accessTokenCredential, bearerChallenge } from './bearer.ts';
 import type { AppDeps } from './deps.ts';
 import { forRequest } from './deps.ts';
@@ -68,7 +80,10 @@ export const ssfRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
       const credential = accessTokenCredential(request, { query: {}, body: {} });
       if (credential === null) {
         reply.header('WWW-Authenticate', bearerChallenge());
-        return reply.code(401).send({ error: 'invalid_token', error_description: 'an access token is required: Authorization: Bearer <a client_credentials token for the resource <issuer>/ssf>' });
+        return reply.code(401).send({
+          error: 'invalid_token',
+          error_description: 'an access token is required: Authorization: Bearer <a client_credentials token for the resource <issuer>/ssf>',
+        });
       }
       const path = request.url.split('?')[0]!;
       const proof = credential.scheme === 'DPoP' ? await requestProof(deps, request, reply, path, credential.token) : null;
@@ -102,7 +117,9 @@ export const ssfRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
       return json(reply, 200, Array.isArray(found) ? found.map(config) : config(found));
     });
     // §8.1.1.3 (PATCH) and §8.1.1.4 (PUT).
-    api.patch(SSF_STREAMS_PATH, async (request, reply) => json(reply, 200, config(await changeStream(depsOf(request), receiver(request), request.body, false))));
+    api.patch(SSF_STREAMS_PATH, async (request, reply) =>
+      json(reply, 200, config(await changeStream(depsOf(request), receiver(request), request.body, false))),
+    );
     api.put(SSF_STREAMS_PATH, async (request, reply) => json(reply, 200, config(await changeStream(depsOf(request), receiver(request), request.body, true))));
     // §8.1.1.5: 204.
     api.delete(SSF_STREAMS_PATH, async (request, reply) => {

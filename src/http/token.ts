@@ -31,7 +31,8 @@ export const tokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     // this client that do not contain the DPoP header".
     // RFC 9449 defines no proof at device authorization, where client libraries send none:
     // a device code is bound here instead, at the poll (flows/device/token.ts).
-    if (proof === null && client.requireDpop) throw proofRefused(`${deps.config.issuer}${TOKEN_PATH}`, 'this client must send a DPoP proof with every token request');
+    if (proof === null && client.requireDpop)
+      throw proofRefused(`${deps.config.issuer}${TOKEN_PATH}`, 'this client must send a DPoP proof with every token request');
     return reply.type('application/json; charset=utf-8').send(await grant.handle(forRequest(deps, request), client, params, proof));
   });
 };

@@ -41,7 +41,13 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
   const params = (request: FastifyRequest) => request.params as { id: string };
 
   /** A refusal page: what happened in the person's words, and the way back to signing in. */
-  const refused = (request: FastifyRequest, reply: FastifyReply, reason: UpstreamRefusal, provider: string | null, continuation: UpstreamContinuation | null) => {
+  const refused = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    reason: UpstreamRefusal,
+    provider: string | null,
+    continuation: UpstreamContinuation | null,
+  ) => {
     const ui = pages.ui(request);
     const { t } = ui;
     const { status, message } = REFUSALS[reason];
@@ -49,11 +55,18 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     return pages.send(
       reply,
       status,
-      errorPage(ui, t.text('upstream.refused.title'), t.text(message, { provider: provider ?? ui.site.name, site: ui.site.name }), { back: { href: back, label: t.text('upstream.backToSignIn') } }),
+      errorPage(ui, t.text('upstream.refused.title'), t.text(message, { provider: provider ?? ui.site.name, site: ui.site.name }), {
+        back: { href: back, label: t.text('upstream.backToSignIn') },
+      }),
     );
   };
 
-  const directoryPage = async (request: FastifyRequest, reply: FastifyReply, status: number, view: { id: string; name: string; returnTo: string; client: ClientRecord | null; error?: string; username?: string }) => {
+  const directoryPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    view: { id: string; name: string; returnTo: string; client: ClientRecord | null; error?: string; username?: string },
+  ) => {
     // The form's post may lead on to the app the sign-in continues to: its redirect URIs are form targets (as on /login).
     allowClientTargets(reply, view.client);
     const providers = await deps.store.identityProviders.list();
@@ -97,11 +110,18 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const known = cookieNames(deps.config).knownBrowser;
     const id = params(request).id;
     const browser = browserOf(deps, request, reply);
-    const result = await signInWithDirectory(forRequest(deps, request), browser, id, { username, password, browserToken: request.cookies[known] ?? null, clientId });
+    const result = await signInWithDirectory(forRequest(deps, request), browser, id, {
+      username,
+      password,
+      browserToken: request.cookies[known] ?? null,
+      clientId,
+    });
     const provider = await deps.store.identityProviders.get(id);
     const { t } = pages.ui(request);
     const again = (status: number, error: string) =>
-      provider ? directoryPage(request, reply, status, { id, name: provider.name, returnTo, client, error, username: username.slice(0, 256) }) : refused(request, reply, 'unknown_provider', null, { returnTo, clientId });
+      provider
+        ? directoryPage(request, reply, status, { id, name: provider.name, returnTo, client, error, username: username.slice(0, 256) })
+        : refused(request, reply, 'unknown_provider', null, { returnTo, clientId });
     switch (result.kind) {
       case 'wrong':
         return again(401, t.text('signIn.error.incorrect'));
@@ -110,11 +130,17 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
         return again(429, t.text('signIn.error.busy', { seconds: result.retryAfterSeconds }));
       case 'limited':
         reply.header('Retry-After', String(result.retryAfterSeconds));
-        return again(429, t.text(result.scope === 'user-address' ? 'signIn.error.limitedUser' : 'signIn.error.limitedAddress', { minutes: Math.ceil(result.retryAfterSeconds / 60) }));
+        return again(
+          429,
+          t.text(result.scope === 'user-address' ? 'signIn.error.limitedUser' : 'signIn.error.limitedAddress', {
+            minutes: Math.ceil(result.retryAfterSeconds / 60),
+          }),
+        );
       case 'refused':
         return refused(request, reply, result.reason, result.provider, { returnTo, clientId });
       default:
-        if (deps.config.signIn.goodRecordSeconds > 0) cookiePort(deps.config, request, reply).set(known, result.browserToken, deps.config.signIn.goodRecordSeconds);
+        if (deps.config.signIn.goodRecordSeconds > 0)
+          cookiePort(deps.config, request, reply).set(known, result.browserToken, deps.config.signIn.goodRecordSeconds);
         if (result.kind === 'signed-in') return reply.redirect(returnTo, 303);
         await allowSignInTarget(deps, reply, clientId);
         return pages.send(reply, 200, secondFactorPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo, clientId }));
@@ -129,6 +155,10 @@ export const upstreamRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (a
     const { returnTo, clientId } = outcome.continuation;
     if (outcome.kind === 'signed-in') return pages.send(reply, 200, signedInPage(pages.ui(request), safeReturnTo(returnTo)));
     await allowSignInTarget(deps, reply, clientId);
-    return pages.send(reply, 200, secondFactorPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo: safeReturnTo(returnTo), clientId }));
+    return pages.send(
+      reply,
+      200,
+      secondFactorPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo: safeReturnTo(returnTo), clientId }),
+    );
   });
 };

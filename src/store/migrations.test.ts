@@ -11,7 +11,11 @@ import { migrations } from './migrations.ts';
 describe('the migrations', () => {
   it('are numbered in rising order, each number and each name once', () => {
     const versions = migrations.map((migration) => migration.version);
-    assert.deepEqual(versions, [...new Set(versions)].sort((a, b) => a - b), 'each version once, in rising order');
+    assert.deepEqual(
+      versions,
+      [...new Set(versions)].sort((a, b) => a - b),
+      'each version once, in rising order',
+    );
     const names = migrations.map((migration) => migration.name);
     assert.equal(new Set(names).size, names.length, `a name twice: ${names.filter((name, index) => names.indexOf(name) !== index).join(', ')}`);
   });

@@ -29,7 +29,14 @@ export interface ColumnTypes {
 }
 
 const columnTypes: Readonly<Record<Dialect, ColumnTypes>> = {
-  sqlite: { text: 'TEXT', time: 'INTEGER', integer: 'INTEGER', list: 'TEXT', json: 'TEXT', boolean: (column) => `INTEGER NOT NULL CHECK (${column} IN (0, 1))` },
+  sqlite: {
+    text: 'TEXT',
+    time: 'INTEGER',
+    integer: 'INTEGER',
+    list: 'TEXT',
+    json: 'TEXT',
+    boolean: (column) => `INTEGER NOT NULL CHECK (${column} IN (0, 1))`,
+  },
   postgres: { text: 'text', time: 'bigint', integer: 'integer', list: 'text[]', json: 'jsonb', boolean: () => 'boolean NOT NULL' },
 };
 
@@ -621,7 +628,8 @@ const selfRegistration: Migration = {
   version: 17,
   name: 'dynamic client registration',
   statements: [
-    (t) => `ALTER TABLE clients ADD COLUMN registered_by ${t.text} NOT NULL DEFAULT 'operator' CHECK (registered_by IN ('operator', 'dynamic', 'metadata_document'))`,
+    (t) =>
+      `ALTER TABLE clients ADD COLUMN registered_by ${t.text} NOT NULL DEFAULT 'operator' CHECK (registered_by IN ('operator', 'dynamic', 'metadata_document'))`,
     (t) => `ALTER TABLE clients ADD COLUMN verified ${t.boolean('verified')} DEFAULT FALSE`,
     (t) => `CREATE TABLE registration_tokens (
       client_id  ${t.text} PRIMARY KEY REFERENCES clients (id) ON DELETE CASCADE,
@@ -723,8 +731,11 @@ const everyStandardClaim: Migration = {
   version: 23,
   name: 'every standard claim',
   statements: [
-    ...['middle_name', 'nickname', 'profile', 'website', 'gender', 'birthdate', 'phone_number'].map((column) => (t: ColumnTypes) => `ALTER TABLE users ADD COLUMN ${column} ${t.text}`),
-    (t, dialect) => `ALTER TABLE users ADD COLUMN phone_number_verified ${t.boolean('phone_number_verified')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
+    ...['middle_name', 'nickname', 'profile', 'website', 'gender', 'birthdate', 'phone_number'].map(
+      (column) => (t: ColumnTypes) => `ALTER TABLE users ADD COLUMN ${column} ${t.text}`,
+    ),
+    (t, dialect) =>
+      `ALTER TABLE users ADD COLUMN phone_number_verified ${t.boolean('phone_number_verified')} DEFAULT ${dialect === 'postgres' ? 'false' : '0'}`,
     (t) => `ALTER TABLE users ADD COLUMN address ${t.json}`,
   ],
 };
@@ -830,9 +841,7 @@ const webhooks: Migration = {
 const tokenExchange: Migration = {
   version: 25,
   name: 'token exchange audiences',
-  statements: [
-    (t, dialect) => `ALTER TABLE clients ADD COLUMN exchange_audiences ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`,
-  ],
+  statements: [(t, dialect) => `ALTER TABLE clients ADD COLUMN exchange_audiences ${t.list} NOT NULL DEFAULT ${dialect === 'postgres' ? "'{}'" : "'[]'"}`],
 };
 
 /**
@@ -1145,4 +1154,38 @@ const ssfStreams: Migration = {
 };
 
 /** Every migration, oldest first. */
-export const migrations: readonly Migration[] = [initial, tokenLifecycle, clientChangeNotices, clientAuthentication, securityHardening, operators, singleSignOn, apiResources, senderConstraint, secondFactors, standardClaims, adminApi, certification, operatorRoles, selfRegistration, identityProviders, refreshedIdTokens, localizedNames, pendingSignInMethods, unusedRegistrations, everyStandardClaim, webhooks, tokenExchange, webhookOwners, namedClaims, samlServiceProviders, scimProvisioning, groups, mail, signUps, invitations, trustedIssuers, ssfStreams];
+export const migrations: readonly Migration[] = [
+  initial,
+  tokenLifecycle,
+  clientChangeNotices,
+  clientAuthentication,
+  securityHardening,
+  operators,
+  singleSignOn,
+  apiResources,
+  senderConstraint,
+  secondFactors,
+  standardClaims,
+  adminApi,
+  certification,
+  operatorRoles,
+  selfRegistration,
+  identityProviders,
+  refreshedIdTokens,
+  localizedNames,
+  pendingSignInMethods,
+  unusedRegistrations,
+  everyStandardClaim,
+  webhooks,
+  tokenExchange,
+  webhookOwners,
+  namedClaims,
+  samlServiceProviders,
+  scimProvisioning,
+  groups,
+  mail,
+  signUps,
+  invitations,
+  trustedIssuers,
+  ssfStreams,
+];

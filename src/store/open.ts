@@ -72,5 +72,5 @@ export function describeDatabase(location: DatabaseLocation): string {
     return 'a PostgreSQL database';
   }
   const schema = location.schema === undefined ? '' : `, schema ${location.schema}`;
-  return `the PostgreSQL database ${database || '(the user\'s default)'} on ${host}:${port}${schema}`;
+  return `the PostgreSQL database ${database || "(the user's default)"} on ${host}:${port}${schema}`;
 }

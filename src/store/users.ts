@@ -60,9 +60,27 @@ export interface UserRecord {
  */
 export function newUserRecord(fields: Pick<UserRecord, 'id' | 'username' | 'passwordHash' | 'createdAt'> & Partial<UserRecord>): UserRecord {
   return {
-    name: null, email: null, emailVerified: false, givenName: null, familyName: null, locale: null, zoneinfo: null, picture: null, localizedNames: {},
-    middleName: null, nickname: null, profile: null, website: null, gender: null, birthdate: null, phoneNumber: null, phoneNumberVerified: false, address: null,
-    disabled: false, role: null, updatedAt: fields.createdAt,
+    name: null,
+    email: null,
+    emailVerified: false,
+    givenName: null,
+    familyName: null,
+    locale: null,
+    zoneinfo: null,
+    picture: null,
+    localizedNames: {},
+    middleName: null,
+    nickname: null,
+    profile: null,
+    website: null,
+    gender: null,
+    birthdate: null,
+    phoneNumber: null,
+    phoneNumberVerified: false,
+    address: null,
+    disabled: false,
+    role: null,
+    updatedAt: fields.createdAt,
     ...fields,
   };
 }
@@ -93,7 +111,20 @@ export interface UserProfileChanges {
 
 /** The text fields of `UserProfileChanges`, as the store writes them. */
 export const USER_PROFILE_TEXT_FIELDS = [
-  'name', 'givenName', 'familyName', 'email', 'locale', 'zoneinfo', 'picture', 'middleName', 'nickname', 'profile', 'website', 'gender', 'birthdate', 'phoneNumber',
+  'name',
+  'givenName',
+  'familyName',
+  'email',
+  'locale',
+  'zoneinfo',
+  'picture',
+  'middleName',
+  'nickname',
+  'profile',
+  'website',
+  'gender',
+  'birthdate',
+  'phoneNumber',
 ] as const satisfies readonly (keyof UserProfileChanges)[];
 
 export interface UserStore {

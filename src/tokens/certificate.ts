@@ -69,7 +69,10 @@ export function selfSignedCertificate(privateKey: KeyObject, commonName: string,
 
 /** A certificate's DER as PEM. */
 export function pemCertificate(der: Buffer): string {
-  return `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
+  return `-----BEGIN CERTIFICATE-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
 }
 
 /** The RSA key that signs now, with its certificate: what SAML responses are signed with. */
@@ -88,7 +91,10 @@ const certificates = new Map<string, string>();
  * between them). A key rotation gives a new certificate: SPs that cache the IdP's metadata
  * read it again (docs/saml.md).
  */
-export async function signingCertificate(keys: { signingKey(alg: 'RS256'): Promise<{ readonly kid: string; readonly privateKey: KeyObject }> }, commonName: string): Promise<SigningCertificate> {
+export async function signingCertificate(
+  keys: { signingKey(alg: 'RS256'): Promise<{ readonly kid: string; readonly privateKey: KeyObject }> },
+  commonName: string,
+): Promise<SigningCertificate> {
   const key = await keys.signingKey('RS256');
   const cacheKey = `${key.kid} ${commonName}`;
   let certificate = certificates.get(cacheKey);

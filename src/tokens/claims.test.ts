@@ -4,8 +4,15 @@ import { newUserRecord } from '../store/types.ts';
 import { matchingTags, parseClaimsLocales, releasedClaims } from './claims.ts';
 
 const ada = newUserRecord({
-  id: 'sub-ada', username: 'ada', passwordHash: '!', createdAt: Date.UTC(2026, 0, 1),
-  name: 'Ada Lovelace', givenName: 'Ada', familyName: 'Lovelace', email: 'ada@example.com', emailVerified: true,
+  id: 'sub-ada',
+  username: 'ada',
+  passwordHash: '!',
+  createdAt: Date.UTC(2026, 0, 1),
+  name: 'Ada Lovelace',
+  givenName: 'Ada',
+  familyName: 'Lovelace',
+  email: 'ada@example.com',
+  emailVerified: true,
   localizedNames: { ja: { name: 'エイダ・ラブレス', family_name: 'ラブレス' }, 'fr-CA': { name: 'Ada Lovelace (fr)' } },
 });
 
@@ -16,11 +23,19 @@ describe('the claims a scope releases (OIDC Core §5.4) and their languages (§5
       [['openid', 'profile'], ['ja'], ['family_name', 'family_name#ja', 'given_name', 'name', 'name#ja', 'preferred_username', 'updated_at']],
       [['openid', 'profile'], [], ['family_name', 'given_name', 'name', 'preferred_username', 'updated_at']],
       [['openid'], ['ja'], []],
-      [['openid', 'email'], ['ja', 'fr'], ['email', 'email_verified']],
+      [
+        ['openid', 'email'],
+        ['ja', 'fr'],
+        ['email', 'email_verified'],
+      ],
       [['openid', 'groups'], ['ja'], ['groups']],
     ];
     for (const [scope, locales, expected] of cases) {
-      assert.deepEqual(Object.keys(releasedClaims(ada, scope, undefined, [], locales)).sort(), expected, `${scope.join(' ')} with claims_locales ${locales.join(' ')}`);
+      assert.deepEqual(
+        Object.keys(releasedClaims(ada, scope, undefined, [], locales)).sort(),
+        expected,
+        `${scope.join(' ')} with claims_locales ${locales.join(' ')}`,
+      );
     }
   });
 

@@ -7,7 +7,22 @@ import { type Address, LOCALIZABLE_CLAIMS, type LocalizableClaim } from '../stor
 
 /** OIDC Core §5.4: the claims each scope asks for, every one of §5.1, in §5.4's order. */
 export const SCOPE_CLAIMS = {
-  profile: ['name', 'family_name', 'given_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website', 'gender', 'birthdate', 'zoneinfo', 'locale', 'updated_at'],
+  profile: [
+    'name',
+    'family_name',
+    'given_name',
+    'middle_name',
+    'nickname',
+    'preferred_username',
+    'profile',
+    'picture',
+    'website',
+    'gender',
+    'birthdate',
+    'zoneinfo',
+    'locale',
+    'updated_at',
+  ],
   email: ['email', 'email_verified'],
   address: ['address'],
   phone: ['phone_number', 'phone_number_verified'],
@@ -32,30 +47,50 @@ export function scopeOfClaim(claim: string): ClaimScope | null {
 /** A claim's value for `user`; undefined where the user has none (§5.3.2: omitted, never null). */
 function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[]): string | number | boolean | readonly string[] | Address | undefined {
   switch (claim) {
-    case 'name': return user.name ?? undefined;
-    case 'given_name': return user.givenName ?? undefined;
-    case 'family_name': return user.familyName ?? undefined;
-    case 'preferred_username': return user.username;
-    case 'picture': return user.picture ?? undefined;
-    case 'locale': return user.locale ?? undefined;
-    case 'zoneinfo': return user.zoneinfo ?? undefined;
+    case 'name':
+      return user.name ?? undefined;
+    case 'given_name':
+      return user.givenName ?? undefined;
+    case 'family_name':
+      return user.familyName ?? undefined;
+    case 'preferred_username':
+      return user.username;
+    case 'picture':
+      return user.picture ?? undefined;
+    case 'locale':
+      return user.locale ?? undefined;
+    case 'zoneinfo':
+      return user.zoneinfo ?? undefined;
     // §5.1: "seconds from 1970-01-01T00:00:00Z".
-    case 'updated_at': return Math.floor(user.updatedAt / 1000);
-    case 'email': return user.email ?? undefined;
+    case 'updated_at':
+      return Math.floor(user.updatedAt / 1000);
+    case 'email':
+      return user.email ?? undefined;
     // Said of an address only: without one there is nothing verified or not.
-    case 'email_verified': return user.email === null ? undefined : user.emailVerified;
-    case 'middle_name': return user.middleName ?? undefined;
-    case 'nickname': return user.nickname ?? undefined;
-    case 'profile': return user.profile ?? undefined;
-    case 'website': return user.website ?? undefined;
-    case 'gender': return user.gender ?? undefined;
-    case 'birthdate': return user.birthdate ?? undefined;
+    case 'email_verified':
+      return user.email === null ? undefined : user.emailVerified;
+    case 'middle_name':
+      return user.middleName ?? undefined;
+    case 'nickname':
+      return user.nickname ?? undefined;
+    case 'profile':
+      return user.profile ?? undefined;
+    case 'website':
+      return user.website ?? undefined;
+    case 'gender':
+      return user.gender ?? undefined;
+    case 'birthdate':
+      return user.birthdate ?? undefined;
     // §5.1.1: a JSON object of the members the person has.
-    case 'address': return user.address ?? undefined;
-    case 'phone_number': return user.phoneNumber ?? undefined;
+    case 'address':
+      return user.address ?? undefined;
+    case 'phone_number':
+      return user.phoneNumber ?? undefined;
     // As email_verified: said of a number only.
-    case 'phone_number_verified': return user.phoneNumber === null ? undefined : user.phoneNumberVerified;
-    case 'groups': return groups;
+    case 'phone_number_verified':
+      return user.phoneNumber === null ? undefined : user.phoneNumberVerified;
+    case 'groups':
+      return groups;
   }
 }
 
@@ -65,7 +100,12 @@ function claimValue(user: UserRecord, claim: UserClaim, groups: readonly string[
  * in `only` when it is given (a claims request for the ID token).
  */
 export function releasedClaims(
-  user: UserRecord, scope: readonly string[], only?: readonly string[], groups: readonly string[] = [], claimsLocales: readonly string[] = [], named: readonly string[] = [],
+  user: UserRecord,
+  scope: readonly string[],
+  only?: readonly string[],
+  groups: readonly string[] = [],
+  claimsLocales: readonly string[] = [],
+  named: readonly string[] = [],
 ): Record<string, unknown> {
   const claims: Record<string, unknown> = {};
   for (const claim of USER_CLAIMS) {
@@ -105,10 +145,12 @@ export function approvedClaims(named: readonly string[], claimsScope: readonly s
  */
 export function matchingTags(tags: readonly string[], requested: readonly string[]): string[] {
   const within = (range: string, tag: string) => tag === range || tag.startsWith(`${range}-`);
-  return tags.filter((tag) => requested.some((wanted) => {
-    const [a, b] = [tag.toLowerCase(), wanted.toLowerCase()];
-    return within(b, a) || within(a, b);
-  }));
+  return tags.filter((tag) =>
+    requested.some((wanted) => {
+      const [a, b] = [tag.toLowerCase(), wanted.toLowerCase()];
+      return within(b, a) || within(a, b);
+    }),
+  );
 }
 
 /**
@@ -142,7 +184,12 @@ const MAX_CLAIMS_LOCALES = 10;
  * only when the scope, or a claims request approved by name, asks for them (the `groups`
  * scope, as Keycloak's and authentik's group mappers release them).
  */
-export async function groupsOf(store: Pick<Store, 'linkedIdentities' | 'groups'>, userId: string, scope: readonly string[], named: readonly string[] = []): Promise<string[]> {
+export async function groupsOf(
+  store: Pick<Store, 'linkedIdentities' | 'groups'>,
+  userId: string,
+  scope: readonly string[],
+  named: readonly string[] = [],
+): Promise<string[]> {
   if (!scope.includes('groups') && !named.includes('groups')) return [];
   const [provisioned, links] = await Promise.all([store.groups.namesOf(userId), store.linkedIdentities.listForUser(userId)]);
   return [...new Set([...provisioned, ...links.flatMap((link) => link.groups)])];

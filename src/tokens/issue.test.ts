@@ -23,8 +23,15 @@ const client: ClientRecord = {
   requirePar: false,
   deviceNetworks: [],
   createdAt: 0,
-  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
-  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+  authMethod: 'none',
+  previousSecretHash: null,
+  previousSecretExpiresAt: null,
+  jwksUri: null,
+  jwks: null,
+  pkce: 'required',
+  firstParty: false,
+  postLogoutRedirectUris: [],
+  backchannelLogoutUri: null,
 };
 const user: UserRecord = newUserRecord({ id: 'sub-1', username: 'ada', passwordHash: 'x', name: 'Ada Lovelace', createdAt: 0 });
 
@@ -56,7 +63,15 @@ describe('TokenIssuer', () => {
   for (const alg of ['ES256', 'RS256'] as const) {
     it(`signs the access token with ${alg} when told to, and the ID token with RS256, both valid against the JWKS`, async () => {
       const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
-      const tokens = await issuer.issue({ client, user, scope: ['openid', 'profile'], grantId: 'grant-1', authTime: clock.now(), nonce: 'n-1', idTokenClaims: ['name'] });
+      const tokens = await issuer.issue({
+        client,
+        user,
+        scope: ['openid', 'profile'],
+        grantId: 'grant-1',
+        authTime: clock.now(),
+        nonce: 'n-1',
+        idTokenClaims: ['name'],
+      });
       const jwks = createLocalJWKSet(await keys.jwks());
       const options = { issuer: ISSUER, currentDate: new Date(clock.now()) };
       const access = await jwtVerify(tokens.access_token, jwks, { ...options, audience: ISSUER, typ: 'at+jwt' });
@@ -72,20 +87,49 @@ describe('TokenIssuer', () => {
     });
   }
 
-  for (const [alg, signingAlg] of [['ES256', 'RS256'], ['RS256', 'ES256']] as const) {
+  for (const [alg, signingAlg] of [
+    ['ES256', 'RS256'],
+    ['RS256', 'ES256'],
+  ] as const) {
     it(`signs an API's access token with the API's ${signingAlg} whatever the server's (${alg}) for its own`, async () => {
       const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
-      const resource = { identifier: 'https://api.example/', name: 'API', scopes: [], accessTokenTtl: null, introspectionSecretHash: null, signingAlg, createdAt: 0 };
+      const resource = {
+        identifier: 'https://api.example/',
+        name: 'API',
+        scopes: [],
+        accessTokenTtl: null,
+        introspectionSecretHash: null,
+        signingAlg,
+        createdAt: 0,
+      };
       const tokens = await issuer.issue({ client, user, scope: ['openid'], resource, grantId: 'grant-1', authTime: clock.now() });
-      const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), { issuer: ISSUER, audience: 'https://api.example/', currentDate: new Date(clock.now()) });
+      const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), {
+        issuer: ISSUER,
+        audience: 'https://api.example/',
+        currentDate: new Date(clock.now()),
+      });
       assert.equal(access.protectedHeader.alg, signingAlg);
     });
 
     it(`signs a client's own token for an API (client_credentials) with the API's ${signingAlg} whatever the server's (${alg})`, async () => {
       const issuer = new TokenIssuer(keys, clock, ISSUER, lifetimes, store, alg);
-      const resource = { identifier: 'https://api.example/', name: 'API', scopes: [], accessTokenTtl: null, introspectionSecretHash: null, signingAlg, createdAt: 0 };
+      const resource = {
+        identifier: 'https://api.example/',
+        name: 'API',
+        scopes: [],
+        accessTokenTtl: null,
+        introspectionSecretHash: null,
+        signingAlg,
+        createdAt: 0,
+      };
       const tokens = await issuer.issueForClient({ client: { ...client, authMethod: 'client_secret_basic' }, scope: ['api:read'], resource, dpopJkt: null });
-      const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), { issuer: ISSUER, audience: 'https://api.example/', subject: 'app', typ: 'at+jwt', currentDate: new Date(clock.now()) });
+      const access = await jwtVerify(tokens.access_token, createLocalJWKSet(await keys.jwks()), {
+        issuer: ISSUER,
+        audience: 'https://api.example/',
+        subject: 'app',
+        typ: 'at+jwt',
+        currentDate: new Date(clock.now()),
+      });
       assert.equal(access.protectedHeader.alg, signingAlg, 'RFC 9068 §2.1: as the API chose');
     });
   }

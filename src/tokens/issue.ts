@@ -331,23 +331,32 @@ export class TokenIssuer {
    * or a refresh token ("A refresh token SHOULD NOT be included"). Nothing is recorded: the
    * token lives by its signature, its client and its API (flows/lifecycle/access-token.ts).
    */
-  async issueForClient(issuance: { readonly client: ClientRecord; readonly scope: readonly string[]; readonly resource: ResourceRecord; readonly dpopJkt: string | null }): Promise<TokenResponse> {
+  async issueForClient(issuance: {
+    readonly client: ClientRecord;
+    readonly scope: readonly string[];
+    readonly resource: ResourceRecord;
+    readonly dpopJkt: string | null;
+  }): Promise<TokenResponse> {
     const now = seconds(this.#clock.now());
     const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
     const scope = issuance.scope.join(' ');
     // Signed as the API asks (RFC 9068 §2.1: RS256 unless it chose otherwise).
     const key = await this.#keys.signingKey(issuance.resource.signingAlg);
-    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
-      client_id: issuance.client.id,
-      scope,
-      iss: this.#issuer,
-      aud: issuance.resource.identifier,
-      sub: issuance.client.id,
-      iat: now,
-      exp: now + lifetime,
-      jti: randomUUID(),
-      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-    }, key.privateKey);
+    const token = await signJws(
+      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
+      {
+        client_id: issuance.client.id,
+        scope,
+        iss: this.#issuer,
+        aud: issuance.resource.identifier,
+        sub: issuance.client.id,
+        iat: now,
+        exp: now + lifetime,
+        jti: randomUUID(),
+        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+      },
+      key.privateKey,
+    );
     return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
   }
 
@@ -366,19 +375,23 @@ export class TokenIssuer {
     const exp = Math.min(now + (issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken), issuance.notAfter);
     const scope = issuance.scope.join(' ');
     const key = await this.#keys.signingKey(issuance.resource.signingAlg);
-    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
-      client_id: issuance.client.id,
-      scope,
-      gid: issuance.grantId,
-      act: issuance.act,
-      iss: this.#issuer,
-      aud: issuance.resource.identifier,
-      sub: issuance.userId,
-      iat: now,
-      exp,
-      jti: randomUUID(),
-      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-    }, key.privateKey);
+    const token = await signJws(
+      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
+      {
+        client_id: issuance.client.id,
+        scope,
+        gid: issuance.grantId,
+        act: issuance.act,
+        iss: this.#issuer,
+        aud: issuance.resource.identifier,
+        sub: issuance.userId,
+        iat: now,
+        exp,
+        jti: randomUUID(),
+        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+      },
+      key.privateKey,
+    );
     return { access_token: token, issued_token_type: TOKEN_TYPE_ACCESS_TOKEN, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: exp - now, scope };
   }
 
@@ -388,23 +401,34 @@ export class TokenIssuer {
    * `id_jag_iss` the trusted issuer whose ID-JAG it came from. No grant here, no refresh
    * token: it lives while the issuer stays trusted (flows/lifecycle/access-token.ts).
    */
-  async issueAsserted(issuance: { readonly client: ClientRecord; readonly userId: string; readonly scope: readonly string[]; readonly resource: ResourceRecord; readonly assertedBy: string; readonly dpopJkt: string | null }): Promise<TokenResponse> {
+  async issueAsserted(issuance: {
+    readonly client: ClientRecord;
+    readonly userId: string;
+    readonly scope: readonly string[];
+    readonly resource: ResourceRecord;
+    readonly assertedBy: string;
+    readonly dpopJkt: string | null;
+  }): Promise<TokenResponse> {
     const now = seconds(this.#clock.now());
     const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
     const scope = issuance.scope.join(' ');
     const key = await this.#keys.signingKey(issuance.resource.signingAlg);
-    const token = await signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
-      client_id: issuance.client.id,
-      scope,
-      id_jag_iss: issuance.assertedBy,
-      iss: this.#issuer,
-      aud: issuance.resource.identifier,
-      sub: issuance.userId,
-      iat: now,
-      exp: now + lifetime,
-      jti: randomUUID(),
-      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-    }, key.privateKey);
+    const token = await signJws(
+      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
+      {
+        client_id: issuance.client.id,
+        scope,
+        id_jag_iss: issuance.assertedBy,
+        iss: this.#issuer,
+        aud: issuance.resource.identifier,
+        sub: issuance.userId,
+        iat: now,
+        exp: now + lifetime,
+        jti: randomUUID(),
+        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+      },
+      key.privateKey,
+    );
     return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
   }
 
@@ -422,19 +446,23 @@ export class TokenIssuer {
     const exp = Math.min(now + Math.min(issuance.lifetime ?? ID_JAG_LIFETIME, ID_JAG_LIFETIME), issuance.notAfter);
     const scope = issuance.scope.join(' ');
     const key = await this.#keys.signingKey('RS256');
-    const token = await signJws({ alg: key.alg, kid: key.kid, typ: ID_JAG_TYP }, {
-      iss: this.#issuer,
-      sub: issuance.userId,
-      aud: issuance.audience,
-      client_id: issuance.client.id,
-      jti: randomUUID(),
-      iat: now,
-      exp,
-      ...(issuance.resource === null ? {} : { resource: issuance.resource }),
-      ...(scope === '' ? {} : { scope }),
-      ...(issuance.authTime === null ? {} : { auth_time: issuance.authTime }),
-      ...(issuance.email === null ? {} : { email: issuance.email, email_verified: true }),
-    }, key.privateKey);
+    const token = await signJws(
+      { alg: key.alg, kid: key.kid, typ: ID_JAG_TYP },
+      {
+        iss: this.#issuer,
+        sub: issuance.userId,
+        aud: issuance.audience,
+        client_id: issuance.client.id,
+        jti: randomUUID(),
+        iat: now,
+        exp,
+        ...(issuance.resource === null ? {} : { resource: issuance.resource }),
+        ...(scope === '' ? {} : { scope }),
+        ...(issuance.authTime === null ? {} : { auth_time: issuance.authTime }),
+        ...(issuance.email === null ? {} : { email: issuance.email, email_verified: true }),
+      },
+      key.privateKey,
+    );
     return { access_token: token, issued_token_type: TOKEN_TYPE_ID_JAG, token_type: 'N_A', expires_in: exp - now, scope };
   }
 
@@ -467,7 +495,13 @@ export class TokenIssuer {
    * §6: a refreshed access token may narrow the scope, the refresh token keeps it). It expires
    * at the grant's refresh lifetime, or sooner when left unused for the idle time.
    */
-  #refreshToken(issuance: Issuance, scope: readonly string[], grant: GrantRecord, now: number, lifetime: number): { token: string; record: RefreshTokenRecord } | undefined {
+  #refreshToken(
+    issuance: Issuance,
+    scope: readonly string[],
+    grant: GrantRecord,
+    now: number,
+    lifetime: number,
+  ): { token: string; record: RefreshTokenRecord } | undefined {
     // A remembered grant lives on across sign-ins: its lifetime runs from the last approval.
     const expiresAt = Math.min((grant.renewedAt ?? grant.createdAt) + lifetime * 1000, now + this.#lifetimes.refreshTokenIdle * 1000);
     if (expiresAt <= now) return undefined;
@@ -516,7 +550,21 @@ export class TokenIssuer {
         currentDate: new Date(this.#clock.now()),
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'aud'],
       });
-      const { sub, jti, iat, exp, aud, client_id: clientId, scope, gid, cnf, claims_locales: claimsLocales, userinfo_claims: userinfoClaims, act, id_jag_iss: assertedBy } = payload;
+      const {
+        sub,
+        jti,
+        iat,
+        exp,
+        aud,
+        client_id: clientId,
+        scope,
+        gid,
+        cnf,
+        claims_locales: claimsLocales,
+        userinfo_claims: userinfoClaims,
+        act,
+        id_jag_iss: assertedBy,
+      } = payload;
       if (typeof sub !== 'string' || typeof jti !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
       if (typeof clientId !== 'string' || typeof scope !== 'string' || typeof aud !== 'string') return null;
       // A token without a grant is a client's own, and then its subject is the client, or
@@ -528,9 +576,21 @@ export class TokenIssuer {
       // Only a person's token is acted for (a token exchange needs a grant).
       const actor = act === undefined ? null : actorOf(act);
       if (act !== undefined && (actor === null || typeof gid !== 'string')) return null;
-      return { sub, jti, iat, exp, aud, client_id: clientId, scope: scope.split(' ').filter(Boolean), gid: typeof gid === 'string' ? gid : null, jkt: typeof jkt === 'string' ? jkt : null,
+      return {
+        sub,
+        jti,
+        iat,
+        exp,
+        aud,
+        client_id: clientId,
+        scope: scope.split(' ').filter(Boolean),
+        gid: typeof gid === 'string' ? gid : null,
+        jkt: typeof jkt === 'string' ? jkt : null,
         claimsLocales: typeof claimsLocales === 'string' ? claimsLocales.split(' ').filter(Boolean) : [],
-        userinfoClaims: typeof userinfoClaims === 'string' ? userinfoClaims.split(' ').filter(Boolean) : [], act: actor, assertedBy: typeof assertedBy === 'string' ? assertedBy : null };
+        userinfoClaims: typeof userinfoClaims === 'string' ? userinfoClaims.split(' ').filter(Boolean) : [],
+        act: actor,
+        assertedBy: typeof assertedBy === 'string' ? assertedBy : null,
+      };
     } catch {
       return null;
     }
@@ -544,17 +604,21 @@ export class TokenIssuer {
   async logoutToken(client: ClientRecord, sub: string, sid: string): Promise<string> {
     const key = await this.#keys.signingKey('RS256');
     const now = seconds(this.#clock.now());
-    return signJws({ alg: key.alg, kid: key.kid, typ: 'logout+jwt' }, {
-      iss: this.#issuer,
-      aud: client.id,
-      iat: now,
-      // Short: it is delivered at once or not at all (the retries end within minutes).
-      exp: now + 120,
-      jti: randomUUID(),
-      sub,
-      sid,
-      events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
-    }, key.privateKey);
+    return signJws(
+      { alg: key.alg, kid: key.kid, typ: 'logout+jwt' },
+      {
+        iss: this.#issuer,
+        aud: client.id,
+        iat: now,
+        // Short: it is delivered at once or not at all (the retries end within minutes).
+        exp: now + 120,
+        jti: randomUUID(),
+        sub,
+        sid,
+        events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+      },
+      key.privateKey,
+    );
   }
 
   /**
@@ -617,27 +681,31 @@ export class TokenIssuer {
   async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
     const userinfoClaims = approvedClaims(issuance.userinfoClaims ?? [], issuance.claimsScope ?? []);
     const key = await this.#keys.signingKey(issuance.resource?.signingAlg ?? this.#accessTokenAlg);
-    return signJws({ alg: key.alg, kid: key.kid, typ: 'at+jwt' }, {
-      client_id: issuance.client.id,
-      scope,
-      auth_time: seconds(issuance.authTime),
-      // Lets introspection and revocation find the approval this token came from.
-      gid: issuance.grantId,
-      iss: this.#issuer,
-      // RFC 8707 §2 and RFC 9068 §3: the API it is for; without one, this server's own API (userinfo).
-      aud: issuance.resource?.identifier ?? this.#issuer,
-      sub: issuance.user.id,
-      iat: now,
-      exp: now + lifetime,
-      jti: randomUUID(),
-      // RFC 9449 §6.1: the confirmation of the key the token is bound to.
-      ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-      // OIDC Core §5.2: the languages UserInfo names the person in, on a token for it alone.
-      ...(!issuance.resource && issuance.claimsLocales?.length ? { claims_locales: issuance.claimsLocales.join(' ') } : {}),
-      // OIDC Core §5.5: the claims UserInfo sends beside the scope's, asked for by name and
-      // approved, on a token for it alone (not OIDC's name: this server's own API reads it).
-      ...(!issuance.resource && userinfoClaims.length > 0 ? { userinfo_claims: userinfoClaims.join(' ') } : {}),
-    }, key.privateKey);
+    return signJws(
+      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
+      {
+        client_id: issuance.client.id,
+        scope,
+        auth_time: seconds(issuance.authTime),
+        // Lets introspection and revocation find the approval this token came from.
+        gid: issuance.grantId,
+        iss: this.#issuer,
+        // RFC 8707 §2 and RFC 9068 §3: the API it is for; without one, this server's own API (userinfo).
+        aud: issuance.resource?.identifier ?? this.#issuer,
+        sub: issuance.user.id,
+        iat: now,
+        exp: now + lifetime,
+        jti: randomUUID(),
+        // RFC 9449 §6.1: the confirmation of the key the token is bound to.
+        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
+        // OIDC Core §5.2: the languages UserInfo names the person in, on a token for it alone.
+        ...(!issuance.resource && issuance.claimsLocales?.length ? { claims_locales: issuance.claimsLocales.join(' ') } : {}),
+        // OIDC Core §5.5: the claims UserInfo sends beside the scope's, asked for by name and
+        // approved, on a token for it alone (not OIDC's name: this server's own API reads it).
+        ...(!issuance.resource && userinfoClaims.length > 0 ? { userinfo_claims: userinfoClaims.join(' ') } : {}),
+      },
+      key.privateKey,
+    );
   }
 
   /** OIDC Core §2 and §3.1.3.6. */
@@ -646,20 +714,31 @@ export class TokenIssuer {
     const idTokenClaims = issuance.idTokenClaims ?? [];
     const named = approvedClaims(idTokenClaims, issuance.claimsScope ?? []);
     const key = await this.#keys.signingKey('RS256');
-    return signJws({ alg: key.alg, kid: key.kid, typ: 'JWT' }, {
-      ...releasedClaims(issuance.user, issuance.scope, idTokenClaims, await groupsOf(this.#store, issuance.user.id, issuance.scope, named), issuance.claimsLocales, named),
-      auth_time: seconds(issuance.authTime),
-      // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
-      ...signInOf(issuance, grant),
-      azp: issuance.client.id,
-      ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
-      // Back-Channel Logout 1.0 §2.1 / Front-Channel Logout §3: the OP session it came from.
-      ...(issuance.sid ? { sid: issuance.sid } : {}),
-      iss: this.#issuer,
-      aud: issuance.client.id,
-      sub: issuance.user.id,
-      iat: now,
-      exp: now + this.#lifetimes.idToken,
-    }, key.privateKey);
+    return signJws(
+      { alg: key.alg, kid: key.kid, typ: 'JWT' },
+      {
+        ...releasedClaims(
+          issuance.user,
+          issuance.scope,
+          idTokenClaims,
+          await groupsOf(this.#store, issuance.user.id, issuance.scope, named),
+          issuance.claimsLocales,
+          named,
+        ),
+        auth_time: seconds(issuance.authTime),
+        // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
+        ...signInOf(issuance, grant),
+        azp: issuance.client.id,
+        ...(issuance.nonce ? { nonce: issuance.nonce } : {}),
+        // Back-Channel Logout 1.0 §2.1 / Front-Channel Logout §3: the OP session it came from.
+        ...(issuance.sid ? { sid: issuance.sid } : {}),
+        iss: this.#issuer,
+        aud: issuance.client.id,
+        sub: issuance.user.id,
+        iat: now,
+        exp: now + this.#lifetimes.idToken,
+      },
+      key.privateKey,
+    );
   }
 }

@@ -11,7 +11,9 @@ describe('signJws', () => {
   ] as const) {
     it(`signs a JWT with ${alg} that jose verifies with the public key`, async () => {
       const { privateKey, publicKey } =
-        options.type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: options.modulusLength }) : generateKeyPairSync('ec', { namedCurve: options.namedCurve });
+        options.type === 'rsa'
+          ? generateKeyPairSync('rsa', { modulusLength: options.modulusLength })
+          : generateKeyPairSync('ec', { namedCurve: options.namedCurve });
       const jwt = await signJws({ alg, kid: 'k1', typ: 'JWT' }, { sub: 'ada', iss: 'https://issuer.example', exp: 2_000_000_000 }, privateKey);
       const { payload, protectedHeader } = await jwtVerify(jwt, publicKey, { issuer: 'https://issuer.example', algorithms: [alg] });
       assert.deepEqual(protectedHeader, { alg, kid: 'k1', typ: 'JWT' });

@@ -39,12 +39,16 @@ export type KeySource = { readonly kind: 'setting' } | { readonly kind: 'file'; 
  */
 export class UnknownKeyEncryptionKeyError extends ConfigError {
   constructor(kekId: string, source: KeySource) {
-    const where = source.kind === 'setting'
-      ? 'it was given TESSERA_KEY_ENCRYPTION_KEY: add the key they were encrypted with (the first encrypts, any decrypts)'
-      : source.created
-        ? `it looked for the key file ${source.file}, which does not exist: restore it from the backup taken with the database, or set TESSERA_KEY_ENCRYPTION_KEY or TESSERA_KEY_FILE`
-        : `it read the key file ${source.file}: set TESSERA_KEY_FILE to the key file they were encrypted with, or TESSERA_KEY_ENCRYPTION_KEY to its key`;
-    super('TESSERA_KEY_ENCRYPTION_KEY', `the signing keys in the database were encrypted with a key encryption key Tessera was not given (id ${kekId}); ${where}`);
+    const where =
+      source.kind === 'setting'
+        ? 'it was given TESSERA_KEY_ENCRYPTION_KEY: add the key they were encrypted with (the first encrypts, any decrypts)'
+        : source.created
+          ? `it looked for the key file ${source.file}, which does not exist: restore it from the backup taken with the database, or set TESSERA_KEY_ENCRYPTION_KEY or TESSERA_KEY_FILE`
+          : `it read the key file ${source.file}: set TESSERA_KEY_FILE to the key file they were encrypted with, or TESSERA_KEY_ENCRYPTION_KEY to its key`;
+    super(
+      'TESSERA_KEY_ENCRYPTION_KEY',
+      `the signing keys in the database were encrypted with a key encryption key Tessera was not given (id ${kekId}); ${where}`,
+    );
   }
 }
 
@@ -73,7 +77,13 @@ export class KeyEncryption {
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     cipher.setAAD(Buffer.from(kid));
     const ciphertext = Buffer.concat([cipher.update(JSON.stringify(jwk), 'utf8'), cipher.final()]);
-    return { enc: 'A256GCM', kek: id, iv: iv.toString('base64url'), ciphertext: ciphertext.toString('base64url'), tag: cipher.getAuthTag().toString('base64url') };
+    return {
+      enc: 'A256GCM',
+      kek: id,
+      iv: iv.toString('base64url'),
+      ciphertext: ciphertext.toString('base64url'),
+      tag: cipher.getAuthTag().toString('base64url'),
+    };
   }
 
   decrypt(kid: string, stored: Readonly<Record<string, unknown>>): Record<string, unknown> {
@@ -120,7 +130,10 @@ export function loadKeyEncryption(settings: KeyEncryptionSettings): KeyEncryptio
       const { code, syscall } = cause as NodeJS.ErrnoException;
       // (A recursive mkdir on a read-only file system fails ENOENT.)
       if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS' && !(code === 'ENOENT' && syscall === 'mkdir')) throw cause;
-      throw new ConfigError('TESSERA_KEY_ENCRYPTION_KEY', `not set, and the key file ${file} cannot be created (${code}${process.getuid ? `: uid ${process.getuid()} cannot write ${dirname(file)}` : ''}); set TESSERA_KEY_ENCRYPTION_KEY (the same on every instance; openssl rand -base64 32 makes one), or TESSERA_KEY_FILE to a path this process can write`);
+      throw new ConfigError(
+        'TESSERA_KEY_ENCRYPTION_KEY',
+        `not set, and the key file ${file} cannot be created (${code}${process.getuid ? `: uid ${process.getuid()} cannot write ${dirname(file)}` : ''}); set TESSERA_KEY_ENCRYPTION_KEY (the same on every instance; openssl rand -base64 32 makes one), or TESSERA_KEY_FILE to a path this process can write`,
+      );
     }
     text = readFileSync(file, 'utf8');
   }

@@ -66,13 +66,15 @@ ${view.device ? html`<p class="muted">${t.html('account.connection.deviceSignIn'
 ${view.access.apis.map((api) => html`<dt>${apiName(ui, api)}</dt><dd>${api.scopes.map((scope) => apiScope(ui, scope)).join(list)}</dd>`)}
 <dt>${t.html('account.connection.approved')}</dt><dd>${t.time(view.approvedAt)}</dd>
 <dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
-${view.device
-  ? html`<dt>${t.html('account.connection.device')}</dt><dd>${t.html('account.connection.deviceText', {
-      device: view.device.userAgent === null ? t.text('account.connection.unnamedDevice') : describeUserAgent(view.device.userAgent),
-      ip: view.device.ip,
-      time: t.time(view.device.requestedAt),
-    })}</dd>`
-  : null}
+${
+  view.device
+    ? html`<dt>${t.html('account.connection.device')}</dt><dd>${t.html('account.connection.deviceText', {
+        device: view.device.userAgent === null ? t.text('account.connection.unnamedDevice') : describeUserAgent(view.device.userAgent),
+        ip: view.device.ip,
+        time: t.time(view.device.requestedAt),
+      })}</dd>`
+    : null
+}
 </dl>
 <form method="post" action="${ACCOUNT_REVOKE_PATH}">
 ${csrfField(csrf)}
@@ -85,7 +87,11 @@ ${csrfField(csrf)}
 
 function browserSession(ui: Ui, session: BrowserSessionView): SafeHtml {
   const { t } = ui;
-  const values = { browser: session.userAgent === null ? t.text('account.sessions.unknownBrowser') : describeUserAgent(session.userAgent), ip: session.ip ?? '', time: t.time(session.signedInAt) };
+  const values = {
+    browser: session.userAgent === null ? t.text('account.sessions.unknownBrowser') : describeUserAgent(session.userAgent),
+    ip: session.ip ?? '',
+    time: t.time(session.signedInAt),
+  };
   return html`<li>${t.html(session.ip ? 'account.sessions.itemFrom' : 'account.sessions.item', values)}${session.current ? html` ${t.html('account.sessions.current')}` : null}</li>`;
 }
 
@@ -93,9 +99,11 @@ function activityItem(ui: Ui, item: ActivityView): SafeHtml {
   const { t } = ui;
   const client = item.clientName ?? t.text('account.activity.removedApp');
   const what =
-    item.kind === 'signed-in' ? t.text('account.activity.signedIn')
-    : item.kind === 'approved-device' ? t.text('account.activity.approvedDevice', { client })
-    : t.text('account.activity.approved', { client });
+    item.kind === 'signed-in'
+      ? t.text('account.activity.signedIn')
+      : item.kind === 'approved-device'
+        ? t.text('account.activity.approvedDevice', { client })
+        : t.text('account.activity.approved', { client });
   const values = { what, time: t.time(item.at), ip: item.ip ?? '' };
   return html`<li>${t.html(item.ip ? 'account.activity.itemFrom' : 'account.activity.item', values)}${item.userAgent ? html`, <bdi>${describeUserAgent(item.userAgent)}</bdi>` : null}</li>`;
 }
@@ -103,33 +111,42 @@ function activityItem(ui: Ui, item: ActivityView): SafeHtml {
 /** The user's connected applications and devices, each with a Revoke button. */
 export function accountPage(ui: Ui, view: AccountView): string {
   const { t } = ui;
-  return layout(ui, t.text('account.title'), html`<h1>${t.html('account.title')}</h1>
+  return layout(
+    ui,
+    t.text('account.title'),
+    html`<h1>${t.html('account.title')}</h1>
 <p class="muted">${t.html('account.intro')}</p>
 ${view.notice ? html`<p class="alert" role="status">${view.notice}</p>` : null}
-${view.connections.length === 0
-  ? html`<p>${t.html('account.noConnections')}</p>`
-  : html`<ul class="connections">${view.connections.map((item) => connection(ui, item, view.csrf))}</ul>`}
+${
+  view.connections.length === 0
+    ? html`<p>${t.html('account.noConnections')}</p>`
+    : html`<ul class="connections">${view.connections.map((item) => connection(ui, item, view.csrf))}</ul>`
+}
 <h2 id="sessions-heading">${t.html('account.sessions.heading')}</h2>
 <ul class="sessions" aria-labelledby="sessions-heading">${view.sessions.map((session) => browserSession(ui, session))}</ul>
 <form method="post" action="${SIGN_OUT_EVERYWHERE_PATH}">
 ${csrfField(view.csrf)}
 <button type="submit">${t.html('account.sessions.signOutEverywhere')}</button>
 </form>
-${view.identities && view.identities.length > 0
-  ? html`<section aria-labelledby="identities-heading">
+${
+  view.identities && view.identities.length > 0
+    ? html`<section aria-labelledby="identities-heading">
 <h2 id="identities-heading">${t.html('account.identities.heading')}</h2>
 <ul class="identities">${view.identities.map((identity) => html`<li>${t.html('account.identities.item', { provider: identity.provider, label: identity.label, time: t.time(identity.linkedAt) })}</li>`)}</ul>
 </section>`
-  : null}
+    : null
+}
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">${t.html('account.activity.heading')}</h2>
-${view.activity.length === 0
-  ? html`<p class="muted">${t.html('account.activity.none')}</p>`
-  : html`<details class="activity">
+${
+  view.activity.length === 0
+    ? html`<p class="muted">${t.html('account.activity.none')}</p>`
+    : html`<details class="activity">
 <summary>${t.html('account.activity.show', { count: view.activity.length })}</summary>
 <ul class="activity">${view.activity.map((item) => activityItem(ui, item))}</ul>
-</details>`}
+</details>`
+}
 <p class="muted">${t.html('account.activity.advice')}</p>
 </section>
 <section aria-labelledby="password-heading">
@@ -145,5 +162,6 @@ ${csrfField(view.csrf)}
 </form>
 </section>
 ${view.operator ? html`<p class="more"><a href="${CONSOLE_PATHS.dashboard}">${ui.t.html('console.title')}</a></p>` : null}
-${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`);
+${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`,
+  );
 }

@@ -26,15 +26,28 @@ export interface ProviderListItem {
 /** A kind in words: `OpenID provider`, `GitHub`, `LDAP directory`. */
 export const kindName = (ui: Ui, kind: string): string => ui.t.text(`console.providers.kind.${kind}` as MessageKey);
 
-export function providersPage(frame: ConsoleFrame, view: { readonly providers: readonly ProviderListItem[]; readonly addHrefs: readonly { readonly kind: string; readonly href: string }[] | null; readonly notice?: string | undefined }): string {
+export function providersPage(
+  frame: ConsoleFrame,
+  view: {
+    readonly providers: readonly ProviderListItem[];
+    readonly addHrefs: readonly { readonly kind: string; readonly href: string }[] | null;
+    readonly notice?: string | undefined;
+  },
+): string {
   const { t } = frame.ui;
   const tag = (key: MessageKey) => html` <span class="tag">${t.html(key)}</span>`;
-  return consolePage(frame, t.text('console.providers.title'), html`<h1>${t.html('console.providers.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.providers.title'),
+    html`<h1>${t.html('console.providers.title')}</h1>
 ${notice(view.notice)}
 ${view.addHrefs === null ? null : html`<div class="actions">${view.addHrefs.map((add) => linkButton(add.href, t.text(`console.providers.add.${add.kind}` as MessageKey)))}</div>`}
-${view.providers.length === 0
-  ? html`<p>${t.html('console.providers.none')}</p>`
-  : html`<ul class="items">${view.providers.map((provider) => html`<li><a href="${provider.href}">${provider.name}</a>${provider.only ? tag('console.providers.only') : null}${provider.allowLinking ? tag('console.providers.linking') : null}${provider.trustUpstreamMfa ? tag('console.providers.mfa') : null}<br><span class="muted"><code>${provider.id}</code> · ${kindName(frame.ui, provider.kind)}</span></li>`)}</ul>`}`);
+${
+  view.providers.length === 0
+    ? html`<p>${t.html('console.providers.none')}</p>`
+    : html`<ul class="items">${view.providers.map((provider) => html`<li><a href="${provider.href}">${provider.name}</a>${provider.only ? tag('console.providers.only') : null}${provider.allowLinking ? tag('console.providers.linking') : null}${provider.trustUpstreamMfa ? tag('console.providers.mfa') : null}<br><span class="muted"><code>${provider.id}</code> · ${kindName(frame.ui, provider.kind)}</span></li>`)}</ul>`
+}`,
+  );
 }
 
 export interface ProviderFormView {
@@ -56,7 +69,10 @@ export interface ProviderFormView {
 export function providerFormPage(frame: ConsoleFrame, view: ProviderFormView): string {
   const { ui, csrf } = frame;
   const { t } = ui;
-  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+  return consolePage(
+    frame,
+    view.title,
+    html`<h1>${view.title}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
 ${staleChange(ui, 'console.provider.stale', view.otherChange)}
 ${view.edit === null ? null : html`<dl class="facts">${view.edit.facts.map((fact) => html`<dt>${fact.label}</dt><dd><code>${fact.value}</code></dd>`)}</dl>`}
@@ -67,5 +83,6 @@ ${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.
 ${tableForm(ui, PROVIDER_FIELDS, view.values, { operation: view.edit === null ? 'create' : 'update', kind: view.kind })}
 <div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${view.submit}</button></div>
 </form>
-${view.footer ?? null}`);
+${view.footer ?? null}`,
+  );
 }

@@ -15,15 +15,24 @@ export interface SamlSpListItem {
   readonly href: string;
 }
 
-export function samlSpsPage(frame: ConsoleFrame, view: { readonly sps: readonly SamlSpListItem[]; readonly addHref: string | null; readonly metadata: string; readonly notice?: string | undefined }): string {
+export function samlSpsPage(
+  frame: ConsoleFrame,
+  view: { readonly sps: readonly SamlSpListItem[]; readonly addHref: string | null; readonly metadata: string; readonly notice?: string | undefined },
+): string {
   const { t } = frame.ui;
-  return consolePage(frame, t.text('console.saml.title'), html`<h1>${t.html('console.saml.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.saml.title'),
+    html`<h1>${t.html('console.saml.title')}</h1>
 ${notice(view.notice)}
 <p>${t.html('console.saml.intro', { metadata: view.metadata })}</p>
 ${view.addHref === null ? null : html`<p>${linkButton(view.addHref, t.text('console.saml.add'))}</p>`}
-${view.sps.length === 0
-  ? html`<p>${t.html('console.saml.none')}</p>`
-  : html`<ul class="items">${view.sps.map((sp) => html`<li><a href="${sp.href}">${sp.name ?? sp.entityId}</a>${sp.name === null ? null : html`<br><code class="muted">${sp.entityId}</code>`}</li>`)}</ul>`}`);
+${
+  view.sps.length === 0
+    ? html`<p>${t.html('console.saml.none')}</p>`
+    : html`<ul class="items">${view.sps.map((sp) => html`<li><a href="${sp.href}">${sp.name ?? sp.entityId}</a>${sp.name === null ? null : html`<br><code class="muted">${sp.entityId}</code>`}</li>`)}</ul>`
+}`,
+  );
 }
 
 export interface SamlSpFormView {
@@ -46,10 +55,14 @@ ${tableForm(ui, SAML_SP_FIELDS, view.values, { operation: view.operation })}
 
 export function samlSpFormPage(frame: ConsoleFrame, view: SamlSpFormView & { readonly metadata: string }): string {
   const { t } = frame.ui;
-  return consolePage(frame, t.text('console.saml.add'), html`<h1>${t.html('console.saml.add')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.saml.add'),
+    html`<h1>${t.html('console.saml.add')}</h1>
 ${notice(view.error, 'error')}
 <p>${t.html('console.saml.intro', { metadata: view.metadata })}</p>
-${spForm(frame, view)}`);
+${spForm(frame, view)}`,
+  );
 }
 
 export interface SamlSpPageView {
@@ -63,10 +76,14 @@ export interface SamlSpPageView {
 
 export function samlSpPage(frame: ConsoleFrame, view: SamlSpPageView): string {
   const { t } = frame.ui;
-  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+  return consolePage(
+    frame,
+    view.title,
+    html`<h1>${view.title}</h1>
 ${notice(view.notice)}
 ${notice(view.edit?.error, 'error')}
 <dl class="facts">${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd><code>${fact.value}</code></dd>`)}</dl>
 ${view.edit === null ? null : html`<section aria-labelledby="edit-heading"><h2 id="edit-heading">${t.html('console.saml.edit')}</h2>${spForm(frame, view.edit)}</section>`}
-${view.removeHref === null ? null : html`<div class="actions">${linkButton(view.removeHref, t.text('console.saml.remove'))}</div>`}`);
+${view.removeHref === null ? null : html`<div class="actions">${linkButton(view.removeHref, t.text('console.saml.remove'))}</div>`}`,
+  );
 }

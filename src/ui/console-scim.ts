@@ -18,28 +18,44 @@ export interface ScimTokenListItem {
   readonly removeHref: string | null;
 }
 
-export function scimTokensPage(frame: ConsoleFrame, view: { readonly endpoint: string; readonly tokens: readonly ScimTokenListItem[]; readonly addHref: string | null; readonly notice?: string | undefined }): string {
+export function scimTokensPage(
+  frame: ConsoleFrame,
+  view: { readonly endpoint: string; readonly tokens: readonly ScimTokenListItem[]; readonly addHref: string | null; readonly notice?: string | undefined },
+): string {
   const { t } = frame.ui;
-  return consolePage(frame, t.text('console.scimTokens.title'), html`<h1>${t.html('console.scimTokens.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.scimTokens.title'),
+    html`<h1>${t.html('console.scimTokens.title')}</h1>
 ${notice(view.notice)}
 <p>${t.html('console.scimTokens.intro')}</p>
 <dl class="facts"><dt>${t.html('console.scimTokens.endpoint')}</dt><dd><code>${view.endpoint}</code></dd></dl>
 ${view.addHref === null ? null : html`<p>${linkButton(view.addHref, t.text('console.scimTokens.add'))}</p>`}
-${view.tokens.length === 0
-  ? html`<p>${t.html('console.scimTokens.none')}</p>`
-  : html`<table><thead><tr><th scope="col">${t.html('console.scimToken.name')}</th><th scope="col">${t.html('console.scimToken.createdAt')}</th><th scope="col">${t.html('console.scimToken.lastUsed')}</th><td></td></tr></thead>
-<tbody>${view.tokens.map((token) => html`<tr><td>${token.name}</td><td>${t.time(token.createdAt)}</td><td>${token.lastUsedAt === null ? t.html('console.scimToken.never') : t.time(token.lastUsedAt)}</td><td>${token.removeHref === null ? null : linkButton(token.removeHref, t.text('console.scimTokens.remove'))}</td></tr>`)}</tbody></table>`}`);
+${
+  view.tokens.length === 0
+    ? html`<p>${t.html('console.scimTokens.none')}</p>`
+    : html`<table><thead><tr><th scope="col">${t.html('console.scimToken.name')}</th><th scope="col">${t.html('console.scimToken.createdAt')}</th><th scope="col">${t.html('console.scimToken.lastUsed')}</th><td></td></tr></thead>
+<tbody>${view.tokens.map((token) => html`<tr><td>${token.name}</td><td>${t.time(token.createdAt)}</td><td>${token.lastUsedAt === null ? t.html('console.scimToken.never') : t.time(token.lastUsedAt)}</td><td>${token.removeHref === null ? null : linkButton(token.removeHref, t.text('console.scimTokens.remove'))}</td></tr>`)}</tbody></table>`
+}`,
+  );
 }
 
-export function scimTokenFormPage(frame: ConsoleFrame, view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined }): string {
+export function scimTokenFormPage(
+  frame: ConsoleFrame,
+  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined },
+): string {
   const { ui, csrf } = frame;
   const { t } = ui;
-  return consolePage(frame, t.text('console.scimTokens.add'), html`<h1>${t.html('console.scimTokens.add')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.scimTokens.add'),
+    html`<h1>${t.html('console.scimTokens.add')}</h1>
 ${notice(view.error, 'error')}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
 <input type="hidden" name="return_to" value="${view.action}/new">
 ${tableForm(ui, SCIM_TOKEN_FIELDS, view.values, { operation: 'create' })}
 <div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html('console.scimToken.create')}</button></div>
-</form>`);
+</form>`,
+  );
 }

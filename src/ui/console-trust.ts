@@ -17,21 +17,36 @@ export interface TrustedIssuerListItem {
   readonly href: string;
 }
 
-export function trustedIssuersPage(frame: ConsoleFrame, view: { readonly issuers: readonly TrustedIssuerListItem[]; readonly addHref: string | null; readonly notice?: string | undefined }): string {
+export function trustedIssuersPage(
+  frame: ConsoleFrame,
+  view: { readonly issuers: readonly TrustedIssuerListItem[]; readonly addHref: string | null; readonly notice?: string | undefined },
+): string {
   const { t } = frame.ui;
-  return consolePage(frame, t.text('console.trust.title'), html`<h1>${t.html('console.trust.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.trust.title'),
+    html`<h1>${t.html('console.trust.title')}</h1>
 ${notice(view.notice)}
 <p>${t.html('console.trust.intro')}</p>
 ${view.addHref === null ? null : html`<p>${linkButton(view.addHref, t.text('console.trust.add'))}</p>`}
-${view.issuers.length === 0
-  ? html`<p>${t.html('console.trust.none')}</p>`
-  : html`<ul class="items">${view.issuers.map((item) => html`<li><a href="${item.href}"><code>${item.issuer}</code></a><br><span class="muted">${item.keys}</span></li>`)}</ul>`}`);
+${
+  view.issuers.length === 0
+    ? html`<p>${t.html('console.trust.none')}</p>`
+    : html`<ul class="items">${view.issuers.map((item) => html`<li><a href="${item.href}"><code>${item.issuer}</code></a><br><span class="muted">${item.keys}</span></li>`)}</ul>`
+}`,
+  );
 }
 
-export function trustedIssuerFormPage(frame: ConsoleFrame, view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined }): string {
+export function trustedIssuerFormPage(
+  frame: ConsoleFrame,
+  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined },
+): string {
   const { ui, csrf } = frame;
   const { t } = ui;
-  return consolePage(frame, t.text('console.trust.add'), html`<h1>${t.html('console.trust.add')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.trust.add'),
+    html`<h1>${t.html('console.trust.add')}</h1>
 ${notice(view.error, 'error')}
 <p>${t.html('console.trust.formIntro')}</p>
 <form method="post" action="${view.action}" class="app-form">
@@ -39,12 +54,24 @@ ${csrfField(csrf)}
 <input type="hidden" name="return_to" value="${view.action}/new">
 ${tableForm(ui, TRUSTED_ISSUER_FIELDS, view.values, { operation: 'create' })}
 <div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html('console.trust.create')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
-export function trustedIssuerPage(frame: ConsoleFrame, view: { readonly issuer: string; readonly facts: readonly { readonly label: string; readonly value: string | SafeHtml }[]; readonly removeHref: string | null }): string {
+export function trustedIssuerPage(
+  frame: ConsoleFrame,
+  view: {
+    readonly issuer: string;
+    readonly facts: readonly { readonly label: string; readonly value: string | SafeHtml }[];
+    readonly removeHref: string | null;
+  },
+): string {
   const { t } = frame.ui;
-  return consolePage(frame, t.text('console.trust.one'), html`<h1>${t.html('console.trust.one')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.trust.one'),
+    html`<h1>${t.html('console.trust.one')}</h1>
 <dl class="facts"><dt>${t.html('console.trust.issuer')}</dt><dd><code>${view.issuer}</code></dd>${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd>${fact.value}</dd>`)}</dl>
-${view.removeHref === null ? null : html`<div class="actions">${linkButton(view.removeHref, t.text('console.trust.remove'))}</div>`}`);
+${view.removeHref === null ? null : html`<div class="actions">${linkButton(view.removeHref, t.text('console.trust.remove'))}</div>`}`,
+  );
 }

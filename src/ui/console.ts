@@ -84,13 +84,17 @@ export function linkButton(href: string, label: string): SafeHtml {
 /** Before a change that cannot be taken back: what it does, then Confirm and Cancel. */
 export function confirmPage(frame: ConsoleFrame, title: string, question: string, action: string, cancel: string, extra: SafeHtml | null = null): string {
   const { ui, csrf } = frame;
-  return consolePage(frame, title, html`<h1>${title}</h1>
+  return consolePage(
+    frame,
+    title,
+    html`<h1>${title}</h1>
 <p>${question}</p>
 <form method="post" action="${action}">
 ${csrfField(csrf)}
 ${extra}
 <div class="actions"><a class="button" href="${cancel}">${ui.t.html('console.cancel')}</a><button type="submit" class="primary">${title}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 // Dashboard
@@ -105,13 +109,17 @@ export interface DashboardView {
 export function dashboardPage(frame: ConsoleFrame, view: DashboardView): string {
   const { t } = frame.ui;
   const format = new Intl.NumberFormat(t.locale);
-  return consolePage(frame, t.text('console.dashboard.title'), html`<h1>${t.html('console.dashboard.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.dashboard.title'),
+    html`<h1>${t.html('console.dashboard.title')}</h1>
 <dl class="figures">
 ${view.counts.map((count) => html`<div><dt>${t.html(count.label)}</dt><dd><span>${format.format(count.hour)}</span> <span class="muted">${t.html('console.dashboard.lastHour')}</span></dd><dd><span>${format.format(count.day)}</span> <span class="muted">${t.html('console.dashboard.lastDay')}</span></dd></div>`)}
 </dl>
 <p>${t.html('console.dashboard.pending', { count: view.pendingDevices })}</p>
 <p>${t.html('console.dashboard.lockedNow', { count: view.lockedNow })}</p>
-<p class="muted">${t.html('console.dashboard.fromTrail')}</p>`);
+<p class="muted">${t.html('console.dashboard.fromTrail')}</p>`,
+  );
 }
 
 // Users
@@ -124,26 +132,45 @@ export interface UserListItem {
   readonly href: string;
 }
 
-export function usersPage(frame: ConsoleFrame, view: { readonly q: string; readonly users: readonly UserListItem[]; readonly more: number | null; readonly action: string; readonly invite?: { readonly action: string; readonly email?: string; readonly error?: SafeHtml } | null }): string {
+export function usersPage(
+  frame: ConsoleFrame,
+  view: {
+    readonly q: string;
+    readonly users: readonly UserListItem[];
+    readonly more: number | null;
+    readonly action: string;
+    readonly invite?: { readonly action: string; readonly email?: string; readonly error?: SafeHtml } | null;
+  },
+): string {
   const { t } = frame.ui;
   const invite = view.invite ?? null;
-  return consolePage(frame, t.text('console.users.title'), html`<h1>${t.html('console.users.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.users.title'),
+    html`<h1>${t.html('console.users.title')}</h1>
 <form method="get" action="${view.action}" role="search" class="search">
 <label for="q">${t.html('console.users.search')}</label>
 <div class="row"><input type="search" id="q" name="q" value="${view.q}" autocapitalize="none" spellcheck="false"><button type="submit">${t.html('console.users.searchButton')}</button></div>
 </form>
-${view.users.length === 0
-  ? html`<p>${t.html('console.users.none')}</p>`
-  : html`<ul class="items">${view.users.map((user) => html`<li><a href="${user.href}">${user.username}</a>${user.disabled ? html` <span class="tag">${t.html('console.users.disabled')}</span>` : null}${user.name || user.email ? html`<br><span class="muted">${[user.name, user.email].filter(Boolean).join(' · ')}</span>` : null}</li>`)}</ul>`}
+${
+  view.users.length === 0
+    ? html`<p>${t.html('console.users.none')}</p>`
+    : html`<ul class="items">${view.users.map((user) => html`<li><a href="${user.href}">${user.username}</a>${user.disabled ? html` <span class="tag">${t.html('console.users.disabled')}</span>` : null}${user.name || user.email ? html`<br><span class="muted">${[user.name, user.email].filter(Boolean).join(' · ')}</span>` : null}</li>`)}</ul>`
+}
 ${view.more === null ? null : html`<p class="muted">${t.html('console.users.more', { count: view.more })}</p>`}
-${invite === null ? null : html`<h2 id="invite">${t.html('console.users.invite')}</h2>
+${
+  invite === null
+    ? null
+    : html`<h2 id="invite">${t.html('console.users.invite')}</h2>
 ${invite.error ? html`<p class="alert error" role="alert" id="invite-error">${invite.error}</p>` : null}
 <form method="post" action="${invite.action}">
 ${csrfField(frame.csrf)}
 <label for="invite-email">${t.html('console.users.invite.email')}</label>
 <input type="email" id="invite-email" name="email" required autocapitalize="none" spellcheck="false" value="${invite.email ?? ''}" ${invite.error ? html`aria-invalid="true" aria-describedby="invite-error"` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('console.users.invite.submit')}</button></div>
-</form>`}`);
+</form>`
+}`,
+  );
 }
 
 export interface UserPageView {
@@ -174,7 +201,10 @@ export function userPage(frame: ConsoleFrame, view: UserPageView): string {
   const { t } = ui;
   const none = html`<p class="muted">${t.html('console.none')}</p>`;
   const actions = view.actions;
-  return consolePage(frame, view.username, html`<h1>${view.username}</h1>
+  return consolePage(
+    frame,
+    view.username,
+    html`<h1>${view.username}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
 <dl class="facts">
 ${profileFacts(ui, view.profile)}
@@ -184,9 +214,10 @@ ${profileFacts(ui, view.profile)}
 <dt>${t.html('console.user.created')}</dt><dd>${t.time(view.createdAt)}</dd>
 <dt>${t.html('console.user.lastSignIn')}</dt><dd>${view.lastSignIn === null ? t.html('common.notYet') : html`${t.time(view.lastSignIn.at)}${view.lastSignIn.ip ? html` · ${view.lastSignIn.ip}` : null}`}</dd>
 </dl>
-${actions === null
-  ? null
-  : html`<section aria-labelledby="actions-heading">
+${
+  actions === null
+    ? null
+    : html`<section aria-labelledby="actions-heading">
 <h2 id="actions-heading">${t.html('console.user.actions')}</h2>
 <div class="actions">
 ${view.disabled ? postButton(csrf, `${actions.base}/enable`, t.text('console.user.enable')) : linkButton(`${actions.base}/disable`, t.text('console.user.disable'))}
@@ -196,15 +227,18 @@ ${linkButton(`${actions.base}/end-sessions`, t.text('console.user.endSessions'))
 ${linkButton(`${actions.base}/reset-second-factor`, t.text('console.user.resetSecondFactor'))}
 ${linkButton(`${actions.base}/profile`, t.text('console.user.editProfile'))}
 </div>
-${actions.roles
-  ? html`<form method="post" action="${actions.base}/role" class="row">
+${
+  actions.roles
+    ? html`<form method="post" action="${actions.base}/role" class="row">
 ${csrfField(csrf)}
 <label for="role">${t.html('console.user.role')}</label>
 <select id="role" name="role">${actions.roles.map((role) => html`<option value="${role ?? 'none'}"${view.role === role ? html` selected` : null}>${roleName(ui, role)}</option>`)}</select>
 <button type="submit">${t.html('console.user.setRole')}</button>
 </form>`
-  : null}
-</section>`}
+    : null
+}
+</section>`
+}
 <section aria-labelledby="apps-heading">
 <h2 id="apps-heading">${t.html('console.user.apps')}</h2>
 ${view.apps.length === 0 ? none : html`<ul class="items">${view.apps.map((app) => html`<li>${app.href ? html`<a href="${app.href}">${app.name}</a>` : app.name}${app.device ? html` <span class="tag">${t.html('account.connection.deviceSignIn')}</span>` : null} <span class="muted">${t.html('console.user.approvedAt', { time: t.time(app.approvedAt) })}</span></li>`)}</ul>`}
@@ -223,20 +257,30 @@ ${view.passkeys.length === 0 ? none : html`<ul class="items">${view.passkeys.map
 <h2 id="events-heading">${t.html('console.user.events')}</h2>
 ${eventList(ui, view.events)}
 <p class="more"><a href="${view.eventsHref}">${t.html('console.user.allEvents', { username: view.username })}</a></p>
-</section>`);
+</section>`,
+  );
 }
 
 /** A person's standard claims as facts, each row of the users' table with a form control (fields/users.ts). */
 function profileFacts(ui: Ui, values: FormValues): SafeHtml {
   const { t } = ui;
   const shownValue = (field: Field): string => {
-    if (field.type.kind === 'members') return formNames(field).map((name) => values[name]).filter((value) => typeof value === 'string' && value !== '').join(', ').replace(/\n/g, ', ') || '-';
+    if (field.type.kind === 'members')
+      return (
+        formNames(field)
+          .map((name) => values[name])
+          .filter((value) => typeof value === 'string' && value !== '')
+          .join(', ')
+          .replace(/\n/g, ', ') || '-'
+      );
     const value = values[field.name];
     if (typeof value === 'boolean') return t.text(value ? 'console.yes' : 'console.no');
     return typeof value === 'string' && value !== '' ? value : '-';
   };
-  return html`${USER_FIELDS.filter((field) => field.form !== null).map((field) => html`<dt>${t.html(field.form!.label as MessageKey)}</dt><dd>${shownValue(field)}</dd>
-`)}`;
+  return html`${USER_FIELDS.filter((field) => field.form !== null).map(
+    (field) => html`<dt>${t.html(field.form!.label as MessageKey)}</dt><dd>${shownValue(field)}</dd>
+`,
+  )}`;
 }
 
 export interface UserFormView {
@@ -254,23 +298,34 @@ export function userFormPage(frame: ConsoleFrame, view: UserFormView): string {
   const { ui, csrf } = frame;
   const { t } = ui;
   const title = t.text('console.user.profileTitle', { username: view.username });
-  return consolePage(frame, title, html`<h1>${title}</h1>
+  return consolePage(
+    frame,
+    title,
+    html`<h1>${title}</h1>
 ${notice(view.error, 'error')}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
 <input type="hidden" name="version" value="${view.version}"><input type="hidden" name="original" value="${view.original}">
 ${tableForm(ui, USER_FIELDS, view.values)}
 <div class="actions"><button type="submit" class="primary">${t.html('console.user.saveProfile')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 /** A page shown once: a reset link or a secret, never stored where it could be shown again. */
-export function shownOncePage(frame: ConsoleFrame, view: { readonly title: string; readonly lines: readonly { readonly label: string; readonly value: string }[]; readonly text: string; readonly back: string }): string {
+export function shownOncePage(
+  frame: ConsoleFrame,
+  view: { readonly title: string; readonly lines: readonly { readonly label: string; readonly value: string }[]; readonly text: string; readonly back: string },
+): string {
   const { t } = frame.ui;
-  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+  return consolePage(
+    frame,
+    view.title,
+    html`<h1>${view.title}</h1>
 <dl class="facts">${view.lines.map((line) => html`<dt>${line.label}</dt><dd><code class="secret">${line.value}</code></dd>`)}</dl>
 <p class="alert warning" role="status">${view.text}</p>
-<p class="more"><a href="${view.back}">${t.html('console.back')}</a></p>`);
+<p class="more"><a href="${view.back}">${t.html('console.back')}</a></p>`,
+  );
 }
 
 // Apps
@@ -285,15 +340,24 @@ export interface AppListItem {
   readonly unverified: boolean;
 }
 
-export function appsPage(frame: ConsoleFrame, view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly trustHref?: string; readonly notice?: string | undefined }): string {
+export function appsPage(
+  frame: ConsoleFrame,
+  view: { readonly apps: readonly AppListItem[]; readonly registerHref: string | null; readonly trustHref?: string; readonly notice?: string | undefined },
+): string {
   const { t } = frame.ui;
-  return consolePage(frame, t.text('console.apps.title'), html`<h1>${t.html('console.apps.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.apps.title'),
+    html`<h1>${t.html('console.apps.title')}</h1>
 ${notice(view.notice)}
 ${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apps.register'))}</p>`}
 ${view.trustHref === undefined ? null : html`<p><a href="${view.trustHref}">${t.html('console.trust.title')}</a></p>`}
-${view.apps.length === 0
-  ? html`<p>${t.html('console.apps.none')}</p>`
-  : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}${app.unverified ? html` <span class="tag warning">${t.html('console.apps.unverified')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`}`);
+${
+  view.apps.length === 0
+    ? html`<p>${t.html('console.apps.none')}</p>`
+    : html`<ul class="items">${view.apps.map((app) => html`<li><a href="${app.href}">${app.name}</a>${app.publicClient ? html` <span class="tag">${t.html('console.apps.public')}</span>` : null}${app.unverified ? html` <span class="tag warning">${t.html('console.apps.unverified')}</span>` : null}<br><span class="muted"><code>${app.clientId}</code> · ${app.grants.join(', ')}</span></li>`)}</ul>`
+}`,
+  );
 }
 
 /** The registration form's values: what the person typed, or the stored registration (fields/field.ts FormValues). */
@@ -327,7 +391,10 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
   const text = typeof value === 'string' ? value : '';
   const hintId = `${id}-hint`;
   const described = form.hint === undefined ? null : html` aria-describedby="${hintId}"`;
-  const hint = form.hint === undefined ? null : html`<p class="hint muted" id="${hintId}">${t.html(form.hint as MessageKey, type.kind === 'integer' ? { min: type.min, max: type.max } : {})}</p>`;
+  const hint =
+    form.hint === undefined
+      ? null
+      : html`<p class="hint muted" id="${hintId}">${t.html(form.hint as MessageKey, type.kind === 'integer' ? { min: type.min, max: type.max } : {})}</p>`;
   switch (form.control) {
     case 'text':
       return html`<label for="${id}">${label}</label><input type="text" id="${id}" name="${id}" value="${text}" autocapitalize="none" spellcheck="false"${form.required ? html` required` : null}${described}>${hint}`;
@@ -348,7 +415,10 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
         const key = `${form.choiceLabels}.${choice}`;
         return form.choiceLabels !== undefined && isMessageKey(key) ? t.html(key) : choice;
       };
-      const empty = type.kind === 'choice' && type.nullable ? html`<option value=""${text === '' ? html` selected` : null}>${t.html(`${form.label}.any` as MessageKey)}</option>` : null;
+      const empty =
+        type.kind === 'choice' && type.nullable
+          ? html`<option value=""${text === '' ? html` selected` : null}>${t.html(`${form.label}.any` as MessageKey)}</option>`
+          : null;
       return html`<label for="${id}">${label}</label>
 <select id="${id}" name="${id}">${empty}${choices.map((choice) => html`<option value="${choice}"${choice === text ? html` selected` : null}>${words(choice)}</option>`)}</select>`;
     }
@@ -382,24 +452,44 @@ ${members.map((member) => {
  * what `create` takes, editing what `update` takes) and the noun's kind (the fields that apply
  * to it); without it, every row with a control.
  */
-export function tableForm(ui: Ui, table: FieldTable, values: FormValues, only: { readonly operation: 'create' | 'update'; readonly kind?: string } | null = null): SafeHtml {
+export function tableForm(
+  ui: Ui,
+  table: FieldTable,
+  values: FormValues,
+  only: { readonly operation: 'create' | 'update'; readonly kind?: string } | null = null,
+): SafeHtml {
   const fields = table.filter((field) => field.form !== null && (only === null || (field[only.operation] && appliesTo(field, only.kind))));
   const options = fields.filter((field) => field.form!.group === 'options');
-  return html`${fields.filter((field) => field.form!.group !== 'options').map((field) => html`${formControl(ui, field, values)}
-`)}${options.length === 0 ? null : html`<fieldset><legend>${ui.t.html('console.app.options')}</legend>
-${options.map((field) => html`${formControl(ui, field, values)}
-`)}</fieldset>`}`;
+  return html`${fields
+    .filter((field) => field.form!.group !== 'options')
+    .map(
+      (field) => html`${formControl(ui, field, values)}
+`,
+    )}${
+    options.length === 0
+      ? null
+      : html`<fieldset><legend>${ui.t.html('console.app.options')}</legend>
+${options.map(
+  (field) => html`${formControl(ui, field, values)}
+`,
+)}</fieldset>`
+  }`;
 }
 
 export function appFormPage(frame: ConsoleFrame, view: AppFormView): string {
   const { ui, csrf } = frame;
   const { t } = ui;
   const other = view.otherChange;
-  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+  return consolePage(
+    frame,
+    view.title,
+    html`<h1>${view.title}</h1>
 ${notice(view.notice)}${notice(view.error, 'error')}
-${other && other.length > 0
-  ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
-  : null}
+${
+  other && other.length > 0
+    ? html`<div class="alert warning" role="alert"><p>${t.html('console.app.stale')}</p><ul>${other.map((change) => html`<li>${t.html('console.app.staleField', { field: fieldLabel(ui, change.field), before: change.before || t.text('console.app.empty'), after: change.after || t.text('console.app.empty') })}</li>`)}</ul><p>${t.html('console.app.staleAgain')}</p></div>`
+    : null
+}
 ${view.origin ?? null}
 ${view.edit === null ? null : html`<dl class="facts"><dt>${t.html('console.app.clientId')}</dt><dd><code>${view.edit.clientId}</code></dd></dl>`}
 <form method="post" action="${view.action}" class="app-form">
@@ -408,7 +498,8 @@ ${view.edit === null ? html`<input type="hidden" name="return_to" value="${view.
 ${tableForm(ui, CLIENT_FIELDS, view.values)}
 <div class="actions"><button type="submit" class="primary">${view.submit}</button></div>
 </form>
-${view.footer ?? null}`);
+${view.footer ?? null}`,
+  );
 }
 
 /** A registration field's name in the reader's language, its protocol name in small print (unknown ones by that name alone). */
@@ -422,7 +513,10 @@ export function fieldLabel(ui: Ui, wire: string): SafeHtml {
  * Document) and whether an operator has verified it; `verify` is the Verify button's form, for
  * an operator who may change apps. Null for the operator's own registrations.
  */
-export function appOrigin(frame: ConsoleFrame, view: { readonly registeredBy: 'dynamic' | 'metadata_document' | undefined; readonly verified: boolean; readonly verifyAction: string | null }): SafeHtml | null {
+export function appOrigin(
+  frame: ConsoleFrame,
+  view: { readonly registeredBy: 'dynamic' | 'metadata_document' | undefined; readonly verified: boolean; readonly verifyAction: string | null },
+): SafeHtml | null {
   const { ui, csrf } = frame;
   const { t } = ui;
   if (view.registeredBy === undefined) return null;
@@ -433,11 +527,23 @@ ${view.verifyAction === null ? null : postButton(csrf, view.verifyAction, t.text
 }
 
 /** An app's registration, read only (a viewer's or support's view). */
-export function appPage(frame: ConsoleFrame, view: { readonly name: string; readonly facts: readonly { readonly label: SafeHtml; readonly value: string | SafeHtml }[]; readonly origin: SafeHtml | null; readonly footer: SafeHtml }): string {
-  return consolePage(frame, view.name, html`<h1>${view.name}</h1>
+export function appPage(
+  frame: ConsoleFrame,
+  view: {
+    readonly name: string;
+    readonly facts: readonly { readonly label: SafeHtml; readonly value: string | SafeHtml }[];
+    readonly origin: SafeHtml | null;
+    readonly footer: SafeHtml;
+  },
+): string {
+  return consolePage(
+    frame,
+    view.name,
+    html`<h1>${view.name}</h1>
 ${view.origin}
 <dl class="facts">${view.facts.map((fact) => html`<dt>${fact.label}</dt><dd>${fact.value}</dd>`)}</dl>
-${view.footer}`);
+${view.footer}`,
+  );
 }
 
 // APIs
@@ -478,43 +584,63 @@ export function staleChange(ui: Ui, intro: MessageKey, other: ApiFormView['other
 export function apiFormPage(frame: ConsoleFrame, view: ApiFormView): string {
   const { ui, csrf } = frame;
   const { t } = ui;
-  return consolePage(frame, view.title, html`<h1>${view.title}</h1>
+  return consolePage(
+    frame,
+    view.title,
+    html`<h1>${view.title}</h1>
 ${notice(view.error, 'error')}
 ${staleChange(ui, 'console.api.stale', view.otherChange)}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
-${view.edit === null
-  ? html`<input type="hidden" name="return_to" value="${view.action}/new">`
-  : html`<input type="hidden" name="original" value="${view.edit.original}"><dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${view.edit.identifier}</code></dd></dl>`}
+${
+  view.edit === null
+    ? html`<input type="hidden" name="return_to" value="${view.action}/new">`
+    : html`<input type="hidden" name="original" value="${view.edit.original}"><dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${view.edit.identifier}</code></dd></dl>`
+}
 ${tableForm(ui, RESOURCE_FIELDS, view.values, { operation: view.edit === null ? 'create' : 'update' })}
 <div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${view.submit}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
-export function apisPage(frame: ConsoleFrame, view: {
-  readonly apis: readonly ApiView[];
-  readonly openid: readonly { readonly name: string; readonly description: string }[];
-  /** For an operator who may change APIs: where to register one; null: read only. */
-  readonly registerHref: string | null;
-  readonly notice?: string | undefined;
-}): string {
+export function apisPage(
+  frame: ConsoleFrame,
+  view: {
+    readonly apis: readonly ApiView[];
+    readonly openid: readonly { readonly name: string; readonly description: string }[];
+    /** For an operator who may change APIs: where to register one; null: read only. */
+    readonly registerHref: string | null;
+    readonly notice?: string | undefined;
+  },
+): string {
   const { t } = frame.ui;
-  const scopes = (list: ApiView['scopes']) => html`<ul class="items">${list.map((scope) => html`<li><code>${scope.name}</code>: ${scope.description}</li>`)}</ul>`;
-  return consolePage(frame, t.text('console.apis.title'), html`<h1>${t.html('console.apis.title')}</h1>
+  const scopes = (list: ApiView['scopes']) =>
+    html`<ul class="items">${list.map((scope) => html`<li><code>${scope.name}</code>: ${scope.description}</li>`)}</ul>`;
+  return consolePage(
+    frame,
+    t.text('console.apis.title'),
+    html`<h1>${t.html('console.apis.title')}</h1>
 ${notice(view.notice)}
 ${view.registerHref === null ? null : html`<p>${linkButton(view.registerHref, t.text('console.apis.register'))}</p>`}
-${view.apis.length === 0 ? html`<p>${t.html('console.apis.none')}</p>` : view.apis.map((api, index) => html`<section aria-labelledby="api-${index}">
+${
+  view.apis.length === 0
+    ? html`<p>${t.html('console.apis.none')}</p>`
+    : view.apis.map(
+        (api, index) => html`<section aria-labelledby="api-${index}">
 <h2 id="api-${index}">${api.name}</h2>
 <dl class="facts"><dt>${t.html('console.apis.identifier')}</dt><dd><code>${api.identifier}</code></dd>
 <dt>${t.html('console.apis.tokenLifetime')}</dt><dd>${api.tokenTtl === null ? t.html('console.apis.defaultLifetime') : t.html('console.apis.seconds', { count: api.tokenTtl })}</dd>
 <dt>${t.html('console.apis.signingAlg')}</dt><dd>${api.signingAlg}</dd></dl>
 ${scopes(api.scopes)}
 ${api.editHref === null ? null : html`<div class="actions">${linkButton(api.editHref, t.text('console.apis.edit', { name: api.name }))}${linkButton(`${api.editHref}/remove`, t.text('console.apis.remove', { name: api.name }))}</div>`}
-</section>`)}
+</section>`,
+      )
+}
 <section aria-labelledby="openid-heading">
 <h2 id="openid-heading">${t.html('console.apis.openid')}</h2>
 ${scopes(view.openid.map((scope) => ({ name: scope.name, description: openIdScope(frame.ui, scope) })))}
-</section>`);
+</section>`,
+  );
 }
 
 // Events
@@ -533,9 +659,11 @@ export interface EventView {
 export function eventList(ui: Ui, events: readonly EventView[]): SafeHtml {
   const { t } = ui;
   if (events.length === 0) return html`<p class="muted">${t.html('console.events.none')}</p>`;
-  return html`<ul class="items events">${events.map((event) => html`<li><code>${event.type}</code> <span class="muted">${t.time(event.at)}</span>
+  return html`<ul class="items events">${events.map(
+    (event) => html`<li><code>${event.type}</code> <span class="muted">${t.time(event.at)}</span>
 <br>${event.username === null ? null : event.userHref ? html`<a href="${event.userHref}">${event.username}</a>` : event.username}${event.username !== null && event.client !== null ? ' · ' : null}${event.client === null ? null : event.client.href ? html`<a href="${event.client.href}">${event.client.name}</a>` : event.client.name}${event.operator === null ? null : html` <span class="tag">${t.html('console.events.by', { operator: event.operator })}</span>`}${event.ip === null ? null : html` <span class="muted">${t.html('console.events.from', { ip: event.ip })}</span>`}
-${event.detail ? html`<br><span class="muted detail">${event.detail}</span>` : null}</li>`)}</ul>`;
+${event.detail ? html`<br><span class="muted detail">${event.detail}</span>` : null}</li>`,
+  )}</ul>`;
 }
 
 export interface EventsPageView {
@@ -552,7 +680,10 @@ export function eventsPage(frame: ConsoleFrame, view: EventsPageView): string {
   const { ui } = frame;
   const { t } = ui;
   const f = view.filter;
-  return consolePage(frame, t.text('console.events.title'), html`<h1>${t.html('console.events.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.events.title'),
+    html`<h1>${t.html('console.events.title')}</h1>
 <form method="get" action="${view.action}" class="filters">
 <div><label for="user">${t.html('console.events.user')}</label><input type="text" id="user" name="user" value="${f.user}" autocapitalize="none" spellcheck="false"></div>
 <div><label for="client">${t.html('console.events.app')}</label><input type="text" id="client" name="client" value="${f.client}" autocapitalize="none" spellcheck="false"></div>
@@ -562,7 +693,8 @@ export function eventsPage(frame: ConsoleFrame, view: EventsPageView): string {
 </form>
 ${notice(view.error, 'error')}
 ${eventList(ui, view.events)}
-${view.olderHref === null ? null : html`<p class="more"><a href="${view.olderHref}">${t.html('console.events.older')}</a></p>`}`);
+${view.olderHref === null ? null : html`<p class="more"><a href="${view.olderHref}">${t.html('console.events.older')}</a></p>`}`,
+  );
 }
 
 // Signing keys
@@ -571,28 +703,52 @@ export interface KeyView {
   readonly kid: string;
   readonly alg: string;
   readonly createdAt: number;
-  readonly state: { readonly kind: 'signing' } | { readonly kind: 'next'; readonly at: number } | { readonly kind: 'retired'; readonly until: number | null } | { readonly kind: 'withdrawn' };
+  readonly state:
+    | { readonly kind: 'signing' }
+    | { readonly kind: 'next'; readonly at: number }
+    | { readonly kind: 'retired'; readonly until: number | null }
+    | { readonly kind: 'withdrawn' };
 }
 
-export function keysPage(frame: ConsoleFrame, view: { readonly keys: readonly KeyView[]; readonly rotateHref: string | null; readonly notice?: string | undefined }): string {
+export function keysPage(
+  frame: ConsoleFrame,
+  view: { readonly keys: readonly KeyView[]; readonly rotateHref: string | null; readonly notice?: string | undefined },
+): string {
   const { t } = frame.ui;
   const state = (key: KeyView) => {
     switch (key.state.kind) {
-      case 'signing': return t.html('console.keys.signing');
-      case 'next': return t.html('console.keys.next', { time: t.time(key.state.at) });
-      case 'retired': return t.html('console.keys.retired', { time: key.state.until === null ? '-' : t.time(key.state.until) });
-      case 'withdrawn': return t.html('console.keys.withdrawn');
+      case 'signing':
+        return t.html('console.keys.signing');
+      case 'next':
+        return t.html('console.keys.next', { time: t.time(key.state.at) });
+      case 'retired':
+        return t.html('console.keys.retired', { time: key.state.until === null ? '-' : t.time(key.state.until) });
+      case 'withdrawn':
+        return t.html('console.keys.withdrawn');
     }
   };
-  return consolePage(frame, t.text('console.keys.title'), html`<h1>${t.html('console.keys.title')}</h1>
+  return consolePage(
+    frame,
+    t.text('console.keys.title'),
+    html`<h1>${t.html('console.keys.title')}</h1>
 ${notice(view.notice)}
 <ul class="items">${view.keys.map((key) => html`<li><code>${key.kid}</code> ${key.alg}<br>${state(key)} <span class="muted">${t.html('console.keys.created', { time: t.time(key.createdAt) })}</span></li>`)}</ul>
-${view.rotateHref === null ? null : html`<p>${linkButton(view.rotateHref, t.text('console.keys.rotate'))}</p>`}`);
+${view.rotateHref === null ? null : html`<p>${linkButton(view.rotateHref, t.text('console.keys.rotate'))}</p>`}`,
+  );
 }
 
 /** The console's 403 (the person has no role, or not one that allows this), or another refusal under `title`. */
-export function forbiddenPage(ui: Ui, text: string | SafeHtml, back: { readonly href: string; readonly label: string }, title = ui.t.text('console.forbidden.title')): string {
-  return layout(ui, title, html`<h1>${title}</h1>
+export function forbiddenPage(
+  ui: Ui,
+  text: string | SafeHtml,
+  back: { readonly href: string; readonly label: string },
+  title = ui.t.text('console.forbidden.title'),
+): string {
+  return layout(
+    ui,
+    title,
+    html`<h1>${title}</h1>
 <p role="alert">${text}</p>
-<p><a href="${back.href}">${back.label}</a></p>`);
+<p><a href="${back.href}">${back.label}</a></p>`,
+  );
 }

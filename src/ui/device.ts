@@ -16,7 +16,10 @@ export interface DeviceCodeView {
 
 export function deviceCodePage(ui: Ui, view: DeviceCodeView): string {
   const { site, t } = ui;
-  return layout(ui, t.text('device.code.title'), html`<h1>${t.html('device.code.title')}</h1>
+  return layout(
+    ui,
+    t.text('device.code.title'),
+    html`<h1>${t.html('device.code.title')}</h1>
 <p>${t.html('device.code.intro', { site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="${DEVICE_VERIFICATION_PATH}">
@@ -25,7 +28,8 @@ ${csrfField(view.csrf)}
 <input type="text" id="user_code" name="user_code" class="code" value="${view.value}" maxlength="32" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus aria-describedby="code-hint">
 <p class="muted" id="code-hint">${t.html('device.code.hint', { example: 'BCDF-GHJK' })}</p>
 <div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 export interface DeviceDetailsView {
@@ -62,18 +66,30 @@ ${view.otherNetwork ? html`<p class="alert warning" role="alert">${t.html('devic
 export function deviceDonePage(ui: Ui, approved: boolean, clientName: string): string {
   const { t } = ui;
   return approved
-    ? layout(ui, t.text('device.approved.title'), html`<h1>${t.html('device.approved.title')}</h1>
+    ? layout(
+        ui,
+        t.text('device.approved.title'),
+        html`<h1>${t.html('device.approved.title')}</h1>
 <p role="status">${t.html('device.approved.connected', { client: clientName })}</p>
-<p>${t.html('device.approved.return')}</p>`)
-    : layout(ui, t.text('device.denied.title'), html`<h1>${t.html('device.denied.title')}</h1>
+<p>${t.html('device.approved.return')}</p>`,
+      )
+    : layout(
+        ui,
+        t.text('device.denied.title'),
+        html`<h1>${t.html('device.denied.title')}</h1>
 <p role="status">${t.html('device.denied.notGiven', { client: clientName })}</p>
 <p>${t.html('device.denied.return')}</p>
-<p>${t.html('device.denied.report')}</p>`);
+<p>${t.html('device.denied.report')}</p>`,
+      );
 }
 
 export function deviceCodeUsedPage(ui: Ui): string {
   const { t } = ui;
-  return layout(ui, t.text('device.used.title'), html`<h1>${t.html('device.used.heading')}</h1>
+  return layout(
+    ui,
+    t.text('device.used.title'),
+    html`<h1>${t.html('device.used.heading')}</h1>
 <p role="alert">${t.html('device.used.text')}</p>
-<p><a href="${DEVICE_VERIFICATION_PATH}">${t.html('device.used.another')}</a></p>`);
+<p><a href="${DEVICE_VERIFICATION_PATH}">${t.html('device.used.another')}</a></p>`,
+  );
 }

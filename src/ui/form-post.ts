@@ -19,11 +19,15 @@ export interface FormPostView {
 
 export function formPostPage(ui: Ui, view: FormPostView): string {
   const { t } = ui;
-  return layout(ui, t.text('formPost.title'), html`<h1>${t.html('formPost.title')}</h1>
+  return layout(
+    ui,
+    t.text('formPost.title'),
+    html`<h1>${t.html('formPost.title')}</h1>
 <form method="post" action="${view.redirectUri}">
 ${Object.entries(view.params).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
 <noscript><p>${t.html('formPost.noscript')}</p></noscript>
 <div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>
 </form>
-${new SafeHtml(`<script>${SUBMIT_SCRIPT}</script>`)}`);
+${new SafeHtml(`<script>${SUBMIT_SCRIPT}</script>`)}`,
+  );
 }

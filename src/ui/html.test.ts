@@ -5,8 +5,10 @@ import { html } from './html.ts';
 describe('html', () => {
   it('escapes interpolated text, including quotes for attributes', () => {
     const name = `<script>alert("x")</script>' onmouseover='`;
-    assert.equal(html`<p title="${name}">${name}</p>`.value,
-      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39; onmouseover=&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39; onmouseover=&#39;</p>');
+    assert.equal(
+      html`<p title="${name}">${name}</p>`.value,
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39; onmouseover=&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39; onmouseover=&#39;</p>',
+    );
   });
 
   it('nests html output without escaping it twice and joins arrays', () => {

@@ -18,7 +18,6 @@ export function isMessageKey(key: string): key is MessageKey {
   return Object.hasOwn(en, key);
 }
 
-
 /**
  * The catalogues other than English are loaded on first use, each when a page or the
  * terminal first speaks its language: the seven held 10-19 MiB of a started server, most of

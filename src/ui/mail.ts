@@ -24,7 +24,11 @@ function parts(message: MailMessage): Parts {
   const link = String(message.values['link'] ?? '');
   switch (message.kind) {
     case 'recovery':
-      return { subject: 'mail.recovery.subject', paragraphs: ['mail.recovery.text', 'mail.recovery.ignore'], action: { label: 'mail.recovery.action', href: link } };
+      return {
+        subject: 'mail.recovery.subject',
+        paragraphs: ['mail.recovery.text', 'mail.recovery.ignore'],
+        action: { label: 'mail.recovery.action', href: link },
+      };
     case 'password_changed':
       return { subject: 'mail.passwordChanged.subject', paragraphs: ['mail.passwordChanged.text', 'mail.passwordChanged.warning'] };
     case 'verify':
@@ -32,7 +36,11 @@ function parts(message: MailMessage): Parts {
     case 'invite':
       return { subject: 'mail.invite.subject', paragraphs: ['mail.invite.text', 'mail.invite.ignore'], action: { label: 'mail.invite.action', href: link } };
     case 'signup_exists':
-      return { subject: 'mail.signupExists.subject', paragraphs: ['mail.signupExists.text', 'mail.signupExists.ignore'], action: { label: 'mail.signupExists.action', href: link } };
+      return {
+        subject: 'mail.signupExists.subject',
+        paragraphs: ['mail.signupExists.text', 'mail.signupExists.ignore'],
+        action: { label: 'mail.signupExists.action', href: link },
+      };
   }
 }
 
@@ -69,8 +77,12 @@ export function renderMail(site: { readonly name: string }, message: MailMessage
 <body style="font-family: system-ui, sans-serif; line-height: 1.5; max-width: 36em;">
 <p>${t.html('mail.greeting', { name: greeting })}</p>
 ${firstHtml ?? null}
-${action ? html`<p><a href="${action.href}" style="display: inline-block; padding: 0.5em 1em; background: #1d4ed8; color: #ffffff; text-decoration: none; border-radius: 4px;">${t.html(action.label)}</a></p>
-<p style="font-size: 0.875em; word-break: break-all;">${action.href}</p>` : null}
+${
+  action
+    ? html`<p><a href="${action.href}" style="display: inline-block; padding: 0.5em 1em; background: #1d4ed8; color: #ffffff; text-decoration: none; border-radius: 4px;">${t.html(action.label)}</a></p>
+<p style="font-size: 0.875em; word-break: break-all;">${action.href}</p>`
+    : null
+}
 ${restHtml}
 <hr>
 <p style="font-size: 0.875em; color: #555555;">${t.html('mail.footer', { site: site.name })}</p>

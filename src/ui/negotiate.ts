@@ -99,7 +99,13 @@ function firstMatch(tags: readonly string[], offered: readonly Locale[]): Locale
 
 export function negotiateLocale(hints: LocaleHints, settings: LocaleSettings): Locale {
   const offered = settings.locales;
-  const spaced = (value: string | null | undefined) => (value ? value.slice(0, MAX_HEADER_LENGTH).split(' ').filter((tag) => tag !== '') : []);
+  const spaced = (value: string | null | undefined) =>
+    value
+      ? value
+          .slice(0, MAX_HEADER_LENGTH)
+          .split(' ')
+          .filter((tag) => tag !== '')
+      : [];
   return (
     firstMatch(spaced(hints.uiLocales), offered) ??
     firstMatch(spaced(hints.chosen), offered) ??

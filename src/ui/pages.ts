@@ -1,5 +1,22 @@
 import { readFileSync } from 'node:fs';
-import { ACCOUNT_PATH, FORGOT_PASSWORD_PATH, HOME_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH, INVITATION_PATH, LOCALE_PATH, PASSKEY_SIGN_IN_OPTIONS_PATH, PASSKEY_SIGN_IN_PATH, PASSKEYS_SCRIPT_PATH, RESET_PASSWORD_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, STYLESHEET_PATH, UPSTREAM_SIGN_IN_PATH, WEBAUTHN_SCRIPT_PATH } from '../core/endpoints.ts';
+import {
+  ACCOUNT_PATH,
+  FORGOT_PASSWORD_PATH,
+  HOME_PATH,
+  SIGN_UP_PATH,
+  SIGN_UP_VERIFY_PATH,
+  INVITATION_PATH,
+  LOCALE_PATH,
+  PASSKEY_SIGN_IN_OPTIONS_PATH,
+  PASSKEY_SIGN_IN_PATH,
+  PASSKEYS_SCRIPT_PATH,
+  RESET_PASSWORD_PATH,
+  SIGN_IN_PATH,
+  SIGN_OUT_PATH,
+  STYLESHEET_PATH,
+  UPSTREAM_SIGN_IN_PATH,
+  WEBAUTHN_SCRIPT_PATH,
+} from '../core/endpoints.ts';
 import type { SiteSettings } from '../config/index.ts';
 import type { DescribedAccess, DescribedScope } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -124,10 +141,14 @@ export interface ErrorPageOptions {
 export function errorPage(ui: Ui, title: string, message: string, options: ErrorPageOptions = {}): string {
   const { site, t } = ui;
   const back = options.back ?? { href: HOME_PATH, label: t.text('error.backHome', { site: site.name }) };
-  return layout(ui, title, html`<h1>${title}</h1>
+  return layout(
+    ui,
+    title,
+    html`<h1>${title}</h1>
 <p role="alert">${message}</p>
 <p><a href="${back.href}">${back.label}</a></p>
-${options.details ? html`<p class="fine-print">${t.html('error.details', { details: options.details })}</p>` : null}`);
+${options.details ? html`<p class="fine-print">${t.html('error.details', { details: options.details })}</p>` : null}`,
+  );
 }
 
 export interface SignInView {
@@ -191,9 +212,14 @@ ${providers.map((provider) => html`<a class="button" href="${upstreamStartUrl(pr
  */
 export function signedInPage(ui: Ui, href: string): string {
   const { t } = ui;
-  return layout(ui, t.text('upstream.continue.title'), html`<h1>${t.html('upstream.continue.title')}</h1>
+  return layout(
+    ui,
+    t.text('upstream.continue.title'),
+    html`<h1>${t.html('upstream.continue.title')}</h1>
 <p>${t.html('upstream.continue.text')}</p>
-<p><a href="${href}">${t.html('common.continue')}</a></p>`, { head: html`<meta http-equiv="refresh" content="0;url=${href}">` });
+<p><a href="${href}">${t.html('common.continue')}</a></p>`,
+    { head: html`<meta http-equiv="refresh" content="0;url=${href}">` },
+  );
 }
 
 export interface DirectorySignInView {
@@ -212,7 +238,10 @@ export interface DirectorySignInView {
 export function directorySignInPage(ui: Ui, view: DirectorySignInView): string {
   const { t } = ui;
   const title = t.text('signIn.directory.title', { provider: view.provider.name });
-  return layout(ui, title, html`<h1>${title}</h1>
+  return layout(
+    ui,
+    title,
+    html`<h1>${title}</h1>
 ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
 <p class="muted">${t.html('signIn.directory.intro', { provider: view.provider.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
@@ -226,18 +255,25 @@ ${clientField(view.clientId)}
 <input type="password" id="password" name="password" autocomplete="current-password" required ${view.username ? html`autofocus` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
 </form>
-${view.others ? html`<div class="providers"><p class="muted or">${t.html('signIn.or')}</p><a class="button" href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.otherWays')}</a></div>` : null}`);
+${view.others ? html`<div class="providers"><p class="muted or">${t.html('signIn.or')}</p><a class="button" href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.otherWays')}</a></div>` : null}`,
+  );
 }
 
 export function signInPage(ui: Ui, view: SignInView): string {
   const { site, t } = ui;
-  return layout(ui, t.text('signIn.title'), html`<h1>${t.html('signIn.title')}</h1>
+  return layout(
+    ui,
+    t.text('signIn.title'),
+    html`<h1>${t.html('signIn.title')}</h1>
 ${view.clientName ? html`<p>${t.html('signIn.toContinue', { client: view.clientName })}</p>` : null}
 <p class="muted">${t.html('signIn.withAccount', { site: site.name })}</p>
 ${view.notice ? html`<p class="alert warning" role="status">${view.notice}</p>` : null}
 ${view.setUp ? html`<p>${t.html('signIn.setUp', {}, { account: `${ACCOUNT_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}` })}</p>` : null}
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
-${view.passwordForm === false ? null : html`<form method="post" action="${SIGN_IN_PATH}">
+${
+  view.passwordForm === false
+    ? null
+    : html`<form method="post" action="${SIGN_IN_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 ${clientField(view.clientId)}
@@ -248,9 +284,11 @@ ${clientField(view.clientId)}
 <div class="actions"><button type="submit" class="primary">${t.html('signIn.submit')}</button></div>
 </form>
 ${view.forgot ? html`<p class="more"><a href="${FORGOT_PASSWORD_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.forgot')}</a></p>` : null}
-${view.signUp ? html`<p class="more"><a href="${SIGN_UP_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.signUp')}</a></p>` : null}`}
+${view.signUp ? html`<p class="more"><a href="${SIGN_UP_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signIn.signUp')}</a></p>` : null}`
+}
 ${view.passkeys ? passkeySignIn(ui, view.csrf, view.returnTo, view.clientId) : null}
-${providerButtons(ui, view, view.passwordForm !== false || view.passkeys === true)}`);
+${providerButtons(ui, view, view.passwordForm !== false || view.passkeys === true)}`,
+  );
 }
 
 export interface ConsentView {
@@ -279,9 +317,10 @@ export interface ConsentView {
 /** "Not verified by <site>": the warning over an app that registered itself. */
 export function unverifiedNotice(ui: Ui, clientName: string, unverified: { readonly host: string | null } | undefined): SafeHtml | null {
   if (unverified === undefined) return null;
-  const text = unverified.host === null
-    ? ui.t.html('consent.unverified', { site: ui.site.name, client: clientName })
-    : ui.t.html('consent.unverifiedHost', { site: ui.site.name, host: unverified.host });
+  const text =
+    unverified.host === null
+      ? ui.t.html('consent.unverified', { site: ui.site.name, client: clientName })
+      : ui.t.html('consent.unverifiedHost', { site: ui.site.name, host: unverified.host });
   return html`<p class="alert warning unverified" role="note">${text}</p>`;
 }
 
@@ -291,11 +330,13 @@ export function unverifiedNotice(ui: Ui, clientName: string, unverified: { reado
  */
 export function scopeList(ui: Ui, access: DescribedAccess): SafeHtml {
   return html`${access.openid.length > 0 ? html`<ul class="scopes">${access.openid.map((scope) => html`<li>${openIdScope(ui, scope)}</li>`)}</ul>` : null}
-${access.apis.map((api, index) => html`<section class="api" aria-labelledby="api-${index}">
+${access.apis.map(
+  (api, index) => html`<section class="api" aria-labelledby="api-${index}">
 <h3 id="api-${index}">${apiName(ui, api)}</h3>
 <p class="muted api-identifier">${api.identifier}</p>
 <ul class="scopes">${api.scopes.map((scope) => html`<li>${apiScope(ui, scope)}</li>`)}</ul>
-</section>`)}`;
+</section>`,
+)}`;
 }
 
 /** A registered API's name in the page's language (TESSERA_API_TRANSLATIONS), or as registered. */
@@ -316,7 +357,10 @@ export function openIdScope(ui: Ui, scope: DescribedScope): string {
 
 export function consentPage(ui: Ui, view: ConsentView): string {
   const { t } = ui;
-  return layout(ui, t.text('consent.title', { client: view.clientName }), html`<h1>${t.html('consent.heading', { client: view.clientName })}</h1>
+  return layout(
+    ui,
+    t.text('consent.title', { client: view.clientName }),
+    html`<h1>${t.html('consent.heading', { client: view.clientName })}</h1>
 ${unverifiedNotice(ui, view.clientName, view.unverified)}
 ${view.details ?? null}
 <h2 class="muted" id="scopes-heading">${t.html(view.more ? 'consent.alsoWants' : 'consent.willBeAble', { client: view.clientName })}</h2>
@@ -329,7 +373,8 @@ ${hiddenFields(view.fields)}
 <button type="submit" name="decision" value="approve" class="choice">${t.html('consent.approve')}</button>
 </div>
 </form>
-${signedInAs(ui, view.signedInAs, view.csrf, view.returnTo)}`);
+${signedInAs(ui, view.signedInAs, view.csrf, view.returnTo)}`,
+  );
 }
 
 export function signedInAs(ui: Ui, name: string, csrf: string, returnTo: string): SafeHtml {
@@ -347,7 +392,10 @@ export interface ResetView {
 /** Where a reset link leads: set a new password for `username`. */
 export function resetPasswordPage(ui: Ui, view: ResetView): string {
   const { site, t } = ui;
-  return layout(ui, t.text('reset.title'), html`<h1>${t.html('reset.title')}</h1>
+  return layout(
+    ui,
+    t.text('reset.title'),
+    html`<h1>${t.html('reset.title')}</h1>
 <p>${t.html('reset.for', { username: view.username, site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="${RESET_PASSWORD_PATH}">
@@ -357,7 +405,8 @@ ${csrfField(view.csrf)}
 <label for="new_password">${t.html('password.new')}</label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('reset.submit')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 export interface ForgotView {
@@ -370,7 +419,10 @@ export interface ForgotView {
 /** "Forgot password?": the e-mail address to send a reset link to. */
 export function forgotPasswordPage(ui: Ui, view: ForgotView): string {
   const { t } = ui;
-  return layout(ui, t.text('forgot.title'), html`<h1>${t.html('forgot.title')}</h1>
+  return layout(
+    ui,
+    t.text('forgot.title'),
+    html`<h1>${t.html('forgot.title')}</h1>
 <p>${t.html('forgot.text')}</p>
 ${view.error ? html`<p class="alert error" role="alert" id="email-error">${view.error}</p>` : null}
 <form method="post" action="${FORGOT_PASSWORD_PATH}">
@@ -380,15 +432,20 @@ ${csrfField(view.csrf)}
 <input type="email" id="email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required autofocus value="${view.email ?? ''}" ${view.error ? html`aria-invalid="true" aria-describedby="email-error"` : null}>
 <div class="actions"><button type="submit" class="primary">${t.html('forgot.submit')}</button></div>
 </form>
-<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`);
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`,
+  );
 }
 
 /** The same answer whether the address has an account or not. */
 export function forgotSentPage(ui: Ui, view: { readonly email: string; readonly minutes: number; readonly returnTo: string }): string {
   const { t } = ui;
-  return layout(ui, t.text('forgot.sent.title'), html`<h1>${t.html('forgot.sent.title')}</h1>
+  return layout(
+    ui,
+    t.text('forgot.sent.title'),
+    html`<h1>${t.html('forgot.sent.title')}</h1>
 <p role="status">${t.html('forgot.sent.text', { email: view.email, minutes: view.minutes })}</p>
-<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`);
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('forgot.back')}</a></p>`,
+  );
 }
 
 export interface SignUpView {
@@ -404,7 +461,10 @@ export function signUpPage(ui: Ui, view: SignUpView): string {
   const { site, t } = ui;
   const error = view.error;
   const invalid = (field: string) => (error?.field === field ? html`aria-invalid="true" aria-describedby="sign-up-error"` : null);
-  return layout(ui, t.text('signUp.title'), html`<h1>${t.html('signUp.title')}</h1>
+  return layout(
+    ui,
+    t.text('signUp.title'),
+    html`<h1>${t.html('signUp.title')}</h1>
 <p class="muted">${t.html('signUp.intro', { site: site.name })}</p>
 ${error ? html`<p class="alert error" role="alert" id="sign-up-error">${error.text}</p>` : null}
 <form method="post" action="${SIGN_UP_PATH}">
@@ -421,49 +481,81 @@ ${csrfField(view.csrf)}
 <p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
 <div class="actions"><button type="submit" class="primary">${t.html('signUp.submit')}</button></div>
 </form>
-<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`);
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`,
+  );
 }
 
 /** After the form: the same whether the address was new or had an account. */
 export function signUpSentPage(ui: Ui, view: { readonly email: string; readonly hours: number; readonly returnTo: string; readonly later: boolean }): string {
   const { t } = ui;
-  return layout(ui, t.text('signUp.sent.title'), html`<h1>${t.html('signUp.sent.title')}</h1>
+  return layout(
+    ui,
+    t.text('signUp.sent.title'),
+    html`<h1>${t.html('signUp.sent.title')}</h1>
 <p role="status">${t.html('signUp.sent.text', { email: view.email, hours: view.hours })}</p>
 ${view.later ? html`<p>${t.html('signUp.sent.later')}</p>` : null}
-<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`);
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`,
+  );
 }
 
 /** Where the mailed link leads: a button confirms, so that a mail scanner opening the link uses nothing up. */
 export function signUpConfirmPage(ui: Ui, view: { readonly csrf: string; readonly token: string; readonly username: string }): string {
   const { site, t } = ui;
-  return layout(ui, t.text('signUp.confirm.title'), html`<h1>${t.html('signUp.confirm.title')}</h1>
+  return layout(
+    ui,
+    t.text('signUp.confirm.title'),
+    html`<h1>${t.html('signUp.confirm.title')}</h1>
 <p>${t.html('signUp.confirm.text', { username: view.username, site: site.name })}</p>
 <form method="post" action="${SIGN_UP_VERIFY_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="token" value="${view.token}">
 <div class="actions"><button type="submit" class="primary">${t.html('signUp.confirm.submit')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 /** After the link: the account is ready; or the link cannot be used (`invalid`), or the username was taken meanwhile. */
-export function signUpDonePage(ui: Ui, view: { readonly kind: 'done'; readonly username: string; readonly returnTo: string } | { readonly kind: 'invalid' | 'taken' }): string {
+export function signUpDonePage(
+  ui: Ui,
+  view: { readonly kind: 'done'; readonly username: string; readonly returnTo: string } | { readonly kind: 'invalid' | 'taken' },
+): string {
   const { t } = ui;
   if (view.kind === 'done') {
-    return layout(ui, t.text('signUp.done.title'), html`<h1>${t.html('signUp.done.title')}</h1>
+    return layout(
+      ui,
+      t.text('signUp.done.title'),
+      html`<h1>${t.html('signUp.done.title')}</h1>
 <p role="status">${t.html('signUp.done.text', { username: view.username })}</p>
-<p><a class="button" href="${view.returnTo}">${t.html('signUp.done.continue')}</a></p>`);
+<p><a class="button" href="${view.returnTo}">${t.html('signUp.done.continue')}</a></p>`,
+    );
   }
-  return layout(ui, t.text('signUp.invalid.title'), html`<h1>${t.html('signUp.invalid.title')}</h1>
+  return layout(
+    ui,
+    t.text('signUp.invalid.title'),
+    html`<h1>${t.html('signUp.invalid.title')}</h1>
 <p role="alert">${t.html(view.kind === 'taken' ? 'signUp.taken.text' : 'signUp.invalid.text')}</p>
-<p class="more"><a href="${SIGN_UP_PATH}">${t.html('signIn.signUp')}</a></p>`);
+<p class="more"><a href="${SIGN_UP_PATH}">${t.html('signIn.signUp')}</a></p>`,
+  );
 }
 
 /** Where an invitation's link leads: a username, a name and a password; the address is the invitation's. */
-export function invitationPage(ui: Ui, view: { readonly csrf: string; readonly token: string; readonly email: string; readonly values?: { readonly username?: string; readonly name?: string }; readonly error?: { readonly field: 'username' | 'name' | 'password' | null; readonly text: string } }): string {
+export function invitationPage(
+  ui: Ui,
+  view: {
+    readonly csrf: string;
+    readonly token: string;
+    readonly email: string;
+    readonly values?: { readonly username?: string; readonly name?: string };
+    readonly error?: { readonly field: 'username' | 'name' | 'password' | null; readonly text: string };
+  },
+): string {
   const { site, t } = ui;
   const error = view.error;
   const invalid = (field: string) => (error?.field === field ? html`aria-invalid="true" aria-describedby="invitation-error"` : null);
-  return layout(ui, t.text('invitation.title'), html`<h1>${t.html('invitation.title')}</h1>
+  return layout(
+    ui,
+    t.text('invitation.title'),
+    html`<h1>${t.html('invitation.title')}</h1>
 <p class="muted">${t.html('invitation.for', { site: site.name, email: view.email })}</p>
 ${error ? html`<p class="alert error" role="alert" id="invitation-error">${error.text}</p>` : null}
 <form method="post" action="${INVITATION_PATH}">
@@ -477,23 +569,36 @@ ${csrfField(view.csrf)}
 <input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
 <p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
 <div class="actions"><button type="submit" class="primary">${t.html('invitation.submit')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 /** An invitation that cannot be used. */
 export function invitationInvalidPage(ui: Ui): string {
   const { t } = ui;
-  return layout(ui, t.text('signUp.invalid.title'), html`<h1>${t.html('signUp.invalid.title')}</h1>
-<p role="alert">${t.html('invitation.invalid.text')}</p>`);
+  return layout(
+    ui,
+    t.text('signUp.invalid.title'),
+    html`<h1>${t.html('signUp.invalid.title')}</h1>
+<p role="alert">${t.html('invitation.invalid.text')}</p>`,
+  );
 }
 
 /** After a reset, or for a link that cannot be used. */
 export function resetDonePage(ui: Ui, done: boolean): string {
   const { t } = ui;
   return done
-    ? layout(ui, t.text('reset.done.title'), html`<h1>${t.html('reset.done.title')}</h1>
+    ? layout(
+        ui,
+        t.text('reset.done.title'),
+        html`<h1>${t.html('reset.done.title')}</h1>
 <p role="status">${t.html('reset.done.text')}</p>
-<p><a href="${ACCOUNT_PATH}">${t.html('reset.done.signIn')}</a></p>`)
-    : layout(ui, t.text('reset.invalid.title'), html`<h1>${t.html('reset.invalid.heading')}</h1>
-<p role="alert">${t.html('reset.invalid.text')}</p>`);
+<p><a href="${ACCOUNT_PATH}">${t.html('reset.done.signIn')}</a></p>`,
+      )
+    : layout(
+        ui,
+        t.text('reset.invalid.title'),
+        html`<h1>${t.html('reset.invalid.heading')}</h1>
+<p role="alert">${t.html('reset.invalid.text')}</p>`,
+      );
 }

@@ -5,7 +5,16 @@
  * (over @simplewebauthn/browser, served from here as /assets/webauthn.js: no CDN), which
  * the CSP allows as 'self'.
  */
-import { ACCOUNT_PATH, PASSKEY_REGISTRATION_OPTIONS_PATH, PASSKEY_REMOVE_PATH, PASSKEYS_PATH, SECOND_FACTOR_PATH, TOTP_CONFIRM_PATH, TOTP_REMOVE_PATH, TOTP_SETUP_PATH } from '../core/endpoints.ts';
+import {
+  ACCOUNT_PATH,
+  PASSKEY_REGISTRATION_OPTIONS_PATH,
+  PASSKEY_REMOVE_PATH,
+  PASSKEYS_PATH,
+  SECOND_FACTOR_PATH,
+  TOTP_CONFIRM_PATH,
+  TOTP_REMOVE_PATH,
+  TOTP_SETUP_PATH,
+} from '../core/endpoints.ts';
 import { html, type SafeHtml } from './html.ts';
 import { clientField, csrfField, layout, passkeyScripts, type Ui } from './pages.ts';
 
@@ -20,7 +29,10 @@ export interface CodePageView {
 /** After a correct password, for a person with one-time codes on. */
 export function secondFactorPage(ui: Ui, view: CodePageView): string {
   const { site, t } = ui;
-  return layout(ui, t.text('code.title'), html`<h1>${t.html('code.title')}</h1>
+  return layout(
+    ui,
+    t.text('code.title'),
+    html`<h1>${t.html('code.title')}</h1>
 <p>${t.html('code.intro', { site: site.name })}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <form method="post" action="${SECOND_FACTOR_PATH}">
@@ -30,7 +42,8 @@ ${clientField(view.clientId)}
 <label for="code">${t.html('code.label')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="64" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('common.continue')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 export interface PasskeyView {
@@ -75,13 +88,15 @@ function passkeyItem(ui: Ui, view: PasskeyView, csrf: string, mayChange: boolean
 <dt>${t.html('common.lastUsed')}</dt><dd>${view.lastUsedAt === null ? t.html('common.notYet') : t.time(view.lastUsedAt)}</dd>
 ${view.synced ? html`<dt>${t.html('passkeys.kind')}</dt><dd>${t.html('passkeys.synced')}</dd>` : null}
 </dl>
-${mayChange
-  ? html`<form method="post" action="${PASSKEY_REMOVE_PATH}">
+${
+  mayChange
+    ? html`<form method="post" action="${PASSKEY_REMOVE_PATH}">
 ${csrfField(csrf)}
 <input type="hidden" name="passkey_id" value="${view.id}">
 <button type="submit" aria-label="${t.text('passkeys.removeNamed', { name: view.name })}">${t.html('passkeys.remove')}</button>
 </form>`
-  : null}
+    : null
+}
 </section>
 </li>`;
 }
@@ -94,10 +109,11 @@ export function securitySection(ui: Ui, view: SecurityView): SafeHtml {
 <p class="muted">${t.html('passkeys.intro')}</p>
 ${view.mayChange ? null : html`<p class="alert warning">${t.html('secondFactors.proveFirst')}</p>`}
 ${view.passkeys.length === 0 ? html`<p>${t.html('passkeys.none')}</p>` : html`<ul class="connections">${view.passkeys.map((passkey) => passkeyItem(ui, passkey, view.csrf, view.mayChange))}</ul>`}
-${!view.mayChange
-  ? null
-  : view.passkeysAvailable
-  ? html`<form method="post" action="${PASSKEYS_PATH}" data-options="${PASSKEY_REGISTRATION_OPTIONS_PATH}" id="passkey-register-form">
+${
+  !view.mayChange
+    ? null
+    : view.passkeysAvailable
+      ? html`<form method="post" action="${PASSKEYS_PATH}" data-options="${PASSKEY_REGISTRATION_OPTIONS_PATH}" id="passkey-register-form">
 ${csrfField(view.csrf)}
 ${returnField(view.returnTo)}
 <input type="hidden" name="response" value="">
@@ -107,15 +123,18 @@ ${returnField(view.returnTo)}
 </form>
 <p class="alert error" role="alert" id="passkey-error" hidden></p>
 ${passkeyScripts(ui)}`
-  : html`<p class="muted">${t.html('passkeys.unavailable')}</p>`}
+      : html`<p class="muted">${t.html('passkeys.unavailable')}</p>`
+}
 </section>
 <section aria-labelledby="totp-heading" class="security">
 <h2 id="totp-heading">${t.html('totp.heading')}</h2>
-${view.totpEnabled
-  ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
+${
+  view.totpEnabled
+    ? html`<p>${t.html('totp.on', { count: view.recoveryCodesLeft })}</p>
 ${view.mayChange ? html`<form method="post" action="${TOTP_REMOVE_PATH}">${csrfField(view.csrf)}<button type="submit">${t.html('totp.turnOff')}</button></form>` : null}`
-  : html`<p class="muted">${t.html('totp.offer')}</p>
-${view.mayChange ? html`<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>` : null}`}
+    : html`<p class="muted">${t.html('totp.offer')}</p>
+${view.mayChange ? html`<form method="post" action="${TOTP_SETUP_PATH}">${csrfField(view.csrf)}${returnField(view.returnTo)}<button type="submit">${t.html('totp.setUp')}</button></form>` : null}`
+}
 </section>`;
 }
 
@@ -131,7 +150,10 @@ export interface TotpSetupView {
 export function totpSetupPage(ui: Ui, view: TotpSetupView): string {
   const { t } = ui;
   const grouped = view.secret.replace(/(.{4})/g, '$1 ').trim();
-  return layout(ui, t.text('totp.setUp'), html`<h1>${t.html('totp.setUp')}</h1>
+  return layout(
+    ui,
+    t.text('totp.setUp'),
+    html`<h1>${t.html('totp.setUp')}</h1>
 <p>${t.html('totp.setup.scan')}</p>
 ${view.error ? html`<p class="alert error" role="alert">${view.error}</p>` : null}
 <p><img src="${view.qr}" alt="${t.text('totp.setup.qrAlt')}" width="200" height="200"></p>
@@ -142,15 +164,20 @@ ${returnField(view.returnTo)}
 <label for="code">${t.html('totp.setup.code')}</label>
 <input type="text" id="code" name="code" class="code" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required autofocus>
 <div class="actions"><button type="submit" class="primary">${t.html('totp.setup.turnOn')}</button></div>
-</form>`);
+</form>`,
+  );
 }
 
 /** The codes shown once; `returnTo`: the approval the set-up interrupted, continued from here. */
 export function recoveryCodesPage(ui: Ui, codes: readonly string[], returnTo?: string): string {
   const { t } = ui;
-  return layout(ui, t.text('recovery.title'), html`<h1>${t.html('recovery.title')}</h1>
+  return layout(
+    ui,
+    t.text('recovery.title'),
+    html`<h1>${t.html('recovery.title')}</h1>
 <p role="status" class="alert">${t.html('recovery.on')}</p>
 <p>${t.html('recovery.text')}</p>
 <ul class="recovery-codes" aria-label="${t.text('recovery.label')}">${codes.map((code) => html`<li><code>${code}</code></li>`)}</ul>
-<div class="actions">${returnTo === undefined ? null : html`<a href="${returnTo}">${t.html('common.continue')}</a>`}<a href="${ACCOUNT_PATH}">${t.html('recovery.back')}</a></div>`);
+<div class="actions">${returnTo === undefined ? null : html`<a href="${returnTo}">${t.html('common.continue')}</a>`}<a href="${ACCOUNT_PATH}">${t.html('recovery.back')}</a></div>`,
+  );
 }

@@ -84,7 +84,10 @@ const STRUCTURE = `(() => {
 export function axeViolations(page: Page, name = page.url()): Promise<string[]> {
   // axe-core runs once at a time in a page: a test's check waits for the load watch's.
   const run = (running.get(page) ?? Promise.resolve()).then(() => runAxe(page, name));
-  running.set(page, run.catch(() => {}));
+  running.set(
+    page,
+    run.catch(() => {}),
+  );
   return run;
 }
 
@@ -109,7 +112,9 @@ async function runAxe(page: Page, name: string): Promise<string[]> {
   const violations = (await page.evaluate(
     `location.protocol.startsWith('http') ? axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations) : []`,
   )) as Violation[];
-  return violations.map((violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+  return violations.map(
+    (violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+  );
 }
 
 /** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
@@ -134,7 +139,12 @@ async function check(page: Page, found: string[]): Promise<void> {
     // document without axe, and one while axe runs leaves it reading a document that is gone
     // (its `document.documentElement` null: seen once on a loaded machine).
     if (page.isClosed()) return;
-    if (!/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|no object with guid|Session closed|navigat|axe is not defined|reading 'documentElement'/i.test(String(error))) throw error;
+    if (
+      !/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|no object with guid|Session closed|navigat|axe is not defined|reading 'documentElement'/i.test(
+        String(error),
+      )
+    )
+      throw error;
   }
 }
 

@@ -63,7 +63,15 @@ export class SoftwarePasskey {
   register(options: Record<string, any>, origin: string, lies: Lies = {}): Record<string, unknown> {
     this.userHandle = options['user']['id'];
     const jwk = this.#publicKey.export({ format: 'jwk' });
-    const cose = cbor(new Map<number, unknown>([[1, 2], [3, -7], [-1, 1], [-2, Buffer.from(jwk.x!, 'base64url')], [-3, Buffer.from(jwk.y!, 'base64url')]]));
+    const cose = cbor(
+      new Map<number, unknown>([
+        [1, 2],
+        [3, -7],
+        [-1, 1],
+        [-2, Buffer.from(jwk.x!, 'base64url')],
+        [-3, Buffer.from(jwk.y!, 'base64url')],
+      ]),
+    );
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(this.credentialId.length);
     const attested = Buffer.concat([Buffer.alloc(16), idLength, this.credentialId, cose]);
@@ -76,7 +84,15 @@ export class SoftwarePasskey {
       type: 'public-key',
       response: {
         clientDataJSON: b64url(Buffer.from(clientData)),
-        attestationObject: b64url(cbor(new Map<string, unknown>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]))),
+        attestationObject: b64url(
+          cbor(
+            new Map<string, unknown>([
+              ['fmt', 'none'],
+              ['attStmt', new Map()],
+              ['authData', authData],
+            ]),
+          ),
+        ),
         transports: ['internal'],
       },
       clientExtensionResults: {},
@@ -89,7 +105,9 @@ export class SoftwarePasskey {
     const counter = lies.counter ?? (this.counter += 1);
     // UP, and UV unless told to test presence only.
     const authData = this.#authData(lies.rpId ?? options['rpId'], lies.userVerified === false ? 0x01 : 0x01 | 0x04, counter);
-    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options['challenge'], origin: lies.origin ?? origin, crossOrigin: false }));
+    const clientData = Buffer.from(
+      JSON.stringify({ type: 'webauthn.get', challenge: options['challenge'], origin: lies.origin ?? origin, crossOrigin: false }),
+    );
     const signature = sign('sha256', Buffer.concat([authData, sha256(clientData)]), this.#privateKey);
     return {
       id: this.id,

@@ -83,7 +83,8 @@ export class FormBrowser {
         else if (name) fields[decodeEntities(name)] = decodeEntities(value);
       }
       // A textarea is sent with its text, as a browser sends it.
-      for (const area of match[2]!.matchAll(/<textarea\b[^>]*name="([^"]*)"[^>]*>([\s\S]*?)<\/textarea>/g)) fields[decodeEntities(area[1]!)] = decodeEntities(area[2]!);
+      for (const area of match[2]!.matchAll(/<textarea\b[^>]*name="([^"]*)"[^>]*>([\s\S]*?)<\/textarea>/g))
+        fields[decodeEntities(area[1]!)] = decodeEntities(area[2]!);
       const buttons = [...match[2]!.matchAll(/<button\b[^>]*name="decision"[^>]*value="([^"]*)"/g)].map((button) => button[1]!);
       return { action: formAction, fields, repeated, buttons };
     }

@@ -33,7 +33,16 @@ function sharedChromium(): Promise<Browser> {
     .launch({
       executablePath: CHROMIUM_PATH,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-dev-shm-usage',
+      ],
     })
     .then((browser) => {
       // A browser that crashed or was closed is started afresh by the next file.
@@ -109,14 +118,24 @@ export async function reach(page: Page, expected: Locator | ((url: URL) => boole
   const deadline = Date.now() + ms;
   let alertAt: { url: string; since: number } | null = null;
   for (;;) {
-    const shown = typeof expected === 'function' ? expected(new URL(page.url())) : await expected.first().isVisible().catch(() => false);
+    const shown =
+      typeof expected === 'function'
+        ? expected(new URL(page.url()))
+        : await expected
+            .first()
+            .isVisible()
+            .catch(() => false);
     if (shown) return;
     const alert = page.getByRole('alert').filter({ visible: true }).first();
     if (await alert.isVisible().catch(() => false)) {
       const url = page.url();
       if (alertAt === null || alertAt.url !== url) alertAt = { url, since: Date.now() };
       else if (Date.now() - alertAt.since >= SETTLED_MS) {
-        const heading = await page.getByRole('heading', { level: 1 }).first().innerText({ timeout: 1000 }).catch(() => '');
+        const heading = await page
+          .getByRole('heading', { level: 1 })
+          .first()
+          .innerText({ timeout: 1000 })
+          .catch(() => '');
         const says = await alert.innerText({ timeout: 1000 }).catch(() => '');
         throw new Error(`waited for ${what}, but the page settled on ${url}, "${heading}": ${says}`);
       }

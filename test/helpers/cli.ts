@@ -13,7 +13,9 @@ export const NODE_FLAGS: readonly string[] = ['--disable-warning=ExperimentalWar
  * an environment of its own rather than this one's: without it, each such start strips the
  * types of the whole app again.
  */
-export const COMPILE_CACHE_ENV: Readonly<Record<string, string>> = process.env['NODE_COMPILE_CACHE'] ? { NODE_COMPILE_CACHE: process.env['NODE_COMPILE_CACHE'] } : {};
+export const COMPILE_CACHE_ENV: Readonly<Record<string, string>> = process.env['NODE_COMPILE_CACHE']
+  ? { NODE_COMPILE_CACHE: process.env['NODE_COMPILE_CACHE'] }
+  : {};
 
 export interface RunningCommand {
   readonly child: ChildProcess;
@@ -63,7 +65,11 @@ export function startTessera(args: readonly string[], env: Readonly<Record<strin
 }
 
 /** Runs one `tessera` command to completion; one still running after a minute is killed, and fails the test. */
-export async function tessera(args: readonly string[], env: Readonly<Record<string, string>> = {}, stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function tessera(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+  stdin = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const run = startTessera(args, env, stdin);
   const code = await within(run.exited, `tessera ${args.join(' ')} to exit`, EXIT_MS).catch((error: unknown) => {
     run.child.kill('SIGKILL');
@@ -136,15 +142,22 @@ export function outputMatches(run: RunningCommand, pattern: RegExp, times = 1, m
     };
     run.child.stdout!.on('data', check);
     run.child.stderr!.on('data', check);
-    run.exited.then(() => (count() >= times ? resolve() : reject(new Error(`exited before writing ${pattern} ${times} time(s):\n${JSON.stringify(run.output())}`))), reject);
+    run.exited.then(
+      () => (count() >= times ? resolve() : reject(new Error(`exited before writing ${pattern} ${times} time(s):\n${JSON.stringify(run.output())}`))),
+      reject,
+    );
     check();
   });
-  return within(matched, `${pattern} ${times} time(s) in the output`, ms).finally(() => {
-    run.child.stdout!.off('data', check);
-    run.child.stderr!.off('data', check);
-  }).catch((error: unknown) => {
-    throw error instanceof Error && error.message.startsWith('waited') ? new Error(`${error.message}; the output was:\n${JSON.stringify(run.output())}`) : error;
-  });
+  return within(matched, `${pattern} ${times} time(s) in the output`, ms)
+    .finally(() => {
+      run.child.stdout!.off('data', check);
+      run.child.stderr!.off('data', check);
+    })
+    .catch((error: unknown) => {
+      throw error instanceof Error && error.message.startsWith('waited')
+        ? new Error(`${error.message}; the output was:\n${JSON.stringify(run.output())}`)
+        : error;
+    });
 }
 
 /**
@@ -152,7 +165,11 @@ export function outputMatches(run: RunningCommand, pattern: RegExp, times = 1, m
  * calls, with the test settings: what the command does without the cost of starting Node.
  * A few tests run the real command (`tessera` above) to prove the command itself works.
  */
-export async function runTessera(args: readonly string[], env: Readonly<Record<string, string>> = {}, stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runTessera(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+  stdin = '',
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const code = await run([...args], {

@@ -14,8 +14,16 @@ import { manageDeps } from './manage.ts';
 import type { TestServer } from './server.ts';
 
 /** A browser signed in to `server` as a new user holding `role`, with `amr` (a password and a code, two factors, by default). */
-export async function operatorBrowser(server: TestServer, role: OperatorRole, amr: readonly AuthMethod[] = ['pwd', 'otp', 'mfa']): Promise<{ browser: FormBrowser; username: string; csrf: string }> {
-  const added = await server.addUser({ username: `operator-${randomToken(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` });
+export async function operatorBrowser(
+  server: TestServer,
+  role: OperatorRole,
+  amr: readonly AuthMethod[] = ['pwd', 'otp', 'mfa'],
+): Promise<{ browser: FormBrowser; username: string; csrf: string }> {
+  const added = await server.addUser({
+    username: `operator-${randomToken(6)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, 'x')}`,
+  });
   await server.store.users.setRole(added.id, role);
   const user = (await server.store.users.get(added.id))!;
   const jar = new Map<string, string>();

@@ -24,7 +24,11 @@ export interface Started {
 
 /** The device's first request (RFC 8628 §3.1), expected to succeed. */
 export async function startDevice(server: TestServer, client: TestClient, scope = 'openid profile', headers: Record<string, string> = {}): Promise<Started> {
-  const result = await postForm(`${server.url}/oauth/device/authorization`, { scope }, { authorization: basic(client.clientId, client.clientSecret), ...headers });
+  const result = await postForm(
+    `${server.url}/oauth/device/authorization`,
+    { scope },
+    { authorization: basic(client.clientId, client.clientSecret), ...headers },
+  );
   assert.equal(result.status, 200, JSON.stringify(result.body));
   return result.body as unknown as Started;
 }
@@ -46,7 +50,11 @@ export function pollWhileTestRuns(t: TestContext, config: oidc.Configuration, de
 
 /** One poll of the token endpoint (RFC 8628 §3.4). */
 export function poll(server: TestServer, client: TestClient, deviceCode: string) {
-  return postForm(`${server.url}/oauth/token`, { grant_type: DEVICE_GRANT, device_code: deviceCode }, { authorization: basic(client.clientId, client.clientSecret) });
+  return postForm(
+    `${server.url}/oauth/token`,
+    { grant_type: DEVICE_GRANT, device_code: deviceCode },
+    { authorization: basic(client.clientId, client.clientSecret) },
+  );
 }
 
 /** Asserts an RFC 6749 §5.2 error answer with status 400 and the given code. */
@@ -62,7 +70,10 @@ export class BrowserAt extends FormBrowser {
     super(base);
     this.ip = ip;
   }
-  override request(url: string, init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {}): Promise<Page> {
+  override request(
+    url: string,
+    init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {},
+  ): Promise<Page> {
     return super.request(url, this.ip === null ? init : { ...init, headers: { 'x-forwarded-for': this.ip, ...init.headers } });
   }
 
@@ -94,7 +105,11 @@ export class BrowserAt extends FormBrowser {
 export function text(page: Page): string {
   return page.html
     .replace(/<[^>]*>/g, ' ')
-    .replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
     .replace(/\s+/g, ' ')
     .trim();
 }

@@ -61,7 +61,14 @@ export async function codeRequest(scope = 'openid profile'): Promise<{ params: R
 }
 
 /** Signs in and approves at `url`; returns the callback parameters, checked by oauth4webapi. */
-export async function approveAt(as: oauth.AuthorizationServer, client: TestClient, url: URL, user: TestUser | null, state: string, browser = new FormBrowser(url.origin)): Promise<URLSearchParams> {
+export async function approveAt(
+  as: oauth.AuthorizationServer,
+  client: TestClient,
+  url: URL,
+  user: TestUser | null,
+  state: string,
+  browser = new FormBrowser(url.origin),
+): Promise<URLSearchParams> {
   const page = await browser.authorize(url.href, user);
   assert.ok(page.location?.startsWith(REDIRECT_URI), `redirected to ${page.location}`);
   return oauth.validateAuthResponse(as, { client_id: client.clientId }, new URL(page.location!), state);

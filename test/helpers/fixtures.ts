@@ -29,7 +29,9 @@ export function appConfig(server: Pick<TestServer, 'url'>, client: TestClient): 
 }
 
 /** A fresh server (`server` options), an app on it (`client`), a person (`user`), and the app's openid-client configuration. */
-export async function startWithApp(options: { readonly server?: TestServerOptions; readonly client?: ClientOptions; readonly user?: UserOptions } = {}): Promise<AppFixture> {
+export async function startWithApp(
+  options: { readonly server?: TestServerOptions; readonly client?: ClientOptions; readonly user?: UserOptions } = {},
+): Promise<AppFixture> {
   const server = await startTestServer(options.server);
   try {
     const client = await server.addClient(options.client);
@@ -46,7 +48,11 @@ export async function startWithApp(options: { readonly server?: TestServerOption
  * client_credentials client (the operator's, `tessera client add`), and openid-client's
  * client_credentials grant for the resource <issuer>/admin.
  */
-export async function adminToken(server: Pick<TestServer, 'url' | 'config' | 'store'>, scope: string, name = `CI ${scope}`): Promise<{ token: string; clientId: string }> {
+export async function adminToken(
+  server: Pick<TestServer, 'url' | 'config' | 'store'>,
+  scope: string,
+  name = `CI ${scope}`,
+): Promise<{ token: string; clientId: string }> {
   const { client, secret } = await createClient(manageDeps(server), { client_name: name, grant_types: ['client_credentials'], scope });
   const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
   const tokens = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });

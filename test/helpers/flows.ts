@@ -70,7 +70,13 @@ export async function flowWorld(env: Readonly<Record<string, string>> = {}): Pro
     addUser: async (fields = {}) => {
       users += 1;
       const username = fields.username ?? `user${users}`;
-      const user = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse battery', config.passwordHash), createdAt: clock.now(), ...fields });
+      const user = newUserRecord({
+        id: `sub-${username}`,
+        username,
+        passwordHash: await hashPassword('correct horse battery', config.passwordHash),
+        createdAt: clock.now(),
+        ...fields,
+      });
       await store.users.create(user);
       return user;
     },

@@ -4,12 +4,7 @@
  */
 import * as oidc from 'openid-client';
 
-import {
-  GRANT_AUTHORIZATION_CODE,
-  GRANT_DEVICE_CODE,
-  GRANT_REFRESH_TOKEN,
-  type GrantType,
-} from '../../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../../src/core/protocol.ts';
 import { FormBrowser } from './browser.ts';
 import { BrowserAt, poll, startDevice } from './device.ts';
 import { basic, postForm, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './server.ts';
@@ -33,13 +28,19 @@ export async function signIn(server: TestServer, config: oidc.Configuration, use
   // A nonce only where an ID token will carry it back.
   const nonce = scope.split(' ').includes('openid') ? oidc.randomNonce() : undefined;
   const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT_URI, scope, state, ...(nonce ? { nonce } : {}),
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    redirect_uri: REDIRECT_URI,
+    scope,
+    state,
+    ...(nonce ? { nonce } : {}),
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
   });
   const page = await new FormBrowser(server.url).authorize(url.href, user);
   if (!page.location?.startsWith(REDIRECT_URI)) throw new Error(`the sign-in did not reach the client: ${page.status} ${page.html.slice(0, 500)}`);
   return oidc.authorizationCodeGrant(config, new URL(page.location), {
-    pkceCodeVerifier: verifier, expectedState: state, ...(nonce ? { expectedNonce: nonce } : {}),
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+    ...(nonce ? { expectedNonce: nonce } : {}),
   });
 }
 
@@ -51,24 +52,39 @@ export async function signInRaw(server: TestServer, client: TestClient, user: Te
   const verifier = oidc.randomPKCECodeVerifier();
   const url = new URL(`${server.url}/oauth/authorize`);
   url.search = new URLSearchParams({
-    response_type: 'code', client_id: client.clientId, redirect_uri: REDIRECT_URI, scope,
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+    response_type: 'code',
+    client_id: client.clientId,
+    redirect_uri: REDIRECT_URI,
+    scope,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
   }).toString();
   const page = await new FormBrowser(server.url).authorize(url.href, user);
   const code = new URL(page.location ?? 'http://invalid/').searchParams.get('code');
   if (!code) throw new Error(`no code: ${page.status} ${page.location}`);
-  const result = await postForm(`${server.url}/oauth/token`, {
-    grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier,
-  }, { authorization: basic(client.clientId, client.clientSecret) });
+  const result = await postForm(
+    `${server.url}/oauth/token`,
+    {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    },
+    { authorization: basic(client.clientId, client.clientSecret) },
+  );
   if (result.status !== 200) throw new Error(`token exchange failed: ${JSON.stringify(result.body)}`);
   return result.body;
 }
 
 /** A refresh over plain HTTP: status and body. */
 export function refreshRaw(server: TestServer, client: TestClient, refreshToken: string, extra: Record<string, string> = {}) {
-  return postForm(`${server.url}/oauth/token`, { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra }, {
-    authorization: basic(client.clientId, client.clientSecret),
-  });
+  return postForm(
+    `${server.url}/oauth/token`,
+    { grant_type: 'refresh_token', refresh_token: refreshToken, ...extra },
+    {
+      authorization: basic(client.clientId, client.clientSecret),
+    },
+  );
 }
 
 /** What a device's successful poll receives (RFC 8628 §3.5, RFC 6749 §5.1). */

@@ -6,5 +6,12 @@ import type { TestServer } from './server.ts';
 
 /** The management operations' dependencies over a test server's store, as the command gives them. */
 export function manageDeps(server: Pick<TestServer, 'store' | 'config'>): ManageDeps {
-  return { store: server.store, clock: systemClock, config: server.config, caller: OWNER, events: new Events(systemClock, server.store.events, []), tellApps: async () => 0 };
+  return {
+    store: server.store,
+    clock: systemClock,
+    config: server.config,
+    caller: OWNER,
+    events: new Events(systemClock, server.store.events, []),
+    tellApps: async () => 0,
+  };
 }

@@ -52,10 +52,16 @@ function outcomeLine(event: TestEvent): string | null {
     const failureType = event.type === 'test:fail' ? (event.data.details.error as { failureType?: string }).failureType : undefined;
     // As node:test counts them (lib/internal/test_runner/test.js countCompletedTest): a test
     // that timed out is cancelled, not failed.
-    const result = data.skip !== undefined && data.skip !== false ? 'skipped'
-      : data.todo !== undefined && data.todo !== false ? 'todo'
-        : failureType === 'cancelledByParent' || failureType === 'testTimeoutFailure' ? 'cancelled'
-          : event.type === 'test:pass' ? 'pass' : 'fail';
+    const result =
+      data.skip !== undefined && data.skip !== false
+        ? 'skipped'
+        : data.todo !== undefined && data.todo !== false
+          ? 'todo'
+          : failureType === 'cancelledByParent' || failureType === 'testTimeoutFailure'
+            ? 'cancelled'
+            : event.type === 'test:pass'
+              ? 'pass'
+              : 'fail';
     return line({ event: 'end', file: file ?? null, name, nesting, suite: details.type === 'suite', result, ms: details.duration_ms });
   }
   // The whole run's summary (a file's own has its file): the last of the report.

@@ -10,7 +10,14 @@ import { loadConfig, type Config } from '../../src/config/index.ts';
 import { systemClock, type Clock } from '../../src/core/clock.ts';
 import { hashSecret, randomToken } from '../../src/core/crypto.ts';
 import { hashPassword } from '../../src/core/password.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, type ClientAuthMethod, type GrantType, type PkcePolicy, type RequestObjectAlgorithm } from '../../src/core/protocol.ts';
+import {
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  type ClientAuthMethod,
+  type GrantType,
+  type PkcePolicy,
+  type RequestObjectAlgorithm,
+} from '../../src/core/protocol.ts';
 import { openStore } from '../../src/store/open.ts';
 import { newUserRecord, type Store, type UserRecord } from '../../src/store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption } from '../../src/tokens/key-encryption.ts';
@@ -150,9 +157,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     TESSERA_LOG_LEVEL: 'silent',
     // Instances sharing a PostgreSQL database share the key that encrypts its signing keys,
     // as docs/security.md tells a deployment to: here, one derived from the database's name.
-    ...(options.database?.startsWith('postgres')
-      ? { TESSERA_KEY_ENCRYPTION_KEY: createHash('sha256').update(options.database).digest('base64url') }
-      : {}),
+    ...(options.database?.startsWith('postgres') ? { TESSERA_KEY_ENCRYPTION_KEY: createHash('sha256').update(options.database).digest('base64url') } : {}),
     ...TEST_ENV,
     ...options.env,
   });
@@ -168,12 +173,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         throw error;
       });
     await encryptStoredKeys(store.keys, encryption);
-    const keys = new KeyManager(encryptedKeyStore(store.keys, encryption), clock, { leadTimeSeconds: config.keyLeadTimeSeconds, maxTokenLifetimeSeconds: 3600 });
+    const keys = new KeyManager(encryptedKeyStore(store.keys, encryption), clock, {
+      leadTimeSeconds: config.keyLeadTimeSeconds,
+      maxTokenLifetimeSeconds: 3600,
+    });
     await keys.ensureKeys();
     const log = options.log;
-    const logger = log
-      ? { level: 'warn', stream: { write: (line: string) => log(JSON.parse(line) as Record<string, unknown>) } }
-      : false;
+    const logger = log ? { level: 'warn', stream: { write: (line: string) => log(JSON.parse(line) as Record<string, unknown>) } } : false;
     const app = await buildApp({ config, store, keys, encryption, clock, logger });
     await app.ready();
     http.on('request', app.routing);
@@ -240,15 +246,17 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       const username = user.username ?? `user${users}`;
       const password = user.password ?? 'correct horse battery staple';
       const id = `sub-${randomToken(6)}`;
-      await running.store.users.create(newUserRecord({
-        id,
-        username,
-        passwordHash: await hashPassword(password, config.passwordHash),
-        name: user.name === undefined ? 'Ada Lovelace' : user.name,
-        email: user.email === undefined ? `${username}@example.com` : user.email,
-        ...user.profile,
-        createdAt: clock.now(),
-      }));
+      await running.store.users.create(
+        newUserRecord({
+          id,
+          username,
+          passwordHash: await hashPassword(password, config.passwordHash),
+          name: user.name === undefined ? 'Ada Lovelace' : user.name,
+          email: user.email === undefined ? `${username}@example.com` : user.email,
+          ...user.profile,
+          createdAt: clock.now(),
+        }),
+      );
       return { id, username, password };
     },
     async close() {

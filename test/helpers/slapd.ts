@@ -50,25 +50,28 @@ export async function startSlapd(ldif: string): Promise<Slapd> {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-slapd-'));
   mkdirSync(join(dir, 'data'));
   const conf = join(dir, 'slapd.conf');
-  writeFileSync(conf, [
-    `include ${SCHEMA}/core.schema`,
-    `include ${SCHEMA}/cosine.schema`,
-    `include ${SCHEMA}/inetorgperson.schema`,
-    `pidfile ${join(dir, 'slapd.pid')}`,
-    `argsfile ${join(dir, 'slapd.args')}`,
-    'modulepath /usr/lib/ldap',
-    'moduleload back_mdb',
-    'database mdb',
-    'maxsize 10485760',
-    `suffix "${LDAP_SUFFIX}"`,
-    `rootdn "${LDAP_ADMIN}"`,
-    `rootpw "${LDAP_ADMIN_PASSWORD}"`,
-    `directory ${join(dir, 'data')}`,
-    // People's passwords are for binding as them only; the service account reads the rest.
-    'access to attrs=userPassword by self =w by anonymous auth by * none',
-    `access to * by dn.exact="${LDAP_ADMIN}" read by users read by * none`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    conf,
+    [
+      `include ${SCHEMA}/core.schema`,
+      `include ${SCHEMA}/cosine.schema`,
+      `include ${SCHEMA}/inetorgperson.schema`,
+      `pidfile ${join(dir, 'slapd.pid')}`,
+      `argsfile ${join(dir, 'slapd.args')}`,
+      'modulepath /usr/lib/ldap',
+      'moduleload back_mdb',
+      'database mdb',
+      'maxsize 10485760',
+      `suffix "${LDAP_SUFFIX}"`,
+      `rootdn "${LDAP_ADMIN}"`,
+      `rootpw "${LDAP_ADMIN_PASSWORD}"`,
+      `directory ${join(dir, 'data')}`,
+      // People's passwords are for binding as them only; the service account reads the rest.
+      'access to attrs=userPassword by self =w by anonymous auth by * none',
+      `access to * by dn.exact="${LDAP_ADMIN}" read by users read by * none`,
+      '',
+    ].join('\n'),
+  );
   const seed = join(dir, 'seed.ldif');
   writeFileSync(seed, `dn: ${LDAP_SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\no: Example\ndc: example\n\n${ldif}`);
   const seeded = spawnSync(SLAPADD, ['-f', conf, '-l', seed], { encoding: 'utf8' });
@@ -101,7 +104,12 @@ export async function startSlapd(ldif: string): Promise<Slapd> {
       // The stop takes hold when one of slapd's threads is next scheduled and passes it on to
       // the others; until then another thread may still answer (on a busy machine, tens of
       // milliseconds: a directory sign-in once succeeded in between). Linux shows each thread.
-      const stopped = () => readdirSync(`/proc/${running.pid}/task`).every((thread) => readFileSync(`/proc/${running.pid}/task/${thread}/stat`, 'utf8').replace(/^.*\) /s, '').startsWith('T'));
+      const stopped = () =>
+        readdirSync(`/proc/${running.pid}/task`).every((thread) =>
+          readFileSync(`/proc/${running.pid}/task/${thread}/stat`, 'utf8')
+            .replace(/^.*\) /s, '')
+            .startsWith('T'),
+        );
       await until('every slapd thread to stop on SIGSTOP', stopped, 5000, 5);
     },
     resume: () => void running.kill('SIGCONT'),

@@ -22,7 +22,9 @@ export interface TestSmtpServer {
   close(): Promise<void>;
 }
 
-export async function startSmtpServer(options: { readonly port?: number; readonly delayMs?: number; readonly refuse?: () => boolean } = {}): Promise<TestSmtpServer> {
+export async function startSmtpServer(
+  options: { readonly port?: number; readonly delayMs?: number; readonly refuse?: () => boolean } = {},
+): Promise<TestSmtpServer> {
   const received: ReceivedMail[] = [];
   const waiting: (() => void)[] = [];
   const serverOptions: SMTPServerOptions = {

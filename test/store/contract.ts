@@ -235,11 +235,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     async function givenApprovedDevice(overrides: Partial<DeviceAuthorizationRecord> = {}): Promise<DeviceAuthorizationRecord> {
       const record = await givenDevice(overrides);
       const user = await givenUser();
-      const decided = await store.devices.decide(
-        record.userCode,
-        { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') },
-        T0 + MINUTE,
-      );
+      const decided = await store.devices.decide(record.userCode, { approve: true, userId: user.id, authTime: T0, grantId: unique('grant') }, T0 + MINUTE);
       assert.ok(decided);
       return decided;
     }
@@ -316,7 +312,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
 
       it('keeps a private_key_jwt client with its keys, and one allowed to go without PKCE', async () => {
-        const jwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'k1' }] };
+        const jwks = {
+          keys: [{ kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'k1' }],
+        };
         const withKeys = await givenClient({ secretHash: null, authMethod: 'private_key_jwt', jwks });
         assert.deepEqual(await store.clients.get(withKeys.id), withKeys);
         const withUri = await givenClient({ secretHash: null, authMethod: 'private_key_jwt', jwksUri: 'https://app.example/jwks.json', pkce: 'optional' });
@@ -327,7 +325,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const client = await givenClient({ pkce: 'optional-without-nonce', requestObjectSigningAlg: 'RS256' });
         assert.deepEqual(await store.clients.get(client.id), client);
         const { id, createdAt, version: _, requestObjectSigningAlg: __, ...fields } = client;
-        assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'optional', requestObjectSigningAlg: 'none' }), { id, createdAt, ...fields, version: 2, pkce: 'optional', requestObjectSigningAlg: 'none' });
+        assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'optional', requestObjectSigningAlg: 'none' }), {
+          id,
+          createdAt,
+          ...fields,
+          version: 2,
+          pkce: 'optional',
+          requestObjectSigningAlg: 'none',
+        });
         assert.deepEqual(await store.clients.update(id, { ...fields, pkce: 'required' }), { id, createdAt, ...fields, version: 3, pkce: 'required' });
       });
 
@@ -335,7 +340,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const client = await givenClient({ grantTypes: [GRANT_TOKEN_EXCHANGE], exchangeAudiences: ['https://prints.example', 'urn:example:ledger'] });
         assert.deepEqual(await store.clients.get(client.id), client);
         const { id, createdAt, version: _, exchangeAudiences: __, ...fields } = client;
-        assert.deepEqual(await store.clients.update(id, { ...fields, grantTypes: [GRANT_AUTHORIZATION_CODE] }), { id, createdAt, ...fields, grantTypes: [GRANT_AUTHORIZATION_CODE], version: 2 });
+        assert.deepEqual(await store.clients.update(id, { ...fields, grantTypes: [GRANT_AUTHORIZATION_CODE] }), {
+          id,
+          createdAt,
+          ...fields,
+          grantTypes: [GRANT_AUTHORIZATION_CODE],
+          version: 2,
+        });
       });
 
       it('takes the defaults for a client registered without the newer fields: none when public, Basic with a secret', async () => {
@@ -544,7 +555,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const user = await givenUser();
         assert.equal(await store.users.touch(user.id, user.updatedAt + 1, user.updatedAt + 5), false, 'another version');
         assert.equal((await store.users.get(user.id))?.updatedAt, user.updatedAt);
-        const both = await Promise.all([store.users.touch(user.id, user.updatedAt, user.updatedAt + 7), store.users.touch(user.id, user.updatedAt, user.updatedAt + 9)]);
+        const both = await Promise.all([
+          store.users.touch(user.id, user.updatedAt, user.updatedAt + 7),
+          store.users.touch(user.id, user.updatedAt, user.updatedAt + 9),
+        ]);
         assert.deepEqual(both.filter(Boolean), [true], 'one of the two');
         assert.ok([user.updatedAt + 7, user.updatedAt + 9].includes((await store.users.get(user.id))!.updatedAt));
         assert.equal(await store.users.touch('no-such-user', 0, 1), false);
@@ -631,9 +645,15 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('remembers one grant per user and client: a later approval grows its scope and renews it', async () => {
         const [client, user] = [await givenClient(), await givenUser()];
         assert.equal(await store.grants.findRemembered(user.id, client.id), null);
-        const first = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid', 'profile'], authTime: T0 - MINUTE }, T0);
+        const first = await store.grants.remember(
+          { id: unique('grant'), userId: user.id, clientId: client.id, scope: ['openid', 'profile'], authTime: T0 - MINUTE },
+          T0,
+        );
         assert.deepEqual([first.remembered, first.renewedAt, first.kind, first.createdAt], [true, T0, GRANT_AUTHORIZATION_CODE, T0]);
-        const grown = await store.grants.remember({ id: unique('grant'), userId: user.id, clientId: client.id, scope: ['email', 'openid'], authTime: T0 }, T0 + HOUR);
+        const grown = await store.grants.remember(
+          { id: unique('grant'), userId: user.id, clientId: client.id, scope: ['email', 'openid'], authTime: T0 },
+          T0 + HOUR,
+        );
         assert.equal(grown.id, first.id);
         assert.deepEqual([...grown.scope].sort(), ['email', 'openid', 'profile']);
         assert.deepEqual([grown.createdAt, grown.renewedAt, grown.authTime], [T0, T0 + HOUR, T0]);
@@ -772,7 +792,12 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('redeems the codes of one turn each by its own rules (PostgreSQL redeems them in one statement)', async () => {
         const [good, late, wrongChallenge, bound, boundWrongKey, spent] = [
-          await givenCode(), await givenCode(), await givenCode(), await givenCode({ dpopJkt: 'jkt-1' }), await givenCode({ dpopJkt: 'jkt-2' }), await givenCode(),
+          await givenCode(),
+          await givenCode(),
+          await givenCode(),
+          await givenCode({ dpopJkt: 'jkt-1' }),
+          await givenCode({ dpopJkt: 'jkt-2' }),
+          await givenCode(),
         ];
         await store.codes.consume(spent.hash, bindingOf(spent), T0 + SECOND);
         const results = await Promise.all([
@@ -790,9 +815,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('gives a code to exactly one of 20 concurrent redeemers', async () => {
         const code = await givenCode();
-        const results = await Promise.all(
-          Array.from({ length: 20 }, () => store.codes.consume(code.hash, bindingOf(code), T0 + SECOND)),
-        );
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.codes.consume(code.hash, bindingOf(code), T0 + SECOND)));
         const winners = results.filter((result) => result !== null);
         assert.equal(winners.length, 1);
         assert.deepEqual(winners[0], { ...code, consumedAt: T0 + SECOND });
@@ -850,7 +873,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(grant?.lastUsedAt, T0 + SECOND);
         assert.equal(grant?.activeUntil, T0 + HOUR);
         assert.deepEqual(await store.refreshTokens.find(refreshToken.hash), refreshToken);
-        assert.deepEqual((await store.events.list({ clientId: code.clientId, limit: 10 })).map((stored) => stored.id), [event.id]);
+        assert.deepEqual(
+          (await store.events.list({ clientId: code.clientId, limit: 10 })).map((stored) => stored.id),
+          [event.id],
+        );
         // The second redemption writes nothing.
         const again = { ...writes, refreshToken: refreshFor(code), event: redeemedEvent(code), activeUntil: T0 + 2 * HOUR };
         assert.equal(await store.codes.redeem(code.hash, bindingOf(code), T0 + 2 * SECOND, again), null);
@@ -892,18 +918,37 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const client = await givenClient();
         const user = await givenUser();
         const grant = await givenGrant(client.id, user.id);
-        const [first, second, wrong] = [await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id }), await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id }), await givenCode()];
+        const [first, second, wrong] = [
+          await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id }),
+          await givenCode({ clientId: client.id, userId: user.id, grantId: grant.id }),
+          await givenCode(),
+        ];
         const broken = await givenCode();
         const taken = await givenRefreshToken();
         const results = await Promise.allSettled([
-          store.codes.redeem(first.hash, bindingOf(first), T0 + SECOND, { activeUntil: T0 + HOUR, event: redeemedEvent(first), sessionClient: { sid: 'sid-turn', expiresAt: T0 + HOUR } }),
-          store.codes.redeem(second.hash, bindingOf(second), T0 + 2 * SECOND, { activeUntil: T0 + 2 * HOUR, event: redeemedEvent(second), sessionClient: { sid: 'sid-turn', expiresAt: T0 + 2 * HOUR } }),
-          store.codes.redeem(wrong.hash, { ...bindingOf(wrong), redirectUri: 'https://app.example/other' }, T0 + SECOND, { activeUntil: T0 + HOUR, event: redeemedEvent(wrong) }),
-          store.codes.redeem(broken.hash, bindingOf(broken), T0 + SECOND, { activeUntil: T0 + HOUR, refreshToken: { ...refreshFor(broken), hash: taken.hash } }),
+          store.codes.redeem(first.hash, bindingOf(first), T0 + SECOND, {
+            activeUntil: T0 + HOUR,
+            event: redeemedEvent(first),
+            sessionClient: { sid: 'sid-turn', expiresAt: T0 + HOUR },
+          }),
+          store.codes.redeem(second.hash, bindingOf(second), T0 + 2 * SECOND, {
+            activeUntil: T0 + 2 * HOUR,
+            event: redeemedEvent(second),
+            sessionClient: { sid: 'sid-turn', expiresAt: T0 + 2 * HOUR },
+          }),
+          store.codes.redeem(wrong.hash, { ...bindingOf(wrong), redirectUri: 'https://app.example/other' }, T0 + SECOND, {
+            activeUntil: T0 + HOUR,
+            event: redeemedEvent(wrong),
+          }),
+          store.codes.redeem(broken.hash, bindingOf(broken), T0 + SECOND, {
+            activeUntil: T0 + HOUR,
+            refreshToken: { ...refreshFor(broken), hash: taken.hash },
+          }),
         ]);
-        assert.deepEqual(results.slice(0, 3).map((result) => (result.status === 'fulfilled' ? result.value : result.reason)), [
-          { ...first, consumedAt: T0 + SECOND }, { ...second, consumedAt: T0 + 2 * SECOND }, null,
-        ]);
+        assert.deepEqual(
+          results.slice(0, 3).map((result) => (result.status === 'fulfilled' ? result.value : result.reason)),
+          [{ ...first, consumedAt: T0 + SECOND }, { ...second, consumedAt: T0 + 2 * SECOND }, null],
+        );
         assert.equal(results[3]?.status, 'rejected');
         assert.deepEqual(await store.codes.find(broken.hash), broken);
         const used = await store.grants.get(grant.id);
@@ -917,7 +962,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('gives a code and its writes to exactly one of 20 concurrent redeemers', async () => {
         const code = await givenCode();
         const events = Array.from({ length: 20 }, () => redeemedEvent(code));
-        const results = await Promise.all(events.map((event) => store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event })));
+        const results = await Promise.all(
+          events.map((event) => store.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event })),
+        );
         assert.equal(results.filter((result) => result !== null).length, 1);
         assert.equal((await store.events.list({ clientId: code.clientId, limit: 30 })).length, 1);
       });
@@ -925,10 +972,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('redeems inside a transaction, and a rollback undoes the redemption and its writes', async () => {
         const code = await givenCode();
         const event = redeemedEvent(code);
-        await assert.rejects(store.transaction(async (tx) => {
-          assert.ok(await tx.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event }));
-          throw new Error('changed its mind');
-        }), /changed its mind/);
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            assert.ok(await tx.codes.redeem(code.hash, bindingOf(code), T0 + SECOND, { activeUntil: T0 + HOUR, event }));
+            throw new Error('changed its mind');
+          }),
+          /changed its mind/,
+        );
         assert.deepEqual(await store.codes.find(code.hash), code);
         assert.deepEqual(await store.events.list({ clientId: code.clientId, limit: 10 }), []);
       });
@@ -957,7 +1007,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.ok(![approved, expired].some((record) => ours.some((listed) => listed.userCode === record.userCode)));
         assert.equal((await store.devices.listPending(T0 + MINUTE, 1)).length, 1);
         await store.devices.decide(first.userCode, { approve: false }, T0 + MINUTE);
-        assert.deepEqual((await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id), [later]);
+        assert.deepEqual(
+          (await store.devices.listPending(T0 + MINUTE, 1000)).filter((record) => record.clientId === client.id),
+          [later],
+        );
       });
 
       it('refuses a user code that a live record holds, and stores nothing', async () => {
@@ -983,9 +1036,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('stores a user code for exactly one of 10 concurrent creators', async () => {
         const client = await givenClient();
         const code = userCode();
-        const results = await Promise.all(
-          Array.from({ length: 10 }, () => store.devices.create(deviceRecord(client.id, { userCode: code }))),
-        );
+        const results = await Promise.all(Array.from({ length: 10 }, () => store.devices.create(deviceRecord(client.id, { userCode: code }))));
         assert.equal(results.filter(Boolean).length, 1);
       });
 
@@ -1042,7 +1093,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const withoutEvent = deviceRecord(client.id);
         const events = new Map([fresh, clash, orphan].map((record) => [record, started(record)]));
         const results = await Promise.allSettled([fresh, clash, orphan, withoutEvent].map((record) => store.devices.create(record, events.get(record))));
-        assert.deepEqual(results.map((result) => (result.status === 'fulfilled' ? result.value : 'rejected')), [true, false, 'rejected', true]);
+        assert.deepEqual(
+          results.map((result) => (result.status === 'fulfilled' ? result.value : 'rejected')),
+          [true, false, 'rejected', true],
+        );
         const byId = (a: AuditEvent, b: AuditEvent) => a.id.localeCompare(b.id);
         assert.deepEqual(
           (await store.events.list({ clientId: client.id, limit: 10 })).sort(byId),
@@ -1206,7 +1260,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           // The first poll that found it expired keeps its time: the flow records the expiry once.
           assert.equal(afterExpiry?.record.lastPolledAt, expiry);
           const alone = await givenDevice();
-          const [first, second] = [await store.devices.poll(alone.deviceCodeHash, alone.clientId, expiry), await store.devices.poll(alone.deviceCodeHash, alone.clientId, expiry + 1)];
+          const [first, second] = [
+            await store.devices.poll(alone.deviceCodeHash, alone.clientId, expiry),
+            await store.devices.poll(alone.deviceCodeHash, alone.clientId, expiry + 1),
+          ];
           assert.deepEqual([first?.record.lastPolledAt, second?.record.lastPolledAt], [expiry, expiry]);
         });
 
@@ -1240,9 +1297,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
         it('gives exactly one issue to 20 concurrent polls of an approved record never polled before', async () => {
           const approved = await givenApprovedDevice();
-          const results = await Promise.all(
-            Array.from({ length: 20 }, () => store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE)),
-          );
+          const results = await Promise.all(Array.from({ length: 20 }, () => store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 2 * MINUTE)));
           const outcomes = results.map((result) => result?.outcome);
           assert.equal(outcomes.filter((outcome) => outcome === 'issue').length, 1);
           assert.equal(outcomes.filter((outcome) => outcome === 'consumed').length, 19);
@@ -1250,9 +1305,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
         it('gives exactly one issue to 20 concurrent polls of an approved record last polled long ago', async () => {
           const approved = await givenApprovedDevice({ lastPolledAt: T0 + 10 * SECOND });
-          const results = await Promise.all(
-            Array.from({ length: 20 }, () => store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 5 * MINUTE)),
-          );
+          const results = await Promise.all(Array.from({ length: 20 }, () => store.devices.poll(approved.deviceCodeHash, approved.clientId, T0 + 5 * MINUTE)));
           const outcomes = results.map((result) => result?.outcome);
           assert.equal(outcomes.filter((outcome) => outcome === 'issue').length, 1);
           assert.equal(outcomes.filter((outcome) => outcome === 'consumed').length, 19);
@@ -1414,7 +1467,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.pushedRequests.decide(record.hash, record.clientId, 'browser-a', T0), null, 'not claimed yet');
         await store.pushedRequests.claim(record.hash, record.clientId, 'browser-a', T0, T0 + HOUR);
         assert.equal(await store.pushedRequests.decide(record.hash, record.clientId, 'browser-b', T0 + SECOND), null);
-        const results = await Promise.all(Array.from({ length: 10 }, () => store.pushedRequests.decide(record.hash, record.clientId, 'browser-a', T0 + SECOND)));
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () => store.pushedRequests.decide(record.hash, record.clientId, 'browser-a', T0 + SECOND)),
+        );
         assert.equal(results.filter((result) => result !== null).length, 1);
         assert.equal(await store.pushedRequests.resume(record.hash, record.clientId, 'browser-a', T0 + 2 * SECOND), null);
       });
@@ -1466,12 +1521,31 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
             // The same grant twice in one turn: the later time wins, as it would one call after the other.
             store.grants.recordUse(live.id, T0 + 3 * MINUTE, T0 + 3 * HOUR),
           ]),
-          Promise.all(['first', 'second', 'third'].map((name) =>
-            store.events.add({ id: unique('event'), type: 'code.redeemed', at: T0 + 5, userId: ada.id, username: name, clientId: client.id, grantId: live.id, ip: null, userAgent: null, detail: {} }),
-          )),
+          Promise.all(
+            ['first', 'second', 'third'].map((name) =>
+              store.events.add({
+                id: unique('event'),
+                type: 'code.redeemed',
+                at: T0 + 5,
+                userId: ada.id,
+                username: name,
+                clientId: client.id,
+                grantId: live.id,
+                ip: null,
+                userAgent: null,
+                detail: {},
+              }),
+            ),
+          ),
         ]);
-        assert.deepEqual(users.map((user) => user?.id ?? null), [ada.id, bob.id, null, ada.id]);
-        assert.deepEqual(grants.map((grant) => grant?.id ?? null), [live.id, null, other.id]);
+        assert.deepEqual(
+          users.map((user) => user?.id ?? null),
+          [ada.id, bob.id, null, ada.id],
+        );
+        assert.deepEqual(
+          grants.map((grant) => grant?.id ?? null),
+          [live.id, null, other.id],
+        );
         assert.deepEqual(uses, [true, true, false, false, true]);
         assert.deepEqual(events, [undefined, undefined, undefined]);
         assert.deepEqual(await store.grants.get(live.id), { ...live, lastUsedAt: T0 + 3 * MINUTE, activeUntil: T0 + 3 * HOUR });
@@ -1514,7 +1588,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.refreshTokens.find(token.hash), rotated);
       });
 
-      it("returns null and leaves the token unrotated when another client presents it", async () => {
+      it('returns null and leaves the token unrotated when another client presents it', async () => {
         const token = await givenRefreshToken();
         const other = await givenClient();
         assert.equal(await store.refreshTokens.rotate(token.hash, other.id, T0), null);
@@ -1541,9 +1615,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('rotates a token for exactly one of 20 concurrent callers', async () => {
         const token = await givenRefreshToken();
-        const results = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => store.refreshTokens.rotate(token.hash, token.clientId, T0 + i)),
-        );
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.refreshTokens.rotate(token.hash, token.clientId, T0 + i)));
         const winners = results.filter((result) => result !== null);
         assert.equal(winners.length, 1);
         assert.deepEqual(await store.refreshTokens.find(token.hash), winners[0]);
@@ -1607,11 +1679,22 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           { key: ipKey, hits: 1, endsAt: T0 + 2 * MINUTE },
           { key: userKey, hits: 2, endsAt: T0 + MINUTE },
         ]);
-        assert.deepEqual((await store.rateLimits.listOpen(`${prefix}user:a_b`, T0, 10)).map((w) => w.key), [userKey], '_ and % are literal');
-        assert.deepEqual((await store.rateLimits.listOpen(`${prefix}user:a%`, T0, 10)).map((w) => w.key), []);
+        assert.deepEqual(
+          (await store.rateLimits.listOpen(`${prefix}user:a_b`, T0, 10)).map((w) => w.key),
+          [userKey],
+          '_ and % are literal',
+        );
+        assert.deepEqual(
+          (await store.rateLimits.listOpen(`${prefix}user:a%`, T0, 10)).map((w) => w.key),
+          [],
+        );
         assert.equal((await store.rateLimits.listOpen(prefix, T0 + SECOND, 1)).length, 1, 'bounded');
         await store.rateLimits.release(ipKey, T0 + SECOND);
-        assert.deepEqual((await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10)).map((w) => w.key), [userKey], 'a window counting nothing is no lockout');
+        assert.deepEqual(
+          (await store.rateLimits.listOpen(prefix, T0 + 2 * SECOND, 10)).map((w) => w.key),
+          [userKey],
+          'a window counting nothing is no lockout',
+        );
         assert.equal(await store.rateLimits.remove(userKey), true);
         assert.equal(await store.rateLimits.remove(userKey), false);
         assert.equal(await store.rateLimits.count(userKey, MINUTE, T0 + SECOND), 0);
@@ -1676,8 +1759,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await store.keys.add(key);
         await store.keys.schedule(key.kid, T0 + 2 * HOUR, T0 + 3 * HOUR);
         const scheduled = { ...key, retiresAt: T0 + 2 * HOUR, expiresAt: T0 + 3 * HOUR };
-        const publishedAt = async (now: number) =>
-          (await store.keys.listPublished(now)).find((published) => published.kid === key.kid);
+        const publishedAt = async (now: number) => (await store.keys.listPublished(now)).find((published) => published.kid === key.kid);
         assert.deepEqual(await publishedAt(T0 + 2 * HOUR), scheduled);
         assert.deepEqual(await publishedAt(T0 + 3 * HOUR - 1), scheduled);
         assert.equal(await publishedAt(T0 + 3 * HOUR), undefined);
@@ -1685,7 +1767,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('ignores scheduling an unknown key', async () => {
         await store.keys.schedule('no-such-kid', T0, T0);
-        assert.equal((await store.keys.listPublished(0)).some((key) => key.kid === 'no-such-kid'), false);
+        assert.equal(
+          (await store.keys.listPublished(0)).some((key) => key.kid === 'no-such-kid'),
+          false,
+        );
       });
     });
 
@@ -1697,7 +1782,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.equal(await store.users.update(user.id, { email: null, emailVerified: false, locale: null }, T0 + 2 * MINUTE), true);
         const cleared = { ...user, name: 'Ada Lovelace', email: null, emailVerified: false, locale: null, updatedAt: T0 + 2 * MINUTE };
         assert.deepEqual(await store.users.get(user.id), cleared);
-        const changes = { givenName: 'Augusta Ada', familyName: 'King', emailVerified: true, zoneinfo: 'Europe/Paris', picture: 'https://example.com/a.png', locale: 'fr-FR' };
+        const changes = {
+          givenName: 'Augusta Ada',
+          familyName: 'King',
+          emailVerified: true,
+          zoneinfo: 'Europe/Paris',
+          picture: 'https://example.com/a.png',
+          locale: 'fr-FR',
+        };
         assert.equal(await store.users.update(user.id, changes, T0 + 3 * MINUTE), true);
         assert.deepEqual(await store.users.get(user.id), { ...cleared, ...changes, updatedAt: T0 + 3 * MINUTE });
         assert.equal(await store.users.update('no-such-user', { name: 'x' }, T0), false);
@@ -1714,7 +1806,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const user = await givenUser();
         assert.deepEqual(await store.users.get(user.id), user, 'read back as created');
         const address = { formatted: 'Ockham Park\nSurrey', country: 'GB' };
-        const changes = { nickname: 'Countess', website: null, birthdate: '0000-12-10', phoneNumber: '+1 (425) 555-1212;ext=5678', phoneNumberVerified: false, address };
+        const changes = {
+          nickname: 'Countess',
+          website: null,
+          birthdate: '0000-12-10',
+          phoneNumber: '+1 (425) 555-1212;ext=5678',
+          phoneNumberVerified: false,
+          address,
+        };
         assert.equal(await store.users.update(user.id, changes, T0 + MINUTE), true);
         assert.deepEqual(await store.users.get(user.id), { ...user, ...changes, updatedAt: T0 + MINUTE });
         assert.equal(await store.users.update(user.id, { address: null, gender: 'diverse' }, T0 + 2 * MINUTE), true);
@@ -1743,7 +1842,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const [user, other] = [await givenUser(), await givenUser()];
         const [first, second, kept] = [await givenSession(user.id), await givenSession(user.id), await givenSession(user.id)];
         const others = await givenSession(other.id);
-        assert.deepEqual((await store.sessions.removeForUser(user.id, kept.idHash)).map((session) => session.idHash).sort(), [first.idHash, second.idHash].sort());
+        assert.deepEqual(
+          (await store.sessions.removeForUser(user.id, kept.idHash)).map((session) => session.idHash).sort(),
+          [first.idHash, second.idHash].sort(),
+        );
         assert.equal(await store.sessions.get(first.idHash, T0), null);
         assert.equal(await store.sessions.get(second.idHash, T0), null);
         assert.deepEqual(await store.sessions.get(kept.idHash, T0), kept);
@@ -1786,7 +1888,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await store.passwordResets.create(reset);
         assert.deepEqual(await store.passwordResets.find(reset.tokenHash, T0), reset);
         const [a, b] = await Promise.all([store.passwordResets.consume(reset.tokenHash, T0 + 1), store.passwordResets.consume(reset.tokenHash, T0 + 1)]);
-        assert.deepEqual([a, b].filter((record) => record !== null), [{ ...reset, usedAt: T0 + 1 }]);
+        assert.deepEqual(
+          [a, b].filter((record) => record !== null),
+          [{ ...reset, usedAt: T0 + 1 }],
+        );
         assert.equal(await store.passwordResets.find(reset.tokenHash, T0 + 2), null);
 
         const late = { ...reset, tokenHash: unique('reset') };
@@ -1836,7 +1941,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('returns stored events with every field, newest first, filtered by user, username, client, type and time', async () => {
         const [userId, clientId] = [unique('user-id'), unique('client-id')];
         const signIn = event({ userId, username: 'alice', ip: '192.0.2.1', userAgent: 'Firefox', at: T0 + 1 });
-        const consent = event({ type: 'consent.given', userId, clientId, grantId: unique('grant'), at: T0 + 2, detail: { scope: 'openid', n: 1, ok: true, none: null } });
+        const consent = event({
+          type: 'consent.given',
+          userId,
+          clientId,
+          grantId: unique('grant'),
+          at: T0 + 2,
+          detail: { scope: 'openid', n: 1, ok: true, none: null },
+        });
         const failed = event({ type: 'signin.failed', username: 'alice', at: T0 + 3, detail: { reason: 'unknown_user' } });
         const other = event({ type: 'consent.given', userId: unique('user-id'), clientId, at: T0 + 4 });
         for (const stored of [signIn, consent, failed, other]) await store.events.add(stored);
@@ -1863,10 +1975,23 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('counts events by type from a time on', async () => {
         // Far from every other case's events, so that only these are counted.
         const from = Date.UTC(2090, 0, 1);
-        for (const [type, at] of [['signin.succeeded', from - 1], ['signin.succeeded', from], ['signin.succeeded', from + 5], ['signin.failed', from + 1], ['device.started', from + 2]] as const) {
+        for (const [type, at] of [
+          ['signin.succeeded', from - 1],
+          ['signin.succeeded', from],
+          ['signin.succeeded', from + 5],
+          ['signin.failed', from + 1],
+          ['device.started', from + 2],
+        ] as const) {
           await store.events.add(event({ type, at }));
         }
-        assert.deepEqual(await store.events.countByType(from), new Map([['signin.succeeded', 2], ['signin.failed', 1], ['device.started', 1]]));
+        assert.deepEqual(
+          await store.events.countByType(from),
+          new Map([
+            ['signin.succeeded', 2],
+            ['signin.failed', 1],
+            ['device.started', 1],
+          ]),
+        );
         assert.deepEqual(await store.events.countByType(from + 3), new Map([['signin.succeeded', 1]]));
         assert.deepEqual(await store.events.countByType(from + 6), new Map());
       });
@@ -1907,10 +2032,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const device = { clientId: client.id, createdAt: start };
         const [deviceGone, deviceKept] = [await givenDevice({ ...device, ...expired }), await givenDevice({ ...device, ...atCutoff })];
         const session = { createdAt: start };
-        const [sessionGone, sessionKept] = [
-          await givenSession(user.id, { ...session, ...expired }),
-          await givenSession(user.id, { ...session, ...atCutoff }),
-        ];
+        const [sessionGone, sessionKept] = [await givenSession(user.id, { ...session, ...expired }), await givenSession(user.id, { ...session, ...atCutoff })];
         const [windowGone, windowKept] = [unique('key'), unique('key')];
         await store.rateLimits.hit(windowGone, HOUR, start - 1);
         await store.rateLimits.hit(windowKept, HOUR, start);
@@ -2077,8 +2199,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const own = await givenClient();
         const registered = await givenClient({ registeredBy: 'metadata_document' });
         const listed = await store.clients.listOperatorClients();
-        assert.deepEqual(listed.find((client) => client.id === own.id), own);
-        assert.equal(listed.some((client) => client.id === registered.id), false);
+        assert.deepEqual(
+          listed.find((client) => client.id === own.id),
+          own,
+        );
+        assert.equal(
+          listed.some((client) => client.id === registered.id),
+          false,
+        );
         assert.ok(listed.every((client) => client.registeredBy === undefined));
       });
 
@@ -2140,7 +2268,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await store.metadataDocuments.put(refusal);
         assert.deepEqual(await store.metadataDocuments.get(url, T0 + SECOND), refusal);
         assert.equal(await store.metadataDocuments.get(url, T0 + MINUTE), null);
-        const taken = { url, document: { client_id: url, redirect_uris: ['https://app.example/cb'] }, problem: null, fetchedAt: T0 + MINUTE, expiresAt: T0 + HOUR };
+        const taken = {
+          url,
+          document: { client_id: url, redirect_uris: ['https://app.example/cb'] },
+          problem: null,
+          fetchedAt: T0 + MINUTE,
+          expiresAt: T0 + HOUR,
+        };
         await store.metadataDocuments.put(taken);
         assert.deepEqual(await store.metadataDocuments.get(url, T0 + MINUTE), taken);
       });
@@ -2185,7 +2319,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.resources.get(api.identifier), api);
         assert.deepEqual(await store.resources.get(other.identifier), other);
         const listed = await store.resources.list();
-        assert.deepEqual(listed.filter((item) => item.identifier === api.identifier || item.identifier === other.identifier), [api, other]);
+        assert.deepEqual(
+          listed.filter((item) => item.identifier === api.identifier || item.identifier === other.identifier),
+          [api, other],
+        );
         assert.equal(await store.resources.get('https://unknown.example/'), null);
       });
 
@@ -2222,14 +2359,24 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('changes the name, token lifetime and scopes of a resource; a scope name another resource holds is refused', async () => {
         const api = resource();
         await register(api);
-        const scopes = [{ name: api.scopes[1]!.name, description: 'Change things' }, { name: `${api.scopes[0]!.name}-new`, description: 'New' }];
+        const scopes = [
+          { name: api.scopes[1]!.name, description: 'Change things' },
+          { name: `${api.scopes[0]!.name}-new`, description: 'New' },
+        ];
         assert.equal(await store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Renamed', accessTokenTtl: null, scopes })), true);
         assert.deepEqual(await store.resources.get(api.identifier), { ...api, name: 'Renamed', accessTokenTtl: null, scopes });
         // The dropped name is free again.
         const taker = resource({ scopes: [{ name: api.scopes[0]!.name, description: 'Mine now' }] });
         await register(taker);
-        await assert.rejects(store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Again', scopes: [...scopes, taker.scopes[0]!] })), DuplicateError);
-        assert.deepEqual(await store.resources.get(api.identifier), { ...api, name: 'Renamed', accessTokenTtl: null, scopes }, 'the transaction took nothing of it');
+        await assert.rejects(
+          store.transaction((tx) => tx.resources.update(api.identifier, { name: 'Again', scopes: [...scopes, taker.scopes[0]!] })),
+          DuplicateError,
+        );
+        assert.deepEqual(
+          await store.resources.get(api.identifier),
+          { ...api, name: 'Renamed', accessTokenTtl: null, scopes },
+          'the transaction took nothing of it',
+        );
         assert.equal(await store.transaction((tx) => tx.resources.update('https://unknown.example/', { scopes })), false);
       });
 
@@ -2269,7 +2416,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await assert.rejects(store.codes.create({ ...orphan, grantId: 'no-such-grant' }), MissingReferenceError);
         await assert.rejects(store.codes.create({ ...orphan, clientId: 'no-such-client' }), MissingReferenceError);
         await assert.rejects(store.codes.create({ ...orphan, userId: 'no-such-user' }), MissingReferenceError);
-        const session = { idHash: unique('session-hash'), sid: unique('sid'), userId: 'no-such-user', authTime: T0, createdAt: T0, expiresAt: T0 + HOUR, ip: null, userAgent: null };
+        const session = {
+          idHash: unique('session-hash'),
+          sid: unique('sid'),
+          userId: 'no-such-user',
+          authTime: T0,
+          createdAt: T0,
+          expiresAt: T0 + HOUR,
+          ip: null,
+          userAgent: null,
+        };
         await assert.rejects(store.sessions.create(session), MissingReferenceError);
         assert.equal(await store.codes.find(orphan.hash), null);
       });
@@ -2396,7 +2552,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
             }),
           ),
         );
-        assert.deepEqual(results.map((result) => result.status), pairs.map((_, i) => (i % 2 === 1 ? 'rejected' : 'fulfilled')));
+        assert.deepEqual(
+          results.map((result) => result.status),
+          pairs.map((_, i) => (i % 2 === 1 ? 'rejected' : 'fulfilled')),
+        );
         for (const [i, { grant, code }] of pairs.entries()) {
           assert.deepEqual(await store.grants.get(grant.id), i % 2 === 1 ? null : grant);
           assert.deepEqual(await store.codes.find(code.hash), i % 2 === 1 ? null : code);

@@ -14,8 +14,15 @@ export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecor
     requirePar: false,
     deviceNetworks: [],
     createdAt: Date.UTC(2026, 0, 1),
-    authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
-    firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+    authMethod: 'none',
+    previousSecretHash: null,
+    previousSecretExpiresAt: null,
+    jwksUri: null,
+    jwks: null,
+    pkce: 'required',
+    firstParty: false,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: null,
     ...overrides,
   };
 }

@@ -83,7 +83,10 @@ describe('SQLite group commit', () => {
         store.clients.create(deviceClient('taken')),
         store.clients.create(deviceClient('second')),
       ]);
-      assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled']);
+      assert.deepEqual(
+        results.map((result) => result.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
       assert.ok((results[1] as PromiseRejectedResult).reason instanceof DuplicateError);
     } finally {
       await store.close();
@@ -152,7 +155,13 @@ describe('SQLite group commit', () => {
       await assert.rejects(queued, RolledBackError);
       // The write that waited for the transaction was never part of it.
       await waiting;
-      assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
+      assert.deepEqual(
+        db
+          .prepare('SELECT v FROM t')
+          .all()
+          .map((row) => row['v']),
+        [3],
+      );
     } finally {
       db.close();
     }
@@ -176,7 +185,13 @@ describe('SQLite group commit', () => {
       assert.equal((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 0);
       // The next round starts afresh.
       await batch.write(() => insert.run(3));
-      assert.deepEqual(db.prepare('SELECT v FROM t').all().map((row) => row['v']), [3]);
+      assert.deepEqual(
+        db
+          .prepare('SELECT v FROM t')
+          .all()
+          .map((row) => row['v']),
+        [3],
+      );
     } finally {
       db.close();
     }

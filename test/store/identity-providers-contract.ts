@@ -40,7 +40,10 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       assert.deepEqual(await store.identityProviders.get(first.id), first);
       await assert.rejects(store.identityProviders.create(provider({ id: first.id })), DuplicateError);
       const listed = (await store.identityProviders.list()).filter((record) => record.id === first.id || record.id === second.id);
-      assert.deepEqual(listed.map((record) => record.id), [second.id, first.id]);
+      assert.deepEqual(
+        listed.map((record) => record.id),
+        [second.id, first.id],
+      );
       const changed = { ...first, name: 'Renamed', position: 0, secret: null, settings: { ...first.settings, only: true }, updatedAt: T0 + MINUTE };
       assert.equal(await store.identityProviders.update(changed), true);
       assert.deepEqual(await store.identityProviders.get(first.id), changed);
@@ -55,15 +58,28 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       const idp = provider();
       await store.identityProviders.create(idp);
       const user = await givenUser();
-      const link = { providerId: idp.id, subject: 'upstream-sub-1', userId: user.id, label: 'a@example.com', groups: ['staff'], createdAt: T0, lastUsedAt: null };
+      const link = {
+        providerId: idp.id,
+        subject: 'upstream-sub-1',
+        userId: user.id,
+        label: 'a@example.com',
+        groups: ['staff'],
+        createdAt: T0,
+        lastUsedAt: null,
+      };
       assert.equal(await store.linkedIdentities.anyForProvider(idp.id), false);
       await store.linkedIdentities.create(link);
       assert.equal(await store.linkedIdentities.anyForProvider(idp.id), true);
       assert.equal(await store.linkedIdentities.anyForProvider('another-provider'), false);
       await assert.rejects(store.linkedIdentities.create({ ...link, userId: (await givenUser()).id }), DuplicateError);
       assert.deepEqual(await store.linkedIdentities.get(idp.id, 'upstream-sub-1'), link);
-      assert.equal(await store.linkedIdentities.recordUse(idp.id, 'upstream-sub-1', { label: 'b@example.com', groups: ['staff', 'admins'] }, T0 + MINUTE), true);
-      assert.deepEqual(await store.linkedIdentities.listForUser(user.id), [{ ...link, label: 'b@example.com', groups: ['staff', 'admins'], lastUsedAt: T0 + MINUTE }]);
+      assert.equal(
+        await store.linkedIdentities.recordUse(idp.id, 'upstream-sub-1', { label: 'b@example.com', groups: ['staff', 'admins'] }, T0 + MINUTE),
+        true,
+      );
+      assert.deepEqual(await store.linkedIdentities.listForUser(user.id), [
+        { ...link, label: 'b@example.com', groups: ['staff', 'admins'], lastUsedAt: T0 + MINUTE },
+      ]);
       assert.equal(await store.linkedIdentities.remove(idp.id, 'upstream-sub-1', 'someone else'), false);
       // Removing the provider unlinks its identities; the user stays.
       await store.identityProviders.remove(idp.id);
@@ -84,17 +100,39 @@ export function identityProvidersContract({ store: current, unique, givenUser }:
       await store.users.update(verified.id, { email, emailVerified: true }, T0);
       const unverified = await givenUser({ createdAt: T0 + 1 });
       await store.users.update(unverified.id, { email: email.toLowerCase(), emailVerified: false }, T0);
-      assert.deepEqual((await store.linkedIdentities.usersWithEmail(email.toUpperCase())).map((user) => [user.id, user.emailVerified]), [[verified.id, true], [unverified.id, false]]);
+      assert.deepEqual(
+        (await store.linkedIdentities.usersWithEmail(email.toUpperCase())).map((user) => [user.id, user.emailVerified]),
+        [
+          [verified.id, true],
+          [unverified.id, false],
+        ],
+      );
     });
 
     it('uses a sign-in under way once, only while it lives, and purges it once expired', async () => {
       const store = current();
       const idp = provider();
       await store.identityProviders.create(idp);
-      const login = { stateHash: unique('state'), providerId: idp.id, nonce: 'n', codeVerifier: 'v', returnTo: '/account', clientId: null, createdAt: T0, expiresAt: T0 + 10 * MINUTE };
+      const login = {
+        stateHash: unique('state'),
+        providerId: idp.id,
+        nonce: 'n',
+        codeVerifier: 'v',
+        returnTo: '/account',
+        clientId: null,
+        createdAt: T0,
+        expiresAt: T0 + 10 * MINUTE,
+      };
       await store.upstreamLogins.create(login);
-      const [a, b] = await Promise.all([store.upstreamLogins.consume(login.stateHash, T0 + MINUTE), store.upstreamLogins.consume(login.stateHash, T0 + MINUTE)]);
-      assert.deepEqual([a, b].filter((found) => found !== null), [login], 'exactly one caller receives it');
+      const [a, b] = await Promise.all([
+        store.upstreamLogins.consume(login.stateHash, T0 + MINUTE),
+        store.upstreamLogins.consume(login.stateHash, T0 + MINUTE),
+      ]);
+      assert.deepEqual(
+        [a, b].filter((found) => found !== null),
+        [login],
+        'exactly one caller receives it',
+      );
       const late = { ...login, stateHash: unique('state') };
       await store.upstreamLogins.create(late);
       assert.equal(await store.upstreamLogins.consume(late.stateHash, T0 + 10 * MINUTE), null, 'expired');

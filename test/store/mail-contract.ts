@@ -19,7 +19,16 @@ export interface MailContractHelpers {
 
 export function mailContract({ store: current, unique }: MailContractHelpers): void {
   const event = (at = T0): AuditEvent => ({
-    id: unique('event'), type: 'recovery.requested', at, userId: null, username: null, clientId: null, grantId: null, ip: null, userAgent: null, detail: { accounts: 1 },
+    id: unique('event'),
+    type: 'recovery.requested',
+    at,
+    userId: null,
+    username: null,
+    clientId: null,
+    grantId: null,
+    ip: null,
+    userAgent: null,
+    detail: { accounts: 1 },
   });
   const sealed = { enc: 'A256GCM', kek: 'k', iv: 'i', ciphertext: 'c', tag: 't' };
   /** Queues one message for a new event, in one transaction, and returns its id. */
@@ -56,11 +65,14 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
       assert.deepEqual(mail?.message, sealed);
 
       const lost = event();
-      await assert.rejects(store.transaction(async (tx) => {
-        await tx.events.add(lost);
-        await tx.mail.enqueue({ id: unique('mail'), eventId: lost.id, kind: 'recovery', message: sealed }, T0);
-        throw new Error('rolled back');
-      }), /rolled back/);
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.events.add(lost);
+          await tx.mail.enqueue({ id: unique('mail'), eventId: lost.id, kind: 'recovery', message: sealed }, T0);
+          throw new Error('rolled back');
+        }),
+        /rolled back/,
+      );
       assert.deepEqual(await store.mail.forEvent(lost.id), []);
     });
 
@@ -84,7 +96,15 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
       const store = current();
       const { id, eventId } = await queued();
       const first = await claimed(id, T0 + SECOND, T0 + 60 * SECOND);
-      assert.equal(await store.mail.settle(id, first!.attempts, { kind: 'failed', error: 'connection refused', nextAttemptAt: T0 + 10 * SECOND, deadBefore: T0 - SECOND }, T0 + 2 * SECOND), 'pending');
+      assert.equal(
+        await store.mail.settle(
+          id,
+          first!.attempts,
+          { kind: 'failed', error: 'connection refused', nextAttemptAt: T0 + 10 * SECOND, deadBefore: T0 - SECOND },
+          T0 + 2 * SECOND,
+        ),
+        'pending',
+      );
       assert.ok((await store.mail.countByState()).pending >= 1);
       assert.equal(await claimed(id, T0 + 5 * SECOND, T0 + 60 * SECOND), null, 'not before its next attempt');
       const second = await claimed(id, T0 + 10 * SECOND, T0 + 60 * SECOND);
@@ -93,7 +113,15 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
       await store.mail.release(id, 2, T0 + 11 * SECOND);
       const third = await claimed(id, T0 + 11 * SECOND, T0 + 60 * SECOND);
       assert.equal(third?.attempts, 2);
-      assert.equal(await store.mail.settle(id, 2, { kind: 'failed', error: '451 try again later', nextAttemptAt: T0 + 99 * SECOND, deadBefore: T0 + SECOND }, T0 + 12 * SECOND), 'dead');
+      assert.equal(
+        await store.mail.settle(
+          id,
+          2,
+          { kind: 'failed', error: '451 try again later', nextAttemptAt: T0 + 99 * SECOND, deadBefore: T0 + SECOND },
+          T0 + 12 * SECOND,
+        ),
+        'dead',
+      );
       const [dead] = await store.mail.forEvent(eventId);
       assert.equal(dead?.state, 'dead');
       assert.equal(dead?.lastError, '451 try again later');
@@ -103,7 +131,19 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
     it('uses a sign-up link up once, for one of two callers, only before it expires, and purges it after', async () => {
       const store = current();
       const tokenHash = unique('sign-up');
-      const record = { tokenHash, userId: null, username: unique('user'), name: 'Ada', email: 'ada@example.com', passwordHash: 'hash', locale: 'en', returnTo: '/account', createdAt: T0, expiresAt: T0 + 60 * SECOND, usedAt: null };
+      const record = {
+        tokenHash,
+        userId: null,
+        username: unique('user'),
+        name: 'Ada',
+        email: 'ada@example.com',
+        passwordHash: 'hash',
+        locale: 'en',
+        returnTo: '/account',
+        createdAt: T0,
+        expiresAt: T0 + 60 * SECOND,
+        usedAt: null,
+      };
       await store.signUps.create(record);
       assert.deepEqual(await store.signUps.find(tokenHash, T0 + SECOND), record);
       assert.equal(await store.signUps.find(tokenHash, T0 + 60 * SECOND), null, 'expired');

@@ -11,14 +11,7 @@ import { migrations } from '../../src/store/migrations.ts';
 import { openStore } from '../../src/store/open.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
 import { newUserRecord, type Store } from '../../src/store/types.ts';
-import {
-  databaseSetting,
-  describePostgres,
-  dropSchema,
-  newSchema,
-  postgresUrl as url,
-  withAdmin,
-} from '../helpers/postgres.ts';
+import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl as url, withAdmin } from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
 import { pendingDevice } from './fixtures.ts';
 
@@ -110,9 +103,7 @@ describePostgres('PostgreSQL', () => {
       const schema = fresh();
       const stores = await Promise.all([openPostgresStore(url, { schema }), openPostgresStore(url, { schema })]);
       try {
-        const rows = await withAdmin((client) =>
-          client.query(`SELECT version FROM ${client.escapeIdentifier(schema)}.schema_migrations ORDER BY version`),
-        );
+        const rows = await withAdmin((client) => client.query(`SELECT version FROM ${client.escapeIdentifier(schema)}.schema_migrations ORDER BY version`));
         assert.deepEqual(
           rows.rows.map((row: Record<string, unknown>) => row['version']),
           migrations.map((migration) => migration.version),
@@ -129,11 +120,7 @@ describePostgres('PostgreSQL', () => {
         const { code, device } = await seed(a);
         const [redeemed, polled] = await Promise.all([
           Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).codes.consume(code.hash, code, T0 + 2 * MINUTE))),
-          Promise.all(
-            Array.from({ length: 20 }, (_, i) =>
-              (i % 2 === 0 ? b : a).devices.poll(device.deviceCodeHash, device.clientId, T0 + 2 * MINUTE),
-            ),
-          ),
+          Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? b : a).devices.poll(device.deviceCodeHash, device.clientId, T0 + 2 * MINUTE))),
         ]);
         assert.equal(redeemed.filter((result) => result !== null).length, 1);
         assert.equal(polled.filter((result) => result?.outcome === 'issue').length, 1);
@@ -162,9 +149,7 @@ describePostgres('PostgreSQL', () => {
       const schema = fresh();
       await (await openPostgresStore(url, { schema })).close();
       await withAdmin((client) =>
-        client.query(
-          `INSERT INTO ${client.escapeIdentifier(schema)}.schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`,
-        ),
+        client.query(`INSERT INTO ${client.escapeIdentifier(schema)}.schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`),
       );
       await assert.rejects(openPostgresStore(url, { schema }), /does not know \(9999\)/);
     });

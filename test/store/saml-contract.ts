@@ -51,7 +51,19 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
       const store = current();
       const written = sp();
       await store.samlServiceProviders.create(written);
-      const changed = { ...written, entityId: 'https://other.example', name: null, acsUrls: ['https://x.example/acs'], sloUrl: null, nameIdFormat: 'persistent' as const, attributes: {}, wantSignedRequests: false, signResponse: false, certificate: null, updatedAt: T0 + 1 };
+      const changed = {
+        ...written,
+        entityId: 'https://other.example',
+        name: null,
+        acsUrls: ['https://x.example/acs'],
+        sloUrl: null,
+        nameIdFormat: 'persistent' as const,
+        attributes: {},
+        wantSignedRequests: false,
+        signResponse: false,
+        certificate: null,
+        updatedAt: T0 + 1,
+      };
       assert.equal(await store.samlServiceProviders.update(changed), true);
       assert.deepEqual(await store.samlServiceProviders.get(written.id), { ...changed, entityId: written.entityId });
       assert.equal(await store.samlServiceProviders.update({ ...changed, id: unique('none') }), false);

@@ -17,7 +17,14 @@ export interface ScimContractHelpers {
 }
 
 export function scimContract({ store: current, unique, givenUser }: ScimContractHelpers): void {
-  const group = (overrides: Partial<GroupRecord> = {}): GroupRecord => ({ id: unique('group'), displayName: unique('Group'), externalId: null, createdAt: T0, updatedAt: T0, ...overrides });
+  const group = (overrides: Partial<GroupRecord> = {}): GroupRecord => ({
+    id: unique('group'),
+    displayName: unique('Group'),
+    externalId: null,
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  });
 
   describe('SCIM tokens, attributes and groups', () => {
     it('finds a token by its hash, refuses a taken name, records its use at most once a minute, and removes it', async () => {
@@ -36,7 +43,7 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       assert.equal(await store.scimTokens.findByHash(token.tokenHash), null);
     });
 
-    it('keeps SCIM\'s attributes of a person, replaces them whole, and drops them with the account', async () => {
+    it("keeps SCIM's attributes of a person, replaces them whole, and drops them with the account", async () => {
       const store = current();
       const user = await givenUser();
       await store.scimUsers.put({ userId: user.id, externalId: 'ext-1', attributes: { title: 'Engineer', enterprise: { department: 'R&D' } } });

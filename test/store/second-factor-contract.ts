@@ -34,10 +34,19 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
   });
 
   describe('how a session signed in, and a client that requires a passkey', () => {
-    it('keeps a session\'s amr, and a session made without one has none', async () => {
+    it("keeps a session's amr, and a session made without one has none", async () => {
       const store = current();
       const user = await givenUser();
-      const session = { idHash: unique('session'), sid: unique('sid'), userId: user.id, authTime: T0, createdAt: T0, expiresAt: T0 + MINUTE, ip: null, userAgent: null };
+      const session = {
+        idHash: unique('session'),
+        sid: unique('sid'),
+        userId: user.id,
+        authTime: T0,
+        createdAt: T0,
+        expiresAt: T0 + MINUTE,
+        ip: null,
+        userAgent: null,
+      };
       await store.sessions.create({ ...session, amr: ['hwk', 'mfa'] });
       assert.deepEqual(await store.sessions.get(session.idHash, T0), { ...session, amr: ['hwk', 'mfa'] });
       const plain = { ...session, idHash: unique('session'), sid: unique('sid') };
@@ -45,7 +54,7 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
       assert.deepEqual(await store.sessions.get(plain.idHash, T0), plain);
     });
 
-    it('keeps a grant\'s amr and acr', async () => {
+    it("keeps a grant's amr and acr", async () => {
       const client = await givenClient();
       const user = await givenUser();
       const grant = await givenGrant(client.id, user.id, { amr: ['pwd', 'otp', 'mfa'], acr: 'urn:tessera:acr:mfa', kind: GRANT_AUTHORIZATION_CODE });
@@ -65,7 +74,7 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
   });
 
   describe('passkeys', () => {
-    it('returns a created passkey with every field as given, lists a user\'s own, and refuses a taken credential id', async () => {
+    it("returns a created passkey with every field as given, lists a user's own, and refuses a taken credential id", async () => {
       const store = current();
       const user = await givenUser();
       const first = passkeyFor(user.id);
@@ -87,7 +96,12 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
       await store.passkeys.create(counting);
       assert.equal(await store.passkeys.recordUse(counting.id, { counter: 5, backedUp: false }, T0), null, 'the same counter');
       assert.equal(await store.passkeys.recordUse(counting.id, { counter: 4, backedUp: false }, T0), null, 'backwards');
-      assert.deepEqual(await store.passkeys.recordUse(counting.id, { counter: 6, backedUp: true }, T0 + 1), { ...counting, counter: 6, backedUp: true, lastUsedAt: T0 + 1 });
+      assert.deepEqual(await store.passkeys.recordUse(counting.id, { counter: 6, backedUp: true }, T0 + 1), {
+        ...counting,
+        counter: 6,
+        backedUp: true,
+        lastUsedAt: T0 + 1,
+      });
       const counterless = passkeyFor(user.id);
       await store.passkeys.create(counterless);
       assert.equal((await store.passkeys.recordUse(counterless.id, { counter: 0, backedUp: false }, T0))?.lastUsedAt, T0);
@@ -151,7 +165,13 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
       assert.equal(await store.totp.begin(user.id, 'SECONDSECRET', T0 + 1), true);
       assert.deepEqual(await store.totp.get(user.id), { userId: user.id, secret: 'SECONDSECRET', createdAt: T0 + 1, confirmedAt: null, lastStep: null });
       assert.equal(await store.totp.useStep(user.id, 10), false, 'an unconfirmed secret accepts no code');
-      assert.deepEqual(await store.totp.confirm(user.id, 100, T0 + 2), { userId: user.id, secret: 'SECONDSECRET', createdAt: T0 + 1, confirmedAt: T0 + 2, lastStep: 100 });
+      assert.deepEqual(await store.totp.confirm(user.id, 100, T0 + 2), {
+        userId: user.id,
+        secret: 'SECONDSECRET',
+        createdAt: T0 + 1,
+        confirmedAt: T0 + 2,
+        lastStep: 100,
+      });
       assert.equal(await store.totp.confirm(user.id, 101, T0 + 3), null);
       assert.equal(await store.totp.begin(user.id, 'THIRDSECRET', T0 + 4), false);
       assert.equal((await store.totp.get(user.id))?.secret, 'SECONDSECRET');
@@ -172,7 +192,7 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
       assert.equal(await store.totp.useStep(user.id, 102), true);
     });
 
-    it('uses each recovery code once, only its own user\'s, and replaces the set', async () => {
+    it("uses each recovery code once, only its own user's, and replaces the set", async () => {
       const store = current();
       const user = await givenUser();
       const other = await givenUser();
@@ -220,7 +240,13 @@ export function secondFactorContract({ store: current, unique, givenUser, givenC
       const store = current();
       const user = await givenUser();
       const long = Date.UTC(2019, 0, 1);
-      await store.webauthnChallenges.create({ challengeHash: unique('challenge'), purpose: 'authenticate', userId: null, createdAt: long, expiresAt: long + MINUTE });
+      await store.webauthnChallenges.create({
+        challengeHash: unique('challenge'),
+        purpose: 'authenticate',
+        userId: null,
+        createdAt: long,
+        expiresAt: long + MINUTE,
+      });
       const pending = { idHash: unique('pending'), userId: user.id, amr: ['pwd' as const], createdAt: long, expiresAt: long + MINUTE };
       await store.pendingSignIns.create(pending);
       assert.equal(await store.purgeExpired(long + 2 * MINUTE), 2);

@@ -96,8 +96,14 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     const db = new DatabaseSync(path);
     try {
       assert.equal(db.prepare('PRAGMA journal_mode').get()?.['journal_mode'], 'wal');
-      const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').all().map((row) => row['version']);
-      assert.deepEqual(versions, migrations.map((migration) => migration.version));
+      const versions = db
+        .prepare('SELECT version FROM schema_migrations ORDER BY version')
+        .all()
+        .map((row) => row['version']);
+      assert.deepEqual(
+        versions,
+        migrations.map((migration) => migration.version),
+      );
     } finally {
       db.close();
     }
@@ -148,9 +154,7 @@ describe('SQLite file shared by restarts, processes and threads', () => {
       assert.ok(await b.devices.decide(device.userCode, approval, T0 + MINUTE));
       assert.equal((await a.devices.findByUserCode(device.userCode, T0 + MINUTE))?.status, 'approved');
 
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).codes.consume(code.hash, code, T0 + 1)),
-      );
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).codes.consume(code.hash, code, T0 + 1)));
       assert.equal(results.filter((result) => result !== null).length, 1);
     } finally {
       await a.close();
@@ -221,8 +225,14 @@ describe('SQLite file shared by restarts, processes and threads', () => {
       Atomics.store(task.start, 0, 1);
       Atomics.notify(task.start, 0);
       const wins = await results;
-      assert.equal(wins.reduce((sum, win) => sum + win.codes, 0), 1);
-      assert.equal(wins.reduce((sum, win) => sum + win.issues, 0), 1);
+      assert.equal(
+        wins.reduce((sum, win) => sum + win.codes, 0),
+        1,
+      );
+      assert.equal(
+        wins.reduce((sum, win) => sum + win.issues, 0),
+        1,
+      );
     } finally {
       await Promise.all(workers.map((worker) => worker.terminate()));
     }

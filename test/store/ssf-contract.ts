@@ -64,7 +64,17 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       await assert.rejects(store.ssf.createStream({ ...made }), DuplicateError);
       assert.deepEqual(await store.ssf.listStreams(made.clientId), [made]);
       assert.equal(await store.ssf.countStreams(made.clientId), 1);
-      const changed: SsfStreamRecord = { ...made, deliveryMethod: DELIVERY_POLL, endpointUrl: null, authorizationHeader: null, format: 'iss_sub', description: null, status: 'paused', reason: 'why', updatedAt: T0 + 1 };
+      const changed: SsfStreamRecord = {
+        ...made,
+        deliveryMethod: DELIVERY_POLL,
+        endpointUrl: null,
+        authorizationHeader: null,
+        format: 'iss_sub',
+        description: null,
+        status: 'paused',
+        reason: 'why',
+        updatedAt: T0 + 1,
+      };
       assert.equal(await store.ssf.saveStream(changed), true);
       assert.deepEqual(await store.ssf.getStream(made.id), changed);
       await store.events.add(event('user.disabled'));
@@ -103,7 +113,7 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       for (const made of [every, disabled, other]) await store.ssf.removeStream(made.id);
     });
 
-    it('hands a push stream\'s deliveries out one at a time, in order, and keeps a poller\'s acknowledgements and refusals', async () => {
+    it("hands a push stream's deliveries out one at a time, in order, and keeps a poller's acknowledgements and refusals", async () => {
       const store = current();
       const made = await stream([SSF_EVENTS.ACCOUNT_DISABLED]);
       await store.ssf.createStream(made);
@@ -119,7 +129,10 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       assert.equal(await store.ssf.settle(made.id, first.id, 1, { kind: 'delivered', status: 202 }, T0 + 20), 'delivered');
       assert.equal(await store.ssf.settle(made.id, first.id, 1, { kind: 'delivered', status: 202 }, T0 + 20), null);
       assert.equal((await store.ssf.claim(made.id, T0 + 30, T0 + 100))?.eventId, second.id);
-      assert.equal(await store.ssf.settle(made.id, second.id, 1, { kind: 'failed', status: 400, error: 'refused', nextAttemptAt: T0 + 40, deadBefore: T0 + 30 }, T0 + 30), 'dead');
+      assert.equal(
+        await store.ssf.settle(made.id, second.id, 1, { kind: 'failed', status: 400, error: 'refused', nextAttemptAt: T0 + 40, deadBefore: T0 + 30 }, T0 + 30),
+        'dead',
+      );
       assert.equal((await store.ssf.event(first.id))?.id, first.id);
 
       const polled = await stream([SSF_EVENTS.ACCOUNT_DISABLED], { deliveryMethod: DELIVERY_POLL, endpointUrl: null });
@@ -129,13 +142,19 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       const b = event('user.disabled', T0 + 2);
       await store.events.add(a);
       await store.events.add(b);
-      assert.deepEqual((await store.ssf.pending(polled.id, 10)).map((d) => d.eventId), [a.id, b.id]);
+      assert.deepEqual(
+        (await store.ssf.pending(polled.id, 10)).map((d) => d.eventId),
+        [a.id, b.id],
+      );
       assert.equal(await store.ssf.acknowledge(polled.id, [a.id, a.id, 'unknown'], T0 + 5), 1);
       assert.equal(await store.ssf.refuse(polled.id, b.id, 'refused: invalid_key', T0 + 5), true);
       assert.equal(await store.ssf.refuse(polled.id, b.id, 'again', T0 + 5), false);
       assert.deepEqual(await store.ssf.pending(polled.id, 10), []);
       const states = (await store.ssf.deliveries(polled.id, 10)).map((d) => [d.eventId, d.state, d.lastError]);
-      assert.deepEqual(states, [[b.id, 'dead', 'refused: invalid_key'], [a.id, 'delivered', null]]);
+      assert.deepEqual(states, [
+        [b.id, 'dead', 'refused: invalid_key'],
+        [a.id, 'delivered', null],
+      ]);
       await store.ssf.removeStream(made.id);
       await store.ssf.removeStream(polled.id);
     });

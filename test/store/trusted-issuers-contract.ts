@@ -21,7 +21,12 @@ export function trustedIssuersContract({ store: current, unique }: { readonly st
     it('reads each back as written, by issuer and in the list, and removes it once', async () => {
       const store = current();
       const byUri = issuer();
-      const byKeys = issuer({ jwksUri: null, jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', kid: 'k1' }] }, addedByOwner: true, createdAt: Date.UTC(2026, 10, 2) });
+      const byKeys = issuer({
+        jwksUri: null,
+        jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', kid: 'k1' }] },
+        addedByOwner: true,
+        createdAt: Date.UTC(2026, 10, 2),
+      });
       await store.trustedIssuers.create(byUri);
       await store.trustedIssuers.create(byKeys);
       assert.deepEqual(await store.trustedIssuers.get(byUri.issuer), byUri);

@@ -60,7 +60,13 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
 
       const next = { enc: 'A256GCM', kek: 'k', iv: 'j', ciphertext: 'd', tag: 'u' };
       assert.equal(await store.webhooks.rotateSecret(hook.id, next, T0 + 60 * SECOND, T0 + SECOND), true);
-      assert.deepEqual(await store.webhooks.get(hook.id), { ...hook, secret: next, previousSecret: hook.secret, previousSecretExpiresAt: T0 + 60 * SECOND, updatedAt: T0 + SECOND });
+      assert.deepEqual(await store.webhooks.get(hook.id), {
+        ...hook,
+        secret: next,
+        previousSecret: hook.secret,
+        previousSecretExpiresAt: T0 + 60 * SECOND,
+        updatedAt: T0 + SECOND,
+      });
       assert.equal(await store.webhooks.rotateSecret(hook.id, hook.secret, null, T0 + 2 * SECOND), true);
       assert.deepEqual(await store.webhooks.get(hook.id), { ...hook, previousSecret: null, previousSecretExpiresAt: null, updatedAt: T0 + 2 * SECOND });
       assert.equal(await store.webhooks.rotateSecret('nobody', next, null, T0), false);
@@ -92,7 +98,10 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
         assert.ok(expected.length > 0, type);
         assert.deepEqual(await delivered(hooks[i]!.id), expected, `${type} hears ${expected.length} of Tessera's event types`);
       }
-      assert.deepEqual(await delivered(every.id), events.filter((added) => webhookTypeOf(added.type) !== null).map((added) => added.id));
+      assert.deepEqual(
+        await delivered(every.id),
+        events.filter((added) => webhookTypeOf(added.type) !== null).map((added) => added.id),
+      );
       const [first] = await store.webhooks.deliveries(every.id, { limit: 1 });
       assert.equal(first?.state, 'pending');
       assert.equal(first?.attempts, 0);
@@ -141,7 +150,11 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
       const retry = await store.webhooks.claim(hook.id, T0 + 10 * SECOND, T0 + 40 * SECOND);
       assert.equal(retry?.eventId, second.id);
       assert.equal(retry?.attempts, 2);
-      assert.equal(await store.webhooks.settle(hook.id, second.id, 1, { kind: 'delivered', status: 200 }, T0 + 11 * SECOND), null, 'an earlier try settles nothing');
+      assert.equal(
+        await store.webhooks.settle(hook.id, second.id, 1, { kind: 'delivered', status: 200 }, T0 + 11 * SECOND),
+        null,
+        'an earlier try settles nothing',
+      );
 
       // A lease that ran out is taken over, and the late answer of the first holder is ignored.
       const takeover = await store.webhooks.claim(hook.id, T0 + 41 * SECOND, T0 + 70 * SECOND);
@@ -157,7 +170,10 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
 
       const [newest, oldest] = await store.webhooks.deliveries(hook.id, { limit: 10 });
       assert.deepEqual([newest?.eventId, oldest?.eventId], [first.id, second.id]);
-      assert.deepEqual({ state: oldest?.state, deliveredAt: oldest?.deliveredAt, lastStatus: oldest?.lastStatus, lastError: oldest?.lastError }, { state: 'delivered', deliveredAt: T0 + 42 * SECOND, lastStatus: 204, lastError: null });
+      assert.deepEqual(
+        { state: oldest?.state, deliveredAt: oldest?.deliveredAt, lastStatus: oldest?.lastStatus, lastError: oldest?.lastError },
+        { state: 'delivered', deliveredAt: T0 + 42 * SECOND, lastStatus: 204, lastError: null },
+      );
       await store.webhooks.remove(hook.id);
     });
 
@@ -177,13 +193,19 @@ export function webhooksContract({ store: current, unique }: WebhookContractHelp
       assert.deepEqual((await store.webhooks.countsByWebhook()).get(hook.id), { pending: 1, delivered: 0, dead: 1 }, 'per webhook, each state');
       // The dead letter no longer holds the others back.
       assert.equal((await store.webhooks.claim(hook.id, T0 + 2 * SECOND, T0 + 30 * SECOND))?.eventId, after.id);
-      assert.deepEqual((await store.webhooks.deliveries(hook.id, { state: 'dead', limit: 10 })).map((d) => [d.eventId, d.lastError, d.lastStatus]), [[lost.id, 'connection refused', null]]);
+      assert.deepEqual(
+        (await store.webhooks.deliveries(hook.id, { state: 'dead', limit: 10 })).map((d) => [d.eventId, d.lastError, d.lastStatus]),
+        [[lost.id, 'connection refused', null]],
+      );
 
       assert.equal(await store.webhooks.replay(hook.id, 'no-such-event', T0 + 3 * SECOND), 0);
       assert.equal(await store.webhooks.replay(hook.id, null, T0 + 3 * SECOND), 1);
       assert.equal(await store.webhooks.replay(hook.id, null, T0 + 3 * SECOND), 0, 'a replayed letter is no longer dead');
       const [replayed] = (await store.webhooks.deliveries(hook.id, { limit: 10 })).filter((d) => d.eventId === lost.id);
-      assert.deepEqual({ state: replayed?.state, attempts: replayed?.attempts, queuedAt: replayed?.queuedAt, nextAttemptAt: replayed?.nextAttemptAt }, { state: 'pending', attempts: 0, queuedAt: T0 + 3 * SECOND, nextAttemptAt: T0 + 3 * SECOND });
+      assert.deepEqual(
+        { state: replayed?.state, attempts: replayed?.attempts, queuedAt: replayed?.queuedAt, nextAttemptAt: replayed?.nextAttemptAt },
+        { state: 'pending', attempts: 0, queuedAt: T0 + 3 * SECOND, nextAttemptAt: T0 + 3 * SECOND },
+      );
       assert.deepEqual(await store.webhooks.event(lost.id), lost);
       assert.equal(await store.webhooks.event('no-such-event'), null);
       await store.webhooks.remove(hook.id);

@@ -24,7 +24,9 @@ function canonical(fields: FormFields): string {
 
 /** The MAC of the fields an approval page shows, for the session it is shown to. */
 export function approvalFormMac(secret: Uint8Array, sessionIdHash: string, fields: FormFields): string {
-  return createHmac('sha256', secret).update(`${sessionIdHash}\n${canonical(fields)}`).digest('base64url');
+  return createHmac('sha256', secret)
+    .update(`${sessionIdHash}\n${canonical(fields)}`)
+    .digest('base64url');
 }
 
 /** Whether a decision's fields are the ones shown to this session. */

@@ -84,7 +84,8 @@ export async function readRequestObject(deps: RequestObjectDeps, client: ClientR
     // algorithm discovery lists may be used, `none` among them. An unsigned object proves
     // nothing the query could not say (RFC 9101 §10.2), so it is taken as the query would be,
     // never in place of a signed one from a client that registered a signing algorithm.
-    if (registered !== null && registered !== 'none') throw refused(`unsigned request objects (alg none) are not accepted from this client: it registered ${registered}; sign it with its registered key`);
+    if (registered !== null && registered !== 'none')
+      throw refused(`unsigned request objects (alg none) are not accepted from this client: it registered ${registered}; sign it with its registered key`);
     try {
       ({ payload } = UnsecuredJWT.decode(jwt, { currentDate, clockTolerance: CLOCK_TOLERANCE_SECONDS }));
     } catch (error) {
@@ -95,9 +96,11 @@ export async function readRequestObject(deps: RequestObjectDeps, client: ClientR
     // signed with this algorithm."
     const algorithms = registered === null ? [...SIGNED_ALGORITHMS] : registered === 'none' ? [] : [registered];
     if (typeof alg !== 'string' || !algorithms.includes(alg as (typeof SIGNED_ALGORITHMS)[number])) {
-      throw refused(registered === 'none'
-        ? 'this client registered unsigned request objects (alg none)'
-        : `the request object must be signed with ${algorithms.join(', ')}`);
+      throw refused(
+        registered === 'none'
+          ? 'this client registered unsigned request objects (alg none)'
+          : `the request object must be signed with ${algorithms.join(', ')}`,
+      );
     }
     try {
       ({ payload } = await jwtVerify(jwt, deps.clientKeys.keysOf(client), { algorithms, currentDate, clockTolerance: CLOCK_TOLERANCE_SECONDS }));
@@ -110,7 +113,8 @@ export async function readRequestObject(deps: RequestObjectDeps, client: ClientR
   // be or include the OP's Issuer Identifier URL." Checked where they are present.
   if (payload.iss !== undefined && payload.iss !== client.id) throw refused('the request object iss must be the client_id');
   const audiences = payload.aud === undefined ? null : Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-  if (audiences !== null && !audiences.includes(deps.config.issuer)) throw refused(`the request object aud must be this server's issuer, ${deps.config.issuer}`);
+  if (audiences !== null && !audiences.includes(deps.config.issuer))
+    throw refused(`the request object aud must be this server's issuer, ${deps.config.issuer}`);
   // RFC 9101 §5: the client_id of the request and of the object name the same client.
   if (payload['client_id'] !== undefined && payload['client_id'] !== client.id) throw refused("the request object's client_id differs from the request's");
   // OIDC Core §6.1: "The request and request_uri parameters MUST NOT be included in Request Objects."

@@ -93,7 +93,6 @@ const MAX_VALUE_LENGTH = 1024;
 export const MAX_HINT_LENGTH = 8192;
 const LONG_VALUES: Readonly<Record<string, number>> = { id_token_hint: MAX_HINT_LENGTH, login_hint: MAX_HINT_LENGTH };
 
-
 function single(params: RawParams, name: string): { value: string | null; repeated: boolean } {
   const raw = params[name];
   if (Array.isArray(raw)) return { value: null, repeated: raw.length > 1 };
@@ -143,10 +142,17 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
   const mode = single(params, 'response_mode').value;
   const responseMode = RESPONSE_MODES.find((known) => known === mode) ?? 'query';
   const fail = (error: OAuthError): RequestCheck => ({ kind: 'redirect', redirectUri, responseMode, state, error });
-  if (mode !== null && mode !== responseMode) return fail(new OAuthError('invalid_request', `response_mode ${mode.slice(0, 40)} is not supported (query, form_post)`));
+  if (mode !== null && mode !== responseMode)
+    return fail(new OAuthError('invalid_request', `response_mode ${mode.slice(0, 40)} is not supported (query, form_post)`));
   // A browser posts forms to web addresses only, not to an app's private-use scheme.
   if (responseMode === 'form_post' && !/^https?:/.test(redirectUri)) {
-    return { kind: 'redirect', redirectUri, responseMode: 'query', state, error: new OAuthError('invalid_request', 'response_mode=form_post needs an http or https redirect_uri') };
+    return {
+      kind: 'redirect',
+      redirectUri,
+      responseMode: 'query',
+      state,
+      error: new OAuthError('invalid_request', 'response_mode=form_post needs an http or https redirect_uri'),
+    };
   }
 
   for (const [name, value] of Object.entries(params)) {
@@ -154,7 +160,8 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     if (name !== 'resource' && Array.isArray(value) && value.length > 1) return fail(new OAuthError('invalid_request', `${name} must be sent once`));
     const values: readonly unknown[] = Array.isArray(value) ? value : [value];
     const limit = LONG_VALUES[name] ?? MAX_VALUE_LENGTH;
-    if (values.some((item) => typeof item === 'string' && item.length > limit)) return fail(new OAuthError('invalid_request', `${name} is too long (at most ${limit} characters)`));
+    if (values.some((item) => typeof item === 'string' && item.length > limit))
+      return fail(new OAuthError('invalid_request', `${name} is too long (at most ${limit} characters)`));
   }
   const responseType = single(params, 'response_type').value;
   if (responseType === null) return fail(new OAuthError('invalid_request', 'response_type is required'));
@@ -248,10 +255,23 @@ export async function checkAuthorizationRequest(deps: RequestCheckDeps, sent: Ra
     kind: 'ok',
     params,
     request: {
-      client, redirectUri, scope, resources, access: describeAccess(catalog, approving), state, responseMode, nonce, codeChallenge: codeChallenge ?? '', prompt, maxAge, dpopJkt,
+      client,
+      redirectUri,
+      scope,
+      resources,
+      access: describeAccess(catalog, approving),
+      state,
+      responseMode,
+      nonce,
+      codeChallenge: codeChallenge ?? '',
+      prompt,
+      maxAge,
+      dpopJkt,
       // §5.5.1.1: acr is asked for by acr_values or by the claims parameter; acr_values' classes first.
-      acrValues: parseAcrValues(single(params, 'acr_values').value) ?? claims?.idTokenAcr ?? null, idTokenClaims: claims?.idToken ?? [],
-      userinfoClaims: claims?.userinfo ?? [], claimsScope,
+      acrValues: parseAcrValues(single(params, 'acr_values').value) ?? claims?.idTokenAcr ?? null,
+      idTokenClaims: claims?.idToken ?? [],
+      userinfoClaims: claims?.userinfo ?? [],
+      claimsScope,
       claimsLocales: parseClaimsLocales(single(params, 'claims_locales').value),
     },
   };

@@ -33,7 +33,15 @@ function issuanceOf(code: AuthorizationCodeRecord, client: ClientRecord, user: U
 }
 
 /** Why a code was not redeemed, as the client is told it (and a replay ends the code's grant). */
-async function refuse(deps: FlowDeps, hash: string, clientId: string, redirectUri: string, verifier: string | undefined, dpopJkt: string | null, now: number): Promise<never> {
+async function refuse(
+  deps: FlowDeps,
+  hash: string,
+  clientId: string,
+  redirectUri: string,
+  verifier: string | undefined,
+  dpopJkt: string | null,
+  now: number,
+): Promise<never> {
   const found = await deps.store.codes.find(hash);
   // RFC 6749 §5.2 invalid_grant: the code "was issued to another client". A code seen
   // by anyone but its own client tells that caller nothing, and changes nothing: only
@@ -55,7 +63,10 @@ async function refuse(deps: FlowDeps, hash: string, clientId: string, redirectUr
   // RFC 9449 §10: "the authorization server MUST ensure that the DPoP proof used at the
   // token endpoint is bound to the key referenced by dpop_jkt". The code stays unused.
   if (found.dpopJkt !== null && found.dpopJkt !== dpopJkt) {
-    throw new OAuthError('invalid_dpop_proof', dpopJkt !== null ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof');
+    throw new OAuthError(
+      'invalid_dpop_proof',
+      dpopJkt !== null ? 'the DPoP proof is not signed by the key the code is bound to (dpop_jkt)' : 'this code is bound to a DPoP key: send a DPoP proof',
+    );
   }
   if (found.codeChallenge === '') throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge');
   if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required: the authorization request had a code_challenge');
@@ -92,9 +103,10 @@ export const authorizationCodeGrant: TokenGrant = {
     // RFC 8707 §2.2: which API the token is for, decided from the code's scope before the code
     // is redeemed, so that a wrong resource leaves the code usable with the right one. The
     // grant was created with its code: the code's createdAt is the grant's.
-    const target = unredeemed && unredeemed.clientId === client.id && unredeemed.consumedAt === null && unredeemed.expiresAt > now
-      ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt }, params['resource'])
-      : null;
+    const target =
+      unredeemed && unredeemed.clientId === client.id && unredeemed.consumedAt === null && unredeemed.expiresAt > now
+        ? await tokenTarget(deps.store, { scope: unredeemed.scope, createdAt: unredeemed.createdAt }, params['resource'])
+        : null;
     // RFC 7636 §4.6: the server verifies by comparing BASE64URL(SHA256(code_verifier)) with the
     // stored code_challenge; this and the code's client, redirect_uri, lifetime and single use
     // are checked in the one statement that redeems it. A code issued without a challenge has
@@ -113,7 +125,9 @@ export const authorizationCodeGrant: TokenGrant = {
         ...(plan.refresh === undefined ? {} : { refreshToken: plan.refresh.record }),
         // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
         // that received an ID token in it. Kept no longer than a session can last.
-        ...(unredeemed.sid !== null && issuance.scope.includes('openid') ? { sessionClient: { sid: unredeemed.sid, expiresAt: now + deps.config.lifetimes.session * 1000 } } : {}),
+        ...(unredeemed.sid !== null && issuance.scope.includes('openid')
+          ? { sessionClient: { sid: unredeemed.sid, expiresAt: now + deps.config.lifetimes.session * 1000 } }
+          : {}),
         event,
       });
       if (redeemed) {
@@ -136,7 +150,13 @@ export const authorizationCodeGrant: TokenGrant = {
     if (!redeemed) return refuse(deps, hash, client.id, redirectUri, verifier, proof?.jkt ?? null, now);
     const user = await deps.store.users.get(redeemed.userId);
     if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the user account is not active');
-    const issuance = issuanceOf(redeemed, client, user, target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource'])), proof?.jkt ?? null);
+    const issuance = issuanceOf(
+      redeemed,
+      client,
+      user,
+      target ?? (await tokenTarget(deps.store, { scope: redeemed.scope, createdAt: redeemed.createdAt }, params['resource'])),
+      proof?.jkt ?? null,
+    );
     const tokens = await deps.tokens.issue(issuance);
     // Back-Channel Logout 1.0 §2.7: the clients to notify when the session ends are those
     // that received an ID token in it. Kept no longer than a session can last.

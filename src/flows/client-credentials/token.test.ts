@@ -5,7 +5,18 @@ import type { ClientRecord } from '../../store/types.ts';
 import { flowWorld, outcome, type FlowWorld } from '../../../test/helpers/flows.ts';
 import { clientCredentialsGrant } from './token.ts';
 
-const REPORTS = { identifier: 'https://reports.example', name: 'Reports', scopes: [{ name: 'reports:read', description: 'Read' }, { name: 'reports:write', description: 'Write' }], accessTokenTtl: null, introspectionSecretHash: null, signingAlg: 'RS256' as const, createdAt: 0 };
+const REPORTS = {
+  identifier: 'https://reports.example',
+  name: 'Reports',
+  scopes: [
+    { name: 'reports:read', description: 'Read' },
+    { name: 'reports:write', description: 'Write' },
+  ],
+  accessTokenTtl: null,
+  introspectionSecretHash: null,
+  signingAlg: 'RS256' as const,
+  createdAt: 0,
+};
 const BILLING = { ...REPORTS, identifier: 'https://billing.example', name: 'Billing', scopes: [{ name: 'billing:read', description: 'Read' }] };
 
 describe('the client_credentials grant (RFC 6749 §4.4)', () => {
@@ -24,7 +35,7 @@ describe('the client_credentials grant (RFC 6749 §4.4)', () => {
 
   const grant = (client: ClientRecord, params: Record<string, string>) => clientCredentialsGrant.handle(world.deps, client, params, null);
 
-  it('issues a token for one API, with the scope asked for or the client\'s scopes of that API, and nothing else', async () => {
+  it("issues a token for one API, with the scope asked for or the client's scopes of that API, and nothing else", async () => {
     const cases: [ClientRecord, Record<string, string>, string][] = [
       [worker, {}, 'https://reports.example reports:read reports:write'],
       [worker, { scope: 'reports:read' }, 'https://reports.example reports:read'],
@@ -50,8 +61,8 @@ describe('the client_credentials grant (RFC 6749 §4.4)', () => {
       ['a malformed scope', worker, { scope: '  ' }, 'invalid_scope'],
       ['scopes of two APIs, no resource', both, {}, 'invalid_target'],
       ['an unknown API', worker, { resource: 'https://unknown.example' }, 'invalid_target'],
-      ["an API it has no scope of", worker, { resource: BILLING.identifier }, 'invalid_scope'],
-      ["a scope of another API than the one named", both, { resource: REPORTS.identifier, scope: 'billing:read' }, 'invalid_scope'],
+      ['an API it has no scope of', worker, { resource: BILLING.identifier }, 'invalid_scope'],
+      ['a scope of another API than the one named', both, { resource: REPORTS.identifier, scope: 'billing:read' }, 'invalid_scope'],
     ];
     for (const [what, client, params, expected] of cases) assert.equal(await outcome(() => grant(client, params)), expected, what);
   });

@@ -33,7 +33,8 @@ export const clientCredentialsGrant: TokenGrant = {
     if (raw !== undefined && (asked === null || asked.length === 0)) throw new OAuthError('invalid_scope', 'scope is malformed');
     const openId = (asked ?? []).filter(isOpenIdScope);
     // No person signs in: OpenID scopes (OIDC Core §3) have nobody to be about.
-    if (openId.length > 0) throw new OAuthError('invalid_scope', `${openId.join(' ')}: OpenID scopes need a person signing in; the client_credentials grant has none`);
+    if (openId.length > 0)
+      throw new OAuthError('invalid_scope', `${openId.join(' ')}: OpenID scopes need a person signing in; the client_credentials grant has none`);
     const unregistered = (asked ?? []).filter((scope) => !client.scopes.includes(scope));
     // §5.2 invalid_scope: "The requested scope is invalid, unknown, malformed, or exceeds the
     // scope granted by the resource owner" (here: registered for the client).

@@ -84,26 +84,35 @@ export async function startDeviceAuthorization(
   const deviceCode = randomToken(32);
   for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
     const userCode = generateUserCode();
-    const started = deps.events.make({ type: 'device.started', clientId: client.id, ip: origin.ip, userAgent: origin.userAgent, detail: { scope: scope.join(' ') } });
-    // The event is stored with the record, in its commit: the request waits for one.
-    const stored = await deps.store.devices.create({
-      deviceCodeHash: hashSecret(deviceCode),
-      userCode,
+    const started = deps.events.make({
+      type: 'device.started',
       clientId: client.id,
-      scope,
-      status: 'pending',
-      interval,
-      lastPolledAt: null,
-      createdAt: now,
-      expiresAt: now + codeLifetime * 1000,
-      requestIp: origin.ip,
-      requestUserAgent: origin.userAgent?.slice(0, MAX_USER_AGENT_LENGTH) || null,
-      userId: null,
-      authTime: null,
-      grantId: null,
-      decidedAt: null,
-      dpopJkt: origin.dpopJkt ?? null,
-    }, started);
+      ip: origin.ip,
+      userAgent: origin.userAgent,
+      detail: { scope: scope.join(' ') },
+    });
+    // The event is stored with the record, in its commit: the request waits for one.
+    const stored = await deps.store.devices.create(
+      {
+        deviceCodeHash: hashSecret(deviceCode),
+        userCode,
+        clientId: client.id,
+        scope,
+        status: 'pending',
+        interval,
+        lastPolledAt: null,
+        createdAt: now,
+        expiresAt: now + codeLifetime * 1000,
+        requestIp: origin.ip,
+        requestUserAgent: origin.userAgent?.slice(0, MAX_USER_AGENT_LENGTH) || null,
+        userId: null,
+        authTime: null,
+        grantId: null,
+        decidedAt: null,
+        dpopJkt: origin.dpopJkt ?? null,
+      },
+      started,
+    );
     if (!stored) continue;
     deps.events.publish(started);
     return {

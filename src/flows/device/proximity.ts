@@ -47,7 +47,15 @@ export function networkOf(ip: string, size: 'small' | 'large' = 'small'): string
     const [high = 0, low = 0] = groups.slice(6);
     return v4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
   }
-  return size === 'small' ? `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64` : `${groups.slice(0, 3).map((group) => group.toString(16)).join(':')}::/48`;
+  return size === 'small'
+    ? `${groups
+        .slice(0, 4)
+        .map((group) => group.toString(16))
+        .join(':')}::/64`
+    : `${groups
+        .slice(0, 3)
+        .map((group) => group.toString(16))
+        .join(':')}::/48`;
 }
 
 /** True when both addresses are in one /24 (IPv4) or /64 (IPv6). */

@@ -34,7 +34,10 @@ export const deviceCodeGrant: TokenGrant = {
     if (!polled) {
       const found = await deps.store.devices.find(hash);
       if (found !== null && found.clientId === client.id && found.dpopJkt !== null) {
-        throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key this device code is bound to' : 'this device code is bound to a DPoP key: send a DPoP proof');
+        throw new OAuthError(
+          'invalid_dpop_proof',
+          proof ? 'the DPoP proof is not signed by the key this device code is bound to' : 'this device code is bound to a DPoP key: send a DPoP proof',
+        );
       }
       // RFC 6749 §5.2 invalid_grant: the grant "is invalid, expired, revoked, [...] or was
       // issued to another client". A device code polled by another client is unknown to it.
@@ -85,7 +88,15 @@ export const deviceCodeGrant: TokenGrant = {
     const target = await tokenTarget(deps.store, grant, params['resource']);
     // §3.5: "the token endpoint responds with a success response defined in Section 5.1 of
     // [RFC6749]". There is no nonce: the device flow has no authorization request to carry one.
-    const response = await deps.tokens.issue({ client, user, ...target, grantId: record.grantId, authTime: record.authTime, nonce: null, dpopJkt: proof?.jkt ?? null });
+    const response = await deps.tokens.issue({
+      client,
+      user,
+      ...target,
+      grantId: record.grantId,
+      authTime: record.authTime,
+      nonce: null,
+      dpopJkt: proof?.jkt ?? null,
+    });
     await deps.events.emit({ type: 'device.consumed', userId: user.id, username: user.username, clientId: client.id, grantId: record.grantId });
     return response;
   },

@@ -59,7 +59,9 @@ export type CodeLookup =
 /** Why a typed code led to no approval page. */
 export type LookupFailure = Exclude<CodeLookup, { readonly kind: 'pending' }>;
 
-export type DecisionResult = LookupFailure | { readonly kind: 'done'; readonly approved: boolean; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord };
+export type DecisionResult =
+  | LookupFailure
+  | { readonly kind: 'done'; readonly approved: boolean; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord };
 
 export type Decision =
   | {
@@ -179,32 +181,27 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
   const { session } = decision;
   const grantId = randomUUID();
   const approved = await transactionWithEvents(deps, async (tx, recordEvent) => {
-      await noteFirstUse(tx.clients, client, now);
-      await tx.grants.create({
-        id: grantId,
-        userId: session.userId,
-        clientId: record.clientId,
-        scope: record.scope,
-        kind: GRANT_DEVICE_CODE,
-        authTime: session.authTime,
-        createdAt: now,
-        revokedAt: null,
-        device: { ip: record.requestIp, userAgent: record.requestUserAgent, requestedAt: record.createdAt },
-        ...signInFacts(session, null),
-      });
-      const decided = await tx.devices.decide(
-        record.userCode,
-        { approve: true, userId: session.userId, authTime: session.authTime, grantId },
-        now,
-      );
-      if (!decided) throw new DecisionLost();
-      await recordEvent({ type: 'device.approved', userId: session.userId, clientId: record.clientId, grantId, detail: deviceDetail(record) });
-      return decided;
-    })
-    .catch((error: unknown) => {
-      if (error instanceof DecisionLost) return null;
-      throw error;
+    await noteFirstUse(tx.clients, client, now);
+    await tx.grants.create({
+      id: grantId,
+      userId: session.userId,
+      clientId: record.clientId,
+      scope: record.scope,
+      kind: GRANT_DEVICE_CODE,
+      authTime: session.authTime,
+      createdAt: now,
+      revokedAt: null,
+      device: { ip: record.requestIp, userAgent: record.requestUserAgent, requestedAt: record.createdAt },
+      ...signInFacts(session, null),
     });
+    const decided = await tx.devices.decide(record.userCode, { approve: true, userId: session.userId, authTime: session.authTime, grantId }, now);
+    if (!decided) throw new DecisionLost();
+    await recordEvent({ type: 'device.approved', userId: session.userId, clientId: record.clientId, grantId, detail: deviceDetail(record) });
+    return decided;
+  }).catch((error: unknown) => {
+    if (error instanceof DecisionLost) return null;
+    throw error;
+  });
   return approved ? { kind: 'done', approved: true, record: approved, client } : settledState(deps, record.userCode);
 }
 

@@ -28,7 +28,11 @@ export class DpopNonces {
   }
 
   async #at(step: number): Promise<string> {
-    return createHmac('sha256', await this.#secret()).update(`dpop-nonce:${step}`).digest().subarray(0, 18).toString('base64url');
+    return createHmac('sha256', await this.#secret())
+      .update(`dpop-nonce:${step}`)
+      .digest()
+      .subarray(0, 18)
+      .toString('base64url');
   }
 
   /** The nonce to hand out now. */

@@ -88,8 +88,7 @@ async function embeddedKey(header: JWTHeaderParameters, token: FlattenedJWSInput
   return entry;
 }
 
-const invalid = (description: string, cause?: unknown) =>
-  new OAuthError('invalid_dpop_proof', description, cause === undefined ? {} : { cause });
+const invalid = (description: string, cause?: unknown) => new OAuthError('invalid_dpop_proof', description, cause === undefined ? {} : { cause });
 
 /** §4.2 `htu`: "without query and fragment parts". */
 function withoutQueryAndFragment(value: string): string | null {

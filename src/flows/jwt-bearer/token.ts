@@ -103,14 +103,23 @@ async function verifiedIdJag(deps: FlowDeps, client: ClientRecord, assertion: st
     throw invalid(`the ID-JAG's signature does not verify with the keys of ${trusted.issuer}`);
   }
   const { sub, jti, exp, iat, client_id: clientId, resource, scope, email, email_verified: emailVerified } = payload;
-  if (typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number' || typeof iat !== 'number') throw invalid('the ID-JAG\'s sub, jti, exp or iat is malformed');
+  if (typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number' || typeof iat !== 'number')
+    throw invalid("the ID-JAG's sub, jti, exp or iat is malformed");
   if (exp - iat > maxLifetime(deps)) throw invalid(`the ID-JAG was issued for ${exp - iat} seconds: at most ${maxLifetime(deps)} (TESSERA_ID_JAG_LIFETIME)`);
   // §4.4.1: "The client_id claim MUST identify the same client as the client authentication in the request."
   if (clientId !== client.id) throw invalid('the ID-JAG was issued for another client');
-  if (resource !== undefined && typeof resource !== 'string') throw invalid('the ID-JAG\'s resource is malformed');
+  if (resource !== undefined && typeof resource !== 'string') throw invalid("the ID-JAG's resource is malformed");
   const scopes = scope === undefined ? null : typeof scope === 'string' ? parseScope(scope) : null;
-  if (scope !== undefined && scopes === null) throw invalid('the ID-JAG\'s scope is malformed');
-  return { iss: trusted.issuer, sub, jti, exp, resource: resource ?? null, scope: scopes, email: typeof email === 'string' && emailVerified === true ? email : null };
+  if (scope !== undefined && scopes === null) throw invalid("the ID-JAG's scope is malformed");
+  return {
+    iss: trusted.issuer,
+    sub,
+    jti,
+    exp,
+    resource: resource ?? null,
+    scope: scopes,
+    email: typeof email === 'string' && emailVerified === true ? email : null,
+  };
 }
 
 /**
@@ -131,7 +140,8 @@ async function personOf(deps: FlowDeps, jag: IdJag): Promise<UserRecord | null> 
 /** The API the token is for: the ID-JAG's `resource`, which a `resource` in the request may repeat, not change. */
 async function targetOf(deps: FlowDeps, jag: IdJag, params: Params): Promise<ResourceRecord> {
   const asked = params['resource'];
-  if (asked !== undefined && jag.resource !== null && asked !== jag.resource) throw new OAuthError('invalid_target', `the ID-JAG is for ${jag.resource}, not ${asked}`);
+  if (asked !== undefined && jag.resource !== null && asked !== jag.resource)
+    throw new OAuthError('invalid_target', `the ID-JAG is for ${jag.resource}, not ${asked}`);
   const named = jag.resource ?? asked;
   if (named === undefined) throw new OAuthError('invalid_target', 'the ID-JAG names no resource, nor does the request: which API is the token for?');
   const resource = await deps.store.resources.get(named);
@@ -139,7 +149,12 @@ async function targetOf(deps: FlowDeps, jag: IdJag, params: Params): Promise<Res
   return resource;
 }
 
-async function redeem(deps: FlowDeps, client: ClientRecord, params: Params, proof: DpopProof | null): Promise<{ response: TokenResponse; user: UserRecord; jag: IdJag; resource: ResourceRecord }> {
+async function redeem(
+  deps: FlowDeps,
+  client: ClientRecord,
+  params: Params,
+  proof: DpopProof | null,
+): Promise<{ response: TokenResponse; user: UserRecord; jag: IdJag; resource: ResourceRecord }> {
   // RFC 7523 §2.1: "The value of the assertion parameter MUST contain a single JWT."
   const assertion = params['assertion'];
   if (assertion === undefined) throw new OAuthError('invalid_request', 'assertion is required: the ID-JAG');
@@ -147,18 +162,22 @@ async function redeem(deps: FlowDeps, client: ClientRecord, params: Params, proo
   const resource = await targetOf(deps, jag, params);
   // The scopes: those the ID-JAG carries (all the API's when it carries none), of this API,
   // that the client is registered for; a `scope` in the request narrows them further.
-  const ceiling = resource.scopes.map((scope) => scope.name).filter((scope) => client.scopes.includes(scope) && (jag.scope === null || jag.scope.includes(scope)));
+  const ceiling = resource.scopes
+    .map((scope) => scope.name)
+    .filter((scope) => client.scopes.includes(scope) && (jag.scope === null || jag.scope.includes(scope)));
   let scope = ceiling;
   if (params['scope'] !== undefined) {
     const asked = parseScope(params['scope']);
     if (asked === null || asked.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
     const wider = asked.filter((value) => !ceiling.includes(value));
-    if (wider.length > 0) throw new OAuthError('invalid_scope', `not covered by the ID-JAG, this client's registration and ${resource.identifier}: ${wider.join(' ')}`);
+    if (wider.length > 0)
+      throw new OAuthError('invalid_scope', `not covered by the ID-JAG, this client's registration and ${resource.identifier}: ${wider.join(' ')}`);
     scope = asked;
   }
   if (scope.length === 0) throw new OAuthError('invalid_scope', `the ID-JAG, this client's registration and ${resource.identifier} have no scope in common`);
   const user = await personOf(deps, jag);
-  if (user === null) throw invalid(`nobody here is ${jag.sub} of ${jag.iss}: no linked identity of that issuer, and no single person with its verified e-mail address`);
+  if (user === null)
+    throw invalid(`nobody here is ${jag.sub} of ${jag.iss}: no linked identity of that issuer, and no single person with its verified e-mail address`);
   if (user.disabled) throw invalid('the person the ID-JAG names is disabled here');
   // RFC 7523 §3 item 7: "the authorization server MAY ensure that JWTs are not replayed by
   // maintaining the set of used "jti" values for the length of time for which the JWT would
@@ -187,7 +206,11 @@ export const jwtBearerGrant: TokenGrant = {
       return response;
     } catch (error) {
       if (error instanceof OAuthError) {
-        await deps.events.emit({ type: 'token.exchange_refused', clientId: client.id, detail: { grant: 'jwt-bearer', error: error.code, reason: error.description } });
+        await deps.events.emit({
+          type: 'token.exchange_refused',
+          clientId: client.id,
+          detail: { grant: 'jwt-bearer', error: error.code, reason: error.description },
+        });
       }
       throw error;
     }

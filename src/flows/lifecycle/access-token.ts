@@ -31,11 +31,14 @@ export function checkSenderConstraint(claims: Pick<AccessTokenClaims, 'jkt'>, pr
   // RFC 9449 §7.2: a resource "MUST NOT grant access to the resource unless all checks are
   // successful"; a DPoP-bound token sent as a bearer token is refused, or anyone who stole
   // it could use it without the key.
-  if (jkt !== null && presented.scheme !== 'DPoP') throw new OAuthError('invalid_token', 'this access token is bound to a DPoP key: send it with the DPoP scheme and a proof');
-  if (jkt === null && presented.scheme === 'DPoP') throw new OAuthError('invalid_token', 'this access token is not bound to a DPoP key: send it with the Bearer scheme');
+  if (jkt !== null && presented.scheme !== 'DPoP')
+    throw new OAuthError('invalid_token', 'this access token is bound to a DPoP key: send it with the DPoP scheme and a proof');
+  if (jkt === null && presented.scheme === 'DPoP')
+    throw new OAuthError('invalid_token', 'this access token is not bound to a DPoP key: send it with the Bearer scheme');
   // RFC 9449 §7.1: the resource checks "that the public key to which the access token is
   // bound matches the public key of the DPoP proof".
-  if (jkt !== null && presented.proof?.jkt !== jkt) throw new OAuthError('invalid_dpop_proof', 'the DPoP proof is not signed by the key the access token is bound to');
+  if (jkt !== null && presented.proof?.jkt !== jkt)
+    throw new OAuthError('invalid_dpop_proof', 'the DPoP proof is not signed by the key the access token is bound to');
 }
 
 /** Access tokens are JWTs (three dot-separated parts); refresh tokens are opaque. */

@@ -21,7 +21,13 @@ export async function revokeToken(deps: FlowDeps, client: ClientRecord, token: s
     if (claims && claims.client_id === client.id) {
       await transactionWithEvents(deps, async (tx, record) => {
         await tx.accessTokens.revoke(claims.jti, claims.exp * 1000);
-        await record({ type: 'token.revoked', userId: claims.gid === null ? null : claims.sub, clientId: client.id, grantId: claims.gid, detail: { token_type: 'access_token', jti: claims.jti } });
+        await record({
+          type: 'token.revoked',
+          userId: claims.gid === null ? null : claims.sub,
+          clientId: client.id,
+          grantId: claims.gid,
+          detail: { token_type: 'access_token', jti: claims.jti },
+        });
       });
     }
     return;

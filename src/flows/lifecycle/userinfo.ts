@@ -27,12 +27,19 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   // UserInfo is this server's own: a token made for a registered API is that API's alone.
   if (live.resource !== null) throw new OAuthError('invalid_token', 'this access token is for another audience (the API in its aud), not for UserInfo');
   // A client's own token (client_credentials) speaks for no person: UserInfo has nobody to describe.
-  if (live.user === null) throw new OAuthError('invalid_token', "this access token is for another audience: a client's own token (client_credentials) names no person for UserInfo to describe");
+  if (live.user === null)
+    throw new OAuthError(
+      'invalid_token',
+      "this access token is for another audience: a client's own token (client_credentials) names no person for UserInfo to describe",
+    );
   checkSenderConstraint(live.claims, presented);
   // OIDC Core §5.3: the UserInfo endpoint answers to tokens from an OpenID Connect sign-in.
   if (!live.claims.scope.includes('openid')) throw new OAuthError('insufficient_scope', 'the access token was not granted the openid scope');
   // OIDC Core §5.4 and §5.5: the scope's claims, and those asked for by name and approved.
   const { scope, userinfoClaims, claimsLocales } = live.claims;
   const groups = await groupsOf(deps.store, live.user.id, scope, userinfoClaims);
-  return { clientId: live.claims.client_id, claims: { sub: live.user.id, ...releasedClaims(live.user, scope, undefined, groups, claimsLocales, userinfoClaims) } };
+  return {
+    clientId: live.claims.client_id,
+    claims: { sub: live.user.id, ...releasedClaims(live.user, scope, undefined, groups, claimsLocales, userinfoClaims) },
+  };
 }

@@ -47,7 +47,9 @@ export async function sendLogoutTokens(
   }
   const allowPrivateNetworks = deps.config.allowPrivateNetworkUrls;
   const delivered = Promise.all(
-    deliveries.map((delivery) => deliver(clientUrlFetch({ selfRegistered: delivery.client.registeredBy !== undefined, allowPrivateNetworks }), delivery, deps.config.logout, log)),
+    deliveries.map((delivery) =>
+      deliver(clientUrlFetch({ selfRegistered: delivery.client.registeredBy !== undefined, allowPrivateNetworks }), delivery, deps.config.logout, log),
+    ),
   ).then(() => undefined);
   return { clients: deliveries.length, delivered };
 }

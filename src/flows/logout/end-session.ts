@@ -43,7 +43,11 @@ const SHOWN_LENGTH = 200;
 function unregisteredUri(client: ClientRecord, uri: string): string {
   const shown = uri.length > SHOWN_LENGTH ? `${uri.slice(0, SHOWN_LENGTH)}…` : uri;
   const slashed = uri.endsWith('/') ? uri.slice(0, -1) : `${uri}/`;
-  const slash = client.postLogoutRedirectUris.includes(slashed) ? (uri.endsWith('/') ? ' (it is registered without the trailing slash)' : ' (it is registered with a trailing slash)') : '';
+  const slash = client.postLogoutRedirectUris.includes(slashed)
+    ? uri.endsWith('/')
+      ? ' (it is registered without the trailing slash)'
+      : ' (it is registered with a trailing slash)'
+    : '';
   return `post_logout_redirect_uri ${shown} is not registered for this client${slash}; it must match a registered one exactly`;
 }
 

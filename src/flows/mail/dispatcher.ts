@@ -104,12 +104,17 @@ export class MailDispatcher {
       error = caught instanceof Error ? caught.message : String(caught);
     }
     const failedAt = clock.now();
-    const state = await store.mail.settle(mail.id, mail.attempts, {
-      kind: 'failed',
-      error,
-      nextAttemptAt: failedAt + retryDelay(mail.attempts, settings.retryDelayMs),
-      deadBefore: failedAt - settings.retryWindowSeconds * 1000,
-    }, failedAt);
+    const state = await store.mail.settle(
+      mail.id,
+      mail.attempts,
+      {
+        kind: 'failed',
+        error,
+        nextAttemptAt: failedAt + retryDelay(mail.attempts, settings.retryDelayMs),
+        deadBefore: failedAt - settings.retryWindowSeconds * 1000,
+      },
+      failedAt,
+    );
     if (state !== 'dead') return;
     this.#deps.log.warn({ mail: mail.id, kind: mail.kind, attempts: mail.attempts, last_error: error }, 'mail given up: a dead letter');
     await this.#deps.events.emit({ type: 'mail.dead_lettered', detail: { mail: mail.id, kind: mail.kind, attempts: mail.attempts, last_error: error } });

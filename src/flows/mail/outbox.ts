@@ -40,7 +40,10 @@ export function mailAddress(raw: string): string | null {
 
 /** A name as a header may carry it: control characters (CR, LF among them) become spaces. */
 export function headerText(raw: string): string {
-  return raw.replace(/[\p{Cc}\u2028\u2029]+/gu, ' ').trim().slice(0, 200);
+  return raw
+    .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
+    .trim()
+    .slice(0, 200);
 }
 
 /** Seals a message for the outbox, and opens it again. The mail's id binds the seal to its row. */

@@ -7,7 +7,15 @@ import { adminCaller, type AdminNeed } from './admin-token.ts';
 import { removeClient, updateClient } from './clients.ts';
 
 /** An API registered on the server, whose scopes a client may hold beside its admin scopes. */
-const API = { identifier: 'https://api.example.com', name: 'API', scopes: [{ name: 'api:read', description: 'Read' }], accessTokenTtl: null, introspectionSecretHash: null, signingAlg: 'RS256' as const, createdAt: 0 };
+const API = {
+  identifier: 'https://api.example.com',
+  name: 'API',
+  scopes: [{ name: 'api:read', description: 'Read' }],
+  accessTokenTtl: null,
+  introspectionSecretHash: null,
+  signingAlg: 'RS256' as const,
+  createdAt: 0,
+};
 
 describe('who calls the admin API (adminCaller)', () => {
   let world: FlowWorld;
@@ -25,7 +33,8 @@ describe('who calls the admin API (adminCaller)', () => {
     const resource = audience === API.identifier ? API : { ...API, identifier: audience, scopes: [] };
     return (await world.tokens.issueForClient({ client, scope, resource, dpopJkt: null })).access_token;
   }
-  const call = (presented: string, area: AdminNeed, write: boolean) => outcome(() => adminCaller(world.deps, { token: presented, scheme: 'Bearer', proof: null } as never, area, write));
+  const call = (presented: string, area: AdminNeed, write: boolean) =>
+    outcome(() => adminCaller(world.deps, { token: presented, scheme: 'Bearer', proof: null } as never, area, write));
 
   it('lets a token through for what its scope covers, and refuses what it does not with insufficient_scope', async () => {
     const presented = await token(ci, ['admin:clients', 'admin:users:read']);

@@ -39,16 +39,23 @@ export function roleAllows(role: OperatorRole | null, area: AdminArea, write: bo
   return role !== null && scopesAllow(ROLE_SCOPES[role], area, write);
 }
 
-export async function adminCaller(deps: Pick<FlowDeps, 'store' | 'config' | 'tokens'>, presented: Presentation, area: AdminNeed, write: boolean): Promise<AdminCaller> {
+export async function adminCaller(
+  deps: Pick<FlowDeps, 'store' | 'config' | 'tokens'>,
+  presented: Presentation,
+  area: AdminNeed,
+  write: boolean,
+): Promise<AdminCaller> {
   const claims = looksLikeJwt(presented.token) ? await deps.tokens.readAccessToken(presented.token) : null;
   // RFC 6750 §3.1 invalid_token: "expired, revoked, malformed, or invalid for other reasons";
   // a token for another audience is invalid here (RFC 8707 §2: the resource checks it is one).
   const client = claims !== null && claims.aud === adminAudience(deps.config.issuer) ? await liveClientToken(deps, claims) : null;
-  if (claims === null || client === null) throw new OAuthError('invalid_token', 'an admin API access token is required: a client_credentials token for the resource <issuer>/admin');
+  if (claims === null || client === null)
+    throw new OAuthError('invalid_token', 'an admin API access token is required: a client_credentials token for the resource <issuer>/admin');
   checkSenderConstraint(claims, presented);
   // A scope the client has since lost is not honoured, though its token still names it.
   const held = claims.scope.filter((scope) => client.scopes.includes(scope));
   // RFC 6750 §3.1 insufficient_scope: "The request requires higher privileges than provided by the access token."
-  if (!scopesAllow(held, area, write)) throw new OAuthError('insufficient_scope', area === 'any' ? 'this needs an admin scope' : `this needs the scope ${adminScopesFor(area, write)[0]}`);
+  if (!scopesAllow(held, area, write))
+    throw new OAuthError('insufficient_scope', area === 'any' ? 'this needs an admin scope' : `this needs the scope ${adminScopesFor(area, write)[0]}`);
   return { clientId: client.id, scope: held };
 }

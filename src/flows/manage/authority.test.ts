@@ -45,7 +45,10 @@ function allowed(act: () => void): boolean {
 }
 
 const client = (scopes: readonly string[], id = 'target'): ClientRecord => ({ id, scopes }) as unknown as ClientRecord;
-const person = (role: OperatorRole | null): UserRecord => ({ ...newUserRecord({ id: `p-${role ?? 'none'}`, username: `p-${role ?? 'none'}`, passwordHash: 'x', createdAt: 0 }), role });
+const person = (role: OperatorRole | null): UserRecord => ({
+  ...newUserRecord({ id: `p-${role ?? 'none'}`, username: `p-${role ?? 'none'}`, passwordHash: 'x', createdAt: 0 }),
+  role,
+});
 
 describe('who may do what (flows/manage/authority.ts)', () => {
   it('covers a read scope with the area scope, never the other way, and anything that is not an admin scope', () => {
@@ -82,7 +85,11 @@ describe('who may do what (flows/manage/authority.ts)', () => {
       ['admin client', 'other', ['admin:clients'], ['admin:clients', 'admin:users'], true],
     ];
     for (const [who, clientId, current, next, expected] of cases) {
-      assert.equal(allowed(() => checkScopesGiven(CALLERS[who]!, clientId, current, next)), expected, `${who} gives ${next.join(' ')} to ${clientId ?? 'a new client'}`);
+      assert.equal(
+        allowed(() => checkScopesGiven(CALLERS[who]!, clientId, current, next)),
+        expected,
+        `${who} gives ${next.join(' ')} to ${clientId ?? 'a new client'}`,
+      );
     }
   });
 
@@ -98,10 +105,15 @@ describe('who may do what (flows/manage/authority.ts)', () => {
       ['viewer', ['admin:events'], false],
       ['an app registering itself', ['admin:events:read'], false],
     ];
-    for (const [who, scopes, expected] of cases) assert.equal(allowed(() => checkMayChangeClient(CALLERS[who]!, client(scopes))), expected, `${who} changes a client of ${scopes.join(' ')}`);
+    for (const [who, scopes, expected] of cases)
+      assert.equal(
+        allowed(() => checkMayChangeClient(CALLERS[who]!, client(scopes))),
+        expected,
+        `${who} changes a client of ${scopes.join(' ')}`,
+      );
   });
 
-  it("changes a person with a console role only for a caller holding all the role allows, and gives roles by the same rule", () => {
+  it('changes a person with a console role only for a caller holding all the role allows, and gives roles by the same rule', () => {
     const cases: [string, OperatorRole | null, boolean][] = [
       ['owner', 'admin', true],
       ['admin client', 'admin', true],
@@ -117,15 +129,44 @@ describe('who may do what (flows/manage/authority.ts)', () => {
     ];
     for (const [who, role, expected] of cases) {
       const caller = CALLERS[who]!;
-      assert.equal(allowed(() => checkMayChangeUser(caller, person(role))), expected, `${who} changes a ${role ?? 'person without a role'}`);
+      assert.equal(
+        allowed(() => checkMayChangeUser(caller, person(role))),
+        expected,
+        `${who} changes a ${role ?? 'person without a role'}`,
+      );
       assert.equal(mayAssignRole(caller.scopes, role), expected, `${who} gives the role ${role ?? 'none'}`);
     }
   });
 
   it('lets only a caller holding every role scope trust a provider, and only a reader of the audit trail export it', () => {
-    const trust: Record<string, boolean> = { owner: true, 'admin client': true, support: false, viewer: false, 'clients-only client': false, 'an app registering itself': false };
-    const exports: Record<string, boolean> = { owner: true, 'admin client': true, support: true, viewer: true, 'clients-only client': false, 'users reader': false, 'an app registering itself': false };
-    for (const [who, expected] of Object.entries(trust)) assert.equal(allowed(() => checkMayTrustProvider(CALLERS[who]!, 'allow_linking')), expected, `${who} trusts a provider`);
-    for (const [who, expected] of Object.entries(exports)) assert.equal(allowed(() => checkMayExportEvents(CALLERS[who]!)), expected, `${who} adds a webhook`);
+    const trust: Record<string, boolean> = {
+      owner: true,
+      'admin client': true,
+      support: false,
+      viewer: false,
+      'clients-only client': false,
+      'an app registering itself': false,
+    };
+    const exports: Record<string, boolean> = {
+      owner: true,
+      'admin client': true,
+      support: true,
+      viewer: true,
+      'clients-only client': false,
+      'users reader': false,
+      'an app registering itself': false,
+    };
+    for (const [who, expected] of Object.entries(trust))
+      assert.equal(
+        allowed(() => checkMayTrustProvider(CALLERS[who]!, 'allow_linking')),
+        expected,
+        `${who} trusts a provider`,
+      );
+    for (const [who, expected] of Object.entries(exports))
+      assert.equal(
+        allowed(() => checkMayExportEvents(CALLERS[who]!)),
+        expected,
+        `${who} adds a webhook`,
+      );
   });
 });

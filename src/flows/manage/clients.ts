@@ -158,8 +158,10 @@ function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string)
   // proves who it is, and each may ask only for the APIs the operator listed for it.
   const exchangeAudiences = client.exchangeAudiences ?? [];
   if (client.grantTypes.includes(GRANT_TOKEN_EXCHANGE)) {
-    if (publicClient) throw invalid`${field('grant_types')} token-exchange is for confidential clients: a public client cannot prove it is the one acting for a person`;
-    if (exchangeAudiences.length === 0) throw invalid`${field('grant_types')} token-exchange needs ${field('token_exchange_audiences')}: the APIs it may ask for a token for`;
+    if (publicClient)
+      throw invalid`${field('grant_types')} token-exchange is for confidential clients: a public client cannot prove it is the one acting for a person`;
+    if (exchangeAudiences.length === 0)
+      throw invalid`${field('grant_types')} token-exchange needs ${field('token_exchange_audiences')}: the APIs it may ask for a token for`;
   } else if (exchangeAudiences.length > 0) {
     throw invalid`${field('token_exchange_audiences')} is for the token exchange grant: add ${field('grant_types')} token-exchange`;
   }
@@ -187,7 +189,8 @@ function checkRegistration(client: ClientChanges, urls: UrlRule, issuer: string)
     throw invalid`${field('require_pushed_authorization_requests')} is for the authorization_code grant: pushed requests are authorization requests`;
   }
   // RFC 9700 §2.1.1: only a confidential OpenID client may rely on nonce instead of PKCE.
-  if (client.pkce !== 'required' && publicClient) throw invalid`${field('pkce')} ${client.pkce} is for confidential clients only: a public client always uses PKCE`;
+  if (client.pkce !== 'required' && publicClient)
+    throw invalid`${field('pkce')} ${client.pkce} is for confidential clients only: a public client always uses PKCE`;
   // A signed request object is verified with the client's keys (RFC 9101 §6.2).
   const signedRequests = client.requestObjectSigningAlg !== undefined && client.requestObjectSigningAlg !== 'none';
   if (signedRequests && client.jwks === null && client.jwksUri === null) {
@@ -220,15 +223,25 @@ function privateUseScheme(uri: string): string | null {
  * since the consent page would show it as that app; nor the private-use redirect scheme of an
  * operator's app, since the person's device would open that app's redirects in it.
  */
-async function checkNotPassingFor(deps: Pick<ManageDeps, 'store' | 'config'>, client: Pick<ClientChanges, 'name' | 'redirectUris' | 'postLogoutRedirectUris'>): Promise<void> {
+async function checkNotPassingFor(
+  deps: Pick<ManageDeps, 'store' | 'config'>,
+  client: Pick<ClientChanges, 'name' | 'redirectUris' | 'postLogoutRedirectUris'>,
+): Promise<void> {
   const operators = await deps.store.clients.listOperatorClients();
   const taken = await lookalikeOf(client.name, [deps.config.site.name, ...operators.map((operator) => operator.name)]);
-  if (taken !== null) throw invalid`${field('client_name')} ${client.name}: looks like the name of ${taken === deps.config.site.name ? 'this site' : 'an app registered by the operator'} (${taken}); an app that registers itself needs a name of its own`;
-  const schemes = new Set(operators.flatMap((operator) => [...operator.redirectUris, ...operator.postLogoutRedirectUris]).map(privateUseScheme).filter((scheme) => scheme !== null));
+  if (taken !== null)
+    throw invalid`${field('client_name')} ${client.name}: looks like the name of ${taken === deps.config.site.name ? 'this site' : 'an app registered by the operator'} (${taken}); an app that registers itself needs a name of its own`;
+  const schemes = new Set(
+    operators
+      .flatMap((operator) => [...operator.redirectUris, ...operator.postLogoutRedirectUris])
+      .map(privateUseScheme)
+      .filter((scheme) => scheme !== null),
+  );
   for (const name of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
     for (const uri of name === 'redirect_uris' ? client.redirectUris : client.postLogoutRedirectUris) {
       const scheme = privateUseScheme(uri);
-      if (scheme !== null && schemes.has(scheme)) throw invalid`${field(name)} ${uri}: the scheme ${scheme} belongs to an app registered by the operator; an app that registers itself uses a scheme of its own (its reverse domain name, RFC 8252 §7.1)`;
+      if (scheme !== null && schemes.has(scheme))
+        throw invalid`${field(name)} ${uri}: the scheme ${scheme} belongs to an app registered by the operator; an app that registers itself uses a scheme of its own (its reverse domain name, RFC 8252 §7.1)`;
     }
   }
 }
@@ -240,7 +253,11 @@ export function parseScopes(raw: string): string[] {
 
 /** A client's scope is an OpenID one or one a registered API defines. */
 async function checkScopes(store: Store, scopes: readonly string[]): Promise<void> {
-  const known = [...SUPPORTED_SCOPES, ...OPERATOR_GIVEN_SCOPES, ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name))];
+  const known = [
+    ...SUPPORTED_SCOPES,
+    ...OPERATOR_GIVEN_SCOPES,
+    ...(await store.resources.list()).flatMap((resource) => resource.scopes.map((scope) => scope.name)),
+  ];
   const unknown = scopes.filter((scope) => !known.includes(scope));
   if (unknown.length > 0) {
     throw invalid`${field('scope')}: unknown scope ${unknown.join(', ')} (known: ${known.join(' ')}; an API's scopes come from \`tessera resource add\`)`;
@@ -260,8 +277,10 @@ async function parseExchangeAudiences(store: Store, issuer: string, audiences: r
   for (const audience of unique) {
     if ((await store.resources.get(audience)) !== null) continue;
     const problem = issuerProblem(audience);
-    if (problem !== null) throw invalid`${field('token_exchange_audiences')} ${audience}: not a registered API (\`tessera resource list\` shows them), nor another authorization server's issuer (${problem})`;
-    if (audience === issuer) throw invalid`${field('token_exchange_audiences')} ${audience}: this server's own issuer; an ID-JAG is for another authorization server`;
+    if (problem !== null)
+      throw invalid`${field('token_exchange_audiences')} ${audience}: not a registered API (\`tessera resource list\` shows them), nor another authorization server's issuer (${problem})`;
+    if (audience === issuer)
+      throw invalid`${field('token_exchange_audiences')} ${audience}: this server's own issuer; an ID-JAG is for another authorization server`;
   }
   return unique;
 }
@@ -293,7 +312,8 @@ function parseGrants(grants: readonly string[]): GrantType[] {
     ...new Set(
       grants.map((grant) => {
         const type = GRANT_NAMES[grant];
-        if (!type) throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials, token-exchange, jwt-bearer`;
+        if (!type)
+          throw invalid`${field('grant_types')} ${grant}: must be one of authorization_code, device_code, refresh_token, client_credentials, token-exchange, jwt-bearer`;
         return type;
       }),
     ),
@@ -383,7 +403,8 @@ function clientKeys(metadata: ClientMetadata, urls: UrlRule): ClientKeys | null 
       throw invalid`${field('jwks_uri')} ${uri}: not an absolute URL`;
     }
     const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+      throw invalid`${field('jwks_uri')} ${uri}: must use https (http only on a loopback address)`;
     const refusal = requestRefusal(url.hostname, urls);
     if (refusal !== null) throw invalid`${field('jwks_uri')} ${uri}: ${refusal}`;
     return { jwksUri: url.href, jwks: null };
@@ -407,8 +428,10 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   const keys = clientKeys(metadata, urls);
   const authMethod = parseAuthMethod(metadata.token_endpoint_auth_method ?? (keys ? 'private_key_jwt' : 'client_secret_basic'));
   const requestAlg = parseRequestObjectAlg(metadata.request_object_signing_alg);
-  if (authMethod === 'private_key_jwt' && keys === null) throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
-  if (keys !== null && !keysAllowed(authMethod, requestAlg)) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt, or for signed request objects (${field('request_object_signing_alg')})`;
+  if (authMethod === 'private_key_jwt' && keys === null)
+    throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
+  if (keys !== null && !keysAllowed(authMethod, requestAlg))
+    throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt, or for signed request objects (${field('request_object_signing_alg')})`;
   // draft-ietf-oauth-cross-device-security: the device grant, the one a remote phishing
   // attack abuses, only for a client registered for it.
   const grantTypes = parseGrants(metadata.grant_types ?? ['authorization_code']);
@@ -455,10 +478,15 @@ export async function createClient(deps: ManageDeps, metadata: ClientMetadata, o
   try {
     await deps.store.clients.create(client);
   } catch (error) {
-    if (error instanceof DuplicateError && options.id === undefined && metadata.client_id !== undefined) throw conflict`a client with id ${clientId} exists already`;
+    if (error instanceof DuplicateError && options.id === undefined && metadata.client_id !== undefined)
+      throw conflict`a client with id ${clientId} exists already`;
     throw error;
   }
-  await deps.events.emit({ type: 'client.created', clientId, detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' } });
+  await deps.events.emit({
+    type: 'client.created',
+    clientId,
+    detail: { name, auth_method: authMethod, by: options.registeredBy === undefined ? 'operator' : 'registration' },
+  });
   return { client, secret };
 }
 
@@ -486,7 +514,10 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>, query: Client
   const all = await deps.store.clients.list();
   const name = query.name?.toLowerCase();
   const grant = query.grantType === undefined ? undefined : (GRANT_NAMES[query.grantType] ?? query.grantType);
-  const matching = all.filter((client) => (name === undefined || client.name.toLowerCase().includes(name)) && (grant === undefined || (client.grantTypes as readonly string[]).includes(grant)));
+  const matching = all.filter(
+    (client) =>
+      (name === undefined || client.name.toLowerCase().includes(name)) && (grant === undefined || (client.grantTypes as readonly string[]).includes(grant)),
+  );
   const offset = query.offset ?? 0;
   return query.limit === undefined ? matching.slice(offset) : matching.slice(offset, offset + query.limit);
 }
@@ -497,7 +528,13 @@ export async function listClients(deps: Pick<ManageDeps, 'store'>, query: Client
  * PostgreSQL's instances drop a cached client when the trigger announces its change. A
  * client that had no secret and now authenticates with one gets a new one, returned once.
  */
-export async function updateClient(deps: ManageDeps, id: string, changes: ClientMetadata, expectedVersion?: number, by: ChangedBy = 'operator'): Promise<ClientWithSecret> {
+export async function updateClient(
+  deps: ManageDeps,
+  id: string,
+  changes: ClientMetadata,
+  expectedVersion?: number,
+  by: ChangedBy = 'operator',
+): Promise<ClientWithSecret> {
   const client = await getClient(deps, id);
   checkMayChangeClient(deps.caller, client);
   // RFC 9110 §13.1.1: a change made against a version that is no longer current is refused
@@ -508,9 +545,12 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
   }
   const urls = urlRule(deps, client);
   const keys = clientKeys(changes, urls);
-  const requestAlg = changes.request_object_signing_alg !== undefined
-    ? parseRequestObjectAlg(changes.request_object_signing_alg)
-    : client.requestObjectSigningAlg === undefined ? {} : { requestObjectSigningAlg: client.requestObjectSigningAlg };
+  const requestAlg =
+    changes.request_object_signing_alg !== undefined
+      ? parseRequestObjectAlg(changes.request_object_signing_alg)
+      : client.requestObjectSigningAlg === undefined
+        ? {}
+        : { requestObjectSigningAlg: client.requestObjectSigningAlg };
   let authMethod = client.authMethod;
   if (changes.token_endpoint_auth_method !== undefined) {
     if (client.authMethod === 'none' && changes.token_endpoint_auth_method !== 'none') {
@@ -525,13 +565,17 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     authMethod = 'private_key_jwt';
   }
   const keysKept = keysAllowed(authMethod, requestAlg);
-  if (keys !== null && !keysKept) throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt, or for signed request objects (${field('request_object_signing_alg')})`;
+  if (keys !== null && !keysKept)
+    throw invalid`${field('jwks_uri')} and ${field('jwks')} are for ${field('token_endpoint_auth_method')} private_key_jwt, or for signed request objects (${field('request_object_signing_alg')})`;
   if (authMethod === 'private_key_jwt' && keys === null && client.jwks === null && client.jwksUri === null) {
     throw invalid`${field('token_endpoint_auth_method')} private_key_jwt needs ${field('jwks_uri')} URL or ${field('jwks')}`;
   }
   const withSecret = SECRET_AUTH_METHODS.includes(authMethod);
   const secret = withSecret && client.secretHash === null ? randomToken(32) : null;
-  const exchangeAudiences = changes.token_exchange_audiences !== undefined ? await parseExchangeAudiences(deps.store, deps.config.issuer, changes.token_exchange_audiences) : (client.exchangeAudiences ?? []);
+  const exchangeAudiences =
+    changes.token_exchange_audiences !== undefined
+      ? await parseExchangeAudiences(deps.store, deps.config.issuer, changes.token_exchange_audiences)
+      : (client.exchangeAudiences ?? []);
   const asked: ClientChanges = {
     name: changes.client_name !== undefined ? parseName(changes.client_name) : client.name,
     redirectUris: changes.redirect_uris !== undefined ? [...new Set(changes.redirect_uris)] : client.redirectUris,
@@ -572,7 +616,11 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
     const now = await getClient(deps, id);
     throw stale(now);
   }
-  await deps.events.emit({ type: 'client.updated', clientId: id, detail: { fields: Object.keys(changes).join(' '), by, ...(unverified ? { verified: false } : {}) } });
+  await deps.events.emit({
+    type: 'client.updated',
+    clientId: id,
+    detail: { fields: Object.keys(changes).join(' '), by, ...(unverified ? { verified: false } : {}) },
+  });
   return { client: updated, secret };
 }
 
@@ -584,19 +632,25 @@ export async function updateClient(deps: ManageDeps, id: string, changes: Client
  */
 function changesWhatPeopleSee(client: ClientRecord, next: ClientChanges): boolean {
   const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.length && new Set(a).size === new Set([...a, ...b]).size;
-  return client.name !== next.name
-    || !sameSet(client.redirectUris, next.redirectUris)
-    || !sameSet(client.postLogoutRedirectUris, next.postLogoutRedirectUris)
-    || !sameSet(client.webOrigins, next.webOrigins)
-    || client.backchannelLogoutUri !== next.backchannelLogoutUri
-    || client.jwksUri !== next.jwksUri;
+  return (
+    client.name !== next.name ||
+    !sameSet(client.redirectUris, next.redirectUris) ||
+    !sameSet(client.postLogoutRedirectUris, next.postLogoutRedirectUris) ||
+    !sameSet(client.webOrigins, next.webOrigins) ||
+    client.backchannelLogoutUri !== next.backchannelLogoutUri ||
+    client.jwksUri !== next.jwksUri
+  );
 }
 
 /**
  * Gives a client a new secret. The old one keeps working for `graceSeconds`, so that the
  * application can be redeployed with the new one without a moment in which neither works.
  */
-export async function rotateClientSecret(deps: ManageDeps, id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<ClientWithSecret & { readonly secret: string }> {
+export async function rotateClientSecret(
+  deps: ManageDeps,
+  id: string,
+  graceSeconds: number = DEFAULT_GRACE_SECONDS,
+): Promise<ClientWithSecret & { readonly secret: string }> {
   if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
     throw invalid`${field('grace_seconds')}: a number of seconds from 0 to ${MAX_GRACE_SECONDS}`;
   }
@@ -609,12 +663,18 @@ export async function rotateClientSecret(deps: ManageDeps, id: string, graceSeco
   const previousExpiresAt = deps.clock.now() + graceSeconds * 1000;
   const rotated = await deps.store.clients.rotateSecret(id, hashSecret(secret), previousExpiresAt);
   if (!rotated) throw notFound`no client with id ${id}`;
-  await deps.events.emit({ type: 'client.secret_rotated', clientId: id, detail: { previous_secret_expires_at: new Date(previousExpiresAt).toISOString(), by: 'operator' } });
+  await deps.events.emit({
+    type: 'client.secret_rotated',
+    clientId: id,
+    detail: { previous_secret_expires_at: new Date(previousExpiresAt).toISOString(), by: 'operator' },
+  });
   return { client: rotated, secret };
 }
 
 function stale(client: ClientRecord) {
-  return problem('stale')`client ${client.id} has changed since it was read: it is at version ${clientEtag(client)}; read it again and apply the change to that`;
+  return problem(
+    'stale',
+  )`client ${client.id} has changed since it was read: it is at version ${clientEtag(client)}; read it again and apply the change to that`;
 }
 
 /**

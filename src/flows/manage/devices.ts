@@ -20,7 +20,9 @@ export interface PendingDevice {
 /** The requests waiting for a decision now, oldest first, with their clients' names. */
 export async function listPendingDevices(deps: Pick<ManageDeps, 'store' | 'clock'>, limit: number): Promise<PendingDevice[]> {
   const records = await deps.store.devices.listPending(deps.clock.now(), limit);
-  const names = new Map(await Promise.all([...new Set(records.map((record) => record.clientId))].map(async (id) => [id, (await deps.store.clients.get(id))?.name ?? id] as const)));
+  const names = new Map(
+    await Promise.all([...new Set(records.map((record) => record.clientId))].map(async (id) => [id, (await deps.store.clients.get(id))?.name ?? id] as const)),
+  );
   return records.map((record) => ({ record, clientName: names.get(record.clientId) ?? record.clientId }));
 }
 
@@ -52,7 +54,8 @@ export function parseUserCode(input: string): string {
  */
 export async function denyDevice(deps: ManageDeps, userCode: string, reason: string | null = null): Promise<DeviceAuthorizationRecord> {
   const code = parseUserCode(userCode);
-  if (reason !== null && (reason.length > MAX_REASON || /[\p{Cc}]/u.test(reason))) throw invalid`${field('reason')}: at most ${MAX_REASON} characters, on one line`;
+  if (reason !== null && (reason.length > MAX_REASON || /[\p{Cc}]/u.test(reason)))
+    throw invalid`${field('reason')}: at most ${MAX_REASON} characters, on one line`;
   const now = deps.clock.now();
   const denied = await deps.store.devices.decide(code, { approve: false }, now);
   if (denied === null) {
@@ -63,7 +66,13 @@ export async function denyDevice(deps: ManageDeps, userCode: string, reason: str
   await deps.events.emit({
     type: 'device.denied',
     clientId: denied.clientId,
-    detail: { device_ip: denied.requestIp, device_user_agent: denied.requestUserAgent, scope: denied.scope.join(' '), by: 'operator', ...(reason === null ? {} : { reason }) },
+    detail: {
+      device_ip: denied.requestIp,
+      device_user_agent: denied.requestUserAgent,
+      scope: denied.scope.join(' '),
+      by: 'operator',
+      ...(reason === null ? {} : { reason }),
+    },
   });
   return denied;
 }

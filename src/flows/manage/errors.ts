@@ -21,7 +21,14 @@ export type ManageErrorKind =
   | 'forbidden';
 
 /** The HTTP status of each kind, as the admin API answers it and the console's pages too. */
-export const MANAGE_STATUS: Readonly<Record<ManageErrorKind, number>> = { invalid: 400, rejected: 422, not_found: 404, conflict: 409, stale: 412, forbidden: 403 };
+export const MANAGE_STATUS: Readonly<Record<ManageErrorKind, number>> = {
+  invalid: 400,
+  rejected: 422,
+  not_found: 404,
+  conflict: 409,
+  stale: 412,
+  forbidden: 403,
+};
 
 /** An input's name in a message, rendered by the front end. */
 export interface FieldRef {

@@ -38,7 +38,8 @@ export function parseSince(raw: string, now: number): number {
   const age = /^(\d{1,6})([smhd])$/.exec(raw.trim());
   if (age) return now - Number(age[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as 's' | 'm' | 'h' | 'd'];
   const time = Date.parse(raw);
-  if (Number.isNaN(time) || !/^\d{4}-\d{2}-\d{2}/.test(raw.trim())) throw invalid`${field('since')} ${raw}: an ISO time (2026-01-31T12:00:00Z) or an age such as 30m, 24h, 7d`;
+  if (Number.isNaN(time) || !/^\d{4}-\d{2}-\d{2}/.test(raw.trim()))
+    throw invalid`${field('since')} ${raw}: an ISO time (2026-01-31T12:00:00Z) or an age such as 30m, 24h, 7d`;
   return time;
 }
 

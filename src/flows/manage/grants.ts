@@ -18,9 +18,15 @@ export async function listUserGrants(deps: Pick<ManageDeps, 'store'>, username: 
   const { store } = deps;
   const user = await findUser(deps, username);
   const grants = await store.grants.listForUser(user.id);
-  const names = new Map(await Promise.all([...new Set(grants.map((grant) => grant.clientId))].map(async (id) => [id, (await store.clients.get(id))?.name ?? id] as const)));
+  const names = new Map(
+    await Promise.all([...new Set(grants.map((grant) => grant.clientId))].map(async (id) => [id, (await store.clients.get(id))?.name ?? id] as const)),
+  );
   const catalog = new ResourceCatalog(await store.resources.list());
-  return grants.map((grant) => ({ grant, clientName: names.get(grant.clientId) ?? grant.clientId, apis: describeAccess(catalog, grant.scope, grant.createdAt).apis }));
+  return grants.map((grant) => ({
+    grant,
+    clientName: names.get(grant.clientId) ?? grant.clientId,
+    apis: describeAccess(catalog, grant.scope, grant.createdAt).apis,
+  }));
 }
 
 /** Whether the grant still has tokens that work at `now`. */
@@ -37,7 +43,10 @@ export function grantJson({ grant, clientName, apis }: ListedGrant, now: number)
     approved_at: new Date(grant.createdAt).toISOString(),
     last_used_at: isoTime(grant.lastUsedAt),
     active: grantActive(grant, now),
-    device: grant.device === null ? null : { ip: grant.device.ip, user_agent: grant.device.userAgent, requested_at: new Date(grant.device.requestedAt).toISOString() },
+    device:
+      grant.device === null
+        ? null
+        : { ip: grant.device.ip, user_agent: grant.device.userAgent, requested_at: new Date(grant.device.requestedAt).toISOString() },
   };
 }
 

@@ -58,7 +58,12 @@ export async function inviteUser(deps: ManageDeps, input: InvitationInput): Prom
   await transactionWithEvents(deps, async (tx, record) => {
     await tx.invitations.create({ tokenHash: hashSecret(token), email, role, clientId, createdAt: now, expiresAt, usedAt: null });
     const event = await record({ type: 'user.invited', clientId, detail: { role, expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
-    await mail?.queue(tx, event, { kind: 'invite', to: { address: email, name: '' }, locale: deps.config.site.defaultLocale, values: { link: url, expiresAt } });
+    await mail?.queue(tx, event, {
+      kind: 'invite',
+      to: { address: email, name: '' },
+      locale: deps.config.site.defaultLocale,
+      values: { link: url, expiresAt },
+    });
   });
   return { url, email, expiresAt, mailed: mail !== undefined };
 }

@@ -59,7 +59,13 @@ const FAMILIES: readonly Family[] = [
   { prefix: SIGN_IN_KEYS.address, kind: 'sign-in', scope: 'address', limit: (deps) => deps.config.signIn.perAddress, parse: byAddress },
   { prefix: SIGN_IN_KEYS.user, kind: 'sign-in', scope: 'user', limit: () => null, parse: byUser },
   { prefix: SIGN_IN_KEYS.oneTimeCode, kind: 'one-time-code', scope: 'user', limit: () => ONE_TIME_CODE_LIMIT.perUser, parse: byUser },
-  { prefix: USER_CODE_KEYS.browser, kind: 'user-code', scope: 'browser', limit: (deps) => deps.config.userCode.perBrowser, parse: () => ({ username: null, ip: null }) },
+  {
+    prefix: USER_CODE_KEYS.browser,
+    kind: 'user-code',
+    scope: 'browser',
+    limit: (deps) => deps.config.userCode.perBrowser,
+    parse: () => ({ username: null, ip: null }),
+  },
   { prefix: USER_CODE_KEYS.address, kind: 'user-code', scope: 'address', limit: (deps) => deps.config.userCode.perAddress, parse: byAddress },
   { prefix: USER_CODE_KEYS.network, kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perNetwork, parse: byAddress },
   { prefix: USER_CODE_KEYS.largeNetwork, kind: 'user-code', scope: 'network', limit: (deps) => deps.config.userCode.perLargeNetwork, parse: byAddress },
@@ -98,7 +104,10 @@ export async function listLockouts(deps: Pick<ManageDeps, 'store' | 'clock' | 'c
   );
   return found
     .flat()
-    .filter((entry) => (username === undefined || entry.username === username) && (query.ip === undefined || entry.ip === query.ip) && (!query.lockedOnly || entry.locked))
+    .filter(
+      (entry) =>
+        (username === undefined || entry.username === username) && (query.ip === undefined || entry.ip === query.ip) && (!query.lockedOnly || entry.locked),
+    )
     .sort((a, b) => b.until - a.until || a.key.localeCompare(b.key))
     .slice(0, limit);
 }
@@ -108,7 +117,8 @@ export async function listLockouts(deps: Pick<ManageDeps, 'store' | 'clock' | 'c
  * key: their counts are forgotten, so the next attempt starts afresh. Returns what it cleared.
  */
 export async function clearLockouts(deps: ManageDeps, target: { readonly username?: string; readonly ip?: string; readonly key?: string }): Promise<Lockout[]> {
-  if (target.username === undefined && target.ip === undefined && target.key === undefined) throw invalid`give ${field('username')}, ${field('ip')} or ${field('key')}`;
+  if (target.username === undefined && target.ip === undefined && target.key === undefined)
+    throw invalid`give ${field('username')}, ${field('ip')} or ${field('key')}`;
   const username = target.username === undefined ? undefined : normalizeUsername(target.username);
   // Lifting an operator's lockout lets their password be guessed again: a change to them.
   const person = username ? await deps.store.users.findByUsername(username) : null;
@@ -116,7 +126,9 @@ export async function clearLockouts(deps: ManageDeps, target: { readonly usernam
   const open = await listLockouts(deps, { limit: MAX_LOCKOUTS });
   const chosen = open.filter(
     (entry) =>
-      (username === undefined || entry.username === username) && (target.ip === undefined || entry.ip === target.ip) && (target.key === undefined || entry.key === target.key),
+      (username === undefined || entry.username === username) &&
+      (target.ip === undefined || entry.ip === target.ip) &&
+      (target.key === undefined || entry.key === target.key),
   );
   const cleared: Lockout[] = [];
   for (const entry of chosen) if (await deps.store.rateLimits.remove(entry.key)) cleared.push(entry);

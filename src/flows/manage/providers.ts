@@ -79,7 +79,15 @@ export function providerJson(provider: IdentityProviderRecord, issuer: string): 
   };
   switch (s.kind) {
     case 'oidc':
-      return { ...common, issuer: s.issuer, client_id: s.clientId, client_secret_set: provider.secret !== null, scopes: s.scopes, trust_upstream_mfa: s.trustUpstreamMfa, redirect_uri: upstreamRedirectUri(issuer, provider.id) };
+      return {
+        ...common,
+        issuer: s.issuer,
+        client_id: s.clientId,
+        client_secret_set: provider.secret !== null,
+        scopes: s.scopes,
+        trust_upstream_mfa: s.trustUpstreamMfa,
+        redirect_uri: upstreamRedirectUri(issuer, provider.id),
+      };
     case 'github':
       return {
         ...common,
@@ -147,7 +155,8 @@ function checkMapping(values: Readonly<Record<string, string>> | undefined): Par
   for (const [claim, from] of Object.entries(values)) {
     const known = MAPPED_CLAIMS.find((candidate) => candidate === claim);
     if (known === undefined) throw invalid`${field('claim_mapping')} ${claim}: one of ${MAPPED_CLAIMS.join(', ')}`;
-    if (typeof from !== 'string' || !/^[A-Za-z0-9_.:-]{1,100}$/.test(from)) throw invalid`${field('claim_mapping')} ${claim}: name the upstream claim or attribute it comes from`;
+    if (typeof from !== 'string' || !/^[A-Za-z0-9_.:-]{1,100}$/.test(from))
+      throw invalid`${field('claim_mapping')} ${claim}: name the upstream claim or attribute it comes from`;
     mapping[known] = from;
   }
   return mapping;
@@ -157,7 +166,8 @@ function checkMapping(values: Readonly<Record<string, string>> | undefined): Par
 function checkFilter(value: string | undefined, name: string, placeholders: readonly string[]): string | undefined {
   const filter = checkText(value, name, null);
   if (filter === undefined) return undefined;
-  if (!placeholders.some((placeholder) => filter.includes(placeholder))) throw invalid`${field(name)} ${filter}: put ${placeholders.join(' or ')} where the person's value goes`;
+  if (!placeholders.some((placeholder) => filter.includes(placeholder)))
+    throw invalid`${field(name)} ${filter}: put ${placeholders.join(' or ')} where the person's value goes`;
   try {
     FilterParser.parseString(placeholders.reduce((text, placeholder) => text.replaceAll(placeholder, 'x'), filter));
   } catch {
@@ -184,7 +194,11 @@ function checkSecret(value: string | undefined, name: string): string | undefine
 }
 
 /** The stored settings and secret of a provider, from what exists (`current`) and what the operator gave. */
-function build(kind: ProviderKind, current: IdentityProviderRecord | null, input: ProviderInput): { settings: Record<string, unknown>; secret: string | null | undefined } {
+function build(
+  kind: ProviderKind,
+  current: IdentityProviderRecord | null,
+  input: ProviderInput,
+): { settings: Record<string, unknown>; secret: string | null | undefined } {
   const was = current ? { ...current.settings } : {};
   const pick = <T>(given: T | undefined, key: string, fallback: T): T => (given !== undefined ? given : key in was ? (was[key] as T) : fallback);
   const settings: Record<string, unknown> = {
@@ -195,7 +209,9 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
     claimMapping: pick(checkMapping(input.claim_mapping), 'claimMapping', {}),
   };
   // The fields of another kind (fields/providers.ts says which kinds each applies to).
-  const foreign = PROVIDER_FIELDS.find((row) => 'kinds' in row && !(row.kinds as readonly string[]).includes(kind) && input[row.name as keyof ProviderInput] !== undefined);
+  const foreign = PROVIDER_FIELDS.find(
+    (row) => 'kinds' in row && !(row.kinds as readonly string[]).includes(kind) && input[row.name as keyof ProviderInput] !== undefined,
+  );
   if (foreign !== undefined) throw invalid`${field(foreign.name)} does not apply to a provider of kind ${kind}`;
   switch (kind) {
     case 'oidc': {
@@ -203,7 +219,8 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       const clientId = checkText(input.client_id, 'client_id', current ? null : 'the client id the provider gave Tessera');
       // "openid email" given as one is two scopes, as `--scope "openid email"` is.
       const scopes = input.scopes?.flatMap((scope) => scope.split(/\s+/)).filter((scope) => scope !== '');
-      if (scopes?.some((scope) => !/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(scope))) throw invalid`${field('scopes')}: scope values have no spaces, quotes or backslashes (RFC 6749 §3.3)`;
+      if (scopes?.some((scope) => !/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(scope)))
+        throw invalid`${field('scopes')}: scope values have no spaces, quotes or backslashes (RFC 6749 §3.3)`;
       settings['issuer'] = issuer !== undefined ? checkWebUrl(issuer, 'issuer') : was['issuer'];
       settings['clientId'] = clientId ?? was['clientId'];
       settings['trustUpstreamMfa'] = pick(input.trust_upstream_mfa, 'trustUpstreamMfa', false);
@@ -215,7 +232,8 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       const secret = checkSecret(input.client_secret, 'client_secret');
       if (!current && secret === undefined) throw invalid`${field('client_secret')} is required: the OAuth app's client secret`;
       const organizations = input.allowed_organizations?.map((org) => org.trim()).filter((org) => org !== '');
-      if (organizations?.some((org) => !/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/.test(org))) throw invalid`${field('allowed_organizations')}: a GitHub organisation's login, such as octo-org`;
+      if (organizations?.some((org) => !/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/.test(org)))
+        throw invalid`${field('allowed_organizations')}: a GitHub organisation's login, such as octo-org`;
       settings['clientId'] = clientId ?? was['clientId'];
       settings['allowedOrganizations'] = pick(organizations, 'allowedOrganizations', []);
       settings['webUrl'] = input.web_url !== undefined ? checkWebUrl(input.web_url, 'web_url') : (was['webUrl'] ?? 'https://github.com');
@@ -227,14 +245,19 @@ function build(kind: ProviderKind, current: IdentityProviderRecord | null, input
       const base = checkText(input.user_search_base, 'user_search_base', current ? null : 'where people are searched, such as ou=people,dc=example,dc=com');
       settings['url'] = url !== undefined ? checkLdapUrl(url) : was['url'];
       settings['startTls'] = pick(input.start_tls, 'startTls', false);
-      if (settings['startTls'] === true && String(settings['url']).startsWith('ldaps:')) throw invalid`${field('start_tls')}: an ldaps:// connection is encrypted from the start; StartTLS is for ldap://`;
-      settings['bindDn'] = input.bind_dn !== undefined ? (checkText(input.bind_dn ?? undefined, 'bind_dn', null) || null) : (was['bindDn'] ?? null);
+      if (settings['startTls'] === true && String(settings['url']).startsWith('ldaps:'))
+        throw invalid`${field('start_tls')}: an ldaps:// connection is encrypted from the start; StartTLS is for ldap://`;
+      settings['bindDn'] = input.bind_dn !== undefined ? checkText(input.bind_dn ?? undefined, 'bind_dn', null) || null : (was['bindDn'] ?? null);
       settings['userSearchBase'] = base ?? was['userSearchBase'];
       settings['userFilter'] = pick(checkFilter(input.user_filter, 'user_filter', ['{username}']), 'userFilter', '(uid={username})');
-      settings['groupSearchBase'] = input.group_search_base !== undefined ? (checkText(input.group_search_base ?? undefined, 'group_search_base', null) || null) : (was['groupSearchBase'] ?? null);
+      settings['groupSearchBase'] =
+        input.group_search_base !== undefined
+          ? checkText(input.group_search_base ?? undefined, 'group_search_base', null) || null
+          : (was['groupSearchBase'] ?? null);
       settings['groupFilter'] = pick(checkFilter(input.group_filter, 'group_filter', ['{dn}', '{username}']), 'groupFilter', '(member={dn})');
       const secret = checkSecret(input.bind_password, 'bind_password');
-      if (settings['bindDn'] !== null && secret === undefined && (current?.secret ?? null) === null) throw invalid`${field('bind_password')} is required with ${field('bind_dn')}`;
+      if (settings['bindDn'] !== null && secret === undefined && (current?.secret ?? null) === null)
+        throw invalid`${field('bind_password')} is required with ${field('bind_dn')}`;
       // Searching anonymously: a stored bind password would be used by no one.
       return { settings, secret: settings['bindDn'] === null ? null : secret };
     }
@@ -253,7 +276,19 @@ const COSMETIC: readonly (keyof ProviderInput)[] = ['name', 'position', 'kind', 
  * Where a provider's word comes from: who asserts the identities it signs in, and how they
  * become a person here. Pointed elsewhere, it signs in as whoever the new source names.
  */
-const SOURCE: readonly (keyof ProviderInput)[] = ['issuer', 'client_id', 'web_url', 'api_url', 'url', 'start_tls', 'bind_dn', 'bind_password', 'user_search_base', 'user_filter', 'claim_mapping'];
+const SOURCE: readonly (keyof ProviderInput)[] = [
+  'issuer',
+  'client_id',
+  'web_url',
+  'api_url',
+  'url',
+  'start_tls',
+  'bind_dn',
+  'bind_password',
+  'user_search_base',
+  'user_filter',
+  'claim_mapping',
+];
 
 /**
  * The changes to a provider only a caller holding every admin scope makes
@@ -261,16 +296,25 @@ const SOURCE: readonly (keyof ProviderInput)[] = ['issuer', 'client_id', 'web_ur
  * accounts or whose mfa is trusted (before or after the change); and repointing one that people
  * already sign in through, whose new source would sign in as them.
  */
-async function checkTrust(deps: ProviderDeps, current: IdentityProviderRecord | null, after: Readonly<Record<string, unknown>>, input: ProviderInput): Promise<void> {
+async function checkTrust(
+  deps: ProviderDeps,
+  current: IdentityProviderRecord | null,
+  after: Readonly<Record<string, unknown>>,
+  input: ProviderInput,
+): Promise<void> {
   const given = (Object.keys(input) as (keyof ProviderInput)[]).filter((name) => input[name] !== undefined && !COSMETIC.includes(name));
   if (vouches(after) || (current !== null && vouches(current.settings))) {
     if (current !== null && given.length === 0) return;
-    const named = given.find((name) => name === 'allow_linking' || name === 'trust_upstream_mfa') ?? given[0] ?? (after['allowLinking'] === true ? 'allow_linking' : 'trust_upstream_mfa');
+    const named =
+      given.find((name) => name === 'allow_linking' || name === 'trust_upstream_mfa') ??
+      given[0] ??
+      (after['allowLinking'] === true ? 'allow_linking' : 'trust_upstream_mfa');
     checkMayTrustProvider(deps.caller, named);
     return;
   }
   const repointed = given.find((name) => SOURCE.includes(name));
-  if (current !== null && repointed !== undefined && (await deps.store.linkedIdentities.anyForProvider(current.id))) checkMayTrustProvider(deps.caller, repointed);
+  if (current !== null && repointed !== undefined && (await deps.store.linkedIdentities.anyForProvider(current.id)))
+    checkMayTrustProvider(deps.caller, repointed);
 }
 
 /** One provider may be the only way in. */
@@ -298,7 +342,15 @@ function checkPosition(value: number | undefined): number | undefined {
  */
 export function providerIdFor(input: Pick<ProviderInput, 'id' | 'name'>): string {
   const name = checkName(input.name, true)!;
-  const id = input.id?.trim() || name.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
+  const id =
+    input.id?.trim() ||
+    name
+      .toLowerCase()
+      .normalize('NFKD')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40)
+      .replace(/-+$/, '');
   if (!PROVIDER_ID.test(id)) throw invalid`${field('id')} ${id || name}: 1-40 lower-case letters, digits and dashes (it is part of the redirect URI)`;
   return id;
 }
@@ -362,7 +414,10 @@ export async function updateProvider(deps: ProviderDeps, id: string, input: Prov
     updatedAt: deps.clock.now(),
   };
   if (!(await deps.store.identityProviders.update(updated))) throw notFound`no identity provider ${id}`;
-  await deps.events.emit({ type: 'provider.updated', detail: { provider: id, kind: current.kind, secret_changed: typeof secret === 'string', by: 'operator' } });
+  await deps.events.emit({
+    type: 'provider.updated',
+    detail: { provider: id, kind: current.kind, secret_changed: typeof secret === 'string', by: 'operator' },
+  });
   return updated;
 }
 

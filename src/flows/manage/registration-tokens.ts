@@ -23,7 +23,8 @@ export interface InitialTokenInput {
 /** Makes a token; returns it (shown once) with its record. */
 export async function createInitialAccessToken(deps: ManageDeps, input: InitialTokenInput = {}): Promise<{ token: string; record: InitialAccessTokenRecord }> {
   const ttl = input.ttl_seconds ?? DEFAULT_INITIAL_TOKEN_TTL;
-  if (!Number.isInteger(ttl) || ttl < 60 || ttl > MAX_INITIAL_TOKEN_TTL) throw invalid`${field('ttl_seconds')} ${ttl}: a number of seconds from 60 to ${MAX_INITIAL_TOKEN_TTL}`;
+  if (!Number.isInteger(ttl) || ttl < 60 || ttl > MAX_INITIAL_TOKEN_TTL)
+    throw invalid`${field('ttl_seconds')} ${ttl}: a number of seconds from 60 to ${MAX_INITIAL_TOKEN_TTL}`;
   const maxUses = input.max_uses ?? null;
   if (maxUses !== null && !(Number.isInteger(maxUses) && maxUses >= 1 && maxUses <= MAX_INITIAL_TOKEN_USES)) {
     throw invalid`${field('max_uses')} ${maxUses}: a whole number from 1 to ${MAX_INITIAL_TOKEN_USES}`;
@@ -32,7 +33,10 @@ export async function createInitialAccessToken(deps: ManageDeps, input: InitialT
   const now = deps.clock.now();
   const record: InitialAccessTokenRecord = { id: randomUUID(), tokenHash: hashSecret(token), createdAt: now, expiresAt: now + ttl * 1000, maxUses, uses: 0 };
   await deps.store.initialAccessTokens.create(record);
-  await deps.events.emit({ type: 'registration_token.created', detail: { id: record.id, expires_at: new Date(record.expiresAt).toISOString(), max_uses: maxUses, by: 'operator' } });
+  await deps.events.emit({
+    type: 'registration_token.created',
+    detail: { id: record.id, expires_at: new Date(record.expiresAt).toISOString(), max_uses: maxUses, by: 'operator' },
+  });
   return { token, record };
 }
 

@@ -39,32 +39,55 @@ const strings = (value: unknown): string[] | null => (Array.isArray(value) && va
  * The metadata fetched for `resource` against the API registered here with that identifier
  * (null: none) and this server's `issuer`: one line per comparison, each saying what differs.
  */
-export function checkProtectedResource(resource: string, metadata: Readonly<Record<string, unknown>>, registered: ResourceRecord | null, issuer: string): CheckLine[] {
+export function checkProtectedResource(
+  resource: string,
+  metadata: Readonly<Record<string, unknown>>,
+  registered: ResourceRecord | null,
+  issuer: string,
+): CheckLine[] {
   const lines: CheckLine[] = [];
   const said = metadata['resource'];
   // RFC 9728 §3.3: "the value of the resource metadata parameter MUST be identical to the
   // protected resource's resource identifier value into which the well-known URI path suffix
   // was inserted to create the URL used to retrieve the metadata."
   if (typeof said !== 'string') lines.push({ what: 'resource', ok: false, text: 'the metadata has no resource (RFC 9728 §2: REQUIRED)' });
-  else if (said !== resource) lines.push({ what: 'resource', ok: false, text: `the metadata says ${said}, but was fetched for ${resource}: they must be identical (RFC 9728 §3.3)` });
-  else if (registered === null) lines.push({ what: 'resource', ok: false, text: `${resource} is not an API registered here (tessera resource add --identifier ${resource})` });
+  else if (said !== resource)
+    lines.push({ what: 'resource', ok: false, text: `the metadata says ${said}, but was fetched for ${resource}: they must be identical (RFC 9728 §3.3)` });
+  else if (registered === null)
+    lines.push({ what: 'resource', ok: false, text: `${resource} is not an API registered here (tessera resource add --identifier ${resource})` });
   else lines.push({ what: 'resource', ok: true, text: `${resource}, registered here as "${registered.name}"` });
 
   const servers = strings(metadata['authorization_servers']);
-  if (servers === null) lines.push({ what: 'authorization_servers', ok: false, text: `the metadata lists no authorization_servers: an MCP client cannot find ${issuer}` });
-  else if (!servers.includes(issuer)) lines.push({ what: 'authorization_servers', ok: false, text: `${servers.join(' ') || '(none)'} does not include this server's issuer ${issuer}` });
+  if (servers === null)
+    lines.push({ what: 'authorization_servers', ok: false, text: `the metadata lists no authorization_servers: an MCP client cannot find ${issuer}` });
+  else if (!servers.includes(issuer))
+    lines.push({ what: 'authorization_servers', ok: false, text: `${servers.join(' ') || '(none)'} does not include this server's issuer ${issuer}` });
   else lines.push({ what: 'authorization_servers', ok: true, text: `includes ${issuer}` });
 
   if (registered !== null) {
     const advertised = strings(metadata['scopes_supported']);
     const ours = registered.scopes.map((scope) => scope.name);
     if (advertised === null) {
-      lines.push({ what: 'scopes_supported', ok: metadata['scopes_supported'] === undefined, text: metadata['scopes_supported'] === undefined ? `not listed (RFC 9728 §2: RECOMMENDED); registered here: ${ours.join(' ')}` : 'scopes_supported is not a list of strings' });
+      lines.push({
+        what: 'scopes_supported',
+        ok: metadata['scopes_supported'] === undefined,
+        text:
+          metadata['scopes_supported'] === undefined
+            ? `not listed (RFC 9728 §2: RECOMMENDED); registered here: ${ours.join(' ')}`
+            : 'scopes_supported is not a list of strings',
+      });
     } else {
       const unknown = advertised.filter((scope) => !ours.includes(scope));
       const missing = ours.filter((scope) => !advertised.includes(scope));
-      const differences = [...(unknown.length > 0 ? [`not registered here: ${unknown.join(' ')}`] : []), ...(missing.length > 0 ? [`registered here but not listed: ${missing.join(' ')}`] : [])];
-      lines.push({ what: 'scopes_supported', ok: differences.length === 0, text: differences.length === 0 ? `the same: ${ours.join(' ')}` : differences.join('; ') });
+      const differences = [
+        ...(unknown.length > 0 ? [`not registered here: ${unknown.join(' ')}`] : []),
+        ...(missing.length > 0 ? [`registered here but not listed: ${missing.join(' ')}`] : []),
+      ];
+      lines.push({
+        what: 'scopes_supported',
+        ok: differences.length === 0,
+        text: differences.length === 0 ? `the same: ${ours.join(' ')}` : differences.join('; '),
+      });
     }
   }
   return lines;

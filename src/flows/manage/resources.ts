@@ -72,12 +72,14 @@ function ownUrl(identifier: string, issuer: string): boolean {
 /** A scope of an API, checked: `label` is how the message shows it (`NAME=DESCRIPTION` on the command line). */
 function checkScope(scope: ResourceScope, label: string): ResourceScope {
   const description = scope.description.trim();
-  if (!SCOPE_TOKEN.test(scope.name)) throw invalid`${field('scopes')} ${label}: the name must be 1-128 printable characters without spaces, quotes or backslashes (RFC 6749 §3.3)`;
+  if (!SCOPE_TOKEN.test(scope.name))
+    throw invalid`${field('scopes')} ${label}: the name must be 1-128 printable characters without spaces, quotes or backslashes (RFC 6749 §3.3)`;
   if (SUPPORTED_SCOPES.includes(scope.name)) throw invalid`${field('scopes')} ${scope.name}: an OpenID Connect scope cannot belong to an API`;
   // An admin scope named by an API would read, in a client's registration, as the admin API's own.
   if (scope.name.startsWith('admin:')) throw invalid`${field('scopes')} ${scope.name}: names beginning admin: are the admin API's (docs/admin-api.md)`;
   if (!description) throw invalid`${field('scopes')} ${label}: give what it lets an application do, as NAME=DESCRIPTION ("photos:read=See your photos")`;
-  if (description.length > MAX_SCOPE_DESCRIPTION) throw invalid`${field('scopes')} ${scope.name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`;
+  if (description.length > MAX_SCOPE_DESCRIPTION)
+    throw invalid`${field('scopes')} ${scope.name}: the description must be at most ${MAX_SCOPE_DESCRIPTION} characters`;
   // Shown on the consent page and printed by the command (core/display-text.ts).
   if (hasUnsafeCharacters(description)) throw invalid`${field('scopes')} ${scope.name}: the description ${UNSAFE_CHARACTERS_RULE}`;
   return { name: scope.name, description };
@@ -129,7 +131,8 @@ export async function addResource(
   if (problem) throw invalid`${field('identifier')} ${identifier}: ${problem} (RFC 8707 §2)`;
   // The server's own URLs are its own audiences (the admin API's <issuer>/admin, UserInfo):
   // an API registered there would be handed tokens the server takes for its own.
-  if (ownUrl(identifier, deps.config.issuer)) throw invalid`${field('identifier')} ${identifier}: is this server's own URL (${deps.config.issuer}); an API has an identifier of its own`;
+  if (ownUrl(identifier, deps.config.issuer))
+    throw invalid`${field('identifier')} ${identifier}: is this server's own URL (${deps.config.issuer}); an API has an identifier of its own`;
   const name = checkName(input.name);
   const scopes = checkScopes(input.scopes ?? [], scopeLabel);
   const ttl = checkTtl(input.access_token_ttl ?? null);
@@ -153,7 +156,8 @@ export async function addResource(
     await deps.store.transaction((tx) => tx.resources.create(resource));
   } catch (error) {
     // Another registration got there between the check and the write.
-    if (error instanceof DuplicateError) throw conflict`${error.message.replace(/^resource /, 'an API with identifier ').replace(/ already exists$/, ' is already registered')}`;
+    if (error instanceof DuplicateError)
+      throw conflict`${error.message.replace(/^resource /, 'an API with identifier ').replace(/ already exists$/, ' is already registered')}`;
     throw error;
   }
   await deps.events.emit({ type: 'resource.created', detail: { resource: identifier, scope: scopes.map((scope) => scope.name).join(' '), by: 'operator' } });
@@ -192,18 +196,21 @@ export async function updateResource(
     ...(input.access_token_ttl === undefined ? {} : { accessTokenTtl: checkTtl(input.access_token_ttl) }),
     ...(input.signing_alg === undefined ? {} : { signingAlg: checkSigningAlg(input.signing_alg)! }),
   };
-  if (Object.keys(changes).length === 0) throw invalid`give what to change: ${field('name')}, ${field('scopes')}, ${field('access_token_ttl')} or ${field('signing_alg')}`;
+  if (Object.keys(changes).length === 0)
+    throw invalid`give what to change: ${field('name')}, ${field('scopes')}, ${field('access_token_ttl')} or ${field('signing_alg')}`;
   if (changes.scopes !== undefined) {
     for (const resource of await deps.store.resources.list()) if (resource.identifier !== identifier) checkScopesFree(resource, changes.scopes);
     const removed = current.scopes.filter((scope) => !changes.scopes!.some((kept) => kept.name === scope.name)).map((scope) => scope.name);
     const user = (await deps.store.clients.list()).find((client) => client.scopes.some((scope) => removed.includes(scope)));
-    if (user) throw conflict`scope ${user.scopes.find((scope) => removed.includes(scope))!} is in the registration of client ${user.id} (${user.name}): remove it from the client first`;
+    if (user)
+      throw conflict`scope ${user.scopes.find((scope) => removed.includes(scope))!} is in the registration of client ${user.id} (${user.name}): remove it from the client first`;
   }
   try {
     if (!(await deps.store.transaction((tx) => tx.resources.update(identifier, changes)))) throw notFound`no API with identifier ${identifier}`;
   } catch (error) {
     // Another API took a scope name between the check and the write.
-    if (error instanceof DuplicateError) throw conflict`${error.message.replace(/ already exists$/, '')} already belongs to another API; scope names are unique across the server`;
+    if (error instanceof DuplicateError)
+      throw conflict`${error.message.replace(/ already exists$/, '')} already belongs to another API; scope names are unique across the server`;
     throw error;
   }
   await deps.events.emit({ type: 'resource.updated', detail: { resource: identifier, fields: Object.keys(input).join(' '), by: 'operator' } });

@@ -54,7 +54,8 @@ function checkUrl(name: string, raw: unknown): string {
 function checkEntityId(raw: unknown): string {
   if (typeof raw !== 'string' || raw.trim() === '') throw invalid`${field('entity_id')} is required (or metadata that names it): the SP's entity ID`;
   if (raw.length > 1024) throw invalid`${field('entity_id')}: at most 1024 characters (SAML Metadata §2.3.2)`;
-  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:[\x21-\x7e]+$/.test(raw)) throw invalid`${field('entity_id')} ${raw.slice(0, 200)}: a URI (https://sp.example/saml or urn:…), without spaces`;
+  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:[\x21-\x7e]+$/.test(raw))
+    throw invalid`${field('entity_id')} ${raw.slice(0, 200)}: a URI (https://sp.example/saml or urn:…), without spaces`;
   return raw;
 }
 
@@ -70,8 +71,10 @@ function checkAttributes(raw: unknown): Record<string, string> {
   const entries = Object.entries(raw as Record<string, unknown>);
   if (entries.length > 30) throw invalid`${field('attributes')}: at most 30`;
   for (const [name, claim] of entries) {
-    if (name === '' || name.length > 256 || /[\x00-\x20\x7f]/.test(name)) throw invalid`${field('attributes')} ${name.slice(0, 100)}: an attribute name of 1 to 256 characters, without spaces`;
-    if (typeof claim !== 'string' || !ATTRIBUTE_CLAIMS.includes(claim)) throw invalid`${field('attributes')} ${name.slice(0, 100)}=${String(claim).slice(0, 64)}: not a claim; one of ${ATTRIBUTE_CLAIMS.join(', ')}`;
+    if (name === '' || name.length > 256 || /[\x00-\x20\x7f]/.test(name))
+      throw invalid`${field('attributes')} ${name.slice(0, 100)}: an attribute name of 1 to 256 characters, without spaces`;
+    if (typeof claim !== 'string' || !ATTRIBUTE_CLAIMS.includes(claim))
+      throw invalid`${field('attributes')} ${name.slice(0, 100)}=${String(claim).slice(0, 64)}: not a claim; one of ${ATTRIBUTE_CLAIMS.join(', ')}`;
   }
   return Object.fromEntries(entries) as Record<string, string>;
 }
@@ -79,7 +82,8 @@ function checkAttributes(raw: unknown): Record<string, string> {
 /** A PEM certificate, or the base64 DER inside one (as metadata holds it), as PEM. */
 export function checkCertificate(raw: unknown): string | null {
   if (raw === null || raw === undefined || raw === '') return null;
-  if (typeof raw !== 'string' || raw.length > MAX_CERTIFICATE_CHARS) throw invalid`${field('certificate')}: a PEM certificate of at most ${MAX_CERTIFICATE_CHARS} characters`;
+  if (typeof raw !== 'string' || raw.length > MAX_CERTIFICATE_CHARS)
+    throw invalid`${field('certificate')}: a PEM certificate of at most ${MAX_CERTIFICATE_CHARS} characters`;
   const body = raw.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw invalid`${field('certificate')}: not a PEM certificate`;
   let certificate: X509Certificate;
@@ -118,10 +122,13 @@ function checkMetadata(raw: unknown): SpMetadata | null {
 /** The registration `input` makes of `current` (null: a new one), each field checked; metadata fills what is not given. */
 function registration(input: SamlSpInput, current: SamlServiceProviderRecord | null, now: number): SamlServiceProviderRecord {
   const metadata = checkMetadata(input.metadata);
-  if (metadata !== null && current !== null && metadata.entityId !== current.entityId) throw invalid`${field('metadata')}: it is the metadata of ${metadata.entityId.slice(0, 200)}, not of ${current.entityId.slice(0, 200)}`;
-  const given = <T>(value: unknown, fromMetadata: T | undefined, before: T): unknown => (value !== undefined ? value : fromMetadata !== undefined ? fromMetadata : before);
+  if (metadata !== null && current !== null && metadata.entityId !== current.entityId)
+    throw invalid`${field('metadata')}: it is the metadata of ${metadata.entityId.slice(0, 200)}, not of ${current.entityId.slice(0, 200)}`;
+  const given = <T>(value: unknown, fromMetadata: T | undefined, before: T): unknown =>
+    value !== undefined ? value : fromMetadata !== undefined ? fromMetadata : before;
   const format = given(input.name_id_format, metadata?.nameIdFormat ?? undefined, current?.nameIdFormat ?? 'persistent');
-  if (typeof format !== 'string' || !(NAME_ID_FORMATS as readonly string[]).includes(format)) throw invalid`${field('name_id_format')} ${String(format).slice(0, 100)}: one of ${NAME_ID_FORMATS.join(', ')}`;
+  if (typeof format !== 'string' || !(NAME_ID_FORMATS as readonly string[]).includes(format))
+    throw invalid`${field('name_id_format')} ${String(format).slice(0, 100)}: one of ${NAME_ID_FORMATS.join(', ')}`;
   const sloUrl = given(input.slo_url, metadata?.sloUrl ?? undefined, current?.sloUrl ?? null);
   const record: SamlServiceProviderRecord = {
     id: current?.id ?? randomUUID(),
@@ -131,21 +138,26 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
     sloUrl: sloUrl === null ? null : checkUrl('slo_url', sloUrl),
     nameIdFormat: format as NameIdFormat,
     attributes: input.attributes === undefined ? (current?.attributes ?? {}) : checkAttributes(input.attributes),
-    wantSignedRequests: checkFlag('want_signed_requests', given(input.want_signed_requests, metadata?.wantSignedRequests, current?.wantSignedRequests ?? false)),
+    wantSignedRequests: checkFlag(
+      'want_signed_requests',
+      given(input.want_signed_requests, metadata?.wantSignedRequests, current?.wantSignedRequests ?? false),
+    ),
     signResponse: input.sign_response === undefined ? (current?.signResponse ?? false) : checkFlag('sign_response', input.sign_response),
     certificate: checkCertificate(given(input.certificate, metadata?.certificate ?? undefined, current?.certificate ?? null)),
     nameIdSalt: current?.nameIdSalt ?? randomBytes(32).toString('base64url'),
     createdAt: current?.createdAt ?? now,
     updatedAt: now,
   };
-  if (record.wantSignedRequests && record.certificate === null) throw invalid`${field('want_signed_requests')}: give the SP's signing certificate too, which its requests are checked with`;
+  if (record.wantSignedRequests && record.certificate === null)
+    throw invalid`${field('want_signed_requests')}: give the SP's signing certificate too, which its requests are checked with`;
   return record;
 }
 
 export async function addSamlSp(deps: ManageDeps, input: SamlSpInput): Promise<SamlServiceProviderRecord> {
   if (input.entity_id !== undefined && input.metadata === undefined) checkEntityId(input.entity_id);
   const sp = registration(input, null, deps.clock.now());
-  if ((await deps.store.samlServiceProviders.list()).length >= MAX_SAML_SPS) throw conflict`a server has at most ${MAX_SAML_SPS} SAML service providers: remove one first`;
+  if ((await deps.store.samlServiceProviders.list()).length >= MAX_SAML_SPS)
+    throw conflict`a server has at most ${MAX_SAML_SPS} SAML service providers: remove one first`;
   if ((await deps.store.samlServiceProviders.byEntityId(sp.entityId)) !== null) throw conflict`${field('entity_id')} ${sp.entityId}: already registered`;
   try {
     await deps.store.samlServiceProviders.create(sp);
@@ -171,7 +183,8 @@ export async function getSamlSp(deps: Pick<ManageDeps, 'store'>, idOrEntityId: s
 /** Changes what is given; its entity ID stays (another entity ID is another SP). */
 export async function updateSamlSp(deps: ManageDeps, idOrEntityId: string, input: SamlSpInput): Promise<SamlServiceProviderRecord> {
   const current = await getSamlSp(deps, idOrEntityId);
-  if (input.entity_id !== undefined && input.entity_id !== current.entityId) throw invalid`${field('entity_id')}: an SP's entity ID is not changed; add the other entity as an SP of its own`;
+  if (input.entity_id !== undefined && input.entity_id !== current.entityId)
+    throw invalid`${field('entity_id')}: an SP's entity ID is not changed; add the other entity as an SP of its own`;
   const sp = registration(input, current, deps.clock.now());
   if (!(await deps.store.samlServiceProviders.update(sp))) throw notFound`no SAML service provider ${idOrEntityId}`;
   await deps.events.emit({ type: 'saml_sp.updated', detail: { saml_sp: sp.id, entity_id: sp.entityId, fields: Object.keys(input).join(' '), by: 'operator' } });

@@ -50,7 +50,8 @@ function checkJwksUri(deps: Pick<ManageDeps, 'config' | 'caller'>, raw: unknown)
   }
   if (raw.length > 2048) throw invalid`${field('jwks_uri')}: at most 2048 characters`;
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: an https URL`;
-  if (url.username !== '' || url.password !== '' || url.hash !== '') throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: no user name, password or fragment`;
+  if (url.username !== '' || url.password !== '' || url.hash !== '')
+    throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: no user name, password or fragment`;
   const rule = trustedIssuerUrlRule(deps.config, deps.caller.owner === true);
   // http only where the server's owner points it at its own machine or network.
   if (url.protocol === 'http:' && rule !== null) throw invalid`${field('jwks_uri')} ${raw.slice(0, 200)}: an https URL`;
@@ -82,7 +83,8 @@ export async function addTrustedIssuer(deps: ManageDeps, input: TrustedIssuerInp
     addedByOwner: deps.caller.owner === true,
     createdAt: deps.clock.now(),
   };
-  if ((await deps.store.trustedIssuers.list()).length >= MAX_TRUSTED_ISSUERS) throw conflict`a server trusts at most ${MAX_TRUSTED_ISSUERS} issuers: remove one first`;
+  if ((await deps.store.trustedIssuers.list()).length >= MAX_TRUSTED_ISSUERS)
+    throw conflict`a server trusts at most ${MAX_TRUSTED_ISSUERS} issuers: remove one first`;
   try {
     await deps.store.trustedIssuers.create(record);
   } catch (error) {

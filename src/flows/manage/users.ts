@@ -128,10 +128,23 @@ function checkPassword(password: string): string {
 function checkedProfile(input: ProfileInput, kept: LocalizedNames = {}): UserProfileChanges {
   const given: Record<string, unknown> = {};
   const fields: readonly [keyof ProfileInput, keyof UserProfileChanges][] = [
-    ['name', 'name'], ['given_name', 'givenName'], ['family_name', 'familyName'], ['email', 'email'],
-    ['email_verified', 'emailVerified'], ['locale', 'locale'], ['zoneinfo', 'zoneinfo'], ['picture', 'picture'],
-    ['middle_name', 'middleName'], ['nickname', 'nickname'], ['profile', 'profile'], ['website', 'website'], ['gender', 'gender'],
-    ['birthdate', 'birthdate'], ['phone_number', 'phoneNumber'], ['phone_number_verified', 'phoneNumberVerified'], ['address', 'address'],
+    ['name', 'name'],
+    ['given_name', 'givenName'],
+    ['family_name', 'familyName'],
+    ['email', 'email'],
+    ['email_verified', 'emailVerified'],
+    ['locale', 'locale'],
+    ['zoneinfo', 'zoneinfo'],
+    ['picture', 'picture'],
+    ['middle_name', 'middleName'],
+    ['nickname', 'nickname'],
+    ['profile', 'profile'],
+    ['website', 'website'],
+    ['gender', 'gender'],
+    ['birthdate', 'birthdate'],
+    ['phone_number', 'phoneNumber'],
+    ['phone_number_verified', 'phoneNumberVerified'],
+    ['address', 'address'],
   ];
   for (const [claim, key] of fields) if (input[claim] !== undefined) given[key] = input[claim];
   const checked = checkProfile(given as UserProfileChanges);
@@ -271,14 +284,16 @@ export async function updateUser(deps: ManageDeps, username: string, changes: Us
     throw invalid`${field('role')} ${rawRole}: one of ${OPERATOR_ROLES.join(', ')}, or none`;
   }
   if (rawRole !== undefined) role = rawRole === null || rawRole === 'none' ? null : (rawRole as OperatorRole);
-  if (Object.keys(profile).length === 0 && role === undefined) throw invalid`give ${field('name')}, ${field('email')}, ${field('role')} or another claim to change`;
+  if (Object.keys(profile).length === 0 && role === undefined)
+    throw invalid`give ${field('name')}, ${field('email')}, ${field('role')} or another claim to change`;
   if (role !== undefined && !(mayAssignRole(deps.caller.scopes, role) && mayAssignRole(deps.caller.scopes, user.role))) {
     throw forbidden`${field('role')}: only an operator who holds everything a role allows may give it or take it away`;
   }
   checkMayChangeUser(deps.caller, user);
   // RFC 9110 §13.1.1: made against the version the caller read, or not at all.
   if (expectedVersion !== undefined && expectedVersion !== userEtag(user)) throw stale(user);
-  if (!(await updateAccount(deps, user, profile, role, expectedVersion === undefined ? undefined : user.updatedAt))) throw stale((await deps.store.users.get(user.id)) ?? user);
+  if (!(await updateAccount(deps, user, profile, role, expectedVersion === undefined ? undefined : user.updatedAt)))
+    throw stale((await deps.store.users.get(user.id)) ?? user);
   return (await deps.store.users.get(user.id)) ?? user;
 }
 
@@ -288,7 +303,9 @@ export function userEtag(user: UserRecord): string {
 }
 
 function stale(user: UserRecord) {
-  return problem('stale')`${user.username} has changed since they were read: they are at version ${userEtag(user)}; read them again and apply the change to that`;
+  return problem(
+    'stale',
+  )`${user.username} has changed since they were read: they are at version ${userEtag(user)}; read them again and apply the change to that`;
 }
 
 /**
@@ -314,7 +331,11 @@ export async function setPassword(deps: ManageDeps, username: string, password: 
 }
 
 /** A single-use link where the user sets a new password, valid for `ttlSeconds`. */
-export async function resetLink(deps: ManageDeps, username: string, ttlSeconds: number = DEFAULT_RESET_TTL_SECONDS): Promise<{ url: string; expiresAt: number }> {
+export async function resetLink(
+  deps: ManageDeps,
+  username: string,
+  ttlSeconds: number = DEFAULT_RESET_TTL_SECONDS,
+): Promise<{ url: string; expiresAt: number }> {
   if (!Number.isInteger(ttlSeconds) || ttlSeconds < RESET_TTL_RANGE.min || ttlSeconds > RESET_TTL_RANGE.max) {
     throw invalid`${field('ttl')}: seconds, from ${RESET_TTL_RANGE.min} to ${RESET_TTL_RANGE.max}`;
   }

@@ -44,7 +44,8 @@ function checkUrl(raw: unknown): string {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid`${field('url')} ${raw.slice(0, 200)}: an http or https URL`;
   if (url.hash !== '') throw invalid`${field('url')} ${raw.slice(0, 200)}: no fragment`;
-  if (url.username !== '' || url.password !== '') throw invalid`${field('url')}: no user name or password in the URL; the receiver checks the signature instead`;
+  if (url.username !== '' || url.password !== '')
+    throw invalid`${field('url')}: no user name or password in the URL; the receiver checks the signature instead`;
   if (raw.length > 2048) throw invalid`${field('url')}: at most 2048 characters`;
   return url.href;
 }
@@ -52,7 +53,8 @@ function checkUrl(raw: unknown): string {
 function checkEvents(raw: unknown): string[] {
   if (!Array.isArray(raw) || raw.length === 0) throw invalid`${field('events')}: name at least one event type: ${WEBHOOK_EVENT_TYPES.join(', ')}`;
   const unknown = raw.filter((type) => typeof type !== 'string' || !isWebhookEventType(type));
-  if (unknown.length > 0) throw invalid`${field('events')} ${unknown.map(String).join(', ').slice(0, 200)}: not an event type a webhook hears; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`;
+  if (unknown.length > 0)
+    throw invalid`${field('events')} ${unknown.map(String).join(', ').slice(0, 200)}: not an event type a webhook hears; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`;
   return [...new Set(raw as string[])];
 }
 
@@ -83,7 +85,17 @@ export async function addWebhook(deps: WebhookDeps, input: WebhookInput): Promis
   const id = randomUUID();
   const secret = newWebhookSecret();
   const now = deps.clock.now();
-  const webhook: WebhookRecord = { id, url, events, secret: deps.secrets.seal(secretOwner(id), secret), previousSecret: null, previousSecretExpiresAt: null, addedByOwner: deps.caller.owner === true, createdAt: now, updatedAt: now };
+  const webhook: WebhookRecord = {
+    id,
+    url,
+    events,
+    secret: deps.secrets.seal(secretOwner(id), secret),
+    previousSecret: null,
+    previousSecretExpiresAt: null,
+    addedByOwner: deps.caller.owner === true,
+    createdAt: now,
+    updatedAt: now,
+  };
   await deps.store.webhooks.create(webhook);
   await deps.events.emit({ type: 'webhook.created', detail: { webhook: id, url, events: events.join(' '), by: 'operator' } });
   return { webhook, secret };
@@ -115,9 +127,14 @@ export async function removeWebhook(deps: ManageDeps, id: string): Promise<void>
  * A new signing secret, shown once; the old one still signs beside it (a second signature in
  * `webhook-signature`) for `grace_seconds`, so that the receiver can change its secret meanwhile.
  */
-export async function rotateWebhookSecret(deps: WebhookDeps, id: string, input: { readonly grace_seconds?: number } = {}): Promise<{ webhook: WebhookRecord; secret: string }> {
+export async function rotateWebhookSecret(
+  deps: WebhookDeps,
+  id: string,
+  input: { readonly grace_seconds?: number } = {},
+): Promise<{ webhook: WebhookRecord; secret: string }> {
   const grace = input.grace_seconds ?? DEFAULT_SECRET_GRACE;
-  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_SECRET_GRACE) throw invalid`${field('grace_seconds')} ${grace}: a number of seconds from 0 to ${MAX_SECRET_GRACE}`;
+  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_SECRET_GRACE)
+    throw invalid`${field('grace_seconds')} ${grace}: a number of seconds from 0 to ${MAX_SECRET_GRACE}`;
   await getWebhook(deps, id);
   const secret = newWebhookSecret();
   const now = deps.clock.now();
@@ -136,7 +153,8 @@ export interface DeliveryQuery {
 export async function listDeliveries(deps: Pick<ManageDeps, 'store'>, id: string, query: DeliveryQuery = {}): Promise<WebhookDeliveryRecord[]> {
   await getWebhook(deps, id);
   const state = query.state;
-  if (state !== undefined && !(DELIVERY_STATES as readonly string[]).includes(state)) throw invalid`${field('state')} ${state}: one of ${DELIVERY_STATES.join(', ')}`;
+  if (state !== undefined && !(DELIVERY_STATES as readonly string[]).includes(state))
+    throw invalid`${field('state')} ${state}: one of ${DELIVERY_STATES.join(', ')}`;
   const limit = query.limit ?? DEFAULT_DELIVERIES;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DELIVERIES) throw invalid`${field('limit')}: a whole number from 1 to ${MAX_DELIVERIES}`;
   return deps.store.webhooks.deliveries(id, { ...(state === undefined ? {} : { state: state as DeliveryState }), limit });

@@ -83,7 +83,12 @@ export async function finishRegistration(deps: FlowDeps, user: UserRecord, name:
   try {
     await transactionWithEvents(deps, async (tx, record) => {
       await tx.passkeys.create(passkey);
-      await record({ type: 'passkey.added', userId: user.id, username: user.username, detail: { passkey: passkey.name, synced: passkey.deviceType === 'multiDevice' } });
+      await record({
+        type: 'passkey.added',
+        userId: user.id,
+        username: user.username,
+        detail: { passkey: passkey.name, synced: passkey.deviceType === 'multiDevice' },
+      });
     });
   } catch (error) {
     if (error instanceof DuplicateError) return { kind: 'duplicate' };

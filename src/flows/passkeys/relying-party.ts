@@ -40,7 +40,13 @@ export function passkeysAvailable(issuer: string): boolean {
  */
 const challengeKey = (challenge: string, browser: string) => hashSecret(`${challenge} ${browser}`);
 
-export async function storeChallenge(deps: FlowDeps, challenge: string, purpose: WebauthnChallengeRecord['purpose'], userId: string | null, browser: string): Promise<void> {
+export async function storeChallenge(
+  deps: FlowDeps,
+  challenge: string,
+  purpose: WebauthnChallengeRecord['purpose'],
+  userId: string | null,
+  browser: string,
+): Promise<void> {
   const now = deps.clock.now();
   await deps.store.webauthnChallenges.create({
     challengeHash: challengeKey(challenge, browser),

@@ -23,8 +23,18 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
 
   before(async () => {
     world = await flowWorld();
-    ({ client: app } = await world.addClient({ client_name: 'Notes', redirect_uris: ['https://notes.example/cb'], grant_types: ['authorization_code', 'refresh_token'], scope: 'openid profile email offline_access' }));
-    ({ client: other } = await world.addClient({ client_name: 'Other', redirect_uris: ['https://other.example/cb'], grant_types: ['authorization_code', 'refresh_token'], scope: 'openid profile email offline_access' }));
+    ({ client: app } = await world.addClient({
+      client_name: 'Notes',
+      redirect_uris: ['https://notes.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: 'openid profile email offline_access',
+    }));
+    ({ client: other } = await world.addClient({
+      client_name: 'Other',
+      redirect_uris: ['https://other.example/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      scope: 'openid profile email offline_access',
+    }));
     ada = await world.addUser({ username: 'ada' });
   });
   after(() => world.close());
@@ -33,9 +43,32 @@ describe('the refresh_token grant (RFC 6749 §6)', () => {
   async function granted(scope = ['openid', 'profile', 'offline_access'], user = ada): Promise<{ token: string; grantId: string }> {
     const now = world.clock.now();
     const grantId = randomUUID();
-    await world.store.grants.create({ id: grantId, userId: user.id, clientId: app.id, scope, kind: GRANT_AUTHORIZATION_CODE, authTime: now, createdAt: now, revokedAt: null, device: null });
+    await world.store.grants.create({
+      id: grantId,
+      userId: user.id,
+      clientId: app.id,
+      scope,
+      kind: GRANT_AUTHORIZATION_CODE,
+      authTime: now,
+      createdAt: now,
+      revokedAt: null,
+      device: null,
+    });
     const token = randomToken(32);
-    await world.store.refreshTokens.create({ hash: hashSecret(token), grantId, clientId: app.id, userId: user.id, scope, authTime: now, sid: null, createdAt: now, expiresAt: now + DAY, rotatedAt: null, dpopJkt: null, idTokenClaims: [] });
+    await world.store.refreshTokens.create({
+      hash: hashSecret(token),
+      grantId,
+      clientId: app.id,
+      userId: user.id,
+      scope,
+      authTime: now,
+      sid: null,
+      createdAt: now,
+      expiresAt: now + DAY,
+      rotatedAt: null,
+      dpopJkt: null,
+      idTokenClaims: [],
+    });
     return { token, grantId };
   }
 

@@ -64,14 +64,22 @@ export const refreshTokenGrant: TokenGrant = {
     // public key" as the proof. The binding never changes, so it is checked before the
     // rotation, which a refused request leaves undone.
     if (found.dpopJkt !== null && found.dpopJkt !== proof?.jkt) {
-      throw new OAuthError('invalid_dpop_proof', proof ? 'the DPoP proof is not signed by the key this refresh token is bound to' : 'this refresh token is bound to a DPoP key: send a DPoP proof');
+      throw new OAuthError(
+        'invalid_dpop_proof',
+        proof ? 'the DPoP proof is not signed by the key this refresh token is bound to' : 'this refresh token is bound to a DPoP key: send a DPoP proof',
+      );
     }
     // Checked before rotation, so a refused scope or resource leaves the refresh token usable.
     // RFC 8707 §2.2: a refresh may narrow to one of the APIs granted and some of its scopes;
     // a removed API is refused here, so its grants' access ends with it.
     const grant = await deps.store.grants.get(found.grantId);
     if (!grant) throw new OAuthError('invalid_grant', 'the authorization has been revoked');
-    const target = await tokenTarget(deps.store, { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt }, params['resource'], requestedScope(params['scope'], found.scope));
+    const target = await tokenTarget(
+      deps.store,
+      { scope: found.scope, createdAt: grant.renewedAt ?? grant.createdAt },
+      params['resource'],
+      requestedScope(params['scope'], found.scope),
+    );
 
     // Exactly one caller rotates the token; everyone else finds it rotated, which is reuse.
     const rotated = await deps.store.refreshTokens.rotate(hash, client.id, now);

@@ -34,7 +34,11 @@ describe('fetching a Client ID Metadata Document', () => {
   }
 
   before(async () => {
-    world = await flowWorld({ TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'true', TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'true', TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS: String(TIMEOUT_MS) });
+    world = await flowWorld({
+      TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'true',
+      TESSERA_CLIENT_ID_METADATA_DEVELOPMENT: 'true',
+      TESSERA_CLIENT_ID_METADATA_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });

@@ -36,14 +36,18 @@ export function isClientIdUrl(clientId: string, development: boolean): boolean {
   } catch {
     return false;
   }
-  return url.href === clientId && url.pathname !== '/' && !url.hash && !url.username && !url.password && !/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length));
+  return (
+    url.href === clientId && url.pathname !== '/' && !url.hash && !url.username && !url.password && !/\/\.\.?(\/|$)/.test(clientId.slice(url.origin.length))
+  );
 }
 
 /** Why a document cannot be used: said to the person's browser as `invalid_request`, and cached. */
 class Refusal extends Error {}
 
 /** A DNS lookup that refuses internal addresses (loopback too): checked on the address actually connected to. */
-const internalRefused = guardedLookup(isInternalAddress, (hostname) => Object.assign(new Error(`${hostname} resolves to a private or loopback address`), { code: 'EINTERNAL' }));
+const internalRefused = guardedLookup(isInternalAddress, (hostname) =>
+  Object.assign(new Error(`${hostname} resolves to a private or loopback address`), { code: 'EINTERNAL' }),
+);
 
 interface Fetched {
   readonly document: Record<string, unknown>;
@@ -59,41 +63,59 @@ function fetchDocument(url: URL, settings: FlowDeps['config']['registration']['m
   }
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const request = send(url, { method: 'GET', headers: { accept: 'application/json' }, ...(settings.development ? {} : { lookup: internalRefused }), timeout: settings.timeoutMs }, (response: IncomingMessage) => {
-      const status = response.statusCode ?? 0;
-      // Draft §4: the document is served at the URL itself; a redirect is refused.
-      if (status >= 300 && status < 400) return fail(new Refusal(`the metadata document redirects (HTTP ${status}); it must be served at its client_id URL`));
-      if (status !== 200) return fail(new Refusal(`the metadata document answered HTTP ${status}`));
-      if (!/^application\/([\w.+-]*\+)?json\b/i.test(response.headers['content-type'] ?? '')) return fail(new Refusal('the metadata document is not JSON (Content-Type)'));
-      const declared = Number(response.headers['content-length'] ?? NaN);
-      if (declared > settings.maxBytes) return fail(new Refusal(`the metadata document is larger than ${settings.maxBytes} bytes`));
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > settings.maxBytes) return fail(new Refusal(`the metadata document is larger than ${settings.maxBytes} bytes`));
-        chunks.push(chunk);
-      });
-      response.on('end', () => {
-        let document: unknown;
-        try {
-          document = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          return fail(new Refusal('the metadata document is not valid JSON'));
-        }
-        if (document === null || typeof document !== 'object' || Array.isArray(document)) return fail(new Refusal('the metadata document is not a JSON object'));
-        const cacheControl = String(response.headers['cache-control'] ?? '');
-        const maxAge = /(?:^|,)\s*max-age=(\d{1,9})/i.exec(cacheControl);
-        resolve({ document: document as Record<string, unknown>, maxAge: maxAge ? Number(maxAge[1]) : null, noStore: /(?:^|,)\s*(no-store|no-cache)\b/i.test(cacheControl) });
-      });
-      response.on('error', fail);
-    });
+    const request = send(
+      url,
+      { method: 'GET', headers: { accept: 'application/json' }, ...(settings.development ? {} : { lookup: internalRefused }), timeout: settings.timeoutMs },
+      (response: IncomingMessage) => {
+        const status = response.statusCode ?? 0;
+        // Draft §4: the document is served at the URL itself; a redirect is refused.
+        if (status >= 300 && status < 400) return fail(new Refusal(`the metadata document redirects (HTTP ${status}); it must be served at its client_id URL`));
+        if (status !== 200) return fail(new Refusal(`the metadata document answered HTTP ${status}`));
+        if (!/^application\/([\w.+-]*\+)?json\b/i.test(response.headers['content-type'] ?? ''))
+          return fail(new Refusal('the metadata document is not JSON (Content-Type)'));
+        const declared = Number(response.headers['content-length'] ?? NaN);
+        if (declared > settings.maxBytes) return fail(new Refusal(`the metadata document is larger than ${settings.maxBytes} bytes`));
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > settings.maxBytes) return fail(new Refusal(`the metadata document is larger than ${settings.maxBytes} bytes`));
+          chunks.push(chunk);
+        });
+        response.on('end', () => {
+          let document: unknown;
+          try {
+            document = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {
+            return fail(new Refusal('the metadata document is not valid JSON'));
+          }
+          if (document === null || typeof document !== 'object' || Array.isArray(document))
+            return fail(new Refusal('the metadata document is not a JSON object'));
+          const cacheControl = String(response.headers['cache-control'] ?? '');
+          const maxAge = /(?:^|,)\s*max-age=(\d{1,9})/i.exec(cacheControl);
+          resolve({
+            document: document as Record<string, unknown>,
+            maxAge: maxAge ? Number(maxAge[1]) : null,
+            noStore: /(?:^|,)\s*(no-store|no-cache)\b/i.test(cacheControl),
+          });
+        });
+        response.on('error', fail);
+      },
+    );
     // The whole exchange, body included: a server that trickles its answer is cut off.
     const timer = setTimeout(() => fail(new Refusal(`the metadata document did not arrive within ${settings.timeoutMs} ms`)), settings.timeoutMs);
     function fail(error: Error) {
       clearTimeout(timer);
       request.destroy();
-      reject(error instanceof Refusal ? error : new Refusal((error as { code?: string }).code === 'EINTERNAL' ? `${url.hostname} resolves to a private or loopback address` : 'the metadata document could not be fetched'));
+      reject(
+        error instanceof Refusal
+          ? error
+          : new Refusal(
+              (error as { code?: string }).code === 'EINTERNAL'
+                ? `${url.hostname} resolves to a private or loopback address`
+                : 'the metadata document could not be fetched',
+            ),
+      );
     }
     request.on('timeout', () => fail(new Refusal(`the metadata document did not arrive within ${settings.timeoutMs} ms`)));
     request.on('error', fail);
@@ -104,19 +126,23 @@ function fetchDocument(url: URL, settings: FlowDeps['config']['registration']['m
 
 /** The document checked (draft §4.1) and read as the registration of a public client. */
 function documentMetadata(url: string, document: Readonly<Record<string, unknown>>): ClientMetadata {
-  if (document['client_id'] !== url) throw new Refusal('the metadata document\'s client_id is not its URL');
+  if (document['client_id'] !== url) throw new Refusal("the metadata document's client_id is not its URL");
   const redirectUris = document['redirect_uris'];
-  if (!Array.isArray(redirectUris) || redirectUris.length === 0 || !redirectUris.every((uri) => typeof uri === 'string')) throw new Refusal('the metadata document has no redirect_uris');
+  if (!Array.isArray(redirectUris) || redirectUris.length === 0 || !redirectUris.every((uri) => typeof uri === 'string'))
+    throw new Refusal('the metadata document has no redirect_uris');
   // Draft §4.1: a document cannot hold a shared secret; Tessera takes public clients only.
-  if (document['client_secret'] !== undefined || document['client_secret_expires_at'] !== undefined) throw new Refusal('a metadata document must not contain a client_secret');
+  if (document['client_secret'] !== undefined || document['client_secret_expires_at'] !== undefined)
+    throw new Refusal('a metadata document must not contain a client_secret');
   const method = document['token_endpoint_auth_method'];
-  if (method !== undefined && method !== 'none') throw new Refusal(`token_endpoint_auth_method ${String(method)}: only public clients (none) are taken from metadata documents`);
+  if (method !== undefined && method !== 'none')
+    throw new Refusal(`token_endpoint_auth_method ${String(method)}: only public clients (none) are taken from metadata documents`);
   const grants = document['grant_types'] ?? [GRANT_AUTHORIZATION_CODE];
   if (!Array.isArray(grants) || !grants.every((grant) => grant === GRANT_AUTHORIZATION_CODE || grant === GRANT_REFRESH_TOKEN)) {
     throw new Refusal('grant_types: a metadata document client may use authorization_code and refresh_token only');
   }
   const name = typeof document['client_name'] === 'string' ? document['client_name'] : new URL(url).host;
-  const scope = typeof document['scope'] === 'string' ? document['scope'] : `openid profile email${grants.includes(GRANT_REFRESH_TOKEN) ? ' offline_access' : ''}`;
+  const scope =
+    typeof document['scope'] === 'string' ? document['scope'] : `openid profile email${grants.includes(GRANT_REFRESH_TOKEN) ? ' offline_access' : ''}`;
   return { client_name: name, redirect_uris: redirectUris as string[], grant_types: grants as string[], token_endpoint_auth_method: 'none', scope };
 }
 
@@ -146,10 +172,18 @@ async function admitNewApp(deps: FlowDeps, ip: string, now: number): Promise<voi
   const reserved = await Attempt.reserve(deps.store.rateLimits, limits, HOUR_MS, now);
   if (!isRefusal(reserved)) return;
   const scope = limits.find((limit) => limit.key === reserved.limit.key)!.scope;
-  await deps.events.refused({ type: 'client.registration_limited', ip, detail: { limit: scope, kind: 'metadata_document' } }, reserved.limit.key, reserved.endsAt);
+  await deps.events.refused(
+    { type: 'client.registration_limited', ip, detail: { limit: scope, kind: 'metadata_document' } },
+    reserved.limit.key,
+    reserved.endsAt,
+  );
   const minutes = Math.max(1, Math.ceil(reserved.retryAfterSeconds / 60));
   const which = scope === 'address' ? 'from this address' : 'on this server';
-  throw new OAuthError('temporarily_unavailable', `too many new apps known by a metadata document URL ${which} this hour; try again in ${minutes} minute${minutes === 1 ? '' : 's'}`, { status: 429, retryAfterSeconds: reserved.retryAfterSeconds });
+  throw new OAuthError(
+    'temporarily_unavailable',
+    `too many new apps known by a metadata document URL ${which} this hour; try again in ${minutes} minute${minutes === 1 ? '' : 's'}`,
+    { status: 429, retryAfterSeconds: reserved.retryAfterSeconds },
+  );
 }
 
 /**
@@ -164,7 +198,8 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string, i
   const now = deps.clock.now();
   let document: Readonly<Record<string, unknown>>;
   const [existing, cached] = await Promise.all([deps.store.clients.get(clientId), deps.store.metadataDocuments.get(clientId, now)]);
-  if (cached !== null && cached.document === null) throw new OAuthError('invalid_request', `client_id ${clientId}: ${cached.problem ?? 'the metadata document was refused'}`);
+  if (cached !== null && cached.document === null)
+    throw new OAuthError('invalid_request', `client_id ${clientId}: ${cached.problem ?? 'the metadata document was refused'}`);
   if (existing === null) await admitNewApp(deps, ip, now);
   if (cached !== null) {
     document = cached.document!;
@@ -178,7 +213,13 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string, i
       document = fetched.document;
     } catch (error) {
       if (!(error instanceof Refusal)) throw error;
-      await deps.store.metadataDocuments.put({ url: clientId, document: null, problem: error.message, fetchedAt: now, expiresAt: now + REFUSAL_SECONDS * 1000 });
+      await deps.store.metadataDocuments.put({
+        url: clientId,
+        document: null,
+        problem: error.message,
+        fetchedAt: now,
+        expiresAt: now + REFUSAL_SECONDS * 1000,
+      });
       throw new OAuthError('invalid_request', `client_id ${clientId}: ${error.message}`);
     }
   }
@@ -208,8 +249,10 @@ export async function metadataDocumentClient(deps: FlowDeps, clientId: string, i
 
 function sameRegistration(client: ClientRecord, metadata: ClientMetadata): boolean {
   const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((item, index) => item === b[index]);
-  return client.name === metadata.client_name
-    && same(client.redirectUris, metadata.redirect_uris ?? [])
-    && same(client.grantTypes, metadata.grant_types ?? [])
-    && same(client.scopes, (metadata.scope ?? '').split(' ').filter(Boolean));
+  return (
+    client.name === metadata.client_name &&
+    same(client.redirectUris, metadata.redirect_uris ?? []) &&
+    same(client.grantTypes, metadata.grant_types ?? []) &&
+    same(client.scopes, (metadata.scope ?? '').split(' ').filter(Boolean))
+  );
 }

@@ -22,7 +22,10 @@ describe('dynamic client registration (RFC 7591, RFC 7592)', () => {
     const cases: [Record<string, unknown>, RegistrationPolicy][] = [
       // The one the admin scopes are for: a confidential client of the client_credentials grant.
       [{ client_name: 'Robot', grant_types: ['client_credentials'], scope: 'admin:clients' }, 'token'],
-      [{ client_name: 'Robot', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post', scope: 'admin:users admin:keys' }, 'token'],
+      [
+        { client_name: 'Robot', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post', scope: 'admin:users admin:keys' },
+        'token',
+      ],
       [{ client_name: 'Robot', grant_types: ['client_credentials'], scope: 'admin:events:read' }, 'token'],
       [{ client_name: 'Notes', redirect_uris: [NATIVE], scope: 'openid admin:clients' }, 'token'],
       [{ client_name: 'Notes', redirect_uris: [NATIVE], scope: 'openid admin:clients' }, 'open'],

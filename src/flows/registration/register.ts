@@ -95,8 +95,12 @@ async function softwareStatementClaims(deps: ManageDeps, statement: unknown): Pr
   } catch (error) {
     const code = (error as { code?: string }).code;
     // A key it does not know: a statement from an issuer the operator has not approved.
-    if (code === 'ERR_JWKS_NO_MATCHING_KEY') throw new OAuthError('unapproved_software_statement', 'the software statement is not signed by a key this server trusts');
-    throw new OAuthError('invalid_software_statement', `the software statement cannot be verified: ${code === 'ERR_JWT_EXPIRED' ? 'it has expired' : 'bad signature or claims'}`);
+    if (code === 'ERR_JWKS_NO_MATCHING_KEY')
+      throw new OAuthError('unapproved_software_statement', 'the software statement is not signed by a key this server trusts');
+    throw new OAuthError(
+      'invalid_software_statement',
+      `the software statement cannot be verified: ${code === 'ERR_JWT_EXPIRED' ? 'it has expired' : 'bad signature or claims'}`,
+    );
   }
 }
 
@@ -104,9 +108,15 @@ async function softwareStatementClaims(deps: ManageDeps, statement: unknown): Pr
  * The registration as requested and allowed by the policy, with RFC 7591's defaults
  * filled in: the whole registration, as a PUT (RFC 7592 §2.2) replaces it.
  */
-export async function requestedMetadata(deps: ManageDeps, body: Readonly<Record<string, unknown>>, policy: RegistrationPolicy, current?: ClientRecord): Promise<Metadata> {
+export async function requestedMetadata(
+  deps: ManageDeps,
+  body: Readonly<Record<string, unknown>>,
+  policy: RegistrationPolicy,
+  current?: ClientRecord,
+): Promise<Metadata> {
   const requested = readMetadata(body);
-  const metadata = body['software_statement'] === undefined ? requested : { ...requested, ...readMetadata(await softwareStatementClaims(deps, body['software_statement'])) };
+  const metadata =
+    body['software_statement'] === undefined ? requested : { ...requested, ...readMetadata(await softwareStatementClaims(deps, body['software_statement'])) };
   // The open policy registers public clients only (RFC 7591 §3.2.1: a server "MAY replace
   // any of the client's requested metadata values"): the method defaults to none there.
   // A replacement that leaves the method out keeps it: a client cannot change between public
@@ -118,16 +128,24 @@ export async function requestedMetadata(deps: ManageDeps, body: Readonly<Record<
   metadata.scope ??= `openid profile email${grants.includes(GRANT_REFRESH_TOKEN) ? ' offline_access' : ''}`;
   metadata.client_name ??= defaultName(metadata.redirect_uris ?? []);
   const admin = metadata.scope.split(' ').filter((scope) => OPERATOR_GIVEN_SCOPES.includes(scope));
-  if (admin.length > 0) throw refused('scope', `scope ${admin.join(' ')}: admin scopes are given by the operator only (tessera client add), and so is ssf:manage`);
+  if (admin.length > 0)
+    throw refused('scope', `scope ${admin.join(' ')}: admin scopes are given by the operator only (tessera client add), and so is ssf:manage`);
   if (policy === 'open') {
     if (metadata.token_endpoint_auth_method !== 'none') {
-      throw refused('token_endpoint_auth_method', `token_endpoint_auth_method ${metadata.token_endpoint_auth_method}: open registration is for public clients (none)`);
+      throw refused(
+        'token_endpoint_auth_method',
+        `token_endpoint_auth_method ${metadata.token_endpoint_auth_method}: open registration is for public clients (none)`,
+      );
     }
     const grant = grants.find((type) => type !== GRANT_AUTHORIZATION_CODE && type !== GRANT_REFRESH_TOKEN);
     if (grant !== undefined) throw refused('grant_types', `grant_types ${grant}: open registration allows authorization_code and refresh_token only`);
     for (const name of ['redirect_uris', 'post_logout_redirect_uris'] as const) {
       const web = (metadata[name] ?? []).find((uri) => !isNativeAppRedirect(uri));
-      if (web !== undefined) throw refused(name, `${name} ${web}: open registration takes loopback (http://127.0.0.1) and private-use scheme (com.example.app:/cb) redirect URIs only`);
+      if (web !== undefined)
+        throw refused(
+          name,
+          `${name} ${web}: open registration takes loopback (http://127.0.0.1) and private-use scheme (com.example.app:/cb) redirect URIs only`,
+        );
     }
     // The server would call these itself: not for anyone on the internet to choose. Nor
     // browser origins: open registration is for apps on the person's own machine.
@@ -196,7 +214,8 @@ export async function admitRegistration(
   const now = deps.clock.now();
   if (token !== null || settings.policy === 'token') {
     // RFC 7591 §3: the initial access token is an OAuth 2.0 bearer token (RFC 6750).
-    if (token === null) throw new OAuthError('invalid_token', 'registration needs an initial access token: Authorization: Bearer <token from tessera registration-token create>');
+    if (token === null)
+      throw new OAuthError('invalid_token', 'registration needs an initial access token: Authorization: Bearer <token from tessera registration-token create>');
     const spent = await deps.store.initialAccessTokens.use(hashSecret(token), now);
     if (spent === null) throw new OAuthError('invalid_token', 'the initial access token is unknown, expired or used up');
     return { policy: 'token', refund: () => deps.store.initialAccessTokens.refund(spent.id) };
@@ -212,7 +231,10 @@ export async function admitRegistration(
     const scope = limits.find((limit) => limit.key === reserved.limit.key)!.scope;
     await deps.events.refused({ type: 'client.registration_limited', ip, detail: { limit: scope, kind: 'dynamic' } }, reserved.limit.key, reserved.endsAt);
     const minutes = Math.max(1, Math.ceil(reserved.retryAfterSeconds / 60));
-    throw new OAuthError('temporarily_unavailable', `${LIMITED[scope]}; try again in ${minutes} minute${minutes === 1 ? '' : 's'}`, { status: 429, retryAfterSeconds: reserved.retryAfterSeconds });
+    throw new OAuthError('temporarily_unavailable', `${LIMITED[scope]}; try again in ${minutes} minute${minutes === 1 ? '' : 's'}`, {
+      status: 429,
+      retryAfterSeconds: reserved.retryAfterSeconds,
+    });
   }
   return { policy: 'open', refund: () => reserved.succeeded() };
 }
@@ -235,7 +257,11 @@ export async function register(deps: ManageDeps, body: Readonly<Record<string, u
   }
   const token = randomToken(32);
   await deps.store.registrationTokens.set(made.client.id, hashSecret(token), deps.clock.now());
-  await deps.events.emit({ type: 'client.registered', clientId: made.client.id, detail: { name: made.client.name, policy, auth_method: made.client.authMethod } });
+  await deps.events.emit({
+    type: 'client.registered',
+    clientId: made.client.id,
+    detail: { name: made.client.name, policy, auth_method: made.client.authMethod },
+  });
   return { ...made, registrationAccessToken: token };
 }
 
@@ -256,15 +282,24 @@ export async function registrationOwner(deps: Pick<ManageDeps, 'store'>, clientI
  * RFC 7592 §2.2: replaces the registration with the one in `body` (fields left out take
  * their defaults, as at registration) and rotates the registration access token.
  */
-export async function replaceRegistration(deps: ManageDeps, client: ClientRecord, token: string, body: Readonly<Record<string, unknown>>, policy: RegistrationPolicy): Promise<Registered> {
+export async function replaceRegistration(
+  deps: ManageDeps,
+  client: ClientRecord,
+  token: string,
+  body: Readonly<Record<string, unknown>>,
+  policy: RegistrationPolicy,
+): Promise<Registered> {
   // §2.2: "The client MUST include its client_id field in the request, and it MUST be the same as its currently issued client identifier."
-  if (body['client_id'] !== client.id) throw new OAuthError('invalid_request', 'client_id must be given, and be this client\'s');
+  if (body['client_id'] !== client.id) throw new OAuthError('invalid_request', "client_id must be given, and be this client's");
   // §2.2: these are the server's to issue, never the client's to set.
   for (const name of ['registration_access_token', 'registration_client_uri', 'client_secret_expires_at', 'client_id_issued_at']) {
     if (body[name] !== undefined) throw new OAuthError('invalid_request', `${name} must not be sent in an update`);
   }
   // §2.2: a client_secret sent must be the one issued.
-  if (body['client_secret'] !== undefined && (typeof body['client_secret'] !== 'string' || client.secretHash === null || !digestsEqual(client.secretHash, hashSecret(body['client_secret'])))) {
+  if (
+    body['client_secret'] !== undefined &&
+    (typeof body['client_secret'] !== 'string' || client.secretHash === null || !digestsEqual(client.secretHash, hashSecret(body['client_secret'])))
+  ) {
     throw new OAuthError('invalid_request', 'client_secret does not match the secret issued to this client');
   }
   const metadata = await requestedMetadata(deps, body, policy, client);
@@ -302,7 +337,10 @@ export async function deleteRegistration(deps: ManageDeps, client: ClientRecord)
 }
 
 /** RFC 7591 §3.2.1 and RFC 7592 §3: the registration as the app reads it. */
-export function registrationJson(deps: Pick<ManageDeps, 'clock' | 'config'>, registered: { readonly client: ClientRecord; readonly secret?: string | null; readonly registrationAccessToken?: string | null }): Record<string, unknown> {
+export function registrationJson(
+  deps: Pick<ManageDeps, 'clock' | 'config'>,
+  registered: { readonly client: ClientRecord; readonly secret?: string | null; readonly registrationAccessToken?: string | null },
+): Record<string, unknown> {
   const { client } = registered;
   return {
     ...clientJson(client, deps.clock.now()),

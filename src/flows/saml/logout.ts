@@ -14,7 +14,10 @@ import { nameIdOf } from './response.ts';
  * names), nothing (there is none, or another of theirs is named by SessionIndex), or refuse
  * (the session is someone else's: an SP never signs out a person it does not know as this one).
  */
-export function logoutDecision(request: LogoutRequest, signedIn: { readonly user: UserRecord; readonly session: SessionRecord } | null): 'end' | 'nothing' | 'other-person' {
+export function logoutDecision(
+  request: LogoutRequest,
+  signedIn: { readonly user: UserRecord; readonly session: SessionRecord } | null,
+): 'end' | 'nothing' | 'other-person' {
   if (signedIn === null) return 'nothing';
   const named = request.sessionIndexes.includes(signedIn.session.sid);
   // A transient NameID is not kept, so it cannot be told: the SessionIndex the SP was given

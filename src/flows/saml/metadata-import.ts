@@ -37,20 +37,29 @@ export interface SpMetadata {
 /** The registration an SP's metadata describes; an XmlRefusal saying what is wrong with it. */
 export function readSpMetadata(text: string, maxChars: number): SpMetadata {
   const root = parseXml(text.trim(), maxChars).documentElement!;
-  if (root.namespaceURI !== SAML_NS.metadata || root.localName !== 'EntityDescriptor') throw new XmlRefusal('unexpected', 'not an EntityDescriptor (SAML Metadata §2.3.2)');
+  if (root.namespaceURI !== SAML_NS.metadata || root.localName !== 'EntityDescriptor')
+    throw new XmlRefusal('unexpected', 'not an EntityDescriptor (SAML Metadata §2.3.2)');
   const entityId = attribute(root, 'entityID');
   if (entityId === null || entityId === '') throw new XmlRefusal('unexpected', 'the EntityDescriptor has no entityID');
   const sp = onlyChild(root, SAML_NS.metadata, 'SPSSODescriptor');
-  if (sp === null) throw new XmlRefusal('unexpected', 'no SPSSODescriptor: not a service provider\'s metadata');
+  if (sp === null) throw new XmlRefusal('unexpected', "no SPSSODescriptor: not a service provider's metadata");
   // §2.4.4.1: ordered by index when given, the default first.
   const acs = children(sp, SAML_NS.metadata, 'AssertionConsumerService')
     .filter((service) => attribute(service, 'Binding') === BINDINGS.post)
-    .map((service) => ({ url: attribute(service, 'Location') ?? '', first: attribute(service, 'isDefault') === 'true', index: Number(attribute(service, 'index') ?? '0') }))
+    .map((service) => ({
+      url: attribute(service, 'Location') ?? '',
+      first: attribute(service, 'isDefault') === 'true',
+      index: Number(attribute(service, 'index') ?? '0'),
+    }))
     .sort((a, b) => Number(b.first) - Number(a.first) || a.index - b.index)
     .map((service) => service.url);
   if (acs.length === 0) throw new XmlRefusal('unexpected', 'no AssertionConsumerService with the HTTP-POST binding');
-  const slo = children(sp, SAML_NS.metadata, 'SingleLogoutService').find((service) => attribute(service, 'Binding') === BINDINGS.redirect || attribute(service, 'Binding') === BINDINGS.post);
-  const formats = children(sp, SAML_NS.metadata, 'NameIDFormat').map((format) => nameIdFormatOf(textOf(format).trim())).filter((format) => format !== null);
+  const slo = children(sp, SAML_NS.metadata, 'SingleLogoutService').find(
+    (service) => attribute(service, 'Binding') === BINDINGS.redirect || attribute(service, 'Binding') === BINDINGS.post,
+  );
+  const formats = children(sp, SAML_NS.metadata, 'NameIDFormat')
+    .map((format) => nameIdFormatOf(textOf(format).trim()))
+    .filter((format) => format !== null);
   const signing = children(sp, SAML_NS.metadata, 'KeyDescriptor').find((key) => (attribute(key, 'use') ?? 'signing') === 'signing');
   const x509 = signing === undefined ? undefined : Array.from(signing.getElementsByTagNameNS(SAML_NS.dsig, 'X509Certificate'))[0];
   return {

@@ -6,7 +6,6 @@
 import { BINDINGS, NAME_ID_FORMAT_URIS } from './metadata-import.ts';
 import { SAML_NS, xmlEscape } from './xml.ts';
 
-
 export function idpMetadata(endpoints: { readonly metadata: string; readonly sso: string; readonly slo: string }, certificatePem: string): string {
   const certificate = certificatePem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s+/g, '');
   return `<?xml version="1.0" encoding="UTF-8"?>
@@ -17,7 +16,9 @@ export function idpMetadata(endpoints: { readonly metadata: string; readonly sso
     </md:KeyDescriptor>
     <md:SingleLogoutService Binding="${BINDINGS.redirect}" Location="${xmlEscape(endpoints.slo)}"/>
     <md:SingleLogoutService Binding="${BINDINGS.post}" Location="${xmlEscape(endpoints.slo)}"/>
-${Object.values(NAME_ID_FORMAT_URIS).map((format) => `    <md:NameIDFormat>${format}</md:NameIDFormat>`).join('\n')}
+${Object.values(NAME_ID_FORMAT_URIS)
+  .map((format) => `    <md:NameIDFormat>${format}</md:NameIDFormat>`)
+  .join('\n')}
     <md:SingleSignOnService Binding="${BINDINGS.redirect}" Location="${xmlEscape(endpoints.sso)}"/>
     <md:SingleSignOnService Binding="${BINDINGS.post}" Location="${xmlEscape(endpoints.sso)}"/>
   </md:IDPSSODescriptor>

@@ -16,7 +16,17 @@ import { BINDINGS, NAME_ID_FORMAT_URIS, nameIdFormatOf, UNSPECIFIED_NAME_ID } fr
 import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal, type XmlElement } from './xml.ts';
 
 /** Why a request is refused: each has its page text (ui/locales `saml.refused.REASON`) and is the event's `detail.reason`. */
-export const SAML_REFUSALS = ['malformed', 'unknown_sp', 'unknown_acs', 'unsigned', 'bad_signature', 'replayed', 'expired', 'wrong_destination', 'unsupported'] as const;
+export const SAML_REFUSALS = [
+  'malformed',
+  'unknown_sp',
+  'unknown_acs',
+  'unsigned',
+  'bad_signature',
+  'replayed',
+  'expired',
+  'wrong_destination',
+  'unsupported',
+] as const;
 export type SamlRefusalReason = (typeof SAML_REFUSALS)[number];
 
 export class SamlRefusal extends Error {
@@ -68,7 +78,14 @@ export interface AuthnRequest {
 
 /** A request as it came: over HTTP-Redirect, with the query as sent (for its signature), or over HTTP-POST. */
 export type IncomingRequest =
-  | { readonly binding: 'redirect'; readonly samlRequest: string; readonly relayState: string | null; readonly sigAlg: string | null; readonly signature: string | null; readonly rawQuery: string }
+  | {
+      readonly binding: 'redirect';
+      readonly samlRequest: string;
+      readonly relayState: string | null;
+      readonly sigAlg: string | null;
+      readonly signature: string | null;
+      readonly rawQuery: string;
+    }
   | { readonly binding: 'post'; readonly samlRequest: string; readonly relayState: string | null };
 
 const refuse = (reason: SamlRefusalReason, message: string, entityId: string | null = null) => new SamlRefusal(reason, message, entityId);
@@ -103,7 +120,8 @@ function certificateKey(sp: SamlServiceProviderRecord) {
 function checkRedirectSignature(incoming: Extract<IncomingRequest, { binding: 'redirect' }>, sp: SamlServiceProviderRecord): boolean {
   if (incoming.signature === null && incoming.sigAlg === null) return false;
   if (incoming.signature === null || incoming.sigAlg === null) throw refuse('bad_signature', 'Signature and SigAlg come together', sp.entityId);
-  if (!ACCEPTED_SIGNATURES.includes(incoming.sigAlg)) throw refuse('unsupported', `SigAlg ${incoming.sigAlg.slice(0, 100)}: RSA-SHA256 or ECDSA-SHA256 only`, sp.entityId);
+  if (!ACCEPTED_SIGNATURES.includes(incoming.sigAlg))
+    throw refuse('unsupported', `SigAlg ${incoming.sigAlg.slice(0, 100)}: RSA-SHA256 or ECDSA-SHA256 only`, sp.entityId);
   const key = certificateKey(sp);
   if (key === null) throw refuse('bad_signature', 'the request is signed, but no certificate of the SP is registered to check it with', sp.entityId);
   const raw = new Map<string, string>();
@@ -112,9 +130,20 @@ function checkRedirectSignature(incoming: Extract<IncomingRequest, { binding: 'r
     if (raw.has(name)) throw refuse('malformed', `${name} is repeated`, sp.entityId);
     raw.set(name, value.join('='));
   }
-  const signed = ['SAMLRequest', 'RelayState', 'SigAlg'].filter((name) => raw.has(name)).map((name) => `${name}=${raw.get(name)}`).join('&');
-  const ok = verify('sha256', Buffer.from(signed), { key: createPublicKey(key.export({ type: 'spki', format: 'pem' })), ...(incoming.sigAlg === SIGNATURE_ALGORITHMS.ecdsaSha256 ? { dsaEncoding: 'der' as const } : {}) }, Buffer.from(incoming.signature, 'base64'));
-  if (!ok) throw refuse('bad_signature', 'the request\'s signature does not verify with the SP\'s certificate', sp.entityId);
+  const signed = ['SAMLRequest', 'RelayState', 'SigAlg']
+    .filter((name) => raw.has(name))
+    .map((name) => `${name}=${raw.get(name)}`)
+    .join('&');
+  const ok = verify(
+    'sha256',
+    Buffer.from(signed),
+    {
+      key: createPublicKey(key.export({ type: 'spki', format: 'pem' })),
+      ...(incoming.sigAlg === SIGNATURE_ALGORITHMS.ecdsaSha256 ? { dsaEncoding: 'der' as const } : {}),
+    },
+    Buffer.from(incoming.signature, 'base64'),
+  );
+  if (!ok) throw refuse('bad_signature', "the request's signature does not verify with the SP's certificate", sp.entityId);
   return true;
 }
 
@@ -127,7 +156,8 @@ function checkPostSignature(xml: string, root: XmlElement, sp: SamlServiceProvid
   const kind = root.localName;
   const signatures = children(root, SAML_NS.dsig, 'Signature');
   if (signatures.length === 0) return null;
-  if (signatures.length > 1 || root.getElementsByTagNameNS(SAML_NS.dsig, 'Signature').length !== 1) throw refuse('bad_signature', 'one signature only, a child of the request', sp.entityId);
+  if (signatures.length > 1 || root.getElementsByTagNameNS(SAML_NS.dsig, 'Signature').length !== 1)
+    throw refuse('bad_signature', 'one signature only, a child of the request', sp.entityId);
   const key = certificateKey(sp);
   if (key === null) throw refuse('bad_signature', 'the request is signed, but no certificate of the SP is registered to check it with', sp.entityId);
   const id = attribute(root, 'ID');
@@ -140,20 +170,23 @@ function checkPostSignature(xml: string, root: XmlElement, sp: SamlServiceProvid
   if (!ACCEPTED_SIGNATURES.includes(String(checker.signatureAlgorithm))) throw refuse('unsupported', 'RSA-SHA256 or ECDSA-SHA256 signatures only', sp.entityId);
   const references = checker.getReferences();
   const reference = references[0];
-  if (references.length !== 1 || reference === undefined || reference.uri !== `#${id}`) throw refuse('bad_signature', 'the signature must cover the request itself, by its ID, and nothing else', sp.entityId);
-  if (reference.transforms.some((transform) => transform !== ENVELOPED && transform !== EXC_C14N)) throw refuse('unsupported', 'enveloped-signature and exclusive canonicalization transforms only', sp.entityId);
+  if (references.length !== 1 || reference === undefined || reference.uri !== `#${id}`)
+    throw refuse('bad_signature', 'the signature must cover the request itself, by its ID, and nothing else', sp.entityId);
+  if (reference.transforms.some((transform) => transform !== ENVELOPED && transform !== EXC_C14N))
+    throw refuse('unsupported', 'enveloped-signature and exclusive canonicalization transforms only', sp.entityId);
   let valid = false;
   try {
     valid = checker.checkSignature(xml);
   } catch {
     valid = false;
   }
-  if (!valid) throw refuse('bad_signature', 'the request\'s signature does not verify with the SP\'s certificate', sp.entityId);
+  if (!valid) throw refuse('bad_signature', "the request's signature does not verify with the SP's certificate", sp.entityId);
   const signed = checker.getSignedReferences();
   if (signed.length !== 1) throw refuse('bad_signature', 'the signature must cover the request itself, and nothing else', sp.entityId);
   // What the rest reads: the signed element as the signature check saw it, parsed again by the one strict parser.
   const element = parseXml(signed[0]!, limits.maxRequestChars).documentElement!;
-  if (element.namespaceURI !== SAML_NS.protocol || element.localName !== kind || attribute(element, 'ID') !== id) throw refuse('bad_signature', 'the signed element is not this request', sp.entityId);
+  if (element.namespaceURI !== SAML_NS.protocol || element.localName !== kind || attribute(element, 'ID') !== id)
+    throw refuse('bad_signature', 'the signed element is not this request', sp.entityId);
   return element;
 }
 
@@ -216,7 +249,8 @@ async function readRequest(deps: ReadDeps, incoming: IncomingRequest, kind: 'Aut
   try {
     if (incoming.binding === 'redirect') {
       // §3.4.4.1: a signature in the XML itself is removed before DEFLATE; one left there is not what is checked.
-      if (children(root, SAML_NS.dsig, 'Signature').length > 0) throw refuse('bad_signature', 'over HTTP-Redirect, the request is signed in the query (SigAlg and Signature), not in the XML', sp.entityId);
+      if (children(root, SAML_NS.dsig, 'Signature').length > 0)
+        throw refuse('bad_signature', 'over HTTP-Redirect, the request is signed in the query (SigAlg and Signature), not in the XML', sp.entityId);
       signed = checkRedirectSignature(incoming, sp);
     } else {
       signedElement = checkPostSignature(xml, root, sp, limits);
@@ -226,7 +260,7 @@ async function readRequest(deps: ReadDeps, incoming: IncomingRequest, kind: 'Aut
     if (error instanceof XmlRefusal) throw refuse('bad_signature', error.message, sp.entityId);
     throw error;
   }
-  if (sp.wantSignedRequests && !signed) throw refuse('unsigned', 'this SP\'s requests must be signed', sp.entityId);
+  if (sp.wantSignedRequests && !signed) throw refuse('unsigned', "this SP's requests must be signed", sp.entityId);
   const request = signedElement ?? root;
   if (attribute(request, 'Version') !== '2.0') throw refuse('unsupported', 'Version must be 2.0', sp.entityId);
   const id = attribute(request, 'ID') ?? '';
@@ -235,13 +269,15 @@ async function readRequest(deps: ReadDeps, incoming: IncomingRequest, kind: 'Aut
   const instant = attribute(request, 'IssueInstant') ?? '';
   const issued = Date.parse(instant);
   if (!Number.isFinite(issued) || !/Z$/.test(instant)) throw refuse('malformed', 'IssueInstant is missing or not a UTC time', sp.entityId);
-  if (Math.abs(now - issued) > limits.requestLifetime * 1000) throw refuse('expired', `the request was issued more than ${limits.requestLifetime} seconds from now`, sp.entityId);
+  if (Math.abs(now - issued) > limits.requestLifetime * 1000)
+    throw refuse('expired', `the request was issued more than ${limits.requestLifetime} seconds from now`, sp.entityId);
   // §3.2.1 Destination: "If it is present, the actual recipient MUST check that the URI
   // reference identifies the location at which the message was received."
   const sentTo = attribute(request, 'Destination');
   if (sentTo !== null && sentTo !== destination) throw refuse('wrong_destination', `Destination ${sentTo.slice(0, 200)} is not ${destination}`, sp.entityId);
   // Once: the request's ID, per SP, until it could no longer be accepted anyway.
-  if (!(await deps.store.samlRequests.use(hashSecret(`${sp.entityId} ${id}`), issued + 2 * limits.requestLifetime * 1000, now))) throw refuse('replayed', `request ${id} was already used`, sp.entityId);
+  if (!(await deps.store.samlRequests.use(hashSecret(`${sp.entityId} ${id}`), issued + 2 * limits.requestLifetime * 1000, now)))
+    throw refuse('replayed', `request ${id} was already used`, sp.entityId);
   return { sp, request, id, issued };
 }
 
@@ -269,11 +305,13 @@ export async function readAuthnRequest(deps: ReadDeps & { readonly ssoUrl: strin
     if (binding !== null && binding !== BINDINGS.post) throw refuse('unsupported', 'responses are sent by HTTP-POST only', sp.entityId);
     let acsUrl: string;
     if (acsUrlAsked !== null) {
-      if (!sp.acsUrls.includes(acsUrlAsked)) throw refuse('unknown_acs', `AssertionConsumerServiceURL ${acsUrlAsked.slice(0, 200)} is not one of the SP's`, sp.entityId);
+      if (!sp.acsUrls.includes(acsUrlAsked))
+        throw refuse('unknown_acs', `AssertionConsumerServiceURL ${acsUrlAsked.slice(0, 200)} is not one of the SP's`, sp.entityId);
       acsUrl = acsUrlAsked;
     } else if (acsIndex !== null) {
       const index = /^\d{1,2}$/.test(acsIndex) ? Number(acsIndex) : -1;
-      if (sp.acsUrls[index] === undefined) throw refuse('unknown_acs', `AssertionConsumerServiceIndex ${acsIndex.slice(0, 20)} names none of the SP's`, sp.entityId);
+      if (sp.acsUrls[index] === undefined)
+        throw refuse('unknown_acs', `AssertionConsumerServiceIndex ${acsIndex.slice(0, 20)} names none of the SP's`, sp.entityId);
       acsUrl = sp.acsUrls[index]!;
     } else {
       acsUrl = sp.acsUrls[0]!;
@@ -283,7 +321,8 @@ export async function readAuthnRequest(deps: ReadDeps & { readonly ssoUrl: strin
     const authnContext = onlyChild(request, SAML_NS.protocol, 'RequestedAuthnContext');
     const classes = authnContext === null ? [] : children(authnContext, SAML_NS.assertion, 'AuthnContextClassRef').map((ref) => textOf(ref).trim());
     const nameIdFormat = format === null || format === UNSPECIFIED_NAME_ID ? null : format;
-    if (nameIdFormat !== null && nameIdFormatOf(nameIdFormat) === null) throw refuse('unsupported', `NameIDPolicy Format ${nameIdFormat.slice(0, 200)}: one of ${Object.values(NAME_ID_FORMAT_URIS).join(', ')}`, sp.entityId);
+    if (nameIdFormat !== null && nameIdFormatOf(nameIdFormat) === null)
+      throw refuse('unsupported', `NameIDPolicy Format ${nameIdFormat.slice(0, 200)}: one of ${Object.values(NAME_ID_FORMAT_URIS).join(', ')}`, sp.entityId);
     return { sp, id, acsUrl, forceAuthn: flag(request, 'ForceAuthn'), isPassive: flag(request, 'IsPassive'), nameIdFormat, authnContext: classes };
   });
 }

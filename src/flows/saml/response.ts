@@ -104,33 +104,47 @@ export function assertionResponse(input: AssertionInput, signer: SamlSigner): st
   const until = instant(now + input.lifetime * 1000);
   const inResponseTo = input.inResponseTo === null ? '' : ` InResponseTo="${xmlEscape(input.inResponseTo)}"`;
   const attributes = Object.entries(input.attributes).filter(([, values]) => values.length > 0);
-  const assertion = `<saml:Assertion xmlns:saml="${SAML_NS.assertion}" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}">`
-    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
-    + `<saml:Subject><saml:NameID Format="${xmlEscape(input.nameIdFormat)}" NameQualifier="${xmlEscape(input.idp)}" SPNameQualifier="${xmlEscape(input.sp.entityId)}">${xmlEscape(input.nameId)}</saml:NameID>`
-    + `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} Recipient="${xmlEscape(input.acsUrl)}" NotOnOrAfter="${until}"/></saml:SubjectConfirmation></saml:Subject>`
-    + `<saml:Conditions NotBefore="${instant(now - 5_000)}" NotOnOrAfter="${until}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(input.sp.entityId)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>`
-    + `<saml:AuthnStatement AuthnInstant="${instant(input.authTime)}" SessionIndex="${xmlEscape(input.sessionIndex)}" SessionNotOnOrAfter="${instant(now + 8 * 3600_000)}"><saml:AuthnContext><saml:AuthnContextClassRef>${xmlEscape(input.authnContext)}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>`
-    + (attributes.length === 0
+  const assertion =
+    `<saml:Assertion xmlns:saml="${SAML_NS.assertion}" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}">` +
+    `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
+    `<saml:Subject><saml:NameID Format="${xmlEscape(input.nameIdFormat)}" NameQualifier="${xmlEscape(input.idp)}" SPNameQualifier="${xmlEscape(input.sp.entityId)}">${xmlEscape(input.nameId)}</saml:NameID>` +
+    `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData${inResponseTo} Recipient="${xmlEscape(input.acsUrl)}" NotOnOrAfter="${until}"/></saml:SubjectConfirmation></saml:Subject>` +
+    `<saml:Conditions NotBefore="${instant(now - 5_000)}" NotOnOrAfter="${until}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(input.sp.entityId)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
+    `<saml:AuthnStatement AuthnInstant="${instant(input.authTime)}" SessionIndex="${xmlEscape(input.sessionIndex)}" SessionNotOnOrAfter="${instant(now + 8 * 3600_000)}"><saml:AuthnContext><saml:AuthnContextClassRef>${xmlEscape(input.authnContext)}</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>` +
+    (attributes.length === 0
       ? ''
-      : `<saml:AttributeStatement>${attributes.map(([name, values]) => `<saml:Attribute Name="${xmlEscape(name)}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic">${values.map((value) => `<saml:AttributeValue xsi:type="xs:string">${xmlEscape(value)}</saml:AttributeValue>`).join('')}</saml:Attribute>`).join('')}</saml:AttributeStatement>`)
-    + '</saml:Assertion>';
-  const response = `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}" Destination="${xmlEscape(input.acsUrl)}"${inResponseTo}>`
-    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
-    + `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>`
-    + assertion
-    + '</samlp:Response>';
+      : `<saml:AttributeStatement>${attributes.map(([name, values]) => `<saml:Attribute Name="${xmlEscape(name)}" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic">${values.map((value) => `<saml:AttributeValue xsi:type="xs:string">${xmlEscape(value)}</saml:AttributeValue>`).join('')}</saml:Attribute>`).join('')}</saml:AttributeStatement>`) +
+    '</saml:Assertion>';
+  const response =
+    `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(now)}" Destination="${xmlEscape(input.acsUrl)}"${inResponseTo}>` +
+    `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
+    `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>` +
+    assertion +
+    '</samlp:Response>';
   const signedAssertion = sign(response, 'Assertion', signer);
   return input.sp.signResponse ? sign(signedAssertion, 'Response', signer) : signedAssertion;
 }
 
 /** A Response with a status only (SAML Core §3.2.2): the request is answered, but nobody is signed in. Signed. */
-export function statusResponse(input: { readonly idp: string; readonly acsUrl: string; readonly inResponseTo: string; readonly now: number; readonly status: string; readonly message?: string }, signer: SamlSigner): string {
+export function statusResponse(
+  input: {
+    readonly idp: string;
+    readonly acsUrl: string;
+    readonly inResponseTo: string;
+    readonly now: number;
+    readonly status: string;
+    readonly message?: string;
+  },
+  signer: SamlSigner,
+): string {
   const second = input.status === STATUS.success || input.status === STATUS.requester || input.status === STATUS.responder ? null : input.status;
-  const top = second === null ? input.status : input.status === STATUS.noPassive || input.status === STATUS.invalidNameIdPolicy ? STATUS.requester : STATUS.responder;
-  const response = `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.acsUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">`
-    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
-    + `<samlp:Status><samlp:StatusCode Value="${top}">${second === null ? '' : `<samlp:StatusCode Value="${second}"/>`}</samlp:StatusCode>${input.message === undefined ? '' : `<samlp:StatusMessage>${xmlEscape(input.message)}</samlp:StatusMessage>`}</samlp:Status>`
-    + '</samlp:Response>';
+  const top =
+    second === null ? input.status : input.status === STATUS.noPassive || input.status === STATUS.invalidNameIdPolicy ? STATUS.requester : STATUS.responder;
+  const response =
+    `<samlp:Response xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.acsUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">` +
+    `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
+    `<samlp:Status><samlp:StatusCode Value="${top}">${second === null ? '' : `<samlp:StatusCode Value="${second}"/>`}</samlp:StatusCode>${input.message === undefined ? '' : `<samlp:StatusMessage>${xmlEscape(input.message)}</samlp:StatusMessage>`}</samlp:Status>` +
+    '</samlp:Response>';
   return sign(response, 'Response', signer);
 }
 
@@ -139,12 +153,23 @@ export function statusResponse(input: { readonly idp: string; readonly acsUrl: s
  * sends it (SAML Bindings §3.4.4.1): DEFLATEd, base64, in the query of the SP's
  * SingleLogoutService URL, signed (RSA-SHA256) over "SAMLResponse=…&RelayState=…&SigAlg=…".
  */
-export function logoutResponseUrl(input: { readonly idp: string; readonly sloUrl: string; readonly inResponseTo: string; readonly now: number; readonly status: string; readonly relayState: string | null }, signer: SamlSigner): string {
+export function logoutResponseUrl(
+  input: {
+    readonly idp: string;
+    readonly sloUrl: string;
+    readonly inResponseTo: string;
+    readonly now: number;
+    readonly status: string;
+    readonly relayState: string | null;
+  },
+  signer: SamlSigner,
+): string {
   const top = input.status === STATUS.success ? STATUS.success : STATUS.requester;
-  const xml = `<samlp:LogoutResponse xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.sloUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">`
-    + `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>`
-    + `<samlp:Status><samlp:StatusCode Value="${top}">${top === input.status ? '' : `<samlp:StatusCode Value="${input.status}"/>`}</samlp:StatusCode></samlp:Status>`
-    + '</samlp:LogoutResponse>';
+  const xml =
+    `<samlp:LogoutResponse xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.sloUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">` +
+    `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
+    `<samlp:Status><samlp:StatusCode Value="${top}">${top === input.status ? '' : `<samlp:StatusCode Value="${input.status}"/>`}</samlp:StatusCode></samlp:Status>` +
+    '</samlp:LogoutResponse>';
   const query = [
     `SAMLResponse=${encodeURIComponent(deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'))}`,
     ...(input.relayState === null ? [] : [`RelayState=${encodeURIComponent(input.relayState)}`]),

@@ -108,7 +108,8 @@ export function samlNextStep(config: Config, pending: PendingSamlSignIn, session
   if (pending.isPassive) {
     // IsPassive: "the identity provider and the user agent itself MUST NOT visibly take
     // control of the user interface": without a session that will do, NoPassive.
-    if (!fresh || refusal !== null) return { kind: 'status', status: STATUS.noPassive, message: 'the person is not signed in with a sign-in this request accepts' };
+    if (!fresh || refusal !== null)
+      return { kind: 'status', status: STATUS.noPassive, message: 'the person is not signed in with a sign-in this request accepts' };
     return { kind: 'assert' };
   }
   if (!fresh) return { kind: 'sign-in', refusal: null };
@@ -139,38 +140,64 @@ export interface AssertionDeps {
  * The Response for `pending`: the signed assertion about `user`, or a status when the NameID
  * the SP asked for cannot be given. Returns the XML and what was said, for the event.
  */
-export async function samlAnswer(deps: AssertionDeps, sp: SamlServiceProviderRecord, pending: PendingSamlSignIn, user: UserRecord, session: SessionRecord): Promise<{ readonly xml: string; readonly acsUrl: string; readonly issued: boolean }> {
+export async function samlAnswer(
+  deps: AssertionDeps,
+  sp: SamlServiceProviderRecord,
+  pending: PendingSamlSignIn,
+  user: UserRecord,
+  session: SessionRecord,
+): Promise<{ readonly xml: string; readonly acsUrl: string; readonly issued: boolean }> {
   const acsUrl = sp.acsUrls[pending.acs] ?? sp.acsUrls[0]!;
   const format = pending.nameIdFormat === null ? sp.nameIdFormat : nameIdFormatOf(pending.nameIdFormat);
   const nameId = format === null || format !== sp.nameIdFormat ? null : nameIdOf(sp, user, format);
   if (nameId === null) {
     // SAML Core §3.4.1.1: "InvalidNameIDPolicy" when the format asked cannot be given.
-    const status = { idp: deps.idp, acsUrl, inResponseTo: pending.request ?? '', now: deps.now, status: STATUS.invalidNameIdPolicy, message: `this SP is given ${NAME_ID_FORMAT_URIS[sp.nameIdFormat]} NameIDs${sp.nameIdFormat === 'email' ? ', and the person has no e-mail address' : ''}` };
+    const status = {
+      idp: deps.idp,
+      acsUrl,
+      inResponseTo: pending.request ?? '',
+      now: deps.now,
+      status: STATUS.invalidNameIdPolicy,
+      message: `this SP is given ${NAME_ID_FORMAT_URIS[sp.nameIdFormat]} NameIDs${sp.nameIdFormat === 'email' ? ', and the person has no e-mail address' : ''}`,
+    };
     return { xml: statusResponse(status, deps.signer), acsUrl, issued: false };
   }
   const claimsAsked = [...new Set(Object.values(sp.attributes))];
   const scopes = Object.keys(SCOPE_CLAIMS);
-  const claims: Record<string, unknown> = { ...releasedClaims(user, scopes, claimsAsked, claimsAsked.includes('groups') ? await groupsOf(deps.store, user.id, scopes) : []), sub: user.id };
+  const claims: Record<string, unknown> = {
+    ...releasedClaims(user, scopes, claimsAsked, claimsAsked.includes('groups') ? await groupsOf(deps.store, user.id, scopes) : []),
+    sub: user.id,
+  };
   const amr = sessionMethods(session);
-  const xml = assertionResponse({
-    idp: deps.idp,
-    sp,
-    acsUrl,
-    inResponseTo: pending.request,
-    nameId,
-    nameIdFormat: NAME_ID_FORMAT_URIS[format!],
-    attributes: Object.fromEntries(Object.entries(sp.attributes).map(([name, claim]) => [name, attributeValues(claims[claim])])),
-    now: deps.now,
-    lifetime: deps.lifetime,
-    authTime: session.authTime,
-    sessionIndex: session.sid,
-    authnContext: hasSecondFactor(amr) || isPhishingResistant(amr) ? AUTHN_CONTEXT.mfa : amr.includes('pwd') ? AUTHN_CONTEXT.password : AUTHN_CONTEXT.unspecified,
-  }, deps.signer);
+  const xml = assertionResponse(
+    {
+      idp: deps.idp,
+      sp,
+      acsUrl,
+      inResponseTo: pending.request,
+      nameId,
+      nameIdFormat: NAME_ID_FORMAT_URIS[format!],
+      attributes: Object.fromEntries(Object.entries(sp.attributes).map(([name, claim]) => [name, attributeValues(claims[claim])])),
+      now: deps.now,
+      lifetime: deps.lifetime,
+      authTime: session.authTime,
+      sessionIndex: session.sid,
+      authnContext:
+        hasSecondFactor(amr) || isPhishingResistant(amr) ? AUTHN_CONTEXT.mfa : amr.includes('pwd') ? AUTHN_CONTEXT.password : AUTHN_CONTEXT.unspecified,
+    },
+    deps.signer,
+  );
   return { xml, acsUrl, issued: true };
 }
 
 /** The Response that says no to a pending request, for the step that answered with a status. */
-export function samlStatus(deps: Pick<AssertionDeps, 'idp' | 'now' | 'signer'>, sp: SamlServiceProviderRecord, pending: PendingSamlSignIn, status: string, message: string): { readonly xml: string; readonly acsUrl: string } {
+export function samlStatus(
+  deps: Pick<AssertionDeps, 'idp' | 'now' | 'signer'>,
+  sp: SamlServiceProviderRecord,
+  pending: PendingSamlSignIn,
+  status: string,
+  message: string,
+): { readonly xml: string; readonly acsUrl: string } {
   const acsUrl = sp.acsUrls[pending.acs] ?? sp.acsUrls[0]!;
   return { xml: statusResponse({ idp: deps.idp, acsUrl, inResponseTo: pending.request ?? '', now: deps.now, status, message }, deps.signer), acsUrl };
 }

@@ -34,7 +34,9 @@ export interface XmlDocument extends XmlNode {
   readonly doctype: unknown;
 }
 interface XmlDom {
-  DOMParser: new (options: { errorHandler: Record<'warning' | 'error' | 'fatalError', (message: unknown) => void> }) => { parseFromString(text: string, type: string): XmlDocument };
+  DOMParser: new (options: {
+    errorHandler: Record<'warning' | 'error' | 'fatalError', (message: unknown) => void>;
+  }) => { parseFromString(text: string, type: string): XmlDocument };
 }
 const { DOMParser } = createRequire(import.meta.url)('@xmldom/xmldom') as XmlDom;
 
@@ -94,7 +96,8 @@ export function parseXml(text: string, maxChars: number): XmlDocument {
 }
 
 /** Text or an attribute value as XML writes it: the five characters that could end or change it, escaped. */
-export const xmlEscape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+export const xmlEscape = (text: string): string =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 
 /** The element children of `parent` named `local` in namespace `ns`. */
 export function children(parent: XmlElement, ns: string, local: string): XmlElement[] {

@@ -45,7 +45,11 @@ async function identify(deps: Pick<FlowDeps, 'store' | 'config' | 'tokens' | 'cl
 }
 
 /** The caller of a request with bearer `token` from `ip`; 401 for a wrong token, 429 past the limit. */
-export async function scimCaller(deps: Pick<FlowDeps, 'store' | 'config' | 'tokens' | 'clock' | 'events'>, token: string | null, ip: string): Promise<ScimCaller> {
+export async function scimCaller(
+  deps: Pick<FlowDeps, 'store' | 'config' | 'tokens' | 'clock' | 'events'>,
+  token: string | null,
+  ip: string,
+): Promise<ScimCaller> {
   if (token === null) throw new ScimError(401, null, 'a bearer token is required: Authorization: Bearer <a SCIM token from tessera scim token add>');
   const settings = deps.config.signIn;
   const now = deps.clock.now();
@@ -57,7 +61,7 @@ export async function scimCaller(deps: Pick<FlowDeps, 'store' | 'config' | 'toke
   }
   const caller = await identify(deps, token);
   // A wrong token stays counted; a right one gives its place back.
-  if (caller === null) throw new ScimError(401, null, 'the bearer token is unknown, withdrawn or expired, or not a client\'s with the scope scim');
+  if (caller === null) throw new ScimError(401, null, "the bearer token is unknown, withdrawn or expired, or not a client's with the scope scim");
   await reserved.succeeded();
   return caller;
 }

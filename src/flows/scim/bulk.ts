@@ -39,7 +39,8 @@ export async function bulk(body: unknown, dispatch: BulkDispatch): Promise<Json>
   // §3.7.4: "the service provider MUST respond with a 413 ... if the number of operations exceeds maxOperations".
   if (operations.length > MAX_BULK_OPERATIONS) throw new ScimError(413, null, `at most ${MAX_BULK_OPERATIONS} operations in one bulk request`);
   const failOnErrors = member(body, 'failOnErrors');
-  if (failOnErrors !== undefined && !(Number.isInteger(failOnErrors) && (failOnErrors as number) >= 1)) throw new ScimError(400, 'invalidValue', 'failOnErrors: a whole number from 1');
+  if (failOnErrors !== undefined && !(Number.isInteger(failOnErrors) && (failOnErrors as number) >= 1))
+    throw new ScimError(400, 'invalidValue', 'failOnErrors: a whole number from 1');
   const ids = new Map<string, string>();
   const results: Json[] = [];
   let errors = 0;
@@ -49,16 +50,27 @@ export async function bulk(body: unknown, dispatch: BulkDispatch): Promise<Json>
     const bulkId = isObject(raw) ? member(raw, 'bulkId') : undefined;
     const base = { ...(typeof method === 'string' ? { method: method.toUpperCase() } : {}), ...(typeof bulkId === 'string' ? { bulkId } : {}) };
     try {
-      if (!isObject(raw) || typeof method !== 'string' || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(method.toUpperCase())) throw new ScimError(400, 'invalidSyntax', `Operations[${i}].method: POST, PUT, PATCH or DELETE`);
+      if (!isObject(raw) || typeof method !== 'string' || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(method.toUpperCase()))
+        throw new ScimError(400, 'invalidSyntax', `Operations[${i}].method: POST, PUT, PATCH or DELETE`);
       const path = member(raw, 'path');
-      if (typeof path !== 'string' || !/^\/(Users|Groups)(\/[^/?#]{1,300})?$/.test(resolve(path, ids) as string)) throw new ScimError(400, 'invalidPath', `Operations[${i}].path: /Users, /Groups, /Users/ID or /Groups/ID`);
+      if (typeof path !== 'string' || !/^\/(Users|Groups)(\/[^/?#]{1,300})?$/.test(resolve(path, ids) as string))
+        throw new ScimError(400, 'invalidPath', `Operations[${i}].path: /Users, /Groups, /Users/ID or /Groups/ID`);
       const upper = method.toUpperCase() as 'POST' | 'PUT' | 'PATCH' | 'DELETE';
       if (upper === 'POST' && typeof bulkId !== 'string') throw new ScimError(400, 'invalidValue', `Operations[${i}]: a POST has a bulkId`);
       const version = member(raw, 'version');
-      const resource = await dispatch(upper, resolve(path, ids) as string, resolve(member(raw, 'data'), ids), typeof version === 'string' ? version : undefined);
+      const resource = await dispatch(
+        upper,
+        resolve(path, ids) as string,
+        resolve(member(raw, 'data'), ids),
+        typeof version === 'string' ? version : undefined,
+      );
       const meta = resource === null ? null : (resource['meta'] as Json | undefined);
       if (upper === 'POST' && resource !== null && typeof bulkId === 'string') ids.set(bulkId, String(resource['id']));
-      results.push({ ...base, ...(meta ? { location: meta['location'], version: meta['version'] } : {}), status: upper === 'POST' ? '201' : upper === 'DELETE' ? '204' : '200' });
+      results.push({
+        ...base,
+        ...(meta ? { location: meta['location'], version: meta['version'] } : {}),
+        status: upper === 'POST' ? '201' : upper === 'DELETE' ? '204' : '200',
+      });
     } catch (error) {
       if (!(error instanceof ScimError)) throw error;
       errors += 1;

@@ -15,17 +15,24 @@ const ada = {
   displayName: 'Ada Lovelace',
   title: 'Analyst',
   active: true,
-  emails: [{ value: 'ada@work.example', type: 'work', primary: true }, { value: 'ada@home.example', type: 'home' }],
+  emails: [
+    { value: 'ada@work.example', type: 'work', primary: true },
+    { value: 'ada@home.example', type: 'home' },
+  ],
   meta: { resourceType: 'User', created: '2026-01-01T00:00:00.000Z', lastModified: '2026-03-01T12:00:00.000Z' },
   [ENTERPRISE_SCHEMA]: { department: 'Engines', manager: { value: 'm-1' } },
 };
 
 const refused = (filter: string, scimType = 'invalidFilter') => {
-  assert.throws(() => {
-    const parsed = parseFilter(filter);
-    checkFilter(parsed, context);
-    matches(ada, parsed, context);
-  }, (error: unknown) => error instanceof ScimError && error.status === 400 && error.scimType === scimType, filter);
+  assert.throws(
+    () => {
+      const parsed = parseFilter(filter);
+      checkFilter(parsed, context);
+      matches(ada, parsed, context);
+    },
+    (error: unknown) => error instanceof ScimError && error.status === 400 && error.scimType === scimType,
+    filter,
+  );
 };
 const holds = (filter: string, expected = true) => {
   const parsed = parseFilter(filter);
@@ -88,13 +95,41 @@ describe('RFC 7644 §3.4.2.2 filters', () => {
   });
 
   it('refuses what the grammar does not allow with invalidFilter', () => {
-    for (const filter of ['', 'userName', 'userName eq', 'userName eq ada', 'userName eq "ada', 'userName xx "a"', '(userName eq "a"', 'userName eq "a")', 'userName eq "a" and',
-      'emails[type eq "work"', 'emails[]', 'not userName eq "a"', 'a.b.c eq "x"', 'userName eq "a" "b"', 'userName @ "a"', '1abc eq "a"', 'emails[type eq "work"].value eq "x"',
-      'emails[type[value eq "x"] eq "y"]']) refused(filter);
+    for (const filter of [
+      '',
+      'userName',
+      'userName eq',
+      'userName eq ada',
+      'userName eq "ada',
+      'userName xx "a"',
+      '(userName eq "a"',
+      'userName eq "a")',
+      'userName eq "a" and',
+      'emails[type eq "work"',
+      'emails[]',
+      'not userName eq "a"',
+      'a.b.c eq "x"',
+      'userName eq "a" "b"',
+      'userName @ "a"',
+      '1abc eq "a"',
+      'emails[type eq "work"].value eq "x"',
+      'emails[type[value eq "x"] eq "y"]',
+    ])
+      refused(filter);
   });
 
   it('refuses attributes there are not, and comparisons that do not apply, before reading any resource', () => {
-    for (const filter of ['shoeSize eq "9"', 'name.nothing eq "x"', 'urn:example:nothing:attr eq "x"', 'active gt true', 'active eq "yes"', 'title gt 3', 'meta.created gt "not a time"', 'title co null']) refused(filter);
+    for (const filter of [
+      'shoeSize eq "9"',
+      'name.nothing eq "x"',
+      'urn:example:nothing:attr eq "x"',
+      'active gt true',
+      'active eq "yes"',
+      'title gt 3',
+      'meta.created gt "not a time"',
+      'title co null',
+    ])
+      refused(filter);
   });
 
   it('refuses a filter nested past its bound, or longer than its bound', () => {
@@ -103,8 +138,50 @@ describe('RFC 7644 §3.4.2.2 filters', () => {
   });
 
   it('finds no exception but invalidFilter over random filters (a fuzzer)', () => {
-    const pieces = ['userName', 'emails', 'emails.value', 'title', 'active', 'meta.created', `${ENTERPRISE_SCHEMA}:department`, 'eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr', 'and', 'or', 'not',
-      '(', ')', '[', ']', '"x"', '"', '\\', '1', '-2.5e3', 'true', 'false', 'null', ' ', '.', ':', 'urn:', '\u0000', '"\\u12"', '%', 'type', 'emails[type', '"a\\"b"'];
+    const pieces = [
+      'userName',
+      'emails',
+      'emails.value',
+      'title',
+      'active',
+      'meta.created',
+      `${ENTERPRISE_SCHEMA}:department`,
+      'eq',
+      'ne',
+      'co',
+      'sw',
+      'ew',
+      'gt',
+      'ge',
+      'lt',
+      'le',
+      'pr',
+      'and',
+      'or',
+      'not',
+      '(',
+      ')',
+      '[',
+      ']',
+      '"x"',
+      '"',
+      '\\',
+      '1',
+      '-2.5e3',
+      'true',
+      'false',
+      'null',
+      ' ',
+      '.',
+      ':',
+      'urn:',
+      '\u0000',
+      '"\\u12"',
+      '%',
+      'type',
+      'emails[type',
+      '"a\\"b"',
+    ];
     let seed = 47;
     const random = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -137,7 +214,11 @@ describe('RFC 7644 §3.5.2 PATCH paths', () => {
 
   it('refuses what is not a path with invalidPath', () => {
     for (const path of ['', '[', 'emails[', 'emails[type eq "work"]value', 'emails[type eq "work"].value.x', 'emails.value[type eq "work"]', 'a b', '"x"']) {
-      assert.throws(() => parsePatchPath(path), (error: unknown) => error instanceof ScimError && error.scimType === 'invalidPath', path);
+      assert.throws(
+        () => parsePatchPath(path),
+        (error: unknown) => error instanceof ScimError && error.scimType === 'invalidPath',
+        path,
+      );
     }
   });
 });

@@ -104,9 +104,11 @@ export function parseAttrPath(word: string, scimType: 'invalidFilter' | 'invalid
   const colon = word.lastIndexOf(':');
   const uri = colon === -1 ? null : word.slice(0, colon);
   const rest = word.slice(colon + 1);
-  if (uri !== null && !/^urn:[A-Za-z0-9][A-Za-z0-9:._-]*$/i.test(uri)) throw new ScimError(400, scimType, `${JSON.stringify(word.slice(0, 100))}: not an attribute path`);
+  if (uri !== null && !/^urn:[A-Za-z0-9][A-Za-z0-9:._-]*$/i.test(uri))
+    throw new ScimError(400, scimType, `${JSON.stringify(word.slice(0, 100))}: not an attribute path`);
   const parts = rest.split('.');
-  if (parts.length > 2 || !parts.every((part) => ATTRNAME.test(part))) throw new ScimError(400, scimType, `${JSON.stringify(word.slice(0, 100))}: not an attribute path`);
+  if (parts.length > 2 || !parts.every((part) => ATTRNAME.test(part)))
+    throw new ScimError(400, scimType, `${JSON.stringify(word.slice(0, 100))}: not an attribute path`);
   return { uri, name: parts[0]!, sub: parts[1] ?? null };
 }
 
@@ -255,16 +257,21 @@ export function parsePatchPath(text: string): PatchPath {
   const after = tokens.slice(close + 1);
   if (after.length === 0) return { path, filter, subAfter: null };
   const sub = after[0];
-  if (after.length !== 1 || sub?.type !== 'word' || !/^\.[A-Za-z][A-Za-z0-9_$-]*$/.test(sub.text)) throw new ScimError(400, 'invalidPath', `${JSON.stringify(text.slice(0, 100))}: after "]" only ".subAttribute"`);
+  if (after.length !== 1 || sub?.type !== 'word' || !/^\.[A-Za-z][A-Za-z0-9_$-]*$/.test(sub.text))
+    throw new ScimError(400, 'invalidPath', `${JSON.stringify(text.slice(0, 100))}: after "]" only ".subAttribute"`);
   return { path, filter, subAfter: sub.text.slice(1) };
 }
 
 function describe(token: Token): string {
   switch (token.type) {
-    case 'word': return token.text.slice(0, 100);
-    case 'string': return JSON.stringify(token.value.slice(0, 100));
-    case 'number': return String(token.value);
-    default: return token.type;
+    case 'word':
+      return token.text.slice(0, 100);
+    case 'string':
+      return JSON.stringify(token.value.slice(0, 100));
+    case 'number':
+      return String(token.value);
+    default:
+      return token.type;
   }
 }
 
@@ -312,7 +319,13 @@ function valuesAt(resource: Readonly<Record<string, unknown>>, path: AttrPath, c
 }
 
 function present(value: unknown): boolean {
-  return !(value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0) || (typeof value === 'object' && Object.keys(value).length === 0));
+  return !(
+    value === undefined ||
+    value === null ||
+    value === '' ||
+    (Array.isArray(value) && value.length === 0) ||
+    (typeof value === 'object' && Object.keys(value).length === 0)
+  );
 }
 
 function compare(op: CompareOp, actual: unknown, expected: CompValue, rule: AttributeRule, path: string): boolean {
@@ -331,16 +344,24 @@ function compare(op: CompareOp, actual: unknown, expected: CompValue, rule: Attr
     if (typeof expected !== 'number') throw new ScimError(400, 'invalidFilter', `${path} is a number: compare it with a number`);
     if (typeof actual !== 'number') return op === 'ne';
     switch (op) {
-      case 'eq': return actual === expected;
-      case 'ne': return actual !== expected;
-      case 'gt': return actual > expected;
-      case 'ge': return actual >= expected;
-      case 'lt': return actual < expected;
-      case 'le': return actual <= expected;
-      default: throw new ScimError(400, 'invalidFilter', `${path} is a number: ${op} applies to text only`);
+      case 'eq':
+        return actual === expected;
+      case 'ne':
+        return actual !== expected;
+      case 'gt':
+        return actual > expected;
+      case 'ge':
+        return actual >= expected;
+      case 'lt':
+        return actual < expected;
+      case 'le':
+        return actual <= expected;
+      default:
+        throw new ScimError(400, 'invalidFilter', `${path} is a number: ${op} applies to text only`);
     }
   }
-  if (rule.type === 'complex' || rule.type === 'binary') throw new ScimError(400, 'invalidFilter', `${path} cannot be compared: name one of its sub-attributes`);
+  if (rule.type === 'complex' || rule.type === 'binary')
+    throw new ScimError(400, 'invalidFilter', `${path} cannot be compared: name one of its sub-attributes`);
   if (typeof expected !== 'string') throw new ScimError(400, 'invalidFilter', `${path} is text: compare it with a "string"`);
   if (typeof actual !== 'string') return op === 'ne';
   let a = actual;
@@ -350,28 +371,44 @@ function compare(op: CompareOp, actual: unknown, expected: CompValue, rule: Attr
     const [ta, te] = [Date.parse(actual), Date.parse(expected)];
     if (Number.isNaN(te)) throw new ScimError(400, 'invalidFilter', `${path} is a time: ${JSON.stringify(expected.slice(0, 40))} is not one (xsd:dateTime)`);
     switch (op) {
-      case 'eq': return ta === te;
-      case 'ne': return ta !== te;
-      case 'gt': return ta > te;
-      case 'ge': return ta >= te;
-      case 'lt': return ta < te;
-      case 'le': return ta <= te;
-      default: break;
+      case 'eq':
+        return ta === te;
+      case 'ne':
+        return ta !== te;
+      case 'gt':
+        return ta > te;
+      case 'ge':
+        return ta >= te;
+      case 'lt':
+        return ta < te;
+      case 'le':
+        return ta <= te;
+      default:
+        break;
     }
   } else if (!rule.caseExact) {
     a = lower(a);
     e = lower(e);
   }
   switch (op) {
-    case 'eq': return a === e;
-    case 'ne': return a !== e;
-    case 'co': return a.includes(e);
-    case 'sw': return a.startsWith(e);
-    case 'ew': return a.endsWith(e);
-    case 'gt': return a > e;
-    case 'ge': return a >= e;
-    case 'lt': return a < e;
-    case 'le': return a <= e;
+    case 'eq':
+      return a === e;
+    case 'ne':
+      return a !== e;
+    case 'co':
+      return a.includes(e);
+    case 'sw':
+      return a.startsWith(e);
+    case 'ew':
+      return a.endsWith(e);
+    case 'gt':
+      return a > e;
+    case 'ge':
+      return a >= e;
+    case 'lt':
+      return a < e;
+    case 'le':
+      return a <= e;
   }
 }
 
@@ -390,7 +427,8 @@ function ruleOf(context: FilterContext, path: AttrPath): AttributeRule {
  * over an empty list.
  */
 export function checkFilter(filter: Filter, context: FilterContext, within: AttrPath | null = null): void {
-  const inside = (path: AttrPath): AttrPath => (within === null ? path : { uri: within.uri, name: within.name, sub: path.sub === null ? path.name : `${path.name}.${path.sub}` });
+  const inside = (path: AttrPath): AttrPath =>
+    within === null ? path : { uri: within.uri, name: within.name, sub: path.sub === null ? path.name : `${path.name}.${path.sub}` };
   switch (filter.kind) {
     case 'and':
     case 'or':
@@ -421,9 +459,12 @@ export function checkFilter(filter: Filter, context: FilterContext, within: Attr
 /** Whether `resource` matches `filter` (§3.4.2.2); `within`: the complex value a `[…]` is evaluated over. */
 export function matches(resource: Readonly<Record<string, unknown>>, filter: Filter, context: FilterContext): boolean {
   switch (filter.kind) {
-    case 'and': return matches(resource, filter.left, context) && matches(resource, filter.right, context);
-    case 'or': return matches(resource, filter.left, context) || matches(resource, filter.right, context);
-    case 'not': return !matches(resource, filter.filter, context);
+    case 'and':
+      return matches(resource, filter.left, context) && matches(resource, filter.right, context);
+    case 'or':
+      return matches(resource, filter.left, context) || matches(resource, filter.right, context);
+    case 'not':
+      return !matches(resource, filter.filter, context);
     case 'valuePath': {
       const attribute = attributeOf(resource, filter.path, context.coreSchema);
       const values = Array.isArray(attribute) ? attribute : attribute === undefined || attribute === null ? [] : [attribute];
@@ -433,7 +474,8 @@ export function matches(resource: Readonly<Record<string, unknown>>, filter: Fil
       };
       return values.some((value) => typeof value === 'object' && value !== null && matches(value as Record<string, unknown>, filter.filter, innerContext));
     }
-    case 'present': return valuesAt(resource, filter.path, context).some(present);
+    case 'present':
+      return valuesAt(resource, filter.path, context).some(present);
     case 'compare': {
       const rule = ruleOf(context, filter.path);
       const values = valuesAt(resource, filter.path, context);

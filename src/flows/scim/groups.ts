@@ -28,7 +28,9 @@ export function groupResource(base: string, group: GroupRecord, members: readonl
     id: group.id,
     ...(group.externalId === null ? {} : { externalId: group.externalId }),
     displayName: group.displayName,
-    ...(members.length === 0 ? {} : { members: members.map((user) => ({ value: user.id, $ref: `${base}/Users/${user.id}`, display: user.username, type: 'User' })) }),
+    ...(members.length === 0
+      ? {}
+      : { members: members.map((user) => ({ value: user.id, $ref: `${base}/Users/${user.id}`, display: user.username, type: 'User' })) }),
     meta: {
       resourceType: 'Group',
       created: new Date(group.createdAt).toISOString(),
@@ -87,7 +89,13 @@ export async function getGroupResource(deps: Pick<ScimDeps, 'store' | 'base'>, i
 export async function allGroupResources(deps: Pick<ScimDeps, 'store' | 'base'>): Promise<Json[]> {
   const [groups, memberships, users] = await Promise.all([deps.store.groups.list(), deps.store.groups.memberships(), deps.store.users.list()]);
   const names = new Map(users.map((user) => [user.id, user.username]));
-  return groups.map((group) => groupResource(deps.base, group, memberships.filter((m) => m.groupId === group.id && names.has(m.userId)).map((m) => ({ id: m.userId, username: names.get(m.userId)! }))));
+  return groups.map((group) =>
+    groupResource(
+      deps.base,
+      group,
+      memberships.filter((m) => m.groupId === group.id && names.has(m.userId)).map((m) => ({ id: m.userId, username: names.get(m.userId)! })),
+    ),
+  );
 }
 
 export async function createGroupResource(deps: ScimDeps, body: unknown): Promise<Json> {
@@ -120,8 +128,22 @@ async function writeGroup(deps: ScimDeps, group: GroupRecord, input: GroupInput,
       const removed = [...before].filter((id) => !after.has(id));
       for (const userId of added) await tx.groups.addMember(group.id, userId);
       for (const userId of removed) await tx.groups.removeMember(group.id, userId);
-      const fields = [...(input.displayName !== group.displayName ? ['displayName'] : []), ...(input.externalId !== group.externalId ? ['externalId'] : []), ...(added.length + removed.length > 0 ? ['members'] : [])];
-      await record({ type: 'group.updated', detail: { group: group.id, name: input.displayName, fields: fields.join(' '), members_added: added.length, members_removed: removed.length, by: 'scim' } });
+      const fields = [
+        ...(input.displayName !== group.displayName ? ['displayName'] : []),
+        ...(input.externalId !== group.externalId ? ['externalId'] : []),
+        ...(added.length + removed.length > 0 ? ['members'] : []),
+      ];
+      await record({
+        type: 'group.updated',
+        detail: {
+          group: group.id,
+          name: input.displayName,
+          fields: fields.join(' '),
+          members_added: added.length,
+          members_removed: removed.length,
+          by: 'scim',
+        },
+      });
       return true;
     });
   } catch (error) {
@@ -140,7 +162,16 @@ export async function replaceGroupResource(deps: ScimDeps, id: string, body: unk
 export async function patchGroupResource(deps: ScimDeps, id: string, body: unknown, expected: number | null): Promise<Json> {
   const operations = readOperations(body);
   const group = await groupOf(deps, id);
-  const { id: _id, meta: _meta, schemas: _schemas, ...current } = groupResource(deps.base, group, (await deps.store.groups.members(group.id)).map((userId) => ({ id: userId, username: '' })));
+  const {
+    id: _id,
+    meta: _meta,
+    schemas: _schemas,
+    ...current
+  } = groupResource(
+    deps.base,
+    group,
+    (await deps.store.groups.members(group.id)).map((userId) => ({ id: userId, username: '' })),
+  );
   // Members are compared by their value alone: what PATCH adds has no display.
   if (Array.isArray(current['members'])) current['members'] = (current['members'] as Json[]).map((m) => ({ value: m['value'] }));
   const changed = applyPatch(current, GROUP_KIND, operations);

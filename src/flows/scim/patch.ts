@@ -53,13 +53,15 @@ export interface PatchOperation {
 
 /** The operations of a PatchOp body (§3.5.2), each checked: an op, a path that parses, a value where one is needed. */
 export function readOperations(body: unknown): PatchOperation[] {
-  const operations = isObject(body) ? body['Operations'] ?? member(body, 'Operations') : undefined;
-  if (!Array.isArray(operations) || operations.length === 0) throw new ScimError(400, 'invalidSyntax', 'a PatchOp has Operations: a list of at least one operation');
+  const operations = isObject(body) ? (body['Operations'] ?? member(body, 'Operations')) : undefined;
+  if (!Array.isArray(operations) || operations.length === 0)
+    throw new ScimError(400, 'invalidSyntax', 'a PatchOp has Operations: a list of at least one operation');
   if (operations.length > MAX_PATCH_OPERATIONS) throw new ScimError(400, 'tooMany', `at most ${MAX_PATCH_OPERATIONS} operations in one PATCH`);
   return operations.map((raw, i) => {
     if (!isObject(raw)) throw new ScimError(400, 'invalidSyntax', `Operations[${i}] is not an object`);
     const op = member(raw, 'op');
-    if (typeof op !== 'string' || !['add', 'replace', 'remove'].includes(op.toLowerCase())) throw new ScimError(400, 'invalidSyntax', `Operations[${i}].op: add, replace or remove`);
+    if (typeof op !== 'string' || !['add', 'replace', 'remove'].includes(op.toLowerCase()))
+      throw new ScimError(400, 'invalidSyntax', `Operations[${i}].op: add, replace or remove`);
     const rawPath = member(raw, 'path');
     if (rawPath !== undefined && rawPath !== null && typeof rawPath !== 'string') throw new ScimError(400, 'invalidPath', `Operations[${i}].path is not text`);
     const path = typeof rawPath === 'string' && rawPath !== '' ? parsePatchPath(rawPath) : null;
@@ -153,9 +155,11 @@ function equalities(filter: Filter): Json | null {
 
 function applyFiltered(resource: Json, kind: ResourceKind, target: PatchPath, filter: Filter, operation: PatchOperation): void {
   const { attribute } = writable(kind, target.path);
-  if (!attribute.multiValued || attribute.type !== 'complex') throw new ScimError(400, 'invalidPath', `${describePath(target.path)}: "[…]" selects values of a multi-valued complex attribute`);
+  if (!attribute.multiValued || attribute.type !== 'complex')
+    throw new ScimError(400, 'invalidPath', `${describePath(target.path)}: "[…]" selects values of a multi-valued complex attribute`);
   const sub = target.subAfter === null ? null : attribute.subAttributes?.find((candidate) => same(candidate.name, target.subAfter!));
-  if (target.subAfter !== null && sub === undefined) throw new ScimError(400, 'invalidPath', `${describePath(target.path)}.${target.subAfter.slice(0, 100)}: no such sub-attribute`);
+  if (target.subAfter !== null && sub === undefined)
+    throw new ScimError(400, 'invalidPath', `${describePath(target.path)}.${target.subAfter.slice(0, 100)}: no such sub-attribute`);
   const holder = holderOf(resource, kind, target.path, operation.op !== 'remove');
   if (holder === null) return;
   const key = keyOf(holder, attribute.name);
@@ -170,7 +174,8 @@ function applyFiltered(resource: Json, kind: ResourceKind, target: PatchPath, fi
     // Entra ID replaces emails[type eq "work"].value for a person who has no work address yet: make it.
     const made = equalities(filter);
     if (made === null) throw new ScimError(400, 'noTarget', `${describePath(target.path)}: no value matches the path's filter`);
-    const value = sub === null || sub === undefined ? { ...made, ...(isObject(operation.value) ? operation.value : {}) } : { ...made, [sub.name]: operation.value };
+    const value =
+      sub === null || sub === undefined ? { ...made, ...(isObject(operation.value) ? operation.value : {}) } : { ...made, [sub.name]: operation.value };
     holder[key] = [...values, coerce({ ...attribute, multiValued: false }, value)];
     return;
   }
@@ -178,7 +183,8 @@ function applyFiltered(resource: Json, kind: ResourceKind, target: PatchPath, fi
     if (sub !== null && sub !== undefined) {
       hit[keyOf(hit, sub.name)] = coerce(sub, operation.value);
     } else {
-      if (!isObject(operation.value)) throw new ScimError(400, 'invalidValue', `${describePath(target.path)}: the value of a selected value is an object of its sub-attributes`);
+      if (!isObject(operation.value))
+        throw new ScimError(400, 'invalidValue', `${describePath(target.path)}: the value of a selected value is an object of its sub-attributes`);
       const coerced = coerce({ ...attribute, multiValued: false }, operation.value) as Json;
       if (operation.op === 'replace') for (const name of Object.keys(hit)) delete hit[name];
       Object.assign(hit, coerced);
@@ -199,7 +205,9 @@ function removeAt(resource: Json, kind: ResourceKind, path: AttrPath, value: unk
   if (attribute.multiValued && value !== undefined && value !== null && Array.isArray(holder[key])) {
     // Entra ID and Okta: `remove` of `members` with `value: [{"value": id}]` removes those members.
     const given = (Array.isArray(value) ? value : [value]).map((item) => (isObject(item) ? member(item, 'value') : item));
-    holder[key] = (holder[key] as unknown[]).filter((item) => !given.some((gone) => gone !== undefined && gone === (isObject(item) ? member(item, 'value') : item)));
+    holder[key] = (holder[key] as unknown[]).filter(
+      (item) => !given.some((gone) => gone !== undefined && gone === (isObject(item) ? member(item, 'value') : item)),
+    );
     return;
   }
   delete holder[key];
@@ -218,7 +226,8 @@ export function applyPatch(resource: Readonly<Json>, kind: ResourceKind, operati
         const found = definitionOf(kind, { uri: null, name, sub: null });
         const extension = kind.extensions.find((schema) => same(schema.id, name));
         if (extension !== undefined && isObject(value)) {
-          for (const [inner, innerValue] of Object.entries(value)) setAt(result, kind, { uri: extension.id, name: inner, sub: null }, innerValue, operation.op as 'add' | 'replace');
+          for (const [inner, innerValue] of Object.entries(value))
+            setAt(result, kind, { uri: extension.id, name: inner, sub: null }, innerValue, operation.op as 'add' | 'replace');
           continue;
         }
         // RFC 7643 §7 readOnly: "any values provided SHALL be ignored" (Okta sends the group's id in its replace).

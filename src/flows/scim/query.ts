@@ -36,7 +36,10 @@ function integer(raw: string | undefined, name: string): number | null {
 /** The names of an `attributes` or `excludedAttributes` parameter, each an attribute of the resource kind. */
 function attributeList(kind: ResourceKind, raw: string | undefined, name: string): string[] {
   if (raw === undefined || raw.trim() === '') return [];
-  const names = raw.split(',').map((item) => item.trim()).filter(Boolean);
+  const names = raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
   if (names.length > 100) throw new ScimError(400, 'invalidValue', `${name}: at most 100 attributes`);
   for (const item of names) {
     let path;
@@ -74,7 +77,10 @@ export function project(kind: ResourceKind, resource: Json, attributes: readonly
       if (verdict === true) out[key] = value;
       else if (verdict === 'partial') {
         const names = subs(key, null);
-        const pick = (item: unknown) => (item !== null && typeof item === 'object' ? Object.fromEntries(Object.entries(item as Json).filter(([sub]) => names.some((name) => name.toLowerCase() === sub.toLowerCase()))) : item);
+        const pick = (item: unknown) =>
+          item !== null && typeof item === 'object'
+            ? Object.fromEntries(Object.entries(item as Json).filter(([sub]) => names.some((name) => name.toLowerCase() === sub.toLowerCase())))
+            : item;
         out[key] = Array.isArray(value) ? value.map(pick) : pick(value);
       }
     }
@@ -97,7 +103,8 @@ export function project(kind: ResourceKind, resource: Json, attributes: readonly
   }
   const dropped = paths(excluded);
   keep(
-    (top, _sub, uri) => !dropped.some((path) => path.sub === null && (path.uri ?? null)?.toLowerCase() === uri?.toLowerCase() && path.name.toLowerCase() === top.toLowerCase()),
+    (top, _sub, uri) =>
+      !dropped.some((path) => path.sub === null && (path.uri ?? null)?.toLowerCase() === uri?.toLowerCase() && path.name.toLowerCase() === top.toLowerCase()),
     () => [],
   );
   return out;
@@ -132,12 +139,15 @@ export function listResponse(kind: ResourceKind, resources: readonly Json[], que
     } catch {
       throw new ScimError(400, 'invalidValue', `sortBy ${JSON.stringify(query.sortBy.slice(0, 100))}: not an attribute`);
     }
-    if (definitionOf(kind, path) === undefined) throw new ScimError(400, 'invalidValue', `sortBy ${JSON.stringify(query.sortBy.slice(0, 100))}: not an attribute of a ${kind.name}`);
+    if (definitionOf(kind, path) === undefined)
+      throw new ScimError(400, 'invalidValue', `sortBy ${JSON.stringify(query.sortBy.slice(0, 100))}: not an attribute of a ${kind.name}`);
     const order = (query.sortOrder ?? 'ascending').toLowerCase();
     if (order !== 'ascending' && order !== 'descending') throw new ScimError(400, 'invalidValue', 'sortOrder: ascending or descending');
     const keyed = found.map((resource) => ({ resource, key: sortValue(resource, kind, query.sortBy!) }));
     // §3.4.2.3: resources without the attribute sort last, whichever the order.
-    keyed.sort((a, b) => (a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * (order === 'descending' ? -1 : 1)));
+    keyed.sort((a, b) =>
+      a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * (order === 'descending' ? -1 : 1),
+    );
     found = keyed.map((item) => item.resource);
   }
   const start = Math.max(1, integer(query.startIndex, 'startIndex') ?? 1);

@@ -44,7 +44,16 @@ export interface SchemaDef {
 type Options = Partial<Omit<AttributeDef, 'name' | 'type' | 'description'>>;
 
 const attr = (name: string, type: Type, description: string, options: Options = {}): AttributeDef => ({
-  name, type, description, multiValued: false, required: false, caseExact: false, mutability: 'readWrite', returned: 'default', uniqueness: 'none', ...options,
+  name,
+  type,
+  description,
+  multiValued: false,
+  required: false,
+  caseExact: false,
+  mutability: 'readWrite',
+  returned: 'default',
+  uniqueness: 'none',
+  ...options,
 });
 const text = (name: string, description: string, options: Options = {}) => attr(name, 'string', description, options);
 
@@ -60,8 +69,13 @@ const multi = (name: string, description: string, types: readonly string[], valu
     ],
   });
 
-const id = text('id', 'The resource\'s id, given by the server: for a User, its subject identifier (sub)', { caseExact: true, mutability: 'readOnly', returned: 'always', uniqueness: 'server' });
-const externalId = text('externalId', 'The provisioning system\'s own id of the resource', { caseExact: true });
+const id = text('id', "The resource's id, given by the server: for a User, its subject identifier (sub)", {
+  caseExact: true,
+  mutability: 'readOnly',
+  returned: 'always',
+  uniqueness: 'server',
+});
+const externalId = text('externalId', "The provisioning system's own id of the resource", { caseExact: true });
 const meta = attr('meta', 'complex', 'Resource metadata', {
   mutability: 'readOnly',
   subAttributes: [
@@ -76,9 +90,12 @@ const meta = attr('meta', 'complex', 'Resource metadata', {
 export const USER_SCHEMA_DEF: SchemaDef = {
   id: USER_SCHEMA,
   name: 'User',
-  description: 'A person\'s account (Tessera users: the username, the OpenID Connect standard claims)',
+  description: "A person's account (Tessera users: the username, the OpenID Connect standard claims)",
   attributes: [
-    text('userName', 'What the person signs in with (preferred_username): 1-64 letters, digits or . _ @ + -, unique without regard to case', { required: true, uniqueness: 'server' }),
+    text('userName', 'What the person signs in with (preferred_username): 1-64 letters, digits or . _ @ + -, unique without regard to case', {
+      required: true,
+      uniqueness: 'server',
+    }),
     attr('name', 'complex', 'Their name', {
       subAttributes: [
         text('formatted', 'The full name (the name claim)'),
@@ -100,18 +117,27 @@ export const USER_SCHEMA_DEF: SchemaDef = {
     attr('active', 'boolean', 'False: the person is cut off at once (sessions ended, tokens refused)'),
     text('password', 'A password they may sign in with; never returned', { mutability: 'writeOnly', returned: 'never', caseExact: true }),
     multi('emails', 'E-mail addresses; the primary one (else the first) is the email claim', ['work', 'home', 'other']),
-    multi('phoneNumbers', 'Phone numbers; the primary one (else the first) is the phone_number claim when it is in E.164 form', ['work', 'home', 'mobile', 'fax', 'pager', 'other']),
+    multi('phoneNumbers', 'Phone numbers; the primary one (else the first) is the phone_number claim when it is in E.164 form', [
+      'work',
+      'home',
+      'mobile',
+      'fax',
+      'pager',
+      'other',
+    ]),
     attr('addresses', 'complex', 'Postal addresses', {
       multiValued: true,
-      subAttributes: ['formatted', 'streetAddress', 'locality', 'region', 'postalCode', 'country', 'type'].map((name) => text(name, `The address's ${name}`)).concat(attr('primary', 'boolean', 'The primary address')),
+      subAttributes: ['formatted', 'streetAddress', 'locality', 'region', 'postalCode', 'country', 'type']
+        .map((name) => text(name, `The address's ${name}`))
+        .concat(attr('primary', 'boolean', 'The primary address')),
     }),
     attr('groups', 'complex', 'The groups they are in (change them through /Groups)', {
       multiValued: true,
       mutability: 'readOnly',
       subAttributes: [
-        text('value', 'The group\'s id', { caseExact: true, mutability: 'readOnly' }),
-        attr('$ref', 'reference', 'The group\'s URI', { mutability: 'readOnly', caseExact: true }),
-        text('display', 'The group\'s name', { mutability: 'readOnly' }),
+        text('value', "The group's id", { caseExact: true, mutability: 'readOnly' }),
+        attr('$ref', 'reference', "The group's URI", { mutability: 'readOnly', caseExact: true }),
+        text('display', "The group's name", { mutability: 'readOnly' }),
         text('type', 'direct', { mutability: 'readOnly' }),
       ],
     }),
@@ -129,7 +155,11 @@ export const ENTERPRISE_SCHEMA_DEF: SchemaDef = {
     text('division', 'Division'),
     text('department', 'Department'),
     attr('manager', 'complex', 'Their manager', {
-      subAttributes: [text('value', 'The manager\'s id', { caseExact: true }), attr('$ref', 'reference', 'The manager\'s URI'), text('displayName', 'The manager\'s name', { mutability: 'readOnly' })],
+      subAttributes: [
+        text('value', "The manager's id", { caseExact: true }),
+        attr('$ref', 'reference', "The manager's URI"),
+        text('displayName', "The manager's name", { mutability: 'readOnly' }),
+      ],
     }),
   ],
 };
@@ -139,13 +169,13 @@ export const GROUP_SCHEMA_DEF: SchemaDef = {
   name: 'Group',
   description: 'A group of people; its name is in their groups claim',
   attributes: [
-    text('displayName', 'The group\'s name, unique without regard to case: what the groups claim carries', { required: true, uniqueness: 'server' }),
+    text('displayName', "The group's name, unique without regard to case: what the groups claim carries", { required: true, uniqueness: 'server' }),
     attr('members', 'complex', 'Its members (Users)', {
       multiValued: true,
       subAttributes: [
-        text('value', 'The member\'s id', { caseExact: true, mutability: 'immutable' }),
-        attr('$ref', 'reference', 'The member\'s URI', { mutability: 'immutable' }),
-        text('display', 'The member\'s name', { mutability: 'readOnly' }),
+        text('value', "The member's id", { caseExact: true, mutability: 'immutable' }),
+        attr('$ref', 'reference', "The member's URI", { mutability: 'immutable' }),
+        text('display', "The member's name", { mutability: 'readOnly' }),
         text('type', 'User', { mutability: 'immutable', canonicalValues: ['User'] }),
       ],
     }),
@@ -153,7 +183,12 @@ export const GROUP_SCHEMA_DEF: SchemaDef = {
 };
 
 /** The attributes every resource has beside its schema's (RFC 7643 §3.1). */
-const COMMON: readonly AttributeDef[] = [id, externalId, meta, text('schemas', 'The schemas of the resource', { multiValued: true, caseExact: true, mutability: 'readOnly', returned: 'always' })];
+const COMMON: readonly AttributeDef[] = [
+  id,
+  externalId,
+  meta,
+  text('schemas', 'The schemas of the resource', { multiValued: true, caseExact: true, mutability: 'readOnly', returned: 'always' }),
+];
 
 /** A resource type (RFC 7643 §6) and what its filter and paths may name. */
 export interface ResourceKind {
@@ -169,7 +204,10 @@ export const GROUP_KIND: ResourceKind = { name: 'Group', endpoint: '/Groups', co
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** The definition a path names in a resource kind, and the schema it is in; undefined when there is none. */
-export function definitionOf(kind: ResourceKind, path: AttrPath): { readonly attribute: AttributeDef; readonly sub: AttributeDef | null; readonly schema: SchemaDef } | undefined {
+export function definitionOf(
+  kind: ResourceKind,
+  path: AttrPath,
+): { readonly attribute: AttributeDef; readonly sub: AttributeDef | null; readonly schema: SchemaDef } | undefined {
   const schemas = [kind.core, ...kind.extensions];
   const schema = path.uri === null ? kind.core : schemas.find((candidate) => same(candidate.id, path.uri!));
   if (schema === undefined) return undefined;

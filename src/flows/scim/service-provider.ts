@@ -4,7 +4,18 @@
  */
 import { MAX_BULK_OPERATIONS, MAX_PAYLOAD_BYTES } from './bulk.ts';
 import { MAX_RESULTS } from './query.ts';
-import { ENTERPRISE_SCHEMA_DEF, GROUP_KIND, RESOURCE_TYPE_SCHEMA, schemaResource, SERVICE_PROVIDER_SCHEMA, USER_KIND, USER_SCHEMA_DEF, GROUP_SCHEMA_DEF, type ResourceKind, type SchemaDef } from './schema.ts';
+import {
+  ENTERPRISE_SCHEMA_DEF,
+  GROUP_KIND,
+  RESOURCE_TYPE_SCHEMA,
+  schemaResource,
+  SERVICE_PROVIDER_SCHEMA,
+  USER_KIND,
+  USER_SCHEMA_DEF,
+  GROUP_SCHEMA_DEF,
+  type ResourceKind,
+  type SchemaDef,
+} from './schema.ts';
 
 export const SCHEMAS: readonly SchemaDef[] = [USER_SCHEMA_DEF, ENTERPRISE_SCHEMA_DEF, GROUP_SCHEMA_DEF];
 export const KINDS: readonly ResourceKind[] = [USER_KIND, GROUP_KIND];
@@ -19,13 +30,15 @@ export function serviceProviderConfig(base: string): Record<string, unknown> {
     changePassword: { supported: true },
     sort: { supported: true },
     etag: { supported: true },
-    authenticationSchemes: [{
-      type: 'oauthbearertoken',
-      name: 'OAuth Bearer Token',
-      description: 'A SCIM token from tessera scim token add, or a client_credentials access token for <issuer>/admin with the scope scim',
-      specUri: 'https://www.rfc-editor.org/info/rfc6750',
-      primary: true,
-    }],
+    authenticationSchemes: [
+      {
+        type: 'oauthbearertoken',
+        name: 'OAuth Bearer Token',
+        description: 'A SCIM token from tessera scim token add, or a client_credentials access token for <issuer>/admin with the scope scim',
+        specUri: 'https://www.rfc-editor.org/info/rfc6750',
+        primary: true,
+      },
+    ],
     meta: { resourceType: 'ServiceProviderConfig', location: `${base}/ServiceProviderConfig` },
   };
 }

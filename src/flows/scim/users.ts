@@ -58,7 +58,12 @@ function primaryOf(values: unknown): Json | undefined {
 }
 
 /** A user as SCIM renders it (RFC 7643 §4.1, §8.2). */
-export function userResource(base: string, user: UserRecord, scim: ScimUserRecord | null, groups: readonly { readonly id: string; readonly displayName: string }[]): Json {
+export function userResource(
+  base: string,
+  user: UserRecord,
+  scim: ScimUserRecord | null,
+  groups: readonly { readonly id: string; readonly displayName: string }[],
+): Json {
   const kept = scim?.attributes ?? {};
   const name: Json = {
     ...(isObject(kept['name']) ? kept['name'] : {}),
@@ -71,13 +76,18 @@ export function userResource(base: string, user: UserRecord, scim: ScimUserRecor
   // The e-mail addresses as given, with the account's own first when it was changed elsewhere.
   let emails = Array.isArray(kept['emails']) ? (kept['emails'] as Json[]) : [];
   if (user.email === null) emails = [];
-  else if (!emails.some((email) => typeof email['value'] === 'string' && (email['value']).toLowerCase() === user.email!.toLowerCase())) {
+  else if (!emails.some((email) => typeof email['value'] === 'string' && email['value'].toLowerCase() === user.email!.toLowerCase())) {
     emails = [{ value: user.email, primary: true }, ...emails.map(({ primary: _primary, ...rest }) => rest)];
   }
   // The phone numbers as given; an account made elsewhere, its own phone_number.
-  const phoneNumbers = Array.isArray(kept['phoneNumbers']) ? kept['phoneNumbers'] : user.phoneNumber === null ? [] : [{ value: user.phoneNumber, primary: true }];
+  const phoneNumbers = Array.isArray(kept['phoneNumbers'])
+    ? kept['phoneNumbers']
+    : user.phoneNumber === null
+      ? []
+      : [{ value: user.phoneNumber, primary: true }];
   const extension = kept[ENTERPRISE_SCHEMA];
-  const optional = (key: string, value: unknown) => (value === null || value === undefined || (Array.isArray(value) && value.length === 0) ? {} : { [key]: value });
+  const optional = (key: string, value: unknown) =>
+    value === null || value === undefined || (Array.isArray(value) && value.length === 0) ? {} : { [key]: value };
   return {
     schemas: [USER_SCHEMA, ...(isObject(extension) ? [ENTERPRISE_SCHEMA] : [])],
     id: user.id,
@@ -96,7 +106,10 @@ export function userResource(base: string, user: UserRecord, scim: ScimUserRecor
     ...optional('emails', emails),
     ...optional('phoneNumbers', phoneNumbers),
     ...optional('addresses', kept['addresses']),
-    ...optional('groups', groups.map((group) => ({ value: group.id, $ref: `${base}/Groups/${group.id}`, display: group.displayName, type: 'direct' }))),
+    ...optional(
+      'groups',
+      groups.map((group) => ({ value: group.id, $ref: `${base}/Groups/${group.id}`, display: group.displayName, type: 'direct' })),
+    ),
     ...(isObject(extension) ? { [ENTERPRISE_SCHEMA]: extension } : {}),
     meta: {
       resourceType: 'User',
@@ -217,14 +230,22 @@ function accountOf(resource: unknown): Account {
   }
   const attributes: Json = {
     ...(displayName === null ? {} : { displayName }),
-    ...(Object.keys(name).length === 0 ? {} : { name: Object.fromEntries(Object.entries(name).filter(([key, value]) => ['honorificPrefix', 'honorificSuffix', 'formatted'].includes(key) && value !== null && value !== '')) }),
+    ...(Object.keys(name).length === 0
+      ? {}
+      : {
+          name: Object.fromEntries(
+            Object.entries(name).filter(([key, value]) => ['honorificPrefix', 'honorificSuffix', 'formatted'].includes(key) && value !== null && value !== ''),
+          ),
+        }),
     ...(emails.length === 0 ? {} : { emails }),
     ...(phoneNumbers.length === 0 ? {} : { phoneNumbers }),
     ...(addresses.length === 0 ? {} : { addresses }),
-    ...Object.fromEntries(['title', 'userType', 'preferredLanguage'].flatMap((key) => {
-      const value = text(given[key], key, 200);
-      return value === null ? [] : [[key, value]];
-    })),
+    ...Object.fromEntries(
+      ['title', 'userType', 'preferredLanguage'].flatMap((key) => {
+        const value = text(given[key], key, 200);
+        return value === null ? [] : [[key, value]];
+      }),
+    ),
     ...(isObject(extension) ? { [ENTERPRISE_SCHEMA]: extension } : {}),
   };
   return {
@@ -239,7 +260,15 @@ function accountOf(resource: unknown): Account {
 
 /** A claim's SCIM attribute, for the words of a refusal. */
 const SCIM_NAME_OF: Readonly<Record<string, string>> = {
-  name: 'name.formatted', given_name: 'name.givenName', family_name: 'name.familyName', middle_name: 'name.middleName', nickname: 'nickName', profile: 'profileUrl', email: 'emails', locale: 'locale', zoneinfo: 'timezone',
+  name: 'name.formatted',
+  given_name: 'name.givenName',
+  family_name: 'name.familyName',
+  middle_name: 'name.middleName',
+  nickname: 'nickName',
+  profile: 'profileUrl',
+  email: 'emails',
+  locale: 'locale',
+  zoneinfo: 'timezone',
 };
 
 // The operations.
@@ -291,7 +320,12 @@ async function checkUnique(deps: Pick<ScimDeps, 'store'>, account: Account, self
 
 /** A person who holds a console role is changed by an operator, not by provisioning: their account is the console's door. */
 function checkChangeable(user: UserRecord): void {
-  if (user.role !== null) throw new ScimError(403, null, `${user.username} holds a console role: an operator changes their account (tessera user, the admin API or the console), not provisioning`);
+  if (user.role !== null)
+    throw new ScimError(
+      403,
+      null,
+      `${user.username} holds a console role: an operator changes their account (tessera user, the admin API or the console), not provisioning`,
+    );
 }
 
 /** §3.3: makes a User. A password is optional: a person made without one signs in by an upstream provider or a reset link. */
@@ -301,13 +335,21 @@ export async function createUserResource(deps: ScimDeps, body: unknown): Promise
   // Without a password, one nobody knows: the account has a password hash, as every account has.
   const password = account.password ?? randomToken(32);
   const passwordHash = deps.hashPassword ? await deps.hashPassword(password) : await hashPassword(password, deps.config.passwordHash);
-  const user = newUserRecord({ id: randomUUID(), username: account.username, passwordHash, ...account.profile, disabled: !account.active, createdAt: deps.clock.now() });
+  const user = newUserRecord({
+    id: randomUUID(),
+    username: account.username,
+    passwordHash,
+    ...account.profile,
+    disabled: !account.active,
+    createdAt: deps.clock.now(),
+  });
   try {
     await transactionWithEvents(deps, async (tx, record) => {
       await tx.users.create(user);
       await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
       await record({ type: 'user.created', userId: user.id, username: user.username, detail: { by: 'scim' } });
-      if (!account.active) await record({ type: 'user.disabled', userId: user.id, username: user.username, detail: { sessions_ended: 0, grants_revoked: 0, by: 'scim' } });
+      if (!account.active)
+        await record({ type: 'user.disabled', userId: user.id, username: user.username, detail: { sessions_ended: 0, grants_revoked: 0, by: 'scim' } });
     });
   } catch (error) {
     if (error instanceof DuplicateError) throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
@@ -325,12 +367,18 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
   if (expected !== null && expected !== user.updatedAt) throw stale();
   checkChangeable(user);
   await checkUnique(deps, account, user.id);
-  const passwordHash = account.password === null ? null : deps.hashPassword ? await deps.hashPassword(account.password) : await hashPassword(account.password, deps.config.passwordHash);
+  const passwordHash =
+    account.password === null
+      ? null
+      : deps.hashPassword
+        ? await deps.hashPassword(account.password)
+        : await hashPassword(account.password, deps.config.passwordHash);
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
   let ended: SessionRecord[] = [];
   const done = await transactionWithEvents(deps, async (tx, record) => {
     if (!(await tx.users.touch(user.id, user.updatedAt, now))) return false;
-    if (account.username !== user.username && !(await tx.users.rename(user.id, account.username))) throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
+    if (account.username !== user.username && !(await tx.users.rename(user.id, account.username)))
+      throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
     await tx.users.update(user.id, account.profile, now);
     await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
     await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
@@ -339,7 +387,8 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
       ended = await tx.sessions.removeForUser(user.id);
       await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
     }
-    if (account.active === user.disabled) ended = [...ended, ...(await setDisabledIn(deps, tx, record, { ...user, username: account.username }, !account.active))];
+    if (account.active === user.disabled)
+      ended = [...ended, ...(await setDisabledIn(deps, tx, record, { ...user, username: account.username }, !account.active))];
     return true;
   });
   if (!done) throw stale();

@@ -68,7 +68,11 @@ export async function confirmTotpEnrolment(deps: FlowDeps, user: UserRef, typed:
   const confirmed = await transactionWithEvents(deps, async (tx, record) => {
     const confirmedRecord = await tx.totp.confirm(user.id, step, now);
     if (confirmedRecord) {
-      await tx.recoveryCodes.replace(user.id, recoveryCodes.map((code) => hashSecret(normalizeRecoveryCode(code))), now);
+      await tx.recoveryCodes.replace(
+        user.id,
+        recoveryCodes.map((code) => hashSecret(normalizeRecoveryCode(code))),
+        now,
+      );
       await record({ type: 'totp.enabled', ...about(user), detail: { recovery_codes: RECOVERY_CODE_COUNT } });
     }
     return confirmedRecord;
@@ -136,7 +140,11 @@ export async function checkSecondFactor(deps: FlowDeps, user: UserRef, typed: st
 async function useRecoveryCode(deps: FlowDeps, user: UserRef, input: string, now: number): Promise<boolean> {
   const recovery = normalizeRecoveryCode(input);
   if (!/^[a-z0-9]{10}$/.test(recovery) || !(await deps.store.recoveryCodes.consume(user.id, hashSecret(recovery), now))) return false;
-  await deps.events.emit({ type: 'second_factor.recovery_code_used', ...about(user), detail: { recovery_codes_left: await deps.store.recoveryCodes.countUnused(user.id) } });
+  await deps.events.emit({
+    type: 'second_factor.recovery_code_used',
+    ...about(user),
+    detail: { recovery_codes_left: await deps.store.recoveryCodes.countUnused(user.id) },
+  });
   return true;
 }
 
@@ -159,7 +167,12 @@ function about(user: UserRef): { userId: string; username: string } {
 const FAILURE_REASONS = { 'wrong-code': 'wrong_code', replayed: 'replayed' } as const;
 
 /** Records a refused code (`second_factor.failed`) and answers with the refusal. */
-async function failed<T extends { readonly kind: keyof typeof FAILURE_REASONS }>(deps: FlowDeps, user: UserRef, during: 'sign_in' | 'enrolment', refusal: T): Promise<T> {
+async function failed<T extends { readonly kind: keyof typeof FAILURE_REASONS }>(
+  deps: FlowDeps,
+  user: UserRef,
+  during: 'sign_in' | 'enrolment',
+  refusal: T,
+): Promise<T> {
   await deps.events.emit({ type: 'second_factor.failed', ...about(user), detail: { reason: FAILURE_REASONS[refusal.kind], during } });
   return refusal;
 }

@@ -17,7 +17,17 @@ const T0 = Date.UTC(2026, 0, 1);
 const config = loadConfig({ TESSERA_CONSOLE_REAUTHENTICATE: '900' });
 
 function session(amr: readonly AuthMethod[] | null, authTime = T0): SessionRecord {
-  return { idHash: 'h', sid: 's', userId: 'u', authTime, createdAt: authTime, expiresAt: authTime + 86_400_000, amr, ip: '192.0.2.1', userAgent: null } as SessionRecord;
+  return {
+    idHash: 'h',
+    sid: 's',
+    userId: 'u',
+    authTime,
+    createdAt: authTime,
+    expiresAt: authTime + 86_400_000,
+    amr,
+    ip: '192.0.2.1',
+    userAgent: null,
+  } as SessionRecord;
 }
 
 describe('the operator console policy', () => {
@@ -29,7 +39,10 @@ describe('the operator console policy', () => {
   });
 
   it('lets a passkey or password-and-code sign-in read at any age, and change for 15 minutes, then asks again', () => {
-    for (const amr of [['hwk', 'mfa'], ['pwd', 'otp', 'mfa']] as const) {
+    for (const amr of [
+      ['hwk', 'mfa'],
+      ['pwd', 'otp', 'mfa'],
+    ] as const) {
       assert.equal(operatorRefusal(config, session(amr), T0 + 900_000, true), null, 'at 15 minutes exactly');
       assert.equal(operatorRefusal(config, session(amr), T0 + 900_001, true), 'sign-in-again');
       assert.equal(operatorRefusal(config, session(amr), T0 + 3_600_000, false), null, 'reading needs no fresh sign-in');
@@ -46,7 +59,11 @@ describe('the operator console policy', () => {
       assert.equal(roleAllows('support', area, true), area === 'users', area);
       assert.equal(roleAllows(null, area, false), false, area);
     }
-    for (const role of OPERATOR_ROLES) assert.ok(ROLE_SCOPES[role].every((scope) => ADMIN_SCOPES.includes(scope)), role);
+    for (const role of OPERATOR_ROLES)
+      assert.ok(
+        ROLE_SCOPES[role].every((scope) => ADMIN_SCOPES.includes(scope)),
+        role,
+      );
   });
 
   it('lets a caller give or take away only a role that allows no more than its own scopes', () => {

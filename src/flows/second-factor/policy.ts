@@ -5,7 +5,16 @@
  * password sign-in; FIDO/WebAuthn is the recommended defence, because the browser binds a
  * passkey to this server's origin and a phishing page cannot use it.
  */
-import { ACR_VALUES, acrOf, acrSatisfies, hasSecondFactor, isPhishingResistant, PASSWORD_ONLY, type AuthMethod, type SignInFacts } from '../../core/auth-methods.ts';
+import {
+  ACR_VALUES,
+  acrOf,
+  acrSatisfies,
+  hasSecondFactor,
+  isPhishingResistant,
+  PASSWORD_ONLY,
+  type AuthMethod,
+  type SignInFacts,
+} from '../../core/auth-methods.ts';
 import type { Config } from '../../config/index.ts';
 import { OAuthError } from '../../core/errors.ts';
 import type { ClientRecord, SessionRecord } from '../../store/types.ts';
@@ -38,7 +47,12 @@ export function sessionMethods(session: SessionRecord): readonly AuthMethod[] {
  * does not know is ignored; a known one the sign-in does not reach asks for a stronger
  * sign-in (a step-up), as a client's own requirement does.
  */
-export function approvalRefusal(config: Config, client: Pick<ClientRecord, 'requirePhishingResistant'>, session: SessionRecord, requestedAcr: readonly string[] | null = null): ApprovalRefusal | null {
+export function approvalRefusal(
+  config: Config,
+  client: Pick<ClientRecord, 'requirePhishingResistant'>,
+  session: SessionRecord,
+  requestedAcr: readonly string[] | null = null,
+): ApprovalRefusal | null {
   const amr = sessionMethods(session);
   const known = (requestedAcr ?? []).filter((value) => (ACR_VALUES as readonly string[]).includes(value));
   const actual = acrOf(amr);
@@ -60,7 +74,11 @@ export const APPROVAL_REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: st
 /** At the approval itself: the same policy, as a refusal (the page may have been open for long). */
 export function assertApprovalAllowed(config: Config, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): void {
   const refusal = approvalRefusal(config, client, session, requestedAcr);
-  if (refusal !== null) throw new OAuthError('access_denied', APPROVAL_REFUSALS[refusal](client.name), { status: 403, page: { key: REFUSAL_MESSAGES[refusal], values: { client: client.name } } });
+  if (refusal !== null)
+    throw new OAuthError('access_denied', APPROVAL_REFUSALS[refusal](client.name), {
+      status: 403,
+      page: { key: REFUSAL_MESSAGES[refusal], values: { client: client.name } },
+    });
 }
 
 /** The same refusals in the pages' catalogues (src/ui/locales), for the person's language. */

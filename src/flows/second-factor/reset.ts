@@ -17,7 +17,12 @@ export async function resetSecondFactor(deps: Pick<FlowDeps, 'store' | 'events'>
     const passkeys = await tx.passkeys.removeAllForUser(user.id);
     await tx.recoveryCodes.removeAllForUser(user.id);
     const totp = await tx.totp.remove(user.id);
-    await record({ type: 'second_factor.reset', userId: user.id, username: user.username, detail: { passkeys_removed: passkeys, totp_removed: totp, by: 'operator' } });
+    await record({
+      type: 'second_factor.reset',
+      userId: user.id,
+      username: user.username,
+      detail: { passkeys_removed: passkeys, totp_removed: totp, by: 'operator' },
+    });
     return { passkeys, totp };
   });
 }

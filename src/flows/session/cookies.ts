@@ -40,7 +40,13 @@ export interface CookieNames {
  */
 export function cookieNames(config: Pick<Config, 'issuer'>): CookieNames {
   const prefix = config.issuer.startsWith('https:') ? '__Host-' : '';
-  return { session: `${prefix}tessera_session`, pending: `${prefix}tessera_pending`, csrf: `${prefix}tessera_csrf`, knownBrowser: `${prefix}tessera_browser`, upstream: `${prefix}tessera_upstream` };
+  return {
+    session: `${prefix}tessera_session`,
+    pending: `${prefix}tessera_pending`,
+    csrf: `${prefix}tessera_csrf`,
+    knownBrowser: `${prefix}tessera_browser`,
+    upstream: `${prefix}tessera_upstream`,
+  };
 }
 
 /** A cookie value worth looking up: ours are 43 characters; anything long is not one. */

@@ -54,7 +54,12 @@ describe('the browser session flow', () => {
   let n = 0;
 
   async function user(username: string): Promise<UserRecord> {
-    const record = newUserRecord({ id: `sub-${username}`, username, passwordHash: await hashPassword('correct horse', config.passwordHash), createdAt: clock.now() });
+    const record = newUserRecord({
+      id: `sub-${username}`,
+      username,
+      passwordHash: await hashPassword('correct horse', config.passwordHash),
+      createdAt: clock.now(),
+    });
     await store.users.create(record);
     return record;
   }
@@ -77,10 +82,26 @@ describe('the browser session flow', () => {
   async function clientIn(sid: string): Promise<string> {
     n += 1;
     const client: ClientRecord = {
-      id: `client-${n}`, name: 'App', secretHash: null, redirectUris: [], scopes: ['openid'], grantTypes: ['authorization_code'],
-      webOrigins: [], requireDpop: false, requirePar: false, deviceNetworks: [], createdAt: T0, authMethod: 'none',
-      previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
-      firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+      id: `client-${n}`,
+      name: 'App',
+      secretHash: null,
+      redirectUris: [],
+      scopes: ['openid'],
+      grantTypes: ['authorization_code'],
+      webOrigins: [],
+      requireDpop: false,
+      requirePar: false,
+      deviceNetworks: [],
+      createdAt: T0,
+      authMethod: 'none',
+      previousSecretHash: null,
+      previousSecretExpiresAt: null,
+      jwksUri: null,
+      jwks: null,
+      pkce: 'required',
+      firstParty: false,
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
     };
     await store.clients.create(client);
     await store.sessions.addClient(sid, client.id, clock.now() + 3600_000);
@@ -104,15 +125,19 @@ describe('the browser session flow', () => {
     const cookies = new RecordingCookies();
     const session = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: 'app-1' });
     assert.ok(session);
-    assert.deepEqual(cookies.writes.map((write) => [write.name, write.maxAgeSeconds]), [[names.session, config.lifetimes.session]]);
+    assert.deepEqual(
+      cookies.writes.map((write) => [write.name, write.maxAgeSeconds]),
+      [[names.session, config.lifetimes.session]],
+    );
     assert.equal(hashSecret(cookies.jar.get(names.session)!), session.idHash);
     const found = await signedIn(deps, { cookies });
     assert.equal(found?.user.id, ada.id);
     assert.deepEqual(found?.session.amr, ['pwd']);
     const events = await eventsSince(since);
-    assert.deepEqual(events.map((event) => [event.type, event.userId, event.clientId, event.detail['amr'], event.ip, event.userAgent]), [
-      ['signin.succeeded', ada.id, 'app-1', 'pwd', '192.0.2.1', 'TestBrowser/1.0'],
-    ]);
+    assert.deepEqual(
+      events.map((event) => [event.type, event.userId, event.clientId, event.detail['amr'], event.ip, event.userAgent]),
+      [['signin.succeeded', ada.id, 'app-1', 'pwd', '192.0.2.1', 'TestBrowser/1.0']],
+    );
     // The session lasts its lifetime on the clock, and not a moment more.
     clock.advance(config.lifetimes.session * 1000);
     assert.equal(await signedIn(deps, { cookies }), null);
@@ -128,7 +153,10 @@ describe('the browser session flow', () => {
     assert.equal(second!.sid, first!.sid);
     assert.notEqual(cookies.jar.get(names.session), firstCookie);
     assert.equal(await store.sessions.get(first!.idHash, clock.now()), null, 'the old cookie is worth nothing');
-    assert.deepEqual((await eventsSince(since)).map((event) => event.type), ['signin.succeeded']);
+    assert.deepEqual(
+      (await eventsSince(since)).map((event) => event.type),
+      ['signin.succeeded'],
+    );
     assert.deepEqual(await store.sessions.takeClients(first!.sid), [clientId], 'the apps of the session stay signed in');
   });
 
@@ -140,10 +168,13 @@ describe('the browser session flow', () => {
     const adas = await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null });
     assert.notEqual(adas!.sid, bobs!.sid);
     const events = await eventsSince(since);
-    assert.deepEqual(events.map((event) => [event.type, event.userId, event.detail['by'] ?? null]), [
-      ['logout', bob.id, 'sign_in'],
-      ['signin.succeeded', ada.id, null],
-    ]);
+    assert.deepEqual(
+      events.map((event) => [event.type, event.userId, event.detail['by'] ?? null]),
+      [
+        ['logout', bob.id, 'sign_in'],
+        ['signin.succeeded', ada.id, null],
+      ],
+    );
     assert.deepEqual(await store.sessions.takeClients(bobs!.sid), [], 'the apps were taken to be sent logout tokens');
   });
 
@@ -167,7 +198,10 @@ describe('the browser session flow', () => {
     assert.equal(cookies.jar.has(names.session), false);
     assert.equal(await store.sessions.get(session!.idHash, clock.now()), null);
     const events = await eventsSince(since);
-    assert.deepEqual(events.map((event) => [event.type, event.userId, event.detail['by'], event.detail['sessions_ended']]), [['logout', ada.id, 'user', 1]]);
+    assert.deepEqual(
+      events.map((event) => [event.type, event.userId, event.detail['by'], event.detail['sessions_ended']]),
+      [['logout', ada.id, 'user', 1]],
+    );
     assert.deepEqual(await store.sessions.takeClients(session!.sid), []);
     // A browser with no session: the cookie is cleared all the same, and nothing is recorded.
     const again = moment();
@@ -180,10 +214,13 @@ describe('the browser session flow', () => {
     await beginSession(deps, browserWith(cookies), ada, ['pwd'], { clientId: null });
     const since = moment();
     await endSession(deps, browserWith(cookies), 'rp', 'app-2');
-    assert.deepEqual((await eventsSince(since)).map((event) => [event.type, event.clientId, event.detail['by']]), [['logout', 'app-2', 'rp']]);
+    assert.deepEqual(
+      (await eventsSince(since)).map((event) => [event.type, event.clientId, event.detail['by']]),
+      [['logout', 'app-2', 'rp']],
+    );
   });
 
-  it('signs out everywhere: every session of the person ends, nobody else\'s, one `logout` saying how many', async () => {
+  it("signs out everywhere: every session of the person ends, nobody else's, one `logout` saying how many", async () => {
     const here = new RecordingCookies();
     const there = new RecordingCookies();
     const elsewhere = new RecordingCookies();
@@ -202,7 +239,10 @@ describe('the browser session flow', () => {
     assert.equal(await signedIn(deps, { cookies: there }), null);
     assert.equal((await signedIn(deps, { cookies: elsewhere }))?.user.id, bob.id);
     const events = await eventsSince(since);
-    assert.deepEqual(events.map((event) => [event.type, event.userId, event.detail['by'], event.detail['sessions_ended']]), [['logout', ada.id, 'everywhere', live]]);
+    assert.deepEqual(
+      events.map((event) => [event.type, event.userId, event.detail['by'], event.detail['sessions_ended']]),
+      [['logout', ada.id, 'everywhere', live]],
+    );
   });
 
   it('records the sessions a new password and an operator end, with what ended them', async () => {
@@ -212,12 +252,28 @@ describe('the browser session flow', () => {
     await beginSession(deps, browserWith(other), bob, ['pwd'], { clientId: null });
     let since = moment();
     const passwords = new PasswordQueue({ threads: 1, maxWaiting: 4, perAddress: 4 });
-    const change = await changePassword({ ...deps, passwords }, bob, kept!.idHash, { current: 'correct horse', next: 'battery staple', ip: '192.0.2.1' }).finally(() => passwords.close());
+    const change = await changePassword({ ...deps, passwords }, bob, kept!.idHash, {
+      current: 'correct horse',
+      next: 'battery staple',
+      ip: '192.0.2.1',
+    }).finally(() => passwords.close());
     assert.equal(change.kind, 'done');
-    assert.deepEqual((await eventsSince(since)).map((event) => [event.type, event.detail['by'] ?? null]), [['logout', 'password_change'], ['password.changed', null]]);
+    assert.deepEqual(
+      (await eventsSince(since)).map((event) => [event.type, event.detail['by'] ?? null]),
+      [
+        ['logout', 'password_change'],
+        ['password.changed', null],
+      ],
+    );
     since = moment();
     await setUserDisabled(deps, bob, true);
-    assert.deepEqual((await eventsSince(since)).map((event) => [event.type, event.detail['by']]), [['logout', 'operator'], ['user.disabled', 'operator']]);
+    assert.deepEqual(
+      (await eventsSince(since)).map((event) => [event.type, event.detail['by']]),
+      [
+        ['logout', 'operator'],
+        ['user.disabled', 'operator'],
+      ],
+    );
     await setUserDisabled(deps, bob, false);
   });
 
@@ -243,7 +299,10 @@ describe('the browser session flow', () => {
     it('keeps a sign-in waiting for its code under its own cookie, for the pending sign-in timeout only', async () => {
       const cookies = new RecordingCookies();
       assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, ['pwd'], { clientId: null }), 'second-factor');
-      assert.deepEqual(cookies.writes.map((write) => [write.name, write.maxAgeSeconds]), [[names.pending, config.secondFactor.pendingSignInTimeout]]);
+      assert.deepEqual(
+        cookies.writes.map((write) => [write.name, write.maxAgeSeconds]),
+        [[names.pending, config.secondFactor.pendingSignInTimeout]],
+      );
       assert.equal(await signedIn(deps, { cookies }), null, 'not signed in before the code');
       clock.advance(config.secondFactor.pendingSignInTimeout * 1000 + 1);
       const since = moment();
@@ -258,14 +317,19 @@ describe('the browser session flow', () => {
       await afterFirstStep(deps, browserWith(cookies), cara, ['pwd'], { clientId: 'app-3' });
       const pending = cookies.jar.get(names.pending)!;
       clock.advance(31_000);
-      const wrong = await completeSecondFactor(deps, browserWith(cookies), '000000' === totpAt(secret, clock.now()) ? '111111' : '000000', { clientId: 'app-3' });
+      const wrong = await completeSecondFactor(deps, browserWith(cookies), '000000' === totpAt(secret, clock.now()) ? '111111' : '000000', {
+        clientId: 'app-3',
+      });
       assert.equal(wrong.kind, 'wrong-code');
       const since = moment();
       const step = await completeSecondFactor(deps, browserWith(cookies), totpAt(secret, clock.now()), { clientId: 'app-3' });
       assert.equal(step.kind, 'signed-in');
       assert.equal(cookies.jar.has(names.pending), false);
       assert.deepEqual((await signedIn(deps, { cookies }))?.session.amr, ['pwd', 'otp', 'mfa']);
-      assert.deepEqual((await eventsSince(since)).map((event) => [event.type, event.clientId, event.detail['amr']]), [['signin.succeeded', 'app-3', 'pwd otp mfa']]);
+      assert.deepEqual(
+        (await eventsSince(since)).map((event) => [event.type, event.clientId, event.detail['amr']]),
+        [['signin.succeeded', 'app-3', 'pwd otp mfa']],
+      );
       // The same waiting sign-in cannot be completed twice (a second tab, a replayed post).
       cookies.jar.set(names.pending, pending);
       clock.advance(31_000);
@@ -288,7 +352,7 @@ describe('the browser session flow', () => {
       assert.equal(hasSecondFactor(sessionMethods(session)), false);
     });
 
-    it('keeps an upstream provider\'s methods across the code step', async () => {
+    it("keeps an upstream provider's methods across the code step", async () => {
       const cookies = new RecordingCookies();
       assert.equal(await afterFirstStep(deps, browserWith(cookies), cara, ['hwk', 'mfa'], { clientId: null }), 'second-factor');
       clock.advance(31_000);

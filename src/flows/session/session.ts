@@ -45,7 +45,10 @@ export function continuedSid(previous: SessionRecord | null, user: UserRecord): 
 }
 
 /** The browser's live session, if its cookie names one. */
-export async function currentSession(deps: Pick<FlowDeps, 'store' | 'clock' | 'config'>, browser: { readonly cookies: Pick<CookiePort, 'read'> }): Promise<SessionRecord | null> {
+export async function currentSession(
+  deps: Pick<FlowDeps, 'store' | 'clock' | 'config'>,
+  browser: { readonly cookies: Pick<CookiePort, 'read'> },
+): Promise<SessionRecord | null> {
   const value = browser.cookies.read(cookieNames(deps.config).session);
   return usableCookie(value) ? deps.store.sessions.get(hashSecret(value), deps.clock.now()) : null;
 }

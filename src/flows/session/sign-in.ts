@@ -22,7 +22,13 @@ import { beginSession, type Browser, type SignInRecord } from './session.ts';
  * records no more than `amr`: a first step that proved nothing Tessera can name is a session
  * with an empty `amr`, one factor at most (core/auth-methods.ts `hasSecondFactor`).
  */
-export async function afterFirstStep(deps: FlowDeps, browser: Browser, user: UserRecord, amr: readonly AuthMethod[], signIn: SignInRecord): Promise<'signed-in' | 'second-factor'> {
+export async function afterFirstStep(
+  deps: FlowDeps,
+  browser: Browser,
+  user: UserRecord,
+  amr: readonly AuthMethod[],
+  signIn: SignInRecord,
+): Promise<'signed-in' | 'second-factor'> {
   if (!(await totpStatus(deps, user.id)).enabled) {
     await beginSession(deps, browser, user, amr, signIn);
     return 'signed-in';
@@ -72,7 +78,9 @@ export async function completeSecondFactor(deps: FlowDeps, browser: Browser, typ
   if (result.kind === 'replayed' || result.kind === 'locked') return { kind: result.kind, userId: user.id };
   // The code joins what the first step proved (a password and a code: `pwd otp mfa`; an
   // upstream sign-in that named nothing and a code: `otp`, one factor Tessera can vouch for).
-  const session = await beginSession(deps, browser, user, withOneTimeCode(pending.amr), signIn, { guard: async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null });
+  const session = await beginSession(deps, browser, user, withOneTimeCode(pending.amr), signIn, {
+    guard: async (tx) => (await tx.pendingSignIns.consume(pending.idHash, now)) !== null,
+  });
   if (session === null) return { kind: 'completed-already' };
   browser.cookies.clear(name);
   return { kind: 'signed-in', user };

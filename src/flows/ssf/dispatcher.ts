@@ -177,7 +177,8 @@ export class SsfDispatcher {
         // §2.2: "the SET Recipient ... MUST respond with an HTTP Response Status Code of 202 (Accepted)"; any 2xx is taken as one.
         if (status >= 200 && status < 300) {
           const done = clock.now();
-          if ((await store.ssf.settle(streamId, eventId, attempts, { kind: 'delivered', status }, done)) === 'delivered') this.#deps.observer?.delivered((done - event.at) / 1000);
+          if ((await store.ssf.settle(streamId, eventId, attempts, { kind: 'delivered', status }, done)) === 'delivered')
+            this.#deps.observer?.delivered((done - event.at) / 1000);
           return true;
         }
         rejected = refused !== null;
@@ -191,19 +192,29 @@ export class SsfDispatcher {
       }
     }
     const failedAt = clock.now();
-    const state = await store.ssf.settle(streamId, eventId, attempts, {
-      kind: 'failed',
-      status,
-      error,
-      nextAttemptAt: failedAt + retryDelay(attempts, settings.retryDelayMs),
-      // Refused by the receiver, or nothing to send: given up now.
-      deadBefore: rejected || claims === null || !entitled ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
-    }, failedAt);
+    const state = await store.ssf.settle(
+      streamId,
+      eventId,
+      attempts,
+      {
+        kind: 'failed',
+        status,
+        error,
+        nextAttemptAt: failedAt + retryDelay(attempts, settings.retryDelayMs),
+        // Refused by the receiver, or nothing to send: given up now.
+        deadBefore: rejected || claims === null || !entitled ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
+      },
+      failedAt,
+    );
     if (state === 'pending') this.#deps.observer?.failed();
     if (state !== 'dead') return true;
     this.#deps.observer?.dead();
     this.#deps.log.warn({ stream: streamId, event_id: eventId, attempts, last_error: error }, 'SET delivery given up: a dead letter');
-    await this.#deps.events.emit({ type: 'ssf.dead_lettered', clientId: stream.clientId, detail: { stream_id: streamId, event_id: eventId, attempts, last_error: error } });
+    await this.#deps.events.emit({
+      type: 'ssf.dead_lettered',
+      clientId: stream.clientId,
+      detail: { stream_id: streamId, event_id: eventId, attempts, last_error: error },
+    });
     return true;
   }
 }

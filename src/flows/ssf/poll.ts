@@ -77,7 +77,12 @@ async function pendingSets(deps: StreamDeps, stream: SsfStreamRecord, max: numbe
  * (without `returnImmediately`) once one comes, up to LONG_POLL_MS. `signal` ends a wait early
  * (the receiver went away, the server stops).
  */
-export async function poll(deps: StreamDeps, stream: SsfStreamRecord, raw: unknown, signal?: AbortSignal): Promise<{ sets: Record<string, string>; moreAvailable?: boolean }> {
+export async function poll(
+  deps: StreamDeps,
+  stream: SsfStreamRecord,
+  raw: unknown,
+  signal?: AbortSignal,
+): Promise<{ sets: Record<string, string>; moreAvailable?: boolean }> {
   if (stream.deliveryMethod !== DELIVERY_POLL) throw new PollError('this stream is delivered by push (urn:ietf:rfc:8935): it has no poll endpoint');
   const request = pollRequest(raw);
   const now = deps.clock.now();

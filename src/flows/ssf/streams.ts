@@ -10,7 +10,17 @@ import { SSF_POLL_PATH } from '../../core/endpoints.ts';
 import { OAuthError } from '../../core/errors.ts';
 import { requestRefusal } from '../../core/outbound.ts';
 import { ssfAudience, SSF_SCOPE } from '../../core/scopes.ts';
-import { DELIVERY_POLL, DELIVERY_PUSH, SSF_DELIVERY_METHODS, SSF_EVENTS_SUPPORTED, STREAM_STATUSES, SUBJECT_FORMATS, type SsfDeliveryMethod, type StreamStatus, type SubjectFormat } from '../../core/ssf.ts';
+import {
+  DELIVERY_POLL,
+  DELIVERY_PUSH,
+  SSF_DELIVERY_METHODS,
+  SSF_EVENTS_SUPPORTED,
+  STREAM_STATUSES,
+  SUBJECT_FORMATS,
+  type SsfDeliveryMethod,
+  type StreamStatus,
+  type SubjectFormat,
+} from '../../core/ssf.ts';
 import type { SsfStreamRecord } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { checkSenderConstraint, liveClientToken, looksLikeJwt, type Presentation } from '../lifecycle/access-token.ts';
@@ -50,7 +60,8 @@ export async function ssfReceiver(deps: Pick<FlowDeps, 'store' | 'config' | 'tok
   const claims = looksLikeJwt(presented.token) ? await deps.tokens.readAccessToken(presented.token) : null;
   // RFC 6750 §3.1 invalid_token; a token for another API is invalid here (RFC 8707 §2).
   const client = claims !== null && claims.aud === ssfAudience(deps.config.issuer) ? await liveClientToken(deps, claims) : null;
-  if (claims === null || client === null) throw new OAuthError('invalid_token', 'a Shared Signals access token is required: a client_credentials token for the resource <issuer>/ssf');
+  if (claims === null || client === null)
+    throw new OAuthError('invalid_token', 'a Shared Signals access token is required: a client_credentials token for the resource <issuer>/ssf');
   checkSenderConstraint(claims, presented);
   // A scope the client has since lost is not honoured, though its token still names it.
   if (!claims.scope.includes(SSF_SCOPE) || !client.scopes.includes(SSF_SCOPE)) throw new OAuthError('insufficient_scope', `this needs the scope ${SSF_SCOPE}`);
@@ -100,7 +111,8 @@ function object(raw: unknown, name: string): Body {
 }
 
 function eventsRequested(raw: unknown): string[] {
-  if (!Array.isArray(raw) || !raw.every((value) => typeof value === 'string' && value.length <= 500) || raw.length > 50) throw badRequest('events_requested must be an array of event type URIs');
+  if (!Array.isArray(raw) || !raw.every((value) => typeof value === 'string' && value.length <= 500) || raw.length > 50)
+    throw badRequest('events_requested must be an array of event type URIs');
   return [...new Set(raw as string[])];
 }
 
@@ -123,17 +135,26 @@ function delivery(deps: Pick<StreamDeps, 'config'>, raw: unknown): Pick<Settable
     throw badRequest('delivery.endpoint_url is not a URL');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw badRequest('delivery.endpoint_url must be an http or https URL');
-  if (url.username !== '' || url.password !== '') throw badRequest('delivery.endpoint_url must not hold a user name or password: use delivery.authorization_header');
+  if (url.username !== '' || url.password !== '')
+    throw badRequest('delivery.endpoint_url must not hold a user name or password: use delivery.authorization_header');
   if (endpoint.length > 2000) throw badRequest('delivery.endpoint_url is too long');
   // A receiver is someone the owner delegated to: its URL is held to the public network
   // (core/outbound.ts), here as typed and again on each connection after it is resolved.
   const refusal = requestRefusal(url.hostname, { selfRegistered: false, delegated: true, allowPrivateNetworks: deps.config.allowPrivateNetworkUrls });
   if (refusal !== null) throw badRequest(`delivery.endpoint_url: the host ${refusal}`);
   const authorization = body['authorization_header'];
-  if (authorization !== undefined && authorization !== null && (typeof authorization !== 'string' || authorization.length > MAX_TEXT || /[\r\n]/.test(authorization))) {
+  if (
+    authorization !== undefined &&
+    authorization !== null &&
+    (typeof authorization !== 'string' || authorization.length > MAX_TEXT || /[\r\n]/.test(authorization))
+  ) {
     throw badRequest('delivery.authorization_header must be one line of text');
   }
-  return { deliveryMethod: DELIVERY_PUSH, endpointUrl: url.href, authorizationHeader: typeof authorization === 'string' && authorization !== '' ? authorization : null };
+  return {
+    deliveryMethod: DELIVERY_PUSH,
+    endpointUrl: url.href,
+    authorizationHeader: typeof authorization === 'string' && authorization !== '' ? authorization : null,
+  };
 }
 
 function format(raw: unknown): SubjectFormat {
@@ -195,9 +216,18 @@ export async function createStream(deps: StreamDeps, receiver: string, raw: unkn
   const now = deps.clock.now();
   const id = randomUUID();
   // §8.1.1: `aud` is the transmitter's to choose: the receiver, by its client id.
-  const stream = withSettings(deps, { id, clientId: receiver, audience: [receiver], status: 'enabled', reason: null, createdAt: now, updatedAt: now }, settings, now);
+  const stream = withSettings(
+    deps,
+    { id, clientId: receiver, audience: [receiver], status: 'enabled', reason: null, createdAt: now, updatedAt: now },
+    settings,
+    now,
+  );
   await deps.store.ssf.createStream(stream);
-  await deps.events.emit({ type: 'ssf.stream_created', clientId: receiver, detail: { stream_id: id, delivery: stream.deliveryMethod, events: stream.eventsDelivered.length } });
+  await deps.events.emit({
+    type: 'ssf.stream_created',
+    clientId: receiver,
+    detail: { stream_id: id, delivery: stream.deliveryMethod, events: stream.eventsDelivered.length },
+  });
   return stream;
 }
 
@@ -266,7 +296,8 @@ export async function setStreamStatus(deps: StreamDeps, receiver: string, raw: u
   const body = object(raw, 'the body');
   const stream = await ownStream(deps, receiver, body['stream_id']);
   const status = body['status'];
-  if (typeof status !== 'string' || !(STREAM_STATUSES as readonly string[]).includes(status)) throw badRequest(`status must be one of ${STREAM_STATUSES.join(', ')}`);
+  if (typeof status !== 'string' || !(STREAM_STATUSES as readonly string[]).includes(status))
+    throw badRequest(`status must be one of ${STREAM_STATUSES.join(', ')}`);
   const reason = body['reason'] === undefined || body['reason'] === null ? null : description(body['reason']);
   await save(deps, { ...stream, status: status as StreamStatus, reason, updatedAt: deps.clock.now() }, { change: 'status' });
   return { stream_id: stream.id, status, ...(reason === null ? {} : { reason }) };

@@ -17,14 +17,21 @@ import type { TokenResponse } from '../../tokens/issue.ts';
 import { resourceIndicatorProblem } from '../resources.ts';
 import type { FlowDeps, Params } from '../types.ts';
 
-export async function exchangeForIdJag(deps: FlowDeps, client: ClientRecord, params: Params, refused: (description: string) => OAuthError): Promise<TokenResponse> {
+export async function exchangeForIdJag(
+  deps: FlowDeps,
+  client: ClientRecord,
+  params: Params,
+  refused: (description: string) => OAuthError,
+): Promise<TokenResponse> {
   // §4.3.1 audience: "The Issuer Identifier of the Resource Authorization Server" (REQUIRED).
   const audience = params['audience'];
   if (audience === undefined) throw refused('audience is required for an ID-JAG: the issuer of the authorization server it is for');
   const allowed = client.exchangeAudiences ?? [];
   // RFC 8693 §2.2.2: invalid_target for a target the server is unwilling to issue a token for.
-  if (!allowed.includes(audience)) throw new OAuthError('invalid_target', `this client may not ask for an ID-JAG for ${audience}: its exchange audiences are ${allowed.join(' ') || 'none'}`);
-  if ((await deps.store.resources.get(audience)) !== null) throw new OAuthError('invalid_target', `${audience} is an API of this server, not another authorization server: ask for an access token for it`);
+  if (!allowed.includes(audience))
+    throw new OAuthError('invalid_target', `this client may not ask for an ID-JAG for ${audience}: its exchange audiences are ${allowed.join(' ') || 'none'}`);
+  if ((await deps.store.resources.get(audience)) !== null)
+    throw new OAuthError('invalid_target', `${audience} is an API of this server, not another authorization server: ask for an access token for it`);
   // §4.3.1 resource: "The Resource Identifier of the Resource Server" (OPTIONAL): the other
   // server's API, which this server does not know; only its form is checked.
   const resource = params['resource'] ?? null;
@@ -43,7 +50,8 @@ export async function exchangeForIdJag(deps: FlowDeps, client: ClientRecord, par
   const type = params['subject_token_type'];
   if (token === undefined) throw refused('subject_token is required');
   if (type !== TOKEN_TYPE_ID_TOKEN) throw refused(`subject_token_type must be ${TOKEN_TYPE_ID_TOKEN} for an ID-JAG: the person's ID token from this server`);
-  if (params['actor_token'] !== undefined || params['actor_token_type'] !== undefined) throw refused('an ID-JAG takes no actor_token: the client it is for is named by its own authentication');
+  if (params['actor_token'] !== undefined || params['actor_token_type'] !== undefined)
+    throw refused('an ID-JAG takes no actor_token: the client it is for is named by its own authentication');
   // §4.3.3: the IdP "MUST validate the subject token": signed here, unexpired, and issued to
   // the client exchanging it (its `aud`), so that one app cannot spend another's sign-in.
   const claims = await deps.tokens.readIdToken(token);

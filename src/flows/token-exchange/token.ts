@@ -25,7 +25,6 @@ import { grantedResources, isOpenIdScope, ResourceCatalog, resourceIndicatorProb
 import type { FlowDeps, Params, TokenGrant } from '../types.ts';
 import type { TokenResponse } from '../../tokens/issue.ts';
 
-
 /**
  * RFC 8693 §2.2.2: "If the request itself is not valid or if either the subject_token or
  * actor_token are invalid for any reason, or are unacceptable based on policy, the
@@ -55,7 +54,8 @@ function targetOf(client: ClientRecord, catalog: ResourceCatalog, params: Params
   // §2.2.2: "If the authorization server is unwilling or unable to issue a token for any
   // target service indicated by the resource or audience parameters, the invalid_target
   // error code SHOULD be used."
-  if (!allowed.includes(named)) throw new OAuthError('invalid_target', `this client may not exchange tokens for ${named}: its exchange audiences are ${allowed.join(' ') || 'none'}`);
+  if (!allowed.includes(named))
+    throw new OAuthError('invalid_target', `this client may not exchange tokens for ${named}: its exchange audiences are ${allowed.join(' ') || 'none'}`);
   const target = catalog.get(named);
   if (!target) throw new OAuthError('invalid_target', `${named} is not a registered API`);
   return target;
@@ -70,13 +70,15 @@ function targetOf(client: ClientRecord, catalog: ResourceCatalog, params: Params
  */
 function scopeOf(raw: string | undefined, ceiling: readonly string[], target: ResourceRecord): readonly string[] {
   if (raw === undefined) {
-    if (ceiling.length === 0) throw new OAuthError('invalid_scope', `the person approved none of the scopes of ${target.identifier} for the subject token's authorization`);
+    if (ceiling.length === 0)
+      throw new OAuthError('invalid_scope', `the person approved none of the scopes of ${target.identifier} for the subject token's authorization`);
     return ceiling;
   }
   const asked = parseScope(raw);
   if (asked === null || asked.length === 0) throw new OAuthError('invalid_scope', 'scope is malformed');
   const openId = asked.filter(isOpenIdScope);
-  if (openId.length > 0) throw new OAuthError('invalid_scope', `${openId.join(' ')}: an exchanged token is for an API; OpenID scopes are for this server's own`);
+  if (openId.length > 0)
+    throw new OAuthError('invalid_scope', `${openId.join(' ')}: an exchanged token is for an API; OpenID scopes are for this server's own`);
   const wider = asked.filter((scope) => !ceiling.includes(scope));
   if (wider.length > 0) throw new OAuthError('invalid_scope', `not covered by the subject token for ${target.identifier}: ${wider.join(' ')}`);
   return asked;
@@ -93,11 +95,13 @@ async function checkActorToken(deps: FlowDeps, client: ClientRecord, params: Par
     return;
   }
   if (type === undefined) throw refused('actor_token_type is required with actor_token');
-  if (type !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`actor_token_type ${type} is not supported: the actor token is an access token (${TOKEN_TYPE_ACCESS_TOKEN})`);
+  if (type !== TOKEN_TYPE_ACCESS_TOKEN)
+    throw refused(`actor_token_type ${type} is not supported: the actor token is an access token (${TOKEN_TYPE_ACCESS_TOKEN})`);
   const actor = await liveAccessToken(deps, token);
   // The actor is the client making the request: its own client_credentials token, still
   // good. Another client's token would let any API that receives one act as its caller.
-  if (!actor || actor.user !== null || actor.client.id !== client.id) throw refused('actor_token is not an active access token of this client\'s own (client_credentials)');
+  if (!actor || actor.user !== null || actor.client.id !== client.id)
+    throw refused("actor_token is not an active access token of this client's own (client_credentials)");
 }
 
 /** The subject token (§2.1 subject_token, subject_token_type), if it is a live access token for a person. */
@@ -107,13 +111,17 @@ async function subjectOf(deps: FlowDeps, params: Params): Promise<Extract<LiveAc
   // §2.1: subject_token and subject_token_type are REQUIRED.
   if (token === undefined) throw refused('subject_token is required');
   if (type === undefined) throw refused('subject_token_type is required');
-  if (type !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`subject_token_type ${type} is not supported: the subject token is an access token this server issued (${TOKEN_TYPE_ACCESS_TOKEN}); an ID token only for an ID-JAG (requested_token_type ${TOKEN_TYPE_ID_JAG})`);
+  if (type !== TOKEN_TYPE_ACCESS_TOKEN)
+    throw refused(
+      `subject_token_type ${type} is not supported: the subject token is an access token this server issued (${TOKEN_TYPE_ACCESS_TOKEN}); an ID token only for an ID-JAG (requested_token_type ${TOKEN_TYPE_ID_JAG})`,
+    );
   // Signed here with a published key, unexpired, not revoked, its grant live, its person
   // active: which check failed is not said (flows/lifecycle/access-token.ts).
   const subject = await liveAccessToken(deps, token);
   if (!subject) throw refused('subject_token is not an active access token issued by this server');
-  if (subject.user === null) throw refused('subject_token is a client\'s own token: it acts for no person');
-  if (subject.claims.gid === null) throw refused('subject_token was redeemed for an identity assertion (ID-JAG): ask its identity provider for another instead');
+  if (subject.user === null) throw refused("subject_token is a client's own token: it acts for no person");
+  if (subject.claims.gid === null)
+    throw refused('subject_token was redeemed for an identity assertion (ID-JAG): ask its identity provider for another instead');
   return subject;
 }
 
@@ -123,7 +131,10 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
   const requested = params['requested_token_type'];
   // draft-ietf-oauth-identity-assertion-authz-grant §4.3: an ID token for an ID-JAG.
   if (requested === TOKEN_TYPE_ID_JAG) return exchangeForIdJag(deps, client, params, refused);
-  if (requested !== undefined && requested !== TOKEN_TYPE_ACCESS_TOKEN) throw refused(`requested_token_type ${requested} is not supported: this server issues access tokens (${TOKEN_TYPE_ACCESS_TOKEN}) and ID-JAGs (${TOKEN_TYPE_ID_JAG})`);
+  if (requested !== undefined && requested !== TOKEN_TYPE_ACCESS_TOKEN)
+    throw refused(
+      `requested_token_type ${requested} is not supported: this server issues access tokens (${TOKEN_TYPE_ACCESS_TOKEN}) and ID-JAGs (${TOKEN_TYPE_ID_JAG})`,
+    );
 
   const subject = await subjectOf(deps, params);
   await checkActorToken(deps, client, params);
@@ -133,7 +144,8 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
   // TESSERA_TOKEN_EXCHANGE_MAX_ACTORS (4): an agent acting for a service acting for a person
   // is three; a longer chain is more likely a loop between services than a design.
   const maxActors = deps.config.agents.maxActors;
-  if (actorCount(act) > maxActors) throw refused(`the delegation chain would name ${actorCount(act)} actors: at most ${maxActors} (TESSERA_TOKEN_EXCHANGE_MAX_ACTORS)`);
+  if (actorCount(act) > maxActors)
+    throw refused(`the delegation chain would name ${actorCount(act)} actors: at most ${maxActors} (TESSERA_TOKEN_EXCHANGE_MAX_ACTORS)`);
 
   const catalog = new ResourceCatalog(await deps.store.resources.list());
   const target = targetOf(client, catalog, params);

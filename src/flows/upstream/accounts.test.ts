@@ -7,7 +7,13 @@ import { accountFor, type UpstreamIdentity } from './accounts.ts';
 import { providerSettings } from './settings.ts';
 
 const provider = (id: string, settings: Record<string, unknown>): IdentityProviderRecord => ({
-  id, kind: 'oidc', name: id, position: 0, secret: null, createdAt: 0, updatedAt: 0,
+  id,
+  kind: 'oidc',
+  name: id,
+  position: 0,
+  secret: null,
+  createdAt: 0,
+  updatedAt: 0,
   settings: { issuer: `https://${id}.example`, clientId: 'tessera', scopes: ['openid', 'email'], ...settings },
 });
 const LINKING = provider('linking', { allowLinking: true });
@@ -18,8 +24,19 @@ let subjects = 0;
 function identity(email: string | null, emailVerified: boolean): UpstreamIdentity {
   subjects += 1;
   return {
-    subject: `upstream-${subjects}`, label: email, username: null, email, emailVerified, name: 'Someone', givenName: null, familyName: null,
-    picture: null, locale: null, zoneinfo: null, groups: [], amr: ['pwd'],
+    subject: `upstream-${subjects}`,
+    label: email,
+    username: null,
+    email,
+    emailVerified,
+    name: 'Someone',
+    givenName: null,
+    familyName: null,
+    picture: null,
+    locale: null,
+    zoneinfo: null,
+    groups: [],
+    amr: ['pwd'],
   };
 }
 
@@ -58,7 +75,13 @@ describe('the account an upstream sign-in signs in as (accountFor)', () => {
     for (const [what, through, sides, expected] of cases) {
       n += 1;
       const email = `person${n}@mail.example`;
-      const account = await world.addUser({ username: `person${n}`, email, emailVerified: sides.here, role: sides.role ?? null, disabled: sides.disabled ?? false });
+      const account = await world.addUser({
+        username: `person${n}`,
+        email,
+        emailVerified: sides.here,
+        role: sides.role ?? null,
+        disabled: sides.disabled ?? false,
+      });
       assert.equal(await firstSignIn(through, identity(email, sides.upstream), account), expected, what);
     }
   });
@@ -83,7 +106,8 @@ describe('the account an upstream sign-in signs in as (accountFor)', () => {
       ['c@elsewhere.example', true, 'domain_not_allowed'],
       ['c@CORP.example', true, 'created'],
     ];
-    for (const [email, verified, expected] of cases) assert.equal(await firstSignIn(DOMAIN, identity(email, verified)), expected, `${email} ${verified ? 'verified' : 'unverified'}`);
+    for (const [email, verified, expected] of cases)
+      assert.equal(await firstSignIn(DOMAIN, identity(email, verified)), expected, `${email} ${verified ? 'verified' : 'unverified'}`);
     assert.equal(await firstSignIn(DOMAIN, identity(null, true)), 'domain_not_allowed', 'no address');
   });
 });

@@ -95,7 +95,12 @@ function claim(value: string | null, max = 200): string | null {
  * The Tessera user `identity` signs in as, creating or linking one at a first sign-in. A
  * disabled user is refused (a provider cannot bring a disabled account back).
  */
-export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'events' | 'config'>, provider: IdentityProviderRecord, settings: ProviderSettings, identity: UpstreamIdentity): Promise<AccountResult> {
+export async function accountFor(
+  deps: Pick<FlowDeps, 'store' | 'clock' | 'events' | 'config'>,
+  provider: IdentityProviderRecord,
+  settings: ProviderSettings,
+  identity: UpstreamIdentity,
+): Promise<AccountResult> {
   const domain = emailDomain(identity.email);
   // An allowed domain is proved by a verified address in it; an unverified one proves nothing.
   if (settings.allowedDomains.length > 0 && !(identity.emailVerified && domain !== null && settings.allowedDomains.includes(domain))) {
@@ -103,7 +108,10 @@ export async function accountFor(deps: Pick<FlowDeps, 'store' | 'clock' | 'event
   }
   const now = deps.clock.now();
   // The label and groups are printed by `tessera user show` and shown on /account.
-  const use = { label: claim(identity.label, 320), groups: identity.groups.map((group) => withoutUnsafeCharacters(group).trim()).filter((group) => group !== '') };
+  const use = {
+    label: claim(identity.label, 320),
+    groups: identity.groups.map((group) => withoutUnsafeCharacters(group).trim()).filter((group) => group !== ''),
+  };
   const linked = await deps.store.linkedIdentities.get(provider.id, identity.subject);
   if (linked) {
     const user = await deps.store.users.get(linked.userId);

@@ -20,7 +20,11 @@ function configuration(deps: GithubDeps, provider: IdentityProviderRecord, setti
   if (provider.secret === null) throw new UpstreamFailure('invalid_response', 'the GitHub provider has no client secret');
   const secret = deps.secrets.open(provider.id, provider.secret);
   const config = new oidc.Configuration(
-    { issuer: settings.webUrl, authorization_endpoint: `${settings.webUrl}/login/oauth/authorize`, token_endpoint: `${settings.webUrl}/login/oauth/access_token` },
+    {
+      issuer: settings.webUrl,
+      authorization_endpoint: `${settings.webUrl}/login/oauth/authorize`,
+      token_endpoint: `${settings.webUrl}/login/oauth/access_token`,
+    },
     settings.clientId,
     secret,
     oidc.ClientSecretPost(secret),
@@ -37,7 +41,11 @@ function scopes(settings: GithubSettings): string {
   return ['read:user', 'user:email', ...(settings.allowedOrganizations.length > 0 ? ['read:org'] : [])].join(' ');
 }
 
-export async function beginGithub(deps: GithubDeps, provider: IdentityProviderRecord, settings: GithubSettings): Promise<{ readonly url: URL; readonly checks: UpstreamChecks }> {
+export async function beginGithub(
+  deps: GithubDeps,
+  provider: IdentityProviderRecord,
+  settings: GithubSettings,
+): Promise<{ readonly url: URL; readonly checks: UpstreamChecks }> {
   let config: oidc.Configuration;
   try {
     config = configuration(deps, provider, settings);
@@ -88,16 +96,28 @@ async function api(deps: GithubDeps, settings: GithubSettings, token: string, pa
   return { status: response.status, body };
 }
 
-export async function finishGithub(deps: GithubDeps, provider: IdentityProviderRecord, settings: GithubSettings, callback: URL, checks: UpstreamChecks): Promise<UpstreamIdentity> {
+export async function finishGithub(
+  deps: GithubDeps,
+  provider: IdentityProviderRecord,
+  settings: GithubSettings,
+  callback: URL,
+  checks: UpstreamChecks,
+): Promise<UpstreamIdentity> {
   try {
-    const tokens = await oidc.authorizationCodeGrant(configuration(deps, provider, settings), callback, { pkceCodeVerifier: checks.codeVerifier, expectedState: checks.state });
+    const tokens = await oidc.authorizationCodeGrant(configuration(deps, provider, settings), callback, {
+      pkceCodeVerifier: checks.codeVerifier,
+      expectedState: checks.state,
+    });
     const token = tokens.access_token;
     const user = await api(deps, settings, token, '/user');
     const body = user.body as Partial<GithubUser> | null;
-    if (user.status !== 200 || typeof body?.id !== 'number' || typeof body.login !== 'string') throw new UpstreamFailure('invalid_response', `GET /user answered ${user.status}`);
+    if (user.status !== 200 || typeof body?.id !== 'number' || typeof body.login !== 'string')
+      throw new UpstreamFailure('invalid_response', `GET /user answered ${user.status}`);
     const emails = await api(deps, settings, token, '/user/emails');
     if (emails.status !== 200 || !Array.isArray(emails.body)) throw new UpstreamFailure('invalid_response', `GET /user/emails answered ${emails.status}`);
-    const primary = (emails.body as Partial<GithubEmail>[]).find((email) => email.primary === true && email.verified === true && typeof email.email === 'string');
+    const primary = (emails.body as Partial<GithubEmail>[]).find(
+      (email) => email.primary === true && email.verified === true && typeof email.email === 'string',
+    );
     if (settings.allowedOrganizations.length > 0) {
       let member = false;
       for (const org of settings.allowedOrganizations) {

@@ -7,7 +7,14 @@ import { closeServer, listenOnFreePort } from '../../../test/helpers/server.ts';
 import { beginOidc, UpstreamFailure } from './oidc.ts';
 import { providerSettings, type OidcSettings } from './settings.ts';
 
-const noSecrets: SecretBox = { seal: () => { throw new Error('not used'); }, open: () => { throw new Error('not used'); } } as unknown as SecretBox;
+const noSecrets: SecretBox = {
+  seal: () => {
+    throw new Error('not used');
+  },
+  open: () => {
+    throw new Error('not used');
+  },
+} as unknown as SecretBox;
 
 describe('an upstream OpenID provider that cannot be reached', () => {
   let world: FlowWorld;
@@ -21,7 +28,13 @@ describe('an upstream OpenID provider that cannot be reached', () => {
     const { server, port } = await listenOnFreePort();
     await closeServer(server);
     const provider: IdentityProviderRecord = {
-      id: 'down', kind: 'oidc', name: 'Down', position: 0, secret: null, createdAt: 0, updatedAt: 0,
+      id: 'down',
+      kind: 'oidc',
+      name: 'Down',
+      position: 0,
+      secret: null,
+      createdAt: 0,
+      updatedAt: 0,
       settings: { issuer: `http://127.0.0.1:${port}`, clientId: 'tessera', scopes: ['openid'] },
     };
     const failure = await beginOidc({ ...world.deps, secrets: noSecrets }, provider, providerSettings(provider) as OidcSettings).then(
@@ -30,6 +43,9 @@ describe('an upstream OpenID provider that cannot be reached', () => {
     );
     assert.ok(failure instanceof UpstreamFailure, String(failure));
     assert.equal(failure.reason, 'unavailable');
-    assert.equal(failure.detail, `cannot reach http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused: nothing listens there (ECONNREFUSED)`);
+    assert.equal(
+      failure.detail,
+      `cannot reach http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused: nothing listens there (ECONNREFUSED)`,
+    );
   });
 });

@@ -57,7 +57,12 @@ export function upstreamFailure(error: unknown): UpstreamFailure {
   }
   for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
     const code = (cause as { code?: unknown }).code;
-    if (cause.name === 'TimeoutError' || cause.name === 'AbortError' || (typeof code === 'string' && /^(ECONN|ENOTFOUND|EAI_|ETIMEDOUT|EHOSTUNREACH|UND_ERR)/.test(code)) || cause.message === 'fetch failed') {
+    if (
+      cause.name === 'TimeoutError' ||
+      cause.name === 'AbortError' ||
+      (typeof code === 'string' && /^(ECONN|ENOTFOUND|EAI_|ETIMEDOUT|EHOSTUNREACH|UND_ERR)/.test(code)) ||
+      cause.message === 'fetch failed'
+    ) {
       return new UpstreamFailure('unavailable', cause.message, { cause: error });
     }
   }
@@ -72,7 +77,11 @@ const discovered = new Map<string, { readonly config: oidc.Configuration; readon
 const DISCOVERY_CACHE_MS = 5 * 60_000;
 const MAX_CACHED = 100;
 
-async function configurationFor(deps: Pick<FlowDeps, 'config' | 'clock'> & { readonly secrets: SecretBox }, provider: IdentityProviderRecord, settings: OidcSettings): Promise<oidc.Configuration> {
+async function configurationFor(
+  deps: Pick<FlowDeps, 'config' | 'clock'> & { readonly secrets: SecretBox },
+  provider: IdentityProviderRecord,
+  settings: OidcSettings,
+): Promise<oidc.Configuration> {
   const key = `${provider.id} ${provider.updatedAt} ${settings.issuer} ${settings.clientId}`;
   const now = deps.clock.now();
   const cached = discovered.get(key);

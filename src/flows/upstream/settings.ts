@@ -94,7 +94,14 @@ export function providerSettings(provider: IdentityProviderRecord): ProviderSett
   };
   switch (provider.kind) {
     case 'oidc':
-      return { ...common, kind: 'oidc', issuer: text(s['issuer']), clientId: text(s['clientId']), scopes: strings(s['scopes']), trustUpstreamMfa: s['trustUpstreamMfa'] === true };
+      return {
+        ...common,
+        kind: 'oidc',
+        issuer: text(s['issuer']),
+        clientId: text(s['clientId']),
+        scopes: strings(s['scopes']),
+        trustUpstreamMfa: s['trustUpstreamMfa'] === true,
+      };
     case 'github':
       return {
         ...common,

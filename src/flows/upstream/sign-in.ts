@@ -78,7 +78,13 @@ export async function onlyProvider(deps: Pick<FlowDeps, 'store'>): Promise<Ident
  * under way is stored by the hash of its state, which the browser keeps in a cookie, and the
  * browser is sent upstream; a directory asks for the password on its own form.
  */
-export async function startUpstream(deps: UpstreamDeps, browser: Browser, id: string, continuation: UpstreamContinuation, options: { readonly loginHint?: string | null } = {}): Promise<UpstreamStart> {
+export async function startUpstream(
+  deps: UpstreamDeps,
+  browser: Browser,
+  id: string,
+  continuation: UpstreamContinuation,
+  options: { readonly loginHint?: string | null } = {},
+): Promise<UpstreamStart> {
   const provider = await deps.store.identityProviders.get(id);
   if (!provider) return refuse(deps, browser, null, 'unknown_provider', { clientId: continuation.clientId });
   const settings = providerSettings(provider);
@@ -184,7 +190,14 @@ export async function signInWithDirectory(
   try {
     checked = await checkDirectoryPassword(
       { ...deps, events },
-      { username: attempt.username, password: attempt.password, ip: browser.ip, browser: attempt.browserToken, clientId: attempt.clientId, provider: provider.id },
+      {
+        username: attempt.username,
+        password: attempt.password,
+        ip: browser.ip,
+        browser: attempt.browserToken,
+        clientId: attempt.clientId,
+        provider: provider.id,
+      },
       (username, password) => checkLdapPassword(deps, provider, settings, username, password),
     );
   } catch (error) {

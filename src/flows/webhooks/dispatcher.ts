@@ -152,7 +152,8 @@ export class WebhookDispatcher {
     } else {
       try {
         const keys = [secrets.open(secretOwner(webhook.id), webhook.secret)];
-        if (webhook.previousSecret !== null && (webhook.previousSecretExpiresAt ?? 0) > now) keys.push(secrets.open(secretOwner(webhook.id), webhook.previousSecret));
+        if (webhook.previousSecret !== null && (webhook.previousSecretExpiresAt ?? 0) > now)
+          keys.push(secrets.open(secretOwner(webhook.id), webhook.previousSecret));
         const body = webhookBody(event);
         // A webhook the owner did not add reaches only what its rule allows, checked on the address connected to.
         const send = this.#send(webhookUrlRule({ allowPrivateNetworkUrls: this.#deps.allowPrivateNetworkUrls }, webhook.addedByOwner));
@@ -169,7 +170,8 @@ export class WebhookDispatcher {
         status = response.status;
         if (status >= 200 && status < 300) {
           const done = clock.now();
-          if ((await store.webhooks.settle(webhookId, eventId, attempts, { kind: 'delivered', status }, done)) === 'delivered') observer?.delivered((done - event.at) / 1000);
+          if ((await store.webhooks.settle(webhookId, eventId, attempts, { kind: 'delivered', status }, done)) === 'delivered')
+            observer?.delivered((done - event.at) / 1000);
           return;
         }
         error = `answered ${status}`;
@@ -183,14 +185,20 @@ export class WebhookDispatcher {
       }
     }
     const failedAt = clock.now();
-    const state = await store.webhooks.settle(webhookId, eventId, attempts, {
-      kind: 'failed',
-      status,
-      error,
-      nextAttemptAt: failedAt + retryDelay(attempts, settings.retryDelayMs),
-      // No event to send: nothing to wait for.
-      deadBefore: event === null ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
-    }, failedAt);
+    const state = await store.webhooks.settle(
+      webhookId,
+      eventId,
+      attempts,
+      {
+        kind: 'failed',
+        status,
+        error,
+        nextAttemptAt: failedAt + retryDelay(attempts, settings.retryDelayMs),
+        // No event to send: nothing to wait for.
+        deadBefore: event === null ? failedAt : failedAt - settings.retryWindowSeconds * 1000,
+      },
+      failedAt,
+    );
     if (state === 'pending') observer?.failed();
     if (state !== 'dead') return;
     observer?.dead();

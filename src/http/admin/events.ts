@@ -10,9 +10,13 @@ import { adminRouter } from './kit.ts';
 export const eventRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const route = adminRouter(app, deps);
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/events`, operationId: 'listEvents', area: 'events', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/events`,
+    operationId: 'listEvents',
+    area: 'events',
+    write: false,
     schema: {
-      summary: 'The audit trail, newest first, a page at a time (after: the previous page\'s next cursor)',
+      summary: "The audit trail, newest first, a page at a time (after: the previous page's next cursor)",
       querystring: query({
         user: { type: 'string', minLength: 1, maxLength: 256 },
         client: { type: 'string', minLength: 1, maxLength: 200 },

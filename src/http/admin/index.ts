@@ -41,7 +41,9 @@ export { MAX_PAGE } from './kit.ts';
 const viaAdminListener = new WeakSet<IncomingMessage>();
 
 /** The request handler of the admin listener: the app's routing, for requests marked as the admin listener's. */
-export function adminListenerHandler(routing: (request: IncomingMessage, response: ServerResponse) => void): (request: IncomingMessage, response: ServerResponse) => void {
+export function adminListenerHandler(
+  routing: (request: IncomingMessage, response: ServerResponse) => void,
+): (request: IncomingMessage, response: ServerResponse) => void {
   return (request, response) => {
     viaAdminListener.add(request);
     routing(request, response);
@@ -59,7 +61,8 @@ export function separateAdminListener(app: FastifyInstance): void {
     // absolute form `http://host/admin/v1/keys` reach the admin routes too.
     const adminPath = (request.routeOptions.url ?? '').startsWith(ADMIN_PREFIX);
     // Not the not-found handler: it would answer 405 for a path the other listener serves.
-    if (adminPath !== viaAdminListener.has(request.raw)) return sendProblem(reply, 404, 'Not Found', `no endpoint at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`);
+    if (adminPath !== viaAdminListener.has(request.raw))
+      return sendProblem(reply, 404, 'Not Found', `no endpoint at ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`);
   });
 }
 
@@ -89,7 +92,12 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     if (credential === null) {
       // §3.1: a request without a token gets the bare challenge.
       reply.header('WWW-Authenticate', bearerChallenge());
-      return sendProblem(reply, 401, 'Unauthorized', 'an access token is required: Authorization: Bearer <a client_credentials token for the resource <issuer>/admin>');
+      return sendProblem(
+        reply,
+        401,
+        'Unauthorized',
+        'an access token is required: Authorization: Bearer <a client_credentials token for the resource <issuer>/admin>',
+      );
     }
     const path = request.url.split('?')[0]!;
     const proof = credential.scheme === 'DPoP' ? await requestProof(deps, request, reply, path, credential.token) : null;
@@ -105,19 +113,24 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ManageError) return sendProblem(reply, MANAGE_STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
+    if (error instanceof ManageError)
+      return sendProblem(reply, MANAGE_STATUS[error.kind], error.kind.replace('_', ' '), error.message, error.field ? { field: error.field } : {});
     if (error.validation) {
       // Which input was refused: the unknown field, the missing one, or the one that is wrong.
       const [first] = error.validation;
       const params = (first?.params ?? {}) as Record<string, unknown>;
       const name = (params['additionalProperty'] ?? params['missingProperty'] ?? first?.instancePath.replace(/^\//, '').split('/')[0] ?? '') as string;
       const where = error.validationContext ?? 'body';
-      const detail = params['additionalProperty'] !== undefined ? `${where}: unknown field ${name}` : `${where}${name ? ` ${name}` : ''}: ${first?.message ?? 'invalid'}`;
+      const detail =
+        params['additionalProperty'] !== undefined ? `${where}: unknown field ${name}` : `${where}${name ? ` ${name}` : ''}: ${first?.message ?? 'invalid'}`;
       return sendProblem(reply, 400, 'Bad Request', detail, name ? { field: name } : {});
     }
     const oauth = toOAuthError(error);
     if (oauth.code === 'invalid_token' || oauth.code === 'insufficient_scope' || oauth.code === 'invalid_dpop_proof') {
-      reply.header('WWW-Authenticate', oauth.code === 'insufficient_scope' ? `${bearerChallenge(oauth)}, scope="${adminScopeOf(request)}"` : bearerChallenge(oauth));
+      reply.header(
+        'WWW-Authenticate',
+        oauth.code === 'insufficient_scope' ? `${bearerChallenge(oauth)}, scope="${adminScopeOf(request)}"` : bearerChallenge(oauth),
+      );
     }
     if (oauth.retryAfterSeconds !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(oauth.retryAfterSeconds))));
     if (oauth.status >= 500 && oauth.code !== 'temporarily_unavailable') request.log.error({ err: error }, 'admin request failed');
@@ -125,17 +138,35 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
   });
 
   // Each noun's routes, in a plugin of its own: the hooks and the error handler above are theirs too.
-  for (const noun of [clientRoutes, userRoutes, registrationTokenRoutes, deviceRoutes, lockoutRoutes, resourceRoutes, providerRoutes, eventRoutes, keyRoutes, webhookRoutes, trustedIssuerRoutes, scimTokenRoutes, samlServiceProviderRoutes]) {
+  for (const noun of [
+    clientRoutes,
+    userRoutes,
+    registrationTokenRoutes,
+    deviceRoutes,
+    lockoutRoutes,
+    resourceRoutes,
+    providerRoutes,
+    eventRoutes,
+    keyRoutes,
+    webhookRoutes,
+    trustedIssuerRoutes,
+    scimTokenRoutes,
+    samlServiceProviderRoutes,
+  ]) {
     await app.register(noun, { deps });
   }
 
   // On the public listener, the API's description is for its callers only, as the API is:
   // it maps every operation for whoever probes. On a listener of its own, on a
   // network the operator chose, it is served to all, as the API's own port is.
-  app.get(`${ADMIN_PREFIX}/openapi.json`, { config: deps.config.adminListen === null ? ({ admin: { area: 'any', write: false } } as never) : {} }, async (_request, reply) => {
-    document ??= openApiDocument(registered, deps.config.issuer, deps.config.adminListen !== null);
-    return reply.type('application/json; charset=utf-8').send(document);
-  });
+  app.get(
+    `${ADMIN_PREFIX}/openapi.json`,
+    { config: deps.config.adminListen === null ? ({ admin: { area: 'any', write: false } } as never) : {} },
+    async (_request, reply) => {
+      document ??= openApiDocument(registered, deps.config.issuer, deps.config.adminListen !== null);
+      return reply.type('application/json; charset=utf-8').send(document);
+    },
+  );
 };
 
 /** The scope a refused request needed, for the challenge's `scope` attribute (RFC 6750 §3). */
@@ -143,4 +174,3 @@ function adminScopeOf(request: FastifyRequest): string {
   const admin = request.routeOptions.config.admin;
   return admin ? adminScopesFor(admin.area, admin.write)[0]! : '';
 }
-

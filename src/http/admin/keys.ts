@@ -10,7 +10,11 @@ import { adminRouter } from './kit.ts';
 export const keyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { deps }) => {
   const route = adminRouter(app, deps);
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/keys`, operationId: 'listKeys', area: 'keys', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/keys`,
+    operationId: 'listKeys',
+    area: 'keys',
+    write: false,
     schema: { summary: 'The published signing keys and their state (public facts only), oldest first', response: ok(listOf('keys', KEY)) },
     handler: async (_request, _reply, d) => {
       const now = d.clock.now();
@@ -18,11 +22,14 @@ export const keyRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/keys/rotate`, operationId: 'rotateKeys', area: 'keys', write: true,
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/keys/rotate`,
+    operationId: 'rotateKeys',
+    area: 'keys',
+    write: true,
     schema: { summary: 'Publish new signing keys; they sign after the lead time', response: ok(listOf('keys', ROTATED_KEY)) },
     handler: async (_request, _reply, d) => ({
       keys: (await rotateKeys({ ...d, keys: deps.keys })).map((key) => ({ kid: key.kid, alg: key.alg, activates_at: new Date(key.activatesAt).toISOString() })),
     }),
   });
-
 };

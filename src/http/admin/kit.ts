@@ -26,7 +26,8 @@ export function ifMatch(request: FastifyRequest, reply: FastifyReply, noun: stri
     return null;
   }
   const tag = given.trim();
-  if (/^W\//.test(tag)) throw new ManageError('stale', [`If-Match ${tag.slice(0, 40)}: a weak entity tag never matches an If-Match (RFC 9110 §13.1.1); send the ETag as read`]);
+  if (/^W\//.test(tag))
+    throw new ManageError('stale', [`If-Match ${tag.slice(0, 40)}: a weak entity tag never matches an If-Match (RFC 9110 §13.1.1); send the ETag as read`]);
   if (!/^"\d{1,15}"$/.test(tag)) throw new ManageError('stale', [`If-Match ${tag.slice(0, 40)}: not an ETag of this ${noun}`]);
   return tag;
 }
@@ -77,7 +78,12 @@ export const PROBLEM = {
   properties: { type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' }, field: { type: 'string' } },
 } as const;
 
-export const body = (properties: Record<string, unknown>, required: readonly string[] = []) => ({ type: 'object', additionalProperties: false, properties, required });
+export const body = (properties: Record<string, unknown>, required: readonly string[] = []) => ({
+  type: 'object',
+  additionalProperties: false,
+  properties,
+  required,
+});
 export const query = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, properties });
 export const params = (properties: Record<string, unknown>) => ({ type: 'object', additionalProperties: false, properties, required: Object.keys(properties) });
 export const ok = (schema: unknown = OBJECT) => ({ 200: schema, default: PROBLEM });
@@ -86,7 +92,9 @@ export const noContent = { 204: { type: 'null', description: 'Done' }, default: 
 type Route = Omit<RouteOptions, 'handler'> & { handler: (request: FastifyRequest, reply: FastifyReply, deps: ManageDeps) => Promise<unknown> };
 /** Registers an admin route on `app`: its scope's area, whether it changes something, and what it must name the version of. */
 
-export type AdminRoute = (options: Route & { operationId: string; area: AdminArea; write: boolean; ifMatch?: 'client' | 'user'; etag?: true; location?: true }) => void;
+export type AdminRoute = (
+  options: Route & { operationId: string; area: AdminArea; write: boolean; ifMatch?: 'client' | 'user'; etag?: true; location?: true },
+) => void;
 
 /** The route registrar of a noun's plugin. */
 export function adminRouter(app: FastifyInstance, deps: AppDeps): AdminRoute {
@@ -94,7 +102,10 @@ export function adminRouter(app: FastifyInstance, deps: AppDeps): AdminRoute {
     const { operationId, area, write, ifMatch: versioned, etag, location, handler, ...rest } = options;
     app.route({
       ...rest,
-      config: { admin: { area, write, ...(versioned ? { ifMatch: versioned } : {}), ...(etag ? { etag } : {}), ...(location ? { location } : {}) }, operationId } as never,
+      config: {
+        admin: { area, write, ...(versioned ? { ifMatch: versioned } : {}), ...(etag ? { etag } : {}), ...(location ? { location } : {}) },
+        operationId,
+      } as never,
       handler: async (request, reply) => {
         const base = forRequest(deps, request);
         const manage: ManageDeps = {
@@ -108,7 +119,11 @@ export function adminRouter(app: FastifyInstance, deps: AppDeps): AdminRoute {
           // trusted: the caller holds an admin token.
           hashPassword: async (password) => {
             const hash = await deps.passwords.hash(password, deps.config.passwordHash, request.ip, { trusted: true });
-            if (hash === null) throw new OAuthError('temporarily_unavailable', 'the server is busy checking passwords; try again shortly', { status: 503, retryAfterSeconds: deps.passwords.retryAfterSeconds() });
+            if (hash === null)
+              throw new OAuthError('temporarily_unavailable', 'the server is busy checking passwords; try again shortly', {
+                status: 503,
+                retryAfterSeconds: deps.passwords.retryAfterSeconds(),
+              });
             return hash;
           },
         };

@@ -28,9 +28,29 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
     // Fastify's /clients/:client_id is OpenAPI's /clients/{client_id}.
     const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
     const parameters = [
-      ...Object.entries((schema['params']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({ name, in: 'path', required: true, schema: value })),
-      ...Object.entries((schema['querystring']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({ name, in: 'query', required: false, schema: value })),
-      ...(admin.ifMatch ? [{ name: 'If-Match', in: 'header', required: true, schema: { type: 'string' }, description: `The ETag the ${admin.ifMatch} was read with (strong; 428 without it, 412 when it changed since)` }] : []),
+      ...Object.entries((schema['params']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({
+        name,
+        in: 'path',
+        required: true,
+        schema: value,
+      })),
+      ...Object.entries((schema['querystring']?.['properties'] ?? {}) as Record<string, unknown>).map(([name, value]) => ({
+        name,
+        in: 'query',
+        required: false,
+        schema: value,
+      })),
+      ...(admin.ifMatch
+        ? [
+            {
+              name: 'If-Match',
+              in: 'header',
+              required: true,
+              schema: { type: 'string' },
+              description: `The ETag the ${admin.ifMatch} was read with (strong; 428 without it, 412 when it changed since)`,
+            },
+          ]
+        : []),
     ];
     const headers = (status: string) => ({
       ...(admin.etag && (status === '200' || status === '201') ? { ETag: { description: 'Its version, for If-Match', schema: { type: 'string' } } } : {}),
@@ -40,7 +60,12 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
       Object.entries((schema['response'] ?? {}) as Record<string, unknown>).map(([status, value]) => {
         if (status === 'default') return [status, { $ref: '#/components/responses/Problem' }];
         const described = Object.keys(headers(status)).length > 0 ? { headers: headers(status) } : {};
-        return [status, status === '204' ? { description: 'Done', ...described } : { description: status === '201' ? 'Created' : 'OK', ...described, content: { 'application/json': { schema: value } } }];
+        return [
+          status,
+          status === '204'
+            ? { description: 'Done', ...described }
+            : { description: status === '201' ? 'Created' : 'OK', ...described, content: { 'application/json': { schema: value } } },
+        ];
       }),
     );
     // HEAD is Fastify's own twin of each GET.
@@ -58,7 +83,11 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Tessera admin API', version: '1', description: 'Manage clients, users, APIs, grants, lockouts, events and signing keys. See docs/admin-api.md.' },
+    info: {
+      title: 'Tessera admin API',
+      version: '1',
+      description: 'Manage clients, users, APIs, grants, lockouts, events and signing keys. See docs/admin-api.md.',
+    },
     // On a listener of its own the API is not at the issuer: relative to where this document
     // was fetched from (OpenAPI 3.1 §4.8.5).
     servers: [{ url: ownListener ? ADMIN_PREFIX : `${issuer}${ADMIN_PREFIX}` }],
@@ -67,7 +96,8 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
       schemas: { Problem: PROBLEM_SCHEMA },
       responses: {
         Problem: {
-          description: 'A problem (RFC 9457): 400 a bad field (field names it), 401 no or a bad token, 403 a scope or authority lacking, 404, 409, 412 a stale If-Match, 422, 428 no If-Match, 429 or 503 with Retry-After',
+          description:
+            'A problem (RFC 9457): 400 a bad field (field names it), 401 no or a bad token, 403 a scope or authority lacking, 404, 409, 412 a stale If-Match, 422, 428 no If-Match, 429 or 503 with Retry-After',
           headers: { 'Retry-After': { description: 'With 429 and 503: seconds to wait before trying again', schema: { type: 'integer' } } },
           content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
         },
@@ -83,4 +113,3 @@ export function openApiDocument(routes: readonly RouteOptions[], issuer: string,
     paths: Object.fromEntries(Object.entries(paths).map(([path, operations]) => [path.slice(ADMIN_PREFIX.length) || '/', operations])),
   };
 }
-

@@ -16,12 +16,24 @@ export const providerRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
   const providerId = params({ id: { type: 'string', minLength: 1, maxLength: 40, pattern: '^[a-z0-9-]+$' } });
   const providerDeps = (d: ManageDeps) => ({ ...d, secrets: deps.secrets });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/providers`, operationId: 'listProviders', area: 'providers', write: false,
-    schema: { summary: 'The upstream identity providers, in the order of their sign-in buttons (never their secrets)', response: ok({ type: 'object', properties: { providers: { type: 'array', items: PROVIDER } }, required: ['providers'] }) },
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/providers`,
+    operationId: 'listProviders',
+    area: 'providers',
+    write: false,
+    schema: {
+      summary: 'The upstream identity providers, in the order of their sign-in buttons (never their secrets)',
+      response: ok({ type: 'object', properties: { providers: { type: 'array', items: PROVIDER } }, required: ['providers'] }),
+    },
     handler: async (_request, _reply, d) => ({ providers: (await listProviders(d)).map((provider) => providerJson(provider, d.config.issuer)) }),
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/providers`, operationId: 'createProvider', area: 'providers', write: true, location: true,
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/providers`,
+    operationId: 'createProvider',
+    area: 'providers',
+    write: true,
+    location: true,
     schema: {
       summary: 'Add an OpenID provider, GitHub or an LDAP directory to sign in through; the answer has the redirect URI to register upstream',
       body: requestSchema(PROVIDER_FIELDS, 'create'),
@@ -34,22 +46,39 @@ export const providerRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app,
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/providers/:id`, operationId: 'getProvider', area: 'providers', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/providers/:id`,
+    operationId: 'getProvider',
+    area: 'providers',
+    write: false,
     schema: { summary: "A provider's settings (never its secret)", params: providerId, response: ok(PROVIDER) },
     handler: async (request, _reply, d) => providerJson(await getProvider(d, (request.params as { id: string }).id), d.config.issuer),
   });
   route({
-    method: 'PATCH', url: `${ADMIN_PREFIX}/providers/:id`, operationId: 'updateProvider', area: 'providers', write: true,
-    schema: { summary: 'Change a provider: the fields given, the rest as they are; a secret given replaces the stored one', params: providerId, body: requestSchema(PROVIDER_FIELDS, 'update'), response: ok(PROVIDER) },
-    handler: async (request, _reply, d) => providerJson(await updateProvider(providerDeps(d), (request.params as { id: string }).id, request.body as ProviderInput), d.config.issuer),
+    method: 'PATCH',
+    url: `${ADMIN_PREFIX}/providers/:id`,
+    operationId: 'updateProvider',
+    area: 'providers',
+    write: true,
+    schema: {
+      summary: 'Change a provider: the fields given, the rest as they are; a secret given replaces the stored one',
+      params: providerId,
+      body: requestSchema(PROVIDER_FIELDS, 'update'),
+      response: ok(PROVIDER),
+    },
+    handler: async (request, _reply, d) =>
+      providerJson(await updateProvider(providerDeps(d), (request.params as { id: string }).id, request.body as ProviderInput), d.config.issuer),
   });
   route({
-    method: 'DELETE', url: `${ADMIN_PREFIX}/providers/:id`, operationId: 'removeProvider', area: 'providers', write: true,
+    method: 'DELETE',
+    url: `${ADMIN_PREFIX}/providers/:id`,
+    operationId: 'removeProvider',
+    area: 'providers',
+    write: true,
     schema: { summary: 'Remove a provider: nobody signs in through it any more; the users it created stay', params: providerId, response: noContent },
     handler: async (request, reply, d) => {
       await removeProvider(providerDeps(d), (request.params as { id: string }).id);
       return reply.status(204).send();
     },
   });
-
 };

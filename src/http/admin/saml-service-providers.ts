@@ -22,15 +22,27 @@ export const samlServiceProviderRoutes: FastifyPluginAsync<{ deps: AppDeps }> = 
   const base = `${ADMIN_PREFIX}/saml/service-providers`;
 
   route({
-    method: 'GET', url: base, operationId: 'listSamlServiceProviders', area: 'saml', write: false,
+    method: 'GET',
+    url: base,
+    operationId: 'listSamlServiceProviders',
+    area: 'saml',
+    write: false,
     schema: { summary: 'The SAML service providers', response: ok(listOf('service_providers', SP)) },
     handler: async (_request, _reply, d) => ({ service_providers: (await listSamlSps(d)).map(samlSpJson) }),
   });
   route({
-    method: 'POST', url: base, operationId: 'createSamlServiceProvider', area: 'saml', write: true, location: true,
+    method: 'POST',
+    url: base,
+    operationId: 'createSamlServiceProvider',
+    area: 'saml',
+    write: true,
+    location: true,
     schema: {
       summary: 'Register a SAML service provider: its entity ID and AssertionConsumerService URLs, or its metadata',
-      body: { ...requestSchema(SAML_SP_FIELDS, 'create'), examples: [{ entity_id: 'https://wiki.example/saml', acs_urls: ['https://wiki.example/saml/acs'], attributes: { mail: 'email' } }] },
+      body: {
+        ...requestSchema(SAML_SP_FIELDS, 'create'),
+        examples: [{ entity_id: 'https://wiki.example/saml', acs_urls: ['https://wiki.example/saml/acs'], attributes: { mail: 'email' } }],
+      },
       response: { 201: SP, default: PROBLEM },
     },
     handler: async (request, reply, d) => {
@@ -40,17 +52,34 @@ export const samlServiceProviderRoutes: FastifyPluginAsync<{ deps: AppDeps }> = 
     },
   });
   route({
-    method: 'GET', url: `${base}/:id`, operationId: 'getSamlServiceProvider', area: 'saml', write: false,
+    method: 'GET',
+    url: `${base}/:id`,
+    operationId: 'getSamlServiceProvider',
+    area: 'saml',
+    write: false,
     schema: { summary: 'A SAML service provider, by its id or its entity ID', params: id, response: ok(SP) },
     handler: async (request, _reply, d) => samlSpJson(await getSamlSp(d, idOf(request))),
   });
   route({
-    method: 'PATCH', url: `${base}/:id`, operationId: 'updateSamlServiceProvider', area: 'saml', write: true,
-    schema: { summary: 'Change a SAML service provider: the fields given, the rest as they are (never its entity ID)', params: id, body: requestSchema(SAML_SP_FIELDS, 'update'), response: ok(SP) },
+    method: 'PATCH',
+    url: `${base}/:id`,
+    operationId: 'updateSamlServiceProvider',
+    area: 'saml',
+    write: true,
+    schema: {
+      summary: 'Change a SAML service provider: the fields given, the rest as they are (never its entity ID)',
+      params: id,
+      body: requestSchema(SAML_SP_FIELDS, 'update'),
+      response: ok(SP),
+    },
     handler: async (request, _reply, d) => samlSpJson(await updateSamlSp(d, idOf(request), request.body as SamlSpInput)),
   });
   route({
-    method: 'DELETE', url: `${base}/:id`, operationId: 'removeSamlServiceProvider', area: 'saml', write: true,
+    method: 'DELETE',
+    url: `${base}/:id`,
+    operationId: 'removeSamlServiceProvider',
+    area: 'saml',
+    write: true,
     schema: { summary: 'Remove a SAML service provider: it is sent no more assertions', params: id, response: noContent },
     handler: async (request, reply, d) => {
       await removeSamlSp(d, idOf(request));

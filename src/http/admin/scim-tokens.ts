@@ -23,12 +23,21 @@ export const scimTokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
   const idOf = (request: { params: unknown }) => (request.params as { id: string }).id;
 
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/scim-tokens`, operationId: 'listScimTokens', area: 'users', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/scim-tokens`,
+    operationId: 'listScimTokens',
+    area: 'users',
+    write: false,
     schema: { summary: 'The SCIM tokens (never the tokens themselves)', response: ok(listOf('scim_tokens', SCIM_TOKEN)) },
     handler: async (_request, _reply, d) => ({ scim_tokens: (await listScimTokens(d)).map(scimTokenJson) }),
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/scim-tokens`, operationId: 'createScimToken', area: 'users', write: true, location: true,
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/scim-tokens`,
+    operationId: 'createScimToken',
+    area: 'users',
+    write: true,
+    location: true,
     schema: {
       summary: 'Make a SCIM token for a provisioning system; the token is in this answer only',
       body: { ...requestSchema(SCIM_TOKEN_FIELDS, 'create'), examples: [{ name: 'Entra ID' }] },
@@ -41,12 +50,20 @@ export const scimTokenRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/scim-tokens/:id`, operationId: 'getScimToken', area: 'users', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/scim-tokens/:id`,
+    operationId: 'getScimToken',
+    area: 'users',
+    write: false,
     schema: { summary: 'A SCIM token (never the token itself)', params: id, response: ok(SCIM_TOKEN) },
     handler: async (request, _reply, d) => scimTokenJson(await getScimToken(d, idOf(request))),
   });
   route({
-    method: 'DELETE', url: `${ADMIN_PREFIX}/scim-tokens/:id`, operationId: 'removeScimToken', area: 'users', write: true,
+    method: 'DELETE',
+    url: `${ADMIN_PREFIX}/scim-tokens/:id`,
+    operationId: 'removeScimToken',
+    area: 'users',
+    write: true,
     schema: { summary: 'Withdraw a SCIM token: the next request made with it is refused', params: id, response: noContent },
     handler: async (request, reply, d) => {
       await removeScimToken(d, idOf(request));

@@ -52,8 +52,20 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
   const username = params({ username: USERNAME });
   const named = (request: FastifyRequest) => (request.params as { username: string }).username;
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/users`, operationId: 'listUsers', area: 'users', write: false,
-    schema: { summary: 'List or search users (q: in the username, name or e-mail address)', querystring: query({ ...PAGE, q: { type: 'string', minLength: 1, maxLength: 200 } }), response: ok({ type: 'object', properties: { users: { type: 'array', items: USER }, next_offset: { type: ['integer', 'null'] } }, required: ['users', 'next_offset'] }) },
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/users`,
+    operationId: 'listUsers',
+    area: 'users',
+    write: false,
+    schema: {
+      summary: 'List or search users (q: in the username, name or e-mail address)',
+      querystring: query({ ...PAGE, q: { type: 'string', minLength: 1, maxLength: 200 } }),
+      response: ok({
+        type: 'object',
+        properties: { users: { type: 'array', items: USER }, next_offset: { type: ['integer', 'null'] } },
+        required: ['users', 'next_offset'],
+      }),
+    },
     handler: async (request, _reply, d) => {
       const q = request.query as { offset: number; limit: number; q?: string };
       const page = await listUsers(d, { offset: q.offset, limit: q.limit + 1, ...(q.q === undefined ? {} : { q: q.q }) });
@@ -61,7 +73,12 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/users`, operationId: 'createUser', area: 'users', write: true, location: true,
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/users`,
+    operationId: 'createUser',
+    area: 'users',
+    write: true,
+    location: true,
     schema: {
       summary: 'Create a user',
       body: USER_CREATE,
@@ -74,8 +91,17 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'getUser', area: 'users', write: false, etag: true,
-    schema: { summary: "A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag", params: username, response: ok(USER_DETAILS) },
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/users/:username`,
+    operationId: 'getUser',
+    area: 'users',
+    write: false,
+    etag: true,
+    schema: {
+      summary: 'A user, their approvals, last sign-in, passkeys and one-time codes, with their version as ETag',
+      params: username,
+      response: ok(USER_DETAILS),
+    },
     handler: async (request, reply, d) => {
       const details = await userDetails(d, named(request));
       reply.header('ETag', userEtag(details.user));
@@ -83,9 +109,16 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'PATCH', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'updateUser', area: 'users', write: true, ifMatch: 'user', etag: true,
+    method: 'PATCH',
+    url: `${ADMIN_PREFIX}/users/:username`,
+    operationId: 'updateUser',
+    area: 'users',
+    write: true,
+    ifMatch: 'user',
+    etag: true,
     schema: {
-      summary: "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows); If-Match is required",
+      summary:
+        "Change a user's standard claims (null clears one) or operator console role (a role needs a token holding every scope it allows); If-Match is required",
       params: username,
       body: USER_UPDATE,
       response: ok(USER),
@@ -98,10 +131,28 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       return userJson(user);
     },
   });
-  for (const [action, disabled] of [['disable', true], ['enable', false]] as const) {
+  for (const [action, disabled] of [
+    ['disable', true],
+    ['enable', false],
+  ] as const) {
     route({
-      method: 'POST', url: `${ADMIN_PREFIX}/users/:username/${action}`, operationId: `${action}User`, area: 'users', write: true,
-      schema: { summary: disabled ? 'Disable a user: sessions end and tokens stop working at once' : 'Enable a disabled user', params: username, response: ok(object({ username: S, disabled: B, changed: { type: 'boolean', description: 'False when they already were' }, apps_told: { type: 'integer', description: 'Apps sent a logout token for the sessions that ended' } })) },
+      method: 'POST',
+      url: `${ADMIN_PREFIX}/users/:username/${action}`,
+      operationId: `${action}User`,
+      area: 'users',
+      write: true,
+      schema: {
+        summary: disabled ? 'Disable a user: sessions end and tokens stop working at once' : 'Enable a disabled user',
+        params: username,
+        response: ok(
+          object({
+            username: S,
+            disabled: B,
+            changed: { type: 'boolean', description: 'False when they already were' },
+            apps_told: { type: 'integer', description: 'Apps sent a logout token for the sessions that ended' },
+          }),
+        ),
+      },
       handler: async (request, _reply, d) => {
         const told = await setDisabled(d, named(request), disabled);
         return { username: named(request), disabled, changed: told !== null, apps_told: told ?? 0 };
@@ -109,49 +160,91 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     });
   }
   route({
-    method: 'PUT', url: `${ADMIN_PREFIX}/users/:username/password`, operationId: 'setUserPassword', area: 'users', write: true,
-    schema: { summary: "Set a user's password; their sessions end", params: username, body: body({ password: { type: 'string', minLength: 1, maxLength: 1024 } }, ['password']), response: noContent },
+    method: 'PUT',
+    url: `${ADMIN_PREFIX}/users/:username/password`,
+    operationId: 'setUserPassword',
+    area: 'users',
+    write: true,
+    schema: {
+      summary: "Set a user's password; their sessions end",
+      params: username,
+      body: body({ password: { type: 'string', minLength: 1, maxLength: 1024 } }, ['password']),
+      response: noContent,
+    },
     handler: async (request, reply, d) => {
       await setPassword(d, named(request), (request.body as { password: string }).password);
       return reply.status(204).send();
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/users/:username/reset-link`, operationId: 'createResetLink', area: 'users', write: true,
-    schema: { summary: 'A single-use link where the user sets a new password', params: username, body: body({ ttl_seconds: { type: 'integer', minimum: 60, maximum: 30 * 86400 } }), response: ok(object({ url: { type: 'string', description: 'The link: in this answer only' }, expires_at: T })) },
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/users/:username/reset-link`,
+    operationId: 'createResetLink',
+    area: 'users',
+    write: true,
+    schema: {
+      summary: 'A single-use link where the user sets a new password',
+      params: username,
+      body: body({ ttl_seconds: { type: 'integer', minimum: 60, maximum: 30 * 86400 } }),
+      response: ok(object({ url: { type: 'string', description: 'The link: in this answer only' }, expires_at: T })),
+    },
     handler: async (request, _reply, d) => {
       const link = await resetLink(d, named(request), (request.body as { ttl_seconds?: number } | undefined)?.ttl_seconds);
       return { url: link.url, expires_at: new Date(link.expiresAt).toISOString() };
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/invitations`, operationId: 'inviteUser', area: 'users', write: true,
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/invitations`,
+    operationId: 'inviteUser',
+    area: 'users',
+    write: true,
     schema: {
       summary: 'Invite someone by e-mail: a single-use link where they make an account with that address (mailed when a mail server is set)',
-      body: body({
-        email: { type: 'string', maxLength: 320 },
-        role: { type: 'string', enum: ['admin', 'support', 'viewer', 'none'] },
-        client_id: { type: 'string', maxLength: 256, description: 'The app that invites them: they land there once their account is made' },
-        ttl_seconds: { type: 'integer', minimum: INVITATION_TTL_RANGE.min, maximum: INVITATION_TTL_RANGE.max },
-      }, ['email']),
+      body: body(
+        {
+          email: { type: 'string', maxLength: 320 },
+          role: { type: 'string', enum: ['admin', 'support', 'viewer', 'none'] },
+          client_id: { type: 'string', maxLength: 256, description: 'The app that invites them: they land there once their account is made' },
+          ttl_seconds: { type: 'integer', minimum: INVITATION_TTL_RANGE.min, maximum: INVITATION_TTL_RANGE.max },
+        },
+        ['email'],
+      ),
       response: ok(object({ url: { type: 'string', description: 'The link: in this answer only' }, email: { type: 'string' }, expires_at: T, mailed: B })),
     },
     handler: async (request, _reply, d) => {
       const given = request.body as { email: string; role?: string; client_id?: string; ttl_seconds?: number };
-      const invitation = await inviteUser(d, { email: given.email, role: given.role ?? null, clientId: given.client_id ?? null, ...(given.ttl_seconds === undefined ? {} : { ttlSeconds: given.ttl_seconds }) });
+      const invitation = await inviteUser(d, {
+        email: given.email,
+        role: given.role ?? null,
+        clientId: given.client_id ?? null,
+        ...(given.ttl_seconds === undefined ? {} : { ttlSeconds: given.ttl_seconds }),
+      });
       return { url: invitation.url, email: invitation.email, expires_at: new Date(invitation.expiresAt).toISOString(), mailed: invitation.mailed };
     },
   });
   route({
-    method: 'POST', url: `${ADMIN_PREFIX}/users/:username/reset-second-factor`, operationId: 'resetSecondFactor', area: 'users', write: true,
-    schema: { summary: "Remove a user's passkeys, one-time codes and recovery codes", params: username, response: ok(object({ passkeys_removed: { type: 'integer' }, totp_removed: B })) },
+    method: 'POST',
+    url: `${ADMIN_PREFIX}/users/:username/reset-second-factor`,
+    operationId: 'resetSecondFactor',
+    area: 'users',
+    write: true,
+    schema: {
+      summary: "Remove a user's passkeys, one-time codes and recovery codes",
+      params: username,
+      response: ok(object({ passkeys_removed: { type: 'integer' }, totp_removed: B })),
+    },
     handler: async (request, _reply, d) => {
       const reset = await resetUserSecondFactor(d, named(request));
       return { passkeys_removed: reset.passkeys, totp_removed: reset.totp };
     },
   });
   route({
-    method: 'DELETE', url: `${ADMIN_PREFIX}/users/:username`, operationId: 'removeUser', area: 'users', write: true,
+    method: 'DELETE',
+    url: `${ADMIN_PREFIX}/users/:username`,
+    operationId: 'removeUser',
+    area: 'users',
+    write: true,
     schema: { summary: 'Remove a user and everything issued to them', params: username, response: noContent },
     handler: async (request, reply, d) => {
       await removeUser(d, named(request));
@@ -159,7 +252,11 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/users/:username/sessions`, operationId: 'listUserSessions', area: 'users', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/users/:username/sessions`,
+    operationId: 'listUserSessions',
+    area: 'users',
+    write: false,
     schema: { summary: "A user's live browser sessions", params: username, response: ok(listOf('sessions', SESSION)) },
     handler: async (request, _reply, d) => ({
       sessions: (await listUserSessions(d, named(request))).map((session) => ({
@@ -172,15 +269,27 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     }),
   });
   route({
-    method: 'DELETE', url: `${ADMIN_PREFIX}/users/:username/sessions`, operationId: 'endUserSessions', area: 'users', write: true,
-    schema: { summary: 'Sign a user out everywhere', params: username, response: ok(object({ sessions_ended: { type: 'integer' }, apps_told: { type: 'integer' } })) },
+    method: 'DELETE',
+    url: `${ADMIN_PREFIX}/users/:username/sessions`,
+    operationId: 'endUserSessions',
+    area: 'users',
+    write: true,
+    schema: {
+      summary: 'Sign a user out everywhere',
+      params: username,
+      response: ok(object({ sessions_ended: { type: 'integer' }, apps_told: { type: 'integer' } })),
+    },
     handler: async (request, _reply, d) => {
       const ended = await endUserSessions(d, named(request));
       return { sessions_ended: ended.sessions, apps_told: ended.told };
     },
   });
   route({
-    method: 'GET', url: `${ADMIN_PREFIX}/users/:username/grants`, operationId: 'listUserGrants', area: 'users', write: false,
+    method: 'GET',
+    url: `${ADMIN_PREFIX}/users/:username/grants`,
+    operationId: 'listUserGrants',
+    area: 'users',
+    write: false,
     schema: { summary: 'What a user approved and has not revoked', params: username, response: ok(listOf('grants', GRANT)) },
     handler: async (request, _reply, d) => {
       const now = d.clock.now();
@@ -188,9 +297,16 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     },
   });
   route({
-    method: 'DELETE', url: `${ADMIN_PREFIX}/grants/:grant_id`, operationId: 'revokeGrant', area: 'users', write: true,
-    schema: { summary: 'Revoke a grant: its access and refresh tokens stop working', params: params({ grant_id: ID }), response: ok(object({ revoked: { type: 'boolean', description: 'False when it was revoked already' } })) },
+    method: 'DELETE',
+    url: `${ADMIN_PREFIX}/grants/:grant_id`,
+    operationId: 'revokeGrant',
+    area: 'users',
+    write: true,
+    schema: {
+      summary: 'Revoke a grant: its access and refresh tokens stop working',
+      params: params({ grant_id: ID }),
+      response: ok(object({ revoked: { type: 'boolean', description: 'False when it was revoked already' } })),
+    },
     handler: async (request, _reply, d) => ({ revoked: await revokeGrant(d, (request.params as { grant_id: string }).grant_id) }),
   });
-
 };

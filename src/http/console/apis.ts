@@ -6,7 +6,16 @@ import { SCOPE_DESCRIPTIONS } from '../../core/scopes.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
 import { formValues, inputOf, postedValues, sameValue } from '../../flows/manage/fields/field.ts';
 import { RESOURCE_FIELDS } from '../../flows/manage/fields/resources.ts';
-import { addResource, getResource, listResources, removeResource, resourceJson, updateResource, type ResourceInput, type ResourceUpdate } from '../../flows/manage/resources.ts';
+import {
+  addResource,
+  getResource,
+  listResources,
+  removeResource,
+  resourceJson,
+  updateResource,
+  type ResourceInput,
+  type ResourceUpdate,
+} from '../../flows/manage/resources.ts';
 import type { ResourceRecord, ResourceScope } from '../../store/types.ts';
 import { apiFormPage, apisPage, confirmPage, shownOncePage, type ApiFormValues } from '../../ui/console.ts';
 import { html, type SafeHtml } from '../../ui/html.ts';
@@ -53,36 +62,54 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     const writable = may(request, 'resources', true);
     const f = frame(request, reply, 'apis');
     const done = API_NOTICES[single(request.query as RawParams, 'done', 20)];
-    return pages.send(reply, 200, apisPage(f, {
-      apis: resources.map((resource) => ({
-        name: resource.name, identifier: resource.identifier, tokenTtl: resource.accessTokenTtl, signingAlg: resource.signingAlg, scopes: resource.scopes,
-        editHref: writable ? apiPath(resource.identifier) : null,
-      })),
-      openid: Object.entries(SCOPE_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
-      registerHref: writable ? `${CONSOLE_PATHS.apis}/new` : null,
-      notice: done === undefined ? undefined : f.ui.t.text(done),
-    }));
+    return pages.send(
+      reply,
+      200,
+      apisPage(f, {
+        apis: resources.map((resource) => ({
+          name: resource.name,
+          identifier: resource.identifier,
+          tokenTtl: resource.accessTokenTtl,
+          signingAlg: resource.signingAlg,
+          scopes: resource.scopes,
+          editHref: writable ? apiPath(resource.identifier) : null,
+        })),
+        openid: Object.entries(SCOPE_DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+        registerHref: writable ? `${CONSOLE_PATHS.apis}/new` : null,
+        notice: done === undefined ? undefined : f.ui.t.text(done),
+      }),
+    );
   });
 
   const API_NOTICES: Readonly<Record<string, MessageKey>> = { added: 'console.apis.added', saved: 'console.apis.saved', removed: 'console.apis.removed' };
   const identifierOf = (request: FastifyRequest) => (request.params as { identifier: string }).identifier;
 
-  const apiForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: ApiFormValues, edit: ResourceRecord | null, extra: { error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {}) => {
+  const apiForm = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    values: ApiFormValues,
+    edit: ResourceRecord | null,
+    extra: { error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {},
+  ) => {
     const f = frame(request, reply, 'apis');
     const { t } = f.ui;
-    return pages.send(reply, status, apiFormPage(f, {
-      title: edit === null ? t.text('console.api.new') : t.text('console.api.edit', { name: edit.name }),
-      action: edit === null ? CONSOLE_PATHS.apis : apiPath(edit.identifier),
-      submit: t.text(edit === null ? 'console.api.create' : 'console.app.save'),
-      values,
-      edit: edit === null ? null : { original: encodeApi(apiFormOf(edit)), identifier: edit.identifier },
-      cancel: CONSOLE_PATHS.apis,
-      ...extra,
-    }));
+    return pages.send(
+      reply,
+      status,
+      apiFormPage(f, {
+        title: edit === null ? t.text('console.api.new') : t.text('console.api.edit', { name: edit.name }),
+        action: edit === null ? CONSOLE_PATHS.apis : apiPath(edit.identifier),
+        submit: t.text(edit === null ? 'console.api.create' : 'console.app.save'),
+        values,
+        edit: edit === null ? null : { original: encodeApi(apiFormOf(edit)), identifier: edit.identifier },
+        cancel: CONSOLE_PATHS.apis,
+        ...extra,
+      }),
+    );
   };
 
-  app.get(`${CONSOLE_PATHS.apis}/new`, confirm('resources'), async (request, reply) =>
-    apiForm(request, reply, 200, NEW_API, null));
+  app.get(`${CONSOLE_PATHS.apis}/new`, confirm('resources'), async (request, reply) => apiForm(request, reply, 200, NEW_API, null));
 
   app.post(CONSOLE_PATHS.apis, change('resources'), async (request, reply) => {
     const values = postedApi(rawForm(request));
@@ -98,12 +125,19 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     if (added.introspectionSecret === null) return reply.redirect(`${CONSOLE_PATHS.apis}?done=added`, 303);
     const f = frame(request, reply, 'apis');
     const { t } = f.ui;
-    return pages.send(reply, 201, shownOncePage(f, {
-      title: t.text('console.api.added', { name: added.resource.name }),
-      lines: [{ label: t.text('console.apis.identifier'), value: added.resource.identifier }, { label: t.text('console.api.introspectionSecret'), value: added.introspectionSecret }],
-      text: t.text('console.api.secretOnce'),
-      back: CONSOLE_PATHS.apis,
-    }));
+    return pages.send(
+      reply,
+      201,
+      shownOncePage(f, {
+        title: t.text('console.api.added', { name: added.resource.name }),
+        lines: [
+          { label: t.text('console.apis.identifier'), value: added.resource.identifier },
+          { label: t.text('console.api.introspectionSecret'), value: added.introspectionSecret },
+        ],
+        text: t.text('console.api.secretOnce'),
+        back: CONSOLE_PATHS.apis,
+      }),
+    );
   });
 
   app.get(`${CONSOLE_PATHS.apis}/:identifier`, confirm('resources'), async (request, reply) => {
@@ -118,11 +152,20 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     const original = decodeApi(single(form, 'original', 64 * 1024)) ?? now;
     const posted = postedApi(form);
     // A form posted without the menu: the algorithm as it was.
-    const values: ApiFormValues = { ...posted, identifier: current.identifier, introspection_secret: false, signing_alg: posted['signing_alg'] || original['signing_alg'] || '' };
+    const values: ApiFormValues = {
+      ...posted,
+      identifier: current.identifier,
+      introspection_secret: false,
+      signing_alg: posted['signing_alg'] || original['signing_alg'] || '',
+    };
     // APIs carry no version: the values the form was opened with stand for it. Someone else's
     // change meanwhile refuses the edit with their change shown (as an app's stale edit is).
     const ui = frame(request, reply, 'apis').ui;
-    const otherChange = UPDATE_KEYS.filter((key) => !sameValue(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
+    const otherChange = UPDATE_KEYS.filter((key) => !sameValue(now[key], original[key])).map((key) => ({
+      field: key,
+      before: shown(ui, original[key] ?? ''),
+      after: shown(ui, now[key] ?? ''),
+    }));
     const changed = UPDATE_KEYS.filter((key) => !sameValue(values[key], original[key]));
     if (otherChange.length > 0) {
       const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as ApiFormValues;
@@ -144,12 +187,22 @@ export const apiPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     const { t } = f.ui;
     const path = apiPath(resource.identifier);
     const title = t.text('console.apis.remove', { name: resource.name });
-    return pages.send(reply, 200, confirmPage(f, title, t.text('console.api.remove.confirm', { name: resource.name, identifier: resource.identifier }), `${path}/remove`, CONSOLE_PATHS.apis, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        title,
+        t.text('console.api.remove.confirm', { name: resource.name, identifier: resource.identifier }),
+        `${path}/remove`,
+        CONSOLE_PATHS.apis,
+        html`<input type="hidden" name="return_to" value="${path}/remove">`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.apis}/:identifier/remove`, change('resources'), async (request, reply) => {
     await removeResource(manage(request), identifierOf(request));
     return reply.redirect(`${CONSOLE_PATHS.apis}?done=removed`, 303);
   });
-
 };

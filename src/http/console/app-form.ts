@@ -14,7 +14,12 @@ import type { AppFormValues } from '../../ui/console.ts';
 export const formOf = (client: ClientRecord): AppFormValues => formValues(CLIENT_FIELDS, clientJson(client, client.createdAt));
 
 /** What a new registration's form starts with: `tessera client add`'s defaults. */
-export const NEW_APP: AppFormValues = formValues(CLIENT_FIELDS, { token_endpoint_auth_method: 'client_secret_basic', scope: 'openid profile email', grant_types: ['authorization_code'], pkce: 'required' });
+export const NEW_APP: AppFormValues = formValues(CLIENT_FIELDS, {
+  token_endpoint_auth_method: 'client_secret_basic',
+  scope: 'openid profile email',
+  grant_types: ['authorization_code'],
+  pkce: 'required',
+});
 
 /** The form as posted. */
 export const postedForm = (form: RawParams): AppFormValues => postedValues(CLIENT_FIELDS, form);

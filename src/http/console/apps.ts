@@ -2,10 +2,30 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { CONSOLE_PATHS } from '../../core/endpoints.ts';
 import type { RawParams } from '../../core/protocol.ts';
-import { clientJson, createClient, DEFAULT_GRACE_SECONDS, getClient, listClients, removeClient, rotateClientSecret, updateClient } from '../../flows/manage/clients.ts';
+import {
+  clientJson,
+  createClient,
+  DEFAULT_GRACE_SECONDS,
+  getClient,
+  listClients,
+  removeClient,
+  rotateClientSecret,
+  updateClient,
+} from '../../flows/manage/clients.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
 import type { ClientRecord } from '../../store/types.ts';
-import { appOrigin, appFormPage, appPage, appsPage, confirmPage, fieldLabel, linkButton, shownOncePage, type AppFormValues, type ConsoleFrame } from '../../ui/console.ts';
+import {
+  appOrigin,
+  appFormPage,
+  appPage,
+  appsPage,
+  confirmPage,
+  fieldLabel,
+  linkButton,
+  shownOncePage,
+  type AppFormValues,
+  type ConsoleFrame,
+} from '../../ui/console.ts';
 import { html, type SafeHtml } from '../../ui/html.ts';
 import type { MessageKey } from '../../ui/i18n.ts';
 import type { Ui } from '../../ui/pages.ts';
@@ -30,18 +50,33 @@ export const appPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
   app.get(CONSOLE_PATHS.apps, page('clients'), async (request, reply) => {
     const f = frame(request, reply, 'apps');
     const clients = await listClients(deps);
-    return pages.send(reply, 200, appsPage(f, {
-      apps: clients.map((client) => ({ name: client.name, clientId: client.id, publicClient: client.authMethod === 'none', grants: client.grantTypes.map(grantName), href: appPath(client.id), unverified: client.registeredBy !== undefined && client.verified !== true })),
-      registerHref: may(request, 'clients', true) ? `${CONSOLE_PATHS.apps}/new` : null,
-      trustHref: TRUST_PATH,
-      notice: single(request.query as RawParams, 'done', 20) === 'removed' ? f.ui.t.text('console.apps.removed') : undefined,
-    }));
+    return pages.send(
+      reply,
+      200,
+      appsPage(f, {
+        apps: clients.map((client) => ({
+          name: client.name,
+          clientId: client.id,
+          publicClient: client.authMethod === 'none',
+          grants: client.grantTypes.map(grantName),
+          href: appPath(client.id),
+          unverified: client.registeredBy !== undefined && client.verified !== true,
+        })),
+        registerHref: may(request, 'clients', true) ? `${CONSOLE_PATHS.apps}/new` : null,
+        trustHref: TRUST_PATH,
+        notice: single(request.query as RawParams, 'done', 20) === 'removed' ? f.ui.t.text('console.apps.removed') : undefined,
+      }),
+    );
   });
 
   const newAppForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: AppFormValues, error?: SafeHtml) => {
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
-    return pages.send(reply, status, appFormPage(f, { title: t.text('console.app.new'), action: CONSOLE_PATHS.apps, submit: t.text('console.app.create'), values, edit: null, error }));
+    return pages.send(
+      reply,
+      status,
+      appFormPage(f, { title: t.text('console.app.new'), action: CONSOLE_PATHS.apps, submit: t.text('console.app.create'), values, edit: null, error }),
+    );
   };
 
   app.get(`${CONSOLE_PATHS.apps}/new`, confirm('clients'), async (request, reply) => newAppForm(request, reply, 200, NEW_APP));
@@ -60,12 +95,19 @@ export const appPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
     const { client, secret } = created;
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
-    return pages.send(reply, 201, shownOncePage(f, {
-      title: t.text('console.app.created', { name: client.name }),
-      lines: [{ label: t.text('console.app.clientId'), value: client.id }, ...(secret === null ? [] : [{ label: t.text('console.app.secret'), value: secret }])],
-      text: secret === null ? t.text('console.app.noSecret') : t.text('console.app.secretOnce'),
-      back: appPath(client.id),
-    }));
+    return pages.send(
+      reply,
+      201,
+      shownOncePage(f, {
+        title: t.text('console.app.created', { name: client.name }),
+        lines: [
+          { label: t.text('console.app.clientId'), value: client.id },
+          ...(secret === null ? [] : [{ label: t.text('console.app.secret'), value: secret }]),
+        ],
+        text: secret === null ? t.text('console.app.noSecret') : t.text('console.app.secretOnce'),
+        back: appPath(client.id),
+      }),
+    );
   });
 
   const id = (request: FastifyRequest) => (request.params as { client_id: string }).client_id;
@@ -83,21 +125,36 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
 
   /** How a self-registered app came, with Verify for an operator who may change apps. */
   const originOf = (request: FastifyRequest, f: ConsoleFrame, client: ClientRecord) =>
-    appOrigin(f, { registeredBy: client.registeredBy, verified: client.verified === true, verifyAction: may(request, 'clients', true) ? `${appPath(client.id)}/verify` : null });
+    appOrigin(f, {
+      registeredBy: client.registeredBy,
+      verified: client.verified === true,
+      verifyAction: may(request, 'clients', true) ? `${appPath(client.id)}/verify` : null,
+    });
 
-  function editForm(request: FastifyRequest, reply: FastifyReply, status: number, client: ClientRecord, values: AppFormValues, extra: { notice?: string; error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {}) {
+  function editForm(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    client: ClientRecord,
+    values: AppFormValues,
+    extra: { notice?: string; error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {},
+  ) {
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
-    return pages.send(reply, status, appFormPage(f, {
-      title: t.text('console.app.edit', { name: client.name }),
-      action: appPath(client.id),
-      submit: t.text('console.app.save'),
-      values,
-      edit: { version: client.version ?? 1, original: encodeOriginal(formOf(client)), clientId: client.id },
-      origin: originOf(request, f, client),
-      footer: appFooter(request, f.ui, client),
-      ...extra,
-    }));
+    return pages.send(
+      reply,
+      status,
+      appFormPage(f, {
+        title: t.text('console.app.edit', { name: client.name }),
+        action: appPath(client.id),
+        submit: t.text('console.app.save'),
+        values,
+        edit: { version: client.version ?? 1, original: encodeOriginal(formOf(client)), clientId: client.id },
+        origin: originOf(request, f, client),
+        footer: appFooter(request, f.ui, client),
+        ...extra,
+      }),
+    );
   }
 
   app.get(`${CONSOLE_PATHS.apps}/:client_id`, page('clients'), async (request, reply) => {
@@ -106,7 +163,14 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
     if (may(request, 'clients', true)) {
-      return editForm(request, reply, 200, client, formOf(client), done === 'saved' ? { notice: t.text('console.app.saved') } : done === 'verified' ? { notice: t.text('console.app.verified') } : {});
+      return editForm(
+        request,
+        reply,
+        200,
+        client,
+        formOf(client),
+        done === 'saved' ? { notice: t.text('console.app.saved') } : done === 'verified' ? { notice: t.text('console.app.verified') } : {},
+      );
     }
     const described = clientJson(client, deps.clock.now());
     const value = (key: string, raw: unknown): string | SafeHtml => {
@@ -115,13 +179,19 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
       if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) return raw.join(', ');
       return typeof raw === 'string' ? raw : JSON.stringify(raw);
     };
-    return pages.send(reply, 200, appPage(f, {
-      name: client.name,
-      // Shown above as the page's origin notice.
-      facts: Object.entries(described).filter(([key]) => key !== 'client_name' && key !== 'verified').map(([key, raw]) => ({ label: fieldLabel(f.ui, key), value: value(key, raw) })),
-      origin: originOf(request, f, client),
-      footer: appFooter(request, f.ui, client),
-    }));
+    return pages.send(
+      reply,
+      200,
+      appPage(f, {
+        name: client.name,
+        // Shown above as the page's origin notice.
+        facts: Object.entries(described)
+          .filter(([key]) => key !== 'client_name' && key !== 'verified')
+          .map(([key, raw]) => ({ label: fieldLabel(f.ui, key), value: value(key, raw) })),
+        origin: originOf(request, f, client),
+        footer: appFooter(request, f.ui, client),
+      }),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.apps}/:client_id`, change('clients'), async (request, reply) => {
@@ -143,7 +213,11 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
         // RFC 9110 §13.1.1: refused, and the change that came in between is shown.
         const current = await getClient(deps, client.id);
         const now = formOf(current);
-        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
+        const otherChange = FORM_KEYS.filter((key) => !same(now[key], original[key])).map((key) => ({
+          field: key,
+          before: shown(ui, original[key] ?? ''),
+          after: shown(ui, now[key] ?? ''),
+        }));
         // The form again at the current version: the other change, and this operator's over it.
         const merged = { ...now, ...Object.fromEntries(changed.map((key) => [key, values[key]])) } as AppFormValues;
         return editForm(request, reply, 409, current, merged, { otherChange });
@@ -164,22 +238,44 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
     const path = appPath(client.id);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.app.rotate'), t.text('console.app.rotate.confirm', { name: client.name }), `${path}/rotate`, path, html`<input type="hidden" name="return_to" value="${path}/rotate">
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.app.rotate'),
+        t.text('console.app.rotate.confirm', { name: client.name }),
+        `${path}/rotate`,
+        path,
+        html`<input type="hidden" name="return_to" value="${path}/rotate">
 <label for="grace">${t.html('console.app.rotate.grace')}</label>
-<select id="grace" name="grace">${GRACE_CHOICES.map((choice) => html`<option value="${String(choice.seconds)}"${choice.seconds === DEFAULT_GRACE_SECONDS ? html` selected` : null}>${t.html(choice.label)}</option>`)}</select>`));
+<select id="grace" name="grace">${GRACE_CHOICES.map((choice) => html`<option value="${String(choice.seconds)}"${choice.seconds === DEFAULT_GRACE_SECONDS ? html` selected` : null}>${t.html(choice.label)}</option>`)}</select>`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.apps}/:client_id/rotate`, change('clients'), async (request, reply) => {
     const grace = Number(single(rawForm(request), 'grace', 10));
-    const { client, secret } = await rotateClientSecret(manage(request), id(request), GRACE_CHOICES.some((choice) => choice.seconds === grace) ? grace : DEFAULT_GRACE_SECONDS);
+    const { client, secret } = await rotateClientSecret(
+      manage(request),
+      id(request),
+      GRACE_CHOICES.some((choice) => choice.seconds === grace) ? grace : DEFAULT_GRACE_SECONDS,
+    );
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
-    return pages.send(reply, 200, shownOncePage(f, {
-      title: t.text('console.app.rotate.done', { name: client.name }),
-      lines: [{ label: t.text('console.app.clientId'), value: client.id }, { label: t.text('console.app.secret'), value: secret }],
-      text: `${t.text('console.app.secretOnce')} ${t.text('console.app.rotate.until', { time: t.date(client.previousSecretExpiresAt ?? deps.clock.now()) })}`,
-      back: appPath(client.id),
-    }));
+    return pages.send(
+      reply,
+      200,
+      shownOncePage(f, {
+        title: t.text('console.app.rotate.done', { name: client.name }),
+        lines: [
+          { label: t.text('console.app.clientId'), value: client.id },
+          { label: t.text('console.app.secret'), value: secret },
+        ],
+        text: `${t.text('console.app.secretOnce')} ${t.text('console.app.rotate.until', { time: t.date(client.previousSecretExpiresAt ?? deps.clock.now()) })}`,
+        back: appPath(client.id),
+      }),
+    );
   });
 
   app.get(`${CONSOLE_PATHS.apps}/:client_id/remove`, confirm('clients'), async (request, reply) => {
@@ -187,12 +283,22 @@ ${writable ? linkButton(`${appPath(client.id)}/remove`, t.text('console.app.remo
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
     const path = appPath(client.id);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.app.remove'), t.text('console.app.remove.confirm', { name: client.name }), `${path}/remove`, path, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.app.remove'),
+        t.text('console.app.remove.confirm', { name: client.name }),
+        `${path}/remove`,
+        path,
+        html`<input type="hidden" name="return_to" value="${path}/remove">`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.apps}/:client_id/remove`, change('clients'), async (request, reply) => {
     await removeClient(manage(request), id(request));
     return reply.redirect(`${CONSOLE_PATHS.apps}?done=removed`, 303);
   });
-
 };

@@ -32,8 +32,13 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!(error instanceof ManageError)) throw error;
     const operator = knownOperator(request);
     const ui = operator ? pages.ui(request, { user: operator.user.locale }) : pages.ui(request);
-    return pages.send(reply, MANAGE_STATUS[error.kind], forbiddenPage(ui, reasonOf(ui, error), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')));
+    return pages.send(
+      reply,
+      MANAGE_STATUS[error.kind],
+      forbiddenPage(ui, reasonOf(ui, error), { href: CONSOLE_PATHS.dashboard, label: ui.t.text('console.title') }, ui.t.text('error.refused')),
+    );
   });
 
-  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, scimPages, keyPages, trustPages]) await app.register(noun, options);
+  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, scimPages, keyPages, trustPages])
+    await app.register(noun, options);
 };

@@ -8,7 +8,6 @@ import { html } from '../../ui/html.ts';
 import type { BrowserRoutesOptions } from '../browser-kit.ts';
 import { consoleKit, single } from './kit.ts';
 
-
 export const keyPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { deps, pages, page, change, confirm, frame, manage, may } = consoleKit(app, options);
 
@@ -23,17 +22,32 @@ export const keyPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, op
       return { kind: 'signing' };
     };
     const f = frame(request, reply, 'keys');
-    return pages.send(reply, 200, keysPage(f, {
-      keys: keys.map((key) => ({ kid: key.kid, alg: key.alg, createdAt: key.createdAt, state: state(key) })),
-      rotateHref: may(request, 'keys', true) ? `${CONSOLE_PATHS.keys}/rotate` : null,
-      notice: single(request.query as RawParams, 'done', 20) === 'rotated' ? f.ui.t.text('console.keys.rotated') : undefined,
-    }));
+    return pages.send(
+      reply,
+      200,
+      keysPage(f, {
+        keys: keys.map((key) => ({ kid: key.kid, alg: key.alg, createdAt: key.createdAt, state: state(key) })),
+        rotateHref: may(request, 'keys', true) ? `${CONSOLE_PATHS.keys}/rotate` : null,
+        notice: single(request.query as RawParams, 'done', 20) === 'rotated' ? f.ui.t.text('console.keys.rotated') : undefined,
+      }),
+    );
   });
 
   app.get(`${CONSOLE_PATHS.keys}/rotate`, confirm('keys'), async (request, reply) => {
     const f = frame(request, reply, 'keys');
     const { t } = f.ui;
-    return pages.send(reply, 200, confirmPage(f, t.text('console.keys.rotate'), t.text('console.keys.rotate.confirm'), `${CONSOLE_PATHS.keys}/rotate`, CONSOLE_PATHS.keys, html`<input type="hidden" name="return_to" value="${CONSOLE_PATHS.keys}/rotate">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.keys.rotate'),
+        t.text('console.keys.rotate.confirm'),
+        `${CONSOLE_PATHS.keys}/rotate`,
+        CONSOLE_PATHS.keys,
+        html`<input type="hidden" name="return_to" value="${CONSOLE_PATHS.keys}/rotate">`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.keys}/rotate`, change('keys'), async (request, reply) => {

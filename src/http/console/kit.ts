@@ -46,7 +46,8 @@ export function operatorOf(request: FastifyRequest): Operator {
 export const knownOperator = (request: FastifyRequest): Operator | undefined => operators.get(request);
 
 /** A grant as people write it: a URN by its last part (`device_code`, `token-exchange`). */
-export const grantName = (grant: string): string => (grant === GRANT_DEVICE_CODE ? 'device_code' : grant === GRANT_TOKEN_EXCHANGE ? 'token-exchange' : grant === GRANT_JWT_BEARER ? 'jwt-bearer' : grant);
+export const grantName = (grant: string): string =>
+  grant === GRANT_DEVICE_CODE ? 'device_code' : grant === GRANT_TOKEN_EXCHANGE ? 'token-exchange' : grant === GRANT_JWT_BEARER ? 'jwt-bearer' : grant;
 
 export const userPath = (username: string) => `${CONSOLE_PATHS.users}/${encodeURIComponent(username)}`;
 export const appPath = (clientId: string) => `${CONSOLE_PATHS.apps}/${encodeURIComponent(clientId)}`;
@@ -57,8 +58,11 @@ export function single(params: RawParams, name: string, max = 4096): string {
   return typeof value === 'string' ? value.slice(0, max) : '';
 }
 
-
-export const lines = (value: string) => value.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+export const lines = (value: string) =>
+  value
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
 
 /**
  * The operations' refusals in the reader's language: the common ones (an unknown user, app or
@@ -85,9 +89,10 @@ export function reasonOf(ui: Ui, error: ManageError): SafeHtml {
     if (found) return t.html('console.failed', { reason: t.text(key, Object.fromEntries(names.map((name, i) => [name, found[i + 1]!]))) });
   }
   const fieldKey = error.field === null ? null : `console.field.${error.field}`;
-  const reason = fieldKey !== null && isMessageKey(fieldKey) && error.kind === 'invalid'
-    ? t.text('console.reason.field', { field: t.text(fieldKey) })
-    : t.text(`console.reason.${error.kind}`);
+  const reason =
+    fieldKey !== null && isMessageKey(fieldKey) && error.kind === 'invalid'
+      ? t.text('console.reason.field', { field: t.text(fieldKey) })
+      : t.text(`console.reason.${error.kind}`);
   return html`${t.html('console.failed', { reason })} <small class="detail" lang="en" dir="ltr">${error.message}</small>`;
 }
 
@@ -114,28 +119,51 @@ export function consoleKit(app: FastifyInstance, { deps, pages, formPost }: Brow
    * role (else 403), one that allows this (else 403), signed in with a second factor, and
    * for a change recently (else asked to sign in again, and brought back).
    */
-  const access = (area: AdminArea, write: boolean): preHandlerAsyncHookHandler => async (request, reply) => {
-    reply.header('Cache-Control', 'no-store');
-    const signedIn = await signedInUser(deps, request);
-    if (!signedIn) return reply.redirect(`${SIGN_IN_PATH}?return_to=${encodeURIComponent(returnPath(request))}`, 303);
-    const { user, session } = signedIn;
-    const ui = uiOf(request, user);
-    const { t } = ui;
-    if (user.role === null) {
-      return pages.send(reply, 403, forbiddenPage(ui, t.text('console.forbidden.text', { username: user.username, site: ui.site.name }), { href: ACCOUNT_PATH, label: t.text('home.account') }));
-    }
-    if (!roleAllows(user.role, area, write)) {
-      return pages.send(reply, 403, forbiddenPage(ui, t.text('console.forbidden.action', { role: t.text(`console.role.${user.role}`) }), { href: CONSOLE_PATHS.dashboard, label: t.text('console.title') }));
-    }
-    const refusal = operatorRefusal(deps.config, session, deps.clock.now(), write);
-    if (refusal !== null) {
-      const notice = refusal === 'second-factor-required'
-        ? t.text('console.notice.secondFactor')
-        : t.text('console.notice.signInAgain', { minutes: Math.round(deps.config.secondFactor.consoleReauthenticate / 60) });
-      return pages.signIn(request, reply, 401, { returnTo: returnPath(request), notice, setUp: refusal === 'second-factor-required', username: user.username }, { user: user.locale });
-    }
-    operators.set(request, { user, session, role: user.role });
-  };
+  const access =
+    (area: AdminArea, write: boolean): preHandlerAsyncHookHandler =>
+    async (request, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      const signedIn = await signedInUser(deps, request);
+      if (!signedIn) return reply.redirect(`${SIGN_IN_PATH}?return_to=${encodeURIComponent(returnPath(request))}`, 303);
+      const { user, session } = signedIn;
+      const ui = uiOf(request, user);
+      const { t } = ui;
+      if (user.role === null) {
+        return pages.send(
+          reply,
+          403,
+          forbiddenPage(ui, t.text('console.forbidden.text', { username: user.username, site: ui.site.name }), {
+            href: ACCOUNT_PATH,
+            label: t.text('home.account'),
+          }),
+        );
+      }
+      if (!roleAllows(user.role, area, write)) {
+        return pages.send(
+          reply,
+          403,
+          forbiddenPage(ui, t.text('console.forbidden.action', { role: t.text(`console.role.${user.role}`) }), {
+            href: CONSOLE_PATHS.dashboard,
+            label: t.text('console.title'),
+          }),
+        );
+      }
+      const refusal = operatorRefusal(deps.config, session, deps.clock.now(), write);
+      if (refusal !== null) {
+        const notice =
+          refusal === 'second-factor-required'
+            ? t.text('console.notice.secondFactor')
+            : t.text('console.notice.signInAgain', { minutes: Math.round(deps.config.secondFactor.consoleReauthenticate / 60) });
+        return pages.signIn(
+          request,
+          reply,
+          401,
+          { returnTo: returnPath(request), notice, setUp: refusal === 'second-factor-required', username: user.username },
+          { user: user.locale },
+        );
+      }
+      operators.set(request, { user, session, role: user.role });
+    };
 
   const page = (area: AdminArea) => ({ config: { page: true }, preHandler: access(area, false) });
   const change = (area: AdminArea) => ({ config: { page: true }, preHandler: [formPost, access(area, true)] });
@@ -179,7 +207,7 @@ export function consoleKit(app: FastifyInstance, { deps, pages, formPost }: Brow
     const clients = new Map(await Promise.all(ids.map(async (id) => [id, await deps.store.clients.get(id)] as const)));
     return events.map((event) => {
       const { operator, by: _by, ...rest } = event.detail;
-      const client = event.clientId === null ? null : clients.get(event.clientId) ?? null;
+      const client = event.clientId === null ? null : (clients.get(event.clientId) ?? null);
       return {
         at: event.at,
         type: event.type,
@@ -188,7 +216,9 @@ export function consoleKit(app: FastifyInstance, { deps, pages, formPost }: Brow
         client: event.clientId === null ? null : { name: client?.name ?? event.clientId, href: client ? appPath(client.id) : null },
         ip: event.ip,
         operator: typeof operator === 'string' ? operator : null,
-        detail: Object.entries(rest).map(([key, value]) => `${key}: ${value === null ? '-' : String(value)}`).join(', '),
+        detail: Object.entries(rest)
+          .map(([key, value]) => `${key}: ${value === null ? '-' : String(value)}`)
+          .join(', '),
       };
     });
   }

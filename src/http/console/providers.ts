@@ -11,7 +11,16 @@ import type { RawParams } from '../../core/protocol.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
 import { formValues, FormValueError, inputOf, postedValues, sameValue, type FormValues } from '../../flows/manage/fields/field.ts';
 import { PROVIDER_FIELDS, PROVIDER_KIND_CHOICES } from '../../flows/manage/fields/providers.ts';
-import { addProvider, getProvider, listProviders, providerJson, removeProvider, updateProvider, type ProviderDeps, type ProviderInput } from '../../flows/manage/providers.ts';
+import {
+  addProvider,
+  getProvider,
+  listProviders,
+  providerJson,
+  removeProvider,
+  updateProvider,
+  type ProviderDeps,
+  type ProviderInput,
+} from '../../flows/manage/providers.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import { appPage, confirmPage, fieldLabel, linkButton } from '../../ui/console.ts';
 import { kindName, providerFormPage, providersPage } from '../../ui/console-providers.ts';
@@ -25,7 +34,9 @@ export const providerPath = (id: string) => `${CONSOLE_PATHS.providers}/${encode
 
 /** The fields of a kind's form: those it takes when adding, and those an edit compares. */
 const formKeys = (kind: string, operation: 'create' | 'update'): readonly string[] =>
-  PROVIDER_FIELDS.filter((field) => field.form !== null && field[operation] && (!('kinds' in field) || (field.kinds as readonly string[]).includes(kind))).map((field) => field.name);
+  PROVIDER_FIELDS.filter((field) => field.form !== null && field[operation] && (!('kinds' in field) || (field.kinds as readonly string[]).includes(kind))).map(
+    (field) => field.name,
+  );
 
 const encodeOriginal = (values: FormValues) => Buffer.from(JSON.stringify(values)).toString('base64url');
 
@@ -48,7 +59,11 @@ function inputOfForm(values: FormValues, names: readonly string[]): ProviderInpu
   }
 }
 
-const NOTICES: Readonly<Record<string, MessageKey>> = { added: 'console.providers.added', saved: 'console.providers.saved', removed: 'console.providers.removed' };
+const NOTICES: Readonly<Record<string, MessageKey>> = {
+  added: 'console.providers.added',
+  saved: 'console.providers.saved',
+  removed: 'console.providers.removed',
+};
 
 export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { deps, pages, page, change, confirm, frame, manage, may } = consoleKit(app, options);
@@ -59,14 +74,23 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   app.get(CONSOLE_PATHS.providers, page('providers'), async (request, reply) => {
     const f = frame(request, reply, 'providers');
     const done = NOTICES[single(request.query as RawParams, 'done', 20)];
-    return pages.send(reply, 200, providersPage(f, {
-      providers: (await listProviders(deps)).map((provider) => ({
-        id: provider.id, kind: provider.kind, name: provider.name, href: providerPath(provider.id),
-        only: provider.settings['only'] === true, allowLinking: provider.settings['allowLinking'] === true, trustUpstreamMfa: provider.settings['trustUpstreamMfa'] === true,
-      })),
-      addHrefs: may(request, 'providers', true) ? PROVIDER_KIND_CHOICES.map((kind) => ({ kind, href: `${CONSOLE_PATHS.providers}/new?kind=${kind}` })) : null,
-      notice: done === undefined ? undefined : f.ui.t.text(done),
-    }));
+    return pages.send(
+      reply,
+      200,
+      providersPage(f, {
+        providers: (await listProviders(deps)).map((provider) => ({
+          id: provider.id,
+          kind: provider.kind,
+          name: provider.name,
+          href: providerPath(provider.id),
+          only: provider.settings['only'] === true,
+          allowLinking: provider.settings['allowLinking'] === true,
+          trustUpstreamMfa: provider.settings['trustUpstreamMfa'] === true,
+        })),
+        addHrefs: may(request, 'providers', true) ? PROVIDER_KIND_CHOICES.map((kind) => ({ kind, href: `${CONSOLE_PATHS.providers}/new?kind=${kind}` })) : null,
+        notice: done === undefined ? undefined : f.ui.t.text(done),
+      }),
+    );
   });
 
   /** What the server says of a provider, above its form: its id, kind, redirect URI and whether a secret is stored. */
@@ -91,21 +115,47 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   const newForm = (request: FastifyRequest, reply: FastifyReply, status: number, kind: string, values: FormValues, error?: SafeHtml) => {
     const f = frame(request, reply, 'providers');
     const { t } = f.ui;
-    return pages.send(reply, status, providerFormPage(f, {
-      title: t.text(`console.providers.add.${kind}` as MessageKey), action: CONSOLE_PATHS.providers, submit: t.text('console.provider.create'),
-      kind, values, edit: null, error, cancel: CONSOLE_PATHS.providers,
-    }));
+    return pages.send(
+      reply,
+      status,
+      providerFormPage(f, {
+        title: t.text(`console.providers.add.${kind}` as MessageKey),
+        action: CONSOLE_PATHS.providers,
+        submit: t.text('console.provider.create'),
+        kind,
+        values,
+        edit: null,
+        error,
+        cancel: CONSOLE_PATHS.providers,
+      }),
+    );
   };
 
-  const editForm = (request: FastifyRequest, reply: FastifyReply, status: number, provider: IdentityProviderRecord, values: FormValues, extra: { notice?: string; error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {}) => {
+  const editForm = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    provider: IdentityProviderRecord,
+    values: FormValues,
+    extra: { notice?: string; error?: SafeHtml; otherChange?: { field: string; before: string; after: string }[] } = {},
+  ) => {
     const f = frame(request, reply, 'providers');
     const { t } = f.ui;
-    return pages.send(reply, status, providerFormPage(f, {
-      title: t.text('console.provider.edit', { name: provider.name }), action: providerPath(provider.id), submit: t.text('console.app.save'),
-      kind: provider.kind, values, cancel: CONSOLE_PATHS.providers, footer: footer(request, reply, provider),
-      edit: { original: encodeOriginal(formOf(provider)), facts: facts(request, reply, provider) },
-      ...extra,
-    }));
+    return pages.send(
+      reply,
+      status,
+      providerFormPage(f, {
+        title: t.text('console.provider.edit', { name: provider.name }),
+        action: providerPath(provider.id),
+        submit: t.text('console.app.save'),
+        kind: provider.kind,
+        values,
+        cancel: CONSOLE_PATHS.providers,
+        footer: footer(request, reply, provider),
+        edit: { original: encodeOriginal(formOf(provider)), facts: facts(request, reply, provider) },
+        ...extra,
+      }),
+    );
   };
 
   const formOf = (provider: IdentityProviderRecord): FormValues => formValues(PROVIDER_FIELDS, providerJson(provider, deps.config.issuer));
@@ -128,7 +178,14 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
       added = await addProvider(providerDeps(request), { ...inputOfForm(values, given), kind });
     } catch (error) {
       if (!(error instanceof ManageError)) throw error;
-      return newForm(request, reply, MANAGE_STATUS[error.kind], kind, { ...values, client_secret: '', bind_password: '' }, reasonOf(frame(request, reply, 'providers').ui, error));
+      return newForm(
+        request,
+        reply,
+        MANAGE_STATUS[error.kind],
+        kind,
+        { ...values, client_secret: '', bind_password: '' },
+        reasonOf(frame(request, reply, 'providers').ui, error),
+      );
     }
     return reply.redirect(`${providerPath(added.id)}?done=added`, 303);
   });
@@ -140,12 +197,21 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const done = NOTICES[single(request.query as RawParams, 'done', 20)];
     if (may(request, 'providers', true)) return editForm(request, reply, 200, provider, formOf(provider), done === undefined ? {} : { notice: t.text(done) });
     const json = providerJson(provider, deps.config.issuer);
-    return pages.send(reply, 200, appPage(f, {
-      name: provider.name,
-      facts: Object.entries(json).filter(([key]) => key !== 'name').map(([key, value]) => ({ label: fieldLabel(f.ui, key), value: typeof value === 'string' ? value : typeof value === 'boolean' ? t.text(value ? 'console.yes' : 'console.no') : JSON.stringify(value) })),
-      origin: null,
-      footer: footer(request, reply, provider),
-    }));
+    return pages.send(
+      reply,
+      200,
+      appPage(f, {
+        name: provider.name,
+        facts: Object.entries(json)
+          .filter(([key]) => key !== 'name')
+          .map(([key, value]) => ({
+            label: fieldLabel(f.ui, key),
+            value: typeof value === 'string' ? value : typeof value === 'boolean' ? t.text(value ? 'console.yes' : 'console.no') : JSON.stringify(value),
+          })),
+        origin: null,
+        footer: footer(request, reply, provider),
+      }),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.providers}/:id`, change('providers'), async (request, reply) => {
@@ -158,7 +224,9 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     // Providers carry no version: the values the form was opened with stand for it. Someone
     // else's change meanwhile refuses the edit with their change shown (as an API's is).
     const ui = frame(request, reply, 'providers').ui;
-    const otherChange = keys.filter((key) => !sameValue(now[key], original[key])).map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
+    const otherChange = keys
+      .filter((key) => !sameValue(now[key], original[key]))
+      .map((key) => ({ field: key, before: shown(ui, original[key] ?? ''), after: shown(ui, now[key] ?? '') }));
     // A secret typed is a change; left empty, the stored one stays.
     const changed = keys.filter((key) => !sameValue(values[key], original[key]));
     if (otherChange.length > 0) {
@@ -180,7 +248,18 @@ export const providerPages: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const f = frame(request, reply, 'providers');
     const { t } = f.ui;
     const path = providerPath(provider.id);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.providers.remove', { name: provider.name }), t.text('console.provider.remove.confirm', { name: provider.name, id: provider.id }), `${path}/remove`, path, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.providers.remove', { name: provider.name }),
+        t.text('console.provider.remove.confirm', { name: provider.name, id: provider.id }),
+        `${path}/remove`,
+        path,
+        html`<input type="hidden" name="return_to" value="${path}/remove">`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.providers}/:id/remove`, change('providers'), async (request, reply) => {

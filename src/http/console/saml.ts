@@ -35,16 +35,24 @@ export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
   app.get(CONSOLE_PATHS.saml, page('saml'), async (request, reply) => {
     const f = frame(request, reply, 'saml');
     const done = noticeOf(request);
-    return pages.send(reply, 200, samlSpsPage(f, {
-      sps: (await listSamlSps(deps)).map((sp) => ({ entityId: sp.entityId, name: sp.name, href: samlSpPath(sp.id) })),
-      addHref: may(request, 'saml', true) ? `${CONSOLE_PATHS.saml}/new` : null,
-      metadata,
-      notice: done === undefined ? undefined : f.ui.t.text(done),
-    }));
+    return pages.send(
+      reply,
+      200,
+      samlSpsPage(f, {
+        sps: (await listSamlSps(deps)).map((sp) => ({ entityId: sp.entityId, name: sp.name, href: samlSpPath(sp.id) })),
+        addHref: may(request, 'saml', true) ? `${CONSOLE_PATHS.saml}/new` : null,
+        metadata,
+        notice: done === undefined ? undefined : f.ui.t.text(done),
+      }),
+    );
   });
 
   const newForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: FormValues, error?: SafeHtml) =>
-    pages.send(reply, status, samlSpFormPage(frame(request, reply, 'saml'), { action: CONSOLE_PATHS.saml, values, cancel: CONSOLE_PATHS.saml, operation: 'create', metadata, error }));
+    pages.send(
+      reply,
+      status,
+      samlSpFormPage(frame(request, reply, 'saml'), { action: CONSOLE_PATHS.saml, values, cancel: CONSOLE_PATHS.saml, operation: 'create', metadata, error }),
+    );
 
   app.get(`${CONSOLE_PATHS.saml}/new`, confirm('saml'), async (request, reply) => newForm(request, reply, 200, formValues(SAML_SP_FIELDS, {})));
 
@@ -68,18 +76,27 @@ export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const writable = may(request, 'saml', true);
     const done = noticeOf(request);
     const json = samlSpJson(sp);
-    return pages.send(reply, status, samlSpPage(f, {
-      title: sp.name ?? sp.entityId,
-      facts: [
-        { label: ui.t.text('console.saml.entityId'), value: sp.entityId },
-        { label: ui.t.text('console.saml.id'), value: sp.id },
-        ...(writable ? [] : SAML_SP_FIELDS.filter((field) => field.form !== null && field.update && field.name !== 'metadata').map((field) => ({ label: ui.t.text(field.form!.label as MessageKey), value: shown(ui, formValues(SAML_SP_FIELDS, json)[field.name] ?? '') || '-' }))),
-        { label: ui.t.text('console.saml.createdAt'), value: ui.t.time(sp.createdAt) },
-      ],
-      edit: writable ? { action: samlSpPath(sp.id), values, cancel: CONSOLE_PATHS.saml, operation: 'update', error } : null,
-      removeHref: writable ? `${samlSpPath(sp.id)}/remove` : null,
-      notice: done === undefined ? undefined : ui.t.text(done),
-    }));
+    return pages.send(
+      reply,
+      status,
+      samlSpPage(f, {
+        title: sp.name ?? sp.entityId,
+        facts: [
+          { label: ui.t.text('console.saml.entityId'), value: sp.entityId },
+          { label: ui.t.text('console.saml.id'), value: sp.id },
+          ...(writable
+            ? []
+            : SAML_SP_FIELDS.filter((field) => field.form !== null && field.update && field.name !== 'metadata').map((field) => ({
+                label: ui.t.text(field.form!.label as MessageKey),
+                value: shown(ui, formValues(SAML_SP_FIELDS, json)[field.name] ?? '') || '-',
+              }))),
+          { label: ui.t.text('console.saml.createdAt'), value: ui.t.time(sp.createdAt) },
+        ],
+        edit: writable ? { action: samlSpPath(sp.id), values, cancel: CONSOLE_PATHS.saml, operation: 'update', error } : null,
+        removeHref: writable ? `${samlSpPath(sp.id)}/remove` : null,
+        notice: done === undefined ? undefined : ui.t.text(done),
+      }),
+    );
   };
 
   app.get(`${CONSOLE_PATHS.saml}/:id`, page('saml'), async (request, reply) => {
@@ -108,7 +125,11 @@ export const samlPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const f = frame(request, reply, 'saml');
     const { t } = f.ui;
     const path = samlSpPath(sp.id);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.saml.remove'), t.text('console.saml.remove.confirm', { entityId: sp.entityId }), `${path}/remove`, path));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(f, t.text('console.saml.remove'), t.text('console.saml.remove.confirm', { entityId: sp.entityId }), `${path}/remove`, path),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.saml}/:id/remove`, change('saml'), async (request, reply) => {

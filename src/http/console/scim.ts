@@ -29,16 +29,29 @@ export const scimPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const f = frame(request, reply, 'scim');
     const writable = may(request, 'users', true);
     const removed = single(request.query as RawParams, 'done', 20) === 'removed';
-    return pages.send(reply, 200, scimTokensPage(f, {
-      endpoint,
-      tokens: (await listScimTokens(deps)).map((token) => ({ name: token.name, createdAt: token.createdAt, lastUsedAt: token.lastUsedAt, removeHref: writable ? `${tokenPath(token.id)}/remove` : null })),
-      addHref: writable ? `${CONSOLE_PATHS.scim}/tokens/new` : null,
-      notice: removed ? f.ui.t.text('console.scimTokens.removed') : undefined,
-    }));
+    return pages.send(
+      reply,
+      200,
+      scimTokensPage(f, {
+        endpoint,
+        tokens: (await listScimTokens(deps)).map((token) => ({
+          name: token.name,
+          createdAt: token.createdAt,
+          lastUsedAt: token.lastUsedAt,
+          removeHref: writable ? `${tokenPath(token.id)}/remove` : null,
+        })),
+        addHref: writable ? `${CONSOLE_PATHS.scim}/tokens/new` : null,
+        notice: removed ? f.ui.t.text('console.scimTokens.removed') : undefined,
+      }),
+    );
   });
 
   const newForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: FormValues, error?: SafeHtml) =>
-    pages.send(reply, status, scimTokenFormPage(frame(request, reply, 'scim'), { action: `${CONSOLE_PATHS.scim}/tokens`, values, cancel: CONSOLE_PATHS.scim, error }));
+    pages.send(
+      reply,
+      status,
+      scimTokenFormPage(frame(request, reply, 'scim'), { action: `${CONSOLE_PATHS.scim}/tokens`, values, cancel: CONSOLE_PATHS.scim, error }),
+    );
 
   app.get(`${CONSOLE_PATHS.scim}/tokens/new`, confirm('users'), async (request, reply) => newForm(request, reply, 200, formValues(SCIM_TOKEN_FIELDS, {})));
 
@@ -54,12 +67,20 @@ export const scimPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     }
     const f = frame(request, reply, 'scim');
     const { t } = f.ui;
-    return pages.send(reply, 201, shownOncePage(f, {
-      title: t.text('console.scimTokens.added'),
-      lines: [{ label: t.text('console.scimToken.name'), value: added.record.name }, { label: t.text('console.scimTokens.endpoint'), value: endpoint }, { label: t.text('console.scimToken.token'), value: added.token }],
-      text: t.text('console.scimToken.tokenOnce'),
-      back: CONSOLE_PATHS.scim,
-    }));
+    return pages.send(
+      reply,
+      201,
+      shownOncePage(f, {
+        title: t.text('console.scimTokens.added'),
+        lines: [
+          { label: t.text('console.scimToken.name'), value: added.record.name },
+          { label: t.text('console.scimTokens.endpoint'), value: endpoint },
+          { label: t.text('console.scimToken.token'), value: added.token },
+        ],
+        text: t.text('console.scimToken.tokenOnce'),
+        back: CONSOLE_PATHS.scim,
+      }),
+    );
   });
 
   app.get(`${CONSOLE_PATHS.scim}/tokens/:id/remove`, confirm('users'), async (request, reply) => {
@@ -67,7 +88,18 @@ export const scimPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const f = frame(request, reply, 'scim');
     const { t } = f.ui;
     const path = tokenPath(token.id);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.scimTokens.remove'), t.text('console.scimToken.remove.confirm', { name: token.name }), `${path}/remove`, CONSOLE_PATHS.scim, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.scimTokens.remove'),
+        t.text('console.scimToken.remove.confirm', { name: token.name }),
+        `${path}/remove`,
+        CONSOLE_PATHS.scim,
+        html`<input type="hidden" name="return_to" value="${path}/remove">`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.scim}/tokens/:id/remove`, change('users'), async (request, reply) => {

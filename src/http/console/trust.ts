@@ -33,11 +33,19 @@ export const trustPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   app.get(TRUST_PATH, page('clients'), async (request, reply) => {
     const f = frame(request, reply, 'apps');
     const done = single(request.query as RawParams, 'done', 20);
-    return pages.send(reply, 200, trustedIssuersPage(f, {
-      issuers: (await listTrustedIssuers(deps)).map((record) => ({ issuer: record.issuer, keys: keysOf(f.ui, record), href: trustedIssuerPath(record.issuer) })),
-      addHref: may(request, 'clients', true) ? `${TRUST_PATH}/new` : null,
-      notice: done === 'removed' ? f.ui.t.text('console.trust.removed') : done === 'added' ? f.ui.t.text('console.trust.added') : undefined,
-    }));
+    return pages.send(
+      reply,
+      200,
+      trustedIssuersPage(f, {
+        issuers: (await listTrustedIssuers(deps)).map((record) => ({
+          issuer: record.issuer,
+          keys: keysOf(f.ui, record),
+          href: trustedIssuerPath(record.issuer),
+        })),
+        addHref: may(request, 'clients', true) ? `${TRUST_PATH}/new` : null,
+        notice: done === 'removed' ? f.ui.t.text('console.trust.removed') : done === 'added' ? f.ui.t.text('console.trust.added') : undefined,
+      }),
+    );
   });
 
   const newForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: FormValues, error?: SafeHtml) =>
@@ -62,14 +70,18 @@ export const trustPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     const record = await getTrustedIssuer(deps, issuerOf(request));
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
-    return pages.send(reply, 200, trustedIssuerPage(f, {
-      issuer: record.issuer,
-      facts: [
-        { label: t.text('console.trust.keys'), value: keysOf(f.ui, record) },
-        { label: t.text('console.trust.createdAt'), value: t.time(record.createdAt) },
-      ],
-      removeHref: may(request, 'clients', true) ? `${trustedIssuerPath(record.issuer)}/remove` : null,
-    }));
+    return pages.send(
+      reply,
+      200,
+      trustedIssuerPage(f, {
+        issuer: record.issuer,
+        facts: [
+          { label: t.text('console.trust.keys'), value: keysOf(f.ui, record) },
+          { label: t.text('console.trust.createdAt'), value: t.time(record.createdAt) },
+        ],
+        removeHref: may(request, 'clients', true) ? `${trustedIssuerPath(record.issuer)}/remove` : null,
+      }),
+    );
   });
 
   app.get(`${TRUST_PATH}/:issuer/remove`, confirm('clients'), async (request, reply) => {
@@ -77,7 +89,18 @@ export const trustPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     const f = frame(request, reply, 'apps');
     const { t } = f.ui;
     const path = trustedIssuerPath(record.issuer);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.trust.remove'), t.text('console.trust.remove.confirm', { issuer: record.issuer }), `${path}/remove`, path, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.trust.remove'),
+        t.text('console.trust.remove.confirm', { issuer: record.issuer }),
+        `${path}/remove`,
+        path,
+        html`<input type="hidden" name="return_to" value="${path}/remove">`,
+      ),
+    );
   });
 
   app.post(`${TRUST_PATH}/:issuer/remove`, change('clients'), async (request, reply) => {

@@ -10,7 +10,18 @@ import { listUserGrants } from '../../flows/manage/grants.ts';
 import { clearLockouts, listLockouts } from '../../flows/manage/lockouts.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
 import type { FormValues } from '../../flows/manage/fields/field.ts';
-import { endUserSessions, findUser, listUsers, listUserSessions, resetLink, resetUserSecondFactor, setDisabled, updateUser, userDetails, userEtag } from '../../flows/manage/users.ts';
+import {
+  endUserSessions,
+  findUser,
+  listUsers,
+  listUserSessions,
+  resetLink,
+  resetUserSecondFactor,
+  setDisabled,
+  updateUser,
+  userDetails,
+  userEtag,
+} from '../../flows/manage/users.ts';
 import type { UserRecord } from '../../store/types.ts';
 import { confirmPage, shownOncePage, userFormPage, userPage, usersPage } from '../../ui/console.ts';
 import { html, type SafeHtml } from '../../ui/html.ts';
@@ -31,13 +42,19 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
   app.get(CONSOLE_PATHS.users, page('users'), async (request, reply) => {
     const q = single(request.query as RawParams, 'q', 200).trim();
     const found = await listUsers(deps, { ...(q === '' ? {} : { q }), limit: USERS_SHOWN + 1 });
-    return pages.send(reply, 200, usersPage(frame(request, reply, 'users'), {
-      q,
-      action: CONSOLE_PATHS.users,
-      users: found.slice(0, USERS_SHOWN).map((user) => ({ username: user.username, name: user.name, email: user.email, disabled: user.disabled, href: userPath(user.username) })),
-      more: found.length > USERS_SHOWN ? USERS_SHOWN : null,
-      invite: may(request, 'users', true) ? { action: `${CONSOLE_PATHS.users}/invite` } : null,
-    }));
+    return pages.send(
+      reply,
+      200,
+      usersPage(frame(request, reply, 'users'), {
+        q,
+        action: CONSOLE_PATHS.users,
+        users: found
+          .slice(0, USERS_SHOWN)
+          .map((user) => ({ username: user.username, name: user.name, email: user.email, disabled: user.disabled, href: userPath(user.username) })),
+        more: found.length > USERS_SHOWN ? USERS_SHOWN : null,
+        invite: may(request, 'users', true) ? { action: `${CONSOLE_PATHS.users}/invite` } : null,
+      }),
+    );
   });
 
   // Invite someone by e-mail (flows/manage/invitations.ts): the link shown once, and mailed when there is a mail server.
@@ -50,14 +67,28 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
       invitation = await inviteUser(manage(request), { email });
     } catch (error) {
       if (!(error instanceof ManageError)) throw error;
-      return pages.send(reply, MANAGE_STATUS[error.kind], usersPage(f, { q: '', action: CONSOLE_PATHS.users, users: [], more: null, invite: { action: `${CONSOLE_PATHS.users}/invite`, email, error: reasonOf(f.ui, error) } }));
+      return pages.send(
+        reply,
+        MANAGE_STATUS[error.kind],
+        usersPage(f, {
+          q: '',
+          action: CONSOLE_PATHS.users,
+          users: [],
+          more: null,
+          invite: { action: `${CONSOLE_PATHS.users}/invite`, email, error: reasonOf(f.ui, error) },
+        }),
+      );
     }
-    return pages.send(reply, 200, shownOncePage(f, {
-      title: t.text('console.invite.title', { email: invitation.email }),
-      lines: [{ label: 'URL', value: invitation.url }],
-      text: t.text(invitation.mailed ? 'console.invite.mailed' : 'console.invite.text', { email: invitation.email, time: t.date(invitation.expiresAt) }),
-      back: CONSOLE_PATHS.users,
-    }));
+    return pages.send(
+      reply,
+      200,
+      shownOncePage(f, {
+        title: t.text('console.invite.title', { email: invitation.email }),
+        lines: [{ label: 'URL', value: invitation.url }],
+        text: t.text(invitation.mailed ? 'console.invite.mailed' : 'console.invite.text', { email: invitation.email, time: t.date(invitation.expiresAt) }),
+        back: CONSOLE_PATHS.users,
+      }),
+    );
   });
 
   const USER_NOTICES: Readonly<Record<string, MessageKey>> = {
@@ -87,25 +118,37 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const done = USER_NOTICES[single(query, 'done', 40)];
     const count = Math.min(Math.max(Number.parseInt(single(query, 'n', 6), 10) || 0, 0), 100_000);
     const knownApps = new Set((await deps.store.clients.list()).map((client) => client.id));
-    return pages.send(reply, 200, userPage(f, {
-      username: user.username,
-      sub: user.id,
-      profile: profileOf(user),
-      disabled: user.disabled,
-      role: user.role,
-      createdAt: user.createdAt,
-      lastSignIn: details.lastSignIn === null ? null : { at: details.lastSignIn.at, ip: details.lastSignIn.ip },
-      apps: grants.map(({ grant, clientName }) => ({ name: clientName, href: knownApps.has(grant.clientId) ? appPath(grant.clientId) : null, approvedAt: grant.createdAt, device: grant.device !== null })),
-      sessions: sessions.map((session) => ({ at: session.authTime, ip: session.ip, userAgent: session.userAgent })),
-      passkeys: details.passkeys.map((passkey) => ({ name: passkey.name, createdAt: passkey.createdAt })),
-      totp: details.totp,
-      lockedUntil: lockouts.length === 0 ? null : Math.max(...lockouts.map((lockout) => lockout.until)),
-      events: await eventViews(events),
-      eventsHref: `${CONSOLE_PATHS.events}?${new URLSearchParams({ user: user.username }).toString()}`,
-      // Only an operator who may change this person is offered the changes (flows/manage/authority.ts).
-      actions: may(request, 'users', true) && mayAssignRole(ROLE_SCOPES[operatorOf(request).role], user.role) ? { base: userPath(user.username), roles: assignableRoles(operatorOf(request).role, user.role) } : null,
-      notice: done === undefined ? undefined : f.ui.t.text(done, { username: user.username, count }),
-    }));
+    return pages.send(
+      reply,
+      200,
+      userPage(f, {
+        username: user.username,
+        sub: user.id,
+        profile: profileOf(user),
+        disabled: user.disabled,
+        role: user.role,
+        createdAt: user.createdAt,
+        lastSignIn: details.lastSignIn === null ? null : { at: details.lastSignIn.at, ip: details.lastSignIn.ip },
+        apps: grants.map(({ grant, clientName }) => ({
+          name: clientName,
+          href: knownApps.has(grant.clientId) ? appPath(grant.clientId) : null,
+          approvedAt: grant.createdAt,
+          device: grant.device !== null,
+        })),
+        sessions: sessions.map((session) => ({ at: session.authTime, ip: session.ip, userAgent: session.userAgent })),
+        passkeys: details.passkeys.map((passkey) => ({ name: passkey.name, createdAt: passkey.createdAt })),
+        totp: details.totp,
+        lockedUntil: lockouts.length === 0 ? null : Math.max(...lockouts.map((lockout) => lockout.until)),
+        events: await eventViews(events),
+        eventsHref: `${CONSOLE_PATHS.events}?${new URLSearchParams({ user: user.username }).toString()}`,
+        // Only an operator who may change this person is offered the changes (flows/manage/authority.ts).
+        actions:
+          may(request, 'users', true) && mayAssignRole(ROLE_SCOPES[operatorOf(request).role], user.role)
+            ? { base: userPath(user.username), roles: assignableRoles(operatorOf(request).role, user.role) }
+            : null,
+        notice: done === undefined ? undefined : f.ui.t.text(done, { username: user.username, count }),
+      }),
+    );
   });
 
   /** After a change to a user: back to their page, saying what was done. */
@@ -124,7 +167,18 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
       const f = frame(request, reply, 'users');
       const { t } = f.ui;
       const path = userPath(user.username);
-      return pages.send(reply, 200, confirmPage(f, t.text(words.title), t.text(words.question, { username: user.username }), `${path}/${action}`, path, html`<input type="hidden" name="return_to" value="${path}/${action}">`));
+      return pages.send(
+        reply,
+        200,
+        confirmPage(
+          f,
+          t.text(words.title),
+          t.text(words.question, { username: user.username }),
+          `${path}/${action}`,
+          path,
+          html`<input type="hidden" name="return_to" value="${path}/${action}">`,
+        ),
+      );
     });
   }
 
@@ -162,9 +216,18 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
   });
   // As `tessera user update` with the table's options: the profile form (flows/manage/fields/users.ts).
   const profileForm = (request: FastifyRequest, reply: FastifyReply, status: number, user: UserRecord, values: FormValues, error?: SafeHtml) =>
-    pages.send(reply, status, userFormPage(frame(request, reply, 'users'), {
-      username: user.username, action: `${userPath(user.username)}/profile`, values, version: userEtag(user), original: encodeProfile(profileOf(user)), error,
-    }));
+    pages.send(
+      reply,
+      status,
+      userFormPage(frame(request, reply, 'users'), {
+        username: user.username,
+        action: `${userPath(user.username)}/profile`,
+        values,
+        version: userEtag(user),
+        original: encodeProfile(profileOf(user)),
+        error,
+      }),
+    );
   app.get(`${CONSOLE_PATHS.users}/:username/profile`, confirm('users'), async (request, reply) => {
     const user = await findUser(deps, named(request));
     return profileForm(request, reply, 200, user, profileOf(user));
@@ -197,12 +260,15 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     const link = await resetLink(manage(request), user.username);
     const f = frame(request, reply, 'users');
     const { t } = f.ui;
-    return pages.send(reply, 200, shownOncePage(f, {
-      title: t.text('console.user.resetLink.title', { username: user.username }),
-      lines: [{ label: 'URL', value: link.url }],
-      text: t.text('console.user.resetLink.text', { username: user.username, time: t.date(link.expiresAt) }),
-      back: userPath(user.username),
-    }));
+    return pages.send(
+      reply,
+      200,
+      shownOncePage(f, {
+        title: t.text('console.user.resetLink.title', { username: user.username }),
+        lines: [{ label: 'URL', value: link.url }],
+        text: t.text('console.user.resetLink.text', { username: user.username, time: t.date(link.expiresAt) }),
+        back: userPath(user.username),
+      }),
+    );
   });
-
 };

@@ -12,7 +12,17 @@ import type { RawParams } from '../../core/protocol.ts';
 import { MANAGE_STATUS, ManageError } from '../../flows/manage/errors.ts';
 import { formKeys, formValues, inputOf, postedValues, sameValue, type FormValues } from '../../flows/manage/fields/field.ts';
 import { WEBHOOK_FIELDS } from '../../flows/manage/fields/webhooks.ts';
-import { addWebhook, deliveryCounts, getWebhook, listDeliveries, listWebhooks, removeWebhook, replayDeliveries, type WebhookDeps, type WebhookInput } from '../../flows/manage/webhooks.ts';
+import {
+  addWebhook,
+  deliveryCounts,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  removeWebhook,
+  replayDeliveries,
+  type WebhookDeps,
+  type WebhookInput,
+} from '../../flows/manage/webhooks.ts';
 import { confirmPage, shownOncePage } from '../../ui/console.ts';
 import { webhookFormPage, webhookPage, webhooksPage } from '../../ui/console-webhooks.ts';
 import { html, type SafeHtml } from '../../ui/html.ts';
@@ -26,7 +36,11 @@ export const webhookPath = (id: string) => `${CONSOLE_PATHS.webhooks}/${encodeUR
 const NONE = { pending: 0, delivered: 0, dead: 0 } as const;
 /** The dead letters a webhook's page lists at most. */
 const DEAD_LETTERS_SHOWN = 100;
-const NOTICES: Readonly<Record<string, MessageKey>> = { removed: 'console.webhooks.removed', replayed: 'console.webhooks.replayed', none: 'console.webhooks.nothingToReplay' };
+const NOTICES: Readonly<Record<string, MessageKey>> = {
+  removed: 'console.webhooks.removed',
+  replayed: 'console.webhooks.replayed',
+  none: 'console.webhooks.nothingToReplay',
+};
 
 export const webhookPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { deps, pages, page, change, confirm, frame, manage, may } = consoleKit(app, options);
@@ -38,15 +52,28 @@ export const webhookPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const f = frame(request, reply, 'webhooks');
     const counts = await deliveryCounts(deps);
     const done = noticeOf(request);
-    return pages.send(reply, 200, webhooksPage(f, {
-      webhooks: (await listWebhooks(deps)).map((webhook) => ({ url: webhook.url, events: webhook.events, counts: counts.get(webhook.id) ?? NONE, href: webhookPath(webhook.id) })),
-      addHref: may(request, 'webhooks', true) ? `${CONSOLE_PATHS.webhooks}/new` : null,
-      notice: done === undefined ? undefined : f.ui.t.text(done),
-    }));
+    return pages.send(
+      reply,
+      200,
+      webhooksPage(f, {
+        webhooks: (await listWebhooks(deps)).map((webhook) => ({
+          url: webhook.url,
+          events: webhook.events,
+          counts: counts.get(webhook.id) ?? NONE,
+          href: webhookPath(webhook.id),
+        })),
+        addHref: may(request, 'webhooks', true) ? `${CONSOLE_PATHS.webhooks}/new` : null,
+        notice: done === undefined ? undefined : f.ui.t.text(done),
+      }),
+    );
   });
 
   const newForm = (request: FastifyRequest, reply: FastifyReply, status: number, values: FormValues, error?: SafeHtml) =>
-    pages.send(reply, status, webhookFormPage(frame(request, reply, 'webhooks'), { action: CONSOLE_PATHS.webhooks, values, cancel: CONSOLE_PATHS.webhooks, error }));
+    pages.send(
+      reply,
+      status,
+      webhookFormPage(frame(request, reply, 'webhooks'), { action: CONSOLE_PATHS.webhooks, values, cancel: CONSOLE_PATHS.webhooks, error }),
+    );
 
   app.get(`${CONSOLE_PATHS.webhooks}/new`, confirm('webhooks'), async (request, reply) => newForm(request, reply, 200, formValues(WEBHOOK_FIELDS, {})));
 
@@ -63,12 +90,19 @@ export const webhookPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     }
     const f = frame(request, reply, 'webhooks');
     const { t } = f.ui;
-    return pages.send(reply, 201, shownOncePage(f, {
-      title: t.text('console.webhooks.added'),
-      lines: [{ label: t.text('console.webhook.url'), value: added.webhook.url }, { label: t.text('console.webhook.secret'), value: added.secret }],
-      text: t.text('console.webhook.secretOnce'),
-      back: webhookPath(added.webhook.id),
-    }));
+    return pages.send(
+      reply,
+      201,
+      shownOncePage(f, {
+        title: t.text('console.webhooks.added'),
+        lines: [
+          { label: t.text('console.webhook.url'), value: added.webhook.url },
+          { label: t.text('console.webhook.secret'), value: added.secret },
+        ],
+        text: t.text('console.webhook.secretOnce'),
+        back: webhookPath(added.webhook.id),
+      }),
+    );
   });
 
   app.get(`${CONSOLE_PATHS.webhooks}/:id`, page('webhooks'), async (request, reply) => {
@@ -78,19 +112,23 @@ export const webhookPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const writable = may(request, 'webhooks', true);
     const dead = await listDeliveries(deps, webhook.id, { state: 'dead', limit: DEAD_LETTERS_SHOWN });
     const done = noticeOf(request);
-    return pages.send(reply, 200, webhookPage(f, {
-      url: webhook.url,
-      facts: [
-        { label: t.text('console.webhook.events'), value: webhook.events.join(', ') },
-        { label: t.text('console.webhook.id'), value: webhook.id },
-        { label: t.text('console.webhook.createdAt'), value: t.time(webhook.createdAt) },
-      ],
-      counts: (await deliveryCounts(deps)).get(webhook.id) ?? NONE,
-      deadLetters: dead.map((letter) => ({ eventId: letter.eventId, eventAt: letter.eventAt, attempts: letter.attempts, lastError: letter.lastError })),
-      replayAction: writable ? `${webhookPath(webhook.id)}/replay` : null,
-      removeHref: writable ? `${webhookPath(webhook.id)}/remove` : null,
-      notice: done === undefined ? undefined : t.text(done),
-    }));
+    return pages.send(
+      reply,
+      200,
+      webhookPage(f, {
+        url: webhook.url,
+        facts: [
+          { label: t.text('console.webhook.events'), value: webhook.events.join(', ') },
+          { label: t.text('console.webhook.id'), value: webhook.id },
+          { label: t.text('console.webhook.createdAt'), value: t.time(webhook.createdAt) },
+        ],
+        counts: (await deliveryCounts(deps)).get(webhook.id) ?? NONE,
+        deadLetters: dead.map((letter) => ({ eventId: letter.eventId, eventAt: letter.eventAt, attempts: letter.attempts, lastError: letter.lastError })),
+        replayAction: writable ? `${webhookPath(webhook.id)}/replay` : null,
+        removeHref: writable ? `${webhookPath(webhook.id)}/remove` : null,
+        notice: done === undefined ? undefined : t.text(done),
+      }),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.webhooks}/:id/replay`, change('webhooks'), async (request, reply) => {
@@ -104,7 +142,18 @@ export const webhookPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const f = frame(request, reply, 'webhooks');
     const { t } = f.ui;
     const path = webhookPath(webhook.id);
-    return pages.send(reply, 200, confirmPage(f, t.text('console.webhooks.remove'), t.text('console.webhook.remove.confirm', { url: webhook.url }), `${path}/remove`, path, html`<input type="hidden" name="return_to" value="${path}/remove">`));
+    return pages.send(
+      reply,
+      200,
+      confirmPage(
+        f,
+        t.text('console.webhooks.remove'),
+        t.text('console.webhook.remove.confirm', { url: webhook.url }),
+        `${path}/remove`,
+        path,
+        html`<input type="hidden" name="return_to" value="${path}/remove">`,
+      ),
+    );
   });
 
   app.post(`${CONSOLE_PATHS.webhooks}/:id/remove`, change('webhooks'), async (request, reply) => {

@@ -15,8 +15,15 @@ const record = (id: string, name = 'App'): ClientRecord => ({
   requirePar: false,
   deviceNetworks: [],
   createdAt: 0,
-  authMethod: 'none', previousSecretHash: null, previousSecretExpiresAt: null, jwksUri: null, jwks: null, pkce: 'required',
-  firstParty: false, postLogoutRedirectUris: [], backchannelLogoutUri: null,
+  authMethod: 'none',
+  previousSecretHash: null,
+  previousSecretExpiresAt: null,
+  jwksUri: null,
+  jwks: null,
+  pkce: 'required',
+  firstParty: false,
+  postLogoutRedirectUris: [],
+  backchannelLogoutUri: null,
 });
 
 /** A load that counts its calls and answers `value`. */

@@ -120,7 +120,8 @@ export function listenForClientChanges(
     client.end().catch(() => {});
     if (closed) return;
     // Once when it stops hearing, and once if it never does (a pooler in transaction mode).
-    if (heard || !warnedDeaf) warn(`the PostgreSQL connection that listens for client changes ${why}; client records are read from the database until it hears again`);
+    if (heard || !warnedDeaf)
+      warn(`the PostgreSQL connection that listens for client changes ${why}; client records are read from the database until it hears again`);
     warnedDeaf ||= !heard;
     heard = false;
     schedule(connect, retryIn);

@@ -9,11 +9,7 @@ import { integer } from '../rows.ts';
  * itself, when one is named, is created under the same lock, since `CREATE SCHEMA IF NOT
  * EXISTS` is not safe against a concurrent twin.
  */
-export async function migratePostgres(
-  pool: pg.Pool,
-  schema: string | null,
-  migrations: readonly Migration[] = allMigrations,
-): Promise<void> {
+export async function migratePostgres(pool: pg.Pool, schema: string | null, migrations: readonly Migration[] = allMigrations): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -40,11 +36,7 @@ export async function migratePostgres(
         const text = statementFor(statement, 'postgres');
         if (text !== null) await client.query(text);
       }
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-        migration.version,
-        migration.name,
-        Date.now(),
-      ]);
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, Date.now()]);
     }
     await client.query('COMMIT');
   } catch (error) {

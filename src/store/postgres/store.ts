@@ -21,7 +21,15 @@ import { resourceFromRow } from '../sql/resources.ts';
 import { userFromRow } from '../sql/users.ts';
 import { statements, type StatementName } from '../sql/statements.ts';
 import { purgeExpired, sqlStores } from '../sql/store.ts';
-import { DuplicateError, MissingReferenceError, type DeviceAuthorizationRecord, type RedemptionWrites, type ResourceRecord, type ResourceScope, type Store } from '../types.ts';
+import {
+  DuplicateError,
+  MissingReferenceError,
+  type DeviceAuthorizationRecord,
+  type RedemptionWrites,
+  type ResourceRecord,
+  type ResourceScope,
+  type Store,
+} from '../types.ts';
 import { CLIENT_CHANGES_CHANNEL, ClientCache, listenForClientChanges } from './client-cache.ts';
 import { migratePostgres } from './migrate.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -410,17 +418,25 @@ interface RedeemCall {
 
 /** The values of `REDEEM_CODES` for a batch, array by array. */
 function redeemValues(batch: readonly RedeemCall[]): unknown[] {
-  const refreshed = batch.flatMap((call) => (call.writes.refreshToken ? [{ hash: call.hash, params: refreshTokenParams(postgresDialect, call.writes.refreshToken) }] : []));
+  const refreshed = batch.flatMap((call) =>
+    call.writes.refreshToken ? [{ hash: call.hash, params: refreshTokenParams(postgresDialect, call.writes.refreshToken) }] : [],
+  );
   const joined = batch.flatMap((call) => (call.writes.sessionClient ? [{ hash: call.hash, ...call.writes.sessionClient }] : []));
   const recorded = batch.flatMap((call) => (call.writes.event ? [{ hash: call.hash, params: eventParams(call.writes.event) }] : []));
   const listText = (value: SqlValue | undefined) => (value === null || value === undefined ? null : JSON.stringify(value));
   return [
-    batch.map((call) => call.hash), batch.map((call) => call.clientId), batch.map((call) => call.redirectUri),
-    batch.map((call) => call.codeChallenge), batch.map((call) => call.dpopJkt), batch.map((call) => call.now),
+    batch.map((call) => call.hash),
+    batch.map((call) => call.clientId),
+    batch.map((call) => call.redirectUri),
+    batch.map((call) => call.codeChallenge),
+    batch.map((call) => call.dpopJkt),
+    batch.map((call) => call.now),
     batch.map((call) => call.writes.activeUntil),
     refreshed.map((row) => row.hash),
     ...REDEEM_REFRESH_COLUMNS.map(([field, , type]) => refreshed.map((row) => (type === 'list' ? listText(row.params[field]) : (row.params[field] ?? null)))),
-    joined.map((row) => row.hash), joined.map((row) => row.sid), joined.map((row) => row.expiresAt),
+    joined.map((row) => row.hash),
+    joined.map((row) => row.sid),
+    joined.map((row) => row.expiresAt),
     recorded.map((row) => row.hash),
     ...INSERT_DEVICE_EVENTS_COLUMNS.map(([field]) => recorded.map((row) => row.params[field] ?? null)),
   ];
@@ -490,9 +506,10 @@ function prepare(name: string, sql: string): Prepared {
  * statement to the database); reads inside a transaction always go to the database.
  */
 function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: ClientCache, stopListening: () => Promise<void>): Store {
-  const prepared = Object.fromEntries(
-    Object.entries(statements(postgresDialect)).map(([name, sql]) => [name, prepare(name, sql)]),
-  ) as Record<StatementName, Prepared>;
+  const prepared = Object.fromEntries(Object.entries(statements(postgresDialect)).map(([name, sql]) => [name, prepare(name, sql)])) as Record<
+    StatementName,
+    Prepared
+  >;
   const send = async (connection: pg.Pool | pg.PoolClient, statement: pg.QueryConfig) => {
     // A server or network that went silent answers nothing, not even the statement timeout's
     // cancellation: query_timeout bounds the wait, and pg then closes that connection.
@@ -520,7 +537,12 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     key: (poll) => poll.deviceCodeHash,
     one: (poll) => runPool.one('pollDevice', poll),
     async many(batch) {
-      const values = [batch.map((poll) => poll.deviceCodeHash), batch.map((poll) => poll.clientId), batch.map((poll) => poll.now), batch.map((poll) => poll.dpopJkt)];
+      const values = [
+        batch.map((poll) => poll.deviceCodeHash),
+        batch.map((poll) => poll.clientId),
+        batch.map((poll) => poll.now),
+        batch.map((poll) => poll.dpopJkt),
+      ];
       const { rows } = await send(pool, { name: 'tessera_pollDevices', text: POLL_DEVICES, values });
       return new Map(rows.map((row) => [row['device_code_hash'] as string, row]));
     },
@@ -607,8 +629,12 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
     one: (redemption) => runPool.one('consumeCode', redemption),
     async many(batch) {
       const values = [
-        batch.map((r) => r.hash), batch.map((r) => r.clientId), batch.map((r) => r.redirectUri),
-        batch.map((r) => r.codeChallenge), batch.map((r) => r.dpopJkt), batch.map((r) => r.now),
+        batch.map((r) => r.hash),
+        batch.map((r) => r.clientId),
+        batch.map((r) => r.redirectUri),
+        batch.map((r) => r.codeChallenge),
+        batch.map((r) => r.dpopJkt),
+        batch.map((r) => r.now),
       ];
       const { rows } = await send(pool, { name: 'tessera_consumeCodes', text: CONSUME_CODES, values });
       return new Map(rows.map((row) => [row['hash'] as string, row]));

@@ -2,12 +2,29 @@
  * Registered clients: their statements, rows and store.
  */
 
-import { CLIENT_AUTH_METHODS, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_JWT_BEARER, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, type GrantType, REQUEST_OBJECT_ALGORITHMS } from '../../core/protocol.ts';
+import {
+  CLIENT_AUTH_METHODS,
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_CLIENT_CREDENTIALS,
+  GRANT_DEVICE_CODE,
+  GRANT_JWT_BEARER,
+  GRANT_REFRESH_TOKEN,
+  GRANT_TOKEN_EXCHANGE,
+  type GrantType,
+  REQUEST_OBJECT_ALGORITHMS,
+} from '../../core/protocol.ts';
 import { type ColumnReader, integer, integerOrNull, oneOf, type Row, text, textOrNull } from '../rows.ts';
 import { type ClientChanges, type ClientRecord, DuplicateError, type SelfRegistration, type Stores } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
 
-const grantTypes: readonly GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, GRANT_JWT_BEARER];
+const grantTypes: readonly GrantType[] = [
+  GRANT_AUTHORIZATION_CODE,
+  GRANT_DEVICE_CODE,
+  GRANT_REFRESH_TOKEN,
+  GRANT_CLIENT_CREDENTIALS,
+  GRANT_TOKEN_EXCHANGE,
+  GRANT_JWT_BEARER,
+];
 const pkceColumn = ['required', 'optional'] as const;
 
 /** Migration 14: `optional-without-nonce` is stored as `optional` with `nonce_required` false. */
@@ -38,18 +55,24 @@ export function clientFromRow(row: Row, read: ColumnReader): ClientRecord {
     jwks: row['jwks'] === null ? null : read.object(row, 'jwks'),
     pkce: clientPkce(oneOf(pkceColumn, 'pkce', text(row, 'pkce')), read.boolean(row, 'nonce_required')),
     // Absent when null, as a record made before the setting existed.
-    ...(row['request_object_signing_alg'] == null ? {} : { requestObjectSigningAlg: oneOf(REQUEST_OBJECT_ALGORITHMS, 'request_object_signing_alg', text(row, 'request_object_signing_alg')) }),
+    ...(row['request_object_signing_alg'] == null
+      ? {}
+      : { requestObjectSigningAlg: oneOf(REQUEST_OBJECT_ALGORITHMS, 'request_object_signing_alg', text(row, 'request_object_signing_alg')) }),
     // Absent when false, as a record made before the setting existed.
     ...(read.boolean(row, 'require_phishing_resistant') ? { requirePhishingResistant: true } : {}),
     firstParty: read.boolean(row, 'first_party'),
     postLogoutRedirectUris: read.strings(row, 'post_logout_redirect_uris'),
     backchannelLogoutUri: textOrNull(row, 'backchannel_logout_uri'),
     // Absent for the operator's clients and when not verified, as records made before them.
-    ...(row['registered_by'] == null || row['registered_by'] === 'operator' ? {} : { registeredBy: oneOf(selfRegistrations, 'registered_by', text(row, 'registered_by')) }),
+    ...(row['registered_by'] == null || row['registered_by'] === 'operator'
+      ? {}
+      : { registeredBy: oneOf(selfRegistrations, 'registered_by', text(row, 'registered_by')) }),
     ...(row['verified'] != null && read.boolean(row, 'verified') ? { verified: true } : {}),
     ...(row['used_at'] == null ? {} : { usedAt: integer(row, 'used_at') }),
     // Absent when empty, as a record made before token exchange.
-    ...(row['exchange_audiences'] == null || read.strings(row, 'exchange_audiences').length === 0 ? {} : { exchangeAudiences: read.strings(row, 'exchange_audiences') }),
+    ...(row['exchange_audiences'] == null || read.strings(row, 'exchange_audiences').length === 0
+      ? {}
+      : { exchangeAudiences: read.strings(row, 'exchange_audiences') }),
   };
 }
 

@@ -46,7 +46,8 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
 export function redemptionWrites(d: Dialect, code: AuthorizationCodeRecord, now: number, writes: RedemptionWrites): [StatementName, Params][] {
   const steps: [StatementName, Params][] = [['recordGrantUse', { id: code.grantId, now, activeUntil: writes.activeUntil }]];
   if (writes.refreshToken) steps.push(['insertRefreshToken', refreshTokenParams(d, writes.refreshToken)]);
-  if (writes.sessionClient) steps.push(['addSessionClient', { sid: writes.sessionClient.sid, clientId: code.clientId, expiresAt: writes.sessionClient.expiresAt }]);
+  if (writes.sessionClient)
+    steps.push(['addSessionClient', { sid: writes.sessionClient.sid, clientId: code.clientId, expiresAt: writes.sessionClient.expiresAt }]);
   if (writes.event) steps.push(['insertEvent', eventParams(writes.event)]);
   return steps;
 }

@@ -12,7 +12,8 @@ export function eventFromRow(row: Row, read: ColumnReader): AuditEvent {
   if (!isEventType(type)) throw new CorruptRowError('type', 'an event type', type);
   const detail = read.object(row, 'detail');
   for (const [key, value] of Object.entries(detail)) {
-    if (value !== null && !['string', 'number', 'boolean'].includes(typeof value)) throw new CorruptRowError(`detail.${key}`, 'a string, number, boolean or null', value);
+    if (value !== null && !['string', 'number', 'boolean'].includes(typeof value))
+      throw new CorruptRowError(`detail.${key}`, 'a string, number, boolean or null', value);
   }
   return {
     id: text(row, 'id'),

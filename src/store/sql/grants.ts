@@ -22,10 +22,7 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
     authTime: integer(row, 'auth_time'),
     createdAt: integer(row, 'created_at'),
     revokedAt: integerOrNull(row, 'revoked_at'),
-    device:
-      ip === null
-        ? null
-        : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
+    device: ip === null ? null : { ip, userAgent: textOrNull(row, 'device_user_agent'), requestedAt: integer(row, 'device_requested_at') },
     remembered: read.boolean(row, 'remembered'),
     renewedAt: integerOrNull(row, 'renewed_at'),
     lastUsedAt: integerOrNull(row, 'last_used_at'),

@@ -92,7 +92,10 @@ function upstreamLoginFromRow(row: Row): UpstreamLoginRecord {
   };
 }
 
-export function identityProvidersStores(d: Dialect, q: Runner<keyof ReturnType<typeof identityProvidersStatements>>): Pick<Stores, 'identityProviders' | 'linkedIdentities' | 'upstreamLogins'> {
+export function identityProvidersStores(
+  d: Dialect,
+  q: Runner<keyof ReturnType<typeof identityProvidersStatements>>,
+): Pick<Stores, 'identityProviders' | 'linkedIdentities' | 'upstreamLogins'> {
   const { read, list } = d;
   const provider = (row: Row) => providerFromRow(row, read);
   const link = (row: Row) => linkFromRow(row, read);

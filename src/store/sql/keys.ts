@@ -41,8 +41,7 @@ export function keysStores(d: Dialect, q: Runner<keyof ReturnType<typeof keysSta
   const { every, write } = queries(q);
   return {
     keys: {
-      add: (key) =>
-        write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
+      add: (key) => write('insertKey', { ...key, privateJwk: JSON.stringify(key.privateJwk), publicJwk: JSON.stringify(key.publicJwk) }),
       listPublished: (now) => every('listPublishedKeys', { now }, (row) => signingKeyFromRow(row, read)),
       schedule: (kid, retiresAt, expiresAt) => write('scheduleKey', { kid, retiresAt, expiresAt }),
       list: () => every('listKeys', {}, (row) => signingKeyFromRow(row, read)),

@@ -63,7 +63,13 @@ export function mailStores(d: Dialect, q: Runner<keyof ReturnType<typeof mailSta
   return {
     mail: {
       enqueue: async (delivery, now) =>
-        void (await q.changed('insertMail', { id: delivery.id, eventId: delivery.eventId, kind: delivery.kind, message: delivery.message === null ? null : JSON.stringify(delivery.message), now })),
+        void (await q.changed('insertMail', {
+          id: delivery.id,
+          eventId: delivery.eventId,
+          kind: delivery.kind,
+          message: delivery.message === null ? null : JSON.stringify(delivery.message),
+          now,
+        })),
       claim: async (now, leaseUntil) => {
         const row = await q.one('claimMail', { now, leaseUntil });
         return row === undefined ? null : mailFromRow(row, read);
@@ -71,7 +77,15 @@ export function mailStores(d: Dialect, q: Runner<keyof ReturnType<typeof mailSta
       settle: async (id, attempts, outcome, now) =>
         outcome.kind === 'delivered'
           ? settled(await q.one('deliveredMail', { id, attempts, now }))
-          : settled(await q.one('failedMail', { id, attempts, error: outcome.error.slice(0, 500), nextAttemptAt: outcome.nextAttemptAt, deadBefore: outcome.deadBefore })),
+          : settled(
+              await q.one('failedMail', {
+                id,
+                attempts,
+                error: outcome.error.slice(0, 500),
+                nextAttemptAt: outcome.nextAttemptAt,
+                deadBefore: outcome.deadBefore,
+              }),
+            ),
       release: async (id, attempts, now) => void (await q.changed('releaseMail', { id, attempts, now })),
       forEvent: async (eventId) => (await q.all('mailForEvent', { eventId })).map((row) => mailFromRow(row, read)),
       countByState: async () => {

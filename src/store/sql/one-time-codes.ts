@@ -65,7 +65,10 @@ export function oneTimeCodesStatements(d: Dialect) {
   };
 }
 
-export function oneTimeCodesStores(d: Dialect, q: Runner<keyof ReturnType<typeof oneTimeCodesStatements>>): Pick<Stores, 'totp' | 'recoveryCodes' | 'pendingSignIns'> {
+export function oneTimeCodesStores(
+  d: Dialect,
+  q: Runner<keyof ReturnType<typeof oneTimeCodesStatements>>,
+): Pick<Stores, 'totp' | 'recoveryCodes' | 'pendingSignIns'> {
   const { read, list } = d;
   return {
     totp: {

@@ -45,7 +45,11 @@ export function rateLimitsStores(_d: Dialect, q: Runner<keyof ReturnType<typeof 
       window: (key, now) => first('getRateLimit', { key, now }, (row) => ({ hits: integer(row, 'hits'), endsAt: integer(row, 'window_ends_at') })),
       release: (key, now) => write('releaseRateLimit', { key, now }),
       listOpen: (prefix, now, limit) =>
-        every('listOpenRateLimits', { prefix, now, limit }, (row) => ({ key: text(row, 'key'), hits: integer(row, 'hits'), endsAt: integer(row, 'window_ends_at') })),
+        every('listOpenRateLimits', { prefix, now, limit }, (row) => ({
+          key: text(row, 'key'),
+          hits: integer(row, 'hits'),
+          endsAt: integer(row, 'window_ends_at'),
+        })),
       remove: (key) => changedAny('removeRateLimit', { key }),
     },
   };

@@ -49,7 +49,10 @@ export function registrationsStatements(d: Dialect) {
   };
 }
 
-export function registrationsStores(d: Dialect, q: Runner<keyof ReturnType<typeof registrationsStatements>>): Pick<Stores, 'registrationTokens' | 'initialAccessTokens' | 'metadataDocuments'> {
+export function registrationsStores(
+  d: Dialect,
+  q: Runner<keyof ReturnType<typeof registrationsStatements>>,
+): Pick<Stores, 'registrationTokens' | 'initialAccessTokens' | 'metadataDocuments'> {
   const { first, every, changedAny, write } = queries(q);
   const metadataDocument = (row: Row): MetadataDocumentRecord => ({
     url: text(row, 'url'),

@@ -70,7 +70,12 @@ export function resourcesStores(_d: Dialect, q: Runner<keyof ReturnType<typeof r
       },
       async get(identifier) {
         const [row, scopes] = await Promise.all([q.one('getResource', { identifier }), q.all('getResourceScopes', { identifier })]);
-        return row === undefined ? null : resourceFromRow(row, scopes.map(resourceScopeFromRow).map(({ name, description }) => ({ name, description })));
+        return row === undefined
+          ? null
+          : resourceFromRow(
+              row,
+              scopes.map(resourceScopeFromRow).map(({ name, description }) => ({ name, description })),
+            );
       },
       async list() {
         const [resources, scopes] = await Promise.all([q.all('listResources', {}), q.all('listResourceScopes', {})]);

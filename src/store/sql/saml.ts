@@ -72,7 +72,8 @@ export function samlStores(d: Dialect, q: Runner<keyof ReturnType<typeof samlSta
   return {
     samlServiceProviders: {
       async create(sp) {
-        if ((await q.changed('insertSamlServiceProvider', { ...params(sp), createdAt: sp.createdAt, nameIdSalt: sp.nameIdSalt })) === 0) throw new DuplicateError(`SAML service provider ${sp.entityId}`);
+        if ((await q.changed('insertSamlServiceProvider', { ...params(sp), createdAt: sp.createdAt, nameIdSalt: sp.nameIdSalt })) === 0)
+          throw new DuplicateError(`SAML service provider ${sp.entityId}`);
       },
       get: (id) => first('getSamlServiceProvider', { id }, record),
       byEntityId: (entityId) => first('samlServiceProviderByEntityId', { entityId }, record),

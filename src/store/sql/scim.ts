@@ -43,11 +43,23 @@ export function scimStatements(d: Dialect) {
 }
 
 function scimTokenFromRow(row: Row): ScimTokenRecord {
-  return { id: text(row, 'id'), name: text(row, 'name'), tokenHash: text(row, 'token_hash'), createdAt: integer(row, 'created_at'), lastUsedAt: integerOrNull(row, 'last_used_at') };
+  return {
+    id: text(row, 'id'),
+    name: text(row, 'name'),
+    tokenHash: text(row, 'token_hash'),
+    createdAt: integer(row, 'created_at'),
+    lastUsedAt: integerOrNull(row, 'last_used_at'),
+  };
 }
 
 function groupFromRow(row: Row): GroupRecord {
-  return { id: text(row, 'id'), displayName: text(row, 'display_name'), externalId: textOrNull(row, 'external_id'), createdAt: integer(row, 'created_at'), updatedAt: integer(row, 'updated_at') };
+  return {
+    id: text(row, 'id'),
+    displayName: text(row, 'display_name'),
+    externalId: textOrNull(row, 'external_id'),
+    createdAt: integer(row, 'created_at'),
+    updatedAt: integer(row, 'updated_at'),
+  };
 }
 
 export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimStatements>>): Pick<Stores, 'scimTokens' | 'scimUsers' | 'groups'> {
@@ -75,7 +87,8 @@ export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimSta
       get: (id) => first('getGroup', { id }, groupFromRow),
       list: () => every('listGroups', {}, groupFromRow),
       async update(id, changes, expectedUpdatedAt, now) {
-        if ((await q.one('groupNameTaken', { id, displayName: changes.displayName })) !== undefined) throw new DuplicateError(`group ${JSON.stringify(changes.displayName)}`);
+        if ((await q.one('groupNameTaken', { id, displayName: changes.displayName })) !== undefined)
+          throw new DuplicateError(`group ${JSON.stringify(changes.displayName)}`);
         return changedAny('updateGroup', { id, displayName: changes.displayName, externalId: changes.externalId, expectedUpdatedAt, now });
       },
       remove: (id) => changedAny('removeGroup', { id }),

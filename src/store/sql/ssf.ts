@@ -163,7 +163,17 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
       settle: async (streamId, eventId, attempts, outcome, now) =>
         outcome.kind === 'delivered'
           ? settled(await q.one('deliveredSsf', { streamId, eventId, attempts, now, status: outcome.status }))
-          : settled(await q.one('failedSsf', { streamId, eventId, attempts, status: outcome.status, error: outcome.error.slice(0, 500), nextAttemptAt: outcome.nextAttemptAt, deadBefore: outcome.deadBefore })),
+          : settled(
+              await q.one('failedSsf', {
+                streamId,
+                eventId,
+                attempts,
+                status: outcome.status,
+                error: outcome.error.slice(0, 500),
+                nextAttemptAt: outcome.nextAttemptAt,
+                deadBefore: outcome.deadBefore,
+              }),
+            ),
       release: async (streamId, eventId, attempts, now) => void (await q.changed('releaseSsfDelivery', { streamId, eventId, attempts, now })),
       pending: async (streamId, limit) => (await q.all('pendingSsfDeliveries', { streamId, limit })).map(deliveryFromRow),
       acknowledge: async (streamId, eventIds, now) => {

@@ -71,4 +71,25 @@ export function statements(d: Dialect) {
 export type StatementName = keyof ReturnType<typeof statements>;
 
 /** What `purgeExpired` runs, each in batches of `PURGE_BATCH_SIZE` until one comes back short. */
-export const PURGES = ['purgeCodes', 'purgeDevices', 'purgeSessions', 'purgeRateLimits', 'purgeRefreshTokens', 'purgeRevokedAccessTokens', 'purgeClientAssertions', 'purgeSessionClients', 'purgeWebauthnChallenges', 'purgePendingSignIns', 'purgeDpopProofs', 'purgePushedRequests', 'purgeKeys', 'purgePasswordResets', 'purgeInitialAccessTokens', 'purgeMetadataDocuments', 'purgeUpstreamLogins', 'purgeSamlRequests', 'purgeSignUps', 'purgeInvitations'] as const satisfies readonly StatementName[];
+export const PURGES = [
+  'purgeCodes',
+  'purgeDevices',
+  'purgeSessions',
+  'purgeRateLimits',
+  'purgeRefreshTokens',
+  'purgeRevokedAccessTokens',
+  'purgeClientAssertions',
+  'purgeSessionClients',
+  'purgeWebauthnChallenges',
+  'purgePendingSignIns',
+  'purgeDpopProofs',
+  'purgePushedRequests',
+  'purgeKeys',
+  'purgePasswordResets',
+  'purgeInitialAccessTokens',
+  'purgeMetadataDocuments',
+  'purgeUpstreamLogins',
+  'purgeSamlRequests',
+  'purgeSignUps',
+  'purgeInvitations',
+] as const satisfies readonly StatementName[];

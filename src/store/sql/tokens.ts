@@ -79,8 +79,7 @@ export function tokensStores(d: Dialect, q: Runner<keyof ReturnType<typeof token
   const refreshToken = (row: Row) => refreshTokenFromRow(row, read);
   return {
     refreshTokens: {
-      create: (token) =>
-        write('insertRefreshToken', refreshTokenParams(d, token)),
+      create: (token) => write('insertRefreshToken', refreshTokenParams(d, token)),
       rotate: (hash, clientId, now) => first('rotateRefreshToken', { hash, clientId, now }, refreshToken),
       find: (hash) => first('getRefreshToken', { hash }, refreshToken),
     },

@@ -35,9 +35,9 @@ export function userFromRow(row: Row, read: ColumnReader): UserRecord {
     birthdate: textOrNull(row, 'birthdate'),
     phoneNumber: textOrNull(row, 'phone_number'),
     phoneNumberVerified: read.boolean(row, 'phone_number_verified'),
-    address: row['address'] === null || row['address'] === undefined ? null : read.object(row, 'address') as Address,
+    address: row['address'] === null || row['address'] === undefined ? null : (read.object(row, 'address') as Address),
     // Null in rows from before version 20.
-    localizedNames: row['localized_names'] === null || row['localized_names'] === undefined ? {} : read.object(row, 'localized_names') as LocalizedNames,
+    localizedNames: row['localized_names'] === null || row['localized_names'] === undefined ? {} : (read.object(row, 'localized_names') as LocalizedNames),
     disabled: read.boolean(row, 'disabled'),
     role: operatorRole(row),
     createdAt: integer(row, 'created_at'),

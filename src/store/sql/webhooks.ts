@@ -132,8 +132,13 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
       list: async () => (await q.all('listWebhooks')).map((row) => webhookFromRow(row, read)),
       remove: async (id) => (await q.changed('removeWebhook', { id })) > 0,
       reseal: async (id, secret, previousSecret) =>
-        (await q.changed('resealWebhook', { id, secret: JSON.stringify(secret), previousSecret: previousSecret === null ? null : JSON.stringify(previousSecret) })) > 0,
-      rotateSecret: async (id, secret, previousSecretExpiresAt, now) => (await q.changed('rotateWebhookSecret', { id, secret: JSON.stringify(secret), previousSecretExpiresAt, now })) > 0,
+        (await q.changed('resealWebhook', {
+          id,
+          secret: JSON.stringify(secret),
+          previousSecret: previousSecret === null ? null : JSON.stringify(previousSecret),
+        })) > 0,
+      rotateSecret: async (id, secret, previousSecretExpiresAt, now) =>
+        (await q.changed('rotateWebhookSecret', { id, secret: JSON.stringify(secret), previousSecretExpiresAt, now })) > 0,
       due: async (now, limit) => (await q.all('dueWebhooks', { now, limit })).map((row) => rows.text(row, 'id')),
       claim: async (webhookId, now, leaseUntil) => {
         const row = await q.one('claimWebhookDelivery', { webhookId, now, leaseUntil });
@@ -146,9 +151,20 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
       settle: async (webhookId, eventId, attempts, outcome, now) =>
         outcome.kind === 'delivered'
           ? settled(await q.one('deliveredWebhook', { webhookId, eventId, attempts, now, status: outcome.status }))
-          : settled(await q.one('failedWebhook', { webhookId, eventId, attempts, status: outcome.status, error: outcome.error.slice(0, 500), nextAttemptAt: outcome.nextAttemptAt, deadBefore: outcome.deadBefore })),
+          : settled(
+              await q.one('failedWebhook', {
+                webhookId,
+                eventId,
+                attempts,
+                status: outcome.status,
+                error: outcome.error.slice(0, 500),
+                nextAttemptAt: outcome.nextAttemptAt,
+                deadBefore: outcome.deadBefore,
+              }),
+            ),
       release: async (webhookId, eventId, attempts, now) => void (await q.changed('releaseWebhookDelivery', { webhookId, eventId, attempts, now })),
-      deliveries: async (webhookId, filter) => (await q.all('listWebhookDeliveries', { webhookId, state: filter.state ?? null, limit: filter.limit })).map(deliveryFromRow),
+      deliveries: async (webhookId, filter) =>
+        (await q.all('listWebhookDeliveries', { webhookId, state: filter.state ?? null, limit: filter.limit })).map(deliveryFromRow),
       replay: (webhookId, eventId, now) => q.changed('replayWebhookDeliveries', { webhookId, eventId, now }),
       countsByWebhook: async () => {
         const counts = new Map<string, Record<DeliveryState, number>>();

@@ -16,7 +16,12 @@ export function migrateSqlite(db: DatabaseSync, migrations: readonly Migration[]
       name       TEXT NOT NULL,
       applied_at INTEGER NOT NULL
     )`);
-    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').all().map((row) => integer(row, 'version')));
+    const applied = new Set(
+      db
+        .prepare('SELECT version FROM schema_migrations')
+        .all()
+        .map((row) => integer(row, 'version')),
+    );
     checkKnownVersions(applied, migrations);
     const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
     for (const migration of migrations) {
@@ -33,4 +38,3 @@ export function migrateSqlite(db: DatabaseSync, migrations: readonly Migration[]
     throw error;
   }
 }
-

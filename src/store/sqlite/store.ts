@@ -36,8 +36,7 @@ export const sqliteDialect: Dialect = {
   listUnion: (a, b) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${a}) UNION SELECT value FROM json_each(${b}) ORDER BY 1))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
   bigint: (parameter) => parameter,
-  purge: (table, key, condition) =>
-    `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
+  purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
 };
 
 /** A refused write as the same error the PostgreSQL store gives (SQLite's extended result codes). */
@@ -146,7 +145,8 @@ function sqliteStore(db: DatabaseSync): Store {
           const row = execute(prepared.consumeCode, (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
           const code = row === undefined ? null : codeFromRow(row, sqliteDialect.read);
           if (code !== null) {
-            for (const [name, params] of redemptionWrites(sqliteDialect, code, now, writes)) execute(prepared[name], (statement) => statement.run(bind(params)));
+            for (const [name, params] of redemptionWrites(sqliteDialect, code, now, writes))
+              execute(prepared[name], (statement) => statement.run(bind(params)));
           }
           release.run();
           return code;
@@ -188,7 +188,10 @@ function sqliteStore(db: DatabaseSync): Store {
     if (record !== null && at === generation) clientRecords.set(id, record);
     return record;
   };
-  const forgetting = <A extends unknown[], R>(write: (...args: A) => Promise<R>) => (...args: A): Promise<R> => write(...args).finally(forgetClients);
+  const forgetting =
+    <A extends unknown[], R>(write: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      write(...args).finally(forgetClients);
 
   return {
     ...stores,

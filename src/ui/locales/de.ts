@@ -12,12 +12,12 @@ const de: Catalogue = {
   'time.justNow': 'vor weniger als einer Minute',
 
   'scope.openid': 'Sie anmelden und wissen, wer Sie sind',
-  'scope.profile': "Ihren Namen, Spitznamen, Benutzernamen, Ihr Profilbild, Ihre Webseiten, Ihr Geschlecht, Geburtsdatum, Ihre Sprache und Zeitzone sehen",
+  'scope.profile': 'Ihren Namen, Spitznamen, Benutzernamen, Ihr Profilbild, Ihre Webseiten, Ihr Geschlecht, Geburtsdatum, Ihre Sprache und Zeitzone sehen',
   'scope.email': 'Ihre E-Mail-Adresse sehen',
-  'scope.address': "Ihre Postanschrift sehen",
-  'scope.phone': "Ihre Telefonnummer sehen",
+  'scope.address': 'Ihre Postanschrift sehen',
+  'scope.phone': 'Ihre Telefonnummer sehen',
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
-  'scope.groups': "Die Gruppen sehen, denen Sie angehören",
+  'scope.groups': 'Die Gruppen sehen, denen Sie angehören',
 
   'signIn.title': 'Anmelden',
   'signIn.toContinue': 'um mit <strong>{client}</strong> fortzufahren',
@@ -28,39 +28,48 @@ const de: Catalogue = {
   'signIn.or': 'oder',
   'signIn.passkey': 'Mit einem Passkey anmelden',
   'signIn.error.incorrect': 'Benutzername oder Passwort ist falsch.',
-  'signIn.error.busy': 'Gerade melden sich sehr viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und melden Sie sich dann erneut an.',
+  'signIn.error.busy':
+    'Gerade melden sich sehr viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und melden Sie sich dann erneut an.',
   'signIn.error.limitedUser':
     'Zu viele falsche Passwörter für diesen Benutzernamen von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut, oder bitten Sie Ihre Administration, Ihr Konto zu entsperren. Wenn Sie Ihr Passwort vergessen haben, kann sie Ihnen einen Link schicken, um ein neues festzulegen.',
-  'signIn.error.limitedAddress': 'Zu viele falsche Passwörter von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
+  'signIn.error.limitedAddress':
+    'Zu viele falsche Passwörter von Ihrer Verbindung aus. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
   'signIn.error.pendingEnded': 'Ihre Anmeldung hat zu lange gedauert oder ist abgelaufen. Bitte melden Sie sich erneut an.',
   'signIn.refusal.passkeyRequired':
     '{client} kann erst freigegeben werden, nachdem Sie sich mit einem Passkey angemeldet haben, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt. Melden Sie sich mit Ihrem Passkey an, um fortzufahren. (Noch kein Passkey? Fügen Sie zuerst auf Ihrer Kontoseite einen hinzu.)',
   'signIn.refusal.secondFactorRequired':
     'Für die Freigabe ist ein zweiter Faktor nötig: Melden Sie sich mit einem Passkey an, der nach Ihrer PIN, Ihrem Fingerabdruck oder Ihrem Gesicht fragt, oder mit Ihrem Passwort und einem Einmalcode. Wenn Sie beides nicht haben, richten Sie zuerst auf Ihrer Kontoseite eines davon ein.',
-  'signIn.setUp': '<account>Richten Sie auf Ihrer Kontoseite einen Passkey oder Einmalcodes ein</account>: Sie bleiben angemeldet und kommen danach hierher zurück.',
+  'signIn.setUp':
+    '<account>Richten Sie auf Ihrer Kontoseite einen Passkey oder Einmalcodes ein</account>: Sie bleiben angemeldet und kommen danach hierher zurück.',
   'secondFactors.proveFirst':
     'Ihr Konto hat bereits einen Passkey oder Einmalcodes, und in diesem Browser haben Sie sich nur mit Ihrem Passwort angemeldet. Um einen davon hinzuzufügen oder zu entfernen, melden Sie sich erneut mit Ihrem Passkey an oder mit Ihrem Passwort und einem Einmalcode.',
-  'signIn.continueWith': "Weiter mit {provider}",
-  'signIn.directory.title': "Mit {provider} anmelden",
-  'signIn.directory.intro': "Verwenden Sie Ihren Benutzernamen und Ihr Passwort von {provider}.",
-  'signIn.otherWays': "Andere Anmeldemöglichkeiten",
-  'upstream.refused.title': "Sie sind nicht angemeldet",
-  'upstream.refused.upstream_error': "{provider} hat Sie nicht angemeldet. Wenn Sie abgebrochen haben, ist das in Ordnung: Beginnen Sie erneut, wenn Sie so weit sind.",
-  'upstream.refused.state_mismatch': "Diese Anmeldung wurde nicht in diesem Browser begonnen und deshalb zum Schutz Ihres Kontos gestoppt. Beginnen Sie erneut auf der Anmeldeseite.",
-  'upstream.refused.expired': "Diese Anmeldung hat zu lange gedauert oder ist bereits abgeschlossen. Beginnen Sie erneut auf der Anmeldeseite.",
-  'upstream.refused.invalid_response': "Die Antwort von {provider} konnte nicht überprüft werden, deshalb wurden Sie nicht angemeldet. Versuchen Sie es erneut; wenn es wieder passiert, informieren Sie die Betreiber von {site}.",
-  'upstream.refused.unavailable': "{provider} antwortet gerade nicht. Versuchen Sie es in ein paar Minuten erneut.",
-  'upstream.refused.domain_not_allowed': "Die E-Mail-Adresse Ihres {provider}-Kontos wird von {site} nicht akzeptiert. Melden Sie sich mit einem Konto einer zugelassenen Domain an.",
-  'upstream.refused.organization_not_allowed': "Ihr {provider}-Konto gehört zu keiner Organisation, die {site} akzeptiert. Bitten Sie einen Eigentümer der Organisation, Sie hinzuzufügen, und versuchen Sie es dann erneut.",
-  'upstream.refused.email_taken': "Auf {site} gibt es bereits ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich mit dessen Passwort an; um stattdessen {provider} zu verwenden, wenden Sie sich an die Betreiber von {site}.",
-  'upstream.refused.disabled': "Ihr Konto bei {site} ist deaktiviert. Wenden Sie sich an die Betreiber von {site}.",
-  'upstream.refused.wrong_password': "Benutzername oder Passwort ist falsch.",
-  'upstream.refused.unknown_provider': "Diese Anmeldemöglichkeit wird nicht mehr angeboten. Beginnen Sie erneut auf der Anmeldeseite.",
-  'upstream.backToSignIn': "Zurück zur Anmeldung",
-  'upstream.continue.title': "Sie sind angemeldet",
-  'upstream.continue.text': "Sie werden dorthin weitergeleitet, wohin Sie wollten.",
-  'account.identities.heading': "Verknüpfte Konten",
-  'account.identities.item': "{provider}: {label}, verknüpft {time}",
+  'signIn.continueWith': 'Weiter mit {provider}',
+  'signIn.directory.title': 'Mit {provider} anmelden',
+  'signIn.directory.intro': 'Verwenden Sie Ihren Benutzernamen und Ihr Passwort von {provider}.',
+  'signIn.otherWays': 'Andere Anmeldemöglichkeiten',
+  'upstream.refused.title': 'Sie sind nicht angemeldet',
+  'upstream.refused.upstream_error':
+    '{provider} hat Sie nicht angemeldet. Wenn Sie abgebrochen haben, ist das in Ordnung: Beginnen Sie erneut, wenn Sie so weit sind.',
+  'upstream.refused.state_mismatch':
+    'Diese Anmeldung wurde nicht in diesem Browser begonnen und deshalb zum Schutz Ihres Kontos gestoppt. Beginnen Sie erneut auf der Anmeldeseite.',
+  'upstream.refused.expired': 'Diese Anmeldung hat zu lange gedauert oder ist bereits abgeschlossen. Beginnen Sie erneut auf der Anmeldeseite.',
+  'upstream.refused.invalid_response':
+    'Die Antwort von {provider} konnte nicht überprüft werden, deshalb wurden Sie nicht angemeldet. Versuchen Sie es erneut; wenn es wieder passiert, informieren Sie die Betreiber von {site}.',
+  'upstream.refused.unavailable': '{provider} antwortet gerade nicht. Versuchen Sie es in ein paar Minuten erneut.',
+  'upstream.refused.domain_not_allowed':
+    'Die E-Mail-Adresse Ihres {provider}-Kontos wird von {site} nicht akzeptiert. Melden Sie sich mit einem Konto einer zugelassenen Domain an.',
+  'upstream.refused.organization_not_allowed':
+    'Ihr {provider}-Konto gehört zu keiner Organisation, die {site} akzeptiert. Bitten Sie einen Eigentümer der Organisation, Sie hinzuzufügen, und versuchen Sie es dann erneut.',
+  'upstream.refused.email_taken':
+    'Auf {site} gibt es bereits ein Konto mit Ihrer E-Mail-Adresse. Melden Sie sich mit dessen Passwort an; um stattdessen {provider} zu verwenden, wenden Sie sich an die Betreiber von {site}.',
+  'upstream.refused.disabled': 'Ihr Konto bei {site} ist deaktiviert. Wenden Sie sich an die Betreiber von {site}.',
+  'upstream.refused.wrong_password': 'Benutzername oder Passwort ist falsch.',
+  'upstream.refused.unknown_provider': 'Diese Anmeldemöglichkeit wird nicht mehr angeboten. Beginnen Sie erneut auf der Anmeldeseite.',
+  'upstream.backToSignIn': 'Zurück zur Anmeldung',
+  'upstream.continue.title': 'Sie sind angemeldet',
+  'upstream.continue.text': 'Sie werden dorthin weitergeleitet, wohin Sie wollten.',
+  'account.identities.heading': 'Verknüpfte Konten',
+  'account.identities.item': '{provider}: {label}, verknüpft {time}',
 
   'passkey.script.cancelled': 'Die Passkey-Anfrage wurde abgebrochen oder ist abgelaufen. Versuchen Sie es erneut.',
   'passkey.script.exists': 'Dieses Gerät hat bereits einen Passkey für Ihr Konto.',
@@ -83,8 +92,10 @@ const de: Catalogue = {
   'consent.willBeAble': '{client} darf dann:',
   'consent.alsoWants': '{client} möchte außerdem:',
   'consent.returnTo': 'Nach Ihrer Entscheidung kehren Sie zu <strong>{target}</strong> zurück.',
-  'consent.unverified': '<strong>Nicht von {site} geprüft.</strong> {client} hat sich selbst registriert: {site} hat nicht geprüft, wer die App gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
-  'consent.unverifiedHost': '<strong>Nicht von {site} geprüft.</strong> Diese App beschreibt sich unter <strong>{host}</strong>: {site} hat nicht geprüft, wer sie gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
+  'consent.unverified':
+    '<strong>Nicht von {site} geprüft.</strong> {client} hat sich selbst registriert: {site} hat nicht geprüft, wer die App gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
+  'consent.unverifiedHost':
+    '<strong>Nicht von {site} geprüft.</strong> Diese App beschreibt sich unter <strong>{host}</strong>: {site} hat nicht geprüft, wer sie gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
   'consent.deny': 'Ablehnen',
   'consent.approve': 'Zulassen',
   'signedInAs.text': 'Angemeldet als <strong>{name}</strong>.',
@@ -121,7 +132,8 @@ const de: Catalogue = {
   'device.details.requested': 'Angefragt',
   'device.details.device': 'Gerät',
   'device.details.you': 'Sie',
-  'device.details.approveOnly': '<strong>Lassen Sie den Zugriff nur zu, wenn Sie den Vorgang selbst gestartet haben, auf einem Gerät, das Sie bei sich haben.</strong>',
+  'device.details.approveOnly':
+    '<strong>Lassen Sie den Zugriff nur zu, wenn Sie den Vorgang selbst gestartet haben, auf einem Gerät, das Sie bei sich haben.</strong>',
   'device.details.report':
     'Sie haben das nicht selbst gestartet? Wählen Sie „Ablehnen“ und melden Sie es Ihrer Administration: Wer Ihnen einen Code oder Link zum Freigeben schickt, versucht, in Ihr Konto zu gelangen.',
   'device.approved.title': 'Gerät zugelassen',
@@ -134,7 +146,8 @@ const de: Catalogue = {
     'Wenn Sie diese Anfrage nicht selbst gestartet haben, hat Ihnen womöglich jemand den Code geschickt, um in Ihr Konto zu gelangen: Melden Sie es Ihrer Administration.',
   'device.used.title': 'Code bereits verwendet',
   'device.used.heading': 'Dieser Code wurde bereits verwendet',
-  'device.used.text': 'Die Anfrage wurde bereits zugelassen oder abgelehnt. Kehren Sie zu Ihrem Gerät zurück; falls es einen neuen Code braucht, beginnen Sie dort neu.',
+  'device.used.text':
+    'Die Anfrage wurde bereits zugelassen oder abgelehnt. Kehren Sie zu Ihrem Gerät zurück; falls es einen neuen Code braucht, beginnen Sie dort neu.',
   'device.used.another': 'Anderen Code eingeben',
 
   'account.title': 'Verbundene Apps und Geräte',
@@ -220,7 +233,8 @@ const de: Catalogue = {
   'reset.submit': 'Passwort festlegen',
   'reset.tooShort': 'Dieses Passwort kann nicht verwendet werden: Es muss mindestens {min} Zeichen lang sein.',
   'reset.tooLong': 'Dieses Passwort kann nicht verwendet werden: Es darf höchstens {max} Zeichen lang sein.',
-  'reset.busy': 'Gerade melden sich viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und legen Sie Ihr Passwort dann noch einmal fest.',
+  'reset.busy':
+    'Gerade melden sich viele Menschen an. Warten Sie {seconds, plural, one {# Sekunde} other {# Sekunden}} und legen Sie Ihr Passwort dann noch einmal fest.',
   'reset.done.title': 'Passwort geändert',
   'reset.done.text': 'Ihr neues Passwort ist festgelegt, und alle Browser, die angemeldet waren, wurden abgemeldet.',
   'reset.done.signIn': 'Anmelden',
@@ -236,10 +250,12 @@ const de: Catalogue = {
   'forgot.invalid': 'Geben Sie eine E-Mail-Adresse ein, etwa name@example.com.',
   'forgot.busy': 'Es wurden zu viele Links angefordert. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
   'forgot.sent.title': 'Sehen Sie in Ihre E-Mails',
-  'forgot.sent.text': 'Wenn ein Konto die Adresse <strong>{email}</strong> hat, ist ein Link zum Festlegen eines neuen Passworts unterwegs. Er gilt {minutes, plural, one {# Minute} other {# Minuten}} lang.',
+  'forgot.sent.text':
+    'Wenn ein Konto die Adresse <strong>{email}</strong> hat, ist ein Link zum Festlegen eines neuen Passworts unterwegs. Er gilt {minutes, plural, one {# Minute} other {# Minuten}} lang.',
   'forgot.back': 'Zurück zur Anmeldung',
   'mail.invite.subject': 'Einladung zu {site}',
-  'mail.invite.text': 'Sie sind eingeladen, ein Konto bei {site} zu erstellen. Öffnen Sie diesen Link vor {time}, um einen Benutzernamen und ein Passwort zu wählen:',
+  'mail.invite.text':
+    'Sie sind eingeladen, ein Konto bei {site} zu erstellen. Öffnen Sie diesen Link vor {time}, um einen Benutzernamen und ein Passwort zu wählen:',
   'mail.invite.action': 'Mein Konto erstellen',
   'mail.invite.ignore': 'Wenn Sie das nicht erwartet haben, ignorieren Sie diese Nachricht: Es wird kein Konto erstellt.',
   'invitation.title': 'Ihr Konto erstellen',
@@ -263,7 +279,8 @@ const de: Catalogue = {
   'signUp.error.password': 'Das Passwort muss 8 bis 1024 Zeichen lang sein.',
   'signUp.busy': 'Es wurden zu viele Konten angefordert. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
   'signUp.sent.title': 'Sehen Sie in Ihre E-Mails',
-  'signUp.sent.text': 'Wir haben eine Nachricht an <strong>{email}</strong> gesendet. Öffnen Sie den Link darin, um abzuschließen: Er gilt {hours, plural, one {# Stunde} other {# Stunden}} lang.',
+  'signUp.sent.text':
+    'Wir haben eine Nachricht an <strong>{email}</strong> gesendet. Öffnen Sie den Link darin, um abzuschließen: Er gilt {hours, plural, one {# Stunde} other {# Stunden}} lang.',
   'signUp.sent.later': 'Sie können sich jetzt anmelden; öffnen Sie den Link, um Ihre Adresse zu bestätigen.',
   'signUp.confirm.title': 'Konto bestätigen',
   'signUp.confirm.text': 'Bestätigen Sie das Konto <strong>{username}</strong> bei {site}.',
@@ -276,25 +293,30 @@ const de: Catalogue = {
   'signUp.taken.text': 'Jemand hat diesen Benutzernamen vergeben, bevor Sie bestätigt haben. Registrieren Sie sich mit einem anderen erneut.',
   'signUp.back': 'Zurück zur Anmeldung',
   'mail.verify.subject': 'Bestätigen Sie Ihre E-Mail-Adresse für {site}',
-  'mail.verify.text': 'Jemand hat mit dieser Adresse das Konto {username} bei {site} erstellt. Wenn Sie das waren, öffnen Sie diesen Link vor {time}, um sie zu bestätigen:',
+  'mail.verify.text':
+    'Jemand hat mit dieser Adresse das Konto {username} bei {site} erstellt. Wenn Sie das waren, öffnen Sie diesen Link vor {time}, um sie zu bestätigen:',
   'mail.verify.action': 'Meine Adresse bestätigen',
   'mail.verify.ignore': 'Wenn Sie das nicht waren, ignorieren Sie diese Nachricht: Die Adresse bleibt unbestätigt.',
   'mail.signupExists.subject': 'Sie haben bereits ein Konto bei {site}',
-  'mail.signupExists.text': 'Jemand wollte mit dieser Adresse ein Konto bei {site} erstellen, aber sie hat schon eines: {username}. Wenn Sie das waren, melden Sie sich damit an; wenn Sie das Passwort vergessen haben, fordern Sie hier ein neues an:',
+  'mail.signupExists.text':
+    'Jemand wollte mit dieser Adresse ein Konto bei {site} erstellen, aber sie hat schon eines: {username}. Wenn Sie das waren, melden Sie sich damit an; wenn Sie das Passwort vergessen haben, fordern Sie hier ein neues an:',
   'mail.signupExists.action': 'Passwort vergessen?',
   'mail.signupExists.ignore': 'Wenn Sie das nicht waren, ignorieren Sie diese Nachricht: Es ändert sich nichts.',
   'mail.greeting': 'Hallo {name},',
   'mail.footer': 'Diese Nachricht wurde von {site} gesendet.',
   'mail.recovery.subject': 'Neues Passwort für {site} festlegen',
-  'mail.recovery.text': 'Jemand hat einen Link angefordert, um für {username} bei {site} ein neues Passwort festzulegen. Wenn Sie das waren, öffnen Sie diesen Link vor {time}:',
+  'mail.recovery.text':
+    'Jemand hat einen Link angefordert, um für {username} bei {site} ein neues Passwort festzulegen. Wenn Sie das waren, öffnen Sie diesen Link vor {time}:',
   'mail.recovery.action': 'Neues Passwort festlegen',
   'mail.recovery.ignore': 'Wenn Sie das nicht waren, ignorieren Sie diese Nachricht: Ihr Passwort bleibt, wie es ist.',
   'mail.passwordChanged.subject': 'Ihr Passwort für {site} wurde geändert',
   'mail.passwordChanged.text': 'Das Passwort für {username} bei {site} wurde am {time} geändert, und jeder angemeldete Browser wurde abgemeldet.',
-  'mail.passwordChanged.warning': 'Wenn Sie es nicht geändert haben, fordern Sie sofort auf der Anmeldeseite einen neuen Link an und benachrichtigen Sie die Betreiber von {site}.',
+  'mail.passwordChanged.warning':
+    'Wenn Sie es nicht geändert haben, fordern Sie sofort auf der Anmeldeseite einen neuen Link an und benachrichtigen Sie die Betreiber von {site}.',
   'logout.title': 'Von {site} abmelden?',
   'logout.asks': '<strong>{client}</strong> möchte Sie abmelden.',
-  'logout.signedInAs': 'Sie sind als <strong>{name}</strong> angemeldet. Beim Abmelden werden Sie auch von den Apps abgemeldet, bei denen Sie sich hier angemeldet haben.',
+  'logout.signedInAs':
+    'Sie sind als <strong>{name}</strong> angemeldet. Beim Abmelden werden Sie auch von den Apps abgemeldet, bei denen Sie sich hier angemeldet haben.',
   'logout.stay': 'Angemeldet bleiben',
   'logout.submit': 'Abmelden',
   'signedOut.title': 'Abgemeldet',
@@ -316,14 +338,16 @@ const de: Catalogue = {
   'error.cannotComplete': 'Diese Anfrage kann nicht abgeschlossen werden',
   'error.unavailableText': 'Dieser Dienst ist kurz nicht verfügbar. Warten Sie ein paar Sekunden und versuchen Sie es erneut.',
   'error.serverText': 'Auf diesem Server ist etwas schiefgelaufen. Versuchen Sie es gleich noch einmal.',
-  'error.cannotCompleteText': 'Die App oder der Link, über die Sie hierher gekommen sind, hat etwas verlangt, was dieser Server nicht kann. Gehen Sie zurück zur App und versuchen Sie es erneut; passiert es wieder, wenden Sie sich an die Betreiber der App.',
+  'error.cannotCompleteText':
+    'Die App oder der Link, über die Sie hierher gekommen sind, hat etwas verlangt, was dieser Server nicht kann. Gehen Sie zurück zur App und versuchen Sie es erneut; passiert es wieder, wenden Sie sich an die Betreiber der App.',
   'error.notFound': 'Seite nicht gefunden',
   'error.notFoundText': 'Unter {path} gibt es bei {site} keine Seite. Prüfen Sie die Adresse oder beginnen Sie auf der Startseite neu.',
   'error.backHome': 'Zur Startseite von {site}',
   'error.details': 'Für die Entwickler der App: {details}',
   'error.formExpired': 'Dieses Formular ist abgelaufen. Gehen Sie zurück, laden Sie die Seite neu und versuchen Sie es erneut.',
   'error.otherSite': 'Dieses Formular wurde von einer anderen Adresse gesendet ({origin}). Öffnen Sie die Seite unter {ours} und versuchen Sie es erneut.',
-  'error.refusedText': 'Dieser Server hat die Anfrage abgelehnt. Gehen Sie zurück zur App und versuchen Sie es erneut; den Grund finden die Entwickler der App unten.',
+  'error.refusedText':
+    'Dieser Server hat die Anfrage abgelehnt. Gehen Sie zurück zur App und versuchen Sie es erneut; den Grund finden die Entwickler der App unten.',
   'error.tooManyText': 'Es gab zu viele Anfragen. Warten Sie einige Minuten und versuchen Sie es dann erneut.',
 
   'deviceLogin.open': 'Öffnen Sie zum Anmelden diese Seite auf Ihrem Telefon oder Computer:',
@@ -343,8 +367,10 @@ const de: Catalogue = {
   'deviceLogin.userinfo': 'Claims aus UserInfo ({endpoint}):',
 
   'saml.refused.title': 'Anmeldeanfrage abgelehnt',
-  'saml.refused.malformed': 'Die Anwendung hat eine Anmeldeanfrage gesendet, die dieser Server nicht lesen kann. Gehen Sie zur Anwendung zurück und versuchen Sie es erneut; passiert es wieder, wenden Sie sich an ihren Betreiber.',
-  'saml.refused.unknown_sp': 'Die Anwendung, die Sie hierher geschickt hat, ist bei diesem Server nicht registriert; Sie können sich hier nicht bei ihr anmelden.',
+  'saml.refused.malformed':
+    'Die Anwendung hat eine Anmeldeanfrage gesendet, die dieser Server nicht lesen kann. Gehen Sie zur Anwendung zurück und versuchen Sie es erneut; passiert es wieder, wenden Sie sich an ihren Betreiber.',
+  'saml.refused.unknown_sp':
+    'Die Anwendung, die Sie hierher geschickt hat, ist bei diesem Server nicht registriert; Sie können sich hier nicht bei ihr anmelden.',
   'saml.refused.unknown_acs': 'Die Anwendung wollte Ihre Anmeldung an eine Adresse senden lassen, die sie nicht registriert hat. Es wurde nichts gesendet.',
   'saml.refused.unsigned': 'Die Anmeldeanfragen dieser Anwendung müssen signiert sein, diese war es nicht. Es wurde nichts gesendet.',
   'saml.refused.bad_signature': 'Die Signatur der Anmeldeanfrage stammt nicht von der Anwendung. Es wurde nichts gesendet.',

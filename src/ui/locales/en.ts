@@ -46,27 +46,32 @@ const en = {
   'signIn.setUp': '<account>Set up a passkey or one-time codes on your account page</account>: you stay signed in, then come back here.',
   'secondFactors.proveFirst':
     'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
-  'signIn.continueWith': "Continue with {provider}",
-  'signIn.directory.title': "Sign in with {provider}",
-  'signIn.directory.intro': "Use the username and password you have at {provider}.",
-  'signIn.otherWays': "Other ways to sign in",
-  'upstream.refused.title': "You are not signed in",
-  'upstream.refused.upstream_error': "{provider} did not sign you in. If you cancelled, that is fine: start again when you are ready.",
-  'upstream.refused.state_mismatch': "This sign-in did not start in this browser, so it was stopped to protect your account. Start again from the sign-in page.",
-  'upstream.refused.expired': "This sign-in took too long or was already finished. Start again from the sign-in page.",
-  'upstream.refused.invalid_response': "The answer from {provider} could not be verified, so you were not signed in. Try again; if it keeps happening, tell the people who run {site}.",
-  'upstream.refused.unavailable': "{provider} is not answering right now. Try again in a few minutes.",
-  'upstream.refused.domain_not_allowed': "The email address of your {provider} account is not one {site} accepts. Sign in with an account in an allowed domain.",
-  'upstream.refused.organization_not_allowed': "Your {provider} account is not a member of an organisation {site} accepts. Ask an owner of the organisation to add you, then try again.",
-  'upstream.refused.email_taken': "An account with your email address already exists on {site}. Sign in with its password; to use {provider} instead, ask the people who run {site}.",
-  'upstream.refused.disabled': "Your {site} account is disabled. Ask the people who run {site}.",
-  'upstream.refused.wrong_password': "The username or password is incorrect.",
-  'upstream.refused.unknown_provider': "This way of signing in is not offered any more. Start again from the sign-in page.",
-  'upstream.backToSignIn': "Back to sign-in",
-  'upstream.continue.title': "You are signed in",
-  'upstream.continue.text': "Taking you on to where you were going.",
-  'account.identities.heading': "Linked accounts",
-  'account.identities.item': "{provider}: {label}, linked {time}",
+  'signIn.continueWith': 'Continue with {provider}',
+  'signIn.directory.title': 'Sign in with {provider}',
+  'signIn.directory.intro': 'Use the username and password you have at {provider}.',
+  'signIn.otherWays': 'Other ways to sign in',
+  'upstream.refused.title': 'You are not signed in',
+  'upstream.refused.upstream_error': '{provider} did not sign you in. If you cancelled, that is fine: start again when you are ready.',
+  'upstream.refused.state_mismatch':
+    'This sign-in did not start in this browser, so it was stopped to protect your account. Start again from the sign-in page.',
+  'upstream.refused.expired': 'This sign-in took too long or was already finished. Start again from the sign-in page.',
+  'upstream.refused.invalid_response':
+    'The answer from {provider} could not be verified, so you were not signed in. Try again; if it keeps happening, tell the people who run {site}.',
+  'upstream.refused.unavailable': '{provider} is not answering right now. Try again in a few minutes.',
+  'upstream.refused.domain_not_allowed':
+    'The email address of your {provider} account is not one {site} accepts. Sign in with an account in an allowed domain.',
+  'upstream.refused.organization_not_allowed':
+    'Your {provider} account is not a member of an organisation {site} accepts. Ask an owner of the organisation to add you, then try again.',
+  'upstream.refused.email_taken':
+    'An account with your email address already exists on {site}. Sign in with its password; to use {provider} instead, ask the people who run {site}.',
+  'upstream.refused.disabled': 'Your {site} account is disabled. Ask the people who run {site}.',
+  'upstream.refused.wrong_password': 'The username or password is incorrect.',
+  'upstream.refused.unknown_provider': 'This way of signing in is not offered any more. Start again from the sign-in page.',
+  'upstream.backToSignIn': 'Back to sign-in',
+  'upstream.continue.title': 'You are signed in',
+  'upstream.continue.text': 'Taking you on to where you were going.',
+  'account.identities.heading': 'Linked accounts',
+  'account.identities.item': '{provider}: {label}, linked {time}',
 
   'passkey.script.cancelled': 'The passkey request was cancelled or timed out. Try again.',
   'passkey.script.exists': 'This device already has a passkey for your account.',
@@ -76,7 +81,8 @@ const en = {
   'passkey.signIn.challenge': 'That passkey request has expired or was already used. Try again.',
   'passkey.signIn.unknown': 'That passkey is not registered here. It may have been removed: sign in with your password.',
   'passkey.signIn.rejected': 'That passkey could not be verified. Try again, or sign in with your password.',
-  'passkey.signIn.cloned': 'That passkey was refused: it looks like a copy of the one registered. Sign in with your password, and remove the passkey from your account.',
+  'passkey.signIn.cloned':
+    'That passkey was refused: it looks like a copy of the one registered. Sign in with your password, and remove the passkey from your account.',
   'passkey.add.failedTitle': 'The passkey was not added',
   'passkey.add.malformed': 'The passkey answer could not be read. Go back and try again.',
   'passkey.add.challenge': 'That passkey request has expired or was already used. Go back and try again.',
@@ -88,8 +94,10 @@ const en = {
   'consent.willBeAble': '{client} will be able to:',
   'consent.alsoWants': '{client} also wants to:',
   'consent.returnTo': 'After you decide, you will return to <strong>{target}</strong>.',
-  'consent.unverified': '<strong>Not verified by {site}.</strong> {client} registered itself: {site} has not checked who made it. Approve only if you know the app.',
-  'consent.unverifiedHost': '<strong>Not verified by {site}.</strong> This app describes itself at <strong>{host}</strong>: {site} has not checked who made it. Approve only if you know the app.',
+  'consent.unverified':
+    '<strong>Not verified by {site}.</strong> {client} registered itself: {site} has not checked who made it. Approve only if you know the app.',
+  'consent.unverifiedHost':
+    '<strong>Not verified by {site}.</strong> This app describes itself at <strong>{host}</strong>: {site} has not checked who made it. Approve only if you know the app.',
   'consent.deny': 'Deny',
   'consent.approve': 'Approve',
   'signedInAs.text': 'Signed in as <strong>{name}</strong>.',
@@ -98,8 +106,7 @@ const en = {
   'code.title': 'Enter your code',
   'code.intro': 'Open your authenticator app and enter the 6-digit code it shows for {site}. If you do not have your phone, enter one of your recovery codes.',
   'code.label': 'Code',
-  'code.error.locked':
-    'Too many wrong codes. Wait a few minutes, then try again, use a recovery code, or ask your administrator to unlock your account.',
+  'code.error.locked': 'Too many wrong codes. Wait a few minutes, then try again, use a recovery code, or ask your administrator to unlock your account.',
   'code.error.replayed': 'That code has been used already. Wait for the next code in your app.',
   'code.error.wrong': 'That code is not right. Check the code in your app, or enter a recovery code.',
   'code.error.done': 'This sign-in has already been completed.',
@@ -178,10 +185,8 @@ const en = {
   'account.password.wrongCurrent': 'The current password is incorrect.',
   'account.password.tooShort': 'The new password cannot be used: the password must be at least {min} characters.',
   'account.password.tooLong': 'The new password cannot be used: the password must be at most {max} characters.',
-  'account.password.busy':
-    'Many people are signing in right now. Wait {seconds, plural, one {# second} other {# seconds}}, then try again.',
-  'account.password.limited':
-    'Too many wrong passwords from your connection. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
+  'account.password.busy': 'Many people are signing in right now. Wait {seconds, plural, one {# second} other {# seconds}}, then try again.',
+  'account.password.limited': 'Too many wrong passwords from your connection. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
   'password.new': 'New password',
 
   'passkeys.heading': 'Passkeys',
@@ -212,7 +217,8 @@ const en = {
   'totp.setup.wrong': 'That code is not right. Check that the app shows {site}, and enter its current code.',
   'recovery.title': 'Your recovery codes',
   'recovery.on': 'One-time codes are on.',
-  'recovery.text': 'If you lose your phone, each of these codes signs you in once in place of a code from the app. Keep them somewhere safe: they are shown only now.',
+  'recovery.text':
+    'If you lose your phone, each of these codes signs you in once in place of a code from the app. Keep them somewhere safe: they are shown only now.',
   'recovery.label': 'Recovery codes',
   'recovery.back': 'Back to your account',
 
@@ -237,7 +243,8 @@ const en = {
   'forgot.invalid': 'Enter an e-mail address, such as name@example.com.',
   'forgot.busy': 'Too many links were asked for. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
   'forgot.sent.title': 'Check your e-mail',
-  'forgot.sent.text': 'If an account has the address <strong>{email}</strong>, a link to set a new password is on its way. It works for {minutes, plural, one {# minute} other {# minutes}}.',
+  'forgot.sent.text':
+    'If an account has the address <strong>{email}</strong>, a link to set a new password is on its way. It works for {minutes, plural, one {# minute} other {# minutes}}.',
   'forgot.back': 'Back to sign in',
   'mail.invite.subject': 'You are invited to {site}',
   'mail.invite.text': 'You are invited to make an account on {site}. Follow this link before {time} to choose a username and a password:',
@@ -281,7 +288,8 @@ const en = {
   'mail.verify.action': 'Confirm my address',
   'mail.verify.ignore': 'If it was not you, ignore this message: the address stays unconfirmed.',
   'mail.signupExists.subject': 'You already have an account on {site}',
-  'mail.signupExists.text': 'Someone asked to make an account on {site} with this address, which already has one: {username}. If it was you, sign in with it; if you forgot its password, ask for a new one here:',
+  'mail.signupExists.text':
+    'Someone asked to make an account on {site} with this address, which already has one: {username}. If it was you, sign in with it; if you forgot its password, ask for a new one here:',
   'mail.signupExists.action': 'Forgot password?',
   'mail.signupExists.ignore': 'If it was not you, ignore this message: nothing changes.',
   'mail.greeting': 'Hello {name},',
@@ -317,7 +325,8 @@ const en = {
   'error.cannotComplete': 'This request cannot be completed',
   'error.unavailableText': 'This service is briefly unavailable. Wait a few seconds and try again.',
   'error.serverText': 'Something went wrong on this server. Try again in a moment.',
-  'error.cannotCompleteText': 'The app or link that brought you here asked for something this server cannot do. Go back to the app and try again; if it happens again, tell whoever runs the app.',
+  'error.cannotCompleteText':
+    'The app or link that brought you here asked for something this server cannot do. Go back to the app and try again; if it happens again, tell whoever runs the app.',
   'error.notFound': 'Page not found',
   'error.notFoundText': 'There is no page at {path} on {site}. Check the address, or start again from the start page.',
   'error.backHome': 'Go to the {site} start page',
@@ -344,7 +353,8 @@ const en = {
   'deviceLogin.userinfo': 'UserInfo claims ({endpoint}):',
 
   'saml.refused.title': 'Sign-in request refused',
-  'saml.refused.malformed': 'The application sent a sign-in request this server cannot read. Go back to the application and try again; if it happens again, tell whoever runs it.',
+  'saml.refused.malformed':
+    'The application sent a sign-in request this server cannot read. Go back to the application and try again; if it happens again, tell whoever runs it.',
   'saml.refused.unknown_sp': 'The application that sent you here is not registered with this server, so you cannot sign in to it from here.',
   'saml.refused.unknown_acs': 'The application asked for your sign-in to be sent to an address it has not registered. Nothing was sent.',
   'saml.refused.unsigned': 'This application’s sign-in requests must be signed, and this one was not. Nothing was sent.',

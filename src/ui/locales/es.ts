@@ -12,12 +12,12 @@ const es: Catalogue = {
   'time.justNow': 'hace menos de un minuto',
 
   'scope.openid': 'Iniciar tu sesión y saber quién eres',
-  'scope.profile': "Ver tu nombre, tu apodo, tu nombre de usuario, tu foto, tus páginas web, tu género, tu fecha de nacimiento, tu idioma y tu zona horaria",
+  'scope.profile': 'Ver tu nombre, tu apodo, tu nombre de usuario, tu foto, tus páginas web, tu género, tu fecha de nacimiento, tu idioma y tu zona horaria',
   'scope.email': 'Ver tu dirección de correo electrónico',
-  'scope.address': "Ver tu dirección postal",
-  'scope.phone': "Ver tu número de teléfono",
+  'scope.address': 'Ver tu dirección postal',
+  'scope.phone': 'Ver tu número de teléfono',
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
-  'scope.groups': "Ver los grupos a los que perteneces",
+  'scope.groups': 'Ver los grupos a los que perteneces',
 
   'signIn.title': 'Iniciar sesión',
   'signIn.toContinue': 'para continuar a <strong>{client}</strong>',
@@ -39,30 +39,36 @@ const es: Catalogue = {
     'Solo puedes autorizar {client} después de iniciar sesión con una llave de acceso que pida tu PIN, tu huella o tu cara. Inicia sesión con tu llave de acceso para continuar. (¿Aún no tienes ninguna? Añade una primero en la página de tu cuenta).',
   'signIn.refusal.secondFactorRequired':
     'Para autorizar hace falta un segundo factor: inicia sesión con una llave de acceso que pida tu PIN, tu huella o tu cara, o con tu contraseña y un código de un solo uso. Si no tienes ninguno de los dos, configura uno primero en la página de tu cuenta.',
-  'signIn.setUp': '<account>Configura una llave de acceso o códigos de un solo uso en la página de tu cuenta</account>: tu sesión sigue iniciada y luego vuelves aquí.',
+  'signIn.setUp':
+    '<account>Configura una llave de acceso o códigos de un solo uso en la página de tu cuenta</account>: tu sesión sigue iniciada y luego vuelves aquí.',
   'secondFactors.proveFirst':
     'Tu cuenta ya tiene una llave de acceso o códigos de un solo uso, y en este navegador iniciaste sesión solo con tu contraseña. Para añadir o quitar uno, vuelve a iniciar sesión con tu llave de acceso, o con tu contraseña y un código de un solo uso.',
-  'signIn.continueWith': "Continuar con {provider}",
-  'signIn.directory.title': "Iniciar sesión con {provider}",
-  'signIn.directory.intro': "Usa el nombre de usuario y la contraseña que tienes en {provider}.",
-  'signIn.otherWays': "Otras formas de iniciar sesión",
-  'upstream.refused.title': "No has iniciado sesión",
-  'upstream.refused.upstream_error': "{provider} no inició tu sesión. Si cancelaste, no pasa nada: vuelve a empezar cuando quieras.",
-  'upstream.refused.state_mismatch': "Este inicio de sesión no empezó en este navegador, así que se detuvo para proteger tu cuenta. Vuelve a empezar desde la página de inicio de sesión.",
-  'upstream.refused.expired': "Este inicio de sesión tardó demasiado o ya había terminado. Vuelve a empezar desde la página de inicio de sesión.",
-  'upstream.refused.invalid_response': "No se pudo verificar la respuesta de {provider}, así que no se inició tu sesión. Inténtalo de nuevo; si vuelve a pasar, avisa a quienes administran {site}.",
-  'upstream.refused.unavailable': "{provider} no responde en este momento. Inténtalo de nuevo en unos minutos.",
-  'upstream.refused.domain_not_allowed': "{site} no acepta la dirección de correo de tu cuenta de {provider}. Inicia sesión con una cuenta de un dominio permitido.",
-  'upstream.refused.organization_not_allowed': "Tu cuenta de {provider} no pertenece a ninguna organización que {site} acepte. Pide a un propietario de la organización que te añada y vuelve a intentarlo.",
-  'upstream.refused.email_taken': "Ya existe una cuenta con tu dirección de correo en {site}. Inicia sesión con su contraseña; para usar {provider} en su lugar, habla con quienes administran {site}.",
-  'upstream.refused.disabled': "Tu cuenta de {site} está desactivada. Habla con quienes administran {site}.",
-  'upstream.refused.wrong_password': "El nombre de usuario o la contraseña no son correctos.",
-  'upstream.refused.unknown_provider': "Esta forma de iniciar sesión ya no se ofrece. Vuelve a empezar desde la página de inicio de sesión.",
-  'upstream.backToSignIn': "Volver al inicio de sesión",
-  'upstream.continue.title': "Has iniciado sesión",
-  'upstream.continue.text': "Te llevamos a donde ibas.",
-  'account.identities.heading': "Cuentas vinculadas",
-  'account.identities.item': "{provider}: {label}, vinculada {time}",
+  'signIn.continueWith': 'Continuar con {provider}',
+  'signIn.directory.title': 'Iniciar sesión con {provider}',
+  'signIn.directory.intro': 'Usa el nombre de usuario y la contraseña que tienes en {provider}.',
+  'signIn.otherWays': 'Otras formas de iniciar sesión',
+  'upstream.refused.title': 'No has iniciado sesión',
+  'upstream.refused.upstream_error': '{provider} no inició tu sesión. Si cancelaste, no pasa nada: vuelve a empezar cuando quieras.',
+  'upstream.refused.state_mismatch':
+    'Este inicio de sesión no empezó en este navegador, así que se detuvo para proteger tu cuenta. Vuelve a empezar desde la página de inicio de sesión.',
+  'upstream.refused.expired': 'Este inicio de sesión tardó demasiado o ya había terminado. Vuelve a empezar desde la página de inicio de sesión.',
+  'upstream.refused.invalid_response':
+    'No se pudo verificar la respuesta de {provider}, así que no se inició tu sesión. Inténtalo de nuevo; si vuelve a pasar, avisa a quienes administran {site}.',
+  'upstream.refused.unavailable': '{provider} no responde en este momento. Inténtalo de nuevo en unos minutos.',
+  'upstream.refused.domain_not_allowed':
+    '{site} no acepta la dirección de correo de tu cuenta de {provider}. Inicia sesión con una cuenta de un dominio permitido.',
+  'upstream.refused.organization_not_allowed':
+    'Tu cuenta de {provider} no pertenece a ninguna organización que {site} acepte. Pide a un propietario de la organización que te añada y vuelve a intentarlo.',
+  'upstream.refused.email_taken':
+    'Ya existe una cuenta con tu dirección de correo en {site}. Inicia sesión con su contraseña; para usar {provider} en su lugar, habla con quienes administran {site}.',
+  'upstream.refused.disabled': 'Tu cuenta de {site} está desactivada. Habla con quienes administran {site}.',
+  'upstream.refused.wrong_password': 'El nombre de usuario o la contraseña no son correctos.',
+  'upstream.refused.unknown_provider': 'Esta forma de iniciar sesión ya no se ofrece. Vuelve a empezar desde la página de inicio de sesión.',
+  'upstream.backToSignIn': 'Volver al inicio de sesión',
+  'upstream.continue.title': 'Has iniciado sesión',
+  'upstream.continue.text': 'Te llevamos a donde ibas.',
+  'account.identities.heading': 'Cuentas vinculadas',
+  'account.identities.item': '{provider}: {label}, vinculada {time}',
 
   'passkey.script.cancelled': 'La solicitud de la llave de acceso se canceló o caducó. Vuelve a intentarlo.',
   'passkey.script.exists': 'Este dispositivo ya tiene una llave de acceso para tu cuenta.',
@@ -85,8 +91,10 @@ const es: Catalogue = {
   'consent.willBeAble': '{client} podrá:',
   'consent.alsoWants': '{client} también quiere:',
   'consent.returnTo': 'Cuando decidas, volverás a <strong>{target}</strong>.',
-  'consent.unverified': '<strong>No verificada por {site}.</strong> {client} se registró por sí misma: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
-  'consent.unverifiedHost': '<strong>No verificada por {site}.</strong> Esta aplicación se describe en <strong>{host}</strong>: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
+  'consent.unverified':
+    '<strong>No verificada por {site}.</strong> {client} se registró por sí misma: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
+  'consent.unverifiedHost':
+    '<strong>No verificada por {site}.</strong> Esta aplicación se describe en <strong>{host}</strong>: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
   'consent.deny': 'Denegar',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Sesión iniciada como <strong>{name}</strong>.',
@@ -139,8 +147,7 @@ const es: Catalogue = {
   'device.used.another': 'Introducir otro código',
 
   'account.title': 'Aplicaciones y dispositivos conectados',
-  'account.intro':
-    'Pueden usar tu cuenta. Revoca los que ya no uses o no reconozcas: se cerrará su sesión al instante y tendrán que volver a pedirte permiso.',
+  'account.intro': 'Pueden usar tu cuenta. Revoca los que ya no uses o no reconozcas: se cerrará su sesión al instante y tendrán que volver a pedirte permiso.',
   'account.noConnections': 'No hay aplicaciones ni dispositivos conectados a tu cuenta.',
   'account.notice.revoked': 'Acceso revocado. Se ha cerrado su sesión y tendrá que volver a pedirte permiso.',
   'account.notice.password': 'Contraseña cambiada. Se ha cerrado la sesión en todos los demás navegadores conectados a tu cuenta.',
@@ -221,7 +228,8 @@ const es: Catalogue = {
   'reset.submit': 'Establecer contraseña',
   'reset.tooShort': 'No se puede usar esta contraseña: debe tener al menos {min} caracteres.',
   'reset.tooLong': 'No se puede usar esta contraseña: debe tener como máximo {max} caracteres.',
-  'reset.busy': 'Mucha gente está iniciando sesión ahora mismo. Espere {seconds, plural, one {# segundo} other {# segundos}} y vuelva a establecer su contraseña.',
+  'reset.busy':
+    'Mucha gente está iniciando sesión ahora mismo. Espere {seconds, plural, one {# segundo} other {# segundos}} y vuelva a establecer su contraseña.',
   'reset.done.title': 'Contraseña cambiada',
   'reset.done.text': 'Tu nueva contraseña ya está establecida y se ha cerrado la sesión en todos los navegadores que la tenían iniciada.',
   'reset.done.signIn': 'Iniciar sesión',
@@ -237,7 +245,8 @@ const es: Catalogue = {
   'forgot.invalid': 'Escribe una dirección de correo, como nombre@example.com.',
   'forgot.busy': 'Se han pedido demasiados enlaces. Espera {minutes, plural, one {# minuto} other {# minutos}} y vuelve a intentarlo.',
   'forgot.sent.title': 'Revisa tu correo',
-  'forgot.sent.text': 'Si una cuenta tiene la dirección <strong>{email}</strong>, va en camino un enlace para establecer una contraseña nueva. Sirve durante {minutes, plural, one {# minuto} other {# minutos}}.',
+  'forgot.sent.text':
+    'Si una cuenta tiene la dirección <strong>{email}</strong>, va en camino un enlace para establecer una contraseña nueva. Sirve durante {minutes, plural, one {# minuto} other {# minutos}}.',
   'forgot.back': 'Volver a iniciar sesión',
   'mail.invite.subject': 'Te invitan a {site}',
   'mail.invite.text': 'Te invitan a crear una cuenta en {site}. Sigue este enlace antes del {time} para elegir un nombre de usuario y una contraseña:',
@@ -264,7 +273,8 @@ const es: Catalogue = {
   'signUp.error.password': 'La contraseña debe tener de 8 a 1024 caracteres.',
   'signUp.busy': 'Se han pedido demasiadas cuentas. Espera {minutes, plural, one {# minuto} other {# minutos}} y vuelve a intentarlo.',
   'signUp.sent.title': 'Revisa tu correo',
-  'signUp.sent.text': 'Enviamos un mensaje a <strong>{email}</strong>. Sigue su enlace para terminar: sirve durante {hours, plural, one {# hora} other {# horas}}.',
+  'signUp.sent.text':
+    'Enviamos un mensaje a <strong>{email}</strong>. Sigue su enlace para terminar: sirve durante {hours, plural, one {# hora} other {# horas}}.',
   'signUp.sent.later': 'Ya puedes iniciar sesión; sigue el enlace para confirmar tu dirección.',
   'signUp.confirm.title': 'Confirma tu cuenta',
   'signUp.confirm.text': 'Confirma la cuenta <strong>{username}</strong> en {site}.',
@@ -281,17 +291,20 @@ const es: Catalogue = {
   'mail.verify.action': 'Confirmar mi dirección',
   'mail.verify.ignore': 'Si no fuiste tú, ignora este mensaje: la dirección sigue sin confirmar.',
   'mail.signupExists.subject': 'Ya tienes una cuenta en {site}',
-  'mail.signupExists.text': 'Alguien pidió crear una cuenta en {site} con esta dirección, que ya tiene una: {username}. Si fuiste tú, inicia sesión con ella; si olvidaste su contraseña, pide una nueva aquí:',
+  'mail.signupExists.text':
+    'Alguien pidió crear una cuenta en {site} con esta dirección, que ya tiene una: {username}. Si fuiste tú, inicia sesión con ella; si olvidaste su contraseña, pide una nueva aquí:',
   'mail.signupExists.action': '¿Olvidaste tu contraseña?',
   'mail.signupExists.ignore': 'Si no fuiste tú, ignora este mensaje: nada cambia.',
   'mail.greeting': 'Hola, {name}:',
   'mail.footer': 'Este mensaje lo envió {site}.',
   'mail.recovery.subject': 'Establece una contraseña nueva para {site}',
-  'mail.recovery.text': 'Alguien pidió un enlace para establecer una contraseña nueva para {username} en {site}. Si fuiste tú, sigue este enlace antes del {time}:',
+  'mail.recovery.text':
+    'Alguien pidió un enlace para establecer una contraseña nueva para {username} en {site}. Si fuiste tú, sigue este enlace antes del {time}:',
   'mail.recovery.action': 'Establecer una contraseña nueva',
   'mail.recovery.ignore': 'Si no fuiste tú, ignora este mensaje: tu contraseña sigue igual.',
   'mail.passwordChanged.subject': 'Se cambió tu contraseña de {site}',
-  'mail.passwordChanged.text': 'La contraseña de {username} en {site} se cambió el {time}, y se cerró la sesión de todos los navegadores conectados a la cuenta.',
+  'mail.passwordChanged.text':
+    'La contraseña de {username} en {site} se cambió el {time}, y se cerró la sesión de todos los navegadores conectados a la cuenta.',
   'mail.passwordChanged.warning': 'Si no la cambiaste tú, pide ahora mismo un enlace nuevo en la página de inicio de sesión y avisa a quien administra {site}.',
   'logout.title': '¿Cerrar sesión en {site}?',
   'logout.asks': '<strong>{client}</strong> solicita cerrar tu sesión.',
@@ -318,7 +331,8 @@ const es: Catalogue = {
   'error.cannotComplete': 'No se puede completar esta solicitud',
   'error.unavailableText': 'Este servicio no está disponible por un momento. Espera unos segundos y vuelve a intentarlo.',
   'error.serverText': 'Algo ha salido mal en este servidor. Vuelve a intentarlo en un momento.',
-  'error.cannotCompleteText': 'La aplicación o el enlace que te trajo aquí pidió algo que este servidor no puede hacer. Vuelve a la aplicación e inténtalo de nuevo; si vuelve a pasar, avisa a quien gestiona la aplicación.',
+  'error.cannotCompleteText':
+    'La aplicación o el enlace que te trajo aquí pidió algo que este servidor no puede hacer. Vuelve a la aplicación e inténtalo de nuevo; si vuelve a pasar, avisa a quien gestiona la aplicación.',
   'error.notFound': 'Página no encontrada',
   'error.notFoundText': 'No hay ninguna página en {path} en {site}. Comprueba la dirección o vuelve a empezar desde la página de inicio.',
   'error.backHome': 'Ir a la página de inicio de {site}',
@@ -336,7 +350,8 @@ const es: Catalogue = {
   'deviceLogin.expired': 'El código caducó antes de autorizarse. Vuelve a ejecutar device-login para obtener uno nuevo.',
   'deviceLogin.unreachable':
     'No se puede conectar con el servidor ({reason}); se reintentará en {seconds, plural, one {# segundo} many {# segundos} other {# segundos}}.',
-  'deviceLogin.slowDown': 'El servidor ha pedido consultar con menos frecuencia: ahora cada {seconds, plural, one {# segundo} many {# segundos} other {# segundos}}.',
+  'deviceLogin.slowDown':
+    'El servidor ha pedido consultar con menos frecuencia: ahora cada {seconds, plural, one {# segundo} many {# segundos} other {# segundos}}.',
   'deviceLogin.unavailable':
     'El servidor no está disponible temporalmente; se reintentará en {seconds, plural, one {# segundo} many {# segundos} other {# segundos}}.',
   'deviceLogin.denied': 'Se denegó la solicitud: no se emitió ningún token.',
@@ -347,7 +362,8 @@ const es: Catalogue = {
   'deviceLogin.userinfo': 'Claims de UserInfo ({endpoint}):',
 
   'saml.refused.title': 'Solicitud de inicio de sesión rechazada',
-  'saml.refused.malformed': 'La aplicación envió una solicitud de inicio de sesión que este servidor no puede leer. Vuelva a la aplicación e inténtelo de nuevo; si vuelve a ocurrir, avise a quien la administra.',
+  'saml.refused.malformed':
+    'La aplicación envió una solicitud de inicio de sesión que este servidor no puede leer. Vuelva a la aplicación e inténtelo de nuevo; si vuelve a ocurrir, avise a quien la administra.',
   'saml.refused.unknown_sp': 'La aplicación que le envió aquí no está registrada en este servidor, así que no puede iniciar sesión en ella desde aquí.',
   'saml.refused.unknown_acs': 'La aplicación pidió que su inicio de sesión se enviara a una dirección que no ha registrado. No se envió nada.',
   'saml.refused.unsigned': 'Las solicitudes de inicio de sesión de esta aplicación deben estar firmadas, y esta no lo estaba. No se envió nada.',

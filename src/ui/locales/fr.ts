@@ -12,12 +12,13 @@ const fr: Catalogue = {
   'time.justNow': 'il y a moins d’une minute',
 
   'scope.openid': 'Vous connecter et savoir qui vous êtes',
-  'scope.profile': "Voir votre nom, votre surnom, votre nom d’utilisateur, votre photo, vos pages web, votre genre, votre date de naissance, votre langue et votre fuseau horaire",
+  'scope.profile':
+    'Voir votre nom, votre surnom, votre nom d’utilisateur, votre photo, vos pages web, votre genre, votre date de naissance, votre langue et votre fuseau horaire',
   'scope.email': 'Voir votre adresse e-mail',
-  'scope.address': "Voir votre adresse postale",
-  'scope.phone': "Voir votre numéro de téléphone",
+  'scope.address': 'Voir votre adresse postale',
+  'scope.phone': 'Voir votre numéro de téléphone',
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
-  'scope.groups': "Voir les groupes dont vous faites partie",
+  'scope.groups': 'Voir les groupes dont vous faites partie',
 
   'signIn.title': 'Connexion',
   'signIn.toContinue': 'pour continuer vers <strong>{client}</strong>',
@@ -39,30 +40,36 @@ const fr: Catalogue = {
     'L’accès de {client} ne peut être autorisé qu’après une connexion avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage. Connectez-vous avec votre clé d’accès pour continuer. (Pas encore de clé d’accès ? Ajoutez-en une d’abord depuis la page de votre compte.)',
   'signIn.refusal.secondFactorRequired':
     'L’autorisation exige un second facteur : connectez-vous avec une clé d’accès qui demande votre code PIN, votre empreinte ou votre visage, ou avec votre mot de passe et un code à usage unique. Si vous n’avez ni l’un ni l’autre, configurez-en un d’abord depuis la page de votre compte.',
-  'signIn.setUp': '<account>Configurez une clé d’accès ou des codes à usage unique sur la page de votre compte</account> : vous restez connecté, puis revenez ici.',
+  'signIn.setUp':
+    '<account>Configurez une clé d’accès ou des codes à usage unique sur la page de votre compte</account> : vous restez connecté, puis revenez ici.',
   'secondFactors.proveFirst':
     'Votre compte a déjà une clé d’accès ou des codes à usage unique, et ce navigateur s’est connecté avec votre seul mot de passe. Pour en ajouter ou en retirer, reconnectez-vous avec votre clé d’accès, ou avec votre mot de passe et un code à usage unique.',
-  'signIn.continueWith': "Continuer avec {provider}",
-  'signIn.directory.title': "Se connecter avec {provider}",
-  'signIn.directory.intro': "Utilisez le nom d’utilisateur et le mot de passe que vous avez chez {provider}.",
-  'signIn.otherWays': "Autres façons de se connecter",
-  'upstream.refused.title': "Vous n’êtes pas connecté",
-  'upstream.refused.upstream_error': "{provider} ne vous a pas connecté. Si vous avez annulé, ce n’est pas grave : recommencez quand vous serez prêt.",
-  'upstream.refused.state_mismatch': "Cette connexion n’a pas commencé dans ce navigateur : elle a été arrêtée pour protéger votre compte. Recommencez depuis la page de connexion.",
-  'upstream.refused.expired': "Cette connexion a pris trop de temps ou est déjà terminée. Recommencez depuis la page de connexion.",
-  'upstream.refused.invalid_response': "La réponse de {provider} n’a pas pu être vérifiée, vous n’avez donc pas été connecté. Réessayez ; si cela se reproduit, prévenez les responsables de {site}.",
-  'upstream.refused.unavailable': "{provider} ne répond pas pour le moment. Réessayez dans quelques minutes.",
-  'upstream.refused.domain_not_allowed': "L’adresse e-mail de votre compte {provider} n’est pas acceptée par {site}. Connectez-vous avec un compte d’un domaine autorisé.",
-  'upstream.refused.organization_not_allowed': "Votre compte {provider} n’est membre d’aucune organisation acceptée par {site}. Demandez à un propriétaire de l’organisation de vous ajouter, puis réessayez.",
-  'upstream.refused.email_taken': "Un compte avec votre adresse e-mail existe déjà sur {site}. Connectez-vous avec son mot de passe ; pour utiliser {provider} à la place, adressez-vous aux responsables de {site}.",
-  'upstream.refused.disabled': "Votre compte {site} est désactivé. Adressez-vous aux responsables de {site}.",
-  'upstream.refused.wrong_password': "Le nom d’utilisateur ou le mot de passe est incorrect.",
-  'upstream.refused.unknown_provider': "Ce moyen de connexion n’est plus proposé. Recommencez depuis la page de connexion.",
-  'upstream.backToSignIn': "Retour à la connexion",
-  'upstream.continue.title': "Vous êtes connecté",
-  'upstream.continue.text': "Nous vous emmenons là où vous alliez.",
-  'account.identities.heading': "Comptes associés",
-  'account.identities.item': "{provider} : {label}, associé {time}",
+  'signIn.continueWith': 'Continuer avec {provider}',
+  'signIn.directory.title': 'Se connecter avec {provider}',
+  'signIn.directory.intro': 'Utilisez le nom d’utilisateur et le mot de passe que vous avez chez {provider}.',
+  'signIn.otherWays': 'Autres façons de se connecter',
+  'upstream.refused.title': 'Vous n’êtes pas connecté',
+  'upstream.refused.upstream_error': '{provider} ne vous a pas connecté. Si vous avez annulé, ce n’est pas grave : recommencez quand vous serez prêt.',
+  'upstream.refused.state_mismatch':
+    'Cette connexion n’a pas commencé dans ce navigateur : elle a été arrêtée pour protéger votre compte. Recommencez depuis la page de connexion.',
+  'upstream.refused.expired': 'Cette connexion a pris trop de temps ou est déjà terminée. Recommencez depuis la page de connexion.',
+  'upstream.refused.invalid_response':
+    'La réponse de {provider} n’a pas pu être vérifiée, vous n’avez donc pas été connecté. Réessayez ; si cela se reproduit, prévenez les responsables de {site}.',
+  'upstream.refused.unavailable': '{provider} ne répond pas pour le moment. Réessayez dans quelques minutes.',
+  'upstream.refused.domain_not_allowed':
+    'L’adresse e-mail de votre compte {provider} n’est pas acceptée par {site}. Connectez-vous avec un compte d’un domaine autorisé.',
+  'upstream.refused.organization_not_allowed':
+    'Votre compte {provider} n’est membre d’aucune organisation acceptée par {site}. Demandez à un propriétaire de l’organisation de vous ajouter, puis réessayez.',
+  'upstream.refused.email_taken':
+    'Un compte avec votre adresse e-mail existe déjà sur {site}. Connectez-vous avec son mot de passe ; pour utiliser {provider} à la place, adressez-vous aux responsables de {site}.',
+  'upstream.refused.disabled': 'Votre compte {site} est désactivé. Adressez-vous aux responsables de {site}.',
+  'upstream.refused.wrong_password': 'Le nom d’utilisateur ou le mot de passe est incorrect.',
+  'upstream.refused.unknown_provider': 'Ce moyen de connexion n’est plus proposé. Recommencez depuis la page de connexion.',
+  'upstream.backToSignIn': 'Retour à la connexion',
+  'upstream.continue.title': 'Vous êtes connecté',
+  'upstream.continue.text': 'Nous vous emmenons là où vous alliez.',
+  'account.identities.heading': 'Comptes associés',
+  'account.identities.item': '{provider} : {label}, associé {time}',
 
   'passkey.script.cancelled': 'La demande de clé d’accès a été annulée ou a expiré. Réessayez.',
   'passkey.script.exists': 'Cet appareil a déjà une clé d’accès pour votre compte.',
@@ -85,8 +92,10 @@ const fr: Catalogue = {
   'consent.willBeAble': '{client} pourra :',
   'consent.alsoWants': '{client} souhaite aussi :',
   'consent.returnTo': 'Une fois votre choix fait, vous serez renvoyé vers <strong>{target}</strong>.',
-  'consent.unverified': '<strong>Non vérifiée par {site}.</strong> {client} s’est enregistrée elle-même : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
-  'consent.unverifiedHost': '<strong>Non vérifiée par {site}.</strong> Cette application se décrit sur <strong>{host}</strong> : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
+  'consent.unverified':
+    '<strong>Non vérifiée par {site}.</strong> {client} s’est enregistrée elle-même : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
+  'consent.unverifiedHost':
+    '<strong>Non vérifiée par {site}.</strong> Cette application se décrit sur <strong>{host}</strong> : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
   'consent.deny': 'Refuser',
   'consent.approve': 'Autoriser',
   'signedInAs.text': 'Connecté en tant que <strong>{name}</strong>.',
@@ -222,7 +231,8 @@ const fr: Catalogue = {
   'reset.submit': 'Définir le mot de passe',
   'reset.tooShort': 'Ce mot de passe ne peut pas être utilisé : il doit comporter au moins {min} caractères.',
   'reset.tooLong': 'Ce mot de passe ne peut pas être utilisé : il doit comporter au plus {max} caractères.',
-  'reset.busy': 'Beaucoup de personnes se connectent en ce moment. Patientez {seconds, plural, one {# seconde} other {# secondes}}, puis définissez à nouveau votre mot de passe.',
+  'reset.busy':
+    'Beaucoup de personnes se connectent en ce moment. Patientez {seconds, plural, one {# seconde} other {# secondes}}, puis définissez à nouveau votre mot de passe.',
   'reset.done.title': 'Mot de passe modifié',
   'reset.done.text': 'Votre nouveau mot de passe est défini, et tous les navigateurs qui étaient connectés ont été déconnectés.',
   'reset.done.signIn': 'Se connecter',
@@ -238,7 +248,8 @@ const fr: Catalogue = {
   'forgot.invalid': 'Saisissez une adresse e-mail, par exemple nom@example.com.',
   'forgot.busy': 'Trop de liens ont été demandés. Attendez {minutes, plural, one {# minute} other {# minutes}}, puis réessayez.',
   'forgot.sent.title': 'Consultez vos e-mails',
-  'forgot.sent.text': 'Si un compte a l’adresse <strong>{email}</strong>, un lien pour définir un nouveau mot de passe est en route. Il est valable {minutes, plural, one {# minute} other {# minutes}}.',
+  'forgot.sent.text':
+    'Si un compte a l’adresse <strong>{email}</strong>, un lien pour définir un nouveau mot de passe est en route. Il est valable {minutes, plural, one {# minute} other {# minutes}}.',
   'forgot.back': 'Retour à la connexion',
   'mail.invite.subject': 'Vous êtes invité sur {site}',
   'mail.invite.text': 'Vous êtes invité à créer un compte sur {site}. Suivez ce lien avant le {time} pour choisir un nom d’utilisateur et un mot de passe :',
@@ -265,7 +276,8 @@ const fr: Catalogue = {
   'signUp.error.password': 'Le mot de passe doit compter de 8 à 1024 caractères.',
   'signUp.busy': 'Trop de comptes ont été demandés. Attendez {minutes, plural, one {# minute} other {# minutes}}, puis réessayez.',
   'signUp.sent.title': 'Consultez vos e-mails',
-  'signUp.sent.text': 'Nous avons envoyé un message à <strong>{email}</strong>. Suivez son lien pour terminer : il est valable {hours, plural, one {# heure} other {# heures}}.',
+  'signUp.sent.text':
+    'Nous avons envoyé un message à <strong>{email}</strong>. Suivez son lien pour terminer : il est valable {hours, plural, one {# heure} other {# heures}}.',
   'signUp.sent.later': 'Vous pouvez vous connecter dès maintenant ; suivez le lien pour confirmer votre adresse.',
   'signUp.confirm.title': 'Confirmer votre compte',
   'signUp.confirm.text': 'Confirmez le compte <strong>{username}</strong> sur {site}.',
@@ -278,22 +290,26 @@ const fr: Catalogue = {
   'signUp.taken.text': 'Quelqu’un a pris ce nom d’utilisateur avant votre confirmation. Inscrivez-vous à nouveau avec un autre.',
   'signUp.back': 'Retour à la connexion',
   'mail.verify.subject': 'Confirmez votre adresse e-mail pour {site}',
-  'mail.verify.text': 'Quelqu’un a créé le compte {username} sur {site} avec cette adresse. Si c’était vous, suivez ce lien avant le {time} pour la confirmer :',
+  'mail.verify.text':
+    'Quelqu’un a créé le compte {username} sur {site} avec cette adresse. Si c’était vous, suivez ce lien avant le {time} pour la confirmer :',
   'mail.verify.action': 'Confirmer mon adresse',
   'mail.verify.ignore': 'Si ce n’était pas vous, ignorez ce message : l’adresse reste non confirmée.',
   'mail.signupExists.subject': 'Vous avez déjà un compte sur {site}',
-  'mail.signupExists.text': 'Quelqu’un a demandé à créer un compte sur {site} avec cette adresse, qui en a déjà un : {username}. Si c’était vous, connectez-vous avec ; si vous avez oublié son mot de passe, demandez-en un nouveau ici :',
+  'mail.signupExists.text':
+    'Quelqu’un a demandé à créer un compte sur {site} avec cette adresse, qui en a déjà un : {username}. Si c’était vous, connectez-vous avec ; si vous avez oublié son mot de passe, demandez-en un nouveau ici :',
   'mail.signupExists.action': 'Mot de passe oublié ?',
   'mail.signupExists.ignore': 'Si ce n’était pas vous, ignorez ce message : rien ne change.',
   'mail.greeting': 'Bonjour {name},',
   'mail.footer': 'Ce message a été envoyé par {site}.',
   'mail.recovery.subject': 'Définir un nouveau mot de passe pour {site}',
-  'mail.recovery.text': 'Quelqu’un a demandé un lien pour définir un nouveau mot de passe pour {username} sur {site}. Si c’était vous, suivez ce lien avant le {time} :',
+  'mail.recovery.text':
+    'Quelqu’un a demandé un lien pour définir un nouveau mot de passe pour {username} sur {site}. Si c’était vous, suivez ce lien avant le {time} :',
   'mail.recovery.action': 'Définir un nouveau mot de passe',
   'mail.recovery.ignore': 'Si ce n’était pas vous, ignorez ce message : votre mot de passe reste inchangé.',
   'mail.passwordChanged.subject': 'Votre mot de passe {site} a été changé',
   'mail.passwordChanged.text': 'Le mot de passe de {username} sur {site} a été changé le {time}, et chaque navigateur connecté au compte a été déconnecté.',
-  'mail.passwordChanged.warning': 'Si vous ne l’avez pas changé, demandez tout de suite un nouveau lien sur la page de connexion, et prévenez les responsables de {site}.',
+  'mail.passwordChanged.warning':
+    'Si vous ne l’avez pas changé, demandez tout de suite un nouveau lien sur la page de connexion, et prévenez les responsables de {site}.',
   'logout.title': 'Se déconnecter de {site} ?',
   'logout.asks': '<strong>{client}</strong> demande à vous déconnecter.',
   'logout.signedInAs':
@@ -319,7 +335,8 @@ const fr: Catalogue = {
   'error.cannotComplete': 'Cette requête ne peut pas aboutir',
   'error.unavailableText': 'Ce service est momentanément indisponible. Patientez quelques secondes, puis réessayez.',
   'error.serverText': 'Une erreur est survenue sur ce serveur. Réessayez dans un instant.',
-  'error.cannotCompleteText': 'L’application ou le lien qui vous a mené ici a demandé quelque chose que ce serveur ne sait pas faire. Revenez à l’application et réessayez ; si cela se reproduit, prévenez l’éditeur de l’application.',
+  'error.cannotCompleteText':
+    'L’application ou le lien qui vous a mené ici a demandé quelque chose que ce serveur ne sait pas faire. Revenez à l’application et réessayez ; si cela se reproduit, prévenez l’éditeur de l’application.',
   'error.notFound': 'Page introuvable',
   'error.notFoundText': 'Il n’y a aucune page à l’adresse {path} sur {site}. Vérifiez l’adresse, ou recommencez depuis la page d’accueil.',
   'error.backHome': 'Aller à la page d’accueil de {site}',
@@ -337,7 +354,8 @@ const fr: Catalogue = {
   'deviceLogin.expired': 'Le code a expiré avant d’être autorisé. Relancez device-login pour obtenir un nouveau code.',
   'deviceLogin.unreachable':
     'Impossible de joindre le serveur ({reason}) ; nouvel essai dans {seconds, plural, one {# seconde} many {# secondes} other {# secondes}}.',
-  'deviceLogin.slowDown': 'Le serveur demande d’interroger moins souvent : désormais toutes les {seconds, plural, one {# seconde} many {# secondes} other {# secondes}}.',
+  'deviceLogin.slowDown':
+    'Le serveur demande d’interroger moins souvent : désormais toutes les {seconds, plural, one {# seconde} many {# secondes} other {# secondes}}.',
   'deviceLogin.unavailable':
     'Le serveur est temporairement indisponible ; nouvel essai dans {seconds, plural, one {# seconde} many {# secondes} other {# secondes}}.',
   'deviceLogin.denied': 'La demande a été refusée : aucun jeton n’a été émis.',
@@ -348,7 +366,8 @@ const fr: Catalogue = {
   'deviceLogin.userinfo': 'Revendications UserInfo ({endpoint}) :',
 
   'saml.refused.title': 'Demande de connexion refusée',
-  'saml.refused.malformed': 'L’application a envoyé une demande de connexion que ce serveur ne peut pas lire. Revenez à l’application et réessayez ; si cela se reproduit, prévenez la personne qui la gère.',
+  'saml.refused.malformed':
+    'L’application a envoyé une demande de connexion que ce serveur ne peut pas lire. Revenez à l’application et réessayez ; si cela se reproduit, prévenez la personne qui la gère.',
   'saml.refused.unknown_sp': 'L’application qui vous a envoyé ici n’est pas enregistrée auprès de ce serveur : vous ne pouvez pas vous y connecter d’ici.',
   'saml.refused.unknown_acs': 'L’application a demandé que votre connexion soit envoyée à une adresse qu’elle n’a pas enregistrée. Rien n’a été envoyé.',
   'saml.refused.unsigned': 'Les demandes de connexion de cette application doivent être signées, et celle-ci ne l’était pas. Rien n’a été envoyé.',

@@ -12,12 +12,12 @@ const ja: Catalogue = {
   'time.justNow': '1分以内',
 
   'scope.openid': 'ログインして、あなたが誰かを確認する',
-  'scope.profile': "あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る",
+  'scope.profile': 'あなたの名前、ニックネーム、ユーザー名、プロフィール画像、ウェブページ、性別、生年月日、言語、タイムゾーンを見る',
   'scope.email': 'あなたのメールアドレスを見る',
-  'scope.address': "あなたの住所を見る",
-  'scope.phone': "あなたの電話番号を見る",
+  'scope.address': 'あなたの住所を見る',
+  'scope.phone': 'あなたの電話番号を見る',
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
-  'scope.groups': "あなたが所属するグループを見る",
+  'scope.groups': 'あなたが所属するグループを見る',
 
   'signIn.title': 'ログイン',
   'signIn.toContinue': '<strong>{client}</strong> に進むには',
@@ -31,7 +31,8 @@ const ja: Catalogue = {
   'signIn.error.busy': '現在、ログインが混み合っています。{seconds, plural, other {#秒}}待ってから、もう一度ログインしてください。',
   'signIn.error.limitedUser':
     'お使いの接続から、このユーザー名に対して間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってからもう一度試すか、管理者にアカウントのロック解除を依頼してください。パスワードを忘れた場合は、管理者から新しいパスワードを設定するためのリンクを受け取れます。',
-  'signIn.error.limitedAddress': 'お使いの接続から、間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってから、もう一度お試しください。',
+  'signIn.error.limitedAddress':
+    'お使いの接続から、間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってから、もう一度お試しください。',
   'signIn.error.pendingEnded': 'ログインに時間がかかりすぎたか、ログインが終了しました。もう一度ログインしてください。',
   'signIn.refusal.passkeyRequired':
     '{client} を許可するには、PIN・指紋・顔認証を求めるパスキーでログインする必要があります。続けるには、パスキーでログインしてください。（パスキーをまだお持ちでない場合は、先にアカウントページで追加してください。）',
@@ -40,27 +41,32 @@ const ja: Catalogue = {
   'signIn.setUp': '<account>アカウントページでパスキーまたはワンタイムコードを設定してください</account>。ログインしたまま設定でき、終わったらここに戻れます。',
   'secondFactors.proveFirst':
     'このアカウントにはすでにパスキーまたはワンタイムコードがありますが、このブラウザではパスワードだけでログインしています。追加や削除をするには、パスキーで、またはパスワードとワンタイムコードで、もう一度ログインしてください。',
-  'signIn.continueWith': "{provider}で続ける",
-  'signIn.directory.title': "{provider}でログイン",
-  'signIn.directory.intro': "{provider}のユーザー名とパスワードを使ってください。",
-  'signIn.otherWays': "ほかのログイン方法",
-  'upstream.refused.title': "ログインできませんでした",
-  'upstream.refused.upstream_error': "{provider}でログインできませんでした。キャンセルした場合は問題ありません。準備ができたらもう一度始めてください。",
-  'upstream.refused.state_mismatch': "このログインはこのブラウザーで始まったものではないため、アカウントを守るために中止しました。ログインページからもう一度始めてください。",
-  'upstream.refused.expired': "このログインは時間がかかりすぎたか、すでに完了しています。ログインページからもう一度始めてください。",
-  'upstream.refused.invalid_response': "{provider}からの応答を確認できなかったため、ログインしませんでした。もう一度お試しください。繰り返し起きる場合は{site}の運営者に知らせてください。",
-  'upstream.refused.unavailable': "{provider}が現在応答していません。数分後にもう一度お試しください。",
-  'upstream.refused.domain_not_allowed': "{provider}アカウントのメールアドレスは{site}で受け付けていません。許可されたドメインのアカウントでログインしてください。",
-  'upstream.refused.organization_not_allowed': "お使いの{provider}アカウントは、{site}が受け付けている組織のメンバーではありません。組織のオーナーに追加を依頼してから、もう一度お試しください。",
-  'upstream.refused.email_taken': "あなたのメールアドレスのアカウントがすでに{site}にあります。そのパスワードでログインしてください。代わりに{provider}を使うには、{site}の運営者に相談してください。",
-  'upstream.refused.disabled': "あなたの{site}アカウントは無効になっています。{site}の運営者に相談してください。",
-  'upstream.refused.wrong_password': "ユーザー名またはパスワードが正しくありません。",
-  'upstream.refused.unknown_provider': "このログイン方法は提供されなくなりました。ログインページからもう一度始めてください。",
-  'upstream.backToSignIn': "ログインに戻る",
-  'upstream.continue.title': "ログインしました",
-  'upstream.continue.text': "移動先のページに戻ります。",
-  'account.identities.heading': "リンクされたアカウント",
-  'account.identities.item': "{provider}: {label}（{time}にリンク）",
+  'signIn.continueWith': '{provider}で続ける',
+  'signIn.directory.title': '{provider}でログイン',
+  'signIn.directory.intro': '{provider}のユーザー名とパスワードを使ってください。',
+  'signIn.otherWays': 'ほかのログイン方法',
+  'upstream.refused.title': 'ログインできませんでした',
+  'upstream.refused.upstream_error': '{provider}でログインできませんでした。キャンセルした場合は問題ありません。準備ができたらもう一度始めてください。',
+  'upstream.refused.state_mismatch':
+    'このログインはこのブラウザーで始まったものではないため、アカウントを守るために中止しました。ログインページからもう一度始めてください。',
+  'upstream.refused.expired': 'このログインは時間がかかりすぎたか、すでに完了しています。ログインページからもう一度始めてください。',
+  'upstream.refused.invalid_response':
+    '{provider}からの応答を確認できなかったため、ログインしませんでした。もう一度お試しください。繰り返し起きる場合は{site}の運営者に知らせてください。',
+  'upstream.refused.unavailable': '{provider}が現在応答していません。数分後にもう一度お試しください。',
+  'upstream.refused.domain_not_allowed':
+    '{provider}アカウントのメールアドレスは{site}で受け付けていません。許可されたドメインのアカウントでログインしてください。',
+  'upstream.refused.organization_not_allowed':
+    'お使いの{provider}アカウントは、{site}が受け付けている組織のメンバーではありません。組織のオーナーに追加を依頼してから、もう一度お試しください。',
+  'upstream.refused.email_taken':
+    'あなたのメールアドレスのアカウントがすでに{site}にあります。そのパスワードでログインしてください。代わりに{provider}を使うには、{site}の運営者に相談してください。',
+  'upstream.refused.disabled': 'あなたの{site}アカウントは無効になっています。{site}の運営者に相談してください。',
+  'upstream.refused.wrong_password': 'ユーザー名またはパスワードが正しくありません。',
+  'upstream.refused.unknown_provider': 'このログイン方法は提供されなくなりました。ログインページからもう一度始めてください。',
+  'upstream.backToSignIn': 'ログインに戻る',
+  'upstream.continue.title': 'ログインしました',
+  'upstream.continue.text': '移動先のページに戻ります。',
+  'account.identities.heading': 'リンクされたアカウント',
+  'account.identities.item': '{provider}: {label}（{time}にリンク）',
 
   'passkey.script.cancelled': 'パスキーのリクエストがキャンセルされたか、タイムアウトしました。もう一度お試しください。',
   'passkey.script.exists': 'このデバイスには、あなたのアカウントのパスキーがすでにあります。',
@@ -70,7 +76,8 @@ const ja: Catalogue = {
   'passkey.signIn.challenge': 'このパスキーのリクエストは期限切れか、すでに使用されています。もう一度お試しください。',
   'passkey.signIn.unknown': 'このパスキーはここに登録されていません。削除された可能性があります。パスワードでログインしてください。',
   'passkey.signIn.rejected': 'このパスキーを確認できませんでした。もう一度試すか、パスワードでログインしてください。',
-  'passkey.signIn.cloned': 'このパスキーは拒否されました。登録済みのパスキーのコピーのようです。パスワードでログインし、アカウントからこのパスキーを削除してください。',
+  'passkey.signIn.cloned':
+    'このパスキーは拒否されました。登録済みのパスキーのコピーのようです。パスワードでログインし、アカウントからこのパスキーを削除してください。',
   'passkey.add.failedTitle': 'パスキーは追加されませんでした',
   'passkey.add.malformed': 'パスキーの応答を読み取れませんでした。前のページに戻って、もう一度お試しください。',
   'passkey.add.challenge': 'このパスキーのリクエストは期限切れか、すでに使用されています。前のページに戻って、もう一度お試しください。',
@@ -82,18 +89,20 @@ const ja: Catalogue = {
   'consent.willBeAble': '{client} は次のことができるようになります：',
   'consent.alsoWants': '{client} は、さらに次のことを求めています：',
   'consent.returnTo': '選択すると、<strong>{target}</strong> に戻ります。',
-  'consent.unverified': '<strong>{site} による確認はされていません。</strong>{client} は自身で登録したアプリで、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
-  'consent.unverifiedHost': '<strong>{site} による確認はされていません。</strong>このアプリは <strong>{host}</strong> で自身を説明しており、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
+  'consent.unverified':
+    '<strong>{site} による確認はされていません。</strong>{client} は自身で登録したアプリで、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
+  'consent.unverifiedHost':
+    '<strong>{site} による確認はされていません。</strong>このアプリは <strong>{host}</strong> で自身を説明しており、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
   'consent.deny': '拒否',
   'consent.approve': '許可',
   'signedInAs.text': '<strong>{name}</strong> としてログインしています。',
   'signedInAs.signOut': 'ご本人ではありませんか？ログアウト',
 
   'code.title': 'コードを入力',
-  'code.intro': '認証アプリを開き、{site} に表示されている 6 桁のコードを入力してください。スマートフォンが手元にない場合は、リカバリーコードのいずれかを入力してください。',
+  'code.intro':
+    '認証アプリを開き、{site} に表示されている 6 桁のコードを入力してください。スマートフォンが手元にない場合は、リカバリーコードのいずれかを入力してください。',
   'code.label': 'コード',
-  'code.error.locked':
-    '間違ったコードが多すぎます。数分待ってからもう一度試すか、リカバリーコードを使うか、管理者にアカウントのロック解除を依頼してください。',
+  'code.error.locked': '間違ったコードが多すぎます。数分待ってからもう一度試すか、リカバリーコードを使うか、管理者にアカウントのロック解除を依頼してください。',
   'code.error.replayed': 'このコードはすでに使用されています。アプリに次のコードが表示されるまでお待ちください。',
   'code.error.wrong': 'コードが正しくありません。アプリのコードを確認するか、リカバリーコードを入力してください。',
   'code.error.done': 'このログインはすでに完了しています。',
@@ -128,7 +137,8 @@ const ja: Catalogue = {
   'device.denied.title': 'リクエストを拒否しました',
   'device.denied.notGiven': '<strong>{client}</strong> にはアカウントへのアクセスを許可しませんでした。',
   'device.denied.return': 'デバイスに戻り、このページを閉じてかまいません。',
-  'device.denied.report': 'このリクエストをご自身で始めていない場合、誰かがあなたのアカウントに侵入するためにコードを送ってきた可能性があります。管理者に報告してください。',
+  'device.denied.report':
+    'このリクエストをご自身で始めていない場合、誰かがあなたのアカウントに侵入するためにコードを送ってきた可能性があります。管理者に報告してください。',
   'device.used.title': 'コードは使用済みです',
   'device.used.heading': 'このコードはすでに使用されています',
   'device.used.text': 'このリクエストはすでに許可または拒否されています。デバイスに戻り、新しいコードが必要な場合はデバイスでやり直してください。',
@@ -172,10 +182,8 @@ const ja: Catalogue = {
   'account.password.wrongCurrent': '現在のパスワードが正しくありません。',
   'account.password.tooShort': 'この新しいパスワードは使用できません。{min} 文字以上にしてください。',
   'account.password.tooLong': 'この新しいパスワードは使用できません。{max} 文字以内にしてください。',
-  'account.password.busy':
-    '現在、多くの人がサインインしています。{seconds, plural, other {#秒}}待ってからもう一度試してください。',
-  'account.password.limited':
-    'お使いの接続から間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってからもう一度試してください。',
+  'account.password.busy': '現在、多くの人がサインインしています。{seconds, plural, other {#秒}}待ってからもう一度試してください。',
+  'account.password.limited': 'お使いの接続から間違ったパスワードが何度も入力されました。{minutes, plural, other {#分}}待ってからもう一度試してください。',
   'password.new': '新しいパスワード',
 
   'passkeys.heading': 'パスキー',
@@ -231,7 +239,8 @@ const ja: Catalogue = {
   'forgot.invalid': 'name@example.com のようなメールアドレスを入力してください。',
   'forgot.busy': 'リンクの要求が多すぎます。{minutes, plural, other {# 分}}待ってから、もう一度お試しください。',
   'forgot.sent.title': 'メールを確認してください',
-  'forgot.sent.text': '<strong>{email}</strong> のアドレスを持つアカウントがあれば、新しいパスワードを設定するリンクを送信しました。リンクの有効期間は {minutes, plural, other {# 分}}です。',
+  'forgot.sent.text':
+    '<strong>{email}</strong> のアドレスを持つアカウントがあれば、新しいパスワードを設定するリンクを送信しました。リンクの有効期間は {minutes, plural, other {# 分}}です。',
   'forgot.back': 'サインインに戻る',
   'mail.invite.subject': '{site} への招待',
   'mail.invite.text': '{site} のアカウント作成に招待されました。{time} までに次のリンクを開いて、ユーザー名とパスワードを選んでください。',
@@ -258,7 +267,8 @@ const ja: Catalogue = {
   'signUp.error.password': 'パスワードは 8～1024 文字にしてください。',
   'signUp.busy': 'アカウントの要求が多すぎます。{minutes, plural, other {# 分}}待ってから、もう一度お試しください。',
   'signUp.sent.title': 'メールを確認してください',
-  'signUp.sent.text': '<strong>{email}</strong> にメッセージを送信しました。リンクを開いて完了してください。リンクの有効期間は {hours, plural, other {# 時間}}です。',
+  'signUp.sent.text':
+    '<strong>{email}</strong> にメッセージを送信しました。リンクを開いて完了してください。リンクの有効期間は {hours, plural, other {# 時間}}です。',
   'signUp.sent.later': '今すぐサインインできます。アドレスを確認するにはリンクを開いてください。',
   'signUp.confirm.title': 'アカウントの確認',
   'signUp.confirm.text': '{site} のアカウント <strong>{username}</strong> を確認します。',
@@ -275,17 +285,20 @@ const ja: Catalogue = {
   'mail.verify.action': 'アドレスを確認',
   'mail.verify.ignore': '心当たりがない場合は、このメッセージを無視してください。アドレスは未確認のままです。',
   'mail.signupExists.subject': '{site} のアカウントはすでにあります',
-  'mail.signupExists.text': 'このアドレスで {site} のアカウント作成が要求されましたが、このアドレスにはすでにアカウント {username} があります。ご本人の場合はそのアカウントでサインインしてください。パスワードを忘れた場合は、こちらで新しいパスワードを要求できます。',
+  'mail.signupExists.text':
+    'このアドレスで {site} のアカウント作成が要求されましたが、このアドレスにはすでにアカウント {username} があります。ご本人の場合はそのアカウントでサインインしてください。パスワードを忘れた場合は、こちらで新しいパスワードを要求できます。',
   'mail.signupExists.action': 'パスワードをお忘れですか？',
   'mail.signupExists.ignore': '心当たりがない場合は、このメッセージを無視してください。何も変わりません。',
   'mail.greeting': '{name} 様',
   'mail.footer': 'このメッセージは {site} から送信されました。',
   'mail.recovery.subject': '{site} の新しいパスワードを設定',
-  'mail.recovery.text': '{site} の {username} について、新しいパスワードを設定するリンクが要求されました。ご本人の場合は、{time} までに次のリンクを開いてください。',
+  'mail.recovery.text':
+    '{site} の {username} について、新しいパスワードを設定するリンクが要求されました。ご本人の場合は、{time} までに次のリンクを開いてください。',
   'mail.recovery.action': '新しいパスワードを設定',
   'mail.recovery.ignore': '心当たりがない場合は、このメッセージを無視してください。パスワードは変わりません。',
   'mail.passwordChanged.subject': '{site} のパスワードが変更されました',
-  'mail.passwordChanged.text': '{site} の {username} のパスワードが {time} に変更され、このアカウントでサインインしていたすべてのブラウザーがサインアウトされました。',
+  'mail.passwordChanged.text':
+    '{site} の {username} のパスワードが {time} に変更され、このアカウントでサインインしていたすべてのブラウザーがサインアウトされました。',
   'mail.passwordChanged.warning': '変更した覚えがない場合は、すぐにサインインページで新しいリンクを要求し、{site} の管理者に連絡してください。',
   'logout.title': '{site} からログアウトしますか？',
   'logout.asks': '<strong>{client}</strong> がログアウトを求めています。',
@@ -311,7 +324,8 @@ const ja: Catalogue = {
   'error.cannotComplete': 'このリクエストは完了できません',
   'error.unavailableText': 'このサービスは一時的に利用できません。数秒待ってから、もう一度お試しください。',
   'error.serverText': 'サーバーで問題が発生しました。少し待ってから、もう一度お試しください。',
-  'error.cannotCompleteText': 'ここに案内したアプリまたはリンクが、このサーバーでは処理できない内容を求めました。アプリに戻って、もう一度お試しください。再び起きる場合は、アプリの運営者にお知らせください。',
+  'error.cannotCompleteText':
+    'ここに案内したアプリまたはリンクが、このサーバーでは処理できない内容を求めました。アプリに戻って、もう一度お試しください。再び起きる場合は、アプリの運営者にお知らせください。',
   'error.notFound': 'ページが見つかりません',
   'error.notFoundText': '{site} に {path} というページはありません。アドレスを確認するか、トップページからやり直してください。',
   'error.backHome': '{site} のトップページへ',
@@ -338,7 +352,8 @@ const ja: Catalogue = {
   'deviceLogin.userinfo': 'UserInfo のクレーム（{endpoint}）：',
 
   'saml.refused.title': 'サインイン要求を拒否しました',
-  'saml.refused.malformed': 'アプリから、このサーバーが読めないサインイン要求が送られました。アプリに戻ってもう一度お試しください。繰り返し起きる場合はアプリの管理者に連絡してください。',
+  'saml.refused.malformed':
+    'アプリから、このサーバーが読めないサインイン要求が送られました。アプリに戻ってもう一度お試しください。繰り返し起きる場合はアプリの管理者に連絡してください。',
   'saml.refused.unknown_sp': 'ここへ案内したアプリはこのサーバーに登録されていないため、ここからサインインできません。',
   'saml.refused.unknown_acs': 'アプリが、登録されていないアドレスへのサインイン結果の送信を求めました。何も送信していません。',
   'saml.refused.unsigned': 'このアプリのサインイン要求には署名が必要ですが、署名がありませんでした。何も送信していません。',

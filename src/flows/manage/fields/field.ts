@@ -179,7 +179,9 @@ export function requestSchema(table: FieldTable, operation: 'create' | 'update',
     type: 'object',
     additionalProperties: false,
     properties: {
-      ...Object.fromEntries(fields.map((field) => [field.name, { ...valueSchema(field), description: describeField(field), ...(field.writeOnly ? { writeOnly: true } : {}) }])),
+      ...Object.fromEntries(
+        fields.map((field) => [field.name, { ...valueSchema(field), description: describeField(field), ...(field.writeOnly ? { writeOnly: true } : {}) }]),
+      ),
       ...extra,
     },
     required: operation === 'create' ? fields.filter((field) => field.required).map((field) => field.name) : [],
@@ -195,13 +197,15 @@ export function responseSchema(table: FieldTable, required: readonly string[], e
     type: 'object',
     properties: {
       ...Object.fromEntries(
-        table.filter((field) => !field.writeOnly).map((field) => {
-          const schema = { ...valueSchema(field), description: describeField(field) };
-          // An answer's values were checked when written: only the shape is promised.
-          delete (schema as Record<string, unknown>)['minLength'];
-          delete (schema as Record<string, unknown>)['minItems'];
-          return [field.name, field.create || field.update ? schema : { ...schema, readOnly: true }];
-        }),
+        table
+          .filter((field) => !field.writeOnly)
+          .map((field) => {
+            const schema = { ...valueSchema(field), description: describeField(field) };
+            // An answer's values were checked when written: only the shape is promised.
+            delete (schema as Record<string, unknown>)['minLength'];
+            delete (schema as Record<string, unknown>)['minItems'];
+            return [field.name, field.create || field.update ? schema : { ...schema, readOnly: true }];
+          }),
       ),
       ...extra,
     },
@@ -239,7 +243,9 @@ export function formValues(table: FieldTable, wire: Readonly<Record<string, unkn
         values[field.name] = typeof value === 'number' ? String(value) : '';
         break;
       case 'pairs':
-        values[field.name] = pairsOf(type, value).map(([key, item]) => `${key}=${item}`).join('\n');
+        values[field.name] = pairsOf(type, value)
+          .map(([key, item]) => `${key}=${item}`)
+          .join('\n');
         break;
       case 'members':
         for (const member of type.members) {
@@ -260,7 +266,11 @@ function localizedLines(value: unknown): string {
   if (value === null || typeof value !== 'object') return '';
   return Object.entries(value as Record<string, Record<string, unknown> | null>)
     .sort(([a], [b]) => a.localeCompare(b))
-    .flatMap(([tag, claims]) => Object.entries(claims ?? {}).filter(([, text]) => typeof text === 'string' && text !== '').map(([claim, text]) => `${claim}#${tag}=${String(text)}`))
+    .flatMap(([tag, claims]) =>
+      Object.entries(claims ?? {})
+        .filter(([, text]) => typeof text === 'string' && text !== '')
+        .map(([claim, text]) => `${claim}#${tag}=${String(text)}`),
+    )
     .join('\n');
 }
 
@@ -269,7 +279,8 @@ function localizedObject(field: Field, text: string): Record<string, Record<stri
   const object: Record<string, Record<string, string>> = {};
   for (const line of lines(text)) {
     const match = /^([a-z_]+)#([^=\s]+)\s*=\s*(.*)$/.exec(line);
-    if (!match) throw new FormValueError(field.name, `each line is CLAIM#TAG=VALUE, such as name#ja-Kana-JP=ヤマダ タロウ (${JSON.stringify(line.slice(0, 40))} is not)`);
+    if (!match)
+      throw new FormValueError(field.name, `each line is CLAIM#TAG=VALUE, such as name#ja-Kana-JP=ヤマダ タロウ (${JSON.stringify(line.slice(0, 40))} is not)`);
     const [, claim, tag, item] = match as unknown as [string, string, string, string];
     object[tag] = { ...object[tag], [claim]: item };
   }
@@ -280,7 +291,8 @@ type PairsKind = Extract<FieldKind, { kind: 'pairs' }>;
 
 /** The key and value of each pair of a wire value. */
 function pairsOf(type: PairsKind, value: unknown): [string, string][] {
-  if (type.members === undefined) return value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value).map(([key, item]) => [key, String(item)]) : [];
+  if (type.members === undefined)
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value).map(([key, item]) => [key, String(item)]) : [];
   const [key, item] = type.members;
   return Array.isArray(value) ? value.map((pair: Record<string, unknown>) => [String(pair[key] ?? ''), String(pair[item] ?? '')]) : [];
 }
@@ -335,7 +347,8 @@ export function postedValues(table: FieldTable, form: RawForm): Record<string, F
       case 'text':
       case 'object':
         // A line each, trimmed, so that retyping the same names is no change.
-        values[field.name] = field.form.control === 'localized' ? lines(one(form, field.name).slice(0, type.max)).join('\n') : one(form, field.name).slice(0, type.max).trim();
+        values[field.name] =
+          field.form.control === 'localized' ? lines(one(form, field.name).slice(0, type.max)).join('\n') : one(form, field.name).slice(0, type.max).trim();
         break;
       case 'choice':
         values[field.name] = one(form, field.name).slice(0, 100);
@@ -351,7 +364,11 @@ export function postedValues(table: FieldTable, form: RawForm): Record<string, F
 }
 
 /** Lines of a list's text, trimmed, blank ones dropped. */
-export const lines = (text: string): string[] => text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+export const lines = (text: string): string[] =>
+  text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
 
 /** Thrown for a form value that cannot be read as its field's kind (JSON that is not JSON). */
 export class FormValueError extends Error {
@@ -378,7 +395,9 @@ export function inputOf(table: FieldTable, values: FormValues, names: readonly s
     switch (type.kind) {
       case 'members': {
         // The whole object: each member given, none at all clearing it.
-        const given = type.members.map((member) => [member.name, String(values[`${field.name}.${member.name}`] ?? '')] as const).filter(([, text]) => text !== '');
+        const given = type.members
+          .map((member) => [member.name, String(values[`${field.name}.${member.name}`] ?? '')] as const)
+          .filter(([, text]) => text !== '');
         input[field.name] = given.length === 0 ? null : Object.fromEntries(given);
         break;
       }
@@ -470,7 +489,11 @@ const edited = (field: Field, operation: 'create' | 'update') => operation === '
  * edited (`--add-`, `--remove-`) when changing, unless it `replaces`; a flag or a nullable value
  * is cleared by `--no-OPTION` (or its `clear`) when changing; a secret's option is a flag.
  */
-export function cliOptions(table: FieldTable, operation: 'create' | 'update', kind?: string): { readonly options: Record<string, CliOption>; readonly bindings: Readonly<Record<string, CliBinding>> } {
+export function cliOptions(
+  table: FieldTable,
+  operation: 'create' | 'update',
+  kind?: string,
+): { readonly options: Record<string, CliOption>; readonly bindings: Readonly<Record<string, CliBinding>> } {
   const options: Record<string, CliOption> = {};
   const bindings: Record<string, CliBinding> = {};
   for (const field of table) {
@@ -495,7 +518,10 @@ export function cliOptions(table: FieldTable, operation: 'create' | 'update', ki
       bindings[`remove-${option}`] = { field, effect: 'remove' };
       continue;
     }
-    options[option] = { type: type.kind === 'flag' || field.cli.stdin ? 'boolean' : 'string', ...(type.kind === 'list' || type.kind === 'choices' || type.kind === 'pairs' ? { multiple: true } : {}) };
+    options[option] = {
+      type: type.kind === 'flag' || field.cli.stdin ? 'boolean' : 'string',
+      ...(type.kind === 'list' || type.kind === 'choices' || type.kind === 'pairs' ? { multiple: true } : {}),
+    };
     bindings[option] = { field, effect: 'set' };
     const clear = clearOption(field);
     if (operation === 'update' && clear !== null) {
@@ -517,7 +543,11 @@ export function cliUsageParts(table: FieldTable, operation: 'create' | 'update',
     const required = operation === 'create' && (field.required === true || (kind !== undefined && field.requiredKinds?.includes(kind) === true));
     const wrap = (text: string) => (required ? text : `[${text}]`);
     const clear = operation === 'update' ? clearOption(field) : null;
-    if (type.kind === 'members') parts.push(...type.members.map((member) => `[--${memberOption(option, member)} ${member.lines ? 'LINES' : 'TEXT'}]`), ...(operation === 'update' ? [`[--no-${option}]`] : []));
+    if (type.kind === 'members')
+      parts.push(
+        ...type.members.map((member) => `[--${memberOption(option, member)} ${member.lines ? 'LINES' : 'TEXT'}]`),
+        ...(operation === 'update' ? [`[--no-${option}]`] : []),
+      );
     else if (field.cli.stdin) parts.push(wrap(`--${option}`));
     else if (type.kind === 'flag') parts.push(operation === 'update' ? `[--[no-]${option}]` : `[--${option}]`);
     else if (edited(field, operation)) parts.push(`[--add-${option} ${value} …]`, `[--remove-${option} ${value} …]`);

@@ -163,43 +163,45 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     );
   };
 
-  // Users (§3.3-§3.6).
-  app.get(`${SCIM_PATH}/Users`, async (request, reply) =>
-    send(reply, 200, listResponse(USER_KIND, await allUserResources(scimDeps(request)), queryOf(request))),
-  );
-  app.post(`${SCIM_PATH}/Users`, async (request, reply) => send(reply, 201, await createUserResource(scimDeps(request), request.body)));
-  app.get(`${SCIM_PATH}/Users/:id`, async (request, reply) =>
-    send(reply, 200, one(request, USER_KIND, await getUserResource(scimDeps(request), idOf(request)))),
-  );
-  app.put(`${SCIM_PATH}/Users/:id`, async (request, reply) =>
-    send(reply, 200, await replaceUserResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
-  );
-  app.patch(`${SCIM_PATH}/Users/:id`, async (request, reply) =>
-    send(reply, 200, await patchUserResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
-  );
-  app.delete(`${SCIM_PATH}/Users/:id`, async (request, reply) => {
-    await deleteUserResource(scimDeps(request), idOf(request), versionOf(request));
-    return reply.status(204).header('Cache-Control', 'no-store').send();
-  });
-
-  // Groups.
-  app.get(`${SCIM_PATH}/Groups`, async (request, reply) =>
-    send(reply, 200, listResponse(GROUP_KIND, await allGroupResources(scimDeps(request)), queryOf(request))),
-  );
-  app.post(`${SCIM_PATH}/Groups`, async (request, reply) => send(reply, 201, await createGroupResource(scimDeps(request), request.body)));
-  app.get(`${SCIM_PATH}/Groups/:id`, async (request, reply) =>
-    send(reply, 200, one(request, GROUP_KIND, await getGroupResource(scimDeps(request), idOf(request)))),
-  );
-  app.put(`${SCIM_PATH}/Groups/:id`, async (request, reply) =>
-    send(reply, 200, await replaceGroupResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
-  );
-  app.patch(`${SCIM_PATH}/Groups/:id`, async (request, reply) =>
-    send(reply, 200, await patchGroupResource(scimDeps(request), idOf(request), request.body, versionOf(request))),
-  );
-  app.delete(`${SCIM_PATH}/Groups/:id`, async (request, reply) => {
-    await deleteGroupResource(scimDeps(request), idOf(request), versionOf(request));
-    return reply.status(204).header('Cache-Control', 'no-store').send();
-  });
+  // Users and Groups (§3.3-§3.6): the same six operations over each resource type's own.
+  const resources = [
+    {
+      path: 'Users',
+      kind: USER_KIND,
+      list: allUserResources,
+      create: createUserResource,
+      get: getUserResource,
+      replace: replaceUserResource,
+      patch: patchUserResource,
+      remove: deleteUserResource,
+    },
+    {
+      path: 'Groups',
+      kind: GROUP_KIND,
+      list: allGroupResources,
+      create: createGroupResource,
+      get: getGroupResource,
+      replace: replaceGroupResource,
+      patch: patchGroupResource,
+      remove: deleteGroupResource,
+    },
+  ] as const;
+  for (const resource of resources) {
+    const at = `${SCIM_PATH}/${resource.path}`;
+    app.get(at, async (request, reply) => send(reply, 200, listResponse(resource.kind, await resource.list(scimDeps(request)), queryOf(request))));
+    app.post(at, async (request, reply) => send(reply, 201, await resource.create(scimDeps(request), request.body)));
+    app.get(`${at}/:id`, async (request, reply) => send(reply, 200, one(request, resource.kind, await resource.get(scimDeps(request), idOf(request)))));
+    app.put(`${at}/:id`, async (request, reply) =>
+      send(reply, 200, await resource.replace(scimDeps(request), idOf(request), request.body, versionOf(request))),
+    );
+    app.patch(`${at}/:id`, async (request, reply) =>
+      send(reply, 200, await resource.patch(scimDeps(request), idOf(request), request.body, versionOf(request))),
+    );
+    app.delete(`${at}/:id`, async (request, reply) => {
+      await resource.remove(scimDeps(request), idOf(request), versionOf(request));
+      return reply.status(204).header('Cache-Control', 'no-store').send();
+    });
+  }
 
   // Service provider configuration (§4).
   app.get(`${SCIM_PATH}/ServiceProviderConfig`, async (_request, reply) => send(reply, 200, serviceProviderConfig(base)));

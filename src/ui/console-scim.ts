@@ -5,10 +5,8 @@
  * the page may offer.
  */
 import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
-import type { FormValues } from '../flows/manage/fields/field.ts';
-import { consolePage, linkButton, notice, tableForm, type ConsoleFrame } from './console.ts';
-import { html, type SafeHtml } from './html.ts';
-import { csrfField } from './pages.ts';
+import { addFormPage, consolePage, linkButton, notice, type AddFormView, type ConsoleFrame } from './console.ts';
+import { html } from './html.ts';
 
 export interface ScimTokenListItem {
   readonly name: string;
@@ -40,22 +38,6 @@ ${
   );
 }
 
-export function scimTokenFormPage(
-  frame: ConsoleFrame,
-  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined },
-): string {
-  const { ui, csrf } = frame;
-  const { t } = ui;
-  return consolePage(
-    frame,
-    t.text('console.scimTokens.add'),
-    html`<h1>${t.html('console.scimTokens.add')}</h1>
-${notice(view.error, 'error')}
-<form method="post" action="${view.action}" class="app-form">
-${csrfField(csrf)}
-<input type="hidden" name="return_to" value="${view.action}/new">
-${tableForm(ui, SCIM_TOKEN_FIELDS, view.values, { operation: 'create' })}
-<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html('console.scimToken.create')}</button></div>
-</form>`,
-  );
+export function scimTokenFormPage(frame: ConsoleFrame, view: AddFormView): string {
+  return addFormPage(frame, SCIM_TOKEN_FIELDS, { title: 'console.scimTokens.add', submit: 'console.scimToken.create' }, view);
 }

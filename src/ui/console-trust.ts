@@ -5,11 +5,9 @@
  * trusting it. Under the apps section: which assertions apps may redeem is part of what apps
  * may do. The routes (http/console/trust.ts) decide what each page may offer.
  */
-import type { FormValues } from '../flows/manage/fields/field.ts';
 import { TRUSTED_ISSUER_FIELDS } from '../flows/manage/fields/trusted-issuers.ts';
-import { consolePage, linkButton, notice, tableForm, type ConsoleFrame } from './console.ts';
+import { addFormPage, consolePage, linkButton, notice, type AddFormView, type ConsoleFrame } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField } from './pages.ts';
 
 export interface TrustedIssuerListItem {
   readonly issuer: string;
@@ -37,25 +35,8 @@ ${
   );
 }
 
-export function trustedIssuerFormPage(
-  frame: ConsoleFrame,
-  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined },
-): string {
-  const { ui, csrf } = frame;
-  const { t } = ui;
-  return consolePage(
-    frame,
-    t.text('console.trust.add'),
-    html`<h1>${t.html('console.trust.add')}</h1>
-${notice(view.error, 'error')}
-<p>${t.html('console.trust.formIntro')}</p>
-<form method="post" action="${view.action}" class="app-form">
-${csrfField(csrf)}
-<input type="hidden" name="return_to" value="${view.action}/new">
-${tableForm(ui, TRUSTED_ISSUER_FIELDS, view.values, { operation: 'create' })}
-<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html('console.trust.create')}</button></div>
-</form>`,
-  );
+export function trustedIssuerFormPage(frame: ConsoleFrame, view: AddFormView): string {
+  return addFormPage(frame, TRUSTED_ISSUER_FIELDS, { title: 'console.trust.add', intro: 'console.trust.formIntro', submit: 'console.trust.create' }, view);
 }
 
 export function trustedIssuerPage(

@@ -5,11 +5,10 @@
  * (http/console/webhooks.ts) decide what each page may offer.
  */
 import { WEBHOOK_FIELDS } from '../flows/manage/fields/webhooks.ts';
-import type { FormValues } from '../flows/manage/fields/field.ts';
 import type { DeliveryCounts } from '../store/types.ts';
-import { consolePage, linkButton, notice, postButton, tableForm, type ConsoleFrame } from './console.ts';
+import { addFormPage, consolePage, linkButton, notice, postButton, type AddFormView, type ConsoleFrame } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, type Ui } from './pages.ts';
+import type { Ui } from './pages.ts';
 
 export interface WebhookListItem {
   readonly url: string;
@@ -48,25 +47,8 @@ ${
   );
 }
 
-export function webhookFormPage(
-  frame: ConsoleFrame,
-  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly error?: string | SafeHtml | undefined },
-): string {
-  const { ui, csrf } = frame;
-  const { t } = ui;
-  return consolePage(
-    frame,
-    t.text('console.webhooks.add'),
-    html`<h1>${t.html('console.webhooks.add')}</h1>
-${notice(view.error, 'error')}
-<p>${t.html('console.webhook.intro')}</p>
-<form method="post" action="${view.action}" class="app-form">
-${csrfField(csrf)}
-<input type="hidden" name="return_to" value="${view.action}/new">
-${tableForm(ui, WEBHOOK_FIELDS, view.values, { operation: 'create' })}
-<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html('console.webhook.create')}</button></div>
-</form>`,
-  );
+export function webhookFormPage(frame: ConsoleFrame, view: AddFormView): string {
+  return addFormPage(frame, WEBHOOK_FIELDS, { title: 'console.webhooks.add', intro: 'console.webhook.intro', submit: 'console.webhook.create' }, view);
 }
 
 export interface DeadLetterView {

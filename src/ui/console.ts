@@ -752,3 +752,39 @@ export function forbiddenPage(
 <p><a href="${back.href}">${back.label}</a></p>`,
   );
 }
+
+/** What a noun's "add one" page shows: its field table's form, and the words around it. */
+export interface AddFormView {
+  readonly action: string;
+  readonly values: FormValues;
+  readonly cancel: string;
+  readonly error?: string | SafeHtml | undefined;
+}
+
+/**
+ * The page that adds one of a noun (a webhook, a trusted issuer, a SCIM token): its title, a
+ * line saying what it is for, the fields of its table for `create`, and Cancel beside the
+ * button that adds it. A refused post shows it again with what was typed and why.
+ */
+export function addFormPage(
+  frame: ConsoleFrame,
+  table: FieldTable,
+  words: { readonly title: MessageKey; readonly intro?: MessageKey; readonly submit: MessageKey },
+  view: AddFormView,
+): string {
+  const { ui, csrf } = frame;
+  const { t } = ui;
+  return consolePage(
+    frame,
+    t.text(words.title),
+    html`<h1>${t.html(words.title)}</h1>
+${notice(view.error, 'error')}
+${words.intro === undefined ? null : html`<p>${t.html(words.intro)}</p>`}
+<form method="post" action="${view.action}" class="app-form">
+${csrfField(csrf)}
+<input type="hidden" name="return_to" value="${view.action}/new">
+${tableForm(ui, table, view.values, { operation: 'create' })}
+<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html(words.submit)}</button></div>
+</form>`,
+  );
+}

@@ -131,9 +131,33 @@ export function listenForClientChanges(
   const sendProbe = (client: pg.Client, own: string): void => {
     if (connection !== client) return;
     const token = randomUUID();
-    awaited = `${own} ${PROBE_PREFIX}${token}`;
-    probe(awaited).catch(() => {});
-    schedule(() => lost(client, `heard no notice for ${PROBE_TIMEOUT_MS} ms`), PROBE_TIMEOUT_MS);
+    const payload = `${own} ${PROBE_PREFIX}${token}`;
+    awaited = payload;
+    let sent = false;
+    let failed = false;
+    probe(payload).then(
+      () => {
+        sent = true;
+      },
+      () => {
+        failed = true;
+      },
+    );
+    const check = (): void => {
+      if (connection !== client) return;
+      // Sent and not heard: this connection is deaf, and another takes its place.
+      if (sent) return lost(client, `heard no notice for ${PROBE_TIMEOUT_MS} ms`);
+      // Not even sent (every pooled connection busy, or the pool cannot reach the database):
+      // nothing says the listener is deaf, and nothing proves it hears. Records are read from
+      // the database until this probe is sent and heard; the listening connection stays,
+      // rather than a new one joining a busy pool's connections on a database at its limit.
+      cache.setListening(false);
+      heard = false;
+      // A probe the pool gave up on is sent again; one still waiting for a connection is waited for.
+      if (failed) sendProbe(client, own);
+      else schedule(check, PROBE_TIMEOUT_MS);
+    };
+    schedule(check, PROBE_TIMEOUT_MS);
   };
 
   const connect = async (): Promise<void> => {

@@ -77,6 +77,9 @@ describe('who may do what (flows/manage/authority.ts)', () => {
       ['users reader', null, null, ['admin:users'], false],
       ['an app registering itself', null, null, ['admin:clients:read'], false],
       ['an app registering itself', null, null, ['openid', 'profile'], true],
+      // A Shared Signals receiver reads the audit trail by another door.
+      ['clients-only client', null, null, ['ssf:manage'], false],
+      ['viewer', null, null, ['ssf:manage'], true],
       // Its own registration: the scopes it has stay, a new one is refused even if held.
       ['clients-only client', 'ci', ['admin:clients'], ['admin:clients'], true],
       ['clients-only client', 'ci', ['admin:clients:read'], ['admin:clients'], false],

@@ -15,14 +15,16 @@
  *   where such a provider's word comes from, or repoints a provider people already sign in
  *   through, only if it holds every role's scopes: such a provider can sign in as them,
  *   console operators included;
- * - a caller adds a webhook, or sends its dead letters again, only if it may read the audit
- *   trail: a webhook sends the trail's user and client events (people's ids and usernames) to
+ * - a caller trusts another server's ID-JAGs only on the provider rule above: a trusted issuer
+ *   signs in as anyone with a verified e-mail address here, console operators included;
+ * - a caller gives a client `ssf:manage`, or adds a webhook, or sends its dead letters again,
+ *   only if it may read the audit trail: a webhook sends the trail's user and client events (people's ids and usernames) to
  *   a URL of the caller's choosing, which is reading it by another door;
  * - only the server's owner points a webhook at loopback, link-local or private addresses,
  *   unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS allows them (flows/manage/webhooks.ts): a
  *   delegate would otherwise have the server post into its own network.
  */
-import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, type OperatorRole } from '../../core/scopes.ts';
+import { ADMIN_SCOPES, ROLE_SCOPES, OPERATOR_ROLES, SSF_SCOPE, type OperatorRole } from '../../core/scopes.ts';
 import type { ClientRecord, UserRecord } from '../../store/types.ts';
 import { scopesAllow, type AdminArea } from './admin-token.ts';
 import { field, forbidden } from './errors.ts';
@@ -51,6 +53,9 @@ export const NO_ADMIN: Caller = { scopes: [] };
  * nobody's to hold: it is covered.
  */
 function covers(held: readonly string[], scope: string): boolean {
+  // A Shared Signals receiver is sent every person's account and session events: reading the
+  // audit trail by another door, as a webhook is (checkMayExportEvents).
+  if (scope === SSF_SCOPE) return covers(held, 'admin:events:read');
   if (!ADMIN_SCOPES.includes(scope)) return true;
   // `scim` names no area: only holding it covers it.
   if (!scope.startsWith('admin:')) return held.includes(scope);

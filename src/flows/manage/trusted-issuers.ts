@@ -11,6 +11,7 @@ import { requestRefusal, type UrlRule } from '../../core/outbound.ts';
 import { DuplicateError, type TrustedIssuerRecord } from '../../store/types.ts';
 import { ClientKeysError, parseJwks } from '../../tokens/client-jwks.ts';
 import { issuerProblem } from './clients.ts';
+import { checkMayTrustProvider } from './authority.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
 
@@ -72,6 +73,8 @@ function checkJwks(raw: unknown): Readonly<Record<string, unknown>> {
 
 /** Trusts an issuer's ID-JAGs, signed by the keys at its jwks_uri or given as jwks (one of the two). */
 export async function addTrustedIssuer(deps: ManageDeps, input: TrustedIssuerInput): Promise<TrustedIssuerRecord> {
+  // Its ID-JAGs find people by a verified e-mail address: as a provider that links accounts.
+  checkMayTrustProvider(deps.caller, 'issuer');
   const issuer = checkIssuer(input.issuer, deps.config.issuer);
   const hasUri = input.jwks_uri !== undefined && input.jwks_uri !== null;
   const hasJwks = input.jwks !== undefined && input.jwks !== null;

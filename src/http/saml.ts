@@ -32,6 +32,29 @@ const one = (params: RawParams, name: string): string | null => {
   return typeof value === 'string' ? value : null;
 };
 
+/** SAML Bindings §3.4: a request or logout request in the query, with its detached signature over the raw query. */
+function redirectMessage(request: FastifyRequest): IncomingRequest {
+  const query = request.query as RawParams;
+  const samlRequest = one(query, 'SAMLRequest');
+  if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+  return {
+    binding: 'redirect',
+    samlRequest,
+    relayState: one(query, 'RelayState'),
+    sigAlg: one(query, 'SigAlg'),
+    signature: one(query, 'Signature'),
+    rawQuery: request.url.split('?')[1] ?? '',
+  };
+}
+
+/** SAML Bindings §3.5: a request or logout request posted from the SP's page, its signature inside it. */
+function postMessage(request: FastifyRequest): IncomingRequest {
+  const form = rawForm(request);
+  const samlRequest = one(form, 'SAMLRequest');
+  if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+  return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
+}
+
 export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
   const endpoints = samlEndpoints(deps.config.issuer);
   const idp = endpoints.metadata;
@@ -86,31 +109,10 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   });
 
   // SAML Bindings §3.4: HTTP-Redirect.
-  app.get(SAML_PATHS.sso, { config: { page: true } }, (request, reply) =>
-    receive(request, reply, () => {
-      const query = request.query as RawParams;
-      const samlRequest = one(query, 'SAMLRequest');
-      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-      return {
-        binding: 'redirect',
-        samlRequest,
-        relayState: one(query, 'RelayState'),
-        sigAlg: one(query, 'SigAlg'),
-        signature: one(query, 'Signature'),
-        rawQuery: request.url.split('?')[1] ?? '',
-      };
-    }),
-  );
+  app.get(SAML_PATHS.sso, { config: { page: true } }, (request, reply) => receive(request, reply, () => redirectMessage(request)));
 
   // SAML Bindings §3.5: HTTP-POST, from the SP's page (cross-site: no CSRF token, by design).
-  app.post(SAML_PATHS.sso, { config: { page: true } }, (request, reply) =>
-    receive(request, reply, () => {
-      const form = rawForm(request);
-      const samlRequest = one(form, 'SAMLRequest');
-      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-      return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
-    }),
-  );
+  app.post(SAML_PATHS.sso, { config: { page: true } }, (request, reply) => receive(request, reply, () => postMessage(request)));
 
   // SAML Profiles §4.1.5: a sign-in started here, for a registered SP, answering no request.
   app.get(SAML_PATHS.initiate, { config: { page: true } }, async (request, reply) => {
@@ -228,28 +230,7 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     return answerLogout(request, reply, pending);
   });
 
-  app.get(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
-    logout(request, reply, () => {
-      const query = request.query as RawParams;
-      const samlRequest = one(query, 'SAMLRequest');
-      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-      return {
-        binding: 'redirect',
-        samlRequest,
-        relayState: one(query, 'RelayState'),
-        sigAlg: one(query, 'SigAlg'),
-        signature: one(query, 'Signature'),
-        rawQuery: request.url.split('?')[1] ?? '',
-      };
-    }),
-  );
+  app.get(SAML_PATHS.slo, { config: { page: true } }, (request, reply) => logout(request, reply, () => redirectMessage(request)));
 
-  app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) =>
-    logout(request, reply, () => {
-      const form = rawForm(request);
-      const samlRequest = one(form, 'SAMLRequest');
-      if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-      return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
-    }),
-  );
+  app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) => logout(request, reply, () => postMessage(request)));
 };

@@ -326,6 +326,29 @@ export class TokenIssuer {
   }
 
   /**
+   * An RFC 9068 access token for one API, as the grants without a grant record issue it (a
+   * client's own, an exchanged one, one redeemed for an ID-JAG): `claims` first (its client,
+   * scope and what the grant adds), then the issuer, the API as `aud`, `sub`, the times and a
+   * `jti`, and `cnf` when bound to a DPoP key. Signed as the API asks (§2.1: RS256 unless it
+   * chose otherwise).
+   */
+  async #apiAccessToken(
+    resource: ResourceRecord,
+    claims: Readonly<Record<string, unknown>>,
+    sub: string,
+    now: number,
+    exp: number,
+    dpopJkt: string | null,
+  ): Promise<string> {
+    const key = await this.#keys.signingKey(resource.signingAlg);
+    return signJws(
+      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
+      { ...claims, iss: this.#issuer, aud: resource.identifier, sub, iat: now, exp, jti: randomUUID(), ...(dpopJkt ? { cnf: { jkt: dpopJkt } } : {}) },
+      key.privateKey,
+    );
+  }
+
+  /**
    * RFC 6749 §4.4.3: a client's own access token (the client_credentials grant), for one
    * API: `sub` is the client (RFC 9068 §2.2), no `auth_time` or grant, and never an ID token
    * or a refresh token ("A refresh token SHOULD NOT be included"). Nothing is recorded: the
@@ -340,22 +363,13 @@ export class TokenIssuer {
     const now = seconds(this.#clock.now());
     const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
     const scope = issuance.scope.join(' ');
-    // Signed as the API asks (RFC 9068 §2.1: RS256 unless it chose otherwise).
-    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
-    const token = await signJws(
-      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
-      {
-        client_id: issuance.client.id,
-        scope,
-        iss: this.#issuer,
-        aud: issuance.resource.identifier,
-        sub: issuance.client.id,
-        iat: now,
-        exp: now + lifetime,
-        jti: randomUUID(),
-        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-      },
-      key.privateKey,
+    const token = await this.#apiAccessToken(
+      issuance.resource,
+      { client_id: issuance.client.id, scope },
+      issuance.client.id,
+      now,
+      now + lifetime,
+      issuance.dpopJkt,
     );
     return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
   }
@@ -374,23 +388,13 @@ export class TokenIssuer {
     const now = seconds(this.#clock.now());
     const exp = Math.min(now + (issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken), issuance.notAfter);
     const scope = issuance.scope.join(' ');
-    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
-    const token = await signJws(
-      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
-      {
-        client_id: issuance.client.id,
-        scope,
-        gid: issuance.grantId,
-        act: issuance.act,
-        iss: this.#issuer,
-        aud: issuance.resource.identifier,
-        sub: issuance.userId,
-        iat: now,
-        exp,
-        jti: randomUUID(),
-        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-      },
-      key.privateKey,
+    const token = await this.#apiAccessToken(
+      issuance.resource,
+      { client_id: issuance.client.id, scope, gid: issuance.grantId, act: issuance.act },
+      issuance.userId,
+      now,
+      exp,
+      issuance.dpopJkt,
     );
     return { access_token: token, issued_token_type: TOKEN_TYPE_ACCESS_TOKEN, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: exp - now, scope };
   }
@@ -412,22 +416,13 @@ export class TokenIssuer {
     const now = seconds(this.#clock.now());
     const lifetime = issuance.resource.accessTokenTtl ?? this.#lifetimes.accessToken;
     const scope = issuance.scope.join(' ');
-    const key = await this.#keys.signingKey(issuance.resource.signingAlg);
-    const token = await signJws(
-      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
-      {
-        client_id: issuance.client.id,
-        scope,
-        id_jag_iss: issuance.assertedBy,
-        iss: this.#issuer,
-        aud: issuance.resource.identifier,
-        sub: issuance.userId,
-        iat: now,
-        exp: now + lifetime,
-        jti: randomUUID(),
-        ...(issuance.dpopJkt ? { cnf: { jkt: issuance.dpopJkt } } : {}),
-      },
-      key.privateKey,
+    const token = await this.#apiAccessToken(
+      issuance.resource,
+      { client_id: issuance.client.id, scope, id_jag_iss: issuance.assertedBy },
+      issuance.userId,
+      now,
+      now + lifetime,
+      issuance.dpopJkt,
     );
     return { access_token: token, token_type: issuance.dpopJkt ? 'DPoP' : 'Bearer', expires_in: lifetime, scope };
   }

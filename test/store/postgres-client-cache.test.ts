@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
+import { ClientCache, listenForClientChanges } from '../../src/store/postgres/client-cache.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
 import type { ClientRecord, Store } from '../../src/store/types.ts';
 import { publicClient } from './fixtures.ts';
@@ -89,5 +90,50 @@ describePostgres('PostgreSQL client records kept in memory', () => {
     assert.equal(await a.clients.remove(client.id), true);
     await eventually('instance B no longer finds the client', async () => (await b.clients.get(client.id)) === null);
     assert.equal(await a.clients.get(client.id), null, 'the instance that removed it forgets it at once');
+  });
+});
+
+describePostgres('the connection that listens for client changes, proving it hears', () => {
+  const timing = { probeIntervalMs: 20, probeTimeoutMs: 60 };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 6 * timing.probeTimeoutMs));
+
+  it('waits for a probe the busy pool has not sent yet: no new listening connection, no warning', async () => {
+    const warnings: string[] = [];
+    // Every pooled connection busy: the probe's NOTIFY is never sent.
+    const listener = listenForClientChanges(
+      { connectionString: postgresUrl },
+      null,
+      new ClientCache(),
+      () => new Promise(() => {}),
+      (message) => warnings.push(message),
+      timing,
+    );
+    try {
+      await listener.ready;
+      await settle();
+      assert.deepEqual(warnings, []);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('takes a probe sent and never heard for a deaf connection, and says so', async () => {
+    const warnings: string[] = [];
+    // A pooler that takes the NOTIFY and never delivers it.
+    const listener = listenForClientChanges(
+      { connectionString: postgresUrl },
+      null,
+      new ClientCache(),
+      async () => {},
+      (message) => warnings.push(message),
+      timing,
+    );
+    try {
+      await listener.ready;
+      await settle();
+      assert.match(warnings[0] ?? '', /heard no notice for 60 ms/);
+    } finally {
+      await listener.close();
+    }
   });
 });

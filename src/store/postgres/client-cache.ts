@@ -94,6 +94,8 @@ export function listenForClientChanges(
   cache: ClientCache,
   probe: (payload: string) => Promise<unknown>,
   warn: (message: string) => void,
+  // How often it proves it hears, and how long a notice may take (tests shorten them).
+  timing: { readonly probeIntervalMs: number; readonly probeTimeoutMs: number } = { probeIntervalMs: PROBE_INTERVAL_MS, probeTimeoutMs: PROBE_TIMEOUT_MS },
 ): ClientChangeListener {
   let connection: pg.Client | null = null;
   let closed = false;
@@ -146,7 +148,7 @@ export function listenForClientChanges(
     const check = (): void => {
       if (connection !== client) return;
       // Sent and not heard: this connection is deaf, and another takes its place.
-      if (sent) return lost(client, `heard no notice for ${PROBE_TIMEOUT_MS} ms`);
+      if (sent) return lost(client, `heard no notice for ${timing.probeTimeoutMs} ms`);
       // Not even sent (every pooled connection busy, or the pool cannot reach the database):
       // nothing says the listener is deaf, and nothing proves it hears. Records are read from
       // the database until this probe is sent and heard; the listening connection stays,
@@ -155,9 +157,9 @@ export function listenForClientChanges(
       heard = false;
       // A probe the pool gave up on is sent again; one still waiting for a connection is waited for.
       if (failed) sendProbe(client, own);
-      else schedule(check, PROBE_TIMEOUT_MS);
+      else schedule(check, timing.probeTimeoutMs);
     };
-    schedule(check, PROBE_TIMEOUT_MS);
+    schedule(check, timing.probeTimeoutMs);
   };
 
   const connect = async (): Promise<void> => {
@@ -178,7 +180,7 @@ export function listenForClientChanges(
           if (!heard) cache.setListening(true);
           heard = true;
           retryIn = RECONNECT_FIRST_MS;
-          schedule(() => sendProbe(client, own), PROBE_INTERVAL_MS);
+          schedule(() => sendProbe(client, own), timing.probeIntervalMs);
           return;
         }
         const space = notice.payload.indexOf(' ');

@@ -97,17 +97,24 @@ describe('admin credentials that cannot grow themselves', () => {
       assert.equal(same.status, 201, JSON.stringify(same.body));
     });
 
-    it('cannot make itself a Shared Signals receiver, which is sent every person\'s events, unless it may read the audit trail', async () => {
+    it("cannot make itself a Shared Signals receiver, which is sent every person's events, unless it may read the audit trail", async () => {
       const clients = await adminClient('admin:clients');
       const receiver = await call('POST', '/clients', clients.token, { client_name: 'Listener', grant_types: ['client_credentials'], scope: 'ssf:manage' });
       assert.equal(receiver.status, 403, JSON.stringify(receiver.body));
       assert.equal(receiver.body['field'], 'scope');
-      assert.equal((await server.store.clients.list()).some((client) => client.name === 'Listener'), false, 'nothing was registered');
+      assert.equal(
+        (await server.store.clients.list()).some((client) => client.name === 'Listener'),
+        false,
+        'nothing was registered',
+      );
       const readers = await adminClient('admin:clients admin:events:read');
-      assert.equal((await call('POST', '/clients', readers.token, { client_name: 'Reader', grant_types: ['client_credentials'], scope: 'ssf:manage' })).status, 201);
+      assert.equal(
+        (await call('POST', '/clients', readers.token, { client_name: 'Reader', grant_types: ['client_credentials'], scope: 'ssf:manage' })).status,
+        201,
+      );
     });
 
-    it('cannot trust another server to sign people in by their e-mail address: only a caller holding every role\'s scopes may', async () => {
+    it("cannot trust another server to sign people in by their e-mail address: only a caller holding every role's scopes may", async () => {
       const trust = { issuer: 'https://idp.example', jwks: { keys: [] } };
       const clients = await adminClient('admin:clients');
       const refused = await call('POST', '/trusted-issuers', clients.token, trust);

@@ -148,7 +148,10 @@ export function listenForClientChanges(
     const check = (): void => {
       if (connection !== client) return;
       // Sent and not heard: this connection is deaf, and another takes its place.
-      if (sent) return lost(client, `heard no notice for ${timing.probeTimeoutMs} ms`);
+      if (sent) {
+        lost(client, `heard no notice for ${timing.probeTimeoutMs} ms`);
+        return;
+      }
       // Not even sent (every pooled connection busy, or the pool cannot reach the database):
       // nothing says the listener is deaf, and nothing proves it hears. Records are read from
       // the database until this probe is sent and heard; the listening connection stays,

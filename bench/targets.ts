@@ -82,10 +82,20 @@ export function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
 }
 
-/** The Node flags `npm start` runs Tessera with (package.json), so the bench runs it the same way. */
-function startFlags(root: string): string[] {
+/**
+ * How `npm start` runs Tessera (package.json), so the bench runs it the same way: its Node
+ * flags, and the environment it sets before `exec` (`MALLOC_ARENA_MAX`, which glibc reads
+ * only at a process's start).
+ */
+function startCommand(root: string): { flags: string[]; env: Record<string, string> } {
   const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  return (scripts['start'] ?? '').split(/\s+/).filter((word) => word.startsWith('--'));
+  const words = (scripts['start'] ?? '').split(/\s+/);
+  const exec = words.indexOf('exec');
+  const assignments = words.slice(0, Math.max(exec, 0)).map((word) => /^([A-Z_][A-Z0-9_]*)=(\S*)$/.exec(word));
+  return {
+    flags: words.filter((word) => word.startsWith('--')),
+    env: Object.fromEntries(assignments.flatMap((match) => (match ? [[match[1]!, match[2]!]] : []))),
+  };
 }
 
 /**
@@ -292,12 +302,14 @@ export async function startTessera(options: TesseraOptions): Promise<Target> {
   const spawnOne = (port: number) => {
     const root = options.against?.root ?? ROOT;
     const script = join(root, options.baseline ? 'bench/baseline.ts' : 'bench/tessera-server.ts');
+    const start = options.baseline ? { flags: ['--disable-warning=ExperimentalWarning'], env: {} } : startCommand(root);
     return spawnServer(
       label,
       script,
       root,
-      options.baseline ? ['--disable-warning=ExperimentalWarning'] : startFlags(root),
+      start.flags,
       {
+        ...start.env,
         PORT: String(port),
         HOST: '127.0.0.1',
         TESSERA_ISSUER: origin,

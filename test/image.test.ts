@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { buildImage, IMAGE_UID, startFlags, type BuiltImage } from '../deploy/image/build.ts';
+import { buildImage, IMAGE_UID, startEnvironment, startFlags, type BuiltImage } from '../deploy/image/build.ts';
 import { watchCommand } from './helpers/cli.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
@@ -116,6 +116,7 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     assert.deepEqual(inspected.config.Cmd, ['serve']);
     assert.equal(inspected.config.WorkingDir, '/', 'so the default database is /data/tessera.db');
     assert.ok(inspected.config.Env.includes('HOST=0.0.0.0'));
+    for (const [name, value] of Object.entries(startEnvironment())) assert.ok(inspected.config.Env.includes(`${name}=${value}`), `npm start's ${name}`);
     const labels = inspected.config.Labels;
     assert.equal(labels['org.opencontainers.image.version'], JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
     assert.match(labels['org.opencontainers.image.revision']!, /^[0-9a-f]{40}$/);

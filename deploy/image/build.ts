@@ -72,6 +72,21 @@ export function startFlags(pkg: PackageJson = packageJson()): string[] {
   return flags.trim().split(/\s+/).filter(Boolean);
 }
 
+/**
+ * The environment `npm start` sets before it runs Node.js (`NAME=value exec node …`), which
+ * the image sets too: glibc's `MALLOC_ARENA_MAX` is read only when a process starts.
+ */
+export function startEnvironment(pkg: PackageJson = packageJson()): Record<string, string> {
+  const before = /^((?:[A-Z_][A-Z0-9_]*=\S* )*)exec node /.exec(pkg.scripts['start'] ?? '')?.[1] ?? '';
+  return Object.fromEntries(
+    before
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+  );
+}
+
 /** The shared libraries `ldd` names for a binary: each path as the loader finds it. */
 async function sharedLibraries(binary: string): Promise<string[]> {
   const paths = new Set<string>();
@@ -243,6 +258,9 @@ function stageApp(dir: string): void {
 function containerfile(pkg: PackageJson, labels: Readonly<Record<string, string>>): string {
   const flags = startFlags(pkg);
   const entrypoint = [NODE, ...(flags.includes('--disable-warning=ExperimentalWarning') ? [] : ['--disable-warning=ExperimentalWarning']), ...flags, COMMAND];
+  const environment = Object.entries(startEnvironment(pkg))
+    .map(([name, value]) => ` ${name}=${value}`)
+    .join('');
   return `# Written by deploy/image/build.ts (npm run image), which stages the context.
 FROM scratch
 # Node.js, the Debian libraries it links, CA certificates, /etc, and the tessera command.
@@ -256,7 +274,7 @@ COPY app/ ${APP}/
 USER ${IMAGE_UID}:${IMAGE_UID}
 # The default database, ./data/tessera.db, is then /data/tessera.db.
 WORKDIR /
-ENV PATH=/usr/local/bin HOST=0.0.0.0 PORT=8080
+ENV PATH=/usr/local/bin HOST=0.0.0.0 PORT=8080${environment}
 EXPOSE 8080
 VOLUME /data
 ENTRYPOINT ${JSON.stringify(entrypoint)}

@@ -892,7 +892,7 @@ export const SETTINGS = [
     shown: '`86400` (a day)',
     min: 600,
     max: 7 * DAY,
-    description: 'how long the link that confirms a sign-up works, seconds',
+    description: 'how long the link that confirms a sign-up, or a new e-mail address, works, seconds',
   },
   { name: 'TESSERA_SIGN_UP_PER_ADDRESS', type: 'integer', default: 10, min: 1, max: 1_000_000, description: 'sign-ups one network address may make an hour' },
   {

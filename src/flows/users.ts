@@ -120,10 +120,16 @@ export async function updateUser(
 ): Promise<boolean> {
   // Always later than the version read, so that every change gives a new entity tag.
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+  const emailChanged = changes.email !== undefined && (changes.email ?? '').toLowerCase() !== (user.email ?? '').toLowerCase();
+  // A new address is verified only when the operator says so: the old one's verification says
+  // nothing of it (OIDC Core §5.1 email_verified).
+  const stored = emailChanged && changes.emailVerified === undefined ? { ...changes, emailVerified: false } : changes;
   return transactionWithEvents(deps, async (tx, record) => {
     if (expectedUpdatedAt !== undefined && !(await tx.users.touch(user.id, expectedUpdatedAt, now))) return false;
+    // A change the person asked for and has not confirmed would undo the operator's.
+    if (emailChanged) await tx.emailChanges.spendAllForUser(user.id, now);
     if (Object.keys(changes).length > 0) {
-      await tx.users.update(user.id, changes, now);
+      await tx.users.update(user.id, stored, now);
       await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
     }
     if (role !== undefined && role !== user.role) {

@@ -1,4 +1,4 @@
-import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_EMAIL_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { apiName, apiScope, csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
@@ -51,6 +51,43 @@ export interface AccountView {
   readonly identities?: readonly { readonly provider: string; readonly label: string; readonly linkedAt: number }[] | undefined;
   /** The person has a role in the operator console: a link to it. */
   readonly operator?: boolean | undefined;
+  /** Their e-mail address, and the form to change it where a link can be mailed (`changeable`). */
+  readonly email?:
+    | {
+        readonly current: string | null;
+        readonly verified: boolean;
+        /** A new address waiting for its link. */
+        readonly pending: string | null;
+        readonly changeable: boolean;
+        /** Why the last request was refused. */
+        readonly error?: string | undefined;
+        /** What was typed, shown again with its error. */
+        readonly typed?: string | undefined;
+      }
+    | undefined;
+}
+
+function emailSection(ui: Ui, view: NonNullable<AccountView['email']>, csrf: string): SafeHtml {
+  const { t } = ui;
+  return html`<section aria-labelledby="email-heading">
+<h2 id="email-heading">${t.html('account.email.heading')}</h2>
+<p>${view.current === null ? t.html('account.email.none') : t.html('account.email.current', { email: view.current })}${
+    view.current !== null && !view.verified ? html` ${t.html('account.email.unverified')}` : null
+  }</p>
+${view.pending === null ? null : html`<p class="muted">${t.html('account.email.pending', { email: view.pending })}</p>`}
+${
+  view.changeable
+    ? html`${view.error ? html`<p class="alert error" role="alert" id="email-error">${view.error}</p>` : null}
+<form method="post" action="${CHANGE_EMAIL_PATH}">
+${csrfField(csrf)}
+<label for="new_email">${t.html('account.email.new')}</label>
+<input type="email" id="new_email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required maxlength="254" value="${view.typed ?? ''}" aria-describedby="${view.error ? 'email-error email-hint' : 'email-hint'}" ${view.error ? html`aria-invalid="true"` : null}>
+<p class="muted" id="email-hint">${t.html('account.email.hint')}</p>
+<div class="actions"><button type="submit">${t.html('account.email.submit')}</button></div>
+</form>`
+    : null
+}
+</section>`;
 }
 
 function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
@@ -136,6 +173,7 @@ ${
 </section>`
     : null
 }
+${view.email ? emailSection(ui, view.email, view.csrf) : null}
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">${t.html('account.activity.heading')}</h2>

@@ -103,6 +103,16 @@ describe('changing one’s e-mail address', () => {
     const changed = await server.store.users.findByUsername('hedy');
     assert.equal(changed?.email, 'hedy@example.org');
     assert.equal(changed?.emailVerified, true);
+    const events = await server.store.events.list({ userId: changed!.id, limit: 20 });
+    assert.deepEqual(
+      events.filter((event) => event.type.startsWith('user.')).map((event) => [event.type, event.detail['by']]),
+      [
+        ['user.updated', 'user'],
+        ['user.email_changed', 'email'],
+        ['user.email_change_requested', undefined],
+      ],
+      'announced as an operator’s change is, for webhooks and Shared Signals receivers',
+    );
 
     const notice = await mailTo('hedy@example.com');
     assert.equal(notice.parsed.subject, 'Your e-mail address for Tessera was changed');

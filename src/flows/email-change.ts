@@ -113,6 +113,8 @@ export async function verifyEmailChange(deps: AccountDeps, token: string): Promi
     await tx.emailChanges.spendAllForUser(user.id, now);
     await tx.users.update(user.id, { email: used.email, emailVerified: true }, now);
     const changed = await record({ type: 'user.email_changed', userId: user.id, username: user.username, detail: { by: 'email' } });
+    // As an operator's change is announced: webhooks' user.updated, CAEP token-claims-change.
+    await record({ type: 'user.updated', userId: user.id, username: user.username, detail: { fields: 'email emailVerified', by: 'user' } });
     const old = user.email;
     if (deps.mail && old !== null && old.toLowerCase() !== used.email.toLowerCase()) {
       await deps.mail.queue(tx, changed, {

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { updateUser } from '../src/flows/manage/users.ts';
+import { removeUser, updateUser } from '../src/flows/manage/users.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { manageDeps } from './helpers/manage.ts';
@@ -216,5 +216,11 @@ describe('changing one’s e-mail address', () => {
     assert.equal(renamed.emailVerified, true, 'a change that leaves the address keeps its verification');
     const recased = await updateUser(deps, 'barbara', { email: 'Barbara@Vouched.example' });
     assert.equal(recased.emailVerified, true, 'the same address in other letters');
+
+    // The account goes, and its changes with it.
+    await ask(browser, page, 'barbara@last.example');
+    await removeUser(deps, 'barbara');
+    assert.equal(await server.store.users.findByUsername('barbara'), null);
+    assert.equal((await new FormBrowser(server.url).request(changeLink((await mailTo('barbara@last.example')).parsed.text))).status, 400);
   });
 });

@@ -105,11 +105,14 @@ describe('changing one’s e-mail address', () => {
     assert.equal(changed?.emailVerified, true);
     const events = await server.store.events.list({ userId: changed!.id, limit: 20 });
     assert.deepEqual(
-      events.filter((event) => event.type.startsWith('user.')).map((event) => [event.type, event.detail['by']]),
+      events
+        .filter((event) => event.type.startsWith('user.'))
+        .map((event) => [event.type, event.detail['by']])
+        .sort(),
       [
-        ['user.updated', 'user'],
-        ['user.email_changed', 'email'],
         ['user.email_change_requested', undefined],
+        ['user.email_changed', 'email'],
+        ['user.updated', 'user'],
       ],
       'announced as an operator’s change is, for webhooks and Shared Signals receivers',
     );
@@ -177,6 +180,22 @@ describe('changing one’s e-mail address', () => {
       smtp.received.filter((mail) => mail.to.some((to) => to.startsWith('katherine@') && to !== 'katherine@sent.example')),
       [],
     );
+  });
+
+  it('verifies the address the account has, unverified, by the same link, and tells no one of a change', async () => {
+    const user = await server.addUser({ username: 'mary', email: 'mary@example.com' });
+    const { browser, page } = await signedIn(user);
+    assert.match(text(page.html), /It is not confirmed yet/);
+    assert.equal((await ask(browser, page, 'mary@example.com')).status, 303);
+    const link = changeLink((await mailTo('mary@example.com')).parsed.text);
+    const other = new FormBrowser(server.url);
+    assert.equal((await other.submit(await other.request(link), '/account/email/verify', {})).status, 200);
+    const verified = await server.store.users.findByUsername('mary');
+    assert.equal(verified?.email, 'mary@example.com');
+    assert.equal(verified?.emailVerified, true);
+    const events = await server.store.events.list({ userId: verified!.id, limit: 20 });
+    const [changed] = await server.store.mail.forEvent(events.find((event) => event.type === 'user.email_changed')!.id);
+    assert.equal(changed, undefined, 'no notice: the address is the same');
   });
 
   it('counts requests for one new address against the recovery budget, with 429', async () => {

@@ -70,6 +70,11 @@ describe('sign-up with a passkey', () => {
     const challenge = JSON.parse((await signIn.request('/login/passkey/options', { form: { csrf_token: csrf } })).html);
     const signedIn = await signIn.submit(login, '/login/passkey', { response: JSON.stringify(passkey.authenticate(challenge, server.url)) });
     assert.equal(signedIn.status, 303, signedIn.html.slice(0, 500));
+    // No password to give as the current one: the account page says how to set one instead.
+    const account = await signIn.follow(signedIn);
+    assert.match(account.html, /Your account has no password: you sign in with a passkey, or through another service\./);
+    assert.match(account.html, /To set one, use “Forgot password\?” on the sign-in page/);
+    assert.doesNotMatch(account.html, /name="current_password"/);
 
     // Its address is verified when the link is followed.
     const link = /(http\S+\/sign-up\/verify\?token=\S+)/.exec((await smtp.next()).parsed.text ?? '')?.[1];

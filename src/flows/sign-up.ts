@@ -27,7 +27,7 @@ import { headerText, mailAddress } from './mail/outbox.ts';
 import { USERNAME } from './manage/users.ts';
 import { signUpRegistrationOptions, verifySignUpRegistration, type SignUpRegistrationResult } from './passkeys/registration.ts';
 import { passkeysAvailable } from './passkeys/relying-party.ts';
-import { passwordProblem, type AccountDeps } from './users.ts';
+import { NO_PASSWORD, passwordProblem, type AccountDeps } from './users.ts';
 
 const HOUR_MS = 60 * 60_000;
 
@@ -49,9 +49,6 @@ export function signUpOffered(deps: Pick<AccountDeps, 'config' | 'mail'>): boole
 export function signUpPasskeysOffered(deps: Pick<AccountDeps, 'config' | 'mail'>): boolean {
   return signUpOffered(deps) && passkeysAvailable(deps.config.issuer);
 }
-
-/** A passkey's password hash: no password matches it (the account signs in with its passkey). */
-const NO_PASSWORD = '!';
 
 export type SignUpField = 'username' | 'name' | 'email' | 'password';
 

@@ -7,7 +7,7 @@
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
-import { hashPassword } from '../core/password.ts';
+import { hashPassword, parsePasswordHash } from '../core/password.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import type { PasswordResetRecord, SessionRecord, Stores, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents, type RecordEvent } from './events.ts';
@@ -22,6 +22,14 @@ export type AccountDeps = Pick<FlowDeps, 'store' | 'clock' | 'config' | 'events'
 
 /** Passwords shorter than this are refused (NIST SP 800-63B §5.1.1.1: at least 8). */
 export const MIN_PASSWORD_LENGTH = 8;
+
+/** A password hash no password matches: an account made with a passkey, or through a provider. */
+export const NO_PASSWORD = '!';
+
+/** Whether the account has a password to sign in with (and to give as the current one). */
+export function hasPassword(user: Pick<UserRecord, 'passwordHash'>): boolean {
+  return parsePasswordHash(user.passwordHash) !== null;
+}
 /** Longer ones are refused too: argon2 would hash them, but nobody types more. */
 export const MAX_PASSWORD_LENGTH = 1024;
 

@@ -6,7 +6,7 @@ import { revokeGrant } from '../flows/lifecycle/grants.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { endEverywhere, liveSessions } from '../flows/session/session.ts';
-import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../flows/users.ts';
+import { changePassword, hasPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../flows/users.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { forRequest } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
@@ -117,6 +117,8 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
           },
           notice: options.notice && t.text(options.notice, limits),
           passwordError: options.passwordError && t.text(options.passwordError, limits),
+          // "Forgot password?" mails a link that sets one, where there is a mail server and an address.
+          noPassword: hasPassword(signedIn.user) ? undefined : { recovery: deps.mail !== undefined && signedIn.user.email !== null },
           activity: await activity(signedIn.user.id),
           connections: grants.map((grant) => ({
             grantId: grant.id,

@@ -45,6 +45,8 @@ export interface AccountView {
   readonly notice?: string | undefined;
   /** Why the password was not changed. */
   readonly passwordError?: string | undefined;
+  /** The account has no password (made with a passkey, or through a provider): no form to change one. */
+  readonly noPassword?: { readonly recovery: boolean } | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
   /** The accounts at upstream providers they sign in through; none: the section is not shown. */
@@ -189,7 +191,10 @@ ${
 </section>
 <section aria-labelledby="password-heading">
 <h2 id="password-heading">${t.html('account.password.heading')}</h2>
-${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
+${
+  view.noPassword
+    ? html`<p>${t.html('account.password.none')}${view.noPassword.recovery ? html` ${t.html('account.password.noneRecovery')}` : null}</p>`
+    : html`${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
 <form method="post" action="${CHANGE_PASSWORD_PATH}">
 ${csrfField(view.csrf)}
 <label for="current_password">${t.html('account.password.current')}</label>
@@ -197,7 +202,8 @@ ${csrfField(view.csrf)}
 <label for="new_password">${t.html('password.new')}</label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required>
 <div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
-</form>
+</form>`
+}
 </section>
 ${view.operator ? html`<p class="more"><a href="${CONSOLE_PATHS.dashboard}">${ui.t.html('console.title')}</a></p>` : null}
 ${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`,

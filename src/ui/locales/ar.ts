@@ -395,6 +395,8 @@ const ar: Catalogue = {
   'emailChange.done.continue': 'الانتقال إلى حسابك',
   'emailChange.invalid.title': 'لا يمكن استخدام هذا الرابط',
   'emailChange.invalid.text': 'سبق استخدامه، أو انتهت صلاحيته، أو حلّ محله تغيير أحدث. اطلب التغيير مرة أخرى من صفحة حسابك.',
+  'account.password.none': 'ليس لحسابك كلمة مرور: تسجّل الدخول بمفتاح مرور أو عبر خدمة أخرى.',
+  'account.password.noneRecovery': 'لتعيين كلمة مرور، استخدم «نسيت كلمة المرور؟» في صفحة تسجيل الدخول: يُرسَل رابط إلى عنوانك.',
 };
 
 export default ar;

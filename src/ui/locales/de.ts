@@ -420,6 +420,8 @@ const de: Catalogue = {
   'emailChange.invalid.title': 'Dieser Link kann nicht verwendet werden',
   'emailChange.invalid.text':
     'Er wurde bereits verwendet, ist abgelaufen, oder eine neuere Änderung hat ihn ersetzt. Fordern Sie die Änderung auf Ihrer Kontoseite erneut an.',
+  'account.password.none': 'Ihr Konto hat kein Passwort: Sie melden sich mit einem Passkey oder über einen anderen Dienst an.',
+  'account.password.noneRecovery': 'Um eines festzulegen, verwenden Sie „Passwort vergessen?“ auf der Anmeldeseite: Ein Link wird an Ihre Adresse gesendet.',
 };
 
 export default de;

@@ -192,6 +192,8 @@ const en = {
   'account.email.limited': 'Too many links were asked for. Wait {minutes, plural, one {# minute} other {# minutes}}, then try again.',
   'account.notice.emailSent': 'We sent a link to your new address. Your address changes when you follow it.',
   'account.password.heading': 'Change password',
+  'account.password.none': 'Your account has no password: you sign in with a passkey, or through another service.',
+  'account.password.noneRecovery': 'To set one, use “Forgot password?” on the sign-in page: a link is mailed to your address.',
   'account.password.current': 'Current password',
   'account.password.submit': 'Change password',
   'account.password.wrongCurrent': 'The current password is incorrect.',

@@ -410,6 +410,8 @@ const es: Catalogue = {
   'emailChange.done.continue': 'Ir a tu cuenta',
   'emailChange.invalid.title': 'Este enlace no se puede usar',
   'emailChange.invalid.text': 'Ya se usó, caducó o lo sustituyó un cambio más reciente. Vuelve a pedir el cambio en la página de tu cuenta.',
+  'account.password.none': 'Tu cuenta no tiene contraseña: inicias sesión con una llave de acceso o a través de otro servicio.',
+  'account.password.noneRecovery': 'Para establecer una, usa «¿Olvidaste tu contraseña?» en la página de inicio de sesión: se envía un enlace a tu dirección.',
 };
 
 export default es;

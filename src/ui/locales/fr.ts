@@ -415,6 +415,8 @@ const fr: Catalogue = {
   'emailChange.invalid.title': 'Ce lien ne peut pas être utilisé',
   'emailChange.invalid.text':
     'Il a déjà été utilisé, il a expiré, ou une demande plus récente l’a remplacé. Demandez de nouveau le changement sur la page de votre compte.',
+  'account.password.none': 'Votre compte n’a pas de mot de passe : vous vous connectez avec une clé d’accès, ou par un autre service.',
+  'account.password.noneRecovery': 'Pour en définir un, utilisez « Mot de passe oublié ? » sur la page de connexion : un lien est envoyé à votre adresse.',
 };
 
 export default fr;

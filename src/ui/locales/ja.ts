@@ -399,6 +399,8 @@ const ja: Catalogue = {
   'emailChange.invalid.title': 'このリンクは使用できません',
   'emailChange.invalid.text':
     'すでに使用されたか、有効期限が切れたか、より新しい変更に置き換えられました。アカウントページでもう一度変更を申し込んでください。',
+  'account.password.none': 'このアカウントにはパスワードがありません。パスキー、または別のサービスでサインインします。',
+  'account.password.noneRecovery': '設定するには、サインインページの「パスワードをお忘れですか？」を使ってください。あなたのアドレスにリンクが届きます。',
 };
 
 export default ja;

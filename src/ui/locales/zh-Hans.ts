@@ -373,6 +373,8 @@ const zhHans: Catalogue = {
   'emailChange.done.continue': '前往你的账户',
   'emailChange.invalid.title': '此链接无法使用',
   'emailChange.invalid.text': '它已被使用、已过期，或已被更新的更改取代。请在你的账户页面重新申请更改。',
+  'account.password.none': '你的账户没有密码：你使用通行密钥或通过其他服务登录。',
+  'account.password.noneRecovery': '如需设置密码，请在登录页面使用“忘记密码？”：链接会发送到你的地址。',
 };
 
 export default zhHans;

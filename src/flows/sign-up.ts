@@ -22,7 +22,7 @@ import type { PasswordQueue } from '../core/password-queue.ts';
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import { DuplicateError, newUserRecord, type SignUpPasskey, type SignUpRecord, type Stores, type UserRecord } from '../store/types.ts';
 import { Attempt, isRefusal } from './attempts.ts';
-import { transactionWithEvents } from './events.ts';
+import { type RecordEvent, transactionWithEvents } from './events.ts';
 import { headerText, mailAddress } from './mail/outbox.ts';
 import { USERNAME } from './manage/users.ts';
 import { signUpRegistrationOptions, verifySignUpRegistration, type SignUpRegistrationResult } from './passkeys/registration.ts';
@@ -148,13 +148,7 @@ async function passkeyOf(
 }
 
 /** Makes the account's passkey from the one the sign-up waited with, in the account's transaction. */
-async function addPasskey(
-  tx: Pick<Stores, 'passkeys'>,
-  record: Parameters<Parameters<typeof transactionWithEvents>[1]>[1],
-  user: UserRecord,
-  passkey: SignUpPasskey,
-  now: number,
-): Promise<void> {
+async function addPasskey(tx: Pick<Stores, 'passkeys'>, record: RecordEvent, user: UserRecord, passkey: SignUpPasskey, now: number): Promise<void> {
   await tx.passkeys.create({ ...passkey, userId: user.id, createdAt: now, lastUsedAt: null });
   await record({
     type: 'passkey.added',

@@ -852,7 +852,8 @@ export const SETTINGS = [
     default: 10,
     min: 1,
     max: 1_000_000,
-    description: 'recovery links one network address may ask for an hour (whether the e-mail address has an account or not)',
+    description:
+      'recovery links one network address may ask for an hour (whether the e-mail address has an account or not), and links to confirm a new address on `/account`',
   },
   {
     name: 'TESSERA_RECOVERY_PER_EMAIL',
@@ -860,7 +861,7 @@ export const SETTINGS = [
     default: 3,
     min: 1,
     max: 1000,
-    description: 'recovery links asked for one e-mail address an hour, from anywhere',
+    description: 'recovery links asked for one e-mail address an hour, from anywhere, and links to confirm it as a new address',
   },
   {
     name: 'TESSERA_SIGN_UP',
@@ -892,7 +893,7 @@ export const SETTINGS = [
     shown: '`86400` (a day)',
     min: 600,
     max: 7 * DAY,
-    description: 'how long the link that confirms a sign-up works, seconds',
+    description: 'how long the link that confirms a sign-up, or a new e-mail address, works, seconds',
   },
   { name: 'TESSERA_SIGN_UP_PER_ADDRESS', type: 'integer', default: 10, min: 1, max: 1_000_000, description: 'sign-ups one network address may make an hour' },
   {

@@ -95,6 +95,11 @@ export const FORGOT_PASSWORD_PATH = '/forgot-password';
 /** Sign-up (TESSERA_SIGN_UP=open), and the page its mailed link leads to. */
 export const SIGN_UP_PATH = '/sign-up';
 export const SIGN_UP_VERIFY_PATH = '/sign-up/verify';
+/** The options of a passkey made at sign-up (WebAuthn Level 3 §5.4). */
+export const SIGN_UP_PASSKEY_OPTIONS_PATH = '/sign-up/passkey/options';
+/** Where a person asks for a new e-mail address (the account page's form), and where the link mailed to it leads. */
+export const CHANGE_EMAIL_PATH = '/account/email';
+export const EMAIL_CHANGE_VERIFY_PATH = '/account/email/verify';
 /** Where an invitation's link leads: the person invited makes their account. */
 export const INVITATION_PATH = '/invitation';
 

@@ -83,6 +83,10 @@ export const EVENT_TYPES = [
   'signup.requested',
   /** A person followed the link mailed to their address: the account is made, or its address verified. */
   'user.email_verified',
+  /** A person asked, on their account page, for a new e-mail address: a link is mailed to it. */
+  'user.email_change_requested',
+  /** A person followed the link mailed to their new address: it is their address now, verified; the old one is told. */
+  'user.email_changed',
   /** A message given up after TESSERA_MAIL_RETRY_WINDOW (`detail.mail`, `detail.kind`, `detail.last_error`): a dead letter. */
   'mail.dead_lettered',
   'user.password_reset',

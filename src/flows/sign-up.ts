@@ -1,6 +1,8 @@
 /**
  * Sign-up (TESSERA_SIGN_UP=open): a person makes their own account with a username, a name, an
- * e-mail address and a password. With TESSERA_SIGN_UP_VERIFY=first (the default) the account
+ * e-mail address and a passkey or a password. A passkey is registered before the link is
+ * mailed (its challenge answered and verified now, while the person is at the page) and waits
+ * with the sign-up; the account is then made with it and no password. With TESSERA_SIGN_UP_VERIFY=first (the default) the account
  * is made only when the link mailed to the address is followed; with `later` it is made at
  * once, its `email_verified` false until the link is followed.
  *
@@ -17,12 +19,15 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { SIGN_UP_VERIFY_PATH, FORGOT_PASSWORD_PATH } from '../core/endpoints.ts';
 import { normalizeUsername } from '../core/username.ts';
 import type { PasswordQueue } from '../core/password-queue.ts';
-import { DuplicateError, newUserRecord, type SignUpRecord, type UserRecord } from '../store/types.ts';
+import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
+import { DuplicateError, newUserRecord, type SignUpPasskey, type SignUpRecord, type Stores, type UserRecord } from '../store/types.ts';
 import { Attempt, isRefusal } from './attempts.ts';
-import { transactionWithEvents } from './events.ts';
+import { type RecordEvent, transactionWithEvents } from './events.ts';
 import { headerText, mailAddress } from './mail/outbox.ts';
 import { USERNAME } from './manage/users.ts';
-import { passwordProblem, type AccountDeps } from './users.ts';
+import { signUpRegistrationOptions, verifySignUpRegistration, type SignUpRegistrationResult } from './passkeys/registration.ts';
+import { passkeysAvailable } from './passkeys/relying-party.ts';
+import { NO_PASSWORD, passwordProblem, type AccountDeps } from './users.ts';
 
 const HOUR_MS = 60 * 60_000;
 
@@ -40,13 +45,30 @@ export function signUpOffered(deps: Pick<AccountDeps, 'config' | 'mail'>): boole
   return settings.policy === 'open' && (deps.mail !== undefined || settings.verify === 'later');
 }
 
+/** Whether the sign-up page may offer a passkey: passkeys need the issuer to be a domain name. */
+export function signUpPasskeysOffered(deps: Pick<AccountDeps, 'config' | 'mail'>): boolean {
+  return signUpOffered(deps) && passkeysAvailable(deps.config.issuer);
+}
+
 export type SignUpField = 'username' | 'name' | 'email' | 'password';
+
+/** The browser's answer to signUpPasskeyOptions, for the account id those options named. */
+export interface SignUpPasskeyAnswer {
+  readonly accountId: string;
+  readonly response: string;
+  /** The browser that asked for the options (a hash of its CSRF cookie). */
+  readonly browser: string;
+  /** What the passkey is called on the account page: the browser and system it was made on. */
+  readonly name: string;
+}
 
 export interface SignUpInput {
   readonly username: string;
   readonly name: string;
   readonly email: string;
+  /** Ignored when `passkey` is given. */
   readonly password: string;
+  readonly passkey?: SignUpPasskeyAnswer | undefined;
   readonly ip: string;
   readonly locale: Locale;
   /** Where the person goes once the link is followed: a path on this server. */
@@ -60,9 +82,13 @@ export type SignUpResult =
   | { readonly kind: 'taken' }
   | { readonly kind: 'limited'; readonly retryAfterSeconds: number }
   | { readonly kind: 'busy'; readonly retryAfterSeconds: number }
+  /** The passkey was not made: the browser's answer is refused (`reason` for the log). */
+  | { readonly kind: 'passkey'; readonly problem: Exclude<SignUpRegistrationResult['kind'], 'verified'>; readonly reason?: string }
   | { readonly kind: 'closed' };
 
-function checked(deps: SignUpDeps, input: SignUpInput): { username: string; name: string; email: string } | Extract<SignUpResult, { kind: 'invalid' }> {
+type Fields = { username: string; name: string; email: string };
+
+function checkedFields(deps: SignUpDeps, input: Pick<SignUpInput, 'username' | 'name' | 'email'>): Fields | Extract<SignUpResult, { kind: 'invalid' }> {
   const username = normalizeUsername(input.username);
   if (username === '') return { kind: 'invalid', field: 'username', problem: 'missing' };
   if (!USERNAME.test(username)) return { kind: 'invalid', field: 'username', problem: 'format' };
@@ -74,10 +100,62 @@ function checked(deps: SignUpDeps, input: SignUpInput): { username: string; name
   const domains = deps.config.signUp.domains;
   if (domains !== null && !domains.includes(email.slice(email.lastIndexOf('@') + 1).toLowerCase()))
     return { kind: 'invalid', field: 'email', problem: 'domain' };
+  return { username, name, email };
+}
+
+function checked(deps: SignUpDeps, input: SignUpInput): Fields | Extract<SignUpResult, { kind: 'invalid' }> {
+  const fields = checkedFields(deps, input);
+  if ('kind' in fields || input.passkey !== undefined) return fields;
   const problem = passwordProblem(input.password);
   if (problem !== null)
     return { kind: 'invalid', field: 'password', problem: input.password.length === 0 ? 'missing' : problem.includes('at least') ? 'short' : 'long' };
-  return { username, name, email };
+  return fields;
+}
+
+export type PasskeyOptionsResult =
+  | { readonly kind: 'options'; readonly options: PublicKeyCredentialCreationOptionsJSON }
+  | Extract<SignUpResult, { kind: 'invalid' | 'taken' | 'closed' }>;
+
+/**
+ * The options for navigator.credentials.create() at sign-up, for the username and name typed
+ * so far, under a new account id (the passkey's user handle: the account's `sub` to be).
+ * Nothing is counted or stored but the challenge: the sign-up itself is, when it is posted.
+ */
+export async function signUpPasskeyOptions(
+  deps: SignUpDeps,
+  input: Pick<SignUpInput, 'username' | 'name' | 'email'>,
+  browser: string,
+): Promise<PasskeyOptionsResult> {
+  if (!signUpPasskeysOffered(deps)) return { kind: 'closed' };
+  const fields = checkedFields(deps, input);
+  if ('kind' in fields) return fields;
+  if (await deps.store.users.findByUsername(fields.username)) return { kind: 'taken' };
+  return { kind: 'options', options: await signUpRegistrationOptions(deps, { id: randomUUID(), username: fields.username, name: fields.name }, browser) };
+}
+
+/** The passkey answered for `answer`'s account, or why it was not; with no answer, no passkey (a password). */
+async function passkeyOf(
+  deps: SignUpDeps,
+  answer: SignUpPasskeyAnswer | undefined,
+): Promise<SignUpPasskey | null | Extract<SignUpResult, { kind: 'passkey' | 'closed' }>> {
+  if (answer === undefined) return null;
+  if (!signUpPasskeysOffered(deps)) return { kind: 'closed' };
+  // The account id comes back from the browser: it must be one this server could have made.
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(answer.accountId)) return { kind: 'passkey', problem: 'challenge' };
+  const verified = await verifySignUpRegistration(deps, answer.accountId, answer.name, answer.response, answer.browser);
+  if (verified.kind === 'verified') return verified.passkey;
+  return verified.kind === 'rejected' ? { kind: 'passkey', problem: verified.kind, reason: verified.reason } : { kind: 'passkey', problem: verified.kind };
+}
+
+/** Makes the account's passkey from the one the sign-up waited with, in the account's transaction. */
+async function addPasskey(tx: Pick<Stores, 'passkeys'>, record: RecordEvent, user: UserRecord, passkey: SignUpPasskey, now: number): Promise<void> {
+  await tx.passkeys.create({ ...passkey, userId: user.id, createdAt: now, lastUsedAt: null });
+  await record({
+    type: 'passkey.added',
+    userId: user.id,
+    username: user.username,
+    detail: { passkey: passkey.name, synced: passkey.deviceType === 'multiDevice', by: 'sign_up' },
+  });
 }
 
 export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<SignUpResult> {
@@ -98,8 +176,11 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
   // Every sign-up stays counted: a flood is a flood whether its accounts are made or not.
   if (isRefusal(attempt)) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
   if (await deps.store.users.findByUsername(username)) return { kind: 'taken' };
-  // Hashed on the password queue, from this address, whether the address has an account or not.
-  const passwordHash = await deps.passwords.hash(input.password, deps.config.passwordHash, input.ip);
+  // The passkey is checked, or the password hashed on the password queue from this address,
+  // whether the address has an account or not.
+  const passkey = await passkeyOf(deps, input.passkey);
+  if (passkey !== null && 'kind' in passkey) return passkey;
+  const passwordHash = passkey !== null ? NO_PASSWORD : await deps.passwords.hash(input.password, deps.config.passwordHash, input.ip);
   if (passwordHash === null) return { kind: 'busy', retryAfterSeconds: deps.passwords.retryAfterSeconds() };
   const existing = await deps.store.users.findByEmail(email);
   const now = deps.clock.now();
@@ -113,6 +194,7 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
     name,
     email,
     passwordHash,
+    passkey,
     locale: input.locale,
     returnTo: input.returnTo,
     createdAt: now,
@@ -140,9 +222,19 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
         return;
       }
       // Usable at once; the address is verified when the link is followed.
-      const user = newUserRecord({ id: randomUUID(), username, passwordHash, name, email, emailVerified: false, locale: input.locale, createdAt: now });
+      const user = newUserRecord({
+        id: passkey?.userId ?? randomUUID(),
+        username,
+        passwordHash,
+        name,
+        email,
+        emailVerified: false,
+        locale: input.locale,
+        createdAt: now,
+      });
       await tx.users.create(user);
       const created = await record({ type: 'user.created', userId: user.id, username, detail: { by: 'sign_up' } });
+      if (passkey !== null) await addPasskey(tx, record, user, passkey, now);
       if (mail) {
         await tx.signUps.create({ ...pending, userId: user.id });
         await mail.queue(tx, created, { kind: 'verify', to: { address: email, name }, locale: input.locale, values: { username, link, expiresAt } });
@@ -190,7 +282,8 @@ export async function verifySignUp(deps: AccountDeps, token: string): Promise<Ve
         return { kind: 'done', user: { ...user, emailVerified: true }, returnTo: used.returnTo };
       }
       const user = newUserRecord({
-        id: randomUUID(),
+        // A passkey's user handle is the account's id (WebAuthn Level 3 §5.4.3): the one it was made for.
+        id: used.passkey?.userId ?? randomUUID(),
         username: used.username,
         passwordHash: used.passwordHash,
         name: used.name,
@@ -201,6 +294,7 @@ export async function verifySignUp(deps: AccountDeps, token: string): Promise<Ve
       });
       await tx.users.create(user);
       await record({ type: 'user.created', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
+      if (used.passkey !== null) await addPasskey(tx, record, user, used.passkey, now);
       await record({ type: 'user.email_verified', userId: user.id, username: user.username, detail: { by: 'sign_up' } });
       return { kind: 'done', user, returnTo: used.returnTo };
     });

@@ -7,7 +7,7 @@
  */
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { RESET_PASSWORD_PATH } from '../core/endpoints.ts';
-import { hashPassword } from '../core/password.ts';
+import { hashPassword, parsePasswordHash } from '../core/password.ts';
 import type { OperatorRole } from '../core/scopes.ts';
 import type { PasswordResetRecord, SessionRecord, Stores, UserProfileChanges, UserRecord } from '../store/types.ts';
 import { transactionWithEvents, type RecordEvent } from './events.ts';
@@ -22,6 +22,14 @@ export type AccountDeps = Pick<FlowDeps, 'store' | 'clock' | 'config' | 'events'
 
 /** Passwords shorter than this are refused (NIST SP 800-63B §5.1.1.1: at least 8). */
 export const MIN_PASSWORD_LENGTH = 8;
+
+/** A password hash no password matches: an account made with a passkey, or through a provider. */
+export const NO_PASSWORD = '!';
+
+/** Whether the account has a password to sign in with (and to give as the current one). */
+export function hasPassword(user: Pick<UserRecord, 'passwordHash'>): boolean {
+  return parsePasswordHash(user.passwordHash) !== null;
+}
 /** Longer ones are refused too: argon2 would hash them, but nobody types more. */
 export const MAX_PASSWORD_LENGTH = 1024;
 
@@ -120,10 +128,16 @@ export async function updateUser(
 ): Promise<boolean> {
   // Always later than the version read, so that every change gives a new entity tag.
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+  const emailChanged = changes.email !== undefined && (changes.email ?? '').toLowerCase() !== (user.email ?? '').toLowerCase();
+  // A new address is verified only when the operator says so: the old one's verification says
+  // nothing of it (OIDC Core §5.1 email_verified).
+  const stored = emailChanged && changes.emailVerified === undefined ? { ...changes, emailVerified: false } : changes;
   return transactionWithEvents(deps, async (tx, record) => {
     if (expectedUpdatedAt !== undefined && !(await tx.users.touch(user.id, expectedUpdatedAt, now))) return false;
+    // A change the person asked for and has not confirmed would undo the operator's.
+    if (emailChanged) await tx.emailChanges.spendAllForUser(user.id, now);
     if (Object.keys(changes).length > 0) {
-      await tx.users.update(user.id, changes, now);
+      await tx.users.update(user.id, stored, now);
       await record({ type: 'user.updated', ...about(user), detail: { fields: Object.keys(changes).join(' '), by: 'operator' } });
     }
     if (role !== undefined && role !== user.role) {

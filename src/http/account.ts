@@ -6,14 +6,24 @@ import { revokeGrant } from '../flows/lifecycle/grants.ts';
 import { sendLogoutTokens } from '../flows/logout/backchannel.ts';
 import { describeAccess, isOpenIdScope, ResourceCatalog } from '../flows/resources.ts';
 import { endEverywhere, liveSessions } from '../flows/session/session.ts';
-import { changePassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../flows/users.ts';
+import { changePassword, hasPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../flows/users.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { forRequest } from './deps.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { accountPage, type ActivityView } from '../ui/account.ts';
+import { emailChangeConfirmPage, emailChangeDonePage } from '../ui/pages.ts';
+import { emailChangeOffered, findEmailChange, pendingEmailChange, requestEmailChange, verifyEmailChange } from '../flows/email-change.ts';
 import type { MessageKey } from '../ui/i18n.ts';
 import type { BrowserRoutesOptions, SignedIn } from './browser-kit.ts';
-import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, ACCOUNT_SIGN_IN, CHANGE_PASSWORD_PATH, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
+import {
+  ACCOUNT_PATH,
+  ACCOUNT_REVOKE_PATH,
+  ACCOUNT_SIGN_IN,
+  CHANGE_EMAIL_PATH,
+  CHANGE_PASSWORD_PATH,
+  EMAIL_CHANGE_VERIFY_PATH,
+  SIGN_OUT_EVERYWHERE_PATH,
+} from '../core/endpoints.ts';
 import { accountSecurity, SECURITY_NOTICES, setUpReturn } from './second-factor.ts';
 import { rawForm } from './form.ts';
 import { browserOf, cookieNames, csrfToken } from './session.ts';
@@ -26,6 +36,7 @@ const ACTIVITY_READ = 200;
 const NOTICES: Readonly<Record<string, MessageKey>> = {
   revoked: 'account.notice.revoked',
   password: 'account.notice.password',
+  email: 'account.notice.emailSent',
 };
 
 /**
@@ -57,7 +68,13 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     request: FastifyRequest,
     reply: FastifyReply,
     signedIn: SignedIn,
-    options: { notice?: MessageKey; passwordError?: MessageKey; status?: number; retryAfterSeconds?: number } = {},
+    options: {
+      notice?: MessageKey;
+      passwordError?: MessageKey;
+      emailError?: { readonly key: MessageKey; readonly typed: string };
+      status?: number;
+      retryAfterSeconds?: number;
+    } = {},
   ) {
     reply.header('Cache-Control', 'no-store');
     const now = deps.clock.now();
@@ -90,8 +107,18 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
           })),
           signedInAs: signedIn.user.name ?? signedIn.user.username,
           operator: signedIn.user.role !== null,
+          email: {
+            current: signedIn.user.email,
+            verified: signedIn.user.emailVerified,
+            pending: await pendingEmailChange(deps, signedIn.user),
+            changeable: emailChangeOffered(deps),
+            error: options.emailError && t.text(options.emailError.key, limits),
+            typed: options.emailError?.typed,
+          },
           notice: options.notice && t.text(options.notice, limits),
           passwordError: options.passwordError && t.text(options.passwordError, limits),
+          // "Forgot password?" mails a link that sets one, where there is a mail server and an address.
+          noPassword: hasPassword(signedIn.user) ? undefined : { recovery: deps.mail !== undefined && signedIn.user.email !== null },
           activity: await activity(signedIn.user.id),
           connections: grants.map((grant) => ({
             grantId: grant.id,
@@ -140,6 +167,53 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     await endEverywhere(deps, browserOf(deps, request, reply), signedInOf(request).user);
     return reply.redirect(ACCOUNT_SIGN_IN, 303);
   });
+
+  app.post(CHANGE_EMAIL_PATH, form, async (request, reply) => {
+    const signedIn = signedInOf(request);
+    const raw = rawForm(request)['email'];
+    const typed = typeof raw === 'string' ? raw.slice(0, 320) : '';
+    const ui = pages.ui(request, { user: signedIn.user.locale });
+    const result = await requestEmailChange(forRequest(deps, request), signedIn.user, { email: typed, ip: request.ip, locale: ui.t.locale });
+    switch (result.kind) {
+      case 'unavailable':
+        return reply.callNotFound();
+      case 'invalid':
+        return render(request, reply, signedIn, { emailError: { key: 'account.email.invalid', typed }, status: 400 });
+      case 'same':
+        return render(request, reply, signedIn, { emailError: { key: 'account.email.same', typed }, status: 400 });
+      case 'limited':
+        reply.header('Retry-After', String(result.retryAfterSeconds));
+        return render(request, reply, signedIn, {
+          emailError: { key: 'account.email.limited', typed },
+          status: 429,
+          retryAfterSeconds: result.retryAfterSeconds,
+        });
+      case 'sent':
+        return reply.redirect(`${ACCOUNT_PATH}?done=email`, 303);
+    }
+  });
+
+  // The link mailed to a new address: it needs no sign-in (it may be opened on another
+  // device), only the link, which was sent to that address alone.
+  if (emailChangeOffered(deps)) {
+    app.get(EMAIL_CHANGE_VERIFY_PATH, { config: { page: true } }, async (request, reply) => {
+      const raw = (request.query as RawParams)['token'];
+      const token = typeof raw === 'string' ? raw.slice(0, 256) : '';
+      const found = await findEmailChange(deps, token);
+      const ui = pages.ui(request, { user: found?.user.locale ?? undefined });
+      if (found === null) return pages.send(reply, 400, emailChangeDonePage(ui, { kind: 'invalid' }));
+      const csrf = csrfToken(deps.config, request, reply);
+      return pages.send(reply, 200, emailChangeConfirmPage(ui, { csrf, token, username: found.user.username, email: found.change.email }));
+    });
+
+    app.post(EMAIL_CHANGE_VERIFY_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
+      const raw = rawForm(request)['token'];
+      const result = await verifyEmailChange(forRequest(deps, request), typeof raw === 'string' ? raw.slice(0, 256) : '');
+      const ui = pages.ui(request, { user: result.kind === 'done' ? result.user.locale : undefined });
+      if (result.kind === 'invalid_link') return pages.send(reply, 400, emailChangeDonePage(ui, { kind: 'invalid' }));
+      return pages.send(reply, 200, emailChangeDonePage(ui, { kind: 'done', username: result.user.username, email: result.email }));
+    });
+  }
 
   app.post(CHANGE_PASSWORD_PATH, form, async (request, reply) => {
     const signedIn = signedInOf(request);

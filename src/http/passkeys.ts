@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/index.ts';
 import { hashSecret } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import type { RawParams } from '../core/protocol.ts';
@@ -55,6 +56,14 @@ function single(params: RawParams, name: string): string {
 }
 
 /**
+ * A ceremony is answered only by the browser that asked for it: the one holding this CSRF
+ * cookie (checked on both requests), known by its hash.
+ */
+export function ceremonyBrowser(config: Config, request: FastifyRequest): string {
+  return hashSecret(request.cookies[cookieNames(config).csrf] ?? '');
+}
+
+/**
  * Passkeys (WebAuthn Level 3 through @simplewebauthn): the browser scripts, the options
  * each ceremony starts from, and the form posts that finish them. Options are fetched with
  * the page's CSRF token; answers come back as ordinary form posts, so every outcome is a
@@ -74,10 +83,6 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return reply.header('Cache-Control', 'no-store').type('application/json; charset=utf-8').send(value);
   }
 
-  // A ceremony is answered only by the browser that asked for it: the one holding this CSRF
-  // cookie (checked on both requests), known by its hash.
-  const ceremonyBrowser = (request: FastifyRequest) => hashSecret(request.cookies[cookieNames(deps.config).csrf] ?? '');
-
   function unavailable(): never {
     throw new OAuthError('invalid_request', 'Passkeys need this server to be reached by a domain name.', { status: 404 });
   }
@@ -89,7 +94,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
 
   app.post(PASSKEY_SIGN_IN_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
     if (!available) unavailable();
-    return options(reply, await authenticationOptions(deps, ceremonyBrowser(request)));
+    return options(reply, await authenticationOptions(deps, ceremonyBrowser(deps.config, request)));
   });
 
   app.post(PASSKEY_SIGN_IN_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
@@ -98,7 +103,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!available) unavailable();
     const clientId = await signInClient(deps, form);
     // Every refusal is a `passkey.refused` event (and its log line).
-    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'), ceremonyBrowser(request));
+    const result = await finishAuthentication(forRequest(deps, request), single(form, 'response'), ceremonyBrowser(deps.config, request));
     if (result.kind !== 'signed-in') {
       if (result.kind === 'cloned') {
         // WebAuthn §6.1.1: a counter that went backwards is the sign of a cloned authenticator.
@@ -119,14 +124,20 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });
     await assertMayChangeSecondFactors(deps, signedIn.session);
-    return options(reply, await registrationOptions(deps, signedIn.user, ceremonyBrowser(request)));
+    return options(reply, await registrationOptions(deps, signedIn.user, ceremonyBrowser(deps.config, request)));
   });
 
   app.post(PASSKEYS_PATH, { config: { page: true }, preHandler: [formPost, passkeysOnly, signedIn] }, async (request, reply) => {
     const form = rawForm(request);
     const { session, user } = signedInOf(request);
     await assertMayChangeSecondFactors(deps, session);
-    const result = await finishRegistration(forRequest(deps, request), user, single(form, 'name'), single(form, 'response'), ceremonyBrowser(request));
+    const result = await finishRegistration(
+      forRequest(deps, request),
+      user,
+      single(form, 'name'),
+      single(form, 'response'),
+      ceremonyBrowser(deps.config, request),
+    );
     if (result.kind !== 'added') {
       if (result.kind === 'rejected') request.log.info({ reason: result.reason, user: user.id }, 'passkey registration refused');
       const { status, message } = REGISTRATION_FAILURES[result.kind];

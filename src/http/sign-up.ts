@@ -1,8 +1,19 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { SIGN_IN_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
+import { SIGN_IN_PATH, SIGN_UP_PASSKEY_OPTIONS_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
-import { findSignUp, signUp, signUpOffered, verifySignUp, type SignUpResult } from '../flows/sign-up.ts';
+import {
+  findSignUp,
+  signUp,
+  signUpOffered,
+  signUpPasskeyOptions,
+  signUpPasskeysOffered,
+  verifySignUp,
+  type SignUpPasskeyAnswer,
+  type SignUpResult,
+} from '../flows/sign-up.ts';
 import { signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
+import { describeUserAgent } from '../ui/user-agent.ts';
+import { ceremonyBrowser } from './passkeys.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
@@ -29,6 +40,17 @@ function errorText(ui: Ui, result: Extract<SignUpResult, { kind: 'invalid' | 'ta
 }
 
 /**
+ * The passkey answer a sign-up form carries, if any: the browser's response and the account
+ * id its options named (the user handle, base64url as the options gave it).
+ */
+function passkeyAnswer(form: RawParams, browser: string, userAgent: string | undefined): SignUpPasskeyAnswer | undefined {
+  const response = single(form, 'response', 64 * 1024);
+  if (response === '') return undefined;
+  const accountId = Buffer.from(single(form, 'passkey_user', 128), 'base64url').toString('utf8');
+  return { accountId, response, browser, name: userAgent ? describeUserAgent(userAgent).slice(0, 64) : '' };
+}
+
+/**
  * Sign-up (flows/sign-up.ts): the form, the same page after it whether the address had an
  * account, and the page the mailed link leads to. Only with TESSERA_SIGN_UP=open: without it,
  * there are no such routes.
@@ -36,10 +58,30 @@ function errorText(ui: Ui, result: Extract<SignUpResult, { kind: 'invalid' | 'ta
 export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
   if (!signUpOffered(deps)) return;
   const settings = deps.config.signUp;
+  const passkeys = signUpPasskeysOffered(deps);
 
   app.get(SIGN_UP_PATH, { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
-    return pages.send(reply, 200, signUpPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo }));
+    return pages.send(reply, 200, signUpPage(pages.ui(request), { csrf: csrfToken(deps.config, request, reply), returnTo, passkeys }));
+  });
+
+  // The options of the passkey a sign-up makes, for the fields typed so far; a field refused
+  // is said as the form would say it, in JSON, for the page's script to show.
+  app.post(SIGN_UP_PASSKEY_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
+    const form = rawForm(request);
+    const values = { username: single(form, 'username', 256), name: single(form, 'name', 512), email: single(form, 'email', 320) };
+    const result = await signUpPasskeyOptions(forRequest(deps, request), values, ceremonyBrowser(deps.config, request));
+    reply.header('Cache-Control', 'no-store').type('application/json; charset=utf-8');
+    switch (result.kind) {
+      case 'closed':
+        return reply.callNotFound();
+      case 'invalid':
+        return reply.status(400).send({ field: result.field, error: errorText(pages.ui(request), result, settings.domains) });
+      case 'taken':
+        return reply.status(409).send({ field: 'username', error: errorText(pages.ui(request), result, settings.domains) });
+      case 'options':
+        return reply.send(result.options);
+    }
   });
 
   app.post(SIGN_UP_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
@@ -48,9 +90,10 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const values = { username: single(form, 'username', 256), name: single(form, 'name', 512), email: single(form, 'email', 320) };
     const password = single(form, 'password', 2048);
     const ui = pages.ui(request);
-    const result = await signUp(forRequest(deps, request), { ...values, password, ip: request.ip, locale: ui.t.locale, returnTo });
+    const passkey = passkeyAnswer(form, ceremonyBrowser(deps.config, request), request.headers['user-agent']);
+    const result = await signUp(forRequest(deps, request), { ...values, password, passkey, ip: request.ip, locale: ui.t.locale, returnTo });
     const again = (status: number, error: { field: 'username' | 'name' | 'email' | 'password' | null; text: string }) =>
-      pages.send(reply, status, signUpPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, values, error }));
+      pages.send(reply, status, signUpPage(ui, { csrf: csrfToken(deps.config, request, reply), returnTo, values, error, passkeys }));
     switch (result.kind) {
       case 'closed':
         return reply.callNotFound();
@@ -64,6 +107,9 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
       case 'busy':
         reply.header('Retry-After', String(result.retryAfterSeconds));
         return again(429, { field: null, text: ui.t.text('reset.busy', { seconds: result.retryAfterSeconds }) });
+      case 'passkey':
+        if (result.reason !== undefined) request.log.info({ reason: result.reason }, 'sign-up passkey refused');
+        return again(400, { field: null, text: ui.t.text('signUp.error.passkey') });
       case 'sent':
         return pages.send(
           reply,

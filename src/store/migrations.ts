@@ -1153,6 +1153,29 @@ const ssfStreams: Migration = {
   ],
 };
 
+/**
+ * Version 43 (passkey sign-ups and e-mail changes): a sign-up may wait with the passkey it was
+ * made with (its account then has no password), and a person's new e-mail address waits, by
+ * the hash of the link mailed to it, until that link is followed. Purged once expired.
+ */
+const passkeySignUpsAndEmailChanges: Migration = {
+  version: 43,
+  name: 'passkey sign-ups and e-mail changes',
+  statements: [
+    (t) => `ALTER TABLE sign_ups ADD COLUMN passkey ${t.json}`,
+    (t) => `CREATE TABLE email_changes (
+      token_hash ${t.text} PRIMARY KEY,
+      user_id    ${t.text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      email      ${t.text} NOT NULL,
+      created_at ${t.time} NOT NULL,
+      expires_at ${t.time} NOT NULL,
+      used_at    ${t.time}
+    )`,
+    'CREATE INDEX email_changes_user_id ON email_changes (user_id)',
+    'CREATE INDEX email_changes_expires_at ON email_changes (expires_at)',
+  ],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1188,4 +1211,5 @@ export const migrations: readonly Migration[] = [
   invitations,
   trustedIssuers,
   ssfStreams,
+  passkeySignUpsAndEmailChanges,
 ];

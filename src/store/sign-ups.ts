@@ -4,6 +4,15 @@
  * (one conditional UPDATE uses the link up); with `userId`, the account exists already
  * (TESSERA_SIGN_UP_VERIFY=later) and the link verifies its address.
  */
+import type { PasskeyRecord } from './passkeys.ts';
+
+/**
+ * The passkey a person signed up with, registered already (its challenge answered and
+ * verified) but kept here until the account is made: `userId` is the account's id to be, the
+ * user handle the authenticator stored with it (WebAuthn Level 3 §5.4.3).
+ */
+export type SignUpPasskey = Omit<PasskeyRecord, 'createdAt' | 'lastUsedAt'>;
+
 export interface SignUpRecord {
   readonly tokenHash: string;
   /** The account whose address the link verifies; null: the link makes the account. */
@@ -11,7 +20,10 @@ export interface SignUpRecord {
   readonly username: string;
   readonly name: string | null;
   readonly email: string;
+  /** `!` (which matches no password) for a sign-up with a passkey. */
   readonly passwordHash: string;
+  /** The passkey the account is made with instead of a password; null: a password. */
+  readonly passkey: SignUpPasskey | null;
   readonly locale: string | null;
   /** Where the person goes once the link is followed: a path on this server (the app's request). */
   readonly returnTo: string;

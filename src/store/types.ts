@@ -39,6 +39,7 @@ import type { TrustedIssuerStore } from './trusted-issuers.ts';
 import type { WebhookStore } from './webhooks.ts';
 import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
+import type { EmailChangeStore } from './email-changes.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
@@ -65,6 +66,7 @@ export * from './identity-providers.ts';
 export * from './webhooks.ts';
 export * from './mail.ts';
 export * from './sign-ups.ts';
+export * from './email-changes.ts';
 export * from './invitations.ts';
 export * from './ssf.ts';
 export * from './saml.ts';
@@ -107,6 +109,8 @@ export interface Stores {
   readonly mail: MailStore;
   /** Sign-ups waiting for their e-mail link. */
   readonly signUps: SignUpStore;
+  /** E-mail address changes waiting for the link mailed to the new address. */
+  readonly emailChanges: EmailChangeStore;
   /** Invitations waiting to be accepted. */
   readonly invitations: InvitationStore;
   /** Shared Signals streams and their deliveries, from the same outbox. */

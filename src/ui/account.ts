@@ -1,4 +1,4 @@
-import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
+import { ACCOUNT_PATH, ACCOUNT_REVOKE_PATH, CHANGE_EMAIL_PATH, CHANGE_PASSWORD_PATH, CONSOLE_PATHS, SIGN_OUT_EVERYWHERE_PATH } from '../core/endpoints.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import { html, type SafeHtml } from './html.ts';
 import { apiName, apiScope, csrfField, layout, openIdScope, signedInAs, type Ui } from './pages.ts';
@@ -45,12 +45,51 @@ export interface AccountView {
   readonly notice?: string | undefined;
   /** Why the password was not changed. */
   readonly passwordError?: string | undefined;
+  /** The account has no password (made with a passkey, or through a provider): no form to change one. */
+  readonly noPassword?: { readonly recovery: boolean } | undefined;
   /** How the person signs in: passkeys and one-time codes. */
   readonly security?: SafeHtml | undefined;
   /** The accounts at upstream providers they sign in through; none: the section is not shown. */
   readonly identities?: readonly { readonly provider: string; readonly label: string; readonly linkedAt: number }[] | undefined;
   /** The person has a role in the operator console: a link to it. */
   readonly operator?: boolean | undefined;
+  /** Their e-mail address, and the form to change it where a link can be mailed (`changeable`). */
+  readonly email?:
+    | {
+        readonly current: string | null;
+        readonly verified: boolean;
+        /** A new address waiting for its link. */
+        readonly pending: string | null;
+        readonly changeable: boolean;
+        /** Why the last request was refused. */
+        readonly error?: string | undefined;
+        /** What was typed, shown again with its error. */
+        readonly typed?: string | undefined;
+      }
+    | undefined;
+}
+
+function emailSection(ui: Ui, view: NonNullable<AccountView['email']>, csrf: string): SafeHtml {
+  const { t } = ui;
+  return html`<section aria-labelledby="email-heading">
+<h2 id="email-heading">${t.html('account.email.heading')}</h2>
+<p>${view.current === null ? t.html('account.email.none') : t.html('account.email.current', { email: view.current })}${
+    view.current !== null && !view.verified ? html` ${t.html('account.email.unverified')}` : null
+  }</p>
+${view.pending === null ? null : html`<p class="muted">${t.html('account.email.pending', { email: view.pending })}</p>`}
+${
+  view.changeable
+    ? html`${view.error ? html`<p class="alert error" role="alert" id="email-error">${view.error}</p>` : null}
+<form method="post" action="${CHANGE_EMAIL_PATH}">
+${csrfField(csrf)}
+<label for="new_email">${t.html('account.email.new')}</label>
+<input type="email" id="new_email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required maxlength="254" value="${view.typed ?? ''}" aria-describedby="${view.error ? 'email-error email-hint' : 'email-hint'}" ${view.error ? html`aria-invalid="true"` : null}>
+<p class="muted" id="email-hint">${t.html('account.email.hint')}</p>
+<div class="actions"><button type="submit">${t.html('account.email.submit')}</button></div>
+</form>`
+    : null
+}
+</section>`;
 }
 
 function connection(ui: Ui, view: ConnectionView, csrf: string): SafeHtml {
@@ -136,6 +175,7 @@ ${
 </section>`
     : null
 }
+${view.email ? emailSection(ui, view.email, view.csrf) : null}
 ${view.security ?? null}
 <section aria-labelledby="activity-heading">
 <h2 id="activity-heading">${t.html('account.activity.heading')}</h2>
@@ -151,7 +191,10 @@ ${
 </section>
 <section aria-labelledby="password-heading">
 <h2 id="password-heading">${t.html('account.password.heading')}</h2>
-${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
+${
+  view.noPassword
+    ? html`<p>${t.html('account.password.none')}${view.noPassword.recovery ? html` ${t.html('account.password.noneRecovery')}` : null}</p>`
+    : html`${view.passwordError ? html`<p class="alert error" role="alert">${view.passwordError}</p>` : null}
 <form method="post" action="${CHANGE_PASSWORD_PATH}">
 ${csrfField(view.csrf)}
 <label for="current_password">${t.html('account.password.current')}</label>
@@ -159,7 +202,8 @@ ${csrfField(view.csrf)}
 <label for="new_password">${t.html('password.new')}</label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" minlength="8" required>
 <div class="actions"><button type="submit">${t.html('account.password.submit')}</button></div>
-</form>
+</form>`
+}
 </section>
 ${view.operator ? html`<p class="more"><a href="${CONSOLE_PATHS.dashboard}">${ui.t.html('console.title')}</a></p>` : null}
 ${signedInAs(ui, view.signedInAs, view.csrf, ACCOUNT_PATH)}`,

@@ -35,6 +35,14 @@ function parts(message: MailMessage): Parts {
       return { subject: 'mail.verify.subject', paragraphs: ['mail.verify.text', 'mail.verify.ignore'], action: { label: 'mail.verify.action', href: link } };
     case 'invite':
       return { subject: 'mail.invite.subject', paragraphs: ['mail.invite.text', 'mail.invite.ignore'], action: { label: 'mail.invite.action', href: link } };
+    case 'email_change':
+      return {
+        subject: 'mail.emailChange.subject',
+        paragraphs: ['mail.emailChange.text', 'mail.emailChange.ignore'],
+        action: { label: 'mail.emailChange.action', href: link },
+      };
+    case 'email_changed':
+      return { subject: 'mail.emailChanged.subject', paragraphs: ['mail.emailChanged.text', 'mail.emailChanged.warning'] };
     case 'signup_exists':
       return {
         subject: 'mail.signupExists.subject',
@@ -53,6 +61,7 @@ export function renderMail(site: { readonly name: string }, message: MailMessage
   const values = {
     site: site.name,
     username: String(message.values['username'] ?? ''),
+    email: String(message.values['email'] ?? ''),
     time: typeof at === 'number' ? t.date(at) : '',
   };
   const greeting = message.to.name || values.username;

@@ -5,6 +5,8 @@ import {
   HOME_PATH,
   SIGN_UP_PATH,
   SIGN_UP_VERIFY_PATH,
+  SIGN_UP_PASSKEY_OPTIONS_PATH,
+  EMAIL_CHANGE_VERIFY_PATH,
   INVITATION_PATH,
   LOCALE_PATH,
   PASSKEY_SIGN_IN_OPTIONS_PATH,
@@ -454,9 +456,15 @@ export interface SignUpView {
   readonly values?: { readonly username?: string; readonly name?: string; readonly email?: string };
   /** The field the error is about, and what it says. */
   readonly error?: { readonly field: 'username' | 'name' | 'email' | 'password' | null; readonly text: string };
+  /** A passkey may be made here: the script shows its button first where the browser can. */
+  readonly passkeys?: boolean | undefined;
 }
 
-/** Sign-up: username, name, e-mail address, then a password. */
+/**
+ * Sign-up: username, name, e-mail address, then a passkey or a password. The passkey's part
+ * is hidden until the script finds WebAuthn in the browser; without it, the form is the
+ * password form it always was.
+ */
 export function signUpPage(ui: Ui, view: SignUpView): string {
   const { site, t } = ui;
   const error = view.error;
@@ -467,7 +475,7 @@ export function signUpPage(ui: Ui, view: SignUpView): string {
     html`<h1>${t.html('signUp.title')}</h1>
 <p class="muted">${t.html('signUp.intro', { site: site.name })}</p>
 ${error ? html`<p class="alert error" role="alert" id="sign-up-error">${error.text}</p>` : null}
-<form method="post" action="${SIGN_UP_PATH}">
+<form method="post" action="${SIGN_UP_PATH}" id="sign-up-form" data-options="${SIGN_UP_PASSKEY_OPTIONS_PATH}">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 <label for="username">${t.html('signUp.username')}</label>
@@ -476,12 +484,25 @@ ${csrfField(view.csrf)}
 <input type="text" id="name" name="name" autocomplete="name" required maxlength="200" value="${view.values?.name ?? ''}" ${invalid('name')}>
 <label for="email">${t.html('signUp.email')}</label>
 <input type="email" id="email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required value="${view.values?.email ?? ''}" ${invalid('email')}>
+${
+  view.passkeys
+    ? html`<div class="passkey" id="sign-up-passkey" hidden>
+<input type="hidden" name="response" value="">
+<input type="hidden" name="passkey_user" value="">
+<div class="actions"><button type="button" class="primary" id="passkey-sign-up-button" aria-describedby="passkey-hint">${t.html('signUp.passkey')}</button></div>
+<p class="muted" id="passkey-hint">${t.html('signUp.passkeyHint')}</p>
+<p class="alert error" role="alert" id="passkey-error" hidden></p>
+<p class="or">${t.html('signUp.orPassword')}</p>
+</div>`
+    : null
+}
 <label for="password">${t.html('signUp.password')}</label>
 <input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
 <p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
-<div class="actions"><button type="submit" class="primary">${t.html('signUp.submit')}</button></div>
+<div class="actions"><button type="submit" class="primary" id="password-sign-up-button">${t.html('signUp.submit')}</button></div>
 </form>
-<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>`,
+<p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>
+${view.passkeys ? passkeyScripts(ui) : null}`,
   );
 }
 
@@ -535,6 +556,49 @@ export function signUpDonePage(
     html`<h1>${t.html('signUp.invalid.title')}</h1>
 <p role="alert">${t.html(view.kind === 'taken' ? 'signUp.taken.text' : 'signUp.invalid.text')}</p>
 <p class="more"><a href="${SIGN_UP_PATH}">${t.html('signIn.signUp')}</a></p>`,
+  );
+}
+
+/** Where the link mailed to a new address leads: a button confirms, so that a mail scanner opening the link changes nothing. */
+export function emailChangeConfirmPage(
+  ui: Ui,
+  view: { readonly csrf: string; readonly token: string; readonly username: string; readonly email: string },
+): string {
+  const { site, t } = ui;
+  return layout(
+    ui,
+    t.text('emailChange.confirm.title'),
+    html`<h1>${t.html('emailChange.confirm.title')}</h1>
+<p>${t.html('emailChange.confirm.text', { email: view.email, username: view.username, site: site.name })}</p>
+<form method="post" action="${EMAIL_CHANGE_VERIFY_PATH}">
+${csrfField(view.csrf)}
+<input type="hidden" name="token" value="${view.token}">
+<div class="actions"><button type="submit" class="primary">${t.html('emailChange.confirm.submit')}</button></div>
+</form>`,
+  );
+}
+
+/** After the link: the address is changed; or the link cannot be used. */
+export function emailChangeDonePage(
+  ui: Ui,
+  view: { readonly kind: 'done'; readonly username: string; readonly email: string } | { readonly kind: 'invalid' },
+): string {
+  const { t } = ui;
+  if (view.kind === 'done') {
+    return layout(
+      ui,
+      t.text('emailChange.done.title'),
+      html`<h1>${t.html('emailChange.done.title')}</h1>
+<p role="status">${t.html('emailChange.done.text', { email: view.email, username: view.username })}</p>
+<p><a class="button" href="${ACCOUNT_PATH}">${t.html('emailChange.done.continue')}</a></p>`,
+    );
+  }
+  return layout(
+    ui,
+    t.text('emailChange.invalid.title'),
+    html`<h1>${t.html('emailChange.invalid.title')}</h1>
+<p role="alert">${t.html('emailChange.invalid.text')}</p>
+<p class="more"><a href="${ACCOUNT_PATH}">${t.html('emailChange.done.continue')}</a></p>`,
   );
 }
 

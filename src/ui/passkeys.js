@@ -1,4 +1,4 @@
-// Passkey ceremonies for the sign-in and account pages, over @simplewebauthn/browser
+// Passkey ceremonies for the sign-in, sign-up and account pages, over @simplewebauthn/browser
 // (loaded before this as /assets/webauthn.js). The server gives the options and keeps the
 // challenge; this script only carries the browser's answer back in a form post, so every
 // outcome, good or bad, is a page the server renders.
@@ -42,7 +42,12 @@
     return words.failed;
   }
 
+  var signUpForm = document.getElementById('sign-up-form');
+  var signUpPasskey = document.getElementById('sign-up-passkey');
+
   if (!lib || !lib.browserSupportsWebAuthn()) {
+    // Sign-up keeps its passkey part hidden: the password form is all this browser is offered.
+    if (signUpPasskey) return;
     var unsupported = document.getElementById('passkey-button') || document.getElementById('passkey-register-button');
     if (unsupported) unsupported.disabled = true;
     showError(words.unsupported);
@@ -70,6 +75,61 @@
     // Starting the button's ceremony aborts this one, so its failure is not shown.
     lib.browserSupportsWebAuthnAutofill().then(function (supported) {
       if (supported && document.querySelector('input[autocomplete~="webauthn"]')) signIn(true).catch(function () {});
+    });
+  }
+
+  // Sign-up: the passkey first, the password as the alternative. The fields typed so far go
+  // with the options request, which refuses them as the form would (the words in its JSON).
+  if (signUpForm && signUpPasskey) {
+    signUpPasskey.hidden = false;
+    var passwordButton = document.getElementById('password-sign-up-button');
+    if (passwordButton) passwordButton.classList.remove('primary');
+    document.getElementById('passkey-sign-up-button').addEventListener('click', function () {
+      if (errorBox) errorBox.hidden = true;
+      var fields = ['username', 'name', 'email'].map(function (id) {
+        return document.getElementById(id);
+      });
+      if (
+        !fields.every(function (field) {
+          return field.reportValidity();
+        })
+      )
+        return;
+      var body = new URLSearchParams({ csrf_token: csrf(signUpForm) });
+      fields.forEach(function (field) {
+        body.append(field.name, field.value);
+      });
+      fetch(signUpForm.dataset.options, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: body.toString(),
+      })
+        .then(function (response) {
+          return response.json().then(function (value) {
+            if (response.ok) return value;
+            var refused = new Error(value.error || words.failed);
+            refused.name = 'SignUpRefused';
+            refused.field = value.field;
+            throw refused;
+          });
+        })
+        .then(function (optionsJSON) {
+          signUpForm.querySelector('input[name="passkey_user"]').value = optionsJSON.user.id;
+          return lib.startRegistration({ optionsJSON: optionsJSON });
+        })
+        .then(function (response) {
+          submitWith(signUpForm, response);
+        })
+        .catch(function (error) {
+          if (error && error.name === 'SignUpRefused') {
+            showError(error.message);
+            var field = error.field && document.getElementById(error.field);
+            if (field) field.focus();
+            return;
+          }
+          showError(explain(error));
+        });
     });
   }
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuditEvent } from '../../src/core/events.ts';
-import type { Store } from '../../src/store/types.ts';
+import { newUserRecord, type Store } from '../../src/store/types.ts';
 
 const T0 = Date.UTC(2026, 3, 1);
 const SECOND = 1000;
@@ -138,6 +138,7 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
         name: 'Ada',
         email: 'ada@example.com',
         passwordHash: 'hash',
+        passkey: null,
         locale: 'en',
         returnTo: '/account',
         createdAt: T0,
@@ -155,6 +156,63 @@ export function mailContract({ store: current, unique }: MailContractHelpers): v
       assert.equal(await store.signUps.consume(late.tokenHash, T0 + 61 * SECOND), null);
       await store.purgeExpired(T0 + 120 * SECOND);
       assert.equal(await store.signUps.find(late.tokenHash, T0), null, 'purged once expired');
+    });
+
+    it('keeps a sign-up with a passkey, the passkey read back as written', async () => {
+      const store = current();
+      const passkey = {
+        id: unique('credential'),
+        userId: unique('account'),
+        name: 'Passkey',
+        publicKey: 'cHVibGlj',
+        counter: 0,
+        transports: ['internal', 'hybrid'],
+        deviceType: 'multiDevice' as const,
+        backedUp: true,
+      };
+      const record = {
+        tokenHash: unique('sign-up'),
+        userId: null,
+        username: unique('user'),
+        name: null,
+        email: 'grace@example.com',
+        passwordHash: '!',
+        passkey,
+        locale: null,
+        returnTo: '/account',
+        createdAt: T0,
+        expiresAt: T0 + 60 * SECOND,
+        usedAt: null,
+      };
+      await store.signUps.create(record);
+      assert.deepEqual(await store.signUps.find(record.tokenHash, T0 + SECOND), record);
+      assert.deepEqual((await store.signUps.consume(record.tokenHash, T0 + SECOND))?.passkey, passkey);
+    });
+
+    it('uses an e-mail change once, for one of two callers, knows the newest waiting, spends them all, and purges them after', async () => {
+      const store = current();
+      const user = newUserRecord({ id: unique('user'), username: unique('user'), passwordHash: '!', createdAt: T0 });
+      await store.users.create(user);
+      const change = { tokenHash: unique('email-change'), userId: user.id, email: 'new@example.com', createdAt: T0, expiresAt: T0 + 60 * SECOND, usedAt: null };
+      const newer = { ...change, tokenHash: unique('email-change'), email: 'newer@example.com', createdAt: T0 + SECOND };
+      await store.emailChanges.create(change);
+      await store.emailChanges.create(newer);
+      assert.deepEqual(await store.emailChanges.find(change.tokenHash, T0 + SECOND), change);
+      assert.deepEqual(await store.emailChanges.pendingFor(user.id, T0 + 2 * SECOND), newer);
+      assert.equal(await store.emailChanges.find(change.tokenHash, T0 + 60 * SECOND), null, 'expired');
+      const [one, two] = await Promise.all([
+        store.emailChanges.consume(change.tokenHash, T0 + SECOND),
+        store.emailChanges.consume(change.tokenHash, T0 + SECOND),
+      ]);
+      assert.equal([one, two].filter((taken) => taken !== null).length, 1);
+      assert.equal(await store.emailChanges.consume(change.tokenHash, T0 + SECOND), null, 'used');
+      await store.emailChanges.spendAllForUser(user.id, T0 + 2 * SECOND);
+      assert.equal(await store.emailChanges.pendingFor(user.id, T0 + 2 * SECOND), null);
+      assert.equal(await store.emailChanges.consume(newer.tokenHash, T0 + 2 * SECOND), null, 'spent');
+      const late = { ...change, tokenHash: unique('email-change') };
+      await store.emailChanges.create(late);
+      await store.purgeExpired(T0 + 120 * SECOND);
+      assert.equal(await store.emailChanges.find(late.tokenHash, T0), null, 'purged once expired');
     });
 
     it('goes with its event when the audit trail is purged', async () => {

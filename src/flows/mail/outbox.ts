@@ -12,10 +12,18 @@ import type { Stores } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 
 /** The events whose transaction may queue a message: each wakes the mail dispatcher at once. */
-export const MAIL_EVENT_TYPES: ReadonlySet<string> = new Set(['recovery.requested', 'user.password_reset', 'signup.requested', 'user.created', 'user.invited']);
+export const MAIL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'recovery.requested',
+  'user.password_reset',
+  'signup.requested',
+  'user.created',
+  'user.invited',
+  'user.email_change_requested',
+  'user.email_changed',
+]);
 
 /** Every kind of message Tessera sends. */
-export const MAIL_KINDS = ['recovery', 'password_changed', 'verify', 'signup_exists', 'invite'] as const;
+export const MAIL_KINDS = ['recovery', 'password_changed', 'verify', 'signup_exists', 'invite', 'email_change', 'email_changed'] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
 export interface MailMessage {

@@ -6,10 +6,10 @@
  */
 import { withoutUnsafeCharacters } from '../../core/display-text.ts';
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
-import { DuplicateError, type PasskeyRecord, type UserRecord } from '../../store/types.ts';
+import { DuplicateError, type PasskeyRecord, type SignUpPasskey, type UserRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
 import type { FlowDeps } from '../types.ts';
-import { consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
+import { type CeremonyDeps, consumeChallenge, parseResponse, relyingParty, storeChallenge } from './relying-party.ts';
 
 export const PASSKEY_NAME_MAX = 64;
 
@@ -44,17 +44,75 @@ export type RegistrationResult =
   | { readonly kind: 'rejected'; readonly reason: string }
   | { readonly kind: 'duplicate' };
 
-export async function finishRegistration(deps: FlowDeps, user: UserRecord, name: string, raw: string, browser: string): Promise<RegistrationResult> {
+/**
+ * A passkey at sign-up, before its account exists: `accountId` is the id the account will
+ * have, the user handle (§5.4.3) the authenticator keeps. The challenge is stored under this
+ * browser and that id together (no account row to point at yet), so that the response is
+ * accepted only for the account it was made for, from the browser that asked.
+ */
+export async function signUpRegistrationOptions(
+  deps: CeremonyDeps,
+  account: { readonly id: string; readonly username: string; readonly name: string },
+  browser: string,
+): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  const rp = relyingParty(deps.config);
+  const options = await (await import('@simplewebauthn/server')).generateRegistrationOptions({
+    rpName: rp.name,
+    rpID: rp.id,
+    userName: account.username,
+    userDisplayName: account.name,
+    userID: new TextEncoder().encode(account.id),
+    timeout: deps.config.secondFactor.ceremonyTimeout * 1000,
+    attestationType: 'none',
+    authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+  });
+  await storeChallenge(deps, options.challenge, 'register', null, signUpBrowser(browser, account.id));
+  return options;
+}
+
+const signUpBrowser = (browser: string, accountId: string) => `${browser} sign-up ${accountId}`;
+
+export type SignUpRegistrationResult =
+  | { readonly kind: 'verified'; readonly passkey: SignUpPasskey }
+  | Exclude<RegistrationResult, { readonly kind: 'added' | 'duplicate' }>;
+
+/**
+ * Checks the browser's answer to signUpRegistrationOptions and returns the passkey to make
+ * the account with; nothing is stored but the challenge's use.
+ */
+export async function verifySignUpRegistration(
+  deps: CeremonyDeps,
+  accountId: string,
+  name: string,
+  raw: string,
+  browser: string,
+): Promise<SignUpRegistrationResult> {
   const parsed = parseResponse(raw);
   if (!parsed) return { kind: 'malformed' };
-  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register', browser);
-  if (!consumed || consumed.record.userId !== user.id) return { kind: 'challenge' };
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register', signUpBrowser(browser, accountId));
+  if (!consumed || consumed.record.userId !== null) return { kind: 'challenge' };
+  const verified = await verifiedCredential(deps, parsed.value, consumed.challenge);
+  if (verified.kind !== 'verified') return verified;
+  return { kind: 'verified', passkey: { ...verified.credential, userId: accountId, name: passkeyName(name) } };
+}
+
+/** What the person typed, without what would forge a line where it is listed (core/display-text.ts). */
+const passkeyName = (name: string) => withoutUnsafeCharacters(name).trim().slice(0, PASSKEY_NAME_MAX) || 'Passkey';
+
+/** §7.1 steps 5-26, by the library: the credential a registration response carries, or why it is refused. */
+async function verifiedCredential(
+  deps: CeremonyDeps,
+  response: Record<string, unknown>,
+  challenge: string,
+): Promise<
+  { readonly kind: 'verified'; readonly credential: Omit<SignUpPasskey, 'userId' | 'name'> } | { readonly kind: 'rejected'; readonly reason: string }
+> {
   const rp = relyingParty(deps.config);
   let verified;
   try {
     verified = await (await import('@simplewebauthn/server')).verifyRegistrationResponse({
-      response: parsed.value as unknown as RegistrationResponseJSON,
-      expectedChallenge: consumed.challenge,
+      response: response as unknown as RegistrationResponseJSON,
+      expectedChallenge: challenge,
       expectedOrigin: rp.origin,
       expectedRPID: rp.id,
       // Preferred, not required: an authenticator without a PIN or biometric still makes a
@@ -66,20 +124,28 @@ export async function finishRegistration(deps: FlowDeps, user: UserRecord, name:
   }
   if (!verified.verified) return { kind: 'rejected', reason: 'not verified' };
   const info = verified.registrationInfo;
-  const now = deps.clock.now();
-  const passkey: PasskeyRecord = {
-    id: info.credential.id,
-    userId: user.id,
-    // What the person typed, without what would forge a line where it is listed (core/display-text.ts).
-    name: withoutUnsafeCharacters(name).trim().slice(0, PASSKEY_NAME_MAX) || 'Passkey',
-    publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
-    counter: info.credential.counter,
-    transports: (info.credential.transports ?? []).filter((transport) => typeof transport === 'string'),
-    deviceType: info.credentialDeviceType,
-    backedUp: info.credentialBackedUp,
-    createdAt: now,
-    lastUsedAt: null,
+  return {
+    kind: 'verified',
+    credential: {
+      id: info.credential.id,
+      publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
+      counter: info.credential.counter,
+      transports: (info.credential.transports ?? []).filter((transport) => typeof transport === 'string'),
+      deviceType: info.credentialDeviceType,
+      backedUp: info.credentialBackedUp,
+    },
   };
+}
+
+export async function finishRegistration(deps: FlowDeps, user: UserRecord, name: string, raw: string, browser: string): Promise<RegistrationResult> {
+  const parsed = parseResponse(raw);
+  if (!parsed) return { kind: 'malformed' };
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register', browser);
+  if (!consumed || consumed.record.userId !== user.id) return { kind: 'challenge' };
+  const verified = await verifiedCredential(deps, parsed.value, consumed.challenge);
+  if (verified.kind !== 'verified') return verified;
+  const now = deps.clock.now();
+  const passkey: PasskeyRecord = { ...verified.credential, userId: user.id, name: passkeyName(name), createdAt: now, lastUsedAt: null };
   try {
     await transactionWithEvents(deps, async (tx, record) => {
       await tx.passkeys.create(passkey);

@@ -9,6 +9,9 @@ import { hashSecret } from '../../core/crypto.ts';
 import type { WebauthnChallengeRecord } from '../../store/types.ts';
 import type { FlowDeps } from '../types.ts';
 
+/** What a ceremony's challenge needs. */
+export type CeremonyDeps = Pick<FlowDeps, 'store' | 'clock' | 'config'>;
+
 export interface RelyingParty {
   /** §5.1.3 rp.id: a registrable domain, the issuer's host. */
   readonly id: string;
@@ -41,7 +44,7 @@ export function passkeysAvailable(issuer: string): boolean {
 const challengeKey = (challenge: string, browser: string) => hashSecret(`${challenge} ${browser}`);
 
 export async function storeChallenge(
-  deps: FlowDeps,
+  deps: CeremonyDeps,
   challenge: string,
   purpose: WebauthnChallengeRecord['purpose'],
   userId: string | null,
@@ -63,7 +66,7 @@ export async function storeChallenge(
  * response carries none, or it is unknown, spent or expired.
  */
 export async function consumeChallenge(
-  deps: FlowDeps,
+  deps: CeremonyDeps,
   clientDataJSON: string,
   purpose: WebauthnChallengeRecord['purpose'],
   browser: string,

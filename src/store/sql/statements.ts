@@ -28,6 +28,7 @@ import { trustedIssuersStatements } from './trusted-issuers.ts';
 import { webhooksStatements } from './webhooks.ts';
 import { mailStatements } from './mail.ts';
 import { signUpsStatements } from './sign-ups.ts';
+import { emailChangesStatements } from './email-changes.ts';
 import { invitationsStatements } from './invitations.ts';
 import { ssfStatements } from './ssf.ts';
 import { samlStatements } from './saml.ts';
@@ -60,6 +61,7 @@ export function statements(d: Dialect) {
     ...webhooksStatements(d),
     ...mailStatements(d),
     ...signUpsStatements(d),
+    ...emailChangesStatements(d),
     ...invitationsStatements(d),
     ...ssfStatements(d),
     ...samlStatements(d),
@@ -91,5 +93,6 @@ export const PURGES = [
   'purgeUpstreamLogins',
   'purgeSamlRequests',
   'purgeSignUps',
+  'purgeEmailChanges',
   'purgeInvitations',
 ] as const satisfies readonly StatementName[];

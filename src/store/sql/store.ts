@@ -30,6 +30,7 @@ import { trustedIssuersStores } from './trusted-issuers.ts';
 import { webhooksStores } from './webhooks.ts';
 import { mailStores } from './mail.ts';
 import { signUpsStores } from './sign-ups.ts';
+import { emailChangesStores } from './email-changes.ts';
 import { invitationsStores } from './invitations.ts';
 import { ssfStores } from './ssf.ts';
 import { samlStores } from './saml.ts';
@@ -60,6 +61,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...webhooksStores(d, q),
     ...mailStores(d, q),
     ...signUpsStores(d, q),
+    ...emailChangesStores(d, q),
     ...invitationsStores(d, q),
     ...ssfStores(d, q),
     ...samlStores(d, q),

@@ -381,6 +381,47 @@ const de: Catalogue = {
   'saml.refused.stale': 'Dieser Anmeldelink ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
 
   ...consoleMessages,
+  'signUp.passkey': 'Passkey erstellen',
+  'signUp.passkeyHint':
+    'Mit einem Passkey melden Sie sich über die Bildschirmsperre, den Fingerabdruck oder das Gesicht dieses Geräts an: Sie müssen sich kein Passwort merken.',
+  'signUp.orPassword': 'Oder wählen Sie stattdessen ein Passwort:',
+  'signUp.error.passkey': 'Der Passkey konnte nicht erstellt werden. Versuchen Sie es erneut, oder wählen Sie ein Passwort.',
+  'account.email.heading': 'E-Mail-Adresse',
+  'account.email.current': 'Ihre Adresse ist <strong>{email}</strong>.',
+  'account.email.unverified': 'Sie ist noch nicht bestätigt: Fordern Sie sie unten an, um einen Link zu erhalten.',
+  'account.email.none': 'Ihr Konto hat keine E-Mail-Adresse.',
+  'account.email.pending':
+    'Wartet auf Bestätigung: <strong>{email}</strong>. Folgen Sie dem Link, den wir dorthin geschickt haben, um sie zu Ihrer Adresse zu machen.',
+  'account.email.new': 'Neue E-Mail-Adresse',
+  'account.email.hint':
+    'Wir senden einen Link an die neue Adresse; Ihre Adresse ändert sich erst, wenn Sie ihm folgen, und die alte Adresse wird benachrichtigt.',
+  'account.email.submit': 'Adresse ändern',
+  'account.email.invalid': 'Geben Sie eine E-Mail-Adresse ein, zum Beispiel name@example.com.',
+  'account.email.same': 'Das ist bereits Ihre Adresse.',
+  'account.email.limited':
+    'Es wurden zu viele Links angefordert. Warten Sie {minutes, plural, one {# Minute} other {# Minuten}} und versuchen Sie es dann erneut.',
+  'account.notice.emailSent': 'Wir haben einen Link an Ihre neue Adresse gesendet. Ihre Adresse ändert sich, wenn Sie ihm folgen.',
+  'mail.emailChange.subject': 'Bestätigen Sie Ihre neue E-Mail-Adresse für {site}',
+  'mail.emailChange.text':
+    'Jemand möchte diese Adresse zur E-Mail-Adresse des Kontos {username} bei {site} machen. Wenn Sie das waren, folgen Sie diesem Link vor {time}, um sie zu bestätigen:',
+  'mail.emailChange.action': 'Meine neue Adresse bestätigen',
+  'mail.emailChange.ignore': 'Wenn Sie das nicht waren, ignorieren Sie diese Nachricht: Das Konto behält seine Adresse.',
+  'mail.emailChanged.subject': 'Ihre E-Mail-Adresse für {site} wurde geändert',
+  'mail.emailChanged.text':
+    'Die E-Mail-Adresse des Kontos {username} bei {site} wurde am {time} in {email} geändert. Nachrichten zum Konto gehen jetzt dorthin.',
+  'mail.emailChanged.warning':
+    'Wenn Sie sie nicht geändert haben, fordern Sie sofort auf der Anmeldeseite einen Link für ein neues Passwort an, und informieren Sie die Betreiber von {site}.',
+  'emailChange.confirm.title': 'Neue E-Mail-Adresse bestätigen',
+  'emailChange.confirm.text': '<strong>{email}</strong> zur E-Mail-Adresse des Kontos <strong>{username}</strong> bei {site} machen.',
+  'emailChange.confirm.submit': 'Bestätigen',
+  'emailChange.done.title': 'Ihre E-Mail-Adresse wurde geändert',
+  'emailChange.done.text': '<strong>{email}</strong> ist jetzt die bestätigte E-Mail-Adresse von <strong>{username}</strong>.',
+  'emailChange.done.continue': 'Zu Ihrem Konto',
+  'emailChange.invalid.title': 'Dieser Link kann nicht verwendet werden',
+  'emailChange.invalid.text':
+    'Er wurde bereits verwendet, ist abgelaufen, oder eine neuere Änderung hat ihn ersetzt. Fordern Sie die Änderung auf Ihrer Kontoseite erneut an.',
+  'account.password.none': 'Ihr Konto hat kein Passwort: Sie melden sich mit einem Passkey oder über einen anderen Dienst an.',
+  'account.password.noneRecovery': 'Um eines festzulegen, verwenden Sie „Passwort vergessen?“ auf der Anmeldeseite: Ein Link wird an Ihre Adresse gesendet.',
 };
 
 export default de;

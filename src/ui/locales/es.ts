@@ -375,6 +375,43 @@ const es: Catalogue = {
   'saml.refused.stale': 'Este enlace de inicio de sesión caducó. Vuelva a la aplicación e inicie sesión de nuevo.',
 
   ...consoleMessages,
+  'signUp.passkey': 'Crear una llave de acceso',
+  'signUp.passkeyHint':
+    'Una llave de acceso inicia sesión con el bloqueo de pantalla, la huella o la cara de este dispositivo: no hay contraseña que recordar.',
+  'signUp.orPassword': 'O elige una contraseña en su lugar:',
+  'signUp.error.passkey': 'No se pudo crear la llave de acceso. Vuelve a intentarlo o elige una contraseña.',
+  'account.email.heading': 'Dirección de correo',
+  'account.email.current': 'Tu dirección es <strong>{email}</strong>.',
+  'account.email.unverified': 'Aún no está confirmada: pídela abajo para recibir un enlace.',
+  'account.email.none': 'Tu cuenta no tiene dirección de correo.',
+  'account.email.pending': 'Pendiente de confirmación: <strong>{email}</strong>. Sigue el enlace que enviamos allí para que sea tu dirección.',
+  'account.email.new': 'Nueva dirección de correo',
+  'account.email.hint': 'Enviamos un enlace a la nueva dirección; tu dirección solo cambia cuando lo sigues, y se avisa a la dirección anterior.',
+  'account.email.submit': 'Cambiar la dirección',
+  'account.email.invalid': 'Escribe una dirección de correo, como nombre@example.com.',
+  'account.email.same': 'Esa ya es tu dirección.',
+  'account.email.limited': 'Se han pedido demasiados enlaces. Espera {minutes, plural, one {# minuto} other {# minutos}} y vuelve a intentarlo.',
+  'account.notice.emailSent': 'Hemos enviado un enlace a tu nueva dirección. Tu dirección cambia cuando lo sigues.',
+  'mail.emailChange.subject': 'Confirma tu nueva dirección de correo para {site}',
+  'mail.emailChange.text':
+    'Alguien pidió que esta dirección sea la dirección de correo de la cuenta {username} en {site}. Si fuiste tú, sigue este enlace antes del {time} para confirmarla:',
+  'mail.emailChange.action': 'Confirmar mi nueva dirección',
+  'mail.emailChange.ignore': 'Si no fuiste tú, ignora este mensaje: la cuenta conserva su dirección.',
+  'mail.emailChanged.subject': 'Se cambió tu dirección de correo para {site}',
+  'mail.emailChanged.text':
+    'La dirección de correo de la cuenta {username} en {site} se cambió a {email} el {time}. Los mensajes sobre la cuenta se envían ahora allí.',
+  'mail.emailChanged.warning':
+    'Si no la cambiaste tú, pide de inmediato un enlace para una nueva contraseña en la página de inicio de sesión y avisa a quien administra {site}.',
+  'emailChange.confirm.title': 'Confirma tu nueva dirección de correo',
+  'emailChange.confirm.text': 'Hacer de <strong>{email}</strong> la dirección de correo de la cuenta <strong>{username}</strong> en {site}.',
+  'emailChange.confirm.submit': 'Confirmar',
+  'emailChange.done.title': 'Se cambió tu dirección de correo',
+  'emailChange.done.text': '<strong>{email}</strong> es ahora la dirección de correo confirmada de <strong>{username}</strong>.',
+  'emailChange.done.continue': 'Ir a tu cuenta',
+  'emailChange.invalid.title': 'Este enlace no se puede usar',
+  'emailChange.invalid.text': 'Ya se usó, caducó o lo sustituyó un cambio más reciente. Vuelve a pedir el cambio en la página de tu cuenta.',
+  'account.password.none': 'Tu cuenta no tiene contraseña: inicias sesión con una llave de acceso o a través de otro servicio.',
+  'account.password.noneRecovery': 'Para establecer una, usa «¿Olvidaste tu contraseña?» en la página de inicio de sesión: se envía un enlace a tu dirección.',
 };
 
 export default es;

@@ -379,6 +379,44 @@ const fr: Catalogue = {
   'saml.refused.stale': 'Ce lien de connexion a expiré. Revenez à l’application et reconnectez-vous.',
 
   ...consoleMessages,
+  'signUp.passkey': 'Créer une clé d’accès',
+  'signUp.passkeyHint': 'Une clé d’accès vous connecte avec le verrouillage d’écran, l’empreinte ou le visage de cet appareil : aucun mot de passe à retenir.',
+  'signUp.orPassword': 'Ou choisissez plutôt un mot de passe :',
+  'signUp.error.passkey': 'La clé d’accès n’a pas pu être créée. Réessayez, ou choisissez un mot de passe.',
+  'account.email.heading': 'Adresse e-mail',
+  'account.email.current': 'Votre adresse est <strong>{email}</strong>.',
+  'account.email.unverified': 'Elle n’est pas encore confirmée : demandez-la ci-dessous pour recevoir un lien.',
+  'account.email.none': 'Votre compte n’a pas d’adresse e-mail.',
+  'account.email.pending': 'En attente de confirmation : <strong>{email}</strong>. Suivez le lien que nous y avons envoyé pour en faire votre adresse.',
+  'account.email.new': 'Nouvelle adresse e-mail',
+  'account.email.hint':
+    'Nous envoyons un lien à la nouvelle adresse ; votre adresse ne change que lorsque vous le suivez, et l’ancienne adresse en est informée.',
+  'account.email.submit': 'Changer d’adresse',
+  'account.email.invalid': 'Saisissez une adresse e-mail, par exemple nom@example.com.',
+  'account.email.same': 'C’est déjà votre adresse.',
+  'account.email.limited': 'Trop de liens ont été demandés. Attendez {minutes, plural, one {# minute} other {# minutes}}, puis réessayez.',
+  'account.notice.emailSent': 'Nous avons envoyé un lien à votre nouvelle adresse. Votre adresse change lorsque vous le suivez.',
+  'mail.emailChange.subject': 'Confirmez votre nouvelle adresse e-mail pour {site}',
+  'mail.emailChange.text':
+    'Quelqu’un a demandé que cette adresse devienne l’adresse e-mail du compte {username} sur {site}. Si c’était vous, suivez ce lien avant le {time} pour la confirmer :',
+  'mail.emailChange.action': 'Confirmer ma nouvelle adresse',
+  'mail.emailChange.ignore': 'Si ce n’était pas vous, ignorez ce message : le compte garde son adresse.',
+  'mail.emailChanged.subject': 'Votre adresse e-mail pour {site} a été changée',
+  'mail.emailChanged.text':
+    'L’adresse e-mail du compte {username} sur {site} a été remplacée par {email} le {time}. Les messages concernant le compte y sont désormais envoyés.',
+  'mail.emailChanged.warning':
+    'Si vous ne l’avez pas changée, demandez tout de suite un lien pour un nouveau mot de passe sur la page de connexion, et prévenez les responsables de {site}.',
+  'emailChange.confirm.title': 'Confirmer votre nouvelle adresse e-mail',
+  'emailChange.confirm.text': 'Faire de <strong>{email}</strong> l’adresse e-mail du compte <strong>{username}</strong> sur {site}.',
+  'emailChange.confirm.submit': 'Confirmer',
+  'emailChange.done.title': 'Votre adresse e-mail a été changée',
+  'emailChange.done.text': '<strong>{email}</strong> est désormais l’adresse e-mail confirmée de <strong>{username}</strong>.',
+  'emailChange.done.continue': 'Aller à votre compte',
+  'emailChange.invalid.title': 'Ce lien ne peut pas être utilisé',
+  'emailChange.invalid.text':
+    'Il a déjà été utilisé, il a expiré, ou une demande plus récente l’a remplacé. Demandez de nouveau le changement sur la page de votre compte.',
+  'account.password.none': 'Votre compte n’a pas de mot de passe : vous vous connectez avec une clé d’accès, ou par un autre service.',
+  'account.password.noneRecovery': 'Pour en définir un, utilisez « Mot de passe oublié ? » sur la page de connexion : un lien est envoyé à votre adresse.',
 };
 
 export default fr;

@@ -365,6 +365,42 @@ const ja: Catalogue = {
   'saml.refused.stale': 'このサインインリンクは有効期限が切れています。アプリに戻ってもう一度サインインしてください。',
 
   ...consoleMessages,
+  'signUp.passkey': 'パスキーを作成',
+  'signUp.passkeyHint': 'パスキーを使うと、このデバイスの画面ロック、指紋、または顔でサインインできます。覚えるパスワードはありません。',
+  'signUp.orPassword': 'または、代わりにパスワードを設定:',
+  'signUp.error.passkey': 'パスキーを作成できませんでした。もう一度お試しいただくか、パスワードを設定してください。',
+  'account.email.heading': 'メールアドレス',
+  'account.email.current': 'あなたのアドレスは <strong>{email}</strong> です。',
+  'account.email.unverified': 'まだ確認されていません。下で申し込むと確認用のリンクが届きます。',
+  'account.email.none': 'アカウントにメールアドレスがありません。',
+  'account.email.pending': '確認待ち: <strong>{email}</strong>。そのアドレスに送ったリンクを開くと、あなたのアドレスになります。',
+  'account.email.new': '新しいメールアドレス',
+  'account.email.hint': '新しいアドレスにリンクを送ります。リンクを開くまでアドレスは変わりません。以前のアドレスにも通知されます。',
+  'account.email.submit': 'アドレスを変更',
+  'account.email.invalid': 'name@example.com のようなメールアドレスを入力してください。',
+  'account.email.same': 'それはすでにあなたのアドレスです。',
+  'account.email.limited': 'リンクの要求が多すぎます。{minutes, plural, other {# 分}}待ってから、もう一度お試しください。',
+  'account.notice.emailSent': '新しいアドレスにリンクを送りました。リンクを開くとアドレスが変わります。',
+  'mail.emailChange.subject': '{site} の新しいメールアドレスを確認してください',
+  'mail.emailChange.text':
+    '{site} のアカウント {username} のメールアドレスをこのアドレスにするよう依頼がありました。ご本人の場合は、{time} までにこのリンクを開いて確認してください:',
+  'mail.emailChange.action': '新しいアドレスを確認',
+  'mail.emailChange.ignore': 'お心当たりがない場合は、このメッセージを無視してください。アカウントのアドレスは変わりません。',
+  'mail.emailChanged.subject': '{site} のメールアドレスが変更されました',
+  'mail.emailChanged.text':
+    '{site} のアカウント {username} のメールアドレスは {time} に {email} へ変更されました。今後、アカウントに関するメッセージはそちらに届きます。',
+  'mail.emailChanged.warning': '変更した覚えがない場合は、すぐにサインインページで新しいパスワード用のリンクを申し込み、{site} の運営者に知らせてください。',
+  'emailChange.confirm.title': '新しいメールアドレスの確認',
+  'emailChange.confirm.text': '<strong>{email}</strong> を {site} のアカウント <strong>{username}</strong> のメールアドレスにします。',
+  'emailChange.confirm.submit': '確認',
+  'emailChange.done.title': 'メールアドレスが変更されました',
+  'emailChange.done.text': '<strong>{email}</strong> が <strong>{username}</strong> の確認済みメールアドレスになりました。',
+  'emailChange.done.continue': 'アカウントへ',
+  'emailChange.invalid.title': 'このリンクは使用できません',
+  'emailChange.invalid.text':
+    'すでに使用されたか、有効期限が切れたか、より新しい変更に置き換えられました。アカウントページでもう一度変更を申し込んでください。',
+  'account.password.none': 'このアカウントにはパスワードがありません。パスキー、または別のサービスでサインインします。',
+  'account.password.noneRecovery': '設定するには、サインインページの「パスワードをお忘れですか？」を使ってください。あなたのアドレスにリンクが届きます。',
 };
 
 export default ja;

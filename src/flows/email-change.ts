@@ -1,0 +1,129 @@
+/**
+ * A person changes their own e-mail address (the account page). The new address is not used
+ * until the link mailed to it is followed: until then the account keeps its address, and the
+ * new one waits, by the hash of the link's token, bound to that one address. Following the
+ * link sets the address, verified (OIDC Core §5.1 email_verified: the person showed they
+ * receive its mail), and mails the old address a notice, so that a change its owner did not
+ * make is noticed. A newer request ends the older links; each link is single use and expires
+ * after TESSERA_SIGN_UP_LINK_TTL.
+ *
+ * Each request is charged to the network address it came from and to the e-mail address it
+ * names, on the budgets of "Forgot password?" (flows/recovery.ts): mail aimed at one inbox is
+ * counted the same whichever page asked for it.
+ */
+import type { Locale } from '../config/locales.ts';
+import { hashSecret, randomToken } from '../core/crypto.ts';
+import { EMAIL_CHANGE_VERIFY_PATH } from '../core/endpoints.ts';
+import type { EmailChangeRecord, UserRecord } from '../store/types.ts';
+import { Attempt, isRefusal } from './attempts.ts';
+import { transactionWithEvents } from './events.ts';
+import { mailAddress } from './mail/outbox.ts';
+import { RECOVERY_KEYS } from './recovery.ts';
+import { mailLocale, type AccountDeps } from './users.ts';
+
+const HOUR_MS = 60 * 60_000;
+
+/** Whether a person may change their address themselves: only where the link can be mailed. */
+export function emailChangeOffered(deps: Pick<AccountDeps, 'mail'>): boolean {
+  return deps.mail !== undefined;
+}
+
+export type EmailChangeResult =
+  | { readonly kind: 'sent'; readonly email: string }
+  | { readonly kind: 'invalid' }
+  /** The account has this address, verified, already. */
+  | { readonly kind: 'same' }
+  | { readonly kind: 'limited'; readonly retryAfterSeconds: number }
+  | { readonly kind: 'unavailable' };
+
+export async function requestEmailChange(
+  deps: AccountDeps,
+  user: UserRecord,
+  input: { readonly email: string; readonly ip: string; readonly locale: Locale },
+): Promise<EmailChangeResult> {
+  const { mail } = deps;
+  if (mail === undefined) return { kind: 'unavailable' };
+  const email = mailAddress(input.email);
+  if (email === null) return { kind: 'invalid' };
+  // The address the account has, unverified, may be asked for: the link then verifies it.
+  if (user.emailVerified && user.email?.toLowerCase() === email.toLowerCase()) return { kind: 'same' };
+  const settings = deps.config.recovery;
+  const attempt = await Attempt.reserve(
+    deps.store.rateLimits,
+    [
+      { key: `${RECOVERY_KEYS.address}${input.ip}`, limit: settings.perAddressPerHour },
+      { key: `${RECOVERY_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
+    ],
+    HOUR_MS,
+    deps.clock.now(),
+  );
+  if (isRefusal(attempt)) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
+  const now = deps.clock.now();
+  const token = randomToken(32);
+  const expiresAt = now + deps.config.signUp.linkTtlSeconds * 1000;
+  const change: EmailChangeRecord = { tokenHash: hashSecret(token), userId: user.id, email, createdAt: now, expiresAt, usedAt: null };
+  // Built from the issuer alone (docs/mail.md): no request header reaches a link.
+  const link = `${deps.config.issuer}${EMAIL_CHANGE_VERIFY_PATH}?${new URLSearchParams({ token }).toString()}`;
+  await transactionWithEvents(deps, async (tx, record) => {
+    // A newer request ends the older ones: only the address asked for last can be confirmed.
+    await tx.emailChanges.spendAllForUser(user.id, now);
+    await tx.emailChanges.create(change);
+    const asked = await record({ type: 'user.email_change_requested', userId: user.id, username: user.username });
+    await mail.queue(tx, asked, {
+      kind: 'email_change',
+      to: { address: email, name: user.name ?? '' },
+      locale: mailLocale(deps, user, input.locale),
+      values: { username: user.username, email, link, expiresAt },
+    });
+  });
+  return { kind: 'sent', email };
+}
+
+/** The address waiting for its link, for the account page; null when none is. */
+export async function pendingEmailChange(deps: Pick<AccountDeps, 'store' | 'clock'>, user: UserRecord): Promise<string | null> {
+  return (await deps.store.emailChanges.pendingFor(user.id, deps.clock.now()))?.email ?? null;
+}
+
+/** The live change `token` names, with its account, or null. */
+export async function findEmailChange(
+  deps: Pick<AccountDeps, 'store' | 'clock'>,
+  token: string,
+): Promise<{ readonly change: EmailChangeRecord; readonly user: UserRecord } | null> {
+  if (token.length === 0 || token.length > 128) return null;
+  const change = await deps.store.emailChanges.find(hashSecret(token), deps.clock.now());
+  const user = change === null ? null : await deps.store.users.get(change.userId);
+  return change === null || user === null || user.disabled ? null : { change, user };
+}
+
+export type EmailChangeVerifyResult = { readonly kind: 'done'; readonly user: UserRecord; readonly email: string } | { readonly kind: 'invalid_link' };
+
+/**
+ * Follows the link: exactly one caller uses it up (one conditional UPDATE), in the transaction
+ * that sets the address, ends the person's other waiting links, and queues the notice to the
+ * old address.
+ */
+export async function verifyEmailChange(deps: AccountDeps, token: string): Promise<EmailChangeVerifyResult> {
+  const found = await findEmailChange(deps, token);
+  if (found === null) return { kind: 'invalid_link' };
+  const { user } = found;
+  return transactionWithEvents(deps, async (tx, record): Promise<EmailChangeVerifyResult> => {
+    const now = Math.max(deps.clock.now(), user.updatedAt + 1);
+    const used = await tx.emailChanges.consume(found.change.tokenHash, deps.clock.now());
+    if (used === null) return { kind: 'invalid_link' };
+    await tx.emailChanges.spendAllForUser(user.id, now);
+    await tx.users.update(user.id, { email: used.email, emailVerified: true }, now);
+    const changed = await record({ type: 'user.email_changed', userId: user.id, username: user.username, detail: { by: 'email' } });
+    // As an operator's change is announced: webhooks' user.updated, CAEP token-claims-change.
+    await record({ type: 'user.updated', userId: user.id, username: user.username, detail: { fields: 'email emailVerified', by: 'user' } });
+    const old = user.email;
+    if (deps.mail && old !== null && old.toLowerCase() !== used.email.toLowerCase()) {
+      await deps.mail.queue(tx, changed, {
+        kind: 'email_changed',
+        to: { address: old, name: user.name ?? '' },
+        locale: mailLocale(deps, user),
+        values: { username: user.username, email: used.email, at: changed.at },
+      });
+    }
+    return { kind: 'done', user: { ...user, email: used.email, emailVerified: true }, email: used.email };
+  });
+}

@@ -1,0 +1,245 @@
+/**
+ * A person changes their own e-mail address on /account, with a real SMTP server on loopback:
+ * the address stays as it was until the link mailed to the new one is followed; then it is
+ * the account's, verified, and the old address is mailed a notice. The link works once, until
+ * it expires, and only while it is the newest asked for; each refusal is a page that says so.
+ * An operator's change is at once, and unverified unless the operator says otherwise.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { removeUser, updateUser } from '../src/flows/manage/users.ts';
+import { FormBrowser, type Page } from './helpers/browser.ts';
+import { clockAtStart } from './helpers/clock.ts';
+import { manageDeps } from './helpers/manage.ts';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+
+const text = (html: string) =>
+  html
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ');
+
+function changeLink(body: string | undefined): string {
+  const link = /(https?:\/\/\S+\/account\/email\/verify\?token=\S+)/.exec(body ?? '')?.[1];
+  assert.ok(link, `no link in:\n${body}`);
+  return link;
+}
+
+describe('changing one’s e-mail address', () => {
+  const clock = clockAtStart();
+  let smtp: TestSmtpServer;
+  let server: TestServer;
+
+  before(async () => {
+    smtp = await startSmtpServer();
+    server = await startTestServer({
+      clock,
+      env: {
+        TESSERA_SMTP_URL: smtp.url,
+        TESSERA_SMTP_STARTTLS: 'off',
+        TESSERA_MAIL_RETRY_DELAY_MS: '50',
+        TESSERA_RECOVERY_PER_EMAIL: '3',
+        TESSERA_RECOVERY_PER_ADDRESS: '50',
+      },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await smtp.close();
+  });
+
+  async function signedIn(user: TestUser): Promise<{ browser: FormBrowser; page: Page }> {
+    const browser = new FormBrowser(server.url);
+    const login = await browser.follow(await browser.request('/account'));
+    const page = await browser.follow(await browser.submit(login, '/login', { username: user.username, password: user.password }));
+    assert.equal(page.status, 200);
+    return { browser, page };
+  }
+
+  /** The `nth` message to `address`, once it has arrived (messages to others come in between, in any order). */
+  async function mailTo(address: string, nth = 1) {
+    for (let count = 1, seen = 0; ; count++) {
+      const mail = await smtp.next(count);
+      if (mail.to.includes(address) && ++seen === nth) return mail;
+    }
+  }
+
+  async function ask(browser: FormBrowser, page: Page, email: string): Promise<Page> {
+    return browser.submit(page, '/account/email', { email });
+  }
+
+  it('changes the address only when the link mailed to the new one is followed, then tells the old one', async () => {
+    const user = await server.addUser({ username: 'hedy', name: 'Hedy Lamarr', email: 'hedy@example.com', profile: { emailVerified: true } });
+    const { browser, page } = await signedIn(user);
+    assert.match(text(page.html), /Your address is hedy@example\.com ?\./);
+
+    const asked = await ask(browser, page, 'hedy@example.org');
+    assert.equal(asked.status, 303);
+    const account = await browser.follow(asked);
+    assert.match(text(account.html), /We sent a link to your new address\. Your address changes when you follow it\./);
+    assert.match(text(account.html), /Waiting for confirmation: hedy@example\.org ?\./);
+    const unchanged = await server.store.users.findByUsername('hedy');
+    assert.equal(unchanged?.email, 'hedy@example.com', 'not before the link');
+    assert.equal(unchanged?.emailVerified, true);
+
+    const mail = await mailTo('hedy@example.org');
+    assert.equal(mail.parsed.subject, 'Confirm your new e-mail address for Tessera');
+    const link = changeLink(mail.parsed.text);
+    assert.ok(link.startsWith(`${server.url}/account/email/verify?token=`), link);
+    assert.ok(String(mail.parsed.html).includes(link.replace(/&/g, '&amp;')), 'the HTML part carries the same link');
+    const token = new URL(link).searchParams.get('token')!;
+    assert.equal((await server.store.emailChanges.find(token, clock.now())) ?? null, null, 'only a hash of the link is kept: the token itself finds nothing');
+
+    // Opened on another device, not signed in: a page with a button, so that a mail scanner changes nothing.
+    const other = new FormBrowser(server.url);
+    const confirm = await other.request(link);
+    assert.equal(confirm.status, 200);
+    assert.match(text(confirm.html), /Make hedy@example\.org the e-mail address of the account hedy on Tessera\./);
+    assert.equal((await server.store.users.findByUsername('hedy'))?.email, 'hedy@example.com');
+    const done = await other.submit(confirm, '/account/email/verify', {});
+    assert.equal(done.status, 200);
+    assert.match(text(done.html), /hedy@example\.org is now the confirmed e-mail address of hedy ?\./);
+    const changed = await server.store.users.findByUsername('hedy');
+    assert.equal(changed?.email, 'hedy@example.org');
+    assert.equal(changed?.emailVerified, true);
+    const events = await server.store.events.list({ userId: changed!.id, limit: 20 });
+    assert.deepEqual(
+      events
+        .filter((event) => event.type.startsWith('user.'))
+        .map((event) => [event.type, event.detail['by']])
+        .sort(),
+      [
+        ['user.email_change_requested', undefined],
+        ['user.email_changed', 'email'],
+        ['user.updated', 'user'],
+      ],
+      'announced as an operator’s change is, for webhooks and Shared Signals receivers',
+    );
+
+    const notice = await mailTo('hedy@example.com');
+    assert.equal(notice.parsed.subject, 'Your e-mail address for Tessera was changed');
+    assert.match(notice.parsed.text ?? '', /The e-mail address of the account hedy on Tessera was changed to hedy@example\.org on /);
+    assert.match(notice.parsed.html || '', /hedy@example\.org/);
+    assert.equal(smtp.received.filter((one) => one.to.includes('hedy@example.com')).length, 1, 'one notice');
+
+    const again = await other.submit(confirm, '/account/email/verify', {});
+    assert.equal(again.status, 400, 'a used link');
+    assert.match(text(again.html), /This link cannot be used/);
+    assert.match(text(again.html), /It has already been used, it has expired, or a newer change replaced it\./);
+    assert.equal((await other.request(link)).status, 400);
+  });
+
+  it('refuses a link once a newer address was asked for, and an expired one', async () => {
+    const user = await server.addUser({ username: 'grace', email: 'grace@example.com', profile: { emailVerified: true } });
+    const { browser, page } = await signedIn(user);
+    await ask(browser, page, 'grace@one.example');
+    const first = changeLink((await mailTo('grace@one.example')).parsed.text);
+    await ask(browser, page, 'grace@two.example');
+    const second = changeLink((await mailTo('grace@two.example')).parsed.text);
+
+    const other = new FormBrowser(server.url);
+    const replaced = await other.request(first);
+    assert.equal(replaced.status, 400, 'a link for an address no longer asked for');
+    assert.match(text(replaced.html), /a newer change replaced it/);
+    // A form for the replaced link, posted anyway, changes nothing either.
+    const forged = await other.submit(await other.request(second), '/account/email/verify', { token: new URL(first).searchParams.get('token')! });
+    assert.equal(forged.status, 400);
+    assert.equal((await server.store.users.findByUsername('grace'))?.email, 'grace@example.com');
+
+    clock.advance(24 * 3600 * 1000 + 1000);
+    try {
+      const expired = await other.request(second);
+      assert.equal(expired.status, 400);
+      assert.match(text(expired.html), /This link cannot be used/);
+    } finally {
+      clock.advance(-(24 * 3600 * 1000 + 1000));
+    }
+    assert.equal((await server.store.users.findByUsername('grace'))?.email, 'grace@example.com');
+    const done = await other.submit(await other.request(second), '/account/email/verify', {});
+    assert.equal(done.status, 200, 'the newest link still works before it expires');
+    assert.equal((await server.store.users.findByUsername('grace'))?.email, 'grace@two.example');
+  });
+
+  it('refuses a bad address and the address the account has, with 400, and mails nothing', async () => {
+    const user = await server.addUser({ username: 'katherine', email: 'katherine@example.com', profile: { emailVerified: true } });
+    const { browser, page } = await signedIn(user);
+    const bad = await ask(browser, page, 'not an address');
+    assert.equal(bad.status, 400);
+    assert.match(text(bad.html), /Enter an e-mail address, such as name@example\.com\./);
+    assert.match(bad.html, /id="new_email"[^>]*aria-invalid="true"/);
+    const injected = await ask(browser, page, 'katherine@example.org\r\nBcc: someone@example.net');
+    assert.equal(injected.status, 400, 'a line break never reaches a header');
+    const same = await ask(browser, page, 'Katherine@Example.com');
+    assert.equal(same.status, 400);
+    assert.match(text(same.html), /That is your address already\./);
+    // A request that is sent, after them: nothing came before it to these addresses.
+    await ask(browser, page, 'katherine@sent.example');
+    await mailTo('katherine@sent.example');
+    assert.deepEqual(
+      smtp.received.filter((mail) => mail.to.some((to) => to.startsWith('katherine@') && to !== 'katherine@sent.example')),
+      [],
+    );
+  });
+
+  it('verifies the address the account has, unverified, by the same link, and tells no one of a change', async () => {
+    const user = await server.addUser({ username: 'mary', email: 'mary@example.com' });
+    const { browser, page } = await signedIn(user);
+    assert.match(text(page.html), /It is not confirmed yet/);
+    assert.equal((await ask(browser, page, 'mary@example.com')).status, 303);
+    const link = changeLink((await mailTo('mary@example.com')).parsed.text);
+    const other = new FormBrowser(server.url);
+    assert.equal((await other.submit(await other.request(link), '/account/email/verify', {})).status, 200);
+    const verified = await server.store.users.findByUsername('mary');
+    assert.equal(verified?.email, 'mary@example.com');
+    assert.equal(verified?.emailVerified, true);
+    const events = await server.store.events.list({ userId: verified!.id, limit: 20 });
+    const [changed] = await server.store.mail.forEvent(events.find((event) => event.type === 'user.email_changed')!.id);
+    assert.equal(changed, undefined, 'no notice: the address is the same');
+  });
+
+  it('counts requests for one new address against the recovery budget, with 429', async () => {
+    const user = await server.addUser({ username: 'dorothy', email: 'dorothy@example.com', profile: { emailVerified: true } });
+    const { browser, page } = await signedIn(user);
+    for (let i = 0; i < 3; i++) assert.equal((await ask(browser, page, 'dorothy@flood.example')).status, 303);
+    const refused = await ask(browser, page, 'dorothy@flood.example');
+    assert.equal(refused.status, 429);
+    assert.ok(Number(refused.headers.get('retry-after')) > 0);
+    assert.match(text(refused.html), /Too many links were asked for\./);
+  });
+
+  it('writes the mail in the person’s language', async () => {
+    const user = await server.addUser({ username: 'marie', email: 'marie@example.com', profile: { emailVerified: true, locale: 'fr' } });
+    const { browser, page } = await signedIn(user);
+    await ask(browser, page, 'marie@example.fr');
+    const mail = await mailTo('marie@example.fr');
+    assert.equal(mail.parsed.subject, 'Confirmez votre nouvelle adresse e-mail pour Tessera');
+    assert.match(mail.parsed.html || '', /<html lang="fr"/);
+  });
+
+  it('lets an operator change an address at once, unverified unless the operator says it is, ending a change the person asked for', async () => {
+    const user = await server.addUser({ username: 'barbara', email: 'barbara@example.com', profile: { emailVerified: true } });
+    const { browser, page } = await signedIn(user);
+    await ask(browser, page, 'barbara@asked.example');
+    const link = changeLink((await mailTo('barbara@asked.example')).parsed.text);
+
+    const deps = { ...manageDeps(server), clock };
+    const updated = await updateUser(deps, 'barbara', { email: 'barbara@operator.example' });
+    assert.equal(updated.email, 'barbara@operator.example');
+    assert.equal(updated.emailVerified, false, 'the old address’s verification says nothing of the new one');
+    assert.equal((await new FormBrowser(server.url).request(link)).status, 400, 'the person’s waiting change is ended');
+
+    const vouched = await updateUser(deps, 'barbara', { email: 'barbara@vouched.example', email_verified: true });
+    assert.equal(vouched.emailVerified, true);
+    const renamed = await updateUser(deps, 'barbara', { name: 'Barbara Liskov' });
+    assert.equal(renamed.emailVerified, true, 'a change that leaves the address keeps its verification');
+    const recased = await updateUser(deps, 'barbara', { email: 'Barbara@Vouched.example' });
+    assert.equal(recased.emailVerified, true, 'the same address in other letters');
+
+    // The account goes, and its changes with it.
+    await ask(browser, page, 'barbara@last.example');
+    await removeUser(deps, 'barbara');
+    assert.equal(await server.store.users.findByUsername('barbara'), null);
+    assert.equal((await new FormBrowser(server.url).request(changeLink((await mailTo('barbara@last.example')).parsed.text))).status, 400);
+  });
+});

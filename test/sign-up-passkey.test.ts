@@ -1,0 +1,134 @@
+/**
+ * Sign-up with a passkey over HTTP, with a software authenticator (helpers/authenticator.ts):
+ * with TESSERA_SIGN_UP_VERIFY=later the account is made at once with the passkey and no
+ * password, its address unverified until the link; the passkey then signs in. An answer made
+ * for another account id, another origin or a used challenge makes nothing. The real browser
+ * path is test/sign-up-passkey-browser.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { verifyPassword } from '../src/core/password.ts';
+import { SoftwarePasskey } from './helpers/authenticator.ts';
+import { FormBrowser, type Page } from './helpers/browser.ts';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+
+describe('sign-up with a passkey', () => {
+  let smtp: TestSmtpServer;
+  let server: TestServer;
+
+  before(async () => {
+    smtp = await startSmtpServer();
+    server = await startTestServer({
+      issuerHost: 'localhost',
+      env: {
+        TESSERA_SIGN_UP: 'open',
+        TESSERA_SIGN_UP_VERIFY: 'later',
+        TESSERA_SIGN_UP_PER_EMAIL: '20',
+        TESSERA_SMTP_URL: smtp.url,
+        TESSERA_SMTP_STARTTLS: 'off',
+      },
+    });
+  });
+  after(async () => {
+    await server.close();
+    await smtp.close();
+  });
+
+  async function options(browser: FormBrowser, form: Page, fields: Record<string, string>): Promise<{ status: number; json: Record<string, any> }> {
+    const csrf = browser.form(form, '/sign-up').fields['csrf_token']!;
+    const answer = await browser.request('/sign-up/passkey/options', { form: { csrf_token: csrf, ...fields } });
+    return { status: answer.status, json: JSON.parse(answer.html) };
+  }
+
+  it('makes the account at once with the passkey and no password, its address unverified, and the passkey signs in', async () => {
+    const browser = new FormBrowser(server.url);
+    const form = await browser.request('/sign-up');
+    assert.match(form.html, /id="passkey-sign-up-button"/);
+    const fields = { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' };
+    const asked = await options(browser, form, fields);
+    assert.equal(asked.status, 200);
+    assert.equal(asked.json['rp']['id'], 'localhost');
+    assert.equal(asked.json['authenticatorSelection']['residentKey'], 'required');
+    const passkey = new SoftwarePasskey();
+    const response = passkey.register(asked.json, server.url);
+    const answer = await browser.submit(form, '/sign-up', { ...fields, response: JSON.stringify(response), passkey_user: asked.json['user']['id'] });
+    assert.equal(answer.status, 200, answer.html.slice(0, 800));
+
+    const user = await server.store.users.findByUsername('ada');
+    assert.ok(user, 'made at once');
+    assert.equal(user.emailVerified, false);
+    assert.equal(Buffer.from(asked.json['user']['id'], 'base64url').toString('utf8'), user.id, 'the user handle is the sub');
+    assert.equal(await verifyPassword('a long enough password', user.passwordHash), false);
+    const [stored] = await server.store.passkeys.listForUser(user.id);
+    assert.equal(stored?.id, passkey.id);
+
+    // The passkey signs in.
+    const signIn = new FormBrowser(server.url);
+    const login = await signIn.follow(await signIn.request('/account'));
+    const csrf = signIn.form(login, '/login/passkey').fields['csrf_token']!;
+    const challenge = JSON.parse((await signIn.request('/login/passkey/options', { form: { csrf_token: csrf } })).html);
+    const signedIn = await signIn.submit(login, '/login/passkey', { response: JSON.stringify(passkey.authenticate(challenge, server.url)) });
+    assert.equal(signedIn.status, 303, signedIn.html.slice(0, 500));
+    // No password to give as the current one: the account page says how to set one instead.
+    const account = await signIn.follow(signedIn);
+    assert.match(account.html, /Your account has no password: you sign in with a passkey, or through another service\./);
+    assert.match(account.html, /To set one, use “Forgot password\?” on the sign-in page/);
+    assert.doesNotMatch(account.html, /name="current_password"/);
+
+    // Its address is verified when the link is followed.
+    const link = /(http\S+\/sign-up\/verify\?token=\S+)/.exec((await smtp.next()).parsed.text ?? '')?.[1];
+    assert.ok(link);
+    const confirm = await browser.request(link);
+    assert.equal((await browser.submit(confirm, '/sign-up/verify', {})).status, 200);
+    assert.equal((await server.store.users.findByUsername('ada'))?.emailVerified, true);
+  });
+
+  it('makes nothing from an answer for another account id, from another origin, or to a used challenge', async () => {
+    const browser = new FormBrowser(server.url);
+    const form = await browser.request('/sign-up');
+    const fields = { username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' };
+    const asked = await options(browser, form, fields);
+    const other = await options(browser, form, { ...fields, username: 'grace2' });
+    const passkey = new SoftwarePasskey();
+
+    const swapped = await browser.submit(form, '/sign-up', {
+      ...fields,
+      response: JSON.stringify(passkey.register(asked.json, server.url)),
+      passkey_user: other.json['user']['id'],
+    });
+    assert.equal(swapped.status, 400, 'the challenge was given for another account id');
+    assert.match(swapped.html, /The passkey could not be made\. Try again, or choose a password\./);
+
+    const elsewhere = await browser.submit(form, '/sign-up', {
+      ...fields,
+      response: JSON.stringify(passkey.register(other.json, 'https://evil.example')),
+      passkey_user: other.json['user']['id'],
+    });
+    assert.equal(elsewhere.status, 400, 'another origin');
+    const spent = await browser.submit(form, '/sign-up', {
+      ...fields,
+      response: JSON.stringify(passkey.register(other.json, server.url)),
+      passkey_user: other.json['user']['id'],
+    });
+    assert.equal(spent.status, 400, 'its challenge was used by the refused answer');
+    assert.equal(await server.store.users.findByUsername('grace'), null);
+
+    const garbage = await browser.submit(form, '/sign-up', { ...fields, response: 'not json', passkey_user: 'x' });
+    assert.equal(garbage.status, 400);
+  });
+
+  it('refuses the options for a bad or taken username with the words the form would say', async () => {
+    await server.addUser({ username: 'taken' });
+    const browser = new FormBrowser(server.url);
+    const form = await browser.request('/sign-up');
+    const taken = await options(browser, form, { username: 'taken', name: 'Someone', email: 'someone@example.com' });
+    assert.equal(taken.status, 409);
+    assert.deepEqual(taken.json, { field: 'username', error: 'That username is taken. Choose another.' });
+    const bad = await options(browser, form, { username: 'no spaces', name: 'Someone', email: 'someone@example.com' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json['field'], 'username');
+    const forged = await browser.request('/sign-up/passkey/options', { form: { csrf_token: 'wrong', username: 'x', name: 'x', email: 'x@example.com' } });
+    assert.notEqual(forged.status, 200, 'a request without this browser’s CSRF token');
+  });
+});

@@ -35,6 +35,10 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   // A SAML service provider is sent signed statements about the people who sign in to it.
   'admin:saml': 'Manage SAML service providers',
   'admin:saml:read': 'Read SAML service providers',
+  // An organization's verified domain sends its people's sign-in to an upstream provider,
+  // which setting also needs admin:providers (flows/manage/authority.ts).
+  'admin:orgs': 'Manage organizations and their members',
+  'admin:orgs:read': 'Read organizations and their members',
   // SCIM 2.0 (docs/scim.md): a provisioning client's token for <issuer>/admin with this scope
   // calls <issuer>/scim/v2 as a SCIM token does; it opens no admin API operation.
   scim: 'Provision people and groups over SCIM 2.0 (<issuer>/scim/v2)',

@@ -42,6 +42,7 @@ import type { SignUpStore } from './sign-ups.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
+import type { OrganizationStore } from './organizations.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
@@ -68,6 +69,7 @@ export * from './sign-ups.ts';
 export * from './invitations.ts';
 export * from './ssf.ts';
 export * from './saml.ts';
+export * from './organizations.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
@@ -120,6 +122,8 @@ export interface Stores {
   readonly groups: GroupStore;
   /** The identity providers whose ID-JAGs this server redeems. */
   readonly trustedIssuers: TrustedIssuerStore;
+  /** Organizations and their members (docs/organizations.md). */
+  readonly organizations: OrganizationStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -33,6 +33,7 @@ import { signUpsStores } from './sign-ups.ts';
 import { invitationsStores } from './invitations.ts';
 import { ssfStores } from './ssf.ts';
 import { samlStores } from './saml.ts';
+import { organizationsStores } from './organizations.ts';
 import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
@@ -65,6 +66,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),
+    ...organizationsStores(d, q),
   };
 }
 

@@ -8,6 +8,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   offline_access: 'Stay connected while you are away (until you revoke it)',
   // The groups an upstream provider or directory says the person is in.
   groups: 'See the groups you belong to',
+  // The organization the person signs in for (docs/organizations.md): org_id and org_name.
+  organization: 'Know which organization you sign in for',
 };
 
 export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);

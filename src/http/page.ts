@@ -1,7 +1,7 @@
 import { signUpOffered } from '../flows/sign-up.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
+import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal, type MemberPolicy } from '../flows/second-factor/policy.ts';
 import { emailDomain } from '../flows/upstream/accounts.ts';
 import { providerSettings } from '../flows/upstream/settings.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
@@ -55,6 +55,7 @@ export interface Pages {
     session: SessionRecord,
     returnTo: string,
     requestedAcr?: readonly string[] | null,
+    member?: MemberPolicy,
   ): Promise<FastifyReply> | null;
 }
 
@@ -109,8 +110,8 @@ export function pagesFor(deps: AppDeps): Pages {
         { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null },
         hints,
       ),
-    refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
-      const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
+    refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null, member) => {
+      const refusal = approvalRefusal(deps.config, client, session, requestedAcr, member);
       if (refusal === null) return null;
       const notice = pageUi(site, request).t.text(REFUSALS[refusal], { client: client.name });
       return signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });

@@ -312,6 +312,10 @@ export interface ConsentView {
    * `host`: where a metadata-document app describes itself (its client_id's host).
    */
   readonly unverified?: { readonly host: string | null };
+  /** The person's organizations, when they are in several and the app asks for one: they choose (docs/organizations.md). */
+  readonly organizations?: readonly { readonly id: string; readonly name: string }[];
+  /** The one chosen before (kept with their approval), checked. */
+  readonly chosenOrganization?: string | null;
 }
 
 /** "Not verified by <site>": the warning over an app that registered itself. */
@@ -368,8 +372,18 @@ ${scopeList(ui, view.access)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}
 ${hiddenFields(view.fields)}
+${
+  view.organizations !== undefined && view.organizations.length > 0
+    ? html`<fieldset class="organizations"><legend>${t.html('consent.organization', { client: view.clientName })}</legend>
+${view.organizations.map(
+  (organization, index) =>
+    html`<div class="check"><input type="radio" id="organization-${String(index)}" name="organization" value="${organization.id}" required ${organization.id === view.chosenOrganization ? html`checked` : null}><label for="organization-${String(index)}">${organization.name}</label></div>`,
+)}
+</fieldset>`
+    : null
+}
 <div class="actions">
-<button type="submit" name="decision" value="deny" class="choice">${t.html('consent.deny')}</button>
+<button type="submit" name="decision" value="deny" class="choice" formnovalidate>${t.html('consent.deny')}</button>
 <button type="submit" name="decision" value="approve" class="choice">${t.html('consent.approve')}</button>
 </div>
 </form>

@@ -18,6 +18,7 @@ const ar: Catalogue = {
   'scope.phone': 'الاطلاع على رقم هاتفك',
   'scope.offline_access': 'البقاء متصلًا أثناء غيابك (إلى أن تلغي ذلك)',
   'scope.groups': 'الاطلاع على المجموعات التي تنتمي إليها',
+  'scope.organization': 'معرفة المؤسسة التي تسجّل الدخول باسمها',
 
   'signIn.title': 'تسجيل الدخول',
   'signIn.toContinue': 'للمتابعة إلى <strong>{client}</strong>',
@@ -89,6 +90,7 @@ const ar: Catalogue = {
   'consent.unverifiedHost':
     '<strong>لم يتحقق منه {site}.</strong> يصف هذا التطبيق نفسه على <strong>{host}</strong>: لم يتحقق {site} ممن صنعه. وافق فقط إذا كنت تعرف التطبيق.',
   'consent.deny': 'رفض',
+  'consent.organization': 'باسم أي مؤسسة تسجّل الدخول إلى <strong>{client}</strong>؟',
   'consent.approve': 'سماح',
   'signedInAs.text': 'مسجّل الدخول باسم <strong>{name}</strong>.',
   'signedInAs.signOut': 'لست أنت؟ سجّل الخروج',

@@ -18,6 +18,7 @@ const de: Catalogue = {
   'scope.phone': 'Ihre Telefonnummer sehen',
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
   'scope.groups': 'Die Gruppen sehen, denen Sie angehören',
+  'scope.organization': 'Wissen, für welche Organisation Sie sich anmelden',
 
   'signIn.title': 'Anmelden',
   'signIn.toContinue': 'um mit <strong>{client}</strong> fortzufahren',
@@ -97,6 +98,7 @@ const de: Catalogue = {
   'consent.unverifiedHost':
     '<strong>Nicht von {site} geprüft.</strong> Diese App beschreibt sich unter <strong>{host}</strong>: {site} hat nicht geprüft, wer sie gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
   'consent.deny': 'Ablehnen',
+  'consent.organization': 'Für welche Organisation melden Sie sich bei <strong>{client}</strong> an?',
   'consent.approve': 'Zulassen',
   'signedInAs.text': 'Angemeldet als <strong>{name}</strong>.',
   'signedInAs.signOut': 'Nicht Sie? Abmelden',

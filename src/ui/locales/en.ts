@@ -24,6 +24,7 @@ const en = {
   'scope.phone': SCOPE_DESCRIPTIONS['phone']!,
   'scope.offline_access': SCOPE_DESCRIPTIONS['offline_access']!,
   'scope.groups': SCOPE_DESCRIPTIONS['groups']!,
+  'scope.organization': SCOPE_DESCRIPTIONS['organization']!,
 
   'signIn.title': 'Sign in',
   'signIn.toContinue': 'to continue to <strong>{client}</strong>',
@@ -99,6 +100,7 @@ const en = {
   'consent.unverifiedHost':
     '<strong>Not verified by {site}.</strong> This app describes itself at <strong>{host}</strong>: {site} has not checked who made it. Approve only if you know the app.',
   'consent.deny': 'Deny',
+  'consent.organization': 'Which organization do you sign in to <strong>{client}</strong> for?',
   'consent.approve': 'Approve',
   'signedInAs.text': 'Signed in as <strong>{name}</strong>.',
   'signedInAs.signOut': 'Not you? Sign out',

@@ -18,6 +18,7 @@ const es: Catalogue = {
   'scope.phone': 'Ver tu número de teléfono',
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
   'scope.groups': 'Ver los grupos a los que perteneces',
+  'scope.organization': 'Saber para qué organización inicias sesión',
 
   'signIn.title': 'Iniciar sesión',
   'signIn.toContinue': 'para continuar a <strong>{client}</strong>',
@@ -96,6 +97,7 @@ const es: Catalogue = {
   'consent.unverifiedHost':
     '<strong>No verificada por {site}.</strong> Esta aplicación se describe en <strong>{host}</strong>: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
   'consent.deny': 'Denegar',
+  'consent.organization': '¿Para qué organización inicias sesión en <strong>{client}</strong>?',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Sesión iniciada como <strong>{name}</strong>.',
   'signedInAs.signOut': '¿No eres tú? Cerrar sesión',

@@ -19,6 +19,7 @@ const fr: Catalogue = {
   'scope.phone': 'Voir votre numéro de téléphone',
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
   'scope.groups': 'Voir les groupes dont vous faites partie',
+  'scope.organization': 'Savoir pour quelle organisation vous vous connectez',
 
   'signIn.title': 'Connexion',
   'signIn.toContinue': 'pour continuer vers <strong>{client}</strong>',
@@ -97,6 +98,7 @@ const fr: Catalogue = {
   'consent.unverifiedHost':
     '<strong>Non vérifiée par {site}.</strong> Cette application se décrit sur <strong>{host}</strong> : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
   'consent.deny': 'Refuser',
+  'consent.organization': 'Pour quelle organisation vous connectez-vous à <strong>{client}</strong> ?',
   'consent.approve': 'Autoriser',
   'signedInAs.text': 'Connecté en tant que <strong>{name}</strong>.',
   'signedInAs.signOut': 'Ce n’est pas vous ? Se déconnecter',

@@ -18,6 +18,7 @@ const ja: Catalogue = {
   'scope.phone': 'あなたの電話番号を見る',
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
   'scope.groups': 'あなたが所属するグループを見る',
+  'scope.organization': 'どの組織としてサインインするかを知る',
 
   'signIn.title': 'ログイン',
   'signIn.toContinue': '<strong>{client}</strong> に進むには',
@@ -94,6 +95,7 @@ const ja: Catalogue = {
   'consent.unverifiedHost':
     '<strong>{site} による確認はされていません。</strong>このアプリは <strong>{host}</strong> で自身を説明しており、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
   'consent.deny': '拒否',
+  'consent.organization': '<strong>{client}</strong> にどの組織としてサインインしますか？',
   'consent.approve': '許可',
   'signedInAs.text': '<strong>{name}</strong> としてログインしています。',
   'signedInAs.signOut': 'ご本人ではありませんか？ログアウト',

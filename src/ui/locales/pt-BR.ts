@@ -18,6 +18,7 @@ const ptBR: Catalogue = {
   'scope.phone': 'Ver seu número de telefone',
   'scope.offline_access': 'Manter o acesso enquanto você estiver ausente (até você revogá-lo)',
   'scope.groups': 'Ver os grupos dos quais você faz parte',
+  'scope.organization': 'Saber para qual organização você entra',
 
   'signIn.title': 'Entrar',
   'signIn.toContinue': 'para continuar em <strong>{client}</strong>',
@@ -95,6 +96,7 @@ const ptBR: Catalogue = {
   'consent.unverifiedHost':
     '<strong>Não verificado por {site}.</strong> Este aplicativo se descreve em <strong>{host}</strong>: {site} não verificou quem o criou. Aprove somente se você conhece o aplicativo.',
   'consent.deny': 'Negar',
+  'consent.organization': 'Para qual organização você entra em <strong>{client}</strong>?',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Conectado como <strong>{name}</strong>.',
   'signedInAs.signOut': 'Não é você? Sair',

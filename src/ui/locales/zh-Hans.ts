@@ -18,6 +18,7 @@ const zhHans: Catalogue = {
   'scope.phone': '查看你的电话号码',
   'scope.offline_access': '在你离开时保持连接（直到你撤销为止）',
   'scope.groups': '查看你所属的群组',
+  'scope.organization': '了解你代表哪个组织登录',
 
   'signIn.title': '登录',
   'signIn.toContinue': '以继续使用 <strong>{client}</strong>',
@@ -85,6 +86,7 @@ const zhHans: Catalogue = {
   'consent.unverified': '<strong>未经 {site} 验证。</strong>{client} 是自行注册的：{site} 未核实其开发者。仅在你了解此应用时才批准。',
   'consent.unverifiedHost': '<strong>未经 {site} 验证。</strong>此应用在 <strong>{host}</strong> 描述自身：{site} 未核实其开发者。仅在你了解此应用时才批准。',
   'consent.deny': '拒绝',
+  'consent.organization': '你代表哪个组织登录 <strong>{client}</strong>？',
   'consent.approve': '允许',
   'signedInAs.text': '已登录为 <strong>{name}</strong>。',
   'signedInAs.signOut': '不是你？退出登录',

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
 import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal, type MemberPolicy } from '../flows/second-factor/policy.ts';
 import { emailDomain } from '../flows/upstream/accounts.ts';
+import { providerForDomain } from '../flows/organizations/routing.ts';
 import { providerSettings } from '../flows/upstream/settings.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
 import { isMessageKey, type MessageKey } from '../ui/i18n.ts';
@@ -77,7 +78,8 @@ export function pagesFor(deps: AppDeps): Pages {
     const providers = await deps.store.identityProviders.list();
     const only = providers.find((provider) => providerSettings(provider).only) ?? null;
     const domain = emailDomain(loginHint ?? null) ?? (domainHint ? domainHint.trim().toLowerCase() : null);
-    const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
+    // A provider's --domain, or an organization's verified domain with its provider.
+    const routed = await providerForDomain(deps.store, providers, domain);
     const straightTo = routed ?? only;
     if (straightTo && !view.error && !view.notice && !view.setUp) {
       return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { SIGN_IN_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
+import { INVITATION_PATH, SIGN_IN_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
+import { findInvitation } from '../flows/invitation.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { findSignUp, signUp, signUpOffered, verifySignUp, type SignUpResult } from '../flows/sign-up.ts';
-import { signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
+import { errorPage, signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
@@ -31,9 +32,22 @@ function errorText(ui: Ui, result: Extract<SignUpResult, { kind: 'invalid' | 'ta
 /**
  * Sign-up (flows/sign-up.ts): the form, the same page after it whether the address had an
  * account, and the page the mailed link leads to. Only with TESSERA_SIGN_UP=open: without it,
- * there are no such routes.
+ * there are no such routes (with `invite`, one that leads an invitation's token to its page).
  */
 export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  // TESSERA_SIGN_UP=invite: the sign-up page is an invitation's (http/invitation.ts), and
+  // opens for a live invitation's token alone; anything else finds no page.
+  if (deps.config.signUp.policy === 'invite') {
+    app.get(SIGN_UP_PATH, { config: { page: true } }, async (request, reply) => {
+      const token = single(request.query as RawParams, 'token', 256);
+      if ((await findInvitation(deps, token)) === null) {
+        const { t } = pages.ui(request);
+        return pages.send(reply, 404, errorPage(pages.ui(request), t.text('signUp.title'), t.text('signUp.inviteOnly')));
+      }
+      return reply.redirect(`${INVITATION_PATH}?${new URLSearchParams({ token }).toString()}`, 303);
+    });
+    return;
+  }
   if (!signUpOffered(deps)) return;
   const settings = deps.config.signUp;
 

@@ -250,6 +250,7 @@ const ar: Catalogue = {
   'invitation.invalid.text': 'سبق استخدامه أو انتهت صلاحيته. اطلب رابطًا جديدًا ممن دعاك.',
   'signIn.signUp': 'إنشاء حساب',
   'signUp.title': 'إنشاء حساب',
+  'signUp.inviteOnly': 'لا تُنشأ الحسابات هنا إلا بدعوة: افتح الرابط الموجود في الدعوة التي وصلتك.',
   'signUp.intro': 'على {site}',
   'signUp.username': 'اسم المستخدم',
   'signUp.name': 'اسمك',

@@ -266,6 +266,7 @@ const de: Catalogue = {
   'invitation.invalid.text': 'Er wurde bereits verwendet oder ist abgelaufen. Bitten Sie die Person, die Sie eingeladen hat, um einen neuen.',
   'signIn.signUp': 'Konto erstellen',
   'signUp.title': 'Konto erstellen',
+  'signUp.inviteOnly': 'Konten werden hier nur auf Einladung erstellt: Folgen Sie dem Link in der Einladung, die Sie erhalten haben.',
   'signUp.intro': 'bei {site}',
   'signUp.username': 'Benutzername',
   'signUp.name': 'Ihr Name',

@@ -258,6 +258,7 @@ const en = {
   'invitation.invalid.text': 'It has already been used, or it has expired. Ask whoever invited you for a new one.',
   'signIn.signUp': 'Create an account',
   'signUp.title': 'Create an account',
+  'signUp.inviteOnly': 'Accounts here are made by invitation only: follow the link in the invitation you were sent.',
   'signUp.intro': 'on {site}',
   'signUp.username': 'Username',
   'signUp.name': 'Your name',

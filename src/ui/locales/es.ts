@@ -260,6 +260,7 @@ const es: Catalogue = {
   'invitation.invalid.text': 'Ya se ha usado o ha caducado. Pide uno nuevo a quien te invitó.',
   'signIn.signUp': 'Crear una cuenta',
   'signUp.title': 'Crear una cuenta',
+  'signUp.inviteOnly': 'Aquí las cuentas se crean solo por invitación: sigue el enlace de la invitación que recibiste.',
   'signUp.intro': 'en {site}',
   'signUp.username': 'Nombre de usuario',
   'signUp.name': 'Tu nombre',

@@ -263,6 +263,7 @@ const fr: Catalogue = {
   'invitation.invalid.text': 'Il a déjà été utilisé, ou il a expiré. Demandez-en un nouveau à la personne qui vous a invité.',
   'signIn.signUp': 'Créer un compte',
   'signUp.title': 'Créer un compte',
+  'signUp.inviteOnly': 'Ici, les comptes sont créés sur invitation uniquement : suivez le lien de l’invitation que vous avez reçue.',
   'signUp.intro': 'sur {site}',
   'signUp.username': 'Nom d’utilisateur',
   'signUp.name': 'Votre nom',

@@ -254,6 +254,7 @@ const ja: Catalogue = {
   'invitation.invalid.text': 'すでに使用されたか、有効期限が切れています。招待した人に新しいリンクを依頼してください。',
   'signIn.signUp': 'アカウントを作成',
   'signUp.title': 'アカウントを作成',
+  'signUp.inviteOnly': 'ここでは招待によってのみアカウントを作成できます。受け取った招待のリンクを開いてください。',
   'signUp.intro': '{site}',
   'signUp.username': 'ユーザー名',
   'signUp.name': 'お名前',

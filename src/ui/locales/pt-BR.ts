@@ -259,6 +259,7 @@ const ptBR: Catalogue = {
   'invitation.invalid.text': 'Ele já foi usado ou expirou. Peça um novo a quem convidou você.',
   'signIn.signUp': 'Criar uma conta',
   'signUp.title': 'Criar uma conta',
+  'signUp.inviteOnly': 'Aqui as contas são criadas só por convite: siga o link do convite que você recebeu.',
   'signUp.intro': 'em {site}',
   'signUp.username': 'Nome de usuário',
   'signUp.name': 'Seu nome',

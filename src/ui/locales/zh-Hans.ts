@@ -236,6 +236,7 @@ const zhHans: Catalogue = {
   'invitation.invalid.text': '该链接已被使用或已过期。请向邀请你的人索取新链接。',
   'signIn.signUp': '创建账户',
   'signUp.title': '创建账户',
+  'signUp.inviteOnly': '此处只能通过邀请创建账户：请打开你收到的邀请中的链接。',
   'signUp.intro': '在 {site}',
   'signUp.username': '用户名',
   'signUp.name': '你的姓名',

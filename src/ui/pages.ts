@@ -151,6 +151,23 @@ ${options.details ? html`<p class="fine-print">${t.html('error.details', { detai
   );
 }
 
+/**
+ * An address typed on the sign-in page whose domain signs in elsewhere (an organization's
+ * verified domain, flows/organizations/routing.ts): where to continue. A link, not a redirect
+ * from the form's post, which the page's form-action would keep on this server.
+ */
+export function routedSignInPage(ui: Ui, view: { readonly domain: string; readonly provider: string; readonly href: string }): string {
+  const { t } = ui;
+  const title = t.text('signIn.continueWith', { provider: view.provider });
+  return layout(
+    ui,
+    title,
+    html`<h1>${title}</h1>
+<p>${t.html('signIn.routed', { domain: view.domain, provider: view.provider })}</p>
+<div class="actions"><a class="button primary" href="${view.href}">${t.html('signIn.continueWith', { provider: view.provider })}</a></div>`,
+  );
+}
+
 export interface SignInView {
   readonly csrf: string;
   /** Where to go after signing in: a path on this server. */

@@ -44,6 +44,7 @@ const ar: Catalogue = {
   'secondFactors.proveFirst':
     'لدى حسابك مفتاح مرور أو رموز لمرة واحدة بالفعل، وقد سجّلت الدخول في هذا المتصفح بكلمة المرور وحدها. لإضافة أحدها أو إزالته، سجّل الدخول مجددًا بمفتاح المرور، أو بكلمة المرور ورمز لمرة واحدة.',
   'signIn.continueWith': 'المتابعة باستخدام {provider}',
+  'signIn.routed': 'تسجّل عناوين <strong>{domain}</strong> الدخول عبر {provider}.',
   'signIn.directory.title': 'تسجيل الدخول باستخدام {provider}',
   'signIn.directory.intro': 'استخدم اسم المستخدم وكلمة المرور اللذين لديك في {provider}.',
   'signIn.otherWays': 'طرق أخرى لتسجيل الدخول',

@@ -45,6 +45,7 @@ const de: Catalogue = {
   'secondFactors.proveFirst':
     'Ihr Konto hat bereits einen Passkey oder Einmalcodes, und in diesem Browser haben Sie sich nur mit Ihrem Passwort angemeldet. Um einen davon hinzuzufügen oder zu entfernen, melden Sie sich erneut mit Ihrem Passkey an oder mit Ihrem Passwort und einem Einmalcode.',
   'signIn.continueWith': 'Weiter mit {provider}',
+  'signIn.routed': 'Adressen bei <strong>{domain}</strong> melden sich mit {provider} an.',
   'signIn.directory.title': 'Mit {provider} anmelden',
   'signIn.directory.intro': 'Verwenden Sie Ihren Benutzernamen und Ihr Passwort von {provider}.',
   'signIn.otherWays': 'Andere Anmeldemöglichkeiten',

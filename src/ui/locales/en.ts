@@ -48,6 +48,7 @@ const en = {
   'secondFactors.proveFirst':
     'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
   'signIn.continueWith': 'Continue with {provider}',
+  'signIn.routed': 'Addresses at <strong>{domain}</strong> sign in with {provider}.',
   'signIn.directory.title': 'Sign in with {provider}',
   'signIn.directory.intro': 'Use the username and password you have at {provider}.',
   'signIn.otherWays': 'Other ways to sign in',

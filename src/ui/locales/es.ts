@@ -45,6 +45,7 @@ const es: Catalogue = {
   'secondFactors.proveFirst':
     'Tu cuenta ya tiene una llave de acceso o códigos de un solo uso, y en este navegador iniciaste sesión solo con tu contraseña. Para añadir o quitar uno, vuelve a iniciar sesión con tu llave de acceso, o con tu contraseña y un código de un solo uso.',
   'signIn.continueWith': 'Continuar con {provider}',
+  'signIn.routed': 'Las direcciones de <strong>{domain}</strong> inician sesión con {provider}.',
   'signIn.directory.title': 'Iniciar sesión con {provider}',
   'signIn.directory.intro': 'Usa el nombre de usuario y la contraseña que tienes en {provider}.',
   'signIn.otherWays': 'Otras formas de iniciar sesión',

@@ -46,6 +46,7 @@ const fr: Catalogue = {
   'secondFactors.proveFirst':
     'Votre compte a déjà une clé d’accès ou des codes à usage unique, et ce navigateur s’est connecté avec votre seul mot de passe. Pour en ajouter ou en retirer, reconnectez-vous avec votre clé d’accès, ou avec votre mot de passe et un code à usage unique.',
   'signIn.continueWith': 'Continuer avec {provider}',
+  'signIn.routed': 'Les adresses de <strong>{domain}</strong> se connectent avec {provider}.',
   'signIn.directory.title': 'Se connecter avec {provider}',
   'signIn.directory.intro': 'Utilisez le nom d’utilisateur et le mot de passe que vous avez chez {provider}.',
   'signIn.otherWays': 'Autres façons de se connecter',

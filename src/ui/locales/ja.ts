@@ -43,6 +43,7 @@ const ja: Catalogue = {
   'secondFactors.proveFirst':
     'このアカウントにはすでにパスキーまたはワンタイムコードがありますが、このブラウザではパスワードだけでログインしています。追加や削除をするには、パスキーで、またはパスワードとワンタイムコードで、もう一度ログインしてください。',
   'signIn.continueWith': '{provider}で続ける',
+  'signIn.routed': '<strong>{domain}</strong> のアドレスは {provider} でサインインします。',
   'signIn.directory.title': '{provider}でログイン',
   'signIn.directory.intro': '{provider}のユーザー名とパスワードを使ってください。',
   'signIn.otherWays': 'ほかのログイン方法',

@@ -45,6 +45,7 @@ const ptBR: Catalogue = {
   'secondFactors.proveFirst':
     'Sua conta já tem uma chave de acesso ou códigos de uso único, e neste navegador você entrou só com sua senha. Para adicionar ou remover um deles, entre de novo com sua chave de acesso, ou com sua senha e um código de uso único.',
   'signIn.continueWith': 'Continuar com {provider}',
+  'signIn.routed': 'Endereços de <strong>{domain}</strong> entram com {provider}.',
   'signIn.directory.title': 'Entrar com {provider}',
   'signIn.directory.intro': 'Use o nome de usuário e a senha que você tem em {provider}.',
   'signIn.otherWays': 'Outras formas de entrar',

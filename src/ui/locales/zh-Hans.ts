@@ -42,6 +42,7 @@ const zhHans: Catalogue = {
   'secondFactors.proveFirst':
     '你的账号已经设置了通行密钥或一次性验证码，而此浏览器只用密码登录。如需添加或移除，请使用通行密钥重新登录，或使用密码加一次性验证码重新登录。',
   'signIn.continueWith': '通过 {provider} 继续',
+  'signIn.routed': '<strong>{domain}</strong> 的地址通过 {provider} 登录。',
   'signIn.directory.title': '使用 {provider} 登录',
   'signIn.directory.intro': '请使用你在 {provider} 的用户名和密码。',
   'signIn.otherWays': '其他登录方式',

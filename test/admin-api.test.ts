@@ -23,7 +23,7 @@ import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server
 import { adminToken as adminTokenFor } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
 
 describe('the admin API', () => {
   let server: TestServer;

@@ -12,7 +12,7 @@ import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { appConfig } from './helpers/fixtures.ts';
+import { adminToken, appConfig } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
@@ -147,6 +147,33 @@ describe('organizations', () => {
     // No longer in Globex: the tokens name no organization, and the next approval asks again.
     await tessera(['org', 'member', 'remove', 'Globex', 'sam']);
     assert.equal((await oidc.refreshTokenGrant(config, refreshed.refresh_token!)).claims()?.['org_id'], undefined);
+  });
+
+  it('needs admin:orgs to manage organizations, and admin:providers too to route a verified domain to a provider', async () => {
+    await tessera(['provider', 'add', 'github', '--id', 'hub', '--name', 'Hub', '--client-id', 'x', '--client-secret-stdin'], 'y\n');
+    const call = async (scope: string, method: string, path: string, body?: unknown) => {
+      const { token } = await adminToken(server, scope);
+      const response = await fetch(`${server.url}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    assert.equal((await call('admin:orgs:read', 'GET', '/organizations')).status, 200);
+    assert.equal((await call('admin:orgs:read', 'POST', '/organizations', { name: 'Read Only' })).status, 403);
+    assert.equal((await call('admin:users', 'GET', '/organizations')).status, 403);
+    const routed = { name: 'Routed', domain: 'routed.example', domain_verified: true, provider: 'hub' };
+    const refused = await call('admin:orgs', 'POST', '/organizations', routed);
+    assert.equal(refused.status, 403);
+    assert.match(String(refused.body['detail']), /admin:providers/);
+    assert.equal((await call('admin:orgs', 'POST', '/organizations', { ...routed, provider: null })).status, 201, 'verified, but routed nowhere');
+    assert.equal((await call('admin:orgs admin:providers', 'POST', '/organizations', { ...routed, name: 'Routed 2', domain: 'routed2.example' })).status, 201);
+    // Inviting someone into an organization is managing it.
+    const invite = { email: 'x@routed.example', organization: 'Routed', organization_role: 'member' };
+    assert.equal((await call('admin:users', 'POST', '/invitations', invite)).status, 403);
+    assert.equal((await call('admin:users admin:orgs', 'POST', '/invitations', invite)).status, 200);
+    assert.equal((await call('admin:users admin:orgs', 'POST', '/invitations', { ...invite, organization: 'Nowhere' })).status, 404);
   });
 
   it("holds its members to the organization's policy: a second factor before approving", async () => {

@@ -323,6 +323,14 @@ describe('the admin API', () => {
       'GET /saml/service-providers/{id}',
       'PATCH /saml/service-providers/{id}',
       'DELETE /saml/service-providers/{id}',
+      'GET /organizations',
+      'POST /organizations',
+      'GET /organizations/{id}',
+      'PATCH /organizations/{id}',
+      'DELETE /organizations/{id}',
+      'GET /organizations/{id}/members',
+      'PUT /organizations/{id}/members/{username}',
+      'DELETE /organizations/{id}/members/{username}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {

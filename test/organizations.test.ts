@@ -9,9 +9,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
-import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
+import { startDevice } from './helpers/device.ts';
 import { adminToken, appConfig } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
@@ -186,6 +187,14 @@ describe('organizations', () => {
     assert.equal(signedIn.status, 200);
     assert.match(text(signedIn.html), /Approving needs a second factor/, 'the sign-in page again, saying why');
     assert.doesNotMatch(signedIn.html, /action="\/oauth\/authorize\/decision"/, 'no approval page');
+
+    // A device's request asks the same of the same person.
+    const tv = await server.addClient({ name: 'Team TV', grantTypes: [GRANT_DEVICE_CODE] });
+    const started = await startDevice(server, tv, 'openid');
+    const entry = await browser.request(started.verification_uri_complete);
+    const review = await browser.follow(await browser.submit(entry, '/device', { user_code: started.user_code }));
+    assert.match(text(review.html), /Approving needs a second factor/);
+    assert.doesNotMatch(review.html, /value="approve"/, 'no approval of the device either');
   });
 });
 

@@ -197,6 +197,7 @@ export async function groupsOf(
 
 /** The scope that releases `org_id` and `org_name` (docs/organizations.md). */
 export const ORGANIZATION_SCOPE = 'organization';
+export const ORGANIZATION_CLAIMS = ['org_id', 'org_name'] as const;
 
 /**
  * `org_id` and `org_name` of the organization the person approved for (kept with the grant:

@@ -13,6 +13,7 @@ import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from
 import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { startDevice } from './helpers/device.ts';
+import { operatorBrowser } from './helpers/console.ts';
 import { adminToken, appConfig } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
@@ -175,6 +176,38 @@ describe('organizations', () => {
     assert.equal((await call('admin:users', 'POST', '/invitations', invite)).status, 403);
     assert.equal((await call('admin:users admin:orgs', 'POST', '/invitations', invite)).status, 200);
     assert.equal((await call('admin:users admin:orgs', 'POST', '/invitations', { ...invite, organization: 'Nowhere' })).status, 404);
+  });
+
+  it('adds and changes an organization in the console through the same operation; a viewer reads and may not change', async () => {
+    const { browser } = await operatorBrowser(server, 'admin');
+    const form = await browser.request('/console/orgs/new');
+    assert.equal(form.status, 200);
+    // A checkbox left unchecked is not sent by a browser: posted empty here, it reads as not checked.
+    const added = await browser.submit(form, '/console/orgs', {
+      name: 'Console Co',
+      domain: 'Console.Example',
+      domain_verified: '',
+      require_passkey: 'on',
+      require_second_factor: '',
+    });
+    assert.equal(added.status, 303, added.html.slice(0, 500));
+    const page = await browser.follow(added);
+    assert.match(text(page.html), /The organization was added\./);
+    const made = JSON.parse(await tessera(['org', 'show', 'Console Co', '--json'])) as Record<string, unknown>;
+    assert.deepEqual([made['domain'], made['domain_verified'], made['require_passkey']], ['console.example', false, true]);
+    const refused = await browser.submit(form, '/console/orgs', { name: 'console co', domain_verified: '', require_passkey: '', require_second_factor: '' });
+    assert.equal(refused.status, 409, 'a name taken whatever its case');
+    assert.match(refused.html, /role="alert"/);
+    const member = await browser.submit(page, /\/members$/, { username: 'wile', role: 'member' });
+    assert.equal(member.status, 303);
+    assert.match(text((await browser.follow(member)).html), /wile Member/);
+
+    const viewer = await operatorBrowser(server, 'viewer');
+    const list = await viewer.browser.request('/console/orgs');
+    assert.equal(list.status, 200);
+    assert.match(text(list.html), /Console Co/);
+    assert.doesNotMatch(list.html, /href="\/console\/orgs\/new"/, 'no Add for a viewer');
+    assert.equal((await viewer.browser.request('/console/orgs', { form: { name: 'Viewer Co', csrf_token: viewer.csrf } })).status, 403);
   });
 
   it("holds its members to the organization's policy: a second factor before approving", async () => {

@@ -8,6 +8,7 @@ import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flo
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
 import { organizationChoice, organizationPolicy } from '../flows/organizations/choice.ts';
+import { ORGANIZATION_SCOPE } from '../tokens/claims.ts';
 import {
   approvalScope,
   checkAuthorizationRequest,
@@ -198,7 +199,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const ui = pages.ui(request, { uiLocales, user: user.locale });
     // A member of several organizations chooses the one the tokens name (the one kept, chosen).
     const organizations =
-      approvalScope(authorization).includes('organization') && memberships.length > 1
+      approvalScope(authorization).includes(ORGANIZATION_SCOPE) && memberships.length > 1
         ? memberships.map(({ organization }) => ({ id: organization.id, name: organization.name }))
         : [];
     const kept = postedOrganization ?? remembered?.organizationId ?? null;

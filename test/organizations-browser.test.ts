@@ -172,6 +172,15 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
       assert.equal(new URL(typed.page.url()).searchParams.get('login_hint'), address, 'the address goes on as the login_hint');
       await typed.page.context().close();
     }
+    // The page that leads there, in Arabic.
+    const arabic = await (await browser.newContext({ locale: 'ar' })).newPage();
+    await arabic.goto((await authorize()).url.href);
+    await arabic.locator('#username').fill('ada@acme.example');
+    await arabic.locator('#password').fill('anything at all');
+    await arabic.locator('form[action="/login"] button[type=submit].primary').click();
+    await arabic.locator('a.button.primary', { hasText: 'Acme SSO' }).waitFor();
+    assert.equal(await arabic.locator('html').getAttribute('dir'), 'rtl');
+    await arabic.context().close();
   });
 
   it('opens sign-up for an invitation alone, with no sign-up link, in English and Arabic', async () => {

@@ -23,7 +23,7 @@ import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server
 import { adminToken as adminTokenFor } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
 
 describe('the admin API', () => {
   let server: TestServer;
@@ -323,6 +323,14 @@ describe('the admin API', () => {
       'GET /saml/service-providers/{id}',
       'PATCH /saml/service-providers/{id}',
       'DELETE /saml/service-providers/{id}',
+      'GET /organizations',
+      'POST /organizations',
+      'GET /organizations/{id}',
+      'PATCH /organizations/{id}',
+      'DELETE /organizations/{id}',
+      'GET /organizations/{id}/members',
+      'PUT /organizations/{id}/members/{username}',
+      'DELETE /organizations/{id}/members/{username}',
     ];
     assert.deepEqual(documented.sort(), expected.sort());
     for (const entry of documented) {

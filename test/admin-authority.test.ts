@@ -14,7 +14,7 @@ import { resetLink, resetUserSecondFactor, setDisabled, updateUser } from '../sr
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
 
 describe('admin credentials that cannot grow themselves', () => {
   let server: TestServer;

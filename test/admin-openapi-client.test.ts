@@ -13,7 +13,7 @@ import ts from 'typescript';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { adminToken } from './helpers/fixtures.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
 
 describe("a client generated from the admin API's OpenAPI document", () => {
   let server: TestServer;

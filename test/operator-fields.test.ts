@@ -24,6 +24,8 @@ import { SAML_SP_FIELDS } from '../src/flows/manage/fields/saml-service-provider
 import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
 import { samlSpFormPage } from '../src/ui/console-saml.ts';
 import { SCIM_TOKEN_FIELDS } from '../src/flows/manage/fields/scim-tokens.ts';
+import { ORGANIZATION_FIELDS, ORGANIZATION_MEMBER_FIELDS } from '../src/flows/manage/fields/organizations.ts';
+import { organizationFormPage, organizationPage } from '../src/ui/console-organizations.ts';
 import { TRUSTED_ISSUER_FIELDS } from '../src/flows/manage/fields/trusted-issuers.ts';
 import { ADMIN_SCOPES } from '../src/core/scopes.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
@@ -1130,5 +1132,124 @@ describe('the SAML service provider field table in every door', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+/** A value for each field an organization is added with, each unlike any default (`provider` is set once one is added). */
+const EVERY_ORGANIZATION_FIELD: Record<string, unknown> = {
+  name: 'Every Field Inc.',
+  domain: 'every-field.example',
+  domain_verified: true,
+  provider: null,
+  require_passkey: true,
+  require_second_factor: true,
+};
+
+describe('the organization field tables in every door', () => {
+  before(async () => {
+    const provider = await api('POST', '/providers', { kind: 'github', name: 'Every Field Hub', client_id: 'x', client_secret: 'y' });
+    assert.equal(provider.status, 201, JSON.stringify(provider.body));
+    EVERY_ORGANIZATION_FIELD['provider'] = provider.body['id'];
+  });
+
+  it('has the table cover every field the test sets', () => {
+    assert.deepEqual(
+      Object.keys(EVERY_ORGANIZATION_FIELD).sort(),
+      ORGANIZATION_FIELDS.filter(writable)
+        .map((field) => field.name)
+        .sort(),
+    );
+  });
+
+  it('puts every row in the OpenAPI document: the requests that add and change one, and every answer', async () => {
+    assertOpenApiHas((await api('GET', '/openapi.json')).body as unknown as OpenApiDocument, ORGANIZATION_FIELDS, {
+      collection: '/organizations',
+      item: '/organizations/{id}',
+    });
+  });
+
+  it("puts every row with a control in the console's forms, with a label in every language, and reads back what it shows", () => {
+    const values = formValues(ORGANIZATION_FIELDS, EVERY_ORGANIZATION_FIELD);
+    const page = organizationFormPage(consoleFrame('/console/orgs/new'), { action: '/c/o', values, cancel: '/c/o', operation: 'create' });
+    for (const field of ORGANIZATION_FIELDS) {
+      if (field.form === null) continue;
+      assert.ok(isMessageKey(field.form.label), `${field.name}'s label ${field.form.label} is a message`);
+      assert.match(page, new RegExp(`name="${field.name}"`), `the form has ${field.name}`);
+    }
+    const posted: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(values)) if (value !== false) posted[name] = value === true ? 'on' : (value as string | string[]);
+    const input = inputOf(ORGANIZATION_FIELDS, postedValues(ORGANIZATION_FIELDS, posted), Object.keys(values));
+    for (const field of ORGANIZATION_FIELDS.filter((row) => row.form !== null))
+      assert.deepEqual(input[field.name], EVERY_ORGANIZATION_FIELD[field.name], `${field.name} through the form`);
+    const members = organizationPage(consoleFrame('/console/orgs/x'), {
+      title: 'Every Field Inc.',
+      facts: [],
+      edit: null,
+      members: [],
+      membersAction: '/c/o/x/members',
+      memberValues: formValues(ORGANIZATION_MEMBER_FIELDS, { role: 'admin' }),
+      removeHref: null,
+    });
+    for (const field of ORGANIZATION_MEMBER_FIELDS.filter((row) => row.form !== null)) {
+      assert.ok(isMessageKey(field.form!.label), `${field.name}'s label is a message`);
+      assert.match(members, new RegExp(`name="${field.name}"`), `the member form has ${field.name}`);
+    }
+    assert.match(members, /<option value="admin" selected>/, 'the role shown is the one given');
+  });
+
+  it("gives every row an option of the command's, named in its help and in its refusals", () => {
+    assertHelpNames(ORGANIZATION_FIELDS, 'org add', 'create');
+    assertHelpNames(ORGANIZATION_FIELDS, 'org update', 'update');
+    assertHelpNames(ORGANIZATION_MEMBER_FIELDS, 'org member', 'create');
+    for (const field of [...ORGANIZATION_FIELDS, ...ORGANIZATION_MEMBER_FIELDS])
+      if (field.cli !== null) assert.equal(optionLabel(field.name), `--${field.cli.option}`, `a refusal about ${field.name} names its option`);
+  });
+
+  it('reads back an organization with every field the same through the command and the admin API, and its members', async () => {
+    const { args } = argumentsOf(ORGANIZATION_FIELDS, 'create', EVERY_ORGANIZATION_FIELD);
+    const added = await runTessera(['org', 'add', ...args, '--json'], { TESSERA_DATABASE: server.config.database });
+    assert.equal(added.code, 0, added.stderr);
+    const fromCommand = JSON.parse(added.stdout) as Record<string, unknown>;
+    const path = `/organizations/${String(fromCommand['id'])}`;
+    const read = (await api('GET', path)).body;
+    assert.deepEqual(read, fromCommand, 'the admin API reads what the command wrote, every field of the table');
+    assert.deepEqual(Object.keys(read).sort(), ORGANIZATION_FIELDS.map((field) => field.name).sort());
+    for (const field of ORGANIZATION_FIELDS.filter(writable)) assert.deepEqual(read[field.name], EVERY_ORGANIZATION_FIELD[field.name], field.name);
+    assert.equal((await api('POST', '/organizations', { name: 'every field inc.' })).status, 409, 'a name is taken once, whatever its case');
+    assert.equal(
+      (await api('POST', '/organizations', { name: 'Other', domain: 'every-field.example', domain_verified: true })).status,
+      409,
+      'a verified domain is one organization’s',
+    );
+    assert.equal((await api('POST', '/organizations', { name: 'Bad', domain: 'not a domain' })).status, 400);
+    assert.equal((await api('POST', '/organizations', { name: 'Unverifiable', domain_verified: true })).status, 400, 'verified needs a domain');
+
+    // A member through the command, read through the admin API; a role changed there.
+    await runTessera(['user', 'add', '--username', 'every-member', '--password-stdin'], { TESSERA_DATABASE: server.config.database }, 'correct horse battery');
+    const joined = await runTessera(['org', 'member', 'add', 'Every Field Inc.', 'every-member', '--role', 'owner', '--json'], {
+      TESSERA_DATABASE: server.config.database,
+    });
+    assert.equal(joined.code, 0, joined.stderr);
+    const members = (await api('GET', `${path}/members`)).body['members'] as Record<string, unknown>[];
+    assert.deepEqual(
+      members.map((member) => [member['username'], member['role']]),
+      [['every-member', 'owner']],
+    );
+    assert.equal((await api('PUT', `${path}/members/every-member`, { role: 'admin' })).body['role'], 'admin');
+    assert.equal((await api('PUT', `${path}/members/every-member`, { role: 'emperor' })).status, 400);
+    assert.equal((await api('PUT', `${path}/members/nobody`, {})).status, 404);
+    assert.equal((await api('DELETE', `${path}/members/every-member`)).status, 204);
+    assert.deepEqual((await api('GET', `${path}/members`)).body['members'], []);
+
+    // Every field an update takes, through the admin API.
+    const patched = await api('PATCH', path, { name: 'Renamed Inc.', require_passkey: false, domain: 'renamed.example' });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.deepEqual(
+      [patched.body['name'], patched.body['require_passkey'], patched.body['domain_verified']],
+      ['Renamed Inc.', false, false],
+      'a changed domain is verified again',
+    );
+    assert.equal((await api('DELETE', path)).status, 204);
+    assert.equal((await api('GET', path)).status, 404);
   });
 });

@@ -19,7 +19,7 @@ import { manageDeps } from './helpers/manage.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
-const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml';
+const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
 
 /** A receiver on loopback that records the webhook-id of each message and answers `status`. */
 async function startReceiver(status: () => number) {

@@ -124,6 +124,9 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   attributes: 'attribute',
   certificate: 'certificate-file',
   metadata: 'metadata-file',
+  domain_verified: 'verified',
+  organization: 'org',
+  organization_role: 'role',
 };
 
 export const optionLabel = (field: string): string => `--${OPTION_OF[field] ?? field.replaceAll('_', '-')}`;

@@ -38,6 +38,8 @@ import { WEBHOOK_COMMANDS } from './webhooks.ts';
 import { SAML_COMMANDS } from './saml.ts';
 import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
 import { SCIM_COMMANDS } from './scim.ts';
+import { ORGANIZATION_COMMANDS } from './organizations.ts';
+import { ORGANIZATION_FIELDS, ORGANIZATION_MEMBER_FIELDS } from '../flows/manage/fields/organizations.ts';
 import { SCIM_TOKEN_FIELDS } from '../flows/manage/fields/scim-tokens.ts';
 import { terminalText } from './text.ts';
 
@@ -166,10 +168,12 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   user reset-link USERNAME [--ttl SECONDS]
                                           Print a single-use link where the user sets a new password
                                           (default: valid for ${DEFAULT_RESET_TTL_SECONDS} seconds)
-  user invite --email EMAIL [--role ROLE] [--client CLIENT_ID] [--ttl SECONDS] [--json]
+  user invite --email EMAIL [--role ROLE] [--org ORG] [--client CLIENT_ID] [--ttl SECONDS] [--json]
                                           Invite someone: a single-use link (mailed with TESSERA_SMTP_URL,
                                           printed either way) where they make an account with that
-                                          address and console role, then land in the app CLIENT_ID
+                                          address and console role, then land in the app CLIENT_ID;
+                                          with --org, a member of ORG, --role their role there
+                                          (owner, admin or member)
   events [--user USERNAME] [--client CLIENT_ID] [--type TYPE] [--since TIME] [--limit N] [--json]
                                           The audit trail, newest first (--since: an ISO time, or
                                           an age such as 30m, 24h, 7d; --limit default 100)
@@ -226,6 +230,20 @@ ${usageLines('scim token add', [...cliUsageParts(SCIM_TOKEN_FIELDS, 'create'), '
                                           calls <issuer>/scim/v2 with (docs/scim.md)
   scim token list [--json]                The SCIM tokens, when each was last used (never the token)
   scim token remove ID                    Withdraw a SCIM token (also: scim token revoke ID)
+${usageLines('org add', [...cliUsageParts(ORGANIZATION_FIELDS, 'create'), '[--json]'])}
+                                          Add an organization (docs/organizations.md): --domain with
+                                          --verified sends its people's sign-in to --provider; its
+                                          id is the org_id claim of the organization scope
+  org list [--json]                       List organizations
+  org show ID|NAME [--json]               Show an organization
+${usageLines('org update ID|NAME', [...cliUsageParts(ORGANIZATION_FIELDS, 'update'), '[--json]'])}
+                                          Change an organization (a changed domain is verified again)
+  org remove ID|NAME                      Remove an organization and its memberships
+${usageLines('org member add ID|NAME USERNAME', [...cliUsageParts(ORGANIZATION_MEMBER_FIELDS, 'create'), '[--json]'])}
+                                          Make someone a member (ROLE: owner, admin or member, the
+                                          default), or give a member another role
+  org member list ID|NAME [--json]        An organization's members and their roles
+  org member remove ID|NAME USERNAME      End a membership
   trust add --issuer URL (--jwks-uri URL | --jwks-file FILE) [--json]
                                           Redeem ID-JAGs (identity assertion grants) from this identity
                                           provider, signed by the keys at --jwks-uri (any host, loopback
@@ -276,6 +294,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...WEBHOOK_COMMANDS,
   ...SAML_COMMANDS,
   ...SCIM_COMMANDS,
+  ...ORGANIZATION_COMMANDS,
   ...TRUST_COMMANDS,
 };
 

@@ -235,7 +235,14 @@ async function userUnlock(config: Config, args: string[], io: Io): Promise<void>
 async function userInvite(config: Config, args: string[], io: Io): Promise<void> {
   const { values } = parse(
     args,
-    { email: { type: 'string' }, role: { type: 'string' }, client: { type: 'string' }, ttl: { type: 'string' }, json: { type: 'boolean' } },
+    {
+      email: { type: 'string' },
+      role: { type: 'string' },
+      org: { type: 'string' },
+      client: { type: 'string' },
+      ttl: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     0,
   );
   if (values.email === undefined) throw new UsageError('user invite: --email is required');
@@ -244,7 +251,8 @@ async function userInvite(config: Config, args: string[], io: Io): Promise<void>
     const mail = config.mail.smtpUrl === null ? undefined : mailOutbox(secretBox(loadKeyEncryption(config.keyEncryption)), () => Date.now());
     return inviteUser(mail === undefined ? deps : { ...deps, mail }, {
       email: values.email!,
-      role: values.role ?? null,
+      // With --org, --role is the person's role there (owner, admin, member), not a console role.
+      ...(values.org === undefined ? { role: values.role ?? null } : { organization: values.org, organizationRole: values.role ?? null }),
       clientId: values.client ?? null,
       ...(values.ttl === undefined ? {} : { ttlSeconds: wholeNumber(values.ttl) }),
     });

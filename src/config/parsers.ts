@@ -381,10 +381,10 @@ function mailFrom(raw: string | undefined): { readonly name: string; readonly ad
   return { name: (match[1] ?? '').trim(), address: match[2] ?? match[3]! };
 }
 
-function signUpPolicy(raw: string | undefined): 'off' | 'open' {
+function signUpPolicy(raw: string | undefined): 'off' | 'open' | 'invite' {
   const value = raw?.toLowerCase() ?? 'off';
-  if (value === 'off' || value === 'open') return value;
-  throw new ConfigError('TESSERA_SIGN_UP', `must be off or open, got ${JSON.stringify(raw)}`);
+  if (value === 'off' || value === 'open' || value === 'invite') return value;
+  throw new ConfigError('TESSERA_SIGN_UP', `must be off, open or invite, got ${JSON.stringify(raw)}`);
 }
 
 function signUpVerify(raw: string | undefined): 'first' | 'later' {

@@ -867,9 +867,9 @@ export const SETTINGS = [
     name: 'TESSERA_SIGN_UP',
     type: 'text',
     shown: '`off`',
-    accepts: '`off`, `open`',
+    accepts: '`off`, `open`, `invite`',
     description:
-      'whether people make their own accounts: `open`: a "Create an account" link on the sign-in page; the account is made when the link mailed to its address is followed (a mail server is then needed: [docs/mail.md](docs/mail.md)), unless `TESSERA_SIGN_UP_VERIFY=later`',
+      'whether people make their own accounts: `open`: a "Create an account" link on the sign-in page; the account is made when the link mailed to its address is followed (a mail server is then needed: [docs/mail.md](docs/mail.md)), unless `TESSERA_SIGN_UP_VERIFY=later`; `invite`: only through an invitation (`tessera user invite`): no link on the sign-in page, and `/sign-up` opens for an invitation\'s token alone',
   },
   {
     name: 'TESSERA_SIGN_UP_VERIFY',

@@ -423,7 +423,7 @@ export interface MailSettings {
 
 export interface SignUpSettings {
   /** `TESSERA_SIGN_UP` (default `off`). */
-  readonly policy: 'off' | 'open';
+  readonly policy: 'off' | 'open' | 'invite';
   /** `TESSERA_SIGN_UP_VERIFY` (default `first`): whether the account waits for its e-mail link. */
   readonly verify: 'first' | 'later';
   /** `TESSERA_SIGN_UP_DOMAINS`: the e-mail domains taken, lower-cased; null: any. */

@@ -138,6 +138,7 @@ export const CONSOLE_PATHS = {
   webhooks: '/console/webhooks',
   saml: '/console/saml',
   scim: '/console/scim',
+  orgs: '/console/orgs',
 } as const;
 
 /** SCIM 2.0 (RFC 7644 §3): the base of its resources, under the issuer (docs/scim.md). */

@@ -169,6 +169,13 @@ export const EVENT_TYPES = [
   'saml.request_refused',
   /** An SP's LogoutRequest answered (`detail.outcome`: `end`, the session ended; `nothing`; `other-person`, refused). */
   'saml.logout',
+  /** An organization added, changed or removed by an operator (`detail.organization`, `detail.name`). */
+  'organization.created',
+  'organization.updated',
+  'organization.removed',
+  /** A person made a member of an organization, or given another role there (`detail.organization`, `detail.role`), or no longer a member. */
+  'organization.member_set',
+  'organization.member_removed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -8,6 +8,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   offline_access: 'Stay connected while you are away (until you revoke it)',
   // The groups an upstream provider or directory says the person is in.
   groups: 'See the groups you belong to',
+  // The organization the person signs in for (docs/organizations.md): org_id and org_name.
+  organization: 'Know which organization you sign in for',
 };
 
 export const SUPPORTED_SCOPES: readonly string[] = Object.keys(SCOPE_DESCRIPTIONS);
@@ -35,6 +37,10 @@ export const ADMIN_SCOPE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   // A SAML service provider is sent signed statements about the people who sign in to it.
   'admin:saml': 'Manage SAML service providers',
   'admin:saml:read': 'Read SAML service providers',
+  // An organization's verified domain sends its people's sign-in to an upstream provider,
+  // which setting also needs admin:providers (flows/manage/authority.ts).
+  'admin:orgs': 'Manage organizations and their members',
+  'admin:orgs:read': 'Read organizations and their members',
   // SCIM 2.0 (docs/scim.md): a provisioning client's token for <issuer>/admin with this scope
   // calls <issuer>/scim/v2 as a SCIM token does; it opens no admin API operation.
   scim: 'Provision people and groups over SCIM 2.0 (<issuer>/scim/v2)',

@@ -1,7 +1,7 @@
 /**
  * Accepting an invitation (flows/manage/invitations.ts): the person invited chooses a username
  * and a password; the account is made with the invitation's address (verified: the link went
- * there) and console role, in the transaction that uses the link up (one conditional UPDATE),
+ * there), console role and organization membership, in the transaction that uses the link up (one conditional UPDATE),
  * so that the link makes one account, once, before it expires.
  */
 import { randomUUID } from 'node:crypto';
@@ -59,6 +59,12 @@ export async function acceptInvitation(
       });
       await tx.users.create(user);
       await record({ type: 'user.created', userId: user.id, username, clientId: used.clientId, detail: { by: 'invitation', role: used.role } });
+      // The organization it invited them into, in the same transaction: the account is born a member.
+      if (used.organizationId !== null) {
+        const role = used.organizationRole ?? 'member';
+        await tx.organizations.setMember({ organizationId: used.organizationId, userId: user.id, role, createdAt: now });
+        await record({ type: 'organization.member_set', userId: user.id, username, detail: { organization: used.organizationId, role, by: 'invitation' } });
+      }
       return { kind: 'done', user, clientId: used.clientId };
     });
   } catch (error) {

@@ -7,7 +7,16 @@ import { approveAuthorization, denyAuthorization } from '../flows/authorization-
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
-import { checkAuthorizationRequest, clientResponse, responseRedirectUrl, type ClientResponse, type ResponseMode } from '../flows/authorization-code/request.ts';
+import { organizationChoice, organizationPolicy } from '../flows/organizations/choice.ts';
+import { ORGANIZATION_SCOPE } from '../tokens/claims.ts';
+import {
+  approvalScope,
+  checkAuthorizationRequest,
+  clientResponse,
+  responseRedirectUrl,
+  type ClientResponse,
+  type ResponseMode,
+} from '../flows/authorization-code/request.ts';
 import type { DescribedAccess } from '../flows/resources.ts';
 import type { ClientRecord } from '../store/types.ts';
 import { isPushedReference, resolvePushedRequest, spendPushedRequest } from '../flows/par/resolve.ts';
@@ -81,7 +90,14 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
 
   const formSecret = () => deps.keys.derivedSecret('approval form');
 
-  async function handle(request: FastifyRequest, reply: FastifyReply, params: RawParams, decision: string | null, mac: unknown = null) {
+  async function handle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    params: RawParams,
+    decision: string | null,
+    mac: unknown = null,
+    postedOrganization: string | null = null,
+  ) {
     reply.header('Cache-Control', 'no-store');
     // RFC 9126 §4: a request_uri stands for a pushed request, and nothing else sent beside
     // it is read; the browser is known by its CSRF cookie, which it keeps through sign-in.
@@ -108,8 +124,20 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
 
     const signedIn = await signedInUser(deps, request);
     const remembered = signedIn ? await deps.store.grants.findRemembered(signedIn.user.id, authorization.client.id) : null;
-    const refused = signedIn !== null && approvalRefusal(deps.config, authorization.client, signedIn.session, authorization.acrValues ?? null) !== null;
-    const step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), refused);
+    // The person's organizations: the policy they add, and the one the approval is for.
+    const memberships = signedIn ? await deps.store.organizations.membershipsOf(signedIn.user.id) : [];
+    const member = organizationPolicy(memberships);
+    const refused = signedIn !== null && approvalRefusal(deps.config, authorization.client, signedIn.session, authorization.acrValues ?? null, member) !== null;
+    let step = nextStep(authorization, signedIn, remembered, decision, deps.clock.now(), refused);
+    const choice =
+      step.kind === 'approve' ? organizationChoice(memberships, approvalScope(authorization), postedOrganization, remembered?.organizationId) : null;
+    if (step.kind === 'approve' && choice?.kind === 'choose') {
+      // OIDC Core §3.1.2.6 consent_required: the person must choose, and no page may ask.
+      if (authorization.prompt.includes('none'))
+        return answerError(reply, authorization, { code: 'consent_required', description: 'the user has not chosen the organization to sign in for' });
+      // Approved with no choice of theirs (none posted, or one not theirs, or none kept): the page asks.
+      step = { kind: 'consent', signedIn: step.signedIn, scopes: approvalScope(authorization), more: false };
+    }
     // The decision is taken on the request the page showed, never on fields changed since
     // (checked after the sign-in policy, whose refusal says more), before anything is spent.
     if (
@@ -117,7 +145,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
       (step.kind === 'approve' || step.kind === 'deny') &&
       !approvalFormMatches(await formSecret(), step.signedIn.session.idHash, singleValues(carried, CONSENT_FORM_OMITS), mac)
     ) {
-      if (step.kind === 'approve') assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
+      if (step.kind === 'approve') assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null, member);
       return sendError(request, reply, new OAuthError('invalid_request', 'the approval form was changed after it was shown: start again from the application'));
     }
     // RFC 9126 §4: one decision spends a pushed request; a second tab's decision finds it spent.
@@ -142,8 +170,11 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
           domainHint: typeof requestParams['domain_hint'] === 'string' ? requestParams['domain_hint'] : null,
         });
       case 'approve':
-        assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null);
-        return answer(reply, await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
+        assertApprovalAllowed(deps.config, authorization.client, step.signedIn.session, authorization.acrValues ?? null, member);
+        return answer(
+          reply,
+          await approveAuthorization(forRequest(deps, request), authorization, step.signedIn.session, choice?.kind === 'chosen' ? choice.organizationId : null),
+        );
       case 'deny':
         return answer(reply, await denyAuthorization(forRequest(deps, request), authorization, step.signedIn.session));
       case 'invalid-decision':
@@ -154,10 +185,24 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     const { user } = step.signedIn;
     const fields = singleValues(carried, CONSENT_FORM_OMITS);
     // A sign-in the client's policy or acr_values do not accept is asked to sign in again.
-    const refusal = pages.refuseApproval(request, reply, authorization.client, step.signedIn.session, authorizeUrl(fields), authorization.acrValues ?? null);
+    const refusal = pages.refuseApproval(
+      request,
+      reply,
+      authorization.client,
+      step.signedIn.session,
+      authorizeUrl(fields),
+      authorization.acrValues ?? null,
+      member,
+    );
     if (refusal) return refusal;
     allowFormTarget(reply, authorization.redirectUri);
     const ui = pages.ui(request, { uiLocales, user: user.locale });
+    // A member of several organizations chooses the one the tokens name (the one kept, chosen).
+    const organizations =
+      approvalScope(authorization).includes(ORGANIZATION_SCOPE) && memberships.length > 1
+        ? memberships.map(({ organization }) => ({ id: organization.id, name: organization.name }))
+        : [];
+    const kept = postedOrganization ?? remembered?.organizationId ?? null;
     return pages.send(
       reply,
       200,
@@ -171,6 +216,8 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
         more: step.more,
         signedInAs: user.name ?? user.username,
         returnTo: authorizeUrl(fields),
+        organizations,
+        chosenOrganization: organizations.some((organization) => organization.id === kept) ? kept : null,
         // The address the user will be sent to, so a look-alike application name is not all
         // they have to judge by.
         details: html`<p class="muted">${ui.t.html('consent.returnTo', { target: redirectTarget(authorization.redirectUri) })}</p>`,
@@ -200,8 +247,12 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
   app.post(DECISION_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
     const decision = typeof form['decision'] === 'string' ? form['decision'] : '';
-    const params = Object.fromEntries(Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision' && name !== APPROVAL_MAC_FIELD));
-    return handle(request, reply, params, decision, form[APPROVAL_MAC_FIELD]);
+    // The organization chosen is the person's input, not the request's: checked against their memberships.
+    const organization = typeof form['organization'] === 'string' ? form['organization'].slice(0, 200) : null;
+    const params = Object.fromEntries(
+      Object.entries(form).filter(([name]) => name !== 'csrf_token' && name !== 'decision' && name !== APPROVAL_MAC_FIELD && name !== 'organization'),
+    );
+    return handle(request, reply, params, decision, form[APPROVAL_MAC_FIELD], organization);
   });
 };
 

@@ -8,6 +8,7 @@ import { formatUserCode } from '../flows/device/user-code.ts';
 import { decideDeviceRequest, findDeviceRequest, type CodeAttempt, type LockScope, type LookupFailure } from '../flows/device/verification.ts';
 import { describeScope } from '../flows/resources.ts';
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
+import { organizationPolicy } from '../flows/organizations/choice.ts';
 import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import type { MessageKey, Messages } from '../ui/i18n.ts';
@@ -124,7 +125,9 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     if (lookup.kind !== 'pending') return lookupFailed(request, reply, lookup, typed);
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return pages.signInFor(request, reply, approvalUrl(lookup.record.userCode), lookup.client);
-    const refused = pages.refuseApproval(request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode));
+    // The person's organizations may ask more of the sign-in (docs/organizations.md).
+    const member = organizationPolicy(await deps.store.organizations.membershipsOf(signedIn.user.id));
+    const refused = pages.refuseApproval(request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode), null, member);
     if (refused) return refused;
     return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
   });
@@ -139,12 +142,13 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
       // The session ended while the page was open: sign in again, then review again.
       return reply.redirect(`${DEVICE_APPROVAL_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
     }
+    const member = organizationPolicy(await deps.store.organizations.membershipsOf(signedIn.user.id));
     const result = await decideDeviceRequest(
       forRequest(deps, request),
       attemptOf(request, typed),
       decision === 'approve'
         ? // The sign-in policy, checked again at the decision: the page may have been open for long.
-          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session) }
+          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session, null, member) }
         : { approve: false, userId: signedIn.user.id },
     );
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);

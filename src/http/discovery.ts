@@ -5,7 +5,7 @@ import { SUPPORTED_SCOPES } from '../core/scopes.ts';
 import { RESPONSE_MODES } from '../flows/authorization-code/request.ts';
 import { ASSERTION_ALGORITHMS, INTROSPECTION_AUTH_METHODS, TOKEN_AUTH_METHODS } from '../flows/client-auth.ts';
 import { DPOP_SIGNING_ALGORITHMS } from '../flows/dpop/proof.ts';
-import { USER_CLAIMS } from '../tokens/claims.ts';
+import { ORGANIZATION_CLAIMS, USER_CLAIMS } from '../tokens/claims.ts';
 import type { AppDeps } from './deps.ts';
 import { DISCOVERY_PATHS, endpointMetadata, JWKS_PATH, REGISTRATION_PATH } from '../core/endpoints.ts';
 
@@ -46,7 +46,7 @@ export function discoveryMetadata(deps: AppDeps, resourceScopes: readonly string
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
     // OpenID Discovery §3: exactly what can be sent: the ID token's own claims and the person's (tokens/claims.ts).
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr', ...USER_CLAIMS],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'sid', 'amr', 'acr', ...USER_CLAIMS, ...ORGANIZATION_CLAIMS],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     // OIDC Discovery §3: the languages of the pages, for `ui_locales`.
     ui_locales_supported: deps.config.site.locales,

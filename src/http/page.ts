@@ -1,8 +1,9 @@
 import { signUpOffered } from '../flows/sign-up.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { passkeysAvailable } from '../flows/passkeys/relying-party.ts';
-import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal } from '../flows/second-factor/policy.ts';
+import { approvalRefusal, REFUSAL_MESSAGES, type ApprovalRefusal, type MemberPolicy } from '../flows/second-factor/policy.ts';
 import { emailDomain } from '../flows/upstream/accounts.ts';
+import { providerForDomain } from '../flows/organizations/routing.ts';
 import { providerSettings } from '../flows/upstream/settings.ts';
 import type { ClientRecord, SessionRecord } from '../store/types.ts';
 import { isMessageKey, type MessageKey } from '../ui/i18n.ts';
@@ -55,6 +56,7 @@ export interface Pages {
     session: SessionRecord,
     returnTo: string,
     requestedAcr?: readonly string[] | null,
+    member?: MemberPolicy,
   ): Promise<FastifyReply> | null;
 }
 
@@ -76,7 +78,8 @@ export function pagesFor(deps: AppDeps): Pages {
     const providers = await deps.store.identityProviders.list();
     const only = providers.find((provider) => providerSettings(provider).only) ?? null;
     const domain = emailDomain(loginHint ?? null) ?? (domainHint ? domainHint.trim().toLowerCase() : null);
-    const routed = domain === null ? undefined : providers.find((provider) => providerSettings(provider).domains.includes(domain));
+    // A provider's --domain, or an organization's verified domain with its provider.
+    const routed = await providerForDomain(deps.store, providers, domain);
     const straightTo = routed ?? only;
     if (straightTo && !view.error && !view.notice && !view.setUp) {
       return reply.header('Cache-Control', 'no-store').redirect(upstreamStartUrl(straightTo.id, view.returnTo, view.clientId, routed ? loginHint : null), 303);
@@ -109,8 +112,8 @@ export function pagesFor(deps: AppDeps): Pages {
         { returnTo, clientName: client.name, clientId: client.id, loginHint: hints?.loginHint ?? null, domainHint: hints?.domainHint ?? null },
         hints,
       ),
-    refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null) => {
-      const refusal = approvalRefusal(deps.config, client, session, requestedAcr);
+    refuseApproval: (request, reply, client, session, returnTo, requestedAcr = null, member) => {
+      const refusal = approvalRefusal(deps.config, client, session, requestedAcr, member);
       if (refusal === null) return null;
       const notice = pageUi(site, request).t.text(REFUSALS[refusal], { client: client.name });
       return signIn(request, reply, 200, { returnTo, clientName: client.name, clientId: client.id, notice, setUp: true });

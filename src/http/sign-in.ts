@@ -1,5 +1,7 @@
 import { onlyProvider } from '../flows/upstream/sign-in.ts';
-import { upstreamStartUrl } from '../ui/pages.ts';
+import { emailDomain } from '../flows/upstream/accounts.ts';
+import { providerForDomain } from '../flows/organizations/routing.ts';
+import { routedSignInPage, upstreamStartUrl } from '../ui/pages.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { PASSWORD_ONLY } from '../core/auth-methods.ts';
 import { SIGN_IN_PATH, SIGN_OUT_PATH } from '../core/endpoints.ts';
@@ -41,6 +43,20 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
     const only = await onlyProvider(deps);
     if (only !== null) return reply.redirect(upstreamStartUrl(only.id, returnTo, clientId), 303);
 
+    // An address typed in a routed domain (an organization's verified one) is sent on to its
+    // provider, the address its login_hint: decided by the domain alone, before any password
+    // is checked, so the answer says nothing of whether an account exists.
+    const routed = rawUsername.includes('@')
+      ? await providerForDomain(deps.store, await deps.store.identityProviders.list(), emailDomain(rawUsername.trim().slice(0, 320)))
+      : null;
+    if (routed !== null) {
+      const address = rawUsername.trim().slice(0, 320);
+      return pages.send(
+        reply,
+        200,
+        routedSignInPage(ui, { domain: emailDomain(address)!, provider: routed.name, href: upstreamStartUrl(routed.id, returnTo, clientId, address) }),
+      );
+    }
     const known = cookieNames(deps.config).knownBrowser;
     const result = await signIn(forRequest(deps, request), {
       username: rawUsername,

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { SIGN_IN_PATH, SIGN_UP_PASSKEY_OPTIONS_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
+import { INVITATION_PATH, SIGN_IN_PATH, SIGN_UP_PASSKEY_OPTIONS_PATH, SIGN_UP_PATH, SIGN_UP_VERIFY_PATH } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
+import { findInvitation } from '../flows/invitation.ts';
 import {
   findSignUp,
   signUp,
@@ -11,7 +12,7 @@ import {
   type SignUpPasskeyAnswer,
   type SignUpResult,
 } from '../flows/sign-up.ts';
-import { signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
+import { errorPage, signUpConfirmPage, signUpDonePage, signUpPage, signUpSentPage, type Ui } from '../ui/pages.ts';
 import { describeUserAgent } from '../ui/user-agent.ts';
 import { ceremonyBrowser } from './passkeys.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
@@ -53,9 +54,22 @@ function passkeyAnswer(form: RawParams, browser: string, userAgent: string | und
 /**
  * Sign-up (flows/sign-up.ts): the form, the same page after it whether the address had an
  * account, and the page the mailed link leads to. Only with TESSERA_SIGN_UP=open: without it,
- * there are no such routes.
+ * there are no such routes (with `invite`, one that leads an invitation's token to its page).
  */
 export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  // TESSERA_SIGN_UP=invite: the sign-up page is an invitation's (http/invitation.ts), and
+  // opens for a live invitation's token alone; anything else finds no page.
+  if (deps.config.signUp.policy === 'invite') {
+    app.get(SIGN_UP_PATH, { config: { page: true } }, async (request, reply) => {
+      const token = single(request.query as RawParams, 'token', 256);
+      if ((await findInvitation(deps, token)) === null) {
+        const { t } = pages.ui(request);
+        return pages.send(reply, 404, errorPage(pages.ui(request), t.text('signUp.title'), t.text('signUp.inviteOnly')));
+      }
+      return reply.redirect(`${INVITATION_PATH}?${new URLSearchParams({ token }).toString()}`, 303);
+    });
+    return;
+  }
   if (!signUpOffered(deps)) return;
   const settings = deps.config.signUp;
   const passkeys = signUpPasskeysOffered(deps);

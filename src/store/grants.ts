@@ -24,6 +24,11 @@ export interface GrantRecord {
   /** The class reported in ID tokens (`acr`), set when the client asked through `acr_values`. */
   readonly acr?: string;
   /**
+   * The organization the person approved for (the `organization` scope, docs/organizations.md):
+   * its `org_id` and `org_name` are in the tokens issued under the grant, refreshed ones too.
+   */
+  readonly organizationId?: string;
+  /**
    * The user's remembered consent for the client (the code flow only): at most one live
    * grant per user and client is, and later approvals grow it instead of adding grants.
    */
@@ -54,6 +59,8 @@ export interface RememberedApproval {
   readonly amr?: readonly AuthMethod[];
   /** The class reported in ID tokens (`acr`), when the client asked through `acr_values`. */
   readonly acr?: string;
+  /** The organization chosen (or the person's only one); absent: the grant keeps the one it has. */
+  readonly organizationId?: string;
 }
 
 export interface DeviceOrigin {

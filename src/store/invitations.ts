@@ -3,6 +3,7 @@
  * bound to one e-mail address, where the person invited makes their account.
  */
 import type { OperatorRole } from '../core/scopes.ts';
+import type { OrganizationRole } from './organizations.ts';
 
 export interface InvitationRecord {
   readonly tokenHash: string;
@@ -12,6 +13,9 @@ export interface InvitationRecord {
   readonly role: OperatorRole | null;
   /** The app that invited them: where they land once the account is made. */
   readonly clientId: string | null;
+  /** The organization the person becomes a member of, with `organizationRole`; null: none. */
+  readonly organizationId: string | null;
+  readonly organizationRole: OrganizationRole | null;
   readonly createdAt: number;
   readonly expiresAt: number;
   readonly usedAt: number | null;

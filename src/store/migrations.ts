@@ -1154,6 +1154,44 @@ const ssfStreams: Migration = {
 };
 
 /**
+ * Version 41 (organizations, docs/organizations.md): organizations, each with at most one
+ * verified e-mail domain (unique among verified ones: a domain routes sign-in to one
+ * organization's provider) and its sign-in policy; their members, each with a role; the
+ * organization an approval was given for (kept with the grant, so that refreshing keeps it);
+ * and the organization an invitation makes its person a member of, with the role.
+ */
+const organizations: Migration = {
+  version: 41,
+  name: 'organizations and their members',
+  statements: [
+    (t) => `CREATE TABLE organizations (
+      id                    ${t.text} PRIMARY KEY,
+      name                  ${t.text} NOT NULL,
+      domain                ${t.text},
+      domain_verified       ${t.boolean('domain_verified')},
+      provider_id           ${t.text} REFERENCES identity_providers (id) ON DELETE SET NULL,
+      require_passkey       ${t.boolean('require_passkey')},
+      require_second_factor ${t.boolean('require_second_factor')},
+      created_at            ${t.time} NOT NULL,
+      updated_at            ${t.time} NOT NULL
+    )`,
+    'CREATE UNIQUE INDEX organizations_name ON organizations (lower(name))',
+    'CREATE UNIQUE INDEX organizations_verified_domain ON organizations (domain) WHERE domain_verified = TRUE',
+    (t) => `CREATE TABLE organization_members (
+      organization_id ${t.text} NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      user_id         ${t.text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      role            ${t.text} NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+      created_at      ${t.time} NOT NULL,
+      PRIMARY KEY (organization_id, user_id)
+    )`,
+    'CREATE INDEX organization_members_user ON organization_members (user_id)',
+    (t) => `ALTER TABLE grants ADD COLUMN organization_id ${t.text} REFERENCES organizations (id) ON DELETE SET NULL`,
+    (t) => `ALTER TABLE invitations ADD COLUMN organization_id ${t.text} REFERENCES organizations (id) ON DELETE CASCADE`,
+    (t) => `ALTER TABLE invitations ADD COLUMN organization_role ${t.text} CHECK (organization_role IN ('owner', 'admin', 'member'))`,
+  ],
+};
+
+/**
  * Version 43 (passkey sign-ups and e-mail changes): a sign-up may wait with the passkey it was
  * made with (its account then has no password), and a person's new e-mail address waits, by
  * the hash of the link mailed to it, until that link is followed. Purged once expired.
@@ -1211,5 +1249,6 @@ export const migrations: readonly Migration[] = [
   invitations,
   trustedIssuers,
   ssfStreams,
+  organizations,
   passkeySignUpsAndEmailChanges,
 ];

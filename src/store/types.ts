@@ -43,6 +43,7 @@ import type { EmailChangeStore } from './email-changes.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
+import type { OrganizationStore } from './organizations.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
@@ -70,6 +71,7 @@ export * from './email-changes.ts';
 export * from './invitations.ts';
 export * from './ssf.ts';
 export * from './saml.ts';
+export * from './organizations.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
 export { DuplicateError, MissingReferenceError } from './errors.ts';
@@ -124,6 +126,8 @@ export interface Stores {
   readonly groups: GroupStore;
   /** The identity providers whose ID-JAGs this server redeems. */
   readonly trustedIssuers: TrustedIssuerStore;
+  /** Organizations and their members (docs/organizations.md). */
+  readonly organizations: OrganizationStore;
 }
 
 /** The longer cutoffs of `Store.purgeExpired`, each a setting of its own. */

@@ -194,3 +194,23 @@ export async function groupsOf(
   const [provisioned, links] = await Promise.all([store.groups.namesOf(userId), store.linkedIdentities.listForUser(userId)]);
   return [...new Set([...provisioned, ...links.flatMap((link) => link.groups)])];
 }
+
+/** The scope that releases `org_id` and `org_name` (docs/organizations.md). */
+export const ORGANIZATION_SCOPE = 'organization';
+export const ORGANIZATION_CLAIMS = ['org_id', 'org_name'] as const;
+
+/**
+ * `org_id` and `org_name` of the organization the person approved for (kept with the grant:
+ * a refresh keeps it), when the scope was granted and they are still a member; none otherwise.
+ * Not OIDC Core's: the claims Auth0 and WorkOS name so.
+ */
+export async function organizationClaims(
+  store: Pick<Store, 'organizations'>,
+  organizationId: string | undefined,
+  userId: string,
+  scope: readonly string[],
+): Promise<{ org_id?: string; org_name?: string }> {
+  if (!scope.includes(ORGANIZATION_SCOPE) || organizationId === undefined) return {};
+  const membership = (await store.organizations.membershipsOf(userId)).find((one) => one.organization.id === organizationId);
+  return membership === undefined ? {} : { org_id: membership.organization.id, org_name: membership.organization.name };
+}

@@ -7,7 +7,7 @@ import { hashSecret, randomToken } from '../core/crypto.ts';
 import { OAuthError } from '../core/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, ID_JAG_TYP, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_ID_JAG } from '../core/protocol.ts';
 import type { ClientRecord, GrantRecord, GrantStore, RefreshTokenRecord, ResourceRecord, Store, UserRecord } from '../store/types.ts';
-import { approvedClaims, groupsOf, releasedClaims } from './claims.ts';
+import { approvedClaims, groupsOf, organizationClaims, releasedClaims } from './claims.ts';
 import { signJws } from './jws.ts';
 import { SIGNING_ALGORITHMS, type KeyManager } from './keys.ts';
 
@@ -234,7 +234,7 @@ export class TokenIssuer {
   readonly #clock: Clock;
   readonly #issuer: string;
   readonly #lifetimes: Lifetimes;
-  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups'>;
+  readonly #store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups' | 'organizations'>;
   readonly #accessTokenAlg: SigningAlgorithm;
   #verificationKeys: { readonly kids: string; readonly keys: JWTVerifyGetKey } | undefined;
 
@@ -243,7 +243,7 @@ export class TokenIssuer {
     clock: Clock,
     issuer: string,
     lifetimes: Lifetimes,
-    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups'>,
+    store: Pick<Store, 'grants' | 'refreshTokens' | 'transaction' | 'linkedIdentities' | 'groups' | 'organizations'>,
     accessTokenAlg: SigningAlgorithm = 'ES256',
   ) {
     this.#keys = keys;
@@ -311,9 +311,11 @@ export class TokenIssuer {
   async sign(issuance: Issuance, plan: IssuancePlan): Promise<TokenResponse> {
     const now = seconds(plan.now);
     const scope = issuance.scope.join(' ');
+    // The organization approved for, in both tokens alike.
+    const organization = await organizationClaims(this.#store, plan.grant.organizationId, issuance.user.id, issuance.scope);
     const [accessToken, idToken] = await Promise.all([
-      this.#accessToken(issuance, now, scope, plan.accessTokenLifetime),
-      issuance.scope.includes('openid') ? this.#idToken(issuance, plan.grant, now) : undefined,
+      this.#accessToken(issuance, now, scope, plan.accessTokenLifetime, organization),
+      issuance.scope.includes('openid') ? this.#idToken(issuance, plan.grant, now, organization) : undefined,
     ]);
     return {
       access_token: accessToken,
@@ -673,7 +675,7 @@ export class TokenIssuer {
    * servers only RS256); for this server's own API (userinfo), which verifies it here, with
    * `TESSERA_ACCESS_TOKEN_ALG` (ES256: a cheaper signature on every code exchange).
    */
-  async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number): Promise<string> {
+  async #accessToken(issuance: Issuance, now: number, scope: string, lifetime: number, organization: Readonly<Record<string, string>>): Promise<string> {
     const userinfoClaims = approvedClaims(issuance.userinfoClaims ?? [], issuance.claimsScope ?? []);
     const key = await this.#keys.signingKey(issuance.resource?.signingAlg ?? this.#accessTokenAlg);
     return signJws(
@@ -698,13 +700,15 @@ export class TokenIssuer {
         // OIDC Core §5.5: the claims UserInfo sends beside the scope's, asked for by name and
         // approved, on a token for it alone (not OIDC's name: this server's own API reads it).
         ...(!issuance.resource && userinfoClaims.length > 0 ? { userinfo_claims: userinfoClaims.join(' ') } : {}),
+        // The organization the person approved for (the organization scope): an API reads it here.
+        ...organization,
       },
       key.privateKey,
     );
   }
 
   /** OIDC Core §2 and §3.1.3.6. */
-  async #idToken(issuance: Issuance, grant: GrantRecord, now: number): Promise<string> {
+  async #idToken(issuance: Issuance, grant: GrantRecord, now: number, organization: Readonly<Record<string, string>>): Promise<string> {
     // OIDC Core §5.5: those asked for in the ID token, of the scope or approved by name.
     const idTokenClaims = issuance.idTokenClaims ?? [];
     const named = approvedClaims(idTokenClaims, issuance.claimsScope ?? []);
@@ -720,6 +724,7 @@ export class TokenIssuer {
           issuance.claimsLocales,
           named,
         ),
+        ...organization,
         auth_time: seconds(issuance.authTime),
         // OIDC Core §2 amr (RFC 8176 values) and acr: how the person signed in before approving.
         ...signInOf(issuance, grant),

@@ -15,7 +15,7 @@ import { isMessageKey, type MessageKey } from './i18n.ts';
 import { csrfField, layout, openIdScope, type Ui } from './pages.ts';
 import { describeUserAgent } from './user-agent.ts';
 
-export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'saml', 'scim', 'keys'] as const;
+export const CONSOLE_SECTIONS = ['dashboard', 'users', 'apps', 'apis', 'providers', 'events', 'webhooks', 'saml', 'scim', 'orgs', 'keys'] as const;
 export type ConsoleSection = (typeof CONSOLE_SECTIONS)[number];
 
 /** What every console page is rendered with. */
@@ -38,6 +38,7 @@ const SECTION_NAMES: Readonly<Record<ConsoleSection, MessageKey>> = {
   webhooks: 'console.nav.webhooks',
   saml: 'console.nav.saml',
   scim: 'console.nav.scim',
+  orgs: 'console.nav.orgs',
   keys: 'console.nav.keys',
 };
 

@@ -153,6 +153,23 @@ ${options.details ? html`<p class="fine-print">${t.html('error.details', { detai
   );
 }
 
+/**
+ * An address typed on the sign-in page whose domain signs in elsewhere (an organization's
+ * verified domain, flows/organizations/routing.ts): where to continue. A link, not a redirect
+ * from the form's post, which the page's form-action would keep on this server.
+ */
+export function routedSignInPage(ui: Ui, view: { readonly domain: string; readonly provider: string; readonly href: string }): string {
+  const { t } = ui;
+  const title = t.text('signIn.continueWith', { provider: view.provider });
+  return layout(
+    ui,
+    title,
+    html`<h1>${title}</h1>
+<p>${t.html('signIn.routed', { domain: view.domain, provider: view.provider })}</p>
+<div class="actions"><a class="button primary" href="${view.href}">${t.html('signIn.continueWith', { provider: view.provider })}</a></div>`,
+  );
+}
+
 export interface SignInView {
   readonly csrf: string;
   /** Where to go after signing in: a path on this server. */
@@ -314,6 +331,10 @@ export interface ConsentView {
    * `host`: where a metadata-document app describes itself (its client_id's host).
    */
   readonly unverified?: { readonly host: string | null };
+  /** The person's organizations, when they are in several and the app asks for one: they choose (docs/organizations.md). */
+  readonly organizations?: readonly { readonly id: string; readonly name: string }[];
+  /** The one chosen before (kept with their approval), checked. */
+  readonly chosenOrganization?: string | null;
 }
 
 /** "Not verified by <site>": the warning over an app that registered itself. */
@@ -370,8 +391,18 @@ ${scopeList(ui, view.access)}
 <form method="post" action="${view.action}">
 ${csrfField(view.csrf)}
 ${hiddenFields(view.fields)}
+${
+  view.organizations !== undefined && view.organizations.length > 0
+    ? html`<fieldset class="organizations"><legend>${t.html('consent.organization', { client: view.clientName })}</legend>
+${view.organizations.map(
+  (organization, index) =>
+    html`<div class="check"><input type="radio" id="organization-${String(index)}" name="organization" value="${organization.id}" required ${organization.id === view.chosenOrganization ? html`checked` : null}><label for="organization-${String(index)}">${organization.name}</label></div>`,
+)}
+</fieldset>`
+    : null
+}
 <div class="actions">
-<button type="submit" name="decision" value="deny" class="choice">${t.html('consent.deny')}</button>
+<button type="submit" name="decision" value="deny" class="choice" formnovalidate>${t.html('consent.deny')}</button>
 <button type="submit" name="decision" value="approve" class="choice">${t.html('consent.approve')}</button>
 </div>
 </form>

@@ -18,6 +18,7 @@ import { mailContract } from './mail-contract.ts';
 import { ssfContract } from './ssf-contract.ts';
 import { samlContract } from './saml-contract.ts';
 import { scimContract } from './scim-contract.ts';
+import { organizationsContract } from './organizations-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
@@ -2016,6 +2017,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     samlContract({ store: () => store, unique });
     scimContract({ store: () => store, unique, givenUser });
     trustedIssuersContract({ store: () => store, unique });
+    organizationsContract({ store: () => store, unique, givenUser: () => givenUser(), givenClient: () => givenClient() });
 
     describe('purgeExpired', () => {
       it('deletes codes, device records, sessions and rate-limit windows that expired before the cutoff, and nothing else', async () => {

@@ -15,7 +15,12 @@ import { approvalScope, clientResponse, type AuthorizationRequest, type ClientRe
  * single-use; only its hash is stored. One grant per user and client: signing in again adds
  * no grant, and revoking it (the account page) forgets the consent.
  */
-export async function approveAuthorization(deps: FlowDeps, request: AuthorizationRequest, session: SessionRecord): Promise<ClientResponse> {
+export async function approveAuthorization(
+  deps: FlowDeps,
+  request: AuthorizationRequest,
+  session: SessionRecord,
+  organizationId: string | null = null,
+): Promise<ClientResponse> {
   const now = deps.clock.now();
   const code = randomToken(32);
   // One transaction: a code never refers to a grant that was not stored, nor is a grant
@@ -32,6 +37,8 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
         scope: approvalScope(request),
         authTime: session.authTime,
         ...signIn,
+        // The organization approved for (flows/organizations/choice.ts), kept with the grant.
+        ...(organizationId === null ? {} : { organizationId }),
       },
       now,
     );
@@ -58,7 +65,11 @@ export async function approveAuthorization(deps: FlowDeps, request: Authorizatio
       ...signIn,
     });
     const about = { userId: session.userId, clientId: request.client.id, grantId: grant.id };
-    await record({ type: 'consent.given', ...about, detail: { scope: approvalScope(request).join(' ') } });
+    await record({
+      type: 'consent.given',
+      ...about,
+      detail: { scope: approvalScope(request).join(' '), ...(organizationId === null ? {} : { organization: organizationId }) },
+    });
     await record({ type: 'code.issued', ...about });
   });
   return clientResponse(request, deps.config.issuer, { code });

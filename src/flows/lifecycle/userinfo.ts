@@ -3,7 +3,7 @@
  * tokens (RFC 6750).
  */
 import { OAuthError } from '../../core/errors.ts';
-import { groupsOf, releasedClaims } from '../../tokens/claims.ts';
+import { groupsOf, ORGANIZATION_SCOPE, organizationClaims, releasedClaims } from '../../tokens/claims.ts';
 import type { FlowDeps } from '../types.ts';
 import { checkSenderConstraint, liveAccessToken, type Presentation } from './access-token.ts';
 
@@ -38,8 +38,11 @@ export async function userInfo(deps: FlowDeps, presented: Presentation): Promise
   // OIDC Core §5.4 and §5.5: the scope's claims, and those asked for by name and approved.
   const { scope, userinfoClaims, claimsLocales } = live.claims;
   const groups = await groupsOf(deps.store, live.user.id, scope, userinfoClaims);
+  // The organization approved for, as the grant keeps it now (a person no longer a member has none).
+  const grant = scope.includes(ORGANIZATION_SCOPE) && live.claims.gid !== null ? await deps.store.grants.get(live.claims.gid) : null;
+  const organization = await organizationClaims(deps.store, grant?.organizationId, live.user.id, scope);
   return {
     clientId: live.claims.client_id,
-    claims: { sub: live.user.id, ...releasedClaims(live.user, scope, undefined, groups, claimsLocales, userinfoClaims) },
+    claims: { sub: live.user.id, ...releasedClaims(live.user, scope, undefined, groups, claimsLocales, userinfoClaims), ...organization },
   };
 }

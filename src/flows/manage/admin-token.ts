@@ -10,7 +10,7 @@ import { checkSenderConstraint, liveClientToken, looksLikeJwt, type Presentation
 import type { FlowDeps } from '../types.ts';
 
 /** The areas the admin API's scopes cover (core/scopes.ts ADMIN_SCOPES). */
-export type AdminArea = 'clients' | 'users' | 'resources' | 'events' | 'keys' | 'providers' | 'webhooks' | 'saml';
+export type AdminArea = 'clients' | 'users' | 'resources' | 'events' | 'keys' | 'providers' | 'webhooks' | 'saml' | 'orgs';
 
 export interface AdminCaller {
   readonly clientId: string;

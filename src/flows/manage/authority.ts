@@ -20,6 +20,9 @@
  * - a caller gives a client `ssf:manage`, or adds a webhook, or sends its dead letters again,
  *   only if it may read the audit trail: a webhook sends the trail's user and client events (people's ids and usernames) to
  *   a URL of the caller's choosing, which is reading it by another door;
+ * - a caller gives an organization a verified domain or an upstream provider, or changes
+ *   either, only if it also manages upstream providers (admin:providers): the domain then sends
+ *   its people's sign-in to that provider, which is choosing where they sign in;
  * - only the server's owner points a webhook at loopback, link-local or private addresses,
  *   unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS allows them (flows/manage/webhooks.ts): a
  *   delegate would otherwise have the server post into its own network.
@@ -118,5 +121,15 @@ export function checkMayTrustProvider(caller: Caller, what: string): void {
 export function checkMayExportEvents(caller: Caller): void {
   if (!holdsAll(caller.scopes, ['admin:events:read'])) {
     throw forbidden`a webhook sends the audit trail's user and client events to its URL: only a caller that may read the audit trail (admin:events or admin:events:read) may add one or send its deliveries again`;
+  }
+}
+
+/**
+ * An organization's verified domain or its provider, given or changed: only by a caller that
+ * also manages upstream providers, since the domain then sends its people's sign-in there.
+ */
+export function checkMayRouteSignIn(caller: Caller, what: string): void {
+  if (!holdsAll(caller.scopes, ['admin:providers'])) {
+    throw forbidden`${field(what)}: a verified domain sends its people's sign-in to the organization's upstream provider; only a caller that also manages providers (admin:providers) may set it`;
   }
 }

@@ -10,7 +10,8 @@ import { INVITATION_PATH } from '../../core/endpoints.ts';
 import { isOperatorRole, type OperatorRole } from '../../core/scopes.ts';
 import { transactionWithEvents } from '../events.ts';
 import { mailAddress } from '../mail/outbox.ts';
-import { mayAssignRole } from './authority.ts';
+import { holdsAll, mayAssignRole } from './authority.ts';
+import { checkOrganizationRole, getOrganization } from './organizations.ts';
 import type { ManageDeps } from './deps.ts';
 import { field, forbidden, invalid } from './errors.ts';
 
@@ -25,6 +26,9 @@ export interface InvitationInput {
   readonly role?: string | null;
   /** The app that invites them: they land there once their account is made. */
   readonly clientId?: string | null;
+  /** An organization (its id or name) the person becomes a member of, with `organizationRole` (member unless given). */
+  readonly organization?: string | null;
+  readonly organizationRole?: string | null;
   readonly ttlSeconds?: number;
 }
 
@@ -49,6 +53,12 @@ export async function inviteUser(deps: ManageDeps, input: InvitationInput): Prom
   }
   const clientId = input.clientId ?? null;
   if (clientId !== null && (await deps.store.clients.get(clientId)) === null) throw invalid`${field('client')}: no application ${clientId}`;
+  const organization = input.organization ? await getOrganization(deps, input.organization) : null;
+  if (organization === null && input.organizationRole) throw invalid`${field('organization_role')}: give the ${field('organization')} too`;
+  const organizationRole = organization === null ? null : checkOrganizationRole(input.organizationRole);
+  // Making a member is managing the organization: the caller needs its scope as well.
+  if (organization !== null && !holdsAll(deps.caller.scopes, ['admin:orgs']))
+    throw forbidden`${field('organization')}: only a caller that manages organizations (admin:orgs) may invite someone into one`;
   const token = randomToken(32);
   const now = deps.clock.now();
   const expiresAt = now + ttl * 1000;
@@ -56,8 +66,27 @@ export async function inviteUser(deps: ManageDeps, input: InvitationInput): Prom
   const url = `${deps.config.issuer}${INVITATION_PATH}?${new URLSearchParams({ token }).toString()}`;
   const { mail } = deps;
   await transactionWithEvents(deps, async (tx, record) => {
-    await tx.invitations.create({ tokenHash: hashSecret(token), email, role, clientId, createdAt: now, expiresAt, usedAt: null });
-    const event = await record({ type: 'user.invited', clientId, detail: { role, expires_at: new Date(expiresAt).toISOString(), by: 'operator' } });
+    await tx.invitations.create({
+      tokenHash: hashSecret(token),
+      email,
+      role,
+      clientId,
+      organizationId: organization?.id ?? null,
+      organizationRole,
+      createdAt: now,
+      expiresAt,
+      usedAt: null,
+    });
+    const event = await record({
+      type: 'user.invited',
+      clientId,
+      detail: {
+        role,
+        expires_at: new Date(expiresAt).toISOString(),
+        ...(organization === null ? {} : { organization: organization.id, organization_role: organizationRole }),
+        by: 'operator',
+      },
+    });
     await mail?.queue(tx, event, {
       kind: 'invite',
       to: { address: email, name: '' },

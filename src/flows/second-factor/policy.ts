@@ -41,25 +41,35 @@ export function sessionMethods(session: SessionRecord): readonly AuthMethod[] {
   return session.amr ?? PASSWORD_ONLY;
 }
 
+/** What the person's organizations require of their sign-in (flows/organizations/choice.ts `organizationPolicy`). */
+export interface MemberPolicy {
+  readonly requirePasskey: boolean;
+  readonly requireSecondFactor: boolean;
+}
+
+const NO_MEMBER_POLICY: MemberPolicy = { requirePasskey: false, requireSecondFactor: false };
+
 /**
  * Why this session may not approve for this client, or null when it may. `requestedAcr`:
  * the request's `acr_values` (OIDC Core §3.1.2.1). They are voluntary, so a class Tessera
  * does not know is ignored; a known one the sign-in does not reach asks for a stronger
- * sign-in (a step-up), as a client's own requirement does.
+ * sign-in (a step-up), as a client's own requirement does. `member`: what the person's
+ * organizations require, as a client's own requirement.
  */
 export function approvalRefusal(
   config: Config,
   client: Pick<ClientRecord, 'requirePhishingResistant'>,
   session: SessionRecord,
   requestedAcr: readonly string[] | null = null,
+  member: MemberPolicy = NO_MEMBER_POLICY,
 ): ApprovalRefusal | null {
   const amr = sessionMethods(session);
   const known = (requestedAcr ?? []).filter((value) => (ACR_VALUES as readonly string[]).includes(value));
   const actual = acrOf(amr);
   const stepUp = known.length > 0 && !known.some((value) => acrSatisfies(actual, value));
   const wantsPasskey = stepUp && known.every((value) => value === 'phr' || value === 'phrh');
-  if ((client.requirePhishingResistant === true || wantsPasskey) && !isPhishingResistant(amr)) return 'phishing-resistant-required';
-  if ((config.secondFactor.required || stepUp) && !hasSecondFactor(amr)) return 'second-factor-required';
+  if ((client.requirePhishingResistant === true || member.requirePasskey || wantsPasskey) && !isPhishingResistant(amr)) return 'phishing-resistant-required';
+  if ((config.secondFactor.required || member.requireSecondFactor || stepUp) && !hasSecondFactor(amr)) return 'second-factor-required';
   return null;
 }
 
@@ -72,8 +82,14 @@ export const APPROVAL_REFUSALS: Readonly<Record<ApprovalRefusal, (clientName: st
 };
 
 /** At the approval itself: the same policy, as a refusal (the page may have been open for long). */
-export function assertApprovalAllowed(config: Config, client: ClientRecord, session: SessionRecord, requestedAcr: readonly string[] | null = null): void {
-  const refusal = approvalRefusal(config, client, session, requestedAcr);
+export function assertApprovalAllowed(
+  config: Config,
+  client: ClientRecord,
+  session: SessionRecord,
+  requestedAcr: readonly string[] | null = null,
+  member: MemberPolicy = NO_MEMBER_POLICY,
+): void {
+  const refusal = approvalRefusal(config, client, session, requestedAcr, member);
   if (refusal !== null)
     throw new OAuthError('access_denied', APPROVAL_REFUSALS[refusal](client.name), {
       status: 403,

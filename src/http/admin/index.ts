@@ -31,6 +31,7 @@ import { userRoutes } from './users.ts';
 import { trustedIssuerRoutes } from './trusted-issuers.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { samlServiceProviderRoutes } from './saml-service-providers.ts';
+import { organizationRoutes } from './organizations.ts';
 
 export { MAX_PAGE } from './kit.ts';
 
@@ -152,6 +153,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     trustedIssuerRoutes,
     scimTokenRoutes,
     samlServiceProviderRoutes,
+    organizationRoutes,
   ]) {
     await app.register(noun, { deps });
   }

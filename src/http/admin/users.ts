@@ -206,6 +206,12 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
           email: { type: 'string', maxLength: 320 },
           role: { type: 'string', enum: ['admin', 'support', 'viewer', 'none'] },
           client_id: { type: 'string', maxLength: 256, description: 'The app that invites them: they land there once their account is made' },
+          organization: {
+            type: 'string',
+            maxLength: 200,
+            description: 'An organization (its id or name) they become a member of (with admin:orgs too)',
+          },
+          organization_role: { type: 'string', enum: ['owner', 'admin', 'member'], description: 'Their role in the organization (member unless given)' },
           ttl_seconds: { type: 'integer', minimum: INVITATION_TTL_RANGE.min, maximum: INVITATION_TTL_RANGE.max },
         },
         ['email'],
@@ -213,11 +219,20 @@ export const userRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       response: ok(object({ url: { type: 'string', description: 'The link: in this answer only' }, email: { type: 'string' }, expires_at: T, mailed: B })),
     },
     handler: async (request, _reply, d) => {
-      const given = request.body as { email: string; role?: string; client_id?: string; ttl_seconds?: number };
+      const given = request.body as {
+        email: string;
+        role?: string;
+        client_id?: string;
+        organization?: string;
+        organization_role?: string;
+        ttl_seconds?: number;
+      };
       const invitation = await inviteUser(d, {
         email: given.email,
         role: given.role ?? null,
         clientId: given.client_id ?? null,
+        organization: given.organization ?? null,
+        organizationRole: given.organization_role ?? null,
         ...(given.ttl_seconds === undefined ? {} : { ttlSeconds: given.ttl_seconds }),
       });
       return { url: invitation.url, email: invitation.email, expires_at: new Date(invitation.expiresAt).toISOString(), mailed: invitation.mailed };

@@ -23,6 +23,7 @@ import { trustPages } from './trust.ts';
 import { webhookPages } from './webhooks.ts';
 import { samlPages } from './saml.ts';
 import { scimPages } from './scim.ts';
+import { organizationPages } from './organizations.ts';
 
 export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, options) => {
   const { pages } = options;
@@ -39,6 +40,6 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     );
   });
 
-  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, scimPages, keyPages, trustPages])
+  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, scimPages, organizationPages, keyPages, trustPages])
     await app.register(noun, options);
 };

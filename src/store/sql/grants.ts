@@ -13,6 +13,7 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
   const ip = textOrNull(row, 'device_ip');
   const amr = authMethodsOrNull(row, 'amr', read);
   const acr = row['acr'] === undefined ? null : textOrNull(row, 'acr');
+  const organizationId = row['organization_id'] === undefined ? null : textOrNull(row, 'organization_id');
   return {
     id: text(row, 'id'),
     userId: text(row, 'user_id'),
@@ -29,6 +30,7 @@ export function grantFromRow(row: Row, read: ColumnReader): GrantRecord {
     activeUntil: integerOrNull(row, 'active_until'),
     ...(amr === null ? {} : { amr }),
     ...(acr === null ? {} : { acr }),
+    ...(organizationId === null ? {} : { organizationId }),
   };
 }
 
@@ -46,11 +48,12 @@ export function grantsStatements(d: Dialect) {
     // user and client: the insert when there is none, else the live one grows (its scope
     // becomes the union) and is renewed, in the same statement.
     rememberGrant: `
-      INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at, remembered, renewed_at, amr, acr)
-      VALUES (:id, :userId, :clientId, :scope, 'authorization_code', :authTime, :now, NULL, :remembered, :now, :amr, :acr)
+      INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at, remembered, renewed_at, amr, acr, organization_id)
+      VALUES (:id, :userId, :clientId, :scope, 'authorization_code', :authTime, :now, NULL, :remembered, :now, :amr, :acr, :organizationId)
       ON CONFLICT (user_id, client_id) WHERE remembered = TRUE AND revoked_at IS NULL
       DO UPDATE SET scope = ${d.listUnion('grants.scope', 'excluded.scope')}, auth_time = excluded.auth_time,
-                    renewed_at = excluded.renewed_at, amr = excluded.amr, acr = excluded.acr
+                    renewed_at = excluded.renewed_at, amr = excluded.amr, acr = excluded.acr,
+                    organization_id = COALESCE(excluded.organization_id, grants.organization_id)
       RETURNING *`,
     findRememberedGrant: `
       SELECT * FROM grants
@@ -116,6 +119,7 @@ export function grantsStores(d: Dialect, q: Runner<keyof ReturnType<typeof grant
           now,
           amr: approval.amr === undefined ? null : list(approval.amr),
           acr: approval.acr ?? null,
+          organizationId: approval.organizationId ?? null,
         });
         if (!row) throw new Error('remembering a grant returned no row');
         return grant(row);

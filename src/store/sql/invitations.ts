@@ -2,6 +2,7 @@
  * Invitations (`../invitations.ts`): statements, rows and store.
  */
 import { isOperatorRole } from '../../core/scopes.ts';
+import { isOrganizationRole } from '../organizations.ts';
 import { integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { InvitationRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
@@ -13,6 +14,8 @@ function invitationFromRow(row: Row): InvitationRecord {
     email: text(row, 'email'),
     role: role !== null && isOperatorRole(role) ? role : null,
     clientId: textOrNull(row, 'client_id'),
+    organizationId: textOrNull(row, 'organization_id'),
+    organizationRole: isOrganizationRole(textOrNull(row, 'organization_role')) ? (textOrNull(row, 'organization_role') as 'owner' | 'admin' | 'member') : null,
     createdAt: integer(row, 'created_at'),
     expiresAt: integer(row, 'expires_at'),
     usedAt: integerOrNull(row, 'used_at'),
@@ -22,8 +25,8 @@ function invitationFromRow(row: Row): InvitationRecord {
 export function invitationsStatements(d: Dialect) {
   return {
     insertInvitation: `
-      INSERT INTO invitations (token_hash, email, role, client_id, created_at, expires_at, used_at)
-      VALUES (:tokenHash, :email, :role, :clientId, :createdAt, :expiresAt, :usedAt)`,
+      INSERT INTO invitations (token_hash, email, role, client_id, organization_id, organization_role, created_at, expires_at, used_at)
+      VALUES (:tokenHash, :email, :role, :clientId, :organizationId, :organizationRole, :createdAt, :expiresAt, :usedAt)`,
     getInvitation: 'SELECT * FROM invitations WHERE token_hash = :tokenHash AND used_at IS NULL AND expires_at > :now',
     consumeInvitation: `
       UPDATE invitations SET used_at = :now

@@ -33,6 +33,7 @@ import { invitationsStatements } from './invitations.ts';
 import { ssfStatements } from './ssf.ts';
 import { samlStatements } from './saml.ts';
 import { scimStatements } from './scim.ts';
+import { organizationsStatements } from './organizations.ts';
 
 /** Rows deleted per statement by `purgeExpired`: small enough that no statement holds its lock for long. */
 export const PURGE_BATCH_SIZE = 1000;
@@ -67,6 +68,7 @@ export function statements(d: Dialect) {
     ...samlStatements(d),
     ...scimStatements(d),
     ...trustedIssuersStatements(d),
+    ...organizationsStatements(d),
   };
 }
 

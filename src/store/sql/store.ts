@@ -34,6 +34,7 @@ import { emailChangesStores } from './email-changes.ts';
 import { invitationsStores } from './invitations.ts';
 import { ssfStores } from './ssf.ts';
 import { samlStores } from './saml.ts';
+import { organizationsStores } from './organizations.ts';
 import { scimStores } from './scim.ts';
 
 export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
@@ -67,6 +68,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),
+    ...organizationsStores(d, q),
   };
 }
 

@@ -18,6 +18,7 @@ const ar: Catalogue = {
   'scope.phone': 'الاطلاع على رقم هاتفك',
   'scope.offline_access': 'البقاء متصلًا أثناء غيابك (إلى أن تلغي ذلك)',
   'scope.groups': 'الاطلاع على المجموعات التي تنتمي إليها',
+  'scope.organization': 'معرفة المؤسسة التي تسجّل الدخول باسمها',
 
   'signIn.title': 'تسجيل الدخول',
   'signIn.toContinue': 'للمتابعة إلى <strong>{client}</strong>',
@@ -43,6 +44,7 @@ const ar: Catalogue = {
   'secondFactors.proveFirst':
     'لدى حسابك مفتاح مرور أو رموز لمرة واحدة بالفعل، وقد سجّلت الدخول في هذا المتصفح بكلمة المرور وحدها. لإضافة أحدها أو إزالته، سجّل الدخول مجددًا بمفتاح المرور، أو بكلمة المرور ورمز لمرة واحدة.',
   'signIn.continueWith': 'المتابعة باستخدام {provider}',
+  'signIn.routed': 'تسجّل عناوين <strong>{domain}</strong> الدخول عبر {provider}.',
   'signIn.directory.title': 'تسجيل الدخول باستخدام {provider}',
   'signIn.directory.intro': 'استخدم اسم المستخدم وكلمة المرور اللذين لديك في {provider}.',
   'signIn.otherWays': 'طرق أخرى لتسجيل الدخول',
@@ -89,6 +91,7 @@ const ar: Catalogue = {
   'consent.unverifiedHost':
     '<strong>لم يتحقق منه {site}.</strong> يصف هذا التطبيق نفسه على <strong>{host}</strong>: لم يتحقق {site} ممن صنعه. وافق فقط إذا كنت تعرف التطبيق.',
   'consent.deny': 'رفض',
+  'consent.organization': 'باسم أي مؤسسة تسجّل الدخول إلى <strong>{client}</strong>؟',
   'consent.approve': 'سماح',
   'signedInAs.text': 'مسجّل الدخول باسم <strong>{name}</strong>.',
   'signedInAs.signOut': 'لست أنت؟ سجّل الخروج',
@@ -248,6 +251,7 @@ const ar: Catalogue = {
   'invitation.invalid.text': 'سبق استخدامه أو انتهت صلاحيته. اطلب رابطًا جديدًا ممن دعاك.',
   'signIn.signUp': 'إنشاء حساب',
   'signUp.title': 'إنشاء حساب',
+  'signUp.inviteOnly': 'لا تُنشأ الحسابات هنا إلا بدعوة: افتح الرابط الموجود في الدعوة التي وصلتك.',
   'signUp.intro': 'على {site}',
   'signUp.username': 'اسم المستخدم',
   'signUp.name': 'اسمك',

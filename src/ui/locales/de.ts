@@ -18,6 +18,7 @@ const de: Catalogue = {
   'scope.phone': 'Ihre Telefonnummer sehen',
   'scope.offline_access': 'Verbunden bleiben, während Sie nicht da sind (bis Sie den Zugriff widerrufen)',
   'scope.groups': 'Die Gruppen sehen, denen Sie angehören',
+  'scope.organization': 'Wissen, für welche Organisation Sie sich anmelden',
 
   'signIn.title': 'Anmelden',
   'signIn.toContinue': 'um mit <strong>{client}</strong> fortzufahren',
@@ -44,6 +45,7 @@ const de: Catalogue = {
   'secondFactors.proveFirst':
     'Ihr Konto hat bereits einen Passkey oder Einmalcodes, und in diesem Browser haben Sie sich nur mit Ihrem Passwort angemeldet. Um einen davon hinzuzufügen oder zu entfernen, melden Sie sich erneut mit Ihrem Passkey an oder mit Ihrem Passwort und einem Einmalcode.',
   'signIn.continueWith': 'Weiter mit {provider}',
+  'signIn.routed': 'Adressen bei <strong>{domain}</strong> melden sich mit {provider} an.',
   'signIn.directory.title': 'Mit {provider} anmelden',
   'signIn.directory.intro': 'Verwenden Sie Ihren Benutzernamen und Ihr Passwort von {provider}.',
   'signIn.otherWays': 'Andere Anmeldemöglichkeiten',
@@ -97,6 +99,7 @@ const de: Catalogue = {
   'consent.unverifiedHost':
     '<strong>Nicht von {site} geprüft.</strong> Diese App beschreibt sich unter <strong>{host}</strong>: {site} hat nicht geprüft, wer sie gemacht hat. Stimmen Sie nur zu, wenn Sie die App kennen.',
   'consent.deny': 'Ablehnen',
+  'consent.organization': 'Für welche Organisation melden Sie sich bei <strong>{client}</strong> an?',
   'consent.approve': 'Zulassen',
   'signedInAs.text': 'Angemeldet als <strong>{name}</strong>.',
   'signedInAs.signOut': 'Nicht Sie? Abmelden',
@@ -264,6 +267,7 @@ const de: Catalogue = {
   'invitation.invalid.text': 'Er wurde bereits verwendet oder ist abgelaufen. Bitten Sie die Person, die Sie eingeladen hat, um einen neuen.',
   'signIn.signUp': 'Konto erstellen',
   'signUp.title': 'Konto erstellen',
+  'signUp.inviteOnly': 'Konten werden hier nur auf Einladung erstellt: Folgen Sie dem Link in der Einladung, die Sie erhalten haben.',
   'signUp.intro': 'bei {site}',
   'signUp.username': 'Benutzername',
   'signUp.name': 'Ihr Name',

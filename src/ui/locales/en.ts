@@ -24,6 +24,7 @@ const en = {
   'scope.phone': SCOPE_DESCRIPTIONS['phone']!,
   'scope.offline_access': SCOPE_DESCRIPTIONS['offline_access']!,
   'scope.groups': SCOPE_DESCRIPTIONS['groups']!,
+  'scope.organization': SCOPE_DESCRIPTIONS['organization']!,
 
   'signIn.title': 'Sign in',
   'signIn.toContinue': 'to continue to <strong>{client}</strong>',
@@ -47,6 +48,7 @@ const en = {
   'secondFactors.proveFirst':
     'Your account already has a passkey or one-time codes, and this browser signed in with your password alone. To add or remove one, sign in again with your passkey, or with your password and a one-time code.',
   'signIn.continueWith': 'Continue with {provider}',
+  'signIn.routed': 'Addresses at <strong>{domain}</strong> sign in with {provider}.',
   'signIn.directory.title': 'Sign in with {provider}',
   'signIn.directory.intro': 'Use the username and password you have at {provider}.',
   'signIn.otherWays': 'Other ways to sign in',
@@ -99,6 +101,7 @@ const en = {
   'consent.unverifiedHost':
     '<strong>Not verified by {site}.</strong> This app describes itself at <strong>{host}</strong>: {site} has not checked who made it. Approve only if you know the app.',
   'consent.deny': 'Deny',
+  'consent.organization': 'Which organization do you sign in to <strong>{client}</strong> for?',
   'consent.approve': 'Approve',
   'signedInAs.text': 'Signed in as <strong>{name}</strong>.',
   'signedInAs.signOut': 'Not you? Sign out',
@@ -270,6 +273,7 @@ const en = {
   'invitation.invalid.text': 'It has already been used, or it has expired. Ask whoever invited you for a new one.',
   'signIn.signUp': 'Create an account',
   'signUp.title': 'Create an account',
+  'signUp.inviteOnly': 'Accounts here are made by invitation only: follow the link in the invitation you were sent.',
   'signUp.intro': 'on {site}',
   'signUp.username': 'Username',
   'signUp.name': 'Your name',

@@ -18,6 +18,7 @@ const es: Catalogue = {
   'scope.phone': 'Ver tu número de teléfono',
   'scope.offline_access': 'Mantener el acceso mientras no estás (hasta que lo revoques)',
   'scope.groups': 'Ver los grupos a los que perteneces',
+  'scope.organization': 'Saber para qué organización inicias sesión',
 
   'signIn.title': 'Iniciar sesión',
   'signIn.toContinue': 'para continuar a <strong>{client}</strong>',
@@ -44,6 +45,7 @@ const es: Catalogue = {
   'secondFactors.proveFirst':
     'Tu cuenta ya tiene una llave de acceso o códigos de un solo uso, y en este navegador iniciaste sesión solo con tu contraseña. Para añadir o quitar uno, vuelve a iniciar sesión con tu llave de acceso, o con tu contraseña y un código de un solo uso.',
   'signIn.continueWith': 'Continuar con {provider}',
+  'signIn.routed': 'Las direcciones de <strong>{domain}</strong> inician sesión con {provider}.',
   'signIn.directory.title': 'Iniciar sesión con {provider}',
   'signIn.directory.intro': 'Usa el nombre de usuario y la contraseña que tienes en {provider}.',
   'signIn.otherWays': 'Otras formas de iniciar sesión',
@@ -96,6 +98,7 @@ const es: Catalogue = {
   'consent.unverifiedHost':
     '<strong>No verificada por {site}.</strong> Esta aplicación se describe en <strong>{host}</strong>: {site} no ha comprobado quién la creó. Aprueba solo si conoces la aplicación.',
   'consent.deny': 'Denegar',
+  'consent.organization': '¿Para qué organización inicias sesión en <strong>{client}</strong>?',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Sesión iniciada como <strong>{name}</strong>.',
   'signedInAs.signOut': '¿No eres tú? Cerrar sesión',
@@ -258,6 +261,7 @@ const es: Catalogue = {
   'invitation.invalid.text': 'Ya se ha usado o ha caducado. Pide uno nuevo a quien te invitó.',
   'signIn.signUp': 'Crear una cuenta',
   'signUp.title': 'Crear una cuenta',
+  'signUp.inviteOnly': 'Aquí las cuentas se crean solo por invitación: sigue el enlace de la invitación que recibiste.',
   'signUp.intro': 'en {site}',
   'signUp.username': 'Nombre de usuario',
   'signUp.name': 'Tu nombre',

@@ -19,6 +19,7 @@ const fr: Catalogue = {
   'scope.phone': 'Voir votre numéro de téléphone',
   'scope.offline_access': 'Garder l’accès en votre absence (jusqu’à ce que vous le révoquiez)',
   'scope.groups': 'Voir les groupes dont vous faites partie',
+  'scope.organization': 'Savoir pour quelle organisation vous vous connectez',
 
   'signIn.title': 'Connexion',
   'signIn.toContinue': 'pour continuer vers <strong>{client}</strong>',
@@ -45,6 +46,7 @@ const fr: Catalogue = {
   'secondFactors.proveFirst':
     'Votre compte a déjà une clé d’accès ou des codes à usage unique, et ce navigateur s’est connecté avec votre seul mot de passe. Pour en ajouter ou en retirer, reconnectez-vous avec votre clé d’accès, ou avec votre mot de passe et un code à usage unique.',
   'signIn.continueWith': 'Continuer avec {provider}',
+  'signIn.routed': 'Les adresses de <strong>{domain}</strong> se connectent avec {provider}.',
   'signIn.directory.title': 'Se connecter avec {provider}',
   'signIn.directory.intro': 'Utilisez le nom d’utilisateur et le mot de passe que vous avez chez {provider}.',
   'signIn.otherWays': 'Autres façons de se connecter',
@@ -97,6 +99,7 @@ const fr: Catalogue = {
   'consent.unverifiedHost':
     '<strong>Non vérifiée par {site}.</strong> Cette application se décrit sur <strong>{host}</strong> : {site} n’a pas vérifié qui l’a créée. N’acceptez que si vous connaissez cette application.',
   'consent.deny': 'Refuser',
+  'consent.organization': 'Pour quelle organisation vous connectez-vous à <strong>{client}</strong> ?',
   'consent.approve': 'Autoriser',
   'signedInAs.text': 'Connecté en tant que <strong>{name}</strong>.',
   'signedInAs.signOut': 'Ce n’est pas vous ? Se déconnecter',
@@ -261,6 +264,7 @@ const fr: Catalogue = {
   'invitation.invalid.text': 'Il a déjà été utilisé, ou il a expiré. Demandez-en un nouveau à la personne qui vous a invité.',
   'signIn.signUp': 'Créer un compte',
   'signUp.title': 'Créer un compte',
+  'signUp.inviteOnly': 'Ici, les comptes sont créés sur invitation uniquement : suivez le lien de l’invitation que vous avez reçue.',
   'signUp.intro': 'sur {site}',
   'signUp.username': 'Nom d’utilisateur',
   'signUp.name': 'Votre nom',

@@ -18,6 +18,7 @@ const ja: Catalogue = {
   'scope.phone': 'あなたの電話番号を見る',
   'scope.offline_access': 'あなたが不在の間も接続を保つ（取り消すまで）',
   'scope.groups': 'あなたが所属するグループを見る',
+  'scope.organization': 'どの組織としてサインインするかを知る',
 
   'signIn.title': 'ログイン',
   'signIn.toContinue': '<strong>{client}</strong> に進むには',
@@ -42,6 +43,7 @@ const ja: Catalogue = {
   'secondFactors.proveFirst':
     'このアカウントにはすでにパスキーまたはワンタイムコードがありますが、このブラウザではパスワードだけでログインしています。追加や削除をするには、パスキーで、またはパスワードとワンタイムコードで、もう一度ログインしてください。',
   'signIn.continueWith': '{provider}で続ける',
+  'signIn.routed': '<strong>{domain}</strong> のアドレスは {provider} でサインインします。',
   'signIn.directory.title': '{provider}でログイン',
   'signIn.directory.intro': '{provider}のユーザー名とパスワードを使ってください。',
   'signIn.otherWays': 'ほかのログイン方法',
@@ -94,6 +96,7 @@ const ja: Catalogue = {
   'consent.unverifiedHost':
     '<strong>{site} による確認はされていません。</strong>このアプリは <strong>{host}</strong> で自身を説明しており、{site} は作成者を確認していません。知っているアプリの場合のみ許可してください。',
   'consent.deny': '拒否',
+  'consent.organization': '<strong>{client}</strong> にどの組織としてサインインしますか？',
   'consent.approve': '許可',
   'signedInAs.text': '<strong>{name}</strong> としてログインしています。',
   'signedInAs.signOut': 'ご本人ではありませんか？ログアウト',
@@ -252,6 +255,7 @@ const ja: Catalogue = {
   'invitation.invalid.text': 'すでに使用されたか、有効期限が切れています。招待した人に新しいリンクを依頼してください。',
   'signIn.signUp': 'アカウントを作成',
   'signUp.title': 'アカウントを作成',
+  'signUp.inviteOnly': 'ここでは招待によってのみアカウントを作成できます。受け取った招待のリンクを開いてください。',
   'signUp.intro': '{site}',
   'signUp.username': 'ユーザー名',
   'signUp.name': 'お名前',

@@ -18,6 +18,7 @@ const ptBR: Catalogue = {
   'scope.phone': 'Ver seu número de telefone',
   'scope.offline_access': 'Manter o acesso enquanto você estiver ausente (até você revogá-lo)',
   'scope.groups': 'Ver os grupos dos quais você faz parte',
+  'scope.organization': 'Saber para qual organização você entra',
 
   'signIn.title': 'Entrar',
   'signIn.toContinue': 'para continuar em <strong>{client}</strong>',
@@ -44,6 +45,7 @@ const ptBR: Catalogue = {
   'secondFactors.proveFirst':
     'Sua conta já tem uma chave de acesso ou códigos de uso único, e neste navegador você entrou só com sua senha. Para adicionar ou remover um deles, entre de novo com sua chave de acesso, ou com sua senha e um código de uso único.',
   'signIn.continueWith': 'Continuar com {provider}',
+  'signIn.routed': 'Endereços de <strong>{domain}</strong> entram com {provider}.',
   'signIn.directory.title': 'Entrar com {provider}',
   'signIn.directory.intro': 'Use o nome de usuário e a senha que você tem em {provider}.',
   'signIn.otherWays': 'Outras formas de entrar',
@@ -95,6 +97,7 @@ const ptBR: Catalogue = {
   'consent.unverifiedHost':
     '<strong>Não verificado por {site}.</strong> Este aplicativo se descreve em <strong>{host}</strong>: {site} não verificou quem o criou. Aprove somente se você conhece o aplicativo.',
   'consent.deny': 'Negar',
+  'consent.organization': 'Para qual organização você entra em <strong>{client}</strong>?',
   'consent.approve': 'Permitir',
   'signedInAs.text': 'Conectado como <strong>{name}</strong>.',
   'signedInAs.signOut': 'Não é você? Sair',
@@ -257,6 +260,7 @@ const ptBR: Catalogue = {
   'invitation.invalid.text': 'Ele já foi usado ou expirou. Peça um novo a quem convidou você.',
   'signIn.signUp': 'Criar uma conta',
   'signUp.title': 'Criar uma conta',
+  'signUp.inviteOnly': 'Aqui as contas são criadas só por convite: siga o link do convite que você recebeu.',
   'signUp.intro': 'em {site}',
   'signUp.username': 'Nome de usuário',
   'signUp.name': 'Seu nome',

@@ -18,6 +18,7 @@ const zhHans: Catalogue = {
   'scope.phone': '查看你的电话号码',
   'scope.offline_access': '在你离开时保持连接（直到你撤销为止）',
   'scope.groups': '查看你所属的群组',
+  'scope.organization': '了解你代表哪个组织登录',
 
   'signIn.title': '登录',
   'signIn.toContinue': '以继续使用 <strong>{client}</strong>',
@@ -41,6 +42,7 @@ const zhHans: Catalogue = {
   'secondFactors.proveFirst':
     '你的账号已经设置了通行密钥或一次性验证码，而此浏览器只用密码登录。如需添加或移除，请使用通行密钥重新登录，或使用密码加一次性验证码重新登录。',
   'signIn.continueWith': '通过 {provider} 继续',
+  'signIn.routed': '<strong>{domain}</strong> 的地址通过 {provider} 登录。',
   'signIn.directory.title': '使用 {provider} 登录',
   'signIn.directory.intro': '请使用你在 {provider} 的用户名和密码。',
   'signIn.otherWays': '其他登录方式',
@@ -85,6 +87,7 @@ const zhHans: Catalogue = {
   'consent.unverified': '<strong>未经 {site} 验证。</strong>{client} 是自行注册的：{site} 未核实其开发者。仅在你了解此应用时才批准。',
   'consent.unverifiedHost': '<strong>未经 {site} 验证。</strong>此应用在 <strong>{host}</strong> 描述自身：{site} 未核实其开发者。仅在你了解此应用时才批准。',
   'consent.deny': '拒绝',
+  'consent.organization': '你代表哪个组织登录 <strong>{client}</strong>？',
   'consent.approve': '允许',
   'signedInAs.text': '已登录为 <strong>{name}</strong>。',
   'signedInAs.signOut': '不是你？退出登录',
@@ -234,6 +237,7 @@ const zhHans: Catalogue = {
   'invitation.invalid.text': '该链接已被使用或已过期。请向邀请你的人索取新链接。',
   'signIn.signUp': '创建账户',
   'signUp.title': '创建账户',
+  'signUp.inviteOnly': '此处只能通过邀请创建账户：请打开你收到的邀请中的链接。',
   'signUp.intro': '在 {site}',
   'signUp.username': '用户名',
   'signUp.name': '你的姓名',

@@ -41,6 +41,7 @@ import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
+import type { OutboxStore } from './outbox.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
@@ -67,6 +68,7 @@ export * from './mail.ts';
 export * from './sign-ups.ts';
 export * from './invitations.ts';
 export * from './ssf.ts';
+export * from './outbox.ts';
 export * from './saml.ts';
 export * from './scim.ts';
 export * from './trusted-issuers.ts';
@@ -111,6 +113,8 @@ export interface Stores {
   readonly invitations: InvitationStore;
   /** Shared Signals streams and their deliveries, from the same outbox. */
   readonly ssf: SsfStore;
+  /** Every kind of delivery (webhooks', streams', mail), claimed, settled and replayed by the same statements. */
+  readonly outbox: OutboxStore;
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;

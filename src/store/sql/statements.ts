@@ -30,6 +30,7 @@ import { mailStatements } from './mail.ts';
 import { signUpsStatements } from './sign-ups.ts';
 import { invitationsStatements } from './invitations.ts';
 import { ssfStatements } from './ssf.ts';
+import { outboxStatements } from './outbox.ts';
 import { samlStatements } from './saml.ts';
 import { scimStatements } from './scim.ts';
 
@@ -62,6 +63,7 @@ export function statements(d: Dialect) {
     ...signUpsStatements(d),
     ...invitationsStatements(d),
     ...ssfStatements(d),
+    ...outboxStatements(d),
     ...samlStatements(d),
     ...scimStatements(d),
     ...trustedIssuersStatements(d),

@@ -32,6 +32,7 @@ import { mailStores } from './mail.ts';
 import { signUpsStores } from './sign-ups.ts';
 import { invitationsStores } from './invitations.ts';
 import { ssfStores } from './ssf.ts';
+import { outboxStore } from './outbox.ts';
 import { samlStores } from './saml.ts';
 import { scimStores } from './scim.ts';
 
@@ -62,6 +63,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...signUpsStores(d, q),
     ...invitationsStores(d, q),
     ...ssfStores(d, q),
+    outbox: outboxStore(d, q),
     ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),

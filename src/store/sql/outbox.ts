@@ -41,6 +41,10 @@ const headDue = (table: string, queue: string, owner: string) => `(
   FROM ${table} d WHERE d.${queue} = ${owner} AND d.state = 'pending'
   ORDER BY d.event_at, d.event_id LIMIT 1) = 1`;
 
+/** A column of the queue's head. */
+const head = (table: string, queue: string, column: string) =>
+  `(SELECT h.${column} FROM ${table} h WHERE h.${queue} = :queue AND h.state = 'pending' ORDER BY h.event_at, h.event_id LIMIT 1)`;
+
 const TABLES: Readonly<Record<OutboxKind, OutboxTable>> = {
   webhook: {
     table: 'webhook_deliveries',
@@ -92,12 +96,14 @@ export function outboxStatements(d: Dialect): Record<OutboxStatementName, string
     statements[`outbox.due.${kind}`] = due;
     // The queue's oldest pending rows, taken only when the oldest is due and free: later
     // events wait behind one being tried or waiting for its retry, so that a receiver hears
-    // them in order. Under READ COMMITTED a second instance's UPDATE waits for the first's row
+    // them in order. A head that failed before is tried alone: the receiver may still be
+    // down, and the rows behind it are not counted as tried until it answers. Under READ COMMITTED a second instance's UPDATE waits for the first's row
     // locks, then finds the leases taken and claims none of them.
     statements[`outbox.claim.${kind}`] = ordered
       ? `UPDATE ${table} SET attempts = attempts + 1, lease_until = :leaseUntil
          WHERE ${queue} = :queue AND ${FREE} AND ${headDue(table, queue, ':queue')}
            AND ${item} IN (SELECT ${item} FROM ${table} WHERE ${queue} = :queue AND state = 'pending' ORDER BY ${oldest} LIMIT :limit)
+           AND (${item} = ${head(table, queue, item)} OR ${head(table, queue, 'attempts')} = 0)
          RETURNING *`
       : `UPDATE ${table} SET attempts = attempts + 1, lease_until = :leaseUntil WHERE ${queue} = :queue AND ${FREE} RETURNING *`;
     // The oldest due row of any queue (a message: in no order but its due time).

@@ -93,6 +93,7 @@ export interface Config {
   readonly logout: LogoutSettings;
   /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
+  readonly outbox: OutboxSettings;
   /** Mail through the outbox (docs/mail.md). */
   readonly mail: MailSettings;
   /** "Forgot password?": reset links sent by mail. */
@@ -443,6 +444,14 @@ export interface RecoverySettings {
   readonly perAddressPerHour: number;
   /** `TESSERA_RECOVERY_PER_EMAIL` (default 3): links asked for one e-mail address an hour. */
   readonly perEmailPerHour: number;
+}
+
+/** How the outbox's workers share the work (flows/outbox/worker.ts). */
+export interface OutboxSettings {
+  /** `TESSERA_OUTBOX_BATCH` (default 32): a queue's deliveries claimed by one statement. */
+  readonly batch: number;
+  /** `TESSERA_OUTBOX_TRIES_PER_TURN` (default 4): deliveries begun in one turn of the event loop, every kind together. */
+  readonly triesPerTurn: number;
 }
 
 export interface WebhookSettings {

@@ -89,6 +89,7 @@ describe('what the metrics count of Shared Signals pushes', () => {
       endpointUrl: `http://127.0.0.1:${port}/`,
       authorizationHeader: null,
       format: 'iss_sub',
+      defaultSubjects: 'ALL',
       description: null,
       status: 'enabled',
       reason: null,

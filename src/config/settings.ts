@@ -261,6 +261,14 @@ export const SETTINGS = [
     description: "the wait before a failed webhook delivery's second try, doubled before each later one (at most an hour), milliseconds",
   },
   {
+    name: 'TESSERA_SSF_DEFAULT_SUBJECTS',
+    type: 'text',
+    shown: '`ALL`',
+    accepts: '`ALL`, `NONE`',
+    description:
+      "the subjects of a Shared Signals stream made from now on (SSF 1.0 `default_subjects`): `ALL`, every person's events but those of people its receiver removes; `NONE`, only those of people its receiver adds ([docs/events.md](docs/events.md#subjects))",
+  },
+  {
     name: 'TESSERA_OUTBOX_BATCH',
     type: 'integer',
     default: 32,

@@ -4,7 +4,7 @@
  * (migrations.ts, version 40), never here; they are claimed, settled and released as the
  * webhooks' are (./webhooks.ts), and acknowledged by a polling receiver.
  */
-import { DELIVERY_POLL, DELIVERY_PUSH, STREAM_STATUSES, SUBJECT_FORMATS } from '../../core/ssf.ts';
+import { DEFAULT_SUBJECTS, DELIVERY_POLL, DELIVERY_PUSH, STREAM_STATUSES, SUBJECT_FORMATS } from '../../core/ssf.ts';
 import * as rows from '../rows.ts';
 import type { ColumnReader, Row } from '../rows.ts';
 import type { Stores } from '../types.ts';
@@ -18,8 +18,8 @@ export function ssfStatements(_d: Dialect) {
   const delivery = 'stream_id = :streamId AND event_id = :eventId';
   return {
     insertSsfStream: `
-      INSERT INTO ssf_streams (id, client_id, audience, events_requested, events_delivered, delivery_method, endpoint_url, authorization_header, format, description, status, reason, created_at, updated_at)
-      VALUES (:id, :clientId, :audience, :eventsRequested, :eventsDelivered, :deliveryMethod, :endpointUrl, :authorizationHeader, :format, :description, :status, :reason, :createdAt, :updatedAt)
+      INSERT INTO ssf_streams (id, client_id, audience, events_requested, events_delivered, delivery_method, endpoint_url, authorization_header, format, default_subjects, description, status, reason, created_at, updated_at)
+      VALUES (:id, :clientId, :audience, :eventsRequested, :eventsDelivered, :deliveryMethod, :endpointUrl, :authorizationHeader, :format, :defaultSubjects, :description, :status, :reason, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getSsfStream: 'SELECT * FROM ssf_streams WHERE id = :id',
     listSsfStreams: 'SELECT * FROM ssf_streams WHERE client_id = :clientId ORDER BY created_at, id',
@@ -32,6 +32,11 @@ export function ssfStatements(_d: Dialect) {
       WHERE id = :id`,
     // Its deliveries go with it: ON DELETE CASCADE.
     removeSsfStream: 'DELETE FROM ssf_streams WHERE id = :id',
+    // The last word about a person stands.
+    setSsfSubject: `
+      INSERT INTO ssf_stream_subjects (stream_id, user_id, state, verified, updated_at) VALUES (:streamId, :userId, :state, :verified, :updatedAt)
+      ON CONFLICT (stream_id, user_id) DO UPDATE SET state = excluded.state, verified = excluded.verified, updated_at = excluded.updated_at`,
+    listSsfSubjects: 'SELECT * FROM ssf_stream_subjects WHERE stream_id = :streamId ORDER BY updated_at, user_id',
     dropPendingSsf: "DELETE FROM ssf_deliveries WHERE stream_id = :streamId AND state = 'pending'",
     pendingSsfDeliveries: `
       SELECT * FROM ssf_deliveries WHERE stream_id = :streamId AND state = 'pending'
@@ -58,6 +63,7 @@ function streamFromRow(row: Row, read: ColumnReader): SsfStreamRecord {
     endpointUrl: rows.textOrNull(row, 'endpoint_url'),
     authorizationHeader: row['authorization_header'] === null ? null : read.object(row, 'authorization_header'),
     format: rows.oneOf(SUBJECT_FORMATS, 'format', rows.text(row, 'format')),
+    defaultSubjects: rows.oneOf(DEFAULT_SUBJECTS, 'default_subjects', rows.text(row, 'default_subjects')),
     description: rows.textOrNull(row, 'description'),
     status: rows.oneOf(STREAM_STATUSES, 'status', rows.text(row, 'status')),
     reason: rows.textOrNull(row, 'reason'),
@@ -86,7 +92,12 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
   return {
     ssf: {
       async createStream(stream) {
-        const inserted = await q.changed('insertSsfStream', { ...streamParams(stream), clientId: stream.clientId, createdAt: stream.createdAt });
+        const inserted = await q.changed('insertSsfStream', {
+          ...streamParams(stream),
+          clientId: stream.clientId,
+          defaultSubjects: stream.defaultSubjects,
+          createdAt: stream.createdAt,
+        });
         if (inserted === 0) throw new DuplicateError(`stream ${stream.id}`);
       },
       getStream: async (id) => {
@@ -98,6 +109,22 @@ export function ssfStores(d: Dialect, q: Runner<keyof ReturnType<typeof ssfState
       countStreams: async (clientId) => Number((await q.one('countSsfStreams', { clientId }))?.['count'] ?? 0),
       saveStream: async (stream) => (await q.changed('saveSsfStream', streamParams(stream))) > 0,
       removeStream: async (id) => (await q.changed('removeSsfStream', { id })) > 0,
+      setSubject: async (subject) =>
+        void (await q.changed('setSsfSubject', {
+          streamId: subject.streamId,
+          userId: subject.userId,
+          state: subject.state,
+          verified: d.flag(subject.verified),
+          updatedAt: subject.updatedAt,
+        })),
+      subjects: async (streamId) =>
+        (await q.all('listSsfSubjects', { streamId })).map((row) => ({
+          streamId: rows.text(row, 'stream_id'),
+          userId: rows.text(row, 'user_id'),
+          state: rows.oneOf(['added', 'removed'] as const, 'state', rows.text(row, 'state')),
+          verified: read.boolean(row, 'verified'),
+          updatedAt: rows.integer(row, 'updated_at'),
+        })),
       dropPending: (streamId) => q.changed('dropPendingSsf', { streamId }),
       due: (now, limit) => outbox.due('ssf', now, limit),
       claim: async (streamId, now, leaseUntil) => (await outbox.claim('ssf', streamId, now, leaseUntil, 1))[0] ?? null,

@@ -1,8 +1,8 @@
 /**
  * The operator's door to the Shared Signals pushes' and mail's dead letters (docs/events.md):
  * listed and sent again through `tessera ssf …` and `tessera mail …` and through the admin API,
- * with the same id and a new retry window; and who may: reading them needs admin:events:read,
- * sending them again admin:events, and for mail admin:users as well.
+ * and the console, with the same id and a new retry window; and who may: reading them needs
+ * admin:events:read, sending them again admin:events, and for mail admin:users as well.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import * as oidc from 'openid-client';
 import { DELIVERY_POLL, SSF_EVENTS } from '../src/core/ssf.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { tessera } from './helpers/cli.ts';
+import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
@@ -165,5 +166,40 @@ describe('dead letters of Shared Signals and mail', () => {
       (await server.store.outbox.list('mail', { queue: null, limit: 10 })).map((d) => [d.id, d.state]),
       [[mailId, 'pending']],
     );
+  });
+
+  it('shows them in the console, from the audit trail, and sends them again for an admin only', async () => {
+    await kill();
+    const viewer = (await operatorBrowser(server, 'viewer')).browser;
+    const activity = await viewer.request('/console/events');
+    assert.match(activity.html, /href="\/console\/events\/dead-letters">Dead letters of Shared Signals and mail</);
+    const seen = await viewer.request('/console/events/dead-letters');
+    assert.equal(seen.status, 200, seen.html.slice(0, 500));
+    assert.ok(seen.html.includes(setId) && seen.html.includes(streamId) && seen.html.includes(mailId), 'both dead letters listed');
+    assert.ok(seen.html.includes('550 mailbox unavailable') && seen.html.includes('refused: invalid_key'));
+    assert.ok(!seen.html.includes('Send again'), 'a viewer is offered no button');
+    const { browser, csrf } = await operatorBrowser(server, 'viewer');
+    assert.equal((await browser.request('/console/events/dead-letters/replay', { form: { csrf_token: csrf, kind: 'mail', id: mailId } })).status, 403);
+
+    const admin = await operatorBrowser(server, 'admin');
+    const page = await admin.browser.request('/console/events/dead-letters');
+    assert.ok(page.html.includes('Send again'));
+    const sent = await admin.browser.request('/console/events/dead-letters/replay', {
+      form: { csrf_token: admin.csrf, kind: 'ssf', stream_id: streamId, id: setId },
+    });
+    assert.equal(sent.status, 303, sent.html.slice(0, 500));
+    assert.match(sent.location ?? '', /done=replayed/);
+    const all = await admin.browser.request('/console/events/dead-letters/replay', { form: { csrf_token: admin.csrf, kind: 'mail' } });
+    assert.match(all.location ?? '', /done=replayed/);
+    assert.deepEqual(
+      [
+        (await server.store.outbox.list('ssf', { queue: streamId, limit: 10 }))[0]?.state,
+        (await server.store.outbox.list('mail', { queue: null, limit: 10 }))[0]?.state,
+      ],
+      ['pending', 'pending'],
+    );
+    const after = await admin.browser.request('/console/events/dead-letters?done=replayed');
+    assert.match(after.html, /The dead letters are being sent again, with the same id\./);
+    assert.ok(!after.html.includes(mailId), 'no longer dead');
   });
 });

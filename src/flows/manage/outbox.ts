@@ -51,6 +51,16 @@ export async function listMailDeliveries(deps: Pick<ManageDeps, 'store' | 'calle
   return deps.store.outbox.list('mail', { queue: null, ...checkedQuery(query) });
 }
 
+/** Every stream's, or every message's, dead letters, newest first (the console's page). */
+export async function deadLetters<K extends DeadLetterKind>(
+  deps: Pick<ManageDeps, 'store' | 'caller'>,
+  kind: K,
+  limit: number,
+): Promise<(K extends 'ssf' ? SsfDeliveryRecord : MailDeliveryRecord)[]> {
+  checkMayHandleDeadLetters(deps.caller, kind, false);
+  return (await deps.store.outbox.list(kind, { queue: null, state: 'dead', limit })) as (K extends 'ssf' ? SsfDeliveryRecord : MailDeliveryRecord)[];
+}
+
 /**
  * Sends dead letters again: a stream's (one, by its event's id, or all), or mail (one, by its
  * id, or all). Pending at once, with a new retry window; returns how many.

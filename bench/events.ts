@@ -110,6 +110,7 @@ export async function seedEventFlood(store: Store, receiverUrl: string, streams:
       endpointUrl: receiverUrl,
       authorizationHeader: null,
       format: 'iss_sub',
+      defaultSubjects: 'ALL',
       description: null,
       status: 'disabled',
       reason: null,

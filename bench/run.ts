@@ -868,7 +868,7 @@ async function main(): Promise<void> {
         env = scenario === 'sign_in_flood' ? { TESSERA_TRUST_PROXY: 'loopback' } : {};
         floodOwner = scenario === 'sign_in_flood';
         for (const kind of kinds) {
-          if (scenario === 'events_flood' && kind !== 'tessera/sqlite') {
+          if (scenario === 'events_flood' && kind !== 'tessera/sqlite' && kind !== 'tessera/sqlite@against') {
             prepared.push({ scenario, target: { label: kind } as Target, skipped: 'Tessera on SQLite only' });
             continue;
           }
@@ -879,6 +879,7 @@ async function main(): Promise<void> {
               ...options,
               workers: 1,
               postgres: null,
+              ...(kind === 'tessera/sqlite@against' ? { against: settings.against! } : {}),
               env: { TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' },
               seedStore: async (store) => void (seed = await seedEventFlood(store, receiver.url, EVENT_STREAMS, settings.flood.perAddress)),
             });

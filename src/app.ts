@@ -51,6 +51,7 @@ import { MAIL_EVENT_TYPES, mailOutbox } from './flows/mail/outbox.ts';
 import { smtpTransport } from './flows/mail/smtp.ts';
 import { renderMail } from './ui/mail.ts';
 import { SsfDispatcher } from './flows/ssf/dispatcher.ts';
+import { TurnBudget } from './flows/outbox/worker.ts';
 import { ssfTypeOf } from './core/ssf.ts';
 import { ssfRoutes } from './http/ssf.ts';
 
@@ -189,8 +190,13 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     clearInterval(refusals);
     await deps.events.flushRefusals(true).catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed'));
   });
-  // The outbox: sent by every instance, each delivery by one of them at a time.
+  // The outbox: sent by every instance, each delivery by one of them at a time; its three
+  // workers together begin at most TESSERA_OUTBOX_TRIES_PER_TURN tries in a turn of the event loop.
+  const budget = new TurnBudget(input.config.outbox.triesPerTurn);
+  const batch = input.config.outbox.batch;
   const dispatcher = new WebhookDispatcher({
+    budget,
+    batch,
     store: deps.store,
     clock: input.clock,
     secrets: deps.secrets,
@@ -209,6 +215,8 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   if (deps.mail !== undefined && transport !== null) {
     const site = input.config.site;
     const mailer = new MailDispatcher({
+      budget,
+      ...(input.metrics ? { observer: input.metrics.mail } : {}),
       store: deps.store,
       clock: input.clock,
       outbox: deps.mail,
@@ -225,6 +233,8 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   }
   // Shared Signals push delivery (RFC 8935), from the same outbox and by the same rules.
   const ssfDispatcher = new SsfDispatcher({
+    budget,
+    batch,
     store: deps.store,
     clock: input.clock,
     secrets: deps.secrets,
@@ -242,6 +252,7 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
   if (input.metrics) {
     input.metrics.countWebhookDeliveries(() => deps.store.webhooks.countByState());
     input.metrics.countSsfDeliveries(() => deps.store.ssf.countByState());
+    input.metrics.countMailDeliveries(() => deps.store.mail.countByState());
     input.metrics.instrument(app);
     input.metrics.countPendingDevices(() => deps.store.devices.countPending(input.clock.now()));
   }

@@ -77,6 +77,7 @@ describe("the outbox's secrets across a rotation of the key encryption key", () 
       endpointUrl: 'https://receiver.example.com/',
       authorizationHeader: secretBox(before).seal(streamSecretOwner('stream-1'), 'Bearer xyz'),
       format: 'iss_sub',
+      defaultSubjects: 'ALL',
       description: null,
       status: 'enabled',
       reason: null,

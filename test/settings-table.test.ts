@@ -47,6 +47,7 @@ const TEXT_SAMPLES: Readonly<Record<string, string>> = {
   TESSERA_MAIL_FROM: 'Example <no-reply@example.com>',
   TESSERA_SIGN_UP: 'open',
   TESSERA_SIGN_UP_VERIFY: 'later',
+  TESSERA_SSF_DEFAULT_SUBJECTS: 'NONE',
   TESSERA_SIGN_UP_DOMAINS: 'example.com,example.org',
   TESSERA_SITE_NAME: 'Example',
   TESSERA_SITE_LOGO_URL: 'https://example.com/logo.png',

@@ -149,6 +149,8 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
       configuration_endpoint: `${server.url}/ssf/streams`,
       status_endpoint: `${server.url}/ssf/status`,
       verification_endpoint: `${server.url}/ssf/verify`,
+      add_subject_endpoint: `${server.url}/ssf/subjects:add`,
+      remove_subject_endpoint: `${server.url}/ssf/subjects:remove`,
       authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6749' }],
       default_subjects: 'ALL',
     });

@@ -35,6 +35,7 @@ import { RESOURCE_COMMANDS } from './resources.ts';
 import { USER_COMMANDS } from './users.ts';
 import { TRUST_COMMANDS } from './trust.ts';
 import { WEBHOOK_COMMANDS } from './webhooks.ts';
+import { OUTBOX_COMMANDS } from './outbox.ts';
 import { SAML_COMMANDS } from './saml.ts';
 import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
 import { SCIM_COMMANDS } from './scim.ts';
@@ -215,6 +216,13 @@ ${usageLines('user update USERNAME', [...cliUsageParts(USER_FIELDS, 'update'), .
   webhook deliveries ID [--state pending|delivered|dead] [--limit N] [--json]
                                           A webhook's deliveries, newest first: tries, last answer
   webhook replay ID [--event EVENT_ID]    Send its dead letters (or one) again, with the same webhook-id
+  ssf deliveries STREAM_ID [--state pending|delivered|dead] [--limit N] [--json]
+                                          A Shared Signals stream's SETs, newest first: tries, last answer
+  ssf replay STREAM_ID [--event EVENT_ID] Send its dead letters (or one) again, with the same jti
+  mail deliveries [--state pending|delivered|dead] [--limit N] [--json]
+                                          The mail in the outbox, newest first: kind, tries, last error
+                                          (never the address or the message)
+  mail replay [--id ID]                   Send mail's dead letters (or one) again, with the same Message-ID
 ${usageLines('saml sp add', [...cliUsageParts(SAML_SP_FIELDS, 'create'), '[--json]'])}
                                           Register a SAML service provider (docs/saml.md): its entity ID
                                           and AssertionConsumerService URLs, or --metadata-file with its
@@ -292,6 +300,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ...DEVICE_COMMANDS,
   ...REGISTRATION_TOKEN_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...OUTBOX_COMMANDS,
   ...SAML_COMMANDS,
   ...SCIM_COMMANDS,
   ...ORGANIZATION_COMMANDS,

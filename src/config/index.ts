@@ -154,6 +154,11 @@ export function loadConfig(env: Env = process.env): Config {
       retryWindowSeconds: s.TESSERA_WEBHOOK_RETRY_WINDOW,
       retryDelayMs: s.TESSERA_WEBHOOK_RETRY_DELAY_MS,
     },
+    ssf: { defaultSubjects: s.TESSERA_SSF_DEFAULT_SUBJECTS },
+    outbox: {
+      batch: s.TESSERA_OUTBOX_BATCH,
+      triesPerTurn: s.TESSERA_OUTBOX_TRIES_PER_TURN,
+    },
     mail: mailSettings(s),
     signUp: {
       policy: s.TESSERA_SIGN_UP,

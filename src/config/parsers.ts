@@ -50,6 +50,7 @@ export const TEXT_PARSERS = {
   TESSERA_MAIL_FROM: mailFrom,
   TESSERA_SIGN_UP: signUpPolicy,
   TESSERA_SIGN_UP_VERIFY: signUpVerify,
+  TESSERA_SSF_DEFAULT_SUBJECTS: ssfDefaultSubjects,
   TESSERA_SIGN_UP_DOMAINS: signUpDomains,
   TESSERA_SITE_NAME: siteName,
   TESSERA_SITE_LOGO_URL: logoUrl,
@@ -385,6 +386,12 @@ function signUpPolicy(raw: string | undefined): 'off' | 'open' | 'invite' {
   const value = raw?.toLowerCase() ?? 'off';
   if (value === 'off' || value === 'open' || value === 'invite') return value;
   throw new ConfigError('TESSERA_SIGN_UP', `must be off, open or invite, got ${JSON.stringify(raw)}`);
+}
+
+function ssfDefaultSubjects(raw: string | undefined): 'ALL' | 'NONE' {
+  const value = raw?.toUpperCase() ?? 'ALL';
+  if (value === 'ALL' || value === 'NONE') return value;
+  throw new ConfigError('TESSERA_SSF_DEFAULT_SUBJECTS', `must be ALL or NONE, got ${JSON.stringify(raw)}`);
 }
 
 function signUpVerify(raw: string | undefined): 'first' | 'later' {

@@ -261,6 +261,32 @@ export const SETTINGS = [
     description: "the wait before a failed webhook delivery's second try, doubled before each later one (at most an hour), milliseconds",
   },
   {
+    name: 'TESSERA_SSF_DEFAULT_SUBJECTS',
+    type: 'text',
+    shown: '`ALL`',
+    accepts: '`ALL`, `NONE`',
+    description:
+      "the subjects of a Shared Signals stream made from now on (SSF 1.0 `default_subjects`): `ALL`, every person's events but those of people its receiver removes; `NONE`, only those of people its receiver adds ([docs/events.md](docs/events.md#subjects))",
+  },
+  {
+    name: 'TESSERA_OUTBOX_BATCH',
+    type: 'integer',
+    default: 32,
+    min: 1,
+    max: 1000,
+    description:
+      "how many of one webhook's or one Shared Signals stream's deliveries one statement claims, to be sent in order ([docs/events.md](docs/events.md#delivery)); fewer statements under a flood of events",
+  },
+  {
+    name: 'TESSERA_OUTBOX_TRIES_PER_TURN',
+    type: 'integer',
+    default: 4,
+    min: 1,
+    max: 1000,
+    description:
+      "how many deliveries (webhooks', Shared Signals', mail) one server process begins in one turn of its event loop; the rest wait for the next turn, so that a flood of events leaves requests their share ([docs/events.md](docs/events.md#delivery))",
+  },
+  {
     name: 'TESSERA_TOKEN_EXCHANGE_MAX_ACTORS',
     type: 'integer',
     default: 4,

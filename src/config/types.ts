@@ -93,6 +93,8 @@ export interface Config {
   readonly logout: LogoutSettings;
   /** Webhook delivery (docs/events.md). */
   readonly webhooks: WebhookSettings;
+  readonly outbox: OutboxSettings;
+  readonly ssf: SsfSettings;
   /** Mail through the outbox (docs/mail.md). */
   readonly mail: MailSettings;
   /** "Forgot password?": reset links sent by mail. */
@@ -443,6 +445,20 @@ export interface RecoverySettings {
   readonly perAddressPerHour: number;
   /** `TESSERA_RECOVERY_PER_EMAIL` (default 3): links asked for one e-mail address an hour. */
   readonly perEmailPerHour: number;
+}
+
+/** The Shared Signals transmitter (docs/events.md). */
+export interface SsfSettings {
+  /** `TESSERA_SSF_DEFAULT_SUBJECTS` (default `ALL`): the subjects of a stream made from now on (SSF 1.0 §7.1 `default_subjects`). */
+  readonly defaultSubjects: 'ALL' | 'NONE';
+}
+
+/** How the outbox's workers share the work (flows/outbox/worker.ts). */
+export interface OutboxSettings {
+  /** `TESSERA_OUTBOX_BATCH` (default 32): a queue's deliveries claimed by one statement. */
+  readonly batch: number;
+  /** `TESSERA_OUTBOX_TRIES_PER_TURN` (default 4): deliveries begun in one turn of the event loop, every kind together. */
+  readonly triesPerTurn: number;
 }
 
 export interface WebhookSettings {

@@ -44,6 +44,9 @@ export const SSF_STREAMS_PATH = '/ssf/streams';
 export const SSF_STATUS_PATH = '/ssf/status';
 export const SSF_VERIFY_PATH = '/ssf/verify';
 export const SSF_POLL_PATH = '/ssf/poll';
+/** SSF 1.0 §8.1.3.2 and §8.1.3.3, named as the specification's examples name them. */
+export const SSF_ADD_SUBJECT_PATH = '/ssf/subjects:add';
+export const SSF_REMOVE_SUBJECT_PATH = '/ssf/subjects:remove';
 
 /** The admin API (docs/admin-api.md): every operation is under this prefix. */
 export const ADMIN_PREFIX = '/admin/v1';

@@ -148,6 +148,8 @@ export const EVENT_TYPES = [
   'webhook.secret_rotated',
   /** Dead letters of a webhook sent again; `detail.deliveries`: how many. */
   'webhook.replayed',
+  /** Dead letters of Shared Signals pushes or mail sent again (`detail.kind`: ssf or mail; `detail.deliveries`: how many). */
+  'outbox.replayed',
   /** A delivery given up after TESSERA_WEBHOOK_RETRY_WINDOW (`detail.webhook`, `detail.event_id`, `detail.last_error`): a dead letter. */
   'webhook.dead_lettered',
   /** A Shared Signals receiver made a stream (`detail.stream_id`, `detail.delivery`); `clientId` is the receiver. */

@@ -92,3 +92,10 @@ export type StreamStatus = (typeof STREAM_STATUSES)[number];
  */
 export const SUBJECT_FORMATS = ['iss_sub', 'email', 'complex'] as const;
 export type SubjectFormat = (typeof SUBJECT_FORMATS)[number];
+
+/**
+ * SSF 1.0 §7.1 `default_subjects`: a stream hears of every person (`ALL`, but those its
+ * receiver removed) or only of those its receiver added (`NONE`), §8.1.3.
+ */
+export const DEFAULT_SUBJECTS = ['ALL', 'NONE'] as const;
+export type DefaultSubjects = (typeof DEFAULT_SUBJECTS)[number];

@@ -13,7 +13,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { METRICS_PATH } from '../core/endpoints.ts';
 import type { AuditEvent, EventListener } from '../core/events.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_JWT_BEARER, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../core/protocol.ts';
-import type { DeliveryObserver } from '../flows/webhooks/dispatcher.ts';
+import type { DeliveryObserver } from '../flows/outbox/worker.ts';
 import type { Store } from '../store/types.ts';
 
 /** Request and store durations are milliseconds to a few seconds: buckets from 1 ms to 5 s. */
@@ -34,6 +34,62 @@ const DEVICE_OUTCOMES: Partial<Record<AuditEvent['type'], string>> = {
   'device.consumed': 'consumed',
 };
 
+type CountDeliveries = () => Promise<{ readonly pending: number; readonly dead: number }>;
+
+/** One kind of the outbox's metrics: what its worker tells, and the gauges that read the store. */
+interface OutboxMetrics {
+  readonly observer: DeliveryObserver;
+  count: CountDeliveries | null;
+}
+
+/**
+ * `tessera_<kind>_deliveries_total{outcome}`, `tessera_<kind>_delivery_latency_seconds`, and the
+ * gauges `tessera_<kind>_deliveries_pending` and `_dead`, read from the store at each scrape.
+ */
+function outboxMetrics(registers: Registry[], kind: string, help: { tries: string; latency: string; pending: string; dead: string }): OutboxMetrics {
+  const tries = new Counter({ name: `tessera_${kind}_deliveries_total`, help: help.tries, labelNames: ['outcome'], registers });
+  const latency = new Histogram({
+    name: `tessera_${kind}_delivery_latency_seconds`,
+    help: help.latency,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+    registers,
+  });
+  const metrics: OutboxMetrics = {
+    observer: {
+      delivered: (latencySeconds) => {
+        tries.inc({ outcome: 'delivered' });
+        latency.observe(Math.max(0, latencySeconds));
+      },
+      failed: () => tries.inc({ outcome: 'failed' }),
+      dead: () => tries.inc({ outcome: 'dead' }),
+    },
+    count: null,
+  };
+  for (const state of ['pending', 'dead'] as const) {
+    new Gauge({
+      name: `tessera_${kind}_deliveries_${state}`,
+      help: help[state],
+      registers,
+      // Every worker reads the same store: summed over workers it would count each one N times.
+      aggregator: 'max',
+      async collect() {
+        const count = metrics.count;
+        // An unreachable store leaves NaN; the scrape itself still answers.
+        if (count)
+          this.set(
+            await count().then(
+              (counts) => counts[state],
+              () => NaN,
+            ),
+          );
+      },
+    });
+  }
+  // Present from the first scrape, at zero, so that rate() and absent() work at once.
+  for (const outcome of ['delivered', 'failed', 'dead']) tries.inc({ outcome }, 0);
+  return metrics;
+}
+
 /** One registry per server, so that several servers in one process (the tests) count apart. */
 export class Metrics {
   readonly registry = new Registry();
@@ -45,12 +101,9 @@ export class Metrics {
   readonly #lockouts: Counter<'kind'>;
   readonly #reuse: Counter;
   #countPending: (() => Promise<number>) | null = null;
-  readonly #webhookDeliveries: Counter<'outcome'>;
-  readonly #webhookLatency: Histogram;
-  #countDeliveries: (() => Promise<{ readonly pending: number; readonly dead: number }>) | null = null;
-  readonly #ssfDeliveries: Counter<'outcome'>;
-  readonly #ssfLatency: Histogram;
-  #countSsfDeliveries: (() => Promise<{ readonly pending: number; readonly dead: number }>) | null = null;
+  readonly #webhooks: OutboxMetrics;
+  readonly #ssf: OutboxMetrics;
+  readonly #mail: OutboxMetrics;
 
   constructor() {
     const registers = [this.registry];
@@ -105,73 +158,28 @@ export class Metrics {
         if (count) this.set(await count().catch(() => NaN));
       },
     });
-    // The outbox. Tries by outcome; the time from an event to its delivery (retries
-    // included, so a receiver down for an hour shows as an hour); what waits and what was given up.
-    this.#webhookDeliveries = new Counter({
-      name: 'tessera_webhook_deliveries_total',
-      help: 'Webhook delivery tries, by outcome: delivered (a 2xx answer), failed (to be tried again) or dead (given up after TESSERA_WEBHOOK_RETRY_WINDOW)',
-      labelNames: ['outcome'],
-      registers,
+    // The outbox, per kind of delivery: tries by outcome; the time from an event to its
+    // delivery (retries included, so a receiver down for an hour shows as an hour); what waits
+    // and what was given up.
+    this.#webhooks = outboxMetrics(registers, 'webhook', {
+      tries: 'Webhook delivery tries, by outcome: delivered (a 2xx answer), failed (to be tried again) or dead (given up after TESSERA_WEBHOOK_RETRY_WINDOW)',
+      latency: 'Time from an event to its webhook delivery (a 2xx answer), retries included',
+      pending: 'Webhook deliveries waiting to be sent or tried again',
+      dead: 'Webhook deliveries given up (dead letters) not yet replayed',
     });
-    this.#webhookLatency = new Histogram({
-      name: 'tessera_webhook_delivery_latency_seconds',
-      help: 'Time from an event to its webhook delivery (a 2xx answer), retries included',
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
-      registers,
+    this.#ssf = outboxMetrics(registers, 'ssf', {
+      tries:
+        'Shared Signals push tries (RFC 8935), by outcome: delivered (a 2xx answer), failed (to be tried again) or dead (refused by the receiver, or given up after TESSERA_WEBHOOK_RETRY_WINDOW)',
+      latency: "Time from an event to its SET's push delivery (a 2xx answer), retries included",
+      pending: 'SETs waiting to be pushed, tried again, or acknowledged by a polling receiver',
+      dead: 'SETs given up (dead letters) not yet replayed',
     });
-    const countDeliveries = () => this.#countDeliveries;
-    for (const state of ['pending', 'dead'] as const) {
-      new Gauge({
-        name: `tessera_webhook_deliveries_${state}`,
-        help: state === 'pending' ? 'Webhook deliveries waiting to be sent or tried again' : 'Webhook deliveries given up (dead letters) not yet replayed',
-        registers,
-        aggregator: 'max',
-        async collect() {
-          const count = countDeliveries();
-          if (count)
-            this.set(
-              await count().then(
-                (counts) => counts[state],
-                () => NaN,
-              ),
-            );
-        },
-      });
-    }
-    for (const outcome of ['delivered', 'failed', 'dead']) this.#webhookDeliveries.inc({ outcome }, 0);
-    // The Shared Signals streams' deliveries from the same outbox, counted the same way.
-    this.#ssfDeliveries = new Counter({
-      name: 'tessera_ssf_deliveries_total',
-      help: 'Shared Signals push tries (RFC 8935), by outcome: delivered (a 2xx answer), failed (to be tried again) or dead (refused by the receiver, or given up after TESSERA_WEBHOOK_RETRY_WINDOW)',
-      labelNames: ['outcome'],
-      registers,
+    this.#mail = outboxMetrics(registers, 'mail', {
+      tries: 'Mail tries, by outcome: delivered (taken by the mail server), failed (to be tried again) or dead (given up after TESSERA_MAIL_RETRY_WINDOW)',
+      latency: 'Time from a message queued to its delivery, retries included',
+      pending: 'Messages waiting to be sent or tried again',
+      dead: 'Messages given up (dead letters) not yet replayed',
     });
-    this.#ssfLatency = new Histogram({
-      name: 'tessera_ssf_delivery_latency_seconds',
-      help: "Time from an event to its SET's push delivery (a 2xx answer), retries included",
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
-      registers,
-    });
-    const countSsf = () => this.#countSsfDeliveries;
-    for (const state of ['pending', 'dead'] as const) {
-      new Gauge({
-        name: `tessera_ssf_deliveries_${state}`,
-        help: state === 'pending' ? 'SETs waiting to be pushed, tried again, or acknowledged by a polling receiver' : 'SETs given up (dead letters)',
-        registers,
-        aggregator: 'max',
-        async collect() {
-          const count = countSsf();
-          if (count)
-            this.set(
-              await count().then(
-                (counts) => counts[state],
-                () => NaN,
-              ),
-            );
-        },
-      });
-    }
-    for (const outcome of ['delivered', 'failed', 'dead']) this.#ssfDeliveries.inc({ outcome }, 0);
     // Present from the first scrape, at zero, so that rate() and absent() work at once.
     for (const grant of Object.values(TOKEN_EVENTS)) this.#tokens.inc({ grant: grant! }, 0);
     for (const outcome of Object.values(DEVICE_OUTCOMES)) this.#devices.inc({ outcome: outcome! }, 0);
@@ -200,33 +208,33 @@ export class Metrics {
   }
 
   /** What the webhook dispatcher tells of its tries (flows/webhooks/dispatcher.ts). */
-  readonly webhooks: DeliveryObserver = {
-    delivered: (latencySeconds) => {
-      this.#webhookDeliveries.inc({ outcome: 'delivered' });
-      this.#webhookLatency.observe(Math.max(0, latencySeconds));
-    },
-    failed: () => this.#webhookDeliveries.inc({ outcome: 'failed' }),
-    dead: () => this.#webhookDeliveries.inc({ outcome: 'dead' }),
-  };
-
-  /** What the Shared Signals dispatcher tells of its pushes (flows/ssf/dispatcher.ts). */
-  readonly ssf: DeliveryObserver = {
-    delivered: (latencySeconds) => {
-      this.#ssfDeliveries.inc({ outcome: 'delivered' });
-      this.#ssfLatency.observe(Math.max(0, latencySeconds));
-    },
-    failed: () => this.#ssfDeliveries.inc({ outcome: 'failed' }),
-    dead: () => this.#ssfDeliveries.inc({ outcome: 'dead' }),
-  };
-
-  /** The SSF gauges read the store at each scrape. */
-  countSsfDeliveries(count: () => Promise<{ readonly pending: number; readonly dead: number }>): void {
-    this.#countSsfDeliveries = count;
+  get webhooks(): DeliveryObserver {
+    return this.#webhooks.observer;
   }
 
-  /** The outbox gauges read the store at each scrape. */
-  countWebhookDeliveries(count: () => Promise<{ readonly pending: number; readonly dead: number }>): void {
-    this.#countDeliveries = count;
+  /** What the Shared Signals dispatcher tells of its pushes (flows/ssf/dispatcher.ts). */
+  get ssf(): DeliveryObserver {
+    return this.#ssf.observer;
+  }
+
+  /** What the mail dispatcher tells of its tries (flows/mail/dispatcher.ts). */
+  get mail(): DeliveryObserver {
+    return this.#mail.observer;
+  }
+
+  /** The SSF gauges read the store at each scrape. */
+  countSsfDeliveries(count: CountDeliveries): void {
+    this.#ssf.count = count;
+  }
+
+  /** The webhook gauges read the store at each scrape. */
+  countWebhookDeliveries(count: CountDeliveries): void {
+    this.#webhooks.count = count;
+  }
+
+  /** The mail gauges read the store at each scrape. */
+  countMailDeliveries(count: CountDeliveries): void {
+    this.#mail.count = count;
   }
 
   /** Times every request of `app` by its route pattern (never the raw URL, which carries codes). */

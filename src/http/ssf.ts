@@ -6,11 +6,21 @@
  * or DPoP token; errors about it are RFC 6750's, with the challenge.
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { JWKS_PATH, SSF_CONFIGURATION_PATH, SSF_POLL_PATH, SSF_STATUS_PATH, SSF_STREAMS_PATH, SSF_VERIFY_PATH } from '../core/endpoints.ts';
+import {
+  JWKS_PATH,
+  SSF_ADD_SUBJECT_PATH,
+  SSF_CONFIGURATION_PATH,
+  SSF_POLL_PATH,
+  SSF_REMOVE_SUBJECT_PATH,
+  SSF_STATUS_PATH,
+  SSF_STREAMS_PATH,
+  SSF_VERIFY_PATH,
+} from '../core/endpoints.ts';
 import { SSF_DELIVERY_METHODS } from '../core/ssf.ts';
 import { poll, PollError } from '../flows/ssf/poll.ts';
 import {
   changeStream,
+  changeSubject,
   createStream,
   deleteStream,
   readStreams,
@@ -29,7 +39,7 @@ import { requestProof } from './dpop.ts';
 import { toOAuthError } from './errors.ts';
 
 /** SSF 1.0 §7.1 Transmitter Configuration Metadata: exactly what is implemented. */
-export function ssfMetadata(issuer: string): Record<string, unknown> {
+export function ssfMetadata(issuer: string, defaultSubjects: 'ALL' | 'NONE'): Record<string, unknown> {
   return {
     spec_version: '1_0',
     issuer,
@@ -38,10 +48,12 @@ export function ssfMetadata(issuer: string): Record<string, unknown> {
     configuration_endpoint: `${issuer}${SSF_STREAMS_PATH}`,
     status_endpoint: `${issuer}${SSF_STATUS_PATH}`,
     verification_endpoint: `${issuer}${SSF_VERIFY_PATH}`,
+    add_subject_endpoint: `${issuer}${SSF_ADD_SUBJECT_PATH}`,
+    remove_subject_endpoint: `${issuer}${SSF_REMOVE_SUBJECT_PATH}`,
     // §7.1: OAuth 2.0 (a client_credentials token for `<issuer>/ssf` with the scope ssf:manage).
     authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6749' }],
-    // §7.1: every person's events, without adding subjects (no add/remove subject endpoints).
-    default_subjects: 'ALL',
+    // §7.1: what a stream made now hears of: every person but those removed (ALL), or only those added (NONE).
+    default_subjects: defaultSubjects,
   };
 }
 
@@ -61,7 +73,7 @@ export const ssfRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
       .header('Cache-Control', 'public, max-age=300')
       .header('Access-Control-Allow-Origin', '*')
       .type('application/json; charset=utf-8')
-      .send(JSON.stringify(ssfMetadata(deps.config.issuer))),
+      .send(JSON.stringify(ssfMetadata(deps.config.issuer, deps.config.ssf.defaultSubjects))),
   );
 
   await app.register(async (api) => {
@@ -132,6 +144,15 @@ export const ssfRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { de
     // §8.1.4.2: 204; the event follows on the stream.
     api.post(SSF_VERIFY_PATH, async (request, reply) => {
       await verifyStream(depsOf(request), receiver(request), request.body);
+      return reply.code(204).send();
+    });
+    // §8.1.3.2: "an empty 200 OK"; §8.1.3.3: "204 No Content". Fastify reads `::` as one literal colon.
+    api.post(SSF_ADD_SUBJECT_PATH.replace(':', '::'), async (request, reply) => {
+      await changeSubject(depsOf(request), receiver(request), request.body, 'added');
+      return reply.code(200).send();
+    });
+    api.post(SSF_REMOVE_SUBJECT_PATH.replace(':', '::'), async (request, reply) => {
+      await changeSubject(depsOf(request), receiver(request), request.body, 'removed');
       return reply.code(204).send();
     });
     // RFC 8936 §2.4: the stream's poll endpoint; another receiver's stream is none.

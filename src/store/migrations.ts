@@ -1214,6 +1214,60 @@ const passkeySignUpsAndEmailChanges: Migration = {
   ],
 };
 
+/**
+ * Version 44 (SSF 1.0 §8.1.3, subjects): a stream's subjects mode, `ALL` (every person's
+ * events, but those of a person the receiver removed) or `NONE` (only those of a person the
+ * receiver added), taken from TESSERA_SSF_DEFAULT_SUBJECTS when the stream is made (§7.1
+ * `default_subjects`: the default of new streams), and the people added and removed. The
+ * outbox trigger consults them in the event's transaction: a SET is queued for a stream only
+ * about a person it is to hear of. No reference to users: a person's row goes before the
+ * event of their removal, which their streams are still sent.
+ */
+const SSF_SUBJECT_WANTED = `(NEW.type = 'ssf.verification' OR CASE WHEN s.default_subjects = 'NONE'
+  THEN EXISTS (SELECT 1 FROM ssf_stream_subjects x WHERE x.stream_id = s.id AND x.user_id = NEW.user_id AND x.state = 'added')
+  ELSE NOT EXISTS (SELECT 1 FROM ssf_stream_subjects x WHERE x.stream_id = s.id AND x.user_id = NEW.user_id AND x.state = 'removed') END)`;
+
+const ssfSubjects: Migration = {
+  version: 44,
+  name: 'shared signals stream subjects',
+  statements: [
+    (t) => `ALTER TABLE ssf_streams ADD COLUMN default_subjects ${t.text} NOT NULL DEFAULT 'ALL' CHECK (default_subjects IN ('ALL', 'NONE'))`,
+    (t) => `CREATE TABLE ssf_stream_subjects (
+      stream_id  ${t.text} NOT NULL REFERENCES ssf_streams (id) ON DELETE CASCADE,
+      user_id    ${t.text} NOT NULL,
+      state      ${t.text} NOT NULL CHECK (state IN ('added', 'removed')),
+      verified   ${t.boolean('verified')},
+      updated_at ${t.time} NOT NULL,
+      PRIMARY KEY (stream_id, user_id)
+    )`,
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? `CREATE OR REPLACE FUNCTION tessera_ssf_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              INSERT INTO ssf_deliveries (stream_id, event_id, event_at, state, attempts, queued_at, next_attempt_at)
+              SELECT s.id, NEW.id, NEW.at, 'pending', 0, NEW.at, NEW.at FROM ssf_streams s
+              WHERE s.status <> 'disabled' AND CASE WHEN NEW.type = 'ssf.verification' THEN s.id = ${detailText(dialect, 'stream_id')}
+                ELSE (${SSF_TYPE_OF_EVENT(dialect)}) = ANY (s.events_delivered) END
+                AND ${SSF_SUBJECT_WANTED};
+              RETURN NULL;
+            END
+          $$`
+        : 'DROP TRIGGER events_ssf_outbox',
+    (_, dialect) =>
+      dialect === 'postgres'
+        ? null
+        : `CREATE TRIGGER events_ssf_outbox AFTER INSERT ON events
+            WHEN ${SSF_SOURCE_TYPES}
+            BEGIN
+              INSERT INTO ssf_deliveries (stream_id, event_id, event_at, state, attempts, queued_at, next_attempt_at)
+              SELECT s.id, NEW.id, NEW.at, 'pending', 0, NEW.at, NEW.at FROM ssf_streams s
+              WHERE s.status <> 'disabled' AND CASE WHEN NEW.type = 'ssf.verification' THEN s.id = ${detailText(dialect, 'stream_id')}
+                ELSE EXISTS (SELECT 1 FROM json_each(s.events_delivered) WHERE value = (${SSF_TYPE_OF_EVENT(dialect)})) END
+                AND ${SSF_SUBJECT_WANTED};
+            END`,
+  ],
+};
+
 /** Every migration, oldest first. */
 export const migrations: readonly Migration[] = [
   initial,
@@ -1251,4 +1305,5 @@ export const migrations: readonly Migration[] = [
   ssfStreams,
   organizations,
   passkeySignUpsAndEmailChanges,
+  ssfSubjects,
 ];

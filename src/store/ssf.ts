@@ -6,7 +6,7 @@
  * conditional UPDATE (push) or acknowledged by its receiver (poll, RFC 8936).
  */
 import type { AuditEvent } from '../core/events.ts';
-import type { SsfDeliveryMethod, StreamStatus, SubjectFormat } from '../core/ssf.ts';
+import type { DefaultSubjects, SsfDeliveryMethod, StreamStatus, SubjectFormat } from '../core/ssf.ts';
 import type { DeliveryOutcome, DeliveryState } from './webhooks.ts';
 
 export interface SsfStreamRecord {
@@ -25,6 +25,8 @@ export interface SsfStreamRecord {
   /** Push: the Authorization header to send with each SET, sealed under the key encryption key; null for none. */
   readonly authorizationHeader: Readonly<Record<string, unknown>> | null;
   readonly format: SubjectFormat;
+  /** SSF 1.0 §7.1: every person's events but those removed (`ALL`), or only those added (`NONE`); fixed when it is made. */
+  readonly defaultSubjects: DefaultSubjects;
   readonly description: string | null;
   readonly status: StreamStatus;
   readonly reason: string | null;
@@ -47,6 +49,16 @@ export interface SsfDeliveryRecord {
   readonly lastError: string | null;
 }
 
+/** SSF 1.0 §8.1.3: a person a receiver added to a stream or removed from it. */
+export interface SsfSubjectRecord {
+  readonly streamId: string;
+  readonly userId: string;
+  readonly state: 'added' | 'removed';
+  /** §8.1.3.2 `verified`: whether the receiver says it verified the subject. */
+  readonly verified: boolean;
+  readonly updatedAt: number;
+}
+
 export interface SsfStore {
   createStream(stream: SsfStreamRecord): Promise<void>;
   getStream(id: string): Promise<SsfStreamRecord | null>;
@@ -60,6 +72,10 @@ export interface SsfStore {
   saveStream(stream: SsfStreamRecord): Promise<boolean>;
   /** Removes it and its deliveries; false when there was none. */
   removeStream(id: string): Promise<boolean>;
+  /** Records a person added to the stream or removed from it (the last word stands); the outbox trigger reads it for each event after. */
+  setSubject(subject: SsfSubjectRecord): Promise<void>;
+  /** The people added to or removed from a stream. */
+  subjects(streamId: string): Promise<SsfSubjectRecord[]>;
   /** Forgets the stream's pending deliveries (it was disabled: SSF 1.0 §8.1.2 holds nothing for later); returns how many. */
   dropPending(streamId: string): Promise<number>;
   /** Push streams, enabled, whose oldest pending delivery is due at `now` and not leased (at most `limit`). */

@@ -42,6 +42,7 @@ import type { SignUpStore } from './sign-ups.ts';
 import type { EmailChangeStore } from './email-changes.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
+import type { OutboxStore } from './outbox.ts';
 import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
 import type { OrganizationStore } from './organizations.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
@@ -70,6 +71,7 @@ export * from './sign-ups.ts';
 export * from './email-changes.ts';
 export * from './invitations.ts';
 export * from './ssf.ts';
+export * from './outbox.ts';
 export * from './saml.ts';
 export * from './organizations.ts';
 export * from './scim.ts';
@@ -117,6 +119,8 @@ export interface Stores {
   readonly invitations: InvitationStore;
   /** Shared Signals streams and their deliveries, from the same outbox. */
   readonly ssf: SsfStore;
+  /** Every kind of delivery (webhooks', streams', mail), claimed, settled and replayed by the same statements. */
+  readonly outbox: OutboxStore;
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;

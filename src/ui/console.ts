@@ -694,6 +694,7 @@ export function eventsPage(frame: ConsoleFrame, view: EventsPageView): string {
 </form>
 ${notice(view.error, 'error')}
 ${eventList(ui, view.events)}
+<p><a href="${view.action}/dead-letters">${t.html('console.outbox.link')}</a></p>
 ${view.olderHref === null ? null : html`<p class="more"><a href="${view.olderHref}">${t.html('console.events.older')}</a></p>`}`,
   );
 }

@@ -33,6 +33,7 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       endpointUrl: 'https://receiver.example.com/caep',
       authorizationHeader: { enc: 'A256GCM', kek: 'k', iv: 'i', ciphertext: 'c', tag: 't' },
       format: 'email',
+      defaultSubjects: 'ALL',
       description: 'for the app',
       status: 'enabled',
       reason: null,
@@ -111,6 +112,76 @@ export function ssfContract({ store: current, unique, givenClient }: SsfContract
       assert.deepEqual(await delivered(other.id), [verification.id]);
       assert.ok(!(await delivered(every.id)).includes(verification.id));
       for (const made of [every, disabled, other]) await store.ssf.removeStream(made.id);
+    });
+
+    it('queues SETs for a NONE stream only about people added, and for an ALL stream about everyone but people removed (SSF 1.0 §8.1.3)', async () => {
+      const store = current();
+      const none = await stream([SSF_EVENTS.ACCOUNT_DISABLED], { defaultSubjects: 'NONE' });
+      const all = await stream([SSF_EVENTS.ACCOUNT_DISABLED]);
+      for (const made of [none, all]) await store.ssf.createStream(made);
+      const about = (userId: string) => ({ ...event('user.disabled'), userId });
+      const before = about('ada');
+      await store.events.add(before);
+      await store.ssf.setSubject({ streamId: none.id, userId: 'ada', state: 'added', verified: true, updatedAt: T0 });
+      await store.ssf.setSubject({ streamId: all.id, userId: 'bob', state: 'removed', verified: true, updatedAt: T0 });
+      const [ada, bob, cyd] = [about('ada'), about('bob'), about('cyd')];
+      for (const added of [ada, bob, cyd]) await store.events.add(added);
+      assert.deepEqual(await delivered(none.id), [ada.id], 'only the person added, from then on');
+      assert.deepEqual(new Set(await delivered(all.id)), new Set([before.id, ada.id, cyd.id]), 'everyone but the person removed');
+      // The last word stands: ada removed from NONE, bob added back to ALL.
+      await store.ssf.setSubject({ streamId: none.id, userId: 'ada', state: 'removed', verified: false, updatedAt: T0 + 1 });
+      await store.ssf.setSubject({ streamId: all.id, userId: 'bob', state: 'added', verified: false, updatedAt: T0 + 1 });
+      const [ada2, bob2] = [about('ada'), about('bob')];
+      for (const added of [ada2, bob2]) await store.events.add(added);
+      assert.ok(!(await delivered(none.id)).includes(ada2.id));
+      assert.ok((await delivered(all.id)).includes(bob2.id));
+      assert.deepEqual(await store.ssf.subjects(none.id), [{ streamId: none.id, userId: 'ada', state: 'removed', verified: false, updatedAt: T0 + 1 }]);
+      // A verification goes to its stream whatever its subjects.
+      const verification = event('ssf.verification', T0, { stream_id: none.id });
+      await store.events.add(verification);
+      assert.ok((await delivered(none.id)).includes(verification.id));
+      for (const made of [none, all]) await store.ssf.removeStream(made.id);
+      assert.deepEqual(await store.ssf.subjects(none.id), [], 'its subjects go with the stream');
+    });
+
+    it("claims a stream's oldest deliveries in one batch, in order; a head that failed before alone; none while one is held", async () => {
+      const store = current();
+      const made = await stream([SSF_EVENTS.ACCOUNT_DISABLED]);
+      await store.ssf.createStream(made);
+      const events = [3, 1, 2, 4].map((offset) => event('user.disabled', T0 + offset));
+      for (const added of events) await store.events.add(added);
+      const inOrder = [...events].sort((a, b) => a.at - b.at).map((e) => e.id);
+      const claims = await Promise.all([1, 2, 3].map(() => store.outbox.claim('ssf', made.id, T0 + 10, T0 + 100, 3)));
+      const won = claims.filter((claim) => claim.length > 0);
+      assert.equal(won.length, 1, 'one caller of three wins');
+      assert.deepEqual(
+        won[0]!.map((d) => [d.eventId, d.attempts]),
+        inOrder.slice(0, 3).map((id) => [id, 1]),
+        'the three oldest, oldest first, each counted',
+      );
+      assert.deepEqual(await store.outbox.claim('ssf', made.id, T0 + 10, T0 + 100, 3), [], 'nothing while the head is held');
+      // The first is delivered; the second fails; the third is given back uncounted.
+      assert.equal(await store.outbox.settle('ssf', made.id, inOrder[0]!, 1, { kind: 'delivered', status: 202 }, T0 + 11), 'delivered');
+      const failed = { kind: 'failed', status: 500, error: 'answered 500', nextAttemptAt: T0 + 20, deadBefore: T0 - 1000 } as const;
+      assert.equal(await store.outbox.settle('ssf', made.id, inOrder[1]!, 1, failed, T0 + 11), 'pending');
+      await store.outbox.release('ssf', made.id, inOrder[2]!, 1, T0 + 11);
+      assert.deepEqual(await store.outbox.claim('ssf', made.id, T0 + 12, T0 + 100, 3), [], 'behind the failed head, before its retry');
+      const retry = await store.outbox.claim('ssf', made.id, T0 + 20, T0 + 100, 3);
+      assert.deepEqual(
+        retry.map((d) => [d.eventId, d.attempts]),
+        [[inOrder[1]!, 2]],
+        'a head that failed is tried alone',
+      );
+      assert.equal(await store.outbox.settle('ssf', made.id, inOrder[1]!, 2, { kind: 'delivered', status: 202 }, T0 + 21), 'delivered');
+      assert.deepEqual(
+        (await store.outbox.claim('ssf', made.id, T0 + 22, T0 + 100, 3)).map((d) => [d.eventId, d.attempts]),
+        [
+          [inOrder[2]!, 1],
+          [inOrder[3]!, 1],
+        ],
+        'then the rest, the one given back counted once',
+      );
+      await store.ssf.removeStream(made.id);
     });
 
     it("hands a push stream's deliveries out one at a time, in order, and keeps a poller's acknowledgements and refusals", async () => {

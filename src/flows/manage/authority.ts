@@ -23,6 +23,8 @@
  * - a caller gives an organization a verified domain or an upstream provider, or changes
  *   either, only if it also manages upstream providers (admin:providers): the domain then sends
  *   its people's sign-in to that provider, which is choosing where they sign in;
+ * - a caller reads the Shared Signals pushes' or mail's deliveries only if it may read the audit
+ *   trail, and sends their dead letters again only if it may change it (and, for mail, people);
  * - only the server's owner points a webhook at loopback, link-local or private addresses,
  *   unless TESSERA_ALLOW_PRIVATE_NETWORK_URLS allows them (flows/manage/webhooks.ts): a
  *   delegate would otherwise have the server post into its own network.
@@ -114,6 +116,19 @@ export function checkMayChangeUser(caller: Caller, user: UserRecord): void {
 export function checkMayTrustProvider(caller: Caller, what: string): void {
   if (!holdsAll(caller.scopes, EVERY_ROLE_SCOPE)) {
     throw forbidden`${field(what)}: a provider that links accounts, vouches for a second factor or already signs people in can, set up or pointed elsewhere, sign in as them, console operators included; only a caller holding every admin scope may do this`;
+  }
+}
+
+/**
+ * The Shared Signals pushes' and mail's deliveries: a SET carries the audit trail's events, and
+ * a message's row says who asked for what when, so reading them is reading the trail
+ * (admin:events:read) and sending them again is a change to it (admin:events); a message sent
+ * again goes to a person, which only a caller that may change people (admin:users) does.
+ */
+export function checkMayHandleDeadLetters(caller: Caller, kind: 'ssf' | 'mail', write: boolean): void {
+  const needs = write ? (kind === 'mail' ? ['admin:events', 'admin:users'] : ['admin:events']) : ['admin:events:read'];
+  if (!holdsAll(caller.scopes, needs)) {
+    throw forbidden`${kind === 'ssf' ? 'Shared Signals deliveries' : 'mail deliveries'}: only a caller holding ${needs.join(' and ')} may ${write ? 'send them again' : 'read them'}`;
   }
 }
 

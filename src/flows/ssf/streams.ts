@@ -218,7 +218,17 @@ export async function createStream(deps: StreamDeps, receiver: string, raw: unkn
   // §8.1.1: `aud` is the transmitter's to choose: the receiver, by its client id.
   const stream = withSettings(
     deps,
-    { id, clientId: receiver, audience: [receiver], status: 'enabled', reason: null, createdAt: now, updatedAt: now },
+    {
+      id,
+      clientId: receiver,
+      audience: [receiver],
+      // §7.1 default_subjects: "the default behavior of newly created streams".
+      defaultSubjects: deps.config.ssf.defaultSubjects,
+      status: 'enabled',
+      reason: null,
+      createdAt: now,
+      updatedAt: now,
+    },
     settings,
     now,
   );
@@ -318,4 +328,58 @@ export async function verifyStream(deps: StreamDeps, receiver: string, raw: unkn
     throw new SsfError(429, 'too_many_requests', `at most one verification event every ${MIN_VERIFICATION_INTERVAL} seconds`);
   }
   await deps.events.emit({ type: 'ssf.verification', clientId: receiver, detail: { stream_id: stream.id, ...(state === undefined ? {} : { state }) } });
+}
+
+/**
+ * The accounts a subject names (RFC 9493): `iss_sub` of this issuer (the OIDC `sub`), `email`
+ * (every account with the address), or SSF 1.0 §3.3's `complex` with a `user` of either.
+ * Another format is refused (400); a subject naming nobody is no accounts, and said no
+ * differently from one that names someone (§9.1 Subject Probing).
+ */
+async function subjectAccounts(deps: Pick<StreamDeps, 'store' | 'config'>, raw: unknown, depth = 0): Promise<string[]> {
+  const subject = object(raw, 'subject');
+  const text = (name: string) => {
+    const value = subject[name];
+    if (typeof value !== 'string' || value === '' || value.length > 500) throw badRequest(`subject.${name} is required`);
+    return value;
+  };
+  switch (subject['format']) {
+    case 'iss_sub': {
+      const [iss, sub] = [text('iss'), text('sub')];
+      if (iss !== deps.config.issuer) return [];
+      const user = await deps.store.users.get(sub);
+      return user === null ? [] : [user.id];
+    }
+    case 'email':
+      return (await deps.store.users.findByEmail(text('email'))).map((user) => user.id);
+    case 'complex':
+      if (depth === 0 && subject['user'] !== undefined) return subjectAccounts(deps, subject['user'], 1);
+      throw badRequest('subject: a complex subject names its person in `user`');
+    default:
+      throw badRequest('subject.format must be one of iss_sub, email, complex (with a user)');
+  }
+}
+
+/**
+ * §8.1.3.2 Adding a Subject to a Stream, and §8.1.3.3 Removing one: the stream of a receiver
+ * in `NONE` mode hears of the people added (and not removed since); one in `ALL` mode of
+ * everyone but those removed (and not added since). The last word about a person stands, for
+ * the events after it: what was queued before is sent as it was.
+ */
+export async function changeSubject(deps: StreamDeps, receiver: string, raw: unknown, state: 'added' | 'removed'): Promise<void> {
+  const body = object(raw, 'the body');
+  const stream = await ownStream(deps, receiver, body['stream_id']);
+  if (body['subject'] === undefined) throw badRequest('subject is required');
+  const verified = body['verified'];
+  if (state === 'added' && verified !== undefined && typeof verified !== 'boolean') throw badRequest('verified must be true or false');
+  const accounts = await subjectAccounts(deps, body['subject']);
+  const now = deps.clock.now();
+  // §8.1.3.2: "If omitted, Event Transmitters SHOULD assume that the subject has been verified."
+  for (const userId of accounts) await deps.store.ssf.setSubject({ streamId: stream.id, userId, state, verified: verified !== false, updatedAt: now });
+  if (accounts.length > 0)
+    await deps.events.emit({
+      type: 'ssf.stream_updated',
+      clientId: receiver,
+      detail: { stream_id: stream.id, status: stream.status, change: state === 'added' ? 'subject_added' : 'subject_removed', subjects: accounts.length },
+    });
 }

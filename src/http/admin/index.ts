@@ -30,6 +30,7 @@ import { scimTokenRoutes } from './scim-tokens.ts';
 import { userRoutes } from './users.ts';
 import { trustedIssuerRoutes } from './trusted-issuers.ts';
 import { webhookRoutes } from './webhooks.ts';
+import { outboxRoutes } from './outbox.ts';
 import { samlServiceProviderRoutes } from './saml-service-providers.ts';
 import { organizationRoutes } from './organizations.ts';
 
@@ -150,6 +151,7 @@ export const adminRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { 
     eventRoutes,
     keyRoutes,
     webhookRoutes,
+    outboxRoutes,
     trustedIssuerRoutes,
     scimTokenRoutes,
     samlServiceProviderRoutes,

@@ -21,6 +21,7 @@ import { knownOperator, reasonOf } from './kit.ts';
 import { userPages } from './users.ts';
 import { trustPages } from './trust.ts';
 import { webhookPages } from './webhooks.ts';
+import { outboxPages } from './outbox.ts';
 import { samlPages } from './saml.ts';
 import { scimPages } from './scim.ts';
 import { organizationPages } from './organizations.ts';
@@ -40,6 +41,19 @@ export const consoleRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     );
   });
 
-  for (const noun of [activityPages, userPages, appPages, apiPages, providerPages, webhookPages, samlPages, scimPages, organizationPages, keyPages, trustPages])
+  for (const noun of [
+    activityPages,
+    userPages,
+    appPages,
+    apiPages,
+    providerPages,
+    webhookPages,
+    outboxPages,
+    samlPages,
+    scimPages,
+    organizationPages,
+    keyPages,
+    trustPages,
+  ])
     await app.register(noun, options);
 };

@@ -66,6 +66,7 @@ export const postgresDialect: Dialect = {
   flag: (value) => value,
   listUnion: (a, b) => `ARRAY(SELECT DISTINCT value FROM unnest(${a} || ${b}) AS value ORDER BY 1)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  inList: (column, list) => `${column} = ANY(${list})`,
   bigint: (parameter) => `${parameter}::bigint`,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
     SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit FOR UPDATE SKIP LOCKED))`,

@@ -16,6 +16,8 @@ export interface Dialect {
   flag(value: boolean): SqlValue;
   /** The larger of two non-null integers (`MAX(a, b)` in SQLite, `GREATEST(a, b)` in PostgreSQL). */
   greatest(a: string, b: string): string;
+  /** Whether `column` is one of the strings of a list parameter (bound with `list`). */
+  inList(column: string, list: string): string;
   /** The distinct strings of two lists, as a list (a remembered grant's grown scope). */
   listUnion(a: string, b: string): string;
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */

@@ -31,6 +31,7 @@ import { signUpsStatements } from './sign-ups.ts';
 import { emailChangesStatements } from './email-changes.ts';
 import { invitationsStatements } from './invitations.ts';
 import { ssfStatements } from './ssf.ts';
+import { outboxStatements } from './outbox.ts';
 import { samlStatements } from './saml.ts';
 import { scimStatements } from './scim.ts';
 import { organizationsStatements } from './organizations.ts';
@@ -65,6 +66,7 @@ export function statements(d: Dialect) {
     ...emailChangesStatements(d),
     ...invitationsStatements(d),
     ...ssfStatements(d),
+    ...outboxStatements(d),
     ...samlStatements(d),
     ...scimStatements(d),
     ...trustedIssuersStatements(d),

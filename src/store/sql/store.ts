@@ -33,6 +33,7 @@ import { signUpsStores } from './sign-ups.ts';
 import { emailChangesStores } from './email-changes.ts';
 import { invitationsStores } from './invitations.ts';
 import { ssfStores } from './ssf.ts';
+import { outboxStore } from './outbox.ts';
 import { samlStores } from './saml.ts';
 import { organizationsStores } from './organizations.ts';
 import { scimStores } from './scim.ts';
@@ -65,6 +66,7 @@ export function sqlStores(d: Dialect, q: Runner<StatementName>): Stores {
     ...emailChangesStores(d, q),
     ...invitationsStores(d, q),
     ...ssfStores(d, q),
+    outbox: outboxStore(d, q),
     ...samlStores(d, q),
     ...scimStores(d, q),
     ...trustedIssuersStores(d, q),

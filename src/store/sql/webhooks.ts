@@ -7,13 +7,12 @@ import * as rows from '../rows.ts';
 import type { ColumnReader, Row } from '../rows.ts';
 import type { Stores } from '../types.ts';
 import { DuplicateError } from '../errors.ts';
-import type { DeliveryState, WebhookDeliveryRecord, WebhookRecord } from '../webhooks.ts';
+import type { DeliveryState, WebhookRecord } from '../webhooks.ts';
 import type { Dialect, Runner } from './dialect.ts';
-import { eventFromRow } from './events.ts';
+import { outboxStore, type OutboxStatementName } from './outbox.ts';
 
 /** The statements, by name, in `d`'s SQL. */
 export function webhooksStatements(_d: Dialect) {
-  const delivery = 'webhook_id = :webhookId AND event_id = :eventId';
   return {
     insertWebhook: `
       INSERT INTO webhooks (id, url, events, secret, previous_secret, previous_secret_expires_at, added_by_owner, created_at, updated_at)
@@ -28,49 +27,7 @@ export function webhooksStatements(_d: Dialect) {
         previous_secret_expires_at = :previousSecretExpiresAt, secret = :secret, updated_at = :now
       WHERE id = :id`,
     resealWebhook: 'UPDATE webhooks SET secret = :secret, previous_secret = :previousSecret WHERE id = :id',
-    // Each webhook's head (its oldest pending delivery), found through (webhook_id, state,
-    // event_at, event_id): one probe per webhook, however long its backlog.
-    dueWebhooks: `
-      SELECT w.id FROM webhooks w WHERE (
-        SELECT CASE WHEN d.next_attempt_at <= :now AND (d.lease_until IS NULL OR d.lease_until <= :now) THEN 1 ELSE 0 END
-        FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.state = 'pending'
-        ORDER BY d.event_at, d.event_id LIMIT 1) = 1
-      LIMIT :limit`,
-    // The webhook's head (its oldest pending delivery), taken only if due and free: later
-    // events wait behind it, so that a receiver hears them in order. Under READ COMMITTED a
-    // second instance's UPDATE waits for the first's row lock, then finds the lease taken.
-    claimWebhookDelivery: `
-      UPDATE webhook_deliveries SET attempts = attempts + 1, lease_until = :leaseUntil
-      WHERE webhook_id = :webhookId AND state = 'pending' AND next_attempt_at <= :now AND (lease_until IS NULL OR lease_until <= :now)
-        AND event_id = (
-          SELECT event_id FROM webhook_deliveries
-          WHERE webhook_id = :webhookId AND state = 'pending'
-          ORDER BY event_at, event_id LIMIT 1)
-      RETURNING *`,
-    webhookEvent: 'SELECT * FROM events WHERE id = :eventId',
-    // `attempts` fences the answer of a try whose lease ran out and was taken over.
-    deliveredWebhook: `
-      UPDATE webhook_deliveries SET state = 'delivered', delivered_at = :now, lease_until = NULL, last_status = :status, last_error = NULL
-      WHERE ${delivery} AND attempts = :attempts AND state = 'pending'
-      RETURNING state`,
-    failedWebhook: `
-      UPDATE webhook_deliveries SET state = CASE WHEN queued_at <= :deadBefore THEN 'dead' ELSE 'pending' END,
-        next_attempt_at = :nextAttemptAt, lease_until = NULL, last_status = :status, last_error = :error
-      WHERE ${delivery} AND attempts = :attempts AND state = 'pending'
-      RETURNING state`,
-    releaseWebhookDelivery: `
-      UPDATE webhook_deliveries SET attempts = attempts - 1, lease_until = NULL, next_attempt_at = :now
-      WHERE ${delivery} AND attempts = :attempts AND state = 'pending'`,
-    listWebhookDeliveries: `
-      SELECT * FROM webhook_deliveries
-      WHERE webhook_id = :webhookId AND (CAST(:state AS TEXT) IS NULL OR state = :state)
-      ORDER BY event_at DESC, event_id DESC
-      LIMIT :limit`,
-    replayWebhookDeliveries: `
-      UPDATE webhook_deliveries SET state = 'pending', attempts = 0, queued_at = :now, next_attempt_at = :now, lease_until = NULL
-      WHERE webhook_id = :webhookId AND state = 'dead' AND (CAST(:eventId AS TEXT) IS NULL OR event_id = :eventId)`,
     countDeliveriesByWebhook: 'SELECT webhook_id, state, COUNT(*) AS count FROM webhook_deliveries GROUP BY webhook_id, state',
-    countWebhookDeliveries: "SELECT state, COUNT(*) AS count FROM webhook_deliveries WHERE state <> 'delivered' GROUP BY state",
   };
 }
 
@@ -90,25 +47,9 @@ function webhookFromRow(row: Row, read: ColumnReader): WebhookRecord {
 
 const STATES: readonly DeliveryState[] = ['pending', 'delivered', 'dead'];
 
-function deliveryFromRow(row: Row): WebhookDeliveryRecord {
-  return {
-    webhookId: rows.text(row, 'webhook_id'),
-    eventId: rows.text(row, 'event_id'),
-    eventAt: rows.integer(row, 'event_at'),
-    state: rows.oneOf(STATES, 'state', rows.text(row, 'state')),
-    attempts: rows.integer(row, 'attempts'),
-    queuedAt: rows.integer(row, 'queued_at'),
-    nextAttemptAt: rows.integer(row, 'next_attempt_at'),
-    leaseUntil: rows.integerOrNull(row, 'lease_until'),
-    deliveredAt: rows.integerOrNull(row, 'delivered_at'),
-    lastStatus: rows.integerOrNull(row, 'last_status'),
-    lastError: rows.textOrNull(row, 'last_error'),
-  };
-}
-
-export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof webhooksStatements>>): Pick<Stores, 'webhooks'> {
+export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof webhooksStatements> | OutboxStatementName>): Pick<Stores, 'webhooks'> {
   const { read } = d;
-  const settled = (row: Row | undefined) => (row === undefined ? null : rows.oneOf(STATES, 'state', rows.text(row, 'state')));
+  const outbox = outboxStore(d, q);
   return {
     webhooks: {
       async create(webhook) {
@@ -139,33 +80,13 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
         })) > 0,
       rotateSecret: async (id, secret, previousSecretExpiresAt, now) =>
         (await q.changed('rotateWebhookSecret', { id, secret: JSON.stringify(secret), previousSecretExpiresAt, now })) > 0,
-      due: async (now, limit) => (await q.all('dueWebhooks', { now, limit })).map((row) => rows.text(row, 'id')),
-      claim: async (webhookId, now, leaseUntil) => {
-        const row = await q.one('claimWebhookDelivery', { webhookId, now, leaseUntil });
-        return row === undefined ? null : deliveryFromRow(row);
-      },
-      event: async (eventId) => {
-        const row = await q.one('webhookEvent', { eventId });
-        return row === undefined ? null : eventFromRow(row, read);
-      },
-      settle: async (webhookId, eventId, attempts, outcome, now) =>
-        outcome.kind === 'delivered'
-          ? settled(await q.one('deliveredWebhook', { webhookId, eventId, attempts, now, status: outcome.status }))
-          : settled(
-              await q.one('failedWebhook', {
-                webhookId,
-                eventId,
-                attempts,
-                status: outcome.status,
-                error: outcome.error.slice(0, 500),
-                nextAttemptAt: outcome.nextAttemptAt,
-                deadBefore: outcome.deadBefore,
-              }),
-            ),
-      release: async (webhookId, eventId, attempts, now) => void (await q.changed('releaseWebhookDelivery', { webhookId, eventId, attempts, now })),
-      deliveries: async (webhookId, filter) =>
-        (await q.all('listWebhookDeliveries', { webhookId, state: filter.state ?? null, limit: filter.limit })).map(deliveryFromRow),
-      replay: (webhookId, eventId, now) => q.changed('replayWebhookDeliveries', { webhookId, eventId, now }),
+      due: (now, limit) => outbox.due('webhook', now, limit),
+      claim: async (webhookId, now, leaseUntil) => (await outbox.claim('webhook', webhookId, now, leaseUntil, 1))[0] ?? null,
+      event: async (eventId) => (await outbox.events([eventId])).get(eventId) ?? null,
+      settle: (webhookId, eventId, attempts, outcome, now) => outbox.settle('webhook', webhookId, eventId, attempts, outcome, now),
+      release: (webhookId, eventId, attempts, now) => outbox.release('webhook', webhookId, eventId, attempts, now),
+      deliveries: (webhookId, filter) => outbox.list('webhook', { queue: webhookId, ...filter }),
+      replay: (webhookId, eventId, now) => outbox.replay('webhook', webhookId, eventId, now),
       countsByWebhook: async () => {
         const counts = new Map<string, Record<DeliveryState, number>>();
         for (const row of await q.all('countDeliveriesByWebhook')) {
@@ -176,14 +97,7 @@ export function webhooksStores(d: Dialect, q: Runner<keyof ReturnType<typeof web
         }
         return counts;
       },
-      countByState: async () => {
-        const counts = { pending: 0, dead: 0 };
-        for (const row of await q.all('countWebhookDeliveries')) {
-          const state = rows.text(row, 'state');
-          if (state === 'pending' || state === 'dead') counts[state] = Number(row['count']);
-        }
-        return counts;
-      },
+      countByState: () => outbox.countByState('webhook'),
     },
   };
 }

@@ -35,6 +35,7 @@ export const sqliteDialect: Dialect = {
   flag: (value) => (value ? 1 : 0),
   listUnion: (a, b) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${a}) UNION SELECT value FROM json_each(${b}) ORDER BY 1))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
+  inList: (column, list) => `${column} IN (SELECT value FROM json_each(${list}))`,
   bigint: (parameter) => parameter,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
 };

@@ -1,0 +1,188 @@
+/**
+ * The outbox's worker over a kind whose tries the test decides, on a SQLite store's webhook
+ * deliveries: a batch goes out in event order; the try that fails is retried before anything
+ * behind it, and what was claimed behind it is given back uncounted; a dead letter is
+ * recorded once; stopping gives a try under way back; and the turn budget lets no more tries
+ * begin in one turn of the event loop than it allows.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { systemClock } from '../../core/clock.ts';
+import { openSqliteStore } from '../../store/sqlite/store.ts';
+import type { Store, WebhookDeliveryRecord } from '../../store/types.ts';
+import { OutboxWorker, TurnBudget, type DeliveryKind, type TryResult } from './worker.ts';
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('waited 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('the outbox worker', () => {
+  let dir: string;
+  let store: Store;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tessera-outbox-'));
+    store = openSqliteStore(join(dir, 'tessera.db'));
+  });
+  after(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A webhook hearing `count` events, a millisecond apart; returns its id and the events' ids in order. */
+  async function queued(count: number): Promise<{ webhookId: string; events: string[] }> {
+    const webhookId = `hook-${Math.random().toString(36).slice(2)}`;
+    const now = Date.now();
+    await store.webhooks.create({
+      id: webhookId,
+      url: 'https://hooks.example.com/',
+      events: ['user.disabled'],
+      secret: { sealed: 'x' },
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      addedByOwner: true,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const events: string[] = [];
+    for (let i = 0; i < count; i += 1) {
+      const id = `${webhookId}-event-${i}`;
+      events.push(id);
+      await store.events.add({
+        id,
+        type: 'user.disabled',
+        at: now - 1000 + i,
+        userId: 'u',
+        username: 'ada',
+        clientId: null,
+        grantId: null,
+        ip: null,
+        userAgent: null,
+        detail: {},
+      });
+    }
+    return { webhookId, events };
+  }
+
+  function worker(answer: (delivery: WebhookDeliveryRecord, signal: AbortSignal) => Promise<TryResult> | TryResult, options: { retryWindowMs?: number } = {}) {
+    const tried: string[] = [];
+    const dead: string[] = [];
+    const kind: DeliveryKind<'webhook'> = {
+      kind: 'webhook',
+      key: (d) => ({ queue: d.webhookId, item: d.eventId }),
+      open: async () => async (delivery, signal) => {
+        tried.push(delivery.eventId);
+        return answer(delivery, signal);
+      },
+      deadLettered: async (delivery) => void dead.push(delivery.eventId),
+    };
+    const outbox = new OutboxWorker(
+      kind,
+      { store, clock: systemClock, log: { warn: () => {} }, budget: new TurnBudget(4) },
+      { timeoutMs: 1000, retryDelayMs: 50, retryWindowMs: options.retryWindowMs ?? 60_000, batch: 4, concurrency: 10, stopWaitMs: null },
+    );
+    return { outbox, tried, dead };
+  }
+
+  it('sends a batch in order; after a failure, retries it first, and what was behind it is given back uncounted', async () => {
+    const { webhookId, events } = await queued(6);
+    let failOnce = true;
+    const { outbox, tried } = worker((delivery) => {
+      if (delivery.eventId === events[1] && failOnce) {
+        failOnce = false;
+        return { kind: 'failed', status: 503, error: 'answered 503' };
+      }
+      return { kind: 'delivered', status: 200, eventAt: 0 };
+    });
+    outbox.start(20);
+    try {
+      await until(async () => (await store.webhooks.deliveries(webhookId, { state: 'delivered', limit: 10 })).length === 6);
+    } finally {
+      await outbox.stop();
+    }
+    assert.deepEqual(tried, [events[0], events[1], events[1], events[2], events[3], events[4], events[5]], 'the failed one again before any behind it');
+    const attempts = new Map((await store.webhooks.deliveries(webhookId, { limit: 10 })).map((d) => [d.eventId, d.attempts]));
+    assert.deepEqual(
+      events.map((id) => attempts.get(id)),
+      [1, 2, 1, 1, 1, 1],
+      'those given back behind the failure were not counted as tried',
+    );
+    await store.webhooks.remove(webhookId);
+  });
+
+  it('records a delivery refused for good as a dead letter at once, once, and goes on with the next', async () => {
+    const { webhookId, events } = await queued(3);
+    const { outbox, tried, dead } = worker((delivery) =>
+      delivery.eventId === events[0] ? { kind: 'failed', status: 400, error: 'refused', final: true } : { kind: 'delivered', status: 200, eventAt: 0 },
+    );
+    outbox.start(20);
+    try {
+      await until(async () => (await store.webhooks.deliveries(webhookId, { state: 'delivered', limit: 10 })).length === 2);
+    } finally {
+      await outbox.stop();
+    }
+    assert.deepEqual(dead, [events[0]]);
+    assert.deepEqual(tried, events);
+    assert.deepEqual(
+      (await store.webhooks.deliveries(webhookId, { state: 'dead', limit: 10 })).map((d) => [d.eventId, d.lastError]),
+      [[events[0], 'refused']],
+    );
+    await store.webhooks.remove(webhookId);
+  });
+
+  it('gives a try under way back when it stops, uncounted, to be sent again with the same id', async () => {
+    const { webhookId, events } = await queued(2);
+    let started!: () => void;
+    const begun = new Promise<void>((resolve) => (started = resolve));
+    const { outbox } = worker(async (_delivery, signal) => {
+      started();
+      // A receiver that never answers: only stopping ends the try, as it aborts a fetch.
+      await new Promise((resolve) => signal.addEventListener('abort', resolve));
+      return { kind: 'failed', status: null, error: 'aborted' };
+    });
+    outbox.start(20);
+    await begun;
+    const [held] = (await store.webhooks.deliveries(webhookId, { limit: 10 })).reverse();
+    assert.deepEqual([held?.eventId, held?.attempts, held?.leaseUntil !== null], [events[0], 1, true], 'claimed and counted while tried');
+    await outbox.stop();
+    const after = (await store.webhooks.deliveries(webhookId, { limit: 10 })).reverse();
+    assert.deepEqual(
+      after.map((d) => [d.eventId, d.state, d.attempts, d.leaseUntil]),
+      events.map((id) => [id, 'pending', 0, null]),
+      'given back, uncounted and free, the one tried and the one behind it',
+    );
+    await store.webhooks.remove(webhookId);
+  });
+
+  it('begins at most its budget of tries in one turn of the event loop, the rest in the turns after', async () => {
+    const budget = new TurnBudget(3);
+    let turn = 0;
+    let counting = true;
+    const tick = () => {
+      turn += 1;
+      if (counting) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const began: number[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        await budget.take();
+        began.push(turn);
+      }),
+    );
+    counting = false;
+    const perTurn = new Map<number, number>();
+    for (const at of began) perTurn.set(at, (perTurn.get(at) ?? 0) + 1);
+    assert.ok(
+      [...perTurn.values()].every((count) => count <= 3),
+      `at most 3 a turn: ${JSON.stringify([...perTurn])}`,
+    );
+    assert.ok(perTurn.size >= 3, 'eight tries over at least three turns');
+  });
+});

@@ -41,7 +41,7 @@ import type { MailStore } from './mail.ts';
 import type { SignUpStore } from './sign-ups.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
-import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
+import type { SamlLogoutStore, SamlRequestStore, SamlServiceProviderStore, SamlSessionSpStore } from './saml.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
 export * from './clients.ts';
@@ -114,6 +114,9 @@ export interface Stores {
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;
+  /** The SAML SPs sent an assertion in each session, and single logouts under way (docs/saml.md). */
+  readonly samlSessionSps: SamlSessionSpStore;
+  readonly samlLogouts: SamlLogoutStore;
   /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
   readonly scimTokens: ScimTokenStore;
   readonly scimUsers: ScimUserStore;

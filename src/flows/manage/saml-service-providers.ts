@@ -6,7 +6,7 @@
  * scope of its own (`admin:saml`): an SP receives signed statements about people.
  */
 import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
-import { NAME_ID_FORMATS, type NameIdFormat, type SamlServiceProviderRecord } from '../../store/saml.ts';
+import { NAME_ID_FORMATS, SLO_BINDINGS, type NameIdFormat, type SamlServiceProviderRecord, type SloBinding } from '../../store/saml.ts';
 import { DuplicateError } from '../../store/types.ts';
 import { pemCertificate } from '../../tokens/certificate.ts';
 import { USER_CLAIMS } from '../../tokens/claims.ts';
@@ -26,6 +26,7 @@ export interface SamlSpInput {
   readonly name?: unknown;
   readonly acs_urls?: unknown;
   readonly slo_url?: unknown;
+  readonly slo_binding?: unknown;
   readonly name_id_format?: unknown;
   readonly attributes?: unknown;
   readonly want_signed_requests?: unknown;
@@ -130,12 +131,16 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
   if (typeof format !== 'string' || !(NAME_ID_FORMATS as readonly string[]).includes(format))
     throw invalid`${field('name_id_format')} ${String(format).slice(0, 100)}: one of ${NAME_ID_FORMATS.join(', ')}`;
   const sloUrl = given(input.slo_url, metadata?.sloUrl ?? undefined, current?.sloUrl ?? null);
+  const sloBinding = given(input.slo_binding, metadata?.sloBinding ?? undefined, current?.sloBinding ?? 'redirect');
+  if (typeof sloBinding !== 'string' || !(SLO_BINDINGS as readonly string[]).includes(sloBinding))
+    throw invalid`${field('slo_binding')} ${String(sloBinding).slice(0, 100)}: one of ${SLO_BINDINGS.join(', ')}`;
   const record: SamlServiceProviderRecord = {
     id: current?.id ?? randomUUID(),
     entityId: current?.entityId ?? checkEntityId(given(input.entity_id, metadata?.entityId, undefined)),
     name: input.name === undefined ? (current?.name ?? null) : checkName(input.name),
     acsUrls: checkAcsUrls(given(input.acs_urls, metadata?.acsUrls, current?.acsUrls)),
     sloUrl: sloUrl === null ? null : checkUrl('slo_url', sloUrl),
+    sloBinding: sloBinding as SloBinding,
     nameIdFormat: format as NameIdFormat,
     attributes: input.attributes === undefined ? (current?.attributes ?? {}) : checkAttributes(input.attributes),
     wantSignedRequests: checkFlag(
@@ -205,6 +210,7 @@ export function samlSpJson(sp: SamlServiceProviderRecord): Record<string, unknow
     name: sp.name,
     acs_urls: sp.acsUrls,
     slo_url: sp.sloUrl,
+    slo_binding: sp.sloBinding,
     name_id_format: sp.nameIdFormat,
     attributes: sp.attributes,
     want_signed_requests: sp.wantSignedRequests,

@@ -90,6 +90,8 @@ export const PURGES = [
   'purgeMetadataDocuments',
   'purgeUpstreamLogins',
   'purgeSamlRequests',
+  'purgeSamlSessionSps',
+  'purgeSamlLogouts',
   'purgeSignUps',
   'purgeInvitations',
 ] as const satisfies readonly StatementName[];

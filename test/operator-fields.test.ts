@@ -1044,6 +1044,7 @@ const EVERY_SAML_SP_FIELD: Readonly<Record<string, unknown>> = {
   name: 'Every Field SP',
   acs_urls: ['https://sp.example.com/acs', 'https://sp.example.com/acs/2'],
   slo_url: 'https://sp.example.com/slo',
+  slo_binding: 'post',
   name_id_format: 'email',
   attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' },
   want_signed_requests: true,

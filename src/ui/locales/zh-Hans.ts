@@ -340,6 +340,17 @@ const zhHans: Catalogue = {
   'saml.refused.wrong_destination': '此登录请求是发给另一台服务器的。',
   'saml.refused.unsupported': '应用请求了本服务器不支持的功能。',
   'saml.refused.stale': '此登录链接已过期。请返回应用重新登录。',
+  'saml.logoutRefused.title': '退出请求被拒绝',
+  'saml.logoutRefused.malformed': '应用发送了本服务器无法读取的退出消息。你可能仍处于登录状态：请在应用中再次退出；如果再次发生，请告知应用的管理者。',
+  'saml.logoutRefused.unknown_sp': '将你带到这里的应用未在本服务器注册，因此无法从这里让你退出。',
+  'saml.logoutRefused.unknown_acs': '应用请求了一个它未注册的地址。未发送任何内容。',
+  'saml.logoutRefused.unsigned': '此应用的退出消息必须签名，而这条没有签名。未做任何更改。',
+  'saml.logoutRefused.bad_signature': '退出消息的签名不是该应用的。未做任何更改。',
+  'saml.logoutRefused.replayed': '此退出消息已被使用过。未做任何更改。',
+  'saml.logoutRefused.expired': '此退出消息已过期。请返回应用重新退出。',
+  'saml.logoutRefused.wrong_destination': '此退出消息是发给另一台服务器的。',
+  'saml.logoutRefused.unsupported': '应用请求了本服务器不支持的退出方式。',
+  'saml.logoutRefused.stale': '此退出链接已过期或已被使用。你在这里已退出；如果仍在应用中处于登录状态，请在应用中再次退出。',
 
   ...consoleMessages,
 };

@@ -11,7 +11,7 @@ import { beginSingleLogout, type LogoutEnd, type LogoutStep, type SingleLogoutDe
 import { logoutResponse, STATUS, type OutgoingMessage } from '../flows/saml/response.ts';
 import { signingCertificate } from '../tokens/certificate.ts';
 import { formPostPage } from '../ui/form-post.ts';
-import { signedOutPage } from '../ui/logout.ts';
+import { signedOutPage, singleLogoutPage } from '../ui/logout.ts';
 import type { AppDeps } from './deps.ts';
 import { forRequest } from './deps.ts';
 import type { Pages } from './page.ts';
@@ -26,12 +26,18 @@ export interface SamlLogoutKit {
    * as it would have). `except`: the SP whose own LogoutRequest ended them.
    */
   begin(request: FastifyRequest, reply: FastifyReply, sids: readonly string[], end: LogoutEnd, except?: string | null): Promise<FastifyReply | null>;
-  /** Goes on with `step`: to the next SP, or to where the logout ends. */
+  /** Goes on with `step`: to the next SP, or to where the logout ends, each by a page of ours (singleLogoutPage). */
   follow(request: FastifyRequest, reply: FastifyReply, step: LogoutStep): Promise<FastifyReply>;
-  /** Where a logout ends, with the status an SP that started it is answered with. */
-  finish(request: FastifyRequest, reply: FastifyReply, end: LogoutEnd, status: string): Promise<FastifyReply>;
-  /** Sends a message to an SP: a redirect, or a page whose form the browser posts at once (SAML Bindings §3.5). */
-  send(request: FastifyRequest, reply: FastifyReply, message: OutgoingMessage): FastifyReply;
+  /**
+   * Where a logout ends, with the status an SP that started it is answered with. `byPage`:
+   * a page of ours goes there, not a redirect (a step of a logout through several SPs).
+   */
+  finish(request: FastifyRequest, reply: FastifyReply, end: LogoutEnd, status: string, byPage?: boolean): Promise<FastifyReply>;
+  /**
+   * Sends a message to an SP: a redirect (or, `byPage`, a page of ours that goes there), or a
+   * page whose form the browser posts at once (SAML Bindings §3.5).
+   */
+  send(request: FastifyRequest, reply: FastifyReply, message: OutgoingMessage, byPage?: boolean): FastifyReply;
 }
 
 export function samlLogoutKit(deps: AppDeps, pages: Pages): SamlLogoutKit {
@@ -54,18 +60,18 @@ export function samlLogoutKit(deps: AppDeps, pages: Pages): SamlLogoutKit {
     },
 
     async follow(request, reply, step) {
-      if (step.kind === 'done') return kit.finish(request, reply, step.end, step.partial ? STATUS.partialLogout : STATUS.success);
+      if (step.kind === 'done') return kit.finish(request, reply, step.end, step.partial ? STATUS.partialLogout : STATUS.success, true);
       await forRequest(deps, request).events.emit({ type: 'saml.logout_requested', detail: { entity_id: step.sp.entityId, binding: step.sp.sloBinding } });
-      return kit.send(request, reply, step.message);
+      return kit.send(request, reply, step.message, true);
     },
 
-    async finish(request, reply, end, status) {
+    async finish(request, reply, end, status, byPage = false) {
       reply.header('Cache-Control', 'no-store');
       switch (end.kind) {
         case 'page':
           return pages.send(reply, 200, signedOutPage(pages.ui(request)));
         case 'redirect':
-          return reply.redirect(end.url, 303);
+          return byPage ? pages.send(reply, 200, singleLogoutPage(pages.ui(request), end.url)) : reply.redirect(end.url, 303);
         case 'saml': {
           const sp = await deps.store.samlServiceProviders.get(end.sp);
           // The SP that asked was removed meanwhile: nobody to answer.
@@ -74,14 +80,15 @@ export function samlLogoutKit(deps: AppDeps, pages: Pages): SamlLogoutKit {
             { idp, sloUrl: sp.sloUrl, binding: sp.sloBinding, inResponseTo: end.inResponseTo, now: deps.clock.now(), status, relayState: end.relayState },
             await signingCertificate(deps.keys, deps.config.issuer),
           );
-          return kit.send(request, reply, message);
+          return kit.send(request, reply, message, byPage);
         }
       }
     },
 
-    send(request, reply, message) {
+    send(request, reply, message, byPage = false) {
       reply.header('Cache-Control', 'no-store');
-      if (message.binding === 'redirect') return reply.redirect(message.url, 303);
+      if (message.binding === 'redirect')
+        return byPage ? pages.send(reply, 200, singleLogoutPage(pages.ui(request), message.url)) : reply.redirect(message.url, 303);
       reply.header('Content-Security-Policy', formPostPolicy(message.url));
       return reply.type('text/html; charset=utf-8').send(formPostPage(pages.ui(request), { redirectUri: message.url, params: message.params }));
     },

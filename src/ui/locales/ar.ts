@@ -303,6 +303,8 @@ const ar: Catalogue = {
   'signedOut.title': 'تم تسجيل الخروج',
   'signedOut.heading': 'لقد سجّلت الخروج',
   'signedOut.text': 'يمكنك إغلاق هذه النافذة.',
+  'samlLogout.title': 'جارٍ تسجيل خروجك',
+  'samlLogout.text': 'جارٍ تسجيل خروجك من التطبيقات التي استخدمتها في هذه الجلسة.',
   'formPost.title': 'جارٍ العودة إلى التطبيق',
   'formPost.noscript': 'اضغط «متابعة» للعودة إلى التطبيق.',
 

@@ -322,6 +322,8 @@ const de: Catalogue = {
   'signedOut.title': 'Abgemeldet',
   'signedOut.heading': 'Sie sind abgemeldet',
   'signedOut.text': 'Sie können dieses Fenster schließen.',
+  'samlLogout.title': 'Sie werden abgemeldet',
+  'samlLogout.text': 'Sie werden bei den Anwendungen abgemeldet, die Sie in dieser Sitzung verwendet haben.',
   'formPost.title': 'Zurück zur Anwendung',
   'formPost.noscript': 'Klicken Sie auf „Weiter“, um zur Anwendung zurückzukehren.',
 

@@ -309,6 +309,8 @@ const en = {
   'signedOut.title': 'Signed out',
   'signedOut.heading': 'You are signed out',
   'signedOut.text': 'You can close this window.',
+  'samlLogout.title': 'Signing you out',
+  'samlLogout.text': 'Signing you out of the applications you used in this session.',
   'formPost.title': 'Returning to the application',
   'formPost.noscript': 'Press Continue to go back to the application.',
 

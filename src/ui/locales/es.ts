@@ -315,6 +315,8 @@ const es: Catalogue = {
   'signedOut.title': 'Sesión cerrada',
   'signedOut.heading': 'Has cerrado sesión',
   'signedOut.text': 'Ya puedes cerrar esta ventana.',
+  'samlLogout.title': 'Cerrando tu sesión',
+  'samlLogout.text': 'Estamos cerrando tu sesión en las aplicaciones que usaste en esta sesión.',
   'formPost.title': 'Volviendo a la aplicación',
   'formPost.noscript': 'Pulsa Continuar para volver a la aplicación.',
 

@@ -319,6 +319,8 @@ const fr: Catalogue = {
   'signedOut.title': 'Déconnecté',
   'signedOut.heading': 'Vous êtes déconnecté',
   'signedOut.text': 'Vous pouvez fermer cette fenêtre.',
+  'samlLogout.title': 'Déconnexion en cours',
+  'samlLogout.text': 'Nous vous déconnectons des applications utilisées pendant cette session.',
   'formPost.title': 'Retour à l’application',
   'formPost.noscript': 'Appuyez sur Continuer pour revenir à l’application.',
 

@@ -308,6 +308,8 @@ const ja: Catalogue = {
   'signedOut.title': 'ログアウトしました',
   'signedOut.heading': 'ログアウトしました',
   'signedOut.text': 'このウィンドウは閉じてかまいません。',
+  'samlLogout.title': 'サインアウトしています',
+  'samlLogout.text': 'このセッションで使用したアプリからサインアウトしています。',
   'formPost.title': 'アプリケーションに戻っています',
   'formPost.noscript': '「続ける」を押すと、アプリケーションに戻ります。',
 

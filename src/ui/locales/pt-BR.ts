@@ -311,6 +311,8 @@ const ptBR: Catalogue = {
   'signedOut.title': 'Desconectado',
   'signedOut.heading': 'Você saiu',
   'signedOut.text': 'Você já pode fechar esta janela.',
+  'samlLogout.title': 'Desconectando você',
+  'samlLogout.text': 'Estamos desconectando você dos aplicativos que usou nesta sessão.',
   'formPost.title': 'Voltando ao aplicativo',
   'formPost.noscript': 'Toque em Continuar para voltar ao aplicativo.',
 

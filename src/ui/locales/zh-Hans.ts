@@ -287,6 +287,8 @@ const zhHans: Catalogue = {
   'signedOut.title': '已退出登录',
   'signedOut.heading': '你已退出登录',
   'signedOut.text': '你可以关闭此窗口了。',
+  'samlLogout.title': '正在退出',
+  'samlLogout.text': '正在让你退出本次会话中使用过的应用。',
   'formPost.title': '正在返回应用',
   'formPost.noscript': '请点按“继续”返回应用。',
 

@@ -89,7 +89,8 @@ export function samlLogoutKit(deps: AppDeps, pages: Pages): SamlLogoutKit {
       reply.header('Cache-Control', 'no-store');
       if (message.binding === 'redirect')
         return byPage ? pages.send(reply, 200, singleLogoutPage(pages.ui(request), message.url)) : reply.redirect(message.url, 303);
-      reply.header('Content-Security-Policy', formPostPolicy(message.url));
+      // A LogoutRequest is answered with a LogoutResponse back here (a LogoutResponse is not answered).
+      reply.header('Content-Security-Policy', formPostPolicy(message.url, 'SAMLRequest' in message.params));
       return reply.type('text/html; charset=utf-8').send(formPostPage(pages.ui(request), { redirectUri: message.url, params: message.params }));
     },
   };

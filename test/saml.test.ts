@@ -188,16 +188,66 @@ function authnRequest(issuer: string, extra: { id?: string; instant?: string; ac
 }
 
 describe("requests refused, each with a page in the person's language and an event", () => {
-  /** Opens `url` (or posts `form`) in German; asserts the refusal page and the event of `reason`. */
-  async function assertRefused(request: { url: string; form?: Record<string, string> }, reason: string, status = 400): Promise<void> {
+  /**
+   * Opens `url` (or posts `form`) in German; asserts the refusal page (worded for a sign-in,
+   * or for a logout) and the event of `reason`.
+   */
+  async function assertRefused(
+    request: { url: string; form?: Record<string, string> },
+    reason: string,
+    status = 400,
+    kind: 'sign-in' | 'logout' = 'sign-in',
+  ): Promise<void> {
     const browser = new FormBrowser(server.url);
     const page = await browser.request(request.url, { headers: { 'accept-language': 'de' }, ...(request.form ? { form: request.form } : {}) });
     assert.equal(page.status, status, `${reason}: ${page.html.slice(0, 400)}`);
-    assert.match(page.html, /<h1>Anmeldeanfrage abgelehnt<\/h1>/, `${reason}: the page is in German`);
-    assert.doesNotMatch(page.html, /SAMLResponse/, 'nothing is sent to the SP');
+    const heading = kind === 'logout' ? /<h1>Abmeldeanfrage abgelehnt<\/h1>/ : /<h1>Anmeldeanfrage abgelehnt<\/h1>/;
+    assert.match(page.html, heading, `${reason}: the page is in German`);
+    assert.doesNotMatch(page.html, /name="SAMLResponse"/, 'nothing is sent to the SP');
+    assert.equal(page.location, null);
     const [event] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
-    assert.equal(event?.detail['reason'], reason);
+    assert.deepEqual([event?.detail['reason'], event?.detail['kind']], [reason, kind]);
   }
+
+  it('a request sent to another server (Destination), and one asking for what is not done (a binding, a NameID format, a version)', async () => {
+    const { entityId } = await serviceProvider();
+    const to = (extra: string) => authnRequest(entityId).replace('<samlp:AuthnRequest ', `<samlp:AuthnRequest ${extra} `);
+    await assertRefused({ url: redirectUrl(to('Destination="https://other-idp.example/sso"')) }, 'wrong_destination');
+    await assertRefused({ url: redirectUrl(to('ProtocolBinding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact"')) }, 'unsupported');
+    const format = authnRequest(entityId).replace(
+      '</samlp:AuthnRequest>',
+      '<samlp:NameIDPolicy Format="urn:oasis:names:tc:SAML:2.0:nameid-format:kerberos"/></samlp:AuthnRequest>',
+    );
+    await assertRefused({ url: redirectUrl(format) }, 'unsupported');
+    await assertRefused({ url: redirectUrl(authnRequest(entityId).replace('Version="2.0"', 'Version="1.1"')) }, 'unsupported');
+  });
+
+  it('logout messages are refused in words of their own: an unknown SP, a DTD, another server, a replay, a changed signature', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { entityId } = await serviceProvider({ slo_url: slo });
+    const logout = (issuer: string, extra: { id?: string; destination?: string; doctype?: string } = {}) =>
+      `${extra.doctype ?? ''}<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${new Date().toISOString()}"${extra.destination === undefined ? '' : ` Destination="${extra.destination}"`}><saml:Issuer>${issuer}</saml:Issuer><saml:NameID>someone</saml:NameID></samlp:LogoutRequest>`;
+    const sloUrl = (xml: string) => `/saml/slo?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`;
+    await assertRefused({ url: sloUrl(logout('https://stranger.example/saml')) }, 'unknown_sp', 403, 'logout');
+    await assertRefused({ url: sloUrl(logout(entityId, { doctype: '<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>' })) }, 'malformed', 400, 'logout');
+    await assertRefused({ url: sloUrl(logout(entityId, { destination: 'https://other-idp.example/slo' })) }, 'wrong_destination', 400, 'logout');
+    const once = sloUrl(logout(entityId, { id: '_logout-once' }));
+    assert.equal((await new FormBrowser(server.url).request(once)).status, 303);
+    await assertRefused({ url: once }, 'replayed', 400, 'logout');
+
+    // A LogoutResponse from an SP whose messages must be signed, its signature changed.
+    const signedSp = await serviceProvider(
+      { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
+    );
+    const answer = new URL(await signedSp.saml.getLogoutResponseUrlAsync({ ID: '_anything' } as never, '', {}, true));
+    const signature = answer.searchParams.get('Signature')!;
+    answer.searchParams.set('Signature', `${signature[0] === 'A' ? 'B' : 'A'}${signature.slice(1)}`);
+    await assertRefused({ url: `/saml/slo${answer.search}` }, 'bad_signature', 400, 'logout');
+    answer.searchParams.delete('Signature');
+    answer.searchParams.delete('SigAlg');
+    await assertRefused({ url: `/saml/slo${answer.search}` }, 'unsigned', 400, 'logout');
+  });
 
   it('an SP that is not registered', async () => {
     await assertRefused({ url: redirectUrl(authnRequest('https://stranger.example/saml')) }, 'unknown_sp', 403);

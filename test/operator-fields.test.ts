@@ -1050,6 +1050,7 @@ const EVERY_SAML_SP_FIELD: Readonly<Record<string, unknown>> = {
   want_signed_requests: true,
   sign_response: true,
   certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp')).trim(),
+  encryption_certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp-encryption')).trim(),
 };
 
 describe('the SAML service provider field table in every door', () => {
@@ -1109,11 +1110,16 @@ describe('the SAML service provider field table in every door', () => {
     try {
       const certificateFile = join(dir, 'sp.pem');
       writeFileSync(certificateFile, String(EVERY_SAML_SP_FIELD['certificate']));
-      const { certificate: _certificate, ...rest } = EVERY_SAML_SP_FIELD;
+      const encryptionFile = join(dir, 'sp-encryption.pem');
+      writeFileSync(encryptionFile, String(EVERY_SAML_SP_FIELD['encryption_certificate']));
+      const { certificate: _certificate, encryption_certificate: _encryption, ...rest } = EVERY_SAML_SP_FIELD;
       const { args } = argumentsOf(SAML_SP_FIELDS, 'create', rest);
-      const added = await runTessera(['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--json'], {
-        TESSERA_DATABASE: server.config.database,
-      });
+      const added = await runTessera(
+        ['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--encryption-certificate-file', encryptionFile, '--json'],
+        {
+          TESSERA_DATABASE: server.config.database,
+        },
+      );
       assert.equal(added.code, 0, added.stderr);
       const fromCommand = JSON.parse(added.stdout) as Record<string, unknown>;
       const path = `/saml/service-providers/${String(fromCommand['id'])}`;

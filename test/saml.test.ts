@@ -642,3 +642,48 @@ describe('single logout from Tessera to the SPs of the session', () => {
     assert.equal((await phone.request('/account')).status, 303);
   });
 });
+
+describe('encrypted assertions', () => {
+  const ENCRYPTION_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  const ENCRYPTION_CERT = pemCertificate(selfSignedCertificate(ENCRYPTION_KEY, 'sp-encryption', 'sp-encryption'));
+  const ENCRYPTION_KEY_PEM = ENCRYPTION_KEY.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+  it("encrypts the signed assertion for the SP's encryption certificate, which node-saml decrypts and validates; without the key it reads nothing", async () => {
+    for (const signResponse of [false, true]) {
+      const { saml } = await serviceProvider(
+        { encryption_certificate: ENCRYPTION_CERT, sign_response: signResponse },
+        { decryptionPvk: ENCRYPTION_KEY_PEM, wantAuthnResponseSigned: signResponse },
+      );
+      const browser = new FormBrowser(server.url);
+      const fields = postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user));
+      const xml = Buffer.from(fields['SAMLResponse']!, 'base64').toString('utf8');
+      assert.match(
+        xml,
+        /<saml:EncryptedAssertion>\s*<xenc:EncryptedData [^>]*>\s*<xenc:EncryptionMethod Algorithm="http:\/\/www\.w3\.org\/2009\/xmlenc11#aes256-gcm"/,
+      );
+      assert.match(xml, /Algorithm="http:\/\/www\.w3\.org\/2001\/04\/xmlenc#rsa-oaep-mgf1p"/);
+      assert.doesNotMatch(xml, /ada@example\.com|<saml:Assertion /, 'nothing of the assertion in the clear');
+      const { profile } = await saml.validatePostResponseAsync(fields);
+      assert.equal(profile?.['mail'], 'ada@example.com', `signResponse ${signResponse}`);
+      const withoutKey = new SAML({ ...saml.options, decryptionPvk: undefined as never, validateInResponseTo: ValidateInResponseTo.never });
+      await assert.rejects(withoutKey.validatePostResponseAsync(fields), /decryption/i);
+    }
+  });
+
+  it('takes the encryption certificate from the metadata, apart from the signing one', async () => {
+    const spSaml = new SAML({
+      issuer: 'https://meta.example.com/saml',
+      callbackUrl: ACS,
+      idpCert,
+      logoutCallbackUrl: 'https://meta.example.com/saml/slo',
+      privateKey: SP_KEY_PEM,
+      decryptionPvk: ENCRYPTION_KEY_PEM,
+    });
+    const metadata = spSaml.generateServiceProviderMetadata(ENCRYPTION_CERT, SP_CERT);
+    const sp = await addSamlSp(manageDeps(server), { metadata });
+    assert.equal(sp.encryptionCertificate, ENCRYPTION_CERT.trim());
+    assert.equal(sp.certificate, SP_CERT.trim());
+    assert.equal(sp.sloUrl, 'https://meta.example.com/saml/slo');
+    assert.equal(sp.sloBinding, /SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect"/.test(metadata) ? 'redirect' : 'post');
+  });
+});

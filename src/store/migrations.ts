@@ -914,7 +914,8 @@ const samlServiceProviders: Migration = {
  * (a transient NameID cannot be made again); kept until the session would have expired, and
  * taken once, as `session_clients` is. `saml_logouts` holds a single logout under way, by
  * the hash of the ID of the LogoutRequest it waits on an answer to, each taken once. An SP
- * registers the binding its SingleLogoutService takes.
+ * registers the binding its SingleLogoutService takes, and may register a certificate its
+ * assertions are encrypted for.
  */
 const samlSingleLogout: Migration = {
   version: 31,
@@ -938,6 +939,7 @@ const samlSingleLogout: Migration = {
     )`,
     'CREATE INDEX saml_logouts_expires_at ON saml_logouts (expires_at)',
     (t) => `ALTER TABLE saml_service_providers ADD COLUMN slo_binding ${t.text} NOT NULL DEFAULT 'redirect' CHECK (slo_binding IN ('redirect', 'post'))`,
+    (t) => `ALTER TABLE saml_service_providers ADD COLUMN encryption_certificate ${t.text}`,
   ],
 };
 

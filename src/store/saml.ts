@@ -33,6 +33,8 @@ export interface SamlServiceProviderRecord {
   readonly signResponse: boolean;
   /** Its signing certificate (PEM), which its signed requests are checked with. */
   readonly certificate: string | null;
+  /** Its encryption certificate (PEM, an RSA key): its assertions are encrypted for it (SAML Core §2.3.4 EncryptedAssertion). Null: sent in the clear. */
+  readonly encryptionCertificate: string | null;
   /**
    * The key of its persistent NameIDs (HMAC-SHA256 of the person's id): random when it is
    * added and never changed, so that each SP knows a person by an id of its own, which no

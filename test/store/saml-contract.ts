@@ -22,6 +22,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
     wantSignedRequests: true,
     signResponse: true,
     certificate: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----',
+    encryptionCertificate: '-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----',
     nameIdSalt: 'salt',
     createdAt: T0,
     updatedAt: T0,
@@ -41,6 +42,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
         sloUrl: null,
         sloBinding: 'redirect',
         certificate: null,
+        encryptionCertificate: null,
         attributes: {},
         wantSignedRequests: false,
         signResponse: false,
@@ -73,6 +75,7 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
         wantSignedRequests: false,
         signResponse: false,
         certificate: null,
+        encryptionCertificate: null,
         updatedAt: T0 + 1,
       };
       assert.equal(await store.samlServiceProviders.update(changed), true);

@@ -32,6 +32,7 @@ export interface SamlSpInput {
   readonly want_signed_requests?: unknown;
   readonly sign_response?: unknown;
   readonly certificate?: unknown;
+  readonly encryption_certificate?: unknown;
   readonly metadata?: unknown;
 }
 
@@ -81,20 +82,21 @@ function checkAttributes(raw: unknown): Record<string, string> {
 }
 
 /** A PEM certificate, or the base64 DER inside one (as metadata holds it), as PEM. */
-export function checkCertificate(raw: unknown): string | null {
+export function checkCertificate(raw: unknown, name: 'certificate' | 'encryption_certificate' = 'certificate'): string | null {
   if (raw === null || raw === undefined || raw === '') return null;
   if (typeof raw !== 'string' || raw.length > MAX_CERTIFICATE_CHARS)
-    throw invalid`${field('certificate')}: a PEM certificate of at most ${MAX_CERTIFICATE_CHARS} characters`;
+    throw invalid`${field(name)}: a PEM certificate of at most ${MAX_CERTIFICATE_CHARS} characters`;
   const body = raw.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw invalid`${field('certificate')}: not a PEM certificate`;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw invalid`${field(name)}: not a PEM certificate`;
   let certificate: X509Certificate;
   try {
     certificate = new X509Certificate(Buffer.from(body, 'base64'));
   } catch {
-    throw invalid`${field('certificate')}: not an X.509 certificate`;
+    throw invalid`${field(name)}: not an X.509 certificate`;
   }
   const type = certificate.publicKey.asymmetricKeyType;
-  if (type !== 'rsa' && type !== 'ec') throw invalid`${field('certificate')}: an RSA or EC key, for RSA-SHA256 or ECDSA-SHA256 signatures`;
+  if (name === 'encryption_certificate' && type !== 'rsa') throw invalid`${field(name)}: an RSA key, which the assertion's key is encrypted for (RSA-OAEP)`;
+  if (type !== 'rsa' && type !== 'ec') throw invalid`${field(name)}: an RSA or EC key, for RSA-SHA256 or ECDSA-SHA256 signatures`;
   return pemCertificate(certificate.raw).trim();
 }
 
@@ -149,6 +151,10 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
     ),
     signResponse: input.sign_response === undefined ? (current?.signResponse ?? false) : checkFlag('sign_response', input.sign_response),
     certificate: checkCertificate(given(input.certificate, metadata?.certificate ?? undefined, current?.certificate ?? null)),
+    encryptionCertificate: checkCertificate(
+      given(input.encryption_certificate, metadata?.encryptionCertificate ?? undefined, current?.encryptionCertificate ?? null),
+      'encryption_certificate',
+    ),
     nameIdSalt: current?.nameIdSalt ?? randomBytes(32).toString('base64url'),
     createdAt: current?.createdAt ?? now,
     updatedAt: now,
@@ -216,6 +222,7 @@ export function samlSpJson(sp: SamlServiceProviderRecord): Record<string, unknow
     want_signed_requests: sp.wantSignedRequests,
     sign_response: sp.signResponse,
     certificate: sp.certificate,
+    encryption_certificate: sp.encryptionCertificate,
     created_at: isoTime(sp.createdAt),
     updated_at: isoTime(sp.updatedAt),
   };

@@ -33,6 +33,8 @@ export interface SpMetadata {
   readonly nameIdFormat: NameIdFormat | null;
   readonly wantSignedRequests: boolean;
   readonly certificate: string | null;
+  /** Its KeyDescriptor for encryption (or for both uses). */
+  readonly encryptionCertificate: string | null;
 }
 
 /** The registration an SP's metadata describes; an XmlRefusal saying what is wrong with it. */
@@ -63,8 +65,13 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
   const formats = children(sp, SAML_NS.metadata, 'NameIDFormat')
     .map((format) => nameIdFormatOf(textOf(format).trim()))
     .filter((format) => format !== null);
-  const signing = children(sp, SAML_NS.metadata, 'KeyDescriptor').find((key) => (attribute(key, 'use') ?? 'signing') === 'signing');
-  const x509 = signing === undefined ? undefined : Array.from(signing.getElementsByTagNameNS(SAML_NS.dsig, 'X509Certificate'))[0];
+  // §2.4.1.1 KeyDescriptor use: "signing" or "encryption"; without it, the key serves both.
+  const keys = children(sp, SAML_NS.metadata, 'KeyDescriptor');
+  const certificateOf = (use: string) => {
+    const key = keys.find((each) => (attribute(each, 'use') ?? use) === use);
+    const x509 = key === undefined ? undefined : Array.from(key.getElementsByTagNameNS(SAML_NS.dsig, 'X509Certificate'))[0];
+    return x509 === undefined ? null : textOf(x509).replace(/\s+/g, '');
+  };
   return {
     entityId,
     acsUrls: acs,
@@ -72,6 +79,7 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
     sloBinding: slo === undefined ? null : attribute(slo, 'Binding') === BINDINGS.post ? 'post' : 'redirect',
     nameIdFormat: formats[0] ?? null,
     wantSignedRequests: attribute(sp, 'AuthnRequestsSigned') === 'true',
-    certificate: x509 === undefined ? null : textOf(x509).replace(/\s+/g, ''),
+    certificate: certificateOf('signing'),
+    encryptionCertificate: certificateOf('encryption'),
   };
 }

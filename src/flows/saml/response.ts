@@ -5,13 +5,29 @@
  * answer to its request (InResponseTo), valid for the request lifetime; the Response itself
  * signed too when the SP asks. Or a Response carrying only a status: a request answered "no".
  */
-import { createHmac, randomBytes, sign as signBytes, type KeyObject } from 'node:crypto';
+import { createHmac, randomBytes, sign as signBytes, X509Certificate, type KeyObject } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { deflateRawSync } from 'node:zlib';
 import { SignedXml } from 'xml-crypto';
 import type { SamlServiceProviderRecord, SloBinding, UserRecord } from '../../store/types.ts';
 import type { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
 import { SIGNATURE_ALGORITHMS } from './request.ts';
 import { SAML_NS, xmlEscape } from './xml.ts';
+
+/** xml-encryption (the XML Encryption library node-saml decrypts with), without type declarations of its own. */
+const { encrypt: encryptXml } = createRequire(import.meta.url)('xml-encryption') as {
+  encrypt(
+    content: string,
+    options: {
+      rsa_pub: string;
+      pem: string;
+      encryptionAlgorithm: string;
+      keyEncryptionAlgorithm: string;
+      disallowEncryptionWithInsecureAlgorithm: boolean;
+    },
+    callback: (error: Error | null, encrypted: string) => void,
+  ): void;
+};
 
 /** SAML Core §3.2.2.2: the status codes this IdP answers with. */
 export const STATUS = {
@@ -102,8 +118,33 @@ export interface AssertionInput {
   readonly authnContext: string;
 }
 
-/** The signed Response with the assertion (XML text, to be base64-encoded into the form). */
-export function assertionResponse(input: AssertionInput, signer: SamlSigner): string {
+/**
+ * The signed assertion, encrypted for `certificate` (SAML Core §2.3.4 EncryptedAssertion,
+ * XML Encryption 1.1): the content by AES-256-GCM under a new key, the key by RSA-OAEP.
+ * The assertion carries its own namespace declarations, so it stands alone once decrypted.
+ */
+function encryptAssertion(assertion: string, certificate: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    encryptXml(
+      assertion,
+      {
+        rsa_pub: new X509Certificate(certificate).publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        pem: certificate,
+        encryptionAlgorithm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+        keyEncryptionAlgorithm: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+        disallowEncryptionWithInsecureAlgorithm: true,
+      },
+      (error, encrypted) => (error ? reject(error) : resolve(`<saml:EncryptedAssertion>${encrypted}</saml:EncryptedAssertion>`)),
+    );
+  });
+}
+
+/**
+ * The signed Response with the assertion (XML text, to be base64-encoded into the form): the
+ * assertion signed, then encrypted where the SP registered an encryption certificate, then the
+ * Response signed where it asks.
+ */
+export async function assertionResponse(input: AssertionInput, signer: SamlSigner): Promise<string> {
   const { now } = input;
   const until = instant(now + input.lifetime * 1000);
   const inResponseTo = input.inResponseTo === null ? '' : ` InResponseTo="${xmlEscape(input.inResponseTo)}"`;
@@ -125,7 +166,13 @@ export function assertionResponse(input: AssertionInput, signer: SamlSigner): st
     `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>` +
     assertion +
     '</samlp:Response>';
-  const signedAssertion = sign(response, 'Assertion', signer);
+  let signedAssertion = sign(response, 'Assertion', signer);
+  if (input.sp.encryptionCertificate !== null) {
+    const start = signedAssertion.indexOf('<saml:Assertion ');
+    const end = signedAssertion.lastIndexOf('</saml:Assertion>') + '</saml:Assertion>'.length;
+    const encrypted = await encryptAssertion(signedAssertion.slice(start, end), input.sp.encryptionCertificate);
+    signedAssertion = signedAssertion.slice(0, start) + encrypted + signedAssertion.slice(end);
+  }
   return input.sp.signResponse ? sign(signedAssertion, 'Response', signer) : signedAssertion;
 }
 

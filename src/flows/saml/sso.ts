@@ -175,7 +175,7 @@ export async function samlAnswer(
   };
   const amr = sessionMethods(session);
   const nameIdFormat = NAME_ID_FORMAT_URIS[format!];
-  const xml = assertionResponse(
+  const xml = await assertionResponse(
     {
       idp: deps.idp,
       sp,

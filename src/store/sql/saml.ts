@@ -12,15 +12,15 @@ import { type Dialect, queries, type Runner } from './dialect.ts';
 export function samlStatements(d: Dialect) {
   return {
     insertSamlServiceProvider: `
-      INSERT INTO saml_service_providers (id, entity_id, name, acs_urls, slo_url, slo_binding, name_id_format, attributes, want_signed_requests, sign_response, certificate, name_id_salt, created_at, updated_at)
-      VALUES (:id, :entityId, :name, :acsUrls, :sloUrl, :sloBinding, :nameIdFormat, :attributes, :wantSignedRequests, :signResponse, :certificate, :nameIdSalt, :createdAt, :updatedAt)
+      INSERT INTO saml_service_providers (id, entity_id, name, acs_urls, slo_url, slo_binding, name_id_format, attributes, want_signed_requests, sign_response, certificate, encryption_certificate, name_id_salt, created_at, updated_at)
+      VALUES (:id, :entityId, :name, :acsUrls, :sloUrl, :sloBinding, :nameIdFormat, :attributes, :wantSignedRequests, :signResponse, :certificate, :encryptionCertificate, :nameIdSalt, :createdAt, :updatedAt)
       ON CONFLICT DO NOTHING`,
     getSamlServiceProvider: 'SELECT * FROM saml_service_providers WHERE id = :id',
     samlServiceProviderByEntityId: 'SELECT * FROM saml_service_providers WHERE entity_id = :entityId',
     listSamlServiceProviders: 'SELECT * FROM saml_service_providers ORDER BY created_at, id',
     updateSamlServiceProvider: `
       UPDATE saml_service_providers SET name = :name, acs_urls = :acsUrls, slo_url = :sloUrl, slo_binding = :sloBinding, name_id_format = :nameIdFormat,
-        attributes = :attributes, want_signed_requests = :wantSignedRequests, sign_response = :signResponse, certificate = :certificate, updated_at = :updatedAt
+        attributes = :attributes, want_signed_requests = :wantSignedRequests, sign_response = :signResponse, certificate = :certificate, encryption_certificate = :encryptionCertificate, updated_at = :updatedAt
       WHERE id = :id`,
     removeSamlServiceProvider: 'DELETE FROM saml_service_providers WHERE id = :id',
     // As the DPoP proofs and client assertions (replays.ts): the first caller only; an
@@ -58,6 +58,7 @@ function spFromRow(row: Row, read: ColumnReader): SamlServiceProviderRecord {
     wantSignedRequests: read.boolean(row, 'want_signed_requests'),
     signResponse: read.boolean(row, 'sign_response'),
     certificate: rows.textOrNull(row, 'certificate'),
+    encryptionCertificate: rows.textOrNull(row, 'encryption_certificate'),
     nameIdSalt: rows.text(row, 'name_id_salt'),
     createdAt: rows.integer(row, 'created_at'),
     updatedAt: rows.integer(row, 'updated_at'),
@@ -93,6 +94,7 @@ export function samlStores(
     wantSignedRequests: d.flag(sp.wantSignedRequests),
     signResponse: d.flag(sp.signResponse),
     certificate: sp.certificate,
+    encryptionCertificate: sp.encryptionCertificate,
     updatedAt: sp.updatedAt,
   });
   const record = (row: Row) => spFromRow(row, read);

@@ -112,10 +112,20 @@ export const SAML_SP_FIELDS = [
     form: { control: 'area', label: 'console.saml.certificate' },
   },
   {
+    name: 'encryption_certificate',
+    type: { kind: 'text', max: MAX_CERTIFICATE_CHARS, nullable: true },
+    description:
+      'Its encryption certificate (PEM or base64 DER, an RSA key): its assertions are sent encrypted for it (AES-256-GCM, the key by RSA-OAEP); null: in the clear',
+    create: true,
+    update: true,
+    cli: { option: 'encryption-certificate-file', value: 'FILE', file: 'text', clear: 'no-encryption-certificate' },
+    form: { control: 'area', label: 'console.saml.encryptionCertificate' },
+  },
+  {
     name: 'metadata',
     type: { kind: 'text', max: MAX_METADATA_CHARS },
     description:
-      'Its SAML metadata (an EntityDescriptor with an SPSSODescriptor): fills entity_id, acs_urls, slo_url, slo_binding, name_id_format, want_signed_requests and certificate where those are not given',
+      'Its SAML metadata (an EntityDescriptor with an SPSSODescriptor): fills entity_id, acs_urls, slo_url, slo_binding, name_id_format, want_signed_requests, certificate and encryption_certificate where those are not given',
     create: true,
     update: true,
     writeOnly: true,
@@ -139,6 +149,7 @@ export const SAML_SP_ALWAYS = [
   'want_signed_requests',
   'sign_response',
   'certificate',
+  'encryption_certificate',
   'created_at',
   'updated_at',
 ] as const;

@@ -413,6 +413,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': 'يجب أن تكون طلباته موقّعة',
   'console.saml.signResponse': 'توقيع الاستجابة كاملة أيضًا',
   'console.saml.certificate': 'شهادة التوقيع الخاصة به (PEM)',
+  'console.saml.encryptionCertificate': 'شهادة التشفير الخاصة به (PEM): تُشفَّر التأكيدات لها',
   'console.saml.metadata': 'بياناته الوصفية (XML)',
   'console.saml.remove.confirm': 'إزالة مزوّد خدمة SAML ‏{entityId}؟ لن تُرسل إليه تأكيدات بعد الآن. لا يمكن التراجع عن ذلك.',
   'console.reason.noSamlSp': 'لا يوجد مزوّد خدمة SAML ‏{id}',

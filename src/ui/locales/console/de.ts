@@ -422,6 +422,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': 'Seine Anfragen müssen signiert sein',
   'console.saml.signResponse': 'Auch die ganze Antwort signieren',
   'console.saml.certificate': 'Sein Signaturzertifikat (PEM)',
+  'console.saml.encryptionCertificate': 'Sein Verschlüsselungszertifikat (PEM): Assertions werden dafür verschlüsselt',
   'console.saml.metadata': 'Seine Metadaten (XML)',
   'console.saml.remove.confirm': 'Den SAML-Dienstanbieter {entityId} entfernen? Er erhält keine Assertions mehr. Das lässt sich nicht rückgängig machen.',
   'console.reason.noSamlSp': 'es gibt keinen SAML-Dienstanbieter {id}',

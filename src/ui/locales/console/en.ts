@@ -410,6 +410,7 @@ const consoleEn = {
   'console.saml.wantSignedRequests': 'Its requests must be signed',
   'console.saml.signResponse': 'Sign the whole response too',
   'console.saml.certificate': 'Its signing certificate (PEM)',
+  'console.saml.encryptionCertificate': 'Its encryption certificate (PEM): assertions are encrypted for it',
   'console.saml.metadata': 'Its metadata (XML)',
   'console.saml.remove.confirm': 'Remove the SAML service provider {entityId}? It is sent no more assertions. This cannot be undone.',
   'console.reason.noSamlSp': 'there is no SAML service provider {id}',

@@ -415,6 +415,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': 'Sus solicitudes deben estar firmadas',
   'console.saml.signResponse': 'Firmar también toda la respuesta',
   'console.saml.certificate': 'Su certificado de firma (PEM)',
+  'console.saml.encryptionCertificate': 'Su certificado de cifrado (PEM): las aserciones se cifran para él',
   'console.saml.metadata': 'Sus metadatos (XML)',
   'console.saml.remove.confirm': '¿Eliminar el proveedor de servicios SAML {entityId}? No recibirá más aserciones. No se puede deshacer.',
   'console.reason.noSamlSp': 'no hay ningún proveedor de servicios SAML {id}',

@@ -421,6 +421,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': 'Ses requêtes doivent être signées',
   'console.saml.signResponse': 'Signer aussi toute la réponse',
   'console.saml.certificate': 'Son certificat de signature (PEM)',
+  'console.saml.encryptionCertificate': 'Son certificat de chiffrement (PEM) : les assertions sont chiffrées pour lui',
   'console.saml.metadata': 'Ses métadonnées (XML)',
   'console.saml.remove.confirm': 'Supprimer le fournisseur de services SAML {entityId} ? Il ne recevra plus d’assertions. C’est irréversible.',
   'console.reason.noSamlSp': 'il n’y a pas de fournisseur de services SAML {id}',

@@ -414,6 +414,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': '要求の署名を必須にする',
   'console.saml.signResponse': 'レスポンス全体にも署名する',
   'console.saml.certificate': '署名証明書(PEM)',
+  'console.saml.encryptionCertificate': '暗号化証明書 (PEM): アサーションはこの証明書向けに暗号化されます',
   'console.saml.metadata': 'メタデータ(XML)',
   'console.saml.remove.confirm': 'SAML サービスプロバイダー {entityId} を削除しますか?今後アサーションは送られません。元に戻せません。',
   'console.reason.noSamlSp': 'SAML サービスプロバイダー {id} はありません',

@@ -414,6 +414,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': 'Suas solicitações devem ser assinadas',
   'console.saml.signResponse': 'Assinar também a resposta inteira',
   'console.saml.certificate': 'Seu certificado de assinatura (PEM)',
+  'console.saml.encryptionCertificate': 'Seu certificado de criptografia (PEM): as asserções são criptografadas para ele',
   'console.saml.metadata': 'Seus metadados (XML)',
   'console.saml.remove.confirm': 'Remover o provedor de serviço SAML {entityId}? Ele não receberá mais asserções. Isso não pode ser desfeito.',
   'console.reason.noSamlSp': 'não há provedor de serviço SAML {id}',

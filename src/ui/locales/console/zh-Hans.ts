@@ -404,6 +404,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.saml.wantSignedRequests': '它的请求必须签名',
   'console.saml.signResponse': '同时签名整个响应',
   'console.saml.certificate': '它的签名证书(PEM)',
+  'console.saml.encryptionCertificate': '其加密证书 (PEM)：断言将为其加密',
   'console.saml.metadata': '它的元数据(XML)',
   'console.saml.remove.confirm': '删除 SAML 服务提供方 {entityId}?它不会再收到断言。此操作无法撤销。',
   'console.reason.noSamlSp': '没有 SAML 服务提供方 {id}',

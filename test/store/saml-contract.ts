@@ -124,6 +124,23 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
       assert.deepEqual(await store.samlSessionSps.take(gone), [], 'an SP removed takes its sessions with it');
     });
 
+    it("purges a session's SPs once the last of them has expired, not before", async () => {
+      const store = current();
+      // Long before any other case's records, and the one kept far after: the purge counts of the other cases stay exact.
+      const early = Date.UTC(1972, 0, 1);
+      const [a, b] = [sp(), sp()];
+      await store.samlServiceProviders.create(a);
+      await store.samlServiceProviders.create(b);
+      const record = { nameId: 'n', nameIdFormat: 'urn:x', sessionIndex: 'i' };
+      const [sid, gone] = [unique('sid'), unique('sid')];
+      await store.samlSessionSps.join({ ...record, sid, spId: a.id, expiresAt: early });
+      await store.samlSessionSps.join({ ...record, sid, spId: b.id, expiresAt: Date.UTC(2100, 0, 1) });
+      await store.samlSessionSps.join({ ...record, sid: gone, spId: a.id, expiresAt: early });
+      await store.purgeExpired(early + 1);
+      assert.deepEqual(await store.samlSessionSps.take(gone), []);
+      assert.deepEqual((await store.samlSessionSps.take(sid)).map((each) => each.spId).sort(), [a.id, b.id].sort());
+    });
+
     it('keeps a single logout under way for the one who takes it, before it expires', async () => {
       const store = current();
       const hash = unique('logout');

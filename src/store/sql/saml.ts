@@ -37,7 +37,13 @@ export function samlStatements(d: Dialect) {
         session_index = excluded.session_index, expires_at = excluded.expires_at`,
     // Sent once: whoever deletes a row is the one who sends its LogoutRequest.
     takeSamlSessionSps: 'DELETE FROM saml_session_sps WHERE sid = :sid RETURNING *',
-    purgeSamlSessionSps: d.purge('saml_session_sps', 'sid', 'expires_at < :before'),
+    // By session: a sid's SPs go once its last sign-in has expired (the same person signing in
+    // again goes on with the sid, and the SPs joined under it then still take part in its logout).
+    purgeSamlSessionSps: d.purge(
+      'saml_session_sps',
+      'sid',
+      'expires_at < :before AND NOT EXISTS (SELECT 1 FROM saml_session_sps later WHERE later.sid = saml_session_sps.sid AND later.expires_at >= :before)',
+    ),
     saveSamlLogout: 'INSERT INTO saml_logouts (request_hash, chain, expires_at) VALUES (:requestHash, :chain, :expiresAt)',
     takeSamlLogout: 'DELETE FROM saml_logouts WHERE request_hash = :requestHash AND expires_at > :now RETURNING chain',
     purgeSamlLogouts: d.purge('saml_logouts', 'request_hash', 'expires_at < :before'),

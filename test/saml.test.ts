@@ -640,6 +640,24 @@ describe('single logout from Tessera to the SPs of the session', () => {
     );
     assert.match(onward(all.page) ?? '', /^\/login/);
     assert.equal((await phone.request('/account')).status, 303);
+
+    // A new password signs the other browsers out: their SPs too, through this one, which stays signed in.
+    const tablet = new FormBrowser(server.url);
+    const onTablet = await signInTo(tablet, a, linus);
+    const desk = new FormBrowser(server.url);
+    const onDesk = await signInTo(desk, a, linus);
+    const changed = await desk.submit(await desk.request('/account'), '/account/password', {
+      current_password: linus.password,
+      new_password: 'a new password for linus',
+    });
+    const viaDesk = await throughSps(desk, changed, [a]);
+    assert.deepEqual(
+      viaDesk.of(a.entityId).map((each) => each.sessionIndex),
+      [onTablet.sessionIndex],
+    );
+    assert.notEqual(onTablet.sessionIndex, onDesk.sessionIndex);
+    assert.equal(onward(viaDesk.page), '/account?done=password');
+    assert.equal((await desk.request('/account')).status, 200);
   });
 });
 

@@ -174,6 +174,14 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     }
     // The other browsers were signed out: the apps that signed in through them are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);
-    return reply.redirect(`${ACCOUNT_PATH}?done=password`, 303);
+    // And the SAML SPs they signed in to, through this browser (each LogoutRequest names its session).
+    const done = `${ACCOUNT_PATH}?done=password`;
+    const saml = await samlLogout.begin(
+      request,
+      reply,
+      result.endedSessions.map((session) => session.sid),
+      { kind: 'redirect', url: done },
+    );
+    return saml ?? reply.redirect(done, 303);
   });
 };

@@ -1046,11 +1046,13 @@ const EVERY_SAML_SP_FIELD: Readonly<Record<string, unknown>> = {
   name: 'Every Field SP',
   acs_urls: ['https://sp.example.com/acs', 'https://sp.example.com/acs/2'],
   slo_url: 'https://sp.example.com/slo',
+  slo_binding: 'post',
   name_id_format: 'email',
   attributes: { mail: 'email', uid: 'preferred_username', displayName: 'name' },
   want_signed_requests: true,
   sign_response: true,
   certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp')).trim(),
+  encryption_certificate: pemCertificate(selfSignedCertificate(SP_KEY, 'https://sp.example.com/every-field', 'sp-encryption')).trim(),
 };
 
 describe('the SAML service provider field table in every door', () => {
@@ -1110,11 +1112,16 @@ describe('the SAML service provider field table in every door', () => {
     try {
       const certificateFile = join(dir, 'sp.pem');
       writeFileSync(certificateFile, String(EVERY_SAML_SP_FIELD['certificate']));
-      const { certificate: _certificate, ...rest } = EVERY_SAML_SP_FIELD;
+      const encryptionFile = join(dir, 'sp-encryption.pem');
+      writeFileSync(encryptionFile, String(EVERY_SAML_SP_FIELD['encryption_certificate']));
+      const { certificate: _certificate, encryption_certificate: _encryption, ...rest } = EVERY_SAML_SP_FIELD;
       const { args } = argumentsOf(SAML_SP_FIELDS, 'create', rest);
-      const added = await runTessera(['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--json'], {
-        TESSERA_DATABASE: server.config.database,
-      });
+      const added = await runTessera(
+        ['saml', 'sp', 'add', ...args, '--certificate-file', certificateFile, '--encryption-certificate-file', encryptionFile, '--json'],
+        {
+          TESSERA_DATABASE: server.config.database,
+        },
+      );
       assert.equal(added.code, 0, added.stderr);
       const fromCommand = JSON.parse(added.stdout) as Record<string, unknown>;
       const path = `/saml/service-providers/${String(fromCommand['id'])}`;

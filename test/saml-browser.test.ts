@@ -2,7 +2,9 @@
  * SAML sign-in in Chromium (docs/saml.md): an SP-initiated sign-in with a password, the
  * Response posted by the page's own form to the SP's ACS URL (its Content-Security-Policy lets
  * it go there and nowhere else) and validated by @node-saml/node-saml; a refused request's
- * page; and the console's SAML pages. axe-core checks each page (helpers/accessibility.ts).
+ * page; single logout from Tessera to two SPs, one by each binding, each checking its
+ * LogoutRequest's signature with node-saml; a refused logout's page; and the console's SAML
+ * pages. axe-core checks each page (helpers/accessibility.ts).
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -10,7 +12,8 @@ import { after, before, describe, it } from 'node:test';
 import { SAML, ValidateInResponseTo } from '@node-saml/node-saml';
 import type { Browser } from 'playwright-core';
 import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { axeViolations } from './helpers/accessibility.ts';
+import { chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
@@ -90,6 +93,115 @@ describe('SAML sign-in in Chromium', { skip: chromiumUnavailable() }, () => {
     assert.equal(response?.status(), 400);
     await page.getByRole('heading', { name: 'Demande de connexion refusée' }).waitFor();
     await context.close();
+  });
+
+  it('signs out at Tessera through two SPs, by HTTP-Redirect and by HTTP-POST, each validating its signed LogoutRequest with node-saml', async () => {
+    const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
+    const idpCert = /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!;
+    const asked: { sp: string; nameID: string; sessionIndex: string | undefined }[] = [];
+    const sps = new Map<string, SAML>();
+    /** Two SPs on one loopback server: /NAME/acs signs in, /NAME/slo takes Tessera's LogoutRequest and answers it. */
+    const http = createServer((request: IncomingMessage, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', async () => {
+        const url = new URL(request.url!, 'http://127.0.0.1');
+        const [, name = '', step] = url.pathname.split('/');
+        const saml = sps.get(name)!;
+        try {
+          if (step === 'acs') {
+            await saml.validatePostResponseAsync(Object.fromEntries(new URLSearchParams(body)));
+            response
+              .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+              .end(`<!doctype html><html lang="en"><title>${name}</title><main><h1>Signed in to ${name}</h1></main></html>`);
+            return;
+          }
+          const validated =
+            request.method === 'POST'
+              ? await saml.validatePostRequestAsync(Object.fromEntries(new URLSearchParams(body)))
+              : await saml.validateRedirectAsync(Object.fromEntries(url.searchParams), url.search.slice(1));
+          if (request.method !== 'POST') assert.ok(url.searchParams.has('Signature'), 'the LogoutRequest is signed');
+          asked.push({ sp: name, nameID: validated.profile!.nameID, sessionIndex: validated.profile!.sessionIndex });
+          response.writeHead(303, { location: await saml.getLogoutResponseUrlAsync(validated.profile!, '', {}, true) }).end();
+        } catch (error) {
+          response.writeHead(400, { 'content-type': 'text/plain' }).end(String(error));
+        }
+      });
+    });
+    const { port } = await listenOnFreePort(http);
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      for (const [name, binding] of [
+        ['notes', 'redirect'],
+        ['crm', 'post'],
+      ] as const) {
+        const entityId = `https://${name}.single-logout.example/saml`;
+        await addSamlSp(manageDeps(server), {
+          entity_id: entityId,
+          name,
+          acs_urls: [`${base}/${name}/acs`],
+          slo_url: `${base}/${name}/slo`,
+          slo_binding: binding,
+        });
+        sps.set(
+          name,
+          new SAML({
+            issuer: entityId,
+            callbackUrl: `${base}/${name}/acs`,
+            entryPoint: `${server.url}/saml/sso`,
+            logoutUrl: `${server.url}/saml/slo`,
+            logoutCallbackUrl: `${base}/${name}/slo`,
+            idpCert,
+            idpIssuer: `${server.url}/saml/metadata`,
+            audience: entityId,
+            identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+            wantAssertionsSigned: true,
+            wantAuthnResponseSigned: false,
+            validateInResponseTo: ValidateInResponseTo.never,
+            disableRequestedAuthnContext: true,
+          }),
+        );
+      }
+      const context = await browser.newContext({ locale: 'en-GB' });
+      const page = await context.newPage();
+      await page.goto(await sps.get('notes')!.getAuthorizeUrlAsync('', undefined, {}));
+      await page.getByLabel('Username').fill(user.username);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await reach(page, page.getByRole('heading', { name: 'Signed in to notes' }), 'the notes SP');
+      await page.goto(await sps.get('crm')!.getAuthorizeUrlAsync('', undefined, {}));
+      await reach(page, page.getByRole('heading', { name: 'Signed in to crm' }), 'the crm SP, without signing in again');
+
+      // The OpenID Connect end-session endpoint asks first (no app's ID token vouches for the request), then goes through both SPs.
+      await page.goto(`${server.url}/oauth/logout`);
+      // The first step's page, held still (its refresh taken out) to be checked, then left by its link, as without refresh.
+      await page.route(`${server.url}/oauth/logout/confirm`, async (route) => {
+        const response = await route.fetch({ maxRedirects: 0 });
+        await route.fulfill({ response, body: (await response.text()).replace(/<meta http-equiv="refresh"[^>]*>/, '') });
+      });
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await reach(page, page.getByRole('heading', { name: 'Signing you out' }), 'the page of the first step');
+      assert.deepEqual(await axeViolations(page), []);
+      await page.getByRole('link', { name: 'Continue' }).click();
+      await reach(page, page.getByRole('heading', { name: 'You are signed out' }), 'the signed-out page, after both SPs');
+      assert.deepEqual(asked.map((each) => each.sp).sort(), ['crm', 'notes']);
+      const sid = asked[0]!.sessionIndex;
+      assert.ok(sid !== undefined && asked.every((each) => each.sessionIndex === sid), 'both name the one session');
+      assert.equal(new Set(asked.map((each) => each.nameID)).size, 2, 'each by the NameID of its own');
+
+      // An answer that no logout waits on any more: refused, in French, worded for a sign-out.
+      const fr = await browser.newContext({ locale: 'fr-FR' });
+      const stale = await fr.newPage();
+      const response = await stale.goto(
+        await sps.get('notes')!.getLogoutResponseUrlAsync({ ID: '_gone', issuer: 'x', nameID: 'x', nameIDFormat: 'x' } as never, '', {}, true),
+      );
+      assert.equal(response?.status(), 400);
+      await stale.getByRole('heading', { name: 'Demande de déconnexion refusée' }).waitFor();
+      await fr.close();
+      await context.close();
+    } finally {
+      await closeServer(http);
+    }
   });
 
   it('lists, adds and shows SAML service providers in the console', async () => {

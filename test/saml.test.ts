@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { deflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SAML, ValidateInResponseTo, type SamlConfig } from '@node-saml/node-saml';
 import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
 import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
@@ -188,16 +188,66 @@ function authnRequest(issuer: string, extra: { id?: string; instant?: string; ac
 }
 
 describe("requests refused, each with a page in the person's language and an event", () => {
-  /** Opens `url` (or posts `form`) in German; asserts the refusal page and the event of `reason`. */
-  async function assertRefused(request: { url: string; form?: Record<string, string> }, reason: string, status = 400): Promise<void> {
+  /**
+   * Opens `url` (or posts `form`) in German; asserts the refusal page (worded for a sign-in,
+   * or for a logout) and the event of `reason`.
+   */
+  async function assertRefused(
+    request: { url: string; form?: Record<string, string> },
+    reason: string,
+    status = 400,
+    kind: 'sign-in' | 'logout' = 'sign-in',
+  ): Promise<void> {
     const browser = new FormBrowser(server.url);
     const page = await browser.request(request.url, { headers: { 'accept-language': 'de' }, ...(request.form ? { form: request.form } : {}) });
     assert.equal(page.status, status, `${reason}: ${page.html.slice(0, 400)}`);
-    assert.match(page.html, /<h1>Anmeldeanfrage abgelehnt<\/h1>/, `${reason}: the page is in German`);
-    assert.doesNotMatch(page.html, /SAMLResponse/, 'nothing is sent to the SP');
+    const heading = kind === 'logout' ? /<h1>Abmeldeanfrage abgelehnt<\/h1>/ : /<h1>Anmeldeanfrage abgelehnt<\/h1>/;
+    assert.match(page.html, heading, `${reason}: the page is in German`);
+    assert.doesNotMatch(page.html, /name="SAMLResponse"/, 'nothing is sent to the SP');
+    assert.equal(page.location, null);
     const [event] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
-    assert.equal(event?.detail['reason'], reason);
+    assert.deepEqual([event?.detail['reason'], event?.detail['kind']], [reason, kind]);
   }
+
+  it('a request sent to another server (Destination), and one asking for what is not done (a binding, a NameID format, a version)', async () => {
+    const { entityId } = await serviceProvider();
+    const to = (extra: string) => authnRequest(entityId).replace('<samlp:AuthnRequest ', `<samlp:AuthnRequest ${extra} `);
+    await assertRefused({ url: redirectUrl(to('Destination="https://other-idp.example/sso"')) }, 'wrong_destination');
+    await assertRefused({ url: redirectUrl(to('ProtocolBinding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Artifact"')) }, 'unsupported');
+    const format = authnRequest(entityId).replace(
+      '</samlp:AuthnRequest>',
+      '<samlp:NameIDPolicy Format="urn:oasis:names:tc:SAML:2.0:nameid-format:kerberos"/></samlp:AuthnRequest>',
+    );
+    await assertRefused({ url: redirectUrl(format) }, 'unsupported');
+    await assertRefused({ url: redirectUrl(authnRequest(entityId).replace('Version="2.0"', 'Version="1.1"')) }, 'unsupported');
+  });
+
+  it('logout messages are refused in words of their own: an unknown SP, a DTD, another server, a replay, a changed signature', async () => {
+    const slo = 'https://sp.example.com/saml/slo';
+    const { entityId } = await serviceProvider({ slo_url: slo });
+    const logout = (issuer: string, extra: { id?: string; destination?: string; doctype?: string } = {}) =>
+      `${extra.doctype ?? ''}<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${extra.id ?? `_${Math.random().toString(16).slice(2)}`}" Version="2.0" IssueInstant="${new Date().toISOString()}"${extra.destination === undefined ? '' : ` Destination="${extra.destination}"`}><saml:Issuer>${issuer}</saml:Issuer><saml:NameID>someone</saml:NameID></samlp:LogoutRequest>`;
+    const sloUrl = (xml: string) => `/saml/slo?SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`;
+    await assertRefused({ url: sloUrl(logout('https://stranger.example/saml')) }, 'unknown_sp', 403, 'logout');
+    await assertRefused({ url: sloUrl(logout(entityId, { doctype: '<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>' })) }, 'malformed', 400, 'logout');
+    await assertRefused({ url: sloUrl(logout(entityId, { destination: 'https://other-idp.example/slo' })) }, 'wrong_destination', 400, 'logout');
+    const once = sloUrl(logout(entityId, { id: '_logout-once' }));
+    assert.equal((await new FormBrowser(server.url).request(once)).status, 303);
+    await assertRefused({ url: once }, 'replayed', 400, 'logout');
+
+    // A LogoutResponse from an SP whose messages must be signed, its signature changed.
+    const signedSp = await serviceProvider(
+      { slo_url: slo, want_signed_requests: true, certificate: SP_CERT },
+      { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256', logoutUrl: `${server.url}/saml/slo`, logoutCallbackUrl: slo },
+    );
+    const answer = new URL(await signedSp.saml.getLogoutResponseUrlAsync({ ID: '_anything' } as never, '', {}, true));
+    const signature = answer.searchParams.get('Signature')!;
+    answer.searchParams.set('Signature', `${signature[0] === 'A' ? 'B' : 'A'}${signature.slice(1)}`);
+    await assertRefused({ url: `/saml/slo${answer.search}` }, 'bad_signature', 400, 'logout');
+    answer.searchParams.delete('Signature');
+    answer.searchParams.delete('SigAlg');
+    await assertRefused({ url: `/saml/slo${answer.search}` }, 'unsigned', 400, 'logout');
+  });
 
   it('an SP that is not registered', async () => {
     await assertRefused({ url: redirectUrl(authnRequest('https://stranger.example/saml')) }, 'unknown_sp', 403);
@@ -327,7 +377,10 @@ describe('single logout', () => {
       headers: { 'accept-language': 'de' },
     });
     assert.equal(unsigned.status, 400);
-    assert.match(unsigned.html, /Anmeldeanfrage abgelehnt/);
+    assert.match(unsigned.html, /<h1>Abmeldeanfrage abgelehnt<\/h1>/, 'worded as a logout, not as a sign-in');
+    assert.match(unsigned.html, /Abmeldenachrichten dieser Anwendung müssen signiert sein/);
+    const [refusal] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
+    assert.deepEqual([refusal?.detail['reason'], refusal?.detail['kind']], ['unsigned', 'logout']);
   });
 
   it('takes a LogoutRequest over HTTP-POST too: the session cookie, which a cross-site POST lacks, is read on the GET it is sent on to', async () => {
@@ -404,5 +457,251 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext', ()
     );
     const { profile } = await saml.validatePostResponseAsync(fields);
     assert.equal(profile?.['mail'], 'grace@example.com');
+  });
+});
+
+describe('single logout from Tessera to the SPs of the session', () => {
+  const IDP_SLO = () => `${server.url}/saml/slo`;
+  let other: TestUser;
+  before(async () => {
+    other = await server.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' });
+  });
+
+  /**
+   * An SP with a SingleLogoutService: `redirect` signs its own messages (and is registered so
+   * that they must be), `post` takes ours by HTTP-POST and signs nothing.
+   */
+  async function sloSp(binding: 'redirect' | 'post') {
+    const slo = `https://sp.example.com/saml/slo-${counter + 1}`;
+    const signed = binding === 'redirect';
+    const sp = await serviceProvider(
+      { slo_url: slo, slo_binding: binding, ...(signed ? { want_signed_requests: true, certificate: SP_CERT } : {}) },
+      { logoutUrl: IDP_SLO(), logoutCallbackUrl: slo, ...(signed ? { privateKey: SP_KEY_PEM, signatureAlgorithm: 'sha256' as const } : {}) },
+    );
+    return { ...sp, slo, binding };
+  }
+  type SloSp = Awaited<ReturnType<typeof sloSp>>;
+
+  /** Signs in to `sp` through SAML (with the password the first time), and returns the profile node-saml validated. */
+  async function signInTo(browser: FormBrowser, sp: SloSp, person: TestUser = user) {
+    let page = await browser.follow(await browser.request(await sp.saml.getAuthorizeUrlAsync('', undefined, {})));
+    if (page.html.includes('action="/login"')) page = await browser.signIn(page, person);
+    const { profile } = await sp.saml.validatePostResponseAsync(postedToAcs(page));
+    assert.ok(profile);
+    return profile;
+  }
+
+  /**
+   * Where the browser is sent while it is signed out of the SPs: for each SP's LogoutRequest,
+   * the SP (node-saml) checks it, signature included, and answers Success; returns what each
+   * SP was asked (by its entity ID) and the page the logout ends on.
+   */
+  /**
+   * Where a step of the logout sends the browser on to: each goes by a page of Tessera's that
+   * refreshes to it at once (a redirect after one of its forms would be held to that form's
+   * CSP form-action), or by a form the page posts.
+   */
+  function onward(page: Page): string | null {
+    if (page.status !== 200) return null;
+    const refresh = /<meta http-equiv="refresh" content="0;url=([^"]+)">/.exec(page.html)?.[1];
+    return refresh === undefined ? null : refresh.replace(/&amp;/g, '&');
+  }
+
+  async function throughSps(browser: FormBrowser, first: Page, sps: readonly SloSp[], answer: (sp: SloSp) => boolean = () => true) {
+    const asked: { entityId: string; nameID: string; sessionIndex: string | undefined; nameIDFormat: string | undefined }[] = [];
+    const of = (entityId: string) => asked.filter((each) => each.entityId === entityId).map(({ entityId: _, ...rest }) => rest);
+    let page = first;
+    for (let hop = 0; hop < 10; hop++) {
+      // A LogoutRequest to one of `sps` (a LogoutResponse to one of them ends the logout).
+      const next = onward(page);
+      const sp =
+        next !== null
+          ? sps.find((each) => next.startsWith(`${each.slo}?SAMLRequest=`))
+          : sps.find((each) => page.html.includes(`action="${each.slo}"`) && page.html.includes('name="SAMLRequest"'));
+      if (sp === undefined) return { asked, of, page };
+      let request: Awaited<ReturnType<SAML['validateRedirectAsync']>>;
+      if (sp.binding === 'redirect') {
+        const url = new URL(next!);
+        assert.ok(url.searchParams.has('SAMLRequest') && url.searchParams.has('Signature'), 'a signed LogoutRequest in the query');
+        assert.equal(url.searchParams.get('SigAlg'), 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256');
+        request = await sp.saml.validateRedirectAsync(Object.fromEntries(url.searchParams), url.search.slice(1));
+        // The signature is what node-saml checked: the same query, signed by another key, is refused.
+        const stranger = new SAML({ ...sp.saml.options, idpCert: SP_CERT });
+        await assert.rejects(stranger.validateRedirectAsync(Object.fromEntries(url.searchParams), url.search.slice(1)), /signature/i);
+      } else {
+        assert.equal(page.status, 200);
+        assert.match(page.headers.get('content-security-policy') ?? '', /form-action https:\/\/sp\.example\.com/);
+        const fields = new FormBrowser(server.url).form(page, sp.slo).fields;
+        request = await sp.saml.validatePostRequestAsync(fields);
+        const stranger = new SAML({ ...sp.saml.options, idpCert: SP_CERT });
+        await assert.rejects(stranger.validatePostRequestAsync(fields), /signature/i);
+      }
+      assert.equal(request.loggedOut, true);
+      const profile = request.profile!;
+      assert.equal(profile.issuer, `${server.url}/saml/metadata`);
+      asked.push({ entityId: sp.entityId, nameID: profile.nameID, sessionIndex: profile.sessionIndex, nameIDFormat: profile.nameIDFormat });
+      page = await browser.request(await sp.saml.getLogoutResponseUrlAsync(profile, '', {}, answer(sp)));
+    }
+    assert.fail('the logout went round in circles');
+  }
+
+  it('signing out at the end-session endpoint sends each SP of the session its signed LogoutRequest, by its binding, naming the person and the session as it was told', async () => {
+    const [a, b, unused] = [await sloSp('redirect'), await sloSp('post'), await sloSp('redirect')];
+    const browser = new FormBrowser(server.url);
+    const profileA = await signInTo(browser, a);
+    const profileB = await signInTo(browser, b);
+    // Someone else's session in another browser, with the same SP: not theirs to end.
+    const elsewhere = new FormBrowser(server.url);
+    await signInTo(elsewhere, a, other);
+
+    const confirm = await browser.request('/oauth/logout');
+    const first = await browser.submit(confirm, '/oauth/logout/confirm', {});
+    const { asked, of, page } = await throughSps(browser, first, [a, b, unused]);
+    assert.deepEqual(of(a.entityId), [{ nameID: profileA.nameID, sessionIndex: profileA.sessionIndex, nameIDFormat: profileA.nameIDFormat }]);
+    assert.deepEqual(of(b.entityId), [{ nameID: profileB.nameID, sessionIndex: profileB.sessionIndex, nameIDFormat: profileB.nameIDFormat }]);
+    assert.equal(asked.length, 2, 'only the SPs the session signed in to, each once');
+    assert.equal(page.status, 200);
+    assert.match(page.html, /<h1>You are signed out<\/h1>/);
+    assert.equal((await browser.request('/account')).status, 303, 'signed out of Tessera');
+    assert.equal((await elsewhere.request('/account')).status, 200, "the other browser's session stays");
+    const events = await server.store.events.list({ type: 'saml.logout_requested', limit: 2 });
+    assert.deepEqual(events.map((event) => event.detail['entity_id']).sort(), [a.entityId, b.entityId].sort());
+
+    // Each SP once: an answer played again finds nothing waiting, and is refused in the person's language.
+    const replay = await browser.request(await a.saml.getLogoutResponseUrlAsync({ ...profileA, ID: '_not-ours' } as never, '', {}, true), {
+      headers: { 'accept-language': 'fr' },
+    });
+    assert.equal(replay.status, 400);
+    assert.match(replay.html, /<h1>Demande de déconnexion refusée<\/h1>/);
+    const [refusal] = await server.store.events.list({ type: 'saml.request_refused', limit: 1 });
+    assert.deepEqual([refusal?.detail['reason'], refusal?.detail['kind']], ['stale', 'logout']);
+  });
+
+  it("an SP's own LogoutRequest signs the person out of the session's other SPs, then answers it: PartialLogout when one did not sign them out", async () => {
+    const [a, b] = [await sloSp('redirect'), await sloSp('post')];
+    const browser = new FormBrowser(server.url);
+    const profileA = await signInTo(browser, a);
+    const profileB = await signInTo(browser, b);
+    const started = await browser.request(await a.saml.getLogoutUrlAsync(profileA, 'back-to-a', {}));
+    assert.equal(started.status, 200, 'to B first, by the form B takes');
+    assert.match(started.html, /action="https:\/\/sp\.example\.com\/saml\/slo-\d+"/);
+    const { asked, of, page } = await throughSps(browser, started, [a, b]);
+    assert.deepEqual(
+      of(b.entityId).map((each) => each.nameID),
+      [profileB.nameID],
+    );
+    assert.equal(asked.length, 1, 'the SP that asked is not asked back');
+    const back = new URL(onward(page)!);
+    assert.equal(`${back.origin}${back.pathname}`, a.slo);
+    assert.equal(back.searchParams.get('RelayState'), 'back-to-a');
+    assert.equal((await a.saml.validateRedirectAsync(Object.fromEntries(back.searchParams), back.search.slice(1))).loggedOut, true);
+    assert.equal((await browser.request('/account')).status, 303, 'signed out of Tessera');
+
+    // Again, B failing to sign them out: A is told PartialLogout (SAML Core §3.7.3.2).
+    const again = new FormBrowser(server.url);
+    const againA = await signInTo(again, a);
+    await signInTo(again, b);
+    const partial = await throughSps(again, await again.request(await a.saml.getLogoutUrlAsync(againA, '', {})), [b], () => false);
+    const response = inflateRawSync(Buffer.from(new URL(onward(partial.page)!).searchParams.get('SAMLResponse')!, 'base64')).toString();
+    assert.match(
+      response,
+      /<samlp:StatusCode Value="urn:oasis:names:tc:SAML:2\.0:status:Success"><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2\.0:status:PartialLogout"\/>/,
+    );
+  });
+
+  it("the account page's sign-out and 'Sign out everywhere' go through the SPs before their own next page", async () => {
+    const a = await sloSp('redirect');
+    const browser = new FormBrowser(server.url);
+    const profile = await signInTo(browser, a);
+    const account = await browser.request('/account');
+    const first = await browser.submit(account, '/logout', {});
+    const { of, page } = await throughSps(browser, first, [a]);
+    assert.deepEqual(
+      of(a.entityId).map((each) => each.sessionIndex),
+      [profile.sessionIndex],
+    );
+    assert.equal(onward(page), '/account', "then where the account page's sign-out goes");
+
+    // Someone whose every session is in this test (ada's other sessions have SPs of other tests).
+    const linus = await server.addUser({ username: 'linus', name: 'Linus', email: 'linus@example.com' });
+    const phone = new FormBrowser(server.url);
+    const laptop = new FormBrowser(server.url);
+    const onPhone = await signInTo(phone, a, linus);
+    const onLaptop = await signInTo(laptop, a, linus);
+    const everywhere = await laptop.submit(await laptop.request('/account'), '/account/sign-out-everywhere', {});
+    const all = await throughSps(laptop, everywhere, [a]);
+    // One SP, two sessions (the phone's too): it is asked once for each, then the browser goes to the sign-in page.
+    assert.deepEqual(
+      all
+        .of(a.entityId)
+        .map((each) => each.sessionIndex)
+        .sort(),
+      [onPhone.sessionIndex, onLaptop.sessionIndex].sort(),
+    );
+    assert.match(onward(all.page) ?? '', /^\/login/);
+    assert.equal((await phone.request('/account')).status, 303);
+
+    // A new password signs the other browsers out: their SPs too, through this one, which stays signed in.
+    const tablet = new FormBrowser(server.url);
+    const onTablet = await signInTo(tablet, a, linus);
+    const desk = new FormBrowser(server.url);
+    const onDesk = await signInTo(desk, a, linus);
+    const changed = await desk.submit(await desk.request('/account'), '/account/password', {
+      current_password: linus.password,
+      new_password: 'a new password for linus',
+    });
+    const viaDesk = await throughSps(desk, changed, [a]);
+    assert.deepEqual(
+      viaDesk.of(a.entityId).map((each) => each.sessionIndex),
+      [onTablet.sessionIndex],
+    );
+    assert.notEqual(onTablet.sessionIndex, onDesk.sessionIndex);
+    assert.equal(onward(viaDesk.page), '/account?done=password');
+    assert.equal((await desk.request('/account')).status, 200);
+  });
+});
+
+describe('encrypted assertions', () => {
+  const ENCRYPTION_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  const ENCRYPTION_CERT = pemCertificate(selfSignedCertificate(ENCRYPTION_KEY, 'sp-encryption', 'sp-encryption'));
+  const ENCRYPTION_KEY_PEM = ENCRYPTION_KEY.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+  it("encrypts the signed assertion for the SP's encryption certificate, which node-saml decrypts and validates; without the key it reads nothing", async () => {
+    for (const signResponse of [false, true]) {
+      const { saml } = await serviceProvider(
+        { encryption_certificate: ENCRYPTION_CERT, sign_response: signResponse },
+        { decryptionPvk: ENCRYPTION_KEY_PEM, wantAuthnResponseSigned: signResponse },
+      );
+      const browser = new FormBrowser(server.url);
+      const fields = postedToAcs(await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), user));
+      const xml = Buffer.from(fields['SAMLResponse']!, 'base64').toString('utf8');
+      assert.match(
+        xml,
+        /<saml:EncryptedAssertion>\s*<xenc:EncryptedData [^>]*>\s*<xenc:EncryptionMethod Algorithm="http:\/\/www\.w3\.org\/2009\/xmlenc11#aes256-gcm"/,
+      );
+      assert.match(xml, /Algorithm="http:\/\/www\.w3\.org\/2001\/04\/xmlenc#rsa-oaep-mgf1p"/);
+      assert.doesNotMatch(xml, /ada@example\.com|<saml:Assertion /, 'nothing of the assertion in the clear');
+      const { profile } = await saml.validatePostResponseAsync(fields);
+      assert.equal(profile?.['mail'], 'ada@example.com', `signResponse ${signResponse}`);
+      const withoutKey = new SAML({ ...saml.options, decryptionPvk: undefined as never, validateInResponseTo: ValidateInResponseTo.never });
+      await assert.rejects(withoutKey.validatePostResponseAsync(fields), /decryption/i);
+    }
+  });
+
+  it('takes the encryption certificate from the metadata, apart from the signing one', async () => {
+    const spSaml = new SAML({
+      issuer: 'https://meta.example.com/saml',
+      callbackUrl: ACS,
+      idpCert,
+      logoutCallbackUrl: 'https://meta.example.com/saml/slo',
+      privateKey: SP_KEY_PEM,
+      decryptionPvk: ENCRYPTION_KEY_PEM,
+    });
+    const metadata = spSaml.generateServiceProviderMetadata(ENCRYPTION_CERT, SP_CERT);
+    const sp = await addSamlSp(manageDeps(server), { metadata });
+    assert.equal(sp.encryptionCertificate, ENCRYPTION_CERT.trim());
+    assert.equal(sp.certificate, SP_CERT.trim());
+    assert.equal(sp.sloUrl, 'https://meta.example.com/saml/slo');
+    assert.equal(sp.sloBinding, /SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect"/.test(metadata) ? 'redirect' : 'post');
   });
 });

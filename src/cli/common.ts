@@ -123,6 +123,7 @@ const OPTION_OF: Readonly<Record<string, string>> = {
   name_id_format: 'name-id',
   attributes: 'attribute',
   certificate: 'certificate-file',
+  encryption_certificate: 'encryption-certificate-file',
   metadata: 'metadata-file',
   domain_verified: 'verified',
   organization: 'org',

@@ -171,6 +171,10 @@ export const EVENT_TYPES = [
   'saml.request_refused',
   /** An SP's LogoutRequest answered (`detail.outcome`: `end`, the session ended; `nothing`; `other-person`, refused). */
   'saml.logout',
+  /** A LogoutRequest sent to an SP of an ending session (`detail.entity_id`, `detail.binding`), single logout from this IdP. */
+  'saml.logout_requested',
+  /** An SP's LogoutResponse to it (`detail.entity_id`, `detail.success`: whether it answered Success). */
+  'saml.logout_answered',
   /** An organization added, changed or removed by an operator (`detail.organization`, `detail.name`). */
   'organization.created',
   'organization.updated',

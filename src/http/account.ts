@@ -1,3 +1,4 @@
+import { samlLogoutKit } from './saml-logout.ts';
 import { linkedIdentitiesOf } from '../flows/upstream/accounts.ts';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../core/errors.ts';
@@ -46,6 +47,7 @@ const NOTICES: Readonly<Record<string, MessageKey>> = {
  * form to change their password.
  */
 export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, signedIn: signedInOnly, signedInOf }) => {
+  const samlLogout = samlLogoutKit(deps, pages);
   async function activity(userId: string): Promise<ActivityView[]> {
     const events = await deps.store.events.list({ userId, limit: ACTIVITY_READ });
     const shown = events.filter((event) => ['signin.succeeded', 'consent.given', 'device.approved'].includes(event.type)).slice(0, ACTIVITY_SHOWN);
@@ -164,8 +166,15 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
   // Ends every browser session of the person, this one included, and tells the apps that
   // received an ID token in any of them (Back-Channel Logout 1.0).
   app.post(SIGN_OUT_EVERYWHERE_PATH, form, async (request, reply) => {
-    await endEverywhere(deps, browserOf(deps, request, reply), signedInOf(request).user);
-    return reply.redirect(ACCOUNT_SIGN_IN, 303);
+    const ended = await endEverywhere(deps, browserOf(deps, request, reply), signedInOf(request).user);
+    // Their SAML SPs through this browser (a LogoutRequest names the session by its SessionIndex, whichever browser it was in).
+    const saml = await samlLogout.begin(
+      request,
+      reply,
+      ended.map((session) => session.sid),
+      { kind: 'redirect', url: ACCOUNT_SIGN_IN },
+    );
+    return saml ?? reply.redirect(ACCOUNT_SIGN_IN, 303);
   });
 
   app.post(CHANGE_EMAIL_PATH, form, async (request, reply) => {
@@ -239,6 +248,14 @@ export const accountRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     }
     // The other browsers were signed out: the apps that signed in through them are told.
     await sendLogoutTokens(deps, result.endedSessions, request.log);
-    return reply.redirect(`${ACCOUNT_PATH}?done=password`, 303);
+    // And the SAML SPs they signed in to, through this browser (each LogoutRequest names its session).
+    const done = `${ACCOUNT_PATH}?done=password`;
+    const saml = await samlLogout.begin(
+      request,
+      reply,
+      result.endedSessions.map((session) => session.sid),
+      { kind: 'redirect', url: done },
+    );
+    return saml ?? reply.redirect(done, 303);
   });
 };

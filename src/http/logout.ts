@@ -7,6 +7,7 @@ import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { END_SESSION_CONFIRM_PATH, END_SESSION_PATH } from '../core/endpoints.ts';
 import { sendError } from './errors.ts';
 import { rawForm } from './form.ts';
+import { samlLogoutKit } from './saml-logout.ts';
 import { allowFormTarget } from './security.ts';
 import { browserOf, csrfToken, signedInUser } from './session.ts';
 
@@ -16,10 +17,15 @@ import { browserOf, csrfToken, signedInUser } from './session.ts';
  * sign-out the request cannot prove it may make.
  */
 export const logoutRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  const samlLogout = samlLogoutKit(deps, pages);
   /** Signs the browser out for the app the request names (if any), then goes where it asked. */
   async function signOut(request: FastifyRequest, reply: FastifyReply, after: AfterLogout): Promise<FastifyReply> {
-    await endSession(deps, browserOf(deps, request, reply), 'rp', after.client?.id ?? null);
+    const ended = await endSession(deps, browserOf(deps, request, reply), 'rp', after.client?.id ?? null);
     const target = postLogoutRedirect(after);
+    // The SAML SPs of the session first (SAML Profiles §4.4.3.3), each by the browser, then on.
+    const saml =
+      ended === null ? null : await samlLogout.begin(request, reply, [ended.sid], target === null ? { kind: 'page' } : { kind: 'redirect', url: target });
+    if (saml !== null) return saml;
     if (target !== null) return reply.redirect(target, 303);
     return pages.send(reply, 200, signedOutPage(pages.ui(request)));
   }

@@ -11,9 +11,18 @@ import { SAML_PATHS, samlEndpoints } from '../core/endpoints.ts';
 import type { RawParams } from '../core/protocol.ts';
 import { idpMetadata } from '../flows/saml/metadata.ts';
 import { logoutDecision, openLogout, sealLogout, type PendingLogout } from '../flows/saml/logout.ts';
-import { logoutResponseUrl, STATUS } from '../flows/saml/response.ts';
+import { STATUS } from '../flows/saml/response.ts';
+import { continueSingleLogout } from '../flows/saml/single-logout.ts';
 import { endSession } from '../flows/session/session.ts';
-import { readAuthnRequest, readLogoutRequest, SamlRefusal, type IncomingRequest, type SamlLimits, type SamlRefusalReason } from '../flows/saml/request.ts';
+import {
+  readAuthnRequest,
+  readLogoutRequest,
+  readLogoutResponse,
+  SamlRefusal,
+  type IncomingRequest,
+  type SamlLimits,
+  type SamlRefusalReason,
+} from '../flows/saml/request.ts';
 import { openPending, pendingOf, samlAnswer, samlNextStep, samlStatus, sealPending, unsolicited, type PendingSamlSignIn } from '../flows/saml/sso.ts';
 import { REFUSAL_MESSAGES } from '../flows/second-factor/policy.ts';
 import { signingCertificate } from '../tokens/certificate.ts';
@@ -23,6 +32,7 @@ import { errorPage } from '../ui/pages.ts';
 import type { BrowserRoutesOptions } from './browser-kit.ts';
 import { forRequest } from './deps.ts';
 import { rawForm } from './form.ts';
+import { samlLogoutKit } from './saml-logout.ts';
 import { formPostPolicy } from './security.ts';
 import { browserOf, signedInUser } from './session.ts';
 
@@ -32,27 +42,47 @@ const one = (params: RawParams, name: string): string | null => {
   return typeof value === 'string' ? value : null;
 };
 
-/** SAML Bindings §3.4: a request or logout request in the query, with its detached signature over the raw query. */
-function redirectMessage(request: FastifyRequest): IncomingRequest {
+/**
+ * The message of `params`: its SAMLRequest, or, where `responses` are taken (the single
+ * logout endpoint), its SAMLResponse; never both.
+ */
+function messageOf(params: RawParams, responses: boolean): { readonly value: string; readonly response: boolean } {
+  const request = one(params, 'SAMLRequest');
+  const response = responses ? one(params, 'SAMLResponse') : null;
+  if (request !== null && response !== null) throw new SamlRefusal('malformed', 'SAMLRequest and SAMLResponse together');
+  if (request === null && response === null)
+    throw new SamlRefusal('malformed', responses ? 'SAMLRequest or SAMLResponse is missing' : 'SAMLRequest is missing');
+  return request !== null ? { value: request, response: false } : { value: response!, response: true };
+}
+
+/** A message read from its binding, and whether it is a response (a LogoutResponse to this IdP's LogoutRequest). */
+interface Received {
+  readonly incoming: IncomingRequest;
+  readonly response: boolean;
+}
+
+/** SAML Bindings §3.4: a message in the query, with its detached signature over the raw query. */
+function redirectMessage(request: FastifyRequest, responses = false): Received {
   const query = request.query as RawParams;
-  const samlRequest = one(query, 'SAMLRequest');
-  if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
+  const message = messageOf(query, responses);
   return {
-    binding: 'redirect',
-    samlRequest,
-    relayState: one(query, 'RelayState'),
-    sigAlg: one(query, 'SigAlg'),
-    signature: one(query, 'Signature'),
-    rawQuery: request.url.split('?')[1] ?? '',
+    response: message.response,
+    incoming: {
+      binding: 'redirect',
+      samlRequest: message.value,
+      relayState: one(query, 'RelayState'),
+      sigAlg: one(query, 'SigAlg'),
+      signature: one(query, 'Signature'),
+      rawQuery: request.url.split('?')[1] ?? '',
+    },
   };
 }
 
-/** SAML Bindings §3.5: a request or logout request posted from the SP's page, its signature inside it. */
-function postMessage(request: FastifyRequest): IncomingRequest {
+/** SAML Bindings §3.5: a message posted from the SP's page, its signature inside it. */
+function postMessage(request: FastifyRequest, responses = false): Received {
   const form = rawForm(request);
-  const samlRequest = one(form, 'SAMLRequest');
-  if (samlRequest === null) throw new SamlRefusal('malformed', 'SAMLRequest is missing');
-  return { binding: 'post', samlRequest, relayState: one(form, 'RelayState') };
+  const message = messageOf(form, responses);
+  return { response: message.response, incoming: { binding: 'post', samlRequest: message.value, relayState: one(form, 'RelayState') } };
 }
 
 export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages }) => {
@@ -62,15 +92,30 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   const signer = () => signingCertificate(deps.keys, deps.config.issuer);
   /** The bounds of what an SP may send, and how long what is said lasts (TESSERA_SAML_*). */
   const limits: SamlLimits = { maxRequestChars: deps.config.saml.maxRequestChars, requestLifetime: deps.config.saml.requestLifetime };
+  const samlLogout = samlLogoutKit(deps, pages);
 
-  /** A refused request: a page in the person's language, and an event saying why. */
-  async function refused(request: FastifyRequest, reply: FastifyReply, reason: SamlRefusalReason | 'stale', message: string, entityId: string | null) {
-    await forRequest(deps, request).events.emit({ type: 'saml.request_refused', detail: { reason, entity_id: entityId, message: message.slice(0, 300) } });
+  /**
+   * A refused message: a page in the person's language, worded for what it was (a sign-in
+   * request, or a logout: an SP's LogoutRequest or LogoutResponse), and an event saying why.
+   */
+  async function refused(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    reason: SamlRefusalReason | 'stale',
+    message: string,
+    entityId: string | null,
+    kind: 'sign-in' | 'logout' = 'sign-in',
+  ) {
+    await forRequest(deps, request).events.emit({
+      type: 'saml.request_refused',
+      detail: { reason, kind, entity_id: entityId, message: message.slice(0, 300) },
+    });
     const ui = pages.ui(request);
+    const texts = kind === 'logout' ? 'saml.logoutRefused' : 'saml.refused';
     return pages.send(
       reply,
       reason === 'unknown_sp' || reason === 'unknown_acs' ? 403 : 400,
-      errorPage(ui, ui.t.text('saml.refused.title'), ui.t.text(`saml.refused.${reason}` as MessageKey), { details: message }),
+      errorPage(ui, ui.t.text(`${texts}.title` as MessageKey), ui.t.text(`${texts}.${reason}` as MessageKey), { details: message }),
     );
   }
 
@@ -88,12 +133,12 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   const resumeUrl = async (pending: PendingSamlSignIn) => `${SAML_PATHS.resume}?pending=${sealPending(await secret(), pending)}`;
 
   /** A request read from either binding, checked, then waiting at the resume address (a GET, which carries the session cookie after a cross-site POST). */
-  async function receive(request: FastifyRequest, reply: FastifyReply, incoming: () => IncomingRequest) {
+  async function receive(request: FastifyRequest, reply: FastifyReply, incoming: () => Received) {
     reply.header('Cache-Control', 'no-store');
     let read;
     let relayState: string | null = null;
     try {
-      const given = incoming();
+      const given = incoming().incoming;
       relayState = given.relayState;
       read = await readAuthnRequest({ store: deps.store, now: deps.clock.now(), ssoUrl: endpoints.sso, limits: limits }, given);
     } catch (error) {
@@ -162,7 +207,9 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
       case 'assert': {
         const { user, session } = signedIn!;
         const answer = await samlAnswer({ ...common, store: deps.store, lifetime: limits.requestLifetime }, sp, pending, user, session);
-        if (answer.issued) {
+        if (answer.participant !== null) {
+          // Recorded for single logout: the session's end sends this SP a LogoutRequest naming them so.
+          await deps.store.samlSessionSps.join(answer.participant);
           await forRequest(deps, request).events.emit({
             type: 'saml.assertion_issued',
             userId: user.id,
@@ -176,61 +223,83 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
   });
 
   /**
-   * SP-initiated single logout (SAML Profiles §4.4.3): the browser's session ends when the
-   * request names its person, as an OpenID Connect sign-out does (logout tokens to the apps
-   * that got an ID token in it); the SP is answered at its SingleLogoutService URL.
+   * The single logout endpoint: an SP's LogoutRequest (SP-initiated single logout, SAML
+   * Profiles §4.4.3), or an SP's LogoutResponse to this IdP's LogoutRequest, sent while a
+   * session that ended here is signed out of its SPs one after the other (single-logout.ts).
    */
-  async function logout(request: FastifyRequest, reply: FastifyReply, incoming: () => IncomingRequest) {
+  async function slo(request: FastifyRequest, reply: FastifyReply, incoming: () => Received) {
     reply.header('Cache-Control', 'no-store');
     const now = deps.clock.now();
-    let read;
-    let given: IncomingRequest;
+    let received: Received;
     try {
-      given = incoming();
-      read = await readLogoutRequest({ store: deps.store, now, sloUrl: endpoints.slo, limits: limits }, given);
+      received = incoming();
+      if (received.response) return await logoutAnswered(request, reply, received.incoming);
+      const read = await readLogoutRequest({ store: deps.store, now, sloUrl: endpoints.slo, limits: limits }, received.incoming);
+      const pending: PendingLogout = {
+        sp: read.sp.id,
+        id: read.id,
+        nameId: read.nameId,
+        sessionIndexes: read.sessionIndexes,
+        relayState: received.incoming.relayState,
+        at: now,
+      };
+      // A POSTed request came without the session cookie (SameSite=Lax): on by a GET, which has it.
+      if (received.incoming.binding === 'post') return reply.redirect(`${SAML_PATHS.sloResume}?pending=${sealLogout(await secret(), pending)}`, 303);
+      return await answerLogout(request, reply, pending);
     } catch (error) {
-      if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId);
+      if (error instanceof SamlRefusal) return refused(request, reply, error.reason, error.message, error.entityId, 'logout');
       throw error;
     }
-    const pending: PendingLogout = {
-      sp: read.sp.id,
-      id: read.id,
-      nameId: read.nameId,
-      sessionIndexes: read.sessionIndexes,
-      relayState: given.relayState,
-      at: now,
-    };
-    // A POSTed request came without the session cookie (SameSite=Lax): on by a GET, which has it.
-    if (given.binding === 'post') return reply.redirect(`${SAML_PATHS.sloResume}?pending=${sealLogout(await secret(), pending)}`, 303);
-    return answerLogout(request, reply, pending);
   }
 
+  /**
+   * SP-initiated single logout (SAML Profiles §4.4.3): the browser's session ends when the
+   * request names its person, as an OpenID Connect sign-out does (logout tokens to the apps
+   * that got an ID token in it), the other SAML SPs of the session are sent LogoutRequests
+   * (§4.4.3.3), and the SP is answered at its SingleLogoutService URL.
+   */
   async function answerLogout(request: FastifyRequest, reply: FastifyReply, pending: PendingLogout) {
     const sp = await deps.store.samlServiceProviders.get(pending.sp);
-    if (sp === null || sp.sloUrl === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null);
+    if (sp === null || sp.sloUrl === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null, 'logout');
     const signedIn = await signedInUser(deps, request);
     const decision = logoutDecision({ sp, id: pending.id, nameId: pending.nameId, sessionIndexes: pending.sessionIndexes }, signedIn);
-    if (decision === 'end') await endSession(deps, browserOf(deps, request, reply), 'rp', null);
+    const ended = decision === 'end' ? await endSession(deps, browserOf(deps, request, reply), 'rp', null) : null;
     await forRequest(deps, request).events.emit({
       type: 'saml.logout',
       ...(signedIn === null ? {} : { userId: signedIn.user.id, username: signedIn.user.username }),
       detail: { entity_id: sp.entityId, outcome: decision },
     });
-    const status = decision === 'other-person' ? STATUS.unknownPrincipal : STATUS.success;
-    return reply.redirect(
-      logoutResponseUrl({ idp, sloUrl: sp.sloUrl, inResponseTo: pending.id, now: deps.clock.now(), status, relayState: pending.relayState }, await signer()),
-      303,
-    );
+    const end = { kind: 'saml', sp: sp.id, inResponseTo: pending.id, relayState: pending.relayState } as const;
+    if (ended !== null) {
+      const others = await samlLogout.begin(request, reply, [ended.sid], end, sp.id);
+      if (others !== null) return others;
+    }
+    return samlLogout.finish(request, reply, end, decision === 'other-person' ? STATUS.unknownPrincipal : STATUS.success);
+  }
+
+  /** An SP's LogoutResponse to this IdP's LogoutRequest: on to the next SP of the logout, or to its end. */
+  async function logoutAnswered(request: FastifyRequest, reply: FastifyReply, incoming: IncomingRequest) {
+    const flowDeps = await samlLogout.flowDeps();
+    const response = await readLogoutResponse({ store: deps.store, now: flowDeps.now, sloUrl: endpoints.slo, limits }, incoming);
+    const step = await continueSingleLogout(flowDeps, response);
+    if (step === null)
+      throw new SamlRefusal(
+        'stale',
+        `no logout waits on an answer to ${response.inResponseTo.slice(0, 100)} from this SP, or it expired`,
+        response.sp.entityId,
+      );
+    await forRequest(deps, request).events.emit({ type: 'saml.logout_answered', detail: { entity_id: response.sp.entityId, success: response.success } });
+    return samlLogout.follow(request, reply, step);
   }
 
   app.get(SAML_PATHS.sloResume, { config: { page: true } }, async (request, reply) => {
     reply.header('Cache-Control', 'no-store');
     const pending = openLogout(await secret(), one(request.query as RawParams, 'pending') ?? '', deps.clock.now(), limits.requestLifetime);
-    if (pending === null) return refused(request, reply, 'stale', 'the logout link was changed, or is older than a request may be', null);
+    if (pending === null) return refused(request, reply, 'stale', 'the logout link was changed, or is older than a request may be', null, 'logout');
     return answerLogout(request, reply, pending);
   });
 
-  app.get(SAML_PATHS.slo, { config: { page: true } }, (request, reply) => logout(request, reply, () => redirectMessage(request)));
+  app.get(SAML_PATHS.slo, { config: { page: true } }, (request, reply) => slo(request, reply, () => redirectMessage(request, true)));
 
-  app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) => logout(request, reply, () => postMessage(request)));
+  app.post(SAML_PATHS.slo, { config: { page: true } }, (request, reply) => slo(request, reply, () => postMessage(request, true)));
 };

@@ -55,7 +55,10 @@ function formSource(target: string): string {
 /**
  * The policy of a form post response (OAuth 2.0 Form Post Response Mode §2): its one inline
  * script, allowed by hash and nothing else, and a form that may post only to the client.
+ * `andBack`: its answer may redirect back here too (browsers hold the redirects after a form's
+ * post to its form-action), as an SP answers a LogoutRequest of single logout.
  */
-export function formPostPolicy(target: string): string {
-  return `default-src 'none'; script-src ${FORM_POST_SCRIPT_SOURCE}; style-src 'self'; ${IMG_SRC}; frame-ancestors 'none'; base-uri 'none'; form-action ${formSource(target)}`;
+export function formPostPolicy(target: string, andBack = false): string {
+  const back = andBack ? " 'self'" : '';
+  return `default-src 'none'; script-src ${FORM_POST_SCRIPT_SOURCE}; style-src 'self'; ${IMG_SRC}; frame-ancestors 'none'; base-uri 'none'; form-action ${formSource(target)}${back}`;
 }

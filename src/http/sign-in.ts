@@ -1,3 +1,4 @@
+import { samlLogoutKit } from './saml-logout.ts';
 import { onlyProvider } from '../flows/upstream/sign-in.ts';
 import { emailDomain } from '../flows/upstream/accounts.ts';
 import { providerForDomain } from '../flows/organizations/routing.ts';
@@ -19,6 +20,7 @@ import { browserOf, cookieNames, cookiePort, csrfToken, safeReturnTo, signedInUs
 
 /** The sign-in form every flow leads to, and signing out. */
 export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+  const samlLogout = samlLogoutKit(deps, pages);
   app.get(SIGN_IN_PATH, { config: { page: true } }, async (request, reply) => {
     const returnTo = safeReturnTo((request.query as RawParams)['return_to']);
     if (await signedInUser(deps, request)) return reply.redirect(returnTo, 303);
@@ -90,7 +92,10 @@ export const signInRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
 
   app.post(SIGN_OUT_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
     const form = rawForm(request);
-    await endSession(deps, browserOf(deps, request, reply), 'user');
-    return reply.redirect(safeReturnTo(form['return_to']), 303);
+    const ended = await endSession(deps, browserOf(deps, request, reply), 'user');
+    const returnTo = safeReturnTo(form['return_to']);
+    // The SAML SPs of the session first (SAML Profiles §4.4.3.3), each by the browser, then on.
+    const saml = ended === null ? null : await samlLogout.begin(request, reply, [ended.sid], { kind: 'redirect', url: returnTo });
+    return saml ?? reply.redirect(returnTo, 303);
   });
 };

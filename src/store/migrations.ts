@@ -908,6 +908,42 @@ const samlServiceProviders: Migration = {
 };
 
 /**
+ * Version 31 (SAML single logout, docs/saml.md): which SP was sent an assertion in which
+ * session (`sid`), naming the person by which NameID and the session by which SessionIndex,
+ * so that the session's end sends each a LogoutRequest that names them as the SP knows them
+ * (a transient NameID cannot be made again); kept until the session would have expired, and
+ * taken once, as `session_clients` is. `saml_logouts` holds a single logout under way, by
+ * the hash of the ID of the LogoutRequest it waits on an answer to, each taken once. An SP
+ * registers the binding its SingleLogoutService takes, and may register a certificate its
+ * assertions are encrypted for.
+ */
+const samlSingleLogout: Migration = {
+  version: 31,
+  name: 'SAML single logout',
+  statements: [
+    (t) => `CREATE TABLE saml_session_sps (
+      sid            ${t.text} NOT NULL,
+      sp_id          ${t.text} NOT NULL REFERENCES saml_service_providers (id) ON DELETE CASCADE,
+      name_id        ${t.text} NOT NULL,
+      name_id_format ${t.text} NOT NULL,
+      session_index  ${t.text} NOT NULL,
+      expires_at     ${t.time} NOT NULL,
+      PRIMARY KEY (sid, sp_id)
+    )`,
+    'CREATE INDEX saml_session_sps_expires_at ON saml_session_sps (expires_at)',
+    'CREATE INDEX saml_session_sps_sp_id ON saml_session_sps (sp_id)',
+    (t) => `CREATE TABLE saml_logouts (
+      request_hash ${t.text} PRIMARY KEY,
+      chain        ${t.json} NOT NULL,
+      expires_at   ${t.time} NOT NULL
+    )`,
+    'CREATE INDEX saml_logouts_expires_at ON saml_logouts (expires_at)',
+    (t) => `ALTER TABLE saml_service_providers ADD COLUMN slo_binding ${t.text} NOT NULL DEFAULT 'redirect' CHECK (slo_binding IN ('redirect', 'post'))`,
+    (t) => `ALTER TABLE saml_service_providers ADD COLUMN encryption_certificate ${t.text}`,
+  ],
+};
+
+/**
  * Version 32 (SCIM 2.0 provisioning, docs/scim.md): the long-lived tokens a provisioning
  * system calls `/scim/v2` with, by the hash of each (the token is shown once), and what SCIM
  * keeps of a person beyond their standard claims: the provisioning system's `externalId` and
@@ -1296,6 +1332,7 @@ export const migrations: readonly Migration[] = [
   webhookOwners,
   namedClaims,
   samlServiceProviders,
+  samlSingleLogout,
   scimProvisioning,
   groups,
   mail,

@@ -7,6 +7,9 @@
 /** How the subject of an assertion is named to an SP (SAML Core §8.3). */
 export type NameIdFormat = 'email' | 'persistent' | 'transient';
 export const NAME_ID_FORMATS: readonly NameIdFormat[] = ['email', 'persistent', 'transient'];
+/** How an SP's SingleLogoutService takes a LogoutRequest or LogoutResponse (SAML Bindings §3.4, §3.5). */
+export type SloBinding = 'redirect' | 'post';
+export const SLO_BINDINGS: readonly SloBinding[] = ['redirect', 'post'];
 
 export interface SamlServiceProviderRecord {
   /** Given by the server: the SP's entity ID is a URI, awkward in a path. */
@@ -19,6 +22,8 @@ export interface SamlServiceProviderRecord {
   readonly acsUrls: readonly string[];
   /** Its SingleLogoutService URL (HTTP-Redirect or HTTP-POST), if it takes part in single logout. */
   readonly sloUrl: string | null;
+  /** The binding its SingleLogoutService URL takes: HTTP-Redirect (the default) or HTTP-POST. */
+  readonly sloBinding: SloBinding;
   readonly nameIdFormat: NameIdFormat;
   /** The assertion's attributes: attribute name to the claim (OIDC Core §5.1) whose value it carries. */
   readonly attributes: Readonly<Record<string, string>>;
@@ -28,6 +33,8 @@ export interface SamlServiceProviderRecord {
   readonly signResponse: boolean;
   /** Its signing certificate (PEM), which its signed requests are checked with. */
   readonly certificate: string | null;
+  /** Its encryption certificate (PEM, an RSA key): its assertions are encrypted for it (SAML Core §2.3.4 EncryptedAssertion). Null: sent in the clear. */
+  readonly encryptionCertificate: string | null;
   /**
    * The key of its persistent NameIDs (HMAC-SHA256 of the person's id): random when it is
    * added and never changed, so that each SP knows a person by an id of its own, which no
@@ -56,4 +63,40 @@ export interface SamlRequestStore {
    * `expiresAt`: true for exactly one caller, false when it is recorded and unexpired at `now`.
    */
   use(key: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
+/**
+ * An SP sent an assertion in a session (SAML Profiles §4.4: a "session participant"), and
+ * how it was told of the person and the session: what a LogoutRequest to it names.
+ */
+export interface SamlSessionSpRecord {
+  /** The session's OIDC `sid`, the assertion's SessionIndex. */
+  readonly sid: string;
+  readonly spId: string;
+  /** The NameID the SP was given (a transient one cannot be made again). */
+  readonly nameId: string;
+  /** Its Format, a URI (SAML Core §8.3). */
+  readonly nameIdFormat: string;
+  readonly sessionIndex: string;
+  /** When the session would have expired: the record is of no use after. */
+  readonly expiresAt: number;
+}
+
+/** The SAML SPs of each session, recorded at each assertion and taken when the session ends. */
+export interface SamlSessionSpStore {
+  /** Records that `record.spId` was sent an assertion in `record.sid`; a later one for the same pair replaces it. */
+  join(record: SamlSessionSpRecord): Promise<void>;
+  /** The SPs of `sid`, removed: each is returned to exactly one caller, whoever else ends the same session. */
+  take(sid: string): Promise<SamlSessionSpRecord[]>;
+}
+
+/**
+ * Single logouts under way (SAML Profiles §4.4.3.3): what is left of one, kept by the hash of
+ * the ID of the LogoutRequest it waits on an answer to, so that the answer (its InResponseTo)
+ * finds it, once.
+ */
+export interface SamlLogoutStore {
+  save(requestHash: string, chain: Readonly<Record<string, unknown>>, expiresAt: number): Promise<void>;
+  /** The logout waiting on `requestHash`, removed: for exactly one caller, null when there is none or it expired before `now`. */
+  take(requestHash: string, now: number): Promise<Record<string, unknown> | null>;
 }

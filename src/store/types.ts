@@ -43,7 +43,7 @@ import type { EmailChangeStore } from './email-changes.ts';
 import type { InvitationStore } from './invitations.ts';
 import type { SsfStore } from './ssf.ts';
 import type { OutboxStore } from './outbox.ts';
-import type { SamlRequestStore, SamlServiceProviderStore } from './saml.ts';
+import type { SamlLogoutStore, SamlRequestStore, SamlServiceProviderStore, SamlSessionSpStore } from './saml.ts';
 import type { OrganizationStore } from './organizations.ts';
 import type { GroupStore, ScimTokenStore, ScimUserStore } from './scim.ts';
 
@@ -124,6 +124,9 @@ export interface Stores {
   /** SAML service providers and the AuthnRequest ids seen (docs/saml.md). */
   readonly samlServiceProviders: SamlServiceProviderStore;
   readonly samlRequests: SamlRequestStore;
+  /** The SAML SPs sent an assertion in each session, and single logouts under way (docs/saml.md). */
+  readonly samlSessionSps: SamlSessionSpStore;
+  readonly samlLogouts: SamlLogoutStore;
   /** SCIM 2.0 provisioning (docs/scim.md): its tokens, what it keeps of people, and groups. */
   readonly scimTokens: ScimTokenStore;
   readonly scimUsers: ScimUserStore;

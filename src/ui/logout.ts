@@ -41,3 +41,23 @@ export function signedOutPage(ui: Ui): string {
 <p>${t.html('signedOut.text')}</p>`,
   );
 }
+
+/**
+ * A step of single logout to the SAML SPs of a session (docs/saml.md): on to `href` (an SP's
+ * SingleLogoutService with a LogoutRequest, or where the sign-out ends) by a page of ours, not
+ * a redirect. The step may come at the end of a redirect chain that began at a form of ours
+ * (the sign-out confirmation, the account page, the form that posted the previous SP its
+ * LogoutRequest), and browsers hold every redirect of that chain to that page's CSP
+ * `form-action`, which names none of the SPs.
+ */
+export function singleLogoutPage(ui: Ui, href: string): string {
+  const { t } = ui;
+  return layout(
+    ui,
+    t.text('samlLogout.title'),
+    html`<h1>${t.html('samlLogout.title')}</h1>
+<p>${t.html('samlLogout.text')}</p>
+<p><a href="${href}">${t.html('common.continue')}</a></p>`,
+    { head: html`<meta http-equiv="refresh" content="0;url=${href}">` },
+  );
+}

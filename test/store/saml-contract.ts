@@ -16,11 +16,13 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
     name: 'Wiki',
     acsUrls: ['https://wiki.example/acs', 'https://wiki.example/acs2'],
     sloUrl: 'https://wiki.example/slo',
+    sloBinding: 'post',
     nameIdFormat: 'transient',
     attributes: { mail: 'email', uid: 'preferred_username' },
     wantSignedRequests: true,
     signResponse: true,
     certificate: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----',
+    encryptionCertificate: '-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----',
     nameIdSalt: 'salt',
     createdAt: T0,
     updatedAt: T0,
@@ -35,7 +37,17 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
       assert.deepEqual(await store.samlServiceProviders.get(written.id), written);
       assert.deepEqual(await store.samlServiceProviders.byEntityId(written.entityId), written);
       assert.ok((await store.samlServiceProviders.list()).some((listed) => listed.id === written.id));
-      const bare = sp({ name: null, sloUrl: null, certificate: null, attributes: {}, wantSignedRequests: false, signResponse: false, nameIdFormat: 'email' });
+      const bare = sp({
+        name: null,
+        sloUrl: null,
+        sloBinding: 'redirect',
+        certificate: null,
+        encryptionCertificate: null,
+        attributes: {},
+        wantSignedRequests: false,
+        signResponse: false,
+        nameIdFormat: 'email',
+      });
       await store.samlServiceProviders.create(bare);
       assert.deepEqual(await store.samlServiceProviders.get(bare.id), bare);
     });
@@ -57,11 +69,13 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
         name: null,
         acsUrls: ['https://x.example/acs'],
         sloUrl: null,
+        sloBinding: 'redirect' as const,
         nameIdFormat: 'persistent' as const,
         attributes: {},
         wantSignedRequests: false,
         signResponse: false,
         certificate: null,
+        encryptionCertificate: null,
         updatedAt: T0 + 1,
       };
       assert.equal(await store.samlServiceProviders.update(changed), true);
@@ -80,6 +94,66 @@ export function samlContract({ store: current, unique }: { readonly store: () =>
       const together = await Promise.all([1, 2, 3].map(() => store.samlRequests.use(`${key}-race`, T0 + 1000, T0)));
       assert.equal(together.filter(Boolean).length, 1, 'one of several callers at once');
       assert.equal(await store.samlRequests.use(key, T0 + 3000, T0 + 1000), true, 'expired records give way');
+    });
+
+    it('records the SPs of a session, the later assertion replacing the earlier, and gives each to one taker only', async () => {
+      const store = current();
+      const [a, b] = [sp(), sp()];
+      await store.samlServiceProviders.create(a);
+      await store.samlServiceProviders.create(b);
+      const sid = unique('sid');
+      const joined = { sid, spId: a.id, nameId: 'first', nameIdFormat: 'urn:x', sessionIndex: sid, expiresAt: T0 + 1000 };
+      await store.samlSessionSps.join(joined);
+      await store.samlSessionSps.join({ ...joined, nameId: 'second', expiresAt: T0 + 2000 });
+      await store.samlSessionSps.join({ ...joined, spId: b.id });
+      await store.samlSessionSps.join({ ...joined, sid: unique('other') });
+      const taken = await Promise.all([1, 2, 3].map(() => store.samlSessionSps.take(sid)));
+      const all = taken.flat().sort((x, y) => x.spId.localeCompare(y.spId));
+      assert.deepEqual(
+        all,
+        [
+          { ...joined, nameId: 'second', expiresAt: T0 + 2000 },
+          { ...joined, spId: b.id },
+        ].sort((x, y) => x.spId.localeCompare(y.spId)),
+        'each SP once, as last recorded',
+      );
+      assert.deepEqual(await store.samlSessionSps.take(sid), []);
+      const gone = unique('gone');
+      await store.samlSessionSps.join({ ...joined, sid: gone });
+      assert.equal(await store.samlServiceProviders.remove(a.id), true);
+      assert.deepEqual(await store.samlSessionSps.take(gone), [], 'an SP removed takes its sessions with it');
+    });
+
+    it("purges a session's SPs once the last of them has expired, not before", async () => {
+      const store = current();
+      // Long before any other case's records, and the one kept far after: the purge counts of the other cases stay exact.
+      const early = Date.UTC(1972, 0, 1);
+      const [a, b] = [sp(), sp()];
+      await store.samlServiceProviders.create(a);
+      await store.samlServiceProviders.create(b);
+      const record = { nameId: 'n', nameIdFormat: 'urn:x', sessionIndex: 'i' };
+      const [sid, gone] = [unique('sid'), unique('sid')];
+      await store.samlSessionSps.join({ ...record, sid, spId: a.id, expiresAt: early });
+      await store.samlSessionSps.join({ ...record, sid, spId: b.id, expiresAt: Date.UTC(2100, 0, 1) });
+      await store.samlSessionSps.join({ ...record, sid: gone, spId: a.id, expiresAt: early });
+      await store.purgeExpired(early + 1);
+      assert.deepEqual(await store.samlSessionSps.take(gone), []);
+      assert.deepEqual((await store.samlSessionSps.take(sid)).map((each) => each.spId).sort(), [a.id, b.id].sort());
+    });
+
+    it('keeps a single logout under way for the one who takes it, before it expires', async () => {
+      const store = current();
+      const hash = unique('logout');
+      const chain = { remaining: [{ sp: 'x', nameId: 'n' }], after: { kind: 'page' } };
+      await store.samlLogouts.save(hash, chain, T0 + 1000);
+      const taken = await Promise.all([1, 2].map(() => store.samlLogouts.take(hash, T0)));
+      assert.deepEqual(
+        taken.filter((value) => value !== null),
+        [chain],
+      );
+      const late = unique('late');
+      await store.samlLogouts.save(late, chain, T0 + 1000);
+      assert.equal(await store.samlLogouts.take(late, T0 + 1000), null, 'expired');
     });
   });
 }

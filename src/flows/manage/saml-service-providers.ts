@@ -6,7 +6,7 @@
  * scope of its own (`admin:saml`): an SP receives signed statements about people.
  */
 import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
-import { NAME_ID_FORMATS, type NameIdFormat, type SamlServiceProviderRecord } from '../../store/saml.ts';
+import { NAME_ID_FORMATS, SLO_BINDINGS, type NameIdFormat, type SamlServiceProviderRecord, type SloBinding } from '../../store/saml.ts';
 import { DuplicateError } from '../../store/types.ts';
 import { pemCertificate } from '../../tokens/certificate.ts';
 import { USER_CLAIMS } from '../../tokens/claims.ts';
@@ -26,11 +26,13 @@ export interface SamlSpInput {
   readonly name?: unknown;
   readonly acs_urls?: unknown;
   readonly slo_url?: unknown;
+  readonly slo_binding?: unknown;
   readonly name_id_format?: unknown;
   readonly attributes?: unknown;
   readonly want_signed_requests?: unknown;
   readonly sign_response?: unknown;
   readonly certificate?: unknown;
+  readonly encryption_certificate?: unknown;
   readonly metadata?: unknown;
 }
 
@@ -80,20 +82,21 @@ function checkAttributes(raw: unknown): Record<string, string> {
 }
 
 /** A PEM certificate, or the base64 DER inside one (as metadata holds it), as PEM. */
-export function checkCertificate(raw: unknown): string | null {
+export function checkCertificate(raw: unknown, name: 'certificate' | 'encryption_certificate' = 'certificate'): string | null {
   if (raw === null || raw === undefined || raw === '') return null;
   if (typeof raw !== 'string' || raw.length > MAX_CERTIFICATE_CHARS)
-    throw invalid`${field('certificate')}: a PEM certificate of at most ${MAX_CERTIFICATE_CHARS} characters`;
+    throw invalid`${field(name)}: a PEM certificate of at most ${MAX_CERTIFICATE_CHARS} characters`;
   const body = raw.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw invalid`${field('certificate')}: not a PEM certificate`;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body)) throw invalid`${field(name)}: not a PEM certificate`;
   let certificate: X509Certificate;
   try {
     certificate = new X509Certificate(Buffer.from(body, 'base64'));
   } catch {
-    throw invalid`${field('certificate')}: not an X.509 certificate`;
+    throw invalid`${field(name)}: not an X.509 certificate`;
   }
   const type = certificate.publicKey.asymmetricKeyType;
-  if (type !== 'rsa' && type !== 'ec') throw invalid`${field('certificate')}: an RSA or EC key, for RSA-SHA256 or ECDSA-SHA256 signatures`;
+  if (name === 'encryption_certificate' && type !== 'rsa') throw invalid`${field(name)}: an RSA key, which the assertion's key is encrypted for (RSA-OAEP)`;
+  if (type !== 'rsa' && type !== 'ec') throw invalid`${field(name)}: an RSA or EC key, for RSA-SHA256 or ECDSA-SHA256 signatures`;
   return pemCertificate(certificate.raw).trim();
 }
 
@@ -130,12 +133,16 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
   if (typeof format !== 'string' || !(NAME_ID_FORMATS as readonly string[]).includes(format))
     throw invalid`${field('name_id_format')} ${String(format).slice(0, 100)}: one of ${NAME_ID_FORMATS.join(', ')}`;
   const sloUrl = given(input.slo_url, metadata?.sloUrl ?? undefined, current?.sloUrl ?? null);
+  const sloBinding = given(input.slo_binding, metadata?.sloBinding ?? undefined, current?.sloBinding ?? 'redirect');
+  if (typeof sloBinding !== 'string' || !(SLO_BINDINGS as readonly string[]).includes(sloBinding))
+    throw invalid`${field('slo_binding')} ${String(sloBinding).slice(0, 100)}: one of ${SLO_BINDINGS.join(', ')}`;
   const record: SamlServiceProviderRecord = {
     id: current?.id ?? randomUUID(),
     entityId: current?.entityId ?? checkEntityId(given(input.entity_id, metadata?.entityId, undefined)),
     name: input.name === undefined ? (current?.name ?? null) : checkName(input.name),
     acsUrls: checkAcsUrls(given(input.acs_urls, metadata?.acsUrls, current?.acsUrls)),
     sloUrl: sloUrl === null ? null : checkUrl('slo_url', sloUrl),
+    sloBinding: sloBinding as SloBinding,
     nameIdFormat: format as NameIdFormat,
     attributes: input.attributes === undefined ? (current?.attributes ?? {}) : checkAttributes(input.attributes),
     wantSignedRequests: checkFlag(
@@ -144,6 +151,10 @@ function registration(input: SamlSpInput, current: SamlServiceProviderRecord | n
     ),
     signResponse: input.sign_response === undefined ? (current?.signResponse ?? false) : checkFlag('sign_response', input.sign_response),
     certificate: checkCertificate(given(input.certificate, metadata?.certificate ?? undefined, current?.certificate ?? null)),
+    encryptionCertificate: checkCertificate(
+      given(input.encryption_certificate, metadata?.encryptionCertificate ?? undefined, current?.encryptionCertificate ?? null),
+      'encryption_certificate',
+    ),
     nameIdSalt: current?.nameIdSalt ?? randomBytes(32).toString('base64url'),
     createdAt: current?.createdAt ?? now,
     updatedAt: now,
@@ -205,11 +216,13 @@ export function samlSpJson(sp: SamlServiceProviderRecord): Record<string, unknow
     name: sp.name,
     acs_urls: sp.acsUrls,
     slo_url: sp.sloUrl,
+    slo_binding: sp.sloBinding,
     name_id_format: sp.nameIdFormat,
     attributes: sp.attributes,
     want_signed_requests: sp.wantSignedRequests,
     sign_response: sp.signResponse,
     certificate: sp.certificate,
+    encryption_certificate: sp.encryptionCertificate,
     created_at: isoTime(sp.createdAt),
     updated_at: isoTime(sp.updatedAt),
   };

@@ -1,11 +1,11 @@
 /**
  * An SP's SAML metadata (SAML Metadata §2.3.2 EntityDescriptor, §2.4.4 SPSSODescriptor), read
  * into what its registration holds: its entity ID, AssertionConsumerService URLs (HTTP-POST),
- * SingleLogoutService URL, the NameID format it asks for, whether it signs its AuthnRequests,
+ * SingleLogoutService URL and its binding, the NameID format it asks for, whether it signs its AuthnRequests,
  * and its signing certificate. Read with the one strict parser (xml.ts).
  */
 import { attribute, children, onlyChild, parseXml, SAML_NS, textOf, XmlRefusal } from './xml.ts';
-import type { NameIdFormat } from '../../store/saml.ts';
+import type { NameIdFormat, SloBinding } from '../../store/saml.ts';
 
 export const BINDINGS = {
   post: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST',
@@ -29,9 +29,12 @@ export interface SpMetadata {
   readonly entityId: string;
   readonly acsUrls: readonly string[];
   readonly sloUrl: string | null;
+  readonly sloBinding: SloBinding | null;
   readonly nameIdFormat: NameIdFormat | null;
   readonly wantSignedRequests: boolean;
   readonly certificate: string | null;
+  /** Its KeyDescriptor for encryption (or for both uses). */
+  readonly encryptionCertificate: string | null;
 }
 
 /** The registration an SP's metadata describes; an XmlRefusal saying what is wrong with it. */
@@ -54,20 +57,29 @@ export function readSpMetadata(text: string, maxChars: number): SpMetadata {
     .sort((a, b) => Number(b.first) - Number(a.first) || a.index - b.index)
     .map((service) => service.url);
   if (acs.length === 0) throw new XmlRefusal('unexpected', 'no AssertionConsumerService with the HTTP-POST binding');
-  const slo = children(sp, SAML_NS.metadata, 'SingleLogoutService').find(
-    (service) => attribute(service, 'Binding') === BINDINGS.redirect || attribute(service, 'Binding') === BINDINGS.post,
-  );
+  // The HTTP-Redirect one first, where both are given: it needs no page of ours to post it.
+  const sloServices = children(sp, SAML_NS.metadata, 'SingleLogoutService');
+  const slo =
+    sloServices.find((service) => attribute(service, 'Binding') === BINDINGS.redirect) ??
+    sloServices.find((service) => attribute(service, 'Binding') === BINDINGS.post);
   const formats = children(sp, SAML_NS.metadata, 'NameIDFormat')
     .map((format) => nameIdFormatOf(textOf(format).trim()))
     .filter((format) => format !== null);
-  const signing = children(sp, SAML_NS.metadata, 'KeyDescriptor').find((key) => (attribute(key, 'use') ?? 'signing') === 'signing');
-  const x509 = signing === undefined ? undefined : Array.from(signing.getElementsByTagNameNS(SAML_NS.dsig, 'X509Certificate'))[0];
+  // §2.4.1.1 KeyDescriptor use: "signing" or "encryption"; without it, the key serves both.
+  const keys = children(sp, SAML_NS.metadata, 'KeyDescriptor');
+  const certificateOf = (use: string) => {
+    const key = keys.find((each) => (attribute(each, 'use') ?? use) === use);
+    const x509 = key === undefined ? undefined : Array.from(key.getElementsByTagNameNS(SAML_NS.dsig, 'X509Certificate'))[0];
+    return x509 === undefined ? null : textOf(x509).replace(/\s+/g, '');
+  };
   return {
     entityId,
     acsUrls: acs,
     sloUrl: slo === undefined ? null : attribute(slo, 'Location'),
+    sloBinding: slo === undefined ? null : attribute(slo, 'Binding') === BINDINGS.post ? 'post' : 'redirect',
     nameIdFormat: formats[0] ?? null,
     wantSignedRequests: attribute(sp, 'AuthnRequestsSigned') === 'true',
-    certificate: x509 === undefined ? null : textOf(x509).replace(/\s+/g, ''),
+    certificate: certificateOf('signing'),
+    encryptionCertificate: certificateOf('encryption'),
   };
 }

@@ -30,10 +30,11 @@ export const SAML_REFUSALS = [
 export type SamlRefusalReason = (typeof SAML_REFUSALS)[number];
 
 export class SamlRefusal extends Error {
-  readonly reason: SamlRefusalReason;
+  /** `stale`: a sealed link changed or too old, or a LogoutResponse that no logout waits on. */
+  readonly reason: SamlRefusalReason | 'stale';
   /** The SP, when the request named one that is registered. */
   readonly entityId: string | null;
-  constructor(reason: SamlRefusalReason, message: string, entityId: string | null = null) {
+  constructor(reason: SamlRefusalReason | 'stale', message: string, entityId: string | null = null) {
     super(message);
     this.name = 'SamlRefusal';
     this.reason = reason;
@@ -76,7 +77,11 @@ export interface AuthnRequest {
   readonly authnContext: readonly string[];
 }
 
-/** A request as it came: over HTTP-Redirect, with the query as sent (for its signature), or over HTTP-POST. */
+/**
+ * A message as it came: over HTTP-Redirect, with the query as sent (for its signature), or
+ * over HTTP-POST. `samlRequest` is the SAMLRequest parameter's value, or SAMLResponse's for
+ * the LogoutResponse an SP answers this IdP's LogoutRequest with.
+ */
 export type IncomingRequest =
   | {
       readonly binding: 'redirect';
@@ -130,7 +135,8 @@ function checkRedirectSignature(incoming: Extract<IncomingRequest, { binding: 'r
     if (raw.has(name)) throw refuse('malformed', `${name} is repeated`, sp.entityId);
     raw.set(name, value.join('='));
   }
-  const signed = ['SAMLRequest', 'RelayState', 'SigAlg']
+  // One of SAMLRequest and SAMLResponse is in a query (the routes refuse both).
+  const signed = ['SAMLRequest', 'SAMLResponse', 'RelayState', 'SigAlg']
     .filter((name) => raw.has(name))
     .map((name) => `${name}=${raw.get(name)}`)
     .join('&');
@@ -216,7 +222,12 @@ export interface ReadDeps {
  * registered SP (its Issuer), signed as its registration asks and checked, version 2.0, an
  * ID, issued near now, sent to `destination`, and its ID recorded, once.
  */
-async function readRequest(deps: ReadDeps, incoming: IncomingRequest, kind: 'AuthnRequest' | 'LogoutRequest', destination: string): Promise<ReadRequest> {
+async function readRequest(
+  deps: ReadDeps,
+  incoming: IncomingRequest,
+  kind: 'AuthnRequest' | 'LogoutRequest' | 'LogoutResponse',
+  destination: string,
+): Promise<ReadRequest> {
   const { limits, now } = deps;
   if (incoming.relayState !== null && Buffer.byteLength(incoming.relayState) > 80) {
     // SAML Bindings §3.4.3 / §3.5.3: "The value MUST NOT exceed 80 bytes in length".
@@ -346,5 +357,30 @@ export async function readLogoutRequest(deps: ReadDeps & { readonly sloUrl: stri
     if (nameIdElement === null) throw refuse('malformed', 'a LogoutRequest names the person by NameID', sp.entityId);
     const sessionIndexes = children(request, SAML_NS.protocol, 'SessionIndex').map((index) => textOf(index).trim());
     return { sp, id, nameId: textOf(nameIdElement).trim(), sessionIndexes };
+  });
+}
+
+/** What a checked LogoutResponse (SAML Core §3.7.2) says: which of this IdP's LogoutRequests it answers, and whether the SP signed the person out. */
+export interface LogoutResponse {
+  readonly sp: SamlServiceProviderRecord;
+  readonly inResponseTo: string;
+  /** Its top-level StatusCode is Success (§3.2.2.2). */
+  readonly success: boolean;
+}
+
+/**
+ * Reads and checks an SP's LogoutResponse to a LogoutRequest of this IdP, sent to `sloUrl`:
+ * as a request is (registered SP, signature, version, near now, Destination, once), and with
+ * the InResponseTo that names the request it answers.
+ */
+export async function readLogoutResponse(deps: ReadDeps & { readonly sloUrl: string }, incoming: IncomingRequest): Promise<LogoutResponse> {
+  const { sp, request } = await strictly(null, () => readRequest(deps, incoming, 'LogoutResponse', deps.sloUrl));
+  return strictly(sp.entityId, async () => {
+    const inResponseTo = attribute(request, 'InResponseTo') ?? '';
+    if (!XS_ID.test(inResponseTo)) throw refuse('malformed', 'InResponseTo is missing or not an xs:ID', sp.entityId);
+    const status = onlyChild(request, SAML_NS.protocol, 'Status');
+    const code = status === null ? null : onlyChild(status, SAML_NS.protocol, 'StatusCode');
+    if (code === null) throw refuse('malformed', 'a LogoutResponse has a Status with a StatusCode', sp.entityId);
+    return { sp, inResponseTo, success: attribute(code, 'Value') === 'urn:oasis:names:tc:SAML:2.0:status:Success' };
   });
 }

@@ -5,13 +5,29 @@
  * answer to its request (InResponseTo), valid for the request lifetime; the Response itself
  * signed too when the SP asks. Or a Response carrying only a status: a request answered "no".
  */
-import { createHmac, randomBytes, sign as signBytes, type KeyObject } from 'node:crypto';
+import { createHmac, randomBytes, sign as signBytes, X509Certificate, type KeyObject } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { deflateRawSync } from 'node:zlib';
 import { SignedXml } from 'xml-crypto';
-import type { SamlServiceProviderRecord, UserRecord } from '../../store/types.ts';
+import type { SamlServiceProviderRecord, SloBinding, UserRecord } from '../../store/types.ts';
 import type { NAME_ID_FORMAT_URIS } from './metadata-import.ts';
 import { SIGNATURE_ALGORITHMS } from './request.ts';
 import { SAML_NS, xmlEscape } from './xml.ts';
+
+/** xml-encryption (the XML Encryption library node-saml decrypts with), without type declarations of its own. */
+const { encrypt: encryptXml } = createRequire(import.meta.url)('xml-encryption') as {
+  encrypt(
+    content: string,
+    options: {
+      rsa_pub: string;
+      pem: string;
+      encryptionAlgorithm: string;
+      keyEncryptionAlgorithm: string;
+      disallowEncryptionWithInsecureAlgorithm: boolean;
+    },
+    callback: (error: Error | null, encrypted: string) => void,
+  ): void;
+};
 
 /** SAML Core §3.2.2.2: the status codes this IdP answers with. */
 export const STATUS = {
@@ -23,6 +39,7 @@ export const STATUS = {
   authnFailed: 'urn:oasis:names:tc:SAML:2.0:status:AuthnFailed',
   requestDenied: 'urn:oasis:names:tc:SAML:2.0:status:RequestDenied',
   unknownPrincipal: 'urn:oasis:names:tc:SAML:2.0:status:UnknownPrincipal',
+  partialLogout: 'urn:oasis:names:tc:SAML:2.0:status:PartialLogout',
 } as const;
 
 /** SAML Authn Context §3.4: the classes this IdP says a sign-in was, from its methods. */
@@ -60,8 +77,11 @@ export interface SamlSigner {
   readonly certificate: string;
 }
 
-/** Signs the element `local` (the Assertion or the Response) of `xml` in place, the signature after its Issuer (the schema's place for it). */
-function sign(xml: string, local: 'Assertion' | 'Response', signer: SamlSigner): string {
+/**
+ * Signs the element `local` of `xml` in place (the root, or the Assertion inside a Response),
+ * the signature after its Issuer (the schema's place for it).
+ */
+function sign(xml: string, local: 'Assertion' | 'Response' | 'LogoutRequest' | 'LogoutResponse', signer: SamlSigner): string {
   const signature = new SignedXml({
     privateKey: signer.privateKey,
     publicCert: signer.certificate,
@@ -69,7 +89,7 @@ function sign(xml: string, local: 'Assertion' | 'Response', signer: SamlSigner):
     canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#',
   });
   const element = `/*[local-name(.)='${local}']`;
-  const path = local === 'Response' ? element : `/*[local-name(.)='Response']${element}`;
+  const path = local === 'Assertion' ? `/*[local-name(.)='Response']${element}` : element;
   signature.addReference({
     xpath: path,
     transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
@@ -98,8 +118,33 @@ export interface AssertionInput {
   readonly authnContext: string;
 }
 
-/** The signed Response with the assertion (XML text, to be base64-encoded into the form). */
-export function assertionResponse(input: AssertionInput, signer: SamlSigner): string {
+/**
+ * The signed assertion, encrypted for `certificate` (SAML Core §2.3.4 EncryptedAssertion,
+ * XML Encryption 1.1): the content by AES-256-GCM under a new key, the key by RSA-OAEP.
+ * The assertion carries its own namespace declarations, so it stands alone once decrypted.
+ */
+function encryptAssertion(assertion: string, certificate: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    encryptXml(
+      assertion,
+      {
+        rsa_pub: new X509Certificate(certificate).publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        pem: certificate,
+        encryptionAlgorithm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+        keyEncryptionAlgorithm: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+        disallowEncryptionWithInsecureAlgorithm: true,
+      },
+      (error, encrypted) => (error ? reject(error) : resolve(`<saml:EncryptedAssertion>${encrypted}</saml:EncryptedAssertion>`)),
+    );
+  });
+}
+
+/**
+ * The signed Response with the assertion (XML text, to be base64-encoded into the form): the
+ * assertion signed, then encrypted where the SP registered an encryption certificate, then the
+ * Response signed where it asks.
+ */
+export async function assertionResponse(input: AssertionInput, signer: SamlSigner): Promise<string> {
   const { now } = input;
   const until = instant(now + input.lifetime * 1000);
   const inResponseTo = input.inResponseTo === null ? '' : ` InResponseTo="${xmlEscape(input.inResponseTo)}"`;
@@ -121,7 +166,13 @@ export function assertionResponse(input: AssertionInput, signer: SamlSigner): st
     `<samlp:Status><samlp:StatusCode Value="${STATUS.success}"/></samlp:Status>` +
     assertion +
     '</samlp:Response>';
-  const signedAssertion = sign(response, 'Assertion', signer);
+  let signedAssertion = sign(response, 'Assertion', signer);
+  if (input.sp.encryptionCertificate !== null) {
+    const start = signedAssertion.indexOf('<saml:Assertion ');
+    const end = signedAssertion.lastIndexOf('</saml:Assertion>') + '</saml:Assertion>'.length;
+    const encrypted = await encryptAssertion(signedAssertion.slice(start, end), input.sp.encryptionCertificate);
+    signedAssertion = signedAssertion.slice(0, start) + encrypted + signedAssertion.slice(end);
+  }
   return input.sp.signResponse ? sign(signedAssertion, 'Response', signer) : signedAssertion;
 }
 
@@ -148,33 +199,93 @@ export function statusResponse(
   return sign(response, 'Response', signer);
 }
 
+/** A message to an SP's SingleLogoutService, as its binding sends it: an address to redirect to, or a form to post. */
+export type OutgoingMessage =
+  | { readonly binding: 'redirect'; readonly url: string }
+  | { readonly binding: 'post'; readonly url: string; readonly params: Readonly<Record<string, string>> };
+
 /**
- * The LogoutResponse (SAML Core §3.7.2) to a LogoutRequest, as the HTTP-Redirect binding
- * sends it (SAML Bindings §3.4.4.1): DEFLATEd, base64, in the query of the SP's
- * SingleLogoutService URL, signed (RSA-SHA256) over "SAMLResponse=…&RelayState=…&SigAlg=…".
+ * `xml` (a LogoutRequest or LogoutResponse) as `binding` sends it to `url`, signed: over
+ * HTTP-Redirect (SAML Bindings §3.4.4.1) DEFLATEd, base64, in the query, the signature
+ * (RSA-SHA256) over "SAMLRequest=…&RelayState=…&SigAlg=…" as sent; over HTTP-POST (§3.5)
+ * base64 in a form, signed in the XML (enveloped, SAML Core §5.4).
  */
-export function logoutResponseUrl(
+function outgoing(
+  binding: SloBinding,
+  url: string,
+  parameter: 'SAMLRequest' | 'SAMLResponse',
+  xml: string,
+  relayState: string | null,
+  signer: SamlSigner,
+): OutgoingMessage {
+  if (binding === 'post') {
+    const signed = sign(xml, parameter === 'SAMLRequest' ? 'LogoutRequest' : 'LogoutResponse', signer);
+    return {
+      binding,
+      url,
+      params: { [parameter]: Buffer.from(signed, 'utf8').toString('base64'), ...(relayState === null ? {} : { RelayState: relayState }) },
+    };
+  }
+  const query = [
+    `${parameter}=${encodeURIComponent(deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'))}`,
+    ...(relayState === null ? [] : [`RelayState=${encodeURIComponent(relayState)}`]),
+    `SigAlg=${encodeURIComponent(SIGNATURE_ALGORITHMS.rsaSha256)}`,
+  ].join('&');
+  const signature = signBytes('sha256', Buffer.from(query), signer.privateKey).toString('base64');
+  return { binding, url: `${url}${url.includes('?') ? '&' : '?'}${query}&Signature=${encodeURIComponent(signature)}` };
+}
+
+/**
+ * The LogoutResponse (SAML Core §3.7.2) to an SP's LogoutRequest, to its SingleLogoutService
+ * URL by the binding it registered: `Success`, `PartialLogout` (another SP of the session did
+ * not answer Success, §3.7.3.2) or `UnknownPrincipal`.
+ */
+export function logoutResponse(
   input: {
     readonly idp: string;
     readonly sloUrl: string;
+    readonly binding: SloBinding;
     readonly inResponseTo: string;
     readonly now: number;
     readonly status: string;
     readonly relayState: string | null;
   },
   signer: SamlSigner,
-): string {
-  const top = input.status === STATUS.success ? STATUS.success : STATUS.requester;
+): OutgoingMessage {
+  const top = input.status === STATUS.success || input.status === STATUS.partialLogout ? STATUS.success : STATUS.requester;
   const xml =
     `<samlp:LogoutResponse xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${newSamlId()}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(input.sloUrl)}" InResponseTo="${xmlEscape(input.inResponseTo)}">` +
     `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
     `<samlp:Status><samlp:StatusCode Value="${top}">${top === input.status ? '' : `<samlp:StatusCode Value="${input.status}"/>`}</samlp:StatusCode></samlp:Status>` +
     '</samlp:LogoutResponse>';
-  const query = [
-    `SAMLResponse=${encodeURIComponent(deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'))}`,
-    ...(input.relayState === null ? [] : [`RelayState=${encodeURIComponent(input.relayState)}`]),
-    `SigAlg=${encodeURIComponent(SIGNATURE_ALGORITHMS.rsaSha256)}`,
-  ].join('&');
-  const signature = signBytes('sha256', Buffer.from(query), signer.privateKey).toString('base64');
-  return `${input.sloUrl}${input.sloUrl.includes('?') ? '&' : '?'}${query}&Signature=${encodeURIComponent(signature)}`;
+  return outgoing(input.binding, input.sloUrl, 'SAMLResponse', xml, input.relayState, signer);
+}
+
+/**
+ * A LogoutRequest (SAML Core §3.7.1) from this IdP to an SP of an ending session, naming the
+ * person by the NameID the SP was given and the session by its SessionIndex; valid for
+ * `lifetime` seconds (NotOnOrAfter). SAML Profiles §4.4.4.1: "MUST be signed if the HTTP POST
+ * or Redirect binding is used".
+ */
+export function logoutRequest(
+  input: {
+    readonly idp: string;
+    readonly id: string;
+    readonly sp: SamlServiceProviderRecord;
+    readonly nameId: string;
+    readonly nameIdFormat: string;
+    readonly sessionIndex: string;
+    readonly now: number;
+    readonly lifetime: number;
+  },
+  signer: SamlSigner,
+): OutgoingMessage {
+  const sloUrl = input.sp.sloUrl!;
+  const xml =
+    `<samlp:LogoutRequest xmlns:samlp="${SAML_NS.protocol}" xmlns:saml="${SAML_NS.assertion}" ID="${xmlEscape(input.id)}" Version="2.0" IssueInstant="${instant(input.now)}" Destination="${xmlEscape(sloUrl)}" NotOnOrAfter="${instant(input.now + input.lifetime * 1000)}" Reason="urn:oasis:names:tc:SAML:2.0:logout:user">` +
+    `<saml:Issuer>${xmlEscape(input.idp)}</saml:Issuer>` +
+    `<saml:NameID Format="${xmlEscape(input.nameIdFormat)}" NameQualifier="${xmlEscape(input.idp)}" SPNameQualifier="${xmlEscape(input.sp.entityId)}">${xmlEscape(input.nameId)}</saml:NameID>` +
+    `<samlp:SessionIndex>${xmlEscape(input.sessionIndex)}</samlp:SessionIndex>` +
+    '</samlp:LogoutRequest>';
+  return outgoing(input.sp.sloBinding, sloUrl, 'SAMLRequest', xml, null, signer);
 }

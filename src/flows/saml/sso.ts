@@ -14,7 +14,7 @@ import { createHmac } from 'node:crypto';
 import { hasSecondFactor, isPhishingResistant } from '../../core/auth-methods.ts';
 import { constantTimeEqual } from '../../core/crypto.ts';
 import type { Config } from '../../config/index.ts';
-import type { SamlServiceProviderRecord, SessionRecord, UserRecord } from '../../store/types.ts';
+import type { SamlServiceProviderRecord, SamlSessionSpRecord, SessionRecord, UserRecord } from '../../store/types.ts';
 import { groupsOf, releasedClaims, SCOPE_CLAIMS } from '../../tokens/claims.ts';
 import { approvalRefusal, sessionMethods, type ApprovalRefusal } from '../second-factor/policy.ts';
 import { NAME_ID_FORMAT_URIS, nameIdFormatOf } from './metadata-import.ts';
@@ -146,7 +146,12 @@ export async function samlAnswer(
   pending: PendingSamlSignIn,
   user: UserRecord,
   session: SessionRecord,
-): Promise<{ readonly xml: string; readonly acsUrl: string; readonly issued: boolean }> {
+): Promise<{
+  readonly xml: string;
+  readonly acsUrl: string;
+  /** The SP as a participant of the session, for single logout (single-logout.ts); null: no assertion was issued. */
+  readonly participant: SamlSessionSpRecord | null;
+}> {
   const acsUrl = sp.acsUrls[pending.acs] ?? sp.acsUrls[0]!;
   const format = pending.nameIdFormat === null ? sp.nameIdFormat : nameIdFormatOf(pending.nameIdFormat);
   const nameId = format === null || format !== sp.nameIdFormat ? null : nameIdOf(sp, user, format);
@@ -160,7 +165,7 @@ export async function samlAnswer(
       status: STATUS.invalidNameIdPolicy,
       message: `this SP is given ${NAME_ID_FORMAT_URIS[sp.nameIdFormat]} NameIDs${sp.nameIdFormat === 'email' ? ', and the person has no e-mail address' : ''}`,
     };
-    return { xml: statusResponse(status, deps.signer), acsUrl, issued: false };
+    return { xml: statusResponse(status, deps.signer), acsUrl, participant: null };
   }
   const claimsAsked = [...new Set(Object.values(sp.attributes))];
   const scopes = Object.keys(SCOPE_CLAIMS);
@@ -169,14 +174,15 @@ export async function samlAnswer(
     sub: user.id,
   };
   const amr = sessionMethods(session);
-  const xml = assertionResponse(
+  const nameIdFormat = NAME_ID_FORMAT_URIS[format!];
+  const xml = await assertionResponse(
     {
       idp: deps.idp,
       sp,
       acsUrl,
       inResponseTo: pending.request,
       nameId,
-      nameIdFormat: NAME_ID_FORMAT_URIS[format!],
+      nameIdFormat,
       attributes: Object.fromEntries(Object.entries(sp.attributes).map(([name, claim]) => [name, attributeValues(claims[claim])])),
       now: deps.now,
       lifetime: deps.lifetime,
@@ -187,7 +193,8 @@ export async function samlAnswer(
     },
     deps.signer,
   );
-  return { xml, acsUrl, issued: true };
+  const participant = { sid: session.sid, spId: sp.id, nameId, nameIdFormat, sessionIndex: session.sid, expiresAt: session.expiresAt };
+  return { xml, acsUrl, participant };
 }
 
 /** The Response that says no to a pending request, for the step that answered with a status. */

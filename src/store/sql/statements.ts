@@ -96,6 +96,8 @@ export const PURGES = [
   'purgeMetadataDocuments',
   'purgeUpstreamLogins',
   'purgeSamlRequests',
+  'purgeSamlSessionSps',
+  'purgeSamlLogouts',
   'purgeSignUps',
   'purgeEmailChanges',
   'purgeInvitations',

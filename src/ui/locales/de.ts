@@ -326,6 +326,8 @@ const de: Catalogue = {
   'signedOut.title': 'Abgemeldet',
   'signedOut.heading': 'Sie sind abgemeldet',
   'signedOut.text': 'Sie können dieses Fenster schließen.',
+  'samlLogout.title': 'Sie werden abgemeldet',
+  'samlLogout.text': 'Sie werden bei den Anwendungen abgemeldet, die Sie in dieser Sitzung verwendet haben.',
   'formPost.title': 'Zurück zur Anwendung',
   'formPost.noscript': 'Klicken Sie auf „Weiter“, um zur Anwendung zurückzukehren.',
 
@@ -383,6 +385,20 @@ const de: Catalogue = {
   'saml.refused.wrong_destination': 'Die Anmeldeanfrage war für einen anderen Server bestimmt.',
   'saml.refused.unsupported': 'Die Anwendung hat etwas verlangt, das dieser Server nicht unterstützt.',
   'saml.refused.stale': 'Dieser Anmeldelink ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut an.',
+  'saml.logoutRefused.title': 'Abmeldeanfrage abgelehnt',
+  'saml.logoutRefused.malformed':
+    'Die Anwendung hat eine Abmeldenachricht gesendet, die dieser Server nicht lesen kann. Sie sind möglicherweise noch angemeldet: Melden Sie sich erneut bei der Anwendung ab, und wenn es wieder passiert, wenden Sie sich an deren Betreiber.',
+  'saml.logoutRefused.unknown_sp':
+    'Die Anwendung, die Sie hierher geschickt hat, ist bei diesem Server nicht registriert und kann Sie daher nicht von hier abmelden.',
+  'saml.logoutRefused.unknown_acs': 'Die Anwendung hat eine Adresse verlangt, die sie nicht registriert hat. Es wurde nichts gesendet.',
+  'saml.logoutRefused.unsigned': 'Die Abmeldenachrichten dieser Anwendung müssen signiert sein, diese war es nicht. Es wurde nichts geändert.',
+  'saml.logoutRefused.bad_signature': 'Die Signatur der Abmeldenachricht stammt nicht von der Anwendung. Es wurde nichts geändert.',
+  'saml.logoutRefused.replayed': 'Diese Abmeldenachricht wurde bereits verwendet. Es wurde nichts geändert.',
+  'saml.logoutRefused.expired': 'Diese Abmeldenachricht ist abgelaufen. Gehen Sie zur Anwendung zurück und melden Sie sich erneut ab.',
+  'saml.logoutRefused.wrong_destination': 'Die Abmeldenachricht war für einen anderen Server bestimmt.',
+  'saml.logoutRefused.unsupported': 'Die Anwendung hat eine Abmeldung verlangt, die dieser Server nicht unterstützt.',
+  'saml.logoutRefused.stale':
+    'Dieser Abmeldelink ist abgelaufen oder wurde bereits verwendet. Hier sind Sie abgemeldet; falls Sie bei der Anwendung noch angemeldet sind, melden Sie sich dort erneut ab.',
 
   ...consoleMessages,
   'signUp.passkey': 'Passkey erstellen',

@@ -347,6 +347,8 @@ const en = {
   'signedOut.title': 'Signed out',
   'signedOut.heading': 'You are signed out',
   'signedOut.text': 'You can close this window.',
+  'samlLogout.title': 'Signing you out',
+  'samlLogout.text': 'Signing you out of the applications you used in this session.',
   'formPost.title': 'Returning to the application',
   'formPost.noscript': 'Press Continue to go back to the application.',
 
@@ -402,6 +404,19 @@ const en = {
   'saml.refused.wrong_destination': 'The sign-in request was meant for another server.',
   'saml.refused.unsupported': 'The application asked for something this server does not do.',
   'saml.refused.stale': 'This sign-in link has expired. Go back to the application and sign in again.',
+  'saml.logoutRefused.title': 'Sign-out request refused',
+  'saml.logoutRefused.malformed':
+    'The application sent a sign-out message this server cannot read. You may still be signed in: sign out of the application again, and if it happens again, tell whoever runs it.',
+  'saml.logoutRefused.unknown_sp': 'The application that sent you here is not registered with this server, so it cannot sign you out from here.',
+  'saml.logoutRefused.unknown_acs': 'The application asked for an address it has not registered. Nothing was sent.',
+  'saml.logoutRefused.unsigned': 'This application’s sign-out messages must be signed, and this one was not. Nothing was changed.',
+  'saml.logoutRefused.bad_signature': 'The sign-out message’s signature is not the application’s. Nothing was changed.',
+  'saml.logoutRefused.replayed': 'This sign-out message was already used. Nothing was changed.',
+  'saml.logoutRefused.expired': 'This sign-out message has expired. Go back to the application and sign out again.',
+  'saml.logoutRefused.wrong_destination': 'The sign-out message was meant for another server.',
+  'saml.logoutRefused.unsupported': 'The application asked for a sign-out this server does not do.',
+  'saml.logoutRefused.stale':
+    'This sign-out link has expired or was already used. You are signed out here; go back to the application and sign out there again if you are still signed in.',
 
   ...consoleEn,
 };

@@ -319,6 +319,8 @@ const es: Catalogue = {
   'signedOut.title': 'Sesión cerrada',
   'signedOut.heading': 'Has cerrado sesión',
   'signedOut.text': 'Ya puedes cerrar esta ventana.',
+  'samlLogout.title': 'Cerrando tu sesión',
+  'samlLogout.text': 'Estamos cerrando tu sesión en las aplicaciones que usaste en esta sesión.',
   'formPost.title': 'Volviendo a la aplicación',
   'formPost.noscript': 'Pulsa Continuar para volver a la aplicación.',
 
@@ -377,6 +379,19 @@ const es: Catalogue = {
   'saml.refused.wrong_destination': 'La solicitud de inicio de sesión era para otro servidor.',
   'saml.refused.unsupported': 'La aplicación pidió algo que este servidor no hace.',
   'saml.refused.stale': 'Este enlace de inicio de sesión caducó. Vuelva a la aplicación e inicie sesión de nuevo.',
+  'saml.logoutRefused.title': 'Solicitud de cierre de sesión rechazada',
+  'saml.logoutRefused.malformed':
+    'La aplicación envió un mensaje de cierre de sesión que este servidor no puede leer. Es posible que siga con la sesión iniciada: cierre sesión de nuevo en la aplicación y, si vuelve a ocurrir, avise a quien la administra.',
+  'saml.logoutRefused.unknown_sp': 'La aplicación que lo envió aquí no está registrada en este servidor, así que no puede cerrar su sesión desde aquí.',
+  'saml.logoutRefused.unknown_acs': 'La aplicación pidió una dirección que no tiene registrada. No se envió nada.',
+  'saml.logoutRefused.unsigned': 'Los mensajes de cierre de sesión de esta aplicación deben estar firmados, y este no lo estaba. No se cambió nada.',
+  'saml.logoutRefused.bad_signature': 'La firma del mensaje de cierre de sesión no es la de la aplicación. No se cambió nada.',
+  'saml.logoutRefused.replayed': 'Este mensaje de cierre de sesión ya se usó. No se cambió nada.',
+  'saml.logoutRefused.expired': 'Este mensaje de cierre de sesión caducó. Vuelva a la aplicación y cierre sesión de nuevo.',
+  'saml.logoutRefused.wrong_destination': 'El mensaje de cierre de sesión era para otro servidor.',
+  'saml.logoutRefused.unsupported': 'La aplicación pidió un cierre de sesión que este servidor no admite.',
+  'saml.logoutRefused.stale':
+    'Este enlace de cierre de sesión caducó o ya se usó. Aquí su sesión está cerrada; si aún la tiene abierta en la aplicación, ciérrela allí de nuevo.',
 
   ...consoleMessages,
   'signUp.passkey': 'Crear una llave de acceso',

@@ -323,6 +323,8 @@ const fr: Catalogue = {
   'signedOut.title': 'Déconnecté',
   'signedOut.heading': 'Vous êtes déconnecté',
   'signedOut.text': 'Vous pouvez fermer cette fenêtre.',
+  'samlLogout.title': 'Déconnexion en cours',
+  'samlLogout.text': 'Nous vous déconnectons des applications utilisées pendant cette session.',
   'formPost.title': 'Retour à l’application',
   'formPost.noscript': 'Appuyez sur Continuer pour revenir à l’application.',
 
@@ -381,6 +383,19 @@ const fr: Catalogue = {
   'saml.refused.wrong_destination': 'La demande de connexion était destinée à un autre serveur.',
   'saml.refused.unsupported': 'L’application a demandé quelque chose que ce serveur ne fait pas.',
   'saml.refused.stale': 'Ce lien de connexion a expiré. Revenez à l’application et reconnectez-vous.',
+  'saml.logoutRefused.title': 'Demande de déconnexion refusée',
+  'saml.logoutRefused.malformed':
+    'L’application a envoyé un message de déconnexion que ce serveur ne peut pas lire. Vous êtes peut-être encore connecté : déconnectez-vous à nouveau de l’application et, si cela se reproduit, prévenez son responsable.',
+  'saml.logoutRefused.unknown_sp': 'L’application qui vous a envoyé ici n’est pas enregistrée sur ce serveur ; elle ne peut donc pas vous déconnecter d’ici.',
+  'saml.logoutRefused.unknown_acs': 'L’application a demandé une adresse qu’elle n’a pas enregistrée. Rien n’a été envoyé.',
+  'saml.logoutRefused.unsigned': 'Les messages de déconnexion de cette application doivent être signés, et celui-ci ne l’était pas. Rien n’a été modifié.',
+  'saml.logoutRefused.bad_signature': 'La signature du message de déconnexion n’est pas celle de l’application. Rien n’a été modifié.',
+  'saml.logoutRefused.replayed': 'Ce message de déconnexion a déjà été utilisé. Rien n’a été modifié.',
+  'saml.logoutRefused.expired': 'Ce message de déconnexion a expiré. Revenez à l’application et déconnectez-vous à nouveau.',
+  'saml.logoutRefused.wrong_destination': 'Le message de déconnexion était destiné à un autre serveur.',
+  'saml.logoutRefused.unsupported': 'L’application a demandé une déconnexion que ce serveur ne prend pas en charge.',
+  'saml.logoutRefused.stale':
+    'Ce lien de déconnexion a expiré ou a déjà été utilisé. Vous êtes déconnecté ici ; si vous êtes encore connecté à l’application, déconnectez-vous-y à nouveau.',
 
   ...consoleMessages,
   'signUp.passkey': 'Créer une clé d’accès',

@@ -312,6 +312,8 @@ const ja: Catalogue = {
   'signedOut.title': 'ログアウトしました',
   'signedOut.heading': 'ログアウトしました',
   'signedOut.text': 'このウィンドウは閉じてかまいません。',
+  'samlLogout.title': 'サインアウトしています',
+  'samlLogout.text': 'このセッションで使用したアプリからサインアウトしています。',
   'formPost.title': 'アプリケーションに戻っています',
   'formPost.noscript': '「続ける」を押すと、アプリケーションに戻ります。',
 
@@ -367,6 +369,19 @@ const ja: Catalogue = {
   'saml.refused.wrong_destination': 'このサインイン要求は別のサーバー宛てでした。',
   'saml.refused.unsupported': 'アプリが、このサーバーでは対応していないことを求めました。',
   'saml.refused.stale': 'このサインインリンクは有効期限が切れています。アプリに戻ってもう一度サインインしてください。',
+  'saml.logoutRefused.title': 'サインアウト要求が拒否されました',
+  'saml.logoutRefused.malformed':
+    'アプリがこのサーバーでは読み取れないサインアウトメッセージを送信しました。まだサインインしたままの可能性があります。アプリからもう一度サインアウトし、再び起きる場合はアプリの管理者に連絡してください。',
+  'saml.logoutRefused.unknown_sp': 'ここに移動させたアプリはこのサーバーに登録されていないため、ここからサインアウトさせることはできません。',
+  'saml.logoutRefused.unknown_acs': 'アプリが登録していないアドレスを求めました。何も送信されていません。',
+  'saml.logoutRefused.unsigned': 'このアプリのサインアウトメッセージには署名が必要ですが、このメッセージには署名がありませんでした。何も変更されていません。',
+  'saml.logoutRefused.bad_signature': 'サインアウトメッセージの署名がアプリのものではありません。何も変更されていません。',
+  'saml.logoutRefused.replayed': 'このサインアウトメッセージはすでに使用されています。何も変更されていません。',
+  'saml.logoutRefused.expired': 'このサインアウトメッセージは有効期限が切れています。アプリに戻ってもう一度サインアウトしてください。',
+  'saml.logoutRefused.wrong_destination': 'このサインアウトメッセージは別のサーバー宛てでした。',
+  'saml.logoutRefused.unsupported': 'アプリがこのサーバーでは行えないサインアウトを求めました。',
+  'saml.logoutRefused.stale':
+    'このサインアウトリンクは有効期限が切れているか、すでに使用されています。ここではサインアウト済みです。アプリでまだサインインしている場合は、そちらでもう一度サインアウトしてください。',
 
   ...consoleMessages,
   'signUp.passkey': 'パスキーを作成',

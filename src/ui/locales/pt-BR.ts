@@ -315,6 +315,8 @@ const ptBR: Catalogue = {
   'signedOut.title': 'Desconectado',
   'signedOut.heading': 'Você saiu',
   'signedOut.text': 'Você já pode fechar esta janela.',
+  'samlLogout.title': 'Desconectando você',
+  'samlLogout.text': 'Estamos desconectando você dos aplicativos que usou nesta sessão.',
   'formPost.title': 'Voltando ao aplicativo',
   'formPost.noscript': 'Toque em Continuar para voltar ao aplicativo.',
 
@@ -372,6 +374,19 @@ const ptBR: Catalogue = {
   'saml.refused.wrong_destination': 'A solicitação de login era para outro servidor.',
   'saml.refused.unsupported': 'O aplicativo pediu algo que este servidor não faz.',
   'saml.refused.stale': 'Este link de login expirou. Volte ao aplicativo e entre novamente.',
+  'saml.logoutRefused.title': 'Pedido de logout recusado',
+  'saml.logoutRefused.malformed':
+    'O aplicativo enviou uma mensagem de logout que este servidor não consegue ler. Talvez você ainda esteja conectado: saia do aplicativo novamente e, se acontecer de novo, avise quem o administra.',
+  'saml.logoutRefused.unknown_sp': 'O aplicativo que enviou você para cá não está registrado neste servidor, então não pode desconectar você daqui.',
+  'saml.logoutRefused.unknown_acs': 'O aplicativo pediu um endereço que não registrou. Nada foi enviado.',
+  'saml.logoutRefused.unsigned': 'As mensagens de logout deste aplicativo precisam ser assinadas, e esta não foi. Nada foi alterado.',
+  'saml.logoutRefused.bad_signature': 'A assinatura da mensagem de logout não é a do aplicativo. Nada foi alterado.',
+  'saml.logoutRefused.replayed': 'Esta mensagem de logout já foi usada. Nada foi alterado.',
+  'saml.logoutRefused.expired': 'Esta mensagem de logout expirou. Volte ao aplicativo e saia novamente.',
+  'saml.logoutRefused.wrong_destination': 'A mensagem de logout era destinada a outro servidor.',
+  'saml.logoutRefused.unsupported': 'O aplicativo pediu um logout que este servidor não faz.',
+  'saml.logoutRefused.stale':
+    'Este link de logout expirou ou já foi usado. Aqui você está desconectado; se ainda estiver conectado ao aplicativo, saia dele novamente.',
 
   ...consoleMessages,
   'signUp.passkey': 'Criar uma chave de acesso',

@@ -4,7 +4,7 @@
  * each value must follow are flows/manage/saml-service-providers.ts's. Its entity ID is not
  * changed once added: another entity ID is another SP, whose persistent NameIDs differ.
  */
-import { NAME_ID_FORMATS } from '../../../store/saml.ts';
+import { NAME_ID_FORMATS, SLO_BINDINGS } from '../../../store/saml.ts';
 import type { Field } from './field.ts';
 
 /** The largest SAML metadata document taken (the admin API's bodies are at most 64 KiB). */
@@ -58,6 +58,15 @@ export const SAML_SP_FIELDS = [
     form: { control: 'text', label: 'console.saml.sloUrl' },
   },
   {
+    name: 'slo_binding',
+    type: { kind: 'choice', choices: SLO_BINDINGS },
+    description: 'The binding its SingleLogoutService URL takes: redirect (HTTP-Redirect, the default) or post (HTTP-POST)',
+    create: true,
+    update: true,
+    cli: { option: 'slo-binding', value: 'BINDING' },
+    form: { control: 'select', label: 'console.saml.sloBinding', choiceLabels: 'console.saml.sloBinding' },
+  },
+  {
     name: 'name_id_format',
     type: { kind: 'choice', choices: NAME_ID_FORMATS },
     description: 'How the person is named to it: email (their verified address), persistent (an id of its own, default) or transient (a new id each sign-in)',
@@ -103,10 +112,20 @@ export const SAML_SP_FIELDS = [
     form: { control: 'area', label: 'console.saml.certificate' },
   },
   {
+    name: 'encryption_certificate',
+    type: { kind: 'text', max: MAX_CERTIFICATE_CHARS, nullable: true },
+    description:
+      'Its encryption certificate (PEM or base64 DER, an RSA key): its assertions are sent encrypted for it (AES-256-GCM, the key by RSA-OAEP); null: in the clear',
+    create: true,
+    update: true,
+    cli: { option: 'encryption-certificate-file', value: 'FILE', file: 'text', clear: 'no-encryption-certificate' },
+    form: { control: 'area', label: 'console.saml.encryptionCertificate' },
+  },
+  {
     name: 'metadata',
     type: { kind: 'text', max: MAX_METADATA_CHARS },
     description:
-      'Its SAML metadata (an EntityDescriptor with an SPSSODescriptor): fills entity_id, acs_urls, slo_url, name_id_format, want_signed_requests and certificate where those are not given',
+      'Its SAML metadata (an EntityDescriptor with an SPSSODescriptor): fills entity_id, acs_urls, slo_url, slo_binding, name_id_format, want_signed_requests, certificate and encryption_certificate where those are not given',
     create: true,
     update: true,
     writeOnly: true,
@@ -124,11 +143,13 @@ export const SAML_SP_ALWAYS = [
   'name',
   'acs_urls',
   'slo_url',
+  'slo_binding',
   'name_id_format',
   'attributes',
   'want_signed_requests',
   'sign_response',
   'certificate',
+  'encryption_certificate',
   'created_at',
   'updated_at',
 ] as const;

@@ -607,6 +607,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         assert.deepEqual(await store.sessions.takeClients(sid), []);
       });
 
+      it("purges a session id's clients once the last of them has expired, so a live one still hears of the logout", async () => {
+        // Long before any other case's records, and the one kept far after: the purge counts of the other cases stay exact.
+        const early = Date.UTC(1973, 0, 1);
+        const [a, b] = [await givenClient(), await givenClient()];
+        const [sid, gone] = [unique('sid'), unique('sid')];
+        await store.sessions.addClient(sid, a.id, early);
+        await store.sessions.addClient(sid, b.id, Date.UTC(2100, 0, 1));
+        await store.sessions.addClient(gone, a.id, early);
+        await store.purgeExpired(early + 1);
+        assert.deepEqual(await store.sessions.takeClients(gone), []);
+        assert.deepEqual((await store.sessions.takeClients(sid)).sort(), [a.id, b.id].sort());
+      });
+
       it('returns null for an unknown session', async () => {
         assert.equal(await store.sessions.get('no-such-session', T0), null);
       });

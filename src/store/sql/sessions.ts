@@ -39,7 +39,14 @@ export function sessionsStatements(d: Dialect) {
     // Delivered once: whoever deletes a row is the one who sends its logout token.
     takeSessionClients: 'DELETE FROM session_clients WHERE sid = :sid RETURNING client_id',
     purgeSessions: d.purge('sessions', 'id_hash', 'expires_at < :before'),
-    purgeSessionClients: d.purge('session_clients', 'sid', 'expires_at < :before'),
+    // By session id, as the purge deletes: a sid's clients go once its last has expired. A
+    // client's row expiring first must not take the others with it, or they would miss the
+    // session's back-channel logout.
+    purgeSessionClients: d.purge(
+      'session_clients',
+      'sid',
+      'expires_at < :before AND NOT EXISTS (SELECT 1 FROM session_clients later WHERE later.sid = session_clients.sid AND later.expires_at >= :before)',
+    ),
   };
 }
 

@@ -54,6 +54,24 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       assert.equal(await store.scimUsers.get(user.id), null);
     });
 
+    it('keeps e-mail addresses unique without regard to case, saying which value a refused account takes', async () => {
+      const store = current();
+      const ada = await givenUser({ email: `${unique('ada')}@Example.com` });
+      const grace = await givenUser();
+      const taken = (field: string) => (error: unknown) => error instanceof DuplicateError && error.field === field;
+      await assert.rejects(givenUser({ email: ada.email!.toUpperCase() }), taken('email'));
+      await assert.rejects(givenUser({ username: ada.username, email: `${unique('other')}@example.com` }), taken('username'));
+      await assert.rejects(store.users.update(grace.id, { email: ada.email!.toLowerCase() }, T0 + 1), taken('email'));
+      assert.equal((await store.users.get(grace.id))?.email, grace.email, 'nothing written');
+      assert.equal(await store.users.update(grace.id, { email: grace.email!.toUpperCase() }, T0 + 2), true, 'its own address, in other case');
+      assert.equal(await store.users.update(grace.id, { email: null }, T0 + 3), true);
+      assert.equal(await store.users.update(ada.id, { email: null }, T0 + 4), true, 'accounts without an address do not clash');
+      assert.deepEqual(
+        (await store.users.findByEmail(grace.email!)).map((user) => user.id),
+        [],
+      );
+    });
+
     it('renames a user only to a username nobody else has', async () => {
       const store = current();
       const [ada, grace] = [await givenUser(), await givenUser()];

@@ -11,6 +11,7 @@ import { migrations } from '../../src/store/migrations.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
 import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
+import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { deviceClient, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 
@@ -107,6 +108,21 @@ describe('SQLite file shared by restarts, processes and threads', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('upgrades accounts that share an e-mail address: one keeps it, the others are listed without it', async () => {
+    const path = join(dir, 'unique-emails.db');
+    await checkUniqueEmailsUpgrade(
+      async () => openSqliteStore(path),
+      async (statements) => {
+        const db = new DatabaseSync(path);
+        try {
+          for (const statement of statements) db.exec(statement);
+        } finally {
+          db.close();
+        }
+      },
+    );
   });
 
   it('refuses a database that a newer version has migrated', async () => {

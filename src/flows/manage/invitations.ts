@@ -12,7 +12,7 @@ import { transactionWithEvents } from '../events.ts';
 import { mailAddress } from '../mail/outbox.ts';
 import { mayAssignRole } from './authority.ts';
 import type { ManageDeps } from './deps.ts';
-import { field, forbidden, invalid } from './errors.ts';
+import { conflict, field, forbidden, invalid } from './errors.ts';
 
 /** How long an invitation works unless the operator says: a week. */
 export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 86400;
@@ -47,6 +47,8 @@ export async function inviteUser(deps: ManageDeps, input: InvitationInput): Prom
   if (!Number.isInteger(ttl) || ttl < INVITATION_TTL_RANGE.min || ttl > INVITATION_TTL_RANGE.max) {
     throw invalid`${field('ttl')}: seconds, from ${INVITATION_TTL_RANGE.min} to ${INVITATION_TTL_RANGE.max}`;
   }
+  // The account made from it would have this address, which is one account's: that person signs in, or resets their password.
+  if ((await deps.store.users.findByEmail(email)).length > 0) throw conflict`${field('email')} ${email}: another account has this e-mail address`;
   const clientId = input.clientId ?? null;
   if (clientId !== null && (await deps.store.clients.get(clientId)) === null) throw invalid`${field('client')}: no application ${clientId}`;
   const token = randomToken(32);

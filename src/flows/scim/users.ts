@@ -305,17 +305,26 @@ export async function allUserResources(deps: Pick<ScimDeps, 'store' | 'base'>): 
   return users.map((user) => userResource(deps.base, user, byUser.get(user.id) ?? null, groups.get(user.id) ?? []));
 }
 
+const usernameTaken = (account: Account) => new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
+const emailTaken = (account: Account) => new ScimError(409, 'uniqueness', `the e-mail address ${account.profile.email ?? ''} is another user's`);
+
 /**
- * §3.3 uniqueness, across every door: no other account has the userName (the store's unique
- * username) or the e-mail address (without regard to case).
+ * §3.3 uniqueness, across every door: no other account has the userName or the e-mail address
+ * (without regard to case). The store's unique indexes decide (a write that loses a race is
+ * refused the same way, `uniquenessOf`); this answers before a password is hashed.
  */
 async function checkUnique(deps: Pick<ScimDeps, 'store'>, account: Account, self: string | null): Promise<void> {
   const taken = await deps.store.users.findByUsername(account.username);
-  if (taken !== null && taken.id !== self) throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
-  const email = account.profile.email?.toLowerCase();
+  if (taken !== null && taken.id !== self) throw usernameTaken(account);
+  const email = account.profile.email;
   if (email === undefined || email === null) return;
-  const holder = (await deps.store.users.list()).find((user) => user.id !== self && user.email?.toLowerCase() === email);
-  if (holder !== undefined) throw new ScimError(409, 'uniqueness', `the e-mail address ${email} is another user's`);
+  if ((await deps.store.users.findByEmail(email)).some((user) => user.id !== self)) throw emailTaken(account);
+}
+
+/** A refused write as §3.12's `409 uniqueness`, naming the value that is taken. */
+function uniquenessOf(error: unknown, account: Account): unknown {
+  if (!(error instanceof DuplicateError)) return error;
+  return error.field === 'email' ? emailTaken(account) : usernameTaken(account);
 }
 
 /** A person who holds a console role is changed by an operator, not by provisioning: their account is the console's door. */
@@ -352,8 +361,7 @@ export async function createUserResource(deps: ScimDeps, body: unknown): Promise
         await record({ type: 'user.disabled', userId: user.id, username: user.username, detail: { sessions_ended: 0, grants_revoked: 0, by: 'scim' } });
     });
   } catch (error) {
-    if (error instanceof DuplicateError) throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
-    throw error;
+    throw uniquenessOf(error, account);
   }
   return getUserResource(deps, user.id);
 }
@@ -375,22 +383,26 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
         : await hashPassword(account.password, deps.config.passwordHash);
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
   let ended: SessionRecord[] = [];
-  const done = await transactionWithEvents(deps, async (tx, record) => {
-    if (!(await tx.users.touch(user.id, user.updatedAt, now))) return false;
-    if (account.username !== user.username && !(await tx.users.rename(user.id, account.username)))
-      throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
-    await tx.users.update(user.id, account.profile, now);
-    await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
-    await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
-    if (passwordHash !== null) {
-      await tx.users.setPasswordHash(user.id, passwordHash);
-      ended = await tx.sessions.removeForUser(user.id);
-      await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
-    }
-    if (account.active === user.disabled)
-      ended = [...ended, ...(await setDisabledIn(deps, tx, record, { ...user, username: account.username }, !account.active))];
-    return true;
-  });
+  let done: boolean;
+  try {
+    done = await transactionWithEvents(deps, async (tx, record) => {
+      if (!(await tx.users.touch(user.id, user.updatedAt, now))) return false;
+      if (account.username !== user.username && !(await tx.users.rename(user.id, account.username))) throw usernameTaken(account);
+      await tx.users.update(user.id, account.profile, now);
+      await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
+      await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
+      if (passwordHash !== null) {
+        await tx.users.setPasswordHash(user.id, passwordHash);
+        ended = await tx.sessions.removeForUser(user.id);
+        await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
+      }
+      if (account.active === user.disabled)
+        ended = [...ended, ...(await setDisabledIn(deps, tx, record, { ...user, username: account.username }, !account.active))];
+      return true;
+    });
+  } catch (error) {
+    throw uniquenessOf(error, account);
+  }
   if (!done) throw stale();
   if (ended.length > 0) await deps.tellApps(ended);
   return getUserResource(deps, user.id);

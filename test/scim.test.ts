@@ -18,6 +18,7 @@ const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const SEARCH = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 
 let server: TestServer;
 let token: string;
@@ -150,6 +151,39 @@ describe('a user through their whole life over SCIM', () => {
     assert.equal(excluded.body['emails'], undefined);
     assert.equal((excluded.body[ENTERPRISE] as Record<string, unknown>)['department'], undefined);
     assert.equal((excluded.body[ENTERPRISE] as Record<string, unknown>)['employeeNumber'], '1906');
+  });
+
+  it('finds the same by POST /Users/.search, /Groups/.search and /.search (a SearchRequest body), and refuses a body that is not one', async () => {
+    const search = (path: string, body: Record<string, unknown>) => scim('POST', path, { schemas: [SEARCH], ...body });
+    const users = await search('/Users/.search', {
+      filter: 'userName eq "Grace.Hopper@example.com"',
+      attributes: ['userName', 'emails.value'],
+      startIndex: 1,
+      count: 10,
+    });
+    assert.equal(users.status, 200, JSON.stringify(users.body));
+    assert.equal(users.body['totalResults'], 1);
+    const [grace] = users.body['Resources'] as Record<string, unknown>[];
+    assert.deepEqual(Object.keys(grace!).sort(), ['emails', 'id', 'meta', 'schemas', 'userName']);
+    const made = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'Search Party' });
+    const groups = await search('/Groups/.search', { filter: 'displayName eq "search party"', excludedAttributes: ['members'] });
+    assert.deepEqual(
+      (groups.body['Resources'] as Record<string, unknown>[]).map((group) => group['id']),
+      [made.body['id']],
+    );
+    // The root looks through both types: a filter on userName finds no group, one on displayName both kinds.
+    const root = await search('/.search', { filter: 'userName eq "grace.hopper@example.com"' });
+    assert.deepEqual([root.status, root.body['totalResults']], [200, 1]);
+    const both = await search('/.search', { filter: 'displayName eq "Search Party" or displayName eq "Grace Hopper"', count: 1 });
+    assert.equal(both.status, 200, JSON.stringify(both.body));
+    assert.equal(both.body['itemsPerPage'], 1);
+    assert.ok((both.body['totalResults'] as number) >= 1);
+    assertError(await search('/.search', { filter: 'shoeSize eq "9"' }), 400, 'invalidFilter');
+    assertError(await scim('POST', '/Users/.search', { filter: 'userName pr' }), 400, 'invalidSyntax');
+    assertError(await search('/Users/.search', { filter: 'userName pr', count: '10' }), 400, 'invalidValue');
+    assertError(await search('/Users/.search', { attributes: [1] }), 400, 'invalidValue');
+    assertError(await search('/Users/.search', { sortby: 'userName' }), 400, 'invalidSyntax');
+    assertError(await scim('POST', '/Users/.search', '[1]'), 400, 'invalidSyntax');
   });
 
   it("changes the user by PATCH in Entra ID's forms, at the version read", async () => {
@@ -316,6 +350,32 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
       'userName eq "\\x"',
     ]) {
       assertError(await scim('GET', filter(text)), 400, 'invalidFilter');
+    }
+  });
+
+  it('answers random filters (a fuzzer) through the database with 200 or a 400 it defines, never a 500, by GET and by .search', async () => {
+    const pieces = ['userName', 'emails', 'emails.value', 'externalId', 'displayName', 'active', 'id', 'meta.lastModified', 'title', 'members'];
+    const ops = ['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr', 'and', 'or', 'not', '(', ')', '[', ']'];
+    const values = ['"%"', '"_"', '"\\\\"', '"a"', 'true', 'false', 'null', '1', '"2026-01-01T00:00:00Z"', '"x\\""', "'", '"'];
+    let seed = 11;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor((seed / 2 ** 31) * n);
+    };
+    const all = [...pieces, ...ops, ...values];
+    for (let run = 0; run < 200; run += 1) {
+      const length = 1 + random(9);
+      const text = Array.from({ length }, (_, i) =>
+        i % 3 === 0 ? pieces[random(pieces.length)] : i % 3 === 1 ? ops[random(ops.length)] : all[random(all.length)],
+      ).join(' ');
+      const answer =
+        run % 2 === 0
+          ? await scim('GET', filter(text))
+          : await scim('POST', '/Users/.search', { schemas: [SEARCH], filter: text, sortBy: pieces[random(pieces.length)] });
+      assert.ok(
+        answer.status === 200 || (answer.status === 400 && ['invalidFilter', 'invalidValue'].includes(answer.body['scimType'] as string)),
+        `${text}: ${JSON.stringify(answer.body)}`,
+      );
     }
   });
 

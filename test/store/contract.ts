@@ -18,6 +18,7 @@ import { mailContract } from './mail-contract.ts';
 import { ssfContract } from './ssf-contract.ts';
 import { samlContract } from './saml-contract.ts';
 import { scimContract } from './scim-contract.ts';
+import { scimSearchContract } from './scim-search-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
@@ -2015,6 +2016,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     ssfContract({ store: () => store, unique, givenClient: () => givenClient() });
     samlContract({ store: () => store, unique });
     scimContract({ store: () => store, unique, givenUser });
+    scimSearchContract({ store: () => store, unique, givenUser });
     trustedIssuersContract({ store: () => store, unique });
 
     describe('purgeExpired', () => {

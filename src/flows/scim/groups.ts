@@ -76,26 +76,14 @@ async function groupOf(deps: Pick<ScimDeps, 'store'>, id: string): Promise<Group
   return group;
 }
 
-async function membersOf(deps: Pick<ScimDeps, 'store'>, ids: readonly string[]): Promise<{ id: string; username: string }[]> {
-  const users = new Map((await deps.store.users.list()).map((user) => [user.id, user.username]));
-  return ids.flatMap((id) => (users.has(id) ? [{ id, username: users.get(id)! }] : []));
-}
-
 export async function getGroupResource(deps: Pick<ScimDeps, 'store' | 'base'>, id: string): Promise<Json> {
   const group = await groupOf(deps, id);
-  return groupResource(deps.base, group, await membersOf(deps, await deps.store.groups.members(group.id)));
+  return groupResource(deps.base, group, await deps.store.groups.membersNamed(group.id));
 }
 
-export async function allGroupResources(deps: Pick<ScimDeps, 'store' | 'base'>): Promise<Json[]> {
-  const [groups, memberships, users] = await Promise.all([deps.store.groups.list(), deps.store.groups.memberships(), deps.store.users.list()]);
-  const names = new Map(users.map((user) => [user.id, user.username]));
-  return groups.map((group) =>
-    groupResource(
-      deps.base,
-      group,
-      memberships.filter((m) => m.groupId === group.id && names.has(m.userId)).map((m) => ({ id: m.userId, username: names.get(m.userId)! })),
-    ),
-  );
+/** The groups of a list's page as resources, each with its members. */
+export function groupResourcesOf(deps: Pick<ScimDeps, 'store' | 'base'>, groups: readonly GroupRecord[]): Promise<Json[]> {
+  return Promise.all(groups.map(async (group) => groupResource(deps.base, group, await deps.store.groups.membersNamed(group.id))));
 }
 
 export async function createGroupResource(deps: ScimDeps, body: unknown): Promise<Json> {

@@ -279,30 +279,17 @@ async function userOf(deps: Pick<ScimDeps, 'store'>, id: string): Promise<UserRe
   return user;
 }
 
-/** Groups each user is in, by user id. */
-async function groupsByUser(deps: Pick<ScimDeps, 'store'>): Promise<Map<string, { id: string; displayName: string }[]>> {
-  const [groups, memberships] = await Promise.all([deps.store.groups.list(), deps.store.groups.memberships()]);
-  const byId = new Map(groups.map((group) => [group.id, group]));
-  const out = new Map<string, { id: string; displayName: string }[]>();
-  for (const { groupId, userId } of memberships) {
-    const group = byId.get(groupId);
-    if (group === undefined) continue;
-    out.set(userId, [...(out.get(userId) ?? []), { id: group.id, displayName: group.displayName }]);
-  }
-  return out;
-}
-
 export async function getUserResource(deps: Pick<ScimDeps, 'store' | 'base'>, id: string): Promise<Json> {
   const user = await userOf(deps, id);
-  const groups = (await groupsByUser(deps)).get(user.id) ?? [];
-  return userResource(deps.base, user, await deps.store.scimUsers.get(user.id), groups);
+  return userResource(deps.base, user, await deps.store.scimUsers.get(user.id), await deps.store.groups.groupsOf(user.id));
 }
 
-/** Every user as a resource, for a list to filter, sort and page (docs/scim.md: in memory, bounded by TESSERA's user count). */
-export async function allUserResources(deps: Pick<ScimDeps, 'store' | 'base'>): Promise<Json[]> {
-  const [users, records, groups] = await Promise.all([deps.store.users.list(), deps.store.scimUsers.list(), groupsByUser(deps)]);
-  const byUser = new Map(records.map((record) => [record.userId, record]));
-  return users.map((user) => userResource(deps.base, user, byUser.get(user.id) ?? null, groups.get(user.id) ?? []));
+/** The users of a list's page as resources, each with the groups they are in. */
+export function userResourcesOf(
+  deps: Pick<ScimDeps, 'store' | 'base'>,
+  found: readonly { readonly user: UserRecord; readonly scim: ScimUserRecord | null }[],
+): Promise<Json[]> {
+  return Promise.all(found.map(async ({ user, scim }) => userResource(deps.base, user, scim, await deps.store.groups.groupsOf(user.id))));
 }
 
 const usernameTaken = (account: Account) => new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);

@@ -25,6 +25,21 @@ export interface Dialect {
    * `condition` holds (over `:before`), found through its index and deleted through `key`.
    */
   purge(table: string, key: string, condition: string): string;
+  /** The text member `key` of a JSON object column (null when it is not there, or not text). */
+  jsonText(column: string, key: string): string;
+  /**
+   * A FROM item of one row per element of the JSON array at member `key` of `column` (none
+   * when it is not an array), whose member `member` is the text column `v`.
+   */
+  jsonMembers(column: string, key: string, member: string): string;
+  /** A text expression compared by code point (SQLite's BINARY; PostgreSQL's "C" collation), not by the database's locale. */
+  byCodePoint(expression: string): string;
+  /**
+   * Whether text `expression`, its case kept, matches the LIKE `pattern` (escaped with `\`),
+   * which is `value` with `%` around or after it as `op` asks: SQLite's LIKE ignores the case
+   * of A-Z, so there the match is checked exactly too.
+   */
+  likeExact(expression: string, pattern: string, value: string, op: 'co' | 'sw' | 'ew'): string;
 }
 
 /**
@@ -33,6 +48,11 @@ export interface Dialect {
  * a concept's stores are given it for their own statements only (`Name`).
  */
 export interface Runner<Name extends string> {
+  /**
+   * A read composed at run time from fragments written in this folder (a SCIM list's WHERE and
+   * ORDER BY, sql/scim-search.ts), its values bound as named parameters, never in its text.
+   */
+  select(sql: string, params: Params): Promise<Row[]>;
   one(name: Name, params?: Params): Promise<Row | undefined>;
   all(name: Name, params?: Params): Promise<Row[]>;
   /** The number of rows the statement inserted, updated or deleted. */

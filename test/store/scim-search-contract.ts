@@ -160,7 +160,7 @@ export function scimSearchContract({ store: current, unique, givenUser }: ScimSe
         `id eq "${users[2]!.id}" or id eq "${users[4]!.id}"`,
         `(userName eq "${tag}.dee" or emails co "bob.${tag}") and active eq true`,
         // As long as a filter may be: some 200 comparisons, one composed statement.
-        Array.from({ length: 200 }, (_, i) => `emails eq "${i}"`).join(' or ') + ` or userName eq "${tag}.eve"`,
+        `${Array.from({ length: 200 }, (_, i) => `emails eq "${i}"`).join(' or ')} or userName eq "${tag}.eve"`,
       ];
       for (const text of userFilters) {
         const answer = await both(store, USER_KIND, allUsers, text);

@@ -127,6 +127,19 @@ describe('a user through their whole life over SCIM', () => {
     assertError(await scim('POST', '/Users', { schemas: [USER], userName: other.username }), 409, 'uniqueness');
     assertError(await scim('POST', '/Users', { schemas: [USER], userName: 'someone-new', emails: [{ value: 'TAKEN@example.com' }] }), 409, 'uniqueness');
     assert.equal(await server.store.users.findByUsername('someone-new'), null, 'nothing half made');
+    // A change to another account's address too, by PATCH and PUT: refused whole.
+    const before = await scim('GET', `/Users/${id}`);
+    const patched = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH],
+      Operations: [
+        { op: 'replace', path: 'title', value: 'Rear Admiral' },
+        { op: 'replace', path: 'emails[type eq "work"].value', value: 'taken@EXAMPLE.com' },
+      ],
+    });
+    assertError(patched, 409, 'uniqueness');
+    assert.match(String(patched.body['detail']), /e-mail address/);
+    assertError(await scim('PUT', `/Users/${id}`, { ...before.body, emails: [{ value: 'Taken@example.com', primary: true }] }), 409, 'uniqueness');
+    assert.deepEqual(await scim('GET', `/Users/${id}`).then((answer) => answer.body), before.body, 'nothing half written');
   });
 
   it('finds the user by filter, sorts and pages, and gives only the attributes asked for', async () => {

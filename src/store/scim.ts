@@ -80,6 +80,8 @@ export interface ScimUserStore {
   list(): Promise<ScimUserRecord[]>;
   /** Stores or replaces the record of its user. */
   put(record: ScimUserRecord): Promise<void>;
+  /** Which of `userIds` are accounts (a group's members must be). */
+  existing(userIds: readonly string[]): Promise<string[]>;
   /** One page of the accounts a search finds, each with SCIM's record of it (null: none), and how many it finds in all. */
   search(
     search: ScimSearch<UserSearchField>,

@@ -50,6 +50,8 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       await store.scimUsers.put({ userId: user.id, externalId: 'ext-2', attributes: { title: 'Lead' } });
       assert.deepEqual(await store.scimUsers.get(user.id), { userId: user.id, externalId: 'ext-2', attributes: { title: 'Lead' } });
       assert.ok((await store.scimUsers.list()).some((record) => record.userId === user.id));
+      assert.deepEqual(await store.scimUsers.existing([user.id, 'no-such-user', `${user.id}'`]), [user.id], 'which of the ids are accounts');
+      assert.deepEqual(await store.scimUsers.existing([]), []);
       await store.users.remove(user.id);
       assert.equal(await store.scimUsers.get(user.id), null);
     });

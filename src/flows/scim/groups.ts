@@ -64,7 +64,7 @@ async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promis
     return value;
   });
   const unique = [...new Set(ids)];
-  const users = new Set((await deps.store.users.list()).map((user) => user.id));
+  const users = new Set(unique.length === 0 ? [] : await deps.store.scimUsers.existing(unique));
   const unknown = unique.find((id) => !users.has(id));
   if (unknown !== undefined) throw invalidValue(`members: no User with id ${unknown}`);
   return { displayName: displayName.trim(), externalId: externalId as string | null, members: unique };

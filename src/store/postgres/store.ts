@@ -71,6 +71,7 @@ export const postgresDialect: Dialect = {
   jsonMembers: (column, key, member) =>
     `(SELECT e->>'${member}' AS v FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${column}->'${key}') = 'array' THEN ${column}->'${key}' ELSE '[]'::jsonb END) e)`,
   byCodePoint: (expression) => `(${expression}) COLLATE "C"`,
+  inList: (expression, parameter) => `${expression} = ANY (${parameter}::text[])`,
   likeExact: (expression, pattern) => `(${expression} LIKE ${pattern} ESCAPE '\\')`,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
     SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit FOR UPDATE SKIP LOCKED))`,

@@ -32,6 +32,8 @@ export interface Dialect {
    * when it is not an array), whose member `member` is the text column `v`.
    */
   jsonMembers(column: string, key: string, member: string): string;
+  /** Whether `expression` is one of the strings of the list parameter `parameter` (bound with `list`). */
+  inList(expression: string, parameter: string): string;
   /** A text expression compared by code point (SQLite's BINARY; PostgreSQL's "C" collation), not by the database's locale. */
   byCodePoint(expression: string): string;
   /**

@@ -19,6 +19,7 @@ export function scimStatements(d: Dialect) {
     removeScimToken: 'DELETE FROM scim_tokens WHERE id = :id',
     getScimUser: 'SELECT * FROM scim_users WHERE user_id = :userId',
     listScimUsers: 'SELECT * FROM scim_users',
+    existingUsers: `SELECT id FROM users WHERE ${d.inList('id', ':ids')}`,
     putScimUser: `
       INSERT INTO scim_users (user_id, external_id, attributes) VALUES (:userId, :externalId, :attributes)
       ON CONFLICT (user_id) DO UPDATE SET external_id = excluded.external_id, attributes = excluded.attributes`,
@@ -89,6 +90,7 @@ export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimSta
       get: (userId) => first('getScimUser', { userId }, scimUser),
       list: () => every('listScimUsers', {}, scimUser),
       put: (record) => write('putScimUser', { userId: record.userId, externalId: record.externalId, attributes: JSON.stringify(record.attributes) }),
+      existing: (userIds) => every('existingUsers', { ids: d.list(userIds) }, (row) => text(row, 'id')),
       async search(search) {
         const { page, count, params } = composeSearch(d, users, search);
         const [rows, counted] = await Promise.all([q.select(page, params), q.select(count, params)]);

@@ -41,6 +41,7 @@ export const sqliteDialect: Dialect = {
   jsonMembers: (column, key, member) =>
     `(SELECT json_extract(e.value, '$.${member}') AS v FROM json_each(CASE WHEN json_type(${column}, '$.${key}') = 'array' THEN json_extract(${column}, '$.${key}') ELSE '[]' END) e)`,
   byCodePoint: (expression) => expression,
+  inList: (expression, parameter) => `${expression} IN (SELECT value FROM json_each(${parameter}))`,
   likeExact: (expression, pattern, value, op) =>
     `(${expression} LIKE ${pattern} ESCAPE '\\' AND ${
       op === 'co'

@@ -1098,6 +1098,18 @@ const invitations: Migration = {
 };
 
 /**
+ * Version 39 (SCIM lists in SQL): the indexes a provisioning system's own lookups are answered
+ * through (store/sql/scim-search.ts): `userName eq` (compared without case, as the SQL
+ * compares it), `externalId eq` (with case). `displayName eq` of a group has
+ * `user_groups_name`; an account's address, `users_email_unique`.
+ */
+const scimSearchIndexes: Migration = {
+  version: 39,
+  name: 'scim search indexes',
+  statements: ['CREATE INDEX users_username_lower ON users (lower(username))', 'CREATE INDEX scim_users_external_id ON scim_users (external_id)'],
+};
+
+/**
  * Version 40 (Shared Signals): receivers' event streams (SSF 1.0 §8) and their
  * deliveries, from the same outbox as the webhooks': a second trigger on `events` adds one
  * delivery row per stream that hears the event, in the transaction that stores it. A stream
@@ -1228,5 +1240,6 @@ export const migrations: readonly Migration[] = [
   invitations,
   uniqueEmails,
   trustedIssuers,
+  scimSearchIndexes,
   ssfStreams,
 ];

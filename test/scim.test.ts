@@ -392,6 +392,21 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
     }
   });
 
+  it('answers a NUL character in a resource, an id or a filter value as bad input (PostgreSQL keeps none), never a 500', async () => {
+    assertError(await scim('POST', '/Users', { schemas: [USER], userName: 'nul-title', title: 'a\u0000b' }), 400, 'invalidValue');
+    assertError(
+      await scim('POST', '/Users', { schemas: [USER], userName: 'nul-key', emails: [{ value: 'nul@example.com', 'ty\u0000pe': 'work' }] }),
+      400,
+      'invalidValue',
+    );
+    assertError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'Nul', externalId: '\u0000' }), 400, 'invalidValue');
+    assertError(await scim('GET', '/Users/%00'), 404);
+    assertError(await scim('GET', '/Groups/a%00b'), 404);
+    const found = await scim('GET', filter('userName eq "nul\\u0000" or externalId sw "\\u0000"'));
+    assert.deepEqual([found.status, found.body['totalResults']], [200, 0]);
+    assert.equal(await server.store.users.findByUsername('nul-title'), null, 'nothing made');
+  });
+
   it('answers PATCH paths that do not exist with invalidPath, read-only ones with mutability, and wrong types with invalidValue', async () => {
     const user = await server.addUser({ username: 'patient', profile: { phoneNumber: '+44 20 7946 0958' } });
     const patch = (operations: unknown[]) => scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH], Operations: operations });

@@ -25,7 +25,14 @@ describe('SCIM lists in the database', () => {
       value: Date.UTC(2026, 0, 1),
     });
     assert.deepEqual(exact('externalId eq null'), { kind: 'not', condition: { kind: 'present', field: 'externalId' } });
-    for (const text of ['title eq "x"', 'emails[type eq "work"]', 'emails.type eq "work"', 'meta.created co "2026"', 'userName eq "a" or title pr'])
+    for (const text of [
+      'userName eq "a\\u0000"',
+      'title eq "x"',
+      'emails[type eq "work"]',
+      'emails.type eq "work"',
+      'meta.created co "2026"',
+      'userName eq "a" or title pr',
+    ])
       assert.equal(exact(text), null, text);
     // An `and` is narrowed by the parts the database holds; the rest is evaluated in memory.
     assert.deepEqual(narrowingCondition(parseFilter('title eq "x" and userName sw "a"'), FIELDS.users, USER_SCHEMA), {

@@ -91,6 +91,8 @@ export function exactCondition<F extends string>(filter: Filter, fields: Readonl
       const field = mapped(filter.path);
       if (field === undefined) return null;
       const { op, value } = filter;
+      // PostgreSQL's text holds no NUL: such a value is compared here, where it matches what it matches.
+      if (typeof value === 'string' && value.includes('\u0000')) return null;
       // `eq null`: not there; `ne null`: there (filter.ts compare).
       if (value === null) return op === 'eq' ? { kind: 'not', condition: { kind: 'present', field: field.field } } : { kind: 'present', field: field.field };
       if (field.type === 'time') {

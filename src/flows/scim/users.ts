@@ -17,7 +17,7 @@ import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { checkProfile } from '../profile.ts';
 import { passwordProblem, removeUser, setDisabledIn } from '../users.ts';
-import { invalidValue, notFound, ScimError } from './errors.ts';
+import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
 import { applyPatch, coerce, readOperations } from './patch.ts';
 import { definitionOf, ENTERPRISE_SCHEMA, USER_KIND, USER_SCHEMA } from './schema.ts';
 
@@ -179,6 +179,7 @@ function primaryValue(list: readonly Json[]): string | null {
 
 function accountOf(resource: unknown): Account {
   if (!isObject(resource)) throw new ScimError(400, 'invalidSyntax', 'the body is not a User resource (a JSON object)');
+  checkNoNul(resource);
   const given = canonical(resource);
   const rawUsername = text(given['userName'], 'userName', 256);
   if (rawUsername === null) throw invalidValue('userName is required');
@@ -274,7 +275,7 @@ const SCIM_NAME_OF: Readonly<Record<string, string>> = {
 // The operations.
 
 async function userOf(deps: Pick<ScimDeps, 'store'>, id: string): Promise<UserRecord> {
-  const user = id.length > 200 ? null : await deps.store.users.get(id);
+  const user = id.length > 200 || id.includes('\u0000') ? null : await deps.store.users.get(id);
   if (user === null) throw notFound(`no User with id ${id.slice(0, 200)}`);
   return user;
 }

@@ -191,6 +191,23 @@ describe('a user through their whole life over SCIM', () => {
     assert.equal(both.status, 200, JSON.stringify(both.body));
     assert.equal(both.body['itemsPerPage'], 1);
     assert.ok((both.body['totalResults'] as number) >= 1);
+    // Sub-attributes sent in another case are kept in the schema's, and found by the database's search.
+    const cased = await scim('POST', '/Users', {
+      schemas: [USER],
+      userName: 'cased',
+      emails: [
+        { Value: 'main@cased.example', Primary: true },
+        { VALUE: 'second@cased.example', TYPE: 'home' },
+      ],
+    });
+    assert.equal(cased.status, 201, JSON.stringify(cased.body));
+    assert.deepEqual(cased.body['emails'], [
+      { value: 'main@cased.example', primary: true },
+      { value: 'second@cased.example', type: 'home' },
+    ]);
+    for (const text of ['emails eq "SECOND@cased.example"', 'emails[type eq "home" and value ew "cased.example"]'])
+      assert.deepEqual((await search('/Users/.search', { filter: text })).body['totalResults'], 1, text);
+    assert.equal((await scim('DELETE', `/Users/${String(cased.body['id'])}`)).status, 204);
     assertError(await search('/.search', { filter: 'shoeSize eq "9"' }), 400, 'invalidFilter');
     assertError(await scim('POST', '/Users/.search', { filter: 'userName pr' }), 400, 'invalidSyntax');
     assertError(await search('/Users/.search', { filter: 'userName pr', count: '10' }), 400, 'invalidValue');

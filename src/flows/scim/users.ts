@@ -146,12 +146,16 @@ function values(value: unknown, attribute: string): Json[] {
   if (value.length > MAX_VALUES) throw invalidValue(`${attribute}: at most ${MAX_VALUES} values`);
   return value.map((item, i) => {
     if (!isObject(item)) throw invalidValue(`${attribute}[${i}]: must be an object`);
-    for (const [key, inner] of Object.entries(item)) {
+    // Each sub-attribute by its schema's spelling (`Value` is `value`): kept so, it is found by the database's search too.
+    const canonicalItem: Json = {};
+    for (const [given, inner] of Object.entries(item)) {
+      const key = definitionOf(USER_KIND, { uri: null, name: attribute, sub: given })?.sub?.name ?? given;
       if (key === 'primary') {
         if (typeof inner !== 'boolean') throw invalidValue(`${attribute}[${i}].primary: must be true or false`);
       } else text(inner, `${attribute}[${i}].${key}`);
+      canonicalItem[key] = inner;
     }
-    return item;
+    return canonicalItem;
   });
 }
 

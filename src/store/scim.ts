@@ -125,6 +125,8 @@ export interface GroupStore {
   groupsOf(userId: string): Promise<{ readonly id: string; readonly displayName: string }[]>;
   /** A group's members, by id, with their usernames (a Group's `members`). */
   membersNamed(groupId: string): Promise<{ readonly id: string; readonly username: string }[]>;
+  /** Every membership with the member's username: many groups' `members` in one statement. */
+  everyMemberNamed(): Promise<{ readonly groupId: string; readonly id: string; readonly username: string }[]>;
   /** One page of the groups a search finds, and how many it finds in all. */
   search(search: ScimSearch<GroupSearchField>): Promise<{ readonly total: number; readonly groups: readonly GroupRecord[] }>;
 }

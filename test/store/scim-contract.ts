@@ -104,6 +104,18 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       await store.groups.addMember(second.id, ada.id);
       assert.deepEqual(await store.groups.members(first.id), [ada.id, grace.id].sort());
       assert.deepEqual(await store.groups.namesOf(ada.id), [`${first.displayName} renamed`, second.displayName].sort());
+      assert.deepEqual((await store.groups.groupsOf(ada.id)).map((g) => g.id).sort(), [first.id, second.id].sort());
+      assert.deepEqual(
+        [...(await store.groups.membersNamed(first.id))].sort((a, b) => (a.id < b.id ? -1 : 1)),
+        [ada, grace].map((user) => ({ id: user.id, username: user.username })).sort((a, b) => (a.id < b.id ? -1 : 1)),
+      );
+      assert.deepEqual(
+        (await store.groups.everyMemberNamed())
+          .filter((m) => m.groupId === first.id)
+          .map((m) => m.id)
+          .sort(),
+        [ada.id, grace.id].sort(),
+      );
       await store.groups.removeMember(first.id, grace.id);
       assert.deepEqual(await store.groups.members(first.id), [ada.id]);
       await store.users.remove(ada.id);

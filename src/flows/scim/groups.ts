@@ -10,7 +10,7 @@ import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
 import { member as memberOf } from './filter.ts';
 import { applyPatch, readOperations } from './patch.ts';
 import { GROUP_KIND, GROUP_SCHEMA } from './schema.ts';
-import { versionOf, type ScimDeps } from './users.ts';
+import { READ_EACH_UP_TO, versionOf, type ScimDeps } from './users.ts';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -83,8 +83,16 @@ export async function getGroupResource(deps: Pick<ScimDeps, 'store' | 'base'>, i
 }
 
 /** The groups of a list's page as resources, each with its members. */
-export function groupResourcesOf(deps: Pick<ScimDeps, 'store' | 'base'>, groups: readonly GroupRecord[]): Promise<Json[]> {
-  return Promise.all(groups.map(async (group) => groupResource(deps.base, group, await deps.store.groups.membersNamed(group.id))));
+export async function groupResourcesOf(deps: Pick<ScimDeps, 'store' | 'base'>, groups: readonly GroupRecord[]): Promise<Json[]> {
+  if (groups.length <= READ_EACH_UP_TO)
+    return Promise.all(groups.map(async (group) => groupResource(deps.base, group, await deps.store.groups.membersNamed(group.id))));
+  const byGroup = new Map<string, { id: string; username: string }[]>();
+  for (const { groupId, id, username } of await deps.store.groups.everyMemberNamed()) {
+    const list = byGroup.get(groupId) ?? [];
+    list.push({ id, username });
+    byGroup.set(groupId, list);
+  }
+  return groups.map((group) => groupResource(deps.base, group, byGroup.get(group.id) ?? []));
 }
 
 export async function createGroupResource(deps: ScimDeps, body: unknown): Promise<Json> {

@@ -289,12 +289,29 @@ export async function getUserResource(deps: Pick<ScimDeps, 'store' | 'base'>, id
   return userResource(deps.base, user, await deps.store.scimUsers.get(user.id), await deps.store.groups.groupsOf(user.id));
 }
 
+/** Past this many resources, their groups are read in one statement (every membership) rather than one each. */
+export const READ_EACH_UP_TO = 50;
+
 /** The users of a list's page as resources, each with the groups they are in. */
-export function userResourcesOf(
+export async function userResourcesOf(
   deps: Pick<ScimDeps, 'store' | 'base'>,
   found: readonly { readonly user: UserRecord; readonly scim: ScimUserRecord | null }[],
 ): Promise<Json[]> {
-  return Promise.all(found.map(async ({ user, scim }) => userResource(deps.base, user, scim, await deps.store.groups.groupsOf(user.id))));
+  if (found.length <= READ_EACH_UP_TO)
+    return Promise.all(found.map(async ({ user, scim }) => userResource(deps.base, user, scim, await deps.store.groups.groupsOf(user.id))));
+  const [groups, memberships] = await Promise.all([deps.store.groups.list(), deps.store.groups.memberships()]);
+  const byId = new Map(groups.map((group) => [group.id, group]));
+  const byUser = new Map<string, { id: string; displayName: string }[]>();
+  for (const { groupId, userId } of memberships) {
+    const group = byId.get(groupId);
+    if (group === undefined) continue;
+    const list = byUser.get(userId) ?? [];
+    list.push({ id: group.id, displayName: group.displayName });
+    byUser.set(userId, list);
+  }
+  const sorted = (list: { id: string; displayName: string }[]) =>
+    [...list].sort((a, b) => (a.displayName < b.displayName ? -1 : a.displayName > b.displayName ? 1 : a.id < b.id ? -1 : 1));
+  return found.map(({ user, scim }) => userResource(deps.base, user, scim, sorted(byUser.get(user.id) ?? [])));
 }
 
 const usernameTaken = (account: Account) => new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);

@@ -45,6 +45,9 @@ export function scimStatements(d: Dialect) {
     groupMembersNamed: `
       SELECT u.id, u.username FROM group_members m JOIN users u ON u.id = m.user_id
       WHERE m.group_id = :groupId ORDER BY u.id`,
+    everyGroupMemberNamed: `
+      SELECT m.group_id, u.id, u.username FROM group_members m JOIN users u ON u.id = m.user_id
+      ORDER BY m.group_id, u.id`,
     groupNamesOf: `
       SELECT g.display_name FROM group_members m JOIN user_groups g ON g.id = m.group_id
       WHERE m.user_id = :userId ORDER BY g.display_name`,
@@ -125,6 +128,8 @@ export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimSta
       namesOf: (userId) => every('groupNamesOf', { userId }, (row) => text(row, 'display_name')),
       groupsOf: (userId) => every('groupsOfUser', { userId }, (row) => ({ id: text(row, 'id'), displayName: text(row, 'display_name') })),
       membersNamed: (groupId) => every('groupMembersNamed', { groupId }, (row) => ({ id: text(row, 'id'), username: text(row, 'username') })),
+      everyMemberNamed: () =>
+        every('everyGroupMemberNamed', {}, (row) => ({ groupId: text(row, 'group_id'), id: text(row, 'id'), username: text(row, 'username') })),
       async search(search) {
         const { page, count, params } = composeSearch(d, groups, search);
         const [rows, counted] = await Promise.all([q.select(page, params), q.select(count, params)]);

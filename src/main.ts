@@ -14,7 +14,7 @@ import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { systemClock } from './core/clock.ts';
 import { unmatchedTranslations } from './flows/resources.ts';
 import { describeDatabase, openStore, parseDatabase } from './store/open.ts';
-import type { Store } from './store/types.ts';
+import type { ClearedEmail, Store } from './store/types.ts';
 import { encryptedKeyStore, encryptStoredKeys, loadKeyEncryption, UnknownKeyEncryptionKeyError, type KeyEncryption } from './tokens/key-encryption.ts';
 import { resealProviderSecrets } from './tokens/secret-box.ts';
 import { resealOutboxSecrets } from './flows/webhooks/reseal.ts';
@@ -308,6 +308,20 @@ function tlsReminder(config: Config): string | null {
 }
 
 /**
+ * The accounts the upgrade to unique e-mail addresses left without theirs (another account
+ * kept it), until an operator changes each: said at every start (docs/operations.md).
+ */
+export function clearedEmailsWarning(cleared: readonly ClearedEmail[]): string | null {
+  if (cleared.length === 0) return null;
+  const named = cleared.slice(0, 20).map((row) => `${row.username} (kept by ${row.keptBy ?? 'a removed account'})`);
+  const more = cleared.length > named.length ? ` and ${cleared.length - named.length} more` : '';
+  return (
+    `${cleared.length} account(s) lost their e-mail address at the upgrade to unique addresses, as another account had it: ${named.join(', ')}${more}. ` +
+    'Give each an address of its own, or move the address (tessera user update NAME --email ...); a change to an account takes it off this list (docs/operations.md)'
+  );
+}
+
+/**
  * A `TESSERA_*` variable close to no setting is ignored rather than refused (a wrapper's or an
  * image's own), but said, in case it was meant for Tessera after all.
  */
@@ -403,6 +417,9 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     adminServer = { server, url: `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` };
   }
   recordIssuer(config, (message) => app.log.warn(message));
+  // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) waits for.
+  const cleared = clearedEmailsWarning(await store.users.clearedEmails());
+  if (cleared) app.log.warn(cleared);
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
   if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);

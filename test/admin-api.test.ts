@@ -368,6 +368,20 @@ describe('the admin API', () => {
     assert.equal((await call('DELETE', `/clients/${client.body['client_id'] as string}`)).status, 404);
   });
 
+  it('refuses an e-mail address another account has, in any case, with 409 naming the field, at POST and PATCH', async () => {
+    const first = await call('POST', '/users', { body: { username: 'mail-holder', password: 'holder has a long password', email: 'held@example.com' } });
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    const second = await call('POST', '/users', { body: { username: 'mail-taker', password: 'taker has a long password', email: 'Held@Example.com' } });
+    assert.equal(second.status, 409, JSON.stringify(second.body));
+    assert.match(second.body['detail'] as string, /^email Held@Example\.com: another account has this e-mail address$/);
+    assert.equal((await call('GET', '/users/mail-taker')).status, 404, 'nothing was made');
+    assert.equal((await call('POST', '/users', { body: { username: 'mail-mover', password: 'mover has a long password' } })).status, 201);
+    const moved = await call('PATCH', '/users/mail-mover', { body: { email: 'HELD@example.com' } });
+    assert.equal(moved.status, 409, JSON.stringify(moved.body));
+    assert.match(moved.body['detail'] as string, /^email HELD@example\.com: another account has this e-mail address$/);
+    assert.equal((await call('GET', '/users/mail-mover')).body['email'], null, 'nothing was written');
+  });
+
   it('refuses a name or description holding a line break, ESC or a bidirectional override with 400, naming the field', async () => {
     assert.equal((await call('POST', '/users', { body: { username: 'named', password: 'named has a long password' } })).status, 201);
     const forged = ['Ada\nsignin.succeeded user=admin', 'Ada\u001b[2K', 'Ada\u202Egnp.exe', 'Ada\u2028Lovelace'];

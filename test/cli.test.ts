@@ -153,6 +153,24 @@ describe('the tessera command', () => {
     const again = await runTessera(['user', 'add', '--username', 'alice', '--password-stdin'], env, 'another password\n');
     assert.equal(again.code, 1);
     assert.match(again.stderr, /already exists/);
+    // The e-mail address is one account's too, without regard to case, at add and at update.
+    const sameAddress = await runTessera(
+      ['user', 'add', '--username', 'alice2', '--password-stdin', '--email', 'ALICE@example.com'],
+      env,
+      'a long enough password\n',
+    );
+    assert.equal(sameAddress.code, 1);
+    assert.match(sameAddress.stderr, /^tessera: --email ALICE@example\.com: another account has this e-mail address\n$/);
+    const other = await runTessera(
+      ['user', 'add', '--username', 'alice3', '--password-stdin', '--email', 'alice3@example.com'],
+      env,
+      'a long enough password\n',
+    );
+    assert.equal(other.code, 0, other.stderr);
+    const moved = await runTessera(['user', 'update', 'alice3', '--email', 'Alice@Example.com'], env);
+    assert.equal(moved.code, 1);
+    assert.match(moved.stderr, /^tessera: --email Alice@Example\.com: another account has this e-mail address\n$/);
+    assert.match((await runTessera(['user', 'show', 'alice3'], env)).stdout, /alice3@example\.com/, 'nothing written');
   });
 
   it('refuses a password given any way but standard input', async () => {

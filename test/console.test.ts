@@ -114,4 +114,22 @@ describe('the operator console over HTTP', () => {
     assert.equal(wrong.status, 400, wrong.html.slice(0, 300));
     assert.match(wrong.html, /CLAIM#TAG=VALUE/);
   });
+
+  it("refuses a person's e-mail address that another account has, in any case, with the reason beside the form", async () => {
+    const { browser } = await operatorBrowser(server, 'admin');
+    await server.addUser({ username: 'holder', email: 'held@example.com' });
+    const target = await server.addUser({ username: 'mover', email: 'mover@example.com' });
+    const path = `/console/users/${target.username}/profile`;
+    const refused = await browser.submit(await browser.request(path), path, { email: 'HELD@example.com' });
+    assert.equal(refused.status, 409, refused.html.slice(0, 300));
+    assert.match(refused.html, /the e-mail address HELD@example\.com is another account&#39;s|the e-mail address HELD@example\.com is another account's/);
+    assert.equal(browser.form(refused, path).fields['email'], 'HELD@example.com', 'what the operator typed is kept in the form');
+    assert.match(
+      refused.html,
+      /<input type="text" id="email" name="email" value="HELD@example.com"[^>]* aria-invalid="true" aria-describedby="form-error/,
+      'the field is marked, naming the error',
+    );
+    assert.match(refused.html, /<p class="alert error" role="alert" id="form-error">/);
+    assert.equal((await server.store.users.get(target.id))?.email, 'mover@example.com', 'nothing written');
+  });
 });

@@ -146,6 +146,11 @@ describe('invitations', () => {
     }
     // A caller who does not hold everything the admin role allows does not give it.
     assert.equal((await post({ email: 'boss@example.com', role: 'admin' })).status, 403);
+    // An address an account has, in any case: that person signs in; a second account cannot have it.
+    await server.addUser({ username: 'already-here', email: 'here@example.com' });
+    const taken = await post({ email: 'HERE@example.com' });
+    assert.equal(taken.status, 409);
+    assert.match(((await taken.json()) as { detail: string }).detail, /another account has this e-mail address/);
   });
 
   it('invites from the console, through the same operation: the link shown once and mailed, a bad address refused with 400', async () => {

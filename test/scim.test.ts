@@ -18,6 +18,7 @@ const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const SEARCH = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 
 let server: TestServer;
 let token: string;
@@ -126,6 +127,19 @@ describe('a user through their whole life over SCIM', () => {
     assertError(await scim('POST', '/Users', { schemas: [USER], userName: other.username }), 409, 'uniqueness');
     assertError(await scim('POST', '/Users', { schemas: [USER], userName: 'someone-new', emails: [{ value: 'TAKEN@example.com' }] }), 409, 'uniqueness');
     assert.equal(await server.store.users.findByUsername('someone-new'), null, 'nothing half made');
+    // A change to another account's address too, by PATCH and PUT: refused whole.
+    const before = await scim('GET', `/Users/${id}`);
+    const patched = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH],
+      Operations: [
+        { op: 'replace', path: 'title', value: 'Rear Admiral' },
+        { op: 'replace', path: 'emails[type eq "work"].value', value: 'taken@EXAMPLE.com' },
+      ],
+    });
+    assertError(patched, 409, 'uniqueness');
+    assert.match(String(patched.body['detail']), /e-mail address/);
+    assertError(await scim('PUT', `/Users/${id}`, { ...before.body, emails: [{ value: 'Taken@example.com', primary: true }] }), 409, 'uniqueness');
+    assert.deepEqual(await scim('GET', `/Users/${id}`).then((answer) => answer.body), before.body, 'nothing half written');
   });
 
   it('finds the user by filter, sorts and pages, and gives only the attributes asked for', async () => {
@@ -150,6 +164,56 @@ describe('a user through their whole life over SCIM', () => {
     assert.equal(excluded.body['emails'], undefined);
     assert.equal((excluded.body[ENTERPRISE] as Record<string, unknown>)['department'], undefined);
     assert.equal((excluded.body[ENTERPRISE] as Record<string, unknown>)['employeeNumber'], '1906');
+  });
+
+  it('finds the same by POST /Users/.search, /Groups/.search and /.search (a SearchRequest body), and refuses a body that is not one', async () => {
+    const search = (path: string, body: Record<string, unknown>) => scim('POST', path, { schemas: [SEARCH], ...body });
+    const users = await search('/Users/.search', {
+      filter: 'userName eq "Grace.Hopper@example.com"',
+      attributes: ['userName', 'emails.value'],
+      startIndex: 1,
+      count: 10,
+    });
+    assert.equal(users.status, 200, JSON.stringify(users.body));
+    assert.equal(users.body['totalResults'], 1);
+    const [grace] = users.body['Resources'] as Record<string, unknown>[];
+    assert.deepEqual(Object.keys(grace!).sort(), ['emails', 'id', 'meta', 'schemas', 'userName']);
+    const made = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'Search Party' });
+    const groups = await search('/Groups/.search', { filter: 'displayName eq "search party"', excludedAttributes: ['members'] });
+    assert.deepEqual(
+      (groups.body['Resources'] as Record<string, unknown>[]).map((group) => group['id']),
+      [made.body['id']],
+    );
+    // The root looks through both types: a filter on userName finds no group, one on displayName both kinds.
+    const root = await search('/.search', { filter: 'userName eq "grace.hopper@example.com"' });
+    assert.deepEqual([root.status, root.body['totalResults']], [200, 1]);
+    const both = await search('/.search', { filter: 'displayName eq "Search Party" or displayName eq "Grace Hopper"', count: 1 });
+    assert.equal(both.status, 200, JSON.stringify(both.body));
+    assert.equal(both.body['itemsPerPage'], 1);
+    assert.ok((both.body['totalResults'] as number) >= 1);
+    // Sub-attributes sent in another case are kept in the schema's, and found by the database's search.
+    const cased = await scim('POST', '/Users', {
+      schemas: [USER],
+      userName: 'cased',
+      emails: [
+        { Value: 'main@cased.example', Primary: true },
+        { VALUE: 'second@cased.example', TYPE: 'home' },
+      ],
+    });
+    assert.equal(cased.status, 201, JSON.stringify(cased.body));
+    assert.deepEqual(cased.body['emails'], [
+      { value: 'main@cased.example', primary: true },
+      { value: 'second@cased.example', type: 'home' },
+    ]);
+    for (const text of ['emails eq "SECOND@cased.example"', 'emails[type eq "home" and value ew "cased.example"]'])
+      assert.deepEqual((await search('/Users/.search', { filter: text })).body['totalResults'], 1, text);
+    assert.equal((await scim('DELETE', `/Users/${String(cased.body['id'])}`)).status, 204);
+    assertError(await search('/.search', { filter: 'shoeSize eq "9"' }), 400, 'invalidFilter');
+    assertError(await scim('POST', '/Users/.search', { filter: 'userName pr' }), 400, 'invalidSyntax');
+    assertError(await search('/Users/.search', { filter: 'userName pr', count: '10' }), 400, 'invalidValue');
+    assertError(await search('/Users/.search', { attributes: [1] }), 400, 'invalidValue');
+    assertError(await search('/Users/.search', { sortby: 'userName' }), 400, 'invalidSyntax');
+    assertError(await scim('POST', '/Users/.search', '[1]'), 400, 'invalidSyntax');
   });
 
   it("changes the user by PATCH in Entra ID's forms, at the version read", async () => {
@@ -317,6 +381,47 @@ describe('bad input: the SCIM error it defines, never a 500, nothing half writte
     ]) {
       assertError(await scim('GET', filter(text)), 400, 'invalidFilter');
     }
+  });
+
+  it('answers random filters (a fuzzer) through the database with 200 or a 400 it defines, never a 500, by GET and by .search', async () => {
+    const pieces = ['userName', 'emails', 'emails.value', 'externalId', 'displayName', 'active', 'id', 'meta.lastModified', 'title', 'members'];
+    const ops = ['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le', 'pr', 'and', 'or', 'not', '(', ')', '[', ']'];
+    const values = ['"%"', '"_"', '"\\\\"', '"a"', 'true', 'false', 'null', '1', '"2026-01-01T00:00:00Z"', '"x\\""', "'", '"'];
+    let seed = 11;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor((seed / 2 ** 31) * n);
+    };
+    const all = [...pieces, ...ops, ...values];
+    for (let run = 0; run < 200; run += 1) {
+      const length = 1 + random(9);
+      const text = Array.from({ length }, (_, i) =>
+        i % 3 === 0 ? pieces[random(pieces.length)] : i % 3 === 1 ? ops[random(ops.length)] : all[random(all.length)],
+      ).join(' ');
+      const answer =
+        run % 2 === 0
+          ? await scim('GET', filter(text))
+          : await scim('POST', '/Users/.search', { schemas: [SEARCH], filter: text, sortBy: pieces[random(pieces.length)] });
+      assert.ok(
+        answer.status === 200 || (answer.status === 400 && ['invalidFilter', 'invalidValue'].includes(answer.body['scimType'] as string)),
+        `${text}: ${JSON.stringify(answer.body)}`,
+      );
+    }
+  });
+
+  it('answers a NUL character in a resource, an id or a filter value as bad input (PostgreSQL keeps none), never a 500', async () => {
+    assertError(await scim('POST', '/Users', { schemas: [USER], userName: 'nul-title', title: 'a\u0000b' }), 400, 'invalidValue');
+    assertError(
+      await scim('POST', '/Users', { schemas: [USER], userName: 'nul-key', emails: [{ value: 'nul@example.com', 'ty\u0000pe': 'work' }] }),
+      400,
+      'invalidValue',
+    );
+    assertError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'Nul', externalId: '\u0000' }), 400, 'invalidValue');
+    assertError(await scim('GET', '/Users/%00'), 404);
+    assertError(await scim('GET', '/Groups/a%00b'), 404);
+    const found = await scim('GET', filter('userName eq "nul\\u0000" or externalId sw "\\u0000"'));
+    assert.deepEqual([found.status, found.body['totalResults']], [200, 0]);
+    assert.equal(await server.store.users.findByUsername('nul-title'), null, 'nothing made');
   });
 
   it('answers PATCH paths that do not exist with invalidPath, read-only ones with mutability, and wrong types with invalidValue', async () => {

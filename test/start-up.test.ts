@@ -13,7 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
+import { DatabaseSync } from 'node:sqlite';
 import { describeDatabase, parseDatabase } from '../src/store/open.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
+import { newUserRecord } from '../src/store/types.ts';
+import { BEFORE_UNIQUE_EMAILS } from './store/unique-emails.ts';
 import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
 import { COMPILE_CACHE_ENV, NODE_FLAGS, runTessera } from './helpers/cli.ts';
 
@@ -139,6 +143,29 @@ describe('start-up', { concurrency: true }, () => {
     const result = await start({ TESSERA_DATABASE: join(home, 'tessera.db'), TESSERA_LOG_LEVEL: 'info', TESSERA_IMAGE_TAG: '1.4' }, warned);
     assert.equal(result.stderr, '');
     assert.ok(warned(result.stdout), result.stdout);
+  });
+
+  it('warns at every start about accounts the upgrade to unique e-mail addresses left without theirs, until each is changed', async () => {
+    const home = mkdtempSync(join(dir, 'shared-address-'));
+    const database = join(home, 'tessera.db');
+    const store = openSqliteStore(database);
+    for (const [i, username] of ['keeper', 'loser'].entries())
+      await store.users.create(newUserRecord({ id: `id-${username}`, username, passwordHash: '!', email: `${username}@example.com`, createdAt: 1000 + i }));
+    await store.close();
+    const db = new DatabaseSync(database);
+    for (const statement of [...BEFORE_UNIQUE_EMAILS, "UPDATE users SET email = 'Shared@example.com'"]) db.exec(statement);
+    db.close();
+    const warned = (stdout: string) =>
+      messages(stdout).some((message) =>
+        message.startsWith('1 account(s) lost their e-mail address at the upgrade to unique addresses, as another account had it: loser (kept by keeper).'),
+      );
+    const first = await start({ TESSERA_DATABASE: database }, warned);
+    assert.ok(warned(first.stdout), first.stdout);
+    assert.ok(warned((await start({ TESSERA_DATABASE: database }, warned)).stdout), 'again at the next start');
+    const changed = await runTessera(['user', 'update', 'loser', '--email', 'loser@example.com'], { ...TEST_ENV, TESSERA_DATABASE: database });
+    assert.equal(changed.code, 0, changed.stderr);
+    const after = await start({ TESSERA_DATABASE: database });
+    assert.ok(!messages(after.stdout).some((message) => message.includes('lost their e-mail address')), after.stdout);
   });
 
   it('refuses an issuer with a path, whose endpoints would answer 404, naming TESSERA_ISSUER', () => {

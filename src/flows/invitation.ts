@@ -68,6 +68,8 @@ export async function acceptInvitation(
       return { kind: 'done', user, clientId: used.clientId };
     });
   } catch (error) {
+    // An account took the invited address meanwhile: the link can make no account with it.
+    if (error instanceof DuplicateError && error.field === 'email') return { kind: 'invalid_link' };
     if (error instanceof DuplicateError) return { kind: 'taken' };
     throw error;
   }

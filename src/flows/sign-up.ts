@@ -241,6 +241,9 @@ export async function signUp(deps: SignUpDeps, input: SignUpInput): Promise<Sign
       }
     });
   } catch (error) {
+    // The address became an account's between the look and the write: answered as when it was one
+    // already (its owner was not written to this time), so that the answer tells nobody whose it is.
+    if (error instanceof DuplicateError && error.field === 'email') return { kind: 'sent', email };
     // The username was taken between the look and the write.
     if (error instanceof DuplicateError) return { kind: 'taken' };
     throw error;

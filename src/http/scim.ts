@@ -12,19 +12,12 @@ import { NO_ADMIN } from '../flows/manage/authority.ts';
 import { scimCaller, type ScimCaller } from '../flows/scim/auth.ts';
 import { bulk, MAX_PAYLOAD_BYTES, type BulkDispatch } from '../flows/scim/bulk.ts';
 import { ScimError } from '../flows/scim/errors.ts';
-import {
-  allGroupResources,
-  createGroupResource,
-  deleteGroupResource,
-  getGroupResource,
-  patchGroupResource,
-  replaceGroupResource,
-} from '../flows/scim/groups.ts';
-import { listResponse, project, type ListQuery } from '../flows/scim/query.ts';
+import { createGroupResource, deleteGroupResource, getGroupResource, patchGroupResource, replaceGroupResource } from '../flows/scim/groups.ts';
+import { project, type ListQuery } from '../flows/scim/query.ts';
+import { listGroups, listUsers, searchAll, searchQuery } from '../flows/scim/search.ts';
 import { GROUP_KIND, USER_KIND, type ResourceKind } from '../flows/scim/schema.ts';
 import { KINDS, resourceType, schemaResources, serviceProviderConfig } from '../flows/scim/service-provider.ts';
 import {
-  allUserResources,
   createUserResource,
   deleteUserResource,
   getUserResource,
@@ -168,7 +161,7 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     {
       path: 'Users',
       kind: USER_KIND,
-      list: allUserResources,
+      list: listUsers,
       create: createUserResource,
       get: getUserResource,
       replace: replaceUserResource,
@@ -178,7 +171,7 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
     {
       path: 'Groups',
       kind: GROUP_KIND,
-      list: allGroupResources,
+      list: listGroups,
       create: createGroupResource,
       get: getGroupResource,
       replace: replaceGroupResource,
@@ -188,7 +181,9 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
   ] as const;
   for (const resource of resources) {
     const at = `${SCIM_PATH}/${resource.path}`;
-    app.get(at, async (request, reply) => send(reply, 200, listResponse(resource.kind, await resource.list(scimDeps(request)), queryOf(request))));
+    app.get(at, async (request, reply) => send(reply, 200, await resource.list(scimDeps(request), queryOf(request))));
+    // §3.4.3: the same query in a body, which keeps a filter out of URLs and their logs.
+    app.post(`${at}/.search`, async (request, reply) => send(reply, 200, await resource.list(scimDeps(request), searchQuery(request.body))));
     app.post(at, async (request, reply) => send(reply, 201, await resource.create(scimDeps(request), request.body)));
     app.get(`${at}/:id`, async (request, reply) => send(reply, 200, one(request, resource.kind, await resource.get(scimDeps(request), idOf(request)))));
     app.put(`${at}/:id`, async (request, reply) =>
@@ -202,6 +197,9 @@ export const scimRoutes: FastifyPluginAsync<{ deps: AppDeps }> = async (app, { d
       return reply.status(204).header('Cache-Control', 'no-store').send();
     });
   }
+
+  // §3.4.3: "across all resource types", at the root.
+  app.post(`${SCIM_PATH}/.search`, async (request, reply) => send(reply, 200, await searchAll(scimDeps(request), searchQuery(request.body))));
 
   // Service provider configuration (§4).
   app.get(`${SCIM_PATH}/ServiceProviderConfig`, async (_request, reply) => send(reply, 200, serviceProviderConfig(base)));

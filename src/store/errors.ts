@@ -24,9 +24,13 @@ function describe(cause: unknown): string {
 
 /** A unique constraint refused the write. */
 export class DuplicateError extends Error {
-  constructor(what: string, options?: ErrorOptions) {
+  /** Which of the record's unique values is taken, where a store says (a user's `username` or `email`); null: its key. */
+  readonly field: string | null;
+
+  constructor(what: string, options?: ErrorOptions & { readonly field?: string }) {
     super(`${what} already exists`, options);
     this.name = 'DuplicateError';
+    this.field = options?.field ?? null;
   }
 }
 

@@ -995,6 +995,46 @@ const groups: Migration = {
 };
 
 /**
+ * Version 37 (unique e-mail addresses): no two accounts share an e-mail address, compared
+ * without case, whichever door made them (the unique index `users_email_unique` replaces the
+ * plain `users_email`). A database from before may hold accounts that share one (made by the
+ * command line, the admin API or an upstream sign-in, which did not refuse them). The address
+ * stays with one of them: the account that verified it (an address typed for an account proves
+ * nothing), the oldest of those, else the oldest. The others lose it (and its verification),
+ * nothing else: each is recorded in `cleared_emails` (the address, who kept it) and named in a
+ * warning at every start until the account is changed again (docs/operations.md). Refusing to
+ * upgrade would stop every sign-in for what an operator can put right afterwards; keeping the
+ * address where it was proved is what the accounts already meant.
+ */
+const nowMs = (dialect: Dialect) =>
+  dialect === 'postgres' ? 'CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)' : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+/** The account that keeps the address `u.email` (`u` an account that has it). */
+const EMAIL_KEEPER = `(SELECT k.id FROM users k WHERE lower(k.email) = lower(u.email) ORDER BY k.email_verified DESC, k.created_at, k.id LIMIT 1)`;
+
+const uniqueEmails: Migration = {
+  version: 37,
+  name: 'unique e-mail addresses',
+  statements: [
+    (t) => `CREATE TABLE cleared_emails (
+      user_id        ${t.text} PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+      email          ${t.text} NOT NULL,
+      email_verified ${t.boolean('email_verified')},
+      kept_by        ${t.text} REFERENCES users (id) ON DELETE SET NULL,
+      cleared_at     ${t.time} NOT NULL
+    )`,
+    "UPDATE users SET email = NULL WHERE email = ''",
+    (_, dialect) => `INSERT INTO cleared_emails (user_id, email, email_verified, kept_by, cleared_at)
+      SELECT u.id, u.email, u.email_verified, ${EMAIL_KEEPER}, ${nowMs(dialect)}
+      FROM users u WHERE u.email IS NOT NULL AND u.id <> ${EMAIL_KEEPER}`,
+    (_, dialect) => `UPDATE users SET email = NULL, email_verified = ${dialect === 'postgres' ? 'false' : '0'},
+      updated_at = (SELECT c.cleared_at FROM cleared_emails c WHERE c.user_id = users.id)
+      WHERE id IN (SELECT user_id FROM cleared_emails)`,
+    'DROP INDEX users_email',
+    'CREATE UNIQUE INDEX users_email_unique ON users (lower(email))',
+  ],
+};
+
+/**
  * Version 38 (Identity Assertion JWT Authorization Grants): the identity providers whose
  * ID-JAGs this server redeems (`tessera trust add`), each with its keys' URL or its keys.
  * Versions 28 to 37 belong to other branches.
@@ -1091,6 +1131,18 @@ const invitations: Migration = {
     )`,
     'CREATE INDEX invitations_expires_at ON invitations (expires_at)',
   ],
+};
+
+/**
+ * Version 39 (SCIM lists in SQL): the indexes a provisioning system's own lookups are answered
+ * through (store/sql/scim-search.ts): `userName eq` (compared without case, as the SQL
+ * compares it), `externalId eq` (with case). `displayName eq` of a group has
+ * `user_groups_name`; an account's address, `users_email_unique`.
+ */
+const scimSearchIndexes: Migration = {
+  version: 39,
+  name: 'scim search indexes',
+  statements: ['CREATE INDEX users_username_lower ON users (lower(username))', 'CREATE INDEX scim_users_external_id ON scim_users (external_id)'],
 };
 
 /**
@@ -1338,7 +1390,9 @@ export const migrations: readonly Migration[] = [
   mail,
   signUps,
   invitations,
+  uniqueEmails,
   trustedIssuers,
+  scimSearchIndexes,
   ssfStreams,
   organizations,
   passkeySignUpsAndEmailChanges,

@@ -3,6 +3,7 @@
  * calls with, what SCIM keeps of a person beyond their standard claims, and groups with their
  * members.
  */
+import type { UserRecord } from './users.ts';
 
 /** A long-lived bearer token a provisioning system (Entra ID, Okta) calls `/scim/v2` with. */
 export interface ScimTokenRecord {
@@ -29,6 +30,40 @@ export interface ScimTokenStore {
   remove(id: string): Promise<boolean>;
 }
 
+/** A comparison of a SCIM filter (RFC 7644 §3.4.2.2) that a list's search hands the database. */
+export type ScimSearchOp = 'eq' | 'ne' | 'co' | 'sw' | 'ew' | 'gt' | 'ge' | 'lt' | 'le';
+
+/**
+ * A SCIM filter over the fields the database holds (`F`), in two-valued logic: a value that is
+ * not there matches no comparison but `ne` (and `present` fails), so that `not` is the
+ * filter's own. Text compares as each field's SCIM attribute does (its case kept for `id`,
+ * `externalId` and `members`, ignored for the rest); times (`created`, `lastModified`) are
+ * milliseconds since the epoch; `active` compares with true or false. A multi-valued field
+ * (`emails`, `members`) matches when any of its values does (`ne`: when none is equal).
+ */
+export type ScimCondition<F extends string> =
+  | { readonly kind: 'and' | 'or'; readonly left: ScimCondition<F>; readonly right: ScimCondition<F> }
+  | { readonly kind: 'not'; readonly condition: ScimCondition<F> }
+  | { readonly kind: 'present'; readonly field: F }
+  | { readonly kind: 'compare'; readonly field: F; readonly op: ScimSearchOp; readonly value: string | number | boolean };
+
+/**
+ * One page of a list (RFC 7644 §3.4.2): the resources `where` holds for (all: null), ordered by
+ * `sortBy` (those without a value last, whichever the order; then oldest first), from `offset`.
+ */
+export interface ScimSearch<F extends string> {
+  readonly where: ScimCondition<F> | null;
+  readonly sortBy: F | null;
+  readonly descending: boolean;
+  readonly offset: number;
+  readonly limit: number;
+}
+
+/** The fields of a User a search filters and sorts on: its columns, and the e-mail addresses SCIM keeps. */
+export type UserSearchField = 'id' | 'userName' | 'externalId' | 'active' | 'displayName' | 'emails' | 'created' | 'lastModified';
+/** The fields of a Group a search filters and sorts on (`members`: its members' ids). */
+export type GroupSearchField = 'id' | 'displayName' | 'externalId' | 'members' | 'created' | 'lastModified';
+
 /**
  * What SCIM keeps of a person that their account's standard claims do not hold (RFC 7643
  * §4.1): the provisioning system's `externalId`, and the other attributes as given (`title`,
@@ -45,6 +80,12 @@ export interface ScimUserStore {
   list(): Promise<ScimUserRecord[]>;
   /** Stores or replaces the record of its user. */
   put(record: ScimUserRecord): Promise<void>;
+  /** Which of `userIds` are accounts (a group's members must be). */
+  existing(userIds: readonly string[]): Promise<string[]>;
+  /** One page of the accounts a search finds, each with SCIM's record of it (null: none), and how many it finds in all. */
+  search(
+    search: ScimSearch<UserSearchField>,
+  ): Promise<{ readonly total: number; readonly users: readonly { readonly user: UserRecord; readonly scim: ScimUserRecord | null }[] }>;
 }
 
 /** A group (RFC 7643 §4.2): its name is what the `groups` claim carries. */
@@ -80,4 +121,12 @@ export interface GroupStore {
   removeMember(groupId: string, userId: string): Promise<void>;
   /** The groups a person is in, by name. */
   namesOf(userId: string): Promise<string[]>;
+  /** The groups a person is in, by name, with their ids (a User's `groups`). */
+  groupsOf(userId: string): Promise<{ readonly id: string; readonly displayName: string }[]>;
+  /** A group's members, by id, with their usernames (a Group's `members`). */
+  membersNamed(groupId: string): Promise<{ readonly id: string; readonly username: string }[]>;
+  /** Every membership with the member's username: many groups' `members` in one statement. */
+  everyMemberNamed(): Promise<{ readonly groupId: string; readonly id: string; readonly username: string }[]>;
+  /** One page of the groups a search finds, and how many it finds in all. */
+  search(search: ScimSearch<GroupSearchField>): Promise<{ readonly total: number; readonly groups: readonly GroupRecord[] }>;
 }

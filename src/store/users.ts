@@ -127,8 +127,25 @@ export const USER_PROFILE_TEXT_FIELDS = [
   'phoneNumber',
 ] as const satisfies readonly (keyof UserProfileChanges)[];
 
+/**
+ * An account whose e-mail address the upgrade to unique addresses (migration 37) took away,
+ * because another account (`keptBy`) had it too, and that has not been changed since.
+ */
+export interface ClearedEmail {
+  readonly userId: string;
+  readonly username: string;
+  readonly email: string;
+  readonly emailVerified: boolean;
+  /** The username of the account that kept the address; null: since removed. */
+  readonly keptBy: string | null;
+  readonly clearedAt: number;
+}
+
 export interface UserStore {
-  /** Throws `DuplicateError` when the username is taken. */
+  /**
+   * Throws `DuplicateError` when the username is taken (its `field` `username`), or the e-mail
+   * address is another account's, compared without case (`email`).
+   */
   create(user: UserRecord): Promise<void>;
   get(id: string): Promise<UserRecord | null>;
   findByUsername(username: string): Promise<UserRecord | null>;
@@ -141,7 +158,8 @@ export interface UserStore {
   setRole(id: string, role: OperatorRole | null): Promise<boolean>;
   /**
    * Changes the profile fields given (null clears one), and `updatedAt` to `now`, in one
-   * statement; false when there is no such user.
+   * statement; false when there is no such user. Throws `DuplicateError` (`field` `email`)
+   * when the e-mail address is another account's, compared without case.
    */
   update(id: string, changes: UserProfileChanges, now: number): Promise<boolean>;
   /**
@@ -163,4 +181,6 @@ export interface UserStore {
    * conditional statement; false when another user has it, or there is no such user.
    */
   rename(id: string, username: string): Promise<boolean>;
+  /** The accounts the upgrade to unique e-mail addresses left without theirs, unchanged since, oldest first. */
+  clearedEmails(): Promise<ClearedEmail[]>;
 }

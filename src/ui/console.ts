@@ -292,6 +292,8 @@ export interface UserFormView {
   readonly version: string;
   readonly original: string;
   readonly error?: string | SafeHtml | undefined;
+  /** The field the error is about (a taken e-mail address), marked invalid beside it. */
+  readonly invalidField?: string | null;
 }
 
 /** A person's profile form: every row of the users' table with a form control. */
@@ -303,11 +305,11 @@ export function userFormPage(frame: ConsoleFrame, view: UserFormView): string {
     frame,
     title,
     html`<h1>${title}</h1>
-${notice(view.error, 'error')}
+${view.error === undefined ? null : html`<p class="alert error" role="alert" id="${FORM_ERROR_ID}">${view.error}</p>`}
 <form method="post" action="${view.action}" class="app-form">
 ${csrfField(csrf)}
 <input type="hidden" name="version" value="${view.version}"><input type="hidden" name="original" value="${view.original}">
-${tableForm(ui, USER_FIELDS, view.values)}
+${tableForm(ui, USER_FIELDS, view.values, null, view.invalidField ?? null)}
 <div class="actions"><button type="submit" class="primary">${t.html('console.user.saveProfile')}</button></div>
 </form>`,
   );
@@ -382,7 +384,10 @@ export interface AppFormView {
 }
 
 /** One field's control in a form, as its row in the noun's table says (fields/field.ts). */
-function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
+/** The id of a form's error, which the control it is about names (`aria-describedby`). */
+export const FORM_ERROR_ID = 'form-error';
+
+function formControl(ui: Ui, field: Field, values: FormValues, invalid = false): SafeHtml {
   const { t } = ui;
   const value: FormValue | undefined = values[field.name];
   const form = field.form!;
@@ -391,7 +396,8 @@ function formControl(ui: Ui, field: Field, values: FormValues): SafeHtml {
   const type = field.type;
   const text = typeof value === 'string' ? value : '';
   const hintId = `${id}-hint`;
-  const described = form.hint === undefined ? null : html` aria-describedby="${hintId}"`;
+  const describedBy = [...(invalid ? [FORM_ERROR_ID] : []), ...(form.hint === undefined ? [] : [hintId])].join(' ');
+  const described = describedBy === '' ? null : html`${invalid ? html` aria-invalid="true"` : null} aria-describedby="${describedBy}"`;
   const hint =
     form.hint === undefined
       ? null
@@ -458,13 +464,15 @@ export function tableForm(
   table: FieldTable,
   values: FormValues,
   only: { readonly operation: 'create' | 'update'; readonly kind?: string } | null = null,
+  /** The field a refusal is about: its control is marked invalid and names the form's error. */
+  invalid: string | null = null,
 ): SafeHtml {
   const fields = table.filter((field) => field.form !== null && (only === null || (field[only.operation] && appliesTo(field, only.kind))));
   const options = fields.filter((field) => field.form!.group === 'options');
   return html`${fields
     .filter((field) => field.form!.group !== 'options')
     .map(
-      (field) => html`${formControl(ui, field, values)}
+      (field) => html`${formControl(ui, field, values, field.name === invalid)}
 `,
     )}${
     options.length === 0

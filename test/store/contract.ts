@@ -19,6 +19,7 @@ import { ssfContract } from './ssf-contract.ts';
 import { samlContract } from './saml-contract.ts';
 import { scimContract } from './scim-contract.ts';
 import { organizationsContract } from './organizations-contract.ts';
+import { scimSearchContract } from './scim-search-contract.ts';
 import { trustedIssuersContract } from './trusted-issuers-contract.ts';
 import { secondFactorContract } from './second-factor-contract.ts';
 import {
@@ -2029,6 +2030,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     ssfContract({ store: () => store, unique, givenClient: () => givenClient() });
     samlContract({ store: () => store, unique });
     scimContract({ store: () => store, unique, givenUser });
+    scimSearchContract({ store: () => store, unique, givenUser });
     trustedIssuersContract({ store: () => store, unique });
     organizationsContract({ store: () => store, unique, givenUser: () => givenUser(), givenClient: () => givenClient() });
 

@@ -13,6 +13,7 @@ import { openPostgresStore } from '../../src/store/postgres/store.ts';
 import { newUserRecord, type Store } from '../../src/store/types.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl as url, withAdmin } from '../helpers/postgres.ts';
 import { storeContract } from './contract.ts';
+import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { pendingDevice } from './fixtures.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -143,6 +144,18 @@ describePostgres('PostgreSQL', () => {
       } finally {
         await after.close();
       }
+    });
+
+    it('upgrades accounts that share an e-mail address: one keeps it, the others are listed without it', async () => {
+      const schema = fresh();
+      await checkUniqueEmailsUpgrade(
+        () => openPostgresStore(url, { schema }),
+        (statements) =>
+          withAdmin(async (client) => {
+            await client.query(`SET search_path TO ${client.escapeIdentifier(schema)}`);
+            for (const statement of statements) await client.query(statement);
+          }),
+      );
     });
 
     it('refuses a database that a newer version has migrated', async () => {

@@ -50,8 +50,28 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       await store.scimUsers.put({ userId: user.id, externalId: 'ext-2', attributes: { title: 'Lead' } });
       assert.deepEqual(await store.scimUsers.get(user.id), { userId: user.id, externalId: 'ext-2', attributes: { title: 'Lead' } });
       assert.ok((await store.scimUsers.list()).some((record) => record.userId === user.id));
+      assert.deepEqual(await store.scimUsers.existing([user.id, 'no-such-user', `${user.id}'`]), [user.id], 'which of the ids are accounts');
+      assert.deepEqual(await store.scimUsers.existing([]), []);
       await store.users.remove(user.id);
       assert.equal(await store.scimUsers.get(user.id), null);
+    });
+
+    it('keeps e-mail addresses unique without regard to case, saying which value a refused account takes', async () => {
+      const store = current();
+      const ada = await givenUser({ email: `${unique('ada')}@Example.com` });
+      const grace = await givenUser();
+      const taken = (field: string) => (error: unknown) => error instanceof DuplicateError && error.field === field;
+      await assert.rejects(givenUser({ email: ada.email!.toUpperCase() }), taken('email'));
+      await assert.rejects(givenUser({ username: ada.username, email: `${unique('other')}@example.com` }), taken('username'));
+      await assert.rejects(store.users.update(grace.id, { email: ada.email!.toLowerCase() }, T0 + 1), taken('email'));
+      assert.equal((await store.users.get(grace.id))?.email, grace.email, 'nothing written');
+      assert.equal(await store.users.update(grace.id, { email: grace.email!.toUpperCase() }, T0 + 2), true, 'its own address, in other case');
+      assert.equal(await store.users.update(grace.id, { email: null }, T0 + 3), true);
+      assert.equal(await store.users.update(ada.id, { email: null }, T0 + 4), true, 'accounts without an address do not clash');
+      assert.deepEqual(
+        (await store.users.findByEmail(grace.email!)).map((user) => user.id),
+        [],
+      );
     });
 
     it('renames a user only to a username nobody else has', async () => {
@@ -84,6 +104,18 @@ export function scimContract({ store: current, unique, givenUser }: ScimContract
       await store.groups.addMember(second.id, ada.id);
       assert.deepEqual(await store.groups.members(first.id), [ada.id, grace.id].sort());
       assert.deepEqual(await store.groups.namesOf(ada.id), [`${first.displayName} renamed`, second.displayName].sort());
+      assert.deepEqual((await store.groups.groupsOf(ada.id)).map((g) => g.id).sort(), [first.id, second.id].sort());
+      assert.deepEqual(
+        [...(await store.groups.membersNamed(first.id))].sort((a, b) => (a.id < b.id ? -1 : 1)),
+        [ada, grace].map((user) => ({ id: user.id, username: user.username })).sort((a, b) => (a.id < b.id ? -1 : 1)),
+      );
+      assert.deepEqual(
+        (await store.groups.everyMemberNamed())
+          .filter((m) => m.groupId === first.id)
+          .map((m) => m.id)
+          .sort(),
+        [ada.id, grace.id].sort(),
+      );
       await store.groups.removeMember(first.id, grace.id);
       assert.deepEqual(await store.groups.members(first.id), [ada.id]);
       await store.users.remove(ada.id);

@@ -8,9 +8,11 @@ import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
-import { openSqliteStore } from '../../src/store/sqlite/store.ts';
+import { composeSearch, groupSearchTable, userSearchTable } from '../../src/store/sql/scim-search.ts';
+import { openSqliteStore, sqliteDialect } from '../../src/store/sqlite/store.ts';
 import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
+import { checkUniqueEmailsUpgrade } from './unique-emails.ts';
 import { deviceClient, pendingDevice } from './fixtures.ts';
 import type { WorkerResult, WorkerTask } from './sqlite-worker.ts';
 
@@ -104,6 +106,53 @@ describe('SQLite file shared by restarts, processes and threads', () => {
         versions,
         migrations.map((migration) => migration.version),
       );
+    } finally {
+      db.close();
+    }
+  });
+
+  it('upgrades accounts that share an e-mail address: one keeps it, the others are listed without it', async () => {
+    const path = join(dir, 'unique-emails.db');
+    await checkUniqueEmailsUpgrade(
+      async () => openSqliteStore(path),
+      async (statements) => {
+        const db = new DatabaseSync(path);
+        try {
+          for (const statement of statements) db.exec(statement);
+        } finally {
+          db.close();
+        }
+      },
+    );
+  });
+
+  it("answers a provisioning system's lookups (userName, externalId, a group's displayName) through an index, not a scan", async () => {
+    const path = join(dir, 'scim-plans.db');
+    await openSqliteStore(path).close();
+    const db = new DatabaseSync(path);
+    try {
+      const lookups = [
+        [userSearchTable(sqliteDialect), 'userName', 'users_username_lower'],
+        [userSearchTable(sqliteDialect), 'externalId', 'scim_users_external_id'],
+        [groupSearchTable(), 'displayName', 'user_groups_name'],
+      ] as const;
+      for (const [table, field, index] of lookups) {
+        const { page, params } = composeSearch<string>(sqliteDialect, table as never, {
+          where: { kind: 'compare', field, op: 'eq', value: 'x' },
+          sortBy: null,
+          descending: false,
+          offset: 0,
+          limit: 10,
+        });
+        const plan = db
+          .prepare(`EXPLAIN QUERY PLAN ${page}`)
+          .all(params as Record<string, string | number>)
+          .map((row) => String(row['detail']));
+        assert.ok(
+          plan.some((step) => step.includes(`USING INDEX ${index}`)),
+          `${field}: ${plan.join('; ')}`,
+        );
+      }
     } finally {
       db.close();
     }

@@ -13,7 +13,7 @@ import { mailAddress } from '../mail/outbox.ts';
 import { holdsAll, mayAssignRole } from './authority.ts';
 import { checkOrganizationRole, getOrganization } from './organizations.ts';
 import type { ManageDeps } from './deps.ts';
-import { field, forbidden, invalid } from './errors.ts';
+import { conflict, field, forbidden, invalid } from './errors.ts';
 
 /** How long an invitation works unless the operator says: a week. */
 export const DEFAULT_INVITATION_TTL_SECONDS = 7 * 86400;
@@ -51,6 +51,8 @@ export async function inviteUser(deps: ManageDeps, input: InvitationInput): Prom
   if (!Number.isInteger(ttl) || ttl < INVITATION_TTL_RANGE.min || ttl > INVITATION_TTL_RANGE.max) {
     throw invalid`${field('ttl')}: seconds, from ${INVITATION_TTL_RANGE.min} to ${INVITATION_TTL_RANGE.max}`;
   }
+  // The account made from it would have this address, which is one account's: that person signs in, or resets their password.
+  if ((await deps.store.users.findByEmail(email)).length > 0) throw conflict`${field('email')} ${email}: another account has this e-mail address`;
   const clientId = input.clientId ?? null;
   if (clientId !== null && (await deps.store.clients.get(clientId)) === null) throw invalid`${field('client')}: no application ${clientId}`;
   const organization = input.organization ? await getOrganization(deps, input.organization) : null;

@@ -177,11 +177,17 @@ export async function createUser(deps: ManageDeps, input: UserInput): Promise<Us
   try {
     await deps.store.users.create(user);
   } catch (error) {
+    if (error instanceof DuplicateError && error.field === 'email') throw emailTaken(user.email);
     if (error instanceof DuplicateError) throw conflict`a user named ${username} already exists`;
     throw error;
   }
   await deps.events.emit({ type: 'user.created', userId: user.id, username, detail: { by: 'operator' } });
   return user;
+}
+
+/** An e-mail address is one account's, compared without case, whichever door made it (migration 37). */
+function emailTaken(email: string | null | undefined) {
+  return conflict`${field('email')} ${email ?? ''}: another account has this e-mail address`;
 }
 
 export interface UserQuery {
@@ -292,8 +298,14 @@ export async function updateUser(deps: ManageDeps, username: string, changes: Us
   checkMayChangeUser(deps.caller, user);
   // RFC 9110 §13.1.1: made against the version the caller read, or not at all.
   if (expectedVersion !== undefined && expectedVersion !== userEtag(user)) throw stale(user);
-  if (!(await updateAccount(deps, user, profile, role, expectedVersion === undefined ? undefined : user.updatedAt)))
-    throw stale((await deps.store.users.get(user.id)) ?? user);
+  let done: boolean;
+  try {
+    done = await updateAccount(deps, user, profile, role, expectedVersion === undefined ? undefined : user.updatedAt);
+  } catch (error) {
+    if (error instanceof DuplicateError && error.field === 'email') throw emailTaken(profile.email);
+    throw error;
+  }
+  if (!done) throw stale((await deps.store.users.get(user.id)) ?? user);
   return (await deps.store.users.get(user.id)) ?? user;
 }
 

@@ -41,3 +41,19 @@ export class ScimError extends Error {
 
 export const invalidValue = (detail: string) => new ScimError(400, 'invalidValue', detail);
 export const notFound = (detail: string) => new ScimError(404, null, detail);
+
+/** Whether a JSON value holds a NUL character in a string or a member's name. */
+function holdsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (value === null || typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) return value.some((item) => holdsNul(item, depth + 1));
+  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || holdsNul(item, depth + 1));
+}
+
+/**
+ * A resource given holds no NUL character: no attribute means one, and PostgreSQL's text and
+ * jsonb cannot keep it (the write would fail as a 500, not as the client's error).
+ */
+export function checkNoNul(resource: unknown): void {
+  if (holdsNul(resource)) throw invalidValue('the resource holds a NUL character (\\u0000), which no attribute may');
+}

@@ -479,6 +479,8 @@ export function matches(resource: Readonly<Record<string, unknown>>, filter: Fil
     case 'compare': {
       const rule = ruleOf(context, filter.path);
       const values = valuesAt(resource, filter.path, context);
+      // `eq null`: no value there; `ne null`: one there (an attribute that is not there is null, not unequal to it).
+      if (filter.value === null) return (filter.op === 'eq') !== values.some(present);
       // A multi-valued attribute matches when any of its values does (`ne`: when none equals).
       if (filter.op === 'ne') return !values.some((value) => compare('eq', value, filter.value, rule, pathText(filter.path)));
       if (values.length === 0) return filter.value === null && filter.op === 'eq';

@@ -6,11 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { DuplicateError, type GroupRecord } from '../../store/types.ts';
 import { transactionWithEvents } from '../events.ts';
-import { invalidValue, notFound, ScimError } from './errors.ts';
+import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
 import { member as memberOf } from './filter.ts';
 import { applyPatch, readOperations } from './patch.ts';
 import { GROUP_KIND, GROUP_SCHEMA } from './schema.ts';
-import { versionOf, type ScimDeps } from './users.ts';
+import { READ_EACH_UP_TO, versionOf, type ScimDeps } from './users.ts';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -50,6 +50,7 @@ interface GroupInput {
 /** The group a resource describes; each member a User there is. */
 async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promise<GroupInput> {
   if (!isObject(resource)) throw new ScimError(400, 'invalidSyntax', 'the body is not a Group resource (a JSON object)');
+  checkNoNul(resource);
   const displayName = memberOf(resource, 'displayName');
   if (typeof displayName !== 'string' || displayName.trim() === '') throw invalidValue('displayName is required');
   if (displayName.trim().length > 200 || /\p{Cc}/u.test(displayName)) throw invalidValue('displayName: at most 200 characters, no control characters');
@@ -64,38 +65,34 @@ async function inputOf(deps: Pick<ScimDeps, 'store'>, resource: unknown): Promis
     return value;
   });
   const unique = [...new Set(ids)];
-  const users = new Set((await deps.store.users.list()).map((user) => user.id));
+  const users = new Set(unique.length === 0 ? [] : await deps.store.scimUsers.existing(unique));
   const unknown = unique.find((id) => !users.has(id));
   if (unknown !== undefined) throw invalidValue(`members: no User with id ${unknown}`);
   return { displayName: displayName.trim(), externalId: externalId as string | null, members: unique };
 }
 
 async function groupOf(deps: Pick<ScimDeps, 'store'>, id: string): Promise<GroupRecord> {
-  const group = id.length > 200 ? null : await deps.store.groups.get(id);
+  const group = id.length > 200 || id.includes('\u0000') ? null : await deps.store.groups.get(id);
   if (group === null) throw notFound(`no Group with id ${id.slice(0, 200)}`);
   return group;
 }
 
-async function membersOf(deps: Pick<ScimDeps, 'store'>, ids: readonly string[]): Promise<{ id: string; username: string }[]> {
-  const users = new Map((await deps.store.users.list()).map((user) => [user.id, user.username]));
-  return ids.flatMap((id) => (users.has(id) ? [{ id, username: users.get(id)! }] : []));
-}
-
 export async function getGroupResource(deps: Pick<ScimDeps, 'store' | 'base'>, id: string): Promise<Json> {
   const group = await groupOf(deps, id);
-  return groupResource(deps.base, group, await membersOf(deps, await deps.store.groups.members(group.id)));
+  return groupResource(deps.base, group, await deps.store.groups.membersNamed(group.id));
 }
 
-export async function allGroupResources(deps: Pick<ScimDeps, 'store' | 'base'>): Promise<Json[]> {
-  const [groups, memberships, users] = await Promise.all([deps.store.groups.list(), deps.store.groups.memberships(), deps.store.users.list()]);
-  const names = new Map(users.map((user) => [user.id, user.username]));
-  return groups.map((group) =>
-    groupResource(
-      deps.base,
-      group,
-      memberships.filter((m) => m.groupId === group.id && names.has(m.userId)).map((m) => ({ id: m.userId, username: names.get(m.userId)! })),
-    ),
-  );
+/** The groups of a list's page as resources, each with its members. */
+export async function groupResourcesOf(deps: Pick<ScimDeps, 'store' | 'base'>, groups: readonly GroupRecord[]): Promise<Json[]> {
+  if (groups.length <= READ_EACH_UP_TO)
+    return Promise.all(groups.map(async (group) => groupResource(deps.base, group, await deps.store.groups.membersNamed(group.id))));
+  const byGroup = new Map<string, { id: string; username: string }[]>();
+  for (const { groupId, id, username } of await deps.store.groups.everyMemberNamed()) {
+    const list = byGroup.get(groupId) ?? [];
+    list.push({ id, username });
+    byGroup.set(groupId, list);
+  }
+  return groups.map((group) => groupResource(deps.base, group, byGroup.get(group.id) ?? []));
 }
 
 export async function createGroupResource(deps: ScimDeps, body: unknown): Promise<Json> {

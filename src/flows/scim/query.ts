@@ -4,7 +4,7 @@
  * renders them.
  */
 import { ScimError } from './errors.ts';
-import { attributeOf, checkFilter, matches, member, parseAttrPath, parseFilter, type FilterContext } from './filter.ts';
+import { type AttrPath, attributeOf, checkFilter, type Filter, matches, member, parseAttrPath, parseFilter, type FilterContext } from './filter.ts';
 import { definitionOf, LIST_SCHEMA, ruleOf, type ResourceKind } from './schema.ts';
 
 /** A page holds at most this many resources (§3.4.2.4 `count`; ServiceProviderConfig filter.maxResults). */
@@ -111,8 +111,7 @@ export function project(kind: ResourceKind, resource: Json, attributes: readonly
 }
 
 /** The value a resource sorts by (§3.4.2.3): a multi-valued attribute by its primary value (else its first). */
-function sortValue(resource: Json, kind: ResourceKind, sortBy: string): string | number | boolean | null {
-  const path = parseAttrPath(sortBy);
+function sortValue(resource: Json, kind: ResourceKind, path: AttrPath): string | number | boolean | null {
   const attribute = attributeOf(resource, { ...path, sub: null }, kind.core.id);
   let value: unknown = attribute;
   if (Array.isArray(attribute)) {
@@ -124,14 +123,24 @@ function sortValue(resource: Json, kind: ResourceKind, sortBy: string): string |
   return typeof value === 'string' ? value.toLowerCase() : typeof value === 'number' || typeof value === 'boolean' ? value : null;
 }
 
-/** §3.4.2: the page of `resources` the query asks for, as a ListResponse. */
-export function listResponse(kind: ResourceKind, resources: readonly Json[], query: ListQuery): Json {
+/** A list's query, read and checked (§3.4.2): every refusal comes before anything is read. */
+export interface ParsedQuery {
+  readonly filter: Filter | null;
+  readonly sort: { readonly path: AttrPath; readonly descending: boolean } | null;
+  /** 1-based (§3.4.2.4). */
+  readonly start: number;
+  readonly count: number;
+  readonly attributes: readonly string[];
+  readonly excluded: readonly string[];
+}
+
+export function parseQuery(kind: ResourceKind, query: ListQuery): ParsedQuery {
   const context = contextOf(kind);
   const filter = query.filter === undefined ? null : parseFilter(query.filter);
   if (filter !== null) checkFilter(filter, context);
   const attributes = attributeList(kind, query.attributes, 'attributes');
   const excluded = attributeList(kind, query.excludedAttributes, 'excludedAttributes');
-  let found = filter === null ? [...resources] : resources.filter((resource) => matches(resource, filter, context));
+  let sort: ParsedQuery['sort'] = null;
   if (query.sortBy !== undefined && query.sortBy !== '') {
     let path;
     try {
@@ -143,21 +152,36 @@ export function listResponse(kind: ResourceKind, resources: readonly Json[], que
       throw new ScimError(400, 'invalidValue', `sortBy ${JSON.stringify(query.sortBy.slice(0, 100))}: not an attribute of a ${kind.name}`);
     const order = (query.sortOrder ?? 'ascending').toLowerCase();
     if (order !== 'ascending' && order !== 'descending') throw new ScimError(400, 'invalidValue', 'sortOrder: ascending or descending');
-    const keyed = found.map((resource) => ({ resource, key: sortValue(resource, kind, query.sortBy!) }));
-    // §3.4.2.3: resources without the attribute sort last, whichever the order.
-    keyed.sort((a, b) =>
-      a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * (order === 'descending' ? -1 : 1),
-    );
-    found = keyed.map((item) => item.resource);
+    sort = { path, descending: order === 'descending' };
   }
   const start = Math.max(1, integer(query.startIndex, 'startIndex') ?? 1);
   const count = Math.min(MAX_RESULTS, Math.max(0, integer(query.count, 'count') ?? DEFAULT_COUNT));
-  const page = found.slice(start - 1, start - 1 + count);
+  return { filter, sort, start, count, attributes, excluded };
+}
+
+/** §3.4.2: a ListResponse of one page, `total` the resources the query finds in all. */
+export function pageResponse(kind: ResourceKind, page: readonly Json[], total: number, parsed: ParsedQuery): Json {
   return {
     schemas: [LIST_SCHEMA],
-    totalResults: found.length,
-    startIndex: start,
+    totalResults: total,
+    startIndex: parsed.start,
     itemsPerPage: page.length,
-    Resources: page.map((resource) => project(kind, resource, attributes, excluded)),
+    Resources: page.map((resource) => project(kind, resource, parsed.attributes, parsed.excluded)),
   };
+}
+
+/** §3.4.2: the page of `resources` the query asks for, filtered and sorted here, as a ListResponse. */
+export function listResponse(kind: ResourceKind, resources: readonly Json[], parsed: ParsedQuery): Json {
+  const context = contextOf(kind);
+  const { filter, sort } = parsed;
+  let found = filter === null ? [...resources] : resources.filter((resource) => matches(resource, filter, context));
+  if (sort !== null) {
+    const keyed = found.map((resource) => ({ resource, key: sortValue(resource, kind, sort.path) }));
+    // §3.4.2.3: resources without the attribute sort last, whichever the order.
+    keyed.sort((a, b) =>
+      a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * (sort.descending ? -1 : 1),
+    );
+    found = keyed.map((item) => item.resource);
+  }
+  return pageResponse(kind, found.slice(parsed.start - 1, parsed.start - 1 + parsed.count), found.length, parsed);
 }

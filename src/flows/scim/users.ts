@@ -17,7 +17,7 @@ import { transactionWithEvents } from '../events.ts';
 import type { ManageDeps } from '../manage/deps.ts';
 import { checkProfile } from '../profile.ts';
 import { passwordProblem, removeUser, setDisabledIn } from '../users.ts';
-import { invalidValue, notFound, ScimError } from './errors.ts';
+import { checkNoNul, invalidValue, notFound, ScimError } from './errors.ts';
 import { applyPatch, coerce, readOperations } from './patch.ts';
 import { definitionOf, ENTERPRISE_SCHEMA, USER_KIND, USER_SCHEMA } from './schema.ts';
 
@@ -146,12 +146,16 @@ function values(value: unknown, attribute: string): Json[] {
   if (value.length > MAX_VALUES) throw invalidValue(`${attribute}: at most ${MAX_VALUES} values`);
   return value.map((item, i) => {
     if (!isObject(item)) throw invalidValue(`${attribute}[${i}]: must be an object`);
-    for (const [key, inner] of Object.entries(item)) {
+    // Each sub-attribute by its schema's spelling (`Value` is `value`): kept so, it is found by the database's search too.
+    const canonicalItem: Json = {};
+    for (const [given, inner] of Object.entries(item)) {
+      const key = definitionOf(USER_KIND, { uri: null, name: attribute, sub: given })?.sub?.name ?? given;
       if (key === 'primary') {
         if (typeof inner !== 'boolean') throw invalidValue(`${attribute}[${i}].primary: must be true or false`);
       } else text(inner, `${attribute}[${i}].${key}`);
+      canonicalItem[key] = inner;
     }
-    return item;
+    return canonicalItem;
   });
 }
 
@@ -179,6 +183,7 @@ function primaryValue(list: readonly Json[]): string | null {
 
 function accountOf(resource: unknown): Account {
   if (!isObject(resource)) throw new ScimError(400, 'invalidSyntax', 'the body is not a User resource (a JSON object)');
+  checkNoNul(resource);
   const given = canonical(resource);
   const rawUsername = text(given['userName'], 'userName', 256);
   if (rawUsername === null) throw invalidValue('userName is required');
@@ -274,48 +279,61 @@ const SCIM_NAME_OF: Readonly<Record<string, string>> = {
 // The operations.
 
 async function userOf(deps: Pick<ScimDeps, 'store'>, id: string): Promise<UserRecord> {
-  const user = id.length > 200 ? null : await deps.store.users.get(id);
+  const user = id.length > 200 || id.includes('\u0000') ? null : await deps.store.users.get(id);
   if (user === null) throw notFound(`no User with id ${id.slice(0, 200)}`);
   return user;
 }
 
-/** Groups each user is in, by user id. */
-async function groupsByUser(deps: Pick<ScimDeps, 'store'>): Promise<Map<string, { id: string; displayName: string }[]>> {
+export async function getUserResource(deps: Pick<ScimDeps, 'store' | 'base'>, id: string): Promise<Json> {
+  const user = await userOf(deps, id);
+  return userResource(deps.base, user, await deps.store.scimUsers.get(user.id), await deps.store.groups.groupsOf(user.id));
+}
+
+/** Past this many resources, their groups are read in one statement (every membership) rather than one each. */
+export const READ_EACH_UP_TO = 50;
+
+/** The users of a list's page as resources, each with the groups they are in. */
+export async function userResourcesOf(
+  deps: Pick<ScimDeps, 'store' | 'base'>,
+  found: readonly { readonly user: UserRecord; readonly scim: ScimUserRecord | null }[],
+): Promise<Json[]> {
+  if (found.length <= READ_EACH_UP_TO)
+    return Promise.all(found.map(async ({ user, scim }) => userResource(deps.base, user, scim, await deps.store.groups.groupsOf(user.id))));
   const [groups, memberships] = await Promise.all([deps.store.groups.list(), deps.store.groups.memberships()]);
   const byId = new Map(groups.map((group) => [group.id, group]));
-  const out = new Map<string, { id: string; displayName: string }[]>();
+  const byUser = new Map<string, { id: string; displayName: string }[]>();
   for (const { groupId, userId } of memberships) {
     const group = byId.get(groupId);
     if (group === undefined) continue;
-    out.set(userId, [...(out.get(userId) ?? []), { id: group.id, displayName: group.displayName }]);
+    const list = byUser.get(userId) ?? [];
+    list.push({ id: group.id, displayName: group.displayName });
+    byUser.set(userId, list);
   }
-  return out;
+  const sorted = (list: { id: string; displayName: string }[]) =>
+    [...list].sort((a, b) => (a.displayName < b.displayName ? -1 : a.displayName > b.displayName ? 1 : a.id < b.id ? -1 : 1));
+  return found.map(({ user, scim }) => userResource(deps.base, user, scim, sorted(byUser.get(user.id) ?? [])));
 }
 
-export async function getUserResource(deps: Pick<ScimDeps, 'store' | 'base'>, id: string): Promise<Json> {
-  const user = await userOf(deps, id);
-  const groups = (await groupsByUser(deps)).get(user.id) ?? [];
-  return userResource(deps.base, user, await deps.store.scimUsers.get(user.id), groups);
-}
-
-/** Every user as a resource, for a list to filter, sort and page (docs/scim.md: in memory, bounded by TESSERA's user count). */
-export async function allUserResources(deps: Pick<ScimDeps, 'store' | 'base'>): Promise<Json[]> {
-  const [users, records, groups] = await Promise.all([deps.store.users.list(), deps.store.scimUsers.list(), groupsByUser(deps)]);
-  const byUser = new Map(records.map((record) => [record.userId, record]));
-  return users.map((user) => userResource(deps.base, user, byUser.get(user.id) ?? null, groups.get(user.id) ?? []));
-}
+const usernameTaken = (account: Account) => new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
+const emailTaken = (account: Account) => new ScimError(409, 'uniqueness', `the e-mail address ${account.profile.email ?? ''} is another user's`);
 
 /**
- * §3.3 uniqueness, across every door: no other account has the userName (the store's unique
- * username) or the e-mail address (without regard to case).
+ * §3.3 uniqueness, across every door: no other account has the userName or the e-mail address
+ * (without regard to case). The store's unique indexes decide (a write that loses a race is
+ * refused the same way, `uniquenessOf`); this answers before a password is hashed.
  */
 async function checkUnique(deps: Pick<ScimDeps, 'store'>, account: Account, self: string | null): Promise<void> {
   const taken = await deps.store.users.findByUsername(account.username);
-  if (taken !== null && taken.id !== self) throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
-  const email = account.profile.email?.toLowerCase();
+  if (taken !== null && taken.id !== self) throw usernameTaken(account);
+  const email = account.profile.email;
   if (email === undefined || email === null) return;
-  const holder = (await deps.store.users.list()).find((user) => user.id !== self && user.email?.toLowerCase() === email);
-  if (holder !== undefined) throw new ScimError(409, 'uniqueness', `the e-mail address ${email} is another user's`);
+  if ((await deps.store.users.findByEmail(email)).some((user) => user.id !== self)) throw emailTaken(account);
+}
+
+/** A refused write as §3.12's `409 uniqueness`, naming the value that is taken. */
+function uniquenessOf(error: unknown, account: Account): unknown {
+  if (!(error instanceof DuplicateError)) return error;
+  return error.field === 'email' ? emailTaken(account) : usernameTaken(account);
 }
 
 /** A person who holds a console role is changed by an operator, not by provisioning: their account is the console's door. */
@@ -352,8 +370,7 @@ export async function createUserResource(deps: ScimDeps, body: unknown): Promise
         await record({ type: 'user.disabled', userId: user.id, username: user.username, detail: { sessions_ended: 0, grants_revoked: 0, by: 'scim' } });
     });
   } catch (error) {
-    if (error instanceof DuplicateError) throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
-    throw error;
+    throw uniquenessOf(error, account);
   }
   return getUserResource(deps, user.id);
 }
@@ -375,22 +392,26 @@ async function writeAccount(deps: ScimDeps, user: UserRecord, account: Account, 
         : await hashPassword(account.password, deps.config.passwordHash);
   const now = Math.max(deps.clock.now(), user.updatedAt + 1);
   let ended: SessionRecord[] = [];
-  const done = await transactionWithEvents(deps, async (tx, record) => {
-    if (!(await tx.users.touch(user.id, user.updatedAt, now))) return false;
-    if (account.username !== user.username && !(await tx.users.rename(user.id, account.username)))
-      throw new ScimError(409, 'uniqueness', `userName ${account.username} is taken`);
-    await tx.users.update(user.id, account.profile, now);
-    await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
-    await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
-    if (passwordHash !== null) {
-      await tx.users.setPasswordHash(user.id, passwordHash);
-      ended = await tx.sessions.removeForUser(user.id);
-      await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
-    }
-    if (account.active === user.disabled)
-      ended = [...ended, ...(await setDisabledIn(deps, tx, record, { ...user, username: account.username }, !account.active))];
-    return true;
-  });
+  let done: boolean;
+  try {
+    done = await transactionWithEvents(deps, async (tx, record) => {
+      if (!(await tx.users.touch(user.id, user.updatedAt, now))) return false;
+      if (account.username !== user.username && !(await tx.users.rename(user.id, account.username))) throw usernameTaken(account);
+      await tx.users.update(user.id, account.profile, now);
+      await tx.scimUsers.put({ userId: user.id, externalId: account.externalId, attributes: account.attributes });
+      await record({ type: 'user.updated', userId: user.id, username: account.username, detail: { fields: 'scim', by: 'scim' } });
+      if (passwordHash !== null) {
+        await tx.users.setPasswordHash(user.id, passwordHash);
+        ended = await tx.sessions.removeForUser(user.id);
+        await record({ type: 'user.password_set', userId: user.id, username: account.username, detail: { sessions_ended: ended.length, by: 'scim' } });
+      }
+      if (account.active === user.disabled)
+        ended = [...ended, ...(await setDisabledIn(deps, tx, record, { ...user, username: account.username }, !account.active))];
+      return true;
+    });
+  } catch (error) {
+    throw uniquenessOf(error, account);
+  }
   if (!done) throw stale();
   if (ended.length > 0) await deps.tellApps(ended);
   return getUserResource(deps, user.id);

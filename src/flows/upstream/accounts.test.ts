@@ -99,6 +99,18 @@ describe('the account an upstream sign-in signs in as (accountFor)', () => {
     }
   });
 
+  it('makes no second account with an address another door gave away meanwhile: refused as email_taken, not a 500', async () => {
+    const email = 'raced@mail.example';
+    await world.addUser({ username: 'raced-here', email: email.toUpperCase(), emailVerified: false });
+    // The look for an account with the address ran before the other door's write.
+    const deps = { ...world.deps, store: { ...world.store, linkedIdentities: { ...world.store.linkedIdentities, usersWithEmail: async () => [] } } };
+    const who = identity(email, true);
+    const result = await accountFor(deps, LINKING, providerSettings(LINKING), who);
+    assert.deepEqual(result.kind === 'refused' ? result.reason : result.kind, 'email_taken');
+    assert.equal(await world.store.linkedIdentities.get(LINKING.id, who.subject), null, 'nothing linked');
+    assert.equal((await world.store.users.findByEmail(email)).length, 1, 'nothing made');
+  });
+
   it('lets in only a verified address in an allowed domain', async () => {
     const cases: [string, boolean, string][] = [
       ['a@corp.example', true, 'created'],

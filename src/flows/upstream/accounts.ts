@@ -141,7 +141,9 @@ export async function accountFor(
     }
     return { kind: 'user', user };
   }
-  return { kind: 'user', user: await createUser(deps, provider, identity, link) };
+  const created = await createUser(deps, provider, identity, link);
+  // Another door gave the address to an account meanwhile: never a second account with it.
+  return created === null ? { kind: 'refused', reason: 'email_taken' } : { kind: 'user', user: created };
 }
 
 /**
@@ -181,7 +183,7 @@ async function createUser(
   provider: IdentityProviderRecord,
   identity: UpstreamIdentity,
   link: (user: UserRecord) => Parameters<FlowDeps['store']['linkedIdentities']['create']>[0],
-): Promise<UserRecord> {
+): Promise<UserRecord | null> {
   const now = deps.clock.now();
   for (const username of usernames(provider, identity)) {
     const user = newUserRecord({
@@ -213,6 +215,7 @@ async function createUser(
       const raced = await deps.store.linkedIdentities.get(provider.id, identity.subject);
       const user = raced ? await deps.store.users.get(raced.userId) : null;
       if (user) return user;
+      if (error.field === 'email') return null;
       // Otherwise the username was taken: try the next.
     }
   }

@@ -79,6 +79,7 @@ const REASONS: readonly { readonly pattern: RegExp; readonly key: MessageKey; re
   { pattern: /^no SAML service provider (.+)$/s, key: 'console.reason.noSamlSp', names: ['id'] },
   { pattern: /^no organization (.+)$/s, key: 'console.reason.noOrganization', names: ['id'] },
   { pattern: /^no trusted issuer (.+)$/s, key: 'console.reason.noTrustedIssuer', names: ['issuer'] },
+  { pattern: /^email (.+): another account has this e-mail address$/s, key: 'console.reason.emailTaken', names: ['email'] },
   { pattern: /^scope (\S+) already belongs to /, key: 'console.reason.scopeTaken', names: ['scope'] },
   { pattern: /^scope (\S+) is in the registration of client (\S+) \((.*)\): /s, key: 'console.reason.scopeInUse', names: ['scope', 'id', 'app'] },
 ];

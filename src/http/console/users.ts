@@ -215,7 +215,15 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
     return backToUser(reply, user.username, 'role');
   });
   // As `tessera user update` with the table's options: the profile form (flows/manage/fields/users.ts).
-  const profileForm = (request: FastifyRequest, reply: FastifyReply, status: number, user: UserRecord, values: FormValues, error?: SafeHtml) =>
+  const profileForm = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    user: UserRecord,
+    values: FormValues,
+    error?: SafeHtml,
+    invalidField: string | null = null,
+  ) =>
     pages.send(
       reply,
       status,
@@ -226,6 +234,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
         version: userEtag(user),
         original: encodeProfile(profileOf(user)),
         error,
+        invalidField,
       }),
     );
   app.get(`${CONSOLE_PATHS.users}/:username/profile`, confirm('users'), async (request, reply) => {
@@ -251,7 +260,7 @@ export const userPages: FastifyPluginAsync<BrowserRoutesOptions> = async (app, o
         const merged = { ...profileOf(current), ...Object.fromEntries(changed.map((key) => [key, values[key]!])) };
         return profileForm(request, reply, 409, current, merged, ui.t.html('console.user.stale'));
       }
-      return profileForm(request, reply, MANAGE_STATUS[error.kind], user, values, reasonOf(ui, error));
+      return profileForm(request, reply, MANAGE_STATUS[error.kind], user, values, reasonOf(ui, error), error.field);
     }
     return backToUser(reply, user.username, 'profile');
   });

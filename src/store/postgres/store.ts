@@ -66,8 +66,13 @@ export const postgresDialect: Dialect = {
   flag: (value) => value,
   listUnion: (a, b) => `ARRAY(SELECT DISTINCT value FROM unnest(${a} || ${b}) AS value ORDER BY 1)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
-  inList: (column, list) => `${column} = ANY(${list})`,
   bigint: (parameter) => `${parameter}::bigint`,
+  jsonText: (column, key) => `(CASE WHEN jsonb_typeof(${column}->'${key}') = 'string' THEN ${column}->>'${key}' END)`,
+  jsonMembers: (column, key, member) =>
+    `(SELECT e->>'${member}' AS v FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${column}->'${key}') = 'array' THEN ${column}->'${key}' ELSE '[]'::jsonb END) e)`,
+  byCodePoint: (expression) => `(${expression}) COLLATE "C"`,
+  inList: (expression, parameter) => `${expression} = ANY (${parameter}::text[])`,
+  likeExact: (expression, pattern) => `(${expression} LIKE ${pattern} ESCAPE '\\')`,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
     SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit FOR UPDATE SKIP LOCKED))`,
 };
@@ -527,6 +532,11 @@ function postgresStore(pool: pg.Pool, answerTimeoutMs: number, clientCache: Clie
       return send(connection, { ...statement, values: parameters.map((parameter) => params[parameter]) });
     };
     return {
+      // Unnamed: a composed text is parsed each time rather than kept on every connection.
+      select: async (sql, params) => {
+        const { parameters, text } = prepare('composed', sql);
+        return (await send(connection, { text, values: parameters.map((parameter) => params[parameter]) })).rows;
+      },
       one: async (name, params) => (await query(name, params)).rows[0],
       all: async (name, params) => (await query(name, params)).rows,
       changed: async (name, params) => (await query(name, params)).rowCount ?? 0,

@@ -16,8 +16,6 @@ export interface Dialect {
   flag(value: boolean): SqlValue;
   /** The larger of two non-null integers (`MAX(a, b)` in SQLite, `GREATEST(a, b)` in PostgreSQL). */
   greatest(a: string, b: string): string;
-  /** Whether `column` is one of the strings of a list parameter (bound with `list`). */
-  inList(column: string, list: string): string;
   /** The distinct strings of two lists, as a list (a remembered grant's grown scope). */
   listUnion(a: string, b: string): string;
   /** A parameter used where nothing around it tells PostgreSQL its type (arithmetic, CASE). */
@@ -27,6 +25,23 @@ export interface Dialect {
    * `condition` holds (over `:before`), found through its index and deleted through `key`.
    */
   purge(table: string, key: string, condition: string): string;
+  /** The text member `key` of a JSON object column (null when it is not there, or not text). */
+  jsonText(column: string, key: string): string;
+  /**
+   * A FROM item of one row per element of the JSON array at member `key` of `column` (none
+   * when it is not an array), whose member `member` is the text column `v`.
+   */
+  jsonMembers(column: string, key: string, member: string): string;
+  /** Whether `expression` is one of the strings of the list parameter `parameter` (bound with `list`). */
+  inList(expression: string, parameter: string): string;
+  /** A text expression compared by code point (SQLite's BINARY; PostgreSQL's "C" collation), not by the database's locale. */
+  byCodePoint(expression: string): string;
+  /**
+   * Whether text `expression`, its case kept, matches the LIKE `pattern` (escaped with `\`),
+   * which is `value` with `%` around or after it as `op` asks: SQLite's LIKE ignores the case
+   * of A-Z, so there the match is checked exactly too.
+   */
+  likeExact(expression: string, pattern: string, value: string, op: 'co' | 'sw' | 'ew'): string;
 }
 
 /**
@@ -35,6 +50,11 @@ export interface Dialect {
  * a concept's stores are given it for their own statements only (`Name`).
  */
 export interface Runner<Name extends string> {
+  /**
+   * A read composed at run time from fragments written in this folder (a SCIM list's WHERE and
+   * ORDER BY, sql/scim-search.ts), its values bound as named parameters, never in its text.
+   */
+  select(sql: string, params: Params): Promise<Row[]>;
   one(name: Name, params?: Params): Promise<Row | undefined>;
   all(name: Name, params?: Params): Promise<Row[]>;
   /** The number of rows the statement inserted, updated or deleted. */

@@ -3,6 +3,8 @@ import { integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import { DuplicateError } from '../errors.ts';
 import type { GroupRecord, ScimTokenRecord, Stores } from '../types.ts';
 import { type Dialect, queries, type Runner } from './dialect.ts';
+import { composeSearch, countOf, groupSearchTable, userSearchTable } from './scim-search.ts';
+import { userFromRow } from './users.ts';
 
 /** The statements, by name, in `d`'s SQL. */
 export function scimStatements(d: Dialect) {
@@ -17,6 +19,7 @@ export function scimStatements(d: Dialect) {
     removeScimToken: 'DELETE FROM scim_tokens WHERE id = :id',
     getScimUser: 'SELECT * FROM scim_users WHERE user_id = :userId',
     listScimUsers: 'SELECT * FROM scim_users',
+    existingUsers: `SELECT id FROM users WHERE ${d.inList('id', ':ids')}`,
     putScimUser: `
       INSERT INTO scim_users (user_id, external_id, attributes) VALUES (:userId, :externalId, :attributes)
       ON CONFLICT (user_id) DO UPDATE SET external_id = excluded.external_id, attributes = excluded.attributes`,
@@ -36,6 +39,15 @@ export function scimStatements(d: Dialect) {
     allGroupMembers: 'SELECT group_id, user_id FROM group_members ORDER BY group_id, user_id',
     addGroupMember: 'INSERT INTO group_members (group_id, user_id) VALUES (:groupId, :userId) ON CONFLICT DO NOTHING',
     removeGroupMember: 'DELETE FROM group_members WHERE group_id = :groupId AND user_id = :userId',
+    groupsOfUser: `
+      SELECT g.id, g.display_name FROM group_members m JOIN user_groups g ON g.id = m.group_id
+      WHERE m.user_id = :userId ORDER BY g.display_name, g.id`,
+    groupMembersNamed: `
+      SELECT u.id, u.username FROM group_members m JOIN users u ON u.id = m.user_id
+      WHERE m.group_id = :groupId ORDER BY u.id`,
+    everyGroupMemberNamed: `
+      SELECT m.group_id, u.id, u.username FROM group_members m JOIN users u ON u.id = m.user_id
+      ORDER BY m.group_id, u.id`,
     groupNamesOf: `
       SELECT g.display_name FROM group_members m JOIN user_groups g ON g.id = m.group_id
       WHERE m.user_id = :userId ORDER BY g.display_name`,
@@ -65,6 +77,8 @@ function groupFromRow(row: Row): GroupRecord {
 export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimStatements>>): Pick<Stores, 'scimTokens' | 'scimUsers' | 'groups'> {
   const { first, every, changedAny, write } = queries(q);
   const scimUser = (row: Row) => ({ userId: text(row, 'user_id'), externalId: textOrNull(row, 'external_id'), attributes: d.read.object(row, 'attributes') });
+  const users = userSearchTable(d);
+  const groups = groupSearchTable();
   return {
     scimTokens: {
       async create(token) {
@@ -79,6 +93,21 @@ export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimSta
       get: (userId) => first('getScimUser', { userId }, scimUser),
       list: () => every('listScimUsers', {}, scimUser),
       put: (record) => write('putScimUser', { userId: record.userId, externalId: record.externalId, attributes: JSON.stringify(record.attributes) }),
+      existing: (userIds) => every('existingUsers', { ids: d.list(userIds) }, (row) => text(row, 'id')),
+      async search(search) {
+        const { page, count, params } = composeSearch(d, users, search);
+        const [rows, counted] = await Promise.all([q.select(page, params), q.select(count, params)]);
+        return {
+          total: countOf(counted),
+          users: rows.map((row) => ({
+            user: userFromRow(row, d.read),
+            scim:
+              row['scim_user_id'] === null || row['scim_user_id'] === undefined
+                ? null
+                : { userId: text(row, 'scim_user_id'), externalId: textOrNull(row, 'scim_external_id'), attributes: d.read.object(row, 'scim_attributes') },
+          })),
+        };
+      },
     },
     groups: {
       async create(group) {
@@ -97,6 +126,15 @@ export function scimStores(d: Dialect, q: Runner<keyof ReturnType<typeof scimSta
       addMember: (groupId, userId) => write('addGroupMember', { groupId, userId }),
       removeMember: (groupId, userId) => write('removeGroupMember', { groupId, userId }),
       namesOf: (userId) => every('groupNamesOf', { userId }, (row) => text(row, 'display_name')),
+      groupsOf: (userId) => every('groupsOfUser', { userId }, (row) => ({ id: text(row, 'id'), displayName: text(row, 'display_name') })),
+      membersNamed: (groupId) => every('groupMembersNamed', { groupId }, (row) => ({ id: text(row, 'id'), username: text(row, 'username') })),
+      everyMemberNamed: () =>
+        every('everyGroupMemberNamed', {}, (row) => ({ groupId: text(row, 'group_id'), id: text(row, 'id'), username: text(row, 'username') })),
+      async search(search) {
+        const { page, count, params } = composeSearch(d, groups, search);
+        const [rows, counted] = await Promise.all([q.select(page, params), q.select(count, params)]);
+        return { total: countOf(counted), groups: rows.map(groupFromRow) };
+      },
     },
   };
 }

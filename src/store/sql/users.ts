@@ -88,6 +88,10 @@ export function usersStatements(d: Dialect) {
       WHERE id = :id`,
     setUserPassword: 'UPDATE users SET password_hash = :passwordHash WHERE id = :id',
     removeUser: 'DELETE FROM users WHERE id = :id',
+    clearedEmails: `
+      SELECT c.user_id, u.username, c.email, c.email_verified, k.username AS kept_by, c.cleared_at
+      FROM cleared_emails c JOIN users u ON u.id = c.user_id LEFT JOIN users k ON k.id = c.kept_by
+      WHERE u.email IS NULL AND u.updated_at <= c.cleared_at ORDER BY c.cleared_at, u.created_at, u.id`,
     renameUser: `
       UPDATE users SET username = :username
       WHERE id = :id AND NOT EXISTS (SELECT 1 FROM users other WHERE other.username = :username AND other.id <> :id)`,
@@ -109,7 +113,11 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
           disabled: flag(record.disabled),
           localizedNames: JSON.stringify(record.localizedNames),
         });
-        if (!inserted) throw new DuplicateError(`user ${JSON.stringify(record.username)}`);
+        if (inserted) return;
+        // One statement decided; which of the two unique values it refused is read after.
+        if ((await q.one('getUserByUsername', { username: record.username })) !== undefined)
+          throw new DuplicateError(`user ${JSON.stringify(record.username)}`, { field: 'username' });
+        throw new DuplicateError('a user with this e-mail address', { field: 'email' });
       },
       get: (id) => first('getUser', { id }, user),
       findByUsername: (username) => first('getUserByUsername', { username }, user),
@@ -118,29 +126,44 @@ export function usersStores(d: Dialect, q: Runner<keyof ReturnType<typeof usersS
       setDisabled: (id, disabled) => changedAny('setUserDisabled', { id, disabled: flag(disabled) }),
       setRole: (id, role) => changedAny('setUserRole', { id, role }),
       touch: (id, expected, now) => changedAny('touchUser', { id, expected, now }),
-      update: (id, changes, now) => {
+      update: async (id, changes, now) => {
         // Each field with a flag saying whether it is set, since null is a value to set.
         const fields = USER_PROFILE_TEXT_FIELDS.flatMap((field) => [
           [`set${field[0]!.toUpperCase()}${field.slice(1)}`, changes[field] === undefined ? 0 : 1],
           [field, changes[field] ?? null],
         ]);
-        return changedAny('updateUser', {
-          id,
-          now,
-          ...Object.fromEntries(fields),
-          setEmailVerified: changes.emailVerified === undefined ? 0 : 1,
-          emailVerified: flag(changes.emailVerified ?? false),
-          setPhoneNumberVerified: changes.phoneNumberVerified === undefined ? 0 : 1,
-          phoneNumberVerified: flag(changes.phoneNumberVerified ?? false),
-          setAddress: changes.address === undefined ? 0 : 1,
-          address: changes.address === undefined || changes.address === null ? null : JSON.stringify(changes.address),
-          setLocalizedNames: changes.localizedNames === undefined ? 0 : 1,
-          localizedNames: JSON.stringify(changes.localizedNames ?? {}),
-        });
+        try {
+          return await changedAny('updateUser', {
+            id,
+            now,
+            ...Object.fromEntries(fields),
+            setEmailVerified: changes.emailVerified === undefined ? 0 : 1,
+            emailVerified: flag(changes.emailVerified ?? false),
+            setPhoneNumberVerified: changes.phoneNumberVerified === undefined ? 0 : 1,
+            phoneNumberVerified: flag(changes.phoneNumberVerified ?? false),
+            setAddress: changes.address === undefined ? 0 : 1,
+            address: changes.address === undefined || changes.address === null ? null : JSON.stringify(changes.address),
+            setLocalizedNames: changes.localizedNames === undefined ? 0 : 1,
+            localizedNames: JSON.stringify(changes.localizedNames ?? {}),
+          });
+        } catch (error) {
+          // The e-mail address is the one unique value an update can take.
+          if (error instanceof DuplicateError) throw new DuplicateError('a user with this e-mail address', { cause: error, field: 'email' });
+          throw error;
+        }
       },
       setPasswordHash: (id, passwordHash) => changedAny('setUserPassword', { id, passwordHash }),
       remove: (id) => changedAny('removeUser', { id }),
       rename: (id, username) => changedAny('renameUser', { id, username }),
+      clearedEmails: () =>
+        every('clearedEmails', {}, (row) => ({
+          userId: text(row, 'user_id'),
+          username: text(row, 'username'),
+          email: text(row, 'email'),
+          emailVerified: read.boolean(row, 'email_verified'),
+          keptBy: textOrNull(row, 'kept_by'),
+          clearedAt: integer(row, 'cleared_at'),
+        })),
     },
   };
 }

@@ -35,9 +35,21 @@ export const sqliteDialect: Dialect = {
   flag: (value) => (value ? 1 : 0),
   listUnion: (a, b) => `(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${a}) UNION SELECT value FROM json_each(${b}) ORDER BY 1))`,
   greatest: (a, b) => `MAX(${a}, ${b})`,
-  inList: (column, list) => `${column} IN (SELECT value FROM json_each(${list}))`,
   bigint: (parameter) => parameter,
   purge: (table, key, condition) => `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${condition} LIMIT :limit)`,
+  jsonText: (column, key) => `(CASE WHEN json_type(${column}, '$.${key}') = 'text' THEN json_extract(${column}, '$.${key}') END)`,
+  jsonMembers: (column, key, member) =>
+    `(SELECT json_extract(e.value, '$.${member}') AS v FROM json_each(CASE WHEN json_type(${column}, '$.${key}') = 'array' THEN json_extract(${column}, '$.${key}') ELSE '[]' END) e)`,
+  byCodePoint: (expression) => expression,
+  inList: (expression, parameter) => `${expression} IN (SELECT value FROM json_each(${parameter}))`,
+  likeExact: (expression, pattern, value, op) =>
+    `(${expression} LIKE ${pattern} ESCAPE '\\' AND ${
+      op === 'co'
+        ? `instr(${expression}, ${value}) > 0`
+        : op === 'sw'
+          ? `substr(${expression}, 1, length(${value})) = ${value}`
+          : `(length(${value}) = 0 OR substr(${expression}, -length(${value})) = ${value})`
+    })`,
 };
 
 /** A refused write as the same error the PostgreSQL store gives (SQLite's extended result codes). */
@@ -99,6 +111,18 @@ function sqliteStore(db: DatabaseSync): Store {
     }),
   ) as Record<StatementName, StatementSync>;
   const batch = new GroupCommit(db, BUSY_TIMEOUT_MS);
+  // Composed reads (Runner.select), prepared once per text: their texts come from a few fragments, and are kept up to a bound.
+  const composed = new Map<string, StatementSync>();
+  const preparedText = (sql: string): StatementSync => {
+    let statement = composed.get(sql);
+    if (statement === undefined) {
+      if (composed.size >= 200) composed.delete(composed.keys().next().value!);
+      statement = db.prepare(sql);
+      statement.setAllowUnknownNamedParameters(true);
+      composed.set(sql, statement);
+    }
+    return statement;
+  };
   // The SQLite dialect only ever binds strings, numbers and nulls.
   const bind = (params: Params) => params as Record<string, SQLInputValue>;
   const execute = <T>(statement: StatementSync, run: (statement: StatementSync) => T): T => {
@@ -116,6 +140,7 @@ function sqliteStore(db: DatabaseSync): Store {
       return batch.outside(() => (batch.isWrite(statement) ? batch.write(() => execute(statement, body)) : execute(statement, body)));
     };
     return {
+      select: (sql, params) => batch.outside(() => execute(preparedText(sql), (statement) => statement.all(bind(params)))),
       one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
       all: (name, params = {}) => run(name, (statement) => statement.all(bind(params))),
       changed: (name, params) => run(name, (statement) => Number(statement.run(bind(params)).changes)),
@@ -125,6 +150,7 @@ function sqliteStore(db: DatabaseSync): Store {
   const inside: Runner<StatementName> = (() => {
     const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => batch.inside(() => execute(prepared[name], body));
     return {
+      select: (sql, params) => batch.inside(() => execute(preparedText(sql), (statement) => statement.all(bind(params)))),
       one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
       all: (name, params = {}) => run(name, (statement) => statement.all(bind(params))),
       changed: (name, params) => run(name, (statement) => Number(statement.run(bind(params)).changes)),

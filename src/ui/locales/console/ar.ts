@@ -228,6 +228,7 @@ const consoleAr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': 'لا توجد واجهة برمجية بالمعرّف {identifier}.',
   'console.reason.apiExists': 'واجهة برمجية بالمعرّف {identifier} مسجّلة بالفعل.',
   'console.reason.scopeTaken': 'النطاق {scope} ينتمي بالفعل إلى واجهة برمجية أخرى؛ أسماء النطاقات فريدة على الخادم.',
+  'console.reason.emailTaken': 'عنوان البريد الإلكتروني {email} يخص حسابًا آخر؛ كل عنوان ينتمي إلى حساب واحد فقط.',
   'console.reason.scopeInUse': 'النطاق {scope} ما زال في تسجيل التطبيق {app} ({id}): أزله من التطبيق أولًا.',
   'console.reason.field': 'رُفضت قيمة «{field}».',
   'console.reason.invalid': 'رُفضت إحدى القيم المعطاة.',

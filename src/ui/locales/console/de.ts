@@ -231,6 +231,7 @@ const consoleDe: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': 'Es gibt keine API mit der Kennung {identifier}.',
   'console.reason.apiExists': 'Eine API mit der Kennung {identifier} ist bereits registriert.',
   'console.reason.scopeTaken': 'Der Scope {scope} gehört bereits zu einer anderen API; Scope-Namen sind auf dem Server eindeutig.',
+  'console.reason.emailTaken': 'Die E-Mail-Adresse {email} gehört bereits einem anderen Konto; jede Adresse gehört zu genau einem Konto.',
   'console.reason.scopeInUse': 'Der Scope {scope} steht noch in der Registrierung der App {app} ({id}): Entfernen Sie ihn zuerst dort.',
   'console.reason.field': 'Der Wert von „{field}“ wurde abgelehnt.',
   'console.reason.invalid': 'Ein angegebener Wert wurde abgelehnt.',

@@ -224,6 +224,7 @@ const consoleEn = {
   'console.reason.noApi': 'there is no API with the identifier {identifier}.',
   'console.reason.apiExists': 'an API with the identifier {identifier} is already registered.',
   'console.reason.scopeTaken': 'the scope {scope} already belongs to another API; scope names are unique across the server.',
+  'console.reason.emailTaken': "the e-mail address {email} is another account's; each address belongs to one account.",
   'console.reason.scopeInUse': 'the scope {scope} is still in the registration of the app {app} ({id}): remove it from the app first.',
   'console.reason.field': 'the value of “{field}” was refused.',
   'console.reason.invalid': 'a value given was refused.',

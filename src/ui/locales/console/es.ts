@@ -230,6 +230,7 @@ const consoleEs: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': 'no hay ninguna API con el identificador {identifier}.',
   'console.reason.apiExists': 'ya hay una API registrada con el identificador {identifier}.',
   'console.reason.scopeTaken': 'el ámbito {scope} ya pertenece a otra API; los nombres de ámbito son únicos en el servidor.',
+  'console.reason.emailTaken': 'la dirección de correo {email} ya es de otra cuenta; cada dirección pertenece a una sola cuenta.',
   'console.reason.scopeInUse': 'el ámbito {scope} sigue en el registro de la aplicación {app} ({id}): quítalo primero de la aplicación.',
   'console.reason.field': 'se rechazó el valor de «{field}».',
   'console.reason.invalid': 'se rechazó un valor dado.',

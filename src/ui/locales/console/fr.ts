@@ -232,6 +232,7 @@ const consoleFr: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': 'aucune API n’a l’identifiant {identifier}.',
   'console.reason.apiExists': 'une API d’identifiant {identifier} est déjà enregistrée.',
   'console.reason.scopeTaken': 'la portée {scope} appartient déjà à une autre API ; les noms de portée sont uniques sur le serveur.',
+  'console.reason.emailTaken': 'l’adresse e-mail {email} est déjà celle d’un autre compte ; chaque adresse appartient à un seul compte.',
   'console.reason.scopeInUse': 'la portée {scope} figure encore dans l’enregistrement de l’application {app} ({id}) : retirez-la d’abord de l’application.',
   'console.reason.field': 'la valeur de « {field} » a été refusée.',
   'console.reason.invalid': 'une valeur donnée a été refusée.',

@@ -229,6 +229,7 @@ const consoleJa: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': '識別子 {identifier} の API はありません。',
   'console.reason.apiExists': '識別子 {identifier} の API はすでに登録されています。',
   'console.reason.scopeTaken': 'スコープ {scope} はすでに別の API に属しています。スコープ名はサーバー全体で一意です。',
+  'console.reason.emailTaken': 'メールアドレス {email} はすでに別のアカウントのものです。各アドレスは 1 つのアカウントにのみ属します。',
   'console.reason.scopeInUse': 'スコープ {scope} はまだアプリ {app}（{id}）の登録に含まれています。先にアプリから外してください。',
   'console.reason.field': '「{field}」の値が拒否されました。',
   'console.reason.invalid': '指定された値が拒否されました。',

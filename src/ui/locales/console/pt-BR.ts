@@ -228,6 +228,7 @@ const consolePtBR: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': 'não há API com o identificador {identifier}.',
   'console.reason.apiExists': 'já existe uma API registrada com o identificador {identifier}.',
   'console.reason.scopeTaken': 'o escopo {scope} já pertence a outra API; nomes de escopo são únicos no servidor.',
+  'console.reason.emailTaken': 'o endereço de e-mail {email} já é de outra conta; cada endereço pertence a uma única conta.',
   'console.reason.scopeInUse': 'o escopo {scope} ainda está no registro do aplicativo {app} ({id}): remova-o do aplicativo primeiro.',
   'console.reason.field': 'o valor de “{field}” foi recusado.',
   'console.reason.invalid': 'um valor informado foi recusado.',

@@ -220,6 +220,7 @@ const consoleZhHans: Readonly<Record<keyof typeof consoleEn, string>> = {
   'console.reason.noApi': '没有标识符为 {identifier} 的 API。',
   'console.reason.apiExists': '标识符为 {identifier} 的 API 已经注册。',
   'console.reason.scopeTaken': '范围 {scope} 已属于另一个 API；范围名称在整个服务器中唯一。',
+  'console.reason.emailTaken': '电子邮件地址 {email} 已属于另一个账户；每个地址只属于一个账户。',
   'console.reason.scopeInUse': '范围 {scope} 仍在应用 {app}（{id}）的注册信息中：请先从该应用中移除。',
   'console.reason.field': '“{field}”的值被拒绝。',
   'console.reason.invalid': '给出的某个值被拒绝。',

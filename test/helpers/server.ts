@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -292,4 +293,19 @@ export async function postForm(
     body = { raw: text };
   }
   return { status: response.status, headers: response.headers, body };
+}
+
+/**
+ * Asserts an OAuth error answer as RFC 6749 §5.2 shapes it: `status`, the `error` code and a
+ * description, as JSON that no cache keeps, with no stack trace in it; a 401 (a client that
+ * failed to authenticate) with the Basic challenge of §5.2 as well.
+ */
+export function assertOAuthError(result: Awaited<ReturnType<typeof postForm>>, status: number, error: string): void {
+  assert.equal(result.status, status, JSON.stringify(result.body));
+  assert.equal(result.body['error'], error);
+  assert.equal(typeof result.body['error_description'], 'string');
+  assert.match(result.headers.get('content-type') ?? '', /application\/json/);
+  assert.equal(result.headers.get('cache-control'), 'no-store');
+  assert.doesNotMatch(JSON.stringify(result.body), /at .*\.ts:\d+/, 'no stack trace');
+  if (status === 401) assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
 }

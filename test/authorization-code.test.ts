@@ -5,31 +5,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { freshPostgresDatabase, postgresSkip } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
-
-interface Attempt {
-  readonly url: URL;
-  readonly verifier: string;
-  readonly challenge: string;
-  readonly state: string;
-  readonly nonce: string;
-}
-
-async function attempt(config: oidc.Configuration, scope = 'openid profile email'): Promise<Attempt> {
-  const verifier = oidc.randomPKCECodeVerifier();
-  const challenge = await oidc.calculatePKCECodeChallenge(verifier);
-  const state = oidc.randomState();
-  const nonce = oidc.randomNonce();
-  const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT_URI,
-    scope,
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-  });
-  return { url, verifier, challenge, state, nonce };
-}
+import { authorizationAttempt, startWithApp, type Attempt } from './helpers/fixtures.ts';
 
 describe('authorization code flow with PKCE, through openid-client', () => {
   let server: TestServer;
@@ -55,7 +31,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   }
 
   it('completes the flow, and the client library validates the ID token with its nonce', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,
@@ -81,7 +57,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('issues an RFC 9068 access token that verifies against the published JWKS', async () => {
-    const start = await attempt(config, 'openid');
+    const start = await authorizationAttempt(config, { scope: 'openid' });
     const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,
@@ -102,7 +78,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('leaves out the ID token when openid was not asked for', async () => {
-    const start = await attempt(config, 'profile');
+    const start = await authorizationAttempt(config, { scope: 'profile' });
     const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,
@@ -112,7 +88,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('returns the state and the issuer on the callback (RFC 9207)', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const url = await callback(start);
     assert.equal(url.searchParams.get('state'), start.state);
     assert.equal(url.searchParams.get('iss'), server.url);
@@ -120,7 +96,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('sends access_denied with the state when the user denies', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const url = await callback(start, undefined, 'deny');
     assert.equal(url.searchParams.get('error'), 'access_denied');
     assert.equal(url.searchParams.get('state'), start.state);
@@ -128,7 +104,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('refuses a wrong code_verifier with invalid_grant, and the code still works with the right one', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     const auth = { authorization: basic(client.clientId, client.clientSecret) };
     const wrong = await postForm(
@@ -157,7 +133,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('refuses a replayed code with invalid_grant and revokes the grant it came from', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const auth = { authorization: basic(client.clientId, client.clientSecret) };
@@ -177,7 +153,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   it('refuses a used code replayed by another client, public or confidential, and leaves the grant alone', async () => {
     const stranger = await server.addClient({ public: true });
     const confidential = await server.addClient();
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const first = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(client.clientId, client.clientSecret) });
@@ -196,7 +172,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
 
   it('issues nothing for a user disabled after approving, before the code is redeemed', async () => {
     const leaver = await server.addUser({ username: 'leaver' });
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const page = await new FormBrowser(server.url).authorize(start.url.href, leaver);
     await server.store.users.setDisabled(leaver.id, true);
     await assert.rejects(
@@ -210,7 +186,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('gives a code to exactly one of 20 concurrent redemptions', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const auth = { authorization: basic(client.clientId, client.clientSecret) };
@@ -224,7 +200,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
 
   it('refuses a code presented with another redirect_uri, or by another client', async () => {
     const other = await server.addClient();
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };
     const byOther = await postForm(`${server.url}/oauth/token`, form, { authorization: basic(other.clientId, other.clientSecret) });
@@ -241,7 +217,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('refuses a malformed code_verifier with invalid_grant', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const code = (await callback(start)).searchParams.get('code')!;
     for (const verifier of ['short', 'x'.repeat(129), `${'a'.repeat(42)} `, `${'a'.repeat(42)}+`]) {
       const result = await postForm(
@@ -275,7 +251,7 @@ describe('authorization code flow with PKCE, through openid-client', () => {
   });
 
   it('signs ID tokens with a key that the JWKS publishes', async () => {
-    const start = await attempt(config);
+    const start = await authorizationAttempt(config);
     const tokens = await oidc.authorizationCodeGrant(config, await callback(start), {
       pkceCodeVerifier: start.verifier,
       expectedState: start.state,
@@ -313,7 +289,7 @@ describe('single use of a code on PostgreSQL, where redemptions really overlap',
       execute: [oidc.allowInsecureRequests],
     });
     for (let round = 0; round < 3; round++) {
-      const start = await attempt(config);
+      const start = await authorizationAttempt(config);
       const page = await new FormBrowser(server!.url).authorize(start.url.href, user);
       const code = new URL(page.location!).searchParams.get('code')!;
       const form = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: start.verifier };

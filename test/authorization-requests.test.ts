@@ -8,7 +8,7 @@ import * as oidc from 'openid-client';
 import { MAX_HINT_LENGTH } from '../src/flows/authorization-code/request.ts';
 import { FormBrowser, assertApprovalPage } from './helpers/browser.ts';
 import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('authorization requests as certification sends them', () => {
   let server: TestServer;
@@ -25,21 +25,7 @@ describe('authorization requests as certification sends them', () => {
   });
   after(() => server.close());
 
-  async function start(extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile email',
-      state,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    return { url, verifier, state, nonce };
-  }
+  const start = (extra: Record<string, string> = {}) => authorizationAttempt(config, extra);
 
   /** A browser signed in as `user` that has approved the client once (so prompt=none can answer). */
   async function signedIn() {

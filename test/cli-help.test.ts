@@ -9,11 +9,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { calculatePKCECodeChallenge, randomPKCECodeVerifier } from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
+import { signInQuery } from './helpers/fixtures.ts';
 import { text } from './helpers/device.ts';
 import { runTessera, tessera } from './helpers/cli.ts';
-import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 /** A refusal: exit 2, one line on standard error ending with the help to read. */
 function assertOneLine(result: { code: number; stderr: string }, pattern: RegExp): void {
@@ -129,14 +129,7 @@ describe('tessera user unlock', () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-unlock-'));
     server = await startTestServer({ database: join(dir, 'tessera.db') });
     const client = await server.addClient({ scopes: ['openid'] });
-    query = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await calculatePKCECodeChallenge(randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-    });
+    query = await signInQuery(client);
   });
   after(async () => {
     await server.close();

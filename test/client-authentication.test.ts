@@ -3,21 +3,13 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { OFFLINE_SCOPES, signIn } from './helpers/lifecycle.ts';
-import { basic, postForm, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, postForm, type TestClient, type TestServer, type TestUser, assertOAuthError } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 const GRANTS: GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 type Result = Awaited<ReturnType<typeof postForm>>;
-
-function assertError(result: Result, status: number, error: string): void {
-  assert.equal(result.status, status, JSON.stringify(result.body));
-  assert.equal(result.body['error'], error);
-  assert.equal(typeof result.body['error_description'], 'string');
-  assert.equal(result.headers.get('cache-control'), 'no-store');
-  if (status === 401) assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
-}
 
 describe('client authentication: client_secret_basic, client_secret_post and public clients at every endpoint', () => {
   let server: TestServer;
@@ -42,7 +34,7 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
         name: 'token',
         url: `${server.url}/oauth/token`,
         form: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(43) },
-        ok: (result) => assertError(result, 400, 'invalid_grant'),
+        ok: (result) => assertOAuthError(result, 400, 'invalid_grant'),
       },
       {
         name: 'device authorization',
@@ -100,10 +92,10 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
       for (const client of [basicClient, postClient]) {
         endpoint.ok(await postForm(endpoint.url, { ...endpoint.form, client_id: client.clientId, client_secret: client.clientSecret }));
         endpoint.ok(await postForm(endpoint.url, endpoint.form, { authorization: basic(client.clientId, client.clientSecret) }));
-        assertError(await postForm(endpoint.url, { ...endpoint.form, client_id: client.clientId, client_secret: 'wrong' }), 401, 'invalid_client');
+        assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, client_id: client.clientId, client_secret: 'wrong' }), 401, 'invalid_client');
       }
-      assertError(await postForm(endpoint.url, { ...endpoint.form, client_secret: basicClient.clientSecret }), 401, 'invalid_client');
-      assertError(await postForm(endpoint.url, { ...endpoint.form, client_id: 'nobody', client_secret: 'x' }), 401, 'invalid_client');
+      assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, client_secret: basicClient.clientSecret }), 401, 'invalid_client');
+      assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, client_id: 'nobody', client_secret: 'x' }), 401, 'invalid_client');
     }
   });
 
@@ -112,9 +104,9 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
       const header = { authorization: basic(basicClient.clientId, basicClient.clientSecret) };
       const secret = { client_id: basicClient.clientId, client_secret: basicClient.clientSecret };
       const assertion = { client_assertion_type: ASSERTION_TYPE, client_assertion: 'eyJhbGciOiJFUzI1NiJ9.e30.sig' };
-      assertError(await postForm(endpoint.url, { ...endpoint.form, ...secret }, header), 400, 'invalid_request');
-      assertError(await postForm(endpoint.url, { ...endpoint.form, ...secret, ...assertion }), 400, 'invalid_request');
-      assertError(await postForm(endpoint.url, { ...endpoint.form, ...assertion }, header), 400, 'invalid_request');
+      assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, ...secret }, header), 400, 'invalid_request');
+      assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, ...secret, ...assertion }), 400, 'invalid_request');
+      assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, ...assertion }, header), 400, 'invalid_request');
     }
   });
 
@@ -124,29 +116,29 @@ describe('client authentication: client_secret_basic, client_secret_post and pub
       endpoint.ok(await postForm(endpoint.url, { ...endpoint.form, client_id: publicClient.clientId }));
       // An empty client_secret in the body is the same: a parameter without a value is omitted.
       endpoint.ok(await postForm(endpoint.url, { ...endpoint.form, client_id: publicClient.clientId, client_secret: '' }));
-      assertError(
+      assertOAuthError(
         await postForm(endpoint.url, { ...endpoint.form, client_id: basicClient.clientId }, { authorization: basic(publicClient.clientId, '') }),
         401,
         'invalid_client',
       );
     }
     const introspection = endpoints.find(({ name }) => name === 'introspection')!;
-    assertError(await postForm(introspection.url, introspection.form, { authorization: basic(publicClient.clientId, '') }), 401, 'invalid_client');
+    assertOAuthError(await postForm(introspection.url, introspection.form, { authorization: basic(publicClient.clientId, '') }), 401, 'invalid_client');
   });
 
   it('refuses an empty password from a confidential client, and any secret from a public one', async () => {
     for (const endpoint of endpoints) {
-      assertError(await postForm(endpoint.url, endpoint.form, { authorization: basic(basicClient.clientId, '') }), 401, 'invalid_client');
-      assertError(await postForm(endpoint.url, endpoint.form, { authorization: basic(publicClient.clientId, 'guess') }), 401, 'invalid_client');
-      assertError(await postForm(endpoint.url, { ...endpoint.form, client_id: publicClient.clientId, client_secret: 'guess' }), 401, 'invalid_client');
+      assertOAuthError(await postForm(endpoint.url, endpoint.form, { authorization: basic(basicClient.clientId, '') }), 401, 'invalid_client');
+      assertOAuthError(await postForm(endpoint.url, endpoint.form, { authorization: basic(publicClient.clientId, 'guess') }), 401, 'invalid_client');
+      assertOAuthError(await postForm(endpoint.url, { ...endpoint.form, client_id: publicClient.clientId, client_secret: 'guess' }), 401, 'invalid_client');
     }
   });
 
   it('refuses half an assertion with invalid_request and an unknown assertion type with invalid_client', async () => {
     const token = endpoints[0]!;
-    assertError(await postForm(token.url, { ...token.form, client_assertion_type: ASSERTION_TYPE }), 400, 'invalid_request');
-    assertError(await postForm(token.url, { ...token.form, client_assertion: 'a.b.c' }), 400, 'invalid_request');
-    assertError(await postForm(token.url, { ...token.form, client_assertion: 'a.b.c', client_assertion_type: 'urn:example:saml' }), 401, 'invalid_client');
-    assertError(await postForm(token.url, { ...token.form, client_assertion: 'not a jwt', client_assertion_type: ASSERTION_TYPE }), 401, 'invalid_client');
+    assertOAuthError(await postForm(token.url, { ...token.form, client_assertion_type: ASSERTION_TYPE }), 400, 'invalid_request');
+    assertOAuthError(await postForm(token.url, { ...token.form, client_assertion: 'a.b.c' }), 400, 'invalid_request');
+    assertOAuthError(await postForm(token.url, { ...token.form, client_assertion: 'a.b.c', client_assertion_type: 'urn:example:saml' }), 401, 'invalid_client');
+    assertOAuthError(await postForm(token.url, { ...token.form, client_assertion: 'not a jwt', client_assertion_type: ASSERTION_TYPE }), 401, 'invalid_client');
   });
 });

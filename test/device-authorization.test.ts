@@ -5,7 +5,7 @@ import { hashSecret } from '../src/core/crypto.ts';
 import { normalizeUserCode } from '../src/flows/device/user-code.ts';
 import { DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn, OFFLINE_SCOPES, signInRaw, withRefresh, type DeviceTokens } from './helpers/lifecycle.ts';
-import { basic, postForm, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { basic, postForm, startTestServer, type TestClient, type TestServer, assertOAuthError } from './helpers/server.ts';
 
 describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
   let server: TestServer;
@@ -20,14 +20,6 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
     auth = { authorization: basic(client.clientId, client.clientSecret) };
   });
   after(() => server.close());
-
-  function assertError(result: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, error: string) {
-    assert.equal(result.status, status, JSON.stringify(result.body));
-    assert.equal(result.body['error'], error);
-    assert.equal(typeof result.body['error_description'], 'string');
-    assert.match(result.headers.get('content-type') ?? '', /application\/json/);
-    assert.equal(result.headers.get('cache-control'), 'no-store');
-  }
 
   it('answers with a device code, a user code, both verification URIs, a ten-minute lifetime and a 5 s interval, not cached', async () => {
     const result = await postForm(endpoint, { scope: 'openid profile' }, auth);
@@ -65,25 +57,25 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
 
   it('answers a request without client authentication with invalid_client, 401 and WWW-Authenticate', async () => {
     const result = await postForm(endpoint, { scope: 'openid' });
-    assertError(result, 401, 'invalid_client');
+    assertOAuthError(result, 401, 'invalid_client');
     assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
   });
 
   it('answers a wrong client secret or an unknown client with invalid_client and 401', async () => {
-    assertError(await postForm(endpoint, { scope: 'openid' }, { authorization: basic(client.clientId, 'wrong') }), 401, 'invalid_client');
-    assertError(await postForm(endpoint, { scope: 'openid' }, { authorization: basic('nobody', 'x') }), 401, 'invalid_client');
+    assertOAuthError(await postForm(endpoint, { scope: 'openid' }, { authorization: basic(client.clientId, 'wrong') }), 401, 'invalid_client');
+    assertOAuthError(await postForm(endpoint, { scope: 'openid' }, { authorization: basic('nobody', 'x') }), 401, 'invalid_client');
   });
 
   it('answers a scope the client may not have, an unknown scope or no scope with invalid_scope', async () => {
-    assertError(await postForm(endpoint, { scope: 'openid email' }, auth), 400, 'invalid_scope');
-    assertError(await postForm(endpoint, { scope: 'openid admin' }, auth), 400, 'invalid_scope');
-    assertError(await postForm(endpoint, {}, auth), 400, 'invalid_scope');
-    assertError(await postForm(endpoint, { scope: 'openid\\' }, auth), 400, 'invalid_scope');
+    assertOAuthError(await postForm(endpoint, { scope: 'openid email' }, auth), 400, 'invalid_scope');
+    assertOAuthError(await postForm(endpoint, { scope: 'openid admin' }, auth), 400, 'invalid_scope');
+    assertOAuthError(await postForm(endpoint, {}, auth), 400, 'invalid_scope');
+    assertOAuthError(await postForm(endpoint, { scope: 'openid\\' }, auth), 400, 'invalid_scope');
   });
 
   it('answers unauthorized_client when the client is not allowed the device grant', async () => {
     const browserOnly = await server.addClient({ grantTypes: ['authorization_code'] });
-    assertError(
+    assertOAuthError(
       await postForm(endpoint, { scope: 'openid' }, { authorization: basic(browserOnly.clientId, browserOnly.clientSecret) }),
       400,
       'unauthorized_client',
@@ -91,7 +83,7 @@ describe('the device authorization endpoint (RFC 8628 §3.1-3.2)', () => {
   });
 
   it('answers a repeated parameter, a missing body or a JSON body with invalid_request', async () => {
-    assertError(await postForm(endpoint, 'scope=openid&scope=profile', auth), 400, 'invalid_request');
+    assertOAuthError(await postForm(endpoint, 'scope=openid&scope=profile', auth), 400, 'invalid_request');
     const empty = await fetch(endpoint, { method: 'POST', headers: auth });
     assert.equal(empty.status, 400);
     assert.equal(((await empty.json()) as { error: string }).error, 'invalid_request');

@@ -12,8 +12,9 @@ import { auth, requiredScopes } from 'express-oauth2-jwt-bearer';
 import { decodeProtectedHeader } from 'jose';
 import type * as oidc from 'openid-client';
 import { runTessera } from './helpers/cli.ts';
-import { discover, signIn } from './helpers/lifecycle.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithApp } from './helpers/fixtures.ts';
+import { signIn } from './helpers/lifecycle.ts';
+import { closeServer, listenOnFreePort, type TestServer, type TestUser } from './helpers/server.ts';
 
 const PHOTOS = 'https://photos.example.com/api';
 
@@ -25,13 +26,13 @@ describe('an API protected by express-oauth2-jwt-bearer with its README configur
   let closeApi: () => Promise<void>;
 
   before(async () => {
-    server = await startTestServer();
+    ({ server, user, config } = await startWithApp({
+      client: { name: 'Photo Printer', scopes: ['openid', 'profile', 'photos:read'] },
+      user: { username: 'grace' },
+    }));
     const env = { TESSERA_DATABASE: server.config.database };
     const added = await runTessera(['resource', 'add', '--identifier', PHOTOS, '--name', 'Photo Library', '--scope', 'photos:read=See your photos'], env);
     assert.equal(added.code, 0, added.stderr);
-    const client = await server.addClient({ name: 'Photo Printer', scopes: ['openid', 'profile', 'photos:read'] });
-    user = await server.addUser({ username: 'grace' });
-    config = await discover(server, client);
 
     const app = express();
     // Refusals are what some cases expect: not printed.

@@ -14,7 +14,7 @@ import * as oidc from 'openid-client';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
   let server: TestServer;
@@ -26,23 +26,8 @@ describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
   });
   after(() => server.close());
 
-  async function start(extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      state,
-      nonce,
-      response_mode: 'form_post',
-      prompt: 'consent',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    return { url, verifier, state, nonce };
-  }
+  const start = (extra: Record<string, string> = {}) =>
+    authorizationAttempt(config, { scope: 'openid profile', response_mode: 'form_post', prompt: 'consent', ...extra });
 
   /** Signs in and decides; returns the page the decision is answered with. */
   async function decide(url: URL, decision: 'approve' | 'deny'): Promise<Page> {

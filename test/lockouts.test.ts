@@ -4,12 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { calculatePKCECodeChallenge, randomPKCECodeVerifier } from 'openid-client';
 import type { ManageDeps } from '../src/flows/manage/deps.ts';
 import { clearLockouts, listLockouts } from '../src/flows/manage/lockouts.ts';
 import { FormBrowser } from './helpers/browser.ts';
+import { signInQuery } from './helpers/fixtures.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 
 describe('lockouts', () => {
   let server: TestServer;
@@ -19,14 +19,7 @@ describe('lockouts', () => {
   before(async () => {
     server = await startTestServer();
     const client = await server.addClient({ scopes: ['openid'] });
-    query = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await calculatePKCECodeChallenge(randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-    });
+    query = await signInQuery(client);
     deps = manageDeps(server);
   });
   after(() => server.close());

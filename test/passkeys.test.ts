@@ -13,6 +13,7 @@ import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { clockAtStart } from './helpers/clock.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 
 describe('passkeys: registration, sign-in without a username, and refused answers', () => {
   const clock = clockAtStart();
@@ -22,10 +23,12 @@ describe('passkeys: registration, sign-in without a username, and refused answer
   let client: TestClient;
 
   before(async () => {
-    server = await startTestServer({ issuerHost: 'localhost', clock });
-    user = await server.addUser({ username: 'grace', name: 'Grace Hopper' });
+    ({ server, user, client } = await startWithApp({
+      server: { issuerHost: 'localhost', clock },
+      client: { name: 'Photo Printer' },
+      user: { username: 'grace', name: 'Grace Hopper' },
+    }));
     other = await server.addUser({ username: 'alan' });
-    client = await server.addClient({ name: 'Photo Printer' });
   });
   after(() => server?.close());
 

@@ -11,6 +11,7 @@ import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
+import { startWithApp } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
@@ -26,17 +27,12 @@ describe('request objects (RFC 9101, OIDC Core §6.1)', () => {
   let unsigned: TestClient;
 
   before(async () => {
-    server = await startTestServer();
-    user = await server.addUser();
     const pair = await generateKeyPair('ES256');
     key = { privateKey: pair.privateKey, publicJwk: { ...(await exportJWK(pair.publicKey)), kid: 'request-key', alg: 'ES256' } };
     const jwks = { keys: [key.publicJwk] };
-    signing = await server.addClient({ name: 'Bank', jwks });
+    ({ server, user, client: signing, config: signingConfig } = await startWithApp({ client: { name: 'Bank', jwks } }));
     rs256 = await server.addClient({ name: 'Strict Bank', jwks, requestObjectSigningAlg: 'RS256' });
     unsigned = await server.addClient({ name: 'Certification', requestObjectSigningAlg: 'none' });
-    signingConfig = await oidc.discovery(new URL(server.url), signing.clientId, undefined, oidc.ClientSecretBasic(signing.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
   });
   after(() => server.close());
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { basic, postForm, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { basic, postForm, startTestServer, type TestClient, type TestServer, assertOAuthError } from './helpers/server.ts';
 
 describe('the token endpoint refuses malformed requests with OAuth errors', () => {
   let server: TestServer;
@@ -17,31 +17,22 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
   });
   after(() => server.close());
 
-  function assertError(result: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, error: string) {
-    assert.equal(result.status, status, JSON.stringify(result.body));
-    assert.equal(result.body['error'], error);
-    assert.equal(typeof result.body['error_description'], 'string');
-    assert.match(result.headers.get('content-type') ?? '', /application\/json/);
-    assert.equal(result.headers.get('cache-control'), 'no-store');
-    assert.doesNotMatch(JSON.stringify(result.body), /at .*\.ts:\d+/, 'no stack trace');
-  }
-
   it('answers a request without client authentication with invalid_client, 401 and WWW-Authenticate', async () => {
     const result = await postForm(token, { grant_type: 'authorization_code', code: 'x' });
-    assertError(result, 401, 'invalid_client');
+    assertOAuthError(result, 401, 'invalid_client');
     assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
   });
 
   it('answers a wrong client secret with invalid_client and 401', async () => {
     const result = await postForm(token, { grant_type: 'authorization_code' }, { authorization: basic(client.clientId, 'wrong') });
-    assertError(result, 401, 'invalid_client');
+    assertOAuthError(result, 401, 'invalid_client');
     assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
   });
 
   it('answers an unknown client and a malformed Basic header with invalid_client', async () => {
-    assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: basic('nobody', 'x') }), 401, 'invalid_client');
-    assertError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: 'Basic !!!' }), 401, 'invalid_client');
-    assertError(
+    assertOAuthError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: basic('nobody', 'x') }), 401, 'invalid_client');
+    assertOAuthError(await postForm(token, { grant_type: 'authorization_code' }, { authorization: 'Basic !!!' }), 401, 'invalid_client');
+    assertOAuthError(
       await postForm(token, { grant_type: 'authorization_code' }, { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }),
       401,
       'invalid_client',
@@ -66,33 +57,33 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
       oidc.genericGrantRequest(config, 'authorization_code', { code: 'x', redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: 'a'.repeat(43) }),
       (error: unknown) => error instanceof oidc.ResponseBodyError && error.error === 'invalid_grant',
     );
-    assertError(await request(basic(odd.clientId, odd.clientSecret)), 400, 'invalid_grant');
+    assertOAuthError(await request(basic(odd.clientId, odd.clientSecret)), 400, 'invalid_grant');
     // The same values not form-encoded are other credentials.
-    assertError(await request(`Basic ${Buffer.from(`${odd.clientId}:${odd.clientSecret}`).toString('base64')}`), 401, 'invalid_client');
+    assertOAuthError(await request(`Basic ${Buffer.from(`${odd.clientId}:${odd.clientSecret}`).toString('base64')}`), 401, 'invalid_client');
   });
 
   it('takes client_secret in the body as well (client_secret_post), and refuses a wrong one', async () => {
     const form = { grant_type: 'authorization_code', client_id: client.clientId };
-    assertError(await postForm(token, { ...form, client_secret: client.clientSecret }), 400, 'invalid_request');
-    assertError(await postForm(token, { ...form, client_secret: 'wrong' }), 401, 'invalid_client');
+    assertOAuthError(await postForm(token, { ...form, client_secret: client.clientSecret }), 400, 'invalid_request');
+    assertOAuthError(await postForm(token, { ...form, client_secret: 'wrong' }), 401, 'invalid_client');
   });
 
   it('refuses a confidential client that sends only its client_id, like a public client', async () => {
     const result = await postForm(token, { grant_type: 'authorization_code', client_id: client.clientId, code: 'x' });
-    assertError(result, 401, 'invalid_client');
+    assertOAuthError(result, 401, 'invalid_client');
     assert.match(result.headers.get('www-authenticate') ?? '', /^Basic /);
   });
 
   it('answers a missing grant_type with invalid_request', async () => {
-    assertError(await postForm(token, { code: 'x' }, auth), 400, 'invalid_request');
+    assertOAuthError(await postForm(token, { code: 'x' }, auth), 400, 'invalid_request');
   });
 
   it('answers an unknown grant_type with unsupported_grant_type', async () => {
-    assertError(await postForm(token, { grant_type: 'password', username: 'a', password: 'b' }, auth), 400, 'unsupported_grant_type');
+    assertOAuthError(await postForm(token, { grant_type: 'password', username: 'a', password: 'b' }, auth), 400, 'unsupported_grant_type');
   });
 
   it('answers a repeated parameter with invalid_request', async () => {
-    assertError(await postForm(token, 'grant_type=authorization_code&code=a&code=b', auth), 400, 'invalid_request');
+    assertOAuthError(await postForm(token, 'grant_type=authorization_code&code=a&code=b', auth), 400, 'invalid_request');
   });
 
   it('answers missing code, redirect_uri or code_verifier with invalid_request', async () => {
@@ -100,7 +91,7 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
     for (const missing of ['code', 'redirect_uri', 'code_verifier'] as const) {
       const form: Record<string, string> = { ...full };
       delete form[missing];
-      assertError(await postForm(token, form, auth), 400, 'invalid_request');
+      assertOAuthError(await postForm(token, form, auth), 400, 'invalid_request');
     }
   });
 
@@ -121,11 +112,11 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
   });
 
   it('answers an oversized body with 413 and invalid_request', async () => {
-    assertError(await postForm(token, { grant_type: 'authorization_code', code: 'x'.repeat(64 * 1024) }, auth), 413, 'invalid_request');
+    assertOAuthError(await postForm(token, { grant_type: 'authorization_code', code: 'x'.repeat(64 * 1024) }, auth), 413, 'invalid_request');
   });
 
   it('answers a malformed form body without crashing', async () => {
-    assertError(await postForm(token, '%%%&&&=%zz', auth), 400, 'invalid_request');
+    assertOAuthError(await postForm(token, '%%%&&&=%zz', auth), 400, 'invalid_request');
   });
 
   it('answers unauthorized_client when the client is not allowed the grant', async () => {
@@ -135,7 +126,7 @@ describe('the token endpoint refuses malformed requests with OAuth errors', () =
       { grant_type: 'authorization_code', code: 'x' },
       { authorization: basic(deviceOnly.clientId, deviceOnly.clientSecret) },
     );
-    assertError(result, 400, 'unauthorized_client');
+    assertOAuthError(result, 400, 'unauthorized_client');
   });
 
   it('answers GET with an OAuth error, not a crash: 405 with POST in Allow (RFC 9110 §15.5.6)', async () => {

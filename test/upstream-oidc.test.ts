@@ -15,7 +15,8 @@ import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp
 import { FormBrowser } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { authorizationAttempt } from './helpers/fixtures.ts';
+import { closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('signing in through an upstream OpenID provider (another Tessera)', { skip: chromiumUnavailable() }, () => {
@@ -96,21 +97,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     return { page, callback };
   }
 
-  async function authorize(extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile email',
-      state,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
-    return { url, verifier, state, nonce };
-  }
+  const authorize = (extra: Record<string, string> = {}) => authorizationAttempt(config, extra);
 
   /** At the upstream Tessera's own sign-in page. */
   async function signInUpstream(page: Page, username: string, password: string): Promise<void> {

@@ -7,7 +7,7 @@
 import * as oidc from 'openid-client';
 import { createClient } from '../../src/flows/manage/clients.ts';
 import { manageDeps } from './manage.ts';
-import { startTestServer, type TestClient, type TestServer, type TestServerOptions, type TestUser } from './server.ts';
+import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestServerOptions, type TestUser } from './server.ts';
 
 export type ClientOptions = NonNullable<Parameters<TestServer['addClient']>[0]>;
 export type UserOptions = NonNullable<Parameters<TestServer['addUser']>[0]>;
@@ -57,4 +57,50 @@ export async function adminToken(
   const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
   const tokens = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
   return { token: tokens.access_token, clientId: client.id };
+}
+
+/** An authorization request the way an app starts one: its URL, and what the app keeps to finish it. */
+export interface Attempt {
+  readonly url: URL;
+  readonly verifier: string;
+  readonly challenge: string;
+  readonly state: string;
+  readonly nonce: string;
+}
+
+/**
+ * An authorization code request as openid-client builds it for `config`: to REDIRECT_URI, with a
+ * fresh PKCE verifier (S256), state and nonce, for `openid profile email` unless `params` names
+ * another scope; `params` adds to or replaces any of its parameters.
+ */
+export async function authorizationAttempt(config: oidc.Configuration, params: Record<string, string> = {}): Promise<Attempt> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const challenge = await oidc.calculatePKCECodeChallenge(verifier);
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid profile email',
+    state,
+    nonce,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...params,
+  });
+  return { url, verifier, challenge, state, nonce };
+}
+
+/**
+ * The query of an authorization code request for `client` (PKCE S256, a verifier nobody keeps),
+ * as a browser arrives with it at /oauth/authorize: for tests of the sign-in page itself.
+ */
+export async function signInQuery(client: TestClient, scope = 'openid'): Promise<URLSearchParams> {
+  return new URLSearchParams({
+    response_type: 'code',
+    client_id: client.clientId,
+    redirect_uri: REDIRECT_URI,
+    scope,
+    code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+    code_challenge_method: 'S256',
+  });
 }

@@ -417,17 +417,19 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     adminServer = { server, url: `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` };
   }
   recordIssuer(config, (message) => app.log.warn(message));
-  // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) waits for.
+  // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) waits for;
+  // nothing is awaited after it, so that serve()'s signal handlers are in place by the time
+  // anyone who read it sends a signal.
   const cleared = clearedEmailsWarning(await store.users.clearedEmails());
   if (cleared) app.log.warn(cleared);
+  const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
+  if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
   app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
   if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
   const reminder = tlsReminder(config);
   if (reminder) app.log.warn(reminder);
   const ignored = ignoredVariablesWarning(config);
   if (ignored) app.log.warn(ignored);
-  const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
-  if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
   if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
   const timeoutMs = config.shutdown.timeoutSeconds * 1000;
   let closing: Promise<void> | null = null;

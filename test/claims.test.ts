@@ -259,6 +259,8 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
       'phone_number',
       'phone_number_verified',
       'groups',
+      'org_id',
+      'org_name',
     ]);
     for (const scope of ['openid', 'profile', 'email', 'address', 'phone'])
       assert.ok(metadata.scopes_supported?.includes(scope), `scopes_supported has ${scope}`);

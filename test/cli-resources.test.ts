@@ -164,7 +164,7 @@ describe('the tessera command: API resources', () => {
     assert.equal(refused.code, 2);
     assert.match(
       refused.stderr,
-      /--scope: unknown scope photos:delete \(known: openid profile email address phone offline_access groups (?:admin:[a-z:]+ )+scim ssf:manage photos:read photos:write calendar:read;/,
+      /--scope: unknown scope photos:delete \(known: openid profile email address phone offline_access groups organization (?:admin:[a-z:]+ )+scim ssf:manage photos:read photos:write calendar:read;/,
     );
   });
 

@@ -281,6 +281,7 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
       'phone',
       'offline_access',
       'groups',
+      'organization',
       'photos:read',
       'photos:write',
       'calendar:read',

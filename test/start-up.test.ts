@@ -43,9 +43,15 @@ function start(env: Readonly<Record<string, string>>, whenServing?: (stdout: str
   let stderr = '';
   // Bounded as a command's exit is (README, Development): a start that hangs is killed.
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  // One SIGINT: the server stops at the first, and a second (sent on a later chunk of the log)
+  // would find no handler left and kill it with no exit status.
+  let stopping = false;
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
-    if (stdout.includes('Tessera is serving') && (whenServing === undefined || whenServing(stdout))) child.kill('SIGINT');
+    if (!stopping && stdout.includes('Tessera is serving') && (whenServing === undefined || whenServing(stdout))) {
+      stopping = true;
+      child.kill('SIGINT');
+    }
   });
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise((resolve, reject) => {

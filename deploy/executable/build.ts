@@ -134,6 +134,12 @@ const REWRITES: readonly Rewrite[] = [
     why: "the SAML endpoints' XML parser, required from the bundle itself",
   },
   {
+    file: 'src/flows/saml/response.ts',
+    from: "createRequire(import.meta.url)('xml-encryption')",
+    to: () => "require('xml-encryption')",
+    why: 'the encryption of assertions for SPs that registered a certificate, required from the bundle itself',
+  },
+  {
     file: 'src/cli/main.ts',
     from: "if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) cli();",
     to: () => '',

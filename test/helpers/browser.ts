@@ -78,7 +78,11 @@ export class FormBrowser {
       const repeated: [string, string][] = [];
       for (const input of match[2]!.matchAll(/<input\b[^>]*>/g)) {
         const name = /name="([^"]*)"/.exec(input[0])?.[1];
-        const value = /value="([^"]*)"/.exec(input[0])?.[1] ?? '';
+        // A checkbox or radio button is sent only when checked, as a browser sends it; a
+        // checkbox without a value as "on" (HTML, "constructing the entry list").
+        const choice = /\stype="(checkbox|radio)"/.test(input[0]);
+        if (choice && !/\schecked(?=[\s=/>])/.test(input[0])) continue;
+        const value = /value="([^"]*)"/.exec(input[0])?.[1] ?? (choice ? 'on' : '');
         if (name && decodeEntities(name) in fields) repeated.push([decodeEntities(name), decodeEntities(value)]);
         else if (name) fields[decodeEntities(name)] = decodeEntities(value);
       }

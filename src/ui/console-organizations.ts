@@ -6,7 +6,7 @@
  */
 import { ORGANIZATION_FIELDS, ORGANIZATION_MEMBER_FIELDS } from '../flows/manage/fields/organizations.ts';
 import type { FormValues } from '../flows/manage/fields/field.ts';
-import { consolePage, linkButton, notice, postButton, tableForm, type ConsoleFrame } from './console.ts';
+import { consolePage, fieldTableForm, linkButton, notice, postButton, tableForm, type ConsoleFrame } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
 import type { MessageKey } from './i18n.ts';
 import { csrfField } from './pages.ts';
@@ -50,13 +50,7 @@ export interface OrganizationFormView {
 }
 
 function organizationForm(frame: ConsoleFrame, view: OrganizationFormView): SafeHtml {
-  const { ui, csrf } = frame;
-  const { t } = ui;
-  return html`<form method="post" action="${view.action}" class="app-form">
-${csrfField(csrf)}
-${tableForm(ui, ORGANIZATION_FIELDS, view.values, { operation: view.operation })}
-<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html(view.operation === 'create' ? 'console.org.create' : 'console.org.save')}</button></div>
-</form>`;
+  return fieldTableForm(frame, ORGANIZATION_FIELDS, view, view.operation === 'create' ? 'console.org.create' : 'console.org.save');
 }
 
 export function organizationFormPage(frame: ConsoleFrame, view: OrganizationFormView): string {

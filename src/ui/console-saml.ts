@@ -5,9 +5,8 @@
  */
 import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
 import type { FormValues } from '../flows/manage/fields/field.ts';
-import { consolePage, linkButton, notice, tableForm, type ConsoleFrame } from './console.ts';
+import { consolePage, fieldTableForm, linkButton, notice, type ConsoleFrame } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField } from './pages.ts';
 
 export interface SamlSpListItem {
   readonly entityId: string;
@@ -44,13 +43,7 @@ export interface SamlSpFormView {
 }
 
 function spForm(frame: ConsoleFrame, view: SamlSpFormView): SafeHtml {
-  const { ui, csrf } = frame;
-  const { t } = ui;
-  return html`<form method="post" action="${view.action}" class="app-form">
-${csrfField(csrf)}
-${tableForm(ui, SAML_SP_FIELDS, view.values, { operation: view.operation })}
-<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html(view.operation === 'create' ? 'console.saml.create' : 'console.saml.save')}</button></div>
-</form>`;
+  return fieldTableForm(frame, SAML_SP_FIELDS, view, view.operation === 'create' ? 'console.saml.create' : 'console.saml.save');
 }
 
 export function samlSpFormPage(frame: ConsoleFrame, view: SamlSpFormView & { readonly metadata: string }): string {

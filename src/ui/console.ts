@@ -763,6 +763,26 @@ export function forbiddenPage(
   );
 }
 
+/**
+ * A field table's form for a noun (an organization, a SAML SP, a webhook, ...): its fields for
+ * `create` or `update`, then Cancel beside the button that posts it. `hidden` goes first.
+ */
+export function fieldTableForm(
+  frame: ConsoleFrame,
+  table: FieldTable,
+  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly operation: 'create' | 'update' },
+  submit: MessageKey,
+  hidden: SafeHtml | null = null,
+): SafeHtml {
+  const { ui, csrf } = frame;
+  return html`<form method="post" action="${view.action}" class="app-form">
+${csrfField(csrf)}
+${hidden}
+${tableForm(ui, table, view.values, { operation: view.operation })}
+<div class="actions"><a class="button" href="${view.cancel}">${ui.t.html('console.cancel')}</a><button type="submit" class="primary">${ui.t.html(submit)}</button></div>
+</form>`;
+}
+
 /** What a noun's "add one" page shows: its field table's form, and the words around it. */
 export interface AddFormView {
   readonly action: string;
@@ -782,19 +802,13 @@ export function addFormPage(
   words: { readonly title: MessageKey; readonly intro?: MessageKey; readonly submit: MessageKey },
   view: AddFormView,
 ): string {
-  const { ui, csrf } = frame;
-  const { t } = ui;
+  const { t } = frame.ui;
   return consolePage(
     frame,
     t.text(words.title),
     html`<h1>${t.html(words.title)}</h1>
 ${notice(view.error, 'error')}
 ${words.intro === undefined ? null : html`<p>${t.html(words.intro)}</p>`}
-<form method="post" action="${view.action}" class="app-form">
-${csrfField(csrf)}
-<input type="hidden" name="return_to" value="${view.action}/new">
-${tableForm(ui, table, view.values, { operation: 'create' })}
-<div class="actions"><a class="button" href="${view.cancel}">${t.html('console.cancel')}</a><button type="submit" class="primary">${t.html(words.submit)}</button></div>
-</form>`,
+${fieldTableForm(frame, table, { ...view, operation: 'create' }, words.submit, html`<input type="hidden" name="return_to" value="${view.action}/new">`)}`,
   );
 }

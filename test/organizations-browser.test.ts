@@ -2,17 +2,22 @@
  * Organizations in Chromium, each page checked by axe-core as it loads (helpers/chromium.ts),
  * in English and in Arabic: an invitation into an organization to the first token, whose
  * org_id openid-client reads, the member choosing among their organizations on the consent
- * page's radio group; a sign-in routed by an organization's verified domain, by login_hint and
+ * page's radio group; an invitation accepted with a passkey (the DevTools protocol's virtual
+ * authenticator), the account made with it and no password; a sign-in routed by an organization's verified domain, by login_hint and
  * by the address typed, to its upstream provider (another Tessera, as
  * test/upstream-oidc.test.ts has it); invite-only sign-up; and the console's organization pages.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import { verifyPassword } from '../src/core/password.ts';
+import { inviteUser } from '../src/flows/manage/invitations.ts';
+import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { operatorBrowser } from './helpers/console.ts';
+import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -33,7 +38,8 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
 
   before(async () => {
     upstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Acme SSO' } });
-    server = await startTestServer({ env: { TESSERA_SIGN_UP: 'invite' } });
+    // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
+    server = await startTestServer({ issuerHost: 'localhost', env: { TESSERA_SIGN_UP: 'invite' } });
     const upstreamClient = await upstream.addClient({
       name: 'Tessera',
       redirectUris: [`${server.url}/login/upstream/acme-sso/callback`],
@@ -135,6 +141,82 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     assert.equal(await page.getByRole('radio', { name: 'Globex' }).isChecked(), true, 'the choice kept is checked');
     await page.context().close();
   });
+
+  async function withAuthenticator(locale: string): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {
+    const context = await browser.newContext({ locale });
+    const page = await context.newPage();
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable', { enableUI: false });
+    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    return { context, page, cdp, authenticatorId };
+  }
+
+  for (const locale of ['en', 'ar'] as const) {
+    it(`${locale}: accepts an invitation into an organization with a passkey, offered first, and makes the account with it and no password`, async () => {
+      const username = `passkey-${locale}`;
+      const { url } = await inviteUser(manageDeps(server), { email: `${username}@globex.example`, organization: 'Globex', clientId: app.clientId });
+      const { context, page, cdp, authenticatorId } = await withAuthenticator(locale);
+      const scriptErrors: string[] = [];
+      page.on('pageerror', (error) => scriptErrors.push(error.message));
+      try {
+        await page.goto(url);
+        const passkeyButton = page.locator('#passkey-sign-up-button');
+        await reach(page, passkeyButton, 'the passkey button, shown where the browser can');
+        assert.equal(await page.getAttribute('html', 'lang'), locale);
+        assert.ok(await page.locator('#password').isVisible(), 'the password stays, as the alternative');
+        assert.deepEqual(await axeViolations(page, `invitation with a passkey (${locale})`), []);
+
+        // A taken username is refused before the authenticator is asked.
+        await server.addUser({ username: `taken-${locale}` });
+        await page.locator('#username').fill(`taken-${locale}`);
+        await page.locator('#name').fill('Passkey Person');
+        await passkeyButton.click();
+        await reach(page, page.locator('#passkey-error'), 'the refusal beside the button');
+        assert.equal((await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials.length, 0);
+        assert.deepEqual(await axeViolations(page, `invitation with a passkey, refused (${locale})`), []);
+
+        await page.locator('#username').fill(username);
+        await passkeyButton.click();
+        await reach(page, page.locator('p[role="status"]'), 'the account made');
+        const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+        assert.equal(credentials.length, 1);
+        assert.equal(credentials[0]!.rpId, 'localhost');
+        const user = await server.store.users.findByUsername(username);
+        assert.ok(user);
+        assert.equal(Buffer.from(credentials[0]!.userHandle!, 'base64').toString('utf8'), user.id, 'the passkey’s user handle is the account’s sub');
+        assert.equal(await verifyPassword('', user.passwordHash), false, 'no password');
+        assert.equal((await server.store.passkeys.listForUser(user.id)).length, 1);
+        assert.deepEqual(
+          (await server.store.organizations.membershipsOf(user.id)).map((membership) => [membership.organization.name, membership.role]),
+          [['Globex', 'member']],
+        );
+        // It lands in the app that invited them.
+        assert.equal(await page.locator('a.button').getAttribute('href'), new URL(REDIRECT_URI).origin);
+
+        // The passkey signs in (the sign-in page's autofill request, or its button).
+        await page.goto(`${server.url}/account`);
+        const emailHeading = page.locator('#email-heading');
+        if (!(await emailHeading.isVisible()))
+          await page
+            .locator('#passkey-button')
+            .click({ timeout: 3000 })
+            .catch(() => {});
+        await reach(page, emailHeading, 'the account page, signed in with the passkey');
+        assert.deepEqual(scriptErrors, []);
+      } finally {
+        await context.close();
+      }
+    });
+  }
 
   it('sends an address of the verified domain to the organization’s provider, by login_hint and as typed, and back with a token', async () => {
     const { page, callback } = await appPage();

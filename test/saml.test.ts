@@ -1,7 +1,7 @@
 /**
  * Tessera as a SAML 2.0 identity provider (docs/saml.md), with @node-saml/node-saml (the
  * library passport-saml uses) as the service provider: SP-initiated sign-in over both
- * bindings, IdP-initiated sign-in, ForceAuthn and IsPassive, the attributes the SP's mapping
+ * bindings, IdP-initiated sign-in, ForceAuthn and IsPassive, an organization's sign-in policy, the attributes the SP's mapping
  * names, and the attacks each refused with a page in the person's language and an event.
  */
 import assert from 'node:assert/strict';
@@ -9,6 +9,7 @@ import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SAML, ValidateInResponseTo, type SamlConfig } from '@node-saml/node-saml';
+import { addOrganization, setOrganizationMember } from '../src/flows/manage/organizations.ts';
 import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
 import { pemCertificate, selfSignedCertificate } from '../src/tokens/certificate.ts';
 import { SoftwarePasskey } from './helpers/authenticator.ts';
@@ -401,7 +402,7 @@ describe('single logout', () => {
   });
 });
 
-describe('a passkey, and a second factor asked for by RequestedAuthnContext', () => {
+describe('a passkey, and a second factor asked for by RequestedAuthnContext or by an organization', () => {
   let passkeyServer: TestServer;
   before(async () => {
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
@@ -409,21 +410,26 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext', ()
   });
   after(() => passkeyServer.close());
 
-  it('asks a password sign-in for more when the SP asks for REFEDS MFA, and signs in with a passkey that verified the person', async () => {
-    const grace = await passkeyServer.addUser({ username: 'grace', email: 'grace@example.com' });
-    const server = passkeyServer;
-    // A passkey added on the account page, in a password session of its own.
+  /** A passkey added on the account page, in a password session of its own. */
+  async function addPasskey(person: TestUser): Promise<SoftwarePasskey> {
     const passkey = new SoftwarePasskey();
-    const setup = new FormBrowser(server.url);
+    const setup = new FormBrowser(passkeyServer.url);
     const login = await setup.follow(await setup.request('/login?return_to=%2Faccount'));
-    const account = await setup.signIn(login, grace);
+    const account = await setup.signIn(login, person);
     const creation = JSON.parse(
       (await setup.request('/account/passkeys/options', { form: { csrf_token: setup.form(account, '/account/passkeys').fields['csrf_token']! } })).html,
     ) as Record<string, unknown>;
     assert.equal(
-      (await setup.submit(account, '/account/passkeys', { name: 'Key', response: JSON.stringify(passkey.register(creation, server.url)) })).status,
+      (await setup.submit(account, '/account/passkeys', { name: 'Key', response: JSON.stringify(passkey.register(creation, passkeyServer.url)) })).status,
       303,
     );
+    return passkey;
+  }
+
+  it('asks a password sign-in for more when the SP asks for REFEDS MFA, and signs in with a passkey that verified the person', async () => {
+    const grace = await passkeyServer.addUser({ username: 'grace', email: 'grace@example.com' });
+    const server = passkeyServer;
+    const passkey = await addPasskey(grace);
 
     await addSamlSp(manageDeps(server), { entity_id: 'https://mfa.example.com/saml', acs_urls: [ACS], attributes: { mail: 'email' } });
     const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
@@ -457,6 +463,46 @@ describe('a passkey, and a second factor asked for by RequestedAuthnContext', ()
     );
     const { profile } = await saml.validatePostResponseAsync(fields);
     assert.equal(profile?.['mail'], 'grace@example.com');
+  });
+  it("holds the sign-in to the policy of the person's organization, as an OpenID Connect approval: a password alone is sent back for a passkey", async () => {
+    const server = passkeyServer;
+    const hedy = await server.addUser({ username: 'hedy', email: 'hedy@example.com' });
+    const passkey = await addPasskey(hedy);
+    await addOrganization(manageDeps(server), { name: 'Strict', require_passkey: true });
+    await setOrganizationMember(manageDeps(server), 'Strict', { username: 'hedy' });
+    await addSamlSp(manageDeps(server), { entity_id: 'https://strict.example.com/saml', acs_urls: [ACS], attributes: { mail: 'email' } });
+    const metadata = await (await fetch(`${server.url}/saml/metadata`)).text();
+    const options = {
+      issuer: 'https://strict.example.com/saml',
+      callbackUrl: ACS,
+      entryPoint: `${server.url}/saml/sso`,
+      idpCert: /<ds:X509Certificate>([^<]+)</.exec(metadata)![1]!,
+      audience: 'https://strict.example.com/saml',
+      wantAuthnResponseSigned: false,
+      identifierFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+      disableRequestedAuthnContext: true,
+      acceptedClockSkewMs: 5_000,
+    };
+    const saml = new SAML(options);
+    const browser = new FormBrowser(server.url);
+    // The SP asks for nothing more; the organization does: the sign-in page comes back, saying why.
+    const again = await browser.signIn(await browser.follow(await browser.request(await saml.getAuthorizeUrlAsync('', undefined, {}))), hedy);
+    assert.equal(again.status, 200);
+    assert.match(again.html, /can be approved only after signing in with a passkey/);
+    assert.equal((await server.store.events.list({ userId: hedy.id, type: 'saml.assertion_issued', limit: 1 })).length, 0);
+
+    // IsPassive, with that password session: NoPassive, not an assertion.
+    const passive = new SAML({ ...options, passive: true });
+    const noPassive = postedToAcs(await browser.follow(await browser.request(await passive.getAuthorizeUrlAsync('', undefined, {}))));
+    assert.match(Buffer.from(noPassive['SAMLResponse']!, 'base64').toString(), /urn:oasis:names:tc:SAML:2\.0:status:NoPassive/);
+
+    const challenge = JSON.parse(
+      (await browser.request('/login/passkey/options', { form: { csrf_token: browser.form(again, '/login/passkey').fields['csrf_token']! } })).html,
+    ) as Record<string, unknown>;
+    const signedIn = await browser.submit(again, '/login/passkey', { response: JSON.stringify(passkey.authenticate(challenge, server.url)) });
+    assert.equal(signedIn.status, 303, signedIn.html.slice(0, 300));
+    const { profile } = await saml.validatePostResponseAsync(postedToAcs(await browser.follow(signedIn)));
+    assert.equal(profile?.['mail'], 'hedy@example.com');
   });
 });
 

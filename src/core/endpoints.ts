@@ -105,6 +105,8 @@ export const CHANGE_EMAIL_PATH = '/account/email';
 export const EMAIL_CHANGE_VERIFY_PATH = '/account/email/verify';
 /** Where an invitation's link leads: the person invited makes their account. */
 export const INVITATION_PATH = '/invitation';
+/** The options of a passkey made on an invitation's page (WebAuthn Level 3 §5.4). */
+export const INVITATION_PASSKEY_OPTIONS_PATH = '/invitation/passkey/options';
 
 /** RFC 8628 §3.2 `verification_uri`: the person enters the code, then reviews and decides. */
 export const DEVICE_VERIFICATION_PATH = '/device';

@@ -140,21 +140,39 @@ async function passkeyOf(
 ): Promise<SignUpPasskey | null | Extract<SignUpResult, { kind: 'passkey' | 'closed' }>> {
   if (answer === undefined) return null;
   if (!signUpPasskeysOffered(deps)) return { kind: 'closed' };
+  return newAccountPasskey(deps, answer);
+}
+
+export type NewAccountPasskeyRefusal = Extract<SignUpResult, { kind: 'passkey' }>;
+
+/**
+ * The passkey a new account is to be made with (sign-up's, an invitation's): the browser's
+ * answer checked against the challenge given to this browser for that account id and
+ * `purpose` (flows/passkeys/registration.ts), or why it is refused.
+ */
+export async function newAccountPasskey(deps: SignUpDeps, answer: SignUpPasskeyAnswer, purpose?: string): Promise<SignUpPasskey | NewAccountPasskeyRefusal> {
   // The account id comes back from the browser: it must be one this server could have made.
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(answer.accountId)) return { kind: 'passkey', problem: 'challenge' };
-  const verified = await verifySignUpRegistration(deps, answer.accountId, answer.name, answer.response, answer.browser);
+  const verified = await verifySignUpRegistration(deps, answer.accountId, answer.name, answer.response, answer.browser, purpose);
   if (verified.kind === 'verified') return verified.passkey;
   return verified.kind === 'rejected' ? { kind: 'passkey', problem: verified.kind, reason: verified.reason } : { kind: 'passkey', problem: verified.kind };
 }
 
-/** Makes the account's passkey from the one the sign-up waited with, in the account's transaction. */
-async function addPasskey(tx: Pick<Stores, 'passkeys'>, record: RecordEvent, user: UserRecord, passkey: SignUpPasskey, now: number): Promise<void> {
+/** Makes the account's passkey from the one its making was answered with, in the account's transaction. */
+export async function addPasskey(
+  tx: Pick<Stores, 'passkeys'>,
+  record: RecordEvent,
+  user: UserRecord,
+  passkey: SignUpPasskey,
+  now: number,
+  by: 'sign_up' | 'invitation' = 'sign_up',
+): Promise<void> {
   await tx.passkeys.create({ ...passkey, userId: user.id, createdAt: now, lastUsedAt: null });
   await record({
     type: 'passkey.added',
     userId: user.id,
     username: user.username,
-    detail: { passkey: passkey.name, synced: passkey.deviceType === 'multiDevice', by: 'sign_up' },
+    detail: { passkey: passkey.name, synced: passkey.deviceType === 'multiDevice', by },
   });
 }
 

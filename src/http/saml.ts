@@ -13,6 +13,7 @@ import { idpMetadata } from '../flows/saml/metadata.ts';
 import { logoutDecision, openLogout, sealLogout, type PendingLogout } from '../flows/saml/logout.ts';
 import { STATUS } from '../flows/saml/response.ts';
 import { continueSingleLogout } from '../flows/saml/single-logout.ts';
+import { organizationPolicy } from '../flows/organizations/choice.ts';
 import { endSession } from '../flows/session/session.ts';
 import {
   readAuthnRequest,
@@ -186,7 +187,9 @@ export const samlRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, 
     const sp = await deps.store.samlServiceProviders.get(pending.sp);
     if (sp === null) return refused(request, reply, 'unknown_sp', 'the SAML service provider was removed', null);
     const signedIn = await signedInUser(deps, request);
-    const step = samlNextStep(deps.config, pending, signedIn?.session ?? null);
+    // The person's organizations hold this sign-in to their policy, as an OpenID Connect approval (http/authorize.ts).
+    const member = organizationPolicy(signedIn ? await deps.store.organizations.membershipsOf(signedIn.user.id) : []);
+    const step = samlNextStep(deps.config, pending, signedIn?.session ?? null, member);
     const here = `${SAML_PATHS.resume}?pending=${sealed}`;
     const common = { idp, now, signer: await signer() };
     switch (step.kind) {

@@ -41,10 +41,10 @@ function errorText(ui: Ui, result: Extract<SignUpResult, { kind: 'invalid' | 'ta
 }
 
 /**
- * The passkey answer a sign-up form carries, if any: the browser's response and the account
- * id its options named (the user handle, base64url as the options gave it).
+ * The passkey answer a sign-up or invitation form carries, if any: the browser's response and
+ * the account id its options named (the user handle, base64url as the options gave it).
  */
-function passkeyAnswer(form: RawParams, browser: string, userAgent: string | undefined): SignUpPasskeyAnswer | undefined {
+export function passkeyAnswer(form: RawParams, browser: string, userAgent: string | undefined): SignUpPasskeyAnswer | undefined {
   const response = single(form, 'response', 64 * 1024);
   if (response === '') return undefined;
   const accountId = Buffer.from(single(form, 'passkey_user', 128), 'base64url').toString('utf8');

@@ -8,6 +8,7 @@ import {
   SIGN_UP_PASSKEY_OPTIONS_PATH,
   EMAIL_CHANGE_VERIFY_PATH,
   INVITATION_PATH,
+  INVITATION_PASSKEY_OPTIONS_PATH,
   LOCALE_PATH,
   PASSKEY_SIGN_IN_OPTIONS_PATH,
   PASSKEY_SIGN_IN_PATH,
@@ -492,6 +493,24 @@ export interface SignUpView {
 }
 
 /**
+ * The passkey part of a form that makes an account (sign-up, an invitation): hidden until the
+ * script (passkeys.js) finds WebAuthn in the browser, then first, the password below it as the
+ * alternative. Its form names the options path (`data-options`) and the fields those options
+ * are asked for with (`data-fields`).
+ */
+function newAccountPasskey(ui: Ui): SafeHtml {
+  const { t } = ui;
+  return html`<div class="passkey" id="new-account-passkey" hidden>
+<input type="hidden" name="response" value="">
+<input type="hidden" name="passkey_user" value="">
+<div class="actions"><button type="button" class="primary" id="passkey-sign-up-button" aria-describedby="passkey-hint">${t.html('signUp.passkey')}</button></div>
+<p class="muted" id="passkey-hint">${t.html('signUp.passkeyHint')}</p>
+<p class="alert error" role="alert" id="passkey-error" hidden></p>
+<p class="or">${t.html('signUp.orPassword')}</p>
+</div>`;
+}
+
+/**
  * Sign-up: username, name, e-mail address, then a passkey or a password. The passkey's part
  * is hidden until the script finds WebAuthn in the browser; without it, the form is the
  * password form it always was.
@@ -506,7 +525,7 @@ export function signUpPage(ui: Ui, view: SignUpView): string {
     html`<h1>${t.html('signUp.title')}</h1>
 <p class="muted">${t.html('signUp.intro', { site: site.name })}</p>
 ${error ? html`<p class="alert error" role="alert" id="sign-up-error">${error.text}</p>` : null}
-<form method="post" action="${SIGN_UP_PATH}" id="sign-up-form" data-options="${SIGN_UP_PASSKEY_OPTIONS_PATH}">
+<form method="post" action="${SIGN_UP_PATH}" id="new-account-form" data-options="${SIGN_UP_PASSKEY_OPTIONS_PATH}" data-fields="username name email">
 ${csrfField(view.csrf)}
 <input type="hidden" name="return_to" value="${view.returnTo}">
 <label for="username">${t.html('signUp.username')}</label>
@@ -515,22 +534,11 @@ ${csrfField(view.csrf)}
 <input type="text" id="name" name="name" autocomplete="name" required maxlength="200" value="${view.values?.name ?? ''}" ${invalid('name')}>
 <label for="email">${t.html('signUp.email')}</label>
 <input type="email" id="email" name="email" autocomplete="email" autocapitalize="none" spellcheck="false" required value="${view.values?.email ?? ''}" ${invalid('email')}>
-${
-  view.passkeys
-    ? html`<div class="passkey" id="sign-up-passkey" hidden>
-<input type="hidden" name="response" value="">
-<input type="hidden" name="passkey_user" value="">
-<div class="actions"><button type="button" class="primary" id="passkey-sign-up-button" aria-describedby="passkey-hint">${t.html('signUp.passkey')}</button></div>
-<p class="muted" id="passkey-hint">${t.html('signUp.passkeyHint')}</p>
-<p class="alert error" role="alert" id="passkey-error" hidden></p>
-<p class="or">${t.html('signUp.orPassword')}</p>
-</div>`
-    : null
-}
+${view.passkeys ? newAccountPasskey(ui) : null}
 <label for="password">${t.html('signUp.password')}</label>
 <input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
 <p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
-<div class="actions"><button type="submit" class="primary" id="password-sign-up-button">${t.html('signUp.submit')}</button></div>
+<div class="actions"><button type="submit" class="primary" id="password-new-account-button">${t.html('signUp.submit')}</button></div>
 </form>
 <p class="more"><a href="${SIGN_IN_PATH}?${new URLSearchParams({ return_to: view.returnTo }).toString()}">${t.html('signUp.back')}</a></p>
 ${view.passkeys ? passkeyScripts(ui) : null}`,
@@ -633,7 +641,10 @@ export function emailChangeDonePage(
   );
 }
 
-/** Where an invitation's link leads: a username, a name and a password; the address is the invitation's. */
+/**
+ * Where an invitation's link leads: a username, a name, then a passkey (as on sign-up) or a
+ * password; the address is the invitation's.
+ */
 export function invitationPage(
   ui: Ui,
   view: {
@@ -642,6 +653,8 @@ export function invitationPage(
     readonly email: string;
     readonly values?: { readonly username?: string; readonly name?: string };
     readonly error?: { readonly field: 'username' | 'name' | 'password' | null; readonly text: string };
+    /** A passkey may be made here: the script shows its button first where the browser can. */
+    readonly passkeys?: boolean | undefined;
   },
 ): string {
   const { site, t } = ui;
@@ -653,18 +666,20 @@ export function invitationPage(
     html`<h1>${t.html('invitation.title')}</h1>
 <p class="muted">${t.html('invitation.for', { site: site.name, email: view.email })}</p>
 ${error ? html`<p class="alert error" role="alert" id="invitation-error">${error.text}</p>` : null}
-<form method="post" action="${INVITATION_PATH}">
+<form method="post" action="${INVITATION_PATH}" id="new-account-form" data-options="${INVITATION_PASSKEY_OPTIONS_PATH}" data-fields="token username name">
 ${csrfField(view.csrf)}
 <input type="hidden" name="token" value="${view.token}">
 <label for="username">${t.html('signUp.username')}</label>
 <input type="text" id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="${view.values?.username ?? ''}" ${invalid('username')}>
 <label for="name">${t.html('signUp.name')}</label>
 <input type="text" id="name" name="name" autocomplete="name" required maxlength="200" value="${view.values?.name ?? ''}" ${invalid('name')}>
+${view.passkeys ? newAccountPasskey(ui) : null}
 <label for="password">${t.html('signUp.password')}</label>
 <input type="password" id="password" name="password" autocomplete="new-password" minlength="8" required aria-describedby="password-hint" ${error?.field === 'password' ? html`aria-invalid="true"` : null}>
 <p class="muted" id="password-hint">${t.html('signUp.passwordHint', { min: 8 })}</p>
-<div class="actions"><button type="submit" class="primary">${t.html('invitation.submit')}</button></div>
-</form>`,
+<div class="actions"><button type="submit" class="primary" id="password-new-account-button">${t.html('invitation.submit')}</button></div>
+</form>
+${view.passkeys ? passkeyScripts(ui) : null}`,
   );
 }
 

@@ -42,8 +42,9 @@
     return words.failed;
   }
 
-  var signUpForm = document.getElementById('sign-up-form');
-  var signUpPasskey = document.getElementById('sign-up-passkey');
+  // A form that makes an account: sign-up, or an invitation's page.
+  var signUpForm = document.getElementById('new-account-form');
+  var signUpPasskey = document.getElementById('new-account-passkey');
 
   if (!lib || !lib.browserSupportsWebAuthn()) {
     // Sign-up keeps its passkey part hidden: the password form is all this browser is offered.
@@ -78,16 +79,17 @@
     });
   }
 
-  // Sign-up: the passkey first, the password as the alternative. The fields typed so far go
-  // with the options request, which refuses them as the form would (the words in its JSON).
+  // Making an account: the passkey first, the password as the alternative. The form's
+  // data-fields (those typed so far, and an invitation's token) go with the options request,
+  // which refuses them as the form would (the words in its JSON).
   if (signUpForm && signUpPasskey) {
     signUpPasskey.hidden = false;
-    var passwordButton = document.getElementById('password-sign-up-button');
+    var passwordButton = document.getElementById('password-new-account-button');
     if (passwordButton) passwordButton.classList.remove('primary');
     document.getElementById('passkey-sign-up-button').addEventListener('click', function () {
       if (errorBox) errorBox.hidden = true;
-      var fields = ['username', 'name', 'email'].map(function (id) {
-        return document.getElementById(id);
+      var fields = signUpForm.dataset.fields.split(' ').map(function (name) {
+        return signUpForm.elements.namedItem(name);
       });
       if (
         !fields.every(function (field) {

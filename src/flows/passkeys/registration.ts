@@ -48,12 +48,15 @@ export type RegistrationResult =
  * A passkey at sign-up, before its account exists: `accountId` is the id the account will
  * have, the user handle (§5.4.3) the authenticator keeps. The challenge is stored under this
  * browser and that id together (no account row to point at yet), so that the response is
- * accepted only for the account it was made for, from the browser that asked.
+ * accepted only for the account it was made for, from the browser that asked. `purpose` binds it
+ * further: an invitation's passkey is bound to that invitation (its token's hash), so that it
+ * makes an account with no other link.
  */
 export async function signUpRegistrationOptions(
   deps: CeremonyDeps,
   account: { readonly id: string; readonly username: string; readonly name: string },
   browser: string,
+  purpose = 'sign-up',
 ): Promise<PublicKeyCredentialCreationOptionsJSON> {
   const rp = relyingParty(deps.config);
   const options = await (await import('@simplewebauthn/server')).generateRegistrationOptions({
@@ -66,11 +69,11 @@ export async function signUpRegistrationOptions(
     attestationType: 'none',
     authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
   });
-  await storeChallenge(deps, options.challenge, 'register', null, signUpBrowser(browser, account.id));
+  await storeChallenge(deps, options.challenge, 'register', null, newAccountBrowser(browser, purpose, account.id));
   return options;
 }
 
-const signUpBrowser = (browser: string, accountId: string) => `${browser} sign-up ${accountId}`;
+const newAccountBrowser = (browser: string, purpose: string, accountId: string) => `${browser} ${purpose} ${accountId}`;
 
 export type SignUpRegistrationResult =
   | { readonly kind: 'verified'; readonly passkey: SignUpPasskey }
@@ -86,10 +89,11 @@ export async function verifySignUpRegistration(
   name: string,
   raw: string,
   browser: string,
+  purpose = 'sign-up',
 ): Promise<SignUpRegistrationResult> {
   const parsed = parseResponse(raw);
   if (!parsed) return { kind: 'malformed' };
-  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register', signUpBrowser(browser, accountId));
+  const consumed = await consumeChallenge(deps, parsed.clientDataJSON, 'register', newAccountBrowser(browser, purpose, accountId));
   if (!consumed || consumed.record.userId !== null) return { kind: 'challenge' };
   const verified = await verifiedCredential(deps, parsed.value, consumed.challenge);
   if (verified.kind !== 'verified') return verified;

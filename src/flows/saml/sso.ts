@@ -8,7 +8,8 @@
  * ForceAuthn asks for a sign-in made after the request, as OIDC's prompt=login;
  * IsPassive shows no page, as prompt=none: without a session that will do, the SP is
  * answered NoPassive. RequestedAuthnContext classes map to the acr values the sign-in policy
- * reads (flows/second-factor/policy.ts).
+ * reads (flows/second-factor/policy.ts), which holds the person's organizations' requirements
+ * (a passkey, a second factor) here as it does for an OpenID Connect approval.
  */
 import { createHmac } from 'node:crypto';
 import { hasSecondFactor, isPhishingResistant } from '../../core/auth-methods.ts';
@@ -16,7 +17,7 @@ import { constantTimeEqual } from '../../core/crypto.ts';
 import type { Config } from '../../config/index.ts';
 import type { SamlServiceProviderRecord, SamlSessionSpRecord, SessionRecord, UserRecord } from '../../store/types.ts';
 import { groupsOf, releasedClaims, SCOPE_CLAIMS } from '../../tokens/claims.ts';
-import { approvalRefusal, sessionMethods, type ApprovalRefusal } from '../second-factor/policy.ts';
+import { approvalRefusal, sessionMethods, type ApprovalRefusal, type MemberPolicy } from '../second-factor/policy.ts';
 import { NAME_ID_FORMAT_URIS, nameIdFormatOf } from './metadata-import.ts';
 import type { AuthnRequest } from './request.ts';
 import { assertionResponse, AUTHN_CONTEXT, nameIdOf, STATUS, statusResponse, type SamlSigner } from './response.ts';
@@ -99,12 +100,16 @@ export type SamlStep =
   | { readonly kind: 'status'; readonly status: string; readonly message: string }
   | { readonly kind: 'assert' };
 
-/** The next step of a pending sign-in, given the browser's session (null: none). */
-export function samlNextStep(config: Config, pending: PendingSamlSignIn, session: SessionRecord | null): SamlStep {
+/**
+ * The next step of a pending sign-in, given the browser's session (null: none) and what the
+ * session's person's organizations require of a sign-in (flows/organizations/choice.ts
+ * `organizationPolicy`, as the OpenID Connect approval reads it).
+ */
+export function samlNextStep(config: Config, pending: PendingSamlSignIn, session: SessionRecord | null, member: MemberPolicy): SamlStep {
   // ForceAuthn (SAML Core §3.4.1): "the identity provider MUST authenticate the presenter
   // directly rather than rely on a previous security context": a sign-in after the request.
   const fresh = session !== null && (!pending.forceAuthn || session.authTime >= pending.at);
-  const refusal = session === null ? null : approvalRefusal(config, {}, session, pending.acr);
+  const refusal = session === null ? null : approvalRefusal(config, {}, session, pending.acr, member);
   if (pending.isPassive) {
     // IsPassive: "the identity provider and the user agent itself MUST NOT visibly take
     // control of the user interface": without a session that will do, NoPassive.

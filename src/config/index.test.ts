@@ -145,6 +145,7 @@ describe('loadConfig', () => {
       globalDelayMs: 2000,
     });
     assert.deepEqual(config.deviceAuthorizationLimits, { perClientPerMinute: 600, perAddressPerMinute: 30 });
+    assert.equal(config.passkeyCeremoniesPerAddressPerMinute, 300);
     assert.equal(config.grantRetentionSeconds, 7 * 86400);
     assert.throws(() => loadConfig({ TESSERA_USER_CODE_FAILURES_PER_ADDRESS: '2' }), /TESSERA_USER_CODE_FAILURES_PER_ADDRESS: must be between 5/);
     assert.throws(() => loadConfig({ TESSERA_KEY_ENCRYPTION_KEY: 'short' }), /TESSERA_KEY_ENCRYPTION_KEY: each key must be 32 bytes/);

@@ -100,6 +100,7 @@ export function loadConfig(env: Env = process.env): Config {
       perClientPerMinute: s.TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT,
       perAddressPerMinute: s.TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS,
     },
+    passkeyCeremoniesPerAddressPerMinute: s.TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS,
     grantRetentionSeconds: s.TESSERA_GRANT_RETENTION,
     keyEncryption: { keys: s.TESSERA_KEY_ENCRYPTION_KEY, file: s.TESSERA_KEY_FILE },
     secondFactor: {

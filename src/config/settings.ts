@@ -422,6 +422,15 @@ export const SETTINGS = [
     description: 'how long a passkey request (its challenge) can be answered, seconds',
   },
   {
+    name: 'TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS',
+    type: 'integer',
+    default: 300,
+    min: 1,
+    max: 100_000_000,
+    description:
+      "passkey ceremonies one address may start a minute without signing in (sign-in, sign-up and invitation passkey options), per instance; generous because the sign-in page's passkey autofill starts one at every page load, for everyone behind an office's one address",
+  },
+  {
     name: 'TESSERA_SECOND_FACTOR_TIMEOUT',
     type: 'integer',
     default: 300,

@@ -80,6 +80,12 @@ export interface Config {
   /** Device authorizations a client, and an address, may start per minute. */
   readonly deviceAuthorizationLimits: DeviceAuthorizationLimits;
   /**
+   * `TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS` (default 300): passkey ceremonies (a stored
+   * challenge each) one address may start per minute, per instance, on the routes anyone may
+   * call: sign-in, sign-up and invitation passkey options.
+   */
+  readonly passkeyCeremoniesPerAddressPerMinute: number;
+  /**
    * `TESSERA_GRANT_RETENTION` seconds (default 604800, 7 days): how long a grant is kept
    * after it was revoked or its last token expired (or, never used, after it was made),
    * before the purge deletes it with its codes and refresh tokens.

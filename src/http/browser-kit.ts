@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'f
 import type { SessionRecord, UserRecord } from '../store/types.ts';
 import type { AppDeps } from './deps.ts';
 import { ACCOUNT_SIGN_IN } from '../core/endpoints.ts';
+import { LocalRateLimit, OncePerWindow } from '../flows/attempts.ts';
 import { rawForm } from './form.ts';
 import { pagesFor, type Pages } from './page.ts';
 import { checkCsrf, signedInUser } from './session.ts';
@@ -21,13 +22,20 @@ export interface BrowserRoutesOptions {
   readonly signedIn: preHandlerAsyncHookHandler;
   /** The person `signedIn` let through. */
   readonly signedInOf: (request: FastifyRequest) => SignedIn;
+  /**
+   * preHandler (after `formPost`) of a route anyone may call that starts a passkey ceremony,
+   * storing its challenge: sign-in, sign-up and invitation options. One limit per address
+   * shared by all three (passkeyCeremonyLimit).
+   */
+  readonly passkeyCeremony: preHandlerAsyncHookHandler;
 }
 
 export function browserRouteOptions(deps: AppDeps): BrowserRoutesOptions {
   const people = new WeakMap<FastifyRequest, SignedIn>();
+  const pages = pagesFor(deps);
   return {
     deps,
-    pages: pagesFor(deps),
+    pages,
     formPost: async (request) => checkCsrf(deps.config, request, rawForm(request)['csrf_token']),
     signedIn: async (request: FastifyRequest, reply: FastifyReply) => {
       const signedIn = await signedInUser(deps, request);
@@ -39,5 +47,32 @@ export function browserRouteOptions(deps: AppDeps): BrowserRoutesOptions {
       if (!signedIn) throw new Error(`${request.url}: the route needs the signedIn preHandler`);
       return signedIn;
     },
+    passkeyCeremony: passkeyCeremonyLimit(deps, pages),
+  };
+}
+
+/**
+ * Each passkey ceremony stores its challenge, and starting one needs no account: requests per
+ * address are limited in memory, as device authorizations are (http/device.ts), so that a
+ * refused one is decided before anything is read or written and costs no write. Per instance.
+ * The answer is JSON, as the options are, with the words for the page's script to show: 429
+ * with Retry-After (RFC 6585 §4).
+ */
+function passkeyCeremonyLimit(deps: AppDeps, pages: Pages): preHandlerAsyncHookHandler {
+  const perAddress = new LocalRateLimit(deps.config.passkeyCeremoniesPerAddressPerMinute, 60_000);
+  const refusalLog = new OncePerWindow(60_000);
+  return async (request, reply) => {
+    const now = deps.clock.now();
+    const wait = perAddress.take(request.ip, now);
+    if (wait === null) return;
+    if (refusalLog.first(request.ip, now)) {
+      request.log.warn({ ip: request.ip, limit: 'address' }, 'passkey ceremonies refused: over the per-minute limit');
+    }
+    return reply
+      .status(429)
+      .header('Retry-After', String(wait))
+      .header('Cache-Control', 'no-store')
+      .type('application/json; charset=utf-8')
+      .send({ error: pages.ui(request).t.text('passkey.script.tooMany') });
   };
 }

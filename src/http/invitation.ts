@@ -25,7 +25,7 @@ function fieldError(ui: Ui, field: 'username' | 'name' | 'password'): string {
  * password, then goes to the app that invited them (the origin of its first redirect URI), or
  * to the sign-in page.
  */
-export const invitationRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+export const invitationRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, passkeyCeremony }) => {
   const passkeys = invitationPasskeysOffered(deps);
 
   app.get(INVITATION_PATH, { config: { page: true } }, async (request, reply) => {
@@ -39,7 +39,7 @@ export const invitationRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async 
   // The options of the passkey the account is made with, for the fields typed so far; a field
   // refused is said as the form would say it, in JSON, for the page's script to show.
   if (passkeys) {
-    app.post(INVITATION_PASSKEY_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
+    app.post(INVITATION_PASSKEY_OPTIONS_PATH, { preHandler: [formPost, passkeyCeremony] }, async (request, reply) => {
       const form = rawForm(request);
       const input = { token: single(form, 'token', 256), username: single(form, 'username', 256), name: single(form, 'name', 512) };
       const result = await invitationPasskeyOptions(forRequest(deps, request), input, ceremonyBrowser(deps.config, request));

@@ -69,7 +69,7 @@ export function ceremonyBrowser(config: Config, request: FastifyRequest): string
  * the page's CSRF token; answers come back as ordinary form posts, so every outcome is a
  * page.
  */
-export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, signedIn, signedInOf }) => {
+export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, signedIn, signedInOf, passkeyCeremony }) => {
   const available = passkeysAvailable(deps.config.issuer);
 
   for (const [path, body] of [
@@ -92,7 +92,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     if (!available) unavailable();
   };
 
-  app.post(PASSKEY_SIGN_IN_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
+  app.post(PASSKEY_SIGN_IN_OPTIONS_PATH, { preHandler: [formPost, passkeyCeremony] }, async (request, reply) => {
     if (!available) unavailable();
     return options(reply, await authenticationOptions(deps, ceremonyBrowser(deps.config, request)));
   });

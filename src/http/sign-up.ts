@@ -56,7 +56,7 @@ export function passkeyAnswer(form: RawParams, browser: string, userAgent: strin
  * account, and the page the mailed link leads to. Only with TESSERA_SIGN_UP=open: without it,
  * there are no such routes (with `invite`, one that leads an invitation's token to its page).
  */
-export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost }) => {
+export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app, { deps, pages, formPost, passkeyCeremony }) => {
   // TESSERA_SIGN_UP=invite: the sign-up page is an invitation's (http/invitation.ts), and
   // opens for a live invitation's token alone; anything else finds no page.
   if (deps.config.signUp.policy === 'invite') {
@@ -81,7 +81,7 @@ export const signUpRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (app
 
   // The options of the passkey a sign-up makes, for the fields typed so far; a field refused
   // is said as the form would say it, in JSON, for the page's script to show.
-  app.post(SIGN_UP_PASSKEY_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
+  app.post(SIGN_UP_PASSKEY_OPTIONS_PATH, { preHandler: [formPost, passkeyCeremony] }, async (request, reply) => {
     const form = rawForm(request);
     const values = { username: single(form, 'username', 256), name: single(form, 'name', 512), email: single(form, 'email', 320) };
     const result = await signUpPasskeyOptions(forRequest(deps, request), values, ceremonyBrowser(deps.config, request));

@@ -93,7 +93,7 @@ ${languageMenu(ui)}
  */
 export function passkeyScripts(ui: Ui): SafeHtml {
   const { t } = ui;
-  return html`<div id="passkey-messages" hidden data-cancelled="${t.text('passkey.script.cancelled')}" data-exists="${t.text('passkey.script.exists')}" data-failed="${t.text('passkey.script.failed')}" data-unsupported="${t.text('passkey.script.unsupported')}"></div>
+  return html`<div id="passkey-messages" hidden data-cancelled="${t.text('passkey.script.cancelled')}" data-exists="${t.text('passkey.script.exists')}" data-failed="${t.text('passkey.script.failed')}" data-unsupported="${t.text('passkey.script.unsupported')}" data-too-many="${t.text('passkey.script.tooMany')}"></div>
 <script src="${WEBAUTHN_SCRIPT_PATH}" defer></script>
 <script src="${PASSKEYS_SCRIPT_PATH}" defer></script>`;
 }

@@ -26,6 +26,13 @@
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ csrf_token: csrf(form) }).toString(),
     }).then(function (response) {
+      // 429: too many ceremonies started from this address (http/browser-kit.ts); the
+      // person is told to wait, not that their browser failed.
+      if (response.status === 429) {
+        var tooMany = new Error('options 429');
+        tooMany.name = 'TooManyCeremonies';
+        throw tooMany;
+      }
       if (!response.ok) throw new Error('options ' + response.status);
       return response.json();
     });
@@ -39,6 +46,7 @@
   function explain(error) {
     if (error && error.name === 'NotAllowedError') return words.cancelled;
     if (error && error.name === 'InvalidStateError') return words.exists;
+    if (error && error.name === 'TooManyCeremonies') return words.tooMany;
     return words.failed;
   }
 

@@ -44,6 +44,8 @@ export const TEST_ENV: Readonly<Record<string, string>> = {
   // test/device-authorization.test.ts sets and proves the limits.
   TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '100000',
   TESSERA_DEVICE_AUTHORIZATIONS_PER_CLIENT: '100000',
+  // Passkey ceremonies per minute, likewise: test/passkey-ceremony-limit.test.ts proves it.
+  TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS: '100000',
   TESSERA_SHUTDOWN_DELAY: '0',
   // Tests keep their databases in fresh directories; test/start-up.test.ts proves the refusal
   // of a missing database file without it.

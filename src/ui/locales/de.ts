@@ -77,6 +77,7 @@ const de: Catalogue = {
   'passkey.script.exists': 'Dieses Gerät hat bereits einen Passkey für Ihr Konto.',
   'passkey.script.failed': 'Ihr Browser konnte hier keinen Passkey verwenden. Versuchen Sie es erneut oder melden Sie sich mit Ihrem Passwort an.',
   'passkey.script.unsupported': 'Dieser Browser unterstützt keine Passkeys.',
+  'passkey.script.tooMany': 'Zu viele Passkey-Anfragen aus Ihrem Netzwerk. Warten Sie eine Minute und versuchen Sie es erneut.',
   'passkey.signIn.malformed': 'Die Antwort des Passkeys konnte nicht gelesen werden. Versuchen Sie es erneut.',
   'passkey.signIn.challenge': 'Diese Passkey-Anfrage ist abgelaufen oder wurde bereits verwendet. Versuchen Sie es erneut.',
   'passkey.signIn.unknown': 'Dieser Passkey ist hier nicht registriert. Vielleicht wurde er entfernt: Melden Sie sich mit Ihrem Passwort an.',

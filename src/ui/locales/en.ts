@@ -79,6 +79,7 @@ const en = {
   'passkey.script.exists': 'This device already has a passkey for your account.',
   'passkey.script.failed': 'Your browser could not use a passkey here. Try again, or use your password.',
   'passkey.script.unsupported': 'This browser does not support passkeys.',
+  'passkey.script.tooMany': 'Too many passkey requests from your network. Wait a minute and try again.',
   'passkey.signIn.malformed': 'The passkey answer could not be read. Try again.',
   'passkey.signIn.challenge': 'That passkey request has expired or was already used. Try again.',
   'passkey.signIn.unknown': 'That passkey is not registered here. It may have been removed: sign in with your password.',

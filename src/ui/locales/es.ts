@@ -76,6 +76,7 @@ const es: Catalogue = {
   'passkey.script.exists': 'Este dispositivo ya tiene una llave de acceso para tu cuenta.',
   'passkey.script.failed': 'Tu navegador no pudo usar una llave de acceso aquí. Vuelve a intentarlo o usa tu contraseña.',
   'passkey.script.unsupported': 'Este navegador no admite llaves de acceso.',
+  'passkey.script.tooMany': 'Demasiadas solicitudes de llave de acceso desde tu red. Espera un minuto y vuelve a intentarlo.',
   'passkey.signIn.malformed': 'No se pudo leer la respuesta de la llave de acceso. Vuelve a intentarlo.',
   'passkey.signIn.challenge': 'Esa solicitud de llave de acceso ha caducado o ya se usó. Vuelve a intentarlo.',
   'passkey.signIn.unknown': 'Esa llave de acceso no está registrada aquí. Puede que se haya eliminado: inicia sesión con tu contraseña.',

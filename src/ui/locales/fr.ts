@@ -77,6 +77,7 @@ const fr: Catalogue = {
   'passkey.script.exists': 'Cet appareil a déjà une clé d’accès pour votre compte.',
   'passkey.script.failed': 'Votre navigateur n’a pas pu utiliser de clé d’accès ici. Réessayez, ou utilisez votre mot de passe.',
   'passkey.script.unsupported': 'Ce navigateur ne prend pas en charge les clés d’accès.',
+  'passkey.script.tooMany': 'Trop de demandes de clé d’accès depuis votre réseau. Attendez une minute, puis réessayez.',
   'passkey.signIn.malformed': 'La réponse de la clé d’accès est illisible. Réessayez.',
   'passkey.signIn.challenge': 'Cette demande de clé d’accès a expiré ou a déjà été utilisée. Réessayez.',
   'passkey.signIn.unknown': 'Cette clé d’accès n’est pas enregistrée ici. Elle a peut-être été supprimée : connectez-vous avec votre mot de passe.',

@@ -74,6 +74,7 @@ const ja: Catalogue = {
   'passkey.script.exists': 'このデバイスには、あなたのアカウントのパスキーがすでにあります。',
   'passkey.script.failed': 'このブラウザではここでパスキーを使用できませんでした。もう一度試すか、パスワードを使用してください。',
   'passkey.script.unsupported': 'このブラウザはパスキーに対応していません。',
+  'passkey.script.tooMany': 'お使いのネットワークからのパスキーのリクエストが多すぎます。1分待ってから、もう一度お試しください。',
   'passkey.signIn.malformed': 'パスキーの応答を読み取れませんでした。もう一度お試しください。',
   'passkey.signIn.challenge': 'このパスキーのリクエストは期限切れか、すでに使用されています。もう一度お試しください。',
   'passkey.signIn.unknown': 'このパスキーはここに登録されていません。削除された可能性があります。パスワードでログインしてください。',

@@ -75,6 +75,7 @@ const ptBR: Catalogue = {
   'passkey.script.exists': 'Este dispositivo já tem uma chave de acesso para sua conta.',
   'passkey.script.failed': 'Seu navegador não conseguiu usar uma chave de acesso aqui. Tente de novo ou use sua senha.',
   'passkey.script.unsupported': 'Este navegador não oferece suporte a chaves de acesso.',
+  'passkey.script.tooMany': 'Muitas solicitações de chave de acesso da sua rede. Aguarde um minuto e tente de novo.',
   'passkey.signIn.malformed': 'Não foi possível ler a resposta da chave de acesso. Tente de novo.',
   'passkey.signIn.challenge': 'Essa solicitação de chave de acesso expirou ou já foi usada. Tente de novo.',
   'passkey.signIn.unknown': 'Essa chave de acesso não está registrada aqui. Talvez ela tenha sido removida: entre com sua senha.',

@@ -68,6 +68,7 @@ const zhHans: Catalogue = {
   'passkey.script.exists': '此设备上已有你账号的通行密钥。',
   'passkey.script.failed': '你的浏览器无法在此使用通行密钥。请重试，或使用密码登录。',
   'passkey.script.unsupported': '此浏览器不支持通行密钥。',
+  'passkey.script.tooMany': '来自你所在网络的通行密钥请求过多。请等待一分钟后重试。',
   'passkey.signIn.malformed': '无法读取通行密钥的响应。请重试。',
   'passkey.signIn.challenge': '该通行密钥请求已过期或已被使用。请重试。',
   'passkey.signIn.unknown': '该通行密钥未在此注册，可能已被移除。请使用密码登录。',

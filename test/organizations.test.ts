@@ -2,7 +2,8 @@
  * Organizations end to end: an invitation into an organization makes a member, whose first
  * token (openid-client, as a real app) carries org_id and org_name in the ID token, the access
  * token and UserInfo, and keeps them through a refresh; a member of two chooses on the consent
- * page, and the choice is kept; an organization's policy asks its members for a second factor;
+ * page, and the choice is kept; a device (RFC 8628) gets the same, chosen on its approval
+ * page; an organization's policy asks its members for a second factor;
  * and with TESSERA_SIGN_UP=invite, sign-up opens for an invitation alone.
  */
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { startDevice } from './helpers/device.ts';
+import { BrowserAt, pollWhileTestRuns, startDevice } from './helpers/device.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { adminToken, appConfig } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -24,8 +25,8 @@ const text = (html: string) =>
     .replace(/\s+/g, ' ');
 
 /** Posts the approval form as a browser does: the one radio chosen (a browser sends the checked one alone). */
-async function decide(browser: FormBrowser, page: Page, values: Record<string, string>): Promise<Page> {
-  const form = browser.form(page, '/oauth/authorize/decision');
+async function decide(browser: FormBrowser, page: Page, values: Record<string, string>, action = '/oauth/authorize/decision'): Promise<Page> {
+  const form = browser.form(page, action);
   const body = new URLSearchParams({ ...form.fields, ...values });
   if (values['organization'] === undefined) body.delete('organization');
   for (const [name, value] of form.repeated) if (name !== 'organization') body.append(name, value);
@@ -149,6 +150,66 @@ describe('organizations', () => {
     // No longer in Globex: the tokens name no organization, and the next approval asks again.
     await tessera(['org', 'member', 'remove', 'Globex', 'sam']);
     assert.equal((await oidc.refreshTokenGrant(config, refreshed.refresh_token!)).claims()?.['org_id'], undefined);
+  });
+
+  it("names the organization in a device's tokens: chosen on the device's approval page by a member of two, the only one, or none", async (t) => {
+    const tv = await server.addClient({
+      name: 'Lobby Screen',
+      scopes: ['openid', 'organization', 'offline_access'],
+      grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN],
+    });
+    const tvConfig = await appConfig(server, tv);
+    const dana = await server.addUser({ username: 'dana', password: 'two badges 123' });
+    await tessera(['org', 'member', 'add', 'Acme', 'dana']);
+    await tessera(['org', 'member', 'add', 'Globex', 'dana']);
+    const omar = await server.addUser({ username: 'omar', password: 'one badge 1234' });
+    await tessera(['org', 'member', 'add', 'Acme', 'omar']);
+    const nina = await server.addUser({ username: 'nina', password: 'no badge 12345' });
+
+    // Three devices side by side: openid-client waits the interval before its first poll.
+    const scope = 'openid organization offline_access';
+    const devices = await Promise.all([dana, omar, nina].map(() => oidc.initiateDeviceAuthorization(tvConfig, { scope })));
+    const [forDana, forOmar, forNina] = devices.map((device) => ({ device, polling: pollWhileTestRuns(t, tvConfig, device) }));
+
+    const browser = new BrowserAt(server.url);
+    const review = await browser.reachApproval(forDana!.device.user_code, dana);
+    assert.match(text(review.html), /Which organization do you sign in to Lobby Screen for\?/);
+    assert.match(review.html, new RegExp(`<input type="radio" id="organization-0" name="organization" value="${orgIds['Acme']}" required >`));
+    assert.match(review.html, /<label for="organization-1">Globex<\/label>/);
+
+    // An organization not theirs, or none, decides nothing: the page asks again.
+    const record = () => server.store.devices.findByUserCode(forDana!.device.user_code.replace('-', ''), Date.now());
+    for (const values of [{ decision: 'approve', organization: 'someone-elses' }, { decision: 'approve' }] as Record<string, string>[]) {
+      const again = await decide(browser, review, values, '/device/approve');
+      assert.equal(again.status, 200);
+      assert.match(again.html, /name="organization"/, JSON.stringify(values));
+      assert.doesNotMatch(text(again.html), /Device approved/);
+      assert.equal((await record())?.status, 'pending', 'the device is still waiting');
+    }
+    const approved = await decide(browser, review, { decision: 'approve', organization: orgIds['Globex']! }, '/device/approve');
+    assert.equal(approved.status, 200, approved.html.slice(0, 500));
+    assert.match(text(approved.html), /Device approved/);
+    // One membership is that one, with nothing to choose; no membership, no organization.
+    const omarBrowser = new BrowserAt(server.url);
+    const only = await omarBrowser.reachApproval(forOmar!.device.user_code, omar);
+    assert.doesNotMatch(only.html, /name="organization"/);
+    assert.match(text((await omarBrowser.submit(only, '/device/approve', { decision: 'approve' })).html), /Device approved/);
+    const ninaBrowser = new BrowserAt(server.url);
+    const none = await ninaBrowser.reachApproval(forNina!.device.user_code, nina);
+    assert.doesNotMatch(none.html, /name="organization"/);
+    assert.match(text((await ninaBrowser.submit(none, '/device/approve', { decision: 'approve' })).html), /Device approved/);
+    const tokens = await forDana!.polling;
+    assert.deepEqual([tokens.claims()?.['org_id'], tokens.claims()?.['org_name']], [orgIds['Globex'], 'Globex'], 'the ID token, validated by openid-client');
+    const access = decodeJwt(tokens.access_token);
+    assert.deepEqual([access['org_id'], access['org_name']], [orgIds['Globex'], 'Globex'], 'the access token names it too');
+    const refreshed = await oidc.refreshTokenGrant(tvConfig, tokens.refresh_token!);
+    assert.equal(refreshed.claims()?.['org_id'], orgIds['Globex'], 'a refresh keeps the organization');
+    const [event] = await server.store.events.list({ userId: dana.id, type: 'device.approved', limit: 1 });
+    assert.equal(event?.detail?.['organization'], orgIds['Globex'], 'the approval event names it');
+    assert.equal((await forOmar!.polling).claims()?.['org_id'], orgIds['Acme']);
+    const ninaTokens = await forNina!.polling;
+    assert.equal(ninaTokens.claims()?.['org_id'], undefined);
+    assert.equal(decodeJwt(ninaTokens.access_token)['org_id'], undefined);
   });
 
   it('needs admin:orgs to manage organizations, and admin:providers too to route a verified domain to a provider', async () => {

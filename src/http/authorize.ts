@@ -7,8 +7,7 @@ import { approveAuthorization, denyAuthorization } from '../flows/authorization-
 import { APPROVAL_MAC_FIELD, approvalFormMac, approvalFormMatches } from '../flows/authorization-code/approval-form.ts';
 import { CONSENT_FORM_OMITS, nextStep, returnParams } from '../flows/authorization-code/interaction.ts';
 import { approvalRefusal, assertApprovalAllowed } from '../flows/second-factor/policy.ts';
-import { organizationChoice, organizationPolicy } from '../flows/organizations/choice.ts';
-import { ORGANIZATION_SCOPE } from '../tokens/claims.ts';
+import { organizationChoice, organizationPolicy, organizationsToChoose } from '../flows/organizations/choice.ts';
 import {
   approvalScope,
   checkAuthorizationRequest,
@@ -198,10 +197,7 @@ export const authorizeRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (
     allowFormTarget(reply, authorization.redirectUri);
     const ui = pages.ui(request, { uiLocales, user: user.locale });
     // A member of several organizations chooses the one the tokens name (the one kept, chosen).
-    const organizations =
-      approvalScope(authorization).includes(ORGANIZATION_SCOPE) && memberships.length > 1
-        ? memberships.map(({ organization }) => ({ id: organization.id, name: organization.name }))
-        : [];
+    const organizations = organizationsToChoose(memberships, approvalScope(authorization));
     const kept = postedOrganization ?? remembered?.organizationId ?? null;
     return pages.send(
       reply,

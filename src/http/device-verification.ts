@@ -8,8 +8,8 @@ import { formatUserCode } from '../flows/device/user-code.ts';
 import { decideDeviceRequest, findDeviceRequest, type CodeAttempt, type LockScope, type LookupFailure } from '../flows/device/verification.ts';
 import { describeScope } from '../flows/resources.ts';
 import { assertApprovalAllowed } from '../flows/second-factor/policy.ts';
-import { organizationPolicy } from '../flows/organizations/choice.ts';
-import type { ClientRecord, DeviceAuthorizationRecord, UserRecord } from '../store/types.ts';
+import { organizationPolicy, organizationsToChoose } from '../flows/organizations/choice.ts';
+import type { ClientRecord, DeviceAuthorizationRecord, Membership, UserRecord } from '../store/types.ts';
 import { deviceCodePage, deviceCodeUsedPage, deviceDetails, deviceDonePage } from '../ui/device.ts';
 import type { MessageKey, Messages } from '../ui/i18n.ts';
 import { consentPage } from '../ui/pages.ts';
@@ -74,10 +74,19 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     return `${DEVICE_APPROVAL_PATH}?${new URLSearchParams({ user_code: formatUserCode(userCode) }).toString()}`;
   }
 
-  async function approvalPage(request: FastifyRequest, reply: FastifyReply, record: DeviceAuthorizationRecord, client: ClientRecord, user: UserRecord) {
+  async function approvalPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    record: DeviceAuthorizationRecord,
+    client: ClientRecord,
+    user: UserRecord,
+    memberships: readonly Membership[],
+  ) {
     const userCode = formatUserCode(record.userCode);
     const access = await describeScope(deps.store, record.scope);
     const ui = pages.ui(request, { user: user.locale });
+    // A member of several organizations chooses the one the device's tokens name, as on the consent page.
+    const organizations = organizationsToChoose(memberships, record.scope);
     return pages.send(
       reply,
       200,
@@ -89,6 +98,7 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
         ...unverifiedClient(client),
         access,
         signedInAs: user.name ?? user.username,
+        organizations,
         details: deviceDetails(ui, {
           userCode,
           requestedAt: record.createdAt,
@@ -126,10 +136,18 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) return pages.signInFor(request, reply, approvalUrl(lookup.record.userCode), lookup.client);
     // The person's organizations may ask more of the sign-in (docs/organizations.md).
-    const member = organizationPolicy(await deps.store.organizations.membershipsOf(signedIn.user.id));
-    const refused = pages.refuseApproval(request, reply, lookup.client, signedIn.session, approvalUrl(lookup.record.userCode), null, member);
+    const memberships = await deps.store.organizations.membershipsOf(signedIn.user.id);
+    const refused = pages.refuseApproval(
+      request,
+      reply,
+      lookup.client,
+      signedIn.session,
+      approvalUrl(lookup.record.userCode),
+      null,
+      organizationPolicy(memberships),
+    );
     if (refused) return refused;
-    return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user);
+    return approvalPage(request, reply, lookup.record, lookup.client, signedIn.user, memberships);
   });
 
   app.post(DEVICE_APPROVAL_PATH, { config: { page: true }, preHandler: formPost }, async (request, reply) => {
@@ -142,15 +160,25 @@ export const deviceVerificationRoutes: FastifyPluginAsync<BrowserRoutesOptions> 
       // The session ended while the page was open: sign in again, then review again.
       return reply.redirect(`${DEVICE_APPROVAL_PATH}?${new URLSearchParams({ user_code: typed.slice(0, 32) }).toString()}`, 303);
     }
-    const member = organizationPolicy(await deps.store.organizations.membershipsOf(signedIn.user.id));
+    const memberships = await deps.store.organizations.membershipsOf(signedIn.user.id);
+    const member = organizationPolicy(memberships);
+    // The organization chosen is the person's input: the flow checks it against their memberships.
+    const posted = typeof form['organization'] === 'string' ? form['organization'].slice(0, 200) : null;
     const result = await decideDeviceRequest(
       forRequest(deps, request),
       attemptOf(request, typed),
       decision === 'approve'
-        ? // The sign-in policy, checked again at the decision: the page may have been open for long.
-          { approve: true, session: signedIn.session, check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session, null, member) }
+        ? {
+            approve: true,
+            session: signedIn.session,
+            // The sign-in policy, checked again at the decision: the page may have been open for long.
+            check: (client) => assertApprovalAllowed(deps.config, client, signedIn.session, null, member),
+            organization: { memberships, posted },
+          }
         : { approve: false, userId: signedIn.user.id },
     );
+    // Approved with no choice of theirs (none posted, or one not theirs): the page asks again.
+    if (result.kind === 'choose') return approvalPage(request, reply, result.record, result.client, signedIn.user, memberships);
     if (result.kind !== 'done') return lookupFailed(request, reply, result, typed);
     return pages.send(reply, 200, deviceDonePage(pages.ui(request, { user: signedIn.user.locale }), result.approved, result.client.name));
   });

@@ -3,10 +3,12 @@
  * every store: an organization reads back as written, its name is taken once whatever its
  * case and a verified domain once, a membership is set in one statement (added, or its role
  * changed), a person's memberships come with their organizations, and an approval keeps the
- * organization it was given for (and a later one without a choice keeps it still).
+ * organization it was given for (and a later one without a choice keeps it still), a device's
+ * grant too.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { DuplicateError, type ClientRecord, type OrganizationRecord, type Store, type UserRecord } from '../../src/store/types.ts';
 
 const T0 = Date.UTC(2026, 3, 1);
@@ -98,6 +100,29 @@ export function organizationsContract({
       assert.equal((await store.grants.get(first.id))?.organizationId, org.id);
       await store.organizations.remove(org.id);
       assert.equal((await store.grants.get(first.id))?.organizationId, undefined, 'a removed organization leaves the grant without one');
+    });
+
+    it("keeps the organization a device's grant was approved for", async () => {
+      const store = current();
+      const org = organization();
+      await store.organizations.create(org);
+      const [user, client] = [await givenUser(), await givenClient()];
+      const grant = {
+        id: unique('grant'),
+        userId: user.id,
+        clientId: client.id,
+        scope: ['openid', 'organization'],
+        kind: GRANT_DEVICE_CODE,
+        authTime: T0,
+        createdAt: T0,
+        revokedAt: null,
+        device: { ip: '192.0.2.1', userAgent: null, requestedAt: T0 },
+      } as const;
+      await store.grants.create({ ...grant, organizationId: org.id });
+      assert.equal((await store.grants.get(grant.id))?.organizationId, org.id);
+      const without = unique('grant');
+      await store.grants.create({ ...grant, id: without });
+      assert.equal((await store.grants.get(without))?.organizationId, undefined);
     });
   });
 }

@@ -11,9 +11,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { GRANT_DEVICE_CODE } from '../../core/protocol.ts';
-import type { ClientRecord, DeviceAuthorizationRecord, SessionRecord } from '../../store/types.ts';
+import type { ClientRecord, DeviceAuthorizationRecord, Membership, SessionRecord } from '../../store/types.ts';
 import { Attempt, isRefusal } from '../attempts.ts';
 import { transactionWithEvents } from '../events.ts';
+import { organizationChoice } from '../organizations/choice.ts';
 import { noteFirstUse } from '../registration/first-use.ts';
 import { signInFacts } from '../second-factor/policy.ts';
 import type { FlowDeps } from '../types.ts';
@@ -61,6 +62,8 @@ export type LookupFailure = Exclude<CodeLookup, { readonly kind: 'pending' }>;
 
 export type DecisionResult =
   | LookupFailure
+  /** Nothing decided: the person must choose the organization (none posted, or one not theirs). */
+  | { readonly kind: 'choose'; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord }
   | { readonly kind: 'done'; readonly approved: boolean; readonly record: DeviceAuthorizationRecord; readonly client: ClientRecord };
 
 export type Decision =
@@ -69,6 +72,11 @@ export type Decision =
       readonly session: SessionRecord;
       /** Throws when this session may not approve for the request's client (the sign-in policy). */
       readonly check?: (client: ClientRecord) => void;
+      /**
+       * The person's organizations and the one chosen on the page, if any: with the
+       * `organization` scope, the grant keeps the one the tokens name (docs/organizations.md).
+       */
+      readonly organization?: { readonly memberships: readonly Membership[]; readonly posted: string | null };
     }
   | { readonly approve: false; readonly userId: string };
 
@@ -175,6 +183,12 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
     return denied ? { kind: 'done', approved: false, record: denied, client } : settledState(deps, record.userCode);
   }
 
+  // The organization is the person's input, checked against their memberships as the code
+  // flow's consent is (flows/organizations/choice.ts); a device grant is never remembered.
+  const choice = organizationChoice(decision.organization?.memberships ?? [], record.scope, decision.organization?.posted ?? null, undefined);
+  if (choice.kind === 'choose') return { kind: 'choose', record, client };
+  const organizationId = choice.kind === 'chosen' ? choice.organizationId : null;
+
   // The grant and the decision are one transaction: from the moment the record says
   // "approved" a poll may consume it and read the grant, so the grant must exist by then;
   // and a decision lost to another (or to expiry) takes the grant back with it.
@@ -193,10 +207,17 @@ export async function decideDeviceRequest(deps: FlowDeps, attempt: CodeAttempt, 
       revokedAt: null,
       device: { ip: record.requestIp, userAgent: record.requestUserAgent, requestedAt: record.createdAt },
       ...signInFacts(session, null),
+      ...(organizationId === null ? {} : { organizationId }),
     });
     const decided = await tx.devices.decide(record.userCode, { approve: true, userId: session.userId, authTime: session.authTime, grantId }, now);
     if (!decided) throw new DecisionLost();
-    await recordEvent({ type: 'device.approved', userId: session.userId, clientId: record.clientId, grantId, detail: deviceDetail(record) });
+    await recordEvent({
+      type: 'device.approved',
+      userId: session.userId,
+      clientId: record.clientId,
+      grantId,
+      detail: { ...deviceDetail(record), ...(organizationId === null ? {} : { organization: organizationId }) },
+    });
     return decided;
   }).catch((error: unknown) => {
     if (error instanceof DecisionLost) return null;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Membership, OrganizationRecord } from '../../store/types.ts';
-import { organizationChoice, organizationPolicy } from './choice.ts';
+import { organizationChoice, organizationPolicy, organizationsToChoose } from './choice.ts';
 
 const organization = (id: string, policy: Partial<OrganizationRecord> = {}): OrganizationRecord => ({
   id,
@@ -46,6 +46,15 @@ describe('the organization of an approval', () => {
   it('keeps the remembered choice while they are still a member', () => {
     assert.deepEqual(organizationChoice([member('a'), member('b')], SCOPE, null, 'b'), { kind: 'chosen', organizationId: 'b' });
     assert.equal(organizationChoice([member('a'), member('c')], SCOPE, null, 'b').kind, 'choose', 'no longer in b: asked again');
+  });
+
+  it('offers a choice on the approval page only to a member of several, when the scope asks', () => {
+    assert.deepEqual(organizationsToChoose([member('a'), member('b')], SCOPE), [
+      { id: 'a', name: 'Org a' },
+      { id: 'b', name: 'Org b' },
+    ]);
+    assert.deepEqual(organizationsToChoose([member('a')], SCOPE), [], 'one membership is that one');
+    assert.deepEqual(organizationsToChoose([member('a'), member('b')], ['openid']), []);
   });
 
   it("holds a person to the strictest of their organizations' policies", () => {

@@ -36,6 +36,17 @@ export function organizationChoice(
 }
 
 /**
+ * The organizations an approval page offers as a choice (the consent page, the device's
+ * approval page): the person's, when the scope asks for one and they are in several; none
+ * otherwise, since one membership is that one.
+ */
+export function organizationsToChoose(memberships: readonly Membership[], scope: readonly string[]): readonly { readonly id: string; readonly name: string }[] {
+  return scope.includes(ORGANIZATION_SCOPE) && memberships.length > 1
+    ? memberships.map(({ organization }) => ({ id: organization.id, name: organization.name }))
+    : [];
+}
+
+/**
  * The sign-in policy the person's organizations add (flows/second-factor/policy.ts): a member
  * of one that requires a passkey, or a second factor, approves apps only after such a sign-in.
  * Every organization they are in counts, whichever they sign in for: the strictest holds.

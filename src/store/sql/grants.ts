@@ -39,9 +39,9 @@ export function grantsStatements(d: Dialect) {
   return {
     insertGrant: `
       INSERT INTO grants (id, user_id, client_id, scope, kind, auth_time, created_at, revoked_at,
-                          device_ip, device_user_agent, device_requested_at, amr, acr)
+                          device_ip, device_user_agent, device_requested_at, amr, acr, organization_id)
       VALUES (:id, :userId, :clientId, :scope, :kind, :authTime, :createdAt, :revokedAt,
-              :deviceIp, :deviceUserAgent, :deviceRequestedAt, :amr, :acr)`,
+              :deviceIp, :deviceUserAgent, :deviceRequestedAt, :amr, :acr, :organizationId)`,
     getGrant: 'SELECT * FROM grants WHERE id = :id',
     revokeGrant: 'UPDATE grants SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL',
     // The partial unique index grants_remembered makes this the one remembered grant of the
@@ -106,6 +106,7 @@ export function grantsStores(d: Dialect, q: Runner<keyof ReturnType<typeof grant
           deviceRequestedAt: record.device?.requestedAt ?? null,
           amr: record.amr === undefined ? null : list(record.amr),
           acr: record.acr ?? null,
+          organizationId: record.organizationId ?? null,
         }),
       get: (id) => first('getGrant', { id }, grant),
       revoke: (id, now) => changedAny('revokeGrant', { id, now }),

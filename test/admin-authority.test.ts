@@ -196,6 +196,32 @@ describe('admin credentials that cannot grow themselves', () => {
     });
   });
 
+  describe('admin:orgs', () => {
+    it("cannot make a console operator a member of an organization, or end their membership; may a person's without a role", async () => {
+      const orgs = await adminClient('admin:orgs');
+      await server.addUser({ username: 'org-operator' });
+      await server.addUser({ username: 'org-person' });
+      assert.equal((await patch('/users/org-operator', owner, { role: 'admin' })).status, 200);
+      const made = await call('POST', '/organizations', orgs.token, { name: 'Strict Org', require_passkey: true });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const id = String(made.body['id']);
+
+      // A membership in an organization that requires a passkey would hold the operator's approvals to it.
+      const refused = await call('PUT', `/organizations/${id}/members/org-operator`, orgs.token, { role: 'member' });
+      assert.equal(refused.status, 403, JSON.stringify(refused.body));
+      assert.deepEqual(((await call('GET', `/organizations/${id}/members`, owner)).body['members'] as unknown[]).length, 0, 'no membership was made');
+      assert.equal((await call('PUT', `/organizations/${id}/members/org-person`, orgs.token, { role: 'member' })).status, 200);
+
+      assert.equal(
+        (await call('PUT', `/organizations/${id}/members/org-operator`, owner, { role: 'member' })).status,
+        200,
+        'a caller holding everything the role allows may',
+      );
+      assert.equal((await call('DELETE', `/organizations/${id}/members/org-operator`, orgs.token)).status, 403);
+      assert.equal((await call('DELETE', `/organizations/${id}/members/org-person`, orgs.token)).status, 204);
+    });
+  });
+
   describe('admin:resources', () => {
     it("cannot register an API at the server's own URLs, nor a scope named admin:", async () => {
       const resources = await adminClient('admin:resources');

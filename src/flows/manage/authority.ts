@@ -9,8 +9,9 @@
  * - a caller gives a client only admin scopes it holds itself, and never widens its own scope;
  * - a caller changes, rotates the secret of, revokes the tokens of or removes a client only if
  *   it holds every admin scope that client has (a client's credentials are its scopes);
- * - a caller changes the credentials, second factors, claims or state of a person who holds a
- *   console role only if it holds every scope that role allows (the rule for giving the role);
+ * - a caller changes the credentials, second factors, claims, state or organization memberships
+ *   of a person who holds a console role only if it holds every scope that role allows (the
+ *   rule for giving the role; a membership can require a passkey of the person's approvals);
  * - a caller lets an upstream provider link accounts or vouch for a second factor, changes
  *   where such a provider's word comes from, or repoints a provider people already sign in
  *   through, only if it holds every role's scopes: such a provider can sign in as them,

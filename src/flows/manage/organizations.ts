@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DuplicateError, isOrganizationRole, type OrganizationRecord, type OrganizationRole } from '../../store/types.ts';
-import { checkMayRouteSignIn } from './authority.ts';
+import { checkMayChangeUser, checkMayRouteSignIn } from './authority.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
 import { conflict, field, invalid, notFound } from './errors.ts';
 import { findUser } from './users.ts';
@@ -153,6 +153,9 @@ export async function setOrganizationMember(deps: ManageDeps, idOrName: string, 
   const organization = await getOrganization(deps, idOrName);
   if (typeof input.username !== 'string' || input.username === '') throw invalid`${field('username')} is required: the person, by username`;
   const user = await findUser(deps, input.username);
+  // A membership can require a passkey or second factor of the person's approvals: a change
+  // to the person, which for a console operator is as much theirs as their password.
+  checkMayChangeUser(deps.caller, user);
   const role = checkOrganizationRole(input.role);
   const now = deps.clock.now();
   await deps.store.organizations.setMember({ organizationId: organization.id, userId: user.id, role, createdAt: now });
@@ -169,6 +172,7 @@ export async function setOrganizationMember(deps: ManageDeps, idOrName: string, 
 export async function removeOrganizationMember(deps: ManageDeps, idOrName: string, username: string): Promise<void> {
   const organization = await getOrganization(deps, idOrName);
   const user = await findUser(deps, username);
+  checkMayChangeUser(deps.caller, user);
   if (!(await deps.store.organizations.removeMember(organization.id, user.id))) throw notFound`${user.username} is no member of ${organization.name}`;
   await deps.events.emit({
     type: 'organization.member_removed',

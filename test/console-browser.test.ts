@@ -25,7 +25,7 @@ import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -63,20 +63,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
   async function withAuthenticator(options: Parameters<Browser['newContext']>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext(options);
-    const page = await context.newPage();
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('WebAuthn.enable', { enableUI: false });
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
+    const { context, page, cdp, authenticatorId } = await withVirtualAuthenticator(browser, options);
     authenticators.set(page, { cdp, authenticatorId });
     // Only the button signs in with the passkey, not the autofill the moment a sign-in page
     // loads (the virtual authenticator would answer it at once): a page that asks is seen first.

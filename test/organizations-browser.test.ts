@@ -14,7 +14,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { verifyPassword } from '../src/core/password.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
@@ -143,21 +143,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
   });
 
   async function withAuthenticator(locale: string): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {
-    const context = await browser.newContext({ locale });
-    const page = await context.newPage();
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('WebAuthn.enable', { enableUI: false });
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
-    return { context, page, cdp, authenticatorId };
+    return withVirtualAuthenticator(browser, { locale });
   }
 
   for (const locale of ['en', 'ar'] as const) {

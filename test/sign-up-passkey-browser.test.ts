@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { verifyPassword } from '../src/core/password.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
@@ -51,21 +51,7 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
   }
 
   async function withAuthenticator(locale: string): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {
-    const context = await browser.newContext({ locale });
-    const page = await context.newPage();
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('WebAuthn.enable', { enableUI: false });
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
-    return { context, page, cdp, authenticatorId };
+    return withVirtualAuthenticator(browser, { locale });
   }
 
   for (const locale of ['en', 'ar'] as const) {

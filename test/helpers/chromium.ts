@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Frame, type Locator, type Page, type Request } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Frame, type Locator, type Page, type Request } from 'playwright-core';
 import { checkAccessibility } from './accessibility.ts';
 import { REDIRECT_URI } from './server.ts';
 import { WAIT_MS } from './wait.ts';
@@ -77,6 +77,32 @@ export async function launchChromium(): Promise<Browser> {
     await Promise.allSettled([...contexts].map((context) => context.close()));
   };
   return checkAccessibility(own);
+}
+
+/**
+ * A browser profile with a platform authenticator (Chromium's virtual one, over the DevTools
+ * protocol) that keeps passkeys and verifies its user, and a page in it: `cdp` and
+ * `authenticatorId` reach its credentials.
+ */
+export async function withVirtualAuthenticator(
+  browser: Browser,
+  options: Parameters<Browser['newContext']>[0] = {},
+): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {
+  const context = await browser.newContext(options);
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable', { enableUI: false });
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { context, page, cdp, authenticatorId };
 }
 
 /**

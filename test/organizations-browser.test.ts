@@ -16,6 +16,7 @@ import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
+import { addUpstreamTessera } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -40,29 +41,8 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     upstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Acme SSO' } });
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
     server = await startTestServer({ issuerHost: 'localhost', env: { TESSERA_SIGN_UP: 'invite' } });
-    const upstreamClient = await upstream.addClient({
-      name: 'Tessera',
-      redirectUris: [`${server.url}/login/upstream/acme-sso/callback`],
-      firstParty: true,
-    });
     await upstream.addUser({ username: 'ada', password: 'ada password 1', name: 'Ada Acme', email: 'ada@acme.example', profile: { emailVerified: true } });
-    await tessera(
-      [
-        'provider',
-        'add',
-        'oidc',
-        '--id',
-        'acme-sso',
-        '--name',
-        'Acme SSO',
-        '--issuer',
-        upstream.url,
-        '--client-id',
-        upstreamClient.clientId,
-        '--client-secret-stdin',
-      ],
-      `${upstreamClient.clientSecret}\n`,
-    );
+    await addUpstreamTessera(server, upstream, { id: 'acme-sso', name: 'Acme SSO', clientName: 'Tessera' });
     for (const args of [
       ['--name', 'Acme', '--domain', 'acme.example', '--verified', '--provider', 'acme-sso'],
       ['--name', 'Globex'],

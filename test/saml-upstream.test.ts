@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { SAML, ValidateInResponseTo } from '@node-saml/node-saml';
 import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { runTessera } from './helpers/cli.ts';
+import { addUpstreamTessera } from './helpers/fixtures.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 
@@ -25,11 +25,6 @@ describe('SAML sign-in through an upstream OpenID provider', () => {
   before(async () => {
     upstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Upstream ID' } });
     downstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Acme' } });
-    const client = await upstream.addClient({
-      name: 'Acme sign-in',
-      redirectUris: [`${downstream.url}/login/upstream/upstream/callback`],
-      firstParty: true,
-    });
     await upstream.addUser({
       username: 'ada',
       password: 'ada password 1',
@@ -37,25 +32,7 @@ describe('SAML sign-in through an upstream OpenID provider', () => {
       email: 'ada@example.com',
       profile: { emailVerified: true },
     });
-    const added = await runTessera(
-      [
-        'provider',
-        'add',
-        'oidc',
-        '--id',
-        'upstream',
-        '--name',
-        'Upstream ID',
-        '--issuer',
-        upstream.url,
-        '--client-id',
-        client.clientId,
-        '--client-secret-stdin',
-      ],
-      { TESSERA_DATABASE: downstream.config.database, TESSERA_ISSUER: downstream.url },
-      `${client.clientSecret}\n`,
-    );
-    assert.equal(added.code, 0, added.stderr);
+    await addUpstreamTessera(downstream, upstream, { id: 'upstream', name: 'Upstream ID' });
     await addSamlSp(manageDeps(downstream), { entity_id: ENTITY_ID, acs_urls: [ACS], attributes: { mail: 'email', displayName: 'name' } });
     const metadata = await (await fetch(`${downstream.url}/saml/metadata`)).text();
     saml = new SAML({

@@ -15,7 +15,7 @@ import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp
 import { FormBrowser } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { authorizationAttempt } from './helpers/fixtures.ts';
+import { addUpstreamTessera, authorizationAttempt } from './helpers/fixtures.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
@@ -33,12 +33,6 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     upstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Upstream ID' } });
     downstream = await startTestServer({ env: { TESSERA_SITE_NAME: 'Acme' } });
     env = { TESSERA_DATABASE: downstream.config.database, TESSERA_ISSUER: downstream.url };
-    // The downstream Tessera is an ordinary first-party client of the upstream one.
-    upstreamClient = await upstream.addClient({
-      name: 'Acme sign-in',
-      redirectUris: [callbackOf('upstream'), callbackOf('mixup')],
-      firstParty: true,
-    });
     await upstream.addUser({
       username: 'ada',
       password: 'ada password 1',
@@ -55,28 +49,14 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
       profile: { emailVerified: true },
     });
     await upstream.addUser({ username: 'unverified', password: 'unverified password 1', name: 'Una', email: 'una@example.com' });
-    const added = await runTessera(
-      [
-        'provider',
-        'add',
-        'oidc',
-        '--id',
-        'upstream',
-        '--name',
-        'Upstream ID',
-        '--issuer',
-        upstream.url,
-        '--client-id',
-        upstreamClient.clientId,
-        '--client-secret-stdin',
-        '--allowed-domain',
-        'example.com',
-        '--allow-linking',
-      ],
-      env,
-      `${upstreamClient.clientSecret}\n`,
-    );
-    assert.equal(added.code, 0, added.stderr);
+    // The downstream Tessera is an ordinary first-party client of the upstream one.
+    const added = await addUpstreamTessera(downstream, upstream, {
+      id: 'upstream',
+      name: 'Upstream ID',
+      alsoFor: ['mixup'],
+      args: ['--allowed-domain', 'example.com', '--allow-linking'],
+    });
+    upstreamClient = added.client;
     assert.match(added.stdout, new RegExp(`Register this redirect URI with the provider: ${callbackOf('upstream').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     app = await downstream.addClient({ name: 'Garden Planner' });
     config = await oidc.discovery(new URL(downstream.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), {

@@ -4,8 +4,10 @@
  * the admin API's files each got one. A file with a setup of its own adds to these in its
  * `before()`; what a setup makes it stops in `after()` (`server.close()`).
  */
+import assert from 'node:assert/strict';
 import * as oidc from 'openid-client';
 import { createClient } from '../../src/flows/manage/clients.ts';
+import { runTessera } from './cli.ts';
 import { manageDeps } from './manage.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestServerOptions, type TestUser } from './server.ts';
 
@@ -103,4 +105,50 @@ export async function signInQuery(client: TestClient, scope = 'openid'): Promise
     code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
     code_challenge_method: 'S256',
   });
+}
+
+/**
+ * Makes `upstream`, another Tessera, an OpenID provider of `downstream`, as
+ * docs/identity-providers.md does: a first-party client at the upstream for the downstream's
+ * callback (and those of `alsoFor`, other provider ids the same client serves), then
+ * `tessera provider add oidc --id ID --name NAME …` at the downstream, with `args` after.
+ */
+export async function addUpstreamTessera(
+  downstream: Pick<TestServer, 'url' | 'config'>,
+  upstream: TestServer,
+  provider: {
+    readonly id: string;
+    readonly name: string;
+    readonly clientName?: string;
+    readonly alsoFor?: readonly string[];
+    readonly args?: readonly string[];
+  },
+): Promise<{ client: TestClient; stdout: string }> {
+  const callback = (id: string) => `${downstream.url}/login/upstream/${id}/callback`;
+  const client = await upstream.addClient({
+    name: provider.clientName ?? 'Acme sign-in',
+    redirectUris: [provider.id, ...(provider.alsoFor ?? [])].map(callback),
+    firstParty: true,
+  });
+  const added = await runTessera(
+    [
+      'provider',
+      'add',
+      'oidc',
+      '--id',
+      provider.id,
+      '--name',
+      provider.name,
+      '--issuer',
+      upstream.url,
+      '--client-id',
+      client.clientId,
+      '--client-secret-stdin',
+      ...(provider.args ?? []),
+    ],
+    { TESSERA_DATABASE: downstream.config.database, TESSERA_ISSUER: downstream.url },
+    `${client.clientSecret}\n`,
+  );
+  assert.equal(added.code, 0, added.stderr);
+  return { client, stdout: added.stdout };
 }

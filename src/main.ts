@@ -331,7 +331,11 @@ function ignoredVariablesWarning(config: Config): string | null {
   return `${names}: not a Tessera setting, so ignored; if meant for Tessera, see the settings in README.md (TESSERA_ALLOW_UNKNOWN_SETTINGS=true ignores unknown TESSERA_* variables without this warning)`;
 }
 
-export async function startServer(settings: Config): Promise<RunningServer> {
+/**
+ * `whenServing`: called with the running server just before the line that says it serves (a
+ * caller's signal handlers go in there).
+ */
+export async function startServer(settings: Config, whenServing?: (running: RunningServer) => void): Promise<RunningServer> {
   // The metrics listener first: one that cannot bind stops the start before anything else.
   // Loaded only when asked for: prom-client is not needed otherwise.
   const storeReport = inspectDatabase(settings);
@@ -417,20 +421,6 @@ export async function startServer(settings: Config): Promise<RunningServer> {
     adminServer = { server, url: `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` };
   }
   recordIssuer(config, (message) => app.log.warn(message));
-  // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) waits for;
-  // nothing is awaited after it, so that serve()'s signal handlers are in place by the time
-  // anyone who read it sends a signal.
-  const cleared = clearedEmailsWarning(await store.users.clearedEmails());
-  if (cleared) app.log.warn(cleared);
-  const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
-  if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
-  app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
-  if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
-  const reminder = tlsReminder(config);
-  if (reminder) app.log.warn(reminder);
-  const ignored = ignoredVariablesWarning(config);
-  if (ignored) app.log.warn(ignored);
-  if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
   const timeoutMs = config.shutdown.timeoutSeconds * 1000;
   let closing: Promise<void> | null = null;
   const close = () =>
@@ -458,7 +448,7 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       }
       await store.close();
     })());
-  return {
+  const running: RunningServer = {
     app,
     url: address,
     metricsUrl: metricsServer?.url ?? null,
@@ -471,6 +461,22 @@ export async function startServer(settings: Config): Promise<RunningServer> {
       await close();
     },
   };
+  const cleared = clearedEmailsWarning(await store.users.clearedEmails());
+  if (cleared) app.log.warn(cleared);
+  const unmatched = unmatchedTranslations(config.site.apiTranslations, config.site.apiTranslations ? await store.resources.list() : []);
+  if (unmatched.length > 0) app.log.warn(`TESSERA_API_TRANSLATIONS names what no registered API has, so it is never shown: ${unmatched.join(', ')}`);
+  // Before the line that says it serves, which a supervisor (and test/start-up.test.ts) may answer
+  // with a signal at once: under load this process can be preempted between writing that line
+  // and its next statement, so a signal handler installed after it can come too late.
+  whenServing?.(running);
+  app.log.info(`Tessera is serving ${config.issuer} (listening on ${address}) from ${storeLine(storeReport)}`);
+  if (adminServer) app.log.info(`admin API at ${adminServer.url}/admin/v1 (and not on the public listener)`);
+  const reminder = tlsReminder(config);
+  if (reminder) app.log.warn(reminder);
+  const ignored = ignoredVariablesWarning(config);
+  if (ignored) app.log.warn(ignored);
+  if (metricsServer) app.log.info(`metrics at ${metricsServer.url}`);
+  return running;
 }
 
 /**
@@ -501,15 +507,16 @@ export async function main(): Promise<void> {
  */
 export async function serve(config: Config): Promise<void> {
   if (config.workers > 1 && cluster.isPrimary) return servePrimary(config);
-  const server = await startServer(config);
   // SIGTERM (a deploy, a load balancer's orchestrator) drains; SIGINT (Ctrl-C) stops at once.
   const stop = (stopping: Promise<void>) =>
     stopping.then(
       () => process.exit(0),
       () => process.exit(1),
     );
-  process.once('SIGINT', () => stop(server.close()));
-  process.once('SIGTERM', () => stop(server.drain()));
+  await startServer(config, (server) => {
+    process.once('SIGINT', () => stop(server.close()));
+    process.once('SIGTERM', () => stop(server.drain()));
+  });
 }
 
 /**

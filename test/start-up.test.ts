@@ -25,6 +25,8 @@ const MAIN = join(new URL('..', import.meta.url).pathname, 'src/main.ts');
 
 interface Started {
   readonly code: number | null;
+  /** The signal that ended it, where one did (a crash, or a signal sent before its handlers were in place). */
+  readonly signal: NodeJS.Signals | null;
   readonly stdout: string;
   readonly stderr: string;
 }
@@ -56,9 +58,9 @@ function start(env: Readonly<Record<string, string>>, whenServing?: (stdout: str
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, signal, stdout, stderr });
     });
   });
 }
@@ -211,7 +213,7 @@ describe('start-up', { concurrency: true }, () => {
     const home = mkdtempSync(join(dir, 'lost-key-'));
     const database = join(home, 'tessera.db');
     const first = await start({ TESSERA_DATABASE: database, TESSERA_DATABASE_CREATE: 'true' });
-    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.code, 0, `signal ${first.signal}; stderr: ${first.stderr}; stdout: ${first.stdout}`);
     // The key file lost (not restored with the database from a backup, say).
     rmSync(`${database}.key`);
     const result = await start({ TESSERA_DATABASE: database });

@@ -1,7 +1,8 @@
 /**
- * TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS: the passkey options anyone may ask for (sign-in,
- * sign-up, an invitation's) each store a challenge, so one address may start only so many a
- * minute, counted together across the three routes. A refusal is a 429 with Retry-After and
+ * TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS: the passkey options (sign-in, sign-up, an
+ * invitation's, and a signed-in person's new passkey, which a session alone could otherwise
+ * ask for without end) each store a challenge, so one address may start only so many a
+ * minute, counted together across the four routes. A refusal is a 429 with Retry-After and
  * the words for the page's script, decided in memory: it stores no challenge. Another address
  * is still served. Sign-up and invitations are never offered together (TESSERA_SIGN_UP), so
  * each is proved on its own server, alongside the sign-in options.
@@ -87,6 +88,24 @@ describe('passkey ceremonies per address: sign-in and sign-up options', () => {
     const elsewhere = await browserAt(server, '192.0.2.11', '/account', '/login/passkey');
     assert.equal((await elsewhere('/login/passkey/options')).status, 200, 'another address is served');
     assert.equal(challengeRows(server), stored + 1);
+  });
+
+  it("counts a signed-in person's new-passkey options with the sign-in options of the same address", async () => {
+    const user = await server.addUser();
+    const browser = new FormBrowser(server.url);
+    const headers = { 'x-forwarded-for': '192.0.2.20' };
+    const account = await browser.follow(await browser.signIn(await browser.follow(await browser.request('/account', { headers })), user));
+    assert.equal(account.status, 200, account.html.slice(0, 300));
+    const csrf = browser.form(account, '/account/passkeys').fields['csrf_token']!;
+    const register = () => browser.request('/account/passkeys/options', { headers, form: { csrf_token: csrf } });
+    const signIn = await browserAt(server, '192.0.2.20', '/account', '/login/passkey');
+    assert.equal((await register()).status, 200);
+    assert.equal((await signIn('/login/passkey/options')).status, 200);
+    assert.equal((await register()).status, 200);
+    const stored = challengeRows(server);
+    assertRefused(await register());
+    assertRefused(await signIn('/login/passkey/options'));
+    assert.equal(challengeRows(server), stored, 'a refused request stores no challenge');
   });
 });
 

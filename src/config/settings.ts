@@ -428,7 +428,7 @@ export const SETTINGS = [
     min: 1,
     max: 100_000_000,
     description:
-      "passkey ceremonies one address may start a minute without signing in (sign-in, sign-up and invitation passkey options), per instance; generous because the sign-in page's passkey autofill starts one at every page load, for everyone behind an office's one address",
+      "passkey ceremonies one address may start a minute (sign-in, sign-up, invitation and a signed-in person's new-passkey options, counted together), per instance; generous because the sign-in page's passkey autofill starts one at every page load, for everyone behind an office's one address",
   },
   {
     name: 'TESSERA_SECOND_FACTOR_TIMEOUT',

@@ -81,8 +81,8 @@ export interface Config {
   readonly deviceAuthorizationLimits: DeviceAuthorizationLimits;
   /**
    * `TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS` (default 300): passkey ceremonies (a stored
-   * challenge each) one address may start per minute, per instance, on the routes anyone may
-   * call: sign-in, sign-up and invitation passkey options.
+   * challenge each) one address may start per minute, per instance: sign-in, sign-up,
+   * invitation and a signed-in person's new-passkey options.
    */
   readonly passkeyCeremoniesPerAddressPerMinute: number;
   /**

@@ -23,9 +23,9 @@ export interface BrowserRoutesOptions {
   /** The person `signedIn` let through. */
   readonly signedInOf: (request: FastifyRequest) => SignedIn;
   /**
-   * preHandler (after `formPost`) of a route anyone may call that starts a passkey ceremony,
-   * storing its challenge: sign-in, sign-up and invitation options. One limit per address
-   * shared by all three (passkeyCeremonyLimit).
+   * preHandler (after `formPost`) of a route that starts a passkey ceremony, storing its
+   * challenge: sign-in, sign-up, invitation and a signed-in person's new-passkey options. One
+   * limit per address shared by all four (passkeyCeremonyLimit).
    */
   readonly passkeyCeremony: preHandlerAsyncHookHandler;
 }

@@ -119,7 +119,7 @@ export const passkeyRoutes: FastifyPluginAsync<BrowserRoutesOptions> = async (ap
     return reply.redirect(returnTo, 303);
   });
 
-  app.post(PASSKEY_REGISTRATION_OPTIONS_PATH, { preHandler: formPost }, async (request, reply) => {
+  app.post(PASSKEY_REGISTRATION_OPTIONS_PATH, { preHandler: [formPost, passkeyCeremony] }, async (request, reply) => {
     if (!available) unavailable();
     const signedIn = await signedInUser(deps, request);
     if (!signedIn) throw new OAuthError('invalid_request', 'Sign in first.', { status: 401 });

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { DELIVERY_POLL, SSF_EVENTS } from '../src/core/ssf.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
-import { tessera } from './helpers/cli.ts';
+import { runTessera as tessera } from './helpers/cli.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';

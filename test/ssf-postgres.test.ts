@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import { after, before, it } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { SSF_EVENTS } from '../src/core/ssf.ts';
-import { serveTessera, tessera, type ServingCommand } from './helpers/cli.ts';
+import { runTessera as tessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
 import { closeServer, listenOnFreePort } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { after, before, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { serveTessera, tessera, type ServingCommand } from './helpers/cli.ts';
+import { runTessera as tessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
 import { closeServer, listenOnFreePort } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';

@@ -220,3 +220,30 @@ for (const store of storesUnderTest()) {
     });
   });
 }
+
+describe("the operator's interval and lifetime (TESSERA_DEVICE_POLL_INTERVAL, TESSERA_DEVICE_CODE_LIFETIME)", () => {
+  let clock: ManualClock;
+  let server: TestServer;
+  let client: TestClient;
+
+  before(async () => {
+    clock = new ManualClock();
+    ({ server, client } = await startWithApp({
+      server: { clock, env: { TESSERA_DEVICE_POLL_INTERVAL: '2', TESSERA_DEVICE_CODE_LIFETIME: '120' } },
+      client: { name: 'Living Room TV' },
+    }));
+  });
+  after(() => server.close());
+
+  it('tells the device both, holds it to that interval, and expires its code at that lifetime', async () => {
+    const started = await startDevice(server, client);
+    assert.deepEqual([started.interval, started.expires_in], [2, 120]);
+    assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
+    clock.advance(1 * SECOND);
+    assertPollError(await poll(server, client, started.device_code), 'slow_down');
+    clock.advance(7 * SECOND);
+    assertPollError(await poll(server, client, started.device_code), 'authorization_pending');
+    clock.advance(120 * SECOND);
+    assertPollError(await poll(server, client, started.device_code), 'expired_token');
+  });
+});

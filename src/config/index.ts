@@ -63,7 +63,7 @@ export function loadConfig(env: Env = process.env): Config {
       publicClient: { accessToken: s.TESSERA_PUBLIC_ACCESS_TOKEN_TTL, refreshToken: s.TESSERA_PUBLIC_REFRESH_TOKEN_TTL },
       deviceGrant: { accessToken: s.TESSERA_DEVICE_ACCESS_TOKEN_TTL, refreshToken: s.TESSERA_DEVICE_REFRESH_TOKEN_TTL },
     },
-    device: { codeLifetime: 600, interval: 5 },
+    device: { codeLifetime: s.TESSERA_DEVICE_CODE_LIFETIME, interval: s.TESSERA_DEVICE_POLL_INTERVAL },
     keyLeadTimeSeconds: s.TESSERA_KEY_LEAD_TIME,
     workers: s.TESSERA_WORKERS,
     accessTokenAlg: s.TESSERA_ACCESS_TOKEN_ALG,

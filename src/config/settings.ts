@@ -603,6 +603,23 @@ export const SETTINGS = [
     description: 'device authorizations one client may start a minute, per instance',
   },
   {
+    name: 'TESSERA_DEVICE_CODE_LIFETIME',
+    type: 'integer',
+    default: 600,
+    min: 60,
+    max: 1800,
+    description: 'how long a device code and its user code can be approved and redeemed (RFC 8628 §3.2 `expires_in`), seconds',
+  },
+  {
+    name: 'TESSERA_DEVICE_POLL_INTERVAL',
+    type: 'integer',
+    default: 5,
+    min: 1,
+    max: 60,
+    description:
+      "how long a device waits between polls of the token endpoint (RFC 8628 §3.2 `interval`), seconds; a poll sooner is answered `slow_down` and the device's interval grows by 5 s",
+  },
+  {
     name: 'TESSERA_DEVICE_AUTHORIZATIONS_PER_ADDRESS',
     type: 'integer',
     default: 30,

@@ -559,9 +559,9 @@ export interface Lifetimes {
 
 /** RFC 8628 settings, in seconds. */
 export interface DeviceSettings {
-  /** Device code and user code lifetime: the seed's ten minutes. */
+  /** `TESSERA_DEVICE_CODE_LIFETIME`: device code and user code lifetime, by default the seed's ten minutes. */
   readonly codeLifetime: number;
-  /** The `interval` returned; RFC 8628 §3.2 default 5. */
+  /** `TESSERA_DEVICE_POLL_INTERVAL`: the `interval` returned; RFC 8628 §3.2's default 5 by default. */
   readonly interval: number;
 }
 

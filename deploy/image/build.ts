@@ -74,7 +74,8 @@ export function startFlags(pkg: PackageJson = packageJson()): string[] {
 
 /**
  * The environment `npm start` sets before it runs Node.js (`NAME=value exec node …`), which
- * the image sets too: glibc's `MALLOC_ARENA_MAX` is read only when a process starts.
+ * the image sets too: glibc's `MALLOC_ARENA_MAX` is read only when a process starts. All but
+ * `NODE_COMPILE_CACHE`: a directory in the checkout, where the image's root is read-only.
  */
 export function startEnvironment(pkg: PackageJson = packageJson()): Record<string, string> {
   const before = /^((?:[A-Z_][A-Z0-9_]*=\S* )*)exec node /.exec(pkg.scripts['start'] ?? '')?.[1] ?? '';
@@ -83,7 +84,8 @@ export function startEnvironment(pkg: PackageJson = packageJson()): Record<strin
       .trim()
       .split(/\s+/)
       .filter(Boolean)
-      .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+      .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)])
+      .filter(([name]) => name !== 'NODE_COMPILE_CACHE'),
   );
 }
 

@@ -1,0 +1,38 @@
+/**
+ * `npm start` runs with Node's compile cache (NODE_COMPILE_CACHE in package.json's start
+ * script), and `npm install` fills it (bin/after-install.js): every module of src/ is then
+ * found with its types already stripped, so a server never loads the type stripper, whose
+ * WebAssembly memory would otherwise stay for the process's life (about 20 MiB of its peak
+ * RSS, docs/benchmarks.md).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { globSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+const ROOT = join(import.meta.dirname, '..');
+const START = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['start']!;
+
+describe("npm start's compile cache", () => {
+  it('is a directory under node_modules/.cache, filled at install with every module, so that no module is stripped at start', () => {
+    const cache = /\bNODE_COMPILE_CACHE=(\S+)/.exec(START)?.[1];
+    assert.ok(cache?.startsWith('node_modules/.cache/'), `npm start sets NODE_COMPILE_CACHE in node_modules/.cache: ${START}`);
+    // As npm runs it after an install: Node.js 24 on the PATH, in the checkout.
+    execFileSync(process.execPath, [join(ROOT, 'bin/after-install.js')], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '' } });
+    const modules = globSync('src/**/*.ts', { cwd: ROOT }).filter((file) => !file.endsWith('.test.ts'));
+    const loaded = execFileSync(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        '--input-type=module',
+        '--eval',
+        `for (const file of ${JSON.stringify(modules)}) await import(${JSON.stringify(`${ROOT}/`)} + file);` +
+          'process.stdout.write(JSON.stringify(process.moduleLoadList));',
+      ],
+      { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', NODE_COMPILE_CACHE: cache } },
+    ).toString();
+    const stripper = (JSON.parse(loaded) as string[]).filter((name) => name.includes('amaro'));
+    assert.deepEqual(stripper, [], `the type stripper was loaded: a module of src/ was not in the cache (${modules.length} modules)`);
+  });
+});

@@ -13,6 +13,7 @@ import * as oauth from 'oauth4webapi';
 import { GRANT_AUTHORIZATION_CODE, GRANT_TOKEN_EXCHANGE, TOKEN_TYPE_ACCESS_TOKEN } from '../src/core/protocol.ts';
 import { createClient, updateClient } from '../src/flows/manage/clients.ts';
 import { revokeGrant } from '../src/flows/manage/grants.ts';
+import { addOrganization, removeOrganizationMember, setOrganizationMember } from '../src/flows/manage/organizations.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { setDisabled } from '../src/flows/manage/users.ts';
 import { FormBrowser } from './helpers/browser.ts';
@@ -50,7 +51,10 @@ describe('token exchange (RFC 8693)', () => {
       ],
     });
     await addResource(deps, { identifier: LEDGER, name: 'Ledger', scopes: [{ name: 'ledger:read', description: 'See the ledger' }] });
-    app = await server.addClient({ scopes: ['openid', 'photos:read', 'prints:order', 'prints:status', 'ledger:read'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
+    app = await server.addClient({
+      scopes: ['openid', 'organization', 'photos:read', 'prints:order', 'prints:status', 'ledger:read'],
+      grantTypes: [GRANT_AUTHORIZATION_CODE],
+    });
     const made = await createClient(deps, {
       client_name: 'Photo API',
       grant_types: ['token-exchange', 'client_credentials'],
@@ -149,6 +153,22 @@ describe('token exchange (RFC 8693)', () => {
     assert.equal(decodeJwt((await exchange(photos, { ...subject(token), resource: PRINTS })).access_token).aud, PRINTS);
     // With one exchange audience, the API need not be named.
     assert.equal(decodeJwt((await exchange(photos, subject(token))).access_token).aud, PRINTS);
+  });
+
+  it('carries the organization the person approved the app for into the exchanged token, while they are a member', async () => {
+    const deps = manageDeps(server);
+    const acme = await addOrganization(deps, { name: 'Acme Photo Club' });
+    const olga = await server.addUser({ username: 'olga' });
+    await setOrganizationMember(deps, acme.id, { username: 'olga' });
+    const photoToken = await personToken('organization photos:read prints:order', PHOTOS, olga);
+    assert.deepEqual([decodeJwt(photoToken)['org_id'], decodeJwt(photoToken)['org_name']], [acme.id, 'Acme Photo Club'], 'the subject token names it');
+    const exchanged = await exchange(photos, { ...subject(photoToken), audience: PRINTS });
+    const { payload } = await printsApi(exchanged.access_token);
+    assert.deepEqual([payload['org_id'], payload['org_name'], payload.sub], [acme.id, 'Acme Photo Club', olga.id]);
+    // No longer a member: the next exchange names no organization.
+    await removeOrganizationMember(deps, acme.id, 'olga');
+    const after = await printsApi((await exchange(photos, { ...subject(photoToken), audience: PRINTS })).access_token);
+    assert.equal(after.payload['org_id'], undefined);
   });
 
   it('records the exchange as an event naming both clients, and each refusal as one', async () => {

@@ -169,6 +169,8 @@ export interface ExchangeIssuance {
   /** The subject token's `exp` (seconds): this token never outlives it. */
   readonly notAfter: number;
   readonly dpopJkt: string | null;
+  /** The organization the person approved the subject token's grant for, carried on (`org_id`, `org_name`). */
+  readonly organization?: { readonly org_id?: string; readonly org_name?: string };
 }
 
 /** What an ID-JAG says (draft-ietf-oauth-identity-assertion-authz-grant §3.1), as this server issues one. */
@@ -392,7 +394,7 @@ export class TokenIssuer {
     const scope = issuance.scope.join(' ');
     const token = await this.#apiAccessToken(
       issuance.resource,
-      { client_id: issuance.client.id, scope, gid: issuance.grantId, act: issuance.act },
+      { client_id: issuance.client.id, scope, gid: issuance.grantId, act: issuance.act, ...issuance.organization },
       issuance.userId,
       now,
       exp,

@@ -19,6 +19,7 @@ import { exchangeForIdJag } from './id-jag.ts';
 import { parseScope } from '../../core/scopes.ts';
 import type { ClientRecord, ResourceRecord } from '../../store/types.ts';
 import { actorCount, type Actor } from '../../tokens/issue.ts';
+import { organizationClaims } from '../../tokens/claims.ts';
 import type { DpopProof } from '../dpop/proof.ts';
 import { liveAccessToken, type LiveAccessToken } from '../lifecycle/access-token.ts';
 import { grantedResources, isOpenIdScope, ResourceCatalog, resourceIndicatorProblem } from '../resources.ts';
@@ -170,6 +171,11 @@ async function exchange(deps: FlowDeps, client: ClientRecord, params: Params, pr
     notAfter: subject.claims.exp,
     // RFC 9449 §5: a proof with the request binds the token to its key.
     dpopJkt: proof?.jkt ?? null,
+    // The organization the person chose for the approval acts on in the exchanged token, as in
+    // the subject token: an API that decides by org_id sees the same one downstream. Read from
+    // the grant and the membership now, not the subject token: a person who left it since
+    // carries none.
+    organization: await organizationClaims(deps.store, grant.organizationId, subject.user.id, grant.scope),
   });
   await deps.events.emit({
     type: 'token.exchanged',

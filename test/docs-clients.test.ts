@@ -19,7 +19,9 @@ import { basic, closeServer, listenOnFreePort, postForm, startTestServer, type T
 
 const DOC = new URL('../docs/clients.md', import.meta.url);
 /** Where the example modules are written: inside node_modules, so that their imports resolve. */
-const MODULES = new URL('../node_modules/.cache/tessera-docs/', import.meta.url);
+// A directory of this process's own, removed after: the other docs tests, in other shards,
+// write their modules beside it at the same time.
+const MODULES = new URL(`../node_modules/.cache/tessera-docs/clients-${process.pid}/`, import.meta.url);
 
 interface Block {
   readonly lang: string;

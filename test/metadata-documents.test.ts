@@ -10,7 +10,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInAt } from './helpers/chromium.ts';
+import { pkceRequest } from './helpers/fixtures.ts';
 import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
@@ -120,24 +121,12 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     const clientId = `${app.base}/agent.json`;
     const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
     const user = await server.addUser();
-    const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT,
-      scope: 'openid offline_access',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { redirect_uri: REDIRECT, scope: 'openid offline_access', state });
     let browser: Browser | undefined;
     try {
       browser = await launchChromium();
-      const page = await browser.newPage();
-      const callback = catchRedirect(page, REDIRECT);
-      await page.goto(url.href);
-      await page.getByLabel('Username').fill(user.username);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      const { page, callback } = await signInAt(browser, url, user, REDIRECT);
       await page.getByRole('heading', { name: /Allow Calendar Agent to access your account/ }).waitFor();
       const note = await page.getByRole('note').innerText();
       assert.match(note, new RegExp(`Not verified by Tessera\\. This app describes itself at ${new URL(app.base).host.replace('.', '\\.')}`));

@@ -129,6 +129,33 @@ export function catchRedirect(page: Page, redirectUri = REDIRECT_URI): Promise<U
   });
 }
 
+/**
+ * Signs `user` in on the sign-in form `page` shows: their username and password, then the
+ * Sign in button (named exactly so, beside "Sign in with a passkey" where passkeys are offered).
+ */
+export async function signInWithPassword(page: Page, user: { readonly username: string; readonly password: string }): Promise<void> {
+  await page.getByLabel('Username').fill(user.username);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+/**
+ * A new page in `browser` sent to `url` (an authorization request), where `user` signs in with
+ * their password; `callback` is where the server sends it back to the app (`catchRedirect`).
+ */
+export async function signInAt(
+  browser: Browser,
+  url: URL | string,
+  user: { readonly username: string; readonly password: string },
+  redirectUri = REDIRECT_URI,
+): Promise<{ page: Page; callback: Promise<URL> }> {
+  const page = await browser.newPage();
+  const callback = catchRedirect(page, redirectUri);
+  await page.goto(String(url));
+  await signInWithPassword(page, user);
+  return { page, callback };
+}
+
 /** How long an alert may stand at one address before the page counts as settled on it. */
 const SETTLED_MS = 1500;
 

@@ -61,6 +61,23 @@ export async function adminToken(
   return { token: tokens.access_token, clientId: client.id };
 }
 
+/**
+ * An authorization code request as openid-client builds it for `config` with PKCE alone: to
+ * REDIRECT_URI, for `openid` unless `params` names another scope, with a fresh verifier (S256)
+ * and no state or nonce unless `params` gives them; `params` adds to or replaces any parameter.
+ */
+export async function pkceRequest(config: oidc.Configuration, params: Record<string, string> = {}): Promise<{ url: URL; verifier: string }> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    ...params,
+  });
+  return { url, verifier };
+}
+
 /** An authorization request the way an app starts one: its URL, and what the app keeps to finish it. */
 export interface Attempt {
   readonly url: URL;

@@ -10,7 +10,7 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { clockAtStart } from './helpers/clock.ts';
-import { adminToken, appConfig } from './helpers/fixtures.ts';
+import { adminToken, appConfig, pkceRequest } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -91,13 +91,7 @@ describe('invitations', () => {
     assert.equal((await browser.request(link)).status, 400);
 
     const config = await appConfig(server, app);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { scope: 'openid email' });
     const back = await new FormBrowser(server.url).authorize(url.href, { username: 'hedy', password: 'frequency hopping' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(back.location!), { pkceCodeVerifier: verifier });
     assert.equal(tokens.claims()?.sub, user?.id);

@@ -18,6 +18,7 @@ import { openStore } from '../src/store/open.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
+import { pkceRequest } from './helpers/fixtures.ts';
 import { basic, postForm, REDIRECT_URI, TEST_ENV } from './helpers/server.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { Events, type EventInput } from '../src/core/events.ts';
@@ -101,13 +102,7 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
     const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(client.secret), {
       execute: [oidc.allowInsecureRequests],
     });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config);
     const browser = new BrowserAt(server.url);
     const redirect = await browser.authorize(url.href, user);
     await oidc.authorizationCodeGrant(config, new URL(redirect.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });

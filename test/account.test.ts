@@ -7,7 +7,7 @@ import { ManualClock } from '../src/core/clock.ts';
 
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
 import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
@@ -200,9 +200,7 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await context.newPage();
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
 
     await page.getByRole('heading', { level: 1, name: 'Connected apps and devices' }).waitFor();
     const device = page.getByRole('region', { name: 'Living Room TV' });

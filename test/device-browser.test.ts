@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
 import type { TestClient, TestServer, TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
@@ -36,9 +36,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
   }
 
   async function signInAndApprove(page: Page, userCode: string) {
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
 
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Living Room TV/);

@@ -8,7 +8,7 @@ import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { discover } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -58,9 +58,7 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
   }
 
   async function signIn(page: Page) {
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
     await page.getByRole('button', { name: 'Approve' }).waitFor();
   }
 

@@ -78,6 +78,39 @@ export async function pkceRequest(config: oidc.Configuration, params: Record<str
   return { url, verifier };
 }
 
+/** The API docs/apis.md registers, and the suite's files with it. */
+export const PHOTO_LIBRARY = 'https://api.example.com';
+
+/**
+ * Registers the Photo Library of docs/apis.md on `server` as its command does: `tessera
+ * resource add` with its identifier (PHOTO_LIBRARY), its name and its scopes photos:read and
+ * photos:write, then `args`; returns what the command printed (`--json`).
+ */
+export async function addPhotoLibrary(
+  server: Pick<TestServer, 'config'>,
+  args: readonly string[] = [],
+): Promise<{ readonly identifier: string; readonly introspection_secret?: string }> {
+  const added = await runTessera(
+    [
+      'resource',
+      'add',
+      '--identifier',
+      PHOTO_LIBRARY,
+      '--name',
+      'Photo Library',
+      '--scope',
+      'photos:read=See your photos',
+      '--scope',
+      'photos:write=Upload and delete your photos',
+      ...args,
+      '--json',
+    ],
+    { TESSERA_DATABASE: server.config.database },
+  );
+  assert.equal(added.code, 0, added.stderr);
+  return JSON.parse(added.stdout) as { identifier: string; introspection_secret?: string };
+}
+
 /** An authorization request the way an app starts one: its URL, and what the app keeps to finish it. */
 export interface Attempt {
   readonly url: URL;

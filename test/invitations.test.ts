@@ -10,10 +10,10 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { clockAtStart } from './helpers/clock.ts';
-import { adminToken, appConfig, pkceRequest } from './helpers/fixtures.ts';
+import { adminToken, appConfig, pkceRequest, startWithMail } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -35,8 +35,7 @@ describe('invitations', () => {
   const env = () => ({ TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url, TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off' });
 
   before(async () => {
-    smtp = await startSmtpServer();
-    server = await startTestServer({ clock, env: { TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off' } });
+    ({ server, smtp } = await startWithMail({ clock }));
     app = await server.addClient({ name: 'Garden Planner' });
   });
   after(async () => {

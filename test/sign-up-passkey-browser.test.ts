@@ -12,8 +12,9 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { verifyPassword } from '../src/core/password.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { startWithMail } from './helpers/fixtures.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import type { TestServer } from './helpers/server.ts';
 
 describe('sign-up with a passkey, and a new address, in Chromium', { skip: chromiumUnavailable() }, () => {
   let smtp: TestSmtpServer;
@@ -21,12 +22,11 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
   let browser: Browser;
 
   before(async () => {
-    smtp = await startSmtpServer();
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
-    server = await startTestServer({
+    ({ server, smtp } = await startWithMail({
       issuerHost: 'localhost',
-      env: { TESSERA_SIGN_UP: 'open', TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', TESSERA_MAIL_RETRY_DELAY_MS: '50' },
-    });
+      env: { TESSERA_SIGN_UP: 'open', TESSERA_MAIL_RETRY_DELAY_MS: '50' },
+    }));
     browser = await launchChromium();
   });
   after(async () => {

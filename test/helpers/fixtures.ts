@@ -9,6 +9,7 @@ import * as oidc from 'openid-client';
 import { createClient } from '../../src/flows/manage/clients.ts';
 import { runTessera } from './cli.ts';
 import { manageDeps } from './manage.ts';
+import { startSmtpServer, type TestSmtpServer } from './smtp.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestServerOptions, type TestUser } from './server.ts';
 
 export type ClientOptions = NonNullable<Parameters<TestServer['addClient']>[0]>;
@@ -41,6 +42,22 @@ export async function startWithApp(
     return { server, client, user, config: await appConfig(server, client) };
   } catch (error) {
     await server.close();
+    throw error;
+  }
+}
+
+/**
+ * A fresh server (`options`) that sends its mail to a test SMTP server of its own, as the files
+ * that read the mail Tessera sends each set one up: TESSERA_SMTP_URL names it and STARTTLS is
+ * off (it is on loopback), before `options.env`. The test closes both.
+ */
+export async function startWithMail(options: TestServerOptions = {}): Promise<{ server: TestServer; smtp: TestSmtpServer }> {
+  const smtp = await startSmtpServer();
+  try {
+    const server = await startTestServer({ ...options, env: { TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', ...options.env } });
+    return { server, smtp };
+  } catch (error) {
+    await smtp.close();
     throw error;
   }
 }

@@ -9,7 +9,7 @@ import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts'
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /** A form browser signed in as `user`, on the account page. */
@@ -188,10 +188,7 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   it('shows the device and the application, revokes the device, and its refresh token then fails', async () => {
     const appTokens = await signIn(server, await discover(server, app), user, 'openid profile offline_access');

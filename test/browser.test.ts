@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
@@ -18,10 +18,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
     ({ server, client, user, config } = await startWithApp({ client: { name: 'Garden Planner' }, user: { username: 'grace', name: 'Grace Hopper' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   /** Opens a phone-sized page that captures the redirect to the client instead of loading it. */
   async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {

@@ -4,7 +4,7 @@ import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
-import type { TestClient, TestServer, TestUser } from './helpers/server.ts';
+import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /**
@@ -25,10 +25,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
     ({ server, client, user, config } = await startWithApp({ client: { name: 'Living Room TV' }, user: { username: 'katherine', name: 'Katherine Johnson' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   async function phone(): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });

@@ -13,7 +13,7 @@ import { clockAtStart } from './helpers/clock.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import type { TestServer, TestUser } from './helpers/server.ts';
+import { closeAll, type TestServer, type TestUser } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -42,10 +42,7 @@ describe('changing one’s e-mail address', () => {
       },
     }));
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   async function signedIn(user: TestUser): Promise<{ browser: FormBrowser; page: Page }> {
     const browser = new FormBrowser(server.url);

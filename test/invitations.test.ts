@@ -13,7 +13,7 @@ import { clockAtStart } from './helpers/clock.ts';
 import { adminToken, appConfig, pkceRequest, startWithMail } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import { REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -38,10 +38,7 @@ describe('invitations', () => {
     ({ server, smtp } = await startWithMail({ clock }));
     app = await server.addClient({ name: 'Garden Planner' });
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   it('mails an invitation from the command line; the link makes one account with that address and role, which gets a token', async () => {
     const made = await runTessera(['user', 'invite', '--email', 'Hedy@Example.com', '--role', 'viewer', '--client', app.clientId, '--json'], env());

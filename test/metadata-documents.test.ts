@@ -15,7 +15,7 @@ import { pkceRequest } from './helpers/fixtures.ts';
 import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -108,10 +108,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       },
     });
   });
-  after(async () => {
-    await server.close();
-    await app.close();
-  });
+  after(() => closeAll(server, app));
 
   it('signs a person in with an app known only by its metadata URL, in Chromium, naming its host as not verified', {
     skip: chromiumUnavailable(),
@@ -263,10 +260,7 @@ describe('Client ID Metadata Documents: new apps per address and across the serv
       },
     });
   });
-  after(async () => {
-    await server.close();
-    await app.close();
-  });
+  after(() => closeAll(server, app));
 
   const from = async (ip: string, path: string) => {
     const url = new URL(`${server.url}/oauth/authorize`);
@@ -311,10 +305,7 @@ describe('Client ID Metadata Documents, without the development setting', () => 
     app = await appServer({ '/agent.json': document() });
     server = await startTestServer({ env: { TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'on' } });
   });
-  after(async () => {
-    await server.close();
-    await app.close();
-  });
+  after(() => closeAll(server, app));
 
   it('never fetches from a loopback address, nor over http', async () => {
     const port = new URL(app.base).port;

@@ -19,7 +19,7 @@ import { runTessera } from './helpers/cli.ts';
 import { addUpstreamTessera } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
@@ -56,11 +56,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await upstream?.close();
-  });
+  after(() => closeAll(browser, server, upstream));
 
   async function authorize(extra: Record<string, string> = {}) {
     const verifier = oidc.randomPKCECodeVerifier();

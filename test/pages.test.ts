@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
-import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -24,10 +24,7 @@ describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () =>
     user = await server.addUser({ username: 'nora', name: 'Nora Ephron' });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   it('answers a browser at an unknown path with an HTML 404 page and a way back, and an API client with JSON', async () => {
     const page = await browser.newPage();

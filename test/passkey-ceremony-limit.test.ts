@@ -14,7 +14,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 const LIMIT = 3;
 
@@ -63,10 +63,7 @@ describe('passkey ceremonies per address: sign-in and sign-up options', () => {
       log: (line) => log.push(line),
     }));
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   it('refuses the next options request from one address, whichever route, storing no challenge; another address is served', async () => {
     const signIn = await browserAt(server, '192.0.2.10', '/account', '/login/passkey');

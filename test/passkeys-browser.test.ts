@@ -12,7 +12,7 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
 import { appConfig, pkceRequest } from './helpers/fixtures.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUnavailable() }, () => {
@@ -33,11 +33,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     user = await server.addUser({ username: 'katherine', name: 'Katherine Johnson' });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await strict?.close();
-  });
+  after(() => closeAll(browser, server, strict));
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
   async function withAuthenticator(): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {

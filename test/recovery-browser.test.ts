@@ -10,7 +10,7 @@ import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import type { TestServer } from './helpers/server.ts';
+import { closeAll, type TestServer } from './helpers/server.ts';
 
 const WORDS = {
   en: {
@@ -44,11 +44,7 @@ describe('recovery by e-mail in Chromium', { skip: chromiumUnavailable() }, () =
     ({ server, smtp } = await startWithMail({ env: { TESSERA_MAIL_FROM: 'no-reply@auth.example.com' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  after(() => closeAll(browser, server, smtp));
 
   for (const locale of ['en', 'ar'] as const) {
     it(`${locale}: from "Forgot password?" to a new password, every page passing axe-core`, async () => {

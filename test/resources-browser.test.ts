@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { addPhotoLibrary, PHOTO_LIBRARY as PHOTOS, pkceRequest } from './helpers/fixtures.ts';
 import { discover } from './helpers/lifecycle.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('APIs on the consent and device approval pages, in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
@@ -28,10 +28,7 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
     config = await discover(server, client);
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   async function newPage(): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 } });

@@ -13,7 +13,7 @@ import { FormBrowser, type Page } from './helpers/browser.ts';
 import { BrowserAt, startDevice } from './helpers/device.ts';
 import { pkceRequest } from './helpers/fixtures.ts';
 import { discover } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { clockAtStart } from './helpers/clock.ts';
 
 /** RFC 6238 written out again here, so the server's own code is not what checks it. */
@@ -320,10 +320,7 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     app = await server.addClient({ name: 'Photo Printer' });
     tv = await server.addClient({ name: 'Living Room TV', requirePhishingResistant: true });
   });
-  after(async () => {
-    await strict?.close();
-    await server?.close();
-  });
+  after(() => closeAll(strict, server));
 
   async function authorizeUrl(target: TestServer, client: TestClient, extra: Record<string, string> = {}) {
     const config = await discover(target, client);

@@ -15,7 +15,7 @@ import { appConfig, startWithMail } from './helpers/fixtures.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import { REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() }, () => {
@@ -29,11 +29,7 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
     client = await server.addClient({ name: 'Garden Planner' });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  after(() => closeAll(browser, server, smtp));
 
   for (const locale of ['en', 'ar'] as const) {
     it(`${locale}: signs up, confirms the address from the mail, and the app gets an ID token for the new account`, async () => {

@@ -14,7 +14,7 @@ import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import type { TestServer } from './helpers/server.ts';
+import { closeAll, type TestServer } from './helpers/server.ts';
 
 describe('sign-up with a passkey, and a new address, in Chromium', { skip: chromiumUnavailable() }, () => {
   let smtp: TestSmtpServer;
@@ -29,11 +29,7 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
     }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  after(() => closeAll(browser, server, smtp));
 
   /** The `nth` message to `address`, once it has arrived. */
   async function mailTo(address: string, nth = 1) {

@@ -12,7 +12,7 @@ import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
-import type { TestServer } from './helpers/server.ts';
+import { closeAll, type TestServer } from './helpers/server.ts';
 
 describe('sign-up with a passkey', () => {
   let smtp: TestSmtpServer;
@@ -28,10 +28,7 @@ describe('sign-up with a passkey', () => {
       },
     }));
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   async function options(browser: FormBrowser, form: Page, fields: Record<string, string>): Promise<{ status: number; json: Record<string, any> }> {
     const csrf = browser.form(form, '/sign-up').fields['csrf_token']!;

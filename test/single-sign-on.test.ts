@@ -13,7 +13,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera, tessera } from './helpers/cli.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
-import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, closeAll, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
@@ -65,10 +65,7 @@ describe('single sign-on through openid-client', () => {
     receiver = await logoutReceiver();
     server = await startTestServer({ clock, env: { TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '10', TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT: '2' } });
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   async function app(options: Parameters<TestServer['addClient']>[0] = {}) {
     const client = await server.addClient({ postLogoutRedirectUris: [AFTER_LOGOUT], scopes: ['openid', 'profile', 'email'], ...options });

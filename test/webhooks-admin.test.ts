@@ -15,7 +15,7 @@ import { tessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { adminToken } from './helpers/fixtures.ts';
 import { Receiver } from './helpers/receiver.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
@@ -45,10 +45,7 @@ describe('webhooks through the admin API', () => {
     receiver = await new Receiver({ status: 500, path: '/hooks' }).start();
     receiverUrl = receiver.url;
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   it('adds a webhook with its secret in the 201 answer only, lists its dead letters and replays them with the same webhook-id, then removes it', async () => {
     const token = await tokenOf(ALL);
@@ -142,10 +139,7 @@ describe("webhook URLs from the admin API, inside the server's network", () => {
     receiver = await new Receiver({ path: '/hooks' }).start();
     token = (await adminToken(server, ALL)).token;
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   it('refuses a URL on a loopback, link-local or private address with 400 naming url, and the command adds it', async () => {
     for (const url of [

@@ -23,7 +23,7 @@ import { secretBox } from '../src/tokens/secret-box.ts';
 import { tessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { Receiver, type Received } from './helpers/receiver.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 /** A webhook receiver on loopback: records what it is sent and answers `status` (`hang`: never). */
@@ -62,10 +62,7 @@ describe('webhooks: events out, signed, from the outbox', () => {
     server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100' } });
     receiver = await new WebhookReceiver().start();
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   it('brings a user disabled with `tessera user disable` to the webhook within a second, signed with the secret it printed once', async () => {
     const added = await command(['webhook', 'add', '--url', receiver.url, '--event', 'user.disabled', '--event', 'user.deleted', '--json']);
@@ -184,10 +181,7 @@ describe('webhooks: dead letters', () => {
     server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1' } });
     receiver = await new WebhookReceiver().start();
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   it('gives a delivery up after the retry window, lists it as dead, and replays it with the same webhook-id', async () => {
     receiver.status = 500;

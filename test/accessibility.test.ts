@@ -51,11 +51,7 @@ const STATES = [
 type State = (typeof STATES)[number];
 
 describe('axe-core on every page state, served and driven in Chromium', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let tv: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, tv: TestClient, user: TestUser, browser: Browser;
   const checked = new Map<State, string[]>();
 
   before(async () => {

@@ -21,10 +21,7 @@ async function accountBrowser(server: TestServer, user: TestUser) {
 }
 
 describe('the account page', () => {
-  let server: TestServer;
-  let tv: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, tv: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
@@ -168,11 +165,7 @@ function connectionsOf(html: string): string {
 }
 
 describe('the account page in a real browser', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let app: TestClient;
-  let tv: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, app: TestClient, tv: TestClient, user: TestUser, browser: Browser;
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.

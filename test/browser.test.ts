@@ -8,11 +8,7 @@ import { startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration, browser: Browser;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({ client: { name: 'Garden Planner' }, user: { username: 'grace', name: 'Grace Hopper' } }));

@@ -14,11 +14,7 @@ import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from '.
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
-  let server: TestServer;
-  let narrow: TestClient;
-  let every: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, narrow: TestClient, every: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, user, config } = await startWithApp({

@@ -15,11 +15,7 @@ import { startWithApp } from './helpers/fixtures.ts';
 // The two cases use their own device codes and browser contexts, so they wait their
 // polling intervals side by side.
 describe('the device flow end to end: openid-client polls, a person approves in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration, browser: Browser;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({ client: { name: 'Living Room TV' }, user: { username: 'katherine', name: 'Katherine Johnson' } }));

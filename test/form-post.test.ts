@@ -17,9 +17,7 @@ import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type Test
 import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
-  let server: TestServer;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, user, config } = await startWithApp({ client: { name: 'Intranet' } }));

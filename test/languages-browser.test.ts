@@ -258,10 +258,7 @@ const INSPECT = `(() => {
 })()`;
 
 describe('every page in every language, in Chromium at phone width', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, browser: Browser;
 
   before(async () => {
     ({ server, client, user } = await startWithApp({ client: { name: 'Photo Printer' }, user: { username: 'ada' } }));

@@ -15,10 +15,7 @@ import { startWithApp } from './helpers/fixtures.ts';
 const SITE = { TESSERA_SITE_NAME: 'Acme Accounts', TESSERA_SITE_LOGO_URL: 'https://static.acme.example/logo.svg', TESSERA_SITE_ACCENT_COLOR: '#7A1F5C' };
 
 describe('the site name on every page, in Chromium', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, browser: Browser;
 
   before(async () => {
     ({ server, client, user } = await startWithApp({ server: { env: SITE }, client: { name: 'Photo Printer' }, user: { username: 'ada' } }));

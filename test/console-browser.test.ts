@@ -20,7 +20,7 @@ import { addTrustedIssuer } from '../src/flows/manage/trusted-issuers.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { createServer } from 'node:http';
-import { closeServer, listenOnFreePort } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
@@ -46,13 +46,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await server.store.users.setRole(admin.id, 'admin');
     browser = await launchChromium();
   });
-  after(async () => {
-    try {
-      await browser?.close();
-    } finally {
-      await server?.close();
-    }
-  });
+  after(() => closeAll(browser, server));
 
   /** Each page's virtual authenticator, to copy the admin's passkey into (signInAdmin). */
   const authenticators = new WeakMap<Page, { cdp: CDPSession; authenticatorId: string }>();

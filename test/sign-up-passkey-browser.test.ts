@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { verifyPassword } from '../src/core/password.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, reach, signInToAccountWithPasskey, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { startWithMail } from './helpers/fixtures.ts';
 import type { TestSmtpServer } from './helpers/smtp.ts';
 import { closeAll, type TestServer } from './helpers/server.ts';
@@ -96,14 +96,7 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
         assert.equal(passkey?.id, credentials[0]!.credentialId.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_'));
 
         // The passkey signs in (the sign-in page's autofill request, or its button).
-        await page.goto(`${server.url}/account`);
-        const emailHeading = page.locator('#email-heading');
-        if (!(await emailHeading.isVisible()))
-          await page
-            .locator('#passkey-button')
-            .click({ timeout: 3000 })
-            .catch(() => {});
-        await reach(page, emailHeading, 'the account page, signed in with the passkey');
+        await signInToAccountWithPasskey(page, server.url);
 
         // A new address: the account keeps the old one until the link is followed.
         const newEmail = `${username}@example.org`;

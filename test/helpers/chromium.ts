@@ -156,6 +156,22 @@ export async function signInAt(
   return { page, callback };
 }
 
+/**
+ * Opens the account page of `issuer` in `page`, whose authenticator holds a passkey there, and
+ * signs in with it: the sign-in page's autofill request is answered at once, or its passkey
+ * button is pressed; waits for the account page, signed in.
+ */
+export async function signInToAccountWithPasskey(page: Page, issuer: string): Promise<void> {
+  await page.goto(`${issuer}/account`);
+  const emailHeading = page.locator('#email-heading');
+  if (!(await emailHeading.isVisible()))
+    await page
+      .locator('#passkey-button')
+      .click({ timeout: 3000 })
+      .catch(() => {});
+  await reach(page, emailHeading, 'the account page, signed in with the passkey');
+}
+
 /** How long an alert may stand at one address before the page counts as settled on it. */
 const SETTLED_MS = 1500;
 

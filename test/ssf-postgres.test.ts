@@ -14,6 +14,7 @@ import { tessera } from './helpers/cli.ts';
 import { instancesOnPostgres } from './helpers/instances.ts';
 import { describePostgres } from './helpers/postgres.ts';
 import { Receiver } from './helpers/receiver.ts';
+import { closeAll } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 describePostgres('Shared Signals from two Tessera processes on one PostgreSQL database', () => {
@@ -23,13 +24,8 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
   const receiver = new Receiver({ status: 202, path: '/caep', delayMs: 5 });
   const received = receiver.received;
 
-  before(async () => {
-    await receiver.start();
-  });
-  after(async () => {
-    await instances.stop();
-    await receiver.close();
-  });
+  before(() => receiver.start());
+  after(() => closeAll(instances, receiver));
 
   it('pushes each SET once, whichever instance sends it, in the order of the events', async () => {
     const [first] = await instances.serve();

@@ -13,6 +13,7 @@ import { tessera } from './helpers/cli.ts';
 import { instancesOnPostgres } from './helpers/instances.ts';
 import { describePostgres } from './helpers/postgres.ts';
 import { Receiver } from './helpers/receiver.ts';
+import { closeAll } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 describePostgres('webhooks from two Tessera processes on one PostgreSQL database', () => {
@@ -22,13 +23,8 @@ describePostgres('webhooks from two Tessera processes on one PostgreSQL database
   const receiver = new Receiver({ delayMs: 5 });
   const received = receiver.received;
 
-  before(async () => {
-    await receiver.start();
-  });
-  after(async () => {
-    await instances.stop();
-    await receiver.close();
-  });
+  before(() => receiver.start());
+  after(() => closeAll(instances, receiver));
 
   it('delivers each event once, whichever instance sends it', async () => {
     await instances.serve();

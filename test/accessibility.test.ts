@@ -19,7 +19,7 @@ import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { startDevice } from './helpers/device.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
@@ -51,11 +51,7 @@ const STATES = [
 type State = (typeof STATES)[number];
 
 describe('axe-core on every page state, served and driven in Chromium', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let tv: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, tv: TestClient, user: TestUser, browser: Browser;
   const checked = new Map<State, string[]>();
 
   before(async () => {
@@ -68,10 +64,7 @@ describe('axe-core on every page state, served and driven in Chromium', { skip: 
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'] });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   /** Checks the page as it stands, as `state`; its violations fail the last test. */
   async function check(page: Page, state: State): Promise<void> {

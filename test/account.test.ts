@@ -7,9 +7,9 @@ import { ManualClock } from '../src/core/clock.ts';
 
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { FormBrowser } from './helpers/browser.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { deviceSignIn, discover, OFFLINE_SCOPES, refreshRaw, signIn, signInRaw, withRefresh } from './helpers/lifecycle.ts';
-import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /** A form browser signed in as `user`, on the account page. */
@@ -21,10 +21,7 @@ async function accountBrowser(server: TestServer, user: TestUser) {
 }
 
 describe('the account page', () => {
-  let server: TestServer;
-  let tv: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, tv: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
@@ -168,11 +165,7 @@ function connectionsOf(html: string): string {
 }
 
 describe('the account page in a real browser', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let app: TestClient;
-  let tv: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, app: TestClient, tv: TestClient, user: TestUser, browser: Browser;
 
   before(async () => {
     // The device's address comes through X-Forwarded-For, as behind a reverse proxy.
@@ -188,10 +181,7 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
     tv = await server.addClient({ name: 'Living Room TV', grantTypes: [GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN] });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   it('shows the device and the application, revokes the device, and its refresh token then fails', async () => {
     const appTokens = await signIn(server, await discover(server, app), user, 'openid profile offline_access');
@@ -200,9 +190,7 @@ describe('the account page in a real browser', { skip: chromiumUnavailable() }, 
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const page = await context.newPage();
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
 
     await page.getByRole('heading', { level: 1, name: 'Connected apps and devices' }).waitFor();
     const device = page.getByRole('region', { name: 'Living Room TV' });

@@ -14,13 +14,13 @@ import { GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
 import { createClient } from '../src/flows/manage/clients.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { updateUser as updateAccount } from '../src/flows/users.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInAt } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, poll, startDevice, text } from './helpers/device.ts';
 import { discover, OFFLINE_SCOPES, refreshRaw, signIn, withRefresh } from './helpers/lifecycle.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
-import { adminToken as adminTokenFor } from './helpers/fixtures.ts';
+import { adminToken as adminTokenFor, appConfig, pkceRequest } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
@@ -142,27 +142,13 @@ describe('the admin API', () => {
     const user = await call('POST', '/users', { body: { username: 'ada', password: 'ada has a long password', name: 'Ada Lovelace' } });
     assert.equal(user.status, 201, JSON.stringify(user.body));
 
-    const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.ClientSecretBasic(clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
-    const verifier = oidc.randomPKCECodeVerifier();
+    const config = await appConfig(server, { clientId, clientSecret });
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { scope: 'openid profile', state });
     let browser: Browser | undefined;
     try {
       browser = await launchChromium();
-      const page = await browser.newPage();
-      const callback = catchRedirect(page);
-      await page.goto(url.href);
-      await page.getByLabel('Username').fill('ada');
-      await page.getByLabel('Password').fill('ada has a long password');
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      const { page, callback } = await signInAt(browser, url, { username: 'ada', password: 'ada has a long password' });
       await page.getByRole('button', { name: 'Approve' }).click();
       const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the client'), {
         pkceCodeVerifier: verifier,

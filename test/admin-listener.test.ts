@@ -5,45 +5,31 @@
  * endpoint, for the audience <issuer>/admin.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { ConfigError, loadConfig } from '../src/config/index.ts';
-import { startServer, type RunningServer } from '../src/main.ts';
+import type { RunningServer } from '../src/main.ts';
 import { runTessera } from './helpers/cli.ts';
-import { TEST_ENV } from './helpers/server.ts';
+import { startMainServer } from './helpers/main-server.ts';
 
 describe('the admin API on its own listener (TESSERA_ADMIN_LISTEN)', () => {
-  let dir: string;
+  let main: Awaited<ReturnType<typeof startMainServer>>;
   let server: RunningServer;
   let token: string;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-admin-listen-'));
-    const config = loadConfig({
-      ...TEST_ENV,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      TESSERA_DATABASE: join(dir, 'tessera.db'),
-      TESSERA_LOG_LEVEL: 'silent',
-      TESSERA_ADMIN_LISTEN: '127.0.0.1:0',
-    });
-    server = await startServer(config);
+    main = await startMainServer({ TESSERA_ADMIN_LISTEN: '127.0.0.1:0' });
+    ({ server } = main);
     const added = await runTessera(['client', 'add', '--name', 'CI', '--grant', 'client_credentials', '--scope', 'admin:clients', '--json'], {
-      TESSERA_DATABASE: config.database,
+      TESSERA_DATABASE: main.config.database,
     });
     assert.equal(added.code, 0, added.stderr);
     const { client_id: id, client_secret: secret } = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
     const discovered = await oidc.discovery(new URL(server.url), id, undefined, oidc.ClientSecretBasic(secret), { execute: [oidc.allowInsecureRequests] });
     token = (await oidc.clientCredentialsGrant(discovered, { resource: `${server.url}/admin` })).access_token;
   });
-  after(async () => {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => main.close());
 
   it('serves the admin API on the admin listener only, and answers 404 for /admin on the public one', async () => {
     assert.match(server.adminUrl ?? '', /^http:\/\/127\.0\.0\.1:\d+$/);

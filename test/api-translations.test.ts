@@ -13,7 +13,8 @@ import { ConfigError, loadConfig } from '../src/config/index.ts';
 import { unmatchedTranslations } from '../src/flows/resources.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
-import { outputMatches, runTessera, serveTessera } from './helpers/cli.ts';
+import { outputMatches, serveTessera } from './helpers/cli.ts';
+import { addPhotoLibrary } from './helpers/fixtures.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -31,22 +32,7 @@ describe("TESSERA_API_TRANSLATIONS: registered APIs in the person's language", (
     writeFileSync(file, EXAMPLE);
     server = await startTestServer({ env: { TESSERA_API_TRANSLATIONS: file } });
     // The API of docs/apis.md, registered with its command.
-    const added = await runTessera(
-      [
-        'resource',
-        'add',
-        '--identifier',
-        'https://api.example.com',
-        '--name',
-        'Photo Library',
-        '--scope',
-        'photos:read=See your photos',
-        '--scope',
-        'photos:write=Upload and delete your photos',
-      ],
-      { TESSERA_DATABASE: server.config.database },
-    );
-    assert.equal(added.code, 0, added.stderr);
+    await addPhotoLibrary(server);
     client = await server.addClient({ name: 'Photo Printer', scopes: ['openid', 'photos:read', 'photos:write'] });
     user = await server.addUser();
   });

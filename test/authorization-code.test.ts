@@ -8,10 +8,7 @@ import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type T
 import { authorizationAttempt, startWithApp, type Attempt } from './helpers/fixtures.ts';
 
 describe('authorization code flow with PKCE, through openid-client', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({

@@ -11,9 +11,7 @@ import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.t
 import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('authorization requests as certification sends them', () => {
-  let server: TestServer;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, user, config } = await startWithApp({

@@ -6,10 +6,7 @@ import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from '.
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the authorization endpoint refuses bad requests', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let challenge: string;
+  let server: TestServer, client: TestClient, user: TestUser, challenge: string;
 
   before(async () => {
     ({ server, client, user } = await startWithApp({ client: { name: 'Calendar', scopes: ['openid', 'profile'] } }));

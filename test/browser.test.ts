@@ -3,25 +3,18 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 import { within } from './helpers/wait.ts';
 
 describe('signing in and approving in a real browser', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration, browser: Browser;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({ client: { name: 'Garden Planner' }, user: { username: 'grace', name: 'Grace Hopper' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   /** Opens a phone-sized page that captures the redirect to the client instead of loading it. */
   async function phonePage(): Promise<{ page: Page; callback: Promise<URL> }> {
@@ -38,18 +31,7 @@ describe('signing in and approving in a real browser', { skip: chromiumUnavailab
   }
 
   async function start(scope = 'openid profile email', extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope,
-      state,
-      nonce,
-      ...extra,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier, state, nonce } = await authorizationAttempt(config, { scope, ...extra });
     return { url, verifier, state, nonce };
   }
 

@@ -11,14 +11,10 @@ import { FormBrowser } from './helpers/browser.ts';
 import { text } from './helpers/device.ts';
 import { discover, withRefresh } from './helpers/lifecycle.ts';
 import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims parameter (§5.5)', () => {
-  let server: TestServer;
-  let narrow: TestClient;
-  let every: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, narrow: TestClient, every: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, user, config } = await startWithApp({
@@ -53,18 +49,7 @@ describe('claims: scope claims in UserInfo (OIDC Core §5.4) and the claims para
 
   /** The authorization URL of a code flow with `extra` parameters, and what redeeming its code needs. */
   async function request(configuration: oidc.Configuration, scope: string, extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(configuration, {
-      redirect_uri: REDIRECT_URI,
-      scope,
-      state,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
+    const { url, verifier, state, nonce } = await authorizationAttempt(configuration, { scope, ...extra });
     return { url, verifier, state, nonce };
   }
 

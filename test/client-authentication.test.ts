@@ -12,11 +12,7 @@ const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 type Result = Awaited<ReturnType<typeof postForm>>;
 
 describe('client authentication: client_secret_basic, client_secret_post and public clients at every endpoint', () => {
-  let server: TestServer;
-  let basicClient: TestClient;
-  let postClient: TestClient;
-  let publicClient: TestClient;
-  let user: TestUser;
+  let server: TestServer, basicClient: TestClient, postClient: TestClient, publicClient: TestClient, user: TestUser;
   /** Each endpoint with a form that passes once the client is authenticated, and how it answers then. */
   let endpoints: { name: string; url: string; form: Record<string, string>; ok: (result: Result) => void }[];
 

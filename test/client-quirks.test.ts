@@ -7,10 +7,7 @@ import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type T
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('--pkce optional: a confidential OpenID client may use nonce instead of PKCE (RFC 9700 §2.1.1)', () => {
-  let server: TestServer;
-  let legacy: TestClient;
-  let strict: TestClient;
-  let user: TestUser;
+  let server: TestServer, legacy: TestClient, strict: TestClient, user: TestUser;
 
   before(async () => {
     ({

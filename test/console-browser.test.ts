@@ -20,12 +20,12 @@ import { addTrustedIssuer } from '../src/flows/manage/trusted-issuers.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { createServer } from 'node:http';
-import { closeServer, listenOnFreePort } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 import { upstreamRedirectUri } from '../src/flows/upstream/settings.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -46,13 +46,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     await server.store.users.setRole(admin.id, 'admin');
     browser = await launchChromium();
   });
-  after(async () => {
-    try {
-      await browser?.close();
-    } finally {
-      await server?.close();
-    }
-  });
+  after(() => closeAll(browser, server));
 
   /** Each page's virtual authenticator, to copy the admin's passkey into (signInAdmin). */
   const authenticators = new WeakMap<Page, { cdp: CDPSession; authenticatorId: string }>();
@@ -85,9 +79,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
 
     // A password alone does not open the console: the second factor is asked for.
     await page.goto(`${server.url}/console`);
-    await page.getByLabel('Username').fill(admin.username);
-    await page.getByLabel('Password').fill(admin.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, admin);
     await page.getByText('The console needs a sign-in with a passkey, or with your password and a one-time code.').waitFor();
     assert.equal(await page.getByRole('heading', { name: 'Dashboard' }).count(), 0);
 
@@ -136,9 +128,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
         code_challenge_method: 'S256',
       }).href,
     );
-    await visitor.getByLabel('Username').fill(person.username);
-    await visitor.getByLabel('Password').fill(person.password);
-    await visitor.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(visitor, person);
     await visitor.getByRole('button', { name: 'Approve' }).click();
     const tokens = await oidc.authorizationCodeGrant(config, await within(callback, 'the redirect back to the app'), {
       pkceCodeVerifier: verifier,
@@ -626,9 +616,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
     const { context, page } = await withAuthenticator({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     t.after(() => context.close());
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(support.username);
-    await page.getByLabel('Password').fill(support.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, support);
     await page.getByLabel('Passkey name').fill('Support phone');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added. You can now sign in with it.').waitFor();
@@ -939,9 +927,7 @@ describe('the operator console in Chromium', { skip: chromiumUnavailable() }, ()
       return;
     }
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(admin.username);
-    await page.getByLabel('Password').fill(admin.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, admin);
     await page.getByLabel('Passkey name').fill('Another laptop');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added. You can now sign in with it.').waitFor();

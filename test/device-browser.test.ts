@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
-import type { TestClient, TestServer, TestUser } from './helpers/server.ts';
+import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /**
@@ -15,20 +15,13 @@ import { startWithApp } from './helpers/fixtures.ts';
 // The two cases use their own device codes and browser contexts, so they wait their
 // polling intervals side by side.
 describe('the device flow end to end: openid-client polls, a person approves in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration, browser: Browser;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({ client: { name: 'Living Room TV' }, user: { username: 'katherine', name: 'Katherine Johnson' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   async function phone(): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
@@ -36,9 +29,7 @@ describe('the device flow end to end: openid-client polls, a person approves in 
   }
 
   async function signInAndApprove(page: Page, userCode: string) {
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
 
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     assert.match(await page.getByRole('heading', { level: 1 }).innerText(), /Living Room TV/);

@@ -19,10 +19,7 @@ const DAY = 24 * 3600_000;
 const DEVICE_USER_AGENT = 'TerminalDevice/1.0 (Linux)';
 
 describe('a device signed in through device-login', () => {
-  let clock: ManualClock;
-  let server: TestServer;
-  let terminal: TestClient;
-  let user: TestUser;
+  let clock: ManualClock, server: TestServer, terminal: TestClient, user: TestUser;
 
   before(async () => {
     clock = new ManualClock();

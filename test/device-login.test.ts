@@ -23,10 +23,7 @@ function printedUserCode(stdout: string): string {
  * command asks for moves the clock instead of sleeping, and `onWait` plays the person.
  */
 describe('tessera device-login, with the clock moved instead of waiting', () => {
-  let clock: ManualClock;
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let clock: ManualClock, server: TestServer, client: TestClient, user: TestUser;
 
   before(async () => {
     clock = new ManualClock();

@@ -13,10 +13,7 @@ const MINUTE = 60_000;
 const WRONG_CODE = 'BBBB-BBBB';
 
 describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
-  let clock: ManualClock;
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let clock: ManualClock, server: TestServer, client: TestClient, user: TestUser;
   let addresses = 0;
 
   before(async () => {
@@ -176,10 +173,7 @@ describe('the device verification pages (RFC 8628 §3.3, §5.1, §5.4)', () => {
 });
 
 describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
-  let clock: ManualClock;
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let clock: ManualClock, server: TestServer, client: TestClient, user: TestUser;
   let addresses = 0;
 
   before(async () => {
@@ -318,9 +312,7 @@ describe('brute-force protection of user codes (RFC 8628 §5.1)', () => {
 });
 
 describe('the overall rate of wrong user codes (RFC 8628 §5.1)', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let server: TestServer, client: TestClient, user: TestUser;
   const log: Record<string, unknown>[] = [];
 
   before(async () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { runTessera } from './helpers/cli.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 const PAGE = readFileSync(new URL('../docs/identity-providers.md', import.meta.url), 'utf8');
 
@@ -26,10 +26,7 @@ describe('docs/identity-providers.md: another Tessera on the same machine, as wr
     downstream = await startTestServer({ issuerHost: 'localhost' });
     upstream = await startTestServer({ issuerHost: 'localhost' });
   });
-  after(async () => {
-    await downstream?.close();
-    await upstream?.close();
-  });
+  after(() => closeAll(downstream, upstream));
 
   it('prints the redirect URI first, registers it upstream, adds the provider, and the upstream takes the redirect', async () => {
     const block = [...PAGE.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!).find((code) => code.includes('provider redirect-uri'));

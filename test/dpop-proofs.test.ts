@@ -11,12 +11,7 @@ import { clockAtStart } from './helpers/clock.ts';
 const now = () => Math.floor(Date.now() / 1000);
 
 describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
-  let server: TestServer;
-  let as: oauth.AuthorizationServer;
-  let client: TestClient;
-  let user: TestUser;
-  let tokenUrl: string;
-  let userinfoUrl: string;
+  let server: TestServer, as: oauth.AuthorizationServer, client: TestClient, user: TestUser, tokenUrl: string, userinfoUrl: string;
 
   before(async () => {
     ({ server, client, user } = await startWithApp({
@@ -218,10 +213,7 @@ describe('DPoP proofs that must be refused (RFC 9449 §4.3)', () => {
 });
 
 describe('DPoP server nonces (RFC 9449 §8, §9), with TESSERA_DPOP_NONCES', () => {
-  let server: TestServer;
-  let as: oauth.AuthorizationServer;
-  let client: TestClient;
-  let user: TestUser;
+  let server: TestServer, as: oauth.AuthorizationServer, client: TestClient, user: TestUser;
   const clock = clockAtStart();
 
   before(async () => {

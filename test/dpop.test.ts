@@ -14,11 +14,7 @@ import { clockAtStart } from './helpers/clock.ts';
 const OFFLINE = 'openid profile offline_access';
 
 describe('DPoP (RFC 9449) and PAR (RFC 9126), through oauth4webapi', () => {
-  let server: TestServer;
-  let as: oauth.AuthorizationServer;
-  let confidential: TestClient;
-  let spa: TestClient;
-  let user: TestUser;
+  let server: TestServer, as: oauth.AuthorizationServer, confidential: TestClient, spa: TestClient, user: TestUser;
 
   before(async () => {
     server = await startTestServer();

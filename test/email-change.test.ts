@@ -11,8 +11,9 @@ import { removeUser, updateUser } from '../src/flows/manage/users.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { startWithMail } from './helpers/fixtures.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, type TestServer, type TestUser } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -32,22 +33,16 @@ describe('changing one’s e-mail address', () => {
   let server: TestServer;
 
   before(async () => {
-    smtp = await startSmtpServer();
-    server = await startTestServer({
+    ({ server, smtp } = await startWithMail({
       clock,
       env: {
-        TESSERA_SMTP_URL: smtp.url,
-        TESSERA_SMTP_STARTTLS: 'off',
         TESSERA_MAIL_RETRY_DELAY_MS: '50',
         TESSERA_RECOVERY_PER_EMAIL: '3',
         TESSERA_RECOVERY_PER_ADDRESS: '50',
       },
-    });
+    }));
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   async function signedIn(user: TestUser): Promise<{ browser: FormBrowser; page: Page }> {
     const browser = new FormBrowser(server.url);

@@ -21,9 +21,7 @@ function assertShownAsText(page: Page, value: string): void {
 }
 
 describe('names and user agents on the pages are text, not markup', () => {
-  let server: TestServer;
-  let evil: TestClient;
-  let user: TestUser;
+  let server: TestServer, evil: TestClient, user: TestUser;
 
   before(async () => {
     ({

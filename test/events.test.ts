@@ -35,11 +35,7 @@ const APP_SERVER = '203.0.113.9';
 const TV = '203.0.113.50';
 
 describe('audit events (tessera events, /account)', () => {
-  let server: TestServer;
-  let app: TestClient;
-  let alice: TestUser;
-  let browser: BrowserAt;
-  let secrets: string[];
+  let server: TestServer, app: TestClient, alice: TestUser, browser: BrowserAt, secrets: string[];
 
   const cli = (args: string[]) => runTessera(args, { TESSERA_DATABASE: server.config.database });
   const events = async (args: string[]) => {

@@ -19,10 +19,7 @@ import { closeServer, listenOnFreePort, type TestServer, type TestUser } from '.
 const PHOTOS = 'https://photos.example.com/api';
 
 describe('an API protected by express-oauth2-jwt-bearer with its README configuration', () => {
-  let server: TestServer;
-  let user: TestUser;
-  let config: oidc.Configuration;
-  let api: string;
+  let server: TestServer, user: TestUser, config: oidc.Configuration, api: string;
   let closeApi: () => Promise<void>;
 
   before(async () => {

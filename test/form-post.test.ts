@@ -11,15 +11,13 @@ import { after, before, describe, it } from 'node:test';
 import express from 'express';
 import { auth } from 'express-openid-connect';
 import * as oidc from 'openid-client';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { authorizationAttempt, startWithApp } from './helpers/fixtures.ts';
 
 describe('response_mode=form_post (OAuth 2.0 Form Post Response Mode)', () => {
-  let server: TestServer;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, user, config } = await startWithApp({ client: { name: 'Intranet' } }));
@@ -155,9 +153,7 @@ describe('express-openid-connect with response_mode form_post, in Chromium', { s
     try {
       const page = await (await browser.newContext()).newPage();
       await page.goto(`${app.url}/login`);
-      await page.getByLabel('Username').fill(user.username);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await signInWithPassword(page, user);
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.waitForURL(`${app.url}/`, { timeout: 20_000 });
       assert.equal(await page.locator('body').innerText(), `Signed in as Ada Lovelace (${user.id})`);

@@ -21,7 +21,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { insecure } from './helpers/dpop.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { basic, closeAll, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const MCP = 'https://mcp.example.com/mcp';
 /** The agent's client_id at both servers: the ID-JAG names it, and the resource's server checks it. */
@@ -71,10 +71,7 @@ describe('ID-JAG between two Tessera servers', () => {
     const issuer = new URL(ras.url);
     rasMetadata = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
   });
-  after(async () => {
-    await idp?.close();
-    await ras?.close();
-  });
+  after(() => closeAll(idp, ras));
 
   /** The person signs in to the agent at the identity provider: their ID token. */
   async function idToken(who: TestUser = person, client: TestClient = agentAtIdp): Promise<string> {

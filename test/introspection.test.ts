@@ -9,10 +9,7 @@ import { basic, postForm, type TestClient, type TestServer, type TestUser } from
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('token introspection (RFC 7662) through openid-client', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({
@@ -144,9 +141,7 @@ describe('token introspection (RFC 7662) through openid-client', () => {
 });
 
 describe('token introspection as time passes', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let server: TestServer, client: TestClient, user: TestUser;
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
   before(async () => {

@@ -10,10 +10,10 @@ import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { clockAtStart } from './helpers/clock.ts';
-import { adminToken, appConfig } from './helpers/fixtures.ts';
+import { adminToken, appConfig, pkceRequest, startWithMail } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -35,14 +35,10 @@ describe('invitations', () => {
   const env = () => ({ TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url, TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off' });
 
   before(async () => {
-    smtp = await startSmtpServer();
-    server = await startTestServer({ clock, env: { TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off' } });
+    ({ server, smtp } = await startWithMail({ clock }));
     app = await server.addClient({ name: 'Garden Planner' });
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   it('mails an invitation from the command line; the link makes one account with that address and role, which gets a token', async () => {
     const made = await runTessera(['user', 'invite', '--email', 'Hedy@Example.com', '--role', 'viewer', '--client', app.clientId, '--json'], env());
@@ -91,13 +87,7 @@ describe('invitations', () => {
     assert.equal((await browser.request(link)).status, 400);
 
     const config = await appConfig(server, app);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { scope: 'openid email' });
     const back = await new FormBrowser(server.url).authorize(url.href, { username: 'hedy', password: 'frequency hopping' });
     const tokens = await oidc.authorizationCodeGrant(config, new URL(back.location!), { pkceCodeVerifier: verifier });
     assert.equal(tokens.claims()?.sub, user?.id);

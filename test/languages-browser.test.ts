@@ -35,7 +35,7 @@ import {
 import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } from '../src/ui/second-factor.ts';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /** A phone held upright (the narrowest common one). */
@@ -258,19 +258,13 @@ const INSPECT = `(() => {
 })()`;
 
 describe('every page in every language, in Chromium at phone width', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, browser: Browser;
 
   before(async () => {
     ({ server, client, user } = await startWithApp({ client: { name: 'Photo Printer' }, user: { username: 'ada' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   // One page reused for every language: each page is set in place with the real stylesheet
   // inlined (its scripts left out), which is what keeps 8 x 21 pages fast.

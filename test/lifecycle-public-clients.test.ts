@@ -6,10 +6,7 @@ import { postForm, type TestClient, type TestServer, type TestUser } from './hel
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the token lifecycle for a public client (a native app without a secret)', () => {
-  let server: TestServer;
-  let app: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, app: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({

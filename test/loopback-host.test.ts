@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 interface Answer {
   readonly status: number;
@@ -37,10 +37,7 @@ describe('a page opened at another loopback name than the issuer', () => {
     named = await startTestServer({ issuerHost: 'localhost' });
     numeric = await startTestServer();
   });
-  after(async () => {
-    await named?.close();
-    await numeric?.close();
-  });
+  after(() => closeAll(named, numeric));
 
   it('is sent to the issuer host with its path and query, by GET and HEAD', async () => {
     for (const method of ['GET', 'HEAD']) {

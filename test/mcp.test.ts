@@ -18,7 +18,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { Browser } from 'playwright-core';
 import { addResource } from '../src/flows/manage/resources.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -171,9 +171,7 @@ describe('an MCP server protected by Tessera, with the MCP SDK client', () => {
       const page = await browser.newPage();
       const callback = catchRedirect(page, CALLBACK);
       await page.goto(authorizationUrl.href);
-      await page.getByLabel('Username').fill(user.username);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await signInWithPassword(page, user);
       await page.getByRole('region', { name: 'Team Calendar' }).waitFor();
       assert.match(await page.getByRole('note').innerText(), /Not verified by Tessera\. Calendar Agent registered itself/);
       await page.getByRole('button', { name: 'Approve' }).click();

@@ -10,11 +10,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInAt } from './helpers/chromium.ts';
+import { pkceRequest } from './helpers/fixtures.ts';
 import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -107,10 +108,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
       },
     });
   });
-  after(async () => {
-    await server.close();
-    await app.close();
-  });
+  after(() => closeAll(server, app));
 
   it('signs a person in with an app known only by its metadata URL, in Chromium, naming its host as not verified', {
     skip: chromiumUnavailable(),
@@ -120,24 +118,12 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     const clientId = `${app.base}/agent.json`;
     const config = await oidc.discovery(new URL(server.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
     const user = await server.addUser();
-    const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT,
-      scope: 'openid offline_access',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { redirect_uri: REDIRECT, scope: 'openid offline_access', state });
     let browser: Browser | undefined;
     try {
       browser = await launchChromium();
-      const page = await browser.newPage();
-      const callback = catchRedirect(page, REDIRECT);
-      await page.goto(url.href);
-      await page.getByLabel('Username').fill(user.username);
-      await page.getByLabel('Password').fill(user.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      const { page, callback } = await signInAt(browser, url, user, REDIRECT);
       await page.getByRole('heading', { name: /Allow Calendar Agent to access your account/ }).waitFor();
       const note = await page.getByRole('note').innerText();
       assert.match(note, new RegExp(`Not verified by Tessera\\. This app describes itself at ${new URL(app.base).host.replace('.', '\\.')}`));
@@ -274,10 +260,7 @@ describe('Client ID Metadata Documents: new apps per address and across the serv
       },
     });
   });
-  after(async () => {
-    await server.close();
-    await app.close();
-  });
+  after(() => closeAll(server, app));
 
   const from = async (ip: string, path: string) => {
     const url = new URL(`${server.url}/oauth/authorize`);
@@ -322,10 +305,7 @@ describe('Client ID Metadata Documents, without the development setting', () => 
     app = await appServer({ '/agent.json': document() });
     server = await startTestServer({ env: { TESSERA_CLIENT_ID_METADATA_DOCUMENTS: 'on' } });
   });
-  after(async () => {
-    await server.close();
-    await app.close();
-  });
+  after(() => closeAll(server, app));
 
   it('never fetches from a loopback address, nor over http', async () => {
     const port = new URL(app.base).port;

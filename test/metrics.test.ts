@@ -10,15 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
-import { loadConfig } from '../src/config/index.ts';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../src/core/protocol.ts';
-import { startServer, type RunningServer } from '../src/main.ts';
+import type { RunningServer } from '../src/main.ts';
 import { openStore } from '../src/store/open.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
 import { BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
-import { basic, postForm, REDIRECT_URI, TEST_ENV } from './helpers/server.ts';
+import { pkceRequest } from './helpers/fixtures.ts';
+import { startMainServer } from './helpers/main-server.ts';
+import { basic, postForm, REDIRECT_URI } from './helpers/server.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { Events, type EventInput } from '../src/core/events.ts';
 import { Metrics } from '../src/http/metrics.ts';
@@ -38,27 +39,19 @@ async function scrape(url: string): Promise<Map<string, number>> {
 }
 
 describe('metrics (TESSERA_METRICS_PORT)', () => {
-  let dir: string;
+  let main: Awaited<ReturnType<typeof startMainServer>>;
   let server: RunningServer;
   const client = { id: 'metrics-app', secret: randomToken(32) };
   const user = { username: 'ada', password: 'correct horse battery staple' };
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-'));
-    const config = loadConfig({
-      ...TEST_ENV,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      TESSERA_DATABASE: join(dir, 'tessera.db'),
-      TESSERA_LOG_LEVEL: 'silent',
-      TESSERA_METRICS_PORT: '0',
-    });
-    server = await startServer(config);
-    const env = { TESSERA_DATABASE: config.database };
+    main = await startMainServer({ TESSERA_METRICS_PORT: '0' });
+    ({ server } = main);
+    const env = { TESSERA_DATABASE: main.config.database };
     const added = await runTessera(['user', 'add', '--username', user.username, '--password-stdin'], env, `${user.password}\n`);
     assert.equal(added.code, 0, added.stderr);
     // A client with a known secret, as `client add` would register it.
-    const direct = await openStore(config.database);
+    const direct = await openStore(main.config.database);
     await direct.clients.create({
       id: client.id,
       name: 'Metrics App',
@@ -71,10 +64,7 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
     });
     await direct.close();
   });
-  after(async () => {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => main.close());
 
   const auth = () => ({ authorization: basic(client.id, client.secret) });
   const delta = (before: Map<string, number>, after: Map<string, number>, series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
@@ -101,13 +91,7 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
     const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(client.secret), {
       execute: [oidc.allowInsecureRequests],
     });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config);
     const browser = new BrowserAt(server.url);
     const redirect = await browser.authorize(url.href, user);
     await oidc.authorizationCodeGrant(config, new URL(redirect.location!), { pkceCodeVerifier: verifier, idTokenExpected: true });
@@ -141,14 +125,8 @@ describe('metrics (TESSERA_METRICS_PORT)', () => {
 
 describe('the metrics listener', () => {
   it('is off by default', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'tessera-metrics-off-'));
-    const server = await startServer(
-      loadConfig({ ...TEST_ENV, PORT: '0', HOST: '127.0.0.1', TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent' }),
-    );
-    t.after(async () => {
-      await server.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const { server, close } = await startMainServer();
+    t.after(close);
     assert.equal(server.metricsUrl, null);
   });
 

@@ -21,6 +21,7 @@ import { FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera as tessera, serveTessera } from './helpers/cli.ts';
 import { assertPollError, BrowserAt, DEVICE_GRANT } from './helpers/device.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
+import { authorizationAttempt, type Attempt } from './helpers/fixtures.ts';
 import { basic, postForm, REDIRECT_URI } from './helpers/server.ts';
 
 interface Instance {
@@ -48,30 +49,11 @@ async function jwks(instance: Instance): Promise<JSONWebKeySet> {
   return (await response.json()) as JSONWebKeySet;
 }
 
-interface Attempt {
-  readonly url: URL;
-  readonly verifier: string;
-  readonly state: string;
-  readonly nonce: string;
-}
-
-async function attempt(config: oidc.Configuration, scope = 'openid profile'): Promise<Attempt> {
-  const verifier = oidc.randomPKCECodeVerifier();
-  const state = oidc.randomState();
-  const nonce = oidc.randomNonce();
-  const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT_URI,
-    scope,
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    // Every test here approves, and Ada's approval of the app is remembered after the first:
-    // prompt=consent shows the approval page each time.
-    prompt: 'consent',
-  });
-  return { url, verifier, state, nonce };
-}
+/**
+ * The authorization request of these tests. Every test here approves, and Ada's approval of the
+ * app is remembered after the first: prompt=consent shows the approval page each time.
+ */
+const attempt = (config: oidc.Configuration, scope = 'openid profile'): Promise<Attempt> => authorizationAttempt(config, { scope, prompt: 'consent' });
 
 /** The same authorization request, sent to another instance. */
 const at = (instance: Instance, url: string | URL): string => {

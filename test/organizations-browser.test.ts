@@ -14,12 +14,12 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { verifyPassword } from '../src/core/password.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, reach, signInToAccountWithPasskey, withVirtualAuthenticator } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { addUpstreamTessera } from './helpers/fixtures.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
@@ -56,11 +56,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await upstream?.close();
-  });
+  after(() => closeAll(browser, server, upstream));
 
   async function authorize(extra: Record<string, string> = {}) {
     const verifier = oidc.randomPKCECodeVerifier();
@@ -169,14 +165,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
         assert.equal(await page.locator('a.button').getAttribute('href'), new URL(REDIRECT_URI).origin);
 
         // The passkey signs in (the sign-in page's autofill request, or its button).
-        await page.goto(`${server.url}/account`);
-        const emailHeading = page.locator('#email-heading');
-        if (!(await emailHeading.isVisible()))
-          await page
-            .locator('#passkey-button')
-            .click({ timeout: 3000 })
-            .catch(() => {});
-        await reach(page, emailHeading, 'the account page, signed in with the passkey');
+        await signInToAccountWithPasskey(page, server.url);
         assert.deepEqual(scriptErrors, []);
       } finally {
         await context.close();

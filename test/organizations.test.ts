@@ -15,8 +15,8 @@ import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts
 import { runTessera } from './helpers/cli.ts';
 import { BrowserAt, pollWhileTestRuns, startDevice } from './helpers/device.ts';
 import { operatorBrowser } from './helpers/console.ts';
-import { adminToken, appConfig } from './helpers/fixtures.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { adminToken, appConfig, pkceRequest } from './helpers/fixtures.ts';
+import { startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -59,16 +59,7 @@ describe('organizations', () => {
   after(() => server.close());
 
   async function start(extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid organization offline_access',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      prompt: 'consent',
-      ...extra,
-    });
-    return { url, verifier };
+    return pkceRequest(config, { scope: 'openid organization offline_access', prompt: 'consent', ...extra });
   }
 
   it('lands an invited person in the organization, whose first token names it, as UserInfo does, and a refresh keeps it', async () => {

@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
+import { closeAll, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
 describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -24,10 +24,7 @@ describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () =>
     user = await server.addUser({ username: 'nora', name: 'Nora Ephron' });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   it('answers a browser at an unknown path with an HTML 404 page and a way back, and an API client with JSON', async () => {
     const page = await browser.newPage();
@@ -100,9 +97,7 @@ describe('pages for people, in Chromium', { skip: chromiumUnavailable() }, () =>
       });
     }
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
     const browsers = page.getByRole('list', { name: 'Signed-in browsers' }).getByRole('listitem');
     await browsers.first().waitFor();
     assert.match(await browsers.first().innerText(), /^Chrome on Linux, from 127\.0\.0\.1, signed in .* \(this browser\)$/);

@@ -254,9 +254,7 @@ describe('pushed authorization requests (RFC 9126)', () => {
 });
 
 describe('client add --require-dpop and --require-par', () => {
-  let server: TestServer;
-  let as: oauth.AuthorizationServer;
-  let user: TestUser;
+  let server: TestServer, as: oauth.AuthorizationServer, user: TestUser;
 
   before(async () => {
     server = await startTestServer();

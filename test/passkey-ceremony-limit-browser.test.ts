@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 describe('the sign-in page over the passkey ceremony limit', { skip: chromiumUnavailable() }, () => {
   let server: TestServer;
@@ -19,10 +19,7 @@ describe('the sign-in page over the passkey ceremony limit', { skip: chromiumUna
     server = await startTestServer({ issuerHost: 'localhost', env: { TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS: '1' } });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   it('says to wait a minute when the options are refused with 429', async (t) => {
     // The one ceremony this minute allows 127.0.0.1, spent by another client there.

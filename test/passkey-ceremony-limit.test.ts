@@ -13,8 +13,9 @@ import { inviteUser } from '../src/flows/manage/invitations.ts';
 import { after, before, describe, it } from 'node:test';
 import { FormBrowser } from './helpers/browser.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { startWithMail } from './helpers/fixtures.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 const LIMIT = 3;
 
@@ -53,23 +54,17 @@ describe('passkey ceremonies per address: sign-in and sign-up options', () => {
 
   before(async () => {
     // Sign-up is offered only where its mail can be sent.
-    smtp = await startSmtpServer();
-    server = await startTestServer({
+    ({ server, smtp } = await startWithMail({
       issuerHost: 'localhost',
       env: {
         TESSERA_TRUST_PROXY: 'true',
         TESSERA_SIGN_UP: 'open',
-        TESSERA_SMTP_URL: smtp.url,
-        TESSERA_SMTP_STARTTLS: 'off',
         TESSERA_PASSKEY_CEREMONIES_PER_ADDRESS: String(LIMIT),
       },
       log: (line) => log.push(line),
-    });
+    }));
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   it('refuses the next options request from one address, whichever route, storing no challenge; another address is served', async () => {
     const signIn = await browserAt(server, '192.0.2.10', '/account', '/login/passkey');

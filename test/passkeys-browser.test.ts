@@ -9,9 +9,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
 import { pollWhileTestRuns } from './helpers/device.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { appConfig, pkceRequest } from './helpers/fixtures.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUnavailable() }, () => {
@@ -32,11 +33,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     user = await server.addUser({ username: 'katherine', name: 'Katherine Johnson' });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await strict?.close();
-  });
+  after(() => closeAll(browser, server, strict));
 
   /** A browser profile with a platform authenticator that keeps passkeys and verifies its user. */
   async function withAuthenticator(): Promise<{ context: BrowserContext; page: Page; cdp: CDPSession; authenticatorId: string }> {
@@ -69,9 +66,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
   /** Signs in on /account with a password and adds a passkey; returns on the account page. */
   async function addPasskey(page: Page, origin: string, person: TestUser, name: string): Promise<void> {
     await page.goto(`${origin}/account`);
-    await page.getByLabel('Username').fill(person.username);
-    await page.getByLabel('Password').fill(person.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, person);
     await page.getByLabel('Passkey name').fill(name);
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added. You can now sign in with it.').waitFor();
@@ -88,9 +83,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     });
 
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, user);
     await page.getByRole('heading', { name: 'Passkeys' }).waitFor();
 
     await page.getByLabel('Passkey name').fill('This laptop');
@@ -109,9 +102,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await page.getByRole('button', { name: 'Not you? Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
-    const config = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const config = await appConfig(server, tv);
     const device = await oidc.initiateDeviceAuthorization(config, { scope: 'openid profile' });
     const polling = pollWhileTestRuns(t, config, device);
 
@@ -142,22 +133,11 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     const person = await strict.addUser({ username: 'annie' });
     const garden = await strict.addClient({ name: 'Garden Planner' });
     const callback = catchRedirect(page);
-    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
-    const verifier = oidc.randomPKCECodeVerifier();
+    const config = await appConfig(strict, garden);
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      state,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { state });
     await page.goto(url.href);
-    await page.getByLabel('Username').fill(person.username);
-    await page.getByLabel('Password').fill(person.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, person);
     await page.getByText('Approving needs a second factor').waitFor();
 
     await page.getByRole('link', { name: 'Set up a passkey or one-time codes on your account page' }).click();
@@ -194,19 +174,10 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     t.after(() => thief.close());
     const page = await thief.newPage();
     const garden = await strict.addClient({ name: 'Garden Planner' });
-    const config = await oidc.discovery(new URL(strict.url), garden.clientId, undefined, oidc.ClientSecretBasic(garden.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-    });
+    const config = await appConfig(strict, garden);
+    const { url } = await pkceRequest(config);
     await page.goto(url.href);
-    await page.getByLabel('Username').fill(person.username);
-    await page.getByLabel('Password').fill(person.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, person);
     await page.getByText('Approving needs a second factor').waitFor();
     await page.getByRole('link', { name: 'Set up a passkey or one-time codes on your account page' }).click();
     // The account page says how, and offers no set-up that would be refused.
@@ -224,9 +195,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     t.after(() => context.close());
     const person = await server.addUser({ username: 'dorothy' });
     await page.goto(`${server.url}/account`);
-    await page.getByLabel('Username').fill(person.username);
-    await page.getByLabel('Password').fill(person.password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await signInWithPassword(page, person);
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added. You can now sign in with it.').waitFor();
 
@@ -252,18 +221,9 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
     // An ordinary client asking for the lowest class: approved, and told it was one factor.
-    const config = await oidc.discovery(new URL(server.url), app.clientId, undefined, oidc.ClientSecretBasic(app.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const config = await appConfig(server, app);
     const start = async (acr: string) => {
-      const verifier = oidc.randomPKCECodeVerifier();
-      const url = oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid',
-        acr_values: acr,
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      });
+      const { url, verifier } = await pkceRequest(config, { acr_values: acr });
       return { url, verifier };
     };
     const lowest = await start('urn:tessera:acr:pwd');
@@ -289,9 +249,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, 'acr_values=urn:tessera:acr:mfa');
 
     // A device client registered with --require-phishing-resistant: not approved, even when forced.
-    const tvConfig = await oidc.discovery(new URL(server.url), tv.clientId, undefined, oidc.ClientSecretBasic(tv.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const tvConfig = await appConfig(server, tv);
     const device = await oidc.initiateDeviceAuthorization(tvConfig, { scope: 'openid' });
     await page.goto(device.verification_uri_complete!);
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -312,9 +270,7 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
     await stopVerifyingUser(other.page, other.cdp, other.authenticatorId);
     await other.page.getByRole('button', { name: 'Not you? Sign out' }).click();
     await other.page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    const strictConfig = await oidc.discovery(new URL(strict.url), strictApp.clientId, undefined, oidc.ClientSecretBasic(strictApp.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const strictConfig = await appConfig(strict, strictApp);
     await other.page.goto(
       oidc.buildAuthorizationUrl(strictConfig, {
         redirect_uri: REDIRECT_URI,

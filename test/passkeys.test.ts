@@ -11,9 +11,9 @@ import * as oidc from 'openid-client';
 import { ManualClock } from '../src/core/clock.ts';
 import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { clockAtStart } from './helpers/clock.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { appConfig, pkceRequest, startWithApp } from './helpers/fixtures.ts';
 
 describe('passkeys: registration, sign-in without a username, and refused answers', () => {
   const clock = clockAtStart();
@@ -110,17 +110,8 @@ describe('passkeys: registration, sign-in without a username, and refused answer
   it('signs in with the passkey alone, no username, and the ID token says amr hwk and mfa', async () => {
     const passkey = new SoftwarePasskey();
     assert.equal((await register(passkey)).answer.status, 303);
-    const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      acr_values: 'phr urn:tessera:acr:mfa',
-    });
+    const config = await appConfig(server, client);
+    const { url, verifier } = await pkceRequest(config, { scope: 'openid profile', acr_values: 'phr urn:tessera:acr:mfa' });
     const returnTo = `${url.pathname}${url.search}`;
     const { request, browser, answer } = await signInWith(passkey, {}, returnTo);
     assert.equal(request['rpId'], 'localhost');
@@ -392,15 +383,8 @@ describe('the "second factor required" step for an account that has a passkey', 
       );
 
       // Someone with the password alone, at the step that asks for a second factor.
-      const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-        execute: [oidc.allowInsecureRequests],
-      });
-      const url = oidc.buildAuthorizationUrl(config, {
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid',
-        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-        code_challenge_method: 'S256',
-      });
+      const config = await appConfig(server, client);
+      const { url } = await pkceRequest(config);
       const thief = new FormBrowser(server.url);
       const login = await thief.follow(await thief.request(url.href));
       const asked = await thief.follow(await thief.submit(login, '/login', { username: user.username, password: user.password }));

@@ -6,7 +6,17 @@ import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type
 import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, type GrantType } from '../src/core/protocol.ts';
 import { OFFLINE_SCOPES, signIn } from './helpers/lifecycle.ts';
-import { basic, closeServer, listenOnFreePort, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import {
+  basic,
+  closeAll,
+  closeServer,
+  listenOnFreePort,
+  postForm,
+  startTestServer,
+  type TestClient,
+  type TestServer,
+  type TestUser,
+} from './helpers/server.ts';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const GRANTS: GrantType[] = [GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN];
@@ -71,10 +81,7 @@ describe('private_key_jwt client authentication (RFC 7523, OIDC Core §9)', () =
     });
     jwks = await jwksServer();
   });
-  after(async () => {
-    await jwks.close();
-    await server.close();
-  });
+  after(() => closeAll(jwks, server));
 
   /** A client assertion as RFC 7523 §3 describes it; `claims` and `header` override the defaults. */
   function assertion(clientId: string, signer: KeyPair, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}): Promise<string> {

@@ -7,10 +7,7 @@ import { basic, postForm, startTestServer, type TestClient, type TestServer, typ
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('public clients: native apps and command-line tools without a secret', () => {
-  let server: TestServer;
-  let native: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, native: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({

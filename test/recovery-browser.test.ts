@@ -8,8 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { startWithMail } from './helpers/fixtures.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, type TestServer } from './helpers/server.ts';
 
 const WORDS = {
   en: {
@@ -40,15 +41,10 @@ describe('recovery by e-mail in Chromium', { skip: chromiumUnavailable() }, () =
   let browser: Browser;
 
   before(async () => {
-    smtp = await startSmtpServer();
-    server = await startTestServer({ env: { TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', TESSERA_MAIL_FROM: 'no-reply@auth.example.com' } });
+    ({ server, smtp } = await startWithMail({ env: { TESSERA_MAIL_FROM: 'no-reply@auth.example.com' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  after(() => closeAll(browser, server, smtp));
 
   for (const locale of ['en', 'ar'] as const) {
     it(`${locale}: from "Forgot password?" to a new password, every page passing axe-core`, async () => {

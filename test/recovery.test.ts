@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FormBrowser } from './helpers/browser.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -52,10 +52,7 @@ describe('recovery by e-mail', () => {
     smtp = await startSmtpServer();
     server = await startTestServer({ env: mailEnv(smtp, { TESSERA_RECOVERY_PER_EMAIL: '2', TESSERA_RECOVERY_PER_ADDRESS: '1000' }) });
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   it('mails a reset link that sets a new password once, ends every session, and notifies the address', async () => {
     const user = await server.addUser({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com' });

@@ -21,10 +21,7 @@ function oauthError(code: string) {
 }
 
 describe('refresh tokens (RFC 6749 §6) through openid-client', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({
@@ -245,9 +242,7 @@ describe('refresh tokens for a device sign-in', () => {
 });
 
 describe('refresh token lifetime and idle timeout', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let server: TestServer, client: TestClient, user: TestUser;
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
   before(async () => {
@@ -297,9 +292,7 @@ describe('refresh token lifetime and idle timeout', () => {
 // between reading a refresh token and rotating it; PostgreSQL answers over the network, and
 // they do. The rotation must give the new token to one of them all the same.
 describe('simultaneous refreshes against PostgreSQL', { skip: await postgresSkip() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let server: TestServer, client: TestClient, user: TestUser;
   let database: { url: string; drop(): Promise<void> };
 
   before(async () => {

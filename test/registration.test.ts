@@ -10,7 +10,8 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInAt } from './helpers/chromium.ts';
+import { pkceRequest } from './helpers/fixtures.ts';
 import { runTessera } from './helpers/cli.ts';
 import { assertApprovalPage } from './helpers/browser.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
@@ -47,24 +48,12 @@ async function signInInChromium(
   user: { username: string; password: string },
   afterwards?: (page: import('playwright-core').Page) => Promise<void>,
 ) {
-  const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
-  const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: LOOPBACK_REDIRECT,
-    scope: 'openid profile',
-    state,
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-  });
+  const { url, verifier } = await pkceRequest(config, { redirect_uri: LOOPBACK_REDIRECT, scope: 'openid profile', state });
   let browser: Browser | undefined;
   try {
     browser = await launchChromium();
-    const page = await browser.newPage();
-    const callback = catchRedirect(page, LOOPBACK_REDIRECT);
-    await page.goto(url.href);
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    const { page, callback } = await signInAt(browser, url, user, LOOPBACK_REDIRECT);
     const approve = page.getByRole('button', { name: 'Approve' });
     await approve.waitFor();
     const consent = (await page.locator('main').innerText()).replace(/\s+/g, ' ');

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { runTessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 
 describe('tessera resource check', () => {
   let server: TestServer;
@@ -34,10 +34,7 @@ describe('tessera resource check', () => {
       ],
     });
   });
-  after(async () => {
-    await mcp.close();
-    await server.close();
-  });
+  after(() => closeAll(mcp, server));
 
   const check = (url: string, json = false) =>
     runTessera(['resource', 'check', url, ...(json ? ['--json'] : [])], { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.config.issuer });

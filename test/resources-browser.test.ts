@@ -7,13 +7,11 @@ import { after, before, describe, it } from 'node:test';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { runTessera } from './helpers/cli.ts';
-import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { catchRedirect, chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
+import { addPhotoLibrary, PHOTO_LIBRARY as PHOTOS, pkceRequest } from './helpers/fixtures.ts';
 import { discover } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
-
-const PHOTOS = 'https://api.example.com';
 
 describe('APIs on the consent and device approval pages, in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
   let server: TestServer;
@@ -24,33 +22,13 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
 
   before(async () => {
     server = await startTestServer();
-    const added = await runTessera(
-      [
-        'resource',
-        'add',
-        '--identifier',
-        PHOTOS,
-        '--name',
-        'Photo Library',
-        '--scope',
-        'photos:read=See your photos',
-        '--scope',
-        'photos:write=Upload and delete your photos',
-      ],
-      {
-        TESSERA_DATABASE: server.config.database,
-      },
-    );
-    assert.equal(added.code, 0, added.stderr);
+    await addPhotoLibrary(server);
     client = await server.addClient({ name: 'Living Room TV', scopes: ['openid', 'profile', 'photos:read', 'photos:write'] });
     user = await server.addUser({ username: 'hedy', name: 'Hedy Lamarr' });
     config = await discover(server, client);
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   async function newPage(): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
@@ -58,9 +36,7 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
   }
 
   async function signIn(page: Page) {
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
     await page.getByRole('button', { name: 'Approve' }).waitFor();
   }
 
@@ -74,15 +50,7 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
   }
 
   it('shows "See your photos" under the API on the consent page, and the code flow gets a token for it', async () => {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid photos:read',
-      resource: PHOTOS,
-      state: 'st',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config, { scope: 'openid photos:read', resource: PHOTOS, state: 'st' });
     const page = await newPage();
     const callback = catchRedirect(page);
     await page.goto(url.href);

@@ -9,10 +9,10 @@ import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 
 import * as oidc from 'openid-client';
 import { runTessera } from './helpers/cli.ts';
 import { FormBrowser } from './helpers/browser.ts';
+import { addPhotoLibrary, PHOTO_LIBRARY as PHOTOS, pkceRequest } from './helpers/fixtures.ts';
 import { discover } from './helpers/lifecycle.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
-const PHOTOS = 'https://api.example.com';
 const CALENDAR = 'https://calendar.example.com/v1';
 
 interface Registered {
@@ -50,19 +50,7 @@ describe('protected APIs: resource indicators (RFC 8707) and JWT access tokens (
   before(async () => {
     server = await startTestServer();
     env = { TESSERA_DATABASE: server.config.database };
-    const photos = await register([
-      '--identifier',
-      PHOTOS,
-      '--name',
-      'Photo Library',
-      '--scope',
-      'photos:read=See your photos',
-      '--scope',
-      'photos:write=Upload and delete your photos',
-      '--access-token-ttl',
-      '600',
-      '--introspection-secret',
-    ]);
+    const photos = await addPhotoLibrary(server, ['--access-token-ttl', '600', '--introspection-secret']);
     photosSecret = photos.introspection_secret!;
     await register(['--identifier', CALENDAR, '--name', 'Calendar', '--scope', 'calendar:read=See your calendar']);
     client = await server.addClient({
@@ -310,15 +298,7 @@ describe('removing an API ends the access granted to it at once', () => {
     const client = await server.addClient({ scopes: ['openid', 'offline_access', 'photos:read'], grantTypes: ['authorization_code', 'refresh_token'] });
     const user = await server.addUser();
     const config = await discover(server, client);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid offline_access photos:read',
-      resource: PHOTOS,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state: 's',
-    });
+    const { url, verifier } = await pkceRequest(config, { scope: 'openid offline_access photos:read', resource: PHOTOS, state: 's' });
     const page = await new FormBrowser(server.url).authorize(url.href, user);
     const tokens = await oidc.authorizationCodeGrant(config, new URL(page.location!), { pkceCodeVerifier: verifier, expectedState: 's' });
     assert.equal(

@@ -14,10 +14,7 @@ import { REDIRECT_URI, type TestServer, type TestUser } from './helpers/server.t
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('a server restarted on the same SQLite file', () => {
-  let dir: string;
-  let server: TestServer;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let dir: string, server: TestServer, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-restart-'));

@@ -6,12 +6,7 @@ import { basic, postForm, type TestClient, type TestServer, type TestUser } from
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('token revocation (RFC 7009) through openid-client', () => {
-  let server: TestServer;
-  let client: TestClient;
-  let other: TestClient;
-  let user: TestUser;
-  let config: oidc.Configuration;
-  let otherConfig: oidc.Configuration;
+  let server: TestServer, client: TestClient, other: TestClient, user: TestUser, config: oidc.Configuration, otherConfig: oidc.Configuration;
 
   before(async () => {
     ({ server, client, user, config } = await startWithApp({

@@ -11,7 +11,7 @@ import { addSamlSp } from '../src/flows/manage/saml-service-providers.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { addUpstreamTessera } from './helpers/fixtures.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 const ACS = 'https://sp.example.com/saml/acs';
 const ENTITY_ID = 'https://sp.example.com/saml';
@@ -49,10 +49,7 @@ describe('SAML sign-in through an upstream OpenID provider', () => {
       validateInResponseTo: ValidateInResponseTo.never,
     });
   });
-  after(async () => {
-    await downstream?.close();
-    await upstream?.close();
-  });
+  after(() => closeAll(downstream, upstream));
 
   /**
    * From Acme's sign-in page: the upstream's button, its sign-in, the way back, and on to the

@@ -11,8 +11,9 @@ import { ManualClock } from '../src/core/clock.ts';
 import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { BrowserAt, startDevice } from './helpers/device.ts';
+import { pkceRequest } from './helpers/fixtures.ts';
 import { discover } from './helpers/lifecycle.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { clockAtStart } from './helpers/clock.ts';
 
 /** RFC 6238 written out again here, so the server's own code is not what checks it. */
@@ -105,13 +106,7 @@ describe('one-time codes after the password', () => {
     const { secret } = await enrol(server, user, clock);
     clock.advance(60_000);
     const config = await discover(server, client);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    });
+    const { url, verifier } = await pkceRequest(config);
     const browser = new FormBrowser(server.url);
     const login = await browser.follow(await browser.request(url.href));
     const asked = await browser.submit(login, '/login', { username: user.username, password: user.password });
@@ -325,21 +320,11 @@ describe('who may approve: TESSERA_REQUIRE_SECOND_FACTOR, --require-phishing-res
     app = await server.addClient({ name: 'Photo Printer' });
     tv = await server.addClient({ name: 'Living Room TV', requirePhishingResistant: true });
   });
-  after(async () => {
-    await strict?.close();
-    await server?.close();
-  });
+  after(() => closeAll(strict, server));
 
   async function authorizeUrl(target: TestServer, client: TestClient, extra: Record<string, string> = {}) {
     const config = await discover(target, client);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
+    const { url, verifier } = await pkceRequest(config, extra);
     return { config, verifier, url };
   }
 
@@ -543,14 +528,7 @@ describe('one-time codes set up after a passkey sign-in', () => {
 
   async function authorizeUrl(acrValues: string) {
     const config = await discover(server, client);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      acr_values: acrValues,
-    });
+    const { url, verifier } = await pkceRequest(config, { acr_values: acrValues });
     return { config, verifier, url, returnTo: `${url.pathname}${url.search}` };
   }
 

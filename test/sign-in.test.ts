@@ -16,10 +16,7 @@ import { startWithApp } from './helpers/fixtures.ts';
 const SESSION_TTL = 3600;
 
 describe('signing in: prompt, max_age, return_to, sign-out and the session', () => {
-  let clock: ManualClock;
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
+  let clock: ManualClock, server: TestServer, client: TestClient, user: TestUser;
 
   before(async () => {
     clock = new ManualClock(Date.now());

@@ -11,11 +11,11 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { axeViolations } from './helpers/accessibility.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { appConfig } from './helpers/fixtures.ts';
+import { appConfig, startWithMail } from './helpers/fixtures.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { inviteUser } from '../src/flows/manage/invitations.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, REDIRECT_URI, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() }, () => {
@@ -25,16 +25,11 @@ describe('sign-up in Chromium, to a first token', { skip: chromiumUnavailable() 
   let browser: Browser;
 
   before(async () => {
-    smtp = await startSmtpServer();
-    server = await startTestServer({ env: { TESSERA_SIGN_UP: 'open', TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off' } });
+    ({ server, smtp } = await startWithMail({ env: { TESSERA_SIGN_UP: 'open' } }));
     client = await server.addClient({ name: 'Garden Planner' });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  after(() => closeAll(browser, server, smtp));
 
   for (const locale of ['en', 'ar'] as const) {
     it(`${locale}: signs up, confirms the address from the mail, and the app gets an ID token for the new account`, async () => {

@@ -11,9 +11,10 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { verifyPassword } from '../src/core/password.ts';
 import { axeViolations } from './helpers/accessibility.ts';
-import { chromiumUnavailable, launchChromium, reach, withVirtualAuthenticator } from './helpers/chromium.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { chromiumUnavailable, launchChromium, reach, signInToAccountWithPasskey, withVirtualAuthenticator } from './helpers/chromium.ts';
+import { startWithMail } from './helpers/fixtures.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, type TestServer } from './helpers/server.ts';
 
 describe('sign-up with a passkey, and a new address, in Chromium', { skip: chromiumUnavailable() }, () => {
   let smtp: TestSmtpServer;
@@ -21,19 +22,14 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
   let browser: Browser;
 
   before(async () => {
-    smtp = await startSmtpServer();
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
-    server = await startTestServer({
+    ({ server, smtp } = await startWithMail({
       issuerHost: 'localhost',
-      env: { TESSERA_SIGN_UP: 'open', TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', TESSERA_MAIL_RETRY_DELAY_MS: '50' },
-    });
+      env: { TESSERA_SIGN_UP: 'open', TESSERA_MAIL_RETRY_DELAY_MS: '50' },
+    }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  after(() => closeAll(browser, server, smtp));
 
   /** The `nth` message to `address`, once it has arrived. */
   async function mailTo(address: string, nth = 1) {
@@ -100,14 +96,7 @@ describe('sign-up with a passkey, and a new address, in Chromium', { skip: chrom
         assert.equal(passkey?.id, credentials[0]!.credentialId.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_'));
 
         // The passkey signs in (the sign-in page's autofill request, or its button).
-        await page.goto(`${server.url}/account`);
-        const emailHeading = page.locator('#email-heading');
-        if (!(await emailHeading.isVisible()))
-          await page
-            .locator('#passkey-button')
-            .click({ timeout: 3000 })
-            .catch(() => {});
-        await reach(page, emailHeading, 'the account page, signed in with the passkey');
+        await signInToAccountWithPasskey(page, server.url);
 
         // A new address: the account keeps the old one until the link is followed.
         const newEmail = `${username}@example.org`;

@@ -10,30 +10,25 @@ import { after, before, describe, it } from 'node:test';
 import { verifyPassword } from '../src/core/password.ts';
 import { SoftwarePasskey } from './helpers/authenticator.ts';
 import { FormBrowser, type Page } from './helpers/browser.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { startWithMail } from './helpers/fixtures.ts';
+import type { TestSmtpServer } from './helpers/smtp.ts';
+import { closeAll, type TestServer } from './helpers/server.ts';
 
 describe('sign-up with a passkey', () => {
   let smtp: TestSmtpServer;
   let server: TestServer;
 
   before(async () => {
-    smtp = await startSmtpServer();
-    server = await startTestServer({
+    ({ server, smtp } = await startWithMail({
       issuerHost: 'localhost',
       env: {
         TESSERA_SIGN_UP: 'open',
         TESSERA_SIGN_UP_VERIFY: 'later',
         TESSERA_SIGN_UP_PER_EMAIL: '20',
-        TESSERA_SMTP_URL: smtp.url,
-        TESSERA_SMTP_STARTTLS: 'off',
       },
-    });
+    }));
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   async function options(browser: FormBrowser, form: Page, fields: Record<string, string>): Promise<{ status: number; json: Record<string, any> }> {
     const csrf = browser.form(form, '/sign-up').fields['csrf_token']!;

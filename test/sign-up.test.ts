@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 
 const text = (html: string) =>
   html
@@ -56,10 +56,7 @@ describe('sign-up', () => {
     smtp = await startSmtpServer();
     server = await startTestServer({ clock, env: env(smtp, { TESSERA_SIGN_UP_PER_EMAIL: '2', TESSERA_SIGN_UP_DOMAINS: 'example.com,example.org' }) });
   });
-  after(async () => {
-    await server.close();
-    await smtp.close();
-  });
+  after(() => closeAll(server, smtp));
 
   it('makes the account only when the mailed link is followed, and the link works once', async () => {
     const { browser, answer } = await signUp(server, { username: 'Ada', name: 'Ada Lovelace', email: 'ada@example.com' });

@@ -13,7 +13,8 @@ import { ManualClock } from '../src/core/clock.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera, tessera } from './helpers/cli.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
-import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
+import { appConfig, authorizationAttempt } from './helpers/fixtures.ts';
+import { basic, closeAll, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
@@ -65,32 +66,15 @@ describe('single sign-on through openid-client', () => {
     receiver = await logoutReceiver();
     server = await startTestServer({ clock, env: { TESSERA_BACKCHANNEL_LOGOUT_RETRY_DELAY_MS: '10', TESSERA_BACKCHANNEL_LOGOUT_TIMEOUT: '2' } });
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   async function app(options: Parameters<TestServer['addClient']>[0] = {}) {
     const client = await server.addClient({ postLogoutRedirectUris: [AFTER_LOGOUT], scopes: ['openid', 'profile', 'email'], ...options });
-    const config = await oidc.discovery(new URL(server.url), client.clientId, undefined, oidc.ClientSecretBasic(client.clientSecret), {
-      execute: [oidc.allowInsecureRequests],
-    });
-    return { client, config };
+    return { client, config: await appConfig(server, client) };
   }
 
   async function start(config: oidc.Configuration, scope: string, extra: Record<string, string> = {}) {
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const nonce = oidc.randomNonce();
-    const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT_URI,
-      scope,
-      state,
-      nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      ...extra,
-    });
+    const { url, verifier, state, nonce } = await authorizationAttempt(config, { scope, ...extra });
     return { url, verifier, state, nonce, maxAge: extra['max_age'] === undefined ? undefined : Number(extra['max_age']) };
   }
 

@@ -9,25 +9,19 @@ import { ConfigError, loadConfig } from '../src/config/index.ts';
 import { LOCALES } from '../src/config/locales.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
-import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
+import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 const SITE = { TESSERA_SITE_NAME: 'Acme Accounts', TESSERA_SITE_LOGO_URL: 'https://static.acme.example/logo.svg', TESSERA_SITE_ACCENT_COLOR: '#7A1F5C' };
 
 describe('the site name on every page, in Chromium', { skip: chromiumUnavailable() }, () => {
-  let server: TestServer;
-  let client: TestClient;
-  let user: TestUser;
-  let browser: Browser;
+  let server: TestServer, client: TestClient, user: TestUser, browser: Browser;
 
   before(async () => {
     ({ server, client, user } = await startWithApp({ server: { env: SITE }, client: { name: 'Photo Printer' }, user: { username: 'ada' } }));
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  after(() => closeAll(browser, server));
 
   async function assertBranded(page: Page, title: RegExp): Promise<void> {
     assert.match(await page.title(), title);

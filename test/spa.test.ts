@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
+import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
 import { closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 
 const LIBRARY = readFileSync(new URL('../node_modules/oidc-client-ts/dist/browser/oidc-client-ts.min.js', import.meta.url), 'utf8');
@@ -59,9 +59,7 @@ describe('a single-page app signs in with oidc-client-ts through CORS', { skip: 
     await page.goto(`${spa.origin}/`);
     // signinRedirect navigates away, so it is started, not awaited.
     await page.evaluate('void window.mgr.signinRedirect()');
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(page, user);
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL(`${spa.origin}/callback.html**`);
   }

@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -20,28 +19,22 @@ import { openStore } from '../src/store/open.ts';
 import type { Store } from '../src/store/types.ts';
 import { KeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
-import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
+import { Receiver } from './helpers/receiver.ts';
+import { TEST_ENV } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 describe('what the metrics count of the outbox: Shared Signals pushes and mail', () => {
   let dir: string;
   let store: Store;
-  let refuse = false;
-  const receiver = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      if (refuse) response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ err: 'invalid_key', description: 'no' }));
-      else response.writeHead(202).end();
-    });
-  });
+  const receiver = new Receiver({ status: 202 });
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tessera-ssf-metrics-'));
     store = await openStore(loadConfig({ ...TEST_ENV, TESSERA_DATABASE: join(dir, 'tessera.db'), TESSERA_LOG_LEVEL: 'silent' }).database);
-    await listenOnFreePort(receiver);
+    await receiver.start();
   });
   after(async () => {
-    await closeServer(receiver);
+    await receiver.close();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -79,7 +72,6 @@ describe('what the metrics count of the outbox: Shared Signals pushes and mail',
       postLogoutRedirectUris: [],
       backchannelLogoutUri: null,
     } as never);
-    const port = (receiver.address() as { port: number }).port;
     const requested = [SSF_EVENTS.ACCOUNT_DISABLED];
     await store.ssf.createStream({
       id: 'pushed',
@@ -88,7 +80,7 @@ describe('what the metrics count of the outbox: Shared Signals pushes and mail',
       eventsRequested: requested,
       eventsDelivered: requested,
       deliveryMethod: DELIVERY_PUSH,
-      endpointUrl: `http://127.0.0.1:${port}/`,
+      endpointUrl: receiver.url,
       authorizationHeader: null,
       format: 'iss_sub',
       defaultSubjects: 'ALL',
@@ -113,7 +105,7 @@ describe('what the metrics count of the outbox: Shared Signals pushes and mail',
       );
       assert.equal(latency?.value, 1);
       assert.equal(await value('tessera_ssf_deliveries_pending'), 0);
-      refuse = true;
+      receiver.refuse({ err: 'invalid_key', description: 'no' }, Infinity);
       await events.emit({ type: 'user.disabled', userId: 'user-1', username: 'ada' });
       await until('the refused SET to be dead', async () => (await value('tessera_ssf_deliveries_total', { outcome: 'dead' })) === 1, 5000);
       assert.equal(await value('tessera_ssf_deliveries_dead'), 1);

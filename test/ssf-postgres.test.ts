@@ -7,50 +7,28 @@
  * Runs against the PostgreSQL of `test/helpers/postgres.ts`, in a schema of its own.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import { after, before, it } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { SSF_EVENTS } from '../src/core/ssf.ts';
-import { runTessera as tessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
-import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
-import { closeServer, listenOnFreePort } from './helpers/server.ts';
+import { runTessera as tessera } from './helpers/cli.ts';
+import { instancesOnPostgres } from './helpers/instances.ts';
+import { describePostgres } from './helpers/postgres.ts';
+import { Receiver } from './helpers/receiver.ts';
+import { closeAll } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 describePostgres('Shared Signals from two Tessera processes on one PostgreSQL database', () => {
-  const schema = newSchema();
-  const env = {
-    TESSERA_DATABASE: databaseSetting(schema),
-    TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url'),
-    TESSERA_WEBHOOK_RETRY_DELAY_MS: '100',
-    TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true',
-  };
-  const received: string[] = [];
-  const receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    // Slow enough that both instances are often busy at once.
-    request.on('end', () =>
-      setTimeout(() => {
-        received.push(Buffer.concat(chunks).toString('utf8'));
-        response.writeHead(202).end();
-      }, 5),
-    );
-  });
-  let instances: ServingCommand[] = [];
+  const instances = instancesOnPostgres({ TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' });
+  const env = instances.env;
+  // Slow enough that both instances are often busy at once.
+  const receiver = new Receiver({ status: 202, path: '/caep', delayMs: 5 });
+  const received = receiver.received;
 
-  before(async () => {
-    await listenOnFreePort(receiver);
-  });
-  after(async () => {
-    await Promise.all(instances.map((instance) => instance.stop()));
-    await closeServer(receiver);
-    await dropSchema(schema);
-  });
+  before(() => receiver.start());
+  after(() => closeAll(instances, receiver));
 
   it('pushes each SET once, whichever instance sends it, in the order of the events', async () => {
-    const first = await serveTessera([], env);
-    instances = [first, await serveTessera([], { ...env, TESSERA_ISSUER: first.url })];
+    const [first] = await instances.serve();
     const issuer = first.url;
     const added = await tessera(['client', 'add', '--name', 'Receiver', '--grant', 'client_credentials', '--scope', 'ssf:manage', '--json'], {
       ...env,
@@ -64,12 +42,11 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
       body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'ssf:manage' }),
     });
     const { access_token: token } = (await tokenResponse.json()) as { access_token: string };
-    const port = (receiver.address() as { port: number }).port;
     const created = await fetch(`${issuer}/ssf/streams`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: `http://127.0.0.1:${port}/caep` },
+        delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: receiver.url },
         events_requested: [SSF_EVENTS.ACCOUNT_DISABLED],
       }),
     });
@@ -85,7 +62,7 @@ describePostgres('Shared Signals from two Tessera processes on one PostgreSQL da
     await until('every SET to arrive', () => received.length >= names.length, 20_000);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const keys = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`));
-    const sets = await Promise.all(received.map(async (set) => (await jwtVerify(set, keys, { issuer, audience: id, typ: 'secevent+jwt' })).payload));
+    const sets = await Promise.all(received.map(async (set) => (await jwtVerify(set.body, keys, { issuer, audience: id, typ: 'secevent+jwt' })).payload));
     const jtis = sets.map((set) => set.jti);
     assert.equal(new Set(jtis).size, names.length, 'one SET an event');
     assert.equal(jtis.length, names.length, 'and each once');

@@ -10,7 +10,6 @@
  * test/webhooks.test.ts for why).
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
@@ -22,64 +21,14 @@ import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { tessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { Receiver, type Received } from './helpers/receiver.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
-interface Received {
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-  readonly at: number;
-}
-
-/** An RFC 8935 push receiver on loopback: records each SET, answers `status` (202), or refuses with `refuse`'s error. */
-class PushReceiver {
-  readonly received: Received[] = [];
-  status = 202;
-  refuse: { err: string; description: string } | null = null;
-  server: Server;
-  port = 0;
-
+/** An RFC 8935 push receiver on loopback: records each SET, answers `status` (202), or refuses with the error given `refuse`. */
+class PushReceiver extends Receiver {
   constructor() {
-    this.server = this.#make();
-  }
-
-  #make(): Server {
-    return createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        const message = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
-        if (this.refuse !== null) {
-          const refusal = this.refuse;
-          this.refuse = null;
-          response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
-          return;
-        }
-        this.received.push(message);
-        response.writeHead(this.status).end();
-      });
-    });
-  }
-
-  async start(): Promise<this> {
-    this.port = (await listenOnFreePort(this.server)).port;
-    return this;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/caep`;
-  }
-
-  async down(): Promise<void> {
-    await closeServer(this.server);
-  }
-
-  async up(): Promise<void> {
-    this.server = this.#make();
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.port, '127.0.0.1', () => resolve());
-    });
+    super({ status: 202, path: '/caep' });
   }
 
   /** The events and subjects of what came, decoded (not verified). */
@@ -281,7 +230,7 @@ describe('Shared Signals: SETs pushed and polled from the outbox', () => {
     receiver.received.length = 0;
 
     // A SET the receiver refuses with RFC 8935 §2.3's error is a dead letter at once; the next goes on.
-    receiver.refuse = { err: 'invalid_audience', description: 'not for us' };
+    receiver.refuse({ err: 'invalid_audience', description: 'not for us' });
     await setDisabled(manageDeps(server), 'grace', true);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await setDisabled(manageDeps(server), 'grace', false);

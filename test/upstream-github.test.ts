@@ -13,7 +13,7 @@ import * as oidc from 'openid-client';
 import { newTotpSecret, timeStep, totpAt } from '../src/flows/second-factor/totp.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
 
 interface GithubPerson {
   readonly id: number;
@@ -137,10 +137,7 @@ describe("signing in with GitHub (a local server answering as GitHub's API)", ()
     assert.equal(added.code, 0, added.stderr);
     assert.match(added.stdout, new RegExp(`Register this redirect URI with the provider: ${server.url}/login/upstream/github/callback`));
   });
-  after(async () => {
-    await server?.close();
-    await github?.close();
-  });
+  after(() => closeAll(server, github));
 
   /** From Acme's button to GitHub and back: the page the callback answers. */
   async function signInWithGithub(visitor: FormBrowser) {

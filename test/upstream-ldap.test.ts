@@ -15,7 +15,7 @@ import type { Browser } from 'playwright-core';
 import { FormBrowser, type Page } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
-import { closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, REDIRECT_URI, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { LDAP_ADMIN, LDAP_ADMIN_PASSWORD, LDAP_SUFFIX, slapdUnavailable, startSlapd, type Slapd } from './helpers/slapd.ts';
 import { within } from './helpers/wait.ts';
 
@@ -96,9 +96,8 @@ describe('signing in with a directory password (OpenLDAP slapd)', { skip: ldapUn
   });
   after(async () => {
     try {
-      await browser?.close();
+      await closeAll(browser, server);
     } finally {
-      await server?.close();
       await slapd?.stop();
     }
   });

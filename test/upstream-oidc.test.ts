@@ -16,7 +16,7 @@ import { FormBrowser } from './helpers/browser.ts';
 import { catchRedirect, chromiumUnavailable, launchChromium, reach } from './helpers/chromium.ts';
 import { runTessera } from './helpers/cli.ts';
 import { addUpstreamTessera, authorizationAttempt } from './helpers/fixtures.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
+import { closeAll, closeServer, listenOnFreePort, startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
 
 describe('signing in through an upstream OpenID provider (another Tessera)', { skip: chromiumUnavailable() }, () => {
@@ -64,11 +64,7 @@ describe('signing in through an upstream OpenID provider (another Tessera)', { s
     });
     browser = await launchChromium();
   });
-  after(async () => {
-    await browser?.close();
-    await downstream?.close();
-    await upstream?.close();
-  });
+  after(() => closeAll(browser, downstream, upstream));
 
   /** A page that captures the redirect back to the app instead of loading it. */
   async function appPage(): Promise<{ page: Page; callback: Promise<URL> }> {

@@ -6,9 +6,7 @@ import type { TestServer, TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 describe('the UserInfo endpoint (OIDC Core §5.3) through openid-client', () => {
-  let server: TestServer;
-  let user: TestUser;
-  let config: oidc.Configuration;
+  let server: TestServer, user: TestUser, config: oidc.Configuration;
 
   before(async () => {
     ({ server, user, config } = await startWithApp({

@@ -5,53 +5,26 @@
  * replaying needs a scope that reads the audit trail too, since a webhook sends it out.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import * as oidc from 'openid-client';
 import { Webhook } from 'standardwebhooks';
-import { createClient } from '../src/flows/manage/clients.ts';
 import { setDisabled } from '../src/flows/manage/users.ts';
 import { newWebhookSecret, secretOwner } from '../src/flows/webhooks/message.ts';
 import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { tessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { adminToken } from './helpers/fixtures.ts';
+import { Receiver } from './helpers/receiver.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ALL = 'admin:clients admin:users admin:resources admin:events admin:keys admin:providers admin:webhooks admin:saml admin:orgs';
 
-/** A receiver on loopback that records the webhook-id of each message and answers `status`. */
-async function startReceiver(status: () => number) {
-  const received: { id: string; body: string; headers: Record<string, string> }[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push({
-        id: String(request.headers['webhook-id']),
-        body: Buffer.concat(chunks).toString('utf8'),
-        headers: request.headers as Record<string, string>,
-      });
-      response.writeHead(status()).end();
-    });
-  });
-  const { port } = await listenOnFreePort(server);
-  return { server, port, received };
-}
-
-async function adminToken(server: TestServer, scope: string): Promise<string> {
-  const { client, secret } = await createClient(manageDeps(server), { client_name: `CI ${scope}`, grant_types: ['client_credentials'], scope });
-  const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
-  return (await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` })).access_token;
-}
-
 describe('webhooks through the admin API', () => {
   let server: TestServer;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: Receiver;
   let receiverUrl: string;
-  let status = 500;
-  const tokenOf = (scope: string) => adminToken(server, scope);
+  const tokenOf = async (scope: string) => (await adminToken(server, scope)).token;
 
   async function call(method: string, path: string, token: string, body?: unknown) {
     const response = await fetch(`${server.url}/admin/v1${path}`, {
@@ -68,13 +41,11 @@ describe('webhooks through the admin API', () => {
     server = await startTestServer({
       env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1', TESSERA_ALLOW_PRIVATE_NETWORK_URLS: 'true' },
     });
-    receiver = await startReceiver(() => status);
-    receiverUrl = `http://127.0.0.1:${receiver.port}/hooks`;
+    // It fails until told otherwise.
+    receiver = await new Receiver({ status: 500, path: '/hooks' }).start();
+    receiverUrl = receiver.url;
   });
-  after(async () => {
-    await server.close();
-    await closeServer(receiver.server);
-  });
+  after(() => closeAll(server, receiver));
 
   it('adds a webhook with its secret in the 201 answer only, lists its dead letters and replays them with the same webhook-id, then removes it', async () => {
     const token = await tokenOf(ALL);
@@ -99,14 +70,14 @@ describe('webhooks through the admin API', () => {
     assert.deepEqual((await call('GET', `/webhooks/${id}/deliveries?state=pending`, token)).body['deliveries'], []);
     assert.equal((await call('GET', `/webhooks/${id}/deliveries?state=gone`, token)).status, 400);
 
-    status = 204;
+    receiver.status = 204;
     const tries = receiver.received.length;
     const replayed = await call('POST', `/webhooks/${id}/replay`, token, { event_id: letter!.event_id });
     assert.deepEqual([replayed.status, replayed.body], [200, { replayed: 1 }]);
     await until('the replay to arrive', () => receiver.received.length === tries + 1, 5000, 10);
     const last = receiver.received.at(-1)!;
-    assert.equal(last.id, letter!.event_id);
-    new Webhook(String(added.body['secret'])).verify(last.body, last.headers);
+    assert.equal(last.headers['webhook-id'], letter!.event_id);
+    new Webhook(String(added.body['secret'])).verify(last.body, last.headers as Record<string, string>);
     assert.equal((await call('POST', `/webhooks/${id}/replay`, token, { event_id: letter!.event_id })).status, 404, 'no dead letter left for it');
 
     const rotated = await call('POST', `/webhooks/${id}/secret`, token, { grace_seconds: 0 });
@@ -151,7 +122,7 @@ describe('webhooks through the admin API', () => {
 
 describe("webhook URLs from the admin API, inside the server's network", () => {
   let server: TestServer;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: Receiver;
   let token: string;
   const post = async (url: string) => {
     const response = await fetch(`${server.url}/admin/v1/webhooks`, {
@@ -165,13 +136,10 @@ describe("webhook URLs from the admin API, inside the server's network", () => {
   before(async () => {
     // TESSERA_ALLOW_PRIVATE_NETWORK_URLS is off, as by default.
     server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100' } });
-    receiver = await startReceiver(() => 204);
-    token = await adminToken(server, ALL);
+    receiver = await new Receiver({ path: '/hooks' }).start();
+    token = (await adminToken(server, ALL)).token;
   });
-  after(async () => {
-    await server.close();
-    await closeServer(receiver.server);
-  });
+  after(() => closeAll(server, receiver));
 
   it('refuses a URL on a loopback, link-local or private address with 400 naming url, and the command adds it', async () => {
     for (const url of [
@@ -220,7 +188,12 @@ describe("webhook URLs from the admin API, inside the server's network", () => {
     await server.addUser({ username: 'ivo' });
     await setDisabled(manageDeps(server), 'ivo', true);
     const [delivery] = await server.store.webhooks.deliveries('owned', { limit: 1 });
-    await until("the owner's webhook to be sent the event", () => receiver.received.some((message) => message.id === delivery!.eventId), 5000, 20);
+    await until(
+      "the owner's webhook to be sent the event",
+      () => receiver.received.some((message) => message.headers['webhook-id'] === delivery!.eventId),
+      5000,
+      20,
+    );
     await until(
       "the other webhook's try to fail",
       async () => ((await server.store.webhooks.deliveries('delegated', { limit: 1 }))[0]?.lastError ?? null) !== null,
@@ -230,6 +203,10 @@ describe("webhook URLs from the admin API, inside the server's network", () => {
     const [refused] = await server.store.webhooks.deliveries('delegated', { limit: 1 });
     assert.equal(refused!.state, 'pending', 'tried again later, as any failure');
     assert.match(refused!.lastError!, /localhost resolves to a private, link-local or loopback address/);
-    assert.equal(receiver.received.filter((message) => message.id === delivery!.eventId).length, 1, "only the owner's webhook reached the receiver");
+    assert.equal(
+      receiver.received.filter((message) => message.headers['webhook-id'] === delivery!.eventId).length,
+      1,
+      "only the owner's webhook reached the receiver",
+    );
   });
 });

@@ -7,50 +7,28 @@
  * Runs against the PostgreSQL of `test/helpers/postgres.ts`, in a schema of its own.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { after, before, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { runTessera as tessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
-import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
-import { closeServer, listenOnFreePort } from './helpers/server.ts';
+import { runTessera as tessera } from './helpers/cli.ts';
+import { instancesOnPostgres } from './helpers/instances.ts';
+import { describePostgres } from './helpers/postgres.ts';
+import { Receiver } from './helpers/receiver.ts';
+import { closeAll } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 describePostgres('webhooks from two Tessera processes on one PostgreSQL database', () => {
-  const schema = newSchema();
-  const env = {
-    TESSERA_DATABASE: databaseSetting(schema),
-    TESSERA_KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64url'),
-    TESSERA_WEBHOOK_RETRY_DELAY_MS: '100',
-  };
-  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
-  const receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    // Slow enough that both instances are often busy at once.
-    request.on('end', () =>
-      setTimeout(() => {
-        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-        response.writeHead(204).end();
-      }, 5),
-    );
-  });
-  let instances: ServingCommand[] = [];
+  const instances = instancesOnPostgres({ TESSERA_WEBHOOK_RETRY_DELAY_MS: '100' });
+  const env = instances.env;
+  // Slow enough that both instances are often busy at once.
+  const receiver = new Receiver({ delayMs: 5 });
+  const received = receiver.received;
 
-  before(async () => {
-    await listenOnFreePort(receiver);
-  });
-  after(async () => {
-    await Promise.all(instances.map((instance) => instance.stop()));
-    await closeServer(receiver);
-    await dropSchema(schema);
-  });
+  before(() => receiver.start());
+  after(() => closeAll(instances, receiver));
 
   it('delivers each event once, whichever instance sends it', async () => {
-    const first = await serveTessera([], env);
-    instances = [first, await serveTessera([], { ...env, TESSERA_ISSUER: first.url })];
-    const port = (receiver.address() as { port: number }).port;
-    const added = await tessera(['webhook', 'add', '--url', `http://127.0.0.1:${port}/`, '--event', 'user.created', '--event', 'user.disabled', '--json'], env);
+    await instances.serve();
+    const added = await tessera(['webhook', 'add', '--url', receiver.url, '--event', 'user.created', '--event', 'user.disabled', '--json'], env);
     assert.equal(added.code, 0, added.stderr);
     const { secret } = JSON.parse(added.stdout) as { secret: string };
 

@@ -13,7 +13,6 @@
  * reads included).
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { addWebhook as addWebhookFlow, listDeliveries, removeWebhook, type WebhookDeps } from '../src/flows/manage/webhooks.ts';
@@ -23,68 +22,14 @@ import { loadKeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { tessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { Receiver, type Received } from './helpers/receiver.ts';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
-interface Received {
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-  readonly at: number;
-}
-
 /** A webhook receiver on loopback: records what it is sent and answers `status` (`hang`: never). */
-class Receiver {
-  readonly received: Received[] = [];
-  status: number | 'hang' = 204;
-  server: Server;
-  port = 0;
-  readonly #hanging = new Set<() => void>();
-
+class WebhookReceiver extends Receiver {
   constructor() {
-    this.server = this.#make();
-  }
-
-  #make(): Server {
-    return createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        if (this.status === 'hang') {
-          this.#hanging.add(() => response.destroy());
-          return;
-        }
-        this.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-        response.writeHead(this.status).end();
-      });
-    });
-  }
-
-  async start(): Promise<this> {
-    this.port = (await listenOnFreePort(this.server)).port;
-    return this;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hooks/tessera`;
-  }
-
-  /** Stops listening: connections are refused until `up`. */
-  async down(): Promise<void> {
-    await closeServer(this.server);
-  }
-
-  /** Listens again on the same port. */
-  async up(): Promise<void> {
-    this.server = this.#make();
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-  }
-
-  async close(): Promise<void> {
-    for (const end of this.#hanging) end();
-    await closeServer(this.server);
+    super({ path: '/hooks/tessera' });
   }
 
   bodies(): { type: string; timestamp: string; data: Record<string, unknown> }[] {
@@ -103,7 +48,7 @@ function verify(secret: string, message: Received): unknown {
 
 describe('webhooks: events out, signed, from the outbox', () => {
   let server: TestServer;
-  let receiver: Receiver;
+  let receiver: WebhookReceiver;
   const env = () => ({ TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
   const command = (args: string[]) => tessera(args, env());
   const deps = (): WebhookDeps => ({ ...manageDeps(server), secrets: secretBox(loadKeyEncryption(server.config.keyEncryption)) });
@@ -115,12 +60,9 @@ describe('webhooks: events out, signed, from the outbox', () => {
 
   before(async () => {
     server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100' } });
-    receiver = await new Receiver().start();
+    receiver = await new WebhookReceiver().start();
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   it('brings a user disabled with `tessera user disable` to the webhook within a second, signed with the secret it printed once', async () => {
     const added = await command(['webhook', 'add', '--url', receiver.url, '--event', 'user.disabled', '--event', 'user.deleted', '--json']);
@@ -207,7 +149,7 @@ describe('webhooks: events out, signed, from the outbox', () => {
   });
 
   it('holds back only the deliveries of a receiver that never answers', async () => {
-    const stuck = new Receiver();
+    const stuck = new WebhookReceiver();
     stuck.status = 'hang';
     await stuck.start();
     try {
@@ -232,17 +174,14 @@ describe('webhooks: events out, signed, from the outbox', () => {
 
 describe('webhooks: dead letters', () => {
   let server: TestServer;
-  let receiver: Receiver;
+  let receiver: WebhookReceiver;
   const command = (args: string[]) => tessera(args, { TESSERA_DATABASE: server.config.database, TESSERA_ISSUER: server.url });
 
   before(async () => {
     server = await startTestServer({ env: { TESSERA_WEBHOOK_RETRY_DELAY_MS: '100', TESSERA_WEBHOOK_RETRY_WINDOW: '1' } });
-    receiver = await new Receiver().start();
+    receiver = await new WebhookReceiver().start();
   });
-  after(async () => {
-    await server.close();
-    await receiver.close();
-  });
+  after(() => closeAll(server, receiver));
 
   it('gives a delivery up after the retry window, lists it as dead, and replays it with the same webhook-id', async () => {
     receiver.status = 500;

@@ -129,6 +129,49 @@ export function catchRedirect(page: Page, redirectUri = REDIRECT_URI): Promise<U
   });
 }
 
+/**
+ * Signs `user` in on the sign-in form `page` shows: their username and password, then the
+ * Sign in button (named exactly so, beside "Sign in with a passkey" where passkeys are offered).
+ */
+export async function signInWithPassword(page: Page, user: { readonly username: string; readonly password: string }): Promise<void> {
+  await page.getByLabel('Username').fill(user.username);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+/**
+ * A new page in `browser` sent to `url` (an authorization request), where `user` signs in with
+ * their password; `callback` is where the server sends it back to the app (`catchRedirect`).
+ */
+export async function signInAt(
+  browser: Browser,
+  url: URL | string,
+  user: { readonly username: string; readonly password: string },
+  redirectUri = REDIRECT_URI,
+): Promise<{ page: Page; callback: Promise<URL> }> {
+  const page = await browser.newPage();
+  const callback = catchRedirect(page, redirectUri);
+  await page.goto(String(url));
+  await signInWithPassword(page, user);
+  return { page, callback };
+}
+
+/**
+ * Opens the account page of `issuer` in `page`, whose authenticator holds a passkey there, and
+ * signs in with it: the sign-in page's autofill request is answered at once, or its passkey
+ * button is pressed; waits for the account page, signed in.
+ */
+export async function signInToAccountWithPasskey(page: Page, issuer: string): Promise<void> {
+  await page.goto(`${issuer}/account`);
+  const emailHeading = page.locator('#email-heading');
+  if (!(await emailHeading.isVisible()))
+    await page
+      .locator('#passkey-button')
+      .click({ timeout: 3000 })
+      .catch(() => {});
+  await reach(page, emailHeading, 'the account page, signed in with the passkey');
+}
+
 /** How long an alert may stand at one address before the page counts as settled on it. */
 const SETTLED_MS = 1500;
 

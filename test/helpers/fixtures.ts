@@ -9,6 +9,7 @@ import * as oidc from 'openid-client';
 import { createClient } from '../../src/flows/manage/clients.ts';
 import { runTessera } from './cli.ts';
 import { manageDeps } from './manage.ts';
+import { startSmtpServer, type TestSmtpServer } from './smtp.ts';
 import { REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestServerOptions, type TestUser } from './server.ts';
 
 export type ClientOptions = NonNullable<Parameters<TestServer['addClient']>[0]>;
@@ -46,6 +47,22 @@ export async function startWithApp(
 }
 
 /**
+ * A fresh server (`options`) that sends its mail to a test SMTP server of its own, as the files
+ * that read the mail Tessera sends each set one up: TESSERA_SMTP_URL names it and STARTTLS is
+ * off (it is on loopback), before `options.env`. The test closes both.
+ */
+export async function startWithMail(options: TestServerOptions = {}): Promise<{ server: TestServer; smtp: TestSmtpServer }> {
+  const smtp = await startSmtpServer();
+  try {
+    const server = await startTestServer({ ...options, env: { TESSERA_SMTP_URL: smtp.url, TESSERA_SMTP_STARTTLS: 'off', ...options.env } });
+    return { server, smtp };
+  } catch (error) {
+    await smtp.close();
+    throw error;
+  }
+}
+
+/**
  * An admin API access token with `scope`, as an operator's program gets one: a new
  * client_credentials client (the operator's, `tessera client add`), and openid-client's
  * client_credentials grant for the resource <issuer>/admin.
@@ -59,6 +76,56 @@ export async function adminToken(
   const config = await oidc.discovery(new URL(server.url), client.id, undefined, oidc.ClientSecretBasic(secret!), { execute: [oidc.allowInsecureRequests] });
   const tokens = await oidc.clientCredentialsGrant(config, { resource: `${server.config.issuer}/admin` });
   return { token: tokens.access_token, clientId: client.id };
+}
+
+/**
+ * An authorization code request as openid-client builds it for `config` with PKCE alone: to
+ * REDIRECT_URI, for `openid` unless `params` names another scope, with a fresh verifier (S256)
+ * and no state or nonce unless `params` gives them; `params` adds to or replaces any parameter.
+ */
+export async function pkceRequest(config: oidc.Configuration, params: Record<string, string> = {}): Promise<{ url: URL; verifier: string }> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    ...params,
+  });
+  return { url, verifier };
+}
+
+/** The API docs/apis.md registers, and the suite's files with it. */
+export const PHOTO_LIBRARY = 'https://api.example.com';
+
+/**
+ * Registers the Photo Library of docs/apis.md on `server` as its command does: `tessera
+ * resource add` with its identifier (PHOTO_LIBRARY), its name and its scopes photos:read and
+ * photos:write, then `args`; returns what the command printed (`--json`).
+ */
+export async function addPhotoLibrary(
+  server: Pick<TestServer, 'config'>,
+  args: readonly string[] = [],
+): Promise<{ readonly identifier: string; readonly introspection_secret?: string }> {
+  const added = await runTessera(
+    [
+      'resource',
+      'add',
+      '--identifier',
+      PHOTO_LIBRARY,
+      '--name',
+      'Photo Library',
+      '--scope',
+      'photos:read=See your photos',
+      '--scope',
+      'photos:write=Upload and delete your photos',
+      ...args,
+      '--json',
+    ],
+    { TESSERA_DATABASE: server.config.database },
+  );
+  assert.equal(added.code, 0, added.stderr);
+  return JSON.parse(added.stdout) as { identifier: string; introspection_secret?: string };
 }
 
 /** An authorization request the way an app starts one: its URL, and what the app keeps to finish it. */

@@ -328,6 +328,24 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   };
 }
 
+/**
+ * Closes what a file's `before()` made, in the order given (a browser before the server its
+ * pages talk to, a server before the mail server it sends to), passing over what was never
+ * made (a `before()` that failed part way); when one fails to close, the rest are still
+ * closed, and the first failure is thrown.
+ */
+export async function closeAll(...things: readonly ({ close(): Promise<unknown> } | undefined)[]): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  for (const thing of things) {
+    try {
+      await thing?.close();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure) throw failure.error;
+}
+
 /** Basic credentials as RFC 6749 §2.3.1 says: form-encode, then base64. */
 export function basic(clientId: string, clientSecret: string): string {
   const encode = (value: string) => encodeURIComponent(value).replace(/%20/g, '+');

@@ -3,14 +3,14 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumUnavailable, launchChromium, signInWithPassword } from './helpers/chromium.ts';
-import { pollWhileTestRuns } from './helpers/device.ts';
+import { pollWhileTestRuns, QUICK_POLLS } from './helpers/device.ts';
 import { closeAll, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
 /**
  * The whole device flow as people and devices do it: openid-client is the device, headless
  * Chromium on a phone-sized screen is the person. openid-client waits the real `interval`
- * (5 s) before its first poll; the browser part runs meanwhile.
+ * before its first poll (a second here, QUICK_POLLS); the browser part runs meanwhile.
  */
 // The two cases use their own device codes and browser contexts, so they wait their
 // polling intervals side by side.
@@ -18,7 +18,11 @@ describe('the device flow end to end: openid-client polls, a person approves in 
   let server: TestServer, client: TestClient, user: TestUser, config: oidc.Configuration, browser: Browser;
 
   before(async () => {
-    ({ server, client, user, config } = await startWithApp({ client: { name: 'Living Room TV' }, user: { username: 'katherine', name: 'Katherine Johnson' } }));
+    ({ server, client, user, config } = await startWithApp({
+      server: { env: QUICK_POLLS },
+      client: { name: 'Living Room TV' },
+      user: { username: 'katherine', name: 'Katherine Johnson' },
+    }));
     browser = await launchChromium();
   });
   after(() => closeAll(browser, server));

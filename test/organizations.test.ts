@@ -13,7 +13,7 @@ import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { assertApprovalPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
-import { BrowserAt, pollWhileTestRuns, startDevice } from './helpers/device.ts';
+import { BrowserAt, pollWhileTestRuns, QUICK_POLLS, startDevice } from './helpers/device.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { adminToken, appConfig, pkceRequest } from './helpers/fixtures.ts';
 import { startTestServer, type TestClient, type TestServer } from './helpers/server.ts';
@@ -47,7 +47,7 @@ describe('organizations', () => {
   }
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ env: QUICK_POLLS });
     app = await server.addClient({
       name: 'Team Board',
       scopes: ['openid', 'profile', 'organization', 'offline_access'],

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { catchRedirect, chromiumUnavailable, launchChromium, withVirtualAuthenticator, signInWithPassword } from './helpers/chromium.ts';
-import { pollWhileTestRuns } from './helpers/device.ts';
+import { pollWhileTestRuns, QUICK_POLLS } from './helpers/device.ts';
 import { appConfig, pkceRequest } from './helpers/fixtures.ts';
 import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
@@ -26,8 +26,8 @@ describe('passkeys in Chromium with a virtual authenticator', { skip: chromiumUn
 
   before(async () => {
     // A passkey's RP ID must be a domain: the issuer is http://localhost:<port>.
-    server = await startTestServer({ issuerHost: 'localhost' });
-    strict = await startTestServer({ issuerHost: 'localhost', env: { TESSERA_REQUIRE_SECOND_FACTOR: 'on' } });
+    server = await startTestServer({ issuerHost: 'localhost', env: QUICK_POLLS });
+    strict = await startTestServer({ issuerHost: 'localhost', env: { ...QUICK_POLLS, TESSERA_REQUIRE_SECOND_FACTOR: 'on' } });
     tv = await server.addClient({ name: 'Living Room TV', requirePhishingResistant: true });
     app = await server.addClient({ name: 'Photo Printer' });
     user = await server.addUser({ username: 'katherine', name: 'Katherine Johnson' });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
-import { BrowserAt, pollWhileTestRuns } from './helpers/device.ts';
+import { BrowserAt, pollWhileTestRuns, QUICK_POLLS } from './helpers/device.ts';
 import { basic, postForm, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { startWithApp } from './helpers/fixtures.ts';
 
@@ -16,6 +16,7 @@ describe('public clients: native apps and command-line tools without a secret', 
       user,
       config,
     } = await startWithApp({
+      server: { env: QUICK_POLLS },
       client: { name: 'Desktop Notes', public: true, redirectUris: ['http://127.0.0.1/callback', 'com.example.notes:/oauth2redirect'] },
     }));
   });

@@ -12,6 +12,7 @@ import { addPhotoLibrary, PHOTO_LIBRARY as PHOTOS, pkceRequest } from './helpers
 import { discover } from './helpers/lifecycle.ts';
 import { closeAll, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
 import { within } from './helpers/wait.ts';
+import { QUICK_POLLS } from './helpers/device.ts';
 
 describe('APIs on the consent and device approval pages, in Chromium', { skip: chromiumUnavailable(), concurrency: true }, () => {
   let server: TestServer;
@@ -21,7 +22,7 @@ describe('APIs on the consent and device approval pages, in Chromium', { skip: c
   let browser: Browser;
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ env: QUICK_POLLS });
     await addPhotoLibrary(server);
     client = await server.addClient({ name: 'Living Room TV', scopes: ['openid', 'profile', 'photos:read', 'photos:write'] });
     user = await server.addUser({ username: 'hedy', name: 'Hedy Lamarr' });

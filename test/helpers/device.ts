@@ -34,6 +34,13 @@ export async function startDevice(server: TestServer, client: TestClient, scope 
 }
 
 /**
+ * The settings of a server whose devices poll every second, not every 5: openid-client waits
+ * the interval before each poll, and a test's device need not wait 5 s for its tokens.
+ * test/device-polling.test.ts proves the setting, and the default 5 s.
+ */
+export const QUICK_POLLS: Readonly<Record<string, string>> = { TESSERA_DEVICE_POLL_INTERVAL: '1' };
+
+/**
  * openid-client polling for the device's tokens (RFC 8628 §3.4-3.5), stopped when the test
  * ends however it ends, or after a minute with no tokens, so that a failed test never
  * leaves a device polling on for the ten minutes its code lives, nor waits for it.

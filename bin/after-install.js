@@ -54,7 +54,9 @@ if (running > major || (running === major && runningMinor >= minor)) {
   if (cache && existsSync(new URL('../src/main.ts', import.meta.url))) {
     const importAll =
       "const { globSync } = await import('node:fs'); " +
-      "for (const file of globSync('src/**/*.ts', { cwd: process.cwd() }).filter((f) => !f.endsWith('.test.ts'))) await import(`${process.cwd()}/${file}`);";
+      "for (const file of globSync('src/**/*.ts', { cwd: process.cwd() }).filter((f) => !f.endsWith('.test.ts'))) await import(`${process.cwd()}/${file}`);" +
+      // Written out and ended here: a module that left a timer or a handle open would otherwise hold the install.
+      "(await import('node:module')).flushCompileCache(); process.exit(0);";
     spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '--eval', importAll], {
       cwd: root,
       env: { ...process.env, NODE_COMPILE_CACHE: cache },

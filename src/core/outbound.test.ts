@@ -151,6 +151,7 @@ describe('posts to a URL a client registered (pushed deliveries)', () => {
   let port = 0;
   let requests = 0;
   const received: string[] = [];
+  let trickleClosed = false;
   const server = createServer((request, response) => {
     requests += 1;
     const chunks: Buffer[] = [];
@@ -160,8 +161,10 @@ describe('posts to a URL a client registered (pushed deliveries)', () => {
       if (request.url === '/refuse')
         response.writeHead(400, { 'content-type': 'application/json' }).end(`{"err":"invalid_request","pad":"${'x'.repeat(10_000)}"}`);
       else if (request.url === '/moved') response.writeHead(302, { location: '/elsewhere' }).end();
-      else if (request.url === '/trickle') response.writeHead(202).write('x');
-      else if (request.url === '/slow') setTimeout(() => response.writeHead(202).end(), 2_000).unref();
+      else if (request.url === '/trickle') {
+        request.socket.on('close', () => (trickleClosed = true));
+        response.writeHead(202).write('x');
+      } else if (request.url === '/slow') setTimeout(() => response.writeHead(202).end(), 2_000).unref();
       else response.writeHead(202).end();
     });
   });
@@ -222,7 +225,11 @@ describe('posts to a URL a client registered (pushed deliveries)', () => {
   });
 
   it('answer at the status when the body is not to be read, however slowly it comes', async () => {
-    assert.deepEqual(await post(`http://receiver.example:${port}/trickle`, { ...request, timeoutMs: 1_000 }), { status: 202, body: '' });
+    assert.deepEqual(await post(`http://receiver.example:${port}/trickle`, { ...request, timeoutMs: 500 }), { status: 202, body: '' });
+    // The body goes on being drained only within the request's time: then its connection is closed.
+    assert.equal(trickleClosed, false);
+    for (const deadline = Date.now() + 3_000; !trickleClosed && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(trickleClosed, true, 'the trickling connection was kept past the time limit');
   });
 
   it('give up after timeoutMs, and when the signal ends them', async () => {

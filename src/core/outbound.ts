@@ -156,12 +156,22 @@ export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
     const timer = setTimeout(() => controller.abort(new DOMException(`no answer in ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
     const stop = () => controller.abort(signal.reason);
     signal.addEventListener('abort', stop, { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stop);
+    };
+    let draining = false;
     try {
       if (signal.aborted) stop();
       const answer = await agent.request({ origin, path: `${pathname}${search}`, method: 'POST', headers, body, signal: controller.signal });
       if (readAnswer?.(answer.statusCode) !== true) {
-        // Read to its end in the background when short (the connection is then kept), else the connection is closed.
-        answer.body.dump({ limit: DISCARDED_ANSWER_LIMIT_BYTES }).catch(() => {});
+        // Read to its end in the background, within the same time limit, when short (the
+        // connection is then kept); a longer or slower one has its connection closed.
+        draining = true;
+        answer.body
+          .dump({ limit: DISCARDED_ANSWER_LIMIT_BYTES })
+          .catch(() => {})
+          .finally(done);
         return { status: answer.statusCode, body: '' };
       }
       const chunks: Buffer[] = [];
@@ -177,8 +187,7 @@ export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
       }
       return { status: answer.statusCode, body: Buffer.concat(chunks).subarray(0, answerLimitBytes).toString('utf8') };
     } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', stop);
+      if (!draining) done();
     }
   };
 }

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   AnswerTooLargeError,
   outboundFetch,
+  outboundPost,
   publicNetworkLookup,
   UPSTREAM_ANSWER_LIMIT_BYTES,
   upstreamFetch,
@@ -143,6 +144,107 @@ describe('requests to a URL a client registered', () => {
 
   it('go anywhere when TESSERA_ALLOW_PRIVATE_NETWORK_URLS is on', () => {
     assert.equal(outboundFetch({ selfRegistered: false, allowPrivateNetworks: true }), fetch);
+  });
+});
+
+describe('posts to a URL a client registered (pushed deliveries)', () => {
+  let port = 0;
+  let requests = 0;
+  const received: string[] = [];
+  let trickleClosed = false;
+  const server = createServer((request, response) => {
+    requests += 1;
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push(Buffer.concat(chunks).toString());
+      if (request.url === '/refuse')
+        response.writeHead(400, { 'content-type': 'application/json' }).end(`{"err":"invalid_request","pad":"${'x'.repeat(10_000)}"}`);
+      else if (request.url === '/moved') response.writeHead(302, { location: '/elsewhere' }).end();
+      else if (request.url === '/trickle') {
+        request.socket.on('close', () => (trickleClosed = true));
+        response.writeHead(202).write('x');
+      } else if (request.url === '/slow') setTimeout(() => response.writeHead(202).end(), 2_000).unref();
+      else response.writeHead(202).end();
+    });
+  });
+  before(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const resolver = resolverOf({ 'receiver.example': ['127.0.0.1'], 'zero.example': ['0.0.0.0'] });
+  const post = outboundPost({ selfRegistered: false, allowPrivateNetworks: false }, resolver);
+  const request = {
+    headers: { 'content-type': 'application/secevent+jwt' },
+    body: 'a.b.c',
+    signal: new AbortController().signal,
+    timeoutMs: 5_000,
+    readAnswer: (status: number) => status === 400,
+    answerLimitBytes: 100,
+  };
+
+  it('send the body and give the status, on kept-alive connections', async () => {
+    for (let i = 0; i < 3; i += 1) assert.deepEqual(await post(`http://receiver.example:${port}/caep`, request), { status: 202, body: '' });
+    assert.deepEqual(received.slice(-3), ['a.b.c', 'a.b.c', 'a.b.c']);
+  });
+
+  it('read at most answerLimitBytes of an answer, and follow no redirect', async () => {
+    const refused = await post(`http://receiver.example:${port}/refuse`, request);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body, `{"err":"invalid_request","pad":"${'x'.repeat(100 - 32)}`);
+    assert.equal((await post(`http://receiver.example:${port}/moved`, request)).status, 302);
+  });
+
+  it('are refused, before connecting, when the name resolves only to private or link-local addresses', async () => {
+    const before = requests;
+    const refused = await post(`http://zero.example:${port}/caep`, request).then(
+      () => null,
+      (error: unknown) => error as Error & { code?: string },
+    );
+    assert.ok(refused, 'zero.example was posted to');
+    assert.equal(refused.code, 'EPRIVATENETWORK', refused.message);
+    assert.equal(requests, before);
+  });
+
+  it('are refused on loopback for an app that registered itself, whatever TESSERA_ALLOW_PRIVATE_NETWORK_URLS says', async () => {
+    const before = requests;
+    for (const allowPrivateNetworks of [false, true]) {
+      const registrant = outboundPost({ selfRegistered: true, allowPrivateNetworks }, resolver);
+      const refused = await registrant(`http://receiver.example:${port}/caep`, request).then(
+        () => null,
+        (error: unknown) => error as Error & { code?: string },
+      );
+      assert.equal(refused?.code, 'EPRIVATENETWORK', String(refused?.message));
+    }
+    assert.equal(requests, before);
+  });
+
+  it('answer at the status when the body is not to be read, however slowly it comes', async () => {
+    assert.deepEqual(await post(`http://receiver.example:${port}/trickle`, { ...request, timeoutMs: 500 }), { status: 202, body: '' });
+    // The body goes on being drained only within the request's time: then its connection is closed.
+    assert.equal(trickleClosed, false);
+    for (const deadline = Date.now() + 3_000; !trickleClosed && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(trickleClosed, true, 'the trickling connection was kept past the time limit');
+  });
+
+  it('give up after timeoutMs, and when the signal ends them', async () => {
+    const timedOut = await post(`http://receiver.example:${port}/slow`, { ...request, timeoutMs: 100 }).then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    assert.equal(timedOut?.name, 'TimeoutError');
+    const stop = new AbortController();
+    const stopped = post(`http://receiver.example:${port}/slow`, { ...request, signal: stop.signal }).then(
+      () => null,
+      (error: unknown) => error as Error,
+    );
+    stop.abort();
+    assert.equal((await stopped)?.name, 'AbortError');
   });
 });
 

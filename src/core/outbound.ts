@@ -108,6 +108,100 @@ export function outboundFetch(rule: UrlRule, resolve?: Resolver): typeof fetch {
   };
 }
 
+/** A POST made by `outboundPost`. */
+export interface OutboundPost {
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  /** Ends the request early (the server stopping). */
+  readonly signal: AbortSignal;
+  /** The longest the request may take, answer included, milliseconds. */
+  readonly timeoutMs: number;
+  /** The answers whose body is read (a receiver's reason for a refusal), up to `answerLimitBytes`; the others' are not waited for. */
+  readonly readAnswer?: (status: number) => boolean;
+  readonly answerLimitBytes?: number;
+}
+
+/** Its answer: the status, and the start of the body (up to `answerLimitBytes`) as text when it was read, or empty. */
+export interface OutboundAnswer {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** Posts to a URL a client or a receiver registered. */
+export type Poster = (url: string, post: OutboundPost) => Promise<OutboundAnswer>;
+
+/** The most of an answer not read that is drained to keep its connection. */
+const DISCARDED_ANSWER_LIMIT_BYTES = 16 * 1024;
+
+/**
+ * A POST to URLs a client registered, for deliveries sent by the thousand (Security Event
+ * Tokens pushed, webhooks' messages): the same rule and guard as `outboundFetch`, on every
+ * connection, through undici's `request` over a pool of kept-alive connections per origin.
+ * Fetch's own work per request (its Request, Headers and Response objects, the web streams
+ * of the body, AbortSignal.any) cost about three times what the request itself does
+ * (docs/benchmarks.md, "The events flood"). No redirect is followed. A request that fails
+ * or runs past `timeoutMs` rejects, with the reason in its error's `code` (fetch-failure.ts
+ * reads it) or as a TimeoutError.
+ */
+export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
+  const open = rule.allowPrivateNetworks && !rule.selfRegistered;
+  // Loaded on the first delivery, as outboundFetch's is.
+  let dispatcher: Promise<Dispatcher> | undefined;
+  return async (url, { headers, body, signal, timeoutMs, readAnswer, answerLimitBytes = 0 }) => {
+    dispatcher ??= import('undici').then(({ Agent }) => new Agent(open ? {} : { connect: { lookup: publicNetworkLookup(rule, resolve) } }));
+    const agent = await dispatcher;
+    const { origin, pathname, search } = new URL(url);
+    // One timer and one controller per request: AbortSignal.timeout and AbortSignal.any cost more.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException(`no answer in ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+    const stop = () => controller.abort(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stop);
+    };
+    let draining = false;
+    try {
+      if (signal.aborted) stop();
+      const answer = await agent.request({ origin, path: `${pathname}${search}`, method: 'POST', headers, body, signal: controller.signal });
+      if (readAnswer?.(answer.statusCode) !== true) {
+        // Read to its end in the background, within the same time limit, when short (the
+        // connection is then kept); a longer or slower one has its connection closed.
+        draining = true;
+        answer.body
+          .dump({ limit: DISCARDED_ANSWER_LIMIT_BYTES })
+          .catch(() => {})
+          .finally(done);
+        return { status: answer.statusCode, body: '' };
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of answer.body as AsyncIterable<Buffer>) {
+        if (size < answerLimitBytes) chunks.push(chunk);
+        size += chunk.length;
+        // The rest is not read: the connection is closed rather than drained.
+        if (size >= answerLimitBytes) {
+          answer.body.destroy();
+          break;
+        }
+      }
+      return { status: answer.statusCode, body: Buffer.concat(chunks).subarray(0, answerLimitBytes).toString('utf8') };
+    } finally {
+      if (!draining) done();
+    }
+  };
+}
+
+const posters = new Map<string, Poster>();
+
+/** The process's `outboundPost` for `rule` (one pool of connections per origin each). */
+export function clientUrlPost(rule: UrlRule): Poster {
+  const key = `${rule.selfRegistered} ${rule.allowPrivateNetworks} ${rule.delegated === true}`;
+  let post = posters.get(key);
+  if (post === undefined) posters.set(key, (post = outboundPost(rule)));
+  return post;
+}
+
 const shared = new Map<string, typeof fetch>();
 
 /** The process's `outboundFetch` for `rule` (one connection pool each), as the server's settings ask. */

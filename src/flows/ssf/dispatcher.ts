@@ -14,17 +14,19 @@
  * is tried again.
  *
  * A claimed batch reads its stream, its receiver, its events and their people once. A SET is
- * signed once for every stream that is sent the same claims in the same second (the streams of
- * one receiver, in one subject format, share them: `aud` is the receiver): RS256 signatures are
- * the costliest part of a push.
+ * signed once for every stream that is sent the same claims within SIGNED_SET_REUSE_MS (the
+ * streams of one receiver, in one subject format, share them: `aud` is the receiver), and keeps
+ * the `iat` of that signing: RS256 signatures are the costliest part of a push. A SET is posted
+ * through core/outbound.ts's guarded POST (undici's request, connections kept alive per
+ * receiver), not fetch, whose own work cost more than the rest of a push (docs/benchmarks.md).
  */
 import type { WebhookSettings } from '../../config/index.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { AuditEvent, Events } from '../../core/events.ts';
 import { fetchFailure } from '../../core/fetch-failure.ts';
-import { clientUrlFetch, type UrlRule } from '../../core/outbound.ts';
+import { clientUrlPost, type OutboundAnswer, type Poster, type UrlRule } from '../../core/outbound.ts';
 import { SSF_SCOPE } from '../../core/scopes.ts';
-import type { Store, UserRecord } from '../../store/types.ts';
+import type { SsfDeliveryRecord, Store, UserRecord } from '../../store/types.ts';
 import type { TokenIssuer } from '../../tokens/issue.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { DEFAULT_BATCH, type DeliveryKind, type DeliveryObserver, OutboxWorker, type TurnBudget, sharedTurnBudget } from '../outbox/worker.ts';
@@ -33,8 +35,10 @@ import { streamSecretOwner } from './streams.ts';
 
 /** The most of a refusal's answer read for its `err` and `description` (RFC 8935 §2.3). */
 const ERROR_ANSWER_LIMIT = 4096;
-/** SETs kept signed for other streams sent the same claims (each lives a second at most: `iat` is in its key). */
+/** SETs kept signed for other streams sent the same claims. */
 const SIGNED_SETS_KEPT = 256;
+/** How long a signed SET is sent as it is to other streams sent the same claims (its `iat` then that of its first signing). */
+export const SIGNED_SET_REUSE_MS = 60_000;
 
 export interface SsfDispatcherDeps {
   readonly store: Pick<Store, 'ssf' | 'users' | 'clients' | 'outbox'>;
@@ -49,19 +53,18 @@ export interface SsfDispatcherDeps {
   readonly allowPrivateNetworkUrls: boolean;
   /** What the metrics count (http/metrics.ts), as for webhooks. */
   readonly observer?: DeliveryObserver;
-  /** How a SET is sent under the receivers' URL rule; core/outbound.ts's guarded fetch by default. */
-  readonly fetch?: (rule: UrlRule) => typeof fetch;
+  /** How a SET is sent under the receivers' URL rule; core/outbound.ts's guarded POST by default. */
+  readonly post?: (rule: UrlRule) => Poster;
   /** SETs claimed at once (TESSERA_OUTBOX_BATCH). */
   readonly batch?: number;
   readonly budget?: TurnBudget;
 }
 
 /** The answer's RFC 8935 §2.3 error, if it is one. */
-async function refusal(response: Response): Promise<string | null> {
-  if (response.status !== 400) return null;
+function refusal(answer: OutboundAnswer): string | null {
+  if (answer.status !== 400) return null;
   try {
-    const text = (await response.text()).slice(0, ERROR_ANSWER_LIMIT);
-    const body = JSON.parse(text) as { err?: unknown; description?: unknown };
+    const body = JSON.parse(answer.body) as { err?: unknown; description?: unknown };
     if (typeof body.err !== 'string') return null;
     return `refused: ${body.err}${typeof body.description === 'string' ? `: ${body.description}` : ''}`.slice(0, 500);
   } catch {
@@ -77,19 +80,24 @@ export function ssfKind(deps: SsfDispatcherDeps): DeliveryKind<'ssf'> {
   const { store, clock, secrets, settings, tokens, issuer } = deps;
   // A receiver is someone the owner delegated to: public networks only, unless allowed, on every connection.
   const rule: UrlRule = { selfRegistered: false, delegated: true, allowPrivateNetworks: deps.allowPrivateNetworkUrls };
-  const send = (deps.fetch ?? clientUrlFetch)(rule);
-  /** Signed SETs by their claims, oldest first. */
-  const signed = new Map<string, Promise<string>>();
+  const send = (deps.post ?? clientUrlPost)(rule);
+  /** Signed SETs by their claims but `iat`, oldest first. */
+  const signed = new Map<string, { readonly set: Promise<string>; readonly at: number }>();
   const sign = (claims: Record<string, unknown>): Promise<string> => {
-    const key = JSON.stringify(claims);
-    let set = signed.get(key);
-    if (set === undefined) {
-      set = tokens.securityEventToken(claims);
-      // A failed signature is not kept.
-      set.catch(() => signed.delete(key));
-      signed.set(key, set);
-      if (signed.size > SIGNED_SETS_KEPT) signed.delete(signed.keys().next().value!);
-    }
+    // Streams of one receiver drain at their own pace: a SET signed a few seconds earlier for
+    // another of them is the same SET (its jti), and costs no second RS256 signature.
+    const { iat: _, ...shared } = claims;
+    const key = JSON.stringify(shared);
+    const now = clock.now();
+    const kept = signed.get(key);
+    if (kept !== undefined && now - kept.at < SIGNED_SET_REUSE_MS) return kept.set;
+    const set = tokens.securityEventToken(claims);
+    const entry = { set, at: now };
+    // A failed signature is not kept.
+    set.catch(() => signed.get(key) === entry && signed.delete(key));
+    signed.delete(key);
+    signed.set(key, entry);
+    if (signed.size > SIGNED_SETS_KEPT) signed.delete(signed.keys().next().value!);
     return set;
   };
   return {
@@ -110,30 +118,46 @@ export function ssfKind(deps: SsfDispatcherDeps): DeliveryKind<'ssf'> {
         return found;
       };
       const authorization = stream.authorizationHeader === null ? null : secrets.open(streamSecretOwner(stream.id), stream.authorizationHeader);
+      const claimsOf = async (event: AuditEvent) => {
+        const user = event.userId !== null && needsPerson(stream.format, event) ? await person(event.userId) : null;
+        return setClaims(issuer, stream, event, user, clock.now());
+      };
+      // The next SET of the batch is signed while this one is posted: the stream's SETs still
+      // go out one at a time, but each no longer waits for its signature in turn.
+      const position = new Map(batch.map((delivery, index) => [delivery.eventId, index]));
+      const signNext = (delivery: SsfDeliveryRecord) => {
+        const next = batch[(position.get(delivery.eventId) ?? batch.length) + 1];
+        const event = next === undefined || !entitled ? undefined : events.get(next.eventId);
+        if (event !== undefined)
+          void claimsOf(event)
+            .then((claims) => (claims === null ? null : sign(claims)))
+            .catch(() => {});
+      };
       return async (delivery, signal) => {
         const event = events.get(delivery.eventId);
         if (event === undefined)
           return { kind: 'failed', status: null, error: 'the event is no longer in the audit trail (TESSERA_EVENT_RETENTION)', final: true };
         if (!entitled) return { kind: 'failed', status: null, error: 'the receiver no longer holds the scope ssf:manage', final: true };
-        const user = event.userId !== null && needsPerson(stream.format, event) ? await person(event.userId) : null;
-        const claims = setClaims(issuer, stream, event, user, clock.now());
+        const claims = await claimsOf(event);
         if (claims === null) return { kind: 'failed', status: null, error: 'the event names no subject', final: true };
         let status: number | null = null;
         try {
           const set = await sign(claims);
+          signNext(delivery);
           // RFC 8935 §2.1: the SET is the body, as application/secevent+jwt.
           const headers: Record<string, string> = { 'content-type': 'application/secevent+jwt', accept: 'application/json', 'user-agent': 'Tessera-SSF/1' };
           if (authorization !== null) headers['authorization'] = authorization;
-          const response = await send(endpointUrl, {
-            method: 'POST',
+          // No redirect is followed (a 3xx is not an acceptance).
+          const answer = await send(endpointUrl, {
             headers,
             body: set,
-            redirect: 'manual',
-            signal: AbortSignal.any([signal, AbortSignal.timeout(settings.timeoutSeconds * 1000)]),
+            signal,
+            timeoutMs: settings.timeoutSeconds * 1000,
+            readAnswer: (answered) => answered === 400,
+            answerLimitBytes: ERROR_ANSWER_LIMIT,
           });
-          status = response.status;
-          const refused = await refusal(response);
-          await response.body?.cancel().catch(() => {});
+          status = answer.status;
+          const refused = refusal(answer);
           // §2.2: "the SET Recipient ... MUST respond with an HTTP Response Status Code of 202 (Accepted)"; any 2xx is taken as one.
           if (status >= 200 && status < 300) return { kind: 'delivered', status, eventAt: event.at };
           // Refused by the receiver: given up now.

@@ -11,8 +11,7 @@ import type { WebhookSettings } from '../../config/index.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../../core/events.ts';
 import { fetchFailure } from '../../core/fetch-failure.ts';
-import { clientUrlFetch } from '../../core/outbound.ts';
-import type { UrlRule } from '../../core/outbound.ts';
+import { clientUrlPost, type Poster, type UrlRule } from '../../core/outbound.ts';
 import type { Store } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { webhookUrlRule } from '../manage/webhooks.ts';
@@ -31,17 +30,20 @@ export interface DispatcherDeps {
   readonly observer?: DeliveryObserver;
   /** TESSERA_ALLOW_PRIVATE_NETWORK_URLS: whether a webhook the owner did not add may reach private networks and loopback. */
   readonly allowPrivateNetworkUrls: boolean;
-  /** How a message is sent, by the webhook's URL rule (null: anywhere); core/outbound.ts's guarded fetch by default. */
-  readonly fetch?: (rule: UrlRule | null) => typeof fetch;
+  /** How a message is sent, by the webhook's URL rule (null: anywhere); core/outbound.ts's guarded POST by default. */
+  readonly post?: (rule: UrlRule | null) => Poster;
   /** Deliveries claimed at once (TESSERA_OUTBOX_BATCH). */
   readonly batch?: number;
   readonly budget?: TurnBudget;
 }
 
+/** The rule of a webhook that may go anywhere (the owner's, where the settings allow). */
+const ANYWHERE: UrlRule = { selfRegistered: false, allowPrivateNetworks: true };
+
 /** A webhook's messages. */
 export function webhookKind(deps: DispatcherDeps): DeliveryKind<'webhook'> {
   const { store, clock, secrets, settings } = deps;
-  const send = deps.fetch ?? ((rule) => (rule === null ? fetch : clientUrlFetch(rule)));
+  const send = deps.post ?? ((rule) => clientUrlPost(rule ?? ANYWHERE));
   return {
     kind: 'webhook',
     key: (delivery) => ({ queue: delivery.webhookId, item: delivery.eventId }),
@@ -61,17 +63,14 @@ export function webhookKind(deps: DispatcherDeps): DeliveryKind<'webhook'> {
           if (webhook.previousSecret !== null && (webhook.previousSecretExpiresAt ?? 0) > now)
             keys.push(secrets.open(secretOwner(webhook.id), webhook.previousSecret));
           const body = webhookBody(event);
-          const response = await post(webhook.url, {
-            method: 'POST',
+          // Only the status matters: the body is not read, however large or slow. No redirect is
+          // followed (an answer that is not a 2xx): followed, it would carry the signed body elsewhere.
+          const { status } = await post(webhook.url, {
             headers: webhookHeaders(keys, event.id, now, body),
             body,
-            // A redirect is an answer that is not a 2xx: followed, it would carry the signed body elsewhere.
-            redirect: 'manual',
-            signal: AbortSignal.any([signal, AbortSignal.timeout(settings.timeoutSeconds * 1000)]),
+            signal,
+            timeoutMs: settings.timeoutSeconds * 1000,
           });
-          // Only the status matters: the body is not read, however large or slow.
-          await response.body?.cancel().catch(() => {});
-          const status = response.status;
           if (status >= 200 && status < 300) return { kind: 'delivered', status, eventAt: event.at };
           return { kind: 'failed', status, error: `answered ${status}` };
         } catch (caught) {

@@ -16,10 +16,8 @@ import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { runTessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
-import { FormBrowser } from './helpers/browser.ts';
+import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
 import { signInRaw } from './helpers/lifecycle.ts';
-import * as oidc from 'openid-client';
 
 const DOC = readFileSync(new URL('../docs/agents.md', import.meta.url), 'utf8');
 const PHOTOS = 'https://photos.example.com';
@@ -211,26 +209,8 @@ describe('docs/agents.md: an MCP server behind Tessera, as written', () => {
     const resource = `${mcp.base}/mcp`;
     const app = await server.addClient({ scopes: ['tools:read'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
     const user = await server.addUser();
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: app.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'tools:read',
-      resource,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).toString();
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
-    const code = new URL(page.location!).searchParams.get('code')!;
-    const tokens = await postForm(
-      `${server.url}/oauth/token`,
-      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource },
-      { authorization: basic(app.clientId, app.clientSecret) },
-    );
-    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
-    assert.deepEqual(await callerOf(`Bearer ${tokens.body['access_token'] as string}`), { sub: user.id, scope: ['tools:read'] });
+    const tokens = await signInRaw(server, app, user, 'tools:read', { authorizeParams: { resource }, tokenParams: { resource } });
+    assert.deepEqual(await callerOf(`Bearer ${tokens['access_token'] as string}`), { sub: user.id, scope: ['tools:read'] });
     await assert.rejects(callerOf(undefined));
   });
 });

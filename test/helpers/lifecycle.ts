@@ -47,15 +47,19 @@ export async function signIn(server: TestServer, config: oidc.Configuration, use
 /**
  * The code flow over plain HTTP, for servers on a manual clock (whose tokens a client
  * library checking the wall clock would refuse), to `redirectUri` (REDIRECT_URI by default),
- * with `tokenParams` added to the code's redemption (a `resource`, say). Returns the raw token
- * response; throws, with the answer, unless it is 200.
+ * with `authorizeParams` added to the request and `tokenParams` to the code's redemption (a
+ * `resource`, say). Returns the raw token response; throws, with the answer, unless it is 200.
  */
 export async function signInRaw(
   server: TestServer,
   client: TestClient,
   user: Pick<TestUser, 'username' | 'password'>,
   scope: string,
-  options: { readonly redirectUri?: string; readonly tokenParams?: Readonly<Record<string, string>> } = {},
+  options: {
+    readonly redirectUri?: string;
+    readonly authorizeParams?: Readonly<Record<string, string>>;
+    readonly tokenParams?: Readonly<Record<string, string>>;
+  } = {},
 ): Promise<Record<string, unknown>> {
   const redirectUri = options.redirectUri ?? REDIRECT_URI;
   const verifier = oidc.randomPKCECodeVerifier();
@@ -67,6 +71,7 @@ export async function signInRaw(
     scope,
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
+    ...options.authorizeParams,
   }).toString();
   const page = await new FormBrowser(server.url).authorize(url.href, user);
   const code = new URL(page.location ?? 'http://invalid/').searchParams.get('code');

@@ -7,6 +7,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import * as oidc from 'openid-client';
 import { FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
+import { authorizeUrl } from './helpers/fixtures.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema } from './helpers/postgres.ts';
 import { basic, postForm, REDIRECT_URI, startTestServer, type TestServer, type TestUser } from './helpers/server.ts';
 
@@ -59,16 +60,7 @@ describe('managing clients after registration: client show, update and rotate-se
 
   /** Opens the authorization endpoint for `redirectUri` and returns where the browser ends up. */
   async function authorizeAt(clientId: string, redirectUri: string): Promise<{ status: number; location: string | null }> {
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: clientId,
-      redirect_uri: redirectUri,
-      scope: 'openid',
-      state: 's',
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-    }).toString();
+    const url = authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri, state: 's' });
     const browser = new FormBrowser(server.url);
     const first = await browser.follow(await browser.request(url.href));
     if (first.status !== 200 || !first.html.includes('action="/login"')) return { status: first.status, location: first.location };

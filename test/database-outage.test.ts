@@ -23,7 +23,7 @@ import { BrowserAt, DEVICE_GRANT, startDevice } from './helpers/device.ts';
 import { deviceSignIn } from './helpers/lifecycle.ts';
 import { describePostgres, freshPostgresDatabase, postgresUrl, withAdmin } from './helpers/postgres.ts';
 import { basic, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizeUrl, startWithApp } from './helpers/fixtures.ts';
 import { until } from './helpers/wait.ts';
 
 type Mode = 'forward' | 'down' | 'silent';
@@ -220,15 +220,7 @@ describePostgres('PostgreSQL outage', () => {
    * nothing else until the person signs in, so the sign-in page is a right answer then.
    */
   async function assertUnavailable({ clientMayBeCached = false } = {}): Promise<void> {
-    const authorize = new URL(`${server.url}/oauth/authorize`);
-    authorize.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    }).toString();
+    const authorize = authorizeUrl(server.url, { client_id: client.clientId, redirect_uri: REDIRECT_URI });
     const [deviceAuthorization, polled, userinfo, jwks, accountPage, authorization, health] = await Promise.all([
       devicePost('/oauth/device/authorization', { scope: 'openid' }),
       devicePoll(),

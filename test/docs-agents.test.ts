@@ -16,9 +16,8 @@ import { GRANT_AUTHORIZATION_CODE } from '../src/core/protocol.ts';
 import { addResource } from '../src/flows/manage/resources.ts';
 import { runTessera } from './helpers/cli.ts';
 import { manageDeps } from './helpers/manage.ts';
-import { basic, closeServer, listenOnFreePort, postForm, REDIRECT_URI, startTestServer, type TestServer } from './helpers/server.ts';
-import { FormBrowser } from './helpers/browser.ts';
-import * as oidc from 'openid-client';
+import { closeServer, listenOnFreePort, startTestServer, type TestServer } from './helpers/server.ts';
+import { signInRaw } from './helpers/lifecycle.ts';
 
 const DOC = readFileSync(new URL('../docs/agents.md', import.meta.url), 'utf8');
 const PHOTOS = 'https://photos.example.com';
@@ -56,24 +55,7 @@ describe('docs/agents.md: an API calling another for a person, as written', () =
     await addResource(manageDeps(server), { identifier: PHOTOS, name: 'Photos', scopes: [{ name: 'photos:read', description: 'See your photos' }] });
     const app = await server.addClient({ scopes: ['photos:read', 'prints:order'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
     const user = await server.addUser();
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: app.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'photos:read prints:order',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).toString();
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
-    const code = new URL(page.location!).searchParams.get('code')!;
-    const signedIn = await postForm(
-      `${server.url}/oauth/token`,
-      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS },
-      { authorization: basic(app.clientId, app.clientSecret) },
-    );
-    assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
+    const signedIn = await signInRaw(server, app, user, 'photos:read prints:order', { tokenParams: { resource: PHOTOS } });
 
     const [code0] = blocks('ts');
     assert.match(code0!, /const ISSUER = 'https:\/\/auth\.example\.com';/);
@@ -90,7 +72,7 @@ describe('docs/agents.md: an API calling another for a person, as written', () =
         .replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`),
     );
     const { printsTokenFor } = (await import(file.href)) as { printsTokenFor: (token: string) => Promise<string> };
-    const token = decodeJwt(await printsTokenFor(signedIn.body['access_token'] as string));
+    const token = decodeJwt(await printsTokenFor(signedIn['access_token'] as string));
     assert.deepEqual(
       [token.sub, token.aud, token['client_id'], token['scope'], token['act']],
       [user.id, PRINTS, registered!['client_id'], 'prints:order', { sub: registered!['client_id'] }],
@@ -138,25 +120,8 @@ describe('docs/agents.md: an agent through an enterprise identity provider (ID-J
     // The person, with the same verified address at both (the rule's second way).
     const person = await idp.addUser({ email: 'grace@corp.example', profile: { emailVerified: true } });
     const there = await auth.addUser({ email: 'grace@corp.example', profile: { emailVerified: true } });
-    const verifier = oidc.randomPKCECodeVerifier();
-    const redirect = 'https://agent.example.com/callback';
-    const url = new URL(`${idp.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: 'calendar-agent',
-      redirect_uri: redirect,
-      scope: 'openid email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).toString();
-    const page = await new FormBrowser(idp.url).authorize(url.href, person);
-    const code = new URL(page.location!).searchParams.get('code')!;
-    const signedIn = await postForm(
-      `${idp.url}/oauth/token`,
-      { grant_type: 'authorization_code', code, redirect_uri: redirect, code_verifier: verifier },
-      { authorization: basic('calendar-agent', atIdpClient['client_secret']!) },
-    );
-    assert.equal(signedIn.status, 200, JSON.stringify(signedIn.body));
+    const calendarAgent = { clientId: 'calendar-agent', clientSecret: atIdpClient['client_secret']! };
+    const signedIn = await signInRaw(idp, calendarAgent, person, 'openid email', { redirectUri: 'https://agent.example.com/callback' });
 
     const agent = blocks('ts')[1]!;
     const discoveries = [
@@ -172,7 +137,7 @@ describe('docs/agents.md: an agent through an enterprise identity provider (ID-J
       source = source.replace(discovery, `${discovery.slice(0, -1)}, undefined, { execute: [client.allowInsecureRequests] })`);
     writeFileSync(file, source);
     const { mcpTokenFor } = (await import(file.href)) as { mcpTokenFor: (idToken: string) => Promise<string> };
-    const token = decodeJwt(await mcpTokenFor(signedIn.body['id_token'] as string));
+    const token = decodeJwt(await mcpTokenFor(signedIn['id_token'] as string));
     assert.deepEqual(
       [token.iss, token.sub, token.aud, token['client_id'], token['scope'], token['id_jag_iss']],
       [auth.config.issuer, there.id, 'https://mcp.example.com/mcp', 'calendar-agent', 'tools:read', idp.config.issuer],
@@ -244,26 +209,8 @@ describe('docs/agents.md: an MCP server behind Tessera, as written', () => {
     const resource = `${mcp.base}/mcp`;
     const app = await server.addClient({ scopes: ['tools:read'], grantTypes: [GRANT_AUTHORIZATION_CODE] });
     const user = await server.addUser();
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: app.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'tools:read',
-      resource,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).toString();
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
-    const code = new URL(page.location!).searchParams.get('code')!;
-    const tokens = await postForm(
-      `${server.url}/oauth/token`,
-      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource },
-      { authorization: basic(app.clientId, app.clientSecret) },
-    );
-    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
-    assert.deepEqual(await callerOf(`Bearer ${tokens.body['access_token'] as string}`), { sub: user.id, scope: ['tools:read'] });
+    const tokens = await signInRaw(server, app, user, 'tools:read', { authorizeParams: { resource }, tokenParams: { resource } });
+    assert.deepEqual(await callerOf(`Bearer ${tokens['access_token'] as string}`), { sub: user.id, scope: ['tools:read'] });
     await assert.rejects(callerOf(undefined));
   });
 });

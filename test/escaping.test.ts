@@ -4,12 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import * as oidc from 'openid-client';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../src/core/protocol.ts';
 import { assertApprovalPage, assertSignInPage, FormBrowser, type Page } from './helpers/browser.ts';
 import { BrowserAt, poll, startDevice, text } from './helpers/device.ts';
 import { REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizeUrl, startWithApp } from './helpers/fixtures.ts';
 
 const MARKUP = `<img src=x onerror="alert(1)">Evil & Co's "app"`;
 
@@ -36,15 +35,7 @@ describe('names and user agents on the pages are text, not markup', () => {
   after(() => server.close());
 
   it("shows a client's name as text on the sign-in page and the approval page of the code flow", async () => {
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: evil.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-    }).toString();
+    const url = authorizeUrl(server.url, { client_id: evil.clientId, redirect_uri: REDIRECT_URI });
     const browser = new FormBrowser(server.url);
     const signInPage = await browser.request(url.href);
     assertSignInPage(signInPage);
@@ -69,16 +60,7 @@ describe('names and user agents on the pages are text, not markup', () => {
       }),
     );
     const client = await server.addClient({ name: 'Plain App', scopes: ['openid', 'evil:read'] });
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid evil:read',
-      resource: identifier,
-      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-      code_challenge_method: 'S256',
-    }).toString();
+    const url = authorizeUrl(server.url, { client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid evil:read', resource: identifier });
     const browser = new FormBrowser(server.url);
     const approval = await browser.signIn(await browser.request(url.href), user);
     assertApprovalPage(approval, '/oauth/authorize/decision');

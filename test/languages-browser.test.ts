@@ -36,7 +36,7 @@ import { recoveryCodesPage, secondFactorPage, securitySection, totpSetupPage } f
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { closeAll, REDIRECT_URI, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizeUrl, startWithApp } from './helpers/fixtures.ts';
 
 /** A phone held upright (the narrowest common one). */
 const PHONE = { width: 360, height: 740 };
@@ -306,26 +306,16 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
     return { context, page };
   }
 
-  function authorizeUrl(extra: Record<string, string>): string {
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-      ...extra,
-    }).toString();
-    return url.href;
-  }
+  /** The app's authorization request, with `extra`. */
+  const appRequest = (extra: Record<string, string>): string =>
+    authorizeUrl(server.url, { client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'openid profile', ...extra }).href;
 
   it('follows the app’s ui_locales over Accept-Language, through sign-in to the approval page, skipping a tag it does not know', async () => {
     const context = await browser.newContext({ locale: 'de-DE' });
     const page = await context.newPage();
     await page.goto(`${server.url}/login`);
     assert.equal(await page.getAttribute('html', 'lang'), 'de', 'Accept-Language alone: German');
-    await page.goto(authorizeUrl({ ui_locales: 'tlh xx-!! ja-JP en' }));
+    await page.goto(appRequest({ ui_locales: 'tlh xx-!! ja-JP en' }));
     assert.equal(await page.getAttribute('html', 'lang'), 'ja');
     await page.getByLabel('ユーザー名').fill(user.username);
     await page.getByLabel('パスワード').fill(user.password);
@@ -359,7 +349,7 @@ describe('every page in every language, in Chromium at phone width', { skip: chr
   it('remembers the language chosen in the menu on every page, over the browser’s and the app’s, right to left for Arabic', async () => {
     const { context, page } = await signedIn({ locale: 'fr-FR', viewport: PHONE });
     assert.equal(await page.getAttribute('html', 'lang'), 'fr');
-    await page.goto(authorizeUrl({ ui_locales: 'es' }));
+    await page.goto(appRequest({ ui_locales: 'es' }));
     assert.equal(await page.getAttribute('html', 'lang'), 'es');
     await page.getByRole('navigation', { name: 'Idioma' }).getByRole('link', { name: 'العربية' }).click();
     await page.getByRole('button', { name: 'سماح' }).waitFor();

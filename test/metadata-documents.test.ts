@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { chromiumUnavailable, launchChromium, signInAt } from './helpers/chromium.ts';
-import { pkceRequest } from './helpers/fixtures.ts';
+import { authorizeUrl, pkceRequest } from './helpers/fixtures.ts';
 import { assertApprovalPage, FormBrowser } from './helpers/browser.ts';
 import { runTessera } from './helpers/cli.ts';
 import { text } from './helpers/device.ts';
@@ -52,15 +52,7 @@ const document =
     );
 
 async function authorize(server: TestServer, clientId: string, redirectUri = REDIRECT) {
-  const url = new URL(`${server.url}/oauth/authorize`);
-  url.search = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: redirectUri,
-    scope: 'openid',
-    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-    code_challenge_method: 'S256',
-  }).toString();
+  const url = authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri });
   const response = await fetch(url, { redirect: 'manual' });
   return { status: response.status, location: response.headers.get('location'), text: (await response.text()).replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') };
 }
@@ -190,16 +182,7 @@ describe('Client ID Metadata Documents, with the development setting (a local te
     const clientId = `${app.base}/changing.json`;
     const user = await server.addUser();
     const consent = async (redirectUri = REDIRECT) => {
-      const url = new URL(`${server.url}/oauth/authorize`);
-      url.search = new URLSearchParams({
-        response_type: 'code',
-        client_id: clientId,
-        redirect_uri: redirectUri,
-        scope: 'openid',
-        prompt: 'consent',
-        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-        code_challenge_method: 'S256',
-      }).toString();
+      const url = authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri, prompt: 'consent' });
       const browser = new FormBrowser(server.url);
       const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
       assertApprovalPage(page, '/oauth/authorize/decision');
@@ -263,15 +246,7 @@ describe('Client ID Metadata Documents: new apps per address and across the serv
   after(() => closeAll(server, app));
 
   const from = async (ip: string, path: string) => {
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: `${app.base}${path}`,
-      redirect_uri: REDIRECT,
-      scope: 'openid',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    }).toString();
+    const url = authorizeUrl(server.url, { client_id: `${app.base}${path}`, redirect_uri: REDIRECT });
     const response = await fetch(url, { redirect: 'manual', headers: { 'x-forwarded-for': ip } });
     return {
       status: response.status,

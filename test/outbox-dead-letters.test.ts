@@ -13,6 +13,7 @@ import { runTessera as tessera } from './helpers/cli.ts';
 import { operatorBrowser } from './helpers/console.ts';
 import { manageDeps } from './helpers/manage.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
+import { ssfStream } from './store/fixtures.ts';
 
 async function adminToken(server: TestServer, scope: string): Promise<string> {
   const { client, secret } = await createClient(manageDeps(server), { client_name: `CI ${scope}`, grant_types: ['client_credentials'], scope });
@@ -61,23 +62,17 @@ describe('dead letters of Shared Signals and mail', () => {
     server = await startTestServer();
     const receiver = await server.addClient({ name: 'Poller', grantTypes: ['client_credentials'], scopes: ['ssf:manage'], redirectUris: [] });
     const now = Date.now();
-    await server.store.ssf.createStream({
-      id: streamId,
-      clientId: receiver.clientId,
-      audience: [receiver.clientId],
-      eventsRequested: [SSF_EVENTS.ACCOUNT_DISABLED],
-      eventsDelivered: [SSF_EVENTS.ACCOUNT_DISABLED],
-      deliveryMethod: DELIVERY_POLL,
-      endpointUrl: null,
-      authorizationHeader: null,
-      format: 'iss_sub',
-      defaultSubjects: 'ALL',
-      description: null,
-      status: 'enabled',
-      reason: null,
-      createdAt: now,
-      updatedAt: now,
-    });
+    await server.store.ssf.createStream(
+      ssfStream({
+        id: streamId,
+        clientId: receiver.clientId,
+        eventsRequested: [SSF_EVENTS.ACCOUNT_DISABLED],
+        eventsDelivered: [SSF_EVENTS.ACCOUNT_DISABLED],
+        deliveryMethod: DELIVERY_POLL,
+        createdAt: now,
+        updatedAt: now,
+      }),
+    );
     const ada = await server.addUser({ username: 'ada' });
     setId = 'event-ada-disabled';
     mailId = 'mail-to-ada';

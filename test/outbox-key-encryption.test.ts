@@ -25,6 +25,7 @@ import type { Store } from '../src/store/types.ts';
 import { KeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { TEST_ENV } from './helpers/server.ts';
+import { ssfReceiverClient, ssfStream } from './store/fixtures.ts';
 
 describe("the outbox's secrets across a rotation of the key encryption key", () => {
   const old = randomBytes(32);
@@ -56,34 +57,16 @@ describe("the outbox's secrets across a rotation of the key encryption key", () 
     };
     const { webhook, secret: first } = await addWebhook(deps, { url: 'https://hooks.example.com/', events: ['user.disabled'] });
     const { secret: second } = await rotateWebhookSecret(deps, webhook.id, { grace_seconds: 3600 });
-    const client = {
-      id: 'receiver',
-      name: 'Receiver',
-      secretHash: null,
-      redirectUris: [],
-      scopes: ['ssf:manage'],
-      grantTypes: ['client_credentials'],
-      webOrigins: [],
-      createdAt: 0,
-    };
-    await store.clients.create(client as never);
-    await store.ssf.createStream({
-      id: 'stream-1',
-      clientId: 'receiver',
-      audience: ['receiver'],
-      eventsRequested: [],
-      eventsDelivered: [],
-      deliveryMethod: DELIVERY_PUSH,
-      endpointUrl: 'https://receiver.example.com/',
-      authorizationHeader: secretBox(before).seal(streamSecretOwner('stream-1'), 'Bearer xyz'),
-      format: 'iss_sub',
-      defaultSubjects: 'ALL',
-      description: null,
-      status: 'enabled',
-      reason: null,
-      createdAt: 0,
-      updatedAt: 0,
-    });
+    await store.clients.create(ssfReceiverClient('receiver'));
+    await store.ssf.createStream(
+      ssfStream({
+        id: 'stream-1',
+        clientId: 'receiver',
+        deliveryMethod: DELIVERY_PUSH,
+        endpointUrl: 'https://receiver.example.com/',
+        authorizationHeader: secretBox(before).seal(streamSecretOwner('stream-1'), 'Bearer xyz'),
+      }),
+    );
 
     // The restart with NEW,OLD: sealed again under NEW.
     await prepareKeys(config, store, new KeyEncryption([next, old]));

@@ -11,7 +11,7 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { hashSecret, randomToken } from '../src/core/crypto.ts';
 import { chromiumUnavailable, launchChromium, signInAt } from './helpers/chromium.ts';
-import { pkceRequest } from './helpers/fixtures.ts';
+import { authorizeUrl, pkceRequest } from './helpers/fixtures.ts';
 import { runTessera } from './helpers/cli.ts';
 import { assertApprovalPage } from './helpers/browser.ts';
 import { BrowserAt, startDevice, text } from './helpers/device.ts';
@@ -71,16 +71,7 @@ async function signInInChromium(
 
 /** The text of the approval page `user` reaches for `clientId` (signing in first), through HTTP. */
 async function consentPage(server: TestServer, clientId: string, redirectUri: string, user: { username: string; password: string }): Promise<string> {
-  const url = new URL(`${server.url}/oauth/authorize`);
-  url.search = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: redirectUri,
-    scope: 'openid',
-    prompt: 'consent',
-    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-    code_challenge_method: 'S256',
-  }).toString();
+  const url = authorizeUrl(server.url, { client_id: clientId, redirect_uri: redirectUri, prompt: 'consent' });
   const browser = new BrowserAt(server.url);
   const page = await browser.signIn(await browser.follow(await browser.request(url.href)), user);
   assertApprovalPage(page, '/oauth/authorize/decision');
@@ -443,15 +434,7 @@ describe('registration with an initial access token (TESSERA_REGISTRATION=token)
     const service = await register({ client_name: 'Print Service', grant_types: ['client_credentials'], scope: 'print:jobs' });
     const forgotten = await register({ client_name: 'Forgotten App', redirect_uris: [LOOPBACK_REDIRECT], token_endpoint_auth_method: 'none' });
 
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: approved['client_id'] as string,
-      redirect_uri: LOOPBACK_REDIRECT,
-      scope: 'openid',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    }).toString();
+    const url = authorizeUrl(server.url, { client_id: approved['client_id'] as string, redirect_uri: LOOPBACK_REDIRECT });
     const back = await new BrowserAt(server.url).authorize(url.href, await server.addUser());
     assert.match(back.location ?? '', /[?&]code=/);
     const token = await postForm(

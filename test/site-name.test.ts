@@ -10,7 +10,7 @@ import { LOCALES } from '../src/config/locales.ts';
 import { FormBrowser } from './helpers/browser.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
 import { closeAll, REDIRECT_URI, startTestServer, type TestClient, type TestServer, type TestUser } from './helpers/server.ts';
-import { startWithApp } from './helpers/fixtures.ts';
+import { authorizeUrl, startWithApp } from './helpers/fixtures.ts';
 
 const SITE = { TESSERA_SITE_NAME: 'Acme Accounts', TESSERA_SITE_LOGO_URL: 'https://static.acme.example/logo.svg', TESSERA_SITE_ACCENT_COLOR: '#7A1F5C' };
 
@@ -38,15 +38,7 @@ describe('the site name on every page, in Chromium', { skip: chromiumUnavailable
     await context.route('https://static.acme.example/**', (route) =>
       route.fulfill({ contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32"/>' }),
     );
-    const authorize = new URL(`${server.url}/oauth/authorize`);
-    authorize.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    }).toString();
+    const authorize = authorizeUrl(server.url, { client_id: client.clientId, redirect_uri: REDIRECT_URI });
     await page.goto(authorize.href);
     await assertBranded(page, /^Sign in/);
     assert.ok(await page.getByText('with your Acme Accounts account').isVisible());

@@ -22,6 +22,7 @@ import { secretBox } from '../src/tokens/secret-box.ts';
 import { Receiver } from './helpers/receiver.ts';
 import { TEST_ENV } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import { ssfReceiverClient, ssfStream } from './store/fixtures.ts';
 
 describe('what the metrics count of the outbox: Shared Signals pushes and mail', () => {
   let dir: string;
@@ -56,40 +57,18 @@ describe('what the metrics count of the outbox: Shared Signals pushes and mail',
       allowPrivateNetworkUrls: true,
       observer: metrics.ssf,
     });
-    await store.clients.create({
-      id: 'receiver',
-      name: 'Receiver',
-      secretHash: null,
-      redirectUris: [],
-      scopes: ['ssf:manage'],
-      grantTypes: ['client_credentials'],
-      webOrigins: [],
-      requireDpop: false,
-      requirePar: false,
-      deviceNetworks: [],
-      createdAt: 0,
-      firstParty: false,
-      postLogoutRedirectUris: [],
-      backchannelLogoutUri: null,
-    } as never);
+    await store.clients.create(ssfReceiverClient('receiver'));
     const requested = [SSF_EVENTS.ACCOUNT_DISABLED];
-    await store.ssf.createStream({
-      id: 'pushed',
-      clientId: 'receiver',
-      audience: ['receiver'],
-      eventsRequested: requested,
-      eventsDelivered: requested,
-      deliveryMethod: DELIVERY_PUSH,
-      endpointUrl: receiver.url,
-      authorizationHeader: null,
-      format: 'iss_sub',
-      defaultSubjects: 'ALL',
-      description: null,
-      status: 'enabled',
-      reason: null,
-      createdAt: 0,
-      updatedAt: 0,
-    });
+    await store.ssf.createStream(
+      ssfStream({
+        id: 'pushed',
+        clientId: 'receiver',
+        eventsRequested: requested,
+        eventsDelivered: requested,
+        deliveryMethod: DELIVERY_PUSH,
+        endpointUrl: receiver.url,
+      }),
+    );
     const value = async (name: string, labels: Record<string, string> = {}) =>
       (await metrics.registry.getSingleMetric(name)!.get()).values.find((sample) =>
         Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted),

@@ -17,6 +17,7 @@ import { addOrganization, removeOrganizationMember, setOrganizationMember } from
 import { addResource } from '../src/flows/manage/resources.ts';
 import { setDisabled } from '../src/flows/manage/users.ts';
 import { FormBrowser } from './helpers/browser.ts';
+import { signInRaw } from './helpers/lifecycle.ts';
 import { runTessera } from './helpers/cli.ts';
 import { clockAtStart } from './helpers/clock.ts';
 import { dpopKey, insecure } from './helpers/dpop.ts';
@@ -402,30 +403,14 @@ describe('TESSERA_TOKEN_EXCHANGE_MAX_ACTORS', () => {
     const photos = await createClient(deps, { client_name: 'Photo API', grant_types: ['token-exchange'], token_exchange_audiences: [PRINTS] });
     const prints = await createClient(deps, { client_name: 'Print API', grant_types: ['token-exchange'], token_exchange_audiences: [PHOTOS] });
     const user = await server.addUser();
-    const verifier = oauth.generateRandomCodeVerifier();
-    const url = new URL(`${server.url}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: app.clientId,
-      redirect_uri: REDIRECT_URI,
-      scope: 'photos:read prints:order',
-      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).toString();
-    const page = await new FormBrowser(server.url).authorize(url.href, user);
-    const code = new URL(page.location!).searchParams.get('code')!;
-    const signedIn = await postForm(
-      `${server.url}/oauth/token`,
-      { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, resource: PHOTOS },
-      { authorization: basic(app.clientId, app.clientSecret) },
-    );
+    const signedIn = await signInRaw(server, app, user, 'photos:read prints:order', { tokenParams: { resource: PHOTOS } });
     const exchange = (client: { client: { id: string }; secret: string | null }, token: string, audience: string) =>
       postForm(
         `${server.url}/oauth/token`,
         { grant_type: GRANT_TOKEN_EXCHANGE, subject_token: token, subject_token_type: TOKEN_TYPE_ACCESS_TOKEN, audience },
         { authorization: basic(client.client.id, client.secret!) },
       );
-    const hop1 = await exchange(photos, signedIn.body['access_token'] as string, PRINTS);
+    const hop1 = await exchange(photos, signedIn['access_token'] as string, PRINTS);
     assert.equal(hop1.status, 200, JSON.stringify(hop1.body));
     const hop2 = await exchange(prints, hop1.body['access_token'] as string, PHOTOS);
     assert.deepEqual([hop2.status, hop2.body['error']], [400, 'invalid_request']);

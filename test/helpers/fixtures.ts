@@ -174,6 +174,27 @@ export async function signInQuery(client: TestClient, scope = 'openid'): Promise
   });
 }
 
+/** RFC 7636 Appendix B's code_challenge: for requests whose code nobody redeems. */
+const UNREDEEMED_CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+
+/**
+ * The URL of an authorization code request at `issuer`'s /oauth/authorize as a browser arrives
+ * with it, for tests of what the endpoint answers and shows rather than of the code:
+ * `response_type=code`, scope `openid`, a PKCE challenge (S256) whose verifier nobody keeps,
+ * and `params` (client_id, redirect_uri, …), which add to or replace any of these.
+ */
+export function authorizeUrl(issuer: string, params: Record<string, string>): URL {
+  const url = new URL(`${issuer}/oauth/authorize`);
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    scope: 'openid',
+    code_challenge: UNREDEEMED_CHALLENGE,
+    code_challenge_method: 'S256',
+    ...params,
+  }).toString();
+  return url;
+}
+
 /**
  * Makes `upstream`, another Tessera, an OpenID provider of `downstream`, as
  * docs/identity-providers.md does: a first-party client at the upstream for the downstream's

@@ -46,18 +46,32 @@ export async function signIn(server: TestServer, config: oidc.Configuration, use
 
 /**
  * The code flow over plain HTTP, for servers on a manual clock (whose tokens a client
- * library checking the wall clock would refuse). Returns the raw token response.
+ * library checking the wall clock would refuse), to `redirectUri` (REDIRECT_URI by default),
+ * with `authorizeParams` added to the request and `tokenParams` to the code's redemption (a
+ * `resource`, say). Returns the raw token response; throws, with the answer, unless it is 200.
  */
-export async function signInRaw(server: TestServer, client: TestClient, user: TestUser, scope: string): Promise<Record<string, unknown>> {
+export async function signInRaw(
+  server: TestServer,
+  client: TestClient,
+  user: Pick<TestUser, 'username' | 'password'>,
+  scope: string,
+  options: {
+    readonly redirectUri?: string;
+    readonly authorizeParams?: Readonly<Record<string, string>>;
+    readonly tokenParams?: Readonly<Record<string, string>>;
+  } = {},
+): Promise<Record<string, unknown>> {
+  const redirectUri = options.redirectUri ?? REDIRECT_URI;
   const verifier = oidc.randomPKCECodeVerifier();
   const url = new URL(`${server.url}/oauth/authorize`);
   url.search = new URLSearchParams({
     response_type: 'code',
     client_id: client.clientId,
-    redirect_uri: REDIRECT_URI,
+    redirect_uri: redirectUri,
     scope,
     code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
     code_challenge_method: 'S256',
+    ...options.authorizeParams,
   }).toString();
   const page = await new FormBrowser(server.url).authorize(url.href, user);
   const code = new URL(page.location ?? 'http://invalid/').searchParams.get('code');
@@ -67,12 +81,13 @@ export async function signInRaw(server: TestServer, client: TestClient, user: Te
     {
       grant_type: 'authorization_code',
       code,
-      redirect_uri: REDIRECT_URI,
+      redirect_uri: redirectUri,
       code_verifier: verifier,
+      ...options.tokenParams,
     },
     { authorization: basic(client.clientId, client.clientSecret) },
   );
-  if (result.status !== 200) throw new Error(`token exchange failed: ${JSON.stringify(result.body)}`);
+  if (result.status !== 200) throw new Error(`token exchange failed: ${result.status} ${JSON.stringify(result.body)}`);
   return result.body;
 }
 

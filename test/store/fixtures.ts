@@ -1,5 +1,5 @@
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
-import type { ClientRecord, DeviceAuthorizationRecord } from '../../src/store/types.ts';
+import type { ClientRecord, DeviceAuthorizationRecord, SsfStreamRecord } from '../../src/store/types.ts';
 
 /** A public client with every field at its default, but `overrides`: a record to store as it is. */
 export function publicClient(overrides: Partial<ClientRecord> & Pick<ClientRecord, 'id'>): ClientRecord {
@@ -53,6 +53,33 @@ export function pendingDevice(
     grantId: null,
     decidedAt: null,
     dpopJkt: null,
+    ...overrides,
+  };
+}
+
+/** A Shared Signals receiver's client: client_credentials with the scope ssf:manage, as a receiver registers one. */
+export function ssfReceiverClient(id: string): ClientRecord {
+  return publicClient({ id, name: 'Receiver', scopes: ['ssf:manage'], grantTypes: ['client_credentials'], createdAt: 0 });
+}
+
+/**
+ * An enabled stream of `clientId` (its audience), subjects in iss_sub format, all of them,
+ * made at 0, with no events, endpoint or authorization unless `overrides` give them.
+ */
+export function ssfStream(overrides: Partial<SsfStreamRecord> & Pick<SsfStreamRecord, 'id' | 'clientId' | 'deliveryMethod'>): SsfStreamRecord {
+  return {
+    audience: [overrides.clientId],
+    eventsRequested: [],
+    eventsDelivered: [],
+    endpointUrl: null,
+    authorizationHeader: null,
+    format: 'iss_sub',
+    defaultSubjects: 'ALL',
+    description: null,
+    status: 'enabled',
+    reason: null,
+    createdAt: 0,
+    updatedAt: 0,
     ...overrides,
   };
 }

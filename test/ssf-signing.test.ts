@@ -19,6 +19,7 @@ import type { Store } from '../src/store/types.ts';
 import { KeyEncryption } from '../src/tokens/key-encryption.ts';
 import { secretBox } from '../src/tokens/secret-box.ts';
 import { closeServer, listenOnFreePort, TEST_ENV } from './helpers/server.ts';
+import { ssfStream } from './store/fixtures.ts';
 
 describe('SETs signed for the streams of one receiver', () => {
   let dir: string;
@@ -83,23 +84,16 @@ describe('SETs signed for the streams of one receiver', () => {
     const port = (receiver.address() as { port: number }).port;
     const requested = [SSF_EVENTS.ACCOUNT_DISABLED];
     for (const id of ['first', 'second', 'third'])
-      await store.ssf.createStream({
-        id,
-        clientId: 'receiver',
-        audience: ['receiver'],
-        eventsRequested: requested,
-        eventsDelivered: requested,
-        deliveryMethod: DELIVERY_PUSH,
-        endpointUrl: `http://127.0.0.1:${port}/`,
-        authorizationHeader: null,
-        format: 'iss_sub',
-        defaultSubjects: 'ALL',
-        description: null,
-        status: 'enabled',
-        reason: null,
-        createdAt: 0,
-        updatedAt: 0,
-      });
+      await store.ssf.createStream(
+        ssfStream({
+          id,
+          clientId: 'receiver',
+          eventsRequested: requested,
+          eventsDelivered: requested,
+          deliveryMethod: DELIVERY_PUSH,
+          endpointUrl: `http://127.0.0.1:${port}/`,
+        }),
+      );
     await new Events(clock, store.events, []).emit({ type: 'user.disabled', userId: 'user-1', username: 'ada' });
 
     const push = async (streamId: string) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress, LookupOptions } from 'node:dns';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -72,6 +72,22 @@ describe('the outbound address guard (the lookup a connection is made with)', ()
 });
 
 /**
+ * Has `server` listen on a free loopback port for the suite's tests (`bound` is told the port)
+ * and close after them, its connections with it: a refused or drained answer's connection is
+ * not left to time out.
+ */
+function listenDuringSuite(server: Server, bound: (port: number) => void): void {
+  before(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    bound((server.address() as AddressInfo).port);
+  });
+  after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+}
+
+/**
  * Connections through the guard, to a server on loopback. Every name here resolves to
  * loopback or to 0.0.0.0, which the guard refuses (0.0.0.0/8) and a connection to which the
  * kernel makes to this machine (not 0.0.0.1: in a sandbox, a connection there was answered):
@@ -85,11 +101,7 @@ describe('requests to a URL a client registered', () => {
     requests += 1;
     response.end('{"keys":[]}');
   });
-  before(async () => {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
-  });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  listenDuringSuite(server, (bound) => (port = bound));
 
   const send = outboundFetch(
     { selfRegistered: false, allowPrivateNetworks: false },
@@ -168,14 +180,7 @@ describe('posts to a URL a client registered (pushed deliveries)', () => {
       else response.writeHead(202).end();
     });
   });
-  before(async () => {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
-  });
-  after(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  listenDuringSuite(server, (bound) => (port = bound));
 
   const resolver = resolverOf({ 'receiver.example': ['127.0.0.1'], 'zero.example': ['0.0.0.0'] });
   const post = outboundPost({ selfRegistered: false, allowPrivateNetworks: false }, resolver);
@@ -271,15 +276,7 @@ describe('answers from upstream identity providers', () => {
     response.on('error', () => {});
     more();
   });
-  before(async () => {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
-  });
-  after(() => {
-    // The refused answers' connections are not left to time out.
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  listenDuringSuite(server, (bound) => (port = bound));
 
   it('are read whole up to the bound', async () => {
     const response = await upstreamFetch(`http://127.0.0.1:${port}/small`);

@@ -5,9 +5,10 @@
 import { authMethodsOrNull, type ColumnReader, integer, integerOrNull, type Row, text, textOrNull } from '../rows.ts';
 import type { AuthorizationCodeRecord, RedemptionWrites, Stores } from '../types.ts';
 import { type Dialect, type Params, queries, type Runner } from './dialect.ts';
-import { eventParams } from './events.ts';
-import type { StatementName } from './statements.ts';
-import { refreshTokenParams } from './tokens.ts';
+import { eventParams, type eventsStatements } from './events.ts';
+import type { grantsStatements } from './grants.ts';
+import type { sessionsStatements } from './sessions.ts';
+import { refreshTokenParams, type tokensStatements } from './tokens.ts';
 
 export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeRecord {
   const claimsLocales = read.strings(row, 'claims_locales');
@@ -39,12 +40,19 @@ export function codeFromRow(row: Row, read: ColumnReader): AuthorizationCodeReco
   };
 }
 
+/** The statements of the other stores that a redemption runs, named as their modules name them. */
+type RedemptionStatement =
+  | keyof ReturnType<typeof grantsStatements>
+  | keyof ReturnType<typeof tokensStatements>
+  | keyof ReturnType<typeof sessionsStatements>
+  | keyof ReturnType<typeof eventsStatements>;
+
 /**
  * The statements that follow a code's redemption (`AuthorizationCodeStore.redeem`), each
  * with its parameters: the grant's use, the refresh token, the session's client, the event.
  */
-export function redemptionWrites(d: Dialect, code: AuthorizationCodeRecord, now: number, writes: RedemptionWrites): [StatementName, Params][] {
-  const steps: [StatementName, Params][] = [['recordGrantUse', { id: code.grantId, now, activeUntil: writes.activeUntil }]];
+export function redemptionWrites(d: Dialect, code: AuthorizationCodeRecord, now: number, writes: RedemptionWrites): [RedemptionStatement, Params][] {
+  const steps: [RedemptionStatement, Params][] = [['recordGrantUse', { id: code.grantId, now, activeUntil: writes.activeUntil }]];
   if (writes.refreshToken) steps.push(['insertRefreshToken', refreshTokenParams(d, writes.refreshToken)]);
   if (writes.sessionClient)
     steps.push(['addSessionClient', { sid: writes.sessionClient.sid, clientId: code.clientId, expiresAt: writes.sessionClient.expiresAt }]);
@@ -81,7 +89,11 @@ export function codesStatements(d: Dialect) {
  * a transaction, which is where this form of it runs: each store gives its own at the top
  * level (SQLite one write of the group commit, PostgreSQL one statement).
  */
-export function codesStores(d: Dialect, q: Runner<StatementName>, others: Pick<Stores, 'grants' | 'users'>): Pick<Stores, 'codes'> {
+export function codesStores(
+  d: Dialect,
+  q: Runner<keyof ReturnType<typeof codesStatements> | RedemptionStatement>,
+  others: Pick<Stores, 'grants' | 'users'>,
+): Pick<Stores, 'codes'> {
   const { read, list } = d;
   const { first, write } = queries(q);
   const code = (row: Row) => codeFromRow(row, read);

@@ -37,6 +37,8 @@ class DatabaseProxy {
   port = 0;
   /** The most connections open through the proxy at any one time. */
   mostConnections = 0;
+  /** Connections the client (pg) closed: its FIN or reset seen here. */
+  closedByClient = 0;
 
   constructor(upstream: { host: string; port: number }) {
     this.#upstream = upstream;
@@ -67,7 +69,11 @@ class DatabaseProxy {
     };
     // On the client's FIN already: pg opens a replacement once its side has closed, which
     // can be before this side sees 'close'.
-    client.on('error', drop).on('end', drop).on('close', drop);
+    const closedByClient = () => {
+      if (this.#pairs.has(pair)) this.closedByClient += 1;
+      drop();
+    };
+    client.on('error', closedByClient).on('end', closedByClient).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     // Silent: the connection is accepted and nothing goes either way.
     if (this.#mode === 'silent') pair.lostData = true;
@@ -369,6 +375,7 @@ describePostgres('PostgreSQL outage', () => {
   it('answers 503 when statements wait past the statement timeout on a live database, with no more connections than the pool size', async () => {
     await assertServing();
     proxy.mostConnections = 0;
+    proxy.closedByClient = 0;
     await holdingDeviceRow(async () => {
       // PostgreSQL itself cancels the statement (57014, what statement_timeout raises).
       await assert.rejects(server.store.devices.poll(hashSecret(deviceCode), client.clientId, Date.now()), (error: unknown) => {
@@ -382,10 +389,14 @@ describePostgres('PostgreSQL outage', () => {
       for (const [index, answer] of polls.entries()) assertUnavailableJson(answer, `poll ${index + 1} waiting for a locked row`);
     });
     await assertServing();
-    // The pool's connections, and the one that listens for client changes.
+    // The pool's connections, and the one that listens for client changes. On a loaded
+    // machine pg may give up on an answer that came late (query_timeout, half a second after
+    // the statement timeout) and close that connection, and the pool opens a replacement
+    // that this proxy can see before it sees the old one's end: each such replacement may
+    // overlap once. A pool past its size would open more without closing any.
     assert.ok(
-      proxy.mostConnections <= POOL_SIZE + 1,
-      `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}, plus the listener`,
+      proxy.mostConnections <= POOL_SIZE + 1 + proxy.closedByClient,
+      `${proxy.mostConnections} connections were open at once; the pool size is ${POOL_SIZE}, plus the listener, plus ${proxy.closedByClient} replaced`,
     );
   });
 });

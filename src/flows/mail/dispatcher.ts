@@ -16,7 +16,7 @@ import type { MailSettings } from '../../config/types.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { Events } from '../../core/events.ts';
 import type { Store } from '../../store/types.ts';
-import { type DeliveryKind, type DeliveryObserver, OutboxWorker, type TurnBudget, sharedTurnBudget } from '../outbox/worker.ts';
+import { type DeliveryKind, type DeliveryObserver, OutboxWorker, type TurnBudget, workerDeps } from '../outbox/worker.ts';
 import type { MailMessage, MailOutbox } from './outbox.ts';
 import type { MailTransport, Outgoing } from './smtp.ts';
 
@@ -68,19 +68,15 @@ export class MailDispatcher extends OutboxWorker<'mail'> {
 
   constructor(deps: MailDispatcherDeps) {
     const timeoutMs = deps.settings.timeoutSeconds * 1000;
-    super(
-      mailKind(deps),
-      { store: deps.store, clock: deps.clock, log: deps.log, budget: deps.budget ?? sharedTurnBudget, ...(deps.observer ? { observer: deps.observer } : {}) },
-      {
-        // TESSERA_SMTP_TIMEOUT bounds each step of the conversation: connecting, the greeting, the message.
-        timeoutMs: timeoutMs * 3,
-        retryDelayMs: deps.settings.retryDelayMs,
-        retryWindowMs: deps.settings.retryWindowSeconds * 1000,
-        batch: 1,
-        concurrency: 1,
-        stopWaitMs: STOP_WAIT_MS,
-      },
-    );
+    super(mailKind(deps), workerDeps(deps), {
+      // TESSERA_SMTP_TIMEOUT bounds each step of the conversation: connecting, the greeting, the message.
+      timeoutMs: timeoutMs * 3,
+      retryDelayMs: deps.settings.retryDelayMs,
+      retryWindowMs: deps.settings.retryWindowSeconds * 1000,
+      batch: 1,
+      concurrency: 1,
+      stopWaitMs: STOP_WAIT_MS,
+    });
     this.#transport = deps.transport;
   }
 

@@ -140,6 +140,36 @@ export const DEFAULT_BATCH = 32;
 /** The budget of workers not given one (app.ts gives its three one of their own, from TESSERA_OUTBOX_TRIES_PER_TURN). */
 export const sharedTurnBudget = new TurnBudget(DEFAULT_TRIES_PER_TURN);
 
+/** A dispatcher's dependencies as its worker takes them: the shared turn budget unless it was given one. */
+export function workerDeps(deps: Omit<WorkerDeps, 'budget'> & { readonly budget?: TurnBudget | undefined }): WorkerDeps {
+  return {
+    store: deps.store,
+    clock: deps.clock,
+    log: deps.log,
+    budget: deps.budget ?? sharedTurnBudget,
+    ...(deps.observer ? { observer: deps.observer } : {}),
+  };
+}
+
+/**
+ * The worker's settings for posts over HTTP (webhooks, Shared Signals pushes), from their
+ * TESSERA_WEBHOOK_* settings: every queue drained at once, and a stop that waits for no try,
+ * since their tries honour the stop signal.
+ */
+export function httpWorkerSettings(
+  settings: { readonly timeoutSeconds: number; readonly retryDelayMs: number; readonly retryWindowSeconds: number },
+  batch = DEFAULT_BATCH,
+): WorkerSettings {
+  return {
+    timeoutMs: settings.timeoutSeconds * 1000,
+    retryDelayMs: settings.retryDelayMs,
+    retryWindowMs: settings.retryWindowSeconds * 1000,
+    batch,
+    concurrency: Number.POSITIVE_INFINITY,
+    stopWaitMs: null,
+  };
+}
+
 export class OutboxWorker<K extends OutboxKind> {
   readonly #kind: DeliveryKind<K>;
   readonly #deps: WorkerDeps;

@@ -29,7 +29,7 @@ import { SSF_SCOPE } from '../../core/scopes.ts';
 import type { SsfDeliveryRecord, Store, UserRecord } from '../../store/types.ts';
 import type { TokenIssuer } from '../../tokens/issue.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
-import { DEFAULT_BATCH, type DeliveryKind, type DeliveryObserver, OutboxWorker, type TurnBudget, sharedTurnBudget } from '../outbox/worker.ts';
+import { type DeliveryKind, type DeliveryObserver, httpWorkerSettings, OutboxWorker, type TurnBudget, workerDeps } from '../outbox/worker.ts';
 import { setClaims } from './set.ts';
 import { streamSecretOwner } from './streams.ts';
 
@@ -183,17 +183,6 @@ export function ssfKind(deps: SsfDispatcherDeps): DeliveryKind<'ssf'> {
 /** The outbox's worker over Shared Signals push streams. */
 export class SsfDispatcher extends OutboxWorker<'ssf'> {
   constructor(deps: SsfDispatcherDeps) {
-    super(
-      ssfKind(deps),
-      { store: deps.store, clock: deps.clock, log: deps.log, budget: deps.budget ?? sharedTurnBudget, ...(deps.observer ? { observer: deps.observer } : {}) },
-      {
-        timeoutMs: deps.settings.timeoutSeconds * 1000,
-        retryDelayMs: deps.settings.retryDelayMs,
-        retryWindowMs: deps.settings.retryWindowSeconds * 1000,
-        batch: deps.batch ?? DEFAULT_BATCH,
-        concurrency: Number.POSITIVE_INFINITY,
-        stopWaitMs: null,
-      },
-    );
+    super(ssfKind(deps), workerDeps(deps), httpWorkerSettings(deps.settings, deps.batch));
   }
 }

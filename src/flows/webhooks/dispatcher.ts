@@ -15,7 +15,7 @@ import { clientUrlPost, type Poster, type UrlRule } from '../../core/outbound.ts
 import type { Store } from '../../store/types.ts';
 import type { SecretBox } from '../../tokens/secret-box.ts';
 import { webhookUrlRule } from '../manage/webhooks.ts';
-import { DEFAULT_BATCH, type DeliveryKind, type DeliveryObserver, OutboxWorker, type TurnBudget, sharedTurnBudget } from '../outbox/worker.ts';
+import { type DeliveryKind, type DeliveryObserver, httpWorkerSettings, OutboxWorker, type TurnBudget, workerDeps } from '../outbox/worker.ts';
 import { secretOwner, webhookBody, webhookHeaders } from './message.ts';
 
 export { type DeliveryObserver, POLL_MS, retryDelay } from '../outbox/worker.ts';
@@ -89,17 +89,6 @@ export function webhookKind(deps: DispatcherDeps): DeliveryKind<'webhook'> {
 /** The outbox's worker over webhooks' messages. */
 export class WebhookDispatcher extends OutboxWorker<'webhook'> {
   constructor(deps: DispatcherDeps) {
-    super(
-      webhookKind(deps),
-      { store: deps.store, clock: deps.clock, log: deps.log, budget: deps.budget ?? sharedTurnBudget, ...(deps.observer ? { observer: deps.observer } : {}) },
-      {
-        timeoutMs: deps.settings.timeoutSeconds * 1000,
-        retryDelayMs: deps.settings.retryDelayMs,
-        retryWindowMs: deps.settings.retryWindowSeconds * 1000,
-        batch: deps.batch ?? DEFAULT_BATCH,
-        concurrency: Number.POSITIVE_INFINITY,
-        stopWaitMs: null,
-      },
-    );
+    super(webhookKind(deps), workerDeps(deps), httpWorkerSettings(deps.settings, deps.batch));
   }
 }

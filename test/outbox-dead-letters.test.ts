@@ -104,6 +104,9 @@ describe('dead letters of Shared Signals and mail', () => {
       JSON.parse(sets.stdout).map((d: Record<string, unknown>) => [d['event_id'], d['state'], d['last_error']]),
       [[setId, 'dead', 'refused: invalid_key']],
     );
+    // As text, a line a delivery (the lines `tessera webhook deliveries` writes too).
+    const lines = await tessera(['ssf', 'deliveries', streamId, '--state', 'dead'], env());
+    assert.match(lines.stdout, new RegExp(`^\\S+  ${setId}  dead  tries \\d+  refused: invalid_key\\n$`));
     const mail = await tessera(['mail', 'deliveries', '--state', 'dead', '--json'], env());
     assert.equal(mail.code, 0, mail.stderr);
     const [listed] = JSON.parse(mail.stdout) as Record<string, unknown>[];

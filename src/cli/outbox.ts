@@ -8,14 +8,16 @@ import { listMailDeliveries, listStreamDeliveries, mailDeliveryJson, replayDeadL
 import { OWNER } from '../flows/manage/authority.ts';
 import { operatorDeps, parse, when, wholeNumber, withStore, type Io } from './common.ts';
 
-const LIST_OPTIONS = { state: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } } as const;
+/** The options of every `deliveries` command (ssf, mail, webhook). */
+export const LIST_OPTIONS = { state: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } } as const;
 
-function listQuery(values: { state?: string | undefined; limit?: string | undefined }): OutboxQuery {
+export function listQuery(values: { state?: string | undefined; limit?: string | undefined }): OutboxQuery {
   const limit = wholeNumber(values.limit, 5);
   return { ...(values.state === undefined ? {} : { state: values.state }), ...(limit === undefined ? {} : { limit }) };
 }
 
-const replayed = (count: number, id: string) =>
+/** What a `replay` command says: how many dead letters go out again, and under which id of theirs. */
+export const replayed = (count: number, id: string) =>
   count === 0 ? 'No dead letters to send again.\n' : `Sending ${count} dead letter${count === 1 ? '' : 's'} again, with the same ${id}.\n`;
 
 async function ssfDeliveries(config: Config, args: string[], io: Io): Promise<void> {
@@ -25,6 +27,22 @@ async function ssfDeliveries(config: Config, args: string[], io: Io): Promise<vo
     io.stdout(`${JSON.stringify(deliveries.map(streamDeliveryJson))}\n`);
     return;
   }
+  writeDeliveries(io, deliveries);
+}
+
+/** An event's deliveries to a webhook or a stream, a line each: when, which event, its state, tries and last answer. */
+export function writeDeliveries(
+  io: Io,
+  deliveries: readonly {
+    readonly eventAt: number;
+    readonly eventId: string;
+    readonly state: string;
+    readonly attempts: number;
+    readonly nextAttemptAt: number;
+    readonly lastError: string | null;
+    readonly lastStatus: number | null;
+  }[],
+): void {
   if (deliveries.length === 0) io.stdout('No deliveries.\n');
   for (const delivery of deliveries) {
     const last = delivery.lastError ?? (delivery.lastStatus === null ? '' : `answered ${delivery.lastStatus}`);

@@ -18,6 +18,7 @@ import { loadKeyEncryption } from '../tokens/key-encryption.ts';
 import { secretBox } from '../tokens/secret-box.ts';
 import { operatorDeps, parse, when, wholeNumber, withStore, type Io } from './common.ts';
 import { inputFromOptions } from './fields.ts';
+import { LIST_OPTIONS, listQuery, replayed, writeDeliveries } from './outbox.ts';
 
 /** The key encryption key seals the secret as the server's does, so that the server can open it to sign. */
 function webhookDeps(config: Config, store: Store, io: Io): WebhookDeps {
@@ -70,29 +71,19 @@ async function webhookRotateSecret(config: Config, args: string[], io: Io): Prom
 }
 
 async function webhookDeliveries(config: Config, args: string[], io: Io): Promise<void> {
-  const { values, positionals } = parse(args, { state: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } }, 1);
-  const limit = wholeNumber(values.limit, 5);
-  const deliveries = await withStore(config, (store) =>
-    listDeliveries({ store }, positionals[0]!, { ...(values.state === undefined ? {} : { state: values.state }), ...(limit === undefined ? {} : { limit }) }),
-  );
+  const { values, positionals } = parse(args, LIST_OPTIONS, 1);
+  const deliveries = await withStore(config, (store) => listDeliveries({ store }, positionals[0]!, listQuery(values)));
   if (values.json) {
     io.stdout(`${JSON.stringify(deliveries.map(deliveryJson))}\n`);
     return;
   }
-  if (deliveries.length === 0) io.stdout('No deliveries.\n');
-  for (const delivery of deliveries) {
-    const last = delivery.lastError ?? (delivery.lastStatus === null ? '' : `answered ${delivery.lastStatus}`);
-    const next = delivery.state === 'pending' ? `  next ${when(delivery.nextAttemptAt)}` : '';
-    io.stdout(`${when(delivery.eventAt)}  ${delivery.eventId}  ${delivery.state}  tries ${delivery.attempts}${next}${last ? `  ${last}` : ''}\n`);
-  }
+  writeDeliveries(io, deliveries);
 }
 
 async function webhookReplay(config: Config, args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, { event: { type: 'string' } }, 1);
-  const replayed = await withStore(config, (store) => replayDeliveries(operatorDeps(config, store, io), positionals[0]!, values.event ?? null));
-  io.stdout(
-    replayed === 0 ? 'No dead letters to send again.\n' : `Sending ${replayed} dead letter${replayed === 1 ? '' : 's'} again, with the same webhook-id.\n`,
-  );
+  const count = await withStore(config, (store) => replayDeliveries(operatorDeps(config, store, io), positionals[0]!, values.event ?? null));
+  io.stdout(replayed(count, 'webhook-id'));
 }
 
 export const WEBHOOK_COMMANDS = {

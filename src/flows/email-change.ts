@@ -15,13 +15,11 @@ import type { Locale } from '../config/locales.ts';
 import { hashSecret, randomToken } from '../core/crypto.ts';
 import { EMAIL_CHANGE_VERIFY_PATH } from '../core/endpoints.ts';
 import type { EmailChangeRecord, UserRecord } from '../store/types.ts';
-import { Attempt, isRefusal } from './attempts.ts';
+import { isRefusal } from './attempts.ts';
 import { transactionWithEvents } from './events.ts';
 import { mailAddress } from './mail/outbox.ts';
-import { RECOVERY_KEYS } from './recovery.ts';
+import { reserveMailedLink } from './recovery.ts';
 import { mailLocale, type AccountDeps } from './users.ts';
-
-const HOUR_MS = 60 * 60_000;
 
 /** Whether a person may change their address themselves: only where the link can be mailed. */
 export function emailChangeOffered(deps: Pick<AccountDeps, 'mail'>): boolean {
@@ -47,16 +45,7 @@ export async function requestEmailChange(
   if (email === null) return { kind: 'invalid' };
   // The address the account has, unverified, may be asked for: the link then verifies it.
   if (user.emailVerified && user.email?.toLowerCase() === email.toLowerCase()) return { kind: 'same' };
-  const settings = deps.config.recovery;
-  const attempt = await Attempt.reserve(
-    deps.store.rateLimits,
-    [
-      { key: `${RECOVERY_KEYS.address}${input.ip}`, limit: settings.perAddressPerHour },
-      { key: `${RECOVERY_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
-    ],
-    HOUR_MS,
-    deps.clock.now(),
-  );
+  const attempt = await reserveMailedLink(deps, input.ip, email);
   if (isRefusal(attempt)) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
   const now = deps.clock.now();
   const token = randomToken(32);

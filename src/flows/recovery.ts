@@ -23,6 +23,25 @@ export const RECOVERY_KEYS = {
   email: 'recovery:email:',
 } as const;
 
+/**
+ * Counts one mailed link (a recovery link, an e-mail change's) against the address asking
+ * and the address it goes to, per hour (TESSERA_RECOVERY_PER_ADDRESS, _PER_EMAIL): the
+ * reservation, or the refusal with its wait. Every request stays counted: there is no
+ * success to give the place back for.
+ */
+export function reserveMailedLink(deps: Pick<AccountDeps, 'store' | 'config' | 'clock'>, ip: string, email: string) {
+  const settings = deps.config.recovery;
+  return Attempt.reserve(
+    deps.store.rateLimits,
+    [
+      { key: `${RECOVERY_KEYS.address}${ip}`, limit: settings.perAddressPerHour },
+      { key: `${RECOVERY_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
+    ],
+    HOUR_MS,
+    deps.clock.now(),
+  );
+}
+
 export type RecoveryResult =
   /** Sent if there was anyone to send it to; the page says no more. */
   | { readonly kind: 'sent'; readonly email: string }
@@ -40,16 +59,7 @@ export async function requestRecovery(
   const email = mailAddress(input.email);
   if (email === null) return { kind: 'invalid' };
   const settings = deps.config.recovery;
-  const attempt = await Attempt.reserve(
-    deps.store.rateLimits,
-    [
-      { key: `${RECOVERY_KEYS.address}${input.ip}`, limit: settings.perAddressPerHour },
-      { key: `${RECOVERY_KEYS.email}${hashSecret(email.toLowerCase())}`, limit: settings.perEmailPerHour },
-    ],
-    HOUR_MS,
-    deps.clock.now(),
-  );
-  // Every request stays counted: there is no success to give the place back for.
+  const attempt = await reserveMailedLink(deps, input.ip, email);
   if (isRefusal(attempt)) return { kind: 'limited', retryAfterSeconds: attempt.retryAfterSeconds };
   const accounts = (await deps.store.users.findByEmail(email)).filter((user) => !user.disabled);
   await transactionWithEvents(deps, async (tx, record) => {

@@ -6,7 +6,7 @@
  */
 import { ORGANIZATION_FIELDS, ORGANIZATION_MEMBER_FIELDS } from '../flows/manage/fields/organizations.ts';
 import type { FormValues } from '../flows/manage/fields/field.ts';
-import { consolePage, fieldTableForm, linkButton, notice, postButton, tableForm, type ConsoleFrame } from './console.ts';
+import { consolePage, fieldTableForm, linkButton, notice, postButton, tableForm, type ConsoleFrame, type FieldFormView } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
 import type { MessageKey } from './i18n.ts';
 import { csrfField } from './pages.ts';
@@ -41,13 +41,7 @@ ${
   );
 }
 
-export interface OrganizationFormView {
-  readonly action: string;
-  readonly values: FormValues;
-  readonly cancel: string;
-  readonly operation: 'create' | 'update';
-  readonly error?: string | SafeHtml | undefined;
-}
+export type OrganizationFormView = FieldFormView;
 
 function organizationForm(frame: ConsoleFrame, view: OrganizationFormView): SafeHtml {
   return fieldTableForm(frame, ORGANIZATION_FIELDS, view, view.operation === 'create' ? 'console.org.create' : 'console.org.save');

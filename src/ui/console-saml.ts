@@ -4,8 +4,7 @@
  * The routes (http/console/saml.ts) decide what each page may offer.
  */
 import { SAML_SP_FIELDS } from '../flows/manage/fields/saml-service-providers.ts';
-import type { FormValues } from '../flows/manage/fields/field.ts';
-import { consolePage, fieldTableForm, linkButton, notice, type ConsoleFrame } from './console.ts';
+import { consolePage, fieldTableForm, linkButton, notice, type ConsoleFrame, type FieldFormView } from './console.ts';
 import { html, type SafeHtml } from './html.ts';
 
 export interface SamlSpListItem {
@@ -34,13 +33,7 @@ ${
   );
 }
 
-export interface SamlSpFormView {
-  readonly action: string;
-  readonly values: FormValues;
-  readonly cancel: string;
-  readonly operation: 'create' | 'update';
-  readonly error?: string | SafeHtml | undefined;
-}
+export type SamlSpFormView = FieldFormView;
 
 function spForm(frame: ConsoleFrame, view: SamlSpFormView): SafeHtml {
   return fieldTableForm(frame, SAML_SP_FIELDS, view, view.operation === 'create' ? 'console.saml.create' : 'console.saml.save');

@@ -770,7 +770,7 @@ export function forbiddenPage(
 export function fieldTableForm(
   frame: ConsoleFrame,
   table: FieldTable,
-  view: { readonly action: string; readonly values: FormValues; readonly cancel: string; readonly operation: 'create' | 'update' },
+  view: Omit<FieldFormView, 'error'>,
   submit: MessageKey,
   hidden: SafeHtml | null = null,
 ): SafeHtml {
@@ -789,6 +789,11 @@ export interface AddFormView {
   readonly values: FormValues;
   readonly cancel: string;
   readonly error?: string | SafeHtml | undefined;
+}
+
+/** A noun's form that adds one or changes one (fieldTableForm), and why a post of it was refused. */
+export interface FieldFormView extends AddFormView {
+  readonly operation: 'create' | 'update';
 }
 
 /**

@@ -5,7 +5,7 @@
  * retry window. The `tessera ssf …` and `tessera mail …` commands and the admin API call these.
  * Who may: authority.ts `checkMayHandleDeadLetters`.
  */
-import { DEFAULT_DELIVERIES, DELIVERY_STATES, MAX_DELIVERIES } from './webhooks.ts';
+import { DEFAULT_DELIVERIES, DELIVERY_STATES, deliveryJson, MAX_DELIVERIES } from './webhooks.ts';
 import type { DeliveryState, MailDeliveryRecord, SsfDeliveryRecord } from '../../store/types.ts';
 import { checkMayHandleDeadLetters } from './authority.ts';
 import { isoTime, type ManageDeps } from './deps.ts';
@@ -78,19 +78,8 @@ export async function replayDeadLetters(deps: ManageDeps, kind: DeadLetterKind, 
   return replayed;
 }
 
-/** A stream's delivery as `tessera ssf deliveries --json` and the admin API give it. */
-export function streamDeliveryJson(delivery: SsfDeliveryRecord): Record<string, unknown> {
-  return {
-    event_id: delivery.eventId,
-    event_at: isoTime(delivery.eventAt),
-    state: delivery.state,
-    attempts: delivery.attempts,
-    next_attempt_at: delivery.state === 'pending' ? isoTime(delivery.nextAttemptAt) : null,
-    delivered_at: isoTime(delivery.deliveredAt),
-    last_status: delivery.lastStatus,
-    last_error: delivery.lastError,
-  };
-}
+/** A stream's delivery as `tessera ssf deliveries --json` and the admin API give it: as a webhook's. */
+export const streamDeliveryJson: (delivery: SsfDeliveryRecord) => Record<string, unknown> = deliveryJson;
 
 /** A message as `tessera mail deliveries --json` and the admin API give it: what kind, how it went, never to whom or what. */
 export function mailDeliveryJson(delivery: MailDeliveryRecord): Record<string, unknown> {

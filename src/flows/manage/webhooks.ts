@@ -185,8 +185,10 @@ export function webhookJson(webhook: WebhookRecord): Record<string, unknown> {
   };
 }
 
-/** A delivery as `webhook deliveries --json` and the admin API give it. */
-export function deliveryJson(delivery: WebhookDeliveryRecord): Record<string, unknown> {
+/** A delivery (a webhook's, or a Shared Signals stream's) as `webhook deliveries --json`, `ssf deliveries --json` and the admin API give it. */
+export function deliveryJson(
+  delivery: Pick<WebhookDeliveryRecord, 'eventId' | 'eventAt' | 'state' | 'attempts' | 'nextAttemptAt' | 'deliveredAt' | 'lastStatus' | 'lastError'>,
+): Record<string, unknown> {
   return {
     event_id: delivery.eventId,
     event_at: isoTime(delivery.eventAt),

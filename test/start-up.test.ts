@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -207,6 +207,37 @@ describe('start-up', { concurrency: true }, () => {
     assert.equal(listed.code, 1);
     assert.match(listed.stderr, /^tessera: invalid setting TESSERA_DATABASE: .*: is a directory, not a database file/);
     assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('stops cleanly on a SIGINT that arrives the moment it says it serves: its signal handlers are in place before the line', async () => {
+    const home = mkdtempSync(join(dir, 'signal-at-line-'));
+    // The process signals itself from inside the write of that line (pino writes with
+    // fs.writeSync or fs.write), the earliest a supervisor reading it could: a handler
+    // installed after the line would come too late, and the signal would kill it.
+    const preload = join(home, 'signal-on-serving.mjs');
+    writeFileSync(
+      preload,
+      `import fs from 'node:fs';
+for (const name of ['writeSync', 'write']) {
+  const original = fs[name];
+  fs[name] = function (fd, data, ...rest) {
+    const result = original.call(this, fd, data, ...rest);
+    if (fd === 1 && String(data).includes('Tessera is serving')) process.kill(process.pid, 'SIGINT');
+    return result;
+  };
+}
+`,
+    );
+    const child = spawn(process.execPath, [...NODE_FLAGS, '--import', preload, MAIN], {
+      env: { PATH: process.env['PATH'] ?? '', ...COMPILE_CACHE_ENV, ...TEST_ENV, HOST: '127.0.0.1', PORT: '0', TESSERA_DATABASE: join(home, 'tessera.db') },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (...ended) => resolve(ended)));
+    clearTimeout(timer);
+    assert.deepEqual([code, signal], [0, null], `exit status 0, not killed by the signal; stderr: ${stderr}`);
   });
 
   it('refuses a database whose signing keys need a key encryption key it was not given, naming the key file it read, and writes no new key file', async () => {

@@ -7,12 +7,18 @@
  * siblings alike counts once), and one user's page the state of another's. A violation fails
  * the test file that checked the state when its browser closes, naming the page, the rule and
  * the elements. A test file run on its own checks every state it reaches.
+ *
+ * A state is checked as a copy: its document as it stood (its attributes, its style sheets'
+ * rules, not its scripts) is set into one checker page of the browser, at the state's width,
+ * and axe-core runs there. Loading axe-core's 500 KB into each new document and running it
+ * cold cost about 170 ms of a renderer a state, a quarter of the browser tests' CPU; in the
+ * checker it is loaded once and runs warm, and the page under test is free at once.
  */
 import { createHash } from 'node:crypto';
 import { openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -59,7 +65,21 @@ interface Violation {
   readonly nodes: readonly { readonly target: readonly string[] }[];
 }
 
-/** In the page: its structure, as a key saying which states were already checked. */
+/** A document as it stood, for the checker page: see SNAPSHOT. */
+interface Snapshot {
+  /** Its structure (STRUCTURE's key), or null for a page that is not Tessera's. */
+  readonly key: string | null;
+  readonly url: string;
+  readonly title: string;
+  readonly width: number;
+  readonly height: number;
+  /** The `<html>` element's attributes (lang, dir). */
+  readonly attributes: readonly (readonly [string, string])[];
+  /** What is inside `<html>`, with its style sheets' rules inlined and nothing that would run or load. */
+  readonly inner: string;
+}
+
+/** In the page: its structure, as a key saying which states were already checked; null for a page not Tessera's. */
 const STRUCTURE = `(() => {
   // Only Tessera's own pages (they load its stylesheet), not the apps the tests play.
   if (!document.querySelector('link[rel=stylesheet][href="/assets/tessera.css"]')) return null;
@@ -77,74 +97,140 @@ const STRUCTURE = `(() => {
 })()`;
 
 /**
- * axe-core's violations on the page as it stands now, one line each (page, rule, elements): for
- * a test that names the page states it checks (test/accessibility.test.ts), including pages set
- * with `setContent`, which the watch below leaves alone.
+ * In the page: the document as it stands, for the checker. Its style sheets go as their rules
+ * (the page may read them, the checker, of another origin, could not), one a sheet linked from
+ * elsewhere as a link to it; scripts, other links and \`http-equiv\` (a refresh would navigate
+ * the checker) are left out, as are the values typed into fields, which no rule reads.
  */
-export function axeViolations(page: Page, name = page.url()): Promise<string[]> {
-  // axe-core runs once at a time in a page: a test's check waits for the load watch's.
-  const run = (running.get(page) ?? Promise.resolve()).then(() => runAxe(page, name));
-  running.set(
-    page,
-    run.catch(() => {}),
-  );
-  return run;
-}
+const SNAPSHOT = `(() => {
+  const copy = document.documentElement.cloneNode(true);
+  for (const element of copy.querySelectorAll('script, link, style, meta[http-equiv], base')) element.remove();
+  const sheets = Array.from(document.styleSheets, (sheet) => {
+    const media = sheet.media.mediaText;
+    try {
+      const rules = Array.from(sheet.cssRules, (rule) => rule.cssText).join('\\n');
+      const style = document.createElement('style');
+      style.textContent = media ? '@media ' + media + ' {\\n' + rules + '\\n}' : rules;
+      return style;
+    } catch {
+      const link = document.createElement('link');
+      link.rel = 'stylesheet';
+      link.href = sheet.href;
+      if (media) link.media = media;
+      return link;
+    }
+  });
+  (copy.querySelector('head') ?? copy).prepend(...sheets);
+  return {
+    key: ${STRUCTURE},
+    url: location.href,
+    title: document.title,
+    width: window.innerWidth,
+    height: window.innerHeight,
+    attributes: Array.from(document.documentElement.attributes, (attribute) => [attribute.name, attribute.value]),
+    inner: copy.innerHTML,
+  };
+})()`;
 
-const running = new WeakMap<Page, Promise<unknown>>();
+/** In the checker: the snapshot's document in place of the one before, once its linked style sheets have loaded. */
+const REPLACE = `(snapshot) => {
+  const root = document.documentElement;
+  for (const attribute of Array.from(root.attributes)) root.removeAttribute(attribute.name);
+  for (const [name, value] of snapshot.attributes) root.setAttribute(name, value);
+  root.innerHTML = snapshot.inner;
+  return Promise.all(
+    Array.from(document.querySelectorAll('link[rel=stylesheet]'), (link) =>
+      link.sheet ? null : new Promise((resolve) => { link.onload = link.onerror = resolve; }),
+    ),
+  );
+}`;
 
 /**
- * Each page's DevTools session, through which axe-core's source goes into a document: sent
- * as it is, where `page.evaluate` wraps and re-encodes its 500 KB on the way, a third of the
- * cost of loading it (and loading it cost more than running it on most pages).
+ * The checker page of a browser: a page of a context of its own (no test's), in standards mode,
+ * with axe-core loaded once. Checks run in it one at a time, in the order asked.
  */
-const sessions = new WeakMap<Page, Promise<CDPSession>>();
+interface Checker {
+  readonly page: Page;
+  queue: Promise<unknown>;
+}
 
-async function runAxe(page: Page, name: string): Promise<string[]> {
-  if (!(await page.evaluate("'axe' in window"))) {
-    let session = sessions.get(page);
-    if (session === undefined) sessions.set(page, (session = page.context().newCDPSession(page)));
-    const { exceptionDetails } = await (await session).send('Runtime.evaluate', { expression: AXE_SOURCE });
-    if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
+const checkers = new WeakMap<Browser, Promise<Checker>>();
+
+function checkerOf(browser: Browser): Promise<Checker> {
+  let checker = checkers.get(browser);
+  if (checker === undefined) {
+    checker = (async () => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.setContent('<!doctype html><html><head></head><body></body></html>');
+      const session = await context.newCDPSession(page);
+      // Sent as it is: page.evaluate would wrap and re-encode its 500 KB.
+      const { exceptionDetails } = await session.send('Runtime.evaluate', { expression: AXE_SOURCE });
+      if (exceptionDetails) throw new Error(`loading axe-core failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
+      await session.detach();
+      return { page, queue: Promise.resolve() };
+    })();
+    checkers.set(browser, checker);
+    // A checker that failed to start, or whose page went (a crash), is made again when next needed.
+    checker.then(
+      ({ page }) => page.once('close', () => checkers.delete(browser)),
+      () => checkers.delete(browser),
+    );
   }
-  // Only a page of a site: a navigation since the check began may have left the browser's own
-  // error page in its place (a redirect to an app where nothing listens), which is not ours.
-  const violations = (await page.evaluate(
-    `location.protocol.startsWith('http') ? axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations) : []`,
-  )) as Violation[];
+  return checker;
+}
+
+/** axe-core's violations in `snapshot`, checked in `browser`'s checker page, one line each. */
+async function checkSnapshot(browser: Browser, snapshot: Snapshot, name: string): Promise<string[]> {
+  const checker = await checkerOf(browser);
+  const run = checker.queue.then(async () => {
+    const size = checker.page.viewportSize();
+    if (size?.width !== snapshot.width || size.height !== snapshot.height)
+      await checker.page.setViewportSize({ width: snapshot.width, height: snapshot.height });
+    await checker.page.evaluate(`(${REPLACE})(${JSON.stringify(snapshot)})`);
+    return (await checker.page.evaluate(`axe.run(document, ${JSON.stringify(RUN_OPTIONS)}).then((result) => result.violations)`)) as Violation[];
+  });
+  checker.queue = run.catch(() => {});
+  const violations = await run;
   return violations.map(
     (violation) => `${name}: ${violation.id} (${violation.impact}): ${violation.help}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
   );
 }
 
-/** Checks the page as it stands; a page that navigated away meanwhile is left to its next load. */
-async function check(page: Page, found: string[]): Promise<void> {
+/**
+ * axe-core's violations on the page as it stands now, one line each (page, rule, elements): for
+ * a test that names the page states it checks (test/accessibility.test.ts), including pages set
+ * with \`setContent\`, which the watch below leaves alone. None for a page that is not of a site
+ * (a browser's own error page, after a redirect to an app where nothing listens).
+ */
+export async function axeViolations(page: Page, name = page.url()): Promise<string[]> {
+  const snapshot = (await page.evaluate(SNAPSHOT)) as Snapshot;
+  if (!snapshot.url.startsWith('http')) return [];
+  return checkSnapshot(page.context().browser()!, snapshot, name);
+}
+
+/**
+ * Takes a copy of the page as it stands, if its state is new to the run, and has it checked;
+ * `checking` gets the check. A page that navigated away meanwhile is left to its next load.
+ */
+async function check(page: Page, checking: (run: Promise<void>) => void, found: string[]): Promise<void> {
+  let key: string | null = null;
   try {
-    const key = (await page.evaluate(STRUCTURE)) as string | null;
-    if (key === null) return;
-    // Claimed before running, so two loads of one state never run axe at once in a page.
-    if (!claim(key)) return;
-    let violations: string[];
-    try {
-      violations = await axeViolations(page, `${page.url()} (${await page.title()})`);
-    } catch (error) {
-      // Left before axe ran: checked when it is next seen.
+    key = (await page.evaluate(STRUCTURE)) as string | null;
+    if (key === null || !claim(key)) return;
+    const snapshot = (await page.evaluate(SNAPSHOT)) as Snapshot;
+    // Another document since the key was taken: its own load checks it.
+    if (snapshot.key !== key) {
       release(key);
-      throw error;
+      return;
     }
-    found.push(...violations);
+    checking(checkSnapshot(page.context().browser()!, snapshot, `${snapshot.url} (${snapshot.title})`).then((violations) => void found.push(...violations)));
   } catch (error) {
-    // The test moved on (a navigation, a closed page, a DevTools session its page took with
-    // it): that state is gone. A navigation between loading axe and running it leaves a
-    // document without axe, and one while axe runs leaves it reading a document that is gone
-    // (its `document.documentElement` null: seen once on a loaded machine).
+    // The test moved on (a navigation, a closed page) before the copy was taken: that state is
+    // gone, and is checked when it is next seen.
+    if (key !== null) release(key);
     if (page.isClosed()) return;
-    if (
-      !/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|no object with guid|Session closed|navigat|axe is not defined|reading 'documentElement'/i.test(
-        String(error),
-      )
-    )
-      throw error;
+    if (!/Execution context was destroyed|Target page, context or browser has been closed|navigat/i.test(String(error))) throw error;
   }
 }
 
@@ -154,21 +240,23 @@ const watched = new WeakSet<Page>();
 function watch(page: Page, found: string[], pending: Set<Promise<void>>): void {
   if (watched.has(page)) return;
   watched.add(page);
-  // One check at a time per page: a check begun for one document may run its evaluations in
-  // the next (page.evaluate goes to the page's current document), where the next load's own
-  // check would otherwise start axe a second time ("Axe is already running"). In turn, the
-  // later check finds the state checked already.
+  // An unexpected failure is reported when the browser closes, like a violation: left as a
+  // rejection, it would surface as an unhandled rejection in whichever test runs then.
+  const track = (run: Promise<void>) => {
+    const tracked = run
+      .catch((error: unknown) => void found.push(`${page.url()}: the accessibility check failed: ${String(error)}`))
+      .finally(() => pending.delete(tracked));
+    pending.add(tracked);
+  };
+  // One copy at a time per page: a copy begun for one document may take its evaluations from
+  // the next (page.evaluate goes to the page's current document), whose own load then finds its
+  // state claimed. The checks themselves queue in the checker page.
   let previous: Promise<void> = Promise.resolve();
   page.on('load', () => {
     if (!page.url().startsWith('http')) return;
-    // An unexpected failure is reported when the browser closes, like a violation: left as a
-    // rejection, it would surface as an unhandled rejection in whichever test runs then.
-    const run = previous
-      .then(() => check(page, found))
-      .catch((error: unknown) => void found.push(`${page.url()}: the accessibility check failed: ${String(error)}`))
-      .finally(() => pending.delete(run));
-    previous = run;
-    pending.add(run);
+    const run = previous.then(() => check(page, track, found));
+    previous = run.catch(() => {});
+    track(run);
   });
 }
 
@@ -194,7 +282,8 @@ export function checkAccessibility(browser: Browser): Browser {
     return page;
   };
   browser.close = async (...args) => {
-    await Promise.allSettled([...pending]);
+    // A copy taken while waiting adds its check: wait for that too.
+    while (pending.size > 0) await Promise.allSettled([...pending]);
     await close(...args);
     if (found.length > 0) throw new Error(`axe-core found accessibility violations:\n${[...new Set(found)].join('\n')}`);
   };

@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { GRANT_DEVICE_CODE } from '../../src/core/protocol.ts';
 import { migrations } from '../../src/store/migrations.ts';
 import { composeSearch, groupSearchTable, userSearchTable } from '../../src/store/sql/scim-search.ts';
+import { statements } from '../../src/store/sql/statements.ts';
 import { openSqliteStore, sqliteDialect } from '../../src/store/sqlite/store.ts';
 import { MissingReferenceError, newUserRecord, type Store } from '../../src/store/types.ts';
 import { storeContract } from './contract.ts';
@@ -106,6 +107,17 @@ describe('SQLite file shared by restarts, processes and threads', () => {
         versions,
         migrations.map((migration) => migration.version),
       );
+    } finally {
+      db.close();
+    }
+  });
+
+  it('prepares every statement against the migrated schema (the store prepares each at its first use)', async () => {
+    const path = join(dir, 'statements.db');
+    await openSqliteStore(path).close();
+    const db = new DatabaseSync(path);
+    try {
+      for (const [name, sql] of Object.entries(statements(sqliteDialect))) assert.doesNotThrow(() => db.prepare(sql), `statement ${name}`);
     } finally {
       db.close();
     }

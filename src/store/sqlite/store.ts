@@ -1,7 +1,7 @@
 /**
  * The embedded store: one SQLite file through `node:sqlite`, shared by every process that
- * opens it (node:cluster workers). Every statement of `sql/statements.ts` is prepared once,
- * at open; SQLite runs one writer at a time, so a conditional UPDATE has exactly one winner.
+ * opens it (node:cluster workers). Each statement of `sql/statements.ts` is prepared once,
+ * at its first use; SQLite runs one writer at a time, so a conditional UPDATE has exactly one winner.
  */
 
 import { closeSync, mkdirSync, openSync } from 'node:fs';
@@ -102,14 +102,21 @@ function openDatabase(path: string): DatabaseSync {
 }
 
 function sqliteStore(db: DatabaseSync): Store {
-  const prepared = Object.fromEntries(
-    Object.entries(statements(sqliteDialect)).map(([name, sql]) => {
-      const statement = db.prepare(sql);
+  // Each statement prepared at its first use, then kept: preparing all of them at open took
+  // about 10 ms a store (most of opening one), and a process often uses a few dozen.
+  // test/store/sqlite.test.ts prepares every one against the migrated schema.
+  const texts = statements(sqliteDialect);
+  const preparedByName = new Map<StatementName, StatementSync>();
+  const prepared = (name: StatementName): StatementSync => {
+    let statement = preparedByName.get(name);
+    if (statement === undefined) {
+      statement = db.prepare(texts[name]);
       // As in PostgreSQL, where only the named parameters are bound: an insert binds its record.
       statement.setAllowUnknownNamedParameters(true);
-      return [name, statement];
-    }),
-  ) as Record<StatementName, StatementSync>;
+      preparedByName.set(name, statement);
+    }
+    return statement;
+  };
   const batch = new GroupCommit(db, BUSY_TIMEOUT_MS);
   // Composed reads (Runner.select), prepared once per text: their texts come from a few fragments, and are kept up to a bound.
   const composed = new Map<string, StatementSync>();
@@ -136,7 +143,7 @@ function sqliteStore(db: DatabaseSync): Store {
   // what is committed; a write is answered once the round's commit holds it (GroupCommit).
   const outside: Runner<StatementName> = (() => {
     const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => {
-      const statement = prepared[name];
+      const statement = prepared(name);
       return batch.outside(() => (batch.isWrite(statement) ? batch.write(() => execute(statement, body)) : execute(statement, body)));
     };
     return {
@@ -148,7 +155,7 @@ function sqliteStore(db: DatabaseSync): Store {
   })();
   // A transaction's own calls run at once, inside it.
   const inside: Runner<StatementName> = (() => {
-    const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => batch.inside(() => execute(prepared[name], body));
+    const run = <T>(name: StatementName, body: (statement: StatementSync) => T): Promise<T> => batch.inside(() => execute(prepared(name), body));
     return {
       select: (sql, params) => batch.inside(() => execute(preparedText(sql), (statement) => statement.all(bind(params)))),
       one: (name, params = {}) => run(name, (statement) => statement.get(bind(params))),
@@ -169,11 +176,11 @@ function sqliteStore(db: DatabaseSync): Store {
       batch.write(() => {
         savepoint.run();
         try {
-          const row = execute(prepared.consumeCode, (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
+          const row = execute(prepared('consumeCode'), (statement) => statement.get(bind({ hash, clientId, redirectUri, codeChallenge, dpopJkt, now })));
           const code = row === undefined ? null : codeFromRow(row, sqliteDialect.read);
           if (code !== null) {
             for (const [name, params] of redemptionWrites(sqliteDialect, code, now, writes))
-              execute(prepared[name], (statement) => statement.run(bind(params)));
+              execute(prepared(name), (statement) => statement.run(bind(params)));
           }
           release.run();
           return code;

@@ -4,7 +4,8 @@
  * - what it is: under 60 MB compressed, a numeric non-root user, `/data` the one volume, the
  *   `tessera` entrypoint serving by default, its OCI labels, and a CycloneDX SBOM naming Node.js,
  *   the Debian libraries and every production dependency;
- * - reproducible: built again without the cache, it has the same digest;
+ * - reproducible: test/image-reproducible.test.ts (`npm run test:image`) builds it again without
+ *   the cache, to the same digest;
  * - run as a container runtime would, without one (none can start here): unpacked by umoci, its
  *   entrypoint started under chroot as the image's user, on a root file system mounted read-only
  *   with a fresh `/data`. It serves discovery; `tessera resource add` through the entrypoint and
@@ -17,32 +18,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { buildImage, IMAGE_UID, startEnvironment, startFlags, type BuiltImage } from '../deploy/image/build.ts';
 import { watchCommand } from './helpers/cli.ts';
+import { imageTestsSkip, requireImageTools, which } from './helpers/image-tools.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
-
-const TOOLS = ['buildah', 'umoci', 'skopeo', 'unshare', 'chroot', 'mount'];
-const onPath = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, name)));
-const which = (name: string) =>
-  (process.env['PATH'] ?? '')
-    .split(':')
-    .map((dir) => join(dir, name))
-    .find((path) => existsSync(path))!;
-const missing = TOOLS.filter((name) => !onPath(name));
-const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
-const root = process.getuid?.() === 0;
-const why =
-  missing.length > 0
-    ? `${missing.join(', ')} not installed (apt-get install buildah umoci skopeo; .ci/run does)`
-    : root
-      ? null
-      : 'it needs root, for a mount namespace and chroot';
 
 const exec = promisify(execFile);
 
@@ -50,14 +35,14 @@ interface RuntimeConfig {
   process: { user: { uid: number; gid: number }; args: string[]; env: string[]; cwd: string };
 }
 
-describe('the container image', { skip: why !== null && !ci ? `image tests skipped: ${why}` : false }, () => {
+describe('the container image', { skip: imageTestsSkip }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-image-'));
   const bundle = join(dir, 'bundle');
   let image: BuiltImage;
   let config: RuntimeConfig;
 
   before(async () => {
-    if (why !== null) throw new Error(`the image tests must run in CI, but ${why}`);
+    requireImageTools();
     image = await buildImage({ layout: join(dir, 'layout'), sbom: join(dir, 'sbom.cdx.json'), name: 'tessera-test', log: () => {} });
     await exec('umoci', ['unpack', '--image', `${image.layout}:${image.tag}`, bundle]);
     config = JSON.parse(readFileSync(join(bundle, 'config.json'), 'utf8')) as RuntimeConfig;
@@ -82,8 +67,8 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
     const rootfs = join(bundle, 'rootfs');
     const script = `"$MOUNT" --bind "$0" "$0" && "$MOUNT" -o remount,bind,ro "$0" && "$MOUNT" --bind "$DATA" "$0/data" && exec "$CHROOT" --userspec=${config.process.user.uid}:${config.process.user.gid} "$0" "$@"`;
     return watchCommand(
-      spawn(which('unshare'), ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, rootfs, ...args], {
-        env: { ...environment, ...env, MOUNT: which('mount'), CHROOT: which('chroot'), DATA: data },
+      spawn(which('unshare')!, ['--mount', '--propagation', 'private', '/bin/sh', '-c', script, rootfs, ...args], {
+        env: { ...environment, ...env, MOUNT: which('mount')!, CHROOT: which('chroot')!, DATA: data },
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
@@ -145,11 +130,6 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
       );
     }
     assert.ok(!purls.some((purl) => purl.startsWith('pkg:npm/typescript@')), 'no development dependency');
-  });
-
-  it('builds again without the cache to the same digest', async () => {
-    const again = await buildImage({ layout: join(dir, 'again'), sbom: join(dir, 'again.cdx.json'), name: 'tessera-test', noCache: true, log: () => {} });
-    assert.equal(again.digest, image.digest);
   });
 
   it('runs as its user on a read-only root: discovery, tessera client add inside it, a client-credentials token, and SIGTERM drains and stops it', async () => {
@@ -268,7 +248,7 @@ describe('the container image', { skip: why !== null && !ci ? `image tests skipp
   });
 
   it('runs under podman, where podman can start a container', {
-    skip: onPath('podman') ? false : 'podman is not installed (no container can be started on these machines)',
+    skip: which('podman') !== undefined ? false : 'podman is not installed (no container can be started on these machines)',
   }, async (t) => {
     let stdout: string;
     try {

@@ -27,8 +27,10 @@
  * comes, and a shard whose report did not reach its end fails the run, naming the files whose
  * results are missing, rather than count short and pass.
  *
- * `test/bench.test.ts` is not among the files `npm test` runs: `npm run test:bench` runs it
- * (.ci/run, after `npm test`).
+ * Two files are not among those `npm test` runs, each with a script of its own that .ci/run
+ * runs after it: the bench's smoke test (`npm run test:bench`, test/bench.test.ts) and the
+ * image built again without buildah's cache (`npm run test:image`,
+ * test/image-reproducible.test.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -41,8 +43,8 @@ import type { Outcome } from './helpers/outcomes-reporter.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const PATTERNS = ['test/**/*.test.ts', 'src/**/*.test.ts'];
-/** Not run by `npm test` unless named: the bench's smoke test has a script of its own (`npm run test:bench`). */
-const OWN_SCRIPT = ['test/bench.test.ts'];
+/** Not run by `npm test` unless named, each with a script of its own: the bench's smoke test (`npm run test:bench`) and the image's rebuild without the cache (`npm run test:image`). */
+const OWN_SCRIPT = ['test/bench.test.ts', 'test/image-reproducible.test.ts'];
 const OUTCOMES_REPORTER = join(import.meta.dirname, 'helpers', 'outcomes-reporter.ts');
 
 const DURATIONS = join(import.meta.dirname, 'durations.json');

@@ -207,6 +207,7 @@ describe('the outbox worker', () => {
     // A window gone by: the first try reads the loop's load.
     await sleep(PACE_WINDOW_MS + 10);
     let begun = 0;
+    const busySince = performance.now();
     const all = Promise.all(
       Array.from({ length: 200 }, async () => {
         await budget.take();
@@ -215,14 +216,15 @@ describe('the outbox worker', () => {
     );
     await sleep(500);
     const busyBegun = begun;
-    // 20 a second for half a second, one at once and a window's worth held: 13 at most (the
-    // turns alone would have let all 200 begin within a few milliseconds).
-    assert.ok(busyBegun <= 13, `at most the floor's pace while busy: ${busyBegun} in half a second`);
-    assert.ok(busyBegun >= 2, `never starved: ${busyBegun} in half a second`);
+    const busySeconds = (performance.now() - busySince) / 1000;
+    // 20 a second, one at once and a window's worth (two) held: about 13 in the half second
+    // (the turns alone would have let all 200 begin within a few milliseconds).
+    assert.ok(busyBegun <= 3 + 20 * busySeconds, `at most the floor's pace while busy: ${busyBegun} in ${busySeconds.toFixed(2)} s`);
+    assert.ok(busyBegun >= 2, `never starved: ${busyBegun} in ${busySeconds.toFixed(2)} s`);
     load.utilization = 0.1;
     const roomAt = performance.now();
     await all;
     // Doubling each window from 20 a second: unlimited within about ten windows.
-    assert.ok(performance.now() - roomAt < 3000, `the other ${200 - busyBegun} within 3 s of the loop having room`);
+    assert.ok(performance.now() - roomAt < 5000, `the other ${200 - busyBegun} within 5 s of the loop having room`);
   });
 });

@@ -191,8 +191,9 @@ export async function buildApp(input: AppInput): Promise<FastifyInstance> {
     await deps.events.flushRefusals(true).catch((error: unknown) => app.log.warn({ err: error }, 'storing refusal counts failed'));
   });
   // The outbox: sent by every instance, each delivery by one of them at a time; its three
-  // workers together begin at most TESSERA_OUTBOX_TRIES_PER_TURN tries in a turn of the event loop.
-  const budget = new TurnBudget(input.config.outbox.triesPerTurn);
+  // workers together begin at most TESSERA_OUTBOX_TRIES_PER_TURN tries in a turn of the event
+  // loop, and while the loop is busy, fewer a second, down to TESSERA_OUTBOX_BUSY_TRIES_PER_SECOND.
+  const budget = new TurnBudget(input.config.outbox.triesPerTurn, { busyTriesPerSecond: input.config.outbox.busyTriesPerSecond });
   const batch = input.config.outbox.batch;
   const dispatcher = new WebhookDispatcher({
     budget,

@@ -159,6 +159,7 @@ export function loadConfig(env: Env = process.env): Config {
     outbox: {
       batch: s.TESSERA_OUTBOX_BATCH,
       triesPerTurn: s.TESSERA_OUTBOX_TRIES_PER_TURN,
+      busyTriesPerSecond: s.TESSERA_OUTBOX_BUSY_TRIES_PER_SECOND,
     },
     mail: mailSettings(s),
     signUp: {

@@ -287,6 +287,15 @@ export const SETTINGS = [
       "how many deliveries (webhooks', Shared Signals', mail) one server process begins in one turn of its event loop; the rest wait for the next turn, so that a flood of events leaves requests their share ([docs/events.md](docs/events.md#delivery))",
   },
   {
+    name: 'TESSERA_OUTBOX_BUSY_TRIES_PER_SECOND',
+    type: 'integer',
+    default: 20,
+    min: 1,
+    max: 10000,
+    description:
+      'how many deliveries (all kinds together) one server process still begins a second while its event loop is busy (90% or more of a tenth of a second): deliveries slow down to this, giving way to requests, and speed up again as the loop has room ([docs/events.md](docs/events.md#delivery))',
+  },
+  {
     name: 'TESSERA_TOKEN_EXCHANGE_MAX_ACTORS',
     type: 'integer',
     default: 4,

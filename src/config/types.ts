@@ -465,6 +465,8 @@ export interface OutboxSettings {
   readonly batch: number;
   /** `TESSERA_OUTBOX_TRIES_PER_TURN` (default 4): deliveries begun in one turn of the event loop, every kind together. */
   readonly triesPerTurn: number;
+  /** `TESSERA_OUTBOX_BUSY_TRIES_PER_SECOND` (default 20): deliveries begun a second, at least, while the event loop is busy, every kind together. */
+  readonly busyTriesPerSecond: number;
 }
 
 export interface WebhookSettings {

@@ -3,7 +3,8 @@
  * deliveries: a batch goes out in event order; the try that fails is retried before anything
  * behind it, and what was claimed behind it is given back uncounted; a dead letter is
  * recorded once; stopping gives a try under way back; and the turn budget lets no more tries
- * begin in one turn of the event loop than it allows.
+ * begin in one turn of the event loop than it allows, and, while the loop is busy, no more a
+ * second than its floor, speeding up again once the loop has room.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { systemClock } from '../../core/clock.ts';
 import { openSqliteStore } from '../../store/sqlite/store.ts';
 import type { Store, WebhookDeliveryRecord } from '../../store/types.ts';
-import { OutboxWorker, TurnBudget, type DeliveryKind, type TryResult } from './worker.ts';
+import { BUSY_UTILIZATION, type DeliveryKind, type LoopGauge, nextPace, OutboxWorker, PACE_WINDOW_MS, type TryResult, TurnBudget } from './worker.ts';
 
 async function until(check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -184,5 +185,46 @@ describe('the outbox worker', () => {
       `at most 3 a turn: ${JSON.stringify([...perTurn])}`,
     );
     assert.ok(perTurn.size >= 3, 'eight tries over at least three turns');
+  });
+
+  it('halves the pace of a busy loop from what was begun, down to the floor, and doubles it with room, then lifts it', () => {
+    assert.equal(nextPace(Number.POSITIVE_INFINITY, 1, 800, 20), 400, 'busy: half of what the last window began');
+    assert.equal(nextPace(400, BUSY_UTILIZATION, 400, 20), 200);
+    assert.equal(nextPace(30, 1, 30, 20), 20, 'never below the floor');
+    assert.equal(nextPace(Number.POSITIVE_INFINITY, 0.99, 0, 20), 20, 'busy with requests alone: the floor at once');
+    assert.equal(nextPace(20, 0.3, 20, 20), 40, 'with room: doubled');
+    assert.equal(nextPace(8000, 0.3, 8000, 20), Number.POSITIVE_INFINITY, 'and past 10,000 a second, no limit');
+    assert.equal(nextPace(100, 0.8, 100, 20), 100, 'between the two: kept');
+  });
+
+  /** A loop as busy as the test says, on the real clock. */
+  const gauge = (load: { utilization: number }): LoopGauge => ({ now: () => performance.now(), utilization: () => load.utilization });
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('begins tries at its floor a second while the loop is busy, never none, and at full speed again once it has room', async () => {
+    const load = { utilization: 1 };
+    const budget = new TurnBudget(4, { busyTriesPerSecond: 20, gauge: gauge(load) });
+    // A window gone by: the first try reads the loop's load.
+    await sleep(PACE_WINDOW_MS + 10);
+    let begun = 0;
+    const busySince = performance.now();
+    const all = Promise.all(
+      Array.from({ length: 200 }, async () => {
+        await budget.take();
+        begun += 1;
+      }),
+    );
+    await sleep(500);
+    const busyBegun = begun;
+    const busySeconds = (performance.now() - busySince) / 1000;
+    // 20 a second, one at once and a window's worth (two) held: about 13 in the half second
+    // (the turns alone would have let all 200 begin within a few milliseconds).
+    assert.ok(busyBegun <= 3 + 20 * busySeconds, `at most the floor's pace while busy: ${busyBegun} in ${busySeconds.toFixed(2)} s`);
+    assert.ok(busyBegun >= 2, `never starved: ${busyBegun} in ${busySeconds.toFixed(2)} s`);
+    load.utilization = 0.1;
+    const roomAt = performance.now();
+    await all;
+    // Doubling each window from 20 a second: unlimited within about ten windows.
+    assert.ok(performance.now() - roomAt < 5000, `the other ${200 - busyBegun} within 5 s of the loop having room`);
   });
 });

@@ -19,7 +19,10 @@
  *   command, stored), and at once when told (`wake`) of an event this process stored.
  * - Every worker of the process begins at most `triesPerTurn` tries in one turn of the event
  *   loop (`TurnBudget`), then waits for the next: a flood of deliveries takes its share of each
- *   turn, and requests (token responses) the rest.
+ *   turn, and requests (token responses) the rest. And deliveries are background work: while
+ *   the loop is busy (most of a tenth of a second spent running), they begin fewer a second,
+ *   down to a floor that keeps them going, so that a flood of events does not slow the answers
+ *   to a flood of requests; with room, they speed up again to what the turns allow.
  */
 import type { Clock } from '../../core/clock.ts';
 import type { OutboxKind, OutboxRecords, OutboxStore } from '../../store/types.ts';
@@ -95,27 +98,122 @@ export interface WorkerDeps {
 }
 
 /**
- * The tries every worker of the process may begin in one turn of the event loop. Past that,
- * a try waits for the next turn (setImmediate: after the turn's I/O, so requests come first).
+ * The event loop's load as the budget reads it: a clock in milliseconds, and the share of the
+ * time since the last reading that the loop spent running callbacks rather than waiting, 0 to 1.
+ */
+export interface LoopGauge {
+  now(): number;
+  utilization(): number;
+}
+
+/** The process's own event loop (`performance.eventLoopUtilization`). */
+export function eventLoopGauge(): LoopGauge {
+  let last = performance.eventLoopUtilization();
+  return {
+    now: () => performance.now(),
+    utilization() {
+      const next = performance.eventLoopUtilization();
+      const { utilization } = performance.eventLoopUtilization(next, last);
+      last = next;
+      return utilization;
+    },
+  };
+}
+
+/** How often the pace is set again from the loop's load, milliseconds. */
+export const PACE_WINDOW_MS = 100;
+/** At or above this utilization the loop is busy: the pace halves, down to the floor. */
+export const BUSY_UTILIZATION = 0.9;
+/** Below this the loop has room: the pace doubles. */
+export const IDLE_UTILIZATION = 0.75;
+/** Tries a second past which the pace is no limit at all (the per-turn budget alone). */
+const FULL_PACE = 10_000;
+
+/**
+ * The pace (tries begun a second) for the next window, from the last one's: halved from what
+ * was begun when the loop was busy, never below `floor`; doubled when it had room, until
+ * unlimited; else kept. A loop kept busy by requests thus brings deliveries down to the floor
+ * within a few windows whatever they cost, and a loop busy with deliveries alone lets them
+ * take it to about BUSY_UTILIZATION, leaving the rest to requests.
+ */
+export function nextPace(pace: number, utilization: number, begunPerSecond: number, floor: number): number {
+  if (utilization >= BUSY_UTILIZATION) return Math.max(floor, Math.min(pace, begunPerSecond) / 2);
+  if (utilization < IDLE_UTILIZATION) return pace * 2 >= FULL_PACE ? Number.POSITIVE_INFINITY : pace * 2;
+  return pace;
+}
+
+/** What the budget is given beside its tries per turn. */
+export interface BudgetOptions {
+  /** The pace while the loop is busy: tries begun a second, at least (TESSERA_OUTBOX_BUSY_TRIES_PER_SECOND). */
+  readonly busyTriesPerSecond?: number;
+  readonly gauge?: LoopGauge;
+}
+
+/**
+ * The tries every worker of the process may begin: at most `perTurn` in one turn of the event
+ * loop, the next waiting for the next turn (setImmediate: after the turn's I/O, so requests come
+ * first); and, while the loop is busy, at a pace that gives way to requests (`nextPace`, set
+ * again every PACE_WINDOW_MS from the loop's utilization), never below `busyTriesPerSecond`,
+ * the next waiting on a timer (so that the loop, between, can rest or answer requests).
  */
 export class TurnBudget {
   readonly #perTurn: number;
+  readonly #floor: number;
+  readonly #gauge: LoopGauge;
   #used = 0;
   #waiting: (() => void)[] = [];
   #scheduled = false;
+  #timer: NodeJS.Timeout | undefined;
+  #pace = Number.POSITIVE_INFINITY;
+  /** Tries the pace allows now (a bucket filled at the pace, holding one window's worth). */
+  #credit = 0;
+  #creditAt: number;
+  #windowStart: number;
+  #begunInWindow = 0;
 
-  constructor(perTurn: number) {
+  constructor(perTurn: number, options: BudgetOptions = {}) {
     this.#perTurn = perTurn;
+    this.#floor = options.busyTriesPerSecond ?? DEFAULT_BUSY_TRIES_PER_SECOND;
+    this.#gauge = options.gauge ?? eventLoopGauge();
+    this.#windowStart = this.#creditAt = this.#gauge.now();
   }
 
   /** Resolves when a try may begin. */
   take(): Promise<void> | undefined {
     this.#schedule();
-    if (this.#used < this.#perTurn && this.#waiting.length === 0) {
+    if (this.#waiting.length === 0 && this.#used < this.#perTurn && this.#paced()) {
       this.#used += 1;
       return undefined;
     }
     return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** Whether the pace lets a try begin now; counts it if so. */
+  #paced(): boolean {
+    this.#setPace();
+    if (this.#pace !== Number.POSITIVE_INFINITY) {
+      const now = this.#gauge.now();
+      this.#credit = Math.min(Math.max(1, (this.#pace * PACE_WINDOW_MS) / 1000), this.#credit + ((now - this.#creditAt) * this.#pace) / 1000);
+      this.#creditAt = now;
+      if (this.#credit < 1) return false;
+      this.#credit -= 1;
+    }
+    this.#begunInWindow += 1;
+    return true;
+  }
+
+  /** At the end of a window, the next pace from its load and what it began. */
+  #setPace(): void {
+    const now = this.#gauge.now();
+    const elapsed = now - this.#windowStart;
+    if (elapsed < PACE_WINDOW_MS) return;
+    const wasUnlimited = this.#pace === Number.POSITIVE_INFINITY;
+    this.#pace = nextPace(this.#pace, this.#gauge.utilization(), (this.#begunInWindow * 1000) / elapsed, this.#floor);
+    // Paced again after a time unlimited: one try may begin at once (a lone event goes out
+    // without waiting), the next at the pace.
+    if (wasUnlimited && this.#pace !== Number.POSITIVE_INFINITY) [this.#credit, this.#creditAt] = [1, now];
+    this.#windowStart = now;
+    this.#begunInWindow = 0;
   }
 
   #schedule(): void {
@@ -124,14 +222,35 @@ export class TurnBudget {
     setImmediate(() => {
       this.#scheduled = false;
       this.#used = 0;
-      const next = this.#waiting.splice(0, this.#perTurn);
-      this.#used = next.length;
-      for (const resolve of next) resolve();
-      if (this.#waiting.length > 0 || next.length > 0) this.#schedule();
+      this.#release();
     });
+  }
+
+  /** Lets waiting tries begin, as many as this turn and the pace allow; then waits for the next turn or the pace. */
+  #release(): void {
+    let released = 0;
+    while (this.#waiting.length > 0 && this.#used < this.#perTurn && this.#paced()) {
+      this.#used += 1;
+      released += 1;
+      this.#waiting.shift()!();
+    }
+    // A turn that began tries is followed by one that counts afresh.
+    if (released > 0 || (this.#waiting.length > 0 && this.#used >= this.#perTurn)) this.#schedule();
+    else if (this.#waiting.length > 0 && this.#timer === undefined) {
+      const wait = Math.max(1, Math.ceil(((1 - this.#credit) * 1000) / this.#pace));
+      this.#timer = setTimeout(
+        () => {
+          this.#timer = undefined;
+          this.#release();
+        },
+        Math.min(wait, PACE_WINDOW_MS),
+      );
+    }
   }
 }
 
+/** TESSERA_OUTBOX_BUSY_TRIES_PER_SECOND's default. */
+export const DEFAULT_BUSY_TRIES_PER_SECOND = 20;
 /** TESSERA_OUTBOX_TRIES_PER_TURN's default. */
 export const DEFAULT_TRIES_PER_TURN = 4;
 /** TESSERA_OUTBOX_BATCH's default. */

@@ -15,8 +15,9 @@
  * Shards are dealt by how long each file takes (test/durations.json), the longest first to the
  * shard with the least so far, so they end together. The split is the same on every machine:
  * a failure that depends on the files before it in its shard comes back. `npm test --
- * --record` times each file alone and writes that table again (a file it does not know yet
- * counts by its size).
+ * --record` runs the suite as usual and writes that table again from the run: each file's
+ * time in its shard, as the files share the cores (a file it does not know yet counts by its
+ * size).
  *
  * The counts are the runner's own: a second reporter (helpers/outcomes-reporter.ts) tells it
  * each test's start and end, file by file, on a pipe of its own, and after each shard's report
@@ -173,7 +174,7 @@ function fileLine(file: string, tally: FileTally | undefined, shardEnded: string
   return { line: `${ok ? '✔' : '✖'} ${file}: ${counts!.tests} tests${said ? `, ${said}` : ''} (${(tally.ms / 1000).toFixed(1)} s)`, whole: true };
 }
 
-/** Seconds a file took alone, as recorded; for a file not recorded yet, an estimate from its size. */
+/** Seconds a file took in its shard, as recorded; for a file not recorded yet, an estimate from its size. */
 function durations(): (file: string) => number {
   let recorded: Record<string, number> = {};
   try {
@@ -189,22 +190,6 @@ function durations(): (file: string) => number {
   };
 }
 
-/** Times each file alone, one after another, and writes the table the shards are dealt by. */
-async function record(): Promise<boolean> {
-  const table: Record<string, number> = {};
-  let passed = true;
-  for (const file of files) {
-    const started = Date.now();
-    const { code } = await node([...NODE, file]);
-    table[file] = Math.round((Date.now() - started) / 100) / 10;
-    process.stdout.write(`${code === 0 ? '✔' : '✖'} ${file} ${table[file]} s\n`);
-    if (code !== 0) passed = false;
-  }
-  writeFileSync(DURATIONS, `${JSON.stringify(table, null, 2)}\n`);
-  process.stdout.write(`written: ${relative(process.cwd(), DURATIONS)}\n`);
-  return passed;
-}
-
 async function runShards(): Promise<boolean> {
   const seconds = durations();
   const shards = Array.from({ length: Math.min(shardCount, files.length) }, () => ({ files: [] as string[], seconds: 0 }));
@@ -217,6 +202,8 @@ async function runShards(): Promise<boolean> {
   const totals = Object.fromEntries(COUNTS.map((name) => [name, 0])) as Record<(typeof COUNTS)[number], number>;
   const failures: string[] = [];
   const outcomesDir = mkdtempSync(join(tmpdir(), 'tessera-outcomes-'));
+  /** Each file's milliseconds in its shard, for --record. */
+  const measured = new Map<string, number>();
   const codes = await Promise.all(
     shards.map(async (shard, index) => {
       const tallies = new Map<string, FileTally>();
@@ -251,6 +238,7 @@ async function runShards(): Promise<boolean> {
         `\n── shard ${index + 1} of ${shards.length}: ${shard.files.length} files ──\n${failing === -1 ? output : output.slice(0, failing + 1)}\n${lines.map(({ line }) => line).join('\n')}\n`,
       );
       for (const tally of tallies.values()) for (const name of COUNTS) totals[name] += tally.counts[name];
+      for (const [name, tally] of tallies) measured.set(name, tally.ms);
       if (failing !== -1) failures.push(output.slice(failing + 1).trimEnd());
       const unfinished = lines.filter(({ whole }) => !whole).map(({ line }) => line);
       if (unfinished.length > 0) failures.push(`✖ shard ${index + 1} ended (status ${code}) before its report did:\n${unfinished.join('\n')}`);
@@ -260,6 +248,19 @@ async function runShards(): Promise<boolean> {
     }),
   );
   rmSync(outcomesDir, { recursive: true, force: true });
+  if (values.record) {
+    // Files not run this time keep their times (a run of named files updates theirs).
+    let table: Record<string, number> = {};
+    try {
+      table = JSON.parse(readFileSync(DURATIONS, 'utf8')) as Record<string, number>;
+    } catch {
+      // None yet.
+    }
+    for (const file of files) table[file] = Math.max(0.1, Math.round((measured.get(file) ?? 0) / 100) / 10);
+    table = Object.fromEntries(Object.entries(table).toSorted(([a], [b]) => a.localeCompare(b)));
+    writeFileSync(DURATIONS, `${JSON.stringify(table, null, 2)}\n`);
+    process.stdout.write(`written: ${relative(process.cwd(), DURATIONS)}\n`);
+  }
   // The failures at the end, where a reader of a long log looks, with the command that runs their files alone.
   const failed = [...new Set(Array.from(failures.join('\n').matchAll(/^test at (.+?):\d+:\d+$/gm), (match) => match[1]!))];
   if (failures.length > 0)
@@ -272,7 +273,7 @@ async function runShards(): Promise<boolean> {
 
 globalSetup();
 try {
-  process.exitCode = (await (values.record ? record() : runShards())) ? 0 : 1;
+  process.exitCode = (await runShards()) ? 0 : 1;
 } finally {
   globalTeardown();
 }

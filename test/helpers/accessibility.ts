@@ -230,7 +230,12 @@ async function check(page: Page, checking: (run: Promise<void>) => void, found: 
     // gone, and is checked when it is next seen.
     if (key !== null) release(key);
     if (page.isClosed()) return;
-    if (!/Execution context was destroyed|Target page, context or browser has been closed|navigat/i.test(String(error))) throw error;
+    if (
+      !/Execution context was destroyed|Target page, context or browser has been closed|No target with given id|no object with guid|Session closed|navigat/i.test(
+        String(error),
+      )
+    )
+      throw error;
   }
 }
 

@@ -5,6 +5,7 @@
  * attributes or width can show, and the watch must name each when the browser closes.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { axeViolations } from './helpers/accessibility.ts';
 import { chromiumUnavailable, launchChromium } from './helpers/chromium.ts';
@@ -17,10 +18,14 @@ const STYLESHEET =
 
 /**
  * A page as Tessera serves them (its style sheet linked from /assets/tessera.css). Each page's
- * body differs in its elements, so that no page's state is another's (a state is checked once).
+ * body differs in its elements, so that no page's state is another's (a state is checked once
+ * a run), and carries an attribute named for this process, so that no other file's or
+ * process's check of the run has claimed its state first.
  */
+const RUN_MARK = `data-watch-${randomBytes(6).toString('hex')}`;
+
 function page(body: string, head = ''): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Test page</title><link rel="stylesheet" href="/assets/tessera.css">${head}</head><body><main><h1>Test page</h1>${body}</main></body></html>`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Test page</title><link rel="stylesheet" href="/assets/tessera.css">${head}</head><body ${RUN_MARK}><main><h1>Test page</h1>${body}</main></body></html>`;
 }
 
 const IMAGE = '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">';

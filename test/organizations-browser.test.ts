@@ -173,7 +173,7 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     });
   }
 
-  it('sends an address of the verified domain to the organization’s provider, by login_hint and as typed, and back with a token', async () => {
+  it('sends an address of the verified domain to the organization’s provider, by login_hint and as typed, and back with a token, a member of it', async () => {
     const { page, callback } = await appPage();
     const attempt = await authorize({ login_hint: 'ada@acme.example' });
     await page.goto(attempt.url.href);
@@ -193,6 +193,11 @@ describe('organizations in Chromium', { skip: chromiumUnavailable() }, () => {
     assert.deepEqual(
       links.map((link) => link.providerId),
       ['acme-sso'],
+    );
+    // Signed in by the organization's own provider with an address of its domain: one of its people.
+    assert.deepEqual(
+      (await server.store.organizations.membershipsOf(tokens.claims()!.sub)).map((membership) => [membership.organization.name, membership.role]),
+      [['Acme', 'member']],
     );
     await page.context().close();
 

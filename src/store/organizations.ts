@@ -59,6 +59,8 @@ export interface OrganizationStore {
   remove(id: string): Promise<boolean>;
   /** Adds the person, or gives a member the role: one statement either way. */
   setMember(member: OrganizationMemberRecord): Promise<void>;
+  /** Adds the person unless a member already (whose role stays): one statement; false when they were one. */
+  join(member: OrganizationMemberRecord): Promise<boolean>;
   removeMember(organizationId: string, userId: string): Promise<boolean>;
   /** The members, oldest first, with their usernames. */
   members(organizationId: string): Promise<(OrganizationMemberRecord & { readonly username: string })[]>;

@@ -86,6 +86,24 @@ export function organizationsContract({
       assert.equal(await store.organizations.remove(org.id), false);
     });
 
+    it('joins a person once, in one statement, leaving the role of one who is a member already', async () => {
+      const store = current();
+      const org = organization();
+      await store.organizations.create(org);
+      const [owner, newcomer] = [await givenUser(), await givenUser()];
+      await store.organizations.setMember({ organizationId: org.id, userId: owner.id, role: 'owner', createdAt: T0 });
+      assert.equal(await store.organizations.join({ organizationId: org.id, userId: owner.id, role: 'member', createdAt: T0 + 5 }), false);
+      assert.equal(await store.organizations.join({ organizationId: org.id, userId: newcomer.id, role: 'member', createdAt: T0 + 5 }), true);
+      assert.equal(await store.organizations.join({ organizationId: org.id, userId: newcomer.id, role: 'admin', createdAt: T0 + 9 }), false);
+      assert.deepEqual(
+        (await store.organizations.members(org.id)).map((member) => [member.username, member.role, member.createdAt]),
+        [
+          [owner.username, 'owner', T0],
+          [newcomer.username, 'member', T0 + 5],
+        ],
+      );
+    });
+
     it('keeps the organization an approval was given for, through a later approval that chose none', async () => {
       const store = current();
       const org = organization();

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { OperatorRole } from '../../core/scopes.ts';
 import type { IdentityProviderRecord } from '../../store/identity-providers.ts';
 import { flowWorld, type FlowWorld } from '../../../test/helpers/flows.ts';
-import { accountFor, type UpstreamIdentity } from './accounts.ts';
+import { accountFor, joinOrganizationOfProvider, type UpstreamIdentity } from './accounts.ts';
 import { providerSettings } from './settings.ts';
 
 const provider = (id: string, settings: Record<string, unknown>): IdentityProviderRecord => ({
@@ -121,5 +121,64 @@ describe('the account an upstream sign-in signs in as (accountFor)', () => {
     for (const [email, verified, expected] of cases)
       assert.equal(await firstSignIn(DOMAIN, identity(email, verified)), expected, `${email} ${verified ? 'verified' : 'unverified'}`);
     assert.equal(await firstSignIn(DOMAIN, identity(null, true)), 'domain_not_allowed', 'no address');
+  });
+});
+
+describe("an organization's own provider makes the people it signs in members (joinOrganizationOfProvider)", () => {
+  let world: FlowWorld;
+  const SSO = provider('acme-sso', {});
+  const org = {
+    id: 'org-acme',
+    name: 'Acme',
+    domain: 'acme.example',
+    domainVerified: true,
+    providerId: SSO.id,
+    requirePasskey: false,
+    requireSecondFactor: false,
+    createdAt: 0,
+    updatedAt: 0,
+  };
+
+  before(async () => {
+    world = await flowWorld();
+    for (const record of [SSO, LINKING]) await world.store.identityProviders.create(record);
+    await world.store.organizations.create(org);
+    await world.store.organizations.create({ ...org, id: 'org-unverified', name: 'Unverified', domain: 'unverified.example', domainVerified: false });
+  });
+  after(() => world.close());
+
+  const roleIn = async (organizationId: string, userId: string) =>
+    (await world.store.organizations.membershipsOf(userId)).find((membership) => membership.organization.id === organizationId)?.role ?? 'none';
+
+  it('joins a verified address of the verified domain signed in by that provider, as a member, once; and no one else', async () => {
+    const cases: [string, IdentityProviderRecord, string, boolean, { role?: OperatorRole }, string, string][] = [
+      ['its provider, a verified address of its domain', SSO, 'ann@acme.example', true, {}, org.id, 'member'],
+      ['the domain written otherwise', SSO, 'bob@ACME.example', true, {}, org.id, 'member'],
+      ['an address the provider did not verify', SSO, 'cy@acme.example', false, {}, org.id, 'none'],
+      ['another domain', SSO, 'dee@elsewhere.example', true, {}, org.id, 'none'],
+      ['another provider, the same domain', LINKING, 'eve@acme.example', true, {}, org.id, 'none'],
+      ['a console role holder', SSO, 'fay@acme.example', true, { role: 'support' }, org.id, 'none'],
+      ['a domain not verified', SSO, 'gus@unverified.example', true, {}, 'org-unverified', 'none'],
+    ];
+    for (const [what, through, email, verified, fields, organizationId, expected] of cases) {
+      const user = await world.addUser({ username: email.split('@')[0]!, email: email.toLowerCase(), emailVerified: true, role: fields.role ?? null });
+      // Signed in twice: joined at the first.
+      for (let time = 0; time < 2; time++) await joinOrganizationOfProvider(world.deps, through, identity(email, verified), user);
+      assert.equal(await roleIn(organizationId, user.id), expected, what);
+    }
+    const joined = await world.store.events.list({ type: 'organization.member_set', limit: 10 });
+    assert.deepEqual(joined.map((event) => [event.username, event.detail['by'], event.detail['provider']]).toSorted(), [
+      ['ann', 'sign-in', SSO.id],
+      ['bob', 'sign-in', SSO.id],
+    ]);
+  });
+
+  it("keeps an owner's role, and records nothing, when the owner signs in through the provider", async () => {
+    const owner = await world.addUser({ username: 'olga', email: 'olga@acme.example', emailVerified: true });
+    await world.store.organizations.setMember({ organizationId: org.id, userId: owner.id, role: 'owner', createdAt: 0 });
+    const before = (await world.store.events.list({ type: 'organization.member_set', limit: 100 })).length;
+    await joinOrganizationOfProvider(world.deps, SSO, identity('olga@acme.example', true), owner);
+    assert.equal(await roleIn(org.id, owner.id), 'owner');
+    assert.equal((await world.store.events.list({ type: 'organization.member_set', limit: 100 })).length, before);
   });
 });

@@ -147,6 +147,39 @@ export async function accountFor(
 }
 
 /**
+ * Makes `user` a member of the organization whose own provider `provider` is, when that
+ * provider signed them in with an address it verified in the organization's verified domain
+ * (docs/organizations.md, "Sign-in by domain"): the operator gave that domain's sign-in to
+ * that provider, so whom it signs in there is the organization's. A member already keeps
+ * their role (one conditional statement); a console role holder is left to the operator, as
+ * no provider's word reaches the console (`linkRefusal`); an unverified address proves
+ * nothing. Every sign-in asks again, so a person removed from the organization who still signs
+ * in through its provider is a member again: remove them at the provider, or the domain's
+ * routing.
+ */
+export async function joinOrganizationOfProvider(
+  deps: Pick<FlowDeps, 'store' | 'clock' | 'events'>,
+  provider: IdentityProviderRecord,
+  identity: Pick<UpstreamIdentity, 'email' | 'emailVerified'>,
+  user: UserRecord,
+): Promise<void> {
+  const domain = emailDomain(identity.email);
+  if (!identity.emailVerified || domain === null || user.role !== null) return;
+  const organization = await deps.store.organizations.byVerifiedDomain(domain);
+  if (organization === null || organization.providerId !== provider.id) return;
+  await transactionWithEvents(deps, async (tx, record) => {
+    const member = { organizationId: organization.id, userId: user.id, role: 'member' as const, createdAt: deps.clock.now() };
+    if (await tx.organizations.join(member))
+      await record({
+        type: 'organization.member_set',
+        userId: user.id,
+        username: user.username,
+        detail: { organization: organization.id, role: 'member', by: 'sign-in', provider: provider.id },
+      });
+  });
+}
+
+/**
  * Why a first sign-in may not link to the account that has its e-mail address, or null when
  * it may: the operator allowed linking for the provider, the provider verified the address,
  * the account verified it too (an address typed for an account proves nothing: linking on it

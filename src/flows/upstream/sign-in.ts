@@ -15,7 +15,7 @@ import type { Browser } from '../session/session.ts';
 import { afterFirstStep } from '../session/sign-in.ts';
 import { checkDirectoryPassword, type Busy, type Limited, type PasswordCheckDeps } from '../sign-in.ts';
 import type { FlowDeps } from '../types.ts';
-import { accountFor, methodsFor, type UpstreamIdentity, type UpstreamRefusal } from './accounts.ts';
+import { accountFor, joinOrganizationOfProvider, methodsFor, type UpstreamIdentity, type UpstreamRefusal } from './accounts.ts';
 import { beginGithub, finishGithub } from './github.ts';
 import { checkLdapPassword } from './ldap.ts';
 import { beginOidc, finishOidc, UpstreamFailure, type UpstreamChecks } from './oidc.ts';
@@ -156,6 +156,7 @@ async function signInAs(
 ): Promise<{ readonly kind: 'signed-in' | 'second-factor'; readonly user: UserRecord } | Refused> {
   const account = await accountFor(deps, provider, providerSettings(provider), identity);
   if (account.kind === 'refused') return refuse(deps, browser, provider, account.reason, { user: account.user, username: identity.label, clientId });
+  await joinOrganizationOfProvider(deps, provider, identity, account.user);
   // The session records what the provider proved, no more (RFC 8176 has no "federated"
   // value): a directory's password is `pwd`, an OpenID provider's word is its known `amr`
   // values (its `mfa` only where the operator trusts it, and never for a console role

@@ -29,6 +29,9 @@ export function organizationsStatements(_d: Dialect) {
     setOrganizationMember: `
       INSERT INTO organization_members (organization_id, user_id, role, created_at) VALUES (:organizationId, :userId, :role, :createdAt)
       ON CONFLICT (organization_id, user_id) DO UPDATE SET role = excluded.role`,
+    joinOrganization: `
+      INSERT INTO organization_members (organization_id, user_id, role, created_at) VALUES (:organizationId, :userId, :role, :createdAt)
+      ON CONFLICT (organization_id, user_id) DO NOTHING`,
     removeOrganizationMember: 'DELETE FROM organization_members WHERE organization_id = :organizationId AND user_id = :userId',
     organizationMembers: `
       SELECT m.*, u.username FROM organization_members m JOIN users u ON u.id = m.user_id
@@ -85,6 +88,7 @@ export function organizationsStores(d: Dialect, q: Runner<keyof ReturnType<typeo
       },
       remove: (id) => changedAny('removeOrganization', { id }),
       setMember: (member) => write('setOrganizationMember', { ...member }),
+      join: (member) => changedAny('joinOrganization', { ...member }),
       removeMember: (organizationId, userId) => changedAny('removeOrganizationMember', { organizationId, userId }),
       members: (organizationId) =>
         every('organizationMembers', { organizationId }, (row) => ({

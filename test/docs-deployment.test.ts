@@ -14,12 +14,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { runTessera, serveTessera, type ServingCommand } from './helpers/cli.ts';
+import { which } from './helpers/machine.ts';
 import { databaseSetting, describePostgres, dropSchema, newSchema, postgresUrl } from './helpers/postgres.ts';
 
 const DEPLOYMENT = readFileSync(new URL('../docs/deployment.md', import.meta.url), 'utf8');
@@ -44,7 +45,7 @@ async function bash(line: string, cwd: string, env: Record<string, string> = {})
 /** The checkout, where the page's `node bin/tessera.js` runs. */
 const REPO = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
 
-const tool = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => existsSync(join(dir, name)));
+const tool = (name: string) => which(name) !== undefined;
 
 /** A shell line's words, with '…' and "…" quoting (all the page's commands use). */
 function words(line: string): string[] {

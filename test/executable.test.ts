@@ -24,15 +24,11 @@ import { buildExecutable, cannotBuild, EXECUTABLE, ROOT, sourceHash } from '../d
 import { watchCommand } from './helpers/cli.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
+import { inCi, which } from './helpers/machine.ts';
 
-const onPath = (name: string) => (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, name)));
-const which = (name: string) =>
-  (process.env['PATH'] ?? '')
-    .split(':')
-    .map((dir) => join(dir, name))
-    .find((path) => existsSync(path))!;
+const onPath = (name: string) => which(name) !== undefined;
 const root = process.getuid?.() === 0;
-const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
+const ci = inCi();
 const why = cannotBuild();
 const CACHE = join(ROOT, 'node_modules', '.cache', 'tessera-executable');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -174,7 +170,7 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
   }, async () => {
     // What a host without Node.js has: glibc and libstdc++, as ldd names them, and nothing else (no /usr, /proc or /dev).
     const rootfs = join(dir, 'rootfs');
-    for (const library of (await promisify(execFile)(which('ldd'), [tessera])).stdout.matchAll(/(?:=>\s+|^\s*)(\/\S+)\s+\(/gm)) {
+    for (const library of (await promisify(execFile)(which('ldd')!, [tessera])).stdout.matchAll(/(?:=>\s+|^\s*)(\/\S+)\s+\(/gm)) {
       mkdirSync(join(rootfs, dirname(library[1]!)), { recursive: true });
       copyFileSync(library[1]!, join(rootfs, library[1]!));
     }
@@ -183,7 +179,7 @@ describe('the single executable', { skip: why !== null && !ci ? `executable test
     chmodSync(join(rootfs, 'usr/local/bin/tessera'), 0o755);
     const inRoot = (args: readonly string[], env: Record<string, string> = {}) =>
       watchCommand(
-        spawn(which('chroot'), [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }),
+        spawn(which('chroot')!, [rootfs, '/usr/local/bin/tessera', ...args], { cwd: rootfs, env: { PATH: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }),
       );
     const version = inRoot(['--version']);
     assert.equal(await within(version.exited, 'tessera --version in the root to exit'), 0, version.output().stderr);

@@ -25,7 +25,8 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { buildImage, IMAGE_UID, startEnvironment, startFlags, type BuiltImage } from '../deploy/image/build.ts';
 import { watchCommand } from './helpers/cli.ts';
-import { imageTestsSkip, requireImageTools, which } from './helpers/image-tools.ts';
+import { imageTestsSkip, requireImageTools } from './helpers/image-tools.ts';
+import { which } from './helpers/machine.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 import { until, WAIT_MS, within } from './helpers/wait.ts';
 

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -18,11 +18,12 @@ import { parseAllDocuments } from 'yaml';
 import { IMAGE_UID } from '../deploy/image/build.ts';
 import { setting, SETTINGS, type IntegerSetting } from '../src/config/settings.ts';
 import { runTessera } from './helpers/cli.ts';
+import { inCi, which } from './helpers/machine.ts';
 import { shellBlock, shellWords } from './helpers/shell-blocks.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const kubectl = (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, 'kubectl')));
-const ci = !['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase());
+const kubectl = which('kubectl') !== undefined;
+const ci = inCi();
 
 interface Probe {
   httpGet: { path: string; port: string | number };

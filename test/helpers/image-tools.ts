@@ -3,19 +3,9 @@
  * and root, for a mount namespace and chroot. Without them those files are skipped saying so,
  * except in CI (CI=1), where that fails.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { inCi, which } from './machine.ts';
 
 const TOOLS = ['buildah', 'umoci', 'skopeo', 'unshare', 'chroot', 'mount'];
-
-/** The first `name` on PATH, or undefined. */
-export function which(name: string): string | undefined {
-  return (process.env['PATH'] ?? '')
-    .split(':')
-    .filter((dir) => dir !== '')
-    .map((dir) => join(dir, name))
-    .find((path) => existsSync(path));
-}
 
 const missing = TOOLS.filter((name) => which(name) === undefined);
 
@@ -28,10 +18,7 @@ export const imageToolsMissing: string | null =
       : 'it needs root, for a mount namespace and chroot';
 
 /** The image tests' `skip` option: skipped saying why, or in CI a failure in `before` (see `requireImageTools`). */
-export const imageTestsSkip: string | false =
-  imageToolsMissing !== null && ['', '0', 'false'].includes((process.env['CI'] ?? '').trim().toLowerCase())
-    ? `image tests skipped: ${imageToolsMissing}`
-    : false;
+export const imageTestsSkip: string | false = imageToolsMissing !== null && !inCi() ? `image tests skipped: ${imageToolsMissing}` : false;
 
 /** Throws in CI where the tools are missing: there the image tests must run. */
 export function requireImageTools(): void {

@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import pg from 'pg';
+import { inCi } from './machine.ts';
 
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -23,7 +24,7 @@ export const POSTGRES_URL = postgresUrl;
 /** Why the PostgreSQL tests must run here, or null when they may be skipped. */
 export function postgresRequiredBy(env: Readonly<Record<string, string | undefined>>): string | null {
   if (env['TESSERA_TEST_POSTGRES_URL']) return 'TESSERA_TEST_POSTGRES_URL is set';
-  if (!['', '0', 'false'].includes((env['CI'] ?? '').trim().toLowerCase())) return 'CI is set';
+  if (inCi(env)) return 'CI is set';
   return null;
 }
 

@@ -192,11 +192,16 @@ export function outboundPost(rule: UrlRule, resolve?: Resolver): Poster {
   };
 }
 
+/** One key for each rule that sends differently: the process keeps one sender per key. */
+function ruleKey(rule: UrlRule): string {
+  return `${rule.selfRegistered} ${rule.allowPrivateNetworks} ${rule.delegated === true}`;
+}
+
 const posters = new Map<string, Poster>();
 
 /** The process's `outboundPost` for `rule` (one pool of connections per origin each). */
 export function clientUrlPost(rule: UrlRule): Poster {
-  const key = `${rule.selfRegistered} ${rule.allowPrivateNetworks} ${rule.delegated === true}`;
+  const key = ruleKey(rule);
   let post = posters.get(key);
   if (post === undefined) posters.set(key, (post = outboundPost(rule)));
   return post;
@@ -206,7 +211,7 @@ const shared = new Map<string, typeof fetch>();
 
 /** The process's `outboundFetch` for `rule` (one connection pool each), as the server's settings ask. */
 export function clientUrlFetch(rule: UrlRule): typeof fetch {
-  const key = `${rule.selfRegistered} ${rule.allowPrivateNetworks} ${rule.delegated === true}`;
+  const key = ruleKey(rule);
   let send = shared.get(key);
   if (send === undefined) shared.set(key, (send = outboundFetch(rule)));
   return send;

@@ -37,7 +37,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { globSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { globalSetup, globalTeardown } from './helpers/global-setup.ts';
 import type { Outcome } from './helpers/outcomes-reporter.ts';
@@ -48,7 +48,8 @@ const PATTERNS = ['test/**/*.test.ts', 'src/**/*.test.ts'];
 const OWN_SCRIPT = ['test/bench.test.ts', 'test/image-reproducible.test.ts'];
 const OUTCOMES_REPORTER = join(import.meta.dirname, 'helpers', 'outcomes-reporter.ts');
 
-const DURATIONS = join(import.meta.dirname, 'durations.json');
+/** The table the shards are dealt by; TEST_RUN_DURATIONS names another (test/run-record.test.ts). */
+const DURATIONS = process.env['TEST_RUN_DURATIONS'] || join(import.meta.dirname, 'durations.json');
 /** Per test, as the runner's own --test-timeout: a hung test fails rather than holds its shard. */
 const TEST_TIMEOUT_MS = 120_000;
 const NODE = ['--disable-warning=ExperimentalWarning', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit'];
@@ -66,7 +67,7 @@ if (!Number.isInteger(shardCount) || shardCount < 1) {
 
 const files = (
   positionals.length > 0
-    ? positionals.map((file) => relative(ROOT, join(process.cwd(), file)))
+    ? positionals.map((file) => relative(ROOT, resolve(process.cwd(), file)))
     : globSync(PATTERNS, { cwd: ROOT }).filter((file) => !OWN_SCRIPT.includes(file))
 ).sort();
 
